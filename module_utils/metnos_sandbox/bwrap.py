@@ -1,0 +1,427 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Locate and inspect bwrap, run it for real, and classify what it says.
+
+bwrap's stderr differs by version and distro patch (Debian rewrites the EPERM
+text, 0.11.1 fixed its grammar, 0.12 reworded several), so classification is
+by pattern, never by exact string. See shared/knowledge/BWRAP_FIELD_NOTES.md.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import json
+import os
+import re
+import signal
+import stat
+import subprocess
+import time
+
+C_ENV = {"LANGUAGE": "C", "LC_ALL": "C", "LANG": "C"}
+
+# Options the server profile and the probe rely on (R-BASE-6, R-BASE-7, probe).
+REQUIRED_FEATURES = (
+    "--unshare-user", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--die-with-parent",
+    "--ro-bind", "--bind", "--proc", "--dev", "--tmpfs", "--symlink", "--chdir",
+    "--json-status-fd",
+)
+# Noted when present; never required.
+OPTIONAL_FEATURES = (
+    "--disable-userns", "--unshare-user-try", "--clearenv", "--argv0", "--bind-fd",
+    "--ro-bind-fd", "--level-prefix", "--overlay-src", "--not-a-security-boundary",
+    "--size", "--perms", "--ro-bind-try", "--bind-try",
+)
+
+
+# --------------------------------------------------------------------------- run
+
+def default_runner(argv, env=None, timeout=30):
+    """Run argv, return (rc, stdout, stderr) as text. Never raises for a missing binary."""
+    full_env = dict(os.environ)
+    full_env.update(C_ENV)
+    if env:
+        full_env.update(env)
+    try:
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=full_env, timeout=timeout, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return 127, "", str(exc)
+    return (proc.returncode, proc.stdout.decode("utf-8", "replace"),
+            proc.stderr.decode("utf-8", "replace"))
+
+
+# --------------------------------------------------------------------------- PATH
+
+def split_path(path_text):
+    """PATH entries in order. An empty entry means the current directory (bash(1))."""
+    if path_text is None:
+        return []
+    return path_text.split(":")
+
+
+def unsafe_entries(path_text):
+    """Empty, '.' and relative PATH entries, with their index."""
+    out = []
+    for index, entry in enumerate(split_path(path_text)):
+        if entry == "" or not entry.startswith("/"):
+            out.append({"index": index, "entry": entry,
+                        "reason": "empty entry means the current directory" if entry == ""
+                        else "relative entry depends on the current directory"})
+    return out
+
+
+def which(name, path_text, cwd="/"):
+    """Resolve ``name`` through ``path_text`` as execvp would.
+
+    Relative and empty entries are resolved against ``cwd`` (they *are* used by
+    execvp and by Python's shutil.which; ``unsafe_entries`` reports them).
+    Returns the absolute path found, or None.
+    """
+    for entry in split_path(path_text):
+        directory = entry or "."
+        if not directory.startswith("/"):
+            directory = os.path.join(cwd or "/", directory)
+        candidate = os.path.normpath(os.path.join(directory, name))
+        try:
+            st = os.stat(candidate)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+# --------------------------------------------------------------------------- binary
+
+def parse_version(text):
+    """'bubblewrap 0.8.0' -> '0.8.0'; None when not recognised."""
+    match = re.search(r"bubblewrap\s+(\d+(?:\.\d+)+)", text or "")
+    return match.group(1) if match else None
+
+
+def version_tuple(version):
+    if not version:
+        return ()
+    return tuple(int(p) for p in re.findall(r"\d+", version))
+
+
+def parse_features(help_text):
+    """Every option that 'bwrap --help' lists, sorted."""
+    found = set()
+    for line in (help_text or "").splitlines():
+        match = re.match(r"^\s+(--[a-z0-9][a-z0-9-]*)", line)
+        if match:
+            found.add(match.group(1))
+    return sorted(found)
+
+
+def missing_features(features, required=REQUIRED_FEATURES):
+    have = set(features)
+    return [f for f in required if f not in have]
+
+
+def file_facts(path):
+    """Owner, mode, setuid and writability of the binary and its parents."""
+    st = os.stat(path)
+    real = os.path.realpath(path)
+    problems = []
+    current = real
+    while True:
+        try:
+            cst = os.stat(current)
+        except OSError:
+            break
+        if cst.st_uid != 0:
+            problems.append("%s is owned by uid %d, not root" % (current, cst.st_uid))
+        if cst.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not (
+                stat.S_ISDIR(cst.st_mode) and cst.st_mode & stat.S_ISVTX and cst.st_uid == 0):
+            problems.append("%s is writable by group or others (mode %04o)"
+                            % (current, stat.S_IMODE(cst.st_mode)))
+        if current == "/":
+            break
+        current = os.path.dirname(current)
+    return {
+        "path": path,
+        "realpath": real,
+        "owner_uid": st.st_uid,
+        "group_gid": st.st_gid,
+        "mode": "%04o" % stat.S_IMODE(st.st_mode),
+        "setuid": bool(st.st_mode & stat.S_ISUID),
+        "ownership_problems": problems,
+    }
+
+
+_PACKAGE_QUERIES = (
+    # (tool that must exist, owner query, version query with {pkg})
+    ("dpkg-query", ["dpkg-query", "-S"], ["dpkg-query", "-W", "-f=${Version}", "{pkg}"]),
+    ("rpm", ["rpm", "-qf", "--qf", "%{NAME}\n"], ["rpm", "-q", "--qf", "%{EPOCHNUM}:%{VERSION}-%{RELEASE}\n", "{pkg}"]),
+    ("pacman", ["pacman", "-Qqo"], ["pacman", "-Q", "{pkg}"]),
+)
+
+
+def _tool_on(tool, search="/usr/bin:/bin:/usr/sbin:/sbin"):
+    return which(tool, search)
+
+
+def package_facts(path, runner=default_runner):
+    """Distro package owning ``path``: name, full revision, manager. Empty when unowned."""
+    real = os.path.realpath(path)
+    for tool, owner_q, version_q in _PACKAGE_QUERIES:
+        if not _tool_on(tool):
+            continue
+        for candidate in dict.fromkeys([path, real]):
+            rc, out, _err = runner(owner_q + [candidate])
+            if rc != 0 or not out.strip():
+                continue
+            name = out.strip().splitlines()[0]
+            if tool == "dpkg-query":
+                # 'bubblewrap: /usr/bin/bwrap' (or 'pkg:arch: /path')
+                name = name.split(": ", 1)[0].split(":")[0]
+            rc, ver, _err = runner([a.replace("{pkg}", name) for a in version_q])
+            revision = ver.strip().splitlines()[0] if rc == 0 and ver.strip() else None
+            if revision and tool == "pacman":
+                revision = revision.split()[-1]
+            if revision and tool == "rpm" and revision.startswith("0:"):
+                revision = revision[2:]
+            return {"manager": tool.split("-")[0], "name": name, "revision": revision}
+    return {}
+
+
+# --------------------------------------------------------------------------- stderr
+
+class Cause(object):
+    __slots__ = ("cause", "pattern", "text", "remediation", "diagnostic")
+
+    def __init__(self, cause, pattern, text, remediation, diagnostic=None):
+        self.cause = cause
+        self.pattern = re.compile(pattern, re.I) if pattern else None
+        self.text = text
+        self.remediation = tuple(remediation)
+        self.diagnostic = diagnostic  # a kernel-side code this cause points at
+
+
+_USERNS_FIX = ["Check the userns_* diagnostics of this host (sysctls, AppArmor).",
+               "In a container: allow unshare/clone(CLONE_NEWUSER) in its seccomp profile.",
+               "In a systemd unit: RestrictNamespaces= must allow user, mnt, net, ipc, uts."]
+
+# Order matters: first match wins.
+CAUSES = (
+    Cause("setuid_unsupported", r"setuid use of bubblewrap is not supported",
+          "this bwrap build refuses to run setuid (0.12+, or built without support_setuid)",
+          ["dpkg-statoverride --quiet --remove /usr/bin/bwrap || true", "chmod 0755 /usr/bin/bwrap",
+           "Enable unprivileged user namespaces (see userns_* diagnostics)."], "bwrap_setuid"),
+    Cause("setuid_option_refused", r"not permitted in setuid mode|doesn't work in setuid mode|"
+          r"in setuid mode can be used only by root",
+          "a profile option is refused by a setuid bwrap",
+          ["Install a non-setuid bwrap (chmod 0755 /usr/bin/bwrap) or drop the option."], "bwrap_setuid"),
+    Cause("userns_eperm", r"No permissions to creat(e|ing)( a)? new namespace",
+          "creating a user namespace was refused (EPERM): kernel.unprivileged_userns_clone=0, a "
+          "container's seccomp profile, or the unit's RestrictNamespaces=",
+          _USERNS_FIX, "userns_disabled_sysctl"),
+    Cause("userns_enospc", r"max_\*_namespaces exceeded|Creating new namespace failed: No space left on device",
+          "the user-namespace limit is exhausted (user.max_user_namespaces=0, or nesting depth)",
+          ["echo 'user.max_user_namespaces = 15000' > /etc/sysctl.d/99-zz-metnos-bwrap.conf",
+           "sysctl --system"], "userns_max_namespaces_zero"),
+    Cause("userns_einval", r"kernel does not support user namespaces|must be installed setuid",
+          "the kernel refused user namespaces with EINVAL (no CONFIG_USER_NS, RHEL 7 userns disabled, "
+          "or a filter returning EINVAL)",
+          ["RHEL 7: add user_namespace.enable=1 to the kernel command line and set "
+           "user.max_user_namespaces > 0", "Otherwise use a kernel built with CONFIG_USER_NS=y."]),
+    Cause("userns_eacces", r"Creating new namespace failed: Permission denied",
+          "creating a namespace was denied with EACCES (SELinux user_namespace create, or an LSM)",
+          ["ausearch -m AVC,USER_AVC -c bwrap", "Review and load a local policy module (audit2allow)."],
+          "selinux_enforcing"),
+    Cause("userns_enosys", r"Creating new namespace failed: Function not implemented",
+          "the kernel does not implement the namespace call (custom kernel or seccomp ENOSYS)",
+          ["Use a kernel with CONFIG_USER_NS=y and namespaces enabled."]),
+    Cause("ns_create_eperm_root", r"Creating new namespace failed: Operation not permitted",
+          "namespace creation as root without CAP_SYS_ADMIN (typical inside containers) and no "
+          "user namespace requested",
+          ["Run bwrap with --unshare-user, or grant the container CAP_SYS_ADMIN."]),
+    Cause("uid_map_denied", r"setting up uid map: Permission denied",
+          "the user namespace was created but capabilities are denied in it (Ubuntu 24.04+ AppArmor "
+          "unprivileged_userns restriction)",
+          ["install -m0644 /usr/share/apparmor/extra-profiles/bwrap-userns-restrict /etc/apparmor.d/",
+           "apparmor_parser -r /etc/apparmor.d/bwrap-userns-restrict"], "userns_apparmor_restricted"),
+    Cause("uid_map_eperm", r"setting up uid map: Operation not permitted",
+          "writing the uid map was refused (capabilities dropped, e.g. --cap-drop=ALL, or hidepid)",
+          ["Do not drop CAP_SETUID/CAP_SETGID from the caller; check /proc mount options (hidepid)."]),
+    Cause("netlink_denied", r"loopback: Failed RTM_NEWADDR",
+          "bringing up loopback in the new network namespace was denied (AppArmor userns "
+          "restriction or gVisor)",
+          ["See userns_apparmor_restricted; two AppArmor profiles attached to bwrap cancel each other."],
+          "userns_apparmor_restricted"),
+    Cause("capset_failed", r"capset failed",
+          "a setuid bwrap could not set its capabilities (unprivileged container or NoNewPrivileges)",
+          ["chmod 0755 /usr/bin/bwrap (use the unprivileged path)"], "bwrap_setuid"),
+    Cause("proc_mount_denied", r"Can't mount proc on /newroot/proc",
+          "mounting /proc was refused: the container masks parts of /proc, or extra mounts exist "
+          "under /proc",
+          ["podman: run the container with --security-opt unmask=ALL", "docker: --security-opt systempaths=unconfined"]),
+    Cause("make_slave_denied", r"Failed to make / slave",
+          "mount propagation change was refused (a container's AppArmor profile or seccomp blocks mount)",
+          ["Run the container with a profile that allows mount (e.g. apparmor=unconfined) or on the host."]),
+    Cause("pivot_root_denied", r"pivot_root",
+          "pivot_root was refused (container seccomp)",
+          ["Allow pivot_root in the container's seccomp profile."]),
+    Cause("tmpfs_denied", r"Failed to mount tmpfs",
+          "mounting a tmpfs was refused (SELinux container_t, or /tmp missing)",
+          ["podman/docker: --security-opt label=type:spc_t", "Make sure /tmp exists as a directory."]),
+    Cause("overflowuid_unreadable", r"Can't read /proc/sys/kernel/overflowuid",
+          "/proc shows only PIDs (ProcSubset=pid or proc mounted subset=pid)",
+          ["Remove ProcSubset=pid from the unit (drop-in: ProcSubset=all)."]),
+    Cause("proc_sys_readonly", r"max_user_namespaces: Read-only file system|max_user_namespaces: Permission denied",
+          "/proc/sys is read-only (ProtectKernelTunables=yes, nspawn, LXC) and --disable-userns was used",
+          ["Drop --disable-userns, or set ProtectKernelTunables=no for the unit."]),
+    Cause("openat2_enosys", r"Can't mkdir parents for .*: Function not implemented",
+          "openat2() returns ENOSYS (systemd RestrictSUIDSGID=/DynamicUser= with bwrap 0.12, or gVisor)",
+          ["Remove RestrictSUIDSGID=yes from the unit (drop-in: RestrictSUIDSGID=no)."]),
+    Cause("mkdir_parents_denied", r"Can't mkdir parents for .*: Permission denied",
+          "bwrap 0.12 (or a backport of CVE-2026-87766) needs read permission on every directory "
+          "of a bind destination",
+          ["chmod 0755 on the parent directories of the bind destination."]),
+    Cause("unknown_option", r"Unknown option",
+          "bwrap is too old for an option in the command",
+          ["Upgrade bubblewrap, or render the profile for this bwrap's feature set."]),
+    Cause("source_missing", r"Can't find source path",
+          "a bind source does not exist",
+          ["Create the path or use --ro-bind-try for optional paths."]),
+    Cause("execvp_failed", r"execvp ",
+          "the command inside the sandbox could not be executed (missing, or on a noexec mount)",
+          ["Check that the payload exists inside the sandbox and is not on a noexec mount."]),
+    Cause("bad_fd", r"Bad file descriptor",
+          "a file descriptor passed to bwrap was invalid or reused",
+          ["Give each --*-data/--file option its own file descriptor."]),
+    Cause("mount_denied", r"Operation not permitted|Permission denied",
+          "a mount or namespace operation was refused by the kernel or an LSM",
+          ["Check dmesg/journalctl -k for AppArmor/SELinux denials around the time of the run."]),
+)
+
+_SIGSYS = getattr(signal, "SIGSYS", 31)
+
+
+def classify(stderr, returncode=None, setup_failed=True):
+    """Classify a bwrap failure. Returns a dict with cause, text, remediation, matched line."""
+    text = stderr or ""
+    for cause in CAUSES:
+        match = cause.pattern.search(text)
+        if match:
+            line = text[text.rfind("\n", 0, match.start()) + 1:].split("\n", 1)[0]
+            return {"cause": cause.cause, "cause_text": cause.text, "stderr_line": line.strip(),
+                    "remediation": list(cause.remediation), "points_at": cause.diagnostic}
+    if returncode is not None and returncode in (-_SIGSYS, 128 + _SIGSYS) and not text.strip():
+        return {"cause": "killed_by_seccomp",
+                "cause_text": "bwrap was killed by SIGSYS with no message: a seccomp allow-list "
+                              "(systemd SystemCallFilter=) omits mount/unshare/pivot_root",
+                "stderr_line": "", "points_at": None,
+                "remediation": ["Add to the unit's drop-in: SystemCallFilter=@mount "
+                                "(or remove the SystemCallFilter= allow-list)"]}
+    if returncode is not None and returncode < 0:
+        return {"cause": "killed_by_signal",
+                "cause_text": "bwrap was killed by signal %d" % -returncode,
+                "stderr_line": text.strip().splitlines()[-1] if text.strip() else "",
+                "points_at": None, "remediation": ["Check the journal for the process that sent it."]}
+    first = ""
+    for line in text.splitlines():
+        if line.startswith("bwrap:") or "bwrap:" in line:
+            first = line.strip()
+            break
+    return {"cause": "unknown" if setup_failed else "payload_failed",
+            "cause_text": ("bwrap failed: %s" % first) if first else
+                          ("bwrap exited with status %s" % returncode),
+            "stderr_line": first, "points_at": None,
+            "remediation": ["Run the same command by hand and read bwrap's message."]}
+
+
+# --------------------------------------------------------------------------- json status
+
+def parse_json_status(data):
+    """Parse --json-status-fd output (a stream of JSON objects) into one dict."""
+    merged = {}
+    decoder = json.JSONDecoder()
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else (data or "")
+    index = 0
+    while index < len(text):
+        while index < len(text) and text[index] in " \t\r\n":
+            index += 1
+        if index >= len(text):
+            break
+        try:
+            obj, index = decoder.raw_decode(text, index)
+        except ValueError:
+            break
+        if isinstance(obj, dict):
+            merged.update(obj)
+    return merged
+
+
+# --------------------------------------------------------------------------- running
+
+def run_bwrap(argv, user=None, env=None, timeout=30.0, cwd="/", status_fd=True, input_data=None):
+    """Run a bwrap argv for real, optionally as another user.
+
+    ``argv`` must contain the literal placeholder ``{status_fd}`` after
+    ``--json-status-fd`` when ``status_fd`` is true; it is replaced by the fd of
+    a pipe. Returns a dict: rc, stdout, stderr, json_status, setup_failed,
+    timed_out, duration. The whole process group is killed on timeout.
+    """
+    read_fd = write_fd = None
+    if status_fd:
+        read_fd, write_fd = os.pipe()
+        argv = [str(write_fd) if a == "{status_fd}" else a for a in argv]
+    kwargs = {}
+    if user is not None:
+        kwargs["user"] = user["uid"]
+        kwargs["group"] = user["gid"]
+        kwargs["extra_groups"] = []
+    start = time.time()
+    timed_out = False
+    try:
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE if input_data is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd,
+            pass_fds=(write_fd,) if write_fd is not None else (), start_new_session=True, **kwargs)
+    except OSError as exc:
+        for fd in (read_fd, write_fd):
+            if fd is not None:
+                os.close(fd)
+        return {"rc": 127, "stdout": "", "stderr": "bwrap: execvp %s: %s" % (argv[0], exc.strerror),
+                "json_status": {}, "setup_failed": True, "timed_out": False, "duration": 0.0}
+    if write_fd is not None:
+        os.close(write_fd)
+    try:
+        out, err = proc.communicate(input=input_data, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        out, err = proc.communicate()
+    status = {}
+    if read_fd is not None:
+        chunks = []
+        while True:
+            chunk = os.read(read_fd, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        os.close(read_fd)
+        status = parse_json_status(b"".join(chunks))
+    return {
+        "rc": proc.returncode,
+        "stdout": out.decode("utf-8", "replace") if isinstance(out, bytes) else out,
+        "stderr": err.decode("utf-8", "replace") if isinstance(err, bytes) else err,
+        "json_status": status,
+        # bwrap writes exit-code only once the payload ran; without it, setup failed.
+        "setup_failed": status_fd and "exit-code" not in status and not timed_out,
+        "timed_out": timed_out,
+        "duration": round(time.time() - start, 3),
+    }
+
+
+def smoke_argv(bwrap_path, true_path="/bin/true"):
+    """The smoke test: the server profile's namespace flags around a no-op."""
+    return [bwrap_path, "--unshare-user", "--unshare-ipc", "--unshare-uts", "--unshare-net",
+            "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
+            "--tmpfs", "/tmp", "--json-status-fd", "{status_fd}", "--", true_path]

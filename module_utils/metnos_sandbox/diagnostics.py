@@ -1,0 +1,234 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One shape for every finding, and the one registry of codes.
+
+Every failure anywhere in the toolkit becomes a ``Diagnostic`` built from
+``REGISTRY``: the code is stable and machine-readable, the message says what
+was seen on this host, and the remediation is a list with one command or step
+per item (copy-pasteable, never run together).
+
+The documentation's code reference (docs/diagnostics.md) is generated from
+this table by ``scripts/gen-diagnostics-doc.py``; a unit test fails when the
+two drift apart.
+
+Pure Python, no Ansible imports: it runs on managed hosts (Python >= 3.8) and
+on the controller.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+ERROR = "error"
+WARNING = "warning"
+INFO = "info"
+SEVERITIES = (ERROR, WARNING, INFO)
+_RANK = {ERROR: 0, WARNING: 1, INFO: 2}
+
+
+class Code(object):
+    """Static description of one diagnostic code."""
+
+    __slots__ = ("code", "severity", "rule", "title", "cause", "detection", "remediation")
+
+    def __init__(self, code, severity, rule, title, cause, detection, remediation):
+        self.code = code
+        self.severity = severity
+        self.rule = rule
+        self.title = title
+        self.cause = cause
+        self.detection = detection
+        self.remediation = tuple(remediation)
+
+
+def _c(code, severity, rule, title, cause, detection, remediation):
+    return Code(code, severity, rule, title, cause, detection, remediation)
+
+
+# Remediation items may contain ``{placeholders}`` filled from the context
+# given to ``make``. Unknown placeholders are left as they are.
+_CODES = [
+    # ---- status() quartet and the runtime outcome (R-DIAG-1, R-FAIL-1) ----
+    _c("executor_os_sandbox_unavailable", ERROR, "R-FAIL-1",
+       "The runtime would refuse every ordinary executor",
+       "bwrap is not on the PATH that was checked, or METNOS_SANDBOX disables the sandbox. "
+       "runtime/sandbox.py fails closed before any subprocess starts.",
+       "status(): bwrap_available is false or disabled_via_env is true.",
+       ["Fix the diagnostics listed with it (bwrap_missing, sandbox_disabled_via_env, "
+        "service_path_missing_bwrap); this one clears when they do."]),
+    _c("bwrap_missing", ERROR, "R-DIAG-2",
+       "bwrap is not on PATH",
+       "No executable named bwrap was found in the PATH that was checked ({path}).",
+       "Lookup of 'bwrap' through each PATH entry, as execvp would.",
+       ["Debian/Ubuntu: apt-get install bubblewrap",
+        "Fedora/RHEL: dnf install bubblewrap",
+        "Arch: pacman -S bubblewrap",
+        "If bwrap is installed elsewhere, add its directory to the PATH the service uses."]),
+    _c("sandbox_disabled_via_env", ERROR, "R-FAIL-1",
+       "METNOS_SANDBOX disables the sandbox",
+       "METNOS_SANDBOX is set to a disabling value (0, off, no, false; any case).",
+       "The effective METNOS_SANDBOX value is compared case-insensitively with 0/off/no/false.",
+       ["Remove METNOS_SANDBOX from the environment of the service, or set METNOS_SANDBOX=1.",
+        "Find where it is set: systemctl show {unit} -p Environment -p EnvironmentFiles"]),
+    _c("sandbox_env_value_ambiguous", WARNING, "R-FAIL-1",
+       "METNOS_SANDBOX has a surprising value",
+       "The value is not one the runtime treats as disabling, but it looks like an attempt to "
+       "disable (surrounding whitespace, another spelling of false such as n/f/disabled) or is "
+       "empty. The runtime keeps the sandbox on; the admin may believe it is off, or the reverse.",
+       "The value is compared with systemd's boolean spellings and stripped/lower-cased forms.",
+       ["Set an explicit value: METNOS_SANDBOX=1 (sandbox on) or remove the variable.",
+        "Do not rely on spellings other than 0/off/no/false to disable it."]),
+    # ---- the bwrap binary ----
+    _c("bwrap_setuid", WARNING, "R-SEC-6",
+       "bwrap is installed setuid root",
+       "The bwrap binary has the setuid bit. bubblewrap 0.12 refuses setuid use; setuid mode "
+       "refuses several options, scrubs LD_LIBRARY_PATH/TMPDIR and is disabled by NoNewPrivileges.",
+       "stat() of the resolved bwrap: mode & 04000.",
+       ["Debian/Ubuntu: dpkg-statoverride --quiet --remove {bwrap_path} || true",
+        "chmod 0755 {bwrap_path}",
+        "Arch: pacman -S bubblewrap   (replaces bubblewrap-suid)",
+        "Enable unprivileged user namespaces (see userns_* diagnostics)."]),
+    _c("bwrap_not_root_owned", ERROR, "R-SEC-6",
+       "bwrap is not owned by root or is writable by others",
+       "The resolved bwrap binary (or a directory above it) is not owned by root, or is group/"
+       "world-writable: anyone with that access can replace the sandbox.",
+       "stat() of the binary and of every parent directory up to /.",
+       ["chown root:root {bwrap_path}",
+        "chmod 0755 {bwrap_path}",
+        "Reinstall the distro package: apt-get install --reinstall bubblewrap "
+        "(dnf reinstall bubblewrap; pacman -S bubblewrap)"]),
+    _c("bwrap_not_packaged", WARNING, "R-DIAG-2",
+       "bwrap is not owned by a distro package",
+       "The bwrap that resolves on PATH is not owned by any installed package (self-built or "
+       "copied), so it gets no security updates and may shadow the packaged one.",
+       "dpkg -S / rpm -qf / pacman -Qo on the resolved path.",
+       ["Remove the unmanaged copy: rm {bwrap_path}",
+        "Install the distro package (bubblewrap) and make sure /usr/bin comes first in PATH."]),
+    _c("bwrap_feature_missing", ERROR, "R-BASE-6",
+       "bwrap lacks an option the profile needs",
+       "'bwrap --help' does not list {missing}. The version string alone is not trusted "
+       "(distros backport options).",
+       "Options parsed from 'bwrap --help'.",
+       ["Upgrade bubblewrap from the distro: apt-get install --only-upgrade bubblewrap "
+        "(dnf upgrade bubblewrap; pacman -Syu bubblewrap)"]),
+    _c("bwrap_smoke_failed", ERROR, "R-DIAG-3",
+       "A real bwrap invocation failed",
+       "bwrap could not set up the sandbox when run as {user}: {cause_text}",
+       "A real bwrap run with --unshare-user --unshare-ipc --unshare-uts --unshare-net "
+       "--die-with-parent and --json-status-fd; a missing exit-code record means setup failed; "
+       "stderr is classified by pattern.",
+       ["See the remediation of the classified cause ({cause})."]),
+    _c("bwrap_smoke_skipped", INFO, "R-DIAG-3",
+       "The smoke test was not run",
+       "{reason}",
+       "smoke_test option or missing prerequisites.",
+       ["Run with smoke_test=true as root (so the module can switch to an unprivileged user)."]),
+    _c("smoke_ran_as_root", WARNING, "R-DIAG-3",
+       "The smoke test ran as root",
+       "Running bwrap as root hides user-namespace failures: root does not need a user "
+       "namespace, the service user does.",
+       "The effective uid of the smoke test was 0.",
+       ["Run the smoke test as the service user: smoke_user=<the unit's User=>"]),
+    # ---- kernel knobs (F1, F2, F3, F4, F6) ----
+    _c("userns_disabled_sysctl", ERROR, "R-BASE-6",
+       "kernel.unprivileged_userns_clone is 0",
+       "Unprivileged user namespaces are disabled by kernel.unprivileged_userns_clone=0 "
+       "(Debian/Ubuntu/Arch kernels; often set by hardening roles such as dev-sec os_hardening). "
+       "bwrap fails with 'No permissions to create new namespace'.",
+       "/proc/sys/kernel/unprivileged_userns_clone; the file that sets it via "
+       "systemd-sysctl --cat-config.",
+       ["echo 'kernel.unprivileged_userns_clone = 1' > /etc/sysctl.d/99-zz-metnos-bwrap.conf",
+        "sysctl --system",
+        "If a hardening role sets it to 0, override it there (dev-sec: sysctl_overwrite) rather "
+        "than fighting it on every run."]),
+    _c("userns_max_namespaces_zero", ERROR, "R-BASE-6",
+       "user.max_user_namespaces is 0",
+       "No user namespaces may be created (RHEL/STIG default RHEL-09-213105, or Debian's "
+       "recommended way to disable them). bwrap fails with ENOSPC.",
+       "/proc/sys/user/max_user_namespaces.",
+       ["echo 'user.max_user_namespaces = 15000' > /etc/sysctl.d/99-zz-metnos-bwrap.conf",
+        "sysctl --system",
+        "On STIG-managed hosts record a documented exception instead of flipping the value back "
+        "and forth with the compliance tool."]),
+    _c("userns_apparmor_restricted", ERROR, "R-BASE-6",
+       "AppArmor restricts unprivileged user namespaces",
+       "kernel.apparmor_restrict_unprivileged_userns=1 (Ubuntu 24.04+) and no AppArmor profile "
+       "grants userns to bwrap. bwrap fails with 'setting up uid map: Permission denied' or "
+       "'loopback: Failed RTM_NEWADDR'.",
+       "/proc/sys/kernel/apparmor_restrict_unprivileged_userns; profiles attached to bwrap in "
+       "/sys/kernel/security/apparmor/profiles.",
+       ["apt-get install apparmor-profiles apparmor-utils",
+        "install -m0644 /usr/share/apparmor/extra-profiles/bwrap-userns-restrict /etc/apparmor.d/",
+        "apparmor_parser -r /etc/apparmor.d/bwrap-userns-restrict",
+        "Check first that no other profile already attaches to /usr/bin/bwrap (two attachments "
+        "cancel each other)."]),
+    _c("selinux_enforcing", INFO, "R-BASE-6",
+       "SELinux is enforcing",
+       "SELinux may deny user_namespace create for confined domains "
+       "('Creating new namespace failed: Permission denied').",
+       "/sys/fs/selinux/enforce.",
+       ["If bwrap fails: ausearch -m AVC,USER_AVC -c bwrap",
+        "Build a local policy module from the reviewed AVCs (audit2allow); do not setenforce 0."]),
+    _c("running_in_container", INFO, "R-BASE-6",
+       "The host is a container",
+       "Running inside {container}: the outer runtime's seccomp, AppArmor and /proc masking "
+       "decide whether bwrap can work.",
+       "systemd-detect-virt --container, /run/.containerenv, /.dockerenv, /proc/1/environ.",
+       ["podman: --security-opt unmask=ALL (bwrap --proc needs an unmasked /proc)",
+        "docker: a seccomp profile that allows unshare/clone(CLONE_NEWUSER)"]),
+]
+
+REGISTRY = dict((c.code, c) for c in _CODES)
+
+
+class _SafeDict(dict):
+    def __missing__(self, key):
+        return "{" + key + "}"
+
+
+def _fill(text, context):
+    try:
+        return text.format_map(_SafeDict(context))
+    except (ValueError, IndexError):
+        return text
+
+
+def make(code, message=None, remediation=None, severity=None, **context):
+    """Build the dict form of a diagnostic from the registry.
+
+    ``message`` overrides the registry's cause text; ``remediation`` replaces the
+    registry's steps. Extra keyword arguments fill ``{placeholders}`` and are
+    returned under ``details`` so that a report keeps them.
+    """
+    spec = REGISTRY[code]
+    steps = spec.remediation if remediation is None else remediation
+    out = {
+        "code": code,
+        "severity": severity or spec.severity,
+        "rule": spec.rule,
+        "title": spec.title,
+        "message": _fill(message if message is not None else spec.cause, context),
+        "remediation": [_fill(s, context) for s in steps],
+    }
+    if context:
+        out["details"] = dict((k, v) for k, v in context.items() if _jsonable(v))
+    return out
+
+
+def _jsonable(value):
+    return isinstance(value, (str, int, float, bool, list, dict, tuple)) or value is None
+
+
+def sort(diags):
+    """Errors first, then warnings, then info; stable otherwise."""
+    return sorted(diags, key=lambda d: _RANK.get(d.get("severity"), 9))
+
+
+def worst(diags):
+    """The worst severity present, or None."""
+    ranks = [_RANK[d["severity"]] for d in diags if d.get("severity") in _RANK]
+    if not ranks:
+        return None
+    return SEVERITIES[min(ranks)]
+
+
+def codes(diags):
+    return [d["code"] for d in diags]

@@ -1,0 +1,83 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""METNOS_SANDBOX semantics and the ``status()`` quartet (R-DIAG-1, R-FAIL-1).
+
+The runtime disables the sandbox when METNOS_SANDBOX is ``0``, ``off``, ``no``
+or ``false``, compared case-insensitively with the exact value (no trimming).
+Anything else keeps the sandbox on. Values that a person may have *meant* as
+"off" but the runtime does not treat as such (``' OFF'``, ``n``, ``f``,
+``disabled``, an empty value) are reported separately as ambiguous, never
+guessed.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+from . import diagnostics as D
+
+ENV_VAR = "METNOS_SANDBOX"
+DISABLING = ("0", "off", "no", "false")
+# systemd's parse_boolean() false spellings plus common words for "off".
+_LOOKS_FALSE = ("0", "off", "no", "false", "n", "f", "disable", "disabled", "none")
+
+
+def classify_value(value):
+    """Return ``(disabled, ambiguous_reason)`` for a METNOS_SANDBOX value.
+
+    ``value`` is None when the variable is unset.
+    """
+    if value is None:
+        return False, None
+    if value.lower() in DISABLING:
+        return True, None
+    if value == "":
+        return False, "the variable is set but empty; the runtime keeps the sandbox on"
+    stripped = value.strip().lower()
+    if stripped in DISABLING:
+        return False, ("the value %r has surrounding whitespace; the runtime compares the exact "
+                       "value and keeps the sandbox ON" % value)
+    if stripped in _LOOKS_FALSE:
+        return False, ("the value %r looks like 'off' but is not one of 0/off/no/false; the "
+                       "runtime keeps the sandbox ON" % value)
+    return False, None
+
+
+def status(bwrap_path, environment):
+    """The runtime's ``sandbox.status()``: computed now, never cached."""
+    value = environment.get(ENV_VAR) if environment is not None else None
+    disabled, _reason = classify_value(value)
+    available = bwrap_path is not None
+    return {
+        "bwrap_available": available,
+        "bwrap_path": bwrap_path,
+        "disabled_via_env": disabled,
+        "active": available and not disabled,
+    }
+
+
+def diagnose(quartet, environment, path_text, unit="metnos.service", where="environment"):
+    """Diagnostics that follow from the quartet and the METNOS_SANDBOX value."""
+    out = []
+    value = environment.get(ENV_VAR) if environment is not None else None
+    _disabled, reason = classify_value(value)
+    if not quartet["bwrap_available"]:
+        out.append(D.make("bwrap_missing", path=path_text))
+    if quartet["disabled_via_env"]:
+        out.append(D.make(
+            "sandbox_disabled_via_env",
+            message="%s=%r in the %s disables the sandbox (R-FAIL-1)." % (ENV_VAR, value, where),
+            unit=unit, value=value))
+    if reason:
+        out.append(D.make(
+            "sandbox_env_value_ambiguous",
+            message="%s: %s." % (ENV_VAR, reason), value=value))
+    if not quartet["active"]:
+        why = []
+        if not quartet["bwrap_available"]:
+            why.append("bwrap is not on PATH")
+        if quartet["disabled_via_env"]:
+            why.append("%s=%r" % (ENV_VAR, value))
+        out.append(D.make(
+            "executor_os_sandbox_unavailable",
+            message="The runtime would refuse every ordinary executor with "
+                    "executor_os_sandbox_unavailable: %s." % " and ".join(why)))
+    return out

@@ -1,0 +1,184 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The host's answer to ``sandbox.status()`` plus what explains a failure.
+
+``gather()`` is what ``library/bwrap_facts.py`` returns. Read-only: it runs
+bwrap (--version, --help, one smoke test) and package queries, nothing else.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import os
+import pwd
+
+from . import bwrap as B
+from . import diagnostics as D
+from . import envflags, kernel
+
+DEFAULT_SMOKE_USERS = ("nobody",)
+
+
+class UserError(ValueError):
+    """An option names a user that does not exist."""
+
+
+def resolve_user(name):
+    """A user name or numeric uid -> {name, uid, gid, home}. Raises UserError."""
+    try:
+        entry = pwd.getpwuid(int(name)) if str(name).isdigit() else pwd.getpwnam(str(name))
+    except (KeyError, ValueError):
+        raise UserError("user %r does not exist on this host (getent passwd %s finds nothing)"
+                        % (name, name))
+    return {"name": entry.pw_name, "uid": entry.pw_uid, "gid": entry.pw_gid, "home": entry.pw_dir}
+
+
+def default_smoke_user():
+    """An unprivileged account for the smoke test: never only root."""
+    for name in DEFAULT_SMOKE_USERS:
+        try:
+            return resolve_user(name)
+        except UserError:
+            continue
+    for entry in pwd.getpwall():
+        if 1000 <= entry.pw_uid < 60000:
+            return resolve_user(entry.pw_name)
+    return None
+
+
+def bwrap_info(bwrap_path, runner=B.default_runner):
+    """Version, package, owner, mode, setuid and --help features of one bwrap."""
+    rc, out, err = runner([bwrap_path, "--version"])
+    version = B.parse_version(out or err)
+    rc_h, help_out, help_err = runner([bwrap_path, "--help"])
+    features = B.parse_features(help_out or help_err)
+    info = {"version": version, "features": features,
+            "missing_features": B.missing_features(features),
+            "package": B.package_facts(bwrap_path, runner=runner)}
+    info.update(B.file_facts(bwrap_path))
+    return info
+
+
+def binary_diagnostics(info):
+    out = []
+    path = info["path"]
+    if info.get("setuid"):
+        out.append(D.make("bwrap_setuid", bwrap_path=path,
+                          message="%s is setuid root (mode %s)%s." % (
+                              path, info["mode"],
+                              "; bubblewrap %s refuses setuid use" % info["version"]
+                              if B.version_tuple(info.get("version")) >= (0, 12) else "")))
+    if info.get("ownership_problems"):
+        out.append(D.make("bwrap_not_root_owned", bwrap_path=path,
+                          message="; ".join(info["ownership_problems"]) + "."))
+    if not info.get("package"):
+        out.append(D.make("bwrap_not_packaged", bwrap_path=path,
+                          message="%s is not owned by any installed package." % path))
+    if info.get("missing_features"):
+        out.append(D.make("bwrap_feature_missing", missing=", ".join(info["missing_features"]),
+                          message="bwrap %s at %s lacks %s (parsed from --help)." % (
+                              info.get("version") or "?", path, ", ".join(info["missing_features"]))))
+    return out
+
+
+def smoke(bwrap_path, user, timeout=20.0, path_text=None):
+    """Run the smoke test for real as ``user`` (None: the current user)."""
+    true_path = B.which("true", "/usr/bin:/bin") or "/bin/true"
+    env = {"PATH": path_text or "/usr/bin:/bin", "LANG": "C", "LC_ALL": "C"}
+    argv = B.smoke_argv(bwrap_path, true_path)
+    result = B.run_bwrap(argv, user=user, env=env, timeout=timeout)
+    uid = user["uid"] if user else os.geteuid()
+    out = {
+        "ran": True,
+        "user": user["name"] if user else pwd.getpwuid(uid).pw_name,
+        "uid": uid,
+        "argv": [a if a != "{status_fd}" else "3" for a in argv],
+        "rc": result["rc"],
+        "stderr": result["stderr"].strip(),
+        "json_status": result["json_status"],
+        "setup_failed": result["setup_failed"],
+        "timed_out": result["timed_out"],
+        "passed": result["rc"] == 0 and not result["setup_failed"] and not result["timed_out"],
+    }
+    if not out["passed"]:
+        out["classification"] = B.classify(result["stderr"], result["rc"],
+                                           setup_failed=result["setup_failed"])
+    return out
+
+
+def smoke_diagnostics(result):
+    out = []
+    if result.get("uid") == 0:
+        out.append(D.make("smoke_ran_as_root"))
+    if result.get("passed"):
+        return out
+    cls = result.get("classification") or {}
+    if result.get("timed_out"):
+        cls = {"cause": "timeout", "cause_text": "the smoke test did not finish in time",
+               "remediation": ["Check for a hung mount (NFS) or a stuck namespace setup."]}
+    text = cls.get("cause_text", "")
+    if cls.get("stderr_line"):
+        text += " (bwrap said: %s)" % cls["stderr_line"]
+    out.append(D.make("bwrap_smoke_failed", user=result.get("user"), cause=cls.get("cause"),
+                      cause_text=text, remediation=cls.get("remediation"),
+                      points_at=cls.get("points_at")))
+    return out
+
+
+def gather(path_text, environment, smoke_test=True, smoke_user=None, proc="/proc",
+           sys_root="/sys", root="/", runner=B.default_runner, cwd="/", smoke_timeout=20.0):
+    """Everything bwrap_facts returns. ``smoke_user`` is a resolved user dict or None."""
+    diags = []
+    found = B.which("bwrap", path_text, cwd=cwd)
+    quartet = envflags.status(found, environment)
+    result = {"status": quartet, "path": path_text,
+              "path_unsafe_entries": B.unsafe_entries(path_text)}
+    diags.extend(envflags.diagnose(quartet, environment, path_text, where="environment given"))
+
+    knobs = kernel.facts(proc=proc, sys_root=sys_root, root=root)
+    diags.extend(kernel.diagnose(knobs))
+
+    if found:
+        info = bwrap_info(found, runner=runner)
+        result["bwrap"] = info
+        diags.extend(binary_diagnostics(info))
+    else:
+        result["bwrap"] = {}
+
+    if not smoke_test:
+        knobs["smoke_test"] = {"ran": False, "reason": "smoke_test=false"}
+    elif not found:
+        knobs["smoke_test"] = {"ran": False, "reason": "bwrap not found on PATH"}
+        diags.append(D.make("bwrap_smoke_skipped", reason="bwrap was not found on the PATH checked.",
+                            remediation=["Install bubblewrap first (see bwrap_missing)."]))
+    else:
+        if smoke_user is not None and smoke_user["uid"] != os.geteuid() and os.geteuid() != 0:
+            # Cannot switch users without root: run as ourselves and say so.
+            diags.append(D.make("bwrap_smoke_skipped", severity=D.WARNING,
+                                reason="Not root: the smoke test ran as the current user instead "
+                                       "of %s." % smoke_user["name"]))
+            smoke_user = None
+        if smoke_user is not None and smoke_user["uid"] == os.geteuid():
+            smoke_user = None
+        knobs["smoke_test"] = smoke(found, smoke_user, timeout=smoke_timeout)
+        diags.extend(smoke_diagnostics(knobs["smoke_test"]))
+    result["userns"] = knobs
+    result["diagnostics"] = D.sort(_dedupe(diags))
+    result["verdict"] = verdict(result["diagnostics"])
+    return result
+
+
+def _dedupe(diags):
+    seen = set()
+    out = []
+    for diag in diags:
+        key = (diag["code"], diag["message"])
+        if key not in seen:
+            seen.add(key)
+            out.append(diag)
+    return out
+
+
+def verdict(diags):
+    """'pass' / 'warn' / 'fail' from the worst severity."""
+    worst = D.worst(diags)
+    return {D.ERROR: "fail", D.WARNING: "warn"}.get(worst, "pass")

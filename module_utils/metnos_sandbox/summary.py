@@ -1,0 +1,65 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Human-readable summary lines from the results of the toolkit's modules."""
+from __future__ import absolute_import, annotations, division, print_function
+
+from . import diagnostics as D
+
+_MARK = {"pass": "OK  ", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
+
+
+def _diag_lines(diags, indent="    "):
+    lines = []
+    for diag in D.sort(diags):
+        lines.append("%s[%s] %s (%s): %s" % (indent, diag["severity"], diag["code"], diag["rule"],
+                                             diag["message"]))
+        for step in diag.get("remediation") or []:
+            lines.append("%s    fix: %s" % (indent, step))
+    return lines
+
+
+def host_summary(facts=None, sections=None):
+    """Lines for one host.
+
+    ``facts`` is a bwrap_facts result; ``sections`` is a list of
+    ``{"name", "verdict", "detail", "diagnostics"}`` from later stages
+    (service environment, profiles, probe).
+    """
+    lines = []
+    if facts:
+        st = facts.get("status") or {}
+        bw = facts.get("bwrap") or {}
+        pkg = bw.get("package") or {}
+        lines.append("sandbox status(): active=%s bwrap_available=%s bwrap_path=%s disabled_via_env=%s" % (
+            st.get("active"), st.get("bwrap_available"), st.get("bwrap_path"), st.get("disabled_via_env")))
+        if bw:
+            lines.append("bwrap: %s (package %s %s, mode %s%s)" % (
+                bw.get("version") or "?", pkg.get("name", "none"), pkg.get("revision") or "",
+                bw.get("mode"), ", setuid" if bw.get("setuid") else ""))
+        us = facts.get("userns") or {}
+        smoke = us.get("smoke_test") or {}
+        lines.append("kernel: max_user_namespaces=%s unprivileged_userns_clone=%s apparmor_restrict=%s "
+                     "selinux=%s container=%s" % (
+                         us.get("max_user_namespaces"), _na(us.get("unprivileged_userns_clone")),
+                         _na(us.get("apparmor_restrict_unprivileged_userns")), us.get("selinux"),
+                         us.get("container") or "no"))
+        if smoke.get("ran"):
+            lines.append("smoke test as %s: %s" % (
+                smoke.get("user"), "passed" if smoke.get("passed") else "FAILED (%s)" % (
+                    (smoke.get("classification") or {}).get("cause", "?"))))
+        else:
+            lines.append("smoke test: not run (%s)" % smoke.get("reason", "?"))
+        lines.append("%s bwrap_facts" % _MARK.get(facts.get("verdict"), "?"))
+        lines.extend(_diag_lines(facts.get("diagnostics") or []))
+    for section in sections or []:
+        head = "%s %s" % (_MARK.get(section.get("verdict"), "?   "), section.get("name"))
+        if section.get("detail"):
+            head += ": %s" % section["detail"]
+        lines.append(head)
+        lines.extend(_diag_lines(section.get("diagnostics") or []))
+    return lines
+
+
+def _na(value):
+    return "n/a" if value is None else value

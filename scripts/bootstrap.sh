@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Create the controller virtualenv (.venv) with the pinned dependencies.
+#   scripts/bootstrap.sh          runtime deps (requirements.txt)
+#   scripts/bootstrap.sh --test   plus test/lint deps (requirements-test.txt) and the
+#                                 containers.podman collection, installed without Galaxy
+# Idempotent: a stamp keyed on the requirement files skips work already done.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+venv="${METNOS_VENV:-$here/.venv}"
+want_test=0
+[ "${1:-}" = "--test" ] && want_test=1
+
+find_python() {
+  local c v
+  # 1. explicit choice
+  if [ -n "${METNOS_PYTHON:-}" ]; then echo "$METNOS_PYTHON"; return 0; fi
+  # 2. versioned interpreters on PATH (a pyenv shim may exist but not work: run it to check)
+  for c in python3.14 python3.13 python3.12 python3; do
+    if command -v "$c" >/dev/null 2>&1 && "$c" -c 'import sys, venv; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null; then
+      command -v "$c"; return 0
+    fi
+  done
+  # 3. pyenv / local builds not selected as global
+  for v in "$HOME"/.pyenv/versions/3.1[2-9]*/bin/python3 /usr/local/bin/python3.1[2-9] /opt/python3.1[2-9]*/bin/python3; do
+    if [ -x "$v" ] && "$v" -c 'import sys, venv; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null; then
+      echo "$v"; return 0
+    fi
+  done
+  return 1
+}
+
+if ! py=$(find_python); then
+  cat >&2 <<'MSG'
+bootstrap: no Python >= 3.12 found (ansible-core 2.20+ needs it on the controller).
+  Debian 12 ships 3.11. Any of these works:
+    - install python3.12/3.13 (e.g. from backports, pyenv, or uv: 'pip install uv && uv python install 3.13')
+    - point METNOS_PYTHON at an interpreter >= 3.12: METNOS_PYTHON=/path/to/python3.13 make run
+  Managed hosts only need a Python that ansible-core 2.21 supports (Debian 12's 3.11 is fine).
+MSG
+  exit 2
+fi
+
+reqs=requirements.txt
+[ $want_test = 1 ] && reqs=requirements-test.txt
+key_files="requirements.txt"
+[ $want_test = 1 ] && key_files="$key_files requirements-test.txt scripts/collections.txt"
+# shellcheck disable=SC2086
+key=$( (echo "$py"; "$py" --version; cat $key_files) | sha256sum | cut -c1-16)
+stamp="$venv/.metnos-stamp-$key"
+if [ -f "$stamp" ]; then
+  exit 0
+fi
+echo "bootstrap: using $("$py" --version) at $py -> $venv" >&2
+[ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$reqs"
+
+if [ $want_test = 1 ]; then
+  # Collections without Galaxy: unpack them from the pinned 'ansible' wheel on PyPI.
+  "$here/scripts/install-collections.sh" "$venv/bin/python"
+fi
+touch "$stamp"
