@@ -148,6 +148,7 @@ ansible_facts:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+
 from ansible.module_utils.metnos_sandbox import facts as F
 from ansible.module_utils.metnos_sandbox import validate as V
 

@@ -257,7 +257,8 @@ CAUSES = (
     Cause("proc_mount_denied", r"Can't mount proc on /newroot/proc",
           "mounting /proc was refused: the container masks parts of /proc, or extra mounts exist "
           "under /proc",
-          ["podman: run the container with --security-opt unmask=ALL", "docker: --security-opt systempaths=unconfined"]),
+          ["podman: run the container with --security-opt unmask=ALL",
+           "docker: --security-opt systempaths=unconfined"]),
     Cause("make_slave_denied", r"Failed to make / slave",
           "mount propagation change was refused (a container's AppArmor profile or seccomp blocks mount)",
           ["Run the container with a profile that allows mount (e.g. apparmor=unconfined) or on the host."]),

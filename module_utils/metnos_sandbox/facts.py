@@ -28,7 +28,7 @@ def resolve_user(name):
         entry = pwd.getpwuid(int(name)) if str(name).isdigit() else pwd.getpwnam(str(name))
     except (KeyError, ValueError):
         raise UserError("user %r does not exist on this host (getent passwd %s finds nothing)"
-                        % (name, name))
+                        % (name, name)) from None
     return {"name": entry.pw_name, "uid": entry.pw_uid, "gid": entry.pw_gid, "home": entry.pw_dir}
 
 

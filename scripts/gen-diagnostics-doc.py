@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""Print docs/diagnostics.md from the code registry (module_utils/metnos_sandbox/diagnostics.py).
+
+    python scripts/gen-diagnostics-doc.py > docs/diagnostics.md
+
+tests/unit/test_docs.py fails when the committed file differs from this output.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils"))
+
+from metnos_sandbox import bwrap as B  # noqa: E402
+from metnos_sandbox import diagnostics as D  # noqa: E402
+
+
+def render():
+    out = ["# Diagnostics reference", "",
+           "Generated from `module_utils/metnos_sandbox/diagnostics.py` by "
+           "`scripts/gen-diagnostics-doc.py` (`make docs`). Do not edit by hand.", "",
+           "Every finding of every module has this shape: `code` (stable), `severity` "
+           "(error/warning/info), `rule` (spec rule id), `title`, `message` (what was seen), "
+           "`remediation` (one command or step per item) and optional `details`.", "",
+           "| code | severity | rule | title |", "|---|---|---|---|"]
+    codes = sorted(D.REGISTRY.values(), key=lambda c: c.code)
+    for c in codes:
+        out.append("| [`%s`](#%s) | %s | %s | %s |" % (c.code, c.code, c.severity, c.rule, c.title))
+    out.append("")
+    for c in codes:
+        out += ["## %s" % c.code, "",
+                "- **severity:** %s; **rule:** %s" % (c.severity, c.rule),
+                "- **cause:** %s" % c.cause,
+                "- **detection:** %s" % c.detection,
+                "- **remediation:**"]
+        out += ["  - `%s`" % s if _is_cmd(s) else "  - %s" % s for s in c.remediation]
+        out.append("")
+    out += ["## Causes of `bwrap_smoke_failed` (classified from bwrap's stderr)", "",
+            "Matched by pattern, first match wins (texts differ by version and distro patch).", "",
+            "| cause | pattern | meaning |", "|---|---|---|"]
+    for cause in B.CAUSES:
+        out.append("| `%s` | `%s` | %s |" % (cause.cause, cause.pattern.pattern.replace("|", "\\|"), cause.text))
+    out.append("| `killed_by_seccomp` | exit 159 / SIGSYS, empty stderr "
+               "| a seccomp allow-list (SystemCallFilter=) killed bwrap |")
+    out.append("")
+    return "\n".join(out)
+
+
+def _is_cmd(step):
+    return not step.endswith(".") and ":" not in step.split(" ")[0]
+
+
+if __name__ == "__main__":
+    sys.stdout.write(render())

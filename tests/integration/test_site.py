@@ -1,0 +1,45 @@
+"""playbooks/site.yml end to end on localhost (real apt queries, real bwrap)."""
+import os
+import re
+
+from conftest import run_playbook
+
+SYSCTL_FILE = "/etc/sysctl.d/99-zz-metnos-bwrap.conf"
+
+
+def recap(output):
+    match = re.search(r"localhost\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", output)
+    assert match, output[-3000:]
+    return dict(zip(("ok", "changed", "unreachable", "failed"), map(int, match.groups())))
+
+
+def test_site_runs_and_is_idempotent():
+    first = run_playbook("playbooks/site.yml")
+    assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-2000:]
+    assert "sandbox status(): active=True" in first.stdout
+    second = run_playbook("playbooks/site.yml")
+    assert second.returncode == 0
+    assert recap(second.stdout)["changed"] == 0, second.stdout[-4000:]
+
+
+def test_check_mode_changes_nothing():
+    res = run_playbook("playbooks/site.yml", "--check", "--diff")
+    assert res.returncode == 0, res.stdout[-4000:]
+    assert recap(res.stdout)["changed"] == 0
+
+
+def test_check_mode_opt_in_remediation_reports_but_writes_nothing():
+    assert not os.path.exists(SYSCTL_FILE)
+    res = run_playbook("playbooks/site.yml", "--check", "--diff", "-e", "bwrap_host_sysctl_remediation=true")
+    assert res.returncode == 0, res.stdout[-4000:]
+    assert recap(res.stdout)["changed"] >= 1
+    assert "user.max_user_namespaces = 15000" in res.stdout  # the diff shows the drop-in
+    assert not os.path.exists(SYSCTL_FILE)
+
+
+def test_bad_role_variable_fails_early_with_clear_message():
+    res = run_playbook("playbooks/site.yml", "-e", "bwrap_host_state=installed")
+    assert res.returncode != 0
+    out = res.stdout + res.stderr
+    assert "bwrap_host_state" in out and "present" in out and "latest" in out
+    assert "Traceback" not in out

@@ -1,0 +1,124 @@
+"""PATH lookup, --help feature parsing, json-status parsing and binary facts (real files)."""
+import os
+import shutil
+import stat
+import subprocess
+
+from metnos_sandbox import bwrap as B
+from metnos_sandbox import facts as F
+
+HELP_080 = """usage: bwrap [OPTIONS...] [--] COMMAND [ARGS...]
+
+    --help                       Print this help
+    --version                    Print version
+    --args FD                    Parse NUL-separated args from FD
+    --unshare-all                Unshare every namespace we support by default
+    --unshare-user               Create new user namespace (may be automatically implied if not setuid)
+    --unshare-user-try           Create new user namespace if possible else continue by skipping it
+    --unshare-ipc                Create new ipc namespace
+    --unshare-net                Create new network namespace
+    --unshare-uts                Create new uts namespace
+    --die-with-parent            Kills with SIGKILL child process (COMMAND) when bwrap or bwrap's parent dies.
+    --json-status-fd FD          Write container status to FD as multiple JSON documents
+"""
+
+
+def test_parse_features_from_help_text():
+    feats = B.parse_features(HELP_080)
+    assert "--unshare-user" in feats and "--json-status-fd" in feats
+    assert "--disable-userns" not in feats
+    assert "--ro-bind" in B.missing_features(feats)
+
+
+def test_parse_features_real_binary(bwrap_path):
+    out = subprocess.run([bwrap_path, "--help"], capture_output=True, text=True).stdout
+    feats = B.parse_features(out)
+    assert B.missing_features(feats) == []
+    assert "--bind-fd" in feats  # Debian 12's 0.8.0 backport: why --version is not trusted
+
+
+def test_parse_version():
+    assert B.parse_version("bubblewrap 0.8.0\n") == "0.8.0"
+    assert B.parse_version("bubblewrap 0.12.0") == "0.12.0"
+    assert B.version_tuple("0.12.0") > B.version_tuple("0.8.0")
+    assert B.parse_version("garbage") is None
+
+
+def test_which_follows_execvp_order_and_flags_relative(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    fake = tmp_path / "b" / "bwrap"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    path = "%s:%s" % (tmp_path / "a", tmp_path / "b")
+    assert B.which("bwrap", path) == str(fake)
+    assert B.which("bwrap", "/nonexistent") is None
+    # an empty entry is the current directory, as for execvp
+    assert B.which("bwrap", ":/nonexistent", cwd=str(tmp_path / "b")) == str(fake)
+    assert [e["index"] for e in B.unsafe_entries(":/usr/bin:.:bin")] == [0, 2, 3]
+
+
+def test_which_skips_non_executable(tmp_path):
+    f = tmp_path / "bwrap"
+    f.write_text("x")
+    f.chmod(0o644)
+    assert B.which("bwrap", str(tmp_path)) is None
+
+
+def test_json_status_stream():
+    data = b'{ "child-pid": 5, "mnt-namespace": 1 }\n{ "exit-code": 7 }\n'
+    assert B.parse_json_status(data) == {"child-pid": 5, "mnt-namespace": 1, "exit-code": 7}
+    assert "exit-code" not in B.parse_json_status(b'{ "child-pid": 5 }')
+
+
+def test_setup_failure_told_apart_from_payload_failure(bwrap_path):
+    """Real bwrap: a bad bind is a setup failure, `exit 7` is a payload failure."""
+    setup = B.run_bwrap([bwrap_path, "--ro-bind", "/nonexistent", "/", "--json-status-fd",
+                         "{status_fd}", "true"])
+    assert setup["rc"] == 1 and setup["setup_failed"]
+    assert B.classify(setup["stderr"], 1)["cause"] == "source_missing"
+    payload = B.run_bwrap([bwrap_path, "--ro-bind", "/", "/", "--json-status-fd", "{status_fd}",
+                           "sh", "-c", "exit 7"])
+    assert payload["rc"] == 7 and not payload["setup_failed"]
+    assert payload["json_status"]["exit-code"] == 7
+
+
+def test_timeout_kills_process_group(bwrap_path):
+    res = B.run_bwrap([bwrap_path, "--ro-bind", "/", "/", "--json-status-fd", "{status_fd}",
+                       "sh", "-c", "sleep 30 & sleep 30"], timeout=1.0)
+    assert res["timed_out"] and not res["setup_failed"]
+    assert res["duration"] < 10
+
+
+def test_setuid_copy_is_reported(tmp_path, bwrap_path):
+    """A real setuid copy of bwrap (F5) and a copy owned by a normal user."""
+    tmp_path.chmod(0o755)
+    copy = tmp_path / "bwrap"
+    shutil.copy(bwrap_path, copy)
+    os.chmod(copy, 0o4755)
+    info = B.file_facts(str(copy))
+    assert info["setuid"] is True and info["mode"] == "4755"
+    diags = F.binary_diagnostics(dict(info, version="0.12.0", missing_features=[], package={}))
+    codes = [d["code"] for d in diags]
+    assert "bwrap_setuid" in codes and "bwrap_not_packaged" in codes
+    assert "refuses setuid" in [d for d in diags if d["code"] == "bwrap_setuid"][0]["message"]
+    os.chown(copy, 65534, 65534)
+    os.chmod(copy, 0o775)
+    codes = [d["code"] for d in F.binary_diagnostics(dict(B.file_facts(str(copy)), version="0.8.0",
+                                                          missing_features=[], package={}))]
+    assert "bwrap_not_root_owned" in codes
+
+
+def test_world_writable_parent_is_reported(tmp_path, bwrap_path):
+    tmp_path.chmod(0o777)
+    copy = tmp_path / "bwrap"
+    shutil.copy(bwrap_path, copy)
+    problems = B.file_facts(str(copy))["ownership_problems"]
+    assert any("writable by group or others" in p for p in problems)
+    assert stat.S_IMODE(os.stat(tmp_path).st_mode) == 0o777
+
+
+def test_package_facts_real(bwrap_path):
+    pkg = B.package_facts(bwrap_path)
+    assert pkg["name"] == "bubblewrap" and pkg["manager"] == "dpkg"
+    assert pkg["revision"]  # full distro revision, e.g. 0.8.0-2+deb12u1

@@ -1,0 +1,46 @@
+"""METNOS_SANDBOX semantics (R-FAIL-1, R-DIAG-1)."""
+import pytest
+
+from metnos_sandbox import envflags as E
+
+DISABLED = ["0", "off", "OFF", "Off", "no", "NO", "false", "False", "FALSE"]
+ENABLED_PLAIN = [None, "1", "on", "yes", "true", "enabled", "whatever"]
+AMBIGUOUS = [" OFF", "off ", " 0", "n", "N", "f", "F", "disabled", "none", ""]
+
+
+@pytest.mark.parametrize("value", DISABLED)
+def test_r_fail_1_disabling_values(value):
+    assert E.classify_value(value) == (True, None)
+    st = E.status("/usr/bin/bwrap", {"METNOS_SANDBOX": value})
+    assert st == {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap",
+                  "disabled_via_env": True, "active": False}
+
+
+@pytest.mark.parametrize("value", ENABLED_PLAIN)
+def test_r_fail_1_other_values_keep_sandbox_on(value):
+    assert E.classify_value(value) == (False, None)
+
+
+@pytest.mark.parametrize("value", AMBIGUOUS)
+def test_ambiguous_values_are_reported_not_guessed(value):
+    disabled, reason = E.classify_value(value)
+    assert disabled is False
+    assert reason
+    diags = E.diagnose(E.status("/usr/bin/bwrap", {"METNOS_SANDBOX": value}),
+                       {"METNOS_SANDBOX": value}, "/usr/bin")
+    assert [d["code"] for d in diags] == ["sandbox_env_value_ambiguous"]
+
+
+def test_r_diag_1_missing_bwrap_fails_closed():
+    st = E.status(None, {})
+    assert st["active"] is False
+    codes = [d["code"] for d in E.diagnose(st, {}, "/nonexistent")]
+    assert codes == ["bwrap_missing", "executor_os_sandbox_unavailable"]
+
+
+def test_disabled_and_missing_both_named():
+    env = {"METNOS_SANDBOX": "no"}
+    diags = E.diagnose(E.status(None, env), env, "/x")
+    assert [d["code"] for d in diags] == ["bwrap_missing", "sandbox_disabled_via_env",
+                                          "executor_os_sandbox_unavailable"]
+    assert "'no'" in diags[-1]["message"]
