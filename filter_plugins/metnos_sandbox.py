@@ -17,6 +17,10 @@ _CORE = os.path.normpath(os.path.join(_HERE, "..", "module_utils"))
 if _CORE not in sys.path:
     sys.path.insert(0, _CORE)
 
+import shlex  # noqa: E402
+
+from metnos_sandbox import manifest as _manifest  # noqa: E402  pylint: disable=wrong-import-position
+from metnos_sandbox import profile as _profile  # noqa: E402  pylint: disable=wrong-import-position
 from metnos_sandbox import summary as _summary  # noqa: E402  pylint: disable=wrong-import-position
 
 
@@ -30,8 +34,72 @@ def sandbox_summary(facts, sections=None):
     return _summary.host_summary(facts, sections)
 
 
+def sandbox_profiles_section(registered):
+    """The registered result of a sandbox_profile loop -> a summary section."""
+    if isinstance(registered, dict):
+        registered = registered.get("results", [])
+    if not isinstance(registered, list):
+        raise AnsibleFilterError("sandbox_profiles_section: expected a registered loop result, got %s"
+                                 % type(registered).__name__)
+    return _summary.profiles_section(registered)
+
+
+def metnos_capabilities(capabilities):
+    """A list of capability strings -> parsed dicts (kind, mode, target, arg, network)."""
+    if not isinstance(capabilities, list):
+        raise AnsibleFilterError("metnos_capabilities: expected a list of capability strings, got %s"
+                                 % type(capabilities).__name__)
+    out = []
+    for index, text in enumerate(capabilities):
+        cap, errors = _manifest.parse_capability(text, "capabilities[%d]" % index)
+        if errors:
+            raise AnsibleFilterError("metnos_capabilities: %s (%s)" % (errors[0]["message"], errors[0]["code"]))
+        out.append({"text": cap.text, "kind": cap.kind, "mode": cap.mode, "target": cap.target,
+                    "arg": cap.arg, "network": cap.needs_network()})
+    return out
+
+
+def metnos_profile(manifest, host=None, invocation=None, status=None, command=None):
+    """A manifest (mapping or YAML/JSON text) -> the rendered profile, on the controller's paths.
+
+    Refusals are returned (decision=refused, diagnostics); only bad arguments raise.
+    """
+    if not isinstance(manifest, (dict, str)):
+        raise AnsibleFilterError("metnos_profile: expected a manifest mapping or YAML/JSON text, got %s"
+                                 % type(manifest).__name__)
+    try:
+        ctx = _profile.HostContext(host or {})
+    except _profile.ContextError as exc:
+        raise AnsibleFilterError("metnos_profile: %s" % exc) from None
+    if invocation is not None and not isinstance(invocation, dict):
+        raise AnsibleFilterError("metnos_profile: invocation must be a mapping, got %s" % type(invocation).__name__)
+    return _profile.render_safe(dict(manifest) if isinstance(manifest, dict) else manifest, ctx,
+                                invocation or {}, status, command)
+
+
+def metnos_argv(manifest, host=None, invocation=None, status=None, command=None):
+    """A manifest -> its argv list; raises with the refusal code when refused."""
+    prof = metnos_profile(manifest, host, invocation, status, command)
+    if prof["decision"] == "refused":
+        first = [d for d in prof["diagnostics"] if d["severity"] == "error"][0]
+        raise AnsibleFilterError("metnos_argv: refused (%s): %s" % (prof["refusal"], first["message"]))
+    return prof["argv"]
+
+
+def shell_join(argv):
+    """A list of arguments -> one shell-quoted command line."""
+    if not isinstance(argv, (list, tuple)) or not all(isinstance(a, str) for a in argv):
+        raise AnsibleFilterError("shell_join: expected a list of strings, got %r" % (argv,))
+    return " ".join(shlex.quote(a) for a in argv)
+
+
 class FilterModule(object):
     def filters(self):
         return {
             "sandbox_summary": sandbox_summary,
+            "sandbox_profiles_section": sandbox_profiles_section,
+            "metnos_capabilities": metnos_capabilities,
+            "metnos_profile": metnos_profile,
+            "metnos_argv": metnos_argv,
+            "shell_join": shell_join,
         }

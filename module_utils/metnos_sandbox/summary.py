@@ -63,3 +63,32 @@ def host_summary(facts=None, sections=None):
 
 def _na(value):
     return "n/a" if value is None else value
+
+
+def profiles_section(loop_results):
+    """A summary section from the registered results of a sandbox_profile loop."""
+    wrapped, direct, refused, skipped = [], [], [], 0
+    diags = []
+    for res in loop_results or []:
+        if res.get("skipped"):
+            continue
+        name = res.get("executor") or "?"
+        decision = res.get("decision")
+        if decision == "wrapped":
+            wrapped.append(name)
+        elif decision == "direct":
+            direct.append(name)
+        else:
+            refused.append(name)
+        for diag in res.get("diagnostics") or []:
+            if diag.get("severity") == D.INFO:
+                skipped += 1
+            else:
+                diags.append(diag)
+    detail = "%d wrapped, %d direct (pinned undo), %d refused" % (len(wrapped), len(direct), len(refused))
+    if refused:
+        detail += " [%s]" % ", ".join(refused)
+    if skipped:
+        detail += "; %d grants not mounted (paths absent on this host)" % skipped
+    verdict = "fail" if refused else ("warn" if any(d["severity"] == D.WARNING for d in diags) else "pass")
+    return {"name": "profiles", "verdict": verdict, "detail": detail, "diagnostics": diags}

@@ -1,0 +1,270 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, annotations, division, print_function
+
+DOCUMENTATION = r"""
+---
+module: sandbox_profile
+short_description: Render the exact bwrap command of a Metnos executor manifest on this host
+version_added: "0.1.0"
+description:
+  - Loads an executor manifest (inline or a file on the host), validates it against the closed
+    capability grammar, and renders the bubblewrap profile the Metnos runtime builds for one
+    invocation, using this host's real paths (spec sections 3, 4 and 8).
+  - Every mount, namespace flag and the network decision carry their provenance (rule id and
+    the base item or capability that caused them).
+  - Fails closed like the runtime (R-FAIL-1) when bwrap is unavailable or disabled, except for
+    the byte-pinned C(undo_last_turn) exception (R-FAIL-2).
+  - Over-broad or dangerous requests are refused with a stable code, never rendered.
+  - With I(dest), writes C(<executor>.json) (structured profile) and C(<executor>.args) (one argv
+    element per line) atomically; C(changed) only when content changes; C(--diff) shows the argv
+    lines (mounts) a manifest change adds or removes.
+options:
+  manifest:
+    description: The manifest, as a mapping or as YAML/JSON text. Exclusive with I(manifest_file).
+    type: raw
+  manifest_file:
+    description: Path of a manifest file on the managed host.
+    type: path
+  invocation:
+    description: The concrete invocation.
+    type: dict
+    suboptions:
+      arguments: {description: Argument values by name (resolves C(arg:) scopes)., type: dict}
+      turn_id: {description: The current turn (undo folder)., type: str}
+      sender: {description: The authenticated sender (dialog folder)., type: str}
+  host:
+    description:
+      - Host-context overrides (real paths of the Metnos install); unknown keys are refused.
+      - Keys include runtime_dir, executors_dir, executor_dir, python_executable, python_prefix,
+        python_package_roots, i18n_dbs, lexicon_dbs, resources, indexes, integrations_dir,
+        mail_credentials_dir, mail_accounts, dialog_dir, undo_root, systemd_read_paths,
+        system_read_paths, undo_exception.
+    type: dict
+    default: {}
+  discover_python_roots:
+    description: Ask I(host.python_executable) for its package roots (never a whole home folder).
+    type: bool
+    default: true
+  command:
+    description: The executor command; default C([python_executable, <executor_dir>/<entrypoint>]).
+    type: list
+    elements: str
+  path:
+    description: PATH used to resolve bwrap (default the module's PATH).
+    type: str
+  environment:
+    description: Environment whose METNOS_SANDBOX decides the fail-closed check (default the module's).
+    type: dict
+  dest:
+    description: Directory where C(<executor>.json) and C(<executor>.args) are written.
+    type: path
+  fail_on_refusal:
+    description: Fail the task when the manifest is refused (otherwise report C(decision=refused)).
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+author:
+  - metnos-sandbox-ops contributors
+"""
+
+EXAMPLES = r"""
+- name: Render a manifest from the controller into the profile directory
+  sandbox_profile:
+    manifest: "{{ lookup('ansible.builtin.file', 'examples/manifests/read_notes.yml') }}"
+    invocation:
+      arguments: {path: /srv/notes/today.md}
+    dest: /etc/metnos/sandbox/profiles
+
+- name: Just look at the argv of a manifest on the host
+  sandbox_profile:
+    manifest_file: /srv/metnos/executors/export_report/manifest.yml
+  register: prof
+"""
+
+RETURN = r"""
+decision:
+  description: wrapped (argv starts with bwrap), direct (pinned undo exception) or refused.
+  returned: always
+  type: str
+refusal:
+  description: The code of the first error when refused, else null.
+  returned: always
+  type: str
+argv:
+  description: The exact command, one element per item; null when refused.
+  returned: always
+  type: list
+  elements: str
+command_line:
+  description: The argv, shell-quoted.
+  returned: always
+  type: str
+mounts:
+  description: Ordered mounts (parents before children) with provenance.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    kind: {description: ro, rw, tmpfs, proc, dev or symlink., type: str}
+    src: {description: Host path (symlink target for symlink)., type: str}
+    dest: {description: Path inside the sandbox., type: str}
+    provenance: {description: "List of {rule, source}.", type: list}
+namespaces:
+  description: Namespace and lifetime flags with rule and source.
+  returned: always
+  type: list
+network:
+  description: "{host: bool, rule, because: [capabilities]}."
+  returned: always
+  type: dict
+diagnostics:
+  description: Refusals (errors) and skipped grants (info), same shape as bwrap_facts.
+  returned: always
+  type: list
+  elements: dict
+files:
+  description: Paths written (or that would be written) under I(dest).
+  returned: when dest is set
+  type: list
+  elements: str
+"""
+
+import json
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible.module_utils.metnos_sandbox import bwrap as B
+from ansible.module_utils.metnos_sandbox import envflags
+from ansible.module_utils.metnos_sandbox import manifest as M
+from ansible.module_utils.metnos_sandbox import profile as P
+from ansible.module_utils.metnos_sandbox import validate as V
+
+
+def build_module():
+    return AnsibleModule(
+        argument_spec=dict(
+            manifest=dict(type="raw"),
+            manifest_file=dict(type="path"),
+            invocation=dict(type="dict", options=dict(
+                arguments=dict(type="dict"), turn_id=dict(type="str"), sender=dict(type="str"))),
+            host=dict(type="dict", default={}),
+            discover_python_roots=dict(type="bool", default=True),
+            command=dict(type="list", elements="str"),
+            path=dict(type="raw"),
+            environment=dict(type="dict"),
+            dest=dict(type="path"),
+            fail_on_refusal=dict(type="bool", default=True),
+        ),
+        mutually_exclusive=[("manifest", "manifest_file")],
+        required_one_of=[("manifest", "manifest_file")],
+        supports_check_mode=True,
+    )
+
+
+def python_roots(module, python):
+    """sys.path directories of the runtime's interpreter (filtered by the core)."""
+    if not python or not os.path.exists(python):
+        return []
+    rc, out, _err = module.run_command([python, "-c", "import json, sys; print(json.dumps(sys.path))"],
+                                       environ_update=B.C_ENV)
+    if rc != 0:
+        return []
+    try:
+        paths = json.loads(out)
+    except ValueError:
+        return []
+    return sorted(set(os.path.normpath(p) for p in paths if isinstance(p, str) and p.startswith("/")
+                      and os.path.isdir(p)))
+
+
+def write_atomic(module, path, content):
+    """Write content to path atomically; return (changed, before)."""
+    before = None
+    if os.path.exists(path):
+        with open(path, "r") as handle:
+            before = handle.read()
+    if before == content:
+        return False, before
+    if not module.check_mode:
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".%s." % os.path.basename(path))
+        with os.fdopen(fd, "w") as handle:
+            handle.write(content)
+        os.chmod(tmp, 0o644)
+        module.atomic_move(tmp, path)
+    return True, before
+
+
+def main():
+    module = build_module()
+    p = module.params
+    try:
+        path_text = V.path_string("path", p["path"], default=os.environ.get("PATH", ""))
+        environment = V.environment("environment", p["environment"], default=dict(os.environ))
+        host_over = dict(p["host"] or {})
+        if p["discover_python_roots"] and "python_package_roots" not in host_over:
+            python = host_over.get("python_executable", P.DEFAULT_HOST["python_executable"])
+            host_over["python_package_roots"] = python_roots(module, python)
+        host = P.HostContext(host_over)
+    except (V.OptionError, P.ContextError) as exc:
+        module.fail_json(msg="sandbox_profile: %s" % exc, code="invalid_option")
+
+    source = p["manifest"]
+    if p["manifest_file"]:
+        try:
+            source = M.load(p["manifest_file"])
+        except M.ManifestError as exc:
+            source = exc
+    if isinstance(source, M.ManifestError):
+        result = P.refused(None, source.diagnostics)
+    else:
+        status = envflags.status(B.which("bwrap", path_text), environment)
+        result = P.render_safe(source, host, p["invocation"] or {}, status, p["command"])
+
+    out = dict(changed=False, **result)
+    if p["dest"] and result["decision"] != "refused":
+        if not os.path.isdir(p["dest"]) and not module.check_mode:
+            try:
+                os.makedirs(p["dest"], 0o755)
+            except OSError as exc:
+                module.fail_json(msg="sandbox_profile: cannot create dest %s: %s" % (p["dest"], exc.strerror),
+                                 code="dest_unwritable")
+        base = os.path.join(p["dest"], result["executor"])
+        doc = dict((k, result[k]) for k in ("executor", "decision", "argv", "mounts", "namespaces",
+                                            "network", "manifest", "exception") if k in result)
+        doc["diagnostics"] = [dict((k, d[k]) for k in ("code", "severity", "rule", "message"))
+                              for d in result["diagnostics"]]
+        contents = [(base + ".args", "\n".join(result["argv"]) + "\n"),
+                    (base + ".json", json.dumps(doc, indent=2, sort_keys=True) + "\n")]
+        diffs = []
+        for path, content in contents:
+            try:
+                changed, before = write_atomic(module, path, content)
+            except (IOError, OSError) as exc:
+                module.fail_json(msg="sandbox_profile: cannot write %s: %s" % (path, exc), code="dest_unwritable")
+            out["changed"] = out["changed"] or changed
+            if changed and path.endswith(".args"):
+                diffs.append({"before": before or "", "after": content,
+                              "before_header": path if before is not None else "(absent)",
+                              "after_header": path})
+        out["files"] = [c[0] for c in contents]
+        if module._diff and diffs:
+            out["diff"] = diffs
+
+    if result["decision"] == "refused" and p["fail_on_refusal"]:
+        first = [d for d in result["diagnostics"] if d["severity"] == "error"][0]
+        module.fail_json(msg="sandbox_profile: %s refused (%s): %s" % (
+            result["executor"] or "manifest", result["refusal"], first["message"]), **out)
+    module.exit_json(**out)
+
+
+if __name__ == "__main__":
+    main()
