@@ -203,6 +203,28 @@ def write_atomic(module, path, content):
     return True, before
 
 
+def review_lines(doc):
+    """A reviewer's view of a profile: network decision, then one mount per line with its rules."""
+    if not doc:
+        return ""
+    net = doc.get("network") or {}
+    lines = ["network: %s" % ("host (%s)" % ", ".join(net.get("because") or []) if net.get("host")
+                              else "isolated (--unshare-net)")]
+    for m in doc.get("mounts") or []:
+        src = "" if m.get("src") in (None, m["dest"]) else " <- %s" % m["src"]
+        rules = ", ".join(sorted(set(p["rule"] for p in m.get("provenance") or [])))
+        lines.append("%-7s %s%s  [%s]" % (m["kind"], m["dest"], src, rules))
+    return "\n".join(lines) + "\n"
+
+
+def read_json(path):
+    try:
+        with open(path) as handle:
+            return json.load(handle)
+    except (IOError, OSError, ValueError):
+        return None
+
+
 def main():
     module = build_module()
     p = module.params
@@ -244,7 +266,12 @@ def main():
                               for d in result["diagnostics"]]
         contents = [(base + ".args", "\n".join(result["argv"]) + "\n"),
                     (base + ".json", json.dumps(doc, indent=2, sort_keys=True) + "\n")]
+        before_doc = read_json(base + ".json")
         diffs = []
+        if before_doc != json.loads(contents[1][1]):
+            diffs.append({"before": review_lines(before_doc), "after": review_lines(doc),
+                          "before_header": "%s (mounts, before)" % result["executor"],
+                          "after_header": "%s (mounts, after)" % result["executor"]})
         for path, content in contents:
             try:
                 changed, before = write_atomic(module, path, content)

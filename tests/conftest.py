@@ -29,7 +29,7 @@ def _bin(name):
     return here if os.path.exists(here) else name
 
 
-def run_module(module, args, prefix=(), env=None, check=False):
+def run_module(module, args, prefix=(), env=None, check=False, diff=False):
     """Run one module on localhost through `ansible` and return its result dict.
 
     Parsed from the oneline callback: `localhost | SUCCESS => {json}`.
@@ -39,6 +39,8 @@ def run_module(module, args, prefix=(), env=None, check=False):
         cmd += ["-a", json.dumps(args)]
     if check:
         cmd.append("--check")
+    if diff:
+        cmd.append("--diff")
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
                           env=ansible_env(**(env or {})))
     for line in proc.stdout.splitlines():

@@ -266,6 +266,26 @@ _CODES = [
        "argument value, missing mail account, no authenticated sender or turn): nothing is granted.",
        "Existence and lookup checks at render time.",
        ["Nothing to do if expected; otherwise create the path or fix the name in the message."]),
+    # ---- the real wrapped probe (R-DIAG-3) ----
+    _c("probe_check_failed", ERROR, "R-DIAG-3",
+       "The sandbox does not hold what the profile promises",
+       "A check run from inside the sandbox failed: a namespace is shared, a read-only path is writable, "
+       "a hidden path is visible, /tmp is not private, the network is not isolated, or the parent-death "
+       "signal is missing.",
+       "The probe payload runs inside the rendered profile and reports what it sees.",
+       ["Compare the rendered argv (sandbox_profile) with the one the runtime uses; re-render the profiles.",
+        "If bwrap itself misbehaves, upgrade bubblewrap."]),
+    _c("probe_timeout", ERROR, "R-DIAG-3",
+       "The probe timed out",
+       "The probe did not finish in time; its whole process group was killed.",
+       "A timer around the probe's process group.",
+       ["Look for hung mounts (NFS) or a stuck service unit; raise the probe timeout if the host is slow."]),
+    _c("probe_payload_failed", ERROR, "R-DIAG-3",
+       "The probe payload did not report",
+       "bwrap set up the sandbox, but the payload (a Python program run by the runtime's interpreter) "
+       "exited without a result.",
+       "The payload's stdout is not its JSON result.",
+       ["Check that the runtime's interpreter exists inside the sandbox (host.python_executable) and runs."]),
 ]
 
 REGISTRY = dict((c.code, c) for c in _CODES)

@@ -139,7 +139,7 @@ def parse_capability(text, field="capabilities"):
     if text == "system:undo":
         return Capability(text, "undo", "undo"), errors
     head, sep, rest = text.partition(":")
-    if head in ("network", "net") and sep and rest and _TOKEN.match(rest):
+    if head in ("network", "net") and sep and rest and (rest == "*" or _TOKEN.match(rest)):
         return Capability(text, "network", None, rest), errors
     if head == "skill" and rest and _NAME.match(rest):
         return Capability(text, "skill", "access", rest), errors

@@ -10,6 +10,7 @@ the rule id and the base item or capability that caused it.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import functools
 import os
 import shlex
 
@@ -114,9 +115,19 @@ class HostContext(object):
                                "files, digest), got %r" % (exc,))
         self.data = data
         self._base = None
+        self._base_mounts = None
 
     def __getitem__(self, key):
         return self.data[key]
+
+    def base_mounts(self):
+        """A fresh _Mounts holding the base set (built once, copied per render)."""
+        if self._base_mounts is None:
+            mounts = _Mounts()
+            for kind, src, dest, rule, source in self.base():
+                mounts.add(kind, src, dest, rule, source)
+            self._base_mounts = mounts
+        return self._base_mounts.copy()
 
     def base(self):
         """Base mounts (R-BASE-1..5) that exist on this host: list of (kind, src, dest, rule, source)."""
@@ -154,8 +165,11 @@ def _is_home(path):
 
 
 class _Mounts(object):
-    def __init__(self):
-        self.entries = {}
+    def __init__(self, entries=None):
+        self.entries = entries if entries is not None else {}
+
+    def copy(self):
+        return _Mounts(dict((d, dict(e, provenance=list(e["provenance"]))) for d, e in self.entries.items()))
 
     def add(self, kind, src, dest, rule, source):
         entry = self.entries.get(dest)
@@ -185,12 +199,28 @@ class _Mounts(object):
 
 
 def _covering_parent(dest, binds):
-    current = dest
+    for ancestor in _ancestors(dest):
+        if ancestor in binds:
+            return ancestor
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _ancestors(path):
+    """'/a/b/c' -> ('/a/b', '/a', '/'), nearest first (cached: base paths repeat every render)."""
+    out = []
+    current = path
     while current not in ("/", ""):
         current = os.path.dirname(current)
-        if current in binds:
-            return current
-    return None
+        out.append(current)
+    return tuple(out)
+
+
+_quote = functools.lru_cache(maxsize=8192)(shlex.quote)
+
+
+def shell_join(argv):
+    return " ".join(_quote(a) for a in argv)
 
 
 def refused(name, diags, decision="refused"):
@@ -315,13 +345,11 @@ def render(manifest, host, invocation=None, status=None, command=None, bwrap_pat
                                         "exception on: %s. It fails closed (R-FAIL-2)"
                                         % (name, manifest.revision, ", ".join(fields)), fields=fields)])
         return {"executor": name, "decision": "direct", "refusal": None, "argv": list(command),
-                "command_line": " ".join(shlex.quote(a) for a in command), "mounts": [], "namespaces": [],
+                "command_line": shell_join(command), "mounts": [], "namespaces": [],
                 "network": None, "diagnostics": [],
                 "exception": {"rule": "R-FAIL-2", "source": "pinned undo_last_turn exception"}}
 
-    mounts = _Mounts()
-    for kind, src, dest, rule, source in host.base():
-        mounts.add(kind, src, dest, rule, source)
+    mounts = host.base_mounts()
     if os.path.isdir(executor_dir):
         mounts.add("ro", executor_dir, executor_dir, "R-BASE-4", "base:executor_dir")
     else:
@@ -428,7 +456,7 @@ def render(manifest, host, invocation=None, status=None, command=None, bwrap_pat
     argv.extend(command)
     return {
         "executor": name, "decision": "wrapped", "refusal": None, "argv": argv,
-        "command_line": " ".join(shlex.quote(a) for a in argv), "mounts": ordered, "namespaces": flags,
+        "command_line": shell_join(argv), "mounts": ordered, "namespaces": flags,
         "network": network, "diagnostics": D.sort(diags),
         "manifest": {"name": name, "origin": manifest.origin, "revision": manifest.revision,
                      "digest": manifest.digest},

@@ -13,18 +13,26 @@ def recap(output):
     return dict(zip(("ok", "changed", "unreachable", "failed"), map(int, match.groups())))
 
 
-def test_site_runs_and_is_idempotent():
-    first = run_playbook("playbooks/site.yml")
+def test_site_runs_and_is_idempotent(tmp_path):
+    profiles = "-e metnos_sandbox_profile_dir=%s" % (tmp_path / "profiles")
+    first = run_playbook("playbooks/site.yml", profiles)
     assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-2000:]
     assert "sandbox status(): active=True" in first.stdout
-    second = run_playbook("playbooks/site.yml")
+    assert "OK   profiles: 9 wrapped" in first.stdout
+    assert (tmp_path / "profiles" / "read_notes.args").exists()
+    second = run_playbook("playbooks/site.yml", profiles)
     assert second.returncode == 0
     assert recap(second.stdout)["changed"] == 0, second.stdout[-4000:]
 
 
-def test_check_mode_changes_nothing():
-    res = run_playbook("playbooks/site.yml", "--check", "--diff")
+def test_check_mode_changes_nothing(tmp_path):
+    dest = tmp_path / "profiles"
+    res = run_playbook("playbooks/site.yml", "--check", "--diff", "-e", "metnos_sandbox_profile_dir=%s" % dest)
     assert res.returncode == 0, res.stdout[-4000:]
+    assert recap(res.stdout)["changed"] >= 1          # would render the profiles...
+    assert not dest.exists()                          # ...but writes nothing
+    run_playbook("playbooks/site.yml", "-e", "metnos_sandbox_profile_dir=%s" % dest)
+    res = run_playbook("playbooks/site.yml", "--check", "--diff", "-e", "metnos_sandbox_profile_dir=%s" % dest)
     assert recap(res.stdout)["changed"] == 0
 
 

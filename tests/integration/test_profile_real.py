@@ -1,0 +1,177 @@
+"""Rendered argv run for real with bwrap on this host, as an unprivileged user, and checked
+from inside by the probe payload: the command starts and sees exactly what the profile says.
+Then deliberately weakened argvs, each caught by its own check (a probe that cannot fail is a
+defect)."""
+import os
+import pwd
+import shutil
+import tempfile
+
+import pytest
+
+from metnos_sandbox import manifest as M
+from metnos_sandbox import probe as PR
+from metnos_sandbox import profile as P
+
+NOBODY = pwd.getpwnam("nobody")
+USER = {"name": "nobody", "uid": NOBODY.pw_uid, "gid": NOBODY.pw_gid}
+
+
+@pytest.fixture(scope="module")
+def tree():
+    # Outside pytest's 0700 tmp dir so that `nobody` can reach the bind sources.
+    root = tempfile.mkdtemp(prefix="metnos-real-", dir="/var/tmp")
+    os.chmod(root, 0o755)
+    for d in ["runtime", "executors/ex", "executors/other", "notes/sub", "reports", "integrations/cal",
+              "integrations/other", "mail", "dialog/alice", "dialog/bob", "undo/t1", "undo/t2", "sheets"]:
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+    for f in ["notes/a.md", "notes/sub/b.md", "mail/work.json", "mail/home.json", "executors/other/main.py"]:
+        with open(os.path.join(root, f), "w") as handle:
+            handle.write("x")
+    for d in ["reports", "integrations/cal", "dialog/alice", "undo/t1", "sheets"]:
+        os.chown(os.path.join(root, d), NOBODY.pw_uid, NOBODY.pw_gid)
+    yield root
+    shutil.rmtree(root)
+
+
+def host(root):
+    return P.HostContext({
+        "runtime_dir": root + "/runtime", "executors_dir": root + "/executors",
+        "python_executable": "/usr/bin/python3", "python_prefix": "/usr", "i18n_dbs": [], "lexicon_dbs": [],
+        "resources": {"sheets": root + "/sheets"}, "indexes": {}, "integrations_dir": root + "/integrations",
+        "mail_credentials_dir": root + "/mail", "dialog_dir": root + "/dialog", "undo_root": root + "/undo",
+        "systemd_read_paths": [], "system_read_paths": []})
+
+
+CASES = {
+    "strict": ([], {}),
+    "notes_reader": (["fs:read:{r}/notes/**", "fs:write:{r}/reports"], {}),
+    "narrowed_arg": (["fs:read:arg:path"], {"arguments": {"path": "sub/b.md"}}),
+    "provider": (["provider:access:cal", "metnos:write:sheets"], {}),
+    "mail": (["mail:read:work"], {}),
+    "dialog_undo": (["dialog.user_input"], {"sender": "alice", "turn_id": "t1"}),
+}
+
+
+def render_case(root, name):
+    caps, inv = CASES[name]
+    data = {"name": "ex", "origin": "tests", "capabilities": [c.format(r=root) for c in caps],
+            "arguments": {"path": {"within": [root + "/notes/**"]}}}
+    if name == "dialog_undo":
+        data["inverse"] = {"model": "restore_content"}
+    prof = P.render(M.from_dict(data), host(root), inv)
+    assert prof["decision"] == "wrapped", prof["diagnostics"]
+    return prof
+
+
+def probe(root, prof, argv=None):
+    extra = [root + "/executors/other", root + "/integrations", root + "/mail", root + "/dialog",
+             root + "/undo", root + "/notes", root + "/reports", root + "/sheets"]
+    marker = PR.make_marker()
+    try:
+        spec = PR.expectations(prof, extra_absent=extra, marker=marker)
+        return spec, PR.run(argv or prof["argv"], spec, "/usr/bin/python3", user=USER)
+    finally:
+        os.unlink(marker)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_rendered_argv_runs_and_holds(tree, name):
+    prof = render_case(tree, name)
+    spec, verdict = probe(tree, prof)
+    failed = [c for c in verdict["checks"] if not c["ok"]]
+    assert verdict["passed"], (failed, verdict["stderr"], verdict["diagnostics"])
+    assert verdict["observed_uid"] == NOBODY.pw_uid   # ran as the unprivileged user
+    names = [c["name"] for c in verdict["checks"]]
+    assert "parent_death_signal" in names and "no_pid_namespace" in names
+    assert any(n.startswith("hidden:") for n in names)
+
+
+def test_what_each_case_exposes(tree):
+    _spec, v = probe(tree, render_case(tree, "mail"))
+    hidden = [c["name"] for c in v["checks"] if c["name"].startswith("hidden:")]
+    assert "hidden:%s/mail/home.json" % tree in hidden          # other account's credentials
+    assert "hidden:%s/executors/other" % tree in hidden          # other executors' folders
+    _spec, v = probe(tree, render_case(tree, "dialog_undo"))
+    names = [c["name"] for c in v["checks"]]
+    assert "writable:%s/dialog/alice" % tree in names and "hidden:%s/dialog/bob" % tree in names
+    assert "writable:%s/undo/t1" % tree in names and "hidden:%s/undo/t2" % tree in names
+
+
+def weaken(argv, drop=(), add=(), replace=None):
+    out = [a for a in argv if a not in drop]
+    if replace:
+        i = out.index(replace[0])
+        out[i:i + len(replace[0:1])] = [replace[1]]
+    sep = out.index("--")
+    return out[:sep] + list(add) + out[sep:]
+
+
+@pytest.mark.parametrize("how,check", [
+    ("drop_unshare_net", "only_loopback"),
+    ("drop_unshare_ipc", "ipc_namespace_private"),
+    ("drop_unshare_uts", "uts_namespace_private"),
+    ("bind_home", "hidden:"),
+    ("ro_made_writable", "read_only:"),
+    ("host_tmp", "tmp_private_and_empty"),
+    ("no_die_with_parent", "parent_death_signal"),
+    ("pid_namespace", "no_pid_namespace"),
+])
+def test_weakened_profiles_are_caught(tree, how, check):
+    prof = render_case(tree, "notes_reader")
+    argv = list(prof["argv"])
+    if how == "drop_unshare_net":
+        argv = weaken(argv, drop=["--unshare-net"])
+    elif how == "drop_unshare_ipc":
+        argv = weaken(argv, drop=["--unshare-ipc"])
+    elif how == "drop_unshare_uts":
+        argv = weaken(argv, drop=["--unshare-uts"])
+    elif how == "bind_home":
+        os.makedirs("/home", exist_ok=True)
+        argv = weaken(argv, add=["--ro-bind", "/home", "/home", "--ro-bind", "/root", "/root"])
+    elif how == "ro_made_writable":
+        i = argv.index(tree + "/notes")
+        assert argv[i - 1] == "--ro-bind"
+        argv[i - 1] = "--bind"
+    elif how == "host_tmp":
+        i = argv.index("--tmpfs")
+        argv[i:i + 2] = ["--bind", "/tmp", "/tmp"]
+    elif how == "no_die_with_parent":
+        argv = weaken(argv, drop=["--die-with-parent"])
+    elif how == "pid_namespace":
+        argv = weaken(argv, add=["--unshare-pid"])
+    if how == "ro_made_writable":
+        os.chown(tree + "/notes", NOBODY.pw_uid, NOBODY.pw_gid)
+    try:
+        _spec, verdict = probe(tree, prof, argv)
+    finally:
+        os.chown(tree + "/notes", 0, 0)
+    assert verdict["passed"] is False, verdict
+    failed = [c["name"] for c in verdict["checks"] if not c["ok"]]
+    assert any(f.startswith(check) for f in failed), (failed, verdict["stderr"])
+    codes = [d["code"] for d in verdict["diagnostics"]]
+    assert set(codes) == {"probe_check_failed"}
+
+
+def test_hanging_payload_is_killed_at_timeout(tree):
+    """The payload's interpreter hangs (with a child): the whole process group is killed."""
+    import time
+    hang = os.path.join(tree, "executors/ex/hang")
+    with open(hang, "w") as handle:
+        handle.write("#!/bin/sh\nsleep 120 &\nsleep 120\n")
+    os.chmod(hang, 0o755)
+    prof = render_case(tree, "strict")
+    start = time.time()
+    verdict = PR.run(prof["argv"], PR.expectations(prof), hang, user=USER, timeout=2)
+    assert time.time() - start < 15
+    assert verdict["passed"] is False and verdict["timed_out"] is True
+    assert [d["code"] for d in verdict["diagnostics"]] == ["probe_timeout"]
+    left = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as handle:
+                if handle.read() == b"sleep\x00120\x00":
+                    left.append(pid)
+        except OSError:
+            pass
+    assert left == [], "processes left behind: %s" % left

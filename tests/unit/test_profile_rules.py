@@ -1,0 +1,440 @@
+"""The renderer, rule by rule (rule id in each test name), on a real host tree in a tmp dir.
+
+No mocks: the host context points at real directories created per test; the base system
+paths are this machine's own.
+"""
+import os
+
+import pytest
+
+from metnos_sandbox import manifest as M
+from metnos_sandbox import profile as P
+
+ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
+
+
+@pytest.fixture
+def tree(tmp_path):
+    root = tmp_path / "m"
+    dirs = ["runtime", "venv/lib", "executors/ex", "executors/other", "i18n", "sheets", "people",
+            "proposals", "index/documents", "integrations/google_calendar", "integrations/weather",
+            "credentials/mail", "dialog/alice", "dialog/bob", "undo/t1", "undo/t2", "data/notes/sub",
+            "data/reports", "outside", "home/user/.local/lib"]
+    for d in dirs:
+        (root / d).mkdir(parents=True, exist_ok=True)
+    for f in ["credentials/mail/work.json", "credentials/mail/work.token", "credentials/mail/personal.json",
+              "data/notes/a.md", "data/notes/sub/b.md", "outside/secret", "lexicon.db"]:
+        (root / f).write_text("x")
+    (root / "data/notes/link").symlink_to(root / "outside")
+    (root / "data/notes/inlink").symlink_to(root / "data/notes/sub")
+    return root
+
+
+def host(tree, **over):
+    ctx = {
+        "runtime_dir": str(tree / "runtime"), "executors_dir": str(tree / "executors"),
+        "python_executable": "/usr/bin/python3", "python_prefix": str(tree / "venv"),
+        "python_package_roots": [str(tree / "venv/lib"), "/usr/lib/python3/dist-packages"],
+        "i18n_dbs": [str(tree / "i18n")], "lexicon_dbs": [str(tree / "lexicon.db"), str(tree / "nolex.db")],
+        "resources": {"sheets": str(tree / "sheets"), "people": str(tree / "people"),
+                      "proposals": str(tree / "proposals")},
+        "indexes": {"documents": str(tree / "index/documents")},
+        "integrations_dir": str(tree / "integrations"), "mail_credentials_dir": str(tree / "credentials/mail"),
+        "dialog_dir": str(tree / "dialog"), "undo_root": str(tree / "undo"),
+        "systemd_read_paths": [str(tree / "runtime")], "system_read_paths": [],
+    }
+    ctx.update(over)
+    return P.HostContext(ctx)
+
+
+def man(caps=(), **kw):
+    data = {"name": "ex", "origin": "metnos/core", "revision": 1, "capabilities": list(caps)}
+    data.update(kw)
+    return M.from_dict(data)
+
+
+def render(tree, caps=(), invocation=None, status=ACTIVE, hostkw=None, **kw):
+    return P.render(man(caps, **kw), host(tree, **(hostkw or {})), invocation or {}, status)
+
+
+def mounts(prof):
+    return dict((m["dest"], m) for m in prof["mounts"])
+
+
+def binds(prof, kind=None):
+    return [m["dest"] for m in prof["mounts"] if m["kind"] in ((kind,) if kind else ("ro", "rw"))]
+
+
+def codes(prof):
+    return [d["code"] for d in prof["diagnostics"]]
+
+
+# ---------------------------------------------------------------- base profile
+
+def test_R_BASE_1_existing_system_paths_read_only(tree):
+    prof = render(tree)
+    m = mounts(prof)
+    for path in P.SYSTEM_PATHS:
+        if os.path.islink(path):
+            assert m[path]["kind"] == "symlink" and m[path]["src"] == os.readlink(path)  # merged /usr
+        elif os.path.isdir(path):
+            assert m[path]["kind"] == "ro"
+        else:
+            assert path not in m
+    assert m["/usr"]["provenance"][0] == {"rule": "R-BASE-1", "source": "base:/usr"}
+
+
+def test_R_BASE_2_proc_and_minimal_dev(tree):
+    m = mounts(render(tree))
+    assert m["/proc"]["kind"] == "proc" and m["/dev"]["kind"] == "dev"
+
+
+def test_R_BASE_3_private_tmp(tree):
+    prof = render(tree)
+    assert mounts(prof)["/tmp"]["kind"] == "tmpfs"
+    argv = prof["argv"]
+    assert argv[argv.index("--tmpfs") + 1] == "/tmp"
+
+
+def test_R_BASE_4_executor_runtime_python_read_only(tree):
+    m = mounts(render(tree))
+    for key in ("executors/ex", "runtime", "venv"):
+        assert m[str(tree / key)]["kind"] == "ro"
+    assert str(tree / "executors/other") not in m  # other executors' folders stay hidden
+    # package roots under an already bound tree are merged into it, not listed twice
+    assert str(tree / "venv/lib") not in m
+    assert "/usr/lib/python3/dist-packages" not in m
+
+
+def test_R_BASE_4_never_a_whole_home_folder(tree):
+    prof = render(tree, hostkw={"python_package_roots": ["/root", str(tree / "home/user/.local/lib")]})
+    assert "/root" not in mounts(prof)
+    assert str(tree / "home/user/.local/lib") in mounts(prof)
+
+
+def test_R_BASE_5_i18n_and_lexicon_when_present(tree):
+    m = mounts(render(tree))
+    assert m[str(tree / "i18n")]["kind"] == "ro"
+    assert m[str(tree / "lexicon.db")]["provenance"][0]["rule"] == "R-BASE-5"
+    assert str(tree / "nolex.db") not in m
+
+
+def test_R_BASE_6_always_on_flags(tree):
+    prof = render(tree, ["net:http"])
+    flags = [f["flag"] for f in prof["namespaces"]]
+    for flag in ("--unshare-user", "--unshare-ipc", "--unshare-uts", "--die-with-parent"):
+        assert flag in flags and flag in prof["argv"]
+
+
+def test_R_BASE_7_unshare_net_without_network_capability(tree):
+    prof = render(tree, ["fs:read:%s/data/notes/**" % tree])
+    assert "--unshare-net" in prof["argv"] and prof["network"]["host"] is False
+
+
+def test_R_BASE_8_no_pid_namespace_landlock_or_seccomp(tree):
+    argv = render(tree, ["net:x"])["argv"]
+    for flag in ("--unshare-pid", "--unshare-all", "--seccomp", "--add-seccomp-fd", "--as-pid-1"):
+        assert flag not in argv
+
+
+def test_R_SEC_2_no_opt_in_base_profile(tree):
+    argv = render(tree)["argv"]
+    assert "/opt" not in argv
+    prof = render(tree, ["fs:read:/opt/**"])
+    assert prof["decision"] == "refused" and prof["refusal"] == "scope_too_broad"
+
+
+def test_argv_layout(tree):
+    prof = render(tree)
+    argv = prof["argv"]
+    assert argv[0] == "/usr/bin/bwrap"
+    sep = argv.index("--")
+    assert argv[sep + 1:] == ["/usr/bin/python3", str(tree / "executors/ex/main.py")]
+    assert argv[sep - 2:sep] == ["--chdir", str(tree / "executors/ex")]
+
+
+def test_every_entry_has_provenance(tree):
+    prof = render(tree, ["fs:write:%s/data/reports" % tree, "metnos:read:sheets", "provider:access:weather"])
+    for m in prof["mounts"]:
+        assert m["provenance"] and all(p["rule"].startswith("R-") and p["source"] for p in m["provenance"])
+    for f in prof["namespaces"]:
+        assert f["rule"].startswith("R-") and f["source"]
+    assert prof["network"]["rule"] == "R-NET-1"
+
+
+def test_parents_before_children(tree):
+    prof = render(tree, ["fs:read:%s/data/**" % tree, "fs:write:%s/data/reports/**" % tree])
+    dests = [m["dest"] for m in prof["mounts"]]
+    assert dests.index(str(tree / "data")) < dests.index(str(tree / "data/reports"))
+    assert mounts(prof)[str(tree / "data/reports")]["kind"] == "rw"
+    for i, d in enumerate(dests):
+        for later in dests[i + 1:]:
+            assert not (d != "/" and d.startswith(later + "/")), "%s mounted before its parent %s" % (d, later)
+
+
+# ---------------------------------------------------------------- capabilities
+
+def test_R_CAP_FS_glob_reduced_to_root(tree):
+    m = mounts(render(tree, ["fs:read:%s/data/notes/**/*.md" % tree]))
+    assert m[str(tree / "data/notes")]["kind"] == "ro"
+    m = mounts(render(tree, ["fs:read:%s/data/no*s/sub" % tree]))
+    assert m[str(tree / "data")]["provenance"][0]["rule"] == "R-CAP-FS"
+
+
+def test_R_CAP_FS_write_is_rw_and_merges_with_read(tree):
+    notes = str(tree / "data/notes")
+    prof = render(tree, ["fs:read:%s/**" % notes, "fs:write:%s" % notes])
+    entry = mounts(prof)[notes]
+    assert entry["kind"] == "rw" and len(entry["provenance"]) == 2
+    prof = render(tree, ["fs:read:%s" % notes])
+    assert mounts(prof)[notes]["kind"] == "ro"
+
+
+def test_R_CAP_FS_read_child_under_write_parent_is_merged(tree):
+    prof = render(tree, ["fs:write:%s/data/notes" % tree, "fs:read:%s/data/notes/sub" % tree])
+    assert str(tree / "data/notes/sub") not in mounts(prof)
+    parent = mounts(prof)[str(tree / "data/notes")]
+    assert any(p.get("covers") == str(tree / "data/notes/sub") for p in parent["provenance"])
+
+
+def test_R_CAP_FS_missing_path_not_mounted(tree):
+    prof = render(tree, ["fs:read:%s/nothing/**" % tree])
+    assert prof["decision"] == "wrapped" and "grant_skipped" in codes(prof)
+    assert str(tree / "nothing") not in mounts(prof)
+
+
+@pytest.mark.parametrize("cap,root", [
+    ("fs:write:/**", "/"), ("fs:read:/**", "/"), ("fs:read:/*", "/"), ("fs:write:/home/**", "/home"),
+    ("fs:write:/etc/metnos", "/etc/metnos"), ("fs:write:/usr/local/bin", "/usr/local/bin"),
+    ("fs:read:/proc/1", "/proc/1"), ("fs:write:/var", "/var"), ("fs:read:/opt", "/opt"),
+])
+def test_R_CAP_FS_over_broad_scopes_refused(tree, cap, root):
+    prof = render(tree, [cap])
+    assert prof["decision"] == "refused" and prof["refusal"] == "scope_too_broad", prof["diagnostics"]
+    assert prof["argv"] is None
+
+
+def test_R_CAP_FS_write_into_runtime_refused(tree):
+    prof = render(tree, ["fs:write:%s/runtime/x" % tree])
+    assert prof["refusal"] == "scope_too_broad"
+
+
+def test_R_ARG_1_value_narrows(tree):
+    within = {"path": {"within": ["%s/data/notes/**" % tree]}}
+    prof = render(tree, ["fs:read:arg:path"], {"arguments": {"path": str(tree / "data/notes/a.md")}},
+                  arguments=within)
+    entry = mounts(prof)[str(tree / "data/notes/a.md")]
+    assert entry["kind"] == "ro" and entry["provenance"][0]["rule"] == "R-ARG-1"
+    assert str(tree / "data/notes") not in mounts(prof)
+
+
+def test_R_ARG_1_relative_value_resolved_in_scope(tree):
+    within = {"path": {"within": ["%s/data/notes" % tree]}}
+    prof = render(tree, ["fs:write:arg:path"], {"arguments": {"path": "sub"}}, arguments=within)
+    assert mounts(prof)[str(tree / "data/notes/sub")]["kind"] == "rw"
+
+
+@pytest.mark.parametrize("value,code", [
+    ("../../etc", "arg_escapes_scope"), ("/etc/passwd", "arg_escapes_scope"),
+    ("sub/../../../outside", "arg_escapes_scope"), ("link/secret", "arg_symlink_escapes"),
+    ("link", "arg_symlink_escapes"), ("a.md\0x", "scope_nul"), (5, "arg_value_invalid"), ("", "arg_value_invalid"),
+])
+def test_R_ARG_1_never_widens(tree, value, code):
+    within = {"path": {"within": ["%s/data/notes/**" % tree]}}
+    prof = render(tree, ["fs:read:arg:path"], {"arguments": {"path": value}}, arguments=within)
+    assert prof["decision"] == "refused" and prof["refusal"] == code, prof["diagnostics"]
+
+
+def test_R_ARG_1_symlink_inside_scope_is_fine(tree):
+    within = {"path": {"within": ["%s/data/notes/**" % tree]}}
+    prof = render(tree, ["fs:read:arg:path"], {"arguments": {"path": "inlink"}}, arguments=within)
+    entry = mounts(prof)[str(tree / "data/notes/inlink")]
+    assert entry["src"] == str(tree / "data/notes/sub")
+
+
+def test_R_ARG_1_missing_path_or_value_not_mounted(tree):
+    within = {"path": {"within": ["%s/data/notes/**" % tree]}}
+    for inv in ({"arguments": {"path": "nope.md"}}, {}):
+        prof = render(tree, ["fs:read:arg:path"], inv, arguments=within)
+        assert prof["decision"] == "wrapped" and "grant_skipped" in codes(prof)
+        assert not any(d.startswith(str(tree / "data")) for d in binds(prof))
+
+
+def test_R_CAP_METNOS_canonical_paths_only(tree):
+    prof = render(tree, ["metnos:read:sheets", "metnos:write:people", "metnos:create:proposals"])
+    m = mounts(prof)
+    assert m[str(tree / "sheets")]["kind"] == "ro"
+    assert m[str(tree / "people")]["kind"] == "rw" and m[str(tree / "proposals")]["kind"] == "rw"
+    prof = render(tree, ["metnos:read:payroll"])
+    assert prof["refusal"] == "metnos_resource_unknown"
+
+
+def test_R_CAP_INDEX_known_read_only_unknown_nothing(tree):
+    prof = render(tree, ["index:read:documents", "index:read:secret_index"])
+    assert mounts(prof)[str(tree / "index/documents")]["kind"] == "ro"
+    assert prof["decision"] == "wrapped" and "grant_skipped" in codes(prof)
+    assert len([d for d in binds(prof) if "index" in d]) == 1
+
+
+def test_R_CAP_SYS_read_and_network_interfaces(tree):
+    prof = render(tree, ["systemd:read"])
+    assert mounts(prof)[str(tree / "runtime")]["provenance"][-1]["rule"] in ("R-BASE-4", "R-CAP-SYS")
+    assert "--unshare-net" in prof["argv"]
+    prof = render(tree, ["system:read:network_interfaces"])
+    assert "--unshare-net" not in prof["argv"] and prof["network"]["because"] == ["system:read:network_interfaces"]
+
+
+def test_R_CAP_PROVIDER_folder_rw_and_network(tree):
+    for cap, folder in (("provider:access:google_calendar", "google_calendar"), ("skill:weather", "weather")):
+        prof = render(tree, [cap])
+        assert mounts(prof)[str(tree / "integrations" / folder)]["kind"] == "rw"
+        assert str(tree / "integrations") not in mounts(prof)
+        assert prof["network"]["host"] is True and "--unshare-net" not in prof["argv"]
+
+
+def test_R_CAP_MAIL_only_named_account_files(tree):
+    prof = render(tree, ["mail:read:work"])
+    m = mounts(prof)
+    assert m[str(tree / "credentials/mail/work.json")]["kind"] == "ro"
+    assert m[str(tree / "credentials/mail/work.token")]["kind"] == "ro"
+    assert str(tree / "credentials/mail/personal.json") not in m
+    assert str(tree / "credentials/mail") not in m
+    assert prof["network"]["host"] is True
+
+
+def test_R_CAP_DIALOG_only_authenticated_sender(tree):
+    prof = render(tree, ["dialog.user_input"], {"sender": "alice"})
+    assert mounts(prof)[str(tree / "dialog/alice")]["kind"] == "rw"
+    assert str(tree / "dialog/bob") not in mounts(prof)
+    for sender in (None, "../bob", "alice/../bob"):
+        prof = render(tree, ["dialog.user_input"], {"sender": sender})
+        assert not [d for d in binds(prof) if "dialog" in d] and "grant_skipped" in codes(prof)
+
+
+def test_R_CAP_UNDO_only_current_turn(tree):
+    prof = render(tree, [], {"turn_id": "t1"}, inverse={"model": "restore_content"})
+    assert mounts(prof)[str(tree / "undo/t1")]["kind"] == "rw"
+    assert str(tree / "undo/t2") not in mounts(prof)
+    prof = render(tree, [], {"turn_id": "t1"})  # no inverse model declared: nothing
+    assert not [d for d in binds(prof) if "undo" in d]
+
+
+@pytest.mark.parametrize("cap", ["network:*", "net:http", "provider:access:google_calendar", "skill:weather",
+                                 "mail:read:work", "system:read:network_interfaces"])
+def test_R_NET_1_network_capabilities_keep_host_network(tree, cap):
+    prof = render(tree, [cap])
+    assert "--unshare-net" not in prof["argv"] and cap in prof["network"]["because"]
+
+
+# ---------------------------------------------------------------- fail closed
+
+@pytest.mark.parametrize("status", [
+    {"bwrap_available": False, "bwrap_path": None, "disabled_via_env": False, "active": False},
+    {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": True, "active": False},
+])
+def test_R_FAIL_1_refuses_when_unavailable(tree, status):
+    prof = render(tree, ["net:x"], status=status)
+    assert prof["decision"] == "refused" and prof["refusal"] == "executor_os_sandbox_unavailable"
+    assert prof["argv"] is None
+
+
+def test_R_FAIL_1_scope_checked_before_bwrap(tree):
+    status = {"bwrap_available": False, "bwrap_path": None, "disabled_via_env": False, "active": False}
+    prof = render(tree, ["fs:write:/**"], status=status)
+    assert prof["refusal"] == "scope_too_broad"
+
+
+UNDO = {"name": "undo_last_turn", "origin": "metnos/core", "owner": "metnos", "revision": 12,
+        "digest": "sha256:" + "ab" * 32, "capabilities": ["system:undo"], "files": ["main.py", "restore.py"]}
+PINNED = {"name": "undo_last_turn", "origin": "metnos/core", "owner": "metnos", "capability": "system:undo",
+          "files": ["main.py", "restore.py"], "digest": "sha256:" + "ab" * 32}
+
+
+def test_R_FAIL_2_pinned_undo_runs_direct_even_without_bwrap(tree):
+    status = {"bwrap_available": False, "bwrap_path": None, "disabled_via_env": False, "active": False}
+    prof = P.render(M.from_dict(UNDO), host(tree, undo_exception=PINNED), {}, status)
+    assert prof["decision"] == "direct" and prof["argv"][0] == "/usr/bin/python3"
+    assert prof["exception"]["rule"] == "R-FAIL-2"
+
+
+@pytest.mark.parametrize("field,value", [("digest", "sha256:" + "cd" * 32), ("origin", "evil/fork"),
+                                         ("owner", "mallory"), ("files", ["main.py"])])
+def test_R_FAIL_2_other_revisions_fail_closed(tree, field, value):
+    data = dict(UNDO, **{field: value})
+    prof = P.render(M.from_dict(data), host(tree, undo_exception=PINNED), {}, ACTIVE)
+    assert prof["decision"] == "refused" and prof["refusal"] == "undo_exception_mismatch"
+    assert field in prof["diagnostics"][0]["message"]
+
+
+def test_R_FAIL_2_no_pinned_exception_fails_closed(tree):
+    prof = P.render(M.from_dict(UNDO), host(tree), {}, ACTIVE)
+    assert prof["refusal"] == "undo_exception_mismatch"
+
+
+def test_R_SEC_5_system_undo_reserved(tree):
+    prof = render(tree, ["system:undo"])
+    assert prof["refusal"] == "capability_reserved"
+
+
+# ---------------------------------------------------------------- manifests
+
+@pytest.mark.parametrize("data,code,field", [
+    ({"name": "x", "origin": "o", "capabilities": ["fs:exec:/x"]}, "capability_unknown", "capabilities[0]"),
+    ({"name": "x", "origin": "o", "capabilities": ["root"]}, "capability_unknown", "capabilities[0]"),
+    ({"name": "x", "origin": "o", "capabilities": ["fs:read:relative/path"]}, "scope_relative", "capabilities[0]"),
+    ({"name": "x", "origin": "o", "capabilities": ["fs:read:/a/../etc"]}, "scope_not_normalized", "capabilities[0]"),
+    ({"name": "x", "origin": "o", "capabilities": ["fs:read:/a\0b"]}, "scope_nul", "capabilities[0]"),
+    ({"name": "x", "origin": "o", "capabilities": ["fs:read:arg:p"]}, "arg_undeclared", "capabilities"),
+    ({"name": "x", "origin": "o", "capabilities": ["fs:read:arg:p"], "arguments": {"p": {}}},
+     "arg_scope_unbounded", "arguments.p.within"),
+    ({"origin": "o", "capabilities": []}, "manifest_invalid", "name"),
+    ({"name": "Bad Name", "origin": "o"}, "manifest_invalid", "name"),
+    ({"name": "x", "origin": "o", "capabilites": []}, "manifest_invalid", "capabilites"),
+    ({"name": "x", "origin": "o", "capabilities": "net:x"}, "manifest_invalid", "capabilities"),
+    ({"name": "x", "origin": "o", "digest": "md5:abc"}, "manifest_invalid", "digest"),
+])
+def test_manifest_rejections_name_field_and_code(data, code, field):
+    with pytest.raises(M.ManifestError) as err:
+        M.from_dict(data)
+    diag = err.value.diagnostics[0]
+    assert diag["code"] == code and diag["details"]["field"] == field
+    assert field in diag["message"]
+
+
+def test_manifest_not_utf8_and_parse_errors():
+    with pytest.raises(M.ManifestError) as err:
+        M.loads(b"name: caf\xe9\norigin: o\n", source="m.yml")
+    assert err.value.diagnostics[0]["code"] == "manifest_not_utf8"
+    with pytest.raises(M.ManifestError) as err:
+        M.loads("name: [unclosed", source="m.yml")
+    assert err.value.diagnostics[0]["code"] == "manifest_parse_error"
+    prof = P.render_safe(b"\xff\xfe", P.HostContext())
+    assert prof["decision"] == "refused" and prof["refusal"] == "manifest_not_utf8"
+
+
+def test_manifest_yaml_json_and_flow_forms():
+    for text in ('{"name": "x", "origin": "o", "capabilities": ["net:a"]}',
+                 "{'name': 'x', 'origin': 'o', 'capabilities': ['net:a']}",
+                 "name: x\norigin: o\ncapabilities: [net:a]\n"):
+        assert M.loads(text).capabilities[0].kind == "network"
+
+
+def test_host_context_rejects_unknown_keys_and_relative_paths():
+    with pytest.raises(P.ContextError, match="runtime_dri"):
+        P.HostContext({"runtime_dri": "/x"})
+    with pytest.raises(P.ContextError, match="runtime_dir must be an absolute path"):
+        P.HostContext({"runtime_dir": "relative"})
+
+
+def test_every_example_manifest_loads_and_renders():
+    examples = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "manifests")
+    names = sorted(f for f in os.listdir(examples) if f.endswith(".yml"))
+    assert len(names) >= 9
+    kinds = set()
+    for name in names:
+        m = M.load(os.path.join(examples, name))
+        kinds.update(c.kind for c in m.capabilities)
+        prof = P.render(m, P.HostContext(), {"sender": "alice", "turn_id": "t1"}, ACTIVE)
+        assert prof["decision"] in ("wrapped", "refused")
+    assert kinds >= {"fs", "metnos", "index", "systemd", "system", "provider", "skill", "mail", "dialog",
+                     "network", "undo"}
