@@ -286,6 +286,97 @@ _CODES = [
        "exited without a result.",
        "The payload's stdout is not its JSON result.",
        ["Check that the runtime's interpreter exists inside the sandbox (host.python_executable) and runs."]),
+    # ---- the service's own environment and unit (R-DIAG-3) ----
+    _c("unit_not_found", WARNING, "R-DIAG-3",
+       "The Metnos service unit does not exist",
+       "No unit file or drop-in for the unit was found (systemd: LoadState=not-found).",
+       "systemctl show -p LoadState, or the unit search path on disk.",
+       ["Check the unit name (metnos_sandbox_unit) and scope (system/user): systemctl list-unit-files 'metnos*'"]),
+    _c("unit_masked", ERROR, "R-DIAG-3",
+       "The Metnos service unit is masked",
+       "The unit is linked to /dev/null: it cannot start at all.",
+       "A unit file symlinked to /dev/null, or LoadState=masked.",
+       ["systemctl unmask {unit}"]),
+    _c("unit_needs_daemon_reload", WARNING, "R-DIAG-3",
+       "Unit files changed since systemd loaded them",
+       "The unit files on disk differ from what systemd runs (NeedDaemonReload=yes): the checked "
+       "configuration is not yet the service's.",
+       "systemctl show -p NeedDaemonReload.",
+       ["systemctl daemon-reload", "systemctl restart {unit}"]),
+    _c("service_user_missing", ERROR, "R-DIAG-3",
+       "The service's User= does not exist",
+       "User= names an account that does not exist on this host: the service cannot start.",
+       "getpwnam() of the unit's User=.",
+       ["Create the account (useradd --system {user}) or fix User= in the unit."]),
+    _c("sandbox_env_rejected_by_systemd", WARNING, "R-FAIL-1",
+       "systemd ignores part of a METNOS_SANDBOX assignment",
+       "An Environment= line that mentions METNOS_SANDBOX contains words systemd rejects (e.g. "
+       "'Environment=METNOS_SANDBOX= 0' sets an empty value and ignores '0').",
+       "The unit's Environment= lines split with systemd's quoting rules.",
+       ["Write the assignment without spaces around '=': Environment=METNOS_SANDBOX=1 (or remove it)."]),
+    _c("service_path_missing_bwrap", ERROR, "R-DIAG-3",
+       "bwrap is not on the service's PATH",
+       "bwrap does not resolve through the PATH the service's processes get, with the service user's "
+       "permissions. The runtime fails closed for every executor, although the admin's shell finds bwrap.",
+       "Lookup through the effective PATH (Environment=/EnvironmentFile=/systemd default) as the unit's User=.",
+       ["Set PATH in a drop-in (enforce mode does it): "
+        "Environment=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin"]),
+    _c("service_path_unsafe", ERROR, "R-SEC-6",
+       "The service's PATH lets someone shadow bwrap",
+       "An empty or relative PATH entry (the current directory), or a directory before the bwrap "
+       "directory that is not root-owned or is group/world-writable: anyone who can write there can "
+       "plant a fake bwrap.",
+       "Each PATH entry up to the bwrap directory: ownership and mode of it and its parents.",
+       ["Remove the offending entries from the unit's PATH (enforce mode writes a clean PATH).",
+        "chmod go-w <directory> ; chown root:root <directory>"]),
+    _c("service_bwrap_mismatch", WARNING, "R-DIAG-3",
+       "The service runs a different bwrap",
+       "The bwrap the service resolves is not the one the admin's PATH resolves, or no package owns it.",
+       "realpath() of both lookups; package ownership query.",
+       ["Remove the unexpected binary, or fix the unit's PATH."]),
+    _c("environment_file_missing", ERROR, "R-DIAG-3",
+       "An EnvironmentFile cannot be read",
+       "A file listed in EnvironmentFile= is missing or unreadable. With the '-' prefix systemd skips it "
+       "silently (warning), so variables you expect (METNOS_SANDBOX, PATH) are not set; without it the "
+       "service fails to start (error).",
+       "Reading each EnvironmentFile= path.",
+       ["Create the file or remove the EnvironmentFile= line."]),
+    _c("service_env_live_differs", WARNING, "R-DIAG-3",
+       "The running service has an older environment",
+       "/proc/<MainPID>/environ differs from the configuration for METNOS_SANDBOX or PATH: a restart is "
+       "pending.",
+       "Comparing the live environment of MainPID with the configured one.",
+       ["systemctl restart {unit}"]),
+    _c("unit_blocks_namespaces", ERROR, "R-BASE-6",
+       "The unit forbids the namespaces bwrap needs",
+       "RestrictNamespaces= excludes user, mnt, ipc, uts or net: bwrap fails inside the service only, "
+       "with a misleading 'No permissions to create new namespace' text.",
+       "RestrictNamespaces= of the unit (systemd-analyze security scores it as good: a trade-off).",
+       ["Drop-in: RestrictNamespaces=user mnt ipc uts net", "systemctl daemon-reload"]),
+    _c("unit_syscall_filter_blocks_bwrap", ERROR, "R-BASE-6",
+       "The unit's SystemCallFilter kills bwrap",
+       "SystemCallFilter= does not allow mount/pivot_root/umount2/unshare/clone: bwrap is killed by "
+       "SIGSYS (exit 159) with no message.",
+       "SystemCallFilter= evaluated with systemd's allow/deny semantics and syscall groups.",
+       ["Drop-in: SystemCallFilter=@mount @process", "systemctl daemon-reload"]),
+    _c("unit_proc_subset_pid", WARNING, "R-BASE-2",
+       "The unit hides /proc/sys",
+       "ProcSubset=pid: bwrap reads /proc/sys/kernel/overflowuid on start and can fail with "
+       "'Can't read /proc/sys/kernel/overflowuid'.",
+       "ProcSubset= of the unit.",
+       ["Drop-in: ProcSubset=all", "systemctl daemon-reload"]),
+    _c("unit_restrict_suidsgid", ERROR, "R-BASE-6",
+       "RestrictSUIDSGID breaks bubblewrap 0.12",
+       "RestrictSUIDSGID=yes (or DynamicUser=yes) makes openat2() fail with ENOSYS; bubblewrap 0.12 "
+       "then fails with 'Can't mkdir parents for /tmp: Function not implemented'. Older bwrap: warning.",
+       "RestrictSUIDSGID=/DynamicUser= of the unit and the bwrap version.",
+       ["Drop-in: RestrictSUIDSGID=no", "systemctl daemon-reload"]),
+    _c("unit_no_new_privileges_setuid", WARNING, "R-BASE-6",
+       "NoNewPrivileges cancels a setuid bwrap",
+       "The unit sets (or implies) NoNewPrivileges and bwrap is setuid: the setuid bit is ignored, so "
+       "bwrap needs unprivileged user namespaces.",
+       "NoNewPrivileges= and the implying directives, with the bwrap binary's mode.",
+       ["Enable unprivileged user namespaces, and install bwrap without setuid (chmod 0755)."]),
 ]
 
 REGISTRY = dict((c.code, c) for c in _CODES)

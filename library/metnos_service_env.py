@@ -1,0 +1,360 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, annotations, division, print_function
+
+DOCUMENTATION = r"""
+---
+module: metnos_service_env
+short_description: Check (and optionally fix) the environment a Metnos systemd service really gets
+version_added: "0.1.0"
+description:
+  - Reports the environment the service's processes get (C(METNOS_SANDBOX), C(PATH), the user) and
+    what follows for the sandbox (spec R-DIAG-3, R-FAIL-1), not what the admin's shell sees.
+  - Through systemd when it runs (C(systemctl show), the live C(/proc/<MainPID>/environ) when
+    readable), or from the unit files on disk when it does not (containers, images, chroots),
+    with systemd's own rules for drop-ins, quoting, escapes, resets, optional EnvironmentFiles and
+    C(UnsetEnvironment=). The result says which mode was used.
+  - Validates with stable codes, including the unit's own restrictions that break bwrap inside the
+    service only (C(RestrictNamespaces=), C(SystemCallFilter=), C(ProcSubset=), C(RestrictSUIDSGID=),
+    C(NoNewPrivileges=) with a setuid bwrap).
+  - I(state=enforce) manages one drop-in for the unit (never the vendor unit) that sets the PATH the
+    sandbox needs and unsets a disabling C(METNOS_SANDBOX); it keeps a backup of a file it replaces,
+    supports check and diff mode, reloads systemd only when it changed something, and restarts the
+    unit only when I(restart=true).
+options:
+  unit:
+    description: The service unit.
+    type: str
+    default: metnos.service
+  scope:
+    description: System manager or a user's manager.
+    type: str
+    choices: [system, user]
+    default: system
+  user:
+    description: For I(scope=user), the user whose manager runs the unit.
+    type: str
+  mode:
+    description: C(systemd) (systemctl show), C(disk) (unit files), or C(auto) (systemd when it runs).
+    type: str
+    choices: [auto, systemd, disk]
+    default: auto
+  root:
+    description: Read unit and environment files below this directory (disk mode; images, chroots).
+    type: path
+    default: /
+  state:
+    description: C(validate) only reads; C(enforce) manages the drop-in.
+    type: str
+    choices: [validate, enforce]
+    default: validate
+  sandbox_path:
+    description: The PATH enforce mode sets for the service.
+    type: str
+    default: /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin
+  dropin_name:
+    description: File name of the managed drop-in (sorts last so that it wins).
+    type: str
+    default: zz-metnos-sandbox.conf
+  daemon_reload:
+    description: Run C(systemctl daemon-reload) after changing the drop-in (systemd mode only).
+    type: bool
+    default: true
+  restart:
+    description: Restart the unit after changing the drop-in.
+    type: bool
+    default: false
+  strict:
+    description: Fail when the unit does not exist (otherwise report C(unit_not_found)).
+    type: bool
+    default: false
+  admin_path:
+    description: The admin's PATH, to compare which bwrap each resolves (default the module's PATH).
+    type: str
+  return_environment:
+    description: Also return the whole effective environment (it may hold secrets; off by default).
+    type: bool
+    default: false
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+author:
+  - metnos-sandbox-ops contributors
+"""
+
+EXAMPLES = r"""
+- name: What does metnos.service really get?
+  metnos_service_env:
+    unit: metnos.service
+  register: svc
+
+- name: Fix PATH and a disabling METNOS_SANDBOX with a managed drop-in, then restart
+  metnos_service_env:
+    unit: metnos.service
+    state: enforce
+    restart: true
+"""
+
+RETURN = r"""
+mode:
+  description: systemd or disk (which source was used).
+  returned: always
+  type: str
+status:
+  description: The status() quartet as the service would see it.
+  returned: always
+  type: dict
+environment:
+  description: Effective METNOS_SANDBOX and PATH.
+  returned: when the unit exists
+  type: dict
+provenance:
+  description: Where each of them comes from (Environment=, EnvironmentFile=, systemd default, ...).
+  returned: when the unit exists
+  type: dict
+user:
+  description: The service user (name, uid, gid, groups, home, dynamic).
+  returned: when the unit exists
+  type: dict
+restrictions:
+  description: The unit's sandboxing directives that matter for bwrap.
+  returned: when the unit exists
+  type: dict
+live_environment:
+  description: METNOS_SANDBOX and PATH of the running MainPID, when readable.
+  returned: when the unit exists
+  type: dict
+diagnostics:
+  description: Findings, errors first; same shape as bwrap_facts.
+  returned: always
+  type: list
+  elements: dict
+verdict:
+  description: pass, warn or fail.
+  returned: always
+  type: str
+dropin:
+  description: Path, desired content and backup file of the managed drop-in (enforce).
+  returned: when state=enforce
+  type: dict
+"""
+
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible.module_utils.metnos_sandbox import bwrap as B
+from ansible.module_utils.metnos_sandbox import diagnostics as D
+from ansible.module_utils.metnos_sandbox import envflags
+from ansible.module_utils.metnos_sandbox import facts as F
+from ansible.module_utils.metnos_sandbox import service_env as S
+from ansible.module_utils.metnos_sandbox import systemd_unit as U
+from ansible.module_utils.metnos_sandbox import validate as V
+
+
+def build_module():
+    return AnsibleModule(
+        argument_spec=dict(
+            unit=dict(type="str", default="metnos.service"),
+            scope=dict(type="str", choices=["system", "user"], default="system"),
+            user=dict(type="str"),
+            mode=dict(type="str", choices=["auto", "systemd", "disk"], default="auto"),
+            root=dict(type="path", default="/"),
+            state=dict(type="str", choices=["validate", "enforce"], default="validate"),
+            sandbox_path=dict(type="str", default=U.DEFAULT_SYSTEM_PATH),
+            dropin_name=dict(type="str", default=S.DROPIN_NAME),
+            daemon_reload=dict(type="bool", default=True),
+            restart=dict(type="bool", default=False),
+            strict=dict(type="bool", default=False),
+            admin_path=dict(type="str"),
+            return_environment=dict(type="bool", default=False),
+        ),
+        required_if=[("scope", "user", ("user",))],
+        supports_check_mode=True,
+    )
+
+
+def systemd_running(root):
+    return root in ("/", "") and os.path.isdir("/run/systemd/system") and B.which("systemctl", "/usr/bin:/bin")
+
+
+def _systemctl(module, scope, user, *args):
+    argv = ["systemctl"]
+    if scope == "user":
+        argv += ["--user", "--machine=%s@" % user]
+    return module.run_command(argv + list(args), environ_update=B.C_ENV)
+
+
+def gather(module, p, exclude=()):
+    """(state, env, prov, problems, mode, need_reload, live_env) or raises U.UnitError."""
+    home = None
+    if p["scope"] == "user":
+        home = F.resolve_user(p["user"])["home"]
+    mode = p["mode"]
+    if mode == "auto":
+        mode = "systemd" if systemd_running(p["root"]) else "disk"
+    if mode == "systemd":
+        argv = U.show_argv(p["unit"], p["scope"])[1:]
+        if p["scope"] == "user":
+            argv = argv[1:]
+        rc, out, err = _systemctl(module, p["scope"], p["user"], *argv)
+        if rc != 0:
+            module.fail_json(msg="metnos_service_env: systemctl show %s failed: %s" % (p["unit"], err.strip()),
+                             code="systemctl_failed")
+        show = U.parse_show(out)
+        if show.get("LoadState") == "not-found":
+            raise U.UnitError("unit_not_found")
+        state = U.state_from_show(show)
+        try:   # what systemd silently dropped is only visible in the files themselves
+            state["rejected_assignments"] = U.load_unit(p["unit"], p["scope"], "/", home)["rejected_assignments"]
+        except U.UnitError:
+            pass
+        rc, out, _err = _systemctl(module, p["scope"], p["user"], "show-environment")
+        manager_env = {}
+        for line in out.splitlines() if rc == 0 else []:
+            words, ok = U.split_words(line)
+            for word in words if ok else []:
+                key, sep, value = word.partition("=")
+                if sep:
+                    manager_env[key] = value
+        env, prov, problems = U.compose_environment(state, "/", manager_env)
+        need_reload = show.get("NeedDaemonReload") == "yes"
+        pid = show.get("MainPID", "0")
+        live = S.read_live_environ(pid) if pid not in ("", "0") else None
+        return state, env, prov, problems, mode, need_reload, live
+    state = U.load_unit(p["unit"], p["scope"], p["root"], home, exclude)
+    manager_env = U.manager_default_environment(p["root"]) if p["scope"] == "system" else {}
+    env, prov, problems = U.compose_environment(state, p["root"], manager_env,
+                                                U.default_service_path(p["root"], _runner(module)))
+    return state, env, prov, problems, mode, False, None
+
+
+def evaluate(module, p):
+    try:
+        state, env, prov, problems, mode, need_reload, live = gather(module, p)
+    except U.UnitError:
+        return None
+    if state.get("masked"):
+        return {"unit": p["unit"], "mode": mode, "status": envflags.status(None, {}),
+                "diagnostics": [D.make("unit_masked", unit=p["unit"])]}
+    user = S.resolve_service_user(state["settings"])
+    resolved = B.which("bwrap", env.get("PATH", ""))
+    info = F.bwrap_info(resolved, runner=_runner(module)) if resolved else None
+    admin_path = p["admin_path"] if p["admin_path"] is not None else os.environ.get("PATH", "")
+    result = S.evaluate(p["unit"], state, env, prov, problems, mode, admin_path, info, need_reload, live,
+                        p["root"])
+    if p["return_environment"]:
+        result["full_environment"] = env
+    if user.get("missing"):
+        result["diagnostics"].insert(0, D.make("service_user_missing", user=user["name"],
+                                               message="%s: User=%s does not exist." % (p["unit"], user["name"])))
+    return result
+
+
+def _runner(module):
+    def run(argv, env=None, timeout=30):
+        rc, out, err = module.run_command(argv, environ_update=B.C_ENV)
+        return rc, out, err
+    return run
+
+
+def enforce(module, p, result):
+    """Manage the drop-in. Returns (changed, dropin info, diff)."""
+    directory = os.path.join(p["root"], "etc/systemd/%s/%s.d" % ("user" if p["scope"] == "user" else "system",
+                                                                   p["unit"]))
+    if p["scope"] == "user":
+        home = F.resolve_user(p["user"])["home"]
+        directory = os.path.join(home, ".config/systemd/user", p["unit"] + ".d")
+    path = os.path.join(directory, p["dropin_name"])
+    # The desired content is computed from the configuration *without* our own drop-in.
+    sub = dict(p, mode="disk")
+    try:
+        state, env, _prov, _problems, _mode, _nr, _live = gather(module, sub, exclude=(path,))
+    except U.UnitError:
+        return False, None, None
+    content = S.desired_dropin(env, p["sandbox_path"], p["unit"])
+    before = None
+    if os.path.exists(path):
+        with open(path) as handle:
+            before = handle.read()
+    info = {"path": path, "content": content, "backup": None}
+    if before == content:
+        return False, info, None
+    diff = {"before": before or "", "after": content, "before_header": path if before is not None else "(absent)",
+            "after_header": path}
+    if module.check_mode:
+        return True, info, diff
+    if not os.path.isdir(directory):
+        os.makedirs(directory, 0o755)
+    if before is not None:
+        info["backup"] = module.backup_local(path)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".%s." % p["dropin_name"])
+    with os.fdopen(fd, "w") as handle:
+        handle.write(content)
+    os.chmod(tmp, 0o644)
+    module.atomic_move(tmp, path)
+    if result.get("mode") == "systemd":
+        if p["daemon_reload"]:
+            rc, _out, err = _systemctl(module, p["scope"], p["user"], "daemon-reload")
+            if rc != 0:
+                module.fail_json(msg="metnos_service_env: daemon-reload failed: %s" % err.strip(),
+                                 code="daemon_reload_failed", dropin=info)
+        if p["restart"]:
+            rc, _out, err = _systemctl(module, p["scope"], p["user"], "restart", p["unit"])
+            if rc != 0:
+                module.fail_json(msg="metnos_service_env: restart of %s failed: %s" % (p["unit"], err.strip()),
+                                 code="restart_failed", dropin=info)
+    return True, info, diff
+
+
+def main():
+    module = build_module()
+    p = module.params
+    try:
+        if not U.valid_unit_name(p["unit"]):
+            raise V.OptionError("unit: %r is not a unit name like metnos.service" % p["unit"])
+        V.path_string("sandbox_path", p["sandbox_path"])
+        if not p["sandbox_path"] or B.unsafe_entries(p["sandbox_path"]):
+            raise V.OptionError("sandbox_path: %r must be a non-empty PATH of absolute directories"
+                                % p["sandbox_path"])
+        if "/" in p["dropin_name"] or not p["dropin_name"].endswith(".conf"):
+            raise V.OptionError("dropin_name: %r must be a file name ending in .conf" % p["dropin_name"])
+        if p["scope"] == "user":
+            F.resolve_user(p["user"])
+        if p["mode"] == "systemd" and not systemd_running(p["root"]):
+            raise V.OptionError("mode=systemd but systemd is not running here (use mode=disk or auto)")
+    except (V.OptionError, F.UserError) as exc:
+        module.fail_json(msg="metnos_service_env: %s" % exc, code="invalid_option")
+
+    result = evaluate(module, p)
+    if result is None:
+        diag = D.make("unit_not_found", unit=p["unit"],
+                      message="%s (%s scope) was not found%s." % (
+                          p["unit"], p["scope"], " below %s" % p["root"] if p["root"] != "/" else ""))
+        out = {"changed": False, "unit": p["unit"], "mode": p["mode"], "status": envflags.status(None, {}),
+               "diagnostics": [diag], "verdict": "warn"}
+        if p["strict"]:
+            module.fail_json(msg="metnos_service_env: %s" % diag["message"], code="unit_not_found", **out)
+        module.exit_json(**out)
+
+    changed = False
+    if p["state"] == "enforce":
+        changed, info, diff = enforce(module, p, result)
+        result["dropin"] = info
+        if diff and module._diff:
+            result["diff"] = diff
+        if changed and not module.check_mode:
+            result = dict(evaluate(module, p), dropin=info, diff=result.get("diff"))
+            if result.get("diff") is None:
+                result.pop("diff")
+    result["verdict"] = F.verdict(result["diagnostics"])
+    module.exit_json(changed=changed, **result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,503 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""systemd unit files read from disk, with systemd's own rules, and ``systemctl show``.
+
+From disk (no systemd running: containers, chroots, images, build machines):
+- the fragment is the first ``<unit>`` found in the unit search path (``/etc`` before
+  ``/run`` before ``/usr/local/lib`` before ``/usr/lib``/``/lib``), following alias symlinks;
+- drop-ins come from ``<unit>.d/``, ``<prefix>-.<type>.d/`` for dashed names, the template's
+  ``<name>@.<type>.d/`` and the top-level ``<type>.d/``, in every search directory; a file name
+  in a higher-priority directory masks the same name elsewhere; files apply in lexical order
+  of their names, across directories (systemd.unit(5));
+- lines: ``#``/``;`` comments, a trailing backslash continues a line (comment lines inside are
+  skipped), ``Key=Value`` with whitespace around ``=`` removed;
+- ``Environment=`` is split into words with quotes and C escapes (systemd's
+  extract_first_word with UNQUOTE|CUNESCAPE); each word must be ``NAME=VALUE`` with a valid name
+  or it is ignored (systemd logs "Invalid environment assignment, ignoring"); an empty
+  assignment resets the list; ``EnvironmentFile=`` likewise (``-`` prefix = optional);
+- EnvironmentFile contents follow systemd's env-file grammar; their values override
+  ``Environment=``; ``UnsetEnvironment=`` applies last.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import os
+import re
+
+SYSTEM_UNIT_DIRS = ("/etc/systemd/system.control", "/run/systemd/system.control", "/run/systemd/transient",
+                    "/etc/systemd/system", "/run/systemd/system", "/usr/local/lib/systemd/system",
+                    "/usr/lib/systemd/system", "/lib/systemd/system")
+USER_UNIT_DIRS = ("~/.config/systemd/user", "/etc/systemd/user", "/run/systemd/user",
+                  "/usr/local/lib/systemd/user", "/usr/lib/systemd/user")
+DEFAULT_SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin"
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_UNIT_NAME = re.compile(r"^[A-Za-z0-9:_.\\@-]+\.(service|socket|timer|target|path|mount|slice|scope)$")
+
+
+class UnitError(ValueError):
+    pass
+
+
+def valid_unit_name(name):
+    return bool(isinstance(name, str) and _UNIT_NAME.match(name) and ".." not in name)
+
+
+# --------------------------------------------------------------------------- files
+
+def _r(root, path):
+    return os.path.join(root, path.lstrip("/")) if root not in ("", "/") else path
+
+
+def unit_dirs(scope="system", home=None):
+    if scope == "user":
+        return [d.replace("~", home or "/nonexistent", 1) if d.startswith("~") else d for d in USER_UNIT_DIRS]
+    return list(SYSTEM_UNIT_DIRS)
+
+
+def find_fragment(unit, dirs, root="/"):
+    """The unit file (following aliases), or None. For an instance, the template is used."""
+    names = [unit]
+    match = re.match(r"^(.+@)([^.]*)(\.\w+)$", unit)
+    if match and match.group(2):
+        names.append(match.group(1) + match.group(3))
+    for name in names:
+        for directory in dirs:
+            path = _r(root, os.path.join(directory, name))
+            if os.path.lexists(path):
+                if os.path.islink(path) and os.readlink(path) == "/dev/null":
+                    return {"path": path, "masked": True}
+                real = os.path.realpath(path) if root in ("", "/") else _resolve_in_root(path, root)
+                if os.path.isfile(real):
+                    return {"path": path, "real": real, "masked": False}
+    return None
+
+
+def _resolve_in_root(path, root):
+    seen = 0
+    while os.path.islink(path) and seen < 40:
+        target = os.readlink(path)
+        path = _r(root, target) if target.startswith("/") else os.path.join(os.path.dirname(path), target)
+        seen += 1
+    return path
+
+
+def dropin_dir_names(unit):
+    """Drop-in directory names for a unit, most specific first."""
+    base, _dot, utype = unit.rpartition(".")
+    names = [unit + ".d"]
+    match = re.match(r"^(.+@)([^.]*)$", base)
+    if match and match.group(2):
+        names.append("%s.%s.d" % (match.group(1), utype))
+    parts = base.split("-")
+    for i in range(len(parts) - 1, 0, -1):
+        names.append("%s-.%s.d" % ("-".join(parts[:i]), utype))
+    names.append("%s.d" % utype)
+    return names
+
+
+def find_dropins(unit, dirs, root="/", exclude=()):
+    """Drop-in files in the order systemd applies them."""
+    chosen = {}
+    for directory in dirs:
+        for name in dropin_dir_names(unit):
+            path = _r(root, os.path.join(directory, name))
+            try:
+                entries = os.listdir(path)
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.endswith(".conf") and entry not in chosen:
+                    full = os.path.join(path, entry)
+                    if full in exclude:
+                        chosen[entry] = None
+                        continue
+                    chosen[entry] = full
+    return [chosen[k] for k in sorted(chosen) if chosen[k] is not None and os.path.isfile(chosen[k])]
+
+
+# --------------------------------------------------------------------------- unit syntax
+
+def parse_unit_text(text):
+    """[(section, key, value, lineno)] in file order."""
+    out = []
+    section = None
+    pending = None
+    start = 0
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if pending is not None:
+            if line.startswith(("#", ";")):
+                continue
+            if line.endswith("\\"):
+                pending += " " + line[:-1]
+                continue
+            line = pending + " " + line
+            pending = None
+        else:
+            start = lineno
+            if not line or line.startswith(("#", ";")):
+                continue
+            if line.endswith("\\"):
+                pending = line[:-1]
+                continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1]
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            continue
+        out.append((section, key.strip(), value.strip(), start))
+    if pending is not None:
+        key, sep, value = pending.partition("=")
+        if sep:
+            out.append((section, key.strip(), value.strip(), start))
+    return out
+
+
+_ESC = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\", '"': '"',
+        "'": "'", "s": " "}
+
+
+def split_words(value):
+    """systemd's extract_first_word(UNQUOTE|CUNESCAPE) over a whole value. Returns (words, ok)."""
+    words = []
+    i = 0
+    n = len(value)
+    while True:
+        while i < n and value[i] in " \t\n\r":
+            i += 1
+        if i >= n:
+            return words, True
+        word = []
+        quote = None
+        while i < n:
+            ch = value[i]
+            if quote is None and ch in " \t\n\r":
+                break
+            if ch == "\\":
+                if i + 1 >= n:
+                    return words, False
+                nxt = value[i + 1]
+                if nxt in _ESC:
+                    word.append(_ESC[nxt])
+                    i += 2
+                    continue
+                if nxt == "x" and re.match(r"[0-9a-fA-F]{2}", value[i + 2:i + 4]):
+                    word.append(chr(int(value[i + 2:i + 4], 16)))
+                    i += 4
+                    continue
+                if re.match(r"[0-7]{3}", value[i + 1:i + 4]):
+                    word.append(chr(int(value[i + 1:i + 4], 8)))
+                    i += 4
+                    continue
+                return words, False   # invalid escape: systemd rejects the whole line
+            if quote is None and ch in "\"'":
+                quote = ch
+                i += 1
+                continue
+            if quote is not None and ch == quote:
+                quote = None
+                i += 1
+                continue
+            word.append(ch)
+            i += 1
+        if quote is not None:
+            return words, False
+        words.append("".join(word))
+
+
+def parse_env_file(text):
+    """systemd's EnvironmentFile= grammar. Returns (dict in order, [warnings])."""
+    out = {}
+    warnings = []
+    i = 0
+    n = len(text)
+    lineno = 1
+    while i < n:
+        # skip leading whitespace and blank lines
+        while i < n and text[i] in " \t\r\n":
+            if text[i] == "\n":
+                lineno += 1
+            i += 1
+        if i >= n:
+            break
+        if text[i] in "#;":
+            while i < n and text[i] != "\n":
+                i += 1
+            continue
+        start_line = lineno
+        key = []
+        while i < n and text[i] not in "=\n":
+            key.append(text[i])
+            i += 1
+        key = "".join(key).strip()
+        if i >= n or text[i] == "\n":
+            if key:
+                warnings.append("line %d: %r has no '=' and is ignored" % (start_line, key))
+            continue
+        i += 1  # '='
+        while i < n and text[i] in " \t":
+            i += 1
+        value = []
+        if i < n and text[i] in "\"'":
+            quote = text[i]
+            i += 1
+            while i < n and text[i] != quote:
+                ch = text[i]
+                if ch == "\\" and quote == '"' and i + 1 < n:
+                    nxt = text[i + 1]
+                    if nxt == "\n":
+                        i += 2
+                        lineno += 1
+                        continue
+                    if nxt in '"\\`$':
+                        value.append(nxt)
+                        i += 2
+                        continue
+                if ch == "\n":
+                    lineno += 1
+                value.append(ch)
+                i += 1
+            i += 1  # closing quote
+            # anything after the closing quote up to end of line is appended (systemd keeps going)
+            tail = []
+            while i < n and text[i] != "\n":
+                tail.append(text[i])
+                i += 1
+            value = "".join(value) + "".join(tail).rstrip()
+        else:
+            while i < n and text[i] != "\n":
+                ch = text[i]
+                if ch == "\\" and i + 1 < n:
+                    if text[i + 1] == "\n":
+                        i += 2
+                        lineno += 1
+                        continue
+                    value.append(text[i + 1])
+                    i += 2
+                    continue
+                value.append(ch)
+                i += 1
+            value = "".join(value).strip()
+        if not ENV_NAME.match(key):
+            warnings.append("line %d: %r is not a valid variable name; ignored" % (start_line, key))
+            continue
+        out[key] = value
+    return out, warnings
+
+
+# --------------------------------------------------------------------------- a whole unit
+
+RESTRICTION_KEYS = ("RestrictNamespaces", "SystemCallFilter", "ProcSubset", "ProtectKernelTunables",
+                    "RestrictSUIDSGID", "DynamicUser", "NoNewPrivileges", "PrivateUsers", "ProtectProc",
+                    "PrivateTmp", "ProtectSystem", "ProtectHome", "CapabilityBoundingSet", "SystemCallArchitectures",
+                    "LockPersonality", "PrivateDevices", "ProtectKernelModules", "ProtectClock", "RestrictRealtime",
+                    "MemoryDenyWriteExecute", "PrivateNetwork", "IPAddressDeny", "ReadOnlyPaths",
+                    "InaccessiblePaths", "TemporaryFileSystem")
+_LIST_KEYS = ("SystemCallFilter", "RestrictNamespaces", "ReadOnlyPaths", "InaccessiblePaths",
+              "TemporaryFileSystem", "CapabilityBoundingSet")
+
+
+def load_unit(unit, scope="system", root="/", home=None, exclude=()):
+    """Parse a unit and its drop-ins from disk. Raises UnitError('unit_not_found')."""
+    dirs = unit_dirs(scope, home)
+    frag = find_fragment(unit, dirs, root)
+    dropins = find_dropins(unit, dirs, root, exclude)
+    if frag is None and not dropins:
+        raise UnitError("unit_not_found")
+    files = []
+    if frag is not None and not frag.get("masked"):
+        files.append(frag["real"])
+    files.extend(dropins)
+    state = {"fragment": frag["path"] if frag else None, "masked": bool(frag and frag.get("masked")),
+             "dropins": dropins, "environment": [], "environment_files": [], "unset_environment": [],
+             "rejected_assignments": [], "settings": {}, "sources": {}}
+    for path in files:
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read().decode("utf-8", "replace")
+        except (IOError, OSError):
+            continue
+        for section, key, value, lineno in parse_unit_text(text):
+            if section != "Service":
+                if section == "Unit" or section == "Install":
+                    continue
+                continue
+            where = "%s:%d" % (path, lineno)
+            if key == "Environment":
+                if value == "":
+                    state["environment"] = []
+                    continue
+                words, ok = split_words(value)
+                if not ok:
+                    state["rejected_assignments"].append({"where": where, "text": value, "line": value,
+                                                          "reason": "unbalanced quotes or bad escape: "
+                                                                    "the whole line is ignored"})
+                    continue
+                for word in words:
+                    name, eq, val = word.partition("=")
+                    if not eq or not ENV_NAME.match(name):
+                        state["rejected_assignments"].append({"where": where, "text": word, "line": value,
+                                                              "reason": "Invalid environment assignment, ignoring"})
+                        continue
+                    state["environment"].append({"name": name, "value": val, "where": where})
+            elif key == "EnvironmentFile":
+                if value == "":
+                    state["environment_files"] = []
+                    continue
+                optional = value.startswith("-")
+                state["environment_files"].append({"path": value[1:] if optional else value,
+                                                   "optional": optional, "where": where})
+            elif key == "UnsetEnvironment":
+                if value == "":
+                    state["unset_environment"] = []
+                    continue
+                words, ok = split_words(value)
+                state["unset_environment"].extend(words if ok else [])
+            else:
+                if key in _LIST_KEYS:
+                    if value == "":
+                        state["settings"][key] = []
+                    else:
+                        state["settings"].setdefault(key, []).append(value)
+                else:
+                    state["settings"][key] = value
+                state["sources"][key] = where
+    return state
+
+
+def default_service_path(root="/", runner=None):
+    """systemd's compiled-in PATH for services: `systemd-path search-binaries-default` when we can
+    ask this host's systemd; else Debian/Ubuntu builds (split-usr compat) add /sbin:/bin."""
+    if root in ("", "/") and runner is not None:
+        for tool in ("/usr/bin/systemd-path", "/bin/systemd-path"):
+            if os.path.exists(tool):
+                rc, out, _err = runner([tool, "search-binaries-default"])
+                if rc == 0 and out.strip().startswith("/"):
+                    return out.strip()
+    if os.path.exists(_r(root, "/etc/debian_version")):
+        return DEFAULT_SYSTEM_PATH + ":/sbin:/bin"
+    return DEFAULT_SYSTEM_PATH
+
+
+def compose_environment(state, root="/", manager_env=None, default_path=DEFAULT_SYSTEM_PATH):
+    """The environment the service's processes get: returns (env, provenance, problems)."""
+    env = {"PATH": default_path}
+    prov = {"PATH": "systemd default"}
+    for key, value in (manager_env or {}).items():
+        env[key] = value
+        prov[key] = "manager environment"
+    for item in state["environment"]:
+        env[item["name"]] = item["value"]
+        prov[item["name"]] = "Environment= (%s)" % item["where"]
+    problems = []
+    for ef in state["environment_files"]:
+        path = ef["path"]
+        try:
+            with open(_r(root, path), "rb") as handle:
+                text = handle.read().decode("utf-8", "replace")
+        except (IOError, OSError) as exc:
+            problems.append({"path": path, "optional": ef["optional"], "where": ef["where"],
+                             "error": exc.strerror or str(exc)})
+            continue
+        values, warnings = parse_env_file(text)
+        for warning in warnings:
+            problems.append({"path": path, "optional": ef["optional"], "where": ef["where"], "warning": warning})
+        for key, value in values.items():
+            env[key] = value
+            prov[key] = "EnvironmentFile=%s%s" % ("-" if ef["optional"] else "", path)
+    for item in state["unset_environment"]:
+        name, eq, val = item.partition("=")
+        if eq:
+            if env.get(name) == val:
+                env.pop(name, None)
+                prov[name] = "UnsetEnvironment=%s" % item
+        elif name in env:
+            env.pop(name)
+            prov[name] = "UnsetEnvironment=%s" % item
+    return env, prov, problems
+
+
+def manager_default_environment(root="/"):
+    """DefaultEnvironment= of /etc/systemd/system.conf and system.conf.d/*.conf."""
+    env = {}
+    paths = [_r(root, "/etc/systemd/system.conf")]
+    for directory in ("/usr/lib/systemd/system.conf.d", "/run/systemd/system.conf.d", "/etc/systemd/system.conf.d"):
+        try:
+            paths += [os.path.join(_r(root, directory), n) for n in sorted(os.listdir(_r(root, directory)))
+                      if n.endswith(".conf")]
+        except OSError:
+            pass
+    for path in paths:
+        try:
+            with open(path) as handle:
+                items = parse_unit_text(handle.read())
+        except (IOError, OSError, UnicodeDecodeError):
+            continue
+        for section, key, value, _lineno in items:
+            if section == "Manager" and key == "DefaultEnvironment":
+                if value == "":
+                    env = {}
+                    continue
+                words, ok = split_words(value)
+                for word in words if ok else []:
+                    name, eq, val = word.partition("=")
+                    if eq and ENV_NAME.match(name):
+                        env[name] = val
+    return env
+
+
+# --------------------------------------------------------------------------- systemctl show
+
+SHOW_PROPERTIES = ("Id", "LoadState", "ActiveState", "FragmentPath", "DropInPaths", "NeedDaemonReload",
+                   "Environment", "EnvironmentFiles", "UnsetEnvironment", "User", "Group", "DynamicUser",
+                   "ExecSearchPath", "MainPID", "WorkingDirectory", "ExecStart") + RESTRICTION_KEYS
+
+
+def show_argv(unit, scope="system"):
+    argv = ["systemctl"]
+    if scope == "user":
+        argv.append("--user")
+    argv += ["show", unit, "--no-pager"]
+    for prop in SHOW_PROPERTIES:
+        argv += ["-p", prop]
+    return argv
+
+
+def parse_show(text):
+    """`systemctl show` output -> dict; repeated keys (EnvironmentFiles) become lists."""
+    out = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if not sep:
+            continue
+        if key == "EnvironmentFiles":
+            out.setdefault(key, []).append(value)
+        else:
+            out[key] = value
+    return out
+
+
+def state_from_show(show):
+    """A load_unit()-like state from `systemctl show` properties."""
+    env = []
+    words, _ok = split_words(show.get("Environment", ""))
+    for word in words:
+        name, eq, val = word.partition("=")
+        if eq:
+            env.append({"name": name, "value": val, "where": "systemctl show"})
+    files = []
+    for item in show.get("EnvironmentFiles", []):
+        match = re.match(r"^(.*) \(ignore_errors=(yes|no)\)$", item)
+        if match:
+            files.append({"path": match.group(1), "optional": match.group(2) == "yes", "where": "systemctl show"})
+    unset, _ok = split_words(show.get("UnsetEnvironment", ""))
+    settings = {}
+    for key in RESTRICTION_KEYS + ("User", "Group", "ExecSearchPath", "WorkingDirectory"):
+        value = show.get(key)
+        if value not in (None, ""):
+            settings[key] = [value] if key in _LIST_KEYS else value
+    return {"fragment": show.get("FragmentPath") or None, "masked": show.get("LoadState") == "masked",
+            "dropins": show.get("DropInPaths", "").split() if show.get("DropInPaths") else [],
+            "environment": env, "environment_files": files, "unset_environment": unset,
+            "rejected_assignments": [], "settings": settings, "sources": {}}

@@ -1,0 +1,100 @@
+"""Real systemd hosts for the system tests: podman containers from the locally built Debian
+images (scripts/build-images.sh), systemd as PID 1, bubblewrap installed with apt inside.
+
+Podman settings for restricted build machines (runc, ulimits) come from
+tests/podman/containers.conf; `unmask=ALL` because bwrap's --proc needs an unmasked /proc.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+PODMAN_ENV = dict(os.environ, CONTAINERS_CONF=os.path.join(ROOT, "tests", "podman", "containers.conf"))
+IMAGE = os.environ.get("METNOS_TEST_IMAGE", "localhost/metnos-debian:12")
+
+
+def podman(*args, check=True, input_text=None, timeout=300):
+    proc = subprocess.run(["podman"] + list(args), capture_output=True, text=True, env=PODMAN_ENV,
+                          input=input_text, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError("podman %s failed (%d): %s" % (" ".join(args[:3]), proc.returncode, proc.stderr))
+    return proc
+
+
+class Host(object):
+    """One running systemd container."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def sh(self, script, check=True, timeout=300):
+        proc = podman("exec", self.name, "sh", "-c", script, check=False, timeout=timeout)
+        if check and proc.returncode != 0:
+            raise AssertionError("in %s: %s\n-> rc=%d\n%s%s" % (self.name, script, proc.returncode,
+                                                                proc.stdout, proc.stderr))
+        return proc
+
+    def write(self, path, text, mode="0644"):
+        self.sh("mkdir -p \"$(dirname '%s')\"" % path)
+        proc = podman("exec", "-i", self.name, "sh", "-c", "cat > '%s' && chmod %s '%s'" % (path, mode, path),
+                      input_text=text)
+        return proc
+
+    def module(self, module, args, check=False, diff=False):
+        """Run one of our modules on this host through Ansible's podman connection."""
+        cmd = [os.path.join(os.path.dirname(sys.executable), "ansible"), "all", "-i", self.name + ",",
+               "-c", "containers.podman.podman", "-o", "-m", module, "-a", json.dumps(args)]
+        if check:
+            cmd.append("--check")
+        if diff:
+            cmd.append("--diff")
+        env = dict(PODMAN_ENV, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+                   ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".ansible", "collections"),
+                   ANSIBLE_PYTHON_INTERPRETER="/usr/bin/python3", ANSIBLE_NOCOLOR="1")
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+        for line in proc.stdout.splitlines():
+            if line.startswith(self.name + " | ") and "=> {" in line:
+                res = json.loads(line.split("=> ", 1)[1])
+                res.setdefault("failed", "| FAILED" in line)
+                return res
+        raise AssertionError("no result (rc=%d): %s %s" % (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:]))
+
+
+def start_host(prefix="metnos-sys", extra=()):
+    if podman("image", "exists", IMAGE, check=False).returncode != 0:
+        pytest.fail("image %s is missing: run scripts/build-images.sh 12 (make test does)" % IMAGE)
+    name = "%s-%s" % (prefix, uuid.uuid4().hex[:8])
+    podman("run", "-d", "--name", name, "--hostname", name, "--systemd=always", "--security-opt", "unmask=ALL",
+           *extra, IMAGE, "/sbin/init")
+    host = Host(name)
+    for _ in range(120):
+        state = host.sh("systemctl is-system-running 2>/dev/null || true", check=False).stdout.strip()
+        if state in ("running", "degraded"):
+            break
+        time.sleep(0.5)
+    else:
+        podman("rm", "-f", name, check=False)
+        pytest.fail("systemd did not come up in %s (state %r)" % (name, state))
+    return host
+
+
+def stop_host(host):
+    podman("rm", "-f", "-t", "2", host.name, check=False)
+
+
+@pytest.fixture(scope="module")
+def host():
+    h = start_host()
+    try:
+        h.sh("DEBIAN_FRONTEND=noninteractive apt-get -qq update && "
+             "DEBIAN_FRONTEND=noninteractive apt-get -qq install -y bubblewrap >/dev/null", timeout=600)
+        h.sh("id metnos >/dev/null 2>&1 || useradd --system --create-home --shell /usr/sbin/nologin metnos")
+        yield h
+    finally:
+        stop_host(h)
