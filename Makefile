@@ -21,7 +21,7 @@ test:
 	@scripts/bootstrap.sh --test
 	scripts/test.sh
 
-lint unit integration molecule:
+lint unit integration system molecule:
 	@scripts/bootstrap.sh --test
 	scripts/test.sh $@
 

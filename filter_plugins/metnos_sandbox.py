@@ -44,6 +44,16 @@ def sandbox_profiles_section(registered):
     return _summary.profiles_section(registered)
 
 
+def sandbox_service_section(result):
+    """A metnos_service_env result -> a summary section."""
+    return _summary.service_section(result if isinstance(result, dict) else None)
+
+
+def sandbox_probe_section(result):
+    """A sandbox_probe result -> a summary section."""
+    return _summary.probe_section(result if isinstance(result, dict) else None)
+
+
 def metnos_capabilities(capabilities):
     """A list of capability strings -> parsed dicts (kind, mode, target, arg, network)."""
     if not isinstance(capabilities, list):
@@ -98,6 +108,8 @@ class FilterModule(object):
         return {
             "sandbox_summary": sandbox_summary,
             "sandbox_profiles_section": sandbox_profiles_section,
+            "sandbox_service_section": sandbox_service_section,
+            "sandbox_probe_section": sandbox_probe_section,
             "metnos_capabilities": metnos_capabilities,
             "metnos_profile": metnos_profile,
             "metnos_argv": metnos_argv,

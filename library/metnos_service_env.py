@@ -179,88 +179,28 @@ def build_module():
     )
 
 
-def systemd_running(root):
-    return root in ("/", "") and os.path.isdir("/run/systemd/system") and B.which("systemctl", "/usr/bin:/bin")
+def _runner(module):
+    def run(argv, env=None, timeout=30):
+        return module.run_command(argv, environ_update=B.C_ENV)
+    return run
 
 
 def _systemctl(module, scope, user, *args):
-    argv = ["systemctl"]
-    if scope == "user":
-        argv += ["--user", "--machine=%s@" % user]
-    return module.run_command(argv + list(args), environ_update=B.C_ENV)
+    return _runner(module)(S.systemctl_argv(scope, user, *args))
 
 
 def gather(module, p, exclude=()):
-    """(state, env, prov, problems, mode, need_reload, live_env) or raises U.UnitError."""
-    home = None
-    if p["scope"] == "user":
-        home = F.resolve_user(p["user"])["home"]
-    mode = p["mode"]
-    if mode == "auto":
-        mode = "systemd" if systemd_running(p["root"]) else "disk"
-    if mode == "systemd":
-        argv = U.show_argv(p["unit"], p["scope"])[1:]
-        if p["scope"] == "user":
-            argv = argv[1:]
-        rc, out, err = _systemctl(module, p["scope"], p["user"], *argv)
-        if rc != 0:
-            module.fail_json(msg="metnos_service_env: systemctl show %s failed: %s" % (p["unit"], err.strip()),
-                             code="systemctl_failed")
-        show = U.parse_show(out)
-        if show.get("LoadState") == "not-found":
-            raise U.UnitError("unit_not_found")
-        state = U.state_from_show(show)
-        try:   # what systemd silently dropped is only visible in the files themselves
-            state["rejected_assignments"] = U.load_unit(p["unit"], p["scope"], "/", home)["rejected_assignments"]
-        except U.UnitError:
-            pass
-        rc, out, _err = _systemctl(module, p["scope"], p["user"], "show-environment")
-        manager_env = {}
-        for line in out.splitlines() if rc == 0 else []:
-            words, ok = U.split_words(line)
-            for word in words if ok else []:
-                key, sep, value = word.partition("=")
-                if sep:
-                    manager_env[key] = value
-        env, prov, problems = U.compose_environment(state, "/", manager_env)
-        need_reload = show.get("NeedDaemonReload") == "yes"
-        pid = show.get("MainPID", "0")
-        live = S.read_live_environ(pid) if pid not in ("", "0") else None
-        return state, env, prov, problems, mode, need_reload, live
-    state = U.load_unit(p["unit"], p["scope"], p["root"], home, exclude)
-    manager_env = U.manager_default_environment(p["root"]) if p["scope"] == "system" else {}
-    env, prov, problems = U.compose_environment(state, p["root"], manager_env,
-                                                U.default_service_path(p["root"], _runner(module)))
-    return state, env, prov, problems, mode, False, None
+    try:
+        return S.gather(p, _runner(module), exclude)
+    except S.SystemctlError as exc:
+        module.fail_json(msg="metnos_service_env: %s" % exc, code="systemctl_failed")
 
 
 def evaluate(module, p):
     try:
-        state, env, prov, problems, mode, need_reload, live = gather(module, p)
-    except U.UnitError:
-        return None
-    if state.get("masked"):
-        return {"unit": p["unit"], "mode": mode, "status": envflags.status(None, {}),
-                "diagnostics": [D.make("unit_masked", unit=p["unit"])]}
-    user = S.resolve_service_user(state["settings"])
-    resolved = B.which("bwrap", env.get("PATH", ""))
-    info = F.bwrap_info(resolved, runner=_runner(module)) if resolved else None
-    admin_path = p["admin_path"] if p["admin_path"] is not None else os.environ.get("PATH", "")
-    result = S.evaluate(p["unit"], state, env, prov, problems, mode, admin_path, info, need_reload, live,
-                        p["root"])
-    if p["return_environment"]:
-        result["full_environment"] = env
-    if user.get("missing"):
-        result["diagnostics"].insert(0, D.make("service_user_missing", user=user["name"],
-                                               message="%s: User=%s does not exist." % (p["unit"], user["name"])))
-    return result
-
-
-def _runner(module):
-    def run(argv, env=None, timeout=30):
-        rc, out, err = module.run_command(argv, environ_update=B.C_ENV)
-        return rc, out, err
-    return run
+        return S.inspect(p, _runner(module))
+    except S.SystemctlError as exc:
+        module.fail_json(msg="metnos_service_env: %s" % exc, code="systemctl_failed")
 
 
 def enforce(module, p, result):
@@ -326,12 +266,17 @@ def main():
             raise V.OptionError("dropin_name: %r must be a file name ending in .conf" % p["dropin_name"])
         if p["scope"] == "user":
             F.resolve_user(p["user"])
-        if p["mode"] == "systemd" and not systemd_running(p["root"]):
+        if p["mode"] == "systemd" and not S.systemd_running(p["root"]):
             raise V.OptionError("mode=systemd but systemd is not running here (use mode=disk or auto)")
     except (V.OptionError, F.UserError) as exc:
         module.fail_json(msg="metnos_service_env: %s" % exc, code="invalid_option")
 
     result = evaluate(module, p)
+    if result is not None:
+        env = result.pop("_env", None)
+        result.pop("_state", None)
+        if p["return_environment"]:
+            result["full_environment"] = env
     if result is None:
         diag = D.make("unit_not_found", unit=p["unit"],
                       message="%s (%s scope) was not found%s." % (
@@ -349,7 +294,12 @@ def main():
         if diff and module._diff:
             result["diff"] = diff
         if changed and not module.check_mode:
-            result = dict(evaluate(module, p), dropin=info, diff=result.get("diff"))
+            after = evaluate(module, p)
+            after.pop("_state", None)
+            env = after.pop("_env", None)
+            if p["return_environment"]:
+                after["full_environment"] = env
+            result = dict(after, dropin=info, diff=result.get("diff"))
             if result.get("diff") is None:
                 result.pop("diff")
     result["verdict"] = F.verdict(result["diagnostics"])

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: lint, unit, integration (and the Molecule scenarios once present).
 #   scripts/test.sh                 everything
-#   scripts/test.sh lint|unit|integration|molecule
+#   scripts/test.sh lint|unit|integration|system|molecule
 # Run through `make test`, which prepares the venv first.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -11,7 +11,8 @@ export ANSIBLE_CONFIG="$here/ansible.cfg"
 export ANSIBLE_COLLECTIONS_PATH="$here/.ansible/collections"
 export PYTHONDONTWRITEBYTECODE=1
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(lint unit integration molecule)
+[ ${#stages[@]} -eq 0 ] && stages=(lint unit integration system molecule)
+export CONTAINERS_CONF="${CONTAINERS_CONF:-$here/tests/podman/containers.conf}"
 
 preflight() {
   local missing=()
@@ -36,6 +37,12 @@ for stage in "${stages[@]}"; do
     integration)
       preflight
       python -m pytest -q tests/integration
+      ;;
+    system)
+      # Real systemd hosts: podman containers from locally built Debian images.
+      command -v podman >/dev/null || { echo "system: podman is missing (apt-get install podman runc)" >&2; exit 2; }
+      scripts/build-images.sh 12
+      python -m pytest -q tests/system
       ;;
     molecule)
       if [ -d molecule ] && ls molecule/*/molecule.yml >/dev/null 2>&1; then

@@ -336,9 +336,9 @@ def classify(stderr, returncode=None, setup_failed=True):
 
 # --------------------------------------------------------------------------- json status
 
-def parse_json_status(data):
-    """Parse --json-status-fd output (a stream of JSON objects) into one dict."""
-    merged = {}
+def parse_json_objects(data):
+    """A stream of JSON objects (as --json-status-fd writes them) -> list of dicts."""
+    out = []
     decoder = json.JSONDecoder()
     text = data.decode("utf-8", "replace") if isinstance(data, bytes) else (data or "")
     index = 0
@@ -352,7 +352,15 @@ def parse_json_status(data):
         except ValueError:
             break
         if isinstance(obj, dict):
-            merged.update(obj)
+            out.append(obj)
+    return out
+
+
+def parse_json_status(data):
+    """Parse --json-status-fd output into one dict."""
+    merged = {}
+    for obj in parse_json_objects(data):
+        merged.update(obj)
     return merged
 
 

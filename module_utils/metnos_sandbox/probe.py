@@ -182,6 +182,10 @@ def run(argv, spec, python, user=None, env=None, timeout=30.0, cwd="/"):
     full = argv[:sep] + ["--json-status-fd", "{status_fd}", "--"] + payload_command(python) + [json.dumps(spec)]
     host_ns = host_namespaces()
     result = B.run_bwrap(full, user=user, env=env, timeout=timeout, cwd=cwd)
+    return _verdict(full, result, spec, host_ns, user, timeout)
+
+
+def _verdict(full, result, spec, host_ns, user, timeout):
     verdict = {"argv": [a if a != "{status_fd}" else "FD" for a in full[:len(full) - 2]] + ["<payload>", "<spec>"],
                "rc": result["rc"], "timed_out": result["timed_out"], "setup_failed": result["setup_failed"],
                "stderr": result["stderr"].strip()[-2000:], "duration": result["duration"], "checks": [],
@@ -195,7 +199,7 @@ def run(argv, spec, python, user=None, env=None, timeout=30.0, cwd="/"):
         cls = B.classify(result["stderr"], result["rc"])
         verdict["classification"] = cls
         text = cls["cause_text"] + (" (bwrap said: %s)" % cls["stderr_line"] if cls.get("stderr_line") else "")
-        verdict["diagnostics"].append(D.make("bwrap_smoke_failed", user=(user or {}).get("name", "current user"),
+        verdict["diagnostics"].append(D.make("probe_setup_failed", user=(user or {}).get("name", "current user"),
                                              cause=cls["cause"], cause_text=text, remediation=cls["remediation"],
                                              points_at=cls.get("points_at")))
         verdict["passed"] = False
@@ -217,3 +221,206 @@ def run(argv, spec, python, user=None, env=None, timeout=30.0, cwd="/"):
             check=check["name"], check_rule=check["rule"]))
     verdict["passed"] = not failed
     return verdict
+
+
+# --------------------------------------------------------------------------- in the service's context
+
+PROBE_MANIFEST = {"name": "sandbox_probe", "origin": "metnos-sandbox-ops", "revision": 1, "capabilities": []}
+PASS_PROPERTIES = ("RestrictNamespaces", "SystemCallFilter", "ProcSubset", "ProtectKernelTunables",
+                   "RestrictSUIDSGID", "NoNewPrivileges", "PrivateUsers", "ProtectProc", "PrivateTmp",
+                   "ProtectSystem", "ProtectHome", "CapabilityBoundingSet", "SystemCallArchitectures",
+                   "LockPersonality", "PrivateDevices", "ProtectKernelModules", "ProtectClock",
+                   "RestrictRealtime", "MemoryDenyWriteExecute", "PrivateNetwork", "ReadOnlyPaths",
+                   "InaccessiblePaths", "TemporaryFileSystem", "WorkingDirectory")
+
+
+def systemd_run_argv(unit_name, user, settings, env, timeout):
+    """systemd-run around a command: a transient unit with the service's user and restrictions."""
+    argv = ["systemd-run", "--wait", "--pipe", "--collect", "--service-type=exec", "--unit=" + unit_name,
+            "-p", "KillMode=mixed", "-p", "RuntimeMaxSec=%d" % max(1, int(timeout))]
+    if user.get("dynamic"):
+        argv += ["-p", "DynamicUser=yes"]
+    elif user.get("name") not in (None, "root"):
+        argv += ["-p", "User=%s" % user["name"]]
+    if settings.get("Group"):
+        argv += ["-p", "Group=%s" % settings["Group"]]
+    for key in PASS_PROPERTIES:
+        value = settings.get(key)
+        for item in (value if isinstance(value, list) else [value] if value is not None else []):
+            argv += ["-p", "%s=%s" % (key, item)]
+    for key in sorted(env):
+        argv += ["--setenv=%s=%s" % (key, env[key])]
+    return argv
+
+
+def _strip_systemd_run(stderr):
+    """Separate systemd-run's own report lines from the command's stderr."""
+    keep, info = [], {}
+    for line in stderr.splitlines():
+        if line.startswith("Running as unit:") or line.startswith("Finished with result:") or \
+                line.startswith("Main processes terminated with:") or line.startswith("Service runtime:") or \
+                line.startswith("CPU time consumed:") or line.startswith("Memory peak:") or \
+                line.startswith("Press ^]") or line.startswith("Running as unit"):
+            if line.startswith("Finished with result:"):
+                info["result"] = line.split(":", 1)[1].strip()
+            if line.startswith("Main processes terminated with:"):
+                info["main"] = line.split(":", 1)[1].strip()
+            continue
+        keep.append(line)
+    return "\n".join(keep), info
+
+
+def run_systemd(argv, spec, python, user, settings, env, timeout, runner_unit):
+    """Like run(), inside a transient systemd unit. The status fd is redirected to stdout."""
+    import subprocess
+    import time
+    sep = argv.index("--")
+    inner = argv[:sep] + ["--json-status-fd", "3", "--"] + payload_command(python) + [json.dumps(spec)]
+    full = systemd_run_argv(runner_unit, user, settings, env, timeout) + \
+        ["/bin/sh", "-c", 'exec "$@" 3>&1', "sh"] + inner
+    host_ns = host_namespaces()
+    start = time.time()
+    timed_out = False
+    try:
+        proc = subprocess.run(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout + 15,
+                              env=dict(os.environ, SYSTEMD_COLORS="0", LC_ALL="C"))
+        rc, out, err = proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
+    except subprocess.TimeoutExpired:
+        subprocess.run(["systemctl", "kill", "--signal=SIGKILL", runner_unit], capture_output=True)
+        subprocess.run(["systemctl", "stop", runner_unit], capture_output=True)
+        rc, out, err, timed_out = None, "", "", True
+    subprocess.run(["systemctl", "reset-failed", runner_unit], capture_output=True)
+    stderr, info = _strip_systemd_run(err)
+    if info.get("result") == "timeout":
+        timed_out = True
+    objects = B.parse_json_objects(out)
+    status = {}
+    obs = None
+    for obj in objects:
+        if "ns" in obj and "pdeathsig" in obj:
+            obs = obj
+        else:
+            status.update(obj)
+    main = info.get("main", "")
+    if "status=SYS" in main or "status=31" in main:
+        rc = 128 + 31
+    result = {"rc": rc, "stdout": json.dumps(obs) if obs else "", "stderr": stderr, "json_status": status,
+              "setup_failed": "exit-code" not in status and not timed_out, "timed_out": timed_out,
+              "duration": round(time.time() - start, 3), "systemd_result": info}
+    verdict = _verdict(full, result, spec, host_ns, user, timeout)
+    verdict["argv"] = full[:len(full) - 1] + ["<spec>"]
+    return verdict
+
+
+def probe_service(params, runner):
+    """The whole probe: service environment -> fail-closed check -> render -> run in context -> verdict.
+
+    ``params``: unit (or None), scope, user, manifest (mapping/text or None), invocation, host,
+    python, timeout, context (auto/systemd/direct), extra_absent.
+    """
+    import pwd
+
+    from . import envflags
+    from . import manifest as M
+    from . import profile as P
+    from . import service_env as S
+
+    out = {"passed": False, "checks": [], "diagnostics": [], "context": None}
+    svc = None
+    unit = params.get("unit")
+    if unit:
+        svc = S.inspect({"unit": unit, "scope": params.get("scope") or "system", "user": params.get("user"),
+                         "mode": "auto"}, runner)
+        if svc is None:
+            out["diagnostics"].append(D.make("unit_not_found", unit=unit,
+                                             message="%s does not exist: the probe ran in the admin context "
+                                                     "instead." % unit))
+    if svc is not None and "_env" in svc:
+        env = dict(svc["_env"])
+        settings = svc["_state"].get("unit_file_settings") or svc["_state"]["settings"]
+        user = svc["user"]
+        status = svc["status"]
+        out["service"] = dict((k, v) for k, v in svc.items() if not k.startswith("_"))
+    else:
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+        if envflags.ENV_VAR in os.environ:
+            env[envflags.ENV_VAR] = os.environ[envflags.ENV_VAR]
+        settings = {}
+        entry = pwd.getpwnam(params.get("probe_user") or "nobody")
+        user = {"name": entry.pw_name, "uid": entry.pw_uid, "gid": entry.pw_gid, "groups": [entry.pw_gid]}
+        status = envflags.status(B.which("bwrap", env["PATH"]), env)
+    out["status"] = status
+    if params.get("probe_user") and svc is not None and "_env" in svc:
+        entry = pwd.getpwnam(params["probe_user"])
+        user = {"name": entry.pw_name, "uid": entry.pw_uid, "gid": entry.pw_gid, "groups": [entry.pw_gid]}
+
+    # Fail closed exactly like the runtime: no bwrap is started (R-FAIL-1).
+    if not status["active"]:
+        out["context"] = "not started: the runtime would fail closed"
+        out["diagnostics"].extend(svc["diagnostics"] if svc is not None and "_env" in svc else
+                                  envflags.diagnose(status, env, env.get("PATH"), where="probe environment"))
+        if not any(d["code"] == "executor_os_sandbox_unavailable" for d in out["diagnostics"]):
+            out["diagnostics"].append(D.make("executor_os_sandbox_unavailable"))
+        out["diagnostics"] = D.sort(out["diagnostics"])
+        return out
+
+    host_over = dict(params.get("host") or {})
+    python = params.get("python") or host_over.get("python_executable") or "/usr/bin/python3"
+    if not os.path.exists(python):
+        python = "/usr/bin/python3"
+    host_over.setdefault("python_executable", python)
+    host = P.HostContext(host_over)     # P.ContextError names the bad key
+    source = params.get("manifest") or PROBE_MANIFEST
+    if isinstance(source, dict):
+        prof = P.render_safe(dict(source), host, params.get("invocation") or {}, status)
+    else:
+        try:
+            prof = P.render(M.loads(source), host, params.get("invocation") or {}, status)
+        except M.ManifestError as exc:
+            prof = P.refused(None, exc.diagnostics)
+    out["profile"] = {"executor": prof["executor"], "decision": prof["decision"], "argv": prof["argv"]}
+    if prof["decision"] != "wrapped":
+        out["context"] = "not started: profile %s" % prof["decision"]
+        out["diagnostics"] = D.sort(prof["diagnostics"])
+        return out
+
+    extra = list(params.get("extra_absent") or [])
+    if user.get("home") and user.get("home") not in ("/", "/nonexistent"):
+        extra.append(user["home"])
+    marker = make_marker()
+    try:
+        spec = expectations(prof, extra_absent=extra, marker=marker)
+        context = params.get("context") or "auto"
+        use_systemd = context == "systemd" or (context == "auto" and svc is not None and svc.get("mode") == "systemd")
+        timeout = float(params.get("timeout") or 60)
+        if use_systemd:
+            unit_name = "metnos-probe-%s" % uuid.uuid4().hex[:10]
+            verdict = run_systemd(prof["argv"], spec, python, user, settings, env, timeout, unit_name)
+            out["context"] = ("systemd transient unit %s as %s with the restrictions of %s" %
+                              (unit_name, user.get("name"), unit))
+        else:
+            run_user = None if user.get("uid") in (None, os.geteuid()) else user
+            verdict = run(prof["argv"], spec, python, user=run_user, env=env, timeout=timeout)
+            if svc is not None and "_env" in svc:
+                out["context"] = ("direct as %s with the service's environment (weaker: the unit's systemd "
+                                  "restrictions are not applied)" % user.get("name"))
+            else:
+                out["context"] = "direct as %s in the admin's environment (no service unit%s)" % (
+                    user.get("name"), " %s" % unit if unit else "")
+    finally:
+        try:
+            os.unlink(marker)
+        except OSError:
+            pass
+    out.update(dict((k, v) for k, v in verdict.items() if k != "diagnostics"))
+    diags = list(verdict["diagnostics"])
+    if verdict.get("setup_failed") and svc is not None:
+        blamed = [d for d in svc.get("diagnostics", []) if d["code"].startswith("unit_")]
+        for d in blamed:
+            d = dict(d, message=d["message"] + " The probe failed in this unit's context.")
+            diags.append(d)
+        if blamed:
+            out["blamed_directives"] = [d.get("details", {}).get("directive") for d in blamed]
+    out["diagnostics"] = D.sort(diags)
+    out["passed"] = verdict["passed"]
+    return out

@@ -365,3 +365,98 @@ def desired_dropin(env, sandbox_path, unit):
             env.get(envflags.ENV_VAR), unit))
         lines.append("UnsetEnvironment=%s" % envflags.ENV_VAR)
     return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- gathering (shared)
+
+class SystemctlError(RuntimeError):
+    pass
+
+
+def systemd_running(root="/"):
+    return root in ("/", "") and os.path.isdir("/run/systemd/system") and bool(B.which("systemctl", "/usr/bin:/bin"))
+
+
+def systemctl_argv(scope, user, *args):
+    argv = ["systemctl"]
+    if scope == "user":
+        argv += ["--user", "--machine=%s@" % user]
+    return argv + list(args)
+
+
+def _home(p):
+    if p.get("scope") == "user":
+        return pwd.getpwnam(p["user"]).pw_dir
+    return None
+
+
+def gather(p, runner, exclude=()):
+    """Read a unit's configuration. ``p``: unit, scope, user, mode (auto/systemd/disk), root.
+
+    Returns (state, env, prov, problems, mode, need_reload, live_env); raises U.UnitError when
+    the unit does not exist, SystemctlError when systemctl fails.
+    """
+    home = _home(p)
+    root = p.get("root") or "/"
+    mode = p.get("mode") or "auto"
+    scope = p.get("scope") or "system"
+    if mode == "auto":
+        mode = "systemd" if systemd_running(root) else "disk"
+    if mode == "systemd":
+        rc, out, err = runner(systemctl_argv(scope, p.get("user"), *U.show_args(p["unit"])))
+        if rc != 0:
+            raise SystemctlError("systemctl show %s failed: %s" % (p["unit"], err.strip()))
+        show = U.parse_show(out)
+        if show.get("LoadState") == "not-found":
+            raise U.UnitError("unit_not_found")
+        state = U.state_from_show(show)
+        try:   # what systemd silently dropped is only visible in the files themselves
+            disk = U.load_unit(p["unit"], scope, "/", home)
+            state["rejected_assignments"] = disk["rejected_assignments"]
+            state["unit_file_settings"] = disk["settings"]
+        except U.UnitError:
+            pass
+        rc, out, _err = runner(systemctl_argv(scope, p.get("user"), "show-environment"))
+        manager_env = {}
+        for line in out.splitlines() if rc == 0 else []:
+            words, ok = U.split_words(line)
+            for word in words if ok else []:
+                key, sep, value = word.partition("=")
+                if sep:
+                    manager_env[key] = value
+        env, prov, problems = U.compose_environment(state, "/", manager_env, manager_env.get("PATH") or
+                                                    U.default_service_path("/", runner))
+        if "PATH" in manager_env and prov.get("PATH") == "manager environment":
+            prov["PATH"] = "systemd default (manager environment)"
+        pid = show.get("MainPID", "0")
+        live = read_live_environ(pid) if pid not in ("", "0") else None
+        return state, env, prov, problems, mode, show.get("NeedDaemonReload") == "yes", live
+    state = U.load_unit(p["unit"], scope, root, home, exclude)
+    state["unit_file_settings"] = state["settings"]
+    manager_env = U.manager_default_environment(root) if scope == "system" else {}
+    env, prov, problems = U.compose_environment(state, root, manager_env, U.default_service_path(root, runner))
+    return state, env, prov, problems, mode, False, None
+
+
+def inspect(p, runner):
+    """gather() + evaluate(): the whole service-environment result, or None when the unit is missing."""
+    from . import facts as F  # local import: facts imports nothing from here
+    try:
+        state, env, prov, problems, mode, need_reload, live = gather(p, runner)
+    except U.UnitError:
+        return None
+    if state.get("masked"):
+        return {"unit": p["unit"], "mode": mode, "status": envflags.status(None, {}),
+                "diagnostics": [D.make("unit_masked", unit=p["unit"])]}
+    user = resolve_service_user(state["settings"])
+    resolved = B.which("bwrap", env.get("PATH", ""))
+    info = F.bwrap_info(resolved, runner=runner) if resolved else None
+    admin_path = p.get("admin_path") if p.get("admin_path") is not None else os.environ.get("PATH", "")
+    result = evaluate(p["unit"], state, env, prov, problems, mode, admin_path, info, need_reload, live,
+                      p.get("root") or "/")
+    result["_state"] = state
+    result["_env"] = env
+    if user.get("missing"):
+        result["diagnostics"].insert(0, D.make("service_user_missing", user=user["name"],
+                                               message="%s: User=%s does not exist." % (p["unit"], user["name"])))
+    return result

@@ -92,3 +92,34 @@ def profiles_section(loop_results):
         detail += "; %d grants not mounted (paths absent on this host)" % skipped
     verdict = "fail" if refused else ("warn" if any(d["severity"] == D.WARNING for d in diags) else "pass")
     return {"name": "profiles", "verdict": verdict, "detail": detail, "diagnostics": diags}
+
+
+def service_section(res):
+    """A summary section from a metnos_service_env result."""
+    if not res or res.get("skipped"):
+        return {"name": "service environment", "verdict": "skip", "detail": "not checked", "diagnostics": []}
+    env = res.get("environment") or {}
+    prov = res.get("provenance") or {}
+    if env:
+        detail = "%s (%s mode): METNOS_SANDBOX=%r [%s], PATH=%s [%s], user %s" % (
+            res.get("unit"), res.get("mode"), env.get("METNOS_SANDBOX"), prov.get("METNOS_SANDBOX"),
+            env.get("PATH"), prov.get("PATH"), (res.get("user") or {}).get("name"))
+    else:
+        detail = "%s: %s" % (res.get("unit"), ", ".join(d["code"] for d in res.get("diagnostics") or []))
+    if res.get("changed"):
+        detail += "; drop-in %s written" % ((res.get("dropin") or {}).get("path"))
+    return {"name": "service environment", "verdict": res.get("verdict", "warn"), "detail": detail,
+            "diagnostics": res.get("diagnostics") or []}
+
+
+def probe_section(res):
+    """A summary section from a sandbox_probe result."""
+    if not res or res.get("skipped"):
+        return {"name": "probe", "verdict": "skip", "detail": "not run", "diagnostics": []}
+    checks = res.get("checks") or []
+    failed = [c["name"] for c in checks if not c.get("ok")]
+    detail = "%s; %d/%d checks held" % (res.get("context"), len(checks) - len(failed), len(checks))
+    if failed:
+        detail += "; failed: %s" % ", ".join(failed)
+    return {"name": "probe (real wrapped invocation)", "verdict": "pass" if res.get("passed") else "fail",
+            "detail": detail, "diagnostics": [d for d in res.get("diagnostics") or [] if d.get("severity") != D.INFO]}

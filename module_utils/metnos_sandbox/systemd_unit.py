@@ -454,11 +454,9 @@ SHOW_PROPERTIES = ("Id", "LoadState", "ActiveState", "FragmentPath", "DropInPath
                    "ExecSearchPath", "MainPID", "WorkingDirectory", "ExecStart") + RESTRICTION_KEYS
 
 
-def show_argv(unit, scope="system"):
-    argv = ["systemctl"]
-    if scope == "user":
-        argv.append("--user")
-    argv += ["show", unit, "--no-pager"]
+def show_args(unit):
+    """Arguments after `systemctl [--user]` that read the properties this toolkit needs."""
+    argv = ["show", unit, "--no-pager"]
     for prop in SHOW_PROPERTIES:
         argv += ["-p", prop]
     return argv

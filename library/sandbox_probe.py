@@ -1,0 +1,181 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, annotations, division, print_function
+
+DOCUMENTATION = r"""
+---
+module: sandbox_probe
+short_description: Run one real sandboxed invocation in the Metnos service's context and prove its isolation
+version_added: "0.1.0"
+description:
+  - Implements spec R-DIAG-3 ("verify a real invocation in the service's environment").
+  - Reads the service's environment (see M(metnos_service_env)); if the runtime would fail closed
+    (bwrap not on the service's PATH, or C(METNOS_SANDBOX) disabling it) it reports
+    C(executor_os_sandbox_unavailable) without starting bwrap.
+  - Otherwise renders the profile of a manifest (by default a built-in manifest with no
+    capabilities: the strictest profile) and runs it for real with a small Python payload, as the
+    service's user, with bwrap resolved through the service's PATH. Where systemd runs, inside a
+    transient unit that carries the service unit's restrictions (C(RestrictNamespaces=),
+    C(SystemCallFilter=), C(NoNewPrivileges=), C(ProtectSystem=), C(PrivateTmp=), ...); without
+    systemd, directly as the service user (a weaker context, reported as such).
+  - The payload checks from inside, each check with the rule it proves - private user/ipc/uts
+    (and net) namespaces, only C(lo), a private empty C(/tmp), read-only mounts refuse writes,
+    writable ones accept them, undeclared sensitive paths are absent, the parent-death signal is
+    set, and there is no PID namespace.
+  - C(--json-status-fd) tells a setup failure from a payload failure; bwrap's stderr is classified.
+    A timeout kills the whole process tree. Nothing is left on the host.
+  - Read-only for the host; it behaves the same in check mode.
+options:
+  unit:
+    description: The service whose context is used; empty to probe in the admin context.
+    type: str
+    default: metnos.service
+  scope:
+    description: System or user manager.
+    type: str
+    choices: [system, user]
+    default: system
+  user:
+    description: With I(scope=user), the user whose manager runs the unit.
+    type: str
+  probe_user:
+    description: Run as this user instead of the unit's User= (default the unit's user, or nobody).
+    type: str
+  manifest:
+    description: A manifest (mapping or YAML/JSON text) to probe instead of the built-in strict one.
+    type: raw
+  invocation:
+    description: Invocation for the manifest (arguments, turn_id, sender).
+    type: dict
+  host:
+    description: Host-context overrides, as for M(sandbox_profile).
+    type: dict
+    default: {}
+  python:
+    description: Interpreter that runs the payload (default host.python_executable, else /usr/bin/python3).
+    type: path
+  context:
+    description: C(systemd) (transient unit), C(direct) (as the service user), or C(auto).
+    type: str
+    choices: [auto, systemd, direct]
+    default: auto
+  timeout:
+    description: Seconds before the probe's process tree is killed.
+    type: float
+    default: 60
+  extra_absent:
+    description: More host paths that must not be visible inside the sandbox.
+    type: list
+    elements: path
+    default: []
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+author:
+  - metnos-sandbox-ops contributors
+"""
+
+EXAMPLES = r"""
+- name: Prove the strict profile in metnos.service's own context
+  sandbox_probe:
+  register: probe
+  failed_when: not probe.passed
+
+- name: Probe a real executor's profile
+  sandbox_probe:
+    manifest: "{{ lookup('ansible.builtin.file', 'manifests/export_report.yml') }}"
+"""
+
+RETURN = r"""
+passed:
+  description: Every check held.
+  returned: always
+  type: bool
+checks:
+  description: One entry per check.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name: {description: Check name (e.g. only_loopback, read_only:/usr, hidden:/home)., type: str}
+    rule: {description: Spec rule it proves., type: str}
+    expected: {description: What the profile promises., type: raw}
+    observed: {description: What the payload saw., type: raw}
+    ok: {description: Whether it held., type: bool}
+context:
+  description: How the probe ran (systemd transient unit, direct, or not started and why).
+  returned: always
+  type: str
+status:
+  description: The status() quartet in the service's context.
+  returned: always
+  type: dict
+diagnostics:
+  description: Findings with stable codes (same shape as bwrap_facts).
+  returned: always
+  type: list
+  elements: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible.module_utils.metnos_sandbox import bwrap as B
+from ansible.module_utils.metnos_sandbox import facts as F
+from ansible.module_utils.metnos_sandbox import probe as PR
+from ansible.module_utils.metnos_sandbox import profile as P
+from ansible.module_utils.metnos_sandbox import service_env as S
+from ansible.module_utils.metnos_sandbox import systemd_unit as U
+
+
+def build_module():
+    return AnsibleModule(
+        argument_spec=dict(
+            unit=dict(type="str", default="metnos.service"),
+            scope=dict(type="str", choices=["system", "user"], default="system"),
+            user=dict(type="str"),
+            probe_user=dict(type="str"),
+            manifest=dict(type="raw"),
+            invocation=dict(type="dict"),
+            host=dict(type="dict", default={}),
+            python=dict(type="path"),
+            context=dict(type="str", choices=["auto", "systemd", "direct"], default="auto"),
+            timeout=dict(type="float", default=60.0),
+            extra_absent=dict(type="list", elements="path", default=[]),
+        ),
+        required_if=[("scope", "user", ("user",))],
+        supports_check_mode=True,
+    )
+
+
+def main():
+    module = build_module()
+    p = dict(module.params)
+
+    def runner(argv, env=None, timeout=30):
+        return module.run_command(argv, environ_update=B.C_ENV)
+
+    try:
+        if p["unit"] and not U.valid_unit_name(p["unit"]):
+            raise ValueError("unit: %r is not a unit name like metnos.service" % p["unit"])
+        if p["timeout"] <= 0:
+            raise ValueError("timeout must be a positive number of seconds, got %r" % p["timeout"])
+        for key in ("probe_user", "user"):
+            if p[key]:
+                F.resolve_user(p[key])
+        if p["context"] == "systemd" and not S.systemd_running():
+            raise ValueError("context=systemd but systemd is not running here (use auto or direct)")
+        result = PR.probe_service(p, runner)
+    except (ValueError, F.UserError, P.ContextError) as exc:
+        module.fail_json(msg="sandbox_probe: %s" % exc, code="invalid_option")
+    except S.SystemctlError as exc:
+        module.fail_json(msg="sandbox_probe: %s" % exc, code="systemctl_failed")
+    result["verdict"] = "pass" if result["passed"] else "fail"
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()

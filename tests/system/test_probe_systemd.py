@@ -1,0 +1,72 @@
+"""sandbox_probe in a real systemd container: the strict profile passes in the service's own
+context (transient unit with the unit's restrictions); each blocked case gets its own code."""
+import pytest
+
+from test_service_env_systemd import install
+
+
+@pytest.fixture(scope="module")
+def svc(host):
+    install(host, "pclean", "[Service]\nUser=metnos\nExecStart=/bin/sleep infinity\n")
+    install(host, "pns", "[Service]\nUser=metnos\nRestrictNamespaces=yes\nExecStart=/bin/sleep infinity\n")
+    install(host, "pscf", "[Service]\nUser=metnos\nSystemCallFilter=@system-service\nExecStart=/bin/sleep infinity\n")
+    install(host, "poff", "[Service]\nUser=metnos\nEnvironmentFile=/etc/metnos/poff.env\nExecStart=/bin/sleep infinity\n",
+            {"/etc/metnos/poff.env": "METNOS_SANDBOX=off\n"})
+    install(host, "pnopath", "[Service]\nUser=metnos\nEnvironment=PATH=/opt/none\nExecStart=/bin/sleep infinity\n")
+    host.write("/usr/local/lib/hang-python", "#!/bin/sh\nsleep 300 &\nsleep 300\n", mode="0755")
+    host.sh("systemctl daemon-reload")
+    return host
+
+
+def codes(res):
+    return [d["code"] for d in res["diagnostics"]]
+
+
+def transient_left(host):
+    return host.sh("systemctl list-units --all --no-legend 'metnos-probe-*' | wc -l").stdout.strip()
+
+
+def test_strict_profile_passes_in_service_context(svc):
+    res = svc.module("sandbox_probe", {"unit": "metnos-pclean.service"})
+    assert res["passed"] is True, [c for c in res["checks"] if not c["ok"]] or res["diagnostics"]
+    assert res["context"].startswith("systemd transient unit") and "metnos" in res["context"]
+    assert res["observed_uid"] == int(svc.sh("id -u metnos").stdout)
+    names = [c["name"] for c in res["checks"]]
+    for expected in ("user_namespace_private", "only_loopback", "tmp_private_and_empty", "read_only:/usr",
+                     "hidden:/home", "hidden:/root", "parent_death_signal", "no_pid_namespace"):
+        assert expected in names
+    assert transient_left(svc) == "0"
+
+
+def test_restrict_namespaces_fails_with_directive_named(svc):
+    admin = svc.module("bwrap_facts", {"smoke_user": "metnos"})
+    assert admin["userns"]["smoke_test"]["passed"] is True          # fine from the admin shell...
+    res = svc.module("sandbox_probe", {"unit": "metnos-pns.service"})
+    assert res["passed"] is False                                    # ...but not in the service
+    assert "probe_setup_failed" in codes(res) and "unit_blocks_namespaces" in codes(res)
+    assert res["classification"]["cause"] == "userns_eperm"
+    assert res["blamed_directives"] == ["RestrictNamespaces"]
+
+
+def test_syscall_filter_kill_is_attributed(svc):
+    res = svc.module("sandbox_probe", {"unit": "metnos-pscf.service"})
+    assert res["passed"] is False
+    assert "probe_setup_failed" in codes(res) and "unit_syscall_filter_blocks_bwrap" in codes(res)
+    assert res["classification"]["cause"] == "killed_by_seccomp"
+
+
+@pytest.mark.parametrize("unit,code", [("metnos-poff.service", "sandbox_disabled_via_env"),
+                                       ("metnos-pnopath.service", "service_path_missing_bwrap")])
+def test_fail_closed_without_starting_bwrap(svc, unit, code):
+    res = svc.module("sandbox_probe", {"unit": unit})
+    assert res["passed"] is False and res["context"].startswith("not started")
+    assert code in codes(res) and "executor_os_sandbox_unavailable" in codes(res)
+    assert res["checks"] == [] and "argv" not in res
+
+
+def test_hanging_payload_killed_and_cleaned_up(svc):
+    res = svc.module("sandbox_probe", {"unit": "metnos-pclean.service", "python": "/usr/local/lib/hang-python",
+                                       "timeout": 3})
+    assert res["passed"] is False and codes(res) == ["probe_timeout"]
+    assert svc.sh("pgrep -c -f 'sleep 30[0]' || true").stdout.strip() in ("0", "")
+    assert transient_left(svc) == "0"
