@@ -46,6 +46,12 @@ class Host(object):
                       input_text=text)
         return proc
 
+    def install_unit(self, name, text, files=()):
+        """Write metnos-<name>.service and its companion files (no daemon-reload)."""
+        for path, content in dict(files).items():
+            self.write(path, content, mode="0755" if path.endswith("bwrap") else "0644")
+        self.write("/etc/systemd/system/metnos-%s.service" % name, text)
+
     def module(self, module, args, check=False, diff=False):
         """Run one of our modules on this host through Ansible's podman connection."""
         cmd = [os.path.join(os.path.dirname(sys.executable), "ansible"), "all", "-i", self.name + ",",

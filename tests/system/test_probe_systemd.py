@@ -2,17 +2,17 @@
 context (transient unit with the unit's restrictions); each blocked case gets its own code."""
 import pytest
 
-from test_service_env_systemd import install
+SLEEP = "ExecStart=/bin/sleep infinity\n"
 
 
 @pytest.fixture(scope="module")
 def svc(host):
-    install(host, "pclean", "[Service]\nUser=metnos\nExecStart=/bin/sleep infinity\n")
-    install(host, "pns", "[Service]\nUser=metnos\nRestrictNamespaces=yes\nExecStart=/bin/sleep infinity\n")
-    install(host, "pscf", "[Service]\nUser=metnos\nSystemCallFilter=@system-service\nExecStart=/bin/sleep infinity\n")
-    install(host, "poff", "[Service]\nUser=metnos\nEnvironmentFile=/etc/metnos/poff.env\nExecStart=/bin/sleep infinity\n",
-            {"/etc/metnos/poff.env": "METNOS_SANDBOX=off\n"})
-    install(host, "pnopath", "[Service]\nUser=metnos\nEnvironment=PATH=/opt/none\nExecStart=/bin/sleep infinity\n")
+    host.install_unit("pclean", "[Service]\nUser=metnos\n" + SLEEP)
+    host.install_unit("pns", "[Service]\nUser=metnos\nRestrictNamespaces=yes\n" + SLEEP)
+    host.install_unit("pscf", "[Service]\nUser=metnos\nSystemCallFilter=@system-service\n" + SLEEP)
+    host.install_unit("poff", "[Service]\nUser=metnos\nEnvironmentFile=/etc/metnos/poff.env\n" + SLEEP,
+                      {"/etc/metnos/poff.env": "METNOS_SANDBOX=off\n"})
+    host.install_unit("pnopath", "[Service]\nUser=metnos\nEnvironment=PATH=/opt/none\n" + SLEEP)
     host.write("/usr/local/lib/hang-python", "#!/bin/sh\nsleep 300 &\nsleep 300\n", mode="0755")
     host.sh("systemctl daemon-reload")
     return host

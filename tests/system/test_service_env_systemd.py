@@ -29,9 +29,7 @@ CASES = {
 
 
 def install(host, name, text, files=()):
-    for path, content in dict(files).items():
-        host.write(path, content, mode="0755" if path.endswith("bwrap") else "0644")
-    host.write("/etc/systemd/system/metnos-%s.service" % name, text)
+    host.install_unit(name, text, files)
 
 
 @pytest.fixture(scope="module")
