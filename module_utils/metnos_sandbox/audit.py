@@ -1,0 +1,158 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One read-only audit of one host: everything the fleet report needs, in one round trip.
+
+bwrap state and kernel knobs (facts.gather), the service environment (service_env.inspect),
+drift of the rendered profiles against what is on disk (profile.render), and the real probe
+(probe.probe_service). Nothing here writes to the host except the probe's own temporary
+marker file, which it removes.
+
+``main()`` is the entry point of the self-contained payload that the metnos_audit action
+plugin ships over the connection (see action_plugins/metnos_audit.py).
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import json
+import os
+import sys
+import time
+
+from . import bwrap as B
+from . import diagnostics as D
+from . import facts as F
+from . import manifest as M
+from . import probe as PR
+from . import profile as P
+from . import service_env as S
+
+SCHEMA = "metnos-sandbox-audit/1"
+
+
+def _quiet_runner(argv, env=None, timeout=30):
+    return B.default_runner(argv, env=env, timeout=timeout)
+
+
+def profile_drift(manifests, host_over, profile_dir, status):
+    """Render each manifest now and compare with <profile_dir>/<executor>.args on the host."""
+    out = []
+    try:
+        host = P.HostContext(host_over or {})
+    except P.ContextError as exc:
+        return [{"executor": None, "state": "error", "message": str(exc)}]
+    for source in manifests or []:
+        prof = P.render_safe(source, host, {}, status)
+        name = prof.get("executor")
+        entry = {"executor": name, "decision": prof["decision"]}
+        if prof["decision"] == "refused":
+            entry.update(state="refused", refusal=prof["refusal"])
+            out.append(entry)
+            continue
+        path = os.path.join(profile_dir, "%s.args" % name)
+        try:
+            with open(path) as handle:
+                on_disk = handle.read().splitlines()
+        except (IOError, OSError):
+            entry.update(state="missing", path=path)
+            out.append(entry)
+            continue
+        want = prof["argv"]
+        if on_disk == want:
+            entry.update(state="in_sync", path=path)
+        else:
+            entry.update(state="drift", path=path, added=[a for a in want if a not in on_disk][:20],
+                         removed=[a for a in on_disk if a not in want][:20])
+        out.append(entry)
+    return out
+
+
+def drift_diagnostics(drift):
+    out = []
+    for item in drift:
+        if item.get("state") == "drift":
+            out.append(D.make("profile_drift", executor=item["executor"],
+                              message="%s: the profile on disk (%s) differs from what the manifest renders today "
+                                      "(added %s; removed %s)." % (item["executor"], item["path"],
+                                                                   item.get("added"), item.get("removed")),
+                              remediation=["Re-render the profiles: make run (or ansible-playbook playbooks/site.yml "
+                                           "--tags metnos_sandbox_profiles)"]))
+        elif item.get("state") == "missing":
+            out.append(D.make("profile_drift", executor=item["executor"], severity=D.WARNING,
+                              message="%s: no rendered profile at %s." % (item["executor"], item["path"]),
+                              remediation=["Render the profiles: make run"]))
+    return out
+
+
+def audit_host(params, runner=_quiet_runner):
+    """The whole per-host audit. ``params``: unit, scope, user, manifests (list of mappings),
+    host (overrides), profile_dir, probe (bool), probe_timeout, smoke_user."""
+    start = time.time()
+    result = {"schema": SCHEMA, "hostname": os.uname()[1]}
+    path_text = os.environ.get("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+    smoke_user = None
+    try:
+        smoke_user = F.resolve_user(params["smoke_user"]) if params.get("smoke_user") else F.default_smoke_user()
+    except F.UserError:
+        smoke_user = F.default_smoke_user()
+    facts = F.gather(path_text, dict(os.environ), smoke_test=True, smoke_user=smoke_user, runner=runner)
+    result["bwrap_facts"] = facts
+    diags = list(facts["diagnostics"])
+
+    unit = params.get("unit") or ""
+    svc = None
+    if unit:
+        try:
+            svc = S.inspect({"unit": unit, "scope": params.get("scope") or "system", "user": params.get("user"),
+                             "mode": "auto"}, runner)
+        except S.SystemctlError as exc:
+            diags.append(D.make("unit_not_found", unit=unit, message="%s: systemctl failed: %s" % (unit, exc)))
+    if svc is not None:
+        svc.pop("_state", None)
+        svc.pop("_env", None)
+        svc["verdict"] = F.verdict(svc["diagnostics"])
+        result["service"] = svc
+        diags.extend(svc["diagnostics"])
+        status = svc["status"]
+    else:
+        if unit:
+            diags.append(D.make("unit_not_found", unit=unit, message="%s was not found on this host." % unit))
+        result["service"] = None
+        status = facts["status"]
+
+    drift = profile_drift(params.get("manifests"), params.get("host"), params.get("profile_dir") or
+                          "/etc/metnos/sandbox/profiles", status)
+    result["profiles"] = drift
+    diags.extend(drift_diagnostics(drift))
+
+    if params.get("probe", True):
+        probe = PR.probe_service({"unit": unit if svc is not None else None, "scope": params.get("scope"),
+                                  "user": params.get("user"), "host": params.get("host") or {},
+                                  "timeout": params.get("probe_timeout") or 60}, runner)
+        probe.pop("service", None)
+        result["probe"] = probe
+        seen = set((d["code"], d["message"]) for d in diags)
+        diags.extend(d for d in probe["diagnostics"] if (d["code"], d["message"]) not in seen)
+    else:
+        result["probe"] = None
+    result["diagnostics"] = D.sort(diags)
+    result["verdict"] = F.verdict(result["diagnostics"])
+    if result["probe"] is not None and not result["probe"].get("passed"):
+        result["verdict"] = "fail"
+    result["duration"] = round(time.time() - start, 3)
+    return result
+
+
+def main():
+    """Payload entry point: params as JSON on the first line of stdin, result as JSON on stdout."""
+    line = sys.stdin.readline()
+    try:
+        params = json.loads(line) if line.strip() else {}
+    except ValueError as exc:
+        sys.stdout.write(json.dumps({"failed": True, "msg": "metnos_audit: bad parameters: %s" % exc}))
+        return 1
+    try:
+        result = audit_host(params)
+    except M.ManifestError as exc:
+        result = {"failed": True, "msg": "metnos_audit: %s" % exc}
+    sys.stdout.write(json.dumps(result))
+    return 0
