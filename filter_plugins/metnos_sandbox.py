@@ -54,6 +54,24 @@ def sandbox_probe_section(result):
     return _summary.probe_section(result if isinstance(result, dict) else None)
 
 
+def metnos_manifest_source(item):
+    """A metnos_sandbox_manifests entry (controller path, or {file|manifest, invocation}) -> manifest text/mapping."""
+    if isinstance(item, str):
+        path = item
+    elif isinstance(item, dict) and "manifest" in item:
+        return item["manifest"]
+    elif isinstance(item, dict) and "file" in item:
+        path = item["file"]
+    else:
+        raise AnsibleFilterError("metnos_manifest_source: expected a path or a mapping with file/manifest, got %r"
+                                 % (item,))
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8")
+    except (IOError, OSError, UnicodeDecodeError) as exc:
+        raise AnsibleFilterError("metnos_manifest_source: cannot read manifest %s: %s" % (path, exc)) from None
+
+
 def metnos_capabilities(capabilities):
     """A list of capability strings -> parsed dicts (kind, mode, target, arg, network)."""
     if not isinstance(capabilities, list):
@@ -111,6 +129,7 @@ class FilterModule(object):
             "sandbox_service_section": sandbox_service_section,
             "sandbox_probe_section": sandbox_probe_section,
             "metnos_capabilities": metnos_capabilities,
+            "metnos_manifest_source": metnos_manifest_source,
             "metnos_profile": metnos_profile,
             "metnos_argv": metnos_argv,
             "shell_join": shell_join,

@@ -88,7 +88,7 @@ status:
     bwrap_available: {description: bwrap resolved on PATH., type: bool}
     bwrap_path: {description: Absolute path of the resolved bwrap, or null., type: str}
     disabled_via_env: {description: METNOS_SANDBOX is 0/off/no/false (any case)., type: bool}
-    active: {description: Available and not disabled: executors would run sandboxed., type: bool}
+    active: {description: "Available and not disabled: executors would run sandboxed.", type: bool}
   sample: {bwrap_available: true, bwrap_path: /usr/bin/bwrap, disabled_via_env: false, active: true}
 bwrap:
   description: Facts about the resolved binary; empty when bwrap was not found.

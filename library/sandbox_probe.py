@@ -15,7 +15,7 @@ description:
     (bwrap not on the service's PATH, or C(METNOS_SANDBOX) disabling it) it reports
     C(executor_os_sandbox_unavailable) without starting bwrap.
   - Otherwise renders the profile of a manifest (by default a built-in manifest with no
-    capabilities: the strictest profile) and runs it for real with a small Python payload, as the
+    capabilities, the strictest profile) and runs it for real with a small Python payload, as the
     service's user, with bwrap resolved through the service's PATH. Where systemd runs, inside a
     transient unit that carries the service unit's restrictions (C(RestrictNamespaces=),
     C(SystemCallFilter=), C(NoNewPrivileges=), C(ProtectSystem=), C(PrivateTmp=), ...); without

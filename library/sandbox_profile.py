@@ -170,22 +170,6 @@ def build_module():
     )
 
 
-def python_roots(module, python):
-    """sys.path directories of the runtime's interpreter (filtered by the core)."""
-    if not python or not os.path.exists(python):
-        return []
-    rc, out, _err = module.run_command([python, "-c", "import json, sys; print(json.dumps(sys.path))"],
-                                       environ_update=B.C_ENV)
-    if rc != 0:
-        return []
-    try:
-        paths = json.loads(out)
-    except ValueError:
-        return []
-    return sorted(set(os.path.normpath(p) for p in paths if isinstance(p, str) and p.startswith("/")
-                      and os.path.isdir(p)))
-
-
 def write_atomic(module, path, content):
     """Write content to path atomically; return (changed, before)."""
     before = None
@@ -232,9 +216,8 @@ def main():
         path_text = V.path_string("path", p["path"], default=os.environ.get("PATH", ""))
         environment = V.environment("environment", p["environment"], default=dict(os.environ))
         host_over = dict(p["host"] or {})
-        if p["discover_python_roots"] and "python_package_roots" not in host_over:
-            python = host_over.get("python_executable", P.DEFAULT_HOST["python_executable"])
-            host_over["python_package_roots"] = python_roots(module, python)
+        if p["discover_python_roots"]:
+            host_over = P.with_python_roots(host_over, lambda argv: module.run_command(argv, environ_update=B.C_ENV))
         host = P.HostContext(host_over)
     except (V.OptionError, P.ContextError) as exc:
         module.fail_json(msg="sandbox_profile: %s" % exc, code="invalid_option")

@@ -33,11 +33,13 @@ def _quiet_runner(argv, env=None, timeout=30):
     return B.default_runner(argv, env=env, timeout=timeout)
 
 
-def profile_drift(manifests, host_over, profile_dir, status):
-    """Render each manifest now and compare with <profile_dir>/<executor>.args on the host."""
+def profile_drift(manifests, host_over, profile_dir, status, runner=_quiet_runner):
+    """Render each manifest now (as sandbox_profile does) and compare with <profile_dir>/<executor>.args."""
     out = []
+    if not manifests:
+        return out
     try:
-        host = P.HostContext(host_over or {})
+        host = P.HostContext(P.with_python_roots(host_over, runner))
     except P.ContextError as exc:
         return [{"executor": None, "state": "error", "message": str(exc)}]
     for source in manifests or []:
@@ -120,7 +122,7 @@ def audit_host(params, runner=_quiet_runner):
         status = facts["status"]
 
     drift = profile_drift(params.get("manifests"), params.get("host"), params.get("profile_dir") or
-                          "/etc/metnos/sandbox/profiles", status)
+                          "/etc/metnos/sandbox/profiles", status, runner)
     result["profiles"] = drift
     diags.extend(drift_diagnostics(drift))
 

@@ -382,6 +382,23 @@ _CODES = [
        "bwrap needs unprivileged user namespaces.",
        "NoNewPrivileges= and the implying directives, with the bwrap binary's mode.",
        ["Enable unprivileged user namespaces, and install bwrap without setuid (chmod 0755)."]),
+    # ---- fleet audit ----
+    _c("profile_drift", ERROR, "R-SCOPE-3",
+       "A rendered profile differs from its manifest",
+       "The profile on disk is not what the manifest renders today on this host (the manifest, the "
+       "host's paths or the toolkit changed), or no profile was rendered.",
+       "Rendering each manifest on the host and comparing with <profile_dir>/<executor>.args.",
+       ["Re-render the profiles: ansible-playbook playbooks/site.yml --tags metnos_sandbox_profiles"]),
+    _c("bwrap_package_drift", WARNING, "R-DIAG-2",
+       "bwrap package revision differs from the fleet majority",
+       "This host's bubblewrap package revision is not the one most of the fleet runs.",
+       "Comparing the package revision of every audited host.",
+       ["Align the package: apt-get install bubblewrap={majority} (or dnf/pacman equivalent)"]),
+    _c("host_unreachable", ERROR, "R-DIAG-3",
+       "The host could not be audited",
+       "Ansible could not connect to the host, or the audit payload failed there.",
+       "The connection or the payload's exit status.",
+       ["Check connectivity: ansible {host} -m ping", "Re-run the audit for this host: --limit {host}"]),
 ]
 
 REGISTRY = dict((c.code, c) for c in _CODES)

@@ -158,6 +158,32 @@ class HostContext(object):
         return out
 
 
+def discover_python_roots(python, runner):
+    """sys.path directories of the runtime's interpreter, as absolute existing directories.
+    ``runner(argv) -> (rc, out, err)``. Home folders are filtered later by HostContext.base()."""
+    import json
+    if not python or not os.path.exists(python):
+        return []
+    rc, out, _err = runner([python, "-c", "import json, sys; print(json.dumps(sys.path))"])
+    if rc != 0:
+        return []
+    try:
+        paths = json.loads(out)
+    except ValueError:
+        return []
+    return sorted(set(os.path.normpath(p) for p in paths if isinstance(p, str) and p.startswith("/")
+                      and os.path.isdir(p)))
+
+
+def with_python_roots(host_over, runner):
+    """Host overrides completed with the interpreter's package roots (unless given)."""
+    out = dict(host_over or {})
+    if "python_package_roots" not in out:
+        out["python_package_roots"] = discover_python_roots(
+            out.get("python_executable", DEFAULT_HOST["python_executable"]), runner)
+    return out
+
+
 def _is_home(path):
     """A whole home folder (or /home, /root) is never a package root."""
     parts = path.rstrip("/").split("/")

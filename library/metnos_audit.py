@@ -1,0 +1,89 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, annotations, division, print_function
+
+DOCUMENTATION = r"""
+---
+module: metnos_audit
+short_description: Read-only audit of one host's Metnos sandbox, in one round trip
+version_added: "0.1.0"
+description:
+  - Everything the fleet report needs about one host, read-only - the status() quartet, bwrap
+    binary and package, kernel knobs and the smoke test (as M(bwrap_facts)), the service's
+    environment (as M(metnos_service_env) in validate mode), drift of the rendered profiles
+    against what the manifests render today, and the real probe (as M(sandbox_probe)).
+  - Runs as an action plugin that ships the toolkit's core as one compressed payload over the
+    connection (stdin where the connection pipelines, a temp file otherwise), instead of one
+    packaged module per check. This file documents it and is the fallback implementation.
+  - Never changes the host; the result is the same in check mode.
+options:
+  unit: {description: The Metnos service unit; empty to skip service checks., type: str, default: metnos.service}
+  scope: {description: system or user., type: str, default: system, choices: [system, user]}
+  user: {description: With scope=user, the user whose manager runs the unit., type: str}
+  manifests:
+    description: Manifests (mappings or YAML/JSON text) whose profiles are checked for drift.
+    type: list
+    elements: raw
+    default: []
+  host: {description: Host-context overrides (as for sandbox_profile)., type: dict, default: {}}
+  profile_dir:
+    description: Where the rendered profiles live on the host.
+    type: path
+    default: /etc/metnos/sandbox/profiles
+  probe: {description: Run the real probe., type: bool, default: true}
+  probe_timeout: {description: Seconds before the probe is killed., type: float, default: 60}
+  smoke_user: {description: Unprivileged user for the smoke test (default nobody)., type: str}
+  python: {description: Interpreter on the host (default ansible_python_interpreter or /usr/bin/python3)., type: str}
+attributes:
+  check_mode: {support: full}
+  diff_mode: {support: none}
+author:
+  - metnos-sandbox-ops contributors
+"""
+
+EXAMPLES = r"""
+- name: Audit this host
+  metnos_audit:
+    unit: metnos.service
+  register: metnos_audit_result
+"""
+
+RETURN = r"""
+schema: {description: Result schema id (metnos-sandbox-audit/1)., returned: always, type: str}
+verdict: {description: pass, warn or fail., returned: always, type: str}
+bwrap_facts: {description: The bwrap_facts result., returned: always, type: dict}
+service: {description: The metnos_service_env result, or null when the unit is missing., returned: always, type: dict}
+profiles: {description: Per-manifest drift state (in_sync, drift, missing, refused)., returned: always, type: list}
+probe: {description: The sandbox_probe result, or null when not run., returned: always, type: dict}
+diagnostics: {description: All findings, errors first., returned: always, type: list, elements: dict}
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible.module_utils.metnos_sandbox import audit as A
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            unit=dict(type="str", default="metnos.service"),
+            scope=dict(type="str", default="system", choices=["system", "user"]),
+            user=dict(type="str"),
+            manifests=dict(type="list", elements="raw", default=[]),
+            host=dict(type="dict", default={}),
+            profile_dir=dict(type="path", default="/etc/metnos/sandbox/profiles"),
+            probe=dict(type="bool", default=True),
+            probe_timeout=dict(type="float", default=60.0),
+            smoke_user=dict(type="str"),
+            python=dict(type="str"),
+        ),
+        supports_check_mode=True,
+    )
+    result = A.audit_host(module.params)
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()
