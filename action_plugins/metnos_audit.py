@@ -24,11 +24,15 @@ from ansible.plugins.action import ActionBase
 _CORE = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "module_utils",
                                       "metnos_sandbox"))
 _PAYLOAD = None
+MAX_ARG = 120000   # Linux MAX_ARG_STRLEN is 128 KiB per argument
 
 BOOTSTRAP = r'''
 import sys, json, zlib, base64, importlib.abc, importlib.util
-data = open(sys.argv[1], "rb").read() if len(sys.argv) > 1 else sys.stdin.buffer.read()
-head, _sep, blob = data.partition(b"\n")
+if len(sys.argv) > 2:
+    head, blob = sys.argv[1].encode("utf-8"), sys.argv[2].encode("ascii")
+else:
+    data = open(sys.argv[1], "rb").read() if len(sys.argv) > 1 else sys.stdin.buffer.read()
+    head, _sep, blob = data.partition(b"\n")
 src = json.loads(zlib.decompress(base64.b64decode(blob)).decode("utf-8"))
 class Loader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, name, path, target=None):
@@ -101,9 +105,14 @@ class ActionModule(ActionBase):
         data = json.dumps(args).encode("utf-8") + b"\n" + payload()
         boot = "%s -c %s" % (shlex.quote(python), shlex.quote(BOOTSTRAP))
         remote_tmp = None
+        params = json.dumps(args)
         if getattr(self._connection, "has_pipelining", False):
             # one command, the payload on stdin (local, ssh)
             res = self._low_level_execute_command(boot, in_data=data, sudoable=True)
+        elif len(payload()) + len(params) < MAX_ARG:
+            # no pipelining (podman, docker): the payload travels as arguments, nothing is written remotely
+            res = self._low_level_execute_command("%s %s %s" % (boot, shlex.quote(params), payload().decode("ascii")),
+                                                  sudoable=True)
         else:
             remote_tmp = self._make_tmp_path()
             remote_file = self._connection._shell.join_path(remote_tmp, "metnos_audit.payload")

@@ -31,7 +31,11 @@ try:
     obs["tmp_entries"] = sorted(os.listdir("/tmp"))
 except OSError as exc:
     obs["tmp_entries"] = ["error:%d" % exc.errno]
-obs["marker_visible"] = os.path.lexists(spec["marker"]) if spec.get("marker") else None
+try:
+    st = os.stat("/tmp")
+    obs["tmp_id"] = [st.st_dev, st.st_ino]
+except OSError as exc:
+    obs["tmp_id"] = "error:%d" % exc.errno
 try:
     obs["interfaces"] = sorted(name for _i, name in socket.if_nameindex())
 except OSError as exc:
@@ -109,14 +113,19 @@ def expected_absent(profile, candidates, depth=2, limit=60):
     return out
 
 
-def expectations(profile, extra_absent=(), marker=None):
-    """The checks a profile promises, as the spec the payload receives."""
+def host_tmp_id(path="/tmp"):
+    st = os.stat(path)
+    return [st.st_dev, st.st_ino]
+
+
+def expectations(profile, extra_absent=()):
+    """The checks a profile promises, as the spec the payload receives. Writes nothing on the host."""
     ro = [m["dest"] for m in profile["mounts"] if m["kind"] == "ro"]
     rw = [m["dest"] for m in profile["mounts"] if m["kind"] == "rw"]
     net_unshared = "--unshare-net" in (profile.get("argv") or [])
     return {
         "token": uuid.uuid4().hex[:12],
-        "marker": marker,
+        "host_tmp": host_tmp_id(),
         "ro": ro, "rw": rw,
         "absent": expected_absent(profile, list(SENSITIVE) + list(extra_absent)),
         "net_unshared": net_unshared,
@@ -154,8 +163,9 @@ def evaluate(spec, obs, host_ns):
     add("no_pid_namespace", "R-BASE-8", "same as host %s" % host_ns.get("pid"), ns.get("pid"),
         ns.get("pid") == host_ns.get("pid"))
     add("tmp_private_and_empty", "R-BASE-3", [], obs.get("tmp_entries"), obs.get("tmp_entries") == [])
-    if spec.get("marker"):
-        add("host_tmp_hidden", "R-BASE-3", False, obs.get("marker_visible"), obs.get("marker_visible") is False)
+    if spec.get("host_tmp"):
+        add("host_tmp_hidden", "R-BASE-3", "a /tmp other than the host's %s" % spec["host_tmp"], obs.get("tmp_id"),
+            isinstance(obs.get("tmp_id"), list) and obs.get("tmp_id") != spec["host_tmp"])
     for path, result in sorted((obs.get("ro") or {}).items()):
         add("read_only:%s" % path, "R-BASE-1" if not path.startswith("/var/lib/metnos") else "R-CAP-FS",
             "EROFS/EACCES/EPERM", result, result in ("EROFS", "EACCES", "EPERM"))
@@ -165,14 +175,6 @@ def evaluate(spec, obs, host_ns):
         add("hidden:%s" % path, "R-SEC-1", False, present, present is False)
     add("parent_death_signal", "R-BASE-6", 9, obs.get("pdeathsig"), obs.get("pdeathsig") == 9)
     return checks
-
-
-def make_marker(tmpdir="/tmp"):
-    """A file in the host's /tmp that must not be visible inside (private /tmp)."""
-    path = os.path.join(tmpdir, ".metnos-probe-marker-%s" % uuid.uuid4().hex[:12])
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    os.close(fd)
-    return path
 
 
 def run(argv, spec, python, user=None, env=None, timeout=30.0, cwd="/"):
@@ -387,31 +389,24 @@ def probe_service(params, runner):
     extra = list(params.get("extra_absent") or [])
     if user.get("home") and user.get("home") not in ("/", "/nonexistent"):
         extra.append(user["home"])
-    marker = make_marker()
-    try:
-        spec = expectations(prof, extra_absent=extra, marker=marker)
-        context = params.get("context") or "auto"
-        use_systemd = context == "systemd" or (context == "auto" and svc is not None and svc.get("mode") == "systemd")
-        timeout = float(params.get("timeout") or 60)
-        if use_systemd:
-            unit_name = "metnos-probe-%s" % uuid.uuid4().hex[:10]
-            verdict = run_systemd(prof["argv"], spec, python, user, settings, env, timeout, unit_name)
-            out["context"] = ("systemd transient unit %s as %s with the restrictions of %s" %
-                              (unit_name, user.get("name"), unit))
+    spec = expectations(prof, extra_absent=extra)
+    context = params.get("context") or "auto"
+    use_systemd = context == "systemd" or (context == "auto" and svc is not None and svc.get("mode") == "systemd")
+    timeout = float(params.get("timeout") or 60)
+    if use_systemd:
+        unit_name = "metnos-probe-%s" % uuid.uuid4().hex[:10]
+        verdict = run_systemd(prof["argv"], spec, python, user, settings, env, timeout, unit_name)
+        out["context"] = ("systemd transient unit %s as %s with the restrictions of %s" %
+                          (unit_name, user.get("name"), unit))
+    else:
+        run_user = None if user.get("uid") in (None, os.geteuid()) else user
+        verdict = run(prof["argv"], spec, python, user=run_user, env=env, timeout=timeout)
+        if svc is not None and "_env" in svc:
+            out["context"] = ("direct as %s with the service's environment (weaker: the unit's systemd "
+                              "restrictions are not applied)" % user.get("name"))
         else:
-            run_user = None if user.get("uid") in (None, os.geteuid()) else user
-            verdict = run(prof["argv"], spec, python, user=run_user, env=env, timeout=timeout)
-            if svc is not None and "_env" in svc:
-                out["context"] = ("direct as %s with the service's environment (weaker: the unit's systemd "
-                                  "restrictions are not applied)" % user.get("name"))
-            else:
-                out["context"] = "direct as %s in the admin's environment (no service unit%s)" % (
-                    user.get("name"), " %s" % unit if unit else "")
-    finally:
-        try:
-            os.unlink(marker)
-        except OSError:
-            pass
+            out["context"] = "direct as %s in the admin's environment (no service unit%s)" % (
+                user.get("name"), " %s" % unit if unit else "")
     out.update(dict((k, v) for k, v in verdict.items() if k != "diagnostics"))
     diags = list(verdict["diagnostics"])
     if verdict.get("setup_failed") and svc is not None:

@@ -71,13 +71,48 @@ class Host(object):
                 return res
         raise AssertionError("no result (rc=%d): %s %s" % (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:]))
 
+    def snapshot(self):
+        """A fingerprint of the host's persistent files (paths, sizes, mtimes, modes, owners, content hashes of
+        /etc), /tmp included. Excluded: /proc /sys /dev /run (runtime state, not files of the host) and the
+        journal."""
+        script = ("find / -xdev \\( -path /proc -o -path /sys -o -path /dev -o -path /run -o -path /var/log/journal "
+                  "\\) -prune -o -printf '%p %s %T@ %m %U %G\\n' | sort | sha256sum; "
+                  "find /etc /usr/local /srv /home -xdev -type f -exec sha256sum {} + 2>/dev/null | sort | sha256sum")
+        return self.sh(script).stdout
 
-def start_host(prefix="metnos-sys", extra=()):
-    if podman("image", "exists", IMAGE, check=False).returncode != 0:
+
+def bwrap_image():
+    """The Debian image plus bubblewrap (apt, real) and a `metnos` user, committed once and reused."""
+    base_id = podman("image", "inspect", "--format", "{{.Id}}", IMAGE, check=False).stdout.strip()
+    if not base_id:
         pytest.fail("image %s is missing: run scripts/build-images.sh 12 (make test does)" % IMAGE)
+    tag = "localhost/metnos-debian-bwrap:%s" % base_id[:12]
+    if podman("image", "exists", tag, check=False).returncode == 0:
+        return tag
+    host = start_host("metnos-img", image=IMAGE)
+    try:
+        host.sh("DEBIAN_FRONTEND=noninteractive apt-get -qq update && "
+                "DEBIAN_FRONTEND=noninteractive apt-get -qq install -y bubblewrap >/dev/null && apt-get clean",
+                timeout=600)
+        host.sh("useradd --system --create-home --shell /usr/sbin/nologin metnos")
+        podman("commit", "-q", host.name, tag)
+    finally:
+        stop_host(host)
+    return tag
+
+
+
+
+def ansible_env():
+    return dict(PODMAN_ENV, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".ansible", "collections"), ANSIBLE_NOCOLOR="1")
+
+
+def start_host(prefix="metnos-sys", extra=(), image=None):
+    image = image or bwrap_image()
     name = "%s-%s" % (prefix, uuid.uuid4().hex[:8])
     podman("run", "-d", "--name", name, "--hostname", name, "--systemd=always", "--security-opt", "unmask=ALL",
-           *extra, IMAGE, "/sbin/init")
+           *extra, image, "/sbin/init")
     host = Host(name)
     for _ in range(120):
         state = host.sh("systemctl is-system-running 2>/dev/null || true", check=False).stdout.strip()
@@ -98,9 +133,6 @@ def stop_host(host):
 def host():
     h = start_host()
     try:
-        h.sh("DEBIAN_FRONTEND=noninteractive apt-get -qq update && "
-             "DEBIAN_FRONTEND=noninteractive apt-get -qq install -y bubblewrap >/dev/null", timeout=600)
-        h.sh("id metnos >/dev/null 2>&1 || useradd --system --create-home --shell /usr/sbin/nologin metnos")
         yield h
     finally:
         stop_host(h)
