@@ -1,0 +1,52 @@
+"""Verify a converged host for real: package, binary, profiles, the probe's verdict, and a wrapped
+command run as the service user that cannot see /home and has only lo."""
+import json
+import shlex
+
+import pytest
+
+PROFILES = "/etc/metnos/sandbox/profiles"
+
+
+def test_bubblewrap_from_the_distro_package(host):
+    pkg = host.package("bubblewrap")
+    assert pkg.is_installed
+    bwrap = host.file("/usr/bin/bwrap")
+    assert bwrap.user == "root" and bwrap.group == "root"
+    assert bwrap.mode & 0o022 == 0, "bwrap must not be group/world-writable"
+    assert bwrap.mode & 0o4000 == 0, "bwrap must not be setuid"
+
+
+@pytest.mark.parametrize("name", ["read_notes", "export_report", "calendar_sync", "sandbox_probe"])
+def test_profiles_rendered_for_the_example_manifests(host, name):
+    args = host.file("%s/%s.args" % (PROFILES, name))
+    assert args.exists and args.user == "root" and args.mode == 0o644
+    argv = args.content_string.splitlines()
+    assert argv[0].endswith("/bwrap") and "--unshare-user" in argv and "--die-with-parent" in argv
+    doc = json.loads(host.file("%s/%s.json" % (PROFILES, name)).content_string)
+    assert doc["argv"] == argv and all(m["provenance"] for m in doc["mounts"])
+
+
+def test_service_dropin_present_in_enforce_mode(host):
+    dropin = host.file("/etc/systemd/system/metnos.service.d/zz-metnos-sandbox.conf")
+    assert dropin.exists and "Environment=\"PATH=" in dropin.content_string
+    show = host.run("systemctl show -p NeedDaemonReload -p Environment metnos.service").stdout
+    assert "NeedDaemonReload=no" in show and "PATH=" in show
+
+
+def test_probe_verdict_passes(host):
+    res = host.ansible("sandbox_probe", "unit=metnos.service", check=False)
+    assert res["passed"] is True, [c for c in res["checks"] if not c["ok"]] or res["diagnostics"]
+    assert res["context"].startswith("systemd transient unit")
+
+
+def test_wrapped_command_as_service_user_is_isolated(host):
+    argv = host.file("%s/sandbox_probe.args" % PROFILES).content_string.splitlines()
+    sep = argv.index("--")
+    inner = argv[:sep + 1] + ["/bin/sh", "-c", "ls -d /home 2>&1; ls /sys/class/net; cat /proc/net/dev"]
+    cmd = "systemd-run --wait --pipe --quiet --collect -p User=metnos -- %s" % " ".join(shlex.quote(a) for a in inner)
+    out = host.run(cmd)
+    assert out.rc == 0, out.stderr
+    assert "No such file or directory" in out.stdout          # /home is not there
+    devs = [line.split(":")[0].strip() for line in out.stdout.splitlines() if ":" in line and "|" not in line]
+    assert devs == ["lo"], out.stdout                          # only loopback in its network namespace
