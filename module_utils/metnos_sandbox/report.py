@@ -83,9 +83,17 @@ def _host_entry(name, res):
 
 
 def build(results, generated=None, warnings_as_failures=False):
-    """The report document (the JSON schema's instance)."""
+    """The report document (the JSON schema's instance) from {host: task result}."""
+    return build_from_hosts([_host_entry(name, results[name]) for name in sorted(results)], generated,
+                            warnings_as_failures)
+
+
+def build_from_hosts(hosts, generated=None, warnings_as_failures=False):
+    """The report document from normalised host records (also used to merge reports)."""
     generated = generated or datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
-    hosts = [_host_entry(name, results[name]) for name in sorted(results)]
+    hosts = sorted(hosts, key=lambda h: h["host"])
+    for h in hosts:   # drop a previous run's fleet-relative finding before recomputing it
+        h["diagnostics"] = [d for d in h["diagnostics"] if d["code"] != "bwrap_package_drift"]
     revisions = {}
     for h in hosts:
         rev = (h.get("bwrap") or {}).get("revision")
