@@ -4,7 +4,7 @@ VENV ?= $(CURDIR)/.venv
 export PATH := $(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: run check audit test lint unit integration molecule docs clean
+.PHONY: run check audit test lint unit integration system molecule docs clean
 
 ## run: set up the venv and provision this host (playbooks/site.yml), ending with a summary
 run:
@@ -32,3 +32,8 @@ docs:
 
 clean:
 	rm -rf $(VENV) .ansible .pytest_cache
+
+## audit: the read-only fleet audit, reports in ./reports
+audit:
+	@scripts/bootstrap.sh
+	ansible-playbook playbooks/audit.yml $(ARGS)
