@@ -23,12 +23,16 @@ for s in "${scenarios[@]}"; do
     fault) scripts/build-images.sh 12 ;;
     *)
       missing=""
+      why=""
       for img in $(awk '/^ +image:/ {print $2}' "molecule/$s/molecule.yml"); do
         podman image exists "$img" && continue
-        timeout 120 podman pull -q "$img" >/dev/null 2>&1 || missing="$missing $img"
+        if ! err=$(timeout 120 podman pull -q "$img" 2>&1 >/dev/null); then
+          missing="$missing $img"
+          why=$(printf '%s\n' "$err" | tail -n1 | sed 's/.*: //')
+        fi
       done
       if [ -n "$missing" ]; then
-        echo "SKIP molecule/$s: image unavailable:$missing (its registry cannot be reached from this machine)"
+        echo "SKIP molecule/$s: image unavailable:$missing (${why:-pull failed}); run it where the registry is reachable"
         skipped=$((skipped + 1))
         continue
       fi

@@ -1,0 +1,86 @@
+"""Service-environment checks on real directories of this host (PATH safety, lookup as the
+service user, restriction diagnostics, the enforce drop-in)."""
+import os
+import pwd
+import shutil
+import tempfile
+
+import pytest
+
+from metnos_sandbox import service_env as S
+
+NOBODY = pwd.getpwnam("nobody")
+USER = {"name": "nobody", "uid": NOBODY.pw_uid, "gid": NOBODY.pw_gid, "groups": [NOBODY.pw_gid]}
+
+
+@pytest.fixture
+def tree():
+    root = tempfile.mkdtemp(prefix="metnos-svc-", dir="/var/tmp")
+    os.chmod(root, 0o755)
+    yield root
+    shutil.rmtree(root)
+
+
+def fake_bwrap(directory, mode=0o755):
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, "bwrap")
+    with open(path, "w") as handle:
+        handle.write("#!/bin/sh\n")
+    os.chmod(path, mode)
+    return path
+
+
+def test_world_writable_dir_before_bwrap_is_unsafe(tree):
+    evil = os.path.join(tree, "evil")
+    fake_bwrap(evil)
+    os.chmod(evil, 0o777)
+    path = "%s:/usr/bin" % evil
+    resolved = S.which_as("bwrap", path, USER)
+    assert resolved == os.path.join(evil, "bwrap")
+    diags = S.path_diagnostics(path, resolved, "metnos.service")
+    assert [d["code"] for d in diags] == ["service_path_unsafe"]
+    assert "writable by group or others" in diags[0]["message"]
+
+
+def test_relative_and_empty_entries_are_unsafe():
+    diags = S.path_diagnostics(":/usr/bin:bin", "/usr/bin/bwrap", "metnos.service")
+    assert [d["code"] for d in diags] == ["service_path_unsafe"]
+    assert "entry 0 ''" in diags[0]["message"] and "entry 2 'bin'" in diags[0]["message"]
+
+
+def test_clean_system_path_is_safe():
+    assert S.path_diagnostics("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin", "/usr/bin/bwrap", "m") == []
+
+
+def test_lookup_uses_the_service_users_permissions(tree):
+    private = os.path.join(tree, "private")
+    fake_bwrap(private)
+    os.chmod(private, 0o700)                    # root can search it, nobody cannot
+    assert S.which_as("bwrap", private, {"uid": 0, "groups": [0]}) == os.path.join(private, "bwrap")
+    assert S.which_as("bwrap", private, USER) is None
+    noexec = os.path.join(tree, "noexec")
+    fake_bwrap(noexec, mode=0o744)              # not executable by others
+    assert S.which_as("bwrap", noexec, USER) is None
+
+
+def test_restriction_diagnostics_name_the_directive():
+    codes = lambda s, info=None: [d["code"] for d in S.restriction_diagnostics(s, "metnos.service", info)]  # noqa: E731
+    assert codes({"RestrictNamespaces": ["yes"]}) == ["unit_blocks_namespaces"]
+    assert codes({"SystemCallFilter": ["@system-service"]}) == ["unit_syscall_filter_blocks_bwrap"]
+    assert codes({"ProcSubset": "pid"}) == ["unit_proc_subset_pid"]
+    warn = S.restriction_diagnostics({"DynamicUser": "yes"}, "m", {"version": "0.8.0"})
+    assert [(d["code"], d["severity"]) for d in warn] == [("unit_restrict_suidsgid", "warning")]
+    err = S.restriction_diagnostics({"RestrictSUIDSGID": "yes"}, "m", {"version": "0.12.0"})
+    assert [(d["code"], d["severity"]) for d in err] == [("unit_restrict_suidsgid", "error")]
+    assert codes({"NoNewPrivileges": "yes"}, {"setuid": True, "path": "/usr/bin/bwrap"}) == \
+        ["unit_no_new_privileges_setuid"]
+    assert codes({"RestrictNamespaces": ["user mnt ipc uts net"], "SystemCallFilter": ["@system-service @mount"]}) == []
+    fix = S.restriction_diagnostics({"RestrictNamespaces": ["yes"]}, "metnos.service")[0]["remediation"]
+    assert any("RestrictNamespaces=user mnt ipc uts net" in step for step in fix)
+
+
+def test_enforce_dropin_content():
+    text = S.desired_dropin({"METNOS_SANDBOX": "Off", "PATH": "/x"}, "/usr/sbin:/usr/bin", "metnos.service")
+    assert 'Environment="PATH=/usr/sbin:/usr/bin"' in text and "UnsetEnvironment=METNOS_SANDBOX" in text
+    text = S.desired_dropin({"METNOS_SANDBOX": "1"}, "/usr/bin", "metnos.service")
+    assert "UnsetEnvironment" not in text
