@@ -55,11 +55,13 @@ def sandbox_probe_section(result):
 
 
 def metnos_manifest_source(item):
-    """A metnos_sandbox_manifests entry (controller path, or {file|manifest, invocation}) -> manifest text/mapping."""
+    """A metnos_sandbox_manifests entry (controller path, or {file|manifest, invocation}) -> the manifest
+    as a mapping, parsed here on the controller so that managed hosts need no YAML library.
+    Text that does not parse is passed on unchanged: the module then refuses it with its own code."""
+    if isinstance(item, dict) and "manifest" in item:
+        return item["manifest"]
     if isinstance(item, str):
         path = item
-    elif isinstance(item, dict) and "manifest" in item:
-        return item["manifest"]
     elif isinstance(item, dict) and "file" in item:
         path = item["file"]
     else:
@@ -67,9 +69,20 @@ def metnos_manifest_source(item):
                                  % (item,))
     try:
         with open(path, "rb") as handle:
-            return handle.read().decode("utf-8")
-    except (IOError, OSError, UnicodeDecodeError) as exc:
+            data = handle.read()
+    except (IOError, OSError) as exc:
         raise AnsibleFilterError("metnos_manifest_source: cannot read manifest %s: %s" % (path, exc)) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise AnsibleFilterError("metnos_manifest_source: %s is refused (manifest_not_utf8): byte %d is not valid "
+                                 "UTF-8; manifests are UTF-8 text" % (path, exc.start)) from None
+    try:
+        import yaml
+        parsed = yaml.safe_load(text)
+    except Exception:
+        return text      # the module refuses it with manifest_parse_error, naming the problem
+    return parsed if isinstance(parsed, dict) else text
 
 
 def metnos_capabilities(capabilities):
