@@ -1,0 +1,52 @@
+"""The filter plugins: thin faces over the core, with errors that name the filter and the value."""
+import importlib.util
+import os
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+spec = importlib.util.spec_from_file_location("mfilters", os.path.join(ROOT, "filter_plugins", "metnos_sandbox.py"))
+F = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(F)
+
+
+def test_filters_registered():
+    assert set(F.FilterModule().filters()) >= {"metnos_capabilities", "metnos_profile", "metnos_argv", "shell_join",
+                                               "metnos_manifest_source", "sandbox_summary"}
+
+
+def test_capabilities_and_argv():
+    caps = F.metnos_capabilities(["fs:read:/srv/x/**", "net:http"])
+    assert [c["kind"] for c in caps] == ["fs", "network"] and caps[1]["network"] is True
+    argv = F.metnos_argv({"name": "x", "origin": "o", "capabilities": []})
+    assert argv[0] == "bwrap" and "--unshare-net" in argv
+    assert F.shell_join(["a b", "c"]) == "'a b' c"
+
+
+@pytest.mark.parametrize("call,text", [
+    (lambda: F.metnos_capabilities("net:http"), "expected a list"),
+    (lambda: F.metnos_capabilities(["fs:exec:/x"]), "capability_unknown"),
+    (lambda: F.metnos_argv({"name": "x", "origin": "o", "capabilities": ["fs:write:/**"]}), "scope_too_broad"),
+    (lambda: F.metnos_profile(5), "expected a manifest"),
+    (lambda: F.metnos_profile({"name": "x", "origin": "o"}, host={"bad_key": 1}), "bad_key"),
+    (lambda: F.shell_join("abc"), "expected a list of strings"),
+])
+def test_errors_name_filter_and_value(call, text):
+    with pytest.raises(AnsibleFilterError, match=text):
+        call()
+
+
+def test_manifest_source_parses_on_the_controller(tmp_path):
+    good = tmp_path / "m.yml"
+    good.write_text("name: x\norigin: o\ncapabilities: [net:a]\n")
+    assert F.metnos_manifest_source(str(good))["name"] == "x"
+    assert F.metnos_manifest_source({"file": str(good), "invocation": {}})["origin"] == "o"
+    assert F.metnos_manifest_source({"manifest": {"name": "y"}}) == {"name": "y"}
+    bad = tmp_path / "bad.yml"
+    bad.write_bytes(b"name: caf\xe9\n")
+    with pytest.raises(AnsibleFilterError, match="manifest_not_utf8"):
+        F.metnos_manifest_source(str(bad))
+    broken = tmp_path / "broken.yml"
+    broken.write_text("name: [unclosed\n")
+    assert F.metnos_manifest_source(str(broken)) == "name: [unclosed\n"   # the module refuses it with its code
