@@ -40,13 +40,23 @@ def test_probe_verdict_passes(host):
     assert res["context"].startswith("systemd transient unit")
 
 
-def test_wrapped_command_as_service_user_is_isolated(host):
+def _wrapped(host, script):
+    """Run `script` inside the rendered strict profile, as the service user (systemd-run)."""
     argv = host.file("%s/sandbox_probe.args" % PROFILES).content_string.splitlines()
-    sep = argv.index("--")
-    inner = argv[:sep + 1] + ["/bin/sh", "-c", "ls -d /home 2>&1; ls /sys/class/net; cat /proc/net/dev"]
-    cmd = "systemd-run --wait --pipe --quiet --collect -p User=metnos -- %s" % " ".join(shlex.quote(a) for a in inner)
-    out = host.run(cmd)
+    inner = argv[:argv.index("--") + 1] + ["/bin/sh", "-c", script]
+    return host.run("systemd-run --wait --pipe --quiet --collect -p User=metnos -- %s"
+                    % " ".join(shlex.quote(a) for a in inner))
+
+
+def test_wrapped_command_as_service_user_cannot_see_home(host):
+    out = _wrapped(host, "id -un; ls -d /home /root 2>&1 || true")
     assert out.rc == 0, out.stderr
-    assert "No such file or directory" in out.stdout          # /home is not there
-    devs = [line.split(":")[0].strip() for line in out.stdout.splitlines() if ":" in line and "|" not in line]
-    assert devs == ["lo"], out.stdout                          # only loopback in its network namespace
+    assert out.stdout.splitlines()[0] == "metnos"
+    assert "/home': No such file or directory" in out.stdout and "/root': No such file or directory" in out.stdout
+
+
+def test_wrapped_command_as_service_user_has_only_loopback(host):
+    out = _wrapped(host, "tail -n +3 /proc/net/dev")
+    assert out.rc == 0, out.stderr
+    devs = sorted(line.split(":")[0].strip() for line in out.stdout.splitlines() if line.strip())
+    assert devs == ["lo"], out.stdout
