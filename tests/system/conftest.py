@@ -76,7 +76,7 @@ class Host(object):
         /etc), /tmp included. Excluded: /proc /sys /dev /run (runtime state, not files of the host) and the
         journal."""
         script = ("find / -xdev \\( -path /proc -o -path /sys -o -path /dev -o -path /run -o -path /var/log/journal "
-                  "\\) -prune -o -printf '%p %s %T@ %m %U %G\\n' | sort | sha256sum; "
+                  "\\) -prune -o -printf '%p %s %T@ %m %U %G\\n' | sort -S 64M | sha256sum; "
                   "find /etc /usr/local /srv /home -xdev -type f -exec sha256sum {} + 2>/dev/null | sort | sha256sum")
         return self.sh(script).stdout
 
