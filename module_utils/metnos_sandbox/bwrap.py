@@ -70,12 +70,11 @@ def unsafe_entries(path_text):
     return out
 
 
-def which(name, path_text, cwd="/"):
-    """Resolve ``name`` through ``path_text`` as execvp would.
+def path_candidates(name, path_text, cwd="/"):
+    """(path, stat) of each regular file called ``name`` along PATH, in execvp order.
 
-    Relative and empty entries are resolved against ``cwd`` (they *are* used by
-    execvp and by Python's shutil.which; ``unsafe_entries`` reports them).
-    Returns the absolute path found, or None.
+    Relative and empty entries are resolved against ``cwd`` (they *are* used by execvp and
+    by Python's shutil.which; ``unsafe_entries`` reports them).
     """
     for entry in split_path(path_text):
         directory = entry or "."
@@ -86,7 +85,14 @@ def which(name, path_text, cwd="/"):
             st = os.stat(candidate)
         except OSError:
             continue
-        if stat.S_ISREG(st.st_mode) and os.access(candidate, os.X_OK):
+        if stat.S_ISREG(st.st_mode):
+            yield candidate, st
+
+
+def which(name, path_text, cwd="/"):
+    """Resolve ``name`` through ``path_text`` as execvp would, for the current user; None if absent."""
+    for candidate, _st in path_candidates(name, path_text, cwd):
+        if os.access(candidate, os.X_OK):
             return candidate
     return None
 

@@ -180,20 +180,9 @@ def _can(st, user, bit_user, bit_group, bit_other):
 
 def which_as(name, path_text, user, cwd="/"):
     """Resolve ``name`` through ``path_text`` with ``user``'s permissions (search and execute bits)."""
-    for entry in B.split_path(path_text):
-        directory = entry or "."
-        if not directory.startswith("/"):
-            directory = os.path.join(cwd or "/", directory)
-        candidate = os.path.normpath(os.path.join(directory, name))
-        try:
-            st = os.stat(candidate)
-        except OSError:
-            continue
-        if not stat.S_ISREG(st.st_mode):
-            continue
-        if not _searchable(os.path.dirname(candidate), user):
-            continue
-        if _can(st, user, stat.S_IXUSR, stat.S_IXGRP, stat.S_IXOTH):
+    for candidate, st in B.path_candidates(name, path_text, cwd):
+        if _searchable(os.path.dirname(candidate), user) and _can(st, user, stat.S_IXUSR, stat.S_IXGRP,
+                                                                   stat.S_IXOTH):
             return candidate
     return None
 
