@@ -128,7 +128,8 @@ def ssh_fleet(k, tmp):
     os.chmod(authorized, 0o600)
     hostkey = os.path.join(tmp, "hostkey")
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", hostkey], check=True)
-    sh = ["ip link add mbr0 type bridge", "ip addr add 10.231.0.1/24 dev mbr0", "ip link set mbr0 up"]
+    sh = ["mkdir -p /run/sshd", "ip link add mbr0 type bridge", "ip addr add 10.231.0.1/24 dev mbr0",
+          "ip link set mbr0 up"]
     hosts = []
     for i in range(k):
         ns, addr = "mso%d" % i, "10.231.0.%d" % (i + 10)
@@ -139,13 +140,19 @@ def ssh_fleet(k, tmp):
                "-o PermitRootLogin=prohibit-password -o PidFile=%s/sshd-%d.pid -o StrictModes=no"
                % (ns, addr, hostkey, authorized, tmp, i)]
         hosts.append(("ssh%02d" % i, addr, key))
-    subprocess.run(["sh", "-ec", "\n".join(sh)], check=True)
-
     def cleanup():
-        cmds = ["kill $(cat %s/sshd-%d.pid) 2>/dev/null || true" % (tmp, i) for i in range(k)]
+        # every process in the namespaces: sshd and its sessions (ssh ControlPersist keeps them alive)
+        cmds = ["ip netns pids mso%d 2>/dev/null | xargs -r kill -9" % i for i in range(k)] + ["sleep 0.3"]
+        cmds += ["ip link del v%d 2>/dev/null || true" % i for i in range(k)]
         cmds += ["ip netns del mso%d 2>/dev/null || true" % i for i in range(k)]
         cmds += ["ip link del mbr0 2>/dev/null || true"]
         subprocess.run(["sh", "-c", "\n".join(cmds)])
+    cleanup()   # leftovers of an interrupted run
+    try:
+        subprocess.run(["sh", "-ec", "\n".join(sh)], check=True)
+    except subprocess.CalledProcessError:
+        cleanup()
+        raise
     time.sleep(1)
     return hosts, cleanup
 
@@ -177,6 +184,8 @@ def main():
                     wall, cpu, proc = fn()
                     if name != "ours" and proc.returncode != 0:
                         raise SystemExit("%s failed at N=%d: %s" % (name, n, proc.stdout[-2000:] + proc.stderr[-2000:]))
+                    if name == "ours":
+                        row["ours_summary"] = _summary(proc.stdout)
                     walls.append(wall)
                     cpus.append(cpu)
                 row[name] = (statistics.median(walls), statistics.median(cpus))
@@ -188,7 +197,9 @@ def main():
                 inv = os.path.join(tmp, "inv-ssh.yml")
                 inventory(inv, 0, hosts)
                 row = {"N": "%d ssh" % args.ssh}
-                row["ours"] = run_ours(inv, args.forks, os.path.join(tmp, "reports"))[:2]
+                wall, cpu, proc = run_ours(inv, args.forks, os.path.join(tmp, "reports"))
+                row["ours"] = (wall, cpu)
+                row["ours_summary"] = _summary(proc.stdout)
                 row["naive"] = run_naive(inv, args.forks, tmp)[:2]
                 row["floor"] = run_floor(args.ssh, tmp)[:2]
                 rows.append(row)
@@ -197,6 +208,14 @@ def main():
                 cleanup()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _summary(stdout):
+    """The audit's own fleet line, e.g. '10 hosts: 0 pass, 10 warn, 0 fail, 0 unreachable'."""
+    for line in stdout.splitlines():
+        if " hosts: " in line and "unreachable" in line:
+            return line.strip().strip('",')
+    return "no summary (audit failed?)"
 
 
 def fmt(row):
@@ -208,6 +227,8 @@ def fmt(row):
         parts.append("naive/ours %.1fx" % (row["naive"][0] / row["ours"][0]))
     if "ours" in row and "floor" in row:
         parts.append("ours/floor %.2fx" % (row["ours"][0] / row["floor"][0]))
+    if row.get("ours_summary"):
+        parts.append("audit: %s" % row["ours_summary"])
     return " | ".join(parts)
 
 
