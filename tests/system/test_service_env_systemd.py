@@ -159,3 +159,10 @@ def test_enforce_check_diff_then_fix_idempotent_with_backup(units):
     assert "# local edit" in units.sh("cat %s" % res["dropin"]["backup"]).stdout   # nothing lost
     vendor = units.sh("cat /etc/systemd/system/metnos-enf.service").stdout
     assert "EnvironmentFile=/etc/metnos/enf.env" in vendor                      # unit untouched
+
+
+def test_shadowing_bwrap_is_a_mismatch_too(units):
+    """The 'unsafe' unit resolves the planted /srv/evil/bwrap: not the package-owned binary."""
+    res = units.module("metnos_service_env", {"unit": "metnos-unsafe.service"})
+    assert res["bwrap_resolved"] == "/srv/evil/bwrap"
+    assert {"service_path_unsafe", "service_bwrap_mismatch"} <= set(codes(res))
