@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run the Molecule scenarios: scripts/molecule.sh [debian] [fault] [fedora] [arch]
+# Run the Molecule scenarios: scripts/molecule.sh [debian] [fault] [fedora] [arch] [ubuntu]
 # Debian images are built locally (debootstrap); Fedora/Arch need their registries: where an image
 # cannot be had, the scenario is skipped with one line saying why (it neither fails nor passes).
 set -euo pipefail
@@ -10,7 +10,7 @@ export CONTAINERS_CONF="${CONTAINERS_CONF:-$here/tests/podman/containers.conf}"
 export ANSIBLE_COLLECTIONS_PATH="$here/.ansible/collections"
 export MOLECULE_NO_LOG=false
 scenarios=("$@")
-[ ${#scenarios[@]} -eq 0 ] && scenarios=(debian fault fedora arch)
+[ ${#scenarios[@]} -eq 0 ] && scenarios=(debian fault fedora arch ubuntu)
 "$here/scripts/install-collections.sh" "$(command -v python)"
 # ~5 inotify instances per systemd container; the default 128 is shared by all rootful containers.
 if [ "$(cat /proc/sys/fs/inotify/max_user_instances 2>/dev/null || echo 1024)" -lt 512 ]; then
