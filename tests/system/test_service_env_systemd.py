@@ -2,6 +2,7 @@
 unit, none from a clean one; the offline parser proven equal to systemd on a corpus; enforce
 mode with check/diff, idempotence and backups."""
 import pytest
+from corpus.systemd_units import CORPUS
 
 CLEAN = "[Service]\nUser=metnos\nExecStart=/bin/sleep infinity\n"
 
@@ -100,31 +101,17 @@ def test_setuid_bwrap_with_no_new_privileges(units):
     assert "unit_no_new_privileges_setuid" in codes(res)
 
 
-PARITY = {
-    "p1": ("[Service]\nEnvironment=\"A=1 2\" B=3 'C=x y'\nEnvironment=D=tab\\there E=\\x41\\101\n"
-           "Environment=F=1 \\\n# inside a continuation\n  G=2\nEnvironment=METNOS_SANDBOX= 0\n"
-           "EnvironmentFile=/etc/metnos/p1.env\nUnsetEnvironment=K\nExecStart=/bin/sleep infinity\n",
-           {"/etc/metnos/p1.env": "# c\nH = spaced  \nI=\"q \\\"x\\\" \\\\y\"\nJ='lit\\n'\nK=gone\n"
-                                  "L=one\\\ntwo\nB=from-file\n",
-            "/etc/systemd/system/metnos-p1.service.d/10-a.conf": "[Service]\nEnvironment=M=dropin\n",
-            "/etc/systemd/system/metnos-.service.d/20-prefix.conf": "[Service]\nEnvironment=N=prefix\n",
-            "/run/systemd/system/metnos-p1.service.d/10-a.conf": "[Service]\nEnvironment=M=masked-by-etc\n"}),
-    "p2": ("[Service]\nEnvironment=A=1 B=2\nExecStart=/bin/sleep infinity\n",
-           {"/etc/systemd/system/metnos-p2.service.d/50-reset.conf": "[Service]\nEnvironment=\nEnvironment=C=3\n"}),
-    "p3": ("[Service]\nEnvironment=PATH=/usr/bin:/bin METNOS_SANDBOX=1\nEnvironmentFile=-/etc/metnos/none\n"
-           "EnvironmentFile=/etc/metnos/p3.env\nUnsetEnvironment=METNOS_SANDBOX=off\nExecStart=/bin/sleep infinity\n",
-           {"/etc/metnos/p3.env": "METNOS_SANDBOX=off\nPATH=/usr/sbin:/usr/bin\r\n"}),
-}
 SYSTEMD_ADDS = {"INVOCATION_ID", "JOURNAL_STREAM", "SYSTEMD_EXEC_PID", "LANG", "LANGUAGE", "LC_ALL", "container",
                 "TERM", "HOME", "USER", "LOGNAME", "SHELL", "MANAGERPID", "NOTIFY_SOCKET", "MAINPID",
                 "MEMORY_PRESSURE_WATCH", "MEMORY_PRESSURE_WRITE", "CREDENTIALS_DIRECTORY", "RUNTIME_DIRECTORY"}
 
 
-@pytest.mark.parametrize("name", sorted(PARITY))
+@pytest.mark.parametrize("name", sorted(CORPUS))
 def test_offline_parser_equals_systemd(units, name):
-    """The real environment of a started unit (/proc/MainPID/environ) equals the disk parse."""
-    text, files = PARITY[name]
-    install(units, name, text, files)
+    """The real environment of a started unit (/proc/MainPID/environ) equals the disk parse, for
+    every case of the corpus the unit tests parse offline (tests/corpus/systemd_units.py)."""
+    case = CORPUS[name]
+    install(units, name, case["unit"], case["files"])
     units.sh("systemctl daemon-reload && systemctl restart metnos-%s.service" % name)
     pid = units.sh("systemctl show -p MainPID --value metnos-%s.service" % name).stdout.strip()
     raw = units.sh("cat /proc/%s/environ" % pid).stdout
@@ -135,6 +122,7 @@ def test_offline_parser_equals_systemd(units, name):
     real = dict((k, v) for k, v in real.items() if k not in SYSTEMD_ADDS)
     ours = dict((k, v) for k, v in ours.items() if k not in SYSTEMD_ADDS)
     assert ours == real
+    assert dict((k, real[k]) for k in case["expected"]) == case["expected"]   # the corpus records systemd
 
 
 def test_enforce_check_diff_then_fix_idempotent_with_backup(units):

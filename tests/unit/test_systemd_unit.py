@@ -1,9 +1,10 @@
-"""The offline unit parser against a corpus of unit files (tests/data/units/*), built in a tmp
-root. The same corpus is compared with `systemctl show` inside a real systemd container by
-tests/system/test_systemd_parity.py."""
+"""The offline unit parser: focused cases here, plus the shared corpus (tests/corpus/systemd_units.py)
+whose expected environments tests/system/test_service_env_systemd.py proves against a real systemd
+(the environment of the started unit's process)."""
 import os
 
 import pytest
+from corpus.systemd_units import CORPUS
 
 from metnos_sandbox import service_env as S
 from metnos_sandbox import systemd_unit as U
@@ -172,3 +173,16 @@ def test_restrict_namespaces_semantics(lines, missing):
 ])
 def test_syscall_filter_semantics(lines, blocked):
     assert S.syscalls_blocked(lines) == blocked
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_shared_corpus_offline(tmp_path, name):
+    case = CORPUS[name]
+    for path, text in case["files"].items():
+        write(tmp_path, path, text)
+    write(tmp_path, "/etc/systemd/system/metnos-%s.service" % name, case["unit"])
+    state = U.load_unit("metnos-%s.service" % name, root=str(tmp_path))
+    env, _prov, _problems = U.compose_environment(state, str(tmp_path), {}, "DEFAULT")
+    if env.get("PATH") == "DEFAULT":
+        env.pop("PATH")
+    assert env == case["expected"]
