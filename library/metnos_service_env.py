@@ -179,26 +179,20 @@ def build_module():
     )
 
 
-def _runner(module):
-    def run(argv, env=None, timeout=30):
-        return module.run_command(argv, environ_update=B.C_ENV)
-    return run
-
-
 def _systemctl(module, scope, user, *args):
-    return _runner(module)(S.systemctl_argv(scope, user, *args))
+    return B.module_runner(module)(S.systemctl_argv(scope, user, *args))
 
 
 def gather(module, p, exclude=()):
     try:
-        return S.gather(p, _runner(module), exclude)
+        return S.gather(p, B.module_runner(module), exclude)
     except S.SystemctlError as exc:
         module.fail_json(msg="metnos_service_env: %s" % exc, code="systemctl_failed")
 
 
 def evaluate(module, p):
     try:
-        return S.inspect(p, _runner(module))
+        return S.inspect(p, B.module_runner(module))
     except S.SystemctlError as exc:
         module.fail_json(msg="metnos_service_env: %s" % exc, code="systemctl_failed")
 

@@ -155,9 +155,7 @@ def main():
     module = build_module()
     p = dict(module.params)
 
-    def runner(argv, env=None, timeout=30):
-        return module.run_command(argv, environ_update=B.C_ENV)
-
+    runner = B.module_runner(module)
     try:
         if p["unit"] and not U.valid_unit_name(p["unit"]):
             raise ValueError("unit: %r is not a unit name like metnos.service" % p["unit"])

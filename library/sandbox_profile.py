@@ -217,7 +217,7 @@ def main():
         environment = V.environment("environment", p["environment"], default=dict(os.environ))
         host_over = dict(p["host"] or {})
         if p["discover_python_roots"]:
-            host_over = P.with_python_roots(host_over, lambda argv: module.run_command(argv, environ_update=B.C_ENV))
+            host_over = P.with_python_roots(host_over, B.module_runner(module))
         host = P.HostContext(host_over)
     except (V.OptionError, P.ContextError) as exc:
         module.fail_json(msg="sandbox_profile: %s" % exc, code="invalid_option")

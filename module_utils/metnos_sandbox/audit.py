@@ -5,23 +5,19 @@
 
 bwrap state and kernel knobs (facts.gather), the service environment (service_env.inspect),
 drift of the rendered profiles against what is on disk (profile.render), and the real probe
-(probe.probe_service). Nothing here writes to the host except the probe's own temporary
-marker file, which it removes.
+(probe.probe_service). Nothing here writes to the host.
 
-``main()`` is the entry point of the self-contained payload that the metnos_audit action
-plugin ships over the connection (see action_plugins/metnos_audit.py).
+``audit_host()`` is what the self-contained payload of the metnos_audit action plugin calls on
+the host (see action_plugins/metnos_audit.py).
 """
 from __future__ import absolute_import, annotations, division, print_function
 
-import json
 import os
-import sys
 import time
 
 from . import bwrap as B
 from . import diagnostics as D
 from . import facts as F
-from . import manifest as M
 from . import probe as PR
 from . import profile as P
 from . import service_env as S
@@ -29,11 +25,7 @@ from . import service_env as S
 SCHEMA = "metnos-sandbox-audit/1"
 
 
-def _quiet_runner(argv, env=None, timeout=30):
-    return B.default_runner(argv, env=env, timeout=timeout)
-
-
-def profile_drift(manifests, host_over, profile_dir, status, runner=_quiet_runner):
+def profile_drift(manifests, host_over, profile_dir, status, runner=B.default_runner):
     """Render each manifest now (as sandbox_profile does) and compare with <profile_dir>/<executor>.args."""
     out = []
     if not manifests:
@@ -85,7 +77,7 @@ def drift_diagnostics(drift):
     return out
 
 
-def audit_host(params, runner=_quiet_runner):
+def audit_host(params, runner=B.default_runner):
     """The whole per-host audit. ``params``: unit, scope, user, manifests (list of mappings),
     host (overrides), profile_dir, probe (bool), probe_timeout, smoke_user."""
     start = time.time()
@@ -142,19 +134,3 @@ def audit_host(params, runner=_quiet_runner):
         result["verdict"] = "fail"
     result["duration"] = round(time.time() - start, 3)
     return result
-
-
-def main():
-    """Payload entry point: params as JSON on the first line of stdin, result as JSON on stdout."""
-    line = sys.stdin.readline()
-    try:
-        params = json.loads(line) if line.strip() else {}
-    except ValueError as exc:
-        sys.stdout.write(json.dumps({"failed": True, "msg": "metnos_audit: bad parameters: %s" % exc}))
-        return 1
-    try:
-        result = audit_host(params)
-    except M.ManifestError as exc:
-        result = {"failed": True, "msg": "metnos_audit: %s" % exc}
-    sys.stdout.write(json.dumps(result))
-    return 0

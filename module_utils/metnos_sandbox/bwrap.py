@@ -50,6 +50,13 @@ def default_runner(argv, env=None, timeout=30):
             proc.stderr.decode("utf-8", "replace"))
 
 
+def module_runner(module):
+    """A runner (argv -> (rc, stdout, stderr)) over AnsibleModule.run_command, with a C locale."""
+    def run(argv, env=None, timeout=30):
+        return module.run_command(argv, environ_update=C_ENV)
+    return run
+
+
 # --------------------------------------------------------------------------- PATH
 
 def split_path(path_text):

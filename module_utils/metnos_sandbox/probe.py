@@ -255,14 +255,15 @@ def systemd_run_argv(unit_name, user, settings, env, timeout):
     return argv
 
 
+_SYSTEMD_RUN_LINES = ("Running as unit", "Finished with result:", "Main processes terminated with:",
+                      "Service runtime:", "CPU time consumed:", "Memory peak:", "Press ^]")
+
+
 def _strip_systemd_run(stderr):
     """Separate systemd-run's own report lines from the command's stderr."""
     keep, info = [], {}
     for line in stderr.splitlines():
-        if line.startswith("Running as unit:") or line.startswith("Finished with result:") or \
-                line.startswith("Main processes terminated with:") or line.startswith("Service runtime:") or \
-                line.startswith("CPU time consumed:") or line.startswith("Memory peak:") or \
-                line.startswith("Press ^]") or line.startswith("Running as unit"):
+        if line.startswith(_SYSTEMD_RUN_LINES):
             if line.startswith("Finished with result:"):
                 info["result"] = line.split(":", 1)[1].strip()
             if line.startswith("Main processes terminated with:"):

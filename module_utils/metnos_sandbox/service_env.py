@@ -266,9 +266,13 @@ def read_live_environ(pid, proc="/proc"):
     return env
 
 
-def evaluate(unit, state, env, prov, problems, mode, admin_path, bwrap_info=None, need_reload=False,
-             live_env=None, root="/"):
-    """All diagnostics and facts for one service, from a composed environment."""
+def evaluate(unit, state, env, prov, problems, mode, admin_path, bwrap_info_for=None, need_reload=False,
+             live_env=None):
+    """All diagnostics and facts for one service, from a composed environment.
+
+    ``bwrap_info_for(path)`` returns facts.bwrap_info() of the bwrap the service resolves (version,
+    setuid, package); without it only the package owner is queried.
+    """
     settings = state["settings"]
     diags = []
     user = resolve_service_user(settings)
@@ -277,6 +281,7 @@ def evaluate(unit, state, env, prov, problems, mode, admin_path, bwrap_info=None
     cwd = cwd.lstrip("-") if cwd not in ("~",) else (user.get("home") or "/")
     resolved = which_as("bwrap", path_text, user, cwd=cwd) if user.get("uid") is not None else \
         B.which("bwrap", path_text, cwd=cwd)
+    bwrap_info = bwrap_info_for(resolved) if resolved and bwrap_info_for else None
     quartet = envflags.status(resolved, env)
     value = env.get(envflags.ENV_VAR)
     diags.extend(d for d in envflags.diagnose(quartet, env, path_text, unit=unit,
@@ -306,7 +311,7 @@ def evaluate(unit, state, env, prov, problems, mode, admin_path, bwrap_info=None
                                     "binaries." % (unit, resolved, admin),
                             remediation=["Remove the unexpected binary or fix the unit's PATH so that it "
                                          "resolves the package-owned %s" % admin]))
-    elif resolved and not B.package_facts(resolved):
+    elif resolved and not (bwrap_info["package"] if bwrap_info else B.package_facts(resolved)):
         diags.append(D.make("service_bwrap_mismatch", unit=unit,
                             message="%s resolves bwrap to %s, which no installed package owns." % (unit, resolved),
                             remediation=["Remove %s or put the package's directory first in the unit's PATH"
@@ -437,14 +442,12 @@ def inspect(p, runner):
     if state.get("masked"):
         return {"unit": p["unit"], "mode": mode, "status": envflags.status(None, {}),
                 "diagnostics": [D.make("unit_masked", unit=p["unit"])]}
-    user = resolve_service_user(state["settings"])
-    resolved = B.which("bwrap", env.get("PATH", ""))
-    info = F.bwrap_info(resolved, runner=runner) if resolved else None
     admin_path = p.get("admin_path") if p.get("admin_path") is not None else os.environ.get("PATH", "")
-    result = evaluate(p["unit"], state, env, prov, problems, mode, admin_path, info, need_reload, live,
-                      p.get("root") or "/")
+    result = evaluate(p["unit"], state, env, prov, problems, mode, admin_path,
+                      lambda path: F.bwrap_info(path, runner=runner), need_reload, live)
     result["_state"] = state
     result["_env"] = env
+    user = result["user"]
     if user.get("missing"):
         result["diagnostics"].insert(0, D.make("service_user_missing", user=user["name"],
                                                message="%s: User=%s does not exist." % (p["unit"], user["name"])))
