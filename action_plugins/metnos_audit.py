@@ -57,6 +57,16 @@ ARGS = {"unit": str, "scope": str, "user": str, "manifests": list, "host": dict,
         "probe": bool, "probe_timeout": (int, float), "smoke_user": str, "python": str}
 
 
+def _core_manifest():
+    """The core's manifest module, imported on the controller (the same file the payload ships)."""
+    import sys
+    root = os.path.dirname(_CORE)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from metnos_sandbox import manifest
+    return manifest
+
+
 def payload():
     """The core's sources, compressed once per worker process."""
     global _PAYLOAD
@@ -89,16 +99,9 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("metnos_audit: scope must be system or user, got %r" % args["scope"])
         args.setdefault("unit", "metnos.service")
         args.setdefault("probe", True)
-        manifests = []
-        for index, item in enumerate(args.get("manifests") or []):
-            if isinstance(item, str):
-                try:
-                    import yaml
-                    item = yaml.safe_load(item)
-                except Exception as exc:
-                    raise AnsibleActionFail("metnos_audit: manifests[%d] is not YAML/JSON: %s" % (index, exc)) from None
-            manifests.append(item)
-        args["manifests"] = manifests
+        # Manifest text is loaded by the core's one reader/decoder (the host then needs no YAML
+        # library); a refused load travels as the core's refusal record, refused on the host.
+        args["manifests"] = [_core_manifest().transport(item) for item in args.get("manifests") or []]
 
         python = args.pop("python", None) or (task_vars or {}).get("ansible_python_interpreter") or "/usr/bin/python3"
         python = self._templar.template(python)

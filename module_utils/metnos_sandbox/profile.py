@@ -131,7 +131,8 @@ class HostContext(object):
             raise ContextError("host must be a mapping of host-context keys, got %s" % type(overrides).__name__)
         for key, value in (overrides or {}).items():
             if key not in DEFAULT_HOST:
-                raise ContextError("host: unknown key %s; accepted: %s" % (D.excerpt(key), ", ".join(sorted(DEFAULT_HOST))))
+                raise ContextError("host: unknown key %s; accepted: %s"
+                                   % (D.excerpt(key), ", ".join(sorted(DEFAULT_HOST))))
             data[key] = value
         for key in _PATH_KEYS:
             if data[key] is not None:
@@ -199,6 +200,8 @@ class HostContext(object):
         readable); nothing at, below or above a read-only base tree is writable.
         Returns (code_kind, text) with code_kind in forbidden/broad/reserved/readonly."""
         t = self.trees()
+        if M.has_control(path):
+            return "control", "%s contains control or format characters" % D.excerpt(path)
         for root in t["forbidden"]:
             if _under(path, root):
                 return "forbidden", "%s is provided by the profile itself (R-BASE-2)" % root
@@ -407,7 +410,7 @@ def _diag(code, message, **ctx):
 
 
 _SCOPE_CODES = {"forbidden": "scope_too_broad", "broad": "scope_too_broad", "readonly": "scope_too_broad",
-                "reserved": "scope_reserved_tree"}
+                "reserved": "scope_reserved_tree", "control": "scope_nul"}
 
 
 class _Render(object):
@@ -895,8 +898,8 @@ def _own_folder(r):
         return None
     real = _realpath(own)
     if not r.host["executor_dir"] and _realpath(os.path.dirname(own)) + "/" + os.path.basename(own) != real:
-        r.diags.append(host_refusal(key, own, ("leave", "the executor's folder resolves to %s through a symlink, "
-                                                        "not to its own folder in %s" % (real, r.host["executors_dir"]))))
+        r.diags.append(host_refusal(key, own, ("leave", "the executor's folder resolves to %s through a symlink, not "
+                                                        "to its own folder in %s" % (real, r.host["executors_dir"]))))
         return None
     for form in (own, real):
         problem = r.host.judge(form, "ro", own=form)
@@ -988,6 +991,8 @@ def check_invariants(argv, manifest, host, invocation, own_dir):
         sep = argv.index("--")
     except ValueError:
         return ["no '--' before the command"]
+    if any(M.has_control(a) for a in argv):
+        return ["an argv element contains control characters"]
     opts, i, binds, order, flags, seen = argv[1:sep], 0, [], [], [], {}
     while i < len(opts):
         opt = opts[i]
