@@ -296,7 +296,7 @@ def _json_load(text):
 _YAML_STR = "tag:yaml.org,2002:str"
 _YAML_PLAIN_TAGS = ("tag:yaml.org,2002:str", "tag:yaml.org,2002:int", "tag:yaml.org,2002:bool",
                     "tag:yaml.org,2002:null", "tag:yaml.org,2002:float", "tag:yaml.org,2002:timestamp")
-_YAML_COLLECTION_TAGS = {"seq": (None, "!", "tag:yaml.org,2002:seq"), "map": (None, "!", "tag:yaml.org,2002:map")}
+_YAML_COLLECTION_TAGS = {"seq": (None, "!"), "map": (None, "!")}
 _DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
 _BOOL = {"yes": True, "no": False, "true": True, "false": False, "on": True, "off": False}
 
@@ -350,8 +350,10 @@ def _yaml_load(text):
 
     def scalar_value(ev):
         tag = ev.tag
-        if tag in (None, "!"):
-            tag = resolver.resolve(yaml.ScalarNode, ev.value, ev.implicit) if tag is None else _YAML_STR
+        if tag not in (None, "!"):
+            raise _refuse("manifest_yaml_unsupported", where(), "the explicit YAML tag %s is not accepted (plain "
+                          "strings, numbers, booleans, null, lists and mappings only)" % D.excerpt(tag))
+        tag = resolver.resolve(yaml.ScalarNode, ev.value, ev.implicit) if tag is None else _YAML_STR
         if tag not in _YAML_PLAIN_TAGS:
             raise _refuse("manifest_yaml_unsupported", where(), "the YAML tag %s is not accepted (plain "
                           "strings, numbers, booleans, null, lists and mappings only)" % D.excerpt(tag))
@@ -363,7 +365,7 @@ def _yaml_load(text):
         if tag.endswith(":bool"):
             return _BOOL.get(value.lower(), False)
         if tag.endswith(":int"):
-            plain = value.replace("_", "") if ev.tag is None else value
+            plain = value.replace("_", "")
             if not _DECIMAL.fullmatch(plain):
                 raise _refuse("manifest_yaml_unsupported", where(), "%s is a YAML 1.1 number form (octal, hex, "
                               "sexagesimal) that changes its value; quote it" % D.excerpt(value))
@@ -803,10 +805,14 @@ def transport(source):
     reader and decoder as coerce(); validation happens on the host. Never raises."""
     try:
         if isinstance(source, FileSource):
-            return decode(read_file(source.path), source.path)
-        if isinstance(source, (bytes, bytearray, str)):
-            return decode(source)
-        return source
+            data = decode(read_file(source.path), source.path)
+        elif isinstance(source, (bytes, bytearray, str)):
+            data = decode(source)
+        else:
+            return source
+        if not isinstance(data, dict):
+            from_dict(data)          # refuses a document that is not a mapping, with its message
+        return data
     except ManifestError as exc:
         return refusal_record(exc.diagnostics)
 

@@ -372,7 +372,8 @@ def probe_service(params, runner):
         python = "/usr/bin/python3"
     host_over.setdefault("python_executable", python)
     host = P.HostContext(host_over)     # P.ContextError names the bad key
-    prof = P.render_safe(params.get("manifest") or PROBE_MANIFEST, host, params.get("invocation") or {}, status)
+    source = PROBE_MANIFEST if params.get("manifest") is None else params["manifest"]
+    prof = P.render_safe(source, host, params.get("invocation") or {}, status)
     out["profile"] = {"executor": prof["executor"], "decision": prof["decision"], "argv": prof["argv"]}
     if prof["decision"] != "wrapped":
         out["context"] = "not started: profile %s" % prof["decision"]

@@ -434,17 +434,19 @@ class _Render(object):
         """A manifest-written path (scope, glob root, 'within', argument value): judged as written,
         then fully resolved. Returns the resolved path, or None after recording the refusal."""
         own = self.own
+        access = "writable" if mode == "rw" else "read-only"
         problem = self.host.judge(lexical, mode, own=own)
         if problem:
-            self.refuse(_SCOPE_CODES[problem[0]], "%s: %s reduces to %s: %s" % (field, D.excerpt(what), lexical,
-                                                                                problem[1]), field=field)
+            self.refuse(_SCOPE_CODES[problem[0]], "%s: %s %s: %s" % (
+                field, access, lexical if lexical == what else "%s (from %s)" % (lexical, D.excerpt(what)),
+                problem[1]), field=field)
             return None
         real = _realpath(lexical)
         if real != lexical:
             problem = self.host.judge(real, mode, own=_realpath(own))
             if problem:
-                self.refuse("scope_symlink_refused", "%s: %s is %s, which resolves through a symlink to %s: %s"
-                            % (field, D.excerpt(what), lexical, real, problem[1]), field=field)
+                self.refuse("scope_symlink_refused", "%s: %s %s resolves through a symlink to %s: %s"
+                            % (field, access, lexical, real, problem[1]), field=field)
                 return None
         return real
 
