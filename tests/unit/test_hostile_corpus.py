@@ -7,10 +7,13 @@ and every in-process face gives the same decision as the core:
 - filters: metnos_manifest_source on the controller, then metnos_profile (a preview);
 - audit payload: audit.profile_drift on what the audit action ships (manifest.transport);
   it renders without an invocation by design, so it is compared with the core without one;
-- probe: probe.probe_service with the manifest's bytes (stops before starting bwrap when refused).
+- probe: probe.probe_service with the manifest's bytes (stops before starting bwrap when refused);
+- module: library/sandbox_profile.py's main() in this process with Ansible's own argument
+  handling (ansible.module_utils.testing.patch_module_args), given the file (manifest_file, read
+  on the host by the core) or what the role hands over (metnos_manifest_source).
 
-The module (through ansible) and the audit action are run over the same corpus in
-tests/integration/test_hostile_faces.py. A watchdog (SIGALRM) turns a hang into a failure; time
+Real ansible-playbook runs of the module (a sample of every rule and code) and of the audit action
+(the whole corpus in one call) are in tests/integration/test_hostile_faces.py. A watchdog (SIGALRM) turns a hang into a failure; time
 and memory are measured by scripts/bench-render.py, never asserted here.
 """
 import importlib.util
@@ -34,6 +37,31 @@ WATCHDOG_SECONDS = 20
 _spec = importlib.util.spec_from_file_location("mfilters", os.path.join(ROOT, "filter_plugins", "metnos_sandbox.py"))
 F = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(F)
+
+
+def _load_module_face():
+    """library/sandbox_profile.py as Ansible runs it (its imports resolve under ansible.module_utils)."""
+    import ansible.module_utils
+    core_dir = os.path.join(ROOT, "module_utils")
+    if core_dir not in ansible.module_utils.__path__:
+        ansible.module_utils.__path__.append(core_dir)
+    spec = importlib.util.spec_from_file_location("sandbox_profile_face", os.path.join(ROOT, "library", "sandbox_profile.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_module_face(args, capsys):
+    from ansible.module_utils.testing import patch_module_args
+    module = _load_module_face.cached = getattr(_load_module_face, "cached", None) or _load_module_face()
+    capsys.readouterr()
+    with patch_module_args(args):
+        try:
+            module.main()
+        except SystemExit:
+            pass
+    out = capsys.readouterr().out
+    return json.loads(out[out.index("{"):])
 
 
 @pytest.fixture(scope="module")
@@ -101,3 +129,26 @@ def test_every_face_gives_the_core_decision(corpus, entry_id, tmp_path):
     with _Watchdog():
         drift = A.profile_drift([M.transport(M.FileSource(path))], host, str(tmp_path), ACTIVE)
     assert (drift[0]["decision"], drift[0].get("refusal")) == want_plain
+
+
+@pytest.mark.parametrize("entry_id", [e.id for e in H.CORPUS])
+def test_module_face_gives_the_core_decision(corpus, entry_id, capsys):
+    entry, path, host, inv = corpus[entry_id]
+    want = decide(core(path, host, inv))
+    index = [e.id for e in H.CORPUS].index(entry_id)
+    args = {"host": host, "discover_python_roots": False, "fail_on_refusal": index % 3 == 0,
+            "path": "/usr/sbin:/usr/bin:/sbin:/bin"}
+    if index % 2 == 0:
+        args["manifest_file"] = path
+    else:
+        args["manifest"] = F.metnos_manifest_source(path)
+    if inv:
+        args["invocation"] = inv
+    with _Watchdog():
+        res = run_module_face(args, capsys)
+    assert "Traceback" not in json.dumps(res) and "exception" not in res
+    if entry.expect == "invocation_invalid" and "decision" not in res:
+        assert res["failed"] and "invocation" in res["msg"]        # Ansible's own argument validation
+        return
+    assert (res["decision"], res["refusal"]) == want
+    assert res.get("failed", False) is (index % 3 == 0)
