@@ -109,7 +109,8 @@ add("within_scope_too_long", "R-SCOPE-1", "manifest_string_too_long",
     data=M(["fs:read:arg:p"], arguments={"p": {"within": ["/srv/" + "a" * 1100]}}))
 add("deep_flow_lists", "R-SCOPE-1", "manifest_too_deep",
     text="name: ex\norigin: o\ncapabilities: " + "[" * 20 + "]" * 20 + "\n")
-add("deep_json", "R-SCOPE-1", "manifest_too_deep", text='{"name": "ex", "origin": "o", "x": ' + "[" * 5000 + "]" * 5000 + "}")
+add("deep_json", "R-SCOPE-1", "manifest_too_deep",
+    text='{"name": "ex", "origin": "o", "x": ' + "[" * 5000 + "]" * 5000 + "}")
 add("deep_json_interpreter", "R-SCOPE-1", "manifest_too_deep", text="[" * 60000)
 add("deep_yaml_unclosed", "R-SCOPE-1", "manifest_too_deep", text="[" * 60000)
 add("deep_block_mappings", "R-SCOPE-1", "manifest_too_deep",
@@ -126,12 +127,14 @@ add("capability_too_long", "R-SCOPE-1", "capability_too_long", data=M(["fs:read:
 add("capability_too_long_net", "R-SCOPE-1", "capability_too_long", data=M(["net:" + "a" * 1100]))
 add("too_many_arguments", "R-ARG-1", "manifest_too_many_arguments",
     data=M(arguments=dict(("a%d" % i, {"within": ["/srv/x"]}) for i in range(33))))
-add("too_many_arguments_list", "R-ARG-1", "manifest_too_many_arguments", data=M(arguments=["a%d" % i for i in range(40)]))
+add("too_many_arguments_list", "R-ARG-1", "manifest_too_many_arguments",
+    data=M(arguments=["a%d" % i for i in range(40)]))
 add("too_many_scopes", "R-ARG-1", "manifest_too_many_scopes",
     data=M(["fs:read:arg:p"], arguments={"p": {"within": ["/srv/s%d" % i for i in range(17)]}}))
 add("too_many_files", "R-FAIL-2", "manifest_too_many_files", data=M(files=["f%d.py" % i for i in range(65)]))
 add("revision_huge_int", "R-SCOPE-1", "manifest_invalid", text="name: ex\norigin: o\nrevision: %s\n" % ("9" * 40))
-add("revision_huge_int_json", "R-SCOPE-1", "manifest_invalid", text='{"name": "ex", "origin": "o", "revision": %s}' % ("9" * 5000))
+add("revision_huge_int_json", "R-SCOPE-1", "manifest_invalid",
+    text='{"name": "ex", "origin": "o", "revision": %s}' % ("9" * 5000))
 
 # ---------------------------------------------------------------- B. YAML/JSON: exact data, no surprises
 add("duplicate_key_name", "R-SCOPE-1", "manifest_duplicate_key", text="name: ex\norigin: o\nname: undo_last_turn\n")
@@ -139,7 +142,8 @@ add("duplicate_capabilities_key", "R-SCOPE-1", "manifest_duplicate_key",
     text="name: ex\norigin: o\ncapabilities: []\ncapabilities: ['fs:write:/etc']\n")
 add("duplicate_key_quoted", "R-SCOPE-1", "manifest_duplicate_key", text="name: ex\n\"name\": other\norigin: o\n")
 add("duplicate_key_nested", "R-SCOPE-1", "manifest_duplicate_key",
-    text="name: ex\norigin: o\ncapabilities: ['fs:read:arg:p']\narguments:\n  p:\n    within: [/srv/a]\n    within: [/]\n")
+    text="name: ex\norigin: o\ncapabilities: ['fs:read:arg:p']\narguments:\n  p:\n"
+         "    within: [/srv/a]\n    within: [/]\n")
 add("duplicate_key_json", "R-SCOPE-1", "manifest_duplicate_key",
     text='{"name": "ex", "origin": "o", "capabilities": [], "capabilities": ["net:http"]}')
 add("duplicate_key_json_nested", "R-SCOPE-1", "manifest_duplicate_key",
@@ -148,10 +152,12 @@ add("duplicate_key_flow", "R-SCOPE-1", "manifest_duplicate_key", text="{name: ex
 add("tag_python_object", "R-SCOPE-1", "manifest_yaml_unsupported",
     text="name: ex\norigin: !!python/object/apply:os.system ['id']\n")
 add("tag_binary", "R-SCOPE-1", "manifest_yaml_unsupported", text="name: ex\norigin: !!binary aGVsbG8=\n")
-add("tag_set", "R-SCOPE-1", "manifest_yaml_unsupported", text="name: ex\norigin: o\ncapabilities: !!set {net:a: null}\n")
+add("tag_set", "R-SCOPE-1", "manifest_yaml_unsupported",
+    text="name: ex\norigin: o\ncapabilities: !!set {net:a: null}\n")
 add("tag_omap", "R-SCOPE-1", "manifest_yaml_unsupported", text="!!omap [name: ex, origin: o]\n")
 add("tag_custom", "R-SCOPE-1", "manifest_yaml_unsupported", text="name: ex\norigin: !vault o\n")
-add("tag_explicit_timestamp", "R-SCOPE-1", "manifest_yaml_unsupported", text="name: ex\norigin: !!timestamp 2020-01-01\n")
+add("tag_explicit_timestamp", "R-SCOPE-1", "manifest_yaml_unsupported",
+    text="name: ex\norigin: !!timestamp 2020-01-01\n")
 add("merge_key", "R-SCOPE-1", "manifest_yaml_unsupported",
     text="base: &b {capabilities: ['fs:write:/etc']}\nname: ex\norigin: o\n<<: *b\n")
 add("two_documents", "R-SCOPE-1", "manifest_yaml_unsupported", text="name: ex\norigin: o\n---\nname: undo_last_turn\n")
@@ -165,7 +171,8 @@ add("complex_key", "R-SCOPE-1", "manifest_yaml_unsupported", text="name: ex\nori
 add("not_utf8_latin1", "R-SCOPE-1", "manifest_not_utf8", text=b"name: ex\norigin: caf\xe9\n")
 add("not_utf8_utf16", "R-SCOPE-1", "manifest_not_utf8", text="name: ex\norigin: o\n".encode("utf-16"))
 add("nul_byte", "R-SCOPE-1", "manifest_not_utf8", text=b"name: ex\x00\norigin: o\n")
-add("overlong_utf8_slash", "R-SCOPE-1", "manifest_not_utf8", text=b"name: ex\norigin: o\ncapabilities: ['fs:read:\xc0\xafetc']\n")
+add("overlong_utf8_slash", "R-SCOPE-1", "manifest_not_utf8",
+    text=b"name: ex\norigin: o\ncapabilities: ['fs:read:\xc0\xafetc']\n")
 add("lone_surrogate_json", "R-SCOPE-1", "manifest_control_character", text='{"name": "ex", "origin": "o\\ud800"}')
 add("yaml_syntax", "R-SCOPE-1", "manifest_parse_error", text="name: [unclosed\norigin: o\n")
 add("yaml_tabs", "R-SCOPE-1", "manifest_parse_error", text="name: ex\n\torigin: o\n")
@@ -188,7 +195,8 @@ for i, cap in enumerate(["fs:read:/srv/notes\n", "fs:write:@ROOT@/data/w\n", "fs
          fields={"arguments": {"p": {"within": ["@ROOT@/data/**"]}}})
 for i, cap in enumerate(["fs:readx:/srv/x", "fs:read", "fs:read:", "fs:write:arg:", "fs:write:arg:../x",
                          "fs:write:arg:P", "network:", "net:", "netx:http", "net:--share-net", "network:a b",
-                         "provider:access:", "provider:access:cal/../other", "provider:access:..", "provider:access:Cal",
+                         "provider:access:", "provider:access:cal/../other", "provider:access:..",
+                         "provider:access:Cal",
                          "skill:../cal", "skill:", "skill:a/b", "mail:read:*", "mail:read:../work", "mail:read:work/x",
                          "mail:read:", "mail:write:work", "metnos:read:", "metnos:delete:sheets", "metnos:read:../x",
                          "index:read:../x", "index:write:docs", "index:read:", "system:read:everything",
@@ -286,7 +294,8 @@ caps("alias_lib_write_glob", "R-BASE-1", "scope_too_broad", ["fs:write:/lib/**"]
 for i, rel in enumerate(["executors", "executors/other", "executors/**", "executors/other/main.py", "integrations",
                          "integrations/cal", "creds/mail", "creds/mail/work.json", "creds/**", "dialog", "dialog/alice",
                          "undo", "undo/t1", "undo/*", ""]):
-    caps("reserved_read_%02d" % i, "R-BASE-4", "scope_reserved_tree", ["fs:read:@ROOT@/%s" % rel if rel else "fs:read:@ROOT@"])
+    caps("reserved_read_%02d" % i, "R-BASE-4", "scope_reserved_tree",
+         ["fs:read:@ROOT@/%s" % rel if rel else "fs:read:@ROOT@"])
 for i, rel in enumerate(["executors/ex", "executors/ex/data", "integrations/cal", "dialog/bob", "undo/t2"]):
     caps("reserved_write_%d" % i, "R-BASE-4", "scope_reserved_tree", ["fs:write:@ROOT@/%s" % rel])
 
@@ -346,8 +355,8 @@ for idx in ("procidx", "rootidx", "homeidx", "devidx", "execidx"):
     caps("host_index_" + idx, "R-CAP-INDEX", "host_path_refused", ["index:read:" + idx])
 for i, cap in enumerate(["provider:access:etclink", "provider:access:sib", "skill:up", "skill:rootlink"]):
     caps("host_integration_%d" % i, "R-CAP-PROVIDER", "host_path_refused", [cap])
-for i, cap in enumerate(["mail:read:evil", "mail:read:evil2", "mail:read:sib", "mail:read:mapped", "mail:read:mappedroot",
-                         "mail:read:mappedexec"]):
+for i, cap in enumerate(["mail:read:evil", "mail:read:evil2", "mail:read:sib", "mail:read:mapped",
+                         "mail:read:mappedroot", "mail:read:mappedexec"]):
     caps("host_mail_%d" % i, "R-CAP-MAIL", "host_path_refused", [cap])
 for sender in ("mallory", "sib", "up"):
     caps("host_dialog_" + sender, "R-CAP-DIALOG", "host_path_refused", ["dialog.user_input"],
@@ -357,14 +366,16 @@ for turn in ("t_etc", "t_up", "t_sib"):
         invocation={"turn_id": turn})
 for name in ("evil", "sib", "up"):
     add("host_executor_folder_" + name, "R-BASE-4", "host_path_refused", data=M(name=name))
-for i, (key, value) in enumerate([("runtime_dir", "/"), ("runtime_dir", "@ROOT@"), ("python_prefix", "@ROOT@/executors"),
-                                  ("python_prefix", "/home"), ("python_package_roots", ["/proc/self"]),
+for i, (key, value) in enumerate([("runtime_dir", "/"), ("runtime_dir", "@ROOT@"),
+                                  ("python_prefix", "@ROOT@/executors"), ("python_prefix", "/home"),
+                                  ("python_package_roots", ["/proc/self"]),
                                   ("python_package_roots", ["@ROOT@/creds"]), ("i18n_dbs", ["/dev/shm"]),
                                   ("lexicon_dbs", ["@ROOT@/integrations"]), ("i18n_dbs", ["@ROOT@/scope_root"]),
                                   ("runtime_dir", "@ROOT@/scope_proc")]):
     add("host_base_%d" % i, "R-BASE-4", "host_path_refused", data=M(), host={key: value})
 for i, paths in enumerate([["@ROOT@/scope_proc"], ["/"], ["@ROOT@/executors"]]):
-    caps("host_systemd_read_%d" % i, "R-CAP-SYS", "host_path_refused", ["systemd:read"], host={"systemd_read_paths": paths})
+    caps("host_systemd_read_%d" % i, "R-CAP-SYS", "host_path_refused", ["systemd:read"],
+         host={"systemd_read_paths": paths})
 
 # ---------------------------------------------------------------- J. the undo exception (R-FAIL-2, R-SEC-5)
 UNDO = {"name": "undo_last_turn", "origin": "metnos/core", "owner": "metnos", "revision": 12,
@@ -391,7 +402,8 @@ add("undo_bytecode_cache", "R-FAIL-2", "undo_files_invalid", data=UNDO, host={"e
 add("undo_missing_folder", "R-FAIL-2", "undo_files_invalid", data=UNDO)
 add("undo_self_declared_digest", "R-FAIL-2", "undo_exception_mismatch",
     data=dict(UNDO, digest="sha256:" + "ab" * 32),
-    host=dict(CLEAN, undo_exception=dict(UNDO, capabilities=None, capability="system:undo", digest="sha256:" + "ab" * 32)))
+    host=dict(CLEAN, undo_exception=dict(UNDO, capabilities=None, capability="system:undo",
+                                         digest="sha256:" + "ab" * 32)))
 
 
 def _check():

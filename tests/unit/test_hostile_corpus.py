@@ -13,8 +13,9 @@ and every in-process face gives the same decision as the core:
   on the host by the core) or what the role hands over (metnos_manifest_source).
 
 Real ansible-playbook runs of the module (a sample of every rule and code) and of the audit action
-(the whole corpus in one call) are in tests/integration/test_hostile_faces.py. A watchdog (SIGALRM) turns a hang into a failure; time
-and memory are measured by scripts/bench-render.py, never asserted here.
+(the whole corpus in one call) are in tests/integration/test_hostile_faces.py. A watchdog (SIGALRM)
+turns a hang into a failure; time and memory are measured by scripts/bench-render.py, never
+asserted here.
 """
 import importlib.util
 import json
@@ -45,7 +46,8 @@ def _load_module_face():
     core_dir = os.path.join(ROOT, "module_utils")
     if core_dir not in ansible.module_utils.__path__:
         ansible.module_utils.__path__.append(core_dir)
-    spec = importlib.util.spec_from_file_location("sandbox_profile_face", os.path.join(ROOT, "library", "sandbox_profile.py"))
+    spec = importlib.util.spec_from_file_location("sandbox_profile_face",
+                                                  os.path.join(ROOT, "library", "sandbox_profile.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
