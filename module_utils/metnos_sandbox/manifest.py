@@ -168,7 +168,9 @@ def _err(code, field, value, expected, **extra):
 
 
 def has_control(text):
-    return _CONTROL.search(text) is not None
+    """A control, format, separator or surrogate character anywhere in ``text`` (fast path: a
+    printable string has none of them)."""
+    return not text.isprintable() and _CONTROL.search(text) is not None
 
 
 # ------------------------------------------------------------------ reading and decoding
@@ -466,45 +468,55 @@ def _yaml_load(text):
 def _plain(data):
     """A plain copy (dict/list/str/int/float/bool/None) of decoded data, with every structural
     limit checked while walking (nodes counted on every visit, so shared references count as
-    often as they appear; depth capped, so self-references stop)."""
+    often as they appear; depth capped, so self-references stop). Field names for messages are
+    only built when something is refused."""
     budget = [MAX_NODES]
 
-    def walk(value, depth, field):
+    def name(path):
+        field = "(manifest)"
+        for part in path:
+            field = "%s[%d]" % (field, part) if isinstance(part, int) else _sub(field, part)
+        return field
+
+    def walk(value, depth, path):
         budget[0] -= 1
         if budget[0] < 0:
-            raise _refuse("manifest_too_many_nodes", field, "more than %d nodes" % MAX_NODES, limit=MAX_NODES)
-        if isinstance(value, str):
+            raise _refuse("manifest_too_many_nodes", name(path), "more than %d nodes" % MAX_NODES, limit=MAX_NODES)
+        kind = type(value)
+        if kind is str or isinstance(value, str):
             if len(value) > MAX_STRING:
-                raise _refuse("manifest_string_too_long", field, "%s: a string of %d characters is longer than the "
-                              "%d-character limit" % (field, len(value), MAX_STRING), limit=MAX_STRING)
-            return str.__str__(value)
-        if value is None or isinstance(value, (bool, float)):
+                raise _refuse("manifest_string_too_long", name(path), "%s: a string of %d characters is longer than "
+                              "the %d-character limit" % (name(path), len(value), MAX_STRING), limit=MAX_STRING)
+            return value if kind is str else str.__str__(value)
+        if value is None or kind is bool or kind is float:
             return value
-        if isinstance(value, int):
+        if isinstance(value, int) and not isinstance(value, bool):
             if abs(value) >= 2 ** 63:
-                raise _refuse("manifest_invalid", field, "%s: the number is out of range" % field)
+                raise _refuse("manifest_invalid", name(path), "%s: the number is out of range" % name(path))
             return int(value)
+        if isinstance(value, float):
+            return float(value)
         if depth >= MAX_DEPTH:
-            raise _refuse("manifest_too_deep", field, "%s: nested more than %d levels deep" % (field, MAX_DEPTH),
-                          limit=MAX_DEPTH)
+            raise _refuse("manifest_too_deep", name(path), "%s: nested more than %d levels deep"
+                          % (name(path), MAX_DEPTH), limit=MAX_DEPTH)
         if isinstance(value, dict):
             if len(value) > budget[0]:
-                raise _refuse("manifest_too_many_nodes", field, "more than %d nodes" % MAX_NODES, limit=MAX_NODES)
+                raise _refuse("manifest_too_many_nodes", name(path), "more than %d nodes" % MAX_NODES, limit=MAX_NODES)
             out = {}
             for key, item in value.items():
                 if not isinstance(key, str):
-                    raise _refuse("manifest_invalid", field, "%s: the key %s is not a string"
-                                  % (field, D.excerpt(key)))
-                key = walk(key, depth + 1, field)
-                out[key] = walk(item, depth + 1, _sub(field, key))
+                    raise _refuse("manifest_invalid", name(path), "%s: the key %s is not a string"
+                                  % (name(path), D.excerpt(key)))
+                key = walk(key, depth + 1, path)
+                out[key] = walk(item, depth + 1, path + (key,))
             return out
         if isinstance(value, (list, tuple)):
             if len(value) > budget[0]:
-                raise _refuse("manifest_too_many_nodes", field, "more than %d nodes" % MAX_NODES, limit=MAX_NODES)
-            return [walk(item, depth + 1, "%s[%d]" % (field, i)) for i, item in enumerate(value)]
-        raise _refuse("manifest_invalid", field, "%s: a %s is not manifest data (mappings, lists, strings, "
-                      "numbers, booleans)" % (field, type(value).__name__))
-    return walk(data, 0, "(manifest)")
+                raise _refuse("manifest_too_many_nodes", name(path), "more than %d nodes" % MAX_NODES, limit=MAX_NODES)
+            return [walk(item, depth + 1, path + (i,)) for i, item in enumerate(value)]
+        raise _refuse("manifest_invalid", name(path), "%s: a %s is not manifest data (mappings, lists, strings, "
+                      "numbers, booleans)" % (name(path), type(value).__name__))
+    return walk(data, 0, ())
 
 
 def _sub(field, key):

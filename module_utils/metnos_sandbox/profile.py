@@ -109,6 +109,31 @@ def _norm(path):
     return "/" + norm.lstrip("/") if norm.startswith("//") else norm
 
 
+class _TreeSet(object):
+    """Labelled trees with O(1)/C-speed membership tests: at or below one (a prefix tuple), or above
+    one (the set of every ancestor). The label is looked up only when a test matches."""
+
+    __slots__ = ("labelled", "exact", "prefixes", "above")
+
+    def __init__(self, labelled):
+        self.labelled = list(labelled)
+        paths = [p for _l, p in self.labelled]
+        self.exact = frozenset(paths)
+        self.prefixes = tuple(sorted(set(p.rstrip("/") + "/" for p in paths)))
+        self.above = frozenset(a for p in paths for a in _ancestors(p))
+
+    def under(self, path):
+        return path in self.exact or path.startswith(self.prefixes)
+
+    def related(self, path):
+        return path in self.exact or path in self.above or path.startswith(self.prefixes)
+
+    def which(self, path, related=True):
+        """The (label, root) entries the path is at or below (or above, with ``related``)."""
+        return [(label, root) for label, root in self.labelled
+                if _under(path, root) or (related and _under(root, path))]
+
+
 def _abs_clean(key, value):
     if not isinstance(value, str) or not value.startswith("/") or len(value) > 4096 or M.has_control(value):
         raise ContextError("host.%s must be an absolute path without control characters, got %s"
@@ -120,6 +145,15 @@ def _abs_clean(key, value):
 def _realpath(path):
     """Cached only inside one render (cleared by render()); every component resolved on this host."""
     return os.path.realpath(path)
+
+
+@functools.lru_cache(maxsize=256)
+def _listdir(path):
+    """Cached only inside one render (cleared with _realpath's cache)."""
+    try:
+        return tuple(os.listdir(path))
+    except OSError:
+        return ()
 
 
 class HostContext(object):
@@ -163,21 +197,23 @@ class HostContext(object):
         self.data = data
         self._base = None
         self._trees = None
+        self._real = {}
 
     def __getitem__(self, key):
         return self.data[key]
 
     # ---- the resolved trees every judgement uses (literal and resolved forms) ----
     def trees(self):
+        """The refused and protected trees of this host, as written and resolved (once per context)."""
         if self._trees is not None:
             return self._trees
 
         def both(label, path):
             real = os.path.realpath(path)
+            self._real[path] = real
             return [(label, path)] + ([(label, real)] if real != path else [])
 
-        forbidden = [p for t in FORBIDDEN_TREES for _l, p in both(t, t)]
-        broad = set(p for t in BROAD_ROOTS for _l, p in both(t, t))
+        self._real = {}
         readonly = [x for t in SYSTEM_TREES for x in both("system tree " + t, t)]
         for key in ("runtime_dir", "python_prefix", "executors_dir", "executor_dir"):
             if self.data[key]:
@@ -185,11 +221,21 @@ class HostContext(object):
         for key in ("python_package_roots", "i18n_dbs", "lexicon_dbs"):
             for i, path in enumerate(self.data[key]):
                 readonly += both("host.%s[%d]" % (key, i), path)
-        reserved = [x for key in RESERVED_KEYS for x in both(key, self.data[key])]
-        system_mounted = [p for p in SYSTEM_PATHS if os.path.isdir(p) and not os.path.islink(p)]
-        self._trees = {"forbidden": forbidden, "broad": broad, "readonly": readonly, "reserved": reserved,
-                       "system_mounted": system_mounted}
+        self._trees = {
+            "forbidden": _TreeSet(x for t in FORBIDDEN_TREES for x in both(t, t)),
+            "broad": frozenset(p for t in BROAD_ROOTS for _l, p in both(t, t)),
+            "readonly": _TreeSet(readonly),
+            "reserved": _TreeSet(x for key in RESERVED_KEYS for x in both(key, self.data[key])),
+            "system_mounted": [p for p in SYSTEM_PATHS if os.path.isdir(p) and not os.path.islink(p)],
+        }
         return self._trees
+
+    def real(self, path):
+        """The resolved form of a host-context path (resolved once per context, with the trees)."""
+        self.trees()
+        if path not in self._real:
+            self._real[path] = os.path.realpath(path)
+        return self._real[path]
 
     def judge(self, path, mode, grant=None, own=None):
         """Why ``path`` (absolute, normalised) may not be mounted with ``mode`` ('ro'/'rw'), or None.
@@ -198,29 +244,28 @@ class HostContext(object):
         never a scope; reserved trees (and their ancestors) only through their own capability
         (``grant``: the reserved key this grant belongs to; ``own``: the executor's own folder,
         readable); nothing at, below or above a read-only base tree is writable.
-        Returns (code_kind, text) with code_kind in forbidden/broad/reserved/readonly."""
+        Returns (code_kind, text) with code_kind in control/forbidden/broad/reserved/readonly."""
         t = self.trees()
         if M.has_control(path):
             return "control", "%s contains control or format characters" % D.excerpt(path)
-        for root in t["forbidden"]:
-            if _under(path, root):
-                return "forbidden", "%s is provided by the profile itself (R-BASE-2)" % root
+        if t["forbidden"].under(path):
+            root = t["forbidden"].which(path, related=False)[0][1]
+            return "forbidden", "%s is provided by the profile itself (R-BASE-2)" % root
         if path in t["broad"]:
             return "broad", "%s is a shared tree: it would expose every sibling (R-SEC-2)" % path
-        for label, root in t["reserved"]:
-            if label == grant:
-                continue
-            if (label == "executors_dir" and own is not None and mode == "ro" and _under(path, own)
-                    and own != root and _under(own, root)):
-                continue           # the executor's own folder (and below) is readable: R-BASE-4
-            if _related(path, root):
+        if t["reserved"].related(path):
+            for label, root in t["reserved"].which(path):
+                if label == grant:
+                    continue
+                if (label == "executors_dir" and own is not None and mode == "ro" and _under(path, own)
+                        and own != root and _under(own, root)):
+                    continue           # the executor's own folder (and below) is readable: R-BASE-4
                 return "reserved", ("%s is at, below or above host.%s (%s), reachable only through its own "
                                     "capability (R-BASE-4)" % (path, label, root))
-        if mode == "rw":
-            for label, root in t["readonly"]:
-                if _related(path, root):
-                    return "readonly", ("%s is at, below or above the read-only %s (%s): never writable "
-                                        "(R-BASE-1, R-BASE-4, R-BASE-5)" % (path, label, root))
+        if mode == "rw" and t["readonly"].related(path):
+            label, root = t["readonly"].which(path)[0]
+            return "readonly", ("%s is at, below or above the read-only %s (%s): never writable "
+                                "(R-BASE-1, R-BASE-4, R-BASE-5)" % (path, label, root))
         return None
 
     def base(self):
@@ -454,7 +499,7 @@ class _Render(object):
         """A host-context path (resource, index, integration, credential, dialog, undo, read paths):
         the same rules, the refusal naming the host key. ``container``: the folder it must stay in."""
         real = _realpath(lexical)
-        if container is not None and real != os.path.join(_realpath(container), os.path.basename(lexical)):
+        if container is not None and real != os.path.join(self.host.real(container), os.path.basename(lexical)):
             self.diags.append(host_refusal(key, lexical, ("leave", "resolves to %s through a symlink, not to its own "
                                                                    "entry in %s" % (real, container))))
             return None
@@ -815,10 +860,12 @@ def render(manifest, host, invocation=None, status=None, command=None, bwrap_pat
     back as diagnostics. ``status`` is the status() quartet of the host/service (None: assume active).
     Faces call ``render_safe`` (which also loads and validates any manifest source)."""
     _realpath.cache_clear()
+    _listdir.cache_clear()
     try:
         return _render(manifest, host, invocation, status, command, bwrap_path)
     finally:
         _realpath.cache_clear()
+        _listdir.cache_clear()
 
 
 def _render(manifest, host, invocation, status, command, bwrap_path):
@@ -899,7 +946,7 @@ def _own_folder(r):
         r.skip("executor folder %s does not exist; not mounted" % own)
         return None
     real = _realpath(own)
-    if not r.host["executor_dir"] and _realpath(os.path.dirname(own)) + "/" + os.path.basename(own) != real:
+    if not r.host["executor_dir"] and os.path.join(r.host.real(r.host["executors_dir"]), os.path.basename(own)) != real:
         r.diags.append(host_refusal(key, own, ("leave", "the executor's folder resolves to %s through a symlink, not "
                                                         "to its own folder in %s" % (real, r.host["executors_dir"]))))
         return None
@@ -929,11 +976,8 @@ def _mail_files(host, account):
     minus its last extension is its account, so 'bob' never reaches 'bob.old.json'."""
     if account in host["mail_accounts"]:
         return list(host["mail_accounts"][account])
+    names = _listdir(host["mail_credentials_dir"])
     directory = host["mail_credentials_dir"]
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return []
     out = []
     for name in names:
         stem, dot, ext = name.rpartition(".")
@@ -974,76 +1018,106 @@ def _declared(manifest, host, invocation, own_dir):
             write.append(real(os.path.join(host["dialog_dir"], invocation["sender"])))
     if manifest.inverse is not None and _component(invocation.get("turn_id")):
         write.append(real(os.path.join(host["undo_root"], invocation["turn_id"])))
-    read += [e[1] for e in host.base() if e[0] == "ro"] + [real(own_dir)]
+    read.append(real(own_dir))
     return write, read
+
+
+def _base_index(host):
+    """The base mounts of a context as the final check compares them (cached per context)."""
+    cached = getattr(host, "_base_index", None)
+    if cached is None:
+        base = host.base()
+        cached = host._base_index = {
+            "ro": frozenset(e[1] for e in base if e[0] == "ro"),
+            "symlinks": frozenset((e[1], e[2]) for e in base if e[0] == "symlink"),
+        }
+    return cached
+
+
+def _prefixes(roots):
+    return frozenset(roots), tuple(r.rstrip("/") + "/" for r in roots)
+
+
+def _within(path, prefixes):
+    return path in prefixes[0] or path.startswith(prefixes[1])
 
 
 def check_invariants(argv, manifest, host, invocation, own_dir):
     """Invariants (a)-(d) of docs/profile-invariants.md over a rendered argv. Returns violations.
 
-    (a) every writable bind's source is resolved and inside a declared, resolved scope;
+    (a) every writable bind's source is resolved and inside a declared, resolved scope; every
+        read-only bind is a base mount or inside a declared scope;
     (b) no read-only base tree (system trees, runtime, Python prefix and package roots, the
         executors folder and the executor's own folder, i18n/lexicon databases) is writable or
         shadowed writable, and no writable bind is above one;
     (c) only the flags the rules give: the base namespaces, --unshare-net exactly when no
-        capability needs the network, /proc, /dev and /tmp once at their place, no devices;
+        capability needs the network, /proc, /dev and /tmp once at their place, the base
+        symlinks, no devices, nothing below /proc or /dev;
     (d) mounts in canonical order (parents first, then by path), so equal inputs give equal argv."""
     out = []
     try:
         sep = argv.index("--")
     except ValueError:
         return ["no '--' before the command"]
-    if any(M.has_control(a) for a in argv):
+    if M.has_control(" ".join(argv)):
         return ["an argv element contains control characters"]
-    opts, i, binds, order, flags, seen = argv[1:sep], 0, [], [], [], {}
-    while i < len(opts):
-        opt = opts[i]
-        arity = _ARITY.get(opt)
-        if arity is None or i + 1 + arity > len(opts):
+    base = _base_index(host)
+    i, binds, order, flags, seen = 1, [], [], [], {}
+    arity_of = _ARITY.get
+    while i < sep:
+        opt = argv[i]
+        arity = arity_of(opt)
+        if arity is None or i + arity >= sep:
             return ["unexpected option %s (c)" % D.excerpt(opt)]
-        params = opts[i + 1:i + 1 + arity]
-        i += 1 + arity
         if arity == 0:
             flags.append(opt)
-        elif opt in _SINGLE:
-            if params[0] != _SINGLE[opt] or opt in seen:
-                out.append("%s %s is not the profile's own single %s (c)" % (opt, params[0], _SINGLE[opt]))
+        elif arity == 2:
+            src, dest = argv[i + 1], argv[i + 2]
+            order.append(dest)
+            if opt == "--symlink":
+                if (src, dest) not in base["symlinks"]:
+                    out.append("--symlink %s %s is not a base symlink (c)" % (src, dest))
+            else:
+                binds.append((opt, src, dest))
+        elif opt != "--chdir":
+            where = argv[i + 1]
+            if where != _SINGLE[opt] or opt in seen:
+                out.append("%s %s is not the profile's own single %s (c)" % (opt, where, _SINGLE[opt]))
             seen[opt] = True
-            order.append(params[0])
-        elif opt == "--symlink":
-            if params[1] not in SYSTEM_PATHS or not os.path.islink(params[1]) or os.readlink(params[1]) != params[0]:
-                out.append("--symlink %s %s is not a base symlink (c)" % tuple(params))
-            order.append(params[1])
-        elif opt == "--chdir":
-            pass
-        else:
-            binds.append((opt, params[0], params[1]))
-            order.append(params[1])
+            order.append(where)
+        i += 1 + arity
     needs_net = any(c.needs_network() for c in manifest.capabilities)
     want = list(BASE_FLAGS) + ([] if needs_net else ["--unshare-net"]) + ["--die-with-parent"]
     if flags != want:
         out.append("flags %s, the rules give %s (c)" % (" ".join(flags), " ".join(want)))
-    if order != sorted(order, key=_mount_order):
+    keys = [(d.count("/"), d) for d in order]
+    if keys != sorted(keys):
         out.append("mounts are not in canonical order (d)")
-    write, read = _declared(manifest, host, invocation, own_dir)
     trees = host.trees()
-    protected = trees["readonly"] + [("executor's own folder", own_dir), ("executor's own folder", _realpath(own_dir))]
+    allowed = None
     for opt, src, dest in binds:
-        for path in (src, dest):
-            for root in trees["forbidden"]:
-                if _under(path, root):
-                    out.append("%s %s %s reaches %s (c)" % (opt, src, dest, root))
+        if trees["forbidden"].under(src) or trees["forbidden"].under(dest):
+            out.append("%s %s %s reaches /proc or /dev (c)" % (opt, src, dest))
+        if opt == "--ro-bind" and (src in base["ro"] or (src == _realpath(own_dir) and dest == own_dir)):
+            continue
+        if allowed is None:
+            write, read = _declared(manifest, host, invocation, own_dir)
+            allowed = {"write": _prefixes(write), "any": _prefixes(write + read + list(base["ro"]))}
         if opt == "--ro-bind":
-            if not any(_under(src, root) for root in read + write):
+            if not _within(src, allowed["any"]):
                 out.append("--ro-bind %s is outside the base and every declared scope (a)" % src)
             continue
         if _realpath(src) != src:
             out.append("--bind %s is not a resolved path (a)" % src)
-        if not any(_under(src, root) for root in write):
+        if not _within(src, allowed["write"]):
             out.append("--bind %s is outside every declared writable scope (a)" % src)
-        for label, root in protected:
-            if _related(src, root) or _related(dest, root):
-                out.append("--bind %s %s is at, below or above the read-only %s %s (b)" % (src, dest, label, root))
+        own = (own_dir, _realpath(own_dir))
+        for path in (src, dest):
+            hits = trees["readonly"].which(path) if trees["readonly"].related(path) else []
+            hits += [("the executor's own folder", o) for o in own if _related(path, o)]
+            if hits:
+                out.append("--bind %s %s is at, below or above the read-only %s %s (b)" % (src, dest, hits[0][0],
+                                                                                         hits[0][1]))
     return out
 
 
