@@ -88,7 +88,8 @@ _ARG_KEYS = ("kind", "within")
 # (see transport()); coerce() turns it back into the same refusal on the host.
 REFUSAL_KEY = "metnos_manifest_refused"
 _LOAD_CODES = ("manifest_parse_error", "manifest_not_utf8", "manifest_too_large", "manifest_too_many_nodes",
-               "manifest_too_deep", "manifest_duplicate_key", "manifest_yaml_unsupported", "manifest_invalid")
+               "manifest_too_deep", "manifest_duplicate_key", "manifest_yaml_unsupported", "manifest_invalid",
+               "manifest_string_too_long")
 
 
 class ManifestError(ValueError):
@@ -286,8 +287,10 @@ def _json_constant(text):
 
 
 def _json_load(text):
+    """JSON with duplicate keys refused and the same structural limits as YAML (nodes, depth)."""
     try:
-        return json.loads(text, object_pairs_hook=_json_pairs, parse_int=_json_int, parse_constant=_json_constant)
+        return _plain(json.loads(text, object_pairs_hook=_json_pairs, parse_int=_json_int,
+                                 parse_constant=_json_constant), strings=False)   # lengths: in from_dict
     except RecursionError:
         raise _refuse("manifest_too_deep", "(document)", "nested deeper than the interpreter can parse "
                       "(limit %d)" % MAX_DEPTH, limit=MAX_DEPTH) from None
@@ -465,7 +468,7 @@ def _yaml_load(text):
 
 # ------------------------------------------------------------------ bounded plain copy
 
-def _plain(data):
+def _plain(data, strings=True):
     """A plain copy (dict/list/str/int/float/bool/None) of decoded data, with every structural
     limit checked while walking (nodes counted on every visit, so shared references count as
     often as they appear; depth capped, so self-references stop). Field names for messages are
@@ -484,7 +487,7 @@ def _plain(data):
             raise _refuse("manifest_too_many_nodes", name(path), "more than %d nodes" % MAX_NODES, limit=MAX_NODES)
         kind = type(value)
         if kind is str or isinstance(value, str):
-            if len(value) > MAX_STRING:
+            if strings and len(value) > MAX_STRING:
                 raise _refuse("manifest_string_too_long", name(path), "%s: a string of %d characters is longer than "
                               "the %d-character limit" % (name(path), len(value), MAX_STRING), limit=MAX_STRING)
             return value if kind is str else str.__str__(value)

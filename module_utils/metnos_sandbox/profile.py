@@ -1022,6 +1022,21 @@ def _declared(manifest, host, invocation, own_dir):
     return write, read
 
 
+def _container_grants(manifest, host, invocation):
+    """The entries of reserved folders the capabilities name (their own grant), resolved."""
+    out = set()
+    for cap in manifest.capabilities:
+        if cap.kind in ("provider", "skill"):
+            out.add(_realpath(os.path.join(host["integrations_dir"], cap.target)))
+        elif cap.kind == "mail":
+            out.update(_realpath(p) for p in host["mail_accounts"].get(cap.target, []) + _mail_files(host, cap.target))
+        elif cap.kind == "dialog" and _component(invocation.get("sender")):
+            out.add(_realpath(os.path.join(host["dialog_dir"], invocation["sender"])))
+    if manifest.inverse is not None and _component(invocation.get("turn_id")):
+        out.add(_realpath(os.path.join(host["undo_root"], invocation["turn_id"])))
+    return out
+
+
 def _base_index(host):
     """The base mounts of a context as the final check compares them (cached per context)."""
     cached = getattr(host, "_base_index", None)
@@ -1102,7 +1117,14 @@ def check_invariants(argv, manifest, host, invocation, own_dir):
             continue
         if allowed is None:
             write, read = _declared(manifest, host, invocation, own_dir)
-            allowed = {"write": _prefixes(write), "any": _prefixes(write + read + list(base["ro"]))}
+            allowed = {"write": _prefixes(write), "any": _prefixes(write + read + list(base["ro"])),
+                       "grants": _container_grants(manifest, host, invocation)}
+        for path in (src, _realpath(src)):
+            if path in trees["broad"]:
+                out.append("%s %s %s exposes the shared tree %s (a)" % (opt, src, dest, path))
+            if trees["reserved"].related(path) and path not in allowed["grants"] and not (
+                    opt == "--ro-bind" and _under(path, _realpath(own_dir))):
+                out.append("%s %s %s reaches a reserved tree outside its own grant (a)" % (opt, src, dest))
         if opt == "--ro-bind":
             if not _within(src, allowed["any"]):
                 out.append("--ro-bind %s is outside the base and every declared scope (a)" % src)

@@ -81,6 +81,9 @@ def test_final_check_passes_the_rendered_argv(rendered):
     (lambda r, a: _insert(a, "--bind", r + "/data/w", r + "/executors"), "(b)"),              # shadows the executors
     (lambda r, a: _insert(a, "--bind", r, r + "/data/w/x"), "(a)"),                          # ancestor of base trees
     (lambda r, a: _insert(a, "--ro-bind", "/root", "/root"), "(a)"),                         # undeclared read
+    (lambda r, a: _insert(a, "--ro-bind", r + "/executors/other", r + "/x"), "(a)"),        # a sibling's code
+    (lambda r, a: _insert(a, "--ro-bind", r + "/creds/mail", r + "/creds/mail"), "(a)"),    # the whole store
+    (lambda r, a: _insert(a, "--ro-bind", "/", r + "/data/a/x"), "(a)"),                     # a shared root
     (lambda r, a: [x for x in a if x != "--unshare-net"], "(c)"),                            # host network
     (lambda r, a: _insert(a, "--unshare-pid"), "(c)"),                                       # extra namespace flag
     (lambda r, a: _insert(a, "--dev-bind", "/dev", "/dev"), "(c)"),                          # host devices
