@@ -17,16 +17,22 @@ description:
     the base item or capability that caused them).
   - Fails closed like the runtime (R-FAIL-1) when bwrap is unavailable or disabled, except for
     the byte-pinned C(undo_last_turn) exception (R-FAIL-2).
-  - Over-broad or dangerous requests are refused with a stable code, never rendered.
+  - Over-broad or dangerous requests are refused with a stable code, never rendered. Every path that
+    reaches a mount is judged as written and fully resolved on this host; a final check of the rendered
+    argv enforces the profile invariants (docs/profile-invariants.md) and fails closed.
   - With I(dest), writes C(<executor>.json) (structured profile) and C(<executor>.args) (one argv
     element per line) atomically; C(changed) only when content changes; C(--diff) shows the argv
     lines (mounts) a manifest change adds or removes.
 options:
   manifest:
-    description: The manifest, as a mapping or as YAML/JSON text. Exclusive with I(manifest_file).
+    description:
+      - The manifest, as a mapping or as YAML/JSON text (or what the C(metnos_manifest_source) filter
+        hands over). Exclusive with I(manifest_file).
+      - Input is bounded (size, nodes with YAML aliases counted before expansion, depth, counts,
+        lengths) and matched exactly; each refusal has its own code (docs/profile-invariants.md).
     type: raw
   manifest_file:
-    description: Path of a manifest file on the managed host.
+    description: Path of a manifest file on the managed host, read by the core (regular file, at most 64 KiB).
     type: path
   invocation:
     description: The concrete invocation.
@@ -42,6 +48,11 @@ options:
         python_package_roots, i18n_dbs, lexicon_dbs, resources, indexes, integrations_dir,
         mail_credentials_dir, mail_accounts, dialog_dir, undo_root, systemd_read_paths,
         system_read_paths, undo_exception.
+      - Every path is resolved on the host (symlinks followed) and judged with the same rules as a
+        manifest scope; a refused one is reported as C(host_path_refused) naming the key.
+      - C(undo_exception) pins the undo broker (R-FAIL-2) with name, origin, revision, owner,
+        capability, files and digest; the digest must equal the one computed from the broker's files
+        on disk.
     type: dict
     default: {}
   discover_python_roots:

@@ -264,8 +264,9 @@ _CODES = [
        "revision does not inherit the exception: it fails closed.",
        "Exact comparison with the pinned exception of the host context; the digest is computed from the "
        "executor's files on disk, never taken from the manifest alone.",
-       ["Pin the reviewed revision in metnos_sandbox_undo_exception (the message shows the digest "
-        "computed from disk), or restore the reviewed broker."]),
+       ["Pin the reviewed revision in metnos_sandbox_host.undo_exception: name, origin, revision, owner, "
+        "capability, files and the digest the message shows (computed from disk); or restore the reviewed "
+        "broker."]),
     # ---- input limits: a manifest is data, bounded before it is interpreted (docs/profile-invariants.md) ----
     _c("manifest_too_large", ERROR, "R-SCOPE-1",
        "The manifest is larger than the limit",
