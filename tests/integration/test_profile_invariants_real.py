@@ -97,11 +97,12 @@ def test_generated_profiles_hold_in_real_bwrap(base, case):
             candidates = [(p, os.path.realpath(p).startswith(root + "/")) for p in paths + targets]
             inside = run(prof["argv"], {"token": token, "candidates": candidates}, user)
             for path in inside:
-                # what the payload could write is below a writable bind or the private /tmp, or in the
-                # folders bwrap creates itself on its private root to hold the mount points
+                # what the payload could write is below a writable bind, the private /tmp or /dev
+                # (bwrap's own tmpfs), or in the folders bwrap creates on its private root to hold the
+                # mount points; never below a read-only bind
                 covering = sorted((d for d, _k in mounts if O.under(path, d)), key=len)
                 kind = dict(mounts)[covering[-1]] if covering else "skeleton"
-                assert kind in ("--bind", "--tmpfs", "skeleton"), (user, path, kind, argv)
+                assert kind in ("--bind", "--tmpfs", "--dev", "skeleton"), (user, path, kind, argv)
             landed = []
             for folder in sorted(set(os.path.realpath(p) for p in paths + targets if os.path.isdir(p))):
                 marker = os.path.join(folder, ".metnos-w-" + token)
