@@ -495,10 +495,12 @@ class _Render(object):
                 return None
         return real
 
-    def judge_host(self, key, lexical, mode, container=None, grant=None):
+    def judge_host(self, key, lexical, mode, container=None, grant=None, configured=False):
         """A host-context path (resource, index, integration, credential, dialog, undo, read paths):
-        the same rules, the refusal naming the host key. ``container``: the folder it must stay in."""
-        real = _realpath(lexical)
+        the same rules, the refusal naming the host key. ``container``: the folder it must stay in.
+        ``configured``: the path is the admin's own setting (a resource, an index, a read path),
+        resolved once per context like the base paths; entries below a folder resolve per render."""
+        real = self.host.real(lexical) if configured else _realpath(lexical)
         if container is not None and real != os.path.join(self.host.real(container), os.path.basename(lexical)):
             self.diags.append(host_refusal(key, lexical, ("leave", "resolves to %s through a symlink, not to its own "
                                                                    "entry in %s" % (real, container))))
@@ -584,7 +586,7 @@ def _grant_metnos(r, cap):
                  % (cap.text, D.excerpt(cap.target), ", ".join(sorted(r.host["resources"]))), capability=cap.text)
         return
     mode = "ro" if cap.mode == "read" else "rw"
-    real = r.judge_host("resources." + cap.target, path, mode)
+    real = r.judge_host("resources." + cap.target, path, mode, configured=True)
     if real is None:
         return
     if os.path.exists(real):
@@ -599,7 +601,7 @@ def _grant_index(r, cap):
         r.skip("%s: unknown index %s grants nothing (R-CAP-INDEX)" % (cap.text, D.excerpt(cap.target)),
                capability=cap.text)
         return
-    real = r.judge_host("indexes." + cap.target, path, "ro")
+    real = r.judge_host("indexes." + cap.target, path, "ro", configured=True)
     if real is None:
         return
     if os.path.exists(real):
@@ -611,7 +613,7 @@ def _grant_index(r, cap):
 def _grant_sys(r, cap):
     key = "systemd_read_paths" if cap.kind == "systemd" else "system_read_paths"
     for i, path in enumerate(r.host[key]):
-        real = r.judge_host("%s[%d]" % (key, i), path, "ro")
+        real = r.judge_host("%s[%d]" % (key, i), path, "ro", configured=True)
         if real is not None and os.path.exists(real):
             r.mounts.add("ro", real, path, "R-CAP-SYS", "capability:" + cap.text)
 
@@ -1004,11 +1006,12 @@ def _declared(manifest, host, invocation, own_dir):
             scopes = manifest.arguments[cap.arg]["within"] if cap.arg is not None else [cap.target]
             target += [real(glob_root(s)) for s in scopes]
         elif cap.kind == "metnos" and cap.target in host["resources"]:
-            target.append(real(host["resources"][cap.target]))
+            target.append(host.real(host["resources"][cap.target]))
         elif cap.kind == "index" and cap.target in host["indexes"]:
-            read.append(real(host["indexes"][cap.target]))
+            read.append(host.real(host["indexes"][cap.target]))
         elif cap.kind in ("systemd", "system"):
-            read += [real(p) for p in host["systemd_read_paths" if cap.kind == "systemd" else "system_read_paths"]]
+            read += [host.real(p) for p in host["systemd_read_paths" if cap.kind == "systemd"
+                                                else "system_read_paths"]]
         elif cap.kind in ("provider", "skill"):
             write.append(real(os.path.join(host["integrations_dir"], cap.target)))
         elif cap.kind == "mail":
