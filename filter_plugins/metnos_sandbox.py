@@ -77,6 +77,9 @@ def metnos_capabilities(capabilities):
     if not isinstance(capabilities, list):
         raise AnsibleFilterError("metnos_capabilities: expected a list of capability strings, got %s"
                                  % type(capabilities).__name__)
+    if len(capabilities) > _manifest.MAX_CAPABILITIES:
+        raise AnsibleFilterError("metnos_capabilities: %d capabilities; the limit is %d "
+                                 "(manifest_too_many_capabilities)" % (len(capabilities), _manifest.MAX_CAPABILITIES))
     out = []
     for index, text in enumerate(capabilities):
         cap, errors = _manifest.parse_capability(text, "capabilities[%d]" % index)
