@@ -153,4 +153,14 @@ def audit_host(params, runner=B.default_runner):
     if result["probe"] is not None and not result["probe"].get("passed"):
         result["verdict"] = "fail"
     result["duration"] = round(time.time() - start, 3)
+    result["cpu"] = cpu_seconds()
     return result
+
+
+def cpu_seconds():
+    """CPU seconds (user + system) of this process and of the commands it waited for (bwrap, package
+    queries, systemctl): what the audit cost the host. A probe in a systemd transient unit runs under
+    systemd, not as our child, and is not included."""
+    import resource
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return round(own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime, 3)

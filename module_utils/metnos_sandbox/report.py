@@ -88,10 +88,46 @@ def _host_entry(name, res):
     }
 
 
+# --------------------------------------------------------------------------- per-host results kept on disk
+
+SPOOL = "metnos-audit-results"
+
+
+def spool_path(directory, host):
+    return os.path.join(directory, quote(host, safe="") + ".json")
+
+
+def write_spooled(directory, host, text):
+    """Keep one host's result (JSON text: the audit result, or {unreachable|failed, msg}) in ``directory``."""
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    path = spool_path(directory, host)
+    with open(path + ".tmp", "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(path + ".tmp", path)
+
+
+def read_spooled(directory, hosts):
+    """(host, result) for each host, read one at a time; a host without a kept result (it never reached
+    the audit in this run: an earlier task failed, or the play ended first) is reported unreachable."""
+    for host in hosts:
+        try:
+            with open(spool_path(directory, host), encoding="utf-8") as handle:
+                yield host, json.load(handle)
+        except (OSError, ValueError):
+            yield host, {"unreachable": True, "msg": "no metnos_audit result in this run"}
+
+
+# --------------------------------------------------------------------------- the document
+
 def build(results, generated=None, warnings_as_failures=False):
     """The report document (the JSON schema's instance) from {host: task result}."""
-    return build_from_hosts([_host_entry(name, results[name]) for name in sorted(results)], generated,
-                            warnings_as_failures)
+    return build_from_results(((name, results[name]) for name in sorted(results)), generated, warnings_as_failures)
+
+
+def build_from_results(pairs, generated=None, warnings_as_failures=False):
+    """The report document from an iterable of (host, task result): each result is reduced to its host
+    record as it comes, so the full results need not all be in memory at once."""
+    return build_from_hosts([_host_entry(name, res) for name, res in pairs], generated, warnings_as_failures)
 
 
 def build_from_hosts(hosts, generated=None, warnings_as_failures=False):
