@@ -65,6 +65,6 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("metnos_audit_report: cannot write reports to %s: %s" % (dest, exc)) from None
         timings["total"] = round(time.time() - start, 3)
         result.update(changed=False, paths=paths, totals=doc["totals"], gate=doc["gate"], timings=timings,
-                      summary=R.terminal_summary(doc) + ["reports written in %.1f s: %s" % (
+                      summary=R.terminal_summary(doc) + ["reports written in %.2f s: %s" % (
                           timings["total"], " ".join(paths.values()))])
         return result

@@ -25,7 +25,9 @@ options:
         is reported unreachable. Exactly one of O(hosts) and O(results).
     type: list
     elements: str
-  results: {description: "Mapping host -> registered metnos_audit result. Exactly one of O(hosts) and O(results).", type: dict}
+  results:
+    description: "Mapping host -> registered metnos_audit result. Exactly one of O(hosts) and O(results)."
+    type: dict
   dest: {description: Directory for the reports., type: path, default: reports}
   warnings_as_failures: {description: Count hosts with warnings as failing in the gate., type: bool, default: false}
 attributes:
@@ -54,8 +56,15 @@ RETURN = r"""
 paths: {description: "Written files by kind (json, md, junit.xml, html).", returned: always, type: dict}
 totals: {description: Counts per verdict and per diagnostic code., returned: always, type: dict}
 gate: {description: "{failed, failing_hosts, warnings_as_failures}: what CI should do.", returned: always, type: dict}
-summary: {description: Terminal summary lines (at most 20 failing hosts named)., returned: always, type: list, elements: str}
-timings: {description: "Seconds spent building the document and writing each format (json, md, junit.xml, html, total).", returned: always, type: dict}
+summary:
+  description: Terminal summary lines (at most 20 failing hosts named, then where the reports are).
+  returned: always
+  type: list
+  elements: str
+timings:
+  description: "Seconds spent building the document and writing each format (json, md, junit.xml, html, total)."
+  returned: always
+  type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule
