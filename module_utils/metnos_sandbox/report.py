@@ -342,7 +342,7 @@ details,#detail{background:#fff;margin:8px 0;padding:8px 12px;border-radius:8px;
 summary{cursor:pointer;font-weight:600}pre{background:#1d2330;color:#e8ecf1;padding:10px;border-radius:6px;
 overflow:auto;position:relative;white-space:pre-wrap}button.cp{position:absolute;right:6px;top:6px;font-size:11px}
 .sev-error{color:#b71c1c}.sev-warning{color:#8a5800}.sev-info{color:#557}
-#detail[hidden]{display:none}#detail h2{margin:4px 0 8px}
+#detail[hidden]{display:none}#detail h2{margin:4px 0 8px}button#code:empty{display:none}
 """
 
 _JS = r"""
