@@ -170,33 +170,86 @@ _PACKAGE_QUERIES = (
     ("rpm", ["rpm", "-qf", "--qf", "%{NAME}\n"], ["rpm", "-q", "--qf", "%{EPOCHNUM}:%{VERSION}-%{RELEASE}\n", "{pkg}"]),
     ("pacman", ["pacman", "-Qqo"], ["pacman", "-Q", "{pkg}"]),
 )
+# The package that ships bwrap on dpkg systems. Asked first because `dpkg-query -L PKG` reads one file
+# list while `dpkg-query -S PATH` reads all of them (~7 ms against ~55 ms of CPU on a Debian 12 host);
+# the answer is the same: a regular file is listed by one package at most. Anything else (another
+# owner, a diversion) is answered by the full search.
+DPKG_EXPECTED_OWNERS = ("bubblewrap",)
+_DPKG_DIVERSION_NOTE = re.compile(r"(diverted by |locally diverted to: |package diverts others to: )")
 
 
 def _tool_on(tool, search="/usr/bin:/bin:/usr/sbin:/sbin"):
     return which(tool, search)
 
 
+def _dpkg_diverted_by(path, runner):
+    """The package diverting ``path`` ('LOCAL' for a local diversion), or None."""
+    rc, out, _err = runner(["dpkg-divert", "--listpackage", path])
+    return out.strip() or None if rc == 0 else None
+
+
+def _dpkg_owner(candidates, runner):
+    """The dpkg package whose file is at the first of ``candidates`` (a path, its resolved path) that
+    dpkg knows: (path, package) or (None, None).
+
+    ``dpkg-query -S`` lists every package whose file list names the path, after 'diversion by' (or
+    'local diversion') lines.
+    With a diversion, only the diverting package's own file stays at the path (the others' go to the
+    diverted name): the owner is that package if it lists the path, nobody otherwise (a local file)."""
+    for pkg in DPKG_EXPECTED_OWNERS:
+        rc, out, _err = runner(["dpkg-query", "-L", pkg])
+        lines = out.splitlines() if rc == 0 else []
+        for path in candidates:
+            # -L prints 'diverted by X to: ...' (or 'locally diverted to: ...') right after a diverted path
+            if path in lines and not _DPKG_DIVERSION_NOTE.match((lines + [""])[lines.index(path) + 1]):
+                return path, pkg
+    for path in candidates:
+        rc, out, _err = runner(["dpkg-query", "-S", path])
+        owners, diverted = [], False
+        for line in out.splitlines() if rc == 0 else []:
+            if line.startswith(("diversion by ", "local diversion ")):
+                diverted = True
+                continue
+            names, _sep, listed_path = line.rpartition(": ")
+            if names and listed_path.strip() == path:
+                owners.extend(n.strip().split(":")[0] for n in names.split(","))   # 'pkg:arch' -> pkg
+        if not owners:
+            continue
+        diverter = _dpkg_diverted_by(path, runner) if diverted else None
+        if diverter is None:
+            return path, owners[0]
+        if diverter in owners:
+            return path, diverter
+        return path, None      # diverted away: the file at the path is a local one
+    return None, None
+
+
+def _owner(tool, owner_q, candidates, runner):
+    if tool == "dpkg-query":
+        return _dpkg_owner(candidates, runner)[1]
+    for candidate in candidates:
+        rc, out, _err = runner(owner_q + [candidate])
+        if rc == 0 and out.strip():
+            return out.strip().splitlines()[0]
+    return None
+
+
 def package_facts(path, runner=default_runner):
     """Distro package owning ``path``: name, full revision, manager. Empty when unowned."""
-    real = os.path.realpath(path)
+    candidates = list(dict.fromkeys([path, os.path.realpath(path)]))
     for tool, owner_q, version_q in _PACKAGE_QUERIES:
         if not _tool_on(tool):
             continue
-        for candidate in dict.fromkeys([path, real]):
-            rc, out, _err = runner(owner_q + [candidate])
-            if rc != 0 or not out.strip():
-                continue
-            name = out.strip().splitlines()[0]
-            if tool == "dpkg-query":
-                # 'bubblewrap: /usr/bin/bwrap' (or 'pkg:arch: /path')
-                name = name.split(": ", 1)[0].split(":")[0]
-            rc, ver, _err = runner([a.replace("{pkg}", name) for a in version_q])
-            revision = ver.strip().splitlines()[0] if rc == 0 and ver.strip() else None
-            if revision and tool == "pacman":
-                revision = revision.split()[-1]
-            if revision and tool == "rpm" and revision.startswith("0:"):
-                revision = revision[2:]
-            return {"manager": tool.split("-")[0], "name": name, "revision": revision}
+        name = _owner(tool, owner_q, candidates, runner)
+        if not name:
+            continue
+        rc, ver, _err = runner([a.replace("{pkg}", name) for a in version_q])
+        revision = ver.strip().splitlines()[0] if rc == 0 and ver.strip() else None
+        if revision and tool == "pacman":
+            revision = revision.split()[-1]
+        if revision and tool == "rpm" and revision.startswith("0:"):
+            revision = revision[2:]
+        return {"manager": tool.split("-")[0], "name": name, "revision": revision}
     return {}
 
 
