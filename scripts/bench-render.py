@@ -17,6 +17,7 @@ import glob
 import json
 import os
 import resource
+import shutil
 import sys
 import tempfile
 import time
@@ -115,6 +116,7 @@ def hostile(seconds_note):
     print("worst: %.1f ms, %.2f MiB peak (limits: 1000 ms, 100 MiB); process max RSS %.1f MiB"
           % (timed[0][0] * 1000, peaks[0][0] / 1048576.0,
              resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0))
+    shutil.rmtree(base, ignore_errors=True)
 
 
 def main():
@@ -158,6 +160,7 @@ def main():
     print("rendered %d manifests in %.2f s wall / %.2f s CPU: %.0f manifests/s wall, %.0f per CPU-second "
           "(%d distinct manifests; decisions %s; python %s)"
           % (count, elapsed, cpu, count / elapsed, count / cpu, len(docs), decisions, sys.version.split()[0]))
+    shutil.rmtree(root, ignore_errors=True)
     if not args.no_hostile:
         hostile(args.seconds)
 
