@@ -29,6 +29,7 @@ _CORE = os.path.join(_UTILS, "metnos_sandbox")
 if _UTILS not in sys.path:
     sys.path.insert(0, _UTILS)
 
+from metnos_sandbox import manifest as M  # noqa: E402  (controller side: the one manifest loader)
 from metnos_sandbox import report as R  # noqa: E402  (controller side only: the spool's layout)
 
 MAX_ARG = 120000   # Linux MAX_ARG_STRLEN is 128 KiB per argument
@@ -145,16 +146,9 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("metnos_audit: scope must be system or user, got %r" % args["scope"])
         args.setdefault("unit", "metnos.service")
         args.setdefault("probe", True)
-        manifests = []
-        for index, item in enumerate(args.get("manifests") or []):
-            if isinstance(item, str):
-                try:
-                    import yaml
-                    item = yaml.safe_load(item)
-                except Exception as exc:
-                    raise AnsibleActionFail("metnos_audit: manifests[%d] is not YAML/JSON: %s" % (index, exc)) from None
-            manifests.append(item)
-        args["manifests"] = manifests
+        # Manifest text is loaded by the core's one reader/decoder (the host then needs no YAML
+        # library); a refused load travels as the core's refusal record, refused on the host.
+        args["manifests"] = [M.transport(item) for item in args.get("manifests") or []]
 
         python = args.pop("python", None) or (task_vars or {}).get("ansible_python_interpreter") or "/usr/bin/python3"
         python = self._templar.template(python)

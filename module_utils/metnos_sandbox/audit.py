@@ -21,6 +21,7 @@ from . import facts as F
 from . import probe as PR
 from . import profile as P
 from . import service_env as S
+from . import store as ST
 
 SCHEMA = "metnos-sandbox-audit/1"
 
@@ -42,11 +43,9 @@ def profile_drift(manifests, host_over, profile_dir, status, runner=B.default_ru
             entry.update(state="refused", refusal=prof["refusal"])
             out.append(entry)
             continue
-        path = os.path.join(profile_dir, "%s.args" % name)
-        try:
-            with open(path) as handle:
-                on_disk = handle.read().splitlines()
-        except (IOError, OSError):
+        path = ST.paths(profile_dir, name)[0]
+        on_disk = ST.read_args(profile_dir, name)     # the one reader of the profile format
+        if on_disk is None:
             entry.update(state="missing", path=path)
             out.append(entry)
             continue

@@ -324,7 +324,6 @@ def probe_service(params, runner):
     import pwd
 
     from . import envflags
-    from . import manifest as M
     from . import profile as P
     from . import service_env as S
 
@@ -373,14 +372,8 @@ def probe_service(params, runner):
         python = "/usr/bin/python3"
     host_over.setdefault("python_executable", python)
     host = P.HostContext(host_over)     # P.ContextError names the bad key
-    source = params.get("manifest") or PROBE_MANIFEST
-    if isinstance(source, dict):
-        prof = P.render_safe(dict(source), host, params.get("invocation") or {}, status)
-    else:
-        try:
-            prof = P.render(M.loads(source), host, params.get("invocation") or {}, status)
-        except M.ManifestError as exc:
-            prof = P.refused(None, exc.diagnostics)
+    source = PROBE_MANIFEST if params.get("manifest") is None else params["manifest"]
+    prof = P.render_safe(source, host, params.get("invocation") or {}, status)
     out["profile"] = {"executor": prof["executor"], "decision": prof["decision"], "argv": prof["argv"]}
     if prof["decision"] != "wrapped":
         out["context"] = "not started: profile %s" % prof["decision"]
