@@ -399,8 +399,12 @@ def pump(proc, streams, timeout, watch=None):
         while sel.get_map():
             left = deadline - time.time()
             if left <= 0:
+                if timed_out:
+                    break                      # killed, and something still holds a pipe: give up
                 timed_out = True
-                break
+                _kill_group(proc)
+                deadline = time.time() + 5.0   # then read on until the killed tree has closed its pipes
+                continue
             for key, _mask in sel.select(min(left, 1.0)):
                 try:
                     chunk = os.read(key.fd, 65536)
@@ -410,25 +414,27 @@ def pump(proc, streams, timeout, watch=None):
                     data[key.data] += chunk
                 else:
                     sel.unregister(key.fd)
-            if watching and watch(data, proc.pid):
+            if watching and not timed_out and watch(data, proc.pid):
                 watching = False
                 _close_stdin(proc)
     finally:
         sel.close()
+    _close_stdin(proc)
     if not timed_out:
-        _close_stdin(proc)
         try:
             proc.wait(timeout=max(0.1, deadline - time.time()))
         except subprocess.TimeoutExpired:
             timed_out = True
-    if timed_out:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        _close_stdin(proc)
-        proc.wait()
+            _kill_group(proc)
+    proc.wait()
     return data, timed_out
+
+
+def _kill_group(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
 
 
 def _close_stdin(proc):

@@ -263,12 +263,31 @@ class _Watcher(object):
         return True
 
     def direct(self, data, pid):
-        return self._done(B.parse_json_objects(data["stdout"]), B.parse_json_status(data.get("status", b"")), pid)
+        _launcher, status, _obs = split_stream(records(data.get("status", b"")), self.token)
+        return self._done(records(data["stdout"]), status, pid)
 
     def systemd(self, data, _pid):
-        objects = B.parse_json_objects(data["stdout"])
+        objects = records(data["stdout"])
         launcher, status, _obs = split_stream(objects, self.token)
         return self._done(objects, status, launcher)
+
+
+def records(data):
+    """The JSON objects of a stream, one per complete line (bwrap's status records, the launcher's and
+    the payload's lines); anything else on the stream - partial lines, noise - is skipped."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "replace")
+    out = []
+    for line in data.split(b"\n")[:-1]:
+        line = line.strip()
+        if line.startswith(b"{"):
+            try:
+                obj = json.loads(line.decode("utf-8", "replace"))
+            except ValueError:
+                continue
+            if isinstance(obj, dict):
+                out.append(obj)
+    return out
 
 
 def split_stream(objects, token):
@@ -519,7 +538,8 @@ def run(argv, spec, python, user=None, env=None, timeout=30.0, cwd="/"):
     host = host_view()
     watcher = _Watcher(spec["token"], payload)
     result = B.run_bwrap(full, user=user, env=env, timeout=timeout, cwd=cwd, watch=watcher.direct)
-    _launcher, _status, obs = split_stream(B.parse_json_objects(result["stdout"]), spec["token"])
+    _launcher, _status, obs = split_stream(records(result["stdout"]), spec["token"])
+    result["json_status"] = split_stream(records(result.get("status_raw", "")), spec["token"])[1]
     shown = [a if a != "{status_fd}" else "FD" for a in full[:len(full) - 2]] + ["<payload>", "<spec>"]
     return _verdict(shown, result, obs, watcher.outside, spec, host, user, timeout)
 
@@ -633,7 +653,8 @@ def _strip_systemd_run(stderr):
 
 # The transient unit's command: say who will be bwrap (the shell's pid is bwrap's after exec), then
 # exec bwrap with its status fd on the unit's stdout (systemd-run --pipe hands us that stdout).
-LAUNCHER = 'printf \'{"launcher-pid": %s}\\n\' "$$"; exec "$@" 3>&1'
+# systemd expands "$$" in a command line to "$", hence "$$$$" for the shell's "$$".
+LAUNCHER = 'printf \'{"launcher-pid": %s}\\n\' "$$$$"; exec "$@" 3>&1'
 
 
 def run_systemd(argv, spec, python, user, settings, env, timeout, runner_unit):
@@ -669,7 +690,7 @@ def run_systemd(argv, spec, python, user, settings, env, timeout, runner_unit):
     stderr, info = _strip_systemd_run(data["stderr"].decode("utf-8", "replace"))
     if info.get("result") == "timeout":
         timed_out = True
-    _launcher, status, obs = split_stream(B.parse_json_objects(data["stdout"]), spec["token"])
+    _launcher, status, obs = split_stream(records(data["stdout"]), spec["token"])
     main = info.get("main", "")
     if "status=SYS" in main or "status=31" in main:
         rc = 128 + 31
@@ -679,6 +700,21 @@ def run_systemd(argv, spec, python, user, settings, env, timeout, runner_unit):
                        tool=argv[0])
     verdict["systemd_result"] = info
     return verdict
+
+
+def bwrap_binary_findings(bwrap_path, runner=B.default_runner):
+    """The bwrap the probe runs, judged as a binary: not owned by a package, not root-owned or
+    writable by others, setuid. Always reported, with or without a unit (the service-environment
+    checks only exist when there is one)."""
+    from . import facts as FA
+    if not bwrap_path or not os.path.isabs(bwrap_path):
+        return []
+    try:
+        info = dict(B.file_facts(bwrap_path), package=B.package_facts(bwrap_path, runner=runner))
+    except OSError:
+        return []
+    # Same messages as bwrap_facts, so that the audit (which reports both) shows each finding once.
+    return FA.binary_diagnostics(info)
 
 
 def probe_service(params, runner):
@@ -757,6 +793,7 @@ def probe_service(params, runner):
     if user.get("home") and user.get("home") not in ("/", "/nonexistent"):
         extra.append(user["home"])
     spec = expectations(prof, extra_absent=extra)
+    findings = bwrap_binary_findings(prof["argv"][0], runner)
     context = params.get("context") or "auto"
     use_systemd = context == "systemd" or (context == "auto" and svc is not None and svc.get("mode") == "systemd")
     timeout = float(params.get("timeout") or 60)
@@ -775,7 +812,7 @@ def probe_service(params, runner):
             out["context"] = "direct as %s in the admin's environment (no service unit%s)" % (
                 user.get("name"), " %s" % unit if unit else "")
     out.update(dict((k, v) for k, v in verdict.items() if k != "diagnostics"))
-    diags = list(verdict["diagnostics"])
+    diags = list(verdict["diagnostics"]) + findings
     if verdict.get("setup_failed") and svc is not None:
         blamed = [d for d in svc.get("diagnostics", []) if d["code"].startswith("unit_")]
         for d in blamed:

@@ -32,9 +32,12 @@ def test_strict_profile_passes_in_service_context(svc):
     assert res["context"].startswith("systemd transient unit") and "metnos" in res["context"]
     assert res["observed_uid"] == int(svc.sh("id -u metnos").stdout)
     names = [c["name"] for c in res["checks"]]
-    for expected in ("user_namespace_private", "only_loopback", "tmp_private_and_empty", "read_only:/usr",
+    for expected in ("bwrap_child_is_payload", "proc_is_own_procfs", "user_namespace_private",
+                     "net_namespace_private", "fresh_tmpfs:/tmp", "minimal_dev:/dev", "read_only:/usr",
                      "hidden:/home", "hidden:/root", "parent_death_signal", "no_pid_namespace"):
         assert expected in names
+    # the outside witness: root here lacks CAP_SYS_PTRACE, the links were read as the service user
+    assert "same credentials" in res["evidence"]["read_by"]
     assert transient_left(svc) == "0"
 
 
