@@ -258,8 +258,11 @@ class _Watcher(object):
             return False
         child = status.get("child-pid")
         self.launcher = launcher
-        self.outside = observe_outside(launcher, child if isinstance(child, int) else None, self.payload_argv,
-                                       self.proc)
+        try:
+            self.outside = observe_outside(launcher, child if isinstance(child, int) and not isinstance(child, bool)
+                                           else None, self.payload_argv, self.proc)
+        except Exception as exc:   # never leave the payload waiting; nothing read is nothing proven
+            self.outside = {"launcher": launcher, "child_pid": child, "error": "%s: %s" % (type(exc).__name__, exc)}
         return True
 
     def direct(self, data, pid):
