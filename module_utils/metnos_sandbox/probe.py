@@ -584,7 +584,11 @@ def _verdict(shown, result, obs, outside, spec, host, user, timeout, tool=None):
     failed = [c for c in checks if not c["ok"]]
     ns_checks = [c for c in checks if c["name"].endswith("_namespace_private")]
     identity = [c for c in checks if c["name"] == "bwrap_child_is_payload"]
-    unisolated = (identity and not identity[0]["ok"]) or (ns_checks and not any(c["ok"] for c in ns_checks))
+    # Not isolated: every namespace the profile unshares is shared, or the process that reported cannot
+    # be tied to bwrap's child *and* something else is wrong. A false child-pid alone is a failed check.
+    others = [c for c in failed if c["name"] != "bwrap_child_is_payload"]
+    unisolated = bool(ns_checks and not any(c["ok"] for c in ns_checks)) or bool(
+        identity and not identity[0]["ok"] and others)
     if unisolated:
         verdict["diagnostics"].append(D.make(
             "probe_not_isolated", user=who,
@@ -657,6 +661,7 @@ def _strip_systemd_run(stderr):
 # The transient unit's command: say who will be bwrap (the shell's pid is bwrap's after exec), then
 # exec bwrap with its status fd on the unit's stdout (systemd-run --pipe hands us that stdout).
 # systemd expands "$$" in a command line to "$", hence "$$$$" for the shell's "$$".
+STOP_TIMEOUT = 3
 LAUNCHER = 'printf \'{"launcher-pid": %s}\\n\' "$$$$"; exec "$@" 3>&1'
 
 
@@ -667,7 +672,10 @@ def run_systemd(argv, spec, python, user, settings, env, timeout, runner_unit):
     sep = argv.index("--")
     payload = payload_command(python, spec)
     inner = argv[:sep] + ["--json-status-fd", "3", "--"] + payload
-    full = systemd_run_argv(runner_unit, user, settings, env, timeout) + ["/bin/sh", "-c", LAUNCHER, "sh"] + inner
+    # A bounded stop: under cgroup v1 (containers) systemd can miss that a unit whose processes used a
+    # PID namespace is empty and sit in "deactivating" for the default 90 s after bwrap has exited.
+    full = systemd_run_argv(runner_unit, user, settings, env, timeout) + ["-p", "TimeoutStopSec=%d" % STOP_TIMEOUT] + \
+        ["/bin/sh", "-c", LAUNCHER, "sh"] + inner
     host = host_view()
     watcher = _Watcher(spec["token"], payload)
     start = time.time()
@@ -691,9 +699,9 @@ def run_systemd(argv, spec, python, user, settings, env, timeout, runner_unit):
         rc = None
     subprocess.run(["systemctl", "reset-failed", runner_unit], capture_output=True)
     stderr, info = _strip_systemd_run(data["stderr"].decode("utf-8", "replace"))
-    if info.get("result") == "timeout":
-        timed_out = True
     _launcher, status, obs = split_stream(records(data["stdout"]), spec["token"])
+    if info.get("result") == "timeout" and "exit-code" not in status:
+        timed_out = True        # RuntimeMaxSec= hit; after bwrap's exit-code it was only the stop timeout
     main = info.get("main", "")
     if "status=SYS" in main or "status=31" in main:
         rc = 128 + 31

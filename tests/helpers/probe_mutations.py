@@ -80,6 +80,46 @@ if fd is not None:
 sys.exit(rc)
 """
 
+FAKE_WRAP = """#!/usr/bin/python3
+# A wrapper around the real bwrap that lies about its child: it forwards bwrap's status records but
+# names a decoy (another real sandbox's child) as child-pid. The sandbox itself is real.
+import json, os, subprocess, sys
+args = sys.argv[1:]
+i = args.index("--json-status-fd")
+fd = int(args[i + 1])
+r, w = os.pipe()
+args[i + 1] = str(w)
+dr, dw = os.pipe()
+decoy = subprocess.Popen(["/usr/bin/bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/",
+                          "--json-status-fd", str(dw), "--", "sleep", "60"], pass_fds=(dw,), stdin=subprocess.DEVNULL)
+os.close(dw)
+first = b""
+while b"}" not in first:
+    chunk = os.read(dr, 4096)
+    if not chunk:
+        break
+    first += chunk
+decoy_pid = json.loads(first.decode().split("}")[0] + "}")["child-pid"]
+real = subprocess.Popen(["/usr/bin/bwrap"] + args, pass_fds=(w,))
+os.close(w)
+buf = b""
+while True:
+    chunk = os.read(r, 4096)
+    if not chunk:
+        break
+    buf += chunk
+    while b"\\n" in buf:
+        line, buf = buf.split(b"\\n", 1)
+        obj = json.loads(line.decode())
+        if "child-pid" in obj:
+            obj["child-pid"] = decoy_pid
+        os.write(fd, (json.dumps(obj) + "\\n").encode())
+rc = real.wait()
+decoy.kill()
+decoy.wait()
+sys.exit(rc)
+"""
+
 
 class Bench(object):
     """Host-side fixtures for the rows, all under one /var/tmp directory; ``close()`` removes them."""
@@ -99,7 +139,7 @@ class Bench(object):
         os.chmod(self.dir, 0o755)
         self.bwrap = shutil.which("bwrap")
         self.fakes = {}
-        for name, text in (("exec", FAKE_EXEC), ("json", FAKE_JSON), ("unshare", FAKE_UNSHARE)):
+        for name, text in (("exec", FAKE_EXEC), ("json", FAKE_JSON), ("unshare", FAKE_UNSHARE), ("wrap", FAKE_WRAP)):
             path = os.path.join(self.dir, "fake-" + name, "bwrap")
             os.makedirs(os.path.dirname(path), mode=0o755)
             with open(path, "w") as handle:
@@ -267,6 +307,8 @@ ROWS = [
         binary("fakes.exec"), NOT_ISOLATED_DIRECT, code="probe_not_isolated"),
     Row("fake_json", "look-alike bwrap: plausible json-status (a decoy sandbox's child-pid), command unsandboxed",
         binary("fakes.json"), NOT_ISOLATED_DIRECT, code="probe_not_isolated"),
+    Row("fake_wrap_decoy", "wrapper around the real bwrap that reports a decoy's child-pid (sandbox itself real)",
+        binary("fakes.wrap"), ["bwrap_child_is_payload"]),
     Row("fake_no_mnt", "look-alike: user/ipc/uts/net namespaces, no mount namespace, honest json-status",
         binary("fakes.unshare"), ["mnt_namespace_private", "fresh_tmpfs:/tmp", "minimal_dev:/dev", "read_only:*",
                                   "hidden:*", "parent_death_signal"]),
