@@ -119,12 +119,22 @@ def test_witnesses_that_disagree_fail():
     assert "witnesses disagree" in bad["net_namespace_private"]["observed"]["problems"][0]
 
 
-def test_no_child_pid_means_not_isolated():
+def test_no_child_pid_alone_is_a_failed_check():
+    """The evidence chain is broken (no child-pid) but everything else proves a sandbox: a failed check."""
     obs, outside, host = good()
     outside.update(child_pid=None, child_ppid=None)
     v = verdict(obs, outside, host, {"json_status": {}})
-    assert [d["code"] for d in v["diagnostics"]] == ["probe_not_isolated"]
+    assert [d["code"] for d in v["diagnostics"]] == ["probe_check_failed"]
     assert v["setup_failed"] is False and "bwrap wrote no child-pid record" in v["diagnostics"][0]["message"]
+
+
+def test_no_child_pid_and_host_view_means_not_isolated():
+    obs, outside, host = good()
+    outside.update(child_pid=None, child_ppid=None)
+    obs["tmpfs"]["/tmp"]["entries"] = ["host-file"]
+    v = verdict(obs, outside, host, {"json_status": {}})
+    assert [d["code"] for d in v["diagnostics"]] == ["probe_not_isolated"]
+    assert "bwrap_child_is_payload" in v["diagnostics"][0]["message"]
 
 
 def test_shared_namespaces_mean_not_isolated():
