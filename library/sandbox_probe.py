@@ -128,6 +128,7 @@ evidence:
   type: dict
   contains:
     bwrap_pid: {description: The bwrap process that was started., type: int}
+    bwrap_exe: {description: "What that process executes (/proc/PID/exe), or why it could not be read.", type: str}
     child_pid: {description: The child-pid bwrap reported (null when it reported none)., type: int}
     payload_pid: {description: The payload process found on the host., type: int}
     read_by: {description: "The probe itself, or the same-credential reader.", type: str}

@@ -338,6 +338,8 @@ def evaluate(spec, obs, outside, host):
     # 1. The process that reported is bwrap's sandboxed child (else nothing below is about a sandbox).
     child, launcher, pids = outside.get("child_pid"), outside.get("launcher"), outside.get("payload_pids") or []
     why = []
+    if outside.get("error"):
+        why.append("the outside evidence could not be read (%s)" % outside["error"])
     if not isinstance(child, int):
         why.append("bwrap wrote no child-pid record")
     if len(pids) != 1:
@@ -557,6 +559,7 @@ def _verdict(shown, result, obs, outside, spec, host, user, timeout, tool=None):
     if outside:
         verdict["evidence"] = {"bwrap_pid": outside.get("launcher"), "child_pid": outside.get("child_pid"),
                                "payload_pid": outside.get("payload_pid"),
+                               "bwrap_exe": (outside.get("parent") or {}).get("exe"),
                                "read_by": (outside.get("payload") or {}).get("read_by")}
     who = (user or {}).get("name", "current user")
     if result["timed_out"]:
