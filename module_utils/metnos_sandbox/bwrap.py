@@ -432,13 +432,81 @@ def parse_json_status(data):
 
 # --------------------------------------------------------------------------- running
 
-def run_bwrap(argv, user=None, env=None, timeout=30.0, cwd="/", status_fd=True, input_data=None):
+def pump(proc, streams, timeout, watch=None):
+    """Read ``streams`` ({name: readable fd}) of ``proc`` until they all close or ``timeout`` passes.
+
+    ``watch(data, pid)`` (``data``: {name: bytes so far}; ``pid``: proc's) is called after each read; once it returns
+    true it is not called again and ``proc.stdin`` (if a pipe) is closed: that is the handshake a
+    payload waiting on its stdin uses ("the outside has finished reading, go on"). Returns
+    (data, timed_out); on timeout the whole process group is killed. Never raises for I/O.
+    """
+    import selectors
+    deadline = time.time() + timeout
+    data = dict((name, b"") for name in streams)
+    sel = selectors.DefaultSelector()
+    for name, fd in streams.items():
+        sel.register(fd, selectors.EVENT_READ, name)
+    watching = watch is not None
+    timed_out = False
+    try:
+        while sel.get_map():
+            left = deadline - time.time()
+            if left <= 0:
+                if timed_out:
+                    break                      # killed, and something still holds a pipe: give up
+                timed_out = True
+                _kill_group(proc)
+                deadline = time.time() + 5.0   # then read on until the killed tree has closed its pipes
+                continue
+            for key, _mask in sel.select(min(left, 1.0)):
+                try:
+                    chunk = os.read(key.fd, 65536)
+                except OSError:
+                    chunk = b""
+                if chunk:
+                    data[key.data] += chunk
+                else:
+                    sel.unregister(key.fd)
+            if watching and not timed_out and watch(data, proc.pid):
+                watching = False
+                _close_stdin(proc)
+    finally:
+        sel.close()
+    _close_stdin(proc)
+    if not timed_out:
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc)
+    proc.wait()
+    return data, timed_out
+
+
+def _kill_group(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _close_stdin(proc):
+    if proc.stdin is not None and not proc.stdin.closed:
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+
+
+def run_bwrap(argv, user=None, env=None, timeout=30.0, cwd="/", status_fd=True, input_data=None, watch=None):
     """Run a bwrap argv for real, optionally as another user.
 
     ``argv`` must contain the literal placeholder ``{status_fd}`` after
     ``--json-status-fd`` when ``status_fd`` is true; it is replaced by the fd of
-    a pipe. Returns a dict: rc, stdout, stderr, json_status, setup_failed,
-    timed_out, duration. The whole process group is killed on timeout.
+    a pipe. ``watch`` (see ``pump``) sees {"stdout", "stderr", "status"} as they arrive;
+    stdin stays an open pipe until it returns true. Returns a dict: rc, stdout, stderr,
+    json_status, status_raw, setup_failed, timed_out, duration, pid (bwrap's own). The whole
+    process group is killed on timeout.
     """
     read_fd = write_fd = None
     if status_fd:
@@ -450,48 +518,51 @@ def run_bwrap(argv, user=None, env=None, timeout=30.0, cwd="/", status_fd=True, 
         kwargs["group"] = user["gid"]
         kwargs["extra_groups"] = []
     start = time.time()
-    timed_out = False
+    if watch is not None:
+        stdin = subprocess.PIPE
+    else:
+        stdin = subprocess.PIPE if input_data is not None else subprocess.DEVNULL
     try:
         proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE if input_data is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd,
+            argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd,
             pass_fds=(write_fd,) if write_fd is not None else (), start_new_session=True, **kwargs)
     except OSError as exc:
         for fd in (read_fd, write_fd):
             if fd is not None:
                 os.close(fd)
         return {"rc": 127, "stdout": "", "stderr": "bwrap: execvp %s: %s" % (argv[0], exc.strerror),
-                "json_status": {}, "setup_failed": True, "timed_out": False, "duration": 0.0}
+                "json_status": {}, "status_raw": "", "setup_failed": True, "timed_out": False,
+                "duration": 0.0, "pid": None}
     if write_fd is not None:
         os.close(write_fd)
-    try:
-        out, err = proc.communicate(input=input_data, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
+    if input_data is not None and watch is None:
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
+            proc.stdin.write(input_data)
         except OSError:
             pass
-        out, err = proc.communicate()
-    status = {}
+        _close_stdin(proc)
+    streams = {"stdout": proc.stdout.fileno(), "stderr": proc.stderr.fileno()}
     if read_fd is not None:
-        chunks = []
-        while True:
-            chunk = os.read(read_fd, 65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        os.close(read_fd)
-        status = parse_json_status(b"".join(chunks))
+        streams["status"] = read_fd
+    try:
+        data, timed_out = pump(proc, streams, timeout, watch)
+    finally:
+        proc.stdout.close()
+        proc.stderr.close()
+        if read_fd is not None:
+            os.close(read_fd)
+    status = parse_json_status(data.get("status", b""))
     return {
         "rc": proc.returncode,
-        "stdout": out.decode("utf-8", "replace") if isinstance(out, bytes) else out,
-        "stderr": err.decode("utf-8", "replace") if isinstance(err, bytes) else err,
+        "stdout": data["stdout"].decode("utf-8", "replace"),
+        "stderr": data["stderr"].decode("utf-8", "replace"),
         "json_status": status,
+        "status_raw": data.get("status", b"").decode("utf-8", "replace"),
         # bwrap writes exit-code only once the payload ran; without it, setup failed.
         "setup_failed": status_fd and "exit-code" not in status and not timed_out,
         "timed_out": timed_out,
         "duration": round(time.time() - start, 3),
+        "pid": proc.pid,
     }
 
 

@@ -392,18 +392,33 @@ _CODES = [
        "Existence and lookup checks at render time.",
        ["Nothing to do if expected; otherwise create the path or fix the name in the message."]),
     # ---- the real wrapped probe (R-DIAG-3) ----
+    _c("probe_not_isolated", ERROR, "R-DIAG-3",
+       "bwrap ran the payload without isolation",
+       "The probe payload ran and reported, but not inside a sandbox: the process that ran it is not the "
+       "child bwrap reported (no or a false --json-status-fd child-pid: a bwrap look-alike), or it shares "
+       "every namespace the profile unshares with bwrap's own process. The message lists the checks that "
+       "show it.",
+       "Outside evidence from the host's /proc: the payload process is found by its exact command line and "
+       "tied to bwrap's child-pid and to the bwrap that was started; its namespace inodes are compared with "
+       "bwrap's.",
+       ["Check which binary ran: ls -l {bwrap_path} ; dpkg -S {bwrap_path} (rpm -qf, pacman -Qo)",
+        "Reinstall the distro package and remove look-alikes from the service's PATH: "
+        "apt-get install --reinstall bubblewrap"]),
     _c("probe_check_failed", ERROR, "R-DIAG-3",
        "The sandbox does not hold what the profile promises",
-       "A check run from inside the sandbox failed: a namespace is shared, a read-only path is writable, "
-       "a hidden path is visible, /tmp is not private, the network is not isolated, or the parent-death "
-       "signal is missing.",
-       "The probe payload runs inside the rendered profile and reports what it sees.",
+       "A check of the probe failed or could not be proven: a namespace is shared, a read-only bind is "
+       "mounted read-write, a hidden path is visible, /tmp or /dev is not a fresh tmpfs, /proc is not a "
+       "procfs showing the payload, the network is not isolated, or the parent-death signal is missing. A "
+       "permission error is never taken as proof (\"not proven\").",
+       "Two witnesses per check: the kernel's view from outside (the payload's /proc/PID/ns, mountinfo and "
+       "net/dev on the host) and the payload's own (statfs, statvfs, lstat, a real write, if_nameindex, prctl).",
        ["Compare the rendered argv (sandbox_profile) with the one the runtime uses; re-render the profiles.",
         "If bwrap itself misbehaves, upgrade bubblewrap."]),
     _c("probe_setup_failed", ERROR, "R-DIAG-3",
-       "bwrap could not set up the probe's sandbox",
+       "bwrap failed before the payload ran",
        "bwrap failed before the payload ran, in the service's context (as {user}): {cause_text}",
-       "--json-status-fd without an exit-code record; bwrap's stderr classified by pattern.",
+       "The payload never reported and --json-status-fd has no exit-code record; bwrap's stderr is "
+       "classified by pattern and quoted.",
        ["See the remediation of the classified cause ({cause}) and the unit directives listed with it."]),
     _c("probe_timeout", ERROR, "R-DIAG-3",
        "The probe timed out",
@@ -411,10 +426,10 @@ _CODES = [
        "A timer around the probe's process group.",
        ["Look for hung mounts (NFS) or a stuck service unit; raise the probe timeout if the host is slow."]),
     _c("probe_payload_failed", ERROR, "R-DIAG-3",
-       "The probe payload did not report",
-       "bwrap set up the sandbox, but the payload (a Python program run by the runtime's interpreter) "
-       "exited without a result.",
-       "The payload's stdout is not its JSON result.",
+       "The probe payload could not report",
+       "bwrap set up the sandbox and ran the payload (a Python program run by the runtime's interpreter), "
+       "but it exited without a result.",
+       "--json-status-fd has an exit-code record, and the payload's stdout has no result line.",
        ["Check that the runtime's interpreter exists inside the sandbox (host.python_executable) and runs."]),
     # ---- the service's own environment and unit (R-DIAG-3) ----
     _c("unit_not_found", WARNING, "R-DIAG-3",
