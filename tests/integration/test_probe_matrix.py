@@ -9,6 +9,7 @@ import os
 import shutil
 
 import pytest
+
 from helpers import probe_mutations as PM
 
 
