@@ -164,39 +164,100 @@ def file_facts(path):
     }
 
 
-_PACKAGE_QUERIES = (
-    # (tool that must exist, owner query, version query with {pkg})
-    ("dpkg-query", ["dpkg-query", "-S"], ["dpkg-query", "-W", "-f=${Version}", "{pkg}"]),
-    ("rpm", ["rpm", "-qf", "--qf", "%{NAME}\n"], ["rpm", "-q", "--qf", "%{EPOCHNUM}:%{VERSION}-%{RELEASE}\n", "{pkg}"]),
-    ("pacman", ["pacman", "-Qqo"], ["pacman", "-Q", "{pkg}"]),
-)
+# Which installed package owns a path, and its full revision. One query per package manager,
+# run in the C locale (the runners set C_ENV), parsed by the functions below from the formats
+# the tools print (sources read: dpkg's query tool, rpm lib/query.cc and its --queryformat,
+# pacman src/pacman/query.c); tests/unit/test_package_facts.py holds the exact outputs.
+RPM_OWNER_QF = "%{NAME}\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}\n"
+
+
+def parse_dpkg_owner(out):
+    """``dpkg-query -S PATH`` -> package name, or None.
+
+    Lines are ``pkg: /path``, ``pkg:arch: /path`` (Multi-Arch), ``pkg1, pkg2: /dir`` (a path in
+    several packages) and, for a diverted file, ``diversion by X from: /path`` /
+    ``diversion by X to: /path.distrib`` before the owner's own line."""
+    for line in out.splitlines():
+        if line.startswith("diversion by ") or ": /" not in line:
+            continue
+        first = line.split(": /", 1)[0].split(", ")[0]
+        name = first.split(":")[0]
+        if name:
+            return name
+    return None
+
+
+def parse_rpm_owner(out):
+    """``rpm -qf --qf RPM_OWNER_QF PATH`` -> (name, revision), or None.
+
+    One ``NAME<TAB>EPOCH:VERSION-RELEASE`` line per owning package (two for multilib pairs: the
+    first is taken); a zero epoch is dropped, as ``rpm -q`` prints it. A path nobody owns gives
+    rc 1 and ``file PATH is not owned by any package`` on stdout, which is not in this format."""
+    for line in out.splitlines():
+        m = re.match(r"^([^\s]+)\t(\d+):(\S+-\S+)$", line)
+        if m:
+            epoch = m.group(2)
+            return m.group(1), (m.group(3) if epoch == "0" else "%s:%s" % (epoch, m.group(3)))
+    return None
+
+
+_PACMAN_OWNED = re.compile(r"^(?P<path>/.*) is owned by (?P<name>\S+) (?P<version>\S+)$")
+
+
+def parse_pacman_owner(out):
+    """``pacman -Qo PATH`` -> (name, revision), or None.
+
+    ``%s is owned by %s %s``: the path with its directory resolved (pacman canonicalises the
+    parent, so /bin/bwrap is reported as /usr/bin/bwrap), the package name and its version
+    (``[epoch:]pkgver-pkgrel``). Colour codes are only added on a terminal. Nobody owning the
+    path gives rc 1 and ``error: No package owns PATH`` on stderr."""
+    for line in out.splitlines():
+        m = _PACMAN_OWNED.match(line.rstrip())
+        if m:
+            return m.group("name"), m.group("version")
+    return None
+
+
+def _dpkg_query(path, runner):
+    rc, out, _err = runner(["dpkg-query", "-S", path])
+    name = parse_dpkg_owner(out) if rc == 0 else None
+    if not name:
+        return None
+    rc, ver, _err = runner(["dpkg-query", "-W", "-f=${Version}", name])
+    return name, (ver.strip().splitlines()[0] if rc == 0 and ver.strip() else None)
+
+
+def _rpm_query(path, runner):
+    rc, out, _err = runner(["rpm", "-qf", "--qf", RPM_OWNER_QF, path])
+    return parse_rpm_owner(out) if rc == 0 else None
+
+
+def _pacman_query(path, runner):
+    rc, out, _err = runner(["pacman", "-Qo", path])
+    return parse_pacman_owner(out) if rc == 0 else None
+
+
+_PACKAGE_QUERIES = (("dpkg", "dpkg-query", _dpkg_query), ("rpm", "rpm", _rpm_query),
+                    ("pacman", "pacman", _pacman_query))
 
 
 def _tool_on(tool, search="/usr/bin:/bin:/usr/sbin:/sbin"):
     return which(tool, search)
 
 
-def package_facts(path, runner=default_runner):
-    """Distro package owning ``path``: name, full revision, manager. Empty when unowned."""
+def package_facts(path, runner=default_runner, tool_on=_tool_on):
+    """Distro package owning ``path``: name, full revision, manager. Empty when unowned.
+
+    Asks every package manager present (dpkg, rpm, pacman, in that order; a Fedora laptop may
+    also have dpkg-query), for the path as given and then resolved."""
     real = os.path.realpath(path)
-    for tool, owner_q, version_q in _PACKAGE_QUERIES:
-        if not _tool_on(tool):
+    for manager, tool, query in _PACKAGE_QUERIES:
+        if not tool_on(tool):
             continue
         for candidate in dict.fromkeys([path, real]):
-            rc, out, _err = runner(owner_q + [candidate])
-            if rc != 0 or not out.strip():
-                continue
-            name = out.strip().splitlines()[0]
-            if tool == "dpkg-query":
-                # 'bubblewrap: /usr/bin/bwrap' (or 'pkg:arch: /path')
-                name = name.split(": ", 1)[0].split(":")[0]
-            rc, ver, _err = runner([a.replace("{pkg}", name) for a in version_q])
-            revision = ver.strip().splitlines()[0] if rc == 0 and ver.strip() else None
-            if revision and tool == "pacman":
-                revision = revision.split()[-1]
-            if revision and tool == "rpm" and revision.startswith("0:"):
-                revision = revision[2:]
-            return {"manager": tool.split("-")[0], "name": name, "revision": revision}
+            found = query(candidate, runner)
+            if found:
+                return {"manager": manager, "name": found[0], "revision": found[1]}
     return {}
 
 
