@@ -17,10 +17,11 @@ mask) and lib/libalpm/alpm.h (ALPM_QUESTION_CONFLICT_PKG = 1 << 2 = 4); rpm lib/
 import json
 import os
 import shutil
+import subprocess
 
 import pytest
 
-from conftest import ROOT, run_playbook
+from conftest import ROOT, _bin, ansible_env
 
 FIX = os.path.join(ROOT, "tests", "unit", "role_fixtures")
 ARCH = {"distribution": "Archlinux", "distribution_major_version": "rolling", "os_family": "Archlinux",
@@ -48,32 +49,45 @@ def fakebin(tmp_path_factory):
     return str(d)
 
 
-def run_cases(tmp_path, fakebin, cases, check=False, extra_roles=()):
-    """Run the cases in ONE ansible-playbook call; return ({name: result}, {name: calls}, {name: state})."""
-    for c in cases:
-        c["state_file"] = str(tmp_path / ("%s.state.json" % c["name"]))
-        c["log_file"] = str(tmp_path / ("%s.calls.jsonl" % c["name"]))
-        state = {"installed": {}, "repo": {}, "conflicts": {}}
-        state.update(c.pop("state", {}))
-        with open(c["state_file"], "w") as f:
-            json.dump(state, f)
-    extra = tmp_path / "extra.json"
-    results_file = tmp_path / "results.json"
-    extra.write_text(json.dumps({"cases": cases, "fakebin": fakebin, "results_file": str(results_file)}))
-    env = {"ANSIBLE_ACTION_PLUGINS": "%s/action_plugins:%s/action_plugins" % (ROOT, FIX),
-           "ANSIBLE_ROLES_PATH": ":".join([os.path.join(ROOT, "roles")] + list(extra_roles))}
-    args = ["-i", "localhost,", "-e", "@%s" % extra] + (["--check"] if check else [])
-    proc = run_playbook(os.path.join(FIX, "cases.yml"), *args, env=env)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    results = {r["name"]: r for r in json.loads(results_file.read_text())}
-    assert set(results) == {c["name"] for c in cases}
-    calls, states = {}, {}
-    for c in cases:
-        log = c["log_file"]
-        calls[c["name"]] = [json.loads(line) for line in open(log)] if os.path.exists(log) else []
-        with open(c["state_file"]) as f:
-            states[c["name"]] = json.load(f)
-    return results, calls, states
+class Run(object):
+    """ONE ansible-playbook call over many cases, started at once and collected on demand, so
+    that the two runs of this module (applied, checked) use both cores of a CI machine."""
+
+    def __init__(self, tmp_path, fakebin, cases, check=False, extra_roles=()):
+        self.cases = cases
+        for c in cases:
+            c["state_file"] = str(tmp_path / ("%s.state.json" % c["name"]))
+            c["log_file"] = str(tmp_path / ("%s.calls.jsonl" % c["name"]))
+            state = {"installed": {}, "repo": {}, "conflicts": {}}
+            state.update(c.pop("state", {}))
+            with open(c["state_file"], "w") as f:
+                json.dump(state, f)
+        extra = tmp_path / "extra.json"
+        self.results_file = tmp_path / "results.json"
+        extra.write_text(json.dumps({"cases": cases, "fakebin": fakebin, "results_file": str(self.results_file)}))
+        env = ansible_env(ANSIBLE_ACTION_PLUGINS="%s/action_plugins:%s/action_plugins" % (ROOT, FIX),
+                          ANSIBLE_ROLES_PATH=":".join([os.path.join(ROOT, "roles")] + list(extra_roles)))
+        argv = [_bin("ansible-playbook"), os.path.join(FIX, "cases.yml"), "-i", "localhost,",
+                "-e", "@%s" % extra] + (["--check"] if check else [])
+        self.proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True)
+        self._done = None
+
+    def get(self):
+        """({name: result}, {name: [calls]}, {name: final package state})"""
+        if self._done is None:
+            out, _ = self.proc.communicate(timeout=900)
+            assert self.proc.returncode == 0, out[-6000:]
+            results = {r["name"]: r for r in json.loads(self.results_file.read_text())}
+            assert set(results) == {c["name"] for c in self.cases}
+            calls, states = {}, {}
+            for c in self.cases:
+                log = c["log_file"]
+                calls[c["name"]] = [json.loads(line) for line in open(log)] if os.path.exists(log) else []
+                with open(c["state_file"]) as f:
+                    states[c["name"]] = json.load(f)
+            self._done = results, calls, states
+        return self._done
 
 
 def argvs(calls):
@@ -161,15 +175,27 @@ def refusal_cases():
 
 
 @pytest.fixture(scope="module")
-def applied(tmp_path_factory, fakebin):
-    """ONE ansible-playbook run (not in check mode): the vars chain, pacman, the refusals."""
+def runs(tmp_path_factory, fakebin):
+    """Both ansible-playbook runs, started together: `applied` (not in check mode: the vars
+    chain, pacman, the refusals) and `checked` (--check over every package manager)."""
     tmp = tmp_path_factory.mktemp("applied")
     roles = tmp / "roles"
     shutil.copytree(os.path.join(ROOT, "roles", "bwrap_host"), str(roles / "bwrap_host_chaincopy"))
     vars_dir = roles / "bwrap_host_chaincopy" / "vars"
     for extra in ("Fedora_44.yml", "Fedora.yml"):
         (vars_dir / extra).write_text((vars_dir / "RedHat.yml").read_text())
-    return run_cases(tmp, fakebin, chain_cases() + pacman_cases() + refusal_cases(), extra_roles=[str(roles)])
+    applied = Run(tmp, fakebin, chain_cases() + pacman_cases() + refusal_cases(), extra_roles=[str(roles)])
+    checked = Run(tmp_path_factory.mktemp("checked"), fakebin, check_cases(), check=True)
+    yield {"applied": applied, "checked": checked}
+    for run in (applied, checked):
+        if run.proc.poll() is None:
+            run.proc.kill()
+            run.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def applied(runs):
+    return runs["applied"].get()
 
 
 def test_first_found_chain_per_distro_and_version(applied):
@@ -261,9 +287,8 @@ def check_cases():
 
 
 @pytest.fixture(scope="module")
-def checked(tmp_path_factory, fakebin):
-    """ONE ansible-playbook --check run over every package manager."""
-    return run_cases(tmp_path_factory.mktemp("checked"), fakebin, check_cases(), check=True)
+def checked(runs):
+    return runs["checked"].get()
 
 
 def test_check_mode_reads_only_and_reports_the_plan(checked):
