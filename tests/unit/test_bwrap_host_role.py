@@ -67,7 +67,7 @@ class Run(object):
         extra.write_text(json.dumps({"cases": cases, "fakebin": fakebin, "results_file": str(self.results_file)}))
         env = ansible_env(ANSIBLE_ACTION_PLUGINS="%s/action_plugins:%s/action_plugins" % (ROOT, FIX),
                           ANSIBLE_ROLES_PATH=":".join([os.path.join(ROOT, "roles")] + list(extra_roles)))
-        argv = [_bin("ansible-playbook"), os.path.join(FIX, "cases.yml"), "-i", "localhost,"] + os.environ.get("I14_V", "").split() + [
+        argv = [_bin("ansible-playbook"), os.path.join(FIX, "cases.yml"), "-i", "localhost,",
                 "-e", "@%s" % extra] + (["--check"] if check else [])
         self.proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      text=True)
