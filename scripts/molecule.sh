@@ -8,6 +8,7 @@
 # are official images pulled from their registries. Where one cannot be pulled, the platform is
 # skipped with one line saying why, unless METNOS_MOLECULE_STRICT=1 (CI runners: a registry
 # outage must fail the job, not pass it).
+# METNOS_MOLECULE_JOBS (default 2): platform runs at a time (each run drives one host).
 # --syntax: only `molecule syntax` for each target (config rendered and validated, converge
 # playbook syntax-checked): no image, no registry, no container; two at a time.
 set -euo pipefail
@@ -93,15 +94,11 @@ metnos_podman_conf "$here"
 if [ "$(cat /proc/sys/fs/inotify/max_user_instances 2>/dev/null || echo 1024)" -lt 512 ]; then
   sysctl -qw fs.inotify.max_user_instances=512 2>/dev/null || true
 fi
+# 1. images: Debian built here, the others pulled (or skipped with one line)
+ready=()
+run_fault=0
 for t in "${targets[@]}"; do
-  start=$(date +%s)
-  if [ "$t" = fault ]; then
-    scripts/build-images.sh 12
-    echo "=== molecule test -s fault ==="
-    molecule "${base[@]}" test -s fault
-    echo "=== molecule/fault passed in $(( $(date +%s) - start ))s ==="
-    continue
-  fi
+  if [ "$t" = fault ]; then run_fault=1; continue; fi
   read -r image prebuilt < <(platform "$t")
   if [ "$prebuilt" = true ]; then
     scripts/build-images.sh "${image##*:}"
@@ -116,7 +113,59 @@ for t in "${targets[@]}"; do
       continue
     fi
   fi
-  echo "=== molecule test (MOLECULE_DISTRO=$t, $image) ==="
-  MOLECULE_DISTRO=$t MOLECULE_IMAGE=$image MOLECULE_PREBUILT=$prebuilt molecule "${base[@]}" test -s default
-  echo "=== molecule/default[$t] passed in $(( $(date +%s) - start ))s ==="
+  ready+=("$t")
 done
+
+# 2. the platforms, METNOS_MOLECULE_JOBS at a time (default 2: one scenario run drives one host,
+#    so two runs keep both cores busy as one two-host run did). Each run has its own ephemeral
+#    directory; with more than one at a time, a run's output is shown when it ends.
+jobs=${METNOS_MOLECULE_JOBS:-2}
+[ ${#ready[@]} -le 1 ] && jobs=1
+runs=$(mktemp -d /tmp/metnos-molecule-runs.XXXXXX)
+trap 'rm -rf "$runs"' EXIT
+run_platform() {   # platform [logfile] -> molecule test of molecule/default for it
+  local t=$1 log=${2:-} image prebuilt start rc=0
+  read -r image prebuilt < <(platform "$t")
+  start=$(date +%s)
+  mkdir -p "$runs/$t"
+  echo "=== molecule test (MOLECULE_DISTRO=$t, $image) ==="
+  if [ -n "$log" ]; then
+    MOLECULE_EPHEMERAL_DIRECTORY="$runs/$t" MOLECULE_DISTRO=$t MOLECULE_IMAGE=$image MOLECULE_PREBUILT=$prebuilt \
+      molecule "${base[@]}" test -s default >"$log" 2>&1 || rc=$?
+  else
+    MOLECULE_EPHEMERAL_DIRECTORY="$runs/$t" MOLECULE_DISTRO=$t MOLECULE_IMAGE=$image MOLECULE_PREBUILT=$prebuilt \
+      molecule "${base[@]}" test -s default || rc=$?
+  fi
+  if [ $rc = 0 ]; then
+    echo "=== molecule/default[$t] passed in $(( $(date +%s) - start ))s ==="
+  else
+    [ -n "$log" ] && cat "$log"
+    echo "=== molecule/default[$t] FAILED (rc $rc) after $(( $(date +%s) - start ))s ==="
+  fi
+  return $rc
+}
+failed=0
+if [ "$jobs" -le 1 ]; then
+  for t in "${ready[@]}"; do run_platform "$t" || failed=1; done
+else
+  running=0
+  for t in "${ready[@]}"; do
+    if [ $running -ge "$jobs" ]; then wait -n || failed=1; running=$((running - 1)); fi
+    run_platform "$t" "$runs/$t.log" &
+    running=$((running + 1))
+  done
+  while [ $running -gt 0 ]; do wait -n || failed=1; running=$((running - 1)); done
+fi
+
+# 3. the fault scenario (six Debian 12 hosts at once: alone)
+if [ $run_fault = 1 ]; then
+  start=$(date +%s)
+  scripts/build-images.sh 12
+  echo "=== molecule test -s fault ==="
+  if molecule "${base[@]}" test -s fault; then
+    echo "=== molecule/fault passed in $(( $(date +%s) - start ))s ==="
+  else
+    echo "=== molecule/fault FAILED after $(( $(date +%s) - start ))s ==="; failed=1
+  fi
+fi
+exit $failed
