@@ -30,6 +30,11 @@ for stage in "${stages[@]}"; do
     lint)
       ruff check .
       ansible-lint --profile production playbooks/ roles/
+      # The users' CI workflow: JSON schema (SchemaStore's, vendored by the pinned
+      # check-jsonschema), actionlint, and `molecule syntax` for every platform and scenario.
+      check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+      scripts/actionlint.sh
+      scripts/molecule.sh --syntax
       ;;
     unit)
       python -m pytest -q tests/unit
