@@ -356,6 +356,27 @@ _CODES = [
        "The mount would have exposed the symlink's target.",
        "os.path.realpath() of the scope on the host that renders, then the same refusal rules.",
        ["Replace the symlink by a real directory, or declare the real path if it is acceptable."]),
+    _c("scope_special_file", ERROR, "R-CAP-FS",
+       "A scope is a socket, a FIFO or a device node",
+       "A fixed scope, the root of a glob, a 'within' scope or an argument value resolves to a Unix "
+       "socket, a FIFO or a device node. A bind mount does not make these read-only in any useful "
+       "sense: through a read-only bind the sandbox can still connect to a socket and send commands "
+       "to the host process behind it (a container engine, systemd, an agent) or write into a FIFO. "
+       "Only plain files and folders are granted.",
+       "stat() of the fully resolved path on the host that renders (after the symlink rules); the "
+       "final check refuses any bind whose source is one, except the admin's systemd/system read paths.",
+       ["Declare the folder or file the executor really needs; reach host services through their own "
+        "capability (systemd:read, system:read, provider:access)."]),
+    _c("scope_runtime_tree", ERROR, "R-CAP-SYS",
+       "A scope is at, below or above /run (the host daemons' sockets)",
+       "/run (and its alias /var/run) holds the sockets of the host's daemons: systemd, D-Bus, "
+       "container engines, user sessions. A read-only bind of any of it still lets the sandbox talk "
+       "to them. Manifest-written paths (scopes, 'within' scopes, argument values) may not reach it, "
+       "as written or resolved; host state is read through systemd:read / system:read, whose paths "
+       "the admin configures (metnos_sandbox_host.systemd_read_paths, system_read_paths).",
+       "The scope as written and fully resolved, at, below or above /run or /var/run (resolved too).",
+       ["Use systemd:read or system:read and configure the needed paths in the host context; keep "
+        "executor data out of /run."]),
     _c("host_path_refused", ERROR, "R-BASE-4",
        "A host-context path cannot be mounted safely",
        "A path of the host context (the Metnos install's real paths: runtime, Python prefix and package "

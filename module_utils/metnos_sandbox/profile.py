@@ -34,6 +34,10 @@ FORBIDDEN_TREES = ("/proc", "/dev")
 # Shared trees: a scope may live below them, never be one of them (R-SEC-2: no /opt).
 BROAD_ROOTS = ("/", "/opt", "/home", "/root", "/var", "/var/lib", "/run", "/srv", "/mnt", "/media",
                "/tmp", "/usr/local", "/boot", "/lost+found")
+# Host daemons' runtime tree: their sockets (systemd, D-Bus, container engines, user sessions)
+# live here. No manifest-written scope at, below or above it; host state is reached through
+# systemd:read / system:read, whose paths the admin configures (R-CAP-SYS).
+RUNTIME_TREES = ("/run", "/var/run")
 # System trees: never writable at, below or above.
 SYSTEM_TREES = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc", "/boot",
                 "/sys", "/proc", "/dev", "/var/lib/python3")
@@ -147,6 +151,29 @@ def _realpath(path):
     return os.path.realpath(path)
 
 
+@functools.lru_cache(maxsize=8192)
+def _file_type(path):
+    """'dir', 'file', 'socket', 'FIFO', 'device' or None (missing) for a resolved path (cached inside
+    one render, like _realpath)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return "FIFO" if stat.S_ISFIFO(mode) else "device"
+
+
+def _caches_clear():
+    _realpath.cache_clear()
+    _listdir.cache_clear()
+    _file_type.cache_clear()
+
+
 @functools.lru_cache(maxsize=256)
 def _listdir(path):
     """Cached only inside one render (cleared with _realpath's cache)."""
@@ -226,6 +253,9 @@ class HostContext(object):
             "broad": frozenset(p for t in BROAD_ROOTS for _l, p in both(t, t)),
             "readonly": _TreeSet(readonly),
             "reserved": _TreeSet(x for key in RESERVED_KEYS for x in both(key, self.data[key])),
+            # an alias (/var/run -> /run) is caught once resolved, like every alias of a refused tree
+            "runtime": _TreeSet(x for t in RUNTIME_TREES if t == RUNTIME_TREES[0] or not os.path.islink(t)
+                                for x in both(t, t)),
             "system_mounted": [p for p in SYSTEM_PATHS if os.path.isdir(p) and not os.path.islink(p)],
         }
         return self._trees
@@ -266,6 +296,17 @@ class HostContext(object):
             label, root = t["readonly"].which(path)[0]
             return "readonly", ("%s is at, below or above the read-only %s (%s): never writable "
                                 "(R-BASE-1, R-BASE-4, R-BASE-5)" % (path, label, root))
+        return None
+
+    def judge_manifest_path(self, path):
+        """The rules only manifest-written paths obey (fixed scopes, glob roots, 'within' scopes,
+        argument values), on top of judge(): nothing at, below or above the runtime tree /run,
+        where host daemons keep their sockets (the admin's systemd/system read paths may be there)."""
+        runtime = self.trees()["runtime"]
+        if runtime.related(path):
+            root = runtime.which(path)[0][1]
+            return "runtime", ("%s is at, below or above %s, the host daemons' runtime tree (their sockets); read "
+                               "host state through systemd:read or system:read (R-CAP-SYS)" % (path, root))
         return None
 
     def base(self):
@@ -455,7 +496,12 @@ def _diag(code, message, **ctx):
 
 
 _SCOPE_CODES = {"forbidden": "scope_too_broad", "broad": "scope_too_broad", "readonly": "scope_too_broad",
-                "reserved": "scope_reserved_tree", "control": "scope_nul"}
+                "reserved": "scope_reserved_tree", "control": "scope_nul", "runtime": "scope_runtime_tree"}
+# What a read-only or writable bind of these would really hand over.
+_SPECIAL = {"socket": "a socket: a channel to a host process (connecting and sending work through a read-only "
+                      "bind)",
+            "FIFO": "a FIFO: a channel to a host process (writing works through a read-only bind)",
+            "device": "a device node"}
 
 
 class _Render(object):
@@ -480,7 +526,7 @@ class _Render(object):
         then fully resolved. Returns the resolved path, or None after recording the refusal."""
         own = self.own
         access = "writable" if mode == "rw" else "read-only"
-        problem = self.host.judge(lexical, mode, own=own)
+        problem = self.host.judge(lexical, mode, own=own) or self.host.judge_manifest_path(lexical)
         if problem:
             self.refuse(_SCOPE_CODES[problem[0]], "%s: %s %s: %s" % (
                 field, access, lexical if lexical == what else "%s (from %s)" % (lexical, D.excerpt(what)),
@@ -488,11 +534,17 @@ class _Render(object):
             return None
         real = _realpath(lexical)
         if real != lexical:
-            problem = self.host.judge(real, mode, own=_realpath(own))
+            problem = self.host.judge(real, mode, own=_realpath(own)) or self.host.judge_manifest_path(real)
             if problem:
                 self.refuse("scope_symlink_refused", "%s: %s %s resolves through a symlink to %s: %s"
                             % (field, access, lexical, real, problem[1]), field=field)
                 return None
+        kind = _file_type(real)
+        if kind in _SPECIAL:
+            self.refuse("scope_special_file", "%s: %s %s%s is %s; only files and folders are granted (R-CAP-FS)"
+                        % (field, access, lexical, "" if real == lexical else " (%s)" % real, _SPECIAL[kind]),
+                        field=field)
+            return None
         return real
 
     def judge_host(self, key, lexical, mode, container=None, grant=None, configured=False):
@@ -861,13 +913,11 @@ def render(manifest, host, invocation=None, status=None, command=None, bwrap_pat
     """Render one invocation of a validated Manifest. Never raises for bad input: refusals come
     back as diagnostics. ``status`` is the status() quartet of the host/service (None: assume active).
     Faces call ``render_safe`` (which also loads and validates any manifest source)."""
-    _realpath.cache_clear()
-    _listdir.cache_clear()
+    _caches_clear()
     try:
         return _render(manifest, host, invocation, status, command, bwrap_path)
     finally:
-        _realpath.cache_clear()
-        _listdir.cache_clear()
+        _caches_clear()
 
 
 def _render(manifest, host, invocation, status, command, bwrap_path):
@@ -1121,7 +1171,12 @@ def check_invariants(argv, manifest, host, invocation, own_dir):
         if allowed is None:
             write, read = _declared(manifest, host, invocation, own_dir)
             allowed = {"write": _prefixes(write), "any": _prefixes(write + read + list(base["ro"])),
-                       "grants": _container_grants(manifest, host, invocation)}
+                       "grants": _container_grants(manifest, host, invocation),
+                       "channels": frozenset(host.real(p) for p in host["systemd_read_paths"]
+                                             + host["system_read_paths"])}
+        kind = _file_type(src)
+        if kind in _SPECIAL and not (opt == "--ro-bind" and src in allowed["channels"]):
+            out.append("%s %s %s is %s (c)" % (opt, src, dest, _SPECIAL[kind].split(":")[0]))
         for path in (src, _realpath(src)):
             if path in trees["broad"]:
                 out.append("%s %s %s exposes the shared tree %s (a)" % (opt, src, dest, path))

@@ -406,6 +406,26 @@ add("undo_self_declared_digest", "R-FAIL-2", "undo_exception_mismatch",
                                          digest="sha256:" + "ab" * 32)))
 
 
+# ---------------------------------------------------------------- K. what a path names, not only where it leads
+# A socket or FIFO is a channel to a host process: a read-only bind still lets the sandbox connect
+# to it and send commands (R-CAP-FS: fs:read is read access, R-NET-1/R-BASE-6: no host IPC).
+for i, rel in enumerate(["special/ctl.sock", "special/fifo", "scope_sock", "scope_fifo", "special/ctl.sock/**"]):
+    caps("special_file_read_%d" % i, "R-CAP-FS", "scope_special_file", ["fs:read:@ROOT@/%s" % rel])
+caps("special_file_write", "R-CAP-FS", "scope_special_file", ["fs:write:@ROOT@/special/fifo"])
+arg("special_file_arg", "scope_special_file", ["@ROOT@/special/**"], "ctl.sock", mode="read", rule="R-CAP-FS")
+arg("special_file_arg_link", "scope_special_file", ["@ROOT@/special/**"], "sock_link", mode="read", rule="R-CAP-FS")
+# /run is where host daemons keep their sockets (systemd, D-Bus, container engines, user sessions):
+# no fs: scope below it; host state is reached through systemd:read / system:read (R-CAP-SYS).
+for i, scope in enumerate(["/run/systemd", "/run/dbus/system_bus_socket", "/run/user/0", "/run/docker.sock",
+                           "/run/lock/**", "/run/systemd/private"]):
+    caps("runtime_tree_read_%d" % i, "R-CAP-SYS", "scope_runtime_tree", ["fs:read:" + scope])
+for i, scope in enumerate(["/var/run/docker.sock", "/var/run/dbus/**"]):     # the /var/run -> /run alias
+    caps("runtime_tree_alias_%d" % i, "R-CAP-SYS", "scope_symlink_refused", ["fs:read:" + scope])
+caps("runtime_tree_write", "R-CAP-SYS", "scope_runtime_tree", ["fs:write:/run/metnos"])
+caps("runtime_tree_symlink", "R-CAP-SYS", "scope_symlink_refused", ["fs:read:@ROOT@/scope_run_sub"])
+arg("runtime_tree_within", "scope_runtime_tree", ["/run/user/**"], "0/bus", mode="read", rule="R-CAP-SYS")
+
+
 def _check():
     ids = [e.id for e in CORPUS]
     assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)

@@ -1,0 +1,152 @@
+"""What a path names, in real bwrap, as root and as nobody: objects and aliases that realpath does
+not judge. For each class the test plants the fault for real on the host, shows that the renderer
+refuses it, and shows (with the refusal mutated away) what the sandbox would have reached from
+inside: the evidence that the refusal is needed, gathered outside the sandbox.
+
+- A Unix socket or a FIFO granted by fs:read: a read-only bind still lets the sandbox connect to
+  a host process and send it commands, or write into the FIFO (scope_special_file).
+"""
+import functools
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import uuid
+
+import pytest
+
+from metnos_sandbox import profile as P
+
+ACTIVE = {"bwrap_available": True, "bwrap_path": shutil.which("bwrap") or "/usr/bin/bwrap",
+          "disabled_via_env": False, "active": True}
+USERS = (None, "nobody")
+PAYLOAD = r'''
+import json, os, socket, sys
+spec = json.loads(sys.argv[1])
+out = {}
+if spec.get("socket"):
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(spec["socket"])
+        s.sendall(spec["token"].encode())
+        s.close()
+        out["socket"] = "sent"
+    except OSError as exc:
+        out["socket"] = str(exc)
+if spec.get("fifo"):
+    try:
+        fd = os.open(spec["fifo"], os.O_WRONLY | os.O_NONBLOCK)
+        os.write(fd, spec["token"].encode())
+        os.close(fd)
+        out["fifo"] = "sent"
+    except OSError as exc:
+        out["fifo"] = str(exc)
+for path in spec.get("write", []):
+    try:
+        with open(path, "r+") as handle:
+            handle.write(spec["token"])
+        out[path] = "written"
+    except OSError as exc:
+        out[path] = str(exc)
+sys.stdout.write(json.dumps(out))
+'''
+
+
+@pytest.fixture
+def base():
+    path = tempfile.mkdtemp(prefix="metnos-obj-", dir="/var/tmp")      # reachable by nobody (0755 parents)
+    os.chmod(path, 0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def sandboxed(argv, spec, user):
+    sep = argv.index("--")
+    full = argv[:sep + 1] + ["/usr/bin/python3", "-c", PAYLOAD, json.dumps(spec)]
+    if user:
+        full = ["setpriv", "--reuid=%s" % user, "--regid=nogroup", "--clear-groups"] + full
+    proc = subprocess.run(full, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, (proc.stderr, full)
+    return json.loads(proc.stdout)
+
+
+def render(caps, host=None, invocation=None, arguments=None):
+    manifest = {"name": "ex", "origin": "t", "capabilities": caps}
+    if arguments:
+        manifest["arguments"] = arguments
+    return P.render_safe(manifest, P.HostContext(dict({"python_executable": "/usr/bin/python3"}, **(host or {}))),
+                         invocation or {}, ACTIVE)
+
+
+class _Listener(object):
+    """A host process behind a Unix socket (what a container engine or systemd looks like)."""
+
+    def __init__(self, path):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(path)
+        os.chmod(path, 0o777)
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.got = []
+        self.stop = False
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.stop:
+            try:
+                conn, _addr = self.sock.accept()
+            except OSError:
+                continue
+            conn.settimeout(5)
+            try:
+                self.got.append(conn.recv(256).decode())
+            except OSError:
+                pass
+            conn.close()
+
+    def close(self):
+        self.stop = True
+        self.thread.join(5)
+        self.sock.close()
+
+
+def test_sockets_and_fifos_are_refused_and_would_be_host_channels(base, monkeypatch):
+    folder = os.path.join(base, "daemon")
+    os.mkdir(folder)
+    os.chmod(folder, 0o755)
+    sock_path, fifo_path = os.path.join(folder, "ctl.sock"), os.path.join(folder, "fifo")
+    listener = _Listener(sock_path)
+    os.mkfifo(fifo_path, 0o666)
+    os.chmod(fifo_path, 0o666)
+    reader = os.open(fifo_path, os.O_RDONLY | os.O_NONBLOCK)        # a host process reading the FIFO
+    try:
+        caps = ["fs:read:" + sock_path, "fs:read:" + fifo_path]
+        prof = render(caps)
+        assert prof["refusal"] == "scope_special_file", prof["diagnostics"]
+        codes = [d["code"] for d in prof["diagnostics"] if d["severity"] == "error"]
+        assert codes == ["scope_special_file", "scope_special_file"], codes
+
+        # the mutation: without the check (grant and final check), both would be read-only binds ...
+        monkeypatch.setattr(P, "_file_type", functools.lru_cache()(lambda path: "file"))
+        weak = render(caps)
+        assert weak["decision"] == "wrapped", weak["diagnostics"]
+        assert ["--ro-bind", sock_path, sock_path] == weak["argv"][weak["argv"].index(sock_path) - 1:][:3]
+        for user in USERS:
+            token = uuid.uuid4().hex
+            inside = sandboxed(weak["argv"], {"token": token, "socket": sock_path, "fifo": fifo_path}, user)
+            # ... and from outside: the host process behind the socket got the sandbox's command, the
+            # host reader of the FIFO got its bytes, through "read-only" binds
+            assert inside == {"socket": "sent", "fifo": "sent"}, (user, inside)
+            for _ in range(50):
+                if token in listener.got:
+                    break
+                threading.Event().wait(0.05)
+            assert token in listener.got, (user, listener.got)
+            assert os.read(reader, 256).decode() == token
+    finally:
+        os.close(reader)
+        listener.close()
