@@ -367,6 +367,17 @@ _CODES = [
        "final check refuses any bind whose source is one, except the admin's systemd/system read paths.",
        ["Declare the folder or file the executor really needs; reach host services through their own "
         "capability (systemd:read, system:read, provider:access)."]),
+    _c("scope_hard_link", ERROR, "R-BASE-4",
+       "A file scope has several names (hard links)",
+       "A fixed scope or an argument value resolves to a regular file whose link count is above one. "
+       "A hard link is the same file under another name, and realpath cannot tell where the other "
+       "names are: writing it may write a file of a read-only base tree (the runtime, /etc), and "
+       "reading it may read a reserved one (a mail credential file). Files inside a granted folder "
+       "are not examined (the bind is the whole tree).",
+       "os.stat() of the fully resolved path: a regular file with st_nlink > 1; the final check "
+       "refuses any writable bind of one.",
+       ["Grant the folder the file lives in, or give the file a single name "
+        "(find / -xdev -samefile FILE lists its names)."]),
     _c("scope_runtime_tree", ERROR, "R-CAP-SYS",
        "A scope is at, below or above /run (the host daemons' sockets)",
        "/run (and its alias /var/run) holds the sockets of the host's daemons: systemd, D-Bus, "

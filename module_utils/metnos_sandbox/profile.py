@@ -153,16 +153,17 @@ def _realpath(path):
 
 @functools.lru_cache(maxsize=8192)
 def _file_type(path):
-    """'dir', 'file', 'socket', 'FIFO', 'device' or None (missing) for a resolved path (cached inside
-    one render, like _realpath)."""
+    """'dir', 'file', 'linked file' (a regular file with several hard links), 'socket', 'FIFO',
+    'device' or None (missing) for a resolved path (cached inside one render, like _realpath)."""
     try:
-        mode = os.stat(path).st_mode
+        info = os.stat(path)
     except (OSError, ValueError):
         return None
+    mode = info.st_mode
     if stat.S_ISDIR(mode):
         return "dir"
     if stat.S_ISREG(mode):
-        return "file"
+        return "file" if info.st_nlink <= 1 else "linked file"
     if stat.S_ISSOCK(mode):
         return "socket"
     return "FIFO" if stat.S_ISFIFO(mode) else "device"
@@ -544,6 +545,11 @@ class _Render(object):
             self.refuse("scope_special_file", "%s: %s %s%s is %s; only files and folders are granted (R-CAP-FS)"
                         % (field, access, lexical, "" if real == lexical else " (%s)" % real, _SPECIAL[kind]),
                         field=field)
+            return None
+        if kind == "linked file":
+            self.refuse("scope_hard_link", "%s: %s %s%s is a file with several names (hard links): its other names "
+                        "may be in a read-only or reserved tree, which realpath cannot see (R-BASE-4, R-ARG-1)"
+                        % (field, access, lexical, "" if real == lexical else " (%s)" % real), field=field)
             return None
         return real
 
@@ -1189,6 +1195,8 @@ def check_invariants(argv, manifest, host, invocation, own_dir):
             continue
         if _realpath(src) != src:
             out.append("--bind %s is not a resolved path (a)" % src)
+        if kind == "linked file":
+            out.append("--bind %s is a file with several names (hard links): writing it writes them all (b)" % src)
         if not _within(src, allowed["write"]):
             out.append("--bind %s is outside every declared writable scope (a)" % src)
         own = (own_dir, _realpath(own_dir))

@@ -424,6 +424,13 @@ for i, scope in enumerate(["/var/run/docker.sock", "/var/run/dbus/**"]):     # t
 caps("runtime_tree_write", "R-CAP-SYS", "scope_runtime_tree", ["fs:write:/run/metnos"])
 caps("runtime_tree_symlink", "R-CAP-SYS", "scope_symlink_refused", ["fs:read:@ROOT@/scope_run_sub"])
 arg("runtime_tree_within", "scope_runtime_tree", ["/run/user/**"], "0/bus", mode="read", rule="R-CAP-SYS")
+# A file with several names (hard links): realpath cannot tell where its other names live, so
+# writing it may write a read-only base tree (here the runtime) and reading it may read a
+# reserved tree (here a mail credential file).
+caps("hard_link_write", "R-BASE-4", "scope_hard_link", ["fs:write:@ROOT@/data/w/hardlink"])
+caps("hard_link_read_credentials", "R-CAP-MAIL", "scope_hard_link", ["fs:read:@ROOT@/data/notes/creds_hl"])
+arg("hard_link_arg", "scope_hard_link", ["@ROOT@/data/w/**"], "hardlink", rule="R-BASE-4")
+arg("hard_link_arg_read", "scope_hard_link", ["@ROOT@/special/**"], "shadow_hl", mode="read", rule="R-BASE-4")
 
 
 def _check():

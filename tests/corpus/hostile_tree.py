@@ -23,10 +23,14 @@ FILES = {
     "creds/mail/work.json": "{}\n", "creds/mail/work.token": "t\n", "creds/mail/bob.json": "{}\n",
     "creds/mail/bob.old.json": "{}\n", "creds/mail/bob": "{}\n",
     "data/notes/a.md": "a\n", "data/notes/sub/b.md": "b\n", "outside/secret": "s\n",
+    "rt/runtime/lib.py": "x = 1\n",
 }
 # Objects that are not plain files or folders: a host daemon's socket, a FIFO.
 SOCKETS = ["special/ctl.sock"]
 FIFOS = ["special/fifo"]
+# Second names that realpath cannot see (hard links): new name -> existing file (relative to root).
+HARD_LINKS = {"data/w/hardlink": "rt/runtime/lib.py", "data/notes/creds_hl": "creds/mail/work.json",
+              "special/shadow_hl": "outside/secret"}
 BROKER = {"main.py": "import restore\nrestore.undo()\n", "restore.py": "def undo():\n    return 0\n"}
 # link (relative to root) -> target ("@ROOT@" is replaced by the tree's location)
 LINKS = {
@@ -119,6 +123,9 @@ def build(root):
     for rel in FIFOS:
         if not os.path.lexists(os.path.join(root, rel)):
             os.mkfifo(os.path.join(root, rel), 0o600)
+    for rel, existing in HARD_LINKS.items():
+        if not os.path.lexists(os.path.join(root, rel)):
+            os.link(os.path.join(root, existing), os.path.join(root, rel))
     for rel, target in LINKS.items():
         path = os.path.join(root, rel)
         if not os.path.lexists(path):

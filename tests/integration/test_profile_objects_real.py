@@ -150,3 +150,31 @@ def test_sockets_and_fifos_are_refused_and_would_be_host_channels(base, monkeypa
     finally:
         os.close(reader)
         listener.close()
+
+
+def test_hard_links_are_refused_and_would_write_a_read_only_tree(base, monkeypatch):
+    runtime, data = os.path.join(base, "runtime"), os.path.join(base, "data")
+    for folder in (runtime, data):
+        os.mkdir(folder)
+        os.chmod(folder, 0o755)
+    module, second = os.path.join(runtime, "metnos.py"), os.path.join(data, "notes.txt")
+    with open(module, "w") as handle:
+        handle.write("# the runtime\n")
+    os.chmod(module, 0o666)                         # writable by the service user, as its own file
+    os.link(module, second)
+    host = {"runtime_dir": runtime}
+    prof = render(["fs:write:" + second], host)
+    assert prof["refusal"] == "scope_hard_link", prof["diagnostics"]
+    arg = render(["fs:write:arg:p"], host, {"arguments": {"p": "notes.txt"}}, {"p": {"within": [data + "/**"]}})
+    assert arg["refusal"] == "scope_hard_link", arg["diagnostics"]
+
+    monkeypatch.setattr(P, "_file_type", functools.lru_cache()(lambda path: "file"))      # the mutation
+    weak = render(["fs:write:" + second], host)
+    assert weak["decision"] == "wrapped", weak["diagnostics"]
+    for user in USERS:
+        token = uuid.uuid4().hex
+        inside = sandboxed(weak["argv"], {"token": token, "write": [second, module]}, user)
+        # from inside: the runtime is read-only, its file's second name is not ...
+        assert inside[second] == "written" and "Read-only" in inside[module], (user, inside)
+        with open(module) as handle:                # ... and from outside: the runtime's file changed
+            assert token in handle.read(), user
