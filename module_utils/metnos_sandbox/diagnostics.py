@@ -356,6 +356,19 @@ _CODES = [
        "The mount would have exposed the symlink's target.",
        "os.path.realpath() of the scope on the host that renders, then the same refusal rules.",
        ["Replace the symlink by a real directory, or declare the real path if it is acceptable."]),
+    _c("scope_mount_alias", ERROR, "R-BASE-4",
+       "A scope reaches a refused tree through a bind mount",
+       "The scope is at, below or above a folder that is a refused tree mounted again under another "
+       "path: the Metnos install on a data disk bind-mounted at its configured path (fstab "
+       "'/data/metnos /srv/metnos none bind'), /etc or a part of it mounted for a backup or a "
+       "container, a bind of /, /proc or /run. realpath cannot see bind mounts, so the path passes "
+       "every rule as written and resolved, while the mount would expose the tree (or make a "
+       "read-only one writable).",
+       "/proc/self/mountinfo of the host that renders: every mount's filesystem and root give each "
+       "refused tree's aliases (every path showing the same folder, or a part of it); the scope is "
+       "then judged against them with the same rules. The final check does the same on the argv.",
+       ["Declare the path under its configured name if it is acceptable, or remove the bind mount "
+        "(findmnt -o TARGET,SOURCE lists them)."]),
     _c("scope_special_file", ERROR, "R-CAP-FS",
        "A scope is a socket, a FIFO or a device node",
        "A fixed scope, the root of a glob, a 'within' scope or an argument value resolves to a Unix "

@@ -25,6 +25,7 @@ import stat
 
 from . import diagnostics as D
 from . import manifest as M
+from . import mounts as MT
 from .manifest import ManifestError, glob_root
 
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc",
@@ -225,6 +226,7 @@ class HostContext(object):
         self.data = data
         self._base = None
         self._trees = None
+        self._mounts = None
         self._real = {}
 
     def __getitem__(self, key):
@@ -236,10 +238,21 @@ class HostContext(object):
         if self._trees is not None:
             return self._trees
 
-        def both(label, path):
+        table = self.mount_table()
+        plain, alias_of = set(), {}
+
+        def both(label, path, parts=True):
+            """The tree as written, resolved, and every alias a bind mount gives it (with ``parts``:
+            also a mount showing a folder below it)."""
             real = os.path.realpath(path)
             self._real[path] = real
-            return [(label, path)] + ([(label, real)] if real != path else [])
+            out = [(label, path)] + ([(label, real)] if real != path else [])
+            plain.update((path, real))
+            for alias in table.aliases(real, parts):
+                if alias != path:
+                    out.append((label, alias))
+                    alias_of.setdefault(alias, real)
+            return out
 
         self._real = {}
         readonly = [x for t in SYSTEM_TREES for x in both("system tree " + t, t)]
@@ -249,9 +262,12 @@ class HostContext(object):
         for key in ("python_package_roots", "i18n_dbs", "lexicon_dbs"):
             for i, path in enumerate(self.data[key]):
                 readonly += both("host.%s[%d]" % (key, i), path)
+        broad = [x for t in BROAD_ROOTS for x in both(t, t, parts=False)]
         self._trees = {
             "forbidden": _TreeSet(x for t in FORBIDDEN_TREES for x in both(t, t)),
-            "broad": frozenset(p for t in BROAD_ROOTS for _l, p in both(t, t)),
+            "broad": frozenset(p for _l, p in broad),
+            # a path above a bind mount of a shared root exposes it (below it is like below the root)
+            "broad_aliases": _TreeSet((label, p) for label, p in broad if p not in plain),
             "readonly": _TreeSet(readonly),
             "reserved": _TreeSet(x for key in RESERVED_KEYS for x in both(key, self.data[key])),
             # an alias (/var/run -> /run) is caught once resolved, like every alias of a refused tree
@@ -259,7 +275,26 @@ class HostContext(object):
                                 for x in both(t, t)),
             "system_mounted": [p for p in SYSTEM_PATHS if os.path.isdir(p) and not os.path.islink(p)],
         }
+        self._trees["alias_of"] = dict((a, r) for a, r in alias_of.items() if a not in plain)
         return self._trees
+
+    def mount_table(self):
+        """The host's mount table (mounts.MountTable), read once per context."""
+        if self._mounts is None:
+            self._mounts = MT.MountTable.read()
+        return self._mounts
+
+    def broad(self, path):
+        """A shared root, or (through a bind mount) an alias of one or a folder above such an alias."""
+        t = self.trees()
+        return path in t["broad"] or path in t["broad_aliases"].above
+
+    def _note(self, kind, root, text):
+        """(kind, text) of a refusal; an alias (a tree reached through a bind mount) is its own kind."""
+        original = self._trees["alias_of"].get(root)
+        if original is None:
+            return kind, text
+        return "alias", "%s (%s is the same folder as %s, through a bind mount)" % (text, root, original)
 
     def real(self, path):
         """The resolved form of a host-context path (resolved once per context, with the trees)."""
@@ -281,9 +316,12 @@ class HostContext(object):
             return "control", "%s contains control or format characters" % D.excerpt(path)
         if t["forbidden"].under(path):
             root = t["forbidden"].which(path, related=False)[0][1]
-            return "forbidden", "%s is provided by the profile itself (R-BASE-2)" % root
-        if path in t["broad"]:
-            return "broad", "%s is a shared tree: it would expose every sibling (R-SEC-2)" % path
+            return self._note("forbidden", root, "%s is at or below %s, provided by the profile itself (R-BASE-2)"
+                              % (path, root))
+        if self.broad(path):
+            root = path if path in t["broad"] else t["broad_aliases"].which(path)[0][1]
+            return self._note("broad", root, "%s is a shared tree: it would expose every sibling (R-SEC-2)" % (
+                path if root == path else "%s holds %s, which" % (path, root)))
         if t["reserved"].related(path):
             for label, root in t["reserved"].which(path):
                 if label == grant:
@@ -291,12 +329,12 @@ class HostContext(object):
                 if (label == "executors_dir" and own is not None and mode == "ro" and _under(path, own)
                         and own != root and _under(own, root)):
                     continue           # the executor's own folder (and below) is readable: R-BASE-4
-                return "reserved", ("%s is at, below or above host.%s (%s), reachable only through its own "
-                                    "capability (R-BASE-4)" % (path, label, root))
+                return self._note("reserved", root, "%s is at, below or above host.%s (%s), reachable only "
+                                                    "through its own capability (R-BASE-4)" % (path, label, root))
         if mode == "rw" and t["readonly"].related(path):
             label, root = t["readonly"].which(path)[0]
-            return "readonly", ("%s is at, below or above the read-only %s (%s): never writable "
-                                "(R-BASE-1, R-BASE-4, R-BASE-5)" % (path, label, root))
+            return self._note("readonly", root, "%s is at, below or above the read-only %s (%s): never writable "
+                                                "(R-BASE-1, R-BASE-4, R-BASE-5)" % (path, label, root))
         return None
 
     def judge_manifest_path(self, path):
@@ -306,8 +344,9 @@ class HostContext(object):
         runtime = self.trees()["runtime"]
         if runtime.related(path):
             root = runtime.which(path)[0][1]
-            return "runtime", ("%s is at, below or above %s, the host daemons' runtime tree (their sockets); read "
-                               "host state through systemd:read or system:read (R-CAP-SYS)" % (path, root))
+            return self._note("runtime", root, "%s is at, below or above %s, the host daemons' runtime tree (their "
+                                               "sockets); read host state through systemd:read or system:read "
+                                               "(R-CAP-SYS)" % (path, root))
         return None
 
     def base(self):
@@ -323,6 +362,11 @@ class HostContext(object):
         if self._base is not None:
             return self._base
         out, refusals = [], []
+        if not self.mount_table().complete:
+            refusals.append(D.make("host_path_refused", host_key="(mount table)", path=MT.MOUNTINFO,
+                                   message="%s is larger than %d bytes: the bind mounts that alias a refused tree "
+                                           "cannot all be seen, so no profile is rendered"
+                                           % (MT.MOUNTINFO, MT.MAX_MOUNTINFO_BYTES)))
         for path in SYSTEM_PATHS:
             if os.path.islink(path):
                 # merged /usr: /bin -> usr/bin becomes a symlink inside the sandbox too
@@ -497,7 +541,8 @@ def _diag(code, message, **ctx):
 
 
 _SCOPE_CODES = {"forbidden": "scope_too_broad", "broad": "scope_too_broad", "readonly": "scope_too_broad",
-                "reserved": "scope_reserved_tree", "control": "scope_nul", "runtime": "scope_runtime_tree"}
+                "reserved": "scope_reserved_tree", "control": "scope_nul", "runtime": "scope_runtime_tree",
+                "alias": "scope_mount_alias"}
 # What a read-only or writable bind of these would really hand over.
 _SPECIAL = {"socket": "a socket: a channel to a host process (connecting and sending work through a read-only "
                       "bind)",
@@ -1184,7 +1229,7 @@ def check_invariants(argv, manifest, host, invocation, own_dir):
         if kind in _SPECIAL and not (opt == "--ro-bind" and src in allowed["channels"]):
             out.append("%s %s %s is %s (c)" % (opt, src, dest, _SPECIAL[kind].split(":")[0]))
         for path in (src, _realpath(src)):
-            if path in trees["broad"]:
+            if host.broad(path):
                 out.append("%s %s %s exposes the shared tree %s (a)" % (opt, src, dest, path))
             if trees["reserved"].related(path) and path not in allowed["grants"] and not (
                     opt == "--ro-bind" and _under(path, _realpath(own_dir))):

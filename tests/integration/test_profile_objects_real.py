@@ -18,6 +18,7 @@ import uuid
 
 import pytest
 
+from helpers import mount_aliases as MA
 from metnos_sandbox import profile as P
 
 ACTIVE = {"bwrap_available": True, "bwrap_path": shutil.which("bwrap") or "/usr/bin/bwrap",
@@ -178,3 +179,13 @@ def test_hard_links_are_refused_and_would_write_a_read_only_tree(base, monkeypat
         assert inside[second] == "written" and "Read-only" in inside[module], (user, inside)
         with open(module) as handle:                # ... and from outside: the runtime's file changed
             assert token in handle.read(), user
+
+
+@pytest.mark.skipif(not shutil.which("unshare"), reason="needs unshare for a private mount namespace")
+def test_bind_mount_aliases_are_refused_and_would_write_the_runtime(base):
+    got = MA.run(base, mode="real")
+    assert got["decision"] == "scope_mount_alias" and got["mutated"] == "wrapped", got
+    for user in ("root", "nobody"):
+        # from inside: the runtime's configured path is read-only, its data-disk path is not ...
+        assert got[user]["inside"][0] == "written" and got[user]["inside"][1] == "Read-only file system", got
+        assert got[user]["in_runtime"], (user, got)          # ... and from outside: the runtime changed
