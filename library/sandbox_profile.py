@@ -59,8 +59,8 @@ options:
       - Every path is resolved on the host (symlinks followed) and judged with the same rules as a
         manifest scope; a refused one is reported as C(host_path_refused) naming the key.
       - C(undo_exception) pins the undo broker (R-FAIL-2) with name, origin, revision, owner,
-        capability, files and digest; the digest must equal the one computed from the broker's files
-        on disk.
+        capability, files and digest (and optionally entrypoint, the file that runs unsandboxed,
+        default main.py); the digest must equal the one computed from the broker's files on disk.
     type: dict
     default: {}
   discover_python_roots:

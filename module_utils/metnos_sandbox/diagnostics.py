@@ -260,7 +260,8 @@ _CODES = [
     _c("undo_exception_mismatch", ERROR, "R-FAIL-2",
        "undo_last_turn does not match the pinned exception",
        "A manifest named undo_last_turn differs from the byte-pinned exception (name, origin, revision, "
-       "owner, capability, file list, or the digest computed from the broker's files on disk). A later "
+       "owner, capability, file list, entrypoint (the file that runs unsandboxed, main.py unless pinned), "
+       "or the digest computed from the broker's files on disk). A later "
        "revision does not inherit the exception: it fails closed.",
        "Exact comparison with the pinned exception of the host context; the digest is computed from the "
        "executor's files on disk, never taken from the manifest alone.",

@@ -56,7 +56,9 @@ MAX_ARG_VALUE = M.MAX_STRING
 _COMPONENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}")
 _HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}")
 _CRED_EXT = re.compile(r"[A-Za-z0-9]{1,16}")
-_UNDO_PIN_KEYS = ("name", "origin", "revision", "owner", "capability", "capabilities", "files", "digest")
+_UNDO_PIN_KEYS = ("name", "origin", "revision", "owner", "capability", "capabilities", "files", "digest",
+                  "entrypoint")
+UNDO_ENTRYPOINT = "main.py"      # the file the direct path starts unless the pin names another
 
 DEFAULT_HOST = {
     "runtime_dir": "/srv/metnos/runtime",
@@ -932,10 +934,12 @@ def _undo_decision(manifest, host, own_dir, command):
                     "revision": None if manifest.revision is None else str(manifest.revision),
                     "capabilities": sorted(c.text for c in manifest.capabilities),
                     "files": sorted(manifest.files) if manifest.files is not None else None,
-                    "digest": manifest.digest}
+                    "digest": manifest.digest, "entrypoint": manifest.entrypoint or UNDO_ENTRYPOINT}
             want = {"name": pinned["name"], "origin": pinned["origin"], "owner": pinned["owner"],
                     "revision": str(pinned["revision"]), "capabilities": sorted(caps),
-                    "files": sorted(pinned["files"]), "digest": pinned["digest"]}
+                    "files": sorted(pinned["files"]), "digest": pinned["digest"],
+                    # what runs unsandboxed is part of the exception: another listed file is not the broker
+                    "entrypoint": pinned.get("entrypoint") or UNDO_ENTRYPOINT}
             fields = sorted(k for k in want if want[k] != have[k])
     if fields:
         return refused(manifest.name, [_diag("undo_exception_mismatch", "%s (revision %s) does not match the "

@@ -384,7 +384,7 @@ CLEAN = {"executors_dir": "@ROOT@/undo_clean"}
 for field, value in [("revision", 13), ("revision", "12.1"), ("origin", "evil/fork"), ("owner", "mallory"),
                      ("files", ["main.py"]), ("files", ["main.py", "restore.py", "json.py"]),
                      ("capabilities", ["system:undo", "net:http"]), ("capabilities", ["system:undo", "fs:write:/etc"]),
-                     ("digest", "sha256:" + "00" * 32)]:
+                     ("digest", "sha256:" + "00" * 32), ("entrypoint", "restore.py")]:
     add("undo_%s_%s" % (field, "_".join(value) if isinstance(value, list) else value), "R-FAIL-2",
         "undo_exception_mismatch", data=dict(UNDO, **{field: value}), host=CLEAN)
 for field in ("revision", "owner", "digest", "files"):
