@@ -239,13 +239,19 @@ _CODES = [
     _c("arg_escapes_scope", ERROR, "R-ARG-1",
        "An argument value escapes its declared scope",
        "The argument's path, once '..' is resolved, is outside every 'within' scope: an argument may "
-       "narrow a capability, never widen it.",
-       "Normalisation of the value, then containment in the declared roots.",
+       "narrow a capability, never widen it. A 'within' scope written as a glob is a pattern: the value "
+       "must be at or below a path it matches (with 'within: [/srv/notes/*.md]' the folder /srv/notes "
+       "itself is outside).",
+       "Normalisation of the value, then containment in the declared roots and a match of the glob "
+       "below them ('**' any number of components, '*' '?' '[...]' within one, '{a,b}' alternatives; "
+       "a pattern with more than 64 alternatives or 65,536 matching steps matches nothing).",
        ["Pass a path inside the declared scope, or change the manifest's declared scope (re-signing it)."]),
     _c("arg_symlink_escapes", ERROR, "R-ARG-1",
        "An argument value leads out of its scope through a symlink",
-       "The argument's path is inside the scope lexically but a symlink on it resolves outside.",
-       "realpath() of the value, then containment in the realpath of the declared roots.",
+       "The argument's path is inside the scope lexically but a symlink on it resolves outside (or to a "
+       "path the 'within' pattern does not match).",
+       "realpath() of the value, then containment in the realpath of the declared roots and the same "
+       "pattern match below them.",
        ["Pass the real path, or remove the symlink that points outside the scope."]),
     _c("arg_value_invalid", ERROR, "R-ARG-1",
        "An argument value is not a usable path",

@@ -560,6 +560,89 @@ def glob_root(scope):
     return root.rstrip("/") or "/"
 
 
+MAX_GLOB_ALTERNATIVES = 64         # brace expansion of one 'within' scope
+MAX_GLOB_STEPS = 1 << 16           # component comparisons for one value against one scope
+
+
+def _expand_braces(text, budget):
+    """Brace alternatives of ``text`` ('{a,b}c' -> ['ac', 'bc']), nested braces included; None
+    when there are more than the budget allows. An unbalanced '{' stays literal."""
+    start = text.find("{")
+    while start != -1:
+        depth, parts, last = 0, [], start + 1
+        for i in range(start, len(text)):
+            ch = text[i]
+            if ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    parts.append(text[last:i])
+                    break
+            elif ch == "," and depth == 1:
+                parts.append(text[last:i])
+                last = i + 1
+        else:
+            return [text]                  # unbalanced: literal
+        if len(parts) < 2:
+            start = text.find("{", start + 1)
+            continue
+        out = []
+        for part in parts:
+            for alt in _expand_braces(text[:start] + part + text[i + 1:], budget) or [None]:
+                if alt is None:
+                    return None
+                out.append(alt)
+                budget[0] -= 1
+                if budget[0] < 0:
+                    return None
+        return out
+    return [text]
+
+
+def _closure(states, pat):
+    """'**' may match no component: reaching it reaches what follows it."""
+    for k in range(len(pat)):
+        if states[k] and pat[k] == "**":
+            states[k + 1] = True
+    return states
+
+
+def glob_covers(parts, pattern):
+    """True if the path components ``parts`` (below a scope's glob root) are at or below a path that
+    ``pattern`` (the scope's components below that root) matches: '**' is any number of components
+    (none included), '*' '?' '[...]' match within one component, '{a,b}' alternatives. None when the
+    pattern is too complex to decide within the documented bounds (the caller fails closed)."""
+    import fnmatch
+    alternatives = _expand_braces("/".join(pattern), [MAX_GLOB_ALTERNATIVES])
+    if alternatives is None:
+        return None
+    steps = [MAX_GLOB_STEPS]
+    for alt in alternatives:
+        pat = alt.split("/")
+        width = len(pat)
+        reach = _closure([True] + [False] * width, pat)
+        for part in [None] + list(parts):
+            if part is not None:
+                steps[0] -= width
+                if steps[0] < 0:
+                    return None
+                new = [False] * (width + 1)
+                for k in range(width):
+                    if not reach[k]:
+                        continue
+                    if pat[k] == "**":
+                        new[k] = True               # '**' takes this component and may take more
+                    elif fnmatch.fnmatchcase(part, pat[k]):
+                        new[k + 1] = True
+                reach = _closure(new, pat)
+            if reach[width]:
+                return True                         # a matched path; what follows is below it
+            if not any(reach):
+                break
+    return False
+
+
 def parse_capability(text, field="capabilities"):
     """Parse one capability string, matched whole. Returns (Capability or None, [errors])."""
     if not isinstance(text, str):

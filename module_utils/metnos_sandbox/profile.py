@@ -649,7 +649,7 @@ def _grant_arg(r, cap):
         real = r.judge_scope("arguments.%s.within[%d] (used by %s)" % (cap.arg, i, cap.text), scope, root, mode)
         if real is None:
             return
-        roots.append((root, real))
+        roots.append((root, real, _pattern(scope, root)))
     value = (r.invocation.get("arguments") or {}).get(cap.arg)
     if value is None:
         r.skip("%s: no value for argument %s in this invocation; nothing mounted" % (cap.text, cap.arg),
@@ -664,16 +664,22 @@ def _grant_arg(r, cap):
                  % (field, D.excerpt(value)), field=field)
         return
     lexical = _norm(value if value.startswith("/") else os.path.join(roots[0][0], value))
-    inside = [(root, real) for root, real in roots if _under(lexical, root)]
+    # R-ARG-1: the value is at or below a path its 'within' scope matches (the glob, not only its root)
+    inside = [(root, real, pattern) for root, real, pattern in roots if _covers(lexical, root, pattern)]
     if not inside:
+        hard = any(_covers(lexical, root, pattern) is None for root, _real, pattern in roots)
         r.refuse("arg_escapes_scope", "%s=%s resolves to %s, outside the declared scope %s (R-ARG-1: narrow, "
-                 "never widen)" % (field, D.excerpt(value), lexical, ", ".join(x[0] for x in roots)),
+                 "never widen)%s" % (field, D.excerpt(value), lexical, D.excerpt(", ".join(within), 300),
+                                     " (a pattern with more than %d brace alternatives, or that needs more than "
+                                     "%d steps to match, matches nothing)" % (M.MAX_GLOB_ALTERNATIVES,
+                                                                              M.MAX_GLOB_STEPS) if hard else ""),
                  field=field, value=D.excerpt(value))
         return
     real = _realpath(lexical)
-    if not any(_under(real, root_real) for _root, root_real in inside):
+    if not any(_covers(real, root_real, pattern) for _root, root_real, pattern in inside):
         r.refuse("arg_symlink_escapes", "%s=%s: %s leads through a symlink to %s, outside %s (R-ARG-1)"
-                 % (field, D.excerpt(value), lexical, real, ", ".join(x[1] for x in inside)),
+                 % (field, D.excerpt(value), lexical, real, ", ".join(
+                     "%s/%s" % (x[1].rstrip("/"), "/".join(x[2])) if x[2] else x[1] for x in inside)),
                  field=field, value=D.excerpt(value))
         return
     if r.judge_scope(field, value, lexical, mode) is None:
@@ -682,6 +688,24 @@ def _grant_arg(r, cap):
         r.skip("%s=%s: %s does not exist; not mounted (R-ARG-1)" % (field, D.excerpt(value), lexical), field=field)
         return
     r.mounts.add(mode, real, lexical, "R-ARG-1", "capability:%s (argument %s=%s)" % (cap.text, cap.arg, lexical))
+
+
+def _pattern(scope, root):
+    """The components of a scope below its glob root ([] for a scope without a glob)."""
+    rest = scope[len(root):].strip("/") if root != "/" else scope.strip("/")
+    return rest.split("/") if rest else []
+
+
+def _covers(path, root, pattern):
+    """``path`` is at or below a path that the scope (``root`` + glob ``pattern``) matches. A pattern
+    too complex to decide within manifest.glob_covers' bounds covers nothing (None: fail closed)."""
+    if not _under(path, root):
+        return False
+    if not pattern:
+        return True
+    rest = path[len(root):].strip("/") if root != "/" else path.strip("/")
+    covered = M.glob_covers(rest.split("/") if rest else [], pattern)
+    return None if covered is None else covered
 
 
 def _grant_metnos(r, cap):

@@ -432,6 +432,19 @@ caps("hard_link_read_credentials", "R-CAP-MAIL", "scope_hard_link", ["fs:read:@R
 arg("hard_link_arg", "scope_hard_link", ["@ROOT@/data/w/**"], "hardlink", rule="R-BASE-4")
 arg("hard_link_arg_read", "scope_hard_link", ["@ROOT@/special/**"], "shadow_hl", mode="read", rule="R-BASE-4")
 
+# ---------------------------------------------------------------- L. 'within' patterns narrow (R-ARG-1)
+# A 'within' scope written as a glob is the set of paths it matches: the value must be at or below
+# one of them, as written and resolved (a fixed scope's glob is reduced to its root, R-CAP-FS; an
+# argument only narrows). Its root alone would let the value widen to the whole folder.
+for i, (within, value) in enumerate([("*.md", "sub"), ("*.md", "@ROOT@/data/notes"), ("*/b.md", "a.md"),
+                                     ("{a,b}.md", "sub/b.md"), ("[ab].md", "sub"), ("?.md", "secret.key"),
+                                     ("sub/*", "@ROOT@/data/notes/a.md"), ("**/b.md", "a.md"),
+                                     ("{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}.md", "aaaaaaa.md"),
+                                     ("**/a/**/a/**/a/**/a/**/a/**/b", "a/" * 400 + "c")]):
+    arg("within_pattern_%d" % i, "arg_escapes_scope", ["@ROOT@/data/notes/" + within], value, mode="read")
+arg("within_pattern_symlink", "arg_symlink_escapes", ["@ROOT@/data/notes/*.md"], "key.md", mode="read")
+arg("within_pattern_write", "arg_escapes_scope", ["@ROOT@/data/w/*.txt"], "sub")
+
 
 def _check():
     ids = [e.id for e in CORPUS]

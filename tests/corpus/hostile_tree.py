@@ -23,7 +23,7 @@ FILES = {
     "creds/mail/work.json": "{}\n", "creds/mail/work.token": "t\n", "creds/mail/bob.json": "{}\n",
     "creds/mail/bob.old.json": "{}\n", "creds/mail/bob": "{}\n",
     "data/notes/a.md": "a\n", "data/notes/sub/b.md": "b\n", "outside/secret": "s\n",
-    "rt/runtime/lib.py": "x = 1\n",
+    "rt/runtime/lib.py": "x = 1\n", "data/notes/secret.key": "k\n",
 }
 # Objects that are not plain files or folders: a host daemon's socket, a FIFO.
 SOCKETS = ["special/ctl.sock"]
@@ -70,6 +70,8 @@ LINKS = {
     # links to objects that are not plain files or folders, and into /run (host daemons' sockets)
     "scope_sock": "@ROOT@/special/ctl.sock", "scope_fifo": "@ROOT@/special/fifo", "scope_run_sub": "/run/lock",
     "special/sock_link": "ctl.sock",
+    # a name that matches a 'within' pattern for a file that does not
+    "data/notes/key.md": "secret.key",
 }
 
 

@@ -189,3 +189,31 @@ def test_bind_mount_aliases_are_refused_and_would_write_the_runtime(base):
         # from inside: the runtime's configured path is read-only, its data-disk path is not ...
         assert got[user]["inside"][0] == "written" and got[user]["inside"][1] == "Read-only file system", got
         assert got[user]["in_runtime"], (user, got)          # ... and from outside: the runtime changed
+
+
+def test_within_patterns_narrow_and_their_root_would_widen(base, monkeypatch):
+    data = os.path.join(base, "data")
+    os.makedirs(os.path.join(data, "private"))
+    for folder in (data, os.path.join(data, "private")):
+        os.chmod(folder, 0o777)
+    with open(os.path.join(data, "report.txt"), "w") as handle:
+        handle.write("r")
+    os.chmod(os.path.join(data, "report.txt"), 0o666)
+    caps, arguments = ["fs:write:arg:p"], {"p": {"within": [data + "/*.txt"]}}
+    assert render(caps, None, {"arguments": {"p": "report.txt"}}, arguments)["decision"] == "wrapped"
+    prof = render(caps, None, {"arguments": {"p": "private"}}, arguments)
+    assert prof["refusal"] == "arg_escapes_scope", prof["diagnostics"]
+
+    monkeypatch.setattr(P, "_covers", lambda path, root, pattern: P._under(path, root))    # the mutation: root only
+    weak = render(caps, None, {"arguments": {"p": "private"}}, arguments)
+    assert weak["decision"] == "wrapped", weak["diagnostics"]
+    for user in USERS:
+        target = os.path.join(data, "private", "planted-%s" % (user or "root"))
+        with open(target, "w") as handle:
+            handle.write("")
+        os.chmod(target, 0o666)
+        token = uuid.uuid4().hex
+        inside = sandboxed(weak["argv"], {"token": token, "write": [target]}, user)
+        assert inside[target] == "written", (user, inside)
+        with open(target) as handle:                  # from outside: a file no *.txt pattern names changed
+            assert token in handle.read(), user
