@@ -632,6 +632,20 @@ def excerpt(value, limit=80):
     return text
 
 
+MAX_MESSAGE = 1000       # characters of one message (and of one detail): the rest is counted, not shown
+MAX_DETAIL_ITEMS = 20
+
+
+def _bounded(value):
+    """A message or detail cut to MAX_MESSAGE characters (lists: MAX_DETAIL_ITEMS items), so that a
+    diagnostic stays short whatever the paths or values it quotes."""
+    if isinstance(value, str) and len(value) > MAX_MESSAGE:
+        return value[:MAX_MESSAGE] + "... (%d characters)" % len(value)
+    if isinstance(value, (list, tuple)):
+        return [_bounded(v) for v in value[:MAX_DETAIL_ITEMS]]
+    return value
+
+
 def make(code, message=None, remediation=None, severity=None, **context):
     """Build the dict form of a diagnostic from the registry.
 
@@ -647,12 +661,12 @@ def make(code, message=None, remediation=None, severity=None, **context):
         "severity": severity or spec.severity,
         "rule": spec.rule,
         "title": spec.title,
-        "message": message if message is not None else _fill(spec.cause, context),
+        "message": _bounded(message if message is not None else _fill(spec.cause, context)),
         "remediation": (list(remediation) if remediation is not None
                         else [_fill(s, context) for s in spec.remediation]),
     }
     if context:
-        out["details"] = dict((k, v) for k, v in context.items() if _jsonable(v))
+        out["details"] = dict((k, _bounded(v)) for k, v in context.items() if _jsonable(v))
     return out
 
 

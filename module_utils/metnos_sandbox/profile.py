@@ -531,11 +531,23 @@ def shell_join(argv):
     return " ".join(_quote(a) for a in argv)
 
 
+def _bounded(diags):
+    """At most MAX_DIAGNOSTICS diagnostics per profile, errors first; the rest are counted in the
+    last one's message (a manifest of 128 refused paths gets a short answer)."""
+    diags = D.sort(diags)
+    if len(diags) <= M.MAX_DIAGNOSTICS:
+        return diags
+    more = len(diags) - M.MAX_DIAGNOSTICS
+    kept = diags[:M.MAX_DIAGNOSTICS]
+    kept[-1] = dict(kept[-1], message=kept[-1]["message"] + " (and %d more diagnostics)" % more)
+    return kept
+
+
 def refused(name, diags, decision="refused"):
     errors = [d for d in diags if d["severity"] == D.ERROR]
     return {"executor": name, "decision": decision, "refusal": errors[0]["code"] if errors else None,
             "argv": None, "command_line": None, "mounts": [], "namespaces": [],
-            "network": None, "diagnostics": D.sort(diags)}
+            "network": None, "diagnostics": _bounded(diags)}
 
 
 def _diag(code, message, **ctx):
@@ -1063,7 +1075,7 @@ def _render(manifest, host, invocation, status, command, bwrap_path):
     return {
         "executor": name, "decision": "wrapped", "refusal": None, "argv": argv,
         "command_line": shell_join(argv), "mounts": ordered, "namespaces": flags,
-        "network": network, "diagnostics": D.sort(diags),
+        "network": network, "diagnostics": _bounded(diags),
         "manifest": {"name": name, "origin": manifest.origin, "revision": manifest.revision,
                      "digest": manifest.digest},
     }

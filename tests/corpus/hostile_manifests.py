@@ -445,6 +445,17 @@ for i, (within, value) in enumerate([("*.md", "sub"), ("*.md", "@ROOT@/data/note
 arg("within_pattern_symlink", "arg_symlink_escapes", ["@ROOT@/data/notes/*.md"], "key.md", mode="read")
 arg("within_pattern_write", "arg_escapes_scope", ["@ROOT@/data/w/*.txt"], "sub")
 
+# ---------------------------------------------------------------- M. output stays short (R-SCOPE-1: input is data)
+# Every refused path is quoted in its message: long paths, many of them, or through symlinks (the
+# message names both forms) must not make the answer larger than the question.
+LONG = "/".join(["a" * 200] * 4)
+caps("many_long_symlinked_scopes", "R-SCOPE-1", "scope_symlink_refused",
+     ["fs:write:@ROOT@/scope_etc/%02d%s" % (i, LONG) for i in range(70)])
+caps("many_long_refused_scopes", "R-SCOPE-1", "scope_too_broad",
+     ["fs:write:/etc/%02d%s" % (i, LONG) for i in range(75)])
+arg("long_within_and_value", "arg_escapes_scope", ["@ROOT@/data/notes/" + LONG + "/*.md"],
+    "/etc/" + LONG, mode="read", rule="R-SCOPE-1")
+
 
 def _check():
     ids = [e.id for e in CORPUS]
