@@ -375,6 +375,19 @@ class HostContext(object):
                 out.append(("symlink", os.readlink(path), path, "R-BASE-1", "base:" + path))
             elif os.path.isdir(path):
                 out.append(("ro", path, path, "R-BASE-1", "base:" + path))
+        # Every sandbox mounts these whole: a reserved tree inside one would be readable by every
+        # executor, whatever its capabilities (judged as written, resolved and through bind mounts).
+        system = [src for kind, src, _dest, _rule, _source in out if kind == "ro"]
+        for key in RESERVED_KEYS:
+            path = self.data[key]
+            real = self.real(path)
+            for form in [path, real] + self.mount_table().aliases(real, parts=False):
+                inside = [s for s in system if _under(form, s)]
+                if inside:
+                    refusals.append(host_refusal(key, path, ("readonly", (
+                        "%s is inside %s, which every sandbox mounts read-only (R-BASE-1): every executor would "
+                        "read all of it, whatever its capabilities (R-BASE-4)" % (form, inside[0])))))
+                    break
         out.append(("proc", None, "/proc", "R-BASE-2", "base:/proc"))
         out.append(("dev", None, "/dev", "R-BASE-2", "base:/dev"))
         out.append(("tmpfs", None, "/tmp", "R-BASE-3", "base:/tmp"))

@@ -456,6 +456,18 @@ caps("many_long_refused_scopes", "R-SCOPE-1", "scope_too_broad",
 arg("long_within_and_value", "arg_escapes_scope", ["@ROOT@/data/notes/" + LONG + "/*.md"],
     "/etc/" + LONG, mode="read", rule="R-SCOPE-1")
 
+# ------------------------------------------------------------ N. reserved trees inside a base tree (R-BASE-1, R-BASE-4)
+# Every sandbox mounts the system trees read-only: a credential store, the integrations, the
+# dialog or undo folders, or the executors folder configured inside one would be readable whole by
+# every executor, whatever its capabilities (R-CAP-MAIL: never the whole credential store).
+for i, (key, value) in enumerate([("mail_credentials_dir", "/etc/metnos/credentials/mail"),
+                                  ("integrations_dir", "/usr/share/metnos/integrations"),
+                                  ("executors_dir", "/usr/lib/metnos/executors"), ("dialog_dir", "/etc/metnos/dialog"),
+                                  ("undo_root", "/sbin/metnos-undo"), ("mail_credentials_dir", "/etc"),
+                                  ("mail_credentials_dir", "@ROOT@/scope_etc/metnos-mail"),
+                                  ("integrations_dir", "/lib/metnos/integrations")]):
+    add("reserved_in_base_%d" % i, "R-BASE-1", "host_path_refused", data=M(), host={key: value})
+
 
 def _check():
     ids = [e.id for e in CORPUS]

@@ -214,8 +214,47 @@ def real(base):
     sys.stdout.write(json.dumps(results))
 
 
+READER = r'''
+import sys
+try:
+    with open(sys.argv[1]) as handle:
+        sys.stdout.write(handle.read())
+except OSError as exc:
+    sys.stdout.write("error: " + exc.strerror)
+'''
+
+
+def reserved_in_system(base):
+    """In real bwrap, as root and as nobody: a mail credential store configured inside /etc (here a
+    tmpfs on /etc/opt in this private namespace: the host's /etc is not touched). The renderer's
+    decision for a manifest without mail:read, then the same with the check mutated away (no
+    reserved tree known), run with a payload that reads a credential file."""
+    sys.path.insert(0, os.path.join(ROOT, "module_utils"))
+    from metnos_sandbox import profile as P
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", "/etc/opt"], check=True)
+    os.makedirs("/etc/opt/metnos/mail")
+    with open("/etc/opt/metnos/mail/work.json", "w") as handle:
+        handle.write("oauth-refresh-token")
+    os.chmod("/etc/opt/metnos/mail/work.json", 0o644)
+    active = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
+    host = {"mail_credentials_dir": "/etc/opt/metnos/mail", "python_executable": "/usr/bin/python3"}
+    manifest = {"name": "ex", "origin": "t", "capabilities": ["net:http"]}
+    results = {"decision": P.render_safe(manifest, P.HostContext(host), {}, active)["refusal"]}
+    P.RESERVED_KEYS = ()                                                          # the mutation
+    weak = P.render_safe(manifest, P.HostContext(host), {}, active)
+    results["mutated"] = weak["decision"]
+    argv = weak["argv"][:weak["argv"].index("--") + 1]
+    for user in ("root", "nobody"):
+        prefix = [] if user == "root" else ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+        proc = subprocess.run(prefix + argv + ["/usr/bin/python3", "-c", READER, "/etc/opt/metnos/mail/work.json"],
+                              capture_output=True, text=True, timeout=60)
+        results[user] = proc.stdout if proc.returncode == 0 else "bwrap failed: " + proc.stderr[-300:]
+    sys.stdout.write(json.dumps(results))
+
+
 def run(base, python=sys.executable, mode="faces"):
-    """Run main(base) (or real(base)) in a private mount namespace; returns the decoded results."""
+    """Run main(base) (mode faces), real(base) or reserved_in_system(base) in a private mount
+    namespace; returns the decoded results."""
     proc = subprocess.run(["unshare", "--mount", "--propagation", "private", python, os.path.abspath(__file__), mode,
                            base], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -223,4 +262,4 @@ def run(base, python=sys.executable, mode="faces"):
 
 
 if __name__ == "__main__":
-    (real if sys.argv[1] == "real" else main)(sys.argv[2])
+    {"real": real, "reserved": reserved_in_system, "faces": main}[sys.argv[1]](sys.argv[2])

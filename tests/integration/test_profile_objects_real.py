@@ -217,3 +217,12 @@ def test_within_patterns_narrow_and_their_root_would_widen(base, monkeypatch):
         assert inside[target] == "written", (user, inside)
         with open(target) as handle:                  # from outside: a file no *.txt pattern names changed
             assert token in handle.read(), user
+
+
+@pytest.mark.skipif(not shutil.which("unshare") or not os.path.isdir("/etc/opt"),
+                    reason="needs unshare and an /etc/opt folder to mount a tmpfs on (private namespace)")
+def test_a_credential_store_inside_etc_is_refused_and_would_be_read_by_every_executor(base):
+    got = MA.run(base, mode="reserved")
+    assert got["decision"] == "host_path_refused" and got["mutated"] == "wrapped", got
+    for user in ("root", "nobody"):
+        assert got[user] == "oauth-refresh-token", (user, got)       # read from inside, without mail:read
