@@ -34,7 +34,10 @@ SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", 
 FORBIDDEN_TREES = ("/proc", "/dev")
 # Shared trees: a scope may live below them, never be one of them (R-SEC-2: no /opt).
 BROAD_ROOTS = ("/", "/opt", "/home", "/root", "/var", "/var/lib", "/run", "/srv", "/mnt", "/media",
-               "/tmp", "/usr/local", "/boot", "/lost+found")
+               "/tmp", "/var/tmp", "/usr/local", "/boot", "/lost+found")
+# ... and, found on the host, any folder every user may write into (sticky and world-writable, mode
+# 1777 like /tmp, /var/tmp, /dev/shm, /run/lock): other users' and services' files are in it.
+_SHARED_MODE = stat.S_ISVTX | stat.S_IWOTH
 # Host daemons' runtime tree: their sockets (systemd, D-Bus, container engines, user sessions)
 # live here. No manifest-written scope at, below or above it; host state is reached through
 # systemd:read / system:read, whose paths the admin configures (R-CAP-SYS).
@@ -172,10 +175,23 @@ def _file_type(path):
     return "FIFO" if stat.S_ISFIFO(mode) else "device"
 
 
+@functools.lru_cache(maxsize=8192)
+def _shared_folder(path):
+    """A resolved path that is a folder every user may write into (sticky and world-writable: mode
+    1777), found on the host (cached inside one render, like _realpath). A path through a symlink is
+    judged on its resolved form (scope_symlink_refused), like every alias."""
+    try:
+        mode = os.lstat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISDIR(mode) and mode & _SHARED_MODE == _SHARED_MODE and _realpath(path) == path
+
+
 def _caches_clear():
     _realpath.cache_clear()
     _listdir.cache_clear()
     _file_type.cache_clear()
+    _shared_folder.cache_clear()
 
 
 @functools.lru_cache(maxsize=256)
@@ -287,9 +303,10 @@ class HostContext(object):
         return self._mounts
 
     def broad(self, path):
-        """A shared root, or (through a bind mount) an alias of one or a folder above such an alias."""
+        """A shared root, or (through a bind mount) an alias of one or a folder above such an alias,
+        or (resolved) a folder every user may write into (mode 1777)."""
         t = self.trees()
-        return path in t["broad"] or path in t["broad_aliases"].above
+        return path in t["broad"] or path in t["broad_aliases"].above or _shared_folder(path)
 
     def _note(self, kind, root, text):
         """(kind, text) of a refusal; an alias (a tree reached through a bind mount) is its own kind."""
@@ -320,7 +337,7 @@ class HostContext(object):
             root = t["forbidden"].which(path, related=False)[0][1]
             return self._note("forbidden", root, "%s is at or below %s, provided by the profile itself (R-BASE-2)"
                               % (path, root))
-        if self.broad(path):
+        if path in t["broad"] or path in t["broad_aliases"].above:
             root = path if path in t["broad"] else t["broad_aliases"].which(path)[0][1]
             return self._note("broad", root, "%s is a shared tree: it would expose every sibling (R-SEC-2)" % (
                 path if root == path else "%s holds %s, which" % (path, root)))
@@ -337,6 +354,9 @@ class HostContext(object):
             label, root = t["readonly"].which(path)[0]
             return self._note("readonly", root, "%s is at, below or above the read-only %s (%s): never writable "
                                                 "(R-BASE-1, R-BASE-4, R-BASE-5)" % (path, label, root))
+        if _shared_folder(path):
+            return "shared", ("%s is a folder every user may write into (mode 1777, like /tmp and /var/tmp): a "
+                              "shared tree, whatever its name (R-SEC-2)" % path)
         return None
 
     def judge_manifest_path(self, path):
@@ -568,6 +588,7 @@ def _diag(code, message, **ctx):
 
 
 _SCOPE_CODES = {"forbidden": "scope_too_broad", "broad": "scope_too_broad", "readonly": "scope_too_broad",
+                "shared": "scope_too_broad",
                 "reserved": "scope_reserved_tree", "control": "scope_nul", "runtime": "scope_runtime_tree",
                 "alias": "scope_mount_alias"}
 # What a read-only or writable bind of these would really hand over.
@@ -599,7 +620,9 @@ class _Render(object):
         then fully resolved. Returns the resolved path, or None after recording the refusal."""
         own = self.own
         access = "writable" if mode == "rw" else "read-only"
-        problem = self.host.judge(lexical, mode, own=own) or self.host.judge_manifest_path(lexical)
+        problem = self.host.judge(lexical, mode, own=own)
+        if problem is None or problem[0] == "shared":      # /run/lock is the runtime tree first
+            problem = self.host.judge_manifest_path(lexical) or problem
         if problem:
             self.refuse(_SCOPE_CODES[problem[0]], "%s: %s %s: %s" % (
                 field, access, lexical if lexical == what else "%s (from %s)" % (lexical, D.excerpt(what)),
@@ -607,7 +630,9 @@ class _Render(object):
             return None
         real = _realpath(lexical)
         if real != lexical:
-            problem = self.host.judge(real, mode, own=_realpath(own)) or self.host.judge_manifest_path(real)
+            problem = self.host.judge(real, mode, own=_realpath(own))
+            if problem is None or problem[0] == "shared":
+                problem = self.host.judge_manifest_path(real) or problem
             if problem:
                 self.refuse("scope_symlink_refused", "%s: %s %s resolves through a symlink to %s: %s"
                             % (field, access, lexical, real, problem[1]), field=field)

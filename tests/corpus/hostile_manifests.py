@@ -468,6 +468,17 @@ for i, (key, value) in enumerate([("mail_credentials_dir", "/etc/metnos/credenti
                                   ("integrations_dir", "/lib/metnos/integrations")]):
     add("reserved_in_base_%d" % i, "R-BASE-1", "host_path_refused", data=M(), host={key: value})
 
+# ---------------------------------------------------------------- O. shared folders found on the host (R-SEC-2)
+# A folder every user may write into (mode 1777: /tmp, /var/tmp, /dev/shm, /run/lock, or any such
+# folder) is a shared tree like /tmp, whatever its name: other users' and services' files are in it.
+for i, cap in enumerate(["fs:write:/var/tmp", "fs:read:/var/tmp/**", "fs:write:@ROOT@/shared_tmp",
+                         "fs:read:@ROOT@/shared_tmp/**"]):
+    caps("shared_folder_%d" % i, "R-SEC-2", "scope_too_broad", [cap])
+caps("shared_folder_symlink", "R-SEC-2", "scope_symlink_refused", ["fs:write:@ROOT@/scope_shared"])
+arg("shared_folder_within", "scope_too_broad", ["@ROOT@/shared_tmp/**"], "x", rule="R-SEC-2")
+add("shared_folder_resource", "R-SEC-2", "host_path_refused", data=M(["metnos:write:tmpres"]),
+    host={"resources": {"tmpres": "/var/tmp"}})
+
 
 def _check():
     ids = [e.id for e in CORPUS]

@@ -14,8 +14,10 @@ DIRS = [
     "res/sheets", "res/people", "idx/docs", "integrations/cal", "integrations/other", "creds/mail",
     "dialog/alice", "dialog/bob", "undo/t1", "undo/t2", "data/notes/sub", "data/w/sub", "outside",
     "undo_clean/undo_last_turn", "undo_planted/undo_last_turn", "undo_linked/undo_last_turn",
-    "undo_cache/undo_last_turn/__pycache__", "special",
+    "undo_cache/undo_last_turn/__pycache__", "special", "shared_tmp/x",
 ]
+# Folders every user may write into (mode 1777, like /tmp and /var/tmp): shared trees.
+STICKY = ["shared_tmp"]
 FILES = {
     "executors/ex/main.py": "print('ex')\n",
     "executors/other/main.py": "print('other')\n",
@@ -69,7 +71,7 @@ LINKS = {
     "undo_linked/undo_last_turn/main.py": "/etc/hostname",
     # links to objects that are not plain files or folders, and into /run (host daemons' sockets)
     "scope_sock": "@ROOT@/special/ctl.sock", "scope_fifo": "@ROOT@/special/fifo", "scope_run_sub": "/run/lock",
-    "special/sock_link": "ctl.sock",
+    "special/sock_link": "ctl.sock", "scope_shared": "@ROOT@/shared_tmp",
     # a name that matches a 'within' pattern for a file that does not
     "data/notes/key.md": "secret.key",
 }
@@ -120,6 +122,8 @@ def build(root):
         handle.write("import os\nos.system('id')\n")
     with open(os.path.join(root, "undo_cache/undo_last_turn/__pycache__/restore.cpython-311.pyc"), "wb") as handle:
         handle.write(b"\0" * 16)
+    for rel in STICKY:
+        os.chmod(os.path.join(root, rel), 0o1777)
     for rel in SOCKETS:
         _socket_file(os.path.join(root, rel))
     for rel in FIFOS:
