@@ -420,15 +420,15 @@ for i, scope in enumerate(["/run/systemd", "/run/dbus/system_bus_socket", "/run/
                            "/run/lock/**", "/run/systemd/private"]):
     caps("runtime_tree_read_%d" % i, "R-CAP-SYS", "scope_runtime_tree", ["fs:read:" + scope])
 for i, scope in enumerate(["/var/run/docker.sock", "/var/run/dbus/**"]):     # the /var/run -> /run alias
-    caps("runtime_tree_alias_%d" % i, "R-CAP-SYS", "scope_symlink_refused", ["fs:read:" + scope])
+    caps("runtime_tree_alias_%d" % i, "R-CAP-FS", "scope_symlink_refused", ["fs:read:" + scope])
 caps("runtime_tree_write", "R-CAP-SYS", "scope_runtime_tree", ["fs:write:/run/metnos"])
-caps("runtime_tree_symlink", "R-CAP-SYS", "scope_symlink_refused", ["fs:read:@ROOT@/scope_run_sub"])
+caps("runtime_tree_symlink", "R-CAP-FS", "scope_symlink_refused", ["fs:read:@ROOT@/scope_run_sub"])
 arg("runtime_tree_within", "scope_runtime_tree", ["/run/user/**"], "0/bus", mode="read", rule="R-CAP-SYS")
 # A file with several names (hard links): realpath cannot tell where its other names live, so
 # writing it may write a read-only base tree (here the runtime) and reading it may read a
 # reserved tree (here a mail credential file).
 caps("hard_link_write", "R-BASE-4", "scope_hard_link", ["fs:write:@ROOT@/data/w/hardlink"])
-caps("hard_link_read_credentials", "R-CAP-MAIL", "scope_hard_link", ["fs:read:@ROOT@/data/notes/creds_hl"])
+caps("hard_link_read_credentials", "R-BASE-4", "scope_hard_link", ["fs:read:@ROOT@/data/notes/creds_hl"])
 arg("hard_link_arg", "scope_hard_link", ["@ROOT@/data/w/**"], "hardlink", rule="R-BASE-4")
 arg("hard_link_arg_read", "scope_hard_link", ["@ROOT@/special/**"], "shadow_hl", mode="read", rule="R-BASE-4")
 
@@ -449,12 +449,12 @@ arg("within_pattern_write", "arg_escapes_scope", ["@ROOT@/data/w/*.txt"], "sub")
 # Every refused path is quoted in its message: long paths, many of them, or through symlinks (the
 # message names both forms) must not make the answer larger than the question.
 LONG = "/".join(["a" * 200] * 4)
-caps("many_long_symlinked_scopes", "R-SCOPE-1", "scope_symlink_refused",
+caps("many_long_symlinked_scopes", "R-CAP-FS", "scope_symlink_refused",
      ["fs:write:@ROOT@/scope_etc/%02d%s" % (i, LONG) for i in range(70)])
-caps("many_long_refused_scopes", "R-SCOPE-1", "scope_too_broad",
+caps("many_long_refused_scopes", "R-BASE-1", "scope_too_broad",
      ["fs:write:/etc/%02d%s" % (i, LONG) for i in range(75)])
 arg("long_within_and_value", "arg_escapes_scope", ["@ROOT@/data/notes/" + LONG + "/*.md"],
-    "/etc/" + LONG, mode="read", rule="R-SCOPE-1")
+    "/etc/" + LONG, mode="read")
 
 # ------------------------------------------------------------ N. reserved trees inside a base tree (R-BASE-1, R-BASE-4)
 # Every sandbox mounts the system trees read-only: a credential store, the integrations, the
@@ -466,7 +466,7 @@ for i, (key, value) in enumerate([("mail_credentials_dir", "/etc/metnos/credenti
                                   ("undo_root", "/sbin/metnos-undo"), ("mail_credentials_dir", "/etc"),
                                   ("mail_credentials_dir", "@ROOT@/scope_etc/metnos-mail"),
                                   ("integrations_dir", "/lib/metnos/integrations")]):
-    add("reserved_in_base_%d" % i, "R-BASE-1", "host_path_refused", data=M(), host={key: value})
+    add("reserved_in_base_%d" % i, "R-BASE-4", "host_path_refused", data=M(), host={key: value})
 
 # ---------------------------------------------------------------- O. shared folders found on the host (R-SEC-2)
 # A folder every user may write into (mode 1777: /tmp, /var/tmp, /dev/shm, /run/lock, or any such
@@ -474,9 +474,9 @@ for i, (key, value) in enumerate([("mail_credentials_dir", "/etc/metnos/credenti
 for i, cap in enumerate(["fs:write:/var/tmp", "fs:read:/var/tmp/**", "fs:write:@ROOT@/shared_tmp",
                          "fs:read:@ROOT@/shared_tmp/**"]):
     caps("shared_folder_%d" % i, "R-SEC-2", "scope_too_broad", [cap])
-caps("shared_folder_symlink", "R-SEC-2", "scope_symlink_refused", ["fs:write:@ROOT@/scope_shared"])
+caps("shared_folder_symlink", "R-CAP-FS", "scope_symlink_refused", ["fs:write:@ROOT@/scope_shared"])
 arg("shared_folder_within", "scope_too_broad", ["@ROOT@/shared_tmp/**"], "x", rule="R-SEC-2")
-add("shared_folder_resource", "R-SEC-2", "host_path_refused", data=M(["metnos:write:tmpres"]),
+add("shared_folder_resource", "R-CAP-METNOS", "host_path_refused", data=M(["metnos:write:tmpres"]),
     host={"resources": {"tmpres": "/var/tmp"}})
 
 
