@@ -608,6 +608,7 @@ class _Render(object):
         self.own = own_dir            # the executor's own folder (lexical)
         self.mounts = None
         self.diags = []
+        self.glob_steps = [M.MAX_GLOB_STEPS]     # every 'within' pattern match of this render shares it
 
     def refuse(self, code, message, **ctx):
         self.diags.append(_diag(code, message, **ctx))
@@ -715,9 +716,11 @@ def _grant_arg(r, cap):
         return
     lexical = _norm(value if value.startswith("/") else os.path.join(roots[0][0], value))
     # R-ARG-1: the value is at or below a path its 'within' scope matches (the glob, not only its root)
-    inside = [(root, real, pattern) for root, real, pattern in roots if _covers(lexical, root, pattern)]
+    steps = r.glob_steps
+    covered = [(root, real, pattern, _covers(lexical, root, pattern, steps)) for root, real, pattern in roots]
+    inside = [(root, real, pattern) for root, real, pattern, ok in covered if ok]
     if not inside:
-        hard = any(_covers(lexical, root, pattern) is None for root, _real, pattern in roots)
+        hard = any(ok is None for _root, _real, _pattern, ok in covered)
         r.refuse("arg_escapes_scope", "%s=%s resolves to %s, outside the declared scope %s (R-ARG-1: narrow, "
                  "never widen)%s" % (field, D.excerpt(value), lexical, D.excerpt(", ".join(within), 300),
                                      " (a pattern with more than %d brace alternatives, or that needs more than "
@@ -726,7 +729,7 @@ def _grant_arg(r, cap):
                  field=field, value=D.excerpt(value))
         return
     real = _realpath(lexical)
-    if not any(_covers(real, root_real, pattern) for _root, root_real, pattern in inside):
+    if not any(_covers(real, root_real, pattern, steps) for _root, root_real, pattern in inside):
         r.refuse("arg_symlink_escapes", "%s=%s: %s leads through a symlink to %s, outside %s (R-ARG-1)"
                  % (field, D.excerpt(value), lexical, real, ", ".join(
                      "%s/%s" % (x[1].rstrip("/"), "/".join(x[2])) if x[2] else x[1] for x in inside)),
@@ -746,7 +749,7 @@ def _pattern(scope, root):
     return rest.split("/") if rest else []
 
 
-def _covers(path, root, pattern):
+def _covers(path, root, pattern, steps):
     """``path`` is at or below a path that the scope (``root`` + glob ``pattern``) matches. A pattern
     too complex to decide within manifest.glob_covers' bounds covers nothing (None: fail closed)."""
     if not _under(path, root):
@@ -754,7 +757,7 @@ def _covers(path, root, pattern):
     if not pattern:
         return True
     rest = path[len(root):].strip("/") if root != "/" else path.strip("/")
-    covered = M.glob_covers(rest.split("/") if rest else [], pattern)
+    covered = M.glob_covers(rest.split("/") if rest else [], pattern, steps)
     return None if covered is None else covered
 
 
