@@ -39,8 +39,16 @@ options:
     type: dict
     suboptions:
       arguments: {description: Argument values by name (resolves C(arg:) scopes)., type: dict}
-      turn_id: {description: The current turn (undo folder)., type: str}
-      sender: {description: The authenticated sender (dialog folder)., type: str}
+      turn_id:
+        description:
+          - The current turn (undo folder), a string of one path component.
+          - Passed to the core as given, never converted (a number or a boolean names no folder).
+        type: raw
+      sender:
+        description:
+          - The authenticated sender (dialog folder), a string of one path component.
+          - Passed to the core as given, never converted (a number or a boolean names no folder).
+        type: raw
   host:
     description:
       - Host-context overrides (real paths of the Metnos install); unknown keys are refused.
@@ -51,8 +59,8 @@ options:
       - Every path is resolved on the host (symlinks followed) and judged with the same rules as a
         manifest scope; a refused one is reported as C(host_path_refused) naming the key.
       - C(undo_exception) pins the undo broker (R-FAIL-2) with name, origin, revision, owner,
-        capability, files and digest; the digest must equal the one computed from the broker's files
-        on disk.
+        capability, files and digest (and optionally entrypoint, the file that runs unsandboxed,
+        default main.py); the digest must equal the one computed from the broker's files on disk.
     type: dict
     default: {}
   discover_python_roots:
@@ -164,7 +172,8 @@ def build_module():
             manifest=dict(type="raw"),
             manifest_file=dict(type="path"),
             invocation=dict(type="dict", options=dict(
-                arguments=dict(type="dict"), turn_id=dict(type="str"), sender=dict(type="str"))),
+                # raw: the core judges the values as given (Ansible's conversion would turn 12 into '12')
+                arguments=dict(type="dict"), turn_id=dict(type="raw"), sender=dict(type="raw"))),
             host=dict(type="dict", default={}),
             discover_python_roots=dict(type="bool", default=True),
             command=dict(type="list", elements="str"),

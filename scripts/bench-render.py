@@ -76,6 +76,15 @@ def worst_cases(base):
     loop = []
     loop.append(loop)
     out.append(("object_graph_self_reference", lambda: {"name": "x", "origin": "o", "capabilities": loop}, {}))
+    # 'within' globs built to make wildcard matching backtrack, every argument used twice, long values
+    pattern = "/srv/notes/" + "*a" * 40 + "b/**/" + "*a" * 40 + "c"
+    out.append(("max_within_patterns", lambda: {
+        "name": "x", "origin": "o",
+        "capabilities": ["fs:%s:arg:a%d" % (m, i) for m in ("read", "write") for i in range(M.MAX_ARGUMENTS)],
+        "arguments": dict(("a%d" % i, {"within": [pattern + str(j) for j in range(M.MAX_SCOPES)]})
+                          for i in range(M.MAX_ARGUMENTS))},
+        {"arguments": dict(("a%d" % i, "/srv/notes/" + "a" * 500 + "/" + "a" * 400)
+                           for i in range(M.MAX_ARGUMENTS))}))
     out.append(("max_invocation_values", lambda: {"name": "x", "origin": "o", "capabilities": ["fs:read:arg:p"],
                                                   "arguments": {"p": {"within": ["/srv/notes/**"]}}},
                 {"arguments": dict(("a%d" % i, "v" * 1024) for i in range(P.MAX_INVOCATION_ARGUMENTS))}))

@@ -239,13 +239,19 @@ _CODES = [
     _c("arg_escapes_scope", ERROR, "R-ARG-1",
        "An argument value escapes its declared scope",
        "The argument's path, once '..' is resolved, is outside every 'within' scope: an argument may "
-       "narrow a capability, never widen it.",
-       "Normalisation of the value, then containment in the declared roots.",
+       "narrow a capability, never widen it. A 'within' scope written as a glob is a pattern: the value "
+       "must be at or below a path it matches (with 'within: [/srv/notes/*.md]' the folder /srv/notes "
+       "itself is outside).",
+       "Normalisation of the value, then containment in the declared roots and a match of the glob "
+       "below them ('**' any number of components, '*' '?' '[...]' within one, '{a,b}' alternatives; "
+       "a pattern with more than 64 alternatives or 65,536 matching steps matches nothing).",
        ["Pass a path inside the declared scope, or change the manifest's declared scope (re-signing it)."]),
     _c("arg_symlink_escapes", ERROR, "R-ARG-1",
        "An argument value leads out of its scope through a symlink",
-       "The argument's path is inside the scope lexically but a symlink on it resolves outside.",
-       "realpath() of the value, then containment in the realpath of the declared roots.",
+       "The argument's path is inside the scope lexically but a symlink on it resolves outside (or to a "
+       "path the 'within' pattern does not match).",
+       "realpath() of the value, then containment in the realpath of the declared roots and the same "
+       "pattern match below them.",
        ["Pass the real path, or remove the symlink that points outside the scope."]),
     _c("arg_value_invalid", ERROR, "R-ARG-1",
        "An argument value is not a usable path",
@@ -260,7 +266,8 @@ _CODES = [
     _c("undo_exception_mismatch", ERROR, "R-FAIL-2",
        "undo_last_turn does not match the pinned exception",
        "A manifest named undo_last_turn differs from the byte-pinned exception (name, origin, revision, "
-       "owner, capability, file list, or the digest computed from the broker's files on disk). A later "
+       "owner, capability, file list, entrypoint (the file that runs unsandboxed, main.py unless pinned), "
+       "or the digest computed from the broker's files on disk). A later "
        "revision does not inherit the exception: it fails closed.",
        "Exact comparison with the pinned exception of the host context; the digest is computed from the "
        "executor's files on disk, never taken from the manifest alone.",
@@ -356,6 +363,51 @@ _CODES = [
        "The mount would have exposed the symlink's target.",
        "os.path.realpath() of the scope on the host that renders, then the same refusal rules.",
        ["Replace the symlink by a real directory, or declare the real path if it is acceptable."]),
+    _c("scope_mount_alias", ERROR, "R-BASE-4",
+       "A scope reaches a refused tree through a bind mount",
+       "The scope is at, below or above a folder that is a refused tree mounted again under another "
+       "path: the Metnos install on a data disk bind-mounted at its configured path (fstab "
+       "'/data/metnos /srv/metnos none bind'), /etc or a part of it mounted for a backup or a "
+       "container, a bind of /, /proc or /run. realpath cannot see bind mounts, so the path passes "
+       "every rule as written and resolved, while the mount would expose the tree (or make a "
+       "read-only one writable).",
+       "/proc/self/mountinfo of the host that renders: every mount's filesystem and root give each "
+       "refused tree's aliases (every path showing the same folder, or a part of it); the scope is "
+       "then judged against them with the same rules. The final check does the same on the argv.",
+       ["Declare the path under its configured name if it is acceptable, or remove the bind mount "
+        "(findmnt -o TARGET,SOURCE lists them)."]),
+    _c("scope_special_file", ERROR, "R-CAP-FS",
+       "A scope is a socket, a FIFO or a device node",
+       "A fixed scope, the root of a glob, a 'within' scope or an argument value resolves to a Unix "
+       "socket, a FIFO or a device node. A bind mount does not make these read-only in any useful "
+       "sense: through a read-only bind the sandbox can still connect to a socket and send commands "
+       "to the host process behind it (a container engine, systemd, an agent) or write into a FIFO. "
+       "Only plain files and folders are granted.",
+       "stat() of the fully resolved path on the host that renders (after the symlink rules); the "
+       "final check refuses any bind whose source is one, except the admin's systemd/system read paths.",
+       ["Declare the folder or file the executor really needs; reach host services through their own "
+        "capability (systemd:read, system:read, provider:access)."]),
+    _c("scope_hard_link", ERROR, "R-BASE-4",
+       "A file scope has several names (hard links)",
+       "A fixed scope or an argument value resolves to a regular file whose link count is above one. "
+       "A hard link is the same file under another name, and realpath cannot tell where the other "
+       "names are: writing it may write a file of a read-only base tree (the runtime, /etc), and "
+       "reading it may read a reserved one (a mail credential file). Files inside a granted folder "
+       "are not examined (the bind is the whole tree).",
+       "os.stat() of the fully resolved path: a regular file with st_nlink > 1; the final check "
+       "refuses any writable bind of one.",
+       ["Grant the folder the file lives in, or give the file a single name "
+        "(find / -xdev -samefile FILE lists its names)."]),
+    _c("scope_runtime_tree", ERROR, "R-CAP-SYS",
+       "A scope is at, below or above /run (the host daemons' sockets)",
+       "/run (and its alias /var/run) holds the sockets of the host's daemons: systemd, D-Bus, "
+       "container engines, user sessions. A read-only bind of any of it still lets the sandbox talk "
+       "to them. Manifest-written paths (scopes, 'within' scopes, argument values) may not reach it, "
+       "as written or resolved; host state is read through systemd:read / system:read, whose paths "
+       "the admin configures (metnos_sandbox_host.systemd_read_paths, system_read_paths).",
+       "The scope as written and fully resolved, at, below or above /run or /var/run (resolved too).",
+       ["Use systemd:read or system:read and configure the needed paths in the host context; keep "
+        "executor data out of /run."]),
     _c("host_path_refused", ERROR, "R-BASE-4",
        "A host-context path cannot be mounted safely",
        "A path of the host context (the Metnos install's real paths: runtime, Python prefix and package "
@@ -595,6 +647,20 @@ def excerpt(value, limit=80):
     return text
 
 
+MAX_MESSAGE = 1000       # characters of one message (and of one detail): the rest is counted, not shown
+MAX_DETAIL_ITEMS = 20
+
+
+def _bounded(value):
+    """A message or detail cut to MAX_MESSAGE characters (lists: MAX_DETAIL_ITEMS items), so that a
+    diagnostic stays short whatever the paths or values it quotes."""
+    if isinstance(value, str) and len(value) > MAX_MESSAGE:
+        return value[:MAX_MESSAGE] + "... (%d characters)" % len(value)
+    if isinstance(value, (list, tuple)):
+        return [_bounded(v) for v in value[:MAX_DETAIL_ITEMS]]
+    return value
+
+
 def make(code, message=None, remediation=None, severity=None, **context):
     """Build the dict form of a diagnostic from the registry.
 
@@ -610,12 +676,12 @@ def make(code, message=None, remediation=None, severity=None, **context):
         "severity": severity or spec.severity,
         "rule": spec.rule,
         "title": spec.title,
-        "message": message if message is not None else _fill(spec.cause, context),
+        "message": _bounded(message if message is not None else _fill(spec.cause, context)),
         "remediation": (list(remediation) if remediation is not None
                         else [_fill(s, context) for s in spec.remediation]),
     }
     if context:
-        out["details"] = dict((k, v) for k, v in context.items() if _jsonable(v))
+        out["details"] = dict((k, _bounded(v)) for k, v in context.items() if _jsonable(v))
     return out
 
 

@@ -560,6 +560,165 @@ def glob_root(scope):
     return root.rstrip("/") or "/"
 
 
+MAX_GLOB_ALTERNATIVES = 64         # brace expansion of one 'within' scope
+MAX_GLOB_STEPS = 1 << 16           # component and character steps matching 'within' patterns, per render
+
+
+def _expand_braces(text, budget):
+    """Brace alternatives of ``text`` ('{a,b}c' -> ['ac', 'bc']), nested braces included; None
+    when there are more than the budget allows. An unbalanced '{' stays literal."""
+    start = text.find("{")
+    while start != -1:
+        depth, parts, last = 0, [], start + 1
+        for i in range(start, len(text)):
+            ch = text[i]
+            if ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    parts.append(text[last:i])
+                    break
+            elif ch == "," and depth == 1:
+                parts.append(text[last:i])
+                last = i + 1
+        else:
+            return [text]                  # unbalanced: literal
+        if len(parts) < 2:
+            start = text.find("{", start + 1)
+            continue
+        out = []
+        for part in parts:
+            for alt in _expand_braces(text[:start] + part + text[i + 1:], budget) or [None]:
+                if alt is None:
+                    return None
+                out.append(alt)
+                budget[0] -= 1
+                if budget[0] < 0:
+                    return None
+        return out
+    return [text]
+
+
+def _tokens(pat):
+    """One pattern component as tokens: '*', '?', a set (chars, ranges, negated) or a literal char
+    (fnmatch's syntax: '[!...]' negates, ']' first in a set is literal, an unclosed '[' is literal)."""
+    out, i = [], 0
+    while i < len(pat):
+        ch = pat[i]
+        if ch == "*":
+            if not out or out[-1] != "*":
+                out.append("*")
+        elif ch == "?":
+            out.append("?")
+        elif ch == "[":
+            j = i + 1
+            negate = j < len(pat) and pat[j] == "!"
+            j += negate
+            if j < len(pat) and pat[j] == "]":
+                j += 1
+            end = pat.find("]", j)
+            if end == -1:
+                out.append(("=", "["))
+            else:
+                body, items, k = pat[i + 1 + negate:end], [], 0
+                while k < len(body):
+                    if k + 2 < len(body) and body[k + 1] == "-":
+                        items.append((body[k], body[k + 2]))
+                        k += 3
+                    else:
+                        items.append((body[k], body[k]))
+                        k += 1
+                out.append(("[", negate, tuple(items)))
+                i = end
+        else:
+            out.append(("=", ch))
+        i += 1
+    return out
+
+
+def _char_ok(token, ch):
+    if token == "?":
+        return True
+    if token[0] == "=":
+        return token[1] == ch
+    inside = any(lo <= ch <= hi for lo, hi in token[2])
+    return inside != token[1]
+
+
+def _component_match(text, pat, steps):
+    """fnmatch.fnmatchcase(text, pat) without regular expressions: the two-pointer wildcard match,
+    O(len(text) * len(pat)) at worst, every step counted in ``steps`` (None when it runs out), so
+    that no pattern costs more than the budget on any Python (3.8's fnmatch can backtrack
+    exponentially)."""
+    tokens = _tokens(pat)
+    ti = pi = 0
+    star, mark = -1, 0
+    while ti < len(text):
+        steps[0] -= 1
+        if steps[0] < 0:
+            return None
+        if pi < len(tokens) and tokens[pi] != "*" and _char_ok(tokens[pi], text[ti]):
+            ti += 1
+            pi += 1
+        elif pi < len(tokens) and tokens[pi] == "*":
+            star, mark = pi, ti
+            pi += 1
+        elif star != -1:
+            pi, mark = star + 1, mark + 1
+            ti = mark
+        else:
+            return False
+    while pi < len(tokens) and tokens[pi] == "*":
+        pi += 1
+    return pi == len(tokens)
+
+
+def _closure(states, pat):
+    """'**' may match no component: reaching it reaches what follows it."""
+    for k in range(len(pat)):
+        if states[k] and pat[k] == "**":
+            states[k + 1] = True
+    return states
+
+
+def glob_covers(parts, pattern, steps=None):
+    """True if the path components ``parts`` (below a scope's glob root) are at or below a path that
+    ``pattern`` (the scope's components below that root) matches: '**' is any number of components
+    (none included), '*' '?' '[...]' match within one component, '{a,b}' alternatives. None when the
+    pattern is too complex to decide within the documented bounds (the caller fails closed)."""
+    alternatives = _expand_braces("/".join(pattern), [MAX_GLOB_ALTERNATIVES])
+    if alternatives is None:
+        return None
+    steps = [MAX_GLOB_STEPS] if steps is None else steps       # a caller's budget spans several calls
+    for alt in alternatives:
+        pat = alt.split("/")
+        width = len(pat)
+        reach = _closure([True] + [False] * width, pat)
+        for part in [None] + list(parts):
+            if part is not None:
+                steps[0] -= width
+                if steps[0] < 0:
+                    return None
+                new = [False] * (width + 1)
+                for k in range(width):
+                    if not reach[k]:
+                        continue
+                    if pat[k] == "**":
+                        new[k] = True               # '**' takes this component and may take more
+                    else:
+                        matched = _component_match(part, pat[k], steps)
+                        if matched is None:
+                            return None
+                        new[k + 1] = matched
+                reach = _closure(new, pat)
+            if reach[width]:
+                return True                         # a matched path; what follows is below it
+            if not any(reach):
+                break
+    return False
+
+
 def parse_capability(text, field="capabilities"):
     """Parse one capability string, matched whole. Returns (Capability or None, [errors])."""
     if not isinstance(text, str):

@@ -25,6 +25,7 @@ import stat
 
 from . import diagnostics as D
 from . import manifest as M
+from . import mounts as MT
 from .manifest import ManifestError, glob_root
 
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc",
@@ -33,7 +34,14 @@ SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", 
 FORBIDDEN_TREES = ("/proc", "/dev")
 # Shared trees: a scope may live below them, never be one of them (R-SEC-2: no /opt).
 BROAD_ROOTS = ("/", "/opt", "/home", "/root", "/var", "/var/lib", "/run", "/srv", "/mnt", "/media",
-               "/tmp", "/usr/local", "/boot", "/lost+found")
+               "/tmp", "/var/tmp", "/usr/local", "/boot", "/lost+found")
+# ... and, found on the host, any folder every user may write into (sticky and world-writable, mode
+# 1777 like /tmp, /var/tmp, /dev/shm, /run/lock): other users' and services' files are in it.
+_SHARED_MODE = stat.S_ISVTX | stat.S_IWOTH
+# Host daemons' runtime tree: their sockets (systemd, D-Bus, container engines, user sessions)
+# live here. No manifest-written scope at, below or above it; host state is reached through
+# systemd:read / system:read, whose paths the admin configures (R-CAP-SYS).
+RUNTIME_TREES = ("/run", "/var/run")
 # System trees: never writable at, below or above.
 SYSTEM_TREES = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc", "/boot",
                 "/sys", "/proc", "/dev", "/var/lib/python3")
@@ -51,7 +59,9 @@ MAX_ARG_VALUE = M.MAX_STRING
 _COMPONENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}")
 _HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}")
 _CRED_EXT = re.compile(r"[A-Za-z0-9]{1,16}")
-_UNDO_PIN_KEYS = ("name", "origin", "revision", "owner", "capability", "capabilities", "files", "digest")
+_UNDO_PIN_KEYS = ("name", "origin", "revision", "owner", "capability", "capabilities", "files", "digest",
+                  "entrypoint")
+UNDO_ENTRYPOINT = "main.py"      # the file the direct path starts unless the pin names another
 
 DEFAULT_HOST = {
     "runtime_dir": "/srv/metnos/runtime",
@@ -147,6 +157,43 @@ def _realpath(path):
     return os.path.realpath(path)
 
 
+@functools.lru_cache(maxsize=8192)
+def _file_type(path):
+    """'dir', 'file', 'linked file' (a regular file with several hard links), 'socket', 'FIFO',
+    'device' or None (missing) for a resolved path (cached inside one render, like _realpath)."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    mode = info.st_mode
+    if stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISREG(mode):
+        return "file" if info.st_nlink <= 1 else "linked file"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return "FIFO" if stat.S_ISFIFO(mode) else "device"
+
+
+@functools.lru_cache(maxsize=8192)
+def _shared_folder(path):
+    """A resolved path that is a folder every user may write into (sticky and world-writable: mode
+    1777), found on the host (cached inside one render, like _realpath). A path through a symlink is
+    judged on its resolved form (scope_symlink_refused), like every alias."""
+    try:
+        mode = os.lstat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISDIR(mode) and mode & _SHARED_MODE == _SHARED_MODE and _realpath(path) == path
+
+
+def _caches_clear():
+    _realpath.cache_clear()
+    _listdir.cache_clear()
+    _file_type.cache_clear()
+    _shared_folder.cache_clear()
+
+
 @functools.lru_cache(maxsize=256)
 def _listdir(path):
     """Cached only inside one render (cleared with _realpath's cache)."""
@@ -197,6 +244,7 @@ class HostContext(object):
         self.data = data
         self._base = None
         self._trees = None
+        self._mounts = None
         self._real = {}
 
     def __getitem__(self, key):
@@ -208,10 +256,21 @@ class HostContext(object):
         if self._trees is not None:
             return self._trees
 
-        def both(label, path):
+        table = self.mount_table()
+        plain, alias_of = set(), {}
+
+        def both(label, path, parts=True):
+            """The tree as written, resolved, and every alias a bind mount gives it (with ``parts``:
+            also a mount showing a folder below it)."""
             real = os.path.realpath(path)
             self._real[path] = real
-            return [(label, path)] + ([(label, real)] if real != path else [])
+            out = [(label, path)] + ([(label, real)] if real != path else [])
+            plain.update((path, real))
+            for alias in table.aliases(real, parts):
+                if alias != path:
+                    out.append((label, alias))
+                    alias_of.setdefault(alias, real)
+            return out
 
         self._real = {}
         readonly = [x for t in SYSTEM_TREES for x in both("system tree " + t, t)]
@@ -221,14 +280,40 @@ class HostContext(object):
         for key in ("python_package_roots", "i18n_dbs", "lexicon_dbs"):
             for i, path in enumerate(self.data[key]):
                 readonly += both("host.%s[%d]" % (key, i), path)
+        broad = [x for t in BROAD_ROOTS for x in both(t, t, parts=False)]
         self._trees = {
             "forbidden": _TreeSet(x for t in FORBIDDEN_TREES for x in both(t, t)),
-            "broad": frozenset(p for t in BROAD_ROOTS for _l, p in both(t, t)),
+            "broad": frozenset(p for _l, p in broad),
+            # a path above a bind mount of a shared root exposes it (below it is like below the root)
+            "broad_aliases": _TreeSet((label, p) for label, p in broad if p not in plain),
             "readonly": _TreeSet(readonly),
             "reserved": _TreeSet(x for key in RESERVED_KEYS for x in both(key, self.data[key])),
+            # an alias (/var/run -> /run) is caught once resolved, like every alias of a refused tree
+            "runtime": _TreeSet(x for t in RUNTIME_TREES if t == RUNTIME_TREES[0] or not os.path.islink(t)
+                                for x in both(t, t)),
             "system_mounted": [p for p in SYSTEM_PATHS if os.path.isdir(p) and not os.path.islink(p)],
         }
+        self._trees["alias_of"] = dict((a, r) for a, r in alias_of.items() if a not in plain)
         return self._trees
+
+    def mount_table(self):
+        """The host's mount table (mounts.MountTable), read once per context."""
+        if self._mounts is None:
+            self._mounts = MT.MountTable.read()
+        return self._mounts
+
+    def broad(self, path):
+        """A shared root, or (through a bind mount) an alias of one or a folder above such an alias,
+        or (resolved) a folder every user may write into (mode 1777)."""
+        t = self.trees()
+        return path in t["broad"] or path in t["broad_aliases"].above or _shared_folder(path)
+
+    def _note(self, kind, root, text):
+        """(kind, text) of a refusal; an alias (a tree reached through a bind mount) is its own kind."""
+        original = self._trees["alias_of"].get(root)
+        if original is None:
+            return kind, text
+        return "alias", "%s (%s is the same folder as %s, through a bind mount)" % (text, root, original)
 
     def real(self, path):
         """The resolved form of a host-context path (resolved once per context, with the trees)."""
@@ -250,9 +335,12 @@ class HostContext(object):
             return "control", "%s contains control or format characters" % D.excerpt(path)
         if t["forbidden"].under(path):
             root = t["forbidden"].which(path, related=False)[0][1]
-            return "forbidden", "%s is provided by the profile itself (R-BASE-2)" % root
-        if path in t["broad"]:
-            return "broad", "%s is a shared tree: it would expose every sibling (R-SEC-2)" % path
+            return self._note("forbidden", root, "%s is at or below %s, provided by the profile itself (R-BASE-2)"
+                              % (path, root))
+        if path in t["broad"] or path in t["broad_aliases"].above:
+            root = path if path in t["broad"] else t["broad_aliases"].which(path)[0][1]
+            return self._note("broad", root, "%s is a shared tree: it would expose every sibling (R-SEC-2)" % (
+                path if root == path else "%s holds %s, which" % (path, root)))
         if t["reserved"].related(path):
             for label, root in t["reserved"].which(path):
                 if label == grant:
@@ -260,12 +348,27 @@ class HostContext(object):
                 if (label == "executors_dir" and own is not None and mode == "ro" and _under(path, own)
                         and own != root and _under(own, root)):
                     continue           # the executor's own folder (and below) is readable: R-BASE-4
-                return "reserved", ("%s is at, below or above host.%s (%s), reachable only through its own "
-                                    "capability (R-BASE-4)" % (path, label, root))
+                return self._note("reserved", root, "%s is at, below or above host.%s (%s), reachable only "
+                                                    "through its own capability (R-BASE-4)" % (path, label, root))
         if mode == "rw" and t["readonly"].related(path):
             label, root = t["readonly"].which(path)[0]
-            return "readonly", ("%s is at, below or above the read-only %s (%s): never writable "
-                                "(R-BASE-1, R-BASE-4, R-BASE-5)" % (path, label, root))
+            return self._note("readonly", root, "%s is at, below or above the read-only %s (%s): never writable "
+                                                "(R-BASE-1, R-BASE-4, R-BASE-5)" % (path, label, root))
+        if _shared_folder(path):
+            return "shared", ("%s is a folder every user may write into (mode 1777, like /tmp and /var/tmp): a "
+                              "shared tree, whatever its name (R-SEC-2)" % path)
+        return None
+
+    def judge_manifest_path(self, path):
+        """The rules only manifest-written paths obey (fixed scopes, glob roots, 'within' scopes,
+        argument values), on top of judge(): nothing at, below or above the runtime tree /run,
+        where host daemons keep their sockets (the admin's systemd/system read paths may be there)."""
+        runtime = self.trees()["runtime"]
+        if runtime.related(path):
+            root = runtime.which(path)[0][1]
+            return self._note("runtime", root, "%s is at, below or above %s, the host daemons' runtime tree (their "
+                                               "sockets); read host state through systemd:read or system:read "
+                                               "(R-CAP-SYS)" % (path, root))
         return None
 
     def base(self):
@@ -281,12 +384,30 @@ class HostContext(object):
         if self._base is not None:
             return self._base
         out, refusals = [], []
+        if not self.mount_table().complete:
+            refusals.append(D.make("host_path_refused", host_key="(mount table)", path=MT.MOUNTINFO,
+                                   message="%s is larger than %d bytes: the bind mounts that alias a refused tree "
+                                           "cannot all be seen, so no profile is rendered"
+                                           % (MT.MOUNTINFO, MT.MAX_MOUNTINFO_BYTES)))
         for path in SYSTEM_PATHS:
             if os.path.islink(path):
                 # merged /usr: /bin -> usr/bin becomes a symlink inside the sandbox too
                 out.append(("symlink", os.readlink(path), path, "R-BASE-1", "base:" + path))
             elif os.path.isdir(path):
                 out.append(("ro", path, path, "R-BASE-1", "base:" + path))
+        # Every sandbox mounts these whole: a reserved tree inside one would be readable by every
+        # executor, whatever its capabilities (judged as written, resolved and through bind mounts).
+        system = [src for kind, src, _dest, _rule, _source in out if kind == "ro"]
+        for key in RESERVED_KEYS:
+            path = self.data[key]
+            real = self.real(path)
+            for form in [path, real] + self.mount_table().aliases(real, parts=False):
+                inside = [s for s in system if _under(form, s)]
+                if inside:
+                    refusals.append(host_refusal(key, path, ("readonly", (
+                        "%s is inside %s, which every sandbox mounts read-only (R-BASE-1): every executor would "
+                        "read all of it, whatever its capabilities (R-BASE-4)" % (form, inside[0])))))
+                    break
         out.append(("proc", None, "/proc", "R-BASE-2", "base:/proc"))
         out.append(("dev", None, "/dev", "R-BASE-2", "base:/dev"))
         out.append(("tmpfs", None, "/tmp", "R-BASE-3", "base:/tmp"))
@@ -443,11 +564,23 @@ def shell_join(argv):
     return " ".join(_quote(a) for a in argv)
 
 
+def _bounded(diags):
+    """At most MAX_DIAGNOSTICS diagnostics per profile, errors first; the rest are counted in the
+    last one's message (a manifest of 128 refused paths gets a short answer)."""
+    diags = D.sort(diags)
+    if len(diags) <= M.MAX_DIAGNOSTICS:
+        return diags
+    more = len(diags) - M.MAX_DIAGNOSTICS
+    kept = diags[:M.MAX_DIAGNOSTICS]
+    kept[-1] = dict(kept[-1], message=kept[-1]["message"] + " (and %d more diagnostics)" % more)
+    return kept
+
+
 def refused(name, diags, decision="refused"):
     errors = [d for d in diags if d["severity"] == D.ERROR]
     return {"executor": name, "decision": decision, "refusal": errors[0]["code"] if errors else None,
             "argv": None, "command_line": None, "mounts": [], "namespaces": [],
-            "network": None, "diagnostics": D.sort(diags)}
+            "network": None, "diagnostics": _bounded(diags)}
 
 
 def _diag(code, message, **ctx):
@@ -455,7 +588,14 @@ def _diag(code, message, **ctx):
 
 
 _SCOPE_CODES = {"forbidden": "scope_too_broad", "broad": "scope_too_broad", "readonly": "scope_too_broad",
-                "reserved": "scope_reserved_tree", "control": "scope_nul"}
+                "shared": "scope_too_broad",
+                "reserved": "scope_reserved_tree", "control": "scope_nul", "runtime": "scope_runtime_tree",
+                "alias": "scope_mount_alias"}
+# What a read-only or writable bind of these would really hand over.
+_SPECIAL = {"socket": "a socket: a channel to a host process (connecting and sending work through a read-only "
+                      "bind)",
+            "FIFO": "a FIFO: a channel to a host process (writing works through a read-only bind)",
+            "device": "a device node"}
 
 
 class _Render(object):
@@ -468,6 +608,7 @@ class _Render(object):
         self.own = own_dir            # the executor's own folder (lexical)
         self.mounts = None
         self.diags = []
+        self.glob_steps = [M.MAX_GLOB_STEPS]     # every 'within' pattern match of this render shares it
 
     def refuse(self, code, message, **ctx):
         self.diags.append(_diag(code, message, **ctx))
@@ -481,6 +622,8 @@ class _Render(object):
         own = self.own
         access = "writable" if mode == "rw" else "read-only"
         problem = self.host.judge(lexical, mode, own=own)
+        if problem is None or problem[0] == "shared":      # /run/lock is the runtime tree first
+            problem = self.host.judge_manifest_path(lexical) or problem
         if problem:
             self.refuse(_SCOPE_CODES[problem[0]], "%s: %s %s: %s" % (
                 field, access, lexical if lexical == what else "%s (from %s)" % (lexical, D.excerpt(what)),
@@ -489,10 +632,23 @@ class _Render(object):
         real = _realpath(lexical)
         if real != lexical:
             problem = self.host.judge(real, mode, own=_realpath(own))
+            if problem is None or problem[0] == "shared":
+                problem = self.host.judge_manifest_path(real) or problem
             if problem:
                 self.refuse("scope_symlink_refused", "%s: %s %s resolves through a symlink to %s: %s"
                             % (field, access, lexical, real, problem[1]), field=field)
                 return None
+        kind = _file_type(real)
+        if kind in _SPECIAL:
+            self.refuse("scope_special_file", "%s: %s %s%s is %s; only files and folders are granted (R-CAP-FS)"
+                        % (field, access, lexical, "" if real == lexical else " (%s)" % real, _SPECIAL[kind]),
+                        field=field)
+            return None
+        if kind == "linked file":
+            self.refuse("scope_hard_link", "%s: %s %s%s is a file with several names (hard links): its other names "
+                        "may be in a read-only or reserved tree, which realpath cannot see (R-BASE-4, R-ARG-1)"
+                        % (field, access, lexical, "" if real == lexical else " (%s)" % real), field=field)
+            return None
         return real
 
     def judge_host(self, key, lexical, mode, container=None, grant=None, configured=False):
@@ -544,7 +700,7 @@ def _grant_arg(r, cap):
         real = r.judge_scope("arguments.%s.within[%d] (used by %s)" % (cap.arg, i, cap.text), scope, root, mode)
         if real is None:
             return
-        roots.append((root, real))
+        roots.append((root, real, _pattern(scope, root)))
     value = (r.invocation.get("arguments") or {}).get(cap.arg)
     if value is None:
         r.skip("%s: no value for argument %s in this invocation; nothing mounted" % (cap.text, cap.arg),
@@ -559,16 +715,24 @@ def _grant_arg(r, cap):
                  % (field, D.excerpt(value)), field=field)
         return
     lexical = _norm(value if value.startswith("/") else os.path.join(roots[0][0], value))
-    inside = [(root, real) for root, real in roots if _under(lexical, root)]
+    # R-ARG-1: the value is at or below a path its 'within' scope matches (the glob, not only its root)
+    steps = r.glob_steps
+    covered = [(root, real, pattern, _covers(lexical, root, pattern, steps)) for root, real, pattern in roots]
+    inside = [(root, real, pattern) for root, real, pattern, ok in covered if ok]
     if not inside:
+        hard = any(ok is None for _root, _real, _pattern, ok in covered)
         r.refuse("arg_escapes_scope", "%s=%s resolves to %s, outside the declared scope %s (R-ARG-1: narrow, "
-                 "never widen)" % (field, D.excerpt(value), lexical, ", ".join(x[0] for x in roots)),
+                 "never widen)%s" % (field, D.excerpt(value), lexical, D.excerpt(", ".join(within), 300),
+                                     " (a pattern with more than %d brace alternatives, or that needs more than "
+                                     "%d steps to match, matches nothing)" % (M.MAX_GLOB_ALTERNATIVES,
+                                                                              M.MAX_GLOB_STEPS) if hard else ""),
                  field=field, value=D.excerpt(value))
         return
     real = _realpath(lexical)
-    if not any(_under(real, root_real) for _root, root_real in inside):
+    if not any(_covers(real, root_real, pattern, steps) for _root, root_real, pattern in inside):
         r.refuse("arg_symlink_escapes", "%s=%s: %s leads through a symlink to %s, outside %s (R-ARG-1)"
-                 % (field, D.excerpt(value), lexical, real, ", ".join(x[1] for x in inside)),
+                 % (field, D.excerpt(value), lexical, real, ", ".join(
+                     "%s/%s" % (x[1].rstrip("/"), "/".join(x[2])) if x[2] else x[1] for x in inside)),
                  field=field, value=D.excerpt(value))
         return
     if r.judge_scope(field, value, lexical, mode) is None:
@@ -577,6 +741,24 @@ def _grant_arg(r, cap):
         r.skip("%s=%s: %s does not exist; not mounted (R-ARG-1)" % (field, D.excerpt(value), lexical), field=field)
         return
     r.mounts.add(mode, real, lexical, "R-ARG-1", "capability:%s (argument %s=%s)" % (cap.text, cap.arg, lexical))
+
+
+def _pattern(scope, root):
+    """The components of a scope below its glob root ([] for a scope without a glob)."""
+    rest = scope[len(root):].strip("/") if root != "/" else scope.strip("/")
+    return rest.split("/") if rest else []
+
+
+def _covers(path, root, pattern, steps):
+    """``path`` is at or below a path that the scope (``root`` + glob ``pattern``) matches. A pattern
+    too complex to decide within manifest.glob_covers' bounds covers nothing (None: fail closed)."""
+    if not _under(path, root):
+        return False
+    if not pattern:
+        return True
+    rest = path[len(root):].strip("/") if root != "/" else path.strip("/")
+    covered = M.glob_covers(rest.split("/") if rest else [], pattern, steps)
+    return None if covered is None else covered
 
 
 def _grant_metnos(r, cap):
@@ -829,10 +1011,12 @@ def _undo_decision(manifest, host, own_dir, command):
                     "revision": None if manifest.revision is None else str(manifest.revision),
                     "capabilities": sorted(c.text for c in manifest.capabilities),
                     "files": sorted(manifest.files) if manifest.files is not None else None,
-                    "digest": manifest.digest}
+                    "digest": manifest.digest, "entrypoint": manifest.entrypoint or UNDO_ENTRYPOINT}
             want = {"name": pinned["name"], "origin": pinned["origin"], "owner": pinned["owner"],
                     "revision": str(pinned["revision"]), "capabilities": sorted(caps),
-                    "files": sorted(pinned["files"]), "digest": pinned["digest"]}
+                    "files": sorted(pinned["files"]), "digest": pinned["digest"],
+                    # what runs unsandboxed is part of the exception: another listed file is not the broker
+                    "entrypoint": pinned.get("entrypoint") or UNDO_ENTRYPOINT}
             fields = sorted(k for k in want if want[k] != have[k])
     if fields:
         return refused(manifest.name, [_diag("undo_exception_mismatch", "%s (revision %s) does not match the "
@@ -861,13 +1045,11 @@ def render(manifest, host, invocation=None, status=None, command=None, bwrap_pat
     """Render one invocation of a validated Manifest. Never raises for bad input: refusals come
     back as diagnostics. ``status`` is the status() quartet of the host/service (None: assume active).
     Faces call ``render_safe`` (which also loads and validates any manifest source)."""
-    _realpath.cache_clear()
-    _listdir.cache_clear()
+    _caches_clear()
     try:
         return _render(manifest, host, invocation, status, command, bwrap_path)
     finally:
-        _realpath.cache_clear()
-        _listdir.cache_clear()
+        _caches_clear()
 
 
 def _render(manifest, host, invocation, status, command, bwrap_path):
@@ -934,7 +1116,7 @@ def _render(manifest, host, invocation, status, command, bwrap_path):
     return {
         "executor": name, "decision": "wrapped", "refusal": None, "argv": argv,
         "command_line": shell_join(argv), "mounts": ordered, "namespaces": flags,
-        "network": network, "diagnostics": D.sort(diags),
+        "network": network, "diagnostics": _bounded(diags),
         "manifest": {"name": name, "origin": manifest.origin, "revision": manifest.revision,
                      "digest": manifest.digest},
     }
@@ -1121,9 +1303,14 @@ def check_invariants(argv, manifest, host, invocation, own_dir):
         if allowed is None:
             write, read = _declared(manifest, host, invocation, own_dir)
             allowed = {"write": _prefixes(write), "any": _prefixes(write + read + list(base["ro"])),
-                       "grants": _container_grants(manifest, host, invocation)}
+                       "grants": _container_grants(manifest, host, invocation),
+                       "channels": frozenset(host.real(p) for p in host["systemd_read_paths"]
+                                             + host["system_read_paths"])}
+        kind = _file_type(src)
+        if kind in _SPECIAL and not (opt == "--ro-bind" and src in allowed["channels"]):
+            out.append("%s %s %s is %s (c)" % (opt, src, dest, _SPECIAL[kind].split(":")[0]))
         for path in (src, _realpath(src)):
-            if path in trees["broad"]:
+            if host.broad(path):
                 out.append("%s %s %s exposes the shared tree %s (a)" % (opt, src, dest, path))
             if trees["reserved"].related(path) and path not in allowed["grants"] and not (
                     opt == "--ro-bind" and _under(path, _realpath(own_dir))):
@@ -1134,6 +1321,8 @@ def check_invariants(argv, manifest, host, invocation, own_dir):
             continue
         if _realpath(src) != src:
             out.append("--bind %s is not a resolved path (a)" % src)
+        if kind == "linked file":
+            out.append("--bind %s is a file with several names (hard links): writing it writes them all (b)" % src)
         if not _within(src, allowed["write"]):
             out.append("--bind %s is outside every declared writable scope (a)" % src)
         own = (own_dir, _realpath(own_dir))

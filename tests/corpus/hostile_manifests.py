@@ -384,7 +384,7 @@ CLEAN = {"executors_dir": "@ROOT@/undo_clean"}
 for field, value in [("revision", 13), ("revision", "12.1"), ("origin", "evil/fork"), ("owner", "mallory"),
                      ("files", ["main.py"]), ("files", ["main.py", "restore.py", "json.py"]),
                      ("capabilities", ["system:undo", "net:http"]), ("capabilities", ["system:undo", "fs:write:/etc"]),
-                     ("digest", "sha256:" + "00" * 32)]:
+                     ("digest", "sha256:" + "00" * 32), ("entrypoint", "restore.py")]:
     add("undo_%s_%s" % (field, "_".join(value) if isinstance(value, list) else value), "R-FAIL-2",
         "undo_exception_mismatch", data=dict(UNDO, **{field: value}), host=CLEAN)
 for field in ("revision", "owner", "digest", "files"):
@@ -404,6 +404,80 @@ add("undo_self_declared_digest", "R-FAIL-2", "undo_exception_mismatch",
     data=dict(UNDO, digest="sha256:" + "ab" * 32),
     host=dict(CLEAN, undo_exception=dict(UNDO, capabilities=None, capability="system:undo",
                                          digest="sha256:" + "ab" * 32)))
+
+
+# ---------------------------------------------------------------- K. what a path names, not only where it leads
+# A socket or FIFO is a channel to a host process: a read-only bind still lets the sandbox connect
+# to it and send commands (R-CAP-FS: fs:read is read access, R-NET-1/R-BASE-6: no host IPC).
+for i, rel in enumerate(["special/ctl.sock", "special/fifo", "scope_sock", "scope_fifo", "special/ctl.sock/**"]):
+    caps("special_file_read_%d" % i, "R-CAP-FS", "scope_special_file", ["fs:read:@ROOT@/%s" % rel])
+caps("special_file_write", "R-CAP-FS", "scope_special_file", ["fs:write:@ROOT@/special/fifo"])
+arg("special_file_arg", "scope_special_file", ["@ROOT@/special/**"], "ctl.sock", mode="read", rule="R-CAP-FS")
+arg("special_file_arg_link", "scope_special_file", ["@ROOT@/special/**"], "sock_link", mode="read", rule="R-CAP-FS")
+# /run is where host daemons keep their sockets (systemd, D-Bus, container engines, user sessions):
+# no fs: scope below it; host state is reached through systemd:read / system:read (R-CAP-SYS).
+for i, scope in enumerate(["/run/systemd", "/run/dbus/system_bus_socket", "/run/user/0", "/run/docker.sock",
+                           "/run/lock/**", "/run/systemd/private"]):
+    caps("runtime_tree_read_%d" % i, "R-CAP-SYS", "scope_runtime_tree", ["fs:read:" + scope])
+for i, scope in enumerate(["/var/run/docker.sock", "/var/run/dbus/**"]):     # the /var/run -> /run alias
+    caps("runtime_tree_alias_%d" % i, "R-CAP-FS", "scope_symlink_refused", ["fs:read:" + scope])
+caps("runtime_tree_write", "R-CAP-SYS", "scope_runtime_tree", ["fs:write:/run/metnos"])
+caps("runtime_tree_symlink", "R-CAP-FS", "scope_symlink_refused", ["fs:read:@ROOT@/scope_run_sub"])
+arg("runtime_tree_within", "scope_runtime_tree", ["/run/user/**"], "0/bus", mode="read", rule="R-CAP-SYS")
+# A file with several names (hard links): realpath cannot tell where its other names live, so
+# writing it may write a read-only base tree (here the runtime) and reading it may read a
+# reserved tree (here a mail credential file).
+caps("hard_link_write", "R-BASE-4", "scope_hard_link", ["fs:write:@ROOT@/data/w/hardlink"])
+caps("hard_link_read_credentials", "R-BASE-4", "scope_hard_link", ["fs:read:@ROOT@/data/notes/creds_hl"])
+arg("hard_link_arg", "scope_hard_link", ["@ROOT@/data/w/**"], "hardlink", rule="R-BASE-4")
+arg("hard_link_arg_read", "scope_hard_link", ["@ROOT@/special/**"], "shadow_hl", mode="read", rule="R-BASE-4")
+
+# ---------------------------------------------------------------- L. 'within' patterns narrow (R-ARG-1)
+# A 'within' scope written as a glob is the set of paths it matches: the value must be at or below
+# one of them, as written and resolved (a fixed scope's glob is reduced to its root, R-CAP-FS; an
+# argument only narrows). Its root alone would let the value widen to the whole folder.
+for i, (within, value) in enumerate([("*.md", "sub"), ("*.md", "@ROOT@/data/notes"), ("*/b.md", "a.md"),
+                                     ("{a,b}.md", "sub/b.md"), ("[ab].md", "sub"), ("?.md", "secret.key"),
+                                     ("sub/*", "@ROOT@/data/notes/a.md"), ("**/b.md", "a.md"),
+                                     ("{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}.md", "aaaaaaa.md"),
+                                     ("**/a/**/a/**/a/**/a/**/a/**/b", "a/" * 400 + "c")]):
+    arg("within_pattern_%d" % i, "arg_escapes_scope", ["@ROOT@/data/notes/" + within], value, mode="read")
+arg("within_pattern_symlink", "arg_symlink_escapes", ["@ROOT@/data/notes/*.md"], "key.md", mode="read")
+arg("within_pattern_write", "arg_escapes_scope", ["@ROOT@/data/w/*.txt"], "sub")
+
+# ---------------------------------------------------------------- M. output stays short (R-SCOPE-1: input is data)
+# Every refused path is quoted in its message: long paths, many of them, or through symlinks (the
+# message names both forms) must not make the answer larger than the question.
+LONG = "/".join(["a" * 200] * 4)
+caps("many_long_symlinked_scopes", "R-CAP-FS", "scope_symlink_refused",
+     ["fs:write:@ROOT@/scope_etc/%02d%s" % (i, LONG) for i in range(70)])
+caps("many_long_refused_scopes", "R-BASE-1", "scope_too_broad",
+     ["fs:write:/etc/%02d%s" % (i, LONG) for i in range(75)])
+arg("long_within_and_value", "arg_escapes_scope", ["@ROOT@/data/notes/" + LONG + "/*.md"],
+    "/etc/" + LONG, mode="read")
+
+# ------------------------------------------------------------ N. reserved trees inside a base tree (R-BASE-1, R-BASE-4)
+# Every sandbox mounts the system trees read-only: a credential store, the integrations, the
+# dialog or undo folders, or the executors folder configured inside one would be readable whole by
+# every executor, whatever its capabilities (R-CAP-MAIL: never the whole credential store).
+for i, (key, value) in enumerate([("mail_credentials_dir", "/etc/metnos/credentials/mail"),
+                                  ("integrations_dir", "/usr/share/metnos/integrations"),
+                                  ("executors_dir", "/usr/lib/metnos/executors"), ("dialog_dir", "/etc/metnos/dialog"),
+                                  ("undo_root", "/sbin/metnos-undo"), ("mail_credentials_dir", "/etc"),
+                                  ("mail_credentials_dir", "@ROOT@/scope_etc/metnos-mail"),
+                                  ("integrations_dir", "/lib/metnos/integrations")]):
+    add("reserved_in_base_%d" % i, "R-BASE-4", "host_path_refused", data=M(), host={key: value})
+
+# ---------------------------------------------------------------- O. shared folders found on the host (R-SEC-2)
+# A folder every user may write into (mode 1777: /tmp, /var/tmp, /dev/shm, /run/lock, or any such
+# folder) is a shared tree like /tmp, whatever its name: other users' and services' files are in it.
+for i, cap in enumerate(["fs:write:/var/tmp", "fs:read:/var/tmp/**", "fs:write:@ROOT@/shared_tmp",
+                         "fs:read:@ROOT@/shared_tmp/**"]):
+    caps("shared_folder_%d" % i, "R-SEC-2", "scope_too_broad", [cap])
+caps("shared_folder_symlink", "R-CAP-FS", "scope_symlink_refused", ["fs:write:@ROOT@/scope_shared"])
+arg("shared_folder_within", "scope_too_broad", ["@ROOT@/shared_tmp/**"], "x", rule="R-SEC-2")
+add("shared_folder_resource", "R-CAP-METNOS", "host_path_refused", data=M(["metnos:write:tmpres"]),
+    host={"resources": {"tmpres": "/var/tmp"}})
 
 
 def _check():

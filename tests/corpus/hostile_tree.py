@@ -14,8 +14,10 @@ DIRS = [
     "res/sheets", "res/people", "idx/docs", "integrations/cal", "integrations/other", "creds/mail",
     "dialog/alice", "dialog/bob", "undo/t1", "undo/t2", "data/notes/sub", "data/w/sub", "outside",
     "undo_clean/undo_last_turn", "undo_planted/undo_last_turn", "undo_linked/undo_last_turn",
-    "undo_cache/undo_last_turn/__pycache__",
+    "undo_cache/undo_last_turn/__pycache__", "special", "shared_tmp/x",
 ]
+# Folders every user may write into (mode 1777, like /tmp and /var/tmp): shared trees.
+STICKY = ["shared_tmp"]
 FILES = {
     "executors/ex/main.py": "print('ex')\n",
     "executors/other/main.py": "print('other')\n",
@@ -23,7 +25,14 @@ FILES = {
     "creds/mail/work.json": "{}\n", "creds/mail/work.token": "t\n", "creds/mail/bob.json": "{}\n",
     "creds/mail/bob.old.json": "{}\n", "creds/mail/bob": "{}\n",
     "data/notes/a.md": "a\n", "data/notes/sub/b.md": "b\n", "outside/secret": "s\n",
+    "rt/runtime/lib.py": "x = 1\n", "data/notes/secret.key": "k\n",
 }
+# Objects that are not plain files or folders: a host daemon's socket, a FIFO.
+SOCKETS = ["special/ctl.sock"]
+FIFOS = ["special/fifo"]
+# Second names that realpath cannot see (hard links): new name -> existing file (relative to root).
+HARD_LINKS = {"data/w/hardlink": "rt/runtime/lib.py", "data/notes/creds_hl": "creds/mail/work.json",
+              "special/shadow_hl": "outside/secret"}
 BROKER = {"main.py": "import restore\nrestore.undo()\n", "restore.py": "def undo():\n    return 0\n"}
 # link (relative to root) -> target ("@ROOT@" is replaced by the tree's location)
 LINKS = {
@@ -60,7 +69,28 @@ LINKS = {
     "undo/t_etc": "/etc", "undo/t_up": "..", "undo/t_sib": "t1",
     "executors/evil": "/etc", "executors/sib": "other", "executors/up": "..",
     "undo_linked/undo_last_turn/main.py": "/etc/hostname",
+    # links to objects that are not plain files or folders, and into /run (host daemons' sockets)
+    "scope_sock": "@ROOT@/special/ctl.sock", "scope_fifo": "@ROOT@/special/fifo", "scope_run_sub": "/run/lock",
+    "special/sock_link": "ctl.sock", "scope_shared": "@ROOT@/shared_tmp",
+    # a name that matches a 'within' pattern for a file that does not
+    "data/notes/key.md": "secret.key",
 }
+
+
+def _socket_file(path):
+    """A Unix socket's inode left on disk (bound, then closed: what a daemon's socket looks like to
+    stat). Bound by a relative name so that a long tree path does not hit the 108-byte limit."""
+    import socket
+    if os.path.lexists(path):
+        return
+    cwd = os.getcwd()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        os.chdir(os.path.dirname(path))
+        sock.bind(os.path.basename(path))
+    finally:
+        os.chdir(cwd)
+        sock.close()
 
 
 def broker_digest(root):
@@ -92,6 +122,16 @@ def build(root):
         handle.write("import os\nos.system('id')\n")
     with open(os.path.join(root, "undo_cache/undo_last_turn/__pycache__/restore.cpython-311.pyc"), "wb") as handle:
         handle.write(b"\0" * 16)
+    for rel in STICKY:
+        os.chmod(os.path.join(root, rel), 0o1777)
+    for rel in SOCKETS:
+        _socket_file(os.path.join(root, rel))
+    for rel in FIFOS:
+        if not os.path.lexists(os.path.join(root, rel)):
+            os.mkfifo(os.path.join(root, rel), 0o600)
+    for rel, existing in HARD_LINKS.items():
+        if not os.path.lexists(os.path.join(root, rel)):
+            os.link(os.path.join(root, existing), os.path.join(root, rel))
     for rel, target in LINKS.items():
         path = os.path.join(root, rel)
         if not os.path.lexists(path):

@@ -154,3 +154,21 @@ def test_module_face_gives_the_core_decision(corpus, entry_id, capsys):
         return
     assert (res["decision"], res["refusal"]) == want
     assert res.get("failed", False) is (index % 3 == 0)
+
+
+@pytest.mark.parametrize("invocation", [{"turn_id": 12}, {"sender": True}, {"turn_id": 1.5, "sender": 7},
+                                        {"turn_id": ["t1"], "sender": {"a": 1}}])
+def test_module_face_does_not_convert_the_invocation(corpus, invocation, capsys):
+    """Input is data: a turn_id or sender that is not a string names no folder in the core; the
+    module must not turn it into one (Ansible's type conversion would make 12 the folder '12')."""
+    _entry, _path, host, _inv = corpus["billion_laughs"]
+    for name in ("12", "True", "1.5", "7"):
+        os.makedirs(os.path.join(host["undo_root"], name), exist_ok=True)
+        os.makedirs(os.path.join(host["dialog_dir"], name), exist_ok=True)
+    manifest = {"name": "ex", "origin": "o", "capabilities": ["dialog.user_input"], "inverse": {"model": "m"}}
+    want = P.render_safe(manifest, P.HostContext(host), invocation, ACTIVE)
+    res = run_module_face({"manifest": manifest, "host": host, "invocation": invocation, "fail_on_refusal": False,
+                           "discover_python_roots": False, "path": "/usr/sbin:/usr/bin:/sbin:/bin"}, capsys)
+    assert "decision" in res, res.get("msg")
+    assert (res["decision"], res["refusal"]) == (want["decision"], want["refusal"])
+    assert [m for m in res["mounts"] if m["kind"] == "rw"] == [m for m in want["mounts"] if m["kind"] == "rw"] == []

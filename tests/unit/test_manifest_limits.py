@@ -149,3 +149,18 @@ def test_store_is_the_one_format(tmp_path):
         store.paths(str(tmp_path), "../x")
     (tmp_path / "evil.args").symlink_to("/etc/hostname")
     assert store.read_args(str(tmp_path), "evil") is None                     # not followed
+
+
+def test_within_component_match_is_fnmatch_without_regular_expressions():
+    """manifest._component_match (bounded, no regex) decides like fnmatch.fnmatchcase on a seeded
+    sample of patterns and names built from the glob syntax; a pattern that would backtrack runs
+    out of its step budget instead of running long."""
+    import fnmatch
+    import random
+    rng = random.Random(10)
+    for _ in range(5000):
+        pat = "".join(rng.choice("ab.[]!-*?xc") for _ in range(rng.randint(0, 7)))
+        name = "".join(rng.choice("ab.[]!-xc") for _ in range(rng.randint(0, 7)))
+        assert M._component_match(name, pat, [10 ** 9]) is fnmatch.fnmatchcase(name, pat), (pat, name)
+    assert M._component_match("a" * 1000, "*a" * 400 + "b", [1000]) is None
+    assert M.glob_covers(["x"], ["{a,b}" * 7]) is None                    # 128 alternatives > 64

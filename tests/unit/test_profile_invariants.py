@@ -65,6 +65,31 @@ def _check(rendered, argv):
     return P.check_invariants(argv, manifest, host, {}, os.path.join(root, "executors", "ex"))
 
 
+def _special(path, fifo=False):
+    """Plant a socket (or FIFO) at path (in a declared scope) and return the path."""
+    if fifo:
+        os.mkfifo(path)
+        return path
+    import socket
+    sock = socket.socket(socket.AF_UNIX)
+    cwd = os.getcwd()
+    try:
+        os.chdir(os.path.dirname(path))
+        sock.bind(os.path.basename(path))
+    finally:
+        os.chdir(cwd)
+        sock.close()
+    return path
+
+
+def _hard_link(path, existing):
+    """A second name for a file of a read-only tree, in a declared writable scope."""
+    with open(existing, "w") as handle:
+        handle.write("x")
+    os.link(existing, path)
+    return path
+
+
 def _insert(argv, *items):
     sep = argv.index("--chdir")
     return argv[:sep] + list(items) + argv[sep:]
@@ -92,6 +117,10 @@ def test_final_check_passes_the_rendered_argv(rendered):
     (lambda r, a: _insert(a, "--symlink", "/etc", "/data"), "(c)"),
     (lambda r, a: _insert(a, "--bind", r + "/data/w", r + "/data/w"), "(d)"),               # out of canonical order
     (lambda r, a: _insert(a, "--ro-bind", r + "/data/a\n", r + "/data/a"), "control"),
+    (lambda r, a: _insert(a, "--ro-bind", _special(r + "/data/a/s"), r + "/data/a/s"), "(c)"),  # a host socket
+    (lambda r, a: _insert(a, "--bind", _special(r + "/data/w/f", True), r + "/data/w/f"), "(c)"),  # a FIFO
+    (lambda r, a: _insert(a, "--bind", _hard_link(r + "/data/w/h", r + "/runtime/m.py"), r + "/data/w/h"),
+     "(b)"),                                                                              # a runtime file's 2nd name
 ])
 def test_final_check_catches_each_weakening(rendered, weaken, invariant):
     root, _host, _manifest, argv = rendered

@@ -245,6 +245,22 @@ def test_R_ARG_1_never_widens(tree, value, code):
     assert prof["decision"] == "refused" and prof["refusal"] == code, prof["diagnostics"]
 
 
+@pytest.mark.parametrize("within,value,mounted", [
+    ("data/notes/*.md", "a.md", "data/notes/a.md"), ("data/notes/**", "/data/notes", "data/notes"),
+    ("data/notes/**", "sub/b.md", "data/notes/sub/b.md"), ("data/notes/*/b.md", "sub/b.md", "data/notes/sub/b.md"),
+    ("data/notes/{a,b}.md", "a.md", "data/notes/a.md"), ("data/notes/**/b.md", "sub/b.md", "data/notes/sub/b.md"),
+    ("data/notes/s[tu]b", "sub/b.md", "data/notes/sub/b.md"), ("data/notes/?.md", "a.md", "data/notes/a.md"),
+    ("data/notes/*", "inlink", "data/notes/inlink"),
+])
+def test_R_ARG_1_value_inside_its_within_pattern(tree, within, value, mounted):
+    """A value at or below a path the 'within' glob matches is granted (and only such a value)."""
+    value = str(tree) + value if value.startswith("/") else value        # '/...': absolute in the tree
+    prof = render(tree, ["fs:read:arg:path"], {"arguments": {"path": value}},
+                  arguments={"path": {"within": ["%s/%s" % (tree, within)]}})
+    assert prof["decision"] == "wrapped", prof["diagnostics"]
+    assert str(tree / mounted) in mounts(prof)
+
+
 def test_R_ARG_1_symlink_inside_scope_is_fine(tree):
     within = {"path": {"within": ["%s/data/notes/**" % tree]}}
     prof = render(tree, ["fs:read:arg:path"], {"arguments": {"path": "inlink"}}, arguments=within)

@@ -1,0 +1,118 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The host's mount table and the aliases it creates: one folder reachable under several paths.
+
+A bind mount (fstab ``/data/metnos /srv/metnos none bind``, systemd ``BindPaths=``, a container
+volume, ``mount --bind /etc /backup/etc``) makes a folder reachable under another path, and
+``os.path.realpath`` cannot see it: it resolves symlinks, not mounts. The renderer judges trees
+through their aliases too (docs/profile-invariants.md), from evidence outside any path text:
+``/proc/self/mountinfo``, where every mount names its filesystem (``major:minor``) and the folder
+of that filesystem it shows (``root``).
+
+A path's *identity* is (filesystem, folder within it), taken from every mount whose mount point is
+the path or one of its ancestors (all of them, not only the topmost: stacked or hidden mounts then
+add aliases, never remove one). Its *aliases* are every other path showing the same folder: for
+each mount of the same filesystem whose root is the folder or one of its ancestors, the mount point
+plus the rest of the folder. With ``parts``, a mount showing a folder *below* it is an alias of a
+part of it (its mount point is inside the tree). Pure Python, no Ansible imports.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import os
+import re
+
+MOUNTINFO = "/proc/self/mountinfo"
+MAX_MOUNTINFO_BYTES = 64 * 1024 * 1024      # ~100,000 mounts; beyond it the table is not judged complete
+_ESCAPE = re.compile(rb"\\([0-7]{3})")
+
+
+def _unescape(field):
+    """mountinfo escapes space, tab, newline and backslash as \\ooo."""
+    return os.fsdecode(_ESCAPE.sub(lambda m: bytes([int(m.group(1), 8)]), field))
+
+
+def _under(path, root):
+    return path == root or root == "/" or path.startswith(root + "/")
+
+
+def _join(point, rest):
+    """point + rest, rest being '' or '/...'."""
+    return (point.rstrip("/") + rest) or "/"
+
+
+def _rest(folder, root):
+    """What ``folder`` adds below ``root`` ('' or '/...'); folder is at or below root."""
+    if root == "/":
+        return "" if folder == "/" else folder
+    return folder[len(root):]
+
+
+class MountTable(object):
+    """Mounts as (filesystem, root, mount point), indexed by mount point and by filesystem.
+
+    ``complete`` is False when the table could not be read whole (too large); an unreadable table
+    (no /proc, e.g. a controller that only previews) is empty and complete: no alias is known."""
+
+    __slots__ = ("by_point", "by_fs", "complete", "count")
+
+    def __init__(self, entries=(), complete=True):
+        self.by_point, self.by_fs, self.count = {}, {}, 0
+        self.complete = complete
+        for fs, root, point in entries:
+            if not root.startswith("/") or not point.startswith("/"):
+                continue                     # nsfs and other roots that are not folders
+            self.by_point.setdefault(point, []).append((fs, root))
+            self.by_fs.setdefault(fs, []).append((root, point))
+            self.count += 1
+
+    @classmethod
+    def read(cls, path=MOUNTINFO, limit=None):
+        limit = MAX_MOUNTINFO_BYTES if limit is None else limit
+        chunks, size = [], 0
+        try:
+            with open(path, "rb") as handle:
+                while size <= limit:
+                    chunk = handle.read(65536)      # /proc files are read in pieces; no big buffer
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    size += len(chunk)
+        except OSError:
+            return cls()
+        data = b"".join(chunks)
+        complete = size <= limit
+        entries = []
+        for line in data[:limit].split(b"\n"):
+            fields = line.split(b" ")
+            if len(fields) < 10:
+                continue                     # a short or cut line
+            entries.append((fields[2], _unescape(fields[3]), _unescape(fields[4])))
+        return cls(entries, complete)
+
+    def identities(self, path):
+        """(filesystem, folder) pairs that ``path`` (absolute, normalised, resolved) shows."""
+        out = []
+        current, rest = path, ""
+        while True:
+            for fs, root in self.by_point.get(current, ()):
+                out.append((fs, _join(root, rest)))
+            if current == "/":
+                return out
+            parent = os.path.dirname(current)
+            rest = current[len(parent.rstrip("/")):] + rest
+            current = parent
+
+    def aliases(self, path, parts=True):
+        """Every other path that shows ``path``'s folder (and, with ``parts``, a part of it)."""
+        if not self.by_point:
+            return []
+        out = set()
+        for fs, folder in self.identities(path):
+            for root, point in self.by_fs.get(fs, ()):
+                if _under(folder, root):
+                    out.add(_join(point, _rest(folder, root)))
+                elif parts and _under(root, folder):
+                    out.add(point)
+        out.discard(path)
+        return sorted(out)
