@@ -79,8 +79,21 @@ def test_restriction_diagnostics_name_the_directive():
     assert any("RestrictNamespaces=user mnt ipc uts net" in step for step in fix)
 
 
+def _plan(env, prov=None, settings=None, exec_start=(), relax=False, sandbox_path="/usr/sbin:/usr/bin"):
+    state = {"settings": settings or {}, "exec_start": [{"value": v, "where": "u:%d" % i}
+                                                         for i, v in enumerate(exec_start)]}
+    return S.enforce_plan("metnos.service", state, env, prov or {}, {"uid": 0, "groups": [0]}, sandbox_path,
+                          "/etc/systemd/system/metnos.service.d/zz-metnos-sandbox.env", relax=relax,
+                          package_of=lambda path: {"name": "bubblewrap"} if path == "/usr/bin/bwrap" else {})
+
+
 def test_enforce_dropin_content():
-    text = S.desired_dropin({"METNOS_SANDBOX": "Off", "PATH": "/x"}, "/usr/sbin:/usr/bin", "metnos.service")
-    assert 'Environment="PATH=/usr/sbin:/usr/bin"' in text and "UnsetEnvironment=METNOS_SANDBOX" in text
-    text = S.desired_dropin({"METNOS_SANDBOX": "1"}, "/usr/bin", "metnos.service")
-    assert "UnsetEnvironment" not in text
+    plan = _plan({"METNOS_SANDBOX": "Off", "PATH": "/x"}, {"METNOS_SANDBOX": "manager environment"})
+    assert "UnsetEnvironment=METNOS_SANDBOX" in plan["dropin"]
+    assert "EnvironmentFile=/etc/systemd/system/metnos.service.d/zz-metnos-sandbox.env" in plan["dropin"]
+    assert plan["env_file"].endswith('PATH="/usr/sbin:/usr/bin"\n')
+    assert {"what": "METNOS_SANDBOX='Off'", "source": "manager environment", "disabling": True,
+            "action": "UnsetEnvironment=METNOS_SANDBOX (applies after every source)"} in plan["healed"]
+    # unset whatever its value: a value set later from any source cannot disable the sandbox either
+    assert "UnsetEnvironment=METNOS_SANDBOX" in _plan({"METNOS_SANDBOX": "1"})["dropin"]
+    assert "ExecStart" not in plan["dropin"] and "Relaxed" not in plan["dropin"]
