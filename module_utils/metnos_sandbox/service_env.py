@@ -136,7 +136,6 @@ def syscalls_blocked(values):
 DIRECTIVE_CODES = {
     "RestrictNamespaces": "unit_blocks_namespaces",
     "SystemCallFilter": "unit_syscall_filter_blocks_bwrap",
-    "SystemCallErrorNumber": "unit_syscall_filter_blocks_bwrap",
     "ProcSubset": "unit_proc_subset_pid",
     "RestrictSUIDSGID": "unit_restrict_suidsgid",
     "DynamicUser": "unit_restrict_suidsgid",

@@ -298,6 +298,28 @@ _LIST_KEYS = ("SystemCallFilter", "RestrictNamespaces", "ReadOnlyPaths", "Inacce
               "TemporaryFileSystem", "CapabilityBoundingSet", "RestrictAddressFamilies")
 
 
+def add_setting(settings, key, value):
+    """One [Service] assignment into ``settings``: list directives accumulate (empty resets), others
+    keep the last value."""
+    if key in _LIST_KEYS:
+        if value == "":
+            settings[key] = []
+        else:
+            settings.setdefault(key, []).append(value)
+    else:
+        settings[key] = value
+    return settings
+
+
+def settings_from_text(text):
+    """The [Service] settings of a unit text (no Environment handling): for offline checks."""
+    settings = {}
+    for section, key, value, _lineno in parse_unit_text(text):
+        if section == "Service":
+            add_setting(settings, key, value)
+    return settings
+
+
 def load_unit(unit, scope="system", root="/", home=None, exclude=()):
     """Parse a unit and its drop-ins from disk. Raises UnitError('unit_not_found')."""
     dirs = unit_dirs(scope, home)
@@ -360,13 +382,7 @@ def load_unit(unit, scope="system", root="/", home=None, exclude=()):
                 words, ok = split_words(value)
                 state["unset_environment"].extend(words if ok else [])
             else:
-                if key in _LIST_KEYS:
-                    if value == "":
-                        state["settings"][key] = []
-                    else:
-                        state["settings"].setdefault(key, []).append(value)
-                else:
-                    state["settings"][key] = value
+                add_setting(state["settings"], key, value)
                 state["sources"][key] = where
     return state
 

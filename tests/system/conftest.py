@@ -51,6 +51,13 @@ class Host(object):
                       input_text=text)
         return proc
 
+    def write_many(self, files, mode="0644"):
+        """Write {path: text} in one exec (creating parent directories)."""
+        script = ("import json, os, sys\nfor path, text in json.load(sys.stdin).items():\n"
+                  "    os.makedirs(os.path.dirname(path), exist_ok=True)\n"
+                  "    open(path, 'w').write(text)\n    os.chmod(path, 0o%s)\n" % mode.lstrip("0"))
+        return podman("exec", "-i", self.name, "python3", "-c", script, input_text=json.dumps(files))
+
     def install_unit(self, name, text, files=()):
         """Write metnos-<name>.service and its companion files (no daemon-reload)."""
         for path, content in dict(files).items():

@@ -272,7 +272,7 @@ def bwrap_trial():
     cause = (verdict.get("classification") or {}).get("cause")
     return {"passed": bool(verdict.get("passed")), "setup_failed": verdict.get("setup_failed"),
             "failed_checks": [c["name"] for c in verdict.get("checks") or [] if not c["ok"]],
-            "stderr": (verdict.get("stderr") or "")[-300:], "cause": cause, "rc": verdict.get("rc")}
+            "stderr": (verdict.get("stderr") or "")[-1000:], "cause": cause, "rc": verdict.get("rc")}
 
 
 def main():
@@ -308,9 +308,15 @@ def main():
         from metnos_sandbox import probe as PR
 
         def one(unit):
+            import time
+            start = time.time()
             res = PR.probe_service({"unit": unit, "timeout": 90}, B.default_runner)
             return unit, {"passed": res.get("passed"), "context": res.get("context"),
+                          "seconds": round(time.time() - start, 1), "bwrap_seconds": res.get("duration"),
                           "codes": sorted(set(d["code"] for d in res.get("diagnostics") or [])),
+                          "errors": sorted(set(d["code"] for d in res.get("diagnostics") or []
+                                               if d["severity"] == "error")),
+                          "failed_checks": [c["name"] for c in res.get("checks") or [] if not c["ok"]],
                           "blamed": res.get("blamed_directives"),
                           "confidence": res.get("confidence"),
                           "not_carried": [n["directive"] for n in (res.get("unit_context") or {}).get(

@@ -33,7 +33,7 @@ ROWS = [
     ("SystemCallArchitectures", ["SystemCallArchitectures=native"], "seccomp_extra_filter", {}),
     ("SystemCallFilter", ["SystemCallFilter=@system-service"], "ptrace_killed", {}),
     ("SystemCallFilter(~@mount)", ["SystemCallFilter=~@mount"], "umount_killed", {}),
-    ("SystemCallErrorNumber", ["SystemCallFilter=~@mount", "SystemCallErrorNumber=EPERM"],
+    ("SystemCallFilter(~@mount, EPERM)", ["SystemCallFilter=~@mount", "SystemCallErrorNumber=EPERM"],
      "umount_eperm_filtered", {}),
     ("CapabilityBoundingSet", ["CapabilityBoundingSet=CAP_NET_BIND_SERVICE"], "capbnd_net_bind_only", {}),
     ("RestrictAddressFamilies", ["RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6"], "netlink_refused", {}),
@@ -54,7 +54,7 @@ ROWS = [
     ("WorkingDirectory", ["WorkingDirectory=/srv/trial"], "cwd:/srv/trial", {}),
     ("LimitNOFILE", ["LimitNOFILE=64"], "rlimit_nofile_64", {}),
     # its own user: RLIMIT_NPROC counts every process of the uid, the other rows' included
-    ("LimitNPROC", ["LimitNPROC=3"], "rlimit_nproc_small", {"user": "metnos-nproc"}),
+    ("LimitNPROC", ["LimitNPROC=16"], "rlimit_nproc_small", {"user": "metnos-nproc"}),
     ("LimitAS", ["LimitAS=2G"], "rlimit_as", {}),
     ("LimitCORE", ["LimitCORE=0"], "rlimit_core_0", {}),
     ("LimitMEMLOCK", ["LimitMEMLOCK=0"], "rlimit_memlock_0", {}),
