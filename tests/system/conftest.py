@@ -181,3 +181,30 @@ def install_trial_tools(host):
     host.sh("python3 %s/directive_trial.py host > %s/host.json && chmod -R a+rX %s" % (TRIAL_DIR, TRIAL_DIR,
                                                                                      TRIAL_DIR))
     return TRIAL_DIR
+
+
+def run_site(host, hosts, tmpdir, *args):
+    """playbooks/site.yml against ``host`` under several inventory names at once (one per unit):
+    ``hosts`` is {inventory name: host vars}. Returns (process, {name: recap counts})."""
+    import re
+    inventory = {"all": {"hosts": dict((name, dict(hostvars, ansible_host=host.name)) for name, hostvars in
+                                       hosts.items()),
+                         "vars": {"ansible_connection": "containers.podman.podman",
+                                  "ansible_python_interpreter": "/usr/bin/python3"}}}
+    path = os.path.join(str(tmpdir), "inventory-%s.json" % uuid.uuid4().hex[:6])
+    with open(path, "w") as handle:
+        json.dump(inventory, handle)
+    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", path, "playbooks/site.yml"]
+    proc = subprocess.run(cmd + list(args), capture_output=True, text=True, cwd=ROOT, env=ansible_env(), timeout=1200)
+    recap = {}
+    for name, ok, changed, unreachable, failed in re.findall(
+            r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", proc.stdout, re.M):
+        recap[name] = {"ok": int(ok), "changed": int(changed), "unreachable": int(unreachable), "failed": int(failed)}
+    return proc, recap
+
+
+def core_probe(host, units):
+    """The toolkit's probe (the core, as the modules run it) for several units at once, in the host."""
+    out = host.sh("cd %s && TRIAL_WORKERS=8 python3 directive_trial.py probe %s" % (TRIAL_DIR, " ".join(units)),
+                  timeout=900).stdout
+    return json.loads(out)
