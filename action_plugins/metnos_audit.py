@@ -75,6 +75,21 @@ class ActionModule(ActionBase):
     _supports_check_mode = True
     _supports_async = False
 
+    def _python_missing(self, python):
+        """After a failed payload: is there no Python at all? Asked over the raw connection (sh only).
+        Returns the message for host_no_python, or None."""
+        probe = "for p in %s python3 python; do command -v \"$p\" >/dev/null 2>&1 && exit 0; done; exit 3" % (
+            shlex.quote(python))
+        try:
+            res = self._low_level_execute_command(probe, sudoable=True)
+        except Exception:   # the connection itself failed: unreachable, not this
+            return None
+        if res.get("rc") != 3:
+            return None
+        return ("metnos_audit: the host answers, but has no Python to run the audit (%s, python3 and python are "
+                "not on its PATH); install one with the raw module, e.g. ansible HOST -m ansible.builtin.raw -a "
+                "'apt-get install -y python3'" % python)
+
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         args = dict(self._task.args)
@@ -129,6 +144,10 @@ class ActionModule(ActionBase):
         except ValueError:
             out = None
         if res.get("rc", 1) != 0 or out is None:
+            missing = self._python_missing(python)
+            if missing:
+                result.update(failed=True, code="host_no_python", msg=missing)
+                return result
             result.update(failed=True, rc=res.get("rc"), msg="metnos_audit: the payload failed on this host "
                           "(rc=%s): %s" % (res.get("rc"), (res.get("stderr") or stdout)[-1500:]))
             return result

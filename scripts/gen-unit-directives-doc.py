@@ -85,7 +85,7 @@ def render(data):
             "later systemd adds is carried the same way. Only these are not copied "
             "(`module_utils/metnos_sandbox/unit_context.py`, `DENY`):", ""]
     by_category = {}
-    for name, (category, note) in sorted(UC.DENY.items()):
+    for name, (category, _note) in sorted(UC.DENY.items()):
         by_category.setdefault(category, []).append(name)
     for category in (UC.LIFECYCLE, UC.PROBE, UC.SIDE_EFFECT):
         out += ["- **%s** — %s: %s" % (category, UC.CATEGORIES[category],

@@ -262,7 +262,7 @@ CAUSES = (
     Cause("netlink_socket_refused", r"loopback: Failed to create NETLINK_ROUTE socket",
           "the process may not open netlink sockets, so bwrap cannot bring up loopback in the new network "
           "namespace (systemd RestrictAddressFamilies= without AF_NETLINK; measured in docs/unit-directives.md)",
-          ["In the unit: RestrictAddressFamilies=AF_NETLINK (a drop-in line; see unit_address_families_block_netlink)"]),
+          ["In the unit: RestrictAddressFamilies=AF_NETLINK (drop-in; see unit_address_families_block_netlink)"]),
     Cause("netlink_denied", r"loopback: Failed RTM_NEWADDR",
           "bringing up loopback in the new network namespace was denied (AppArmor userns "
           "restriction or gVisor)",

@@ -463,6 +463,17 @@ _CODES = [
        ["Check connectivity: ansible {host} -m ping", "Re-run the audit for this host: --limit {host}"]),
 ]
 
+_CODES.append(_c(
+    "host_no_python", ERROR, "R-DIAG-3",
+    "The host has no Python for the audit",
+    "Ansible reached the host, but the interpreter the audit runs ({python}) is missing there, so nothing "
+    "could be checked. Not the same as an unreachable host: the connection works.",
+    "After the audit payload fails, `command -v` for the interpreter, python3 and python, run over the raw "
+    "connection (no Python needed).",
+    ["Install Python without Python: ansible {host} -m ansible.builtin.raw -a 'apt-get install -y python3' "
+     "(dnf install -y python3; pacman -S --noconfirm python)",
+     "Or point ansible_python_interpreter at an existing interpreter, then re-run the audit: --limit {host}"]))
+
 REGISTRY = dict((c.code, c) for c in _CODES)
 
 

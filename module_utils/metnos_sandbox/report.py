@@ -34,7 +34,7 @@ _CHECK_OF = [
     (("unit_", "service_", "environment_file_missing", "sandbox_env_rejected_by_systemd"), "service_environment"),
     (("profile_drift",), "profiles"),
     (("probe_",), "probe"),
-    (("host_unreachable",), "reachability"),
+    (("host_unreachable", "host_no_python"), "reachability"),
 ]
 
 
@@ -45,13 +45,31 @@ def check_of(code):
     return "sandbox_active"
 
 
+def _not_audited(name, res):
+    """(diagnostic, verdict) for a host the audit could not run on: reached without Python has its own
+    code (and verdict fail: the host answered), anything else is host_unreachable."""
+    msg = (res or {}).get("msg") if isinstance(res, dict) else None
+    if isinstance(res, dict) and res.get("code") == "host_no_python":
+        return D.make("host_no_python", host=name, message="%s: %s" % (name, msg)), "fail"
+    why = "unreachable" if isinstance(res, dict) and res.get("unreachable") else "audit failed"
+    return D.make("host_unreachable", host=name, message="%s: %s%s" % (name, why, ": %s" % msg if msg else "")), \
+        "unreachable"
+
+
+def status_view(svc, facts):
+    """Whose view the reported status() quartet is: it is the runtime's view, never the probe's proof."""
+    if svc and svc.get("status"):
+        return svc.get("status_view") or "runtime status() as seen by the service's configuration"
+    if facts and facts.get("status"):
+        return "runtime status() in the admin's environment (no service unit)"
+    return None
+
+
 def _host_entry(name, res):
     """Normalise one task result into the report's host record."""
     if not isinstance(res, dict) or res.get("unreachable") or res.get("failed") or "schema" not in res:
-        why = "unreachable" if isinstance(res, dict) and res.get("unreachable") else "audit failed"
-        msg = (res or {}).get("msg") if isinstance(res, dict) else None
-        diag = D.make("host_unreachable", host=name, message="%s: %s%s" % (name, why, ": %s" % msg if msg else ""))
-        return {"host": name, "reachable": False, "verdict": "unreachable", "status": None, "bwrap": None,
+        diag, verdict = _not_audited(name, res)
+        return {"host": name, "reachable": False, "verdict": verdict, "status": None, "bwrap": None,
                 "userns": None, "service": None, "profiles": [], "probe": None, "diagnostics": [diag]}
     facts = res.get("bwrap_facts") or {}
     bw = facts.get("bwrap") or {}
@@ -63,6 +81,7 @@ def _host_entry(name, res):
         "host": name, "reachable": True, "verdict": res.get("verdict", "fail"),
         "hostname": res.get("hostname"), "duration": res.get("duration"),
         "status": (svc or {}).get("status") or facts.get("status"),
+        "status_view": status_view(svc, facts),
         "admin_status": facts.get("status"),
         "bwrap": {"path": bw.get("path"), "version": bw.get("version"),
                   "package": (bw.get("package") or {}).get("name"),
@@ -77,6 +96,7 @@ def _host_entry(name, res):
                     "provenance": svc.get("provenance")} if svc else None,
         "profiles": res.get("profiles") or [],
         "probe": {"passed": probe.get("passed"), "context": probe.get("context"),
+                  "confidence": probe.get("confidence"), "view": "probe: proven by a real wrapped invocation",
                   "checks": probe.get("checks") or []} if probe else None,
         "diagnostics": res.get("diagnostics") or [],
     }
@@ -141,7 +161,10 @@ def to_markdown(doc):
     t = doc["totals"]
     lines = ["# Metnos sandbox audit", "", "Generated %s. %d hosts: **%d pass**, %d warn, **%d fail**, %d unreachable."
              % (doc["generated"], t["hosts"], t["pass"], t["warn"], t["fail"], t["unreachable"]), "",
-             "| host | verdict | sandbox active | bwrap | service | probe | codes |", "|---|---|---|---|---|---|---|"]
+             "`status() view` is the runtime's own view of the service's environment (not a proof); "
+             "`probe (proven)` is the verdict of a real wrapped invocation.", "",
+             "| host | verdict | status() view: active | bwrap | service | probe (proven) | codes |",
+             "|---|---|---|---|---|---|---|"]
     for h in doc["hosts"]:
         st = h.get("status") or {}
         bw = h.get("bwrap") or {}
@@ -283,8 +306,9 @@ def to_html(doc):
                '<select id="f" aria-label="verdict"><option value="">all verdicts</option>%s</select> '
                '<span><span id="shown">%d</span> shown</span></div>'
                % ("".join('<option value="%s">%s</option>' % (v, v) for v in VERDICTS), t["hosts"]))
-    out.append('<table id="hosts"><thead><tr><th>host</th><th>verdict</th><th>sandbox active</th><th>bwrap</th>'
-               '<th>service</th><th>probe</th><th>diagnostics</th></tr></thead><tbody>')
+    out.append('<table id="hosts"><thead><tr><th>host</th><th>verdict</th><th title="the runtime\'s status() view, '
+               'not a proof">status() view: active</th><th>bwrap</th><th>service</th><th title="a real wrapped '
+               'invocation">probe (proven)</th><th>diagnostics</th></tr></thead><tbody>')
     for h in doc["hosts"]:
         st = h.get("status") or {}
         bw = h.get("bwrap") or {}
@@ -314,14 +338,16 @@ def to_html(doc):
         out.append('<details id="h-%s"><summary>%s &mdash; <span class="v %s">%s</span></summary>' % (
             _e(h["host"]), _e(h["host"]), _e(h["verdict"]), _e(h["verdict"])))
         if h.get("status"):
-            out.append("<p>status(): %s</p>" % _e(json.dumps(h["status"], sort_keys=True)))
+            out.append("<p>%s (a view, not a proof): %s</p>" % (_e(h.get("status_view") or "runtime status()"),
+                                                                 _e(json.dumps(h["status"], sort_keys=True))))
         if h.get("service") and h["service"].get("environment"):
             out.append("<p>service %s (%s): %s</p>" % (_e(h["service"]["unit"]), _e(h["service"]["mode"]),
                                                        _e(json.dumps(h["service"]["environment"], sort_keys=True))))
         if h.get("probe"):
             failed = [c["name"] for c in h["probe"]["checks"] if not c["ok"]]
-            out.append("<p>probe: %s; %d checks%s</p>" % (_e(h["probe"]["context"]), len(h["probe"]["checks"]),
-                                                          (", failed: " + _e(", ".join(failed))) if failed else ""))
+            out.append("<p>probe (proven verdict: %s): %s; %d checks%s</p>" % (
+                "passed" if h["probe"]["passed"] else "FAILED", _e(h["probe"]["context"]), len(h["probe"]["checks"]),
+                (", failed: " + _e(", ".join(failed))) if failed else ""))
         for d in h["diagnostics"]:
             out.append('<p class="sev-%s"><code>%s</code> (%s, %s): %s</p>%s' % (
                 _e(d["severity"]), _e(d["code"]), _e(d["severity"]), _e(d["rule"]), _e(d["message"]),

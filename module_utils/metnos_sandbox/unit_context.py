@@ -163,7 +163,8 @@ def ignored_property(name):
 
 def read_assignments(paths, read=None):
     """Assignments of ``paths`` (fragment first, then drop-ins in systemd's order), as
-    [(section, key, value, where)]. Bounded reads; an unreadable file is returned as a problem."""
+    ([(section, key, value, where)], [problems]). Bounded reads; an unreadable or oversized file is
+    a problem, never skipped in silence."""
     out, problems = [], []
     for path in paths:
         if not path:
@@ -182,7 +183,7 @@ def read_assignments(paths, read=None):
             continue
         for section, key, value, lineno in U.parse_unit_text(text):
             out.append((section, key, value, "%s:%d" % (path, lineno)))
-    return out
+    return out, problems
 
 
 def unit_files(show):
@@ -477,9 +478,13 @@ def build(show, runner, unit, scope="system", user=None, unit_name=None, verify=
     """
     import uuid
     files = unit_files(show)
-    assignments = read_assignments(files, read)
+    assignments, problems = read_assignments(files, read)
     table = specifier_table(unit, scope, user_entry, show.get("FragmentPath") or None)
     ctx = plan(assignments, table)
+    for problem in problems:       # a file systemd loaded but we cannot read: its directives are unknown
+        ctx["not_carried"].append({"directive": "(all of %s)" % problem["path"], "where": problem["path"],
+                                   "reason": "the unit file could not be read: %s" % problem["error"],
+                                   "category": "unreadable"})
     ctx.update(files=files, differences=[], verified=False, attempts=0, carried_as=[])
     if verify:
         pre = Preflight(runner, unit_name or "metnos-probe-ctx-%s" % uuid.uuid4().hex[:10], scope, user)
