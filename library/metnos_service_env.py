@@ -89,7 +89,7 @@ options:
     description:
       - With I(state=enforce), also relax the unit's directives that break bwrap (measured in
         docs/unit-directives.md), each by the minimum bwrap needs (e.g. C(RestrictAddressFamilies=AF_NETLINK)),
-        in the managed drop-in; every relaxation is listed in C(relaxed). Off by default: without it they
+        in the managed drop-in; every relaxation is listed in C(relaxed). Off by default - without it they
         are only reported (C(not_relaxed)).
     type: bool
     default: false

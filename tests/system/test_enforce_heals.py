@@ -137,3 +137,16 @@ def test_manager_environment_is_healed_for_the_unit(systemd_host, tmp_path):
         assert core_probe(h, ["metnos-h-manager.service"])["metnos-h-manager.service"]["passed"] is True
     finally:
         h.sh("systemctl unset-environment METNOS_SANDBOX; systemctl stop metnos-h-manager.service", check=False)
+
+
+def test_report_only_never_fails_the_play_on_a_probe_verdict(planted, tmp_path):
+    """The gate is in the role: with metnos_sandbox_probe_report_only the failing probe is reported, the
+    play succeeds, and no task ends in "Unknown error"."""
+    h = planted["host"]
+    if h.debian != "13":
+        pytest.skip("one release is enough for the gate")
+    proc, recap = run_site(h, {"h-norelax": {"metnos_sandbox_unit": unit("norelax")}}, tmp_path,
+                           "-e", "metnos_sandbox_probe_report_only=true", *SKIP)
+    assert proc.returncode == 0 and recap["h-norelax"]["failed"] == 0, proc.stdout[-3000:]
+    assert "proven verdict: FAILED" in proc.stdout and "Unknown error" not in proc.stdout
+    assert "Unknown error" not in planted["play"].stdout
