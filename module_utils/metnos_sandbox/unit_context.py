@@ -50,8 +50,10 @@ CATEGORIES = {
     LIFECYCLE: "how systemd starts, stops, restarts and supervises the unit; not what its processes run under",
     PROBE: "the probe sets its own value: its command, its pipes, its kill and timeout policy",
     SIDE_EFFECT: "it changes what the processes see, but a copy would act on the service's own data (the "
-                 "transient unit would create, chown or remove the service's directories): not carried, "
-                 "named in the result, and the probe's confidence is lowered",
+                 "transient unit would create, chown or remove the service's directories): for a static User= "
+                 "of a system unit its writable mount is carried as ReadWritePaths= of the existing paths "
+                 "(ConfigurationDirectory= and DynamicUser= units excepted); otherwise it is named in the "
+                 "result and the probe's confidence is lowered",
 }
 
 
@@ -94,6 +96,10 @@ DENY.update(_deny(SIDE_EFFECT, (
     "RuntimeDirectory", "StateDirectory", "CacheDirectory", "LogsDirectory", "ConfigurationDirectory",
 ), carry_note="the transient unit would create/chown (and for RuntimeDirectory= remove on stop) the "
               "service's own directory; the writable mount it adds under ProtectSystem= is not reproduced"))
+# For a static User= of a system unit, what the processes see of these directories -- a writable
+# mount of an existing path -- is carried as ReadWritePaths= (no creation, no chown, no removal).
+DIRECTORY_ROOTS = {"RuntimeDirectory": "/run", "StateDirectory": "/var/lib", "CacheDirectory": "/var/cache",
+                   "LogsDirectory": "/var/log"}
 
 # [Unit] and [Install] hold dependencies, ordering, conditions, triggers, descriptions and start
 # limits: copying them would start or stop other units. One [Unit] directive is execution context.
@@ -256,11 +262,12 @@ def expand(value, table):
 
 # --------------------------------------------------------------------------- the plan
 
-def plan(assignments, table=None, denied=None):
+def plan(assignments, table=None, denied=None, static_user=False):
     """Unit assignments -> the context to carry.
 
     Returns {"assignments": [[key, value, where]], "excluded": [{directive, category}],
-    "not_carried": [{directive, reason, where}]}. ``denied`` overrides DENY (tests).
+    "not_carried": [{directive, reason, where}], "carried_as": [...]}. ``denied`` overrides DENY
+    (tests); ``static_user``: a system unit whose directories may be carried as their mounts.
     """
     denied = DENY if denied is None else denied
     carried, excluded, not_carried = [], {}, []
@@ -275,8 +282,14 @@ def plan(assignments, table=None, denied=None):
         if key in denied:
             category, note = denied[key]
             if note:
-                if not any(n["directive"] == key for n in not_carried):
-                    not_carried.append({"directive": key, "reason": note, "where": where, "category": category})
+                previous = [n for n in not_carried if n["directive"] == key]
+                if value == "":
+                    not_carried[:] = [n for n in not_carried if n["directive"] != key]
+                elif previous:
+                    previous[0]["value"] += " " + value
+                else:
+                    not_carried.append({"directive": key, "reason": note, "where": where, "category": category,
+                                        "value": value})
             else:
                 excluded.setdefault(key, category)
             continue
@@ -291,9 +304,38 @@ def plan(assignments, table=None, denied=None):
         if any(n["directive"] == key and n["reason"].startswith("specifier") for n in not_carried):
             continue
         carried.append([key, value, where])
-    return {"assignments": carried,
-            "excluded": [{"directive": k, "category": v} for k, v in sorted(excluded.items())],
-            "not_carried": not_carried}
+    out = {"assignments": carried,
+           "excluded": [{"directive": k, "category": v} for k, v in sorted(excluded.items())],
+           "not_carried": not_carried, "carried_as": []}
+    _directories_as_mounts(out, static_user)
+    return out
+
+
+def _directories_as_mounts(ctx, static_user):
+    """StateDirectory= & co. of a static user: their writable mount, as ReadWritePaths= of the paths."""
+    if not static_user:
+        return
+    dynamic = [a for a in ctx["assignments"] if a[0] == "DynamicUser"]
+    if dynamic and dynamic[-1][1].strip().lower() in ("yes", "true", "1", "on"):
+        return
+    keep = []
+    for item in ctx["not_carried"]:
+        root = DIRECTORY_ROOTS.get(item["directive"])
+        if root is None or not item.get("value"):
+            keep.append(item)
+            continue
+        paths = ["-%s/%s" % (root, word.split(":")[0].strip("/")) for word in item["value"].split()
+                 if word.split(":")[0].strip("/") and ".." not in word]
+        if not paths or len(paths) != len(item["value"].split()):
+            keep.append(item)           # an empty list would reset ReadWritePaths=; an odd name stays named
+            continue
+        ctx["assignments"].append(["ReadWritePaths", " ".join(paths), item["where"]])
+        ctx["carried_as"].append({"directive": item["directive"], "where": item["where"],
+                                  "as": ["ReadWritePaths=%s" % " ".join(paths)], "mount_only": paths,
+                                  "note": "the writable mount only: the transient unit neither creates, chowns "
+                                          "nor removes the service's directory (and sets no %s_DIRECTORY)"
+                                          % item["directive"][:-len("Directory")].upper()})
+    ctx["not_carried"] = keep
 
 
 def directives(context):
@@ -480,12 +522,12 @@ def build(show, runner, unit, scope="system", user=None, unit_name=None, verify=
     files = unit_files(show)
     assignments, problems = read_assignments(files, read)
     table = specifier_table(unit, scope, user_entry, show.get("FragmentPath") or None)
-    ctx = plan(assignments, table)
+    ctx = plan(assignments, table, static_user=scope == "system")
     for problem in problems:       # a file systemd loaded but we cannot read: its directives are unknown
         ctx["not_carried"].append({"directive": "(all of %s)" % problem["path"], "where": problem["path"],
                                    "reason": "the unit file could not be read: %s" % problem["error"],
                                    "category": "unreadable"})
-    ctx.update(files=files, differences=[], verified=False, attempts=0, carried_as=[])
+    ctx.update(files=files, differences=[], verified=False, attempts=0)
     if verify:
         pre = Preflight(runner, unit_name or "metnos-probe-ctx-%s" % uuid.uuid4().hex[:10], scope, user)
         try:
@@ -533,7 +575,7 @@ def _verify(ctx, pre, service_show):
     pre.cleanup()
     if probe_show is None:
         return
-    diffs = compare(service_show, probe_show)
+    diffs = _expected_mounts(compare(service_show, probe_show), ctx)
     if diffs:
         # Second round: each differing property in the form `systemctl show` prints it, instead
         # of the files' assignments of that directive (also what the files do not say, such as
@@ -544,14 +586,28 @@ def _verify(ctx, pre, service_show):
             if assignment and assignment[0] not in DENY and not any(f[0] == assignment[0] for f in fixes):
                 fixes.append([assignment[0], assignment[1], "systemctl show %s" % diff["property"]])
         if fixes:
-            second = _second_round(pre, accepted, fixes, service_show)
+            second = _second_round(pre, accepted, fixes, service_show, ctx.get("carried_as"))
             if second is not None and len(second[1]) < len(diffs):
                 ctx["assignments"], diffs = second
     ctx["differences"] = diffs
     ctx["verified"] = True
 
 
-def _second_round(pre, accepted, fixes, service_show):
+def _expected_mounts(diffs, ctx):
+    """Drop the ReadWritePaths= difference that is exactly the directories carried as mounts."""
+    added = set(p for c in ctx.get("carried_as") or [] for p in c.get("mount_only") or [])
+    out = []
+    for diff in diffs:
+        if diff["property"] == "ReadWritePaths" and added:
+            extra = set((diff["probe"] or "").split()) - set((diff["service"] or "").split())
+            missing = set((diff["service"] or "").split()) - set((diff["probe"] or "").split())
+            if not missing and extra <= added:
+                continue
+        out.append(diff)
+    return out
+
+
+def _second_round(pre, accepted, fixes, service_show, carried_as=()):
     """(assignments, differences) with the show forms that systemd-run accepts, or None."""
     fix_keys = set(f[0] for f in fixes)
     refused = []
@@ -568,4 +624,4 @@ def _second_round(pre, accepted, fixes, service_show):
     pre.cleanup()
     if shown is None:
         return None
-    return ok_list, compare(service_show, shown)
+    return ok_list, _expected_mounts(compare(service_show, shown), {"carried_as": carried_as})

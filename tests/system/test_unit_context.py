@@ -187,10 +187,18 @@ def test_probe_unit_equals_the_service_on_every_copied_property(big):
 NOT_CARRIED = """[Service]
 User=metnos
 ExecStart=/bin/sleep infinity
+ProtectSystem=strict
 StateDirectory=metnos-nc
 RuntimeDirectory=metnos-nc
 NoSuchDirective=1
 """
+
+
+def context_of(h, unit):
+    return json.loads(h.sh("cd /opt/metnos-trial && python3 -c 'import json,sys; sys.path.insert(0,\"core\"); "
+                           "from metnos_sandbox import service_env as S, bwrap as B; "
+                           "c=S.execution_context({\"unit\":\"%s\"}, B.default_runner); "
+                           "print(json.dumps(c))'" % unit).stdout)
 
 
 def test_what_cannot_be_carried_is_named_and_lowers_confidence(systemd_host):
@@ -202,17 +210,24 @@ def test_what_cannot_be_carried_is_named_and_lowers_confidence(systemd_host):
         # `systemctl show` prints them (PrivateTmpEx=...) or named
         text += "PrivateTmp=disconnected\nProtectControlGroups=private\n"
     h.install_unit("nc", text)
-    h.sh("systemctl daemon-reload")
-    ctx = json.loads(h.sh("cd /opt/metnos-trial && python3 -c 'import json,sys; sys.path.insert(0,\"core\"); "
-                          "from metnos_sandbox import service_env as S, bwrap as B; "
-                          "c=S.execution_context({\"unit\":\"metnos-nc.service\"}, B.default_runner); "
-                          "print(json.dumps(c))'").stdout)
+    h.install_unit("ncdyn", "[Service]\nDynamicUser=yes\nExecStart=/bin/sleep infinity\nStateDirectory=metnos-ncd\n")
+    h.sh("systemctl daemon-reload && systemctl start metnos-nc.service")
+    try:
+        ctx = context_of(h, "metnos-nc.service")
+        dyn = context_of(h, "metnos-ncdyn.service")
+        # the preflight unit came and went: the running service's RuntimeDirectory is still there
+        assert h.sh("test -d /run/metnos-nc", check=False).returncode == 0
+    finally:
+        h.sh("systemctl stop metnos-nc.service", check=False)
     named = dict((n["directive"], n["reason"]) for n in ctx["not_carried"])
-    assert "StateDirectory" in named and "RuntimeDirectory" in named and "NoSuchDirective" in named
-    assert "Unknown assignment" in named["NoSuchDirective"]
-    assert ctx["confidence"] == "reduced" and len(ctx["reasons"]) == len(ctx["not_carried"])
+    assert list(named) == ["NoSuchDirective"] and "Unknown assignment" in named["NoSuchDirective"], ctx
+    assert ctx["confidence"] == "reduced" and len(ctx["reasons"]) == 1
+    as_shown = dict((c["directive"], c["as"]) for c in ctx["carried_as"])
+    # a static user's directories: their writable mount, and nothing done to the service's own directory
+    assert as_shown["StateDirectory"] == ["ReadWritePaths=-/var/lib/metnos-nc"]
+    assert as_shown["RuntimeDirectory"] == ["ReadWritePaths=-/run/metnos-nc"]
     if h.systemd >= 257:
-        as_shown = dict((c["directive"], c["as"]) for c in ctx["carried_as"])
         assert "PrivateTmpEx=disconnected" in as_shown["PrivateTmp"], ctx
-        assert ctx["differences"] == [], ctx["differences"]
+    assert ctx["differences"] == [], ctx["differences"]
+    assert [n["directive"] for n in dyn["not_carried"]] == ["StateDirectory"]     # DynamicUser: a different uid
     assert h.sh("systemctl list-units --all --no-legend 'metnos-probe-*' | wc -l").stdout.strip() == "0"

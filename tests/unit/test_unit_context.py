@@ -140,3 +140,18 @@ def test_an_unreadable_unit_file_is_named_not_skipped():
     ctx = UC.build(show, FakeSystemd(shown={"User": "metnos"}), "m.service", read=read)
     assert ctx["confidence"] == "reduced"
     assert ctx["not_carried"][0]["reason"] == "the unit file could not be read: Permission denied"
+
+
+def test_directories_of_a_static_user_are_carried_as_their_mounts():
+    text = "[Service]\nUser=metnos\nStateDirectory=metnos metnos/sub\nRuntimeDirectory=metnos\nRuntimeDirectory=\n" \
+           "CacheDirectory=../x\nConfigurationDirectory=metnos\n"
+    plan = UC.plan(items(text), static_user=True)
+    assert [a[:2] for a in plan["assignments"]][1:] == [["ReadWritePaths", "-/var/lib/metnos -/var/lib/metnos/sub"]]
+    assert [c["directive"] for c in plan["carried_as"]] == ["StateDirectory"]          # RuntimeDirectory was reset
+    assert [n["directive"] for n in plan["not_carried"]] == ["CacheDirectory", "ConfigurationDirectory"]
+    dynamic = UC.plan(items(text.replace("User=metnos", "DynamicUser=yes")), static_user=True)
+    assert sorted(n["directive"] for n in dynamic["not_carried"]) == ["CacheDirectory", "ConfigurationDirectory",
+                                                                      "StateDirectory"]
+    diffs = [{"property": "ReadWritePaths", "service": "/srv", "probe": "/srv -/var/lib/metnos -/var/lib/metnos/sub"}]
+    assert UC._expected_mounts(diffs, plan) == []
+    assert UC._expected_mounts([dict(diffs[0], probe="-/var/lib/metnos")], plan) != []      # /srv lost: reported
