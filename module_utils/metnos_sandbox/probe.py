@@ -399,9 +399,15 @@ def probe_service(params, runner):
         if svc is not None and "_env" in svc:
             # The unit's whole execution context, minus the documented deny list (unit_context.py);
             # its own Environment= directives travel with it, so no --setenv.
-            ctx = S.execution_context({"unit": unit, "scope": params.get("scope") or "system",
-                                       "user": params.get("user")}, runner,
-                                      probe_user=user if params.get("probe_user") else None)
+            try:
+                ctx = S.execution_context({"unit": unit, "scope": params.get("scope") or "system",
+                                           "user": params.get("user")}, runner,
+                                          probe_user=user if params.get("probe_user") else None)
+            except S.SystemctlError as exc:     # run anyway, as the user, and say how much less it proves
+                ctx = {"assignments": [], "carried": [], "excluded": [], "not_carried": [], "carried_as": [],
+                       "differences": [], "verified": False, "confidence": "reduced",
+                       "reasons": ["the unit's execution context could not be read (%s): only its user is "
+                                   "applied" % exc]}
             settings, run_env = ctx, {}
             out["unit_context"] = dict((k, ctx[k]) for k in ("carried", "excluded", "not_carried", "carried_as",
                                                              "differences", "verified", "confidence", "reasons"))

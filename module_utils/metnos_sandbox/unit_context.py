@@ -50,7 +50,8 @@ CATEGORIES = {
     LIFECYCLE: "how systemd starts, stops, restarts and supervises the unit; not what its processes run under",
     PROBE: "the probe sets its own value: its command, its pipes, its kill and timeout policy",
     SIDE_EFFECT: "it changes what the processes see, but a copy would act on the service's own data (the "
-                 "transient unit would create, chown or remove the service's directories): for a static User= "
+                 "transient unit would create, chown or remove the service's directories, or open a PAM "
+                 "session): for a static User= "
                  "of a system unit its writable mount is carried as ReadWritePaths= of the existing paths "
                  "(ConfigurationDirectory= and DynamicUser= units excepted); otherwise it is named in the "
                  "result and the probe's confidence is lowered",
@@ -80,6 +81,11 @@ DENY.update(_deny(LIFECYCLE, (
     # start-rate limits and unit actions (accepted in [Service] for compatibility)
     "StartLimitInterval", "StartLimitIntervalSec", "StartLimitBurst", "StartLimitAction", "FailureAction",
     "SuccessAction", "RebootArgument",
+    # what systemd does when the unit stops: RemoveIPC= would delete every IPC object of the service's
+    # user when the probe's unit stops and nothing else holds that user (a stopped service's objects)
+    "RemoveIPC",
+    # login accounting (utmp/wtmp records are written on start and stop)
+    "UtmpIdentifier", "UtmpMode",
     # modes and keep-policy of the directories below (meaningless without them)
     "RuntimeDirectoryMode", "StateDirectoryMode", "CacheDirectoryMode", "LogsDirectoryMode",
     "ConfigurationDirectoryMode", "RuntimeDirectoryPreserve",
@@ -92,6 +98,8 @@ DENY.update(_deny(PROBE, (
     "SyslogIdentifier", "SyslogFacility", "SyslogLevel", "SyslogLevelPrefix", "LogLevelMax", "LogExtraFields",
     "LogRateLimitIntervalSec", "LogRateLimitBurst", "LogFilterPatterns", "LogNamespace",
 )))
+DENY.update(_deny(SIDE_EFFECT, ("PAMName",), carry_note="a PAM session's modules may write login records and "
+                                                         "set limits or environment; the probe opens none"))
 DENY.update(_deny(SIDE_EFFECT, (
     "RuntimeDirectory", "StateDirectory", "CacheDirectory", "LogsDirectory", "ConfigurationDirectory",
 ), carry_note="the transient unit would create/chown (and for RuntimeDirectory= remove on stop) the "
@@ -146,7 +154,8 @@ IGNORED_PROPERTIES = frozenset((
     "RuntimeDirectory", "StateDirectory", "CacheDirectory", "LogsDirectory", "ConfigurationDirectory",
     "RuntimeDirectorySymlink", "StateDirectorySymlink", "CacheDirectorySymlink", "LogsDirectorySymlink",
     "RuntimeDirectoryMode", "StateDirectoryMode", "CacheDirectoryMode", "LogsDirectoryMode",
-    "ConfigurationDirectoryMode", "RuntimeDirectoryPreserve",
+    "ConfigurationDirectoryMode", "RuntimeDirectoryPreserve", "RemoveIPC", "UtmpIdentifier", "UtmpMode",
+    "PAMName",
     # cgroup runtime state and counters
     "ControlGroup", "ControlGroupId", "MemoryCurrent", "MemoryPeak", "MemorySwapCurrent", "MemorySwapPeak",
     "MemoryZSwapCurrent", "MemoryAvailable", "EffectiveMemoryMax", "EffectiveMemoryHigh", "EffectiveTasksMax",

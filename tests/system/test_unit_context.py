@@ -165,7 +165,7 @@ def test_probe_unit_equals_the_service_on_every_copied_property(big):
     out = json.loads(big.sh("python3 /opt/metnos-trial/ctxcheck.py metnos-big.service metnos-probe-ctxtest",
                             timeout=180).stdout)
     ctx = out["ctx"]
-    lifecycle = {"Type", "ExecStart", "Restart", "TimeoutStopSec", "StandardOutput"}
+    lifecycle = {"Type", "ExecStart", "Restart", "TimeoutStopSec", "StandardOutput", "RemoveIPC"}
     wanted = [d for d in directives_set(BIG) if d not in lifecycle]
     assert len(wanted) >= 40, len(wanted)
     assert set(wanted) <= set(ctx["carried"]), sorted(set(wanted) - set(ctx["carried"]))
@@ -187,6 +187,7 @@ def test_probe_unit_equals_the_service_on_every_copied_property(big):
 NOT_CARRIED = """[Service]
 User=metnos
 ExecStart=/bin/sleep infinity
+RemoveIPC=yes
 ProtectSystem=strict
 StateDirectory=metnos-nc
 RuntimeDirectory=metnos-nc
@@ -211,14 +212,20 @@ def test_what_cannot_be_carried_is_named_and_lowers_confidence(systemd_host):
         text += "PrivateTmp=disconnected\nProtectControlGroups=private\n"
     h.install_unit("nc", text)
     h.install_unit("ncdyn", "[Service]\nDynamicUser=yes\nExecStart=/bin/sleep infinity\nStateDirectory=metnos-ncd\n")
-    h.sh("systemctl daemon-reload && systemctl start metnos-nc.service")
+    h.sh("systemctl daemon-reload && systemctl start metnos-nc.service && "
+         "touch /dev/shm/metnos-nc-ipc && chown metnos /dev/shm/metnos-nc-ipc")     # an IPC object of the user
     try:
         ctx = context_of(h, "metnos-nc.service")
         dyn = context_of(h, "metnos-ncdyn.service")
-        # the preflight unit came and went: the running service's RuntimeDirectory is still there
-        assert h.sh("test -d /run/metnos-nc", check=False).returncode == 0
+        # the preflight unit came and went: the running service's RuntimeDirectory and its user's IPC
+        # objects (RemoveIPC=) are still there
+        assert h.sh("test -d /run/metnos-nc && test -e /dev/shm/metnos-nc-ipc", check=False).returncode == 0
+        # and with the service stopped (nothing else holds the user), its IPC objects survive the probe
+        h.sh("systemctl stop metnos-nc.service")
+        context_of(h, "metnos-nc.service")
+        assert h.sh("test -e /dev/shm/metnos-nc-ipc", check=False).returncode == 0
     finally:
-        h.sh("systemctl stop metnos-nc.service", check=False)
+        h.sh("systemctl stop metnos-nc.service; rm -f /dev/shm/metnos-nc-ipc", check=False)
     named = dict((n["directive"], n["reason"]) for n in ctx["not_carried"])
     assert list(named) == ["NoSuchDirective"] and "Unknown assignment" in named["NoSuchDirective"], ctx
     assert ctx["confidence"] == "reduced" and len(ctx["reasons"]) == 1
