@@ -455,6 +455,7 @@ class Preflight(object):
         self.user = user
         self.base_args = list(base_args)
         self.attempts = 0
+        self.started = False
 
     def _systemctl(self, *args):
         argv = ["systemctl"]
@@ -471,8 +472,7 @@ class Preflight(object):
         argv += ["--no-block", "--unit=" + self.unit_name, "--service-type=exec", "-p", "RemainAfterExit=yes",
                  "-p", "KillMode=mixed"] + self.base_args + property_args(assignments) + ["/bin/true"]
         rc, _out, err = self.runner(argv)
-        if rc != 0:
-            self.cleanup()
+        self.started = rc == 0
         return rc == 0, err
 
     def show(self):
@@ -480,6 +480,10 @@ class Preflight(object):
         return parse_show_all(out) if rc == 0 else None
 
     def cleanup(self):
+        """Stop the preflight unit if it was started (a refused one never existed)."""
+        if not getattr(self, "started", False):
+            return
+        self.started = False
         self._systemctl("stop", self.unit_name + ".service")
         self._systemctl("reset-failed", self.unit_name + ".service")
 
@@ -625,6 +629,7 @@ def _second_round(pre, accepted, fixes, service_show, carried_as=()):
         return None
     dropped = set(n["directive"] for n in refused)
     if dropped:
+        pre.cleanup()
         ok_list = ok_list + [a for a in accepted if a[0] in dropped]
         ok, _err = pre.start(ok_list)
         if not ok:
