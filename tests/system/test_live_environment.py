@@ -16,16 +16,24 @@ HIDDEN = ("[Service]\nUser=metnos\nEnvironment=METNOS_SANDBOX=1\nExecStart=/usr/
           "ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); time.sleep(100000)\"\n")      # PR_SET_DUMPABLE 0
 
 
+MISROUTED = "[Service]\nUser=metnos\nEnvironmentFile=/etc/metnos/lmis.env\nExecStart=/bin/sleep infinity\n"
+LOOKALIKE = "#!/bin/sh\nwhile [ $# -gt 0 ] && [ \"$1\" != -- ]; do shift; done; shift; exec \"$@\"\n"
+
+
 @pytest.fixture(scope="module")
 def live(host):
-    for name, text in (("lsh", LIVE_SH), ("lplain", PLAIN), ("lhidden", HIDDEN)):
+    host.write("/opt/lmis/bin/bwrap", LOOKALIKE, mode="0755")
+    host.write("/etc/metnos/lmis.env", "PATH=/opt/lmis/bin:/usr/bin\n")
+    for name, text in (("lsh", LIVE_SH), ("lplain", PLAIN), ("lhidden", HIDDEN), ("lmis", MISROUTED)):
         host.install_unit(name, text)
-    host.sh("systemctl daemon-reload && systemctl start metnos-lsh metnos-lplain metnos-lhidden")
+    host.sh("systemctl daemon-reload && systemctl start metnos-lsh metnos-lplain metnos-lhidden metnos-lmis")
+    # the configuration is fixed, the running process still has the look-alike first (no restart yet)
+    host.write("/etc/metnos/lmis.env", "PATH=/usr/sbin:/usr/bin\n")
     pid = host.sh("systemctl show -p MainPID --value metnos-lplain").stdout.strip()
     # the premise of this file: root is refused here
     assert host.sh("cat /proc/%s/environ" % pid, check=False).returncode != 0
     yield host
-    host.sh("systemctl stop metnos-lsh metnos-lplain metnos-lhidden", check=False)
+    host.sh("systemctl stop metnos-lsh metnos-lplain metnos-lhidden metnos-lmis", check=False)
 
 
 def codes(res):
@@ -60,3 +68,13 @@ def test_unreadable_live_environment_is_reported_with_the_reason(live):
     assert "Permission denied" in diag["message"] and "as the process's own uid" in diag["message"]
     assert res["live_environment"] is None and res["live_read"]["error"]
     assert "could not be read" in res["status_view"]
+
+
+def test_live_path_that_misroutes_bwrap_is_an_error(live):
+    res = live.module("metnos_service_env", {"unit": "metnos-lmis.service"})
+    diag = [d for d in res["diagnostics"] if d["code"] == "service_env_live_misroutes"]
+    assert diag and diag[0]["severity"] == "error", res["diagnostics"]
+    assert "/opt/lmis/bin/bwrap (owned by no package)" in diag[0]["message"] and "/usr/bin/bwrap" in diag[0]["message"]
+    assert res["status"]["bwrap_path"] == "/opt/lmis/bin/bwrap"         # the live view, not the configuration's
+    probe = live.module("sandbox_probe", {"unit": "metnos-lmis.service"})
+    assert probe["passed"] is False                                       # the look-alike does not sandbox

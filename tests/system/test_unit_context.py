@@ -170,7 +170,7 @@ def test_probe_unit_equals_the_service_on_every_copied_property(big):
     assert len(wanted) >= 40, len(wanted)
     assert set(wanted) <= set(ctx["carried"]), sorted(set(wanted) - set(ctx["carried"]))
     assert sorted(e["directive"] for e in ctx["excluded"]) == sorted(lifecycle)
-    assert ctx["not_carried"] == [] and ctx["verified"] and ctx["confidence"] == "full", ctx
+    assert ctx["not_carried"] == [] and ctx["verified"] and ctx["confidence"] == "full", ctx["reasons"]
     # the round trip, for real: every property systemd shows, but identity/lifecycle/runtime state
     diffs = UC.compare(out["service"], out["probe"])
     assert diffs == [], diffs

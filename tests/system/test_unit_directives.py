@@ -133,6 +133,16 @@ def test_every_directive_that_breaks_bwrap_is_named_by_its_code(trial):
             assert wrong == [], (entry["row"], wrong)
 
 
+def test_a_directive_this_systemd_does_not_know_is_named(trial):
+    """PrivatePIDs= (systemd 257) in a 252 unit: systemd-run refuses it, the probe says so."""
+    _baseline, rows = measure(trial)
+    for entry in rows:
+        if entry["verdict"].startswith("unknown to systemd"):
+            probe = trial["probes"][trial["units"][entry["row"]]]
+            assert entry["directive"] in probe["not_carried"] and probe["confidence"] == "reduced", probe
+            assert "probe_context_incomplete" in probe["codes"]
+
+
 def test_measurement_is_the_one_documented(trial):
     h = trial["host"]
     _baseline, rows = measure(trial)
