@@ -404,6 +404,13 @@ def _usec(text):
     return total or None
 
 
+# Properties systemd keeps as sets: the order `show` prints them in carries no meaning.
+SET_VALUED = frozenset(("SystemCallFilter", "SystemCallArchitectures", "RestrictAddressFamilies",
+                        "RestrictFileSystems", "RestrictNetworkInterfaces", "RestrictNamespaces",
+                        "CapabilityBoundingSet", "AmbientCapabilities", "IPAddressAllow", "IPAddressDeny",
+                        "SocketBindAllow", "SocketBindDeny", "SupplementaryGroups"))
+
+
 def compare(service_show, probe_show):
     """Properties (not ignored) whose values differ: [{property, service, probe}]."""
     diffs = []
@@ -411,7 +418,8 @@ def compare(service_show, probe_show):
         if ignored_property(prop):
             continue
         a, b = service_show.get(prop), probe_show.get(prop)
-        if a != b:
+        if a != b and not (prop in SET_VALUED and a is not None and b is not None and
+                           a[:1] == b[:1] and sorted(a.lstrip("~").split()) == sorted(b.lstrip("~").split())):
             diffs.append({"property": prop, "service": a, "probe": b})
     return diffs
 

@@ -119,6 +119,12 @@ def test_compare_ignores_identity_state_and_lifecycle_only():
     b = {"Id": "b.service", "MainPID": "0", "ActiveEnterTimestamp": "y", "KillMode": "control-group",
          "UMask": "0077"}
     assert [d["property"] for d in UC.compare(a, b)] == ["NewProperty257", "UMask"]
+    sets = {"IPAddressDeny": "0.0.0.0/0 ::/0", "RestrictAddressFamilies": "~AF_NETLINK AF_PACKET", "BindPaths": "/a /b"}
+    assert UC.compare(sets, {"IPAddressDeny": "::/0 0.0.0.0/0", "RestrictAddressFamilies": "~AF_PACKET AF_NETLINK",
+                             "BindPaths": "/a /b"}) == []
+    assert [d["property"] for d in UC.compare(sets, {"IPAddressDeny": "::/0", "RestrictAddressFamilies":
+                                                     "AF_PACKET AF_NETLINK", "BindPaths": "/b /a"})] == [
+        "BindPaths", "IPAddressDeny", "RestrictAddressFamilies"]          # order kept where it means something
 
 
 def test_probe_argv_carries_the_context_and_no_setenv():
