@@ -419,7 +419,8 @@ def compare(service_show, probe_show):
             continue
         a, b = service_show.get(prop), probe_show.get(prop)
         if a != b and not (prop in SET_VALUED and a is not None and b is not None and
-                           a[:1] == b[:1] and sorted(a.lstrip("~").split()) == sorted(b.lstrip("~").split())):
+                           a.startswith("~") == b.startswith("~") and
+                           sorted(a.lstrip("~").split()) == sorted(b.lstrip("~").split())):
             diffs.append({"property": prop, "service": a, "probe": b})
     return diffs
 
