@@ -4,10 +4,12 @@
 """metnos_audit: the whole read-only host audit in one round trip.
 
 Instead of packaging a module per task (AnsiballZ), this action ships one self-contained
-payload: the toolkit's core (module_utils/metnos_sandbox) compressed once per worker process,
-plus a 20-line bootstrap that imports it from memory. Over pipelining-capable connections
-(local, ssh) the payload goes over stdin with a single command; otherwise it is copied to the
-remote temp dir first. Documentation: library/metnos_audit.py.
+payload: the toolkit's core (module_utils/metnos_sandbox) compressed once per run in the
+controller's main process, plus a 25-line bootstrap that imports it from memory. Over
+pipelining-capable connections (local, ssh) the payload goes over stdin with a single command;
+otherwise as arguments (or, when too long, through the remote temp dir). Each host's result is
+also kept in the run's controller-side temp dir for metnos_audit_report (see spool()).
+Documentation: library/metnos_audit.py.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
@@ -16,33 +18,43 @@ import glob
 import json
 import os
 import shlex
+import sys
 import zlib
 
-from ansible.errors import AnsibleActionFail
+from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.plugins.action import ActionBase
 
-_CORE = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "module_utils",
-                                      "metnos_sandbox"))
-_PAYLOAD = None
+_UTILS = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "module_utils"))
+_CORE = os.path.join(_UTILS, "metnos_sandbox")
+if _UTILS not in sys.path:
+    sys.path.insert(0, _UTILS)
+
+from metnos_sandbox import manifest as M  # noqa: E402  (controller side: the one manifest loader)
+from metnos_sandbox import report as R  # noqa: E402  (controller side only: the spool's layout)
+
 MAX_ARG = 120000   # Linux MAX_ARG_STRLEN is 128 KiB per argument
 
-BOOTSTRAP = r'''
-import sys, json, zlib, base64, importlib.abc, importlib.util
+# Runs on the host: stdlib only, Python 3.8+. It imports nothing it does not need (importlib.abc alone
+# costs more than json and zlib together) and compiles a module only when the audit imports it.
+BOOTSTRAP = r"""
+import sys, json, zlib
 if len(sys.argv) > 2:
-    head, blob = sys.argv[1].encode("utf-8"), sys.argv[2].encode("ascii")
+    import base64
+    head, blob = sys.argv[1].encode("utf-8"), base64.b64decode(sys.argv[2])
 else:
     data = open(sys.argv[1], "rb").read() if len(sys.argv) > 1 else sys.stdin.buffer.read()
     head, _sep, blob = data.partition(b"\n")
-src = json.loads(zlib.decompress(base64.b64decode(blob)).decode("utf-8"))
-class Loader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def find_spec(self, name, path, target=None):
+src = json.loads(zlib.decompress(blob).decode("utf-8"))
+from importlib.machinery import ModuleSpec
+class Loader(object):
+    def find_spec(self, name, path=None, target=None):
         if name in src:
-            return importlib.util.spec_from_loader(name, self, is_package=(name == "metnos_sandbox"))
+            return ModuleSpec(name, self, is_package=(name == "metnos_sandbox"))
     def create_module(self, spec):
         return None
     def exec_module(self, module):
         module.__file__ = "<metnos_audit:%s>" % module.__name__
-        exec(compile(src[module.__name__], module.__file__, "exec"), module.__dict__)
+        exec(compile(src[module.__name__], module.__file__, "exec", dont_inherit=True), module.__dict__)
 sys.meta_path.insert(0, Loader())
 from metnos_sandbox import audit
 try:
@@ -51,23 +63,68 @@ except Exception as exc:
     import traceback
     result = {"failed": True, "msg": "metnos_audit payload failed: %s" % exc, "exception": traceback.format_exc()}
 sys.stdout.write(json.dumps(result))
-'''
+"""
 
 ARGS = {"unit": str, "scope": str, "user": str, "manifests": list, "host": dict, "profile_dir": str,
         "probe": bool, "probe_timeout": (int, float), "smoke_user": str, "python": str}
 
 
-def payload():
-    """The core's sources, compressed once per worker process."""
-    global _PAYLOAD
-    if _PAYLOAD is None:
-        src = {}
-        for path in sorted(glob.glob(os.path.join(_CORE, "*.py"))):
-            name = os.path.splitext(os.path.basename(path))[0]
-            with open(path, "r") as handle:
-                src["metnos_sandbox" if name == "__init__" else "metnos_sandbox." + name] = handle.read()
-        _PAYLOAD = base64.b64encode(zlib.compress(json.dumps(src).encode("utf-8"), 9))
-    return _PAYLOAD
+def _core_sources():
+    src = {}
+    for path in sorted(glob.glob(os.path.join(_CORE, "*.py"))):
+        name = os.path.splitext(os.path.basename(path))[0]
+        with open(path, "r") as handle:
+            src["metnos_sandbox" if name == "__init__" else "metnos_sandbox." + name] = handle.read()
+    return src
+
+
+def _build_payload():
+    return zlib.compress(json.dumps(_core_sources()).encode("utf-8"), 9)
+
+
+# Built when the module is imported. Ansible's strategy imports action plugins in the controller's main
+# process before it forks a worker per host, so every worker inherits these bytes instead of reading and
+# compressing the core again (that alone was ~10 ms of controller CPU per host).
+_PAYLOAD = _build_payload()
+_PAYLOAD_B64 = None
+
+
+def payload(encoding="raw"):
+    """The core's sources as one zlib-compressed JSON object ({module name: source}); base64 for argv."""
+    global _PAYLOAD_B64
+    if encoding == "raw":
+        return _PAYLOAD
+    if _PAYLOAD_B64 is None:
+        _PAYLOAD_B64 = base64.b64encode(_PAYLOAD)
+    return _PAYLOAD_B64
+
+
+def _warm_filters():
+    """Load the Jinja filter plugins once in the controller's main process (see _PAYLOAD): the audit task's
+    arguments use filters (bool, default, metnos_manifest_source), and a worker that has to discover and
+    import every filter plugin itself spends ~30 ms per host doing it."""
+    try:
+        from ansible.plugins.loader import filter_loader
+        filter_loader.get("bool")
+    except Exception:   # only an optimisation: the worker loads them itself otherwise
+        pass
+
+
+_warm_filters()
+
+def spool_dir():
+    """Where this run keeps each host's result for metnos_audit_report: a directory inside Ansible's own
+    per-run temp dir on the controller (private, created by the main process before it forks the workers,
+    removed when it exits)."""
+    from ansible import constants as C
+    return os.path.join(C.DEFAULT_LOCAL_TMP, R.SPOOL)
+
+
+def spool(host, text):
+    """Keep one host's result (the payload's JSON as received, or a failure record) for the report, so
+    that the report reads files instead of templating every host's registered result through Jinja
+    (at 1,000 hosts that templating alone took ~4 s of CPU in one worker)."""
+    R.write_spooled(spool_dir(), host, text)
 
 
 class ActionModule(ActionBase):
@@ -104,40 +161,18 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("metnos_audit: scope must be system or user, got %r" % args["scope"])
         args.setdefault("unit", "metnos.service")
         args.setdefault("probe", True)
-        manifests = []
-        for index, item in enumerate(args.get("manifests") or []):
-            if isinstance(item, str):
-                try:
-                    import yaml
-                    item = yaml.safe_load(item)
-                except Exception as exc:
-                    raise AnsibleActionFail("metnos_audit: manifests[%d] is not YAML/JSON: %s" % (index, exc)) from None
-            manifests.append(item)
-        args["manifests"] = manifests
+        # Manifest text is loaded by the core's one reader/decoder (the host then needs no YAML
+        # library); a refused load travels as the core's refusal record, refused on the host.
+        args["manifests"] = [M.transport(item) for item in args.get("manifests") or []]
 
         python = args.pop("python", None) or (task_vars or {}).get("ansible_python_interpreter") or "/usr/bin/python3"
         python = self._templar.template(python)
-        data = json.dumps(args).encode("utf-8") + b"\n" + payload()
-        boot = "%s -c %s" % (shlex.quote(python), shlex.quote(BOOTSTRAP))
-        remote_tmp = None
-        params = json.dumps(args)
-        if getattr(self._connection, "has_pipelining", False):
-            # one command, the payload on stdin (local, ssh)
-            res = self._low_level_execute_command(boot, in_data=data, sudoable=True)
-        elif len(payload()) + len(params) < MAX_ARG:
-            # no pipelining (podman, docker): the payload travels as arguments, nothing is written remotely
-            res = self._low_level_execute_command("%s %s %s" % (boot, shlex.quote(params), payload().decode("ascii")),
-                                                  sudoable=True)
-        else:
-            remote_tmp = self._make_tmp_path()
-            remote_file = self._connection._shell.join_path(remote_tmp, "metnos_audit.payload")
-            self._transfer_data(remote_file, data)
-            res = self._low_level_execute_command("%s %s" % (boot, shlex.quote(remote_file)), sudoable=True)
+        host = (task_vars or {}).get("inventory_hostname") or "localhost"
         try:
-            if remote_tmp:
-                self._remove_tmp_path(remote_tmp)
-        except Exception:
-            pass
+            res = self._ship(python, args)
+        except AnsibleConnectionFailure as exc:
+            spool(host, json.dumps({"unreachable": True, "msg": str(exc)}))
+            raise
         stdout = res.get("stdout", "")
         try:
             out = json.loads(stdout[stdout.index("{"):]) if "{" in stdout else None
@@ -147,10 +182,35 @@ class ActionModule(ActionBase):
             missing = self._python_missing(python)
             if missing:
                 result.update(failed=True, code="host_no_python", msg=missing)
+                spool(host, json.dumps({"failed": True, "code": "host_no_python", "msg": missing}))
                 return result
             result.update(failed=True, rc=res.get("rc"), msg="metnos_audit: the payload failed on this host "
                           "(rc=%s): %s" % (res.get("rc"), (res.get("stderr") or stdout)[-1500:]))
+            spool(host, json.dumps({"failed": True, "msg": result["msg"]}))
             return result
+        spool(host, stdout[stdout.index("{"):])
         result.update(out)
         result["changed"] = False
         return result
+
+    def _ship(self, python, args):
+        """Run the payload on the host in one command: over stdin where the connection pipelines (local,
+        ssh), as arguments otherwise (podman, docker), through a remote temp file when too long for that."""
+        data = json.dumps(args).encode("utf-8") + b"\n" + payload()
+        boot = "exec %s -c %s" % (shlex.quote(python), shlex.quote(BOOTSTRAP))
+        params = json.dumps(args)
+        if getattr(self._connection, "has_pipelining", False):
+            return self._low_level_execute_command(boot, in_data=data, sudoable=True)
+        if len(payload("base64")) + len(params) < MAX_ARG:
+            return self._low_level_execute_command("%s %s %s" % (boot, shlex.quote(params),
+                                                                 payload("base64").decode("ascii")), sudoable=True)
+        remote_tmp = self._make_tmp_path()
+        try:
+            remote_file = self._connection._shell.join_path(remote_tmp, "metnos_audit.payload")
+            self._transfer_data(remote_file, data)
+            return self._low_level_execute_command("%s %s" % (boot, shlex.quote(remote_file)), sudoable=True)
+        finally:
+            try:
+                self._remove_tmp_path(remote_tmp)
+            except Exception:
+                pass

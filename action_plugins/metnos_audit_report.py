@@ -3,14 +3,16 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """metnos_audit_report: write the fleet reports on the controller (no remote execution).
 
-Options: results (host -> metnos_audit result, including unreachable/failed ones), dest
-(directory, relative paths are taken from the playbook directory's parent), warnings_as_failures.
-Returns paths, totals, gate and a terminal summary. Documentation: library/metnos_audit_report.py.
+Options: hosts (the play's hosts: their results are read from what metnos_audit kept in this run's
+controller-side temp dir) or results (host -> metnos_audit result, including unreachable/failed
+ones), dest (directory), warnings_as_failures. Returns paths, totals, gate, timings and a terminal
+summary. Documentation: library/metnos_audit_report.py.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
 import os
 import sys
+import time
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
@@ -21,6 +23,14 @@ if _CORE not in sys.path:
 
 from metnos_sandbox import report as R  # noqa: E402
 
+OPTIONS = {"results", "hosts", "dest", "warnings_as_failures"}
+
+
+def spool_dir():
+    """Where metnos_audit kept this run's results (see action_plugins/metnos_audit.py)."""
+    from ansible import constants as C
+    return os.path.join(C.DEFAULT_LOCAL_TMP, R.SPOOL)
+
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
@@ -30,20 +40,31 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         args = self._task.args
-        unknown = set(args) - {"results", "dest", "warnings_as_failures"}
+        unknown = set(args) - OPTIONS
         if unknown:
             raise AnsibleActionFail("metnos_audit_report: unknown option(s) %s" % ", ".join(sorted(unknown)))
-        results = args.get("results")
-        if not isinstance(results, dict):
+        results, hosts = args.get("results"), args.get("hosts")
+        if results is not None and not isinstance(results, dict):
             raise AnsibleActionFail("metnos_audit_report: results must be a mapping host -> audit result")
+        if hosts is not None and (not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts)):
+            raise AnsibleActionFail("metnos_audit_report: hosts must be a list of inventory host names")
+        if (results is None) == (hosts is None):
+            raise AnsibleActionFail("metnos_audit_report: give either hosts (results kept by metnos_audit in this "
+                                    "run) or results (host -> registered metnos_audit result)")
         dest = args.get("dest") or "reports"
         if not isinstance(dest, str):
             raise AnsibleActionFail("metnos_audit_report: dest must be a directory path")
-        doc = R.build(results, warnings_as_failures=bool(args.get("warnings_as_failures", False)))
+        start = time.time()
+        pairs = R.read_spooled(spool_dir(), sorted(set(hosts))) if hosts is not None else \
+            ((name, results[name]) for name in sorted(results))
+        doc = R.build_from_results(pairs, warnings_as_failures=bool(args.get("warnings_as_failures", False)))
+        timings = {"build": round(time.time() - start, 3)}
         try:
-            paths = R.write_all(doc, dest)    # reports are written in check mode too: they change no host
+            paths = R.write_all(doc, dest, timings=timings)   # written in check mode too: they change no host
         except OSError as exc:
             raise AnsibleActionFail("metnos_audit_report: cannot write reports to %s: %s" % (dest, exc)) from None
-        result.update(changed=False, paths=paths, totals=doc["totals"], gate=doc["gate"],
-                      summary=R.terminal_summary(doc))
+        timings["total"] = round(time.time() - start, 3)
+        result.update(changed=False, paths=paths, totals=doc["totals"], gate=doc["gate"], timings=timings,
+                      summary=R.terminal_summary(doc) + ["reports written in %.2f s: %s" % (
+                          timings["total"], " ".join(paths.values()))])
         return result

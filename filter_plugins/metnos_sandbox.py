@@ -19,6 +19,7 @@ if _CORE not in sys.path:
 
 import shlex  # noqa: E402
 
+from metnos_sandbox import diagnostics as _diagnostics  # noqa: E402  pylint: disable=wrong-import-position
 from metnos_sandbox import manifest as _manifest  # noqa: E402  pylint: disable=wrong-import-position
 from metnos_sandbox import profile as _profile  # noqa: E402  pylint: disable=wrong-import-position
 from metnos_sandbox import summary as _summary  # noqa: E402  pylint: disable=wrong-import-position
@@ -60,34 +61,20 @@ def sandbox_enforce_lines(result):
 
 
 def metnos_manifest_source(item):
-    """A metnos_sandbox_manifests entry (controller path, or {file|manifest, invocation}) -> the manifest
-    as a mapping, parsed here on the controller so that managed hosts need no YAML library.
-    Text that does not parse is passed on unchanged: the module then refuses it with its own code."""
+    """A metnos_sandbox_manifests entry (controller path, or {file|manifest, invocation}) -> what the
+    module gets: the manifest loaded on the controller by the core's one reader and decoder (so
+    managed hosts need no YAML library), or the core's refusal record when loading is refused (the
+    module then refuses with the same code). Validation and rendering happen on the host."""
     if isinstance(item, dict) and "manifest" in item:
-        return item["manifest"]
+        return _manifest.transport(item["manifest"])
     if isinstance(item, str):
         path = item
-    elif isinstance(item, dict) and "file" in item:
+    elif isinstance(item, dict) and isinstance(item.get("file"), str):
         path = item["file"]
     else:
-        raise AnsibleFilterError("metnos_manifest_source: expected a path or a mapping with file/manifest, got %r"
-                                 % (item,))
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except (IOError, OSError) as exc:
-        raise AnsibleFilterError("metnos_manifest_source: cannot read manifest %s: %s" % (path, exc)) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise AnsibleFilterError("metnos_manifest_source: %s is refused (manifest_not_utf8): byte %d is not valid "
-                                 "UTF-8; manifests are UTF-8 text" % (path, exc.start)) from None
-    try:
-        import yaml
-        parsed = yaml.safe_load(text)
-    except Exception:
-        return text      # the module refuses it with manifest_parse_error, naming the problem
-    return parsed if isinstance(parsed, dict) else text
+        raise AnsibleFilterError("metnos_manifest_source: expected a path or a mapping with file/manifest, got %s"
+                                 % _diagnostics.excerpt(item))
+    return _manifest.transport(_manifest.FileSource(path))
 
 
 def metnos_capabilities(capabilities):
@@ -95,6 +82,9 @@ def metnos_capabilities(capabilities):
     if not isinstance(capabilities, list):
         raise AnsibleFilterError("metnos_capabilities: expected a list of capability strings, got %s"
                                  % type(capabilities).__name__)
+    if len(capabilities) > _manifest.MAX_CAPABILITIES:
+        raise AnsibleFilterError("metnos_capabilities: %d capabilities; the limit is %d "
+                                 "(manifest_too_many_capabilities)" % (len(capabilities), _manifest.MAX_CAPABILITIES))
     out = []
     for index, text in enumerate(capabilities):
         cap, errors = _manifest.parse_capability(text, "capabilities[%d]" % index)
@@ -106,8 +96,11 @@ def metnos_capabilities(capabilities):
 
 
 def metnos_profile(manifest, host=None, invocation=None, status=None, command=None):
-    """A manifest (mapping or YAML/JSON text) -> the rendered profile, on the controller's paths.
+    """A manifest (mapping or YAML/JSON text) -> a PREVIEW of the rendered profile.
 
+    The filter runs on the controller: paths are resolved against the controller's filesystem,
+    not the managed host's, so the result carries ``preview: true`` and a profile_preview
+    diagnostic; the final profile is the sandbox_profile module's, rendered on the host.
     Refusals are returned (decision=refused, diagnostics); only bad arguments raise.
     """
     if not isinstance(manifest, (dict, str)):
@@ -119,12 +112,12 @@ def metnos_profile(manifest, host=None, invocation=None, status=None, command=No
         raise AnsibleFilterError("metnos_profile: %s" % exc) from None
     if invocation is not None and not isinstance(invocation, dict):
         raise AnsibleFilterError("metnos_profile: invocation must be a mapping, got %s" % type(invocation).__name__)
-    return _profile.render_safe(dict(manifest) if isinstance(manifest, dict) else manifest, ctx,
-                                invocation or {}, status, command)
+    return _profile.render_safe(manifest, ctx, invocation or {}, status, command, preview=True)
 
 
 def metnos_argv(manifest, host=None, invocation=None, status=None, command=None):
-    """A manifest -> its argv list; raises with the refusal code when refused."""
+    """A manifest -> the argv of its PREVIEW profile (controller paths, see metnos_profile);
+    raises with the refusal code when refused. Never use it as the host's final profile."""
     prof = metnos_profile(manifest, host, invocation, status, command)
     if prof["decision"] == "refused":
         first = [d for d in prof["diagnostics"] if d["severity"] == "error"][0]
@@ -135,7 +128,7 @@ def metnos_argv(manifest, host=None, invocation=None, status=None, command=None)
 def shell_join(argv):
     """A list of arguments -> one shell-quoted command line."""
     if not isinstance(argv, (list, tuple)) or not all(isinstance(a, str) for a in argv):
-        raise AnsibleFilterError("shell_join: expected a list of strings, got %r" % (argv,))
+        raise AnsibleFilterError("shell_join: expected a list of strings, got %s" % _diagnostics.excerpt(argv))
     return " ".join(shlex.quote(a) for a in argv)
 
 

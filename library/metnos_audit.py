@@ -15,8 +15,10 @@ description:
     environment (as M(metnos_service_env) in validate mode), drift of the rendered profiles
     against what the manifests render today, and the real probe (as M(sandbox_probe)).
   - Runs as an action plugin that ships the toolkit's core as one compressed payload over the
-    connection (stdin where the connection pipelines, a temp file otherwise), instead of one
-    packaged module per check. This file documents it and is the fallback implementation.
+    connection (stdin where the connection pipelines, arguments or a temp file otherwise), instead
+    of one packaged module per check. This file documents it and is the fallback implementation.
+  - The action also keeps each host's result in Ansible's per-run temp dir on the controller, where
+    M(metnos_audit_report) with O(metnos_audit_report#module:hosts) reads it.
   - Never changes the host; the result is the same in check mode.
 options:
   unit: {description: The Metnos service unit; empty to skip service checks., type: str, default: metnos.service}
@@ -58,6 +60,13 @@ service: {description: The metnos_service_env result, or null when the unit is m
 profiles: {description: Per-manifest drift state (in_sync, drift, missing, refused)., returned: always, type: list}
 probe: {description: The sandbox_probe result, or null when not run., returned: always, type: dict}
 diagnostics: {description: All findings, errors first., returned: always, type: list, elements: dict}
+duration: {description: Wall seconds the audit took on the host., returned: always, type: float}
+cpu:
+  description:
+    - CPU seconds (user + system) the audit used on the host, commands it waited for included (a probe
+      in a systemd transient unit runs under systemd and is not counted).
+  returned: always
+  type: float
 """
 
 from ansible.module_utils.basic import AnsibleModule

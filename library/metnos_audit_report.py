@@ -12,11 +12,22 @@ version_added: "0.1.0"
 description:
   - Runs on the controller only (action plugin); it never contacts a host.
   - Builds one report document (schema C(metnos-sandbox-audit-report/1), see docs/audit-report.md)
-    from the registered M(metnos_audit) results of every host, including unreachable ones, flags
-    hosts whose bubblewrap package differs from the fleet majority, and writes one timestamped
-    set - C(.json), C(.md), C(.junit.xml), C(.html) (self-contained).
+    from the M(metnos_audit) results of every host, including unreachable ones, flags hosts whose
+    bubblewrap package differs from the fleet majority, and writes one timestamped set - C(.json),
+    C(.md), C(.junit.xml), C(.html) (self-contained) - each streamed to its file.
+  - With O(hosts), the results are those M(metnos_audit) kept for each host in this run, in
+    Ansible's per-run temp dir on the controller (no templating of registered results - the way
+    for large fleets). With O(results), the registered results are passed in.
 options:
-  results: {description: "Mapping host -> registered metnos_audit result.", type: dict, required: true}
+  hosts:
+    description:
+      - The play's hosts (normally C(ansible_play_hosts_all)); a host without a result in this run
+        is reported unreachable. Exactly one of O(hosts) and O(results).
+    type: list
+    elements: str
+  results:
+    description: "Mapping host -> registered metnos_audit result. Exactly one of O(hosts) and O(results)."
+    type: dict
   dest: {description: Directory for the reports., type: path, default: reports}
   warnings_as_failures: {description: Count hosts with warnings as failing in the gate., type: bool, default: false}
 attributes:
@@ -27,7 +38,13 @@ author:
 """
 
 EXAMPLES = r"""
-- name: Write the reports
+- name: Write the reports from what metnos_audit kept in this run
+  metnos_audit_report:
+    hosts: "{{ ansible_play_hosts_all }}"
+    dest: reports
+  run_once: true
+
+- name: Write the reports from registered results (small fleets, or results from elsewhere)
   metnos_audit_report:
     results: "{{ dict(ansible_play_hosts_all
                  | zip(ansible_play_hosts_all | map('extract', hostvars, 'metnos_audit_result'))) }}"
@@ -39,14 +56,22 @@ RETURN = r"""
 paths: {description: "Written files by kind (json, md, junit.xml, html).", returned: always, type: dict}
 totals: {description: Counts per verdict and per diagnostic code., returned: always, type: dict}
 gate: {description: "{failed, failing_hosts, warnings_as_failures}: what CI should do.", returned: always, type: dict}
-summary: {description: Terminal summary lines., returned: always, type: list, elements: str}
+summary:
+  description: Terminal summary lines (at most 20 failing hosts named, then where the reports are).
+  returned: always
+  type: list
+  elements: str
+timings:
+  description: "Seconds spent building the document and writing each format (json, md, junit.xml, html, total)."
+  returned: always
+  type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
 
 def main():
-    module = AnsibleModule(argument_spec=dict(results=dict(type="dict", required=True),
+    module = AnsibleModule(argument_spec=dict(results=dict(type="dict"), hosts=dict(type="list", elements="str"),
                                               dest=dict(type="path", default="reports"),
                                               warnings_as_failures=dict(type="bool", default=False)),
                            supports_check_mode=True)

@@ -21,12 +21,28 @@ description:
     context - every directive of the unit's files minus a documented deny list (docs/unit-directives.md),
     proven equal to the service with C(systemctl show); what cannot be carried is named and lowers
     C(confidence). Without systemd, directly as the service user (a weaker context, reported as such).
-  - The payload checks from inside, each check with the rule it proves - private user/ipc/uts
-    (and net) namespaces, only C(lo), a private empty C(/tmp), read-only mounts refuse writes,
-    writable ones accept them, undeclared sensitive paths are absent, the parent-death signal is
-    set, and there is no PID namespace.
-  - C(--json-status-fd) tells a setup failure from a payload failure; bwrap's stderr is classified.
-    A timeout kills the whole process tree. Nothing is left on the host.
+  - Every check has two witnesses. Outside, from the host's C(/proc), bwrap's C(--json-status-fd)
+    child-pid must be the payload process (exact command line, a child of the bwrap that was started);
+    its namespace inodes are compared with bwrap's own, and its mount table and interfaces are read
+    while the payload waits (a handshake on its stdin, also through C(systemd-run --pipe)). Where root
+    may not read another user's namespace links (no CAP_SYS_PTRACE, e.g. in containers) they are read
+    with the payload's own uid and gid. Inside, the payload reports C(statfs)/C(statvfs)/C(stat) of
+    each mount, C(lstat) of hidden paths, a real write per writable grant, its interfaces and its
+    parent-death signal; its own C(/proc/self/ns) links count only once C(/proc) is proven to be a
+    procfs whose C(/proc/self) is the payload.
+  - Checks, each with the rule it proves - bwrap's child is the payload, C(/proc) is a procfs showing
+    the payload, private user/mnt/ipc/uts (and net, with only C(lo)) namespaces, no PID namespace,
+    C(/tmp) a fresh empty tmpfs (a device no host mount has), C(/dev) bwrap's minimal tmpfs, every
+    read-only bind mounted read-only (mount flags, never a refused write), writable grants accept a
+    real write, undeclared sensitive paths absent (ENOENT) on the sandbox's own root, the
+    parent-death signal set. A permission error is "not proven" and fails the check.
+  - Outcomes have distinct codes - C(probe_not_isolated) (the payload ran without isolation, e.g. a
+    bwrap look-alike; the message lists the checks that show it), C(probe_check_failed),
+    C(probe_setup_failed) (bwrap failed before the payload ran, with bwrap's text),
+    C(probe_payload_failed) (the payload could not report), C(probe_timeout). A timeout kills the
+    whole process tree. Nothing is left on the host.
+  - The bwrap the probe runs is also judged as a binary (package owner, root ownership, setuid),
+    with or without a unit.
   - Read-only for the host; it behaves the same in check mode.
 options:
   unit:
@@ -102,11 +118,21 @@ checks:
   type: list
   elements: dict
   contains:
-    name: {description: Check name (e.g. only_loopback, read_only:/usr, hidden:/home)., type: str}
+    name: {description: "Check name, e.g. net_namespace_private, read_only:/usr, fresh_tmpfs:/tmp.", type: str}
     rule: {description: Spec rule it proves., type: str}
     expected: {description: What the profile promises., type: raw}
-    observed: {description: What the payload saw., type: raw}
-    ok: {description: Whether it held., type: bool}
+    observed: {description: "Both witnesses (outside, inside) and, when it failed, the problems found.", type: raw}
+    ok: {description: Whether it held (false also when it could not be proven)., type: bool}
+evidence:
+  description: Whose processes the outside witness looked at, and who read their namespace links.
+  returned: when the payload reported
+  type: dict
+  contains:
+    bwrap_pid: {description: The bwrap process that was started., type: int}
+    bwrap_exe: {description: "What that process executes (/proc/PID/exe), or why it could not be read.", type: str}
+    child_pid: {description: The child-pid bwrap reported (null when it reported none)., type: int}
+    payload_pid: {description: The payload process found on the host., type: int}
+    read_by: {description: "The probe itself, or the same-credential reader.", type: str}
 context:
   description: How the probe ran (systemd transient unit, direct, or not started and why).
   returned: always

@@ -17,16 +17,22 @@ description:
     the base item or capability that caused them).
   - Fails closed like the runtime (R-FAIL-1) when bwrap is unavailable or disabled, except for
     the byte-pinned C(undo_last_turn) exception (R-FAIL-2).
-  - Over-broad or dangerous requests are refused with a stable code, never rendered.
+  - Over-broad or dangerous requests are refused with a stable code, never rendered. Every path that
+    reaches a mount is judged as written and fully resolved on this host; a final check of the rendered
+    argv enforces the profile invariants (docs/profile-invariants.md) and fails closed.
   - With I(dest), writes C(<executor>.json) (structured profile) and C(<executor>.args) (one argv
     element per line) atomically; C(changed) only when content changes; C(--diff) shows the argv
     lines (mounts) a manifest change adds or removes.
 options:
   manifest:
-    description: The manifest, as a mapping or as YAML/JSON text. Exclusive with I(manifest_file).
+    description:
+      - The manifest, as a mapping or as YAML/JSON text (or what the C(metnos_manifest_source) filter
+        hands over). Exclusive with I(manifest_file).
+      - Input is bounded (size, nodes with YAML aliases counted before expansion, depth, counts,
+        lengths) and matched exactly; each refusal has its own code (docs/profile-invariants.md).
     type: raw
   manifest_file:
-    description: Path of a manifest file on the managed host.
+    description: Path of a manifest file on the managed host, read by the core (regular file, at most 64 KiB).
     type: path
   invocation:
     description: The concrete invocation.
@@ -42,6 +48,11 @@ options:
         python_package_roots, i18n_dbs, lexicon_dbs, resources, indexes, integrations_dir,
         mail_credentials_dir, mail_accounts, dialog_dir, undo_root, systemd_read_paths,
         system_read_paths, undo_exception.
+      - Every path is resolved on the host (symlinks followed) and judged with the same rules as a
+        manifest scope; a refused one is reported as C(host_path_refused) naming the key.
+      - C(undo_exception) pins the undo broker (R-FAIL-2) with name, origin, revision, owner,
+        capability, files and digest; the digest must equal the one computed from the broker's files
+        on disk.
     type: dict
     default: {}
   discover_python_roots:
@@ -136,14 +147,12 @@ files:
   elements: str
 """
 
-import json
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.metnos_sandbox import bwrap as B
-from ansible.module_utils.metnos_sandbox import envflags
+from ansible.module_utils.metnos_sandbox import envflags, store
 from ansible.module_utils.metnos_sandbox import manifest as M
 from ansible.module_utils.metnos_sandbox import profile as P
 from ansible.module_utils.metnos_sandbox import validate as V
@@ -170,45 +179,6 @@ def build_module():
     )
 
 
-def write_atomic(module, path, content):
-    """Write content to path atomically; return (changed, before)."""
-    before = None
-    if os.path.exists(path):
-        with open(path, "r") as handle:
-            before = handle.read()
-    if before == content:
-        return False, before
-    if not module.check_mode:
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".%s." % os.path.basename(path))
-        with os.fdopen(fd, "w") as handle:
-            handle.write(content)
-        os.chmod(tmp, 0o644)
-        module.atomic_move(tmp, path)
-    return True, before
-
-
-def review_lines(doc):
-    """A reviewer's view of a profile: network decision, then one mount per line with its rules."""
-    if not doc:
-        return ""
-    net = doc.get("network") or {}
-    lines = ["network: %s" % ("host (%s)" % ", ".join(net.get("because") or []) if net.get("host")
-                              else "isolated (--unshare-net)")]
-    for m in doc.get("mounts") or []:
-        src = "" if m.get("src") in (None, m["dest"]) else " <- %s" % m["src"]
-        rules = ", ".join(sorted(set(p["rule"] for p in m.get("provenance") or [])))
-        lines.append("%-7s %s%s  [%s]" % (m["kind"], m["dest"], src, rules))
-    return "\n".join(lines) + "\n"
-
-
-def read_json(path):
-    try:
-        with open(path) as handle:
-            return json.load(handle)
-    except (IOError, OSError, ValueError):
-        return None
-
-
 def main():
     module = build_module()
     p = module.params
@@ -222,52 +192,23 @@ def main():
     except (V.OptionError, P.ContextError) as exc:
         module.fail_json(msg="sandbox_profile: %s" % exc, code="invalid_option")
 
-    source = p["manifest"]
-    if p["manifest_file"]:
-        try:
-            source = M.load(p["manifest_file"])
-        except M.ManifestError as exc:
-            source = exc
-    if isinstance(source, M.ManifestError):
-        result = P.refused(None, source.diagnostics)
-    else:
-        status = envflags.status(B.which("bwrap", path_text), environment)
-        result = P.render_safe(source, host, p["invocation"] or {}, status, p["command"])
+    # The one core path: the manifest (inline, or a file read on this host by the core) is
+    # coerced, validated, rendered and checked by profile.render_safe.
+    source = M.FileSource(p["manifest_file"]) if p["manifest_file"] else p["manifest"]
+    status = envflags.status(B.which("bwrap", path_text), environment)
+    invocation = dict((k, v) for k, v in (p["invocation"] or {}).items() if v is not None)
+    result = P.render_safe(source, host, invocation, status, p["command"])
 
     out = dict(changed=False, **result)
     if p["dest"] and result["decision"] != "refused":
-        if not os.path.isdir(p["dest"]) and not module.check_mode:
-            try:
-                os.makedirs(p["dest"], 0o755)
-            except OSError as exc:
-                module.fail_json(msg="sandbox_profile: cannot create dest %s: %s" % (p["dest"], exc.strerror),
-                                 code="dest_unwritable")
-        base = os.path.join(p["dest"], result["executor"])
-        doc = dict((k, result[k]) for k in ("executor", "decision", "argv", "mounts", "namespaces",
-                                            "network", "manifest", "exception") if k in result)
-        doc["diagnostics"] = [dict((k, d[k]) for k in ("code", "severity", "rule", "message"))
-                              for d in result["diagnostics"]]
-        contents = [(base + ".args", "\n".join(result["argv"]) + "\n"),
-                    (base + ".json", json.dumps(doc, indent=2, sort_keys=True) + "\n")]
-        before_doc = read_json(base + ".json")
-        diffs = []
-        if before_doc != json.loads(contents[1][1]):
-            diffs.append({"before": review_lines(before_doc), "after": review_lines(doc),
-                          "before_header": "%s (mounts, before)" % result["executor"],
-                          "after_header": "%s (mounts, after)" % result["executor"]})
-        for path, content in contents:
-            try:
-                changed, before = write_atomic(module, path, content)
-            except (IOError, OSError) as exc:
-                module.fail_json(msg="sandbox_profile: cannot write %s: %s" % (path, exc), code="dest_unwritable")
-            out["changed"] = out["changed"] or changed
-            if changed and path.endswith(".args"):
-                diffs.append({"before": before or "", "after": content,
-                              "before_header": path if before is not None else "(absent)",
-                              "after_header": path})
-        out["files"] = [c[0] for c in contents]
-        if module._diff and diffs:
-            out["diff"] = diffs
+        try:
+            written = store.write(p["dest"], result, module.check_mode, move=module.atomic_move)
+        except store.StoreError as exc:
+            module.fail_json(msg="sandbox_profile: %s" % exc, code="dest_unwritable")
+        out["changed"] = written["changed"]
+        out["files"] = written["files"]
+        if module._diff and written["diff"]:
+            out["diff"] = written["diff"]
 
     if result["decision"] == "refused" and p["fail_on_refusal"]:
         first = [d for d in result["diagnostics"] if d["severity"] == "error"][0]

@@ -1,30 +1,56 @@
 #!/usr/bin/env python3
-"""Benchmark the fleet audit on a simulated fleet (not a test; figures go in docs/benchmarks.md).
+"""Benchmark the fleet audit at fleet scale (not a test; the figures go in docs/benchmarks.md).
 
-    python scripts/bench-audit.py [--sizes 1,10,50,200] [--forks 50] [--repeat 1] [--ssh 10]
+    python scripts/bench-audit.py                      # the whole table: N=200 and 1,000, 20 SSH hosts,
+                                                       # 10,000 synthetic results, Chromium timings
+    python scripts/bench-audit.py --sizes 10,50 --ssh 0 --synthetic 0 --no-browser   # a quick look
 
-For each fleet size N, in the same run, it measures wall time and controller CPU of:
-  ours   playbooks/audit.yml (metnos_audit: one self-contained payload per host, pipelined)
-  naive  the same checks "the usual way": full fact gathering + one command/stat task per check
-  floor  the checks as a Python script per host, 2 at a time, no Ansible at all
-Hosts are local-connection aliases of this machine (each runs the checks for real). With
---ssh K, K hosts in network namespaces (own addresses on a veth bridge, sshd in each, key auth)
-are audited over SSH too (needs iproute2 and openssh-server; created and removed by the script).
+Cells (all in one run, one line each, a Markdown table and --json at the end):
+  ours   playbooks/audit.yml over N local-connection aliases of this machine (each runs every check for
+         real: bwrap smoke test as nobody, service environment, the probe), forks 50, pipelining
+  floor  the same payload run directly, as many at a time as there are CPUs, no Ansible
+  naive  (only up to --naive-up-to hosts) fact gathering + one command/stat task per check, forks 5
+  ssh    ours over SSH to K hosts, each in a network namespace of its own with its own sshd; the
+         controller runs in one more namespace holding the bridge, so every address lives in a
+         namespace this script creates (and removes, on failure and Ctrl-C too)
+  synth  report generation and the merge alone, on --synthetic host records made from a real one
+
+What each figure means:
+  wall             seconds, start to exit of ansible-playbook
+  CPU              user+system seconds of every process of the run (getrusage of the children)
+  payload CPU      the sum of what each host's audit reports as its own CPU (the `cpu` field: the
+                   payload's interpreter and the commands it waited for)
+  controller CPU   CPU - payload CPU (ansible-playbook, its forked workers, the shells and ssh clients
+                   they start), per host
+  main RSS peak    ru_maxrss of the ansible-playbook main process (its own high-water mark)
+  tree PSS peak    the largest sum, over the controller's processes (main + workers + ssh), of their
+                   proportional set size, sampled every 0.5 s: shared pages are split between the
+                   processes sharing them, so the sum is the memory the controller really holds
+  other load       CPU seconds that processes outside this benchmark used during the cell (from
+                   /proc/stat): the machine is shared, and wall times move with it; CPU figures move less
 """
 import argparse
+import atexit
+import glob
 import json
 import os
+import re
 import resource
+import shlex
 import shutil
-import statistics
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV_BIN = os.path.dirname(sys.executable)
 sys.path.insert(0, os.path.join(ROOT, "action_plugins"))
+sys.path.insert(0, os.path.join(ROOT, "module_utils"))
+
+from metnos_sandbox import report as R  # noqa: E402
 
 NAIVE = """---
 - name: Naive audit (full facts + one task per check)
@@ -52,22 +78,120 @@ NAIVE = """---
       failed_when: false
 """
 
+# Runs ansible-playbook in this very process and writes the process's own rusage at exit: the main
+# process's CPU and peak RSS without a wrapper process of its own.
+LAUNCHER = r'''
+import atexit, os, resource, runpy, sys
+out = sys.argv[1]
+def report():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    with open(out, "w") as handle:
+        handle.write("%f %f %d\n" % (r.ru_utime, r.ru_stime, r.ru_maxrss))
+atexit.register(report)
+sys.argv = sys.argv[2:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+'''
+
+
+# --------------------------------------------------------------------------- measuring
 
 def children_cpu():
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
 
 
-def timed(cmd, env=None, cwd=ROOT):
-    cpu0, t0 = children_cpu(), time.time()
-    proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    return time.time() - t0, children_cpu() - cpu0, proc
+def machine_busy():
+    """CPU seconds all processes of the machine used so far (from /proc/stat)."""
+    with open("/proc/stat") as handle:
+        fields = [int(x) for x in handle.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / float(os.sysconf("SC_CLK_TCK"))
+
+
+def _pss_kb(pid):
+    try:
+        with open("/proc/%d/smaps_rollup" % pid) as handle:
+            for line in handle:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _tree(root):
+    """pid -> (ppid, comm, cmdline head) of root and its descendants."""
+    procs = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as handle:
+                stat = handle.read()
+            with open("/proc/%s/cmdline" % entry, "rb") as handle:
+                cmd = handle.read(300).replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        procs[int(entry)] = (ppid, cmd)
+    keep, frontier = {}, [root]
+    while frontier:
+        pid = frontier.pop()
+        if pid in procs and pid not in keep:
+            keep[pid] = procs[pid]
+            frontier.extend(p for p, (pp, _c) in procs.items() if pp == pid)
+    return keep
+
+
+class Sampler(threading.Thread):
+    """Every `period` s: the summed PSS of the controller's processes (ansible-playbook and its forks,
+    ssh clients), and how many there are."""
+
+    def __init__(self, pid, period=0.5):
+        super().__init__(daemon=True)
+        self.pid, self.period = pid, period
+        self.peak_kb = self.peak_procs = 0
+        self.stop = threading.Event()
+
+    def run(self):
+        while not self.stop.is_set():
+            procs = [p for p, (_pp, cmd) in _tree(self.pid).items()
+                     if "ansible-playbook" in cmd or cmd.startswith(("ssh ", "/usr/bin/ssh "))]
+            total = sum(_pss_kb(p) for p in procs)
+            self.peak_kb = max(self.peak_kb, total)
+            self.peak_procs = max(self.peak_procs, len(procs))
+            self.stop.wait(self.period)
+
+
+def run_playbook(argv, env, tmp, prefix=()):
+    """ansible-playbook through the launcher; returns measurements and the completed process."""
+    usage = os.path.join(tmp, "main-rusage")
+    launcher = os.path.join(tmp, "launcher.py")
+    with open(launcher, "w") as handle:
+        handle.write(LAUNCHER)
+    cmd = list(prefix) + [sys.executable, launcher, usage, os.path.join(VENV_BIN, "ansible-playbook")] + argv
+    cpu0, busy0, t0 = children_cpu(), machine_busy(), time.time()
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sampler = Sampler(proc.pid)
+    sampler.start()
+    out, err = proc.communicate()
+    sampler.stop.set()
+    sampler.join()
+    wall, cpu = time.time() - t0, children_cpu() - cpu0
+    other = machine_busy() - busy0 - cpu
+    main = {}
+    if os.path.exists(usage):
+        u, s, rss = open(usage).read().split()
+        main = {"cpu": float(u) + float(s), "rss_mb": int(rss) / 1024.0}
+    return {"wall": wall, "cpu": cpu, "other_load_cpu": max(0.0, other), "main": main,
+            "tree_pss_mb": sampler.peak_kb / 1024.0, "processes": sampler.peak_procs}, \
+        subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def inventory(path, n, ssh_hosts=()):
     lines = ["all:", "  hosts:"]
     for i in range(n):
-        lines.append("    h%03d: {ansible_connection: local, ansible_python_interpreter: /usr/bin/python3}" % i)
+        lines.append("    h%04d: {ansible_connection: local, ansible_python_interpreter: /usr/bin/python3}" % i)
     for name, addr, key in ssh_hosts:
         lines.append("    %s: {ansible_host: %s, ansible_user: root, ansible_ssh_private_key_file: %s, "
                      "ansible_python_interpreter: /usr/bin/python3, ansible_ssh_common_args: "
@@ -76,138 +200,61 @@ def inventory(path, n, ssh_hosts=()):
         handle.write("\n".join(lines) + "\n")
 
 
-def ansible_env(forks):
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORKS=str(forks),
-               ANSIBLE_PIPELINING="True", ANSIBLE_HOST_KEY_CHECKING="False", ANSIBLE_NOCOLOR="1",
-               ANSIBLE_DEPRECATION_WARNINGS="False")
-    return env
+def ansible_env(forks, tmp):
+    return dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORKS=str(forks),
+                ANSIBLE_PIPELINING="True", ANSIBLE_HOST_KEY_CHECKING="False", ANSIBLE_NOCOLOR="1",
+                ANSIBLE_DEPRECATION_WARNINGS="False", ANSIBLE_SSH_CONTROL_PATH_DIR=os.path.join(tmp, "cp"))
 
 
-def run_ours(inv, forks, dest):
-    cmd = [os.path.join(VENV_BIN, "ansible-playbook"), "-i", inv, os.path.join(ROOT, "playbooks", "audit.yml"),
-           "-e", "metnos_audit_dest=%s" % dest, "-e", '{"metnos_audit_manifests": []}']
-    return timed(cmd, ansible_env(forks))
+def run_ours(inv, forks, dest, tmp, manifests, prefix=()):
+    argv = ["-i", inv, os.path.join(ROOT, "playbooks", "audit.yml"), "-e", "metnos_audit_dest=%s" % dest]
+    if not manifests:
+        argv += ["-e", '{"metnos_audit_manifests": []}']
+    shutil.rmtree(dest, ignore_errors=True)
+    m, proc = run_playbook(argv, ansible_env(forks, tmp), tmp, prefix)
+    reports = dict((ext, p) for ext, p in ((p.split(".", 1)[1], p) for p in glob.glob(os.path.join(dest, "*"))))
+    m["summary"] = _summary(proc.stdout)
+    m["reports"] = dict((ext, os.path.getsize(p)) for ext, p in reports.items())
+    m["report_paths"] = reports
+    timing = re.search(r"reports\s+written\s+in\s+([0-9.]+)\s+s", proc.stdout)
+    m["report_time"] = float(timing.group(1)) if timing else None
+    if "json" in reports:
+        doc = json.load(open(reports["json"]))
+        m["payload_cpu"] = sum(h.get("cpu") or 0 for h in doc["hosts"])
+        m["hosts_with_cpu"] = sum(1 for h in doc["hosts"] if h.get("cpu") is not None)
+    else:
+        m["payload_cpu"] = None
+        m["error"] = (proc.stdout[-1500:] + proc.stderr[-1500:])
+    return m
 
 
 def run_naive(inv, forks, tmp):
     play = os.path.join(tmp, "naive.yml")
     with open(play, "w") as handle:
         handle.write(NAIVE)
-    return timed([os.path.join(VENV_BIN, "ansible-playbook"), "-i", inv, play], ansible_env(min(forks, 5)))
+    m, proc = run_playbook(["-i", inv, play], ansible_env(min(forks, 5), tmp), tmp)
+    if proc.returncode != 0:
+        raise SystemExit("naive failed: %s" % (proc.stdout[-2000:] + proc.stderr[-2000:]))
+    return m
 
 
-def run_floor(n, tmp):
-    """The same payload the audit ships, run directly: N times, 2 at a time."""
+def run_floor(n, tmp, parallel):
+    """The payload metnos_audit ships, run directly by the host's Python: n times, `parallel` at a time."""
     import metnos_audit as A
-    script = os.path.join(tmp, "floor.sh")
-    data = os.path.join(tmp, "payload")
+    data = os.path.join(tmp, "floor-payload")
     with open(data, "wb") as handle:
         handle.write(json.dumps({"unit": "metnos.service", "manifests": [], "probe": True}).encode() + b"\n"
                      + A.payload())
+    script = os.path.join(tmp, "floor.sh")
     with open(script, "w") as handle:
-        handle.write("#!/bin/sh\nexec /usr/bin/python3 -c %s %s >/dev/null\n" % (
-            shlex_quote(A.BOOTSTRAP), data))
+        handle.write("#!/bin/sh\nexec /usr/bin/python3 -c %s %s >/dev/null\n" % (shlex.quote(A.BOOTSTRAP), data))
     os.chmod(script, 0o755)
-    cmd = ["sh", "-c", "seq %d | xargs -P 2 -I{} %s" % (n, script)]
-    return timed(cmd)
-
-
-def shlex_quote(text):
-    import shlex
-    return shlex.quote(text)
-
-
-def ssh_fleet(k, tmp):
-    """K network namespaces on a bridge, each running sshd on its own address. Returns (hosts, cleanup)."""
-    if not shutil.which("sshd") and not os.path.exists("/usr/sbin/sshd"):
-        raise SystemExit("--ssh needs openssh-server (apt-get install openssh-server)")
-    key = os.path.join(tmp, "id_ed25519")
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key], check=True)
-    authorized = os.path.join(tmp, "authorized_keys")
-    shutil.copy(key + ".pub", authorized)
-    os.chmod(authorized, 0o600)
-    hostkey = os.path.join(tmp, "hostkey")
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", hostkey], check=True)
-    sh = ["mkdir -p /run/sshd", "ip link add mbr0 type bridge", "ip addr add 10.231.0.1/24 dev mbr0",
-          "ip link set mbr0 up"]
-    hosts = []
-    for i in range(k):
-        ns, addr = "mso%d" % i, "10.231.0.%d" % (i + 10)
-        sh += ["ip netns add %s" % ns, "ip link add v%d type veth peer name eth0 netns %s" % (i, ns),
-               "ip link set v%d master mbr0 up" % i, "ip -n %s addr add %s/24 dev eth0" % (ns, addr),
-               "ip -n %s link set eth0 up" % ns, "ip -n %s link set lo up" % ns,
-               "ip netns exec %s /usr/sbin/sshd -o ListenAddress=%s -o HostKey=%s -o AuthorizedKeysFile=%s "
-               "-o PermitRootLogin=prohibit-password -o PidFile=%s/sshd-%d.pid -o StrictModes=no"
-               % (ns, addr, hostkey, authorized, tmp, i)]
-        hosts.append(("ssh%02d" % i, addr, key))
-    def cleanup():
-        # every process in the namespaces: sshd and its sessions (ssh ControlPersist keeps them alive)
-        cmds = ["ip netns pids mso%d 2>/dev/null | xargs -r kill -9" % i for i in range(k)] + ["sleep 0.3"]
-        cmds += ["ip link del v%d 2>/dev/null || true" % i for i in range(k)]
-        cmds += ["ip netns del mso%d 2>/dev/null || true" % i for i in range(k)]
-        cmds += ["ip link del mbr0 2>/dev/null || true"]
-        subprocess.run(["sh", "-c", "\n".join(cmds)])
-    cleanup()   # leftovers of an interrupted run
-    try:
-        subprocess.run(["sh", "-ec", "\n".join(sh)], check=True)
-    except subprocess.CalledProcessError:
-        cleanup()
-        raise
-    time.sleep(1)
-    return hosts, cleanup
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="1,10,50,200")
-    ap.add_argument("--forks", type=int, default=50)
-    ap.add_argument("--repeat", type=int, default=1)
-    ap.add_argument("--ssh", type=int, default=0)
-    ap.add_argument("--skip-naive-above", type=int, default=50,
-                    help="run the (slow) naive audit only up to this fleet size")
-    args = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="metnos-bench-")
-    rows = []
-    try:
-        for n in [int(x) for x in args.sizes.split(",")]:
-            inv = os.path.join(tmp, "inv-%d.yml" % n)
-            inventory(inv, n)
-            row = {"N": n}
-            runs = (("ours", lambda inv=inv: run_ours(inv, args.forks, os.path.join(tmp, "reports"))),
-                    ("naive", lambda inv=inv: run_naive(inv, args.forks, tmp)),
-                    ("floor", lambda n=n: run_floor(n, tmp)))
-            for name, fn in runs:
-                if name == "naive" and n > args.skip_naive_above:
-                    continue
-                walls, cpus = [], []
-                for _ in range(args.repeat):
-                    wall, cpu, proc = fn()
-                    if name != "ours" and proc.returncode != 0:
-                        raise SystemExit("%s failed at N=%d: %s" % (name, n, proc.stdout[-2000:] + proc.stderr[-2000:]))
-                    if name == "ours":
-                        row["ours_summary"] = _summary(proc.stdout)
-                    walls.append(wall)
-                    cpus.append(cpu)
-                row[name] = (statistics.median(walls), statistics.median(cpus))
-            rows.append(row)
-            print(fmt(row), flush=True)
-        if args.ssh:
-            hosts, cleanup = ssh_fleet(args.ssh, tmp)
-            try:
-                inv = os.path.join(tmp, "inv-ssh.yml")
-                inventory(inv, 0, hosts)
-                row = {"N": "%d ssh" % args.ssh}
-                wall, cpu, proc = run_ours(inv, args.forks, os.path.join(tmp, "reports"))
-                row["ours"] = (wall, cpu)
-                row["ours_summary"] = _summary(proc.stdout)
-                row["naive"] = run_naive(inv, args.forks, tmp)[:2]
-                row["floor"] = run_floor(args.ssh, tmp)[:2]
-                rows.append(row)
-                print(fmt(row), flush=True)
-            finally:
-                cleanup()
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    cpu0, busy0, t0 = children_cpu(), machine_busy(), time.time()
+    proc = subprocess.run(["sh", "-c", "seq %d | xargs -P %d -I{} %s" % (n, parallel, script)])
+    wall, cpu = time.time() - t0, children_cpu() - cpu0
+    if proc.returncode != 0:
+        raise SystemExit("floor failed at N=%d" % n)
+    return {"wall": wall, "cpu": cpu, "other_load_cpu": max(0.0, machine_busy() - busy0 - cpu)}
 
 
 def _summary(stdout):
@@ -218,18 +265,418 @@ def _summary(stdout):
     return "no summary (audit failed?)"
 
 
-def fmt(row):
-    parts = ["N=%s" % row["N"]]
-    for name in ("ours", "naive", "floor"):
-        if name in row:
-            parts.append("%s %.1fs wall %.1fs cpu" % (name, row[name][0], row[name][1]))
-    if "ours" in row and "naive" in row:
-        parts.append("naive/ours %.1fx" % (row["naive"][0] / row["ours"][0]))
-    if "ours" in row and "floor" in row:
-        parts.append("ours/floor %.2fx" % (row["ours"][0] / row["floor"][0]))
-    if row.get("ours_summary"):
-        parts.append("audit: %s" % row["ours_summary"])
+# --------------------------------------------------------------------------- SSH hosts in namespaces
+
+class SshFleet(object):
+    """K network namespaces, each with its own sshd and address, behind a bridge that lives in one more
+    namespace (the controller's). Nothing is added to the namespace this script runs in."""
+
+    def __init__(self, k, tmp):
+        self.k, self.tmp = k, tmp
+        self.tag = "msb%d" % os.getpid()
+        self.ctl = self.tag + "-ctl"
+        self.hosts = []
+
+    @staticmethod
+    def remove_stale():
+        """Namespaces of an earlier run of this script whose process is gone (killed with SIGKILL)."""
+        names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+        for name in names:
+            match = re.match(r"msb(\d+)-", name)
+            if match and not os.path.exists("/proc/%s" % match.group(1)):
+                SshFleet._remove(name)
+
+    @staticmethod
+    def _remove(name):
+        pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True).stdout.split()
+        for pid in pids:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+
+    def namespaces(self):
+        return [self.ctl] + ["%s-h%d" % (self.tag, i) for i in range(self.k)]
+
+    def sshd(self):
+        """sshd and the environment it needs. Without openssh-server installed, the package (and libwrap0)
+        is fetched with apt-get download and unpacked here: nothing is installed on this machine."""
+        if os.path.exists("/usr/sbin/sshd"):
+            return "/usr/sbin/sshd", {}
+        unpack = os.path.join(self.tmp, "openssh")
+        os.makedirs(unpack, exist_ok=True)
+        for pkg in ("openssh-server", "libwrap0"):
+            subprocess.run(["apt-get", "download", "-q", pkg], cwd=unpack, check=True, capture_output=True)
+        for deb in glob.glob(os.path.join(unpack, "*.deb")):
+            subprocess.run(["dpkg", "-x", deb, os.path.join(unpack, "root")], check=True)
+        libs = ":".join(glob.glob(os.path.join(unpack, "root", "usr", "lib", "*-linux-gnu")))
+        return os.path.join(unpack, "root", "usr", "sbin", "sshd"), {"LD_LIBRARY_PATH": libs}
+
+    def up(self):
+        sshd, env = self.sshd()
+        key = os.path.join(self.tmp, "id_ed25519")
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key], check=True)
+        authorized = os.path.join(self.tmp, "authorized_keys")
+        shutil.copy(key + ".pub", authorized)
+        os.chmod(authorized, 0o600)
+        hostkey = os.path.join(self.tmp, "hostkey")
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", hostkey], check=True)
+        config = os.path.join(self.tmp, "sshd_config")
+        with open(config, "w") as handle:
+            handle.write("HostKey %s\nAuthorizedKeysFile %s\nPermitRootLogin prohibit-password\nStrictModes no\n"
+                         "UsePAM no\nMaxStartups 200\nMaxSessions 50\n" % (hostkey, authorized))
+        # sshd wants its privilege-separation user and /run/sshd: the user comes from a copy of
+        # /etc/passwd bind-mounted in sshd's own mount namespace, /run/sshd is removed afterwards
+        passwd = os.path.join(self.tmp, "passwd")
+        text = open("/etc/passwd").read()
+        if not re.search(r"(?m)^sshd:", text):
+            text += "sshd:x:64999:65534:bench sshd:/run/sshd:/usr/sbin/nologin\n"
+        with open(passwd, "w") as handle:
+            handle.write(text)
+        if not os.path.isdir("/run/sshd"):
+            os.makedirs("/run/sshd", 0o755)
+            self.made_run_sshd = True
+        ctl = self.ctl
+        sh = ["ip netns add %s" % ctl, "ip -n %s link set lo up" % ctl,
+              "ip -n %s link add br0 type bridge" % ctl, "ip -n %s addr add 10.231.0.1/16 dev br0" % ctl,
+              "ip -n %s link set br0 up" % ctl]
+        envs = " ".join("%s=%s" % (k, shlex.quote(v)) for k, v in env.items())
+        for i in range(self.k):
+            ns, addr = "%s-h%d" % (self.tag, i), "10.231.%d.%d" % (1 + i // 200, 10 + i % 200)
+            inner = "mount --bind %s /etc/passwd && exec env %s %s -f %s -o ListenAddress=%s -o PidFile=%s" % (
+                passwd, envs, sshd, config, addr, os.path.join(self.tmp, "sshd-%d.pid" % i))
+            sh += ["ip netns add %s" % ns,
+                   "ip -n %s link add v%d type veth peer name eth0 netns %s" % (ctl, i, ns),
+                   "ip -n %s link set v%d master br0 up" % (ctl, i),
+                   "ip -n %s addr add %s/16 dev eth0" % (ns, addr), "ip -n %s link set eth0 up" % ns,
+                   "ip -n %s link set lo up" % ns,
+                   "ip netns exec %s unshare -m sh -c %s" % (ns, shlex.quote(inner))]
+            self.hosts.append(("ssh%02d" % i, addr, key))
+        subprocess.run(["sh", "-ec", "\n".join(sh)], check=True)
+        time.sleep(1)
+
+    def down(self):
+        for name in self.namespaces():
+            self._remove(name)
+        if getattr(self, "made_run_sshd", False):
+            shutil.rmtree("/run/sshd", ignore_errors=True)
+            self.made_run_sshd = False
+
+    def prefix(self):
+        return ["ip", "netns", "exec", self.ctl]
+
+
+# --------------------------------------------------------------------------- reports alone, at scale
+
+def synthetic_hosts(template, n):
+    """n host records made from a real one: 8% failing (two codes), 2% unreachable, 3% on another
+    bubblewrap revision, long host names."""
+    out = []
+    fail = D_make("unit_blocks_namespaces", "error", "RestrictNamespaces=yes forbids the user namespace.",
+                  ["mkdir -p /etc/systemd/system/metnos.service.d", "systemctl daemon-reload"])
+    probe_fail = D_make("probe_check_failed", "error", "only_loopback (R-BASE-7): expected ['lo'], observed "
+                        "['eth0', 'lo']", [])
+    for i in range(n):
+        h = json.loads(json.dumps(template))
+        h["host"] = "node-%05d.rack%02d.dc%d.metnos.example.net" % (i, i % 40, i % 3)
+        if i % 50 == 7:
+            h = {"host": h["host"], "reachable": False, "verdict": "unreachable", "status": None, "bwrap": None,
+                 "userns": None, "service": None, "profiles": [], "probe": None,
+                 "diagnostics": [D_make("host_unreachable", "error", "%s: unreachable: ssh: connect to host port "
+                                        "22: Connection timed out" % h["host"], [])]}
+        elif i % 25 == 3:
+            h["verdict"] = "fail"
+            h["diagnostics"] = h["diagnostics"] + [fail, probe_fail]
+        if i % 33 == 5 and h.get("bwrap"):
+            h["bwrap"]["revision"] = "0.8.0-2"
+        out.append(h)
+    return out
+
+
+def D_make(code, severity, message, remediation):
+    from metnos_sandbox import diagnostics as D
+    d = D.make(code, message=message, remediation=remediation) if code in D.REGISTRY else {}
+    d.update(code=code, severity=severity, message=message, remediation=remediation)
+    d.setdefault("rule", "R-DIAG-3")
+    d.setdefault("title", code)
+    return d
+
+
+SYNTH_REPORT = r'''
+import json, resource, sys, time
+sys.path.insert(0, sys.argv[1])
+from metnos_sandbox import report as R
+hosts = json.load(open(sys.argv[2]))
+t0 = time.time()
+doc = R.build_from_hosts(hosts)
+timings = {"build": time.time() - t0}
+paths = R.write_all(doc, sys.argv[3], timings=timings)
+timings["total"] = time.time() - t0
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+print(json.dumps({"timings": timings, "paths": paths, "rss_mb": rss}))
+'''
+
+
+def bench_synthetic(template, n, tmp):
+    """Report generation alone (a fresh process: its peak RSS is the figure) and the merge of n
+    one-host reports (ansible-pull) and of 10 slice reports (AWX job slicing)."""
+    hosts = synthetic_hosts(template, n)
+    src = os.path.join(tmp, "synth-hosts.json")
+    with open(src, "w") as handle:
+        json.dump(hosts, handle)
+    script = os.path.join(tmp, "synth.py")
+    with open(script, "w") as handle:
+        handle.write(SYNTH_REPORT)
+    out_dir = os.path.join(tmp, "synth-reports")
+    proc = subprocess.run([sys.executable, script, os.path.join(ROOT, "module_utils"), src, out_dir],
+                          capture_output=True, text=True, check=True)
+    gen = json.loads(proc.stdout)
+    gen["sizes"] = dict((ext, os.path.getsize(p)) for ext, p in gen["paths"].items())
+    result = {"n": n, "generate": gen}
+    for name, per_file in (("merge_pull", 1), ("merge_slices", max(1, n // 10))):
+        parts = os.path.join(tmp, name)
+        os.makedirs(parts, exist_ok=True)
+        files = []
+        for start in range(0, n, per_file):
+            doc = R.build_from_hosts([dict(h) for h in hosts[start:start + per_file]])
+            path = os.path.join(parts, "part-%05d.json" % start)
+            with open(path, "w") as handle:
+                for chunk in R.iter_json(doc):
+                    handle.write(chunk)
+            files.append(path)
+        listing = os.path.join(tmp, name + ".list")
+        with open(listing, "w") as handle:
+            handle.write("\n".join(files) + "\n")
+        t0 = time.time()
+        merged = subprocess.run(["/usr/bin/time", "-f", "%M", sys.executable,
+                                 os.path.join(ROOT, "scripts", "merge-audit-reports.py"), "--from-list", listing,
+                                 os.path.join(tmp, name + "-out")], capture_output=True, text=True)
+        result[name] = {"files": len(files), "wall": time.time() - t0, "exit": merged.returncode,
+                        "rss_mb": int(merged.stderr.strip().splitlines()[-1]) / 1024.0,
+                        "summary": merged.stdout.splitlines()[0] if merged.stdout else merged.stderr[-500:]}
+    result["html_path"] = gen["paths"]["html"]
+    return result
+
+
+# --------------------------------------------------------------------------- the HTML report in Chromium
+
+HARNESS = r"""<script>
+window.addEventListener('load', () => {
+  const out = {}, nav = performance.getEntriesByType('navigation')[0];
+  const paint = performance.getEntriesByName('first-contentful-paint')[0];
+  out.first_paint_ms = paint ? paint.startTime : null;
+  out.dom_ready_ms = nav.domContentLoadedEventEnd;
+  document.body.offsetHeight; out.laid_out_ms = performance.now();
+  const q = document.getElementById('q'), f = document.getElementById('f');
+  let t = performance.now(); q.value = 'rack07'; q.dispatchEvent(new Event('input')); document.body.offsetHeight;
+  out.filter_text_ms = performance.now() - t; out.shown_text = document.getElementById('shown').textContent;
+  q.value = ''; q.dispatchEvent(new Event('input'));
+  t = performance.now(); f.value = 'fail'; f.dispatchEvent(new Event('change')); document.body.offsetHeight;
+  out.filter_verdict_ms = performance.now() - t; out.shown_verdict = document.getElementById('shown').textContent;
+  f.value = ''; f.dispatchEvent(new Event('change')); document.body.offsetHeight;
+  t = performance.now(); document.querySelectorAll('#hosts th')[1].click(); document.body.offsetHeight;
+  out.sort_ms = performance.now() - t;
+  const first = document.querySelector('#hosts tbody a').textContent;
+  t = performance.now(); location.hash = '#h-' + encodeURIComponent(first);
+  window.dispatchEvent(new HashChangeEvent('hashchange')); document.body.offsetHeight;
+  out.open_host_ms = performance.now() - t;
+  const pre = document.createElement('pre'); pre.id = 'metnos-bench'; pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>"""
+
+CHROMIUM = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync"]
+
+
+def chromium():
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def bench_browser(html_path, tmp, screenshot=None):
+    """Time to first paint, to a laid-out page, to filter (text, verdict), to sort and to open a host's
+    details, measured in the page (performance.now) by headless Chromium; the median of 3 loads."""
+    page = open(html_path, encoding="utf-8").read()
+    cut = page.rindex("</body>")
+    test = os.path.join(tmp, "bench-" + os.path.basename(html_path))
+    with open(test, "w", encoding="utf-8") as handle:
+        handle.write(page[:cut] + HARNESS + page[cut:])
+    runs = []
+    for attempt in range(3):
+        profile = os.path.join(tmp, "chromium-%d" % attempt)
+        dom = subprocess.run([chromium()] + CHROMIUM + ["--user-data-dir=" + profile, "--dump-dom", "file://" + test],
+                             capture_output=True, text=True, timeout=600).stdout
+        match = re.search(r'<pre id="metnos-bench">(.*?)</pre>', dom)
+        if match:
+            runs.append(json.loads(match.group(1).replace("&quot;", '"')))
+    if not runs:
+        return {"error": "no measurement from Chromium"}
+    out = {}
+    for key in runs[0]:
+        values = [r[key] for r in runs if isinstance(r.get(key), (int, float))]
+        out[key] = sorted(values)[len(values) // 2] if values else runs[0][key]
+    out["size_kb"] = os.path.getsize(html_path) // 1024
+    if screenshot:
+        os.makedirs(os.path.dirname(screenshot), exist_ok=True)
+        subprocess.run([chromium()] + CHROMIUM + ["--user-data-dir=" + os.path.join(tmp, "chromium-shot"),
+                                                  "--window-size=1400,1000", "--screenshot=" + screenshot,
+                                                  "file://" + html_path], capture_output=True, timeout=600)
+        out["screenshot"] = os.path.relpath(screenshot, ROOT)
+    return out
+
+
+# --------------------------------------------------------------------------- output
+
+def fmt_cell(row):
+    n = row["n"]
+    ours, floor = row["ours"], row.get("floor")
+    per = lambda x: 1000.0 * x / n  # noqa: E731
+    ctl = ours["cpu"] - (ours.get("payload_cpu") or 0) if not row.get("ssh") else ours["cpu"]
+    parts = ["N=%s%s" % (n, " ssh" if row.get("ssh") else ""),
+             "ours %.1fs wall %.1fs cpu" % (ours["wall"], ours["cpu"]),
+             "payload %.0f ms/host" % per(ours.get("payload_cpu") or 0),
+             "controller %.0f ms/host" % per(ctl),
+             "main rss %.0f MB, tree pss %.0f MB" % (ours["main"].get("rss_mb", 0), ours["tree_pss_mb"]),
+             "reports %ss %s" % (ours.get("report_time"), ours.get("reports")),
+             "other load %.0f cpu-s" % ours["other_load_cpu"]]
+    if floor:
+        parts.append("floor %.1fs wall %.1fs cpu (other load %.0f cpu-s)" % (floor["wall"], floor["cpu"],
+                                                                             floor["other_load_cpu"]))
+        parts.append("ours/floor wall %.2fx cpu %.2fx" % (ours["wall"] / floor["wall"], ours["cpu"] / floor["cpu"]))
+    if row.get("naive"):
+        parts.append("naive %.1fs wall %.1fs cpu" % (row["naive"]["wall"], row["naive"]["cpu"]))
+    parts.append(ours["summary"])
     return " | ".join(parts)
+
+
+def markdown(rows, synth, browser, meta):
+    lines = ["Run: %s; %s" % (meta["when"], meta["machine"]), "",
+             "| N | ours wall / CPU | floor wall / CPU | ours ÷ floor (wall / CPU) | payload CPU per host "
+             "| controller CPU per host | main RSS peak | controller PSS peak | reports (time; JSON, MD, JUnit, HTML) "
+             "| other load (CPU-s) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        o, f, n = row["ours"], row.get("floor"), row["n"]
+        ctl = o["cpu"] - (o.get("payload_cpu") or 0) if not row.get("ssh") else o["cpu"]
+        sizes = o.get("reports") or {}
+        lines.append("| %s | %.1f s / %.1f s | %s | %s | %.0f ms | %.0f ms | %.0f MB | %.0f MB | %.2f s; %s | %.0f |"
+                     % (
+            "%d over SSH" % n if row.get("ssh") else "{:,}".format(n), o["wall"], o["cpu"],
+            "%.1f s / %.1f s" % (f["wall"], f["cpu"]) if f else "—",
+            "%.2f× / %.2f×" % (o["wall"] / f["wall"], o["cpu"] / f["cpu"]) if f else "—",
+            1000.0 * (o.get("payload_cpu") or 0) / n, 1000.0 * ctl / n, o["main"].get("rss_mb", 0), o["tree_pss_mb"],
+            o.get("report_time") or 0, ", ".join(_size(sizes.get(k)) for k in ("json", "md", "junit.xml", "html")),
+            o["other_load_cpu"] + (f["other_load_cpu"] if f else 0)))
+    if synth:
+        g = synth["generate"]
+        lines += ["", "Reports alone, %s synthetic host records: build %.2f s, JSON %.2f s, Markdown %.2f s, "
+                  "JUnit %.2f s, HTML %.2f s, **total %.2f s**, peak RSS %.0f MB; sizes JSON %s, MD %s, JUnit %s, "
+                  "HTML %s." % ("{:,}".format(synth["n"]), g["timings"]["build"], g["timings"]["json"],
+                                g["timings"]["md"], g["timings"]["junit.xml"], g["timings"]["html"],
+                                g["timings"]["total"], g["rss_mb"], _size(g["sizes"]["json"]), _size(g["sizes"]["md"]),
+                                _size(g["sizes"]["junit.xml"]), _size(g["sizes"]["html"]))]
+        for name, label in (("merge_pull", "one-host reports (ansible-pull)"), ("merge_slices", "slice reports (AWX)")):
+            m = synth[name]
+            lines.append("Merge of %s %s: %.2f s, peak RSS %.0f MB (`%s`)." % (
+                "{:,}".format(m["files"]), label, m["wall"], m["rss_mb"], m["summary"]))
+    if browser:
+        lines += ["", "| HTML report | size | first paint | laid out | filter (text) | filter (verdict) | sort "
+                  "| open a host |", "|---|---|---|---|---|---|---|---|"]
+        for label, b in browser:
+            if "error" in b:
+                lines.append("| %s | %s |" % (label, b["error"]))
+                continue
+            lines.append("| %s | %s | %s ms | %.0f ms | %.0f ms | %.0f ms | %.0f ms | %.0f ms |" % (
+                label, _size(b["size_kb"] * 1024), "%.0f" % b["first_paint_ms"] if b.get("first_paint_ms") else "—",
+                b["laid_out_ms"], b["filter_text_ms"], b["filter_verdict_ms"], b["sort_ms"], b["open_host_ms"]))
+    return "\n".join(lines)
+
+
+def _size(n):
+    if n is None:
+        return "—"
+    return "%.1f MB" % (n / 1e6) if n >= 1e6 else "%d KB" % (n // 1000)
+
+
+# --------------------------------------------------------------------------- main
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="200,1000", help="local-alias fleet sizes (default 200,1000)")
+    ap.add_argument("--forks", type=int, default=50)
+    ap.add_argument("--ssh", type=int, default=20, help="SSH hosts in network namespaces (0: skip)")
+    ap.add_argument("--synthetic", type=int, default=10000, help="host records for the reports-alone cell (0: skip)")
+    ap.add_argument("--no-browser", action="store_true", help="skip the Chromium timings")
+    ap.add_argument("--naive-up-to", type=int, default=0, help="also run the naive audit up to this fleet size")
+    ap.add_argument("--floor-parallel", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--manifests", action="store_true",
+                    help="audit the inventory's example manifests too (default: none, as in docs/benchmarks.md)")
+    ap.add_argument("--screenshot", default=os.path.join(ROOT, "tests", "artifacts", "audit-report-1000.png"))
+    ap.add_argument("--json", help="also write every measurement to this file")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        raise SystemExit("run as root (the smoke test switches to nobody; the SSH cell creates namespaces)")
+    tmp = tempfile.mkdtemp(prefix="metnos-bench-")
+    fleet = SshFleet(args.ssh, tmp) if args.ssh else None
+
+    def cleanup():
+        if fleet:
+            fleet.down()
+        shutil.rmtree(tmp, ignore_errors=True)
+    atexit.register(cleanup)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda *_a: sys.exit(130))      # atexit and finally run on these too
+    meta = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "machine": "%d CPUs, load average at start %s" % (os.cpu_count(), open("/proc/loadavg").read().split()[0])}
+    rows, browser, synth = [], [], None
+    try:
+        for n in [int(x) for x in args.sizes.split(",") if x.strip()]:
+            inv = os.path.join(tmp, "inv-%d.yml" % n)
+            inventory(inv, n)
+            row = {"n": n, "ours": run_ours(inv, args.forks, os.path.join(tmp, "reports-%d" % n), tmp, args.manifests)}
+            if row["ours"].get("payload_cpu") is None:
+                raise SystemExit("the audit wrote no report at N=%d:\n%s" % (n, row["ours"]["error"]))
+            row["floor"] = run_floor(n, tmp, args.floor_parallel)
+            if n <= args.naive_up_to:
+                row["naive"] = run_naive(inv, args.forks, tmp)
+            rows.append(row)
+            print(fmt_cell(row), flush=True)
+        if fleet:
+            SshFleet.remove_stale()
+            fleet.up()
+            inv = os.path.join(tmp, "inv-ssh.yml")
+            inventory(inv, 0, fleet.hosts)
+            row = {"n": args.ssh, "ssh": True,
+                   "ours": run_ours(inv, args.forks, os.path.join(tmp, "reports-ssh"), tmp, args.manifests,
+                                    prefix=fleet.prefix())}
+            fleet.down()
+            rows.append(row)
+            print(fmt_cell(row), flush=True)
+        big = [r for r in rows if not r.get("ssh") and "json" in r["ours"]["report_paths"]]
+        if args.synthetic and big:
+            template = json.load(open(big[-1]["ours"]["report_paths"]["json"]))["hosts"][0]
+            synth = bench_synthetic(template, args.synthetic, tmp)
+            print("synthetic %d: %s" % (args.synthetic, json.dumps(dict((k, v) for k, v in synth.items()
+                                                                        if k != "html_path"))), flush=True)
+        if not args.no_browser and chromium():
+            for r in big:
+                shot = args.screenshot if r["n"] == 1000 else None
+                browser.append(("%s hosts (real run)" % "{:,}".format(r["n"]),
+                                bench_browser(r["ours"]["report_paths"]["html"], tmp, shot)))
+                print("browser N=%d: %s" % (r["n"], browser[-1][1]), flush=True)
+            if synth:
+                browser.append(("%s hosts (synthetic)" % "{:,}".format(synth["n"]),
+                                bench_browser(synth["html_path"], tmp)))
+                print("browser synthetic: %s" % browser[-1][1], flush=True)
+        meta["machine"] += ", at end %s" % open("/proc/loadavg").read().split()[0]
+        print("\n" + markdown(rows, synth, browser, meta))
+        if args.json:
+            with open(args.json, "w") as handle:
+                json.dump({"meta": meta, "rows": rows, "synthetic": synth, "browser": browser}, handle, indent=2,
+                          default=str)
+    finally:
+        cleanup()
 
 
 if __name__ == "__main__":

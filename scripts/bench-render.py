@@ -1,15 +1,23 @@
 #!/usr/bin/env python3
-"""Benchmark: in-process rendering throughput (manifest dict -> validated Manifest -> Profile -> argv).
+"""Benchmark: in-process rendering throughput (manifest dict -> validated Manifest -> Profile -> argv),
+and the time and peak memory of the worst hostile inputs.
 
-    python scripts/bench-render.py [--seconds 3] [--host-tree]
+    python scripts/bench-render.py [--seconds 3] [--no-hostile]
 
 Renders the bundled example manifests plus synthetic ones in a loop on one host context
-(as the runtime does per invocation) and prints manifests per second. Not a test: the figure
-goes in the docs/closing notes; CI never times anything.
+(as the runtime does per invocation) and prints manifests per second. Then renders every entry
+of the hostile corpus (tests/corpus) and a set of generated worst cases (alias bombs, maximal
+files, deep nesting, a 10 MB file, object graphs with shared references, the largest accepted
+manifest with the longest paths), each from its file or object, and prints the slowest and the
+most memory-hungry (tracemalloc peak, in a separate pass so that tracing does not inflate the
+times). Not a test: the figures go in docs/benchmarks.md; CI never times anything.
 """
 import argparse
 import glob
+import json
 import os
+import resource
+import shutil
 import sys
 import tempfile
 import time
@@ -19,6 +27,7 @@ sys.path.insert(0, os.path.join(ROOT, "module_utils"))
 
 import yaml  # noqa: E402
 
+from metnos_sandbox import manifest as M  # noqa: E402
 from metnos_sandbox import profile as P  # noqa: E402
 
 
@@ -32,9 +41,88 @@ def build_tree():
     return root
 
 
+def worst_cases(base):
+    """Generated inputs at and beyond every limit: (name, source factory)."""
+    laughs = "a: &a [" + ", ".join(["lol"] * 10) + "]\n" + "".join(
+        "%s: &%s [%s]\n" % (chr(98 + i), chr(98 + i), ", ".join(["*" + chr(97 + i)] * 10)) for i in range(20)) + \
+        "name: x\norigin: o\n"
+    files = {
+        "billion_laughs_20_levels.yml": laughs,
+        "max_size_flat_list.yml": "name: x\norigin: o\nx: [" + ",".join("a" for _ in range(4000)) + "]\n",
+        "max_size_one_scalar.yml": "name: x\norigin: o\nx: '" + "y" * (M.MAX_MANIFEST_BYTES - 40) + "'\n",
+        "max_size_comment.yml": "name: x\norigin: o\n#" + "y" * (M.MAX_MANIFEST_BYTES - 30) + "\n",
+        "max_size_flow_mapping.yml": "{" + ",".join("k%d: v" % i for i in range(2000)) + "}\n",
+        "max_size_json_keys.json": json.dumps(dict(("k%05d" % i, i) for i in range(4000))),
+        "deep_brackets_64k.yml": "[" * M.MAX_MANIFEST_BYTES,
+        "deep_json_64k.json": "[" * 30000 + "]" * 30000,
+        "ten_megabytes.yml": "name: x\norigin: o\n" + "#" * 10 * 1024 * 1024 + "\n",
+        "max_caps_long_paths.yml": "name: x\norigin: o\ncapabilities:\n" + "".join(
+            "  - fs:read:/srv/%s%d\n" % ("a/" * 500, i) for i in range(M.MAX_CAPABILITIES)),
+        "max_args_and_scopes.yml": "name: x\norigin: o\ncapabilities: [%s]\narguments:\n%s" % (
+            ", ".join("'fs:write:arg:a%d'" % i for i in range(M.MAX_ARGUMENTS)),
+            "".join("  a%d: {within: [%s]}\n" % (i, ", ".join("/srv/w%d/**" % j for j in range(M.MAX_SCOPES)))
+                    for i in range(M.MAX_ARGUMENTS))),
+    }
+    out = []
+    for name, text in files.items():
+        path = os.path.join(base, name)
+        with open(path, "w") as handle:
+            handle.write(text)
+        out.append((name, lambda path=path: M.FileSource(path), {}))
+    shared = ["lol"] * 10
+    for _ in range(9):
+        shared = [shared] * 10
+    out.append(("object_graph_shared_refs_1e9", lambda: {"name": "x", "origin": "o", "capabilities": shared}, {}))
+    loop = []
+    loop.append(loop)
+    out.append(("object_graph_self_reference", lambda: {"name": "x", "origin": "o", "capabilities": loop}, {}))
+    out.append(("max_invocation_values", lambda: {"name": "x", "origin": "o", "capabilities": ["fs:read:arg:p"],
+                                                  "arguments": {"p": {"within": ["/srv/notes/**"]}}},
+                {"arguments": dict(("a%d" % i, "v" * 1024) for i in range(P.MAX_INVOCATION_ARGUMENTS))}))
+    return out
+
+
+def hostile(seconds_note):
+    """Time and tracemalloc peak of every hostile input; prints the worst ones."""
+    import tracemalloc
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    from corpus import hostile_tree
+    base = tempfile.mkdtemp(prefix="metnos-bench-hostile-")
+    _root, _host, entries = hostile_tree.materialize(base)
+    cases = [(e.id, (lambda path=path: M.FileSource(path)), inv, host) for e, path, host, inv in entries]
+    cases += [(name, factory, inv, _host) for name, factory, inv in worst_cases(base)]
+    P.render_safe({"name": "x", "origin": "o"}, P.HostContext(_host))          # imports and caches warm
+    M.decode("a: 1\n")
+    timed = []
+    for name, factory, inv, host in cases:
+        ctx = P.HostContext(host)
+        start = time.perf_counter()
+        prof = P.render_safe(factory(), ctx, inv)
+        timed.append((time.perf_counter() - start, name, prof["refusal"] or prof["decision"]))
+    peaks = []
+    for name, factory, inv, host in cases:
+        ctx = P.HostContext(host)
+        source = factory()
+        tracemalloc.start()
+        P.render_safe(source, ctx, inv)
+        peaks.append((tracemalloc.get_traced_memory()[1], name))
+        tracemalloc.stop()
+    timed.sort(reverse=True)
+    peaks.sort(reverse=True)
+    print("hostile inputs: %d (%d corpus entries + %d generated worst cases)" % (
+        len(cases), len(entries), len(cases) - len(entries)))
+    print("slowest: " + "; ".join("%s %.1f ms (%s)" % (n, t * 1000, d) for t, n, d in timed[:6]))
+    print("largest tracemalloc peak: " + "; ".join("%s %.2f MiB" % (n, m / 1048576.0) for m, n in peaks[:6]))
+    print("worst: %.1f ms, %.2f MiB peak (limits: 1000 ms, 100 MiB); process max RSS %.1f MiB"
+          % (timed[0][0] * 1000, peaks[0][0] / 1048576.0,
+             resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0))
+    shutil.rmtree(base, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--no-hostile", action="store_true")
     args = ap.parse_args()
     root = build_tree()
     host = P.HostContext({
@@ -72,6 +160,9 @@ def main():
     print("rendered %d manifests in %.2f s wall / %.2f s CPU: %.0f manifests/s wall, %.0f per CPU-second "
           "(%d distinct manifests; decisions %s; python %s)"
           % (count, elapsed, cpu, count / elapsed, count / cpu, len(docs), decisions, sys.version.split()[0]))
+    shutil.rmtree(root, ignore_errors=True)
+    if not args.no_hostile:
+        hostile(args.seconds)
 
 
 if __name__ == "__main__":

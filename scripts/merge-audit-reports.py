@@ -1,35 +1,76 @@
 #!/usr/bin/env python3
-"""Merge per-host audit reports (JSON, schema metnos-sandbox-audit-report/1) into one fleet report.
+"""Merge audit reports (JSON, schema metnos-sandbox-audit-report/1) into one fleet report.
 
     python scripts/merge-audit-reports.py OUT_DIR report1.json [report2.json ...]
+    python scripts/merge-audit-reports.py --from-list FILES.txt OUT_DIR      # one path per line
 
-Used with ansible-pull (each host audits itself) or several AWX jobs; writes the four formats.
-Later reports win for a host that appears twice.
+For ansible-pull (each host audits itself and writes a one-host report) and AWX job slicing (each
+slice writes the report of its share of the inventory): the host records are the same wherever the
+audit ran, so the fleet report is rebuilt from them - totals, the bubblewrap revision majority
+(bwrap_package_drift is recomputed over the whole fleet), the gate, all four formats. A host that
+appears in several reports keeps the record of the report generated last (ties: the later argument).
+Exit status: 0 when the merged gate passes, 1 when it fails, 2 on unusable input.
 """
+import argparse
 import json
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils"))
 
 from metnos_sandbox import report as R  # noqa: E402
 
 
-def main(argv):
-    if len(argv) < 3:
-        sys.exit(__doc__)
-    hosts = {}
-    for path in argv[2:]:
-        with open(path) as handle:
+def die(message):
+    print("merge-audit-reports: " + message, file=sys.stderr)
+    sys.exit(2)
+
+
+def read_report(path):
+    """A report's (generated, host records); refuses anything that is not our schema."""
+    try:
+        with open(path, encoding="utf-8") as handle:
             doc = json.load(handle)
-        if doc.get("schema") != R.SCHEMA:
-            sys.exit("%s: schema %r is not %s" % (path, doc.get("schema"), R.SCHEMA))
-        for host in doc["hosts"]:
-            hosts[host["host"]] = host
-    merged = R.build_from_hosts(list(hosts.values()))
-    paths = R.write_all(merged, argv[1])
+    except (OSError, ValueError) as exc:
+        die("%s: not a readable JSON report (%s)" % (path, exc))
+    if not isinstance(doc, dict) or doc.get("schema") != R.SCHEMA or not isinstance(doc.get("hosts"), list):
+        die("%s: schema %r is not %s" % (path, doc.get("schema") if isinstance(doc, dict) else None, R.SCHEMA))
+    return str(doc.get("generated") or ""), doc["hosts"]
+
+
+def merge(paths):
+    """{host: record}, the newest report's record winning for a host seen twice."""
+    hosts, stamp = {}, {}
+    for path in paths:
+        generated, records = read_report(path)
+        for record in records:
+            name = record.get("host") if isinstance(record, dict) else None
+            if not isinstance(name, str) or "diagnostics" not in record or "verdict" not in record:
+                die("%s: a host record without host/verdict/diagnostics" % path)
+            if name not in hosts or generated >= stamp[name]:
+                hosts[name], stamp[name] = record, generated
+    return hosts
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--from-list", help="a file with one report path per line (for thousands of reports)")
+    ap.add_argument("--warnings-as-failures", action="store_true")
+    ap.add_argument("out_dir")
+    ap.add_argument("reports", nargs="*")
+    args = ap.parse_args(argv[1:])
+    paths = list(args.reports)
+    if args.from_list:
+        with open(args.from_list, encoding="utf-8") as handle:
+            paths += [line.strip() for line in handle if line.strip()]
+    if not paths:
+        ap.error("no reports to merge")
+    start = time.time()
+    merged = R.build_from_hosts(list(merge(paths).values()), warnings_as_failures=args.warnings_as_failures)
+    out = R.write_all(merged, args.out_dir)
     print("\n".join(R.terminal_summary(merged)))
-    print("reports: " + " ".join(paths.values()))
+    print("merged %d report(s) in %.1f s: %s" % (len(paths), time.time() - start, " ".join(out.values())))
     return 1 if merged["gate"]["failed"] else 0
 
 

@@ -21,6 +21,7 @@ from . import facts as F
 from . import probe as PR
 from . import profile as P
 from . import service_env as S
+from . import store as ST
 
 SCHEMA = "metnos-sandbox-audit/1"
 
@@ -42,11 +43,9 @@ def profile_drift(manifests, host_over, profile_dir, status, runner=B.default_ru
             entry.update(state="refused", refusal=prof["refusal"])
             out.append(entry)
             continue
-        path = os.path.join(profile_dir, "%s.args" % name)
-        try:
-            with open(path) as handle:
-                on_disk = handle.read().splitlines()
-        except (IOError, OSError):
+        path = ST.paths(profile_dir, name)[0]
+        on_disk = ST.read_args(profile_dir, name)     # the one reader of the profile format
+        if on_disk is None:
             entry.update(state="missing", path=path)
             out.append(entry)
             continue
@@ -77,10 +76,30 @@ def drift_diagnostics(drift):
     return out
 
 
+def asked_once(runner):
+    """``runner`` answering each distinct query once per audit.
+
+    Every runner call in the core is a read-only query (bwrap --version/--help, package owner and
+    revision, systemctl show/show-environment, an interpreter's sys.path), and one audit asks several of
+    them more than once: the bwrap facts, the service environment and the probe each describe the same
+    bwrap, and the probe inspects the unit again. Within the second or so an audit takes the answers
+    cannot differ in any way the audit could tell apart; the bwrap runs themselves (smoke test, probe)
+    do not go through the runner and always happen."""
+    answers = {}
+
+    def ask(argv, **kwargs):
+        key = (tuple(argv), repr(sorted(kwargs.items())))
+        if key not in answers:
+            answers[key] = runner(argv, **kwargs)
+        return answers[key]
+    return ask
+
+
 def audit_host(params, runner=B.default_runner):
     """The whole per-host audit. ``params``: unit, scope, user, manifests (list of mappings),
     host (overrides), profile_dir, probe (bool), probe_timeout, smoke_user."""
     start = time.time()
+    runner = asked_once(runner)
     result = {"schema": SCHEMA, "hostname": os.uname()[1]}
     path_text = os.environ.get("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
     smoke_user = None
@@ -133,4 +152,14 @@ def audit_host(params, runner=B.default_runner):
     if result["probe"] is not None and not result["probe"].get("passed"):
         result["verdict"] = "fail"
     result["duration"] = round(time.time() - start, 3)
+    result["cpu"] = cpu_seconds()
     return result
+
+
+def cpu_seconds():
+    """CPU seconds (user + system) of this process and of the commands it waited for (bwrap, package
+    queries, systemctl): what the audit cost the host. A probe in a systemd transient unit runs under
+    systemd, not as our child, and is not included."""
+    import resource
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return round(own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime, 3)

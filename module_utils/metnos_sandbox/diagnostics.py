@@ -17,6 +17,9 @@ on the controller.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import re
+import reprlib
+
 ERROR = "error"
 WARNING = "warning"
 INFO = "info"
@@ -256,10 +259,132 @@ _CODES = [
        ["Use a known resource (listed in the message) or add it to metnos_sandbox_resources."]),
     _c("undo_exception_mismatch", ERROR, "R-FAIL-2",
        "undo_last_turn does not match the pinned exception",
-       "A manifest named undo_last_turn differs from the byte-pinned exception (name, origin, owner, "
-       "capability, file list or digest). A later revision does not inherit the exception: it fails closed.",
-       "Exact comparison with the pinned exception of the host context.",
-       ["Pin the reviewed revision in metnos_sandbox_undo_exception, or restore the reviewed manifest."]),
+       "A manifest named undo_last_turn differs from the byte-pinned exception (name, origin, revision, "
+       "owner, capability, file list, or the digest computed from the broker's files on disk). A later "
+       "revision does not inherit the exception: it fails closed.",
+       "Exact comparison with the pinned exception of the host context; the digest is computed from the "
+       "executor's files on disk, never taken from the manifest alone.",
+       ["Pin the reviewed revision in metnos_sandbox_host.undo_exception: name, origin, revision, owner, "
+        "capability, files and the digest the message shows (computed from disk); or restore the reviewed "
+        "broker."]),
+    # ---- input limits: a manifest is data, bounded before it is interpreted (docs/profile-invariants.md) ----
+    _c("manifest_too_large", ERROR, "R-SCOPE-1",
+       "The manifest is larger than the limit",
+       "The manifest text is larger than {limit} bytes (a real manifest is a few hundred bytes).",
+       "Size of the file (fstat) or text, before it is decoded.",
+       ["Check that the right file is given; a manifest lists capabilities, not data."]),
+    _c("manifest_too_many_nodes", ERROR, "R-SCOPE-1",
+       "The manifest has too many YAML/JSON nodes",
+       "The manifest has more than {limit} nodes, counting every YAML alias as the nodes it expands "
+       "to (counted before anything is expanded), or an alias refers to itself.",
+       "Counting events while composing the document, aliases by their anchor's expanded size.",
+       ["Write the manifest without anchors and aliases, listing each value once."]),
+    _c("manifest_too_deep", ERROR, "R-SCOPE-1",
+       "The manifest is nested too deeply",
+       "Mappings and lists are nested more than {limit} levels deep.",
+       "Nesting depth while composing the document.",
+       ["A manifest needs at most five levels (manifest > arguments > name > within > scope)."]),
+    _c("manifest_duplicate_key", ERROR, "R-SCOPE-1",
+       "A key appears twice in one mapping",
+       "The same key appears twice in one YAML/JSON mapping. YAML and JSON loaders usually keep the last "
+       "one silently, so a reviewer and the renderer could read two different manifests.",
+       "Duplicate detection while composing each mapping.",
+       ["Keep one occurrence of the key named in the message."]),
+    _c("manifest_yaml_unsupported", ERROR, "R-SCOPE-1",
+       "The manifest uses a YAML feature that is not accepted",
+       "Explicit tags, merge keys ('<<'), non-string keys, several documents, or YAML 1.1 number forms "
+       "(octal, hexadecimal, sexagesimal) that silently change a value.",
+       "The closed set of YAML features accepted while composing the document.",
+       ["Write plain mappings, lists and quoted strings; quote values such as revisions."]),
+    _c("manifest_string_too_long", ERROR, "R-SCOPE-1",
+       "A string in the manifest is longer than the limit",
+       "A key or string value is longer than {limit} characters.",
+       "Length of every key and string while checking the document.",
+       ["Shorten the value named in the message."]),
+    _c("manifest_control_character", ERROR, "R-SCOPE-1",
+       "A manifest string contains control characters",
+       "A string field contains a control, format or line-separator character (C0/C1 controls, "
+       "bidirectional overrides, zero-width characters, lone surrogates): what a reviewer sees would "
+       "not be what is granted.",
+       "Every string field is matched against its grammar; control and format characters never match.",
+       ["Remove the invisible characters (cat -A FILE shows them)."]),
+    _c("manifest_too_many_capabilities", ERROR, "R-SCOPE-1",
+       "The manifest declares too many capabilities",
+       "More than {limit} capabilities are declared.",
+       "Length of the capabilities list, before any capability is parsed.",
+       ["Split the executor or use glob scopes; a real executor needs a handful of capabilities."]),
+    _c("capability_too_long", ERROR, "R-SCOPE-1",
+       "A capability is longer than the limit",
+       "A capability string is longer than {limit} characters.",
+       "Length of each capability string, before it is parsed.",
+       ["Shorten the scope path of the capability named in the message."]),
+    _c("manifest_too_many_arguments", ERROR, "R-ARG-1",
+       "The manifest declares too many arguments",
+       "More than {limit} arguments are declared.",
+       "Length of the arguments mapping, before any argument is checked.",
+       ["Declare only the arguments used as path scopes."]),
+    _c("manifest_too_many_scopes", ERROR, "R-ARG-1",
+       "An argument declares too many 'within' scopes",
+       "An argument lists more than {limit} 'within' scopes.",
+       "Length of each 'within' list.",
+       ["Use fewer, narrower scopes."]),
+    _c("manifest_too_many_files", ERROR, "R-FAIL-2",
+       "The manifest lists too many files",
+       "The 'files' list has more than {limit} entries.",
+       "Length of the 'files' list.",
+       ["List only the executor's own files."]),
+    _c("invocation_invalid", ERROR, "R-ARG-1",
+       "The invocation is not usable",
+       "The invocation is not a mapping of arguments, turn_id and sender, has unknown keys, or has "
+       "too many argument values.",
+       "Type, key and size checks of the invocation before rendering.",
+       ["Pass invocation: {arguments: {name: value}, turn_id: <id>, sender: <name>}."]),
+    # ---- resolved paths and the invariants of a rendered profile (docs/profile-invariants.md) ----
+    _c("scope_reserved_tree", ERROR, "R-BASE-4",
+       "A scope reaches a tree reserved to another grant",
+       "The scope is at, below or above a tree that only its own capability may reach: the executors "
+       "folder (every executor's code), the integrations folder, the mail credential store, the dialog "
+       "folder or the undo root. Granting it would expose every sibling (other executors, accounts, "
+       "senders or turns).",
+       "Resolved scope compared with the resolved reserved trees of the host context.",
+       ["Use the capability made for that resource (provider:access, mail:read, dialog.user_input, the "
+        "inverse model) instead of an fs: scope."]),
+    _c("scope_symlink_refused", ERROR, "R-CAP-FS",
+       "A scope leads through a symlink to a refused tree",
+       "The scope's text passes the checks but its fully resolved form on this host (every symlink "
+       "followed, e.g. /var/run -> /run, /lib -> usr/lib, a link into /etc) is refused by the same rules. "
+       "The mount would have exposed the symlink's target.",
+       "os.path.realpath() of the scope on the host that renders, then the same refusal rules.",
+       ["Replace the symlink by a real directory, or declare the real path if it is acceptable."]),
+    _c("host_path_refused", ERROR, "R-BASE-4",
+       "A host-context path cannot be mounted safely",
+       "A path of the host context (the Metnos install's real paths: runtime, Python prefix and package "
+       "roots, executors, i18n/lexicon databases, resources, indexes, integrations, credentials, "
+       "dialog, undo) resolves to a tree that would expose or make writable more than its grant: a "
+       "shared root, /proc or /dev, a reserved tree, a read-only base tree made writable, or it leaves "
+       "its folder through a symlink.",
+       "os.path.realpath() of each host path at render time, then the same refusal rules as for scopes.",
+       ["Fix the host key named in the message (metnos_sandbox_host) to the real, dedicated path."]),
+    _c("profile_invariant_violated", ERROR, "R-SEC-1",
+       "A rendered profile broke an invariant and was withheld",
+       "The final check of the rendered mounts and flags found a writable mount outside every declared, "
+       "resolved scope, a read-only base tree writable or shadowed, a flag no rule grants, or a mount "
+       "out of canonical order. The profile is refused (fail closed); this is a defect of the renderer "
+       "or a filesystem that changed while rendering.",
+       "An independent check of the rendered argv against invariants (a)-(d) of docs/profile-invariants.md.",
+       ["Render again; if it persists, report the manifest and host context (the renderer has a bug)."]),
+    _c("profile_preview", INFO, "R-DIAG-3",
+       "This profile is a preview rendered off the target host",
+       "The profile was rendered where the manifest's paths cannot be resolved as the target host sees "
+       "them (a filter on the controller): symlinks, existence and base paths are the controller's.",
+       "Rendered by a controller-side face.",
+       ["Render the final profile on the host: the sandbox_profile module (make run)."]),
+    _c("undo_files_invalid", ERROR, "R-FAIL-2",
+       "The pinned undo broker's files cannot be verified",
+       "The digest of the undo broker is computed from its files on disk; a listed file is missing, not a "
+       "regular file, a symlink, too large, or the folder holds files that are not listed.",
+       "Reading each listed file below the executor's folder without following symlinks.",
+       ["Restore the reviewed broker's files exactly as listed, then pin their digest."]),
     _c("grant_skipped", INFO, "R-ARG-1",
        "A grant was not mounted",
        "A declared resource does not exist on this host or is not known (unknown index name, missing "
@@ -267,18 +392,33 @@ _CODES = [
        "Existence and lookup checks at render time.",
        ["Nothing to do if expected; otherwise create the path or fix the name in the message."]),
     # ---- the real wrapped probe (R-DIAG-3) ----
+    _c("probe_not_isolated", ERROR, "R-DIAG-3",
+       "bwrap ran the payload without isolation",
+       "The probe payload ran and reported, but not inside a sandbox: the process that ran it is not the "
+       "child bwrap reported (no or a false --json-status-fd child-pid: a bwrap look-alike), or it shares "
+       "every namespace the profile unshares with bwrap's own process. The message lists the checks that "
+       "show it.",
+       "Outside evidence from the host's /proc: the payload process is found by its exact command line and "
+       "tied to bwrap's child-pid and to the bwrap that was started; its namespace inodes are compared with "
+       "bwrap's.",
+       ["Check which binary ran: ls -l {bwrap_path} ; dpkg -S {bwrap_path} (rpm -qf, pacman -Qo)",
+        "Reinstall the distro package and remove look-alikes from the service's PATH: "
+        "apt-get install --reinstall bubblewrap"]),
     _c("probe_check_failed", ERROR, "R-DIAG-3",
        "The sandbox does not hold what the profile promises",
-       "A check run from inside the sandbox failed: a namespace is shared, a read-only path is writable, "
-       "a hidden path is visible, /tmp is not private, the network is not isolated, or the parent-death "
-       "signal is missing.",
-       "The probe payload runs inside the rendered profile and reports what it sees.",
+       "A check of the probe failed or could not be proven: a namespace is shared, a read-only bind is "
+       "mounted read-write, a hidden path is visible, /tmp or /dev is not a fresh tmpfs, /proc is not a "
+       "procfs showing the payload, the network is not isolated, or the parent-death signal is missing. A "
+       "permission error is never taken as proof (\"not proven\").",
+       "Two witnesses per check: the kernel's view from outside (the payload's /proc/PID/ns, mountinfo and "
+       "net/dev on the host) and the payload's own (statfs, statvfs, lstat, a real write, if_nameindex, prctl).",
        ["Compare the rendered argv (sandbox_profile) with the one the runtime uses; re-render the profiles.",
         "If bwrap itself misbehaves, upgrade bubblewrap."]),
     _c("probe_setup_failed", ERROR, "R-DIAG-3",
-       "bwrap could not set up the probe's sandbox",
+       "bwrap failed before the payload ran",
        "bwrap failed before the payload ran, in the service's context (as {user}): {cause_text}",
-       "--json-status-fd without an exit-code record; bwrap's stderr classified by pattern.",
+       "The payload never reported and --json-status-fd has no exit-code record; bwrap's stderr is "
+       "classified by pattern and quoted.",
        ["See the remediation of the classified cause ({cause}) and the unit directives listed with it."]),
     _c("probe_timeout", ERROR, "R-DIAG-3",
        "The probe timed out",
@@ -286,10 +426,10 @@ _CODES = [
        "A timer around the probe's process group.",
        ["Look for hung mounts (NFS) or a stuck service unit; raise the probe timeout if the host is slow."]),
     _c("probe_payload_failed", ERROR, "R-DIAG-3",
-       "The probe payload did not report",
-       "bwrap set up the sandbox, but the payload (a Python program run by the runtime's interpreter) "
-       "exited without a result.",
-       "The payload's stdout is not its JSON result.",
+       "The probe payload could not report",
+       "bwrap set up the sandbox and ran the payload (a Python program run by the runtime's interpreter), "
+       "but it exited without a result.",
+       "--json-status-fd has an exit-code record, and the payload's stdout has no result line.",
        ["Check that the runtime's interpreter exists inside the sandbox (host.python_executable) and runs."]),
     _c("probe_context_incomplete", WARNING, "R-DIAG-3",
        "The probe's unit does not carry the service's whole context",
@@ -477,34 +617,75 @@ _CODES.append(_c(
 REGISTRY = dict((c.code, c) for c in _CODES)
 
 
-class _SafeDict(dict):
-    def __missing__(self, key):
-        return "{" + key + "}"
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def _fill(text, context):
-    try:
-        return text.format_map(_SafeDict(context))
-    except (ValueError, IndexError):
+    """Replace ``{name}`` placeholders of a registry text with context values, one pass.
+
+    Only the registry's own texts are templates: a value is inserted as it is and never
+    interpreted again (no format specs, no attribute access), so manifest or unit text in a
+    value cannot grow or reshape a message. Unknown placeholders are left as they are."""
+    if "{" not in text:
         return text
+
+    def sub(match):
+        key = match.group(1)
+        return str(context[key]) if key in context else match.group(0)
+    return _PLACEHOLDER.sub(sub, text)
+
+
+_EXCERPT = reprlib.Repr()
+_EXCERPT.maxstring = 72
+_EXCERPT.maxother = 72
+_EXCERPT.maxlevel = 2
+_EXCERPT.maxlist = _EXCERPT.maxtuple = _EXCERPT.maxdict = _EXCERPT.maxset = 4
+_EXCERPT.maxlong = 40
+
+
+def excerpt(value, limit=80):
+    """A short, escaped, bounded quotation of any value for a message (never the whole value).
+
+    Strings are cut before ``repr`` (bounded work whatever their size); containers show at
+    most a few items two levels deep; the result is at most ``limit`` characters."""
+    if isinstance(value, str):
+        text = repr(str.__str__(value[:limit]))
+        if len(value) > limit:
+            text += "... (%d characters)" % len(value)
+    elif isinstance(value, (bytes, bytearray)):
+        text = repr(bytes(value[:limit]))
+        if len(value) > limit:
+            text += "... (%d bytes)" % len(value)
+    elif value is None or isinstance(value, (bool, int, float)):
+        text = _EXCERPT.repr(value)
+    else:
+        try:
+            text = _EXCERPT.repr(value)
+        except Exception:  # a hostile object's own __repr__: never let it through
+            text = "<%s>" % type(value).__name__
+    if len(text) > limit + 24:
+        text = text[:limit] + "..."
+    return text
 
 
 def make(code, message=None, remediation=None, severity=None, **context):
     """Build the dict form of a diagnostic from the registry.
 
     ``message`` overrides the registry's cause text; ``remediation`` replaces the
-    registry's steps. Extra keyword arguments fill ``{placeholders}`` and are
-    returned under ``details`` so that a report keeps them.
+    registry's steps. Extra keyword arguments fill the ``{placeholders}`` of the
+    registry's own texts and are returned under ``details`` so that a report keeps
+    them. A caller's ``message`` and ``remediation`` are used verbatim: they are
+    never templates (they may quote input).
     """
     spec = REGISTRY[code]
-    steps = spec.remediation if remediation is None else remediation
     out = {
         "code": code,
         "severity": severity or spec.severity,
         "rule": spec.rule,
         "title": spec.title,
-        "message": _fill(message if message is not None else spec.cause, context),
-        "remediation": [_fill(s, context) for s in steps],
+        "message": message if message is not None else _fill(spec.cause, context),
+        "remediation": (list(remediation) if remediation is not None
+                        else [_fill(s, context) for s in spec.remediation]),
     }
     if context:
         out["details"] = dict((k, v) for k, v in context.items() if _jsonable(v))

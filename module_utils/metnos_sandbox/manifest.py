@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: metnos-sandbox-ops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Executor manifest model and strict loader (closed capability grammar).
+"""Executor manifest model and the one strict loader (bounded input, exact grammar).
 
 A manifest (YAML or JSON)::
 
@@ -20,20 +20,51 @@ A manifest (YAML or JSON)::
     inverse: {model: restore_content}   # optional: the undo (inverse) model
     files: [main.py]                 # optional file list (pinned for the undo exception)
 
-Every error names the field, the value and the accepted forms, and carries a
-stable code. Nothing here touches the filesystem.
+``coerce()`` is the only way in: file, bytes, text, a decoded mapping or a loaded Manifest all
+go through the same limits and grammar (docs/profile-invariants.md lists them). Input is
+data: it is bounded before it is interpreted, never used as a format string, and quoted in
+messages only as a short escaped excerpt. Every refusal carries a stable code; nothing here
+raises anything but ManifestError. Nothing here touches the filesystem except ``read_file``.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
 import json
+import os
 import re
+import stat
 
 from . import diagnostics as D
 
+# ---- documented limits (docs/profile-invariants.md); each has its own refusal code ----
+MAX_MANIFEST_BYTES = 64 * 1024      # manifest_too_large
+MAX_NODES = 4096                    # manifest_too_many_nodes (aliases counted expanded, before expansion)
+MAX_DEPTH = 12                      # manifest_too_deep
+MAX_STRING = 1024                   # manifest_string_too_long (every key and string)
+MAX_CAPABILITIES = 128              # manifest_too_many_capabilities
+MAX_CAPABILITY_LENGTH = 1024        # capability_too_long
+MAX_ARGUMENTS = 32                  # manifest_too_many_arguments
+MAX_SCOPES = 16                     # manifest_too_many_scopes ('within' entries per argument)
+MAX_FILES = 64                      # manifest_too_many_files
+MAX_INT_DIGITS = 19                 # a revision is a 64-bit integer at most
+MAX_DIAGNOSTICS = 32                # problems reported per manifest (the rest are counted)
+
 GLOB_CHARS = "*?[{"
-_NAME = re.compile(r"^[a-z0-9_][a-z0-9_.-]{0,127}$")
-_TOKEN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@+*-]{0,127}$")
-_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+# Whole-string grammars (re.fullmatch: '$' would accept a trailing newline).
+_NAME = re.compile(r"[a-z0-9_][a-z0-9_.-]{0,127}")
+_INDEX = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+_NET = re.compile(r"\*|[A-Za-z0-9_][A-Za-z0-9_.@+*-]{0,127}")
+_ACCOUNT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}")
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+_OWNER = re.compile(r"[a-z_][a-z0-9_.-]{0,31}")
+_REVISION = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+:~-]{0,63}")
+_FILE_PART = re.compile(r"[A-Za-z0-9_@+-][A-Za-z0-9_.@+-]{0,127}")
+# C0/C1 controls, DEL, line/paragraph separators, Unicode format characters (bidi overrides,
+# zero-width, BOM, tags) and lone surrogates: never valid in any string field.
+_CONTROL = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
+    "\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
+    "\ud800-\udfff\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]")
 
 ACCEPTED_FORMS = (
     "fs:read:<scope>", "fs:write:<scope>  (scope: absolute path, glob, or arg:<name>)",
@@ -43,6 +74,22 @@ ACCEPTED_FORMS = (
     "net:<what>", "system:undo (undo_last_turn only)",
 )
 _FORMS_TEXT = "; ".join(ACCEPTED_FORMS)
+_FIXED_CAPS = {
+    "dialog.user_input": ("dialog", None, None),
+    "systemd:read": ("systemd", "read", None),
+    "system:read": ("system", "read", None),
+    "system:read:network_interfaces": ("system", "read", "network_interfaces"),
+    "system:undo": ("undo", "undo", None),
+}
+_FIELDS = ("name", "origin", "revision", "digest", "owner", "entrypoint", "capabilities", "arguments",
+           "inverse", "files")
+_ARG_KEYS = ("kind", "within")
+# The one refusal record a controller-side face hands over when it could not load a manifest
+# (see transport()); coerce() turns it back into the same refusal on the host.
+REFUSAL_KEY = "metnos_manifest_refused"
+_LOAD_CODES = ("manifest_parse_error", "manifest_not_utf8", "manifest_too_large", "manifest_too_many_nodes",
+               "manifest_too_deep", "manifest_duplicate_key", "manifest_yaml_unsupported", "manifest_invalid",
+               "manifest_string_too_long")
 
 
 class ManifestError(ValueError):
@@ -51,6 +98,15 @@ class ManifestError(ValueError):
     def __init__(self, diagnostics):
         self.diagnostics = diagnostics
         ValueError.__init__(self, "; ".join(d["message"] for d in diagnostics))
+
+
+class FileSource(object):
+    """A manifest file on the host that renders (read by ``read_file``, bounded)."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, path):
+        self.path = path
 
 
 class Capability(object):
@@ -70,7 +126,7 @@ class Capability(object):
             self.kind == "system" and self.target == "network_interfaces")
 
     def __repr__(self):
-        return "Capability(%r)" % self.text
+        return "Capability(%s)" % D.excerpt(self.text)
 
 
 class Manifest(object):
@@ -82,33 +138,412 @@ class Manifest(object):
             setattr(self, key, kw.get(key))
 
     def to_dict(self):
-        return {
+        out = {
             "name": self.name, "origin": self.origin, "revision": self.revision,
             "digest": self.digest, "owner": self.owner, "entrypoint": self.entrypoint,
             "capabilities": [c.text for c in self.capabilities],
-            "arguments": self.arguments, "inverse": self.inverse, "files": self.files,
+            "arguments": dict((k, {"kind": v["kind"], "within": list(v["within"])})
+                              for k, v in self.arguments.items()),
+            "inverse": dict(self.inverse) if self.inverse is not None else None,
+            "files": list(self.files) if self.files is not None else None,
         }
+        return dict((k, v) for k, v in out.items() if v is not None)
+
+
+class _Refuse(Exception):
+    """Internal: stop loading at the first structural refusal (bounded work)."""
+
+    def __init__(self, diag):
+        Exception.__init__(self, diag["code"])
+        self.diag = diag
+
+
+def _refuse(code, field, message, **extra):
+    return _Refuse(D.make(code, message=message, field=field, **extra))
 
 
 def _err(code, field, value, expected, **extra):
-    return D.make(code, message="%s: %r is refused: %s" % (field, value, expected),
-                  field=field, value=value if isinstance(value, (str, int, float, bool)) else repr(value),
-                  **extra)
+    """A refusal naming the field, a short escaped excerpt of the value and the accepted forms."""
+    return D.make(code, message="%s: %s is refused: %s" % (field, D.excerpt(value), expected),
+                  field=field, value=D.excerpt(value), **extra)
 
+
+def has_control(text):
+    """A control, format, separator or surrogate character anywhere in ``text`` (fast path: a
+    printable string has none of them)."""
+    return not text.isprintable() and _CONTROL.search(text) is not None
+
+
+# ------------------------------------------------------------------ reading and decoding
+
+def read_file(path):
+    """The one reader of manifest files: a regular file, at most MAX_MANIFEST_BYTES (bounded read).
+
+    Returns bytes; raises ManifestError (manifest_parse_error / manifest_too_large)."""
+    field = "(file)"
+    where = D.excerpt(path)
+    if not isinstance(path, str) or not path or "\0" in path:
+        raise ManifestError([D.make("manifest_parse_error", message="manifest file: %s is not a path" % where,
+                                    field=field)])
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise ManifestError([D.make("manifest_parse_error", message="%s: cannot read: %s" % (where, exc.strerror),
+                                    field=field, value=where)]) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ManifestError([D.make("manifest_parse_error", field=field, value=where,
+                                        message="%s: not a regular file" % where)])
+        if info.st_size > MAX_MANIFEST_BYTES:
+            raise ManifestError([_too_large(where, info.st_size)])
+        chunks, total = [], 0
+        while total <= MAX_MANIFEST_BYTES:
+            chunk = os.read(fd, MAX_MANIFEST_BYTES + 1 - total)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    except OSError as exc:
+        raise ManifestError([D.make("manifest_parse_error", message="%s: cannot read: %s" % (where, exc.strerror),
+                                    field=field, value=where)]) from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise ManifestError([_too_large(where, len(data))])
+    return data
+
+
+def _too_large(where, size):
+    return D.make("manifest_too_large", field="(file)", value=where, limit=MAX_MANIFEST_BYTES,
+                  message="%s: %d bytes is larger than the %d-byte limit for a manifest"
+                          % (where, size, MAX_MANIFEST_BYTES))
+
+
+def decode(data, source="<inline>"):
+    """Manifest bytes/str (JSON or YAML) -> plain decoded data, bounded. Raises ManifestError."""
+    where = D.excerpt(source)
+    if isinstance(data, (bytes, bytearray)):
+        if len(data) > MAX_MANIFEST_BYTES:
+            raise ManifestError([_too_large(where, len(data))])
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ManifestError([D.make(
+                "manifest_not_utf8", field="(file)", value=where,
+                message="%s: byte %d is not valid UTF-8 (%s); manifests are UTF-8 text"
+                        % (where, exc.start, exc.reason))]) from None
+    elif isinstance(data, str):
+        if len(data) > MAX_MANIFEST_BYTES:   # characters >= bytes/4: refuse before encoding anything
+            raise ManifestError([_too_large(where, len(data))])
+        text = str.__str__(data)
+        try:
+            size = len(text.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise ManifestError([D.make("manifest_not_utf8", field="(file)", value=where,
+                                        message="%s: contains lone surrogates; manifests are UTF-8 text"
+                                                % where)]) from None
+        if size > MAX_MANIFEST_BYTES:
+            raise ManifestError([_too_large(where, size)])
+    else:
+        raise ManifestError([D.make("manifest_parse_error", field="(file)", value=where,
+                                    message="%s: a manifest is text, got %s" % (where, type(data).__name__))])
+    if "\0" in text:
+        raise ManifestError([D.make("manifest_not_utf8", message="%s: contains a NUL byte" % where,
+                                    field="(file)", value=where)])
+    try:
+        if text.lstrip()[:1] in ("{", "["):
+            try:
+                return _json_load(text)
+            except _NotJson:
+                pass                       # YAML flow style ({'a': 1}): the YAML reader decides
+        return _yaml_load(text)
+    except _Refuse as exc:
+        raise ManifestError([dict(exc.diag, message="%s: %s" % (where, exc.diag["message"]))]) from None
+
+
+class _NotJson(Exception):
+    pass
+
+
+def _json_pairs(pairs):
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise _refuse("manifest_duplicate_key", key, "key %s appears twice in one mapping" % D.excerpt(key))
+        out[key] = value
+    return out
+
+
+def _json_int(text):
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise _refuse("manifest_invalid", "(number)", "the number %s is out of range" % D.excerpt(text))
+    return int(text)
+
+
+def _json_constant(text):
+    raise _NotJson()
+
+
+def _json_load(text):
+    """JSON with duplicate keys refused and the same structural limits as YAML (nodes, depth)."""
+    try:
+        return _plain(json.loads(text, object_pairs_hook=_json_pairs, parse_int=_json_int,
+                                 parse_constant=_json_constant), strings=False)   # lengths: in from_dict
+    except RecursionError:
+        raise _refuse("manifest_too_deep", "(document)", "nested deeper than the interpreter can parse "
+                      "(limit %d)" % MAX_DEPTH, limit=MAX_DEPTH) from None
+    except ValueError:
+        raise _NotJson() from None
+
+
+_YAML_STR = "tag:yaml.org,2002:str"
+_YAML_PLAIN_TAGS = ("tag:yaml.org,2002:str", "tag:yaml.org,2002:int", "tag:yaml.org,2002:bool",
+                    "tag:yaml.org,2002:null", "tag:yaml.org,2002:float", "tag:yaml.org,2002:timestamp")
+_YAML_COLLECTION_TAGS = {"seq": (None, "!"), "map": (None, "!")}
+_DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
+_BOOL = {"yes": True, "no": False, "true": True, "false": False, "on": True, "off": False}
+
+
+def _yaml_load(text):
+    """Compose YAML from parser events with every bound checked before a node is built.
+
+    The parser (libyaml when present, else PyYAML's) only tokenises; this composer builds
+    plain Python values itself so that: aliases are counted as the nodes they expand to before
+    anything is expanded; nesting depth is capped; duplicate keys, non-string keys, explicit
+    tags, merge keys and several documents are refused; YAML 1.1 number forms that silently
+    change a value (octal, hex, sexagesimal) are refused; timestamps stay text."""
+    try:
+        import yaml
+    except ImportError:
+        raise _refuse("manifest_parse_error", "(file)", "YAML needs PyYAML on this host; give the manifest as "
+                      "JSON (or render it through the role, which parses it on the controller)") from None
+    from yaml import events as E
+    loader_cls = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
+    resolver = yaml.resolver.Resolver()
+    loader = loader_cls(text)
+    anchors = {}          # anchor -> (value, expanded size)
+    stack = []            # frames: [container, is_map, pending_key, size, anchor]
+    state = {"nodes": 0, "root": None, "docs": 0}
+
+    def count(n, field):
+        state["nodes"] += n
+        if state["nodes"] > MAX_NODES:
+            raise _refuse("manifest_too_many_nodes", field, "more than %d YAML nodes (aliases counted as the "
+                          "nodes they expand to)" % MAX_NODES, limit=MAX_NODES)
+
+    def where():
+        if not stack:
+            return "(document)"
+        top = stack[-1]
+        return "mapping value %s" % D.excerpt(top[2]) if top[1] and top[2] is not None else "(in a collection)"
+
+    def attach(value, size, is_key_allowed=True):
+        if not stack:
+            state["root"] = value
+            return
+        top = stack[-1]
+        top[3] += size
+        if not top[1]:
+            top[0].append(value)
+        elif top[2] is None:
+            raise AssertionError("unreachable")     # keys are handled by scalar events
+        else:
+            top[0][top[2]] = value
+            top[2] = None
+
+    def scalar_value(ev):
+        tag = ev.tag
+        if tag not in (None, "!"):
+            raise _refuse("manifest_yaml_unsupported", where(), "the explicit YAML tag %s is not accepted (plain "
+                          "strings, numbers, booleans, null, lists and mappings only)" % D.excerpt(tag))
+        tag = resolver.resolve(yaml.ScalarNode, ev.value, ev.implicit) if tag is None else _YAML_STR
+        if tag not in _YAML_PLAIN_TAGS:
+            raise _refuse("manifest_yaml_unsupported", where(), "the YAML tag %s is not accepted (plain "
+                          "strings, numbers, booleans, null, lists and mappings only)" % D.excerpt(tag))
+        value = ev.value
+        if tag == _YAML_STR or tag.endswith(":timestamp"):
+            return value
+        if tag.endswith(":null"):
+            return None
+        if tag.endswith(":bool"):
+            return _BOOL.get(value.lower(), False)
+        if tag.endswith(":int"):
+            plain = value.replace("_", "")
+            if not _DECIMAL.fullmatch(plain):
+                raise _refuse("manifest_yaml_unsupported", where(), "%s is a YAML 1.1 number form (octal, hex, "
+                              "sexagesimal) that changes its value; quote it" % D.excerpt(value))
+            if len(plain.lstrip("+-")) > MAX_INT_DIGITS:
+                raise _refuse("manifest_invalid", "(number)", "the number %s is out of range" % D.excerpt(value))
+            return int(plain)
+        try:   # float
+            return yaml.constructor.SafeConstructor().construct_yaml_float(yaml.ScalarNode(tag, value))
+        except Exception:
+            raise _refuse("manifest_yaml_unsupported", where(), "%s is not a number" % D.excerpt(value)) from None
+
+    try:
+        while True:
+            ev = loader.get_event()
+            if isinstance(ev, E.StreamEndEvent):
+                break
+            if isinstance(ev, (E.StreamStartEvent, E.DocumentEndEvent)):
+                continue
+            if isinstance(ev, E.DocumentStartEvent):
+                state["docs"] += 1
+                if state["docs"] > 1:
+                    raise _refuse("manifest_yaml_unsupported", "(document)", "a manifest is one YAML document")
+                continue
+            if isinstance(ev, E.AliasEvent):
+                if stack and stack[-1][1] and stack[-1][2] is None:
+                    raise _refuse("manifest_yaml_unsupported", where(), "an alias cannot be a mapping key")
+                if ev.anchor not in anchors:
+                    if any(f[4] == ev.anchor for f in stack):
+                        raise _refuse("manifest_too_many_nodes", where(), "the alias *%s refers to itself "
+                                      "(infinite expansion)" % D.excerpt(ev.anchor)[1:-1], limit=MAX_NODES)
+                    raise _refuse("manifest_parse_error", where(), "undefined alias *%s" % D.excerpt(ev.anchor)[1:-1])
+                value, size = anchors[ev.anchor]
+                count(size, where())
+                attach(value, size)
+                continue
+            if isinstance(ev, E.ScalarEvent):
+                count(1, where())      # string lengths are checked on the result, as for mappings
+                value = scalar_value(ev)
+                if stack and stack[-1][1] and stack[-1][2] is None:     # a mapping key
+                    top = stack[-1]
+                    if not isinstance(value, str):
+                        raise _refuse("manifest_yaml_unsupported", "(key)", "the key %s is not a string (quote it)"
+                                      % D.excerpt(ev.value))
+                    if value == "<<" and ev.implicit[0]:
+                        raise _refuse("manifest_yaml_unsupported", "(key)", "YAML merge keys ('<<') are not accepted")
+                    if value in top[0]:
+                        raise _refuse("manifest_duplicate_key", value, "the key %s appears twice in one mapping"
+                                      % D.excerpt(value))
+                    if ev.anchor:
+                        raise _refuse("manifest_yaml_unsupported", "(key)", "anchors on keys are not accepted")
+                    top[2] = value
+                    top[3] += 1
+                    continue
+                if ev.anchor:
+                    anchors[ev.anchor] = (value, 1)
+                attach(value, 1)
+                continue
+            if isinstance(ev, (E.SequenceStartEvent, E.MappingStartEvent)):
+                is_map = isinstance(ev, E.MappingStartEvent)
+                if ev.tag not in _YAML_COLLECTION_TAGS["map" if is_map else "seq"]:
+                    raise _refuse("manifest_yaml_unsupported", where(), "the YAML tag %s is not accepted"
+                                  % D.excerpt(ev.tag))
+                if stack and stack[-1][1] and stack[-1][2] is None:
+                    raise _refuse("manifest_yaml_unsupported", "(key)", "a mapping key must be a string, not a "
+                                  "collection")
+                count(1, where())
+                if len(stack) >= MAX_DEPTH:
+                    raise _refuse("manifest_too_deep", where(), "nested more than %d levels deep" % MAX_DEPTH,
+                                  limit=MAX_DEPTH)
+                stack.append([{} if is_map else [], is_map, None, 1, ev.anchor])
+                continue
+            if isinstance(ev, (E.SequenceEndEvent, E.MappingEndEvent)):
+                container, _is_map, _key, size, anchor = stack.pop()
+                if anchor:
+                    anchors[anchor] = (container, size)
+                attach(container, size)
+                continue
+    except _Refuse:
+        raise
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or str(exc).split("\n")[0]
+        mark = getattr(exc, "problem_mark", None)
+        at = " (line %d, column %d)" % (mark.line + 1, mark.column + 1) if mark is not None else ""
+        raise _refuse("manifest_parse_error", "(file)", "not valid YAML/JSON: %s%s"
+                      % (D.excerpt(str(problem), 120)[1:-1], at)) from None
+    except RecursionError:
+        raise _refuse("manifest_too_deep", "(document)", "nested too deeply", limit=MAX_DEPTH) from None
+    finally:
+        try:
+            loader.dispose()
+        except Exception:
+            pass
+    return state["root"]
+
+
+# ------------------------------------------------------------------ bounded plain copy
+
+def _plain(data, strings=True):
+    """A plain copy (dict/list/str/int/float/bool/None) of decoded data, with every structural
+    limit checked while walking (nodes counted on every visit, so shared references count as
+    often as they appear; depth capped, so self-references stop). Field names for messages are
+    only built when something is refused."""
+    budget = [MAX_NODES]
+
+    def name(path):
+        field = "(manifest)"
+        for part in path:
+            field = "%s[%d]" % (field, part) if isinstance(part, int) else _sub(field, part)
+        return field
+
+    def walk(value, depth, path):
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise _refuse("manifest_too_many_nodes", name(path), "more than %d nodes" % MAX_NODES, limit=MAX_NODES)
+        kind = type(value)
+        if kind is str or isinstance(value, str):
+            if strings and len(value) > MAX_STRING:
+                raise _refuse("manifest_string_too_long", name(path), "%s: a string of %d characters is longer than "
+                              "the %d-character limit" % (name(path), len(value), MAX_STRING), limit=MAX_STRING)
+            return value if kind is str else str.__str__(value)
+        if value is None or kind is bool or kind is float:
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            if abs(value) >= 2 ** 63:
+                raise _refuse("manifest_invalid", name(path), "%s: the number is out of range" % name(path))
+            return int(value)
+        if isinstance(value, float):
+            return float(value)
+        if depth >= MAX_DEPTH:
+            raise _refuse("manifest_too_deep", name(path), "%s: nested more than %d levels deep"
+                          % (name(path), MAX_DEPTH), limit=MAX_DEPTH)
+        if isinstance(value, dict):
+            if len(value) > budget[0]:
+                raise _refuse("manifest_too_many_nodes", name(path), "more than %d nodes" % MAX_NODES, limit=MAX_NODES)
+            out = {}
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise _refuse("manifest_invalid", name(path), "%s: the key %s is not a string"
+                                  % (name(path), D.excerpt(key)))
+                key = walk(key, depth + 1, path)
+                out[key] = walk(item, depth + 1, path + (key,))
+            return out
+        if isinstance(value, (list, tuple)):
+            if len(value) > budget[0]:
+                raise _refuse("manifest_too_many_nodes", name(path), "more than %d nodes" % MAX_NODES, limit=MAX_NODES)
+            return [walk(item, depth + 1, path + (i,)) for i, item in enumerate(value)]
+        raise _refuse("manifest_invalid", name(path), "%s: a %s is not manifest data (mappings, lists, strings, "
+                      "numbers, booleans)" % (name(path), type(value).__name__))
+    return walk(data, 0, ())
+
+
+def _sub(field, key):
+    key = key if _NAME.fullmatch(key) else D.excerpt(key, 40)
+    return key if field == "(manifest)" else "%s.%s" % (field, key)
+
+
+# ------------------------------------------------------------------ grammar
 
 def _check_scope_text(field, scope, errors):
-    """Lexical checks of a fixed scope (absolute, clean, no control characters)."""
-    if any(ord(ch) < 32 for ch in scope):
-        errors.append(_err("scope_nul", field, scope, "NUL or control characters in a path (R-CAP-FS)"))
+    """Lexical checks of a fixed scope (absolute, normalised, no control characters)."""
+    if has_control(scope):
+        errors.append(_err("scope_nul", field, scope, "NUL, control or format characters in a path (R-CAP-FS)"))
         return False
     if not scope.startswith("/"):
         errors.append(_err("scope_relative", field, scope,
-                           "a fixed scope must be an absolute path or glob, or arg:<name> (R-CAP-FS)"))
+                           "a fixed scope must be an absolute path or glob, or arg:<name>; no '~' or "
+                           "variable expansion (R-CAP-FS)"))
         return False
     parts = scope.split("/")[1:]
-    if any(p in (".", "..") for p in parts) or "//" in scope:
+    if scope != "/" and (any(p in (".", "..", "") for p in parts)):
         errors.append(_err("scope_not_normalized", field, scope,
-                           "'.', '..' and '//' are not allowed in a scope; write the normalised path (R-ARG-1)"))
+                           "'.', '..', '//' and a trailing '/' are not allowed in a scope; write the normalised "
+                           "path (R-ARG-1)"))
         return False
     return True
 
@@ -126,82 +561,123 @@ def glob_root(scope):
 
 
 def parse_capability(text, field="capabilities"):
-    """Parse one capability string. Returns (Capability or None, [errors])."""
-    errors = []
+    """Parse one capability string, matched whole. Returns (Capability or None, [errors])."""
     if not isinstance(text, str):
         return None, [_err("manifest_invalid", field, text, "a capability is a string (%s)" % _FORMS_TEXT)]
-    if text == "dialog.user_input":
-        return Capability(text, "dialog"), errors
-    if text in ("systemd:read", "system:read"):
-        return Capability(text, text.split(":")[0], "read"), errors
-    if text == "system:read:network_interfaces":
-        return Capability(text, "system", "read", "network_interfaces"), errors
-    if text == "system:undo":
-        return Capability(text, "undo", "undo"), errors
-    head, sep, rest = text.partition(":")
-    if head in ("network", "net") and sep and rest and (rest == "*" or _TOKEN.match(rest)):
-        return Capability(text, "network", None, rest), errors
-    if head == "skill" and rest and _NAME.match(rest):
-        return Capability(text, "skill", "access", rest), errors
+    if len(text) > MAX_CAPABILITY_LENGTH:
+        return None, [D.make("capability_too_long", field=field, value=D.excerpt(text), limit=MAX_CAPABILITY_LENGTH,
+                             message="%s: %s is %d characters long; the limit is %d"
+                                     % (field, D.excerpt(text), len(text), MAX_CAPABILITY_LENGTH))]
+    if has_control(text):
+        code = "scope_nul" if text.startswith("fs:") else "capability_unknown"
+        return None, [_err(code, field, text, "NUL, control or format characters are never part of a "
+                                              "capability (R-CAP-FS)")]
+    fixed = _FIXED_CAPS.get(text)
+    if fixed is not None:
+        return Capability(text, fixed[0], fixed[1], fixed[2]), []
+    head, _sep, rest = text.partition(":")
+    if head in ("network", "net") and _NET.fullmatch(rest):
+        return Capability(text, "network", None, rest), []
+    if head == "skill" and _NAME.fullmatch(rest):
+        return Capability(text, "skill", "access", rest), []
     mode, sep2, target = rest.partition(":")
     if head == "fs" and mode in ("read", "write") and sep2 and target:
         if target.startswith("arg:"):
             name = target[4:]
-            if not _NAME.match(name):
+            if not _NAME.fullmatch(name):
                 return None, [_err("capability_unknown", field, text,
                                    "arg:<name> needs an argument name [a-z0-9_.-]")]
-            return Capability(text, "fs", mode, None, arg=name), errors
+            return Capability(text, "fs", mode, None, arg=name), []
+        errors = []
         if not _check_scope_text(field, target, errors):
             return None, errors
-        return Capability(text, "fs", mode, target), errors
-    if head == "metnos" and mode in ("read", "write", "create") and target and _NAME.match(target):
-        return Capability(text, "metnos", mode, target), errors
-    if head == "index" and mode == "read" and target and _TOKEN.match(target):
-        return Capability(text, "index", mode, target), errors
-    if head == "provider" and mode == "access" and target and _NAME.match(target):
-        return Capability(text, "provider", mode, target), errors
-    if head == "mail" and mode == "read" and target and _TOKEN.match(target) and "*" not in target:
-        return Capability(text, "mail", mode, target), errors
+        return Capability(text, "fs", mode, target), []
+    if head == "metnos" and mode in ("read", "write", "create") and _NAME.fullmatch(target):
+        return Capability(text, "metnos", mode, target), []
+    if head == "index" and mode == "read" and _INDEX.fullmatch(target):
+        return Capability(text, "index", mode, target), []
+    if head == "provider" and mode == "access" and _NAME.fullmatch(target):
+        return Capability(text, "provider", mode, target), []
+    if head == "mail" and mode == "read" and _ACCOUNT.fullmatch(target):
+        return Capability(text, "mail", mode, target), []
     return None, [_err("capability_unknown", field, text, "accepted forms: %s" % _FORMS_TEXT)]
 
 
-def _opt_str(data, key, errors, pattern=None, expected="a string"):
-    value = data.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str) or (pattern is not None and not pattern.match(value)):
-        errors.append(_err("manifest_invalid", key, value, expected))
-        return None
-    return value
+def _relative_file(value):
+    """A path relative to the executor's folder: grammar-checked components, no '.', '..', '//'."""
+    if not isinstance(value, str) or not value or len(value) > MAX_STRING:
+        return False
+    return all(_FILE_PART.fullmatch(part) for part in value.split("/"))
+
+
+def _limit(code, field, count, limit, what):
+    return D.make(code, field=field, limit=limit,
+                  message="%s: %d %s; the limit is %d" % (field, count, what, limit))
+
+
+def _precheck(data):
+    """Counts that are refused before anything is walked or parsed (each with its own code)."""
+    caps = data.get("capabilities")
+    if isinstance(caps, (list, tuple)):
+        if len(caps) > MAX_CAPABILITIES:
+            raise _Refuse(_limit("manifest_too_many_capabilities", "capabilities", len(caps), MAX_CAPABILITIES,
+                                 "capabilities"))
+        for index, text in enumerate(caps):
+            if isinstance(text, str) and len(text) > MAX_CAPABILITY_LENGTH:
+                raise _Refuse(parse_capability(text, "capabilities[%d]" % index)[1][0])
+    args = data.get("arguments")
+    if isinstance(args, (dict, list, tuple)) and len(args) > MAX_ARGUMENTS:
+        raise _Refuse(_limit("manifest_too_many_arguments", "arguments", len(args), MAX_ARGUMENTS, "arguments"))
+    if isinstance(args, dict):
+        for name, spec in args.items():
+            within = spec.get("within") if isinstance(spec, dict) else None
+            if isinstance(within, (list, tuple)) and len(within) > MAX_SCOPES:
+                raise _Refuse(_limit("manifest_too_many_scopes", "arguments.%s.within" % D.excerpt(name, 40),
+                                     len(within), MAX_SCOPES, "scopes"))
+    files = data.get("files")
+    if isinstance(files, (list, tuple)) and len(files) > MAX_FILES:
+        raise _Refuse(_limit("manifest_too_many_files", "files", len(files), MAX_FILES, "files"))
 
 
 def from_dict(data, source="<inline>"):
-    """Validate a decoded manifest. Raises ManifestError with every problem found."""
-    errors = []
+    """Validate decoded manifest data (bounded, exact). Raises ManifestError with the problems found."""
     if not isinstance(data, dict):
         raise ManifestError([_err("manifest_invalid", "(manifest)", type(data).__name__,
                                   "a manifest is a mapping with name, origin, capabilities")])
-    known = set(Manifest.__slots__) - {"source"}
-    for key in sorted(set(data) - known, key=str):
-        errors.append(_err("manifest_invalid", str(key), key,
-                           "unknown field; accepted: %s" % ", ".join(sorted(known))))
+    try:
+        _precheck(data)
+        data = _plain(data)
+    except _Refuse as exc:
+        raise ManifestError([exc.diag]) from None
+    errors = []
+    for key in sorted(set(data) - set(_FIELDS)):
+        errors.append(_err("manifest_invalid", _sub("(manifest)", key), key,
+                           "unknown field; accepted: %s" % ", ".join(_FIELDS)))
     name = data.get("name")
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         errors.append(_err("manifest_invalid", "name", name,
-                           "required; lower-case letters, digits, '_', '.', '-' (max 128)"))
+                           "required; lower-case letters, digits, '_', '.', '-' (max 128), matched whole"))
     origin = data.get("origin")
-    if not isinstance(origin, str) or not origin or any(ord(c) < 32 for c in origin):
-        errors.append(_err("manifest_invalid", "origin", origin, "required; a publisher string"))
+    if isinstance(origin, str) and has_control(origin):
+        errors.append(_err("manifest_control_character", "origin", origin, "no control or format characters"))
+    elif not isinstance(origin, str) or not origin or origin != origin.strip():
+        errors.append(_err("manifest_invalid", "origin", origin, "required; a publisher string without "
+                                                                   "surrounding spaces"))
     revision = data.get("revision")
-    if revision is not None and (isinstance(revision, bool) or not isinstance(revision, (int, str))):
-        errors.append(_err("manifest_invalid", "revision", revision, "an integer or a string"))
-    digest = _opt_str(data, "digest", errors, _DIGEST, "sha256:<64 lower-case hex digits>")
-    owner = _opt_str(data, "owner", errors)
+    if revision is not None and not (
+            (isinstance(revision, int) and not isinstance(revision, bool) and 0 <= revision < 2 ** 63)
+            or (isinstance(revision, str) and _REVISION.fullmatch(revision))):
+        code = "manifest_control_character" if isinstance(revision, str) and has_control(revision) \
+            else "manifest_invalid"
+        errors.append(_err(code, "revision", revision, "a non-negative integer (not a boolean) or a version "
+                                                       "string [A-Za-z0-9_.+:~-]"))
+    digest = _opt(data, "digest", errors, _DIGEST, "sha256:<64 lower-case hex digits>")
+    owner = _opt(data, "owner", errors, _OWNER, "a user name [a-z_][a-z0-9_.-]")
     entrypoint = data.get("entrypoint")
-    if entrypoint is not None and (not isinstance(entrypoint, str) or entrypoint.startswith("/")
-                                   or ".." in entrypoint.split("/") or "\0" in entrypoint):
+    if entrypoint is not None and not _relative_file(entrypoint):
         errors.append(_err("manifest_invalid", "entrypoint", entrypoint,
-                           "a path relative to the executor's folder, without '..'"))
+                           "a path relative to the executor's folder ([A-Za-z0-9_.@+-] components, no '.', "
+                           "'..', '//' or leading '/')"))
         entrypoint = None
 
     caps = []
@@ -217,21 +693,74 @@ def from_dict(data, source="<inline>"):
             seen.add(cap.text)
             caps.append(cap)
 
+    arguments = _arguments(data.get("arguments"), errors)
+    for cap in caps:
+        if cap.kind == "fs" and cap.arg is not None:
+            if cap.arg not in arguments:
+                errors.append(_err("arg_undeclared", "capabilities", cap.text,
+                                   "argument %s is not declared under 'arguments' (R-ARG-1)" % D.excerpt(cap.arg)))
+            elif not arguments[cap.arg]["within"]:
+                errors.append(_err("arg_scope_unbounded", "arguments.%s.within" % cap.arg, [],
+                                   "an argument used as a path scope must declare 'within' scopes it "
+                                   "may narrow (R-ARG-1: narrow, never widen)"))
+
+    inverse = data.get("inverse")
+    if inverse is not None and not (isinstance(inverse, dict) and set(inverse) == {"model"}
+                                    and isinstance(inverse["model"], str) and _NAME.fullmatch(inverse["model"])):
+        errors.append(_err("manifest_invalid", "inverse", inverse, "a mapping with only a 'model' name"))
+        inverse = None
+    files = data.get("files")
+    if files is not None and not (isinstance(files, list) and all(_relative_file(f) for f in files)
+                                  and len(set(files)) == len(files)):
+        errors.append(_err("manifest_invalid", "files", files, "a list of distinct relative file names"))
+        files = None
+
+    if errors:
+        if len(errors) > MAX_DIAGNOSTICS:
+            more = len(errors) - MAX_DIAGNOSTICS
+            errors = errors[:MAX_DIAGNOSTICS]
+            errors[-1] = dict(errors[-1], message=errors[-1]["message"] + " (and %d more problems)" % more)
+        raise ManifestError(errors)
+    return Manifest(name=name, origin=origin, revision=revision, digest=digest, owner=owner,
+                    entrypoint=entrypoint, capabilities=caps, arguments=arguments,
+                    inverse=inverse, files=files, source=source)
+
+
+def _opt(data, key, errors, pattern, expected):
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not pattern.fullmatch(value):
+        code = "manifest_control_character" if isinstance(value, str) and has_control(value) else "manifest_invalid"
+        errors.append(_err(code, key, value, expected))
+        return None
+    return value
+
+
+def _arguments(raw_args, errors):
     arguments = {}
-    raw_args = data.get("arguments", {}) or {}
+    if raw_args is None:
+        return arguments
     if isinstance(raw_args, list):  # a bare list of names
-        raw_args = dict((a, {}) for a in raw_args if isinstance(a, str))
+        if not all(isinstance(a, str) for a in raw_args) or len(set(raw_args)) != len(raw_args):
+            errors.append(_err("manifest_invalid", "arguments", raw_args, "a list of distinct argument names"))
+            return arguments
+        raw_args = dict((a, None) for a in raw_args)
     if not isinstance(raw_args, dict):
         errors.append(_err("manifest_invalid", "arguments", raw_args, "a mapping name -> {kind, within}"))
-        raw_args = {}
+        return arguments
     for arg_name, spec in raw_args.items():
-        field = "arguments.%s" % arg_name
-        if not isinstance(arg_name, str) or not _NAME.match(arg_name):
-            errors.append(_err("manifest_invalid", field, arg_name, "an argument name [a-z0-9_.-]"))
+        field = _sub("arguments", arg_name)
+        if not _NAME.fullmatch(arg_name):
+            errors.append(_err("manifest_invalid", field, arg_name, "an argument name [a-z0-9_.-], matched whole"))
             continue
-        spec = spec or {}
-        if not isinstance(spec, dict):
-            errors.append(_err("manifest_invalid", field, spec, "a mapping {kind, within}"))
+        spec = {} if spec is None else spec
+        if not isinstance(spec, dict) or set(spec) - set(_ARG_KEYS):
+            errors.append(_err("manifest_invalid", field, spec, "a mapping with only 'kind' and 'within'"))
+            continue
+        kind = spec.get("kind", "path")
+        if not isinstance(kind, str) or not _NAME.fullmatch(kind):
+            errors.append(_err("manifest_invalid", field + ".kind", kind, "a kind name such as path"))
             continue
         within = spec.get("within", [])
         if isinstance(within, str):
@@ -246,71 +775,67 @@ def from_dict(data, source="<inline>"):
                 errors.append(_err("manifest_invalid", sfield, scope, "an absolute path or glob"))
             elif _check_scope_text(sfield, scope, errors):
                 clean.append(scope)
-        arguments[arg_name] = {"kind": spec.get("kind", "path"), "within": clean}
+        arguments[arg_name] = {"kind": kind, "within": clean}
+    return arguments
 
-    for cap in caps:
-        if cap.kind == "fs" and cap.arg is not None:
-            if cap.arg not in arguments:
-                errors.append(_err("arg_undeclared", "capabilities", cap.text,
-                                   "argument %r is not declared under 'arguments' (R-ARG-1)" % cap.arg))
-            elif not arguments[cap.arg]["within"]:
-                errors.append(_err("arg_scope_unbounded", "arguments.%s.within" % cap.arg, [],
-                                   "an argument used as a path scope must declare 'within' scopes it "
-                                   "may narrow (R-ARG-1: narrow, never widen)"))
 
-    inverse = data.get("inverse")
-    if inverse is not None and not (isinstance(inverse, dict) and isinstance(inverse.get("model"), str)):
-        errors.append(_err("manifest_invalid", "inverse", inverse, "a mapping with a 'model' string"))
-        inverse = None
-    files = data.get("files")
-    if files is not None and not (isinstance(files, list) and all(isinstance(f, str) for f in files)):
-        errors.append(_err("manifest_invalid", "files", files, "a list of relative file names"))
-        files = None
+# ------------------------------------------------------------------ the one entry
 
-    if errors:
-        raise ManifestError(errors)
-    return Manifest(name=name, origin=origin, revision=revision, digest=digest, owner=owner,
-                    entrypoint=entrypoint, capabilities=caps, arguments=arguments,
-                    inverse=inverse, files=files, source=source)
+def refusal_record(diagnostics):
+    """What a controller-side face hands to the host when loading was refused (see coerce)."""
+    first = [d for d in diagnostics if d.get("severity") == D.ERROR][0]
+    return {REFUSAL_KEY: {"code": first["code"], "message": first["message"][:400]}}
+
+
+def _from_record(record):
+    body = record.get(REFUSAL_KEY)
+    code = body.get("code") if isinstance(body, dict) else None
+    message = body.get("message") if isinstance(body, dict) else None
+    if code not in _LOAD_CODES or not isinstance(message, str):
+        return [_err("manifest_invalid", REFUSAL_KEY, body, "a refusal record made by this toolkit")]
+    return [D.make(code, message=D.excerpt(message, 400)[1:-1], field="(file)")]
+
+
+def coerce(source, name="<inline>"):
+    """Any manifest source -> a validated Manifest. The only way a manifest enters the toolkit.
+
+    ``source``: a Manifest (returned as is), a FileSource (read here, bounded), bytes or text
+    (JSON or YAML), or decoded data (a mapping, e.g. from Ansible). Raises ManifestError."""
+    if isinstance(source, Manifest):
+        return source
+    if isinstance(source, FileSource):
+        name = source.path
+        source = read_file(source.path)
+    if isinstance(source, (bytes, bytearray, str)):
+        source = decode(source, name)
+    if isinstance(source, dict) and REFUSAL_KEY in source and len(source) == 1:
+        raise ManifestError(_from_record(source))
+    return from_dict(source, source=name)
+
+
+def transport(source):
+    """For a face that loads on one machine and renders on another (a filter on the controller):
+    the manifest as decoded data the host's coerce() accepts (so the host needs no YAML library),
+    or the refusal record that makes the host refuse with the same code. Loading uses the same
+    reader and decoder as coerce(); validation happens on the host. Never raises."""
+    try:
+        if isinstance(source, FileSource):
+            data = decode(read_file(source.path), source.path)
+        elif isinstance(source, (bytes, bytearray, str)):
+            data = decode(source)
+        else:
+            return source
+        if not isinstance(data, dict):
+            from_dict(data)          # refuses a document that is not a mapping, with its message
+        return data
+    except ManifestError as exc:
+        return refusal_record(exc.diagnostics)
+
+
+def load(path):
+    return coerce(FileSource(path))
 
 
 def loads(data, source="<inline>"):
     """Parse manifest bytes/str (JSON or YAML). Raises ManifestError."""
-    if isinstance(data, bytes):
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ManifestError([D.make(
-                "manifest_not_utf8",
-                message="%s: byte %d is not valid UTF-8 (%s); manifests are UTF-8 text"
-                        % (source, exc.start, exc.reason), field="(file)", value=source)]) from None
-    else:
-        text = data
-    if "\0" in text:
-        raise ManifestError([D.make("manifest_not_utf8", message="%s: contains a NUL byte" % source,
-                                    field="(file)", value=source)])
-    try:
-        try:
-            decoded = json.loads(text)
-        except ValueError:
-            import yaml  # PyYAML: present with Ansible on the controller and most hosts
-            decoded = yaml.safe_load(text)
-    except ImportError:
-        raise ManifestError([D.make("manifest_parse_error",
-                                    message="%s: YAML needs PyYAML on this host; give the manifest as JSON"
-                                    % source, field="(file)", value=source)]) from None
-    except Exception as exc:  # yaml.YAMLError / ValueError: report, never a traceback
-        raise ManifestError([D.make("manifest_parse_error", message="%s: not valid YAML/JSON: %s"
-                                    % (source, str(exc).replace("\n", " ")), field="(file)",
-                                    value=source)]) from None
-    return from_dict(decoded, source=source)
-
-
-def load(path):
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except (IOError, OSError) as exc:
-        raise ManifestError([D.make("manifest_parse_error", message="%s: cannot read: %s"
-                                    % (path, exc.strerror), field="(file)", value=path)]) from None
-    return loads(data, source=path)
+    return coerce(data if isinstance(data, (bytes, bytearray, str)) else data, source)

@@ -1,47 +1,73 @@
 # -*- coding: utf-8 -*-
 # Copyright: metnos-sandbox-ops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The real wrapped probe: run a rendered profile for real and check, from inside, that
-what the profile promises holds (R-DIAG-3). It must be able to fail.
+"""The real wrapped probe: run a rendered profile for real and prove that what the profile
+promises holds (R-DIAG-3). It must be able to fail, and it never takes a refusal for a proof.
 
-``expectations(profile, ...)`` derives the checks from the *intended* profile; ``run``
-executes an argv (normally that profile's, possibly weakened by a test) with the payload
-as the command, and ``evaluate`` turns the payload's observations into checks.
+Two independent witnesses for every check:
+
+* **outside** (the kernel's view from the probe's side, procfs.py): bwrap's ``--json-status-fd``
+  names the sandboxed child; the probe finds the payload process, checks that it *is* that
+  child (exact command line, parent is the bwrap that was started), and reads its namespace
+  inodes, its mount table and its interfaces from the host's ``/proc`` while the payload
+  waits (a handshake on the payload's stdin: it reports, then blocks until the outside has
+  read). Namespaces are compared with bwrap's own (its parent context).
+* **inside** (the payload, ``PAYLOAD``): ``statfs``/``statvfs``/``stat`` of each mount point,
+  ``lstat`` of each hidden path, a real write for each writable grant, ``if_nameindex``,
+  ``prctl(PR_GET_PDEATHSIG)``; its ``/proc/self/ns`` links count only once ``/proc`` is proven
+  to be a procfs whose ``/proc/self`` is the payload.
+
+A permission error proves nothing: EACCES/EPERM is reported as "not proven" and fails the check.
+
+``expectations(profile, ...)`` derives the checks from the *intended* profile; ``run`` (direct)
+and ``run_systemd`` (transient unit) execute an argv - normally that profile's, possibly a
+weakened one in tests - with the payload as the command; ``evaluate`` turns both witnesses into
+checks and ``_verdict`` into diagnostics with one code per outcome: ``probe_not_isolated`` (the
+payload ran but not sandboxed), ``probe_check_failed``, ``probe_setup_failed`` (bwrap failed
+before the payload ran), ``probe_payload_failed`` (the payload could not report), ``probe_timeout``.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
 import json
 import os
+import time
 import uuid
 
 from . import bwrap as B
 from . import diagnostics as D
+from . import procfs as PF
 
-# Runs inside the sandbox on the runtime's interpreter (Python 3.6+, stdlib only).
-PAYLOAD = r'''
+# Runs inside the sandbox on the runtime's interpreter (Python 3.6+, stdlib only). It reports
+# one JSON line on stdout, then waits on stdin until the outside has read its evidence.
+PAYLOAD = r"""
 import ctypes, errno, json, os, socket, sys
 spec = json.loads(sys.argv[1])
-obs = {"ns": {}, "errors": []}
-for ns in ("user", "ipc", "uts", "net", "pid", "mnt"):
+libc = ctypes.CDLL(None, use_errno=True)
+def err(num):
+    return "error:" + errno.errorcode.get(num, str(num))
+def fs(path):
+    out = {}
+    buf = ctypes.create_string_buffer(512)
+    if libc.statfs(path.encode("utf-8"), buf) == 0:
+        if os.uname()[4].startswith("s390"):
+            out["type"] = ctypes.c_uint.from_buffer(buf).value
+        else:
+            out["type"] = ctypes.c_long.from_buffer(buf).value & 0xffffffff
+    else:
+        out["type"] = err(ctypes.get_errno())
     try:
-        obs["ns"][ns] = os.readlink("/proc/self/ns/" + ns)
+        st = os.stat(path)
+        out["dev"] = "%d:%d" % (os.major(st.st_dev), os.minor(st.st_dev))
+        out["flags"] = "ro" if os.statvfs(path).f_flag & os.ST_RDONLY else "rw"
     except OSError as exc:
-        obs["ns"][ns] = "error:%d" % exc.errno
-try:
-    obs["tmp_entries"] = sorted(os.listdir("/tmp"))
-except OSError as exc:
-    obs["tmp_entries"] = ["error:%d" % exc.errno]
-try:
-    st = os.stat("/tmp")
-    obs["tmp_id"] = [st.st_dev, st.st_ino]
-except OSError as exc:
-    obs["tmp_id"] = "error:%d" % exc.errno
-try:
-    obs["interfaces"] = sorted(name for _i, name in socket.if_nameindex())
-except OSError as exc:
-    obs["interfaces"] = ["error:%d" % exc.errno]
+        out["dev"] = out["flags"] = err(exc.errno)
+    return out
+def listing(path):
+    try:
+        return sorted(os.listdir(path))
+    except OSError as exc:
+        return err(exc.errno)
 def try_write(path):
-    target = path
     try:
         if os.path.isdir(path):
             target = os.path.join(path, ".metnos-probe-" + spec["token"])
@@ -49,36 +75,64 @@ def try_write(path):
             os.close(fd)
             os.unlink(target)
         else:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-            os.close(fd)
+            os.close(os.open(path, os.O_WRONLY | os.O_APPEND))
         return "writable"
     except OSError as exc:
-        return errno.errorcode.get(exc.errno, str(exc.errno))
-obs["ro"] = dict((p, try_write(p)) for p in spec.get("ro", []))
-obs["rw"] = dict((p, try_write(p)) for p in spec.get("rw", []))
-obs["absent"] = dict((p, os.path.lexists(p)) for p in spec.get("absent", []))
+        return err(exc.errno)
+def presence(path):
+    try:
+        os.lstat(path)
+        return "present"
+    except OSError as exc:
+        return "absent" if exc.errno in (errno.ENOENT, errno.ENOTDIR) else err(exc.errno)
+obs = {"metnos_probe": spec["token"], "pid": os.getpid(), "uid": os.getuid(), "ns": {}}
 try:
-    libc = ctypes.CDLL(None, use_errno=True)
+    obs["proc_self"] = os.readlink("/proc/self")
+except OSError as exc:
+    obs["proc_self"] = err(exc.errno)
+obs["proc"] = dict((p, fs(p)) for p in spec["proc"])
+for ns in spec["ns"]:
+    try:
+        obs["ns"][ns] = os.readlink("/proc/self/ns/" + ns)
+    except OSError as exc:
+        obs["ns"][ns] = err(exc.errno)
+try:
+    obs["interfaces"] = sorted(name for _i, name in socket.if_nameindex())
+except OSError as exc:
+    obs["interfaces"] = err(exc.errno)
+obs["ro"] = dict((p, fs(p)) for p in spec["ro"])
+obs["rw"] = dict((p, try_write(p)) for p in spec["rw"])
+obs["absent"] = dict((p, presence(p)) for p in spec["absent"])
+obs["tmpfs"] = dict((p, dict(fs(p), entries=listing(p))) for p in spec["tmpfs"] + spec["dev"])
+try:
     sig = ctypes.c_int(0)
     libc.prctl(2, ctypes.byref(sig), 0, 0, 0)   # PR_GET_PDEATHSIG
     obs["pdeathsig"] = sig.value
 except Exception as exc:
     obs["pdeathsig"] = "error:%s" % exc
-obs["uid"] = os.getuid()
-sys.stdout.write(json.dumps(obs))
-'''
+sys.stdout.write(json.dumps(obs) + "\n")
+sys.stdout.flush()
+try:
+    sys.stdin.readline()
+except Exception:
+    pass
+"""
 
 SENSITIVE = ("/root", "/home", "/opt", "/srv", "/mnt", "/media", "/var", "/run")
+PROC_SUPER_MAGIC = 0x9FA0
+TMPFS_MAGIC = 0x01021994
+SIGKILL = 9
+# What bwrap's --dev creates (bubblewrap.c: devnodes, stdio links, shm, pts, ptmx, core; console
+# when it has a tty). Anything else in /dev came from somewhere else.
+DEV_ENTRIES = ("console", "core", "fd", "full", "null", "ptmx", "pts", "random", "shm", "stderr", "stdin",
+               "stdout", "tty", "urandom", "zero")
+DEV_MOUNTS = ("console", "full", "null", "pts", "random", "shm", "tty", "urandom", "zero")
+UNSHARE_FLAGS = ("user", "ipc", "uts", "net", "pid", "cgroup")
 
 
 def host_namespaces(proc="/proc"):
-    out = {}
-    for ns in ("user", "ipc", "uts", "net", "pid", "mnt"):
-        try:
-            out[ns] = os.readlink(os.path.join(proc, "self/ns", ns))
-        except OSError:
-            out[ns] = None
-    return out
+    """The probe's own namespace links (the host's, when the probe runs on the host)."""
+    return PF.namespaces("self", proc=proc)[0]
 
 
 def _under(path, root):
@@ -113,27 +167,34 @@ def expected_absent(profile, candidates, depth=2, limit=60):
     return out
 
 
-def host_tmp_id(path="/tmp"):
-    st = os.stat(path)
-    return [st.st_dev, st.st_ino]
-
-
 def expectations(profile, extra_absent=()):
     """The checks a profile promises, as the spec the payload receives. Writes nothing on the host."""
-    ro = [m["dest"] for m in profile["mounts"] if m["kind"] == "ro"]
-    rw = [m["dest"] for m in profile["mounts"] if m["kind"] == "rw"]
-    net_unshared = "--unshare-net" in (profile.get("argv") or [])
+    mounts = profile["mounts"]
+    argv = list(profile.get("argv") or [])
+    sep = argv.index("--") if "--" in argv else len(argv)
+    opts = argv[:sep]
+    unshare = ["user", "mnt"] + [k for k in UNSHARE_FLAGS[1:] if "--unshare-" + k in opts]
+
+    def dests(kind):
+        return [m["dest"] for m in mounts if m["kind"] == kind]
+
+    rules = dict((m["dest"], (m.get("provenance") or [{}])[0].get("rule") or "R-CAP-FS") for m in mounts)
     return {
         "token": uuid.uuid4().hex[:12],
-        "host_tmp": host_tmp_id(),
-        "ro": ro, "rw": rw,
+        "unshare": unshare,
+        "ns": list(PF.NS_KINDS),
+        "ro": dests("ro"), "rw": dests("rw"), "tmpfs": dests("tmpfs"), "dev": dests("dev"), "proc": dests("proc"),
         "absent": expected_absent(profile, list(SENSITIVE) + list(extra_absent)),
-        "net_unshared": net_unshared,
+        "net_unshared": "--unshare-net" in opts,
+        "die_with_parent": "--die-with-parent" in opts,
+        "rules": rules,
     }
 
 
-def payload_command(python):
-    return [python, "-c", PAYLOAD]
+def payload_command(python, spec=None):
+    """The payload's exact argv (the outside finds the payload process by it)."""
+    cmd = [python, "-c", PAYLOAD]
+    return cmd + [json.dumps(spec, sort_keys=True)] if spec is not None else cmd
 
 
 def replace_command(argv, command):
@@ -142,87 +203,414 @@ def replace_command(argv, command):
     return argv[:sep + 1] + list(command)
 
 
-def evaluate(spec, obs, host_ns):
-    """Observations -> checks [{name, rule, expected, observed, ok}]."""
+# --------------------------------------------------------------------------- the outside witness
+
+def host_view(proc="/proc"):
+    """The probe's own namespaces and mount table, read before the run."""
+    mounts = PF.read_mounts("self", proc)
+    return {"ns": host_namespaces(proc), "mounts": mounts if isinstance(mounts, list) else []}
+
+
+def observe_outside(launcher, child_pid, payload_argv, proc="/proc"):
+    """Read, from the host's /proc, what the kernel says about the payload process and about bwrap.
+
+    ``launcher``: the pid of the bwrap that was started (its own process: the parent context);
+    ``child_pid``: what bwrap's json-status says its sandboxed child is (None if it said nothing).
+    """
+    out = {"launcher": launcher, "child_pid": child_pid, "child_ppid": None}
+    want = PF.cmdline_bytes(payload_argv)
+    pids = []
+    if isinstance(child_pid, int) and child_pid > 0:
+        out["child_ppid"] = PF.read_status(child_pid, proc).get("ppid")
+        if PF.read_cmdline(child_pid, proc) == want:
+            pids = [child_pid]
+    if not pids:
+        pids = PF.find_processes(payload_argv, proc)
+    out["payload_pids"] = pids
+    out["payload_pid"] = pids[0] if len(pids) == 1 else None
+    if out["payload_pid"] is not None:
+        pid = out["payload_pid"]
+        st = PF.read_status(pid, proc)
+        ns, how = PF.namespaces(pid, proc=proc)
+        out["payload"] = {"ppid": st.get("ppid"), "nspid": st.get("nspid") or [], "uid": (st.get("uid") or [None])[0],
+                          "ns": ns, "read_by": how, "mounts": PF.read_mounts(pid, proc),
+                          "interfaces": PF.interfaces(pid, proc)}
+    if isinstance(launcher, int) and launcher > 0:
+        links, how = PF.read_links(launcher, ["ns/" + k for k in PF.NS_KINDS] + ["exe"], proc)
+        out["parent"] = {"pid": launcher, "ns": dict((k, links["ns/" + k]) for k in PF.NS_KINDS),
+                         "exe": links["exe"], "read_by": how, "mounts": PF.read_mounts(launcher, proc)}
+    return out
+
+
+class _Watcher(object):
+    """The outside half of the handshake: once the payload has reported, read its evidence (while
+    it waits on stdin), then let it go."""
+
+    def __init__(self, token, payload_argv, proc="/proc"):
+        self.token = token
+        self.payload_argv = payload_argv
+        self.proc = proc
+        self.outside = None
+        self.launcher = None
+
+    def _done(self, objects, status, launcher):
+        if not any(o.get("metnos_probe") == self.token for o in objects):
+            return False
+        child = status.get("child-pid")
+        self.launcher = launcher
+        try:
+            self.outside = observe_outside(launcher, child if isinstance(child, int) and not isinstance(child, bool)
+                                           else None, self.payload_argv, self.proc)
+        except Exception as exc:   # never leave the payload waiting; nothing read is nothing proven
+            self.outside = {"launcher": launcher, "child_pid": child, "error": "%s: %s" % (type(exc).__name__, exc)}
+        return True
+
+    def direct(self, data, pid):
+        _launcher, status, _obs = split_stream(records(data.get("status", b"")), self.token)
+        return self._done(records(data["stdout"]), status, pid)
+
+    def systemd(self, data, _pid):
+        objects = records(data["stdout"])
+        launcher, status, _obs = split_stream(objects, self.token)
+        return self._done(objects, status, launcher)
+
+
+def records(data):
+    """The JSON objects of a stream, one per complete line (bwrap's status records, the launcher's and
+    the payload's lines); anything else on the stream - partial lines, noise - is skipped."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "replace")
+    out = []
+    for line in data.split(b"\n")[:-1]:
+        line = line.strip()
+        if line.startswith(b"{"):
+            try:
+                obj = json.loads(line.decode("utf-8", "replace"))
+            except ValueError:
+                continue
+            if isinstance(obj, dict):
+                out.append(obj)
+    return out
+
+
+def split_stream(objects, token):
+    """(launcher pid, merged bwrap status, payload record) from one stream of JSON objects."""
+    launcher, status, obs = None, {}, None
+    for obj in objects:
+        if obj.get("metnos_probe") == token:
+            obs = obs or obj
+        elif "launcher-pid" in obj and launcher is None:
+            launcher = obj["launcher-pid"] if isinstance(obj["launcher-pid"], int) else None
+        elif "metnos_probe" not in obj:
+            status.update(obj)
+    return launcher, status, obs
+
+
+# --------------------------------------------------------------------------- evaluation
+
+def _err(value):
+    return value is None or PF.is_error(value)
+
+
+def _known_devices(outside, host):
+    devs = PF.devices(host.get("mounts") or [])
+    parent_mounts = (outside.get("parent") or {}).get("mounts")
+    if isinstance(parent_mounts, list):
+        devs |= PF.devices(parent_mounts)
+    return devs
+
+
+def evaluate(spec, obs, outside, host):
+    """Both witnesses -> checks [{name, rule, expected, observed, ok}].
+
+    ``obs``: the payload's record; ``outside``: observe_outside(); ``host``: host_view()."""
     checks = []
 
     def add(name, rule, expected, observed, ok):
         checks.append({"name": name, "rule": rule, "expected": expected, "observed": observed, "ok": bool(ok)})
 
-    ns = obs.get("ns", {})
-    for kind in ("user", "ipc", "uts"):
-        add("%s_namespace_private" % kind, "R-BASE-6", "differs from host %s" % host_ns.get(kind),
-            ns.get(kind), ns.get(kind) and ns.get(kind) != host_ns.get(kind))
-    if spec["net_unshared"]:
-        add("net_namespace_private", "R-BASE-7", "differs from host %s" % host_ns.get("net"), ns.get("net"),
-            ns.get("net") and ns.get("net") != host_ns.get("net"))
-        add("only_loopback", "R-BASE-7", ["lo"], obs.get("interfaces"), obs.get("interfaces") == ["lo"])
-    else:
-        add("host_network", "R-NET-1", "same as host %s" % host_ns.get("net"), ns.get("net"),
-            ns.get("net") == host_ns.get("net"))
-    add("no_pid_namespace", "R-BASE-8", "same as host %s" % host_ns.get("pid"), ns.get("pid"),
-        ns.get("pid") == host_ns.get("pid"))
-    add("tmp_private_and_empty", "R-BASE-3", [], obs.get("tmp_entries"), obs.get("tmp_entries") == [])
-    if spec.get("host_tmp"):
-        add("host_tmp_hidden", "R-BASE-3", "a /tmp other than the host's %s" % spec["host_tmp"], obs.get("tmp_id"),
-            isinstance(obs.get("tmp_id"), list) and obs.get("tmp_id") != spec["host_tmp"])
-    for path, result in sorted((obs.get("ro") or {}).items()):
-        add("read_only:%s" % path, "R-BASE-1" if not path.startswith("/var/lib/metnos") else "R-CAP-FS",
-            "EROFS/EACCES/EPERM", result, result in ("EROFS", "EACCES", "EPERM"))
-    for path, result in sorted((obs.get("rw") or {}).items()):
-        add("writable:%s" % path, "R-CAP-FS", "writable", result, result == "writable")
-    for path, present in sorted((obs.get("absent") or {}).items()):
-        add("hidden:%s" % path, "R-SEC-1", False, present, present is False)
-    add("parent_death_signal", "R-BASE-6", 9, obs.get("pdeathsig"), obs.get("pdeathsig") == 9)
+    outside = outside or {}
+    payload = outside.get("payload") or {}
+    mounts = payload.get("mounts") if isinstance(payload.get("mounts"), list) else None
+    known = _known_devices(outside, host)
+    pid = outside.get("payload_pid")
+
+    # 1. The process that reported is bwrap's sandboxed child (else nothing below is about a sandbox).
+    child, launcher, pids = outside.get("child_pid"), outside.get("launcher"), outside.get("payload_pids") or []
+    why = []
+    if outside.get("error"):
+        why.append("the outside evidence could not be read (%s)" % outside["error"])
+    if not isinstance(child, int):
+        why.append("bwrap wrote no child-pid record")
+    if len(pids) != 1:
+        why.append("%d processes run the payload" % len(pids))
+    elif isinstance(child, int) and pid != child and payload.get("ppid") != child:
+        why.append("the payload (pid %s) is neither bwrap's child-pid %s nor its child" % (pid, child))
+    if isinstance(child, int) and outside.get("child_ppid") != launcher:
+        why.append("child-pid %s has parent %s, not the bwrap that was started (%s)"
+                   % (child, outside.get("child_ppid"), launcher))
+    add("bwrap_child_is_payload", "R-DIAG-3",
+        "bwrap's child-pid is the payload (or its PID-1 init), a child of the bwrap that was started",
+        {"child_pid": child, "child_parent": outside.get("child_ppid"), "bwrap_pid": launcher, "payload_pids": pids,
+         "problems": why}, not why)
+
+    # 2. /proc inside is a procfs whose /proc/self is the payload: only then do its links count.
+    proc_ok = False
+    for dest in spec.get("proc", []):
+        inside = (obs.get("proc") or {}).get(dest) or {}
+        mount = PF.mount_at(mounts, dest) if mounts is not None else None
+        nspid = payload.get("nspid") or []
+        problems = []
+        if inside.get("type") != PROC_SUPER_MAGIC:
+            problems.append("statfs type %s, not procfs" % _hex(inside.get("type")))
+        if obs.get("proc_self") != str(obs.get("pid")):
+            problems.append("/proc/self is %r, the payload is pid %s" % (obs.get("proc_self"), obs.get("pid")))
+        if mount is None or mount["fstype"] != "proc":
+            problems.append("outside: %s" % ("no mount at %s" % dest if mount is None
+                                             else "%s is %s" % (dest, mount["fstype"])))
+        elif mount["dev"] != inside.get("dev"):
+            problems.append("outside: device %s, inside %s" % (mount["dev"], inside.get("dev")))
+        if not nspid or nspid[-1] != obs.get("pid"):
+            problems.append("outside: the payload's pid in its own namespace is %s, it says %s"
+                            % (nspid[-1] if nspid else "unknown", obs.get("pid")))
+        proc_ok = not problems and dest == "/proc"
+        add("proc_is_own_procfs" if dest == "/proc" else "procfs:%s" % dest, spec["rules"].get(dest, "R-BASE-2"),
+            "a procfs in which /proc/self is the payload (inside and outside agree)",
+            {"inside": {"type": _hex(inside.get("type")), "dev": inside.get("dev"), "self": obs.get("proc_self")},
+             "outside": mount and {"fstype": mount["fstype"], "dev": mount["dev"]}, "problems": problems}, not problems)
+
+    # 3. Namespaces: outside, the payload's inodes vs bwrap's own; inside, the payload's links agree.
+    parent = outside.get("parent") or {}
+    pns = parent.get("ns") or {}
+    ref, ref_from = pns, "bwrap (pid %s)" % parent.get("pid")
+    if not pns or any(_err(pns.get(k)) for k in ("user", "mnt", "net", "pid")):
+        ref, ref_from = host.get("ns") or {}, "the probe (bwrap's own links unreadable: %s)" % (
+            ", ".join("%s=%s" % (k, v) for k, v in sorted(pns.items()) if _err(v)) or "bwrap not known")
+    mine = payload.get("ns") or {}
+
+    def ns_evidence(kind):
+        inside = (obs.get("ns") or {}).get(kind) if proc_ok else "void: /proc not proven"
+        return {"outside": mine.get(kind), "parent": ref.get(kind), "parent_from": ref_from, "inside": inside,
+                "read_by": payload.get("read_by")}
+
+    def ns_problems(kind, want_private):
+        ev = ns_evidence(kind)
+        if pid is None:
+            return ev, ["not proven: the payload process was not found outside"]
+        if _err(ev["outside"]) or _err(ev["parent"]):
+            return ev, ["not proven: %s" % (ev["outside"] if _err(ev["outside"]) else ev["parent"])]
+        out = []
+        if want_private and ev["outside"] == ev["parent"]:
+            out.append("shared with %s" % ref_from)
+        if not want_private and ev["outside"] != ev["parent"]:
+            out.append("differs from %s" % ref_from)
+        if proc_ok and ev["inside"] != ev["outside"]:
+            out.append("witnesses disagree: inside %s, outside %s" % (ev["inside"], ev["outside"]))
+        return ev, out
+
+    for kind in spec.get("unshare", []):
+        if kind == "pid":
+            continue
+        ev, problems = ns_problems(kind, True)
+        rule = {"net": "R-BASE-7", "mnt": "R-BASE-1"}.get(kind, "R-BASE-6")
+        if kind == "net":
+            ev["interfaces_inside"] = obs.get("interfaces")
+            ev["interfaces_outside"] = payload.get("interfaces")
+            if obs.get("interfaces") != ["lo"] or payload.get("interfaces") != ["lo"]:
+                problems.append("interfaces inside %s, outside %s (expected only lo)"
+                                % (obs.get("interfaces"), payload.get("interfaces")))
+        add("%s_namespace_private" % kind, rule, "differs from bwrap's own (its parent context)",
+            dict(ev, problems=problems), not problems)
+    if not spec.get("net_unshared"):
+        ev, problems = ns_problems("net", False)
+        add("host_network", "R-NET-1", "the same network namespace as bwrap's parent", dict(ev, problems=problems),
+            not problems)
+    ev, problems = ns_problems("pid", False)
+    if pid is not None and obs.get("pid") != pid:
+        problems.append("the payload is pid %s outside but sees itself as pid %s" % (pid, obs.get("pid")))
+    add("no_pid_namespace", "R-BASE-8", "the PID namespace of bwrap's parent (no PID namespace)",
+        dict(ev, problems=problems), not problems)
+
+    # 4. Fresh tmpfs (and bwrap's minimal /dev): type, a device no host mount has, contents.
+    declared = [d for key in ("ro", "rw", "tmpfs", "dev", "proc") for d in spec.get(key, [])]
+    for dest in spec.get("tmpfs", []) + spec.get("dev", []):
+        is_dev = dest in spec.get("dev", [])
+        inside = (obs.get("tmpfs") or {}).get(dest) or {}
+        mount = PF.mount_at(mounts, dest) if mounts is not None else None
+        problems = []
+        if inside.get("type") != TMPFS_MAGIC:
+            problems.append("statfs type %s, not tmpfs" % _hex(inside.get("type")))
+        if mounts is None:
+            problems.append("not proven: the payload's mount table was not read")
+        elif mount is None or mount["fstype"] != "tmpfs":
+            problems.append("outside: %s" % ("no mount at %s" % dest if mount is None
+                                             else "%s is %s from %s" % (dest, mount["fstype"], mount["source"])))
+        else:
+            if mount["dev"] != inside.get("dev"):
+                problems.append("outside device %s, inside %s" % (mount["dev"], inside.get("dev")))
+            if mount["dev"] in known:
+                problems.append("device %s is mounted outside the sandbox too" % mount["dev"])
+        entries = inside.get("entries")
+        if is_dev:
+            allowed = set(DEV_ENTRIES)
+            extra_mounts = sorted(m["mountpoint"] for m in PF.mounts_under(mounts or [], dest)
+                                  if os.path.relpath(m["mountpoint"], dest) not in DEV_MOUNTS)
+            if extra_mounts:
+                problems.append("mounts bwrap's --dev does not make: %s" % ", ".join(extra_mounts[:8]))
+        else:
+            allowed = set(os.path.relpath(d, dest).split("/")[0] for d in declared if d != dest and _under(d, dest))
+        if not isinstance(entries, list):
+            problems.append("not proven: listing %s gave %s" % (dest, entries))
+        elif set(entries) - allowed:
+            problems.append("not empty: %s" % ", ".join(sorted(set(entries) - allowed)[:8]))
+        add(("minimal_dev:%s" if is_dev else "fresh_tmpfs:%s") % dest,
+            spec["rules"].get(dest, "R-BASE-3" if not is_dev else "R-BASE-2"),
+            "a new tmpfs (device unknown outside)%s" % (" with only bwrap's device nodes" if is_dev else ", empty"),
+            {"inside": {"type": _hex(inside.get("type")), "dev": inside.get("dev"),
+                        "entries": entries if not isinstance(entries, list) else entries[:12]},
+             "outside": mount and {"fstype": mount["fstype"], "dev": mount["dev"], "source": mount["source"]},
+             "problems": problems}, not problems)
+
+    # 5. Read-only binds: the kernel's mount flags, inside (statvfs) and outside (mount table).
+    not_ro = [d for key in ("rw", "tmpfs", "dev", "proc") for d in spec.get(key, [])]
+    for dest in spec.get("ro", []):
+        inside = (obs.get("ro") or {}).get(dest) or {}
+        problems = []
+        if inside.get("flags") != "ro":
+            problems.append("inside: %s" % ("mounted read-write" if inside.get("flags") == "rw"
+                                             else "not proven (%s)" % inside.get("flags")))
+        mount = None
+        if mounts is not None:
+            mount = PF.mount_at(mounts, dest)
+            if mount is None:
+                problems.append("outside: no mount at %s" % dest)
+            elif not PF.read_only(mount):
+                problems.append("outside: %s is mounted %s" % (dest, ",".join(mount["opts"][:3])))
+            below = [m["mountpoint"] for m in PF.mounts_under(mounts, dest)
+                     if not PF.read_only(m) and not any(_under(m["mountpoint"], d) for d in not_ro)]
+            if below:
+                problems.append("outside: writable mounts below: %s" % ", ".join(below[:5]))
+        add("read_only:%s" % dest, spec["rules"].get(dest, "R-BASE-1"), "a read-only mount (ST_RDONLY / ro)",
+            {"inside": inside.get("flags"), "outside": mount and ",".join(mount["opts"]), "problems": problems},
+            not problems)
+
+    # 6. Writable grants: a real write.
+    for dest in spec.get("rw", []):
+        result = (obs.get("rw") or {}).get(dest)
+        mount = PF.mount_at(mounts, dest) if mounts is not None else None
+        add("writable:%s" % dest, spec["rules"].get(dest, "R-CAP-FS"), "writable (a real write succeeded)",
+            {"inside": result, "outside": mount and ",".join(mount["opts"])}, result == "writable")
+
+    # 7. Hidden paths: ENOENT inside, nothing mounted there, covered by the sandbox's own root.
+    for path in spec.get("absent", []):
+        seen = (obs.get("absent") or {}).get(path)
+        problems = []
+        if seen == "present":
+            problems.append("visible inside")
+        elif seen != "absent":
+            problems.append("not proven: lstat gave %s" % seen)
+        if mounts is None:
+            problems.append("not proven: the payload's mount table was not read")
+        else:
+            at = [m["mountpoint"] for m in mounts if _under(m["mountpoint"], path)]
+            cover = PF.covering_mount(mounts, path)
+            if at:
+                problems.append("outside: mounted at %s" % ", ".join(at[:5]))
+            elif cover is None or cover["fstype"] != "tmpfs" or cover["dev"] in known:
+                problems.append("outside: %s lies on %s" % (path, "nothing" if cover is None else "%s %s (%s)" % (
+                    cover["fstype"], cover["source"], cover["mountpoint"])))
+        add("hidden:%s" % path, "R-SEC-1", "absent (ENOENT) on the sandbox's own root", {"inside": seen,
+            "problems": problems}, not problems)
+
+    # 8. Parent-death signal (bwrap --die-with-parent sets SIGKILL).
+    if spec.get("die_with_parent", True):
+        add("parent_death_signal", "R-BASE-6", SIGKILL, obs.get("pdeathsig"), obs.get("pdeathsig") == SIGKILL)
     return checks
 
+
+def _hex(value):
+    return "0x%x" % value if isinstance(value, int) else value
+
+
+# --------------------------------------------------------------------------- running
 
 def run(argv, spec, python, user=None, env=None, timeout=30.0, cwd="/"):
     """Run argv (a bwrap profile) with the payload as its command. Returns a verdict dict."""
     argv = list(argv)
     sep = argv.index("--")
-    full = argv[:sep] + ["--json-status-fd", "{status_fd}", "--"] + payload_command(python) + [json.dumps(spec)]
-    host_ns = host_namespaces()
-    result = B.run_bwrap(full, user=user, env=env, timeout=timeout, cwd=cwd)
-    return _verdict(full, result, spec, host_ns, user, timeout)
+    payload = payload_command(python, spec)
+    full = argv[:sep] + ["--json-status-fd", "{status_fd}", "--"] + payload
+    host = host_view()
+    watcher = _Watcher(spec["token"], payload)
+    result = B.run_bwrap(full, user=user, env=env, timeout=timeout, cwd=cwd, watch=watcher.direct)
+    _launcher, _status, obs = split_stream(records(result["stdout"]), spec["token"])
+    result["json_status"] = split_stream(records(result.get("status_raw", "")), spec["token"])[1]
+    shown = [a if a != "{status_fd}" else "FD" for a in full[:len(full) - 2]] + ["<payload>", "<spec>"]
+    return _verdict(shown, result, obs, watcher.outside, spec, host, user, timeout)
 
 
-def _verdict(full, result, spec, host_ns, user, timeout):
-    verdict = {"argv": [a if a != "{status_fd}" else "FD" for a in full[:len(full) - 2]] + ["<payload>", "<spec>"],
-               "rc": result["rc"], "timed_out": result["timed_out"], "setup_failed": result["setup_failed"],
+def _verdict(shown, result, obs, outside, spec, host, user, timeout, tool=None):
+    tool = tool or shown[0]
+    status = result.get("json_status") or {}
+    verdict = {"argv": shown, "rc": result["rc"], "timed_out": result["timed_out"],
+               "setup_failed": obs is None and "exit-code" not in status and not result["timed_out"],
                "stderr": result["stderr"].strip()[-2000:], "duration": result["duration"], "checks": [],
-               "diagnostics": []}
+               "diagnostics": [], "passed": False}
+    if outside:
+        verdict["evidence"] = {"bwrap_pid": outside.get("launcher"), "child_pid": outside.get("child_pid"),
+                               "payload_pid": outside.get("payload_pid"),
+                               "bwrap_exe": (outside.get("parent") or {}).get("exe"),
+                               "read_by": (outside.get("payload") or {}).get("read_by")}
+    who = (user or {}).get("name", "current user")
     if result["timed_out"]:
         verdict["diagnostics"].append(D.make("probe_timeout", message="the probe did not finish within %ss; its "
                                              "whole process group was killed" % timeout, timeout=timeout))
-        verdict["passed"] = False
         return verdict
-    if result["setup_failed"]:
+    if obs is None and verdict["setup_failed"]:
         cls = B.classify(result["stderr"], result["rc"])
         verdict["classification"] = cls
         text = cls["cause_text"] + (" (bwrap said: %s)" % cls["stderr_line"] if cls.get("stderr_line") else "")
-        verdict["diagnostics"].append(D.make("probe_setup_failed", user=(user or {}).get("name", "current user"),
-                                             cause=cls["cause"], cause_text=text, remediation=cls["remediation"],
-                                             points_at=cls.get("points_at")))
-        verdict["passed"] = False
+        if not status and not cls.get("stderr_line") and result["rc"] == 0:
+            text = ("%s exited with status 0 without running the payload and without writing any "
+                    "--json-status-fd record: it does not behave like bwrap" % tool)
+        verdict["diagnostics"].append(D.make("probe_setup_failed", user=who, cause=cls["cause"], cause_text=text,
+                                             remediation=cls["remediation"], points_at=cls.get("points_at")))
         return verdict
-    try:
-        obs = json.loads(result["stdout"])
-    except ValueError:
-        verdict["diagnostics"].append(D.make("probe_payload_failed", message="the payload exited %s without a "
-                                             "result: %s" % (result["rc"], verdict["stderr"][-300:] or "no output")))
-        verdict["passed"] = False
+    if obs is None:
+        verdict["diagnostics"].append(D.make(
+            "probe_payload_failed", message="bwrap ran the payload (as %s) but it did not report: it exited %s; %s"
+            % (who, status.get("exit-code", result["rc"]), verdict["stderr"][-300:] or "no output"),
+            exit_code=status.get("exit-code")))
         return verdict
     verdict["observed_uid"] = obs.get("uid")
-    verdict["checks"] = evaluate(spec, obs, host_ns)
-    failed = [c for c in verdict["checks"] if not c["ok"]]
-    for check in failed:
+    verdict["checks"] = checks = evaluate(spec, obs, outside, host)
+    failed = [c for c in checks if not c["ok"]]
+    ns_checks = [c for c in checks if c["name"].endswith("_namespace_private")]
+    identity = [c for c in checks if c["name"] == "bwrap_child_is_payload"]
+    # Not isolated: every namespace the profile unshares is shared, or the process that reported cannot
+    # be tied to bwrap's child *and* something else is wrong. A false child-pid alone is a failed check.
+    others = [c for c in failed if c["name"] != "bwrap_child_is_payload"]
+    unisolated = bool(ns_checks and not any(c["ok"] for c in ns_checks)) or bool(
+        identity and not identity[0]["ok"] and others)
+    if unisolated:
         verdict["diagnostics"].append(D.make(
-            "probe_check_failed", message="%s (%s): expected %s, observed %s" % (
-                check["name"], check["rule"], check["expected"], check["observed"]),
-            check=check["name"], check_rule=check["rule"]))
+            "probe_not_isolated", user=who,
+            message="%s ran the payload (as %s) without isolation: %s." % (
+                tool, who, "; ".join(_say(c) for c in failed)),
+            checks=[c["name"] for c in failed]))
+    else:
+        for check in failed:
+            verdict["diagnostics"].append(D.make("probe_check_failed", message=_say(check), check=check["name"],
+                                                 check_rule=check["rule"]))
     verdict["passed"] = not failed
     return verdict
+
+
+def _say(check):
+    observed = check["observed"]
+    if isinstance(observed, dict) and observed.get("problems"):
+        observed = "; ".join(observed["problems"])
+    return "%s (%s): expected %s, observed %s" % (check["name"], check["rule"], check["expected"], observed)
 
 
 # --------------------------------------------------------------------------- in the service's context
@@ -272,46 +660,74 @@ def _strip_systemd_run(stderr):
     return "\n".join(keep), info
 
 
+# The transient unit's command: say who will be bwrap (the shell's pid is bwrap's after exec), then
+# exec bwrap with its status fd on the unit's stdout (systemd-run --pipe hands us that stdout).
+# systemd expands "$$" in a command line to "$", hence "$$$$" for the shell's "$$".
+STOP_TIMEOUT = 3
+LAUNCHER = 'printf \'{"launcher-pid": %s}\\n\' "$$$$"; exec "$@" 3>&1'
+
+
 def run_systemd(argv, spec, python, user, settings, env, timeout, runner_unit):
-    """Like run(), inside a transient systemd unit. The status fd is redirected to stdout."""
+    """Like run(), inside a transient systemd unit. The status fd is redirected to stdout, the
+    handshake goes through the unit's stdin (systemd-run --pipe passes our pipes to the unit)."""
     import subprocess
-    import time
     sep = argv.index("--")
-    inner = argv[:sep] + ["--json-status-fd", "3", "--"] + payload_command(python) + [json.dumps(spec)]
-    full = systemd_run_argv(runner_unit, user, settings, env, timeout) + \
-        ["/bin/sh", "-c", 'exec "$@" 3>&1', "sh"] + inner
-    host_ns = host_namespaces()
+    payload = payload_command(python, spec)
+    inner = argv[:sep] + ["--json-status-fd", "3", "--"] + payload
+    # A bounded stop: under cgroup v1 (containers) systemd can miss that a unit whose processes used a
+    # PID namespace is empty and sit in "deactivating" for the default 90 s after bwrap has exited.
+    full = systemd_run_argv(runner_unit, user, settings, env, timeout) + ["-p", "TimeoutStopSec=%d" % STOP_TIMEOUT] + \
+        ["/bin/sh", "-c", LAUNCHER, "sh"] + inner
+    host = host_view()
+    watcher = _Watcher(spec["token"], payload)
     start = time.time()
-    timed_out = False
     try:
-        proc = subprocess.run(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout + 15,
-                              env=dict(os.environ, SYSTEMD_COLORS="0", LC_ALL="C"))
-        rc, out, err = proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
-    except subprocess.TimeoutExpired:
+        proc = subprocess.Popen(full, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=dict(os.environ, SYSTEMD_COLORS="0", LC_ALL="C"), start_new_session=True)
+    except OSError as exc:
+        result = {"rc": 127, "stderr": "systemd-run: %s" % exc.strerror, "json_status": {}, "timed_out": False,
+                  "duration": 0.0}
+        return _verdict(full[:len(full) - 1] + ["<spec>"], result, None, None, spec, host, user, timeout)
+    try:
+        data, timed_out = B.pump(proc, {"stdout": proc.stdout.fileno(), "stderr": proc.stderr.fileno()},
+                                 timeout + 15, watcher.systemd)
+    finally:
+        proc.stdout.close()
+        proc.stderr.close()
+    rc = proc.returncode
+    if timed_out:
         subprocess.run(["systemctl", "kill", "--signal=SIGKILL", runner_unit], capture_output=True)
         subprocess.run(["systemctl", "stop", runner_unit], capture_output=True)
-        rc, out, err, timed_out = None, "", "", True
+        rc = None
     subprocess.run(["systemctl", "reset-failed", runner_unit], capture_output=True)
-    stderr, info = _strip_systemd_run(err)
-    if info.get("result") == "timeout":
-        timed_out = True
-    objects = B.parse_json_objects(out)
-    status = {}
-    obs = None
-    for obj in objects:
-        if "ns" in obj and "pdeathsig" in obj:
-            obs = obj
-        else:
-            status.update(obj)
+    stderr, info = _strip_systemd_run(data["stderr"].decode("utf-8", "replace"))
+    _launcher, status, obs = split_stream(records(data["stdout"]), spec["token"])
+    if info.get("result") == "timeout" and "exit-code" not in status:
+        timed_out = True        # RuntimeMaxSec= hit; after bwrap's exit-code it was only the stop timeout
     main = info.get("main", "")
     if "status=SYS" in main or "status=31" in main:
         rc = 128 + 31
-    result = {"rc": rc, "stdout": json.dumps(obs) if obs else "", "stderr": stderr, "json_status": status,
-              "setup_failed": "exit-code" not in status and not timed_out, "timed_out": timed_out,
+    result = {"rc": rc, "stderr": stderr, "json_status": status, "timed_out": timed_out,
               "duration": round(time.time() - start, 3), "systemd_result": info}
-    verdict = _verdict(full, result, spec, host_ns, user, timeout)
-    verdict["argv"] = full[:len(full) - 1] + ["<spec>"]
+    verdict = _verdict(full[:len(full) - 1] + ["<spec>"], result, obs, watcher.outside, spec, host, user, timeout,
+                       tool=argv[0])
+    verdict["systemd_result"] = info
     return verdict
+
+
+def bwrap_binary_findings(bwrap_path, runner=B.default_runner):
+    """The bwrap the probe runs, judged as a binary: not owned by a package, not root-owned or
+    writable by others, setuid. Always reported, with or without a unit (the service-environment
+    checks only exist when there is one)."""
+    from . import facts as FA
+    if not bwrap_path or not os.path.isabs(bwrap_path):
+        return []
+    try:
+        info = dict(B.file_facts(bwrap_path), package=B.package_facts(bwrap_path, runner=runner))
+    except OSError:
+        return []
+    # Same messages as bwrap_facts, so that the audit (which reports both) shows each finding once.
+    return FA.binary_diagnostics(info)
 
 
 def probe_service(params, runner):
@@ -323,7 +739,6 @@ def probe_service(params, runner):
     import pwd
 
     from . import envflags
-    from . import manifest as M
     from . import profile as P
     from . import service_env as S
 
@@ -372,14 +787,8 @@ def probe_service(params, runner):
         python = "/usr/bin/python3"
     host_over.setdefault("python_executable", python)
     host = P.HostContext(host_over)     # P.ContextError names the bad key
-    source = params.get("manifest") or PROBE_MANIFEST
-    if isinstance(source, dict):
-        prof = P.render_safe(dict(source), host, params.get("invocation") or {}, status)
-    else:
-        try:
-            prof = P.render(M.loads(source), host, params.get("invocation") or {}, status)
-        except M.ManifestError as exc:
-            prof = P.refused(None, exc.diagnostics)
+    source = PROBE_MANIFEST if params.get("manifest") is None else params["manifest"]
+    prof = P.render_safe(source, host, params.get("invocation") or {}, status)
     out["profile"] = {"executor": prof["executor"], "decision": prof["decision"], "argv": prof["argv"]}
     if prof["decision"] != "wrapped":
         out["context"] = "not started: profile %s" % prof["decision"]
@@ -390,6 +799,7 @@ def probe_service(params, runner):
     if user.get("home") and user.get("home") not in ("/", "/nonexistent"):
         extra.append(user["home"])
     spec = expectations(prof, extra_absent=extra)
+    findings = bwrap_binary_findings(prof["argv"][0], runner)
     context = params.get("context") or "auto"
     use_systemd = context == "systemd" or (context == "auto" and svc is not None and svc.get("mode") == "systemd")
     timeout = float(params.get("timeout") or 60)
@@ -427,7 +837,7 @@ def probe_service(params, runner):
             out["context"] = "direct as %s in the admin's environment (no service unit%s)" % (
                 user.get("name"), " %s" % unit if unit else "")
     out.update(dict((k, v) for k, v in verdict.items() if k != "diagnostics"))
-    diags = list(verdict["diagnostics"])
+    diags = list(verdict["diagnostics"]) + findings
     if verdict.get("setup_failed") and svc is not None:
         blamed = [d for d in svc.get("diagnostics", []) if d["code"].startswith("unit_")]
         for d in blamed:

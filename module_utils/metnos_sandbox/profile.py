@@ -3,18 +3,28 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Host context + manifest + invocation -> Profile (mounts with provenance) -> bwrap argv.
 
-The one renderer of the toolkit: the sandbox_profile module, the filters, the
-probe and the audit all call ``render``. Rules are from the spec
-(shared/spec/SANDBOX_SPEC.md); every mount, flag and network decision carries
-the rule id and the base item or capability that caused it.
+The one renderer of the toolkit. ``render_safe`` is the one entry every face calls (the
+sandbox_profile module, the filters, the probe and the audit): coerce -> validate -> render ->
+final invariant check. Rules are from the spec (shared/spec/SANDBOX_SPEC.md); every mount,
+flag and network decision carries the rule id and the base item or capability that caused it.
+
+Every path that reaches a mount is judged twice with the same rules, whatever its source
+(manifest scope, glob root, argument value, 'within' scope, host-context path): as written,
+and fully resolved on this host (os.path.realpath). The mount uses the resolved source. A
+final check over the rendered argv enforces the invariants of docs/profile-invariants.md and
+withholds the profile (profile_invariant_violated) if any layer above let something through.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
 import functools
+import hashlib
 import os
+import re
 import shlex
+import stat
 
 from . import diagnostics as D
+from . import manifest as M
 from .manifest import ManifestError, glob_root
 
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc",
@@ -24,11 +34,24 @@ FORBIDDEN_TREES = ("/proc", "/dev")
 # Shared trees: a scope may live below them, never be one of them (R-SEC-2: no /opt).
 BROAD_ROOTS = ("/", "/opt", "/home", "/root", "/var", "/var/lib", "/run", "/srv", "/mnt", "/media",
                "/tmp", "/usr/local", "/boot", "/lost+found")
-# System trees: never writable at or below.
+# System trees: never writable at, below or above.
 SYSTEM_TREES = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc", "/boot",
                 "/sys", "/proc", "/dev", "/var/lib/python3")
 BASE_FLAGS = ("--unshare-user", "--unshare-ipc", "--unshare-uts")
 UNDO_NAME = "undo_last_turn"
+# Host-context trees that only their own capability reaches (never an fs: scope, never a base
+# path): every executor's code, every integration, every mail account, every sender, every turn.
+RESERVED_KEYS = ("executors_dir", "integrations_dir", "mail_credentials_dir", "dialog_dir", "undo_root")
+# Limits of the undo broker's files read to compute its digest (R-FAIL-2).
+MAX_UNDO_FILE_BYTES = 8 * 1024 * 1024
+MAX_UNDO_TOTAL_BYTES = 32 * 1024 * 1024
+MAX_UNDO_ENTRIES = 256
+MAX_INVOCATION_ARGUMENTS = 64
+MAX_ARG_VALUE = M.MAX_STRING
+_COMPONENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}")
+_HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}")
+_CRED_EXT = re.compile(r"[A-Za-z0-9]{1,16}")
+_UNDO_PIN_KEYS = ("name", "origin", "revision", "owner", "capability", "capabilities", "files", "digest")
 
 DEFAULT_HOST = {
     "runtime_dir": "/srv/metnos/runtime",
@@ -65,6 +88,7 @@ _LIST_KEYS = ("python_package_roots", "i18n_dbs", "lexicon_dbs", "systemd_read_p
 _DICT_KEYS = ("resources", "indexes", "mail_accounts")
 _PATH_KEYS = ("runtime_dir", "executors_dir", "executor_dir", "python_executable", "python_prefix",
               "integrations_dir", "mail_credentials_dir", "dialog_dir", "undo_root")
+MAX_HOST_LIST = 256
 
 
 class ContextError(ValueError):
@@ -75,65 +99,188 @@ def _under(path, root):
     return path == root or root == "/" or path.startswith(root + "/")
 
 
+def _related(path, root):
+    """path is at, below or above root."""
+    return _under(path, root) or _under(root, path)
+
+
+def _norm(path):
+    norm = os.path.normpath(path)
+    return "/" + norm.lstrip("/") if norm.startswith("//") else norm
+
+
+class _TreeSet(object):
+    """Labelled trees with O(1)/C-speed membership tests: at or below one (a prefix tuple), or above
+    one (the set of every ancestor). The label is looked up only when a test matches."""
+
+    __slots__ = ("labelled", "exact", "prefixes", "above")
+
+    def __init__(self, labelled):
+        self.labelled = list(labelled)
+        paths = [p for _l, p in self.labelled]
+        self.exact = frozenset(paths)
+        self.prefixes = tuple(sorted(set(p.rstrip("/") + "/" for p in paths)))
+        self.above = frozenset(a for p in paths for a in _ancestors(p))
+
+    def under(self, path):
+        return path in self.exact or path.startswith(self.prefixes)
+
+    def related(self, path):
+        return path in self.exact or path in self.above or path.startswith(self.prefixes)
+
+    def which(self, path, related=True):
+        """The (label, root) entries the path is at or below (or above, with ``related``)."""
+        return [(label, root) for label, root in self.labelled
+                if _under(path, root) or (related and _under(root, path))]
+
+
 def _abs_clean(key, value):
-    if not isinstance(value, str) or not value.startswith("/") or "\0" in value:
-        raise ContextError("host.%s must be an absolute path, got %r" % (key, value))
-    norm = os.path.normpath(value)
-    return "/" if norm == "//" else norm
+    if not isinstance(value, str) or not value.startswith("/") or len(value) > 4096 or M.has_control(value):
+        raise ContextError("host.%s must be an absolute path without control characters, got %s"
+                           % (key, D.excerpt(value)))
+    return _norm(str.__str__(value))
+
+
+@functools.lru_cache(maxsize=8192)
+def _realpath(path):
+    """Cached only inside one render (cleared by render()); every component resolved on this host."""
+    return os.path.realpath(path)
+
+
+@functools.lru_cache(maxsize=256)
+def _listdir(path):
+    """Cached only inside one render (cleared with _realpath's cache)."""
+    try:
+        return tuple(os.listdir(path))
+    except OSError:
+        return ()
 
 
 class HostContext(object):
-    """Real paths on this host. Base mounts are computed once per context."""
+    """Real paths on this host. Base mounts and the resolved trees are computed once per context."""
 
     def __init__(self, overrides=None):
         data = dict(DEFAULT_HOST)
+        if overrides is not None and not isinstance(overrides, dict):
+            raise ContextError("host must be a mapping of host-context keys, got %s" % type(overrides).__name__)
         for key, value in (overrides or {}).items():
             if key not in DEFAULT_HOST:
-                raise ContextError("host: unknown key %r; accepted: %s" % (key, ", ".join(sorted(DEFAULT_HOST))))
+                raise ContextError("host: unknown key %s; accepted: %s"
+                                   % (D.excerpt(key), ", ".join(sorted(DEFAULT_HOST))))
             data[key] = value
         for key in _PATH_KEYS:
             if data[key] is not None:
                 data[key] = _abs_clean(key, data[key])
         for key in _LIST_KEYS:
-            if not isinstance(data[key], (list, tuple)):
-                raise ContextError("host.%s must be a list of absolute paths, got %r" % (key, data[key]))
-            data[key] = [_abs_clean(key, v) for v in data[key]]
+            if not isinstance(data[key], (list, tuple)) or len(data[key]) > MAX_HOST_LIST:
+                raise ContextError("host.%s must be a list of at most %d absolute paths, got %s"
+                                   % (key, MAX_HOST_LIST, D.excerpt(data[key])))
+            data[key] = [_abs_clean("%s[%d]" % (key, i), v) for i, v in enumerate(data[key])]
         for key in _DICT_KEYS:
-            if not isinstance(data[key], dict):
-                raise ContextError("host.%s must be a mapping, got %r" % (key, data[key]))
+            if not isinstance(data[key], dict) or len(data[key]) > MAX_HOST_LIST:
+                raise ContextError("host.%s must be a mapping (at most %d entries), got %s"
+                                   % (key, MAX_HOST_LIST, D.excerpt(data[key])))
+            for name in data[key]:
+                if not isinstance(name, str) or not _HOST_NAME.fullmatch(name):
+                    raise ContextError("host.%s: %s is not a name [A-Za-z0-9_.@+-]" % (key, D.excerpt(name)))
         data["resources"] = dict((k, _abs_clean("resources." + k, v)) for k, v in data["resources"].items())
         data["indexes"] = dict((k, _abs_clean("indexes." + k, v)) for k, v in data["indexes"].items())
         accounts = {}
         for account, files in data["mail_accounts"].items():
             if isinstance(files, str):
                 files = [files]
+            if not isinstance(files, (list, tuple)) or len(files) > MAX_HOST_LIST:
+                raise ContextError("host.mail_accounts.%s must be a list of absolute paths" % account)
             accounts[account] = [_abs_clean("mail_accounts." + account, f) for f in files]
         data["mail_accounts"] = accounts
-        exc = data["undo_exception"]
-        if exc is not None and not isinstance(exc, dict):
-            raise ContextError("host.undo_exception must be a mapping (name, origin, owner, capability, "
-                               "files, digest), got %r" % (exc,))
+        data["undo_exception"] = _check_pin(data["undo_exception"])
         self.data = data
         self._base = None
-        self._base_mounts = None
+        self._trees = None
+        self._real = {}
 
     def __getitem__(self, key):
         return self.data[key]
 
-    def base_mounts(self):
-        """A fresh _Mounts holding the base set (built once, copied per render)."""
-        if self._base_mounts is None:
-            mounts = _Mounts()
-            for kind, src, dest, rule, source in self.base():
-                mounts.add(kind, src, dest, rule, source)
-            self._base_mounts = mounts
-        return self._base_mounts.copy()
+    # ---- the resolved trees every judgement uses (literal and resolved forms) ----
+    def trees(self):
+        """The refused and protected trees of this host, as written and resolved (once per context)."""
+        if self._trees is not None:
+            return self._trees
+
+        def both(label, path):
+            real = os.path.realpath(path)
+            self._real[path] = real
+            return [(label, path)] + ([(label, real)] if real != path else [])
+
+        self._real = {}
+        readonly = [x for t in SYSTEM_TREES for x in both("system tree " + t, t)]
+        for key in ("runtime_dir", "python_prefix", "executors_dir", "executor_dir"):
+            if self.data[key]:
+                readonly += both("host." + key, self.data[key])
+        for key in ("python_package_roots", "i18n_dbs", "lexicon_dbs"):
+            for i, path in enumerate(self.data[key]):
+                readonly += both("host.%s[%d]" % (key, i), path)
+        self._trees = {
+            "forbidden": _TreeSet(x for t in FORBIDDEN_TREES for x in both(t, t)),
+            "broad": frozenset(p for t in BROAD_ROOTS for _l, p in both(t, t)),
+            "readonly": _TreeSet(readonly),
+            "reserved": _TreeSet(x for key in RESERVED_KEYS for x in both(key, self.data[key])),
+            "system_mounted": [p for p in SYSTEM_PATHS if os.path.isdir(p) and not os.path.islink(p)],
+        }
+        return self._trees
+
+    def real(self, path):
+        """The resolved form of a host-context path (resolved once per context, with the trees)."""
+        self.trees()
+        if path not in self._real:
+            self._real[path] = os.path.realpath(path)
+        return self._real[path]
+
+    def judge(self, path, mode, grant=None, own=None):
+        """Why ``path`` (absolute, normalised) may not be mounted with ``mode`` ('ro'/'rw'), or None.
+
+        The same rules for every source: /proc and /dev are the profile's own; a shared root is
+        never a scope; reserved trees (and their ancestors) only through their own capability
+        (``grant``: the reserved key this grant belongs to; ``own``: the executor's own folder,
+        readable); nothing at, below or above a read-only base tree is writable.
+        Returns (code_kind, text) with code_kind in control/forbidden/broad/reserved/readonly."""
+        t = self.trees()
+        if M.has_control(path):
+            return "control", "%s contains control or format characters" % D.excerpt(path)
+        if t["forbidden"].under(path):
+            root = t["forbidden"].which(path, related=False)[0][1]
+            return "forbidden", "%s is provided by the profile itself (R-BASE-2)" % root
+        if path in t["broad"]:
+            return "broad", "%s is a shared tree: it would expose every sibling (R-SEC-2)" % path
+        if t["reserved"].related(path):
+            for label, root in t["reserved"].which(path):
+                if label == grant:
+                    continue
+                if (label == "executors_dir" and own is not None and mode == "ro" and _under(path, own)
+                        and own != root and _under(own, root)):
+                    continue           # the executor's own folder (and below) is readable: R-BASE-4
+                return "reserved", ("%s is at, below or above host.%s (%s), reachable only through its own "
+                                    "capability (R-BASE-4)" % (path, label, root))
+        if mode == "rw" and t["readonly"].related(path):
+            label, root = t["readonly"].which(path)[0]
+            return "readonly", ("%s is at, below or above the read-only %s (%s): never writable "
+                                "(R-BASE-1, R-BASE-4, R-BASE-5)" % (path, label, root))
+        return None
 
     def base(self):
-        """Base mounts (R-BASE-1..5) that exist on this host: list of (kind, src, dest, rule, source)."""
+        """Base mounts (R-BASE-1..5) that exist on this host, resolved and judged once:
+        a list of (kind, src, dest, rule, source). Refused host paths: base_refusals()."""
+        return self._base_state()[0]
+
+    def base_refusals(self):
+        """host_path_refused diagnostics for base paths that cannot be mounted safely."""
+        return self._base_state()[1]
+
+    def _base_state(self):
         if self._base is not None:
             return self._base
-        out = []
+        out, refusals = [], []
         for path in SYSTEM_PATHS:
             if os.path.islink(path):
                 # merged /usr: /bin -> usr/bin becomes a symlink inside the sandbox too
@@ -143,19 +290,58 @@ class HostContext(object):
         out.append(("proc", None, "/proc", "R-BASE-2", "base:/proc"))
         out.append(("dev", None, "/dev", "R-BASE-2", "base:/dev"))
         out.append(("tmpfs", None, "/tmp", "R-BASE-3", "base:/tmp"))
-        for key in ("runtime_dir", "python_prefix"):
-            path = self.data[key]
-            if path and os.path.exists(path):
-                out.append(("ro", path, path, "R-BASE-4", "base:%s" % key))
-        for path in self.data["python_package_roots"]:
-            if os.path.isdir(path) and not _is_home(path):
-                out.append(("ro", path, path, "R-BASE-4", "base:python_package_root"))
+        candidates = [(key, self.data[key], "R-BASE-4", "base:%s" % key) for key in ("runtime_dir", "python_prefix")]
+        candidates += [("python_package_roots[%d]" % i, p, "R-BASE-4", "base:python_package_root")
+                       for i, p in enumerate(self.data["python_package_roots"]) if not _is_home(p)]
         for key in ("i18n_dbs", "lexicon_dbs"):
-            for path in self.data[key]:
-                if os.path.exists(path):
-                    out.append(("ro", path, path, "R-BASE-5", "base:%s" % key))
-        self._base = out
-        return out
+            candidates += [("%s[%d]" % (key, i), p, "R-BASE-5", "base:%s" % key)
+                           for i, p in enumerate(self.data[key])]
+        for key, path, rule, source in candidates:
+            if not path or not os.path.exists(path):
+                continue
+            if key.startswith("python_package_roots") and not os.path.isdir(path):
+                continue
+            problem = self.judge_base(path)
+            if problem:
+                refusals.append(host_refusal(key, path, problem))
+                continue
+            out.append(("ro", _realpath(path), path, rule, source))
+        self._base = (out, refusals)
+        return self._base
+
+    def judge_base(self, path):
+        """A read-only base path: judged as written and resolved; below a mounted system path it is
+        already visible, so only /proc, /dev and reserved trees matter there."""
+        for form in (path, os.path.realpath(path)):
+            problem = self.judge(form, "ro")
+            if problem and not (problem[0] == "broad" and any(
+                    _under(form, s) and form != s for s in self.trees()["system_mounted"])):
+                return problem if form == path else (problem[0], "resolves to %s: %s" % (form, problem[1]))
+        return None
+
+
+def _check_pin(pin):
+    """The pinned undo exception (R-FAIL-2) as given by the admin: known keys and plain types."""
+    if pin is None:
+        return None
+    if not isinstance(pin, dict):
+        raise ContextError("host.undo_exception must be a mapping (name, origin, revision, owner, capability, "
+                           "files, digest), got %s" % D.excerpt(pin))
+    for key, value in pin.items():
+        if key not in _UNDO_PIN_KEYS:
+            raise ContextError("host.undo_exception: unknown key %s; accepted: %s"
+                               % (D.excerpt(key), ", ".join(_UNDO_PIN_KEYS)))
+        ok = (isinstance(value, list) and all(isinstance(v, str) for v in value)) if key in ("files", "capabilities") \
+            else (isinstance(value, (str, int)) and not isinstance(value, bool)) if key == "revision" \
+            else isinstance(value, str)
+        if value is not None and not ok:
+            raise ContextError("host.undo_exception.%s has the wrong type: %s" % (key, D.excerpt(value)))
+    return dict(pin)
+
+
+def host_refusal(key, path, problem):
+    return D.make("host_path_refused", message="host.%s = %s: %s" % (key, D.excerpt(path), problem[1]),
+                  host_key=key, path=D.excerpt(path))
 
 
 def discover_python_roots(python, runner):
@@ -171,8 +357,8 @@ def discover_python_roots(python, runner):
         paths = json.loads(out)
     except ValueError:
         return []
-    return sorted(set(os.path.normpath(p) for p in paths if isinstance(p, str) and p.startswith("/")
-                      and os.path.isdir(p)))
+    return sorted(set(_norm(p) for p in paths if isinstance(p, str) and p.startswith("/")
+                      and not M.has_control(p) and os.path.isdir(p)))[:MAX_HOST_LIST]
 
 
 def with_python_roots(host_over, runner):
@@ -193,6 +379,7 @@ def _is_home(path):
 class _Mounts(object):
     def __init__(self, entries=None):
         self.entries = entries if entries is not None else {}
+        self.conflicts = []
 
     def copy(self):
         return _Mounts(dict((d, dict(e, provenance=list(e["provenance"]))) for d, e in self.entries.items()))
@@ -203,6 +390,9 @@ class _Mounts(object):
         if entry is None:
             self.entries[dest] = {"kind": kind, "src": src, "dest": dest, "provenance": [prov]}
             return
+        if entry["src"] != src:   # one destination, two different sources: never guess
+            self.conflicts.append((dest, entry["src"], src, source))
+            return
         if prov not in entry["provenance"]:
             entry["provenance"].append(prov)
         if entry["kind"] == "ro" and kind == "rw":
@@ -212,7 +402,7 @@ class _Mounts(object):
         """Parents before children; binds covered by an equal-or-stronger parent bind are merged into it."""
         binds = dict((d, e) for d, e in self.entries.items() if e["kind"] in ("ro", "rw") and e["src"] == d)
         keep = []
-        for dest in sorted(self.entries, key=lambda d: (d.count("/"), d)):
+        for dest in sorted(self.entries, key=_mount_order):
             entry = self.entries[dest]
             parent = _covering_parent(dest, binds) if dest in binds else None
             if parent is not None and (binds[parent]["kind"] == "rw" or entry["kind"] == "ro"):
@@ -222,6 +412,10 @@ class _Mounts(object):
                 continue
             keep.append(entry)
         return keep
+
+
+def _mount_order(dest):
+    return (dest.count("/"), dest)
 
 
 def _covering_parent(dest, binds):
@@ -260,205 +454,458 @@ def _diag(code, message, **ctx):
     return D.make(code, message=message, **ctx)
 
 
-def _check_fixed_scope(cap, root, host, diags):
-    """Refuse over-broad or dangerous fixed scopes (after glob reduction)."""
-    for tree in FORBIDDEN_TREES:
-        if _under(root, tree):
-            diags.append(_diag("scope_too_broad", "%s: %s is provided by the profile itself and cannot be "
-                               "granted (R-BASE-2)" % (cap.text, root), capability=cap.text))
-            return False
-    if root in BROAD_ROOTS:
-        diags.append(_diag("scope_too_broad", "%s reduces to %s, a shared tree: it would expose every sibling "
-                           "(R-SEC-2, R-CAP-FS)" % (cap.text, root), capability=cap.text, root=root))
-        return False
-    if cap.mode == "write":
-        protected = list(SYSTEM_TREES) + [p for p in (host["runtime_dir"], host["python_prefix"]) if p]
-        for tree in protected:
-            if _under(root, tree):
-                diags.append(_diag("scope_too_broad", "%s reduces to %s, inside the read-only system or "
-                                   "runtime tree %s: never writable (R-CAP-FS, R-BASE-4)"
-                                   % (cap.text, root, tree), capability=cap.text, root=root))
-                return False
-    return True
+_SCOPE_CODES = {"forbidden": "scope_too_broad", "broad": "scope_too_broad", "readonly": "scope_too_broad",
+                "reserved": "scope_reserved_tree", "control": "scope_nul"}
+
+
+class _Render(object):
+    """The state of one render: inputs, the mounts being built and the diagnostics."""
+
+    def __init__(self, manifest, host, invocation, own_dir):
+        self.manifest = manifest
+        self.host = host
+        self.invocation = invocation
+        self.own = own_dir            # the executor's own folder (lexical)
+        self.mounts = None
+        self.diags = []
+
+    def refuse(self, code, message, **ctx):
+        self.diags.append(_diag(code, message, **ctx))
+
+    def skip(self, message, **ctx):
+        self.diags.append(_diag("grant_skipped", message, **ctx))
+
+    def judge_scope(self, field, what, lexical, mode):
+        """A manifest-written path (scope, glob root, 'within', argument value): judged as written,
+        then fully resolved. Returns the resolved path, or None after recording the refusal."""
+        own = self.own
+        access = "writable" if mode == "rw" else "read-only"
+        problem = self.host.judge(lexical, mode, own=own)
+        if problem:
+            self.refuse(_SCOPE_CODES[problem[0]], "%s: %s %s: %s" % (
+                field, access, lexical if lexical == what else "%s (from %s)" % (lexical, D.excerpt(what)),
+                problem[1]), field=field)
+            return None
+        real = _realpath(lexical)
+        if real != lexical:
+            problem = self.host.judge(real, mode, own=_realpath(own))
+            if problem:
+                self.refuse("scope_symlink_refused", "%s: %s %s resolves through a symlink to %s: %s"
+                            % (field, access, lexical, real, problem[1]), field=field)
+                return None
+        return real
+
+    def judge_host(self, key, lexical, mode, container=None, grant=None, configured=False):
+        """A host-context path (resource, index, integration, credential, dialog, undo, read paths):
+        the same rules, the refusal naming the host key. ``container``: the folder it must stay in.
+        ``configured``: the path is the admin's own setting (a resource, an index, a read path),
+        resolved once per context like the base paths; entries below a folder resolve per render."""
+        real = self.host.real(lexical) if configured else _realpath(lexical)
+        if container is not None and real != os.path.join(self.host.real(container), os.path.basename(lexical)):
+            self.diags.append(host_refusal(key, lexical, ("leave", "resolves to %s through a symlink, not to its own "
+                                                                   "entry in %s" % (real, container))))
+            return None
+        for form in ((lexical, real) if real != lexical else (lexical,)):
+            problem = self.host.judge(form, mode, grant=grant)
+            if problem:
+                text = problem[1] if form == lexical else "resolves to %s: %s" % (real, problem[1])
+                self.diags.append(host_refusal(key, lexical, (problem[0], text)))
+                return None
+        return real
+
+
+def _executor_dir(host, name):
+    return host["executor_dir"] or os.path.join(host["executors_dir"], name)
+
+
+def _grant_fs(r, cap):
+    if cap.arg is not None:
+        return _grant_arg(r, cap)
+    mode = "rw" if cap.mode == "write" else "ro"
+    root = glob_root(cap.target)
+    real = r.judge_scope("capability %s" % D.excerpt(cap.text), cap.target, root, mode)
+    if real is None:
+        return
+    if not os.path.exists(real):
+        r.skip("%s: %s does not exist on this host; not mounted" % (D.excerpt(cap.text), root),
+               capability=D.excerpt(cap.text))
+        return
+    r.mounts.add(mode, real, root, "R-CAP-FS", "capability:" + cap.text)
+
+
+def _grant_arg(r, cap):
+    """R-ARG-1: resolve an arg: scope on the concrete value, only inside 'within', only if it exists."""
+    mode = "rw" if cap.mode == "write" else "ro"
+    field = "invocation.arguments.%s" % cap.arg
+    within = r.manifest.arguments[cap.arg]["within"]
+    roots = []
+    for i, scope in enumerate(within):     # the 'within' scopes obey every rule of a fixed scope
+        root = glob_root(scope)
+        real = r.judge_scope("arguments.%s.within[%d] (used by %s)" % (cap.arg, i, cap.text), scope, root, mode)
+        if real is None:
+            return
+        roots.append((root, real))
+    value = (r.invocation.get("arguments") or {}).get(cap.arg)
+    if value is None:
+        r.skip("%s: no value for argument %s in this invocation; nothing mounted" % (cap.text, cap.arg),
+               capability=cap.text)
+        return
+    if not isinstance(value, str) or not value or len(value) > MAX_ARG_VALUE or value.startswith("~"):
+        r.refuse("arg_value_invalid", "%s: %s is not a path string (non-empty, at most %d characters, no '~' "
+                 "expansion) (R-ARG-1)" % (field, D.excerpt(value), MAX_ARG_VALUE), field=field)
+        return
+    if M.has_control(value):
+        r.refuse("scope_nul", "%s: %s contains NUL, control or format characters (R-ARG-1)"
+                 % (field, D.excerpt(value)), field=field)
+        return
+    lexical = _norm(value if value.startswith("/") else os.path.join(roots[0][0], value))
+    inside = [(root, real) for root, real in roots if _under(lexical, root)]
+    if not inside:
+        r.refuse("arg_escapes_scope", "%s=%s resolves to %s, outside the declared scope %s (R-ARG-1: narrow, "
+                 "never widen)" % (field, D.excerpt(value), lexical, ", ".join(x[0] for x in roots)),
+                 field=field, value=D.excerpt(value))
+        return
+    real = _realpath(lexical)
+    if not any(_under(real, root_real) for _root, root_real in inside):
+        r.refuse("arg_symlink_escapes", "%s=%s: %s leads through a symlink to %s, outside %s (R-ARG-1)"
+                 % (field, D.excerpt(value), lexical, real, ", ".join(x[1] for x in inside)),
+                 field=field, value=D.excerpt(value))
+        return
+    if r.judge_scope(field, value, lexical, mode) is None:
+        return
+    if not os.path.exists(real):
+        r.skip("%s=%s: %s does not exist; not mounted (R-ARG-1)" % (field, D.excerpt(value), lexical), field=field)
+        return
+    r.mounts.add(mode, real, lexical, "R-ARG-1", "capability:%s (argument %s=%s)" % (cap.text, cap.arg, lexical))
+
+
+def _grant_metnos(r, cap):
+    path = r.host["resources"].get(cap.target)
+    if path is None:
+        r.refuse("metnos_resource_unknown", "%s: unknown resource %s; known: %s (R-CAP-METNOS)"
+                 % (cap.text, D.excerpt(cap.target), ", ".join(sorted(r.host["resources"]))), capability=cap.text)
+        return
+    mode = "ro" if cap.mode == "read" else "rw"
+    real = r.judge_host("resources." + cap.target, path, mode, configured=True)
+    if real is None:
+        return
+    if os.path.exists(real):
+        r.mounts.add(mode, real, path, "R-CAP-METNOS", "capability:" + cap.text)
+    else:
+        r.skip("%s: %s does not exist; not mounted" % (cap.text, path))
+
+
+def _grant_index(r, cap):
+    path = r.host["indexes"].get(cap.target)
+    if path is None:
+        r.skip("%s: unknown index %s grants nothing (R-CAP-INDEX)" % (cap.text, D.excerpt(cap.target)),
+               capability=cap.text)
+        return
+    real = r.judge_host("indexes." + cap.target, path, "ro", configured=True)
+    if real is None:
+        return
+    if os.path.exists(real):
+        r.mounts.add("ro", real, path, "R-CAP-INDEX", "capability:" + cap.text)
+    else:
+        r.skip("%s: %s does not exist; not mounted" % (cap.text, path))
+
+
+def _grant_sys(r, cap):
+    key = "systemd_read_paths" if cap.kind == "systemd" else "system_read_paths"
+    for i, path in enumerate(r.host[key]):
+        real = r.judge_host("%s[%d]" % (key, i), path, "ro", configured=True)
+        if real is not None and os.path.exists(real):
+            r.mounts.add("ro", real, path, "R-CAP-SYS", "capability:" + cap.text)
+
+
+def _grant_provider(r, cap):
+    path = os.path.join(r.host["integrations_dir"], cap.target)
+    real = r.judge_host("integrations_dir", path, "rw", container=r.host["integrations_dir"],
+                        grant="integrations_dir")
+    if real is None:
+        return
+    if os.path.isdir(real):
+        r.mounts.add("rw", real, path, "R-CAP-PROVIDER", "capability:" + cap.text)
+    else:
+        r.skip("%s: integration folder %s does not exist; not mounted" % (cap.text, path))
+
+
+def _grant_mail(r, cap):
+    files = _mail_files(r.host, cap.target)
+    explicit = cap.target in r.host["mail_accounts"]
+    store = r.host["mail_credentials_dir"]
+    granted = 0
+    for path in files:
+        real = r.judge_host("mail_accounts.%s" % cap.target if explicit else "mail_credentials_dir", path, "ro",
+                            container=None if explicit else store, grant="mail_credentials_dir")
+        if real is None:
+            return
+        if os.path.isfile(real):
+            r.mounts.add("ro", real, path, "R-CAP-MAIL", "capability:" + cap.text)
+            granted += 1
+    if not granted:
+        r.skip("%s: no credential file for account %s; nothing mounted (R-CAP-MAIL)"
+               % (cap.text, D.excerpt(cap.target)))
+
+
+def _grant_dialog(r, cap):
+    sender = r.invocation.get("sender")
+    if not _component(sender):
+        r.skip("dialog.user_input: no authenticated sender (or an invalid one: %s) in the invocation; nothing "
+               "mounted (R-CAP-DIALOG)" % D.excerpt(sender))
+        return
+    path = os.path.join(r.host["dialog_dir"], sender)
+    real = r.judge_host("dialog_dir", path, "rw", container=r.host["dialog_dir"], grant="dialog_dir")
+    if real is None:
+        return
+    if os.path.isdir(real):
+        r.mounts.add("rw", real, path, "R-CAP-DIALOG", "capability:dialog.user_input (sender %s)" % sender)
+    else:
+        r.skip("dialog.user_input: %s does not exist; not mounted" % path)
+
+
+def _grant_undo(r):
+    turn = r.invocation.get("turn_id")
+    if not _component(turn):
+        r.skip("inverse model declared but the turn (turn_id=%s) is missing or invalid; nothing mounted "
+               "(R-CAP-UNDO)" % D.excerpt(turn))
+        return
+    path = os.path.join(r.host["undo_root"], turn)
+    real = r.judge_host("undo_root", path, "rw", container=r.host["undo_root"], grant="undo_root")
+    if real is None:
+        return
+    if os.path.isdir(real):
+        r.mounts.add("rw", real, path, "R-CAP-UNDO", "manifest inverse model %s (turn %s)"
+                     % (r.manifest.inverse["model"], turn))
+    else:
+        r.skip("inverse model declared but the turn folder %s is missing; nothing mounted (R-CAP-UNDO)" % path)
+
+
+_GRANTERS = {"fs": _grant_fs, "metnos": _grant_metnos, "index": _grant_index, "systemd": _grant_sys,
+             "system": _grant_sys, "provider": _grant_provider, "skill": _grant_provider, "mail": _grant_mail,
+             "dialog": _grant_dialog}
 
 
 def _component(value):
-    return isinstance(value, str) and value not in ("", ".", "..") and "/" not in value and "\0" not in value
+    """A single path component from the invocation (sender, turn): matched whole by a grammar."""
+    return isinstance(value, str) and _COMPONENT.fullmatch(value) is not None
 
 
-def _resolve_arg(cap, manifest, invocation, diags, mounts):
-    """R-ARG-1: resolve an arg: scope on the concrete value, only inside 'within', only if it exists."""
-    args = invocation.get("arguments") or {}
-    value = args.get(cap.arg)
-    field = "invocation.arguments.%s" % cap.arg
-    if value is None:
-        diags.append(_diag("grant_skipped", "%s: no value for argument %r in this invocation; nothing mounted"
-                           % (cap.text, cap.arg), capability=cap.text))
-        return
-    if not isinstance(value, str) or not value:
-        diags.append(_diag("arg_value_invalid", "%s: %r is not a path string (R-ARG-1)" % (field, value),
-                           field=field))
-        return
-    if any(ord(ch) < 32 for ch in value):
-        diags.append(_diag("scope_nul", "%s: %r contains NUL or control characters (R-ARG-1)" % (field, value),
-                           field=field))
-        return
-    roots = [glob_root(s) for s in manifest.arguments[cap.arg]["within"]]
-    base = value if value.startswith("/") else os.path.join(roots[0], value)
-    lexical = os.path.normpath(base)
-    if lexical.startswith("//"):
-        lexical = "/" + lexical.lstrip("/")
-    inside = [r for r in roots if _under(lexical, r)]
-    if not inside:
-        diags.append(_diag("arg_escapes_scope", "%s=%r resolves to %s, outside the declared scope %s "
-                           "(R-ARG-1: narrow, never widen)" % (field, value, lexical, ", ".join(roots)),
-                           field=field, value=value))
-        return
-    if not os.path.lexists(lexical):
-        diags.append(_diag("grant_skipped", "%s=%r: %s does not exist; not mounted (R-ARG-1)"
-                           % (field, value, lexical), field=field))
-        return
-    real = os.path.realpath(lexical)
-    real_roots = [os.path.realpath(r) for r in inside]
-    if not any(_under(real, r) for r in real_roots):
-        diags.append(_diag("arg_symlink_escapes", "%s=%r: %s leads through a symlink to %s, outside %s "
-                           "(R-ARG-1)" % (field, value, lexical, real, ", ".join(inside)),
-                           field=field, value=value))
-        return
-    if not os.path.exists(real):
-        diags.append(_diag("grant_skipped", "%s=%r: dangling symlink; not mounted" % (field, value), field=field))
-        return
-    kind = "rw" if cap.mode == "write" else "ro"
-    mounts.add(kind, real, lexical, "R-ARG-1", "capability:%s (argument %s=%s)" % (cap.text, cap.arg, value))
+def check_invocation(invocation):
+    """The invocation is data too: a mapping of arguments/turn_id/sender, bounded. Returns diagnostics."""
+    if invocation is None:
+        return []
+    if not isinstance(invocation, dict):
+        return [_diag("invocation_invalid", "invocation: %s is not a mapping" % D.excerpt(invocation))]
+    unknown = sorted(str(k) for k in invocation if k not in ("arguments", "turn_id", "sender"))
+    if unknown:
+        return [_diag("invocation_invalid", "invocation: unknown key %s; accepted: arguments, turn_id, sender"
+                      % D.excerpt(unknown[0]))]
+    args = invocation.get("arguments")
+    if args is not None and (not isinstance(args, dict) or len(args) > MAX_INVOCATION_ARGUMENTS):
+        return [_diag("invocation_invalid", "invocation.arguments: %s is not a mapping of at most %d values"
+                      % (D.excerpt(args), MAX_INVOCATION_ARGUMENTS))]
+    return []
 
 
-def _undo_mismatch(manifest, pinned):
-    wanted = {
-        "name": pinned.get("name", UNDO_NAME), "origin": pinned.get("origin"), "owner": pinned.get("owner"),
-        "capabilities": sorted(pinned.get("capabilities") or [pinned.get("capability", "system:undo")]),
-        "files": pinned.get("files"), "digest": pinned.get("digest"),
-    }
-    have = {"name": manifest.name, "origin": manifest.origin, "owner": manifest.owner,
-            "capabilities": sorted(c.text for c in manifest.capabilities), "files": manifest.files,
-            "digest": manifest.digest}
-    return sorted(k for k in wanted if wanted[k] != have[k])
+# ------------------------------------------------------------------ R-FAIL-2: the pinned undo broker
 
+def executor_digest(directory, files):
+    """sha256 over the executor's files as they are on disk (docs/profile-invariants.md):
+    for each listed file in sorted order: name, NUL, size in decimal, NUL, content.
+
+    Files are opened below ``directory`` one component at a time without following symlinks,
+    must be regular files, and are read with bounded size. The folder must hold no file that is
+    not listed (a planted module next to the broker would run with it). Returns
+    (digest or None, problem or None)."""
+    hasher = hashlib.sha256()
+    total = 0
+    try:
+        root_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        return None, "cannot open %s: %s" % (directory, exc.strerror)
+    try:
+        listed = set(files)
+        present = _listing(root_fd, "")
+        if present is None:
+            return None, "the folder holds more than %d entries" % MAX_UNDO_ENTRIES
+        unlisted = sorted(p for p, kind in present if kind != "dir" and p not in listed)
+        if unlisted:
+            return None, "%s holds entries that are not listed: %s" % (directory, D.excerpt(unlisted))
+        for name in sorted(files):
+            data, problem = _read_beneath(root_fd, name)
+            if problem:
+                return None, "%s: %s" % (name, problem)
+            total += len(data)
+            if total > MAX_UNDO_TOTAL_BYTES:
+                return None, "the files are larger than %d bytes in total" % MAX_UNDO_TOTAL_BYTES
+            hasher.update(name.encode("utf-8") + b"\0" + str(len(data)).encode("ascii") + b"\0")
+            hasher.update(data)
+    finally:
+        os.close(root_fd)
+    return "sha256:" + hasher.hexdigest(), None
+
+
+def _listing(dir_fd, prefix, budget=None):
+    """(relative path, kind) of every entry below dir_fd, without following symlinks; None if too many."""
+    budget = budget if budget is not None else [MAX_UNDO_ENTRIES]
+    out = []
+    try:
+        names = sorted(os.listdir(dir_fd))
+    except OSError:
+        return out
+    for name in names:
+        budget[0] -= 1
+        if budget[0] < 0:
+            return None
+        rel = prefix + name
+        try:
+            info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISDIR(info.st_mode):
+            out.append((rel, "dir"))
+            fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+            try:
+                sub = _listing(fd, rel + "/", budget)
+            finally:
+                os.close(fd)
+            if sub is None:
+                return None
+            out += sub
+        else:
+            out.append((rel, "file" if stat.S_ISREG(info.st_mode) else "other"))
+    return out
+
+
+def _read_beneath(root_fd, name):
+    parts = name.split("/")
+    fds = []
+    try:
+        current = root_fd
+        for part in parts[:-1]:
+            current = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=current)
+            fds.append(current)
+        fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=current)
+        fds.append(fd)
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None, "not a regular file"
+        if info.st_size > MAX_UNDO_FILE_BYTES:
+            return None, "larger than %d bytes" % MAX_UNDO_FILE_BYTES
+        chunks, size = [], 0
+        while size <= MAX_UNDO_FILE_BYTES:
+            chunk = os.read(fd, min(1 << 20, MAX_UNDO_FILE_BYTES + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > MAX_UNDO_FILE_BYTES:
+            return None, "larger than %d bytes" % MAX_UNDO_FILE_BYTES
+        return b"".join(chunks), None
+    except OSError as exc:
+        return None, "missing, a symlink or unreadable (%s)" % exc.strerror
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _undo_decision(manifest, host, own_dir, command):
+    """R-FAIL-2 / R-SEC-5: the byte-pinned broker runs direct only if everything matches."""
+    pinned = host["undo_exception"]
+    if manifest.name != UNDO_NAME:
+        return refused(manifest.name, [_diag("capability_reserved", "%s declares system:undo, reserved for the "
+                                             "pinned %s broker (R-SEC-5)" % (manifest.name, UNDO_NAME))])
+    if not pinned:
+        fields = ["(no pinned exception on this host)"]
+    else:
+        caps = pinned.get("capabilities") or ([pinned["capability"]] if pinned.get("capability") else None)
+        lacking = [k for k in ("name", "origin", "revision", "owner", "files", "digest") if pinned.get(k) is None]
+        lacking += [] if caps else ["capability"]
+        if lacking:
+            fields = ["the pinned exception lacks %s" % ", ".join(lacking)]
+        else:
+            have = {"name": manifest.name, "origin": manifest.origin, "owner": manifest.owner,
+                    "revision": None if manifest.revision is None else str(manifest.revision),
+                    "capabilities": sorted(c.text for c in manifest.capabilities),
+                    "files": sorted(manifest.files) if manifest.files is not None else None,
+                    "digest": manifest.digest}
+            want = {"name": pinned["name"], "origin": pinned["origin"], "owner": pinned["owner"],
+                    "revision": str(pinned["revision"]), "capabilities": sorted(caps),
+                    "files": sorted(pinned["files"]), "digest": pinned["digest"]}
+            fields = sorted(k for k in want if want[k] != have[k])
+    if fields:
+        return refused(manifest.name, [_diag("undo_exception_mismatch", "%s (revision %s) does not match the "
+                                             "pinned exception on: %s. It fails closed (R-FAIL-2)"
+                                             % (manifest.name, D.excerpt(manifest.revision), ", ".join(fields)),
+                                             fields=fields)])
+    computed, problem = executor_digest(own_dir, pinned["files"])
+    if problem:
+        return refused(manifest.name, [_diag("undo_files_invalid", "%s: the broker's files in %s cannot be "
+                                             "verified: %s. It fails closed (R-FAIL-2)"
+                                             % (manifest.name, own_dir, problem))])
+    if computed != pinned["digest"]:
+        return refused(manifest.name, [_diag("undo_exception_mismatch", "%s: the digest computed from the files on "
+                                             "disk in %s is %s, not the pinned %s. It fails closed (R-FAIL-2)"
+                                             % (manifest.name, own_dir, computed, pinned["digest"]),
+                                             fields=["digest (computed from disk)"], computed=computed)])
+    return {"executor": manifest.name, "decision": "direct", "refusal": None, "argv": list(command),
+            "command_line": shell_join(command), "mounts": [], "namespaces": [],
+            "network": None, "diagnostics": [],
+            "exception": {"rule": "R-FAIL-2", "source": "pinned undo_last_turn exception", "digest": computed}}
+
+
+# ------------------------------------------------------------------ render
 
 def render(manifest, host, invocation=None, status=None, command=None, bwrap_path=None):
-    """Render one invocation. Never raises for bad input: refusals come back as diagnostics.
+    """Render one invocation of a validated Manifest. Never raises for bad input: refusals come
+    back as diagnostics. ``status`` is the status() quartet of the host/service (None: assume active).
+    Faces call ``render_safe`` (which also loads and validates any manifest source)."""
+    _realpath.cache_clear()
+    _listdir.cache_clear()
+    try:
+        return _render(manifest, host, invocation, status, command, bwrap_path)
+    finally:
+        _realpath.cache_clear()
+        _listdir.cache_clear()
 
-    ``status`` is the status() quartet of the host/service (None: assume active).
-    """
+
+def _render(manifest, host, invocation, status, command, bwrap_path):
+    problems = check_invocation(invocation)
+    if problems:
+        return refused(manifest.name, problems)
     invocation = invocation or {}
     status = status or {"bwrap_available": True, "bwrap_path": bwrap_path or "bwrap",
                         "disabled_via_env": False, "active": True}
-    diags = []
     name = manifest.name
-    executor_dir = host["executor_dir"] or os.path.join(host["executors_dir"], name)
+    own_dir = _executor_dir(host, name)
     if command is None:
-        command = [host["python_executable"], os.path.join(executor_dir, manifest.entrypoint or "main.py")]
+        command = [host["python_executable"], os.path.join(own_dir, manifest.entrypoint or "main.py")]
 
-    # R-FAIL-2 / R-SEC-5: the byte-pinned undo broker and the reserved capability.
-    has_undo_cap = any(c.kind == "undo" for c in manifest.capabilities)
-    if name == UNDO_NAME or has_undo_cap:
-        pinned = host["undo_exception"]
-        if name != UNDO_NAME:
-            return refused(name, [_diag("capability_reserved", "%s declares system:undo, reserved for the "
-                                        "pinned %s broker (R-SEC-5)" % (name, UNDO_NAME))])
-        fields = _undo_mismatch(manifest, pinned) if pinned else ["(no pinned exception on this host)"]
-        if fields:
-            return refused(name, [_diag("undo_exception_mismatch", "%s (revision %s) does not match the pinned "
-                                        "exception on: %s. It fails closed (R-FAIL-2)"
-                                        % (name, manifest.revision, ", ".join(fields)), fields=fields)])
-        return {"executor": name, "decision": "direct", "refusal": None, "argv": list(command),
-                "command_line": shell_join(command), "mounts": [], "namespaces": [],
-                "network": None, "diagnostics": [],
-                "exception": {"rule": "R-FAIL-2", "source": "pinned undo_last_turn exception"}}
+    if name == UNDO_NAME or any(c.kind == "undo" for c in manifest.capabilities):
+        return _undo_decision(manifest, host, own_dir, command)
 
-    mounts = host.base_mounts()
-    if os.path.isdir(executor_dir):
-        mounts.add("ro", executor_dir, executor_dir, "R-BASE-4", "base:executor_dir")
-    else:
-        diags.append(_diag("grant_skipped", "executor folder %s does not exist; not mounted" % executor_dir))
-
+    r = _Render(manifest, host, invocation, own_dir)
+    base = host.base()
+    r.diags.extend(host.base_refusals())
+    r.mounts = _Mounts()
+    for entry in base:
+        r.mounts.add(*entry)
+    own_real = _own_folder(r)
     net_because = []
     for cap in manifest.capabilities:
         if cap.needs_network():
             net_because.append(cap.text)
-        if cap.kind == "fs":
-            if cap.arg is not None:
-                _resolve_arg(cap, manifest, invocation, diags, mounts)
-                continue
-            root = glob_root(cap.target)
-            if not _check_fixed_scope(cap, root, host, diags):
-                continue
-            if not os.path.exists(root):
-                diags.append(_diag("grant_skipped", "%s: %s does not exist on this host; not mounted"
-                                   % (cap.text, root), capability=cap.text))
-                continue
-            mounts.add("rw" if cap.mode == "write" else "ro", root, root, "R-CAP-FS", "capability:" + cap.text)
-        elif cap.kind == "metnos":
-            path = host["resources"].get(cap.target)
-            if path is None:
-                diags.append(_diag("metnos_resource_unknown", "%s: unknown resource %r; known: %s (R-CAP-METNOS)"
-                                   % (cap.text, cap.target, ", ".join(sorted(host["resources"]))),
-                                   capability=cap.text))
-            elif os.path.exists(path):
-                mounts.add("ro" if cap.mode == "read" else "rw", path, path, "R-CAP-METNOS", "capability:" + cap.text)
-            else:
-                diags.append(_diag("grant_skipped", "%s: %s does not exist; not mounted" % (cap.text, path)))
-        elif cap.kind == "index":
-            path = host["indexes"].get(cap.target)
-            if path is None:
-                diags.append(_diag("grant_skipped", "%s: unknown index %r grants nothing (R-CAP-INDEX)"
-                                   % (cap.text, cap.target), capability=cap.text))
-            elif os.path.exists(path):
-                mounts.add("ro", path, path, "R-CAP-INDEX", "capability:" + cap.text)
-            else:
-                diags.append(_diag("grant_skipped", "%s: %s does not exist; not mounted" % (cap.text, path)))
-        elif cap.kind in ("systemd", "system"):
-            key = "systemd_read_paths" if cap.kind == "systemd" else "system_read_paths"
-            for path in host[key]:
-                if os.path.exists(path):
-                    mounts.add("ro", path, path, "R-CAP-SYS", "capability:" + cap.text)
-        elif cap.kind in ("provider", "skill"):
-            if not _component(cap.target):
-                continue
-            path = os.path.join(host["integrations_dir"], cap.target)
-            if os.path.isdir(path):
-                mounts.add("rw", path, path, "R-CAP-PROVIDER", "capability:" + cap.text)
-            else:
-                diags.append(_diag("grant_skipped", "%s: integration folder %s does not exist; not mounted"
-                                   % (cap.text, path)))
-        elif cap.kind == "mail":
-            files = _mail_files(host, cap.target)
-            if not files:
-                diags.append(_diag("grant_skipped", "%s: no credential file for account %r; nothing mounted "
-                                   "(R-CAP-MAIL)" % (cap.text, cap.target)))
-            for path in files:
-                mounts.add("ro", path, path, "R-CAP-MAIL", "capability:" + cap.text)
-        elif cap.kind == "dialog":
-            sender = invocation.get("sender")
-            if not _component(sender):
-                diags.append(_diag("grant_skipped", "dialog.user_input: no authenticated sender (or an invalid "
-                                   "one: %r) in the invocation; nothing mounted (R-CAP-DIALOG)" % (sender,)))
-                continue
-            path = os.path.join(host["dialog_dir"], sender)
-            if os.path.isdir(path):
-                mounts.add("rw", path, path, "R-CAP-DIALOG", "capability:dialog.user_input (sender %s)" % sender)
-            else:
-                diags.append(_diag("grant_skipped", "dialog.user_input: %s does not exist; not mounted" % path))
-
+        granter = _GRANTERS.get(cap.kind)
+        if granter is not None:
+            granter(r, cap)
     if manifest.inverse is not None:
-        turn = invocation.get("turn_id")
-        path = os.path.join(host["undo_root"], str(turn)) if _component(turn) else None
-        if path and os.path.isdir(path):
-            mounts.add("rw", path, path, "R-CAP-UNDO", "manifest inverse model %s (turn %s)"
-                       % (manifest.inverse["model"], turn))
-        else:
-            diags.append(_diag("grant_skipped", "inverse model declared but the turn folder (turn_id=%r) is "
-                               "missing; nothing mounted (R-CAP-UNDO)" % (turn,)))
+        _grant_undo(r)
+    for dest, first, second, source in r.mounts.conflicts:
+        r.refuse("profile_invariant_violated", "%s would be mounted from two sources (%s and %s, by %s)"
+                 % (dest, first, second, source))
 
+    diags = r.diags
     if any(d["severity"] == D.ERROR for d in diags):
         return refused(name, diags)           # scope checks come before the bwrap check (spec §5.4)
     if not status.get("active"):
@@ -474,12 +921,16 @@ def render(manifest, host, invocation=None, status=None, command=None, bwrap_pat
         flags.append({"flag": "--unshare-net", "rule": "R-BASE-7", "source": "base (no network capability)"})
     flags.append({"flag": "--die-with-parent", "rule": "R-BASE-6", "source": "base"})
 
-    ordered = mounts.ordered()
+    ordered = r.mounts.ordered()
     argv = [status.get("bwrap_path") or bwrap_path or "bwrap"] + [f["flag"] for f in flags]
     for entry in ordered:
         argv.extend(_mount_args(entry))
-    argv.extend(["--chdir", executor_dir if os.path.isdir(executor_dir) else "/", "--"])
+    argv.extend(["--chdir", own_dir if own_real else "/", "--"])
     argv.extend(command)
+    violations = check_invariants(argv, manifest, host, invocation, own_dir)
+    if violations:
+        return refused(name, diags + [_diag("profile_invariant_violated", "%s: the rendered profile was withheld: "
+                                            "%s" % (name, "; ".join(violations[:5])), violations=violations[:20])])
     return {
         "executor": name, "decision": "wrapped", "refusal": None, "argv": argv,
         "command_line": shell_join(argv), "mounts": ordered, "namespaces": flags,
@@ -487,6 +938,27 @@ def render(manifest, host, invocation=None, status=None, command=None, bwrap_pat
         "manifest": {"name": name, "origin": manifest.origin, "revision": manifest.revision,
                      "digest": manifest.digest},
     }
+
+
+def _own_folder(r):
+    """R-BASE-4: the executor's own folder, read-only, resolved; it must stay in the executors folder."""
+    own = r.own
+    key = "executor_dir" if r.host["executor_dir"] else "executors_dir"
+    if not os.path.isdir(own):
+        r.skip("executor folder %s does not exist; not mounted" % own)
+        return None
+    real = _realpath(own)
+    if not r.host["executor_dir"] and os.path.join(r.host.real(r.host["executors_dir"]), os.path.basename(own)) != real:
+        r.diags.append(host_refusal(key, own, ("leave", "the executor's folder resolves to %s through a symlink, not "
+                                                        "to its own folder in %s" % (real, r.host["executors_dir"]))))
+        return None
+    for form in (own, real):
+        problem = r.host.judge(form, "ro", own=form)
+        if problem:
+            r.diags.append(host_refusal(key, own, problem))
+            return None
+    r.mounts.add("ro", real, own, "R-BASE-4", "base:executor_dir")
+    return real
 
 
 def _mount_args(entry):
@@ -501,30 +973,197 @@ def _mount_args(entry):
 
 
 def _mail_files(host, account):
+    """The credential files of exactly one account: the explicit host mapping, or the files named
+    ``<account>.<ext>`` directly in the credential store (ext: 1-16 letters/digits). A file name
+    minus its last extension is its account, so 'bob' never reaches 'bob.old.json'."""
     if account in host["mail_accounts"]:
-        return [p for p in host["mail_accounts"][account] if os.path.isfile(p)]
+        return list(host["mail_accounts"][account])
+    names = _listdir(host["mail_credentials_dir"])
     directory = host["mail_credentials_dir"]
-    if not _component(account):
-        return []
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return []
-    return sorted(os.path.join(directory, n) for n in names
-                  if (n == account or n.startswith(account + ".")) and os.path.isfile(os.path.join(directory, n)))
+    out = []
+    for name in names:
+        stem, dot, ext = name.rpartition(".")
+        if dot and stem == account and _CRED_EXT.fullmatch(ext):
+            out.append(os.path.join(directory, name))
+    return sorted(out)
 
 
-def render_safe(manifest_source, host, invocation=None, status=None, command=None):
-    """Load (dict, bytes or str) and render; manifest errors become a refusal, never an exception."""
-    from . import manifest as M
+# ------------------------------------------------------------------ the final check (defence in depth)
+
+_ARITY = {"--unshare-user": 0, "--unshare-ipc": 0, "--unshare-uts": 0, "--unshare-net": 0, "--die-with-parent": 0,
+          "--ro-bind": 2, "--bind": 2, "--symlink": 2, "--proc": 1, "--dev": 1, "--tmpfs": 1, "--chdir": 1}
+_SINGLE = {"--proc": "/proc", "--dev": "/dev", "--tmpfs": "/tmp"}
+
+
+def _declared(manifest, host, invocation, own_dir):
+    """What the declarations allow, computed from the manifest, host and invocation alone (not from
+    the renderer's decisions): resolved roots that may be written, and that may be read."""
+    real = _realpath
+    write, read = [], []
+    for cap in manifest.capabilities:
+        target = write if cap.mode in ("write", "create", "access") else read
+        if cap.kind == "fs":
+            scopes = manifest.arguments[cap.arg]["within"] if cap.arg is not None else [cap.target]
+            target += [real(glob_root(s)) for s in scopes]
+        elif cap.kind == "metnos" and cap.target in host["resources"]:
+            target.append(host.real(host["resources"][cap.target]))
+        elif cap.kind == "index" and cap.target in host["indexes"]:
+            read.append(host.real(host["indexes"][cap.target]))
+        elif cap.kind in ("systemd", "system"):
+            read += [host.real(p) for p in host["systemd_read_paths" if cap.kind == "systemd"
+                                                else "system_read_paths"]]
+        elif cap.kind in ("provider", "skill"):
+            write.append(real(os.path.join(host["integrations_dir"], cap.target)))
+        elif cap.kind == "mail":
+            read += [real(p) for p in host["mail_accounts"].get(cap.target, [])]
+            read += [real(p) for p in _mail_files(host, cap.target)]
+        elif cap.kind == "dialog" and _component(invocation.get("sender")):
+            write.append(real(os.path.join(host["dialog_dir"], invocation["sender"])))
+    if manifest.inverse is not None and _component(invocation.get("turn_id")):
+        write.append(real(os.path.join(host["undo_root"], invocation["turn_id"])))
+    read.append(real(own_dir))
+    return write, read
+
+
+def _container_grants(manifest, host, invocation):
+    """The entries of reserved folders the capabilities name (their own grant), resolved."""
+    out = set()
+    for cap in manifest.capabilities:
+        if cap.kind in ("provider", "skill"):
+            out.add(_realpath(os.path.join(host["integrations_dir"], cap.target)))
+        elif cap.kind == "mail":
+            out.update(_realpath(p) for p in host["mail_accounts"].get(cap.target, []) + _mail_files(host, cap.target))
+        elif cap.kind == "dialog" and _component(invocation.get("sender")):
+            out.add(_realpath(os.path.join(host["dialog_dir"], invocation["sender"])))
+    if manifest.inverse is not None and _component(invocation.get("turn_id")):
+        out.add(_realpath(os.path.join(host["undo_root"], invocation["turn_id"])))
+    return out
+
+
+def _base_index(host):
+    """The base mounts of a context as the final check compares them (cached per context)."""
+    cached = getattr(host, "_base_index", None)
+    if cached is None:
+        base = host.base()
+        cached = host._base_index = {
+            "ro": frozenset(e[1] for e in base if e[0] == "ro"),
+            "symlinks": frozenset((e[1], e[2]) for e in base if e[0] == "symlink"),
+        }
+    return cached
+
+
+def _prefixes(roots):
+    return frozenset(roots), tuple(r.rstrip("/") + "/" for r in roots)
+
+
+def _within(path, prefixes):
+    return path in prefixes[0] or path.startswith(prefixes[1])
+
+
+def check_invariants(argv, manifest, host, invocation, own_dir):
+    """Invariants (a)-(d) of docs/profile-invariants.md over a rendered argv. Returns violations.
+
+    (a) every writable bind's source is resolved and inside a declared, resolved scope; every
+        read-only bind is a base mount or inside a declared scope;
+    (b) no read-only base tree (system trees, runtime, Python prefix and package roots, the
+        executors folder and the executor's own folder, i18n/lexicon databases) is writable or
+        shadowed writable, and no writable bind is above one;
+    (c) only the flags the rules give: the base namespaces, --unshare-net exactly when no
+        capability needs the network, /proc, /dev and /tmp once at their place, the base
+        symlinks, no devices, nothing below /proc or /dev;
+    (d) mounts in canonical order (parents first, then by path), so equal inputs give equal argv."""
+    out = []
     try:
-        if isinstance(manifest_source, M.Manifest):
-            manifest = manifest_source
-        elif isinstance(manifest_source, dict):
-            manifest = M.from_dict(manifest_source)
-        else:
-            manifest = M.loads(manifest_source)
+        sep = argv.index("--")
+    except ValueError:
+        return ["no '--' before the command"]
+    if M.has_control(" ".join(argv)):
+        return ["an argv element contains control characters"]
+    base = _base_index(host)
+    i, binds, order, flags, seen = 1, [], [], [], {}
+    arity_of = _ARITY.get
+    while i < sep:
+        opt = argv[i]
+        arity = arity_of(opt)
+        if arity is None or i + arity >= sep:
+            return ["unexpected option %s (c)" % D.excerpt(opt)]
+        if arity == 0:
+            flags.append(opt)
+        elif arity == 2:
+            src, dest = argv[i + 1], argv[i + 2]
+            order.append(dest)
+            if opt == "--symlink":
+                if (src, dest) not in base["symlinks"]:
+                    out.append("--symlink %s %s is not a base symlink (c)" % (src, dest))
+            else:
+                binds.append((opt, src, dest))
+        elif opt != "--chdir":
+            where = argv[i + 1]
+            if where != _SINGLE[opt] or opt in seen:
+                out.append("%s %s is not the profile's own single %s (c)" % (opt, where, _SINGLE[opt]))
+            seen[opt] = True
+            order.append(where)
+        i += 1 + arity
+    needs_net = any(c.needs_network() for c in manifest.capabilities)
+    want = list(BASE_FLAGS) + ([] if needs_net else ["--unshare-net"]) + ["--die-with-parent"]
+    if flags != want:
+        out.append("flags %s, the rules give %s (c)" % (" ".join(flags), " ".join(want)))
+    keys = [(d.count("/"), d) for d in order]
+    if keys != sorted(keys):
+        out.append("mounts are not in canonical order (d)")
+    trees = host.trees()
+    allowed = None
+    for opt, src, dest in binds:
+        if trees["forbidden"].under(src) or trees["forbidden"].under(dest):
+            out.append("%s %s %s reaches /proc or /dev (c)" % (opt, src, dest))
+        if opt == "--ro-bind" and (src in base["ro"] or (src == _realpath(own_dir) and dest == own_dir)):
+            continue
+        if allowed is None:
+            write, read = _declared(manifest, host, invocation, own_dir)
+            allowed = {"write": _prefixes(write), "any": _prefixes(write + read + list(base["ro"])),
+                       "grants": _container_grants(manifest, host, invocation)}
+        for path in (src, _realpath(src)):
+            if path in trees["broad"]:
+                out.append("%s %s %s exposes the shared tree %s (a)" % (opt, src, dest, path))
+            if trees["reserved"].related(path) and path not in allowed["grants"] and not (
+                    opt == "--ro-bind" and _under(path, _realpath(own_dir))):
+                out.append("%s %s %s reaches a reserved tree outside its own grant (a)" % (opt, src, dest))
+        if opt == "--ro-bind":
+            if not _within(src, allowed["any"]):
+                out.append("--ro-bind %s is outside the base and every declared scope (a)" % src)
+            continue
+        if _realpath(src) != src:
+            out.append("--bind %s is not a resolved path (a)" % src)
+        if not _within(src, allowed["write"]):
+            out.append("--bind %s is outside every declared writable scope (a)" % src)
+        own = (own_dir, _realpath(own_dir))
+        for path in (src, dest):
+            hits = trees["readonly"].which(path) if trees["readonly"].related(path) else []
+            hits += [("the executor's own folder", o) for o in own if _related(path, o)]
+            if hits:
+                out.append("--bind %s %s is at, below or above the read-only %s %s (b)" % (src, dest, hits[0][0],
+                                                                                         hits[0][1]))
+    return out
+
+
+# ------------------------------------------------------------------ the one entry every face calls
+
+def render_safe(manifest_source, host, invocation=None, status=None, command=None, preview=False):
+    """coerce -> validate -> render -> final check, for any manifest source (a Manifest, a
+    manifest.FileSource, bytes or text, or decoded data). Refusals are results, never exceptions.
+
+    ``preview``: the caller renders off the target host (a filter on the controller): the result
+    says so (``preview: true`` and a profile_preview diagnostic) and is never a final profile."""
+    try:
+        manifest = M.coerce(manifest_source)
     except ManifestError as exc:
         name = manifest_source.get("name") if isinstance(manifest_source, dict) else None
-        return refused(name if isinstance(name, str) else None, exc.diagnostics)
-    return render(manifest, host, invocation, status, command)
+        prof = refused(name if isinstance(name, str) and M._NAME.fullmatch(name) else None, exc.diagnostics)
+    else:
+        prof = render(manifest, host, invocation, status, command)
+    if preview:
+        prof["preview"] = True
+        prof["diagnostics"] = prof["diagnostics"] + [D.make(
+            "profile_preview", message="rendered off the target host (controller paths, symlinks and existence); "
+                                       "the final profile is rendered on the host by sandbox_profile")]
+    return prof

@@ -31,13 +31,29 @@ def test_renders_every_example(path, tmp_path):
     assert again["changed"] is False
 
 
-def test_undo_exception_pinned_runs_direct():
-    pinned = {"name": "undo_last_turn", "origin": "metnos/core", "owner": "metnos", "capability": "system:undo",
-              "files": ["main.py", "restore.py"],
-              "digest": "sha256:9f2c6a3c1f0d7b1e5a4c8d2e6f0a1b3c5d7e9f1a3b5c7d9e1f3a5b7c9d1e3f5a"}
-    res = run_module("sandbox_profile", {"manifest_file": os.path.join(ROOT, "examples/manifests/undo_last_turn.yml"),
-                                         "host": dict(HOST, undo_exception=pinned), "path": "/nonexistent"})
+def test_undo_exception_pinned_runs_direct(tmp_path):
+    """Issue 10 changed this test deliberately: the pinned exception now also needs the revision, and
+    its digest is computed from the broker's files on disk (the manifest's own digest is not trusted
+    alone), so the test plants the broker's files and pins the digest of those bytes."""
+    import yaml
+
+    from metnos_sandbox import profile as P
+    broker = tmp_path / "executors" / "undo_last_turn"
+    broker.mkdir(parents=True)
+    (broker / "main.py").write_text("import restore\n")
+    (broker / "restore.py").write_text("def undo():\n    pass\n")
+    digest, problem = P.executor_digest(str(broker), ["main.py", "restore.py"])
+    assert problem is None
+    with open(os.path.join(ROOT, "examples/manifests/undo_last_turn.yml")) as handle:
+        manifest = dict(yaml.safe_load(handle), digest=digest)
+    pinned = {"name": "undo_last_turn", "origin": "metnos/core", "owner": "metnos", "revision": 12,
+              "capability": "system:undo", "files": ["main.py", "restore.py"], "digest": digest}
+    host = dict(HOST, undo_exception=pinned, executors_dir=str(tmp_path / "executors"))
+    res = run_module("sandbox_profile", {"manifest": manifest, "host": host, "path": "/nonexistent"})
     assert res["decision"] == "direct" and "bwrap" not in res["argv"][0]
+    (broker / "restore.py").write_text("def undo():\n    import os; os.system('id')\n")   # same manifest, new bytes
+    res = run_module("sandbox_profile", {"manifest": manifest, "host": host, "path": "/nonexistent"})
+    assert res["failed"] and res["refusal"] == "undo_exception_mismatch" and "computed from" in res["msg"]
 
 
 def test_check_diff_shows_mount_changes_and_writes_nothing(tmp_path):

@@ -14,6 +14,12 @@ def svc(host):
                       {"/etc/metnos/poff.env": "METNOS_SANDBOX=off\n"})
     host.install_unit("pnopath", "[Service]\nUser=metnos\nEnvironment=PATH=/opt/none\n" + SLEEP)
     host.write("/usr/local/lib/hang-python", "#!/bin/sh\nsleep 300 &\nsleep 300\n", mode="0755")
+    # a bwrap look-alike and an unpackaged copy of the real bwrap, each first on a unit's PATH
+    host.write("/opt/lookalike/bwrap", '#!/bin/sh\nwhile [ "$1" != "--" ]; do shift; done\nshift\nexec "$@"\n',
+               mode="0755")
+    host.sh("mkdir -p /opt/copy && cp /usr/bin/bwrap /opt/copy/bwrap")
+    host.install_unit("plook", "[Service]\nUser=metnos\nEnvironment=PATH=/opt/lookalike:/usr/bin:/bin\n" + SLEEP)
+    host.install_unit("pcopy", "[Service]\nUser=metnos\nEnvironment=PATH=/opt/copy:/usr/bin:/bin\n" + SLEEP)
     host.sh("systemctl daemon-reload")
     return host
 
@@ -32,9 +38,12 @@ def test_strict_profile_passes_in_service_context(svc):
     assert res["context"].startswith("systemd transient unit") and "metnos" in res["context"]
     assert res["observed_uid"] == int(svc.sh("id -u metnos").stdout)
     names = [c["name"] for c in res["checks"]]
-    for expected in ("user_namespace_private", "only_loopback", "tmp_private_and_empty", "read_only:/usr",
+    for expected in ("bwrap_child_is_payload", "proc_is_own_procfs", "user_namespace_private",
+                     "net_namespace_private", "fresh_tmpfs:/tmp", "minimal_dev:/dev", "read_only:/usr",
                      "hidden:/home", "hidden:/root", "parent_death_signal", "no_pid_namespace"):
         assert expected in names
+    # the outside witness: root here lacks CAP_SYS_PTRACE, the links were read as the service user
+    assert "same credentials" in res["evidence"]["read_by"]
     assert transient_left(svc) == "0"
 
 
@@ -69,4 +78,20 @@ def test_hanging_payload_killed_and_cleaned_up(svc):
                                        "timeout": 3})
     assert res["passed"] is False and codes(res) == ["probe_timeout"]
     assert svc.sh("pgrep -c -f 'sleep 30[0]' || true").stdout.strip() in ("0", "")
+    assert transient_left(svc) == "0"
+
+
+def test_unpackaged_bwrap_of_the_service_is_a_finding(svc):
+    res = svc.module("sandbox_probe", {"unit": "metnos-pcopy.service"})
+    assert res["passed"] is True, res["diagnostics"]          # a real bwrap: isolation holds...
+    assert "bwrap_not_packaged" in codes(res)                 # ...but the probe says what it ran
+
+
+def test_look_alike_on_the_service_path_runs_without_isolation(svc):
+    res = svc.module("sandbox_probe", {"unit": "metnos-plook.service"})
+    assert res["passed"] is False and res["setup_failed"] is False
+    assert "probe_not_isolated" in codes(res) and "bwrap_not_packaged" in codes(res)
+    assert "probe_setup_failed" not in codes(res)
+    diag = [d for d in res["diagnostics"] if d["code"] == "probe_not_isolated"][0]
+    assert "/opt/lookalike/bwrap ran the payload (as metnos) without isolation" in diag["message"]
     assert transient_left(svc) == "0"

@@ -2,6 +2,7 @@
 unit, none from a clean one; the offline parser proven equal to systemd on a corpus; enforce
 mode with check/diff, idempotence and backups."""
 import pytest
+
 from corpus.systemd_units import CORPUS
 
 CLEAN = "[Service]\nUser=metnos\nExecStart=/bin/sleep infinity\n"

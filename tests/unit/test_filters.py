@@ -5,6 +5,9 @@ import os
 import pytest
 from ansible.errors import AnsibleFilterError
 
+from metnos_sandbox import manifest as M
+from metnos_sandbox import profile as P
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 spec = importlib.util.spec_from_file_location("mfilters", os.path.join(ROOT, "filter_plugins", "metnos_sandbox.py"))
 F = importlib.util.module_from_spec(spec)
@@ -43,10 +46,20 @@ def test_manifest_source_parses_on_the_controller(tmp_path):
     assert F.metnos_manifest_source(str(good))["name"] == "x"
     assert F.metnos_manifest_source({"file": str(good), "invocation": {}})["origin"] == "o"
     assert F.metnos_manifest_source({"manifest": {"name": "y"}}) == {"name": "y"}
+    # Issue 10: a manifest the core refuses to load is no longer raised here nor passed on as
+    # text; the filter hands over the core's refusal record, and the host refuses it with the
+    # same code (one reader, one decoder, one decision for every face).
     bad = tmp_path / "bad.yml"
     bad.write_bytes(b"name: caf\xe9\n")
-    with pytest.raises(AnsibleFilterError, match="manifest_not_utf8"):
-        F.metnos_manifest_source(str(bad))
+    record = F.metnos_manifest_source(str(bad))
+    assert record[M.REFUSAL_KEY]["code"] == "manifest_not_utf8"
+    assert P.render_safe(record, P.HostContext())["refusal"] == "manifest_not_utf8"
     broken = tmp_path / "broken.yml"
     broken.write_text("name: [unclosed\n")
-    assert F.metnos_manifest_source(str(broken)) == "name: [unclosed\n"   # the module refuses it with its code
+    record = F.metnos_manifest_source(str(broken))
+    assert P.render_safe(record, P.HostContext())["refusal"] == "manifest_parse_error"
+
+
+def test_profile_filter_is_a_preview():
+    prof = F.metnos_profile({"name": "x", "origin": "o", "capabilities": []})
+    assert prof["preview"] is True and "profile_preview" in [d["code"] for d in prof["diagnostics"]]

@@ -73,7 +73,9 @@ def allowed_roots(root, manifest, invocation, host):
     allowed.append(str(root / "exec/ex"))
     for cap in manifest["capabilities"]:
         if cap.startswith("fs:") and ":arg:" not in cap:
+            # mounts use the resolved source (issue 10): the scope as written and as resolved
             allowed.append(M.glob_root(cap.split(":", 2)[2]))
+            allowed.append(os.path.realpath(M.glob_root(cap.split(":", 2)[2])))
     if any(":arg:" in c for c in manifest["capabilities"]):
         allowed.append(os.path.realpath(M.glob_root(manifest["arguments"]["p"]["within"][0])))
     allowed += [str(root / "integrations/p1"), str(root / "creds/mail/work.json"), str(root / "res/sheets"),

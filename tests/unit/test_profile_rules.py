@@ -344,30 +344,42 @@ def test_R_FAIL_1_scope_checked_before_bwrap(tree):
     assert prof["refusal"] == "scope_too_broad"
 
 
-UNDO = {"name": "undo_last_turn", "origin": "metnos/core", "owner": "metnos", "revision": 12,
-        "digest": "sha256:" + "ab" * 32, "capabilities": ["system:undo"], "files": ["main.py", "restore.py"]}
-PINNED = {"name": "undo_last_turn", "origin": "metnos/core", "owner": "metnos", "capability": "system:undo",
-          "files": ["main.py", "restore.py"], "digest": "sha256:" + "ab" * 32}
+def undo_broker(tree):
+    """The broker's files on disk: the digest is computed from them, never taken from a manifest."""
+    folder = tree / "executors" / "undo_last_turn"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "main.py").write_text("import restore\n")
+    (folder / "restore.py").write_text("def undo():\n    pass\n")
+    digest, problem = P.executor_digest(str(folder), ["main.py", "restore.py"])
+    assert problem is None
+    undo = {"name": "undo_last_turn", "origin": "metnos/core", "owner": "metnos", "revision": 12,
+            "digest": digest, "capabilities": ["system:undo"], "files": ["main.py", "restore.py"]}
+    pinned = {"name": "undo_last_turn", "origin": "metnos/core", "owner": "metnos", "revision": 12,
+              "capability": "system:undo", "files": ["main.py", "restore.py"], "digest": digest}
+    return folder, undo, pinned
 
 
 def test_R_FAIL_2_pinned_undo_runs_direct_even_without_bwrap(tree):
+    _folder, undo, pinned = undo_broker(tree)
     status = {"bwrap_available": False, "bwrap_path": None, "disabled_via_env": False, "active": False}
-    prof = P.render(M.from_dict(UNDO), host(tree, undo_exception=PINNED), {}, status)
+    prof = P.render(M.from_dict(undo), host(tree, undo_exception=pinned), {}, status)
     assert prof["decision"] == "direct" and prof["argv"][0] == "/usr/bin/python3"
     assert prof["exception"]["rule"] == "R-FAIL-2"
 
 
 @pytest.mark.parametrize("field,value", [("digest", "sha256:" + "cd" * 32), ("origin", "evil/fork"),
-                                         ("owner", "mallory"), ("files", ["main.py"])])
+                                         ("owner", "mallory"), ("files", ["main.py"]), ("revision", 13)])
 def test_R_FAIL_2_other_revisions_fail_closed(tree, field, value):
-    data = dict(UNDO, **{field: value})
-    prof = P.render(M.from_dict(data), host(tree, undo_exception=PINNED), {}, ACTIVE)
+    _folder, undo, pinned = undo_broker(tree)
+    data = dict(undo, **{field: value})
+    prof = P.render(M.from_dict(data), host(tree, undo_exception=pinned), {}, ACTIVE)
     assert prof["decision"] == "refused" and prof["refusal"] == "undo_exception_mismatch"
     assert field in prof["diagnostics"][0]["message"]
 
 
 def test_R_FAIL_2_no_pinned_exception_fails_closed(tree):
-    prof = P.render(M.from_dict(UNDO), host(tree), {}, ACTIVE)
+    _folder, undo, _pinned = undo_broker(tree)
+    prof = P.render(M.from_dict(undo), host(tree), {}, ACTIVE)
     assert prof["refusal"] == "undo_exception_mismatch"
 
 

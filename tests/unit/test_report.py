@@ -79,3 +79,58 @@ def test_write_all_and_merge(tmp_path):
     assert proc.returncode == 1                                          # the merged gate fails (host b)
     merged = json.load(open(list((tmp_path / "merged").glob("*.json"))[0]))
     assert [h["host"] for h in merged["hosts"]] == ["a", "b"] and merged["totals"]["fail"] == 1
+
+
+def test_merge_of_1000_host_results_from_four_slices(tmp_path):
+    """AWX job slicing at fleet size: four slice reports of 250 hosts each, one host audited twice (the
+    newer record wins), one slice on another bubblewrap revision: the merge recomputes the fleet-wide
+    majority and flags the minority slice, and the gate covers the whole fleet."""
+    paths = []
+    for index in range(4):
+        res = dict(("h%04d" % (index * 250 + i), audit(revision="0.8.0-2" if index == 3 else "0.8.0-2+deb12u1"))
+                   for i in range(250))
+        if index == 2:
+            res["h0001"] = audit("fail", ["unit_blocks_namespaces"], probe=False)    # re-audited later: fails
+        when = WHEN + datetime.timedelta(minutes=index)
+        paths.append(R.write_all(R.build(res, when), str(tmp_path / ("slice-%d" % index)))["json"])
+    listing = tmp_path / "list.txt"
+    listing.write_text("\n".join(reversed(paths)) + "\n")      # order of the arguments does not matter
+    proc = subprocess.run([sys.executable, "scripts/merge-audit-reports.py", "--from-list", str(listing),
+                           str(tmp_path / "merged")], capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    merged = json.load(open(list((tmp_path / "merged").glob("*.json"))[0]))
+    t = merged["totals"]
+    assert (t["hosts"], t["pass"], t["warn"], t["fail"]) == (1000, 749, 250, 1)
+    assert merged["fleet"]["bwrap_revision_majority"] == "0.8.0-2+deb12u1"
+    assert t["codes"]["bwrap_package_drift"] == 250
+    assert [h["verdict"] for h in merged["hosts"] if h["host"] == "h0001"] == ["fail"]
+    assert "1000 hosts: 749 pass, 250 warn, 1 fail, 0 unreachable" in proc.stdout
+
+
+def test_merge_refuses_other_documents(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"schema": "something-else/1", "hosts": []}))
+    proc = subprocess.run([sys.executable, "scripts/merge-audit-reports.py", str(tmp_path / "out"), str(bad)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "something-else/1" in proc.stderr and not (tmp_path / "out").exists()
+
+
+def test_markdown_summary_first_and_failing_hosts_grouped():
+    res = dict(("h%03d" % i, audit()) for i in range(300))
+    for i in range(0, 300, 3):
+        res["h%03d" % i] = audit("fail", ["unit_blocks_namespaces"], probe=False)
+    md = R.to_markdown(R.build(res, WHEN))
+    head, _sep, table = md.partition("## All hosts")
+    assert head.index("Gate: **FAILED**") < head.index("| `unit_blocks_namespaces` | error |") \
+        < head.index("### `unit_blocks_namespaces`")
+    assert all("h%03d" % i in head for i in range(0, 300, 3)) and "more (every host" not in head   # all named
+    assert table.count("| FAIL |") == 100 and table.count("\n| h") == 301       # header + 300 hosts
+
+
+def test_html_table_pages_and_details_are_data():
+    res = dict(("h%04d" % i, audit()) for i in range(R.PAGE_ROWS + 20))
+    page = R.to_html(R.build(res, WHEN))
+    assert page.count("<tr data-verdict=") == R.PAGE_ROWS + 20
+    assert page.count(" hidden><td>") == 20                     # laid out only when asked for
+    data = json.loads(page.split('<script type="application/json" id="data">')[1].split("</script>")[0])
+    assert set(data["hosts"]) == set(res) and len(data["r"]) <= 1     # one remediation text, stored once

@@ -4,8 +4,8 @@ whose expected environments tests/system/test_service_env_systemd.py proves agai
 import os
 
 import pytest
-from corpus.systemd_units import CORPUS
 
+from corpus.systemd_units import CORPUS
 from metnos_sandbox import service_env as S
 from metnos_sandbox import systemd_unit as U
 

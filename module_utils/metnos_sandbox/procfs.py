@@ -1,0 +1,241 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Evidence about a process read from the host's /proc, from outside the sandbox it runs in.
+
+What a sandboxed program says about itself is only as good as the /proc the sandbox mounted
+for it; these readers look at the same process from the probe's side: namespace inodes
+(``/proc/PID/ns/*``), its mount table (``/proc/PID/mountinfo``), its interfaces
+(``/proc/PID/net/dev``), parent and pids in every PID namespace (``/proc/PID/status``).
+
+Namespace and ``exe`` links need ptrace read access (proc(5), PTRACE_MODE_READ_FSCREDS).
+Root inside a container usually lacks CAP_SYS_PTRACE and gets EACCES for another user's
+process; ``read_links`` then retries in a forked reader that takes exactly the target's uid
+and gid (the kernel lets a process read links of a same-credential process, and of the user
+namespaces that same uid created). Whatever still cannot be read comes back as
+``"error:EACCES"`` and is reported as not proven by the caller, never guessed.
+
+Pure Python, no Ansible imports.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import errno
+import json
+import os
+
+NS_KINDS = ("user", "mnt", "ipc", "uts", "net", "pid", "cgroup")
+_DENIED = (errno.EACCES, errno.EPERM)
+
+
+def errname(exc):
+    return "error:" + errno.errorcode.get(exc.errno, str(exc.errno))
+
+
+def is_error(value):
+    return isinstance(value, str) and value.startswith("error:")
+
+
+def read_text(path, limit=4 << 20):
+    with open(path, "rb") as handle:
+        return handle.read(limit).decode("utf-8", "replace")
+
+
+# --------------------------------------------------------------------------- mount tables
+
+def _unescape(field):
+    """mountinfo escapes space, tab, newline and backslash as \\ooo octal."""
+    if "\\" not in field:
+        return field
+    out, i = [], 0
+    while i < len(field):
+        code = field[i + 1:i + 4]
+        if field[i] == "\\" and len(code) == 3 and code.isdigit():
+            out.append(chr(int(code, 8)))
+            i += 4
+        else:
+            out.append(field[i])
+            i += 1
+    return "".join(out)
+
+
+def parse_mountinfo(text):
+    """/proc/PID/mountinfo -> [{id, parent, dev, root, mountpoint, opts, fstype, source, superopts}]."""
+    out = []
+    for line in (text or "").splitlines():
+        left, sep, right = line.partition(" - ")
+        fields = left.split()
+        if not sep or len(fields) < 6:
+            continue
+        tail = right.split()
+        out.append({"id": fields[0], "parent": fields[1], "dev": fields[2], "root": _unescape(fields[3]),
+                    "mountpoint": _unescape(fields[4]), "opts": fields[5].split(","),
+                    "fstype": tail[0] if tail else "", "source": _unescape(tail[1]) if len(tail) > 1 else "",
+                    "superopts": tail[2].split(",") if len(tail) > 2 else []})
+    return out
+
+
+def _under(path, root):
+    return path == root or root == "/" or path.startswith(root.rstrip("/") + "/")
+
+
+def mount_at(mounts, path):
+    """The topmost mount whose mount point is exactly ``path`` (None when nothing is mounted there)."""
+    here = [m for m in mounts if m["mountpoint"] == path]
+    top = [m for m in here if not any(o["parent"] == m["id"] for o in here if o is not m)]
+    return (top or here or [None])[-1]
+
+
+def covering_mount(mounts, path):
+    """The topmost mount that holds ``path``: the one at the longest mount point above it."""
+    best = None
+    for m in mounts:
+        if _under(path, m["mountpoint"]) and (best is None or len(m["mountpoint"]) >= len(best)):
+            best = m["mountpoint"]
+    return mount_at(mounts, best) if best is not None else None
+
+
+def mounts_under(mounts, path):
+    """Mounts strictly below ``path``."""
+    return [m for m in mounts if m["mountpoint"] != path and _under(m["mountpoint"], path)]
+
+
+def read_only(mount):
+    """A mount is read-only when its own flags or its superblock say ro."""
+    return "ro" in mount["opts"] or "ro" in mount["superopts"]
+
+
+def devices(mounts):
+    return set(m["dev"] for m in mounts)
+
+
+def read_mounts(pid, proc="/proc"):
+    """Parsed mount table of PID's mount namespace, seen from PID's root; or an error string.
+    (mountinfo is world-readable: no ptrace access is needed.)"""
+    try:
+        return parse_mountinfo(read_text(os.path.join(proc, str(pid), "mountinfo")))
+    except (IOError, OSError) as exc:
+        return errname(exc)
+
+
+# --------------------------------------------------------------------------- processes
+
+def read_status(pid, proc="/proc"):
+    """PPid, Uid, Gid (real, effective, saved, fs) and NSpid of PID; {} when gone."""
+    try:
+        text = read_text(os.path.join(proc, str(pid), "status"))
+    except (IOError, OSError):
+        return {}
+    out = {}
+    for line in text.splitlines():
+        key, _sep, value = line.partition(":")
+        if key in ("PPid", "Uid", "Gid", "NSpid"):
+            nums = [int(v) for v in value.split() if v.lstrip("-").isdigit()]
+            out[key.lower()] = nums[0] if key == "PPid" and nums else nums
+    return out
+
+
+def read_cmdline(pid, proc="/proc"):
+    try:
+        with open(os.path.join(proc, str(pid), "cmdline"), "rb") as handle:
+            return handle.read(1 << 20)
+    except (IOError, OSError):
+        return None
+
+
+def cmdline_bytes(argv):
+    return b"".join(a.encode("utf-8") + b"\0" for a in argv)
+
+
+def find_processes(argv, proc="/proc"):
+    """Pids whose command line is exactly ``argv`` (one pass over /proc)."""
+    want = cmdline_bytes(argv)
+    out = []
+    try:
+        names = os.listdir(proc)
+    except OSError:
+        return out
+    for name in names:
+        if name.isdigit() and read_cmdline(name, proc) == want:
+            out.append(int(name))
+    return sorted(out)
+
+
+def interfaces(pid, proc="/proc"):
+    """Interface names of PID's network namespace (/proc/PID/net/dev), sorted; or an error string."""
+    try:
+        text = read_text(os.path.join(proc, str(pid), "net", "dev"))
+    except (IOError, OSError) as exc:
+        return errname(exc)
+    return sorted(line.split(":", 1)[0].strip() for line in text.splitlines()[2:] if ":" in line)
+
+
+# --------------------------------------------------------------------------- ptrace-protected links
+
+def _readlinks(paths):
+    out = {}
+    for path in paths:
+        try:
+            out[path] = os.readlink(path)
+        except OSError as exc:
+            out[path] = errname(exc)
+    return out
+
+
+def _readlinks_as(uid, gid, paths):
+    """readlink() each path in a forked child that has exactly uid/gid (and no other group)."""
+    rfd, wfd = os.pipe()
+    child = os.fork()
+    if child == 0:          # pragma: no cover - runs in the forked reader
+        code = 0
+        try:
+            os.close(rfd)
+            os.setgroups([])
+            os.setresgid(gid, gid, gid)
+            os.setresuid(uid, uid, uid)
+            data = json.dumps(_readlinks(paths)).encode("utf-8")
+            while data:
+                data = data[os.write(wfd, data):]
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(wfd)
+    chunks = []
+    while True:
+        chunk = os.read(rfd, 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(rfd)
+    os.waitpid(child, 0)
+    try:
+        return json.loads(b"".join(chunks).decode("utf-8"))
+    except ValueError:
+        return {}
+
+
+def read_links(pid, names, proc="/proc"):
+    """{name: link target or "error:…"} for /proc/PID/<name> (e.g. "ns/net", "exe").
+
+    Returns (values, how): ``how`` says who read them ("probe" or "uid U gid G" for the
+    same-credential fallback used when the probe itself was refused)."""
+    paths = dict((name, os.path.join(proc, str(pid), name)) for name in names)
+    got = _readlinks(paths.values())
+    denied = [p for p, v in got.items() if v in ("error:EACCES", "error:EPERM")]
+    how = "probe (uid %d)" % os.geteuid()
+    if denied and os.geteuid() == 0:
+        st = read_status(pid, proc)
+        uids, gids = st.get("uid") or [], st.get("gid") or []
+        if len(set(uids[:3])) == 1 and len(set(gids[:3])) == 1 and uids and gids:
+            retry = _readlinks_as(uids[0], gids[0], denied)
+            for path in denied:
+                if path in retry:
+                    got[path] = retry[path]
+            how = "same credentials as the process (uid %d gid %d)" % (uids[0], gids[0])
+    return dict((name, got[path]) for name, path in paths.items()), how
+
+
+def namespaces(pid, kinds=NS_KINDS, proc="/proc"):
+    """({kind: "net:[4026…]" or "error:…"}, how) for PID."""
+    values, how = read_links(pid, ["ns/" + k for k in kinds], proc)
+    return dict((k, values["ns/" + k]) for k in kinds), how

@@ -1,0 +1,148 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one writer and the one reader of the on-disk profile format.
+
+``<dest>/<executor>.args``: the argv, one element per line (what the runtime and the audit
+compare); ``<dest>/<executor>.json``: the structured profile (mounts with provenance, flags,
+network decision, diagnostics). The sandbox_profile module writes through ``write``; the
+audit's drift check and the module's diff read through ``read_args``/``read_doc``.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import json
+import os
+import re
+import stat
+import tempfile
+
+from . import diagnostics as D
+
+MAX_PROFILE_BYTES = 4 * 1024 * 1024
+DOC_KEYS = ("executor", "decision", "argv", "mounts", "namespaces", "network", "manifest", "exception")
+_EXECUTOR = re.compile(r"[a-z0-9_][a-z0-9_.-]{0,127}")
+
+
+class StoreError(Exception):
+    """A profile cannot be written; the message names the path."""
+
+
+def paths(dest, executor):
+    if not isinstance(executor, str) or not _EXECUTOR.fullmatch(executor):
+        raise StoreError("%s is not an executor name usable as a file name" % D.excerpt(executor))
+    base = os.path.join(dest, executor)
+    return base + ".args", base + ".json"
+
+
+def documents(result):
+    """A rendered (not refused) profile -> (args text, json text, the document)."""
+    argv = result["argv"]
+    if any("\n" in a or "\0" in a for a in argv):
+        raise StoreError("an argv element contains a newline or NUL: the .args format cannot hold it")
+    doc = dict((k, result[k]) for k in DOC_KEYS if k in result)
+    doc["diagnostics"] = [dict((k, d[k]) for k in ("code", "severity", "rule", "message"))
+                          for d in result["diagnostics"]]
+    return "\n".join(argv) + "\n", json.dumps(doc, indent=2, sort_keys=True) + "\n", doc
+
+
+def _read(path):
+    """Bounded read of a regular file, not following a symlink in the last component; None if absent."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_PROFILE_BYTES:
+            return None
+        data = os.read(fd, MAX_PROFILE_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_PROFILE_BYTES:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def read_args(dest, executor):
+    """The argv on disk as a list, or None when there is no (readable) profile."""
+    text = _read(paths(dest, executor)[0])
+    return None if text is None else text.splitlines()
+
+
+def read_doc(dest, executor):
+    text = _read(paths(dest, executor)[1])
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def review_lines(doc):
+    """A reviewer's view of a profile: network decision, then one mount per line with its rules."""
+    if not doc:
+        return ""
+    net = doc.get("network") or {}
+    lines = ["network: %s" % ("host (%s)" % ", ".join(net.get("because") or []) if net.get("host")
+                              else "isolated (--unshare-net)")]
+    for m in doc.get("mounts") or []:
+        src = "" if m.get("src") in (None, m["dest"]) else " <- %s" % m["src"]
+        rules = ", ".join(sorted(set(p["rule"] for p in m.get("provenance") or [])))
+        lines.append("%-7s %s%s  [%s]" % (m["kind"], m["dest"], src, rules))
+    return "\n".join(lines) + "\n"
+
+
+def _replace(path, content, move):
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".%s." % os.path.basename(path))
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(content)
+        os.chmod(tmp, 0o644)
+        if move is not None:
+            move(tmp, path)
+        else:
+            os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def write(dest, result, check_mode=False, move=None):
+    """Write <executor>.args and .json atomically (only when content changes).
+
+    ``move(tmp, path)``: how to put a temp file in place (the module passes AnsibleModule.atomic_move).
+    Returns {"changed", "files", "diff"} where diff is a list of before/after views. Raises StoreError."""
+    args_path, json_path = paths(dest, result["executor"])
+    args_text, json_text, doc = documents(result)
+    if not os.path.isdir(dest) and not check_mode:
+        try:
+            os.makedirs(dest, 0o755)
+        except OSError as exc:
+            raise StoreError("cannot create dest %s: %s" % (dest, exc.strerror)) from None
+    before_doc = read_doc(dest, result["executor"])
+    diffs = []
+    if before_doc != json.loads(json_text):
+        diffs.append({"before": review_lines(before_doc), "after": review_lines(doc),
+                      "before_header": "%s (mounts, before)" % result["executor"],
+                      "after_header": "%s (mounts, after)" % result["executor"]})
+    changed = False
+    for path, content in ((args_path, args_text), (json_path, json_text)):
+        before = _read(path)
+        if before == content:
+            continue
+        changed = True
+        if not check_mode:
+            try:
+                _replace(path, content, move)
+            except (IOError, OSError) as exc:
+                raise StoreError("cannot write %s: %s" % (path, exc)) from None
+        if path == args_path:
+            diffs.append({"before": before or "", "after": content,
+                          "before_header": path if before is not None else "(absent)", "after_header": path})
+    return {"changed": changed, "files": [args_path, json_path], "diff": diffs}

@@ -1,0 +1,364 @@
+"""The probe's mutation matrix: the strict profile, weakened one way per row, run for real.
+
+Shared by tests/integration/test_probe_matrix.py (asserts every row) and scripts/probe-matrix.py
+(prints the table). Each row says which checks must fail, per user: the row passes the test only
+when the failed checks are *exactly* those (glob patterns are expanded against the checks the
+run produced). ``code`` is the diagnostic the verdict must carry.
+
+Everything a row needs on the host (fake bwraps, a setuid copy of bwrap, an empty persistent
+directory, an empty host tmpfs, a procfs of another PID namespace) lives under one directory in
+/var/tmp that ``Bench`` creates and removes, mounts included. Must run as root (it switches to
+the unprivileged user and mounts).
+"""
+import fnmatch
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "module_utils"))
+
+from metnos_sandbox import bwrap as B  # noqa: E402
+from metnos_sandbox import probe as PR  # noqa: E402
+from metnos_sandbox import profile as P  # noqa: E402
+
+PYTHON = "/usr/bin/python3"
+USERS = ("root", "nobody")
+
+FAKE_EXEC = """#!/bin/sh
+# A bwrap look-alike: ignores every option and runs the command unsandboxed (no status records).
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do shift; done
+shift
+exec "$@"
+"""
+
+FAKE_JSON = """#!/usr/bin/python3
+# A bwrap look-alike that writes plausible --json-status-fd records: the child-pid and namespace
+# inodes of a decoy (a real sandbox, bwrap --unshare-all, running sleep) - then runs the command
+# unsandboxed and reports its exit code.
+import json, os, subprocess, sys
+args = sys.argv[1:]
+fd = int(args[args.index("--json-status-fd") + 1]) if "--json-status-fd" in args else None
+cmd = args[args.index("--") + 1:]
+r, w = os.pipe()
+decoy = subprocess.Popen(["/usr/bin/bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/",
+                          "--json-status-fd", str(w), "--", "sleep", "60"], pass_fds=(w,), stdin=subprocess.DEVNULL)
+os.close(w)
+first = b""
+while b"}" not in first:   # bwrap writes its first record in pieces
+    chunk = os.read(r, 4096)
+    if not chunk:
+        break
+    first += chunk
+first = first.decode().split("}")[0] + "}"
+if fd is not None:
+    os.write(fd, (first + "\\n").encode())
+rc = subprocess.call(cmd)
+if fd is not None:
+    os.write(fd, (json.dumps({"exit-code": rc}) + "\\n").encode())
+decoy.kill()
+decoy.wait()
+sys.exit(rc)
+"""
+
+FAKE_UNSHARE = """#!/usr/bin/python3
+# A bwrap look-alike that gives the command new user/ipc/uts/net namespaces but no mount
+# namespace (so none of the profile's mounts), with honest --json-status-fd records.
+import json, os, subprocess, sys
+args = sys.argv[1:]
+fd = int(args[args.index("--json-status-fd") + 1]) if "--json-status-fd" in args else None
+cmd = args[args.index("--") + 1:]
+child = subprocess.Popen(["unshare", "--user", "--map-root-user", "--ipc", "--uts", "--net", "--"] + cmd)
+if fd is not None:
+    os.write(fd, (json.dumps({"child-pid": child.pid}) + "\\n").encode())
+rc = child.wait()
+if fd is not None:
+    os.write(fd, (json.dumps({"exit-code": rc}) + "\\n").encode())
+sys.exit(rc)
+"""
+
+FAKE_WRAP = """#!/usr/bin/python3
+# A wrapper around the real bwrap that lies about its child: it forwards bwrap's status records but
+# names a decoy (another real sandbox's child) as child-pid. The sandbox itself is real.
+import json, os, subprocess, sys
+args = sys.argv[1:]
+i = args.index("--json-status-fd")
+fd = int(args[i + 1])
+r, w = os.pipe()
+args[i + 1] = str(w)
+dr, dw = os.pipe()
+decoy = subprocess.Popen(["/usr/bin/bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/",
+                          "--json-status-fd", str(dw), "--", "sleep", "60"], pass_fds=(dw,), stdin=subprocess.DEVNULL)
+os.close(dw)
+first = b""
+while b"}" not in first:
+    chunk = os.read(dr, 4096)
+    if not chunk:
+        break
+    first += chunk
+decoy_pid = json.loads(first.decode().split("}")[0] + "}")["child-pid"]
+real = subprocess.Popen(["/usr/bin/bwrap"] + args, pass_fds=(w,))
+os.close(w)
+buf = b""
+while True:
+    chunk = os.read(r, 4096)
+    if not chunk:
+        break
+    buf += chunk
+    while b"\\n" in buf:
+        line, buf = buf.split(b"\\n", 1)
+        obj = json.loads(line.decode())
+        if "child-pid" in obj:
+            obj["child-pid"] = decoy_pid
+        os.write(fd, (json.dumps(obj) + "\\n").encode())
+rc = real.wait()
+decoy.kill()
+decoy.wait()
+sys.exit(rc)
+"""
+
+
+class Bench(object):
+    """Host-side fixtures for the rows, all under one /var/tmp directory; ``close()`` removes them."""
+
+    def __init__(self, mounts=True):
+        self.with_mounts = mounts
+        self.nobody = pwd.getpwnam("nobody")
+        self.dir = tempfile.mkdtemp(prefix="metnos-matrix-", dir="/var/tmp")
+        self.mounts = []
+        try:
+            self._build()
+        except BaseException:
+            self.close()
+            raise
+
+    def _build(self):
+        os.chmod(self.dir, 0o755)
+        self.bwrap = shutil.which("bwrap")
+        self.fakes = {}
+        for name, text in (("exec", FAKE_EXEC), ("json", FAKE_JSON), ("unshare", FAKE_UNSHARE), ("wrap", FAKE_WRAP)):
+            path = os.path.join(self.dir, "fake-" + name, "bwrap")
+            os.makedirs(os.path.dirname(path), mode=0o755)
+            with open(path, "w") as handle:
+                handle.write(text)
+            os.chmod(path, 0o755)
+            self.fakes[name] = path
+        # A setuid copy, usable only by root and nobody's group.
+        suid_dir = os.path.join(self.dir, "suid")
+        os.makedirs(suid_dir)
+        os.chown(suid_dir, 0, self.nobody.pw_gid)
+        os.chmod(suid_dir, 0o750)
+        self.setuid_bwrap = os.path.join(suid_dir, "bwrap")
+        shutil.copy(self.bwrap, self.setuid_bwrap)
+        os.chmod(self.setuid_bwrap, 0o4755)
+        version = B.parse_version(subprocess.run([self.bwrap, "--version"], capture_output=True,
+                                                 text=True).stdout)
+        self.setuid_ok = B.version_tuple(version) < (0, 12)
+        self.empty = os.path.join(self.dir, "empty")
+        os.makedirs(self.empty, mode=0o755)
+        if not self.with_mounts:     # e.g. in a container without CAP_SYS_ADMIN
+            return
+        self.tmpfs = os.path.join(self.dir, "host-tmpfs")
+        os.makedirs(self.tmpfs)
+        self._mount(["mount", "-t", "tmpfs", "-o", "mode=0755,size=1m", "metnos-matrix", self.tmpfs], self.tmpfs)
+        self.foreign_proc = os.path.join(self.dir, "foreign-proc")
+        os.makedirs(self.foreign_proc)
+        # A procfs of a new PID namespace, mounted on the host (the namespace's only process exits).
+        self._mount(["unshare", "--pid", "--fork", "mount", "-t", "proc", "proc", self.foreign_proc],
+                    self.foreign_proc)
+
+    def _mount(self, argv, target):
+        subprocess.run(argv, check=True, capture_output=True)
+        self.mounts.append(target)
+
+    def close(self):
+        for target in reversed(self.mounts):
+            subprocess.run(["umount", "-l", target], capture_output=True)
+        self.mounts = []
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def user(self, name):
+        if name == "root":
+            return None
+        entry = pwd.getpwnam(name)
+        return {"name": entry.pw_name, "uid": entry.pw_uid, "gid": entry.pw_gid}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def strict_profile():
+    prof = P.render_safe(dict(PR.PROBE_MANIFEST), P.HostContext({"python_executable": PYTHON}), {}, None)
+    assert prof["decision"] == "wrapped", prof["diagnostics"]
+    return prof
+
+
+# --------------------------------------------------------------------------- argv edits
+
+def _opts(argv):
+    sep = argv.index("--")
+    return list(argv[:sep]), list(argv[sep:])
+
+
+def drop(flag):
+    def edit(argv, _bench):
+        opts, rest = _opts(argv)
+        assert flag in opts, flag
+        opts.remove(flag)
+        return opts + rest
+    return edit
+
+
+def add(*words):
+    def edit(argv, _bench):
+        opts, rest = _opts(argv)
+        return opts + list(words) + rest
+    return edit
+
+
+def replace(old, new):
+    """Replace the option words ``old`` (a tuple, e.g. ("--tmpfs", "/tmp")) by ``new`` (may use {bench.x})."""
+    def edit(argv, bench):
+        opts, rest = _opts(argv)
+        for i in range(len(opts) - len(old) + 1):
+            if tuple(opts[i:i + len(old)]) == tuple(old):
+                words = [w.format(bench=bench) for w in new]
+                return opts[:i] + words + opts[i + len(old):] + rest
+        raise AssertionError("%s not in the strict profile" % (old,))
+    return edit
+
+
+def writable(path):
+    return replace(("--ro-bind", path, path), ("--bind", path, path))
+
+
+def binary(attr, then=None):
+    def edit(argv, bench):
+        argv = [getattr(bench, attr) if "." not in attr else bench.fakes[attr.split(".")[1]]] + list(argv[1:])
+        return then(argv, bench) if then else argv
+    return edit
+
+
+# --------------------------------------------------------------------------- the rows
+
+NOT_ISOLATED_DIRECT = ["bwrap_child_is_payload", "*_namespace_private", "fresh_tmpfs:/tmp", "minimal_dev:/dev",
+                       "read_only:*", "hidden:*", "parent_death_signal"]
+
+
+class Row(object):
+    def __init__(self, name, what, edit, fails, code=None, note=None, needs=None):
+        self.name, self.what, self.edit, self.note, self.needs = name, what, edit, note, needs
+        self.fails = fails if isinstance(fails, dict) else dict((u, fails) for u in USERS)
+        self.code = code if isinstance(code, dict) else dict(
+            (u, code if code is not None else ("probe_check_failed" if self.fails[u] else None)) for u in USERS)
+
+    def expect(self, user):
+        """(check patterns that must fail, code) for ``user``; any other user is unprivileged like nobody."""
+        key = user if user in self.fails else "nobody"
+        return self.fails[key], self.code[key]
+
+
+ROWS = [
+    Row("strict", "the strict profile, unmutated", lambda a, b: a, []),
+    Row("drop_unshare_user", "--unshare-user dropped (packaged bwrap)", drop("--unshare-user"),
+        {"root": ["user_namespace_private"], "nobody": []},
+        note="not a weakening for nobody: a non-setuid bwrap run by a non-root user always creates the user "
+             "namespace (bubblewrap.c); the setuid row below makes it one"),
+    Row("drop_unshare_user_setuid", "--unshare-user dropped, bwrap setuid (privileged path)",
+        binary("setuid_bwrap", drop("--unshare-user")), ["user_namespace_private"], needs="setuid_ok"),
+    Row("drop_unshare_ipc", "--unshare-ipc dropped", drop("--unshare-ipc"), ["ipc_namespace_private"]),
+    Row("drop_unshare_uts", "--unshare-uts dropped", drop("--unshare-uts"), ["uts_namespace_private"]),
+    Row("network_shared", "--unshare-net dropped (host network)", drop("--unshare-net"), ["net_namespace_private"]),
+    Row("pid_namespace", "--unshare-pid added (R-BASE-8 forbids it)", add("--unshare-pid"), ["no_pid_namespace"]),
+    Row("no_die_with_parent", "--die-with-parent dropped", drop("--die-with-parent"), ["parent_death_signal"]),
+    Row("usr_writable", "--ro-bind /usr made --bind", writable("/usr"), ["read_only:/usr"]),
+    Row("etc_writable", "--ro-bind /etc made --bind", writable("/etc"), ["read_only:/etc"]),
+    Row("sys_writable", "--ro-bind /sys made --bind", writable("/sys"), ["read_only:/sys"]),
+    Row("tmp_host", "/tmp: the host's /tmp bound", replace(("--tmpfs", "/tmp"), ("--bind", "/tmp", "/tmp")),
+        ["fresh_tmpfs:/tmp"]),
+    Row("tmp_empty_dir", "/tmp: an empty persistent host directory bound",
+        replace(("--tmpfs", "/tmp"), ("--bind", "{bench.empty}", "/tmp")), ["fresh_tmpfs:/tmp"]),
+    Row("tmp_host_tmpfs", "/tmp: an empty host tmpfs bound (only its device tells)",
+        replace(("--tmpfs", "/tmp"), ("--bind", "{bench.tmpfs}", "/tmp")), ["fresh_tmpfs:/tmp"], needs="mounts"),
+    Row("tmp_missing", "/tmp: no tmpfs at all", replace(("--tmpfs", "/tmp"), ()), ["fresh_tmpfs:/tmp"]),
+    Row("dev_host", "/dev: the host's /dev bound (--dev-bind)",
+        replace(("--dev", "/dev"), ("--dev-bind", "/dev", "/dev")), ["minimal_dev:/dev"]),
+    Row("bind_home", "extra --ro-bind /home", add("--ro-bind", "/home", "/home"), ["hidden:/home"],
+        needs="/home"),
+    Row("bind_root", "extra --ro-bind /root", add("--ro-bind", "/root", "/root"), ["hidden:/root"]),
+    Row("bind_var", "extra --ro-bind /var", add("--ro-bind", "/var", "/var"), ["hidden:/var"]),
+    Row("proc_tmpfs", "/proc: a tmpfs instead of --proc", replace(("--proc", "/proc"), ("--tmpfs", "/proc")),
+        ["proc_is_own_procfs"]),
+    Row("proc_foreign", "/proc: a procfs of another PID namespace bound",
+        replace(("--proc", "/proc"), ("--bind", "{bench.foreign_proc}", "/proc")), ["proc_is_own_procfs"],
+        needs="mounts"),
+    Row("proc_host_bind", "/proc: the host's /proc bound (--bind /proc /proc)",
+        replace(("--proc", "/proc"), ("--bind", "/proc", "/proc")), [],
+        note="equivalent, not a weakening: without --unshare-pid bwrap's --proc *is* a bind of the host's "
+             "/proc (bubblewrap.c: 'Use system procfs, as we share pid namespace anyway'); measured: the same "
+             "mount table for nobody"),
+    Row("fake_exec", "look-alike bwrap: runs the command unsandboxed, no status records",
+        binary("fakes.exec"), NOT_ISOLATED_DIRECT, code="probe_not_isolated"),
+    Row("fake_json", "look-alike bwrap: plausible json-status (a decoy sandbox's child-pid), command unsandboxed",
+        binary("fakes.json"), NOT_ISOLATED_DIRECT, code="probe_not_isolated"),
+    Row("fake_wrap_decoy", "wrapper around the real bwrap that reports a decoy's child-pid (sandbox itself real)",
+        binary("fakes.wrap"), ["bwrap_child_is_payload"]),
+    Row("fake_no_mnt", "look-alike: user/ipc/uts/net namespaces, no mount namespace, honest json-status",
+        binary("fakes.unshare"), ["mnt_namespace_private", "fresh_tmpfs:/tmp", "minimal_dev:/dev", "read_only:*",
+                                  "hidden:*", "parent_death_signal"]),
+]
+
+
+def applicable(row, bench):
+    if row.needs == "mounts":
+        return bench.with_mounts, "needs mounts on the host (CAP_SYS_ADMIN)"
+    if row.needs == "setuid_ok":
+        return bench.setuid_ok, "bwrap >= 0.12 refuses setuid use"
+    if row.needs and row.needs.startswith("/"):
+        return os.path.isdir(row.needs), "%s does not exist on this host" % row.needs
+    return True, None
+
+
+def run_row(row, user, bench, profile=None, core=PR, systemd=False):
+    """Run one row as ``user`` (a name). Direct (as the probe runs without a unit), or with
+    ``systemd`` in a transient unit as the probe runs for a service. Returns (verdict, failed names)."""
+    prof = profile or strict_profile()
+    argv = row.edit(list(prof["argv"]), bench)
+    spec = core.expectations(prof)
+    if systemd:
+        entry = pwd.getpwnam(user)
+        verdict = core.run_systemd(argv, spec, PYTHON, {"name": user, "uid": entry.pw_uid, "gid": entry.pw_gid},
+                                   {}, {"PATH": "/usr/bin:/bin"}, 30, "metnos-probe-matrix-%s" % row.name)
+    else:
+        verdict = core.run(argv, spec, PYTHON, user=bench.user(user), timeout=30)
+    return verdict, sorted(c["name"] for c in verdict["checks"] if not c["ok"])
+
+
+def expected_failures(row, user, verdict):
+    names = [c["name"] for c in verdict["checks"]]
+    return sorted(n for n in names if any(fnmatch.fnmatchcase(n, pat) for pat in row.expect(user)[0]))
+
+
+def judge(row, user, verdict, failed):
+    """'ok' or a sentence saying how the row differs from its expectation."""
+    codes = sorted(set(d["code"] for d in verdict["diagnostics"]))
+    want = expected_failures(row, user, verdict)
+    patterns, code = row.expect(user)
+    problems = []
+    if failed != want:
+        problems.append("failed %s, expected %s" % (failed, want))
+    if not verdict["checks"]:
+        problems.append("no checks (codes %s)" % codes)
+    if code is None and verdict["passed"] is not True:
+        problems.append("did not pass (codes %s)" % codes)
+    if code is not None and codes != [code]:
+        problems.append("codes %s, expected [%s]" % (codes, code))
+    if patterns and not want:
+        problems.append("expected failures %s match no check" % patterns)
+    return "; ".join(problems) or "ok"

@@ -1,0 +1,70 @@
+"""The probe's mutation matrix, for real: the strict profile weakened one way per row (each unshare
+dropped, each read-only bind made writable, /tmp, /dev and /proc replaced, hidden paths bound,
+bwrap look-alikes), run as root and as nobody. Each row must fail exactly the checks it names,
+with the code it names; the unmutated profile must pass. Rows and fixtures:
+tests/helpers/probe_mutations.py; the same table is printed by scripts/probe-matrix.py.
+
+Also: the fixtures (fake bwraps, setuid copy, host tmpfs, foreign procfs) leave nothing behind."""
+import os
+import shutil
+
+import pytest
+
+from helpers import probe_mutations as PM
+
+
+@pytest.fixture(scope="module")
+def bench():
+    b = PM.Bench()
+    try:
+        yield b
+    finally:
+        b.close()
+    assert not os.path.exists(b.dir)
+    with open("/proc/self/mountinfo") as handle:
+        assert b.dir not in handle.read(), "a matrix mount was left on the host"
+
+
+@pytest.fixture(scope="module")
+def strict():
+    return PM.strict_profile()
+
+
+@pytest.mark.parametrize("user", PM.USERS)
+@pytest.mark.parametrize("row", PM.ROWS, ids=[r.name for r in PM.ROWS])
+def test_mutation_matrix(bench, strict, row, user):
+    ok, reason = PM.applicable(row, bench)
+    if not ok:
+        pytest.skip(reason)
+    verdict, failed = PM.run_row(row, user, bench, strict)
+    assert PM.judge(row, user, verdict, failed) == "ok", (failed, [d["message"] for d in verdict["diagnostics"]])
+    if user == "nobody" and verdict["checks"]:
+        assert verdict["observed_uid"] == bench.nobody.pw_uid or row.name.startswith("fake_no_mnt")
+
+
+def test_look_alike_is_named_for_what_happened(bench, strict):
+    """A look-alike that runs the payload unsandboxed is 'without isolation', never 'setup failed'."""
+    row = [r for r in PM.ROWS if r.name == "fake_exec"][0]
+    verdict, _failed = PM.run_row(row, "nobody", bench, strict)
+    (diag,) = verdict["diagnostics"]
+    assert diag["code"] == "probe_not_isolated" and verdict["setup_failed"] is False
+    assert "without isolation" in diag["message"] and "bwrap_child_is_payload" in diag["message"]
+    assert bench.fakes["exec"] in diag["message"]
+
+
+def test_module_without_unit_reports_unpackaged_and_look_alike_bwrap(bench):
+    """No unit: the probe resolves bwrap through the admin's PATH. An unpackaged copy of the real
+    bwrap still isolates (pass) but is a finding; a look-alike earlier on PATH is 'not isolated'."""
+    from conftest import run_module
+    copy_dir = os.path.join(bench.dir, "copy")
+    os.makedirs(copy_dir, mode=0o755)
+    shutil.copy(bench.bwrap, os.path.join(copy_dir, "bwrap"))
+    path = os.environ.get("PATH", "/usr/bin:/bin")
+    res = run_module("sandbox_probe", {"unit": ""}, env={"PATH": copy_dir + ":" + path})
+    codes = [d["code"] for d in res["diagnostics"]]
+    assert res["passed"] is True and res["status"]["bwrap_path"] == os.path.join(copy_dir, "bwrap"), res
+    assert codes == ["bwrap_not_packaged"], codes
+    res = run_module("sandbox_probe", {"unit": ""}, env={"PATH": os.path.dirname(bench.fakes["exec"]) + ":" + path})
+    codes = sorted(d["code"] for d in res["diagnostics"])
+    assert res["passed"] is False and codes == ["bwrap_not_packaged", "probe_not_isolated"], codes
+    assert res["evidence"]["child_pid"] is None and res["observed_uid"] == bench.nobody.pw_uid

@@ -1,0 +1,156 @@
+"""The hostile corpus (tests/corpus/hostile_manifests.py, >= 200 manifests written against each rule
+of the spec) rendered against a real host tree full of planted symlinks
+(tests/corpus/hostile_tree.py): every entry is refused with its stable code, without a traceback,
+and every in-process face gives the same decision as the core:
+
+- core: profile.render_safe on the file (manifest.FileSource, read by the core);
+- filters: metnos_manifest_source on the controller, then metnos_profile (a preview);
+- audit payload: audit.profile_drift on what the audit action ships (manifest.transport);
+  it renders without an invocation by design, so it is compared with the core without one;
+- probe: probe.probe_service with the manifest's bytes (stops before starting bwrap when refused);
+- module: library/sandbox_profile.py's main() in this process with Ansible's own argument
+  handling (ansible.module_utils.testing.patch_module_args), given the file (manifest_file, read
+  on the host by the core) or what the role hands over (metnos_manifest_source).
+
+Real ansible-playbook runs of the module (a sample of every rule and code) and of the audit action
+(the whole corpus in one call) are in tests/integration/test_hostile_faces.py. A watchdog (SIGALRM)
+turns a hang into a failure; time and memory are measured by scripts/bench-render.py, never
+asserted here.
+"""
+import importlib.util
+import json
+import os
+import signal
+
+import pytest
+
+from corpus import hostile_manifests as H
+from corpus import hostile_tree
+from metnos_sandbox import audit as A
+from metnos_sandbox import bwrap as B
+from metnos_sandbox import manifest as M
+from metnos_sandbox import probe as PR
+from metnos_sandbox import profile as P
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
+WATCHDOG_SECONDS = 20
+_spec = importlib.util.spec_from_file_location("mfilters", os.path.join(ROOT, "filter_plugins", "metnos_sandbox.py"))
+F = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(F)
+
+
+def _load_module_face():
+    """library/sandbox_profile.py as Ansible runs it (its imports resolve under ansible.module_utils)."""
+    import ansible.module_utils
+    core_dir = os.path.join(ROOT, "module_utils")
+    if core_dir not in ansible.module_utils.__path__:
+        ansible.module_utils.__path__.append(core_dir)
+    spec = importlib.util.spec_from_file_location("sandbox_profile_face",
+                                                  os.path.join(ROOT, "library", "sandbox_profile.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_module_face(args, capsys):
+    from ansible.module_utils.testing import patch_module_args
+    module = _load_module_face.cached = getattr(_load_module_face, "cached", None) or _load_module_face()
+    capsys.readouterr()
+    with patch_module_args(args):
+        try:
+            module.main()
+        except SystemExit:
+            pass
+    out = capsys.readouterr().out
+    return json.loads(out[out.index("{"):])
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    _root, _host, entries = hostile_tree.materialize(str(tmp_path_factory.mktemp("hostile")))
+    return dict((entry.id, (entry, path, host, inv)) for entry, path, host, inv in entries)
+
+
+class _Watchdog(object):
+    def __enter__(self):
+        def boom(_sig, _frame):
+            raise AssertionError("watchdog: no answer in %d s (unbounded work)" % WATCHDOG_SECONDS)
+        self.old = signal.signal(signal.SIGALRM, boom)
+        signal.alarm(WATCHDOG_SECONDS)
+
+    def __exit__(self, *exc):
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, self.old)
+
+
+def decide(prof):
+    return prof["decision"], prof["refusal"]
+
+
+def core(path, host, inv):
+    with _Watchdog():
+        return P.render_safe(M.FileSource(path), P.HostContext(host), inv, ACTIVE)
+
+
+def test_corpus_is_large_and_covers_the_rules():
+    assert len(H.CORPUS) >= 200
+    rules = set(e.rule for e in H.CORPUS)
+    assert rules >= {"R-SCOPE-1", "R-CAP-FS", "R-ARG-1", "R-BASE-1", "R-BASE-4", "R-SEC-2", "R-SEC-5", "R-FAIL-2",
+                     "R-CAP-METNOS", "R-CAP-INDEX", "R-CAP-PROVIDER", "R-CAP-MAIL", "R-CAP-DIALOG", "R-CAP-UNDO",
+                     "R-CAP-SYS", "R-NET-1"}
+
+
+@pytest.mark.parametrize("entry_id", [e.id for e in H.CORPUS])
+def test_core_refuses_with_its_code(corpus, entry_id):
+    entry, path, host, inv = corpus[entry_id]
+    prof = core(path, host, inv)
+    assert decide(prof) == ("refused", entry.expect), prof["diagnostics"][:2]
+    assert prof["argv"] is None and prof["mounts"] == []
+    text = json.dumps(prof)
+    assert "Traceback" not in text and len(text) < 64 * 1024      # messages quote short excerpts only
+    for diag in prof["diagnostics"]:
+        assert len(diag["message"]) < 2000, diag
+
+
+@pytest.mark.parametrize("entry_id", [e.id for e in H.CORPUS])
+def test_every_face_gives_the_core_decision(corpus, entry_id, tmp_path):
+    entry, path, host, inv = corpus[entry_id]
+    want = decide(core(path, host, inv))
+    with _Watchdog():
+        preview = F.metnos_profile(F.metnos_manifest_source(path), host=host, invocation=inv, status=ACTIVE)
+    assert decide(preview) == want and preview["preview"] is True
+    with open(path, "rb") as handle:
+        raw = handle.read()
+    with _Watchdog():
+        probe = PR.probe_service({"unit": None, "manifest": raw, "invocation": inv, "host": host,
+                                  "context": "direct", "timeout": 30}, B.default_runner)
+    errors = [d["code"] for d in probe["diagnostics"] if d["severity"] == "error"]
+    assert (probe["profile"]["decision"], errors[0]) == want and probe["passed"] is False
+    want_plain = decide(core(path, host, {}))        # the audit renders without an invocation
+    with _Watchdog():
+        drift = A.profile_drift([M.transport(M.FileSource(path))], host, str(tmp_path), ACTIVE)
+    assert (drift[0]["decision"], drift[0].get("refusal")) == want_plain
+
+
+@pytest.mark.parametrize("entry_id", [e.id for e in H.CORPUS])
+def test_module_face_gives_the_core_decision(corpus, entry_id, capsys):
+    entry, path, host, inv = corpus[entry_id]
+    want = decide(core(path, host, inv))
+    index = [e.id for e in H.CORPUS].index(entry_id)
+    args = {"host": host, "discover_python_roots": False, "fail_on_refusal": index % 3 == 0,
+            "path": "/usr/sbin:/usr/bin:/sbin:/bin"}
+    if index % 2 == 0:
+        args["manifest_file"] = path
+    else:
+        args["manifest"] = F.metnos_manifest_source(path)
+    if inv:
+        args["invocation"] = inv
+    with _Watchdog():
+        res = run_module_face(args, capsys)
+    assert "Traceback" not in json.dumps(res) and "exception" not in res
+    if entry.expect == "invocation_invalid" and "decision" not in res:
+        assert res["failed"] and "invocation" in res["msg"]        # Ansible's own argument validation
+        return
+    assert (res["decision"], res["refusal"]) == want
+    assert res.get("failed", False) is (index % 3 == 0)

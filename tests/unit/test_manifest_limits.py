@@ -1,0 +1,151 @@
+"""Input is data: the loader's limits, exact grammar and message hygiene, one by one (the corpus in
+tests/corpus covers them through every face; these pin each mechanism where it lives, including the
+decoder the controller-side faces use before anything reaches a host)."""
+import json
+import os
+
+import pytest
+
+from metnos_sandbox import diagnostics as D
+from metnos_sandbox import manifest as M
+from metnos_sandbox import profile as P
+from metnos_sandbox import store
+
+LAUGHS = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    "%s: &%s [%s]\n" % (chr(98 + i), chr(98 + i), ", ".join(["*" + chr(97 + i)] * 10)) for i in range(9)) + \
+    "name: x\norigin: o\n"
+
+
+def refusal(call):
+    with pytest.raises(M.ManifestError) as err:
+        call()
+    return err.value.diagnostics[0]
+
+
+def test_alias_expansion_counted_before_it_happens():
+    """The decoder itself refuses (the filters hand its output to Ansible, which would expand it)."""
+    assert refusal(lambda: M.decode(LAUGHS))["code"] == "manifest_too_many_nodes"
+    record = M.transport(LAUGHS)
+    assert record[M.REFUSAL_KEY]["code"] == "manifest_too_many_nodes"
+    assert P.render_safe(record, P.HostContext())["refusal"] == "manifest_too_many_nodes"
+    assert refusal(lambda: M.decode("a: &a [*a]\n"))["code"] == "manifest_too_many_nodes"
+    small = M.decode("a: &a [x, y]\nb: [*a, *a]\nname: n\n")          # aliases within the limit are fine
+    assert small["b"] == [["x", "y"], ["x", "y"]]
+
+
+def test_object_graphs_with_shared_or_cyclic_references():
+    shared = ["lol"] * 10
+    for _ in range(9):
+        shared = [shared] * 10                                          # 10**10 leaves by reference
+    assert refusal(lambda: M.from_dict({"name": "x", "origin": "o", "x": shared}))["code"] == "manifest_too_many_nodes"
+    loop = []
+    loop.append(loop)
+    assert refusal(lambda: M.from_dict({"name": "x", "origin": "o", "x": loop}))["code"] == "manifest_too_deep"
+
+
+@pytest.mark.parametrize("text,code", [
+    ("name: x\nname: y\norigin: o\n", "manifest_duplicate_key"),
+    ('{"name": "x", "origin": "o", "origin": "p"}', "manifest_duplicate_key"),
+    ("name: x\norigin: !!str o\n", "manifest_yaml_unsupported"),
+    ("name: x\norigin: o\n<<: {a: 1}\n", "manifest_yaml_unsupported"),
+    ("name: x\n---\norigin: o\n", "manifest_yaml_unsupported"),
+    ("name: x\nrevision: 017\n", "manifest_yaml_unsupported"),
+    ("[" * 13 + "]" * 13, "manifest_too_deep"),
+    ("[" * 100000, "manifest_too_large"),
+    ("[" * 60000, "manifest_too_deep"),
+    (b"\xff", "manifest_not_utf8"),
+])
+def test_decoder_refusals(text, code):
+    assert refusal(lambda: M.decode(text))["code"] == code
+
+
+def test_depth_limit_is_exact():
+    ok = "x: " + "[" * (M.MAX_DEPTH - 1) + "]" * (M.MAX_DEPTH - 1) + "\n"
+    M.decode(ok)
+    deep = "x: " + "[" * M.MAX_DEPTH + "]" * M.MAX_DEPTH + "\n"
+    assert refusal(lambda: M.decode(deep))["code"] == "manifest_too_deep"
+
+
+def test_values_keep_their_text():
+    data = M.decode("name: x\norigin: o\nrevision: 2020-01-01\nother: 1_000\n")
+    assert data["revision"] == "2020-01-01" and data["other"] == 1000
+
+
+@pytest.mark.parametrize("field,value,code", [
+    ("revision", True, "manifest_invalid"), ("revision", -1, "manifest_invalid"),
+    ("revision", 2 ** 63, "manifest_invalid"), ("name", "ex\n", "manifest_invalid"),
+    ("origin", "o\u202e", "manifest_control_character"), ("owner", "root\n", "manifest_control_character"),
+])
+def test_exact_fields(field, value, code):
+    data = {"name": "ex", "origin": "o", field: value}
+    assert refusal(lambda: M.from_dict(data))["code"] == code
+
+
+@pytest.mark.parametrize("cap", ["net:http\n", "mail:read:work\n", "provider:access:cal\n", "system:read\n",
+                                 "dialog.user_input\n", "fs:read:/srv/x\n", "skill:x\u200b"])
+def test_capabilities_matched_whole(cap):
+    cap_obj, errors = M.parse_capability(cap)
+    assert cap_obj is None and errors[0]["code"] in ("capability_unknown", "scope_nul")
+
+
+@pytest.mark.parametrize("text", ["fs:read:/srv/{0.__class__.__mro__}", "fs:read:/srv/{x:>999999999}",
+                                  "fs:read:/srv/%s%s%n", "net:{capability:>99999999}", "{" * 500,
+                                  "fs:read:relative/{text:>999999999}"])
+def test_manifest_text_is_never_a_template(text, tmp_path):
+    prof = P.render_safe({"name": "ex", "origin": "o", "capabilities": [text]}, P.HostContext(), {})
+    assert len(json.dumps(prof)) < 20000
+    assert all(len(d["message"]) < 1000 for d in prof["diagnostics"])
+
+
+def test_make_fills_only_registry_texts():
+    d = D.make("manifest_invalid", message="field {capability:>99999999} {0.__class__}", capability="x")
+    assert d["message"] == "field {capability:>99999999} {0.__class__}"
+    d = D.make("bwrap_missing", path="{path:>999999999}")
+    assert "{path:>999999999}" in d["message"] and len(d["message"]) < 500
+    d = D.make("bwrap_setuid", bwrap_path="/x{y}")
+    assert d["remediation"][1] == "chmod 0755 /x{y}"
+
+
+def test_excerpt_is_short_and_escaped():
+    assert len(D.excerpt("a" * 10 ** 7)) < 140
+    assert "\n" not in D.excerpt("a\nb") and "\\n" in D.excerpt("a\nb")
+    nested = [[["x" * 1000] * 1000] * 1000]
+    assert len(D.excerpt(nested)) < 140
+
+
+def test_mail_accounts_match_whole_names(tmp_path):
+    store_dir = tmp_path / "mail"
+    store_dir.mkdir()
+    for name in ("bob.json", "bob.token", "bob.old.json", "bob", "bobby.json", "bob.json.bak"):
+        (store_dir / name).write_text("x")
+    host = P.HostContext({"mail_credentials_dir": str(store_dir), "python_executable": "/usr/bin/python3"})
+    names = sorted(os.path.basename(p) for p in P._mail_files(host, "bob"))
+    assert names == ["bob.json", "bob.token"]
+    assert [os.path.basename(p) for p in P._mail_files(host, "bob.old")] == ["bob.old.json"]
+    assert [os.path.basename(p) for p in P._mail_files(host, "bob.json")] == ["bob.json.bak"]
+
+
+def test_read_file_is_bounded_and_regular(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert refusal(lambda: M.read_file(str(fifo)))["code"] == "manifest_parse_error"      # never blocks
+    assert refusal(lambda: M.read_file("/dev/zero"))["code"] == "manifest_parse_error"
+    big = tmp_path / "big"
+    big.write_bytes(b"#" * (M.MAX_MANIFEST_BYTES + 1))
+    link = tmp_path / "link"
+    link.symlink_to(big)
+    assert refusal(lambda: M.read_file(str(link)))["code"] == "manifest_too_large"
+
+
+def test_store_is_the_one_format(tmp_path):
+    prof = {"executor": "ex", "decision": "wrapped", "argv": ["bwrap", "--", "x"], "mounts": [], "namespaces": [],
+            "network": None, "diagnostics": []}
+    written = store.write(str(tmp_path), prof)
+    assert written["changed"] and store.read_args(str(tmp_path), "ex") == prof["argv"]
+    assert store.write(str(tmp_path), prof)["changed"] is False
+    with pytest.raises(store.StoreError):
+        store.write(str(tmp_path), dict(prof, argv=["bwrap", "a\nb"]))
+    with pytest.raises(store.StoreError):
+        store.paths(str(tmp_path), "../x")
+    (tmp_path / "evil.args").symlink_to("/etc/hostname")
+    assert store.read_args(str(tmp_path), "evil") is None                     # not followed

@@ -1,0 +1,127 @@
+"""Invariants (a)-(d) of docs/profile-invariants.md, property-based: hypothesis generates manifests,
+invocations AND host trees with symlinks (planted in a tmp dir: links to /, /etc, /var/run, /proc,
+into the runtime, the Python prefix, other executors' folders, the credential store, chains, ...).
+An oracle written apart from the renderer (tests/helpers/profile_oracle.py) checks the rendered
+argv; the core's own final check is also exercised directly on hand-weakened argvs.
+(tests/integration/test_profile_invariants_real.py runs a sample in real bwrap.)"""
+import os
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from helpers import profile_oracle as O
+from metnos_sandbox import diagnostics as D
+from metnos_sandbox import manifest as M
+from metnos_sandbox import profile as P
+
+ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("inv"))
+
+
+def render(host, manifest, invocation):
+    return P.render_safe(manifest, P.HostContext(host), invocation, ACTIVE)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                     HealthCheck.too_slow])
+@given(case=O.cases())
+def test_invariants_hold_on_generated_trees_and_manifests(base, case):
+    links, manifest, invocation = case
+    root, host, manifest, invocation = O.build(base, links, manifest, invocation)
+    try:
+        prof = render(host, manifest, invocation)
+        assert prof["refusal"] is None or prof["refusal"] in D.REGISTRY
+        if prof["decision"] != "wrapped":
+            assert prof["argv"] is None and prof["refusal"]
+            return
+        assert O.violations(prof["argv"], manifest, invocation, host) == []          # (a) (b) (c)
+        again = render(host, manifest, invocation)                                 # (d) same input, same argv
+        assert again["argv"] == prof["argv"]
+        shuffled = dict(manifest, capabilities=list(reversed(manifest["capabilities"])))
+        assert render(host, shuffled, invocation)["argv"] == prof["argv"]          # (d) order of declaration
+    finally:
+        O.remove(root)
+
+
+# ---------------------------------------------------------------- the core's final check, on weakened argvs
+
+@pytest.fixture
+def rendered(tmp_path):
+    root, host, manifest, invocation = O.build(str(tmp_path), {}, {
+        "name": "ex", "origin": "t", "capabilities": ["fs:write:ROOT/data/w", "fs:read:ROOT/data/a"],
+        "arguments": {}}, {})
+    prof = render(host, manifest, invocation)
+    assert prof["decision"] == "wrapped", prof["diagnostics"]
+    return root, P.HostContext(host), M.from_dict(manifest), prof["argv"]
+
+
+def _check(rendered, argv):
+    root, host, manifest, _argv = rendered
+    return P.check_invariants(argv, manifest, host, {}, os.path.join(root, "executors", "ex"))
+
+
+def _insert(argv, *items):
+    sep = argv.index("--chdir")
+    return argv[:sep] + list(items) + argv[sep:]
+
+
+def test_final_check_passes_the_rendered_argv(rendered):
+    assert _check(rendered, rendered[3]) == []
+
+
+@pytest.mark.parametrize("weaken,invariant", [
+    (lambda r, a: [x if x != "--ro-bind" else "--bind" for x in a], "(b)"),                # base made writable
+    (lambda r, a: _insert(a, "--bind", r + "/out", r + "/out"), "(a)"),                      # undeclared write
+    (lambda r, a: _insert(a, "--bind", r + "/runtime", r + "/runtime"), "(b)"),              # runtime writable
+    (lambda r, a: _insert(a, "--bind", r + "/data/w", r + "/executors"), "(b)"),              # shadows the executors
+    (lambda r, a: _insert(a, "--bind", r, r + "/data/w/x"), "(a)"),                          # ancestor of base trees
+    (lambda r, a: _insert(a, "--ro-bind", "/root", "/root"), "(a)"),                         # undeclared read
+    (lambda r, a: _insert(a, "--ro-bind", r + "/executors/other", r + "/x"), "(a)"),        # a sibling's code
+    (lambda r, a: _insert(a, "--ro-bind", r + "/creds/mail", r + "/creds/mail"), "(a)"),    # the whole store
+    (lambda r, a: _insert(a, "--ro-bind", "/", r + "/data/a/x"), "(a)"),                     # a shared root
+    (lambda r, a: [x for x in a if x != "--unshare-net"], "(c)"),                            # host network
+    (lambda r, a: _insert(a, "--unshare-pid"), "(c)"),                                       # extra namespace flag
+    (lambda r, a: _insert(a, "--dev-bind", "/dev", "/dev"), "(c)"),                          # host devices
+    (lambda r, a: _insert(a, "--proc", "/srv/proc"), "(c)"),
+    (lambda r, a: _insert(a, "--ro-bind", "/proc/1", "/x"), "(c)"),
+    (lambda r, a: _insert(a, "--symlink", "/etc", "/data"), "(c)"),
+    (lambda r, a: _insert(a, "--bind", r + "/data/w", r + "/data/w"), "(d)"),               # out of canonical order
+    (lambda r, a: _insert(a, "--ro-bind", r + "/data/a\n", r + "/data/a"), "control"),
+])
+def test_final_check_catches_each_weakening(rendered, weaken, invariant):
+    root, _host, _manifest, argv = rendered
+    found = _check(rendered, weaken(root, list(argv)))
+    assert found, "the final check missed a weakened argv"
+    assert any(invariant in v or invariant == "control" for v in found), found
+
+
+def test_final_check_is_applied_by_render(rendered, monkeypatch):
+    """Defence in depth: if a granting rule above is removed, the final check still withholds the profile."""
+    root, _host, _manifest, _argv = rendered
+    monkeypatch.setattr(P.HostContext, "judge", lambda self, path, mode, grant=None, own=None: None)
+    prof = P.render_safe({"name": "ex", "origin": "t", "capabilities": ["fs:write:%s/runtime" % root]},
+                         P.HostContext(O.host_for(root)), {}, ACTIVE)
+    assert prof["refusal"] == "profile_invariant_violated", prof["diagnostics"]
+
+
+def test_rendering_is_deterministic_across_host_contexts_and_orders(tmp_path):
+    root, host, manifest, invocation = O.build(str(tmp_path), {"data/l1": "ROOT/data/a"}, {
+        "name": "ex", "origin": "t", "arguments": {"p": {"within": ["ROOT/data/**"]}},
+        "capabilities": ["fs:read:ROOT/data/a/**", "fs:write:ROOT/data/w", "fs:read:arg:p", "provider:access:p1",
+                         "mail:read:work", "metnos:write:sheets", "dialog.user_input"]}, {
+        "sender": "alice", "arguments": {"p": "l1/b"}})
+    first = render(host, manifest, invocation)
+    assert first["decision"] == "wrapped", first["diagnostics"]
+    rng = random.Random(10)
+    for _ in range(20):
+        caps = list(manifest["capabilities"])
+        rng.shuffle(caps)
+        keys = list(host)
+        rng.shuffle(keys)
+        again = render(dict((k, host[k]) for k in keys), dict(manifest, capabilities=caps), invocation)
+        assert again["argv"] == first["argv"]
