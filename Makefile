@@ -25,10 +25,11 @@ lint unit integration system molecule:
 	@scripts/bootstrap.sh --test
 	scripts/test.sh $@
 
-## docs: regenerate docs/diagnostics.md from the code registry
+## docs: regenerate docs/diagnostics.md from the code registry, docs/unit-directives.md from the measurement
 docs:
 	@scripts/bootstrap.sh
 	python scripts/gen-diagnostics-doc.py > docs/diagnostics.md
+	python scripts/gen-unit-directives-doc.py > docs/unit-directives.md
 
 clean:
 	rm -rf $(VENV) .ansible .pytest_cache

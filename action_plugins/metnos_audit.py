@@ -46,7 +46,7 @@ BOOTSTRAP = r"""
 import sys, json, zlib
 if len(sys.argv) > 2:
     import base64
-    head, blob = sys.argv[1].encode("utf-8"), base64.b64decode(sys.argv[2])
+    head, blob = sys.argv[1].encode("utf-8"), base64.b64decode("".join(sys.argv[2:]))
 else:
     data = open(sys.argv[1], "rb").read() if len(sys.argv) > 1 else sys.stdin.buffer.read()
     head, _sep, blob = data.partition(b"\n")
@@ -140,6 +140,32 @@ class ActionModule(ActionBase):
     _supports_check_mode = True
     _supports_async = False
 
+    def _argv_chunks(self, python, params):
+        """The payload as several arguments of one command run without a shell (each argument stays under
+        Linux's 128 KiB per-argument limit; the whole under ARG_MAX), so that a core larger than one
+        argument still leaves nothing on the host. None where a wrapper would fold it back into one
+        argument (become) or it is too large: then the remote temp file is used."""
+        blob = payload("base64").decode("ascii")
+        if getattr(self._play_context, "become", False) or len(params) >= MAX_ARG or len(blob) > 16 * MAX_ARG:
+            return None
+        chunks = [blob[i:i + MAX_ARG] for i in range(0, len(blob), MAX_ARG)]
+        return " ".join(shlex.quote(a) for a in [python, "-c", BOOTSTRAP, params] + chunks)
+
+    def _python_missing(self, python):
+        """After a failed payload: is there no Python at all? Asked over the raw connection (sh only).
+        Returns the message for host_no_python, or None."""
+        probe = "for p in %s python3 python; do command -v \"$p\" >/dev/null 2>&1 && exit 0; done; exit 3" % (
+            shlex.quote(python))
+        try:
+            res = self._low_level_execute_command(probe, sudoable=True)
+        except Exception:   # the connection itself failed: unreachable, not this
+            return None
+        if res.get("rc") != 3:
+            return None
+        return ("metnos_audit: the host answers, but has no Python to run the audit (%s, python3 and python are "
+                "not on its PATH); install one with the raw module, e.g. ansible HOST -m ansible.builtin.raw -a "
+                "'apt-get install -y python3'" % python)
+
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         args = dict(self._task.args)
@@ -172,6 +198,11 @@ class ActionModule(ActionBase):
         except ValueError:
             out = None
         if res.get("rc", 1) != 0 or out is None:
+            missing = self._python_missing(python)
+            if missing:
+                result.update(failed=True, code="host_no_python", msg=missing)
+                spool(host, json.dumps({"failed": True, "code": "host_no_python", "msg": missing}))
+                return result
             result.update(failed=True, rc=res.get("rc"), msg="metnos_audit: the payload failed on this host "
                           "(rc=%s): %s" % (res.get("rc"), (res.get("stderr") or stdout)[-1500:]))
             spool(host, json.dumps({"failed": True, "msg": result["msg"]}))
@@ -192,6 +223,9 @@ class ActionModule(ActionBase):
         if len(payload("base64")) + len(params) < MAX_ARG:
             return self._low_level_execute_command("%s %s %s" % (boot, shlex.quote(params),
                                                                  payload("base64").decode("ascii")), sudoable=True)
+        argv = self._argv_chunks(python, params)
+        if argv:
+            return self._low_level_execute_command(argv, sudoable=True, executable=False)
         remote_tmp = self._make_tmp_path()
         try:
             remote_file = self._connection._shell.join_path(remote_tmp, "metnos_audit.payload")

@@ -55,6 +55,11 @@ def sandbox_probe_section(result):
     return _summary.probe_section(result if isinstance(result, dict) else None)
 
 
+def sandbox_enforce_lines(result):
+    """A metnos_service_env result (state=enforce) -> one line per healed/relaxed/not-healed item."""
+    return _summary.enforce_lines(result if isinstance(result, dict) else None)
+
+
 def metnos_manifest_source(item):
     """A metnos_sandbox_manifests entry (controller path, or {file|manifest, invocation}) -> what the
     module gets: the manifest loaded on the controller by the core's one reader and decoder (so
@@ -134,6 +139,7 @@ class FilterModule(object):
             "sandbox_profiles_section": sandbox_profiles_section,
             "sandbox_service_section": sandbox_service_section,
             "sandbox_probe_section": sandbox_probe_section,
+            "sandbox_enforce_lines": sandbox_enforce_lines,
             "metnos_capabilities": metnos_capabilities,
             "metnos_manifest_source": metnos_manifest_source,
             "metnos_profile": metnos_profile,

@@ -80,6 +80,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+status_view:
+  description: Whose view C(status) is (the admin's environment unless path/environment were given).
+  returned: always
+  type: str
 status:
   description: The runtime's C(sandbox.status()) for the PATH and environment given.
   returned: always
@@ -184,6 +188,10 @@ def main():
 
     result = F.gather(path_text, environment, smoke_test=p["smoke_test"], smoke_user=user,
                       smoke_timeout=p["smoke_timeout"])
+    result["status_view"] = ("runtime status() for the %s (a view, not the service's and not a proof; see "
+                             "metnos_service_env and sandbox_probe)" % (
+                                 "PATH/environment given" if p["path"] is not None or p["environment"] is not None
+                                 else "module's own PATH and environment (the admin's)"))
     module.exit_json(changed=False, ansible_facts={"metnos_bwrap": result}, **result)
 
 

@@ -19,8 +19,16 @@ description:
   - Validates with stable codes, including the unit's own restrictions that break bwrap inside the
     service only (C(RestrictNamespaces=), C(SystemCallFilter=), C(ProcSubset=), C(RestrictSUIDSGID=),
     C(NoNewPrivileges=) with a setuid bwrap).
-  - I(state=enforce) manages one drop-in for the unit (never the vendor unit) that sets the PATH the
-    sandbox needs and unsets a disabling C(METNOS_SANDBOX); it keeps a backup of a file it replaces,
+  - The live process is the authority while the service runs - C(/proc/<MainPID>/environ) read as
+    root or, where root is refused (no CAP_SYS_PTRACE, as in containers), as the process's own uid;
+    a live C(METNOS_SANDBOX) or PATH that disables or misroutes the sandbox is an error with its origin;
+    C(ExecStart=) is parsed for C(env)/C(sh -c) prefixes; an unreadable live environment is reported.
+  - I(state=enforce) manages one drop-in for the unit (never the vendor unit) plus the PATH file it
+    names. It unsets C(METNOS_SANDBOX) for the unit whatever sets it (unit, EnvironmentFiles, drop-ins
+    in /run, the manager's environment); sets a PATH that resolves bwrap to the package-owned binary
+    (directories holding another bwrap, or writable by others, are not placed before it); rewrites an
+    C(env) prefix of C(ExecStart=) that sets them (or reports that a drop-in cannot); with
+    I(relax_restrictions=true) relaxes the directives that break bwrap by the minimum. It keeps backups,
     supports check and diff mode, reloads systemd only when it changed something, and restarts the
     unit only when I(restart=true).
 options:
@@ -77,6 +85,14 @@ options:
     description: Also return the whole effective environment (it may hold secrets; off by default).
     type: bool
     default: false
+  relax_restrictions:
+    description:
+      - With I(state=enforce), also relax the unit's directives that break bwrap (measured in
+        docs/unit-directives.md), each by the minimum bwrap needs (e.g. C(RestrictAddressFamilies=AF_NETLINK)),
+        in the managed drop-in; every relaxation is listed in C(relaxed). Off by default - without it they
+        are only reported (C(not_relaxed)).
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full
@@ -96,6 +112,13 @@ EXAMPLES = r"""
   metnos_service_env:
     unit: metnos.service
     state: enforce
+    restart: true
+
+- name: Also relax the unit's directives that break bwrap (each one listed in the result)
+  metnos_service_env:
+    unit: metnos.service
+    state: enforce
+    relax_restrictions: true
     restart: true
 """
 
@@ -137,10 +160,43 @@ verdict:
   description: pass, warn or fail.
   returned: always
   type: str
+status_view:
+  description: Whose view the status() quartet is (the live process, or the configuration and why).
+  returned: when the unit exists
+  type: str
+exec_start_effects:
+  description: ExecStart= lines that change METNOS_SANDBOX or PATH (env(1), sh -c), with what they do.
+  returned: when the unit exists
+  type: list
+  elements: dict
+live_read:
+  description: PID, how its environment was read (root or the process's uid) or why it could not be.
+  returned: when the unit exists
+  type: dict
 dropin:
-  description: Path, desired content and backup file of the managed drop-in (enforce).
+  description: Path, desired content and backup of the managed drop-in and of its PATH file (enforce).
   returned: when state=enforce
   type: dict
+healed:
+  description: What enforce neutralised (what, source, action written).
+  returned: when state=enforce
+  type: list
+  elements: dict
+relaxed:
+  description: Directives relaxed for bwrap (code, directive, line written); only with relax_restrictions.
+  returned: when state=enforce
+  type: list
+  elements: dict
+not_healed:
+  description: What a drop-in cannot heal, with the reason (e.g. a shell script in ExecStart=).
+  returned: when state=enforce
+  type: list
+  elements: dict
+not_relaxed:
+  description: Directives that break bwrap and were left as they are, with the reason.
+  returned: when state=enforce
+  type: list
+  elements: dict
 """
 
 import os
@@ -173,6 +229,7 @@ def build_module():
             strict=dict(type="bool", default=False),
             admin_path=dict(type="str"),
             return_environment=dict(type="bool", default=False),
+            relax_restrictions=dict(type="bool", default=False),
         ),
         required_if=[("scope", "user", ("user",))],
         supports_check_mode=True,
@@ -197,41 +254,66 @@ def evaluate(module, p):
         module.fail_json(msg="metnos_service_env: %s" % exc, code="systemctl_failed")
 
 
+def _write(module, directory, path, content, mode=0o644):
+    """Atomic write with a backup of a file it replaces. Returns the backup path or None."""
+    backup = module.backup_local(path) if os.path.exists(path) else None
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".%s." % os.path.basename(path))
+    with os.fdopen(fd, "w") as handle:
+        handle.write(content)
+    os.chmod(tmp, mode)
+    module.atomic_move(tmp, path)
+    return backup
+
+
+def _read(path):
+    if not os.path.exists(path):
+        return None
+    with open(path) as handle:
+        return handle.read()
+
+
 def enforce(module, p, result):
-    """Manage the drop-in. Returns (changed, dropin info, diff)."""
+    """Manage the drop-in and its PATH file. Returns (changed, info, diffs, plan)."""
     directory = os.path.join(p["root"], "etc/systemd/%s/%s.d" % ("user" if p["scope"] == "user" else "system",
                                                                    p["unit"]))
     if p["scope"] == "user":
         home = F.resolve_user(p["user"])["home"]
         directory = os.path.join(home, ".config/systemd/user", p["unit"] + ".d")
     path = os.path.join(directory, p["dropin_name"])
-    # The desired content is computed from the configuration *without* our own drop-in.
-    sub = dict(p, mode="disk")
+    env_path = path[:-len(".conf")] + S.ENV_FILE_SUFFIX
+    # The plan is computed from the configuration *without* our own files, with the manager's
+    # runtime environment (set-environment) where systemd runs.
+    runtime = p["root"] in ("/", "") and S.systemd_running(p["root"])
+    sub = dict(p, mode="disk", manager_env=S.manager_environment(B.module_runner(module), p["scope"], p["user"])
+               if runtime else None)
     try:
-        state, env, _prov, _problems, _mode, _nr, _live = gather(module, sub, exclude=(path,))
+        state, env, prov, _problems, _mode, _nr, _live = gather(module, sub, exclude=(path,))
     except U.UnitError:
-        return False, None, None
-    content = S.desired_dropin(env, p["sandbox_path"], p["unit"])
-    before = None
-    if os.path.exists(path):
-        with open(path) as handle:
-            before = handle.read()
-    info = {"path": path, "content": content, "backup": None}
-    if before == content:
-        return False, info, None
-    diff = {"before": before or "", "after": content, "before_header": path if before is not None else "(absent)",
-            "after_header": path}
+        return False, None, None, None
+    user = S.resolve_service_user(state["settings"])
+    resolved = result.get("bwrap_resolved")
+    info_bwrap = F.bwrap_info(resolved, runner=B.module_runner(module)) if resolved else None
+    visible = env_path if p["root"] in ("/", "") else "/" + os.path.relpath(env_path, p["root"])
+    plan = S.enforce_plan(p["unit"], state, env, prov, user, p["sandbox_path"], visible,
+                          relax=p["relax_restrictions"], bwrap_info=info_bwrap,
+                          package_of=lambda path: B.package_facts(path, B.module_runner(module)))
+    files = [(env_path, plan["env_file"]), (path, plan["dropin"])]
+    info = {"path": path, "content": plan["dropin"], "backup": None, "env_file": env_path, "env_file_backup": None}
+    diffs = []
+    for target, content in files:
+        before = _read(target)
+        if before != content:
+            diffs.append({"before": before or "", "after": content, "after_header": target,
+                          "before_header": target if before is not None else "(absent)"})
+    if not diffs:
+        return False, info, None, plan
     if module.check_mode:
-        return True, info, diff
+        return True, info, diffs, plan
     if not os.path.isdir(directory):
         os.makedirs(directory, 0o755)
-    if before is not None:
-        info["backup"] = module.backup_local(path)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".%s." % p["dropin_name"])
-    with os.fdopen(fd, "w") as handle:
-        handle.write(content)
-    os.chmod(tmp, 0o644)
-    module.atomic_move(tmp, path)
+    info["env_file_backup"] = _write(module, directory, env_path, plan["env_file"]) \
+        if _read(env_path) != plan["env_file"] else None
+    info["backup"] = _write(module, directory, path, plan["dropin"]) if _read(path) != plan["dropin"] else None
     if result.get("mode") == "systemd":
         if p["daemon_reload"]:
             rc, _out, err = _systemctl(module, p["scope"], p["user"], "daemon-reload")
@@ -243,11 +325,20 @@ def enforce(module, p, result):
             if rc != 0:
                 module.fail_json(msg="metnos_service_env: restart of %s failed: %s" % (p["unit"], err.strip()),
                                  code="restart_failed", dropin=info)
-    return True, info, diff
+    return True, info, diffs, plan
 
 
 def main():
     module = build_module()
+    try:
+        run(module)
+    except Exception as exc:   # never "Unknown error": a message, a code and the traceback
+        import traceback
+        module.fail_json(msg="metnos_service_env: unexpected %s: %s" % (type(exc).__name__, exc),
+                         code="internal_error", exception=traceback.format_exc())
+
+
+def run(module):
     p = module.params
     try:
         if not U.valid_unit_name(p["unit"]):
@@ -283,7 +374,7 @@ def main():
 
     changed = False
     if p["state"] == "enforce":
-        changed, info, diff = enforce(module, p, result)
+        changed, info, diff, plan = enforce(module, p, result)
         result["dropin"] = info
         if diff and module._diff:
             result["diff"] = diff
@@ -296,6 +387,8 @@ def main():
             result = dict(after, dropin=info, diff=result.get("diff"))
             if result.get("diff") is None:
                 result.pop("diff")
+        for key in ("healed", "relaxed", "not_healed", "not_relaxed"):
+            result[key] = (plan or {}).get(key, [])
     result["verdict"] = F.verdict(result["diagnostics"])
     module.exit_json(changed=changed, **result)
 

@@ -16,10 +16,11 @@ description:
     C(executor_os_sandbox_unavailable) without starting bwrap.
   - Otherwise renders the profile of a manifest (by default a built-in manifest with no
     capabilities, the strictest profile) and runs it for real with a small Python payload, as the
-    service's user, with bwrap resolved through the service's PATH. Where systemd runs, inside a
-    transient unit that carries the service unit's restrictions (C(RestrictNamespaces=),
-    C(SystemCallFilter=), C(NoNewPrivileges=), C(ProtectSystem=), C(PrivateTmp=), ...); without
-    systemd, directly as the service user (a weaker context, reported as such).
+    service's user, with bwrap resolved through the service's PATH (the live process's, when it
+    runs). Where systemd runs, inside a transient unit that carries the service's whole execution
+    context - every directive of the unit's files minus a documented deny list (docs/unit-directives.md),
+    proven equal to the service with C(systemctl show); what cannot be carried is named and lowers
+    C(confidence). Without systemd, directly as the service user (a weaker context, reported as such).
   - Every check has two witnesses. Outside, from the host's C(/proc), bwrap's C(--json-status-fd)
     child-pid must be the payload process (exact command line, a child of the bwrap that was started);
     its namespace inodes are compared with bwrap's own, and its mount table and interfaces are read
@@ -137,9 +138,32 @@ context:
   returned: always
   type: str
 status:
-  description: The status() quartet in the service's context.
+  description: The runtime's status() quartet in the service's context (its view, not a proof; see status_view).
   returned: always
   type: dict
+status_view:
+  description: Whose view status is (the live process, the configuration, the admin's environment).
+  returned: always
+  type: str
+verdict_view:
+  description: Says that C(passed) is the probe's proven verdict (a real wrapped invocation) and where it ran.
+  returned: when the probe ran
+  type: str
+confidence:
+  description: full, or reduced when the probe's context is weaker than the service's (see unit_context).
+  returned: when the probe ran
+  type: str
+unit_context:
+  description:
+    - The service's execution context carried to the transient unit - carried, excluded (deny list),
+      not_carried (with systemd's reason), carried_as, differences (systemctl show), verified, confidence,
+      reasons.
+  returned: when the probe ran in a transient unit for a service
+  type: dict
+bwrap_rc:
+  description: bwrap's exit status in the probe (data, not the module's outcome).
+  returned: when bwrap ran
+  type: int
 diagnostics:
   description: Findings with stable codes (same shape as bwrap_facts).
   returned: always
@@ -197,7 +221,15 @@ def main():
         module.fail_json(msg="sandbox_probe: %s" % exc, code="invalid_option")
     except S.SystemctlError as exc:
         module.fail_json(msg="sandbox_probe: %s" % exc, code="systemctl_failed")
+    except Exception as exc:   # never "Unknown error": a message, a code and the traceback
+        import traceback
+        module.fail_json(msg="sandbox_probe: unexpected %s: %s" % (type(exc).__name__, exc), code="internal_error",
+                         exception=traceback.format_exc())
     result["verdict"] = "pass" if result["passed"] else "fail"
+    # bwrap's exit status is data, not this module's outcome: a top-level "rc" other than 0 would
+    # make Ansible mark the task failed without a message ("Unknown error").
+    if "rc" in result:
+        result["bwrap_rc"] = result.pop("rc")
     module.exit_json(changed=False, **result)
 
 

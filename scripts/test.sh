@@ -46,7 +46,7 @@ for stage in "${stages[@]}"; do
     system)
       # Real systemd hosts: podman containers from locally built Debian images.
       command -v podman >/dev/null || { echo "system: podman is missing (apt-get install podman runc)" >&2; exit 2; }
-      scripts/build-images.sh 12
+      scripts/build-images.sh 12 13
       python -m pytest -q tests/system
       ;;
     molecule)

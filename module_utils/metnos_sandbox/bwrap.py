@@ -376,6 +376,10 @@ CAUSES = (
     Cause("uid_map_eperm", r"setting up uid map: Operation not permitted",
           "writing the uid map was refused (capabilities dropped, e.g. --cap-drop=ALL, or hidepid)",
           ["Do not drop CAP_SETUID/CAP_SETGID from the caller; check /proc mount options (hidepid)."]),
+    Cause("netlink_socket_refused", r"loopback: Failed to create NETLINK_ROUTE socket",
+          "the process may not open netlink sockets, so bwrap cannot bring up loopback in the new network "
+          "namespace (systemd RestrictAddressFamilies= without AF_NETLINK; measured in docs/unit-directives.md)",
+          ["In the unit: RestrictAddressFamilies=AF_NETLINK (drop-in; see unit_address_families_block_netlink)"]),
     Cause("netlink_denied", r"loopback: Failed RTM_NEWADDR",
           "bringing up loopback in the new network namespace was denied (AppArmor userns "
           "restriction or gVisor)",

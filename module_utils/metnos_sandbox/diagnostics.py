@@ -483,6 +483,17 @@ _CODES = [
        "but it exited without a result.",
        "--json-status-fd has an exit-code record, and the payload's stdout has no result line.",
        ["Check that the runtime's interpreter exists inside the sandbox (host.python_executable) and runs."]),
+    _c("probe_context_incomplete", WARNING, "R-DIAG-3",
+       "The probe's unit does not carry the service's whole context",
+       "Some of the service's directives could not be carried to the probe's transient unit (systemd-run "
+       "refuses them in this systemd version, a specifier is unknown, or copying would act on the service's "
+       "own directories), or `systemctl show` of the probe's unit differs from the service's on a property: "
+       "a passing probe proves less there.",
+       "Every directive of the unit minus the documented deny list (docs/unit-directives.md) is passed to "
+       "systemd-run; refusals are retried without the directive; then `systemctl show` of both units is "
+       "compared property by property.",
+       ["Review the directives named in the message: each is one the probe could not reproduce.",
+        "Check them by hand: systemctl show {unit} -p <directive>"]),
     # ---- the service's own environment and unit (R-DIAG-3) ----
     _c("unit_not_found", WARNING, "R-DIAG-3",
        "The Metnos service unit does not exist",
@@ -540,10 +551,51 @@ _CODES = [
        ["Create the file or remove the EnvironmentFile= line."]),
     _c("service_env_live_differs", WARNING, "R-DIAG-3",
        "The running service has an older environment",
-       "/proc/<MainPID>/environ differs from the configuration for METNOS_SANDBOX or PATH: a restart is "
-       "pending.",
+       "/proc/<MainPID>/environ differs from the configuration for METNOS_SANDBOX or PATH in a way that "
+       "neither disables nor misroutes the sandbox (those are service_env_live_disables and "
+       "service_env_live_misroutes): a restart is pending.",
        "Comparing the live environment of MainPID with the configured one.",
        ["systemctl restart {unit}"]),
+    _c("service_env_live_disables", ERROR, "R-FAIL-1",
+       "The running service has the sandbox disabled",
+       "The running process's own environment (/proc/<MainPID>/environ, the authority while it runs) "
+       "disables the sandbox although the configuration does not: METNOS_SANDBOX has a disabling value, or "
+       "bwrap does not resolve through its PATH. The message names the origin when it can be determined "
+       "(the start command line, a pending restart, the manager's environment).",
+       "/proc/<MainPID>/environ read as root or, where root is refused (no CAP_SYS_PTRACE), as the "
+       "process's own uid; compared with the configuration and ExecStart='s env(1)/sh -c prefixes.",
+       ["Find and remove the origin named in the message (ExecStart= prefix, wrapper, manager environment: "
+        "systemctl show-environment)", "systemctl restart {unit}"]),
+    _c("service_env_live_misroutes", ERROR, "R-DIAG-3",
+       "The running service resolves a different bwrap",
+       "The running process's PATH resolves bwrap to another binary than the configuration's PATH does: "
+       "the runtime wraps executors with that binary.",
+       "The live PATH resolved as the service user, compared (realpath) with the configured one.",
+       ["Remove the origin named in the message, then: systemctl restart {unit}",
+        "Remove an unexpected bwrap binary from the directories named in the message"]),
+    _c("service_env_live_unreadable", WARNING, "R-DIAG-3",
+       "The running service's environment could not be read",
+       "The service runs but /proc/<MainPID>/environ could not be read, neither as root nor as the "
+       "process's own uid (the reason is in the message): what is reported is the configuration's view, not "
+       "the live process's.",
+       "Reading /proc/<MainPID>/environ as root, then in a helper that drops to the process's uid and gid.",
+       ["Read it by hand as the service user: setpriv --reuid=<uid> --regid=<gid> --clear-groups "
+        "cat /proc/<pid>/environ | tr '\\0' '\\n'"]),
+    _c("service_execstart_sets_env", ERROR, "R-FAIL-1",
+       "The start command line changes METNOS_SANDBOX or PATH",
+       "ExecStart= runs the program through env(1) (NAME=VALUE, -u NAME, -i) or a shell (sh -c 'NAME=VALUE exec "
+       "...') that sets or unsets METNOS_SANDBOX or PATH: the program's environment is not the unit's. An "
+       "error when it disables the sandbox or changes which bwrap resolves, a warning otherwise.",
+       "ExecStart= lines of the unit files split with systemd's quoting, $VAR substitution applied, env(1) "
+       "options and simple shell scripts followed.",
+       ["Remove the assignment from ExecStart= (enforce mode rewrites an env(1) prefix in its drop-in)"]),
+    _c("service_execstart_env_unknown", WARNING, "R-DIAG-3",
+       "The start command line's effect on the environment cannot be determined",
+       "ExecStart= runs a shell script or env(1) form (env -S, control structures, expansions, sourced files) "
+       "that may change METNOS_SANDBOX or PATH in a way that cannot be determined from the unit.",
+       "ExecStart= parsing as for service_execstart_sets_env.",
+       ["Start the service and let the audit read the live environment (/proc/<MainPID>/environ)",
+        "Or simplify ExecStart= so that it does not touch METNOS_SANDBOX or PATH"]),
     _c("unit_blocks_namespaces", ERROR, "R-BASE-6",
        "The unit forbids the namespaces bwrap needs",
        "RestrictNamespaces= excludes user, mnt, ipc, uts or net: bwrap fails inside the service only, "
@@ -555,11 +607,21 @@ _CODES = [
        "SystemCallFilter= does not allow mount/pivot_root/umount2/unshare/clone: bwrap is killed by "
        "SIGSYS (exit 159) with no message.",
        "SystemCallFilter= evaluated with systemd's allow/deny semantics and syscall groups.",
-       ["Drop-in: SystemCallFilter=@mount @process", "systemctl daemon-reload"]),
-    _c("unit_proc_subset_pid", WARNING, "R-BASE-2",
+       ["Drop-in: SystemCallFilter=mount pivot_root umount2 (the blocked ones; adds them to an allow list, "
+        "removes them from a deny list)", "systemctl daemon-reload"]),
+    _c("unit_address_families_block_netlink", ERROR, "R-BASE-7",
+       "The unit's RestrictAddressFamilies leaves out AF_NETLINK",
+       "RestrictAddressFamilies= does not allow AF_NETLINK: bwrap --unshare-net cannot bring up loopback "
+       "('loopback: Failed to create NETLINK_ROUTE socket: Address family not supported by protocol'), so "
+       "every executor without network fails inside the service only.",
+       "RestrictAddressFamilies= evaluated with systemd's allow/deny merge rules (measured on a real unit: "
+       "docs/unit-directives.md).",
+       ["Drop-in: RestrictAddressFamilies=AF_NETLINK (adds it to an allow list, removes it from a deny list)",
+        "systemctl daemon-reload"]),
+    _c("unit_proc_subset_pid", ERROR, "R-BASE-2",
        "The unit hides /proc/sys",
-       "ProcSubset=pid: bwrap reads /proc/sys/kernel/overflowuid on start and can fail with "
-       "'Can't read /proc/sys/kernel/overflowuid'.",
+       "ProcSubset=pid: bwrap reads /proc/sys/kernel/overflowuid on start and fails with "
+       "'Can't read /proc/sys/kernel/overflowuid' (measured with bubblewrap 0.8 and 0.12).",
        "ProcSubset= of the unit.",
        ["Drop-in: ProcSubset=all", "systemctl daemon-reload"]),
     _c("unit_restrict_suidsgid", ERROR, "R-BASE-6",
@@ -592,6 +654,17 @@ _CODES = [
        "The connection or the payload's exit status.",
        ["Check connectivity: ansible {host} -m ping", "Re-run the audit for this host: --limit {host}"]),
 ]
+
+_CODES.append(_c(
+    "host_no_python", ERROR, "R-DIAG-3",
+    "The host has no Python for the audit",
+    "Ansible reached the host, but the interpreter the audit runs ({python}) is missing there, so nothing "
+    "could be checked. Not the same as an unreachable host: the connection works.",
+    "After the audit payload fails, `command -v` for the interpreter, python3 and python, run over the raw "
+    "connection (no Python needed).",
+    ["Install Python without Python: ansible {host} -m ansible.builtin.raw -a 'apt-get install -y python3' "
+     "(dnf install -y python3; pacman -S --noconfirm python)",
+     "Or point ansible_python_interpreter at an existing interpreter, then re-run the audit: --limit {host}"]))
 
 REGISTRY = dict((c.code, c) for c in _CODES)
 

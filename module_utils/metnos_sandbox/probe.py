@@ -616,28 +616,27 @@ def _say(check):
 # --------------------------------------------------------------------------- in the service's context
 
 PROBE_MANIFEST = {"name": "sandbox_probe", "origin": "metnos-sandbox-ops", "revision": 1, "capabilities": []}
-PASS_PROPERTIES = ("RestrictNamespaces", "SystemCallFilter", "ProcSubset", "ProtectKernelTunables",
-                   "RestrictSUIDSGID", "NoNewPrivileges", "PrivateUsers", "ProtectProc", "PrivateTmp",
-                   "ProtectSystem", "ProtectHome", "CapabilityBoundingSet", "SystemCallArchitectures",
-                   "LockPersonality", "PrivateDevices", "ProtectKernelModules", "ProtectClock",
-                   "RestrictRealtime", "MemoryDenyWriteExecute", "PrivateNetwork", "ReadOnlyPaths",
-                   "InaccessiblePaths", "TemporaryFileSystem", "WorkingDirectory")
 
 
 def systemd_run_argv(unit_name, user, settings, env, timeout):
-    """systemd-run around a command: a transient unit with the service's user and restrictions."""
+    """systemd-run around a command: a transient unit carrying the service's execution context.
+
+    ``settings`` is a unit_context result (every directive of the unit minus its documented
+    deny list, as ``assignments``) or {} for none. ``user`` applies only when the context names
+    no User=/DynamicUser=; ``env`` adds --setenv values (none when the unit's own Environment=
+    directives are carried).
+    """
+    from . import unit_context as UC
     argv = ["systemd-run", "--wait", "--pipe", "--collect", "--service-type=exec", "--unit=" + unit_name,
             "-p", "KillMode=mixed", "-p", "RuntimeMaxSec=%d" % max(1, int(timeout))]
-    if user.get("dynamic"):
-        argv += ["-p", "DynamicUser=yes"]
-    elif user.get("name") not in (None, "root"):
-        argv += ["-p", "User=%s" % user["name"]]
-    if settings.get("Group"):
-        argv += ["-p", "Group=%s" % settings["Group"]]
-    for key in PASS_PROPERTIES:
-        value = settings.get(key)
-        for item in (value if isinstance(value, list) else [value] if value is not None else []):
-            argv += ["-p", "%s=%s" % (key, item)]
+    assignments = (settings or {}).get("assignments") or []
+    keys = set(a[0] for a in assignments)
+    if not keys & {"User", "DynamicUser"}:
+        if user.get("dynamic"):
+            argv += ["-p", "DynamicUser=yes"]
+        elif user.get("name") not in (None, "root"):
+            argv += ["-p", "User=%s" % user["name"]]
+    argv += UC.property_args(assignments)
     for key in sorted(env):
         argv += ["--setenv=%s=%s" % (key, env[key])]
     return argv
@@ -755,18 +754,18 @@ def probe_service(params, runner):
                                                      "instead." % unit))
     if svc is not None and "_env" in svc:
         env = dict(svc["_env"])
-        settings = svc["_state"].get("unit_file_settings") or svc["_state"]["settings"]
         user = svc["user"]
         status = svc["status"]
         out["service"] = dict((k, v) for k, v in svc.items() if not k.startswith("_"))
+        out["status_view"] = svc.get("status_view")
     else:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         if envflags.ENV_VAR in os.environ:
             env[envflags.ENV_VAR] = os.environ[envflags.ENV_VAR]
-        settings = {}
         entry = pwd.getpwnam(params.get("probe_user") or "nobody")
         user = {"name": entry.pw_name, "uid": entry.pw_uid, "gid": entry.pw_gid, "groups": [entry.pw_gid]}
         status = envflags.status(B.which("bwrap", env["PATH"]), env)
+        out["status_view"] = "runtime status() in the admin's environment (no service unit)"
     out["status"] = status
     if params.get("probe_user") and svc is not None and "_env" in svc:
         entry = pwd.getpwnam(params["probe_user"])
@@ -806,15 +805,34 @@ def probe_service(params, runner):
     timeout = float(params.get("timeout") or 60)
     if use_systemd:
         unit_name = "metnos-probe-%s" % uuid.uuid4().hex[:10]
-        verdict = run_systemd(prof["argv"], spec, python, user, settings, env, timeout, unit_name)
-        out["context"] = ("systemd transient unit %s as %s with the restrictions of %s" %
-                          (unit_name, user.get("name"), unit))
+        settings, run_env = {}, env
+        if svc is not None and "_env" in svc:
+            # The unit's whole execution context, minus the documented deny list (unit_context.py);
+            # its own Environment= directives travel with it, so no --setenv.
+            try:
+                ctx = S.execution_context({"unit": unit, "scope": params.get("scope") or "system",
+                                           "user": params.get("user")}, runner,
+                                          probe_user=user if params.get("probe_user") else None)
+            except S.SystemctlError as exc:     # run anyway, as the user, and say how much less it proves
+                ctx = {"assignments": [], "carried": [], "excluded": [], "not_carried": [], "carried_as": [],
+                       "differences": [], "verified": False, "confidence": "reduced",
+                       "reasons": ["the unit's execution context could not be read (%s): only its user is "
+                                   "applied" % exc]}
+            settings, run_env = ctx, {}
+            out["unit_context"] = dict((k, ctx[k]) for k in ("carried", "excluded", "not_carried", "carried_as",
+                                                             "differences", "verified", "confidence", "reasons"))
+            out["confidence"] = ctx["confidence"]
+        verdict = run_systemd(prof["argv"], spec, python, user, settings, run_env, timeout, unit_name)
+        out["context"] = ("systemd transient unit %s as %s with the execution context of %s" %
+                          (unit_name, user.get("name"), unit) if settings else
+                          "systemd transient unit %s as %s (no service unit)" % (unit_name, user.get("name")))
     else:
         run_user = None if user.get("uid") in (None, os.geteuid()) else user
         verdict = run(prof["argv"], spec, python, user=run_user, env=env, timeout=timeout)
         if svc is not None and "_env" in svc:
             out["context"] = ("direct as %s with the service's environment (weaker: the unit's systemd "
                               "restrictions are not applied)" % user.get("name"))
+            out["confidence"] = "reduced"
         else:
             out["context"] = "direct as %s in the admin's environment (no service unit%s)" % (
                 user.get("name"), " %s" % unit if unit else "")
@@ -827,6 +845,12 @@ def probe_service(params, runner):
             diags.append(d)
         if blamed:
             out["blamed_directives"] = [d.get("details", {}).get("directive") for d in blamed]
+    ctx = out.get("unit_context") or {}
+    if ctx.get("reasons"):
+        diags.append(D.make("probe_context_incomplete", unit=unit, reasons=ctx["reasons"],
+                            message="%s: the probe's transient unit does not carry the service's whole execution "
+                                    "context, so a pass proves less: %s." % (unit, "; ".join(ctx["reasons"]))))
     out["diagnostics"] = D.sort(diags)
     out["passed"] = verdict["passed"]
+    out["verdict_view"] = "probe: proven by a real wrapped invocation (%s)" % out["context"]
     return out

@@ -40,7 +40,7 @@ _CHECK_OF = [
     (("unit_", "service_", "environment_file_missing", "sandbox_env_rejected_by_systemd"), "service_environment"),
     (("profile_drift",), "profiles"),
     (("probe_",), "probe"),
-    (("host_unreachable",), "reachability"),
+    (("host_unreachable", "host_no_python"), "reachability"),
 ]
 
 
@@ -51,13 +51,31 @@ def check_of(code):
     return "sandbox_active"
 
 
+def _not_audited(name, res):
+    """(diagnostic, verdict) for a host the audit could not run on: reached without Python has its own
+    code (and verdict fail: the host answered), anything else is host_unreachable."""
+    msg = (res or {}).get("msg") if isinstance(res, dict) else None
+    if isinstance(res, dict) and res.get("code") == "host_no_python":
+        return D.make("host_no_python", host=name, message="%s: %s" % (name, msg)), "fail"
+    why = "unreachable" if isinstance(res, dict) and res.get("unreachable") else "audit failed"
+    return D.make("host_unreachable", host=name, message="%s: %s%s" % (name, why, ": %s" % msg if msg else "")), \
+        "unreachable"
+
+
+def status_view(svc, facts):
+    """Whose view the reported status() quartet is: it is the runtime's view, never the probe's proof."""
+    if svc and svc.get("status"):
+        return svc.get("status_view") or "runtime status() as seen by the service's configuration"
+    if facts and facts.get("status"):
+        return "runtime status() in the admin's environment (no service unit)"
+    return None
+
+
 def _host_entry(name, res):
     """Normalise one task result into the report's host record."""
     if not isinstance(res, dict) or res.get("unreachable") or res.get("failed") or "schema" not in res:
-        why = "unreachable" if isinstance(res, dict) and res.get("unreachable") else "audit failed"
-        msg = (res or {}).get("msg") if isinstance(res, dict) else None
-        diag = D.make("host_unreachable", host=name, message="%s: %s%s" % (name, why, ": %s" % msg if msg else ""))
-        return {"host": name, "reachable": False, "verdict": "unreachable", "status": None, "bwrap": None,
+        diag, verdict = _not_audited(name, res)
+        return {"host": name, "reachable": False, "verdict": verdict, "status": None, "bwrap": None,
                 "userns": None, "service": None, "profiles": [], "probe": None, "diagnostics": [diag]}
     facts = res.get("bwrap_facts") or {}
     bw = facts.get("bwrap") or {}
@@ -69,6 +87,7 @@ def _host_entry(name, res):
         "host": name, "reachable": True, "verdict": res.get("verdict", "fail"),
         "hostname": res.get("hostname"), "duration": res.get("duration"), "cpu": res.get("cpu"),
         "status": (svc or {}).get("status") or facts.get("status"),
+        "status_view": status_view(svc, facts),
         "admin_status": facts.get("status"),
         "bwrap": {"path": bw.get("path"), "version": bw.get("version"),
                   "package": (bw.get("package") or {}).get("name"),
@@ -83,6 +102,7 @@ def _host_entry(name, res):
                     "provenance": svc.get("provenance")} if svc else None,
         "profiles": res.get("profiles") or [],
         "probe": {"passed": probe.get("passed"), "context": probe.get("context"),
+                  "confidence": probe.get("confidence"), "view": "probe: proven by a real wrapped invocation",
                   "checks": probe.get("checks") or []} if probe else None,
         "diagnostics": res.get("diagnostics") or [],
     }
@@ -257,7 +277,9 @@ def iter_markdown(doc):
                 code, diag["severity"], diag.get("rule"), len(hosts), _md_host_list(hosts), diag["message"])
             if diag.get("remediation"):
                 yield "```sh\n%s\n```\n\n" % "\n".join(diag["remediation"])
-    yield ("## All hosts\n\n| host | verdict | sandbox active | bwrap | service | probe | codes |\n"
+    yield ("## All hosts\n\n`status() view` is the runtime's own view of the service's environment (not a proof); "
+           "`probe (proven)` is the verdict of a real wrapped invocation.\n\n"
+           "| host | verdict | status() view: active | bwrap | service | probe (proven) | codes |\n"
            "|---|---|---|---|---|---|---|\n")
     for h in doc["hosts"]:
         yield _md_row(h)
@@ -445,7 +467,8 @@ def _host_facts(h):
     """[label, text] pairs shown in a host's detail panel."""
     out = []
     if h.get("status"):
-        out.append(["status()", json.dumps(h["status"], sort_keys=True)])
+        out.append(["%s (a view, not a proof)" % (h.get("status_view") or "runtime status()"),
+                    json.dumps(h["status"], sort_keys=True)])
     if h.get("admin_status") and h.get("admin_status") != h.get("status"):
         out.append(["status() in the admin's environment", json.dumps(h["admin_status"], sort_keys=True)])
     if h.get("bwrap"):
@@ -460,8 +483,9 @@ def _host_facts(h):
     probe = h.get("probe")
     if probe:
         failed = [c["name"] for c in probe.get("checks") or [] if not c["ok"]]
-        out.append(["probe", "%s; %d checks%s" % (probe.get("context"), len(probe.get("checks") or []),
-                                                  (", failed: " + ", ".join(failed)) if failed else "")])
+        out.append(["probe (proven verdict: %s)" % ("passed" if probe.get("passed") else "FAILED"),
+                    "%s; %d checks%s" % (probe.get("context"), len(probe.get("checks") or []),
+                                         (", failed: " + ", ".join(failed)) if failed else "")])
     off = [p for p in h.get("profiles") or [] if p.get("state") != "in_sync"]
     if off:
         out.append(["profiles not in sync", json.dumps(off, sort_keys=True)])
@@ -527,7 +551,8 @@ def iter_html(doc):
            % ("".join('<option value="%s">%s</option>' % (v, v) for v in VERDICTS), t["hosts"]))
     yield ('<table id="hosts"><colgroup><col style="width:18%"><col style="width:8%"><col style="width:8%">'
            '<col style="width:14%"><col style="width:16%"><col style="width:7%"><col></colgroup><thead><tr>'
-           '<th>host</th><th>verdict</th><th>sandbox active</th><th>bwrap</th><th>service</th><th>probe</th>'
+           '<th>host</th><th>verdict</th><th title="the runtime\'s status() view, not a proof">status() view: active'
+           '</th><th>bwrap</th><th>service</th><th title="a real wrapped invocation">probe (proven)</th>'
            '<th>diagnostics</th></tr></thead><tbody>\n')
     for index, h in enumerate(doc["hosts"]):
         yield _html_row(h, hidden=index >= PAGE_ROWS)

@@ -34,6 +34,7 @@ SYSCALL_GROUPS = {
 }
 ALL_NAMESPACES = ("cgroup", "ipc", "net", "mnt", "pid", "user", "uts")
 BWRAP_NAMESPACES = ("user", "mnt", "ipc", "uts", "net")
+BWRAP_FAMILIES = ("AF_NETLINK",)        # loopback setup in --unshare-net (measured)
 
 
 def _truthy(value):
@@ -43,20 +44,61 @@ def _truthy(value):
 # --------------------------------------------------------------------------- restrictions
 
 def allowed_namespaces(values):
-    """RestrictNamespaces= lines -> the set of namespace types the service may create."""
-    allowed = set(ALL_NAMESPACES)
+    """RestrictNamespaces= lines -> the set of namespace types the service may create.
+
+    systemd's merge (config_parse_restrict_namespaces): a boolean replaces everything before it;
+    the first list sets the allowed types (``~`` inverts); later lists add to them, ``~`` lists
+    remove from them; an empty assignment resets.
+    """
+    allowed = None                      # systemd's NAMESPACE_FLAGS_INITIAL: nothing restricted yet
     for value in values or []:
         value = value.strip()
         low = value.lower()
-        if low in ("yes", "true", "1", "on"):
+        if value == "":
+            allowed = None
+        elif low in ("yes", "true", "1", "on", "y", "t"):
             allowed = set()
-        elif low in ("no", "false", "0", "off", ""):
+        elif low in ("no", "false", "0", "off", "n", "f"):
             allowed = set(ALL_NAMESPACES)
-        elif value.startswith("~"):
-            allowed = allowed - set(value[1:].split())
         else:
-            allowed = set(value.split()) & set(ALL_NAMESPACES)
-    return allowed
+            invert = value.startswith("~")
+            names = set((value[1:] if invert else value).split()) & set(ALL_NAMESPACES)
+            if allowed is None:
+                allowed = set(ALL_NAMESPACES) - names if invert else names
+            else:
+                allowed = allowed - names if invert else allowed | names
+    return set(ALL_NAMESPACES) if allowed is None else allowed
+
+
+def families_blocked(values, needed=BWRAP_FAMILIES):
+    """RestrictAddressFamilies= lines -> the families bwrap needs that they block.
+
+    systemd's merge (config_parse_address_families): while the set is empty a line decides
+    allow-list (plain) or deny-list (``~``) mode; later plain lines add in allow mode and remove
+    in deny mode, ``~`` lines the reverse; ``none`` is an empty allow list; empty resets.
+    """
+    allow, families = None, set()
+    for value in values or []:
+        value = value.strip()
+        if value == "":
+            allow, families = None, set()
+            continue
+        if value == "none":
+            allow, families = True, set()
+            continue
+        invert = value.startswith("~")
+        if not families:
+            allow = not invert
+        for name in (value[1:] if invert else value).split():
+            if (not invert) == allow:
+                families.add(name)
+            else:
+                families.discard(name)
+    if allow is None:
+        return []
+    if allow:
+        return [f for f in needed if f not in families]
+    return [f for f in needed if f in families]
 
 
 def syscalls_blocked(values):
@@ -88,50 +130,95 @@ def syscalls_blocked(values):
     return [s for s in NEEDED_SYSCALLS if s in denied]
 
 
-def restriction_diagnostics(settings, unit, bwrap_info=None):
-    out = []
+# Every directive measured to break bwrap on a real unit (docs/unit-directives.md, generated from
+# docs/unit-directives.json by scripts/gen-unit-directives-doc.py) -> the code that names it. A unit
+# test keeps this table and the measured one consistent.
+DIRECTIVE_CODES = {
+    "RestrictNamespaces": "unit_blocks_namespaces",
+    "SystemCallFilter": "unit_syscall_filter_blocks_bwrap",
+    "ProcSubset": "unit_proc_subset_pid",
+    "RestrictSUIDSGID": "unit_restrict_suidsgid",
+    "DynamicUser": "unit_restrict_suidsgid",
+    "RestrictAddressFamilies": "unit_address_families_block_netlink",
+}
+# Codes for directives that break bwrap only under a condition the trial host does not have.
+CONDITIONAL_CODES = {
+    "unit_no_new_privileges_setuid": ("NoNewPrivileges", "a setuid bwrap on a host without unprivileged user "
+                                                         "namespaces (NoNewPrivileges ignores the setuid bit)"),
+}
+
+
+def _dropin_steps(unit, line):
     dropin = "/etc/systemd/system/%s.d/%s" % (unit, DROPIN_NAME)
+    return ["mkdir -p /etc/systemd/system/%s.d" % unit,
+            "printf '[Service]\\n%s\\n' >> %s" % (line, dropin),
+            "systemctl daemon-reload", "systemctl restart %s" % unit]
+
+
+def _restriction(code, unit, directive, message, relax, severity=None, relax_note=None):
+    """A restriction diagnostic; ``relax`` is the smallest drop-in line that lets bwrap work (or
+    None with ``relax_note`` saying why a drop-in cannot)."""
+    remediation = (["Smallest fix, as a drop-in (enforce mode writes it with "
+                    "metnos_sandbox_relax_restrictions=true):"] + _dropin_steps(unit, relax)) if relax else \
+        [relax_note or "No drop-in can relax it; change the unit."]
+    return D.make(code, unit=unit, directive=directive, message=message, severity=severity, relax=relax,
+                  relax_note=relax_note, remediation=remediation)
+
+
+def restriction_diagnostics(settings, unit, bwrap_info=None):
+    """The unit's directives that break bwrap inside the service (measured: docs/unit-directives.md),
+    each with the smallest drop-in line that lets bwrap work."""
+    out = []
     ns = allowed_namespaces(settings.get("RestrictNamespaces"))
     missing = [n for n in BWRAP_NAMESPACES if n not in ns]
     if missing:
-        out.append(D.make("unit_blocks_namespaces", unit=unit, directive="RestrictNamespaces",
-                          message="%s: RestrictNamespaces=%s forbids the %s namespace(s) bwrap creates: "
-                                  "bwrap fails with 'No permissions to create new namespace' inside the "
-                                  "service only." % (unit, " ".join(settings["RestrictNamespaces"]),
-                                                      ", ".join(missing)),
-                          remediation=["mkdir -p /etc/systemd/system/%s.d" % unit,
-                                       "printf '[Service]\\nRestrictNamespaces=user mnt ipc uts net\\n' > %s" % dropin,
-                                       "systemctl daemon-reload",
-                                       "systemctl restart %s" % unit]))
+        out.append(_restriction(
+            "unit_blocks_namespaces", unit, "RestrictNamespaces",
+            "%s: RestrictNamespaces=%s forbids the %s namespace(s) bwrap creates: bwrap fails with 'No "
+            "permissions to create new namespace' inside the service only." % (
+                unit, " ".join(settings["RestrictNamespaces"]), ", ".join(missing)),
+            "RestrictNamespaces=%s" % " ".join(missing)))
     blocked = syscalls_blocked(settings.get("SystemCallFilter"))
     if blocked:
-        out.append(D.make("unit_syscall_filter_blocks_bwrap", unit=unit, directive="SystemCallFilter",
-                          message="%s: SystemCallFilter= blocks %s: bwrap is killed by SIGSYS (exit 159, no "
-                                  "message) inside the service." % (unit, ", ".join(blocked)),
-                          remediation=["printf '[Service]\\nSystemCallFilter=@mount @process\\n' >> %s" % dropin,
-                                       "systemctl daemon-reload", "systemctl restart %s" % unit]))
+        errno_action = str(settings.get("SystemCallErrorNumber") or "").strip()
+        killed = errno_action in ("", "2147483646", "kill")
+        out.append(_restriction(
+            "unit_syscall_filter_blocks_bwrap", unit, "SystemCallFilter",
+            "%s: SystemCallFilter= blocks %s: bwrap %s inside the service." % (
+                unit, ", ".join(blocked), "is killed by SIGSYS (exit 159, no message)" if killed else
+                "fails with %s (SystemCallErrorNumber=), e.g. 'Failed to make / slave: Operation not permitted'"
+                % errno_action),
+            "SystemCallFilter=%s" % " ".join(blocked)))
+    families = families_blocked(settings.get("RestrictAddressFamilies"))
+    if families:
+        out.append(_restriction(
+            "unit_address_families_block_netlink", unit, "RestrictAddressFamilies",
+            "%s: RestrictAddressFamilies=%s leaves out %s: bwrap cannot bring up loopback in the sandbox's "
+            "network namespace ('loopback: Failed to create NETLINK_ROUTE socket: Address family not "
+            "supported by protocol') for every executor without network." % (
+                unit, " ".join(settings["RestrictAddressFamilies"]), ", ".join(families)),
+            "RestrictAddressFamilies=%s" % " ".join(families)))
     if str(settings.get("ProcSubset", "")).strip() == "pid":
-        out.append(D.make("unit_proc_subset_pid", unit=unit, directive="ProcSubset",
-                          message="%s: ProcSubset=pid hides /proc/sys: bwrap cannot read "
-                                  "/proc/sys/kernel/overflowuid on some kernels." % unit,
-                          remediation=["printf '[Service]\\nProcSubset=all\\n' >> %s" % dropin,
-                                       "systemctl daemon-reload"]))
+        out.append(_restriction(
+            "unit_proc_subset_pid", unit, "ProcSubset",
+            "%s: ProcSubset=pid hides /proc/sys: bwrap fails with 'Can't read /proc/sys/kernel/overflowuid'."
+            % unit, "ProcSubset=all"))
     version = B.version_tuple((bwrap_info or {}).get("version"))
-    suid = _truthy(settings.get("RestrictSUIDSGID", "no")) or _truthy(settings.get("DynamicUser", "no"))
-    if suid:
-        why = ("RestrictSUIDSGID=yes" if _truthy(settings.get("RestrictSUIDSGID", "no"))
-               else "DynamicUser=yes (implies RestrictSUIDSGID=yes)")
+    explicit = _truthy(settings.get("RestrictSUIDSGID", "no"))
+    dynamic = _truthy(settings.get("DynamicUser", "no"))
+    if explicit or dynamic:
+        why = "RestrictSUIDSGID=yes" if explicit else "DynamicUser=yes (implies RestrictSUIDSGID=yes)"
         severe = version >= (0, 12)
-        out.append(D.make("unit_restrict_suidsgid", unit=unit, directive="RestrictSUIDSGID",
-                          severity=D.ERROR if severe else D.WARNING,
-                          message="%s: %s makes openat2() return ENOSYS; bubblewrap %s %s ('Can't mkdir parents "
-                                  "for ...: Function not implemented')." % (
-                                      unit, why, (bwrap_info or {}).get("version") or "?",
-                                      "fails" if severe else "works today but 0.12+ fails"),
-                          remediation=["printf '[Service]\\nRestrictSUIDSGID=no\\n' >> %s" % dropin,
-                                       "systemctl daemon-reload"]))
-    nnp = _truthy(settings.get("NoNewPrivileges", "no")) or suid or bool(settings.get("SystemCallFilter")) \
-        or bool(settings.get("RestrictNamespaces"))
+        out.append(_restriction(
+            "unit_restrict_suidsgid", unit, "DynamicUser" if dynamic and not explicit else "RestrictSUIDSGID",
+            "%s: %s makes openat2() return ENOSYS; bubblewrap %s %s ('Can't mkdir parents for ...: Function "
+            "not implemented')." % (unit, why, (bwrap_info or {}).get("version") or "?",
+                                    "fails" if severe else "works today but 0.12+ fails"),
+            None if dynamic else "RestrictSUIDSGID=no", severity=D.ERROR if severe else D.WARNING,
+            relax_note="DynamicUser=yes forces RestrictSUIDSGID=yes: run the service with a static User= "
+                       "(DynamicUser=no) to use bubblewrap >= 0.12" if dynamic else None))
+    nnp = _truthy(settings.get("NoNewPrivileges", "no")) or explicit or dynamic or \
+        bool(settings.get("SystemCallFilter")) or bool(settings.get("RestrictNamespaces"))
     if nnp and (bwrap_info or {}).get("setuid"):
         out.append(D.make("unit_no_new_privileges_setuid", unit=unit, directive="NoNewPrivileges",
                           message="%s: NoNewPrivileges (explicit or implied) cancels the setuid bit of %s: bwrap "
@@ -252,12 +339,11 @@ def path_diagnostics(path_text, resolved, unit, cwd="/"):
 
 # --------------------------------------------------------------------------- evaluation
 
-def read_live_environ(pid, proc="/proc"):
-    try:
-        with open(os.path.join(proc, str(pid), "environ"), "rb") as handle:
-            data = handle.read()
-    except (IOError, OSError):
-        return None
+MAX_ENVIRON = 1 << 20
+KEYS = (envflags.ENV_VAR, "PATH")
+
+
+def _parse_environ(data):
     env = {}
     for item in data.split(b"\0"):
         key, sep, value = item.partition(b"=")
@@ -266,28 +352,234 @@ def read_live_environ(pid, proc="/proc"):
     return env
 
 
+def _proc_ids(proc, pid):
+    """Real uid and gid of a process from /proc/PID/status (readable by anyone)."""
+    uid = gid = None
+    try:
+        with open(os.path.join(proc, str(pid), "status")) as handle:
+            for line in handle:
+                if line.startswith("Uid:"):
+                    uid = int(line.split()[1])
+                elif line.startswith("Gid:"):
+                    gid = int(line.split()[1])
+    except (IOError, OSError, ValueError, IndexError):
+        return None, None
+    return uid, gid
+
+
+def _read_as(path, uid, gid, limit=MAX_ENVIRON):
+    """Read ``path`` in a forked child that runs as uid/gid (no supplementary groups).
+    Returns (bytes, None) or (None, error text)."""
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                    # child: never returns
+        code = 1
+        try:
+            os.close(rfd)
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            try:
+                with open(path, "rb") as handle:
+                    data = b"0" + handle.read(limit + 1)
+            except (IOError, OSError) as exc:
+                data = b"1" + (exc.strerror or str(exc)).encode("utf-8", "replace")
+            with os.fdopen(wfd, "wb") as pipe:
+                pipe.write(data)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(wfd)
+    chunks, size = [], 0
+    with os.fdopen(rfd, "rb") as pipe:
+        while size <= limit + 2:
+            chunk = pipe.read(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    os.waitpid(pid, 0)
+    data = b"".join(chunks)
+    if not data:
+        return None, "the helper running as uid %d could not report" % uid
+    if data[:1] == b"1":
+        return None, data[1:].decode("utf-8", "replace")
+    return data[1:limit + 1], None
+
+
+def read_live_environ(pid, proc="/proc"):
+    """The environment of the running process ``pid``, read from the kernel, never guessed.
+
+    Root reads it unless the kernel refuses (root without CAP_SYS_PTRACE, as in containers);
+    then the process's own uid reads it (a forked helper that drops to that uid and gid).
+    Returns {"pid", "env" (dict or None), "read_as", "error"}.
+    """
+    path = os.path.join(proc, str(pid), "environ")
+    out = {"pid": int(pid), "env": None, "read_as": None, "error": None}
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_ENVIRON + 1)
+        out.update(env=_parse_environ(data[:MAX_ENVIRON]), read_as="uid %d" % os.geteuid())
+        return out
+    except (IOError, OSError) as exc:
+        first = "as uid %d: %s" % (os.geteuid(), exc.strerror or exc)
+    uid, gid = _proc_ids(proc, pid)
+    if uid is None:
+        out["error"] = "%s; the process's uid is unknown (it may have exited)" % first
+        return out
+    if os.geteuid() != 0 or uid == os.geteuid():
+        out["error"] = first
+        return out
+    data, error = _read_as(path, uid, gid)
+    if data is None:
+        out["error"] = "%s; as the process's own uid %d: %s" % (first, uid, error)
+        return out
+    out.update(env=_parse_environ(data), read_as="uid %d (the process's own; root was refused: %s)" % (uid, first))
+    return out
+
+
+def exec_effects(state, env):
+    """The start command lines and what each does to METNOS_SANDBOX/PATH: [{where, value, effect}]."""
+    out = []
+    for item in state.get("exec_start") or []:
+        effect = U.exec_env_effect(item["value"], env, KEYS)
+        touches = effect["clears"] or any(k in effect["sets"] or k in effect["unsets"] for k in KEYS)
+        if touches or not effect["determinable"]:
+            out.append({"where": item["where"], "value": item["value"], "effect": effect})
+    return out
+
+
+def _resolve(path_text, user, cwd):
+    if user.get("uid") is not None:
+        return which_as("bwrap", path_text, user, cwd=cwd)
+    return B.which("bwrap", path_text, cwd=cwd)
+
+
+def _execstart_diagnostics(unit, effects, config_env, user, cwd, resolved):
+    diags = []
+    for item in effects:
+        effect = item["effect"]
+        line = "ExecStart=%s (%s)" % (item["value"], item["where"])
+        if not effect["determinable"]:
+            diags.append(D.make("service_execstart_env_unknown", unit=unit, where=item["where"],
+                                message="%s: %s runs %s; how it changes METNOS_SANDBOX or PATH cannot be "
+                                        "determined (%s). Only the live process can tell." % (
+                                            unit, line, effect["how"] or "a command", effect["note"])))
+            continue
+        after = U.apply_exec_effect(config_env, effect)
+        disabled, _reason = envflags.classify_value(after.get(envflags.ENV_VAR))
+        new_resolved = _resolve(after.get("PATH", ""), user, cwd) if after.get("PATH") != config_env.get("PATH") \
+            else resolved
+        misroutes = new_resolved != resolved
+        severe = disabled or misroutes or (resolved and not new_resolved)
+        heal, why = U.neutralised_exec(item["value"], KEYS)
+        changes = ["%s=%r" % (k, v) for k, v in sorted(effect["sets"].items()) if k in KEYS]
+        changes += ["unset %s" % k for k in effect["unsets"] if k in KEYS]
+        if effect["clears"]:
+            changes.append("clears the whole environment (env -i)")
+        diags.append(D.make(
+            "service_execstart_sets_env", unit=unit, severity=D.ERROR if severe else D.WARNING, where=item["where"],
+            healable=heal is not None, message="%s: %s changes the environment before the program runs (%s)%s." % (
+                unit, line, "; ".join(changes),
+                ": the sandbox is disabled" if disabled else
+                ": bwrap resolves to %s instead of %s" % (new_resolved, resolved) if misroutes else ""),
+            remediation=(["Enforce mode rewrites ExecStart= in its drop-in without those assignments "
+                          "(metnos_sandbox_service_env_state=enforce)", "Or edit the unit: %s" % (
+                              heal or item["value"])] if heal is not None else
+                         ["A drop-in cannot neutralise it (%s): edit the unit's ExecStart= (%s) by hand" % (
+                             why, item["where"])])))
+    return diags
+
+
+def _live_diagnostics(unit, live, predicted, prov_text, user, cwd, resolved, effects, need_reload):
+    """The running process against the configuration: the live process is the authority."""
+    diags = []
+    if live is None:
+        return diags
+    if live["env"] is None:
+        diags.append(D.make("service_env_live_unreadable", unit=unit, pid=live["pid"],
+                            message="%s runs as PID %s but its environment (/proc/%s/environ) could not be read "
+                                    "(%s): the status shown is the configuration's view, not the live process's."
+                            % (unit, live["pid"], live["pid"], live["error"])))
+        return diags
+    env = live["env"]
+    undeterminable = [e for e in effects if not e["effect"]["determinable"]]
+    if undeterminable:
+        origin = "the start command line (%s) sets it in a way this toolkit cannot follow" % undeterminable[0]["where"]
+    elif need_reload:
+        origin = "the unit files changed since systemd loaded them (daemon-reload and restart pending)"
+    else:
+        origin = ("not the unit's configuration: the process started with another environment (the "
+                  "configuration or the manager's environment changed since it started, or a wrapper or the "
+                  "program sets it)")
+    value = env.get(envflags.ENV_VAR)
+    configured = predicted.get(envflags.ENV_VAR)
+    live_disabled, _r = envflags.classify_value(value)
+    conf_disabled, _r = envflags.classify_value(configured)
+    live_resolved = _resolve(env.get("PATH", ""), user, cwd) if env.get("PATH") != predicted.get("PATH") \
+        else resolved
+    if live_disabled and not conf_disabled:
+        diags.append(D.make("service_env_live_disables", unit=unit, pid=live["pid"], key=envflags.ENV_VAR,
+                            message="%s: the running process (PID %s) has %s=%r, which disables the sandbox; the "
+                                    "configuration gives %r (%s). Origin: %s." % (
+                                        unit, live["pid"], envflags.ENV_VAR, value, configured, prov_text, origin)))
+    if resolved and not live_resolved:
+        diags.append(D.make("service_env_live_disables", unit=unit, pid=live["pid"], key="PATH",
+                            message="%s: bwrap does not resolve through the running process's PATH=%r (PID %s), "
+                                    "so the runtime refuses every executor; the configuration's PATH resolves %s. "
+                                    "Origin: %s." % (unit, env.get("PATH"), live["pid"], resolved, origin)))
+    elif live_resolved and resolved and os.path.realpath(live_resolved) != os.path.realpath(resolved):
+        packaged = bool(B.package_facts(live_resolved))
+        diags.append(D.make("service_env_live_misroutes", unit=unit, pid=live["pid"],
+                            message="%s: the running process's PATH=%r resolves bwrap to %s (%s), the configuration "
+                                    "to %s. Origin: %s." % (
+                                        unit, env.get("PATH"), live_resolved,
+                                        "package-owned" if packaged else "owned by no package", resolved, origin)))
+    for key in KEYS:
+        if env.get(key) != predicted.get(key) and not any(d.get("details", {}).get("key") == key or (
+                key == "PATH" and d["code"] == "service_env_live_misroutes") for d in diags):
+            diags.append(D.make("service_env_live_differs", unit=unit,
+                                message="%s: the running process has %s=%r, the configuration gives %r: "
+                                        "restart the service to apply." % (unit, key, env.get(key),
+                                                                           predicted.get(key))))
+    return diags
+
+
 def evaluate(unit, state, env, prov, problems, mode, admin_path, bwrap_info_for=None, need_reload=False,
-             live_env=None):
+             live=None):
     """All diagnostics and facts for one service, from a composed environment.
 
-    ``bwrap_info_for(path)`` returns facts.bwrap_info() of the bwrap the service resolves (version,
-    setuid, package); without it only the package owner is queried.
+    ``env`` is what the unit's directives give; the start command line (ExecStart= env(1) or
+    ``sh -c`` prefixes) is applied on top; ``live`` (read_live_environ()) is the authority for
+    the status() quartet when the service runs. ``bwrap_info_for(path)`` returns
+    facts.bwrap_info() of the bwrap the service resolves.
     """
     settings = state["settings"]
     diags = []
     user = resolve_service_user(settings)
-    path_text = env.get("PATH", "")
     cwd = settings.get("WorkingDirectory") or "/"
     cwd = cwd.lstrip("-") if cwd not in ("~",) else (user.get("home") or "/")
-    resolved = which_as("bwrap", path_text, user, cwd=cwd) if user.get("uid") is not None else \
-        B.which("bwrap", path_text, cwd=cwd)
+    effects = exec_effects(state, env)
+    predicted = dict(env)
+    prov = dict(prov)
+    for item in effects:
+        if item["effect"]["determinable"]:
+            predicted = U.apply_exec_effect(env, item["effect"])
+            for key in KEYS:
+                if predicted.get(key) != env.get(key):
+                    prov[key] = "ExecStart= (%s) through %s" % (item["where"], item["effect"]["how"])
+    path_text = env.get("PATH", "")
+    resolved = _resolve(path_text, user, cwd)
     bwrap_info = bwrap_info_for(resolved) if resolved and bwrap_info_for else None
-    quartet = envflags.status(resolved, env)
-    value = env.get(envflags.ENV_VAR)
-    diags.extend(d for d in envflags.diagnose(quartet, env, path_text, unit=unit,
+    pred_path = predicted.get("PATH", "")
+    pred_resolved = _resolve(pred_path, user, cwd) if pred_path != path_text else resolved
+    config_quartet = envflags.status(pred_resolved, predicted)
+    value = predicted.get(envflags.ENV_VAR)
+    diags.extend(d for d in envflags.diagnose(config_quartet, predicted, pred_path, unit=unit,
                                               where="effective environment of %s (%s)"
                                               % (unit, prov.get(envflags.ENV_VAR, "unset")))
                  if d["code"] != "bwrap_missing")
+    diags.extend(_execstart_diagnostics(unit, effects, env, user, cwd, resolved))
     if not resolved:
         diags.append(D.make("service_path_missing_bwrap", unit=unit, path=path_text,
                             message="%s: bwrap does not resolve through the service's PATH=%s as user %s "
@@ -328,37 +620,177 @@ def evaluate(unit, state, env, prov, problems, mode, admin_path, bwrap_info_for=
                                 remediation=["Create %s or remove the EnvironmentFile= line" % problem["path"]]))
     if need_reload:
         diags.append(D.make("unit_needs_daemon_reload", unit=unit))
-    if live_env is not None:
-        for key in (envflags.ENV_VAR, "PATH"):
-            if live_env.get(key) != env.get(key):
-                diags.append(D.make("service_env_live_differs", unit=unit,
-                                    message="%s: the running process has %s=%r, the configuration gives %r: "
-                                            "restart the service to apply." % (unit, key, live_env.get(key),
-                                                                               env.get(key))))
+    diags.extend(_live_diagnostics(unit, live, predicted, prov.get(envflags.ENV_VAR, "unset"), user, cwd,
+                                   pred_resolved, effects, need_reload))
     diags.extend(restriction_diagnostics(settings, unit, bwrap_info))
+
+    # The status() quartet: the live process when it can be read, else the configuration.
+    quartet, view = config_quartet, "configuration of %s (service not running)" % unit
+    if live is not None and live["env"] is not None:
+        live_env = live["env"]
+        quartet = envflags.status(_resolve(live_env.get("PATH", ""), user, cwd), live_env)
+        view = "live process of %s (PID %s, /proc/%s/environ read as %s)" % (unit, live["pid"], live["pid"],
+                                                                             live["read_as"])
+    elif live is not None:
+        view = "configuration of %s (the running PID %s could not be read: %s)" % (unit, live["pid"], live["error"])
+    if effects and not (live is not None and live["env"] is not None):
+        view += ", with the ExecStart= command line applied"
+    if quartet["active"] != config_quartet["active"]:
+        diags = [d for d in diags if d["code"] != "executor_os_sandbox_unavailable"]
+        if not quartet["active"]:
+            diags.append(D.make("executor_os_sandbox_unavailable",
+                                message="The running process would refuse every ordinary executor with "
+                                        "executor_os_sandbox_unavailable (%s)." % view))
     return {
         "unit": unit, "mode": mode, "fragment": state.get("fragment"), "dropins": state.get("dropins"),
-        "user": user, "environment": {"METNOS_SANDBOX": value, "PATH": path_text},
+        "user": user, "environment": {"METNOS_SANDBOX": value, "PATH": pred_path},
         "provenance": {"METNOS_SANDBOX": prov.get(envflags.ENV_VAR, "unset"), "PATH": prov.get("PATH")},
         "environment_files": state.get("environment_files"), "restrictions": dict(
             (k, settings[k]) for k in U.RESTRICTION_KEYS if k in settings),
-        "status": quartet, "bwrap_resolved": resolved, "live_environment": (
-            {k: live_env.get(k) for k in (envflags.ENV_VAR, "PATH")} if live_env is not None else None),
+        "status": quartet, "status_view": "runtime status() as seen by the %s" % view,
+        "bwrap_resolved": pred_resolved, "exec_start_effects": [
+            {"where": e["where"], "how": e["effect"]["how"], "determinable": e["effect"]["determinable"],
+             "sets": dict((k, v) for k, v in e["effect"]["sets"].items() if k in KEYS),
+             "unsets": [k for k in e["effect"]["unsets"] if k in KEYS], "clears": e["effect"]["clears"]}
+            for e in effects],
+        "live_environment": ({k: live["env"].get(k) for k in KEYS} if live is not None and live["env"] is not None
+                             else None),
+        "live_read": ({"pid": live["pid"], "read_as": live["read_as"], "error": live["error"]}
+                      if live is not None else None),
         "diagnostics": D.sort(diags),
     }
 
 
-def desired_dropin(env, sandbox_path, unit):
-    """The drop-in enforce mode manages, computed from the environment *without* it."""
+# --------------------------------------------------------------------------- enforce
+
+ENV_FILE_SUFFIX = ".env"
+
+
+def _bwrap_ok(candidate, user, package_of):
+    """A bwrap the service may run: executable by the user, package-owned, root-owned up to /."""
+    try:
+        st = os.stat(candidate)
+    except OSError:
+        return False
+    if not _can(st, user, stat.S_IXUSR, stat.S_IXGRP, stat.S_IXOTH) or not package_of(candidate):
+        return False
+    try:
+        return not B.file_facts(candidate)["ownership_problems"]
+    except OSError:
+        return False
+
+
+def heal_path(path_text, user, package_of=None, fallback=U.DEFAULT_SYSTEM_PATH):
+    """``path_text`` reordered so that bwrap resolves to a package-owned binary: that binary's
+    directory moves just before the first entry that holds another bwrap the user can run, or that
+    someone other than root can write to (where a bwrap could be planted). Other entries keep their
+    order. Returns (new PATH, [changes], problem or None)."""
+    package_of = package_of or B.package_facts
+    entries = [e for e in B.split_path(path_text)]
+    good = None
+    for index, entry in enumerate(entries):
+        if entry.startswith("/") and _bwrap_ok(os.path.join(entry, "bwrap"), user, package_of):
+            good = index
+            break
+    if good is None:
+        for entry in B.split_path(fallback):
+            if _bwrap_ok(os.path.join(entry, "bwrap"), user, package_of):
+                return entry + ":" + path_text if path_text else entry, [
+                    "added %s (it holds the package-owned bwrap; the PATH had none)" % entry], None
+        return path_text, [], "no package-owned bwrap is reachable through %s or %s" % (path_text, fallback)
+    offenders = []
+    for index, entry in enumerate(entries[:good]):
+        if not entry.startswith("/"):
+            continue
+        candidate = os.path.join(entry, "bwrap")
+        if os.path.exists(candidate) and which_as("bwrap", entry, user):
+            offenders.append((index, "%s holds %s, which is not the package-owned bwrap" % (entry, candidate)))
+        else:
+            problem = _dir_problem(os.path.normpath(entry))
+            if problem:
+                offenders.append((index, "%s: %s (a bwrap could be planted there)" % (entry, problem)))
+    if not offenders:
+        return path_text, [], None
+    first = offenders[0][0]
+    moved = entries[good]
+    new = entries[:first] + [moved] + [e for i, e in enumerate(entries[first:good], first)] + entries[good + 1:]
+    return ":".join(new), ["moved %s before %s: %s" % (moved, entries[first], "; ".join(o[1] for o in offenders))], \
+        None
+
+
+def _env_file_value(value):
+    return '"%s"' % value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace("`", "\\`")
+
+
+def enforce_plan(unit, state, env, prov, user, sandbox_path, env_file_path, relax=False, bwrap_info=None,
+                 package_of=None):
+    """What enforce writes for the unit, computed from its configuration *without* our own files.
+
+    Returns {"dropin", "env_file" (contents), "path" (the healed PATH), "healed", "relaxed",
+    "not_healed", "not_relaxed"}; each list entry says what, from where, and the line written.
+    """
+    healed, relaxed, not_healed, not_relaxed = [], [], [], []
+    path, changes, problem = heal_path(sandbox_path, user, package_of)
+    for change in changes:
+        healed.append({"what": "PATH", "source": "sandbox_path", "action": change})
+    if problem:
+        not_healed.append({"what": "PATH", "reason": problem})
+    if env.get("PATH") != path:
+        healed.append({"what": "PATH=%s" % env.get("PATH"), "source": prov.get("PATH"),
+                       "action": "PATH=%s from %s (an EnvironmentFile= of the drop-in: it wins over every "
+                                 "Environment= and the EnvironmentFile= lines before it)" % (path, env_file_path)})
+    value = env.get(envflags.ENV_VAR)
+    disabled, _reason = envflags.classify_value(value)
+    if value is not None:
+        healed.append({"what": "%s=%r" % (envflags.ENV_VAR, value), "source": prov.get(envflags.ENV_VAR),
+                       "disabling": disabled, "action": "UnsetEnvironment=%s (applies after every source)"
+                                                         % envflags.ENV_VAR})
     lines = ["# Managed by metnos-sandbox-ops (metnos_service_env state=enforce). Local edits are",
-             "# replaced; a backup of the previous file is kept beside it.", "[Service]"]
-    lines.append('Environment="PATH=%s"' % sandbox_path.replace("\\", "\\\\").replace('"', '\\"'))
-    disabled, _reason = envflags.classify_value(env.get(envflags.ENV_VAR))
-    if disabled:
-        lines.append("# METNOS_SANDBOX=%r disabled the sandbox (%s): unset it last." % (
-            env.get(envflags.ENV_VAR), unit))
-        lines.append("UnsetEnvironment=%s" % envflags.ENV_VAR)
-    return "\n".join(lines) + "\n"
+             "# replaced; a backup of the previous file is kept beside it.", "[Service]",
+             "# PATH for the sandbox: bwrap resolves to the package-owned binary.",
+             "EnvironmentFile=%s" % env_file_path,
+             "# METNOS_SANDBOX is unset for the unit, whatever sets it (Environment=, EnvironmentFile=, drop-ins",
+             "# in /etc or /run, the manager's environment): UnsetEnvironment= applies after all of them.",
+             "UnsetEnvironment=%s" % envflags.ENV_VAR]
+    execs = state.get("exec_start") or []
+    rewritten, touched = [], False
+    for item in execs:
+        effect = U.exec_env_effect(item["value"], env, KEYS)
+        touches = effect["clears"] or any(k in effect["sets"] or k in effect["unsets"] for k in KEYS)
+        if not touches:
+            rewritten.append(item["value"])
+            continue
+        new, why = U.neutralised_exec(item["value"], KEYS)
+        if new is None:
+            not_healed.append({"what": "ExecStart=%s" % item["value"], "source": item["where"],
+                               "reason": "a drop-in cannot neutralise it: %s" % why})
+            rewritten.append(item["value"])
+            continue
+        touched = True
+        rewritten.append(new)
+        healed.append({"what": "ExecStart=%s" % item["value"], "source": item["where"],
+                       "action": "ExecStart=%s" % new})
+    if touched:
+        lines += ["# ExecStart= without env(1)'s assignments of METNOS_SANDBOX/PATH (the unit's lines were:"]
+        lines += ["#   %s" % item["value"] for item in execs]
+        lines += ["ExecStart="] + ["ExecStart=%s" % value for value in rewritten]
+    for diag in restriction_diagnostics(state.get("unit_file_settings") or state["settings"], unit, bwrap_info):
+        if diag["severity"] != D.ERROR:
+            continue
+        details = diag.get("details") or {}
+        entry = {"code": diag["code"], "directive": details.get("directive"), "line": details.get("relax"),
+                 "message": diag["message"]}
+        if not relax:
+            not_relaxed.append(dict(entry, reason="metnos_sandbox_relax_restrictions is false (relax_restrictions)"))
+        elif not details.get("relax"):
+            not_relaxed.append(dict(entry, reason=details.get("relax_note") or "no drop-in can relax it"))
+        else:
+            relaxed.append(entry)
+            lines += ["# Relaxed for bwrap (relax_restrictions=true), the minimum it needs: %s" % diag["code"],
+                      details["relax"]]
+    return {"dropin": "\n".join(lines) + "\n", "env_file": "# Managed by metnos-sandbox-ops: the service's PATH "
+            "for the sandbox.\nPATH=%s\n" % _env_file_value(path), "path": path, "healed": healed,
+            "relaxed": relaxed, "not_healed": not_healed, "not_relaxed": not_relaxed}
 
 
 # --------------------------------------------------------------------------- gathering (shared)
@@ -384,10 +816,27 @@ def _home(p):
     return None
 
 
+def manager_environment(runner, scope="system", user=None):
+    """The manager's runtime environment (DefaultEnvironment= plus `systemctl set-environment`), or
+    None when systemctl cannot tell."""
+    rc, out, _err = runner(systemctl_argv(scope, user, "show-environment"))
+    if rc != 0:
+        return None
+    env = {}
+    for line in out.splitlines():
+        words, ok = U.split_words(line)
+        for word in words if ok else []:
+            key, sep, value = word.partition("=")
+            if sep:
+                env[key] = value
+    return env
+
+
 def gather(p, runner, exclude=()):
     """Read a unit's configuration. ``p``: unit, scope, user, mode (auto/systemd/disk), root.
 
-    Returns (state, env, prov, problems, mode, need_reload, live_env); raises U.UnitError when
+    Returns (state, env, prov, problems, mode, need_reload, live); ``live`` is read_live_environ()
+    of MainPID when the service runs (systemd mode), else None. Raises U.UnitError when
     the unit does not exist, SystemctlError when systemctl fails.
     """
     home = _home(p)
@@ -404,32 +853,48 @@ def gather(p, runner, exclude=()):
         if show.get("LoadState") == "not-found":
             raise U.UnitError("unit_not_found")
         state = U.state_from_show(show)
-        try:   # what systemd silently dropped is only visible in the files themselves
+        try:   # what systemd silently dropped, and the start command lines, are only in the files
             disk = U.load_unit(p["unit"], scope, "/", home)
             state["rejected_assignments"] = disk["rejected_assignments"]
             state["unit_file_settings"] = disk["settings"]
+            state["exec_start"] = disk["exec_start"]
         except U.UnitError:
             pass
-        rc, out, _err = runner(systemctl_argv(scope, p.get("user"), "show-environment"))
-        manager_env = {}
-        for line in out.splitlines() if rc == 0 else []:
-            words, ok = U.split_words(line)
-            for word in words if ok else []:
-                key, sep, value = word.partition("=")
-                if sep:
-                    manager_env[key] = value
+        manager_env = manager_environment(runner, scope, p.get("user")) or {}
         env, prov, problems = U.compose_environment(state, "/", manager_env, manager_env.get("PATH") or
                                                     U.default_service_path("/", runner))
         if "PATH" in manager_env and prov.get("PATH") == "manager environment":
             prov["PATH"] = "systemd default (manager environment)"
+        state["manager_environment"] = manager_env
         pid = show.get("MainPID", "0")
-        live = read_live_environ(pid) if pid not in ("", "0") else None
+        live = read_live_environ(pid) if pid.isdigit() and pid != "0" else None
         return state, env, prov, problems, mode, show.get("NeedDaemonReload") == "yes", live
     state = U.load_unit(p["unit"], scope, root, home, exclude)
     state["unit_file_settings"] = state["settings"]
-    manager_env = U.manager_default_environment(root) if scope == "system" else {}
+    manager_env = p.get("manager_env")
+    if manager_env is None:
+        manager_env = U.manager_default_environment(root) if scope == "system" else {}
     env, prov, problems = U.compose_environment(state, root, manager_env, U.default_service_path(root, runner))
     return state, env, prov, problems, mode, False, None
+
+
+def execution_context(p, runner, probe_user=None):
+    """The unit's whole execution context for the probe's transient unit (unit_context.py): every
+    directive of its files minus the documented deny list, proven against `systemctl show`."""
+    from . import unit_context as UC
+    scope = p.get("scope") or "system"
+    rc, out, err = runner(systemctl_argv(scope, p.get("user"), "show", "--all", "--no-pager", p["unit"]))
+    if rc != 0:
+        raise SystemctlError("systemctl show --all %s failed: %s" % (p["unit"], err.strip()))
+    entry = None
+    if scope == "user" and p.get("user"):
+        pw = pwd.getpwnam(p["user"])
+        entry = {"name": pw.pw_name, "uid": pw.pw_uid, "gid": pw.pw_gid, "home": pw.pw_dir, "shell": pw.pw_shell}
+    ctx = UC.build(UC.parse_show_all(out), runner, p["unit"], scope, p.get("user"), user_entry=entry)
+    if probe_user:
+        ctx["assignments"] = [a for a in ctx["assignments"] if a[0] not in ("User", "DynamicUser")]
+        ctx["excluded"].append({"directive": "User", "category": "probe (probe_user=%s)" % probe_user.get("name")})
+    return ctx
 
 
 def inspect(p, runner):

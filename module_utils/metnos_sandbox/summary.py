@@ -31,7 +31,8 @@ def host_summary(facts=None, sections=None):
         st = facts.get("status") or {}
         bw = facts.get("bwrap") or {}
         pkg = bw.get("package") or {}
-        lines.append("sandbox status(): active=%s bwrap_available=%s bwrap_path=%s disabled_via_env=%s" % (
+        lines.append("runtime status() as the admin's shell sees it (a view, not the service's and not a proof): "
+                     "active=%s bwrap_available=%s bwrap_path=%s disabled_via_env=%s" % (
             st.get("active"), st.get("bwrap_available"), st.get("bwrap_path"), st.get("disabled_via_env")))
         if bw:
             lines.append("bwrap: %s (package %s %s, mode %s%s)" % (
@@ -106,10 +107,34 @@ def service_section(res):
             env.get("PATH"), prov.get("PATH"), (res.get("user") or {}).get("name"))
     else:
         detail = "%s: %s" % (res.get("unit"), ", ".join(d["code"] for d in res.get("diagnostics") or []))
+    st = res.get("status") or {}
+    if st:
+        detail += "; %s: active=%s" % (res.get("status_view") or "runtime status() view", st.get("active"))
     if res.get("changed"):
         detail += "; drop-in %s written" % ((res.get("dropin") or {}).get("path"))
+    for key, label in (("healed", "healed"), ("relaxed", "relaxed"), ("not_healed", "NOT healed"),
+                       ("not_relaxed", "NOT relaxed")):
+        if res.get(key):
+            detail += "; %s: %d" % (label, len(res[key]))
     return {"name": "service environment", "verdict": res.get("verdict", "warn"), "detail": detail,
             "diagnostics": res.get("diagnostics") or []}
+
+
+def enforce_lines(res):
+    """One line per thing enforce healed, relaxed, or could not (the play output lists each)."""
+    lines = []
+    for item in (res or {}).get("healed") or []:
+        lines.append("healed %s (from %s): %s" % (item.get("what"), item.get("source"), item.get("action")))
+    for item in (res or {}).get("relaxed") or []:
+        lines.append("relaxed %s for bwrap (%s): wrote %s" % (item.get("directive"), item.get("code"),
+                                                             item.get("line")))
+    for item in (res or {}).get("not_healed") or []:
+        lines.append("NOT healed %s (%s): %s" % (item.get("what"), item.get("source") or "-", item.get("reason")))
+    for item in (res or {}).get("not_relaxed") or []:
+        lines.append("NOT relaxed %s (%s): %s%s" % (item.get("directive"), item.get("code"), item.get("reason"),
+                                                    "; the minimum would be %s" % item["line"]
+                                                    if item.get("line") else ""))
+    return lines or ["nothing to heal"]
 
 
 def probe_section(res):
@@ -118,8 +143,16 @@ def probe_section(res):
         return {"name": "probe", "verdict": "skip", "detail": "not run", "diagnostics": []}
     checks = res.get("checks") or []
     failed = [c["name"] for c in checks if not c.get("ok")]
-    detail = "%s; %d/%d checks held" % (res.get("context"), len(checks) - len(failed), len(checks))
+    detail = "proven verdict: %s; %s; %d/%d checks held" % (
+        "PASSED" if res.get("passed") else "FAILED", res.get("context"), len(checks) - len(failed), len(checks))
     if failed:
         detail += "; failed: %s" % ", ".join(failed)
+    if res.get("confidence") == "reduced":
+        detail += "; confidence reduced: %s" % "; ".join((res.get("unit_context") or {}).get("reasons") or
+                                                         ["the service's restrictions were not applied"])
+    st = res.get("status") or {}
+    if st:
+        detail += "; %s (a view, not a proof): active=%s" % (res.get("status_view") or "runtime status()",
+                                                           st.get("active"))
     return {"name": "probe (real wrapped invocation)", "verdict": "pass" if res.get("passed") else "fail",
             "detail": detail, "diagnostics": [d for d in res.get("diagnostics") or [] if d.get("severity") != D.INFO]}

@@ -17,7 +17,8 @@ def test_site_runs_and_is_idempotent(tmp_path):
     profiles = "-e metnos_sandbox_profile_dir=%s" % (tmp_path / "profiles")
     first = run_playbook("playbooks/site.yml", profiles)
     assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-2000:]
-    assert "sandbox status(): active=True" in first.stdout
+    assert "runtime status() as the admin's shell sees it (a view, not the service's and not a proof): active=True" \
+        in first.stdout
     assert "OK   profiles: 9 wrapped" in first.stdout
     assert (tmp_path / "profiles" / "read_notes.args").exists()
     second = run_playbook("playbooks/site.yml", profiles)

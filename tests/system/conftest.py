@@ -3,6 +3,11 @@ images (scripts/build-images.sh), systemd as PID 1, bubblewrap installed with ap
 
 Podman settings for restricted build machines (runc, ulimits) come from
 tests/podman/containers.conf; `unmask=ALL` because bwrap's --proc needs an unmasked /proc.
+
+``systemd_host`` is one host per Debian release (12: systemd 252, bubblewrap 0.8; 13: systemd 257,
+bubblewrap 0.12) started with CAP_SYS_ADMIN: without it systemd silently skips every
+mount-namespace directive (ProtectSystem=, InaccessiblePaths=, ...), so a test would "prove"
+harmless a directive that breaks bwrap on a real host.
 """
 import json
 import os
@@ -46,6 +51,13 @@ class Host(object):
                       input_text=text)
         return proc
 
+    def write_many(self, files, mode="0644"):
+        """Write {path: text} in one exec (creating parent directories)."""
+        script = ("import json, os, sys\nfor path, text in json.load(sys.stdin).items():\n"
+                  "    os.makedirs(os.path.dirname(path), exist_ok=True)\n"
+                  "    open(path, 'w').write(text)\n    os.chmod(path, 0o%s)\n" % mode.lstrip("0"))
+        return podman("exec", "-i", self.name, "python3", "-c", script, input_text=json.dumps(files))
+
     def install_unit(self, name, text, files=()):
         """Write metnos-<name>.service and its companion files (no daemon-reload)."""
         for path, content in dict(files).items():
@@ -81,15 +93,15 @@ class Host(object):
         return self.sh(script).stdout
 
 
-def bwrap_image():
+def bwrap_image(base=IMAGE):
     """The Debian image plus bubblewrap (apt, real) and a `metnos` user, committed once and reused."""
-    base_id = podman("image", "inspect", "--format", "{{.Id}}", IMAGE, check=False).stdout.strip()
+    base_id = podman("image", "inspect", "--format", "{{.Id}}", base, check=False).stdout.strip()
     if not base_id:
-        pytest.fail("image %s is missing: run scripts/build-images.sh 12 (make test does)" % IMAGE)
+        pytest.fail("image %s is missing: run scripts/build-images.sh (make test does)" % base)
     tag = "localhost/metnos-debian-bwrap:%s" % base_id[:12]
     if podman("image", "exists", tag, check=False).returncode == 0:
         return tag
-    host = start_host("metnos-img", image=IMAGE)
+    host = start_host("metnos-img", image=base)
     try:
         host.sh("DEBIAN_FRONTEND=noninteractive apt-get -qq update && "
                 "DEBIAN_FRONTEND=noninteractive apt-get -qq install -y bubblewrap >/dev/null && apt-get clean",
@@ -129,6 +141,24 @@ def stop_host(host):
     podman("rm", "-f", "-t", "2", host.name, check=False)
 
 
+SYSTEMD_IMAGES = {"12": "localhost/metnos-debian:12", "13": "localhost/metnos-debian:13"}
+
+
+@pytest.fixture(scope="session", params=sorted(SYSTEMD_IMAGES), ids=lambda v: "debian%s" % v)
+def systemd_host(request):
+    """One systemd host per Debian release, with CAP_SYS_ADMIN so that mount-namespace directives
+    really apply; shared by the tests of a session (they use their own unit names)."""
+    h = start_host("metnos-sys%s" % request.param, extra=("--cap-add", "SYS_ADMIN"),
+                   image=bwrap_image(SYSTEMD_IMAGES[request.param]))
+    h.debian = request.param
+    h.systemd = int(h.sh("systemctl --version | head -1 | awk '{print $2}'").stdout.strip())
+    h.bwrap = h.sh("bwrap --version | awk '{print $2}'").stdout.strip()
+    try:
+        yield h
+    finally:
+        stop_host(h)
+
+
 @pytest.fixture(scope="module")
 def host():
     h = start_host()
@@ -136,3 +166,45 @@ def host():
         yield h
     finally:
         stop_host(h)
+
+
+TRIAL_DIR = "/opt/metnos-trial"
+
+
+def install_trial_tools(host):
+    """The toolkit's core and tests/system/directive_trial.py in TRIAL_DIR (readable by everyone), plus
+    the host's own namespace inodes (host.json) the trial compares with."""
+    host.sh("rm -rf %s && mkdir -p %s/core" % (TRIAL_DIR, TRIAL_DIR))
+    podman("cp", os.path.join(ROOT, "module_utils", "metnos_sandbox"), "%s:%s/core/metnos_sandbox" % (host.name,
+                                                                                                     TRIAL_DIR))
+    podman("cp", os.path.join(ROOT, "tests", "system", "directive_trial.py"), "%s:%s/" % (host.name, TRIAL_DIR))
+    host.sh("python3 %s/directive_trial.py host > %s/host.json && chmod -R a+rX %s" % (TRIAL_DIR, TRIAL_DIR,
+                                                                                     TRIAL_DIR))
+    return TRIAL_DIR
+
+
+def run_site(host, hosts, tmpdir, *args):
+    """playbooks/site.yml against ``host`` under several inventory names at once (one per unit):
+    ``hosts`` is {inventory name: host vars}. Returns (process, {name: recap counts})."""
+    import re
+    inventory = {"all": {"hosts": dict((name, dict(hostvars, ansible_host=host.name)) for name, hostvars in
+                                       hosts.items()),
+                         "vars": {"ansible_connection": "containers.podman.podman",
+                                  "ansible_python_interpreter": "/usr/bin/python3"}}}
+    path = os.path.join(str(tmpdir), "inventory-%s.json" % uuid.uuid4().hex[:6])
+    with open(path, "w") as handle:
+        json.dump(inventory, handle)
+    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", path, "playbooks/site.yml"]
+    proc = subprocess.run(cmd + list(args), capture_output=True, text=True, cwd=ROOT, env=ansible_env(), timeout=1200)
+    recap = {}
+    for name, ok, changed, unreachable, failed in re.findall(
+            r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", proc.stdout, re.M):
+        recap[name] = {"ok": int(ok), "changed": int(changed), "unreachable": int(unreachable), "failed": int(failed)}
+    return proc, recap
+
+
+def core_probe(host, units):
+    """The toolkit's probe (the core, as the modules run it) for several units at once, in the host."""
+    out = host.sh("cd %s && TRIAL_WORKERS=8 python3 directive_trial.py probe %s" % (TRIAL_DIR, " ".join(units)),
+                  timeout=900).stdout
+    return json.loads(out)

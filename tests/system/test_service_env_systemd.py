@@ -139,8 +139,9 @@ def test_enforce_check_diff_then_fix_idempotent_with_backup(units):
     res = units.module("metnos_service_env", args)
     assert res["changed"] is True and res["verdict"] == "pass", res["diagnostics"]
     assert res["environment"]["METNOS_SANDBOX"] is None
-    show = units.sh("systemctl show -p NeedDaemonReload -p Environment metnos-enf.service").stdout
-    assert "NeedDaemonReload=no" in show and "PATH=/usr/local/sbin" in show     # reloaded
+    show = units.sh("systemctl show -p NeedDaemonReload -p EnvironmentFiles metnos-enf.service").stdout
+    assert "NeedDaemonReload=no" in show and "zz-metnos-sandbox.env (ignore_errors=no)" in show     # reloaded
+    assert res["environment"]["PATH"] == "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin"
     assert units.module("metnos_service_env", args)["changed"] is False       # idempotent
     units.sh("echo '# local edit' >> %s" % dropin)
     res = units.module("metnos_service_env", args)

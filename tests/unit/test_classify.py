@@ -31,6 +31,8 @@ CASES = [
     ("bwrap: setting up uid map: Permission denied", "uid_map_denied"),
     ("bwrap: setting up uid map: Operation not permitted", "uid_map_eperm"),
     ("bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted", "netlink_denied"),
+    ("bwrap: loopback: Failed to create NETLINK_ROUTE socket: Address family not supported by protocol",
+     "netlink_socket_refused"),
     ("bwrap: Failed to make / slave: Permission denied", "make_slave_denied"),
     ("bwrap: Failed to make / slave: Operation not permitted", "make_slave_denied"),
     ("pivot_root: Operation not permitted", "pivot_root_denied"),

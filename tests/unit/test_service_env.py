@@ -79,8 +79,81 @@ def test_restriction_diagnostics_name_the_directive():
     assert any("RestrictNamespaces=user mnt ipc uts net" in step for step in fix)
 
 
+def _plan(env, prov=None, settings=None, exec_start=(), relax=False, sandbox_path="/usr/sbin:/usr/bin"):
+    state = {"settings": settings or {}, "exec_start": [{"value": v, "where": "u:%d" % i}
+                                                         for i, v in enumerate(exec_start)]}
+    return S.enforce_plan("metnos.service", state, env, prov or {}, {"uid": 0, "groups": [0]}, sandbox_path,
+                          "/etc/systemd/system/metnos.service.d/zz-metnos-sandbox.env", relax=relax,
+                          package_of=lambda path: {"name": "bubblewrap"} if path == "/usr/bin/bwrap" else {})
+
+
 def test_enforce_dropin_content():
-    text = S.desired_dropin({"METNOS_SANDBOX": "Off", "PATH": "/x"}, "/usr/sbin:/usr/bin", "metnos.service")
-    assert 'Environment="PATH=/usr/sbin:/usr/bin"' in text and "UnsetEnvironment=METNOS_SANDBOX" in text
-    text = S.desired_dropin({"METNOS_SANDBOX": "1"}, "/usr/bin", "metnos.service")
-    assert "UnsetEnvironment" not in text
+    plan = _plan({"METNOS_SANDBOX": "Off", "PATH": "/x"}, {"METNOS_SANDBOX": "manager environment"})
+    assert "UnsetEnvironment=METNOS_SANDBOX" in plan["dropin"]
+    assert "EnvironmentFile=/etc/systemd/system/metnos.service.d/zz-metnos-sandbox.env" in plan["dropin"]
+    assert plan["env_file"].endswith('PATH="/usr/sbin:/usr/bin"\n')
+    assert {"what": "METNOS_SANDBOX='Off'", "source": "manager environment", "disabling": True,
+            "action": "UnsetEnvironment=METNOS_SANDBOX (applies after every source)"} in plan["healed"]
+    # unset whatever its value: a value set later from any source cannot disable the sandbox either
+    assert "UnsetEnvironment=METNOS_SANDBOX" in _plan({"METNOS_SANDBOX": "1"})["dropin"]
+    assert "ExecStart" not in plan["dropin"] and "Relaxed" not in plan["dropin"]
+
+
+def test_relax_lines_are_the_minimum_and_listed():
+    settings = {"RestrictAddressFamilies": ["AF_UNIX AF_INET"], "RestrictNamespaces": ["~user"],
+                "SystemCallFilter": ["@system-service"], "ProcSubset": "pid"}
+    plan = _plan({"PATH": "/usr/bin"}, settings=settings, relax=True)
+    assert [(r["directive"], r["line"]) for r in plan["relaxed"]] == [
+        ("RestrictNamespaces", "RestrictNamespaces=user"),
+        ("SystemCallFilter", "SystemCallFilter=mount pivot_root umount2"),
+        ("RestrictAddressFamilies", "RestrictAddressFamilies=AF_NETLINK"), ("ProcSubset", "ProcSubset=all")]
+    for relax in plan["relaxed"]:
+        assert relax["line"] in plan["dropin"]
+    off = _plan({"PATH": "/usr/bin"}, settings=settings)
+    assert off["relaxed"] == [] and "RestrictAddressFamilies=AF_NETLINK" not in off["dropin"]
+    assert [r["reason"] for r in off["not_relaxed"]][0].startswith("metnos_sandbox_relax_restrictions is false")
+    dynamic = _plan({"PATH": "/usr/bin"}, settings={"DynamicUser": "yes"}, relax=True)
+    assert dynamic["relaxed"] == []          # bubblewrap 0.8 works (warning): nothing to relax
+
+
+def test_execstart_env_prefix_is_rewritten_or_named():
+    plan = _plan({"PATH": "/usr/bin"}, exec_start=["/usr/bin/env METNOS_SANDBOX=0 /usr/bin/metnos --serve"])
+    assert "ExecStart=\nExecStart=/usr/bin/env /usr/bin/metnos --serve\n" in plan["dropin"]
+    shell = _plan({"PATH": "/usr/bin"}, exec_start=["/bin/sh -c 'METNOS_SANDBOX=0 exec /usr/bin/metnos'"])
+    assert "ExecStart" not in shell["dropin"].split("[Service]")[1].replace("# ExecStart", "")
+    assert shell["not_healed"][0]["reason"].startswith("a drop-in cannot neutralise it")
+
+
+def test_heal_path_puts_the_packaged_bwrap_first(tree):
+    local = os.path.join(tree, "local")
+    fake_bwrap(local)                                  # root-owned, 0755, but no package owns it
+    packaged = lambda path: {"name": "bubblewrap"} if path == "/usr/bin/bwrap" else {}  # noqa: E731
+    path, changes, problem = S.heal_path("/usr/local/sbin:%s:/usr/sbin:/usr/bin" % local, USER, packaged)
+    assert path == "/usr/local/sbin:/usr/bin:%s:/usr/sbin" % local and problem is None
+    assert "moved /usr/bin before %s" % local in changes[0]
+    assert S.heal_path(path, USER, packaged)[:2] == (path, [])            # idempotent
+    open_dir = os.path.join(tree, "open")
+    os.makedirs(open_dir)
+    os.chmod(open_dir, 0o777)                          # nothing planted yet, but anyone could
+    path, changes, _p = S.heal_path("%s:/usr/bin" % open_dir, USER, packaged)
+    assert path == "/usr/bin:%s" % open_dir and "writable by group or others" in changes[0]
+    assert S.heal_path("/opt/none", USER, lambda p: {})[2].startswith("no package-owned bwrap")
+
+
+def test_live_environment_read_as_the_process_uid():
+    import subprocess
+    proc = subprocess.Popen(["/bin/sleep", "30"], env={"METNOS_SANDBOX": "0"}, cwd="/",
+                            preexec_fn=lambda: (os.setgid(NOBODY.pw_gid), os.setuid(NOBODY.pw_uid)))
+    try:
+        path = "/proc/%d/environ" % proc.pid
+        data, error = S._read_as(path, NOBODY.pw_uid, NOBODY.pw_gid)
+        assert error is None and S._parse_environ(data) == {"METNOS_SANDBOX": "0"}
+        data, error = S._read_as("/proc/1/environ", NOBODY.pw_uid, NOBODY.pw_gid)
+        assert data is None and error == "Permission denied"
+        live = S.read_live_environ(proc.pid)
+        assert live["env"] == {"METNOS_SANDBOX": "0"} and live["read_as"]
+    finally:
+        proc.kill()
+        proc.wait()
+    gone = S.read_live_environ(proc.pid)
+    assert gone["env"] is None and "No such file" in gone["error"]

@@ -157,6 +157,10 @@ def test_parse_show_and_state():
     (["yes"], {"user", "mnt", "ipc", "uts", "net"}), (["no"], set()), ([], set()),
     (["~user"], {"user"}), (["net ipc"], {"user", "mnt", "uts"}),
     (["cgroup ipc mnt net pid user uts"], set()), (["~user net", "~mnt"], {"user", "net", "mnt"}),
+    # systemd merges later lists (OR; ~ lists remove), a boolean replaces, empty resets
+    (["yes", "user mnt ipc uts net"], set()), (["user", "mnt ipc uts net"], set()),
+    (["~user", "user"], set()), (["user mnt ipc uts net", "no"], set()), (["yes", ""], set()),
+    (["user mnt ipc uts net", "~net"], {"net"}),
 ])
 def test_restrict_namespaces_semantics(lines, missing):
     allowed = S.allowed_namespaces(lines)
@@ -186,3 +190,13 @@ def test_shared_corpus_offline(tmp_path, name):
     if env.get("PATH") == "DEFAULT":
         env.pop("PATH")
     assert env == case["expected"]
+
+
+@pytest.mark.parametrize("lines,blocked", [
+    ([], []), (["AF_UNIX AF_INET AF_INET6"], ["AF_NETLINK"]), (["AF_UNIX", "AF_NETLINK"], []),
+    (["~AF_NETLINK"], ["AF_NETLINK"]), (["~AF_NETLINK AF_PACKET", "AF_NETLINK"], []), (["none"], ["AF_NETLINK"]),
+    (["none", "AF_NETLINK"], []), (["AF_UNIX", ""], []), (["~"], []), (["AF_INET AF_UNIX"], ["AF_NETLINK"]),
+    (["~AF_PACKET"], []),
+])
+def test_restrict_address_families_semantics(lines, blocked):
+    assert S.families_blocked(lines) == blocked

@@ -29,9 +29,12 @@ def test_profiles_rendered_for_the_example_manifests(host, name):
 
 def test_service_dropin_present_in_enforce_mode(host):
     dropin = host.file("/etc/systemd/system/metnos.service.d/zz-metnos-sandbox.conf")
-    assert dropin.exists and "Environment=\"PATH=" in dropin.content_string
-    show = host.run("systemctl show -p NeedDaemonReload -p Environment metnos.service").stdout
-    assert "NeedDaemonReload=no" in show and "PATH=" in show
+    env_file = "/etc/systemd/system/metnos.service.d/zz-metnos-sandbox.env"
+    assert dropin.exists and "EnvironmentFile=%s" % env_file in dropin.content_string
+    assert "UnsetEnvironment=METNOS_SANDBOX" in dropin.content_string
+    assert host.file(env_file).content_string.splitlines()[-1].startswith('PATH="/')
+    show = host.run("systemctl show -p NeedDaemonReload -p EnvironmentFiles metnos.service").stdout
+    assert "NeedDaemonReload=no" in show and env_file in show
 
 
 def test_probe_verdict_passes(host):

@@ -1,0 +1,65 @@
+"""Every report says whose view the status() quartet is and that the probe's verdict is proven;
+a host without Python has its own code, not host_unreachable."""
+import datetime
+
+from metnos_sandbox import report as R
+from metnos_sandbox import summary as SU
+
+WHEN = datetime.datetime(2026, 11, 30, 6, 0, tzinfo=datetime.timezone.utc)
+
+
+def failed_probe_but_active_view():
+    """The runtime's view says active (bwrap on PATH, no METNOS_SANDBOX) while the probe failed."""
+    return {"schema": "metnos-sandbox-audit/1", "verdict": "fail", "hostname": "h",
+            "bwrap_facts": {"status": {"active": True}, "bwrap": {}, "userns": {}},
+            "service": {"unit": "metnos.service", "status": {"active": True}, "verdict": "fail",
+                        "status_view": "runtime status() as seen by the live process of metnos.service (PID 9)"},
+            "profiles": [], "probe": {"passed": False, "context": "systemd transient unit", "checks": []},
+            "diagnostics": []}
+
+
+def test_reports_label_the_view_and_the_proof():
+    doc = R.build({"h": failed_probe_but_active_view()}, WHEN)
+    host = doc["hosts"][0]
+    assert host["status"]["active"] is True and host["status_view"].startswith("runtime status() as seen by the live")
+    assert host["probe"]["view"] == "probe: proven by a real wrapped invocation" and host["probe"]["passed"] is False
+    md = R.to_markdown(doc)
+    assert "| host | verdict | status() view: active | bwrap | service | probe (proven) | codes |" in md
+    assert "| h | FAIL | True |" in md and "| FAILED |" in md
+    page = R.to_html(doc)
+    assert "status() view: active</th>" in page and "probe (proven)</th>" in page
+    assert "(a view, not a proof)" in page and "probe (proven verdict: FAILED)" in page
+
+
+def test_summaries_label_the_view_and_the_proof():
+    probe = {"passed": False, "context": "systemd transient unit x", "checks": [{"name": "only_loopback", "ok": False}],
+             "status": {"active": True}, "status_view": "runtime status() as seen by the live process",
+             "diagnostics": []}
+    detail = SU.probe_section(probe)["detail"]
+    assert detail.startswith("proven verdict: FAILED") and "(a view, not a proof): active=True" in detail
+    lines = SU.host_summary({"status": {"active": True}, "verdict": "pass"})
+    assert lines[0].startswith("runtime status() as the admin's shell sees it (a view, not the service's")
+
+
+def test_host_without_python_has_its_own_code():
+    res = {"failed": True, "code": "host_no_python", "msg": "the host answers, but has no Python"}
+    doc = R.build({"bare": res, "gone": {"unreachable": True, "msg": "timeout"}}, WHEN)
+    bare, gone = doc["hosts"]
+    assert [d["code"] for d in bare["diagnostics"]] == ["host_no_python"] and bare["verdict"] == "fail"
+    assert "raw" in " ".join(bare["diagnostics"][0]["remediation"])
+    assert [d["code"] for d in gone["diagnostics"]] == ["host_unreachable"] and gone["verdict"] == "unreachable"
+    assert doc["gate"]["failing_hosts"] == 2
+
+
+def test_enforce_lines_list_each_item():
+    res = {"healed": [{"what": "METNOS_SANDBOX='0'", "source": "manager environment", "action": "UnsetEnvironment"}],
+           "relaxed": [{"directive": "ProcSubset", "code": "unit_proc_subset_pid", "line": "ProcSubset=all"}],
+           "not_healed": [{"what": "ExecStart=/bin/sh -c x", "source": "u:3", "reason": "a drop-in cannot"}],
+           "not_relaxed": [{"directive": "RestrictNamespaces", "code": "unit_blocks_namespaces", "reason": "opt-in",
+                            "line": "RestrictNamespaces=user"}]}
+    assert SU.enforce_lines(res) == [
+        "healed METNOS_SANDBOX='0' (from manager environment): UnsetEnvironment",
+        "relaxed ProcSubset for bwrap (unit_proc_subset_pid): wrote ProcSubset=all",
+        "NOT healed ExecStart=/bin/sh -c x (u:3): a drop-in cannot",
+        "NOT relaxed RestrictNamespaces (unit_blocks_namespaces): opt-in; the minimum would be RestrictNamespaces=user"]
+    assert SU.enforce_lines({}) == ["nothing to heal"]
