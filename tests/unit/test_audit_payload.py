@@ -1,5 +1,5 @@
 """The metnos_audit action's payload (action_plugins/metnos_audit.py): the core minus the documented
-controller-only modules, small enough to travel as one argument over connections without
+controller-only modules, travelling as arguments of one command over connections without
 pipelining (podman, docker) so that the audit writes nothing on the host (no remote temp dir:
 tests/system/test_audit_fleet.py checks the hosts stay byte-identical), and self-contained: every
 module a shipped module imports is shipped."""
@@ -22,10 +22,21 @@ def _action():
     return module
 
 
-def test_payload_travels_as_one_argument():
+def test_payload_travels_as_arguments_of_one_command():
+    """Over podman/docker the payload goes as arguments of one shell-less command: every argument
+    stays under Linux's MAX_ARG_STRLEN (128 KiB) and the whole far under ARG_MAX, so nothing is
+    written on the host."""
+    import shlex
+    import types
     action = _action()
-    # the largest task arguments of the corpus-sized audits stay far below the margin left here
-    assert len(action.payload("base64")) < action.MAX_ARG - 8000, len(action.payload("base64"))
+    blob = action.payload("base64")
+    fake = types.SimpleNamespace(_play_context=types.SimpleNamespace(become=False))
+    command = action.ActionModule._argv_chunks(fake, "/usr/bin/python3", json.dumps({"unit": "metnos.service"}))
+    assert command is not None, len(blob)
+    argv = shlex.split(command)
+    assert "".join(argv[4:]).encode("ascii") == blob
+    assert max(len(a.encode("utf-8")) for a in argv) < 128 * 1024
+    assert len(command) < 1024 * 1024, len(command)
 
 
 def test_payload_is_the_core_minus_the_controller_only_modules_and_self_contained():
