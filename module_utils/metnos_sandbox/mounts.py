@@ -22,6 +22,8 @@ from __future__ import absolute_import, annotations, division, print_function
 import os
 import re
 
+from . import paths as PA
+
 MOUNTINFO = "/proc/self/mountinfo"
 MAX_MOUNTINFO_BYTES = 64 * 1024 * 1024      # ~100,000 mounts; beyond it the table is not judged complete
 _ESCAPE = re.compile(rb"\\([0-7]{3})")
@@ -30,10 +32,6 @@ _ESCAPE = re.compile(rb"\\([0-7]{3})")
 def _unescape(field):
     """mountinfo escapes space, tab, newline and backslash as \\ooo."""
     return os.fsdecode(_ESCAPE.sub(lambda m: bytes([int(m.group(1), 8)]), field))
-
-
-def _under(path, root):
-    return path == root or root == "/" or path.startswith(root + "/")
 
 
 def _join(point, rest):
@@ -110,9 +108,9 @@ class MountTable(object):
         out = set()
         for fs, folder in self.identities(path):
             for root, point in self.by_fs.get(fs, ()):
-                if _under(folder, root):
+                if PA.under(folder, root):
                     out.add(_join(point, _rest(folder, root)))
-                elif parts and _under(root, folder):
+                elif parts and PA.under(root, folder):
                     out.add(point)
         out.discard(path)
         return sorted(out)

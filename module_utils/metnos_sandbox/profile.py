@@ -26,6 +26,7 @@ import stat
 from . import diagnostics as D
 from . import manifest as M
 from . import mounts as MT
+from . import paths as PA
 from .manifest import ManifestError, glob_root
 
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc",
@@ -105,15 +106,6 @@ class ContextError(ValueError):
     """A host-context or invocation option is invalid; the message names it."""
 
 
-def _under(path, root):
-    return path == root or root == "/" or path.startswith(root + "/")
-
-
-def _related(path, root):
-    """path is at, below or above root."""
-    return _under(path, root) or _under(root, path)
-
-
 def _norm(path):
     norm = os.path.normpath(path)
     return "/" + norm.lstrip("/") if norm.startswith("//") else norm
@@ -141,7 +133,7 @@ class _TreeSet(object):
     def which(self, path, related=True):
         """The (label, root) entries the path is at or below (or above, with ``related``)."""
         return [(label, root) for label, root in self.labelled
-                if _under(path, root) or (related and _under(root, path))]
+                if PA.under(path, root) or (related and PA.under(root, path))]
 
 
 def _abs_clean(key, value):
@@ -345,8 +337,8 @@ class HostContext(object):
             for label, root in t["reserved"].which(path):
                 if label == grant:
                     continue
-                if (label == "executors_dir" and own is not None and mode == "ro" and _under(path, own)
-                        and own != root and _under(own, root)):
+                if (label == "executors_dir" and own is not None and mode == "ro" and PA.under(path, own)
+                        and own != root and PA.under(own, root)):
                     continue           # the executor's own folder (and below) is readable: R-BASE-4
                 return self._note("reserved", root, "%s is at, below or above host.%s (%s), reachable only "
                                                     "through its own capability (R-BASE-4)" % (path, label, root))
@@ -402,7 +394,7 @@ class HostContext(object):
             path = self.data[key]
             real = self.real(path)
             for form in [path, real] + self.mount_table().aliases(real, parts=False):
-                inside = [s for s in system if _under(form, s)]
+                inside = [s for s in system if PA.under(form, s)]
                 if inside:
                     refusals.append(host_refusal(key, path, ("readonly", (
                         "%s is inside %s, which every sandbox mounts read-only (R-BASE-1): every executor would "
@@ -436,7 +428,7 @@ class HostContext(object):
         for form in (path, os.path.realpath(path)):
             problem = self.judge(form, "ro")
             if problem and not (problem[0] == "broad" and any(
-                    _under(form, s) and form != s for s in self.trees()["system_mounted"])):
+                    PA.under(form, s) and form != s for s in self.trees()["system_mounted"])):
                 return problem if form == path else (problem[0], "resolves to %s: %s" % (form, problem[1]))
         return None
 
@@ -752,7 +744,7 @@ def _pattern(scope, root):
 def _covers(path, root, pattern, steps):
     """``path`` is at or below a path that the scope (``root`` + glob ``pattern``) matches. A pattern
     too complex to decide within manifest.glob_covers' bounds covers nothing (None: fail closed)."""
-    if not _under(path, root):
+    if not PA.under(path, root):
         return False
     if not pattern:
         return True
@@ -1313,7 +1305,7 @@ def check_invariants(argv, manifest, host, invocation, own_dir):
             if host.broad(path):
                 out.append("%s %s %s exposes the shared tree %s (a)" % (opt, src, dest, path))
             if trees["reserved"].related(path) and path not in allowed["grants"] and not (
-                    opt == "--ro-bind" and _under(path, _realpath(own_dir))):
+                    opt == "--ro-bind" and PA.under(path, _realpath(own_dir))):
                 out.append("%s %s %s reaches a reserved tree outside its own grant (a)" % (opt, src, dest))
         if opt == "--ro-bind":
             if not _within(src, allowed["any"]):
@@ -1328,7 +1320,7 @@ def check_invariants(argv, manifest, host, invocation, own_dir):
         own = (own_dir, _realpath(own_dir))
         for path in (src, dest):
             hits = trees["readonly"].which(path) if trees["readonly"].related(path) else []
-            hits += [("the executor's own folder", o) for o in own if _related(path, o)]
+            hits += [("the executor's own folder", o) for o in own if PA.related(path, o)]
             if hits:
                 out.append("--bind %s %s is at, below or above the read-only %s %s (b)" % (src, dest, hits[0][0],
                                                                                          hits[0][1]))
