@@ -29,6 +29,7 @@ for stage in "${stages[@]}"; do
   case "$stage" in
     lint)
       ruff check .
+      mypy
       ansible-lint --profile production playbooks/ roles/
       # The users' CI workflow: JSON schema (SchemaStore's, vendored by the pinned
       # check-jsonschema), actionlint, and `molecule syntax` for every platform and scenario.
