@@ -62,7 +62,7 @@ FAKE_JSON = """#!/usr/bin/python3
 import json, os, signal, subprocess, sys
 # The decoy: a real sandbox in its own process group, with none of our pipes, killed as a group - bwrap
 # arms its sandbox's parent-death signal only late in the setup (do_init), so killing the decoy's bwrap
-# alone early can orphan a running sleep.
+# alone early can orphan a running sleep. Its command line names this script: the bench sees it is gone.
 DECOY = ["/usr/bin/bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--json-status-fd"]
 args = sys.argv[1:]
 fd = int(args[args.index("--json-status-fd") + 1]) if "--json-status-fd" in args else None
@@ -111,7 +111,7 @@ FAKE_WRAP = """#!/usr/bin/python3
 import json, os, signal, subprocess, sys
 # The decoy: a real sandbox in its own process group, with none of our pipes, killed as a group - bwrap
 # arms its sandbox's parent-death signal only late in the setup (do_init), so killing the decoy's bwrap
-# alone early can orphan a running sleep.
+# alone early can orphan a running sleep. Its command line names this script: the bench sees it is gone.
 DECOY = ["/usr/bin/bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--json-status-fd"]
 args = sys.argv[1:]
 i = args.index("--json-status-fd")
