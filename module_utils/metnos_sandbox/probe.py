@@ -718,9 +718,8 @@ def run_systemd(argv, spec, python, user, settings, env, timeout, runner_unit):
     subprocess.run(["systemctl", "reset-failed", runner_unit], capture_output=True)
     stderr, info = _strip_systemd_run(data["stderr"].decode("utf-8", "replace"))
     _launcher, status, obs = split_stream(records(data["stdout"]), spec["token"])
-    if info.get("result") == "timeout" and "exit-code" not in status:
-        timed_out = True        # RuntimeMaxSec= hit; after bwrap's exit-code it was only the stop timeout
     main = info.get("main", "")
+    timed_out = timed_out or _runtime_exceeded(info, status)
     if "status=SYS" in main or "status=31" in main:
         rc = 128 + 31
     result = {"rc": rc, "stderr": stderr, "json_status": status, "timed_out": timed_out,
@@ -730,6 +729,15 @@ def run_systemd(argv, spec, python, user, settings, env, timeout, runner_unit):
                        tool=argv[0])
     verdict["systemd_result"] = info
     return verdict
+
+
+def _runtime_exceeded(info, status):
+    """Whether systemd-run's report means RuntimeMaxSec= was hit: result "timeout" with the main process
+    killed (by systemd) before bwrap's exit-code. The same result after the exit-code, or after a main
+    process that exited on its own, is only the stop timing out on processes left in the unit (a look-alike's
+    leftovers; under cgroup v1 systemd may also miss that the emptied unit is empty until the stop timeout)."""
+    return (info.get("result") == "timeout" and "exit-code" not in status
+            and not info.get("main", "").startswith("code=exited"))
 
 
 def bwrap_binary_findings(bwrap_path, runner=B.default_runner):

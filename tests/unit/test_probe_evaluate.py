@@ -192,6 +192,17 @@ def test_timeout_without_the_outside_reading_judges_nothing():
     assert "its checks are judged" not in v["diagnostics"][0]["message"]
 
 
+@pytest.mark.parametrize("info,status,exceeded", [
+    ({"result": "timeout", "main": "code=killed/status=TERM"}, {"child-pid": 7}, True),     # RuntimeMaxSec= hit
+    ({"result": "timeout", "main": "code=exited/status=0"}, {"child-pid": 7, "exit-code": 0}, False),
+    # a look-alike (no status records) exited on its own; only the stop timed out on what it left in the unit
+    ({"result": "timeout", "main": "code=exited/status=0"}, {}, False),
+    ({"result": "success", "main": "code=exited/status=0"}, {}, False),
+])
+def test_systemd_timeout_is_the_runtime_limit_only_when_it_killed_the_main_process(info, status, exceeded):
+    assert PR._runtime_exceeded(info, status) is exceeded
+
+
 def test_stream_records_and_launcher():
     stream = (b'{"launcher-pid": 41}\n{ "child-pid": 42, "net-namespace": 5 }\nnoise {"x": \n'
               b'{"metnos_probe": "t0k", "pid": 42}\n{ "exit-code": 0 }\n{"partial": ')
