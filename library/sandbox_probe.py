@@ -40,7 +40,9 @@ description:
     bwrap look-alike; the message lists the checks that show it), C(probe_check_failed),
     C(probe_setup_failed) (bwrap failed before the payload ran, with bwrap's text),
     C(probe_payload_failed) (the payload could not report), C(probe_timeout). A timeout kills the
-    whole process tree. Nothing is left on the host.
+    whole process tree; if the payload had already reported and been read from outside, its checks
+    are still judged. Processes bwrap leaves holding its output are killed, never waited for.
+    Nothing is left on the host.
   - The bwrap the probe runs is also judged as a binary (package owner, root ownership, setuid),
     with or without a unit.
   - Read-only for the host; it behaves the same in check mode.
@@ -133,6 +135,11 @@ evidence:
     child_pid: {description: The child-pid bwrap reported (null when it reported none)., type: int}
     payload_pid: {description: The payload process found on the host., type: int}
     read_by: {description: "The probe itself, or the same-credential reader.", type: str}
+    left_behind:
+      description: >-
+        bwrap exited but processes it left behind still held its output (a look-alike's decoy, a background
+        child); they were killed, not waited for.
+      type: bool
 context:
   description: How the probe ran (systemd transient unit, direct, or not started and why).
   returned: always

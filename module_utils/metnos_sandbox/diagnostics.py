@@ -474,7 +474,9 @@ _CODES = [
        ["See the remediation of the classified cause ({cause}) and the unit directives listed with it."]),
     _c("probe_timeout", ERROR, "R-DIAG-3",
        "The probe timed out",
-       "The probe did not finish in time; its whole process group was killed.",
+       "The probe did not finish in time; its whole process group was killed. If the payload had already "
+       "reported and been read from outside (e.g. a bwrap look-alike that never exits after running it), its "
+       "checks are still judged and their findings are reported with this one.",
        "A timer around the probe's process group.",
        ["Look for hung mounts (NFS) or a stuck service unit; raise the probe timeout if the host is slow."]),
     _c("probe_payload_failed", ERROR, "R-DIAG-3",

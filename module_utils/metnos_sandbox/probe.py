@@ -25,6 +25,12 @@ weakened one in tests - with the payload as the command; ``evaluate`` turns both
 checks and ``_verdict`` into diagnostics with one code per outcome: ``probe_not_isolated`` (the
 payload ran but not sandboxed), ``probe_check_failed``, ``probe_setup_failed`` (bwrap failed
 before the payload ran), ``probe_payload_failed`` (the payload could not report), ``probe_timeout``.
+
+Nothing waits without a bound (bwrap.pump): the run ends when bwrap has exited - processes it leaves
+holding its pipes (a look-alike's decoy, a background child) are killed a moment later, never waited
+for - or at the timeout. Whether the payload ran is decided by its record plus the outside reading,
+not by how the run ended: a timeout after both (a look-alike that never exits) still judges them,
+and reports the timeout too.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
@@ -560,12 +566,19 @@ def _verdict(shown, result, obs, outside, spec, host, user, timeout, tool=None):
         verdict["evidence"] = {"bwrap_pid": outside.get("launcher"), "child_pid": outside.get("child_pid"),
                                "payload_pid": outside.get("payload_pid"),
                                "bwrap_exe": (outside.get("parent") or {}).get("exe"),
-                               "read_by": (outside.get("payload") or {}).get("read_by")}
+                               "read_by": (outside.get("payload") or {}).get("read_by"),
+                               "left_behind": bool(result.get("left_behind"))}
     who = (user or {}).get("name", "current user")
     if result["timed_out"]:
+        # The payload reported and the outside read its evidence before the timer ran out (e.g. a look-alike that
+        # never exits after running it unsandboxed): that evidence is judged - a timeout must not hide it.
+        judged = obs is not None and bool(outside)
         verdict["diagnostics"].append(D.make("probe_timeout", message="the probe did not finish within %ss; its "
-                                             "whole process group was killed" % timeout, timeout=timeout))
-        return verdict
+                                             "whole process group was killed%s" % (timeout, (
+                                                 " (after the payload had reported and been read from outside: "
+                                                 "its checks are judged)") if judged else ""), timeout=timeout))
+        if not judged:
+            return verdict
     if obs is None and verdict["setup_failed"]:
         cls = B.classify(result["stderr"], result["rc"])
         verdict["classification"] = cls
@@ -602,7 +615,7 @@ def _verdict(shown, result, obs, outside, spec, host, user, timeout, tool=None):
         for check in failed:
             verdict["diagnostics"].append(D.make("probe_check_failed", message=_say(check), check=check["name"],
                                                  check_rule=check["rule"]))
-    verdict["passed"] = not failed
+    verdict["passed"] = not failed and not result["timed_out"]
     return verdict
 
 
@@ -688,31 +701,42 @@ def run_systemd(argv, spec, python, user, settings, env, timeout, runner_unit):
         result = {"rc": 127, "stderr": "systemd-run: %s" % exc.strerror, "json_status": {}, "timed_out": False,
                   "duration": 0.0}
         return _verdict(full[:len(full) - 1] + ["<spec>"], result, None, None, spec, host, user, timeout)
+    report = {}
     try:
         data, timed_out = B.pump(proc, {"stdout": proc.stdout.fileno(), "stderr": proc.stderr.fileno()},
-                                 timeout + 15, watcher.systemd)
+                                 timeout + 15, watcher.systemd, report)
     finally:
         proc.stdout.close()
         proc.stderr.close()
     rc = proc.returncode
-    if timed_out:
+    if timed_out or report.get("left_behind"):
         subprocess.run(["systemctl", "kill", "--signal=SIGKILL", runner_unit], capture_output=True)
         subprocess.run(["systemctl", "stop", runner_unit], capture_output=True)
+    if timed_out:
         rc = None
     subprocess.run(["systemctl", "reset-failed", runner_unit], capture_output=True)
     stderr, info = _strip_systemd_run(data["stderr"].decode("utf-8", "replace"))
     _launcher, status, obs = split_stream(records(data["stdout"]), spec["token"])
-    if info.get("result") == "timeout" and "exit-code" not in status:
-        timed_out = True        # RuntimeMaxSec= hit; after bwrap's exit-code it was only the stop timeout
     main = info.get("main", "")
+    timed_out = timed_out or _runtime_exceeded(info, status)
     if "status=SYS" in main or "status=31" in main:
         rc = 128 + 31
     result = {"rc": rc, "stderr": stderr, "json_status": status, "timed_out": timed_out,
-              "duration": round(time.time() - start, 3), "systemd_result": info}
+              "left_behind": bool(report.get("left_behind")), "duration": round(time.time() - start, 3),
+              "systemd_result": info}
     verdict = _verdict(full[:len(full) - 1] + ["<spec>"], result, obs, watcher.outside, spec, host, user, timeout,
                        tool=argv[0])
     verdict["systemd_result"] = info
     return verdict
+
+
+def _runtime_exceeded(info, status):
+    """Whether systemd-run's report means RuntimeMaxSec= was hit: result "timeout" with the main process
+    killed (by systemd) before bwrap's exit-code. The same result after the exit-code, or after a main
+    process that exited on its own, is only the stop timing out on processes left in the unit (a look-alike's
+    leftovers; under cgroup v1 systemd may also miss that the emptied unit is empty until the stop timeout)."""
+    return (info.get("result") == "timeout" and "exit-code" not in status
+            and not info.get("main", "").startswith("code=exited"))
 
 
 def bwrap_binary_findings(bwrap_path, runner=B.default_runner):

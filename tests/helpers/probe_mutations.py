@@ -35,17 +35,42 @@ shift
 exec "$@"
 """
 
+FAKE_LEAVE = """#!/bin/sh
+# A bwrap look-alike that runs the command unsandboxed (no status records) and leaves a process behind
+# that holds its stdout and stderr (as a daemon or a decoy it started would), then exits.
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do shift; done
+shift
+(sleep 300; :) &
+"$@"
+rc=$?
+exit $rc
+"""
+
+FAKE_HANG = """#!/bin/sh
+# A bwrap look-alike that runs the command unsandboxed (no status records), then never exits.
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do shift; done
+shift
+"$@"
+sleep 300
+exit 0
+"""
+
 FAKE_JSON = """#!/usr/bin/python3
 # A bwrap look-alike that writes plausible --json-status-fd records: the child-pid and namespace
 # inodes of a decoy (a real sandbox, bwrap --unshare-all, running sleep) - then runs the command
 # unsandboxed and reports its exit code.
-import json, os, subprocess, sys
+import json, os, signal, subprocess, sys
+# The decoy: a real sandbox in its own process group, with none of our pipes, killed as a group - bwrap
+# arms its sandbox's parent-death signal only late in the setup (do_init), so killing the decoy's bwrap
+# alone early can orphan a running sleep. Its command line names this script: the bench sees it is gone.
+DECOY = ["/usr/bin/bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--json-status-fd"]
 args = sys.argv[1:]
 fd = int(args[args.index("--json-status-fd") + 1]) if "--json-status-fd" in args else None
 cmd = args[args.index("--") + 1:]
 r, w = os.pipe()
-decoy = subprocess.Popen(["/usr/bin/bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/",
-                          "--json-status-fd", str(w), "--", "sleep", "60"], pass_fds=(w,), stdin=subprocess.DEVNULL)
+decoy = subprocess.Popen(DECOY + [str(w), "--", "sh", "-c", "sleep 60; :", sys.argv[0]], pass_fds=(w,),
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
 os.close(w)
 first = b""
 while b"}" not in first:   # bwrap writes its first record in pieces
@@ -59,7 +84,7 @@ if fd is not None:
 rc = subprocess.call(cmd)
 if fd is not None:
     os.write(fd, (json.dumps({"exit-code": rc}) + "\\n").encode())
-decoy.kill()
+os.killpg(decoy.pid, signal.SIGKILL)
 decoy.wait()
 sys.exit(rc)
 """
@@ -83,15 +108,20 @@ sys.exit(rc)
 FAKE_WRAP = """#!/usr/bin/python3
 # A wrapper around the real bwrap that lies about its child: it forwards bwrap's status records but
 # names a decoy (another real sandbox's child) as child-pid. The sandbox itself is real.
-import json, os, subprocess, sys
+import json, os, signal, subprocess, sys
+# The decoy: a real sandbox in its own process group, with none of our pipes, killed as a group - bwrap
+# arms its sandbox's parent-death signal only late in the setup (do_init), so killing the decoy's bwrap
+# alone early can orphan a running sleep. Its command line names this script: the bench sees it is gone.
+DECOY = ["/usr/bin/bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--json-status-fd"]
 args = sys.argv[1:]
 i = args.index("--json-status-fd")
 fd = int(args[i + 1])
 r, w = os.pipe()
 args[i + 1] = str(w)
 dr, dw = os.pipe()
-decoy = subprocess.Popen(["/usr/bin/bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/",
-                          "--json-status-fd", str(dw), "--", "sleep", "60"], pass_fds=(dw,), stdin=subprocess.DEVNULL)
+decoy = subprocess.Popen(DECOY + [str(dw), "--", "sh", "-c", "sleep 60; :", sys.argv[0]], pass_fds=(dw,),
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
 os.close(dw)
 first = b""
 while b"}" not in first:
@@ -115,7 +145,7 @@ while True:
             obj["child-pid"] = decoy_pid
         os.write(fd, (json.dumps(obj) + "\\n").encode())
 rc = real.wait()
-decoy.kill()
+os.killpg(decoy.pid, signal.SIGKILL)
 decoy.wait()
 sys.exit(rc)
 """
@@ -139,7 +169,8 @@ class Bench(object):
         os.chmod(self.dir, 0o755)
         self.bwrap = shutil.which("bwrap")
         self.fakes = {}
-        for name, text in (("exec", FAKE_EXEC), ("json", FAKE_JSON), ("unshare", FAKE_UNSHARE), ("wrap", FAKE_WRAP)):
+        for name, text in (("exec", FAKE_EXEC), ("json", FAKE_JSON), ("unshare", FAKE_UNSHARE), ("wrap", FAKE_WRAP),
+                           ("leave", FAKE_LEAVE), ("hang", FAKE_HANG)):
             path = os.path.join(self.dir, "fake-" + name, "bwrap")
             os.makedirs(os.path.dirname(path), mode=0o755)
             with open(path, "w") as handle:
@@ -307,6 +338,8 @@ ROWS = [
         binary("fakes.exec"), NOT_ISOLATED_DIRECT, code="probe_not_isolated"),
     Row("fake_json", "look-alike bwrap: plausible json-status (a decoy sandbox's child-pid), command unsandboxed",
         binary("fakes.json"), NOT_ISOLATED_DIRECT, code="probe_not_isolated"),
+    Row("fake_left_behind", "look-alike: command unsandboxed, exits leaving a process that holds its output",
+        binary("fakes.leave"), NOT_ISOLATED_DIRECT, code="probe_not_isolated"),
     Row("fake_wrap_decoy", "wrapper around the real bwrap that reports a decoy's child-pid (sandbox itself real)",
         binary("fakes.wrap"), ["bwrap_child_is_payload"]),
     Row("fake_no_mnt", "look-alike: user/ipc/uts/net namespaces, no mount namespace, honest json-status",
@@ -325,7 +358,7 @@ def applicable(row, bench):
     return True, None
 
 
-def run_row(row, user, bench, profile=None, core=PR, systemd=False):
+def run_row(row, user, bench, profile=None, core=PR, systemd=False, timeout=30):
     """Run one row as ``user`` (a name). Direct (as the probe runs without a unit), or with
     ``systemd`` in a transient unit as the probe runs for a service. Returns (verdict, failed names)."""
     prof = profile or strict_profile()
@@ -334,9 +367,9 @@ def run_row(row, user, bench, profile=None, core=PR, systemd=False):
     if systemd:
         entry = pwd.getpwnam(user)
         verdict = core.run_systemd(argv, spec, PYTHON, {"name": user, "uid": entry.pw_uid, "gid": entry.pw_gid},
-                                   {}, {"PATH": "/usr/bin:/bin"}, 30, "metnos-probe-matrix-%s" % row.name)
+                                   {}, {"PATH": "/usr/bin:/bin"}, timeout, "metnos-probe-matrix-%s" % row.name)
     else:
-        verdict = core.run(argv, spec, PYTHON, user=bench.user(user), timeout=30)
+        verdict = core.run(argv, spec, PYTHON, user=bench.user(user), timeout=timeout)
     return verdict, sorted(c["name"] for c in verdict["checks"] if not c["ok"])
 
 

@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT, podman
 
 ROWS = ["strict", "drop_unshare_ipc", "network_shared", "pid_namespace", "usr_writable", "tmp_host", "tmp_empty_dir",
-        "bind_root", "proc_tmpfs", "fake_exec", "fake_json", "fake_wrap_decoy", "fake_no_mnt"]
+        "bind_root", "proc_tmpfs", "fake_exec", "fake_json", "fake_left_behind", "fake_wrap_decoy", "fake_no_mnt"]
 
 SCRIPT = r'''
 import json, sys

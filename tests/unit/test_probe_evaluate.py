@@ -169,6 +169,40 @@ def test_each_outcome_has_its_own_code(result, code, text):
     assert v["setup_failed"] is (code == "probe_setup_failed")
 
 
+def test_timeout_after_the_payload_was_read_still_judges_it():
+    """A look-alike that never exits after running the payload unsandboxed: the evidence read while the
+    payload waited is judged, and the timeout is reported too; a sandbox that holds but timed out fails."""
+    obs, outside, host = good()
+    outside["payload"]["ns"] = dict(HOST_NS)
+    obs["ns"] = dict(HOST_NS)
+    v = verdict(obs, outside, host, {"timed_out": True, "rc": None, "json_status": {"child-pid": 4242}})
+    assert sorted(d["code"] for d in v["diagnostics"]) == ["probe_not_isolated", "probe_timeout"]
+    assert v["passed"] is False and v["setup_failed"] is False and v["checks"]
+    obs, outside, host = good()
+    v = verdict(obs, outside, host, {"timed_out": True, "rc": None, "json_status": {"child-pid": 4242}})
+    assert [d["code"] for d in v["diagnostics"]] == ["probe_timeout"] and v["passed"] is False
+    assert "its checks are judged" in v["diagnostics"][0]["message"] and all(c["ok"] for c in v["checks"])
+
+
+def test_timeout_without_the_outside_reading_judges_nothing():
+    """The payload's line arrived but the outside never read its process: nothing is proven either way."""
+    obs, _outside, host = good()
+    v = verdict(obs, None, host, {"timed_out": True, "rc": None, "json_status": {"child-pid": 4242}})
+    assert [d["code"] for d in v["diagnostics"]] == ["probe_timeout"] and v["checks"] == []
+    assert "its checks are judged" not in v["diagnostics"][0]["message"]
+
+
+@pytest.mark.parametrize("info,status,exceeded", [
+    ({"result": "timeout", "main": "code=killed/status=TERM"}, {"child-pid": 7}, True),     # RuntimeMaxSec= hit
+    ({"result": "timeout", "main": "code=exited/status=0"}, {"child-pid": 7, "exit-code": 0}, False),
+    # a look-alike (no status records) exited on its own; only the stop timed out on what it left in the unit
+    ({"result": "timeout", "main": "code=exited/status=0"}, {}, False),
+    ({"result": "success", "main": "code=exited/status=0"}, {}, False),
+])
+def test_systemd_timeout_is_the_runtime_limit_only_when_it_killed_the_main_process(info, status, exceeded):
+    assert PR._runtime_exceeded(info, status) is exceeded
+
+
 def test_stream_records_and_launcher():
     stream = (b'{"launcher-pid": 41}\n{ "child-pid": 42, "net-namespace": 5 }\nnoise {"x": \n'
               b'{"metnos_probe": "t0k", "pid": 42}\n{ "exit-code": 0 }\n{"partial": ')
