@@ -22,8 +22,9 @@ description:
     systemd, directly as the service user (a weaker context, reported as such).
   - Every check has two witnesses. Outside, from the host's C(/proc), bwrap's C(--json-status-fd)
     child-pid must be the payload process (exact command line, a child of the bwrap that was started);
-    its namespace inodes are compared with bwrap's own, and its mount table and interfaces are read
-    while the payload waits (a handshake on its stdin, also through C(systemd-run --pipe)). Where root
+    its namespace inodes are compared with bwrap's parent context (read before bwrap ran), and its
+    mount table and interfaces are read while the payload waits (a handshake on its stdin, also
+    through C(systemd-run --pipe)). Where root
     may not read another user's namespace links (no CAP_SYS_PTRACE, e.g. in containers) they are read
     with the payload's own uid and gid. Inside, the payload reports C(statfs)/C(statvfs)/C(stat) of
     each mount, C(lstat) of hidden paths, a real write per writable grant, its interfaces and its

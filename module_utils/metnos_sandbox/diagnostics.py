@@ -396,7 +396,7 @@ _CODES = [
        "bwrap ran the payload without isolation",
        "The probe payload ran and reported, but not inside a sandbox: the process that ran it is not the "
        "child bwrap reported (no or a false --json-status-fd child-pid: a bwrap look-alike), or it shares "
-       "every namespace the profile unshares with bwrap's own process. The message lists the checks that "
+       "every namespace the profile unshares with bwrap's parent context. The message lists the checks that "
        "show it.",
        "Outside evidence from the host's /proc: the payload process is found by its exact command line and "
        "tied to bwrap's child-pid and to the bwrap that was started; its namespace inodes are compared with "

@@ -11,7 +11,9 @@ Two independent witnesses for every check:
   child (exact command line, parent is the bwrap that was started), and reads its namespace
   inodes, its mount table and its interfaces from the host's ``/proc`` while the payload
   waits (a handshake on the payload's stdin: it reports, then blocks until the outside has
-  read). Namespaces are compared with bwrap's own (its parent context).
+  read). Namespaces are compared with bwrap's parent context, read before bwrap could act (run
+  directly: the probe's own; in a transient unit: the unit's process, read while it waits to exec
+  bwrap); a bwrap that has left that context since is itself a finding.
 * **inside** (the payload, ``PAYLOAD``): ``statfs``/``statvfs``/``stat`` of each mount point,
   ``lstat`` of each hidden path, a real write for each writable grant, ``if_nameindex``,
   ``prctl(PR_GET_PDEATHSIG)``; its ``/proc/self/ns`` links count only once ``/proc`` is proven
@@ -206,9 +208,20 @@ def replace_command(argv, command):
 # --------------------------------------------------------------------------- the outside witness
 
 def host_view(proc="/proc"):
-    """The probe's own namespaces and mount table, read before the run."""
+    """The probe's own namespaces and mount table, read before the run. Run directly, this *is* the
+    parent context of bwrap (the probe starts bwrap without changing namespaces)."""
     mounts = PF.read_mounts("self", proc)
-    return {"ns": host_namespaces(proc), "mounts": mounts if isinstance(mounts, list) else []}
+    return {"ns": host_namespaces(proc), "mounts": mounts if isinstance(mounts, list) else [],
+            "from": "the probe (pid %d) that started bwrap" % os.getpid()}
+
+
+def observe_context(pid, proc="/proc"):
+    """The parent context of bwrap in a transient unit: the namespaces and mount table of the unit's
+    process (pid), read from outside while it waits, before it executes bwrap."""
+    ns, how = PF.namespaces(pid, proc=proc)
+    mounts = PF.read_mounts(pid, proc)
+    return {"ns": ns, "mounts": mounts if isinstance(mounts, list) else [], "read_by": how,
+            "from": "the unit's process (pid %s) before it ran bwrap" % pid}
 
 
 def observe_outside(launcher, child_pid, payload_argv, proc="/proc"):
@@ -246,12 +259,14 @@ class _Watcher(object):
     """The outside half of the handshake: once the payload has reported, read its evidence (while
     it waits on stdin), then let it go."""
 
-    def __init__(self, token, payload_argv, proc="/proc"):
+    def __init__(self, token, payload_argv, proc="/proc", stdin=None):
         self.token = token
         self.payload_argv = payload_argv
         self.proc = proc
         self.outside = None
         self.launcher = None
+        self.stdin = stdin          # systemd: the launcher waits for one line before it runs bwrap
+        self.context = None
 
     def _done(self, objects, status, launcher):
         if not any(o.get("metnos_probe") == self.token for o in objects):
@@ -263,7 +278,21 @@ class _Watcher(object):
                                            else None, self.payload_argv, self.proc)
         except Exception as exc:   # never leave the payload waiting; nothing read is nothing proven
             self.outside = {"launcher": launcher, "child_pid": child, "error": "%s: %s" % (type(exc).__name__, exc)}
+        if self.context is not None:
+            self.outside["context"] = self.context
         return True
+
+    def _release_launcher(self, launcher):
+        """Read the unit's process (the parent context) while it waits, then let it run bwrap."""
+        try:
+            self.context = observe_context(launcher, self.proc)
+        except Exception as exc:
+            self.context = {"error": "%s: %s" % (type(exc).__name__, exc)}
+        try:
+            self.stdin.write(b"\n")
+            self.stdin.flush()
+        except (OSError, ValueError):
+            pass
 
     def direct(self, data, pid):
         _launcher, status, _obs = split_stream(records(data.get("status", b"")), self.token)
@@ -272,6 +301,8 @@ class _Watcher(object):
     def systemd(self, data, _pid):
         objects = records(data["stdout"])
         launcher, status, _obs = split_stream(objects, self.token)
+        if self.context is None and self.stdin is not None and isinstance(launcher, int) and launcher > 0:
+            self._release_launcher(launcher)
         return self._done(objects, status, launcher)
 
 
@@ -312,6 +343,29 @@ def _err(value):
     return value is None or PF.is_error(value)
 
 
+def _reference(outside, host):
+    """The namespaces the payload is judged against: bwrap's parent context as read before bwrap could
+    act (run directly: the probe's own; in a unit: the unit's process before it executed bwrap). Only
+    when that was unreadable, bwrap's own links, then the probe's. Also the kinds in which the bwrap
+    that was started is no longer in that context (a real bwrap never leaves it)."""
+    context = outside.get("context") or {}
+    parent = outside.get("parent") or {}
+    pns = parent.get("ns") or {}
+    essential = ("user", "mnt", "net", "pid")
+    if context.get("ns") and not any(_err(context["ns"].get(k)) for k in essential):
+        ref, ref_from = context["ns"], context.get("from") or "the unit's process before it ran bwrap"
+    elif not context and host.get("ns") and not any(_err(host["ns"].get(k)) for k in essential):
+        ref, ref_from = host["ns"], host.get("from") or "the probe that started bwrap"
+    elif pns and not any(_err(pns.get(k)) for k in essential):
+        ref, ref_from = pns, "bwrap (pid %s) (the parent context was unreadable)" % parent.get("pid")
+    else:
+        return host.get("ns") or {}, "the probe (neither the parent context nor bwrap's links are readable: %s)" % (
+            ", ".join("%s=%s" % (k, v) for k, v in sorted(pns.items()) if _err(v)) or "bwrap not known"), []
+    moved = [k for k in PF.NS_KINDS if ref is not pns and not _err(pns.get(k)) and not _err(ref.get(k))
+             and pns.get(k) != ref.get(k)]
+    return ref, ref_from, moved
+
+
 def _known_devices(outside, host):
     devs = PF.devices(host.get("mounts") or [])
     parent_mounts = (outside.get("parent") or {}).get("mounts")
@@ -335,9 +389,14 @@ def evaluate(spec, obs, outside, host):
     known = _known_devices(outside, host)
     pid = outside.get("payload_pid")
 
+    ref, ref_from, moved = _reference(outside, host)
+
     # 1. The process that reported is bwrap's sandboxed child (else nothing below is about a sandbox).
     child, launcher, pids = outside.get("child_pid"), outside.get("launcher"), outside.get("payload_pids") or []
     why = []
+    if moved:
+        why.append("the bwrap that was started (pid %s) left its parent context's namespaces (%s): bwrap never "
+                   "does, a wrapper that hides what it shares does" % (launcher, ", ".join(moved)))
     if outside.get("error"):
         why.append("the outside evidence could not be read (%s)" % outside["error"])
     if not isinstance(child, int):
@@ -379,13 +438,7 @@ def evaluate(spec, obs, outside, host):
             {"inside": {"type": _hex(inside.get("type")), "dev": inside.get("dev"), "self": obs.get("proc_self")},
              "outside": mount and {"fstype": mount["fstype"], "dev": mount["dev"]}, "problems": problems}, not problems)
 
-    # 3. Namespaces: outside, the payload's inodes vs bwrap's own; inside, the payload's links agree.
-    parent = outside.get("parent") or {}
-    pns = parent.get("ns") or {}
-    ref, ref_from = pns, "bwrap (pid %s)" % parent.get("pid")
-    if not pns or any(_err(pns.get(k)) for k in ("user", "mnt", "net", "pid")):
-        ref, ref_from = host.get("ns") or {}, "the probe (bwrap's own links unreadable: %s)" % (
-            ", ".join("%s=%s" % (k, v) for k, v in sorted(pns.items()) if _err(v)) or "bwrap not known")
+    # 3. Namespaces: outside, the payload's inodes vs the parent context's; inside, the payload's links agree.
     mine = payload.get("ns") or {}
 
     def ns_evidence(kind):
@@ -419,7 +472,7 @@ def evaluate(spec, obs, outside, host):
             if obs.get("interfaces") != ["lo"] or payload.get("interfaces") != ["lo"]:
                 problems.append("interfaces inside %s, outside %s (expected only lo)"
                                 % (obs.get("interfaces"), payload.get("interfaces")))
-        add("%s_namespace_private" % kind, rule, "differs from bwrap's own (its parent context)",
+        add("%s_namespace_private" % kind, rule, "differs from bwrap's parent context",
             dict(ev, problems=problems), not problems)
     if not spec.get("net_unshared"):
         ev, problems = ns_problems("net", False)
@@ -560,7 +613,8 @@ def _verdict(shown, result, obs, outside, spec, host, user, timeout, tool=None):
         verdict["evidence"] = {"bwrap_pid": outside.get("launcher"), "child_pid": outside.get("child_pid"),
                                "payload_pid": outside.get("payload_pid"),
                                "bwrap_exe": (outside.get("parent") or {}).get("exe"),
-                               "read_by": (outside.get("payload") or {}).get("read_by")}
+                               "read_by": (outside.get("payload") or {}).get("read_by"),
+                               "parent_context": (outside.get("context") or {}).get("from") or host.get("from")}
     who = (user or {}).get("name", "current user")
     if result["timed_out"]:
         verdict["diagnostics"].append(D.make("probe_timeout", message="the probe did not finish within %ss; its "
@@ -661,11 +715,14 @@ def _strip_systemd_run(stderr):
     return "\n".join(keep), info
 
 
-# The transient unit's command: say who will be bwrap (the shell's pid is bwrap's after exec), then
-# exec bwrap with its status fd on the unit's stdout (systemd-run --pipe hands us that stdout).
+# The transient unit's command: say who will be bwrap (the shell's pid is bwrap's after exec), wait for
+# one line on stdin (the probe reads the unit's namespaces and mounts - bwrap's parent context - from
+# outside meanwhile: nothing bwrap does afterwards can move that reference), then exec bwrap with its
+# status fd on the unit's stdout (systemd-run --pipe hands us that stdout). sh's read takes one byte at
+# a time from a pipe, so the rest of stdin stays for the payload's handshake.
 # systemd expands "$$" in a command line to "$", hence "$$$$" for the shell's "$$".
 STOP_TIMEOUT = 3
-LAUNCHER = 'printf \'{"launcher-pid": %s}\\n\' "$$$$"; exec "$@" 3>&1'
+LAUNCHER = 'printf \'{"launcher-pid": %s}\\n\' "$$$$"; read -r metnos_go; exec "$@" 3>&1'
 
 
 def run_systemd(argv, spec, python, user, settings, env, timeout, runner_unit):
@@ -680,7 +737,6 @@ def run_systemd(argv, spec, python, user, settings, env, timeout, runner_unit):
     full = systemd_run_argv(runner_unit, user, settings, env, timeout) + ["-p", "TimeoutStopSec=%d" % STOP_TIMEOUT] + \
         ["/bin/sh", "-c", LAUNCHER, "sh"] + inner
     host = host_view()
-    watcher = _Watcher(spec["token"], payload)
     start = time.time()
     try:
         proc = subprocess.Popen(full, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -689,6 +745,7 @@ def run_systemd(argv, spec, python, user, settings, env, timeout, runner_unit):
         result = {"rc": 127, "stderr": "systemd-run: %s" % exc.strerror, "json_status": {}, "timed_out": False,
                   "duration": 0.0}
         return _verdict(full[:len(full) - 1] + ["<spec>"], result, None, None, spec, host, user, timeout)
+    watcher = _Watcher(spec["token"], payload, stdin=proc.stdin)
     try:
         data, timed_out = B.pump(proc, {"stdout": proc.stdout.fileno(), "stderr": proc.stderr.fileno()},
                                  timeout + 15, watcher.systemd)

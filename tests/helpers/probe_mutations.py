@@ -120,6 +120,35 @@ decoy.wait()
 sys.exit(rc)
 """
 
+FAKE_MOVE = """#!/usr/bin/python3
+# A wrapper around the real bwrap that drops --unshare-ipc (the payload shares its parent's IPC
+# namespace), names the real bwrap - its own child, the payload's parent - as child-pid, and then
+# moves itself into new user and IPC namespaces: judged against "bwrap's own" namespaces, the
+# payload's IPC namespace looks private.
+import ctypes, json, os, subprocess, sys
+args = [a for a in sys.argv[1:] if a != "--unshare-ipc"]
+i = args.index("--json-status-fd")
+fd = int(args[i + 1])
+r, w = os.pipe()
+args[i + 1] = str(w)
+real = subprocess.Popen(["/usr/bin/bwrap"] + args, pass_fds=(w,))
+os.close(w)
+ctypes.CDLL(None, use_errno=True).unshare(0x10000000 | 0x08000000)   # CLONE_NEWUSER | CLONE_NEWIPC
+buf = b""
+while True:
+    chunk = os.read(r, 4096)
+    if not chunk:
+        break
+    buf += chunk
+    while b"\\n" in buf:
+        line, buf = buf.split(b"\\n", 1)
+        obj = json.loads(line.decode())
+        if "child-pid" in obj:
+            obj["child-pid"] = real.pid
+        os.write(fd, (json.dumps(obj) + "\\n").encode())
+sys.exit(real.wait())
+"""
+
 
 class Bench(object):
     """Host-side fixtures for the rows, all under one /var/tmp directory; ``close()`` removes them."""
@@ -139,7 +168,8 @@ class Bench(object):
         os.chmod(self.dir, 0o755)
         self.bwrap = shutil.which("bwrap")
         self.fakes = {}
-        for name, text in (("exec", FAKE_EXEC), ("json", FAKE_JSON), ("unshare", FAKE_UNSHARE), ("wrap", FAKE_WRAP)):
+        for name, text in (("exec", FAKE_EXEC), ("json", FAKE_JSON), ("unshare", FAKE_UNSHARE), ("wrap", FAKE_WRAP),
+                           ("move", FAKE_MOVE)):
             path = os.path.join(self.dir, "fake-" + name, "bwrap")
             os.makedirs(os.path.dirname(path), mode=0o755)
             with open(path, "w") as handle:
@@ -312,6 +342,9 @@ ROWS = [
     Row("fake_no_mnt", "look-alike: user/ipc/uts/net namespaces, no mount namespace, honest json-status",
         binary("fakes.unshare"), ["mnt_namespace_private", "fresh_tmpfs:/tmp", "minimal_dev:/dev", "read_only:*",
                                   "hidden:*", "parent_death_signal"]),
+    Row("fake_move_after_fork", "wrapper: real bwrap without --unshare-ipc, then the wrapper moves itself into "
+        "new namespaces (judged against bwrap's own, the payload's IPC namespace looked private)",
+        binary("fakes.move"), ["bwrap_child_is_payload", "ipc_namespace_private"], code="probe_not_isolated"),
 ]
 
 

@@ -185,3 +185,31 @@ def test_mountinfo_parsing():
     assert top["id"] == "37" and PF.read_only(top)
     assert PF.covering_mount(mounts, "/mnt 2/x/y")["id"] == "37"
     assert PF.covering_mount(copy.deepcopy(mounts[:1]), "/other") is None
+
+
+def test_namespaces_are_judged_against_the_parent_context_not_bwraps_own():
+    """A wrapper that leaves its parent's namespaces after starting the sandbox makes everything
+    differ from "bwrap's own": the reference is the context bwrap was started in."""
+    obs, outside, host = good()
+    spec = dict(SPEC, unshare=["user", "mnt", "ipc", "net"])
+    outside["parent"]["ns"] = dict(HOST_NS, user="user:[31]", ipc="ipc:[33]")    # the launcher moved
+    bad = failed(obs, outside, host, spec)
+    assert set(bad) == {"bwrap_child_is_payload", "ipc_namespace_private"}
+    assert "left its parent context's namespaces (user, ipc)" in bad["bwrap_child_is_payload"]["observed"][
+        "problems"][0]
+    assert bad["ipc_namespace_private"]["observed"]["problems"] == ["shared with the probe that started bwrap"]
+
+
+def test_a_units_context_read_before_bwrap_ran_is_the_reference():
+    obs, outside, host = good()
+    unit_ns = dict(HOST_NS, net="net:[55]")                       # PrivateNetwork=yes
+    outside["parent"]["ns"] = dict(unit_ns)
+    outside["context"] = {"ns": dict(unit_ns), "mounts": HOST_MOUNTS, "from": "the unit's process (pid 4241)"}
+    assert failed(obs, outside, host) == {}
+    outside["payload"]["ns"]["net"] = obs["ns"]["net"] = "net:[55]"   # the unit's network, not a new one
+    bad = failed(obs, outside, host)
+    assert set(bad) == {"net_namespace_private"}
+    assert "shared with the unit's process (pid 4241)" in bad["net_namespace_private"]["observed"]["problems"]
+    outside["context"] = {"error": "ProcessLookupError"}            # unreadable: bwrap's own links, said so
+    bad = failed(obs, outside, host)
+    assert "the parent context was unreadable" in bad["net_namespace_private"]["observed"]["parent_from"]
