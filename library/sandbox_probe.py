@@ -32,10 +32,13 @@ description:
     procfs whose C(/proc/self) is the payload.
   - Checks, each with the rule it proves - bwrap's child is the payload, C(/proc) is a procfs showing
     the payload, private user/mnt/ipc/uts (and net, with only C(lo)) namespaces, no PID namespace,
-    C(/tmp) a fresh empty tmpfs (a device no host mount has), C(/dev) bwrap's minimal tmpfs, every
-    read-only bind mounted read-only (mount flags, never a refused write), writable grants accept a
-    real write, undeclared sensitive paths absent (ENOENT) on the sandbox's own root, the
-    parent-death signal set. A permission error is "not proven" and fails the check.
+    C(/tmp) a fresh empty tmpfs (a device no host mount has), C(/dev) bwrap's minimal tmpfs (only
+    binds of the parent's own device nodes and a new devpts), every read-only bind mounted read-only
+    (mount flags, never a refused write), every bind and every mount below it the declared host path
+    (device and root of each mount, against bwrap's parent context), nothing mounted where the
+    profile mounts nothing, writable grants accept a real write, undeclared sensitive paths absent
+    (ENOENT) on the sandbox's own root, the parent-death signal set. A permission error is "not
+    proven" and fails the check.
   - Outcomes have distinct codes - C(probe_not_isolated) (the payload ran without isolation, e.g. a
     bwrap look-alike; the message lists the checks that show it), C(probe_check_failed),
     C(probe_setup_failed) (bwrap failed before the payload ran, with bwrap's text),
@@ -118,7 +121,8 @@ checks:
   type: list
   elements: dict
   contains:
-    name: {description: "Check name, e.g. net_namespace_private, read_only:/usr, fresh_tmpfs:/tmp.", type: str}
+    name: {description: "Check name, e.g. net_namespace_private, read_only:/usr, bind_source:/usr, fresh_tmpfs:/tmp,
+             no_undeclared_mounts.", type: str}
     rule: {description: Spec rule it proves., type: str}
     expected: {description: What the profile promises., type: raw}
     observed: {description: "Both witnesses (outside, inside) and, when it failed, the problems found.", type: raw}

@@ -407,8 +407,10 @@ _CODES = [
     _c("probe_check_failed", ERROR, "R-DIAG-3",
        "The sandbox does not hold what the profile promises",
        "A check of the probe failed or could not be proven: a namespace is shared, a read-only bind is "
-       "mounted read-write, a hidden path is visible, /tmp or /dev is not a fresh tmpfs, /proc is not a "
-       "procfs showing the payload, the network is not isolated, or the parent-death signal is missing. A "
+       "mounted read-write, a bind (or a mount below it) is not the declared host path, something is mounted "
+       "where the profile mounts nothing, a hidden path is visible, /tmp or /dev is not a fresh tmpfs (or /dev "
+       "holds device nodes bwrap's --dev does not make), /proc is not a procfs showing the payload, the network "
+       "is not isolated, or the parent-death signal is missing. A "
        "permission error is never taken as proof (\"not proven\").",
        "Two witnesses per check: the kernel's view from outside (the payload's /proc/PID/ns, mountinfo and "
        "net/dev on the host) and the payload's own (statfs, statvfs, lstat, a real write, if_nameindex, prctl).",

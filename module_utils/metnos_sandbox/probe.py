@@ -125,10 +125,12 @@ PROC_SUPER_MAGIC = 0x9FA0
 TMPFS_MAGIC = 0x01021994
 SIGKILL = 9
 # What bwrap's --dev creates (bubblewrap.c: devnodes, stdio links, shm, pts, ptmx, core; console
-# when it has a tty). Anything else in /dev came from somewhere else.
+# when its stdout is a terminal, never for the probe). Anything else in /dev came from somewhere else.
 DEV_ENTRIES = ("console", "core", "fd", "full", "null", "ptmx", "pts", "random", "shm", "stderr", "stdin",
                "stdout", "tty", "urandom", "zero")
-DEV_MOUNTS = ("console", "full", "null", "pts", "random", "shm", "tty", "urandom", "zero")
+# The mounts it makes there: a bind of the parent context's /dev/<node> for each device node (and a
+# new devpts on pts). /dev/shm is a plain directory, not a mount.
+DEV_NODES = ("full", "null", "random", "tty", "urandom", "zero")
 UNSHARE_FLAGS = ("user", "ipc", "uts", "net", "pid", "cgroup")
 
 
@@ -186,6 +188,8 @@ def expectations(profile, extra_absent=()):
         "unshare": unshare,
         "ns": list(PF.NS_KINDS),
         "ro": dests("ro"), "rw": dests("rw"), "tmpfs": dests("tmpfs"), "dev": dests("dev"), "proc": dests("proc"),
+        "binds": dict((m["dest"], os.path.realpath(m.get("src") or m["dest"])) for m in mounts
+                      if m["kind"] in ("ro", "rw")),
         "absent": expected_absent(profile, list(SENSITIVE) + list(extra_absent)),
         "net_unshared": "--unshare-net" in opts,
         "die_with_parent": "--die-with-parent" in opts,
@@ -368,10 +372,37 @@ def _reference(outside, host):
 
 def _known_devices(outside, host):
     devs = PF.devices(host.get("mounts") or [])
-    parent_mounts = (outside.get("parent") or {}).get("mounts")
-    if isinstance(parent_mounts, list):
-        devs |= PF.devices(parent_mounts)
+    for key in ("parent", "context"):
+        more = (outside.get(key) or {}).get("mounts")
+        if isinstance(more, list):
+            devs |= PF.devices(more)
     return devs
+
+
+def _context_mounts(outside, host):
+    """The mount table binds are taken from: the parent context's (see _reference)."""
+    context = outside.get("context") or {}
+    if context:
+        return context.get("mounts") or (outside.get("parent") or {}).get("mounts") or None
+    return host.get("mounts") or None
+
+
+def _foreign(mounts, dest, tree, skip=(), context=None, src=None):
+    """Visible mounts at or below ``dest`` whose (device, root) is not what ``tree`` (bind_tree of the
+    source) holds at that relative path - nor, with ``context``, a bind of the same path of ``src``
+    (the same files) - as "mountpoint (fstype device root)"; mounts at or below ``skip`` are another
+    check's business."""
+    out = []
+    for m in mounts:
+        if not _under(m["mountpoint"], dest) or any(_under(m["mountpoint"], d) for d in skip):
+            continue
+        rel = os.path.relpath(m["mountpoint"], dest)
+        if (m["dev"], m["root"]) in tree.get(rel, ()):
+            continue
+        if context and src and (m["dev"], m["root"]) == PF.source_of(context, os.path.normpath(os.path.join(src, rel))):
+            continue
+        out.append("%s (%s %s %s)" % (m["mountpoint"], m["fstype"], m["dev"], m["root"]))
+    return sorted(out)
 
 
 def evaluate(spec, obs, outside, host):
@@ -386,7 +417,11 @@ def evaluate(spec, obs, outside, host):
     outside = outside or {}
     payload = outside.get("payload") or {}
     mounts = payload.get("mounts") if isinstance(payload.get("mounts"), list) else None
+    visible = PF.visible_mounts(mounts) if mounts is not None else None
+    ctx_mounts = _context_mounts(outside, host)
     known = _known_devices(outside, host)
+    binds = spec.get("binds") or {}
+    declared = [d for key in ("ro", "rw", "tmpfs", "dev", "proc") for d in spec.get(key, [])]
     pid = outside.get("payload_pid")
 
     ref, ref_from, moved = _reference(outside, host)
@@ -432,6 +467,21 @@ def evaluate(spec, obs, outside, host):
         if not nspid or nspid[-1] != obs.get("pid"):
             problems.append("outside: the payload's pid in its own namespace is %s, it says %s"
                             % (nspid[-1] if nspid else "unknown", obs.get("pid")))
+        if mount is not None and mount["fstype"] == "proc" and ctx_mounts:
+            # below it: only procfs's own directories (bwrap covers some read-only) and what the
+            # parent context has mounted below its /proc
+            own = dict((os.path.relpath(m["mountpoint"], dest), set([(mount["dev"], os.path.normpath(
+                os.path.join(mount["root"], os.path.relpath(m["mountpoint"], dest))))]))
+                for m in PF.mounts_under(visible, dest))
+            tree = PF.bind_tree(ctx_mounts, "/proc")
+            for rel, pairs in own.items():
+                tree[rel] = tree.get(rel, set()) | pairs
+            tree["."] = set([(mount["dev"], mount["root"])])
+            other = _foreign(visible, dest, tree, [d for d in declared if d != dest and _under(d, dest)],
+                             ctx_mounts, "/proc")
+            if other:
+                problems.append("outside: mounts below %s that are not procfs's own: %s" % (dest, ", ".join(
+                    other[:5])))
         proc_ok = not problems and dest == "/proc"
         add("proc_is_own_procfs" if dest == "/proc" else "procfs:%s" % dest, spec["rules"].get(dest, "R-BASE-2"),
             "a procfs in which /proc/self is the payload (inside and outside agree)",
@@ -485,7 +535,6 @@ def evaluate(spec, obs, outside, host):
         dict(ev, problems=problems), not problems)
 
     # 4. Fresh tmpfs (and bwrap's minimal /dev): type, a device no host mount has, contents.
-    declared = [d for key in ("ro", "rw", "tmpfs", "dev", "proc") for d in spec.get(key, [])]
     for dest in spec.get("tmpfs", []) + spec.get("dev", []):
         is_dev = dest in spec.get("dev", [])
         inside = (obs.get("tmpfs") or {}).get(dest) or {}
@@ -506,10 +555,18 @@ def evaluate(spec, obs, outside, host):
         entries = inside.get("entries")
         if is_dev:
             allowed = set(DEV_ENTRIES)
-            extra_mounts = sorted(m["mountpoint"] for m in PF.mounts_under(mounts or [], dest)
-                                  if os.path.relpath(m["mountpoint"], dest) not in DEV_MOUNTS)
-            if extra_mounts:
-                problems.append("mounts bwrap's --dev does not make: %s" % ", ".join(extra_mounts[:8]))
+            if visible is not None and ctx_mounts:
+                tree = dict((name, set([PF.source_of(ctx_mounts, "/dev/" + name)])) for name in DEV_NODES)
+                tree["pts"] = set((m["dev"], "/") for m in PF.mounts_under(visible, dest)
+                                  if m["mountpoint"] == dest.rstrip("/") + "/pts" and m["fstype"] == "devpts"
+                                  and m["dev"] not in known)
+                tree["."] = set([(mount["dev"], mount["root"])]) if mount else set()
+                extra_mounts = _foreign(visible, dest, tree, [d for d in declared if d != dest and _under(d, dest)])
+                if extra_mounts:
+                    problems.append("mounts bwrap's --dev does not make (a bind of the parent's /dev/<node>, a new "
+                                    "devpts): %s" % ", ".join(extra_mounts[:8]))
+            elif mounts is not None:
+                problems.append("not proven: the parent context's mount table was not read")
         else:
             allowed = set(os.path.relpath(d, dest).split("/")[0] for d in declared if d != dest and _under(d, dest))
         if not isinstance(entries, list):
@@ -523,6 +580,41 @@ def evaluate(spec, obs, outside, host):
                         "entries": entries if not isinstance(entries, list) else entries[:12]},
              "outside": mount and {"fstype": mount["fstype"], "dev": mount["dev"], "source": mount["source"]},
              "problems": problems}, not problems)
+
+    # 5a. Binds: what is mounted at and below each bind is the parent context's source tree (device
+    #     and root of every mount), not another host path mounted in its place or below it.
+    for dest in spec.get("ro", []) + spec.get("rw", []):
+        src = binds.get(dest, dest)
+        problems = []
+        if visible is None:
+            problems.append("not proven: the payload's mount table was not read")
+        elif not ctx_mounts:
+            problems.append("not proven: the parent context's mount table was not read")
+        elif PF.mount_at(visible, dest) is not None:    # no mount at all: read_only/writable say so
+            inner = [d for d in declared if d != dest and _under(d, dest)]
+            other = _foreign(visible, dest, PF.bind_tree(ctx_mounts, src), inner, ctx_mounts, src)
+            if other:
+                problems.append("outside: not the host's %s: %s" % (src, ", ".join(other[:5])))
+        add("bind_source:%s" % dest, spec["rules"].get(dest, "R-CAP-FS"),
+            "the parent context's %s tree (device and root of each mount)" % src, {"problems": problems},
+            not problems)
+
+    # 5b. Nothing is mounted outside the declared destinations (hidden paths have their own check), and
+    #     the root is bwrap's own new tmpfs.
+    problems, extra = [], []
+    if visible is None:
+        problems.append("not proven: the payload's mount table was not read")
+    else:
+        for m in visible:
+            if m["mountpoint"] == "/":
+                if m["fstype"] != "tmpfs" or m["dev"] in known:
+                    problems.append("the root is %s %s %s, not a new tmpfs" % (m["fstype"], m["dev"], m["root"]))
+            elif not any(_under(m["mountpoint"], d) for d in declared + list(spec.get("absent", []))):
+                extra.append("%s (%s %s %s)" % (m["mountpoint"], m["fstype"], m["dev"], m["root"]))
+        if extra:
+            problems.append("mounted but not declared: %s" % ", ".join(sorted(extra)[:8]))
+    add("no_undeclared_mounts", "R-SCOPE-1", "mounts only at the profile's destinations, on bwrap's own root",
+        {"problems": problems}, not problems)
 
     # 5. Read-only binds: the kernel's mount flags, inside (statvfs) and outside (mount table).
     not_ro = [d for key in ("rw", "tmpfs", "dev", "proc") for d in spec.get(key, [])]

@@ -99,6 +99,53 @@ def mounts_under(mounts, path):
     return [m for m in mounts if m["mountpoint"] != path and _under(m["mountpoint"], path)]
 
 
+def visible_mounts(mounts):
+    """The mounts a path walk in that namespace can reach: the top of each stack of mounts at one mount
+    point, minus mounts hidden under a later mount at an ancestor path (their parent is not the mount
+    a walk reaches there). Mounts below a hidden one are hidden too."""
+    ids = set(m["id"] for m in mounts)
+    kids = {}
+    for m in mounts:
+        kids.setdefault(m["parent"], []).append(m)
+    out, todo = [], [m for m in mounts if m["parent"] not in ids or m["parent"] == m["id"]]
+    seen = set()
+    while todo:
+        m = todo.pop()
+        if m["id"] in seen:
+            continue
+        seen.add(m["id"])
+        mine = [c for c in kids.get(m["id"], []) if c["id"] != m["id"]]
+        over = [c for c in mine if c["mountpoint"] == m["mountpoint"]]
+        if over:                    # m is covered by another mount at the same place
+            todo.extend(over)
+            continue
+        out.append(m)
+        for c in mine:
+            if not any(o is not c and o["mountpoint"] != c["mountpoint"] and _under(c["mountpoint"], o["mountpoint"])
+                       for o in mine):
+                todo.append(c)
+    return out
+
+
+def source_of(mounts, path):
+    """(device, root) that a bind of ``path`` taken in this mount table carries: the covering mount's
+    device and its root joined with the rest of the path; None when nothing covers it."""
+    m = covering_mount(mounts, path)
+    if m is None:
+        return None
+    rel = os.path.relpath(path, m["mountpoint"])
+    return m["dev"], (m["root"] if rel == "." else os.path.normpath(os.path.join(m["root"], rel)))
+
+
+def bind_tree(mounts, path):
+    """What a recursive bind of ``path`` shows, as {path relative to it: {(device, root)}}: '.' for
+    the bind itself, then every mount below ``path`` in this table."""
+    out = {".": set([source_of(mounts, path)])}
+    for m in mounts_under(mounts, path):
+        out.setdefault(os.path.relpath(m["mountpoint"], path), set()).add((m["dev"], m["root"]))
+    return out
+
+
 def read_only(mount):
     """A mount is read-only when its own flags or its superblock say ro."""
     return "ro" in mount["opts"] or "ro" in mount["superopts"]

@@ -187,6 +187,8 @@ class Bench(object):
         version = B.parse_version(subprocess.run([self.bwrap, "--version"], capture_output=True,
                                                  text=True).stdout)
         self.setuid_ok = B.version_tuple(version) < (0, 12)
+        self.python_copy = os.path.join(self.dir, "python")
+        shutil.copy(os.path.realpath(PYTHON), self.python_copy)
         self.empty = os.path.join(self.dir, "empty")
         os.makedirs(self.empty, mode=0o755)
         if not self.with_mounts:     # e.g. in a container without CAP_SYS_ADMIN
@@ -278,7 +280,7 @@ def binary(attr, then=None):
 # --------------------------------------------------------------------------- the rows
 
 NOT_ISOLATED_DIRECT = ["bwrap_child_is_payload", "*_namespace_private", "fresh_tmpfs:/tmp", "minimal_dev:/dev",
-                       "read_only:*", "hidden:*", "parent_death_signal"]
+                       "read_only:*", "hidden:*", "no_undeclared_mounts", "parent_death_signal"]
 
 
 class Row(object):
@@ -333,6 +335,24 @@ ROWS = [
         note="equivalent, not a weakening: without --unshare-pid bwrap's --proc *is* a bind of the host's "
              "/proc (bubblewrap.c: 'Use system procfs, as we share pid namespace anyway'); measured: the same "
              "mount table for nobody"),
+    Row("bind_elsewhere", "extra --bind /var/lib at a path no check knew (/metnos-x)",
+        add("--bind", "/var/lib", "/metnos-x"), ["no_undeclared_mounts"]),
+    Row("symlink_made_bind", "--symlink usr/bin /bin made --bind /usr/bin /bin (writable host binaries)",
+        replace(("--symlink", "usr/bin", "/bin"), ("--bind", "/usr/bin", "/bin")), ["no_undeclared_mounts"]),
+    Row("ro_bind_other_source", "--ro-bind /etc /etc made --ro-bind /root /etc (right place, wrong host path)",
+        replace(("--ro-bind", "/etc", "/etc"), ("--ro-bind", "/root", "/etc")), ["bind_source:/etc"]),
+    Row("ro_mount_below_bind", "extra --ro-bind /root /usr/local (read-only, below a read-only bind)",
+        add("--ro-bind", "/root", "/usr/local"), ["bind_source:/usr"], needs="/usr/local"),
+    Row("interpreter_replaced", "a copy of the interpreter from elsewhere bound over %s (it runs the payload)"
+        % os.path.realpath(PYTHON), replace(("--chdir", "/"), ("--ro-bind", "{bench.python_copy}",
+                                                               os.path.realpath(PYTHON), "--chdir", "/")),
+        ["bind_source:/usr"]),
+    Row("dev_node_swapped", "--dev-bind /dev/kmsg /dev/full (a host device under a name bwrap's --dev uses)",
+        add("--dev-bind", "/dev/kmsg", "/dev/full"), ["minimal_dev:/dev"], needs="/dev/kmsg"),
+    Row("dev_shm_host", "--bind /dev/shm /dev/shm (the host's shared memory)",
+        add("--bind", "/dev/shm", "/dev/shm"), ["minimal_dev:/dev"], needs="/dev/shm"),
+    Row("proc_mount_below", "extra --ro-bind /root /proc/driver (a host directory inside /proc)",
+        add("--ro-bind", "/root", "/proc/driver"), ["proc_is_own_procfs"], needs="/proc/driver"),
     Row("fake_exec", "look-alike bwrap: runs the command unsandboxed, no status records",
         binary("fakes.exec"), NOT_ISOLATED_DIRECT, code="probe_not_isolated"),
     Row("fake_json", "look-alike bwrap: plausible json-status (a decoy sandbox's child-pid), command unsandboxed",
@@ -341,7 +361,7 @@ ROWS = [
         binary("fakes.wrap"), ["bwrap_child_is_payload"]),
     Row("fake_no_mnt", "look-alike: user/ipc/uts/net namespaces, no mount namespace, honest json-status",
         binary("fakes.unshare"), ["mnt_namespace_private", "fresh_tmpfs:/tmp", "minimal_dev:/dev", "read_only:*",
-                                  "hidden:*", "parent_death_signal"]),
+                                  "hidden:*", "no_undeclared_mounts", "parent_death_signal"]),
     Row("fake_move_after_fork", "wrapper: real bwrap without --unshare-ipc, then the wrapper moves itself into "
         "new namespaces (judged against bwrap's own, the payload's IPC namespace looked private)",
         binary("fakes.move"), ["bwrap_child_is_payload", "ipc_namespace_private"], code="probe_not_isolated"),
@@ -354,7 +374,7 @@ def applicable(row, bench):
     if row.needs == "setuid_ok":
         return bench.setuid_ok, "bwrap >= 0.12 refuses setuid use"
     if row.needs and row.needs.startswith("/"):
-        return os.path.isdir(row.needs), "%s does not exist on this host" % row.needs
+        return os.path.exists(row.needs), "%s does not exist on this host" % row.needs
     return True, None
 
 

@@ -25,7 +25,8 @@ HOST_NS = {"user": "user:[1]", "mnt": "mnt:[2]", "ipc": "ipc:[3]", "uts": "uts:[
 SANDBOX_NS = dict(HOST_NS, user="user:[11]", mnt="mnt:[12]", net="net:[15]")
 SPEC = {"token": "t0k", "unshare": ["user", "mnt", "net"], "ns": list(PF.NS_KINDS), "ro": ["/usr"], "rw": ["/data"],
         "tmpfs": ["/tmp"], "dev": [], "proc": ["/proc"], "absent": ["/home"], "net_unshared": True,
-        "die_with_parent": True, "rules": {"/usr": "R-BASE-1", "/data": "R-CAP-FS", "/tmp": "R-BASE-3"}}
+        "die_with_parent": True, "rules": {"/usr": "R-BASE-1", "/data": "R-CAP-FS", "/tmp": "R-BASE-3"},
+        "binds": {"/usr": "/usr", "/data": "/srv/data"}}
 
 
 def good():
@@ -213,3 +214,67 @@ def test_a_units_context_read_before_bwrap_ran_is_the_reference():
     outside["context"] = {"error": "ProcessLookupError"}            # unreadable: bwrap's own links, said so
     bad = failed(obs, outside, host)
     assert "the parent context was unreadable" in bad["net_namespace_private"]["observed"]["parent_from"]
+
+
+def test_visible_mounts_skip_covered_and_shadowed_ones():
+    mounts = PF.parse_mountinfo("""\
+1 0 0:1 /newroot / rw - tmpfs tmpfs rw
+2 1 8:1 /root /etc ro - ext4 /dev/sda rw
+3 2 8:1 /etc /etc ro - ext4 /dev/sda rw
+4 1 8:1 /home /x/y ro - ext4 /dev/sda rw
+5 1 0:9 / /x rw - tmpfs tmpfs rw
+6 3 0:7 / /etc/sub ro - tmpfs tmpfs rw
+""")
+    # 2 is covered by 3 at /etc; 4 was mounted before 5 covered /x: neither is reachable
+    assert sorted(m["id"] for m in PF.visible_mounts(mounts)) == ["1", "3", "5", "6"]
+    assert PF.source_of(mounts, "/etc/passwd") == ("8:1", "/etc/passwd")
+    assert PF.bind_tree(mounts, "/etc")["sub"] == set([("0:7", "/")])
+
+
+def _with_mounts(outside, extra):
+    outside["payload"]["mounts"] = PF.parse_mountinfo(MOUNTINFO + extra)
+
+
+def test_a_mount_outside_the_declared_destinations_fails():
+    obs, outside, host = good()
+    _with_mounts(outside, "305 300 254:0 /var/lib /x rw - ext4 /dev/vda rw\n")     # --bind /var/lib /x
+    bad = failed(obs, outside, host)
+    assert set(bad) == {"no_undeclared_mounts"}
+    assert "mounted but not declared: /x (ext4 254:0 /var/lib)" in bad["no_undeclared_mounts"]["observed"][
+        "problems"][0]
+
+
+def test_a_bind_of_another_host_path_fails_at_the_destination_and_below():
+    obs, outside, host = good()
+    outside["payload"]["mounts"] = PF.parse_mountinfo(MOUNTINFO.replace("254:0 /usr /usr", "254:0 /root /usr"))
+    assert set(failed(obs, outside, host)) == {"bind_source:/usr"}
+    obs, outside, host = good()
+    _with_mounts(outside, "305 301 254:0 /root /usr/local ro - ext4 /dev/vda rw\n")
+    bad = failed(obs, outside, host)
+    assert set(bad) == {"bind_source:/usr"}
+    assert "/usr/local (ext4 254:0 /root)" in bad["bind_source:/usr"]["observed"]["problems"][0]
+    obs, outside, host = good()              # a bind of the same host path below (same files): fine
+    _with_mounts(outside, "305 301 254:0 /usr/local /usr/local ro - ext4 /dev/vda rw\n")
+    assert failed(obs, outside, host) == {}
+    obs, outside, host = good()              # the host's own mount below /usr, as a recursive bind shows it
+    host["mounts"] = HOST_MOUNTS + PF.parse_mountinfo("25 22 0:40 / /usr/share rw - tmpfs tmpfs rw\n")
+    _with_mounts(outside, "305 301 0:40 / /usr/share ro - tmpfs tmpfs rw\n")
+    assert failed(obs, outside, host) == {}
+
+
+def test_dev_mounts_must_be_bwraps_binds_of_the_parents_nodes():
+    obs, outside, host = good()
+    spec = dict(SPEC, dev=["/dev"])
+    host["mounts"] = HOST_MOUNTS + PF.parse_mountinfo("25 22 0:6 / /dev rw - devtmpfs udev rw\n")
+    dev = ("306 300 0:95 / /dev rw - tmpfs tmpfs rw\n"
+           "307 306 0:6 /null /dev/null rw - devtmpfs udev rw\n"
+           "308 306 0:96 / /dev/pts rw - devpts devpts rw\n")
+    obs["tmpfs"]["/dev"] = {"type": PR.TMPFS_MAGIC, "dev": "0:95", "flags": "rw", "entries": ["null", "pts", "shm"]}
+    _with_mounts(outside, dev)
+    assert failed(obs, outside, host, spec) == {}
+    _with_mounts(outside, dev + "309 306 0:6 /kmsg /dev/full rw - devtmpfs udev rw\n"
+                 "310 306 0:30 / /dev/shm rw - tmpfs tmpfs rw\n")
+    bad = failed(obs, outside, host, spec)
+    assert set(bad) == {"minimal_dev:/dev"}
+    assert "/dev/full (devtmpfs 0:6 /kmsg), /dev/shm (tmpfs 0:30 /)" in bad["minimal_dev:/dev"]["observed"][
+        "problems"][0]
