@@ -416,6 +416,15 @@ _CODES = [
        "net/dev on the host) and the payload's own (statfs, statvfs, lstat, a real write, if_nameindex, prctl).",
        ["Compare the rendered argv (sandbox_profile) with the one the runtime uses; re-render the profiles.",
         "If bwrap itself misbehaves, upgrade bubblewrap."]),
+    _c("probe_payload_root", WARNING, "R-BASE-6",
+       "The sandboxed payload runs as root",
+       "The probe ran as {user} (uid 0 outside the sandbox): bwrap keeps root's capabilities in the "
+       "sandbox's user namespace, so an executor can remount the read-only binds read-write and write "
+       "the host's /usr and /etc (measured with bubblewrap 0.8). The checks pass - the mounts are as "
+       "the profile says when the payload starts - but they are not a boundary for root.",
+       "The payload's uid and capability sets, read from /proc/PID/status on the host.",
+       ["Run the Metnos service as an unprivileged user: a drop-in with User=metnos (create it with "
+        "useradd --system metnos), then systemctl daemon-reload and restart the service."]),
     _c("probe_setup_failed", ERROR, "R-DIAG-3",
        "bwrap failed before the payload ran",
        "bwrap failed before the payload ran, in the service's context (as {user}): {cause_text}",

@@ -216,6 +216,7 @@ def host_view(proc="/proc"):
     parent context of bwrap (the probe starts bwrap without changing namespaces)."""
     mounts = PF.read_mounts("self", proc)
     return {"ns": host_namespaces(proc), "mounts": mounts if isinstance(mounts, list) else [],
+            "privileges": PF.privileges(PF.read_status("self", proc)),
             "from": "the probe (pid %d) that started bwrap" % os.getpid()}
 
 
@@ -225,6 +226,7 @@ def observe_context(pid, proc="/proc"):
     ns, how = PF.namespaces(pid, proc=proc)
     mounts = PF.read_mounts(pid, proc)
     return {"ns": ns, "mounts": mounts if isinstance(mounts, list) else [], "read_by": how,
+            "privileges": PF.privileges(PF.read_status(pid, proc)),
             "from": "the unit's process (pid %s) before it ran bwrap" % pid}
 
 
@@ -251,7 +253,7 @@ def observe_outside(launcher, child_pid, payload_argv, proc="/proc"):
         ns, how = PF.namespaces(pid, proc=proc)
         out["payload"] = {"ppid": st.get("ppid"), "nspid": st.get("nspid") or [], "uid": (st.get("uid") or [None])[0],
                           "ns": ns, "read_by": how, "mounts": PF.read_mounts(pid, proc),
-                          "interfaces": PF.interfaces(pid, proc)}
+                          "interfaces": PF.interfaces(pid, proc), "privileges": PF.privileges(st)}
     if isinstance(launcher, int) and launcher > 0:
         links, how = PF.read_links(launcher, ["ns/" + k for k in PF.NS_KINDS] + ["exe"], proc)
         out["parent"] = {"pid": launcher, "ns": dict((k, links["ns/" + k]) for k in PF.NS_KINDS),
@@ -670,6 +672,42 @@ def evaluate(spec, obs, outside, host):
     # 8. Parent-death signal (bwrap --die-with-parent sets SIGKILL).
     if spec.get("die_with_parent", True):
         add("parent_death_signal", "R-BASE-6", SIGKILL, obs.get("pdeathsig"), obs.get("pdeathsig") == SIGKILL)
+
+    # 9. Privileges, from outside (/proc/PID/status): bwrap drops every capability of a non-root user
+    #    and sets no_new_privs; run by uid 0 it keeps the bounding set, never ambient/inheritable ones
+    #    (those come from --cap-add). Capabilities in the sandbox's user namespace let the payload
+    #    remount the read-only binds read-write.
+    priv = payload.get("privileges") or {}
+    problems = []
+    if pid is None or not priv:
+        problems.append("not proven: the payload process was not found outside")
+    else:
+        sets = dict((k, priv.get(k)) for k in ("capinh", "capprm", "capeff", "capbnd", "capamb"))
+        must_be_empty = sets if payload.get("uid") != 0 else dict((k, sets[k]) for k in ("capinh", "capamb"))
+        held = ["Cap%s=%s" % (k[3:].capitalize(), "%x" % v if isinstance(v, int) else v)
+                for k, v in sorted(must_be_empty.items()) if v != 0]
+        if held:
+            problems.append("capabilities held: %s (uid %s outside)" % (", ".join(held), payload.get("uid")))
+        if priv.get("nonewprivs") != 1:
+            problems.append("no_new_privs is %s, bwrap always sets it" % priv.get("nonewprivs"))
+    add("no_capabilities", "R-BASE-6", "no capability a non-root user could use (uid 0: none added), no_new_privs",
+        dict(priv, uid=payload.get("uid"), problems=problems), not problems)
+
+    # 10. No custom seccomp filter (R-BASE-8): the payload has exactly the filters of bwrap's parent
+    #     context (a unit's SystemCallFilter=); a filter can hide syscalls or answer them for the payload.
+    mine_priv = (outside.get("context") or {}).get("privileges") or host.get("privileges") or {}
+    problems = []
+    if pid is None or not priv:
+        problems.append("not proven: the payload process was not found outside")
+    elif isinstance(priv.get("seccomp_filters"), int) and isinstance(mine_priv.get("seccomp_filters"), int):
+        if priv["seccomp_filters"] != mine_priv["seccomp_filters"]:
+            problems.append("%d seccomp filter(s), the parent context has %d" % (priv["seccomp_filters"],
+                                                                                mine_priv["seccomp_filters"]))
+    elif priv.get("seccomp") != mine_priv.get("seccomp"):
+        problems.append("seccomp mode %s, the parent context has %s" % (priv.get("seccomp"), mine_priv.get("seccomp")))
+    add("no_custom_seccomp", "R-BASE-8", "the seccomp filters of bwrap's parent context, none added",
+        {"payload": priv.get("seccomp_filters"), "parent": mine_priv.get("seccomp_filters"), "problems": problems},
+        not problems)
     return checks
 
 
@@ -969,6 +1007,9 @@ def probe_service(params, runner):
                 user.get("name"), " %s" % unit if unit else "")
     out.update(dict((k, v) for k, v in verdict.items() if k != "diagnostics"))
     diags = list(verdict["diagnostics"]) + findings
+    caps = [c for c in verdict.get("checks") or [] if c["name"] == "no_capabilities"]
+    if caps and isinstance(caps[0]["observed"], dict) and caps[0]["observed"].get("uid") == 0:
+        diags.append(D.make("probe_payload_root", user=user.get("name") or "root"))
     if verdict.get("setup_failed") and svc is not None:
         blamed = [d for d in svc.get("diagnostics", []) if d["code"].startswith("unit_")]
         for d in blamed:

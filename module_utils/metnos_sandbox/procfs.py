@@ -166,8 +166,13 @@ def read_mounts(pid, proc="/proc"):
 
 # --------------------------------------------------------------------------- processes
 
+CAP_FIELDS = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
+
+
 def read_status(pid, proc="/proc"):
-    """PPid, Uid, Gid (real, effective, saved, fs) and NSpid of PID; {} when gone."""
+    """PPid, Uid, Gid (real, effective, saved, fs), NSpid, the capability sets (as ints, keys
+    capinh...capamb), NoNewPrivs, Seccomp (mode) and Seccomp_filters (Linux >= 5.9) of PID; {} when
+    gone. (status is world-readable: no ptrace access is needed.)"""
     try:
         text = read_text(os.path.join(proc, str(pid), "status"))
     except (IOError, OSError):
@@ -178,7 +183,20 @@ def read_status(pid, proc="/proc"):
         if key in ("PPid", "Uid", "Gid", "NSpid"):
             nums = [int(v) for v in value.split() if v.lstrip("-").isdigit()]
             out[key.lower()] = nums[0] if key == "PPid" and nums else nums
+        elif key in CAP_FIELDS:
+            try:
+                out[key.lower()] = int(value.strip(), 16)
+            except ValueError:
+                pass
+        elif key in ("NoNewPrivs", "Seccomp", "Seccomp_filters") and value.strip().isdigit():
+            out[key.lower()] = int(value.strip())
     return out
+
+
+def privileges(status):
+    """The capability sets, no_new_privs and seccomp fields of a read_status() result."""
+    return dict((k, status.get(k)) for k in [f.lower() for f in CAP_FIELDS] + ["nonewprivs", "seccomp",
+                                                                                 "seccomp_filters"])
 
 
 def read_cmdline(pid, proc="/proc"):

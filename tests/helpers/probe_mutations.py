@@ -149,6 +149,22 @@ while True:
 sys.exit(real.wait())
 """
 
+FAKE_SECCOMP = """#!/usr/bin/python3
+# A wrapper that hands the real bwrap a seccomp filter of its own (--add-seccomp-fd): R-BASE-8 says
+# the server profile has none, and a filter can hide syscalls from the payload or answer them for it.
+# Needs Debian's python3-seccomp.
+import errno, os, sys, tempfile
+import seccomp
+filt = seccomp.SyscallFilter(defaction=seccomp.ALLOW)
+filt.add_rule(seccomp.ERRNO(errno.EPERM), "swapon")
+with tempfile.TemporaryFile() as handle:
+    filt.export_bpf(handle)
+    handle.seek(0)
+    fd = os.dup(handle.fileno())
+os.set_inheritable(fd, True)
+os.execv("/usr/bin/bwrap", ["/usr/bin/bwrap", "--add-seccomp-fd", str(fd)] + sys.argv[1:])
+"""
+
 
 class Bench(object):
     """Host-side fixtures for the rows, all under one /var/tmp directory; ``close()`` removes them."""
@@ -169,7 +185,7 @@ class Bench(object):
         self.bwrap = shutil.which("bwrap")
         self.fakes = {}
         for name, text in (("exec", FAKE_EXEC), ("json", FAKE_JSON), ("unshare", FAKE_UNSHARE), ("wrap", FAKE_WRAP),
-                           ("move", FAKE_MOVE)):
+                           ("move", FAKE_MOVE), ("seccomp", FAKE_SECCOMP)):
             path = os.path.join(self.dir, "fake-" + name, "bwrap")
             os.makedirs(os.path.dirname(path), mode=0o755)
             with open(path, "w") as handle:
@@ -280,7 +296,7 @@ def binary(attr, then=None):
 # --------------------------------------------------------------------------- the rows
 
 NOT_ISOLATED_DIRECT = ["bwrap_child_is_payload", "*_namespace_private", "fresh_tmpfs:/tmp", "minimal_dev:/dev",
-                       "read_only:*", "hidden:*", "no_undeclared_mounts", "parent_death_signal"]
+                       "read_only:*", "hidden:*", "no_undeclared_mounts", "parent_death_signal", "no_capabilities"]
 
 
 class Row(object):
@@ -353,6 +369,10 @@ ROWS = [
         add("--bind", "/dev/shm", "/dev/shm"), ["minimal_dev:/dev"], needs="/dev/shm"),
     Row("proc_mount_below", "extra --ro-bind /root /proc/driver (a host directory inside /proc)",
         add("--ro-bind", "/root", "/proc/driver"), ["proc_is_own_procfs"], needs="/proc/driver"),
+    Row("cap_add", "--cap-add ALL (capabilities in the sandbox's user namespace; run by root, bwrap then also "
+        "hands them on as ambient)", add("--cap-add", "ALL"), ["no_capabilities"]),
+    Row("seccomp_added", "wrapper: the real bwrap with --add-seccomp-fd (a filter of its own, R-BASE-8)",
+        binary("fakes.seccomp"), ["no_custom_seccomp"], needs="python3-seccomp"),
     Row("fake_exec", "look-alike bwrap: runs the command unsandboxed, no status records",
         binary("fakes.exec"), NOT_ISOLATED_DIRECT, code="probe_not_isolated"),
     Row("fake_json", "look-alike bwrap: plausible json-status (a decoy sandbox's child-pid), command unsandboxed",
@@ -361,7 +381,7 @@ ROWS = [
         binary("fakes.wrap"), ["bwrap_child_is_payload"]),
     Row("fake_no_mnt", "look-alike: user/ipc/uts/net namespaces, no mount namespace, honest json-status",
         binary("fakes.unshare"), ["mnt_namespace_private", "fresh_tmpfs:/tmp", "minimal_dev:/dev", "read_only:*",
-                                  "hidden:*", "no_undeclared_mounts", "parent_death_signal"]),
+                                  "hidden:*", "no_undeclared_mounts", "parent_death_signal", "no_capabilities"]),
     Row("fake_move_after_fork", "wrapper: real bwrap without --unshare-ipc, then the wrapper moves itself into "
         "new namespaces (judged against bwrap's own, the payload's IPC namespace looked private)",
         binary("fakes.move"), ["bwrap_child_is_payload", "ipc_namespace_private"], code="probe_not_isolated"),
@@ -373,6 +393,9 @@ def applicable(row, bench):
         return bench.with_mounts, "needs mounts on the host (CAP_SYS_ADMIN)"
     if row.needs == "setuid_ok":
         return bench.setuid_ok, "bwrap >= 0.12 refuses setuid use"
+    if row.needs == "python3-seccomp":
+        found = subprocess.run([PYTHON, "-c", "import seccomp"], capture_output=True).returncode == 0
+        return found, "python3-seccomp is not installed"
     if row.needs and row.needs.startswith("/"):
         return os.path.exists(row.needs), "%s does not exist on this host" % row.needs
     return True, None

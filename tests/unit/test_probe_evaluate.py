@@ -27,6 +27,8 @@ SPEC = {"token": "t0k", "unshare": ["user", "mnt", "net"], "ns": list(PF.NS_KIND
         "tmpfs": ["/tmp"], "dev": [], "proc": ["/proc"], "absent": ["/home"], "net_unshared": True,
         "die_with_parent": True, "rules": {"/usr": "R-BASE-1", "/data": "R-CAP-FS", "/tmp": "R-BASE-3"},
         "binds": {"/usr": "/usr", "/data": "/srv/data"}}
+PRIV = {"capinh": 0, "capprm": 0, "capeff": 0, "capbnd": 0, "capamb": 0, "nonewprivs": 1, "seccomp": 0,
+        "seccomp_filters": 0}
 
 
 def good():
@@ -37,10 +39,10 @@ def good():
            "tmpfs": {"/tmp": {"type": PR.TMPFS_MAGIC, "dev": "0:91", "flags": "rw", "entries": []}}, "pdeathsig": 9}
     outside = {"launcher": 4241, "child_pid": 4242, "child_ppid": 4241, "payload_pids": [4242], "payload_pid": 4242,
                "payload": {"ppid": 4241, "nspid": [4242], "uid": 65534, "ns": dict(SANDBOX_NS), "read_by": "probe",
-                           "mounts": PF.parse_mountinfo(MOUNTINFO), "interfaces": ["lo"]},
+                           "mounts": PF.parse_mountinfo(MOUNTINFO), "interfaces": ["lo"], "privileges": dict(PRIV)},
                "parent": {"pid": 4241, "ns": dict(HOST_NS), "exe": "/usr/bin/bwrap", "read_by": "probe",
                           "mounts": HOST_MOUNTS}}
-    host = {"ns": dict(HOST_NS), "mounts": HOST_MOUNTS}
+    host = {"ns": dict(HOST_NS), "mounts": HOST_MOUNTS, "privileges": dict(PRIV)}
     return obs, outside, host
 
 
@@ -278,3 +280,39 @@ def test_dev_mounts_must_be_bwraps_binds_of_the_parents_nodes():
     assert set(bad) == {"minimal_dev:/dev"}
     assert "/dev/full (devtmpfs 0:6 /kmsg), /dev/shm (tmpfs 0:30 /)" in bad["minimal_dev:/dev"]["observed"][
         "problems"][0]
+
+
+def _privileges(**kw):
+    return dict(PRIV, **kw)
+
+
+def test_capabilities_and_no_new_privs_are_read_from_outside():
+    obs, outside, host = good()
+    outside["payload"]["privileges"] = _privileges()
+    assert failed(obs, outside, host) == {}
+    outside["payload"]["privileges"] = _privileges(capeff=1 << 21, capprm=1 << 21, capbnd=1 << 21)   # --cap-add
+    bad = failed(obs, outside, host)
+    assert set(bad) == {"no_capabilities"}
+    assert "CapEff=200000" in bad["no_capabilities"]["observed"]["problems"][0]
+    outside["payload"]["uid"] = 0              # root keeps its bounding set by design, never ambient caps
+    outside["payload"]["privileges"] = _privileges(capeff=0x1ff, capprm=0x1ff, capbnd=0x1ff)
+    assert failed(obs, outside, host) == {}
+    outside["payload"]["privileges"] = _privileges(capeff=0x1ff, capprm=0x1ff, capbnd=0x1ff, capamb=0x1ff,
+                                                   capinh=0x1ff)
+    assert set(failed(obs, outside, host)) == {"no_capabilities"}
+    outside["payload"]["privileges"] = _privileges(nonewprivs=0)
+    assert "no_new_privs is 0" in failed(obs, outside, host)["no_capabilities"]["observed"]["problems"][0]
+
+
+def test_seccomp_filters_are_the_parent_contexts():
+    obs, outside, host = good()
+    host["privileges"] = _privileges(seccomp=2, seccomp_filters=3)            # e.g. a SystemCallFilter=
+    outside["payload"]["privileges"] = _privileges(seccomp=2, seccomp_filters=3)
+    assert failed(obs, outside, host) == {}
+    outside["payload"]["privileges"] = _privileges(seccomp=2, seccomp_filters=4)
+    bad = failed(obs, outside, host)
+    assert set(bad) == {"no_custom_seccomp"}
+    assert bad["no_custom_seccomp"]["observed"]["problems"] == ["4 seccomp filter(s), the parent context has 3"]
+    del outside["payload"]["privileges"]["seccomp_filters"]                  # kernels < 5.9: the mode only
+    del host["privileges"]["seccomp_filters"]
+    assert failed(obs, outside, host) == {}
