@@ -254,6 +254,11 @@ def observe_outside(launcher, child_pid, payload_argv, proc="/proc"):
         out["payload"] = {"ppid": st.get("ppid"), "nspid": st.get("nspid") or [], "uid": (st.get("uid") or [None])[0],
                           "ns": ns, "read_by": how, "mounts": PF.read_mounts(pid, proc),
                           "interfaces": PF.interfaces(pid, proc), "privileges": PF.privileges(st)}
+        # who else is in the payload's namespaces (a "private" namespace holds the sandbox only)
+        targets = dict((k, v) for k, v in ns.items() if k != "pid" and not PF.is_error(v))
+        held, unreadable = PF.sharers(targets, [pid] + ([child_pid] if isinstance(child_pid, int) else []), proc)
+        out["payload"]["sharers"] = held
+        out["payload"]["sharers_unreadable"] = unreadable
     if isinstance(launcher, int) and launcher > 0:
         links, how = PF.read_links(launcher, ["ns/" + k for k in PF.NS_KINDS] + ["exe"], proc)
         out["parent"] = {"pid": launcher, "ns": dict((k, links["ns/" + k]) for k in PF.NS_KINDS),
@@ -432,8 +437,9 @@ def evaluate(spec, obs, outside, host):
     child, launcher, pids = outside.get("child_pid"), outside.get("launcher"), outside.get("payload_pids") or []
     why = []
     if moved:
-        why.append("the bwrap that was started (pid %s) left its parent context's namespaces (%s): bwrap never "
-                   "does, a wrapper that hides what it shares does" % (launcher, ", ".join(moved)))
+        why.append("the bwrap that was started (pid %s) is no longer in its parent context's namespaces (%s): "
+                   "with the profile's options bwrap stays there; it moves to join a namespace given to it "
+                   "(--userns), or a wrapper moved to hide what it shares" % (launcher, ", ".join(moved)))
     if outside.get("error"):
         why.append("the outside evidence could not be read (%s)" % outside["error"])
     if not isinstance(child, int):
@@ -507,6 +513,9 @@ def evaluate(spec, obs, outside, host):
         out = []
         if want_private and ev["outside"] == ev["parent"]:
             out.append("shared with %s" % ref_from)
+        elif want_private and (payload.get("sharers") or {}).get(kind):
+            out.append("also held by %s outside the sandbox" % ", ".join(
+                "pid %d" % p for p in payload["sharers"][kind]))
         if not want_private and ev["outside"] != ev["parent"]:
             out.append("differs from %s" % ref_from)
         if proc_ok and ev["inside"] != ev["outside"]:

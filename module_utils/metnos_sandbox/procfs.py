@@ -304,3 +304,45 @@ def namespaces(pid, kinds=NS_KINDS, proc="/proc"):
     """({kind: "net:[4026…]" or "error:…"}, how) for PID."""
     values, how = read_links(pid, ["ns/" + k for k in kinds], proc)
     return dict((k, values["ns/" + k]) for k in kinds), how
+
+
+def sharers(targets, exclude=(), proc="/proc", limit=5):
+    """Other processes in the namespaces ``targets`` ({kind: "net:[…]"}): ({kind: [pid, …]} (at most
+    ``limit`` each), unreadable count). One pass over /proc; links the probe may not read are retried
+    with the credentials of the target's owner when that is the uid/gid of ``exclude[0]`` (a decoy
+    holding the namespace usually runs as the same user); the rest are counted, not guessed."""
+    found = dict((k, []) for k in targets)
+    denied = []
+    try:
+        names = [n for n in os.listdir(proc) if n.isdigit() and int(n) not in exclude]
+    except OSError:
+        return found, 0
+    for name in names:
+        for kind, value in targets.items():
+            if len(found[kind]) >= limit:
+                continue
+            try:
+                link = os.readlink(os.path.join(proc, name, "ns", kind))
+            except OSError as exc:
+                if exc.errno in _DENIED:
+                    denied.append(name)
+                    break
+                continue
+            if link == value:
+                found[kind].append(int(name))
+    unreadable = 0
+    if denied and exclude and os.geteuid() == 0:
+        own = read_status(exclude[0], proc)
+        uid, gid = (own.get("uid") or [None])[0], (own.get("gid") or [None])[0]
+        same = [n for n in denied if (read_status(n, proc).get("uid") or [None])[0] == uid]
+        unreadable = len(denied) - len(same)
+        if same and uid is not None and gid is not None:
+            paths = [os.path.join(proc, n, "ns", k) for n in same for k in targets]
+            links = _readlinks_as(uid, gid, paths)
+            for name in same:
+                for kind, value in targets.items():
+                    if len(found[kind]) < limit and links.get(os.path.join(proc, name, "ns", kind)) == value:
+                        found[kind].append(int(name))
+    else:
+        unreadable = len(denied)
+    return found, unreadable

@@ -165,6 +165,29 @@ os.set_inheritable(fd, True)
 os.execv("/usr/bin/bwrap", ["/usr/bin/bwrap", "--add-seccomp-fd", str(fd)] + sys.argv[1:])
 """
 
+FAKE_USERNS = """#!/usr/bin/python3
+# A wrapper that starts a decoy sandbox whose user namespace stays held by a process outside the
+# payload's sandbox (its owner has every capability in it: it can enter the payload's namespaces and
+# ptrace it), then executes the real bwrap joining that namespace (--userns) instead of
+# --unshare-user. The payload's user namespace differs from the parent's: it is not private.
+import json, os, subprocess, sys
+r, w = os.pipe()
+decoy = subprocess.Popen(["/usr/bin/bwrap", "--unshare-user", "--die-with-parent", "--ro-bind", "/", "/",
+                          "--json-status-fd", str(w), "--", "sleep", "60"], pass_fds=(w,), stdin=subprocess.DEVNULL)
+os.close(w)
+first = b""
+while b"}" not in first:
+    chunk = os.read(r, 4096)
+    if not chunk:
+        break
+    first += chunk
+child = json.loads(first.decode().split("}")[0] + "}")["child-pid"]
+fd = os.open("/proc/%d/ns/user" % child, os.O_RDONLY)
+os.set_inheritable(fd, True)
+args = [a for a in sys.argv[1:] if a != "--unshare-user"]
+os.execv("/usr/bin/bwrap", ["/usr/bin/bwrap", "--userns", str(fd)] + args)
+"""
+
 
 class Bench(object):
     """Host-side fixtures for the rows, all under one /var/tmp directory; ``close()`` removes them."""
@@ -185,7 +208,8 @@ class Bench(object):
         self.bwrap = shutil.which("bwrap")
         self.fakes = {}
         for name, text in (("exec", FAKE_EXEC), ("json", FAKE_JSON), ("unshare", FAKE_UNSHARE), ("wrap", FAKE_WRAP),
-                           ("move", FAKE_MOVE), ("seccomp", FAKE_SECCOMP)):
+                           ("move", FAKE_MOVE), ("seccomp", FAKE_SECCOMP),
+                           ("userns", FAKE_USERNS)):
             path = os.path.join(self.dir, "fake-" + name, "bwrap")
             os.makedirs(os.path.dirname(path), mode=0o755)
             with open(path, "w") as handle:
@@ -373,6 +397,9 @@ ROWS = [
         "hands them on as ambient)", add("--cap-add", "ALL"), ["no_capabilities"]),
     Row("seccomp_added", "wrapper: the real bwrap with --add-seccomp-fd (a filter of its own, R-BASE-8)",
         binary("fakes.seccomp"), ["no_custom_seccomp"], needs="python3-seccomp"),
+    Row("userns_joined", "wrapper: the real bwrap joins a user namespace a decoy outside holds (--userns "
+        "instead of --unshare-user)", binary("fakes.userns"), ["bwrap_child_is_payload", "user_namespace_private"],
+        code="probe_not_isolated"),
     Row("fake_exec", "look-alike bwrap: runs the command unsandboxed, no status records",
         binary("fakes.exec"), NOT_ISOLATED_DIRECT, code="probe_not_isolated"),
     Row("fake_json", "look-alike bwrap: plausible json-status (a decoy sandbox's child-pid), command unsandboxed",

@@ -198,8 +198,8 @@ def test_namespaces_are_judged_against_the_parent_context_not_bwraps_own():
     outside["parent"]["ns"] = dict(HOST_NS, user="user:[31]", ipc="ipc:[33]")    # the launcher moved
     bad = failed(obs, outside, host, spec)
     assert set(bad) == {"bwrap_child_is_payload", "ipc_namespace_private"}
-    assert "left its parent context's namespaces (user, ipc)" in bad["bwrap_child_is_payload"]["observed"][
-        "problems"][0]
+    assert "no longer in its parent context's namespaces (user, ipc)" in bad["bwrap_child_is_payload"][
+        "observed"]["problems"][0]
     assert bad["ipc_namespace_private"]["observed"]["problems"] == ["shared with the probe that started bwrap"]
 
 
@@ -316,3 +316,18 @@ def test_seccomp_filters_are_the_parent_contexts():
     del outside["payload"]["privileges"]["seccomp_filters"]                  # kernels < 5.9: the mode only
     del host["privileges"]["seccomp_filters"]
     assert failed(obs, outside, host) == {}
+
+
+def test_a_namespace_another_process_holds_is_not_private():
+    obs, outside, host = good()
+    outside["payload"]["sharers"] = {"user": [777], "net": []}
+    bad = failed(obs, outside, host)
+    assert set(bad) == {"user_namespace_private"}
+    assert bad["user_namespace_private"]["observed"]["problems"] == ["also held by pid 777 outside the sandbox"]
+
+
+def test_sharers_finds_the_probes_own_namespaces_held_by_others():
+    import os
+    mine = PR.host_namespaces()
+    held, _unreadable = PF.sharers({"net": mine["net"]}, [os.getpid()])
+    assert held["net"] and os.getpid() not in held["net"]          # pid 1 at least shares the host's
