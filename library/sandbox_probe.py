@@ -37,9 +37,11 @@ description:
     (mount flags, never a refused write), every bind and every mount below it the declared host path
     (device and root of each mount, against bwrap's parent context), nothing mounted where the
     profile mounts nothing, writable grants accept a real write, undeclared sensitive paths absent
-    (ENOENT) on the sandbox's own root, the parent-death signal set, no capabilities (run by uid 0:
-    none added, and a C(probe_payload_root) warning: root is not contained) and no_new_privs, no
-    seccomp filter beyond the parent context's (R-BASE-8). A permission error is "not proven" and
+    (ENOENT) on the sandbox's own root, the parent-death signal set, no capabilities (run by uid 0,
+    none added, and a C(probe_payload_root) warning, root is not contained) and no_new_privs, no
+    seccomp filter beyond the parent context's (R-BASE-8), no descriptor from outside but its stdio
+    (a directory or socket descriptor reaches the host past every mount), and no other process on the
+    host in a namespace said to be private. A permission error is "not proven" and
     fails the check.
   - Outcomes have distinct codes - C(probe_not_isolated) (the payload ran without isolation, e.g. a
     bwrap look-alike; the message lists the checks that show it), C(probe_check_failed),

@@ -259,6 +259,7 @@ def observe_outside(launcher, child_pid, payload_argv, proc="/proc"):
         held, unreadable = PF.sharers(targets, [pid] + ([child_pid] if isinstance(child_pid, int) else []), proc)
         out["payload"]["sharers"] = held
         out["payload"]["sharers_unreadable"] = unreadable
+        out["payload"]["fds"] = PF.open_files(pid, proc)
     if isinstance(launcher, int) and launcher > 0:
         links, how = PF.read_links(launcher, ["ns/" + k for k in PF.NS_KINDS] + ["exe"], proc)
         out["parent"] = {"pid": launcher, "ns": dict((k, links["ns/" + k]) for k in PF.NS_KINDS),
@@ -701,6 +702,23 @@ def evaluate(spec, obs, outside, host):
             problems.append("no_new_privs is %s, bwrap always sets it" % priv.get("nonewprivs"))
     add("no_capabilities", "R-BASE-6", "no capability a non-root user could use (uid 0: none added), no_new_privs",
         dict(priv, uid=payload.get("uid"), problems=problems), not problems)
+
+    # 9b. Nothing handed in from outside through an open descriptor: a directory, file or socket
+    #     descriptor reaches the host past every mount (openat, connect). The payload opens none itself
+    #     before it reports; its stdio are the probe's pipes (or /dev/null).
+    fds = payload.get("fds")
+    problems = []
+    if pid is None or fds is None:
+        problems.append("not proven: the payload process was not found outside")
+    elif not isinstance(fds, dict):
+        problems.append("not proven: listing its descriptors gave %s" % fds)
+    else:
+        bad = ["%s -> %s (%s)" % (fd, info.get("link"), info.get("type")) for fd, info in sorted(
+            fds.items(), key=lambda i: int(i[0]) if i[0].isdigit() else -1) if info.get("type") not in ("fifo", "chr")]
+        if bad:
+            problems.append("descriptors from outside: %s" % ", ".join(bad[:6]))
+    add("no_leaked_descriptors", "R-SCOPE-1", "only pipes and character devices (its stdio) are open",
+        {"fds": dict(list(fds.items())[:12]) if isinstance(fds, dict) else fds, "problems": problems}, not problems)
 
     # 10. No custom seccomp filter (R-BASE-8): the payload has exactly the filters of bwrap's parent
     #     context (a unit's SystemCallFilter=); a filter can hide syscalls or answer them for the payload.

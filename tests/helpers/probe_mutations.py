@@ -188,6 +188,13 @@ args = [a for a in sys.argv[1:] if a != "--unshare-user"]
 os.execv("/usr/bin/bwrap", ["/usr/bin/bwrap", "--userns", str(fd)] + args)
 """
 
+FAKE_FD = """#!/bin/sh
+# A wrapper that leaves a descriptor of the host's / open (fd 7) and executes the real bwrap: the
+# sandbox inherits it, and openat(7, ...) reaches every host file past the mounts.
+exec 7</
+exec /usr/bin/bwrap "$@"
+"""
+
 
 class Bench(object):
     """Host-side fixtures for the rows, all under one /var/tmp directory; ``close()`` removes them."""
@@ -209,7 +216,7 @@ class Bench(object):
         self.fakes = {}
         for name, text in (("exec", FAKE_EXEC), ("json", FAKE_JSON), ("unshare", FAKE_UNSHARE), ("wrap", FAKE_WRAP),
                            ("move", FAKE_MOVE), ("seccomp", FAKE_SECCOMP),
-                           ("userns", FAKE_USERNS)):
+                           ("userns", FAKE_USERNS), ("fd", FAKE_FD)):
             path = os.path.join(self.dir, "fake-" + name, "bwrap")
             os.makedirs(os.path.dirname(path), mode=0o755)
             with open(path, "w") as handle:
@@ -398,8 +405,10 @@ ROWS = [
     Row("seccomp_added", "wrapper: the real bwrap with --add-seccomp-fd (a filter of its own, R-BASE-8)",
         binary("fakes.seccomp"), ["no_custom_seccomp"], needs="python3-seccomp"),
     Row("userns_joined", "wrapper: the real bwrap joins a user namespace a decoy outside holds (--userns "
-        "instead of --unshare-user)", binary("fakes.userns"), ["bwrap_child_is_payload", "user_namespace_private"],
-        code="probe_not_isolated"),
+        "instead of --unshare-user; the namespace's descriptor reaches the payload too)", binary("fakes.userns"),
+        ["bwrap_child_is_payload", "user_namespace_private", "no_leaked_descriptors"], code="probe_not_isolated"),
+    Row("fd_leaked", "wrapper: the real bwrap with a descriptor of the host's / left open (openat escapes)",
+        binary("fakes.fd"), ["no_leaked_descriptors"]),
     Row("fake_exec", "look-alike bwrap: runs the command unsandboxed, no status records",
         binary("fakes.exec"), NOT_ISOLATED_DIRECT, code="probe_not_isolated"),
     Row("fake_json", "look-alike bwrap: plausible json-status (a decoy sandbox's child-pid), command unsandboxed",

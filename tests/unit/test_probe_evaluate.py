@@ -39,7 +39,8 @@ def good():
            "tmpfs": {"/tmp": {"type": PR.TMPFS_MAGIC, "dev": "0:91", "flags": "rw", "entries": []}}, "pdeathsig": 9}
     outside = {"launcher": 4241, "child_pid": 4242, "child_ppid": 4241, "payload_pids": [4242], "payload_pid": 4242,
                "payload": {"ppid": 4241, "nspid": [4242], "uid": 65534, "ns": dict(SANDBOX_NS), "read_by": "probe",
-                           "mounts": PF.parse_mountinfo(MOUNTINFO), "interfaces": ["lo"], "privileges": dict(PRIV)},
+                           "mounts": PF.parse_mountinfo(MOUNTINFO), "interfaces": ["lo"], "privileges": dict(PRIV),
+                           "fds": dict((str(n), {"link": "pipe:[%d]" % n, "type": "fifo"}) for n in range(3))},
                "parent": {"pid": 4241, "ns": dict(HOST_NS), "exe": "/usr/bin/bwrap", "read_by": "probe",
                           "mounts": HOST_MOUNTS}}
     host = {"ns": dict(HOST_NS), "mounts": HOST_MOUNTS, "privileges": dict(PRIV)}
@@ -331,3 +332,13 @@ def test_sharers_finds_the_probes_own_namespaces_held_by_others():
     mine = PR.host_namespaces()
     held, _unreadable = PF.sharers({"net": mine["net"]}, [os.getpid()])
     assert held["net"] and os.getpid() not in held["net"]          # pid 1 at least shares the host's
+
+
+def test_a_directory_descriptor_from_outside_is_a_leak():
+    obs, outside, host = good()
+    outside["payload"]["fds"]["7"] = {"link": "/", "type": "dir"}
+    bad = failed(obs, outside, host)
+    assert set(bad) == {"no_leaked_descriptors"}
+    assert bad["no_leaked_descriptors"]["observed"]["problems"] == ["descriptors from outside: 7 -> / (dir)"]
+    outside["payload"]["fds"] = "error:EACCES"
+    assert "not proven" in failed(obs, outside, host)["no_leaked_descriptors"]["observed"]["problems"][0]
