@@ -40,8 +40,10 @@ description:
     (ENOENT) on the sandbox's own root, the parent-death signal set, no capabilities (run by uid 0,
     none added, and a C(probe_payload_root) warning, root is not contained) and no_new_privs, no
     seccomp filter beyond the parent context's (R-BASE-8), no descriptor from outside but its stdio
-    (a directory or socket descriptor reaches the host past every mount), and no other process on the
-    host in a namespace said to be private. A permission error is "not proven" and
+    (a directory or socket descriptor reaches the host past every mount), the interpreter and every
+    library it mapped from the declared binds (never a library planted on the sandbox's own root),
+    and no other process on the host in a namespace said to be private. The payload runs isolated
+    (C(python -I -S)). A permission error is "not proven" and
     fails the check.
   - Outcomes have distinct codes - C(probe_not_isolated) (the payload ran without isolation, e.g. a
     bwrap look-alike; the message lists the checks that show it), C(probe_check_failed),

@@ -411,10 +411,11 @@ _CODES = [
        "where the profile mounts nothing, a hidden path is visible, /tmp or /dev is not a fresh tmpfs (or /dev "
        "holds device nodes bwrap's --dev does not make), /proc is not a procfs showing the payload, the network "
        "is not isolated, another process holds a namespace said to be private, the payload holds capabilities, "
-       "a seccomp filter of its own or a descriptor from outside, or the parent-death signal is missing. A "
+       "a seccomp filter of its own, a descriptor from outside or code mapped from outside the binds, or the "
+       "parent-death signal is missing. A "
        "permission error is never taken as proof (\"not proven\").",
        "Two witnesses per check: the kernel's view from outside (the payload's /proc/PID/ns, mountinfo, "
-       "status, fd and net/dev on the host, against bwrap's parent context) and the payload's own (statfs, "
+       "status, fd, maps and net/dev on the host, against bwrap's parent context) and the payload's own (statfs, "
        "statvfs, lstat, a real write, if_nameindex, prctl).",
        ["Compare the rendered argv (sandbox_profile) with the one the runtime uses; re-render the profiles.",
         "If bwrap itself misbehaves, upgrade bubblewrap."]),

@@ -199,7 +199,7 @@ def expectations(profile, extra_absent=()):
 
 def payload_command(python, spec=None):
     """The payload's exact argv (the outside finds the payload process by it)."""
-    cmd = [python, "-c", PAYLOAD]
+    cmd = [python, "-I", "-S", "-c", PAYLOAD]   # isolated: no PYTHON* variables, no site, no cwd on sys.path
     return cmd + [json.dumps(spec, sort_keys=True)] if spec is not None else cmd
 
 
@@ -260,6 +260,7 @@ def observe_outside(launcher, child_pid, payload_argv, proc="/proc"):
         out["payload"]["sharers"] = held
         out["payload"]["sharers_unreadable"] = unreadable
         out["payload"]["fds"] = PF.open_files(pid, proc)
+        out["payload"]["mapped"] = PF.mapped_files(pid, proc)
     if isinstance(launcher, int) and launcher > 0:
         links, how = PF.read_links(launcher, ["ns/" + k for k in PF.NS_KINDS] + ["exe"], proc)
         out["parent"] = {"pid": launcher, "ns": dict((k, links["ns/" + k]) for k in PF.NS_KINDS),
@@ -719,6 +720,26 @@ def evaluate(spec, obs, outside, host):
             problems.append("descriptors from outside: %s" % ", ".join(bad[:6]))
     add("no_leaked_descriptors", "R-SCOPE-1", "only pipes and character devices (its stdio) are open",
         {"fds": dict(list(fds.items())[:12]) if isinstance(fds, dict) else fds, "problems": problems}, not problems)
+
+    # 9c. The payload's code - its interpreter and every library it mapped - comes from the declared
+    #     binds (the devices of the mounts at and below them), never from the sandbox's own tmpfs
+    #     (a library planted with --file/--bind-data and LD_PRELOAD) or anywhere else.
+    mapped = payload.get("mapped")
+    problems = []
+    if pid is None or mapped is None:
+        problems.append("not proven: the payload process was not found outside")
+    elif not isinstance(mapped, list):
+        problems.append("not proven: reading its mappings gave %s" % mapped)
+    elif visible is None:
+        problems.append("not proven: the payload's mount table was not read")
+    else:
+        sources = set(m["dev"] for m in visible if any(_under(m["mountpoint"], d) for d in spec.get("ro", [])
+                                                       + spec.get("rw", [])))
+        foreign = ["%s (device %s)" % (path, dev) for dev, _ino, path in mapped if dev not in sources]
+        if foreign:
+            problems.append("mapped from elsewhere: %s" % ", ".join(foreign[:5]))
+    add("payload_code_from_binds", "R-BASE-4", "the interpreter and its libraries come from the declared binds",
+        {"mapped": len(mapped) if isinstance(mapped, list) else mapped, "problems": problems}, not problems)
 
     # 10. No custom seccomp filter (R-BASE-8): the payload has exactly the filters of bwrap's parent
     #     context (a unit's SystemCallFilter=); a filter can hide syscalls or answer them for the payload.

@@ -392,3 +392,36 @@ def open_files(pid, proc="/proc"):
         if uids and gids and len(set(uids[:3])) == 1 and len(set(gids[:3])) == 1:
             got = _call_as(uids[0], gids[0], _fd_table, fd_dir) or got
     return got
+
+
+def _map_table(path):
+    """The file-backed mappings of one /proc/PID/maps: sorted unique [device "M:m", inode, path]."""
+    try:
+        text = read_text(path)
+    except (IOError, OSError) as exc:
+        return errname(exc)
+    out = set()
+    for line in text.splitlines():
+        fields = line.split(None, 5)
+        if len(fields) < 6 or fields[4] == "0" or fields[5].startswith("["):
+            continue
+        major, _sep, minor = fields[3].partition(":")
+        try:
+            dev = "%d:%d" % (int(major, 16), int(minor, 16))
+        except ValueError:
+            continue
+        out.add((dev, int(fields[4]), fields[5]))
+    return [list(m) for m in sorted(out)][:200]
+
+
+def mapped_files(pid, proc="/proc"):
+    """The files PID has mapped (its executable and libraries): [[device, inode, path], …] or an error
+    string; read with PID's own uid and gid where root may not (maps needs ptrace read access)."""
+    path = os.path.join(proc, str(pid), "maps")
+    got = _map_table(path)
+    if got in ("error:EACCES", "error:EPERM") and os.geteuid() == 0:
+        st = read_status(pid, proc)
+        uids, gids = st.get("uid") or [], st.get("gid") or []
+        if uids and gids and len(set(uids[:3])) == 1 and len(set(gids[:3])) == 1:
+            got = _call_as(uids[0], gids[0], _map_table, path) or got
+    return got

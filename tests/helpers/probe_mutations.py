@@ -195,6 +195,22 @@ exec 7</
 exec /usr/bin/bwrap "$@"
 """
 
+FAKE_PRELOAD = """#!/usr/bin/python3
+# A wrapper that plants a library on the sandbox's own root (--file) and preloads it into the payload
+# (--setenv LD_PRELOAD): code the profile never bound runs inside, able to answer for the payload.
+# Here the library is a harmless copy of libm.
+import os, sys, tempfile
+lib = [line.split()[-1] for line in open("/proc/self/maps") if "/libm.so" in line][0]
+handle = tempfile.TemporaryFile()
+with open(lib, "rb") as src:
+    handle.write(src.read())
+handle.seek(0)
+fd = os.dup(handle.fileno())
+os.set_inheritable(fd, True)
+os.execv("/usr/bin/bwrap", ["/usr/bin/bwrap", "--file", str(fd), "/preload.so", "--setenv", "LD_PRELOAD",
+                            "/preload.so"] + sys.argv[1:])
+"""
+
 
 class Bench(object):
     """Host-side fixtures for the rows, all under one /var/tmp directory; ``close()`` removes them."""
@@ -216,7 +232,8 @@ class Bench(object):
         self.fakes = {}
         for name, text in (("exec", FAKE_EXEC), ("json", FAKE_JSON), ("unshare", FAKE_UNSHARE), ("wrap", FAKE_WRAP),
                            ("move", FAKE_MOVE), ("seccomp", FAKE_SECCOMP),
-                           ("userns", FAKE_USERNS), ("fd", FAKE_FD)):
+                           ("userns", FAKE_USERNS), ("fd", FAKE_FD),
+                           ("preload", FAKE_PRELOAD)):
             path = os.path.join(self.dir, "fake-" + name, "bwrap")
             os.makedirs(os.path.dirname(path), mode=0o755)
             with open(path, "w") as handle:
@@ -327,7 +344,8 @@ def binary(attr, then=None):
 # --------------------------------------------------------------------------- the rows
 
 NOT_ISOLATED_DIRECT = ["bwrap_child_is_payload", "*_namespace_private", "fresh_tmpfs:/tmp", "minimal_dev:/dev",
-                       "read_only:*", "hidden:*", "no_undeclared_mounts", "parent_death_signal", "no_capabilities"]
+                       "read_only:*", "hidden:*", "no_undeclared_mounts", "parent_death_signal", "no_capabilities",
+                       "payload_code_from_binds"]
 
 
 class Row(object):
@@ -409,6 +427,8 @@ ROWS = [
         ["bwrap_child_is_payload", "user_namespace_private", "no_leaked_descriptors"], code="probe_not_isolated"),
     Row("fd_leaked", "wrapper: the real bwrap with a descriptor of the host's / left open (openat escapes)",
         binary("fakes.fd"), ["no_leaked_descriptors"]),
+    Row("library_planted", "wrapper: a library planted on the sandbox's root (--file) and preloaded into the "
+        "payload (--setenv LD_PRELOAD)", binary("fakes.preload"), ["payload_code_from_binds"]),
     Row("fake_exec", "look-alike bwrap: runs the command unsandboxed, no status records",
         binary("fakes.exec"), NOT_ISOLATED_DIRECT, code="probe_not_isolated"),
     Row("fake_json", "look-alike bwrap: plausible json-status (a decoy sandbox's child-pid), command unsandboxed",
@@ -417,7 +437,8 @@ ROWS = [
         binary("fakes.wrap"), ["bwrap_child_is_payload"]),
     Row("fake_no_mnt", "look-alike: user/ipc/uts/net namespaces, no mount namespace, honest json-status",
         binary("fakes.unshare"), ["mnt_namespace_private", "fresh_tmpfs:/tmp", "minimal_dev:/dev", "read_only:*",
-                                  "hidden:*", "no_undeclared_mounts", "parent_death_signal", "no_capabilities"]),
+                                  "hidden:*", "no_undeclared_mounts", "parent_death_signal", "no_capabilities",
+                                  "payload_code_from_binds"]),
     Row("fake_move_after_fork", "wrapper: real bwrap without --unshare-ipc, then the wrapper moves itself into "
         "new namespaces (judged against bwrap's own, the payload's IPC namespace looked private)",
         binary("fakes.move"), ["bwrap_child_is_payload", "ipc_namespace_private"], code="probe_not_isolated"),

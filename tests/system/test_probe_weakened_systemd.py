@@ -13,7 +13,7 @@ from conftest import ROOT, podman
 ROWS = ["strict", "drop_unshare_ipc", "network_shared", "pid_namespace", "usr_writable", "tmp_host", "tmp_empty_dir",
         "bind_root", "proc_tmpfs", "fake_exec", "fake_json", "fake_wrap_decoy", "fake_no_mnt", "fake_move_after_fork",
         "bind_elsewhere", "ro_bind_other_source", "dev_shm_host", "cap_add", "userns_joined",
-        "fd_leaked"]
+        "fd_leaked", "library_planted"]
 
 SCRIPT = r'''
 import json, sys

@@ -40,7 +40,8 @@ def good():
     outside = {"launcher": 4241, "child_pid": 4242, "child_ppid": 4241, "payload_pids": [4242], "payload_pid": 4242,
                "payload": {"ppid": 4241, "nspid": [4242], "uid": 65534, "ns": dict(SANDBOX_NS), "read_by": "probe",
                            "mounts": PF.parse_mountinfo(MOUNTINFO), "interfaces": ["lo"], "privileges": dict(PRIV),
-                           "fds": dict((str(n), {"link": "pipe:[%d]" % n, "type": "fifo"}) for n in range(3))},
+                           "fds": dict((str(n), {"link": "pipe:[%d]" % n, "type": "fifo"}) for n in range(3)),
+                           "mapped": [["254:0", 11, "/usr/bin/python3.11"], ["254:0", 12, "/usr/lib/libc.so.6"]]},
                "parent": {"pid": 4241, "ns": dict(HOST_NS), "exe": "/usr/bin/bwrap", "read_by": "probe",
                           "mounts": HOST_MOUNTS}}
     host = {"ns": dict(HOST_NS), "mounts": HOST_MOUNTS, "privileges": dict(PRIV)}
@@ -342,3 +343,12 @@ def test_a_directory_descriptor_from_outside_is_a_leak():
     assert bad["no_leaked_descriptors"]["observed"]["problems"] == ["descriptors from outside: 7 -> / (dir)"]
     outside["payload"]["fds"] = "error:EACCES"
     assert "not proven" in failed(obs, outside, host)["no_leaked_descriptors"]["observed"]["problems"][0]
+
+
+def test_code_mapped_from_outside_the_binds_is_foreign():
+    obs, outside, host = good()
+    outside["payload"]["mapped"].append(["0:90", 5, "/preload.so"])          # on the sandbox's root tmpfs
+    bad = failed(obs, outside, host)
+    assert set(bad) == {"payload_code_from_binds"}
+    assert bad["payload_code_from_binds"]["observed"]["problems"] == [
+        "mapped from elsewhere: /preload.so (device 0:90)"]
