@@ -27,6 +27,13 @@ weakened one in tests - with the payload as the command; ``evaluate`` turns both
 checks and ``_verdict`` into diagnostics with one code per outcome: ``probe_not_isolated`` (the
 payload ran but not sandboxed), ``probe_check_failed``, ``probe_setup_failed`` (bwrap failed
 before the payload ran), ``probe_payload_failed`` (the payload could not report), ``probe_timeout``.
+
+Argv words: the verdict never trusts them. ``sandbox_probe`` always runs the rendered argv; ``run``
+and ``run_systemd`` accept any argv (tests feed weakened ones) and judge only the evidence. When the
+argv run is not the profile's (``spec["argv_options"]``), the verdict names what it added and removed,
+option by option (``argv_deviations``), and every failure message ends with them, so a failed check
+can be traced to its words; a pass with deviations says the evidence found those words harmless (a
+new session, a host name, one more namespace), not that they were absent.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
@@ -194,7 +201,49 @@ def expectations(profile, extra_absent=()):
         "net_unshared": "--unshare-net" in opts,
         "die_with_parent": "--die-with-parent" in opts,
         "rules": rules,
+        "argv_options": opts[1:],
     }
+
+
+# bwrap's options and how many words follow each (0.4 ... 0.12); anything else is one unknown word.
+_BWRAP_ARITY = dict(
+    [(o, 0) for o in ("--unshare-all", "--share-net", "--unshare-user", "--unshare-user-try", "--unshare-ipc",
+                      "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup", "--unshare-cgroup-try",
+                      "--disable-userns", "--assert-userns-disabled", "--clearenv", "--new-session",
+                      "--die-with-parent", "--as-pid-1", "--level-prefix")] +
+    [(o, 1) for o in ("--args", "--argv0", "--userns", "--userns2", "--pidns", "--uid", "--gid", "--hostname",
+                      "--chdir", "--unsetenv", "--lock-file", "--sync-fd", "--remount-ro", "--exec-label",
+                      "--file-label", "--proc", "--dev", "--tmpfs", "--mqueue", "--dir", "--seccomp",
+                      "--add-seccomp-fd", "--block-fd", "--userns-block-fd", "--info-fd", "--json-status-fd",
+                      "--cap-add", "--cap-drop", "--perms", "--size", "--overlay-src", "--tmp-overlay",
+                      "--ro-overlay")] +
+    [(o, 2) for o in ("--setenv", "--bind", "--bind-try", "--dev-bind", "--dev-bind-try", "--ro-bind",
+                      "--ro-bind-try", "--bind-fd", "--ro-bind-fd", "--file", "--bind-data", "--ro-bind-data",
+                      "--symlink", "--chmod")] + [("--overlay", 3)])
+
+
+def _option_units(words):
+    units, i = [], 0
+    while i < len(words):
+        n = _BWRAP_ARITY.get(words[i], 0)
+        units.append(" ".join(words[i:i + 1 + n]))
+        i += 1 + n
+    return units
+
+
+def argv_deviations(expected, actual):
+    """What an argv's options add to and remove from the profile's, option by option (an option with
+    its arguments is one unit). The probe judges the kernel's evidence, never these words; they are
+    reported so that a failed check can be traced to the words that caused it - and so that a pass with
+    deviations says which words the evidence found harmless."""
+    want, got = _option_units(list(expected)), _option_units(list(actual))
+    added, removed = list(got), []
+    for unit in want:
+        if unit in added:
+            added.remove(unit)
+        else:
+            removed.append(unit)
+    return {"added": added, "removed": removed} if added or removed else None
 
 
 def payload_command(python, spec=None):
@@ -777,16 +826,23 @@ def run(argv, spec, python, user=None, env=None, timeout=30.0, cwd="/"):
     _launcher, _status, obs = split_stream(records(result["stdout"]), spec["token"])
     result["json_status"] = split_stream(records(result.get("status_raw", "")), spec["token"])[1]
     shown = [a if a != "{status_fd}" else "FD" for a in full[:len(full) - 2]] + ["<payload>", "<spec>"]
-    return _verdict(shown, result, obs, watcher.outside, spec, host, user, timeout)
+    return _verdict(shown, result, obs, watcher.outside, spec, host, user, timeout, run_opts=argv[1:sep])
 
 
-def _verdict(shown, result, obs, outside, spec, host, user, timeout, tool=None):
+def _verdict(shown, result, obs, outside, spec, host, user, timeout, tool=None, run_opts=None):
     tool = tool or shown[0]
     status = result.get("json_status") or {}
     verdict = {"argv": shown, "rc": result["rc"], "timed_out": result["timed_out"],
                "setup_failed": obs is None and "exit-code" not in status and not result["timed_out"],
                "stderr": result["stderr"].strip()[-2000:], "duration": result["duration"], "checks": [],
                "diagnostics": [], "passed": False}
+    deviations = None
+    if run_opts is not None and spec.get("argv_options") is not None:
+        deviations = argv_deviations(spec["argv_options"], run_opts)
+        if deviations:
+            verdict["argv_deviations"] = deviations
+    traced = "" if not deviations else " (the argv run is not the profile's: %s)" % "; ".join(
+        "%s %s" % (k, ", ".join(deviations[k])) for k in ("added", "removed") if deviations[k])
     if outside:
         verdict["evidence"] = {"bwrap_pid": outside.get("launcher"), "child_pid": outside.get("child_pid"),
                                "payload_pid": outside.get("payload_pid"),
@@ -827,13 +883,13 @@ def _verdict(shown, result, obs, outside, spec, host, user, timeout, tool=None):
     if unisolated:
         verdict["diagnostics"].append(D.make(
             "probe_not_isolated", user=who,
-            message="%s ran the payload (as %s) without isolation: %s." % (
-                tool, who, "; ".join(_say(c) for c in failed)),
+            message="%s ran the payload (as %s) without isolation: %s.%s" % (
+                tool, who, "; ".join(_say(c) for c in failed), traced),
             checks=[c["name"] for c in failed]))
     else:
         for check in failed:
-            verdict["diagnostics"].append(D.make("probe_check_failed", message=_say(check), check=check["name"],
-                                                 check_rule=check["rule"]))
+            verdict["diagnostics"].append(D.make("probe_check_failed", message=_say(check) + traced,
+                                                 check=check["name"], check_rule=check["rule"]))
     verdict["passed"] = not failed
     return verdict
 
@@ -946,7 +1002,7 @@ def run_systemd(argv, spec, python, user, settings, env, timeout, runner_unit):
     result = {"rc": rc, "stderr": stderr, "json_status": status, "timed_out": timed_out,
               "duration": round(time.time() - start, 3), "systemd_result": info}
     verdict = _verdict(full[:len(full) - 1] + ["<spec>"], result, obs, watcher.outside, spec, host, user, timeout,
-                       tool=argv[0])
+                       tool=argv[0], run_opts=argv[1:sep])
     verdict["systemd_result"] = info
     return verdict
 

@@ -429,6 +429,10 @@ ROWS = [
         binary("fakes.fd"), ["no_leaked_descriptors"]),
     Row("library_planted", "wrapper: a library planted on the sandbox's root (--file) and preloaded into the "
         "payload (--setenv LD_PRELOAD)", binary("fakes.preload"), ["payload_code_from_binds"]),
+    Row("harmless_words", "--new-session, --hostname, --remount-ro /tmp, --unshare-cgroup added",
+        add("--new-session", "--hostname", "metnos-x", "--remount-ro", "/tmp", "--unshare-cgroup"), [],
+        note="not weakenings (a new session, a name, a read-only /tmp, one more namespace): the verdict passes "
+             "and lists the words under argv_deviations"),
     Row("fake_exec", "look-alike bwrap: runs the command unsandboxed, no status records",
         binary("fakes.exec"), NOT_ISOLATED_DIRECT, code="probe_not_isolated"),
     Row("fake_json", "look-alike bwrap: plausible json-status (a decoy sandbox's child-pid), command unsandboxed",

@@ -79,3 +79,20 @@ def test_module_as_root_passes_but_warns_that_root_is_not_contained():
     assert [d["code"] for d in res["diagnostics"]] == ["probe_payload_root"]
     caps = [c for c in res["checks"] if c["name"] == "no_capabilities"][0]
     assert caps["ok"] and caps["observed"]["uid"] == 0 and caps["observed"]["capamb"] == 0
+
+
+def test_argv_words_the_profile_does_not_have_are_named(bench, strict):
+    """The probe judges the kernel's evidence, never argv words; it names the words a run added or
+    removed, in the verdict and in each failure's message, so a failure can be traced to its cause."""
+    row = [r for r in PM.ROWS if r.name == "harmless_words"][0]
+    verdict, _failed = PM.run_row(row, "nobody", bench, strict)
+    assert verdict["passed"] is True
+    assert verdict["argv_deviations"] == {"added": ["--new-session", "--hostname metnos-x", "--remount-ro /tmp",
+                                                    "--unshare-cgroup"], "removed": []}
+    row = [r for r in PM.ROWS if r.name == "ro_bind_other_source"][0]
+    verdict, _failed = PM.run_row(row, "nobody", bench, strict)
+    (diag,) = verdict["diagnostics"]
+    assert diag["message"].endswith("(the argv run is not the profile's: added --ro-bind /root /etc; "
+                                    "removed --ro-bind /etc /etc)")
+    verdict, _failed = PM.run_row(PM.ROWS[0], "nobody", bench, strict)
+    assert "argv_deviations" not in verdict

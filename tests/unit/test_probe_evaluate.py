@@ -352,3 +352,11 @@ def test_code_mapped_from_outside_the_binds_is_foreign():
     assert set(bad) == {"payload_code_from_binds"}
     assert bad["payload_code_from_binds"]["observed"]["problems"] == [
         "mapped from elsewhere: /preload.so (device 0:90)"]
+
+
+def test_argv_deviations_are_whole_options():
+    prof = ["--unshare-net", "--ro-bind", "/etc", "/etc", "--tmpfs", "/tmp"]
+    assert PR.argv_deviations(prof, list(prof)) is None
+    run = ["--ro-bind", "/root", "/etc", "--tmpfs", "/tmp", "--cap-add", "ALL", "--weird"]
+    assert PR.argv_deviations(prof, run) == {"added": ["--ro-bind /root /etc", "--cap-add ALL", "--weird"],
+                                             "removed": ["--unshare-net", "--ro-bind /etc /etc"]}
