@@ -306,6 +306,12 @@ def observe_outside(launcher, child_pid, payload_argv, proc="/proc"):
         # who else is in the payload's namespaces (a "private" namespace holds the sandbox only)
         targets = dict((k, v) for k, v in ns.items() if k != "pid" and not PF.is_error(v))
         held, unreadable = PF.sharers(targets, [pid] + ([child_pid] if isinstance(child_pid, int) else []), proc)
+        # ... or keeps it alive for later (a bind of its nsfs inode, as "ip netns add" makes): host's table
+        here = PF.read_mounts("self", proc)
+        for m in here if isinstance(here, list) else []:
+            for kind, value in targets.items():
+                if m["fstype"] == "nsfs" and m["root"] == value:
+                    held.setdefault(kind, []).append("a bind of it at %s" % m["mountpoint"])
         out["payload"]["sharers"] = held
         out["payload"]["sharers_unreadable"] = unreadable
         out["payload"]["fds"] = PF.open_files(pid, proc)
@@ -566,7 +572,7 @@ def evaluate(spec, obs, outside, host):
             out.append("shared with %s" % ref_from)
         elif want_private and (payload.get("sharers") or {}).get(kind):
             out.append("also held by %s outside the sandbox" % ", ".join(
-                "pid %d" % p for p in payload["sharers"][kind]))
+                "pid %d" % p if isinstance(p, int) else str(p) for p in payload["sharers"][kind][:5]))
         if not want_private and ev["outside"] != ev["parent"]:
             out.append("differs from %s" % ref_from)
         if proc_ok and ev["inside"] != ev["outside"]:

@@ -211,6 +211,44 @@ os.execv("/usr/bin/bwrap", ["/usr/bin/bwrap", "--file", str(fd), "/preload.so", 
                             "/preload.so"] + sys.argv[1:])
 """
 
+FAKE_PIN = """#!/bin/sh
+# A wrapper that executes the real bwrap but first leaves a helper behind: once the sandboxed child
+# exists (bwrap waits on --block-fd before it executes the payload), the helper keeps the child's
+# network namespace alive on the host (a bind of its nsfs inode, as 'ip netns add' makes): anyone
+# root can enter it and talk to the payload on lo. Needs root (mount); run by another user the bind
+# fails and nothing is held.
+dir=$(dirname "$0")
+pin="$dir/netns-pin"
+fifo=$(mktemp -d) || exit 1
+mkfifo "$fifo/block" && exec 8<>"$fifo/block"
+rm -rf "$fifo"
+launcher=$$
+(
+    read -r me _ < /proc/self/stat
+    i=0
+    while [ $i -lt 500 ]; do
+        for c in $(cat /proc/$launcher/task/$launcher/children 2>/dev/null); do
+            [ "$c" = "$me" ] && continue
+            [ -e /proc/$c/ns/net ] || continue
+            if [ "$(readlink /proc/$c/ns/net)" != "$(readlink /proc/$launcher/ns/net)" ]; then
+                touch "$pin" && mount --bind /proc/$c/ns/net "$pin"   # (":>" failing would end sh)
+                echo go >&8
+                # until bwrap has exited (a zombie counts: the probe reaps it only after this helper
+                # let go of the inherited status pipe)
+                while [ -e /proc/$launcher ] && ! grep -q '^State:[[:space:]]*Z' /proc/$launcher/status; do
+                    sleep 0.05
+                done
+                umount "$pin"
+                exit 0
+            fi
+        done
+        sleep 0.01; i=$((i + 1))
+    done
+    echo go >&8
+) </dev/null >/dev/null 2>&1 &
+exec /usr/bin/bwrap --block-fd 8 "$@"
+"""
+
 
 class Bench(object):
     """Host-side fixtures for the rows, all under one /var/tmp directory; ``close()`` removes them."""
@@ -233,7 +271,8 @@ class Bench(object):
         for name, text in (("exec", FAKE_EXEC), ("json", FAKE_JSON), ("unshare", FAKE_UNSHARE), ("wrap", FAKE_WRAP),
                            ("move", FAKE_MOVE), ("seccomp", FAKE_SECCOMP),
                            ("userns", FAKE_USERNS), ("fd", FAKE_FD),
-                           ("preload", FAKE_PRELOAD)):
+                           ("preload", FAKE_PRELOAD),
+                           ("pin", FAKE_PIN)):
             path = os.path.join(self.dir, "fake-" + name, "bwrap")
             os.makedirs(os.path.dirname(path), mode=0o755)
             with open(path, "w") as handle:
@@ -251,6 +290,7 @@ class Bench(object):
         version = B.parse_version(subprocess.run([self.bwrap, "--version"], capture_output=True,
                                                  text=True).stdout)
         self.setuid_ok = B.version_tuple(version) < (0, 12)
+        self.mounts.append(os.path.join(os.path.dirname(self.fakes["pin"]), "netns-pin"))   # if left mounted
         self.python_copy = os.path.join(self.dir, "python")
         shutil.copy(os.path.realpath(PYTHON), self.python_copy)
         self.empty = os.path.join(self.dir, "empty")
@@ -433,6 +473,10 @@ ROWS = [
         add("--new-session", "--hostname", "metnos-x", "--remount-ro", "/tmp", "--unshare-cgroup"), [],
         note="not weakenings (a new session, a name, a read-only /tmp, one more namespace): the verdict passes "
              "and lists the words under argv_deviations"),
+    Row("netns_pinned", "wrapper: the real bwrap, and a helper that keeps the sandbox's network namespace "
+        "alive on the host (a bind of its nsfs inode, as 'ip netns add' makes)", binary("fakes.pin"),
+        {"root": ["net_namespace_private"], "nobody": []},
+        note="run by nobody the helper cannot mount: nothing is held, the sandbox is the strict one"),
     Row("fake_exec", "look-alike bwrap: runs the command unsandboxed, no status records",
         binary("fakes.exec"), NOT_ISOLATED_DIRECT, code="probe_not_isolated"),
     Row("fake_json", "look-alike bwrap: plausible json-status (a decoy sandbox's child-pid), command unsandboxed",

@@ -328,6 +328,15 @@ def test_a_namespace_another_process_holds_is_not_private():
     assert bad["user_namespace_private"]["observed"]["problems"] == ["also held by pid 777 outside the sandbox"]
 
 
+def test_a_namespace_bound_on_the_host_is_not_private():
+    obs, outside, host = good()
+    outside["payload"]["sharers"] = {"net": ["a bind of it at /run/netns/x"]}
+    bad = failed(obs, outside, host)
+    assert set(bad) == {"net_namespace_private"}
+    assert bad["net_namespace_private"]["observed"]["problems"] == [
+        "also held by a bind of it at /run/netns/x outside the sandbox"]
+
+
 def test_sharers_finds_the_probes_own_namespaces_held_by_others():
     import os
     mine = PR.host_namespaces()
