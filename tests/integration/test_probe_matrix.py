@@ -94,3 +94,31 @@ def test_module_without_unit_reports_unpackaged_and_look_alike_bwrap(bench):
     codes = sorted(d["code"] for d in res["diagnostics"])
     assert res["passed"] is False and codes == ["bwrap_not_packaged", "probe_not_isolated"], codes
     assert res["evidence"]["child_pid"] is None and res["observed_uid"] == bench.nobody.pw_uid
+
+
+def test_module_as_root_passes_but_warns_that_root_is_not_contained():
+    """Run as uid 0, bwrap keeps root's capabilities in the sandbox's user namespace (measured: the
+    payload remounts /usr read-write and writes the host's /usr): the checks pass, with a warning."""
+    from conftest import run_module
+    res = run_module("sandbox_probe", {"unit": "", "probe_user": "root"})
+    assert res["passed"] is True, res["diagnostics"]
+    assert [d["code"] for d in res["diagnostics"]] == ["probe_payload_root"]
+    caps = [c for c in res["checks"] if c["name"] == "no_capabilities"][0]
+    assert caps["ok"] and caps["observed"]["uid"] == 0 and caps["observed"]["capamb"] == 0
+
+
+def test_argv_words_the_profile_does_not_have_are_named(bench, strict):
+    """The probe judges the kernel's evidence, never argv words; it names the words a run added or
+    removed, in the verdict and in each failure's message, so a failure can be traced to its cause."""
+    row = [r for r in PM.ROWS if r.name == "harmless_words"][0]
+    verdict, _failed = PM.run_row(row, "nobody", bench, strict)
+    assert verdict["passed"] is True
+    assert verdict["argv_deviations"] == {"added": ["--new-session", "--hostname metnos-x", "--remount-ro /tmp",
+                                                    "--unshare-cgroup"], "removed": []}
+    row = [r for r in PM.ROWS if r.name == "ro_bind_other_source"][0]
+    verdict, _failed = PM.run_row(row, "nobody", bench, strict)
+    (diag,) = verdict["diagnostics"]
+    assert diag["message"].endswith("(the argv run is not the profile's: added --ro-bind /root /etc; "
+                                    "removed --ro-bind /etc /etc)")
+    verdict, _failed = PM.run_row(PM.ROWS[0], "nobody", bench, strict)
+    assert "argv_deviations" not in verdict
