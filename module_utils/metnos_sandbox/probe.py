@@ -313,11 +313,8 @@ def observe_outside(launcher, child_pid, payload_argv, proc="/proc"):
         targets = dict((k, v) for k, v in ns.items() if k != "pid" and not PF.is_error(v))
         held, unreadable = PF.sharers(targets, [pid] + ([child_pid] if isinstance(child_pid, int) else []), proc)
         # ... or keeps it alive for later (a bind of its nsfs inode, as "ip netns add" makes): host's table
-        here = PF.read_mounts("self", proc)
-        for m in here if isinstance(here, list) else []:
-            for kind, value in targets.items():
-                if m["fstype"] == "nsfs" and m["root"] == value:
-                    held.setdefault(kind, []).append("a bind of it at %s" % m["mountpoint"])
+        for kind, points in PF.nsfs_binds(targets, proc).items():
+            held.setdefault(kind, []).extend("a bind of it at %s" % p for p in points)
         out["payload"]["sharers"] = held
         out["payload"]["sharers_unreadable"] = unreadable
         out["payload"]["fds"] = PF.open_files(pid, proc)

@@ -19,6 +19,7 @@ import stat
 from . import bwrap as B
 from . import diagnostics as D
 from . import envflags
+from . import procfs as PF
 from . import systemd_unit as U
 
 DROPIN_NAME = "zz-metnos-sandbox.conf"
@@ -367,46 +368,6 @@ def _proc_ids(proc, pid):
     return uid, gid
 
 
-def _read_as(path, uid, gid, limit=MAX_ENVIRON):
-    """Read ``path`` in a forked child that runs as uid/gid (no supplementary groups).
-    Returns (bytes, None) or (None, error text)."""
-    rfd, wfd = os.pipe()
-    pid = os.fork()
-    if pid == 0:                                    # child: never returns
-        code = 1
-        try:
-            os.close(rfd)
-            os.setgroups([])
-            os.setgid(gid)
-            os.setuid(uid)
-            try:
-                with open(path, "rb") as handle:
-                    data = b"0" + handle.read(limit + 1)
-            except (IOError, OSError) as exc:
-                data = b"1" + (exc.strerror or str(exc)).encode("utf-8", "replace")
-            with os.fdopen(wfd, "wb") as pipe:
-                pipe.write(data)
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(wfd)
-    chunks, size = [], 0
-    with os.fdopen(rfd, "rb") as pipe:
-        while size <= limit + 2:
-            chunk = pipe.read(65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    os.waitpid(pid, 0)
-    data = b"".join(chunks)
-    if not data:
-        return None, "the helper running as uid %d could not report" % uid
-    if data[:1] == b"1":
-        return None, data[1:].decode("utf-8", "replace")
-    return data[1:limit + 1], None
-
-
 def read_live_environ(pid, proc="/proc"):
     """The environment of the running process ``pid``, read from the kernel, never guessed.
 
@@ -430,7 +391,7 @@ def read_live_environ(pid, proc="/proc"):
     if os.geteuid() != 0 or uid == os.geteuid():
         out["error"] = first
         return out
-    data, error = _read_as(path, uid, gid)
+    data, error = PF.read_file_as(path, uid, gid, MAX_ENVIRON)
     if data is None:
         out["error"] = "%s; as the process's own uid %d: %s" % (first, uid, error)
         return out
