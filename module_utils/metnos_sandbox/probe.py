@@ -72,6 +72,8 @@ class Reference(t.NamedTuple):
     ns: t.Dict[str, str]
     source: str
     moved: t.List[str]
+    depth: t.Optional[int] = None
+    """How deep the parent context's PID namespace is (the length of its NSpid in this /proc), if known."""
 
 
 class SystemdReport(t.NamedTuple):
@@ -289,8 +291,9 @@ def host_view(proc: str = "/proc") -> Json:
     """The probe's own namespaces and mount table, read before the run. Run directly, this *is* the
     parent context of bwrap (the probe starts bwrap without changing namespaces)."""
     mounts = PF.read_mounts("self", proc)
+    status = PF.read_status("self", proc)
     return {"ns": host_namespaces(proc), "mounts": mounts if isinstance(mounts, list) else [],
-            "privileges": PF.privileges(PF.read_status("self", proc)),
+            "privileges": PF.privileges(status), "nspid": status.get("nspid") or [],
             "from": "the probe (pid %d) that started bwrap" % os.getpid()}
 
 
@@ -299,8 +302,9 @@ def observe_context(pid: int, proc: str = "/proc") -> Json:
     process (pid), read from outside while it waits, before it executes bwrap."""
     ns, how = PF.namespaces(pid, proc=proc)
     mounts = PF.read_mounts(pid, proc)
+    status = PF.read_status(pid, proc)
     return {"ns": ns, "mounts": mounts if isinstance(mounts, list) else [], "read_by": how,
-            "privileges": PF.privileges(PF.read_status(pid, proc)),
+            "privileges": PF.privileges(status), "nspid": status.get("nspid") or [],
             "from": "the unit's process (pid %s) before it ran bwrap" % pid}
 
 
@@ -354,8 +358,10 @@ class _Watcher(object):
     it waits on stdin), then let it go."""
 
     def __init__(self, token: str, payload_argv: t.Sequence[str], proc: str = "/proc",
-                 stdin: t.Optional[t.IO[bytes]] = None) -> None:
+                 stdin: t.Optional[t.IO[bytes]] = None, unit: t.Optional[str] = None) -> None:
         self.token = token
+        self.unit = unit            # systemd: the transient unit (its pids may be of a PID namespace of its own)
+        self.level: t.Optional[int] = None  # ... then the index of that namespace in its processes' NSpid
         self.payload_argv = payload_argv
         self.proc = proc
         self.outside: t.Optional[Json] = None
@@ -395,11 +401,26 @@ class _Watcher(object):
         return self._done(records(data["stdout"]), status, pid)
 
     def systemd(self, data: t.Dict[str, bytes], _pid: int) -> bool:
+        """The unit's launcher and bwrap's child-pid name pids of the unit's PID namespace: translated to this
+        /proc's before anything is read (PrivatePIDs=yes gives the unit a namespace of its own)."""
         objects = records(data["stdout"])
-        launcher, status, _obs = split_stream(objects, self.token)
-        if self.context is None and self.stdin is not None and isinstance(launcher, int) and launcher > 0:
-            self._release_launcher(launcher)
-        return self._done(objects, status, launcher)
+        said, status, _obs = split_stream(objects, self.token)
+        if self.context is None and self.stdin is not None and isinstance(said, int) and said > 0:
+            # not found in the unit (its cgroup unreadable): the number as said, as if the namespace were shared
+            self.launcher = self._host_pid(said, None) or said
+            self.level = len(PF.read_status(self.launcher, self.proc).get("nspid") or [0]) - 1
+            self._release_launcher(self.launcher)
+        if not any(o.get("metnos_probe") == self.token for o in objects):
+            return False
+        child = status.get("child-pid")
+        if isinstance(child, int) and not isinstance(child, bool) and self.level is not None:
+            status = dict(status, **{"child-pid": self._host_pid(child, self.level) or child})
+        return self._done(objects, status, self.launcher)
+
+    def _host_pid(self, pid: int, level: t.Optional[int]) -> t.Optional[int]:
+        if not self.unit:
+            return pid
+        return PF.unit_pid(pid, self.unit, level, self.proc)
 
 
 def records(data: t.Union[bytes, str]) -> t.List[Json]:
@@ -450,10 +471,13 @@ def _reference(outside: Json, host: Json) -> Reference:
     parent = outside.get("parent") or {}
     pns = parent.get("ns") or {}
     essential = ("user", "mnt", "net", "pid")
+    depth = None
     if context.get("ns") and not any(_err(context["ns"].get(k)) for k in essential):
         ref, ref_from = context["ns"], context.get("from") or "the unit's process before it ran bwrap"
+        depth = len(context.get("nspid") or []) or None
     elif not context and host.get("ns") and not any(_err(host["ns"].get(k)) for k in essential):
         ref, ref_from = host["ns"], host.get("from") or "the probe that started bwrap"
+        depth = len(host.get("nspid") or []) or None
     elif pns and not any(_err(pns.get(k)) for k in essential):
         ref, ref_from = pns, "bwrap (pid %s) (the parent context was unreadable)" % parent.get("pid")
     else:
@@ -462,7 +486,7 @@ def _reference(outside: Json, host: Json) -> Reference:
                                             or "bwrap not known"), [])
     moved = [k for k in PF.NS_KINDS if ref is not pns and not _err(pns.get(k)) and not _err(ref.get(k))
              and pns.get(k) != ref.get(k)]
-    return Reference(ref, ref_from, moved)
+    return Reference(ref, ref_from, moved, depth)
 
 
 def _known_devices(outside: Json, host: Json) -> t.Set[str]:
@@ -667,10 +691,21 @@ def _check_namespaces(sc: _Scene) -> None:
         sc.add("host_network", "R-NET-1", "the same network namespace as bwrap's parent", dict(ev, problems=problems),
                not problems)
     ev, problems = _ns_problems(sc, "pid", False)
-    if sc.pid is not None and obs.get("pid") != sc.pid:
-        problems.append("the payload is pid %s outside but sees itself as pid %s" % (sc.pid, obs.get("pid")))
+    seen = _pid_in_context(sc)
+    if seen is not None and obs.get("pid") != seen:
+        problems.append("the payload is pid %s outside but sees itself as pid %s" % (seen, obs.get("pid")))
     sc.add("no_pid_namespace", "R-BASE-8", "the PID namespace of bwrap's parent (no PID namespace)",
            dict(ev, problems=problems), not problems)
+
+
+def _pid_in_context(sc: _Scene) -> t.Optional[int]:
+    """The payload's pid in the PID namespace of bwrap's parent context: the one it sees for itself when bwrap
+    made no PID namespace. Not always the host's: a unit with PrivatePIDs=yes has a namespace of its own."""
+    nspid = sc.payload.get("nspid") or []
+    depth = sc.ref.depth
+    if sc.pid is not None and depth is not None and len(nspid) >= depth:
+        return t.cast(int, nspid[depth - 1])
+    return sc.pid
 
 
 def _check_tmpfs(sc: _Scene) -> None:
@@ -1120,7 +1155,7 @@ def run_systemd(argv: t.List[str], spec: Json, python: str, user: User, settings
         result = {"rc": 127, "stderr": "systemd-run: %s" % exc.strerror, "json_status": {}, "timed_out": False,
                   "duration": 0.0}
         return _verdict(full[:len(full) - 1] + ["<spec>"], result, None, None, spec, host, user, timeout)
-    watcher = _Watcher(spec["token"], payload, stdin=proc.stdin)
+    watcher = _Watcher(spec["token"], payload, stdin=proc.stdin, unit=runner_unit + ".service")
     report: Json = {}
     assert proc.stdout is not None and proc.stderr is not None
     try:

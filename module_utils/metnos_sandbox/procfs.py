@@ -260,6 +260,39 @@ def interfaces(pid: Pid, proc: str = "/proc") -> t.Union[t.List[str], str]:
     return sorted(line.split(":", 1)[0].strip() for line in text.splitlines()[2:] if ":" in line)
 
 
+def read_cgroups(pid: Pid, proc: str = "/proc") -> t.List[str]:
+    """The cgroup paths of PID (/proc/PID/cgroup, one per hierarchy; world-readable); [] when gone."""
+    try:
+        text = read_text(os.path.join(proc, str(pid), "cgroup"), limit=1 << 16)
+    except (IOError, OSError):
+        return []
+    return [line.split(":", 2)[2] for line in text.splitlines() if line.count(":") >= 2]
+
+
+def _in_unit(pid: Pid, unit: str, proc: str) -> bool:
+    return any(path == "/" + unit or path.endswith("/" + unit) for path in read_cgroups(pid, proc))
+
+
+def unit_pid(number: int, unit: str, level: t.Optional[int] = None, proc: str = "/proc") -> t.Optional[int]:
+    """The pid, in this /proc's PID namespace, of the process of systemd unit ``unit`` (e.g. "x.service",
+    matched by its cgroup) that is ``number`` in a namespace of its own: a unit with PrivatePIDs=yes reports
+    pids of its own PID namespace (its first process is 1). ``level``: the index in the process's NSpid of
+    the namespace ``number`` belongs to (None: the process's own, the last). None when no process, or more
+    than one, of the unit matches."""
+    def matches(pid: Pid) -> bool:
+        nspid = read_status(pid, proc).get("nspid") or []
+        index = len(nspid) - 1 if level is None else level
+        return 0 <= index < len(nspid) and nspid[index] == number and _in_unit(pid, unit, proc)
+
+    if number > 0 and matches(number):         # the unit shares this PID namespace: the same number
+        return number
+    try:
+        found = [int(n) for n in os.listdir(proc) if n.isdigit() and matches(n)]
+    except OSError:
+        return None
+    return found[0] if len(found) == 1 else None
+
+
 # --------------------------------------------------------------------------- as the process's own user
 
 def own_credentials(pid: Pid, proc: str = "/proc") -> t.Optional[t.Tuple[int, int]]:

@@ -539,16 +539,18 @@ def applicable(row, bench):
     return True, None
 
 
-def run_row(row, user, bench, profile=None, core=PR, systemd=False, timeout=30):
+def run_row(row, user, bench, profile=None, core=PR, systemd=False, timeout=30, properties=()):
     """Run one row as ``user`` (a name). Direct (as the probe runs without a unit), or with
-    ``systemd`` in a transient unit as the probe runs for a service. Returns (verdict, failed names)."""
+    ``systemd`` in a transient unit as the probe runs for a service (``properties``: (directive, value)
+    pairs the unit carries, e.g. PrivatePIDs=yes). Returns (verdict, failed names)."""
     prof = profile or strict_profile()
     argv = row.edit(list(prof["argv"]), bench)
     spec = core.expectations(prof)
     if systemd:
         entry = pwd.getpwnam(user)
         verdict = core.run_systemd(argv, spec, PYTHON, {"name": user, "uid": entry.pw_uid, "gid": entry.pw_gid},
-                                   {}, {"PATH": "/usr/bin:/bin"}, timeout, "metnos-probe-matrix-%s" % row.name)
+                                   {"assignments": [(k, v, "test") for k, v in properties]}, {"PATH": "/usr/bin:/bin"},
+                                   timeout, "metnos-probe-matrix-%s" % row.name)
     else:
         verdict = core.run(argv, spec, PYTHON, user=bench.user(user), timeout=timeout)
     return verdict, sorted(c["name"] for c in verdict["checks"] if not c["ok"])
