@@ -13,7 +13,10 @@ Two independent witnesses for every check:
   waits (a handshake on the payload's stdin: it reports, then blocks until the outside has
   read). Namespaces are compared with bwrap's parent context, read before bwrap could act (run
   directly: the probe's own; in a transient unit: the unit's process, read while it waits to exec
-  bwrap); a bwrap that has left that context since is itself a finding.
+  bwrap); a bwrap that has left that context since is itself a finding. The pids a unit reports (the
+  launcher's, bwrap's child-pid) are of the unit's PID namespace - its own with PrivatePIDs=yes - and
+  are translated to the probe's by the unit's cgroup (procfs.unit_pid) before anything is read; the
+  payload's own pid is compared at the parent context's level of its NSpid.
 * **inside** (the payload, ``PAYLOAD``): ``statfs``/``statvfs``/``stat`` of each mount point,
   ``lstat`` of each hidden path, a real write for each writable grant, ``if_nameindex``,
   ``prctl(PR_GET_PDEATHSIG)``; its ``/proc/self/ns`` links count only once ``/proc`` is proven
@@ -894,17 +897,22 @@ def _check_capabilities(sc: _Scene) -> None:
            dict(priv, uid=payload.get("uid"), problems=problems), not problems)
 
 
+def _unread(sc: _Scene, value: t.Any, kind: type, what: str) -> t.List[str]:
+    """Why a reading of the payload process proves nothing ([] when it is a ``kind``)."""
+    if sc.pid is None or value is None:
+        return ["not proven: the payload process was not found outside"]
+    if not isinstance(value, kind):
+        return ["not proven: %s gave %s" % (what, value)]
+    return []
+
+
 def _check_descriptors(sc: _Scene) -> None:
     """9b. Nothing handed in from outside through an open descriptor: a directory, file or socket
     descriptor reaches the host past every mount (openat, connect). The payload opens none itself
     before it reports; its stdio are the probe's pipes (or /dev/null)."""
     fds = sc.payload.get("fds")
-    problems = []
-    if sc.pid is None or fds is None:
-        problems.append("not proven: the payload process was not found outside")
-    elif not isinstance(fds, dict):
-        problems.append("not proven: listing its descriptors gave %s" % fds)
-    else:
+    problems = _unread(sc, fds, dict, "listing its descriptors")
+    if not problems and isinstance(fds, dict):
         bad = ["%s -> %s (%s)" % (fd, info.get("link"), info.get("type")) for fd, info in sorted(
             fds.items(), key=lambda i: int(i[0]) if i[0].isdigit() else -1) if info.get("type") not in ("fifo", "chr")]
         if bad:
@@ -918,14 +926,10 @@ def _check_payload_code(sc: _Scene) -> None:
     binds (the devices of the mounts at and below them), never from the sandbox's own tmpfs
     (a library planted with --file/--bind-data and LD_PRELOAD) or anywhere else."""
     mapped = sc.payload.get("mapped")
-    problems = []
-    if sc.pid is None or mapped is None:
-        problems.append("not proven: the payload process was not found outside")
-    elif not isinstance(mapped, list):
-        problems.append("not proven: reading its mappings gave %s" % mapped)
-    elif sc.visible is None:
+    problems = _unread(sc, mapped, list, "reading its mappings")
+    if not problems and sc.visible is None:
         problems.append("not proven: the payload's mount table was not read")
-    else:
+    elif not problems and isinstance(mapped, list) and sc.visible is not None:
         binds = sc.spec.get("ro", []) + sc.spec.get("rw", [])
         sources = set(m["dev"] for m in sc.visible if any(under(m["mountpoint"], d) for d in binds))
         foreign = ["%s (device %s)" % (path, dev) for dev, _ino, path in mapped if dev not in sources]

@@ -4,12 +4,10 @@ context is that namespace, not the host's. The probe translates the pids (by the
 no_pid_namespace against the unit's namespace: the strict profile passes there, and a bwrap that really
 makes a PID namespace (--unshare-pid) still fails it, in the unit as the module runs it and in a transient
 unit carrying PrivatePIDs=yes (the matrix's pid_namespace row)."""
-import json
-import os
-
 import pytest
+from test_probe_weakened_systemd import run_matrix
 
-from conftest import ROOT, SYSTEMD_IMAGES, bwrap_image, podman, start_host, stop_host
+from conftest import SYSTEMD_IMAGES, bwrap_image, start_host, stop_host
 
 SCRIPT = r'''
 import json, sys
@@ -66,13 +64,7 @@ def test_private_pids_unit_with_a_pid_namespace_made_by_bwrap_fails(pids_host):
 
 
 def test_matrix_pid_rows_in_a_private_pids_transient_unit(pids_host):
-    pids_host.sh("mkdir -p /opt/metnos-tests/tests/helpers")
-    podman("cp", os.path.join(ROOT, "module_utils"), "%s:/opt/metnos-tests/module_utils" % pids_host.name)
-    podman("cp", os.path.join(ROOT, "tests", "helpers", "probe_mutations.py"),
-           "%s:/opt/metnos-tests/tests/helpers/probe_mutations.py" % pids_host.name)
-    pids_host.write("/opt/metnos-tests/matrix.py", SCRIPT)
-    out = pids_host.sh("cd /opt/metnos-tests && python3 matrix.py", timeout=300).stdout
-    rows = dict((r["row"], r) for r in (json.loads(line) for line in out.splitlines() if line.startswith("{")))
+    rows = dict((r["row"], r) for r in run_matrix(pids_host, SCRIPT))
     assert rows["strict"]["judged"] == "ok" and rows["strict"]["failed"] == [], rows["strict"]
     assert rows["pid_namespace"]["judged"] == "ok" and rows["pid_namespace"]["failed"] == ["no_pid_namespace"], \
         rows["pid_namespace"]
