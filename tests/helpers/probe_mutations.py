@@ -195,12 +195,18 @@ FAKE_USERNS = """#!/usr/bin/python3
 # payload's sandbox (its owner has every capability in it: it can enter the payload's namespaces and
 # ptrace it), then executes the real bwrap joining that namespace (--userns) instead of
 # --unshare-user. The payload's user namespace differs from the parent's: it is not private.
-import json, os, subprocess, sys
+import json, os, subprocess, sys, time
 r, w = os.pipe()
 decoy = subprocess.Popen(["/usr/bin/bwrap", "--unshare-user", "--die-with-parent", "--ro-bind", "/", "/",
                           "--json-status-fd", str(w), "--", "sleep", "60"], pass_fds=(w,), stdin=subprocess.DEVNULL)
 os.close(w)
-""" + _FIRST_CHILD % ("r", "child") + """fd = os.open("/proc/%d/ns/user" % child, os.O_RDONLY)
+""" + _FIRST_CHILD % ("r", "child") + """# bwrap reports child-pid before the namespace's uid/gid maps are
+# written: joined before that, the real bwrap fails (EOVERFLOW creating its root), seen under load
+for _ in range(1000):
+    if all(open("/proc/%d/%s" % (child, m)).read().strip() for m in ("uid_map", "gid_map")):
+        break
+    time.sleep(0.005)
+fd = os.open("/proc/%d/ns/user" % child, os.O_RDONLY)
 os.set_inheritable(fd, True)
 args = [a for a in sys.argv[1:] if a != "--unshare-user"]
 os.execv("/usr/bin/bwrap", ["/usr/bin/bwrap", "--userns", str(fd)] + args)
