@@ -25,12 +25,6 @@ REQUIRED_FEATURES = (
     "--ro-bind", "--bind", "--proc", "--dev", "--tmpfs", "--symlink", "--chdir",
     "--json-status-fd",
 )
-# Noted when present; never required.
-OPTIONAL_FEATURES = (
-    "--disable-userns", "--unshare-user-try", "--clearenv", "--argv0", "--bind-fd",
-    "--ro-bind-fd", "--level-prefix", "--overlay-src", "--not-a-security-boundary",
-    "--size", "--perms", "--ro-bind-try", "--bind-try",
-)
 
 
 # --------------------------------------------------------------------------- run
@@ -196,13 +190,6 @@ def parse_dpkg_search(out, path=None):
             continue
         owners.extend(n.strip().split(":")[0] for n in names.split(","))   # 'pkg:arch' -> pkg
     return [o for o in owners if o], diverted
-
-
-def parse_dpkg_owner(out):
-    """``dpkg-query -S PATH`` -> the first owning package's name, or None (diversions not judged:
-    ``_dpkg_owner`` does that)."""
-    owners, _diverted = parse_dpkg_search(out)
-    return owners[0] if owners else None
 
 
 def parse_rpm_owner(out):
