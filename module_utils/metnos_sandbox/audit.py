@@ -112,16 +112,15 @@ def audit_host(params, runner=B.default_runner):
     diags = list(facts["diagnostics"])
 
     unit = params.get("unit") or ""
-    svc = None
+    found = None
     if unit:
         try:
-            svc = S.inspect({"unit": unit, "scope": params.get("scope") or "system", "user": params.get("user"),
+            found = S.inspect({"unit": unit, "scope": params.get("scope") or "system", "user": params.get("user"),
                              "mode": "auto"}, runner)
         except S.SystemctlError as exc:
             diags.append(D.make("unit_not_found", unit=unit, message="%s: systemctl failed: %s" % (unit, exc)))
+    svc = found.result if found is not None else None
     if svc is not None:
-        svc.pop("_state", None)
-        svc.pop("_env", None)
         svc["verdict"] = F.verdict(svc["diagnostics"])
         result["service"] = svc
         diags.extend(svc["diagnostics"])
