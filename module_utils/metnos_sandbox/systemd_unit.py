@@ -23,7 +23,9 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import os
 import re
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from . import bwrap as B
 
 SYSTEM_UNIT_DIRS = ("/etc/systemd/system.control", "/run/systemd/system.control", "/run/systemd/transient",
                     "/etc/systemd/system", "/run/systemd/system", "/usr/local/lib/systemd/system",
@@ -410,7 +412,7 @@ def _assign_environment(state: Dict[str, Any], value: str, where: str) -> None:
         state["environment"].append({"name": name, "value": val, "where": where})
 
 
-def default_service_path(root: str = "/", runner: Optional[Callable[..., Tuple[int, str, str]]] = None) -> str:
+def default_service_path(root: str = "/", runner: Optional[B.Runner] = None) -> str:
     """systemd's compiled-in PATH for services: `systemd-path search-binaries-default` when we can
     ask this host's systemd; else Debian/Ubuntu builds (split-usr compat) add /sbin:/bin."""
     if root in ("", "/") and runner is not None:

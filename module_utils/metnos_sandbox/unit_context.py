@@ -39,9 +39,9 @@ import re
 import socket
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
+from . import bwrap as B
 from . import systemd_unit as U
 
-Runner = Callable[..., Tuple[int, str, str]]         # bwrap.Runner (not imported: this module stands alone)
 Assignment = List[str]                              # [directive, value, where]
 Line = Tuple[Optional[str], str, str, str]          # (section, key, value, where) of a unit file
 
@@ -470,7 +470,7 @@ def _error_line(stderr: str) -> str:
 class Preflight(object):
     """Start the transient unit once with the carried context and learn what systemd accepts."""
 
-    def __init__(self, runner: Runner, unit_name: str, scope: str = "system", user: Optional[str] = None,
+    def __init__(self, runner: B.Runner, unit_name: str, scope: str = "system", user: Optional[str] = None,
                  base_args: Sequence[str] = ()) -> None:
         self.runner = runner
         self.unit_name = unit_name
@@ -547,7 +547,7 @@ class Preflight(object):
         return None
 
 
-def build(show: Mapping[str, str], runner: Runner, unit: str, scope: str = "system", user: Optional[str] = None,
+def build(show: Mapping[str, str], runner: B.Runner, unit: str, scope: str = "system", user: Optional[str] = None,
           unit_name: Optional[str] = None, verify: bool = True, read: Optional[Callable[[str], str]] = None,
           user_entry: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """The whole context: plan from the unit files, prove it with a preflight unit.
