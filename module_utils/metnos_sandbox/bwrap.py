@@ -501,34 +501,48 @@ def parse_json_status(data: Union[bytes, str, None]) -> Dict[str, Any]:
 
 # --------------------------------------------------------------------------- running
 
+# Once the started process has exited (and the payload's handshake, if any, is done), how long its pipes may
+# stay open before whatever still holds them is taken for a leftover of its process group and killed, and how
+# long what is left in them is then read. Everything the started process wrote is in the pipes when it exits:
+# a leftover (a decoy or daemon a look-alike started, a payload's background child) adds nothing to the answer.
+LINGER = 1.0
+DRAIN = 2.0
+# After SIGKILL, how long the started process may take to die (a process in uninterruptible sleep, e.g. on a
+# hung NFS mount, dies only when its I/O ends: the probe does not wait for that).
+REAP = 10.0
+_POLL = 0.2
+
+
 def pump(proc: subprocess.Popen[bytes], streams: Mapping[str, int], timeout: float,
-         watch: Optional[Watch] = None) -> Tuple[Dict[str, bytes], bool]:
+         watch: Optional[Watch] = None, report: Optional[Dict[str, Any]] = None) -> Tuple[Dict[str, bytes], bool]:
     """Read ``streams`` ({name: readable fd}) of ``proc`` until they all close or ``timeout`` passes.
 
     ``watch(data, pid)`` (``data``: {name: bytes so far}; ``pid``: proc's) is called after each read; once it returns
     true it is not called again and ``proc.stdin`` (if a pipe) is closed: that is the handshake a
-    payload waiting on its stdin uses ("the outside has finished reading, go on"). Returns
-    (data, timed_out); on timeout the whole process group is killed. Never raises for I/O.
+    payload waiting on its stdin uses ("the outside has finished reading, go on").
+
+    Reading also stops ``LINGER`` seconds after ``proc`` has exited with the handshake done (or without a
+    ``watch``): whatever still holds the pipes then is a leftover, its process group is killed and what is
+    already in the pipes is read for at most ``DRAIN`` seconds; ``report["left_behind"]`` says so. Until the
+    payload has reported, the probe waits for it (a look-alike may leave its command running): at most until
+    the timeout. Returns (data, timed_out); on timeout the whole process group is killed. Never raises for
+    I/O, never waits without a bound.
     """
     import selectors
-    deadline = time.time() + timeout
+    run = _Pumping(proc, timeout, watch is not None, report)
     data: Dict[str, bytes] = dict((name, b"") for name in streams)
     sel = selectors.DefaultSelector()
     for name, fd in streams.items():
         sel.register(fd, selectors.EVENT_READ, name)
-    watching = watch is not None
-    timed_out = False
     try:
         while sel.get_map():
-            left = deadline - time.time()
-            if left <= 0:
-                if timed_out:
-                    break                      # killed, and something still holds a pipe: give up
-                timed_out = True
-                _kill_group(proc)
-                deadline = time.time() + 5.0   # then read on until the killed tree has closed its pipes
+            now = time.time()
+            step = run.step(now)
+            if step == "stop":
+                break
+            if step == "again":
                 continue
-            for key, _mask in sel.select(min(left, 1.0)):
+            for key, _mask in sel.select(max(0.0, min(run.deadline - now, _POLL))):
                 try:
                     chunk = os.read(key.fd, 65536)
                 except OSError:
@@ -537,20 +551,71 @@ def pump(proc: subprocess.Popen[bytes], streams: Mapping[str, int], timeout: flo
                     data[key.data] += chunk
                 else:
                     sel.unregister(key.fd)
-            if watch is not None and watching and not timed_out and watch(data, proc.pid):
-                watching = False
+            if watch is not None and run.watching and not run.timed_out and watch(data, proc.pid):
+                run.watching = False
                 _close_stdin(proc)
     finally:
         sel.close()
     _close_stdin(proc)
-    if not timed_out:
+    if not run.timed_out:
         try:
-            proc.wait(timeout=max(0.1, deadline - time.time()))
+            proc.wait(timeout=max(0.1, run.deadline - time.time()))
         except subprocess.TimeoutExpired:
-            timed_out = True
+            run.timed_out = True
             _kill_group(proc)
-    proc.wait()
-    return data, timed_out
+    try:
+        proc.wait(timeout=REAP)
+    except subprocess.TimeoutExpired:
+        pass                                   # unkillable for now (uninterruptible sleep): rc stays None
+    return data, run.timed_out
+
+
+class _Pumping(object):
+    """One pump()'s clock: the deadline, the handshake, the started process's exit, the kills."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], timeout: float, watching: bool,
+                 report: Optional[Dict[str, Any]]) -> None:
+        self.proc = proc
+        self.report = report
+        self.deadline = time.time() + timeout
+        self.watching = watching
+        self.timed_out = False
+        self.exited_at: Optional[float] = None     # when proc was first seen exited
+        self.settled_at: Optional[float] = None    # when proc had exited and the handshake was done (the later)
+        self.draining = False                      # leftovers killed: reading what is left
+
+    def step(self, now: float) -> str:
+        """Before each read: "stop" reading, look "again" (something was just killed), or "read"."""
+        if now >= self.deadline:
+            if self.timed_out or self.draining:
+                return "stop"                      # killed, and something still holds a pipe: give up
+            self.timed_out = True
+            _kill_group(self.proc)
+            self.deadline = now + 5.0              # then read on until the killed tree has closed its pipes
+            return "again"
+        if self.exited_at is None and not self.timed_out and _exited(self.proc):
+            self.exited_at = now
+        if self.settled_at is None and self.exited_at is not None and not self.watching:
+            self.settled_at = now
+        if self.settled_at is not None and not self.draining and now - self.settled_at >= LINGER:
+            self.draining = True
+            _kill_group(self.proc)                 # proc is not reaped yet: its group id cannot have been reused
+            if self.report is not None:
+                self.report["left_behind"] = True
+            self.deadline = min(self.deadline, now + DRAIN)
+            return "again"
+        return "read"
+
+
+def _exited(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether proc has exited, without reaping it: until proc.wait() its pid - the id of its process
+    group - stays taken, so killing that group later cannot hit another one."""
+    if proc.returncode is not None:
+        return True
+    try:
+        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -577,8 +642,9 @@ def run_bwrap(argv: Sequence[str], user: Optional[Mapping[str, Any]] = None, env
     ``--json-status-fd`` when ``status_fd`` is true; it is replaced by the fd of
     a pipe. ``watch`` (see ``pump``) sees {"stdout", "stderr", "status"} as they arrive;
     stdin stays an open pipe until it returns true. Returns a dict: rc, stdout, stderr,
-    json_status, status_raw, setup_failed, timed_out, duration, pid (bwrap's own). The whole
-    process group is killed on timeout.
+    json_status, status_raw, setup_failed, timed_out, left_behind (processes of its group still held
+    its pipes after it had exited: killed), duration, pid (bwrap's own). The whole process group is
+    killed on timeout.
     """
     read_fd: Optional[int] = None
     write_fd: Optional[int] = None
@@ -594,7 +660,7 @@ def run_bwrap(argv: Sequence[str], user: Optional[Mapping[str, Any]] = None, env
                 os.close(fd)
         return {"rc": 127, "stdout": "", "stderr": "bwrap: execvp %s: %s" % (argv[0], exc.strerror),
                 "json_status": {}, "status_raw": "", "setup_failed": True, "timed_out": False,
-                "duration": 0.0, "pid": None}
+                "left_behind": False, "duration": 0.0, "pid": None}
     if write_fd is not None:
         os.close(write_fd)
     if input_data is not None and watch is None:
@@ -603,7 +669,8 @@ def run_bwrap(argv: Sequence[str], user: Optional[Mapping[str, Any]] = None, env
         except OSError:
             pass
         _close_stdin(proc)
-    data, timed_out = _collect(proc, read_fd, timeout, watch)
+    report: Dict[str, Any] = {}
+    data, timed_out = _collect(proc, read_fd, timeout, watch, report)
     status = parse_json_status(data.get("status", b""))
     return {
         "rc": proc.returncode,
@@ -614,6 +681,7 @@ def run_bwrap(argv: Sequence[str], user: Optional[Mapping[str, Any]] = None, env
         # bwrap writes exit-code only once the payload ran; without it, setup failed.
         "setup_failed": status_fd and "exit-code" not in status and not timed_out,
         "timed_out": timed_out,
+        "left_behind": bool(report.get("left_behind")),
         "duration": round(time.time() - start, 3),
         "pid": proc.pid,
     }
@@ -633,8 +701,8 @@ def _spawn(argv: Sequence[str], user: Optional[Mapping[str, Any]], env: Optional
         start_new_session=True, **kwargs)
 
 
-def _collect(proc: subprocess.Popen[bytes], read_fd: Optional[int], timeout: float,
-             watch: Optional[Watch]) -> Tuple[Dict[str, bytes], bool]:
+def _collect(proc: subprocess.Popen[bytes], read_fd: Optional[int], timeout: float, watch: Optional[Watch],
+             report: Dict[str, Any]) -> Tuple[Dict[str, bytes], bool]:
     """pump() over bwrap's stdout, stderr and (``read_fd``) status pipe; every pipe is closed after."""
     stdout, stderr = proc.stdout, proc.stderr
     assert stdout is not None and stderr is not None      # both are pipes (_spawn)
@@ -642,7 +710,7 @@ def _collect(proc: subprocess.Popen[bytes], read_fd: Optional[int], timeout: flo
     if read_fd is not None:
         streams["status"] = read_fd
     try:
-        return pump(proc, streams, timeout, watch)
+        return pump(proc, streams, timeout, watch, report)
     finally:
         stdout.close()
         stderr.close()
