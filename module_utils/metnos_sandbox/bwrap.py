@@ -634,7 +634,7 @@ def _close_stdin(proc: subprocess.Popen[bytes]) -> None:
 
 
 def run_bwrap(argv: Sequence[str], user: Optional[Mapping[str, Any]] = None, env: Optional[Mapping[str, str]] = None,
-              timeout: float = 30.0, cwd: str = "/", status_fd: bool = True, input_data: Optional[bytes] = None,
+              timeout: float = 30.0, cwd: str = "/", status_fd: bool = True,
               watch: Optional[Watch] = None) -> Dict[str, Any]:
     """Run a bwrap argv for real, optionally as another user.
 
@@ -653,7 +653,7 @@ def run_bwrap(argv: Sequence[str], user: Optional[Mapping[str, Any]] = None, env
         argv = [str(write_fd) if a == "{status_fd}" else a for a in argv]
     start = time.time()
     try:
-        proc = _spawn(argv, user, env, cwd, write_fd, piped_stdin=watch is not None or input_data is not None)
+        proc = _spawn(argv, user, env, cwd, write_fd, piped_stdin=watch is not None)
     except OSError as exc:
         for fd in (read_fd, write_fd):
             if fd is not None:
@@ -663,12 +663,6 @@ def run_bwrap(argv: Sequence[str], user: Optional[Mapping[str, Any]] = None, env
                 "left_behind": False, "duration": 0.0, "pid": None}
     if write_fd is not None:
         os.close(write_fd)
-    if input_data is not None and watch is None:
-        try:
-            proc.stdin.write(input_data)    # type: ignore[union-attr]   # a pipe: piped_stdin above
-        except OSError:
-            pass
-        _close_stdin(proc)
     report: Dict[str, Any] = {}
     data, timed_out = _collect(proc, read_fd, timeout, watch, report)
     status = parse_json_status(data.get("status", b""))
