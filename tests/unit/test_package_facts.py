@@ -65,7 +65,8 @@ def test_parse_pacman_owner(out, expected):
     ("dpkg-query: no path found matching pattern /usr/local/bin/bwrap\n", None),
 ])
 def test_parse_dpkg_owner(out, expected):
-    assert B.parse_dpkg_owner(out) == expected
+    owners, _diverted = B.parse_dpkg_search(out)       # the first owning package (diversions: _dpkg_owner)
+    assert (owners[0] if owners else None) == expected
 
 
 class FakeHost(object):
