@@ -1,4 +1,4 @@
-"""Shared test fixtures: the core on sys.path, and helpers to run Ansible for real."""
+"""Shared test fixtures: the core as ansible.module_utils.metnos_sandbox, helpers to run Ansible for real."""
 import json
 import os
 import shutil
@@ -8,8 +8,11 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "module_utils"))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import core_path  # noqa: E402  the core as ansible.module_utils.metnos_sandbox, its one import name
+
+core_path.use_core()
 
 
 def ansible_env(**extra):

@@ -9,9 +9,9 @@ import tempfile
 
 import pytest
 
-from metnos_sandbox import manifest as M
-from metnos_sandbox import probe as PR
-from metnos_sandbox import profile as P
+from ansible.module_utils.metnos_sandbox import manifest as M
+from ansible.module_utils.metnos_sandbox import probe as PR
+from ansible.module_utils.metnos_sandbox import profile as P
 
 NOBODY = pwd.getpwnam("nobody")
 USER = {"name": "nobody", "uid": NOBODY.pw_uid, "gid": NOBODY.pw_gid}

@@ -4,8 +4,8 @@ import shutil
 import stat
 import subprocess
 
-from metnos_sandbox import bwrap as B
-from metnos_sandbox import facts as F
+from ansible.module_utils.metnos_sandbox import bwrap as B
+from ansible.module_utils.metnos_sandbox import facts as F
 
 HELP_080 = """usage: bwrap [OPTIONS...] [--] COMMAND [ARGS...]
 

@@ -24,13 +24,13 @@ import signal
 
 import pytest
 
+from ansible.module_utils.metnos_sandbox import audit as A
+from ansible.module_utils.metnos_sandbox import bwrap as B
+from ansible.module_utils.metnos_sandbox import manifest as M
+from ansible.module_utils.metnos_sandbox import probe as PR
+from ansible.module_utils.metnos_sandbox import profile as P
 from corpus import hostile_manifests as H
 from corpus import hostile_tree
-from metnos_sandbox import audit as A
-from metnos_sandbox import bwrap as B
-from metnos_sandbox import manifest as M
-from metnos_sandbox import probe as PR
-from metnos_sandbox import profile as P
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}

@@ -7,7 +7,7 @@ real-kernel path is exercised by the integration tests.
 """
 import os
 
-from metnos_sandbox import kernel as K
+from ansible.module_utils.metnos_sandbox import kernel as K
 
 
 def plant(tmp_path, files):

@@ -10,10 +10,10 @@ import random
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from ansible.module_utils.metnos_sandbox import diagnostics as D
+from ansible.module_utils.metnos_sandbox import manifest as M
+from ansible.module_utils.metnos_sandbox import profile as P
 from helpers import profile_oracle as O
-from metnos_sandbox import diagnostics as D
-from metnos_sandbox import manifest as M
-from metnos_sandbox import profile as P
 
 ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
 

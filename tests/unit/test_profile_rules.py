@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from metnos_sandbox import manifest as M
-from metnos_sandbox import profile as P
+from ansible.module_utils.metnos_sandbox import manifest as M
+from ansible.module_utils.metnos_sandbox import profile as P
 
 ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
 
