@@ -84,6 +84,7 @@ docs:
 	@scripts/bootstrap.sh
 	python scripts/gen-diagnostics-doc.py > docs/diagnostics.md
 	python scripts/gen-unit-directives-doc.py > docs/unit-directives.md
+	python scripts/gen-spec-coverage.py > docs/spec-coverage.md
 
 clean:
 	rm -rf $(VENV) .ansible .pytest_cache

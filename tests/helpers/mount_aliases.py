@@ -15,6 +15,10 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+if os.path.join(ROOT, "tests") not in sys.path:        # also run as a script (run() below)
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+from helpers.fake_host import host_dict  # noqa: E402
 
 DIRS = ["data/metnos/runtime", "data/metnos/venv", "data/metnos/executors/ex", "data/metnos/executors/other",
         "data/metnos/integrations/cal", "data/metnos/i18n", "data/other", "srv/metnos", "etcalias", "subssh",
@@ -61,11 +65,7 @@ LINKS = {"data/link_rt": "@T/data/metnos/runtime"}
 
 def host_for(tree):
     m = tree + "/srv/metnos"
-    return {"runtime_dir": m + "/runtime", "executors_dir": m + "/executors", "python_executable": "/usr/bin/python3",
-            "python_prefix": m + "/venv", "python_package_roots": [m + "/venv"], "i18n_dbs": [m + "/i18n"],
-            "lexicon_dbs": [], "integrations_dir": m + "/integrations", "resources": {}, "indexes": {},
-            "mail_credentials_dir": m + "/creds", "dialog_dir": m + "/dialog", "undo_root": m + "/undo",
-            "systemd_read_paths": [], "system_read_paths": []}
+    return host_dict(m, python_package_roots=[m + "/venv"], mail_credentials_dir=m + "/creds")
 
 
 def _sub(value, tree):

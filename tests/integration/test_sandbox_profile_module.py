@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT, _bin, ansible_env, run_module
+from conftest import ROOT, ansible_env, ansible_tool, run_module
 
 EXAMPLES = sorted(glob.glob(os.path.join(ROOT, "examples", "manifests", "*.yml")))
 HOST = {"python_executable": "/usr/bin/python3"}
@@ -69,7 +69,7 @@ def test_check_diff_shows_mount_changes_and_writes_nothing(tmp_path):
     res = run_module("sandbox_profile", {"manifest": edited, "host": HOST, "dest": str(dest)}, check=True)
     assert res["changed"] is True
     # What a reviewer sees with --check --diff (the callback prints the diff as a unified diff):
-    shown = subprocess.run([_bin("ansible"), "localhost", "-m", "sandbox_profile", "--check", "--diff", "-a",
+    shown = subprocess.run([ansible_tool("ansible"), "localhost", "-m", "sandbox_profile", "--check", "--diff", "-a",
                             json.dumps({"manifest": edited, "host": HOST, "dest": str(dest)})],
                            capture_output=True, text=True, cwd=ROOT, env=ansible_env()).stdout
     assert "-%s\n" % "--unshare-net" in shown

@@ -54,6 +54,7 @@ def verdict(obs, outside, host, result=None):
     return PR._verdict(["bwrap", "<payload>"], res, obs, outside, SPEC, host, None, 5)
 
 
+@pytest.mark.rule("R-DIAG-3")
 def test_both_witnesses_agree_passes():
     obs, outside, host = good()
     assert failed(obs, outside, host) == {}
