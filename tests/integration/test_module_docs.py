@@ -1,6 +1,7 @@
 """Every module and every filter has complete documentation that ansible-doc renders (with the project's
 ansible.cfg; filters through their YAML doc sidecars in filter_plugins/)."""
 import glob
+import json
 import os
 import subprocess
 
@@ -11,13 +12,17 @@ from conftest import ROOT, ansible_env, ansible_tool
 MODULES = sorted(os.path.splitext(os.path.basename(p))[0] for p in glob.glob(os.path.join(ROOT, "library", "*.py")))
 
 
-@pytest.mark.parametrize("module", MODULES)
-def test_ansible_doc(module):
-    proc = subprocess.run([ansible_tool("ansible-doc"), "-t", "module", "--json", module], capture_output=True,
+def ansible_doc(kind, name):
+    """ansible-doc's JSON for one plugin of this checkout."""
+    proc = subprocess.run([ansible_tool("ansible-doc"), "-t", kind, "--json", name], capture_output=True,
                           text=True, cwd=ROOT, env=ansible_env())
     assert proc.returncode == 0, proc.stderr
-    import json
-    doc = json.loads(proc.stdout)[module]
+    return json.loads(proc.stdout)[name]
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_ansible_doc(module):
+    doc = ansible_doc("module", module)
     assert doc["doc"]["short_description"] and doc["doc"]["description"]
     assert doc["examples"].strip() and doc["return"]
     assert doc["doc"].get("attributes", {}).get("check_mode", {}).get("support") == "full"
@@ -44,10 +49,6 @@ def test_every_filter_is_documented():
 
 @pytest.mark.parametrize("name", FILTERS)
 def test_filter_doc_renders(name):
-    proc = subprocess.run([ansible_tool("ansible-doc"), "-t", "filter", "--json", name], capture_output=True,
-                          text=True, cwd=ROOT, env=ansible_env())
-    assert proc.returncode == 0, proc.stderr
-    import json
-    doc = json.loads(proc.stdout)[name]
+    doc = ansible_doc("filter", name)
     assert doc["doc"]["short_description"] and doc["doc"]["description"] and doc["doc"]["options"]["_input"]
     assert doc["examples"].strip() and doc["return"]["_value"]["type"]
