@@ -4,7 +4,7 @@
     from metnos_sandbox import X          ->  from ansible.module_utils.metnos_sandbox import X
     from metnos_sandbox.mod import X      ->  from ansible.module_utils.metnos_sandbox.mod import X
 
-    python3 scripts/one-import-name.py [PATH ...]     (default: tests/ scripts/ filter_plugins/ action_plugins/)
+    python3 scripts/one-import-name.py [PATH ...]     (default: tests/ scripts/ filter_plugins/)
 
 Files that run where Ansible is not installed keep the old name (listed in KEEP, checked by
 tests/unit/test_import_name.py). A file that still puts module_utils on sys.path needs
@@ -34,7 +34,7 @@ def files(paths):
 
 
 def main(argv):
-    paths = argv or [os.path.join(ROOT, d) for d in ("tests", "scripts", "filter_plugins", "action_plugins")]
+    paths = argv or [os.path.join(ROOT, d) for d in ("tests", "scripts", "filter_plugins")]
     for path in files(paths):
         if os.path.relpath(os.path.abspath(path), ROOT) in KEEP:
             continue
