@@ -79,9 +79,9 @@ preflight:
 	  exit 2; \
 	fi
 
-## docs: regenerate the generated docs (diagnostics, unit directives, spec coverage); tests fail on drift
+## docs: regenerate the generated docs (diagnostics, unit directives, spec coverage: it collects the tests); tests fail on drift
 docs:
-	@scripts/bootstrap.sh
+	@scripts/bootstrap.sh --test
 	python scripts/gen-diagnostics-doc.py > docs/diagnostics.md
 	python scripts/gen-unit-directives-doc.py > docs/unit-directives.md
 	python scripts/gen-spec-coverage.py > docs/spec-coverage.md
