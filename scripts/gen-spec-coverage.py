@@ -37,21 +37,23 @@ SUITES = ("tests/unit", "tests/integration", "tests/system")     # collected apa
 
 def marked_tests():
     """{rule: {test (node id without parameters): number of collected cases}} from a collection of
-    each suite (--collect-only: nothing runs)."""
+    each suite (--collect-only: nothing runs; the three at once)."""
     found = collections.defaultdict(list)
     with tempfile.TemporaryDirectory(prefix="metnos-rules-") as tmp:
-        for suite in SUITES:
-            out = os.path.join(tmp, "rules.json")
-            proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                                   "--rule-map", out, suite], cwd=ROOT, capture_output=True, text=True,
-                                  env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+        runs = []
+        for index, suite in enumerate(SUITES):
+            out = os.path.join(tmp, "rules-%d.json" % index)
+            runs.append((suite, out, subprocess.Popen(
+                [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "--rule-map", out,
+                 suite], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))))
+        for suite, out, proc in runs:
+            output = proc.communicate()[0]
             if proc.returncode != 0 or not os.path.exists(out):
-                sys.exit("gen-spec-coverage: collecting %s failed:\n%s%s" % (suite, proc.stdout[-3000:],
-                                                                              proc.stderr[-3000:]))
+                sys.exit("gen-spec-coverage: collecting %s failed:\n%s" % (suite, output[-6000:]))
             with open(out) as handle:
                 for rule, nodes in json.load(handle).items():
                     found[rule] += nodes
-            os.unlink(out)
     return dict((rule, collections.Counter(re.sub(r"\[.*\]$", "", node) for node in nodes))
                 for rule, nodes in found.items())
 
