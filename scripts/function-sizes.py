@@ -10,6 +10,7 @@ action_plugins/ and filter_plugins/: lines from its `def` to its last line, deco
 import argparse
 import ast
 import os
+import signal
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -59,4 +60,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)      # `| head` ends it quietly
     main(sys.argv[1:])
