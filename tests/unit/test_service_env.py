@@ -7,7 +7,7 @@ import tempfile
 
 import pytest
 
-from metnos_sandbox import service_env as S
+from ansible.module_utils.metnos_sandbox import service_env as S
 
 NOBODY = pwd.getpwnam("nobody")
 USER = {"name": "nobody", "uid": NOBODY.pw_uid, "gid": NOBODY.pw_gid, "groups": [NOBODY.pw_gid]}
