@@ -191,21 +191,22 @@ class Manifest(object):
     __slots__ = ("name", "origin", "revision", "digest", "owner", "entrypoint",
                  "capabilities", "arguments", "inverse", "files", "source")
 
-    def __init__(self, name: str, origin: str, capabilities: List[Capability], arguments: Dict[str, ArgumentSpec],
-                 revision: Revision = None, digest: Optional[str] = None, owner: Optional[str] = None,
-                 entrypoint: Optional[str] = None, inverse: Optional[Dict[str, str]] = None,
-                 files: Optional[List[str]] = None, source: str = "<inline>") -> None:
-        self.name = name
-        self.origin = origin
-        self.revision = revision
-        self.digest = digest
-        self.owner = owner
-        self.entrypoint = entrypoint
-        self.capabilities = capabilities
-        self.arguments = arguments
-        self.inverse = inverse
-        self.files = files
-        self.source = source
+    name: str
+    origin: str
+    revision: Revision
+    digest: Optional[str]
+    owner: Optional[str]
+    entrypoint: Optional[str]
+    capabilities: List[Capability]
+    arguments: Dict[str, ArgumentSpec]
+    inverse: Optional[Dict[str, str]]
+    files: Optional[List[str]]
+    source: str
+
+    def __init__(self, **fields: Any) -> None:
+        """Built by from_dict only, from validated fields (an absent one is None)."""
+        for key in self.__slots__:
+            setattr(self, key, fields.get(key))
 
     def to_dict(self) -> Dict[str, Any]:
         out = {
