@@ -32,7 +32,7 @@ import json
 import os
 import re
 import stat
-from typing import Any, Dict, List, NamedTuple, Optional, Pattern, Sequence, Tuple, TypedDict, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, TypedDict, Union
 
 from . import diagnostics as D
 
@@ -108,7 +108,7 @@ class _Form(NamedTuple):
     """One capability form of the grammar: its kind, the modes it accepts and its target's grammar."""
     kind: str
     modes: Tuple[Optional[str], ...]
-    target: Pattern[str]
+    target: re.Pattern[str]
 
 
 # '<head>:<target>' forms (the mode is implied) and '<head>:<mode>:<target>' forms; fs has its own.
@@ -1060,7 +1060,7 @@ def _files(files: Any, errors: List[Diag]) -> Optional[List[str]]:
     return files
 
 
-def _opt(data: Dict[str, Any], key: str, errors: List[Diag], pattern: Pattern[str], expected: str) -> Optional[str]:
+def _opt(data: Dict[str, Any], key: str, errors: List[Diag], pattern: re.Pattern[str], expected: str) -> Optional[str]:
     value = data.get(key)
     if value is None:
         return None

@@ -21,7 +21,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import os
 import re
-from typing import Dict, Iterable, List, Match, NamedTuple, Optional, Set, Tuple
+from typing import Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
 
 from . import paths as PA
 
@@ -35,7 +35,7 @@ def _unescape(field: bytes) -> str:
     return os.fsdecode(_ESCAPE.sub(_octal, field))
 
 
-def _octal(match: Match[bytes]) -> bytes:
+def _octal(match: re.Match[bytes]) -> bytes:
     return bytes([int(match.group(1), 8)])
 
 
@@ -57,6 +57,12 @@ class Mount(NamedTuple):
     fs: bytes
     root: str
     point: str
+
+
+class Identity(NamedTuple):
+    """What a path shows: a filesystem and a folder within it."""
+    fs: bytes
+    folder: str
 
 
 class MountTable(object):
@@ -104,13 +110,13 @@ class MountTable(object):
             entries.append(Mount(fields[2], _unescape(fields[3]), _unescape(fields[4])))
         return cls(entries, complete)
 
-    def identities(self, path: str) -> List[Tuple[bytes, str]]:
+    def identities(self, path: str) -> List[Identity]:
         """(filesystem, folder) pairs that ``path`` (absolute, normalised, resolved) shows."""
         out = []
         current, rest = path, ""
         while True:
             for fs, root in self.by_point.get(current, ()):
-                out.append((fs, _join(root, rest)))
+                out.append(Identity(fs, _join(root, rest)))
             if current == "/":
                 return out
             parent = os.path.dirname(current)

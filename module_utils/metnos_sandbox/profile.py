@@ -149,23 +149,29 @@ class BaseMount(NamedTuple):
     source: str
 
 
+class Labelled(NamedTuple):
+    """A protected tree and what it is (a host key, 'system tree /usr', a shared root)."""
+    label: str
+    root: str
+
+
 class _TreeSet(object):
     """Labelled trees with C-speed membership tests (paths.Roots: at or below one, or above one).
     The label is looked up only when a test matches."""
 
     __slots__ = ("labelled", "roots", "under", "related", "above")
 
-    def __init__(self, labelled: Iterable[Tuple[str, str]]) -> None:
+    def __init__(self, labelled: Iterable[Labelled]) -> None:
         self.labelled = list(labelled)
         self.roots = PA.Roots(p for _l, p in self.labelled)
         self.under = self.roots.under          # bound once: asked thousands of times per render
         self.related = self.roots.related
         self.above = self.roots.above
 
-    def which(self, path: str, related: bool = True) -> List[Tuple[str, str]]:
-        """The (label, root) entries the path is at or below (or above, with ``related``)."""
-        return [(label, root) for label, root in self.labelled
-                if PA.under(path, root) or (related and PA.under(root, path))]
+    def which(self, path: str, related: bool = True) -> List[Labelled]:
+        """The entries the path is at or below (or above, with ``related``)."""
+        return [entry for entry in self.labelled
+                if PA.under(path, entry.root) or (related and PA.under(entry.root, path))]
 
 
 class _Trees(NamedTuple):
@@ -183,6 +189,14 @@ class _Trees(NamedTuple):
 class _BaseState(NamedTuple):
     mounts: List[BaseMount]
     refusals: List[Diag]
+
+
+class _Candidate(NamedTuple):
+    """A read-only base path the admin configures: its host key, the path, rule and source."""
+    key: str
+    path: Optional[str]
+    rule: str
+    source: str
 
 
 class _BaseIndex(NamedTuple):
@@ -283,16 +297,16 @@ class HostContext(object):
         plain: Set[str] = set()
         alias_of: Dict[str, str] = {}
 
-        def both(label: str, path: str, parts: bool = True) -> List[Tuple[str, str]]:
+        def both(label: str, path: str, parts: bool = True) -> List[Labelled]:
             """The tree as written, resolved, and every alias a bind mount gives it (with ``parts``:
             also a mount showing a folder below it)."""
             real = os.path.realpath(path)
             self._real[path] = real
-            out = [(label, path)] + ([(label, real)] if real != path else [])
+            out = [Labelled(label, path)] + ([Labelled(label, real)] if real != path else [])
             plain.update((path, real))
             for alias in table.aliases(real, parts):
                 if alias != path:
-                    out.append((label, alias))
+                    out.append(Labelled(label, alias))
                     alias_of.setdefault(alias, real)
             return out
 
@@ -308,7 +322,7 @@ class HostContext(object):
         forbidden = _TreeSet(x for t in FORBIDDEN_TREES for x in both(t, t))
         # a path above a bind mount of a shared root exposes it (below it is like below the root);
         # built here, before the reserved and runtime trees join ``plain`` (the order is the behaviour)
-        broad_aliases = _TreeSet((label, p) for label, p in broad if p not in plain)
+        broad_aliases = _TreeSet(entry for entry in broad if entry.root not in plain)
         reserved = _TreeSet(x for key in RESERVED_KEYS for x in both(key, self.data[key]))
         # an alias (/var/run -> /run) is caught once resolved, like every alias of a refused tree
         runtime = _TreeSet(x for t in RUNTIME_TREES if t == RUNTIME_TREES[0] or not os.path.islink(t)
@@ -358,11 +372,11 @@ class HostContext(object):
         if M.has_control(path):
             return Problem("control", "%s contains control or format characters" % D.excerpt(path))
         if t.forbidden.under(path):
-            root = t.forbidden.which(path, related=False)[0][1]
+            root = t.forbidden.which(path, related=False)[0].root
             return self._note("forbidden", root, "%s is at or below %s, provided by the profile itself (R-BASE-2)"
                               % (path, root))
         if path in t.broad or path in t.broad_aliases.above:
-            root = path if path in t.broad else t.broad_aliases.which(path)[0][1]
+            root = path if path in t.broad else t.broad_aliases.which(path)[0].root
             return self._note("broad", root, "%s is a shared tree: it would expose every sibling (R-SEC-2)" % (
                 path if root == path else "%s holds %s, which" % (path, root)))
         if t.reserved.related(path):
@@ -398,7 +412,7 @@ class HostContext(object):
         where host daemons keep their sockets (the admin's systemd/system read paths may be there)."""
         runtime = self.trees().runtime
         if runtime.related(path):
-            root = runtime.which(path)[0][1]
+            root = runtime.which(path)[0].root
             return self._note("runtime", root, "%s is at, below or above %s, the host daemons' runtime tree (their "
                                                "sockets); read host state through systemd:read or system:read "
                                                "(R-CAP-SYS)" % (path, root))
@@ -441,16 +455,17 @@ class HostContext(object):
         out.append(BaseMount("proc", None, "/proc", "R-BASE-2", "base:/proc"))
         out.append(BaseMount("dev", None, "/dev", "R-BASE-2", "base:/dev"))
         out.append(BaseMount("tmpfs", None, "/tmp", "R-BASE-3", "base:/tmp"))
-        for key, path, rule, source in self._base_candidates():
-            if not path or not os.path.exists(path):
+        for candidate in self._base_candidates():
+            given = candidate.path
+            if not given or not os.path.exists(given):
                 continue
-            if key.startswith("python_package_roots") and not os.path.isdir(path):
+            if candidate.key.startswith("python_package_roots") and not os.path.isdir(given):
                 continue
-            problem = self.judge_base(path)
+            problem = self.judge_base(given)
             if problem:
-                refusals.append(host_refusal(key, path, problem))
+                refusals.append(host_refusal(candidate.key, given, problem))
                 continue
-            out.append(BaseMount("ro", _realpath(path), path, rule, source))
+            out.append(BaseMount("ro", _realpath(given), given, candidate.rule, candidate.source))
         self._base = _BaseState(out, refusals)
         return self._base
 
@@ -470,13 +485,14 @@ class HostContext(object):
                     break
         return refusals
 
-    def _base_candidates(self) -> List[Tuple[str, str, str, str]]:
-        """(host key, path, rule, source) of the read-only base paths the admin configures."""
-        candidates = [(key, self.data[key], "R-BASE-4", "base:%s" % key) for key in ("runtime_dir", "python_prefix")]
-        candidates += [("python_package_roots[%d]" % i, p, "R-BASE-4", "base:python_package_root")
+    def _base_candidates(self) -> List[_Candidate]:
+        """The read-only base paths the admin configures."""
+        candidates = [_Candidate(key, self.data[key], "R-BASE-4", "base:%s" % key)
+                      for key in ("runtime_dir", "python_prefix")]
+        candidates += [_Candidate("python_package_roots[%d]" % i, p, "R-BASE-4", "base:python_package_root")
                        for i, p in enumerate(self.data["python_package_roots"]) if not _is_home(p)]
         for key in ("i18n_dbs", "lexicon_dbs"):
-            candidates += [("%s[%d]" % (key, i), p, "R-BASE-5", "base:%s" % key)
+            candidates += [_Candidate("%s[%d]" % (key, i), p, "R-BASE-5", "base:%s" % key)
                            for i, p in enumerate(self.data[key])]
         return candidates
 
@@ -1323,7 +1339,12 @@ def _grant_all(r: _Render) -> Optional[str]:
     return own_real
 
 
-def _namespaces(manifest: Manifest) -> Tuple[List[Dict[str, str]], Dict[str, Any]]:
+class _Namespaces(NamedTuple):
+    flags: List[Dict[str, str]]       # public: the ``namespaces`` of a result
+    network: Dict[str, Any]           # public: the ``network`` decision of a result
+
+
+def _namespaces(manifest: Manifest) -> _Namespaces:
     """The namespace flags (R-BASE-6) and the network decision: the host network only when a
     capability needs it (R-NET-1), else --unshare-net (R-BASE-7)."""
     net_because = [cap.text for cap in manifest.capabilities if cap.needs_network()]
@@ -1335,7 +1356,7 @@ def _namespaces(manifest: Manifest) -> Tuple[List[Dict[str, str]], Dict[str, Any
         network = {"host": False, "rule": "R-BASE-7", "because": []}
         flags.append({"flag": "--unshare-net", "rule": "R-BASE-7", "source": "base (no network capability)"})
     flags.append({"flag": "--die-with-parent", "rule": "R-BASE-6", "source": "base"})
-    return flags, network
+    return _Namespaces(flags, network)
 
 
 def _own_folder(r: _Render) -> Optional[str]:
@@ -1427,12 +1448,18 @@ def _allowed(manifest: Manifest, host: HostContext, invocation: Invocation, own_
                                                       + host["system_read_paths"]))
 
 
+class _Bind(NamedTuple):
+    opt: str          # --ro-bind or --bind
+    src: str
+    dest: str
+
+
 class _Argv(NamedTuple):
     """A rendered argv read back: the flags, the binds (option, source, destination), every mount
     destination in order, and what is already wrong with it (``stop``: an option that ends the
     reading, the only violation then reported)."""
     flags: List[str]
-    binds: List[Tuple[str, str, str]]
+    binds: List[_Bind]
     order: List[str]
     problems: List[str]
     stop: Optional[str] = None
@@ -1441,7 +1468,7 @@ class _Argv(NamedTuple):
 def _read_argv(argv: List[str], sep: int, base: _BaseIndex) -> _Argv:
     """The options before '--', each with its arity; an unknown option ends the reading (c)."""
     out: List[str] = []
-    binds: List[Tuple[str, str, str]] = []
+    binds: List[_Bind] = []
     order: List[str] = []
     flags: List[str] = []
     seen: Set[str] = set()
@@ -1461,7 +1488,7 @@ def _read_argv(argv: List[str], sep: int, base: _BaseIndex) -> _Argv:
                 if (src, dest) not in base.symlinks:
                     out.append("--symlink %s %s is not a base symlink (c)" % (src, dest))
             else:
-                binds.append((opt, src, dest))
+                binds.append(_Bind(opt, src, dest))
         elif opt != "--chdir":
             where = argv[i + 1]
             if where != _SINGLE[opt] or opt in seen:
@@ -1542,10 +1569,10 @@ def _check_bind(opt: str, src: str, dest: str, host: HostContext, trees: _Trees,
     own = (own_dir, _realpath(own_dir))
     for path in (src, dest):
         hits = trees.readonly.which(path) if trees.readonly.related(path) else []
-        hits += [("the executor's own folder", o) for o in own if PA.related(path, o)]
+        hits += [Labelled("the executor's own folder", o) for o in own if PA.related(path, o)]
         if hits:
-            out.append("--bind %s %s is at, below or above the read-only %s %s (b)" % (src, dest, hits[0][0],
-                                                                                     hits[0][1]))
+            out.append("--bind %s %s is at, below or above the read-only %s %s (b)" % (src, dest, hits[0].label,
+                                                                                     hits[0].root))
     return out
 
 
