@@ -37,23 +37,33 @@ def ancestors(path: str) -> Tuple[str, ...]:
 
 
 class Roots(object):
-    """The rule of ``under``/``related`` against a fixed set of roots, for absolute normalised paths:
-    ``roots.under(p)`` is ``any(under(p, r) for r in roots)`` and ``roots.related(p)`` is
-    ``any(related(p, r) for r in roots)``, answered by a set lookup and one ``str.startswith`` over a
-    tuple of ``root/`` prefixes instead of a Python loop (tests/unit/test_mount_aliases.py holds
-    the two forms equal)."""
+    """The rule of ``under`` against a fixed set of roots, for absolute normalised paths:
+    ``roots.under(p)`` is ``any(under(p, r) for r in roots)``, answered by a set lookup and one
+    ``str.startswith`` over a tuple of ``root/`` prefixes instead of a Python loop
+    (tests/unit/test_mount_aliases.py holds the two forms equal)."""
 
-    __slots__ = ("exact", "prefixes", "above")
+    __slots__ = ("exact", "prefixes")
 
     def __init__(self, roots: Iterable[str]) -> None:
         listed = list(roots)
         self.exact: FrozenSet[str] = frozenset(listed)
-        self.prefixes: Tuple[str, ...] = tuple(sorted(set(r.rstrip("/") + "/" for r in listed)))
-        self.above: FrozenSet[str] = frozenset(a for r in listed for a in ancestors(r))
+        self.prefixes: Tuple[str, ...] = tuple(set(r.rstrip("/") + "/" for r in listed))
 
     def under(self, path: str) -> bool:
         """``path`` is at or below one of the roots."""
         return path in self.exact or path.startswith(self.prefixes)
+
+
+class RelatedRoots(Roots):
+    """Roots that also answer ``related``: ``roots.related(p)`` is ``any(related(p, r) for r in
+    roots)`` (every ancestor of every root is kept in a set: built once, asked often)."""
+
+    __slots__ = ("above",)
+
+    def __init__(self, roots: Iterable[str]) -> None:
+        listed = list(roots)
+        Roots.__init__(self, listed)
+        self.above: FrozenSet[str] = frozenset(a for r in listed for a in ancestors(r))
 
     def related(self, path: str) -> bool:
         """``path`` is at, below or above one of the roots."""

@@ -163,7 +163,7 @@ class _TreeSet(object):
 
     def __init__(self, labelled: Iterable[Labelled]) -> None:
         self.labelled = list(labelled)
-        self.roots = PA.Roots(p for _l, p in self.labelled)
+        self.roots = PA.RelatedRoots(p for _l, p in self.labelled)
         self.under = self.roots.under          # bound once: asked thousands of times per render
         self.related = self.roots.related
         self.above = self.roots.above
@@ -1381,14 +1381,16 @@ def _own_folder(r: _Render) -> Optional[str]:
     return real
 
 
-_BIND_OPTIONS = {"ro": "--ro-bind", "rw": "--bind", "symlink": "--symlink"}
-
-
 def _mount_args(entry: MountEntry) -> List[str]:
-    option = _BIND_OPTIONS.get(entry["kind"])
-    if option is None:
-        return ["--" + entry["kind"], entry["dest"]]       # proc, dev, tmpfs: no source
-    return [option, str(entry["src"]), entry["dest"]]
+    kind, src = entry["kind"], entry["src"]
+    if src is not None:                                 # binds and symlinks name their source
+        if kind == "ro":
+            return ["--ro-bind", src, entry["dest"]]
+        if kind == "rw":
+            return ["--bind", src, entry["dest"]]
+        if kind == "symlink":
+            return ["--symlink", src, entry["dest"]]
+    return ["--" + kind, entry["dest"]]                 # proc, dev, tmpfs
 
 
 def _mail_files(host: HostContext, account: str) -> List[str]:

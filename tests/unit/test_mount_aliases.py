@@ -95,8 +95,8 @@ def _path(parts):
 @example(["/"], "/a")
 @example(["/a/b"], "/a")
 def test_roots_is_the_containment_rule_of_under_and_related(roots, path):
-    """paths.Roots (the renderer's fast form, a set and a prefix tuple) answers exactly what
+    """paths.(Related)Roots (the renderer's fast form, a set and a prefix tuple) answers exactly what
     paths.under / paths.related answer root by root ('/etc2' is not under '/etc'; '/' holds all)."""
-    fast = PA.Roots(roots)
+    fast = PA.RelatedRoots(roots)
     assert fast.under(path) == any(PA.under(path, r) for r in roots), (roots, path)
     assert fast.related(path) == any(PA.related(path, r) for r in roots), (roots, path)
