@@ -392,10 +392,6 @@ class _Frame(object):
         self.size = 1
         self.anchor = anchor
 
-    @property
-    def wants_key(self) -> bool:
-        return self.is_map and self.key is None
-
 
 def _yaml_load(text: str) -> Any:
     """Compose YAML from parser events with every bound checked before a node is built.
@@ -445,17 +441,16 @@ class _Composer(object):
 
     def compose(self, loader: Any) -> Any:
         E = self.events
-        handlers = ((E.DocumentStartEvent, self.document), (E.AliasEvent, self.alias), (E.ScalarEvent, self.scalar),
-                    ((E.SequenceStartEvent, E.MappingStartEvent), self.start), ((E.SequenceEndEvent,
-                                                                                 E.MappingEndEvent), self.end))
-        while True:
+        handlers = {E.DocumentStartEvent: self.document, E.AliasEvent: self.alias, E.ScalarEvent: self.scalar,
+                    E.SequenceStartEvent: self.start, E.MappingStartEvent: self.start,
+                    E.SequenceEndEvent: self.end, E.MappingEndEvent: self.end}
+        while True:       # stream start and document end events carry nothing
             ev = loader.get_event()
-            if isinstance(ev, E.StreamEndEvent):
+            if type(ev) is E.StreamEndEvent:
                 return self.root
-            for types, handler in handlers:
-                if isinstance(ev, types):
-                    handler(ev)
-                    break
+            handler = handlers.get(type(ev))
+            if handler is not None:
+                handler(ev)
 
     def count(self, n: int, field: str) -> None:
         self.nodes += n
@@ -470,7 +465,9 @@ class _Composer(object):
         return "mapping value %s" % D.excerpt(top.key) if top.is_map and top.key is not None else "(in a collection)"
 
     def wants_key(self) -> bool:
-        return bool(self.stack) and self.stack[-1].wants_key
+        """The next node is a mapping key."""
+        stack = self.stack
+        return bool(stack) and stack[-1].is_map and stack[-1].key is None
 
     def attach(self, value: Any, size: int) -> None:
         if not self.stack:
@@ -724,7 +721,7 @@ class _Token(NamedTuple):
     ranges: Tuple[Tuple[str, str], ...] = ()
 
 
-_STAR, _ANY = _Token("*"), _Token("?")
+_STAR, _ANY = _Token("*"), _Token("?")       # the only '*' and '?' tokens: compared by identity
 
 
 def _tokens(pat: str) -> List[_Token]:
@@ -735,7 +732,7 @@ def _tokens(pat: str) -> List[_Token]:
     while i < len(pat):
         ch = pat[i]
         if ch == "*":
-            if not out or out[-1] != _STAR:
+            if not out or out[-1] is not _STAR:
                 out.append(_STAR)
         elif ch == "?":
             out.append(_ANY)
@@ -771,7 +768,7 @@ def _set_token(pat: str, i: int) -> Tuple[int, _Token]:
 
 
 def _char_ok(token: _Token, ch: str) -> bool:
-    if token.kind == "?":
+    if token is _ANY:
         return True
     if token.kind == "=":
         return token.char == ch
@@ -791,10 +788,10 @@ def _component_match(text: str, pat: str, steps: List[int]) -> Optional[bool]:
         steps[0] -= 1
         if steps[0] < 0:
             return None
-        if pi < len(tokens) and tokens[pi] != _STAR and _char_ok(tokens[pi], text[ti]):
+        if pi < len(tokens) and tokens[pi] is not _STAR and _char_ok(tokens[pi], text[ti]):
             ti += 1
             pi += 1
-        elif pi < len(tokens) and tokens[pi] == _STAR:
+        elif pi < len(tokens) and tokens[pi] is _STAR:
             star, mark = pi, ti
             pi += 1
         elif star != -1:
@@ -802,7 +799,7 @@ def _component_match(text: str, pat: str, steps: List[int]) -> Optional[bool]:
             ti = mark
         else:
             return False
-    while pi < len(tokens) and tokens[pi] == _STAR:
+    while pi < len(tokens) and tokens[pi] is _STAR:
         pi += 1
     return pi == len(tokens)
 
