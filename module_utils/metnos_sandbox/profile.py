@@ -155,18 +155,15 @@ class Labelled(NamedTuple):
     root: str
 
 
-class _TreeSet(object):
-    """Labelled trees with C-speed membership tests (paths.Roots: at or below one, or above one).
-    The label is looked up only when a test matches."""
+class _TreeSet(PA.RelatedRoots):
+    """Labelled trees: paths.RelatedRoots' C-speed tests (at or below one, or above one), and the
+    label, looked up only when a test matches."""
 
-    __slots__ = ("labelled", "roots", "under", "related", "above")
+    __slots__ = ("labelled",)
 
     def __init__(self, labelled: Iterable[Labelled]) -> None:
         self.labelled = list(labelled)
-        self.roots = PA.RelatedRoots(p for _l, p in self.labelled)
-        self.under = self.roots.under          # bound once: asked thousands of times per render
-        self.related = self.roots.related
-        self.above = self.roots.above
+        PA.RelatedRoots.__init__(self, (p for _l, p in self.labelled))
 
     def which(self, path: str, related: bool = True) -> List[Labelled]:
         """The entries the path is at or below (or above, with ``related``)."""
