@@ -1211,21 +1211,18 @@ def bwrap_binary_findings(bwrap_path: t.Optional[str], runner: t.Any = B.default
     except OSError:
         return []
     # Same messages as bwrap_facts, so that the audit (which reports both) shows each finding once.
-    return t.cast(t.List[Json], FA.binary_diagnostics(info))
+    return FA.binary_diagnostics(info)
 
 
 class _Service(t.NamedTuple):
     """Who and where the probe runs, as the service would: its environment, user and runtime status, and
     the service_env result (None without a unit, or when the unit is not there)."""
     svc: t.Optional[Json]
+    svc_env: t.Optional[t.Dict[str, str]]
+    """The environment service_env found for the unit (None: no unit, or a masked one)."""
     env: t.Dict[str, str]
     user: User
     status: Json
-
-
-def _svc_env(svc: t.Optional[Json]) -> t.Optional[t.Dict[str, str]]:
-    """The environment service_env found for the unit (None when it found none)."""
-    return dict(svc["_env"]) if svc is not None and "_env" in svc else None
 
 
 def _user_entry(name: str) -> User:
@@ -1238,19 +1235,21 @@ def _service(params: Json, runner: t.Any, out: Json) -> _Service:
     """The service's environment, user and runtime status (the admin's, as nobody, without a unit)."""
     from . import envflags
     from . import service_env as S
-    svc = None
+    found = None
     unit = params.get("unit")
     if unit:
-        svc = S.inspect({"unit": unit, "scope": params.get("scope") or "system", "user": params.get("user"),
-                         "mode": "auto"}, runner)
-        if svc is None:
+        found = S.inspect({"unit": unit, "scope": params.get("scope") or "system", "user": params.get("user"),
+                           "mode": "auto"}, runner)
+        if found is None:
             out["diagnostics"].append(D.make("unit_not_found", unit=unit,
                                              message="%s does not exist: the probe ran in the admin context "
                                                      "instead." % unit))
-    env = _svc_env(svc)
-    if svc is not None and env is not None:
+    svc = found.result if found is not None else None
+    svc_env = found.env if found is not None else None
+    if svc is not None and svc_env is not None:
+        env = dict(svc_env)
         user, status = svc["user"], svc["status"]
-        out["service"] = dict((k, v) for k, v in svc.items() if not k.startswith("_"))
+        out["service"] = dict(svc)
         out["status_view"] = svc.get("status_view")
         if params.get("probe_user"):
             user = _user_entry(params["probe_user"])
@@ -1262,7 +1261,7 @@ def _service(params: Json, runner: t.Any, out: Json) -> _Service:
         status = envflags.status(B.which("bwrap", env["PATH"]), env)
         out["status_view"] = "runtime status() in the admin's environment (no service unit)"
     out["status"] = status
-    return _Service(svc, env, user, status)
+    return _Service(svc, svc_env, env, user, status)
 
 
 def _fail_closed(out: Json, service: _Service) -> Json:
@@ -1270,7 +1269,7 @@ def _fail_closed(out: Json, service: _Service) -> Json:
     from . import envflags
     svc, env = service.svc, service.env
     out["context"] = "not started: the runtime would fail closed"
-    out["diagnostics"].extend(svc["diagnostics"] if svc is not None and _svc_env(svc) is not None else
+    out["diagnostics"].extend(svc["diagnostics"] if svc is not None and service.svc_env is not None else
                               envflags.diagnose(service.status, env, env.get("PATH"), where="probe environment"))
     if not any(d["code"] == "executor_os_sandbox_unavailable" for d in out["diagnostics"]):
         out["diagnostics"].append(D.make("executor_os_sandbox_unavailable"))
@@ -1288,7 +1287,7 @@ def _render(params: Json, status: Json) -> t.Tuple[str, Json]:
     host_over.setdefault("python_executable", python)
     host = P.HostContext(host_over)     # P.ContextError names the bad key
     source = PROBE_MANIFEST if params.get("manifest") is None else params["manifest"]
-    return python, t.cast(Json, P.render_safe(source, host, params.get("invocation") or {}, status))
+    return python, P.render_safe(source, host, params.get("invocation") or {}, status)
 
 
 def _unit_context(params: Json, runner: t.Any, user: User) -> Json:
@@ -1296,9 +1295,9 @@ def _unit_context(params: Json, runner: t.Any, user: User) -> Json:
     only its user is applied and the reduced confidence says why."""
     from . import service_env as S
     try:
-        return t.cast(Json, S.execution_context({"unit": params["unit"], "scope": params.get("scope") or "system",
-                                                 "user": params.get("user")}, runner,
-                                                probe_user=user if params.get("probe_user") else None))
+        return S.execution_context({"unit": params["unit"], "scope": params.get("scope") or "system",
+                                    "user": params.get("user")}, runner,
+                                   probe_user=user if params.get("probe_user") else None)
     except S.SystemctlError as exc:     # run anyway, as the user, and say how much less it proves
         return {"assignments": [], "carried": [], "excluded": [], "not_carried": [], "carried_as": [],
                 "differences": [], "verified": False, "confidence": "reduced",
@@ -1314,7 +1313,7 @@ def _run_in_context(params: Json, runner: t.Any, service: _Service, prof: Json, 
     if not (context == "systemd" or (context == "auto" and svc is not None and svc.get("mode") == "systemd")):
         run_user = None if user.get("uid") in (None, os.geteuid()) else user
         verdict = run(prof["argv"], spec, python, user=run_user, env=service.env, timeout=timeout)
-        if _svc_env(svc) is not None:
+        if service.svc_env is not None:
             out["context"] = ("direct as %s with the service's environment (weaker: the unit's systemd "
                               "restrictions are not applied)" % user.get("name"))
             out["confidence"] = "reduced"
@@ -1325,7 +1324,7 @@ def _run_in_context(params: Json, runner: t.Any, service: _Service, prof: Json, 
     unit_name = "metnos-probe-%s" % uuid.uuid4().hex[:10]
     settings: Json = {}
     run_env = service.env
-    if _svc_env(svc) is not None:
+    if service.svc_env is not None:
         # Its own Environment= directives travel with the context, so no --setenv.
         settings, run_env = _unit_context(params, runner, user), {}
         out["unit_context"] = dict((k, settings[k]) for k in ("carried", "excluded", "not_carried", "carried_as",

@@ -356,9 +356,10 @@ def _read_tagged(arg: t.Tuple[str, int]) -> bytes:
         return b"1" + (exc.strerror or str(exc)).encode("utf-8", "replace")
 
 
-def read_file_as(path: str, uid: int, gid: int, limit: int) -> ReadAs:
-    """Read at most ``limit`` bytes of ``path`` as uid/gid (see run_as): (bytes, None) or (None, why not)."""
-    data = run_as(uid, gid, _read_tagged, (path, limit))
+def read_file_as(path: str, uid: int, gid: t.Optional[int], limit: int) -> ReadAs:
+    """Read at most ``limit`` bytes of ``path`` as uid/gid (see run_as): (bytes, None) or (None, why not).
+    An unknown gid (a status without Gid:) is a helper that cannot drop to it: it does not report."""
+    data = run_as(uid, gid, _read_tagged, (path, limit)) if gid is not None else b""
     if not data:
         return ReadAs(None, "the helper running as uid %d could not report" % uid)
     if data[:1] == b"1":

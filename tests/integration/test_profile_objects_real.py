@@ -18,8 +18,8 @@ import uuid
 
 import pytest
 
+from ansible.module_utils.metnos_sandbox import profile as P
 from helpers import mount_aliases as MA
-from metnos_sandbox import profile as P
 
 ACTIVE = {"bwrap_available": True, "bwrap_path": shutil.which("bwrap") or "/usr/bin/bwrap",
           "disabled_via_env": False, "active": True}
@@ -204,7 +204,7 @@ def test_within_patterns_narrow_and_their_root_would_widen(base, monkeypatch):
     prof = render(caps, None, {"arguments": {"p": "private"}}, arguments)
     assert prof["refusal"] == "arg_escapes_scope", prof["diagnostics"]
 
-    monkeypatch.setattr(P, "_covers", lambda path, root, pattern, steps: P._under(path, root))  # mutation: root only
+    monkeypatch.setattr(P, "_covers", lambda path, root, pattern, steps: P.PA.under(path, root))  # mutation: root only
     weak = render(caps, None, {"arguments": {"p": "private"}}, arguments)
     assert weak["decision"] == "wrapped", weak["diagnostics"]
     for user in USERS:
