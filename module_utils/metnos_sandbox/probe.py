@@ -13,7 +13,10 @@ Two independent witnesses for every check:
   waits (a handshake on the payload's stdin: it reports, then blocks until the outside has
   read). Namespaces are compared with bwrap's parent context, read before bwrap could act (run
   directly: the probe's own; in a transient unit: the unit's process, read while it waits to exec
-  bwrap); a bwrap that has left that context since is itself a finding.
+  bwrap); a bwrap that has left that context since is itself a finding. The pids a unit reports (the
+  launcher's, bwrap's child-pid) are of the unit's PID namespace - its own with PrivatePIDs=yes - and
+  are translated to the probe's by the unit's cgroup (procfs.unit_pid) before anything is read; the
+  payload's own pid is compared at the parent context's level of its NSpid.
 * **inside** (the payload, ``PAYLOAD``): ``statfs``/``statvfs``/``stat`` of each mount point,
   ``lstat`` of each hidden path, a real write for each writable grant, ``if_nameindex``,
   ``prctl(PR_GET_PDEATHSIG)``; its ``/proc/self/ns`` links count only once ``/proc`` is proven
@@ -46,11 +49,40 @@ from __future__ import absolute_import, annotations, division, print_function
 import json
 import os
 import time
+import typing as t
 import uuid
 
 from . import bwrap as B
 from . import diagnostics as D
 from . import procfs as PF
+from .paths import under
+
+Json = t.Dict[str, t.Any]
+User = t.Dict[str, t.Any]
+"""A user to run as: name, uid, gid (groups, home, dynamic)."""
+
+
+class Stream(t.NamedTuple):
+    """split_stream(): the launcher's pid, bwrap's merged status records, the payload's record."""
+    launcher: t.Optional[int]
+    status: Json
+    obs: t.Optional[Json]
+
+
+class Reference(t.NamedTuple):
+    """_reference(): the namespaces the payload is judged against, where they were read, and the kinds in
+    which the bwrap that was started has left them."""
+    ns: t.Dict[str, str]
+    source: str
+    moved: t.List[str]
+    depth: t.Optional[int] = None
+    """How deep the parent context's PID namespace is (the length of its NSpid in this /proc), if known."""
+
+
+class SystemdReport(t.NamedTuple):
+    """_strip_systemd_run(): the command's own stderr, and systemd-run's report (result, main)."""
+    stderr: str
+    info: t.Dict[str, str]
 
 # Runs inside the sandbox on the runtime's interpreter (Python 3.6+, stdlib only). It reports
 # one JSON line on stdout, then waits on stdin until the outside has read its evidence.
@@ -147,27 +179,23 @@ DEV_NODES = ("full", "null", "random", "tty", "urandom", "zero")
 UNSHARE_FLAGS = ("user", "ipc", "uts", "net", "pid", "cgroup")
 
 
-def host_namespaces(proc="/proc"):
+def host_namespaces(proc: str = "/proc") -> t.Dict[str, str]:
     """The probe's own namespace links (the host's, when the probe runs on the host)."""
     return PF.namespaces("self", proc=proc)[0]
 
 
-def _under(path, root):
-    return path == root or root == "/" or path.startswith(root.rstrip("/") + "/")
-
-
-def expected_absent(profile, candidates, depth=2, limit=60):
+def expected_absent(profile: Json, candidates: t.Sequence[str], depth: int = 2, limit: int = 60) -> t.List[str]:
     """Host paths that must not be visible: candidates not inside a mount. For a candidate
     that is an ancestor of a mount (it exists as an empty skeleton), check its other children."""
     binds = [m["dest"] for m in profile["mounts"] if m["kind"] in ("ro", "rw", "symlink", "tmpfs", "proc", "dev")]
-    out = []
+    out: t.List[str] = []
 
-    def visit(path, level):
+    def visit(path: str, level: int) -> None:
         if len(out) >= limit or not os.path.lexists(path):
             return
-        if any(_under(path, b) for b in binds):
+        if any(under(path, b) for b in binds):
             return
-        if any(_under(b, path) for b in binds):
+        if any(under(b, path) for b in binds):
             if level >= depth:
                 return
             try:
@@ -184,7 +212,7 @@ def expected_absent(profile, candidates, depth=2, limit=60):
     return out
 
 
-def expectations(profile, extra_absent=()):
+def expectations(profile: Json, extra_absent: t.Sequence[str] = ()) -> Json:
     """The checks a profile promises, as the spec the payload receives. Writes nothing on the host."""
     mounts = profile["mounts"]
     argv = list(profile.get("argv") or [])
@@ -192,7 +220,7 @@ def expectations(profile, extra_absent=()):
     opts = argv[:sep]
     unshare = ["user", "mnt"] + [k for k in UNSHARE_FLAGS[1:] if "--unshare-" + k in opts]
 
-    def dests(kind):
+    def dests(kind: str) -> t.List[str]:
         return [m["dest"] for m in mounts if m["kind"] == kind]
 
     rules = dict((m["dest"], (m.get("provenance") or [{}])[0].get("rule") or "R-CAP-FS") for m in mounts)
@@ -228,8 +256,9 @@ _BWRAP_ARITY = dict(
                       "--symlink", "--chmod")] + [("--overlay", 3)])
 
 
-def _option_units(words):
-    units, i = [], 0
+def _option_units(words: t.Sequence[str]) -> t.List[str]:
+    units: t.List[str] = []
+    i = 0
     while i < len(words):
         n = _BWRAP_ARITY.get(words[i], 0)
         units.append(" ".join(words[i:i + 1 + n]))
@@ -237,13 +266,14 @@ def _option_units(words):
     return units
 
 
-def argv_deviations(expected, actual):
+def argv_deviations(expected: t.Sequence[str], actual: t.Sequence[str]) -> t.Optional[t.Dict[str, t.List[str]]]:
     """What an argv's options add to and remove from the profile's, option by option (an option with
     its arguments is one unit). The probe judges the kernel's evidence, never these words; they are
     reported so that a failed check can be traced to the words that caused it - and so that a pass with
     deviations says which words the evidence found harmless."""
     want, got = _option_units(list(expected)), _option_units(list(actual))
-    added, removed = list(got), []
+    added: t.List[str] = list(got)
+    removed: t.List[str] = []
     for unit in want:
         if unit in added:
             added.remove(unit)
@@ -252,48 +282,45 @@ def argv_deviations(expected, actual):
     return {"added": added, "removed": removed} if added or removed else None
 
 
-def payload_command(python, spec=None):
+def payload_command(python: str, spec: t.Optional[Json] = None) -> t.List[str]:
     """The payload's exact argv (the outside finds the payload process by it)."""
     cmd = [python, "-I", "-S", "-c", PAYLOAD]   # isolated: no PYTHON* variables, no site, no cwd on sys.path
     return cmd + [json.dumps(spec, sort_keys=True)] if spec is not None else cmd
 
 
-def replace_command(argv, command):
-    """argv with everything after the first '--' replaced by command."""
-    sep = argv.index("--")
-    return argv[:sep + 1] + list(command)
-
-
 # --------------------------------------------------------------------------- the outside witness
 
-def host_view(proc="/proc"):
+def host_view(proc: str = "/proc") -> Json:
     """The probe's own namespaces and mount table, read before the run. Run directly, this *is* the
     parent context of bwrap (the probe starts bwrap without changing namespaces)."""
     mounts = PF.read_mounts("self", proc)
+    status = PF.read_status("self", proc)
     return {"ns": host_namespaces(proc), "mounts": mounts if isinstance(mounts, list) else [],
-            "privileges": PF.privileges(PF.read_status("self", proc)),
+            "privileges": PF.privileges(status), "nspid": status.get("nspid") or [],
             "from": "the probe (pid %d) that started bwrap" % os.getpid()}
 
 
-def observe_context(pid, proc="/proc"):
+def observe_context(pid: int, proc: str = "/proc") -> Json:
     """The parent context of bwrap in a transient unit: the namespaces and mount table of the unit's
     process (pid), read from outside while it waits, before it executes bwrap."""
     ns, how = PF.namespaces(pid, proc=proc)
     mounts = PF.read_mounts(pid, proc)
+    status = PF.read_status(pid, proc)
     return {"ns": ns, "mounts": mounts if isinstance(mounts, list) else [], "read_by": how,
-            "privileges": PF.privileges(PF.read_status(pid, proc)),
+            "privileges": PF.privileges(status), "nspid": status.get("nspid") or [],
             "from": "the unit's process (pid %s) before it ran bwrap" % pid}
 
 
-def observe_outside(launcher, child_pid, payload_argv, proc="/proc"):
+def observe_outside(launcher: t.Optional[int], child_pid: t.Optional[int], payload_argv: t.Sequence[str],
+                    proc: str = "/proc") -> Json:
     """Read, from the host's /proc, what the kernel says about the payload process and about bwrap.
 
     ``launcher``: the pid of the bwrap that was started (its own process: the parent context);
     ``child_pid``: what bwrap's json-status says its sandboxed child is (None if it said nothing).
     """
-    out = {"launcher": launcher, "child_pid": child_pid, "child_ppid": None}
+    out: Json = {"launcher": launcher, "child_pid": child_pid, "child_ppid": None}
     want = PF.cmdline_bytes(payload_argv)
-    pids = []
+    pids: t.List[int] = []
     if isinstance(child_pid, int) and child_pid > 0:
         out["child_ppid"] = PF.read_status(child_pid, proc).get("ppid")
         if PF.read_cmdline(child_pid, proc) == want:
@@ -303,25 +330,7 @@ def observe_outside(launcher, child_pid, payload_argv, proc="/proc"):
     out["payload_pids"] = pids
     out["payload_pid"] = pids[0] if len(pids) == 1 else None
     if out["payload_pid"] is not None:
-        pid = out["payload_pid"]
-        st = PF.read_status(pid, proc)
-        ns, how = PF.namespaces(pid, proc=proc)
-        out["payload"] = {"ppid": st.get("ppid"), "nspid": st.get("nspid") or [], "uid": (st.get("uid") or [None])[0],
-                          "ns": ns, "read_by": how, "mounts": PF.read_mounts(pid, proc),
-                          "interfaces": PF.interfaces(pid, proc), "privileges": PF.privileges(st)}
-        # who else is in the payload's namespaces (a "private" namespace holds the sandbox only)
-        targets = dict((k, v) for k, v in ns.items() if k != "pid" and not PF.is_error(v))
-        held, unreadable = PF.sharers(targets, [pid] + ([child_pid] if isinstance(child_pid, int) else []), proc)
-        # ... or keeps it alive for later (a bind of its nsfs inode, as "ip netns add" makes): host's table
-        here = PF.read_mounts("self", proc)
-        for m in here if isinstance(here, list) else []:
-            for kind, value in targets.items():
-                if m["fstype"] == "nsfs" and m["root"] == value:
-                    held.setdefault(kind, []).append("a bind of it at %s" % m["mountpoint"])
-        out["payload"]["sharers"] = held
-        out["payload"]["sharers_unreadable"] = unreadable
-        out["payload"]["fds"] = PF.open_files(pid, proc)
-        out["payload"]["mapped"] = PF.mapped_files(pid, proc)
+        out["payload"] = _observe_payload(out["payload_pid"], child_pid, proc)
     if isinstance(launcher, int) and launcher > 0:
         links, how = PF.read_links(launcher, ["ns/" + k for k in PF.NS_KINDS] + ["exe"], proc)
         out["parent"] = {"pid": launcher, "ns": dict((k, links["ns/" + k]) for k in PF.NS_KINDS),
@@ -329,20 +338,41 @@ def observe_outside(launcher, child_pid, payload_argv, proc="/proc"):
     return out
 
 
+def _observe_payload(pid: int, child_pid: t.Optional[int], proc: str) -> Json:
+    """The payload process (pid), from the host's /proc: ids, namespaces (and who else holds them), mount
+    table, interfaces, privileges, open descriptors, mapped files."""
+    st = PF.read_status(pid, proc)
+    ns, how = PF.namespaces(pid, proc=proc)
+    # who else is in the payload's namespaces (a "private" namespace holds the sandbox only)
+    targets = dict((k, v) for k, v in ns.items() if k != "pid" and not PF.is_error(v))
+    held, unreadable = PF.sharers(targets, [pid] + ([child_pid] if isinstance(child_pid, int) else []), proc)
+    # ... or keeps it alive for later (a bind of its nsfs inode, as "ip netns add" makes): host's table
+    for kind, points in PF.nsfs_binds(targets, proc).items():
+        held.setdefault(kind, []).extend("a bind of it at %s" % p for p in points)
+    return {"ppid": st.get("ppid"), "nspid": st.get("nspid") or [], "uid": (st.get("uid") or [None])[0],
+            "ns": ns, "read_by": how, "mounts": PF.read_mounts(pid, proc),
+            "interfaces": PF.interfaces(pid, proc), "privileges": PF.privileges(st),
+            "sharers": held, "sharers_unreadable": unreadable,
+            "fds": PF.open_files(pid, proc), "mapped": PF.mapped_files(pid, proc)}
+
+
 class _Watcher(object):
     """The outside half of the handshake: once the payload has reported, read its evidence (while
     it waits on stdin), then let it go."""
 
-    def __init__(self, token, payload_argv, proc="/proc", stdin=None):
+    def __init__(self, token: str, payload_argv: t.Sequence[str], proc: str = "/proc",
+                 stdin: t.Optional[t.IO[bytes]] = None, unit: t.Optional[str] = None) -> None:
         self.token = token
+        self.unit = unit            # systemd: the transient unit (its pids may be of a PID namespace of its own)
+        self.level: t.Optional[int] = None  # ... then the index of that namespace in its processes' NSpid
         self.payload_argv = payload_argv
         self.proc = proc
-        self.outside = None
-        self.launcher = None
+        self.outside: t.Optional[Json] = None
+        self.launcher: t.Optional[int] = None
         self.stdin = stdin          # systemd: the launcher waits for one line before it runs bwrap
-        self.context = None
+        self.context: t.Optional[Json] = None
 
-    def _done(self, objects, status, launcher):
+    def _done(self, objects: t.List[Json], status: Json, launcher: t.Optional[int]) -> bool:
         if not any(o.get("metnos_probe") == self.token for o in objects):
             return False
         child = status.get("child-pid")
@@ -356,31 +386,47 @@ class _Watcher(object):
             self.outside["context"] = self.context
         return True
 
-    def _release_launcher(self, launcher):
+    def _release_launcher(self, launcher: int) -> None:
         """Read the unit's process (the parent context) while it waits, then let it run bwrap."""
         try:
             self.context = observe_context(launcher, self.proc)
         except Exception as exc:
             self.context = {"error": "%s: %s" % (type(exc).__name__, exc)}
         try:
-            self.stdin.write(b"\n")
-            self.stdin.flush()
+            if self.stdin is not None:
+                self.stdin.write(b"\n")
+                self.stdin.flush()
         except (OSError, ValueError):
             pass
 
-    def direct(self, data, pid):
+    def direct(self, data: t.Dict[str, bytes], pid: int) -> bool:
         _launcher, status, _obs = split_stream(records(data.get("status", b"")), self.token)
         return self._done(records(data["stdout"]), status, pid)
 
-    def systemd(self, data, _pid):
+    def systemd(self, data: t.Dict[str, bytes], _pid: int) -> bool:
+        """The unit's launcher and bwrap's child-pid name pids of the unit's PID namespace: translated to this
+        /proc's before anything is read (PrivatePIDs=yes gives the unit a namespace of its own)."""
         objects = records(data["stdout"])
-        launcher, status, _obs = split_stream(objects, self.token)
-        if self.context is None and self.stdin is not None and isinstance(launcher, int) and launcher > 0:
-            self._release_launcher(launcher)
-        return self._done(objects, status, launcher)
+        said, status, _obs = split_stream(objects, self.token)
+        if self.context is None and self.stdin is not None and isinstance(said, int) and said > 0:
+            # not found in the unit (its cgroup unreadable): the number as said, as if the namespace were shared
+            self.launcher = self._host_pid(said, None) or said
+            self.level = len(PF.read_status(self.launcher, self.proc).get("nspid") or [0]) - 1
+            self._release_launcher(self.launcher)
+        if not any(o.get("metnos_probe") == self.token for o in objects):
+            return False
+        child = status.get("child-pid")
+        if isinstance(child, int) and not isinstance(child, bool) and self.level is not None:
+            status = dict(status, **{"child-pid": self._host_pid(child, self.level) or child})
+        return self._done(objects, status, self.launcher)
+
+    def _host_pid(self, pid: int, level: t.Optional[int]) -> t.Optional[int]:
+        if not self.unit:
+            return pid
+        return PF.unit_pid(pid, self.unit, level, self.proc)
 
 
-def records(data):
+def records(data: t.Union[bytes, str]) -> t.List[Json]:
     """The JSON objects of a stream, one per complete line (bwrap's status records, the launcher's and
     the payload's lines); anything else on the stream - partial lines, noise - is skipped."""
     if isinstance(data, str):
@@ -398,9 +444,11 @@ def records(data):
     return out
 
 
-def split_stream(objects, token):
-    """(launcher pid, merged bwrap status, payload record) from one stream of JSON objects."""
-    launcher, status, obs = None, {}, None
+def split_stream(objects: t.Iterable[Json], token: str) -> Stream:
+    """Stream(launcher pid, merged bwrap status, payload record) from one stream of JSON objects."""
+    launcher: t.Optional[int] = None
+    status: Json = {}
+    obs: t.Optional[Json] = None
     for obj in objects:
         if obj.get("metnos_probe") == token:
             obs = obs or obj
@@ -408,16 +456,16 @@ def split_stream(objects, token):
             launcher = obj["launcher-pid"] if isinstance(obj["launcher-pid"], int) else None
         elif "metnos_probe" not in obj:
             status.update(obj)
-    return launcher, status, obs
+    return Stream(launcher, status, obs)
 
 
 # --------------------------------------------------------------------------- evaluation
 
-def _err(value):
+def _err(value: object) -> bool:
     return value is None or PF.is_error(value)
 
 
-def _reference(outside, host):
+def _reference(outside: Json, host: Json) -> Reference:
     """The namespaces the payload is judged against: bwrap's parent context as read before bwrap could
     act (run directly: the probe's own; in a unit: the unit's process before it executed bwrap). Only
     when that was unreadable, bwrap's own links, then the probe's. Also the kinds in which the bwrap
@@ -426,21 +474,25 @@ def _reference(outside, host):
     parent = outside.get("parent") or {}
     pns = parent.get("ns") or {}
     essential = ("user", "mnt", "net", "pid")
+    depth = None
     if context.get("ns") and not any(_err(context["ns"].get(k)) for k in essential):
         ref, ref_from = context["ns"], context.get("from") or "the unit's process before it ran bwrap"
+        depth = len(context.get("nspid") or []) or None
     elif not context and host.get("ns") and not any(_err(host["ns"].get(k)) for k in essential):
         ref, ref_from = host["ns"], host.get("from") or "the probe that started bwrap"
+        depth = len(host.get("nspid") or []) or None
     elif pns and not any(_err(pns.get(k)) for k in essential):
         ref, ref_from = pns, "bwrap (pid %s) (the parent context was unreadable)" % parent.get("pid")
     else:
-        return host.get("ns") or {}, "the probe (neither the parent context nor bwrap's links are readable: %s)" % (
-            ", ".join("%s=%s" % (k, v) for k, v in sorted(pns.items()) if _err(v)) or "bwrap not known"), []
+        return Reference(host.get("ns") or {}, "the probe (neither the parent context nor bwrap's links are "
+                         "readable: %s)" % (", ".join("%s=%s" % (k, v) for k, v in sorted(pns.items()) if _err(v))
+                                            or "bwrap not known"), [])
     moved = [k for k in PF.NS_KINDS if ref is not pns and not _err(pns.get(k)) and not _err(ref.get(k))
              and pns.get(k) != ref.get(k)]
-    return ref, ref_from, moved
+    return Reference(ref, ref_from, moved, depth)
 
 
-def _known_devices(outside, host):
+def _known_devices(outside: Json, host: Json) -> t.Set[str]:
     devs = PF.devices(host.get("mounts") or [])
     for key in ("parent", "context"):
         more = (outside.get(key) or {}).get("mounts")
@@ -449,7 +501,7 @@ def _known_devices(outside, host):
     return devs
 
 
-def _context_mounts(outside, host):
+def _context_mounts(outside: Json, host: Json) -> t.Optional[t.List[PF.Mount]]:
     """The mount table binds are taken from: the parent context's (see _reference)."""
     context = outside.get("context") or {}
     if context:
@@ -457,14 +509,16 @@ def _context_mounts(outside, host):
     return host.get("mounts") or None
 
 
-def _foreign(mounts, dest, tree, skip=(), context=None, src=None):
+def _foreign(mounts: t.Sequence[PF.Mount], dest: str, tree: t.Mapping[str, t.Collection[t.Any]],
+             skip: t.Sequence[str] = (), context: t.Optional[t.Sequence[PF.Mount]] = None,
+             src: t.Optional[str] = None) -> t.List[str]:
     """Visible mounts at or below ``dest`` whose (device, root) is not what ``tree`` (bind_tree of the
     source) holds at that relative path - nor, with ``context``, a bind of the same path of ``src``
     (the same files) - as "mountpoint (fstype device root)"; mounts at or below ``skip`` are another
     check's business."""
     out = []
     for m in mounts:
-        if not _under(m["mountpoint"], dest) or any(_under(m["mountpoint"], d) for d in skip):
+        if not under(m["mountpoint"], dest) or any(under(m["mountpoint"], d) for d in skip):
             continue
         rel = os.path.relpath(m["mountpoint"], dest)
         if (m["dev"], m["root"]) in tree.get(rel, ()):
@@ -475,34 +529,57 @@ def _foreign(mounts, dest, tree, skip=(), context=None, src=None):
     return sorted(out)
 
 
-def evaluate(spec, obs, outside, host):
+class _Scene(object):
+    """What every check of one run reads: the spec, both witnesses and what is derived from them once
+    (the payload's mount table and its visible part, the parent context's mounts and namespaces, the
+    devices known outside); the checks are appended to ``checks`` in order."""
+
+    def __init__(self, spec: Json, obs: Json, outside: t.Optional[Json], host: Json) -> None:
+        self.spec, self.obs, self.host = spec, obs, host
+        self.outside: Json = outside or {}
+        self.payload: Json = self.outside.get("payload") or {}
+        mounts = self.payload.get("mounts")
+        self.mounts: t.Optional[t.List[PF.Mount]] = mounts if isinstance(mounts, list) else None
+        self.visible = PF.visible_mounts(self.mounts) if self.mounts is not None else None
+        self.ctx_mounts = _context_mounts(self.outside, host)
+        self.known = _known_devices(self.outside, host)
+        self.binds: t.Dict[str, str] = spec.get("binds") or {}
+        self.declared: t.List[str] = [d for key in ("ro", "rw", "tmpfs", "dev", "proc") for d in spec.get(key, [])]
+        self.pid: t.Optional[int] = self.outside.get("payload_pid")
+        self.ref = _reference(self.outside, host)
+        self.proc_ok = False
+        self.checks: t.List[Json] = []
+
+    def add(self, name: str, rule: str, expected: t.Any, observed: t.Any, ok: t.Any) -> None:
+        self.checks.append({"name": name, "rule": rule, "expected": expected, "observed": observed, "ok": bool(ok)})
+
+    def inner(self, dest: str) -> t.List[str]:
+        """Declared destinations strictly below ``dest`` (another check's business)."""
+        return [d for d in self.declared if d != dest and under(d, dest)]
+
+    def mount_at(self, dest: str) -> t.Optional[PF.Mount]:
+        return PF.mount_at(self.mounts, dest) if self.mounts is not None else None
+
+
+def evaluate(spec: Json, obs: Json, outside: t.Optional[Json], host: Json) -> t.List[Json]:
     """Both witnesses -> checks [{name, rule, expected, observed, ok}].
 
     ``obs``: the payload's record; ``outside``: observe_outside(); ``host``: host_view()."""
-    checks = []
+    scene = _Scene(spec, obs, outside, host)
+    for step in _CHECKS:
+        step(scene)
+    return scene.checks
 
-    def add(name, rule, expected, observed, ok):
-        checks.append({"name": name, "rule": rule, "expected": expected, "observed": observed, "ok": bool(ok)})
 
-    outside = outside or {}
-    payload = outside.get("payload") or {}
-    mounts = payload.get("mounts") if isinstance(payload.get("mounts"), list) else None
-    visible = PF.visible_mounts(mounts) if mounts is not None else None
-    ctx_mounts = _context_mounts(outside, host)
-    known = _known_devices(outside, host)
-    binds = spec.get("binds") or {}
-    declared = [d for key in ("ro", "rw", "tmpfs", "dev", "proc") for d in spec.get(key, [])]
-    pid = outside.get("payload_pid")
-
-    ref, ref_from, moved = _reference(outside, host)
-
-    # 1. The process that reported is bwrap's sandboxed child (else nothing below is about a sandbox).
+def _check_identity(sc: _Scene) -> None:
+    """1. The process that reported is bwrap's sandboxed child (else nothing below is about a sandbox)."""
+    outside, payload, pid = sc.outside, sc.payload, sc.pid
     child, launcher, pids = outside.get("child_pid"), outside.get("launcher"), outside.get("payload_pids") or []
     why = []
-    if moved:
+    if sc.ref.moved:
         why.append("the bwrap that was started (pid %s) is no longer in its parent context's namespaces (%s): "
                    "with the profile's options bwrap stays there; it moves to join a namespace given to it "
-                   "(--userns), or a wrapper moved to hide what it shares" % (launcher, ", ".join(moved)))
+                   "(--userns), or a wrapper moved to hide what it shares" % (launcher, ", ".join(sc.ref.moved)))
     if outside.get("error"):
         why.append("the outside evidence could not be read (%s)" % outside["error"])
     if not isinstance(child, int):
@@ -514,17 +591,19 @@ def evaluate(spec, obs, outside, host):
     if isinstance(child, int) and outside.get("child_ppid") != launcher:
         why.append("child-pid %s has parent %s, not the bwrap that was started (%s)"
                    % (child, outside.get("child_ppid"), launcher))
-    add("bwrap_child_is_payload", "R-DIAG-3",
-        "bwrap's child-pid is the payload (or its PID-1 init), a child of the bwrap that was started",
-        {"child_pid": child, "child_parent": outside.get("child_ppid"), "bwrap_pid": launcher, "payload_pids": pids,
-         "problems": why}, not why)
+    sc.add("bwrap_child_is_payload", "R-DIAG-3",
+           "bwrap's child-pid is the payload (or its PID-1 init), a child of the bwrap that was started",
+           {"child_pid": child, "child_parent": outside.get("child_ppid"), "bwrap_pid": launcher,
+            "payload_pids": pids, "problems": why}, not why)
 
-    # 2. /proc inside is a procfs whose /proc/self is the payload: only then do its links count.
-    proc_ok = False
-    for dest in spec.get("proc", []):
+
+def _check_proc(sc: _Scene) -> None:
+    """2. /proc inside is a procfs whose /proc/self is the payload: only then do its links count."""
+    obs = sc.obs
+    for dest in sc.spec.get("proc", []):
         inside = (obs.get("proc") or {}).get(dest) or {}
-        mount = PF.mount_at(mounts, dest) if mounts is not None else None
-        nspid = payload.get("nspid") or []
+        mount = sc.mount_at(dest)
+        nspid = sc.payload.get("nspid") or []
         problems = []
         if inside.get("type") != PROC_SUPER_MAGIC:
             problems.append("statfs type %s, not procfs" % _hex(inside.get("type")))
@@ -538,57 +617,69 @@ def evaluate(spec, obs, outside, host):
         if not nspid or nspid[-1] != obs.get("pid"):
             problems.append("outside: the payload's pid in its own namespace is %s, it says %s"
                             % (nspid[-1] if nspid else "unknown", obs.get("pid")))
-        if mount is not None and mount["fstype"] == "proc" and ctx_mounts:
-            # below it: only procfs's own directories (bwrap covers some read-only) and what the
-            # parent context has mounted below its /proc
-            own = dict((os.path.relpath(m["mountpoint"], dest), set([(mount["dev"], os.path.normpath(
-                os.path.join(mount["root"], os.path.relpath(m["mountpoint"], dest))))]))
-                for m in PF.mounts_under(visible, dest))
-            tree = PF.bind_tree(ctx_mounts, "/proc")
-            for rel, pairs in own.items():
-                tree[rel] = tree.get(rel, set()) | pairs
-            tree["."] = set([(mount["dev"], mount["root"])])
-            other = _foreign(visible, dest, tree, [d for d in declared if d != dest and _under(d, dest)],
-                             ctx_mounts, "/proc")
+        if mount is not None and mount["fstype"] == "proc" and sc.ctx_mounts:
+            other = _proc_foreign(sc, dest, mount)
             if other:
                 problems.append("outside: mounts below %s that are not procfs's own: %s" % (dest, ", ".join(
                     other[:5])))
-        proc_ok = not problems and dest == "/proc"
-        add("proc_is_own_procfs" if dest == "/proc" else "procfs:%s" % dest, spec["rules"].get(dest, "R-BASE-2"),
-            "a procfs in which /proc/self is the payload (inside and outside agree)",
-            {"inside": {"type": _hex(inside.get("type")), "dev": inside.get("dev"), "self": obs.get("proc_self")},
-             "outside": mount and {"fstype": mount["fstype"], "dev": mount["dev"]}, "problems": problems}, not problems)
+        sc.proc_ok = not problems and dest == "/proc"
+        sc.add("proc_is_own_procfs" if dest == "/proc" else "procfs:%s" % dest,
+               sc.spec["rules"].get(dest, "R-BASE-2"),
+               "a procfs in which /proc/self is the payload (inside and outside agree)",
+               {"inside": {"type": _hex(inside.get("type")), "dev": inside.get("dev"), "self": obs.get("proc_self")},
+                "outside": mount and {"fstype": mount["fstype"], "dev": mount["dev"]}, "problems": problems},
+               not problems)
 
-    # 3. Namespaces: outside, the payload's inodes vs the parent context's; inside, the payload's links agree.
-    mine = payload.get("ns") or {}
 
-    def ns_evidence(kind):
-        inside = (obs.get("ns") or {}).get(kind) if proc_ok else "void: /proc not proven"
-        return {"outside": mine.get(kind), "parent": ref.get(kind), "parent_from": ref_from, "inside": inside,
-                "read_by": payload.get("read_by")}
+def _proc_foreign(sc: _Scene, dest: str, mount: PF.Mount) -> t.List[str]:
+    """Mounts below a procfs that are neither procfs's own directories (bwrap covers some read-only) nor
+    what the parent context has mounted below its /proc."""
+    assert sc.visible is not None and sc.ctx_mounts
+    own = dict((os.path.relpath(m["mountpoint"], dest), set([(mount["dev"], os.path.normpath(
+        os.path.join(mount["root"], os.path.relpath(m["mountpoint"], dest))))]))
+        for m in PF.mounts_under(sc.visible, dest))
+    tree = PF.bind_tree(sc.ctx_mounts, "/proc")
+    for rel, pairs in own.items():
+        tree[rel] = tree.get(rel, set()) | pairs
+    tree["."] = set([(mount["dev"], mount["root"])])
+    return _foreign(sc.visible, dest, tree, sc.inner(dest), sc.ctx_mounts, "/proc")
 
-    def ns_problems(kind, want_private):
-        ev = ns_evidence(kind)
-        if pid is None:
-            return ev, ["not proven: the payload process was not found outside"]
-        if _err(ev["outside"]) or _err(ev["parent"]):
-            return ev, ["not proven: %s" % (ev["outside"] if _err(ev["outside"]) else ev["parent"])]
-        out = []
-        if want_private and ev["outside"] == ev["parent"]:
-            out.append("shared with %s" % ref_from)
-        elif want_private and (payload.get("sharers") or {}).get(kind):
-            out.append("also held by %s outside the sandbox" % ", ".join(
-                "pid %d" % p if isinstance(p, int) else str(p) for p in payload["sharers"][kind][:5]))
-        if not want_private and ev["outside"] != ev["parent"]:
-            out.append("differs from %s" % ref_from)
-        if proc_ok and ev["inside"] != ev["outside"]:
-            out.append("witnesses disagree: inside %s, outside %s" % (ev["inside"], ev["outside"]))
-        return ev, out
 
-    for kind in spec.get("unshare", []):
+def _ns_evidence(sc: _Scene, kind: str) -> Json:
+    mine = sc.payload.get("ns") or {}
+    inside = (sc.obs.get("ns") or {}).get(kind) if sc.proc_ok else "void: /proc not proven"
+    return {"outside": mine.get(kind), "parent": sc.ref.ns.get(kind), "parent_from": sc.ref.source, "inside": inside,
+            "read_by": sc.payload.get("read_by")}
+
+
+def _ns_problems(sc: _Scene, kind: str, want_private: bool) -> t.Tuple[Json, t.List[str]]:
+    """(evidence, problems) of one namespace, judged against the parent context (sc.ref)."""
+    ev = _ns_evidence(sc, kind)
+    if sc.pid is None:
+        return ev, ["not proven: the payload process was not found outside"]
+    if _err(ev["outside"]) or _err(ev["parent"]):
+        return ev, ["not proven: %s" % (ev["outside"] if _err(ev["outside"]) else ev["parent"])]
+    out = []
+    held = (sc.payload.get("sharers") or {}).get(kind)
+    if want_private and ev["outside"] == ev["parent"]:
+        out.append("shared with %s" % sc.ref.source)
+    elif want_private and held:
+        out.append("also held by %s outside the sandbox" % ", ".join(
+            "pid %d" % p if isinstance(p, int) else str(p) for p in held[:5]))
+    if not want_private and ev["outside"] != ev["parent"]:
+        out.append("differs from %s" % sc.ref.source)
+    if sc.proc_ok and ev["inside"] != ev["outside"]:
+        out.append("witnesses disagree: inside %s, outside %s" % (ev["inside"], ev["outside"]))
+    return ev, out
+
+
+def _check_namespaces(sc: _Scene) -> None:
+    """3. Namespaces: outside, the payload's inodes vs the parent context's; inside, the payload's links agree."""
+    obs, payload = sc.obs, sc.payload
+    for kind in sc.spec.get("unshare", []):
         if kind == "pid":
             continue
-        ev, problems = ns_problems(kind, True)
+        ev, problems = _ns_problems(sc, kind, True)
         rule = {"net": "R-BASE-7", "mnt": "R-BASE-1"}.get(kind, "R-BASE-6")
         if kind == "net":
             ev["interfaces_inside"] = obs.get("interfaces")
@@ -596,162 +687,202 @@ def evaluate(spec, obs, outside, host):
             if obs.get("interfaces") != ["lo"] or payload.get("interfaces") != ["lo"]:
                 problems.append("interfaces inside %s, outside %s (expected only lo)"
                                 % (obs.get("interfaces"), payload.get("interfaces")))
-        add("%s_namespace_private" % kind, rule, "differs from bwrap's parent context",
-            dict(ev, problems=problems), not problems)
-    if not spec.get("net_unshared"):
-        ev, problems = ns_problems("net", False)
-        add("host_network", "R-NET-1", "the same network namespace as bwrap's parent", dict(ev, problems=problems),
-            not problems)
-    ev, problems = ns_problems("pid", False)
-    if pid is not None and obs.get("pid") != pid:
-        problems.append("the payload is pid %s outside but sees itself as pid %s" % (pid, obs.get("pid")))
-    add("no_pid_namespace", "R-BASE-8", "the PID namespace of bwrap's parent (no PID namespace)",
-        dict(ev, problems=problems), not problems)
+        sc.add("%s_namespace_private" % kind, rule, "differs from bwrap's parent context",
+               dict(ev, problems=problems), not problems)
+    if not sc.spec.get("net_unshared"):
+        ev, problems = _ns_problems(sc, "net", False)
+        sc.add("host_network", "R-NET-1", "the same network namespace as bwrap's parent", dict(ev, problems=problems),
+               not problems)
+    ev, problems = _ns_problems(sc, "pid", False)
+    seen = _pid_in_context(sc)
+    if seen is not None and obs.get("pid") != seen:
+        problems.append("the payload is pid %s outside but sees itself as pid %s" % (seen, obs.get("pid")))
+    sc.add("no_pid_namespace", "R-BASE-8", "the PID namespace of bwrap's parent (no PID namespace)",
+           dict(ev, problems=problems), not problems)
 
-    # 4. Fresh tmpfs (and bwrap's minimal /dev): type, a device no host mount has, contents.
-    for dest in spec.get("tmpfs", []) + spec.get("dev", []):
-        is_dev = dest in spec.get("dev", [])
-        inside = (obs.get("tmpfs") or {}).get(dest) or {}
-        mount = PF.mount_at(mounts, dest) if mounts is not None else None
-        problems = []
-        if inside.get("type") != TMPFS_MAGIC:
-            problems.append("statfs type %s, not tmpfs" % _hex(inside.get("type")))
-        if mounts is None:
-            problems.append("not proven: the payload's mount table was not read")
-        elif mount is None or mount["fstype"] != "tmpfs":
-            problems.append("outside: %s" % ("no mount at %s" % dest if mount is None
-                                             else "%s is %s from %s" % (dest, mount["fstype"], mount["source"])))
-        else:
-            if mount["dev"] != inside.get("dev"):
-                problems.append("outside device %s, inside %s" % (mount["dev"], inside.get("dev")))
-            if mount["dev"] in known:
-                problems.append("device %s is mounted outside the sandbox too" % mount["dev"])
+
+def _pid_in_context(sc: _Scene) -> t.Optional[int]:
+    """The payload's pid in the PID namespace of bwrap's parent context: the one it sees for itself when bwrap
+    made no PID namespace. Not always the host's: a unit with PrivatePIDs=yes has a namespace of its own."""
+    nspid = sc.payload.get("nspid") or []
+    depth = sc.ref.depth
+    if sc.pid is not None and depth is not None and len(nspid) >= depth:
+        return t.cast(int, nspid[depth - 1])
+    return sc.pid
+
+
+def _check_tmpfs(sc: _Scene) -> None:
+    """4. Fresh tmpfs (and bwrap's minimal /dev): type, a device no host mount has, contents."""
+    for dest in sc.spec.get("tmpfs", []) + sc.spec.get("dev", []):
+        is_dev = dest in sc.spec.get("dev", [])
+        inside = (sc.obs.get("tmpfs") or {}).get(dest) or {}
+        mount = sc.mount_at(dest)
+        problems = _tmpfs_mount_problems(sc, dest, inside, mount)
         entries = inside.get("entries")
         if is_dev:
             allowed = set(DEV_ENTRIES)
-            if visible is not None and ctx_mounts:
-                tree = dict((name, set([PF.source_of(ctx_mounts, "/dev/" + name)])) for name in DEV_NODES)
-                tree["pts"] = set((m["dev"], "/") for m in PF.mounts_under(visible, dest)
-                                  if m["mountpoint"] == dest.rstrip("/") + "/pts" and m["fstype"] == "devpts"
-                                  and m["dev"] not in known)
-                tree["."] = set([(mount["dev"], mount["root"])]) if mount else set()
-                extra_mounts = _foreign(visible, dest, tree, [d for d in declared if d != dest and _under(d, dest)])
-                if extra_mounts:
-                    problems.append("mounts bwrap's --dev does not make (a bind of the parent's /dev/<node>, a new "
-                                    "devpts): %s" % ", ".join(extra_mounts[:8]))
-            elif mounts is not None:
-                problems.append("not proven: the parent context's mount table was not read")
+            problems += _dev_mount_problems(sc, dest, mount)
         else:
-            allowed = set(os.path.relpath(d, dest).split("/")[0] for d in declared if d != dest and _under(d, dest))
+            allowed = set(os.path.relpath(d, dest).split("/")[0] for d in sc.inner(dest))
         if not isinstance(entries, list):
             problems.append("not proven: listing %s gave %s" % (dest, entries))
         elif set(entries) - allowed:
             problems.append("not empty: %s" % ", ".join(sorted(set(entries) - allowed)[:8]))
-        add(("minimal_dev:%s" if is_dev else "fresh_tmpfs:%s") % dest,
-            spec["rules"].get(dest, "R-BASE-3" if not is_dev else "R-BASE-2"),
-            "a new tmpfs (device unknown outside)%s" % (" with only bwrap's device nodes" if is_dev else ", empty"),
-            {"inside": {"type": _hex(inside.get("type")), "dev": inside.get("dev"),
-                        "entries": entries if not isinstance(entries, list) else entries[:12]},
-             "outside": mount and {"fstype": mount["fstype"], "dev": mount["dev"], "source": mount["source"]},
-             "problems": problems}, not problems)
+        sc.add(("minimal_dev:%s" if is_dev else "fresh_tmpfs:%s") % dest,
+               sc.spec["rules"].get(dest, "R-BASE-3" if not is_dev else "R-BASE-2"),
+               "a new tmpfs (device unknown outside)%s" % (" with only bwrap's device nodes" if is_dev else ", empty"),
+               {"inside": {"type": _hex(inside.get("type")), "dev": inside.get("dev"),
+                           "entries": entries if not isinstance(entries, list) else entries[:12]},
+                "outside": mount and {"fstype": mount["fstype"], "dev": mount["dev"], "source": mount["source"]},
+                "problems": problems}, not problems)
 
-    # 5a. Binds: what is mounted at and below each bind is the parent context's source tree (device
-    #     and root of every mount), not another host path mounted in its place or below it.
-    for dest in spec.get("ro", []) + spec.get("rw", []):
-        src = binds.get(dest, dest)
+
+def _tmpfs_mount_problems(sc: _Scene, dest: str, inside: Json, mount: t.Optional[PF.Mount]) -> t.List[str]:
+    problems = []
+    if inside.get("type") != TMPFS_MAGIC:
+        problems.append("statfs type %s, not tmpfs" % _hex(inside.get("type")))
+    if sc.mounts is None:
+        problems.append("not proven: the payload's mount table was not read")
+    elif mount is None or mount["fstype"] != "tmpfs":
+        problems.append("outside: %s" % ("no mount at %s" % dest if mount is None
+                                         else "%s is %s from %s" % (dest, mount["fstype"], mount["source"])))
+    else:
+        if mount["dev"] != inside.get("dev"):
+            problems.append("outside device %s, inside %s" % (mount["dev"], inside.get("dev")))
+        if mount["dev"] in sc.known:
+            problems.append("device %s is mounted outside the sandbox too" % mount["dev"])
+    return problems
+
+
+def _dev_mount_problems(sc: _Scene, dest: str, mount: t.Optional[PF.Mount]) -> t.List[str]:
+    """The mounts in a --dev that bwrap does not make (a bind of the parent's /dev/<node>, a new devpts)."""
+    if sc.visible is None or not sc.ctx_mounts:
+        return ["not proven: the parent context's mount table was not read"] if sc.mounts is not None else []
+    ctx_mounts = sc.ctx_mounts
+    tree = dict((name, set([PF.source_of(ctx_mounts, "/dev/" + name)])) for name in DEV_NODES)
+    tree["pts"] = set((m["dev"], "/") for m in PF.mounts_under(sc.visible, dest)
+                      if m["mountpoint"] == dest.rstrip("/") + "/pts" and m["fstype"] == "devpts"
+                      and m["dev"] not in sc.known)
+    tree["."] = set([(mount["dev"], mount["root"])]) if mount else set()
+    extra_mounts = _foreign(sc.visible, dest, tree, sc.inner(dest))
+    if extra_mounts:
+        return ["mounts bwrap's --dev does not make (a bind of the parent's /dev/<node>, a new "
+                "devpts): %s" % ", ".join(extra_mounts[:8])]
+    return []
+
+
+def _check_bind_sources(sc: _Scene) -> None:
+    """5a. Binds: what is mounted at and below each bind is the parent context's source tree (device
+    and root of every mount), not another host path mounted in its place or below it."""
+    for dest in sc.spec.get("ro", []) + sc.spec.get("rw", []):
+        src = sc.binds.get(dest, dest)
         problems = []
-        if visible is None:
+        if sc.visible is None:
             problems.append("not proven: the payload's mount table was not read")
-        elif not ctx_mounts:
+        elif not sc.ctx_mounts:
             problems.append("not proven: the parent context's mount table was not read")
-        elif PF.mount_at(visible, dest) is not None:    # no mount at all: read_only/writable say so
-            inner = [d for d in declared if d != dest and _under(d, dest)]
-            other = _foreign(visible, dest, PF.bind_tree(ctx_mounts, src), inner, ctx_mounts, src)
+        elif PF.mount_at(sc.visible, dest) is not None:    # no mount at all: read_only/writable say so
+            other = _foreign(sc.visible, dest, PF.bind_tree(sc.ctx_mounts, src), sc.inner(dest), sc.ctx_mounts, src)
             if other:
                 problems.append("outside: not the host's %s: %s" % (src, ", ".join(other[:5])))
-        add("bind_source:%s" % dest, spec["rules"].get(dest, "R-CAP-FS"),
-            "the parent context's %s tree (device and root of each mount)" % src, {"problems": problems},
-            not problems)
+        sc.add("bind_source:%s" % dest, sc.spec["rules"].get(dest, "R-CAP-FS"),
+               "the parent context's %s tree (device and root of each mount)" % src, {"problems": problems},
+               not problems)
 
-    # 5b. Nothing is mounted outside the declared destinations (hidden paths have their own check), and
-    #     the root is bwrap's own new tmpfs.
-    problems, extra = [], []
-    if visible is None:
+
+def _check_undeclared_mounts(sc: _Scene) -> None:
+    """5b. Nothing is mounted outside the declared destinations (hidden paths have their own check), and
+    the root is bwrap's own new tmpfs."""
+    problems: t.List[str] = []
+    extra = []
+    if sc.visible is None:
         problems.append("not proven: the payload's mount table was not read")
     else:
-        for m in visible:
+        places = sc.declared + list(sc.spec.get("absent", []))
+        for m in sc.visible:
             if m["mountpoint"] == "/":
-                if m["fstype"] != "tmpfs" or m["dev"] in known:
+                if m["fstype"] != "tmpfs" or m["dev"] in sc.known:
                     problems.append("the root is %s %s %s, not a new tmpfs" % (m["fstype"], m["dev"], m["root"]))
-            elif not any(_under(m["mountpoint"], d) for d in declared + list(spec.get("absent", []))):
+            elif not any(under(m["mountpoint"], d) for d in places):
                 extra.append("%s (%s %s %s)" % (m["mountpoint"], m["fstype"], m["dev"], m["root"]))
         if extra:
             problems.append("mounted but not declared: %s" % ", ".join(sorted(extra)[:8]))
-    add("no_undeclared_mounts", "R-SCOPE-1", "mounts only at the profile's destinations, on bwrap's own root",
-        {"problems": problems}, not problems)
+    sc.add("no_undeclared_mounts", "R-SCOPE-1", "mounts only at the profile's destinations, on bwrap's own root",
+           {"problems": problems}, not problems)
 
-    # 5. Read-only binds: the kernel's mount flags, inside (statvfs) and outside (mount table).
-    not_ro = [d for key in ("rw", "tmpfs", "dev", "proc") for d in spec.get(key, [])]
-    for dest in spec.get("ro", []):
-        inside = (obs.get("ro") or {}).get(dest) or {}
+
+def _check_read_only(sc: _Scene) -> None:
+    """5. Read-only binds: the kernel's mount flags, inside (statvfs) and outside (mount table)."""
+    not_ro = [d for key in ("rw", "tmpfs", "dev", "proc") for d in sc.spec.get(key, [])]
+    for dest in sc.spec.get("ro", []):
+        inside = (sc.obs.get("ro") or {}).get(dest) or {}
         problems = []
         if inside.get("flags") != "ro":
             problems.append("inside: %s" % ("mounted read-write" if inside.get("flags") == "rw"
                                              else "not proven (%s)" % inside.get("flags")))
         mount = None
-        if mounts is not None:
-            mount = PF.mount_at(mounts, dest)
+        if sc.mounts is not None:
+            mount = PF.mount_at(sc.mounts, dest)
             if mount is None:
                 problems.append("outside: no mount at %s" % dest)
             elif not PF.read_only(mount):
                 problems.append("outside: %s is mounted %s" % (dest, ",".join(mount["opts"][:3])))
-            below = [m["mountpoint"] for m in PF.mounts_under(mounts, dest)
-                     if not PF.read_only(m) and not any(_under(m["mountpoint"], d) for d in not_ro)]
+            below = [m["mountpoint"] for m in PF.mounts_under(sc.mounts, dest)
+                     if not PF.read_only(m) and not any(under(m["mountpoint"], d) for d in not_ro)]
             if below:
                 problems.append("outside: writable mounts below: %s" % ", ".join(below[:5]))
-        add("read_only:%s" % dest, spec["rules"].get(dest, "R-BASE-1"), "a read-only mount (ST_RDONLY / ro)",
-            {"inside": inside.get("flags"), "outside": mount and ",".join(mount["opts"]), "problems": problems},
-            not problems)
+        sc.add("read_only:%s" % dest, sc.spec["rules"].get(dest, "R-BASE-1"), "a read-only mount (ST_RDONLY / ro)",
+               {"inside": inside.get("flags"), "outside": mount and ",".join(mount["opts"]), "problems": problems},
+               not problems)
 
-    # 6. Writable grants: a real write.
-    for dest in spec.get("rw", []):
-        result = (obs.get("rw") or {}).get(dest)
-        mount = PF.mount_at(mounts, dest) if mounts is not None else None
-        add("writable:%s" % dest, spec["rules"].get(dest, "R-CAP-FS"), "writable (a real write succeeded)",
-            {"inside": result, "outside": mount and ",".join(mount["opts"])}, result == "writable")
 
-    # 7. Hidden paths: ENOENT inside, nothing mounted there, covered by the sandbox's own root.
-    for path in spec.get("absent", []):
-        seen = (obs.get("absent") or {}).get(path)
+def _check_writable(sc: _Scene) -> None:
+    """6. Writable grants: a real write."""
+    for dest in sc.spec.get("rw", []):
+        result = (sc.obs.get("rw") or {}).get(dest)
+        mount = sc.mount_at(dest)
+        sc.add("writable:%s" % dest, sc.spec["rules"].get(dest, "R-CAP-FS"), "writable (a real write succeeded)",
+               {"inside": result, "outside": mount and ",".join(mount["opts"])}, result == "writable")
+
+
+def _check_hidden(sc: _Scene) -> None:
+    """7. Hidden paths: ENOENT inside, nothing mounted there, covered by the sandbox's own root."""
+    for path in sc.spec.get("absent", []):
+        seen = (sc.obs.get("absent") or {}).get(path)
         problems = []
         if seen == "present":
             problems.append("visible inside")
         elif seen != "absent":
             problems.append("not proven: lstat gave %s" % seen)
-        if mounts is None:
+        if sc.mounts is None:
             problems.append("not proven: the payload's mount table was not read")
         else:
-            at = [m["mountpoint"] for m in mounts if _under(m["mountpoint"], path)]
-            cover = PF.covering_mount(mounts, path)
+            at = [m["mountpoint"] for m in sc.mounts if under(m["mountpoint"], path)]
+            cover = PF.covering_mount(sc.mounts, path)
             if at:
                 problems.append("outside: mounted at %s" % ", ".join(at[:5]))
-            elif cover is None or cover["fstype"] != "tmpfs" or cover["dev"] in known:
+            elif cover is None or cover["fstype"] != "tmpfs" or cover["dev"] in sc.known:
                 problems.append("outside: %s lies on %s" % (path, "nothing" if cover is None else "%s %s (%s)" % (
                     cover["fstype"], cover["source"], cover["mountpoint"])))
-        add("hidden:%s" % path, "R-SEC-1", "absent (ENOENT) on the sandbox's own root", {"inside": seen,
-            "problems": problems}, not problems)
+        sc.add("hidden:%s" % path, "R-SEC-1", "absent (ENOENT) on the sandbox's own root", {"inside": seen,
+               "problems": problems}, not problems)
 
-    # 8. Parent-death signal (bwrap --die-with-parent sets SIGKILL).
-    if spec.get("die_with_parent", True):
-        add("parent_death_signal", "R-BASE-6", SIGKILL, obs.get("pdeathsig"), obs.get("pdeathsig") == SIGKILL)
 
-    # 9. Privileges, from outside (/proc/PID/status): bwrap drops every capability of a non-root user
-    #    and sets no_new_privs; run by uid 0 it keeps the bounding set, never ambient/inheritable ones
-    #    (those come from --cap-add). Capabilities in the sandbox's user namespace let the payload
-    #    remount the read-only binds read-write.
+def _check_parent_death(sc: _Scene) -> None:
+    """8. Parent-death signal (bwrap --die-with-parent sets SIGKILL)."""
+    if sc.spec.get("die_with_parent", True):
+        sc.add("parent_death_signal", "R-BASE-6", SIGKILL, sc.obs.get("pdeathsig"), sc.obs.get("pdeathsig") == SIGKILL)
+
+
+def _check_capabilities(sc: _Scene) -> None:
+    """9. Privileges, from outside (/proc/PID/status): bwrap drops every capability of a non-root user
+    and sets no_new_privs; run by uid 0 it keeps the bounding set, never ambient/inheritable ones
+    (those come from --cap-add). Capabilities in the sandbox's user namespace let the payload
+    remount the read-only binds read-write."""
+    payload = sc.payload
     priv = payload.get("privileges") or {}
     problems = []
-    if pid is None or not priv:
+    if sc.pid is None or not priv:
         problems.append("not proven: the payload process was not found outside")
     else:
         sets = dict((k, priv.get(k)) for k in ("capinh", "capprm", "capeff", "capbnd", "capamb"))
@@ -762,51 +893,59 @@ def evaluate(spec, obs, outside, host):
             problems.append("capabilities held: %s (uid %s outside)" % (", ".join(held), payload.get("uid")))
         if priv.get("nonewprivs") != 1:
             problems.append("no_new_privs is %s, bwrap always sets it" % priv.get("nonewprivs"))
-    add("no_capabilities", "R-BASE-6", "no capability a non-root user could use (uid 0: none added), no_new_privs",
-        dict(priv, uid=payload.get("uid"), problems=problems), not problems)
+    sc.add("no_capabilities", "R-BASE-6", "no capability a non-root user could use (uid 0: none added), no_new_privs",
+           dict(priv, uid=payload.get("uid"), problems=problems), not problems)
 
-    # 9b. Nothing handed in from outside through an open descriptor: a directory, file or socket
-    #     descriptor reaches the host past every mount (openat, connect). The payload opens none itself
-    #     before it reports; its stdio are the probe's pipes (or /dev/null).
-    fds = payload.get("fds")
-    problems = []
-    if pid is None or fds is None:
-        problems.append("not proven: the payload process was not found outside")
-    elif not isinstance(fds, dict):
-        problems.append("not proven: listing its descriptors gave %s" % fds)
-    else:
+
+def _unread(sc: _Scene, value: t.Any, kind: type, what: str) -> t.List[str]:
+    """Why a reading of the payload process proves nothing ([] when it is a ``kind``)."""
+    if sc.pid is None or value is None:
+        return ["not proven: the payload process was not found outside"]
+    if not isinstance(value, kind):
+        return ["not proven: %s gave %s" % (what, value)]
+    return []
+
+
+def _check_descriptors(sc: _Scene) -> None:
+    """9b. Nothing handed in from outside through an open descriptor: a directory, file or socket
+    descriptor reaches the host past every mount (openat, connect). The payload opens none itself
+    before it reports; its stdio are the probe's pipes (or /dev/null)."""
+    fds = sc.payload.get("fds")
+    problems = _unread(sc, fds, dict, "listing its descriptors")
+    if not problems and isinstance(fds, dict):
         bad = ["%s -> %s (%s)" % (fd, info.get("link"), info.get("type")) for fd, info in sorted(
             fds.items(), key=lambda i: int(i[0]) if i[0].isdigit() else -1) if info.get("type") not in ("fifo", "chr")]
         if bad:
             problems.append("descriptors from outside: %s" % ", ".join(bad[:6]))
-    add("no_leaked_descriptors", "R-SCOPE-1", "only pipes and character devices (its stdio) are open",
-        {"fds": dict(list(fds.items())[:12]) if isinstance(fds, dict) else fds, "problems": problems}, not problems)
+    sc.add("no_leaked_descriptors", "R-SCOPE-1", "only pipes and character devices (its stdio) are open",
+           {"fds": dict(list(fds.items())[:12]) if isinstance(fds, dict) else fds, "problems": problems}, not problems)
 
-    # 9c. The payload's code - its interpreter and every library it mapped - comes from the declared
-    #     binds (the devices of the mounts at and below them), never from the sandbox's own tmpfs
-    #     (a library planted with --file/--bind-data and LD_PRELOAD) or anywhere else.
-    mapped = payload.get("mapped")
-    problems = []
-    if pid is None or mapped is None:
-        problems.append("not proven: the payload process was not found outside")
-    elif not isinstance(mapped, list):
-        problems.append("not proven: reading its mappings gave %s" % mapped)
-    elif visible is None:
+
+def _check_payload_code(sc: _Scene) -> None:
+    """9c. The payload's code - its interpreter and every library it mapped - comes from the declared
+    binds (the devices of the mounts at and below them), never from the sandbox's own tmpfs
+    (a library planted with --file/--bind-data and LD_PRELOAD) or anywhere else."""
+    mapped = sc.payload.get("mapped")
+    problems = _unread(sc, mapped, list, "reading its mappings")
+    if not problems and sc.visible is None:
         problems.append("not proven: the payload's mount table was not read")
-    else:
-        sources = set(m["dev"] for m in visible if any(_under(m["mountpoint"], d) for d in spec.get("ro", [])
-                                                       + spec.get("rw", [])))
+    elif not problems and isinstance(mapped, list) and sc.visible is not None:
+        binds = sc.spec.get("ro", []) + sc.spec.get("rw", [])
+        sources = set(m["dev"] for m in sc.visible if any(under(m["mountpoint"], d) for d in binds))
         foreign = ["%s (device %s)" % (path, dev) for dev, _ino, path in mapped if dev not in sources]
         if foreign:
             problems.append("mapped from elsewhere: %s" % ", ".join(foreign[:5]))
-    add("payload_code_from_binds", "R-BASE-4", "the interpreter and its libraries come from the declared binds",
-        {"mapped": len(mapped) if isinstance(mapped, list) else mapped, "problems": problems}, not problems)
+    sc.add("payload_code_from_binds", "R-BASE-4", "the interpreter and its libraries come from the declared binds",
+           {"mapped": len(mapped) if isinstance(mapped, list) else mapped, "problems": problems}, not problems)
 
-    # 10. No custom seccomp filter (R-BASE-8): the payload has exactly the filters of bwrap's parent
-    #     context (a unit's SystemCallFilter=); a filter can hide syscalls or answer them for the payload.
-    mine_priv = (outside.get("context") or {}).get("privileges") or host.get("privileges") or {}
+
+def _check_seccomp(sc: _Scene) -> None:
+    """10. No custom seccomp filter (R-BASE-8): the payload has exactly the filters of bwrap's parent
+    context (a unit's SystemCallFilter=); a filter can hide syscalls or answer them for the payload."""
+    priv = sc.payload.get("privileges") or {}
+    mine_priv = (sc.outside.get("context") or {}).get("privileges") or sc.host.get("privileges") or {}
     problems = []
-    if pid is None or not priv:
+    if sc.pid is None or not priv:
         problems.append("not proven: the payload process was not found outside")
     elif isinstance(priv.get("seccomp_filters"), int) and isinstance(mine_priv.get("seccomp_filters"), int):
         if priv["seccomp_filters"] != mine_priv["seccomp_filters"]:
@@ -814,19 +953,26 @@ def evaluate(spec, obs, outside, host):
                                                                                 mine_priv["seccomp_filters"]))
     elif priv.get("seccomp") != mine_priv.get("seccomp"):
         problems.append("seccomp mode %s, the parent context has %s" % (priv.get("seccomp"), mine_priv.get("seccomp")))
-    add("no_custom_seccomp", "R-BASE-8", "the seccomp filters of bwrap's parent context, none added",
-        {"payload": priv.get("seccomp_filters"), "parent": mine_priv.get("seccomp_filters"), "problems": problems},
-        not problems)
-    return checks
+    sc.add("no_custom_seccomp", "R-BASE-8", "the seccomp filters of bwrap's parent context, none added",
+           {"payload": priv.get("seccomp_filters"), "parent": mine_priv.get("seccomp_filters"), "problems": problems},
+           not problems)
 
 
-def _hex(value):
+# The checks, in the order they are reported.
+_CHECKS: t.Tuple[t.Callable[[_Scene], None], ...] = (
+    _check_identity, _check_proc, _check_namespaces, _check_tmpfs, _check_bind_sources, _check_undeclared_mounts,
+    _check_read_only, _check_writable, _check_hidden, _check_parent_death, _check_capabilities, _check_descriptors,
+    _check_payload_code, _check_seccomp)
+
+
+def _hex(value: t.Any) -> t.Any:
     return "0x%x" % value if isinstance(value, int) else value
 
 
 # --------------------------------------------------------------------------- running
 
-def run(argv, spec, python, user=None, env=None, timeout=30.0, cwd="/"):
+def run(argv: t.Sequence[str], spec: Json, python: str, user: t.Optional[User] = None,
+        env: t.Optional[t.Dict[str, str]] = None, timeout: float = 30.0, cwd: str = "/") -> Json:
     """Run argv (a bwrap profile) with the payload as its command. Returns a verdict dict."""
     argv = list(argv)
     sep = argv.index("--")
@@ -841,13 +987,15 @@ def run(argv, spec, python, user=None, env=None, timeout=30.0, cwd="/"):
     return _verdict(shown, result, obs, watcher.outside, spec, host, user, timeout, run_opts=argv[1:sep])
 
 
-def _verdict(shown, result, obs, outside, spec, host, user, timeout, tool=None, run_opts=None):
+def _verdict(shown: t.List[str], result: Json, obs: t.Optional[Json], outside: t.Optional[Json], spec: Json,
+             host: Json, user: t.Optional[User], timeout: float, tool: t.Optional[str] = None,
+             run_opts: t.Optional[t.List[str]] = None) -> Json:
     tool = tool or shown[0]
     status = result.get("json_status") or {}
-    verdict = {"argv": shown, "rc": result["rc"], "timed_out": result["timed_out"],
-               "setup_failed": obs is None and "exit-code" not in status and not result["timed_out"],
-               "stderr": result["stderr"].strip()[-2000:], "duration": result["duration"], "checks": [],
-               "diagnostics": [], "passed": False}
+    verdict: Json = {"argv": shown, "rc": result["rc"], "timed_out": result["timed_out"],
+                     "setup_failed": obs is None and "exit-code" not in status and not result["timed_out"],
+                     "stderr": result["stderr"].strip()[-2000:], "duration": result["duration"], "checks": [],
+                     "diagnostics": [], "passed": False}
     deviations = None
     if run_opts is not None and spec.get("argv_options") is not None:
         deviations = argv_deviations(spec["argv_options"], run_opts)
@@ -856,64 +1004,75 @@ def _verdict(shown, result, obs, outside, spec, host, user, timeout, tool=None, 
     traced = "" if not deviations else " (the argv run is not the profile's: %s)" % "; ".join(
         "%s %s" % (k, ", ".join(deviations[k])) for k in ("added", "removed") if deviations[k])
     if outside:
-        verdict["evidence"] = {"bwrap_pid": outside.get("launcher"), "child_pid": outside.get("child_pid"),
-                               "payload_pid": outside.get("payload_pid"),
-                               "bwrap_exe": (outside.get("parent") or {}).get("exe"),
-                               "read_by": (outside.get("payload") or {}).get("read_by"),
-                               "left_behind": bool(result.get("left_behind")),
-                               "parent_context": (outside.get("context") or {}).get("from") or host.get("from")}
+        verdict["evidence"] = _evidence(outside, host, result)
     who = (user or {}).get("name", "current user")
-    if result["timed_out"]:
-        # The payload reported and the outside read its evidence before the timer ran out (e.g. a look-alike that
-        # never exits after running it unsandboxed): that evidence is judged - a timeout must not hide it.
-        judged = obs is not None and bool(outside)
-        verdict["diagnostics"].append(D.make("probe_timeout", message="the probe did not finish within %ss; its "
-                                             "whole process group was killed%s" % (timeout, (
-                                                 " (after the payload had reported and been read from outside: "
-                                                 "its checks are judged)") if judged else ""), timeout=timeout))
-        if not judged:
-            return verdict
-    if obs is None and verdict["setup_failed"]:
-        cls = B.classify(result["stderr"], result["rc"])
-        verdict["classification"] = cls
-        text = cls["cause_text"] + (" (bwrap said: %s)" % cls["stderr_line"] if cls.get("stderr_line") else "")
-        if not status and not cls.get("stderr_line") and result["rc"] == 0:
-            text = ("%s exited with status 0 without running the payload and without writing any "
-                    "--json-status-fd record: it does not behave like bwrap" % tool)
-        verdict["diagnostics"].append(D.make("probe_setup_failed", user=who, cause=cls["cause"], cause_text=text,
-                                             remediation=cls["remediation"], points_at=cls.get("points_at")))
+    if result["timed_out"] and not _timed_out(verdict, obs, outside, timeout):
         return verdict
     if obs is None:
-        verdict["diagnostics"].append(D.make(
-            "probe_payload_failed", message="bwrap ran the payload (as %s) but it did not report: it exited %s; %s"
-            % (who, status.get("exit-code", result["rc"]), verdict["stderr"][-300:] or "no output"),
-            exit_code=status.get("exit-code")))
+        verdict["diagnostics"].append(_setup_failed(verdict, result, status, who, tool) if verdict["setup_failed"]
+                                      else D.make("probe_payload_failed", message="bwrap ran the payload (as %s) but "
+                                                  "it did not report: it exited %s; %s" % (
+                                                      who, status.get("exit-code", result["rc"]),
+                                                      verdict["stderr"][-300:] or "no output"),
+                                                  exit_code=status.get("exit-code")))
         return verdict
     verdict["observed_uid"] = obs.get("uid")
     verdict["checks"] = checks = evaluate(spec, obs, outside, host)
+    verdict["diagnostics"].extend(_judge(checks, tool, who, traced))
+    verdict["passed"] = not [c for c in checks if not c["ok"]] and not result["timed_out"]
+    return verdict
+
+
+def _evidence(outside: Json, host: Json, result: Json) -> Json:
+    return {"bwrap_pid": outside.get("launcher"), "child_pid": outside.get("child_pid"),
+            "payload_pid": outside.get("payload_pid"),
+            "bwrap_exe": (outside.get("parent") or {}).get("exe"),
+            "read_by": (outside.get("payload") or {}).get("read_by"),
+            "left_behind": bool(result.get("left_behind")),
+            "parent_context": (outside.get("context") or {}).get("from") or host.get("from")}
+
+
+def _timed_out(verdict: Json, obs: t.Optional[Json], outside: t.Optional[Json], timeout: float) -> bool:
+    """Report the timeout; whether the run is still judged: the payload reported and the outside read its
+    evidence before the timer ran out (e.g. a look-alike that never exits after running it unsandboxed) -
+    a timeout must not hide that evidence."""
+    judged = obs is not None and bool(outside)
+    verdict["diagnostics"].append(D.make("probe_timeout", message="the probe did not finish within %ss; its "
+                                         "whole process group was killed%s" % (timeout, (
+                                             " (after the payload had reported and been read from outside: "
+                                             "its checks are judged)") if judged else ""), timeout=timeout))
+    return judged
+
+
+def _setup_failed(verdict: Json, result: Json, status: Json, who: str, tool: str) -> Json:
+    cls = B.classify(result["stderr"], result["rc"])
+    verdict["classification"] = cls
+    text = cls["cause_text"] + (" (bwrap said: %s)" % cls["stderr_line"] if cls.get("stderr_line") else "")
+    if not status and not cls.get("stderr_line") and result["rc"] == 0:
+        text = ("%s exited with status 0 without running the payload and without writing any "
+                "--json-status-fd record: it does not behave like bwrap" % tool)
+    return t.cast(Json, D.make("probe_setup_failed", user=who, cause=cls["cause"], cause_text=text,
+                               remediation=cls["remediation"], points_at=cls.get("points_at")))
+
+
+def _judge(checks: t.List[Json], tool: str, who: str, traced: str) -> t.List[Json]:
+    """The diagnostics of the failed checks. Not isolated: every namespace the profile unshares is shared,
+    or the process that reported cannot be tied to bwrap's child *and* something else is wrong. A false
+    child-pid alone is a failed check."""
     failed = [c for c in checks if not c["ok"]]
     ns_checks = [c for c in checks if c["name"].endswith("_namespace_private")]
     identity = [c for c in checks if c["name"] == "bwrap_child_is_payload"]
-    # Not isolated: every namespace the profile unshares is shared, or the process that reported cannot
-    # be tied to bwrap's child *and* something else is wrong. A false child-pid alone is a failed check.
     others = [c for c in failed if c["name"] != "bwrap_child_is_payload"]
     unisolated = bool(ns_checks and not any(c["ok"] for c in ns_checks)) or bool(
         identity and not identity[0]["ok"] and others)
     if unisolated:
-        verdict["diagnostics"].append(D.make(
-            "probe_not_isolated", user=who,
-            message="%s ran the payload (as %s) without isolation: %s.%s" % (
-                tool, who, "; ".join(_say(c) for c in failed), traced),
-            checks=[c["name"] for c in failed]))
-    else:
-        for check in failed:
-            verdict["diagnostics"].append(D.make("probe_check_failed", message=_say(check) + traced,
-                                                 check=check["name"], check_rule=check["rule"]))
-    verdict["passed"] = not failed and not result["timed_out"]
-    return verdict
+        return [D.make("probe_not_isolated", user=who, message="%s ran the payload (as %s) without isolation: %s.%s" % (
+            tool, who, "; ".join(_say(c) for c in failed), traced), checks=[c["name"] for c in failed])]
+    return [D.make("probe_check_failed", message=_say(check) + traced, check=check["name"], check_rule=check["rule"])
+            for check in failed]
 
 
-def _say(check):
+def _say(check: Json) -> str:
     observed = check["observed"]
     if isinstance(observed, dict) and observed.get("problems"):
         observed = "; ".join(observed["problems"])
@@ -925,7 +1084,8 @@ def _say(check):
 PROBE_MANIFEST = {"name": "sandbox_probe", "origin": "metnos-sandbox-ops", "revision": 1, "capabilities": []}
 
 
-def systemd_run_argv(unit_name, user, settings, env, timeout):
+def systemd_run_argv(unit_name: str, user: User, settings: t.Optional[Json], env: t.Mapping[str, str],
+                     timeout: float) -> t.List[str]:
     """systemd-run around a command: a transient unit carrying the service's execution context.
 
     ``settings`` is a unit_context result (every directive of the unit minus its documented
@@ -953,9 +1113,10 @@ _SYSTEMD_RUN_LINES = ("Running as unit", "Finished with result:", "Main processe
                       "Service runtime:", "CPU time consumed:", "Memory peak:", "Press ^]")
 
 
-def _strip_systemd_run(stderr):
+def _strip_systemd_run(stderr: str) -> SystemdReport:
     """Separate systemd-run's own report lines from the command's stderr."""
-    keep, info = [], {}
+    keep: t.List[str] = []
+    info: t.Dict[str, str] = {}
     for line in stderr.splitlines():
         if line.startswith(_SYSTEMD_RUN_LINES):
             if line.startswith("Finished with result:"):
@@ -964,7 +1125,7 @@ def _strip_systemd_run(stderr):
                 info["main"] = line.split(":", 1)[1].strip()
             continue
         keep.append(line)
-    return "\n".join(keep), info
+    return SystemdReport("\n".join(keep), info)
 
 
 # The transient unit's command: say who will be bwrap (the shell's pid is bwrap's after exec), wait for
@@ -977,7 +1138,8 @@ STOP_TIMEOUT = 3
 LAUNCHER = 'printf \'{"launcher-pid": %s}\\n\' "$$$$"; read -r metnos_go; exec "$@" 3>&1'
 
 
-def run_systemd(argv, spec, python, user, settings, env, timeout, runner_unit):
+def run_systemd(argv: t.List[str], spec: Json, python: str, user: User, settings: t.Optional[Json],
+                env: t.Mapping[str, str], timeout: float, runner_unit: str) -> Json:
     """Like run(), inside a transient systemd unit. The status fd is redirected to stdout, the
     handshake goes through the unit's stdin (systemd-run --pipe passes our pipes to the unit)."""
     import subprocess
@@ -997,8 +1159,9 @@ def run_systemd(argv, spec, python, user, settings, env, timeout, runner_unit):
         result = {"rc": 127, "stderr": "systemd-run: %s" % exc.strerror, "json_status": {}, "timed_out": False,
                   "duration": 0.0}
         return _verdict(full[:len(full) - 1] + ["<spec>"], result, None, None, spec, host, user, timeout)
-    watcher = _Watcher(spec["token"], payload, stdin=proc.stdin)
-    report = {}
+    watcher = _Watcher(spec["token"], payload, stdin=proc.stdin, unit=runner_unit + ".service")
+    report: Json = {}
+    assert proc.stdout is not None and proc.stderr is not None
     try:
         data, timed_out = B.pump(proc, {"stdout": proc.stdout.fileno(), "stderr": proc.stderr.fileno()},
                                  timeout + 15, watcher.systemd, report)
@@ -1027,7 +1190,7 @@ def run_systemd(argv, spec, python, user, settings, env, timeout, runner_unit):
     return verdict
 
 
-def _runtime_exceeded(info, status):
+def _runtime_exceeded(info: t.Mapping[str, str], status: Json) -> bool:
     """Whether systemd-run's report means RuntimeMaxSec= was hit: result "timeout" with the main process
     killed (by systemd) before bwrap's exit-code. The same result after the exit-code, or after a main
     process that exited on its own, is only the stop timing out on processes left in the unit (a look-alike's
@@ -1036,7 +1199,7 @@ def _runtime_exceeded(info, status):
             and not info.get("main", "").startswith("code=exited"))
 
 
-def bwrap_binary_findings(bwrap_path, runner=B.default_runner):
+def bwrap_binary_findings(bwrap_path: t.Optional[str], runner: t.Any = B.default_runner) -> t.List[Json]:
     """The bwrap the probe runs, judged as a binary: not owned by a package, not root-owned or
     writable by others, setuid. Always reported, with or without a unit (the service-environment
     checks only exist when there is one)."""
@@ -1051,19 +1214,27 @@ def bwrap_binary_findings(bwrap_path, runner=B.default_runner):
     return FA.binary_diagnostics(info)
 
 
-def probe_service(params, runner):
-    """The whole probe: service environment -> fail-closed check -> render -> run in context -> verdict.
+class _Service(t.NamedTuple):
+    """Who and where the probe runs, as the service would: its environment, user and runtime status, and
+    the service_env result (None without a unit, or when the unit is not there)."""
+    svc: t.Optional[Json]
+    svc_env: t.Optional[t.Dict[str, str]]
+    """The environment service_env found for the unit (None: no unit, or a masked one)."""
+    env: t.Dict[str, str]
+    user: User
+    status: Json
 
-    ``params``: unit (or None), scope, user, manifest (mapping/text or None), invocation, host,
-    python, timeout, context (auto/systemd/direct), extra_absent.
-    """
+
+def _user_entry(name: str) -> User:
     import pwd
+    entry = pwd.getpwnam(name)
+    return {"name": entry.pw_name, "uid": entry.pw_uid, "gid": entry.pw_gid, "groups": [entry.pw_gid]}
 
+
+def _service(params: Json, runner: t.Any, out: Json) -> _Service:
+    """The service's environment, user and runtime status (the admin's, as nobody, without a unit)."""
     from . import envflags
-    from . import profile as P
     from . import service_env as S
-
-    out = {"passed": False, "checks": [], "diagnostics": [], "context": None}
     found = None
     unit = params.get("unit")
     if unit:
@@ -1074,36 +1245,41 @@ def probe_service(params, runner):
                                              message="%s does not exist: the probe ran in the admin context "
                                                      "instead." % unit))
     svc = found.result if found is not None else None
-    svc_env = found.env if found is not None else None     # None: no unit, or a masked one
+    svc_env = found.env if found is not None else None
     if svc is not None and svc_env is not None:
         env = dict(svc_env)
-        user = svc["user"]
-        status = svc["status"]
+        user, status = svc["user"], svc["status"]
         out["service"] = dict(svc)
         out["status_view"] = svc.get("status_view")
+        if params.get("probe_user"):
+            user = _user_entry(params["probe_user"])
     else:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         if envflags.ENV_VAR in os.environ:
             env[envflags.ENV_VAR] = os.environ[envflags.ENV_VAR]
-        entry = pwd.getpwnam(params.get("probe_user") or "nobody")
-        user = {"name": entry.pw_name, "uid": entry.pw_uid, "gid": entry.pw_gid, "groups": [entry.pw_gid]}
+        user = _user_entry(params.get("probe_user") or "nobody")
         status = envflags.status(B.which("bwrap", env["PATH"]), env)
         out["status_view"] = "runtime status() in the admin's environment (no service unit)"
     out["status"] = status
-    if params.get("probe_user") and svc_env is not None:
-        entry = pwd.getpwnam(params["probe_user"])
-        user = {"name": entry.pw_name, "uid": entry.pw_uid, "gid": entry.pw_gid, "groups": [entry.pw_gid]}
+    return _Service(svc, svc_env, env, user, status)
 
-    # Fail closed exactly like the runtime: no bwrap is started (R-FAIL-1).
-    if not status["active"]:
-        out["context"] = "not started: the runtime would fail closed"
-        out["diagnostics"].extend(svc["diagnostics"] if svc is not None and svc_env is not None else
-                                  envflags.diagnose(status, env, env.get("PATH"), where="probe environment"))
-        if not any(d["code"] == "executor_os_sandbox_unavailable" for d in out["diagnostics"]):
-            out["diagnostics"].append(D.make("executor_os_sandbox_unavailable"))
-        out["diagnostics"] = D.sort(out["diagnostics"])
-        return out
 
+def _fail_closed(out: Json, service: _Service) -> Json:
+    """Fail closed exactly like the runtime: no bwrap is started (R-FAIL-1)."""
+    from . import envflags
+    svc, env = service.svc, service.env
+    out["context"] = "not started: the runtime would fail closed"
+    out["diagnostics"].extend(svc["diagnostics"] if svc is not None and service.svc_env is not None else
+                              envflags.diagnose(service.status, env, env.get("PATH"), where="probe environment"))
+    if not any(d["code"] == "executor_os_sandbox_unavailable" for d in out["diagnostics"]):
+        out["diagnostics"].append(D.make("executor_os_sandbox_unavailable"))
+    out["diagnostics"] = D.sort(out["diagnostics"])
+    return out
+
+
+def _render(params: Json, status: Json) -> t.Tuple[str, Json]:
+    """The interpreter the payload runs on, and the profile the probe runs (rendered as the runtime would)."""
+    from . import profile as P
     host_over = dict(params.get("host") or {})
     python = params.get("python") or host_over.get("python_executable") or "/usr/bin/python3"
     if not os.path.exists(python):
@@ -1111,55 +1287,59 @@ def probe_service(params, runner):
     host_over.setdefault("python_executable", python)
     host = P.HostContext(host_over)     # P.ContextError names the bad key
     source = PROBE_MANIFEST if params.get("manifest") is None else params["manifest"]
-    prof = P.render_safe(source, host, params.get("invocation") or {}, status)
-    out["profile"] = {"executor": prof["executor"], "decision": prof["decision"], "argv": prof["argv"]}
-    if prof["decision"] != "wrapped":
-        out["context"] = "not started: profile %s" % prof["decision"]
-        out["diagnostics"] = D.sort(prof["diagnostics"])
-        return out
+    return python, P.render_safe(source, host, params.get("invocation") or {}, status)
 
-    extra = list(params.get("extra_absent") or [])
-    if user.get("home") and user.get("home") not in ("/", "/nonexistent"):
-        extra.append(user["home"])
-    spec = expectations(prof, extra_absent=extra)
-    findings = bwrap_binary_findings(prof["argv"][0], runner)
+
+def _unit_context(params: Json, runner: t.Any, user: User) -> Json:
+    """The unit's whole execution context, minus the documented deny list (unit_context.py); unreadable,
+    only its user is applied and the reduced confidence says why."""
+    from . import service_env as S
+    try:
+        return S.execution_context({"unit": params["unit"], "scope": params.get("scope") or "system",
+                                    "user": params.get("user")}, runner,
+                                   probe_user=user if params.get("probe_user") else None)
+    except S.SystemctlError as exc:     # run anyway, as the user, and say how much less it proves
+        return {"assignments": [], "carried": [], "excluded": [], "not_carried": [], "carried_as": [],
+                "differences": [], "verified": False, "confidence": "reduced",
+                "reasons": ["the unit's execution context could not be read (%s): only its user is applied" % exc]}
+
+
+def _run_in_context(params: Json, runner: t.Any, service: _Service, prof: Json, spec: Json, python: str,
+                    out: Json) -> Json:
+    """Run the profile in a transient unit carrying the service's context, or directly as its user."""
+    svc, user, unit = service.svc, service.user, params.get("unit")
     context = params.get("context") or "auto"
-    use_systemd = context == "systemd" or (context == "auto" and svc is not None and svc.get("mode") == "systemd")
     timeout = float(params.get("timeout") or 60)
-    if use_systemd:
-        unit_name = "metnos-probe-%s" % uuid.uuid4().hex[:10]
-        settings, run_env = {}, env
-        if svc_env is not None:
-            # The unit's whole execution context, minus the documented deny list (unit_context.py);
-            # its own Environment= directives travel with it, so no --setenv.
-            try:
-                ctx = S.execution_context({"unit": unit, "scope": params.get("scope") or "system",
-                                           "user": params.get("user")}, runner,
-                                          probe_user=user if params.get("probe_user") else None)
-            except S.SystemctlError as exc:     # run anyway, as the user, and say how much less it proves
-                ctx = {"assignments": [], "carried": [], "excluded": [], "not_carried": [], "carried_as": [],
-                       "differences": [], "verified": False, "confidence": "reduced",
-                       "reasons": ["the unit's execution context could not be read (%s): only its user is "
-                                   "applied" % exc]}
-            settings, run_env = ctx, {}
-            out["unit_context"] = dict((k, ctx[k]) for k in ("carried", "excluded", "not_carried", "carried_as",
-                                                             "differences", "verified", "confidence", "reasons"))
-            out["confidence"] = ctx["confidence"]
-        verdict = run_systemd(prof["argv"], spec, python, user, settings, run_env, timeout, unit_name)
-        out["context"] = ("systemd transient unit %s as %s with the execution context of %s" %
-                          (unit_name, user.get("name"), unit) if settings else
-                          "systemd transient unit %s as %s (no service unit)" % (unit_name, user.get("name")))
-    else:
+    if not (context == "systemd" or (context == "auto" and svc is not None and svc.get("mode") == "systemd")):
         run_user = None if user.get("uid") in (None, os.geteuid()) else user
-        verdict = run(prof["argv"], spec, python, user=run_user, env=env, timeout=timeout)
-        if svc_env is not None:
+        verdict = run(prof["argv"], spec, python, user=run_user, env=service.env, timeout=timeout)
+        if service.svc_env is not None:
             out["context"] = ("direct as %s with the service's environment (weaker: the unit's systemd "
                               "restrictions are not applied)" % user.get("name"))
             out["confidence"] = "reduced"
         else:
             out["context"] = "direct as %s in the admin's environment (no service unit%s)" % (
                 user.get("name"), " %s" % unit if unit else "")
-    out.update(dict((k, v) for k, v in verdict.items() if k != "diagnostics"))
+        return verdict
+    unit_name = "metnos-probe-%s" % uuid.uuid4().hex[:10]
+    settings: Json = {}
+    run_env = service.env
+    if service.svc_env is not None:
+        # Its own Environment= directives travel with the context, so no --setenv.
+        settings, run_env = _unit_context(params, runner, user), {}
+        out["unit_context"] = dict((k, settings[k]) for k in ("carried", "excluded", "not_carried", "carried_as",
+                                                              "differences", "verified", "confidence", "reasons"))
+        out["confidence"] = settings["confidence"]
+    out["context"] = ("systemd transient unit %s as %s with the execution context of %s" %
+                      (unit_name, user.get("name"), unit) if settings else
+                      "systemd transient unit %s as %s (no service unit)" % (unit_name, user.get("name")))
+    return run_systemd(prof["argv"], spec, python, user, settings, run_env, timeout, unit_name)
+
+
+def _diagnostics(params: Json, service: _Service, verdict: Json, findings: t.List[Json], out: Json) -> t.List[Json]:
+    """The verdict's diagnostics, the bwrap binary's findings, root's warning, the unit directives blamed
+    for a failed setup and what the transient unit could not carry."""
+    svc, user, unit = service.svc, service.user, params.get("unit")
     diags = list(verdict["diagnostics"]) + findings
     caps = [c for c in verdict.get("checks") or [] if c["name"] == "no_capabilities"]
     if caps and isinstance(caps[0]["observed"], dict) and caps[0]["observed"].get("uid") == 0:
@@ -1167,8 +1347,7 @@ def probe_service(params, runner):
     if verdict.get("setup_failed") and svc is not None:
         blamed = [d for d in svc.get("diagnostics", []) if d["code"].startswith("unit_")]
         for d in blamed:
-            d = dict(d, message=d["message"] + " The probe failed in this unit's context.")
-            diags.append(d)
+            diags.append(dict(d, message=d["message"] + " The probe failed in this unit's context."))
         if blamed:
             out["blamed_directives"] = [d.get("details", {}).get("directive") for d in blamed]
     ctx = out.get("unit_context") or {}
@@ -1176,7 +1355,33 @@ def probe_service(params, runner):
         diags.append(D.make("probe_context_incomplete", unit=unit, reasons=ctx["reasons"],
                             message="%s: the probe's transient unit does not carry the service's whole execution "
                                     "context, so a pass proves less: %s." % (unit, "; ".join(ctx["reasons"]))))
-    out["diagnostics"] = D.sort(diags)
+    return t.cast(t.List[Json], D.sort(diags))
+
+
+def probe_service(params: Json, runner: t.Any) -> Json:
+    """The whole probe: service environment -> fail-closed check -> render -> run in context -> verdict.
+
+    ``params``: unit (or None), scope, user, manifest (mapping/text or None), invocation, host,
+    python, timeout, context (auto/systemd/direct), extra_absent.
+    """
+    out: Json = {"passed": False, "checks": [], "diagnostics": [], "context": None}
+    service = _service(params, runner, out)
+    if not service.status["active"]:
+        return _fail_closed(out, service)
+    python, prof = _render(params, service.status)
+    out["profile"] = {"executor": prof["executor"], "decision": prof["decision"], "argv": prof["argv"]}
+    if prof["decision"] != "wrapped":
+        out["context"] = "not started: profile %s" % prof["decision"]
+        out["diagnostics"] = D.sort(prof["diagnostics"])
+        return out
+    extra = list(params.get("extra_absent") or [])
+    if service.user.get("home") and service.user.get("home") not in ("/", "/nonexistent"):
+        extra.append(service.user["home"])
+    spec = expectations(prof, extra_absent=extra)
+    findings = bwrap_binary_findings(prof["argv"][0], runner)
+    verdict = _run_in_context(params, runner, service, prof, spec, python, out)
+    out.update(dict((k, v) for k, v in verdict.items() if k != "diagnostics"))
+    out["diagnostics"] = _diagnostics(params, service, verdict, findings, out)
     out["passed"] = verdict["passed"]
     out["verdict_view"] = "probe: proven by a real wrapped invocation (%s)" % out["context"]
     return out

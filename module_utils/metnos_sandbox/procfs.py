@@ -22,27 +22,55 @@ from __future__ import absolute_import, annotations, division, print_function
 import errno
 import json
 import os
+import typing as t
+
+from .paths import under
 
 NS_KINDS = ("user", "mnt", "ipc", "uts", "net", "pid", "cgroup")
 _DENIED = (errno.EACCES, errno.EPERM)
+_DENIED_TEXT = ("error:EACCES", "error:EPERM")
+
+Mount = t.Dict[str, t.Any]
+"""One parse_mountinfo() row: id, parent, dev, root, mountpoint, fstype, source (str), opts, superopts (lists)."""
+Pid = t.Union[int, str]
+"""A pid, or "self"."""
+T = t.TypeVar("T")
 
 
-def errname(exc):
-    return "error:" + errno.errorcode.get(exc.errno, str(exc.errno))
+class Links(t.NamedTuple):
+    """read_links()/namespaces(): {name: link target or "error:…"}, and who read them."""
+    values: t.Dict[str, str]
+    how: str
 
 
-def is_error(value):
+class Sharers(t.NamedTuple):
+    """sharers(): {kind: [pid or "a bind of it at PATH", …]}, and how many processes could not be read."""
+    held: t.Dict[str, t.List[t.Union[int, str]]]
+    unreadable: int
+
+
+class ReadAs(t.NamedTuple):
+    """read_file_as(): the bytes read, or None and why not."""
+    data: t.Optional[bytes]
+    error: t.Optional[str]
+
+
+def errname(exc: EnvironmentError) -> str:
+    return "error:" + errno.errorcode.get(exc.errno or 0, str(exc.errno))
+
+
+def is_error(value: object) -> bool:
     return isinstance(value, str) and value.startswith("error:")
 
 
-def read_text(path, limit=4 << 20):
+def read_text(path: str, limit: int = 4 << 20) -> str:
     with open(path, "rb") as handle:
         return handle.read(limit).decode("utf-8", "replace")
 
 
 # --------------------------------------------------------------------------- mount tables
 
-def _unescape(field):
+def _unescape(field: str) -> str:
     """mountinfo escapes space, tab, newline and backslash as \\ooo octal."""
     if "\\" not in field:
         return field
@@ -58,7 +86,7 @@ def _unescape(field):
     return "".join(out)
 
 
-def parse_mountinfo(text):
+def parse_mountinfo(text: t.Optional[str]) -> t.List[Mount]:
     """/proc/PID/mountinfo -> [{id, parent, dev, root, mountpoint, opts, fstype, source, superopts}]."""
     out = []
     for line in (text or "").splitlines():
@@ -74,41 +102,39 @@ def parse_mountinfo(text):
     return out
 
 
-def _under(path, root):
-    return path == root or root == "/" or path.startswith(root.rstrip("/") + "/")
-
-
-def mount_at(mounts, path):
+def mount_at(mounts: t.Sequence[Mount], path: t.Optional[str]) -> t.Optional[Mount]:
     """The topmost mount whose mount point is exactly ``path`` (None when nothing is mounted there)."""
     here = [m for m in mounts if m["mountpoint"] == path]
     top = [m for m in here if not any(o["parent"] == m["id"] for o in here if o is not m)]
-    return (top or here or [None])[-1]
+    found = top or here
+    return found[-1] if found else None
 
 
-def covering_mount(mounts, path):
+def covering_mount(mounts: t.Sequence[Mount], path: str) -> t.Optional[Mount]:
     """The topmost mount that holds ``path``: the one at the longest mount point above it."""
-    best = None
+    best: t.Optional[str] = None
     for m in mounts:
-        if _under(path, m["mountpoint"]) and (best is None or len(m["mountpoint"]) >= len(best)):
+        if under(path, m["mountpoint"]) and (best is None or len(m["mountpoint"]) >= len(best)):
             best = m["mountpoint"]
     return mount_at(mounts, best) if best is not None else None
 
 
-def mounts_under(mounts, path):
+def mounts_under(mounts: t.Sequence[Mount], path: str) -> t.List[Mount]:
     """Mounts strictly below ``path``."""
-    return [m for m in mounts if m["mountpoint"] != path and _under(m["mountpoint"], path)]
+    return [m for m in mounts if m["mountpoint"] != path and under(m["mountpoint"], path)]
 
 
-def visible_mounts(mounts):
+def visible_mounts(mounts: t.Sequence[Mount]) -> t.List[Mount]:
     """The mounts a path walk in that namespace can reach: the top of each stack of mounts at one mount
     point, minus mounts hidden under a later mount at an ancestor path (their parent is not the mount
     a walk reaches there). Mounts below a hidden one are hidden too."""
     ids = set(m["id"] for m in mounts)
-    kids = {}
+    kids: t.Dict[str, t.List[Mount]] = {}
     for m in mounts:
         kids.setdefault(m["parent"], []).append(m)
-    out, todo = [], [m for m in mounts if m["parent"] not in ids or m["parent"] == m["id"]]
-    seen = set()
+    out: t.List[Mount] = []
+    todo = [m for m in mounts if m["parent"] not in ids or m["parent"] == m["id"]]
+    seen: t.Set[str] = set()
     while todo:
         m = todo.pop()
         if m["id"] in seen:
@@ -121,41 +147,41 @@ def visible_mounts(mounts):
             continue
         out.append(m)
         for c in mine:
-            if not any(o is not c and o["mountpoint"] != c["mountpoint"] and _under(c["mountpoint"], o["mountpoint"])
+            if not any(o is not c and o["mountpoint"] != c["mountpoint"] and under(c["mountpoint"], o["mountpoint"])
                        for o in mine):
                 todo.append(c)
     return out
 
 
-def source_of(mounts, path):
+def source_of(mounts: t.Sequence[Mount], path: str) -> t.Optional[t.Tuple[str, str]]:
     """(device, root) that a bind of ``path`` taken in this mount table carries: the covering mount's
     device and its root joined with the rest of the path; None when nothing covers it."""
     m = covering_mount(mounts, path)
     if m is None:
         return None
     rel = os.path.relpath(path, m["mountpoint"])
-    return m["dev"], (m["root"] if rel == "." else os.path.normpath(os.path.join(m["root"], rel)))
+    return str(m["dev"]), (str(m["root"]) if rel == "." else os.path.normpath(os.path.join(m["root"], rel)))
 
 
-def bind_tree(mounts, path):
+def bind_tree(mounts: t.Sequence[Mount], path: str) -> t.Dict[str, t.Set[t.Optional[t.Tuple[str, str]]]]:
     """What a recursive bind of ``path`` shows, as {path relative to it: {(device, root)}}: '.' for
     the bind itself, then every mount below ``path`` in this table."""
-    out = {".": set([source_of(mounts, path)])}
+    out: t.Dict[str, t.Set[t.Optional[t.Tuple[str, str]]]] = {".": set([source_of(mounts, path)])}
     for m in mounts_under(mounts, path):
         out.setdefault(os.path.relpath(m["mountpoint"], path), set()).add((m["dev"], m["root"]))
     return out
 
 
-def read_only(mount):
+def read_only(mount: Mount) -> bool:
     """A mount is read-only when its own flags or its superblock say ro."""
     return "ro" in mount["opts"] or "ro" in mount["superopts"]
 
 
-def devices(mounts):
+def devices(mounts: t.Iterable[Mount]) -> t.Set[str]:
     return set(m["dev"] for m in mounts)
 
 
-def read_mounts(pid, proc="/proc"):
+def read_mounts(pid: Pid, proc: str = "/proc") -> t.Union[t.List[Mount], str]:
     """Parsed mount table of PID's mount namespace, seen from PID's root; or an error string.
     (mountinfo is world-readable: no ptrace access is needed.)"""
     try:
@@ -169,7 +195,7 @@ def read_mounts(pid, proc="/proc"):
 CAP_FIELDS = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
 
 
-def read_status(pid, proc="/proc"):
+def read_status(pid: Pid, proc: str = "/proc") -> t.Dict[str, t.Any]:
     """PPid, Uid, Gid (real, effective, saved, fs), NSpid, the capability sets (as ints, keys
     capinh...capamb), NoNewPrivs, Seccomp (mode) and Seccomp_filters (Linux >= 5.9) of PID; {} when
     gone. (status is world-readable: no ptrace access is needed.)"""
@@ -177,7 +203,7 @@ def read_status(pid, proc="/proc"):
         text = read_text(os.path.join(proc, str(pid), "status"))
     except (IOError, OSError):
         return {}
-    out = {}
+    out: t.Dict[str, t.Any] = {}
     for line in text.splitlines():
         key, _sep, value = line.partition(":")
         if key in ("PPid", "Uid", "Gid", "NSpid"):
@@ -193,13 +219,13 @@ def read_status(pid, proc="/proc"):
     return out
 
 
-def privileges(status):
+def privileges(status: t.Mapping[str, t.Any]) -> t.Dict[str, t.Any]:
     """The capability sets, no_new_privs and seccomp fields of a read_status() result."""
     return dict((k, status.get(k)) for k in [f.lower() for f in CAP_FIELDS] + ["nonewprivs", "seccomp",
                                                                                  "seccomp_filters"])
 
 
-def read_cmdline(pid, proc="/proc"):
+def read_cmdline(pid: Pid, proc: str = "/proc") -> t.Optional[bytes]:
     try:
         with open(os.path.join(proc, str(pid), "cmdline"), "rb") as handle:
             return handle.read(1 << 20)
@@ -207,14 +233,14 @@ def read_cmdline(pid, proc="/proc"):
         return None
 
 
-def cmdline_bytes(argv):
+def cmdline_bytes(argv: t.Sequence[str]) -> bytes:
     return b"".join(a.encode("utf-8") + b"\0" for a in argv)
 
 
-def find_processes(argv, proc="/proc"):
+def find_processes(argv: t.Sequence[str], proc: str = "/proc") -> t.List[int]:
     """Pids whose command line is exactly ``argv`` (one pass over /proc)."""
     want = cmdline_bytes(argv)
-    out = []
+    out: t.List[int] = []
     try:
         names = os.listdir(proc)
     except OSError:
@@ -225,7 +251,7 @@ def find_processes(argv, proc="/proc"):
     return sorted(out)
 
 
-def interfaces(pid, proc="/proc"):
+def interfaces(pid: Pid, proc: str = "/proc") -> t.Union[t.List[str], str]:
     """Interface names of PID's network namespace (/proc/PID/net/dev), sorted; or an error string."""
     try:
         text = read_text(os.path.join(proc, str(pid), "net", "dev"))
@@ -234,25 +260,54 @@ def interfaces(pid, proc="/proc"):
     return sorted(line.split(":", 1)[0].strip() for line in text.splitlines()[2:] if ":" in line)
 
 
-# --------------------------------------------------------------------------- ptrace-protected links
-
-def _readlinks(paths):
-    out = {}
-    for path in paths:
-        try:
-            out[path] = os.readlink(path)
-        except OSError as exc:
-            out[path] = errname(exc)
-    return out
+def read_cgroups(pid: Pid, proc: str = "/proc") -> t.List[str]:
+    """The cgroup paths of PID (/proc/PID/cgroup, one per hierarchy; world-readable); [] when gone."""
+    try:
+        text = read_text(os.path.join(proc, str(pid), "cgroup"), limit=1 << 16)
+    except (IOError, OSError):
+        return []
+    return [line.split(":", 2)[2] for line in text.splitlines() if line.count(":") >= 2]
 
 
-def _readlinks_as(uid, gid, paths):
-    """readlink() each path in a forked child that has exactly uid/gid (and no other group)."""
-    return _call_as(uid, gid, _readlinks, paths)
+def _in_unit(pid: Pid, unit: str, proc: str) -> bool:
+    return any(path == "/" + unit or path.endswith("/" + unit) for path in read_cgroups(pid, proc))
 
 
-def _call_as(uid, gid, func, arg):
-    """func(arg) (JSON-serialisable result) in a forked child that has exactly uid/gid; {} on failure."""
+def unit_pid(number: int, unit: str, level: t.Optional[int] = None, proc: str = "/proc") -> t.Optional[int]:
+    """The pid, in this /proc's PID namespace, of the process of systemd unit ``unit`` (e.g. "x.service",
+    matched by its cgroup) that is ``number`` in a namespace of its own: a unit with PrivatePIDs=yes reports
+    pids of its own PID namespace (its first process is 1). ``level``: the index in the process's NSpid of
+    the namespace ``number`` belongs to (None: the process's own, the last). None when no process, or more
+    than one, of the unit matches."""
+    def matches(pid: Pid) -> bool:
+        nspid = read_status(pid, proc).get("nspid") or []
+        index = len(nspid) - 1 if level is None else level
+        return 0 <= index < len(nspid) and nspid[index] == number and _in_unit(pid, unit, proc)
+
+    if number > 0 and matches(number):         # the unit shares this PID namespace: the same number
+        return number
+    try:
+        found = [int(n) for n in os.listdir(proc) if n.isdigit() and matches(n)]
+    except OSError:
+        return None
+    return found[0] if len(found) == 1 else None
+
+
+# --------------------------------------------------------------------------- as the process's own user
+
+def own_credentials(pid: Pid, proc: str = "/proc") -> t.Optional[t.Tuple[int, int]]:
+    """(uid, gid) when PID's real, effective and saved ids are one uid and one gid: the credentials a reader
+    takes to be let in where root is refused (no CAP_SYS_PTRACE); None otherwise or when PID is gone."""
+    st = read_status(pid, proc)
+    uids, gids = st.get("uid") or [], st.get("gid") or []
+    if uids and gids and len(set(uids[:3])) == 1 and len(set(gids[:3])) == 1:
+        return uids[0], gids[0]
+    return None
+
+
+def run_as(uid: int, gid: int, func: t.Callable[[T], bytes], arg: T) -> bytes:
+    """func(arg) in a forked child that has exactly uid/gid (no other group): the bytes it returned, or
+    b"" when it could not report (it failed before writing). ``func`` bounds what it returns."""
     rfd, wfd = os.pipe()
     child = os.fork()
     if child == 0:          # pragma: no cover - runs in the forked reader
@@ -262,7 +317,7 @@ def _call_as(uid, gid, func, arg):
             os.setgroups([])
             os.setresgid(gid, gid, gid)
             os.setresuid(uid, uid, uid)
-            data = json.dumps(func(arg)).encode("utf-8")
+            data = func(arg)
             while data:
                 data = data[os.write(wfd, data):]
         except BaseException:
@@ -271,57 +326,96 @@ def _call_as(uid, gid, func, arg):
             os._exit(code)
     os.close(wfd)
     chunks = []
-    while True:
-        chunk = os.read(rfd, 65536)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(rfd)
-    os.waitpid(child, 0)
     try:
-        return json.loads(b"".join(chunks).decode("utf-8"))
+        while True:
+            chunk = os.read(rfd, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(rfd)
+        os.waitpid(child, 0)
+    return b"".join(chunks)
+
+
+def call_as(uid: int, gid: int, func: t.Callable[[T], t.Any], arg: T) -> t.Any:
+    """func(arg) (a JSON-serialisable result) as uid/gid (see run_as); {} when it could not report."""
+    data = run_as(uid, gid, lambda a: json.dumps(func(a)).encode("utf-8"), arg)
+    try:
+        return json.loads(data.decode("utf-8"))
     except ValueError:
         return {}
 
 
-def read_links(pid, names, proc="/proc"):
+def _read_tagged(arg: t.Tuple[str, int]) -> bytes:
+    path, limit = arg
+    try:
+        with open(path, "rb") as handle:
+            return b"0" + handle.read(limit + 1)
+    except (IOError, OSError) as exc:
+        return b"1" + (exc.strerror or str(exc)).encode("utf-8", "replace")
+
+
+def read_file_as(path: str, uid: int, gid: t.Optional[int], limit: int) -> ReadAs:
+    """Read at most ``limit`` bytes of ``path`` as uid/gid (see run_as): (bytes, None) or (None, why not).
+    An unknown gid (a status without Gid:) is a helper that cannot drop to it: it does not report."""
+    data = run_as(uid, gid, _read_tagged, (path, limit)) if gid is not None else b""
+    if not data:
+        return ReadAs(None, "the helper running as uid %d could not report" % uid)
+    if data[:1] == b"1":
+        return ReadAs(None, data[1:].decode("utf-8", "replace"))
+    return ReadAs(data[1:limit + 1], None)
+
+
+# --------------------------------------------------------------------------- ptrace-protected links
+
+def _readlinks(paths: t.Iterable[str]) -> t.Dict[str, str]:
+    out = {}
+    for path in paths:
+        try:
+            out[path] = os.readlink(path)
+        except OSError as exc:
+            out[path] = errname(exc)
+    return out
+
+
+def read_links(pid: Pid, names: t.Sequence[str], proc: str = "/proc") -> Links:
     """{name: link target or "error:…"} for /proc/PID/<name> (e.g. "ns/net", "exe").
 
-    Returns (values, how): ``how`` says who read them ("probe" or "uid U gid G" for the
+    Returns Links(values, how): ``how`` says who read them ("probe" or "uid U gid G" for the
     same-credential fallback used when the probe itself was refused)."""
     paths = dict((name, os.path.join(proc, str(pid), name)) for name in names)
     got = _readlinks(paths.values())
-    denied = [p for p, v in got.items() if v in ("error:EACCES", "error:EPERM")]
+    denied = [p for p, v in got.items() if v in _DENIED_TEXT]
     how = "probe (uid %d)" % os.geteuid()
-    if denied and os.geteuid() == 0:
-        st = read_status(pid, proc)
-        uids, gids = st.get("uid") or [], st.get("gid") or []
-        if len(set(uids[:3])) == 1 and len(set(gids[:3])) == 1 and uids and gids:
-            retry = _readlinks_as(uids[0], gids[0], denied)
-            for path in denied:
-                if path in retry:
-                    got[path] = retry[path]
-            how = "same credentials as the process (uid %d gid %d)" % (uids[0], gids[0])
-    return dict((name, got[path]) for name, path in paths.items()), how
+    own = own_credentials(pid, proc) if denied and os.geteuid() == 0 else None
+    if own is not None:
+        retry = call_as(own[0], own[1], _readlinks, denied)
+        for path in denied:
+            if path in retry:
+                got[path] = retry[path]
+        how = "same credentials as the process (uid %d gid %d)" % own
+    return Links(dict((name, got[path]) for name, path in paths.items()), how)
 
 
-def namespaces(pid, kinds=NS_KINDS, proc="/proc"):
-    """({kind: "net:[4026…]" or "error:…"}, how) for PID."""
+def namespaces(pid: Pid, kinds: t.Sequence[str] = NS_KINDS, proc: str = "/proc") -> Links:
+    """Links({kind: "net:[4026…]" or "error:…"}, how) for PID."""
     values, how = read_links(pid, ["ns/" + k for k in kinds], proc)
-    return dict((k, values["ns/" + k]) for k in kinds), how
+    return Links(dict((k, values["ns/" + k]) for k in kinds), how)
 
 
-def sharers(targets, exclude=(), proc="/proc", limit=5):
-    """Other processes in the namespaces ``targets`` ({kind: "net:[…]"}): ({kind: [pid, …]} (at most
+def sharers(targets: t.Mapping[str, str], exclude: t.Sequence[int] = (), proc: str = "/proc",
+            limit: int = 5) -> Sharers:
+    """Other processes in the namespaces ``targets`` ({kind: "net:[…]"}): Sharers({kind: [pid, …]} (at most
     ``limit`` each), unreadable count). One pass over /proc; links the probe may not read are retried
     with the credentials of the target's owner when that is the uid/gid of ``exclude[0]`` (a decoy
     holding the namespace usually runs as the same user); the rest are counted, not guessed."""
-    found = dict((k, []) for k in targets)
+    found: t.Dict[str, t.List[t.Union[int, str]]] = dict((k, []) for k in targets)
     denied = []
     try:
         names = [n for n in os.listdir(proc) if n.isdigit() and int(n) not in exclude]
     except OSError:
-        return found, 0
+        return Sharers(found, 0)
     for name in names:
         for kind, value in targets.items():
             if len(found[kind]) >= limit:
@@ -335,25 +429,34 @@ def sharers(targets, exclude=(), proc="/proc", limit=5):
                 continue
             if link == value:
                 found[kind].append(int(name))
-    unreadable = 0
-    if denied and exclude and os.geteuid() == 0:
-        own = read_status(exclude[0], proc)
-        uid, gid = (own.get("uid") or [None])[0], (own.get("gid") or [None])[0]
-        same = [n for n in denied if (read_status(n, proc).get("uid") or [None])[0] == uid]
-        unreadable = len(denied) - len(same)
-        if same and uid is not None and gid is not None:
-            paths = [os.path.join(proc, n, "ns", k) for n in same for k in targets]
-            links = _readlinks_as(uid, gid, paths)
-            for name in same:
-                for kind, value in targets.items():
-                    if len(found[kind]) < limit and links.get(os.path.join(proc, name, "ns", kind)) == value:
-                        found[kind].append(int(name))
-    else:
-        unreadable = len(denied)
-    return found, unreadable
+    if not (denied and exclude and os.geteuid() == 0):
+        return Sharers(found, len(denied))
+    own = read_status(exclude[0], proc)
+    uid, gid = (own.get("uid") or [None])[0], (own.get("gid") or [None])[0]
+    same = [n for n in denied if (read_status(n, proc).get("uid") or [None])[0] == uid]
+    if same and uid is not None and gid is not None:
+        paths = [os.path.join(proc, n, "ns", k) for n in same for k in targets]
+        links = call_as(uid, gid, _readlinks, paths)
+        for name in same:
+            for kind, value in targets.items():
+                if len(found[kind]) < limit and links.get(os.path.join(proc, name, "ns", kind)) == value:
+                    found[kind].append(int(name))
+    return Sharers(found, len(denied) - len(same))
 
 
-def _fd_table(fd_dir):
+def nsfs_binds(targets: t.Mapping[str, str], proc: str = "/proc") -> t.Dict[str, t.List[str]]:
+    """Where the namespaces ``targets`` ({kind: "net:[…]"}) are kept alive by a bind of their nsfs inode (as
+    "ip netns add" makes) in the reader's own mount table: {kind: [mount point, …]}."""
+    here = read_mounts("self", proc)
+    out: t.Dict[str, t.List[str]] = {}
+    for m in here if isinstance(here, list) else []:
+        for kind, value in targets.items():
+            if m["fstype"] == "nsfs" and m["root"] == value:
+                out.setdefault(kind, []).append(m["mountpoint"])
+    return out
+
+
+def _fd_table(fd_dir: str) -> t.Union[t.Dict[str, t.Dict[str, str]], str]:
     """{fd: {"link": …, "type": fifo|chr|dir|reg|sock|blk|lnk|anon|error:…}} of one /proc/PID/fd."""
     import stat
     kinds = ((stat.S_ISFIFO, "fifo"), (stat.S_ISCHR, "chr"), (stat.S_ISDIR, "dir"), (stat.S_ISREG, "reg"),
@@ -372,29 +475,34 @@ def _fd_table(fd_dir):
         try:
             mode = os.stat(path).st_mode
             kind = [k for test, k in kinds if test(mode)]
-            kind = kind[0] if kind else ("anon" if link.startswith("anon_inode:") else "other")
+            what = kind[0] if kind else ("anon" if link.startswith("anon_inode:") else "other")
         except OSError as exc:
-            kind = errname(exc)
-        out[name] = {"link": link, "type": kind}
+            what = errname(exc)
+        out[name] = {"link": link, "type": what}
     return out
 
 
-def open_files(pid, proc="/proc"):
+def _as_owner_if_denied(pid: Pid, proc: str, denied: bool, func: t.Callable[[str], t.Any], arg: str,
+                        got: t.Any) -> t.Any:
+    """``got``, or - when it was refused and the probe is root - func(arg) read with PID's own uid and gid."""
+    own = own_credentials(pid, proc) if denied and os.geteuid() == 0 else None
+    if own is None:
+        return got
+    return call_as(own[0], own[1], func, arg) or got
+
+
+def open_files(pid: Pid, proc: str = "/proc") -> t.Union[t.Dict[str, t.Dict[str, str]], str]:
     """PID's open file descriptors ({fd: {link, type}}) or an error string. Listing them needs ptrace
     read access: refused as root (no CAP_SYS_PTRACE), they are read with PID's own uid and gid."""
     fd_dir = os.path.join(proc, str(pid), "fd")
     got = _fd_table(fd_dir)
-    denied = got in ("error:EACCES", "error:EPERM") or (isinstance(got, dict) and any(
-        v["link"] in ("error:EACCES", "error:EPERM") for v in got.values()))
-    if denied and os.geteuid() == 0:
-        st = read_status(pid, proc)
-        uids, gids = st.get("uid") or [], st.get("gid") or []
-        if uids and gids and len(set(uids[:3])) == 1 and len(set(gids[:3])) == 1:
-            got = _call_as(uids[0], gids[0], _fd_table, fd_dir) or got
-    return got
+    denied = got in _DENIED_TEXT or (isinstance(got, dict) and any(
+        v["link"] in _DENIED_TEXT for v in got.values()))
+    return t.cast("t.Union[t.Dict[str, t.Dict[str, str]], str]",
+                  _as_owner_if_denied(pid, proc, denied, _fd_table, fd_dir, got))
 
 
-def _map_table(path):
+def _map_table(path: str) -> t.Union[t.List[t.List[t.Any]], str]:
     """The file-backed mappings of one /proc/PID/maps: sorted unique [device "M:m", inode, path]."""
     try:
         text = read_text(path)
@@ -414,14 +522,10 @@ def _map_table(path):
     return [list(m) for m in sorted(out)][:200]
 
 
-def mapped_files(pid, proc="/proc"):
+def mapped_files(pid: Pid, proc: str = "/proc") -> t.Union[t.List[t.List[t.Any]], str]:
     """The files PID has mapped (its executable and libraries): [[device, inode, path], …] or an error
     string; read with PID's own uid and gid where root may not (maps needs ptrace read access)."""
     path = os.path.join(proc, str(pid), "maps")
     got = _map_table(path)
-    if got in ("error:EACCES", "error:EPERM") and os.geteuid() == 0:
-        st = read_status(pid, proc)
-        uids, gids = st.get("uid") or [], st.get("gid") or []
-        if uids and gids and len(set(uids[:3])) == 1 and len(set(gids[:3])) == 1:
-            got = _call_as(uids[0], gids[0], _map_table, path) or got
-    return got
+    return t.cast("t.Union[t.List[t.List[t.Any]], str]",
+                  _as_owner_if_denied(pid, proc, got in _DENIED_TEXT, _map_table, path, got))

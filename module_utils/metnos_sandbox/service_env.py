@@ -20,6 +20,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Opt
 from . import bwrap as B
 from . import diagnostics as D
 from . import envflags
+from . import procfs as PF
 from . import systemd_unit as U
 
 Diag = Dict[str, Any]           # a diagnostics.make() entry
@@ -389,49 +390,6 @@ def _proc_ids(proc: str, pid: Any) -> Tuple[Optional[int], Optional[int]]:
     return uid, gid
 
 
-def _read_as(path: str, uid: int, gid: Optional[int],
-             limit: int = MAX_ENVIRON) -> Tuple[Optional[bytes], Optional[str]]:
-    """Read ``path`` in a forked child that runs as uid/gid (no supplementary groups).
-    Returns (bytes, None) or (None, error text)."""
-    rfd, wfd = os.pipe()
-    pid = os.fork()
-    if pid == 0:                                    # child: never returns
-        code = 1
-        try:
-            os.close(rfd)
-            os.setgroups([])
-            if gid is None:                         # no Gid: line: the helper cannot drop to it
-                raise OSError("no gid")
-            os.setgid(gid)
-            os.setuid(uid)
-            try:
-                with open(path, "rb") as handle:
-                    data = b"0" + handle.read(limit + 1)
-            except (IOError, OSError) as exc:
-                data = b"1" + (exc.strerror or str(exc)).encode("utf-8", "replace")
-            with os.fdopen(wfd, "wb") as pipe:
-                pipe.write(data)
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(wfd)
-    chunks, size = [], 0
-    with os.fdopen(rfd, "rb") as pipe:
-        while size <= limit + 2:
-            chunk = pipe.read(65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    os.waitpid(pid, 0)
-    data = b"".join(chunks)
-    if not data:
-        return None, "the helper running as uid %d could not report" % uid
-    if data[:1] == b"1":
-        return None, data[1:].decode("utf-8", "replace")
-    return data[1:limit + 1], None
-
-
 def read_live_environ(pid: Any, proc: str = "/proc") -> Dict[str, Any]:
     """The environment of the running process ``pid``, read from the kernel, never guessed.
 
@@ -455,7 +413,7 @@ def read_live_environ(pid: Any, proc: str = "/proc") -> Dict[str, Any]:
     if os.geteuid() != 0 or uid == os.geteuid():
         out["error"] = first
         return out
-    owned, error = _read_as(path, uid, gid)
+    owned, error = PF.read_file_as(path, uid, gid, MAX_ENVIRON)
     if owned is None:
         out["error"] = "%s; as the process's own uid %d: %s" % (first, uid, error)
         return out

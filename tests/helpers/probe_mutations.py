@@ -105,6 +105,32 @@ if fd is not None:
 sys.exit(rc)
 """
 
+# How a wrapper reads the child-pid of a decoy bwrap's first json-status record (from the pipe named).
+_FIRST_CHILD = """first = b""
+while b"}" not in first:
+    chunk = os.read(%s, 4096)
+    if not chunk:
+        break
+    first += chunk
+%s = json.loads(first.decode().split("}")[0] + "}")["child-pid"]
+"""
+
+# How a wrapper passes the real bwrap's json-status records (read from pipe r) on to the probe's fd,
+# with child-pid replaced by the expression given.
+_RELAY = """buf = b""
+while True:
+    chunk = os.read(r, 4096)
+    if not chunk:
+        break
+    buf += chunk
+    while b"\\n" in buf:
+        line, buf = buf.split(b"\\n", 1)
+        obj = json.loads(line.decode())
+        if "child-pid" in obj:
+            obj["child-pid"] = %s
+        os.write(fd, (json.dumps(obj) + "\\n").encode())
+"""
+
 FAKE_WRAP = """#!/usr/bin/python3
 # A wrapper around the real bwrap that lies about its child: it forwards bwrap's status records but
 # names a decoy (another real sandbox's child) as child-pid. The sandbox itself is real.
@@ -123,28 +149,9 @@ decoy = subprocess.Popen(DECOY + [str(dw), "--", "sh", "-c", "sleep 60; :", sys.
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          start_new_session=True)
 os.close(dw)
-first = b""
-while b"}" not in first:
-    chunk = os.read(dr, 4096)
-    if not chunk:
-        break
-    first += chunk
-decoy_pid = json.loads(first.decode().split("}")[0] + "}")["child-pid"]
-real = subprocess.Popen(["/usr/bin/bwrap"] + args, pass_fds=(w,))
+""" + _FIRST_CHILD % ("dr", "decoy_pid") + """real = subprocess.Popen(["/usr/bin/bwrap"] + args, pass_fds=(w,))
 os.close(w)
-buf = b""
-while True:
-    chunk = os.read(r, 4096)
-    if not chunk:
-        break
-    buf += chunk
-    while b"\\n" in buf:
-        line, buf = buf.split(b"\\n", 1)
-        obj = json.loads(line.decode())
-        if "child-pid" in obj:
-            obj["child-pid"] = decoy_pid
-        os.write(fd, (json.dumps(obj) + "\\n").encode())
-rc = real.wait()
+""" + _RELAY % "decoy_pid" + """rc = real.wait()
 os.killpg(decoy.pid, signal.SIGKILL)
 decoy.wait()
 sys.exit(rc)
@@ -164,19 +171,7 @@ args[i + 1] = str(w)
 real = subprocess.Popen(["/usr/bin/bwrap"] + args, pass_fds=(w,))
 os.close(w)
 ctypes.CDLL(None, use_errno=True).unshare(0x10000000 | 0x08000000)   # CLONE_NEWUSER | CLONE_NEWIPC
-buf = b""
-while True:
-    chunk = os.read(r, 4096)
-    if not chunk:
-        break
-    buf += chunk
-    while b"\\n" in buf:
-        line, buf = buf.split(b"\\n", 1)
-        obj = json.loads(line.decode())
-        if "child-pid" in obj:
-            obj["child-pid"] = real.pid
-        os.write(fd, (json.dumps(obj) + "\\n").encode())
-sys.exit(real.wait())
+""" + _RELAY % "real.pid" + """sys.exit(real.wait())
 """
 
 FAKE_SECCOMP = """#!/usr/bin/python3
@@ -200,18 +195,17 @@ FAKE_USERNS = """#!/usr/bin/python3
 # payload's sandbox (its owner has every capability in it: it can enter the payload's namespaces and
 # ptrace it), then executes the real bwrap joining that namespace (--userns) instead of
 # --unshare-user. The payload's user namespace differs from the parent's: it is not private.
-import json, os, subprocess, sys
+import json, os, subprocess, sys, time
 r, w = os.pipe()
 decoy = subprocess.Popen(["/usr/bin/bwrap", "--unshare-user", "--die-with-parent", "--ro-bind", "/", "/",
                           "--json-status-fd", str(w), "--", "sleep", "60"], pass_fds=(w,), stdin=subprocess.DEVNULL)
 os.close(w)
-first = b""
-while b"}" not in first:
-    chunk = os.read(r, 4096)
-    if not chunk:
+""" + _FIRST_CHILD % ("r", "child") + """# bwrap reports child-pid before the namespace's uid/gid maps are
+# written: joined before that, the real bwrap fails (EOVERFLOW creating its root), seen under load
+for _ in range(1000):
+    if all(open("/proc/%d/%s" % (child, m)).read().strip() for m in ("uid_map", "gid_map")):
         break
-    first += chunk
-child = json.loads(first.decode().split("}")[0] + "}")["child-pid"]
+    time.sleep(0.005)
 fd = os.open("/proc/%d/ns/user" % child, os.O_RDONLY)
 os.set_inheritable(fd, True)
 args = [a for a in sys.argv[1:] if a != "--unshare-user"]
@@ -539,16 +533,18 @@ def applicable(row, bench):
     return True, None
 
 
-def run_row(row, user, bench, profile=None, core=PR, systemd=False, timeout=30):
+def run_row(row, user, bench, profile=None, core=PR, systemd=False, timeout=30, properties=()):
     """Run one row as ``user`` (a name). Direct (as the probe runs without a unit), or with
-    ``systemd`` in a transient unit as the probe runs for a service. Returns (verdict, failed names)."""
+    ``systemd`` in a transient unit as the probe runs for a service (``properties``: (directive, value)
+    pairs the unit carries, e.g. PrivatePIDs=yes). Returns (verdict, failed names)."""
     prof = profile or strict_profile()
     argv = row.edit(list(prof["argv"]), bench)
     spec = core.expectations(prof)
     if systemd:
         entry = pwd.getpwnam(user)
         verdict = core.run_systemd(argv, spec, PYTHON, {"name": user, "uid": entry.pw_uid, "gid": entry.pw_gid},
-                                   {}, {"PATH": "/usr/bin:/bin"}, timeout, "metnos-probe-matrix-%s" % row.name)
+                                   {"assignments": [(k, v, "test") for k, v in properties]}, {"PATH": "/usr/bin:/bin"},
+                                   timeout, "metnos-probe-matrix-%s" % row.name)
     else:
         verdict = core.run(argv, spec, PYTHON, user=bench.user(user), timeout=timeout)
     return verdict, sorted(c["name"] for c in verdict["checks"] if not c["ok"])

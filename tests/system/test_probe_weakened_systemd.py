@@ -32,15 +32,21 @@ print(json.dumps({"left": bench.dir}))
 '''
 
 
-@pytest.fixture(scope="module")
-def results(host):
+def run_matrix(host, script, *args):
+    """Run ``script`` (python, with the core and tests/helpers/probe_mutations.py beside it) in the host:
+    its JSON lines."""
     host.sh("mkdir -p /opt/metnos-tests/tests/helpers")
     podman("cp", os.path.join(ROOT, "module_utils"), "%s:/opt/metnos-tests/module_utils" % host.name)
     podman("cp", os.path.join(ROOT, "tests", "helpers", "probe_mutations.py"),
            "%s:/opt/metnos-tests/tests/helpers/probe_mutations.py" % host.name)
-    host.write("/opt/metnos-tests/matrix.py", SCRIPT)
-    out = host.sh("cd /opt/metnos-tests && python3 matrix.py %s" % ",".join(ROWS), timeout=600).stdout
-    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    host.write("/opt/metnos-tests/matrix.py", script)
+    out = host.sh("cd /opt/metnos-tests && python3 matrix.py %s" % " ".join(args), timeout=600).stdout
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+@pytest.fixture(scope="module")
+def results(host):
+    lines = run_matrix(host, SCRIPT, ",".join(ROWS))
     uid = int(host.sh("id -u metnos").stdout)
     return dict((r["row"], r) for r in lines if "row" in r), lines[-1]["left"], uid, host
 

@@ -25,11 +25,6 @@ from ansible.module_utils.metnos_sandbox import service_env as S
 from conftest import ROOT, install_trial_tools
 
 DATA = os.path.join(ROOT, "docs", "unit-directives.json")
-# Under PrivatePIDs= (systemd 257) the payload lives in the service's own PID namespace: the probe's outside
-# witness, which looks for bwrap's child-pid and the PID namespace in the host's /proc, cannot match them, so
-# the probe fails closed (probe_not_isolated) where bwrap does sandbox. Only those two checks may differ from
-# the in-unit run (a known limitation of the probe's reference namespace, reported; never a false pass).
-REFERENCE_NS_CHECKS = {"PrivatePIDs": {"no_pid_namespace", "bwrap_child_is_payload"}}
 
 
 def directive(row_id):
@@ -114,9 +109,6 @@ def test_probe_in_copied_context_agrees_with_the_real_unit(trial):
         if entry["verdict"] not in ("works", "breaks"):
             continue
         probe = trial["probes"][trial["units"][entry["row"]]]
-        allowed = REFERENCE_NS_CHECKS.get(entry["row"], set())
-        if allowed and set(probe["failed_checks"]) <= allowed:
-            continue
         assert probe["passed"] == entry["bwrap_passed"], (entry, probe)
 
 

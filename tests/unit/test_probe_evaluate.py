@@ -404,3 +404,42 @@ def test_argv_deviations_are_whole_options():
     run = ["--ro-bind", "/root", "/etc", "--tmpfs", "/tmp", "--cap-add", "ALL", "--weird"]
     assert PR.argv_deviations(prof, run) == {"added": ["--ro-bind /root /etc", "--cap-add ALL", "--weird"],
                                              "removed": ["--unshare-net", "--ro-bind /etc /etc"]}
+
+
+def test_pid_namespace_of_a_unit_with_private_pids_is_the_reference():
+    """PrivatePIDs=yes: the unit's process (bwrap's parent context) has a PID namespace of its own; the
+    payload sees itself with that namespace's number, not the host's."""
+    obs, outside, host = good()
+    unit_ns = dict(SANDBOX_NS, pid="pid:[16]")
+    outside["context"] = {"ns": dict(HOST_NS, pid="pid:[16]"), "mounts": HOST_MOUNTS, "nspid": [4241, 1],
+                          "privileges": dict(PRIV), "from": "the unit's process (pid 4241) before it ran bwrap"}
+    outside["parent"]["ns"] = dict(HOST_NS, pid="pid:[16]")
+    outside["payload"]["ns"] = unit_ns
+    outside["payload"]["nspid"] = [4242, 2]
+    obs.update(pid=2, proc_self="2", ns=dict(unit_ns))
+    assert failed(obs, outside, host) == {}
+    outside["payload"]["nspid"] = [4242, 3, 2]                     # bwrap made one more (--unshare-pid)
+    outside["payload"]["ns"] = obs["ns"] = dict(unit_ns, pid="pid:[17]")
+    bad = failed(obs, outside, host)
+    assert set(bad) == {"no_pid_namespace"}
+    assert bad["no_pid_namespace"]["observed"]["problems"] == [
+        "differs from the unit's process (pid 4241) before it ran bwrap",
+        "the payload is pid 3 outside but sees itself as pid 2"]
+
+
+def test_unit_pid_translates_a_units_own_pid_numbers(tmp_path):
+    def proc(pid, nspid, cgroup):
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "status").write_text("Name:\tx\nNSpid:\t%s\n" % "\t".join(map(str, nspid)))
+        (tmp_path / str(pid) / "cgroup").write_text("0::%s\n" % cgroup)
+    proc(1, [1], "/init.scope")
+    proc(150, [150, 1], "/system.slice/metnos-probe-x.service")       # the unit's first process (the launcher)
+    proc(160, [160, 1], "/system.slice/other.service")
+    proc(170, [170], "/system.slice/metnos-probe-y.service")         # a unit sharing the host's namespace
+    assert PF.unit_pid(1, "metnos-probe-x.service", proc=str(tmp_path)) == 150
+    proc(152, [152, 2, 1], "/system.slice/metnos-probe-x.service")    # later: in one more namespace
+    assert PF.unit_pid(1, "metnos-probe-x.service", proc=str(tmp_path)) is None        # two candidates: none
+    assert PF.unit_pid(2, "metnos-probe-x.service", level=1, proc=str(tmp_path)) == 152
+    assert PF.unit_pid(1, "metnos-probe-x.service", level=2, proc=str(tmp_path)) == 152
+    assert PF.unit_pid(170, "metnos-probe-y.service", proc=str(tmp_path)) == 170
+    assert PF.unit_pid(3, "metnos-probe-x.service", proc=str(tmp_path)) is None

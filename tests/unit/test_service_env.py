@@ -7,6 +7,7 @@ import tempfile
 
 import pytest
 
+from ansible.module_utils.metnos_sandbox import procfs as PF
 from ansible.module_utils.metnos_sandbox import service_env as S
 
 NOBODY = pwd.getpwnam("nobody")
@@ -146,9 +147,9 @@ def test_live_environment_read_as_the_process_uid():
                             preexec_fn=lambda: (os.setgid(NOBODY.pw_gid), os.setuid(NOBODY.pw_uid)))
     try:
         path = "/proc/%d/environ" % proc.pid
-        data, error = S._read_as(path, NOBODY.pw_uid, NOBODY.pw_gid)
+        data, error = PF.read_file_as(path, NOBODY.pw_uid, NOBODY.pw_gid, S.MAX_ENVIRON)
         assert error is None and S._parse_environ(data) == {"METNOS_SANDBOX": "0"}
-        data, error = S._read_as("/proc/1/environ", NOBODY.pw_uid, NOBODY.pw_gid)
+        data, error = PF.read_file_as("/proc/1/environ", NOBODY.pw_uid, NOBODY.pw_gid, S.MAX_ENVIRON)
         assert data is None and error == "Permission denied"
         live = S.read_live_environ(proc.pid)
         assert live["env"] == {"METNOS_SANDBOX": "0"} and live["read_as"]
