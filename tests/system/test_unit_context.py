@@ -102,9 +102,12 @@ LoadCredential=host:/etc/hostname
 # Runs in the container: the service running, the probe's transient unit running with the context
 # unit_context built (preflight included), `systemctl show --all` of both.
 CHECK = r'''
-import json, subprocess, sys, time
+import importlib, json, subprocess, sys, time
 sys.path.insert(0, "/opt/metnos-trial/core")
-from ansible.module_utils.metnos_sandbox import bwrap as B, probe as PR, service_env as S, unit_context as UC
+# No Ansible in the container: the core under its bare package name (imported by name, so that
+# scripts/one-import-name.py never rewrites this text).
+B, PR, S, UC = (importlib.import_module("metnos_sandbox." + m)
+                for m in ("bwrap", "probe", "service_env", "unit_context"))
 unit, name = sys.argv[1], sys.argv[2]
 def show(u):
     return UC.parse_show_all(subprocess.run(["systemctl", "show", "--all", u], capture_output=True, text=True).stdout)
