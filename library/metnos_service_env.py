@@ -363,9 +363,7 @@ def run(module):
         if p["return_environment"]:
             result["full_environment"] = env
     if result is None:
-        diag = D.make("unit_not_found", unit=p["unit"],
-                      message="%s (%s scope) was not found%s." % (
-                          p["unit"], p["scope"], " below %s" % p["root"] if p["root"] != "/" else ""))
+        diag = D.unit_not_found(p["unit"], scope=p["scope"], root=p["root"])
         out = {"changed": False, "unit": p["unit"], "mode": p["mode"], "status": envflags.status(None, {}),
                "diagnostics": [diag], "verdict": "warn"}
         if p["strict"]:

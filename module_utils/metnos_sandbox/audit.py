@@ -66,13 +66,11 @@ def drift_diagnostics(drift):
             out.append(D.make("profile_drift", executor=item["executor"],
                               message="%s: the profile on disk (%s) differs from what the manifest renders today "
                                       "(added %s; removed %s)." % (item["executor"], item["path"],
-                                                                   item.get("added"), item.get("removed")),
-                              remediation=["Re-render the profiles: make run (or ansible-playbook playbooks/site.yml "
-                                           "--tags metnos_sandbox_profiles)"]))
+                                                                   item.get("added"), item.get("removed"))))
         elif item.get("state") == "missing":
             out.append(D.make("profile_drift", executor=item["executor"], severity=D.WARNING,
                               message="%s: no rendered profile at %s." % (item["executor"], item["path"]),
-                              remediation=["Render the profiles: make run"]))
+                              variant="missing"))
     return out
 
 
@@ -118,7 +116,7 @@ def audit_host(params, runner=B.default_runner):
             svc = S.inspect({"unit": unit, "scope": params.get("scope") or "system", "user": params.get("user"),
                              "mode": "auto"}, runner)
         except S.SystemctlError as exc:
-            diags.append(D.make("unit_not_found", unit=unit, message="%s: systemctl failed: %s" % (unit, exc)))
+            diags.append(D.unit_not_found(unit, error=str(exc)))
     if svc is not None:
         svc.pop("_state", None)
         svc.pop("_env", None)
@@ -128,7 +126,7 @@ def audit_host(params, runner=B.default_runner):
         status = svc["status"]
     else:
         if unit:
-            diags.append(D.make("unit_not_found", unit=unit, message="%s was not found on this host." % unit))
+            diags.append(D.unit_not_found(unit))
         result["service"] = None
         status = facts["status"]
 
@@ -143,11 +141,10 @@ def audit_host(params, runner=B.default_runner):
                                   "timeout": params.get("probe_timeout") or 60}, runner)
         probe.pop("service", None)
         result["probe"] = probe
-        seen = set((d["code"], d["message"]) for d in diags)
-        diags.extend(d for d in probe["diagnostics"] if (d["code"], d["message"]) not in seen)
+        diags.extend(probe["diagnostics"])     # the same finding from both faces is listed once (dedupe)
     else:
         result["probe"] = None
-    result["diagnostics"] = D.sort(diags)
+    result["diagnostics"] = D.sort(D.dedupe(diags))
     result["verdict"] = F.verdict(result["diagnostics"])
     if result["probe"] is not None and not result["probe"].get("passed"):
         result["verdict"] = "fail"

@@ -119,7 +119,8 @@ def smoke_diagnostics(result):
     if cls.get("stderr_line"):
         text += " (bwrap said: %s)" % cls["stderr_line"]
     out.append(D.make("bwrap_smoke_failed", user=result.get("user"), cause=cls.get("cause"),
-                      cause_text=text, remediation=cls.get("remediation"),
+                      cause_text=text, cause_remediation=cls.get("remediation"),
+                      variant="classified" if cls.get("remediation") else None,
                       points_at=cls.get("points_at")))
     return out
 
@@ -149,7 +150,7 @@ def gather(path_text, environment, smoke_test=True, smoke_user=None, proc="/proc
     elif not found:
         knobs["smoke_test"] = {"ran": False, "reason": "bwrap not found on PATH"}
         diags.append(D.make("bwrap_smoke_skipped", reason="bwrap was not found on the PATH checked.",
-                            remediation=["Install bubblewrap first (see bwrap_missing)."]))
+                            variant="no_bwrap"))
     else:
         if smoke_user is not None and smoke_user["uid"] != os.geteuid() and os.geteuid() != 0:
             # Cannot switch users without root: run as ourselves and say so.

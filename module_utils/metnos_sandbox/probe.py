@@ -574,7 +574,8 @@ def _verdict(shown, result, obs, outside, spec, host, user, timeout, tool=None):
             text = ("%s exited with status 0 without running the payload and without writing any "
                     "--json-status-fd record: it does not behave like bwrap" % tool)
         verdict["diagnostics"].append(D.make("probe_setup_failed", user=who, cause=cls["cause"], cause_text=text,
-                                             remediation=cls["remediation"], points_at=cls.get("points_at")))
+                                             cause_remediation=cls["remediation"], variant="classified",
+                                             points_at=cls.get("points_at")))
         return verdict
     if obs is None:
         verdict["diagnostics"].append(D.make(
@@ -749,9 +750,7 @@ def probe_service(params, runner):
         svc = S.inspect({"unit": unit, "scope": params.get("scope") or "system", "user": params.get("user"),
                          "mode": "auto"}, runner)
         if svc is None:
-            out["diagnostics"].append(D.make("unit_not_found", unit=unit,
-                                             message="%s does not exist: the probe ran in the admin context "
-                                                     "instead." % unit))
+            out["diagnostics"].append(D.unit_not_found(unit, then="the probe ran in the admin context instead"))
     if svc is not None and "_env" in svc:
         env = dict(svc["_env"])
         user = svc["user"]

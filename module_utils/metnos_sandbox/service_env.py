@@ -148,21 +148,12 @@ CONDITIONAL_CODES = {
 }
 
 
-def _dropin_steps(unit, line):
-    dropin = "/etc/systemd/system/%s.d/%s" % (unit, DROPIN_NAME)
-    return ["mkdir -p /etc/systemd/system/%s.d" % unit,
-            "printf '[Service]\\n%s\\n' >> %s" % (line, dropin),
-            "systemctl daemon-reload", "systemctl restart %s" % unit]
-
-
 def _restriction(code, unit, directive, message, relax, severity=None, relax_note=None):
     """A restriction diagnostic; ``relax`` is the smallest drop-in line that lets bwrap work (or
     None with ``relax_note`` saying why a drop-in cannot)."""
-    remediation = (["Smallest fix, as a drop-in (enforce mode writes it with "
-                    "metnos_sandbox_relax_restrictions=true):"] + _dropin_steps(unit, relax)) if relax else \
-        [relax_note or "No drop-in can relax it; change the unit."]
     return D.make(code, unit=unit, directive=directive, message=message, severity=severity, relax=relax,
-                  relax_note=relax_note, remediation=remediation)
+                  relax_note=relax_note or "No drop-in can relax it; change the unit.",
+                  variant="dropin" if relax else "no_dropin")
 
 
 def restriction_diagnostics(settings, unit, bwrap_info=None):
@@ -224,8 +215,7 @@ def restriction_diagnostics(settings, unit, bwrap_info=None):
                           message="%s: NoNewPrivileges (explicit or implied) cancels the setuid bit of %s: bwrap "
                                   "takes the unprivileged path and needs user namespaces." % (
                                       unit, bwrap_info.get("path")),
-                          remediation=["Enable unprivileged user namespaces (see userns_* diagnostics)",
-                                       "chmod 0755 %s" % bwrap_info.get("path")]))
+                          bwrap_path=bwrap_info.get("path")))
     return out
 
 
@@ -483,11 +473,7 @@ def _execstart_diagnostics(unit, effects, config_env, user, cwd, resolved):
                 unit, line, "; ".join(changes),
                 ": the sandbox is disabled" if disabled else
                 ": bwrap resolves to %s instead of %s" % (new_resolved, resolved) if misroutes else ""),
-            remediation=(["Enforce mode rewrites ExecStart= in its drop-in without those assignments "
-                          "(metnos_sandbox_service_env_state=enforce)", "Or edit the unit: %s" % (
-                              heal or item["value"])] if heal is not None else
-                         ["A drop-in cannot neutralise it (%s): edit the unit's ExecStart= (%s) by hand" % (
-                             why, item["where"])])))
+            variant="healable" if heal is not None else "unhealable", fix=heal or item["value"], why=why))
     return diags
 
 
@@ -584,10 +570,7 @@ def evaluate(unit, state, env, prov, problems, mode, admin_path, bwrap_info_for=
         diags.append(D.make("service_path_missing_bwrap", unit=unit, path=path_text,
                             message="%s: bwrap does not resolve through the service's PATH=%s as user %s "
                                     "(PATH from %s). The runtime looks it up with this PATH, not the admin's."
-                            % (unit, path_text, user["name"], prov.get("PATH")),
-                            remediation=["Set the unit's PATH to include the bwrap directory (enforce mode "
-                                         "writes a drop-in): Environment=PATH=%s" % U.DEFAULT_SYSTEM_PATH,
-                                         "Or install bubblewrap: apt-get install bubblewrap"]))
+                            % (unit, path_text, user["name"], prov.get("PATH"))))
     for rejected in state.get("rejected_assignments", []):
         if envflags.ENV_VAR in rejected.get("line", rejected["text"]):
             diags.append(D.make("sandbox_env_rejected_by_systemd", unit=unit,
@@ -601,13 +584,11 @@ def evaluate(unit, state, env, prov, problems, mode, admin_path, bwrap_info_for=
         diags.append(D.make("service_bwrap_mismatch", unit=unit,
                             message="%s resolves bwrap to %s, the admin's shell to %s: they are different "
                                     "binaries." % (unit, resolved, admin),
-                            remediation=["Remove the unexpected binary or fix the unit's PATH so that it "
-                                         "resolves the package-owned %s" % admin]))
+                            variant="different", admin_bwrap=admin, service_bwrap=resolved))
     elif resolved and not (bwrap_info["package"] if bwrap_info else B.package_facts(resolved)):
         diags.append(D.make("service_bwrap_mismatch", unit=unit,
                             message="%s resolves bwrap to %s, which no installed package owns." % (unit, resolved),
-                            remediation=["Remove %s or put the package's directory first in the unit's PATH"
-                                         % resolved]))
+                            variant="unpackaged", service_bwrap=resolved))
     for problem in problems:
         if "error" in problem:
             diags.append(D.make("environment_file_missing", unit=unit, path=problem["path"],
@@ -616,8 +597,7 @@ def evaluate(unit, state, env, prov, problems, mode, admin_path, bwrap_info_for=
                                     unit, "-" if problem["optional"] else "", problem["path"], problem["where"],
                                     problem["error"],
                                     " systemd skips it silently ('-' prefix)" if problem["optional"]
-                                    else " The service fails to start."),
-                                remediation=["Create %s or remove the EnvironmentFile= line" % problem["path"]]))
+                                    else " The service fails to start.")))
     if need_reload:
         diags.append(D.make("unit_needs_daemon_reload", unit=unit))
     diags.extend(_live_diagnostics(unit, live, predicted, prov.get(envflags.ENV_VAR, "unset"), user, cwd,
