@@ -879,6 +879,8 @@ def make(code: str, message: Optional[str] = None, severity: Optional[str] = Non
     that a report keeps them. A caller's ``message`` is used verbatim: it is never a template (it may
     quote input). An unregistered code or variant raises (a defect of the toolkit)."""
     entry = spec(code)
+    if "remediation" in context:
+        raise TypeError("make(%s): the remediation comes from the registry (pick a variant)" % code)
     if variant is not None and variant not in entry.variants:
         raise UnregisteredCode("%s has no remediation variant %r" % (code, variant))
     out: Diagnostic = {
@@ -914,27 +916,25 @@ def unit_not_found(unit: str, scope: Optional[str] = None, root: Optional[str] =
 def subject(diag: Mapping[str, Any]) -> Tuple[str, str]:
     """(code, subject): the identity of a finding within one host's report. The subject is what the
     finding was built about - its details (unit, directive, path, check, ...), not the wording of its
-    message, which differs with the face that reported it."""
-    return (str(diag.get("code")), repr(sorted((diag.get("details") or {}).items())))
+    message, which differs with the face that reported it; a finding without details is known by its
+    message alone."""
+    details = diag.get("details")
+    return (str(diag.get("code")), repr(sorted(details.items())) if details else "message:%s" % diag.get("message"))
 
 
 def dedupe(diags: Iterable[Diagnostic]) -> List[Diagnostic]:
     """One finding per (code, subject), at the place of its first occurrence, keeping the most informative
     of the copies (the worst severity, then the longest message), e.g. a unit directive reported by the
-    service check and again, blamed, by the probe. The same code with the same message is the same
-    finding too, whatever details each face attached."""
+    service check and again, blamed, by the probe."""
     kept: Dict[Tuple[str, str], int] = {}
     out: List[Diagnostic] = []
     for diag in diags:
-        keys = (subject(diag), (str(diag.get("code")), "message:%s" % diag.get("message")))
-        index = next((kept[k] for k in keys if k in kept), None)
-        if index is None:
-            index = len(out)
+        key = subject(diag)
+        if key not in kept:
+            kept[key] = len(out)
             out.append(diag)
-        elif _informative(diag) > _informative(out[index]):
-            out[index] = diag
-        for key in keys + (subject(out[index]),):
-            kept.setdefault(key, index)
+        elif _informative(diag) > _informative(out[kept[key]]):
+            out[kept[key]] = diag
     return out
 
 
