@@ -200,40 +200,36 @@ not_relaxed:
 """
 
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.metnos_sandbox import bwrap as B
 from ansible.module_utils.metnos_sandbox import diagnostics as D
-from ansible.module_utils.metnos_sandbox import envflags
+from ansible.module_utils.metnos_sandbox import envflags, files
 from ansible.module_utils.metnos_sandbox import facts as F
+from ansible.module_utils.metnos_sandbox import options as O
 from ansible.module_utils.metnos_sandbox import service_env as S
 from ansible.module_utils.metnos_sandbox import systemd_unit as U
 from ansible.module_utils.metnos_sandbox import validate as V
 
+ARGUMENT_SPEC = O.spec(
+    O.SERVICE,
+    mode={"type": "str", "choices": ["auto", "systemd", "disk"], "default": "auto"},
+    root={"type": "path", "default": "/"},
+    state={"type": "str", "choices": ["validate", "enforce"], "default": "validate"},
+    sandbox_path={"type": "str", "default": U.DEFAULT_SYSTEM_PATH},
+    dropin_name={"type": "str", "default": S.DROPIN_NAME},
+    daemon_reload={"type": "bool", "default": True},
+    restart={"type": "bool", "default": False},
+    strict={"type": "bool", "default": False},
+    admin_path={"type": "str"},
+    return_environment={"type": "bool", "default": False},
+    relax_restrictions={"type": "bool", "default": False},
+)
+
 
 def build_module():
-    return AnsibleModule(
-        argument_spec=dict(
-            unit=dict(type="str", default="metnos.service"),
-            scope=dict(type="str", choices=["system", "user"], default="system"),
-            user=dict(type="str"),
-            mode=dict(type="str", choices=["auto", "systemd", "disk"], default="auto"),
-            root=dict(type="path", default="/"),
-            state=dict(type="str", choices=["validate", "enforce"], default="validate"),
-            sandbox_path=dict(type="str", default=U.DEFAULT_SYSTEM_PATH),
-            dropin_name=dict(type="str", default=S.DROPIN_NAME),
-            daemon_reload=dict(type="bool", default=True),
-            restart=dict(type="bool", default=False),
-            strict=dict(type="bool", default=False),
-            admin_path=dict(type="str"),
-            return_environment=dict(type="bool", default=False),
-            relax_restrictions=dict(type="bool", default=False),
-        ),
-        required_if=[("scope", "user", ("user",))],
-        supports_check_mode=True,
-    )
+    return AnsibleModule(argument_spec=ARGUMENT_SPEC, required_if=O.USER_SCOPE_NEEDS_USER, supports_check_mode=True)
 
 
 def _systemctl(module, scope, user, *args):
@@ -254,14 +250,13 @@ def evaluate(module, p):
         module.fail_json(msg="metnos_service_env: %s" % exc, code="systemctl_failed")
 
 
-def _write(module, directory, path, content, mode=0o644):
-    """Atomic write with a backup of a file it replaces. Returns the backup path or None."""
+def _write(module, path, content):
+    """Atomic write, when the content differs, with a backup of a file it replaces. Returns the backup path
+    or None."""
+    if _read(path) == content:
+        return None
     backup = module.backup_local(path) if os.path.exists(path) else None
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".%s." % os.path.basename(path))
-    with os.fdopen(fd, "w") as handle:
-        handle.write(content)
-    os.chmod(tmp, mode)
-    module.atomic_move(tmp, path)
+    files.replace(path, content, 0o644, move=module.atomic_move)
     return backup
 
 
@@ -311,9 +306,8 @@ def enforce(module, p, result):
         return True, info, diffs, plan
     if not os.path.isdir(directory):
         os.makedirs(directory, 0o755)
-    info["env_file_backup"] = _write(module, directory, env_path, plan["env_file"]) \
-        if _read(env_path) != plan["env_file"] else None
-    info["backup"] = _write(module, directory, path, plan["dropin"]) if _read(path) != plan["dropin"] else None
+    info["env_file_backup"] = _write(module, env_path, plan["env_file"])
+    info["backup"] = _write(module, path, plan["dropin"])
     if result.get("mode") == "systemd":
         if p["daemon_reload"]:
             rc, _out, err = _systemctl(module, p["scope"], p["user"], "daemon-reload")
@@ -338,23 +332,22 @@ def main():
                          code="internal_error", exception=traceback.format_exc())
 
 
+def _options(p):
+    O.unit_name(p["unit"])
+    V.path_string("sandbox_path", p["sandbox_path"])
+    if not p["sandbox_path"] or B.unsafe_entries(p["sandbox_path"]):
+        raise V.OptionError("sandbox_path: %r must be a non-empty PATH of absolute directories" % p["sandbox_path"])
+    if "/" in p["dropin_name"] or not p["dropin_name"].endswith(".conf"):
+        raise V.OptionError("dropin_name: %r must be a file name ending in .conf" % p["dropin_name"])
+    if p["scope"] == "user":
+        O.users(p["user"])
+    if p["mode"] == "systemd":
+        O.systemd_running("mode", "mode=disk or auto", p["root"])
+
+
 def run(module):
     p = module.params
-    try:
-        if not U.valid_unit_name(p["unit"]):
-            raise V.OptionError("unit: %r is not a unit name like metnos.service" % p["unit"])
-        V.path_string("sandbox_path", p["sandbox_path"])
-        if not p["sandbox_path"] or B.unsafe_entries(p["sandbox_path"]):
-            raise V.OptionError("sandbox_path: %r must be a non-empty PATH of absolute directories"
-                                % p["sandbox_path"])
-        if "/" in p["dropin_name"] or not p["dropin_name"].endswith(".conf"):
-            raise V.OptionError("dropin_name: %r must be a file name ending in .conf" % p["dropin_name"])
-        if p["scope"] == "user":
-            F.resolve_user(p["user"])
-        if p["mode"] == "systemd" and not S.systemd_running(p["root"]):
-            raise V.OptionError("mode=systemd but systemd is not running here (use mode=disk or auto)")
-    except (V.OptionError, F.UserError) as exc:
-        module.fail_json(msg="metnos_service_env: %s" % exc, code="invalid_option")
+    O.checked(module.fail_json, "metnos_service_env", lambda: _options(p))
 
     result = evaluate(module, p)
     if result is not None:

@@ -18,6 +18,7 @@ import time
 from . import bwrap as B
 from . import diagnostics as D
 from . import facts as F
+from . import options as O
 from . import probe as PR
 from . import profile as P
 from . import service_env as S
@@ -94,8 +95,10 @@ def asked_once(runner):
 
 
 def audit_host(params, runner=B.default_runner):
-    """The whole per-host audit. ``params``: unit, scope, user, manifests (list of mappings),
-    host (overrides), profile_dir, probe (bool), probe_timeout, smoke_user."""
+    """The whole per-host audit. ``params``: the options of metnos_audit (options.AUDIT: unit, scope, user,
+    manifests (list of mappings), host (overrides), profile_dir, probe (bool), timeout, smoke_user), each
+    missing one at its default."""
+    params = O.with_defaults(O.AUDIT, params)
     start = time.time()
     runner = asked_once(runner)
     result = {"schema": SCHEMA, "hostname": os.uname()[1]}
@@ -130,15 +133,14 @@ def audit_host(params, runner=B.default_runner):
         result["service"] = None
         status = facts["status"]
 
-    drift = profile_drift(params.get("manifests"), params.get("host"), params.get("profile_dir") or
-                          "/etc/metnos/sandbox/profiles", status, runner)
+    drift = profile_drift(params["manifests"], params["host"], params["profile_dir"], status, runner)
     result["profiles"] = drift
     diags.extend(drift_diagnostics(drift))
 
-    if params.get("probe", True):
+    if params["probe"]:
         probe = PR.probe_service({"unit": unit if svc is not None else None, "scope": params.get("scope"),
                                   "user": params.get("user"), "host": params.get("host") or {},
-                                  "timeout": params.get("probe_timeout") or 60}, runner)
+                                  "timeout": params["timeout"]}, runner)
         probe.pop("service", None)
         result["probe"] = probe
         diags.extend(probe["diagnostics"])     # the same finding from both faces is listed once (dedupe)

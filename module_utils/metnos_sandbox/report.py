@@ -24,6 +24,7 @@ from xml.sax.saxutils import escape as xml_escape
 from xml.sax.saxutils import quoteattr
 
 from . import diagnostics as D
+from . import files
 
 SCHEMA = "metnos-sandbox-audit-report/1"
 VERDICTS = ("pass", "warn", "fail", "unreachable")
@@ -106,10 +107,7 @@ def spool_path(directory, host):
 def write_spooled(directory, host, text):
     """Keep one host's result (JSON text: the audit result, or {unreachable|failed, msg}) in ``directory``."""
     os.makedirs(directory, mode=0o700, exist_ok=True)
-    path = spool_path(directory, host)
-    with open(path + ".tmp", "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(path + ".tmp", path)
+    files.replace(spool_path(directory, host), text, 0o600)
 
 
 def read_spooled(directory, hosts):
@@ -579,11 +577,7 @@ def write_all(doc, directory, stamp=None, timings=None):
     for ext, render in RENDERERS:
         start = time.time()
         path = os.path.join(directory, "metnos-audit-%s.%s" % (stamp, ext))
-        tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as handle:
-            for chunk in render(doc):
-                handle.write(chunk)
-        os.replace(tmp, path)
+        files.replace(path, render(doc))
         paths[ext] = path
         if timings is not None:
             timings[ext] = round(time.time() - start, 3)

@@ -14,9 +14,9 @@ import json
 import os
 import re
 import stat
-import tempfile
 
 from . import diagnostics as D
+from . import files
 
 MAX_PROFILE_BYTES = 4 * 1024 * 1024
 DOC_KEYS = ("executor", "decision", "argv", "mounts", "namespaces", "network", "manifest", "exception")
@@ -98,21 +98,6 @@ def review_lines(doc):
     return "\n".join(lines) + "\n"
 
 
-def _replace(path, content, move):
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".%s." % os.path.basename(path))
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(content)
-        os.chmod(tmp, 0o644)
-        if move is not None:
-            move(tmp, path)
-        else:
-            os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def write(dest, result, check_mode=False, move=None):
     """Write <executor>.args and .json atomically (only when content changes).
 
@@ -139,7 +124,7 @@ def write(dest, result, check_mode=False, move=None):
         changed = True
         if not check_mode:
             try:
-                _replace(path, content, move)
+                files.replace(path, content, 0o644, move)
             except (IOError, OSError) as exc:
                 raise StoreError("cannot write %s: %s" % (path, exc)) from None
         if path == args_path:
