@@ -47,10 +47,6 @@ options:
     default: 20
     aliases: [smoke_timeout]
 attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
   facts:
     support: full
 notes:
@@ -59,8 +55,7 @@ seealso:
   - name: Metnos sandbox spec
     description: The rules (R-...) this module checks.
     link: https://github.com/metnos/metnos-sandbox-ops/blob/main/docs/diagnostics.md
-author:
-  - metnos-sandbox-ops contributors
+extends_documentation_fragment: [metnos_sandbox]
 """
 
 EXAMPLES = r"""

@@ -21,9 +21,6 @@ description:
     M(metnos_audit_report) with O(metnos_audit_report#module:hosts) reads it.
   - Never changes the host; the result is the same in check mode.
 options:
-  unit: {description: The Metnos service unit; empty to skip service checks., type: str, default: metnos.service}
-  scope: {description: system or user., type: str, default: system, choices: [system, user]}
-  user: {description: With scope=user, the user whose manager runs the unit., type: str}
   manifests:
     description: Manifests (mappings or YAML/JSON text) whose profiles are checked for drift.
     type: list
@@ -38,11 +35,7 @@ options:
   timeout: {description: Seconds before the probe is killed., type: float, default: 60, aliases: [probe_timeout]}
   smoke_user: {description: Unprivileged user for the smoke test (default nobody)., type: str}
   python: {description: Interpreter on the host (default ansible_python_interpreter or /usr/bin/python3)., type: path}
-attributes:
-  check_mode: {support: full}
-  diff_mode: {support: none}
-author:
-  - metnos-sandbox-ops contributors
+extends_documentation_fragment: [metnos_sandbox, metnos_sandbox.service]
 """
 
 EXAMPLES = r"""

@@ -30,11 +30,7 @@ options:
     type: dict
   dest: {description: Directory for the reports., type: path, default: reports}
   warnings_as_failures: {description: Count hosts with warnings as failing in the gate., type: bool, default: false}
-attributes:
-  check_mode: {support: full}
-  diff_mode: {support: none}
-author:
-  - metnos-sandbox-ops contributors
+extends_documentation_fragment: [metnos_sandbox]
 """
 
 EXAMPLES = r"""

@@ -32,18 +32,6 @@ description:
     supports check and diff mode, reloads systemd only when it changed something, and restarts the
     unit only when I(restart=true).
 options:
-  unit:
-    description: The service unit.
-    type: str
-    default: metnos.service
-  scope:
-    description: System manager or a user's manager.
-    type: str
-    choices: [system, user]
-    default: system
-  user:
-    description: For I(scope=user), the user whose manager runs the unit.
-    type: str
   mode:
     description: C(systemd) (systemctl show), C(disk) (unit files), or C(auto) (systemd when it runs).
     type: str
@@ -94,12 +82,9 @@ options:
     type: bool
     default: false
 attributes:
-  check_mode:
-    support: full
   diff_mode:
     support: full
-author:
-  - metnos-sandbox-ops contributors
+extends_documentation_fragment: [metnos_sandbox, metnos_sandbox.service]
 """
 
 EXAMPLES = r"""

@@ -45,18 +45,6 @@ description:
     with or without a unit.
   - Read-only for the host; it behaves the same in check mode.
 options:
-  unit:
-    description: The service whose context is used; empty to probe in the admin context.
-    type: str
-    default: metnos.service
-  scope:
-    description: System or user manager.
-    type: str
-    choices: [system, user]
-    default: system
-  user:
-    description: With I(scope=user), the user whose manager runs the unit.
-    type: str
   probe_user:
     description: Run as this user instead of the unit's User= (default the unit's user, or nobody).
     type: str
@@ -87,13 +75,7 @@ options:
     type: list
     elements: path
     default: []
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-author:
-  - metnos-sandbox-ops contributors
+extends_documentation_fragment: [metnos_sandbox, metnos_sandbox.service]
 """
 
 EXAMPLES = r"""

@@ -85,12 +85,9 @@ options:
     type: bool
     default: true
 attributes:
-  check_mode:
-    support: full
   diff_mode:
     support: full
-author:
-  - metnos-sandbox-ops contributors
+extends_documentation_fragment: [metnos_sandbox]
 """
 
 EXAMPLES = r"""

@@ -90,6 +90,14 @@ _DROPIN_FIX = ("Smallest fix, as a drop-in (enforce mode writes it with metnos_s
                "systemctl daemon-reload", "systemctl restart {unit}")
 _RESTRICTION_VARIANTS = {"dropin": _DROPIN_FIX, "no_dropin": ("{relax_note}",)}
 
+
+def _restriction(code: str, rule: str, title: str, cause: str, detection: str, fix: str) -> Code:
+    """A unit directive that breaks bwrap inside the service (service_env.DIRECTIVE_CODES): fixed by the
+    drop-in line ``fix`` and a daemon-reload, or by the smallest drop-in enforce mode can write."""
+    return _c(code, ERROR, rule, SERVICE_ENVIRONMENT, title, cause, detection,
+              ["Drop-in: " + fix, "systemctl daemon-reload"], _RESTRICTION_VARIANTS)
+
+
 # Remediation items may contain ``{placeholders}`` filled from the context given to ``make``;
 # an item that is exactly one placeholder whose value is a list becomes that list's items.
 # Unknown placeholders are left as they are.
@@ -660,40 +668,39 @@ _CODES: List[Code] = [
        "ExecStart= parsing as for service_execstart_sets_env.",
        ["Start the service and let the audit read the live environment (/proc/<MainPID>/environ)",
         "Or simplify ExecStart= so that it does not touch METNOS_SANDBOX or PATH"]),
-    _c("unit_blocks_namespaces", ERROR, "R-BASE-6", SERVICE_ENVIRONMENT,
+    _restriction("unit_blocks_namespaces", "R-BASE-6",
        "The unit forbids the namespaces bwrap needs",
        "RestrictNamespaces= excludes user, mnt, ipc, uts or net: bwrap fails inside the service only, "
        "with a misleading 'No permissions to create new namespace' text.",
        "RestrictNamespaces= of the unit (systemd-analyze security scores it as good: a trade-off).",
-       ["Drop-in: RestrictNamespaces=user mnt ipc uts net", "systemctl daemon-reload"], _RESTRICTION_VARIANTS),
-    _c("unit_syscall_filter_blocks_bwrap", ERROR, "R-BASE-6", SERVICE_ENVIRONMENT,
+       "RestrictNamespaces=user mnt ipc uts net"),
+    _restriction("unit_syscall_filter_blocks_bwrap", "R-BASE-6",
        "The unit's SystemCallFilter kills bwrap",
        "SystemCallFilter= does not allow mount/pivot_root/umount2/unshare/clone: bwrap is killed by "
        "SIGSYS (exit 159) with no message.",
        "SystemCallFilter= evaluated with systemd's allow/deny semantics and syscall groups.",
-       ["Drop-in: SystemCallFilter=mount pivot_root umount2 (the blocked ones; adds them to an allow list, "
-        "removes them from a deny list)", "systemctl daemon-reload"], _RESTRICTION_VARIANTS),
-    _c("unit_address_families_block_netlink", ERROR, "R-BASE-7", SERVICE_ENVIRONMENT,
+       "SystemCallFilter=mount pivot_root umount2 (the blocked ones; adds them to an allow list, "
+       "removes them from a deny list)"),
+    _restriction("unit_address_families_block_netlink", "R-BASE-7",
        "The unit's RestrictAddressFamilies leaves out AF_NETLINK",
        "RestrictAddressFamilies= does not allow AF_NETLINK: bwrap --unshare-net cannot bring up loopback "
        "('loopback: Failed to create NETLINK_ROUTE socket: Address family not supported by protocol'), so "
        "every executor without network fails inside the service only.",
        "RestrictAddressFamilies= evaluated with systemd's allow/deny merge rules (measured on a real unit: "
        "docs/unit-directives.md).",
-       ["Drop-in: RestrictAddressFamilies=AF_NETLINK (adds it to an allow list, removes it from a deny list)",
-        "systemctl daemon-reload"], _RESTRICTION_VARIANTS),
-    _c("unit_proc_subset_pid", ERROR, "R-BASE-2", SERVICE_ENVIRONMENT,
+       "RestrictAddressFamilies=AF_NETLINK (adds it to an allow list, removes it from a deny list)"),
+    _restriction("unit_proc_subset_pid", "R-BASE-2",
        "The unit hides /proc/sys",
        "ProcSubset=pid: bwrap reads /proc/sys/kernel/overflowuid on start and fails with "
        "'Can't read /proc/sys/kernel/overflowuid' (measured with bubblewrap 0.8 and 0.12).",
        "ProcSubset= of the unit.",
-       ["Drop-in: ProcSubset=all", "systemctl daemon-reload"], _RESTRICTION_VARIANTS),
-    _c("unit_restrict_suidsgid", ERROR, "R-BASE-6", SERVICE_ENVIRONMENT,
+       "ProcSubset=all"),
+    _restriction("unit_restrict_suidsgid", "R-BASE-6",
        "RestrictSUIDSGID breaks bubblewrap 0.12",
        "RestrictSUIDSGID=yes (or DynamicUser=yes) makes openat2() fail with ENOSYS; bubblewrap 0.12 "
        "then fails with 'Can't mkdir parents for /tmp: Function not implemented'. Older bwrap: warning.",
        "RestrictSUIDSGID=/DynamicUser= of the unit and the bwrap version.",
-       ["Drop-in: RestrictSUIDSGID=no", "systemctl daemon-reload"], _RESTRICTION_VARIANTS),
+       "RestrictSUIDSGID=no"),
     _c("unit_no_new_privileges_setuid", WARNING, "R-BASE-6", SERVICE_ENVIRONMENT,
        "NoNewPrivileges cancels a setuid bwrap",
        "The unit sets (or implies) NoNewPrivileges and bwrap is setuid: the setuid bit is ignored, so "

@@ -30,13 +30,24 @@ def load(name):
     return module
 
 
-def documented(name):
-    with open(os.path.join(ROOT, "library", name + ".py")) as handle:
+def _constants(path, cls=None):
+    with open(path) as handle:
         tree = ast.parse(handle.read())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and [t.id for t in node.targets] == ["DOCUMENTATION"]:
-            return yaml.safe_load(node.value.value).get("options") or {}
-    raise AssertionError("%s has no DOCUMENTATION" % name)
+    body = tree.body if cls is None else [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls][0].body
+    return dict((n.targets[0].id, n.value.value) for n in body
+                if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant))
+
+
+def documented(name):
+    """The module's documented options, its doc fragments' merged in as ansible-doc does (its own win)."""
+    doc = yaml.safe_load(_constants(os.path.join(ROOT, "library", name + ".py"))["DOCUMENTATION"])
+    options = {}
+    for slug in doc.get("extends_documentation_fragment") or []:
+        fragment, _dot, var = slug.partition(".")
+        texts = _constants(os.path.join(ROOT, "doc_fragments", fragment + ".py"), "ModuleDocFragment")
+        options.update(yaml.safe_load(texts[(var or "documentation").upper()]).get("options") or {})
+    options.update(doc.get("options") or {})
+    return options
 
 
 def _norm(option):
