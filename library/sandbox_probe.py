@@ -23,8 +23,9 @@ description:
     C(confidence). Without systemd, directly as the service user (a weaker context, reported as such).
   - Every check has two witnesses. Outside, from the host's C(/proc), bwrap's C(--json-status-fd)
     child-pid must be the payload process (exact command line, a child of the bwrap that was started);
-    its namespace inodes are compared with bwrap's own, and its mount table and interfaces are read
-    while the payload waits (a handshake on its stdin, also through C(systemd-run --pipe)). Where root
+    its namespace inodes are compared with bwrap's parent context (read before bwrap ran), and its
+    mount table and interfaces are read while the payload waits (a handshake on its stdin, also
+    through C(systemd-run --pipe)). Where root
     may not read another user's namespace links (no CAP_SYS_PTRACE, e.g. in containers) they are read
     with the payload's own uid and gid. Inside, the payload reports C(statfs)/C(statvfs)/C(stat) of
     each mount, C(lstat) of hidden paths, a real write per writable grant, its interfaces and its
@@ -32,15 +33,26 @@ description:
     procfs whose C(/proc/self) is the payload.
   - Checks, each with the rule it proves - bwrap's child is the payload, C(/proc) is a procfs showing
     the payload, private user/mnt/ipc/uts (and net, with only C(lo)) namespaces, no PID namespace,
-    C(/tmp) a fresh empty tmpfs (a device no host mount has), C(/dev) bwrap's minimal tmpfs, every
-    read-only bind mounted read-only (mount flags, never a refused write), writable grants accept a
-    real write, undeclared sensitive paths absent (ENOENT) on the sandbox's own root, the
-    parent-death signal set. A permission error is "not proven" and fails the check.
+    C(/tmp) a fresh empty tmpfs (a device no host mount has), C(/dev) bwrap's minimal tmpfs (only
+    binds of the parent's own device nodes and a new devpts), every read-only bind mounted read-only
+    (mount flags, never a refused write), every bind and every mount below it the declared host path
+    (device and root of each mount, against bwrap's parent context), nothing mounted where the
+    profile mounts nothing, writable grants accept a real write, undeclared sensitive paths absent
+    (ENOENT) on the sandbox's own root, the parent-death signal set, no capabilities (run by uid 0,
+    none added, and a C(probe_payload_root) warning, root is not contained) and no_new_privs, no
+    seccomp filter beyond the parent context's (R-BASE-8), no descriptor from outside but its stdio
+    (a directory or socket descriptor reaches the host past every mount), the interpreter and every
+    library it mapped from the declared binds (never a library planted on the sandbox's own root),
+    and no other process on the host in a namespace said to be private. The payload runs isolated
+    (C(python -I -S)). A permission error is "not proven" and
+    fails the check.
   - Outcomes have distinct codes - C(probe_not_isolated) (the payload ran without isolation, e.g. a
     bwrap look-alike; the message lists the checks that show it), C(probe_check_failed),
     C(probe_setup_failed) (bwrap failed before the payload ran, with bwrap's text),
     C(probe_payload_failed) (the payload could not report), C(probe_timeout). A timeout kills the
-    whole process tree. Nothing is left on the host.
+    whole process tree; if the payload had already reported and been read from outside, its checks
+    are still judged. Processes bwrap leaves holding its output are killed, never waited for.
+    Nothing is left on the host.
   - The bwrap the probe runs is also judged as a binary (package owner, root ownership, setuid),
     with or without a unit.
   - Read-only for the host; it behaves the same in check mode.
@@ -100,7 +112,8 @@ checks:
   type: list
   elements: dict
   contains:
-    name: {description: "Check name, e.g. net_namespace_private, read_only:/usr, fresh_tmpfs:/tmp.", type: str}
+    name: {description: "Check name, e.g. net_namespace_private, read_only:/usr, bind_source:/usr, fresh_tmpfs:/tmp,
+             no_undeclared_mounts.", type: str}
     rule: {description: Spec rule it proves., type: str}
     expected: {description: What the profile promises., type: raw}
     observed: {description: "Both witnesses (outside, inside) and, when it failed, the problems found.", type: raw}
@@ -115,6 +128,11 @@ evidence:
     child_pid: {description: The child-pid bwrap reported (null when it reported none)., type: int}
     payload_pid: {description: The payload process found on the host., type: int}
     read_by: {description: "The probe itself, or the same-credential reader.", type: str}
+    left_behind:
+      description: >-
+        bwrap exited but processes it left behind still held its output (a look-alike's decoy, a background
+        child); they were killed, not waited for.
+      type: bool
 context:
   description: How the probe ran (systemd transient unit, direct, or not started and why).
   returned: always

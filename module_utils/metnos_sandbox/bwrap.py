@@ -500,13 +500,31 @@ def parse_json_status(data):
 
 # --------------------------------------------------------------------------- running
 
-def pump(proc, streams, timeout, watch=None):
+# Once the started process has exited (and the payload's handshake, if any, is done), how long its pipes may
+# stay open before whatever still holds them is taken for a leftover of its process group and killed, and how
+# long what is left in them is then read. Everything the started process wrote is in the pipes when it exits:
+# a leftover (a decoy or daemon a look-alike started, a payload's background child) adds nothing to the answer.
+LINGER = 1.0
+DRAIN = 2.0
+# After SIGKILL, how long the started process may take to die (a process in uninterruptible sleep, e.g. on a
+# hung NFS mount, dies only when its I/O ends: the probe does not wait for that).
+REAP = 10.0
+_POLL = 0.2
+
+
+def pump(proc, streams, timeout, watch=None, report=None):
     """Read ``streams`` ({name: readable fd}) of ``proc`` until they all close or ``timeout`` passes.
 
     ``watch(data, pid)`` (``data``: {name: bytes so far}; ``pid``: proc's) is called after each read; once it returns
     true it is not called again and ``proc.stdin`` (if a pipe) is closed: that is the handshake a
-    payload waiting on its stdin uses ("the outside has finished reading, go on"). Returns
-    (data, timed_out); on timeout the whole process group is killed. Never raises for I/O.
+    payload waiting on its stdin uses ("the outside has finished reading, go on").
+
+    Reading also stops ``LINGER`` seconds after ``proc`` has exited with the handshake done (or without a
+    ``watch``): whatever still holds the pipes then is a leftover, its process group is killed and what is
+    already in the pipes is read for at most ``DRAIN`` seconds; ``report["left_behind"]`` says so. Until the
+    payload has reported, the probe waits for it (a look-alike may leave its command running): at most until
+    the timeout. Returns (data, timed_out); on timeout the whole process group is killed. Never raises for
+    I/O, never waits without a bound.
     """
     import selectors
     deadline = time.time() + timeout
@@ -516,17 +534,31 @@ def pump(proc, streams, timeout, watch=None):
         sel.register(fd, selectors.EVENT_READ, name)
     watching = watch is not None
     timed_out = False
+    exited_at = None        # when proc was first seen exited
+    settled_at = None       # when proc had exited and the handshake was done (the later of the two)
+    draining = False        # leftovers killed: reading what is left
     try:
         while sel.get_map():
-            left = deadline - time.time()
-            if left <= 0:
-                if timed_out:
+            now = time.time()
+            if now >= deadline:
+                if timed_out or draining:
                     break                      # killed, and something still holds a pipe: give up
                 timed_out = True
                 _kill_group(proc)
-                deadline = time.time() + 5.0   # then read on until the killed tree has closed its pipes
+                deadline = now + 5.0           # then read on until the killed tree has closed its pipes
                 continue
-            for key, _mask in sel.select(min(left, 1.0)):
+            if exited_at is None and not timed_out and _exited(proc):
+                exited_at = now
+            if settled_at is None and exited_at is not None and not watching:
+                settled_at = now
+            if settled_at is not None and not draining and now - settled_at >= LINGER:
+                draining = True
+                _kill_group(proc)              # proc is not reaped yet: its group id cannot have been reused
+                if report is not None:
+                    report["left_behind"] = True
+                deadline = min(deadline, now + DRAIN)
+                continue
+            for key, _mask in sel.select(max(0.0, min(deadline - now, _POLL))):
                 try:
                     chunk = os.read(key.fd, 65536)
                 except OSError:
@@ -547,8 +579,22 @@ def pump(proc, streams, timeout, watch=None):
         except subprocess.TimeoutExpired:
             timed_out = True
             _kill_group(proc)
-    proc.wait()
+    try:
+        proc.wait(timeout=REAP)
+    except subprocess.TimeoutExpired:
+        pass                                   # unkillable for now (uninterruptible sleep): rc stays None
     return data, timed_out
+
+
+def _exited(proc):
+    """Whether proc has exited, without reaping it: until proc.wait() its pid - the id of its process
+    group - stays taken, so killing that group later cannot hit another one."""
+    if proc.returncode is not None:
+        return True
+    try:
+        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
 
 
 def _kill_group(proc):
@@ -573,8 +619,9 @@ def run_bwrap(argv, user=None, env=None, timeout=30.0, cwd="/", status_fd=True, 
     ``--json-status-fd`` when ``status_fd`` is true; it is replaced by the fd of
     a pipe. ``watch`` (see ``pump``) sees {"stdout", "stderr", "status"} as they arrive;
     stdin stays an open pipe until it returns true. Returns a dict: rc, stdout, stderr,
-    json_status, status_raw, setup_failed, timed_out, duration, pid (bwrap's own). The whole
-    process group is killed on timeout.
+    json_status, status_raw, setup_failed, timed_out, left_behind (processes of its group still held
+    its pipes after it had exited: killed), duration, pid (bwrap's own). The whole process group is
+    killed on timeout.
     """
     read_fd = write_fd = None
     if status_fd:
@@ -600,7 +647,7 @@ def run_bwrap(argv, user=None, env=None, timeout=30.0, cwd="/", status_fd=True, 
                 os.close(fd)
         return {"rc": 127, "stdout": "", "stderr": "bwrap: execvp %s: %s" % (argv[0], exc.strerror),
                 "json_status": {}, "status_raw": "", "setup_failed": True, "timed_out": False,
-                "duration": 0.0, "pid": None}
+                "left_behind": False, "duration": 0.0, "pid": None}
     if write_fd is not None:
         os.close(write_fd)
     if input_data is not None and watch is None:
@@ -612,8 +659,9 @@ def run_bwrap(argv, user=None, env=None, timeout=30.0, cwd="/", status_fd=True, 
     streams = {"stdout": proc.stdout.fileno(), "stderr": proc.stderr.fileno()}
     if read_fd is not None:
         streams["status"] = read_fd
+    report = {}
     try:
-        data, timed_out = pump(proc, streams, timeout, watch)
+        data, timed_out = pump(proc, streams, timeout, watch, report)
     finally:
         proc.stdout.close()
         proc.stderr.close()
@@ -629,6 +677,7 @@ def run_bwrap(argv, user=None, env=None, timeout=30.0, cwd="/", status_fd=True, 
         # bwrap writes exit-code only once the payload ran; without it, setup failed.
         "setup_failed": status_fd and "exit-code" not in status and not timed_out,
         "timed_out": timed_out,
+        "left_behind": bool(report.get("left_behind")),
         "duration": round(time.time() - start, 3),
         "pid": proc.pid,
     }

@@ -512,7 +512,7 @@ _CODES: List[Code] = [
        "bwrap ran the payload without isolation",
        "The probe payload ran and reported, but not inside a sandbox: the process that ran it is not the "
        "child bwrap reported (no or a false --json-status-fd child-pid: a bwrap look-alike), or it shares "
-       "every namespace the profile unshares with bwrap's own process. The message lists the checks that "
+       "every namespace the profile unshares with bwrap's parent context. The message lists the checks that "
        "show it.",
        "Outside evidence from the host's /proc: the payload process is found by its exact command line and "
        "tied to bwrap's child-pid and to the bwrap that was started; its namespace inodes are compared with "
@@ -523,13 +523,27 @@ _CODES: List[Code] = [
     _c("probe_check_failed", ERROR, "R-DIAG-3", PROBE,
        "The sandbox does not hold what the profile promises",
        "A check of the probe failed or could not be proven: a namespace is shared, a read-only bind is "
-       "mounted read-write, a hidden path is visible, /tmp or /dev is not a fresh tmpfs, /proc is not a "
-       "procfs showing the payload, the network is not isolated, or the parent-death signal is missing. A "
+       "mounted read-write, a bind (or a mount below it) is not the declared host path, something is mounted "
+       "where the profile mounts nothing, a hidden path is visible, /tmp or /dev is not a fresh tmpfs (or /dev "
+       "holds device nodes bwrap's --dev does not make), /proc is not a procfs showing the payload, the network "
+       "is not isolated, another process holds a namespace said to be private, the payload holds capabilities, "
+       "a seccomp filter of its own, a descriptor from outside or code mapped from outside the binds, or the "
+       "parent-death signal is missing. A "
        "permission error is never taken as proof (\"not proven\").",
-       "Two witnesses per check: the kernel's view from outside (the payload's /proc/PID/ns, mountinfo and "
-       "net/dev on the host) and the payload's own (statfs, statvfs, lstat, a real write, if_nameindex, prctl).",
+       "Two witnesses per check: the kernel's view from outside (the payload's /proc/PID/ns, mountinfo, "
+       "status, fd, maps and net/dev on the host, against bwrap's parent context) and the payload's own (statfs, "
+       "statvfs, lstat, a real write, if_nameindex, prctl).",
        ["Compare the rendered argv (sandbox_profile) with the one the runtime uses; re-render the profiles.",
         "If bwrap itself misbehaves, upgrade bubblewrap."]),
+    _c("probe_payload_root", WARNING, "R-BASE-6", PROBE,
+       "The sandboxed payload runs as root",
+       "The probe ran as {user} (uid 0 outside the sandbox): bwrap keeps root's capabilities in the "
+       "sandbox's user namespace, so an executor can remount the read-only binds read-write and write "
+       "the host's /usr and /etc (measured with bubblewrap 0.8). The checks pass - the mounts are as "
+       "the profile says when the payload starts - but they are not a boundary for root.",
+       "The payload's uid and capability sets, read from /proc/PID/status on the host.",
+       ["Run the Metnos service as an unprivileged user: a drop-in with User=metnos (create it with "
+        "useradd --system metnos), then systemctl daemon-reload and restart the service."]),
     _c("probe_setup_failed", ERROR, "R-DIAG-3", PROBE,
        "bwrap failed before the payload ran",
        "bwrap failed before the payload ran, in the service's context (as {user}): {cause_text}",
@@ -539,7 +553,9 @@ _CODES: List[Code] = [
        _CLASSIFIED),
     _c("probe_timeout", ERROR, "R-DIAG-3", PROBE,
        "The probe timed out",
-       "The probe did not finish in time; its whole process group was killed.",
+       "The probe did not finish in time; its whole process group was killed. If the payload had already "
+       "reported and been read from outside (e.g. a bwrap look-alike that never exits after running it), its "
+       "checks are still judged and their findings are reported with this one.",
        "A timer around the probe's process group.",
        ["Look for hung mounts (NFS) or a stuck service unit; raise the probe timeout if the host is slow."]),
     _c("probe_payload_failed", ERROR, "R-DIAG-3", PROBE,

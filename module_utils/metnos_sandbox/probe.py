@@ -11,7 +11,9 @@ Two independent witnesses for every check:
   child (exact command line, parent is the bwrap that was started), and reads its namespace
   inodes, its mount table and its interfaces from the host's ``/proc`` while the payload
   waits (a handshake on the payload's stdin: it reports, then blocks until the outside has
-  read). Namespaces are compared with bwrap's own (its parent context).
+  read). Namespaces are compared with bwrap's parent context, read before bwrap could act (run
+  directly: the probe's own; in a transient unit: the unit's process, read while it waits to exec
+  bwrap); a bwrap that has left that context since is itself a finding.
 * **inside** (the payload, ``PAYLOAD``): ``statfs``/``statvfs``/``stat`` of each mount point,
   ``lstat`` of each hidden path, a real write for each writable grant, ``if_nameindex``,
   ``prctl(PR_GET_PDEATHSIG)``; its ``/proc/self/ns`` links count only once ``/proc`` is proven
@@ -25,6 +27,19 @@ weakened one in tests - with the payload as the command; ``evaluate`` turns both
 checks and ``_verdict`` into diagnostics with one code per outcome: ``probe_not_isolated`` (the
 payload ran but not sandboxed), ``probe_check_failed``, ``probe_setup_failed`` (bwrap failed
 before the payload ran), ``probe_payload_failed`` (the payload could not report), ``probe_timeout``.
+
+Nothing waits without a bound (bwrap.pump): the run ends when bwrap has exited - processes it leaves
+holding its pipes (a look-alike's decoy, a background child) are killed a moment later, never waited
+for - or at the timeout. Whether the payload ran is decided by its record plus the outside reading,
+not by how the run ended: a timeout after both (a look-alike that never exits) still judges them,
+and reports the timeout too.
+
+Argv words: the verdict never trusts them. ``sandbox_probe`` always runs the rendered argv; ``run``
+and ``run_systemd`` accept any argv (tests feed weakened ones) and judge only the evidence. When the
+argv run is not the profile's (``spec["argv_options"]``), the verdict names what it added and removed,
+option by option (``argv_deviations``), and every failure message ends with them, so a failed check
+can be traced to its words; a pass with deviations says the evidence found those words harmless (a
+new session, a host name, one more namespace), not that they were absent.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
@@ -123,10 +138,12 @@ PROC_SUPER_MAGIC = 0x9FA0
 TMPFS_MAGIC = 0x01021994
 SIGKILL = 9
 # What bwrap's --dev creates (bubblewrap.c: devnodes, stdio links, shm, pts, ptmx, core; console
-# when it has a tty). Anything else in /dev came from somewhere else.
+# when its stdout is a terminal, never for the probe). Anything else in /dev came from somewhere else.
 DEV_ENTRIES = ("console", "core", "fd", "full", "null", "ptmx", "pts", "random", "shm", "stderr", "stdin",
                "stdout", "tty", "urandom", "zero")
-DEV_MOUNTS = ("console", "full", "null", "pts", "random", "shm", "tty", "urandom", "zero")
+# The mounts it makes there: a bind of the parent context's /dev/<node> for each device node (and a
+# new devpts on pts). /dev/shm is a plain directory, not a mount.
+DEV_NODES = ("full", "null", "random", "tty", "urandom", "zero")
 UNSHARE_FLAGS = ("user", "ipc", "uts", "net", "pid", "cgroup")
 
 
@@ -184,16 +201,60 @@ def expectations(profile, extra_absent=()):
         "unshare": unshare,
         "ns": list(PF.NS_KINDS),
         "ro": dests("ro"), "rw": dests("rw"), "tmpfs": dests("tmpfs"), "dev": dests("dev"), "proc": dests("proc"),
+        "binds": dict((m["dest"], os.path.realpath(m.get("src") or m["dest"])) for m in mounts
+                      if m["kind"] in ("ro", "rw")),
         "absent": expected_absent(profile, list(SENSITIVE) + list(extra_absent)),
         "net_unshared": "--unshare-net" in opts,
         "die_with_parent": "--die-with-parent" in opts,
         "rules": rules,
+        "argv_options": opts[1:],
     }
+
+
+# bwrap's options and how many words follow each (0.4 ... 0.12); anything else is one unknown word.
+_BWRAP_ARITY = dict(
+    [(o, 0) for o in ("--unshare-all", "--share-net", "--unshare-user", "--unshare-user-try", "--unshare-ipc",
+                      "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup", "--unshare-cgroup-try",
+                      "--disable-userns", "--assert-userns-disabled", "--clearenv", "--new-session",
+                      "--die-with-parent", "--as-pid-1", "--level-prefix")] +
+    [(o, 1) for o in ("--args", "--argv0", "--userns", "--userns2", "--pidns", "--uid", "--gid", "--hostname",
+                      "--chdir", "--unsetenv", "--lock-file", "--sync-fd", "--remount-ro", "--exec-label",
+                      "--file-label", "--proc", "--dev", "--tmpfs", "--mqueue", "--dir", "--seccomp",
+                      "--add-seccomp-fd", "--block-fd", "--userns-block-fd", "--info-fd", "--json-status-fd",
+                      "--cap-add", "--cap-drop", "--perms", "--size", "--overlay-src", "--tmp-overlay",
+                      "--ro-overlay")] +
+    [(o, 2) for o in ("--setenv", "--bind", "--bind-try", "--dev-bind", "--dev-bind-try", "--ro-bind",
+                      "--ro-bind-try", "--bind-fd", "--ro-bind-fd", "--file", "--bind-data", "--ro-bind-data",
+                      "--symlink", "--chmod")] + [("--overlay", 3)])
+
+
+def _option_units(words):
+    units, i = [], 0
+    while i < len(words):
+        n = _BWRAP_ARITY.get(words[i], 0)
+        units.append(" ".join(words[i:i + 1 + n]))
+        i += 1 + n
+    return units
+
+
+def argv_deviations(expected, actual):
+    """What an argv's options add to and remove from the profile's, option by option (an option with
+    its arguments is one unit). The probe judges the kernel's evidence, never these words; they are
+    reported so that a failed check can be traced to the words that caused it - and so that a pass with
+    deviations says which words the evidence found harmless."""
+    want, got = _option_units(list(expected)), _option_units(list(actual))
+    added, removed = list(got), []
+    for unit in want:
+        if unit in added:
+            added.remove(unit)
+        else:
+            removed.append(unit)
+    return {"added": added, "removed": removed} if added or removed else None
 
 
 def payload_command(python, spec=None):
     """The payload's exact argv (the outside finds the payload process by it)."""
-    cmd = [python, "-c", PAYLOAD]
+    cmd = [python, "-I", "-S", "-c", PAYLOAD]   # isolated: no PYTHON* variables, no site, no cwd on sys.path
     return cmd + [json.dumps(spec, sort_keys=True)] if spec is not None else cmd
 
 
@@ -206,9 +267,22 @@ def replace_command(argv, command):
 # --------------------------------------------------------------------------- the outside witness
 
 def host_view(proc="/proc"):
-    """The probe's own namespaces and mount table, read before the run."""
+    """The probe's own namespaces and mount table, read before the run. Run directly, this *is* the
+    parent context of bwrap (the probe starts bwrap without changing namespaces)."""
     mounts = PF.read_mounts("self", proc)
-    return {"ns": host_namespaces(proc), "mounts": mounts if isinstance(mounts, list) else []}
+    return {"ns": host_namespaces(proc), "mounts": mounts if isinstance(mounts, list) else [],
+            "privileges": PF.privileges(PF.read_status("self", proc)),
+            "from": "the probe (pid %d) that started bwrap" % os.getpid()}
+
+
+def observe_context(pid, proc="/proc"):
+    """The parent context of bwrap in a transient unit: the namespaces and mount table of the unit's
+    process (pid), read from outside while it waits, before it executes bwrap."""
+    ns, how = PF.namespaces(pid, proc=proc)
+    mounts = PF.read_mounts(pid, proc)
+    return {"ns": ns, "mounts": mounts if isinstance(mounts, list) else [], "read_by": how,
+            "privileges": PF.privileges(PF.read_status(pid, proc)),
+            "from": "the unit's process (pid %s) before it ran bwrap" % pid}
 
 
 def observe_outside(launcher, child_pid, payload_argv, proc="/proc"):
@@ -234,7 +308,20 @@ def observe_outside(launcher, child_pid, payload_argv, proc="/proc"):
         ns, how = PF.namespaces(pid, proc=proc)
         out["payload"] = {"ppid": st.get("ppid"), "nspid": st.get("nspid") or [], "uid": (st.get("uid") or [None])[0],
                           "ns": ns, "read_by": how, "mounts": PF.read_mounts(pid, proc),
-                          "interfaces": PF.interfaces(pid, proc)}
+                          "interfaces": PF.interfaces(pid, proc), "privileges": PF.privileges(st)}
+        # who else is in the payload's namespaces (a "private" namespace holds the sandbox only)
+        targets = dict((k, v) for k, v in ns.items() if k != "pid" and not PF.is_error(v))
+        held, unreadable = PF.sharers(targets, [pid] + ([child_pid] if isinstance(child_pid, int) else []), proc)
+        # ... or keeps it alive for later (a bind of its nsfs inode, as "ip netns add" makes): host's table
+        here = PF.read_mounts("self", proc)
+        for m in here if isinstance(here, list) else []:
+            for kind, value in targets.items():
+                if m["fstype"] == "nsfs" and m["root"] == value:
+                    held.setdefault(kind, []).append("a bind of it at %s" % m["mountpoint"])
+        out["payload"]["sharers"] = held
+        out["payload"]["sharers_unreadable"] = unreadable
+        out["payload"]["fds"] = PF.open_files(pid, proc)
+        out["payload"]["mapped"] = PF.mapped_files(pid, proc)
     if isinstance(launcher, int) and launcher > 0:
         links, how = PF.read_links(launcher, ["ns/" + k for k in PF.NS_KINDS] + ["exe"], proc)
         out["parent"] = {"pid": launcher, "ns": dict((k, links["ns/" + k]) for k in PF.NS_KINDS),
@@ -246,12 +333,14 @@ class _Watcher(object):
     """The outside half of the handshake: once the payload has reported, read its evidence (while
     it waits on stdin), then let it go."""
 
-    def __init__(self, token, payload_argv, proc="/proc"):
+    def __init__(self, token, payload_argv, proc="/proc", stdin=None):
         self.token = token
         self.payload_argv = payload_argv
         self.proc = proc
         self.outside = None
         self.launcher = None
+        self.stdin = stdin          # systemd: the launcher waits for one line before it runs bwrap
+        self.context = None
 
     def _done(self, objects, status, launcher):
         if not any(o.get("metnos_probe") == self.token for o in objects):
@@ -263,7 +352,21 @@ class _Watcher(object):
                                            else None, self.payload_argv, self.proc)
         except Exception as exc:   # never leave the payload waiting; nothing read is nothing proven
             self.outside = {"launcher": launcher, "child_pid": child, "error": "%s: %s" % (type(exc).__name__, exc)}
+        if self.context is not None:
+            self.outside["context"] = self.context
         return True
+
+    def _release_launcher(self, launcher):
+        """Read the unit's process (the parent context) while it waits, then let it run bwrap."""
+        try:
+            self.context = observe_context(launcher, self.proc)
+        except Exception as exc:
+            self.context = {"error": "%s: %s" % (type(exc).__name__, exc)}
+        try:
+            self.stdin.write(b"\n")
+            self.stdin.flush()
+        except (OSError, ValueError):
+            pass
 
     def direct(self, data, pid):
         _launcher, status, _obs = split_stream(records(data.get("status", b"")), self.token)
@@ -272,6 +375,8 @@ class _Watcher(object):
     def systemd(self, data, _pid):
         objects = records(data["stdout"])
         launcher, status, _obs = split_stream(objects, self.token)
+        if self.context is None and self.stdin is not None and isinstance(launcher, int) and launcher > 0:
+            self._release_launcher(launcher)
         return self._done(objects, status, launcher)
 
 
@@ -312,12 +417,62 @@ def _err(value):
     return value is None or PF.is_error(value)
 
 
+def _reference(outside, host):
+    """The namespaces the payload is judged against: bwrap's parent context as read before bwrap could
+    act (run directly: the probe's own; in a unit: the unit's process before it executed bwrap). Only
+    when that was unreadable, bwrap's own links, then the probe's. Also the kinds in which the bwrap
+    that was started is no longer in that context (a real bwrap never leaves it)."""
+    context = outside.get("context") or {}
+    parent = outside.get("parent") or {}
+    pns = parent.get("ns") or {}
+    essential = ("user", "mnt", "net", "pid")
+    if context.get("ns") and not any(_err(context["ns"].get(k)) for k in essential):
+        ref, ref_from = context["ns"], context.get("from") or "the unit's process before it ran bwrap"
+    elif not context and host.get("ns") and not any(_err(host["ns"].get(k)) for k in essential):
+        ref, ref_from = host["ns"], host.get("from") or "the probe that started bwrap"
+    elif pns and not any(_err(pns.get(k)) for k in essential):
+        ref, ref_from = pns, "bwrap (pid %s) (the parent context was unreadable)" % parent.get("pid")
+    else:
+        return host.get("ns") or {}, "the probe (neither the parent context nor bwrap's links are readable: %s)" % (
+            ", ".join("%s=%s" % (k, v) for k, v in sorted(pns.items()) if _err(v)) or "bwrap not known"), []
+    moved = [k for k in PF.NS_KINDS if ref is not pns and not _err(pns.get(k)) and not _err(ref.get(k))
+             and pns.get(k) != ref.get(k)]
+    return ref, ref_from, moved
+
+
 def _known_devices(outside, host):
     devs = PF.devices(host.get("mounts") or [])
-    parent_mounts = (outside.get("parent") or {}).get("mounts")
-    if isinstance(parent_mounts, list):
-        devs |= PF.devices(parent_mounts)
+    for key in ("parent", "context"):
+        more = (outside.get(key) or {}).get("mounts")
+        if isinstance(more, list):
+            devs |= PF.devices(more)
     return devs
+
+
+def _context_mounts(outside, host):
+    """The mount table binds are taken from: the parent context's (see _reference)."""
+    context = outside.get("context") or {}
+    if context:
+        return context.get("mounts") or (outside.get("parent") or {}).get("mounts") or None
+    return host.get("mounts") or None
+
+
+def _foreign(mounts, dest, tree, skip=(), context=None, src=None):
+    """Visible mounts at or below ``dest`` whose (device, root) is not what ``tree`` (bind_tree of the
+    source) holds at that relative path - nor, with ``context``, a bind of the same path of ``src``
+    (the same files) - as "mountpoint (fstype device root)"; mounts at or below ``skip`` are another
+    check's business."""
+    out = []
+    for m in mounts:
+        if not _under(m["mountpoint"], dest) or any(_under(m["mountpoint"], d) for d in skip):
+            continue
+        rel = os.path.relpath(m["mountpoint"], dest)
+        if (m["dev"], m["root"]) in tree.get(rel, ()):
+            continue
+        if context and src and (m["dev"], m["root"]) == PF.source_of(context, os.path.normpath(os.path.join(src, rel))):
+            continue
+        out.append("%s (%s %s %s)" % (m["mountpoint"], m["fstype"], m["dev"], m["root"]))
+    return sorted(out)
 
 
 def evaluate(spec, obs, outside, host):
@@ -332,12 +487,22 @@ def evaluate(spec, obs, outside, host):
     outside = outside or {}
     payload = outside.get("payload") or {}
     mounts = payload.get("mounts") if isinstance(payload.get("mounts"), list) else None
+    visible = PF.visible_mounts(mounts) if mounts is not None else None
+    ctx_mounts = _context_mounts(outside, host)
     known = _known_devices(outside, host)
+    binds = spec.get("binds") or {}
+    declared = [d for key in ("ro", "rw", "tmpfs", "dev", "proc") for d in spec.get(key, [])]
     pid = outside.get("payload_pid")
+
+    ref, ref_from, moved = _reference(outside, host)
 
     # 1. The process that reported is bwrap's sandboxed child (else nothing below is about a sandbox).
     child, launcher, pids = outside.get("child_pid"), outside.get("launcher"), outside.get("payload_pids") or []
     why = []
+    if moved:
+        why.append("the bwrap that was started (pid %s) is no longer in its parent context's namespaces (%s): "
+                   "with the profile's options bwrap stays there; it moves to join a namespace given to it "
+                   "(--userns), or a wrapper moved to hide what it shares" % (launcher, ", ".join(moved)))
     if outside.get("error"):
         why.append("the outside evidence could not be read (%s)" % outside["error"])
     if not isinstance(child, int):
@@ -373,19 +538,28 @@ def evaluate(spec, obs, outside, host):
         if not nspid or nspid[-1] != obs.get("pid"):
             problems.append("outside: the payload's pid in its own namespace is %s, it says %s"
                             % (nspid[-1] if nspid else "unknown", obs.get("pid")))
+        if mount is not None and mount["fstype"] == "proc" and ctx_mounts:
+            # below it: only procfs's own directories (bwrap covers some read-only) and what the
+            # parent context has mounted below its /proc
+            own = dict((os.path.relpath(m["mountpoint"], dest), set([(mount["dev"], os.path.normpath(
+                os.path.join(mount["root"], os.path.relpath(m["mountpoint"], dest))))]))
+                for m in PF.mounts_under(visible, dest))
+            tree = PF.bind_tree(ctx_mounts, "/proc")
+            for rel, pairs in own.items():
+                tree[rel] = tree.get(rel, set()) | pairs
+            tree["."] = set([(mount["dev"], mount["root"])])
+            other = _foreign(visible, dest, tree, [d for d in declared if d != dest and _under(d, dest)],
+                             ctx_mounts, "/proc")
+            if other:
+                problems.append("outside: mounts below %s that are not procfs's own: %s" % (dest, ", ".join(
+                    other[:5])))
         proc_ok = not problems and dest == "/proc"
         add("proc_is_own_procfs" if dest == "/proc" else "procfs:%s" % dest, spec["rules"].get(dest, "R-BASE-2"),
             "a procfs in which /proc/self is the payload (inside and outside agree)",
             {"inside": {"type": _hex(inside.get("type")), "dev": inside.get("dev"), "self": obs.get("proc_self")},
              "outside": mount and {"fstype": mount["fstype"], "dev": mount["dev"]}, "problems": problems}, not problems)
 
-    # 3. Namespaces: outside, the payload's inodes vs bwrap's own; inside, the payload's links agree.
-    parent = outside.get("parent") or {}
-    pns = parent.get("ns") or {}
-    ref, ref_from = pns, "bwrap (pid %s)" % parent.get("pid")
-    if not pns or any(_err(pns.get(k)) for k in ("user", "mnt", "net", "pid")):
-        ref, ref_from = host.get("ns") or {}, "the probe (bwrap's own links unreadable: %s)" % (
-            ", ".join("%s=%s" % (k, v) for k, v in sorted(pns.items()) if _err(v)) or "bwrap not known")
+    # 3. Namespaces: outside, the payload's inodes vs the parent context's; inside, the payload's links agree.
     mine = payload.get("ns") or {}
 
     def ns_evidence(kind):
@@ -402,6 +576,9 @@ def evaluate(spec, obs, outside, host):
         out = []
         if want_private and ev["outside"] == ev["parent"]:
             out.append("shared with %s" % ref_from)
+        elif want_private and (payload.get("sharers") or {}).get(kind):
+            out.append("also held by %s outside the sandbox" % ", ".join(
+                "pid %d" % p if isinstance(p, int) else str(p) for p in payload["sharers"][kind][:5]))
         if not want_private and ev["outside"] != ev["parent"]:
             out.append("differs from %s" % ref_from)
         if proc_ok and ev["inside"] != ev["outside"]:
@@ -419,7 +596,7 @@ def evaluate(spec, obs, outside, host):
             if obs.get("interfaces") != ["lo"] or payload.get("interfaces") != ["lo"]:
                 problems.append("interfaces inside %s, outside %s (expected only lo)"
                                 % (obs.get("interfaces"), payload.get("interfaces")))
-        add("%s_namespace_private" % kind, rule, "differs from bwrap's own (its parent context)",
+        add("%s_namespace_private" % kind, rule, "differs from bwrap's parent context",
             dict(ev, problems=problems), not problems)
     if not spec.get("net_unshared"):
         ev, problems = ns_problems("net", False)
@@ -432,7 +609,6 @@ def evaluate(spec, obs, outside, host):
         dict(ev, problems=problems), not problems)
 
     # 4. Fresh tmpfs (and bwrap's minimal /dev): type, a device no host mount has, contents.
-    declared = [d for key in ("ro", "rw", "tmpfs", "dev", "proc") for d in spec.get(key, [])]
     for dest in spec.get("tmpfs", []) + spec.get("dev", []):
         is_dev = dest in spec.get("dev", [])
         inside = (obs.get("tmpfs") or {}).get(dest) or {}
@@ -453,10 +629,18 @@ def evaluate(spec, obs, outside, host):
         entries = inside.get("entries")
         if is_dev:
             allowed = set(DEV_ENTRIES)
-            extra_mounts = sorted(m["mountpoint"] for m in PF.mounts_under(mounts or [], dest)
-                                  if os.path.relpath(m["mountpoint"], dest) not in DEV_MOUNTS)
-            if extra_mounts:
-                problems.append("mounts bwrap's --dev does not make: %s" % ", ".join(extra_mounts[:8]))
+            if visible is not None and ctx_mounts:
+                tree = dict((name, set([PF.source_of(ctx_mounts, "/dev/" + name)])) for name in DEV_NODES)
+                tree["pts"] = set((m["dev"], "/") for m in PF.mounts_under(visible, dest)
+                                  if m["mountpoint"] == dest.rstrip("/") + "/pts" and m["fstype"] == "devpts"
+                                  and m["dev"] not in known)
+                tree["."] = set([(mount["dev"], mount["root"])]) if mount else set()
+                extra_mounts = _foreign(visible, dest, tree, [d for d in declared if d != dest and _under(d, dest)])
+                if extra_mounts:
+                    problems.append("mounts bwrap's --dev does not make (a bind of the parent's /dev/<node>, a new "
+                                    "devpts): %s" % ", ".join(extra_mounts[:8]))
+            elif mounts is not None:
+                problems.append("not proven: the parent context's mount table was not read")
         else:
             allowed = set(os.path.relpath(d, dest).split("/")[0] for d in declared if d != dest and _under(d, dest))
         if not isinstance(entries, list):
@@ -470,6 +654,41 @@ def evaluate(spec, obs, outside, host):
                         "entries": entries if not isinstance(entries, list) else entries[:12]},
              "outside": mount and {"fstype": mount["fstype"], "dev": mount["dev"], "source": mount["source"]},
              "problems": problems}, not problems)
+
+    # 5a. Binds: what is mounted at and below each bind is the parent context's source tree (device
+    #     and root of every mount), not another host path mounted in its place or below it.
+    for dest in spec.get("ro", []) + spec.get("rw", []):
+        src = binds.get(dest, dest)
+        problems = []
+        if visible is None:
+            problems.append("not proven: the payload's mount table was not read")
+        elif not ctx_mounts:
+            problems.append("not proven: the parent context's mount table was not read")
+        elif PF.mount_at(visible, dest) is not None:    # no mount at all: read_only/writable say so
+            inner = [d for d in declared if d != dest and _under(d, dest)]
+            other = _foreign(visible, dest, PF.bind_tree(ctx_mounts, src), inner, ctx_mounts, src)
+            if other:
+                problems.append("outside: not the host's %s: %s" % (src, ", ".join(other[:5])))
+        add("bind_source:%s" % dest, spec["rules"].get(dest, "R-CAP-FS"),
+            "the parent context's %s tree (device and root of each mount)" % src, {"problems": problems},
+            not problems)
+
+    # 5b. Nothing is mounted outside the declared destinations (hidden paths have their own check), and
+    #     the root is bwrap's own new tmpfs.
+    problems, extra = [], []
+    if visible is None:
+        problems.append("not proven: the payload's mount table was not read")
+    else:
+        for m in visible:
+            if m["mountpoint"] == "/":
+                if m["fstype"] != "tmpfs" or m["dev"] in known:
+                    problems.append("the root is %s %s %s, not a new tmpfs" % (m["fstype"], m["dev"], m["root"]))
+            elif not any(_under(m["mountpoint"], d) for d in declared + list(spec.get("absent", []))):
+                extra.append("%s (%s %s %s)" % (m["mountpoint"], m["fstype"], m["dev"], m["root"]))
+        if extra:
+            problems.append("mounted but not declared: %s" % ", ".join(sorted(extra)[:8]))
+    add("no_undeclared_mounts", "R-SCOPE-1", "mounts only at the profile's destinations, on bwrap's own root",
+        {"problems": problems}, not problems)
 
     # 5. Read-only binds: the kernel's mount flags, inside (statvfs) and outside (mount table).
     not_ro = [d for key in ("rw", "tmpfs", "dev", "proc") for d in spec.get(key, [])]
@@ -525,6 +744,79 @@ def evaluate(spec, obs, outside, host):
     # 8. Parent-death signal (bwrap --die-with-parent sets SIGKILL).
     if spec.get("die_with_parent", True):
         add("parent_death_signal", "R-BASE-6", SIGKILL, obs.get("pdeathsig"), obs.get("pdeathsig") == SIGKILL)
+
+    # 9. Privileges, from outside (/proc/PID/status): bwrap drops every capability of a non-root user
+    #    and sets no_new_privs; run by uid 0 it keeps the bounding set, never ambient/inheritable ones
+    #    (those come from --cap-add). Capabilities in the sandbox's user namespace let the payload
+    #    remount the read-only binds read-write.
+    priv = payload.get("privileges") or {}
+    problems = []
+    if pid is None or not priv:
+        problems.append("not proven: the payload process was not found outside")
+    else:
+        sets = dict((k, priv.get(k)) for k in ("capinh", "capprm", "capeff", "capbnd", "capamb"))
+        must_be_empty = sets if payload.get("uid") != 0 else dict((k, sets[k]) for k in ("capinh", "capamb"))
+        held = ["Cap%s=%s" % (k[3:].capitalize(), "%x" % v if isinstance(v, int) else v)
+                for k, v in sorted(must_be_empty.items()) if v != 0]
+        if held:
+            problems.append("capabilities held: %s (uid %s outside)" % (", ".join(held), payload.get("uid")))
+        if priv.get("nonewprivs") != 1:
+            problems.append("no_new_privs is %s, bwrap always sets it" % priv.get("nonewprivs"))
+    add("no_capabilities", "R-BASE-6", "no capability a non-root user could use (uid 0: none added), no_new_privs",
+        dict(priv, uid=payload.get("uid"), problems=problems), not problems)
+
+    # 9b. Nothing handed in from outside through an open descriptor: a directory, file or socket
+    #     descriptor reaches the host past every mount (openat, connect). The payload opens none itself
+    #     before it reports; its stdio are the probe's pipes (or /dev/null).
+    fds = payload.get("fds")
+    problems = []
+    if pid is None or fds is None:
+        problems.append("not proven: the payload process was not found outside")
+    elif not isinstance(fds, dict):
+        problems.append("not proven: listing its descriptors gave %s" % fds)
+    else:
+        bad = ["%s -> %s (%s)" % (fd, info.get("link"), info.get("type")) for fd, info in sorted(
+            fds.items(), key=lambda i: int(i[0]) if i[0].isdigit() else -1) if info.get("type") not in ("fifo", "chr")]
+        if bad:
+            problems.append("descriptors from outside: %s" % ", ".join(bad[:6]))
+    add("no_leaked_descriptors", "R-SCOPE-1", "only pipes and character devices (its stdio) are open",
+        {"fds": dict(list(fds.items())[:12]) if isinstance(fds, dict) else fds, "problems": problems}, not problems)
+
+    # 9c. The payload's code - its interpreter and every library it mapped - comes from the declared
+    #     binds (the devices of the mounts at and below them), never from the sandbox's own tmpfs
+    #     (a library planted with --file/--bind-data and LD_PRELOAD) or anywhere else.
+    mapped = payload.get("mapped")
+    problems = []
+    if pid is None or mapped is None:
+        problems.append("not proven: the payload process was not found outside")
+    elif not isinstance(mapped, list):
+        problems.append("not proven: reading its mappings gave %s" % mapped)
+    elif visible is None:
+        problems.append("not proven: the payload's mount table was not read")
+    else:
+        sources = set(m["dev"] for m in visible if any(_under(m["mountpoint"], d) for d in spec.get("ro", [])
+                                                       + spec.get("rw", [])))
+        foreign = ["%s (device %s)" % (path, dev) for dev, _ino, path in mapped if dev not in sources]
+        if foreign:
+            problems.append("mapped from elsewhere: %s" % ", ".join(foreign[:5]))
+    add("payload_code_from_binds", "R-BASE-4", "the interpreter and its libraries come from the declared binds",
+        {"mapped": len(mapped) if isinstance(mapped, list) else mapped, "problems": problems}, not problems)
+
+    # 10. No custom seccomp filter (R-BASE-8): the payload has exactly the filters of bwrap's parent
+    #     context (a unit's SystemCallFilter=); a filter can hide syscalls or answer them for the payload.
+    mine_priv = (outside.get("context") or {}).get("privileges") or host.get("privileges") or {}
+    problems = []
+    if pid is None or not priv:
+        problems.append("not proven: the payload process was not found outside")
+    elif isinstance(priv.get("seccomp_filters"), int) and isinstance(mine_priv.get("seccomp_filters"), int):
+        if priv["seccomp_filters"] != mine_priv["seccomp_filters"]:
+            problems.append("%d seccomp filter(s), the parent context has %d" % (priv["seccomp_filters"],
+                                                                                mine_priv["seccomp_filters"]))
+    elif priv.get("seccomp") != mine_priv.get("seccomp"):
+        problems.append("seccomp mode %s, the parent context has %s" % (priv.get("seccomp"), mine_priv.get("seccomp")))
+    add("no_custom_seccomp", "R-BASE-8", "the seccomp filters of bwrap's parent context, none added",
+        {"payload": priv.get("seccomp_filters"), "parent": mine_priv.get("seccomp_filters"), "problems": problems},
+        not problems)
     return checks
 
 
@@ -546,26 +838,41 @@ def run(argv, spec, python, user=None, env=None, timeout=30.0, cwd="/"):
     _launcher, _status, obs = split_stream(records(result["stdout"]), spec["token"])
     result["json_status"] = split_stream(records(result.get("status_raw", "")), spec["token"])[1]
     shown = [a if a != "{status_fd}" else "FD" for a in full[:len(full) - 2]] + ["<payload>", "<spec>"]
-    return _verdict(shown, result, obs, watcher.outside, spec, host, user, timeout)
+    return _verdict(shown, result, obs, watcher.outside, spec, host, user, timeout, run_opts=argv[1:sep])
 
 
-def _verdict(shown, result, obs, outside, spec, host, user, timeout, tool=None):
+def _verdict(shown, result, obs, outside, spec, host, user, timeout, tool=None, run_opts=None):
     tool = tool or shown[0]
     status = result.get("json_status") or {}
     verdict = {"argv": shown, "rc": result["rc"], "timed_out": result["timed_out"],
                "setup_failed": obs is None and "exit-code" not in status and not result["timed_out"],
                "stderr": result["stderr"].strip()[-2000:], "duration": result["duration"], "checks": [],
                "diagnostics": [], "passed": False}
+    deviations = None
+    if run_opts is not None and spec.get("argv_options") is not None:
+        deviations = argv_deviations(spec["argv_options"], run_opts)
+        if deviations:
+            verdict["argv_deviations"] = deviations
+    traced = "" if not deviations else " (the argv run is not the profile's: %s)" % "; ".join(
+        "%s %s" % (k, ", ".join(deviations[k])) for k in ("added", "removed") if deviations[k])
     if outside:
         verdict["evidence"] = {"bwrap_pid": outside.get("launcher"), "child_pid": outside.get("child_pid"),
                                "payload_pid": outside.get("payload_pid"),
                                "bwrap_exe": (outside.get("parent") or {}).get("exe"),
-                               "read_by": (outside.get("payload") or {}).get("read_by")}
+                               "read_by": (outside.get("payload") or {}).get("read_by"),
+                               "left_behind": bool(result.get("left_behind")),
+                               "parent_context": (outside.get("context") or {}).get("from") or host.get("from")}
     who = (user or {}).get("name", "current user")
     if result["timed_out"]:
+        # The payload reported and the outside read its evidence before the timer ran out (e.g. a look-alike that
+        # never exits after running it unsandboxed): that evidence is judged - a timeout must not hide it.
+        judged = obs is not None and bool(outside)
         verdict["diagnostics"].append(D.make("probe_timeout", message="the probe did not finish within %ss; its "
-                                             "whole process group was killed" % timeout, timeout=timeout))
-        return verdict
+                                             "whole process group was killed%s" % (timeout, (
+                                                 " (after the payload had reported and been read from outside: "
+                                                 "its checks are judged)") if judged else ""), timeout=timeout))
+        if not judged:
+            return verdict
     if obs is None and verdict["setup_failed"]:
         cls = B.classify(result["stderr"], result["rc"])
         verdict["classification"] = cls
@@ -596,14 +903,14 @@ def _verdict(shown, result, obs, outside, spec, host, user, timeout, tool=None):
     if unisolated:
         verdict["diagnostics"].append(D.make(
             "probe_not_isolated", user=who,
-            message="%s ran the payload (as %s) without isolation: %s." % (
-                tool, who, "; ".join(_say(c) for c in failed)),
+            message="%s ran the payload (as %s) without isolation: %s.%s" % (
+                tool, who, "; ".join(_say(c) for c in failed), traced),
             checks=[c["name"] for c in failed]))
     else:
         for check in failed:
-            verdict["diagnostics"].append(D.make("probe_check_failed", message=_say(check), check=check["name"],
-                                                 check_rule=check["rule"]))
-    verdict["passed"] = not failed
+            verdict["diagnostics"].append(D.make("probe_check_failed", message=_say(check) + traced,
+                                                 check=check["name"], check_rule=check["rule"]))
+    verdict["passed"] = not failed and not result["timed_out"]
     return verdict
 
 
@@ -661,11 +968,14 @@ def _strip_systemd_run(stderr):
     return "\n".join(keep), info
 
 
-# The transient unit's command: say who will be bwrap (the shell's pid is bwrap's after exec), then
-# exec bwrap with its status fd on the unit's stdout (systemd-run --pipe hands us that stdout).
+# The transient unit's command: say who will be bwrap (the shell's pid is bwrap's after exec), wait for
+# one line on stdin (the probe reads the unit's namespaces and mounts - bwrap's parent context - from
+# outside meanwhile: nothing bwrap does afterwards can move that reference), then exec bwrap with its
+# status fd on the unit's stdout (systemd-run --pipe hands us that stdout). sh's read takes one byte at
+# a time from a pipe, so the rest of stdin stays for the payload's handshake.
 # systemd expands "$$" in a command line to "$", hence "$$$$" for the shell's "$$".
 STOP_TIMEOUT = 3
-LAUNCHER = 'printf \'{"launcher-pid": %s}\\n\' "$$$$"; exec "$@" 3>&1'
+LAUNCHER = 'printf \'{"launcher-pid": %s}\\n\' "$$$$"; read -r metnos_go; exec "$@" 3>&1'
 
 
 def run_systemd(argv, spec, python, user, settings, env, timeout, runner_unit):
@@ -680,7 +990,6 @@ def run_systemd(argv, spec, python, user, settings, env, timeout, runner_unit):
     full = systemd_run_argv(runner_unit, user, settings, env, timeout) + ["-p", "TimeoutStopSec=%d" % STOP_TIMEOUT] + \
         ["/bin/sh", "-c", LAUNCHER, "sh"] + inner
     host = host_view()
-    watcher = _Watcher(spec["token"], payload)
     start = time.time()
     try:
         proc = subprocess.Popen(full, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -689,31 +998,43 @@ def run_systemd(argv, spec, python, user, settings, env, timeout, runner_unit):
         result = {"rc": 127, "stderr": "systemd-run: %s" % exc.strerror, "json_status": {}, "timed_out": False,
                   "duration": 0.0}
         return _verdict(full[:len(full) - 1] + ["<spec>"], result, None, None, spec, host, user, timeout)
+    watcher = _Watcher(spec["token"], payload, stdin=proc.stdin)
+    report = {}
     try:
         data, timed_out = B.pump(proc, {"stdout": proc.stdout.fileno(), "stderr": proc.stderr.fileno()},
-                                 timeout + 15, watcher.systemd)
+                                 timeout + 15, watcher.systemd, report)
     finally:
         proc.stdout.close()
         proc.stderr.close()
     rc = proc.returncode
-    if timed_out:
+    if timed_out or report.get("left_behind"):
         subprocess.run(["systemctl", "kill", "--signal=SIGKILL", runner_unit], capture_output=True)
         subprocess.run(["systemctl", "stop", runner_unit], capture_output=True)
+    if timed_out:
         rc = None
     subprocess.run(["systemctl", "reset-failed", runner_unit], capture_output=True)
     stderr, info = _strip_systemd_run(data["stderr"].decode("utf-8", "replace"))
     _launcher, status, obs = split_stream(records(data["stdout"]), spec["token"])
-    if info.get("result") == "timeout" and "exit-code" not in status:
-        timed_out = True        # RuntimeMaxSec= hit; after bwrap's exit-code it was only the stop timeout
     main = info.get("main", "")
+    timed_out = timed_out or _runtime_exceeded(info, status)
     if "status=SYS" in main or "status=31" in main:
         rc = 128 + 31
     result = {"rc": rc, "stderr": stderr, "json_status": status, "timed_out": timed_out,
-              "duration": round(time.time() - start, 3), "systemd_result": info}
+              "left_behind": bool(report.get("left_behind")), "duration": round(time.time() - start, 3),
+              "systemd_result": info}
     verdict = _verdict(full[:len(full) - 1] + ["<spec>"], result, obs, watcher.outside, spec, host, user, timeout,
-                       tool=argv[0])
+                       tool=argv[0], run_opts=argv[1:sep])
     verdict["systemd_result"] = info
     return verdict
+
+
+def _runtime_exceeded(info, status):
+    """Whether systemd-run's report means RuntimeMaxSec= was hit: result "timeout" with the main process
+    killed (by systemd) before bwrap's exit-code. The same result after the exit-code, or after a main
+    process that exited on its own, is only the stop timing out on processes left in the unit (a look-alike's
+    leftovers; under cgroup v1 systemd may also miss that the emptied unit is empty until the stop timeout)."""
+    return (info.get("result") == "timeout" and "exit-code" not in status
+            and not info.get("main", "").startswith("code=exited"))
 
 
 def bwrap_binary_findings(bwrap_path, runner=B.default_runner):
@@ -837,6 +1158,9 @@ def probe_service(params, runner):
                 user.get("name"), " %s" % unit if unit else "")
     out.update(dict((k, v) for k, v in verdict.items() if k != "diagnostics"))
     diags = list(verdict["diagnostics"]) + findings
+    caps = [c for c in verdict.get("checks") or [] if c["name"] == "no_capabilities"]
+    if caps and isinstance(caps[0]["observed"], dict) and caps[0]["observed"].get("uid") == 0:
+        diags.append(D.make("probe_payload_root", user=user.get("name") or "root"))
     if verdict.get("setup_failed") and svc is not None:
         blamed = [d for d in svc.get("diagnostics", []) if d["code"].startswith("unit_")]
         for d in blamed:

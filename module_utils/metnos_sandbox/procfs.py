@@ -99,6 +99,53 @@ def mounts_under(mounts, path):
     return [m for m in mounts if m["mountpoint"] != path and _under(m["mountpoint"], path)]
 
 
+def visible_mounts(mounts):
+    """The mounts a path walk in that namespace can reach: the top of each stack of mounts at one mount
+    point, minus mounts hidden under a later mount at an ancestor path (their parent is not the mount
+    a walk reaches there). Mounts below a hidden one are hidden too."""
+    ids = set(m["id"] for m in mounts)
+    kids = {}
+    for m in mounts:
+        kids.setdefault(m["parent"], []).append(m)
+    out, todo = [], [m for m in mounts if m["parent"] not in ids or m["parent"] == m["id"]]
+    seen = set()
+    while todo:
+        m = todo.pop()
+        if m["id"] in seen:
+            continue
+        seen.add(m["id"])
+        mine = [c for c in kids.get(m["id"], []) if c["id"] != m["id"]]
+        over = [c for c in mine if c["mountpoint"] == m["mountpoint"]]
+        if over:                    # m is covered by another mount at the same place
+            todo.extend(over)
+            continue
+        out.append(m)
+        for c in mine:
+            if not any(o is not c and o["mountpoint"] != c["mountpoint"] and _under(c["mountpoint"], o["mountpoint"])
+                       for o in mine):
+                todo.append(c)
+    return out
+
+
+def source_of(mounts, path):
+    """(device, root) that a bind of ``path`` taken in this mount table carries: the covering mount's
+    device and its root joined with the rest of the path; None when nothing covers it."""
+    m = covering_mount(mounts, path)
+    if m is None:
+        return None
+    rel = os.path.relpath(path, m["mountpoint"])
+    return m["dev"], (m["root"] if rel == "." else os.path.normpath(os.path.join(m["root"], rel)))
+
+
+def bind_tree(mounts, path):
+    """What a recursive bind of ``path`` shows, as {path relative to it: {(device, root)}}: '.' for
+    the bind itself, then every mount below ``path`` in this table."""
+    out = {".": set([source_of(mounts, path)])}
+    for m in mounts_under(mounts, path):
+        out.setdefault(os.path.relpath(m["mountpoint"], path), set()).add((m["dev"], m["root"]))
+    return out
+
+
 def read_only(mount):
     """A mount is read-only when its own flags or its superblock say ro."""
     return "ro" in mount["opts"] or "ro" in mount["superopts"]
@@ -119,8 +166,13 @@ def read_mounts(pid, proc="/proc"):
 
 # --------------------------------------------------------------------------- processes
 
+CAP_FIELDS = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
+
+
 def read_status(pid, proc="/proc"):
-    """PPid, Uid, Gid (real, effective, saved, fs) and NSpid of PID; {} when gone."""
+    """PPid, Uid, Gid (real, effective, saved, fs), NSpid, the capability sets (as ints, keys
+    capinh...capamb), NoNewPrivs, Seccomp (mode) and Seccomp_filters (Linux >= 5.9) of PID; {} when
+    gone. (status is world-readable: no ptrace access is needed.)"""
     try:
         text = read_text(os.path.join(proc, str(pid), "status"))
     except (IOError, OSError):
@@ -131,7 +183,20 @@ def read_status(pid, proc="/proc"):
         if key in ("PPid", "Uid", "Gid", "NSpid"):
             nums = [int(v) for v in value.split() if v.lstrip("-").isdigit()]
             out[key.lower()] = nums[0] if key == "PPid" and nums else nums
+        elif key in CAP_FIELDS:
+            try:
+                out[key.lower()] = int(value.strip(), 16)
+            except ValueError:
+                pass
+        elif key in ("NoNewPrivs", "Seccomp", "Seccomp_filters") and value.strip().isdigit():
+            out[key.lower()] = int(value.strip())
     return out
+
+
+def privileges(status):
+    """The capability sets, no_new_privs and seccomp fields of a read_status() result."""
+    return dict((k, status.get(k)) for k in [f.lower() for f in CAP_FIELDS] + ["nonewprivs", "seccomp",
+                                                                                 "seccomp_filters"])
 
 
 def read_cmdline(pid, proc="/proc"):
@@ -183,6 +248,11 @@ def _readlinks(paths):
 
 def _readlinks_as(uid, gid, paths):
     """readlink() each path in a forked child that has exactly uid/gid (and no other group)."""
+    return _call_as(uid, gid, _readlinks, paths)
+
+
+def _call_as(uid, gid, func, arg):
+    """func(arg) (JSON-serialisable result) in a forked child that has exactly uid/gid; {} on failure."""
     rfd, wfd = os.pipe()
     child = os.fork()
     if child == 0:          # pragma: no cover - runs in the forked reader
@@ -192,7 +262,7 @@ def _readlinks_as(uid, gid, paths):
             os.setgroups([])
             os.setresgid(gid, gid, gid)
             os.setresuid(uid, uid, uid)
-            data = json.dumps(_readlinks(paths)).encode("utf-8")
+            data = json.dumps(func(arg)).encode("utf-8")
             while data:
                 data = data[os.write(wfd, data):]
         except BaseException:
@@ -239,3 +309,119 @@ def namespaces(pid, kinds=NS_KINDS, proc="/proc"):
     """({kind: "net:[4026…]" or "error:…"}, how) for PID."""
     values, how = read_links(pid, ["ns/" + k for k in kinds], proc)
     return dict((k, values["ns/" + k]) for k in kinds), how
+
+
+def sharers(targets, exclude=(), proc="/proc", limit=5):
+    """Other processes in the namespaces ``targets`` ({kind: "net:[…]"}): ({kind: [pid, …]} (at most
+    ``limit`` each), unreadable count). One pass over /proc; links the probe may not read are retried
+    with the credentials of the target's owner when that is the uid/gid of ``exclude[0]`` (a decoy
+    holding the namespace usually runs as the same user); the rest are counted, not guessed."""
+    found = dict((k, []) for k in targets)
+    denied = []
+    try:
+        names = [n for n in os.listdir(proc) if n.isdigit() and int(n) not in exclude]
+    except OSError:
+        return found, 0
+    for name in names:
+        for kind, value in targets.items():
+            if len(found[kind]) >= limit:
+                continue
+            try:
+                link = os.readlink(os.path.join(proc, name, "ns", kind))
+            except OSError as exc:
+                if exc.errno in _DENIED:
+                    denied.append(name)
+                    break
+                continue
+            if link == value:
+                found[kind].append(int(name))
+    unreadable = 0
+    if denied and exclude and os.geteuid() == 0:
+        own = read_status(exclude[0], proc)
+        uid, gid = (own.get("uid") or [None])[0], (own.get("gid") or [None])[0]
+        same = [n for n in denied if (read_status(n, proc).get("uid") or [None])[0] == uid]
+        unreadable = len(denied) - len(same)
+        if same and uid is not None and gid is not None:
+            paths = [os.path.join(proc, n, "ns", k) for n in same for k in targets]
+            links = _readlinks_as(uid, gid, paths)
+            for name in same:
+                for kind, value in targets.items():
+                    if len(found[kind]) < limit and links.get(os.path.join(proc, name, "ns", kind)) == value:
+                        found[kind].append(int(name))
+    else:
+        unreadable = len(denied)
+    return found, unreadable
+
+
+def _fd_table(fd_dir):
+    """{fd: {"link": …, "type": fifo|chr|dir|reg|sock|blk|lnk|anon|error:…}} of one /proc/PID/fd."""
+    import stat
+    kinds = ((stat.S_ISFIFO, "fifo"), (stat.S_ISCHR, "chr"), (stat.S_ISDIR, "dir"), (stat.S_ISREG, "reg"),
+             (stat.S_ISSOCK, "sock"), (stat.S_ISBLK, "blk"), (stat.S_ISLNK, "lnk"))
+    try:
+        names = sorted(os.listdir(fd_dir), key=lambda n: int(n) if n.isdigit() else -1)
+    except OSError as exc:
+        return errname(exc)
+    out = {}
+    for name in names[:256]:
+        path = os.path.join(fd_dir, name)
+        try:
+            link = os.readlink(path)
+        except OSError as exc:
+            link = errname(exc)
+        try:
+            mode = os.stat(path).st_mode
+            kind = [k for test, k in kinds if test(mode)]
+            kind = kind[0] if kind else ("anon" if link.startswith("anon_inode:") else "other")
+        except OSError as exc:
+            kind = errname(exc)
+        out[name] = {"link": link, "type": kind}
+    return out
+
+
+def open_files(pid, proc="/proc"):
+    """PID's open file descriptors ({fd: {link, type}}) or an error string. Listing them needs ptrace
+    read access: refused as root (no CAP_SYS_PTRACE), they are read with PID's own uid and gid."""
+    fd_dir = os.path.join(proc, str(pid), "fd")
+    got = _fd_table(fd_dir)
+    denied = got in ("error:EACCES", "error:EPERM") or (isinstance(got, dict) and any(
+        v["link"] in ("error:EACCES", "error:EPERM") for v in got.values()))
+    if denied and os.geteuid() == 0:
+        st = read_status(pid, proc)
+        uids, gids = st.get("uid") or [], st.get("gid") or []
+        if uids and gids and len(set(uids[:3])) == 1 and len(set(gids[:3])) == 1:
+            got = _call_as(uids[0], gids[0], _fd_table, fd_dir) or got
+    return got
+
+
+def _map_table(path):
+    """The file-backed mappings of one /proc/PID/maps: sorted unique [device "M:m", inode, path]."""
+    try:
+        text = read_text(path)
+    except (IOError, OSError) as exc:
+        return errname(exc)
+    out = set()
+    for line in text.splitlines():
+        fields = line.split(None, 5)
+        if len(fields) < 6 or fields[4] == "0" or fields[5].startswith("["):
+            continue
+        major, _sep, minor = fields[3].partition(":")
+        try:
+            dev = "%d:%d" % (int(major, 16), int(minor, 16))
+        except ValueError:
+            continue
+        out.add((dev, int(fields[4]), fields[5]))
+    return [list(m) for m in sorted(out)][:200]
+
+
+def mapped_files(pid, proc="/proc"):
+    """The files PID has mapped (its executable and libraries): [[device, inode, path], …] or an error
+    string; read with PID's own uid and gid where root may not (maps needs ptrace read access)."""
+    path = os.path.join(proc, str(pid), "maps")
+    got = _map_table(path)
+    if got in ("error:EACCES", "error:EPERM") and os.geteuid() == 0:
+        st = read_status(pid, proc)
+        uids, gids = st.get("uid") or [], st.get("gid") or []
+        if uids and gids and len(set(uids[:3])) == 1 and len(set(gids[:3])) == 1:
+            got = _call_as(uids[0], gids[0], _map_table, path) or got
+    return got

@@ -95,3 +95,29 @@ def test_look_alike_on_the_service_path_runs_without_isolation(svc):
     diag = [d for d in res["diagnostics"] if d["code"] == "probe_not_isolated"][0]
     assert "/opt/lookalike/bwrap ran the payload (as metnos) without isolation" in diag["message"]
     assert transient_left(svc) == "0"
+
+
+@pytest.fixture(scope="module")
+def mnt_host():
+    """systemd applies mount-namespace directives only with CAP_SYS_ADMIN (without it, it skips them
+    silently in a container): this host has it."""
+    from conftest import start_host, stop_host
+    h = start_host(extra=("--cap-add", "SYS_ADMIN"))
+    try:
+        h.install_unit("pmnt", "[Service]\nUser=metnos\nProtectSystem=strict\nProtectHome=yes\nPrivateTmp=yes\n"
+                       "PrivateDevices=yes\nInaccessiblePaths=/etc/shadow\n" + SLEEP)
+        h.sh("systemctl daemon-reload")
+        yield h
+    finally:
+        stop_host(h)
+
+
+def test_a_units_own_mounts_are_the_reference_for_bind_sources(mnt_host):
+    """PrivateDevices/InaccessiblePaths mount things in the unit's namespace (its own /dev nodes, a
+    node over /etc/shadow) that the sandbox's /dev and /etc then show: they are judged against the
+    unit's process as read before it ran bwrap, not against the admin's mount table."""
+    res = mnt_host.module("sandbox_probe", {"unit": "metnos-pmnt.service"})
+    assert res["passed"] is True, [c for c in res["checks"] if not c["ok"]] or res["diagnostics"]
+    names = [c["name"] for c in res["checks"]]
+    assert "bind_source:/etc" in names and "no_undeclared_mounts" in names
+    assert "before it ran bwrap" in res["evidence"]["parent_context"]

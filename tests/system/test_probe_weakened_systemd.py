@@ -11,7 +11,9 @@ import pytest
 from conftest import ROOT, podman
 
 ROWS = ["strict", "drop_unshare_ipc", "network_shared", "pid_namespace", "usr_writable", "tmp_host", "tmp_empty_dir",
-        "bind_root", "proc_tmpfs", "fake_exec", "fake_json", "fake_wrap_decoy", "fake_no_mnt"]
+        "bind_root", "proc_tmpfs", "fake_exec", "fake_json", "fake_left_behind", "fake_wrap_decoy", "fake_no_mnt",
+        "fake_move_after_fork", "bind_elsewhere", "ro_bind_other_source", "dev_shm_host", "cap_add", "userns_joined",
+        "fd_leaked", "library_planted"]
 
 SCRIPT = r'''
 import json, sys
@@ -52,6 +54,8 @@ def test_matrix_row_in_a_transient_unit(results, row):
         assert res["uid"] == uid                                  # ran as the service user
         # root in the container may not read another user's ns links: the same-credential reader did
         assert "same credentials" in res["evidence"]["read_by"], res["evidence"]
+        # namespaces are judged against the unit's process as read before it executed bwrap
+        assert "before it ran bwrap" in res["evidence"]["parent_context"], res["evidence"]
 
 
 def test_nothing_left_behind(results):

@@ -3,7 +3,9 @@ import os
 import shutil
 import stat
 import subprocess
+import uuid
 
+from helpers import procs
 from metnos_sandbox import bwrap as B
 from metnos_sandbox import facts as F
 
@@ -88,6 +90,34 @@ def test_timeout_kills_process_group(bwrap_path):
                        "sh", "-c", "sleep 30 & sleep 30"], timeout=1.0)
     assert res["timed_out"] and not res["setup_failed"]
     assert res["duration"] < 10
+
+
+def test_leftover_holding_the_pipes_is_killed_not_waited_for():
+    """The started process exits leaving a process of its group that holds its stdout and stderr (a
+    look-alike's decoy, a background child): the run ends a moment later, without waiting for the timeout,
+    and the leftover is killed. (Plain sh, no bwrap: this is the reader's behaviour.)"""
+    marker = "299.%012d" % (uuid.uuid4().int % 10 ** 12)
+    res = B.run_bwrap(["sh", "-c", "(sleep %s; :) & echo said" % marker], status_fd=False, timeout=60)
+    assert res["rc"] == 0 and res["timed_out"] is False and res["left_behind"] is True
+    assert res["stdout"] == "said\n"
+    assert procs.left_after(marker) == []
+
+
+def test_payload_still_running_is_waited_for_until_it_reports():
+    """The started process exits before the payload it left running has reported (a look-alike that does not
+    wait for its command): the handshake is not cut short - the payload reports, is let go, and nothing
+    is killed."""
+    seen = []
+
+    def watch(data, _pid):
+        if b"REPORT" in data["stdout"]:
+            seen.append(True)
+        return bool(seen)
+
+    script = "exec 3<&0; (sleep %s; echo REPORT; read line <&3) & exit 0" % (B.LINGER + 0.5)
+    res = B.run_bwrap(["sh", "-c", script], status_fd=False, timeout=60, watch=watch)
+    assert seen and res["stdout"] == "REPORT\n"
+    assert res["timed_out"] is False and res["left_behind"] is False
 
 
 def test_setuid_copy_is_reported(tmp_path, bwrap_path):

@@ -25,7 +25,10 @@ HOST_NS = {"user": "user:[1]", "mnt": "mnt:[2]", "ipc": "ipc:[3]", "uts": "uts:[
 SANDBOX_NS = dict(HOST_NS, user="user:[11]", mnt="mnt:[12]", net="net:[15]")
 SPEC = {"token": "t0k", "unshare": ["user", "mnt", "net"], "ns": list(PF.NS_KINDS), "ro": ["/usr"], "rw": ["/data"],
         "tmpfs": ["/tmp"], "dev": [], "proc": ["/proc"], "absent": ["/home"], "net_unshared": True,
-        "die_with_parent": True, "rules": {"/usr": "R-BASE-1", "/data": "R-CAP-FS", "/tmp": "R-BASE-3"}}
+        "die_with_parent": True, "rules": {"/usr": "R-BASE-1", "/data": "R-CAP-FS", "/tmp": "R-BASE-3"},
+        "binds": {"/usr": "/usr", "/data": "/srv/data"}}
+PRIV = {"capinh": 0, "capprm": 0, "capeff": 0, "capbnd": 0, "capamb": 0, "nonewprivs": 1, "seccomp": 0,
+        "seccomp_filters": 0}
 
 
 def good():
@@ -36,10 +39,12 @@ def good():
            "tmpfs": {"/tmp": {"type": PR.TMPFS_MAGIC, "dev": "0:91", "flags": "rw", "entries": []}}, "pdeathsig": 9}
     outside = {"launcher": 4241, "child_pid": 4242, "child_ppid": 4241, "payload_pids": [4242], "payload_pid": 4242,
                "payload": {"ppid": 4241, "nspid": [4242], "uid": 65534, "ns": dict(SANDBOX_NS), "read_by": "probe",
-                           "mounts": PF.parse_mountinfo(MOUNTINFO), "interfaces": ["lo"]},
+                           "mounts": PF.parse_mountinfo(MOUNTINFO), "interfaces": ["lo"], "privileges": dict(PRIV),
+                           "fds": dict((str(n), {"link": "pipe:[%d]" % n, "type": "fifo"}) for n in range(3)),
+                           "mapped": [["254:0", 11, "/usr/bin/python3.11"], ["254:0", 12, "/usr/lib/libc.so.6"]]},
                "parent": {"pid": 4241, "ns": dict(HOST_NS), "exe": "/usr/bin/bwrap", "read_by": "probe",
                           "mounts": HOST_MOUNTS}}
-    host = {"ns": dict(HOST_NS), "mounts": HOST_MOUNTS}
+    host = {"ns": dict(HOST_NS), "mounts": HOST_MOUNTS, "privileges": dict(PRIV)}
     return obs, outside, host
 
 
@@ -169,6 +174,40 @@ def test_each_outcome_has_its_own_code(result, code, text):
     assert v["setup_failed"] is (code == "probe_setup_failed")
 
 
+def test_timeout_after_the_payload_was_read_still_judges_it():
+    """A look-alike that never exits after running the payload unsandboxed: the evidence read while the
+    payload waited is judged, and the timeout is reported too; a sandbox that holds but timed out fails."""
+    obs, outside, host = good()
+    outside["payload"]["ns"] = dict(HOST_NS)
+    obs["ns"] = dict(HOST_NS)
+    v = verdict(obs, outside, host, {"timed_out": True, "rc": None, "json_status": {"child-pid": 4242}})
+    assert sorted(d["code"] for d in v["diagnostics"]) == ["probe_not_isolated", "probe_timeout"]
+    assert v["passed"] is False and v["setup_failed"] is False and v["checks"]
+    obs, outside, host = good()
+    v = verdict(obs, outside, host, {"timed_out": True, "rc": None, "json_status": {"child-pid": 4242}})
+    assert [d["code"] for d in v["diagnostics"]] == ["probe_timeout"] and v["passed"] is False
+    assert "its checks are judged" in v["diagnostics"][0]["message"] and all(c["ok"] for c in v["checks"])
+
+
+def test_timeout_without_the_outside_reading_judges_nothing():
+    """The payload's line arrived but the outside never read its process: nothing is proven either way."""
+    obs, _outside, host = good()
+    v = verdict(obs, None, host, {"timed_out": True, "rc": None, "json_status": {"child-pid": 4242}})
+    assert [d["code"] for d in v["diagnostics"]] == ["probe_timeout"] and v["checks"] == []
+    assert "its checks are judged" not in v["diagnostics"][0]["message"]
+
+
+@pytest.mark.parametrize("info,status,exceeded", [
+    ({"result": "timeout", "main": "code=killed/status=TERM"}, {"child-pid": 7}, True),     # RuntimeMaxSec= hit
+    ({"result": "timeout", "main": "code=exited/status=0"}, {"child-pid": 7, "exit-code": 0}, False),
+    # a look-alike (no status records) exited on its own; only the stop timed out on what it left in the unit
+    ({"result": "timeout", "main": "code=exited/status=0"}, {}, False),
+    ({"result": "success", "main": "code=exited/status=0"}, {}, False),
+])
+def test_systemd_timeout_is_the_runtime_limit_only_when_it_killed_the_main_process(info, status, exceeded):
+    assert PR._runtime_exceeded(info, status) is exceeded
+
+
 def test_stream_records_and_launcher():
     stream = (b'{"launcher-pid": 41}\n{ "child-pid": 42, "net-namespace": 5 }\nnoise {"x": \n'
               b'{"metnos_probe": "t0k", "pid": 42}\n{ "exit-code": 0 }\n{"partial": ')
@@ -185,3 +224,182 @@ def test_mountinfo_parsing():
     assert top["id"] == "37" and PF.read_only(top)
     assert PF.covering_mount(mounts, "/mnt 2/x/y")["id"] == "37"
     assert PF.covering_mount(copy.deepcopy(mounts[:1]), "/other") is None
+
+
+def test_namespaces_are_judged_against_the_parent_context_not_bwraps_own():
+    """A wrapper that leaves its parent's namespaces after starting the sandbox makes everything
+    differ from "bwrap's own": the reference is the context bwrap was started in."""
+    obs, outside, host = good()
+    spec = dict(SPEC, unshare=["user", "mnt", "ipc", "net"])
+    outside["parent"]["ns"] = dict(HOST_NS, user="user:[31]", ipc="ipc:[33]")    # the launcher moved
+    bad = failed(obs, outside, host, spec)
+    assert set(bad) == {"bwrap_child_is_payload", "ipc_namespace_private"}
+    assert "no longer in its parent context's namespaces (user, ipc)" in bad["bwrap_child_is_payload"][
+        "observed"]["problems"][0]
+    assert bad["ipc_namespace_private"]["observed"]["problems"] == ["shared with the probe that started bwrap"]
+
+
+def test_a_units_context_read_before_bwrap_ran_is_the_reference():
+    obs, outside, host = good()
+    unit_ns = dict(HOST_NS, net="net:[55]")                       # PrivateNetwork=yes
+    outside["parent"]["ns"] = dict(unit_ns)
+    outside["context"] = {"ns": dict(unit_ns), "mounts": HOST_MOUNTS, "from": "the unit's process (pid 4241)"}
+    assert failed(obs, outside, host) == {}
+    outside["payload"]["ns"]["net"] = obs["ns"]["net"] = "net:[55]"   # the unit's network, not a new one
+    bad = failed(obs, outside, host)
+    assert set(bad) == {"net_namespace_private"}
+    assert "shared with the unit's process (pid 4241)" in bad["net_namespace_private"]["observed"]["problems"]
+    outside["context"] = {"error": "ProcessLookupError"}            # unreadable: bwrap's own links, said so
+    bad = failed(obs, outside, host)
+    assert "the parent context was unreadable" in bad["net_namespace_private"]["observed"]["parent_from"]
+
+
+def test_visible_mounts_skip_covered_and_shadowed_ones():
+    mounts = PF.parse_mountinfo("""\
+1 0 0:1 /newroot / rw - tmpfs tmpfs rw
+2 1 8:1 /root /etc ro - ext4 /dev/sda rw
+3 2 8:1 /etc /etc ro - ext4 /dev/sda rw
+4 1 8:1 /home /x/y ro - ext4 /dev/sda rw
+5 1 0:9 / /x rw - tmpfs tmpfs rw
+6 3 0:7 / /etc/sub ro - tmpfs tmpfs rw
+""")
+    # 2 is covered by 3 at /etc; 4 was mounted before 5 covered /x: neither is reachable
+    assert sorted(m["id"] for m in PF.visible_mounts(mounts)) == ["1", "3", "5", "6"]
+    assert PF.source_of(mounts, "/etc/passwd") == ("8:1", "/etc/passwd")
+    assert PF.bind_tree(mounts, "/etc")["sub"] == set([("0:7", "/")])
+
+
+def _with_mounts(outside, extra):
+    outside["payload"]["mounts"] = PF.parse_mountinfo(MOUNTINFO + extra)
+
+
+def test_a_mount_outside_the_declared_destinations_fails():
+    obs, outside, host = good()
+    _with_mounts(outside, "305 300 254:0 /var/lib /x rw - ext4 /dev/vda rw\n")     # --bind /var/lib /x
+    bad = failed(obs, outside, host)
+    assert set(bad) == {"no_undeclared_mounts"}
+    assert "mounted but not declared: /x (ext4 254:0 /var/lib)" in bad["no_undeclared_mounts"]["observed"][
+        "problems"][0]
+
+
+def test_a_bind_of_another_host_path_fails_at_the_destination_and_below():
+    obs, outside, host = good()
+    outside["payload"]["mounts"] = PF.parse_mountinfo(MOUNTINFO.replace("254:0 /usr /usr", "254:0 /root /usr"))
+    assert set(failed(obs, outside, host)) == {"bind_source:/usr"}
+    obs, outside, host = good()
+    _with_mounts(outside, "305 301 254:0 /root /usr/local ro - ext4 /dev/vda rw\n")
+    bad = failed(obs, outside, host)
+    assert set(bad) == {"bind_source:/usr"}
+    assert "/usr/local (ext4 254:0 /root)" in bad["bind_source:/usr"]["observed"]["problems"][0]
+    obs, outside, host = good()              # a bind of the same host path below (same files): fine
+    _with_mounts(outside, "305 301 254:0 /usr/local /usr/local ro - ext4 /dev/vda rw\n")
+    assert failed(obs, outside, host) == {}
+    obs, outside, host = good()              # the host's own mount below /usr, as a recursive bind shows it
+    host["mounts"] = HOST_MOUNTS + PF.parse_mountinfo("25 22 0:40 / /usr/share rw - tmpfs tmpfs rw\n")
+    _with_mounts(outside, "305 301 0:40 / /usr/share ro - tmpfs tmpfs rw\n")
+    assert failed(obs, outside, host) == {}
+
+
+def test_dev_mounts_must_be_bwraps_binds_of_the_parents_nodes():
+    obs, outside, host = good()
+    spec = dict(SPEC, dev=["/dev"])
+    host["mounts"] = HOST_MOUNTS + PF.parse_mountinfo("25 22 0:6 / /dev rw - devtmpfs udev rw\n")
+    dev = ("306 300 0:95 / /dev rw - tmpfs tmpfs rw\n"
+           "307 306 0:6 /null /dev/null rw - devtmpfs udev rw\n"
+           "308 306 0:96 / /dev/pts rw - devpts devpts rw\n")
+    obs["tmpfs"]["/dev"] = {"type": PR.TMPFS_MAGIC, "dev": "0:95", "flags": "rw", "entries": ["null", "pts", "shm"]}
+    _with_mounts(outside, dev)
+    assert failed(obs, outside, host, spec) == {}
+    _with_mounts(outside, dev + "309 306 0:6 /kmsg /dev/full rw - devtmpfs udev rw\n"
+                 "310 306 0:30 / /dev/shm rw - tmpfs tmpfs rw\n")
+    bad = failed(obs, outside, host, spec)
+    assert set(bad) == {"minimal_dev:/dev"}
+    assert "/dev/full (devtmpfs 0:6 /kmsg), /dev/shm (tmpfs 0:30 /)" in bad["minimal_dev:/dev"]["observed"][
+        "problems"][0]
+
+
+def _privileges(**kw):
+    return dict(PRIV, **kw)
+
+
+def test_capabilities_and_no_new_privs_are_read_from_outside():
+    obs, outside, host = good()
+    outside["payload"]["privileges"] = _privileges()
+    assert failed(obs, outside, host) == {}
+    outside["payload"]["privileges"] = _privileges(capeff=1 << 21, capprm=1 << 21, capbnd=1 << 21)   # --cap-add
+    bad = failed(obs, outside, host)
+    assert set(bad) == {"no_capabilities"}
+    assert "CapEff=200000" in bad["no_capabilities"]["observed"]["problems"][0]
+    outside["payload"]["uid"] = 0              # root keeps its bounding set by design, never ambient caps
+    outside["payload"]["privileges"] = _privileges(capeff=0x1ff, capprm=0x1ff, capbnd=0x1ff)
+    assert failed(obs, outside, host) == {}
+    outside["payload"]["privileges"] = _privileges(capeff=0x1ff, capprm=0x1ff, capbnd=0x1ff, capamb=0x1ff,
+                                                   capinh=0x1ff)
+    assert set(failed(obs, outside, host)) == {"no_capabilities"}
+    outside["payload"]["privileges"] = _privileges(nonewprivs=0)
+    assert "no_new_privs is 0" in failed(obs, outside, host)["no_capabilities"]["observed"]["problems"][0]
+
+
+def test_seccomp_filters_are_the_parent_contexts():
+    obs, outside, host = good()
+    host["privileges"] = _privileges(seccomp=2, seccomp_filters=3)            # e.g. a SystemCallFilter=
+    outside["payload"]["privileges"] = _privileges(seccomp=2, seccomp_filters=3)
+    assert failed(obs, outside, host) == {}
+    outside["payload"]["privileges"] = _privileges(seccomp=2, seccomp_filters=4)
+    bad = failed(obs, outside, host)
+    assert set(bad) == {"no_custom_seccomp"}
+    assert bad["no_custom_seccomp"]["observed"]["problems"] == ["4 seccomp filter(s), the parent context has 3"]
+    del outside["payload"]["privileges"]["seccomp_filters"]                  # kernels < 5.9: the mode only
+    del host["privileges"]["seccomp_filters"]
+    assert failed(obs, outside, host) == {}
+
+
+def test_a_namespace_another_process_holds_is_not_private():
+    obs, outside, host = good()
+    outside["payload"]["sharers"] = {"user": [777], "net": []}
+    bad = failed(obs, outside, host)
+    assert set(bad) == {"user_namespace_private"}
+    assert bad["user_namespace_private"]["observed"]["problems"] == ["also held by pid 777 outside the sandbox"]
+
+
+def test_a_namespace_bound_on_the_host_is_not_private():
+    obs, outside, host = good()
+    outside["payload"]["sharers"] = {"net": ["a bind of it at /run/netns/x"]}
+    bad = failed(obs, outside, host)
+    assert set(bad) == {"net_namespace_private"}
+    assert bad["net_namespace_private"]["observed"]["problems"] == [
+        "also held by a bind of it at /run/netns/x outside the sandbox"]
+
+
+def test_sharers_finds_the_probes_own_namespaces_held_by_others():
+    import os
+    mine = PR.host_namespaces()
+    held, _unreadable = PF.sharers({"net": mine["net"]}, [os.getpid()])
+    assert held["net"] and os.getpid() not in held["net"]          # pid 1 at least shares the host's
+
+
+def test_a_directory_descriptor_from_outside_is_a_leak():
+    obs, outside, host = good()
+    outside["payload"]["fds"]["7"] = {"link": "/", "type": "dir"}
+    bad = failed(obs, outside, host)
+    assert set(bad) == {"no_leaked_descriptors"}
+    assert bad["no_leaked_descriptors"]["observed"]["problems"] == ["descriptors from outside: 7 -> / (dir)"]
+    outside["payload"]["fds"] = "error:EACCES"
+    assert "not proven" in failed(obs, outside, host)["no_leaked_descriptors"]["observed"]["problems"][0]
+
+
+def test_code_mapped_from_outside_the_binds_is_foreign():
+    obs, outside, host = good()
+    outside["payload"]["mapped"].append(["0:90", 5, "/preload.so"])          # on the sandbox's root tmpfs
+    bad = failed(obs, outside, host)
+    assert set(bad) == {"payload_code_from_binds"}
+    assert bad["payload_code_from_binds"]["observed"]["problems"] == [
+        "mapped from elsewhere: /preload.so (device 0:90)"]
+
+
+def test_argv_deviations_are_whole_options():
+    prof = ["--unshare-net", "--ro-bind", "/etc", "/etc", "--tmpfs", "/tmp"]
+    assert PR.argv_deviations(prof, list(prof)) is None
+    run = ["--ro-bind", "/root", "/etc", "--tmpfs", "/tmp", "--cap-add", "ALL", "--weird"]
+    assert PR.argv_deviations(prof, run) == {"added": ["--ro-bind /root /etc", "--cap-add ALL", "--weird"],
+                                             "removed": ["--unshare-net", "--ro-bind /etc /etc"]}
