@@ -21,8 +21,8 @@ def render():
            "Every finding of every module has this shape: `code` (stable), `severity` "
            "(error/warning/info), `rule` (spec rule id), `title`, `message` (what was seen), "
            "`remediation` (one command or step per item) and optional `details`. The registry is the only "
-           "source of a code's severity, rule, report section, title, cause and remediation; a call site fills "
-           "`{placeholders}` and may pick one of a code's named remediation variants. Codes of section "
+           "source of a code's severity, rule, report section, title, cause, message template and remediation; a call "
+           "site fills `{placeholders}` and may pick one of a code's named variants. Codes of section "
            "`module` are a module's own failure (`fail_json` with `code`), not findings of a host.", "",
            "| code | severity | rule | report section | title |", "|---|---|---|---|---|"]
     codes = sorted(D.REGISTRY.values(), key=lambda c: c.code)
@@ -33,9 +33,9 @@ def render():
         out += ["## %s" % c.code, "",
                 "- **severity:** %s; **rule:** %s; **report section:** %s" % (c.severity, c.rule, c.section),
                 "- **cause:** %s" % c.cause,
-                "- **detection:** %s" % c.detection,
-                "- **remediation:**"]
-        out += _steps(c.remediation)
+                "- **detection:** %s" % c.detection]
+        out += ["- **message%s:** %s" % (" (variant `%s`)" % v if v else "", c.messages[v]) for v in sorted(c.messages)]
+        out += ["- **remediation:**"] + _steps(c.remediation)
         for name in sorted(c.variants):
             out.append("- **remediation, variant `%s`:**" % name)
             out += _steps(c.variants[name])

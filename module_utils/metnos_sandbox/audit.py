@@ -64,13 +64,10 @@ def drift_diagnostics(drift):
     out = []
     for item in drift:
         if item.get("state") == "drift":
-            out.append(D.make("profile_drift", executor=item["executor"],
-                              message="%s: the profile on disk (%s) differs from what the manifest renders today "
-                                      "(added %s; removed %s)." % (item["executor"], item["path"],
-                                                                   item.get("added"), item.get("removed"))))
+            out.append(D.make("profile_drift", executor=item["executor"], path=item["path"],
+                              added=item.get("added"), removed=item.get("removed")))
         elif item.get("state") == "missing":
-            out.append(D.make("profile_drift", executor=item["executor"], severity=D.WARNING,
-                              message="%s: no rendered profile at %s." % (item["executor"], item["path"]),
+            out.append(D.make("profile_drift", executor=item["executor"], path=item["path"], severity=D.WARNING,
                               variant="missing"))
     return out
 

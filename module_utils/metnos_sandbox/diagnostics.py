@@ -60,11 +60,12 @@ class Code(object):
     """Static description of one diagnostic code."""
 
     __slots__ = ("code", "severity", "rule", "section", "title", "cause", "detection", "remediation",
-                 "variants")
+                 "variants", "messages")
 
     def __init__(self, code: str, severity: str, rule: str, section: str, title: str, cause: str,
                  detection: str, remediation: Sequence[str],
-                 variants: Optional[Mapping[str, Sequence[str]]] = None) -> None:
+                 variants: Optional[Mapping[str, Sequence[str]]] = None,
+                 messages: Optional[Mapping[str, str]] = None) -> None:
         if severity not in SEVERITIES or section not in SECTIONS:
             raise ValueError("%s: severity %r / section %r" % (code, severity, section))
         self.code = code
@@ -76,11 +77,14 @@ class Code(object):
         self.detection = detection
         self.remediation: Tuple[str, ...] = tuple(remediation)
         self.variants: Dict[str, Tuple[str, ...]] = dict((k, tuple(v)) for k, v in (variants or {}).items())
+        # The message template (what was seen) by variant; "" is the default, the cause when absent.
+        self.messages: Dict[str, str] = dict(messages or {})
 
 
 def _c(code: str, severity: str, rule: str, section: str, title: str, cause: str, detection: str,
-       remediation: Sequence[str], variants: Optional[Mapping[str, Sequence[str]]] = None) -> Code:
-    return Code(code, severity, rule, section, title, cause, detection, remediation, variants)
+       remediation: Sequence[str], variants: Optional[Mapping[str, Sequence[str]]] = None,
+       messages: Optional[Mapping[str, str]] = None) -> Code:
+    return Code(code, severity, rule, section, title, cause, detection, remediation, variants, messages)
 
 
 # The smallest drop-in that relaxes one unit directive for bwrap ({relax} is the line to add).
@@ -161,7 +165,8 @@ _CODES: List[Code] = [
        "copied), so it gets no security updates and may shadow the packaged one.",
        "dpkg -S / rpm -qf / pacman -Qo on the resolved path.",
        ["Remove the unmanaged copy: rm {bwrap_path}",
-        "Install the distro package (bubblewrap) and make sure /usr/bin comes first in PATH."]),
+        "Install the distro package (bubblewrap) and make sure /usr/bin comes first in PATH."],
+       messages={"": "{bwrap_path} is not owned by any installed package."}),
     _c("bwrap_feature_missing", ERROR, "R-BASE-6", BWRAP_BINARY,
        "bwrap lacks an option the profile needs",
        "'bwrap --help' does not list {missing}. The version string alone is not trusted "
@@ -730,17 +735,23 @@ _CODES: List[Code] = [
        "host's paths or the toolkit changed), or no profile was rendered.",
        "Rendering each manifest on the host and comparing with <profile_dir>/<executor>.args.",
        ["Re-render the profiles: make run (or ansible-playbook playbooks/site.yml --tags metnos_sandbox_profiles)"],
-       {"missing": ["Render the profiles: make run"]}),
+       {"missing": ["Render the profiles: make run"]},
+       {"": "{executor}: the profile on disk ({path}) differs from what the manifest renders today "
+            "(added {added}; removed {removed}).",
+        "missing": "{executor}: no rendered profile at {path}."}),
     _c("bwrap_package_drift", WARNING, "R-DIAG-2", BWRAP_BINARY,
        "bwrap package revision differs from the fleet majority",
        "This host's bubblewrap package revision is not the one most of the fleet runs.",
        "Comparing the package revision of every audited host.",
-       ["Align the package: apt-get install bubblewrap={majority} (or dnf/pacman equivalent)"]),
+       ["Align the package: apt-get install bubblewrap={majority} (or dnf/pacman equivalent)"],
+       messages={"": "{host} runs bubblewrap {revision}; most of the fleet ({majority_hosts} of {hosts} hosts) "
+                     "runs {majority}."}),
     _c("host_unreachable", ERROR, "R-DIAG-3", REACHABILITY,
        "The host could not be audited",
        "Ansible could not connect to the host, or the audit payload failed there.",
        "The connection or the payload's exit status.",
-       ["Check connectivity: ansible {host} -m ping", "Re-run the audit for this host: --limit {host}"]),
+       ["Check connectivity: ansible {host} -m ping", "Re-run the audit for this host: --limit {host}"],
+       messages={"": "{host}: {why}"}),
 ]
 
 _CODES.append(_c(
@@ -752,7 +763,8 @@ _CODES.append(_c(
     "connection (no Python needed).",
     ["Install Python without Python: ansible {host} -m ansible.builtin.raw -a 'apt-get install -y python3' "
      "(dnf install -y python3; pacman -S --noconfirm python)",
-     "Or point ansible_python_interpreter at an existing interpreter, then re-run the audit: --limit {host}"]))
+     "Or point ansible_python_interpreter at an existing interpreter, then re-run the audit: --limit {host}"],
+    messages={"": "{host}: {msg}"}))
 
 
 # ---- a module's own failure (fail_json(code=...)): the task fails, no host finding is made ----
@@ -896,8 +908,9 @@ def make(code: str, message: Optional[str] = None, severity: Optional[str] = Non
          variant: Optional[str] = None, **context: Any) -> Diagnostic:
     """Build the dict form of a diagnostic from the registry.
 
-    ``message`` says what was seen on this host (default: the registry's cause text); the remediation
-    is always the registry's: its default steps, or the named ``variant`` of the code. Extra keyword
+    ``message`` says what was seen on this host (default: the registry's message template of the
+    variant, else its cause text); the remediation is always the registry's: its default steps, or the
+    named ``variant`` of the code. Extra keyword
     arguments fill the ``{placeholders}`` of the registry's texts and are returned under ``details`` so
     that a report keeps them. A caller's ``message`` is used verbatim: it is never a template (it may
     quote input). An unregistered code or variant raises (a defect of the toolkit)."""
@@ -911,12 +924,16 @@ def make(code: str, message: Optional[str] = None, severity: Optional[str] = Non
         "severity": severity or entry.severity,
         "rule": entry.rule,
         "title": entry.title,
-        "message": _bounded(message if message is not None else _fill(entry.cause, context)),
+        "message": _bounded(message if message is not None else _fill(_message_template(entry, variant), context)),
         "remediation": _steps(entry.variants[variant] if variant is not None else entry.remediation, context),
     }
     if context:
         out["details"] = dict((k, _bounded(v)) for k, v in context.items() if _jsonable(v))
     return out
+
+
+def _message_template(entry: Code, variant: Optional[str]) -> str:
+    return entry.messages.get(variant or "", entry.messages.get("", entry.cause))
 
 
 def _jsonable(value: Any) -> bool:

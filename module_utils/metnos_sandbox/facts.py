@@ -71,8 +71,7 @@ def binary_diagnostics(info):
         out.append(D.make("bwrap_not_root_owned", bwrap_path=path,
                           message="; ".join(info["ownership_problems"]) + "."))
     if not info.get("package"):
-        out.append(D.make("bwrap_not_packaged", bwrap_path=path,
-                          message="%s is not owned by any installed package." % path))
+        out.append(D.make("bwrap_not_packaged", bwrap_path=path))
     if info.get("missing_features"):
         out.append(D.make("bwrap_feature_missing", missing=", ".join(info["missing_features"]),
                           message="bwrap %s at %s lacks %s (parsed from --help)." % (

@@ -48,10 +48,9 @@ def _not_audited(name: str, res: Any) -> Tuple[Diagnostic, str]:
     code (and verdict fail: the host answered), anything else is host_unreachable."""
     msg = (res or {}).get("msg") if isinstance(res, dict) else None
     if isinstance(res, dict) and res.get("code") == "host_no_python":
-        return D.make("host_no_python", host=name, message="%s: %s" % (name, msg)), "fail"
+        return D.make("host_no_python", host=name, msg=msg), "fail"
     why = "unreachable" if isinstance(res, dict) and res.get("unreachable") else "audit failed"
-    return D.make("host_unreachable", host=name, message="%s: %s%s" % (name, why, ": %s" % msg if msg else "")), \
-        "unreachable"
+    return D.make("host_unreachable", host=name, why=why + (": %s" % msg if msg else "")), "unreachable"
 
 
 def status_view(svc: Optional[Mapping[str, Any]], facts: Optional[Mapping[str, Any]]) -> Optional[str]:
@@ -159,9 +158,8 @@ def build_from_hosts(hosts: List[Host], generated: Optional[datetime.datetime] =
             rev = (h.get("bwrap") or {}).get("revision")
             if rev and rev != majority:
                 h["diagnostics"] = D.sort(h["diagnostics"] + [D.make(
-                    "bwrap_package_drift", majority=majority,
-                    message="%s runs bubblewrap %s; most of the fleet (%d of %d hosts) runs %s." % (
-                        h["host"], rev, revisions[majority], sum(revisions.values()), majority))])
+                    "bwrap_package_drift", majority=majority, host=h["host"], revision=rev,
+                    majority_hosts=revisions[majority], hosts=sum(revisions.values()))])
                 if h["verdict"] == "pass":
                     h["verdict"] = "warn"
     totals = dict((v, 0) for v in VERDICTS)

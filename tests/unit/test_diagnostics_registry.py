@@ -171,6 +171,19 @@ def test_remediation_comes_only_from_the_registry():
     assert fix[-1] == "systemctl restart metnos.service"
 
 
+def test_message_templates_live_in_the_registry():
+    drift = A.drift_diagnostics([{"state": "drift", "executor": "ex", "path": "/p/ex.args", "added": ["--a"],
+                                  "removed": []}, {"state": "missing", "executor": "ex", "path": "/p/ex.args"}])
+    assert drift[0]["message"] == "ex: the profile on disk (/p/ex.args) differs from what the manifest renders " \
+                                  "today (added ['--a']; removed [])."
+    assert drift[1]["message"] == "ex: no rendered profile at /p/ex.args." and drift[1]["severity"] == "warning"
+    assert drift[1]["remediation"] == ["Render the profiles: make run"]
+    doc = R.build({"a": {"unreachable": True, "msg": "ssh: timeout"}, "b": {"failed": True, "code": "host_no_python",
+                                                                          "msg": "no python"}})
+    msgs = dict((h["host"], h["diagnostics"][0]["message"]) for h in doc["hosts"])
+    assert msgs == {"a": "a: unreachable: ssh: timeout", "b": "b: no python"}
+
+
 def test_unit_not_found_has_one_builder():
     assert D.unit_not_found("m.service")["message"] == "m.service was not found on this host."
     assert D.unit_not_found("m.service", scope="user", root="/img")["message"] == \
