@@ -117,7 +117,9 @@ _CODES: List[Code] = [
        "runtime/sandbox.py fails closed before any subprocess starts.",
        "status(): bwrap_available is false or disabled_via_env is true.",
        ["Fix the diagnostics listed with it (bwrap_missing, sandbox_disabled_via_env, "
-        "service_path_missing_bwrap); this one clears when they do."]),
+        "service_path_missing_bwrap); this one clears when they do."],
+       messages={"why": "The runtime would refuse every ordinary executor with executor_os_sandbox_unavailable: "
+                        "{why}."}),
     _c("bwrap_missing", ERROR, "R-DIAG-2", SANDBOX_ACTIVE,
        "bwrap is not on PATH",
        "No executable named bwrap was found in the PATH that was checked ({path}).",
@@ -131,7 +133,8 @@ _CODES: List[Code] = [
        "METNOS_SANDBOX is set to a disabling value (0, off, no, false; any case).",
        "The effective METNOS_SANDBOX value is compared case-insensitively with 0/off/no/false.",
        ["Remove METNOS_SANDBOX from the environment of the service, or set METNOS_SANDBOX=1.",
-        "Find where it is set: systemctl show {unit} -p Environment -p EnvironmentFiles"]),
+        "Find where it is set: systemctl show {unit} -p Environment -p EnvironmentFiles"],
+       messages={"where": "METNOS_SANDBOX={shown} in the {where} disables the sandbox (R-FAIL-1)."}),
     _c("sandbox_env_value_ambiguous", WARNING, "R-FAIL-1", SANDBOX_ACTIVE,
        "METNOS_SANDBOX has a surprising value",
        "The value is not one the runtime treats as disabling, but it looks like an attempt to "
@@ -139,7 +142,8 @@ _CODES: List[Code] = [
        "empty. The runtime keeps the sandbox on; the admin may believe it is off, or the reverse.",
        "The value is compared with systemd's boolean spellings and stripped/lower-cased forms.",
        ["Set an explicit value: METNOS_SANDBOX=1 (sandbox on) or remove the variable.",
-        "Do not rely on spellings other than 0/off/no/false to disable it."]),
+        "Do not rely on spellings other than 0/off/no/false to disable it."],
+       messages={"reason": "METNOS_SANDBOX: {reason}."}),
     # ---- the bwrap binary ----
     _c("bwrap_setuid", WARNING, "R-SEC-6", BWRAP_BINARY,
        "bwrap is installed setuid root",
@@ -149,7 +153,9 @@ _CODES: List[Code] = [
        ["Debian/Ubuntu: dpkg-statoverride --quiet --remove {bwrap_path} || true",
         "chmod 0755 {bwrap_path}",
         "Arch: pacman -S bubblewrap   (replaces bubblewrap-suid)",
-        "Enable unprivileged user namespaces (see userns_* diagnostics)."]),
+        "Enable unprivileged user namespaces (see userns_* diagnostics)."],
+       messages={"": "{bwrap_path} is setuid root (mode {mode}).",
+                 "refused": "{bwrap_path} is setuid root (mode {mode}); bubblewrap {version} refuses setuid use."}),
     _c("bwrap_not_root_owned", ERROR, "R-SEC-6", BWRAP_BINARY,
        "bwrap is not owned by root or is writable by others",
        "The resolved bwrap binary (or a directory above it) is not owned by root, or is group/"
@@ -158,7 +164,8 @@ _CODES: List[Code] = [
        ["chown root:root {bwrap_path}",
         "chmod 0755 {bwrap_path}",
         "Reinstall the distro package: apt-get install --reinstall bubblewrap "
-        "(dnf reinstall bubblewrap; pacman -S bubblewrap)"]),
+        "(dnf reinstall bubblewrap; pacman -S bubblewrap)"],
+       messages={"": "{problems}."}),
     _c("bwrap_not_packaged", WARNING, "R-DIAG-2", BWRAP_BINARY,
        "bwrap is not owned by a distro package",
        "The bwrap that resolves on PATH is not owned by any installed package (self-built or "
@@ -173,7 +180,8 @@ _CODES: List[Code] = [
        "(distros backport options).",
        "Options parsed from 'bwrap --help'.",
        ["Upgrade bubblewrap from the distro: apt-get install --only-upgrade bubblewrap "
-        "(dnf upgrade bubblewrap; pacman -Syu bubblewrap)"]),
+        "(dnf upgrade bubblewrap; pacman -Syu bubblewrap)"],
+       messages={"": "bwrap {version} at {bwrap_path} lacks {missing} (parsed from --help)."}),
     _c("bwrap_smoke_failed", ERROR, "R-DIAG-3", SMOKE_TEST,
        "A real bwrap invocation failed",
        "bwrap could not set up the sandbox when run as {user}: {cause_text}",
@@ -225,7 +233,9 @@ _CODES: List[Code] = [
         "install -m0644 /usr/share/apparmor/extra-profiles/bwrap-userns-restrict /etc/apparmor.d/",
         "apparmor_parser -r /etc/apparmor.d/bwrap-userns-restrict",
         "Check first that no other profile already attaches to /usr/bin/bwrap (two attachments "
-        "cancel each other)."]),
+        "cancel each other)."],
+       messages={"profiles_loaded": "AppArmor restricts unprivileged user namespaces, and profile(s) for bwrap "
+                                    "are loaded ({profiles}); if bwrap still fails, two attachments may conflict."}),
     _c("selinux_enforcing", INFO, "R-BASE-6", KERNEL_USERNS,
        "SELinux is enforcing",
        "SELinux may deny user_namespace create for confined domains "
@@ -917,15 +927,15 @@ def make(code: str, message: Optional[str] = None, severity: Optional[str] = Non
     entry = spec(code)
     if "remediation" in context:
         raise TypeError("make(%s): the remediation comes from the registry (pick a variant)" % code)
-    if variant is not None and variant not in entry.variants:
-        raise UnregisteredCode("%s has no remediation variant %r" % (code, variant))
+    if variant is not None and variant not in entry.variants and variant not in entry.messages:
+        raise UnregisteredCode("%s has no variant %r" % (code, variant))
     out: Diagnostic = {
         "code": code,
         "severity": severity or entry.severity,
         "rule": entry.rule,
         "title": entry.title,
         "message": _bounded(message if message is not None else _fill(_message_template(entry, variant), context)),
-        "remediation": _steps(entry.variants[variant] if variant is not None else entry.remediation, context),
+        "remediation": _steps(entry.variants.get(variant or "", entry.remediation), context),
     }
     if context:
         out["details"] = dict((k, _bounded(v)) for k, v in context.items() if _jsonable(v))

@@ -62,20 +62,16 @@ def binary_diagnostics(info):
     out = []
     path = info["path"]
     if info.get("setuid"):
-        out.append(D.make("bwrap_setuid", bwrap_path=path,
-                          message="%s is setuid root (mode %s)%s." % (
-                              path, info["mode"],
-                              "; bubblewrap %s refuses setuid use" % info["version"]
-                              if B.version_tuple(info.get("version")) >= (0, 12) else "")))
+        refused = B.version_tuple(info.get("version")) >= (0, 12)
+        out.append(D.make("bwrap_setuid", bwrap_path=path, mode=info["mode"], version=info.get("version"),
+                          variant="refused" if refused else None))
     if info.get("ownership_problems"):
-        out.append(D.make("bwrap_not_root_owned", bwrap_path=path,
-                          message="; ".join(info["ownership_problems"]) + "."))
+        out.append(D.make("bwrap_not_root_owned", bwrap_path=path, problems="; ".join(info["ownership_problems"])))
     if not info.get("package"):
         out.append(D.make("bwrap_not_packaged", bwrap_path=path))
     if info.get("missing_features"):
-        out.append(D.make("bwrap_feature_missing", missing=", ".join(info["missing_features"]),
-                          message="bwrap %s at %s lacks %s (parsed from --help)." % (
-                              info.get("version") or "?", path, ", ".join(info["missing_features"]))))
+        out.append(D.make("bwrap_feature_missing", missing=", ".join(info["missing_features"]), bwrap_path=path,
+                          version=info.get("version") or "?"))
     return out
 
 

@@ -184,6 +184,28 @@ def test_message_templates_live_in_the_registry():
     assert msgs == {"a": "a: unreachable: ssh: timeout", "b": "b: no python"}
 
 
+def test_message_variants_keep_what_users_read():
+    from metnos_sandbox import envflags, facts, kernel
+    quartet = envflags.status(None, {"METNOS_SANDBOX": "off"})
+    msgs = dict((d["code"], d["message"]) for d in envflags.diagnose(quartet, {"METNOS_SANDBOX": "off"}, "/x",
+                                                                   where="environment given"))
+    assert msgs["sandbox_disabled_via_env"] == "METNOS_SANDBOX='off' in the environment given disables the sandbox " \
+                                               "(R-FAIL-1)."
+    assert msgs["executor_os_sandbox_unavailable"] == "The runtime would refuse every ordinary executor with " \
+        "executor_os_sandbox_unavailable: bwrap is not on PATH and METNOS_SANDBOX='off'."
+    info = {"path": "/b", "setuid": True, "mode": "4755", "version": "0.12.0", "package": None,
+            "ownership_problems": ["/b is owned by uid 1000"], "missing_features": ["--json-status-fd"]}
+    msgs = dict((d["code"], d["message"]) for d in facts.binary_diagnostics(info))
+    assert msgs == {"bwrap_setuid": "/b is setuid root (mode 4755); bubblewrap 0.12.0 refuses setuid use.",
+                    "bwrap_not_root_owned": "/b is owned by uid 1000.",
+                    "bwrap_not_packaged": "/b is not owned by any installed package.",
+                    "bwrap_feature_missing": "bwrap 0.12.0 at /b lacks --json-status-fd (parsed from --help)."}
+    old = dict(info, version="0.8.0")
+    assert facts.binary_diagnostics(old)[0]["message"] == "/b is setuid root (mode 4755)."
+    aa = kernel.diagnose({"apparmor_restrict_unprivileged_userns": 1, "apparmor_bwrap_profiles": ["bwrap"]})
+    assert aa[0]["severity"] == "info" and "are loaded (bwrap); if bwrap still fails" in aa[0]["message"]
+
+
 def test_unit_not_found_has_one_builder():
     assert D.unit_not_found("m.service")["message"] == "m.service was not found on this host."
     assert D.unit_not_found("m.service", scope="user", root="/img")["message"] == \
