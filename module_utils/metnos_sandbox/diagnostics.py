@@ -611,7 +611,8 @@ _CODES: List[Code] = [
        "The service's User= does not exist",
        "User= names an account that does not exist on this host: the service cannot start.",
        "getpwnam() of the unit's User=.",
-       ["Create the account (useradd --system {user}) or fix User= in the unit."]),
+       ["Create the account (useradd --system {user}) or fix User= in the unit."],
+       messages={"": "{unit}: User={user} does not exist."}),
     _c("sandbox_env_rejected_by_systemd", WARNING, "R-FAIL-1", SERVICE_ENVIRONMENT,
        "systemd ignores part of a METNOS_SANDBOX assignment",
        "An Environment= line that mentions METNOS_SANDBOX contains words systemd rejects (e.g. "
@@ -641,7 +642,10 @@ _CODES: List[Code] = [
        ["Remove the unexpected binary, or fix the unit's PATH."],
        {"different": ["Remove the unexpected binary or fix the unit's PATH so that it resolves the "
                       "package-owned {admin_bwrap}"],
-        "unpackaged": ["Remove {service_bwrap} or put the package's directory first in the unit's PATH"]}),
+        "unpackaged": ["Remove {service_bwrap} or put the package's directory first in the unit's PATH"]},
+       {"different": "{unit} resolves bwrap to {service_bwrap}, the admin's shell to {admin_bwrap}: they are "
+                     "different binaries.",
+        "unpackaged": "{unit} resolves bwrap to {service_bwrap}, which no installed package owns."}),
     _c("environment_file_missing", ERROR, "R-DIAG-3", SERVICE_ENVIRONMENT,
        "An EnvironmentFile cannot be read",
        "A file listed in EnvironmentFile= is missing or unreadable. With the '-' prefix systemd skips it "
@@ -737,7 +741,9 @@ _CODES: List[Code] = [
        "The unit sets (or implies) NoNewPrivileges and bwrap is setuid: the setuid bit is ignored, so "
        "bwrap needs unprivileged user namespaces.",
        "NoNewPrivileges= and the implying directives, with the bwrap binary's mode.",
-       ["Enable unprivileged user namespaces (see userns_* diagnostics)", "chmod 0755 {bwrap_path}"]),
+       ["Enable unprivileged user namespaces (see userns_* diagnostics)", "chmod 0755 {bwrap_path}"],
+       messages={"": "{unit}: NoNewPrivileges (explicit or implied) cancels the setuid bit of {bwrap_path}: bwrap "
+                     "takes the unprivileged path and needs user namespaces."}),
     # ---- fleet audit ----
     _c("profile_drift", ERROR, "R-SCOPE-3", PROFILES,
        "A rendered profile differs from its manifest",

@@ -212,9 +212,6 @@ def restriction_diagnostics(settings, unit, bwrap_info=None):
         bool(settings.get("SystemCallFilter")) or bool(settings.get("RestrictNamespaces"))
     if nnp and (bwrap_info or {}).get("setuid"):
         out.append(D.make("unit_no_new_privileges_setuid", unit=unit, directive="NoNewPrivileges",
-                          message="%s: NoNewPrivileges (explicit or implied) cancels the setuid bit of %s: bwrap "
-                                  "takes the unprivileged path and needs user namespaces." % (
-                                      unit, bwrap_info.get("path")),
                           bwrap_path=bwrap_info.get("path")))
     return out
 
@@ -581,14 +578,10 @@ def evaluate(unit, state, env, prov, problems, mode, admin_path, bwrap_info_for=
     diags.extend(path_diagnostics(path_text, resolved, unit, cwd))
     admin = B.which("bwrap", admin_path) if admin_path is not None else None
     if resolved and admin and os.path.realpath(resolved) != os.path.realpath(admin):
-        diags.append(D.make("service_bwrap_mismatch", unit=unit,
-                            message="%s resolves bwrap to %s, the admin's shell to %s: they are different "
-                                    "binaries." % (unit, resolved, admin),
-                            variant="different", admin_bwrap=admin, service_bwrap=resolved))
+        diags.append(D.make("service_bwrap_mismatch", unit=unit, variant="different", admin_bwrap=admin,
+                            service_bwrap=resolved))
     elif resolved and not (bwrap_info["package"] if bwrap_info else B.package_facts(resolved)):
-        diags.append(D.make("service_bwrap_mismatch", unit=unit,
-                            message="%s resolves bwrap to %s, which no installed package owns." % (unit, resolved),
-                            variant="unpackaged", service_bwrap=resolved))
+        diags.append(D.make("service_bwrap_mismatch", unit=unit, variant="unpackaged", service_bwrap=resolved))
     for problem in problems:
         if "error" in problem:
             diags.append(D.make("environment_file_missing", unit=unit, path=problem["path"],
@@ -894,6 +887,5 @@ def inspect(p, runner):
     result["_env"] = env
     user = result["user"]
     if user.get("missing"):
-        result["diagnostics"].insert(0, D.make("service_user_missing", user=user["name"],
-                                               message="%s: User=%s does not exist." % (p["unit"], user["name"])))
+        result["diagnostics"].insert(0, D.make("service_user_missing", user=user["name"], unit=p["unit"]))
     return result

@@ -202,6 +202,9 @@ def test_message_variants_keep_what_users_read():
                     "bwrap_feature_missing": "bwrap 0.12.0 at /b lacks --json-status-fd (parsed from --help)."}
     old = dict(info, version="0.8.0")
     assert facts.binary_diagnostics(old)[0]["message"] == "/b is setuid root (mode 4755)."
+    nnp = S.restriction_diagnostics({"NoNewPrivileges": "yes"}, "m.service", {"setuid": True, "path": "/usr/bin/bwrap"})
+    assert nnp[0]["message"] == "m.service: NoNewPrivileges (explicit or implied) cancels the setuid bit of " \
+                                "/usr/bin/bwrap: bwrap takes the unprivileged path and needs user namespaces."
     aa = kernel.diagnose({"apparmor_restrict_unprivileged_userns": 1, "apparmor_bwrap_profiles": ["bwrap"]})
     assert aa[0]["severity"] == "info" and "are loaded (bwrap); if bwrap still fails" in aa[0]["message"]
 
