@@ -1,10 +1,17 @@
 # metnos-sandbox-ops: the two commands are `make run` and `make test`.
+# The test stages are the targets below: each calls its tools directly (scripts/test.sh only
+# forwards to make). The environment every target shares is set here, in one place.
 SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
 VENV ?= $(CURDIR)/.venv
 export PATH := $(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.ansible/collections
+export PYTHONDONTWRITEBYTECODE := 1
+PYTEST := python -m pytest -q
+STAGES := lint unit integration system molecule
 
-.PHONY: run check audit test lint unit integration system molecule docs clean
+.PHONY: run check audit test $(STAGES) test-deps preflight docs clean
 
 ## run: set up the venv and provision this host (playbooks/site.yml), ending with a summary
 run:
@@ -16,25 +23,68 @@ check:
 	@scripts/bootstrap.sh
 	ansible-playbook playbooks/site.yml --check --diff $(ARGS)
 
-## test: set up everything the tests need and run the whole suite (what .ci/run calls)
-test:
-	@scripts/bootstrap.sh --test
-	scripts/test.sh
-
-lint unit integration system molecule:
-	@scripts/bootstrap.sh --test
-	scripts/test.sh $@
-
-## docs: regenerate docs/diagnostics.md from the code registry, docs/unit-directives.md from the measurement
-docs:
-	@scripts/bootstrap.sh
-	python scripts/gen-diagnostics-doc.py > docs/diagnostics.md
-	python scripts/gen-unit-directives-doc.py > docs/unit-directives.md
-
-clean:
-	rm -rf $(VENV) .ansible .pytest_cache
-
 ## audit: the read-only fleet audit, reports in ./reports
 audit:
 	@scripts/bootstrap.sh
 	ansible-playbook playbooks/audit.yml $(ARGS)
+
+## test: set up everything the tests need and run every stage in order (what .ci/run calls; not with -j)
+test: $(STAGES)
+
+# The test stages: podman settings for this project's build machines (runc, ulimits) unless the
+# caller gives their own CONTAINERS_CONF (scripts/molecule.sh then respects it as given).
+$(STAGES) test-deps: export CONTAINERS_CONF ?= $(CURDIR)/tests/podman/containers.conf
+
+test-deps:
+	@scripts/bootstrap.sh --test
+
+## lint: ruff, mypy (the core, strict), ansible-lint, the users' CI workflow (schema, actionlint), molecule syntax
+lint: test-deps
+	@echo "=== lint ==="
+	ruff check .
+	mypy
+	ansible-lint --profile production playbooks/ roles/
+	check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+	scripts/actionlint.sh
+	scripts/molecule.sh --syntax
+
+## unit: the core, the faces in-process, the roles against fake package tools
+unit: test-deps
+	@echo "=== unit ==="
+	$(PYTEST) tests/unit
+
+## integration: real bwrap and Ansible on this machine
+integration: test-deps preflight
+	@echo "=== integration ==="
+	$(PYTEST) tests/integration
+
+## system: real systemd hosts (podman containers from locally built Debian images)
+system: test-deps
+	@echo "=== system ==="
+	@command -v podman >/dev/null || { echo "system: podman is missing (apt-get install podman runc)" >&2; exit 2; }
+	scripts/build-images.sh 12 13
+	$(PYTEST) tests/system
+
+## molecule: the one scenario molecule/default per platform, then fault
+molecule: test-deps
+	@echo "=== molecule ==="
+	scripts/molecule.sh
+
+preflight:
+	@missing=(); \
+	command -v bwrap >/dev/null || missing+=(bubblewrap); \
+	{ [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import seccomp' 2>/dev/null; } || missing+=(python3-seccomp); \
+	if [ $${#missing[@]} -gt 0 ]; then \
+	  echo "test: missing host packages: $${missing[*]} (apt-get install -y $${missing[*]}; .ci/run does this)" >&2; \
+	  exit 2; \
+	fi
+
+## docs: regenerate the generated docs (diagnostics, unit directives, spec coverage: it collects the tests); tests fail on drift
+docs:
+	@scripts/bootstrap.sh --test
+	python scripts/gen-diagnostics-doc.py > docs/diagnostics.md
+	python scripts/gen-unit-directives-doc.py > docs/unit-directives.md
+	python scripts/gen-spec-coverage.py > docs/spec-coverage.md
+
+clean:
+	rm -rf $(VENV) .ansible .pytest_cache

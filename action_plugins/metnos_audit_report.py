@@ -11,18 +11,19 @@ summary. Documentation: library/metnos_audit_report.py.
 from __future__ import absolute_import, annotations, division, print_function
 
 import os
-import sys
 import time
 
+import ansible.module_utils
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-_CORE = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "module_utils"))
-if _CORE not in sys.path:
-    sys.path.insert(0, _CORE)
+# The core's one import name on the controller too (see filter_plugins/metnos_sandbox.py, scripts/core_path.py).
+_UTILS = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "module_utils"))
+if _UTILS not in ansible.module_utils.__path__:
+    ansible.module_utils.__path__.append(_UTILS)
 
-from metnos_sandbox import options as O  # noqa: E402
-from metnos_sandbox import report as R  # noqa: E402
+from ansible.module_utils.metnos_sandbox import options as O  # noqa: E402
+from ansible.module_utils.metnos_sandbox import report as R  # noqa: E402
 
 
 def spool_dir():

@@ -267,9 +267,10 @@ def enforce(module, p, result):
     sub = dict(p, mode="disk", manager_env=S.manager_environment(B.module_runner(module), p["scope"], p["user"])
                if runtime else None)
     try:
-        state, env, prov, _problems, _mode, _nr, _live = gather(module, sub, exclude=(path,))
+        found = gather(module, sub, exclude=(path,))
     except U.UnitError:
         return False, None, None, None
+    state, env, prov = found.state, found.env, found.prov
     user = S.resolve_service_user(state["settings"])
     resolved = result.get("bwrap_resolved")
     info_bwrap = F.bwrap_info(resolved, runner=B.module_runner(module)) if resolved else None
@@ -334,12 +335,10 @@ def run(module):
     p = module.params
     O.checked(module.fail_json, "metnos_service_env", lambda: _options(p))
 
-    result = evaluate(module, p)
-    if result is not None:
-        env = result.pop("_env", None)
-        result.pop("_state", None)
-        if p["return_environment"]:
-            result["full_environment"] = env
+    found = evaluate(module, p)
+    result = found.result if found is not None else None
+    if found is not None and p["return_environment"]:
+        result["full_environment"] = found.env
     if result is None:
         diag = D.unit_not_found(p["unit"], scope=p["scope"], root=p["root"])
         out = {"changed": False, "unit": p["unit"], "mode": p["mode"], "status": envflags.status(None, {}),
@@ -355,11 +354,10 @@ def run(module):
         if diff and module._diff:
             result["diff"] = diff
         if changed and not module.check_mode:
-            after = evaluate(module, p)
-            after.pop("_state", None)
-            env = after.pop("_env", None)
+            found = evaluate(module, p)
+            after = found.result
             if p["return_environment"]:
-                after["full_environment"] = env
+                after["full_environment"] = found.env
             result = dict(after, dropin=info, diff=result.get("diff"))
             if result.get("diff") is None:
                 result.pop("diff")

@@ -5,13 +5,14 @@
 
 tests/unit/test_docs.py fails when the committed file differs from this output.
 """
-import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils"))
+import core_path  # noqa: E402  (scripts/: the core as ansible.module_utils.metnos_sandbox)
 
-from metnos_sandbox import bwrap as B  # noqa: E402
-from metnos_sandbox import diagnostics as D  # noqa: E402
+core_path.use_core()
+
+from ansible.module_utils.metnos_sandbox import bwrap as B  # noqa: E402
+from ansible.module_utils.metnos_sandbox import diagnostics as D  # noqa: E402
 
 
 def render():

@@ -13,13 +13,14 @@ Exit status: 0 when the merged gate passes, 1 when it fails, 2 on unusable input
 """
 import argparse
 import json
-import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils"))
+import core_path  # noqa: E402  (scripts/: the core as ansible.module_utils.metnos_sandbox)
 
-from metnos_sandbox import report as R  # noqa: E402
+core_path.use_core()
+
+from ansible.module_utils.metnos_sandbox import report as R  # noqa: E402
 
 
 def die(message):

@@ -14,6 +14,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import os
 import time
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from . import bwrap as B
 from . import diagnostics as D
@@ -27,9 +28,10 @@ from . import store as ST
 SCHEMA = "metnos-sandbox-audit/1"
 
 
-def profile_drift(manifests, host_over, profile_dir, status, runner=B.default_runner):
+def profile_drift(manifests: Optional[Iterable[Any]], host_over: Optional[Mapping[str, Any]], profile_dir: str,
+                  status: Mapping[str, Any], runner: B.Runner = B.default_runner) -> List[Dict[str, Any]]:
     """Render each manifest now (as sandbox_profile does) and compare with <profile_dir>/<executor>.args."""
-    out = []
+    out: List[Dict[str, Any]] = []
     if not manifests:
         return out
     try:
@@ -39,7 +41,7 @@ def profile_drift(manifests, host_over, profile_dir, status, runner=B.default_ru
     for source in manifests or []:
         prof = P.render_safe(source, host, {}, status)
         name = prof.get("executor")
-        entry = {"executor": name, "decision": prof["decision"]}
+        entry: Dict[str, Any] = {"executor": name, "decision": prof["decision"]}
         if prof["decision"] == "refused":
             entry.update(state="refused", refusal=prof["refusal"])
             out.append(entry)
@@ -60,7 +62,7 @@ def profile_drift(manifests, host_over, profile_dir, status, runner=B.default_ru
     return out
 
 
-def drift_diagnostics(drift):
+def drift_diagnostics(drift: Iterable[Mapping[str, Any]]) -> List[Dict[str, Any]]:
     out = []
     for item in drift:
         if item.get("state") == "drift":
@@ -72,7 +74,7 @@ def drift_diagnostics(drift):
     return out
 
 
-def asked_once(runner):
+def asked_once(runner: B.Runner) -> B.Runner:
     """``runner`` answering each distinct query once per audit.
 
     Every runner call in the core is a read-only query (bwrap --version/--help, package owner and
@@ -81,9 +83,9 @@ def asked_once(runner):
     bwrap, and the probe inspects the unit again. Within the second or so an audit takes the answers
     cannot differ in any way the audit could tell apart; the bwrap runs themselves (smoke test, probe)
     do not go through the runner and always happen."""
-    answers = {}
+    answers: Dict[Tuple[Tuple[str, ...], str], Tuple[int, str, str]] = {}
 
-    def ask(argv, **kwargs):
+    def ask(argv: Iterable[str], **kwargs: Any) -> Tuple[int, str, str]:
         key = (tuple(argv), repr(sorted(kwargs.items())))
         if key not in answers:
             answers[key] = runner(argv, **kwargs)
@@ -91,14 +93,14 @@ def asked_once(runner):
     return ask
 
 
-def audit_host(params, runner=B.default_runner):
+def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner) -> Dict[str, Any]:
     """The whole per-host audit. ``params``: the options of metnos_audit (options.AUDIT: unit, scope, user,
     manifests (list of mappings), host (overrides), profile_dir, probe (bool), timeout, smoke_user), each
     missing one at its default."""
     params = O.with_defaults(O.AUDIT, params)
     start = time.time()
     runner = asked_once(runner)
-    result = {"schema": SCHEMA, "hostname": os.uname()[1]}
+    result: Dict[str, Any] = {"schema": SCHEMA, "hostname": os.uname()[1]}
     path_text = os.environ.get("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
     smoke_user = None
     try:
@@ -110,40 +112,16 @@ def audit_host(params, runner=B.default_runner):
     diags = list(facts["diagnostics"])
 
     unit = params.get("unit") or ""
-    svc = None
-    if unit:
-        try:
-            svc = S.inspect({"unit": unit, "scope": params.get("scope") or "system", "user": params.get("user"),
-                             "mode": "auto"}, runner)
-        except S.SystemctlError as exc:
-            diags.append(D.unit_not_found(unit, error=str(exc)))
-    if svc is not None:
-        svc.pop("_state", None)
-        svc.pop("_env", None)
-        svc["verdict"] = F.verdict(svc["diagnostics"])
-        result["service"] = svc
-        diags.extend(svc["diagnostics"])
-        status = svc["status"]
-    else:
-        if unit:
-            diags.append(D.unit_not_found(unit))
-        result["service"] = None
-        status = facts["status"]
+    result["service"] = _service(unit, params, runner, diags)
+    status = result["service"]["status"] if result["service"] is not None else facts["status"]
 
     drift = profile_drift(params["manifests"], params["host"], params["profile_dir"], status, runner)
     result["profiles"] = drift
     diags.extend(drift_diagnostics(drift))
 
-    if params["probe"]:
-        probe = PR.probe_service({"unit": unit if svc is not None else None, "scope": params.get("scope"),
-                                  "user": params.get("user"), "host": params.get("host") or {},
-                                  "timeout": params["timeout"]}, runner)
-        probe.pop("service", None)
-        result["probe"] = probe
-        diags.extend(probe["diagnostics"])     # the same finding from both faces is listed once (dedupe)
-    else:
-        result["probe"] = None
-    result["diagnostics"] = D.sort(D.dedupe(diags))
+    result["probe"] = _probe(unit if result["service"] is not None else None, params, runner, diags) \
+        if params["probe"] else None
+    result["diagnostics"] = D.sort(D.dedupe(diags))     # the same finding from two faces is listed once
     result["verdict"] = F.verdict(result["diagnostics"])
     if result["probe"] is not None and not result["probe"].get("passed"):
         result["verdict"] = "fail"
@@ -152,7 +130,40 @@ def audit_host(params, runner=B.default_runner):
     return result
 
 
-def cpu_seconds():
+def _service(unit: str, params: Mapping[str, Any], runner: B.Runner,
+             diags: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """The service-environment result of ``unit`` (None when there is none), its diagnostics added to
+    ``diags``."""
+    found = None
+    if unit:
+        try:
+            found = S.inspect({"unit": unit, "scope": params.get("scope") or "system", "user": params.get("user"),
+                               "mode": "auto"}, runner)
+        except S.SystemctlError as exc:
+            diags.append(D.unit_not_found(unit, error=str(exc)))
+    if found is None:
+        if unit:
+            diags.append(D.unit_not_found(unit))
+        return None
+    svc = found.result
+    svc["verdict"] = F.verdict(svc["diagnostics"])
+    diags.extend(svc["diagnostics"])
+    return svc
+
+
+def _probe(unit: Optional[str], params: Mapping[str, Any], runner: B.Runner,
+           diags: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The real probe in the service's context (``unit``: None without a service); its diagnostics are added
+    to ``diags`` (audit_host lists a finding both faces report once: diagnostics.dedupe)."""
+    probe: Dict[str, Any] = PR.probe_service({"unit": unit, "scope": params.get("scope"),
+                                              "user": params.get("user"), "host": params.get("host") or {},
+                                              "timeout": params["timeout"]}, runner)
+    probe.pop("service", None)
+    diags.extend(probe["diagnostics"])
+    return probe
+
+
+def cpu_seconds() -> float:
     """CPU seconds (user + system) of this process and of the commands it waited for (bwrap, package
     queries, systemctl): what the audit cost the host. A probe in a systemd transient unit runs under
     systemd, not as our child, and is not included."""

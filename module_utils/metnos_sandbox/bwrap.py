@@ -16,6 +16,13 @@ import signal
 import stat
 import subprocess
 import time
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+
+# A runner: argv (and optional env=, timeout=) -> (rc, stdout, stderr) as text.
+Runner = Callable[..., Tuple[int, str, str]]
+
+# pump()'s watcher: (the bytes read so far by stream name, the pid) -> True once it has seen enough.
+Watch = Callable[[Dict[str, bytes], int], bool]
 
 C_ENV = {"LANGUAGE": "C", "LC_ALL": "C", "LANG": "C"}
 
@@ -25,17 +32,12 @@ REQUIRED_FEATURES = (
     "--ro-bind", "--bind", "--proc", "--dev", "--tmpfs", "--symlink", "--chdir",
     "--json-status-fd",
 )
-# Noted when present; never required.
-OPTIONAL_FEATURES = (
-    "--disable-userns", "--unshare-user-try", "--clearenv", "--argv0", "--bind-fd",
-    "--ro-bind-fd", "--level-prefix", "--overlay-src", "--not-a-security-boundary",
-    "--size", "--perms", "--ro-bind-try", "--bind-try",
-)
 
 
 # --------------------------------------------------------------------------- run
 
-def default_runner(argv, env=None, timeout=30):
+def default_runner(argv: Sequence[str], env: Optional[Mapping[str, str]] = None,
+                   timeout: float = 30) -> Tuple[int, str, str]:
     """Run argv, return (rc, stdout, stderr) as text. Never raises for a missing binary."""
     full_env = dict(os.environ)
     full_env.update(C_ENV)
@@ -50,23 +52,24 @@ def default_runner(argv, env=None, timeout=30):
             proc.stderr.decode("utf-8", "replace"))
 
 
-def module_runner(module):
+def module_runner(module: Any) -> Runner:
     """A runner (argv -> (rc, stdout, stderr)) over AnsibleModule.run_command, with a C locale."""
-    def run(argv, env=None, timeout=30):
-        return module.run_command(argv, environ_update=C_ENV)
+    def run(argv: Sequence[str], env: Optional[Mapping[str, str]] = None, timeout: float = 30) -> Tuple[int, str, str]:
+        rc, out, err = module.run_command(argv, environ_update=C_ENV)
+        return rc, out, err
     return run
 
 
 # --------------------------------------------------------------------------- PATH
 
-def split_path(path_text):
+def split_path(path_text: Optional[str]) -> List[str]:
     """PATH entries in order. An empty entry means the current directory (bash(1))."""
     if path_text is None:
         return []
     return path_text.split(":")
 
 
-def unsafe_entries(path_text):
+def unsafe_entries(path_text: Optional[str]) -> List[Dict[str, Any]]:
     """Empty, '.' and relative PATH entries, with their index."""
     out = []
     for index, entry in enumerate(split_path(path_text)):
@@ -77,7 +80,8 @@ def unsafe_entries(path_text):
     return out
 
 
-def path_candidates(name, path_text, cwd="/"):
+def path_candidates(name: str, path_text: Optional[str],
+                    cwd: Optional[str] = "/") -> Iterator[Tuple[str, os.stat_result]]:
     """(path, stat) of each regular file called ``name`` along PATH, in execvp order.
 
     Relative and empty entries are resolved against ``cwd`` (they *are* used by execvp and
@@ -96,7 +100,7 @@ def path_candidates(name, path_text, cwd="/"):
             yield candidate, st
 
 
-def which(name, path_text, cwd="/"):
+def which(name: str, path_text: Optional[str], cwd: Optional[str] = "/") -> Optional[str]:
     """Resolve ``name`` through ``path_text`` as execvp would, for the current user; None if absent."""
     for candidate, _st in path_candidates(name, path_text, cwd):
         if os.access(candidate, os.X_OK):
@@ -106,19 +110,19 @@ def which(name, path_text, cwd="/"):
 
 # --------------------------------------------------------------------------- binary
 
-def parse_version(text):
+def parse_version(text: Optional[str]) -> Optional[str]:
     """'bubblewrap 0.8.0' -> '0.8.0'; None when not recognised."""
     match = re.search(r"bubblewrap\s+(\d+(?:\.\d+)+)", text or "")
     return match.group(1) if match else None
 
 
-def version_tuple(version):
+def version_tuple(version: Optional[str]) -> Tuple[int, ...]:
     if not version:
         return ()
     return tuple(int(p) for p in re.findall(r"\d+", version))
 
 
-def parse_features(help_text):
+def parse_features(help_text: Optional[str]) -> List[str]:
     """Every option that 'bwrap --help' lists, sorted."""
     found = set()
     for line in (help_text or "").splitlines():
@@ -128,12 +132,12 @@ def parse_features(help_text):
     return sorted(found)
 
 
-def missing_features(features, required=REQUIRED_FEATURES):
+def missing_features(features: Sequence[str], required: Sequence[str] = REQUIRED_FEATURES) -> List[str]:
     have = set(features)
     return [f for f in required if f not in have]
 
 
-def file_facts(path):
+def file_facts(path: str) -> Dict[str, Any]:
     """Owner, mode, setuid and writability of the binary and its parents."""
     st = os.stat(path)
     real = os.path.realpath(path)
@@ -179,14 +183,15 @@ DPKG_EXPECTED_OWNERS = ("bubblewrap",)
 _DPKG_DIVERSION_NOTE = re.compile(r"(diverted by |locally diverted to: |package diverts others to: )")
 
 
-def parse_dpkg_search(out, path=None):
+def parse_dpkg_search(out: str, path: Optional[str] = None) -> Tuple[List[str], bool]:
     """``dpkg-query -S PATH`` -> (owners, diverted).
 
     Lines are ``pkg: /path``, ``pkg:arch: /path`` (Multi-Arch), ``pkg1, pkg2: /dir`` (a path in
     several packages) and, for a diverted file, ``diversion by X from: /path`` /
     ``diversion by X to: /path.distrib`` (or ``local diversion ...``) before the owners' line.
     With ``path``, only the lines for exactly that path count."""
-    owners, diverted = [], False
+    owners: List[str] = []
+    diverted = False
     for line in out.splitlines():
         if line.startswith(("diversion by ", "local diversion ")):
             diverted = True
@@ -198,14 +203,7 @@ def parse_dpkg_search(out, path=None):
     return [o for o in owners if o], diverted
 
 
-def parse_dpkg_owner(out):
-    """``dpkg-query -S PATH`` -> the first owning package's name, or None (diversions not judged:
-    ``_dpkg_owner`` does that)."""
-    owners, _diverted = parse_dpkg_search(out)
-    return owners[0] if owners else None
-
-
-def parse_rpm_owner(out):
+def parse_rpm_owner(out: str) -> Optional[Tuple[str, str]]:
     """``rpm -qf --qf RPM_OWNER_QF PATH`` -> (name, revision), or None.
 
     One ``NAME<TAB>EPOCH:VERSION-RELEASE`` line per owning package (two for multilib pairs: the
@@ -222,7 +220,7 @@ def parse_rpm_owner(out):
 _PACMAN_OWNED = re.compile(r"^(?P<path>/.*) is owned by (?P<name>\S+) (?P<version>\S+)$")
 
 
-def parse_pacman_owner(out):
+def parse_pacman_owner(out: str) -> Optional[Tuple[str, str]]:
     """``pacman -Qo PATH`` -> (name, revision), or None.
 
     ``%s is owned by %s %s``: the path with its directory resolved (pacman canonicalises the
@@ -236,13 +234,13 @@ def parse_pacman_owner(out):
     return None
 
 
-def _dpkg_diverted_by(path, runner):
+def _dpkg_diverted_by(path: str, runner: Runner) -> Optional[str]:
     """The package diverting ``path`` ('LOCAL' for a local diversion), or None."""
     rc, out, _err = runner(["dpkg-divert", "--listpackage", path])
     return out.strip() or None if rc == 0 else None
 
 
-def _dpkg_owner(candidates, runner):
+def _dpkg_owner(candidates: Sequence[str], runner: Runner) -> Tuple[Optional[str], Optional[str]]:
     """The dpkg package whose file is at the first of ``candidates`` (a path, its resolved path) that
     dpkg knows: (path, package) or (None, None).
 
@@ -269,7 +267,7 @@ def _dpkg_owner(candidates, runner):
     return None, None
 
 
-def _dpkg_query(candidates, runner):
+def _dpkg_query(candidates: Sequence[str], runner: Runner) -> Optional[Tuple[str, Optional[str]]]:
     _path, name = _dpkg_owner(candidates, runner)
     if not name:
         return None
@@ -277,7 +275,8 @@ def _dpkg_query(candidates, runner):
     return name, (ver.strip().splitlines()[0] if rc == 0 and ver.strip() else None)
 
 
-def _first_answer(argv, parse, candidates, runner):
+def _first_answer(argv: List[str], parse: Callable[[str], Optional[Tuple[str, str]]], candidates: Sequence[str],
+                  runner: Runner) -> Optional[Tuple[str, str]]:
     for candidate in candidates:
         rc, out, _err = runner(argv + [candidate])
         found = parse(out) if rc == 0 else None
@@ -286,11 +285,11 @@ def _first_answer(argv, parse, candidates, runner):
     return None
 
 
-def _rpm_query(candidates, runner):
+def _rpm_query(candidates: Sequence[str], runner: Runner) -> Optional[Tuple[str, str]]:
     return _first_answer(["rpm", "-qf", "--qf", RPM_OWNER_QF], parse_rpm_owner, candidates, runner)
 
 
-def _pacman_query(candidates, runner):
+def _pacman_query(candidates: Sequence[str], runner: Runner) -> Optional[Tuple[str, str]]:
     return _first_answer(["pacman", "-Qo"], parse_pacman_owner, candidates, runner)
 
 
@@ -298,11 +297,12 @@ _PACKAGE_QUERIES = (("dpkg", "dpkg-query", _dpkg_query), ("rpm", "rpm", _rpm_que
                     ("pacman", "pacman", _pacman_query))
 
 
-def _tool_on(tool, search="/usr/bin:/bin:/usr/sbin:/sbin"):
+def _tool_on(tool: str, search: str = "/usr/bin:/bin:/usr/sbin:/sbin") -> Optional[str]:
     return which(tool, search)
 
 
-def package_facts(path, runner=default_runner, tool_on=_tool_on):
+def package_facts(path: str, runner: Runner = default_runner,
+                  tool_on: Callable[[str], Optional[str]] = _tool_on) -> Dict[str, Any]:
     """Distro package owning ``path``: name, full revision, manager. Empty when unowned.
 
     Asks every package manager present (dpkg, rpm, pacman, in that order; a Fedora laptop may
@@ -322,7 +322,8 @@ def package_facts(path, runner=default_runner, tool_on=_tool_on):
 class Cause(object):
     __slots__ = ("cause", "pattern", "text", "remediation", "diagnostic")
 
-    def __init__(self, cause, pattern, text, remediation, diagnostic=None):
+    def __init__(self, cause: str, pattern: str, text: str, remediation: Sequence[str],
+                 diagnostic: Optional[str] = None) -> None:
         self.cause = cause
         self.pattern = re.compile(pattern, re.I) if pattern else None
         self.text = text
@@ -435,11 +436,11 @@ CAUSES = (
 _SIGSYS = getattr(signal, "SIGSYS", 31)
 
 
-def classify(stderr, returncode=None, setup_failed=True):
+def classify(stderr: Optional[str], returncode: Optional[int] = None, setup_failed: bool = True) -> Dict[str, Any]:
     """Classify a bwrap failure. Returns a dict with cause, text, remediation, matched line."""
     text = stderr or ""
     for cause in CAUSES:
-        match = cause.pattern.search(text)
+        match = cause.pattern.search(text) if cause.pattern is not None else None
         if match:
             line = text[text.rfind("\n", 0, match.start()) + 1:].split("\n", 1)[0]
             return {"cause": cause.cause, "cause_text": cause.text, "stderr_line": line.strip(),
@@ -470,7 +471,7 @@ def classify(stderr, returncode=None, setup_failed=True):
 
 # --------------------------------------------------------------------------- json status
 
-def parse_json_objects(data):
+def parse_json_objects(data: Union[bytes, str, None]) -> List[Dict[str, Any]]:
     """A stream of JSON objects (as --json-status-fd writes them) -> list of dicts."""
     out = []
     decoder = json.JSONDecoder()
@@ -490,7 +491,7 @@ def parse_json_objects(data):
     return out
 
 
-def parse_json_status(data):
+def parse_json_status(data: Union[bytes, str, None]) -> Dict[str, Any]:
     """Parse --json-status-fd output into one dict."""
     merged = {}
     for obj in parse_json_objects(data):
@@ -512,7 +513,8 @@ REAP = 10.0
 _POLL = 0.2
 
 
-def pump(proc, streams, timeout, watch=None, report=None):
+def pump(proc: subprocess.Popen[bytes], streams: Mapping[str, int], timeout: float,
+         watch: Optional[Watch] = None, report: Optional[Dict[str, Any]] = None) -> Tuple[Dict[str, bytes], bool]:
     """Read ``streams`` ({name: readable fd}) of ``proc`` until they all close or ``timeout`` passes.
 
     ``watch(data, pid)`` (``data``: {name: bytes so far}; ``pid``: proc's) is called after each read; once it returns
@@ -527,38 +529,20 @@ def pump(proc, streams, timeout, watch=None, report=None):
     I/O, never waits without a bound.
     """
     import selectors
-    deadline = time.time() + timeout
-    data = dict((name, b"") for name in streams)
+    run = _Pumping(proc, timeout, watch is not None, report)
+    data: Dict[str, bytes] = dict((name, b"") for name in streams)
     sel = selectors.DefaultSelector()
     for name, fd in streams.items():
         sel.register(fd, selectors.EVENT_READ, name)
-    watching = watch is not None
-    timed_out = False
-    exited_at = None        # when proc was first seen exited
-    settled_at = None       # when proc had exited and the handshake was done (the later of the two)
-    draining = False        # leftovers killed: reading what is left
     try:
         while sel.get_map():
             now = time.time()
-            if now >= deadline:
-                if timed_out or draining:
-                    break                      # killed, and something still holds a pipe: give up
-                timed_out = True
-                _kill_group(proc)
-                deadline = now + 5.0           # then read on until the killed tree has closed its pipes
+            step = run.step(now)
+            if step == "stop":
+                break
+            if step == "again":
                 continue
-            if exited_at is None and not timed_out and _exited(proc):
-                exited_at = now
-            if settled_at is None and exited_at is not None and not watching:
-                settled_at = now
-            if settled_at is not None and not draining and now - settled_at >= LINGER:
-                draining = True
-                _kill_group(proc)              # proc is not reaped yet: its group id cannot have been reused
-                if report is not None:
-                    report["left_behind"] = True
-                deadline = min(deadline, now + DRAIN)
-                continue
-            for key, _mask in sel.select(max(0.0, min(deadline - now, _POLL))):
+            for key, _mask in sel.select(max(0.0, min(run.deadline - now, _POLL))):
                 try:
                     chunk = os.read(key.fd, 65536)
                 except OSError:
@@ -567,26 +551,63 @@ def pump(proc, streams, timeout, watch=None, report=None):
                     data[key.data] += chunk
                 else:
                     sel.unregister(key.fd)
-            if watching and not timed_out and watch(data, proc.pid):
-                watching = False
+            if watch is not None and run.watching and not run.timed_out and watch(data, proc.pid):
+                run.watching = False
                 _close_stdin(proc)
     finally:
         sel.close()
     _close_stdin(proc)
-    if not timed_out:
+    if not run.timed_out:
         try:
-            proc.wait(timeout=max(0.1, deadline - time.time()))
+            proc.wait(timeout=max(0.1, run.deadline - time.time()))
         except subprocess.TimeoutExpired:
-            timed_out = True
+            run.timed_out = True
             _kill_group(proc)
     try:
         proc.wait(timeout=REAP)
     except subprocess.TimeoutExpired:
         pass                                   # unkillable for now (uninterruptible sleep): rc stays None
-    return data, timed_out
+    return data, run.timed_out
 
 
-def _exited(proc):
+class _Pumping(object):
+    """One pump()'s clock: the deadline, the handshake, the started process's exit, the kills."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], timeout: float, watching: bool,
+                 report: Optional[Dict[str, Any]]) -> None:
+        self.proc = proc
+        self.report = report
+        self.deadline = time.time() + timeout
+        self.watching = watching
+        self.timed_out = False
+        self.exited_at: Optional[float] = None     # when proc was first seen exited
+        self.settled_at: Optional[float] = None    # when proc had exited and the handshake was done (the later)
+        self.draining = False                      # leftovers killed: reading what is left
+
+    def step(self, now: float) -> str:
+        """Before each read: "stop" reading, look "again" (something was just killed), or "read"."""
+        if now >= self.deadline:
+            if self.timed_out or self.draining:
+                return "stop"                      # killed, and something still holds a pipe: give up
+            self.timed_out = True
+            _kill_group(self.proc)
+            self.deadline = now + 5.0              # then read on until the killed tree has closed its pipes
+            return "again"
+        if self.exited_at is None and not self.timed_out and _exited(self.proc):
+            self.exited_at = now
+        if self.settled_at is None and self.exited_at is not None and not self.watching:
+            self.settled_at = now
+        if self.settled_at is not None and not self.draining and now - self.settled_at >= LINGER:
+            self.draining = True
+            _kill_group(self.proc)                 # proc is not reaped yet: its group id cannot have been reused
+            if self.report is not None:
+                self.report["left_behind"] = True
+            self.deadline = min(self.deadline, now + DRAIN)
+            return "again"
+        return "read"
+
+
+def _exited(proc: subprocess.Popen[bytes]) -> bool:
     """Whether proc has exited, without reaping it: until proc.wait() its pid - the id of its process
     group - stays taken, so killing that group later cannot hit another one."""
     if proc.returncode is not None:
@@ -597,14 +618,14 @@ def _exited(proc):
         return True
 
 
-def _kill_group(proc):
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:
         pass
 
 
-def _close_stdin(proc):
+def _close_stdin(proc: subprocess.Popen[bytes]) -> None:
     if proc.stdin is not None and not proc.stdin.closed:
         try:
             proc.stdin.close()
@@ -612,7 +633,9 @@ def _close_stdin(proc):
             pass
 
 
-def run_bwrap(argv, user=None, env=None, timeout=30.0, cwd="/", status_fd=True, input_data=None, watch=None):
+def run_bwrap(argv: Sequence[str], user: Optional[Mapping[str, Any]] = None, env: Optional[Mapping[str, str]] = None,
+              timeout: float = 30.0, cwd: str = "/", status_fd: bool = True,
+              watch: Optional[Watch] = None) -> Dict[str, Any]:
     """Run a bwrap argv for real, optionally as another user.
 
     ``argv`` must contain the literal placeholder ``{status_fd}`` after
@@ -623,24 +646,14 @@ def run_bwrap(argv, user=None, env=None, timeout=30.0, cwd="/", status_fd=True, 
     its pipes after it had exited: killed), duration, pid (bwrap's own). The whole process group is
     killed on timeout.
     """
-    read_fd = write_fd = None
+    read_fd: Optional[int] = None
+    write_fd: Optional[int] = None
     if status_fd:
         read_fd, write_fd = os.pipe()
         argv = [str(write_fd) if a == "{status_fd}" else a for a in argv]
-    kwargs = {}
-    if user is not None:
-        kwargs["user"] = user["uid"]
-        kwargs["group"] = user["gid"]
-        kwargs["extra_groups"] = []
     start = time.time()
-    if watch is not None:
-        stdin = subprocess.PIPE
-    else:
-        stdin = subprocess.PIPE if input_data is not None else subprocess.DEVNULL
     try:
-        proc = subprocess.Popen(
-            argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd,
-            pass_fds=(write_fd,) if write_fd is not None else (), start_new_session=True, **kwargs)
+        proc = _spawn(argv, user, env, cwd, write_fd, piped_stdin=watch is not None)
     except OSError as exc:
         for fd in (read_fd, write_fd):
             if fd is not None:
@@ -650,23 +663,8 @@ def run_bwrap(argv, user=None, env=None, timeout=30.0, cwd="/", status_fd=True, 
                 "left_behind": False, "duration": 0.0, "pid": None}
     if write_fd is not None:
         os.close(write_fd)
-    if input_data is not None and watch is None:
-        try:
-            proc.stdin.write(input_data)
-        except OSError:
-            pass
-        _close_stdin(proc)
-    streams = {"stdout": proc.stdout.fileno(), "stderr": proc.stderr.fileno()}
-    if read_fd is not None:
-        streams["status"] = read_fd
-    report = {}
-    try:
-        data, timed_out = pump(proc, streams, timeout, watch, report)
-    finally:
-        proc.stdout.close()
-        proc.stderr.close()
-        if read_fd is not None:
-            os.close(read_fd)
+    report: Dict[str, Any] = {}
+    data, timed_out = _collect(proc, read_fd, timeout, watch, report)
     status = parse_json_status(data.get("status", b""))
     return {
         "rc": proc.returncode,
@@ -683,7 +681,38 @@ def run_bwrap(argv, user=None, env=None, timeout=30.0, cwd="/", status_fd=True, 
     }
 
 
-def smoke_argv(bwrap_path, true_path="/bin/true"):
+def _spawn(argv: Sequence[str], user: Optional[Mapping[str, Any]], env: Optional[Mapping[str, str]], cwd: str,
+           write_fd: Optional[int], piped_stdin: bool) -> subprocess.Popen[bytes]:
+    """bwrap started in its own session (so that its process group can be killed), as ``user``."""
+    kwargs: Dict[str, Any] = {}
+    if user is not None:
+        kwargs["user"] = user["uid"]
+        kwargs["group"] = user["gid"]
+        kwargs["extra_groups"] = []
+    return subprocess.Popen(
+        argv, stdin=subprocess.PIPE if piped_stdin else subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, env=env, cwd=cwd, pass_fds=(write_fd,) if write_fd is not None else (),
+        start_new_session=True, **kwargs)
+
+
+def _collect(proc: subprocess.Popen[bytes], read_fd: Optional[int], timeout: float, watch: Optional[Watch],
+             report: Dict[str, Any]) -> Tuple[Dict[str, bytes], bool]:
+    """pump() over bwrap's stdout, stderr and (``read_fd``) status pipe; every pipe is closed after."""
+    stdout, stderr = proc.stdout, proc.stderr
+    assert stdout is not None and stderr is not None      # both are pipes (_spawn)
+    streams = {"stdout": stdout.fileno(), "stderr": stderr.fileno()}
+    if read_fd is not None:
+        streams["status"] = read_fd
+    try:
+        return pump(proc, streams, timeout, watch, report)
+    finally:
+        stdout.close()
+        stderr.close()
+        if read_fd is not None:
+            os.close(read_fd)
+
+
+def smoke_argv(bwrap_path: str, true_path: str = "/bin/true") -> List[str]:
     """The smoke test: the server profile's namespace flags around a no-op."""
     return [bwrap_path, "--unshare-user", "--unshare-ipc", "--unshare-uts", "--unshare-net",
             "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",

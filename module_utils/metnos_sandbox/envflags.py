@@ -12,6 +12,8 @@ guessed.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
 from . import diagnostics as D
 
 ENV_VAR = "METNOS_SANDBOX"
@@ -20,7 +22,7 @@ DISABLING = ("0", "off", "no", "false")
 _LOOKS_FALSE = ("0", "off", "no", "false", "n", "f", "disable", "disabled", "none")
 
 
-def classify_value(value):
+def classify_value(value: Optional[str]) -> Tuple[bool, Optional[str]]:
     """Return ``(disabled, ambiguous_reason)`` for a METNOS_SANDBOX value.
 
     ``value`` is None when the variable is unset.
@@ -41,7 +43,7 @@ def classify_value(value):
     return False, None
 
 
-def status(bwrap_path, environment):
+def status(bwrap_path: Optional[str], environment: Optional[Mapping[str, str]]) -> Dict[str, Any]:
     """The runtime's ``sandbox.status()``: computed now, never cached."""
     value = environment.get(ENV_VAR) if environment is not None else None
     disabled, _reason = classify_value(value)
@@ -54,9 +56,10 @@ def status(bwrap_path, environment):
     }
 
 
-def diagnose(quartet, environment, path_text, unit="metnos.service", where="environment"):
+def diagnose(quartet: Mapping[str, Any], environment: Optional[Mapping[str, str]], path_text: Optional[str],
+             unit: str = "metnos.service", where: str = "environment") -> List[Dict[str, Any]]:
     """Diagnostics that follow from the quartet and the METNOS_SANDBOX value."""
-    out = []
+    out: List[Dict[str, Any]] = []
     value = environment.get(ENV_VAR) if environment is not None else None
     _disabled, reason = classify_value(value)
     if not quartet["bwrap_available"]:
@@ -67,7 +70,7 @@ def diagnose(quartet, environment, path_text, unit="metnos.service", where="envi
     if reason:
         out.append(D.make("sandbox_env_value_ambiguous", variant="reason", value=value, reason=reason))
     if not quartet["active"]:
-        why = []
+        why: List[str] = []
         if not quartet["bwrap_available"]:
             why.append("bwrap is not on PATH")
         if quartet["disabled_via_env"]:

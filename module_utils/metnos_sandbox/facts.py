@@ -10,6 +10,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import os
 import pwd
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple, Union
 
 from . import bwrap as B
 from . import diagnostics as D
@@ -22,7 +23,7 @@ class UserError(ValueError):
     """An option names a user that does not exist."""
 
 
-def resolve_user(name):
+def resolve_user(name: Union[str, int]) -> Dict[str, Any]:
     """A user name or numeric uid -> {name, uid, gid, home}. Raises UserError."""
     try:
         entry = pwd.getpwuid(int(name)) if str(name).isdigit() else pwd.getpwnam(str(name))
@@ -32,7 +33,7 @@ def resolve_user(name):
     return {"name": entry.pw_name, "uid": entry.pw_uid, "gid": entry.pw_gid, "home": entry.pw_dir}
 
 
-def default_smoke_user():
+def default_smoke_user() -> Optional[Dict[str, Any]]:
     """An unprivileged account for the smoke test: never only root."""
     for name in DEFAULT_SMOKE_USERS:
         try:
@@ -45,7 +46,7 @@ def default_smoke_user():
     return None
 
 
-def bwrap_info(bwrap_path, runner=B.default_runner):
+def bwrap_info(bwrap_path: str, runner: B.Runner = B.default_runner) -> Dict[str, Any]:
     """Version, package, owner, mode, setuid and --help features of one bwrap."""
     rc, out, err = runner([bwrap_path, "--version"])
     version = B.parse_version(out or err)
@@ -58,8 +59,8 @@ def bwrap_info(bwrap_path, runner=B.default_runner):
     return info
 
 
-def binary_diagnostics(info):
-    out = []
+def binary_diagnostics(info: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    out: List[Dict[str, Any]] = []
     path = info["path"]
     if info.get("setuid"):
         refused = B.version_tuple(info.get("version")) >= (0, 12)
@@ -75,14 +76,15 @@ def binary_diagnostics(info):
     return out
 
 
-def smoke(bwrap_path, user, timeout=20.0, path_text=None):
+def smoke(bwrap_path: str, user: Optional[Mapping[str, Any]], timeout: float = 20.0,
+          path_text: Optional[str] = None) -> Dict[str, Any]:
     """Run the smoke test for real as ``user`` (None: the current user)."""
     true_path = B.which("true", "/usr/bin:/bin") or "/bin/true"
     env = {"PATH": path_text or "/usr/bin:/bin", "LANG": "C", "LC_ALL": "C"}
     argv = B.smoke_argv(bwrap_path, true_path)
     result = B.run_bwrap(argv, user=user, env=env, timeout=timeout)
     uid = user["uid"] if user else os.geteuid()
-    out = {
+    out: Dict[str, Any] = {
         "ran": True,
         "user": user["name"] if user else pwd.getpwuid(uid).pw_name,
         "uid": uid,
@@ -100,8 +102,8 @@ def smoke(bwrap_path, user, timeout=20.0, path_text=None):
     return out
 
 
-def smoke_diagnostics(result):
-    out = []
+def smoke_diagnostics(result: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    out: List[Dict[str, Any]] = []
     if result.get("uid") == 0:
         out.append(D.make("smoke_ran_as_root"))
     if result.get("passed"):
@@ -120,13 +122,14 @@ def smoke_diagnostics(result):
     return out
 
 
-def gather(path_text, environment, smoke_test=True, smoke_user=None, proc="/proc",
-           sys_root="/sys", root="/", runner=B.default_runner, cwd="/", smoke_timeout=20.0):
+def gather(path_text: str, environment: Mapping[str, str], smoke_test: bool = True,
+           smoke_user: Optional[Dict[str, Any]] = None, proc: str = "/proc", sys_root: str = "/sys", root: str = "/",
+           runner: B.Runner = B.default_runner, cwd: str = "/", smoke_timeout: float = 20.0) -> Dict[str, Any]:
     """Everything bwrap_facts returns. ``smoke_user`` is a resolved user dict or None."""
-    diags = []
+    diags: List[Dict[str, Any]] = []
     found = B.which("bwrap", path_text, cwd=cwd)
     quartet = envflags.status(found, environment)
-    result = {"status": quartet, "path": path_text,
+    result: Dict[str, Any] = {"status": quartet, "path": path_text,
               "path_unsafe_entries": B.unsafe_entries(path_text)}
     diags.extend(envflags.diagnose(quartet, environment, path_text, where="environment given"))
 
@@ -163,9 +166,9 @@ def gather(path_text, environment, smoke_test=True, smoke_user=None, proc="/proc
     return result
 
 
-def _dedupe(diags):
-    seen = set()
-    out = []
+def _dedupe(diags: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    seen: Set[Tuple[str, str]] = set()
+    out: List[Dict[str, Any]] = []
     for diag in diags:
         key = (diag["code"], diag["message"])
         if key not in seen:
@@ -174,7 +177,7 @@ def _dedupe(diags):
     return out
 
 
-def verdict(diags):
+def verdict(diags: Iterable[Mapping[str, Any]]) -> str:
     """'pass' / 'warn' / 'fail' from the worst severity."""
     worst = D.worst(diags)
-    return {D.ERROR: "fail", D.WARNING: "warn"}.get(worst, "pass")
+    return {D.ERROR: "fail", D.WARNING: "warn"}.get(worst or "", "pass")

@@ -11,6 +11,7 @@ unit tests can point them at a planted tree.
 from __future__ import absolute_import, annotations, division, print_function
 
 import os
+from typing import Any, Dict, List, Mapping, Optional
 
 from . import diagnostics as D
 
@@ -22,7 +23,7 @@ SYSCTLS = {
 }
 
 
-def _read(path):
+def _read(path: str) -> Optional[str]:
     try:
         with open(path, "r") as handle:
             return handle.read().strip()
@@ -30,26 +31,28 @@ def _read(path):
         return None
 
 
-def _int(value):
+def _int(value: Optional[str]) -> Optional[int]:
+    if value is None:
+        return None
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except ValueError:
         return None
 
 
-def read_sysctls(proc="/proc"):
+def read_sysctls(proc: str = "/proc") -> Dict[str, Optional[int]]:
     """Current value of each knob, None when the knob does not exist on this kernel."""
     return dict((name, _int(_read(os.path.join(proc, rel)))) for name, rel in SYSCTLS.items())
 
 
-def selinux_mode(sys_root="/sys"):
+def selinux_mode(sys_root: str = "/sys") -> str:
     enforce = _read(os.path.join(sys_root, "fs/selinux/enforce"))
     if enforce is None:
         return "disabled"
     return "enforcing" if enforce == "1" else "permissive"
 
 
-def apparmor_bwrap_profiles(sys_root="/sys"):
+def apparmor_bwrap_profiles(sys_root: str = "/sys") -> Optional[List[str]]:
     """Loaded AppArmor profiles whose name mentions bwrap (None when AppArmor is off)."""
     text = _read(os.path.join(sys_root, "kernel/security/apparmor/profiles"))
     if text is None:
@@ -57,13 +60,13 @@ def apparmor_bwrap_profiles(sys_root="/sys"):
     return sorted(line.strip() for line in text.splitlines() if "bwrap" in line)
 
 
-def container(root="/", proc="/proc"):
+def container(root: str = "/", proc: str = "/proc") -> Optional[str]:
     """Name of the container technology we run in, or None."""
     if os.path.exists(os.path.join(root, "run/.containerenv")):
         return "podman"
     if os.path.exists(os.path.join(root, ".dockerenv")):
         return "docker"
-    environ = None
+    environ: Optional[bytes] = None
     try:
         with open(os.path.join(proc, "1/environ"), "rb") as handle:
             environ = handle.read()
@@ -83,9 +86,9 @@ def container(root="/", proc="/proc"):
     return None
 
 
-def self_status(proc="/proc"):
+def self_status(proc: str = "/proc") -> Dict[str, str]:
     """Seccomp/NoNewPrivs/CapEff of the current process (for explaining failures)."""
-    out = {}
+    out: Dict[str, str] = {}
     text = _read(os.path.join(proc, "self/status")) or ""
     for line in text.splitlines():
         key, _sep, value = line.partition(":")
@@ -94,7 +97,7 @@ def self_status(proc="/proc"):
     return out
 
 
-def facts(proc="/proc", sys_root="/sys", root="/"):
+def facts(proc: str = "/proc", sys_root: str = "/sys", root: str = "/") -> Dict[str, Any]:
     knobs = read_sysctls(proc)
     return {
         "max_user_namespaces": knobs["user.max_user_namespaces"],
@@ -108,9 +111,9 @@ def facts(proc="/proc", sys_root="/sys", root="/"):
     }
 
 
-def diagnose(knobs):
+def diagnose(knobs: Mapping[str, Any]) -> List[Dict[str, Any]]:
     """Diagnostics from the knobs alone (before any bwrap run)."""
-    out = []
+    out: List[Dict[str, Any]] = []
     if knobs.get("unprivileged_userns_clone") == 0:
         out.append(D.make("userns_disabled_sysctl"))
     if knobs.get("max_user_namespaces") == 0:

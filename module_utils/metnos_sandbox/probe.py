@@ -1065,18 +1065,20 @@ def probe_service(params, runner):
     from . import service_env as S
 
     out = {"passed": False, "checks": [], "diagnostics": [], "context": None}
-    svc = None
+    found = None
     unit = params.get("unit")
     if unit:
-        svc = S.inspect({"unit": unit, "scope": params.get("scope") or "system", "user": params.get("user"),
-                         "mode": "auto"}, runner)
-        if svc is None:
+        found = S.inspect({"unit": unit, "scope": params.get("scope") or "system", "user": params.get("user"),
+                           "mode": "auto"}, runner)
+        if found is None:
             out["diagnostics"].append(D.unit_not_found(unit, then="the probe ran in the admin context instead"))
-    if svc is not None and "_env" in svc:
-        env = dict(svc["_env"])
+    svc = found.result if found is not None else None
+    svc_env = found.env if found is not None else None     # None: no unit, or a masked one
+    if svc is not None and svc_env is not None:
+        env = dict(svc_env)
         user = svc["user"]
         status = svc["status"]
-        out["service"] = dict((k, v) for k, v in svc.items() if not k.startswith("_"))
+        out["service"] = dict(svc)
         out["status_view"] = svc.get("status_view")
     else:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
@@ -1087,14 +1089,14 @@ def probe_service(params, runner):
         status = envflags.status(B.which("bwrap", env["PATH"]), env)
         out["status_view"] = "runtime status() in the admin's environment (no service unit)"
     out["status"] = status
-    if params.get("probe_user") and svc is not None and "_env" in svc:
+    if params.get("probe_user") and svc_env is not None:
         entry = pwd.getpwnam(params["probe_user"])
         user = {"name": entry.pw_name, "uid": entry.pw_uid, "gid": entry.pw_gid, "groups": [entry.pw_gid]}
 
     # Fail closed exactly like the runtime: no bwrap is started (R-FAIL-1).
     if not status["active"]:
         out["context"] = "not started: the runtime would fail closed"
-        out["diagnostics"].extend(svc["diagnostics"] if svc is not None and "_env" in svc else
+        out["diagnostics"].extend(svc["diagnostics"] if svc is not None and svc_env is not None else
                                   envflags.diagnose(status, env, env.get("PATH"), where="probe environment"))
         if not any(d["code"] == "executor_os_sandbox_unavailable" for d in out["diagnostics"]):
             out["diagnostics"].append(D.make("executor_os_sandbox_unavailable"))
@@ -1126,7 +1128,7 @@ def probe_service(params, runner):
     if use_systemd:
         unit_name = "metnos-probe-%s" % uuid.uuid4().hex[:10]
         settings, run_env = {}, env
-        if svc is not None and "_env" in svc:
+        if svc_env is not None:
             # The unit's whole execution context, minus the documented deny list (unit_context.py);
             # its own Environment= directives travel with it, so no --setenv.
             try:
@@ -1149,7 +1151,7 @@ def probe_service(params, runner):
     else:
         run_user = None if user.get("uid") in (None, os.geteuid()) else user
         verdict = run(prof["argv"], spec, python, user=run_user, env=env, timeout=timeout)
-        if svc is not None and "_env" in svc:
+        if svc_env is not None:
             out["context"] = ("direct as %s with the service's environment (weaker: the unit's systemd "
                               "restrictions are not applied)" % user.get("name"))
             out["confidence"] = "reduced"

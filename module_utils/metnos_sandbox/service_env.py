@@ -15,17 +15,22 @@ import grp
 import os
 import pwd
 import stat
+from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple
 
 from . import bwrap as B
 from . import diagnostics as D
 from . import envflags
 from . import systemd_unit as U
 
+Diag = Dict[str, Any]           # a diagnostics.make() entry
+User = Dict[str, Any]           # resolve_service_user(): name, uid, gid, groups, home, dynamic
+Params = Mapping[str, Any]      # a unit's address: unit, scope, user, mode, root (see gather())
+
 DROPIN_NAME = "zz-metnos-sandbox.conf"
 NEEDED_SYSCALLS = ("mount", "pivot_root", "umount2", "unshare", "clone")
 # Which of NEEDED_SYSCALLS each systemd syscall group contains (nested groups flattened;
 # from `systemd-analyze syscall-filter`, systemd 252-257).
-SYSCALL_GROUPS = {
+SYSCALL_GROUPS: Dict[str, Set[str]] = {
     "@mount": {"mount", "pivot_root", "umount2"},
     "@process": {"clone", "unshare"},
     "@system-service": {"clone", "unshare"},
@@ -37,20 +42,20 @@ BWRAP_NAMESPACES = ("user", "mnt", "ipc", "uts", "net")
 BWRAP_FAMILIES = ("AF_NETLINK",)        # loopback setup in --unshare-net (measured)
 
 
-def _truthy(value):
+def _truthy(value: object) -> bool:
     return str(value).strip().lower() in ("1", "yes", "y", "true", "t", "on")
 
 
 # --------------------------------------------------------------------------- restrictions
 
-def allowed_namespaces(values):
+def allowed_namespaces(values: Optional[Iterable[str]]) -> Set[str]:
     """RestrictNamespaces= lines -> the set of namespace types the service may create.
 
     systemd's merge (config_parse_restrict_namespaces): a boolean replaces everything before it;
     the first list sets the allowed types (``~`` inverts); later lists add to them, ``~`` lists
     remove from them; an empty assignment resets.
     """
-    allowed = None                      # systemd's NAMESPACE_FLAGS_INITIAL: nothing restricted yet
+    allowed: Optional[Set[str]] = None  # systemd's NAMESPACE_FLAGS_INITIAL: nothing restricted yet
     for value in values or []:
         value = value.strip()
         low = value.lower()
@@ -70,14 +75,15 @@ def allowed_namespaces(values):
     return set(ALL_NAMESPACES) if allowed is None else allowed
 
 
-def families_blocked(values, needed=BWRAP_FAMILIES):
+def families_blocked(values: Optional[Iterable[str]], needed: Sequence[str] = BWRAP_FAMILIES) -> List[str]:
     """RestrictAddressFamilies= lines -> the families bwrap needs that they block.
 
     systemd's merge (config_parse_address_families): while the set is empty a line decides
     allow-list (plain) or deny-list (``~``) mode; later plain lines add in allow mode and remove
     in deny mode, ``~`` lines the reverse; ``none`` is an empty allow list; empty resets.
     """
-    allow, families = None, set()
+    allow: Optional[bool] = None
+    families: Set[str] = set()
     for value in values or []:
         value = value.strip()
         if value == "":
@@ -101,11 +107,11 @@ def families_blocked(values, needed=BWRAP_FAMILIES):
     return [f for f in needed if f in families]
 
 
-def syscalls_blocked(values):
+def syscalls_blocked(values: Optional[Iterable[str]]) -> List[str]:
     """SystemCallFilter= lines -> the needed syscalls it blocks (allow-list or deny-list semantics)."""
-    allow_mode = None
-    allowed = set()
-    denied = set()
+    allow_mode: Optional[bool] = None
+    allowed: Set[str] = set()
+    denied: Set[str] = set()
     for value in values or []:
         value = value.strip()
         if not value:
@@ -113,7 +119,7 @@ def syscalls_blocked(values):
             continue
         negate = value.startswith("~")
         items = value[1:].split() if negate else value.split()
-        names = set()
+        names: Set[str] = set()
         for item in items:
             item = item.split(":")[0]           # name:errno
             names |= SYSCALL_GROUPS.get(item, {item} if item in NEEDED_SYSCALLS else set())
@@ -148,17 +154,25 @@ CONDITIONAL_CODES = {
 }
 
 
-def _restriction(code, unit, directive, message, relax, severity=None, relax_note=None):
+def _restriction(code: str, unit: str, directive: str, message: str, relax: Optional[str],
+                 severity: Optional[str] = None, relax_note: Optional[str] = None) -> Diag:
     """A restriction diagnostic; ``relax`` is the smallest drop-in line that lets bwrap work (or
     None with ``relax_note`` saying why a drop-in cannot)."""
-    return D.make(code, unit=unit, directive=directive, message=message, severity=severity, relax=relax,
-                  relax_note=relax_note or "No drop-in can relax it; change the unit.",
-                  variant="dropin" if relax else "no_dropin")
+    diag: Diag = D.make(code, unit=unit, directive=directive, message=message, severity=severity, relax=relax,
+                        relax_note=relax_note or "No drop-in can relax it; change the unit.",
+                        variant="dropin" if relax else "no_dropin")
+    return diag
 
 
-def restriction_diagnostics(settings, unit, bwrap_info=None):
+def restriction_diagnostics(settings: Mapping[str, Any], unit: str,
+                            bwrap_info: Optional[Mapping[str, Any]] = None) -> List[Diag]:
     """The unit's directives that break bwrap inside the service (measured: docs/unit-directives.md),
     each with the smallest drop-in line that lets bwrap work."""
+    return _confinement_diagnostics(settings, unit) + _privilege_diagnostics(settings, unit, bwrap_info)
+
+
+def _confinement_diagnostics(settings: Mapping[str, Any], unit: str) -> List[Diag]:
+    """Namespaces, system calls, address families and /proc the unit denies bwrap."""
     out = []
     ns = allowed_namespaces(settings.get("RestrictNamespaces"))
     missing = [n for n in BWRAP_NAMESPACES if n not in ns]
@@ -194,7 +208,15 @@ def restriction_diagnostics(settings, unit, bwrap_info=None):
             "unit_proc_subset_pid", unit, "ProcSubset",
             "%s: ProcSubset=pid hides /proc/sys: bwrap fails with 'Can't read /proc/sys/kernel/overflowuid'."
             % unit, "ProcSubset=all"))
-    version = B.version_tuple((bwrap_info or {}).get("version"))
+    return out
+
+
+def _privilege_diagnostics(settings: Mapping[str, Any], unit: str,
+                           bwrap_info: Optional[Mapping[str, Any]]) -> List[Diag]:
+    """RestrictSUIDSGID=/DynamicUser= (openat2) and NoNewPrivileges against a setuid bwrap."""
+    out = []
+    info = bwrap_info or {}
+    version = B.version_tuple(info.get("version"))
     explicit = _truthy(settings.get("RestrictSUIDSGID", "no"))
     dynamic = _truthy(settings.get("DynamicUser", "no"))
     if explicit or dynamic:
@@ -203,22 +225,22 @@ def restriction_diagnostics(settings, unit, bwrap_info=None):
         out.append(_restriction(
             "unit_restrict_suidsgid", unit, "DynamicUser" if dynamic and not explicit else "RestrictSUIDSGID",
             "%s: %s makes openat2() return ENOSYS; bubblewrap %s %s ('Can't mkdir parents for ...: Function "
-            "not implemented')." % (unit, why, (bwrap_info or {}).get("version") or "?",
+            "not implemented')." % (unit, why, info.get("version") or "?",
                                     "fails" if severe else "works today but 0.12+ fails"),
             None if dynamic else "RestrictSUIDSGID=no", severity=D.ERROR if severe else D.WARNING,
             relax_note="DynamicUser=yes forces RestrictSUIDSGID=yes: run the service with a static User= "
                        "(DynamicUser=no) to use bubblewrap >= 0.12" if dynamic else None))
     nnp = _truthy(settings.get("NoNewPrivileges", "no")) or explicit or dynamic or \
         bool(settings.get("SystemCallFilter")) or bool(settings.get("RestrictNamespaces"))
-    if nnp and (bwrap_info or {}).get("setuid"):
+    if nnp and info.get("setuid"):
         out.append(D.make("unit_no_new_privileges_setuid", unit=unit, directive="NoNewPrivileges",
-                          bwrap_path=bwrap_info.get("path")))
+                          bwrap_path=info.get("path")))
     return out
 
 
 # --------------------------------------------------------------------------- users and PATH
 
-def resolve_service_user(settings):
+def resolve_service_user(settings: Mapping[str, Any]) -> User:
     """User= of the unit -> {name, uid, gid, groups, home, dynamic}."""
     if _truthy(settings.get("DynamicUser", "no")):
         entry = pwd.getpwnam("nobody")
@@ -242,7 +264,7 @@ def resolve_service_user(settings):
             "home": entry.pw_dir, "dynamic": False}
 
 
-def _can(st, user, bit_user, bit_group, bit_other):
+def _can(st: os.stat_result, user: Mapping[str, Any], bit_user: int, bit_group: int, bit_other: int) -> bool:
     if user.get("uid") == 0:
         return True if bit_user != stat.S_IXUSR else bool(st.st_mode & (stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH))
     if st.st_uid == user.get("uid"):
@@ -252,7 +274,7 @@ def _can(st, user, bit_user, bit_group, bit_other):
     return bool(st.st_mode & bit_other)
 
 
-def which_as(name, path_text, user, cwd="/"):
+def which_as(name: str, path_text: Optional[str], user: Mapping[str, Any], cwd: str = "/") -> Optional[str]:
     """Resolve ``name`` through ``path_text`` with ``user``'s permissions (search and execute bits)."""
     for candidate, st in B.path_candidates(name, path_text, cwd):
         if _searchable(os.path.dirname(candidate), user) and _can(st, user, stat.S_IXUSR, stat.S_IXGRP,
@@ -261,7 +283,7 @@ def which_as(name, path_text, user, cwd="/"):
     return None
 
 
-def _searchable(directory, user):
+def _searchable(directory: str, user: Mapping[str, Any]) -> bool:
     current = directory
     while True:
         try:
@@ -275,7 +297,7 @@ def _searchable(directory, user):
         current = os.path.dirname(current)
 
 
-def _dir_problem(directory):
+def _dir_problem(directory: str) -> Optional[str]:
     """Why a PATH directory lets someone other than root plant binaries, or None."""
     current = directory
     while True:
@@ -293,7 +315,7 @@ def _dir_problem(directory):
         current = os.path.dirname(current)
 
 
-def path_diagnostics(path_text, resolved, unit, cwd="/"):
+def path_diagnostics(path_text: str, resolved: Optional[str], unit: str, cwd: str = "/") -> List[Diag]:
     """Empty/relative entries, and directories up to (and including) the one bwrap resolves in that
     someone other than root can write to (binary shadowing)."""
     out = []
@@ -330,7 +352,7 @@ MAX_ENVIRON = 1 << 20
 KEYS = (envflags.ENV_VAR, "PATH")
 
 
-def _parse_environ(data):
+def _parse_environ(data: bytes) -> Dict[str, str]:
     env = {}
     for item in data.split(b"\0"):
         key, sep, value = item.partition(b"=")
@@ -339,7 +361,7 @@ def _parse_environ(data):
     return env
 
 
-def _proc_ids(proc, pid):
+def _proc_ids(proc: str, pid: Any) -> Tuple[Optional[int], Optional[int]]:
     """Real uid and gid of a process from /proc/PID/status (readable by anyone)."""
     uid = gid = None
     try:
@@ -354,7 +376,8 @@ def _proc_ids(proc, pid):
     return uid, gid
 
 
-def _read_as(path, uid, gid, limit=MAX_ENVIRON):
+def _read_as(path: str, uid: int, gid: Optional[int],
+             limit: int = MAX_ENVIRON) -> Tuple[Optional[bytes], Optional[str]]:
     """Read ``path`` in a forked child that runs as uid/gid (no supplementary groups).
     Returns (bytes, None) or (None, error text)."""
     rfd, wfd = os.pipe()
@@ -364,6 +387,8 @@ def _read_as(path, uid, gid, limit=MAX_ENVIRON):
         try:
             os.close(rfd)
             os.setgroups([])
+            if gid is None:                         # no Gid: line: the helper cannot drop to it
+                raise OSError("no gid")
             os.setgid(gid)
             os.setuid(uid)
             try:
@@ -394,7 +419,7 @@ def _read_as(path, uid, gid, limit=MAX_ENVIRON):
     return data[1:limit + 1], None
 
 
-def read_live_environ(pid, proc="/proc"):
+def read_live_environ(pid: Any, proc: str = "/proc") -> Dict[str, Any]:
     """The environment of the running process ``pid``, read from the kernel, never guessed.
 
     Root reads it unless the kernel refuses (root without CAP_SYS_PTRACE, as in containers);
@@ -402,7 +427,7 @@ def read_live_environ(pid, proc="/proc"):
     Returns {"pid", "env" (dict or None), "read_as", "error"}.
     """
     path = os.path.join(proc, str(pid), "environ")
-    out = {"pid": int(pid), "env": None, "read_as": None, "error": None}
+    out: Dict[str, Any] = {"pid": int(pid), "env": None, "read_as": None, "error": None}
     try:
         with open(path, "rb") as handle:
             data = handle.read(MAX_ENVIRON + 1)
@@ -417,15 +442,15 @@ def read_live_environ(pid, proc="/proc"):
     if os.geteuid() != 0 or uid == os.geteuid():
         out["error"] = first
         return out
-    data, error = _read_as(path, uid, gid)
-    if data is None:
+    owned, error = _read_as(path, uid, gid)
+    if owned is None:
         out["error"] = "%s; as the process's own uid %d: %s" % (first, uid, error)
         return out
-    out.update(env=_parse_environ(data), read_as="uid %d (the process's own; root was refused: %s)" % (uid, first))
+    out.update(env=_parse_environ(owned), read_as="uid %d (the process's own; root was refused: %s)" % (uid, first))
     return out
 
 
-def exec_effects(state, env):
+def exec_effects(state: Mapping[str, Any], env: Mapping[str, str]) -> List[Dict[str, Any]]:
     """The start command lines and what each does to METNOS_SANDBOX/PATH: [{where, value, effect}]."""
     out = []
     for item in state.get("exec_start") or []:
@@ -436,15 +461,73 @@ def exec_effects(state, env):
     return out
 
 
-def _resolve(path_text, user, cwd):
+class Gathered(NamedTuple):
+    """A unit's configuration as gather() reads it."""
+    state: Dict[str, Any]           # systemd_unit's unit state: settings, fragment, dropins, exec_start, ...
+    env: Dict[str, str]             # the environment its directives give (before the start command line)
+    prov: Dict[str, str]            # where each variable of ``env`` comes from
+    problems: List[Dict[str, Any]]  # EnvironmentFile= entries that cannot be read
+    mode: str                       # "systemd" (systemctl show) or "disk" (the unit files)
+    need_reload: bool               # systemd: the unit files changed since daemon-reload
+    live: Optional[Dict[str, Any]]  # read_live_environ() of MainPID when the service runs, else None
+
+
+class Evaluation(NamedTuple):
+    """What evaluate() judges: one unit's gathered configuration, the admin's PATH (None: not compared)
+    and ``bwrap_info_for(path)``, facts.bwrap_info() of the bwrap the service resolves."""
+    unit: str
+    gathered: Gathered
+    admin_path: Optional[str] = None
+    bwrap_info_for: Optional[Callable[[str], Dict[str, Any]]] = None
+
+
+class _View(NamedTuple):
+    """What evaluate() derives from an Evaluation before judging it."""
+    user: User
+    cwd: str
+    effects: List[Dict[str, Any]]      # exec_effects()
+    predicted: Dict[str, str]          # env with the start command line applied
+    prov: Dict[str, str]               # provenance, with the start command line's changes
+    resolved: Optional[str]            # bwrap through the directives' PATH, as the service's user
+    pred_resolved: Optional[str]       # ... through the predicted PATH
+    bwrap_info: Optional[Dict[str, Any]]
+    config_quartet: Dict[str, Any]     # status() of the configuration (predicted)
+
+
+def _resolve(path_text: str, user: Mapping[str, Any], cwd: str) -> Optional[str]:
     if user.get("uid") is not None:
         return which_as("bwrap", path_text, user, cwd=cwd)
     return B.which("bwrap", path_text, cwd=cwd)
 
 
-def _execstart_diagnostics(unit, effects, config_env, user, cwd, resolved):
-    diags = []
+def _derive(ev: Evaluation) -> _View:
+    g = ev.gathered
+    env = g.env
+    user = resolve_service_user(g.state["settings"])
+    cwd = g.state["settings"].get("WorkingDirectory") or "/"
+    cwd = cwd.lstrip("-") if cwd not in ("~",) else (user.get("home") or "/")
+    effects = exec_effects(g.state, env)
+    predicted = dict(env)
+    prov = dict(g.prov)
     for item in effects:
+        if item["effect"]["determinable"]:
+            predicted = U.apply_exec_effect(env, item["effect"])
+            for key in KEYS:
+                if predicted.get(key) != env.get(key):
+                    prov[key] = "ExecStart= (%s) through %s" % (item["where"], item["effect"]["how"])
+    path_text = env.get("PATH", "")
+    resolved = _resolve(path_text, user, cwd)
+    bwrap_info = ev.bwrap_info_for(resolved) if resolved and ev.bwrap_info_for else None
+    pred_path = predicted.get("PATH", "")
+    pred_resolved = _resolve(pred_path, user, cwd) if pred_path != path_text else resolved
+    return _View(user, cwd, effects, predicted, prov, resolved, pred_resolved, bwrap_info,
+                 envflags.status(pred_resolved, predicted))
+
+
+def _execstart_diagnostics(ev: Evaluation, v: _View) -> List[Diag]:
+    unit, env = ev.unit, ev.gathered.env
+    diags = []
+    for item in v.effects:
         effect = item["effect"]
         line = "ExecStart=%s (%s)" % (item["value"], item["where"])
         if not effect["determinable"]:
@@ -453,14 +536,14 @@ def _execstart_diagnostics(unit, effects, config_env, user, cwd, resolved):
                                         "determined (%s). Only the live process can tell." % (
                                             unit, line, effect["how"] or "a command", effect["note"])))
             continue
-        after = U.apply_exec_effect(config_env, effect)
+        after = U.apply_exec_effect(env, effect)
         disabled, _reason = envflags.classify_value(after.get(envflags.ENV_VAR))
-        new_resolved = _resolve(after.get("PATH", ""), user, cwd) if after.get("PATH") != config_env.get("PATH") \
-            else resolved
-        misroutes = new_resolved != resolved
-        severe = disabled or misroutes or (resolved and not new_resolved)
+        new_resolved = _resolve(after.get("PATH", ""), v.user, v.cwd) if after.get("PATH") != env.get("PATH") \
+            else v.resolved
+        misroutes = new_resolved != v.resolved
+        severe = disabled or misroutes or (v.resolved and not new_resolved)
         heal, why = U.neutralised_exec(item["value"], KEYS)
-        changes = ["%s=%r" % (k, v) for k, v in sorted(effect["sets"].items()) if k in KEYS]
+        changes = ["%s=%r" % (k, val) for k, val in sorted(effect["sets"].items()) if k in KEYS]
         changes += ["unset %s" % k for k in effect["unsets"] if k in KEYS]
         if effect["clears"]:
             changes.append("clears the whole environment (env -i)")
@@ -469,14 +552,27 @@ def _execstart_diagnostics(unit, effects, config_env, user, cwd, resolved):
             healable=heal is not None, message="%s: %s changes the environment before the program runs (%s)%s." % (
                 unit, line, "; ".join(changes),
                 ": the sandbox is disabled" if disabled else
-                ": bwrap resolves to %s instead of %s" % (new_resolved, resolved) if misroutes else ""),
+                ": bwrap resolves to %s instead of %s" % (new_resolved, v.resolved) if misroutes else ""),
             variant="healable" if heal is not None else "unhealable", fix=heal or item["value"], why=why))
     return diags
 
 
-def _live_diagnostics(unit, live, predicted, prov_text, user, cwd, resolved, effects, need_reload):
+def _live_origin(effects: Sequence[Mapping[str, Any]], need_reload: bool) -> str:
+    """Why the running process's environment differs from the configuration's."""
+    undeterminable = [e for e in effects if not e["effect"]["determinable"]]
+    if undeterminable:
+        return "the start command line (%s) sets it in a way this toolkit cannot follow" % undeterminable[0]["where"]
+    if need_reload:
+        return "the unit files changed since systemd loaded them (daemon-reload and restart pending)"
+    return ("not the unit's configuration: the process started with another environment (the "
+            "configuration or the manager's environment changed since it started, or a wrapper or the "
+            "program sets it)")
+
+
+def _live_diagnostics(ev: Evaluation, v: _View) -> List[Diag]:
     """The running process against the configuration: the live process is the authority."""
-    diags = []
+    unit, live, predicted, resolved = ev.unit, ev.gathered.live, v.predicted, v.pred_resolved
+    diags: List[Diag] = []
     if live is None:
         return diags
     if live["env"] is None:
@@ -486,26 +582,19 @@ def _live_diagnostics(unit, live, predicted, prov_text, user, cwd, resolved, eff
                             % (unit, live["pid"], live["pid"], live["error"])))
         return diags
     env = live["env"]
-    undeterminable = [e for e in effects if not e["effect"]["determinable"]]
-    if undeterminable:
-        origin = "the start command line (%s) sets it in a way this toolkit cannot follow" % undeterminable[0]["where"]
-    elif need_reload:
-        origin = "the unit files changed since systemd loaded them (daemon-reload and restart pending)"
-    else:
-        origin = ("not the unit's configuration: the process started with another environment (the "
-                  "configuration or the manager's environment changed since it started, or a wrapper or the "
-                  "program sets it)")
+    origin = _live_origin(v.effects, ev.gathered.need_reload)
     value = env.get(envflags.ENV_VAR)
     configured = predicted.get(envflags.ENV_VAR)
     live_disabled, _r = envflags.classify_value(value)
     conf_disabled, _r = envflags.classify_value(configured)
-    live_resolved = _resolve(env.get("PATH", ""), user, cwd) if env.get("PATH") != predicted.get("PATH") \
+    live_resolved = _resolve(env.get("PATH", ""), v.user, v.cwd) if env.get("PATH") != predicted.get("PATH") \
         else resolved
     if live_disabled and not conf_disabled:
         diags.append(D.make("service_env_live_disables", unit=unit, pid=live["pid"], key=envflags.ENV_VAR,
                             message="%s: the running process (PID %s) has %s=%r, which disables the sandbox; the "
                                     "configuration gives %r (%s). Origin: %s." % (
-                                        unit, live["pid"], envflags.ENV_VAR, value, configured, prov_text, origin)))
+                                        unit, live["pid"], envflags.ENV_VAR, value, configured,
+                                        v.prov.get(envflags.ENV_VAR, "unset"), origin)))
     if resolved and not live_resolved:
         diags.append(D.make("service_env_live_disables", unit=unit, pid=live["pid"], key="PATH",
                             message="%s: bwrap does not resolve through the running process's PATH=%r (PID %s), "
@@ -528,61 +617,55 @@ def _live_diagnostics(unit, live, predicted, prov_text, user, cwd, resolved, eff
     return diags
 
 
-def evaluate(unit, state, env, prov, problems, mode, admin_path, bwrap_info_for=None, need_reload=False,
-             live=None):
-    """All diagnostics and facts for one service, from a composed environment.
-
-    ``env`` is what the unit's directives give; the start command line (ExecStart= env(1) or
-    ``sh -c`` prefixes) is applied on top; ``live`` (read_live_environ()) is the authority for
-    the status() quartet when the service runs. ``bwrap_info_for(path)`` returns
-    facts.bwrap_info() of the bwrap the service resolves.
-    """
-    settings = state["settings"]
+def _missing_bwrap(ev: Evaluation, v: _View) -> List[Diag]:
+    """bwrap does not resolve through the service's PATH."""
+    unit, path_text = ev.unit, ev.gathered.env.get("PATH", "")
     diags = []
-    user = resolve_service_user(settings)
-    cwd = settings.get("WorkingDirectory") or "/"
-    cwd = cwd.lstrip("-") if cwd not in ("~",) else (user.get("home") or "/")
-    effects = exec_effects(state, env)
-    predicted = dict(env)
-    prov = dict(prov)
-    for item in effects:
-        if item["effect"]["determinable"]:
-            predicted = U.apply_exec_effect(env, item["effect"])
-            for key in KEYS:
-                if predicted.get(key) != env.get(key):
-                    prov[key] = "ExecStart= (%s) through %s" % (item["where"], item["effect"]["how"])
-    path_text = env.get("PATH", "")
-    resolved = _resolve(path_text, user, cwd)
-    bwrap_info = bwrap_info_for(resolved) if resolved and bwrap_info_for else None
-    pred_path = predicted.get("PATH", "")
-    pred_resolved = _resolve(pred_path, user, cwd) if pred_path != path_text else resolved
-    config_quartet = envflags.status(pred_resolved, predicted)
-    value = predicted.get(envflags.ENV_VAR)
-    diags.extend(d for d in envflags.diagnose(config_quartet, predicted, pred_path, unit=unit,
-                                              where="effective environment of %s (%s)"
-                                              % (unit, prov.get(envflags.ENV_VAR, "unset")))
-                 if d["code"] != "bwrap_missing")
-    diags.extend(_execstart_diagnostics(unit, effects, env, user, cwd, resolved))
-    if not resolved:
+    if not v.resolved:
         diags.append(D.make("service_path_missing_bwrap", unit=unit, path=path_text,
                             message="%s: bwrap does not resolve through the service's PATH=%s as user %s "
                                     "(PATH from %s). The runtime looks it up with this PATH, not the admin's."
-                            % (unit, path_text, user["name"], prov.get("PATH"))))
-    for rejected in state.get("rejected_assignments", []):
+                            % (unit, path_text, v.user["name"], v.prov.get("PATH"))))
+    return diags
+
+
+def _path_diagnostics(ev: Evaluation, v: _View) -> List[Diag]:
+    return path_diagnostics(ev.gathered.env.get("PATH", ""), v.resolved, ev.unit, v.cwd)
+
+
+def _bwrap_mismatch(ev: Evaluation, v: _View) -> List[Diag]:
+    """The service's bwrap is another binary than the admin's, or no package's."""
+    unit, resolved = ev.unit, v.resolved
+    diags = []
+    admin = B.which("bwrap", ev.admin_path) if ev.admin_path is not None else None
+    if resolved and admin and os.path.realpath(resolved) != os.path.realpath(admin):
+        diags.append(D.make("service_bwrap_mismatch", unit=unit, variant="different", admin_bwrap=admin,
+                            service_bwrap=resolved))
+    elif resolved and not (v.bwrap_info["package"] if v.bwrap_info else B.package_facts(resolved)):
+        diags.append(D.make("service_bwrap_mismatch", unit=unit, variant="unpackaged", service_bwrap=resolved))
+    return diags
+
+
+def _rejected_diagnostics(ev: Evaluation, v: _View) -> List[Diag]:
+    """METNOS_SANDBOX assignments in the unit files that systemd ignores."""
+    unit = ev.unit
+    diags = []
+    for rejected in ev.gathered.state.get("rejected_assignments", []):
         if envflags.ENV_VAR in rejected.get("line", rejected["text"]):
             diags.append(D.make("sandbox_env_rejected_by_systemd", unit=unit,
                                 message="%s: systemd ignores %r (%s) at %s; the value you meant is not the one "
                                         "the service gets (effective METNOS_SANDBOX=%r)." % (
-                                            unit, rejected["text"], rejected["reason"], rejected["where"], value),
+                                            unit, rejected["text"], rejected["reason"], rejected["where"],
+                                            v.predicted.get(envflags.ENV_VAR)),
                                 where=rejected["where"]))
-    diags.extend(path_diagnostics(path_text, resolved, unit, cwd))
-    admin = B.which("bwrap", admin_path) if admin_path is not None else None
-    if resolved and admin and os.path.realpath(resolved) != os.path.realpath(admin):
-        diags.append(D.make("service_bwrap_mismatch", unit=unit, variant="different", admin_bwrap=admin,
-                            service_bwrap=resolved))
-    elif resolved and not (bwrap_info["package"] if bwrap_info else B.package_facts(resolved)):
-        diags.append(D.make("service_bwrap_mismatch", unit=unit, variant="unpackaged", service_bwrap=resolved))
-    for problem in problems:
+    return diags
+
+
+def _file_diagnostics(ev: Evaluation, v: _View) -> List[Diag]:
+    """Unreadable EnvironmentFile= entries, a pending daemon-reload."""
+    unit, g = ev.unit, ev.gathered
+    diags = []
+    for problem in g.problems:
         if "error" in problem:
             diags.append(D.make("environment_file_missing", unit=unit, path=problem["path"],
                                 severity=D.WARNING if problem["optional"] else D.ERROR,
@@ -591,43 +674,79 @@ def evaluate(unit, state, env, prov, problems, mode, admin_path, bwrap_info_for=
                                     problem["error"],
                                     " systemd skips it silently ('-' prefix)" if problem["optional"]
                                     else " The service fails to start.")))
-    if need_reload:
+    if g.need_reload:
         diags.append(D.make("unit_needs_daemon_reload", unit=unit))
-    diags.extend(_live_diagnostics(unit, live, predicted, prov.get(envflags.ENV_VAR, "unset"), user, cwd,
-                                   pred_resolved, effects, need_reload))
-    diags.extend(restriction_diagnostics(settings, unit, bwrap_info))
+    return diags
 
-    # The status() quartet: the live process when it can be read, else the configuration.
-    quartet, view = config_quartet, "configuration of %s (service not running)" % unit
+
+def _runtime_status(ev: Evaluation, v: _View) -> Tuple[Dict[str, Any], str]:
+    """The status() quartet and whose view it is: the live process when it can be read, else the
+    configuration."""
+    unit, live = ev.unit, ev.gathered.live
+    quartet, view = v.config_quartet, "configuration of %s (service not running)" % unit
     if live is not None and live["env"] is not None:
         live_env = live["env"]
-        quartet = envflags.status(_resolve(live_env.get("PATH", ""), user, cwd), live_env)
+        quartet = envflags.status(_resolve(live_env.get("PATH", ""), v.user, v.cwd), live_env)
         view = "live process of %s (PID %s, /proc/%s/environ read as %s)" % (unit, live["pid"], live["pid"],
                                                                              live["read_as"])
     elif live is not None:
         view = "configuration of %s (the running PID %s could not be read: %s)" % (unit, live["pid"], live["error"])
-    if effects and not (live is not None and live["env"] is not None):
+    if v.effects and not (live is not None and live["env"] is not None):
         view += ", with the ExecStart= command line applied"
-    if quartet["active"] != config_quartet["active"]:
+    return quartet, view
+
+
+# The judges of one service, in the order their diagnostics are listed (D.sort keeps it within a severity).
+_JUDGES: Tuple[Callable[[Evaluation, _View], List[Diag]], ...] = (
+    _execstart_diagnostics, _missing_bwrap, _rejected_diagnostics, _path_diagnostics, _bwrap_mismatch,
+    _file_diagnostics, _live_diagnostics)
+
+
+def evaluate(ev: Evaluation) -> Dict[str, Any]:
+    """All diagnostics and facts for one service, from a composed environment.
+
+    ``ev.gathered.env`` is what the unit's directives give; the start command line (ExecStart= env(1)
+    or ``sh -c`` prefixes) is applied on top; ``ev.gathered.live`` (read_live_environ()) is the
+    authority for the status() quartet when the service runs.
+    """
+    unit = ev.unit
+    v = _derive(ev)
+    diags = [d for d in envflags.diagnose(v.config_quartet, v.predicted, v.predicted.get("PATH", ""), unit=unit,
+                                          where="effective environment of %s (%s)"
+                                          % (unit, v.prov.get(envflags.ENV_VAR, "unset")))
+             if d["code"] != "bwrap_missing"]
+    for judge in _JUDGES:
+        diags.extend(judge(ev, v))
+    diags.extend(restriction_diagnostics(ev.gathered.state["settings"], unit, v.bwrap_info))
+    quartet, view = _runtime_status(ev, v)
+    if quartet["active"] != v.config_quartet["active"]:
         diags = [d for d in diags if d["code"] != "executor_os_sandbox_unavailable"]
         if not quartet["active"]:
             diags.append(D.make("executor_os_sandbox_unavailable",
                                 message="The running process would refuse every ordinary executor with "
                                         "executor_os_sandbox_unavailable (%s)." % view))
+    return _result(ev, v, quartet, view, diags)
+
+
+def _result(ev: Evaluation, v: _View, quartet: Dict[str, Any], view: str, diags: List[Diag]) -> Dict[str, Any]:
+    """evaluate()'s answer, as metnos_service_env returns it."""
+    g, live = ev.gathered, ev.gathered.live
+    state, settings = g.state, g.state["settings"]
+    live_env = live["env"] if live is not None else None
     return {
-        "unit": unit, "mode": mode, "fragment": state.get("fragment"), "dropins": state.get("dropins"),
-        "user": user, "environment": {"METNOS_SANDBOX": value, "PATH": pred_path},
-        "provenance": {"METNOS_SANDBOX": prov.get(envflags.ENV_VAR, "unset"), "PATH": prov.get("PATH")},
+        "unit": ev.unit, "mode": g.mode, "fragment": state.get("fragment"), "dropins": state.get("dropins"),
+        "user": v.user, "environment": {"METNOS_SANDBOX": v.predicted.get(envflags.ENV_VAR),
+                                        "PATH": v.predicted.get("PATH", "")},
+        "provenance": {"METNOS_SANDBOX": v.prov.get(envflags.ENV_VAR, "unset"), "PATH": v.prov.get("PATH")},
         "environment_files": state.get("environment_files"), "restrictions": dict(
             (k, settings[k]) for k in U.RESTRICTION_KEYS if k in settings),
         "status": quartet, "status_view": "runtime status() as seen by the %s" % view,
-        "bwrap_resolved": pred_resolved, "exec_start_effects": [
+        "bwrap_resolved": v.pred_resolved, "exec_start_effects": [
             {"where": e["where"], "how": e["effect"]["how"], "determinable": e["effect"]["determinable"],
-             "sets": dict((k, v) for k, v in e["effect"]["sets"].items() if k in KEYS),
+             "sets": dict((k, val) for k, val in e["effect"]["sets"].items() if k in KEYS),
              "unsets": [k for k in e["effect"]["unsets"] if k in KEYS], "clears": e["effect"]["clears"]}
-            for e in effects],
-        "live_environment": ({k: live["env"].get(k) for k in KEYS} if live is not None and live["env"] is not None
-                             else None),
+            for e in v.effects],
+        "live_environment": {k: live_env.get(k) for k in KEYS} if live_env is not None else None,
         "live_read": ({"pid": live["pid"], "read_as": live["read_as"], "error": live["error"]}
                       if live is not None else None),
         "diagnostics": D.sort(diags),
@@ -639,7 +758,7 @@ def evaluate(unit, state, env, prov, problems, mode, admin_path, bwrap_info_for=
 ENV_FILE_SUFFIX = ".env"
 
 
-def _bwrap_ok(candidate, user, package_of):
+def _bwrap_ok(candidate: str, user: Mapping[str, Any], package_of: Callable[[str], Any]) -> bool:
     """A bwrap the service may run: executable by the user, package-owned, root-owned up to /."""
     try:
         st = os.stat(candidate)
@@ -653,7 +772,8 @@ def _bwrap_ok(candidate, user, package_of):
         return False
 
 
-def heal_path(path_text, user, package_of=None, fallback=U.DEFAULT_SYSTEM_PATH):
+def heal_path(path_text: str, user: Mapping[str, Any], package_of: Optional[Callable[[str], Any]] = None,
+              fallback: str = U.DEFAULT_SYSTEM_PATH) -> Tuple[str, List[str], Optional[str]]:
     """``path_text`` reordered so that bwrap resolves to a package-owned binary: that binary's
     directory moves just before the first entry that holds another bwrap the user can run, or that
     someone other than root can write to (where a bwrap could be planted). Other entries keep their
@@ -691,33 +811,21 @@ def heal_path(path_text, user, package_of=None, fallback=U.DEFAULT_SYSTEM_PATH):
         None
 
 
-def _env_file_value(value):
+def _env_file_value(value: str) -> str:
     return '"%s"' % value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace("`", "\\`")
 
 
-def enforce_plan(unit, state, env, prov, user, sandbox_path, env_file_path, relax=False, bwrap_info=None,
-                 package_of=None):
+def enforce_plan(unit: str, state: Mapping[str, Any], env: Mapping[str, str], prov: Mapping[str, str],
+                 user: Mapping[str, Any], sandbox_path: str, env_file_path: str, relax: bool = False,
+                 bwrap_info: Optional[Mapping[str, Any]] = None,
+                 package_of: Optional[Callable[[str], Any]] = None) -> Dict[str, Any]:
     """What enforce writes for the unit, computed from its configuration *without* our own files.
 
     Returns {"dropin", "env_file" (contents), "path" (the healed PATH), "healed", "relaxed",
     "not_healed", "not_relaxed"}; each list entry says what, from where, and the line written.
     """
-    healed, relaxed, not_healed, not_relaxed = [], [], [], []
-    path, changes, problem = heal_path(sandbox_path, user, package_of)
-    for change in changes:
-        healed.append({"what": "PATH", "source": "sandbox_path", "action": change})
-    if problem:
-        not_healed.append({"what": "PATH", "reason": problem})
-    if env.get("PATH") != path:
-        healed.append({"what": "PATH=%s" % env.get("PATH"), "source": prov.get("PATH"),
-                       "action": "PATH=%s from %s (an EnvironmentFile= of the drop-in: it wins over every "
-                                 "Environment= and the EnvironmentFile= lines before it)" % (path, env_file_path)})
-    value = env.get(envflags.ENV_VAR)
-    disabled, _reason = envflags.classify_value(value)
-    if value is not None:
-        healed.append({"what": "%s=%r" % (envflags.ENV_VAR, value), "source": prov.get(envflags.ENV_VAR),
-                       "disabling": disabled, "action": "UnsetEnvironment=%s (applies after every source)"
-                                                         % envflags.ENV_VAR})
+    plan: Dict[str, Any] = {"healed": [], "relaxed": [], "not_healed": [], "not_relaxed": []}
+    path = _plan_environment(plan, env, prov, user, sandbox_path, env_file_path, package_of)
     lines = ["# Managed by metnos-sandbox-ops (metnos_service_env state=enforce). Local edits are",
              "# replaced; a backup of the previous file is kept beside it.", "[Service]",
              "# PATH for the sandbox: bwrap resolves to the package-owned binary.",
@@ -725,6 +833,38 @@ def enforce_plan(unit, state, env, prov, user, sandbox_path, env_file_path, rela
              "# METNOS_SANDBOX is unset for the unit, whatever sets it (Environment=, EnvironmentFile=, drop-ins",
              "# in /etc or /run, the manager's environment): UnsetEnvironment= applies after all of them.",
              "UnsetEnvironment=%s" % envflags.ENV_VAR]
+    lines += _plan_exec_start(plan, state, env)
+    lines += _plan_relax(plan, state, unit, relax, bwrap_info)
+    return dict({"dropin": "\n".join(lines) + "\n",
+                 "env_file": "# Managed by metnos-sandbox-ops: the service's PATH for the sandbox.\nPATH=%s\n"
+                 % _env_file_value(path), "path": path}, **plan)
+
+
+def _plan_environment(plan: Dict[str, Any], env: Mapping[str, str], prov: Mapping[str, str],
+                      user: Mapping[str, Any], sandbox_path: str, env_file_path: str,
+                      package_of: Optional[Callable[[str], Any]]) -> str:
+    """The healed PATH (returned) and what healing PATH and unsetting METNOS_SANDBOX changes."""
+    path, changes, problem = heal_path(sandbox_path, user, package_of)
+    for change in changes:
+        plan["healed"].append({"what": "PATH", "source": "sandbox_path", "action": change})
+    if problem:
+        plan["not_healed"].append({"what": "PATH", "reason": problem})
+    if env.get("PATH") != path:
+        plan["healed"].append({
+            "what": "PATH=%s" % env.get("PATH"), "source": prov.get("PATH"),
+            "action": "PATH=%s from %s (an EnvironmentFile= of the drop-in: it wins over every "
+                      "Environment= and the EnvironmentFile= lines before it)" % (path, env_file_path)})
+    value = env.get(envflags.ENV_VAR)
+    disabled, _reason = envflags.classify_value(value)
+    if value is not None:
+        plan["healed"].append({"what": "%s=%r" % (envflags.ENV_VAR, value), "source": prov.get(envflags.ENV_VAR),
+                               "disabling": disabled, "action": "UnsetEnvironment=%s (applies after every source)"
+                                                                 % envflags.ENV_VAR})
+    return path
+
+
+def _plan_exec_start(plan: Dict[str, Any], state: Mapping[str, Any], env: Mapping[str, str]) -> List[str]:
+    """ExecStart= lines without env(1)'s assignments of METNOS_SANDBOX/PATH (none when no line has any)."""
     execs = state.get("exec_start") or []
     rewritten, touched = [], False
     for item in execs:
@@ -735,18 +875,25 @@ def enforce_plan(unit, state, env, prov, user, sandbox_path, env_file_path, rela
             continue
         new, why = U.neutralised_exec(item["value"], KEYS)
         if new is None:
-            not_healed.append({"what": "ExecStart=%s" % item["value"], "source": item["where"],
-                               "reason": "a drop-in cannot neutralise it: %s" % why})
+            plan["not_healed"].append({"what": "ExecStart=%s" % item["value"], "source": item["where"],
+                                       "reason": "a drop-in cannot neutralise it: %s" % why})
             rewritten.append(item["value"])
             continue
         touched = True
         rewritten.append(new)
-        healed.append({"what": "ExecStart=%s" % item["value"], "source": item["where"],
-                       "action": "ExecStart=%s" % new})
-    if touched:
-        lines += ["# ExecStart= without env(1)'s assignments of METNOS_SANDBOX/PATH (the unit's lines were:"]
-        lines += ["#   %s" % item["value"] for item in execs]
-        lines += ["ExecStart="] + ["ExecStart=%s" % value for value in rewritten]
+        plan["healed"].append({"what": "ExecStart=%s" % item["value"], "source": item["where"],
+                               "action": "ExecStart=%s" % new})
+    if not touched:
+        return []
+    return (["# ExecStart= without env(1)'s assignments of METNOS_SANDBOX/PATH (the unit's lines were:"]
+            + ["#   %s" % item["value"] for item in execs]
+            + ["ExecStart="] + ["ExecStart=%s" % value for value in rewritten])
+
+
+def _plan_relax(plan: Dict[str, Any], state: Mapping[str, Any], unit: str, relax: bool,
+                bwrap_info: Optional[Mapping[str, Any]]) -> List[str]:
+    """The drop-in lines that relax the unit's restrictions that break bwrap (``relax``), or why not."""
+    lines = []
     for diag in restriction_diagnostics(state.get("unit_file_settings") or state["settings"], unit, bwrap_info):
         if diag["severity"] != D.ERROR:
             continue
@@ -754,16 +901,15 @@ def enforce_plan(unit, state, env, prov, user, sandbox_path, env_file_path, rela
         entry = {"code": diag["code"], "directive": details.get("directive"), "line": details.get("relax"),
                  "message": diag["message"]}
         if not relax:
-            not_relaxed.append(dict(entry, reason="metnos_sandbox_relax_restrictions is false (relax_restrictions)"))
+            plan["not_relaxed"].append(dict(entry, reason="metnos_sandbox_relax_restrictions is false "
+                                                          "(relax_restrictions)"))
         elif not details.get("relax"):
-            not_relaxed.append(dict(entry, reason=details.get("relax_note") or "no drop-in can relax it"))
+            plan["not_relaxed"].append(dict(entry, reason=details.get("relax_note") or "no drop-in can relax it"))
         else:
-            relaxed.append(entry)
+            plan["relaxed"].append(entry)
             lines += ["# Relaxed for bwrap (relax_restrictions=true), the minimum it needs: %s" % diag["code"],
                       details["relax"]]
-    return {"dropin": "\n".join(lines) + "\n", "env_file": "# Managed by metnos-sandbox-ops: the service's PATH "
-            "for the sandbox.\nPATH=%s\n" % _env_file_value(path), "path": path, "healed": healed,
-            "relaxed": relaxed, "not_healed": not_healed, "not_relaxed": not_relaxed}
+    return lines
 
 
 # --------------------------------------------------------------------------- gathering (shared)
@@ -772,24 +918,25 @@ class SystemctlError(RuntimeError):
     pass
 
 
-def systemd_running(root="/"):
+def systemd_running(root: str = "/") -> bool:
     return root in ("/", "") and os.path.isdir("/run/systemd/system") and bool(B.which("systemctl", "/usr/bin:/bin"))
 
 
-def systemctl_argv(scope, user, *args):
+def systemctl_argv(scope: str, user: Optional[str], *args: str) -> List[str]:
     argv = ["systemctl"]
     if scope == "user":
         argv += ["--user", "--machine=%s@" % user]
     return argv + list(args)
 
 
-def _home(p):
+def _home(p: Params) -> Optional[str]:
     if p.get("scope") == "user":
         return pwd.getpwnam(p["user"]).pw_dir
     return None
 
 
-def manager_environment(runner, scope="system", user=None):
+def manager_environment(runner: B.Runner, scope: str = "system",
+                        user: Optional[str] = None) -> Optional[Dict[str, str]]:
     """The manager's runtime environment (DefaultEnvironment= plus `systemctl set-environment`), or
     None when systemctl cannot tell."""
     rc, out, _err = runner(systemctl_argv(scope, user, "show-environment"))
@@ -805,12 +952,11 @@ def manager_environment(runner, scope="system", user=None):
     return env
 
 
-def gather(p, runner, exclude=()):
-    """Read a unit's configuration. ``p``: unit, scope, user, mode (auto/systemd/disk), root.
+def gather(p: Params, runner: B.Runner, exclude: Sequence[str] = ()) -> Gathered:
+    """Read a unit's configuration. ``p``: unit, scope, user, mode (auto/systemd/disk), root, and
+    (disk mode) manager_env.
 
-    Returns (state, env, prov, problems, mode, need_reload, live); ``live`` is read_live_environ()
-    of MainPID when the service runs (systemd mode), else None. Raises U.UnitError when
-    the unit does not exist, SystemctlError when systemctl fails.
+    Raises U.UnitError when the unit does not exist, SystemctlError when systemctl fails.
     """
     home = _home(p)
     root = p.get("root") or "/"
@@ -819,39 +965,44 @@ def gather(p, runner, exclude=()):
     if mode == "auto":
         mode = "systemd" if systemd_running(root) else "disk"
     if mode == "systemd":
-        rc, out, err = runner(systemctl_argv(scope, p.get("user"), *U.show_args(p["unit"])))
-        if rc != 0:
-            raise SystemctlError("systemctl show %s failed: %s" % (p["unit"], err.strip()))
-        show = U.parse_show(out)
-        if show.get("LoadState") == "not-found":
-            raise U.UnitError("unit_not_found")
-        state = U.state_from_show(show)
-        try:   # what systemd silently dropped, and the start command lines, are only in the files
-            disk = U.load_unit(p["unit"], scope, "/", home)
-            state["rejected_assignments"] = disk["rejected_assignments"]
-            state["unit_file_settings"] = disk["settings"]
-            state["exec_start"] = disk["exec_start"]
-        except U.UnitError:
-            pass
-        manager_env = manager_environment(runner, scope, p.get("user")) or {}
-        env, prov, problems = U.compose_environment(state, "/", manager_env, manager_env.get("PATH") or
-                                                    U.default_service_path("/", runner))
-        if "PATH" in manager_env and prov.get("PATH") == "manager environment":
-            prov["PATH"] = "systemd default (manager environment)"
-        state["manager_environment"] = manager_env
-        pid = show.get("MainPID", "0")
-        live = read_live_environ(pid) if pid.isdigit() and pid != "0" else None
-        return state, env, prov, problems, mode, show.get("NeedDaemonReload") == "yes", live
+        return _gather_systemd(p, runner, scope, home)
     state = U.load_unit(p["unit"], scope, root, home, exclude)
     state["unit_file_settings"] = state["settings"]
     manager_env = p.get("manager_env")
     if manager_env is None:
         manager_env = U.manager_default_environment(root) if scope == "system" else {}
     env, prov, problems = U.compose_environment(state, root, manager_env, U.default_service_path(root, runner))
-    return state, env, prov, problems, mode, False, None
+    return Gathered(state, env, prov, problems, mode, False, None)
 
 
-def execution_context(p, runner, probe_user=None):
+def _gather_systemd(p: Params, runner: B.Runner, scope: str, home: Optional[str]) -> Gathered:
+    """gather() from `systemctl show` (and the unit files for what only they hold) and the live process."""
+    rc, out, err = runner(systemctl_argv(scope, p.get("user"), *U.show_args(p["unit"])))
+    if rc != 0:
+        raise SystemctlError("systemctl show %s failed: %s" % (p["unit"], err.strip()))
+    show = U.parse_show(out)
+    if show.get("LoadState") == "not-found":
+        raise U.UnitError("unit_not_found")
+    state = U.state_from_show(show)
+    try:   # what systemd silently dropped, and the start command lines, are only in the files
+        disk = U.load_unit(p["unit"], scope, "/", home)
+        state["rejected_assignments"] = disk["rejected_assignments"]
+        state["unit_file_settings"] = disk["settings"]
+        state["exec_start"] = disk["exec_start"]
+    except U.UnitError:
+        pass
+    manager_env = manager_environment(runner, scope, p.get("user")) or {}
+    env, prov, problems = U.compose_environment(state, "/", manager_env, manager_env.get("PATH") or
+                                                U.default_service_path("/", runner))
+    if "PATH" in manager_env and prov.get("PATH") == "manager environment":
+        prov["PATH"] = "systemd default (manager environment)"
+    state["manager_environment"] = manager_env
+    pid = show.get("MainPID", "0")
+    live = read_live_environ(pid) if pid.isdigit() and pid != "0" else None
+    return Gathered(state, env, prov, problems, "systemd", show.get("NeedDaemonReload") == "yes", live)
+
+
+def execution_context(p: Params, runner: B.Runner, probe_user: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """The unit's whole execution context for the probe's transient unit (unit_context.py): every
     directive of its files minus the documented deny list, proven against `systemctl show`."""
     from . import unit_context as UC
@@ -863,29 +1014,33 @@ def execution_context(p, runner, probe_user=None):
     if scope == "user" and p.get("user"):
         pw = pwd.getpwnam(p["user"])
         entry = {"name": pw.pw_name, "uid": pw.pw_uid, "gid": pw.pw_gid, "home": pw.pw_dir, "shell": pw.pw_shell}
-    ctx = UC.build(UC.parse_show_all(out), runner, p["unit"], scope, p.get("user"), user_entry=entry)
+    ctx: Dict[str, Any] = UC.build(UC.parse_show_all(out), runner, p["unit"], scope, p.get("user"), user_entry=entry)
     if probe_user:
         ctx["assignments"] = [a for a in ctx["assignments"] if a[0] not in ("User", "DynamicUser")]
         ctx["excluded"].append({"directive": "User", "category": "probe (probe_user=%s)" % probe_user.get("name")})
     return ctx
 
 
-def inspect(p, runner):
+class Inspection(NamedTuple):
+    """inspect()'s answer: the public result (what metnos_service_env and the audit return) and the
+    service's whole composed environment, None when the unit is masked (nothing was evaluated)."""
+    result: Dict[str, Any]
+    env: Optional[Dict[str, str]]
+
+
+def inspect(p: Params, runner: B.Runner) -> Optional[Inspection]:
     """gather() + evaluate(): the whole service-environment result, or None when the unit is missing."""
     from . import facts as F  # local import: facts imports nothing from here
     try:
-        state, env, prov, problems, mode, need_reload, live = gather(p, runner)
+        g = gather(p, runner)
     except U.UnitError:
         return None
-    if state.get("masked"):
-        return {"unit": p["unit"], "mode": mode, "status": envflags.status(None, {}),
-                "diagnostics": [D.make("unit_masked", unit=p["unit"])]}
+    if g.state.get("masked"):
+        return Inspection({"unit": p["unit"], "mode": g.mode, "status": envflags.status(None, {}),
+                           "diagnostics": [D.make("unit_masked", unit=p["unit"])]}, None)
     admin_path = p.get("admin_path") if p.get("admin_path") is not None else os.environ.get("PATH", "")
-    result = evaluate(p["unit"], state, env, prov, problems, mode, admin_path,
-                      lambda path: F.bwrap_info(path, runner=runner), need_reload, live)
-    result["_state"] = state
-    result["_env"] = env
+    result = evaluate(Evaluation(p["unit"], g, admin_path, lambda path: F.bwrap_info(path, runner=runner)))
     user = result["user"]
     if user.get("missing"):
         result["diagnostics"].insert(0, D.make("service_user_missing", user=user["name"], unit=p["unit"]))
-    return result
+    return Inspection(result, g.env)

@@ -23,6 +23,9 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import os
 import re
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from . import bwrap as B
 
 SYSTEM_UNIT_DIRS = ("/etc/systemd/system.control", "/run/systemd/system.control", "/run/systemd/transient",
                     "/etc/systemd/system", "/run/systemd/system", "/usr/local/lib/systemd/system",
@@ -38,23 +41,23 @@ class UnitError(ValueError):
     pass
 
 
-def valid_unit_name(name):
+def valid_unit_name(name: object) -> bool:
     return bool(isinstance(name, str) and _UNIT_NAME.match(name) and ".." not in name)
 
 
 # --------------------------------------------------------------------------- files
 
-def _r(root, path):
+def _r(root: str, path: str) -> str:
     return os.path.join(root, path.lstrip("/")) if root not in ("", "/") else path
 
 
-def unit_dirs(scope="system", home=None):
+def unit_dirs(scope: str = "system", home: Optional[str] = None) -> List[str]:
     if scope == "user":
         return [d.replace("~", home or "/nonexistent", 1) if d.startswith("~") else d for d in USER_UNIT_DIRS]
     return list(SYSTEM_UNIT_DIRS)
 
 
-def find_fragment(unit, dirs, root="/"):
+def find_fragment(unit: str, dirs: Sequence[str], root: str = "/") -> Optional[Dict[str, Any]]:
     """The unit file (following aliases), or None. For an instance, the template is used."""
     names = [unit]
     match = re.match(r"^(.+@)([^.]*)(\.\w+)$", unit)
@@ -72,7 +75,7 @@ def find_fragment(unit, dirs, root="/"):
     return None
 
 
-def _resolve_in_root(path, root):
+def _resolve_in_root(path: str, root: str) -> str:
     seen = 0
     while os.path.islink(path) and seen < 40:
         target = os.readlink(path)
@@ -81,7 +84,7 @@ def _resolve_in_root(path, root):
     return path
 
 
-def dropin_dir_names(unit):
+def dropin_dir_names(unit: str) -> List[str]:
     """Drop-in directory names for a unit, most specific first."""
     base, _dot, utype = unit.rpartition(".")
     names = [unit + ".d"]
@@ -95,9 +98,9 @@ def dropin_dir_names(unit):
     return names
 
 
-def find_dropins(unit, dirs, root="/", exclude=()):
+def find_dropins(unit: str, dirs: Sequence[str], root: str = "/", exclude: Sequence[str] = ()) -> List[str]:
     """Drop-in files in the order systemd applies them."""
-    chosen = {}
+    chosen: Dict[str, Optional[str]] = {}
     for directory in dirs:
         for name in dropin_dir_names(unit):
             path = _r(root, os.path.join(directory, name))
@@ -112,12 +115,13 @@ def find_dropins(unit, dirs, root="/", exclude=()):
                         chosen[entry] = None
                         continue
                     chosen[entry] = full
-    return [chosen[k] for k in sorted(chosen) if chosen[k] is not None and os.path.isfile(chosen[k])]
+    files = [chosen[k] for k in sorted(chosen)]
+    return [f for f in files if f is not None and os.path.isfile(f)]
 
 
 # --------------------------------------------------------------------------- unit syntax
 
-def parse_unit_text(text):
+def parse_unit_text(text: str) -> List[Tuple[Optional[str], str, str, int]]:
     """[(section, key, value, lineno)] in file order."""
     out = []
     section = None
@@ -158,9 +162,9 @@ _ESC = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "
         "'": "'", "s": " "}
 
 
-def split_words(value):
+def split_words(value: str) -> Tuple[List[str], bool]:
     """systemd's extract_first_word(UNQUOTE|CUNESCAPE) over a whole value. Returns (words, ok)."""
-    words = []
+    words: List[str] = []
     i = 0
     n = len(value)
     while True:
@@ -206,10 +210,10 @@ def split_words(value):
         words.append("".join(word))
 
 
-def parse_env_file(text):
+def parse_env_file(text: str) -> Tuple[Dict[str, str], List[str]]:
     """systemd's EnvironmentFile= grammar. Returns (dict in order, [warnings])."""
-    out = {}
-    warnings = []
+    out: Dict[str, str] = {}
+    warnings: List[str] = []
     i = 0
     n = len(text)
     lineno = 1
@@ -226,11 +230,11 @@ def parse_env_file(text):
                 i += 1
             continue
         start_line = lineno
-        key = []
+        chars = []
         while i < n and text[i] not in "=\n":
-            key.append(text[i])
+            chars.append(text[i])
             i += 1
-        key = "".join(key).strip()
+        key = "".join(chars).strip()
         if i >= n or text[i] == "\n":
             if key:
                 warnings.append("line %d: %r has no '=' and is ignored" % (start_line, key))
@@ -238,52 +242,65 @@ def parse_env_file(text):
         i += 1  # '='
         while i < n and text[i] in " \t":
             i += 1
-        value = []
         if i < n and text[i] in "\"'":
-            quote = text[i]
-            i += 1
-            while i < n and text[i] != quote:
-                ch = text[i]
-                if ch == "\\" and quote == '"' and i + 1 < n:
-                    nxt = text[i + 1]
-                    if nxt == "\n":
-                        i += 2
-                        lineno += 1
-                        continue
-                    if nxt in '"\\`$':
-                        value.append(nxt)
-                        i += 2
-                        continue
-                if ch == "\n":
-                    lineno += 1
-                value.append(ch)
-                i += 1
-            i += 1  # closing quote
-            # anything after the closing quote up to end of line is appended (systemd keeps going)
-            tail = []
-            while i < n and text[i] != "\n":
-                tail.append(text[i])
-                i += 1
-            value = "".join(value) + "".join(tail).rstrip()
+            value, i, lineno = _quoted_value(text, i, lineno)
         else:
-            while i < n and text[i] != "\n":
-                ch = text[i]
-                if ch == "\\" and i + 1 < n:
-                    if text[i + 1] == "\n":
-                        i += 2
-                        lineno += 1
-                        continue
-                    value.append(text[i + 1])
-                    i += 2
-                    continue
-                value.append(ch)
-                i += 1
-            value = "".join(value).strip()
+            value, i, lineno = _bare_value(text, i, lineno)
         if not ENV_NAME.match(key):
             warnings.append("line %d: %r is not a valid variable name; ignored" % (start_line, key))
             continue
         out[key] = value
     return out, warnings
+
+
+def _quoted_value(text: str, i: int, lineno: int) -> Tuple[str, int, int]:
+    """An env-file value opening with a quote at ``i`` -> (value, index after it, line number)."""
+    n = len(text)
+    value = []
+    quote = text[i]
+    i += 1
+    while i < n and text[i] != quote:
+        ch = text[i]
+        if ch == "\\" and quote == '"' and i + 1 < n:
+            nxt = text[i + 1]
+            if nxt == "\n":
+                i += 2
+                lineno += 1
+                continue
+            if nxt in '"\\`$':
+                value.append(nxt)
+                i += 2
+                continue
+        if ch == "\n":
+            lineno += 1
+        value.append(ch)
+        i += 1
+    i += 1  # closing quote
+    # anything after the closing quote up to end of line is appended (systemd keeps going)
+    tail = []
+    while i < n and text[i] != "\n":
+        tail.append(text[i])
+        i += 1
+    return "".join(value) + "".join(tail).rstrip(), i, lineno
+
+
+def _bare_value(text: str, i: int, lineno: int) -> Tuple[str, int, int]:
+    """An unquoted env-file value from ``i`` -> (value, index after it, line number)."""
+    n = len(text)
+    value = []
+    while i < n and text[i] != "\n":
+        ch = text[i]
+        if ch == "\\" and i + 1 < n:
+            if text[i + 1] == "\n":
+                i += 2
+                lineno += 1
+                continue
+            value.append(text[i + 1])
+            i += 2
+            continue
+        value.append(ch)
+        i += 1
+    return "".join(value).strip(), i, lineno
 
 
 # --------------------------------------------------------------------------- a whole unit
@@ -298,7 +315,7 @@ _LIST_KEYS = ("SystemCallFilter", "RestrictNamespaces", "ReadOnlyPaths", "Inacce
               "TemporaryFileSystem", "CapabilityBoundingSet", "RestrictAddressFamilies")
 
 
-def add_setting(settings, key, value):
+def add_setting(settings: Dict[str, Any], key: str, value: str) -> Dict[str, Any]:
     """One [Service] assignment into ``settings``: list directives accumulate (empty resets), others
     keep the last value."""
     if key in _LIST_KEYS:
@@ -311,16 +328,17 @@ def add_setting(settings, key, value):
     return settings
 
 
-def settings_from_text(text):
+def settings_from_text(text: str) -> Dict[str, Any]:
     """The [Service] settings of a unit text (no Environment handling): for offline checks."""
-    settings = {}
+    settings: Dict[str, Any] = {}
     for section, key, value, _lineno in parse_unit_text(text):
         if section == "Service":
             add_setting(settings, key, value)
     return settings
 
 
-def load_unit(unit, scope="system", root="/", home=None, exclude=()):
+def load_unit(unit: str, scope: str = "system", root: str = "/", home: Optional[str] = None,
+              exclude: Sequence[str] = ()) -> Dict[str, Any]:
     """Parse a unit and its drop-ins from disk. Raises UnitError('unit_not_found')."""
     dirs = unit_dirs(scope, home)
     frag = find_fragment(unit, dirs, root)
@@ -331,9 +349,10 @@ def load_unit(unit, scope="system", root="/", home=None, exclude=()):
     if frag is not None and not frag.get("masked"):
         files.append(frag["real"])
     files.extend(dropins)
-    state = {"fragment": frag["path"] if frag else None, "masked": bool(frag and frag.get("masked")),
-             "dropins": dropins, "environment": [], "environment_files": [], "unset_environment": [],
-             "rejected_assignments": [], "settings": {}, "sources": {}, "exec_start": []}
+    state: Dict[str, Any] = {
+        "fragment": frag["path"] if frag else None, "masked": bool(frag and frag.get("masked")),
+        "dropins": dropins, "environment": [], "environment_files": [], "unset_environment": [],
+        "rejected_assignments": [], "settings": {}, "sources": {}, "exec_start": []}
     for path in files:
         try:
             with open(path, "rb") as handle:
@@ -341,53 +360,59 @@ def load_unit(unit, scope="system", root="/", home=None, exclude=()):
         except (IOError, OSError):
             continue
         for section, key, value, lineno in parse_unit_text(text):
-            if section != "Service":
-                if section == "Unit" or section == "Install":
-                    continue
-                continue
-            where = "%s:%d" % (path, lineno)
-            if key == "Environment":
-                if value == "":
-                    state["environment"] = []
-                    continue
-                words, ok = split_words(value)
-                if not ok:
-                    state["rejected_assignments"].append({"where": where, "text": value, "line": value,
-                                                          "reason": "unbalanced quotes or bad escape: "
-                                                                    "the whole line is ignored"})
-                    continue
-                for word in words:
-                    name, eq, val = word.partition("=")
-                    if not eq or not ENV_NAME.match(name):
-                        state["rejected_assignments"].append({"where": where, "text": word, "line": value,
-                                                              "reason": "Invalid environment assignment, ignoring"})
-                        continue
-                    state["environment"].append({"name": name, "value": val, "where": where})
-            elif key == "EnvironmentFile":
-                if value == "":
-                    state["environment_files"] = []
-                    continue
-                optional = value.startswith("-")
-                state["environment_files"].append({"path": value[1:] if optional else value,
-                                                   "optional": optional, "where": where})
-            elif key == "ExecStart":
-                if value == "":
-                    state["exec_start"] = []
-                else:
-                    state["exec_start"].append({"value": value, "where": where})
-            elif key == "UnsetEnvironment":
-                if value == "":
-                    state["unset_environment"] = []
-                    continue
-                words, ok = split_words(value)
-                state["unset_environment"].extend(words if ok else [])
-            else:
-                add_setting(state["settings"], key, value)
-                state["sources"][key] = where
+            if section == "Service":
+                _assign(state, key, value, "%s:%d" % (path, lineno))
     return state
 
 
-def default_service_path(root="/", runner=None):
+def _assign(state: Dict[str, Any], key: str, value: str, where: str) -> None:
+    """One [Service] line into load_unit()'s state, as systemd merges it."""
+    if key == "Environment":
+        _assign_environment(state, value, where)
+    elif key == "EnvironmentFile":
+        if value == "":
+            state["environment_files"] = []
+            return
+        optional = value.startswith("-")
+        state["environment_files"].append({"path": value[1:] if optional else value,
+                                           "optional": optional, "where": where})
+    elif key == "ExecStart":
+        if value == "":
+            state["exec_start"] = []
+        else:
+            state["exec_start"].append({"value": value, "where": where})
+    elif key == "UnsetEnvironment":
+        if value == "":
+            state["unset_environment"] = []
+            return
+        words, ok = split_words(value)
+        state["unset_environment"].extend(words if ok else [])
+    else:
+        add_setting(state["settings"], key, value)
+        state["sources"][key] = where
+
+
+def _assign_environment(state: Dict[str, Any], value: str, where: str) -> None:
+    """An Environment= line: its valid NAME=VALUE words, the others rejected as systemd does."""
+    if value == "":
+        state["environment"] = []
+        return
+    words, ok = split_words(value)
+    if not ok:
+        state["rejected_assignments"].append({"where": where, "text": value, "line": value,
+                                              "reason": "unbalanced quotes or bad escape: "
+                                                        "the whole line is ignored"})
+        return
+    for word in words:
+        name, eq, val = word.partition("=")
+        if not eq or not ENV_NAME.match(name):
+            state["rejected_assignments"].append({"where": where, "text": word, "line": value,
+                                                  "reason": "Invalid environment assignment, ignoring"})
+            continue
+        state["environment"].append({"name": name, "value": val, "where": where})
+
+
+def default_service_path(root: str = "/", runner: Optional[B.Runner] = None) -> str:
     """systemd's compiled-in PATH for services: `systemd-path search-binaries-default` when we can
     ask this host's systemd; else Debian/Ubuntu builds (split-usr compat) add /sbin:/bin."""
     if root in ("", "/") and runner is not None:
@@ -401,7 +426,9 @@ def default_service_path(root="/", runner=None):
     return DEFAULT_SYSTEM_PATH
 
 
-def compose_environment(state, root="/", manager_env=None, default_path=DEFAULT_SYSTEM_PATH):
+def compose_environment(state: Mapping[str, Any], root: str = "/", manager_env: Optional[Mapping[str, str]] = None,
+                        default_path: str = DEFAULT_SYSTEM_PATH) -> Tuple[Dict[str, str], Dict[str, str],
+                                                                          List[Dict[str, Any]]]:
     """The environment the service's processes get: returns (env, provenance, problems)."""
     env = {"PATH": default_path}
     prov = {"PATH": "systemd default"}
@@ -439,9 +466,9 @@ def compose_environment(state, root="/", manager_env=None, default_path=DEFAULT_
     return env, prov, problems
 
 
-def manager_default_environment(root="/"):
+def manager_default_environment(root: str = "/") -> Dict[str, str]:
     """DefaultEnvironment= of /etc/systemd/system.conf and system.conf.d/*.conf."""
-    env = {}
+    env: Dict[str, str] = {}
     paths = [_r(root, "/etc/systemd/system.conf")]
     for directory in ("/usr/lib/systemd/system.conf.d", "/run/systemd/system.conf.d", "/etc/systemd/system.conf.d"):
         try:
@@ -475,7 +502,7 @@ SHOW_PROPERTIES = ("Id", "LoadState", "ActiveState", "FragmentPath", "DropInPath
                    "ExecSearchPath", "MainPID", "WorkingDirectory", "ExecStart") + RESTRICTION_KEYS
 
 
-def show_args(unit):
+def show_args(unit: str) -> List[str]:
     """Arguments after `systemctl [--user]` that read the properties this toolkit needs."""
     argv = ["show", unit, "--no-pager"]
     for prop in SHOW_PROPERTIES:
@@ -483,9 +510,9 @@ def show_args(unit):
     return argv
 
 
-def parse_show(text):
+def parse_show(text: str) -> Dict[str, Any]:
     """`systemctl show` output -> dict; repeated keys (EnvironmentFiles) become lists."""
-    out = {}
+    out: Dict[str, Any] = {}
     for line in text.splitlines():
         key, sep, value = line.partition("=")
         if not sep:
@@ -497,7 +524,7 @@ def parse_show(text):
     return out
 
 
-def state_from_show(show):
+def state_from_show(show: Mapping[str, Any]) -> Dict[str, Any]:
     """A load_unit()-like state from `systemctl show` properties."""
     env = []
     words, _ok = split_words(show.get("Environment", ""))
@@ -534,7 +561,7 @@ _VAR_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*
 MAX_EXEC_WORDS = 4096
 
 
-def exec_words(value):
+def exec_words(value: str) -> Optional[Tuple[str, List[str]]]:
     """ExecStart= value -> (prefix characters, [words]) with systemd's quoting, or None if invalid."""
     prefix = ""
     while value[:1] in ("@", "-", ":", "+", "!") and value:
@@ -546,11 +573,11 @@ def exec_words(value):
     return prefix, words
 
 
-def _substitute(word, env):
+def _substitute(word: str, env: Mapping[str, str]) -> Tuple[str, List[str]]:
     """systemd's $VAR/${VAR} substitution in ExecStart= words. Returns (word, unknown names)."""
     unknown = []
 
-    def sub(match):
+    def sub(match: re.Match[str]) -> str:
         name = match.group(1) or match.group(2)
         if name in env:
             return env[name]
@@ -568,7 +595,8 @@ def _substitute(word, env):
     return _VAR_REF.sub(sub, word), unknown
 
 
-def exec_env_effect(value, env=None, keys=None):
+def exec_env_effect(value: str, env: Optional[Mapping[str, str]] = None,
+                    keys: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     """What the start command line does to the environment before the program runs.
 
     Parses env(1) prefixes (``NAME=VALUE``, ``-u NAME``, ``-i``) and ``sh -c 'NAME=V exec ...'``
@@ -578,8 +606,8 @@ def exec_env_effect(value, env=None, keys=None):
     """
     env = dict(env or {})
     keys = tuple(keys or ())
-    out = {"sets": {}, "unsets": [], "clears": False, "determinable": True, "how": None, "note": None,
-           "words": [], "prefix": ""}
+    out: Dict[str, Any] = {"sets": {}, "unsets": [], "clears": False, "determinable": True, "how": None,
+                           "note": None, "words": [], "prefix": ""}
     parsed = exec_words(value)
     if parsed is None:
         out.update(determinable=False, note="the command line cannot be split with systemd's quoting rules")
@@ -588,13 +616,35 @@ def exec_env_effect(value, env=None, keys=None):
     out["prefix"], out["words"] = prefix, list(words)
     if "@" in prefix and len(words) > 1:
         words = [words[0]] + words[2:]          # @path argv0 args...: argv0 is only a name
+    words = _substituted(words, env, keys, out)
+    i = _env_prefix(words, out)
+    if i is None:
+        return out
+    if i < len(words) and os.path.basename(words[i]) in SHELLS:
+        shell = words[i:]
+        if "-c" in shell[1:3] or (len(shell) > 1 and shell[1].startswith("-") and "c" in shell[1]):
+            idx = next(n for n, w in enumerate(shell) if w == "-c" or (w.startswith("-") and "c" in w and n > 0))
+            script = shell[idx + 1] if idx + 1 < len(shell) else ""
+            out["how"] = "shell" if out["how"] is None else out["how"] + "+shell"
+            _shell_effect(script, dict(env, **out["sets"]), out, keys)
+    return out
+
+
+def _substituted(words: Sequence[str], env: Mapping[str, str], keys: Sequence[str],
+                 out: Dict[str, Any]) -> List[str]:
+    """``words`` after $VAR substitution; an unknown variable where it matters makes ``out`` undeterminable."""
     subst = []
     for word in words:
         text, unknown = _substitute(word, env)
         if unknown and any(k in word for k in keys) or unknown and "=" in word.split("$")[0]:
             out.update(determinable=False, note="$%s is not set when the command line is expanded" % unknown[0])
         subst.append(text)
-    words = subst
+    return subst
+
+
+def _env_prefix(words: List[str], out: Dict[str, Any]) -> Optional[int]:
+    """env(1) prefixes of the start command line into ``out``: the index of the first word after them,
+    or None when what they do cannot be told (``out`` says why)."""
     i = 0
     while i < len(words) and os.path.basename(words[i]) == "env":
         out["how"] = "env"
@@ -625,31 +675,38 @@ def exec_env_effect(value, env=None, keys=None):
                 pass
             elif word.startswith("-S") or word.startswith("--split-string"):
                 out.update(determinable=False, note="env -S splits a string itself")
-                return out
+                return None
             elif word.startswith("-"):
                 out.update(determinable=False, note="env option %r is not understood" % word)
-                return out
+                return None
             elif "=" in word and ENV_NAME.match(word.split("=", 1)[0]):
                 name, _eq, val = word.partition("=")
                 out["sets"][name] = val
             else:
                 break
             i += 1
-    if i < len(words) and os.path.basename(words[i]) in SHELLS:
-        shell = words[i:]
-        if "-c" in shell[1:3] or (len(shell) > 1 and shell[1].startswith("-") and "c" in shell[1]):
-            idx = next(n for n, w in enumerate(shell) if w == "-c" or (w.startswith("-") and "c" in w and n > 0))
-            script = shell[idx + 1] if idx + 1 < len(shell) else ""
-            out["how"] = "shell" if out["how"] is None else out["how"] + "+shell"
-            _shell_effect(script, dict(env, **out["sets"]), out, keys)
-    return out
+    return i
 
 
-def _shell_effect(script, env, out, keys):
+def _shell_effect(script: str, env: Mapping[str, str], out: Dict[str, Any], keys: Sequence[str]) -> None:
     """The environment effect of a simple ``sh -c`` script: assignments before ``exec``/the command,
     ``export``, ``unset``. Anything else that mentions one of ``keys`` is undeterminable."""
-    import shlex
     relevant = any(k in script for k in keys) or any(t in script for t in ("set -a", "source ", "eval ", ". /"))
+    statements = _shell_statements(script, relevant, out)
+    if statements is None:
+        return
+    if relevant and any(stmt and stmt[0] in _SHELL_KEYWORDS for stmt in statements):
+        out.update(determinable=False, note="the shell script uses control structures")
+        return
+    for stmt in statements:
+        if stmt:
+            _shell_statement(stmt, env, out, keys, relevant)
+
+
+def _shell_statements(script: str, relevant: bool, out: Dict[str, Any]) -> Optional[List[List[str]]]:
+    """A script's simple commands (lists of words), or None when it is not a plain sequence of them
+    (``out`` says why when the script is ``relevant``)."""
+    import shlex
     try:
         lexer = shlex.shlex(script, posix=True, punctuation_chars=";&|")
         lexer.whitespace_split = True
@@ -657,8 +714,9 @@ def _shell_effect(script, env, out, keys):
     except ValueError:
         if relevant:
             out.update(determinable=False, note="the shell script cannot be parsed")
-        return
-    statements, current = [], []
+        return None
+    statements: List[List[str]] = []
+    current: List[str] = []
     for tok in tokens:
         if tok in (";", "&&", "\n"):
             statements.append(current)
@@ -666,50 +724,50 @@ def _shell_effect(script, env, out, keys):
         elif tok in ("|", "||", "&", "|&", ";;") or tok.startswith(("(", "{")) or "$(" in tok or "`" in tok:
             if relevant:
                 out.update(determinable=False, note="the shell script is not a plain sequence of commands")
-            return
+            return None
         else:
             current.append(tok)
     statements.append(current)
-    if relevant and any(stmt and stmt[0] in _SHELL_KEYWORDS for stmt in statements):
-        out.update(determinable=False, note="the shell script uses control structures")
+    return statements
+
+
+def _shell_statement(stmt: List[str], env: Mapping[str, str], out: Dict[str, Any], keys: Sequence[str],
+                     relevant: bool) -> None:
+    """One simple command's effect on the environment, into ``out``."""
+    head = stmt[0]
+    if head == "export":
+        for word in stmt[1:]:
+            name, eq, val = word.partition("=")
+            if eq and ENV_NAME.match(name):
+                out["sets"][name] = val
         return
-    for stmt in statements:
-        if not stmt:
-            continue
-        head = stmt[0]
-        if head == "export":
-            for word in stmt[1:]:
-                name, eq, val = word.partition("=")
-                if eq and ENV_NAME.match(name):
-                    out["sets"][name] = val
-            continue
-        if head == "unset":
-            for name in stmt[1:]:
-                if ENV_NAME.match(name):
-                    out["unsets"].append(name)
-                    out["sets"].pop(name, None)
-            continue
-        assigns = []
-        rest = list(stmt)
+    if head == "unset":
+        for name in stmt[1:]:
+            if ENV_NAME.match(name):
+                out["unsets"].append(name)
+                out["sets"].pop(name, None)
+        return
+    assigns = []
+    rest = list(stmt)
+    while rest and "=" in rest[0] and ENV_NAME.match(rest[0].split("=", 1)[0]):
+        assigns.append(rest.pop(0))
+    if rest and rest[0] == "exec":
+        rest.pop(0)
         while rest and "=" in rest[0] and ENV_NAME.match(rest[0].split("=", 1)[0]):
             assigns.append(rest.pop(0))
-        if rest and rest[0] == "exec":
-            rest.pop(0)
-            while rest and "=" in rest[0] and ENV_NAME.match(rest[0].split("=", 1)[0]):
-                assigns.append(rest.pop(0))
-        for word in assigns:
-            name, _eq, val = word.partition("=")
-            if "$" in val and name in keys:
-                out.update(determinable=False, note="%s is assigned from a shell expansion" % name)
-                continue
-            if rest or name in env or name in out["sets"]:
-                # prefix assignments reach the command; a bare one changes an imported (exported) variable
-                out["sets"][name] = val
-        if rest and rest[0] in ("env",) and relevant:
-            out.update(determinable=False, note="the shell script runs env(1) itself")
+    for word in assigns:
+        name, _eq, val = word.partition("=")
+        if "$" in val and name in keys:
+            out.update(determinable=False, note="%s is assigned from a shell expansion" % name)
+            continue
+        if rest or name in env or name in out["sets"]:
+            # prefix assignments reach the command; a bare one changes an imported (exported) variable
+            out["sets"][name] = val
+    if rest and rest[0] in ("env",) and relevant:
+        out.update(determinable=False, note="the shell script runs env(1) itself")
 
 
-def apply_exec_effect(env, effect):
+def apply_exec_effect(env: Mapping[str, str], effect: Mapping[str, Any]) -> Dict[str, str]:
     """The environment the program gets: ``env`` changed as the start command line does."""
     result = {} if effect["clears"] else dict(env)
     for name in effect["unsets"]:
@@ -718,7 +776,7 @@ def apply_exec_effect(env, effect):
     return result
 
 
-def quote_exec_word(word):
+def quote_exec_word(word: str) -> str:
     """A word for an ExecStart= line: quoted when needed, specifiers and $ references kept as written."""
     if word and not re.search(r"[\s\"'\\;]", word) and all(32 <= ord(c) < 127 or ord(c) > 159 for c in word):
         return word
@@ -737,7 +795,7 @@ def quote_exec_word(word):
     return '"%s"' % "".join(out)
 
 
-def neutralised_exec(value, keys):
+def neutralised_exec(value: str, keys: Sequence[str]) -> Tuple[Optional[str], Optional[str]]:
     """An ExecStart= value with env(1)'s assignments and unsets of ``keys`` removed.
 
     Returns (value, None) -- the same value when there is nothing to remove -- or (None, reason)
@@ -750,8 +808,26 @@ def neutralised_exec(value, keys):
     head = 2 if "@" in prefix else 1          # '@path argv0 args': argv0 is only a name
     if len(words) < head:
         return None, "the command line has no argv[0]"
-    out, rest, changed = list(words[:head]), list(words[head:]), False
-    in_env = os.path.basename(words[0]) == "env"
+    rest = list(words[head:])
+    kept, i, changed, refusal = _strip_env_words(rest, keys, os.path.basename(words[0]) == "env")
+    if refusal is not None:
+        return None, refusal
+    out = list(words[:head]) + kept
+    tail = rest[i:]
+    shell = os.path.basename(tail[0]) in SHELLS if tail else os.path.basename(words[0]) in SHELLS
+    if (shell or os.path.basename(words[0]) in SHELLS) and any(k in " ".join(words) for k in keys):
+        return None, "the command runs a shell script that sets %s; edit ExecStart= by hand" % "/".join(keys)
+    if not changed:
+        return value, None
+    return prefix + " ".join(quote_exec_word(w) for w in out + tail), None
+
+
+def _strip_env_words(rest: List[str], keys: Sequence[str],
+                     in_env: bool) -> Tuple[List[str], int, bool, Optional[str]]:
+    """The env(1) words of ``rest`` (after argv[0]) without the assignments and unsets of ``keys``:
+    (words kept, index of the first word after env's, whether any was removed, refusal or None)."""
+    out: List[str] = []
+    changed = False
     i = 0
     while in_env and i < len(rest):
         word = rest[i]
@@ -764,7 +840,8 @@ def neutralised_exec(value, keys):
                 i += 1
             continue
         if word in ("-i", "--ignore-environment", "-") or word.startswith(("-S", "--split-string")):
-            return None, "env %s replaces or re-splits the whole environment; edit ExecStart= by hand" % word
+            return out, i, changed, "env %s replaces or re-splits the whole environment; edit ExecStart= by hand" \
+                % word
         if word in ("-u", "--unset") and i + 1 < len(rest):
             if rest[i + 1] in keys:
                 changed = True
@@ -799,10 +876,4 @@ def neutralised_exec(value, keys):
             i += 1
             continue
         break
-    tail = rest[i:]
-    shell = os.path.basename(tail[0]) in SHELLS if tail else os.path.basename(words[0]) in SHELLS
-    if (shell or os.path.basename(words[0]) in SHELLS) and any(k in " ".join(words) for k in keys):
-        return None, "the command runs a shell script that sets %s; edit ExecStart= by hand" % "/".join(keys)
-    if not changed:
-        return value, None
-    return prefix + " ".join(quote_exec_word(w) for w in out + tail), None
+    return out, i, changed, None

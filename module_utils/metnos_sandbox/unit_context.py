@@ -37,8 +37,13 @@ from __future__ import absolute_import, annotations, division, print_function
 import os
 import re
 import socket
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
+from . import bwrap as B
 from . import systemd_unit as U
+
+Assignment = List[str]                              # [directive, value, where]
+Line = Tuple[Optional[str], str, str, str]          # (section, key, value, where) of a unit file
 
 # --------------------------------------------------------------------------- what is not copied
 
@@ -58,11 +63,12 @@ CATEGORIES = {
 }
 
 
-def _deny(category, names, carry_note=None):
+def _deny(category: str, names: Iterable[str],
+          carry_note: Optional[str] = None) -> Dict[str, Tuple[str, Optional[str]]]:
     return dict((name, (category, carry_note)) for name in names)
 
 
-DENY = {}
+DENY: Dict[str, Tuple[str, Optional[str]]] = {}
 DENY.update(_deny(LIFECYCLE, (
     # the service's commands and their search path (the probe runs its own command)
     "ExecStart", "ExecStartPre", "ExecStartPost", "ExecCondition", "ExecReload", "ExecStop", "ExecStopPost",
@@ -170,17 +176,19 @@ MAX_ATTEMPTS = 24           # systemd-run attempts per preflight (rejections, bi
 _KEY = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
 
 
-def ignored_property(name):
+def ignored_property(name: str) -> bool:
     return name in IGNORED_PROPERTIES or any(p.search(name) for p in _IGNORED_PATTERNS)
 
 
 # --------------------------------------------------------------------------- reading the unit
 
-def read_assignments(paths, read=None):
+def read_assignments(paths: Iterable[str], read: Optional[Callable[[str], str]] = None
+                     ) -> Tuple[List[Line], List[Dict[str, str]]]:
     """Assignments of ``paths`` (fragment first, then drop-ins in systemd's order), as
     ([(section, key, value, where)], [problems]). Bounded reads; an unreadable or oversized file is
     a problem, never skipped in silence."""
-    out, problems = [], []
+    out: List[Line] = []
+    problems: List[Dict[str, str]] = []
     for path in paths:
         if not path:
             continue
@@ -201,7 +209,7 @@ def read_assignments(paths, read=None):
     return out, problems
 
 
-def unit_files(show):
+def unit_files(show: Mapping[str, str]) -> List[str]:
     """The files systemd loaded the unit from, in the order it applies them."""
     files = [show.get("FragmentPath") or ""]
     files += (show.get("DropInPaths") or "").split()
@@ -210,21 +218,22 @@ def unit_files(show):
 
 # --------------------------------------------------------------------------- specifiers
 
-def _unescape_unit(text):
+def _unescape_unit(text: str) -> str:
     """systemd's unit_name_path_unescape for %I/%P/%J/%f: '-' is '/', '\\xNN' a byte."""
     out = re.sub(r"\\x([0-9a-fA-F]{2})", lambda m: chr(int(m.group(1), 16)) if m.group(1).lower() != "2d" else
                  "\0", text)
     return out.replace("-", "/").replace("\0", "-")
 
 
-def specifier_table(unit, scope="system", user=None, fragment=None, proc="/proc"):
+def specifier_table(unit: str, scope: str = "system", user: Optional[Mapping[str, Any]] = None,
+                    fragment: Optional[str] = None, proc: str = "/proc") -> Dict[str, str]:
     """Values of systemd's specifiers for ``unit`` (systemd.unit(5)). The manager's user is root
     for the system manager, ``user`` (a pwd entry-like dict) for a user manager."""
     base, _dot, _suffix = unit.rpartition(".")
     prefix, at, instance = base.partition("@")
     prefix_last = prefix.rsplit("-", 1)[-1]
 
-    def read(path):
+    def read(path: str) -> Optional[str]:
         try:
             with open(path) as handle:
                 return handle.read(4096).strip()
@@ -255,11 +264,11 @@ def specifier_table(unit, scope="system", user=None, fragment=None, proc="/proc"
     return dict((k, v) for k, v in table.items() if v is not None)
 
 
-def expand(value, table):
+def expand(value: str, table: Mapping[str, str]) -> Tuple[str, List[str]]:
     """Expand specifiers. Returns (value, unknown specifier letters)."""
     unknown = []
 
-    def sub(match):
+    def sub(match: re.Match[str]) -> str:
         letter = match.group(1)
         if letter in table:
             return table[letter]
@@ -271,7 +280,8 @@ def expand(value, table):
 
 # --------------------------------------------------------------------------- the plan
 
-def plan(assignments, table=None, denied=None, static_user=False):
+def plan(assignments: Iterable[Line], table: Optional[Mapping[str, str]] = None,
+         denied: Optional[Mapping[str, Tuple[str, Optional[str]]]] = None, static_user: bool = False) -> Dict[str, Any]:
     """Unit assignments -> the context to carry.
 
     Returns {"assignments": [[key, value, where]], "excluded": [{directive, category}],
@@ -279,7 +289,9 @@ def plan(assignments, table=None, denied=None, static_user=False):
     (tests); ``static_user``: a system unit whose directories may be carried as their mounts.
     """
     denied = DENY if denied is None else denied
-    carried, excluded, not_carried = [], {}, []
+    carried: List[Assignment] = []
+    excluded: Dict[str, str] = {}
+    not_carried: List[Dict[str, Any]] = []
     for section, key, value, where in assignments:
         if section in ("Unit", "Install") and key not in UNIT_SECTION_CARRIED:
             continue
@@ -320,7 +332,7 @@ def plan(assignments, table=None, denied=None, static_user=False):
     return out
 
 
-def _directories_as_mounts(ctx, static_user):
+def _directories_as_mounts(ctx: Dict[str, Any], static_user: bool) -> None:
     """StateDirectory= & co. of a static user: their writable mount, as ReadWritePaths= of the paths."""
     if not static_user:
         return
@@ -347,12 +359,12 @@ def _directories_as_mounts(ctx, static_user):
     ctx["not_carried"] = keep
 
 
-def directives(context):
+def directives(context: Mapping[str, Any]) -> List[str]:
     """The directive names a context carries, in first-seen order."""
     return list(dict.fromkeys(a[0] for a in context.get("assignments") or []))
 
 
-def property_args(assignments):
+def property_args(assignments: Iterable[Sequence[str]]) -> List[str]:
     """systemd-run arguments for the carried assignments."""
     out = []
     for key, value, _where in assignments:
@@ -362,7 +374,7 @@ def property_args(assignments):
 
 # --------------------------------------------------------------------------- show <-> assignment
 
-def parse_show_all(text):
+def parse_show_all(text: str) -> Dict[str, str]:
     """`systemctl show --all` output -> {property: value} (first occurrence wins; multi-line
     values such as ExecStart appear once per line and are not compared)."""
     out = {}
@@ -373,32 +385,33 @@ def parse_show_all(text):
     return out
 
 
-def show_assignment(prop, service_show):
+def show_assignment(prop: str, service_show: Mapping[str, str]) -> Optional[List[str]]:
     """The assignment that sets ``prop`` to the value ``systemctl show`` prints for the service,
     for the few properties whose printed form differs from the directive; None if unknown."""
     value = service_show.get(prop)
     if value is None:
         return None
-    if prop.startswith("Limit") and prop.endswith("Soft"):
+    if prop.startswith("Limit") and prop.endswith("Soft"):     # LimitXSoft: the LimitX=soft:hard pair
         prop = prop[:-4]
-        value = service_show.get(prop)
+        return [prop, "%s:%s" % (value, service_show.get(prop))]
     if prop.startswith("Limit") and prop + "Soft" in service_show:
         return [prop, "%s:%s" % (service_show[prop + "Soft"], value)]
     if prop == "WorkingDirectory" and value.startswith("!"):
         return [prop, "-" + value[1:]]
     if prop == "CPUQuotaPerSecUSec":
         usec = _usec(value)
-        return None if usec is None else ["CPUQuota", "" if usec == "infinity" else "%g%%" % (usec / 10000.0)]
+        return None if usec is None else ["CPUQuota", "" if isinstance(usec, str) else "%g%%" % (usec / 10000.0)]
     if prop.endswith("USec") and prop not in ("CPUQuotaPerSecUSec",):
         return [prop[:-4] + "Sec", value]
     return [prop, value]
 
 
-def _usec(text):
+def _usec(text: str) -> Union[str, float, None]:
+    """A `systemctl show` time span -> microseconds, "infinity", or None (zero or unparsed)."""
     if text == "infinity":
         return "infinity"
     units = {"us": 1, "ms": 1000, "s": 1000000, "min": 60000000, "h": 3600000000}
-    total = 0
+    total = 0.0
     for number, unit in re.findall(r"([0-9.]+)\s*(us|ms|min|s|h)", text):
         total += float(number) * units[unit]
     return total or None
@@ -411,7 +424,7 @@ SET_VALUED = frozenset(("SystemCallFilter", "SystemCallArchitectures", "Restrict
                         "SocketBindAllow", "SocketBindDeny", "SupplementaryGroups"))
 
 
-def compare(service_show, probe_show):
+def compare(service_show: Mapping[str, str], probe_show: Mapping[str, str]) -> List[Dict[str, Any]]:
     """Properties (not ignored) whose values differ: [{property, service, probe}]."""
     diffs = []
     for prop in sorted(set(service_show) | set(probe_show)):
@@ -438,7 +451,7 @@ _REJECTION_PATTERNS = (
 )
 
 
-def rejected_directive(stderr, keys):
+def rejected_directive(stderr: str, keys: Sequence[str]) -> Optional[str]:
     """The directive a systemd-run error names, among ``keys``; None when it names none."""
     for pattern in _REJECTION_PATTERNS:
         for match in pattern.finditer(stderr):
@@ -449,7 +462,7 @@ def rejected_directive(stderr, keys):
     return named[0] if len(named) == 1 else None
 
 
-def _error_line(stderr):
+def _error_line(stderr: str) -> str:
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip() and not ln.startswith("Running as unit")]
     return lines[-1][:300] if lines else "systemd-run failed without a message"
 
@@ -457,7 +470,8 @@ def _error_line(stderr):
 class Preflight(object):
     """Start the transient unit once with the carried context and learn what systemd accepts."""
 
-    def __init__(self, runner, unit_name, scope="system", user=None, base_args=()):
+    def __init__(self, runner: B.Runner, unit_name: str, scope: str = "system", user: Optional[str] = None,
+                 base_args: Sequence[str] = ()) -> None:
         self.runner = runner
         self.unit_name = unit_name
         self.scope = scope
@@ -466,13 +480,13 @@ class Preflight(object):
         self.attempts = 0
         self.started = False
 
-    def _systemctl(self, *args):
+    def _systemctl(self, *args: str) -> Tuple[int, str, str]:
         argv = ["systemctl"]
         if self.scope == "user":
             argv += ["--user", "--machine=%s@" % self.user]
         return self.runner(argv + list(args))
 
-    def start(self, assignments):
+    def start(self, assignments: Sequence[Sequence[str]]) -> Tuple[bool, str]:
         """One attempt: (ok, stderr)."""
         self.attempts += 1
         argv = ["systemd-run"]
@@ -484,11 +498,11 @@ class Preflight(object):
         self.started = rc == 0
         return rc == 0, err
 
-    def show(self):
+    def show(self) -> Optional[Dict[str, str]]:
         rc, out, _err = self._systemctl("show", "--all", "--no-pager", self.unit_name + ".service")
         return parse_show_all(out) if rc == 0 else None
 
-    def cleanup(self):
+    def cleanup(self) -> None:
         """Stop the preflight unit if it was started (a refused one never existed)."""
         if not getattr(self, "started", False):
             return
@@ -496,7 +510,8 @@ class Preflight(object):
         self._systemctl("stop", self.unit_name + ".service")
         self._systemctl("reset-failed", self.unit_name + ".service")
 
-    def accept(self, assignments, not_carried):
+    def accept(self, assignments: Sequence[Assignment],
+               not_carried: List[Dict[str, Any]]) -> Optional[List[Assignment]]:
         """Drop rejected directives until systemd-run accepts the rest. Returns the accepted list
         (None when even the empty context is refused)."""
         pending = list(assignments)
@@ -516,7 +531,7 @@ class Preflight(object):
             pending = [a for a in pending if a[0] != culprit]
         return None
 
-    def _bisect(self, pending):
+    def _bisect(self, pending: Sequence[Assignment]) -> Optional[str]:
         """Find one directive whose assignments alone are refused (the error named none)."""
         keys = list(dict.fromkeys(a[0] for a in pending))
         while len(keys) > 1 and self.attempts < MAX_ATTEMPTS:
@@ -532,8 +547,9 @@ class Preflight(object):
         return None
 
 
-def build(show, runner, unit, scope="system", user=None, unit_name=None, verify=True, read=None,
-          user_entry=None):
+def build(show: Mapping[str, str], runner: B.Runner, unit: str, scope: str = "system", user: Optional[str] = None,
+          unit_name: Optional[str] = None, verify: bool = True, read: Optional[Callable[[str], str]] = None,
+          user_entry: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """The whole context: plan from the unit files, prove it with a preflight unit.
 
     ``show``: the service's `systemctl show --all` as a dict. Returns the context dict with
@@ -569,7 +585,7 @@ def build(show, runner, unit, scope="system", user=None, unit_name=None, verify=
     return ctx
 
 
-def _reconcile(ctx):
+def _reconcile(ctx: Dict[str, Any]) -> None:
     """A directive systemd-run refused in the files' form but carried in the form `systemctl show`
     prints (e.g. PrivateTmp=disconnected as PrivateTmpEx=disconnected) is carried, not missing."""
     shown = dict((a[0], a) for a in ctx["assignments"] if str(a[2]).startswith("systemctl show"))
@@ -587,7 +603,7 @@ def _reconcile(ctx):
     ctx["not_carried"] = keep
 
 
-def _verify(ctx, pre, service_show):
+def _verify(ctx: Dict[str, Any], pre: Preflight, service_show: Mapping[str, str]) -> None:
     accepted = pre.accept(ctx["assignments"], ctx["not_carried"])
     if accepted is None:
         ctx["assignments"] = []
@@ -602,7 +618,7 @@ def _verify(ctx, pre, service_show):
         # Second round: each differing property in the form `systemctl show` prints it, instead
         # of the files' assignments of that directive (also what the files do not say, such as
         # the slice of a template instance). A form systemd-run refuses keeps the first round's.
-        fixes = []
+        fixes: List[Assignment] = []
         for diff in diffs:
             assignment = show_assignment(diff["property"], service_show)
             if assignment and assignment[0] not in DENY and not any(f[0] == assignment[0] for f in fixes):
@@ -615,7 +631,7 @@ def _verify(ctx, pre, service_show):
     ctx["verified"] = True
 
 
-def _expected_mounts(diffs, ctx):
+def _expected_mounts(diffs: Iterable[Dict[str, Any]], ctx: Mapping[str, Any]) -> List[Dict[str, Any]]:
     """Drop the ReadWritePaths= difference that is exactly the directories carried as mounts."""
     added = set(p for c in ctx.get("carried_as") or [] for p in c.get("mount_only") or [])
     out = []
@@ -629,10 +645,12 @@ def _expected_mounts(diffs, ctx):
     return out
 
 
-def _second_round(pre, accepted, fixes, service_show, carried_as=()):
+def _second_round(pre: Preflight, accepted: List[Assignment], fixes: List[Assignment], service_show: Mapping[str, str],
+                  carried_as: Optional[Sequence[Mapping[str, Any]]] = ()
+                  ) -> Optional[Tuple[List[Assignment], List[Dict[str, Any]]]]:
     """(assignments, differences) with the show forms that systemd-run accepts, or None."""
     fix_keys = set(f[0] for f in fixes)
-    refused = []
+    refused: List[Dict[str, Any]] = []
     ok_list = pre.accept([a for a in accepted if a[0] not in fix_keys] + fixes, refused)
     if ok_list is None:
         return None

@@ -67,6 +67,12 @@ def M(caps=(), **kw):
 CORPUS = []
 
 
+def params():
+    """The entry ids for pytest.mark.parametrize, each marked with the rule it attacks."""
+    import pytest
+    return [pytest.param(e.id, marks=pytest.mark.rule(e.rule), id=e.id) for e in CORPUS]
+
+
 def add(id, rule, expect, **kw):
     CORPUS.append(Entry(id, rule, expect, **kw))
 

@@ -95,10 +95,7 @@ def _socket_file(path):
 
 def broker_digest(root):
     """The digest of the clean broker's files (what the admin pins after review)."""
-    import sys
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                                    "module_utils"))
-    from metnos_sandbox import profile as P
+    from ansible.module_utils.metnos_sandbox import profile as P
     digest, problem = P.executor_digest(os.path.join(root, "undo_clean", "undo_last_turn"), sorted(BROKER))
     assert problem is None, problem
     return digest

@@ -15,6 +15,10 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+if os.path.join(ROOT, "tests") not in sys.path:        # also run as a script (run() below)
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+from helpers.fake_host import host_dict  # noqa: E402
 
 DIRS = ["data/metnos/runtime", "data/metnos/venv", "data/metnos/executors/ex", "data/metnos/executors/other",
         "data/metnos/integrations/cal", "data/metnos/i18n", "data/other", "srv/metnos", "etcalias", "subssh",
@@ -61,11 +65,7 @@ LINKS = {"data/link_rt": "@T/data/metnos/runtime"}
 
 def host_for(tree):
     m = tree + "/srv/metnos"
-    return {"runtime_dir": m + "/runtime", "executors_dir": m + "/executors", "python_executable": "/usr/bin/python3",
-            "python_prefix": m + "/venv", "python_package_roots": [m + "/venv"], "i18n_dbs": [m + "/i18n"],
-            "lexicon_dbs": [], "integrations_dir": m + "/integrations", "resources": {}, "indexes": {},
-            "mail_credentials_dir": m + "/creds", "dialog_dir": m + "/dialog", "undo_root": m + "/undo",
-            "systemd_read_paths": [], "system_read_paths": []}
+    return host_dict(m, python_package_roots=[m + "/venv"], mail_credentials_dir=m + "/creds")
 
 
 def _sub(value, tree):
@@ -98,15 +98,22 @@ def cases(tree):
     return out
 
 
+def _use_core():
+    """The core as ansible.module_utils.metnos_sandbox in this script's own process."""
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import core_path
+    core_path.use_core()
+
+
 def faces(manifest, host, invocation):
     """The decision of every in-process face (core, filter preview, probe, audit payload)."""
     import importlib.util
 
-    from metnos_sandbox import audit as A
-    from metnos_sandbox import bwrap as B
-    from metnos_sandbox import manifest as M
-    from metnos_sandbox import probe as PR
-    from metnos_sandbox import profile as P
+    from ansible.module_utils.metnos_sandbox import audit as A
+    from ansible.module_utils.metnos_sandbox import bwrap as B
+    from ansible.module_utils.metnos_sandbox import manifest as M
+    from ansible.module_utils.metnos_sandbox import probe as PR
+    from ansible.module_utils.metnos_sandbox import profile as P
     active = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
     core = P.render_safe(manifest, P.HostContext(host), invocation, active)
     out = {"core": [core["decision"], core["refusal"]], "argv": core["argv"],
@@ -141,8 +148,8 @@ WEAKENINGS = {"etc_alias": ("fs:write:@T/etcalias", ("--bind", "@T/etcalias", "@
 def final_check(tree, argv):
     """The core's final check on a rendered argv with one alias bind inserted: its violations other
     than mount order (the inserted bind is not at its canonical place)."""
-    from metnos_sandbox import manifest as M
-    from metnos_sandbox import profile as P
+    from ansible.module_utils.metnos_sandbox import manifest as M
+    from ansible.module_utils.metnos_sandbox import profile as P
     _cid, manifest, _expect, invocation, host = [c for c in cases(tree) if c[0] == "own_folder_and_other_data"][0]
     ctx = P.HostContext(host)
     own = os.path.join(host["executors_dir"], "ex")
@@ -157,7 +164,7 @@ def final_check(tree, argv):
 
 
 def main(base):
-    sys.path.insert(0, os.path.join(ROOT, "module_utils"))
+    _use_core()
     tree = os.path.join(base, "tree")
     os.makedirs(tree)
     build(tree)
@@ -188,9 +195,9 @@ def real(base):
     mutated away (an empty table: no alias known), run with a payload that writes through both paths;
     what landed in the runtime is looked up outside the sandbox."""
     import uuid
-    sys.path.insert(0, os.path.join(ROOT, "module_utils"))
-    from metnos_sandbox import mounts as MT
-    from metnos_sandbox import profile as P
+    _use_core()
+    from ansible.module_utils.metnos_sandbox import mounts as MT
+    from ansible.module_utils.metnos_sandbox import profile as P
     tree = os.path.join(base, "tree")
     os.makedirs(tree)
     build(tree)
@@ -229,8 +236,8 @@ def reserved_in_system(base):
     tmpfs on /etc/opt in this private namespace: the host's /etc is not touched). The renderer's
     decision for a manifest without mail:read, then the same with the check mutated away (no
     reserved tree known), run with a payload that reads a credential file."""
-    sys.path.insert(0, os.path.join(ROOT, "module_utils"))
-    from metnos_sandbox import profile as P
+    _use_core()
+    from ansible.module_utils.metnos_sandbox import profile as P
     subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", "/etc/opt"], check=True)
     os.makedirs("/etc/opt/metnos/mail")
     with open("/etc/opt/metnos/mail/work.json", "w") as handle:

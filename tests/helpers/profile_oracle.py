@@ -11,6 +11,8 @@ import shutil
 
 from hypothesis import strategies as st
 
+from helpers.fake_host import host_dict
+
 SYSTEM_TREES = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc", "/boot", "/sys",
                 "/proc", "/dev", "/var/lib/python3")
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc", "/var/lib/python3", "/sys")
@@ -39,13 +41,8 @@ VALUES = ["b", "f.txt", "l2", "l2/x", "../c", "../../out", "/etc", "..", "a/b", 
 
 
 def host_for(root):
-    return {
-        "runtime_dir": root + "/runtime", "executors_dir": root + "/executors", "python_executable": "/usr/bin/python3",
-        "python_prefix": root + "/venv", "python_package_roots": [root + "/venv/lib"], "i18n_dbs": [root + "/i18n"],
-        "lexicon_dbs": [], "resources": {"sheets": root + "/res/sheets", "r2": root + "/res/r2"},
-        "indexes": {"docs": root + "/idx/docs", "i2": root + "/idx/i2"}, "integrations_dir": root + "/integrations",
-        "mail_credentials_dir": root + "/creds/mail", "mail_accounts": {}, "dialog_dir": root + "/dialog",
-        "undo_root": root + "/undo", "systemd_read_paths": [], "system_read_paths": []}
+    return host_dict(root, resources={"sheets": root + "/res/sheets", "r2": root + "/res/r2"},
+                     indexes={"docs": root + "/idx/docs", "i2": root + "/idx/i2"})
 
 
 @st.composite

@@ -10,16 +10,14 @@ import shutil
 
 import pytest
 
+from ansible.module_utils.metnos_sandbox.diagnostics import codes
 from conftest import ROOT, run_module
 
 SECCOMP = [shutil.which("python3", path="/usr/bin") or "/usr/bin/python3",
            os.path.join(ROOT, "tests", "helpers", "seccomp_exec.py")]
 
 
-def codes(result):
-    return [d["code"] for d in result["diagnostics"]]
-
-
+@pytest.mark.rule("R-DIAG-1")
 def test_bwrap_present_is_active(bwrap_path):
     res = run_module("bwrap_facts", {})
     assert res["status"] == {"bwrap_available": True, "bwrap_path": bwrap_path,
@@ -32,26 +30,28 @@ def test_bwrap_present_is_active(bwrap_path):
     assert res["ansible_facts"]["metnos_bwrap"]["status"]["active"] is True
 
 
+@pytest.mark.rule("R-FAIL-1", "R-FAIL-3", "R-SEC-6")
 def test_path_without_bwrap_fails_closed():
     res = run_module("bwrap_facts", {"path": "/nonexistent"})
     assert res["status"]["active"] is False
     assert res["status"]["bwrap_available"] is False
-    assert {"bwrap_missing", "executor_os_sandbox_unavailable"} <= set(codes(res))
+    assert {"bwrap_missing", "executor_os_sandbox_unavailable"} <= set(codes(res["diagnostics"]))
     assert res["verdict"] == "fail"
 
 
+@pytest.mark.rule("R-FAIL-1", "R-FAIL-3")
 @pytest.mark.parametrize("value", ["Off", "0", "FALSE", "no"])
 def test_metnos_sandbox_disables(value):
     res = run_module("bwrap_facts", {"environment": {"METNOS_SANDBOX": value}, "smoke_test": False})
     assert res["status"]["disabled_via_env"] is True and res["status"]["active"] is False
-    assert {"sandbox_disabled_via_env", "executor_os_sandbox_unavailable"} <= set(codes(res))
+    assert {"sandbox_disabled_via_env", "executor_os_sandbox_unavailable"} <= set(codes(res["diagnostics"]))
 
 
 def test_surprising_value_is_a_separate_warning():
     res = run_module("bwrap_facts", {"environment": {"METNOS_SANDBOX": " OFF"}, "smoke_test": False})
     assert res["status"]["disabled_via_env"] is False and res["status"]["active"] is True
-    assert "sandbox_env_value_ambiguous" in codes(res)
-    assert "sandbox_disabled_via_env" not in codes(res)
+    assert "sandbox_env_value_ambiguous" in codes(res["diagnostics"])
+    assert "sandbox_disabled_via_env" not in codes(res["diagnostics"])
 
 
 def test_userns_enospc_in_child_namespace_with_zero_limit():
@@ -60,9 +60,9 @@ def test_userns_enospc_in_child_namespace_with_zero_limit():
               'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"', "sh"]
     res = run_module("bwrap_facts", {"smoke_user": "root"}, prefix=prefix)
     assert res["userns"]["max_user_namespaces"] == 0
-    assert "userns_max_namespaces_zero" in codes(res)
-    assert "bwrap_smoke_failed" in codes(res)
-    assert "smoke_ran_as_root" in codes(res)
+    assert "userns_max_namespaces_zero" in codes(res["diagnostics"])
+    assert "bwrap_smoke_failed" in codes(res["diagnostics"])
+    assert "smoke_ran_as_root" in codes(res["diagnostics"])
     smoke = res["userns"]["smoke_test"]
     assert smoke["setup_failed"] is True
     assert smoke["classification"]["cause"] == "userns_enospc"
@@ -81,7 +81,7 @@ def test_userns_refused_by_seccomp(errno_name, cause):
     assert failed["details"]["cause"] == cause
     assert failed["remediation"]
     # The sysctls are fine: bwrap_facts must not blame them.
-    assert "userns_max_namespaces_zero" not in codes(res)
+    assert "userns_max_namespaces_zero" not in codes(res["diagnostics"])
 
 
 def test_bad_options_fail_cleanly():

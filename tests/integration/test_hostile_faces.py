@@ -21,10 +21,10 @@ import sys
 
 import pytest
 
+from ansible.module_utils.metnos_sandbox import manifest as M
+from ansible.module_utils.metnos_sandbox import profile as P
 from conftest import run_playbook
 from corpus import hostile_tree
-from metnos_sandbox import manifest as M
-from metnos_sandbox import profile as P
 
 ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
 ALIASES = 4

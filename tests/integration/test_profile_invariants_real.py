@@ -16,8 +16,8 @@ import uuid
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
+from ansible.module_utils.metnos_sandbox import profile as P
 from helpers import profile_oracle as O
-from metnos_sandbox import profile as P
 
 ACTIVE = {"bwrap_available": True, "bwrap_path": shutil.which("bwrap") or "/usr/bin/bwrap",
           "disabled_via_env": False, "active": True}

@@ -18,8 +18,8 @@ import uuid
 
 import pytest
 
+from ansible.module_utils.metnos_sandbox import profile as P
 from helpers import mount_aliases as MA
-from metnos_sandbox import profile as P
 
 ACTIVE = {"bwrap_available": True, "bwrap_path": shutil.which("bwrap") or "/usr/bin/bwrap",
           "disabled_via_env": False, "active": True}

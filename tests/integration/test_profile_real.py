@@ -9,9 +9,10 @@ import tempfile
 
 import pytest
 
-from metnos_sandbox import manifest as M
-from metnos_sandbox import probe as PR
-from metnos_sandbox import profile as P
+from ansible.module_utils.metnos_sandbox import manifest as M
+from ansible.module_utils.metnos_sandbox import probe as PR
+from ansible.module_utils.metnos_sandbox import profile as P
+from helpers.fake_host import host_dict
 
 NOBODY = pwd.getpwnam("nobody")
 USER = {"name": "nobody", "uid": NOBODY.pw_uid, "gid": NOBODY.pw_gid}
@@ -35,12 +36,8 @@ def tree():
 
 
 def host(root):
-    return P.HostContext({
-        "runtime_dir": root + "/runtime", "executors_dir": root + "/executors",
-        "python_executable": "/usr/bin/python3", "python_prefix": "/usr", "i18n_dbs": [], "lexicon_dbs": [],
-        "resources": {"sheets": root + "/sheets"}, "indexes": {}, "integrations_dir": root + "/integrations",
-        "mail_credentials_dir": root + "/mail", "dialog_dir": root + "/dialog", "undo_root": root + "/undo",
-        "systemd_read_paths": [], "system_read_paths": []})
+    return P.HostContext(host_dict(root, python_prefix="/usr", python_package_roots=[], i18n_dbs=[],
+                                   resources={"sheets": root + "/sheets"}, mail_credentials_dir=root + "/mail"))
 
 
 CASES = {

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT, _bin, ansible_env, run_module
+from conftest import ROOT, ansible_env, ansible_tool, run_module
 
 EXAMPLES = sorted(glob.glob(os.path.join(ROOT, "examples", "manifests", "*.yml")))
 HOST = {"python_executable": "/usr/bin/python3"}
@@ -37,7 +37,7 @@ def test_undo_exception_pinned_runs_direct(tmp_path):
     alone), so the test plants the broker's files and pins the digest of those bytes."""
     import yaml
 
-    from metnos_sandbox import profile as P
+    from ansible.module_utils.metnos_sandbox import profile as P
     broker = tmp_path / "executors" / "undo_last_turn"
     broker.mkdir(parents=True)
     (broker / "main.py").write_text("import restore\n")
@@ -69,7 +69,7 @@ def test_check_diff_shows_mount_changes_and_writes_nothing(tmp_path):
     res = run_module("sandbox_profile", {"manifest": edited, "host": HOST, "dest": str(dest)}, check=True)
     assert res["changed"] is True
     # What a reviewer sees with --check --diff (the callback prints the diff as a unified diff):
-    shown = subprocess.run([_bin("ansible"), "localhost", "-m", "sandbox_profile", "--check", "--diff", "-a",
+    shown = subprocess.run([ansible_tool("ansible"), "localhost", "-m", "sandbox_profile", "--check", "--diff", "-a",
                             json.dumps({"manifest": edited, "host": HOST, "dest": str(dest)})],
                            capture_output=True, text=True, cwd=ROOT, env=ansible_env()).stdout
     assert "-%s\n" % "--unshare-net" in shown

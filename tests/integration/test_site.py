@@ -2,6 +2,8 @@
 import os
 import re
 
+import pytest
+
 from conftest import run_playbook
 
 SYSCTL_FILE = "/etc/sysctl.d/99-zz-metnos-bwrap.conf"
@@ -13,6 +15,7 @@ def recap(output):
     return dict(zip(("ok", "changed", "unreachable", "failed"), map(int, match.groups())))
 
 
+@pytest.mark.rule("R-DIAG-3")
 def test_site_runs_and_is_idempotent(tmp_path):
     profiles = "-e metnos_sandbox_profile_dir=%s" % (tmp_path / "profiles")
     first = run_playbook("playbooks/site.yml", profiles)

@@ -20,6 +20,10 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+from helpers import ansible_run as AR  # noqa: E402
+from helpers.ansible_run import adhoc  # noqa: E402
+
 PODMAN_ENV = dict(os.environ, CONTAINERS_CONF=os.path.join(ROOT, "tests", "podman", "containers.conf"))
 IMAGE = os.environ.get("METNOS_TEST_IMAGE", "localhost/metnos-debian:12")
 
@@ -66,22 +70,9 @@ class Host(object):
 
     def module(self, module, args, check=False, diff=False):
         """Run one of our modules on this host through Ansible's podman connection."""
-        cmd = [os.path.join(os.path.dirname(sys.executable), "ansible"), "all", "-i", self.name + ",",
-               "-c", "containers.podman.podman", "-o", "-m", module, "-a", json.dumps(args)]
-        if check:
-            cmd.append("--check")
-        if diff:
-            cmd.append("--diff")
-        env = dict(PODMAN_ENV, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-                   ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".ansible", "collections"),
-                   ANSIBLE_PYTHON_INTERPRETER="/usr/bin/python3", ANSIBLE_NOCOLOR="1")
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
-        for line in proc.stdout.splitlines():
-            if line.startswith(self.name + " | ") and "=> {" in line:
-                res = json.loads(line.split("=> ", 1)[1])
-                res.setdefault("failed", "| FAILED" in line)
-                return res
-        raise AssertionError("no result (rc=%d): %s %s" % (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:]))
+        return adhoc(self.name, module, args, options=("-i", self.name + ",", "-c", "containers.podman.podman"),
+                     env=ansible_env(ANSIBLE_PYTHON_INTERPRETER="/usr/bin/python3"), check=check, diff=diff,
+                     timeout=300)[0]
 
     def snapshot(self):
         """A fingerprint of the host's persistent files (paths, sizes, mtimes, modes, owners, content hashes of
@@ -115,9 +106,10 @@ def bwrap_image(base=IMAGE):
 
 
 
-def ansible_env():
-    return dict(PODMAN_ENV, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".ansible", "collections"), ANSIBLE_NOCOLOR="1")
+def ansible_env(**extra):
+    """Ansible's environment for these hosts: podman's settings and the pinned collections."""
+    return AR.ansible_env(CONTAINERS_CONF=PODMAN_ENV["CONTAINERS_CONF"],
+                          ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".ansible", "collections"), **extra)
 
 
 def start_host(prefix="metnos-sys", extra=(), image=None):

@@ -9,6 +9,8 @@ Debian 12 host without CAP_SYS_ADMIN and CAP_SYS_PTRACE, where root cannot read 
 """
 import pytest
 
+from ansible.module_utils.metnos_sandbox.diagnostics import codes
+
 LIVE_SH = "[Service]\nUser=metnos\nExecStart=/bin/sh -c 'if true; then export METNOS_SANDBOX=0; fi; " \
           "exec /bin/sleep infinity'\n"
 PLAIN = "[Service]\nUser=metnos\nExecStart=/bin/sleep infinity\n"
@@ -36,10 +38,6 @@ def live(host):
     host.sh("systemctl stop metnos-lsh metnos-lplain metnos-lhidden metnos-lmis", check=False)
 
 
-def codes(res):
-    return [d["code"] for d in res["diagnostics"]]
-
-
 def test_read_as_the_process_own_uid_when_root_is_refused(live):
     res = live.module("metnos_service_env", {"unit": "metnos-lplain.service"})
     uid = live.sh("id -u metnos").stdout.strip()
@@ -50,7 +48,8 @@ def test_read_as_the_process_own_uid_when_root_is_refused(live):
 
 def test_live_disabling_value_is_an_error_with_its_origin(live):
     res = live.module("metnos_service_env", {"unit": "metnos-lsh.service"})
-    assert {"service_env_live_disables", "service_execstart_env_unknown"} <= set(codes(res)), res["diagnostics"]
+    assert {"service_env_live_disables", "service_execstart_env_unknown"} <= set(codes(res["diagnostics"])), \
+        res["diagnostics"]
     diag = [d for d in res["diagnostics"] if d["code"] == "service_env_live_disables"][0]
     assert diag["severity"] == "error" and "METNOS_SANDBOX='0'" in diag["message"]
     assert "start command line" in diag["message"]                  # the origin
@@ -63,7 +62,7 @@ def test_live_disabling_value_is_an_error_with_its_origin(live):
 
 def test_unreadable_live_environment_is_reported_with_the_reason(live):
     res = live.module("metnos_service_env", {"unit": "metnos-lhidden.service"})
-    assert "service_env_live_unreadable" in codes(res), res["diagnostics"]
+    assert "service_env_live_unreadable" in codes(res["diagnostics"]), res["diagnostics"]
     diag = [d for d in res["diagnostics"] if d["code"] == "service_env_live_unreadable"][0]
     assert "Permission denied" in diag["message"] and "as the process's own uid" in diag["message"]
     assert res["live_environment"] is None and res["live_read"]["error"]

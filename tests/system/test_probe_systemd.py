@@ -2,6 +2,8 @@
 context (transient unit with the unit's restrictions); each blocked case gets its own code."""
 import pytest
 
+from ansible.module_utils.metnos_sandbox.diagnostics import codes
+
 SLEEP = "ExecStart=/bin/sleep infinity\n"
 
 
@@ -22,10 +24,6 @@ def svc(host):
     host.install_unit("pcopy", "[Service]\nUser=metnos\nEnvironment=PATH=/opt/copy:/usr/bin:/bin\n" + SLEEP)
     host.sh("systemctl daemon-reload")
     return host
-
-
-def codes(res):
-    return [d["code"] for d in res["diagnostics"]]
 
 
 def transient_left(host):
@@ -52,7 +50,7 @@ def test_restrict_namespaces_fails_with_directive_named(svc):
     assert admin["userns"]["smoke_test"]["passed"] is True          # fine from the admin shell...
     res = svc.module("sandbox_probe", {"unit": "metnos-pns.service"})
     assert res["passed"] is False                                    # ...but not in the service
-    assert "probe_setup_failed" in codes(res) and "unit_blocks_namespaces" in codes(res)
+    assert "probe_setup_failed" in codes(res["diagnostics"]) and "unit_blocks_namespaces" in codes(res["diagnostics"])
     assert res["classification"]["cause"] == "userns_eperm"
     assert res["blamed_directives"] == ["RestrictNamespaces"]
 
@@ -60,7 +58,8 @@ def test_restrict_namespaces_fails_with_directive_named(svc):
 def test_syscall_filter_kill_is_attributed(svc):
     res = svc.module("sandbox_probe", {"unit": "metnos-pscf.service"})
     assert res["passed"] is False
-    assert "probe_setup_failed" in codes(res) and "unit_syscall_filter_blocks_bwrap" in codes(res)
+    assert "probe_setup_failed" in codes(res["diagnostics"])
+    assert "unit_syscall_filter_blocks_bwrap" in codes(res["diagnostics"])
     assert res["classification"]["cause"] == "killed_by_seccomp"
 
 
@@ -69,14 +68,14 @@ def test_syscall_filter_kill_is_attributed(svc):
 def test_fail_closed_without_starting_bwrap(svc, unit, code):
     res = svc.module("sandbox_probe", {"unit": unit})
     assert res["passed"] is False and res["context"].startswith("not started")
-    assert code in codes(res) and "executor_os_sandbox_unavailable" in codes(res)
+    assert code in codes(res["diagnostics"]) and "executor_os_sandbox_unavailable" in codes(res["diagnostics"])
     assert res["checks"] == [] and "argv" not in res
 
 
 def test_hanging_payload_killed_and_cleaned_up(svc):
     res = svc.module("sandbox_probe", {"unit": "metnos-pclean.service", "python": "/usr/local/lib/hang-python",
                                        "timeout": 3})
-    assert res["passed"] is False and codes(res) == ["probe_timeout"]
+    assert res["passed"] is False and codes(res["diagnostics"]) == ["probe_timeout"]
     assert svc.sh("pgrep -c -f 'sleep 30[0]' || true").stdout.strip() in ("0", "")
     assert transient_left(svc) == "0"
 
@@ -84,14 +83,14 @@ def test_hanging_payload_killed_and_cleaned_up(svc):
 def test_unpackaged_bwrap_of_the_service_is_a_finding(svc):
     res = svc.module("sandbox_probe", {"unit": "metnos-pcopy.service"})
     assert res["passed"] is True, res["diagnostics"]          # a real bwrap: isolation holds...
-    assert "bwrap_not_packaged" in codes(res)                 # ...but the probe says what it ran
+    assert "bwrap_not_packaged" in codes(res["diagnostics"])                 # ...but the probe says what it ran
 
 
 def test_look_alike_on_the_service_path_runs_without_isolation(svc):
     res = svc.module("sandbox_probe", {"unit": "metnos-plook.service"})
     assert res["passed"] is False and res["setup_failed"] is False
-    assert "probe_not_isolated" in codes(res) and "bwrap_not_packaged" in codes(res)
-    assert "probe_setup_failed" not in codes(res)
+    assert "probe_not_isolated" in codes(res["diagnostics"]) and "bwrap_not_packaged" in codes(res["diagnostics"])
+    assert "probe_setup_failed" not in codes(res["diagnostics"])
     diag = [d for d in res["diagnostics"] if d["code"] == "probe_not_isolated"][0]
     assert "/opt/lookalike/bwrap ran the payload (as metnos) without isolation" in diag["message"]
     assert transient_left(svc) == "0"

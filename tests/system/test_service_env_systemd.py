@@ -3,6 +3,7 @@ unit, none from a clean one; the offline parser proven equal to systemd on a cor
 mode with check/diff, idempotence and backups."""
 import pytest
 
+from ansible.module_utils.metnos_sandbox.diagnostics import codes
 from corpus.systemd_units import CORPUS
 
 CLEAN = "[Service]\nUser=metnos\nExecStart=/bin/sleep infinity\n"
@@ -44,10 +45,6 @@ def units(host):
     return host
 
 
-def codes(res):
-    return [d["code"] for d in res["diagnostics"]]
-
-
 def test_clean_unit_has_no_finding(units):
     res = units.module("metnos_service_env", {"unit": "metnos-clean.service"})
     assert res["mode"] == "systemd"
@@ -60,12 +57,12 @@ def test_each_code_from_a_real_unit(units, name):
     expected = CASES[name][2]
     for mode in ("systemd", "disk"):
         res = units.module("metnos_service_env", {"unit": "metnos-%s.service" % name, "mode": mode})
-        assert expected in codes(res), (mode, res["diagnostics"])
+        assert expected in codes(res["diagnostics"]), (mode, res["diagnostics"])
 
 
 def test_unit_not_found(units):
     res = units.module("metnos_service_env", {"unit": "ghost.service"})
-    assert codes(res) == ["unit_not_found"] and not res["failed"]
+    assert codes(res["diagnostics"]) == ["unit_not_found"] and not res["failed"]
     res = units.module("metnos_service_env", {"unit": "ghost.service", "strict": True})
     assert res["failed"] and res["code"] == "unit_not_found"
 
@@ -75,7 +72,7 @@ def test_needs_daemon_reload(units):
     units.sh("systemctl daemon-reload && systemctl start metnos-reload.service")   # loaded, so it stays loaded
     install(units, "reload", CLEAN.replace("[Service]", "[Service]\nEnvironment=X=1"))
     res = units.module("metnos_service_env", {"unit": "metnos-reload.service"})
-    assert "unit_needs_daemon_reload" in codes(res)
+    assert "unit_needs_daemon_reload" in codes(res["diagnostics"])
     units.sh("systemctl daemon-reload && systemctl stop metnos-reload.service")
 
 
@@ -83,12 +80,15 @@ def test_live_environment_differs_until_restart(units):
     units.write("/etc/metnos/live.env", "METNOS_SANDBOX=1\n")
     install(units, "live", "[Service]\nEnvironmentFile=/etc/metnos/live.env\nExecStart=/bin/sleep infinity\n")
     units.sh("systemctl daemon-reload && systemctl start metnos-live.service")
-    assert "service_env_live_differs" not in codes(units.module("metnos_service_env", {"unit": "metnos-live.service"}))
+    res = units.module("metnos_service_env", {"unit": "metnos-live.service"})
+    assert "service_env_live_differs" not in codes(res["diagnostics"])
     units.write("/etc/metnos/live.env", "METNOS_SANDBOX=off\n")
     res = units.module("metnos_service_env", {"unit": "metnos-live.service"})
-    assert "service_env_live_differs" in codes(res) and "sandbox_disabled_via_env" in codes(res)
+    assert "service_env_live_differs" in codes(res["diagnostics"])
+    assert "sandbox_disabled_via_env" in codes(res["diagnostics"])
     units.sh("systemctl restart metnos-live.service")
-    assert "service_env_live_differs" not in codes(units.module("metnos_service_env", {"unit": "metnos-live.service"}))
+    res = units.module("metnos_service_env", {"unit": "metnos-live.service"})
+    assert "service_env_live_differs" not in codes(res["diagnostics"])
     units.sh("systemctl stop metnos-live.service")
 
 
@@ -99,7 +99,7 @@ def test_setuid_bwrap_with_no_new_privileges(units):
         res = units.module("metnos_service_env", {"unit": "metnos-nnp.service"})
     finally:
         units.sh("chmod 0755 /usr/bin/bwrap")
-    assert "unit_no_new_privileges_setuid" in codes(res)
+    assert "unit_no_new_privileges_setuid" in codes(res["diagnostics"])
 
 
 SYSTEMD_ADDS = {"INVOCATION_ID", "JOURNAL_STREAM", "SYSTEMD_EXEC_PID", "LANG", "LANGUAGE", "LC_ALL", "container",
@@ -155,4 +155,4 @@ def test_shadowing_bwrap_is_a_mismatch_too(units):
     """The 'unsafe' unit resolves the planted /srv/evil/bwrap: not the package-owned binary."""
     res = units.module("metnos_service_env", {"unit": "metnos-unsafe.service"})
     assert res["bwrap_resolved"] == "/srv/evil/bwrap"
-    assert {"service_path_unsafe", "service_bwrap_mismatch"} <= set(codes(res))
+    assert {"service_path_unsafe", "service_bwrap_mismatch"} <= set(codes(res["diagnostics"]))

@@ -104,7 +104,7 @@ LoadCredential=host:/etc/hostname
 CHECK = r'''
 import json, subprocess, sys, time
 sys.path.insert(0, "/opt/metnos-trial/core")
-from metnos_sandbox import bwrap as B, probe as PR, service_env as S, unit_context as UC
+from ansible.module_utils.metnos_sandbox import bwrap as B, probe as PR, service_env as S, unit_context as UC
 unit, name = sys.argv[1], sys.argv[2]
 def show(u):
     return UC.parse_show_all(subprocess.run(["systemctl", "show", "--all", u], capture_output=True, text=True).stdout)
@@ -161,7 +161,7 @@ def test_big_unit_runs_with_every_directive_applied(big):
 
 
 def test_probe_unit_equals_the_service_on_every_copied_property(big):
-    from metnos_sandbox import unit_context as UC
+    from ansible.module_utils.metnos_sandbox import unit_context as UC
     out = json.loads(big.sh("python3 /opt/metnos-trial/ctxcheck.py metnos-big.service metnos-probe-ctxtest",
                             timeout=180).stdout)
     ctx = out["ctx"]

@@ -21,8 +21,8 @@ import os
 import pytest
 from trial_rows import ROWS, SETUP, slug, unit_text
 
+from ansible.module_utils.metnos_sandbox import service_env as S
 from conftest import ROOT, install_trial_tools
-from metnos_sandbox import service_env as S
 
 DATA = os.path.join(ROOT, "docs", "unit-directives.json")
 # Under PrivatePIDs= (systemd 257) the payload lives in the service's own PID namespace: the probe's outside

@@ -7,14 +7,12 @@ import ast
 import importlib.util
 import json
 import os
-import sys
 import zlib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _action():
-    sys.path.insert(0, os.path.join(ROOT, "module_utils"))
     spec = importlib.util.spec_from_file_location("metnos_audit_action",
                                                   os.path.join(ROOT, "action_plugins", "metnos_audit.py"))
     module = importlib.util.module_from_spec(spec)

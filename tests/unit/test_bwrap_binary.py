@@ -5,9 +5,9 @@ import stat
 import subprocess
 import uuid
 
+from ansible.module_utils.metnos_sandbox import bwrap as B
+from ansible.module_utils.metnos_sandbox import facts as F
 from helpers import procs
-from metnos_sandbox import bwrap as B
-from metnos_sandbox import facts as F
 
 HELP_080 = """usage: bwrap [OPTIONS...] [--] COMMAND [ARGS...]
 

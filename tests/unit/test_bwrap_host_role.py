@@ -21,7 +21,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT, _bin, ansible_env
+from conftest import ROOT, ansible_env, ansible_tool
 
 FIX = os.path.join(ROOT, "tests", "unit", "role_fixtures")
 ARCH = {"distribution": "Archlinux", "distribution_major_version": "rolling", "os_family": "Archlinux",
@@ -67,7 +67,7 @@ class Run(object):
         extra.write_text(json.dumps({"cases": cases, "fakebin": fakebin, "results_file": str(self.results_file)}))
         env = ansible_env(ANSIBLE_ACTION_PLUGINS="%s/action_plugins:%s/action_plugins" % (ROOT, FIX),
                           ANSIBLE_ROLES_PATH=":".join([os.path.join(ROOT, "roles")] + list(extra_roles)))
-        argv = [_bin("ansible-playbook"), os.path.join(FIX, "cases.yml"), "-i", "localhost,",
+        argv = [ansible_tool("ansible-playbook"), os.path.join(FIX, "cases.yml"), "-i", "localhost,",
                 "-e", "@%s" % extra] + (["--check"] if check else [])
         self.proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      text=True)
@@ -198,6 +198,7 @@ def applied(runs):
     return runs["applied"].get()
 
 
+@pytest.mark.rule("R-DIAG-2")
 def test_first_found_chain_per_distro_and_version(applied):
     """Each platform loads its vars file, through the role's own set_vars.yml.
 
@@ -211,6 +212,7 @@ def test_first_found_chain_per_distro_and_version(applied):
         ["Fedora_44.yml", "Fedora.yml", "RedHat.yml", "default.yml"]
 
 
+@pytest.mark.rule("R-DIAG-2")
 def test_pacman_transactions(applied):
     """Arch, not in check mode: what pacman is asked to do, and what the package state becomes."""
     res, calls, state = applied

@@ -7,13 +7,13 @@ import re
 
 import pytest
 
+from ansible.module_utils.metnos_sandbox import audit as A
+from ansible.module_utils.metnos_sandbox import diagnostics as D
+from ansible.module_utils.metnos_sandbox import manifest as M
+from ansible.module_utils.metnos_sandbox import profile as P
+from ansible.module_utils.metnos_sandbox import report as R
+from ansible.module_utils.metnos_sandbox import service_env as S
 from conftest import ROOT
-from metnos_sandbox import audit as A
-from metnos_sandbox import diagnostics as D
-from metnos_sandbox import manifest as M
-from metnos_sandbox import profile as P
-from metnos_sandbox import report as R
-from metnos_sandbox import service_env as S
 
 SOURCES = ("module_utils", "library", "action_plugins", "filter_plugins", "scripts")
 YAML_SOURCES = ("roles", "playbooks")
@@ -185,7 +185,7 @@ def test_message_templates_live_in_the_registry():
 
 
 def test_message_variants_keep_what_users_read():
-    from metnos_sandbox import envflags, facts, kernel
+    from ansible.module_utils.metnos_sandbox import envflags, facts, kernel
     quartet = envflags.status(None, {"METNOS_SANDBOX": "off"})
     msgs = dict((d["code"], d["message"]) for d in envflags.diagnose(quartet, {"METNOS_SANDBOX": "off"}, "/x",
                                                                    where="environment given"))
@@ -239,7 +239,7 @@ def test_one_host_report_lists_a_finding_once(monkeypatch):
     svc = {"diagnostics": [svc_diag, other], "status": {"active": True}, "mode": "systemd", "user": {}}
     monkeypatch.setattr(A.F, "gather", lambda *a, **k: {"diagnostics": [], "status": {"active": True},
                                                          "verdict": "pass"})
-    monkeypatch.setattr(A.S, "inspect", lambda *a, **k: dict(svc))
+    monkeypatch.setattr(A.S, "inspect", lambda *a, **k: S.Inspection(dict(svc), {}))
     monkeypatch.setattr(A.PR, "probe_service", lambda *a, **k: {"passed": False, "diagnostics": [blamed],
                                                                 "checks": []})
     result = A.audit_host({"unit": "metnos.service", "probe": True}, runner=lambda *a, **k: (1, "", ""))

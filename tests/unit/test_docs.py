@@ -2,7 +2,7 @@
 import importlib.util
 import os
 
-from metnos_sandbox import diagnostics as D
+from ansible.module_utils.metnos_sandbox import diagnostics as D
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

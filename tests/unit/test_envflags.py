@@ -1,7 +1,7 @@
 """METNOS_SANDBOX semantics (R-FAIL-1, R-DIAG-1)."""
 import pytest
 
-from metnos_sandbox import envflags as E
+from ansible.module_utils.metnos_sandbox import envflags as E
 
 DISABLED = ["0", "off", "OFF", "Off", "no", "NO", "false", "False", "FALSE"]
 ENABLED_PLAIN = [None, "1", "on", "yes", "true", "enabled", "whatever"]
@@ -9,7 +9,8 @@ AMBIGUOUS = [" OFF", "off ", " 0", "n", "N", "f", "F", "disabled", "none", ""]
 
 
 @pytest.mark.parametrize("value", DISABLED)
-def test_r_fail_1_disabling_values(value):
+@pytest.mark.rule("R-FAIL-1")
+def test_disabling_values(value):
     assert E.classify_value(value) == (True, None)
     st = E.status("/usr/bin/bwrap", {"METNOS_SANDBOX": value})
     assert st == {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap",
@@ -17,7 +18,8 @@ def test_r_fail_1_disabling_values(value):
 
 
 @pytest.mark.parametrize("value", ENABLED_PLAIN)
-def test_r_fail_1_other_values_keep_sandbox_on(value):
+@pytest.mark.rule("R-FAIL-1")
+def test_other_values_keep_sandbox_on(value):
     assert E.classify_value(value) == (False, None)
 
 
@@ -31,7 +33,8 @@ def test_ambiguous_values_are_reported_not_guessed(value):
     assert [d["code"] for d in diags] == ["sandbox_env_value_ambiguous"]
 
 
-def test_r_diag_1_missing_bwrap_fails_closed():
+@pytest.mark.rule("R-DIAG-1", "R-FAIL-1")
+def test_missing_bwrap_fails_closed():
     st = E.status(None, {})
     assert st["active"] is False
     codes = [d["code"] for d in E.diagnose(st, {}, "/nonexistent")]

@@ -5,8 +5,8 @@ import os
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from metnos_sandbox import manifest as M
-from metnos_sandbox import profile as P
+from ansible.module_utils.metnos_sandbox import manifest as M
+from ansible.module_utils.metnos_sandbox import profile as P
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 spec = importlib.util.spec_from_file_location("mfilters", os.path.join(ROOT, "filter_plugins", "metnos_sandbox.py"))

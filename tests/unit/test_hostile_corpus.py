@@ -24,13 +24,13 @@ import signal
 
 import pytest
 
+from ansible.module_utils.metnos_sandbox import audit as A
+from ansible.module_utils.metnos_sandbox import bwrap as B
+from ansible.module_utils.metnos_sandbox import manifest as M
+from ansible.module_utils.metnos_sandbox import probe as PR
+from ansible.module_utils.metnos_sandbox import profile as P
 from corpus import hostile_manifests as H
 from corpus import hostile_tree
-from metnos_sandbox import audit as A
-from metnos_sandbox import bwrap as B
-from metnos_sandbox import manifest as M
-from metnos_sandbox import probe as PR
-from metnos_sandbox import profile as P
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
@@ -101,7 +101,7 @@ def test_corpus_is_large_and_covers_the_rules():
                      "R-CAP-SYS", "R-NET-1"}
 
 
-@pytest.mark.parametrize("entry_id", [e.id for e in H.CORPUS])
+@pytest.mark.parametrize("entry_id", H.params())
 def test_core_refuses_with_its_code(corpus, entry_id):
     entry, path, host, inv = corpus[entry_id]
     prof = core(path, host, inv)
@@ -113,7 +113,7 @@ def test_core_refuses_with_its_code(corpus, entry_id):
         assert len(diag["message"]) < 2000, diag
 
 
-@pytest.mark.parametrize("entry_id", [e.id for e in H.CORPUS])
+@pytest.mark.parametrize("entry_id", H.params())
 def test_every_face_gives_the_core_decision(corpus, entry_id, tmp_path):
     entry, path, host, inv = corpus[entry_id]
     want = decide(core(path, host, inv))
@@ -133,7 +133,7 @@ def test_every_face_gives_the_core_decision(corpus, entry_id, tmp_path):
     assert (drift[0]["decision"], drift[0].get("refusal")) == want_plain
 
 
-@pytest.mark.parametrize("entry_id", [e.id for e in H.CORPUS])
+@pytest.mark.parametrize("entry_id", H.params())
 def test_module_face_gives_the_core_decision(corpus, entry_id, capsys):
     entry, path, host, inv = corpus[entry_id]
     want = decide(core(path, host, inv))

@@ -7,7 +7,8 @@ real-kernel path is exercised by the integration tests.
 """
 import os
 
-from metnos_sandbox import kernel as K
+from ansible.module_utils.metnos_sandbox import kernel as K
+from ansible.module_utils.metnos_sandbox.diagnostics import codes
 
 
 def plant(tmp_path, files):
@@ -16,10 +17,6 @@ def plant(tmp_path, files):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(value)
     return str(tmp_path / "proc"), str(tmp_path / "sys"), str(tmp_path / "root")
-
-
-def codes(diags):
-    return [d["code"] for d in diags]
 
 
 def test_healthy_vanilla_kernel(tmp_path):

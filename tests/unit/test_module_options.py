@@ -11,8 +11,8 @@ import pytest
 import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+from ansible.module_utils.metnos_sandbox import options as O
 from conftest import ROOT
-from metnos_sandbox import options as O
 
 MODULES = sorted(os.path.splitext(os.path.basename(p))[0] for p in glob.glob(os.path.join(ROOT, "library", "*.py")))
 KEYS = ("type", "default", "choices", "elements", "aliases")

@@ -11,9 +11,9 @@ import shutil
 
 import pytest
 
+from ansible.module_utils.metnos_sandbox import mounts as MT
+from ansible.module_utils.metnos_sandbox import profile as P
 from helpers import mount_aliases as MA
-from metnos_sandbox import mounts as MT
-from metnos_sandbox import profile as P
 
 needs_namespace = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"),
                                      reason="bind mounts need root and unshare (a private mount namespace)")

@@ -5,8 +5,8 @@ import copy
 
 import pytest
 
-from metnos_sandbox import probe as PR
-from metnos_sandbox import procfs as PF
+from ansible.module_utils.metnos_sandbox import probe as PR
+from ansible.module_utils.metnos_sandbox import procfs as PF
 
 MOUNTINFO = """\
 300 200 0:90 /newroot / rw,nosuid,nodev,relatime - tmpfs tmpfs rw
@@ -59,6 +59,7 @@ def verdict(obs, outside, host, result=None):
     return PR._verdict(["bwrap", "<payload>"], res, obs, outside, SPEC, host, None, 5)
 
 
+@pytest.mark.rule("R-DIAG-3")
 def test_both_witnesses_agree_passes():
     obs, outside, host = good()
     assert failed(obs, outside, host) == {}

@@ -10,10 +10,10 @@ import random
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from ansible.module_utils.metnos_sandbox import diagnostics as D
+from ansible.module_utils.metnos_sandbox import manifest as M
+from ansible.module_utils.metnos_sandbox import profile as P
 from helpers import profile_oracle as O
-from metnos_sandbox import diagnostics as D
-from metnos_sandbox import manifest as M
-from metnos_sandbox import profile as P
 
 ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
 
@@ -122,6 +122,7 @@ def test_final_check_passes_the_rendered_argv(rendered):
     (lambda r, a: _insert(a, "--bind", _hard_link(r + "/data/w/h", r + "/runtime/m.py"), r + "/data/w/h"),
      "(b)"),                                                                              # a runtime file's 2nd name
 ])
+@pytest.mark.rule("R-SEC-1")
 def test_final_check_catches_each_weakening(rendered, weaken, invariant):
     root, _host, _manifest, argv = rendered
     found = _check(rendered, weaken(root, list(argv)))
@@ -129,6 +130,7 @@ def test_final_check_catches_each_weakening(rendered, weaken, invariant):
     assert any(invariant in v or invariant == "control" for v in found), found
 
 
+@pytest.mark.rule("R-SEC-1")
 def test_final_check_is_applied_by_render(rendered, monkeypatch):
     """Defence in depth: if a granting rule above is removed, the final check still withholds the profile."""
     root, _host, _manifest, _argv = rendered
@@ -138,6 +140,7 @@ def test_final_check_is_applied_by_render(rendered, monkeypatch):
     assert prof["refusal"] == "profile_invariant_violated", prof["diagnostics"]
 
 
+@pytest.mark.rule("R-SCOPE-3")
 def test_rendering_is_deterministic_across_host_contexts_and_orders(tmp_path):
     root, host, manifest, invocation = O.build(str(tmp_path), {"data/l1": "ROOT/data/a"}, {
         "name": "ex", "origin": "t", "arguments": {"p": {"within": ["ROOT/data/**"]}},

@@ -6,8 +6,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from metnos_sandbox import manifest as M
-from metnos_sandbox import profile as P
+from ansible.module_utils.metnos_sandbox import manifest as M
+from ansible.module_utils.metnos_sandbox import profile as P
+from helpers.fake_host import host_dict
 
 SUBDIRS = ["data", "data/a", "data/a/b", "data/c", "out", "out/secret", "integrations/p1", "dialog/alice",
            "undo/t1", "creds/mail", "res/sheets", "idx/docs", "exec/ex", "runtime"]
@@ -27,14 +28,9 @@ def tree(tmp_path_factory):
 
 
 def host_for(root):
-    return P.HostContext({
-        "runtime_dir": str(root / "runtime"), "executors_dir": str(root / "exec"),
-        "python_executable": "/usr/bin/python3", "python_prefix": str(root / "venv"),
-        "i18n_dbs": [], "lexicon_dbs": [], "integrations_dir": str(root / "integrations"),
-        "resources": {"sheets": str(root / "res/sheets")}, "indexes": {"docs": str(root / "idx/docs")},
-        "mail_credentials_dir": str(root / "creds/mail"), "dialog_dir": str(root / "dialog"),
-        "undo_root": str(root / "undo"), "systemd_read_paths": [], "system_read_paths": [],
-    })
+    return P.HostContext(host_dict(root, executors_dir=str(root / "exec"), python_package_roots=[], i18n_dbs=[],
+                                   resources={"sheets": str(root / "res/sheets")},
+                                   indexes={"docs": str(root / "idx/docs")}))
 
 
 REL = st.sampled_from(["data", "data/a", "data/a/b", "data/c", "data/a/f.txt", "out", "nothing", "data/a/up",

@@ -7,8 +7,10 @@ import os
 
 import pytest
 
-from metnos_sandbox import manifest as M
-from metnos_sandbox import profile as P
+from ansible.module_utils.metnos_sandbox import manifest as M
+from ansible.module_utils.metnos_sandbox import profile as P
+from ansible.module_utils.metnos_sandbox.diagnostics import codes
+from helpers.fake_host import host_dict
 
 ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
 
@@ -31,18 +33,12 @@ def tree(tmp_path):
 
 
 def host(tree, **over):
-    ctx = {
-        "runtime_dir": str(tree / "runtime"), "executors_dir": str(tree / "executors"),
-        "python_executable": "/usr/bin/python3", "python_prefix": str(tree / "venv"),
-        "python_package_roots": [str(tree / "venv/lib"), "/usr/lib/python3/dist-packages"],
-        "i18n_dbs": [str(tree / "i18n")], "lexicon_dbs": [str(tree / "lexicon.db"), str(tree / "nolex.db")],
-        "resources": {"sheets": str(tree / "sheets"), "people": str(tree / "people"),
-                      "proposals": str(tree / "proposals")},
-        "indexes": {"documents": str(tree / "index/documents")},
-        "integrations_dir": str(tree / "integrations"), "mail_credentials_dir": str(tree / "credentials/mail"),
-        "dialog_dir": str(tree / "dialog"), "undo_root": str(tree / "undo"),
-        "systemd_read_paths": [str(tree / "runtime")], "system_read_paths": [],
-    }
+    ctx = host_dict(tree, python_package_roots=[str(tree / "venv/lib"), "/usr/lib/python3/dist-packages"],
+                    lexicon_dbs=[str(tree / "lexicon.db"), str(tree / "nolex.db")],
+                    resources={"sheets": str(tree / "sheets"), "people": str(tree / "people"),
+                               "proposals": str(tree / "proposals")},
+                    indexes={"documents": str(tree / "index/documents")},
+                    mail_credentials_dir=str(tree / "credentials/mail"), systemd_read_paths=[str(tree / "runtime")])
     ctx.update(over)
     return P.HostContext(ctx)
 
@@ -65,13 +61,10 @@ def binds(prof, kind=None):
     return [m["dest"] for m in prof["mounts"] if m["kind"] in ((kind,) if kind else ("ro", "rw"))]
 
 
-def codes(prof):
-    return [d["code"] for d in prof["diagnostics"]]
-
-
 # ---------------------------------------------------------------- base profile
 
-def test_R_BASE_1_existing_system_paths_read_only(tree):
+@pytest.mark.rule("R-BASE-1")
+def test_existing_system_paths_read_only(tree):
     prof = render(tree)
     m = mounts(prof)
     for path in P.SYSTEM_PATHS:
@@ -84,19 +77,22 @@ def test_R_BASE_1_existing_system_paths_read_only(tree):
     assert m["/usr"]["provenance"][0] == {"rule": "R-BASE-1", "source": "base:/usr"}
 
 
-def test_R_BASE_2_proc_and_minimal_dev(tree):
+@pytest.mark.rule("R-BASE-2")
+def test_proc_and_minimal_dev(tree):
     m = mounts(render(tree))
     assert m["/proc"]["kind"] == "proc" and m["/dev"]["kind"] == "dev"
 
 
-def test_R_BASE_3_private_tmp(tree):
+@pytest.mark.rule("R-BASE-3")
+def test_private_tmp(tree):
     prof = render(tree)
     assert mounts(prof)["/tmp"]["kind"] == "tmpfs"
     argv = prof["argv"]
     assert argv[argv.index("--tmpfs") + 1] == "/tmp"
 
 
-def test_R_BASE_4_executor_runtime_python_read_only(tree):
+@pytest.mark.rule("R-BASE-4")
+def test_executor_runtime_python_read_only(tree):
     m = mounts(render(tree))
     for key in ("executors/ex", "runtime", "venv"):
         assert m[str(tree / key)]["kind"] == "ro"
@@ -106,38 +102,44 @@ def test_R_BASE_4_executor_runtime_python_read_only(tree):
     assert "/usr/lib/python3/dist-packages" not in m
 
 
-def test_R_BASE_4_never_a_whole_home_folder(tree):
+@pytest.mark.rule("R-BASE-4")
+def test_never_a_whole_home_folder(tree):
     prof = render(tree, hostkw={"python_package_roots": ["/root", str(tree / "home/user/.local/lib")]})
     assert "/root" not in mounts(prof)
     assert str(tree / "home/user/.local/lib") in mounts(prof)
 
 
-def test_R_BASE_5_i18n_and_lexicon_when_present(tree):
+@pytest.mark.rule("R-BASE-5")
+def test_i18n_and_lexicon_when_present(tree):
     m = mounts(render(tree))
     assert m[str(tree / "i18n")]["kind"] == "ro"
     assert m[str(tree / "lexicon.db")]["provenance"][0]["rule"] == "R-BASE-5"
     assert str(tree / "nolex.db") not in m
 
 
-def test_R_BASE_6_always_on_flags(tree):
+@pytest.mark.rule("R-BASE-6")
+def test_always_on_flags(tree):
     prof = render(tree, ["net:http"])
     flags = [f["flag"] for f in prof["namespaces"]]
     for flag in ("--unshare-user", "--unshare-ipc", "--unshare-uts", "--die-with-parent"):
         assert flag in flags and flag in prof["argv"]
 
 
-def test_R_BASE_7_unshare_net_without_network_capability(tree):
+@pytest.mark.rule("R-BASE-7")
+def test_unshare_net_without_network_capability(tree):
     prof = render(tree, ["fs:read:%s/data/notes/**" % tree])
     assert "--unshare-net" in prof["argv"] and prof["network"]["host"] is False
 
 
-def test_R_BASE_8_no_pid_namespace_landlock_or_seccomp(tree):
+@pytest.mark.rule("R-BASE-8", "R-SEC-4")
+def test_no_pid_namespace_landlock_or_seccomp(tree):
     argv = render(tree, ["net:x"])["argv"]
     for flag in ("--unshare-pid", "--unshare-all", "--seccomp", "--add-seccomp-fd", "--as-pid-1"):
         assert flag not in argv
 
 
-def test_R_SEC_2_no_opt_in_base_profile(tree):
+@pytest.mark.rule("R-SEC-2")
+def test_no_opt_in_base_profile(tree):
     argv = render(tree)["argv"]
     assert "/opt" not in argv
     prof = render(tree, ["fs:read:/opt/**"])
@@ -174,14 +176,16 @@ def test_parents_before_children(tree):
 
 # ---------------------------------------------------------------- capabilities
 
-def test_R_CAP_FS_glob_reduced_to_root(tree):
+@pytest.mark.rule("R-CAP-FS")
+def test_glob_reduced_to_root(tree):
     m = mounts(render(tree, ["fs:read:%s/data/notes/**/*.md" % tree]))
     assert m[str(tree / "data/notes")]["kind"] == "ro"
     m = mounts(render(tree, ["fs:read:%s/data/no*s/sub" % tree]))
     assert m[str(tree / "data")]["provenance"][0]["rule"] == "R-CAP-FS"
 
 
-def test_R_CAP_FS_write_is_rw_and_merges_with_read(tree):
+@pytest.mark.rule("R-CAP-FS")
+def test_write_is_rw_and_merges_with_read(tree):
     notes = str(tree / "data/notes")
     prof = render(tree, ["fs:read:%s/**" % notes, "fs:write:%s" % notes])
     entry = mounts(prof)[notes]
@@ -190,16 +194,18 @@ def test_R_CAP_FS_write_is_rw_and_merges_with_read(tree):
     assert mounts(prof)[notes]["kind"] == "ro"
 
 
-def test_R_CAP_FS_read_child_under_write_parent_is_merged(tree):
+@pytest.mark.rule("R-CAP-FS")
+def test_read_child_under_write_parent_is_merged(tree):
     prof = render(tree, ["fs:write:%s/data/notes" % tree, "fs:read:%s/data/notes/sub" % tree])
     assert str(tree / "data/notes/sub") not in mounts(prof)
     parent = mounts(prof)[str(tree / "data/notes")]
     assert any(p.get("covers") == str(tree / "data/notes/sub") for p in parent["provenance"])
 
 
-def test_R_CAP_FS_missing_path_not_mounted(tree):
+@pytest.mark.rule("R-CAP-FS")
+def test_missing_path_not_mounted(tree):
     prof = render(tree, ["fs:read:%s/nothing/**" % tree])
-    assert prof["decision"] == "wrapped" and "grant_skipped" in codes(prof)
+    assert prof["decision"] == "wrapped" and "grant_skipped" in codes(prof["diagnostics"])
     assert str(tree / "nothing") not in mounts(prof)
 
 
@@ -208,18 +214,21 @@ def test_R_CAP_FS_missing_path_not_mounted(tree):
     ("fs:write:/etc/metnos", "/etc/metnos"), ("fs:write:/usr/local/bin", "/usr/local/bin"),
     ("fs:read:/proc/1", "/proc/1"), ("fs:write:/var", "/var"), ("fs:read:/opt", "/opt"),
 ])
-def test_R_CAP_FS_over_broad_scopes_refused(tree, cap, root):
+@pytest.mark.rule("R-CAP-FS")
+def test_over_broad_scopes_refused(tree, cap, root):
     prof = render(tree, [cap])
     assert prof["decision"] == "refused" and prof["refusal"] == "scope_too_broad", prof["diagnostics"]
     assert prof["argv"] is None
 
 
-def test_R_CAP_FS_write_into_runtime_refused(tree):
+@pytest.mark.rule("R-CAP-FS")
+def test_write_into_runtime_refused(tree):
     prof = render(tree, ["fs:write:%s/runtime/x" % tree])
     assert prof["refusal"] == "scope_too_broad"
 
 
-def test_R_ARG_1_value_narrows(tree):
+@pytest.mark.rule("R-ARG-1")
+def test_value_narrows(tree):
     within = {"path": {"within": ["%s/data/notes/**" % tree]}}
     prof = render(tree, ["fs:read:arg:path"], {"arguments": {"path": str(tree / "data/notes/a.md")}},
                   arguments=within)
@@ -228,7 +237,8 @@ def test_R_ARG_1_value_narrows(tree):
     assert str(tree / "data/notes") not in mounts(prof)
 
 
-def test_R_ARG_1_relative_value_resolved_in_scope(tree):
+@pytest.mark.rule("R-ARG-1")
+def test_relative_value_resolved_in_scope(tree):
     within = {"path": {"within": ["%s/data/notes" % tree]}}
     prof = render(tree, ["fs:write:arg:path"], {"arguments": {"path": "sub"}}, arguments=within)
     assert mounts(prof)[str(tree / "data/notes/sub")]["kind"] == "rw"
@@ -239,7 +249,8 @@ def test_R_ARG_1_relative_value_resolved_in_scope(tree):
     ("sub/../../../outside", "arg_escapes_scope"), ("link/secret", "arg_symlink_escapes"),
     ("link", "arg_symlink_escapes"), ("a.md\0x", "scope_nul"), (5, "arg_value_invalid"), ("", "arg_value_invalid"),
 ])
-def test_R_ARG_1_never_widens(tree, value, code):
+@pytest.mark.rule("R-ARG-1")
+def test_never_widens(tree, value, code):
     within = {"path": {"within": ["%s/data/notes/**" % tree]}}
     prof = render(tree, ["fs:read:arg:path"], {"arguments": {"path": value}}, arguments=within)
     assert prof["decision"] == "refused" and prof["refusal"] == code, prof["diagnostics"]
@@ -252,7 +263,8 @@ def test_R_ARG_1_never_widens(tree, value, code):
     ("data/notes/s[tu]b", "sub/b.md", "data/notes/sub/b.md"), ("data/notes/?.md", "a.md", "data/notes/a.md"),
     ("data/notes/*", "inlink", "data/notes/inlink"),
 ])
-def test_R_ARG_1_value_inside_its_within_pattern(tree, within, value, mounted):
+@pytest.mark.rule("R-ARG-1")
+def test_value_inside_its_within_pattern(tree, within, value, mounted):
     """A value at or below a path the 'within' glob matches is granted (and only such a value)."""
     value = str(tree) + value if value.startswith("/") else value        # '/...': absolute in the tree
     prof = render(tree, ["fs:read:arg:path"], {"arguments": {"path": value}},
@@ -261,22 +273,25 @@ def test_R_ARG_1_value_inside_its_within_pattern(tree, within, value, mounted):
     assert str(tree / mounted) in mounts(prof)
 
 
-def test_R_ARG_1_symlink_inside_scope_is_fine(tree):
+@pytest.mark.rule("R-ARG-1")
+def test_symlink_inside_scope_is_fine(tree):
     within = {"path": {"within": ["%s/data/notes/**" % tree]}}
     prof = render(tree, ["fs:read:arg:path"], {"arguments": {"path": "inlink"}}, arguments=within)
     entry = mounts(prof)[str(tree / "data/notes/inlink")]
     assert entry["src"] == str(tree / "data/notes/sub")
 
 
-def test_R_ARG_1_missing_path_or_value_not_mounted(tree):
+@pytest.mark.rule("R-ARG-1")
+def test_missing_path_or_value_not_mounted(tree):
     within = {"path": {"within": ["%s/data/notes/**" % tree]}}
     for inv in ({"arguments": {"path": "nope.md"}}, {}):
         prof = render(tree, ["fs:read:arg:path"], inv, arguments=within)
-        assert prof["decision"] == "wrapped" and "grant_skipped" in codes(prof)
+        assert prof["decision"] == "wrapped" and "grant_skipped" in codes(prof["diagnostics"])
         assert not any(d.startswith(str(tree / "data")) for d in binds(prof))
 
 
-def test_R_CAP_METNOS_canonical_paths_only(tree):
+@pytest.mark.rule("R-CAP-METNOS")
+def test_canonical_paths_only(tree):
     prof = render(tree, ["metnos:read:sheets", "metnos:write:people", "metnos:create:proposals"])
     m = mounts(prof)
     assert m[str(tree / "sheets")]["kind"] == "ro"
@@ -285,14 +300,16 @@ def test_R_CAP_METNOS_canonical_paths_only(tree):
     assert prof["refusal"] == "metnos_resource_unknown"
 
 
-def test_R_CAP_INDEX_known_read_only_unknown_nothing(tree):
+@pytest.mark.rule("R-CAP-INDEX")
+def test_known_read_only_unknown_nothing(tree):
     prof = render(tree, ["index:read:documents", "index:read:secret_index"])
     assert mounts(prof)[str(tree / "index/documents")]["kind"] == "ro"
-    assert prof["decision"] == "wrapped" and "grant_skipped" in codes(prof)
+    assert prof["decision"] == "wrapped" and "grant_skipped" in codes(prof["diagnostics"])
     assert len([d for d in binds(prof) if "index" in d]) == 1
 
 
-def test_R_CAP_SYS_read_and_network_interfaces(tree):
+@pytest.mark.rule("R-CAP-SYS")
+def test_read_and_network_interfaces(tree):
     prof = render(tree, ["systemd:read"])
     assert mounts(prof)[str(tree / "runtime")]["provenance"][-1]["rule"] in ("R-BASE-4", "R-CAP-SYS")
     assert "--unshare-net" in prof["argv"]
@@ -300,7 +317,8 @@ def test_R_CAP_SYS_read_and_network_interfaces(tree):
     assert "--unshare-net" not in prof["argv"] and prof["network"]["because"] == ["system:read:network_interfaces"]
 
 
-def test_R_CAP_PROVIDER_folder_rw_and_network(tree):
+@pytest.mark.rule("R-CAP-PROVIDER")
+def test_folder_rw_and_network(tree):
     for cap, folder in (("provider:access:google_calendar", "google_calendar"), ("skill:weather", "weather")):
         prof = render(tree, [cap])
         assert mounts(prof)[str(tree / "integrations" / folder)]["kind"] == "rw"
@@ -308,7 +326,8 @@ def test_R_CAP_PROVIDER_folder_rw_and_network(tree):
         assert prof["network"]["host"] is True and "--unshare-net" not in prof["argv"]
 
 
-def test_R_CAP_MAIL_only_named_account_files(tree):
+@pytest.mark.rule("R-CAP-MAIL")
+def test_only_named_account_files(tree):
     prof = render(tree, ["mail:read:work"])
     m = mounts(prof)
     assert m[str(tree / "credentials/mail/work.json")]["kind"] == "ro"
@@ -318,16 +337,18 @@ def test_R_CAP_MAIL_only_named_account_files(tree):
     assert prof["network"]["host"] is True
 
 
-def test_R_CAP_DIALOG_only_authenticated_sender(tree):
+@pytest.mark.rule("R-CAP-DIALOG")
+def test_only_authenticated_sender(tree):
     prof = render(tree, ["dialog.user_input"], {"sender": "alice"})
     assert mounts(prof)[str(tree / "dialog/alice")]["kind"] == "rw"
     assert str(tree / "dialog/bob") not in mounts(prof)
     for sender in (None, "../bob", "alice/../bob"):
         prof = render(tree, ["dialog.user_input"], {"sender": sender})
-        assert not [d for d in binds(prof) if "dialog" in d] and "grant_skipped" in codes(prof)
+        assert not [d for d in binds(prof) if "dialog" in d] and "grant_skipped" in codes(prof["diagnostics"])
 
 
-def test_R_CAP_UNDO_only_current_turn(tree):
+@pytest.mark.rule("R-CAP-UNDO")
+def test_only_current_turn(tree):
     prof = render(tree, [], {"turn_id": "t1"}, inverse={"model": "restore_content"})
     assert mounts(prof)[str(tree / "undo/t1")]["kind"] == "rw"
     assert str(tree / "undo/t2") not in mounts(prof)
@@ -337,7 +358,8 @@ def test_R_CAP_UNDO_only_current_turn(tree):
 
 @pytest.mark.parametrize("cap", ["network:*", "net:http", "provider:access:google_calendar", "skill:weather",
                                  "mail:read:work", "system:read:network_interfaces"])
-def test_R_NET_1_network_capabilities_keep_host_network(tree, cap):
+@pytest.mark.rule("R-NET-1", "R-SEC-3")
+def test_network_capabilities_keep_host_network(tree, cap):
     prof = render(tree, [cap])
     assert "--unshare-net" not in prof["argv"] and cap in prof["network"]["because"]
 
@@ -348,13 +370,15 @@ def test_R_NET_1_network_capabilities_keep_host_network(tree, cap):
     {"bwrap_available": False, "bwrap_path": None, "disabled_via_env": False, "active": False},
     {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": True, "active": False},
 ])
-def test_R_FAIL_1_refuses_when_unavailable(tree, status):
+@pytest.mark.rule("R-FAIL-1", "R-SEC-6")
+def test_refuses_when_unavailable(tree, status):
     prof = render(tree, ["net:x"], status=status)
     assert prof["decision"] == "refused" and prof["refusal"] == "executor_os_sandbox_unavailable"
     assert prof["argv"] is None
 
 
-def test_R_FAIL_1_scope_checked_before_bwrap(tree):
+@pytest.mark.rule("R-FAIL-1")
+def test_scope_checked_before_bwrap(tree):
     status = {"bwrap_available": False, "bwrap_path": None, "disabled_via_env": False, "active": False}
     prof = render(tree, ["fs:write:/**"], status=status)
     assert prof["refusal"] == "scope_too_broad"
@@ -375,7 +399,8 @@ def undo_broker(tree):
     return folder, undo, pinned
 
 
-def test_R_FAIL_2_pinned_undo_runs_direct_even_without_bwrap(tree):
+@pytest.mark.rule("R-FAIL-2")
+def test_pinned_undo_runs_direct_even_without_bwrap(tree):
     _folder, undo, pinned = undo_broker(tree)
     status = {"bwrap_available": False, "bwrap_path": None, "disabled_via_env": False, "active": False}
     prof = P.render(M.from_dict(undo), host(tree, undo_exception=pinned), {}, status)
@@ -385,7 +410,8 @@ def test_R_FAIL_2_pinned_undo_runs_direct_even_without_bwrap(tree):
 
 @pytest.mark.parametrize("field,value", [("digest", "sha256:" + "cd" * 32), ("origin", "evil/fork"),
                                          ("owner", "mallory"), ("files", ["main.py"]), ("revision", 13)])
-def test_R_FAIL_2_other_revisions_fail_closed(tree, field, value):
+@pytest.mark.rule("R-FAIL-2")
+def test_other_revisions_fail_closed(tree, field, value):
     _folder, undo, pinned = undo_broker(tree)
     data = dict(undo, **{field: value})
     prof = P.render(M.from_dict(data), host(tree, undo_exception=pinned), {}, ACTIVE)
@@ -393,13 +419,15 @@ def test_R_FAIL_2_other_revisions_fail_closed(tree, field, value):
     assert field in prof["diagnostics"][0]["message"]
 
 
-def test_R_FAIL_2_no_pinned_exception_fails_closed(tree):
+@pytest.mark.rule("R-FAIL-2")
+def test_no_pinned_exception_fails_closed(tree):
     _folder, undo, _pinned = undo_broker(tree)
     prof = P.render(M.from_dict(undo), host(tree), {}, ACTIVE)
     assert prof["refusal"] == "undo_exception_mismatch"
 
 
-def test_R_SEC_5_system_undo_reserved(tree):
+@pytest.mark.rule("R-SEC-5")
+def test_system_undo_reserved(tree):
     prof = render(tree, ["system:undo"])
     assert prof["refusal"] == "capability_reserved"
 

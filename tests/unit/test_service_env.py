@@ -7,7 +7,7 @@ import tempfile
 
 import pytest
 
-from metnos_sandbox import service_env as S
+from ansible.module_utils.metnos_sandbox import service_env as S
 
 NOBODY = pwd.getpwnam("nobody")
 USER = {"name": "nobody", "uid": NOBODY.pw_uid, "gid": NOBODY.pw_gid, "groups": [NOBODY.pw_gid]}
@@ -157,3 +157,32 @@ def test_live_environment_read_as_the_process_uid():
         proc.wait()
     gone = S.read_live_environ(proc.pid)
     assert gone["env"] is None and "No such file" in gone["error"]
+
+
+def _unit(tree, name, text):
+    directory = os.path.join(tree, "etc/systemd/system")
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, name)
+    if text is None:
+        os.symlink("/dev/null", path)
+    else:
+        with open(path, "w") as handle:
+            handle.write(text)
+
+
+def test_inspect_from_disk_returns_the_result_and_the_whole_environment_apart(tree):
+    """inspect(): the public result carries no private keys; the composed environment travels beside it
+    (None for a masked unit, whose environment is not evaluated); a missing unit is None."""
+    _unit(tree, "metnos.service", "[Service]\nEnvironment=METNOS_SANDBOX=off OTHER=1\nExecStart=/usr/bin/true\n")
+    _unit(tree, "masked.service", None)
+    params = {"unit": "metnos.service", "mode": "disk", "root": tree, "admin_path": "/usr/bin:/bin"}
+    found = S.inspect(params, S.B.default_runner)
+    assert not [k for k in found.result if k.startswith("_")]
+    assert found.env["OTHER"] == "1" and found.env["METNOS_SANDBOX"] == "off"
+    assert found.result["environment"]["METNOS_SANDBOX"] == "off"
+    assert "sandbox_disabled_via_env" in [d["code"] for d in found.result["diagnostics"]]
+    gathered = S.gather(params, S.B.default_runner)
+    assert gathered.mode == "disk" and gathered.live is None and not gathered.need_reload
+    masked = S.inspect(dict(params, unit="masked.service"), S.B.default_runner)
+    assert masked.env is None and [d["code"] for d in masked.result["diagnostics"]] == ["unit_masked"]
+    assert S.inspect(dict(params, unit="gone.service"), S.B.default_runner) is None

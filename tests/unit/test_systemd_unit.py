@@ -5,9 +5,9 @@ import os
 
 import pytest
 
+from ansible.module_utils.metnos_sandbox import service_env as S
+from ansible.module_utils.metnos_sandbox import systemd_unit as U
 from corpus.systemd_units import CORPUS
-from metnos_sandbox import service_env as S
-from metnos_sandbox import systemd_unit as U
 
 
 def write(root, rel, text):

@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from metnos_sandbox import diagnostics as D
-from metnos_sandbox import service_env as S
-from metnos_sandbox import systemd_unit as U
+from ansible.module_utils.metnos_sandbox import diagnostics as D
+from ansible.module_utils.metnos_sandbox import service_env as S
+from ansible.module_utils.metnos_sandbox import systemd_unit as U
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 with open(os.path.join(ROOT, "docs", "unit-directives.json")) as _handle:
