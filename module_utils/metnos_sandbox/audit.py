@@ -14,7 +14,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import os
 import time
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, cast
 
 from . import bwrap as B
 from . import diagnostics as D
@@ -28,8 +28,8 @@ from . import store as ST
 SCHEMA = "metnos-sandbox-audit/1"
 
 
-def profile_drift(manifests: Optional[Iterable[Any]], host_over: Optional[Mapping[str, Any]], profile_dir: str,
-                  status: Mapping[str, Any], runner: B.Runner = B.default_runner) -> List[Dict[str, Any]]:
+def profile_drift(manifests: Optional[Iterable[Any]], host_over: Optional[Dict[str, Any]], profile_dir: str,
+                  status: Dict[str, Any], runner: B.Runner = B.default_runner) -> List[Dict[str, Any]]:
     """Render each manifest now (as sandbox_profile does) and compare with <profile_dir>/<executor>.args."""
     out: List[Dict[str, Any]] = []
     if not manifests:
@@ -47,7 +47,7 @@ def profile_drift(manifests: Optional[Iterable[Any]], host_over: Optional[Mappin
             out.append(entry)
             continue
         path = ST.paths(profile_dir, name)[0]
-        on_disk = ST.read_args(profile_dir, name)     # the one reader of the profile format
+        on_disk = ST.read_args(profile_dir, cast(str, name))     # the one reader of the profile format
         if on_disk is None:
             entry.update(state="missing", path=path)
             out.append(entry)

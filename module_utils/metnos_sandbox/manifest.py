@@ -33,8 +33,11 @@ import json
 import os
 import re
 import stat
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, TypedDict, Union
 
 from . import diagnostics as D
+
+Diag = Dict[str, Any]                 # a diagnostic as diagnostics.make builds it
 
 # ---- documented limits (docs/profile-invariants.md); each has its own refusal code ----
 MAX_MANIFEST_BYTES = 64 * 1024      # manifest_too_large
@@ -75,12 +78,54 @@ ACCEPTED_FORMS = (
     "net:<what>", "system:undo (undo_last_turn only)",
 )
 _FORMS_TEXT = "; ".join(ACCEPTED_FORMS)
-_FIXED_CAPS = {
-    "dialog.user_input": ("dialog", None, None),
-    "systemd:read": ("systemd", "read", None),
-    "system:read": ("system", "read", None),
-    "system:read:network_interfaces": ("system", "read", "network_interfaces"),
-    "system:undo": ("undo", "undo", None),
+
+
+class Kind(object):
+    """The capability kinds: the one spelling, shared by the grammar below and the renderer's table
+    of granters (profile._GRANTERS)."""
+    FS = "fs"
+    METNOS = "metnos"
+    INDEX = "index"
+    SYSTEMD = "systemd"
+    SYSTEM = "system"
+    PROVIDER = "provider"
+    SKILL = "skill"
+    MAIL = "mail"
+    DIALOG = "dialog"
+    NETWORK = "network"
+    UNDO = "undo"
+
+
+KINDS = (Kind.FS, Kind.METNOS, Kind.INDEX, Kind.SYSTEMD, Kind.SYSTEM, Kind.PROVIDER, Kind.SKILL, Kind.MAIL,
+         Kind.DIALOG, Kind.NETWORK, Kind.UNDO)
+# Kinds whose grant reaches the network (and system:read:network_interfaces, see needs_network).
+NETWORK_KINDS = frozenset((Kind.NETWORK, Kind.PROVIDER, Kind.SKILL, Kind.MAIL))
+NETWORK_INTERFACES = "network_interfaces"
+# Modes that grant writing (fs:write, metnos:write|create, provider:access).
+WRITE_MODES = ("write", "create", "access")
+
+
+class _Form(NamedTuple):
+    """One capability form of the grammar: its kind, the modes it accepts and its target's grammar."""
+    kind: str
+    modes: Tuple[Optional[str], ...]
+    target: re.Pattern[str]
+
+
+# '<head>:<target>' forms (the mode is implied) and '<head>:<mode>:<target>' forms; fs has its own.
+_BARE_FORMS = {"network": _Form(Kind.NETWORK, (None,), _NET), "net": _Form(Kind.NETWORK, (None,), _NET),
+               "skill": _Form(Kind.SKILL, ("access",), _NAME)}
+_MODE_FORMS = {"metnos": _Form(Kind.METNOS, ("read", "write", "create"), _NAME),
+               "index": _Form(Kind.INDEX, ("read",), _INDEX),
+               "provider": _Form(Kind.PROVIDER, ("access",), _NAME),
+               "mail": _Form(Kind.MAIL, ("read",), _ACCOUNT)}
+_FS_MODES = ("read", "write")
+_FIXED_CAPS = {     # text -> (kind, mode, target)
+    "dialog.user_input": (Kind.DIALOG, None, None),
+    "systemd:read": (Kind.SYSTEMD, "read", None),
+    "system:read": (Kind.SYSTEM, "read", None),
+    "system:read:network_interfaces": (Kind.SYSTEM, "read", NETWORK_INTERFACES),
+    "system:undo": (Kind.UNDO, "undo", None),
 }
 _FIELDS = ("name", "origin", "revision", "digest", "owner", "entrypoint", "capabilities", "arguments",
            "inverse", "files")
@@ -96,7 +141,7 @@ _LOAD_CODES = ("manifest_parse_error", "manifest_missing", "manifest_not_utf8", 
 class ManifestError(ValueError):
     """A manifest is refused. ``diagnostics`` holds one entry per problem."""
 
-    def __init__(self, diagnostics):
+    def __init__(self, diagnostics: List[Diag]) -> None:
         self.diagnostics = diagnostics
         ValueError.__init__(self, "; ".join(d["message"] for d in diagnostics))
 
@@ -106,39 +151,65 @@ class FileSource(object):
 
     __slots__ = ("path",)
 
-    def __init__(self, path):
+    def __init__(self, path: str) -> None:
         self.path = path
 
 
 class Capability(object):
-    """One parsed capability: kind, mode, target, and the original text."""
+    """One parsed capability: kind (a Kind), mode, target, and the original text."""
 
     __slots__ = ("text", "kind", "mode", "target", "arg")
 
-    def __init__(self, text, kind, mode=None, target=None, arg=None):
+    def __init__(self, text: str, kind: str, mode: Optional[str] = None, target: Optional[str] = None,
+                 arg: Optional[str] = None) -> None:
         self.text = text
-        self.kind = kind        # fs, metnos, index, systemd, system, provider, skill, mail,
-        self.mode = mode        # dialog, network, undo
+        self.kind = kind
+        self.mode = mode
         self.target = target
         self.arg = arg          # argument name for fs:*:arg:<name>
 
-    def needs_network(self):
-        return self.kind in ("network", "provider", "skill", "mail") or (
-            self.kind == "system" and self.target == "network_interfaces")
+    def needs_network(self) -> bool:
+        return self.kind in NETWORK_KINDS or (self.kind == Kind.SYSTEM and self.target == NETWORK_INTERFACES)
 
-    def __repr__(self):
+    def writes(self) -> bool:
+        """The grant is writable: a writing mode, or the sender's dialog folder."""
+        return self.mode in WRITE_MODES or self.kind == Kind.DIALOG
+
+    def __repr__(self) -> str:
         return "Capability(%s)" % D.excerpt(self.text)
+
+
+class ArgumentSpec(TypedDict):
+    """A declared argument: its kind and the 'within' scopes a path value must stay in."""
+    kind: str
+    within: List[str]
+
+
+Revision = Union[int, str, None]
 
 
 class Manifest(object):
     __slots__ = ("name", "origin", "revision", "digest", "owner", "entrypoint",
                  "capabilities", "arguments", "inverse", "files", "source")
 
-    def __init__(self, **kw):
-        for key in self.__slots__:
-            setattr(self, key, kw.get(key))
+    name: str
+    origin: str
+    revision: Revision
+    digest: Optional[str]
+    owner: Optional[str]
+    entrypoint: Optional[str]
+    capabilities: List[Capability]
+    arguments: Dict[str, ArgumentSpec]
+    inverse: Optional[Dict[str, str]]
+    files: Optional[List[str]]
+    source: str
 
-    def to_dict(self):
+    def __init__(self, **fields: Any) -> None:
+        """Built by from_dict only, from validated fields (an absent one is None)."""
+        for key in self.__slots__:
+            setattr(self, key, fields.get(key))
+
+    def to_dict(self) -> Dict[str, Any]:
         out = {
             "name": self.name, "origin": self.origin, "revision": self.revision,
             "digest": self.digest, "owner": self.owner, "entrypoint": self.entrypoint,
@@ -154,22 +225,23 @@ class Manifest(object):
 class _Refuse(Exception):
     """Internal: stop loading at the first structural refusal (bounded work)."""
 
-    def __init__(self, diag):
+    def __init__(self, diag: Diag) -> None:
         Exception.__init__(self, diag["code"])
         self.diag = diag
 
 
-def _refuse(code, field, message, **extra):
+def _refuse(code: str, field: str, message: str, **extra: Any) -> _Refuse:
     return _Refuse(D.make(code, message=message, field=field, **extra))
 
 
-def _err(code, field, value, expected, **extra):
+def _err(code: str, field: str, value: Any, expected: str, **extra: Any) -> Diag:
     """A refusal naming the field, a short escaped excerpt of the value and the accepted forms."""
-    return D.make(code, message="%s: %s is refused: %s" % (field, D.excerpt(value), expected),
-                  field=field, value=D.excerpt(value), **extra)
+    result: Diag = D.make(code, message="%s: %s is refused: %s" % (field, D.excerpt(value), expected),
+                          field=field, value=D.excerpt(value), **extra)
+    return result
 
 
-def has_control(text):
+def has_control(text: str) -> bool:
     """A control, format, separator or surrogate character anywhere in ``text`` (fast path: a
     printable string has none of them)."""
     return not text.isprintable() and _CONTROL.search(text) is not None
@@ -177,7 +249,7 @@ def has_control(text):
 
 # ------------------------------------------------------------------ reading and decoding
 
-def read_file(path):
+def read_file(path: Any) -> bytes:
     """The one reader of manifest files: a regular file, at most MAX_MANIFEST_BYTES (bounded read).
 
     Returns bytes; raises ManifestError (manifest_parse_error / manifest_too_large)."""
@@ -217,13 +289,14 @@ def read_file(path):
     return data
 
 
-def _too_large(where, size):
-    return D.make("manifest_too_large", field="(file)", value=where, limit=MAX_MANIFEST_BYTES,
-                  message="%s: %d bytes is larger than the %d-byte limit for a manifest"
-                          % (where, size, MAX_MANIFEST_BYTES))
+def _too_large(where: str, size: int) -> Diag:
+    diag: Diag = D.make("manifest_too_large", field="(file)", value=where, limit=MAX_MANIFEST_BYTES,
+                        message="%s: %d bytes is larger than the %d-byte limit for a manifest"
+                                % (where, size, MAX_MANIFEST_BYTES))
+    return diag
 
 
-def decode(data, source="<inline>"):
+def decode(data: Any, source: Any = "<inline>") -> Any:
     """Manifest bytes/str (JSON or YAML) -> plain decoded data, bounded. Raises ManifestError."""
     where = D.excerpt(source)
     if isinstance(data, (bytes, bytearray)):
@@ -269,7 +342,7 @@ class _NotJson(Exception):
     pass
 
 
-def _json_pairs(pairs):
+def _json_pairs(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
     out = {}
     for key, value in pairs:
         if key in out:
@@ -278,17 +351,17 @@ def _json_pairs(pairs):
     return out
 
 
-def _json_int(text):
+def _json_int(text: str) -> int:
     if len(text.lstrip("-")) > MAX_INT_DIGITS:
         raise _refuse("manifest_invalid", "(number)", "the number %s is out of range" % D.excerpt(text))
     return int(text)
 
 
-def _json_constant(text):
+def _json_constant(text: str) -> Any:
     raise _NotJson()
 
 
-def _json_load(text):
+def _json_load(text: str) -> Any:
     """JSON with duplicate keys refused and the same structural limits as YAML (nodes, depth)."""
     try:
         return _plain(json.loads(text, object_pairs_hook=_json_pairs, parse_int=_json_int,
@@ -308,11 +381,25 @@ _DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
 _BOOL = {"yes": True, "no": False, "true": True, "false": False, "on": True, "off": False}
 
 
-def _yaml_load(text):
+class _Frame(object):
+    """One open collection of the YAML composer: the value being built, whether it is a mapping,
+    the key waiting for its value, its expanded size in nodes and its anchor."""
+
+    __slots__ = ("container", "is_map", "key", "size", "anchor")
+
+    def __init__(self, container: Union[Dict[str, Any], List[Any]], anchor: Optional[str]) -> None:
+        self.container = container
+        self.is_map = isinstance(container, dict)
+        self.key: Optional[str] = None
+        self.size = 1
+        self.anchor = anchor
+
+
+def _yaml_load(text: str) -> Any:
     """Compose YAML from parser events with every bound checked before a node is built.
 
-    The parser (libyaml when present, else PyYAML's) only tokenises; this composer builds
-    plain Python values itself so that: aliases are counted as the nodes they expand to before
+    The parser (libyaml when present, else PyYAML's) only tokenises; _Composer builds plain
+    Python values itself so that: aliases are counted as the nodes they expand to before
     anything is expanded; nesting depth is capped; duplicate keys, non-string keys, explicit
     tags, merge keys and several documents are refused; YAML 1.1 number forms that silently
     change a value (octal, hex, sexagesimal) are refused; timestamps stay text."""
@@ -321,135 +408,9 @@ def _yaml_load(text):
     except ImportError:
         raise _refuse("manifest_parse_error", "(file)", "YAML needs PyYAML on this host; give the manifest as "
                       "JSON (or render it through the role, which parses it on the controller)") from None
-    from yaml import events as E
-    loader_cls = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
-    resolver = yaml.resolver.Resolver()
-    loader = loader_cls(text)
-    anchors = {}          # anchor -> (value, expanded size)
-    stack = []            # frames: [container, is_map, pending_key, size, anchor]
-    state = {"nodes": 0, "root": None, "docs": 0}
-
-    def count(n, field):
-        state["nodes"] += n
-        if state["nodes"] > MAX_NODES:
-            raise _refuse("manifest_too_many_nodes", field, "more than %d YAML nodes (aliases counted as the "
-                          "nodes they expand to)" % MAX_NODES, limit=MAX_NODES)
-
-    def where():
-        if not stack:
-            return "(document)"
-        top = stack[-1]
-        return "mapping value %s" % D.excerpt(top[2]) if top[1] and top[2] is not None else "(in a collection)"
-
-    def attach(value, size, is_key_allowed=True):
-        if not stack:
-            state["root"] = value
-            return
-        top = stack[-1]
-        top[3] += size
-        if not top[1]:
-            top[0].append(value)
-        elif top[2] is None:
-            raise AssertionError("unreachable")     # keys are handled by scalar events
-        else:
-            top[0][top[2]] = value
-            top[2] = None
-
-    def scalar_value(ev):
-        tag = ev.tag
-        if tag not in (None, "!"):
-            raise _refuse("manifest_yaml_unsupported", where(), "the explicit YAML tag %s is not accepted (plain "
-                          "strings, numbers, booleans, null, lists and mappings only)" % D.excerpt(tag))
-        tag = resolver.resolve(yaml.ScalarNode, ev.value, ev.implicit) if tag is None else _YAML_STR
-        if tag not in _YAML_PLAIN_TAGS:
-            raise _refuse("manifest_yaml_unsupported", where(), "the YAML tag %s is not accepted (plain "
-                          "strings, numbers, booleans, null, lists and mappings only)" % D.excerpt(tag))
-        value = ev.value
-        if tag == _YAML_STR or tag.endswith(":timestamp"):
-            return value
-        if tag.endswith(":null"):
-            return None
-        if tag.endswith(":bool"):
-            return _BOOL.get(value.lower(), False)
-        if tag.endswith(":int"):
-            plain = value.replace("_", "")
-            if not _DECIMAL.fullmatch(plain):
-                raise _refuse("manifest_yaml_unsupported", where(), "%s is a YAML 1.1 number form (octal, hex, "
-                              "sexagesimal) that changes its value; quote it" % D.excerpt(value))
-            if len(plain.lstrip("+-")) > MAX_INT_DIGITS:
-                raise _refuse("manifest_invalid", "(number)", "the number %s is out of range" % D.excerpt(value))
-            return int(plain)
-        try:   # float
-            return yaml.constructor.SafeConstructor().construct_yaml_float(yaml.ScalarNode(tag, value))
-        except Exception:
-            raise _refuse("manifest_yaml_unsupported", where(), "%s is not a number" % D.excerpt(value)) from None
-
+    loader = (getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader)(text)
     try:
-        while True:
-            ev = loader.get_event()
-            if isinstance(ev, E.StreamEndEvent):
-                break
-            if isinstance(ev, (E.StreamStartEvent, E.DocumentEndEvent)):
-                continue
-            if isinstance(ev, E.DocumentStartEvent):
-                state["docs"] += 1
-                if state["docs"] > 1:
-                    raise _refuse("manifest_yaml_unsupported", "(document)", "a manifest is one YAML document")
-                continue
-            if isinstance(ev, E.AliasEvent):
-                if stack and stack[-1][1] and stack[-1][2] is None:
-                    raise _refuse("manifest_yaml_unsupported", where(), "an alias cannot be a mapping key")
-                if ev.anchor not in anchors:
-                    if any(f[4] == ev.anchor for f in stack):
-                        raise _refuse("manifest_too_many_nodes", where(), "the alias *%s refers to itself "
-                                      "(infinite expansion)" % D.excerpt(ev.anchor)[1:-1], limit=MAX_NODES)
-                    raise _refuse("manifest_parse_error", where(), "undefined alias *%s" % D.excerpt(ev.anchor)[1:-1])
-                value, size = anchors[ev.anchor]
-                count(size, where())
-                attach(value, size)
-                continue
-            if isinstance(ev, E.ScalarEvent):
-                count(1, where())      # string lengths are checked on the result, as for mappings
-                value = scalar_value(ev)
-                if stack and stack[-1][1] and stack[-1][2] is None:     # a mapping key
-                    top = stack[-1]
-                    if not isinstance(value, str):
-                        raise _refuse("manifest_yaml_unsupported", "(key)", "the key %s is not a string (quote it)"
-                                      % D.excerpt(ev.value))
-                    if value == "<<" and ev.implicit[0]:
-                        raise _refuse("manifest_yaml_unsupported", "(key)", "YAML merge keys ('<<') are not accepted")
-                    if value in top[0]:
-                        raise _refuse("manifest_duplicate_key", value, "the key %s appears twice in one mapping"
-                                      % D.excerpt(value))
-                    if ev.anchor:
-                        raise _refuse("manifest_yaml_unsupported", "(key)", "anchors on keys are not accepted")
-                    top[2] = value
-                    top[3] += 1
-                    continue
-                if ev.anchor:
-                    anchors[ev.anchor] = (value, 1)
-                attach(value, 1)
-                continue
-            if isinstance(ev, (E.SequenceStartEvent, E.MappingStartEvent)):
-                is_map = isinstance(ev, E.MappingStartEvent)
-                if ev.tag not in _YAML_COLLECTION_TAGS["map" if is_map else "seq"]:
-                    raise _refuse("manifest_yaml_unsupported", where(), "the YAML tag %s is not accepted"
-                                  % D.excerpt(ev.tag))
-                if stack and stack[-1][1] and stack[-1][2] is None:
-                    raise _refuse("manifest_yaml_unsupported", "(key)", "a mapping key must be a string, not a "
-                                  "collection")
-                count(1, where())
-                if len(stack) >= MAX_DEPTH:
-                    raise _refuse("manifest_too_deep", where(), "nested more than %d levels deep" % MAX_DEPTH,
-                                  limit=MAX_DEPTH)
-                stack.append([{} if is_map else [], is_map, None, 1, ev.anchor])
-                continue
-            if isinstance(ev, (E.SequenceEndEvent, E.MappingEndEvent)):
-                container, _is_map, _key, size, anchor = stack.pop()
-                if anchor:
-                    anchors[anchor] = (container, size)
-                attach(container, size)
-                continue
+        return _Composer(yaml).compose(loader)
     except _Refuse:
         raise
     except yaml.YAMLError as exc:
@@ -465,25 +426,175 @@ def _yaml_load(text):
             loader.dispose()
         except Exception:
             pass
-    return state["root"]
+
+
+class _Composer(object):
+    """Plain values from a YAML event stream, bounded (see _yaml_load)."""
+
+    def __init__(self, yaml: Any) -> None:
+        self.yaml = yaml
+        self.events = yaml.events
+        self.resolver = yaml.resolver.Resolver()
+        self.anchors: Dict[str, Tuple[Any, int]] = {}      # anchor -> (value, expanded size)
+        self.stack: List[_Frame] = []
+        self.nodes = 0
+        self.docs = 0
+        self.root: Any = None
+
+    def compose(self, loader: Any) -> Any:
+        E = self.events
+        handlers = {E.DocumentStartEvent: self.document, E.AliasEvent: self.alias, E.ScalarEvent: self.scalar,
+                    E.SequenceStartEvent: self.start, E.MappingStartEvent: self.start,
+                    E.SequenceEndEvent: self.end, E.MappingEndEvent: self.end}
+        while True:       # stream start and document end events carry nothing
+            ev = loader.get_event()
+            if type(ev) is E.StreamEndEvent:
+                return self.root
+            handler = handlers.get(type(ev))
+            if handler is not None:
+                handler(ev)
+
+    def count(self, n: int, field: str) -> None:
+        self.nodes += n
+        if self.nodes > MAX_NODES:
+            raise _refuse("manifest_too_many_nodes", field, "more than %d YAML nodes (aliases counted as the "
+                          "nodes they expand to)" % MAX_NODES, limit=MAX_NODES)
+
+    def where(self) -> str:
+        if not self.stack:
+            return "(document)"
+        top = self.stack[-1]
+        return "mapping value %s" % D.excerpt(top.key) if top.is_map and top.key is not None else "(in a collection)"
+
+    def wants_key(self) -> bool:
+        """The next node is a mapping key."""
+        stack = self.stack
+        return bool(stack) and stack[-1].is_map and stack[-1].key is None
+
+    def attach(self, value: Any, size: int) -> None:
+        if not self.stack:
+            self.root = value
+            return
+        top = self.stack[-1]
+        top.size += size
+        if isinstance(top.container, list):
+            top.container.append(value)
+        elif top.key is None:
+            raise AssertionError("unreachable")     # keys are handled by scalar events
+        else:
+            top.container[top.key] = value
+            top.key = None
+
+    def document(self, ev: Any) -> None:
+        self.docs += 1
+        if self.docs > 1:
+            raise _refuse("manifest_yaml_unsupported", "(document)", "a manifest is one YAML document")
+
+    def alias(self, ev: Any) -> None:
+        if self.wants_key():
+            raise _refuse("manifest_yaml_unsupported", self.where(), "an alias cannot be a mapping key")
+        if ev.anchor not in self.anchors:
+            if any(f.anchor == ev.anchor for f in self.stack):
+                raise _refuse("manifest_too_many_nodes", self.where(), "the alias *%s refers to itself "
+                              "(infinite expansion)" % D.excerpt(ev.anchor)[1:-1], limit=MAX_NODES)
+            raise _refuse("manifest_parse_error", self.where(), "undefined alias *%s" % D.excerpt(ev.anchor)[1:-1])
+        value, size = self.anchors[ev.anchor]
+        self.count(size, self.where())
+        self.attach(value, size)
+
+    def scalar(self, ev: Any) -> None:
+        self.count(1, self.where())      # string lengths are checked on the result, as for mappings
+        value = self.scalar_value(ev)
+        if self.wants_key():
+            self.key(ev, value)
+            return
+        if ev.anchor:
+            self.anchors[ev.anchor] = (value, 1)
+        self.attach(value, 1)
+
+    def key(self, ev: Any, value: Any) -> None:
+        top = self.stack[-1]
+        if not isinstance(value, str):
+            raise _refuse("manifest_yaml_unsupported", "(key)", "the key %s is not a string (quote it)"
+                          % D.excerpt(ev.value))
+        if value == "<<" and ev.implicit[0]:
+            raise _refuse("manifest_yaml_unsupported", "(key)", "YAML merge keys ('<<') are not accepted")
+        if value in top.container:
+            raise _refuse("manifest_duplicate_key", value, "the key %s appears twice in one mapping" % D.excerpt(value))
+        if ev.anchor:
+            raise _refuse("manifest_yaml_unsupported", "(key)", "anchors on keys are not accepted")
+        top.key = value
+        top.size += 1
+
+    def scalar_value(self, ev: Any) -> Any:
+        tag = ev.tag
+        if tag not in (None, "!"):
+            raise _refuse("manifest_yaml_unsupported", self.where(), "the explicit YAML tag %s is not accepted (plain "
+                          "strings, numbers, booleans, null, lists and mappings only)" % D.excerpt(tag))
+        tag = self.resolver.resolve(self.yaml.ScalarNode, ev.value, ev.implicit) if tag is None else _YAML_STR
+        if tag not in _YAML_PLAIN_TAGS:
+            raise _refuse("manifest_yaml_unsupported", self.where(), "the YAML tag %s is not accepted (plain "
+                          "strings, numbers, booleans, null, lists and mappings only)" % D.excerpt(tag))
+        value: str = ev.value
+        if tag == _YAML_STR or tag.endswith(":timestamp"):
+            return value
+        if tag.endswith(":null"):
+            return None
+        if tag.endswith(":bool"):
+            return _BOOL.get(value.lower(), False)
+        if tag.endswith(":int"):
+            return self.integer(value)
+        try:   # float
+            return self.yaml.constructor.SafeConstructor().construct_yaml_float(self.yaml.ScalarNode(tag, value))
+        except Exception:
+            raise _refuse("manifest_yaml_unsupported", self.where(), "%s is not a number" % D.excerpt(value)) from None
+
+    def integer(self, value: str) -> int:
+        plain = value.replace("_", "")
+        if not _DECIMAL.fullmatch(plain):
+            raise _refuse("manifest_yaml_unsupported", self.where(), "%s is a YAML 1.1 number form (octal, hex, "
+                          "sexagesimal) that changes its value; quote it" % D.excerpt(value))
+        if len(plain.lstrip("+-")) > MAX_INT_DIGITS:
+            raise _refuse("manifest_invalid", "(number)", "the number %s is out of range" % D.excerpt(value))
+        return int(plain)
+
+    def start(self, ev: Any) -> None:
+        is_map = isinstance(ev, self.events.MappingStartEvent)
+        if ev.tag not in _YAML_COLLECTION_TAGS["map" if is_map else "seq"]:
+            raise _refuse("manifest_yaml_unsupported", self.where(), "the YAML tag %s is not accepted"
+                          % D.excerpt(ev.tag))
+        if self.wants_key():
+            raise _refuse("manifest_yaml_unsupported", "(key)", "a mapping key must be a string, not a collection")
+        self.count(1, self.where())
+        if len(self.stack) >= MAX_DEPTH:
+            raise _refuse("manifest_too_deep", self.where(), "nested more than %d levels deep" % MAX_DEPTH,
+                          limit=MAX_DEPTH)
+        container: Union[Dict[str, Any], List[Any]] = {} if is_map else []
+        self.stack.append(_Frame(container, ev.anchor))
+
+    def end(self, ev: Any) -> None:
+        frame = self.stack.pop()
+        if frame.anchor:
+            self.anchors[frame.anchor] = (frame.container, frame.size)
+        self.attach(frame.container, frame.size)
 
 
 # ------------------------------------------------------------------ bounded plain copy
 
-def _plain(data, strings=True):
+def _plain(data: Any, strings: bool = True) -> Any:
     """A plain copy (dict/list/str/int/float/bool/None) of decoded data, with every structural
     limit checked while walking (nodes counted on every visit, so shared references count as
     often as they appear; depth capped, so self-references stop). Field names for messages are
     only built when something is refused."""
     budget = [MAX_NODES]
 
-    def name(path):
+    def name(path: Tuple[Union[str, int], ...]) -> str:
         field = "(manifest)"
         for part in path:
             field = "%s[%d]" % (field, part) if isinstance(part, int) else _sub(field, part)
         return field
 
-    def walk(value, depth, path):
+    def walk(value: Any, depth: int, path: Tuple[Union[str, int], ...]) -> Any:
         budget[0] -= 1
         if budget[0] < 0:
             raise _refuse("manifest_too_many_nodes", name(path), "more than %d nodes" % MAX_NODES, limit=MAX_NODES)
@@ -524,14 +635,14 @@ def _plain(data, strings=True):
     return walk(data, 0, ())
 
 
-def _sub(field, key):
+def _sub(field: str, key: str) -> str:
     key = key if _NAME.fullmatch(key) else D.excerpt(key, 40)
     return key if field == "(manifest)" else "%s.%s" % (field, key)
 
 
 # ------------------------------------------------------------------ grammar
 
-def _check_scope_text(field, scope, errors):
+def _check_scope_text(field: str, scope: str, errors: List[Diag]) -> bool:
     """Lexical checks of a fixed scope (absolute, normalised, no control characters)."""
     if has_control(scope):
         errors.append(_err("scope_nul", field, scope, "NUL, control or format characters in a path (R-CAP-FS)"))
@@ -550,7 +661,7 @@ def _check_scope_text(field, scope, errors):
     return True
 
 
-def glob_root(scope):
+def glob_root(scope: str) -> str:
     """The longest glob-free leading path of a scope: '/srv/a*/b' -> '/srv' (R-CAP-FS)."""
     parts = scope.split("/")
     keep = []
@@ -566,7 +677,7 @@ MAX_GLOB_ALTERNATIVES = 64         # brace expansion of one 'within' scope
 MAX_GLOB_STEPS = 1 << 16           # component and character steps matching 'within' patterns, per render
 
 
-def _expand_braces(text, budget):
+def _expand_braces(text: str, budget: List[int]) -> Optional[List[str]]:
     """Brace alternatives of ``text`` ('{a,b}c' -> ['ac', 'bc']), nested braces included; None
     when there are more than the budget allows. An unbalanced '{' stays literal."""
     start = text.find("{")
@@ -591,9 +702,10 @@ def _expand_braces(text, budget):
             continue
         out = []
         for part in parts:
-            for alt in _expand_braces(text[:start] + part + text[i + 1:], budget) or [None]:
-                if alt is None:
-                    return None
+            alternatives = _expand_braces(text[:start] + part + text[i + 1:], budget)
+            if alternatives is None:
+                return None
+            for alt in alternatives:
                 out.append(alt)
                 budget[0] -= 1
                 if budget[0] < 0:
@@ -602,53 +714,71 @@ def _expand_braces(text, budget):
     return [text]
 
 
-def _tokens(pat):
+class _Token(NamedTuple):
+    """One token of a pattern component: '*', '?', '=' (a literal ``char``) or '[' (a set of
+    ``ranges``, ``negate``d)."""
+    kind: str
+    char: str = ""
+    negate: bool = False
+    ranges: Tuple[Tuple[str, str], ...] = ()
+
+
+_STAR, _ANY = _Token("*"), _Token("?")       # the only '*' and '?' tokens: compared by identity
+
+
+def _tokens(pat: str) -> List[_Token]:
     """One pattern component as tokens: '*', '?', a set (chars, ranges, negated) or a literal char
     (fnmatch's syntax: '[!...]' negates, ']' first in a set is literal, an unclosed '[' is literal)."""
-    out, i = [], 0
+    out: List[_Token] = []
+    i = 0
     while i < len(pat):
         ch = pat[i]
         if ch == "*":
-            if not out or out[-1] != "*":
-                out.append("*")
+            if not out or out[-1] is not _STAR:
+                out.append(_STAR)
         elif ch == "?":
-            out.append("?")
+            out.append(_ANY)
         elif ch == "[":
-            j = i + 1
-            negate = j < len(pat) and pat[j] == "!"
-            j += negate
-            if j < len(pat) and pat[j] == "]":
-                j += 1
-            end = pat.find("]", j)
-            if end == -1:
-                out.append(("=", "["))
-            else:
-                body, items, k = pat[i + 1 + negate:end], [], 0
-                while k < len(body):
-                    if k + 2 < len(body) and body[k + 1] == "-":
-                        items.append((body[k], body[k + 2]))
-                        k += 3
-                    else:
-                        items.append((body[k], body[k]))
-                        k += 1
-                out.append(("[", negate, tuple(items)))
-                i = end
+            end, token = _set_token(pat, i)
+            out.append(token)
+            i = end
         else:
-            out.append(("=", ch))
+            out.append(_Token("=", ch))
         i += 1
     return out
 
 
-def _char_ok(token, ch):
-    if token == "?":
+def _set_token(pat: str, i: int) -> Tuple[int, _Token]:
+    """The set that opens at pat[i] == '[': (index of its ']', token); an unclosed '[' is literal."""
+    j = i + 1
+    negate = j < len(pat) and pat[j] == "!"
+    j += negate
+    if j < len(pat) and pat[j] == "]":
+        j += 1
+    end = pat.find("]", j)
+    if end == -1:
+        return i, _Token("=", "[")
+    body, items, k = pat[i + 1 + negate:end], [], 0
+    while k < len(body):
+        if k + 2 < len(body) and body[k + 1] == "-":
+            items.append((body[k], body[k + 2]))
+            k += 3
+        else:
+            items.append((body[k], body[k]))
+            k += 1
+    return end, _Token("[", negate=negate, ranges=tuple(items))
+
+
+def _char_ok(token: _Token, ch: str) -> bool:
+    if token is _ANY:
         return True
-    if token[0] == "=":
-        return token[1] == ch
-    inside = any(lo <= ch <= hi for lo, hi in token[2])
-    return inside != token[1]
+    if token.kind == "=":
+        return token.char == ch
+    inside = any(lo <= ch <= hi for lo, hi in token.ranges)
+    return inside != token.negate
 
 
-def _component_match(text, pat, steps):
+def _component_match(text: str, pat: str, steps: List[int]) -> Optional[bool]:
     """fnmatch.fnmatchcase(text, pat) without regular expressions: the two-pointer wildcard match,
     O(len(text) * len(pat)) at worst, every step counted in ``steps`` (None when it runs out), so
     that no pattern costs more than the budget on any Python (3.8's fnmatch can backtrack
@@ -660,10 +790,10 @@ def _component_match(text, pat, steps):
         steps[0] -= 1
         if steps[0] < 0:
             return None
-        if pi < len(tokens) and tokens[pi] != "*" and _char_ok(tokens[pi], text[ti]):
+        if pi < len(tokens) and tokens[pi] is not _STAR and _char_ok(tokens[pi], text[ti]):
             ti += 1
             pi += 1
-        elif pi < len(tokens) and tokens[pi] == "*":
+        elif pi < len(tokens) and tokens[pi] is _STAR:
             star, mark = pi, ti
             pi += 1
         elif star != -1:
@@ -671,12 +801,12 @@ def _component_match(text, pat, steps):
             ti = mark
         else:
             return False
-    while pi < len(tokens) and tokens[pi] == "*":
+    while pi < len(tokens) and tokens[pi] is _STAR:
         pi += 1
     return pi == len(tokens)
 
 
-def _closure(states, pat):
+def _closure(states: List[bool], pat: List[str]) -> List[bool]:
     """'**' may match no component: reaching it reaches what follows it."""
     for k in range(len(pat)):
         if states[k] and pat[k] == "**":
@@ -684,7 +814,7 @@ def _closure(states, pat):
     return states
 
 
-def glob_covers(parts, pattern, steps=None):
+def glob_covers(parts: Sequence[str], pattern: Sequence[str], steps: Optional[List[int]] = None) -> Optional[bool]:
     """True if the path components ``parts`` (below a scope's glob root) are at or below a path that
     ``pattern`` (the scope's components below that root) matches: '**' is any number of components
     (none included), '*' '?' '[...]' match within one component, '{a,b}' alternatives. None when the
@@ -721,62 +851,68 @@ def glob_covers(parts, pattern, steps=None):
     return False
 
 
-def parse_capability(text, field="capabilities"):
-    """Parse one capability string, matched whole. Returns (Capability or None, [errors])."""
+class Parsed(NamedTuple):
+    """parse_capability's answer: the capability, or None and the refusals."""
+    capability: Optional[Capability]
+    errors: List[Diag]
+
+
+def parse_capability(text: Any, field: str = "capabilities") -> Parsed:
+    """Parse one capability string, matched whole. Returns Parsed(Capability or None, [errors])."""
     if not isinstance(text, str):
-        return None, [_err("manifest_invalid", field, text, "a capability is a string (%s)" % _FORMS_TEXT)]
+        return Parsed(None, [_err("manifest_invalid", field, text, "a capability is a string (%s)" % _FORMS_TEXT)])
     if len(text) > MAX_CAPABILITY_LENGTH:
-        return None, [D.make("capability_too_long", field=field, value=D.excerpt(text), limit=MAX_CAPABILITY_LENGTH,
-                             message="%s: %s is %d characters long; the limit is %d"
-                                     % (field, D.excerpt(text), len(text), MAX_CAPABILITY_LENGTH))]
+        return Parsed(None, [D.make("capability_too_long", field=field, value=D.excerpt(text),
+                                    limit=MAX_CAPABILITY_LENGTH, message="%s: %s is %d characters long; the limit "
+                                    "is %d" % (field, D.excerpt(text), len(text), MAX_CAPABILITY_LENGTH))])
     if has_control(text):
-        code = "scope_nul" if text.startswith("fs:") else "capability_unknown"
-        return None, [_err(code, field, text, "NUL, control or format characters are never part of a "
-                                              "capability (R-CAP-FS)")]
+        code = "scope_nul" if text.startswith(Kind.FS + ":") else "capability_unknown"
+        return Parsed(None, [_err(code, field, text, "NUL, control or format characters are never part of a "
+                                                     "capability (R-CAP-FS)")])
     fixed = _FIXED_CAPS.get(text)
     if fixed is not None:
-        return Capability(text, fixed[0], fixed[1], fixed[2]), []
+        return Parsed(Capability(text, *fixed), [])
     head, _sep, rest = text.partition(":")
-    if head in ("network", "net") and _NET.fullmatch(rest):
-        return Capability(text, "network", None, rest), []
-    if head == "skill" and _NAME.fullmatch(rest):
-        return Capability(text, "skill", "access", rest), []
+    bare = _BARE_FORMS.get(head)
+    if bare is not None and bare.target.fullmatch(rest):
+        return Parsed(Capability(text, bare.kind, bare.modes[0], rest), [])
     mode, sep2, target = rest.partition(":")
-    if head == "fs" and mode in ("read", "write") and sep2 and target:
-        if target.startswith("arg:"):
-            name = target[4:]
-            if not _NAME.fullmatch(name):
-                return None, [_err("capability_unknown", field, text,
-                                   "arg:<name> needs an argument name [a-z0-9_.-]")]
-            return Capability(text, "fs", mode, None, arg=name), []
-        errors = []
-        if not _check_scope_text(field, target, errors):
-            return None, errors
-        return Capability(text, "fs", mode, target), []
-    if head == "metnos" and mode in ("read", "write", "create") and _NAME.fullmatch(target):
-        return Capability(text, "metnos", mode, target), []
-    if head == "index" and mode == "read" and _INDEX.fullmatch(target):
-        return Capability(text, "index", mode, target), []
-    if head == "provider" and mode == "access" and _NAME.fullmatch(target):
-        return Capability(text, "provider", mode, target), []
-    if head == "mail" and mode == "read" and _ACCOUNT.fullmatch(target):
-        return Capability(text, "mail", mode, target), []
-    return None, [_err("capability_unknown", field, text, "accepted forms: %s" % _FORMS_TEXT)]
+    if head == Kind.FS and mode in _FS_MODES and sep2 and target:
+        return _parse_fs(text, field, mode, target)
+    form = _MODE_FORMS.get(head)
+    if form is not None and mode in form.modes and form.target.fullmatch(target):
+        return Parsed(Capability(text, form.kind, mode, target), [])
+    return Parsed(None, [_err("capability_unknown", field, text, "accepted forms: %s" % _FORMS_TEXT)])
 
 
-def _relative_file(value):
+def _parse_fs(text: str, field: str, mode: str, target: str) -> Parsed:
+    """fs:<mode>:<scope>, the scope a fixed path or glob, or arg:<name> (a declared argument)."""
+    if target.startswith("arg:"):
+        name = target[4:]
+        if not _NAME.fullmatch(name):
+            return Parsed(None, [_err("capability_unknown", field, text,
+                                      "arg:<name> needs an argument name [a-z0-9_.-]")])
+        return Parsed(Capability(text, Kind.FS, mode, None, arg=name), [])
+    errors: List[Diag] = []
+    if not _check_scope_text(field, target, errors):
+        return Parsed(None, errors)
+    return Parsed(Capability(text, Kind.FS, mode, target), [])
+
+
+def _relative_file(value: Any) -> bool:
     """A path relative to the executor's folder: grammar-checked components, no '.', '..', '//'."""
     if not isinstance(value, str) or not value or len(value) > MAX_STRING:
         return False
     return all(_FILE_PART.fullmatch(part) for part in value.split("/"))
 
 
-def _limit(code, field, count, limit, what):
-    return D.make(code, field=field, limit=limit,
-                  message="%s: %d %s; the limit is %d" % (field, count, what, limit))
+def _limit(code: str, field: str, count: int, limit: int, what: str) -> Diag:
+    result: Diag = D.make(code, field=field, limit=limit,
+                          message="%s: %d %s; the limit is %d" % (field, count, what, limit))
+    return result
 
 
-def _precheck(data):
+def _precheck(data: Dict[Any, Any]) -> None:
     """Counts that are refused before anything is walked or parsed (each with its own code)."""
     caps = data.get("capabilities")
     if isinstance(caps, (list, tuple)):
@@ -785,7 +921,7 @@ def _precheck(data):
                                  "capabilities"))
         for index, text in enumerate(caps):
             if isinstance(text, str) and len(text) > MAX_CAPABILITY_LENGTH:
-                raise _Refuse(parse_capability(text, "capabilities[%d]" % index)[1][0])
+                raise _Refuse(parse_capability(text, "capabilities[%d]" % index).errors[0])
     args = data.get("arguments")
     if isinstance(args, (dict, list, tuple)) and len(args) > MAX_ARGUMENTS:
         raise _Refuse(_limit("manifest_too_many_arguments", "arguments", len(args), MAX_ARGUMENTS, "arguments"))
@@ -800,7 +936,17 @@ def _precheck(data):
         raise _Refuse(_limit("manifest_too_many_files", "files", len(files), MAX_FILES, "files"))
 
 
-def from_dict(data, source="<inline>"):
+class _Header(NamedTuple):
+    """The scalar fields of a manifest, each None where refused or absent."""
+    name: Any
+    origin: Any
+    revision: Revision
+    digest: Optional[str]
+    owner: Optional[str]
+    entrypoint: Optional[str]
+
+
+def from_dict(data: Any, source: str = "<inline>") -> Manifest:
     """Validate decoded manifest data (bounded, exact). Raises ManifestError with the problems found."""
     if not isinstance(data, dict):
         raise ManifestError([_err("manifest_invalid", "(manifest)", type(data).__name__,
@@ -810,10 +956,35 @@ def from_dict(data, source="<inline>"):
         data = _plain(data)
     except _Refuse as exc:
         raise ManifestError([exc.diag]) from None
-    errors = []
+    errors: List[Diag] = []
     for key in sorted(set(data) - set(_FIELDS)):
         errors.append(_err("manifest_invalid", _sub("(manifest)", key), key,
                            "unknown field; accepted: %s" % ", ".join(_FIELDS)))
+    header = _header(data, errors)
+    caps = _capabilities(data.get("capabilities", []), errors)
+    arguments = _arguments(data.get("arguments"), errors)
+    _check_arg_scopes(caps, arguments, errors)
+    inverse = _inverse(data.get("inverse"), errors)
+    files = _files(data.get("files"), errors)
+    if errors:
+        raise ManifestError(_capped(errors))
+    return Manifest(name=header.name, origin=header.origin, revision=header.revision, digest=header.digest,
+                    owner=header.owner, entrypoint=header.entrypoint, capabilities=caps, arguments=arguments,
+                    inverse=inverse, files=files, source=source)
+
+
+def _capped(errors: List[Diag]) -> List[Diag]:
+    """At most MAX_DIAGNOSTICS problems; the rest are counted in the last one's message."""
+    if len(errors) <= MAX_DIAGNOSTICS:
+        return errors
+    more = len(errors) - MAX_DIAGNOSTICS
+    errors = errors[:MAX_DIAGNOSTICS]
+    errors[-1] = dict(errors[-1], message=errors[-1]["message"] + " (and %d more problems)" % more)
+    return errors
+
+
+def _header(data: Dict[str, Any], errors: List[Diag]) -> _Header:
+    """name, origin, revision, digest, owner, entrypoint: each matched whole by its grammar."""
     name = data.get("name")
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         errors.append(_err("manifest_invalid", "name", name,
@@ -840,54 +1011,55 @@ def from_dict(data, source="<inline>"):
                            "a path relative to the executor's folder ([A-Za-z0-9_.@+-] components, no '.', "
                            "'..', '//' or leading '/')"))
         entrypoint = None
+    return _Header(name, origin, revision, digest, owner, entrypoint)
 
-    caps = []
-    raw_caps = data.get("capabilities", [])
+
+def _capabilities(raw_caps: Any, errors: List[Diag]) -> List[Capability]:
+    """The parsed capabilities, in order, each text once."""
     if not isinstance(raw_caps, list):
         errors.append(_err("manifest_invalid", "capabilities", raw_caps, "a list of capability strings"))
-        raw_caps = []
-    seen = set()
+        return []
+    caps, seen = [], set()
     for index, text in enumerate(raw_caps):
         cap, errs = parse_capability(text, "capabilities[%d]" % index)
         errors.extend(errs)
         if cap is not None and cap.text not in seen:
             seen.add(cap.text)
             caps.append(cap)
+    return caps
 
-    arguments = _arguments(data.get("arguments"), errors)
+
+def _check_arg_scopes(caps: List[Capability], arguments: Dict[str, ArgumentSpec], errors: List[Diag]) -> None:
+    """R-ARG-1: an fs:*:arg:<name> capability names a declared argument with 'within' scopes."""
     for cap in caps:
-        if cap.kind == "fs" and cap.arg is not None:
-            if cap.arg not in arguments:
-                errors.append(_err("arg_undeclared", "capabilities", cap.text,
-                                   "argument %s is not declared under 'arguments' (R-ARG-1)" % D.excerpt(cap.arg)))
-            elif not arguments[cap.arg]["within"]:
-                errors.append(_err("arg_scope_unbounded", "arguments.%s.within" % cap.arg, [],
-                                   "an argument used as a path scope must declare 'within' scopes it "
-                                   "may narrow (R-ARG-1: narrow, never widen)"))
+        if cap.kind != Kind.FS or cap.arg is None:
+            continue
+        if cap.arg not in arguments:
+            errors.append(_err("arg_undeclared", "capabilities", cap.text,
+                               "argument %s is not declared under 'arguments' (R-ARG-1)" % D.excerpt(cap.arg)))
+        elif not arguments[cap.arg]["within"]:
+            errors.append(_err("arg_scope_unbounded", "arguments.%s.within" % cap.arg, [],
+                               "an argument used as a path scope must declare 'within' scopes it "
+                               "may narrow (R-ARG-1: narrow, never widen)"))
 
-    inverse = data.get("inverse")
+
+def _inverse(inverse: Any, errors: List[Diag]) -> Optional[Dict[str, str]]:
     if inverse is not None and not (isinstance(inverse, dict) and set(inverse) == {"model"}
                                     and isinstance(inverse["model"], str) and _NAME.fullmatch(inverse["model"])):
         errors.append(_err("manifest_invalid", "inverse", inverse, "a mapping with only a 'model' name"))
-        inverse = None
-    files = data.get("files")
+        return None
+    return inverse
+
+
+def _files(files: Any, errors: List[Diag]) -> Optional[List[str]]:
     if files is not None and not (isinstance(files, list) and all(_relative_file(f) for f in files)
                                   and len(set(files)) == len(files)):
         errors.append(_err("manifest_invalid", "files", files, "a list of distinct relative file names"))
-        files = None
-
-    if errors:
-        if len(errors) > MAX_DIAGNOSTICS:
-            more = len(errors) - MAX_DIAGNOSTICS
-            errors = errors[:MAX_DIAGNOSTICS]
-            errors[-1] = dict(errors[-1], message=errors[-1]["message"] + " (and %d more problems)" % more)
-        raise ManifestError(errors)
-    return Manifest(name=name, origin=origin, revision=revision, digest=digest, owner=owner,
-                    entrypoint=entrypoint, capabilities=caps, arguments=arguments,
-                    inverse=inverse, files=files, source=source)
+        return None
+    return files
 
 
-def _opt(data, key, errors, pattern, expected):
+def _opt(data: Dict[str, Any], key: str, errors: List[Diag], pattern: re.Pattern[str], expected: str) -> Optional[str]:
     value = data.get(key)
     if value is None:
         return None
@@ -898,8 +1070,8 @@ def _opt(data, key, errors, pattern, expected):
     return value
 
 
-def _arguments(raw_args, errors):
-    arguments = {}
+def _arguments(raw_args: Any, errors: List[Diag]) -> Dict[str, ArgumentSpec]:
+    arguments: Dict[str, ArgumentSpec] = {}
     if raw_args is None:
         return arguments
     if isinstance(raw_args, list):  # a bare list of names
@@ -911,44 +1083,51 @@ def _arguments(raw_args, errors):
         errors.append(_err("manifest_invalid", "arguments", raw_args, "a mapping name -> {kind, within}"))
         return arguments
     for arg_name, spec in raw_args.items():
-        field = _sub("arguments", arg_name)
-        if not _NAME.fullmatch(arg_name):
-            errors.append(_err("manifest_invalid", field, arg_name, "an argument name [a-z0-9_.-], matched whole"))
-            continue
-        spec = {} if spec is None else spec
-        if not isinstance(spec, dict) or set(spec) - set(_ARG_KEYS):
-            errors.append(_err("manifest_invalid", field, spec, "a mapping with only 'kind' and 'within'"))
-            continue
-        kind = spec.get("kind", "path")
-        if not isinstance(kind, str) or not _NAME.fullmatch(kind):
-            errors.append(_err("manifest_invalid", field + ".kind", kind, "a kind name such as path"))
-            continue
-        within = spec.get("within", [])
-        if isinstance(within, str):
-            within = [within]
-        if not isinstance(within, list):
-            errors.append(_err("manifest_invalid", field + ".within", within, "a list of absolute scopes"))
-            continue
-        clean = []
-        for i, scope in enumerate(within):
-            sfield = "%s.within[%d]" % (field, i)
-            if not isinstance(scope, str):
-                errors.append(_err("manifest_invalid", sfield, scope, "an absolute path or glob"))
-            elif _check_scope_text(sfield, scope, errors):
-                clean.append(scope)
-        arguments[arg_name] = {"kind": kind, "within": clean}
+        parsed = _argument(arg_name, spec, errors)
+        if parsed is not None:
+            arguments[arg_name] = parsed
     return arguments
+
+
+def _argument(arg_name: str, spec: Any, errors: List[Diag]) -> Optional[ArgumentSpec]:
+    """One declared argument {kind, within}, or None after recording why it is refused."""
+    field = _sub("arguments", arg_name)
+    if not _NAME.fullmatch(arg_name):
+        errors.append(_err("manifest_invalid", field, arg_name, "an argument name [a-z0-9_.-], matched whole"))
+        return None
+    spec = {} if spec is None else spec
+    if not isinstance(spec, dict) or set(spec) - set(_ARG_KEYS):
+        errors.append(_err("manifest_invalid", field, spec, "a mapping with only 'kind' and 'within'"))
+        return None
+    kind = spec.get("kind", "path")
+    if not isinstance(kind, str) or not _NAME.fullmatch(kind):
+        errors.append(_err("manifest_invalid", field + ".kind", kind, "a kind name such as path"))
+        return None
+    within = spec.get("within", [])
+    if isinstance(within, str):
+        within = [within]
+    if not isinstance(within, list):
+        errors.append(_err("manifest_invalid", field + ".within", within, "a list of absolute scopes"))
+        return None
+    clean = []
+    for i, scope in enumerate(within):
+        sfield = "%s.within[%d]" % (field, i)
+        if not isinstance(scope, str):
+            errors.append(_err("manifest_invalid", sfield, scope, "an absolute path or glob"))
+        elif _check_scope_text(sfield, scope, errors):
+            clean.append(scope)
+    return {"kind": kind, "within": clean}
 
 
 # ------------------------------------------------------------------ the one entry
 
-def refusal_record(diagnostics):
+def refusal_record(diagnostics: List[Diag]) -> Dict[str, Dict[str, Any]]:
     """What a controller-side face hands to the host when loading was refused (see coerce)."""
     first = [d for d in diagnostics if d.get("severity") == D.ERROR][0]
     return {REFUSAL_KEY: {"code": first["code"], "message": first["message"][:400]}}
 
 
-def _from_record(record):
+def _from_record(record: Dict[str, Any]) -> List[Diag]:
     body = record.get(REFUSAL_KEY)
     code = body.get("code") if isinstance(body, dict) else None
     message = body.get("message") if isinstance(body, dict) else None
@@ -957,7 +1136,7 @@ def _from_record(record):
     return [D.make(code, message=D.excerpt(message, 400)[1:-1], field="(file)")]
 
 
-def coerce(source, name="<inline>"):
+def coerce(source: Any, name: str = "<inline>") -> Manifest:
     """Any manifest source -> a validated Manifest. The only way a manifest enters the toolkit.
 
     ``source``: a Manifest (returned as is), a FileSource (read here, bounded), bytes or text
@@ -974,7 +1153,7 @@ def coerce(source, name="<inline>"):
     return from_dict(source, source=name)
 
 
-def transport(source):
+def transport(source: Any) -> Any:
     """For a face that loads on one machine and renders on another (a filter on the controller):
     the manifest as decoded data the host's coerce() accepts (so the host needs no YAML library),
     or the refusal record that makes the host refuse with the same code. Loading uses the same
@@ -993,10 +1172,10 @@ def transport(source):
         return refusal_record(exc.diagnostics)
 
 
-def load(path):
+def load(path: str) -> Manifest:
     return coerce(FileSource(path))
 
 
-def loads(data, source="<inline>"):
+def loads(data: Any, source: str = "<inline>") -> Manifest:
     """Parse manifest bytes/str (JSON or YAML). Raises ManifestError."""
     return coerce(data if isinstance(data, (bytes, bytearray, str)) else data, source)

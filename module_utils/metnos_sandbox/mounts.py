@@ -21,6 +21,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import os
 import re
+from typing import Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
 
 from . import paths as PA
 
@@ -29,21 +30,39 @@ MAX_MOUNTINFO_BYTES = 64 * 1024 * 1024      # ~100,000 mounts; beyond it the tab
 _ESCAPE = re.compile(rb"\\([0-7]{3})")
 
 
-def _unescape(field):
+def _unescape(field: bytes) -> str:
     """mountinfo escapes space, tab, newline and backslash as \\ooo."""
-    return os.fsdecode(_ESCAPE.sub(lambda m: bytes([int(m.group(1), 8)]), field))
+    return os.fsdecode(_ESCAPE.sub(_octal, field))
 
 
-def _join(point, rest):
+def _octal(match: re.Match[bytes]) -> bytes:
+    return bytes([int(match.group(1), 8)])
+
+
+def _join(point: str, rest: str) -> str:
     """point + rest, rest being '' or '/...'."""
     return (point.rstrip("/") + rest) or "/"
 
 
-def _rest(folder, root):
+def _rest(folder: str, root: str) -> str:
     """What ``folder`` adds below ``root`` ('' or '/...'); folder is at or below root."""
     if root == "/":
         return "" if folder == "/" else folder
     return folder[len(root):]
+
+
+class Mount(NamedTuple):
+    """One line of mountinfo: the filesystem (``major:minor``), the folder of it shown (``root``)
+    and where (``point``)."""
+    fs: bytes
+    root: str
+    point: str
+
+
+class Identity(NamedTuple):
+    """What a path shows: a filesystem and a folder within it."""
+    fs: bytes
+    folder: str
 
 
 class MountTable(object):
@@ -54,8 +73,10 @@ class MountTable(object):
 
     __slots__ = ("by_point", "by_fs", "complete", "count")
 
-    def __init__(self, entries=(), complete=True):
-        self.by_point, self.by_fs, self.count = {}, {}, 0
+    def __init__(self, entries: Iterable[Tuple[bytes, str, str]] = (), complete: bool = True) -> None:
+        self.by_point: Dict[str, List[Tuple[bytes, str]]] = {}
+        self.by_fs: Dict[bytes, List[Tuple[str, str]]] = {}
+        self.count = 0
         self.complete = complete
         for fs, root, point in entries:
             if not root.startswith("/") or not point.startswith("/"):
@@ -65,9 +86,10 @@ class MountTable(object):
             self.count += 1
 
     @classmethod
-    def read(cls, path=MOUNTINFO, limit=None):
+    def read(cls, path: str = MOUNTINFO, limit: Optional[int] = None) -> MountTable:
         limit = MAX_MOUNTINFO_BYTES if limit is None else limit
-        chunks, size = [], 0
+        chunks: List[bytes] = []
+        size = 0
         try:
             with open(path, "rb") as handle:
                 while size <= limit:
@@ -85,27 +107,27 @@ class MountTable(object):
             fields = line.split(b" ")
             if len(fields) < 10:
                 continue                     # a short or cut line
-            entries.append((fields[2], _unescape(fields[3]), _unescape(fields[4])))
+            entries.append(Mount(fields[2], _unescape(fields[3]), _unescape(fields[4])))
         return cls(entries, complete)
 
-    def identities(self, path):
+    def identities(self, path: str) -> List[Identity]:
         """(filesystem, folder) pairs that ``path`` (absolute, normalised, resolved) shows."""
         out = []
         current, rest = path, ""
         while True:
             for fs, root in self.by_point.get(current, ()):
-                out.append((fs, _join(root, rest)))
+                out.append(Identity(fs, _join(root, rest)))
             if current == "/":
                 return out
             parent = os.path.dirname(current)
             rest = current[len(parent.rstrip("/")):] + rest
             current = parent
 
-    def aliases(self, path, parts=True):
+    def aliases(self, path: str, parts: bool = True) -> List[str]:
         """Every other path that shows ``path``'s folder (and, with ``parts``, a part of it)."""
         if not self.by_point:
             return []
-        out = set()
+        out: Set[str] = set()
         for fs, folder in self.identities(path):
             for root, point in self.by_fs.get(fs, ()):
                 if PA.under(folder, root):

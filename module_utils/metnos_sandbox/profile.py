@@ -22,12 +22,33 @@ import os
 import re
 import shlex
 import stat
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    FrozenSet,
+    Iterable,
+    List,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+    TypedDict,
+)
 
 from . import diagnostics as D
 from . import manifest as M
 from . import mounts as MT
 from . import paths as PA
-from .manifest import ManifestError, glob_root
+from .manifest import Capability, Diag, Kind, Manifest, ManifestError, glob_root
+
+if TYPE_CHECKING:                     # annotations only (Python 3.10+ at check time; hosts run 3.8+)
+    from typing import TypeGuard
+
+Invocation = Dict[str, Any]
+Result = Dict[str, Any]          # a profile as every face returns it (see render)
 
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc",
                 "/var/lib/python3", "/sys")
@@ -106,37 +127,82 @@ class ContextError(ValueError):
     """A host-context or invocation option is invalid; the message names it."""
 
 
-def _norm(path):
+def _norm(path: str) -> str:
     norm = os.path.normpath(path)
     return "/" + norm.lstrip("/") if norm.startswith("//") else norm
 
 
-class _TreeSet(object):
-    """Labelled trees with O(1)/C-speed membership tests: at or below one (a prefix tuple), or above
-    one (the set of every ancestor). The label is looked up only when a test matches."""
+class Problem(NamedTuple):
+    """Why a path may not be mounted: ``kind`` (control, forbidden, broad, reserved, readonly,
+    shared, runtime, alias, leave) picks the refusal code; ``text`` is the message."""
+    kind: str
+    text: str
 
-    __slots__ = ("labelled", "exact", "prefixes", "above")
 
-    def __init__(self, labelled):
+class BaseMount(NamedTuple):
+    """A base mount (R-BASE-1..5): kind (ro, symlink, proc, dev, tmpfs), source, destination, rule
+    and what caused it."""
+    kind: str
+    src: Optional[str]
+    dest: str
+    rule: str
+    source: str
+
+
+class Labelled(NamedTuple):
+    """A protected tree and what it is (a host key, 'system tree /usr', a shared root)."""
+    label: str
+    root: str
+
+
+class _TreeSet(PA.RelatedRoots):
+    """Labelled trees: paths.RelatedRoots' C-speed tests (at or below one, or above one), and the
+    label, looked up only when a test matches."""
+
+    __slots__ = ("labelled",)
+
+    def __init__(self, labelled: Iterable[Labelled]) -> None:
         self.labelled = list(labelled)
-        paths = [p for _l, p in self.labelled]
-        self.exact = frozenset(paths)
-        self.prefixes = tuple(sorted(set(p.rstrip("/") + "/" for p in paths)))
-        self.above = frozenset(a for p in paths for a in _ancestors(p))
+        PA.RelatedRoots.__init__(self, (p for _l, p in self.labelled))
 
-    def under(self, path):
-        return path in self.exact or path.startswith(self.prefixes)
-
-    def related(self, path):
-        return path in self.exact or path in self.above or path.startswith(self.prefixes)
-
-    def which(self, path, related=True):
-        """The (label, root) entries the path is at or below (or above, with ``related``)."""
-        return [(label, root) for label, root in self.labelled
-                if PA.under(path, root) or (related and PA.under(root, path))]
+    def which(self, path: str, related: bool = True) -> List[Labelled]:
+        """The entries the path is at or below (or above, with ``related``)."""
+        return [entry for entry in self.labelled
+                if PA.under(path, entry.root) or (related and PA.under(entry.root, path))]
 
 
-def _abs_clean(key, value):
+class _Trees(NamedTuple):
+    """The refused and protected trees of a host, as written, resolved and through bind mounts."""
+    forbidden: _TreeSet
+    broad: FrozenSet[str]
+    broad_aliases: _TreeSet        # a path above a bind mount of a shared root exposes it
+    readonly: _TreeSet
+    reserved: _TreeSet
+    runtime: _TreeSet
+    system_mounted: List[str]
+    alias_of: Dict[str, str]       # an alias (through a bind mount) -> the tree it shows
+
+
+class _BaseState(NamedTuple):
+    mounts: List[BaseMount]
+    refusals: List[Diag]
+
+
+class _Candidate(NamedTuple):
+    """A read-only base path the admin configures: its host key, the path, rule and source."""
+    key: str
+    path: Optional[str]
+    rule: str
+    source: str
+
+
+class _BaseIndex(NamedTuple):
+    """The base mounts as the final check compares them."""
+    ro: FrozenSet[str]
+    symlinks: FrozenSet[Tuple[Optional[str], str]]
+
+
+def _abs_clean(key: str, value: Any) -> str:
     if not isinstance(value, str) or not value.startswith("/") or len(value) > 4096 or M.has_control(value):
         raise ContextError("host.%s must be an absolute path without control characters, got %s"
                            % (key, D.excerpt(value)))
@@ -144,13 +210,13 @@ def _abs_clean(key, value):
 
 
 @functools.lru_cache(maxsize=8192)
-def _realpath(path):
+def _realpath(path: str) -> str:
     """Cached only inside one render (cleared by render()); every component resolved on this host."""
     return os.path.realpath(path)
 
 
 @functools.lru_cache(maxsize=8192)
-def _file_type(path):
+def _file_type(path: str) -> Optional[str]:
     """'dir', 'file', 'linked file' (a regular file with several hard links), 'socket', 'FIFO',
     'device' or None (missing) for a resolved path (cached inside one render, like _realpath)."""
     try:
@@ -168,7 +234,7 @@ def _file_type(path):
 
 
 @functools.lru_cache(maxsize=8192)
-def _shared_folder(path):
+def _shared_folder(path: str) -> bool:
     """A resolved path that is a folder every user may write into (sticky and world-writable: mode
     1777), found on the host (cached inside one render, like _realpath). A path through a symlink is
     judged on its resolved form (scope_symlink_refused), like every alias."""
@@ -179,7 +245,7 @@ def _shared_folder(path):
     return stat.S_ISDIR(mode) and mode & _SHARED_MODE == _SHARED_MODE and _realpath(path) == path
 
 
-def _caches_clear():
+def _caches_clear() -> None:
     _realpath.cache_clear()
     _listdir.cache_clear()
     _file_type.cache_clear()
@@ -187,7 +253,7 @@ def _caches_clear():
 
 
 @functools.lru_cache(maxsize=256)
-def _listdir(path):
+def _listdir(path: str) -> Tuple[str, ...]:
     """Cached only inside one render (cleared with _realpath's cache)."""
     try:
         return tuple(os.listdir(path))
@@ -198,7 +264,7 @@ def _listdir(path):
 class HostContext(object):
     """Real paths on this host. Base mounts and the resolved trees are computed once per context."""
 
-    def __init__(self, overrides=None):
+    def __init__(self, overrides: Optional[Dict[str, Any]] = None) -> None:
         data = dict(DEFAULT_HOST)
         if overrides is not None and not isinstance(overrides, dict):
             raise ContextError("host must be a mapping of host-context keys, got %s" % type(overrides).__name__)
@@ -207,60 +273,37 @@ class HostContext(object):
                 raise ContextError("host: unknown key %s; accepted: %s"
                                    % (D.excerpt(key), ", ".join(sorted(DEFAULT_HOST))))
             data[key] = value
-        for key in _PATH_KEYS:
-            if data[key] is not None:
-                data[key] = _abs_clean(key, data[key])
-        for key in _LIST_KEYS:
-            if not isinstance(data[key], (list, tuple)) or len(data[key]) > MAX_HOST_LIST:
-                raise ContextError("host.%s must be a list of at most %d absolute paths, got %s"
-                                   % (key, MAX_HOST_LIST, D.excerpt(data[key])))
-            data[key] = [_abs_clean("%s[%d]" % (key, i), v) for i, v in enumerate(data[key])]
-        for key in _DICT_KEYS:
-            if not isinstance(data[key], dict) or len(data[key]) > MAX_HOST_LIST:
-                raise ContextError("host.%s must be a mapping (at most %d entries), got %s"
-                                   % (key, MAX_HOST_LIST, D.excerpt(data[key])))
-            for name in data[key]:
-                if not isinstance(name, str) or not _HOST_NAME.fullmatch(name):
-                    raise ContextError("host.%s: %s is not a name [A-Za-z0-9_.@+-]" % (key, D.excerpt(name)))
-        data["resources"] = dict((k, _abs_clean("resources." + k, v)) for k, v in data["resources"].items())
-        data["indexes"] = dict((k, _abs_clean("indexes." + k, v)) for k, v in data["indexes"].items())
-        accounts = {}
-        for account, files in data["mail_accounts"].items():
-            if isinstance(files, str):
-                files = [files]
-            if not isinstance(files, (list, tuple)) or len(files) > MAX_HOST_LIST:
-                raise ContextError("host.mail_accounts.%s must be a list of absolute paths" % account)
-            accounts[account] = [_abs_clean("mail_accounts." + account, f) for f in files]
-        data["mail_accounts"] = accounts
+        _check_host_paths(data)
         data["undo_exception"] = _check_pin(data["undo_exception"])
-        self.data = data
-        self._base = None
-        self._trees = None
-        self._mounts = None
-        self._real = {}
+        self.data: Dict[str, Any] = data
+        self._base: Optional[_BaseState] = None
+        self._trees: Optional[_Trees] = None
+        self._mounts: Optional[MT.MountTable] = None
+        self._index: Optional[_BaseIndex] = None
+        self._real: Dict[str, str] = {}
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> Any:
         return self.data[key]
 
     # ---- the resolved trees every judgement uses (literal and resolved forms) ----
-    def trees(self):
+    def trees(self) -> _Trees:
         """The refused and protected trees of this host, as written and resolved (once per context)."""
         if self._trees is not None:
             return self._trees
-
         table = self.mount_table()
-        plain, alias_of = set(), {}
+        plain: Set[str] = set()
+        alias_of: Dict[str, str] = {}
 
-        def both(label, path, parts=True):
+        def both(label: str, path: str, parts: bool = True) -> List[Labelled]:
             """The tree as written, resolved, and every alias a bind mount gives it (with ``parts``:
             also a mount showing a folder below it)."""
             real = os.path.realpath(path)
             self._real[path] = real
-            out = [(label, path)] + ([(label, real)] if real != path else [])
+            out = [Labelled(label, path)] + ([Labelled(label, real)] if real != path else [])
             plain.update((path, real))
             for alias in table.aliases(real, parts):
                 if alias != path:
-                    out.append((label, alias))
+                    out.append(Labelled(label, alias))
                     alias_of.setdefault(alias, real)
             return out
 
@@ -273,109 +316,127 @@ class HostContext(object):
             for i, path in enumerate(self.data[key]):
                 readonly += both("host.%s[%d]" % (key, i), path)
         broad = [x for t in BROAD_ROOTS for x in both(t, t, parts=False)]
-        self._trees = {
-            "forbidden": _TreeSet(x for t in FORBIDDEN_TREES for x in both(t, t)),
-            "broad": frozenset(p for _l, p in broad),
-            # a path above a bind mount of a shared root exposes it (below it is like below the root)
-            "broad_aliases": _TreeSet((label, p) for label, p in broad if p not in plain),
-            "readonly": _TreeSet(readonly),
-            "reserved": _TreeSet(x for key in RESERVED_KEYS for x in both(key, self.data[key])),
-            # an alias (/var/run -> /run) is caught once resolved, like every alias of a refused tree
-            "runtime": _TreeSet(x for t in RUNTIME_TREES if t == RUNTIME_TREES[0] or not os.path.islink(t)
-                                for x in both(t, t)),
-            "system_mounted": [p for p in SYSTEM_PATHS if os.path.isdir(p) and not os.path.islink(p)],
-        }
-        self._trees["alias_of"] = dict((a, r) for a, r in alias_of.items() if a not in plain)
+        forbidden = _TreeSet(x for t in FORBIDDEN_TREES for x in both(t, t))
+        # a path above a bind mount of a shared root exposes it (below it is like below the root);
+        # built here, before the reserved and runtime trees join ``plain`` (the order is the behaviour)
+        broad_aliases = _TreeSet(entry for entry in broad if entry.root not in plain)
+        reserved = _TreeSet(x for key in RESERVED_KEYS for x in both(key, self.data[key]))
+        # an alias (/var/run -> /run) is caught once resolved, like every alias of a refused tree
+        runtime = _TreeSet(x for t in RUNTIME_TREES if t == RUNTIME_TREES[0] or not os.path.islink(t)
+                           for x in both(t, t))
+        self._trees = _Trees(
+            forbidden=forbidden, broad=frozenset(p for _l, p in broad), broad_aliases=broad_aliases,
+            readonly=_TreeSet(readonly), reserved=reserved, runtime=runtime,
+            system_mounted=[p for p in SYSTEM_PATHS if os.path.isdir(p) and not os.path.islink(p)],
+            alias_of=dict((a, r) for a, r in alias_of.items() if a not in plain))
         return self._trees
 
-    def mount_table(self):
+    def mount_table(self) -> MT.MountTable:
         """The host's mount table (mounts.MountTable), read once per context."""
         if self._mounts is None:
             self._mounts = MT.MountTable.read()
         return self._mounts
 
-    def broad(self, path):
+    def broad(self, path: str) -> bool:
         """A shared root, or (through a bind mount) an alias of one or a folder above such an alias,
         or (resolved) a folder every user may write into (mode 1777)."""
         t = self.trees()
-        return path in t["broad"] or path in t["broad_aliases"].above or _shared_folder(path)
+        return path in t.broad or path in t.broad_aliases.above or _shared_folder(path)
 
-    def _note(self, kind, root, text):
-        """(kind, text) of a refusal; an alias (a tree reached through a bind mount) is its own kind."""
-        original = self._trees["alias_of"].get(root)
+    def _note(self, kind: str, root: str, text: str) -> Problem:
+        """The refusal; an alias (a tree reached through a bind mount) is its own kind."""
+        original = self.trees().alias_of.get(root)
         if original is None:
-            return kind, text
-        return "alias", "%s (%s is the same folder as %s, through a bind mount)" % (text, root, original)
+            return Problem(kind, text)
+        return Problem("alias", "%s (%s is the same folder as %s, through a bind mount)" % (text, root, original))
 
-    def real(self, path):
+    def real(self, path: str) -> str:
         """The resolved form of a host-context path (resolved once per context, with the trees)."""
         self.trees()
         if path not in self._real:
             self._real[path] = os.path.realpath(path)
         return self._real[path]
 
-    def judge(self, path, mode, grant=None, own=None):
+    def judge(self, path: str, mode: str, grant: Optional[str] = None, own: Optional[str] = None) -> Optional[Problem]:
         """Why ``path`` (absolute, normalised) may not be mounted with ``mode`` ('ro'/'rw'), or None.
 
         The same rules for every source: /proc and /dev are the profile's own; a shared root is
         never a scope; reserved trees (and their ancestors) only through their own capability
         (``grant``: the reserved key this grant belongs to; ``own``: the executor's own folder,
         readable); nothing at, below or above a read-only base tree is writable.
-        Returns (code_kind, text) with code_kind in control/forbidden/broad/reserved/readonly."""
+        Returns a Problem whose kind is control/forbidden/broad/reserved/readonly/shared/alias."""
         t = self.trees()
         if M.has_control(path):
-            return "control", "%s contains control or format characters" % D.excerpt(path)
-        if t["forbidden"].under(path):
-            root = t["forbidden"].which(path, related=False)[0][1]
+            return Problem("control", "%s contains control or format characters" % D.excerpt(path))
+        if t.forbidden.under(path):
+            root = t.forbidden.which(path, related=False)[0].root
             return self._note("forbidden", root, "%s is at or below %s, provided by the profile itself (R-BASE-2)"
                               % (path, root))
-        if path in t["broad"] or path in t["broad_aliases"].above:
-            root = path if path in t["broad"] else t["broad_aliases"].which(path)[0][1]
+        if path in t.broad or path in t.broad_aliases.above:
+            root = path if path in t.broad else t.broad_aliases.which(path)[0].root
             return self._note("broad", root, "%s is a shared tree: it would expose every sibling (R-SEC-2)" % (
                 path if root == path else "%s holds %s, which" % (path, root)))
-        if t["reserved"].related(path):
-            for label, root in t["reserved"].which(path):
-                if label == grant:
-                    continue
-                if (label == "executors_dir" and own is not None and mode == "ro" and PA.under(path, own)
-                        and own != root and PA.under(own, root)):
-                    continue           # the executor's own folder (and below) is readable: R-BASE-4
-                return self._note("reserved", root, "%s is at, below or above host.%s (%s), reachable only "
-                                                    "through its own capability (R-BASE-4)" % (path, label, root))
-        if mode == "rw" and t["readonly"].related(path):
-            label, root = t["readonly"].which(path)[0]
+        if t.reserved.related(path):
+            problem = self._judge_reserved(t.reserved, path, mode, grant, own)
+            if problem is not None:
+                return problem
+        if mode == "rw" and t.readonly.related(path):
+            label, root = t.readonly.which(path)[0]
             return self._note("readonly", root, "%s is at, below or above the read-only %s (%s): never writable "
                                                 "(R-BASE-1, R-BASE-4, R-BASE-5)" % (path, label, root))
         if _shared_folder(path):
-            return "shared", ("%s is a folder every user may write into (mode 1777, like /tmp and /var/tmp): a "
-                              "shared tree, whatever its name (R-SEC-2)" % path)
+            return Problem("shared", "%s is a folder every user may write into (mode 1777, like /tmp and /var/tmp): "
+                                     "a shared tree, whatever its name (R-SEC-2)" % path)
         return None
 
-    def judge_manifest_path(self, path):
+    def _judge_reserved(self, reserved: _TreeSet, path: str, mode: str, grant: Optional[str],
+                        own: Optional[str]) -> Optional[Problem]:
+        """A reserved tree is reached only through its own grant; the executor's own folder (and
+        below) in the executors folder is readable (R-BASE-4)."""
+        for label, root in reserved.which(path):
+            if label == grant:
+                continue
+            if (label == "executors_dir" and own is not None and mode == "ro" and PA.under(path, own)
+                    and own != root and PA.under(own, root)):
+                continue
+            return self._note("reserved", root, "%s is at, below or above host.%s (%s), reachable only "
+                                                "through its own capability (R-BASE-4)" % (path, label, root))
+        return None
+
+    def judge_manifest_path(self, path: str) -> Optional[Problem]:
         """The rules only manifest-written paths obey (fixed scopes, glob roots, 'within' scopes,
         argument values), on top of judge(): nothing at, below or above the runtime tree /run,
         where host daemons keep their sockets (the admin's systemd/system read paths may be there)."""
-        runtime = self.trees()["runtime"]
+        runtime = self.trees().runtime
         if runtime.related(path):
-            root = runtime.which(path)[0][1]
+            root = runtime.which(path)[0].root
             return self._note("runtime", root, "%s is at, below or above %s, the host daemons' runtime tree (their "
                                                "sockets); read host state through systemd:read or system:read "
                                                "(R-CAP-SYS)" % (path, root))
         return None
 
-    def base(self):
-        """Base mounts (R-BASE-1..5) that exist on this host, resolved and judged once:
-        a list of (kind, src, dest, rule, source). Refused host paths: base_refusals()."""
-        return self._base_state()[0]
+    def base(self) -> List[BaseMount]:
+        """Base mounts (R-BASE-1..5) that exist on this host, resolved and judged once
+        (BaseMount: kind, src, dest, rule, source). Refused host paths: base_refusals()."""
+        return self._base_state().mounts
 
-    def base_refusals(self):
+    def base_refusals(self) -> List[Diag]:
         """host_path_refused diagnostics for base paths that cannot be mounted safely."""
-        return self._base_state()[1]
+        return self._base_state().refusals
 
-    def _base_state(self):
+    def base_index(self) -> _BaseIndex:
+        """The base mounts as the final check compares them (once per context)."""
+        if self._index is None:
+            base = self.base()
+            self._index = _BaseIndex(ro=frozenset(e.src for e in base if e.kind == "ro" and e.src is not None),
+                                     symlinks=frozenset((e.src, e.dest) for e in base if e.kind == "symlink"))
+        return self._index
+
+    def _base_state(self) -> _BaseState:
         if self._base is not None:
             return self._base
-        out, refusals = [], []
+        out: List[BaseMount] = []
+        refusals: List[Diag] = []
         if not self.mount_table().complete:
             refusals.append(D.make("host_path_refused", host_key="(mount table)", path=MT.MOUNTINFO,
                                    message="%s is larger than %d bytes: the bind mounts that alias a refused tree "
@@ -384,56 +445,96 @@ class HostContext(object):
         for path in SYSTEM_PATHS:
             if os.path.islink(path):
                 # merged /usr: /bin -> usr/bin becomes a symlink inside the sandbox too
-                out.append(("symlink", os.readlink(path), path, "R-BASE-1", "base:" + path))
+                out.append(BaseMount("symlink", os.readlink(path), path, "R-BASE-1", "base:" + path))
             elif os.path.isdir(path):
-                out.append(("ro", path, path, "R-BASE-1", "base:" + path))
-        # Every sandbox mounts these whole: a reserved tree inside one would be readable by every
-        # executor, whatever its capabilities (judged as written, resolved and through bind mounts).
-        system = [src for kind, src, _dest, _rule, _source in out if kind == "ro"]
+                out.append(BaseMount("ro", path, path, "R-BASE-1", "base:" + path))
+        refusals += self._reserved_in_system([m.src for m in out if m.kind == "ro" and m.src is not None])
+        out.append(BaseMount("proc", None, "/proc", "R-BASE-2", "base:/proc"))
+        out.append(BaseMount("dev", None, "/dev", "R-BASE-2", "base:/dev"))
+        out.append(BaseMount("tmpfs", None, "/tmp", "R-BASE-3", "base:/tmp"))
+        for candidate in self._base_candidates():
+            given = candidate.path
+            if not given or not os.path.exists(given):
+                continue
+            if candidate.key.startswith("python_package_roots") and not os.path.isdir(given):
+                continue
+            problem = self.judge_base(given)
+            if problem:
+                refusals.append(host_refusal(candidate.key, given, problem))
+                continue
+            out.append(BaseMount("ro", _realpath(given), given, candidate.rule, candidate.source))
+        self._base = _BaseState(out, refusals)
+        return self._base
+
+    def _reserved_in_system(self, system: List[str]) -> List[Diag]:
+        """Every sandbox mounts the system paths whole: a reserved tree inside one would be readable by
+        every executor, whatever its capabilities (judged as written, resolved and through bind mounts)."""
+        refusals = []
         for key in RESERVED_KEYS:
             path = self.data[key]
             real = self.real(path)
             for form in [path, real] + self.mount_table().aliases(real, parts=False):
                 inside = [s for s in system if PA.under(form, s)]
                 if inside:
-                    refusals.append(host_refusal(key, path, ("readonly", (
+                    refusals.append(host_refusal(key, path, Problem("readonly", (
                         "%s is inside %s, which every sandbox mounts read-only (R-BASE-1): every executor would "
                         "read all of it, whatever its capabilities (R-BASE-4)" % (form, inside[0])))))
                     break
-        out.append(("proc", None, "/proc", "R-BASE-2", "base:/proc"))
-        out.append(("dev", None, "/dev", "R-BASE-2", "base:/dev"))
-        out.append(("tmpfs", None, "/tmp", "R-BASE-3", "base:/tmp"))
-        candidates = [(key, self.data[key], "R-BASE-4", "base:%s" % key) for key in ("runtime_dir", "python_prefix")]
-        candidates += [("python_package_roots[%d]" % i, p, "R-BASE-4", "base:python_package_root")
+        return refusals
+
+    def _base_candidates(self) -> List[_Candidate]:
+        """The read-only base paths the admin configures."""
+        candidates = [_Candidate(key, self.data[key], "R-BASE-4", "base:%s" % key)
+                      for key in ("runtime_dir", "python_prefix")]
+        candidates += [_Candidate("python_package_roots[%d]" % i, p, "R-BASE-4", "base:python_package_root")
                        for i, p in enumerate(self.data["python_package_roots"]) if not _is_home(p)]
         for key in ("i18n_dbs", "lexicon_dbs"):
-            candidates += [("%s[%d]" % (key, i), p, "R-BASE-5", "base:%s" % key)
+            candidates += [_Candidate("%s[%d]" % (key, i), p, "R-BASE-5", "base:%s" % key)
                            for i, p in enumerate(self.data[key])]
-        for key, path, rule, source in candidates:
-            if not path or not os.path.exists(path):
-                continue
-            if key.startswith("python_package_roots") and not os.path.isdir(path):
-                continue
-            problem = self.judge_base(path)
-            if problem:
-                refusals.append(host_refusal(key, path, problem))
-                continue
-            out.append(("ro", _realpath(path), path, rule, source))
-        self._base = (out, refusals)
-        return self._base
+        return candidates
 
-    def judge_base(self, path):
+    def judge_base(self, path: str) -> Optional[Problem]:
         """A read-only base path: judged as written and resolved; below a mounted system path it is
         already visible, so only /proc, /dev and reserved trees matter there."""
         for form in (path, os.path.realpath(path)):
             problem = self.judge(form, "ro")
-            if problem and not (problem[0] == "broad" and any(
-                    PA.under(form, s) and form != s for s in self.trees()["system_mounted"])):
-                return problem if form == path else (problem[0], "resolves to %s: %s" % (form, problem[1]))
+            if problem and not (problem.kind == "broad" and any(
+                    PA.under(form, s) and form != s for s in self.trees().system_mounted)):
+                return problem if form == path else Problem(problem.kind, "resolves to %s: %s" % (form, problem.text))
         return None
 
 
-def _check_pin(pin):
+def _check_host_paths(data: Dict[str, Any]) -> None:
+    """Every host-context path absolute, normalised, without control characters; lists and
+    mappings bounded; names matched whole (in place)."""
+    for key in _PATH_KEYS:
+        if data[key] is not None:
+            data[key] = _abs_clean(key, data[key])
+    for key in _LIST_KEYS:
+        if not isinstance(data[key], (list, tuple)) or len(data[key]) > MAX_HOST_LIST:
+            raise ContextError("host.%s must be a list of at most %d absolute paths, got %s"
+                               % (key, MAX_HOST_LIST, D.excerpt(data[key])))
+        data[key] = [_abs_clean("%s[%d]" % (key, i), v) for i, v in enumerate(data[key])]
+    for key in _DICT_KEYS:
+        if not isinstance(data[key], dict) or len(data[key]) > MAX_HOST_LIST:
+            raise ContextError("host.%s must be a mapping (at most %d entries), got %s"
+                               % (key, MAX_HOST_LIST, D.excerpt(data[key])))
+        for name in data[key]:
+            if not isinstance(name, str) or not _HOST_NAME.fullmatch(name):
+                raise ContextError("host.%s: %s is not a name [A-Za-z0-9_.@+-]" % (key, D.excerpt(name)))
+    data["resources"] = dict((k, _abs_clean("resources." + k, v)) for k, v in data["resources"].items())
+    data["indexes"] = dict((k, _abs_clean("indexes." + k, v)) for k, v in data["indexes"].items())
+    accounts = {}
+    for account, files in data["mail_accounts"].items():
+        if isinstance(files, str):
+            files = [files]
+        if not isinstance(files, (list, tuple)) or len(files) > MAX_HOST_LIST:
+            raise ContextError("host.mail_accounts.%s must be a list of absolute paths" % account)
+        accounts[account] = [_abs_clean("mail_accounts." + account, f) for f in files]
+    data["mail_accounts"] = accounts
+
+
+def _check_pin(pin: Any) -> Optional[Dict[str, Any]]:
     """The pinned undo exception (R-FAIL-2) as given by the admin: known keys and plain types."""
     if pin is None:
         return None
@@ -452,12 +553,13 @@ def _check_pin(pin):
     return dict(pin)
 
 
-def host_refusal(key, path, problem):
-    return D.make("host_path_refused", message="host.%s = %s: %s" % (key, D.excerpt(path), problem[1]),
-                  host_key=key, path=D.excerpt(path))
+def host_refusal(key: str, path: Any, problem: Problem) -> Diag:
+    diag: Diag = D.make("host_path_refused", message="host.%s = %s: %s" % (key, D.excerpt(path), problem.text),
+                        host_key=key, path=D.excerpt(path))
+    return diag
 
 
-def discover_python_roots(python, runner):
+def discover_python_roots(python: Optional[str], runner: Callable[[List[str]], Tuple[int, str, str]]) -> List[str]:
     """sys.path directories of the runtime's interpreter, as absolute existing directories.
     ``runner(argv) -> (rc, out, err)``. Home folders are filtered later by HostContext.base()."""
     import json
@@ -474,7 +576,8 @@ def discover_python_roots(python, runner):
                       and not M.has_control(p) and os.path.isdir(p)))[:MAX_HOST_LIST]
 
 
-def with_python_roots(host_over, runner):
+def with_python_roots(host_over: Optional[Dict[str, Any]],
+                      runner: Callable[[List[str]], Tuple[int, str, str]]) -> Dict[str, Any]:
     """Host overrides completed with the interpreter's package roots (unless given)."""
     out = dict(host_over or {})
     if "python_package_roots" not in out:
@@ -483,35 +586,55 @@ def with_python_roots(host_over, runner):
     return out
 
 
-def _is_home(path):
+def _is_home(path: str) -> bool:
     """A whole home folder (or /home, /root) is never a package root."""
     parts = path.rstrip("/").split("/")
     return path in ("/home", "/root") or (len(parts) == 3 and parts[1] == "home")
 
 
+class Provenance(TypedDict, total=False):
+    """Why a mount is there: the rule and what caused it (``covers``: a bind merged into this one)."""
+    rule: str
+    source: str
+    covers: str
+
+
+class MountEntry(TypedDict):
+    """One mount of a profile (public: the ``mounts`` of a result and of the .json on disk)."""
+    kind: str
+    src: Optional[str]
+    dest: str
+    provenance: List[Provenance]
+
+
+class Conflict(NamedTuple):
+    """One destination asked for with two different sources (never guessed: refused)."""
+    dest: str
+    first: Optional[str]
+    second: Optional[str]
+    source: str
+
+
 class _Mounts(object):
-    def __init__(self, entries=None):
-        self.entries = entries if entries is not None else {}
-        self.conflicts = []
+    def __init__(self, entries: Optional[Dict[str, MountEntry]] = None) -> None:
+        self.entries: Dict[str, MountEntry] = entries if entries is not None else {}
+        self.conflicts: List[Conflict] = []
 
-    def copy(self):
-        return _Mounts(dict((d, dict(e, provenance=list(e["provenance"]))) for d, e in self.entries.items()))
-
-    def add(self, kind, src, dest, rule, source):
+    def add(self, kind: str, src: Optional[str], dest: str, rule: str, source: str) -> None:
         entry = self.entries.get(dest)
-        prov = {"rule": rule, "source": source}
+        prov: Provenance = {"rule": rule, "source": source}
         if entry is None:
             self.entries[dest] = {"kind": kind, "src": src, "dest": dest, "provenance": [prov]}
             return
         if entry["src"] != src:   # one destination, two different sources: never guess
-            self.conflicts.append((dest, entry["src"], src, source))
+            self.conflicts.append(Conflict(dest, entry["src"], src, source))
             return
         if prov not in entry["provenance"]:
             entry["provenance"].append(prov)
         if entry["kind"] == "ro" and kind == "rw":
             entry["kind"] = "rw"   # ro + rw on one path -> rw, only because a write capability asked
 
-    def ordered(self):
+    def ordered(self) -> List[MountEntry]:
         """Parents before children; binds covered by an equal-or-stronger parent bind are merged into it."""
         binds = dict((d, e) for d, e in self.entries.items() if e["kind"] in ("ro", "rw") and e["src"] == d)
         keep = []
@@ -521,42 +644,31 @@ class _Mounts(object):
             if parent is not None and (binds[parent]["kind"] == "rw" or entry["kind"] == "ro"):
                 for prov in entry["provenance"]:
                     if prov not in binds[parent]["provenance"]:
-                        binds[parent]["provenance"].append(dict(prov, covers=dest))
+                        binds[parent]["provenance"].append({**prov, "covers": dest})
                 continue
             keep.append(entry)
         return keep
 
 
-def _mount_order(dest):
+def _mount_order(dest: str) -> Tuple[int, str]:
     return (dest.count("/"), dest)
 
 
-def _covering_parent(dest, binds):
-    for ancestor in _ancestors(dest):
+def _covering_parent(dest: str, binds: Dict[str, MountEntry]) -> Optional[str]:
+    for ancestor in PA.ancestors(dest):
         if ancestor in binds:
             return ancestor
     return None
 
 
-@functools.lru_cache(maxsize=4096)
-def _ancestors(path):
-    """'/a/b/c' -> ('/a/b', '/a', '/'), nearest first (cached: base paths repeat every render)."""
-    out = []
-    current = path
-    while current not in ("/", ""):
-        current = os.path.dirname(current)
-        out.append(current)
-    return tuple(out)
-
-
 _quote = functools.lru_cache(maxsize=8192)(shlex.quote)
 
 
-def shell_join(argv):
+def shell_join(argv: Sequence[str]) -> str:
     return " ".join(_quote(a) for a in argv)
 
 
-def _bounded(diags):
+def _bounded(diags: List[Diag]) -> List[Diag]:
     """At most MAX_DIAGNOSTICS diagnostics per profile, errors first; the rest are counted in the
     last one's message (a manifest of 128 refused paths gets a short answer)."""
     diags = D.sort(diags)
@@ -568,15 +680,16 @@ def _bounded(diags):
     return kept
 
 
-def refused(name, diags, decision="refused"):
+def refused(name: Optional[str], diags: List[Diag], decision: str = "refused") -> Result:
     errors = [d for d in diags if d["severity"] == D.ERROR]
     return {"executor": name, "decision": decision, "refusal": errors[0]["code"] if errors else None,
             "argv": None, "command_line": None, "mounts": [], "namespaces": [],
             "network": None, "diagnostics": _bounded(diags)}
 
 
-def _diag(code, message, **ctx):
-    return D.make(code, message=message, **ctx)
+def _diag(code: str, message: str, **ctx: Any) -> Diag:
+    diag: Diag = D.make(code, message=message, **ctx)
+    return diag
 
 
 _SCOPE_CODES = {"forbidden": "scope_too_broad", "broad": "scope_too_broad", "readonly": "scope_too_broad",
@@ -593,42 +706,43 @@ _SPECIAL = {"socket": "a socket: a channel to a host process (connecting and sen
 class _Render(object):
     """The state of one render: inputs, the mounts being built and the diagnostics."""
 
-    def __init__(self, manifest, host, invocation, own_dir):
+    def __init__(self, manifest: Manifest, host: HostContext, invocation: Invocation, own_dir: str) -> None:
         self.manifest = manifest
         self.host = host
         self.invocation = invocation
         self.own = own_dir            # the executor's own folder (lexical)
-        self.mounts = None
-        self.diags = []
+        self.mounts = _Mounts()
+        self.diags: List[Diag] = []
         self.glob_steps = [M.MAX_GLOB_STEPS]     # every 'within' pattern match of this render shares it
 
-    def refuse(self, code, message, **ctx):
+    def refuse(self, code: str, message: str, **ctx: Any) -> None:
         self.diags.append(_diag(code, message, **ctx))
 
-    def skip(self, message, **ctx):
+    def skip(self, message: str, **ctx: Any) -> None:
         self.diags.append(_diag("grant_skipped", message, **ctx))
 
-    def judge_scope(self, field, what, lexical, mode):
+    def _manifest_problem(self, path: str, mode: str, own: str) -> Optional[Problem]:
+        problem = self.host.judge(path, mode, own=own)
+        if problem is None or problem.kind == "shared":      # /run/lock is the runtime tree first
+            problem = self.host.judge_manifest_path(path) or problem
+        return problem
+
+    def judge_scope(self, field: str, what: str, lexical: str, mode: str) -> Optional[str]:
         """A manifest-written path (scope, glob root, 'within', argument value): judged as written,
         then fully resolved. Returns the resolved path, or None after recording the refusal."""
-        own = self.own
         access = "writable" if mode == "rw" else "read-only"
-        problem = self.host.judge(lexical, mode, own=own)
-        if problem is None or problem[0] == "shared":      # /run/lock is the runtime tree first
-            problem = self.host.judge_manifest_path(lexical) or problem
+        problem = self._manifest_problem(lexical, mode, self.own)
         if problem:
-            self.refuse(_SCOPE_CODES[problem[0]], "%s: %s %s: %s" % (
+            self.refuse(_SCOPE_CODES[problem.kind], "%s: %s %s: %s" % (
                 field, access, lexical if lexical == what else "%s (from %s)" % (lexical, D.excerpt(what)),
-                problem[1]), field=field)
+                problem.text), field=field)
             return None
         real = _realpath(lexical)
         if real != lexical:
-            problem = self.host.judge(real, mode, own=_realpath(own))
-            if problem is None or problem[0] == "shared":
-                problem = self.host.judge_manifest_path(real) or problem
+            problem = self._manifest_problem(real, mode, _realpath(self.own))
             if problem:
                 self.refuse("scope_symlink_refused", "%s: %s %s resolves through a symlink to %s: %s"
-                            % (field, access, lexical, real, problem[1]), field=field)
+                            % (field, access, lexical, real, problem.text), field=field)
                 return None
         kind = _file_type(real)
         if kind in _SPECIAL:
@@ -643,91 +757,77 @@ class _Render(object):
             return None
         return real
 
-    def judge_host(self, key, lexical, mode, container=None, grant=None, configured=False):
+    def judge_host(self, key: str, lexical: str, mode: str, container: Optional[str] = None,
+                   grant: Optional[str] = None, configured: bool = False) -> Optional[str]:
         """A host-context path (resource, index, integration, credential, dialog, undo, read paths):
         the same rules, the refusal naming the host key. ``container``: the folder it must stay in.
         ``configured``: the path is the admin's own setting (a resource, an index, a read path),
         resolved once per context like the base paths; entries below a folder resolve per render."""
         real = self.host.real(lexical) if configured else _realpath(lexical)
         if container is not None and real != os.path.join(self.host.real(container), os.path.basename(lexical)):
-            self.diags.append(host_refusal(key, lexical, ("leave", "resolves to %s through a symlink, not to its own "
-                                                                   "entry in %s" % (real, container))))
+            self.diags.append(host_refusal(key, lexical, Problem("leave", "resolves to %s through a symlink, not to "
+                                                                          "its own entry in %s" % (real, container))))
             return None
         for form in ((lexical, real) if real != lexical else (lexical,)):
             problem = self.host.judge(form, mode, grant=grant)
             if problem:
-                text = problem[1] if form == lexical else "resolves to %s: %s" % (real, problem[1])
-                self.diags.append(host_refusal(key, lexical, (problem[0], text)))
+                text = problem.text if form == lexical else "resolves to %s: %s" % (real, problem.text)
+                self.diags.append(host_refusal(key, lexical, Problem(problem.kind, text)))
                 return None
         return real
 
 
-def _executor_dir(host, name):
+def _executor_dir(host: HostContext, name: str) -> str:
     return host["executor_dir"] or os.path.join(host["executors_dir"], name)
 
 
-def _grant_fs(r, cap):
+def _mode(cap: Capability) -> str:
+    return "rw" if cap.writes() else "ro"
+
+
+def _grant_fs(r: _Render, cap: Capability) -> None:
     if cap.arg is not None:
         return _grant_arg(r, cap)
-    mode = "rw" if cap.mode == "write" else "ro"
+    assert cap.target is not None
+    mode = _mode(cap)
     root = glob_root(cap.target)
     real = r.judge_scope("capability %s" % D.excerpt(cap.text), cap.target, root, mode)
     if real is None:
-        return
+        return None
     if not os.path.exists(real):
         r.skip("%s: %s does not exist on this host; not mounted" % (D.excerpt(cap.text), root),
                capability=D.excerpt(cap.text))
-        return
+        return None
     r.mounts.add(mode, real, root, "R-CAP-FS", "capability:" + cap.text)
+    return None
 
 
-def _grant_arg(r, cap):
+class _Scope(NamedTuple):
+    """One 'within' scope of an argument: its glob root, that root resolved, and the glob's components."""
+    root: str
+    real: str
+    pattern: List[str]
+
+
+def _grant_arg(r: _Render, cap: Capability) -> None:
     """R-ARG-1: resolve an arg: scope on the concrete value, only inside 'within', only if it exists."""
-    mode = "rw" if cap.mode == "write" else "ro"
+    assert cap.arg is not None
+    mode = _mode(cap)
     field = "invocation.arguments.%s" % cap.arg
     within = r.manifest.arguments[cap.arg]["within"]
-    roots = []
-    for i, scope in enumerate(within):     # the 'within' scopes obey every rule of a fixed scope
-        root = glob_root(scope)
-        real = r.judge_scope("arguments.%s.within[%d] (used by %s)" % (cap.arg, i, cap.text), scope, root, mode)
-        if real is None:
-            return
-        roots.append((root, real, _pattern(scope, root)))
+    scopes = _arg_scopes(r, cap, within, mode)
+    if scopes is None:
+        return
     value = (r.invocation.get("arguments") or {}).get(cap.arg)
     if value is None:
         r.skip("%s: no value for argument %s in this invocation; nothing mounted" % (cap.text, cap.arg),
                capability=cap.text)
         return
-    if not isinstance(value, str) or not value or len(value) > MAX_ARG_VALUE or value.startswith("~"):
-        r.refuse("arg_value_invalid", "%s: %s is not a path string (non-empty, at most %d characters, no '~' "
-                 "expansion) (R-ARG-1)" % (field, D.excerpt(value), MAX_ARG_VALUE), field=field)
+    if not _arg_value_ok(r, field, value):
         return
-    if M.has_control(value):
-        r.refuse("scope_nul", "%s: %s contains NUL, control or format characters (R-ARG-1)"
-                 % (field, D.excerpt(value)), field=field)
-        return
-    lexical = _norm(value if value.startswith("/") else os.path.join(roots[0][0], value))
-    # R-ARG-1: the value is at or below a path its 'within' scope matches (the glob, not only its root)
-    steps = r.glob_steps
-    covered = [(root, real, pattern, _covers(lexical, root, pattern, steps)) for root, real, pattern in roots]
-    inside = [(root, real, pattern) for root, real, pattern, ok in covered if ok]
-    if not inside:
-        hard = any(ok is None for _root, _real, _pattern, ok in covered)
-        r.refuse("arg_escapes_scope", "%s=%s resolves to %s, outside the declared scope %s (R-ARG-1: narrow, "
-                 "never widen)%s" % (field, D.excerpt(value), lexical, D.excerpt(", ".join(within), 300),
-                                     " (a pattern with more than %d brace alternatives, or that needs more than "
-                                     "%d steps to match, matches nothing)" % (M.MAX_GLOB_ALTERNATIVES,
-                                                                              M.MAX_GLOB_STEPS) if hard else ""),
-                 field=field, value=D.excerpt(value))
-        return
-    real = _realpath(lexical)
-    if not any(_covers(real, root_real, pattern, steps) for _root, root_real, pattern in inside):
-        r.refuse("arg_symlink_escapes", "%s=%s: %s leads through a symlink to %s, outside %s (R-ARG-1)"
-                 % (field, D.excerpt(value), lexical, real, ", ".join(
-                     "%s/%s" % (x[1].rstrip("/"), "/".join(x[2])) if x[2] else x[1] for x in inside)),
-                 field=field, value=D.excerpt(value))
-        return
-    if r.judge_scope(field, value, lexical, mode) is None:
+    lexical = _norm(value if value.startswith("/") else os.path.join(scopes[0].root, value))
+    real = _arg_inside(r, field, value, lexical, scopes, within)
+    if real is None or r.judge_scope(field, value, lexical, mode) is None:
         return
     if not os.path.exists(real):
         r.skip("%s=%s: %s does not exist; not mounted (R-ARG-1)" % (field, D.excerpt(value), lexical), field=field)
@@ -735,13 +835,64 @@ def _grant_arg(r, cap):
     r.mounts.add(mode, real, lexical, "R-ARG-1", "capability:%s (argument %s=%s)" % (cap.text, cap.arg, lexical))
 
 
-def _pattern(scope, root):
+def _arg_scopes(r: _Render, cap: Capability, within: List[str], mode: str) -> Optional[List[_Scope]]:
+    """The 'within' scopes obey every rule of a fixed scope; None once one is refused."""
+    scopes = []
+    for i, scope in enumerate(within):
+        root = glob_root(scope)
+        real = r.judge_scope("arguments.%s.within[%d] (used by %s)" % (cap.arg, i, cap.text), scope, root, mode)
+        if real is None:
+            return None
+        scopes.append(_Scope(root, real, _pattern(scope, root)))
+    return scopes
+
+
+def _arg_value_ok(r: _Render, field: str, value: Any) -> bool:
+    """An argument value is a bounded path string without control characters or '~'."""
+    if not isinstance(value, str) or not value or len(value) > MAX_ARG_VALUE or value.startswith("~"):
+        r.refuse("arg_value_invalid", "%s: %s is not a path string (non-empty, at most %d characters, no '~' "
+                 "expansion) (R-ARG-1)" % (field, D.excerpt(value), MAX_ARG_VALUE), field=field)
+        return False
+    if M.has_control(value):
+        r.refuse("scope_nul", "%s: %s contains NUL, control or format characters (R-ARG-1)"
+                 % (field, D.excerpt(value)), field=field)
+        return False
+    return True
+
+
+def _arg_inside(r: _Render, field: str, value: str, lexical: str, scopes: List[_Scope],
+                within: List[str]) -> Optional[str]:
+    """R-ARG-1: the value is at or below a path its 'within' scope matches (the glob, not only its
+    root), as written and resolved. Returns the resolved value, or None after recording the refusal."""
+    steps = r.glob_steps
+    covered = [(scope, _covers(lexical, scope.root, scope.pattern, steps)) for scope in scopes]
+    inside = [scope for scope, ok in covered if ok]
+    if not inside:
+        hard = any(ok is None for _scope, ok in covered)
+        r.refuse("arg_escapes_scope", "%s=%s resolves to %s, outside the declared scope %s (R-ARG-1: narrow, "
+                 "never widen)%s" % (field, D.excerpt(value), lexical, D.excerpt(", ".join(within), 300),
+                                     " (a pattern with more than %d brace alternatives, or that needs more than "
+                                     "%d steps to match, matches nothing)" % (M.MAX_GLOB_ALTERNATIVES,
+                                                                              M.MAX_GLOB_STEPS) if hard else ""),
+                 field=field, value=D.excerpt(value))
+        return None
+    real = _realpath(lexical)
+    if not any(_covers(real, scope.real, scope.pattern, steps) for scope in inside):
+        r.refuse("arg_symlink_escapes", "%s=%s: %s leads through a symlink to %s, outside %s (R-ARG-1)"
+                 % (field, D.excerpt(value), lexical, real, ", ".join(
+                     "%s/%s" % (x.real.rstrip("/"), "/".join(x.pattern)) if x.pattern else x.real for x in inside)),
+                 field=field, value=D.excerpt(value))
+        return None
+    return real
+
+
+def _pattern(scope: str, root: str) -> List[str]:
     """The components of a scope below its glob root ([] for a scope without a glob)."""
     rest = scope[len(root):].strip("/") if root != "/" else scope.strip("/")
     return rest.split("/") if rest else []
 
 
-def _covers(path, root, pattern, steps):
+def _covers(path: str, root: str, pattern: List[str], steps: List[int]) -> Optional[bool]:
     """``path`` is at or below a path that the scope (``root`` + glob ``pattern``) matches. A pattern
     too complex to decide within manifest.glob_covers' bounds covers nothing (None: fail closed)."""
     if not PA.under(path, root):
@@ -749,62 +900,73 @@ def _covers(path, root, pattern, steps):
     if not pattern:
         return True
     rest = path[len(root):].strip("/") if root != "/" else path.strip("/")
-    covered = M.glob_covers(rest.split("/") if rest else [], pattern, steps)
-    return None if covered is None else covered
+    return M.glob_covers(rest.split("/") if rest else [], pattern, steps)
 
 
-def _grant_metnos(r, cap):
+def _mount_configured(r: _Render, cap: Capability, key: str, path: str, mode: str, rule: str) -> None:
+    """A path the admin configures (a resource, an index): judged, mounted when it exists."""
+    real = r.judge_host(key, path, mode, configured=True)
+    if real is None:
+        return
+    if os.path.exists(real):
+        r.mounts.add(mode, real, path, rule, "capability:" + cap.text)
+    else:
+        r.skip("%s: %s does not exist; not mounted" % (cap.text, path))
+
+
+def _grant_metnos(r: _Render, cap: Capability) -> None:
     path = r.host["resources"].get(cap.target)
     if path is None:
         r.refuse("metnos_resource_unknown", "%s: unknown resource %s; known: %s (R-CAP-METNOS)"
                  % (cap.text, D.excerpt(cap.target), ", ".join(sorted(r.host["resources"]))), capability=cap.text)
         return
-    mode = "ro" if cap.mode == "read" else "rw"
-    real = r.judge_host("resources." + cap.target, path, mode, configured=True)
-    if real is None:
-        return
-    if os.path.exists(real):
-        r.mounts.add(mode, real, path, "R-CAP-METNOS", "capability:" + cap.text)
-    else:
-        r.skip("%s: %s does not exist; not mounted" % (cap.text, path))
+    _mount_configured(r, cap, "resources.%s" % cap.target, path, _mode(cap), "R-CAP-METNOS")
 
 
-def _grant_index(r, cap):
+def _grant_index(r: _Render, cap: Capability) -> None:
     path = r.host["indexes"].get(cap.target)
     if path is None:
         r.skip("%s: unknown index %s grants nothing (R-CAP-INDEX)" % (cap.text, D.excerpt(cap.target)),
                capability=cap.text)
         return
-    real = r.judge_host("indexes." + cap.target, path, "ro", configured=True)
-    if real is None:
-        return
-    if os.path.exists(real):
-        r.mounts.add("ro", real, path, "R-CAP-INDEX", "capability:" + cap.text)
-    else:
-        r.skip("%s: %s does not exist; not mounted" % (cap.text, path))
+    _mount_configured(r, cap, "indexes.%s" % cap.target, path, "ro", "R-CAP-INDEX")
 
 
-def _grant_sys(r, cap):
-    key = "systemd_read_paths" if cap.kind == "systemd" else "system_read_paths"
+def _sys_key(cap: Capability) -> str:
+    return "systemd_read_paths" if cap.kind == Kind.SYSTEMD else "system_read_paths"
+
+
+def _grant_sys(r: _Render, cap: Capability) -> None:
+    key = _sys_key(cap)
     for i, path in enumerate(r.host[key]):
         real = r.judge_host("%s[%d]" % (key, i), path, "ro", configured=True)
         if real is not None and os.path.exists(real):
             r.mounts.add("ro", real, path, "R-CAP-SYS", "capability:" + cap.text)
 
 
-def _grant_provider(r, cap):
-    path = os.path.join(r.host["integrations_dir"], cap.target)
-    real = r.judge_host("integrations_dir", path, "rw", container=r.host["integrations_dir"],
-                        grant="integrations_dir")
+def _mount_entry(r: _Render, key: str, entry: str, rule: str, source: str) -> Optional[bool]:
+    """An entry of a reserved folder (``key``: integrations, dialog, undo) granted writable by its own
+    capability: it must resolve to its own entry, and exist as a folder. None when refused, False
+    when missing (the caller says what), True when mounted."""
+    path = os.path.join(r.host[key], entry)
+    real = r.judge_host(key, path, "rw", container=r.host[key], grant=key)
     if real is None:
-        return
-    if os.path.isdir(real):
-        r.mounts.add("rw", real, path, "R-CAP-PROVIDER", "capability:" + cap.text)
-    else:
-        r.skip("%s: integration folder %s does not exist; not mounted" % (cap.text, path))
+        return None
+    if not os.path.isdir(real):
+        return False
+    r.mounts.add("rw", real, path, rule, source)
+    return True
 
 
-def _grant_mail(r, cap):
+def _grant_provider(r: _Render, cap: Capability) -> None:
+    assert cap.target is not None
+    if _mount_entry(r, "integrations_dir", cap.target, "R-CAP-PROVIDER", "capability:" + cap.text) is False:
+        r.skip("%s: integration folder %s does not exist; not mounted"
+               % (cap.text, os.path.join(r.host["integrations_dir"], cap.target)))
+
+
+def _grant_mail(r: _Render, cap: Capability) -> None:
+    assert cap.target is not None
     files = _mail_files(r.host, cap.target)
     explicit = cap.target in r.host["mail_accounts"]
     store = r.host["mail_credentials_dir"]
@@ -822,50 +984,102 @@ def _grant_mail(r, cap):
                % (cap.text, D.excerpt(cap.target)))
 
 
-def _grant_dialog(r, cap):
+def _grant_dialog(r: _Render, cap: Capability) -> None:
     sender = r.invocation.get("sender")
     if not _component(sender):
         r.skip("dialog.user_input: no authenticated sender (or an invalid one: %s) in the invocation; nothing "
                "mounted (R-CAP-DIALOG)" % D.excerpt(sender))
         return
-    path = os.path.join(r.host["dialog_dir"], sender)
-    real = r.judge_host("dialog_dir", path, "rw", container=r.host["dialog_dir"], grant="dialog_dir")
-    if real is None:
-        return
-    if os.path.isdir(real):
-        r.mounts.add("rw", real, path, "R-CAP-DIALOG", "capability:dialog.user_input (sender %s)" % sender)
-    else:
-        r.skip("dialog.user_input: %s does not exist; not mounted" % path)
+    if _mount_entry(r, "dialog_dir", sender, "R-CAP-DIALOG",
+                    "capability:dialog.user_input (sender %s)" % sender) is False:
+        r.skip("dialog.user_input: %s does not exist; not mounted" % os.path.join(r.host["dialog_dir"], sender))
 
 
-def _grant_undo(r):
+def _grant_undo(r: _Render) -> None:
     turn = r.invocation.get("turn_id")
     if not _component(turn):
         r.skip("inverse model declared but the turn (turn_id=%s) is missing or invalid; nothing mounted "
                "(R-CAP-UNDO)" % D.excerpt(turn))
         return
-    path = os.path.join(r.host["undo_root"], turn)
-    real = r.judge_host("undo_root", path, "rw", container=r.host["undo_root"], grant="undo_root")
-    if real is None:
-        return
-    if os.path.isdir(real):
-        r.mounts.add("rw", real, path, "R-CAP-UNDO", "manifest inverse model %s (turn %s)"
-                     % (r.manifest.inverse["model"], turn))
-    else:
-        r.skip("inverse model declared but the turn folder %s is missing; nothing mounted (R-CAP-UNDO)" % path)
+    assert r.manifest.inverse is not None
+    if _mount_entry(r, "undo_root", turn, "R-CAP-UNDO", "manifest inverse model %s (turn %s)"
+                    % (r.manifest.inverse["model"], turn)) is False:
+        r.skip("inverse model declared but the turn folder %s is missing; nothing mounted (R-CAP-UNDO)"
+               % os.path.join(r.host["undo_root"], turn))
 
 
-_GRANTERS = {"fs": _grant_fs, "metnos": _grant_metnos, "index": _grant_index, "systemd": _grant_sys,
-             "system": _grant_sys, "provider": _grant_provider, "skill": _grant_provider, "mail": _grant_mail,
-             "dialog": _grant_dialog}
+# ---- what each grant may reach, from the declarations alone (for the final check, not the renderer)
+
+class _Declaring(NamedTuple):
+    manifest: Manifest
+    host: HostContext
+    invocation: Invocation
 
 
-def _component(value):
+def _roots_fs(d: _Declaring, cap: Capability) -> List[str]:
+    scopes = d.manifest.arguments[cap.arg]["within"] if cap.arg is not None else [cap.target or ""]
+    return [_realpath(glob_root(s)) for s in scopes]
+
+
+def _roots_metnos(d: _Declaring, cap: Capability) -> List[str]:
+    known = d.host["resources"]
+    return [d.host.real(known[cap.target])] if cap.target in known else []
+
+
+def _roots_index(d: _Declaring, cap: Capability) -> List[str]:
+    known = d.host["indexes"]
+    return [d.host.real(known[cap.target])] if cap.target in known else []
+
+
+def _roots_sys(d: _Declaring, cap: Capability) -> List[str]:
+    return [d.host.real(p) for p in d.host[_sys_key(cap)]]
+
+
+def _roots_provider(d: _Declaring, cap: Capability) -> List[str]:
+    return [_realpath(os.path.join(d.host["integrations_dir"], cap.target or ""))]
+
+
+def _roots_mail(d: _Declaring, cap: Capability) -> List[str]:
+    account = cap.target or ""
+    return [_realpath(p) for p in d.host["mail_accounts"].get(account, []) + _mail_files(d.host, account)]
+
+
+def _roots_dialog(d: _Declaring, cap: Capability) -> List[str]:
+    sender = d.invocation.get("sender")
+    return [_realpath(os.path.join(d.host["dialog_dir"], sender))] if _component(sender) else []
+
+
+class Granter(NamedTuple):
+    """What one capability kind grants: ``grant`` adds its mounts to a render (judging every path);
+    ``roots`` says, from the declarations alone, the resolved roots it may reach (the final check
+    compares the rendered argv with them); ``entry``: those roots are entries of a reserved folder
+    (integrations, credentials, dialog), reachable only through this grant."""
+    grant: Callable[[_Render, Capability], None]
+    roots: Callable[[_Declaring, Capability], List[str]]
+    entry: bool = False
+
+
+# One table, keyed by the manifest grammar's kinds. Kind.NETWORK grants no mount (only the host network,
+# see Capability.needs_network); Kind.UNDO is the pinned broker's, decided before any grant (_undo_decision).
+_GRANTERS: Dict[str, Granter] = {
+    Kind.FS: Granter(_grant_fs, _roots_fs),
+    Kind.METNOS: Granter(_grant_metnos, _roots_metnos),
+    Kind.INDEX: Granter(_grant_index, _roots_index),
+    Kind.SYSTEMD: Granter(_grant_sys, _roots_sys),
+    Kind.SYSTEM: Granter(_grant_sys, _roots_sys),
+    Kind.PROVIDER: Granter(_grant_provider, _roots_provider, entry=True),
+    Kind.SKILL: Granter(_grant_provider, _roots_provider, entry=True),
+    Kind.MAIL: Granter(_grant_mail, _roots_mail, entry=True),
+    Kind.DIALOG: Granter(_grant_dialog, _roots_dialog, entry=True),
+}
+
+
+def _component(value: Any) -> TypeGuard[str]:
     """A single path component from the invocation (sender, turn): matched whole by a grammar."""
     return isinstance(value, str) and _COMPONENT.fullmatch(value) is not None
 
 
-def check_invocation(invocation):
+def check_invocation(invocation: Any) -> List[Diag]:
     """The invocation is data too: a mapping of arguments/turn_id/sender, bounded. Returns diagnostics."""
     if invocation is None:
         return []
@@ -884,7 +1098,18 @@ def check_invocation(invocation):
 
 # ------------------------------------------------------------------ R-FAIL-2: the pinned undo broker
 
-def executor_digest(directory, files):
+class Digest(NamedTuple):
+    """executor_digest's answer: the digest, or None and the problem."""
+    digest: Optional[str]
+    problem: Optional[str]
+
+
+class _Read(NamedTuple):
+    data: Optional[bytes]
+    problem: Optional[str]
+
+
+def executor_digest(directory: str, files: Sequence[str]) -> Digest:
     """sha256 over the executor's files as they are on disk (docs/profile-invariants.md):
     for each listed file in sorted order: name, NUL, size in decimal, NUL, content.
 
@@ -897,33 +1122,33 @@ def executor_digest(directory, files):
     try:
         root_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        return None, "cannot open %s: %s" % (directory, exc.strerror)
+        return Digest(None, "cannot open %s: %s" % (directory, exc.strerror))
     try:
         listed = set(files)
         present = _listing(root_fd, "")
         if present is None:
-            return None, "the folder holds more than %d entries" % MAX_UNDO_ENTRIES
+            return Digest(None, "the folder holds more than %d entries" % MAX_UNDO_ENTRIES)
         unlisted = sorted(p for p, kind in present if kind != "dir" and p not in listed)
         if unlisted:
-            return None, "%s holds entries that are not listed: %s" % (directory, D.excerpt(unlisted))
+            return Digest(None, "%s holds entries that are not listed: %s" % (directory, D.excerpt(unlisted)))
         for name in sorted(files):
             data, problem = _read_beneath(root_fd, name)
-            if problem:
-                return None, "%s: %s" % (name, problem)
+            if problem or data is None:
+                return Digest(None, "%s: %s" % (name, problem))
             total += len(data)
             if total > MAX_UNDO_TOTAL_BYTES:
-                return None, "the files are larger than %d bytes in total" % MAX_UNDO_TOTAL_BYTES
+                return Digest(None, "the files are larger than %d bytes in total" % MAX_UNDO_TOTAL_BYTES)
             hasher.update(name.encode("utf-8") + b"\0" + str(len(data)).encode("ascii") + b"\0")
             hasher.update(data)
     finally:
         os.close(root_fd)
-    return "sha256:" + hasher.hexdigest(), None
+    return Digest("sha256:" + hasher.hexdigest(), None)
 
 
-def _listing(dir_fd, prefix, budget=None):
+def _listing(dir_fd: int, prefix: str, budget: Optional[List[int]] = None) -> Optional[List[Tuple[str, str]]]:
     """(relative path, kind) of every entry below dir_fd, without following symlinks; None if too many."""
     budget = budget if budget is not None else [MAX_UNDO_ENTRIES]
-    out = []
+    out: List[Tuple[str, str]] = []
     try:
         names = sorted(os.listdir(dir_fd))
     except OSError:
@@ -952,7 +1177,7 @@ def _listing(dir_fd, prefix, budget=None):
     return out
 
 
-def _read_beneath(root_fd, name):
+def _read_beneath(root_fd: int, name: str) -> _Read:
     parts = name.split("/")
     fds = []
     try:
@@ -964,9 +1189,9 @@ def _read_beneath(root_fd, name):
         fds.append(fd)
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            return None, "not a regular file"
+            return _Read(None, "not a regular file")
         if info.st_size > MAX_UNDO_FILE_BYTES:
-            return None, "larger than %d bytes" % MAX_UNDO_FILE_BYTES
+            return _Read(None, "larger than %d bytes" % MAX_UNDO_FILE_BYTES)
         chunks, size = [], 0
         while size <= MAX_UNDO_FILE_BYTES:
             chunk = os.read(fd, min(1 << 20, MAX_UNDO_FILE_BYTES + 1 - size))
@@ -975,16 +1200,16 @@ def _read_beneath(root_fd, name):
             chunks.append(chunk)
             size += len(chunk)
         if size > MAX_UNDO_FILE_BYTES:
-            return None, "larger than %d bytes" % MAX_UNDO_FILE_BYTES
-        return b"".join(chunks), None
+            return _Read(None, "larger than %d bytes" % MAX_UNDO_FILE_BYTES)
+        return _Read(b"".join(chunks), None)
     except OSError as exc:
-        return None, "missing, a symlink or unreadable (%s)" % exc.strerror
+        return _Read(None, "missing, a symlink or unreadable (%s)" % exc.strerror)
     finally:
         for fd in fds:
             os.close(fd)
 
 
-def _undo_decision(manifest, host, own_dir, command):
+def _undo_decision(manifest: Manifest, host: HostContext, own_dir: str, command: List[str]) -> Result:
     """R-FAIL-2 / R-SEC-5: the byte-pinned broker runs direct only if everything matches."""
     pinned = host["undo_exception"]
     if manifest.name != UNDO_NAME:
@@ -1005,7 +1230,7 @@ def _undo_decision(manifest, host, own_dir, command):
                     "files": sorted(manifest.files) if manifest.files is not None else None,
                     "digest": manifest.digest, "entrypoint": manifest.entrypoint or UNDO_ENTRYPOINT}
             want = {"name": pinned["name"], "origin": pinned["origin"], "owner": pinned["owner"],
-                    "revision": str(pinned["revision"]), "capabilities": sorted(caps),
+                    "revision": str(pinned["revision"]), "capabilities": sorted(caps or []),
                     "files": sorted(pinned["files"]), "digest": pinned["digest"],
                     # what runs unsandboxed is part of the exception: another listed file is not the broker
                     "entrypoint": pinned.get("entrypoint") or UNDO_ENTRYPOINT}
@@ -1033,7 +1258,9 @@ def _undo_decision(manifest, host, own_dir, command):
 
 # ------------------------------------------------------------------ render
 
-def render(manifest, host, invocation=None, status=None, command=None, bwrap_path=None):
+def render(manifest: Manifest, host: HostContext, invocation: Optional[Invocation] = None,
+           status: Optional[Dict[str, Any]] = None, command: Optional[List[str]] = None,
+           bwrap_path: Optional[str] = None) -> Result:
     """Render one invocation of a validated Manifest. Never raises for bad input: refusals come
     back as diagnostics. ``status`` is the status() quartet of the host/service (None: assume active).
     Faces call ``render_safe`` (which also loads and validates any manifest source)."""
@@ -1044,7 +1271,8 @@ def render(manifest, host, invocation=None, status=None, command=None, bwrap_pat
         _caches_clear()
 
 
-def _render(manifest, host, invocation, status, command, bwrap_path):
+def _render(manifest: Manifest, host: HostContext, invocation: Optional[Invocation],
+            status: Optional[Dict[str, Any]], command: Optional[List[str]], bwrap_path: Optional[str]) -> Result:
     problems = check_invocation(invocation)
     if problems:
         return refused(manifest.name, problems)
@@ -1056,29 +1284,11 @@ def _render(manifest, host, invocation, status, command, bwrap_path):
     if command is None:
         command = [host["python_executable"], os.path.join(own_dir, manifest.entrypoint or "main.py")]
 
-    if name == UNDO_NAME or any(c.kind == "undo" for c in manifest.capabilities):
+    if name == UNDO_NAME or any(c.kind == Kind.UNDO for c in manifest.capabilities):
         return _undo_decision(manifest, host, own_dir, command)
 
     r = _Render(manifest, host, invocation, own_dir)
-    base = host.base()
-    r.diags.extend(host.base_refusals())
-    r.mounts = _Mounts()
-    for entry in base:
-        r.mounts.add(*entry)
-    own_real = _own_folder(r)
-    net_because = []
-    for cap in manifest.capabilities:
-        if cap.needs_network():
-            net_because.append(cap.text)
-        granter = _GRANTERS.get(cap.kind)
-        if granter is not None:
-            granter(r, cap)
-    if manifest.inverse is not None:
-        _grant_undo(r)
-    for dest, first, second, source in r.mounts.conflicts:
-        r.refuse("profile_invariant_violated", "%s would be mounted from two sources (%s and %s, by %s)"
-                 % (dest, first, second, source))
-
+    own_real = _grant_all(r)
     diags = r.diags
     if any(d["severity"] == D.ERROR for d in diags):
         return refused(name, diags)           # scope checks come before the bwrap check (spec §5.4)
@@ -1087,14 +1297,7 @@ def _render(manifest, host, invocation, status, command, bwrap_path):
         diags.append(_diag("executor_os_sandbox_unavailable", "%s refused: %s (R-FAIL-1)" % (name, why)))
         return refused(name, diags)
 
-    flags = [{"flag": f, "rule": "R-BASE-6", "source": "base"} for f in BASE_FLAGS]
-    if net_because:
-        network = {"host": True, "rule": "R-NET-1", "because": net_because}
-    else:
-        network = {"host": False, "rule": "R-BASE-7", "because": []}
-        flags.append({"flag": "--unshare-net", "rule": "R-BASE-7", "source": "base (no network capability)"})
-    flags.append({"flag": "--die-with-parent", "rule": "R-BASE-6", "source": "base"})
-
+    flags, network = _namespaces(manifest)
     ordered = r.mounts.ordered()
     argv = [status.get("bwrap_path") or bwrap_path or "bwrap"] + [f["flag"] for f in flags]
     for entry in ordered:
@@ -1114,7 +1317,46 @@ def _render(manifest, host, invocation, status, command, bwrap_path):
     }
 
 
-def _own_folder(r):
+def _grant_all(r: _Render) -> Optional[str]:
+    """The base mounts, the executor's own folder, every capability's grant through its kind's
+    granter, and the undo turn. Returns the own folder resolved (None when not mounted)."""
+    r.diags.extend(r.host.base_refusals())
+    for entry in r.host.base():
+        r.mounts.add(*entry)
+    own_real = _own_folder(r)
+    for cap in r.manifest.capabilities:
+        granter = _GRANTERS.get(cap.kind)
+        if granter is not None:
+            granter.grant(r, cap)
+    if r.manifest.inverse is not None:
+        _grant_undo(r)
+    for conflict in r.mounts.conflicts:
+        r.refuse("profile_invariant_violated", "%s would be mounted from two sources (%s and %s, by %s)"
+                 % conflict)
+    return own_real
+
+
+class _Namespaces(NamedTuple):
+    flags: List[Dict[str, str]]       # public: the ``namespaces`` of a result
+    network: Dict[str, Any]           # public: the ``network`` decision of a result
+
+
+def _namespaces(manifest: Manifest) -> _Namespaces:
+    """The namespace flags (R-BASE-6) and the network decision: the host network only when a
+    capability needs it (R-NET-1), else --unshare-net (R-BASE-7)."""
+    net_because = [cap.text for cap in manifest.capabilities if cap.needs_network()]
+    flags = [{"flag": f, "rule": "R-BASE-6", "source": "base"} for f in BASE_FLAGS]
+    network: Dict[str, Any]
+    if net_because:
+        network = {"host": True, "rule": "R-NET-1", "because": net_because}
+    else:
+        network = {"host": False, "rule": "R-BASE-7", "because": []}
+        flags.append({"flag": "--unshare-net", "rule": "R-BASE-7", "source": "base (no network capability)"})
+    flags.append({"flag": "--die-with-parent", "rule": "R-BASE-6", "source": "base"})
+    return _Namespaces(flags, network)
+
+
+def _own_folder(r: _Render) -> Optional[str]:
     """R-BASE-4: the executor's own folder, read-only, resolved; it must stay in the executors folder."""
     own = r.own
     key = "executor_dir" if r.host["executor_dir"] else "executors_dir"
@@ -1123,8 +1365,9 @@ def _own_folder(r):
         return None
     real = _realpath(own)
     if not r.host["executor_dir"] and os.path.join(r.host.real(r.host["executors_dir"]), os.path.basename(own)) != real:
-        r.diags.append(host_refusal(key, own, ("leave", "the executor's folder resolves to %s through a symlink, not "
-                                                        "to its own folder in %s" % (real, r.host["executors_dir"]))))
+        r.diags.append(host_refusal(key, own, Problem("leave", "the executor's folder resolves to %s through a "
+                                                               "symlink, not to its own folder in %s"
+                                                               % (real, r.host["executors_dir"]))))
         return None
     for form in (own, real):
         problem = r.host.judge(form, "ro", own=form)
@@ -1135,18 +1378,19 @@ def _own_folder(r):
     return real
 
 
-def _mount_args(entry):
-    kind = entry["kind"]
-    if kind == "ro":
-        return ["--ro-bind", entry["src"], entry["dest"]]
-    if kind == "rw":
-        return ["--bind", entry["src"], entry["dest"]]
-    if kind == "symlink":
-        return ["--symlink", entry["src"], entry["dest"]]
-    return ["--" + kind, entry["dest"]]
+def _mount_args(entry: MountEntry) -> List[str]:
+    kind, src = entry["kind"], entry["src"]
+    if src is not None:                                 # binds and symlinks name their source
+        if kind == "ro":
+            return ["--ro-bind", src, entry["dest"]]
+        if kind == "rw":
+            return ["--bind", src, entry["dest"]]
+        if kind == "symlink":
+            return ["--symlink", src, entry["dest"]]
+    return ["--" + kind, entry["dest"]]                 # proc, dev, tmpfs
 
 
-def _mail_files(host, account):
+def _mail_files(host: HostContext, account: str) -> List[str]:
     """The credential files of exactly one account: the explicit host mapping, or the files named
     ``<account>.<ext>`` directly in the credential store (ext: 1-16 letters/digits). A file name
     minus its last extension is its account, so 'bob' never reaches 'bob.old.json'."""
@@ -1169,72 +1413,93 @@ _ARITY = {"--unshare-user": 0, "--unshare-ipc": 0, "--unshare-uts": 0, "--unshar
 _SINGLE = {"--proc": "/proc", "--dev": "/dev", "--tmpfs": "/tmp"}
 
 
-def _declared(manifest, host, invocation, own_dir):
-    """What the declarations allow, computed from the manifest, host and invocation alone (not from
-    the renderer's decisions): resolved roots that may be written, and that may be read."""
-    real = _realpath
-    write, read = [], []
+class _Allowed(NamedTuple):
+    """What the declarations allow (computed from the manifest, host and invocation alone, not from
+    the renderer's decisions): resolved roots that may be written, that may be read (with the base),
+    the reserved folders' entries the capabilities name (their own grant), and the admin's read
+    channels (sockets the systemd/system read paths may name)."""
+    write: PA.Roots
+    any: PA.Roots
+    grants: Set[str]
+    channels: FrozenSet[str]
+
+
+def _allowed(manifest: Manifest, host: HostContext, invocation: Invocation, own_dir: str) -> _Allowed:
+    d = _Declaring(manifest, host, invocation)
+    write: List[str] = []
+    read: List[str] = []
+    grants: Set[str] = set()
     for cap in manifest.capabilities:
-        target = write if cap.mode in ("write", "create", "access") else read
-        if cap.kind == "fs":
-            scopes = manifest.arguments[cap.arg]["within"] if cap.arg is not None else [cap.target]
-            target += [real(glob_root(s)) for s in scopes]
-        elif cap.kind == "metnos" and cap.target in host["resources"]:
-            target.append(host.real(host["resources"][cap.target]))
-        elif cap.kind == "index" and cap.target in host["indexes"]:
-            read.append(host.real(host["indexes"][cap.target]))
-        elif cap.kind in ("systemd", "system"):
-            read += [host.real(p) for p in host["systemd_read_paths" if cap.kind == "systemd"
-                                                else "system_read_paths"]]
-        elif cap.kind in ("provider", "skill"):
-            write.append(real(os.path.join(host["integrations_dir"], cap.target)))
-        elif cap.kind == "mail":
-            read += [real(p) for p in host["mail_accounts"].get(cap.target, [])]
-            read += [real(p) for p in _mail_files(host, cap.target)]
-        elif cap.kind == "dialog" and _component(invocation.get("sender")):
-            write.append(real(os.path.join(host["dialog_dir"], invocation["sender"])))
+        granter = _GRANTERS.get(cap.kind)
+        if granter is None:
+            continue
+        roots = granter.roots(d, cap)
+        (write if cap.writes() else read).extend(roots)
+        if granter.entry:
+            grants.update(roots)
     if manifest.inverse is not None and _component(invocation.get("turn_id")):
-        write.append(real(os.path.join(host["undo_root"], invocation["turn_id"])))
-    read.append(real(own_dir))
-    return write, read
+        turn = _realpath(os.path.join(host["undo_root"], invocation["turn_id"]))
+        write.append(turn)
+        grants.add(turn)
+    read.append(_realpath(own_dir))
+    return _Allowed(write=PA.Roots(write), any=PA.Roots(write + read + list(host.base_index().ro)),
+                    grants=grants, channels=frozenset(host.real(p) for p in host["systemd_read_paths"]
+                                                      + host["system_read_paths"]))
 
 
-def _container_grants(manifest, host, invocation):
-    """The entries of reserved folders the capabilities name (their own grant), resolved."""
-    out = set()
-    for cap in manifest.capabilities:
-        if cap.kind in ("provider", "skill"):
-            out.add(_realpath(os.path.join(host["integrations_dir"], cap.target)))
-        elif cap.kind == "mail":
-            out.update(_realpath(p) for p in host["mail_accounts"].get(cap.target, []) + _mail_files(host, cap.target))
-        elif cap.kind == "dialog" and _component(invocation.get("sender")):
-            out.add(_realpath(os.path.join(host["dialog_dir"], invocation["sender"])))
-    if manifest.inverse is not None and _component(invocation.get("turn_id")):
-        out.add(_realpath(os.path.join(host["undo_root"], invocation["turn_id"])))
-    return out
+class _Bind(NamedTuple):
+    opt: str          # --ro-bind or --bind
+    src: str
+    dest: str
 
 
-def _base_index(host):
-    """The base mounts of a context as the final check compares them (cached per context)."""
-    cached = getattr(host, "_base_index", None)
-    if cached is None:
-        base = host.base()
-        cached = host._base_index = {
-            "ro": frozenset(e[1] for e in base if e[0] == "ro"),
-            "symlinks": frozenset((e[1], e[2]) for e in base if e[0] == "symlink"),
-        }
-    return cached
+class _Argv(NamedTuple):
+    """A rendered argv read back: the flags, the binds (option, source, destination), every mount
+    destination in order, and what is already wrong with it (``stop``: an option that ends the
+    reading, the only violation then reported)."""
+    flags: List[str]
+    binds: List[_Bind]
+    order: List[str]
+    problems: List[str]
+    stop: Optional[str] = None
 
 
-def _prefixes(roots):
-    return frozenset(roots), tuple(r.rstrip("/") + "/" for r in roots)
+def _read_argv(argv: List[str], sep: int, base: _BaseIndex) -> _Argv:
+    """The options before '--', each with its arity; an unknown option ends the reading (c)."""
+    out: List[str] = []
+    binds: List[_Bind] = []
+    order: List[str] = []
+    flags: List[str] = []
+    seen: Set[str] = set()
+    i = 1
+    arity_of = _ARITY.get
+    while i < sep:
+        opt = argv[i]
+        arity = arity_of(opt)
+        if arity is None or i + arity >= sep:
+            return _Argv(flags, binds, order, out, stop="unexpected option %s (c)" % D.excerpt(opt))
+        if arity == 0:
+            flags.append(opt)
+        elif arity == 2:
+            src, dest = argv[i + 1], argv[i + 2]
+            order.append(dest)
+            if opt == "--symlink":
+                if (src, dest) not in base.symlinks:
+                    out.append("--symlink %s %s is not a base symlink (c)" % (src, dest))
+            else:
+                binds.append(_Bind(opt, src, dest))
+        elif opt != "--chdir":
+            where = argv[i + 1]
+            if where != _SINGLE[opt] or opt in seen:
+                out.append("%s %s is not the profile's own single %s (c)" % (opt, where, _SINGLE[opt]))
+            seen.add(opt)
+            order.append(where)
+        i += 1 + arity
+    return _Argv(flags, binds, order, out)
 
 
-def _within(path, prefixes):
-    return path in prefixes[0] or path.startswith(prefixes[1])
-
-
-def check_invariants(argv, manifest, host, invocation, own_dir):
+def check_invariants(argv: List[str], manifest: Manifest, host: HostContext, invocation: Invocation,
+                     own_dir: str) -> List[str]:
     """Invariants (a)-(d) of docs/profile-invariants.md over a rendered argv. Returns violations.
 
     (a) every writable bind's source is resolved and inside a declared, resolved scope; every
@@ -1246,90 +1511,75 @@ def check_invariants(argv, manifest, host, invocation, own_dir):
         capability needs the network, /proc, /dev and /tmp once at their place, the base
         symlinks, no devices, nothing below /proc or /dev;
     (d) mounts in canonical order (parents first, then by path), so equal inputs give equal argv."""
-    out = []
     try:
         sep = argv.index("--")
     except ValueError:
         return ["no '--' before the command"]
     if M.has_control(" ".join(argv)):
         return ["an argv element contains control characters"]
-    base = _base_index(host)
-    i, binds, order, flags, seen = 1, [], [], [], {}
-    arity_of = _ARITY.get
-    while i < sep:
-        opt = argv[i]
-        arity = arity_of(opt)
-        if arity is None or i + arity >= sep:
-            return ["unexpected option %s (c)" % D.excerpt(opt)]
-        if arity == 0:
-            flags.append(opt)
-        elif arity == 2:
-            src, dest = argv[i + 1], argv[i + 2]
-            order.append(dest)
-            if opt == "--symlink":
-                if (src, dest) not in base["symlinks"]:
-                    out.append("--symlink %s %s is not a base symlink (c)" % (src, dest))
-            else:
-                binds.append((opt, src, dest))
-        elif opt != "--chdir":
-            where = argv[i + 1]
-            if where != _SINGLE[opt] or opt in seen:
-                out.append("%s %s is not the profile's own single %s (c)" % (opt, where, _SINGLE[opt]))
-            seen[opt] = True
-            order.append(where)
-        i += 1 + arity
+    base = host.base_index()
+    read = _read_argv(argv, sep, base)
+    if read.stop is not None:
+        return [read.stop]
+    out = read.problems
     needs_net = any(c.needs_network() for c in manifest.capabilities)
     want = list(BASE_FLAGS) + ([] if needs_net else ["--unshare-net"]) + ["--die-with-parent"]
-    if flags != want:
-        out.append("flags %s, the rules give %s (c)" % (" ".join(flags), " ".join(want)))
-    keys = [(d.count("/"), d) for d in order]
+    if read.flags != want:
+        out.append("flags %s, the rules give %s (c)" % (" ".join(read.flags), " ".join(want)))
+    keys = [(d.count("/"), d) for d in read.order]
     if keys != sorted(keys):
         out.append("mounts are not in canonical order (d)")
     trees = host.trees()
-    allowed = None
-    for opt, src, dest in binds:
-        if trees["forbidden"].under(src) or trees["forbidden"].under(dest):
+    allowed: Optional[_Allowed] = None
+    for opt, src, dest in read.binds:
+        if trees.forbidden.under(src) or trees.forbidden.under(dest):
             out.append("%s %s %s reaches /proc or /dev (c)" % (opt, src, dest))
-        if opt == "--ro-bind" and (src in base["ro"] or (src == _realpath(own_dir) and dest == own_dir)):
+        if opt == "--ro-bind" and (src in base.ro or (src == _realpath(own_dir) and dest == own_dir)):
             continue
         if allowed is None:
-            write, read = _declared(manifest, host, invocation, own_dir)
-            allowed = {"write": _prefixes(write), "any": _prefixes(write + read + list(base["ro"])),
-                       "grants": _container_grants(manifest, host, invocation),
-                       "channels": frozenset(host.real(p) for p in host["systemd_read_paths"]
-                                             + host["system_read_paths"])}
-        kind = _file_type(src)
-        if kind in _SPECIAL and not (opt == "--ro-bind" and src in allowed["channels"]):
-            out.append("%s %s %s is %s (c)" % (opt, src, dest, _SPECIAL[kind].split(":")[0]))
-        for path in (src, _realpath(src)):
-            if host.broad(path):
-                out.append("%s %s %s exposes the shared tree %s (a)" % (opt, src, dest, path))
-            if trees["reserved"].related(path) and path not in allowed["grants"] and not (
-                    opt == "--ro-bind" and PA.under(path, _realpath(own_dir))):
-                out.append("%s %s %s reaches a reserved tree outside its own grant (a)" % (opt, src, dest))
-        if opt == "--ro-bind":
-            if not _within(src, allowed["any"]):
-                out.append("--ro-bind %s is outside the base and every declared scope (a)" % src)
-            continue
-        if _realpath(src) != src:
-            out.append("--bind %s is not a resolved path (a)" % src)
-        if kind == "linked file":
-            out.append("--bind %s is a file with several names (hard links): writing it writes them all (b)" % src)
-        if not _within(src, allowed["write"]):
-            out.append("--bind %s is outside every declared writable scope (a)" % src)
-        own = (own_dir, _realpath(own_dir))
-        for path in (src, dest):
-            hits = trees["readonly"].which(path) if trees["readonly"].related(path) else []
-            hits += [("the executor's own folder", o) for o in own if PA.related(path, o)]
-            if hits:
-                out.append("--bind %s %s is at, below or above the read-only %s %s (b)" % (src, dest, hits[0][0],
-                                                                                         hits[0][1]))
+            allowed = _allowed(manifest, host, invocation, own_dir)
+        out += _check_bind(opt, src, dest, host, trees, allowed, own_dir)
+    return out
+
+
+def _check_bind(opt: str, src: str, dest: str, host: HostContext, trees: _Trees, allowed: _Allowed,
+                own_dir: str) -> List[str]:
+    """Invariants (a)-(c) of one bind that is not a base mount."""
+    out = []
+    kind = _file_type(src)
+    if kind in _SPECIAL and not (opt == "--ro-bind" and src in allowed.channels):
+        out.append("%s %s %s is %s (c)" % (opt, src, dest, _SPECIAL[kind].split(":")[0]))
+    for path in (src, _realpath(src)):
+        if host.broad(path):
+            out.append("%s %s %s exposes the shared tree %s (a)" % (opt, src, dest, path))
+        if trees.reserved.related(path) and path not in allowed.grants and not (
+                opt == "--ro-bind" and PA.under(path, _realpath(own_dir))):
+            out.append("%s %s %s reaches a reserved tree outside its own grant (a)" % (opt, src, dest))
+    if opt == "--ro-bind":
+        if not allowed.any.under(src):
+            out.append("--ro-bind %s is outside the base and every declared scope (a)" % src)
+        return out
+    if _realpath(src) != src:
+        out.append("--bind %s is not a resolved path (a)" % src)
+    if kind == "linked file":
+        out.append("--bind %s is a file with several names (hard links): writing it writes them all (b)" % src)
+    if not allowed.write.under(src):
+        out.append("--bind %s is outside every declared writable scope (a)" % src)
+    own = (own_dir, _realpath(own_dir))
+    for path in (src, dest):
+        hits = trees.readonly.which(path) if trees.readonly.related(path) else []
+        hits += [Labelled("the executor's own folder", o) for o in own if PA.related(path, o)]
+        if hits:
+            out.append("--bind %s %s is at, below or above the read-only %s %s (b)" % (src, dest, hits[0].label,
+                                                                                     hits[0].root))
     return out
 
 
 # ------------------------------------------------------------------ the one entry every face calls
 
-def render_safe(manifest_source, host, invocation=None, status=None, command=None, preview=False):
+def render_safe(manifest_source: Any, host: HostContext, invocation: Optional[Invocation] = None,
+                status: Optional[Dict[str, Any]] = None, command: Optional[List[str]] = None,
+                preview: bool = False) -> Result:
     """coerce -> validate -> render -> final check, for any manifest source (a Manifest, a
     manifest.FileSource, bytes or text, or decoded data). Refusals are results, never exceptions.
 

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import stat
+from typing import Any, Callable, Dict, List, NamedTuple, Optional
 
 from . import diagnostics as D
 from . import files
@@ -27,14 +28,27 @@ class StoreError(Exception):
     """A profile cannot be written; the message names the path."""
 
 
-def paths(dest, executor):
+class Paths(NamedTuple):
+    """The two files of one executor's profile."""
+    args: str
+    json: str
+
+
+class Documents(NamedTuple):
+    """A profile as it is written: the .args text, the .json text, and the document."""
+    args: str
+    json: str
+    doc: Dict[str, Any]
+
+
+def paths(dest: str, executor: Any) -> Paths:
     if not isinstance(executor, str) or not _EXECUTOR.fullmatch(executor):
         raise StoreError("%s is not an executor name usable as a file name" % D.excerpt(executor))
     base = os.path.join(dest, executor)
-    return base + ".args", base + ".json"
+    return Paths(base + ".args", base + ".json")
 
 
-def documents(result):
+def documents(result: Dict[str, Any]) -> Documents:
     """A rendered (not refused) profile -> (args text, json text, the document)."""
     argv = result["argv"]
     if any("\n" in a or "\0" in a for a in argv):
@@ -42,10 +56,10 @@ def documents(result):
     doc = dict((k, result[k]) for k in DOC_KEYS if k in result)
     doc["diagnostics"] = [dict((k, d[k]) for k in ("code", "severity", "rule", "message"))
                           for d in result["diagnostics"]]
-    return "\n".join(argv) + "\n", json.dumps(doc, indent=2, sort_keys=True) + "\n", doc
+    return Documents("\n".join(argv) + "\n", json.dumps(doc, indent=2, sort_keys=True) + "\n", doc)
 
 
-def _read(path):
+def _read(path: str) -> Optional[str]:
     """Bounded read of a regular file, not following a symlink in the last component; None if absent."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
@@ -68,14 +82,14 @@ def _read(path):
         return None
 
 
-def read_args(dest, executor):
+def read_args(dest: str, executor: str) -> Optional[List[str]]:
     """The argv on disk as a list, or None when there is no (readable) profile."""
-    text = _read(paths(dest, executor)[0])
+    text = _read(paths(dest, executor).args)
     return None if text is None else text.splitlines()
 
 
-def read_doc(dest, executor):
-    text = _read(paths(dest, executor)[1])
+def read_doc(dest: str, executor: str) -> Any:
+    text = _read(paths(dest, executor).json)
     if text is None:
         return None
     try:
@@ -84,7 +98,7 @@ def read_doc(dest, executor):
         return None
 
 
-def review_lines(doc):
+def review_lines(doc: Optional[Dict[str, Any]]) -> str:
     """A reviewer's view of a profile: network decision, then one mount per line with its rules."""
     if not doc:
         return ""
@@ -98,7 +112,10 @@ def review_lines(doc):
     return "\n".join(lines) + "\n"
 
 
-def write(dest, result, check_mode=False, move=None):
+Move = Callable[[str, str], Any]
+
+
+def write(dest: str, result: Dict[str, Any], check_mode: bool = False, move: Optional[Move] = None) -> Dict[str, Any]:
     """Write <executor>.args and .json atomically (only when content changes).
 
     ``move(tmp, path)``: how to put a temp file in place (the module passes AnsibleModule.atomic_move).

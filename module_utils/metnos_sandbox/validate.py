@@ -5,6 +5,7 @@
 from __future__ import absolute_import, annotations, division, print_function
 
 import re
+from typing import Any, Dict, Optional
 
 
 class OptionError(ValueError):
@@ -14,7 +15,7 @@ class OptionError(ValueError):
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def path_string(option, value, default=None):
+def path_string(option: str, value: Any, default: Optional[str] = None) -> Optional[str]:
     """A PATH-like string: str, no NUL byte, no newline."""
     if value is None:
         return default
@@ -26,7 +27,7 @@ def path_string(option, value, default=None):
     return value
 
 
-def environment(option, value, default=None):
+def environment(option: str, value: Any, default: Optional[Dict[str, str]] = None) -> Optional[Dict[str, str]]:
     """A dict of environment variables with string names and string values."""
     if value is None:
         return default

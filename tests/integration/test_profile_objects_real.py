@@ -204,7 +204,7 @@ def test_within_patterns_narrow_and_their_root_would_widen(base, monkeypatch):
     prof = render(caps, None, {"arguments": {"p": "private"}}, arguments)
     assert prof["refusal"] == "arg_escapes_scope", prof["diagnostics"]
 
-    monkeypatch.setattr(P, "_covers", lambda path, root, pattern, steps: P._under(path, root))  # mutation: root only
+    monkeypatch.setattr(P, "_covers", lambda path, root, pattern, steps: P.PA.under(path, root))  # mutation: root only
     weak = render(caps, None, {"arguments": {"p": "private"}}, arguments)
     assert weak["decision"] == "wrapped", weak["diagnostics"]
     for user in USERS:

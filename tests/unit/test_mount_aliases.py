@@ -10,8 +10,11 @@ import os
 import shutil
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from ansible.module_utils.metnos_sandbox import mounts as MT
+from ansible.module_utils.metnos_sandbox import paths as PA
 from ansible.module_utils.metnos_sandbox import profile as P
 from helpers import mount_aliases as MA
 
@@ -75,3 +78,25 @@ def test_a_mount_table_too_large_to_read_whole_refuses_every_profile(monkeypatch
     monkeypatch.setattr(MT, "MAX_MOUNTINFO_BYTES", 64)
     prof = P.render_safe({"name": "ex", "origin": "t", "capabilities": []}, P.HostContext({}), {}, ACTIVE)
     assert prof["refusal"] == "host_path_refused" and "mountinfo" in prof["diagnostics"][0]["message"]
+
+
+_COMPONENTS = ["a", "ab", "a.b", "etc", "etc2", "-"]
+
+
+def _path(parts):
+    return "/" + "/".join(parts)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_COMPONENTS), max_size=4).map(_path), max_size=6),
+       st.lists(st.sampled_from(_COMPONENTS), max_size=5).map(_path))
+@example(["/etc"], "/etc2")
+@example(["/etc/"], "/etc/a")
+@example(["/"], "/a")
+@example(["/a/b"], "/a")
+def test_roots_is_the_containment_rule_of_under_and_related(roots, path):
+    """paths.(Related)Roots (the renderer's fast form, a set and a prefix tuple) answers exactly what
+    paths.under / paths.related answer root by root ('/etc2' is not under '/etc'; '/' holds all)."""
+    fast = PA.RelatedRoots(roots)
+    assert fast.under(path) == any(PA.under(path, r) for r in roots), (roots, path)
+    assert fast.related(path) == any(PA.related(path, r) for r in roots), (roots, path)

@@ -494,3 +494,15 @@ def test_every_example_manifest_loads_and_renders():
         assert prof["decision"] in ("wrapped", "refused")
     assert kinds >= {"fs", "metnos", "index", "systemd", "system", "provider", "skill", "mail", "dialog",
                      "network", "undo"}
+
+
+def test_every_kind_of_the_grammar_has_a_granter_or_a_documented_reason():
+    """The grammar (manifest.Kind) and the renderer (profile._GRANTERS) share one set of kinds: a kind
+    the grammar accepts either grants through its table entry, or is one of the two kinds that grant
+    no mount (network: the host network only; undo: the pinned broker, decided before any grant)."""
+    assert set(P._GRANTERS) | {M.Kind.NETWORK, M.Kind.UNDO} == set(M.KINDS)
+    assert not set(P._GRANTERS) & {M.Kind.NETWORK, M.Kind.UNDO}
+    parsed = [M.parse_capability(text).capability for text in (
+        "fs:read:/srv/x", "metnos:read:sheets", "index:read:docs", "systemd:read", "system:read",
+        "provider:access:cal", "skill:cal", "mail:read:bob", "dialog.user_input", "net:a", "system:undo")]
+    assert sorted(set(c.kind for c in parsed)) == sorted(M.KINDS)
