@@ -970,28 +970,34 @@ def unit_not_found(unit: str, scope: Optional[str] = None, root: Optional[str] =
 
 
 def subject(diag: Mapping[str, Any]) -> Tuple[str, str]:
-    """(code, subject): the identity of a finding within one host's report. The subject is what the
-    finding was built about - its details (unit, directive, path, check, ...), not the wording of its
-    message, which differs with the face that reported it; a finding without details is known by its
-    message alone."""
-    details = diag.get("details")
-    return (str(diag.get("code")), repr(sorted(details.items())) if details else "message:%s" % diag.get("message"))
+    """(code, subject): what a finding is about within one host's report - its code and the details it was
+    built with (unit, directive, path, check, ...)."""
+    return (str(diag.get("code")), repr(sorted((diag.get("details") or {}).items())))
 
 
 def dedupe(diags: Iterable[Diagnostic]) -> List[Diagnostic]:
     """One finding per (code, subject), at the place of its first occurrence, keeping the most informative
-    of the copies (the worst severity, then the longest message), e.g. a unit directive reported by the
-    service check and again, blamed, by the probe."""
-    kept: Dict[Tuple[str, str], int] = {}
+    of the copies (the worst severity, then the longest message). Copies say the same thing: the same
+    message, or one that adds to the other's - e.g. a unit directive reported by the service check and
+    again by the probe, which blames it ("... The probe failed in this unit's context."). Two findings
+    with the same code and details but different messages (the running process's METNOS_SANDBOX and its
+    PATH) stay two."""
     out: List[Diagnostic] = []
+    seen: Dict[Tuple[str, str], List[int]] = {}
     for diag in diags:
         key = subject(diag)
-        if key not in kept:
-            kept[key] = len(out)
+        index = next((i for i in seen.get(key, []) if _same_finding(out[i], diag)), None)
+        if index is None:
+            seen.setdefault(key, []).append(len(out))
             out.append(diag)
-        elif _informative(diag) > _informative(out[kept[key]]):
-            out[kept[key]] = diag
+        elif _informative(diag) > _informative(out[index]):
+            out[index] = diag
     return out
+
+
+def _same_finding(kept: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+    first, second = str(kept.get("message") or ""), str(other.get("message") or "")
+    return first.startswith(second) or second.startswith(first)
 
 
 def _informative(diag: Mapping[str, Any]) -> Tuple[int, int, int]:

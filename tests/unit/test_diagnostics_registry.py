@@ -253,3 +253,7 @@ def test_one_host_report_lists_a_finding_once(monkeypatch):
     assert len(D.dedupe([D.make("executor_os_sandbox_unavailable", message="admin: no bwrap"),
                          D.make("executor_os_sandbox_unavailable", message="service: no bwrap")])) == 2
     assert len(D.dedupe([D.make("probe_check_failed", check="a"), D.make("probe_check_failed", check="b")])) == 2
+    # Same code and details, different findings (the live METNOS_SANDBOX and the live PATH): both stay.
+    assert len(D.dedupe([D.make("service_env_live_differs", unit="m", message="m: the running process has PATH"),
+                         D.make("service_env_live_differs", unit="m",
+                                message="m: the running process has METNOS_SANDBOX")])) == 2
