@@ -119,7 +119,9 @@ _CODES: List[Code] = [
        ["Fix the diagnostics listed with it (bwrap_missing, sandbox_disabled_via_env, "
         "service_path_missing_bwrap); this one clears when they do."],
        messages={"why": "The runtime would refuse every ordinary executor with executor_os_sandbox_unavailable: "
-                        "{why}."}),
+                        "{why}.",
+                 "running": "The running process would refuse every ordinary executor with "
+                            "executor_os_sandbox_unavailable ({view})."}),
     _c("bwrap_missing", ERROR, "R-DIAG-2", SANDBOX_ACTIVE,
        "bwrap is not on PATH",
        "No executable named bwrap was found in the PATH that was checked ({path}).",
@@ -626,7 +628,9 @@ _CODES: List[Code] = [
        "Lookup through the effective PATH (Environment=/EnvironmentFile=/systemd default) as the unit's User=.",
        ["Set the unit's PATH to include the bwrap directory (enforce mode writes a drop-in): "
         "Environment=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin",
-        "Or install bubblewrap: apt-get install bubblewrap"]),
+        "Or install bubblewrap: apt-get install bubblewrap"],
+       messages={"": "{unit}: bwrap does not resolve through the service's PATH={path} as user {user} "
+                     "(PATH from {origin}). The runtime looks it up with this PATH, not the admin's."}),
     _c("service_path_unsafe", ERROR, "R-SEC-6", SERVICE_ENVIRONMENT,
        "The service's PATH lets someone shadow bwrap",
        "An empty or relative PATH entry (the current directory), or a directory before the bwrap "
@@ -634,7 +638,8 @@ _CODES: List[Code] = [
        "plant a fake bwrap.",
        "Each PATH entry up to the bwrap directory: ownership and mode of it and its parents.",
        ["Remove the offending entries from the unit's PATH (enforce mode writes a clean PATH).",
-        "chmod go-w <directory> ; chown root:root <directory>"]),
+        "chmod go-w <directory> ; chown root:root <directory>"],
+       messages={"": "{unit}: PATH={path}: {problems}"}),
     _c("service_bwrap_mismatch", WARNING, "R-DIAG-3", SERVICE_ENVIRONMENT,
        "The service runs a different bwrap",
        "The bwrap the service resolves is not the one the admin's PATH resolves, or no package owns it.",
@@ -652,7 +657,11 @@ _CODES: List[Code] = [
        "silently (warning), so variables you expect (METNOS_SANDBOX, PATH) are not set; without it the "
        "service fails to start (error).",
        "Reading each EnvironmentFile= path.",
-       ["Create {path} or remove the EnvironmentFile= line"]),
+       ["Create {path} or remove the EnvironmentFile= line"],
+       messages={"optional": "{unit}: EnvironmentFile=-{path} ({where}) cannot be read: {error}. systemd skips it "
+                             "silently ('-' prefix)",
+                 "required": "{unit}: EnvironmentFile={path} ({where}) cannot be read: {error}. The service fails "
+                             "to start."}),
     _c("service_env_live_differs", WARNING, "R-DIAG-3", SERVICE_ENVIRONMENT,
        "The running service has an older environment",
        "/proc/<MainPID>/environ differs from the configuration for METNOS_SANDBOX or PATH in a way that "
@@ -684,7 +693,9 @@ _CODES: List[Code] = [
        "the live process's.",
        "Reading /proc/<MainPID>/environ as root, then in a helper that drops to the process's uid and gid.",
        ["Read it by hand as the service user: setpriv --reuid=<uid> --regid=<gid> --clear-groups "
-        "cat /proc/<pid>/environ | tr '\\0' '\\n'"]),
+        "cat /proc/<pid>/environ | tr '\\0' '\\n'"],
+       messages={"": "{unit} runs as PID {pid} but its environment (/proc/{pid}/environ) could not be read "
+                     "({error}): the status shown is the configuration's view, not the live process's."}),
     _c("service_execstart_sets_env", ERROR, "R-FAIL-1", SERVICE_ENVIRONMENT,
        "The start command line changes METNOS_SANDBOX or PATH",
        "ExecStart= runs the program through env(1) (NAME=VALUE, -u NAME, -i) or a shell (sh -c 'NAME=VALUE exec "
@@ -702,7 +713,9 @@ _CODES: List[Code] = [
        "that may change METNOS_SANDBOX or PATH in a way that cannot be determined from the unit.",
        "ExecStart= parsing as for service_execstart_sets_env.",
        ["Start the service and let the audit read the live environment (/proc/<MainPID>/environ)",
-        "Or simplify ExecStart= so that it does not touch METNOS_SANDBOX or PATH"]),
+        "Or simplify ExecStart= so that it does not touch METNOS_SANDBOX or PATH"],
+       messages={"": "{unit}: {line} runs {how}; how it changes METNOS_SANDBOX or PATH cannot be determined "
+                     "({note}). Only the live process can tell."}),
     _restriction("unit_blocks_namespaces", "R-BASE-6",
        "The unit forbids the namespaces bwrap needs",
        "RestrictNamespaces= excludes user, mnt, ipc, uts or net: bwrap fails inside the service only, "

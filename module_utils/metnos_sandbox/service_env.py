@@ -340,8 +340,7 @@ def path_diagnostics(path_text: str, resolved: Optional[str], unit: str, cwd: st
             info = {"ownership_problems": []}
         offending.extend("%s" % p for p in info["ownership_problems"] if p not in " ".join(offending))
     if offending:
-        out.append(D.make("service_path_unsafe", unit=unit, path=path_text,
-                          message="%s: PATH=%s: %s" % (unit, path_text, "; ".join(offending)),
+        out.append(D.make("service_path_unsafe", unit=unit, path=path_text, problems="; ".join(offending),
                           offending=offending))
     return out
 
@@ -531,10 +530,8 @@ def _execstart_diagnostics(ev: Evaluation, v: _View) -> List[Diag]:
         effect = item["effect"]
         line = "ExecStart=%s (%s)" % (item["value"], item["where"])
         if not effect["determinable"]:
-            diags.append(D.make("service_execstart_env_unknown", unit=unit, where=item["where"],
-                                message="%s: %s runs %s; how it changes METNOS_SANDBOX or PATH cannot be "
-                                        "determined (%s). Only the live process can tell." % (
-                                            unit, line, effect["how"] or "a command", effect["note"])))
+            diags.append(D.make("service_execstart_env_unknown", unit=unit, where=item["where"], line=line,
+                                how=effect["how"] or "a command", note=effect["note"]))
             continue
         after = U.apply_exec_effect(env, effect)
         disabled, _reason = envflags.classify_value(after.get(envflags.ENV_VAR))
@@ -576,10 +573,7 @@ def _live_diagnostics(ev: Evaluation, v: _View) -> List[Diag]:
     if live is None:
         return diags
     if live["env"] is None:
-        diags.append(D.make("service_env_live_unreadable", unit=unit, pid=live["pid"],
-                            message="%s runs as PID %s but its environment (/proc/%s/environ) could not be read "
-                                    "(%s): the status shown is the configuration's view, not the live process's."
-                            % (unit, live["pid"], live["pid"], live["error"])))
+        diags.append(D.make("service_env_live_unreadable", unit=unit, pid=live["pid"], error=live["error"]))
         return diags
     env = live["env"]
     origin = _live_origin(v.effects, ev.gathered.need_reload)
@@ -622,10 +616,8 @@ def _missing_bwrap(ev: Evaluation, v: _View) -> List[Diag]:
     unit, path_text = ev.unit, ev.gathered.env.get("PATH", "")
     diags = []
     if not v.resolved:
-        diags.append(D.make("service_path_missing_bwrap", unit=unit, path=path_text,
-                            message="%s: bwrap does not resolve through the service's PATH=%s as user %s "
-                                    "(PATH from %s). The runtime looks it up with this PATH, not the admin's."
-                            % (unit, path_text, v.user["name"], v.prov.get("PATH"))))
+        diags.append(D.make("service_path_missing_bwrap", unit=unit, path=path_text, user=v.user["name"],
+                            origin=v.prov.get("PATH")))
     return diags
 
 
@@ -668,12 +660,8 @@ def _file_diagnostics(ev: Evaluation, v: _View) -> List[Diag]:
     for problem in g.problems:
         if "error" in problem:
             diags.append(D.make("environment_file_missing", unit=unit, path=problem["path"],
-                                severity=D.WARNING if problem["optional"] else D.ERROR,
-                                message="%s: EnvironmentFile=%s%s (%s) cannot be read: %s.%s" % (
-                                    unit, "-" if problem["optional"] else "", problem["path"], problem["where"],
-                                    problem["error"],
-                                    " systemd skips it silently ('-' prefix)" if problem["optional"]
-                                    else " The service fails to start.")))
+                                severity=D.WARNING if problem["optional"] else D.ERROR, where=problem["where"],
+                                error=problem["error"], variant="optional" if problem["optional"] else "required"))
     if g.need_reload:
         diags.append(D.make("unit_needs_daemon_reload", unit=unit))
     return diags
@@ -722,9 +710,7 @@ def evaluate(ev: Evaluation) -> Dict[str, Any]:
     if quartet["active"] != v.config_quartet["active"]:
         diags = [d for d in diags if d["code"] != "executor_os_sandbox_unavailable"]
         if not quartet["active"]:
-            diags.append(D.make("executor_os_sandbox_unavailable",
-                                message="The running process would refuse every ordinary executor with "
-                                        "executor_os_sandbox_unavailable (%s)." % view))
+            diags.append(D.make("executor_os_sandbox_unavailable", variant="running", view=view))
     return _result(ev, v, quartet, view, diags)
 
 
