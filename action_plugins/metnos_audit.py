@@ -18,19 +18,21 @@ import glob
 import json
 import os
 import shlex
-import sys
 import zlib
 
-from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
+import ansible.module_utils
+from ansible.errors import AnsibleConnectionFailure
 from ansible.plugins.action import ActionBase
 
+# The core's one import name on the controller too (see filter_plugins/metnos_sandbox.py, scripts/core_path.py).
 _UTILS = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "module_utils"))
 _CORE = os.path.join(_UTILS, "metnos_sandbox")
-if _UTILS not in sys.path:
-    sys.path.insert(0, _UTILS)
+if _UTILS not in ansible.module_utils.__path__:
+    ansible.module_utils.__path__.append(_UTILS)
 
-from metnos_sandbox import manifest as M  # noqa: E402  (controller side: the one manifest loader)
-from metnos_sandbox import report as R  # noqa: E402  (controller side only: the spool's layout)
+from ansible.module_utils.metnos_sandbox import manifest as M  # noqa: E402  (controller side: the one manifest loader)
+from ansible.module_utils.metnos_sandbox import options as O  # noqa: E402  (the one spec of the options)
+from ansible.module_utils.metnos_sandbox import report as R  # noqa: E402  (controller side only: the spool's layout)
 
 MAX_ARG = 120000   # Linux MAX_ARG_STRLEN is 128 KiB per argument
 # The core minus the modules only the controller runs (reports, summaries): the host never imports
@@ -70,9 +72,6 @@ except Exception as exc:
     result = {"failed": True, "msg": "metnos_audit payload failed: %s" % exc, "exception": traceback.format_exc()}
 sys.stdout.write(json.dumps(result))
 """
-
-ARGS = {"unit": str, "scope": str, "user": str, "manifests": list, "host": dict, "profile_dir": str,
-        "probe": bool, "probe_timeout": (int, float), "smoke_user": str, "python": str}
 
 
 def _core_sources():
@@ -168,18 +167,9 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
-        args = dict(self._task.args)
-        for key, value in args.items():
-            if key not in ARGS:
-                raise AnsibleActionFail("metnos_audit: unknown option %r; accepted: %s"
-                                        % (key, ", ".join(sorted(ARGS))))
-            if value is not None and not isinstance(value, ARGS[key]):
-                raise AnsibleActionFail("metnos_audit: option %s must be %s, got %r" % (
-                    key, getattr(ARGS[key], "__name__", "a number"), value))
-        if args.get("scope", "system") not in ("system", "user"):
-            raise AnsibleActionFail("metnos_audit: scope must be system or user, got %r" % args["scope"])
-        args.setdefault("unit", "metnos.service")
-        args.setdefault("probe", True)
+        # Types, choices, unknown options and defaults: Ansible's own validator, with the module's spec.
+        _validation, validated = self.validate_argument_spec(argument_spec=O.spec(O.AUDIT))
+        args = O.with_defaults(O.AUDIT, validated)
         # Manifest text is loaded by the core's one reader/decoder (the host then needs no YAML
         # library); a refused load travels as the core's refusal record, refused on the host.
         args["manifests"] = [M.transport(item) for item in args.get("manifests") or []]

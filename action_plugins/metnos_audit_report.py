@@ -11,19 +11,19 @@ summary. Documentation: library/metnos_audit_report.py.
 from __future__ import absolute_import, annotations, division, print_function
 
 import os
-import sys
 import time
 
+import ansible.module_utils
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-_CORE = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "module_utils"))
-if _CORE not in sys.path:
-    sys.path.insert(0, _CORE)
+# The core's one import name on the controller too (see filter_plugins/metnos_sandbox.py, scripts/core_path.py).
+_UTILS = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "module_utils"))
+if _UTILS not in ansible.module_utils.__path__:
+    ansible.module_utils.__path__.append(_UTILS)
 
-from metnos_sandbox import report as R  # noqa: E402
-
-OPTIONS = {"results", "hosts", "dest", "warnings_as_failures"}
+from ansible.module_utils.metnos_sandbox import options as O  # noqa: E402
+from ansible.module_utils.metnos_sandbox import report as R  # noqa: E402
 
 
 def spool_dir():
@@ -39,25 +39,15 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
-        args = self._task.args
-        unknown = set(args) - OPTIONS
-        if unknown:
-            raise AnsibleActionFail("metnos_audit_report: unknown option(s) %s" % ", ".join(sorted(unknown)))
-        results, hosts = args.get("results"), args.get("hosts")
-        if results is not None and not isinstance(results, dict):
-            raise AnsibleActionFail("metnos_audit_report: results must be a mapping host -> audit result")
-        if hosts is not None and (not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts)):
-            raise AnsibleActionFail("metnos_audit_report: hosts must be a list of inventory host names")
-        if (results is None) == (hosts is None):
-            raise AnsibleActionFail("metnos_audit_report: give either hosts (results kept by metnos_audit in this "
-                                    "run) or results (host -> registered metnos_audit result)")
-        dest = args.get("dest") or "reports"
-        if not isinstance(dest, str):
-            raise AnsibleActionFail("metnos_audit_report: dest must be a directory path")
+        # Types, unknown options, exactly one of hosts/results, defaults: Ansible's own validator.
+        _validation, args = self.validate_argument_spec(
+            argument_spec=O.spec(O.AUDIT_REPORT), mutually_exclusive=O.AUDIT_REPORT_ONE_OF,
+            required_one_of=O.AUDIT_REPORT_ONE_OF)
+        results, hosts, dest = args["results"], args["hosts"], args["dest"]
         start = time.time()
         pairs = R.read_spooled(spool_dir(), sorted(set(hosts))) if hosts is not None else \
             ((name, results[name]) for name in sorted(results))
-        doc = R.build_from_results(pairs, warnings_as_failures=bool(args.get("warnings_as_failures", False)))
+        doc = R.build_from_results(pairs, warnings_as_failures=args["warnings_as_failures"])
         timings = {"build": round(time.time() - start, 3)}
         try:
             paths = R.write_all(doc, dest, timings=timings)   # written in check mode too: they change no host

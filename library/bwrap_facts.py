@@ -41,15 +41,12 @@ options:
         default is an unprivileged account (C(nobody)).
       - Switching users needs root; otherwise the test runs as the current user and a warning says so.
     type: str
-  smoke_timeout:
+  timeout:
     description: Seconds before the smoke test's whole process group is killed.
     type: float
     default: 20
+    aliases: [smoke_timeout]
 attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
   facts:
     support: full
 notes:
@@ -58,8 +55,7 @@ seealso:
   - name: Metnos sandbox spec
     description: The rules (R-...) this module checks.
     link: https://github.com/metnos/metnos-sandbox-ops/blob/main/docs/diagnostics.md
-author:
-  - metnos-sandbox-ops contributors
+extends_documentation_fragment: [metnos_sandbox]
 """
 
 EXAMPLES = r"""
@@ -154,40 +150,37 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.metnos_sandbox import facts as F
+from ansible.module_utils.metnos_sandbox import options as O
 from ansible.module_utils.metnos_sandbox import validate as V
+
+ARGUMENT_SPEC = O.spec(
+    path={"type": "raw"},
+    environment={"type": "dict"},
+    smoke_test={"type": "bool", "default": True},
+    smoke_user={"type": "str"},
+    timeout=O.timeout(20.0, "smoke_timeout"),
+)
 
 
 def build_module():
-    return AnsibleModule(
-        argument_spec=dict(
-            path=dict(type="raw"),
-            environment=dict(type="dict"),
-            smoke_test=dict(type="bool", default=True),
-            smoke_user=dict(type="str"),
-            smoke_timeout=dict(type="float", default=20.0),
-        ),
-        supports_check_mode=True,
-    )
+    return AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+
+
+def _options(p):
+    """(PATH text, environment, smoke user) from the options, or an option error."""
+    path_text = V.path_string("path", p["path"], default=os.environ.get("PATH", ""))
+    environment = V.environment("environment", p["environment"], default=dict(os.environ))
+    user = F.resolve_user(p["smoke_user"]) if p["smoke_user"] is not None else F.default_smoke_user()
+    O.positive_seconds(p["timeout"])
+    return path_text, environment, user
 
 
 def main():
     module = build_module()
     p = module.params
-    try:
-        path_text = V.path_string("path", p["path"], default=os.environ.get("PATH", ""))
-        environment = V.environment("environment", p["environment"], default=dict(os.environ))
-        if p["smoke_user"] is not None:
-            user = F.resolve_user(p["smoke_user"])
-        else:
-            user = F.default_smoke_user()
-        if p["smoke_timeout"] <= 0:
-            raise V.OptionError("smoke_timeout must be a positive number of seconds, got %r"
-                                % p["smoke_timeout"])
-    except (V.OptionError, F.UserError) as exc:
-        module.fail_json(msg="bwrap_facts: %s" % exc, code="invalid_option")
-
+    path_text, environment, user = O.checked(module.fail_json, "bwrap_facts", lambda: _options(p))
     result = F.gather(path_text, environment, smoke_test=p["smoke_test"], smoke_user=user,
-                      smoke_timeout=p["smoke_timeout"])
+                      smoke_timeout=p["timeout"])
     result["status_view"] = ("runtime status() for the %s (a view, not the service's and not a proof; see "
                              "metnos_service_env and sandbox_probe)" % (
                                  "PATH/environment given" if p["path"] is not None or p["environment"] is not None

@@ -21,9 +21,6 @@ description:
     M(metnos_audit_report) with O(metnos_audit_report#module:hosts) reads it.
   - Never changes the host; the result is the same in check mode.
 options:
-  unit: {description: The Metnos service unit; empty to skip service checks., type: str, default: metnos.service}
-  scope: {description: system or user., type: str, default: system, choices: [system, user]}
-  user: {description: With scope=user, the user whose manager runs the unit., type: str}
   manifests:
     description: Manifests (mappings or YAML/JSON text) whose profiles are checked for drift.
     type: list
@@ -35,14 +32,10 @@ options:
     type: path
     default: /etc/metnos/sandbox/profiles
   probe: {description: Run the real probe., type: bool, default: true}
-  probe_timeout: {description: Seconds before the probe is killed., type: float, default: 60}
+  timeout: {description: Seconds before the probe is killed., type: float, default: 60, aliases: [probe_timeout]}
   smoke_user: {description: Unprivileged user for the smoke test (default nobody)., type: str}
-  python: {description: Interpreter on the host (default ansible_python_interpreter or /usr/bin/python3)., type: str}
-attributes:
-  check_mode: {support: full}
-  diff_mode: {support: none}
-author:
-  - metnos-sandbox-ops contributors
+  python: {description: Interpreter on the host (default ansible_python_interpreter or /usr/bin/python3)., type: path}
+extends_documentation_fragment: [metnos_sandbox, metnos_sandbox.service]
 """
 
 EXAMPLES = r"""
@@ -72,24 +65,13 @@ cpu:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.metnos_sandbox import audit as A
+from ansible.module_utils.metnos_sandbox import options as O
+
+ARGUMENT_SPEC = O.AUDIT     # the action plugin validates with the same spec
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            unit=dict(type="str", default="metnos.service"),
-            scope=dict(type="str", default="system", choices=["system", "user"]),
-            user=dict(type="str"),
-            manifests=dict(type="list", elements="raw", default=[]),
-            host=dict(type="dict", default={}),
-            profile_dir=dict(type="path", default="/etc/metnos/sandbox/profiles"),
-            probe=dict(type="bool", default=True),
-            probe_timeout=dict(type="float", default=60.0),
-            smoke_user=dict(type="str"),
-            python=dict(type="str"),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=O.spec(ARGUMENT_SPEC), supports_check_mode=True)
     result = A.audit_host(module.params)
     module.exit_json(changed=False, **result)
 

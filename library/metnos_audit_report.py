@@ -30,11 +30,7 @@ options:
     type: dict
   dest: {description: Directory for the reports., type: path, default: reports}
   warnings_as_failures: {description: Count hosts with warnings as failing in the gate., type: bool, default: false}
-attributes:
-  check_mode: {support: full}
-  diff_mode: {support: none}
-author:
-  - metnos-sandbox-ops contributors
+extends_documentation_fragment: [metnos_sandbox]
 """
 
 EXAMPLES = r"""
@@ -69,12 +65,14 @@ timings:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible.module_utils.metnos_sandbox import options as O
+
+ARGUMENT_SPEC = O.AUDIT_REPORT     # the action plugin validates with the same spec
+
 
 def main():
-    module = AnsibleModule(argument_spec=dict(results=dict(type="dict"), hosts=dict(type="list", elements="str"),
-                                              dest=dict(type="path", default="reports"),
-                                              warnings_as_failures=dict(type="bool", default=False)),
-                           supports_check_mode=True)
+    module = AnsibleModule(argument_spec=O.spec(ARGUMENT_SPEC), mutually_exclusive=O.AUDIT_REPORT_ONE_OF,
+                           required_one_of=O.AUDIT_REPORT_ONE_OF, supports_check_mode=True)
     module.fail_json(msg="metnos_audit_report runs on the controller as an action plugin; "
                          "check that action_plugins/ is configured (ansible.cfg)")
 

@@ -32,18 +32,6 @@ description:
     supports check and diff mode, reloads systemd only when it changed something, and restarts the
     unit only when I(restart=true).
 options:
-  unit:
-    description: The service unit.
-    type: str
-    default: metnos.service
-  scope:
-    description: System manager or a user's manager.
-    type: str
-    choices: [system, user]
-    default: system
-  user:
-    description: For I(scope=user), the user whose manager runs the unit.
-    type: str
   mode:
     description: C(systemd) (systemctl show), C(disk) (unit files), or C(auto) (systemd when it runs).
     type: str
@@ -94,12 +82,9 @@ options:
     type: bool
     default: false
 attributes:
-  check_mode:
-    support: full
   diff_mode:
     support: full
-author:
-  - metnos-sandbox-ops contributors
+extends_documentation_fragment: [metnos_sandbox, metnos_sandbox.service]
 """
 
 EXAMPLES = r"""
@@ -200,40 +185,36 @@ not_relaxed:
 """
 
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.metnos_sandbox import bwrap as B
 from ansible.module_utils.metnos_sandbox import diagnostics as D
-from ansible.module_utils.metnos_sandbox import envflags
+from ansible.module_utils.metnos_sandbox import envflags, files
 from ansible.module_utils.metnos_sandbox import facts as F
+from ansible.module_utils.metnos_sandbox import options as O
 from ansible.module_utils.metnos_sandbox import service_env as S
 from ansible.module_utils.metnos_sandbox import systemd_unit as U
 from ansible.module_utils.metnos_sandbox import validate as V
 
+ARGUMENT_SPEC = O.spec(
+    O.SERVICE,
+    mode={"type": "str", "choices": ["auto", "systemd", "disk"], "default": "auto"},
+    root={"type": "path", "default": "/"},
+    state={"type": "str", "choices": ["validate", "enforce"], "default": "validate"},
+    sandbox_path={"type": "str", "default": U.DEFAULT_SYSTEM_PATH},
+    dropin_name={"type": "str", "default": S.DROPIN_NAME},
+    daemon_reload={"type": "bool", "default": True},
+    restart={"type": "bool", "default": False},
+    strict={"type": "bool", "default": False},
+    admin_path={"type": "str"},
+    return_environment={"type": "bool", "default": False},
+    relax_restrictions={"type": "bool", "default": False},
+)
+
 
 def build_module():
-    return AnsibleModule(
-        argument_spec=dict(
-            unit=dict(type="str", default="metnos.service"),
-            scope=dict(type="str", choices=["system", "user"], default="system"),
-            user=dict(type="str"),
-            mode=dict(type="str", choices=["auto", "systemd", "disk"], default="auto"),
-            root=dict(type="path", default="/"),
-            state=dict(type="str", choices=["validate", "enforce"], default="validate"),
-            sandbox_path=dict(type="str", default=U.DEFAULT_SYSTEM_PATH),
-            dropin_name=dict(type="str", default=S.DROPIN_NAME),
-            daemon_reload=dict(type="bool", default=True),
-            restart=dict(type="bool", default=False),
-            strict=dict(type="bool", default=False),
-            admin_path=dict(type="str"),
-            return_environment=dict(type="bool", default=False),
-            relax_restrictions=dict(type="bool", default=False),
-        ),
-        required_if=[("scope", "user", ("user",))],
-        supports_check_mode=True,
-    )
+    return AnsibleModule(argument_spec=ARGUMENT_SPEC, required_if=O.USER_SCOPE_NEEDS_USER, supports_check_mode=True)
 
 
 def _systemctl(module, scope, user, *args):
@@ -254,14 +235,13 @@ def evaluate(module, p):
         module.fail_json(msg="metnos_service_env: %s" % exc, code="systemctl_failed")
 
 
-def _write(module, directory, path, content, mode=0o644):
-    """Atomic write with a backup of a file it replaces. Returns the backup path or None."""
+def _write(module, path, content):
+    """Atomic write, when the content differs, with a backup of a file it replaces. Returns the backup path
+    or None."""
+    if _read(path) == content:
+        return None
     backup = module.backup_local(path) if os.path.exists(path) else None
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".%s." % os.path.basename(path))
-    with os.fdopen(fd, "w") as handle:
-        handle.write(content)
-    os.chmod(tmp, mode)
-    module.atomic_move(tmp, path)
+    files.replace(path, content, 0o644, move=module.atomic_move)
     return backup
 
 
@@ -312,9 +292,8 @@ def enforce(module, p, result):
         return True, info, diffs, plan
     if not os.path.isdir(directory):
         os.makedirs(directory, 0o755)
-    info["env_file_backup"] = _write(module, directory, env_path, plan["env_file"]) \
-        if _read(env_path) != plan["env_file"] else None
-    info["backup"] = _write(module, directory, path, plan["dropin"]) if _read(path) != plan["dropin"] else None
+    info["env_file_backup"] = _write(module, env_path, plan["env_file"])
+    info["backup"] = _write(module, path, plan["dropin"])
     if result.get("mode") == "systemd":
         if p["daemon_reload"]:
             rc, _out, err = _systemctl(module, p["scope"], p["user"], "daemon-reload")
@@ -339,32 +318,29 @@ def main():
                          code="internal_error", exception=traceback.format_exc())
 
 
+def _options(p):
+    O.unit_name(p["unit"])
+    V.path_string("sandbox_path", p["sandbox_path"])
+    if not p["sandbox_path"] or B.unsafe_entries(p["sandbox_path"]):
+        raise V.OptionError("sandbox_path: %r must be a non-empty PATH of absolute directories" % p["sandbox_path"])
+    if "/" in p["dropin_name"] or not p["dropin_name"].endswith(".conf"):
+        raise V.OptionError("dropin_name: %r must be a file name ending in .conf" % p["dropin_name"])
+    if p["scope"] == "user":
+        O.users(p["user"])
+    if p["mode"] == "systemd":
+        O.systemd_running("mode", "mode=disk or auto", p["root"])
+
+
 def run(module):
     p = module.params
-    try:
-        if not U.valid_unit_name(p["unit"]):
-            raise V.OptionError("unit: %r is not a unit name like metnos.service" % p["unit"])
-        V.path_string("sandbox_path", p["sandbox_path"])
-        if not p["sandbox_path"] or B.unsafe_entries(p["sandbox_path"]):
-            raise V.OptionError("sandbox_path: %r must be a non-empty PATH of absolute directories"
-                                % p["sandbox_path"])
-        if "/" in p["dropin_name"] or not p["dropin_name"].endswith(".conf"):
-            raise V.OptionError("dropin_name: %r must be a file name ending in .conf" % p["dropin_name"])
-        if p["scope"] == "user":
-            F.resolve_user(p["user"])
-        if p["mode"] == "systemd" and not S.systemd_running(p["root"]):
-            raise V.OptionError("mode=systemd but systemd is not running here (use mode=disk or auto)")
-    except (V.OptionError, F.UserError) as exc:
-        module.fail_json(msg="metnos_service_env: %s" % exc, code="invalid_option")
+    O.checked(module.fail_json, "metnos_service_env", lambda: _options(p))
 
     found = evaluate(module, p)
     result = found.result if found is not None else None
     if found is not None and p["return_environment"]:
         result["full_environment"] = found.env
     if result is None:
-        diag = D.make("unit_not_found", unit=p["unit"],
-                      message="%s (%s scope) was not found%s." % (
-                          p["unit"], p["scope"], " below %s" % p["root"] if p["root"] != "/" else ""))
+        diag = D.unit_not_found(p["unit"], scope=p["scope"], root=p["root"])
         out = {"changed": False, "unit": p["unit"], "mode": p["mode"], "status": envflags.status(None, {}),
                "diagnostics": [diag], "verdict": "warn"}
         if p["strict"]:

@@ -57,18 +57,6 @@ description:
     with or without a unit.
   - Read-only for the host; it behaves the same in check mode.
 options:
-  unit:
-    description: The service whose context is used; empty to probe in the admin context.
-    type: str
-    default: metnos.service
-  scope:
-    description: System or user manager.
-    type: str
-    choices: [system, user]
-    default: system
-  user:
-    description: With I(scope=user), the user whose manager runs the unit.
-    type: str
   probe_user:
     description: Run as this user instead of the unit's User= (default the unit's user, or nobody).
     type: str
@@ -99,13 +87,7 @@ options:
     type: list
     elements: path
     default: []
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-author:
-  - metnos-sandbox-ops contributors
+extends_documentation_fragment: [metnos_sandbox, metnos_sandbox.service]
 """
 
 EXAMPLES = r"""
@@ -192,31 +174,35 @@ diagnostics:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.metnos_sandbox import bwrap as B
-from ansible.module_utils.metnos_sandbox import facts as F
+from ansible.module_utils.metnos_sandbox import options as O
 from ansible.module_utils.metnos_sandbox import probe as PR
-from ansible.module_utils.metnos_sandbox import profile as P
 from ansible.module_utils.metnos_sandbox import service_env as S
-from ansible.module_utils.metnos_sandbox import systemd_unit as U
+
+ARGUMENT_SPEC = O.spec(
+    O.SERVICE,
+    probe_user={"type": "str"},
+    manifest={"type": "raw"},
+    invocation={"type": "dict"},
+    host=O.HOST,
+    python=O.PYTHON,
+    context={"type": "str", "choices": ["auto", "systemd", "direct"], "default": "auto"},
+    timeout=O.timeout(60.0),
+    extra_absent={"type": "list", "elements": "path", "default": []},
+)
 
 
 def build_module():
-    return AnsibleModule(
-        argument_spec=dict(
-            unit=dict(type="str", default="metnos.service"),
-            scope=dict(type="str", choices=["system", "user"], default="system"),
-            user=dict(type="str"),
-            probe_user=dict(type="str"),
-            manifest=dict(type="raw"),
-            invocation=dict(type="dict"),
-            host=dict(type="dict", default={}),
-            python=dict(type="path"),
-            context=dict(type="str", choices=["auto", "systemd", "direct"], default="auto"),
-            timeout=dict(type="float", default=60.0),
-            extra_absent=dict(type="list", elements="path", default=[]),
-        ),
-        required_if=[("scope", "user", ("user",))],
-        supports_check_mode=True,
-    )
+    return AnsibleModule(argument_spec=ARGUMENT_SPEC, required_if=O.USER_SCOPE_NEEDS_USER, supports_check_mode=True)
+
+
+def _probe(p, runner):
+    """The option preamble, then the probe (a bad host-context key is an option error too)."""
+    O.unit_name(p["unit"], required=False)
+    O.positive_seconds(p["timeout"])
+    O.users(p["probe_user"], p["user"])
+    if p["context"] == "systemd":
+        O.systemd_running("context", "auto or direct")
+    return PR.probe_service(p, runner)
 
 
 def main():
@@ -225,18 +211,7 @@ def main():
 
     runner = B.module_runner(module)
     try:
-        if p["unit"] and not U.valid_unit_name(p["unit"]):
-            raise ValueError("unit: %r is not a unit name like metnos.service" % p["unit"])
-        if p["timeout"] <= 0:
-            raise ValueError("timeout must be a positive number of seconds, got %r" % p["timeout"])
-        for key in ("probe_user", "user"):
-            if p[key]:
-                F.resolve_user(p[key])
-        if p["context"] == "systemd" and not S.systemd_running():
-            raise ValueError("context=systemd but systemd is not running here (use auto or direct)")
-        result = PR.probe_service(p, runner)
-    except (ValueError, F.UserError, P.ContextError) as exc:
-        module.fail_json(msg="sandbox_probe: %s" % exc, code="invalid_option")
+        result = O.checked(module.fail_json, "sandbox_probe", lambda: _probe(p, runner))
     except S.SystemctlError as exc:
         module.fail_json(msg="sandbox_probe: %s" % exc, code="systemctl_failed")
     except Exception as exc:   # never "Unknown error": a message, a code and the traceback

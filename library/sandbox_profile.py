@@ -72,8 +72,8 @@ options:
     type: list
     elements: str
   path:
-    description: PATH used to resolve bwrap (default the module's PATH).
-    type: str
+    description: PATH string used to resolve bwrap (default the module's PATH); a non-string is refused.
+    type: raw
   environment:
     description: Environment whose METNOS_SANDBOX decides the fail-closed check (default the module's).
     type: dict
@@ -85,12 +85,9 @@ options:
     type: bool
     default: true
 attributes:
-  check_mode:
-    support: full
   diff_mode:
     support: full
-author:
-  - metnos-sandbox-ops contributors
+extends_documentation_fragment: [metnos_sandbox]
 """
 
 EXAMPLES = r"""
@@ -162,44 +159,49 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.metnos_sandbox import bwrap as B
 from ansible.module_utils.metnos_sandbox import envflags, store
 from ansible.module_utils.metnos_sandbox import manifest as M
+from ansible.module_utils.metnos_sandbox import options as O
 from ansible.module_utils.metnos_sandbox import profile as P
 from ansible.module_utils.metnos_sandbox import validate as V
+
+ARGUMENT_SPEC = O.spec(
+    manifest={"type": "raw"},
+    manifest_file={"type": "path"},
+    # raw: the core judges the values as given (Ansible's conversion would turn 12 into '12')
+    invocation={"type": "dict", "options": {"arguments": {"type": "dict"}, "turn_id": {"type": "raw"},
+                                            "sender": {"type": "raw"}}},
+    host=O.HOST,
+    discover_python_roots={"type": "bool", "default": True},
+    command={"type": "list", "elements": "str"},
+    path={"type": "raw"},
+    environment={"type": "dict"},
+    dest={"type": "path"},
+    fail_on_refusal={"type": "bool", "default": True},
+)
 
 
 def build_module():
     return AnsibleModule(
-        argument_spec=dict(
-            manifest=dict(type="raw"),
-            manifest_file=dict(type="path"),
-            invocation=dict(type="dict", options=dict(
-                # raw: the core judges the values as given (Ansible's conversion would turn 12 into '12')
-                arguments=dict(type="dict"), turn_id=dict(type="raw"), sender=dict(type="raw"))),
-            host=dict(type="dict", default={}),
-            discover_python_roots=dict(type="bool", default=True),
-            command=dict(type="list", elements="str"),
-            path=dict(type="raw"),
-            environment=dict(type="dict"),
-            dest=dict(type="path"),
-            fail_on_refusal=dict(type="bool", default=True),
-        ),
+        argument_spec=ARGUMENT_SPEC,
         mutually_exclusive=[("manifest", "manifest_file")],
         required_one_of=[("manifest", "manifest_file")],
         supports_check_mode=True,
     )
 
 
+def _options(module, p):
+    """(PATH text, environment, host context) from the options, or an option error."""
+    path_text = V.path_string("path", p["path"], default=os.environ.get("PATH", ""))
+    environment = V.environment("environment", p["environment"], default=dict(os.environ))
+    host_over = dict(p["host"] or {})
+    if p["discover_python_roots"]:
+        host_over = P.with_python_roots(host_over, B.module_runner(module))
+    return path_text, environment, P.HostContext(host_over)
+
+
 def main():
     module = build_module()
     p = module.params
-    try:
-        path_text = V.path_string("path", p["path"], default=os.environ.get("PATH", ""))
-        environment = V.environment("environment", p["environment"], default=dict(os.environ))
-        host_over = dict(p["host"] or {})
-        if p["discover_python_roots"]:
-            host_over = P.with_python_roots(host_over, B.module_runner(module))
-        host = P.HostContext(host_over)
-    except (V.OptionError, P.ContextError) as exc:
-        module.fail_json(msg="sandbox_profile: %s" % exc, code="invalid_option")
+    path_text, environment, host = O.checked(module.fail_json, "sandbox_profile", lambda: _options(module, p))
 
     # The one core path: the manifest (inline, or a file read on this host by the core) is
     # coerced, validated, rendered and checked by profile.render_safe.

@@ -21,19 +21,25 @@ def render():
            "`scripts/gen-diagnostics-doc.py` (`make docs`). Do not edit by hand.", "",
            "Every finding of every module has this shape: `code` (stable), `severity` "
            "(error/warning/info), `rule` (spec rule id), `title`, `message` (what was seen), "
-           "`remediation` (one command or step per item) and optional `details`.", "",
-           "| code | severity | rule | title |", "|---|---|---|---|"]
+           "`remediation` (one command or step per item) and optional `details`. The registry is the only "
+           "source of a code's severity, rule, report section, title, cause, message template and remediation; a call "
+           "site fills `{placeholders}` and may pick one of a code's named variants. Codes of section "
+           "`module` are a module's own failure (`fail_json` with `code`), not findings of a host.", "",
+           "| code | severity | rule | report section | title |", "|---|---|---|---|---|"]
     codes = sorted(D.REGISTRY.values(), key=lambda c: c.code)
     for c in codes:
-        out.append("| [`%s`](#%s) | %s | %s | %s |" % (c.code, c.code, c.severity, c.rule, c.title))
+        out.append("| [`%s`](#%s) | %s | %s | %s | %s |" % (c.code, c.code, c.severity, c.rule, c.section, c.title))
     out.append("")
     for c in codes:
         out += ["## %s" % c.code, "",
-                "- **severity:** %s; **rule:** %s" % (c.severity, c.rule),
+                "- **severity:** %s; **rule:** %s; **report section:** %s" % (c.severity, c.rule, c.section),
                 "- **cause:** %s" % c.cause,
-                "- **detection:** %s" % c.detection,
-                "- **remediation:**"]
-        out += ["  - `%s`" % s if _is_cmd(s) else "  - %s" % s for s in c.remediation]
+                "- **detection:** %s" % c.detection]
+        out += ["- **message%s:** %s" % (" (variant `%s`)" % v if v else "", c.messages[v]) for v in sorted(c.messages)]
+        out += ["- **remediation:**"] + _steps(c.remediation)
+        for name in sorted(c.variants):
+            out.append("- **remediation, variant `%s`:**" % name)
+            out += _steps(c.variants[name])
         out.append("")
     out += ["## Causes of `bwrap_smoke_failed` (classified from bwrap's stderr)", "",
             "Matched by pattern, first match wins (texts differ by version and distro patch).", "",
@@ -44,6 +50,10 @@ def render():
                "| a seccomp allow-list (SystemCallFilter=) killed bwrap |")
     out.append("")
     return "\n".join(out)
+
+
+def _steps(steps):
+    return ["  - `%s`" % s if _is_cmd(s) else "  - %s" % s for s in steps]
 
 
 def _is_cmd(step):

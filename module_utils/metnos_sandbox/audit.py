@@ -19,6 +19,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, cast
 from . import bwrap as B
 from . import diagnostics as D
 from . import facts as F
+from . import options as O
 from . import probe as PR
 from . import profile as P
 from . import service_env as S
@@ -65,16 +66,11 @@ def drift_diagnostics(drift: Iterable[Mapping[str, Any]]) -> List[Dict[str, Any]
     out = []
     for item in drift:
         if item.get("state") == "drift":
-            out.append(D.make("profile_drift", executor=item["executor"],
-                              message="%s: the profile on disk (%s) differs from what the manifest renders today "
-                                      "(added %s; removed %s)." % (item["executor"], item["path"],
-                                                                   item.get("added"), item.get("removed")),
-                              remediation=["Re-render the profiles: make run (or ansible-playbook playbooks/site.yml "
-                                           "--tags metnos_sandbox_profiles)"]))
+            out.append(D.make("profile_drift", executor=item["executor"], path=item["path"],
+                              added=item.get("added"), removed=item.get("removed")))
         elif item.get("state") == "missing":
-            out.append(D.make("profile_drift", executor=item["executor"], severity=D.WARNING,
-                              message="%s: no rendered profile at %s." % (item["executor"], item["path"]),
-                              remediation=["Render the profiles: make run"]))
+            out.append(D.make("profile_drift", executor=item["executor"], path=item["path"], severity=D.WARNING,
+                              variant="missing"))
     return out
 
 
@@ -98,8 +94,10 @@ def asked_once(runner: B.Runner) -> B.Runner:
 
 
 def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner) -> Dict[str, Any]:
-    """The whole per-host audit. ``params``: unit, scope, user, manifests (list of mappings),
-    host (overrides), profile_dir, probe (bool), probe_timeout, smoke_user."""
+    """The whole per-host audit. ``params``: the options of metnos_audit (options.AUDIT: unit, scope, user,
+    manifests (list of mappings), host (overrides), profile_dir, probe (bool), timeout, smoke_user), each
+    missing one at its default."""
+    params = O.with_defaults(O.AUDIT, params)
     start = time.time()
     runner = asked_once(runner)
     result: Dict[str, Any] = {"schema": SCHEMA, "hostname": os.uname()[1]}
@@ -117,14 +115,13 @@ def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner) -
     result["service"] = _service(unit, params, runner, diags)
     status = result["service"]["status"] if result["service"] is not None else facts["status"]
 
-    drift = profile_drift(params.get("manifests"), params.get("host"), params.get("profile_dir") or
-                          "/etc/metnos/sandbox/profiles", status, runner)
+    drift = profile_drift(params["manifests"], params["host"], params["profile_dir"], status, runner)
     result["profiles"] = drift
     diags.extend(drift_diagnostics(drift))
 
     result["probe"] = _probe(unit if result["service"] is not None else None, params, runner, diags) \
-        if params.get("probe", True) else None
-    result["diagnostics"] = D.sort(diags)
+        if params["probe"] else None
+    result["diagnostics"] = D.sort(D.dedupe(diags))     # the same finding from two faces is listed once
     result["verdict"] = F.verdict(result["diagnostics"])
     if result["probe"] is not None and not result["probe"].get("passed"):
         result["verdict"] = "fail"
@@ -143,10 +140,10 @@ def _service(unit: str, params: Mapping[str, Any], runner: B.Runner,
             found = S.inspect({"unit": unit, "scope": params.get("scope") or "system", "user": params.get("user"),
                                "mode": "auto"}, runner)
         except S.SystemctlError as exc:
-            diags.append(D.make("unit_not_found", unit=unit, message="%s: systemctl failed: %s" % (unit, exc)))
+            diags.append(D.unit_not_found(unit, error=str(exc)))
     if found is None:
         if unit:
-            diags.append(D.make("unit_not_found", unit=unit, message="%s was not found on this host." % unit))
+            diags.append(D.unit_not_found(unit))
         return None
     svc = found.result
     svc["verdict"] = F.verdict(svc["diagnostics"])
@@ -156,14 +153,13 @@ def _service(unit: str, params: Mapping[str, Any], runner: B.Runner,
 
 def _probe(unit: Optional[str], params: Mapping[str, Any], runner: B.Runner,
            diags: List[Dict[str, Any]]) -> Dict[str, Any]:
-    """The real probe in the service's context (``unit``: None without a service); its diagnostics not
-    already in ``diags`` are added."""
+    """The real probe in the service's context (``unit``: None without a service); its diagnostics are added
+    to ``diags`` (audit_host lists a finding both faces report once: diagnostics.dedupe)."""
     probe: Dict[str, Any] = PR.probe_service({"unit": unit, "scope": params.get("scope"),
                                               "user": params.get("user"), "host": params.get("host") or {},
-                                              "timeout": params.get("probe_timeout") or 60}, runner)
+                                              "timeout": params["timeout"]}, runner)
     probe.pop("service", None)
-    seen = set((d["code"], d["message"]) for d in diags)
-    diags.extend(d for d in probe["diagnostics"] if (d["code"], d["message"]) not in seen)
+    diags.extend(probe["diagnostics"])
     return probe
 
 

@@ -8,6 +8,14 @@ Every failure anywhere in the toolkit becomes a ``Diagnostic`` built from
 was seen on this host, and the remediation is a list with one command or step
 per item (copy-pasteable, never run together).
 
+The registry is the only place a code's severity, spec rule, report section,
+title, cause (the default message) and remediation live; a call site fills
+``{placeholders}`` and may pick one of the code's named remediation
+``variants``, never writes its own remediation. Codes a module returns when it
+fails (``fail_json(code=...)``) are registered too (section ``module``).
+tests/unit/test_diagnostics_registry.py walks the sources and fails on a code
+that is emitted but not registered.
+
 The documentation's code reference (docs/diagnostics.md) is generated from
 this table by ``scripts/gen-diagnostics-doc.py``; a unit test fails when the
 two drift apart.
@@ -19,6 +27,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import re
 import reprlib
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 ERROR = "error"
 WARNING = "warning"
@@ -26,38 +35,94 @@ INFO = "info"
 SEVERITIES = (ERROR, WARNING, INFO)
 _RANK = {ERROR: 0, WARNING: 1, INFO: 2}
 
+# Report sections (one JUnit test case per host and section; see report.py). Every code has one.
+SANDBOX_ACTIVE = "sandbox_active"
+BWRAP_BINARY = "bwrap_binary"
+KERNEL_USERNS = "kernel_userns"
+SMOKE_TEST = "smoke_test"
+SERVICE_ENVIRONMENT = "service_environment"
+PROFILES = "profiles"
+PROBE = "probe"
+REACHABILITY = "reachability"
+MODULE = "module"          # a module's own failure (fail_json): never a finding of a host report
+SECTIONS = (SANDBOX_ACTIVE, BWRAP_BINARY, KERNEL_USERNS, SMOKE_TEST, SERVICE_ENVIRONMENT, PROFILES, PROBE,
+            REACHABILITY, MODULE)
+
+Diagnostic = Dict[str, Any]
+"""The dict form of a finding: code, severity, rule, title, message, remediation[, details]."""
+
+
+class UnregisteredCode(KeyError):
+    """A code that is not in the registry was asked for (a defect of the toolkit, never of the input)."""
+
 
 class Code(object):
     """Static description of one diagnostic code."""
 
-    __slots__ = ("code", "severity", "rule", "title", "cause", "detection", "remediation")
+    __slots__ = ("code", "severity", "rule", "section", "title", "cause", "detection", "remediation",
+                 "variants", "messages")
 
-    def __init__(self, code, severity, rule, title, cause, detection, remediation):
+    def __init__(self, code: str, severity: str, rule: str, section: str, title: str, cause: str,
+                 detection: str, remediation: Sequence[str],
+                 variants: Optional[Mapping[str, Sequence[str]]] = None,
+                 messages: Optional[Mapping[str, str]] = None) -> None:
+        if severity not in SEVERITIES or section not in SECTIONS:
+            raise ValueError("%s: severity %r / section %r" % (code, severity, section))
         self.code = code
         self.severity = severity
         self.rule = rule
+        self.section = section
         self.title = title
         self.cause = cause
         self.detection = detection
-        self.remediation = tuple(remediation)
+        self.remediation: Tuple[str, ...] = tuple(remediation)
+        self.variants: Dict[str, Tuple[str, ...]] = dict((k, tuple(v)) for k, v in (variants or {}).items())
+        # The message template (what was seen) by variant; "" is the default, the cause when absent.
+        self.messages: Dict[str, str] = dict(messages or {})
 
 
-def _c(code, severity, rule, title, cause, detection, remediation):
-    return Code(code, severity, rule, title, cause, detection, remediation)
+def _c(code: str, severity: str, rule: str, section: str, title: str, cause: str, detection: str,
+       remediation: Sequence[str], variants: Optional[Mapping[str, Sequence[str]]] = None,
+       messages: Optional[Mapping[str, str]] = None) -> Code:
+    return Code(code, severity, rule, section, title, cause, detection, remediation, variants, messages)
 
 
-# Remediation items may contain ``{placeholders}`` filled from the context
-# given to ``make``. Unknown placeholders are left as they are.
-_CODES = [
+# The smallest drop-in that relaxes one unit directive for bwrap ({relax} is the line to add).
+_DROPIN_FIX = ("Smallest fix, as a drop-in (enforce mode writes it with metnos_sandbox_relax_restrictions=true):",
+               "mkdir -p /etc/systemd/system/{unit}.d",
+               "printf '[Service]\\n{relax}\\n' >> /etc/systemd/system/{unit}.d/zz-metnos-sandbox.conf",
+               "systemctl daemon-reload", "systemctl restart {unit}")
+_RESTRICTION_VARIANTS = {"dropin": _DROPIN_FIX, "no_dropin": ("{relax_note}",)}
+
+
+def _restriction(code: str, rule: str, title: str, cause: str, detection: str, fix: str) -> Code:
+    """A unit directive that breaks bwrap inside the service (service_env.DIRECTIVE_CODES): fixed by the
+    drop-in line ``fix`` and a daemon-reload, or by the smallest drop-in enforce mode can write."""
+    return _c(code, ERROR, rule, SERVICE_ENVIRONMENT, title, cause, detection,
+              ["Drop-in: " + fix, "systemctl daemon-reload"], _RESTRICTION_VARIANTS)
+
+
+# Remediation items may contain ``{placeholders}`` filled from the context given to ``make``;
+# an item that is exactly one placeholder whose value is a list becomes that list's items.
+# Unknown placeholders are left as they are.
+# bwrap_smoke_failed / probe_setup_failed: the steps of the cause bwrap's stderr was classified as
+# (bwrap.CAUSES, documented with this registry).
+_CLASSIFIED = {"classified": ("{cause_remediation}",)}
+
+_CODES: List[Code] = [
     # ---- status() quartet and the runtime outcome (R-DIAG-1, R-FAIL-1) ----
-    _c("executor_os_sandbox_unavailable", ERROR, "R-FAIL-1",
+    _c("executor_os_sandbox_unavailable", ERROR, "R-FAIL-1", SANDBOX_ACTIVE,
        "The runtime would refuse every ordinary executor",
        "bwrap is not on the PATH that was checked, or METNOS_SANDBOX disables the sandbox. "
        "runtime/sandbox.py fails closed before any subprocess starts.",
        "status(): bwrap_available is false or disabled_via_env is true.",
        ["Fix the diagnostics listed with it (bwrap_missing, sandbox_disabled_via_env, "
-        "service_path_missing_bwrap); this one clears when they do."]),
-    _c("bwrap_missing", ERROR, "R-DIAG-2",
+        "service_path_missing_bwrap); this one clears when they do."],
+       messages={"why": "The runtime would refuse every ordinary executor with executor_os_sandbox_unavailable: "
+                        "{why}.",
+                 "running": "The running process would refuse every ordinary executor with "
+                            "executor_os_sandbox_unavailable ({view})."}),
+    _c("bwrap_missing", ERROR, "R-DIAG-2", SANDBOX_ACTIVE,
        "bwrap is not on PATH",
        "No executable named bwrap was found in the PATH that was checked ({path}).",
        "Lookup of 'bwrap' through each PATH entry, as execvp would.",
@@ -65,22 +130,24 @@ _CODES = [
         "Fedora/RHEL: dnf install bubblewrap",
         "Arch: pacman -S bubblewrap",
         "If bwrap is installed elsewhere, add its directory to the PATH the service uses."]),
-    _c("sandbox_disabled_via_env", ERROR, "R-FAIL-1",
+    _c("sandbox_disabled_via_env", ERROR, "R-FAIL-1", SANDBOX_ACTIVE,
        "METNOS_SANDBOX disables the sandbox",
        "METNOS_SANDBOX is set to a disabling value (0, off, no, false; any case).",
        "The effective METNOS_SANDBOX value is compared case-insensitively with 0/off/no/false.",
        ["Remove METNOS_SANDBOX from the environment of the service, or set METNOS_SANDBOX=1.",
-        "Find where it is set: systemctl show {unit} -p Environment -p EnvironmentFiles"]),
-    _c("sandbox_env_value_ambiguous", WARNING, "R-FAIL-1",
+        "Find where it is set: systemctl show {unit} -p Environment -p EnvironmentFiles"],
+       messages={"where": "METNOS_SANDBOX={shown} in the {where} disables the sandbox (R-FAIL-1)."}),
+    _c("sandbox_env_value_ambiguous", WARNING, "R-FAIL-1", SANDBOX_ACTIVE,
        "METNOS_SANDBOX has a surprising value",
        "The value is not one the runtime treats as disabling, but it looks like an attempt to "
        "disable (surrounding whitespace, another spelling of false such as n/f/disabled) or is "
        "empty. The runtime keeps the sandbox on; the admin may believe it is off, or the reverse.",
        "The value is compared with systemd's boolean spellings and stripped/lower-cased forms.",
        ["Set an explicit value: METNOS_SANDBOX=1 (sandbox on) or remove the variable.",
-        "Do not rely on spellings other than 0/off/no/false to disable it."]),
+        "Do not rely on spellings other than 0/off/no/false to disable it."],
+       messages={"reason": "METNOS_SANDBOX: {reason}."}),
     # ---- the bwrap binary ----
-    _c("bwrap_setuid", WARNING, "R-SEC-6",
+    _c("bwrap_setuid", WARNING, "R-SEC-6", BWRAP_BINARY,
        "bwrap is installed setuid root",
        "The bwrap binary has the setuid bit. bubblewrap 0.12 refuses setuid use; setuid mode "
        "refuses several options, scrubs LD_LIBRARY_PATH/TMPDIR and is disabled by NoNewPrivileges.",
@@ -88,8 +155,10 @@ _CODES = [
        ["Debian/Ubuntu: dpkg-statoverride --quiet --remove {bwrap_path} || true",
         "chmod 0755 {bwrap_path}",
         "Arch: pacman -S bubblewrap   (replaces bubblewrap-suid)",
-        "Enable unprivileged user namespaces (see userns_* diagnostics)."]),
-    _c("bwrap_not_root_owned", ERROR, "R-SEC-6",
+        "Enable unprivileged user namespaces (see userns_* diagnostics)."],
+       messages={"": "{bwrap_path} is setuid root (mode {mode}).",
+                 "refused": "{bwrap_path} is setuid root (mode {mode}); bubblewrap {version} refuses setuid use."}),
+    _c("bwrap_not_root_owned", ERROR, "R-SEC-6", BWRAP_BINARY,
        "bwrap is not owned by root or is writable by others",
        "The resolved bwrap binary (or a directory above it) is not owned by root, or is group/"
        "world-writable: anyone with that access can replace the sandbox.",
@@ -97,41 +166,45 @@ _CODES = [
        ["chown root:root {bwrap_path}",
         "chmod 0755 {bwrap_path}",
         "Reinstall the distro package: apt-get install --reinstall bubblewrap "
-        "(dnf reinstall bubblewrap; pacman -S bubblewrap)"]),
-    _c("bwrap_not_packaged", WARNING, "R-DIAG-2",
+        "(dnf reinstall bubblewrap; pacman -S bubblewrap)"],
+       messages={"": "{problems}."}),
+    _c("bwrap_not_packaged", WARNING, "R-DIAG-2", BWRAP_BINARY,
        "bwrap is not owned by a distro package",
        "The bwrap that resolves on PATH is not owned by any installed package (self-built or "
        "copied), so it gets no security updates and may shadow the packaged one.",
        "dpkg -S / rpm -qf / pacman -Qo on the resolved path.",
        ["Remove the unmanaged copy: rm {bwrap_path}",
-        "Install the distro package (bubblewrap) and make sure /usr/bin comes first in PATH."]),
-    _c("bwrap_feature_missing", ERROR, "R-BASE-6",
+        "Install the distro package (bubblewrap) and make sure /usr/bin comes first in PATH."],
+       messages={"": "{bwrap_path} is not owned by any installed package."}),
+    _c("bwrap_feature_missing", ERROR, "R-BASE-6", BWRAP_BINARY,
        "bwrap lacks an option the profile needs",
        "'bwrap --help' does not list {missing}. The version string alone is not trusted "
        "(distros backport options).",
        "Options parsed from 'bwrap --help'.",
        ["Upgrade bubblewrap from the distro: apt-get install --only-upgrade bubblewrap "
-        "(dnf upgrade bubblewrap; pacman -Syu bubblewrap)"]),
-    _c("bwrap_smoke_failed", ERROR, "R-DIAG-3",
+        "(dnf upgrade bubblewrap; pacman -Syu bubblewrap)"],
+       messages={"": "bwrap {version} at {bwrap_path} lacks {missing} (parsed from --help)."}),
+    _c("bwrap_smoke_failed", ERROR, "R-DIAG-3", SMOKE_TEST,
        "A real bwrap invocation failed",
        "bwrap could not set up the sandbox when run as {user}: {cause_text}",
        "A real bwrap run with --unshare-user --unshare-ipc --unshare-uts --unshare-net "
        "--die-with-parent and --json-status-fd; a missing exit-code record means setup failed; "
        "stderr is classified by pattern.",
-       ["See the remediation of the classified cause ({cause})."]),
-    _c("bwrap_smoke_skipped", INFO, "R-DIAG-3",
+       ["See the remediation of the classified cause ({cause})."], _CLASSIFIED),
+    _c("bwrap_smoke_skipped", INFO, "R-DIAG-3", SMOKE_TEST,
        "The smoke test was not run",
        "{reason}",
        "smoke_test option or missing prerequisites.",
-       ["Run with smoke_test=true as root (so the module can switch to an unprivileged user)."]),
-    _c("smoke_ran_as_root", WARNING, "R-DIAG-3",
+       ["Run with smoke_test=true as root (so the module can switch to an unprivileged user)."],
+       {"no_bwrap": ["Install bubblewrap first (see bwrap_missing)."]}),
+    _c("smoke_ran_as_root", WARNING, "R-DIAG-3", SMOKE_TEST,
        "The smoke test ran as root",
        "Running bwrap as root hides user-namespace failures: root does not need a user "
        "namespace, the service user does.",
        "The effective uid of the smoke test was 0.",
        ["Run the smoke test as the service user: smoke_user=<the unit's User=>"]),
     # ---- kernel knobs (F1, F2, F3, F4, F6) ----
-    _c("userns_disabled_sysctl", ERROR, "R-BASE-6",
+    _c("userns_disabled_sysctl", ERROR, "R-BASE-6", KERNEL_USERNS,
        "kernel.unprivileged_userns_clone is 0",
        "Unprivileged user namespaces are disabled by kernel.unprivileged_userns_clone=0 "
        "(Debian/Ubuntu/Arch kernels; often set by hardening roles such as dev-sec os_hardening). "
@@ -142,7 +215,7 @@ _CODES = [
         "sysctl --system",
         "If a hardening role sets it to 0, override it there (dev-sec: sysctl_overwrite) rather "
         "than fighting it on every run."]),
-    _c("userns_max_namespaces_zero", ERROR, "R-BASE-6",
+    _c("userns_max_namespaces_zero", ERROR, "R-BASE-6", KERNEL_USERNS,
        "user.max_user_namespaces is 0",
        "No user namespaces may be created (RHEL/STIG default RHEL-09-213105, or Debian's "
        "recommended way to disable them). bwrap fails with ENOSPC.",
@@ -151,7 +224,7 @@ _CODES = [
         "sysctl --system",
         "On STIG-managed hosts record a documented exception instead of flipping the value back "
         "and forth with the compliance tool."]),
-    _c("userns_apparmor_restricted", ERROR, "R-BASE-6",
+    _c("userns_apparmor_restricted", ERROR, "R-BASE-6", KERNEL_USERNS,
        "AppArmor restricts unprivileged user namespaces",
        "kernel.apparmor_restrict_unprivileged_userns=1 (Ubuntu 24.04+) and no AppArmor profile "
        "grants userns to bwrap. bwrap fails with 'setting up uid map: Permission denied' or "
@@ -162,15 +235,17 @@ _CODES = [
         "install -m0644 /usr/share/apparmor/extra-profiles/bwrap-userns-restrict /etc/apparmor.d/",
         "apparmor_parser -r /etc/apparmor.d/bwrap-userns-restrict",
         "Check first that no other profile already attaches to /usr/bin/bwrap (two attachments "
-        "cancel each other)."]),
-    _c("selinux_enforcing", INFO, "R-BASE-6",
+        "cancel each other)."],
+       messages={"profiles_loaded": "AppArmor restricts unprivileged user namespaces, and profile(s) for bwrap "
+                                    "are loaded ({profiles}); if bwrap still fails, two attachments may conflict."}),
+    _c("selinux_enforcing", INFO, "R-BASE-6", KERNEL_USERNS,
        "SELinux is enforcing",
        "SELinux may deny user_namespace create for confined domains "
        "('Creating new namespace failed: Permission denied').",
        "/sys/fs/selinux/enforce.",
        ["If bwrap fails: ausearch -m AVC,USER_AVC -c bwrap",
         "Build a local policy module from the reviewed AVCs (audit2allow); do not setenforce 0."]),
-    _c("running_in_container", INFO, "R-BASE-6",
+    _c("running_in_container", INFO, "R-BASE-6", KERNEL_USERNS,
        "The host is a container",
        "Running inside {container}: the outer runtime's seccomp, AppArmor and /proc masking "
        "decide whether bwrap can work.",
@@ -178,65 +253,71 @@ _CODES = [
        ["podman: --security-opt unmask=ALL (bwrap --proc needs an unmasked /proc)",
         "docker: a seccomp profile that allows unshare/clone(CLONE_NEWUSER)"]),
     # ---- manifests and profiles (R-CAP-*, R-ARG-1, R-SEC-*) ----
-    _c("manifest_parse_error", ERROR, "R-SCOPE-1",
+    _c("manifest_parse_error", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
        "The manifest cannot be read",
-       "The manifest file is missing, unreadable, or not valid YAML/JSON.",
+       "The manifest file is unreadable, or not valid YAML/JSON.",
        "Loading the manifest.",
        ["Check the file named in the message; validate it with: python3 -c 'import yaml,sys; "
         "yaml.safe_load(open(sys.argv[1]))' FILE"]),
-    _c("manifest_not_utf8", ERROR, "R-SCOPE-1",
+    _c("manifest_missing", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
+       "The manifest file does not exist",
+       "The manifest file named by the task does not exist on the host that reads it.",
+       "Opening the manifest file.",
+       ["Check the path (manifest_file, or the manifest list of the role); a manifest file is read on "
+        "the host that renders it."]),
+    _c("manifest_not_utf8", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
        "The manifest is not UTF-8 text",
        "The manifest contains bytes that are not valid UTF-8, or a NUL byte.",
        "Decoding the file as UTF-8.",
        ["Re-export the manifest as UTF-8: iconv -f <encoding> -t UTF-8 FILE"]),
-    _c("manifest_invalid", ERROR, "R-SCOPE-1",
+    _c("manifest_invalid", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
        "A manifest field is invalid",
        "A required field is missing, a field has the wrong type, or an unknown field is present.",
        "Strict validation of every manifest field.",
        ["Fix the field named in the message; see examples/manifests/ for valid manifests."]),
-    _c("capability_unknown", ERROR, "R-CAP-FS",
+    _c("capability_unknown", ERROR, "R-CAP-FS", SANDBOX_ACTIVE,
        "Unknown capability",
        "The capability is not in the closed grammar; an unknown capability is never rendered.",
        "Parsing every capability against the closed set of forms.",
        ["Use one of the accepted forms listed in the message."]),
-    _c("capability_reserved", ERROR, "R-SEC-5",
+    _c("capability_reserved", ERROR, "R-SEC-5", SANDBOX_ACTIVE,
        "A reserved capability was requested",
        "system:undo belongs to the byte-pinned undo_last_turn broker only.",
        "Any manifest other than the pinned undo broker declaring system:undo.",
        ["Remove system:undo from the manifest."]),
-    _c("scope_relative", ERROR, "R-CAP-FS",
+    _c("scope_relative", ERROR, "R-CAP-FS", SANDBOX_ACTIVE,
        "A path scope is relative",
        "Fixed scopes must be absolute paths or globs.",
        "Lexical check of each fs: scope.",
        ["Write the scope as an absolute path, e.g. fs:read:/srv/metnos/data/**"]),
-    _c("scope_nul", ERROR, "R-CAP-FS",
+    _c("scope_nul", ERROR, "R-CAP-FS", SANDBOX_ACTIVE,
        "A path contains NUL or control characters",
        "NUL bytes and control characters are never valid in a path scope or argument path.",
        "Lexical check of each scope and argument value.",
        ["Remove the control characters from the scope or argument."]),
-    _c("scope_not_normalized", ERROR, "R-ARG-1",
+    _c("scope_not_normalized", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
        "A path scope is not normalised",
        "'.', '..' or '//' in a scope hide what it really grants.",
        "Lexical check of each scope.",
        ["Write the normalised absolute path (realpath) instead."]),
-    _c("scope_too_broad", ERROR, "R-SEC-2",
+    _c("scope_too_broad", ERROR, "R-SEC-2", SANDBOX_ACTIVE,
        "A scope is too broad",
        "The scope's root (after glob reduction) is '/', a system tree, or a shared tree such as /opt "
        "or /home; rendering it would expose or make writable far more than one executor needs.",
        "Glob reduction to the root, then comparison with the broad and system trees.",
        ["Narrow the scope to the executor's own folder, e.g. fs:write:/var/lib/metnos/<executor>/**"]),
-    _c("arg_undeclared", ERROR, "R-ARG-1",
+    _c("arg_undeclared", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
        "An arg: scope names an undeclared argument",
        "fs:*:arg:<name> refers to an argument the manifest does not declare.",
        "Cross-check of capabilities and arguments.",
        ["Declare the argument under 'arguments' with its 'within' scopes, or fix the name."]),
-    _c("arg_scope_unbounded", ERROR, "R-ARG-1",
+    _c("arg_scope_unbounded", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
        "A path argument has no bounding scope",
        "An argument used as a path scope must declare the scopes it may narrow ('within'); "
        "otherwise the argument could widen the sandbox.",
        "Each argument used by an arg: scope has a non-empty 'within'.",
        ["Add within: [/the/allowed/root/**] to the argument's declaration."]),
-    _c("arg_escapes_scope", ERROR, "R-ARG-1",
+    _c("arg_escapes_scope", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
        "An argument value escapes its declared scope",
        "The argument's path, once '..' is resolved, is outside every 'within' scope: an argument may "
        "narrow a capability, never widen it. A 'within' scope written as a glob is a pattern: the value "
@@ -246,24 +327,24 @@ _CODES = [
        "below them ('**' any number of components, '*' '?' '[...]' within one, '{a,b}' alternatives; "
        "a pattern with more than 64 alternatives or 65,536 matching steps matches nothing).",
        ["Pass a path inside the declared scope, or change the manifest's declared scope (re-signing it)."]),
-    _c("arg_symlink_escapes", ERROR, "R-ARG-1",
+    _c("arg_symlink_escapes", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
        "An argument value leads out of its scope through a symlink",
        "The argument's path is inside the scope lexically but a symlink on it resolves outside (or to a "
        "path the 'within' pattern does not match).",
        "realpath() of the value, then containment in the realpath of the declared roots and the same "
        "pattern match below them.",
        ["Pass the real path, or remove the symlink that points outside the scope."]),
-    _c("arg_value_invalid", ERROR, "R-ARG-1",
+    _c("arg_value_invalid", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
        "An argument value is not a usable path",
        "The argument value is not a string, is empty, or contains control characters.",
        "Type and lexical checks of the invocation's argument values.",
        ["Pass the argument as a non-empty path string."]),
-    _c("metnos_resource_unknown", ERROR, "R-CAP-METNOS",
+    _c("metnos_resource_unknown", ERROR, "R-CAP-METNOS", SANDBOX_ACTIVE,
        "Unknown Metnos resource",
        "metnos:* capabilities name a closed set of semantic resources; this one is not in it.",
        "Lookup in the resource map of the host context.",
        ["Use a known resource (listed in the message) or add it to metnos_sandbox_resources."]),
-    _c("undo_exception_mismatch", ERROR, "R-FAIL-2",
+    _c("undo_exception_mismatch", ERROR, "R-FAIL-2", SANDBOX_ACTIVE,
        "undo_last_turn does not match the pinned exception",
        "A manifest named undo_last_turn differs from the byte-pinned exception (name, origin, revision, "
        "owner, capability, file list, entrypoint (the file that runs unsandboxed, main.py unless pinned), "
@@ -275,79 +356,79 @@ _CODES = [
         "capability, files and the digest the message shows (computed from disk); or restore the reviewed "
         "broker."]),
     # ---- input limits: a manifest is data, bounded before it is interpreted (docs/profile-invariants.md) ----
-    _c("manifest_too_large", ERROR, "R-SCOPE-1",
+    _c("manifest_too_large", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
        "The manifest is larger than the limit",
        "The manifest text is larger than {limit} bytes (a real manifest is a few hundred bytes).",
        "Size of the file (fstat) or text, before it is decoded.",
        ["Check that the right file is given; a manifest lists capabilities, not data."]),
-    _c("manifest_too_many_nodes", ERROR, "R-SCOPE-1",
+    _c("manifest_too_many_nodes", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
        "The manifest has too many YAML/JSON nodes",
        "The manifest has more than {limit} nodes, counting every YAML alias as the nodes it expands "
        "to (counted before anything is expanded), or an alias refers to itself.",
        "Counting events while composing the document, aliases by their anchor's expanded size.",
        ["Write the manifest without anchors and aliases, listing each value once."]),
-    _c("manifest_too_deep", ERROR, "R-SCOPE-1",
+    _c("manifest_too_deep", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
        "The manifest is nested too deeply",
        "Mappings and lists are nested more than {limit} levels deep.",
        "Nesting depth while composing the document.",
        ["A manifest needs at most five levels (manifest > arguments > name > within > scope)."]),
-    _c("manifest_duplicate_key", ERROR, "R-SCOPE-1",
+    _c("manifest_duplicate_key", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
        "A key appears twice in one mapping",
        "The same key appears twice in one YAML/JSON mapping. YAML and JSON loaders usually keep the last "
        "one silently, so a reviewer and the renderer could read two different manifests.",
        "Duplicate detection while composing each mapping.",
        ["Keep one occurrence of the key named in the message."]),
-    _c("manifest_yaml_unsupported", ERROR, "R-SCOPE-1",
+    _c("manifest_yaml_unsupported", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
        "The manifest uses a YAML feature that is not accepted",
        "Explicit tags, merge keys ('<<'), non-string keys, several documents, or YAML 1.1 number forms "
        "(octal, hexadecimal, sexagesimal) that silently change a value.",
        "The closed set of YAML features accepted while composing the document.",
        ["Write plain mappings, lists and quoted strings; quote values such as revisions."]),
-    _c("manifest_string_too_long", ERROR, "R-SCOPE-1",
+    _c("manifest_string_too_long", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
        "A string in the manifest is longer than the limit",
        "A key or string value is longer than {limit} characters.",
        "Length of every key and string while checking the document.",
        ["Shorten the value named in the message."]),
-    _c("manifest_control_character", ERROR, "R-SCOPE-1",
+    _c("manifest_control_character", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
        "A manifest string contains control characters",
        "A string field contains a control, format or line-separator character (C0/C1 controls, "
        "bidirectional overrides, zero-width characters, lone surrogates): what a reviewer sees would "
        "not be what is granted.",
        "Every string field is matched against its grammar; control and format characters never match.",
        ["Remove the invisible characters (cat -A FILE shows them)."]),
-    _c("manifest_too_many_capabilities", ERROR, "R-SCOPE-1",
+    _c("manifest_too_many_capabilities", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
        "The manifest declares too many capabilities",
        "More than {limit} capabilities are declared.",
        "Length of the capabilities list, before any capability is parsed.",
        ["Split the executor or use glob scopes; a real executor needs a handful of capabilities."]),
-    _c("capability_too_long", ERROR, "R-SCOPE-1",
+    _c("capability_too_long", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
        "A capability is longer than the limit",
        "A capability string is longer than {limit} characters.",
        "Length of each capability string, before it is parsed.",
        ["Shorten the scope path of the capability named in the message."]),
-    _c("manifest_too_many_arguments", ERROR, "R-ARG-1",
+    _c("manifest_too_many_arguments", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
        "The manifest declares too many arguments",
        "More than {limit} arguments are declared.",
        "Length of the arguments mapping, before any argument is checked.",
        ["Declare only the arguments used as path scopes."]),
-    _c("manifest_too_many_scopes", ERROR, "R-ARG-1",
+    _c("manifest_too_many_scopes", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
        "An argument declares too many 'within' scopes",
        "An argument lists more than {limit} 'within' scopes.",
        "Length of each 'within' list.",
        ["Use fewer, narrower scopes."]),
-    _c("manifest_too_many_files", ERROR, "R-FAIL-2",
+    _c("manifest_too_many_files", ERROR, "R-FAIL-2", SANDBOX_ACTIVE,
        "The manifest lists too many files",
        "The 'files' list has more than {limit} entries.",
        "Length of the 'files' list.",
        ["List only the executor's own files."]),
-    _c("invocation_invalid", ERROR, "R-ARG-1",
+    _c("invocation_invalid", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
        "The invocation is not usable",
        "The invocation is not a mapping of arguments, turn_id and sender, has unknown keys, or has "
        "too many argument values.",
        "Type, key and size checks of the invocation before rendering.",
        ["Pass invocation: {arguments: {name: value}, turn_id: <id>, sender: <name>}."]),
     # ---- resolved paths and the invariants of a rendered profile (docs/profile-invariants.md) ----
-    _c("scope_reserved_tree", ERROR, "R-BASE-4",
+    _c("scope_reserved_tree", ERROR, "R-BASE-4", SANDBOX_ACTIVE,
        "A scope reaches a tree reserved to another grant",
        "The scope is at, below or above a tree that only its own capability may reach: the executors "
        "folder (every executor's code), the integrations folder, the mail credential store, the dialog "
@@ -356,14 +437,14 @@ _CODES = [
        "Resolved scope compared with the resolved reserved trees of the host context.",
        ["Use the capability made for that resource (provider:access, mail:read, dialog.user_input, the "
         "inverse model) instead of an fs: scope."]),
-    _c("scope_symlink_refused", ERROR, "R-CAP-FS",
+    _c("scope_symlink_refused", ERROR, "R-CAP-FS", SANDBOX_ACTIVE,
        "A scope leads through a symlink to a refused tree",
        "The scope's text passes the checks but its fully resolved form on this host (every symlink "
        "followed, e.g. /var/run -> /run, /lib -> usr/lib, a link into /etc) is refused by the same rules. "
        "The mount would have exposed the symlink's target.",
        "os.path.realpath() of the scope on the host that renders, then the same refusal rules.",
        ["Replace the symlink by a real directory, or declare the real path if it is acceptable."]),
-    _c("scope_mount_alias", ERROR, "R-BASE-4",
+    _c("scope_mount_alias", ERROR, "R-BASE-4", SANDBOX_ACTIVE,
        "A scope reaches a refused tree through a bind mount",
        "The scope is at, below or above a folder that is a refused tree mounted again under another "
        "path: the Metnos install on a data disk bind-mounted at its configured path (fstab "
@@ -376,7 +457,7 @@ _CODES = [
        "then judged against them with the same rules. The final check does the same on the argv.",
        ["Declare the path under its configured name if it is acceptable, or remove the bind mount "
         "(findmnt -o TARGET,SOURCE lists them)."]),
-    _c("scope_special_file", ERROR, "R-CAP-FS",
+    _c("scope_special_file", ERROR, "R-CAP-FS", SANDBOX_ACTIVE,
        "A scope is a socket, a FIFO or a device node",
        "A fixed scope, the root of a glob, a 'within' scope or an argument value resolves to a Unix "
        "socket, a FIFO or a device node. A bind mount does not make these read-only in any useful "
@@ -387,7 +468,7 @@ _CODES = [
        "final check refuses any bind whose source is one, except the admin's systemd/system read paths.",
        ["Declare the folder or file the executor really needs; reach host services through their own "
         "capability (systemd:read, system:read, provider:access)."]),
-    _c("scope_hard_link", ERROR, "R-BASE-4",
+    _c("scope_hard_link", ERROR, "R-BASE-4", SANDBOX_ACTIVE,
        "A file scope has several names (hard links)",
        "A fixed scope or an argument value resolves to a regular file whose link count is above one. "
        "A hard link is the same file under another name, and realpath cannot tell where the other "
@@ -398,7 +479,7 @@ _CODES = [
        "refuses any writable bind of one.",
        ["Grant the folder the file lives in, or give the file a single name "
         "(find / -xdev -samefile FILE lists its names)."]),
-    _c("scope_runtime_tree", ERROR, "R-CAP-SYS",
+    _c("scope_runtime_tree", ERROR, "R-CAP-SYS", SANDBOX_ACTIVE,
        "A scope is at, below or above /run (the host daemons' sockets)",
        "/run (and its alias /var/run) holds the sockets of the host's daemons: systemd, D-Bus, "
        "container engines, user sessions. A read-only bind of any of it still lets the sandbox talk "
@@ -408,7 +489,7 @@ _CODES = [
        "The scope as written and fully resolved, at, below or above /run or /var/run (resolved too).",
        ["Use systemd:read or system:read and configure the needed paths in the host context; keep "
         "executor data out of /run."]),
-    _c("host_path_refused", ERROR, "R-BASE-4",
+    _c("host_path_refused", ERROR, "R-BASE-4", SANDBOX_ACTIVE,
        "A host-context path cannot be mounted safely",
        "A path of the host context (the Metnos install's real paths: runtime, Python prefix and package "
        "roots, executors, i18n/lexicon databases, resources, indexes, integrations, credentials, "
@@ -417,7 +498,7 @@ _CODES = [
        "its folder through a symlink.",
        "os.path.realpath() of each host path at render time, then the same refusal rules as for scopes.",
        ["Fix the host key named in the message (metnos_sandbox_host) to the real, dedicated path."]),
-    _c("profile_invariant_violated", ERROR, "R-SEC-1",
+    _c("profile_invariant_violated", ERROR, "R-SEC-1", SANDBOX_ACTIVE,
        "A rendered profile broke an invariant and was withheld",
        "The final check of the rendered mounts and flags found a writable mount outside every declared, "
        "resolved scope, a read-only base tree writable or shadowed, a flag no rule grants, or a mount "
@@ -425,26 +506,26 @@ _CODES = [
        "or a filesystem that changed while rendering.",
        "An independent check of the rendered argv against invariants (a)-(d) of docs/profile-invariants.md.",
        ["Render again; if it persists, report the manifest and host context (the renderer has a bug)."]),
-    _c("profile_preview", INFO, "R-DIAG-3",
+    _c("profile_preview", INFO, "R-DIAG-3", SANDBOX_ACTIVE,
        "This profile is a preview rendered off the target host",
        "The profile was rendered where the manifest's paths cannot be resolved as the target host sees "
        "them (a filter on the controller): symlinks, existence and base paths are the controller's.",
        "Rendered by a controller-side face.",
        ["Render the final profile on the host: the sandbox_profile module (make run)."]),
-    _c("undo_files_invalid", ERROR, "R-FAIL-2",
+    _c("undo_files_invalid", ERROR, "R-FAIL-2", SANDBOX_ACTIVE,
        "The pinned undo broker's files cannot be verified",
        "The digest of the undo broker is computed from its files on disk; a listed file is missing, not a "
        "regular file, a symlink, too large, or the folder holds files that are not listed.",
        "Reading each listed file below the executor's folder without following symlinks.",
        ["Restore the reviewed broker's files exactly as listed, then pin their digest."]),
-    _c("grant_skipped", INFO, "R-ARG-1",
+    _c("grant_skipped", INFO, "R-ARG-1", SANDBOX_ACTIVE,
        "A grant was not mounted",
        "A declared resource does not exist on this host or is not known (unknown index name, missing "
        "argument value, missing mail account, no authenticated sender or turn): nothing is granted.",
        "Existence and lookup checks at render time.",
        ["Nothing to do if expected; otherwise create the path or fix the name in the message."]),
     # ---- the real wrapped probe (R-DIAG-3) ----
-    _c("probe_not_isolated", ERROR, "R-DIAG-3",
+    _c("probe_not_isolated", ERROR, "R-DIAG-3", PROBE,
        "bwrap ran the payload without isolation",
        "The probe payload ran and reported, but not inside a sandbox: the process that ran it is not the "
        "child bwrap reported (no or a false --json-status-fd child-pid: a bwrap look-alike), or it shares "
@@ -456,7 +537,7 @@ _CODES = [
        ["Check which binary ran: ls -l {bwrap_path} ; dpkg -S {bwrap_path} (rpm -qf, pacman -Qo)",
         "Reinstall the distro package and remove look-alikes from the service's PATH: "
         "apt-get install --reinstall bubblewrap"]),
-    _c("probe_check_failed", ERROR, "R-DIAG-3",
+    _c("probe_check_failed", ERROR, "R-DIAG-3", PROBE,
        "The sandbox does not hold what the profile promises",
        "A check of the probe failed or could not be proven: a namespace is shared, a read-only bind is "
        "mounted read-write, a bind (or a mount below it) is not the declared host path, something is mounted "
@@ -471,7 +552,7 @@ _CODES = [
        "statvfs, lstat, a real write, if_nameindex, prctl).",
        ["Compare the rendered argv (sandbox_profile) with the one the runtime uses; re-render the profiles.",
         "If bwrap itself misbehaves, upgrade bubblewrap."]),
-    _c("probe_payload_root", WARNING, "R-BASE-6",
+    _c("probe_payload_root", WARNING, "R-BASE-6", PROBE,
        "The sandboxed payload runs as root",
        "The probe ran as {user} (uid 0 outside the sandbox): bwrap keeps root's capabilities in the "
        "sandbox's user namespace, so an executor can remount the read-only binds read-write and write "
@@ -480,26 +561,27 @@ _CODES = [
        "The payload's uid and capability sets, read from /proc/PID/status on the host.",
        ["Run the Metnos service as an unprivileged user: a drop-in with User=metnos (create it with "
         "useradd --system metnos), then systemctl daemon-reload and restart the service."]),
-    _c("probe_setup_failed", ERROR, "R-DIAG-3",
+    _c("probe_setup_failed", ERROR, "R-DIAG-3", PROBE,
        "bwrap failed before the payload ran",
        "bwrap failed before the payload ran, in the service's context (as {user}): {cause_text}",
        "The payload never reported and --json-status-fd has no exit-code record; bwrap's stderr is "
        "classified by pattern and quoted.",
-       ["See the remediation of the classified cause ({cause}) and the unit directives listed with it."]),
-    _c("probe_timeout", ERROR, "R-DIAG-3",
+       ["See the remediation of the classified cause ({cause}) and the unit directives listed with it."],
+       _CLASSIFIED),
+    _c("probe_timeout", ERROR, "R-DIAG-3", PROBE,
        "The probe timed out",
        "The probe did not finish in time; its whole process group was killed. If the payload had already "
        "reported and been read from outside (e.g. a bwrap look-alike that never exits after running it), its "
        "checks are still judged and their findings are reported with this one.",
        "A timer around the probe's process group.",
        ["Look for hung mounts (NFS) or a stuck service unit; raise the probe timeout if the host is slow."]),
-    _c("probe_payload_failed", ERROR, "R-DIAG-3",
+    _c("probe_payload_failed", ERROR, "R-DIAG-3", PROBE,
        "The probe payload could not report",
        "bwrap set up the sandbox and ran the payload (a Python program run by the runtime's interpreter), "
        "but it exited without a result.",
        "--json-status-fd has an exit-code record, and the payload's stdout has no result line.",
        ["Check that the runtime's interpreter exists inside the sandbox (host.python_executable) and runs."]),
-    _c("probe_context_incomplete", WARNING, "R-DIAG-3",
+    _c("probe_context_incomplete", WARNING, "R-DIAG-3", PROBE,
        "The probe's unit does not carry the service's whole context",
        "Some of the service's directives could not be carried to the probe's transient unit (systemd-run "
        "refuses them in this systemd version, a specifier is unknown, or copying would act on the service's "
@@ -511,68 +593,83 @@ _CODES = [
        ["Review the directives named in the message: each is one the probe could not reproduce.",
         "Check them by hand: systemctl show {unit} -p <directive>"]),
     # ---- the service's own environment and unit (R-DIAG-3) ----
-    _c("unit_not_found", WARNING, "R-DIAG-3",
+    _c("unit_not_found", WARNING, "R-DIAG-3", SERVICE_ENVIRONMENT,
        "The Metnos service unit does not exist",
        "No unit file or drop-in for the unit was found (systemd: LoadState=not-found).",
        "systemctl show -p LoadState, or the unit search path on disk.",
        ["Check the unit name (metnos_sandbox_unit) and scope (system/user): systemctl list-unit-files 'metnos*'"]),
-    _c("unit_masked", ERROR, "R-DIAG-3",
+    _c("unit_masked", ERROR, "R-DIAG-3", SERVICE_ENVIRONMENT,
        "The Metnos service unit is masked",
        "The unit is linked to /dev/null: it cannot start at all.",
        "A unit file symlinked to /dev/null, or LoadState=masked.",
        ["systemctl unmask {unit}"]),
-    _c("unit_needs_daemon_reload", WARNING, "R-DIAG-3",
+    _c("unit_needs_daemon_reload", WARNING, "R-DIAG-3", SERVICE_ENVIRONMENT,
        "Unit files changed since systemd loaded them",
        "The unit files on disk differ from what systemd runs (NeedDaemonReload=yes): the checked "
        "configuration is not yet the service's.",
        "systemctl show -p NeedDaemonReload.",
        ["systemctl daemon-reload", "systemctl restart {unit}"]),
-    _c("service_user_missing", ERROR, "R-DIAG-3",
+    _c("service_user_missing", ERROR, "R-DIAG-3", SERVICE_ENVIRONMENT,
        "The service's User= does not exist",
        "User= names an account that does not exist on this host: the service cannot start.",
        "getpwnam() of the unit's User=.",
-       ["Create the account (useradd --system {user}) or fix User= in the unit."]),
-    _c("sandbox_env_rejected_by_systemd", WARNING, "R-FAIL-1",
+       ["Create the account (useradd --system {user}) or fix User= in the unit."],
+       messages={"": "{unit}: User={user} does not exist."}),
+    _c("sandbox_env_rejected_by_systemd", WARNING, "R-FAIL-1", SERVICE_ENVIRONMENT,
        "systemd ignores part of a METNOS_SANDBOX assignment",
        "An Environment= line that mentions METNOS_SANDBOX contains words systemd rejects (e.g. "
        "'Environment=METNOS_SANDBOX= 0' sets an empty value and ignores '0').",
        "The unit's Environment= lines split with systemd's quoting rules.",
        ["Write the assignment without spaces around '=': Environment=METNOS_SANDBOX=1 (or remove it)."]),
-    _c("service_path_missing_bwrap", ERROR, "R-DIAG-3",
+    _c("service_path_missing_bwrap", ERROR, "R-DIAG-3", SERVICE_ENVIRONMENT,
        "bwrap is not on the service's PATH",
        "bwrap does not resolve through the PATH the service's processes get, with the service user's "
        "permissions. The runtime fails closed for every executor, although the admin's shell finds bwrap.",
        "Lookup through the effective PATH (Environment=/EnvironmentFile=/systemd default) as the unit's User=.",
-       ["Set PATH in a drop-in (enforce mode does it): "
-        "Environment=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin"]),
-    _c("service_path_unsafe", ERROR, "R-SEC-6",
+       ["Set the unit's PATH to include the bwrap directory (enforce mode writes a drop-in): "
+        "Environment=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin",
+        "Or install bubblewrap: apt-get install bubblewrap"],
+       messages={"": "{unit}: bwrap does not resolve through the service's PATH={path} as user {user} "
+                     "(PATH from {origin}). The runtime looks it up with this PATH, not the admin's."}),
+    _c("service_path_unsafe", ERROR, "R-SEC-6", SERVICE_ENVIRONMENT,
        "The service's PATH lets someone shadow bwrap",
        "An empty or relative PATH entry (the current directory), or a directory before the bwrap "
        "directory that is not root-owned or is group/world-writable: anyone who can write there can "
        "plant a fake bwrap.",
        "Each PATH entry up to the bwrap directory: ownership and mode of it and its parents.",
        ["Remove the offending entries from the unit's PATH (enforce mode writes a clean PATH).",
-        "chmod go-w <directory> ; chown root:root <directory>"]),
-    _c("service_bwrap_mismatch", WARNING, "R-DIAG-3",
+        "chmod go-w <directory> ; chown root:root <directory>"],
+       messages={"": "{unit}: PATH={path}: {problems}"}),
+    _c("service_bwrap_mismatch", WARNING, "R-DIAG-3", SERVICE_ENVIRONMENT,
        "The service runs a different bwrap",
        "The bwrap the service resolves is not the one the admin's PATH resolves, or no package owns it.",
        "realpath() of both lookups; package ownership query.",
-       ["Remove the unexpected binary, or fix the unit's PATH."]),
-    _c("environment_file_missing", ERROR, "R-DIAG-3",
+       ["Remove the unexpected binary, or fix the unit's PATH."],
+       {"different": ["Remove the unexpected binary or fix the unit's PATH so that it resolves the "
+                      "package-owned {admin_bwrap}"],
+        "unpackaged": ["Remove {service_bwrap} or put the package's directory first in the unit's PATH"]},
+       {"different": "{unit} resolves bwrap to {service_bwrap}, the admin's shell to {admin_bwrap}: they are "
+                     "different binaries.",
+        "unpackaged": "{unit} resolves bwrap to {service_bwrap}, which no installed package owns."}),
+    _c("environment_file_missing", ERROR, "R-DIAG-3", SERVICE_ENVIRONMENT,
        "An EnvironmentFile cannot be read",
        "A file listed in EnvironmentFile= is missing or unreadable. With the '-' prefix systemd skips it "
        "silently (warning), so variables you expect (METNOS_SANDBOX, PATH) are not set; without it the "
        "service fails to start (error).",
        "Reading each EnvironmentFile= path.",
-       ["Create the file or remove the EnvironmentFile= line."]),
-    _c("service_env_live_differs", WARNING, "R-DIAG-3",
+       ["Create {path} or remove the EnvironmentFile= line"],
+       messages={"optional": "{unit}: EnvironmentFile=-{path} ({where}) cannot be read: {error}. systemd skips it "
+                             "silently ('-' prefix)",
+                 "required": "{unit}: EnvironmentFile={path} ({where}) cannot be read: {error}. The service fails "
+                             "to start."}),
+    _c("service_env_live_differs", WARNING, "R-DIAG-3", SERVICE_ENVIRONMENT,
        "The running service has an older environment",
        "/proc/<MainPID>/environ differs from the configuration for METNOS_SANDBOX or PATH in a way that "
        "neither disables nor misroutes the sandbox (those are service_env_live_disables and "
        "service_env_live_misroutes): a restart is pending.",
        "Comparing the live environment of MainPID with the configured one.",
        ["systemctl restart {unit}"]),
-    _c("service_env_live_disables", ERROR, "R-FAIL-1",
+    _c("service_env_live_disables", ERROR, "R-FAIL-1", SERVICE_ENVIRONMENT,
        "The running service has the sandbox disabled",
        "The running process's own environment (/proc/<MainPID>/environ, the authority while it runs) "
        "disables the sandbox although the configuration does not: METNOS_SANDBOX has a disabling value, or "
@@ -582,97 +679,112 @@ _CODES = [
        "process's own uid; compared with the configuration and ExecStart='s env(1)/sh -c prefixes.",
        ["Find and remove the origin named in the message (ExecStart= prefix, wrapper, manager environment: "
         "systemctl show-environment)", "systemctl restart {unit}"]),
-    _c("service_env_live_misroutes", ERROR, "R-DIAG-3",
+    _c("service_env_live_misroutes", ERROR, "R-DIAG-3", SERVICE_ENVIRONMENT,
        "The running service resolves a different bwrap",
        "The running process's PATH resolves bwrap to another binary than the configuration's PATH does: "
        "the runtime wraps executors with that binary.",
        "The live PATH resolved as the service user, compared (realpath) with the configured one.",
        ["Remove the origin named in the message, then: systemctl restart {unit}",
         "Remove an unexpected bwrap binary from the directories named in the message"]),
-    _c("service_env_live_unreadable", WARNING, "R-DIAG-3",
+    _c("service_env_live_unreadable", WARNING, "R-DIAG-3", SERVICE_ENVIRONMENT,
        "The running service's environment could not be read",
        "The service runs but /proc/<MainPID>/environ could not be read, neither as root nor as the "
        "process's own uid (the reason is in the message): what is reported is the configuration's view, not "
        "the live process's.",
        "Reading /proc/<MainPID>/environ as root, then in a helper that drops to the process's uid and gid.",
        ["Read it by hand as the service user: setpriv --reuid=<uid> --regid=<gid> --clear-groups "
-        "cat /proc/<pid>/environ | tr '\\0' '\\n'"]),
-    _c("service_execstart_sets_env", ERROR, "R-FAIL-1",
+        "cat /proc/<pid>/environ | tr '\\0' '\\n'"],
+       messages={"": "{unit} runs as PID {pid} but its environment (/proc/{pid}/environ) could not be read "
+                     "({error}): the status shown is the configuration's view, not the live process's."}),
+    _c("service_execstart_sets_env", ERROR, "R-FAIL-1", SERVICE_ENVIRONMENT,
        "The start command line changes METNOS_SANDBOX or PATH",
        "ExecStart= runs the program through env(1) (NAME=VALUE, -u NAME, -i) or a shell (sh -c 'NAME=VALUE exec "
        "...') that sets or unsets METNOS_SANDBOX or PATH: the program's environment is not the unit's. An "
        "error when it disables the sandbox or changes which bwrap resolves, a warning otherwise.",
        "ExecStart= lines of the unit files split with systemd's quoting, $VAR substitution applied, env(1) "
        "options and simple shell scripts followed.",
-       ["Remove the assignment from ExecStart= (enforce mode rewrites an env(1) prefix in its drop-in)"]),
-    _c("service_execstart_env_unknown", WARNING, "R-DIAG-3",
+       ["Remove the assignment from ExecStart= (enforce mode rewrites an env(1) prefix in its drop-in)"],
+       {"healable": ["Enforce mode rewrites ExecStart= in its drop-in without those assignments "
+                     "(metnos_sandbox_service_env_state=enforce)", "Or edit the unit: {fix}"],
+        "unhealable": ["A drop-in cannot neutralise it ({why}): edit the unit's ExecStart= ({where}) by hand"]}),
+    _c("service_execstart_env_unknown", WARNING, "R-DIAG-3", SERVICE_ENVIRONMENT,
        "The start command line's effect on the environment cannot be determined",
        "ExecStart= runs a shell script or env(1) form (env -S, control structures, expansions, sourced files) "
        "that may change METNOS_SANDBOX or PATH in a way that cannot be determined from the unit.",
        "ExecStart= parsing as for service_execstart_sets_env.",
        ["Start the service and let the audit read the live environment (/proc/<MainPID>/environ)",
-        "Or simplify ExecStart= so that it does not touch METNOS_SANDBOX or PATH"]),
-    _c("unit_blocks_namespaces", ERROR, "R-BASE-6",
+        "Or simplify ExecStart= so that it does not touch METNOS_SANDBOX or PATH"],
+       messages={"": "{unit}: {line} runs {how}; how it changes METNOS_SANDBOX or PATH cannot be determined "
+                     "({note}). Only the live process can tell."}),
+    _restriction("unit_blocks_namespaces", "R-BASE-6",
        "The unit forbids the namespaces bwrap needs",
        "RestrictNamespaces= excludes user, mnt, ipc, uts or net: bwrap fails inside the service only, "
        "with a misleading 'No permissions to create new namespace' text.",
        "RestrictNamespaces= of the unit (systemd-analyze security scores it as good: a trade-off).",
-       ["Drop-in: RestrictNamespaces=user mnt ipc uts net", "systemctl daemon-reload"]),
-    _c("unit_syscall_filter_blocks_bwrap", ERROR, "R-BASE-6",
+       "RestrictNamespaces=user mnt ipc uts net"),
+    _restriction("unit_syscall_filter_blocks_bwrap", "R-BASE-6",
        "The unit's SystemCallFilter kills bwrap",
        "SystemCallFilter= does not allow mount/pivot_root/umount2/unshare/clone: bwrap is killed by "
        "SIGSYS (exit 159) with no message.",
        "SystemCallFilter= evaluated with systemd's allow/deny semantics and syscall groups.",
-       ["Drop-in: SystemCallFilter=mount pivot_root umount2 (the blocked ones; adds them to an allow list, "
-        "removes them from a deny list)", "systemctl daemon-reload"]),
-    _c("unit_address_families_block_netlink", ERROR, "R-BASE-7",
+       "SystemCallFilter=mount pivot_root umount2 (the blocked ones; adds them to an allow list, "
+       "removes them from a deny list)"),
+    _restriction("unit_address_families_block_netlink", "R-BASE-7",
        "The unit's RestrictAddressFamilies leaves out AF_NETLINK",
        "RestrictAddressFamilies= does not allow AF_NETLINK: bwrap --unshare-net cannot bring up loopback "
        "('loopback: Failed to create NETLINK_ROUTE socket: Address family not supported by protocol'), so "
        "every executor without network fails inside the service only.",
        "RestrictAddressFamilies= evaluated with systemd's allow/deny merge rules (measured on a real unit: "
        "docs/unit-directives.md).",
-       ["Drop-in: RestrictAddressFamilies=AF_NETLINK (adds it to an allow list, removes it from a deny list)",
-        "systemctl daemon-reload"]),
-    _c("unit_proc_subset_pid", ERROR, "R-BASE-2",
+       "RestrictAddressFamilies=AF_NETLINK (adds it to an allow list, removes it from a deny list)"),
+    _restriction("unit_proc_subset_pid", "R-BASE-2",
        "The unit hides /proc/sys",
        "ProcSubset=pid: bwrap reads /proc/sys/kernel/overflowuid on start and fails with "
        "'Can't read /proc/sys/kernel/overflowuid' (measured with bubblewrap 0.8 and 0.12).",
        "ProcSubset= of the unit.",
-       ["Drop-in: ProcSubset=all", "systemctl daemon-reload"]),
-    _c("unit_restrict_suidsgid", ERROR, "R-BASE-6",
+       "ProcSubset=all"),
+    _restriction("unit_restrict_suidsgid", "R-BASE-6",
        "RestrictSUIDSGID breaks bubblewrap 0.12",
        "RestrictSUIDSGID=yes (or DynamicUser=yes) makes openat2() fail with ENOSYS; bubblewrap 0.12 "
        "then fails with 'Can't mkdir parents for /tmp: Function not implemented'. Older bwrap: warning.",
        "RestrictSUIDSGID=/DynamicUser= of the unit and the bwrap version.",
-       ["Drop-in: RestrictSUIDSGID=no", "systemctl daemon-reload"]),
-    _c("unit_no_new_privileges_setuid", WARNING, "R-BASE-6",
+       "RestrictSUIDSGID=no"),
+    _c("unit_no_new_privileges_setuid", WARNING, "R-BASE-6", SERVICE_ENVIRONMENT,
        "NoNewPrivileges cancels a setuid bwrap",
        "The unit sets (or implies) NoNewPrivileges and bwrap is setuid: the setuid bit is ignored, so "
        "bwrap needs unprivileged user namespaces.",
        "NoNewPrivileges= and the implying directives, with the bwrap binary's mode.",
-       ["Enable unprivileged user namespaces, and install bwrap without setuid (chmod 0755)."]),
+       ["Enable unprivileged user namespaces (see userns_* diagnostics)", "chmod 0755 {bwrap_path}"],
+       messages={"": "{unit}: NoNewPrivileges (explicit or implied) cancels the setuid bit of {bwrap_path}: bwrap "
+                     "takes the unprivileged path and needs user namespaces."}),
     # ---- fleet audit ----
-    _c("profile_drift", ERROR, "R-SCOPE-3",
+    _c("profile_drift", ERROR, "R-SCOPE-3", PROFILES,
        "A rendered profile differs from its manifest",
        "The profile on disk is not what the manifest renders today on this host (the manifest, the "
        "host's paths or the toolkit changed), or no profile was rendered.",
        "Rendering each manifest on the host and comparing with <profile_dir>/<executor>.args.",
-       ["Re-render the profiles: ansible-playbook playbooks/site.yml --tags metnos_sandbox_profiles"]),
-    _c("bwrap_package_drift", WARNING, "R-DIAG-2",
+       ["Re-render the profiles: make run (or ansible-playbook playbooks/site.yml --tags metnos_sandbox_profiles)"],
+       {"missing": ["Render the profiles: make run"]},
+       {"": "{executor}: the profile on disk ({path}) differs from what the manifest renders today "
+            "(added {added}; removed {removed}).",
+        "missing": "{executor}: no rendered profile at {path}."}),
+    _c("bwrap_package_drift", WARNING, "R-DIAG-2", BWRAP_BINARY,
        "bwrap package revision differs from the fleet majority",
        "This host's bubblewrap package revision is not the one most of the fleet runs.",
        "Comparing the package revision of every audited host.",
-       ["Align the package: apt-get install bubblewrap={majority} (or dnf/pacman equivalent)"]),
-    _c("host_unreachable", ERROR, "R-DIAG-3",
+       ["Align the package: apt-get install bubblewrap={majority} (or dnf/pacman equivalent)"],
+       messages={"": "{host} runs bubblewrap {revision}; most of the fleet ({majority_hosts} of {hosts} hosts) "
+                     "runs {majority}."}),
+    _c("host_unreachable", ERROR, "R-DIAG-3", REACHABILITY,
        "The host could not be audited",
        "Ansible could not connect to the host, or the audit payload failed there.",
        "The connection or the payload's exit status.",
-       ["Check connectivity: ansible {host} -m ping", "Re-run the audit for this host: --limit {host}"]),
+       ["Check connectivity: ansible {host} -m ping", "Re-run the audit for this host: --limit {host}"],
+       messages={"": "{host}: {why}"}),
 ]
 
 _CODES.append(_c(
-    "host_no_python", ERROR, "R-DIAG-3",
+    "host_no_python", ERROR, "R-DIAG-3", REACHABILITY,
     "The host has no Python for the audit",
     "Ansible reached the host, but the interpreter the audit runs ({python}) is missing there, so nothing "
     "could be checked. Not the same as an unreachable host: the connection works.",
@@ -680,15 +792,72 @@ _CODES.append(_c(
     "connection (no Python needed).",
     ["Install Python without Python: ansible {host} -m ansible.builtin.raw -a 'apt-get install -y python3' "
      "(dnf install -y python3; pacman -S --noconfirm python)",
-     "Or point ansible_python_interpreter at an existing interpreter, then re-run the audit: --limit {host}"]))
+     "Or point ansible_python_interpreter at an existing interpreter, then re-run the audit: --limit {host}"],
+    messages={"": "{host}: {msg}"}))
 
-REGISTRY = dict((c.code, c) for c in _CODES)
+
+# ---- a module's own failure (fail_json(code=...)): the task fails, no host finding is made ----
+_CODES.extend([
+    _c("invalid_option", ERROR, "R-DIAG-3", MODULE,
+       "A module option has a bad value",
+       "An option of the task is missing, has the wrong type or a value outside its rule; the message "
+       "names the option and the rule. Nothing was changed.",
+       "The module's argument_spec, then the option checks of module_utils/metnos_sandbox/options.py "
+       "(unit name, positive timeout, a running systemd where one is asked for, users that exist).",
+       ["Fix the option named in the message (ansible-doc -t module <module> lists each option's rule)."]),
+    _c("systemctl_failed", ERROR, "R-DIAG-3", MODULE,
+       "systemctl could not be queried",
+       "systemctl show (or another read-only query) failed for the unit, so its configuration could not "
+       "be read through systemd.",
+       "The exit status of the systemctl query.",
+       ["Run the query by hand: systemctl show <unit> (systemctl --user -M <user>@ for scope=user)",
+        "Or read the unit files on disk: mode=disk"]),
+    _c("daemon_reload_failed", ERROR, "R-DIAG-3", MODULE,
+       "systemctl daemon-reload failed after the drop-in was written",
+       "The managed drop-in was written, but systemd could not reload its configuration: the service "
+       "still runs with the old one.",
+       "The exit status of systemctl daemon-reload.",
+       ["Run it by hand and read the error: systemctl daemon-reload",
+        "Check the drop-in named in the result (dropin.path): systemd-analyze verify <unit>"]),
+    _c("restart_failed", ERROR, "R-DIAG-3", MODULE,
+       "The service could not be restarted",
+       "The managed drop-in was written and systemd reloaded, but restarting the unit failed.",
+       "The exit status of systemctl restart.",
+       ["Read why: systemctl status <unit> ; journalctl -u <unit> -n 50"]),
+    _c("dest_unwritable", ERROR, "R-SCOPE-3", MODULE,
+       "The rendered profile could not be written",
+       "The profile directory (dest) cannot be created or written, or a file there cannot be replaced.",
+       "Creating dest and writing each profile file atomically (a temporary file, then a rename).",
+       ["Check dest and its permissions (it must be a directory root can write): ls -ld <dest>"]),
+    _c("internal_error", ERROR, "R-DIAG-3", MODULE,
+       "The module failed unexpectedly",
+       "An unexpected error: a defect of the toolkit, never a verdict about the host. The result carries "
+       "the traceback (exception).",
+       "Any exception a module does not map to its own code.",
+       ["Report the message and the exception of the result (run with -vvv to see it)."]),
+])
+
+REGISTRY: Dict[str, Code] = dict((c.code, c) for c in _CODES)
+
+
+def spec(code: str) -> Code:
+    """The registry entry of ``code``; an unregistered code is a defect and raises UnregisteredCode."""
+    try:
+        return REGISTRY[code]
+    except KeyError:
+        raise UnregisteredCode("%r is not a registered diagnostic code (module_utils/metnos_sandbox/"
+                               "diagnostics.py)" % (code,)) from None
+
+
+def section_of(code: str) -> str:
+    """The report section of a registered code."""
+    return spec(code).section
 
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-def _fill(text, context):
+def _fill(text: str, context: Mapping[str, Any]) -> str:
     """Replace ``{name}`` placeholders of a registry text with context values, one pass.
 
     Only the registry's own texts are templates: a value is inserted as it is and never
@@ -697,10 +866,24 @@ def _fill(text, context):
     if "{" not in text:
         return text
 
-    def sub(match):
+    def sub(match: "re.Match[str]") -> str:
         key = match.group(1)
         return str(context[key]) if key in context else match.group(0)
     return _PLACEHOLDER.sub(sub, text)
+
+
+def _steps(templates: Iterable[str], context: Mapping[str, Any]) -> List[str]:
+    """Remediation steps from registry templates; an item that is exactly ``{name}`` with a list value
+    becomes the list's items (the steps of a classified cause)."""
+    out: List[str] = []
+    for item in templates:
+        match = _PLACEHOLDER.fullmatch(item)
+        value = context.get(match.group(1)) if match else None
+        if isinstance(value, (list, tuple)):
+            out.extend(str(v) for v in value)
+        else:
+            out.append(_fill(item, context))
+    return out
 
 
 _EXCERPT = reprlib.Repr()
@@ -711,7 +894,7 @@ _EXCERPT.maxlist = _EXCERPT.maxtuple = _EXCERPT.maxdict = _EXCERPT.maxset = 4
 _EXCERPT.maxlong = 40
 
 
-def excerpt(value, limit=80):
+def excerpt(value: Any, limit: int = 80) -> str:
     """A short, escaped, bounded quotation of any value for a message (never the whole value).
 
     Strings are cut before ``repr`` (bounded work whatever their size); containers show at
@@ -740,7 +923,7 @@ MAX_MESSAGE = 1000       # characters of one message (and of one detail): the re
 MAX_DETAIL_ITEMS = 20
 
 
-def _bounded(value):
+def _bounded(value: Any) -> Any:
     """A message or detail cut to MAX_MESSAGE characters (lists: MAX_DETAIL_ITEMS items), so that a
     diagnostic stays short whatever the paths or values it quotes."""
     if isinstance(value, str) and len(value) > MAX_MESSAGE:
@@ -750,40 +933,96 @@ def _bounded(value):
     return value
 
 
-def make(code, message=None, remediation=None, severity=None, **context):
+def make(code: str, message: Optional[str] = None, severity: Optional[str] = None,
+         variant: Optional[str] = None, **context: Any) -> Diagnostic:
     """Build the dict form of a diagnostic from the registry.
 
-    ``message`` overrides the registry's cause text; ``remediation`` replaces the
-    registry's steps. Extra keyword arguments fill the ``{placeholders}`` of the
-    registry's own texts and are returned under ``details`` so that a report keeps
-    them. A caller's ``message`` and ``remediation`` are used verbatim: they are
-    never templates (they may quote input).
-    """
-    spec = REGISTRY[code]
-    out = {
+    ``message`` says what was seen on this host (default: the registry's message template of the
+    variant, else its cause text); the remediation is always the registry's: its default steps, or the
+    named ``variant`` of the code. Extra keyword
+    arguments fill the ``{placeholders}`` of the registry's texts and are returned under ``details`` so
+    that a report keeps them. A caller's ``message`` is used verbatim: it is never a template (it may
+    quote input). An unregistered code or variant raises (a defect of the toolkit)."""
+    entry = spec(code)
+    if "remediation" in context:
+        raise TypeError("make(%s): the remediation comes from the registry (pick a variant)" % code)
+    if variant is not None and variant not in entry.variants and variant not in entry.messages:
+        raise UnregisteredCode("%s has no variant %r" % (code, variant))
+    out: Diagnostic = {
         "code": code,
-        "severity": severity or spec.severity,
-        "rule": spec.rule,
-        "title": spec.title,
-        "message": _bounded(message if message is not None else _fill(spec.cause, context)),
-        "remediation": (list(remediation) if remediation is not None
-                        else [_fill(s, context) for s in spec.remediation]),
+        "severity": severity or entry.severity,
+        "rule": entry.rule,
+        "title": entry.title,
+        "message": _bounded(message if message is not None else _fill(_message_template(entry, variant), context)),
+        "remediation": _steps(entry.variants.get(variant or "", entry.remediation), context),
     }
     if context:
         out["details"] = dict((k, _bounded(v)) for k, v in context.items() if _jsonable(v))
     return out
 
 
-def _jsonable(value):
+def _message_template(entry: Code, variant: Optional[str]) -> str:
+    return entry.messages.get(variant or "", entry.messages.get("", entry.cause))
+
+
+def _jsonable(value: Any) -> bool:
     return isinstance(value, (str, int, float, bool, list, dict, tuple)) or value is None
 
 
-def sort(diags):
+def unit_not_found(unit: str, scope: Optional[str] = None, root: Optional[str] = None,
+                   error: Optional[str] = None, then: Optional[str] = None) -> Diagnostic:
+    """The one builder of ``unit_not_found``: the unit (and scope, or the root it was looked for below),
+    why it counts as missing (``error``: systemctl failed) and what was done instead (``then``)."""
+    text = unit + (" (%s scope)" % scope if scope else "")
+    text += " was not found" + (" below %s" % root if root not in (None, "", "/") else "")
+    if error:
+        text += ": systemctl failed: %s" % error
+    elif not scope and not root:
+        text += " on this host"
+    return make("unit_not_found", message=text + (": %s." % then if then else "."), unit=unit)
+
+
+def subject(diag: Mapping[str, Any]) -> Tuple[str, str]:
+    """(code, subject): what a finding is about within one host's report - its code and the details it was
+    built with (unit, directive, path, check, ...)."""
+    return (str(diag.get("code")), repr(sorted((diag.get("details") or {}).items())))
+
+
+def dedupe(diags: Iterable[Diagnostic]) -> List[Diagnostic]:
+    """One finding per (code, subject), at the place of its first occurrence, keeping the most informative
+    of the copies (the worst severity, then the longest message). Copies say the same thing: the same
+    message, or one that adds to the other's - e.g. a unit directive reported by the service check and
+    again by the probe, which blames it ("... The probe failed in this unit's context."). Two findings
+    with the same code and details but different messages (the running process's METNOS_SANDBOX and its
+    PATH) stay two."""
+    out: List[Diagnostic] = []
+    seen: Dict[Tuple[str, str], List[int]] = {}
+    for diag in diags:
+        key = subject(diag)
+        index = next((i for i in seen.get(key, []) if _same_finding(out[i], diag)), None)
+        if index is None:
+            seen.setdefault(key, []).append(len(out))
+            out.append(diag)
+        elif _informative(diag) > _informative(out[index]):
+            out[index] = diag
+    return out
+
+
+def _same_finding(kept: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+    first, second = str(kept.get("message") or ""), str(other.get("message") or "")
+    return first.startswith(second) or second.startswith(first)
+
+
+def _informative(diag: Mapping[str, Any]) -> Tuple[int, int, int]:
+    return (-_RANK.get(diag.get("severity", ""), 9), len(diag.get("message") or ""), len(diag.get("details") or {}))
+
+
+def sort(diags: Iterable[Diagnostic]) -> List[Diagnostic]:
     """Errors first, then warnings, then info; stable otherwise."""
-    return sorted(diags, key=lambda d: _RANK.get(d.get("severity"), 9))
+    return sorted(diags, key=lambda d: _RANK.get(d.get("severity", ""), 9))
 
 
-def worst(diags):
+def worst(diags: Iterable[Mapping[str, Any]]) -> Optional[str]:
     """The worst severity present, or None."""
     ranks = [_RANK[d["severity"]] for d in diags if d.get("severity") in _RANK]
     if not ranks:
@@ -791,5 +1030,5 @@ def worst(diags):
     return SEVERITIES[min(ranks)]
 
 
-def codes(diags):
+def codes(diags: Iterable[Mapping[str, Any]]) -> List[str]:
     return [d["code"] for d in diags]

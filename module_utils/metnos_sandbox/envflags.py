@@ -65,22 +65,15 @@ def diagnose(quartet: Mapping[str, Any], environment: Optional[Mapping[str, str]
     if not quartet["bwrap_available"]:
         out.append(D.make("bwrap_missing", path=path_text))
     if quartet["disabled_via_env"]:
-        out.append(D.make(
-            "sandbox_disabled_via_env",
-            message="%s=%r in the %s disables the sandbox (R-FAIL-1)." % (ENV_VAR, value, where),
-            unit=unit, value=value))
+        out.append(D.make("sandbox_disabled_via_env", variant="where", unit=unit, value=value, shown=repr(value),
+                          where=where))
     if reason:
-        out.append(D.make(
-            "sandbox_env_value_ambiguous",
-            message="%s: %s." % (ENV_VAR, reason), value=value))
+        out.append(D.make("sandbox_env_value_ambiguous", variant="reason", value=value, reason=reason))
     if not quartet["active"]:
         why: List[str] = []
         if not quartet["bwrap_available"]:
             why.append("bwrap is not on PATH")
         if quartet["disabled_via_env"]:
             why.append("%s=%r" % (ENV_VAR, value))
-        out.append(D.make(
-            "executor_os_sandbox_unavailable",
-            message="The runtime would refuse every ordinary executor with "
-                    "executor_os_sandbox_unavailable: %s." % " and ".join(why)))
+        out.append(D.make("executor_os_sandbox_unavailable", variant="why", why=" and ".join(why)))
     return out

@@ -63,21 +63,16 @@ def binary_diagnostics(info: Mapping[str, Any]) -> List[Dict[str, Any]]:
     out: List[Dict[str, Any]] = []
     path = info["path"]
     if info.get("setuid"):
-        out.append(D.make("bwrap_setuid", bwrap_path=path,
-                          message="%s is setuid root (mode %s)%s." % (
-                              path, info["mode"],
-                              "; bubblewrap %s refuses setuid use" % info["version"]
-                              if B.version_tuple(info.get("version")) >= (0, 12) else "")))
+        refused = B.version_tuple(info.get("version")) >= (0, 12)
+        out.append(D.make("bwrap_setuid", bwrap_path=path, mode=info["mode"], version=info.get("version"),
+                          variant="refused" if refused else None))
     if info.get("ownership_problems"):
-        out.append(D.make("bwrap_not_root_owned", bwrap_path=path,
-                          message="; ".join(info["ownership_problems"]) + "."))
+        out.append(D.make("bwrap_not_root_owned", bwrap_path=path, problems="; ".join(info["ownership_problems"])))
     if not info.get("package"):
-        out.append(D.make("bwrap_not_packaged", bwrap_path=path,
-                          message="%s is not owned by any installed package." % path))
+        out.append(D.make("bwrap_not_packaged", bwrap_path=path))
     if info.get("missing_features"):
-        out.append(D.make("bwrap_feature_missing", missing=", ".join(info["missing_features"]),
-                          message="bwrap %s at %s lacks %s (parsed from --help)." % (
-                              info.get("version") or "?", path, ", ".join(info["missing_features"]))))
+        out.append(D.make("bwrap_feature_missing", missing=", ".join(info["missing_features"]), bwrap_path=path,
+                          version=info.get("version") or "?"))
     return out
 
 
@@ -121,7 +116,8 @@ def smoke_diagnostics(result: Mapping[str, Any]) -> List[Dict[str, Any]]:
     if cls.get("stderr_line"):
         text += " (bwrap said: %s)" % cls["stderr_line"]
     out.append(D.make("bwrap_smoke_failed", user=result.get("user"), cause=cls.get("cause"),
-                      cause_text=text, remediation=cls.get("remediation"),
+                      cause_text=text, cause_remediation=cls.get("remediation"),
+                      variant="classified" if cls.get("remediation") else None,
                       points_at=cls.get("points_at")))
     return out
 
@@ -152,7 +148,7 @@ def gather(path_text: str, environment: Mapping[str, str], smoke_test: bool = Tr
     elif not found:
         knobs["smoke_test"] = {"ran": False, "reason": "bwrap not found on PATH"}
         diags.append(D.make("bwrap_smoke_skipped", reason="bwrap was not found on the PATH checked.",
-                            remediation=["Install bubblewrap first (see bwrap_missing)."]))
+                            variant="no_bwrap"))
     else:
         if smoke_user is not None and smoke_user["uid"] != os.geteuid() and os.geteuid() != 0:
             # Cannot switch users without root: run as ourselves and say so.
@@ -184,4 +180,4 @@ def _dedupe(diags: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
 def verdict(diags: Iterable[Mapping[str, Any]]) -> str:
     """'pass' / 'warn' / 'fail' from the worst severity."""
     worst = D.worst(diags)
-    return {D.ERROR: "fail", D.WARNING: "warn"}.get(worst, "pass")
+    return {D.ERROR: "fail", D.WARNING: "warn"}.get(worst or "", "pass")

@@ -123,11 +123,8 @@ def diagnose(knobs: Mapping[str, Any]) -> List[Dict[str, Any]]:
         if not profiles:
             out.append(D.make("userns_apparmor_restricted"))
         else:
-            out.append(D.make(
-                "userns_apparmor_restricted", severity=D.INFO,
-                message="AppArmor restricts unprivileged user namespaces, and profile(s) for bwrap "
-                        "are loaded (%s); if bwrap still fails, two attachments may conflict."
-                        % ", ".join(profiles)))
+            out.append(D.make("userns_apparmor_restricted", severity=D.INFO, variant="profiles_loaded",
+                              profiles=", ".join(profiles)))
     if knobs.get("selinux") == "enforcing":
         out.append(D.make("selinux_enforcing"))
     if knobs.get("container"):

@@ -28,6 +28,7 @@ raises anything but ManifestError. Nothing here touches the filesystem except ``
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import errno
 import json
 import os
 import re
@@ -132,9 +133,9 @@ _ARG_KEYS = ("kind", "within")
 # The one refusal record a controller-side face hands over when it could not load a manifest
 # (see transport()); coerce() turns it back into the same refusal on the host.
 REFUSAL_KEY = "metnos_manifest_refused"
-_LOAD_CODES = ("manifest_parse_error", "manifest_not_utf8", "manifest_too_large", "manifest_too_many_nodes",
-               "manifest_too_deep", "manifest_duplicate_key", "manifest_yaml_unsupported", "manifest_invalid",
-               "manifest_string_too_long")
+_LOAD_CODES = ("manifest_parse_error", "manifest_missing", "manifest_not_utf8", "manifest_too_large",
+               "manifest_too_many_nodes", "manifest_too_deep", "manifest_duplicate_key", "manifest_yaml_unsupported",
+               "manifest_invalid", "manifest_string_too_long")
 
 
 class ManifestError(ValueError):
@@ -260,7 +261,8 @@ def read_file(path: Any) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        raise ManifestError([D.make("manifest_parse_error", message="%s: cannot read: %s" % (where, exc.strerror),
+        raise ManifestError([D.make("manifest_missing" if exc.errno == errno.ENOENT else "manifest_parse_error",
+                                    message="%s: cannot read: %s" % (where, exc.strerror),
                                     field=field, value=where)]) from None
     try:
         info = os.fstat(fd)

@@ -1051,8 +1051,8 @@ def _setup_failed(verdict: Json, result: Json, status: Json, who: str, tool: str
     if not status and not cls.get("stderr_line") and result["rc"] == 0:
         text = ("%s exited with status 0 without running the payload and without writing any "
                 "--json-status-fd record: it does not behave like bwrap" % tool)
-    return t.cast(Json, D.make("probe_setup_failed", user=who, cause=cls["cause"], cause_text=text,
-                               remediation=cls["remediation"], points_at=cls.get("points_at")))
+    return D.make("probe_setup_failed", user=who, cause=cls["cause"], cause_text=text,
+                  cause_remediation=cls["remediation"], variant="classified", points_at=cls.get("points_at"))
 
 
 def _judge(checks: t.List[Json], tool: str, who: str, traced: str) -> t.List[Json]:
@@ -1241,9 +1241,7 @@ def _service(params: Json, runner: t.Any, out: Json) -> _Service:
         found = S.inspect({"unit": unit, "scope": params.get("scope") or "system", "user": params.get("user"),
                            "mode": "auto"}, runner)
         if found is None:
-            out["diagnostics"].append(D.make("unit_not_found", unit=unit,
-                                             message="%s does not exist: the probe ran in the admin context "
-                                                     "instead." % unit))
+            out["diagnostics"].append(D.unit_not_found(unit, then="the probe ran in the admin context instead"))
     svc = found.result if found is not None else None
     svc_env = found.env if found is not None else None
     if svc is not None and svc_env is not None:
@@ -1355,7 +1353,7 @@ def _diagnostics(params: Json, service: _Service, verdict: Json, findings: t.Lis
         diags.append(D.make("probe_context_incomplete", unit=unit, reasons=ctx["reasons"],
                             message="%s: the probe's transient unit does not carry the service's whole execution "
                                     "context, so a pass proves less: %s." % (unit, "; ".join(ctx["reasons"]))))
-    return t.cast(t.List[Json], D.sort(diags))
+    return D.sort(diags)
 
 
 def probe_service(params: Json, runner: t.Any) -> Json:

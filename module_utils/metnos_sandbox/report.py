@@ -19,50 +19,41 @@ import json
 import os
 import re
 import time
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 from urllib.parse import quote
 from xml.sax.saxutils import escape as xml_escape
 from xml.sax.saxutils import quoteattr
 
 from . import diagnostics as D
+from . import files
+from .diagnostics import Diagnostic
+
+Doc = Dict[str, Any]      # the report document (the JSON schema's instance)
+Host = Dict[str, Any]     # one host's record in it
 
 SCHEMA = "metnos-sandbox-audit-report/1"
 VERDICTS = ("pass", "warn", "fail", "unreachable")
-CHECKS = ("sandbox_active", "bwrap_binary", "kernel_userns", "smoke_test", "service_environment", "profiles",
-          "probe")
-
-_CHECK_OF = [
-    (("executor_os_sandbox_unavailable", "sandbox_disabled_via_env", "sandbox_env_value_ambiguous",
-      "bwrap_missing"), "sandbox_active"),
-    (("bwrap_setuid", "bwrap_not_root_owned", "bwrap_not_packaged", "bwrap_feature_missing",
-      "bwrap_package_drift"), "bwrap_binary"),
-    (("userns_", "selinux_", "running_in_container"), "kernel_userns"),
-    (("bwrap_smoke_", "smoke_ran_as_root"), "smoke_test"),
-    (("unit_", "service_", "environment_file_missing", "sandbox_env_rejected_by_systemd"), "service_environment"),
-    (("profile_drift",), "profiles"),
-    (("probe_",), "probe"),
-    (("host_unreachable", "host_no_python"), "reachability"),
-]
+CHECKS = (D.SANDBOX_ACTIVE, D.BWRAP_BINARY, D.KERNEL_USERNS, D.SMOKE_TEST, D.SERVICE_ENVIRONMENT, D.PROFILES,
+          D.PROBE)
 
 
-def check_of(code):
-    for prefixes, check in _CHECK_OF:
-        if any(code == p or (p.endswith("_") and code.startswith(p)) for p in prefixes):
-            return check
-    return "sandbox_active"
+
+def check_of(code: str) -> str:
+    """The report section of a code: the registry's (an unregistered code raises, never lands anywhere)."""
+    return D.section_of(code)
 
 
-def _not_audited(name, res):
+def _not_audited(name: str, res: Any) -> Tuple[Diagnostic, str]:
     """(diagnostic, verdict) for a host the audit could not run on: reached without Python has its own
     code (and verdict fail: the host answered), anything else is host_unreachable."""
     msg = (res or {}).get("msg") if isinstance(res, dict) else None
     if isinstance(res, dict) and res.get("code") == "host_no_python":
-        return D.make("host_no_python", host=name, message="%s: %s" % (name, msg)), "fail"
+        return D.make("host_no_python", host=name, msg=msg), "fail"
     why = "unreachable" if isinstance(res, dict) and res.get("unreachable") else "audit failed"
-    return D.make("host_unreachable", host=name, message="%s: %s%s" % (name, why, ": %s" % msg if msg else "")), \
-        "unreachable"
+    return D.make("host_unreachable", host=name, why=why + (": %s" % msg if msg else "")), "unreachable"
 
 
-def status_view(svc, facts):
+def status_view(svc: Optional[Mapping[str, Any]], facts: Optional[Mapping[str, Any]]) -> Optional[str]:
     """Whose view the reported status() quartet is: it is the runtime's view, never the probe's proof."""
     if svc and svc.get("status"):
         return svc.get("status_view") or "runtime status() as seen by the service's configuration"
@@ -71,7 +62,7 @@ def status_view(svc, facts):
     return None
 
 
-def _host_entry(name, res):
+def _host_entry(name: str, res: Any) -> Host:
     """Normalise one task result into the report's host record."""
     if not isinstance(res, dict) or res.get("unreachable") or res.get("failed") or "schema" not in res:
         diag, verdict = _not_audited(name, res)
@@ -113,20 +104,17 @@ def _host_entry(name, res):
 SPOOL = "metnos-audit-results"
 
 
-def spool_path(directory, host):
+def spool_path(directory: str, host: str) -> str:
     return os.path.join(directory, quote(host, safe="") + ".json")
 
 
-def write_spooled(directory, host, text):
+def write_spooled(directory: str, host: str, text: str) -> None:
     """Keep one host's result (JSON text: the audit result, or {unreachable|failed, msg}) in ``directory``."""
     os.makedirs(directory, mode=0o700, exist_ok=True)
-    path = spool_path(directory, host)
-    with open(path + ".tmp", "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(path + ".tmp", path)
+    files.replace(spool_path(directory, host), text, 0o600)
 
 
-def read_spooled(directory, hosts):
+def read_spooled(directory: str, hosts: Iterable[str]) -> Iterator[Tuple[str, Any]]:
     """(host, result) for each host, read one at a time; a host without a kept result (it never reached
     the audit in this run: an earlier task failed, or the play ended first) is reported unreachable."""
     for host in hosts:
@@ -139,24 +127,27 @@ def read_spooled(directory, hosts):
 
 # --------------------------------------------------------------------------- the document
 
-def build(results, generated=None, warnings_as_failures=False):
+def build(results: Mapping[str, Any], generated: Optional[datetime.datetime] = None,
+          warnings_as_failures: bool = False) -> Doc:
     """The report document (the JSON schema's instance) from {host: task result}."""
     return build_from_results(((name, results[name]) for name in sorted(results)), generated, warnings_as_failures)
 
 
-def build_from_results(pairs, generated=None, warnings_as_failures=False):
+def build_from_results(pairs: Iterable[Tuple[str, Any]], generated: Optional[datetime.datetime] = None,
+                       warnings_as_failures: bool = False) -> Doc:
     """The report document from an iterable of (host, task result): each result is reduced to its host
     record as it comes, so the full results need not all be in memory at once."""
     return build_from_hosts([_host_entry(name, res) for name, res in pairs], generated, warnings_as_failures)
 
 
-def build_from_hosts(hosts, generated=None, warnings_as_failures=False):
+def build_from_hosts(hosts: List[Host], generated: Optional[datetime.datetime] = None,
+                     warnings_as_failures: bool = False) -> Doc:
     """The report document from normalised host records (also used to merge reports)."""
     generated = generated or datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
     hosts = sorted(hosts, key=lambda h: h["host"])
     for h in hosts:   # drop a previous run's fleet-relative finding before recomputing it
         h["diagnostics"] = [d for d in h["diagnostics"] if d["code"] != "bwrap_package_drift"]
-    revisions = {}
+    revisions: Dict[str, int] = {}
     for h in hosts:
         rev = (h.get("bwrap") or {}).get("revision")
         if rev:
@@ -167,13 +158,12 @@ def build_from_hosts(hosts, generated=None, warnings_as_failures=False):
             rev = (h.get("bwrap") or {}).get("revision")
             if rev and rev != majority:
                 h["diagnostics"] = D.sort(h["diagnostics"] + [D.make(
-                    "bwrap_package_drift", majority=majority,
-                    message="%s runs bubblewrap %s; most of the fleet (%d of %d hosts) runs %s." % (
-                        h["host"], rev, revisions[majority], sum(revisions.values()), majority))])
+                    "bwrap_package_drift", majority=majority, host=h["host"], revision=rev,
+                    majority_hosts=revisions[majority], hosts=sum(revisions.values()))])
                 if h["verdict"] == "pass":
                     h["verdict"] = "warn"
     totals = dict((v, 0) for v in VERDICTS)
-    codes = {}
+    codes: Dict[str, int] = {}
     for h in hosts:
         totals[h["verdict"]] = totals.get(h["verdict"], 0) + 1
         for code in sorted(set(d["code"] for d in h["diagnostics"])):
@@ -195,13 +185,13 @@ HOSTS_PER_CODE_SHOWN = 200     # Markdown/HTML: host names listed per code befor
 PAGE_ROWS = 500                # HTML: table rows laid out at once (the others stay in the page, hidden)
 
 
-def _codes(h, include_info=False):
+def _codes(h: Host, include_info: bool = False) -> List[str]:
     return sorted(set(d["code"] for d in h["diagnostics"] if include_info or d["severity"] != "info"))
 
 
-def _hosts_by_code(doc, include_info=False):
+def _hosts_by_code(doc: Doc, include_info: bool = False) -> Dict[str, Tuple[Diagnostic, List[str]]]:
     """{code: (first diagnostic seen, [hosts])}, each host once per code."""
-    out = {}
+    out: Dict[str, Tuple[Diagnostic, List[str]]] = {}
     for h in doc["hosts"]:
         seen = set()
         for d in h["diagnostics"]:
@@ -212,7 +202,7 @@ def _hosts_by_code(doc, include_info=False):
     return out
 
 
-def _by_severity(by_code):
+def _by_severity(by_code: Dict[str, Tuple[Diagnostic, List[str]]]) -> List[Tuple[str, Tuple[Diagnostic, List[str]]]]:
     """Codes ordered errors first, then warnings, then by how many hosts, then by name."""
     rank = {D.ERROR: 0, D.WARNING: 1}
     return sorted(by_code.items(), key=lambda kv: (rank.get(kv[1][0]["severity"], 2), -len(kv[1][1]), kv[0]))
@@ -220,7 +210,7 @@ def _by_severity(by_code):
 
 # -- JSON: one compact line per host inside the document, so it streams and diffs line by line
 
-def iter_json(doc):
+def iter_json(doc: Doc) -> Iterator[str]:
     head = dict((k, v) for k, v in doc.items() if k != "hosts")
     text = json.dumps(head, indent=2, sort_keys=True)
     yield text[:text.rindex("}")].rstrip() + ',\n  "hosts": [\n'
@@ -230,23 +220,23 @@ def iter_json(doc):
     yield "  ]\n}\n"
 
 
-def to_json(doc):
+def to_json(doc: Doc) -> str:
     return "".join(iter_json(doc))
 
 
 # -- Markdown: summary first, then failing hosts grouped by code, the full table last
 
-def _md(text):
+def _md(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _md_host_list(hosts):
+def _md_host_list(hosts: List[str]) -> str:
     shown = ", ".join(_md(x) for x in hosts[:HOSTS_PER_CODE_SHOWN])
     more = len(hosts) - HOSTS_PER_CODE_SHOWN
     return shown + (" … and %d more (every host is in the JSON report and the table below)" % more if more > 0 else "")
 
 
-def _md_row(h):
+def _md_row(h: Host) -> str:
     st = h.get("status") or {}
     bw = h.get("bwrap") or {}
     svc = h.get("service") or {}
@@ -258,7 +248,7 @@ def _md_row(h):
         ("passed" if probe.get("passed") else "FAILED") if probe else "-", _md(", ".join(_codes(h))) or "-")
 
 
-def iter_markdown(doc):
+def iter_markdown(doc: Doc) -> Iterator[str]:
     t = doc["totals"]
     gate = doc["gate"]
     yield ("# Metnos sandbox audit\n\nGenerated %s. %d hosts: **%d pass**, %d warn, **%d fail**, %d unreachable.\n\n"
@@ -285,15 +275,15 @@ def iter_markdown(doc):
         yield _md_row(h)
 
 
-def to_markdown(doc):
+def to_markdown(doc: Doc) -> str:
     return "".join(iter_markdown(doc))
 
 
 # -- JUnit XML: one testcase per host and check
 
-def _junit_cases(h, warnings_as_failures):
+def _junit_cases(h: Host, warnings_as_failures: bool) -> Iterator[Tuple[str, List[Diagnostic]]]:
     """(check, [failing diagnostics]) for one host."""
-    by_check = dict((c, []) for c in CHECKS)
+    by_check: Dict[str, List[Diagnostic]] = dict((c, []) for c in CHECKS)
     for d in h["diagnostics"]:
         by_check.setdefault(check_of(d["code"]), []).append(d)
     for check in (CHECKS if h["reachable"] else ("reachability",)):
@@ -307,7 +297,7 @@ def _junit_cases(h, warnings_as_failures):
         yield check, bad
 
 
-def _junit_case(host, check, bad):
+def _junit_case(host: str, check: str, bad: List[Diagnostic]) -> str:
     cls = "metnos.%s" % re.sub(r"[^A-Za-z0-9_.-]", "_", host)
     body = ""
     if bad:
@@ -318,7 +308,7 @@ def _junit_case(host, check, bad):
     return '    <testcase classname=%s name=%s>%s</testcase>\n' % (quoteattr(cls), quoteattr(check), body)
 
 
-def iter_junit(doc):
+def iter_junit(doc: Doc) -> Iterator[str]:
     waf = doc["gate"]["warnings_as_failures"]
     tests = failures = 0
     for h in doc["hosts"]:            # first pass: the counts the testsuite element carries
@@ -333,7 +323,7 @@ def iter_junit(doc):
     yield "  </testsuite>\n</testsuites>\n"
 
 
-def to_junit(doc):
+def to_junit(doc: Doc) -> str:
     return "".join(iter_junit(doc))
 
 
@@ -436,17 +426,17 @@ route(); apply();
 _RANK = {"fail": "0", "unreachable": "1", "warn": "2", "pass": "3"}
 
 
-def _e(text):
+def _e(text: Any) -> str:
     return html.escape("" if text is None else str(text))
 
 
-def _remediation_html(steps):
+def _remediation_html(steps: Optional[List[str]]) -> str:
     if not steps:
         return ""
     return '<pre><button class="cp" type="button">copy</button><code>%s</code></pre>' % _e("\n".join(steps))
 
 
-def _html_row(h, hidden=False):
+def _html_row(h: Host, hidden: bool = False) -> str:
     st = h.get("status") or {}
     bw = h.get("bwrap") or {}
     svc = h.get("service") or {}
@@ -463,7 +453,7 @@ def _html_row(h, hidden=False):
                 " ".join("<code>%s</code>" % _e(c) for c in codes) or "-"))
 
 
-def _host_facts(h):
+def _host_facts(h: Host) -> List[List[str]]:
     """[label, text] pairs shown in a host's detail panel."""
     out = []
     if h.get("status"):
@@ -492,7 +482,7 @@ def _host_facts(h):
     return out
 
 
-def _script_json(value):
+def _script_json(value: Any) -> str:
     """JSON safe inside <script>: no '<', '>' or '&' can end the element or open a comment."""
     return json.dumps(value, separators=(",", ":")).replace("<", "\\u003c").replace(">", "\\u003e") \
         .replace("&", "\\u0026")
@@ -501,10 +491,11 @@ def _script_json(value):
 class _Interned(object):
     """Long strings (messages, remediation lists) stored once and referred to by index."""
 
-    def __init__(self):
-        self.items, self._index = [], {}
+    def __init__(self) -> None:
+        self.items: List[Any] = []
+        self._index: Dict[str, int] = {}
 
-    def ref(self, value):
+    def ref(self, value: Any) -> int:
         key = json.dumps(value, sort_keys=True)
         if key not in self._index:
             self._index[key] = len(self.items)
@@ -512,7 +503,7 @@ class _Interned(object):
         return self._index[key]
 
 
-def _details_json(doc):
+def _details_json(doc: Doc) -> str:
     messages, remediations, hosts = _Interned(), _Interned(), {}
     for h in doc["hosts"]:
         hosts[h["host"]] = {"v": h["verdict"], "facts": _host_facts(h), "d": [
@@ -521,7 +512,7 @@ def _details_json(doc):
     return _script_json({"hosts": hosts, "m": messages.items, "r": remediations.items})
 
 
-def iter_html(doc):
+def iter_html(doc: Doc) -> Iterator[str]:
     t = doc["totals"]
     yield ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Metnos sandbox audit</title>'
            '<meta name="viewport" content="width=device-width, initial-scale=1"><style>%s</style></head><body>\n'
@@ -563,13 +554,13 @@ def iter_html(doc):
     yield "<script>%s</script></body></html>\n" % (_JS % PAGE_ROWS)
 
 
-def to_html(doc):
+def to_html(doc: Doc) -> str:
     return "".join(iter_html(doc))
 
 
 RENDERERS = (("json", iter_json), ("md", iter_markdown), ("junit.xml", iter_junit), ("html", iter_html))
 
-def terminal_summary(doc, max_hosts=20):
+def terminal_summary(doc: Doc, max_hosts: int = 20) -> List[str]:
     t = doc["totals"]
     lines = ["%d hosts: %d pass, %d warn, %d fail, %d unreachable" % (t["hosts"], t["pass"], t["warn"], t["fail"],
                                                                        t["unreachable"])]
@@ -584,7 +575,8 @@ def terminal_summary(doc, max_hosts=20):
     return lines
 
 
-def write_all(doc, directory, stamp=None, timings=None):
+def write_all(doc: Doc, directory: str, stamp: Optional[str] = None,
+              timings: Optional[Dict[str, float]] = None) -> Dict[str, str]:
     """Write the four reports, each streamed chunk by chunk to a temp file then renamed into place.
     Returns their paths; ``timings`` (a dict), when given, receives the seconds each one took."""
     stamp = stamp or doc["generated"].replace(":", "").replace("-", "").replace("+0000", "Z")
@@ -593,11 +585,7 @@ def write_all(doc, directory, stamp=None, timings=None):
     for ext, render in RENDERERS:
         start = time.time()
         path = os.path.join(directory, "metnos-audit-%s.%s" % (stamp, ext))
-        tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as handle:
-            for chunk in render(doc):
-                handle.write(chunk)
-        os.replace(tmp, path)
+        files.replace(path, render(doc))
         paths[ext] = path
         if timings is not None:
             timings[ext] = round(time.time() - start, 3)

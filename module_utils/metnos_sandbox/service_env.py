@@ -155,22 +155,13 @@ CONDITIONAL_CODES = {
 }
 
 
-def _dropin_steps(unit: str, line: str) -> List[str]:
-    dropin = "/etc/systemd/system/%s.d/%s" % (unit, DROPIN_NAME)
-    return ["mkdir -p /etc/systemd/system/%s.d" % unit,
-            "printf '[Service]\\n%s\\n' >> %s" % (line, dropin),
-            "systemctl daemon-reload", "systemctl restart %s" % unit]
-
-
 def _restriction(code: str, unit: str, directive: str, message: str, relax: Optional[str],
                  severity: Optional[str] = None, relax_note: Optional[str] = None) -> Diag:
     """A restriction diagnostic; ``relax`` is the smallest drop-in line that lets bwrap work (or
     None with ``relax_note`` saying why a drop-in cannot)."""
-    remediation = (["Smallest fix, as a drop-in (enforce mode writes it with "
-                    "metnos_sandbox_relax_restrictions=true):"] + _dropin_steps(unit, relax)) if relax else \
-        [relax_note or "No drop-in can relax it; change the unit."]
     diag: Diag = D.make(code, unit=unit, directive=directive, message=message, severity=severity, relax=relax,
-                        relax_note=relax_note, remediation=remediation)
+                        relax_note=relax_note or "No drop-in can relax it; change the unit.",
+                        variant="dropin" if relax else "no_dropin")
     return diag
 
 
@@ -244,11 +235,7 @@ def _privilege_diagnostics(settings: Mapping[str, Any], unit: str,
         bool(settings.get("SystemCallFilter")) or bool(settings.get("RestrictNamespaces"))
     if nnp and info.get("setuid"):
         out.append(D.make("unit_no_new_privileges_setuid", unit=unit, directive="NoNewPrivileges",
-                          message="%s: NoNewPrivileges (explicit or implied) cancels the setuid bit of %s: bwrap "
-                                  "takes the unprivileged path and needs user namespaces." % (
-                                      unit, info.get("path")),
-                          remediation=["Enable unprivileged user namespaces (see userns_* diagnostics)",
-                                       "chmod 0755 %s" % info.get("path")]))
+                          bwrap_path=info.get("path")))
     return out
 
 
@@ -354,8 +341,7 @@ def path_diagnostics(path_text: str, resolved: Optional[str], unit: str, cwd: st
             info = {"ownership_problems": []}
         offending.extend("%s" % p for p in info["ownership_problems"] if p not in " ".join(offending))
     if offending:
-        out.append(D.make("service_path_unsafe", unit=unit, path=path_text,
-                          message="%s: PATH=%s: %s" % (unit, path_text, "; ".join(offending)),
+        out.append(D.make("service_path_unsafe", unit=unit, path=path_text, problems="; ".join(offending),
                           offending=offending))
     return out
 
@@ -502,10 +488,8 @@ def _execstart_diagnostics(ev: Evaluation, v: _View) -> List[Diag]:
         effect = item["effect"]
         line = "ExecStart=%s (%s)" % (item["value"], item["where"])
         if not effect["determinable"]:
-            diags.append(D.make("service_execstart_env_unknown", unit=unit, where=item["where"],
-                                message="%s: %s runs %s; how it changes METNOS_SANDBOX or PATH cannot be "
-                                        "determined (%s). Only the live process can tell." % (
-                                            unit, line, effect["how"] or "a command", effect["note"])))
+            diags.append(D.make("service_execstart_env_unknown", unit=unit, where=item["where"], line=line,
+                                how=effect["how"] or "a command", note=effect["note"]))
             continue
         after = U.apply_exec_effect(env, effect)
         disabled, _reason = envflags.classify_value(after.get(envflags.ENV_VAR))
@@ -524,11 +508,7 @@ def _execstart_diagnostics(ev: Evaluation, v: _View) -> List[Diag]:
                 unit, line, "; ".join(changes),
                 ": the sandbox is disabled" if disabled else
                 ": bwrap resolves to %s instead of %s" % (new_resolved, v.resolved) if misroutes else ""),
-            remediation=(["Enforce mode rewrites ExecStart= in its drop-in without those assignments "
-                          "(metnos_sandbox_service_env_state=enforce)", "Or edit the unit: %s" % (
-                              heal or item["value"])] if heal is not None else
-                         ["A drop-in cannot neutralise it (%s): edit the unit's ExecStart= (%s) by hand" % (
-                             why, item["where"])])))
+            variant="healable" if heal is not None else "unhealable", fix=heal or item["value"], why=why))
     return diags
 
 
@@ -551,10 +531,7 @@ def _live_diagnostics(ev: Evaluation, v: _View) -> List[Diag]:
     if live is None:
         return diags
     if live["env"] is None:
-        diags.append(D.make("service_env_live_unreadable", unit=unit, pid=live["pid"],
-                            message="%s runs as PID %s but its environment (/proc/%s/environ) could not be read "
-                                    "(%s): the status shown is the configuration's view, not the live process's."
-                            % (unit, live["pid"], live["pid"], live["error"])))
+        diags.append(D.make("service_env_live_unreadable", unit=unit, pid=live["pid"], error=live["error"]))
         return diags
     env = live["env"]
     origin = _live_origin(v.effects, ev.gathered.need_reload)
@@ -597,13 +574,8 @@ def _missing_bwrap(ev: Evaluation, v: _View) -> List[Diag]:
     unit, path_text = ev.unit, ev.gathered.env.get("PATH", "")
     diags = []
     if not v.resolved:
-        diags.append(D.make("service_path_missing_bwrap", unit=unit, path=path_text,
-                            message="%s: bwrap does not resolve through the service's PATH=%s as user %s "
-                                    "(PATH from %s). The runtime looks it up with this PATH, not the admin's."
-                            % (unit, path_text, v.user["name"], v.prov.get("PATH")),
-                            remediation=["Set the unit's PATH to include the bwrap directory (enforce mode "
-                                         "writes a drop-in): Environment=PATH=%s" % U.DEFAULT_SYSTEM_PATH,
-                                         "Or install bubblewrap: apt-get install bubblewrap"]))
+        diags.append(D.make("service_path_missing_bwrap", unit=unit, path=path_text, user=v.user["name"],
+                            origin=v.prov.get("PATH")))
     return diags
 
 
@@ -617,16 +589,10 @@ def _bwrap_mismatch(ev: Evaluation, v: _View) -> List[Diag]:
     diags = []
     admin = B.which("bwrap", ev.admin_path) if ev.admin_path is not None else None
     if resolved and admin and os.path.realpath(resolved) != os.path.realpath(admin):
-        diags.append(D.make("service_bwrap_mismatch", unit=unit,
-                            message="%s resolves bwrap to %s, the admin's shell to %s: they are different "
-                                    "binaries." % (unit, resolved, admin),
-                            remediation=["Remove the unexpected binary or fix the unit's PATH so that it "
-                                         "resolves the package-owned %s" % admin]))
+        diags.append(D.make("service_bwrap_mismatch", unit=unit, variant="different", admin_bwrap=admin,
+                            service_bwrap=resolved))
     elif resolved and not (v.bwrap_info["package"] if v.bwrap_info else B.package_facts(resolved)):
-        diags.append(D.make("service_bwrap_mismatch", unit=unit,
-                            message="%s resolves bwrap to %s, which no installed package owns." % (unit, resolved),
-                            remediation=["Remove %s or put the package's directory first in the unit's PATH"
-                                         % resolved]))
+        diags.append(D.make("service_bwrap_mismatch", unit=unit, variant="unpackaged", service_bwrap=resolved))
     return diags
 
 
@@ -652,13 +618,8 @@ def _file_diagnostics(ev: Evaluation, v: _View) -> List[Diag]:
     for problem in g.problems:
         if "error" in problem:
             diags.append(D.make("environment_file_missing", unit=unit, path=problem["path"],
-                                severity=D.WARNING if problem["optional"] else D.ERROR,
-                                message="%s: EnvironmentFile=%s%s (%s) cannot be read: %s.%s" % (
-                                    unit, "-" if problem["optional"] else "", problem["path"], problem["where"],
-                                    problem["error"],
-                                    " systemd skips it silently ('-' prefix)" if problem["optional"]
-                                    else " The service fails to start."),
-                                remediation=["Create %s or remove the EnvironmentFile= line" % problem["path"]]))
+                                severity=D.WARNING if problem["optional"] else D.ERROR, where=problem["where"],
+                                error=problem["error"], variant="optional" if problem["optional"] else "required"))
     if g.need_reload:
         diags.append(D.make("unit_needs_daemon_reload", unit=unit))
     return diags
@@ -707,9 +668,7 @@ def evaluate(ev: Evaluation) -> Dict[str, Any]:
     if quartet["active"] != v.config_quartet["active"]:
         diags = [d for d in diags if d["code"] != "executor_os_sandbox_unavailable"]
         if not quartet["active"]:
-            diags.append(D.make("executor_os_sandbox_unavailable",
-                                message="The running process would refuse every ordinary executor with "
-                                        "executor_os_sandbox_unavailable (%s)." % view))
+            diags.append(D.make("executor_os_sandbox_unavailable", variant="running", view=view))
     return _result(ev, v, quartet, view, diags)
 
 
@@ -1027,6 +986,5 @@ def inspect(p: Params, runner: B.Runner) -> Optional[Inspection]:
     result = evaluate(Evaluation(p["unit"], g, admin_path, lambda path: F.bwrap_info(path, runner=runner)))
     user = result["user"]
     if user.get("missing"):
-        result["diagnostics"].insert(0, D.make("service_user_missing", user=user["name"],
-                                               message="%s: User=%s does not exist." % (p["unit"], user["name"])))
+        result["diagnostics"].insert(0, D.make("service_user_missing", user=user["name"], unit=p["unit"]))
     return Inspection(result, g.env)

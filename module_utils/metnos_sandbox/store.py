@@ -14,10 +14,10 @@ import json
 import os
 import re
 import stat
-import tempfile
 from typing import Any, Callable, Dict, List, NamedTuple, Optional
 
 from . import diagnostics as D
+from . import files
 
 MAX_PROFILE_BYTES = 4 * 1024 * 1024
 DOC_KEYS = ("executor", "decision", "argv", "mounts", "namespaces", "network", "manifest", "exception")
@@ -115,21 +115,6 @@ def review_lines(doc: Optional[Dict[str, Any]]) -> str:
 Move = Callable[[str, str], Any]
 
 
-def _replace(path: str, content: str, move: Optional[Move]) -> None:
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".%s." % os.path.basename(path))
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(content)
-        os.chmod(tmp, 0o644)
-        if move is not None:
-            move(tmp, path)
-        else:
-            os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def write(dest: str, result: Dict[str, Any], check_mode: bool = False, move: Optional[Move] = None) -> Dict[str, Any]:
     """Write <executor>.args and .json atomically (only when content changes).
 
@@ -156,7 +141,7 @@ def write(dest: str, result: Dict[str, Any], check_mode: bool = False, move: Opt
         changed = True
         if not check_mode:
             try:
-                _replace(path, content, move)
+                files.replace(path, content, 0o644, move)
             except (IOError, OSError) as exc:
                 raise StoreError("cannot write %s: %s" % (path, exc)) from None
         if path == args_path:

@@ -4,12 +4,17 @@
 """Human-readable summary lines from the results of the toolkit's modules."""
 from __future__ import absolute_import, annotations, division, print_function
 
+from typing import Any, Dict, Iterable, List, Mapping, Optional
+
 from . import diagnostics as D
+from .diagnostics import Diagnostic
+
+Section = Dict[str, Any]   # {"name", "verdict", "detail", "diagnostics"}
 
 _MARK = {"pass": "OK  ", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
 
 
-def _diag_lines(diags, indent="    "):
+def _diag_lines(diags: Iterable[Diagnostic], indent: str = "    ") -> List[str]:
     lines = []
     for diag in D.sort(diags):
         lines.append("%s[%s] %s (%s): %s" % (indent, diag["severity"], diag["code"], diag["rule"],
@@ -19,7 +24,8 @@ def _diag_lines(diags, indent="    "):
     return lines
 
 
-def host_summary(facts=None, sections=None):
+def host_summary(facts: Optional[Mapping[str, Any]] = None,
+                 sections: Optional[Iterable[Mapping[str, Any]]] = None) -> List[str]:
     """Lines for one host.
 
     ``facts`` is a bwrap_facts result; ``sections`` is a list of
@@ -51,10 +57,10 @@ def host_summary(facts=None, sections=None):
                     (smoke.get("classification") or {}).get("cause", "?"))))
         else:
             lines.append("smoke test: not run (%s)" % smoke.get("reason", "?"))
-        lines.append("%s bwrap_facts" % _MARK.get(facts.get("verdict"), "?"))
+        lines.append("%s bwrap_facts" % _MARK.get(str(facts.get("verdict")), "?"))
         lines.extend(_diag_lines(facts.get("diagnostics") or []))
     for section in sections or []:
-        head = "%s %s" % (_MARK.get(section.get("verdict"), "?   "), section.get("name"))
+        head = "%s %s" % (_MARK.get(str(section.get("verdict")), "?   "), section.get("name"))
         if section.get("detail"):
             head += ": %s" % section["detail"]
         lines.append(head)
@@ -62,11 +68,11 @@ def host_summary(facts=None, sections=None):
     return lines
 
 
-def _na(value):
+def _na(value: Any) -> Any:
     return "n/a" if value is None else value
 
 
-def profiles_section(loop_results):
+def profiles_section(loop_results: Optional[Iterable[Mapping[str, Any]]]) -> Section:
     """A summary section from the registered results of a sandbox_profile loop."""
     wrapped, direct, refused, skipped = [], [], [], 0
     diags = []
@@ -95,7 +101,7 @@ def profiles_section(loop_results):
     return {"name": "profiles", "verdict": verdict, "detail": detail, "diagnostics": diags}
 
 
-def service_section(res):
+def service_section(res: Optional[Mapping[str, Any]]) -> Section:
     """A summary section from a metnos_service_env result."""
     if not res or res.get("skipped"):
         return {"name": "service environment", "verdict": "skip", "detail": "not checked", "diagnostics": []}
@@ -120,7 +126,7 @@ def service_section(res):
             "diagnostics": res.get("diagnostics") or []}
 
 
-def enforce_lines(res):
+def enforce_lines(res: Optional[Mapping[str, Any]]) -> List[str]:
     """One line per thing enforce healed, relaxed, or could not (the play output lists each)."""
     lines = []
     for item in (res or {}).get("healed") or []:
@@ -137,7 +143,7 @@ def enforce_lines(res):
     return lines or ["nothing to heal"]
 
 
-def probe_section(res):
+def probe_section(res: Optional[Mapping[str, Any]]) -> Section:
     """A summary section from a sandbox_probe result."""
     if not res or res.get("skipped"):
         return {"name": "probe", "verdict": "skip", "detail": "not run", "diagnostics": []}

@@ -1,0 +1,33 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one atomic file writer: a temporary file in the target's own folder, then one rename.
+
+Used for rendered profiles (store.py), the service's drop-in and PATH file (metnos_service_env), the
+audit's spooled host results and its reports (report.py). A reader never sees a half-written file.
+Pure Python, no Ansible imports.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import os
+import tempfile
+from typing import Callable, Iterable, Optional, Union
+
+
+def replace(path: str, content: Union[str, Iterable[str]], mode: int = 0o644,
+            move: Optional[Callable[[str, str], object]] = None) -> None:
+    """Write ``content`` (text, or an iterable of text chunks streamed as they come) to ``path`` atomically.
+
+    ``move(tmp, path)`` puts the finished temporary file in place (a module passes
+    AnsibleModule.atomic_move, which keeps the SELinux context); the default is os.replace. The temporary
+    file is removed whatever happens."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".%s." % os.path.basename(path))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            for chunk in ([content] if isinstance(content, str) else content):
+                handle.write(chunk)
+        os.chmod(tmp, mode)
+        (move or os.replace)(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
