@@ -439,9 +439,7 @@ class HostContext(object):
         refusals: List[Diag] = []
         if not self.mount_table().complete:
             refusals.append(D.make("host_path_refused", host_key="(mount table)", path=MT.MOUNTINFO,
-                                   message="%s is larger than %d bytes: the bind mounts that alias a refused tree "
-                                           "cannot all be seen, so no profile is rendered"
-                                           % (MT.MOUNTINFO, MT.MAX_MOUNTINFO_BYTES)))
+                                   wording="mount_table", fill={"limit": MT.MAX_MOUNTINFO_BYTES}))
         for path in SYSTEM_PATHS:
             if os.path.islink(path):
                 # merged /usr: /bin -> usr/bin becomes a symlink inside the sandbox too
@@ -554,8 +552,8 @@ def _check_pin(pin: Any) -> Optional[Dict[str, Any]]:
 
 
 def host_refusal(key: str, path: Any, problem: Problem) -> Diag:
-    diag: Diag = D.make("host_path_refused", message="host.%s = %s: %s" % (key, D.excerpt(path), problem.text),
-                        host_key=key, path=D.excerpt(path))
+    diag: Diag = D.make("host_path_refused", wording="host_key", fill={"problem": problem.text}, host_key=key,
+                        path=D.excerpt(path))
     return diag
 
 
@@ -1594,7 +1592,5 @@ def render_safe(manifest_source: Any, host: HostContext, invocation: Optional[In
         prof = render(manifest, host, invocation, status, command)
     if preview:
         prof["preview"] = True
-        prof["diagnostics"] = prof["diagnostics"] + [D.make(
-            "profile_preview", message="rendered off the target host (controller paths, symlinks and existence); "
-                                       "the final profile is rendered on the host by sandbox_profile")]
+        prof["diagnostics"] = prof["diagnostics"] + [D.make("profile_preview", wording="preview")]
     return prof
