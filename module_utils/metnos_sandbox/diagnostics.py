@@ -113,6 +113,10 @@ _CLASSIFIED = {"classified": ("{cause_remediation}",)}
 # A manifest value refused with the accepted forms (manifest._err): {value} is an excerpt, {expected} the forms.
 _REFUSED = {"refused": "{field}: {value} is refused: {expected}"}
 
+# A manifest-written path refused by the host's rules (profile judge_scope): {access} is read-only/writable.
+_JUDGED = {"judged": "{field}: {access} {path}: {problem}",
+           "judged_from": "{field}: {access} {path} (from {what}): {problem}"}
+
 _CODES: List[Code] = [
     # ---- status() quartet and the runtime outcome (R-DIAG-1, R-FAIL-1) ----
     _c("executor_os_sandbox_unavailable", ERROR, "R-FAIL-1", SANDBOX_ACTIVE,
@@ -317,7 +321,8 @@ _CODES: List[Code] = [
        "NUL bytes and control characters are never valid in a path scope or argument path.",
        "Lexical check of each scope and argument value.",
        ["Remove the control characters from the scope or argument."],
-       messages=_REFUSED),
+       messages=dict(_REFUSED, **_JUDGED,
+                     arg="{field}: {value} contains NUL, control or format characters (R-ARG-1)")),
     _c("scope_not_normalized", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
        "A path scope is not normalised",
        "'.', '..' or '//' in a scope hide what it really grants.",
@@ -329,7 +334,8 @@ _CODES: List[Code] = [
        "The scope's root (after glob reduction) is '/', a system tree, or a shared tree such as /opt "
        "or /home; rendering it would expose or make writable far more than one executor needs.",
        "Glob reduction to the root, then comparison with the broad and system trees.",
-       ["Narrow the scope to the executor's own folder, e.g. fs:write:/var/lib/metnos/<executor>/**"]),
+       ["Narrow the scope to the executor's own folder, e.g. fs:write:/var/lib/metnos/<executor>/**"],
+       messages=_JUDGED),
     _c("arg_undeclared", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
        "An arg: scope names an undeclared argument",
        "fs:*:arg:<name> refers to an argument the manifest does not declare.",
@@ -352,24 +358,33 @@ _CODES: List[Code] = [
        "Normalisation of the value, then containment in the declared roots and a match of the glob "
        "below them ('**' any number of components, '*' '?' '[...]' within one, '{a,b}' alternatives; "
        "a pattern with more than 64 alternatives or 65,536 matching steps matches nothing).",
-       ["Pass a path inside the declared scope, or change the manifest's declared scope (re-signing it)."]),
+       ["Pass a path inside the declared scope, or change the manifest's declared scope (re-signing it)."],
+       messages={"outside": "{field}={value} resolves to {path}, outside the declared scope {within} (R-ARG-1: "
+                            "narrow, never widen)",
+                 "outside_hard": "{field}={value} resolves to {path}, outside the declared scope {within} (R-ARG-1: "
+                                 "narrow, never widen) (a pattern with more than {alternatives} brace alternatives, "
+                                 "or that needs more than {steps} steps to match, matches nothing)"}),
     _c("arg_symlink_escapes", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
        "An argument value leads out of its scope through a symlink",
        "The argument's path is inside the scope lexically but a symlink on it resolves outside (or to a "
        "path the 'within' pattern does not match).",
        "realpath() of the value, then containment in the realpath of the declared roots and the same "
        "pattern match below them.",
-       ["Pass the real path, or remove the symlink that points outside the scope."]),
+       ["Pass the real path, or remove the symlink that points outside the scope."],
+       messages={"symlink": "{field}={value}: {path} leads through a symlink to {real}, outside {inside} (R-ARG-1)"}),
     _c("arg_value_invalid", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
        "An argument value is not a usable path",
        "The argument value is not a string, is empty, or contains control characters.",
        "Type and lexical checks of the invocation's argument values.",
-       ["Pass the argument as a non-empty path string."]),
+       ["Pass the argument as a non-empty path string."],
+       messages={"not_path": "{field}: {value} is not a path string (non-empty, at most {limit} characters, no '~' "
+                             "expansion) (R-ARG-1)"}),
     _c("metnos_resource_unknown", ERROR, "R-CAP-METNOS", SANDBOX_ACTIVE,
        "Unknown Metnos resource",
        "metnos:* capabilities name a closed set of semantic resources; this one is not in it.",
        "Lookup in the resource map of the host context.",
-       ["Use a known resource (listed in the message) or add it to metnos_sandbox_resources."]),
+       ["Use a known resource (listed in the message) or add it to metnos_sandbox_resources."],
+       messages={"unknown": "{capability}: unknown resource {resource}; known: {known} (R-CAP-METNOS)"}),
     _c("undo_exception_mismatch", ERROR, "R-FAIL-2", SANDBOX_ACTIVE,
        "undo_last_turn does not match the pinned exception",
        "A manifest named undo_last_turn differs from the byte-pinned exception (name, origin, revision, "
@@ -493,14 +508,16 @@ _CODES: List[Code] = [
        "senders or turns).",
        "Resolved scope compared with the resolved reserved trees of the host context.",
        ["Use the capability made for that resource (provider:access, mail:read, dialog.user_input, the "
-        "inverse model) instead of an fs: scope."]),
+        "inverse model) instead of an fs: scope."],
+       messages=_JUDGED),
     _c("scope_symlink_refused", ERROR, "R-CAP-FS", SANDBOX_ACTIVE,
        "A scope leads through a symlink to a refused tree",
        "The scope's text passes the checks but its fully resolved form on this host (every symlink "
        "followed, e.g. /var/run -> /run, /lib -> usr/lib, a link into /etc) is refused by the same rules. "
        "The mount would have exposed the symlink's target.",
        "os.path.realpath() of the scope on the host that renders, then the same refusal rules.",
-       ["Replace the symlink by a real directory, or declare the real path if it is acceptable."]),
+       ["Replace the symlink by a real directory, or declare the real path if it is acceptable."],
+       messages={"symlink": "{field}: {access} {path} resolves through a symlink to {real}: {problem}"}),
     _c("scope_mount_alias", ERROR, "R-BASE-4", SANDBOX_ACTIVE,
        "A scope reaches a refused tree through a bind mount",
        "The scope is at, below or above a folder that is a refused tree mounted again under another "
@@ -513,7 +530,8 @@ _CODES: List[Code] = [
        "refused tree's aliases (every path showing the same folder, or a part of it); the scope is "
        "then judged against them with the same rules. The final check does the same on the argv.",
        ["Declare the path under its configured name if it is acceptable, or remove the bind mount "
-        "(findmnt -o TARGET,SOURCE lists them)."]),
+        "(findmnt -o TARGET,SOURCE lists them)."],
+       messages=_JUDGED),
     _c("scope_special_file", ERROR, "R-CAP-FS", SANDBOX_ACTIVE,
        "A scope is a socket, a FIFO or a device node",
        "A fixed scope, the root of a glob, a 'within' scope or an argument value resolves to a Unix "
@@ -524,7 +542,10 @@ _CODES: List[Code] = [
        "stat() of the fully resolved path on the host that renders (after the symlink rules); the "
        "final check refuses any bind whose source is one, except the admin's systemd/system read paths.",
        ["Declare the folder or file the executor really needs; reach host services through their own "
-        "capability (systemd:read, system:read, provider:access)."]),
+        "capability (systemd:read, system:read, provider:access)."],
+       messages={"special": "{field}: {access} {path} is {kind}; only files and folders are granted (R-CAP-FS)",
+                 "special_real": "{field}: {access} {path} ({real}) is {kind}; only files and folders are granted "
+                                 "(R-CAP-FS)"}),
     _c("scope_hard_link", ERROR, "R-BASE-4", SANDBOX_ACTIVE,
        "A file scope has several names (hard links)",
        "A fixed scope or an argument value resolves to a regular file whose link count is above one. "
@@ -535,7 +556,12 @@ _CODES: List[Code] = [
        "os.stat() of the fully resolved path: a regular file with st_nlink > 1; the final check "
        "refuses any writable bind of one.",
        ["Grant the folder the file lives in, or give the file a single name "
-        "(find / -xdev -samefile FILE lists its names)."]),
+        "(find / -xdev -samefile FILE lists its names)."],
+       messages={"hard_link": "{field}: {access} {path} is a file with several names (hard links): its other names "
+                              "may be in a read-only or reserved tree, which realpath cannot see (R-BASE-4, R-ARG-1)",
+                 "hard_link_real": "{field}: {access} {path} ({real}) is a file with several names (hard links): its "
+                                   "other names may be in a read-only or reserved tree, which realpath cannot see "
+                                   "(R-BASE-4, R-ARG-1)"}),
     _c("scope_runtime_tree", ERROR, "R-CAP-SYS", SANDBOX_ACTIVE,
        "A scope is at, below or above /run (the host daemons' sockets)",
        "/run (and its alias /var/run) holds the sockets of the host's daemons: systemd, D-Bus, "
@@ -545,7 +571,8 @@ _CODES: List[Code] = [
        "the admin configures (metnos_sandbox_host.systemd_read_paths, system_read_paths).",
        "The scope as written and fully resolved, at, below or above /run or /var/run (resolved too).",
        ["Use systemd:read or system:read and configure the needed paths in the host context; keep "
-        "executor data out of /run."]),
+        "executor data out of /run."],
+       messages=_JUDGED),
     _c("host_path_refused", ERROR, "R-BASE-4", SANDBOX_ACTIVE,
        "A host-context path cannot be mounted safely",
        "A path of the host context (the Metnos install's real paths: runtime, Python prefix and package "
@@ -565,7 +592,8 @@ _CODES: List[Code] = [
        "out of canonical order. The profile is refused (fail closed); this is a defect of the renderer "
        "or a filesystem that changed while rendering.",
        "An independent check of the rendered argv against invariants (a)-(d) of docs/profile-invariants.md.",
-       ["Render again; if it persists, report the manifest and host context (the renderer has a bug)."]),
+       ["Render again; if it persists, report the manifest and host context (the renderer has a bug)."],
+       messages={"two_sources": "{target} would be mounted from two sources ({first} and {second}, by {by})"}),
     _c("profile_preview", INFO, "R-DIAG-3", SANDBOX_ACTIVE,
        "This profile is a preview rendered off the target host",
        "The profile was rendered where the manifest's paths cannot be resolved as the target host sees "
@@ -585,7 +613,22 @@ _CODES: List[Code] = [
        "A declared resource does not exist on this host or is not known (unknown index name, missing "
        "argument value, missing mail account, no authenticated sender or turn): nothing is granted.",
        "Existence and lookup checks at render time.",
-       ["Nothing to do if expected; otherwise create the path or fix the name in the message."]),
+       ["Nothing to do if expected; otherwise create the path or fix the name in the message."],
+       messages={"missing_scope": "{what}: {path} does not exist on this host; not mounted",
+                 "missing": "{what}: {path} does not exist; not mounted",
+                 "no_arg_value": "{what}: no value for argument {arg} in this invocation; nothing mounted",
+                 "missing_arg_path": "{what}={value}: {path} does not exist; not mounted (R-ARG-1)",
+                 "unknown_index": "{what}: unknown index {index} grants nothing (R-CAP-INDEX)",
+                 "missing_integration": "{what}: integration folder {path} does not exist; not mounted",
+                 "no_credential": "{what}: no credential file for account {account}; nothing mounted (R-CAP-MAIL)",
+                 "no_sender": "dialog.user_input: no authenticated sender (or an invalid one: {sender}) in the "
+                              "invocation; nothing mounted (R-CAP-DIALOG)",
+                 "missing_dialog": "dialog.user_input: {path} does not exist; not mounted",
+                 "no_turn": "inverse model declared but the turn (turn_id={turn}) is missing or invalid; nothing "
+                            "mounted (R-CAP-UNDO)",
+                 "missing_turn": "inverse model declared but the turn folder {path} is missing; nothing mounted "
+                                 "(R-CAP-UNDO)",
+                 "missing_own": "executor folder {path} does not exist; not mounted"}),
     # ---- the real wrapped probe (R-DIAG-3) ----
     _c("probe_not_isolated", ERROR, "R-DIAG-3", PROBE,
        "bwrap ran the payload without isolation",
