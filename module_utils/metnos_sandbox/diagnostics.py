@@ -126,7 +126,9 @@ _CODES: List[Code] = [
        "status(): bwrap_available is false or disabled_via_env is true.",
        ["Fix the diagnostics listed with it (bwrap_missing, sandbox_disabled_via_env, "
         "service_path_missing_bwrap); this one clears when they do."],
-       messages={"why": "The runtime would refuse every ordinary executor with executor_os_sandbox_unavailable: "
+       messages={"profile_no_bwrap": "{executor} refused: bwrap is not on PATH (R-FAIL-1)",
+                 "profile_disabled": "{executor} refused: METNOS_SANDBOX disables it (R-FAIL-1)",
+                 "why": "The runtime would refuse every ordinary executor with executor_os_sandbox_unavailable: "
                         "{why}.",
                  "running": "The running process would refuse every ordinary executor with "
                             "executor_os_sandbox_unavailable ({view})."}),
@@ -309,7 +311,8 @@ _CODES: List[Code] = [
        "A reserved capability was requested",
        "system:undo belongs to the byte-pinned undo_last_turn broker only.",
        "Any manifest other than the pinned undo broker declaring system:undo.",
-       ["Remove system:undo from the manifest."]),
+       ["Remove system:undo from the manifest."],
+       messages={"not_broker": "{executor} declares system:undo, reserved for the pinned {broker} broker (R-SEC-5)"}),
     _c("scope_relative", ERROR, "R-CAP-FS", SANDBOX_ACTIVE,
        "A path scope is relative",
        "Fixed scopes must be absolute paths or globs.",
@@ -395,7 +398,11 @@ _CODES: List[Code] = [
        "executor's files on disk, never taken from the manifest alone.",
        ["Pin the reviewed revision in metnos_sandbox_host.undo_exception: name, origin, revision, owner, "
         "capability, files and the digest the message shows (computed from disk); or restore the reviewed "
-        "broker."]),
+        "broker."],
+       messages={"fields": "{executor} (revision {revision}) does not match the pinned exception on: {mismatched}. It "
+                           "fails closed (R-FAIL-2)",
+                 "digest": "{executor}: the digest computed from the files on disk in {folder} is {computed}, not the "
+                           "pinned {pinned}. It fails closed (R-FAIL-2)"}),
     # ---- input limits: a manifest is data, bounded before it is interpreted (docs/profile-invariants.md) ----
     _c("manifest_too_large", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
        "The manifest is larger than the limit",
@@ -498,7 +505,10 @@ _CODES: List[Code] = [
        "The invocation is not a mapping of arguments, turn_id and sender, has unknown keys, or has "
        "too many argument values.",
        "Type, key and size checks of the invocation before rendering.",
-       ["Pass invocation: {arguments: {name: value}, turn_id: <id>, sender: <name>}."]),
+       ["Pass invocation: {arguments: {name: value}, turn_id: <id>, sender: <name>}."],
+       messages={"not_mapping": "invocation: {value} is not a mapping",
+                 "unknown_key": "invocation: unknown key {key}; accepted: arguments, turn_id, sender",
+                 "arguments": "invocation.arguments: {value} is not a mapping of at most {limit} values"}),
     # ---- resolved paths and the invariants of a rendered profile (docs/profile-invariants.md) ----
     _c("scope_reserved_tree", ERROR, "R-BASE-4", SANDBOX_ACTIVE,
        "A scope reaches a tree reserved to another grant",
@@ -593,7 +603,8 @@ _CODES: List[Code] = [
        "or a filesystem that changed while rendering.",
        "An independent check of the rendered argv against invariants (a)-(d) of docs/profile-invariants.md.",
        ["Render again; if it persists, report the manifest and host context (the renderer has a bug)."],
-       messages={"two_sources": "{target} would be mounted from two sources ({first} and {second}, by {by})"}),
+       messages={"withheld": "{executor}: the rendered profile was withheld: {violated}",
+                 "two_sources": "{target} would be mounted from two sources ({first} and {second}, by {by})"}),
     _c("profile_preview", INFO, "R-DIAG-3", SANDBOX_ACTIVE,
        "This profile is a preview rendered off the target host",
        "The profile was rendered where the manifest's paths cannot be resolved as the target host sees "
@@ -607,7 +618,9 @@ _CODES: List[Code] = [
        "The digest of the undo broker is computed from its files on disk; a listed file is missing, not a "
        "regular file, a symlink, too large, or the folder holds files that are not listed.",
        "Reading each listed file below the executor's folder without following symlinks.",
-       ["Restore the reviewed broker's files exactly as listed, then pin their digest."]),
+       ["Restore the reviewed broker's files exactly as listed, then pin their digest."],
+       messages={"unverified": "{executor}: the broker's files in {folder} cannot be verified: {problem}. It fails "
+                               "closed (R-FAIL-2)"}),
     _c("grant_skipped", INFO, "R-ARG-1", SANDBOX_ACTIVE,
        "A grant was not mounted",
        "A declared resource does not exist on this host or is not known (unknown index name, missing "

@@ -686,11 +686,6 @@ def refused(name: Optional[str], diags: List[Diag], decision: str = "refused") -
             "network": None, "diagnostics": _bounded(diags)}
 
 
-def _diag(code: str, message: str, **ctx: Any) -> Diag:
-    diag: Diag = D.make(code, message=message, **ctx)
-    return diag
-
-
 _SCOPE_CODES = {"forbidden": "scope_too_broad", "broad": "scope_too_broad", "readonly": "scope_too_broad",
                 "shared": "scope_too_broad",
                 "reserved": "scope_reserved_tree", "control": "scope_nul", "runtime": "scope_runtime_tree",
@@ -1068,15 +1063,14 @@ def check_invocation(invocation: Any) -> List[Diag]:
     if invocation is None:
         return []
     if not isinstance(invocation, dict):
-        return [_diag("invocation_invalid", "invocation: %s is not a mapping" % D.excerpt(invocation))]
+        return [D.make("invocation_invalid", wording="not_mapping", fill={"value": D.excerpt(invocation)})]
     unknown = sorted(str(k) for k in invocation if k not in ("arguments", "turn_id", "sender"))
     if unknown:
-        return [_diag("invocation_invalid", "invocation: unknown key %s; accepted: arguments, turn_id, sender"
-                      % D.excerpt(unknown[0]))]
+        return [D.make("invocation_invalid", wording="unknown_key", fill={"key": D.excerpt(unknown[0])})]
     args = invocation.get("arguments")
     if args is not None and (not isinstance(args, dict) or len(args) > MAX_INVOCATION_ARGUMENTS):
-        return [_diag("invocation_invalid", "invocation.arguments: %s is not a mapping of at most %d values"
-                      % (D.excerpt(args), MAX_INVOCATION_ARGUMENTS))]
+        return [D.make("invocation_invalid", wording="arguments",
+                       fill={"value": D.excerpt(args), "limit": MAX_INVOCATION_ARGUMENTS})]
     return []
 
 
@@ -1197,8 +1191,8 @@ def _undo_decision(manifest: Manifest, host: HostContext, own_dir: str, command:
     """R-FAIL-2 / R-SEC-5: the byte-pinned broker runs direct only if everything matches."""
     pinned = host["undo_exception"]
     if manifest.name != UNDO_NAME:
-        return refused(manifest.name, [_diag("capability_reserved", "%s declares system:undo, reserved for the "
-                                             "pinned %s broker (R-SEC-5)" % (manifest.name, UNDO_NAME))])
+        return refused(manifest.name, [D.make("capability_reserved", wording="not_broker",
+                                              fill={"executor": manifest.name, "broker": UNDO_NAME})])
     if not pinned:
         fields = ["(no pinned exception on this host)"]
     else:
@@ -1220,20 +1214,17 @@ def _undo_decision(manifest: Manifest, host: HostContext, own_dir: str, command:
                     "entrypoint": pinned.get("entrypoint") or UNDO_ENTRYPOINT}
             fields = sorted(k for k in want if want[k] != have[k])
     if fields:
-        return refused(manifest.name, [_diag("undo_exception_mismatch", "%s (revision %s) does not match the "
-                                             "pinned exception on: %s. It fails closed (R-FAIL-2)"
-                                             % (manifest.name, D.excerpt(manifest.revision), ", ".join(fields)),
-                                             fields=fields)])
+        return refused(manifest.name, [D.make("undo_exception_mismatch", wording="fields", fill={
+            "executor": manifest.name, "revision": D.excerpt(manifest.revision), "mismatched": ", ".join(fields)},
+            fields=fields)])
     computed, problem = executor_digest(own_dir, pinned["files"])
     if problem:
-        return refused(manifest.name, [_diag("undo_files_invalid", "%s: the broker's files in %s cannot be "
-                                             "verified: %s. It fails closed (R-FAIL-2)"
-                                             % (manifest.name, own_dir, problem))])
+        return refused(manifest.name, [D.make("undo_files_invalid", wording="unverified", fill={
+            "executor": manifest.name, "folder": own_dir, "problem": problem})])
     if computed != pinned["digest"]:
-        return refused(manifest.name, [_diag("undo_exception_mismatch", "%s: the digest computed from the files on "
-                                             "disk in %s is %s, not the pinned %s. It fails closed (R-FAIL-2)"
-                                             % (manifest.name, own_dir, computed, pinned["digest"]),
-                                             fields=["digest (computed from disk)"], computed=computed)])
+        return refused(manifest.name, [D.make("undo_exception_mismatch", wording="digest", fill={
+            "executor": manifest.name, "folder": own_dir, "pinned": pinned["digest"]},
+            fields=["digest (computed from disk)"], computed=computed)])
     return {"executor": manifest.name, "decision": "direct", "refusal": None, "argv": list(command),
             "command_line": shell_join(command), "mounts": [], "namespaces": [],
             "network": None, "diagnostics": [],
@@ -1277,8 +1268,8 @@ def _render(manifest: Manifest, host: HostContext, invocation: Optional[Invocati
     if any(d["severity"] == D.ERROR for d in diags):
         return refused(name, diags)           # scope checks come before the bwrap check (spec §5.4)
     if not status.get("active"):
-        why = "bwrap is not on PATH" if not status.get("bwrap_available") else "METNOS_SANDBOX disables it"
-        diags.append(_diag("executor_os_sandbox_unavailable", "%s refused: %s (R-FAIL-1)" % (name, why)))
+        diags.append(D.make("executor_os_sandbox_unavailable", fill={"executor": name},
+                            wording="profile_no_bwrap" if not status.get("bwrap_available") else "profile_disabled"))
         return refused(name, diags)
 
     flags, network = _namespaces(manifest)
@@ -1290,8 +1281,8 @@ def _render(manifest: Manifest, host: HostContext, invocation: Optional[Invocati
     argv.extend(command)
     violations = check_invariants(argv, manifest, host, invocation, own_dir)
     if violations:
-        return refused(name, diags + [_diag("profile_invariant_violated", "%s: the rendered profile was withheld: "
-                                            "%s" % (name, "; ".join(violations[:5])), violations=violations[:20])])
+        return refused(name, diags + [D.make("profile_invariant_violated", wording="withheld", fill={
+            "executor": name, "violated": "; ".join(violations[:5])}, violations=violations[:20])])
     return {
         "executor": name, "decision": "wrapped", "refusal": None, "argv": argv,
         "command_line": shell_join(argv), "mounts": ordered, "namespaces": flags,
