@@ -999,6 +999,14 @@ _CODES.extend([
 
 REGISTRY: Dict[str, Code] = dict((c.code, c) for c in _CODES)
 
+# The codes a manifest load refuses with (manifest.coerce). A controller-side face hands a refusal to the
+# host as a record (code and message, made and bounded by this toolkit); the host relays its message.
+LOAD_CODES = ("manifest_parse_error", "manifest_missing", "manifest_not_utf8", "manifest_too_large",
+              "manifest_too_many_nodes", "manifest_too_deep", "manifest_duplicate_key", "manifest_yaml_unsupported",
+              "manifest_invalid", "manifest_string_too_long")
+for _load in LOAD_CODES:
+    REGISTRY[_load].messages.setdefault("relayed", "{relayed}")
+
 
 def spec(code: str) -> Code:
     """The registry entry of ``code``; an unregistered code is a defect and raises UnregisteredCode."""
@@ -1093,23 +1101,30 @@ def _bounded(value: Any) -> Any:
     return value
 
 
-def make(code: str, message: Optional[str] = None, severity: Optional[str] = None,
-         variant: Optional[str] = None, fill: Optional[Mapping[str, Any]] = None, wording: Optional[str] = None,
-         **context: Any) -> Diagnostic:
+def make(code: str, severity: Optional[str] = None, variant: Optional[str] = None,
+         fill: Optional[Mapping[str, Any]] = None, wording: Optional[str] = None, **context: Any) -> Diagnostic:
     """Build the dict form of a diagnostic from the registry.
 
-    ``message`` says what was seen on this host (default: the registry's message template of the
-    variant, else its cause text); the remediation is always the registry's: its default steps, or the
-    named ``variant`` of the code. Extra keyword
+    The message (what was seen on this host) is the registry's template named ``wording`` (default: the
+    one of the ``variant``, else the code's default template, else its cause text); the remediation is
+    always the registry's: its default steps, or the named ``variant`` of the code. Extra keyword
     arguments fill the ``{placeholders}`` of the registry's texts and are returned under ``details`` so
     that a report keeps them; ``fill`` holds placeholders of the message template that are not kept as
-    details (the pieces of a sentence the check composed: already excerpted or bounded values);
-    ``wording`` picks the message template when it differs from the remediation's ``variant``. Values
-    are inserted once, never interpreted (``_fill``). A caller's ``message`` is used verbatim: it is never a
-    template (it may quote input). An unregistered code or variant raises (a defect of the toolkit)."""
+    details (the pieces of a sentence the check composed: already excerpted or bounded values). Values
+    are inserted once, never interpreted (``_fill``): input never becomes a template. A call site never
+    writes its own message or remediation (both raise TypeError). An unregistered code, variant or
+    wording raises (a defect of the toolkit)."""
+    for own in ("message", "remediation"):
+        if own in context:
+            raise TypeError("make(%s): the %s comes from the registry (register a wording and fill its "
+                            "placeholders)" % (code, own))
+    return _make(code, None, severity, variant, fill, wording, context)
+
+
+def _make(code: str, message: Optional[str], severity: Optional[str], variant: Optional[str],
+          fill: Optional[Mapping[str, Any]], wording: Optional[str], context: Dict[str, Any]) -> Diagnostic:
+    """make(), and the registry module's own builders (unit_not_found) that compose a sentence here."""
     entry = spec(code)
-    if "remediation" in context:
-        raise TypeError("make(%s): the remediation comes from the registry (pick a variant)" % code)
     if variant is not None and variant not in entry.variants and variant not in entry.messages:
         raise UnregisteredCode("%s has no variant %r" % (code, variant))
     if wording is not None and wording not in entry.messages:
@@ -1147,7 +1162,7 @@ def unit_not_found(unit: str, scope: Optional[str] = None, root: Optional[str] =
         text += ": systemctl failed: %s" % error
     elif not scope and not root:
         text += " on this host"
-    return make("unit_not_found", message=text + (": %s." % then if then else "."), unit=unit)
+    return _make("unit_not_found", text + (": %s." % then if then else "."), None, None, None, None, {"unit": unit})
 
 
 def subject(diag: Mapping[str, Any]) -> Tuple[str, str]:

@@ -133,9 +133,7 @@ _ARG_KEYS = ("kind", "within")
 # The one refusal record a controller-side face hands over when it could not load a manifest
 # (see transport()); coerce() turns it back into the same refusal on the host.
 REFUSAL_KEY = "metnos_manifest_refused"
-_LOAD_CODES = ("manifest_parse_error", "manifest_missing", "manifest_not_utf8", "manifest_too_large",
-               "manifest_too_many_nodes", "manifest_too_deep", "manifest_duplicate_key", "manifest_yaml_unsupported",
-               "manifest_invalid", "manifest_string_too_long")
+_LOAD_CODES = D.LOAD_CODES
 
 
 class ManifestError(ValueError):
@@ -1117,7 +1115,7 @@ def _from_record(record: Dict[str, Any]) -> List[Diag]:
     message = body.get("message") if isinstance(body, dict) else None
     if code not in _LOAD_CODES or not isinstance(message, str):
         return [_err("manifest_invalid", REFUSAL_KEY, body, "a refusal record made by this toolkit")]
-    return [D.make(code, message=D.excerpt(message, 400)[1:-1], field="(file)")]
+    return [D.make(code, wording="relayed", fill={"relayed": D.excerpt(message, 400)[1:-1]}, field="(file)")]
 
 
 def coerce(source: Any, name: str = "<inline>") -> Manifest:
