@@ -1144,6 +1144,21 @@ def _make(code: str, message: Optional[str], severity: Optional[str], variant: O
     return out
 
 
+# What a check adds to a finding already made (a count of the ones left out, where it was seen, whom a
+# failure blames): "{message}" is the finding's own message, never re-read as a template.
+AMENDMENTS = {
+    "more_diagnostics": "{message} (and {count} more diagnostics)",
+    "more_problems": "{message} (and {count} more problems)",
+    "seen_in": "{where}: {message}",
+    "blamed_by_probe": "{message} The probe failed in this unit's context.",
+}
+
+
+def amend(diag: Mapping[str, Any], amendment: str, **fill: Any) -> Diagnostic:
+    """A copy of ``diag`` whose message is the registered ``amendment`` of it (values filled once)."""
+    return dict(diag, message=_fill(AMENDMENTS[amendment], dict(fill, message=diag["message"])))
+
+
 def _message_template(entry: Code, variant: Optional[str]) -> str:
     return entry.messages.get(variant or "", entry.messages.get("", entry.cause))
 

@@ -331,7 +331,7 @@ def decode(data: Any, source: Any = "<inline>") -> Any:
                 pass                       # YAML flow style ({'a': 1}): the YAML reader decides
         return _yaml_load(text)
     except _Refuse as exc:
-        raise ManifestError([dict(exc.diag, message="%s: %s" % (where, exc.diag["message"]))]) from None
+        raise ManifestError([D.amend(exc.diag, "seen_in", where=where)]) from None
 
 
 class _NotJson(Exception):
@@ -961,7 +961,7 @@ def _capped(errors: List[Diag]) -> List[Diag]:
         return errors
     more = len(errors) - MAX_DIAGNOSTICS
     errors = errors[:MAX_DIAGNOSTICS]
-    errors[-1] = dict(errors[-1], message=errors[-1]["message"] + " (and %d more problems)" % more)
+    errors[-1] = D.amend(errors[-1], "more_problems", count=more)
     return errors
 
 

@@ -1345,7 +1345,7 @@ def _diagnostics(params: Json, service: _Service, verdict: Json, findings: t.Lis
     if verdict.get("setup_failed") and svc is not None:
         blamed = [d for d in svc.get("diagnostics", []) if d["code"].startswith("unit_")]
         for d in blamed:
-            diags.append(dict(d, message=d["message"] + " The probe failed in this unit's context."))
+            diags.append(D.amend(d, "blamed_by_probe"))
         if blamed:
             out["blamed_directives"] = [d.get("details", {}).get("directive") for d in blamed]
     ctx = out.get("unit_context") or {}

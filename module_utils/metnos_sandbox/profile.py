@@ -675,7 +675,7 @@ def _bounded(diags: List[Diag]) -> List[Diag]:
         return diags
     more = len(diags) - M.MAX_DIAGNOSTICS
     kept = diags[:M.MAX_DIAGNOSTICS]
-    kept[-1] = dict(kept[-1], message=kept[-1]["message"] + " (and %d more diagnostics)" % more)
+    kept[-1] = D.amend(kept[-1], "more_diagnostics", count=more)
     return kept
 
 
