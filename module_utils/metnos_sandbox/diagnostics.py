@@ -9,9 +9,10 @@ was seen on this host, and the remediation is a list with one command or step
 per item (copy-pasteable, never run together).
 
 The registry is the only place a code's severity, spec rule, report section,
-title, cause (the default message) and remediation live; a call site fills
-``{placeholders}`` and may pick one of the code's named remediation
-``variants``, never writes its own remediation. Codes a module returns when it
+title, cause (the default message), message templates and remediation live; a
+call site fills ``{placeholders}``, may pick one of the code's named message
+templates (``wording``) and remediation ``variants``, and never writes its own
+message or remediation (``make`` refuses both). Codes a module returns when it
 fails (``fail_json(code=...)``) are registered too (section ``module``).
 tests/unit/test_diagnostics_registry.py walks the sources and fails on a code
 that is emitted but not registered.
