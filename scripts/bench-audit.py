@@ -396,7 +396,7 @@ def synthetic_hosts(template, n):
 
 def D_make(code, severity, message, remediation):
     from metnos_sandbox import diagnostics as D
-    d = D.make(code, message=message) if code in D.REGISTRY else {}
+    d = D.make(code) if code in D.REGISTRY else {}
     d.update(code=code, severity=severity, message=message, remediation=remediation)
     d.setdefault("rule", "R-DIAG-3")
     d.setdefault("title", code)

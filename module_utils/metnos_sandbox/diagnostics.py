@@ -9,9 +9,10 @@ was seen on this host, and the remediation is a list with one command or step
 per item (copy-pasteable, never run together).
 
 The registry is the only place a code's severity, spec rule, report section,
-title, cause (the default message) and remediation live; a call site fills
-``{placeholders}`` and may pick one of the code's named remediation
-``variants``, never writes its own remediation. Codes a module returns when it
+title, cause (the default message), message templates and remediation live; a
+call site fills ``{placeholders}``, may pick one of the code's named message
+templates (``wording``) and remediation ``variants``, and never writes its own
+message or remediation (``make`` refuses both). Codes a module returns when it
 fails (``fail_json(code=...)``) are registered too (section ``module``).
 tests/unit/test_diagnostics_registry.py walks the sources and fails on a code
 that is emitted but not registered.
@@ -95,11 +96,12 @@ _DROPIN_FIX = ("Smallest fix, as a drop-in (enforce mode writes it with metnos_s
 _RESTRICTION_VARIANTS = {"dropin": _DROPIN_FIX, "no_dropin": ("{relax_note}",)}
 
 
-def _restriction(code: str, rule: str, title: str, cause: str, detection: str, fix: str) -> Code:
+def _restriction(code: str, rule: str, title: str, cause: str, detection: str, fix: str,
+                 messages: Mapping[str, str]) -> Code:
     """A unit directive that breaks bwrap inside the service (service_env.DIRECTIVE_CODES): fixed by the
     drop-in line ``fix`` and a daemon-reload, or by the smallest drop-in enforce mode can write."""
     return _c(code, ERROR, rule, SERVICE_ENVIRONMENT, title, cause, detection,
-              ["Drop-in: " + fix, "systemctl daemon-reload"], _RESTRICTION_VARIANTS)
+              ["Drop-in: " + fix, "systemctl daemon-reload"], _RESTRICTION_VARIANTS, messages)
 
 
 # Remediation items may contain ``{placeholders}`` filled from the context given to ``make``;
@@ -108,6 +110,13 @@ def _restriction(code: str, rule: str, title: str, cause: str, detection: str, f
 # bwrap_smoke_failed / probe_setup_failed: the steps of the cause bwrap's stderr was classified as
 # (bwrap.CAUSES, documented with this registry).
 _CLASSIFIED = {"classified": ("{cause_remediation}",)}
+
+# A manifest value refused with the accepted forms (manifest._err): {value} is an excerpt, {expected} the forms.
+_REFUSED = {"refused": "{field}: {value} is refused: {expected}"}
+
+# A manifest-written path refused by the host's rules (profile judge_scope): {access} is read-only/writable.
+_JUDGED = {"judged": "{field}: {access} {path}: {problem}",
+           "judged_from": "{field}: {access} {path} (from {what}): {problem}"}
 
 _CODES: List[Code] = [
     # ---- status() quartet and the runtime outcome (R-DIAG-1, R-FAIL-1) ----
@@ -118,7 +127,9 @@ _CODES: List[Code] = [
        "status(): bwrap_available is false or disabled_via_env is true.",
        ["Fix the diagnostics listed with it (bwrap_missing, sandbox_disabled_via_env, "
         "service_path_missing_bwrap); this one clears when they do."],
-       messages={"why": "The runtime would refuse every ordinary executor with executor_os_sandbox_unavailable: "
+       messages={"profile_no_bwrap": "{executor} refused: bwrap is not on PATH (R-FAIL-1)",
+                 "profile_disabled": "{executor} refused: METNOS_SANDBOX disables it (R-FAIL-1)",
+                 "why": "The runtime would refuse every ordinary executor with executor_os_sandbox_unavailable: "
                         "{why}.",
                  "running": "The running process would refuse every ordinary executor with "
                             "executor_os_sandbox_unavailable ({view})."}),
@@ -258,65 +269,90 @@ _CODES: List[Code] = [
        "The manifest file is unreadable, or not valid YAML/JSON.",
        "Loading the manifest.",
        ["Check the file named in the message; validate it with: python3 -c 'import yaml,sys; "
-        "yaml.safe_load(open(sys.argv[1]))' FILE"]),
+        "yaml.safe_load(open(sys.argv[1]))' FILE"],
+       messages={"no_yaml": "YAML needs PyYAML on this host; give the manifest as JSON (or render it through the "
+                             "role, which parses it on the controller)",
+                 "syntax": "not valid YAML/JSON: {problem}{at}",
+                 "alias": "undefined alias *{anchor}",
+                 "not_path": "manifest file: {where} is not a path",
+                 "unreadable": "{where}: cannot read: {error}",
+                 "not_regular": "{where}: not a regular file",
+                 "not_text": "{where}: a manifest is text, got {type}"}),
     _c("manifest_missing", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
        "The manifest file does not exist",
        "The manifest file named by the task does not exist on the host that reads it.",
        "Opening the manifest file.",
        ["Check the path (manifest_file, or the manifest list of the role); a manifest file is read on "
-        "the host that renders it."]),
+        "the host that renders it."],
+       messages={"unreadable": "{where}: cannot read: {error}"}),
     _c("manifest_not_utf8", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
        "The manifest is not UTF-8 text",
        "The manifest contains bytes that are not valid UTF-8, or a NUL byte.",
        "Decoding the file as UTF-8.",
-       ["Re-export the manifest as UTF-8: iconv -f <encoding> -t UTF-8 FILE"]),
+       ["Re-export the manifest as UTF-8: iconv -f <encoding> -t UTF-8 FILE"],
+       messages={"byte": "{where}: byte {byte} is not valid UTF-8 ({reason}); manifests are UTF-8 text",
+                 "surrogates": "{where}: contains lone surrogates; manifests are UTF-8 text",
+                 "nul": "{where}: contains a NUL byte"}),
     _c("manifest_invalid", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
        "A manifest field is invalid",
        "A required field is missing, a field has the wrong type, or an unknown field is present.",
        "Strict validation of every manifest field.",
-       ["Fix the field named in the message; see examples/manifests/ for valid manifests."]),
+       ["Fix the field named in the message; see examples/manifests/ for valid manifests."],
+       messages=dict(_REFUSED, **{"number_range": "the number {number} is out of range",
+                 "path_number_range": "{field}: the number is out of range",
+                 "path_key": "{field}: the key {key} is not a string",
+                 "not_data": "{field}: a {type} is not manifest data (mappings, lists, strings, numbers, booleans)"})),
     _c("capability_unknown", ERROR, "R-CAP-FS", SANDBOX_ACTIVE,
        "Unknown capability",
        "The capability is not in the closed grammar; an unknown capability is never rendered.",
        "Parsing every capability against the closed set of forms.",
-       ["Use one of the accepted forms listed in the message."]),
+       ["Use one of the accepted forms listed in the message."],
+       messages=_REFUSED),
     _c("capability_reserved", ERROR, "R-SEC-5", SANDBOX_ACTIVE,
        "A reserved capability was requested",
        "system:undo belongs to the byte-pinned undo_last_turn broker only.",
        "Any manifest other than the pinned undo broker declaring system:undo.",
-       ["Remove system:undo from the manifest."]),
+       ["Remove system:undo from the manifest."],
+       messages={"not_broker": "{executor} declares system:undo, reserved for the pinned {broker} broker (R-SEC-5)"}),
     _c("scope_relative", ERROR, "R-CAP-FS", SANDBOX_ACTIVE,
        "A path scope is relative",
        "Fixed scopes must be absolute paths or globs.",
        "Lexical check of each fs: scope.",
-       ["Write the scope as an absolute path, e.g. fs:read:/srv/metnos/data/**"]),
+       ["Write the scope as an absolute path, e.g. fs:read:/srv/metnos/data/**"],
+       messages=_REFUSED),
     _c("scope_nul", ERROR, "R-CAP-FS", SANDBOX_ACTIVE,
        "A path contains NUL or control characters",
        "NUL bytes and control characters are never valid in a path scope or argument path.",
        "Lexical check of each scope and argument value.",
-       ["Remove the control characters from the scope or argument."]),
+       ["Remove the control characters from the scope or argument."],
+       messages=dict(_REFUSED, **_JUDGED,
+                     arg="{field}: {value} contains NUL, control or format characters (R-ARG-1)")),
     _c("scope_not_normalized", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
        "A path scope is not normalised",
        "'.', '..' or '//' in a scope hide what it really grants.",
        "Lexical check of each scope.",
-       ["Write the normalised absolute path (realpath) instead."]),
+       ["Write the normalised absolute path (realpath) instead."],
+       messages=_REFUSED),
     _c("scope_too_broad", ERROR, "R-SEC-2", SANDBOX_ACTIVE,
        "A scope is too broad",
        "The scope's root (after glob reduction) is '/', a system tree, or a shared tree such as /opt "
        "or /home; rendering it would expose or make writable far more than one executor needs.",
        "Glob reduction to the root, then comparison with the broad and system trees.",
-       ["Narrow the scope to the executor's own folder, e.g. fs:write:/var/lib/metnos/<executor>/**"]),
+       ["Narrow the scope to the executor's own folder, e.g. fs:write:/var/lib/metnos/<executor>/**"],
+       messages=_JUDGED),
     _c("arg_undeclared", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
        "An arg: scope names an undeclared argument",
        "fs:*:arg:<name> refers to an argument the manifest does not declare.",
        "Cross-check of capabilities and arguments.",
-       ["Declare the argument under 'arguments' with its 'within' scopes, or fix the name."]),
+       ["Declare the argument under 'arguments' with its 'within' scopes, or fix the name."],
+       messages=_REFUSED),
     _c("arg_scope_unbounded", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
        "A path argument has no bounding scope",
        "An argument used as a path scope must declare the scopes it may narrow ('within'); "
        "otherwise the argument could widen the sandbox.",
        "Each argument used by an arg: scope has a non-empty 'within'.",
-       ["Add within: [/the/allowed/root/**] to the argument's declaration."]),
+       ["Add within: [/the/allowed/root/**] to the argument's declaration."],
+       messages=_REFUSED),
     _c("arg_escapes_scope", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
        "An argument value escapes its declared scope",
        "The argument's path, once '..' is resolved, is outside every 'within' scope: an argument may "
@@ -326,24 +362,33 @@ _CODES: List[Code] = [
        "Normalisation of the value, then containment in the declared roots and a match of the glob "
        "below them ('**' any number of components, '*' '?' '[...]' within one, '{a,b}' alternatives; "
        "a pattern with more than 64 alternatives or 65,536 matching steps matches nothing).",
-       ["Pass a path inside the declared scope, or change the manifest's declared scope (re-signing it)."]),
+       ["Pass a path inside the declared scope, or change the manifest's declared scope (re-signing it)."],
+       messages={"outside": "{field}={value} resolves to {path}, outside the declared scope {within} (R-ARG-1: "
+                            "narrow, never widen)",
+                 "outside_hard": "{field}={value} resolves to {path}, outside the declared scope {within} (R-ARG-1: "
+                                 "narrow, never widen) (a pattern with more than {alternatives} brace alternatives, "
+                                 "or that needs more than {steps} steps to match, matches nothing)"}),
     _c("arg_symlink_escapes", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
        "An argument value leads out of its scope through a symlink",
        "The argument's path is inside the scope lexically but a symlink on it resolves outside (or to a "
        "path the 'within' pattern does not match).",
        "realpath() of the value, then containment in the realpath of the declared roots and the same "
        "pattern match below them.",
-       ["Pass the real path, or remove the symlink that points outside the scope."]),
+       ["Pass the real path, or remove the symlink that points outside the scope."],
+       messages={"symlink": "{field}={value}: {path} leads through a symlink to {real}, outside {inside} (R-ARG-1)"}),
     _c("arg_value_invalid", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
        "An argument value is not a usable path",
        "The argument value is not a string, is empty, or contains control characters.",
        "Type and lexical checks of the invocation's argument values.",
-       ["Pass the argument as a non-empty path string."]),
+       ["Pass the argument as a non-empty path string."],
+       messages={"not_path": "{field}: {value} is not a path string (non-empty, at most {limit} characters, no '~' "
+                             "expansion) (R-ARG-1)"}),
     _c("metnos_resource_unknown", ERROR, "R-CAP-METNOS", SANDBOX_ACTIVE,
        "Unknown Metnos resource",
        "metnos:* capabilities name a closed set of semantic resources; this one is not in it.",
        "Lookup in the resource map of the host context.",
-       ["Use a known resource (listed in the message) or add it to metnos_sandbox_resources."]),
+       ["Use a known resource (listed in the message) or add it to metnos_sandbox_resources."],
+       messages={"unknown": "{capability}: unknown resource {resource}; known: {known} (R-CAP-METNOS)"}),
     _c("undo_exception_mismatch", ERROR, "R-FAIL-2", SANDBOX_ACTIVE,
        "undo_last_turn does not match the pinned exception",
        "A manifest named undo_last_turn differs from the byte-pinned exception (name, origin, revision, "
@@ -354,79 +399,117 @@ _CODES: List[Code] = [
        "executor's files on disk, never taken from the manifest alone.",
        ["Pin the reviewed revision in metnos_sandbox_host.undo_exception: name, origin, revision, owner, "
         "capability, files and the digest the message shows (computed from disk); or restore the reviewed "
-        "broker."]),
+        "broker."],
+       messages={"fields": "{executor} (revision {revision}) does not match the pinned exception on: {mismatched}. It "
+                           "fails closed (R-FAIL-2)",
+                 "digest": "{executor}: the digest computed from the files on disk in {folder} is {computed}, not the "
+                           "pinned {pinned}. It fails closed (R-FAIL-2)"}),
     # ---- input limits: a manifest is data, bounded before it is interpreted (docs/profile-invariants.md) ----
     _c("manifest_too_large", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
        "The manifest is larger than the limit",
        "The manifest text is larger than {limit} bytes (a real manifest is a few hundred bytes).",
        "Size of the file (fstat) or text, before it is decoded.",
-       ["Check that the right file is given; a manifest lists capabilities, not data."]),
+       ["Check that the right file is given; a manifest lists capabilities, not data."],
+       messages={"size": "{where}: {size} bytes is larger than the {limit}-byte limit for a manifest"}),
     _c("manifest_too_many_nodes", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
        "The manifest has too many YAML/JSON nodes",
        "The manifest has more than {limit} nodes, counting every YAML alias as the nodes it expands "
        "to (counted before anything is expanded), or an alias refers to itself.",
        "Counting events while composing the document, aliases by their anchor's expanded size.",
-       ["Write the manifest without anchors and aliases, listing each value once."]),
+       ["Write the manifest without anchors and aliases, listing each value once."],
+       messages={"yaml": "more than {limit} YAML nodes (aliases counted as the nodes they expand to)",
+                 "self_alias": "the alias *{anchor} refers to itself (infinite expansion)",
+                 "nodes": "more than {limit} nodes"}),
     _c("manifest_too_deep", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
        "The manifest is nested too deeply",
        "Mappings and lists are nested more than {limit} levels deep.",
        "Nesting depth while composing the document.",
-       ["A manifest needs at most five levels (manifest > arguments > name > within > scope)."]),
+       ["A manifest needs at most five levels (manifest > arguments > name > within > scope)."],
+       messages={"interpreter": "nested deeper than the interpreter can parse (limit {limit})",
+                 "yaml": "nested too deeply",
+                 "levels": "nested more than {limit} levels deep",
+                 "path_levels": "{field}: nested more than {limit} levels deep"}),
     _c("manifest_duplicate_key", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
        "A key appears twice in one mapping",
        "The same key appears twice in one YAML/JSON mapping. YAML and JSON loaders usually keep the last "
        "one silently, so a reviewer and the renderer could read two different manifests.",
        "Duplicate detection while composing each mapping.",
-       ["Keep one occurrence of the key named in the message."]),
+       ["Keep one occurrence of the key named in the message."],
+       messages={"json_key": "key {key} appears twice in one mapping",
+                 "yaml_key": "the key {key} appears twice in one mapping"}),
     _c("manifest_yaml_unsupported", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
        "The manifest uses a YAML feature that is not accepted",
        "Explicit tags, merge keys ('<<'), non-string keys, several documents, or YAML 1.1 number forms "
        "(octal, hexadecimal, sexagesimal) that silently change a value.",
        "The closed set of YAML features accepted while composing the document.",
-       ["Write plain mappings, lists and quoted strings; quote values such as revisions."]),
+       ["Write plain mappings, lists and quoted strings; quote values such as revisions."],
+       messages={"documents": "a manifest is one YAML document",
+                 "alias_key": "an alias cannot be a mapping key",
+                 "key_type": "the key {key} is not a string (quote it)",
+                 "merge": "YAML merge keys ('<<') are not accepted",
+                 "key_anchor": "anchors on keys are not accepted",
+                 "explicit_tag": "the explicit YAML tag {tag} is not accepted (plain strings, numbers, booleans, "
+                                  "null, lists and mappings only)",
+                 "tag": "the YAML tag {tag} is not accepted (plain strings, numbers, booleans, null, lists and "
+                         "mappings only)",
+                 "not_number": "{number} is not a number",
+                 "yaml11_number": "{number} is a YAML 1.1 number form (octal, hex, sexagesimal) that changes its "
+                                   "value; quote it",
+                 "collection_tag": "the YAML tag {tag} is not accepted",
+                 "collection_key": "a mapping key must be a string, not a collection"}),
     _c("manifest_string_too_long", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
        "A string in the manifest is longer than the limit",
        "A key or string value is longer than {limit} characters.",
        "Length of every key and string while checking the document.",
-       ["Shorten the value named in the message."]),
+       ["Shorten the value named in the message."],
+       messages={"length": "{field}: a string of {length} characters is longer than the {limit}-character limit"}),
     _c("manifest_control_character", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
        "A manifest string contains control characters",
        "A string field contains a control, format or line-separator character (C0/C1 controls, "
        "bidirectional overrides, zero-width characters, lone surrogates): what a reviewer sees would "
        "not be what is granted.",
        "Every string field is matched against its grammar; control and format characters never match.",
-       ["Remove the invisible characters (cat -A FILE shows them)."]),
+       ["Remove the invisible characters (cat -A FILE shows them)."],
+       messages=_REFUSED),
     _c("manifest_too_many_capabilities", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
        "The manifest declares too many capabilities",
        "More than {limit} capabilities are declared.",
        "Length of the capabilities list, before any capability is parsed.",
-       ["Split the executor or use glob scopes; a real executor needs a handful of capabilities."]),
+       ["Split the executor or use glob scopes; a real executor needs a handful of capabilities."],
+       messages={"count": "{field}: {count} capabilities; the limit is {limit}"}),
     _c("capability_too_long", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
        "A capability is longer than the limit",
        "A capability string is longer than {limit} characters.",
        "Length of each capability string, before it is parsed.",
-       ["Shorten the scope path of the capability named in the message."]),
+       ["Shorten the scope path of the capability named in the message."],
+       messages={"length": "{field}: {value} is {length} characters long; the limit is {limit}"}),
     _c("manifest_too_many_arguments", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
        "The manifest declares too many arguments",
        "More than {limit} arguments are declared.",
        "Length of the arguments mapping, before any argument is checked.",
-       ["Declare only the arguments used as path scopes."]),
+       ["Declare only the arguments used as path scopes."],
+       messages={"count": "{field}: {count} arguments; the limit is {limit}"}),
     _c("manifest_too_many_scopes", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
        "An argument declares too many 'within' scopes",
        "An argument lists more than {limit} 'within' scopes.",
        "Length of each 'within' list.",
-       ["Use fewer, narrower scopes."]),
+       ["Use fewer, narrower scopes."],
+       messages={"count": "{field}: {count} scopes; the limit is {limit}"}),
     _c("manifest_too_many_files", ERROR, "R-FAIL-2", SANDBOX_ACTIVE,
        "The manifest lists too many files",
        "The 'files' list has more than {limit} entries.",
        "Length of the 'files' list.",
-       ["List only the executor's own files."]),
+       ["List only the executor's own files."],
+       messages={"count": "{field}: {count} files; the limit is {limit}"}),
     _c("invocation_invalid", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
        "The invocation is not usable",
        "The invocation is not a mapping of arguments, turn_id and sender, has unknown keys, or has "
        "too many argument values.",
        "Type, key and size checks of the invocation before rendering.",
-       ["Pass invocation: {arguments: {name: value}, turn_id: <id>, sender: <name>}."]),
+       ["Pass invocation: {arguments: {name: value}, turn_id: <id>, sender: <name>}."],
+       messages={"not_mapping": "invocation: {value} is not a mapping",
+                 "unknown_key": "invocation: unknown key {key}; accepted: arguments, turn_id, sender",
+                 "arguments": "invocation.arguments: {value} is not a mapping of at most {limit} values"}),
     # ---- resolved paths and the invariants of a rendered profile (docs/profile-invariants.md) ----
     _c("scope_reserved_tree", ERROR, "R-BASE-4", SANDBOX_ACTIVE,
        "A scope reaches a tree reserved to another grant",
@@ -436,14 +519,16 @@ _CODES: List[Code] = [
        "senders or turns).",
        "Resolved scope compared with the resolved reserved trees of the host context.",
        ["Use the capability made for that resource (provider:access, mail:read, dialog.user_input, the "
-        "inverse model) instead of an fs: scope."]),
+        "inverse model) instead of an fs: scope."],
+       messages=_JUDGED),
     _c("scope_symlink_refused", ERROR, "R-CAP-FS", SANDBOX_ACTIVE,
        "A scope leads through a symlink to a refused tree",
        "The scope's text passes the checks but its fully resolved form on this host (every symlink "
        "followed, e.g. /var/run -> /run, /lib -> usr/lib, a link into /etc) is refused by the same rules. "
        "The mount would have exposed the symlink's target.",
        "os.path.realpath() of the scope on the host that renders, then the same refusal rules.",
-       ["Replace the symlink by a real directory, or declare the real path if it is acceptable."]),
+       ["Replace the symlink by a real directory, or declare the real path if it is acceptable."],
+       messages={"symlink": "{field}: {access} {path} resolves through a symlink to {real}: {problem}"}),
     _c("scope_mount_alias", ERROR, "R-BASE-4", SANDBOX_ACTIVE,
        "A scope reaches a refused tree through a bind mount",
        "The scope is at, below or above a folder that is a refused tree mounted again under another "
@@ -456,7 +541,8 @@ _CODES: List[Code] = [
        "refused tree's aliases (every path showing the same folder, or a part of it); the scope is "
        "then judged against them with the same rules. The final check does the same on the argv.",
        ["Declare the path under its configured name if it is acceptable, or remove the bind mount "
-        "(findmnt -o TARGET,SOURCE lists them)."]),
+        "(findmnt -o TARGET,SOURCE lists them)."],
+       messages=_JUDGED),
     _c("scope_special_file", ERROR, "R-CAP-FS", SANDBOX_ACTIVE,
        "A scope is a socket, a FIFO or a device node",
        "A fixed scope, the root of a glob, a 'within' scope or an argument value resolves to a Unix "
@@ -467,7 +553,10 @@ _CODES: List[Code] = [
        "stat() of the fully resolved path on the host that renders (after the symlink rules); the "
        "final check refuses any bind whose source is one, except the admin's systemd/system read paths.",
        ["Declare the folder or file the executor really needs; reach host services through their own "
-        "capability (systemd:read, system:read, provider:access)."]),
+        "capability (systemd:read, system:read, provider:access)."],
+       messages={"special": "{field}: {access} {path} is {kind}; only files and folders are granted (R-CAP-FS)",
+                 "special_real": "{field}: {access} {path} ({real}) is {kind}; only files and folders are granted "
+                                 "(R-CAP-FS)"}),
     _c("scope_hard_link", ERROR, "R-BASE-4", SANDBOX_ACTIVE,
        "A file scope has several names (hard links)",
        "A fixed scope or an argument value resolves to a regular file whose link count is above one. "
@@ -478,7 +567,12 @@ _CODES: List[Code] = [
        "os.stat() of the fully resolved path: a regular file with st_nlink > 1; the final check "
        "refuses any writable bind of one.",
        ["Grant the folder the file lives in, or give the file a single name "
-        "(find / -xdev -samefile FILE lists its names)."]),
+        "(find / -xdev -samefile FILE lists its names)."],
+       messages={"hard_link": "{field}: {access} {path} is a file with several names (hard links): its other names "
+                              "may be in a read-only or reserved tree, which realpath cannot see (R-BASE-4, R-ARG-1)",
+                 "hard_link_real": "{field}: {access} {path} ({real}) is a file with several names (hard links): its "
+                                   "other names may be in a read-only or reserved tree, which realpath cannot see "
+                                   "(R-BASE-4, R-ARG-1)"}),
     _c("scope_runtime_tree", ERROR, "R-CAP-SYS", SANDBOX_ACTIVE,
        "A scope is at, below or above /run (the host daemons' sockets)",
        "/run (and its alias /var/run) holds the sockets of the host's daemons: systemd, D-Bus, "
@@ -488,7 +582,8 @@ _CODES: List[Code] = [
        "the admin configures (metnos_sandbox_host.systemd_read_paths, system_read_paths).",
        "The scope as written and fully resolved, at, below or above /run or /var/run (resolved too).",
        ["Use systemd:read or system:read and configure the needed paths in the host context; keep "
-        "executor data out of /run."]),
+        "executor data out of /run."],
+       messages=_JUDGED),
     _c("host_path_refused", ERROR, "R-BASE-4", SANDBOX_ACTIVE,
        "A host-context path cannot be mounted safely",
        "A path of the host context (the Metnos install's real paths: runtime, Python prefix and package "
@@ -497,7 +592,10 @@ _CODES: List[Code] = [
        "shared root, /proc or /dev, a reserved tree, a read-only base tree made writable, or it leaves "
        "its folder through a symlink.",
        "os.path.realpath() of each host path at render time, then the same refusal rules as for scopes.",
-       ["Fix the host key named in the message (metnos_sandbox_host) to the real, dedicated path."]),
+       ["Fix the host key named in the message (metnos_sandbox_host) to the real, dedicated path."],
+       messages={"host_key": "host.{host_key} = {path}: {problem}",
+                 "mount_table": "{path} is larger than {limit} bytes: the bind mounts that alias a refused tree "
+                                "cannot all be seen, so no profile is rendered"}),
     _c("profile_invariant_violated", ERROR, "R-SEC-1", SANDBOX_ACTIVE,
        "A rendered profile broke an invariant and was withheld",
        "The final check of the rendered mounts and flags found a writable mount outside every declared, "
@@ -505,25 +603,46 @@ _CODES: List[Code] = [
        "out of canonical order. The profile is refused (fail closed); this is a defect of the renderer "
        "or a filesystem that changed while rendering.",
        "An independent check of the rendered argv against invariants (a)-(d) of docs/profile-invariants.md.",
-       ["Render again; if it persists, report the manifest and host context (the renderer has a bug)."]),
+       ["Render again; if it persists, report the manifest and host context (the renderer has a bug)."],
+       messages={"withheld": "{executor}: the rendered profile was withheld: {violated}",
+                 "two_sources": "{target} would be mounted from two sources ({first} and {second}, by {by})"}),
     _c("profile_preview", INFO, "R-DIAG-3", SANDBOX_ACTIVE,
        "This profile is a preview rendered off the target host",
        "The profile was rendered where the manifest's paths cannot be resolved as the target host sees "
        "them (a filter on the controller): symlinks, existence and base paths are the controller's.",
        "Rendered by a controller-side face.",
-       ["Render the final profile on the host: the sandbox_profile module (make run)."]),
+       ["Render the final profile on the host: the sandbox_profile module (make run)."],
+       messages={"preview": "rendered off the target host (controller paths, symlinks and existence); the final "
+                     "profile is rendered on the host by sandbox_profile"}),
     _c("undo_files_invalid", ERROR, "R-FAIL-2", SANDBOX_ACTIVE,
        "The pinned undo broker's files cannot be verified",
        "The digest of the undo broker is computed from its files on disk; a listed file is missing, not a "
        "regular file, a symlink, too large, or the folder holds files that are not listed.",
        "Reading each listed file below the executor's folder without following symlinks.",
-       ["Restore the reviewed broker's files exactly as listed, then pin their digest."]),
+       ["Restore the reviewed broker's files exactly as listed, then pin their digest."],
+       messages={"unverified": "{executor}: the broker's files in {folder} cannot be verified: {problem}. It fails "
+                               "closed (R-FAIL-2)"}),
     _c("grant_skipped", INFO, "R-ARG-1", SANDBOX_ACTIVE,
        "A grant was not mounted",
        "A declared resource does not exist on this host or is not known (unknown index name, missing "
        "argument value, missing mail account, no authenticated sender or turn): nothing is granted.",
        "Existence and lookup checks at render time.",
-       ["Nothing to do if expected; otherwise create the path or fix the name in the message."]),
+       ["Nothing to do if expected; otherwise create the path or fix the name in the message."],
+       messages={"missing_scope": "{what}: {path} does not exist on this host; not mounted",
+                 "missing": "{what}: {path} does not exist; not mounted",
+                 "no_arg_value": "{what}: no value for argument {arg} in this invocation; nothing mounted",
+                 "missing_arg_path": "{what}={value}: {path} does not exist; not mounted (R-ARG-1)",
+                 "unknown_index": "{what}: unknown index {index} grants nothing (R-CAP-INDEX)",
+                 "missing_integration": "{what}: integration folder {path} does not exist; not mounted",
+                 "no_credential": "{what}: no credential file for account {account}; nothing mounted (R-CAP-MAIL)",
+                 "no_sender": "dialog.user_input: no authenticated sender (or an invalid one: {sender}) in the "
+                              "invocation; nothing mounted (R-CAP-DIALOG)",
+                 "missing_dialog": "dialog.user_input: {path} does not exist; not mounted",
+                 "no_turn": "inverse model declared but the turn (turn_id={turn}) is missing or invalid; nothing "
+                            "mounted (R-CAP-UNDO)",
+                 "missing_turn": "inverse model declared but the turn folder {path} is missing; nothing mounted "
+                                 "(R-CAP-UNDO)",
+                 "missing_own": "executor folder {path} does not exist; not mounted"}),
     # ---- the real wrapped probe (R-DIAG-3) ----
     _c("probe_not_isolated", ERROR, "R-DIAG-3", PROBE,
        "bwrap ran the payload without isolation",
@@ -536,7 +655,8 @@ _CODES: List[Code] = [
        "bwrap's.",
        ["Check which binary ran: ls -l {bwrap_path} ; dpkg -S {bwrap_path} (rpm -qf, pacman -Qo)",
         "Reinstall the distro package and remove look-alikes from the service's PATH: "
-        "apt-get install --reinstall bubblewrap"]),
+        "apt-get install --reinstall bubblewrap"],
+       messages={"unisolated": "{tool} ran the payload (as {user}) without isolation: {failed}.{traced}"}),
     _c("probe_check_failed", ERROR, "R-DIAG-3", PROBE,
        "The sandbox does not hold what the profile promises",
        "A check of the probe failed or could not be proven: a namespace is shared, a read-only bind is "
@@ -551,7 +671,8 @@ _CODES: List[Code] = [
        "status, fd, maps and net/dev on the host, against bwrap's parent context) and the payload's own (statfs, "
        "statvfs, lstat, a real write, if_nameindex, prctl).",
        ["Compare the rendered argv (sandbox_profile) with the one the runtime uses; re-render the profiles.",
-        "If bwrap itself misbehaves, upgrade bubblewrap."]),
+        "If bwrap itself misbehaves, upgrade bubblewrap."],
+       messages={"failed": "{said}{traced}"}),
     _c("probe_payload_root", WARNING, "R-BASE-6", PROBE,
        "The sandboxed payload runs as root",
        "The probe ran as {user} (uid 0 outside the sandbox): bwrap keeps root's capabilities in the "
@@ -574,13 +695,17 @@ _CODES: List[Code] = [
        "reported and been read from outside (e.g. a bwrap look-alike that never exits after running it), its "
        "checks are still judged and their findings are reported with this one.",
        "A timer around the probe's process group.",
-       ["Look for hung mounts (NFS) or a stuck service unit; raise the probe timeout if the host is slow."]),
+       ["Look for hung mounts (NFS) or a stuck service unit; raise the probe timeout if the host is slow."],
+       messages={"killed": "the probe did not finish within {timeout}s; its whole process group was killed",
+                 "judged": "the probe did not finish within {timeout}s; its whole process group was killed (after the "
+                           "payload had reported and been read from outside: its checks are judged)"}),
     _c("probe_payload_failed", ERROR, "R-DIAG-3", PROBE,
        "The probe payload could not report",
        "bwrap set up the sandbox and ran the payload (a Python program run by the runtime's interpreter), "
        "but it exited without a result.",
        "--json-status-fd has an exit-code record, and the payload's stdout has no result line.",
-       ["Check that the runtime's interpreter exists inside the sandbox (host.python_executable) and runs."]),
+       ["Check that the runtime's interpreter exists inside the sandbox (host.python_executable) and runs."],
+       messages={"silent": "bwrap ran the payload (as {who}) but it did not report: it exited {exit}; {stderr}"}),
     _c("probe_context_incomplete", WARNING, "R-DIAG-3", PROBE,
        "The probe's unit does not carry the service's whole context",
        "Some of the service's directives could not be carried to the probe's transient unit (systemd-run "
@@ -591,7 +716,9 @@ _CODES: List[Code] = [
        "systemd-run; refusals are retried without the directive; then `systemctl show` of both units is "
        "compared property by property.",
        ["Review the directives named in the message: each is one the probe could not reproduce.",
-        "Check them by hand: systemctl show {unit} -p <directive>"]),
+        "Check them by hand: systemctl show {unit} -p <directive>"],
+       messages={"reasons": "{unit}: the probe's transient unit does not carry the service's whole execution "
+                        "context, so a pass proves less: {why}."}),
     # ---- the service's own environment and unit (R-DIAG-3) ----
     _c("unit_not_found", WARNING, "R-DIAG-3", SERVICE_ENVIRONMENT,
        "The Metnos service unit does not exist",
@@ -620,7 +747,9 @@ _CODES: List[Code] = [
        "An Environment= line that mentions METNOS_SANDBOX contains words systemd rejects (e.g. "
        "'Environment=METNOS_SANDBOX= 0' sets an empty value and ignores '0').",
        "The unit's Environment= lines split with systemd's quoting rules.",
-       ["Write the assignment without spaces around '=': Environment=METNOS_SANDBOX=1 (or remove it)."]),
+       ["Write the assignment without spaces around '=': Environment=METNOS_SANDBOX=1 (or remove it)."],
+       messages={"ignored": "{unit}: systemd ignores {text} ({reason}) at {where}; the value you meant is not the one "
+                            "the service gets (effective METNOS_SANDBOX={effective})."}),
     _c("service_path_missing_bwrap", ERROR, "R-DIAG-3", SERVICE_ENVIRONMENT,
        "bwrap is not on the service's PATH",
        "bwrap does not resolve through the PATH the service's processes get, with the service user's "
@@ -668,7 +797,9 @@ _CODES: List[Code] = [
        "neither disables nor misroutes the sandbox (those are service_env_live_disables and "
        "service_env_live_misroutes): a restart is pending.",
        "Comparing the live environment of MainPID with the configured one.",
-       ["systemctl restart {unit}"]),
+       ["systemctl restart {unit}"],
+       messages={"differs": "{unit}: the running process has {key}={value}, the configuration gives {configured}: "
+                            "restart the service to apply."}),
     _c("service_env_live_disables", ERROR, "R-FAIL-1", SERVICE_ENVIRONMENT,
        "The running service has the sandbox disabled",
        "The running process's own environment (/proc/<MainPID>/environ, the authority while it runs) "
@@ -678,14 +809,23 @@ _CODES: List[Code] = [
        "/proc/<MainPID>/environ read as root or, where root is refused (no CAP_SYS_PTRACE), as the "
        "process's own uid; compared with the configuration and ExecStart='s env(1)/sh -c prefixes.",
        ["Find and remove the origin named in the message (ExecStart= prefix, wrapper, manager environment: "
-        "systemctl show-environment)", "systemctl restart {unit}"]),
+        "systemctl show-environment)", "systemctl restart {unit}"],
+       messages={"value": "{unit}: the running process (PID {pid}) has {key}={value}, which disables the sandbox; the "
+                     "configuration gives {configured} ({origin_conf}). Origin: {origin}.",
+                 "path": "{unit}: bwrap does not resolve through the running process's PATH={value} (PID {pid}), so "
+                         "the runtime refuses every executor; the configuration's PATH resolves {resolved}. Origin: "
+                         "{origin}."}),
     _c("service_env_live_misroutes", ERROR, "R-DIAG-3", SERVICE_ENVIRONMENT,
        "The running service resolves a different bwrap",
        "The running process's PATH resolves bwrap to another binary than the configuration's PATH does: "
        "the runtime wraps executors with that binary.",
        "The live PATH resolved as the service user, compared (realpath) with the configured one.",
        ["Remove the origin named in the message, then: systemctl restart {unit}",
-        "Remove an unexpected bwrap binary from the directories named in the message"]),
+        "Remove an unexpected bwrap binary from the directories named in the message"],
+       messages={"packaged": "{unit}: the running process's PATH={value} resolves bwrap to {live_bwrap} "
+                             "(package-owned), the configuration to {resolved}. Origin: {origin}.",
+                 "unpackaged": "{unit}: the running process's PATH={value} resolves bwrap to {live_bwrap} (owned by "
+                               "no package), the configuration to {resolved}. Origin: {origin}."}),
     _c("service_env_live_unreadable", WARNING, "R-DIAG-3", SERVICE_ENVIRONMENT,
        "The running service's environment could not be read",
        "The service runs but /proc/<MainPID>/environ could not be read, neither as root nor as the "
@@ -706,7 +846,12 @@ _CODES: List[Code] = [
        ["Remove the assignment from ExecStart= (enforce mode rewrites an env(1) prefix in its drop-in)"],
        {"healable": ["Enforce mode rewrites ExecStart= in its drop-in without those assignments "
                      "(metnos_sandbox_service_env_state=enforce)", "Or edit the unit: {fix}"],
-        "unhealable": ["A drop-in cannot neutralise it ({why}): edit the unit's ExecStart= ({where}) by hand"]}),
+        "unhealable": ["A drop-in cannot neutralise it ({why}): edit the unit's ExecStart= ({where}) by hand"]},
+       messages={"changes": "{unit}: {line} changes the environment before the program runs ({changes}).",
+                 "disables": "{unit}: {line} changes the environment before the program runs ({changes}): the "
+                             "sandbox is disabled.",
+                 "misroutes": "{unit}: {line} changes the environment before the program runs ({changes}): bwrap "
+                              "resolves to {new_bwrap} instead of {old_bwrap}."}),
     _c("service_execstart_env_unknown", WARNING, "R-DIAG-3", SERVICE_ENVIRONMENT,
        "The start command line's effect on the environment cannot be determined",
        "ExecStart= runs a shell script or env(1) form (env -S, control structures, expansions, sourced files) "
@@ -721,14 +866,21 @@ _CODES: List[Code] = [
        "RestrictNamespaces= excludes user, mnt, ipc, uts or net: bwrap fails inside the service only, "
        "with a misleading 'No permissions to create new namespace' text.",
        "RestrictNamespaces= of the unit (systemd-analyze security scores it as good: a trade-off).",
-       "RestrictNamespaces=user mnt ipc uts net"),
+       "RestrictNamespaces=user mnt ipc uts net",
+       {"seen": "{unit}: RestrictNamespaces={values} forbids the {missing} namespace(s) bwrap creates: bwrap fails "
+                     "with 'No permissions to create new namespace' inside the service only."}),
     _restriction("unit_syscall_filter_blocks_bwrap", "R-BASE-6",
        "The unit's SystemCallFilter kills bwrap",
        "SystemCallFilter= does not allow mount/pivot_root/umount2/unshare/clone: bwrap is killed by "
        "SIGSYS (exit 159) with no message.",
        "SystemCallFilter= evaluated with systemd's allow/deny semantics and syscall groups.",
        "SystemCallFilter=mount pivot_root umount2 (the blocked ones; adds them to an allow list, "
-       "removes them from a deny list)"),
+       "removes them from a deny list)",
+       {"killed": "{unit}: SystemCallFilter= blocks {blocked}: bwrap is killed by SIGSYS (exit 159, no message) "
+                           "inside the service.",
+                 "errno": "{unit}: SystemCallFilter= blocks {blocked}: bwrap fails with {errno} "
+                          "(SystemCallErrorNumber=), e.g. 'Failed to make / slave: Operation not permitted' inside the "
+                          "service."}),
     _restriction("unit_address_families_block_netlink", "R-BASE-7",
        "The unit's RestrictAddressFamilies leaves out AF_NETLINK",
        "RestrictAddressFamilies= does not allow AF_NETLINK: bwrap --unshare-net cannot bring up loopback "
@@ -736,19 +888,28 @@ _CODES: List[Code] = [
        "every executor without network fails inside the service only.",
        "RestrictAddressFamilies= evaluated with systemd's allow/deny merge rules (measured on a real unit: "
        "docs/unit-directives.md).",
-       "RestrictAddressFamilies=AF_NETLINK (adds it to an allow list, removes it from a deny list)"),
+       "RestrictAddressFamilies=AF_NETLINK (adds it to an allow list, removes it from a deny list)",
+       {"seen": "{unit}: RestrictAddressFamilies={values} leaves out {families}: bwrap cannot bring up loopback "
+                     "in the sandbox's network namespace ('loopback: Failed to create NETLINK_ROUTE socket: Address "
+                     "family not supported by protocol') for every executor without network."}),
     _restriction("unit_proc_subset_pid", "R-BASE-2",
        "The unit hides /proc/sys",
        "ProcSubset=pid: bwrap reads /proc/sys/kernel/overflowuid on start and fails with "
        "'Can't read /proc/sys/kernel/overflowuid' (measured with bubblewrap 0.8 and 0.12).",
        "ProcSubset= of the unit.",
-       "ProcSubset=all"),
+       "ProcSubset=all",
+       {"seen": "{unit}: ProcSubset=pid hides /proc/sys: bwrap fails with 'Can't read "
+                     "/proc/sys/kernel/overflowuid'."}),
     _restriction("unit_restrict_suidsgid", "R-BASE-6",
        "RestrictSUIDSGID breaks bubblewrap 0.12",
        "RestrictSUIDSGID=yes (or DynamicUser=yes) makes openat2() fail with ENOSYS; bubblewrap 0.12 "
        "then fails with 'Can't mkdir parents for /tmp: Function not implemented'. Older bwrap: warning.",
        "RestrictSUIDSGID=/DynamicUser= of the unit and the bwrap version.",
-       "RestrictSUIDSGID=no"),
+       "RestrictSUIDSGID=no",
+       {"fails": "{unit}: {why} makes openat2() return ENOSYS; bubblewrap {version} fails ('Can't mkdir "
+                          "parents for ...: Function not implemented').",
+                 "warns": "{unit}: {why} makes openat2() return ENOSYS; bubblewrap {version} works today but 0.12+ "
+                          "fails ('Can't mkdir parents for ...: Function not implemented')."}),
     _c("unit_no_new_privileges_setuid", WARNING, "R-BASE-6", SERVICE_ENVIRONMENT,
        "NoNewPrivileges cancels a setuid bwrap",
        "The unit sets (or implies) NoNewPrivileges and bwrap is setuid: the setuid bit is ignored, so "
@@ -838,6 +999,14 @@ _CODES.extend([
 ])
 
 REGISTRY: Dict[str, Code] = dict((c.code, c) for c in _CODES)
+
+# The codes a manifest load refuses with (manifest.coerce). A controller-side face hands a refusal to the
+# host as a record (code and message, made and bounded by this toolkit); the host relays its message.
+LOAD_CODES = ("manifest_parse_error", "manifest_missing", "manifest_not_utf8", "manifest_too_large",
+              "manifest_too_many_nodes", "manifest_too_deep", "manifest_duplicate_key", "manifest_yaml_unsupported",
+              "manifest_invalid", "manifest_string_too_long")
+for _load in LOAD_CODES:
+    REGISTRY[_load].messages.setdefault("relayed", "{relayed}")
 
 
 def spec(code: str) -> Code:
@@ -933,32 +1102,62 @@ def _bounded(value: Any) -> Any:
     return value
 
 
-def make(code: str, message: Optional[str] = None, severity: Optional[str] = None,
-         variant: Optional[str] = None, **context: Any) -> Diagnostic:
+def make(code: str, severity: Optional[str] = None, variant: Optional[str] = None,
+         fill: Optional[Mapping[str, Any]] = None, wording: Optional[str] = None, **context: Any) -> Diagnostic:
     """Build the dict form of a diagnostic from the registry.
 
-    ``message`` says what was seen on this host (default: the registry's message template of the
-    variant, else its cause text); the remediation is always the registry's: its default steps, or the
-    named ``variant`` of the code. Extra keyword
+    The message (what was seen on this host) is the registry's template named ``wording`` (default: the
+    one of the ``variant``, else the code's default template, else its cause text); the remediation is
+    always the registry's: its default steps, or the named ``variant`` of the code. Extra keyword
     arguments fill the ``{placeholders}`` of the registry's texts and are returned under ``details`` so
-    that a report keeps them. A caller's ``message`` is used verbatim: it is never a template (it may
-    quote input). An unregistered code or variant raises (a defect of the toolkit)."""
+    that a report keeps them; ``fill`` holds placeholders of the message template that are not kept as
+    details (the pieces of a sentence the check composed: already excerpted or bounded values). Values
+    are inserted once, never interpreted (``_fill``): input never becomes a template. A call site never
+    writes its own message or remediation (both raise TypeError). An unregistered code, variant or
+    wording raises (a defect of the toolkit)."""
+    for own in ("message", "remediation"):
+        if own in context:
+            raise TypeError("make(%s): the %s comes from the registry (register a wording and fill its "
+                            "placeholders)" % (code, own))
+    return _make(code, None, severity, variant, fill, wording, context)
+
+
+def _make(code: str, message: Optional[str], severity: Optional[str], variant: Optional[str],
+          fill: Optional[Mapping[str, Any]], wording: Optional[str], context: Dict[str, Any]) -> Diagnostic:
+    """make(), and the registry module's own builders (unit_not_found) that compose a sentence here."""
     entry = spec(code)
-    if "remediation" in context:
-        raise TypeError("make(%s): the remediation comes from the registry (pick a variant)" % code)
     if variant is not None and variant not in entry.variants and variant not in entry.messages:
         raise UnregisteredCode("%s has no variant %r" % (code, variant))
+    if wording is not None and wording not in entry.messages:
+        raise UnregisteredCode("%s has no message wording %r" % (code, wording))
     out: Diagnostic = {
         "code": code,
         "severity": severity or entry.severity,
         "rule": entry.rule,
         "title": entry.title,
-        "message": _bounded(message if message is not None else _fill(_message_template(entry, variant), context)),
+        "message": _bounded(message if message is not None else _fill(
+            _message_template(entry, variant if wording is None else wording),
+            dict(context, **fill) if fill else context)),
         "remediation": _steps(entry.variants.get(variant or "", entry.remediation), context),
     }
     if context:
         out["details"] = dict((k, _bounded(v)) for k, v in context.items() if _jsonable(v))
     return out
+
+
+# What a check adds to a finding already made (a count of the ones left out, where it was seen, whom a
+# failure blames): "{message}" is the finding's own message, never re-read as a template.
+AMENDMENTS = {
+    "more_diagnostics": "{message} (and {count} more diagnostics)",
+    "more_problems": "{message} (and {count} more problems)",
+    "seen_in": "{where}: {message}",
+    "blamed_by_probe": "{message} The probe failed in this unit's context.",
+}
+
+
+def amend(diag: Mapping[str, Any], amendment: str, **fill: Any) -> Diagnostic:
+    """A copy of ``diag`` whose message is the registered ``amendment`` of it (values filled once)."""
+    return dict(diag, message=_fill(AMENDMENTS[amendment], dict(fill, message=diag["message"])))
 
 
 def _message_template(entry: Code, variant: Optional[str]) -> str:
@@ -979,7 +1178,7 @@ def unit_not_found(unit: str, scope: Optional[str] = None, root: Optional[str] =
         text += ": systemctl failed: %s" % error
     elif not scope and not root:
         text += " on this host"
-    return make("unit_not_found", message=text + (": %s." % then if then else "."), unit=unit)
+    return _make("unit_not_found", text + (": %s." % then if then else "."), None, None, None, None, {"unit": unit})
 
 
 def subject(diag: Mapping[str, Any]) -> Tuple[str, str]:

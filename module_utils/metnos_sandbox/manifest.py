@@ -33,7 +33,7 @@ import json
 import os
 import re
 import stat
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, TypedDict, Union
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, TypedDict, Union
 
 from . import diagnostics as D
 
@@ -133,9 +133,7 @@ _ARG_KEYS = ("kind", "within")
 # The one refusal record a controller-side face hands over when it could not load a manifest
 # (see transport()); coerce() turns it back into the same refusal on the host.
 REFUSAL_KEY = "metnos_manifest_refused"
-_LOAD_CODES = ("manifest_parse_error", "manifest_missing", "manifest_not_utf8", "manifest_too_large",
-               "manifest_too_many_nodes", "manifest_too_deep", "manifest_duplicate_key", "manifest_yaml_unsupported",
-               "manifest_invalid", "manifest_string_too_long")
+_LOAD_CODES = D.LOAD_CODES
 
 
 class ManifestError(ValueError):
@@ -230,14 +228,15 @@ class _Refuse(Exception):
         self.diag = diag
 
 
-def _refuse(code: str, field: str, message: str, **extra: Any) -> _Refuse:
-    return _Refuse(D.make(code, message=message, field=field, **extra))
+def _refuse(code: str, field: str, wording: str, fill: Optional[Mapping[str, Any]] = None, **extra: Any) -> _Refuse:
+    """A structural refusal: the code's registered ``wording``, its placeholders from ``fill`` (excerpts)."""
+    return _Refuse(D.make(code, wording=wording, fill=fill, field=field, **extra))
 
 
 def _err(code: str, field: str, value: Any, expected: str, **extra: Any) -> Diag:
     """A refusal naming the field, a short escaped excerpt of the value and the accepted forms."""
-    result: Diag = D.make(code, message="%s: %s is refused: %s" % (field, D.excerpt(value), expected),
-                          field=field, value=D.excerpt(value), **extra)
+    result: Diag = D.make(code, wording="refused", fill={"expected": expected}, field=field, value=D.excerpt(value),
+                          **extra)
     return result
 
 
@@ -256,19 +255,19 @@ def read_file(path: Any) -> bytes:
     field = "(file)"
     where = D.excerpt(path)
     if not isinstance(path, str) or not path or "\0" in path:
-        raise ManifestError([D.make("manifest_parse_error", message="manifest file: %s is not a path" % where,
+        raise ManifestError([D.make("manifest_parse_error", wording="not_path", fill={"where": where},
                                     field=field)])
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise ManifestError([D.make("manifest_missing" if exc.errno == errno.ENOENT else "manifest_parse_error",
-                                    message="%s: cannot read: %s" % (where, exc.strerror),
+                                    wording="unreadable", fill={"where": where, "error": exc.strerror},
                                     field=field, value=where)]) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise ManifestError([D.make("manifest_parse_error", field=field, value=where,
-                                        message="%s: not a regular file" % where)])
+                                        wording="not_regular", fill={"where": where})])
         if info.st_size > MAX_MANIFEST_BYTES:
             raise ManifestError([_too_large(where, info.st_size)])
         chunks, total = [], 0
@@ -279,8 +278,8 @@ def read_file(path: Any) -> bytes:
             chunks.append(chunk)
             total += len(chunk)
     except OSError as exc:
-        raise ManifestError([D.make("manifest_parse_error", message="%s: cannot read: %s" % (where, exc.strerror),
-                                    field=field, value=where)]) from None
+        raise ManifestError([D.make("manifest_parse_error", wording="unreadable",
+                                    fill={"where": where, "error": exc.strerror}, field=field, value=where)]) from None
     finally:
         os.close(fd)
     data = b"".join(chunks)
@@ -291,8 +290,7 @@ def read_file(path: Any) -> bytes:
 
 def _too_large(where: str, size: int) -> Diag:
     diag: Diag = D.make("manifest_too_large", field="(file)", value=where, limit=MAX_MANIFEST_BYTES,
-                        message="%s: %d bytes is larger than the %d-byte limit for a manifest"
-                                % (where, size, MAX_MANIFEST_BYTES))
+                        wording="size", fill={"where": where, "size": size})
     return diag
 
 
@@ -307,8 +305,7 @@ def decode(data: Any, source: Any = "<inline>") -> Any:
         except UnicodeDecodeError as exc:
             raise ManifestError([D.make(
                 "manifest_not_utf8", field="(file)", value=where,
-                message="%s: byte %d is not valid UTF-8 (%s); manifests are UTF-8 text"
-                        % (where, exc.start, exc.reason))]) from None
+                wording="byte", fill={"where": where, "byte": exc.start, "reason": exc.reason})]) from None
     elif isinstance(data, str):
         if len(data) > MAX_MANIFEST_BYTES:   # characters >= bytes/4: refuse before encoding anything
             raise ManifestError([_too_large(where, len(data))])
@@ -317,15 +314,14 @@ def decode(data: Any, source: Any = "<inline>") -> Any:
             size = len(text.encode("utf-8"))
         except UnicodeEncodeError:
             raise ManifestError([D.make("manifest_not_utf8", field="(file)", value=where,
-                                        message="%s: contains lone surrogates; manifests are UTF-8 text"
-                                                % where)]) from None
+                                        wording="surrogates", fill={"where": where})]) from None
         if size > MAX_MANIFEST_BYTES:
             raise ManifestError([_too_large(where, size)])
     else:
         raise ManifestError([D.make("manifest_parse_error", field="(file)", value=where,
-                                    message="%s: a manifest is text, got %s" % (where, type(data).__name__))])
+                                    wording="not_text", fill={"where": where, "type": type(data).__name__})])
     if "\0" in text:
-        raise ManifestError([D.make("manifest_not_utf8", message="%s: contains a NUL byte" % where,
+        raise ManifestError([D.make("manifest_not_utf8", wording="nul", fill={"where": where},
                                     field="(file)", value=where)])
     try:
         if text.lstrip()[:1] in ("{", "["):
@@ -335,7 +331,7 @@ def decode(data: Any, source: Any = "<inline>") -> Any:
                 pass                       # YAML flow style ({'a': 1}): the YAML reader decides
         return _yaml_load(text)
     except _Refuse as exc:
-        raise ManifestError([dict(exc.diag, message="%s: %s" % (where, exc.diag["message"]))]) from None
+        raise ManifestError([D.amend(exc.diag, "seen_in", where=where)]) from None
 
 
 class _NotJson(Exception):
@@ -346,14 +342,14 @@ def _json_pairs(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
     out = {}
     for key, value in pairs:
         if key in out:
-            raise _refuse("manifest_duplicate_key", key, "key %s appears twice in one mapping" % D.excerpt(key))
+            raise _refuse("manifest_duplicate_key", key, "json_key", {"key": D.excerpt(key)})
         out[key] = value
     return out
 
 
 def _json_int(text: str) -> int:
     if len(text.lstrip("-")) > MAX_INT_DIGITS:
-        raise _refuse("manifest_invalid", "(number)", "the number %s is out of range" % D.excerpt(text))
+        raise _refuse("manifest_invalid", "(number)", "number_range", {"number": D.excerpt(text)})
     return int(text)
 
 
@@ -367,8 +363,7 @@ def _json_load(text: str) -> Any:
         return _plain(json.loads(text, object_pairs_hook=_json_pairs, parse_int=_json_int,
                                  parse_constant=_json_constant), strings=False)   # lengths: in from_dict
     except RecursionError:
-        raise _refuse("manifest_too_deep", "(document)", "nested deeper than the interpreter can parse "
-                      "(limit %d)" % MAX_DEPTH, limit=MAX_DEPTH) from None
+        raise _refuse("manifest_too_deep", "(document)", "interpreter", limit=MAX_DEPTH) from None
     except ValueError:
         raise _NotJson() from None
 
@@ -406,8 +401,7 @@ def _yaml_load(text: str) -> Any:
     try:
         import yaml
     except ImportError:
-        raise _refuse("manifest_parse_error", "(file)", "YAML needs PyYAML on this host; give the manifest as "
-                      "JSON (or render it through the role, which parses it on the controller)") from None
+        raise _refuse("manifest_parse_error", "(file)", "no_yaml") from None
     loader = (getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader)(text)
     try:
         return _Composer(yaml).compose(loader)
@@ -417,10 +411,10 @@ def _yaml_load(text: str) -> Any:
         problem = getattr(exc, "problem", None) or str(exc).split("\n")[0]
         mark = getattr(exc, "problem_mark", None)
         at = " (line %d, column %d)" % (mark.line + 1, mark.column + 1) if mark is not None else ""
-        raise _refuse("manifest_parse_error", "(file)", "not valid YAML/JSON: %s%s"
-                      % (D.excerpt(str(problem), 120)[1:-1], at)) from None
+        raise _refuse("manifest_parse_error", "(file)", "syntax",
+                      {"problem": D.excerpt(str(problem), 120)[1:-1], "at": at}) from None
     except RecursionError:
-        raise _refuse("manifest_too_deep", "(document)", "nested too deeply", limit=MAX_DEPTH) from None
+        raise _refuse("manifest_too_deep", "(document)", "yaml", limit=MAX_DEPTH) from None
     finally:
         try:
             loader.dispose()
@@ -457,8 +451,7 @@ class _Composer(object):
     def count(self, n: int, field: str) -> None:
         self.nodes += n
         if self.nodes > MAX_NODES:
-            raise _refuse("manifest_too_many_nodes", field, "more than %d YAML nodes (aliases counted as the "
-                          "nodes they expand to)" % MAX_NODES, limit=MAX_NODES)
+            raise _refuse("manifest_too_many_nodes", field, "yaml", limit=MAX_NODES)
 
     def where(self) -> str:
         if not self.stack:
@@ -488,16 +481,16 @@ class _Composer(object):
     def document(self, ev: Any) -> None:
         self.docs += 1
         if self.docs > 1:
-            raise _refuse("manifest_yaml_unsupported", "(document)", "a manifest is one YAML document")
+            raise _refuse("manifest_yaml_unsupported", "(document)", "documents")
 
     def alias(self, ev: Any) -> None:
         if self.wants_key():
-            raise _refuse("manifest_yaml_unsupported", self.where(), "an alias cannot be a mapping key")
+            raise _refuse("manifest_yaml_unsupported", self.where(), "alias_key")
         if ev.anchor not in self.anchors:
             if any(f.anchor == ev.anchor for f in self.stack):
-                raise _refuse("manifest_too_many_nodes", self.where(), "the alias *%s refers to itself "
-                              "(infinite expansion)" % D.excerpt(ev.anchor)[1:-1], limit=MAX_NODES)
-            raise _refuse("manifest_parse_error", self.where(), "undefined alias *%s" % D.excerpt(ev.anchor)[1:-1])
+                raise _refuse("manifest_too_many_nodes", self.where(), "self_alias",
+                              {"anchor": D.excerpt(ev.anchor)[1:-1]}, limit=MAX_NODES)
+            raise _refuse("manifest_parse_error", self.where(), "alias", {"anchor": D.excerpt(ev.anchor)[1:-1]})
         value, size = self.anchors[ev.anchor]
         self.count(size, self.where())
         self.attach(value, size)
@@ -515,26 +508,23 @@ class _Composer(object):
     def key(self, ev: Any, value: Any) -> None:
         top = self.stack[-1]
         if not isinstance(value, str):
-            raise _refuse("manifest_yaml_unsupported", "(key)", "the key %s is not a string (quote it)"
-                          % D.excerpt(ev.value))
+            raise _refuse("manifest_yaml_unsupported", "(key)", "key_type", {"key": D.excerpt(ev.value)})
         if value == "<<" and ev.implicit[0]:
-            raise _refuse("manifest_yaml_unsupported", "(key)", "YAML merge keys ('<<') are not accepted")
+            raise _refuse("manifest_yaml_unsupported", "(key)", "merge")
         if value in top.container:
-            raise _refuse("manifest_duplicate_key", value, "the key %s appears twice in one mapping" % D.excerpt(value))
+            raise _refuse("manifest_duplicate_key", value, "yaml_key", {"key": D.excerpt(value)})
         if ev.anchor:
-            raise _refuse("manifest_yaml_unsupported", "(key)", "anchors on keys are not accepted")
+            raise _refuse("manifest_yaml_unsupported", "(key)", "key_anchor")
         top.key = value
         top.size += 1
 
     def scalar_value(self, ev: Any) -> Any:
         tag = ev.tag
         if tag not in (None, "!"):
-            raise _refuse("manifest_yaml_unsupported", self.where(), "the explicit YAML tag %s is not accepted (plain "
-                          "strings, numbers, booleans, null, lists and mappings only)" % D.excerpt(tag))
+            raise _refuse("manifest_yaml_unsupported", self.where(), "explicit_tag", {"tag": D.excerpt(tag)})
         tag = self.resolver.resolve(self.yaml.ScalarNode, ev.value, ev.implicit) if tag is None else _YAML_STR
         if tag not in _YAML_PLAIN_TAGS:
-            raise _refuse("manifest_yaml_unsupported", self.where(), "the YAML tag %s is not accepted (plain "
-                          "strings, numbers, booleans, null, lists and mappings only)" % D.excerpt(tag))
+            raise _refuse("manifest_yaml_unsupported", self.where(), "tag", {"tag": D.excerpt(tag)})
         value: str = ev.value
         if tag == _YAML_STR or tag.endswith(":timestamp"):
             return value
@@ -547,28 +537,26 @@ class _Composer(object):
         try:   # float
             return self.yaml.constructor.SafeConstructor().construct_yaml_float(self.yaml.ScalarNode(tag, value))
         except Exception:
-            raise _refuse("manifest_yaml_unsupported", self.where(), "%s is not a number" % D.excerpt(value)) from None
+            raise _refuse("manifest_yaml_unsupported", self.where(), "not_number",
+                          {"number": D.excerpt(value)}) from None
 
     def integer(self, value: str) -> int:
         plain = value.replace("_", "")
         if not _DECIMAL.fullmatch(plain):
-            raise _refuse("manifest_yaml_unsupported", self.where(), "%s is a YAML 1.1 number form (octal, hex, "
-                          "sexagesimal) that changes its value; quote it" % D.excerpt(value))
+            raise _refuse("manifest_yaml_unsupported", self.where(), "yaml11_number", {"number": D.excerpt(value)})
         if len(plain.lstrip("+-")) > MAX_INT_DIGITS:
-            raise _refuse("manifest_invalid", "(number)", "the number %s is out of range" % D.excerpt(value))
+            raise _refuse("manifest_invalid", "(number)", "number_range", {"number": D.excerpt(value)})
         return int(plain)
 
     def start(self, ev: Any) -> None:
         is_map = isinstance(ev, self.events.MappingStartEvent)
         if ev.tag not in _YAML_COLLECTION_TAGS["map" if is_map else "seq"]:
-            raise _refuse("manifest_yaml_unsupported", self.where(), "the YAML tag %s is not accepted"
-                          % D.excerpt(ev.tag))
+            raise _refuse("manifest_yaml_unsupported", self.where(), "collection_tag", {"tag": D.excerpt(ev.tag)})
         if self.wants_key():
-            raise _refuse("manifest_yaml_unsupported", "(key)", "a mapping key must be a string, not a collection")
+            raise _refuse("manifest_yaml_unsupported", "(key)", "collection_key")
         self.count(1, self.where())
         if len(self.stack) >= MAX_DEPTH:
-            raise _refuse("manifest_too_deep", self.where(), "nested more than %d levels deep" % MAX_DEPTH,
-                          limit=MAX_DEPTH)
+            raise _refuse("manifest_too_deep", self.where(), "levels", limit=MAX_DEPTH)
         container: Union[Dict[str, Any], List[Any]] = {} if is_map else []
         self.stack.append(_Frame(container, ev.anchor))
 
@@ -597,41 +585,38 @@ def _plain(data: Any, strings: bool = True) -> Any:
     def walk(value: Any, depth: int, path: Tuple[Union[str, int], ...]) -> Any:
         budget[0] -= 1
         if budget[0] < 0:
-            raise _refuse("manifest_too_many_nodes", name(path), "more than %d nodes" % MAX_NODES, limit=MAX_NODES)
+            raise _refuse("manifest_too_many_nodes", name(path), "nodes", limit=MAX_NODES)
         kind = type(value)
         if kind is str or isinstance(value, str):
             if strings and len(value) > MAX_STRING:
-                raise _refuse("manifest_string_too_long", name(path), "%s: a string of %d characters is longer than "
-                              "the %d-character limit" % (name(path), len(value), MAX_STRING), limit=MAX_STRING)
+                raise _refuse("manifest_string_too_long", name(path), "length", {"length": len(value)},
+                              limit=MAX_STRING)
             return value if kind is str else str.__str__(value)
         if value is None or kind is bool or kind is float:
             return value
         if isinstance(value, int) and not isinstance(value, bool):
             if abs(value) >= 2 ** 63:
-                raise _refuse("manifest_invalid", name(path), "%s: the number is out of range" % name(path))
+                raise _refuse("manifest_invalid", name(path), "path_number_range")
             return int(value)
         if isinstance(value, float):
             return float(value)
         if depth >= MAX_DEPTH:
-            raise _refuse("manifest_too_deep", name(path), "%s: nested more than %d levels deep"
-                          % (name(path), MAX_DEPTH), limit=MAX_DEPTH)
+            raise _refuse("manifest_too_deep", name(path), "path_levels", limit=MAX_DEPTH)
         if isinstance(value, dict):
             if len(value) > budget[0]:
-                raise _refuse("manifest_too_many_nodes", name(path), "more than %d nodes" % MAX_NODES, limit=MAX_NODES)
+                raise _refuse("manifest_too_many_nodes", name(path), "nodes", limit=MAX_NODES)
             out = {}
             for key, item in value.items():
                 if not isinstance(key, str):
-                    raise _refuse("manifest_invalid", name(path), "%s: the key %s is not a string"
-                                  % (name(path), D.excerpt(key)))
+                    raise _refuse("manifest_invalid", name(path), "path_key", {"key": D.excerpt(key)})
                 key = walk(key, depth + 1, path)
                 out[key] = walk(item, depth + 1, path + (key,))
             return out
         if isinstance(value, (list, tuple)):
             if len(value) > budget[0]:
-                raise _refuse("manifest_too_many_nodes", name(path), "more than %d nodes" % MAX_NODES, limit=MAX_NODES)
+                raise _refuse("manifest_too_many_nodes", name(path), "nodes", limit=MAX_NODES)
             return [walk(item, depth + 1, path + (i,)) for i, item in enumerate(value)]
-        raise _refuse("manifest_invalid", name(path), "%s: a %s is not manifest data (mappings, lists, strings, "
-                      "numbers, booleans)" % (name(path), type(value).__name__))
+        raise _refuse("manifest_invalid", name(path), "not_data", {"type": type(value).__name__})
     return walk(data, 0, ())
 
 
@@ -863,8 +848,7 @@ def parse_capability(text: Any, field: str = "capabilities") -> Parsed:
         return Parsed(None, [_err("manifest_invalid", field, text, "a capability is a string (%s)" % _FORMS_TEXT)])
     if len(text) > MAX_CAPABILITY_LENGTH:
         return Parsed(None, [D.make("capability_too_long", field=field, value=D.excerpt(text),
-                                    limit=MAX_CAPABILITY_LENGTH, message="%s: %s is %d characters long; the limit "
-                                    "is %d" % (field, D.excerpt(text), len(text), MAX_CAPABILITY_LENGTH))])
+                                    limit=MAX_CAPABILITY_LENGTH, wording="length", fill={"length": len(text)})])
     if has_control(text):
         code = "scope_nul" if text.startswith(Kind.FS + ":") else "capability_unknown"
         return Parsed(None, [_err(code, field, text, "NUL, control or format characters are never part of a "
@@ -906,9 +890,8 @@ def _relative_file(value: Any) -> bool:
     return all(_FILE_PART.fullmatch(part) for part in value.split("/"))
 
 
-def _limit(code: str, field: str, count: int, limit: int, what: str) -> Diag:
-    result: Diag = D.make(code, field=field, limit=limit,
-                          message="%s: %d %s; the limit is %d" % (field, count, what, limit))
+def _limit(code: str, field: str, count: int, limit: int) -> Diag:
+    result: Diag = D.make(code, field=field, limit=limit, wording="count", fill={"count": count})
     return result
 
 
@@ -917,23 +900,22 @@ def _precheck(data: Dict[Any, Any]) -> None:
     caps = data.get("capabilities")
     if isinstance(caps, (list, tuple)):
         if len(caps) > MAX_CAPABILITIES:
-            raise _Refuse(_limit("manifest_too_many_capabilities", "capabilities", len(caps), MAX_CAPABILITIES,
-                                 "capabilities"))
+            raise _Refuse(_limit("manifest_too_many_capabilities", "capabilities", len(caps), MAX_CAPABILITIES))
         for index, text in enumerate(caps):
             if isinstance(text, str) and len(text) > MAX_CAPABILITY_LENGTH:
                 raise _Refuse(parse_capability(text, "capabilities[%d]" % index).errors[0])
     args = data.get("arguments")
     if isinstance(args, (dict, list, tuple)) and len(args) > MAX_ARGUMENTS:
-        raise _Refuse(_limit("manifest_too_many_arguments", "arguments", len(args), MAX_ARGUMENTS, "arguments"))
+        raise _Refuse(_limit("manifest_too_many_arguments", "arguments", len(args), MAX_ARGUMENTS))
     if isinstance(args, dict):
         for name, spec in args.items():
             within = spec.get("within") if isinstance(spec, dict) else None
             if isinstance(within, (list, tuple)) and len(within) > MAX_SCOPES:
                 raise _Refuse(_limit("manifest_too_many_scopes", "arguments.%s.within" % D.excerpt(name, 40),
-                                     len(within), MAX_SCOPES, "scopes"))
+                                     len(within), MAX_SCOPES))
     files = data.get("files")
     if isinstance(files, (list, tuple)) and len(files) > MAX_FILES:
-        raise _Refuse(_limit("manifest_too_many_files", "files", len(files), MAX_FILES, "files"))
+        raise _Refuse(_limit("manifest_too_many_files", "files", len(files), MAX_FILES))
 
 
 class _Header(NamedTuple):
@@ -979,7 +961,7 @@ def _capped(errors: List[Diag]) -> List[Diag]:
         return errors
     more = len(errors) - MAX_DIAGNOSTICS
     errors = errors[:MAX_DIAGNOSTICS]
-    errors[-1] = dict(errors[-1], message=errors[-1]["message"] + " (and %d more problems)" % more)
+    errors[-1] = D.amend(errors[-1], "more_problems", count=more)
     return errors
 
 
@@ -1133,7 +1115,7 @@ def _from_record(record: Dict[str, Any]) -> List[Diag]:
     message = body.get("message") if isinstance(body, dict) else None
     if code not in _LOAD_CODES or not isinstance(message, str):
         return [_err("manifest_invalid", REFUSAL_KEY, body, "a refusal record made by this toolkit")]
-    return [D.make(code, message=D.excerpt(message, 400)[1:-1], field="(file)")]
+    return [D.make(code, wording="relayed", fill={"relayed": D.excerpt(message, 400)[1:-1]}, field="(file)")]
 
 
 def coerce(source: Any, name: str = "<inline>") -> Manifest:

@@ -1010,10 +1010,9 @@ def _verdict(shown: t.List[str], result: Json, obs: t.Optional[Json], outside: t
         return verdict
     if obs is None:
         verdict["diagnostics"].append(_setup_failed(verdict, result, status, who, tool) if verdict["setup_failed"]
-                                      else D.make("probe_payload_failed", message="bwrap ran the payload (as %s) but "
-                                                  "it did not report: it exited %s; %s" % (
-                                                      who, status.get("exit-code", result["rc"]),
-                                                      verdict["stderr"][-300:] or "no output"),
+                                      else D.make("probe_payload_failed", wording="silent", fill={
+                                                  "who": who, "exit": status.get("exit-code", result["rc"]),
+                                                  "stderr": verdict["stderr"][-300:] or "no output"},
                                                   exit_code=status.get("exit-code")))
         return verdict
     verdict["observed_uid"] = obs.get("uid")
@@ -1037,10 +1036,8 @@ def _timed_out(verdict: Json, obs: t.Optional[Json], outside: t.Optional[Json], 
     evidence before the timer ran out (e.g. a look-alike that never exits after running it unsandboxed) -
     a timeout must not hide that evidence."""
     judged = obs is not None and bool(outside)
-    verdict["diagnostics"].append(D.make("probe_timeout", message="the probe did not finish within %ss; its "
-                                         "whole process group was killed%s" % (timeout, (
-                                             " (after the payload had reported and been read from outside: "
-                                             "its checks are judged)") if judged else ""), timeout=timeout))
+    verdict["diagnostics"].append(D.make("probe_timeout", wording="judged" if judged else "killed",
+                                         timeout=timeout))
     return judged
 
 
@@ -1066,9 +1063,12 @@ def _judge(checks: t.List[Json], tool: str, who: str, traced: str) -> t.List[Jso
     unisolated = bool(ns_checks and not any(c["ok"] for c in ns_checks)) or bool(
         identity and not identity[0]["ok"] and others)
     if unisolated:
-        return [D.make("probe_not_isolated", user=who, message="%s ran the payload (as %s) without isolation: %s.%s" % (
-            tool, who, "; ".join(_say(c) for c in failed), traced), checks=[c["name"] for c in failed])]
-    return [D.make("probe_check_failed", message=_say(check) + traced, check=check["name"], check_rule=check["rule"])
+        return [D.make("probe_not_isolated", user=who, wording="unisolated", fill={
+            "tool": tool, "failed": "; ".join(_say(c) for c in failed), "traced": traced},
+            checks=[c["name"] for c in failed])]
+    return [D.make("probe_check_failed", wording="failed", fill={"said": _say(check), "traced": traced},
+                   check=check["name"],
+                   check_rule=check["rule"])
             for check in failed]
 
 
@@ -1345,14 +1345,13 @@ def _diagnostics(params: Json, service: _Service, verdict: Json, findings: t.Lis
     if verdict.get("setup_failed") and svc is not None:
         blamed = [d for d in svc.get("diagnostics", []) if d["code"].startswith("unit_")]
         for d in blamed:
-            diags.append(dict(d, message=d["message"] + " The probe failed in this unit's context."))
+            diags.append(D.amend(d, "blamed_by_probe"))
         if blamed:
             out["blamed_directives"] = [d.get("details", {}).get("directive") for d in blamed]
     ctx = out.get("unit_context") or {}
     if ctx.get("reasons"):
         diags.append(D.make("probe_context_incomplete", unit=unit, reasons=ctx["reasons"],
-                            message="%s: the probe's transient unit does not carry the service's whole execution "
-                                    "context, so a pass proves less: %s." % (unit, "; ".join(ctx["reasons"]))))
+                            wording="reasons", fill={"why": "; ".join(ctx["reasons"])}))
     return D.sort(diags)
 
 

@@ -30,6 +30,7 @@ from typing import (
     FrozenSet,
     Iterable,
     List,
+    Mapping,
     NamedTuple,
     Optional,
     Sequence,
@@ -439,9 +440,7 @@ class HostContext(object):
         refusals: List[Diag] = []
         if not self.mount_table().complete:
             refusals.append(D.make("host_path_refused", host_key="(mount table)", path=MT.MOUNTINFO,
-                                   message="%s is larger than %d bytes: the bind mounts that alias a refused tree "
-                                           "cannot all be seen, so no profile is rendered"
-                                           % (MT.MOUNTINFO, MT.MAX_MOUNTINFO_BYTES)))
+                                   wording="mount_table", fill={"limit": MT.MAX_MOUNTINFO_BYTES}))
         for path in SYSTEM_PATHS:
             if os.path.islink(path):
                 # merged /usr: /bin -> usr/bin becomes a symlink inside the sandbox too
@@ -554,8 +553,8 @@ def _check_pin(pin: Any) -> Optional[Dict[str, Any]]:
 
 
 def host_refusal(key: str, path: Any, problem: Problem) -> Diag:
-    diag: Diag = D.make("host_path_refused", message="host.%s = %s: %s" % (key, D.excerpt(path), problem.text),
-                        host_key=key, path=D.excerpt(path))
+    diag: Diag = D.make("host_path_refused", wording="host_key", fill={"problem": problem.text}, host_key=key,
+                        path=D.excerpt(path))
     return diag
 
 
@@ -676,7 +675,7 @@ def _bounded(diags: List[Diag]) -> List[Diag]:
         return diags
     more = len(diags) - M.MAX_DIAGNOSTICS
     kept = diags[:M.MAX_DIAGNOSTICS]
-    kept[-1] = dict(kept[-1], message=kept[-1]["message"] + " (and %d more diagnostics)" % more)
+    kept[-1] = D.amend(kept[-1], "more_diagnostics", count=more)
     return kept
 
 
@@ -685,11 +684,6 @@ def refused(name: Optional[str], diags: List[Diag], decision: str = "refused") -
     return {"executor": name, "decision": decision, "refusal": errors[0]["code"] if errors else None,
             "argv": None, "command_line": None, "mounts": [], "namespaces": [],
             "network": None, "diagnostics": _bounded(diags)}
-
-
-def _diag(code: str, message: str, **ctx: Any) -> Diag:
-    diag: Diag = D.make(code, message=message, **ctx)
-    return diag
 
 
 _SCOPE_CODES = {"forbidden": "scope_too_broad", "broad": "scope_too_broad", "readonly": "scope_too_broad",
@@ -715,11 +709,13 @@ class _Render(object):
         self.diags: List[Diag] = []
         self.glob_steps = [M.MAX_GLOB_STEPS]     # every 'within' pattern match of this render shares it
 
-    def refuse(self, code: str, message: str, **ctx: Any) -> None:
-        self.diags.append(_diag(code, message, **ctx))
+    def refuse(self, code: str, wording: str, fill: Mapping[str, Any], **ctx: Any) -> None:
+        """A refusal: the code's registered ``wording``, its placeholders from ``fill``."""
+        self.diags.append(D.make(code, wording=wording, fill=fill, **ctx))
 
-    def skip(self, message: str, **ctx: Any) -> None:
-        self.diags.append(_diag("grant_skipped", message, **ctx))
+    def skip(self, wording: str, fill: Mapping[str, Any], **ctx: Any) -> None:
+        """A grant not mounted: grant_skipped's registered ``wording``, its placeholders from ``fill``."""
+        self.diags.append(D.make("grant_skipped", wording=wording, fill=fill, **ctx))
 
     def _manifest_problem(self, path: str, mode: str, own: str) -> Optional[Problem]:
         problem = self.host.judge(path, mode, own=own)
@@ -733,27 +729,24 @@ class _Render(object):
         access = "writable" if mode == "rw" else "read-only"
         problem = self._manifest_problem(lexical, mode, self.own)
         if problem:
-            self.refuse(_SCOPE_CODES[problem.kind], "%s: %s %s: %s" % (
-                field, access, lexical if lexical == what else "%s (from %s)" % (lexical, D.excerpt(what)),
-                problem.text), field=field)
+            self.refuse(_SCOPE_CODES[problem.kind], "judged" if lexical == what else "judged_from", {
+                "access": access, "path": lexical, "what": D.excerpt(what), "problem": problem.text}, field=field)
             return None
         real = _realpath(lexical)
         if real != lexical:
             problem = self._manifest_problem(real, mode, _realpath(self.own))
             if problem:
-                self.refuse("scope_symlink_refused", "%s: %s %s resolves through a symlink to %s: %s"
-                            % (field, access, lexical, real, problem.text), field=field)
+                self.refuse("scope_symlink_refused", "symlink", {
+                    "access": access, "path": lexical, "real": real, "problem": problem.text}, field=field)
                 return None
         kind = _file_type(real)
         if kind in _SPECIAL:
-            self.refuse("scope_special_file", "%s: %s %s%s is %s; only files and folders are granted (R-CAP-FS)"
-                        % (field, access, lexical, "" if real == lexical else " (%s)" % real, _SPECIAL[kind]),
-                        field=field)
+            self.refuse("scope_special_file", "special" if real == lexical else "special_real", {
+                "access": access, "path": lexical, "real": real, "kind": _SPECIAL[kind]}, field=field)
             return None
         if kind == "linked file":
-            self.refuse("scope_hard_link", "%s: %s %s%s is a file with several names (hard links): its other names "
-                        "may be in a read-only or reserved tree, which realpath cannot see (R-BASE-4, R-ARG-1)"
-                        % (field, access, lexical, "" if real == lexical else " (%s)" % real), field=field)
+            self.refuse("scope_hard_link", "hard_link" if real == lexical else "hard_link_real", {
+                "access": access, "path": lexical, "real": real}, field=field)
             return None
         return real
 
@@ -795,8 +788,7 @@ def _grant_fs(r: _Render, cap: Capability) -> None:
     if real is None:
         return None
     if not os.path.exists(real):
-        r.skip("%s: %s does not exist on this host; not mounted" % (D.excerpt(cap.text), root),
-               capability=D.excerpt(cap.text))
+        r.skip("missing_scope", {"what": D.excerpt(cap.text), "path": root}, capability=D.excerpt(cap.text))
         return None
     r.mounts.add(mode, real, root, "R-CAP-FS", "capability:" + cap.text)
     return None
@@ -820,8 +812,7 @@ def _grant_arg(r: _Render, cap: Capability) -> None:
         return
     value = (r.invocation.get("arguments") or {}).get(cap.arg)
     if value is None:
-        r.skip("%s: no value for argument %s in this invocation; nothing mounted" % (cap.text, cap.arg),
-               capability=cap.text)
+        r.skip("no_arg_value", {"what": cap.text, "arg": cap.arg}, capability=cap.text)
         return
     if not _arg_value_ok(r, field, value):
         return
@@ -830,7 +821,7 @@ def _grant_arg(r: _Render, cap: Capability) -> None:
     if real is None or r.judge_scope(field, value, lexical, mode) is None:
         return
     if not os.path.exists(real):
-        r.skip("%s=%s: %s does not exist; not mounted (R-ARG-1)" % (field, D.excerpt(value), lexical), field=field)
+        r.skip("missing_arg_path", {"what": field, "value": D.excerpt(value), "path": lexical}, field=field)
         return
     r.mounts.add(mode, real, lexical, "R-ARG-1", "capability:%s (argument %s=%s)" % (cap.text, cap.arg, lexical))
 
@@ -850,12 +841,10 @@ def _arg_scopes(r: _Render, cap: Capability, within: List[str], mode: str) -> Op
 def _arg_value_ok(r: _Render, field: str, value: Any) -> bool:
     """An argument value is a bounded path string without control characters or '~'."""
     if not isinstance(value, str) or not value or len(value) > MAX_ARG_VALUE or value.startswith("~"):
-        r.refuse("arg_value_invalid", "%s: %s is not a path string (non-empty, at most %d characters, no '~' "
-                 "expansion) (R-ARG-1)" % (field, D.excerpt(value), MAX_ARG_VALUE), field=field)
+        r.refuse("arg_value_invalid", "not_path", {"value": D.excerpt(value), "limit": MAX_ARG_VALUE}, field=field)
         return False
     if M.has_control(value):
-        r.refuse("scope_nul", "%s: %s contains NUL, control or format characters (R-ARG-1)"
-                 % (field, D.excerpt(value)), field=field)
+        r.refuse("scope_nul", "arg", {"value": D.excerpt(value)}, field=field)
         return False
     return True
 
@@ -869,19 +858,15 @@ def _arg_inside(r: _Render, field: str, value: str, lexical: str, scopes: List[_
     inside = [scope for scope, ok in covered if ok]
     if not inside:
         hard = any(ok is None for _scope, ok in covered)
-        r.refuse("arg_escapes_scope", "%s=%s resolves to %s, outside the declared scope %s (R-ARG-1: narrow, "
-                 "never widen)%s" % (field, D.excerpt(value), lexical, D.excerpt(", ".join(within), 300),
-                                     " (a pattern with more than %d brace alternatives, or that needs more than "
-                                     "%d steps to match, matches nothing)" % (M.MAX_GLOB_ALTERNATIVES,
-                                                                              M.MAX_GLOB_STEPS) if hard else ""),
-                 field=field, value=D.excerpt(value))
+        r.refuse("arg_escapes_scope", "outside_hard" if hard else "outside", {
+            "path": lexical, "within": D.excerpt(", ".join(within), 300), "alternatives": M.MAX_GLOB_ALTERNATIVES,
+            "steps": M.MAX_GLOB_STEPS}, field=field, value=D.excerpt(value))
         return None
     real = _realpath(lexical)
     if not any(_covers(real, scope.real, scope.pattern, steps) for scope in inside):
-        r.refuse("arg_symlink_escapes", "%s=%s: %s leads through a symlink to %s, outside %s (R-ARG-1)"
-                 % (field, D.excerpt(value), lexical, real, ", ".join(
-                     "%s/%s" % (x.real.rstrip("/"), "/".join(x.pattern)) if x.pattern else x.real for x in inside)),
-                 field=field, value=D.excerpt(value))
+        r.refuse("arg_symlink_escapes", "symlink", {"path": lexical, "real": real, "inside": ", ".join(
+            "%s/%s" % (x.real.rstrip("/"), "/".join(x.pattern)) if x.pattern else x.real for x in inside)},
+            field=field, value=D.excerpt(value))
         return None
     return real
 
@@ -911,14 +896,14 @@ def _mount_configured(r: _Render, cap: Capability, key: str, path: str, mode: st
     if os.path.exists(real):
         r.mounts.add(mode, real, path, rule, "capability:" + cap.text)
     else:
-        r.skip("%s: %s does not exist; not mounted" % (cap.text, path))
+        r.skip("missing", {"what": cap.text, "path": path})
 
 
 def _grant_metnos(r: _Render, cap: Capability) -> None:
     path = r.host["resources"].get(cap.target)
     if path is None:
-        r.refuse("metnos_resource_unknown", "%s: unknown resource %s; known: %s (R-CAP-METNOS)"
-                 % (cap.text, D.excerpt(cap.target), ", ".join(sorted(r.host["resources"]))), capability=cap.text)
+        r.refuse("metnos_resource_unknown", "unknown", {
+            "resource": D.excerpt(cap.target), "known": ", ".join(sorted(r.host["resources"]))}, capability=cap.text)
         return
     _mount_configured(r, cap, "resources.%s" % cap.target, path, _mode(cap), "R-CAP-METNOS")
 
@@ -926,8 +911,7 @@ def _grant_metnos(r: _Render, cap: Capability) -> None:
 def _grant_index(r: _Render, cap: Capability) -> None:
     path = r.host["indexes"].get(cap.target)
     if path is None:
-        r.skip("%s: unknown index %s grants nothing (R-CAP-INDEX)" % (cap.text, D.excerpt(cap.target)),
-               capability=cap.text)
+        r.skip("unknown_index", {"what": cap.text, "index": D.excerpt(cap.target)}, capability=cap.text)
         return
     _mount_configured(r, cap, "indexes.%s" % cap.target, path, "ro", "R-CAP-INDEX")
 
@@ -961,8 +945,7 @@ def _mount_entry(r: _Render, key: str, entry: str, rule: str, source: str) -> Op
 def _grant_provider(r: _Render, cap: Capability) -> None:
     assert cap.target is not None
     if _mount_entry(r, "integrations_dir", cap.target, "R-CAP-PROVIDER", "capability:" + cap.text) is False:
-        r.skip("%s: integration folder %s does not exist; not mounted"
-               % (cap.text, os.path.join(r.host["integrations_dir"], cap.target)))
+        r.skip("missing_integration", {"what": cap.text, "path": os.path.join(r.host["integrations_dir"], cap.target)})
 
 
 def _grant_mail(r: _Render, cap: Capability) -> None:
@@ -980,32 +963,28 @@ def _grant_mail(r: _Render, cap: Capability) -> None:
             r.mounts.add("ro", real, path, "R-CAP-MAIL", "capability:" + cap.text)
             granted += 1
     if not granted:
-        r.skip("%s: no credential file for account %s; nothing mounted (R-CAP-MAIL)"
-               % (cap.text, D.excerpt(cap.target)))
+        r.skip("no_credential", {"what": cap.text, "account": D.excerpt(cap.target)})
 
 
 def _grant_dialog(r: _Render, cap: Capability) -> None:
     sender = r.invocation.get("sender")
     if not _component(sender):
-        r.skip("dialog.user_input: no authenticated sender (or an invalid one: %s) in the invocation; nothing "
-               "mounted (R-CAP-DIALOG)" % D.excerpt(sender))
+        r.skip("no_sender", {"sender": D.excerpt(sender)})
         return
     if _mount_entry(r, "dialog_dir", sender, "R-CAP-DIALOG",
                     "capability:dialog.user_input (sender %s)" % sender) is False:
-        r.skip("dialog.user_input: %s does not exist; not mounted" % os.path.join(r.host["dialog_dir"], sender))
+        r.skip("missing_dialog", {"path": os.path.join(r.host["dialog_dir"], sender)})
 
 
 def _grant_undo(r: _Render) -> None:
     turn = r.invocation.get("turn_id")
     if not _component(turn):
-        r.skip("inverse model declared but the turn (turn_id=%s) is missing or invalid; nothing mounted "
-               "(R-CAP-UNDO)" % D.excerpt(turn))
+        r.skip("no_turn", {"turn": D.excerpt(turn)})
         return
     assert r.manifest.inverse is not None
     if _mount_entry(r, "undo_root", turn, "R-CAP-UNDO", "manifest inverse model %s (turn %s)"
                     % (r.manifest.inverse["model"], turn)) is False:
-        r.skip("inverse model declared but the turn folder %s is missing; nothing mounted (R-CAP-UNDO)"
-               % os.path.join(r.host["undo_root"], turn))
+        r.skip("missing_turn", {"path": os.path.join(r.host["undo_root"], turn)})
 
 
 # ---- what each grant may reach, from the declarations alone (for the final check, not the renderer)
@@ -1084,15 +1063,14 @@ def check_invocation(invocation: Any) -> List[Diag]:
     if invocation is None:
         return []
     if not isinstance(invocation, dict):
-        return [_diag("invocation_invalid", "invocation: %s is not a mapping" % D.excerpt(invocation))]
+        return [D.make("invocation_invalid", wording="not_mapping", fill={"value": D.excerpt(invocation)})]
     unknown = sorted(str(k) for k in invocation if k not in ("arguments", "turn_id", "sender"))
     if unknown:
-        return [_diag("invocation_invalid", "invocation: unknown key %s; accepted: arguments, turn_id, sender"
-                      % D.excerpt(unknown[0]))]
+        return [D.make("invocation_invalid", wording="unknown_key", fill={"key": D.excerpt(unknown[0])})]
     args = invocation.get("arguments")
     if args is not None and (not isinstance(args, dict) or len(args) > MAX_INVOCATION_ARGUMENTS):
-        return [_diag("invocation_invalid", "invocation.arguments: %s is not a mapping of at most %d values"
-                      % (D.excerpt(args), MAX_INVOCATION_ARGUMENTS))]
+        return [D.make("invocation_invalid", wording="arguments",
+                       fill={"value": D.excerpt(args), "limit": MAX_INVOCATION_ARGUMENTS})]
     return []
 
 
@@ -1213,8 +1191,8 @@ def _undo_decision(manifest: Manifest, host: HostContext, own_dir: str, command:
     """R-FAIL-2 / R-SEC-5: the byte-pinned broker runs direct only if everything matches."""
     pinned = host["undo_exception"]
     if manifest.name != UNDO_NAME:
-        return refused(manifest.name, [_diag("capability_reserved", "%s declares system:undo, reserved for the "
-                                             "pinned %s broker (R-SEC-5)" % (manifest.name, UNDO_NAME))])
+        return refused(manifest.name, [D.make("capability_reserved", wording="not_broker",
+                                              fill={"executor": manifest.name, "broker": UNDO_NAME})])
     if not pinned:
         fields = ["(no pinned exception on this host)"]
     else:
@@ -1236,20 +1214,17 @@ def _undo_decision(manifest: Manifest, host: HostContext, own_dir: str, command:
                     "entrypoint": pinned.get("entrypoint") or UNDO_ENTRYPOINT}
             fields = sorted(k for k in want if want[k] != have[k])
     if fields:
-        return refused(manifest.name, [_diag("undo_exception_mismatch", "%s (revision %s) does not match the "
-                                             "pinned exception on: %s. It fails closed (R-FAIL-2)"
-                                             % (manifest.name, D.excerpt(manifest.revision), ", ".join(fields)),
-                                             fields=fields)])
+        return refused(manifest.name, [D.make("undo_exception_mismatch", wording="fields", fill={
+            "executor": manifest.name, "revision": D.excerpt(manifest.revision), "mismatched": ", ".join(fields)},
+            fields=fields)])
     computed, problem = executor_digest(own_dir, pinned["files"])
     if problem:
-        return refused(manifest.name, [_diag("undo_files_invalid", "%s: the broker's files in %s cannot be "
-                                             "verified: %s. It fails closed (R-FAIL-2)"
-                                             % (manifest.name, own_dir, problem))])
+        return refused(manifest.name, [D.make("undo_files_invalid", wording="unverified", fill={
+            "executor": manifest.name, "folder": own_dir, "problem": problem})])
     if computed != pinned["digest"]:
-        return refused(manifest.name, [_diag("undo_exception_mismatch", "%s: the digest computed from the files on "
-                                             "disk in %s is %s, not the pinned %s. It fails closed (R-FAIL-2)"
-                                             % (manifest.name, own_dir, computed, pinned["digest"]),
-                                             fields=["digest (computed from disk)"], computed=computed)])
+        return refused(manifest.name, [D.make("undo_exception_mismatch", wording="digest", fill={
+            "executor": manifest.name, "folder": own_dir, "pinned": pinned["digest"]},
+            fields=["digest (computed from disk)"], computed=computed)])
     return {"executor": manifest.name, "decision": "direct", "refusal": None, "argv": list(command),
             "command_line": shell_join(command), "mounts": [], "namespaces": [],
             "network": None, "diagnostics": [],
@@ -1293,8 +1268,8 @@ def _render(manifest: Manifest, host: HostContext, invocation: Optional[Invocati
     if any(d["severity"] == D.ERROR for d in diags):
         return refused(name, diags)           # scope checks come before the bwrap check (spec §5.4)
     if not status.get("active"):
-        why = "bwrap is not on PATH" if not status.get("bwrap_available") else "METNOS_SANDBOX disables it"
-        diags.append(_diag("executor_os_sandbox_unavailable", "%s refused: %s (R-FAIL-1)" % (name, why)))
+        diags.append(D.make("executor_os_sandbox_unavailable", fill={"executor": name},
+                            wording="profile_no_bwrap" if not status.get("bwrap_available") else "profile_disabled"))
         return refused(name, diags)
 
     flags, network = _namespaces(manifest)
@@ -1306,8 +1281,8 @@ def _render(manifest: Manifest, host: HostContext, invocation: Optional[Invocati
     argv.extend(command)
     violations = check_invariants(argv, manifest, host, invocation, own_dir)
     if violations:
-        return refused(name, diags + [_diag("profile_invariant_violated", "%s: the rendered profile was withheld: "
-                                            "%s" % (name, "; ".join(violations[:5])), violations=violations[:20])])
+        return refused(name, diags + [D.make("profile_invariant_violated", wording="withheld", fill={
+            "executor": name, "violated": "; ".join(violations[:5])}, violations=violations[:20])])
     return {
         "executor": name, "decision": "wrapped", "refusal": None, "argv": argv,
         "command_line": shell_join(argv), "mounts": ordered, "namespaces": flags,
@@ -1331,8 +1306,8 @@ def _grant_all(r: _Render) -> Optional[str]:
     if r.manifest.inverse is not None:
         _grant_undo(r)
     for conflict in r.mounts.conflicts:
-        r.refuse("profile_invariant_violated", "%s would be mounted from two sources (%s and %s, by %s)"
-                 % conflict)
+        r.refuse("profile_invariant_violated", "two_sources", dict(zip(("target", "first", "second", "by"),
+                                                                       conflict)))
     return own_real
 
 
@@ -1361,7 +1336,7 @@ def _own_folder(r: _Render) -> Optional[str]:
     own = r.own
     key = "executor_dir" if r.host["executor_dir"] else "executors_dir"
     if not os.path.isdir(own):
-        r.skip("executor folder %s does not exist; not mounted" % own)
+        r.skip("missing_own", {"path": own})
         return None
     real = _realpath(own)
     if not r.host["executor_dir"] and os.path.join(r.host.real(r.host["executors_dir"]), os.path.basename(own)) != real:
@@ -1594,7 +1569,5 @@ def render_safe(manifest_source: Any, host: HostContext, invocation: Optional[In
         prof = render(manifest, host, invocation, status, command)
     if preview:
         prof["preview"] = True
-        prof["diagnostics"] = prof["diagnostics"] + [D.make(
-            "profile_preview", message="rendered off the target host (controller paths, symlinks and existence); "
-                                       "the final profile is rendered on the host by sandbox_profile")]
+        prof["diagnostics"] = prof["diagnostics"] + [D.make("profile_preview", wording="preview")]
     return prof

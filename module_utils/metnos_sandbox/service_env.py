@@ -155,12 +155,14 @@ CONDITIONAL_CODES = {
 }
 
 
-def _restriction(code: str, unit: str, directive: str, message: str, relax: Optional[str],
-                 severity: Optional[str] = None, relax_note: Optional[str] = None) -> Diag:
+def _restriction(code: str, unit: str, directive: str, fill: Mapping[str, Any], relax: Optional[str],
+                 severity: Optional[str] = None, relax_note: Optional[str] = None,
+                 wording: str = "seen") -> Diag:
     """A restriction diagnostic; ``relax`` is the smallest drop-in line that lets bwrap work (or
-    None with ``relax_note`` saying why a drop-in cannot)."""
-    diag: Diag = D.make(code, unit=unit, directive=directive, message=message, severity=severity, relax=relax,
-                        relax_note=relax_note or "No drop-in can relax it; change the unit.",
+    None with ``relax_note`` saying why a drop-in cannot); ``fill`` and ``wording`` make the message from
+    the code's registered templates."""
+    diag: Diag = D.make(code, unit=unit, directive=directive, fill=fill, wording=wording, severity=severity,
+                        relax=relax, relax_note=relax_note or "No drop-in can relax it; change the unit.",
                         variant="dropin" if relax else "no_dropin")
     return diag
 
@@ -180,9 +182,7 @@ def _confinement_diagnostics(settings: Mapping[str, Any], unit: str) -> List[Dia
     if missing:
         out.append(_restriction(
             "unit_blocks_namespaces", unit, "RestrictNamespaces",
-            "%s: RestrictNamespaces=%s forbids the %s namespace(s) bwrap creates: bwrap fails with 'No "
-            "permissions to create new namespace' inside the service only." % (
-                unit, " ".join(settings["RestrictNamespaces"]), ", ".join(missing)),
+            {"values": " ".join(settings["RestrictNamespaces"]), "missing": ", ".join(missing)},
             "RestrictNamespaces=%s" % " ".join(missing)))
     blocked = syscalls_blocked(settings.get("SystemCallFilter"))
     if blocked:
@@ -190,25 +190,17 @@ def _confinement_diagnostics(settings: Mapping[str, Any], unit: str) -> List[Dia
         killed = errno_action in ("", "2147483646", "kill")
         out.append(_restriction(
             "unit_syscall_filter_blocks_bwrap", unit, "SystemCallFilter",
-            "%s: SystemCallFilter= blocks %s: bwrap %s inside the service." % (
-                unit, ", ".join(blocked), "is killed by SIGSYS (exit 159, no message)" if killed else
-                "fails with %s (SystemCallErrorNumber=), e.g. 'Failed to make / slave: Operation not permitted'"
-                % errno_action),
-            "SystemCallFilter=%s" % " ".join(blocked)))
+            {"blocked": ", ".join(blocked), "errno": errno_action},
+            "SystemCallFilter=%s" % " ".join(blocked), wording="killed" if killed else "errno"))
     families = families_blocked(settings.get("RestrictAddressFamilies"))
     if families:
         out.append(_restriction(
             "unit_address_families_block_netlink", unit, "RestrictAddressFamilies",
-            "%s: RestrictAddressFamilies=%s leaves out %s: bwrap cannot bring up loopback in the sandbox's "
-            "network namespace ('loopback: Failed to create NETLINK_ROUTE socket: Address family not "
-            "supported by protocol') for every executor without network." % (
-                unit, " ".join(settings["RestrictAddressFamilies"]), ", ".join(families)),
+            {"values": " ".join(settings["RestrictAddressFamilies"]), "families": ", ".join(families)},
             "RestrictAddressFamilies=%s" % " ".join(families)))
     if str(settings.get("ProcSubset", "")).strip() == "pid":
         out.append(_restriction(
-            "unit_proc_subset_pid", unit, "ProcSubset",
-            "%s: ProcSubset=pid hides /proc/sys: bwrap fails with 'Can't read /proc/sys/kernel/overflowuid'."
-            % unit, "ProcSubset=all"))
+            "unit_proc_subset_pid", unit, "ProcSubset", {}, "ProcSubset=all"))
     return out
 
 
@@ -225,10 +217,9 @@ def _privilege_diagnostics(settings: Mapping[str, Any], unit: str,
         severe = version >= (0, 12)
         out.append(_restriction(
             "unit_restrict_suidsgid", unit, "DynamicUser" if dynamic and not explicit else "RestrictSUIDSGID",
-            "%s: %s makes openat2() return ENOSYS; bubblewrap %s %s ('Can't mkdir parents for ...: Function "
-            "not implemented')." % (unit, why, info.get("version") or "?",
-                                    "fails" if severe else "works today but 0.12+ fails"),
+            {"why": why, "version": info.get("version") or "?"},
             None if dynamic else "RestrictSUIDSGID=no", severity=D.ERROR if severe else D.WARNING,
+            wording="fails" if severe else "warns",
             relax_note="DynamicUser=yes forces RestrictSUIDSGID=yes: run the service with a static User= "
                        "(DynamicUser=no) to use bubblewrap >= 0.12" if dynamic else None))
     nnp = _truthy(settings.get("NoNewPrivileges", "no")) or explicit or dynamic or \
@@ -504,10 +495,8 @@ def _execstart_diagnostics(ev: Evaluation, v: _View) -> List[Diag]:
             changes.append("clears the whole environment (env -i)")
         diags.append(D.make(
             "service_execstart_sets_env", unit=unit, severity=D.ERROR if severe else D.WARNING, where=item["where"],
-            healable=heal is not None, message="%s: %s changes the environment before the program runs (%s)%s." % (
-                unit, line, "; ".join(changes),
-                ": the sandbox is disabled" if disabled else
-                ": bwrap resolves to %s instead of %s" % (new_resolved, v.resolved) if misroutes else ""),
+            healable=heal is not None, wording="disables" if disabled else "misroutes" if misroutes else "changes",
+            fill={"line": line, "changes": "; ".join(changes), "new_bwrap": new_resolved, "old_bwrap": v.resolved},
             variant="healable" if heal is not None else "unhealable", fix=heal or item["value"], why=why))
     return diags
 
@@ -543,29 +532,24 @@ def _live_diagnostics(ev: Evaluation, v: _View) -> List[Diag]:
         else resolved
     if live_disabled and not conf_disabled:
         diags.append(D.make("service_env_live_disables", unit=unit, pid=live["pid"], key=envflags.ENV_VAR,
-                            message="%s: the running process (PID %s) has %s=%r, which disables the sandbox; the "
-                                    "configuration gives %r (%s). Origin: %s." % (
-                                        unit, live["pid"], envflags.ENV_VAR, value, configured,
-                                        v.prov.get(envflags.ENV_VAR, "unset"), origin)))
+                            wording="value", fill={"value": repr(value), "configured": repr(configured),
+                                  "origin_conf": v.prov.get(envflags.ENV_VAR, "unset"), "origin": origin}))
     if resolved and not live_resolved:
         diags.append(D.make("service_env_live_disables", unit=unit, pid=live["pid"], key="PATH",
-                            message="%s: bwrap does not resolve through the running process's PATH=%r (PID %s), "
-                                    "so the runtime refuses every executor; the configuration's PATH resolves %s. "
-                                    "Origin: %s." % (unit, env.get("PATH"), live["pid"], resolved, origin)))
+                            wording="path", fill={"value": repr(env.get("PATH")), "resolved": resolved,
+                                                  "origin": origin}))
     elif live_resolved and resolved and os.path.realpath(live_resolved) != os.path.realpath(resolved):
         packaged = bool(B.package_facts(live_resolved))
         diags.append(D.make("service_env_live_misroutes", unit=unit, pid=live["pid"],
-                            message="%s: the running process's PATH=%r resolves bwrap to %s (%s), the configuration "
-                                    "to %s. Origin: %s." % (
-                                        unit, env.get("PATH"), live_resolved,
-                                        "package-owned" if packaged else "owned by no package", resolved, origin)))
+                            wording="packaged" if packaged else "unpackaged",
+                            fill={"value": repr(env.get("PATH")), "live_bwrap": live_resolved, "resolved": resolved,
+                                  "origin": origin}))
     for key in KEYS:
         if env.get(key) != predicted.get(key) and not any(d.get("details", {}).get("key") == key or (
                 key == "PATH" and d["code"] == "service_env_live_misroutes") for d in diags):
             diags.append(D.make("service_env_live_differs", unit=unit,
-                                message="%s: the running process has %s=%r, the configuration gives %r: "
-                                        "restart the service to apply." % (unit, key, env.get(key),
-                                                                           predicted.get(key))))
+                                wording="differs", fill={"key": key, "value": repr(env.get(key)),
+                                      "configured": repr(predicted.get(key))}))
     return diags
 
 
@@ -603,10 +587,8 @@ def _rejected_diagnostics(ev: Evaluation, v: _View) -> List[Diag]:
     for rejected in ev.gathered.state.get("rejected_assignments", []):
         if envflags.ENV_VAR in rejected.get("line", rejected["text"]):
             diags.append(D.make("sandbox_env_rejected_by_systemd", unit=unit,
-                                message="%s: systemd ignores %r (%s) at %s; the value you meant is not the one "
-                                        "the service gets (effective METNOS_SANDBOX=%r)." % (
-                                            unit, rejected["text"], rejected["reason"], rejected["where"],
-                                            v.predicted.get(envflags.ENV_VAR)),
+                                wording="ignored", fill={"text": repr(rejected["text"]), "reason": rejected["reason"],
+                                      "effective": repr(v.predicted.get(envflags.ENV_VAR))},
                                 where=rejected["where"]))
     return diags
 

@@ -247,13 +247,15 @@ def test_one_host_report_lists_a_finding_once(monkeypatch):
         ("unit_proc_subset_pid", "metnos.service"), ("unit_proc_subset_pid", "other.service")]
     assert result["diagnostics"][0]["message"] == blamed["message"]
     # The same code and message from two faces (the probe repeats bwrap_facts' binary findings) is one too.
-    twice = [D.make("bwrap_setuid", message="m", bwrap_path="/b"), D.make("bwrap_setuid", message="m",
-                                                                          bwrap_path="/b")]
+    twice = [D.make("bwrap_setuid", bwrap_path="/b", mode="04755"), D.make("bwrap_setuid", bwrap_path="/b",
+                                                                           mode="04755")]
     assert len(D.dedupe(twice)) == 1
-    assert len(D.dedupe([D.make("executor_os_sandbox_unavailable", message="admin: no bwrap"),
-                         D.make("executor_os_sandbox_unavailable", message="service: no bwrap")])) == 2
+    assert len(D.dedupe([D.make("executor_os_sandbox_unavailable", wording="why", fill={"why": "admin: no bwrap"}),
+                         D.make("executor_os_sandbox_unavailable", wording="why",
+                                fill={"why": "service: no bwrap"})])) == 2
     assert len(D.dedupe([D.make("probe_check_failed", check="a"), D.make("probe_check_failed", check="b")])) == 2
     # Same code and details, different findings (the live METNOS_SANDBOX and the live PATH): both stay.
-    assert len(D.dedupe([D.make("service_env_live_differs", unit="m", message="m: the running process has PATH"),
-                         D.make("service_env_live_differs", unit="m",
-                                message="m: the running process has METNOS_SANDBOX")])) == 2
+    assert len(D.dedupe([D.make("service_env_live_differs", unit="m", wording="differs",
+                                fill={"key": "PATH", "value": "'/x'", "configured": "'/y'"}),
+                         D.make("service_env_live_differs", unit="m", wording="differs",
+                                fill={"key": "METNOS_SANDBOX", "value": "'0'", "configured": "'1'"})])) == 2

@@ -98,8 +98,11 @@ def test_manifest_text_is_never_a_template(text, tmp_path):
 
 
 def test_make_fills_only_registry_texts():
-    d = D.make("manifest_invalid", message="field {capability:>99999999} {0.__class__}", capability="x")
-    assert d["message"] == "field {capability:>99999999} {0.__class__}"
+    d = D.make("manifest_invalid", wording="refused", fill={"expected": "field {capability:>99999999} {0.__class__}"},
+               field="f", value="v", capability="x")
+    assert d["message"] == "f: v is refused: field {capability:>99999999} {0.__class__}"
+    with pytest.raises(TypeError):
+        D.make("manifest_invalid", message="a call site's own text")
     d = D.make("bwrap_missing", path="{path:>999999999}")
     assert "{path:>999999999}" in d["message"] and len(d["message"]) < 500
     d = D.make("bwrap_setuid", bwrap_path="/x{y}")
