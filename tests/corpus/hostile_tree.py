@@ -9,6 +9,8 @@ out of it, nothing outside is written).
 """
 import os
 
+from helpers import trees
+
 DIRS = [
     "rt/runtime", "venv/lib/site-packages", "executors/ex", "executors/other", "lib18/i18n",
     "res/sheets", "res/people", "idx/docs", "integrations/cal", "integrations/other", "creds/mail",
@@ -77,22 +79,6 @@ LINKS = {
 }
 
 
-def _socket_file(path):
-    """A Unix socket's inode left on disk (bound, then closed: what a daemon's socket looks like to
-    stat). Bound by a relative name so that a long tree path does not hit the 108-byte limit."""
-    import socket
-    if os.path.lexists(path):
-        return
-    cwd = os.getcwd()
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        os.chdir(os.path.dirname(path))
-        sock.bind(os.path.basename(path))
-    finally:
-        os.chdir(cwd)
-        sock.close()
-
-
 def broker_digest(root):
     """The digest of the clean broker's files (what the admin pins after review)."""
     from ansible.module_utils.metnos_sandbox import profile as P
@@ -103,11 +89,7 @@ def broker_digest(root):
 
 def build(root):
     """Create the tree below ``root``; return the host-context overrides for it."""
-    for d in DIRS:
-        os.makedirs(os.path.join(root, d), exist_ok=True)
-    for rel, text in FILES.items():
-        with open(os.path.join(root, rel), "w") as handle:
-            handle.write(text)
+    trees.write_tree(root, DIRS, FILES)
     for folder in ("undo_clean", "undo_planted", "undo_linked", "undo_cache"):
         for name, text in BROKER.items():
             path = os.path.join(root, folder, "undo_last_turn", name)
@@ -122,7 +104,8 @@ def build(root):
     for rel in STICKY:
         os.chmod(os.path.join(root, rel), 0o1777)
     for rel in SOCKETS:
-        _socket_file(os.path.join(root, rel))
+        if not os.path.lexists(os.path.join(root, rel)):
+            trees.socket_file(os.path.join(root, rel))
     for rel in FIFOS:
         if not os.path.lexists(os.path.join(root, rel)):
             os.mkfifo(os.path.join(root, rel), 0o600)

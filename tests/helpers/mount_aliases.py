@@ -18,6 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 if os.path.join(ROOT, "tests") not in sys.path:        # also run as a script (run() below)
     sys.path.insert(0, os.path.join(ROOT, "tests"))
 
+from helpers import trees  # noqa: E402
 from helpers.fake_host import host_dict  # noqa: E402
 
 DIRS = ["data/metnos/runtime", "data/metnos/venv", "data/metnos/executors/ex", "data/metnos/executors/other",
@@ -73,11 +74,7 @@ def _sub(value, tree):
 
 
 def build(tree):
-    for d in DIRS:
-        os.makedirs(os.path.join(tree, d), exist_ok=True)
-    for rel, text in FILES.items():
-        with open(os.path.join(tree, rel), "w") as handle:
-            handle.write(text)
+    trees.write_tree(tree, DIRS, FILES)
     for rel, target in LINKS.items():
         os.symlink(target.replace("@T", tree), os.path.join(tree, rel))
     for src, point in BINDS:

@@ -6,10 +6,8 @@ the host. Every write that landed must be inside a declared writable scope (reso
 every read-only base tree; what the payload could write must be a writable mount or its private
 /tmp. The cases come from the same hypothesis strategy as tests/unit/test_profile_invariants.py
 (derandomized: the same sample on every run)."""
-import json
 import os
 import shutil
-import subprocess
 import tempfile
 import uuid
 
@@ -18,6 +16,7 @@ from hypothesis import HealthCheck, assume, given, settings
 
 from ansible.module_utils.metnos_sandbox import profile as P
 from helpers import profile_oracle as O
+from helpers import trees
 
 ACTIVE = {"bwrap_available": True, "bwrap_path": shutil.which("bwrap") or "/usr/bin/bwrap",
           "disabled_via_env": False, "active": True}
@@ -65,13 +64,7 @@ def tree_paths(root):
 
 
 def run(argv, spec, user):
-    sep = argv.index("--")
-    full = argv[:sep + 1] + ["/usr/bin/python3", "-c", PAYLOAD, json.dumps(spec)]
-    if user:
-        full = ["setpriv", "--reuid=%s" % user, "--regid=nogroup", "--clear-groups"] + full
-    proc = subprocess.run(full, capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, (proc.stderr, full)
-    return json.loads(proc.stdout)
+    return trees.run_inside(argv, PAYLOAD, spec, user)
 
 
 @settings(max_examples=16, deadline=None, derandomize=True,

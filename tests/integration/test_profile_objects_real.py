@@ -7,11 +7,9 @@ inside: the evidence that the refusal is needed, gathered outside the sandbox.
   a host process and send it commands, or write into the FIFO (scope_special_file).
 """
 import functools
-import json
 import os
 import shutil
 import socket
-import subprocess
 import tempfile
 import threading
 import uuid
@@ -20,6 +18,7 @@ import pytest
 
 from ansible.module_utils.metnos_sandbox import profile as P
 from helpers import mount_aliases as MA
+from helpers import trees
 
 ACTIVE = {"bwrap_available": True, "bwrap_path": shutil.which("bwrap") or "/usr/bin/bwrap",
           "disabled_via_env": False, "active": True}
@@ -65,13 +64,7 @@ def base():
 
 
 def sandboxed(argv, spec, user):
-    sep = argv.index("--")
-    full = argv[:sep + 1] + ["/usr/bin/python3", "-c", PAYLOAD, json.dumps(spec)]
-    if user:
-        full = ["setpriv", "--reuid=%s" % user, "--regid=nogroup", "--clear-groups"] + full
-    proc = subprocess.run(full, capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, (proc.stderr, full)
-    return json.loads(proc.stdout)
+    return trees.run_inside(argv, PAYLOAD, spec, user)
 
 
 def render(caps, host=None, invocation=None, arguments=None):

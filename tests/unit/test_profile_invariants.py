@@ -14,6 +14,7 @@ from ansible.module_utils.metnos_sandbox import diagnostics as D
 from ansible.module_utils.metnos_sandbox import manifest as M
 from ansible.module_utils.metnos_sandbox import profile as P
 from helpers import profile_oracle as O
+from helpers import trees
 
 ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
 
@@ -70,16 +71,7 @@ def _special(path, fifo=False):
     if fifo:
         os.mkfifo(path)
         return path
-    import socket
-    sock = socket.socket(socket.AF_UNIX)
-    cwd = os.getcwd()
-    try:
-        os.chdir(os.path.dirname(path))
-        sock.bind(os.path.basename(path))
-    finally:
-        os.chdir(cwd)
-        sock.close()
-    return path
+    return trees.socket_file(path)
 
 
 def _hard_link(path, existing):
