@@ -453,8 +453,8 @@ _CODES: List[Code] = [
                  "tag": "the YAML tag {tag} is not accepted (plain strings, numbers, booleans, null, lists and "
                          "mappings only)",
                  "not_number": "{number} is not a number",
-                 "yaml11_number": "{number} is a YAML 1.1 number form (octal, hex, sexagesimal) that changes its "
-                                   "value; quote it",
+                 "yaml11_number": "{number} is a YAML 1.1 number form (octal, hex, sexagesimal, digit separators) "
+                                   "that changes its value; quote it",
                  "collection_tag": "the YAML tag {tag} is not accepted",
                  "collection_key": "a mapping key must be a string, not a collection"}),
     _c("manifest_string_too_long", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,

@@ -541,7 +541,7 @@ class _Composer(object):
                           {"number": D.excerpt(value)}) from None
 
     def integer(self, value: str) -> int:
-        plain = value.replace("_", "")
+        plain = value    # digit separators (1_000) are YAML 1.1 only: a string in YAML 1.2 and JSON
         if not _DECIMAL.fullmatch(plain):
             raise _refuse("manifest_yaml_unsupported", self.where(), "yaml11_number", {"number": D.excerpt(value)})
         if len(plain.lstrip("+-")) > MAX_INT_DIGITS:

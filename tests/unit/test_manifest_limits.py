@@ -67,8 +67,18 @@ def test_depth_limit_is_exact():
 
 
 def test_values_keep_their_text():
-    data = M.decode("name: x\norigin: o\nrevision: 2020-01-01\nother: 1_000\n")
+    data = M.decode("name: x\norigin: o\nrevision: 2020-01-01\nother: 1000\n")
     assert data["revision"] == "2020-01-01" and data["other"] == 1000
+
+
+@pytest.mark.rule("R-SCOPE-1")
+@pytest.mark.parametrize("number", ["1_2", "1_000", "+1_0", "0x1f", "017", "1:30"])
+def test_numbers_two_yaml_versions_read_differently_are_refused(number):
+    """``revision: 1_2`` is 12 for YAML 1.1 (PyYAML) and the string "1_2" for YAML 1.2 and JSON
+    readers: the signed manifest would mean two things, so it is refused (quote it)."""
+    got = refusal(lambda: M.decode("name: x\norigin: o\nrevision: %s\n" % number))
+    assert got["code"] == "manifest_yaml_unsupported", got
+    assert number in got["message"] and "quote it" in got["message"]
 
 
 @pytest.mark.parametrize("field,value,code", [
