@@ -18,6 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 if os.path.join(ROOT, "tests") not in sys.path:        # also run as a script (run() below)
     sys.path.insert(0, os.path.join(ROOT, "tests"))
 
+from helpers import faces as repo_files  # noqa: E402
 from helpers import trees  # noqa: E402
 from helpers.fake_host import host_dict  # noqa: E402
 
@@ -104,7 +105,6 @@ def _use_core():
 
 def faces(manifest, host, invocation):
     """The decision of every in-process face (core, filter preview, probe, audit payload)."""
-    import importlib.util
 
     from ansible.module_utils.metnos_sandbox import audit as A
     from ansible.module_utils.metnos_sandbox import bwrap as B
@@ -115,9 +115,7 @@ def faces(manifest, host, invocation):
     core = P.render_safe(manifest, P.HostContext(host), invocation, active)
     out = {"core": [core["decision"], core["refusal"]], "argv": core["argv"],
            "messages": [d["message"] for d in core["diagnostics"] if d["severity"] == "error"]}
-    spec = importlib.util.spec_from_file_location("mfilters", os.path.join(ROOT, "filter_plugins", "metnos_sandbox.py"))
-    filters = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(filters)
+    filters = repo_files.load("filter_plugins/metnos_sandbox.py", "mfilters")
     preview = filters.metnos_profile(manifest, host=host, invocation=invocation, status=active)
     out["filter"] = [preview["decision"], preview["refusal"]]
     if core["decision"] == "refused":       # the probe would start bwrap for a wrapped profile

@@ -8,6 +8,7 @@ import subprocess
 import pytest
 
 from conftest import ROOT, ansible_env, ansible_tool
+from helpers import faces
 
 MODULES = sorted(os.path.splitext(os.path.basename(p))[0] for p in glob.glob(os.path.join(ROOT, "library", "*.py")))
 
@@ -34,10 +35,7 @@ FILTERS = sorted(os.path.splitext(os.path.basename(p))[0]
 
 def test_every_filter_is_documented():
     """Each filter of filter_plugins/metnos_sandbox.py has a YAML doc sidecar that ansible-doc lists and renders."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("mfilters", os.path.join(ROOT, "filter_plugins", "metnos_sandbox.py"))
-    filters = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(filters)
+    filters = faces.load("filter_plugins/metnos_sandbox.py", "mfilters")
     assert sorted(filters.FilterModule().filters()) == FILTERS
     listed = subprocess.run([ansible_tool("ansible-doc"), "-t", "filter", "-l"], capture_output=True, text=True,
                             cwd=ROOT, env=ansible_env())

@@ -4,20 +4,17 @@ pipelining (podman, docker) so that the audit writes nothing on the host (no rem
 tests/system/test_audit_fleet.py checks the hosts stay byte-identical), and self-contained: every
 module a shipped module imports is shipped."""
 import ast
-import importlib.util
 import json
 import os
 import zlib
+
+from helpers import faces
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _action():
-    spec = importlib.util.spec_from_file_location("metnos_audit_action",
-                                                  os.path.join(ROOT, "action_plugins", "metnos_audit.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return faces.load("action_plugins/metnos_audit.py", "metnos_audit_action")
 
 
 def test_payload_travels_as_arguments_of_one_command():

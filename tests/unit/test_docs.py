@@ -1,17 +1,14 @@
 """The diagnostics reference is generated from the registry and cannot drift."""
-import importlib.util
 import os
 
 from ansible.module_utils.metnos_sandbox import diagnostics as D
+from helpers import faces
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _gen():
-    spec = importlib.util.spec_from_file_location("gen", os.path.join(ROOT, "scripts", "gen-diagnostics-doc.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.render()
+    return faces.load("scripts/gen-diagnostics-doc.py", "gen").render()
 
 
 def test_docs_match_registry():

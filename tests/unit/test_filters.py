@@ -1,5 +1,4 @@
 """The filter plugins: thin faces over the core, with errors that name the filter and the value."""
-import importlib.util
 import os
 
 import pytest
@@ -7,11 +6,10 @@ from ansible.errors import AnsibleFilterError
 
 from ansible.module_utils.metnos_sandbox import manifest as M
 from ansible.module_utils.metnos_sandbox import profile as P
+from helpers import faces
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-spec = importlib.util.spec_from_file_location("mfilters", os.path.join(ROOT, "filter_plugins", "metnos_sandbox.py"))
-F = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(F)
+F = faces.load("filter_plugins/metnos_sandbox.py", "mfilters")
 
 
 def test_filters_registered():

@@ -17,7 +17,6 @@ Real ansible-playbook runs of the module (a sample of every rule and code) and o
 turns a hang into a failure; time and memory are measured by scripts/bench-render.py, never
 asserted here.
 """
-import importlib.util
 import json
 import os
 import signal
@@ -31,26 +30,17 @@ from ansible.module_utils.metnos_sandbox import probe as PR
 from ansible.module_utils.metnos_sandbox import profile as P
 from corpus import hostile_manifests as H
 from corpus import hostile_tree
+from helpers import faces
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
 WATCHDOG_SECONDS = 20
-_spec = importlib.util.spec_from_file_location("mfilters", os.path.join(ROOT, "filter_plugins", "metnos_sandbox.py"))
-F = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(F)
+F = faces.load("filter_plugins/metnos_sandbox.py", "mfilters")
 
 
 def _load_module_face():
     """library/sandbox_profile.py as Ansible runs it (its imports resolve under ansible.module_utils)."""
-    import ansible.module_utils
-    core_dir = os.path.join(ROOT, "module_utils")
-    if core_dir not in ansible.module_utils.__path__:
-        ansible.module_utils.__path__.append(core_dir)
-    spec = importlib.util.spec_from_file_location("sandbox_profile_face",
-                                                  os.path.join(ROOT, "library", "sandbox_profile.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return faces.load("library/sandbox_profile.py", "sandbox_profile_face")
 
 
 def run_module_face(args, capsys):

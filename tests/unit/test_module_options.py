@@ -3,7 +3,6 @@
 options with invalid_option, and the audit action validating with Ansible's own validator."""
 import ast
 import glob
-import importlib.util
 import json
 import os
 
@@ -13,6 +12,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible.module_utils.metnos_sandbox import options as O
 from conftest import ROOT
+from helpers import faces
 
 MODULES = sorted(os.path.splitext(os.path.basename(p))[0] for p in glob.glob(os.path.join(ROOT, "library", "*.py")))
 KEYS = ("type", "default", "choices", "elements", "aliases")
@@ -20,14 +20,7 @@ KEYS = ("type", "default", "choices", "elements", "aliases")
 
 def load(name):
     """library/<name>.py as Ansible runs it (its imports resolve under ansible.module_utils)."""
-    import ansible.module_utils
-    core_dir = os.path.join(ROOT, "module_utils")
-    if core_dir not in ansible.module_utils.__path__:
-        ansible.module_utils.__path__.append(core_dir)
-    spec = importlib.util.spec_from_file_location("face_" + name, os.path.join(ROOT, "library", name + ".py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return faces.load("library/%s.py" % name, "face_" + name)
 
 
 def _constants(path, cls=None):

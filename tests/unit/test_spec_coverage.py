@@ -1,20 +1,18 @@
 """docs/spec-coverage.md is generated (scripts/gen-spec-coverage.py, `make docs`): each rule of
 docs/spec-rules.yml -> codes, tests (@pytest.mark.rule) or the reason it does not apply. The
 committed file must equal the generator's output, and no rule may be missing."""
-import importlib.util
 import os
 import re
 
 import pytest
 
 from conftest import ROOT, spec_rules
+from helpers import faces
 
 
 @pytest.fixture(scope="module")
 def generated():
-    spec = importlib.util.spec_from_file_location("gen_cov", os.path.join(ROOT, "scripts", "gen-spec-coverage.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = faces.load("scripts/gen-spec-coverage.py", "gen_cov")
     return module.render(module.rules(), module.marked_tests())
 
 

@@ -2,7 +2,6 @@
 and the code: every directive measured to break bwrap has a registered code that names it, the
 offline check finds it from the unit lines alone, no measured-harmless directive is flagged as an
 error, and the generated document has not drifted."""
-import importlib.util
 import json
 import os
 
@@ -11,6 +10,7 @@ import pytest
 from ansible.module_utils.metnos_sandbox import diagnostics as D
 from ansible.module_utils.metnos_sandbox import service_env as S
 from ansible.module_utils.metnos_sandbox import systemd_unit as U
+from helpers import faces
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 with open(os.path.join(ROOT, "docs", "unit-directives.json")) as _handle:
@@ -19,10 +19,7 @@ ROWS = [(release, DATA[release]["bubblewrap"], row) for release in sorted(DATA) 
 
 
 def _gen():
-    spec = importlib.util.spec_from_file_location("gen", os.path.join(ROOT, "scripts", "gen-unit-directives-doc.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return faces.load("scripts/gen-unit-directives-doc.py", "gen")
 
 
 def _errors(row, bwrap_version):
