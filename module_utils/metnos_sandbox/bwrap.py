@@ -16,7 +16,7 @@ import signal
 import stat
 import subprocess
 import time
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 # A runner: argv (and optional env=, timeout=) -> (rc, stdout, stderr) as text.
 Runner = Callable[..., Tuple[int, str, str]]
@@ -130,6 +130,29 @@ def parse_features(help_text: Optional[str]) -> List[str]:
         if match:
             found.add(match.group(1))
     return sorted(found)
+
+
+# Binding an open descriptor (upstream 0.10.0; backported by Debian to 0.8.0-2+deb12u1 and 0.4.1, and to
+# 0.6.3 for CVE-2024-42472): detected from --help, never from the version.
+FD_BIND_FEATURES = ("--bind-fd", "--ro-bind-fd")
+_HELP: Dict[Tuple[str, int, int, int, int], Optional[FrozenSet[str]]] = {}
+
+
+def help_features(path: Optional[str], runner: Optional[Runner] = None) -> Optional[FrozenSet[str]]:
+    """The options ``PATH --help`` lists, asked once per binary (its device, inode, size and mtime);
+    None when there is no such binary or it does not answer."""
+    if not path or not os.path.isabs(path):
+        return None
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    key = (path, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    if key not in _HELP:
+        rc, out, err = (runner or default_runner)([path, "--help"], timeout=10)
+        found = parse_features(out + "\n" + err)
+        _HELP[key] = frozenset(found) if rc == 0 and found else None
+    return _HELP[key]
 
 
 def missing_features(features: Sequence[str], required: Sequence[str] = REQUIRED_FEATURES) -> List[str]:

@@ -15,19 +15,34 @@ the path or one of its ancestors (all of them, not only the topmost: stacked or 
 add aliases, never remove one). Its *aliases* are every other path showing the same folder: for
 each mount of the same filesystem whose root is the folder or one of its ancestors, the mount point
 plus the rest of the folder. With ``parts``, a mount showing a folder *below* it is an alias of a
-part of it (its mount point is inside the tree). Pure Python, no Ansible imports.
+part of it (its mount point is inside the tree).
+
+Each mount also names its filesystem type: ``pseudo`` holds the mount points of the kernel's
+pseudo-filesystems (PSEUDO_FSTYPES: proc, sysfs, cgroup, ...), which a writable grant must not
+reach (bwrap binds recursively: a procfs or cgroup2 mount below a granted folder comes along).
+Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
 import os
 import re
-from typing import Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
+from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from . import paths as PA
 
 MOUNTINFO = "/proc/self/mountinfo"
 MAX_MOUNTINFO_BYTES = 64 * 1024 * 1024      # ~100,000 mounts; beyond it the table is not judged complete
 _ESCAPE = re.compile(rb"\\([0-7]{3})")
+# The kernel's pseudo-filesystems: each shows kernel state or kernel objects, not files, and writing
+# into one changes the host (cgroup membership and limits, sysctls, EFI variables, BPF pins, kernel
+# configuration items, ...). Every in-tree one of Linux 6.x that can be mounted; a writable grant at,
+# below or above a mount of any of them is refused (docs/profile-invariants.md).
+PSEUDO_FSTYPES = frozenset((
+    "proc", "sysfs", "cgroup", "cgroup2", "cpuset", "debugfs", "tracefs", "bpf", "securityfs", "configfs",
+    "devpts", "devtmpfs", "mqueue", "efivarfs", "pstore", "binfmt_misc", "fusectl", "hugetlbfs", "autofs",
+    "nsfs", "rpc_pipefs", "nfsd", "selinuxfs", "smackfs", "binder", "resctrl", "sockfs", "pipefs", "bdev",
+    "anon_inodefs", "dax", "ipathfs", "qibfs", "spufs", "xenfs", "openpromfs", "gadgetfs", "functionfs",
+    "ocfs2_dlmfs"))
 
 
 def _unescape(field: bytes) -> str:
@@ -52,11 +67,12 @@ def _rest(folder: str, root: str) -> str:
 
 
 class Mount(NamedTuple):
-    """One line of mountinfo: the filesystem (``major:minor``), the folder of it shown (``root``)
-    and where (``point``)."""
+    """One line of mountinfo: the filesystem (``major:minor``), the folder of it shown (``root``),
+    where (``point``) and the filesystem type."""
     fs: bytes
     root: str
     point: str
+    fstype: str = ""
 
 
 class Identity(NamedTuple):
@@ -71,19 +87,35 @@ class MountTable(object):
     ``complete`` is False when the table could not be read whole (too large); an unreadable table
     (no /proc, e.g. a controller that only previews) is empty and complete: no alias is known."""
 
-    __slots__ = ("by_point", "by_fs", "complete", "count")
+    __slots__ = ("by_point", "by_fs", "complete", "count", "pseudo", "pseudo_type")
 
-    def __init__(self, entries: Iterable[Tuple[bytes, str, str]] = (), complete: bool = True) -> None:
+    def __init__(self, entries: Iterable[Sequence[object]] = (), complete: bool = True) -> None:
         self.by_point: Dict[str, List[Tuple[bytes, str]]] = {}
         self.by_fs: Dict[bytes, List[Tuple[str, str]]] = {}
+        self.pseudo_type: Dict[str, str] = {}
         self.count = 0
         self.complete = complete
-        for fs, root, point in entries:
+        for entry in entries:
+            fs, root, point = entry[0], entry[1], entry[2]
+            assert isinstance(fs, bytes) and isinstance(root, str) and isinstance(point, str)
+            fstype = entry[3] if len(entry) > 3 else ""
+            if fstype in PSEUDO_FSTYPES and point.startswith("/"):
+                self.pseudo_type.setdefault(point, str(fstype))
             if not root.startswith("/") or not point.startswith("/"):
                 continue                     # nsfs and other roots that are not folders
             self.by_point.setdefault(point, []).append((fs, root))
             self.by_fs.setdefault(fs, []).append((root, point))
             self.count += 1
+        self.pseudo = PA.RelatedRoots(self.pseudo_type)
+
+    def pseudo_related(self, path: str) -> Optional[Tuple[str, str]]:
+        """(mount point, type) of a pseudo-filesystem mounted at, below or above ``path``, or None."""
+        if not self.pseudo.related(path):
+            return None
+        for point in sorted(self.pseudo_type):
+            if PA.related(path, point):
+                return point, self.pseudo_type[point]
+        return None
 
     @classmethod
     def read(cls, path: str = MOUNTINFO, limit: Optional[int] = None) -> MountTable:
@@ -107,7 +139,11 @@ class MountTable(object):
             fields = line.split(b" ")
             if len(fields) < 10:
                 continue                     # a short or cut line
-            entries.append(Mount(fields[2], _unescape(fields[3]), _unescape(fields[4])))
+            try:
+                fstype = _unescape(fields[fields.index(b"-", 6) + 1])
+            except (ValueError, IndexError):
+                fstype = ""
+            entries.append(Mount(fields[2], _unescape(fields[3]), _unescape(fields[4]), fstype))
         return cls(entries, complete)
 
     def identities(self, path: str) -> List[Identity]:

@@ -12,7 +12,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import functools
 import os
-from typing import FrozenSet, Iterable, Tuple
+from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
 
 def under(path: str, root: str) -> bool:
@@ -68,3 +68,96 @@ class RelatedRoots(Roots):
     def related(self, path: str) -> bool:
         """``path`` is at, below or above one of the roots."""
         return path in self.exact or path in self.above or path.startswith(self.prefixes)
+
+
+# ---------------------------------------------------------------- bounded resolution (the kernel's rules)
+
+MAX_LINKS = 40                 # the kernel's MAXSYMLINKS: following one more is ELOOP
+MAX_RESOLVED = 4096            # PATH_MAX: a longer resolved path is ENAMETOOLONG for realpath(3)
+MAX_STEPS = 100000             # components looked up by one Resolver (one render shares one)
+
+
+class Unresolvable(ValueError):
+    """A path the kernel would not resolve: more than MAX_LINKS symbolic links (``why`` 'links',
+    ELOOP), a resolved form longer than MAX_RESOLVED ('long'), or the resolver's shared budget of
+    MAX_STEPS component lookups spent ('budget')."""
+
+    def __init__(self, path: str, why: str) -> None:
+        ValueError.__init__(self, "%s: %s" % (why, path[:200]))
+        self.path = path
+        self.why = why
+
+
+class Resolver(object):
+    """os.path.realpath's answer (non-strict: a missing component is kept as written), computed
+    iteratively with the kernel's bounds, and shared: every symbolic link read and every link's
+    resolution is kept, so that many paths into the same long chains cost one walk of each.
+
+    ``resolve(path)`` raises Unresolvable instead of recursing without bound (CPython's realpath
+    overflows the stack on a chain of ~1,000 links) or answering a loop with the loop's text."""
+
+    __slots__ = ("_target", "_done", "_full", "steps")
+
+    def __init__(self, steps: int = MAX_STEPS) -> None:
+        self._target: Dict[str, Optional[str]] = {}              # path -> its link target, None if not a link
+        self._done: Dict[str, Tuple[str, int]] = {}              # link path -> (resolved, links it follows)
+        self._full: Dict[str, str] = {}
+        self.steps = steps
+
+    def readlink(self, path: str) -> Optional[str]:
+        """The target of the symbolic link at ``path``, None when it is none (or missing); read once."""
+        if path in self._target:
+            return self._target[path]
+        try:
+            target: Optional[str] = os.readlink(path)
+        except (OSError, ValueError):
+            target = None
+        self._target[path] = target
+        return target
+
+    def resolve(self, path: str) -> str:
+        """The resolved form of an absolute ``path``; raises Unresolvable."""
+        hit = self._full.get(path)
+        if hit is None:
+            hit = self._full[path] = self._walk(path)
+        return hit
+
+    def _walk(self, path: str) -> str:
+        current = "/"
+        links = 0
+        stack: List[Any] = list(reversed(path.split("/")))
+        while stack:
+            part = stack.pop()
+            if isinstance(part, tuple):                  # a link's expansion ends here: keep its answer
+                self._done[part[0]] = (current, links - part[1])
+                continue
+            if part in ("", "."):
+                continue
+            if part == "..":
+                current = os.path.dirname(current)
+                continue
+            self.steps -= 1
+            if self.steps < 0:
+                raise Unresolvable(path, "budget")
+            candidate = (current if current != "/" else "") + "/" + part
+            if len(candidate) > MAX_RESOLVED:
+                raise Unresolvable(path, "long")
+            done = self._done.get(candidate)
+            if done is not None:
+                links += done[1]
+                if links > MAX_LINKS:
+                    raise Unresolvable(path, "links")
+                current = done[0]
+                continue
+            target = self.readlink(candidate)
+            if target is None:
+                current = candidate
+                continue
+            if links + 1 > MAX_LINKS:
+                raise Unresolvable(path, "links")
+            stack.append((candidate, links))
+            links += 1
+            stack.extend(reversed(target.split("/")))
+            if target.startswith("/"):
+                current = "/"
+        return current

@@ -236,7 +236,15 @@ def expectations(profile: Json, extra_absent: t.Sequence[str] = ()) -> Json:
         "die_with_parent": "--die-with-parent" in opts,
         "rules": rules,
         "argv_options": opts[1:],
+        "descriptors": list(profile.get("descriptors") or []),
     }
+
+
+def _descriptor_launcher(words: t.List[str], python: str, spec: Json) -> t.List[str]:
+    """The one hook of descriptor binds (descriptors.py): bwrap's argv behind the launcher that opens the
+    profile's descriptors race-free, proves each is the object judged, then becomes bwrap (same pid)."""
+    from . import descriptors as DS
+    return DS.launcher_words(words, python, spec.get("descriptors"))
 
 
 # bwrap's options and how many words follow each (0.4 ... 0.12); anything else is one unknown word.
@@ -980,7 +988,8 @@ def run(argv: t.Sequence[str], spec: Json, python: str, user: t.Optional[User] =
     full = argv[:sep] + ["--json-status-fd", "{status_fd}", "--"] + payload
     host = host_view()
     watcher = _Watcher(spec["token"], payload)
-    result = B.run_bwrap(full, user=user, env=env, timeout=timeout, cwd=cwd, watch=watcher.direct)
+    result = B.run_bwrap(_descriptor_launcher(full, python, spec), user=user, env=env, timeout=timeout, cwd=cwd,
+                         watch=watcher.direct)
     _launcher, _status, obs = split_stream(records(result["stdout"]), spec["token"])
     result["json_status"] = split_stream(records(result.get("status_raw", "")), spec["token"])[1]
     shown = [a if a != "{status_fd}" else "FD" for a in full[:len(full) - 2]] + ["<payload>", "<spec>"]
@@ -1149,7 +1158,7 @@ def run_systemd(argv: t.List[str], spec: Json, python: str, user: User, settings
     # A bounded stop: under cgroup v1 (containers) systemd can miss that a unit whose processes used a
     # PID namespace is empty and sit in "deactivating" for the default 90 s after bwrap has exited.
     full = systemd_run_argv(runner_unit, user, settings, env, timeout) + ["-p", "TimeoutStopSec=%d" % STOP_TIMEOUT] + \
-        ["/bin/sh", "-c", LAUNCHER, "sh"] + inner
+        ["/bin/sh", "-c", LAUNCHER, "sh"] + _descriptor_launcher(inner, python, spec)
     host = host_view()
     start = time.time()
     try:
@@ -1275,15 +1284,16 @@ def _fail_closed(out: Json, service: _Service) -> Json:
     return out
 
 
-def _render(params: Json, status: Json) -> t.Tuple[str, Json]:
-    """The interpreter the payload runs on, and the profile the probe runs (rendered as the runtime would)."""
+def _render(params: Json, status: Json, runner: t.Any) -> t.Tuple[str, Json]:
+    """The interpreter the payload runs on, and the profile the probe runs (rendered as the runtime would,
+    with the interpreter's package roots and installation discovered like every other face)."""
     from . import profile as P
     host_over = dict(params.get("host") or {})
     python = params.get("python") or host_over.get("python_executable") or "/usr/bin/python3"
     if not os.path.exists(python):
         python = "/usr/bin/python3"
     host_over.setdefault("python_executable", python)
-    host = P.HostContext(host_over)     # P.ContextError names the bad key
+    host = P.HostContext(P.with_python_roots(host_over, runner))     # P.ContextError names the bad key
     source = PROBE_MANIFEST if params.get("manifest") is None else params["manifest"]
     return python, P.render_safe(source, host, params.get("invocation") or {}, status)
 
@@ -1365,7 +1375,7 @@ def probe_service(params: Json, runner: t.Any) -> Json:
     service = _service(params, runner, out)
     if not service.status["active"]:
         return _fail_closed(out, service)
-    python, prof = _render(params, service.status)
+    python, prof = _render(params, service.status, runner)
     out["profile"] = {"executor": prof["executor"], "decision": prof["decision"], "argv": prof["argv"]}
     if prof["decision"] != "wrapped":
         out["context"] = "not started: profile %s" % prof["decision"]

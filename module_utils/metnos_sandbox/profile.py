@@ -10,9 +10,13 @@ flag and network decision carries the rule id and the base item or capability th
 
 Every path that reaches a mount is judged twice with the same rules, whatever its source
 (manifest scope, glob root, argument value, 'within' scope, host-context path): as written,
-and fully resolved on this host (os.path.realpath). The mount uses the resolved source. A
-final check over the rendered argv enforces the invariants of docs/profile-invariants.md and
-withholds the profile (profile_invariant_violated) if any layer above let something through.
+and fully resolved on this host (paths.Resolver: iterative, the kernel's 40-link limit, one
+cache per render). Every grant is mounted at its resolved host path only (source ==
+destination), and mountmodel.py proves, in bwrap's order, that nothing mounted before changes
+what that path means inside the new root; a source that someone other than root could move is
+bound by descriptor (descriptors.py). A final check over the rendered argv enforces the
+invariants of docs/profile-invariants.md with the same model and withholds the profile
+(profile_invariant_violated) if any layer above let something through.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
@@ -39,8 +43,11 @@ from typing import (
     TypedDict,
 )
 
+from . import bwrap as B
+from . import descriptors as DS
 from . import diagnostics as D
 from . import manifest as M
+from . import mountmodel as MM
 from . import mounts as MT
 from . import paths as PA
 from .manifest import Capability, Diag, Kind, Manifest, ManifestError, glob_root
@@ -93,6 +100,7 @@ DEFAULT_HOST = {
     "python_executable": "/srv/metnos/venv/bin/python3",
     "python_prefix": "/srv/metnos/venv",
     "python_package_roots": [],
+    "python_installation": [],
     "i18n_dbs": ["/var/lib/metnos/i18n"],
     "lexicon_dbs": ["/var/lib/metnos/lexicon"],
     "resources": {
@@ -116,8 +124,12 @@ DEFAULT_HOST = {
     "systemd_read_paths": ["/run/systemd/system", "/run/dbus/system_bus_socket"],
     "system_read_paths": [],
     "undo_exception": None,
+    # Where fs:write (and writable 'within' scopes) may reach: nothing outside these is ever writable
+    # (deny by default: no list of dangerous places can be complete). Metnos's own data folder.
+    "writable_roots": ["/var/lib/metnos"],
 }
-_LIST_KEYS = ("python_package_roots", "i18n_dbs", "lexicon_dbs", "systemd_read_paths", "system_read_paths")
+_LIST_KEYS = ("python_package_roots", "python_installation", "i18n_dbs", "lexicon_dbs", "systemd_read_paths",
+              "system_read_paths", "writable_roots")
 _DICT_KEYS = ("resources", "indexes", "mail_accounts")
 _PATH_KEYS = ("runtime_dir", "executors_dir", "executor_dir", "python_executable", "python_prefix",
               "integrations_dir", "mail_credentials_dir", "dialog_dir", "undo_root")
@@ -210,10 +222,20 @@ def _abs_clean(key: str, value: Any) -> str:
     return _norm(str.__str__(value))
 
 
-@functools.lru_cache(maxsize=8192)
+_RESOLVE = [PA.Resolver()]         # the render's resolver (one cache and one budget per render)
+
+
 def _realpath(path: str) -> str:
-    """Cached only inside one render (cleared by render()); every component resolved on this host."""
-    return os.path.realpath(path)
+    """Every component resolved on this host, with the kernel's bounds (raises PA.Unresolvable); one
+    cache per render (render() starts a fresh Resolver)."""
+    return _RESOLVE[0].resolve(path)
+
+
+def _real_or_none(path: str) -> Optional[str]:
+    try:
+        return _realpath(path)
+    except PA.Unresolvable:
+        return None
 
 
 @functools.lru_cache(maxsize=8192)
@@ -243,11 +265,15 @@ def _shared_folder(path: str) -> bool:
         mode = os.lstat(path).st_mode
     except (OSError, ValueError):
         return False
-    return stat.S_ISDIR(mode) and mode & _SHARED_MODE == _SHARED_MODE and _realpath(path) == path
+    return stat.S_ISDIR(mode) and mode & _SHARED_MODE == _SHARED_MODE and _real_or_none(path) == path
+
+
+_STATS = [MM.Stats()]               # lstat() of host paths, once per render (stability, the mount model)
 
 
 def _caches_clear() -> None:
-    _realpath.cache_clear()
+    _RESOLVE[0] = PA.Resolver()
+    _STATS[0] = MM.Stats()
     _listdir.cache_clear()
     _file_type.cache_clear()
     _shared_folder.cache_clear()
@@ -282,6 +308,22 @@ class HostContext(object):
         self._mounts: Optional[MT.MountTable] = None
         self._index: Optional[_BaseIndex] = None
         self._real: Dict[str, str] = {}
+        self._resolver = PA.Resolver()
+        self._loops: Dict[str, str] = {}          # host paths the kernel would not resolve -> why
+        self._bwrap: Tuple[Optional[str], Tuple[str, ...]] = (None, ())
+        self._writable: Optional[PA.Roots] = None
+        self._stable: Dict[str, Optional[str]] = {}
+
+    def _resolve(self, path: str) -> str:
+        """A host-context path resolved (once per context); one the kernel would not resolve stands for
+        itself and is refused (base_refusals)."""
+        if path not in self._real:
+            try:
+                self._real[path] = self._resolver.resolve(path)
+            except PA.Unresolvable as exc:
+                self._loops[path] = exc.why
+                self._real[path] = path
+        return self._real[path]
 
     def __getitem__(self, key: str) -> Any:
         return self.data[key]
@@ -298,8 +340,7 @@ class HostContext(object):
         def both(label: str, path: str, parts: bool = True) -> List[Labelled]:
             """The tree as written, resolved, and every alias a bind mount gives it (with ``parts``:
             also a mount showing a folder below it)."""
-            real = os.path.realpath(path)
-            self._real[path] = real
+            real = self._resolve(path)
             out = [Labelled(label, path)] + ([Labelled(label, real)] if real != path else [])
             plain.update((path, real))
             for alias in table.aliases(real, parts):
@@ -308,14 +349,15 @@ class HostContext(object):
                     alias_of.setdefault(alias, real)
             return out
 
-        self._real = {}
         readonly = [x for t in SYSTEM_TREES for x in both("system tree " + t, t)]
         for key in ("runtime_dir", "python_prefix", "executors_dir", "executor_dir"):
             if self.data[key]:
                 readonly += both("host." + key, self.data[key])
-        for key in ("python_package_roots", "i18n_dbs", "lexicon_dbs"):
+        for key in ("python_package_roots", "python_installation", "i18n_dbs", "lexicon_dbs"):
             for i, path in enumerate(self.data[key]):
                 readonly += both("host.%s[%d]" % (key, i), path)
+        for label, path in self._engine_trees():
+            readonly += both(label, path)
         broad = [x for t in BROAD_ROOTS for x in both(t, t, parts=False)]
         forbidden = _TreeSet(x for t in FORBIDDEN_TREES for x in both(t, t))
         # a path above a bind mount of a shared root exposes it (below it is like below the root);
@@ -331,6 +373,56 @@ class HostContext(object):
             system_mounted=[p for p in SYSTEM_PATHS if os.path.isdir(p) and not os.path.islink(p)],
             alias_of=dict((a, r) for a, r in alias_of.items() if a not in plain))
         return self._trees
+
+    def _engine_trees(self) -> List[Labelled]:
+        """What runs every sandbox and the undo broker: the interpreter's folder (as configured and
+        resolved) and the bwrap binary's folder (found on the service's PATH, and resolved)."""
+        out = []
+        python = self.data["python_executable"]
+        if python:
+            out.append(Labelled("the interpreter's folder (host.python_executable)", os.path.dirname(python)))
+            out.append(Labelled("the interpreter's folder (host.python_executable, resolved)",
+                                os.path.dirname(self._resolve(python))))
+        for folder in self._bwrap[1]:
+            out.append(Labelled("the bwrap binary's folder", folder))
+        return [entry for entry in out if entry.root not in ("", "/")]
+
+    def use_bwrap(self, path: Optional[str]) -> None:
+        """The bwrap that will run the profiles (the service's): its folder, as found and resolved, is a
+        read-only base tree; its --help says whether descriptors can be bound."""
+        if path is not None and not os.path.isabs(path):
+            import shutil
+            path = shutil.which(path) or path
+        if path == self._bwrap[0]:
+            return
+        folders: Tuple[str, ...] = ()
+        if path is not None and os.path.isabs(path):
+            folders = tuple(sorted(set((os.path.dirname(path), os.path.dirname(self._resolve(path))))))
+        if folders != self._bwrap[1]:
+            self._trees = None
+        self._bwrap = (path, folders)
+
+    def bwrap_path(self) -> Optional[str]:
+        return self._bwrap[0]
+
+    def fd_binds(self) -> Optional[bool]:
+        """Whether the bwrap in use binds descriptors (--bind-fd and --ro-bind-fd in its --help); None when
+        its --help cannot be read."""
+        features = B.help_features(self._bwrap[0])
+        return None if features is None else all(f in features for f in B.FD_BIND_FEATURES)
+
+    def writable(self) -> PA.Roots:
+        """The admin's writable roots, as written and resolved (host.writable_roots)."""
+        if self._writable is None:
+            roots = self.data["writable_roots"]
+            self._writable = PA.Roots(list(roots) + [self._resolve(r) for r in roots])
+        return self._writable
+
+    def stable(self, path: str) -> Optional[str]:
+        """mountmodel.unstable_folder for a base path (once per context)."""
+        if path not in self._stable:
+            self._stable[path] = MM.unstable_folder(path, _STATS[0])
+        return self._stable[path]
 
     def mount_table(self) -> MT.MountTable:
         """The host's mount table (mounts.MountTable), read once per context."""
@@ -352,11 +444,13 @@ class HostContext(object):
         return Problem("alias", "%s (%s is the same folder as %s, through a bind mount)" % (text, root, original))
 
     def real(self, path: str) -> str:
-        """The resolved form of a host-context path (resolved once per context, with the trees)."""
+        """The resolved form of a host-context path (resolved once per context, with the trees); one the
+        kernel would not resolve raises PA.Unresolvable."""
         self.trees()
-        if path not in self._real:
-            self._real[path] = os.path.realpath(path)
-        return self._real[path]
+        real = self._resolve(path)
+        if path in self._loops:
+            raise PA.Unresolvable(path, self._loops[path])
+        return real
 
     def judge(self, path: str, mode: str, grant: Optional[str] = None, own: Optional[str] = None) -> Optional[Problem]:
         """Why ``path`` (absolute, normalised) may not be mounted with ``mode`` ('ro'/'rw'), or None.
@@ -385,6 +479,12 @@ class HostContext(object):
             label, root = t.readonly.which(path)[0]
             return self._note("readonly", root, "%s is at, below or above the read-only %s (%s): never writable "
                                                 "(R-BASE-1, R-BASE-4, R-BASE-5)" % (path, label, root))
+        if mode == "rw":
+            pseudo = self.mount_table().pseudo_related(path)
+            if pseudo is not None:
+                return Problem("pseudo", "%s is at, below or above %s, a mount of the pseudo-filesystem %s: writing "
+                                         "there changes the kernel's state, and bwrap binds it along (R-BASE-2)"
+                               % (path, pseudo[0], pseudo[1]))
         if _shared_folder(path):
             return Problem("shared", "%s is a folder every user may write into (mode 1777, like /tmp and /var/tmp): "
                                      "a shared tree, whatever its name (R-SEC-2)" % path)
@@ -455,13 +555,16 @@ class HostContext(object):
             given = candidate.path
             if not given or not os.path.exists(given):
                 continue
-            if candidate.key.startswith("python_package_roots") and not os.path.isdir(given):
+            if candidate.key.startswith(("python_package_roots", "python_installation")) and not os.path.isdir(given):
                 continue
             problem = self.judge_base(given)
             if problem:
                 refusals.append(host_refusal(candidate.key, given, problem))
                 continue
-            out.append(BaseMount("ro", _realpath(given), given, candidate.rule, candidate.source))
+            real = self._resolve(given)          # mounted at its resolved host path only (the mount model)
+            out.append(BaseMount("ro", real, real, candidate.rule, candidate.source))
+        refusals += [host_refusal("(host path)", path, Problem("links", _UNRESOLVABLE[why] % path))
+                     for path, why in sorted(self._loops.items())]
         self._base = _BaseState(out, refusals)
         return self._base
 
@@ -487,6 +590,8 @@ class HostContext(object):
                       for key in ("runtime_dir", "python_prefix")]
         candidates += [_Candidate("python_package_roots[%d]" % i, p, "R-BASE-4", "base:python_package_root")
                        for i, p in enumerate(self.data["python_package_roots"]) if not _is_home(p)]
+        candidates += [_Candidate("python_installation[%d]" % i, p, "R-BASE-4", "base:python_installation")
+                       for i, p in enumerate(self.data["python_installation"]) if not _is_home(p)]
         for key in ("i18n_dbs", "lexicon_dbs"):
             candidates += [_Candidate("%s[%d]" % (key, i), p, "R-BASE-5", "base:%s" % key)
                            for i, p in enumerate(self.data[key])]
@@ -495,7 +600,7 @@ class HostContext(object):
     def judge_base(self, path: str) -> Optional[Problem]:
         """A read-only base path: judged as written and resolved; below a mounted system path it is
         already visible, so only /proc, /dev and reserved trees matter there."""
-        for form in (path, os.path.realpath(path)):
+        for form in (path, self._resolve(path)):
             problem = self.judge(form, "ro")
             if problem and not (problem.kind == "broad" and any(
                     PA.under(form, s) and form != s for s in self.trees().system_mounted)):
@@ -552,36 +657,84 @@ def _check_pin(pin: Any) -> Optional[Dict[str, Any]]:
     return dict(pin)
 
 
+# Why the kernel would not resolve a path (paths.Unresolvable.why), for messages.
+_UNRESOLVABLE = {"links": "%s: resolving it follows more than 40 symbolic links (the kernel's limit: ELOOP)",
+                 "long": "%s: its resolved form is longer than 4096 characters (PATH_MAX)",
+                 "budget": "%s: resolving it exceeds this render's budget of 100,000 path lookups"}
+
+
 def host_refusal(key: str, path: Any, problem: Problem) -> Diag:
     diag: Diag = D.make("host_path_refused", wording="host_key", fill={"problem": problem.text}, host_key=key,
                         path=D.excerpt(path))
     return diag
 
 
-def discover_python_roots(python: Optional[str], runner: Callable[[List[str]], Tuple[int, str, str]]) -> List[str]:
-    """sys.path directories of the runtime's interpreter, as absolute existing directories.
-    ``runner(argv) -> (rc, out, err)``. Home folders are filtered later by HostContext.base()."""
-    import json
-    if not python or not os.path.exists(python):
-        return []
-    rc, out, _err = runner([python, "-c", "import json, sys; print(json.dumps(sys.path))"])
-    if rc != 0:
-        return []
-    try:
-        paths = json.loads(out)
-    except ValueError:
+# Asked of the runtime's interpreter: its sys.path, and the installation it really runs from (the
+# prefixes, the stdlib and site folders, the folder of libpython and the libpython it has mapped, the
+# folder of the resolved executable): read-only base trees whatever the writable roots say.
+_ASK_PYTHON = r"""
+import json, os, sys, sysconfig
+inst = [sys.prefix, sys.base_prefix, sys.exec_prefix, getattr(sys, "base_exec_prefix", sys.exec_prefix),
+        os.path.dirname(os.path.realpath(sys.executable))]
+inst += [sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")]
+inst.append(sysconfig.get_config_var("LIBDIR"))
+try:
+    with open("/proc/self/maps") as handle:
+        for line in handle:
+            fields = line.split(None, 5)
+            if len(fields) > 5 and "libpython" in fields[5]:
+                inst.append(os.path.dirname(fields[5].strip()))
+except OSError:
+    pass
+print(json.dumps({"path": sys.path, "install": [p for p in inst if isinstance(p, str)]}))
+"""
+
+
+class PythonFound(NamedTuple):
+    """discover_python(): the interpreter's package roots (sys.path) and its installation's folders."""
+    roots: List[str]
+    installation: List[str]
+
+
+def _folders(paths: Any) -> List[str]:
+    """Absolute existing folders without control characters, normalised, sorted, bounded."""
+    if not isinstance(paths, list):
         return []
     return sorted(set(_norm(p) for p in paths if isinstance(p, str) and p.startswith("/")
                       and not M.has_control(p) and os.path.isdir(p)))[:MAX_HOST_LIST]
 
 
+def discover_python(python: Optional[str], runner: Callable[[List[str]], Tuple[int, str, str]]) -> PythonFound:
+    """Ask the runtime's interpreter (``runner(argv) -> (rc, out, err)``) for its sys.path and the folders
+    of the installation it resolves to. Home folders are filtered later by HostContext.base()."""
+    import json
+    if not python or not os.path.exists(python):
+        return PythonFound([], [])
+    rc, out, _err = runner([python, "-c", _ASK_PYTHON])
+    if rc != 0:
+        return PythonFound([], [])
+    try:
+        found = json.loads(out)
+    except ValueError:
+        return PythonFound([], [])
+    if not isinstance(found, dict):
+        return PythonFound([], [])
+    return PythonFound(_folders(found.get("path")), [p for p in _folders(found.get("install")) if p != "/"])
+
+
+def discover_python_roots(python: Optional[str], runner: Callable[[List[str]], Tuple[int, str, str]]) -> List[str]:
+    """sys.path directories of the runtime's interpreter, as absolute existing directories."""
+    return discover_python(python, runner).roots
+
+
 def with_python_roots(host_over: Optional[Dict[str, Any]],
                       runner: Callable[[List[str]], Tuple[int, str, str]]) -> Dict[str, Any]:
-    """Host overrides completed with the interpreter's package roots (unless given)."""
+    """Host overrides completed with the interpreter's package roots and installation (unless given)."""
     out = dict(host_over or {})
-    if "python_package_roots" not in out:
-        out["python_package_roots"] = discover_python_roots(
-            out.get("python_executable", DEFAULT_HOST["python_executable"]), runner)
+    if "python_package_roots" not in out or "python_installation" not in out:
+        found = discover_python(out.get("python_executable", DEFAULT_HOST["python_executable"]), runner)
+        out.setdefault("python_package_roots", found.roots)
+        out.setdefault("python_installation", found.installation)
     return out
 
 
@@ -598,12 +751,17 @@ class Provenance(TypedDict, total=False):
     covers: str
 
 
-class MountEntry(TypedDict):
-    """One mount of a profile (public: the ``mounts`` of a result and of the .json on disk)."""
+class _MountBase(TypedDict):
     kind: str
     src: Optional[str]
     dest: str
     provenance: List[Provenance]
+
+
+class MountEntry(_MountBase, total=False):
+    """One mount of a profile (public: the ``mounts`` of a result and of the .json on disk); ``fd``: the
+    descriptor number a bind whose source can move is bound by (see ``descriptors`` of the result)."""
+    fd: int
 
 
 class Conflict(NamedTuple):
@@ -689,7 +847,7 @@ def refused(name: Optional[str], diags: List[Diag], decision: str = "refused") -
 _SCOPE_CODES = {"forbidden": "scope_too_broad", "broad": "scope_too_broad", "readonly": "scope_too_broad",
                 "shared": "scope_too_broad",
                 "reserved": "scope_reserved_tree", "control": "scope_nul", "runtime": "scope_runtime_tree",
-                "alias": "scope_mount_alias"}
+                "alias": "scope_mount_alias", "pseudo": "scope_pseudo_filesystem"}
 # What a read-only or writable bind of these would really hand over.
 _SPECIAL = {"socket": "a socket: a channel to a host process (connecting and sending work through a read-only "
                       "bind)",
@@ -723,6 +881,11 @@ class _Render(object):
             problem = self.host.judge_manifest_path(path) or problem
         return problem
 
+    def unresolvable(self, field: str, path: str, exc: PA.Unresolvable) -> None:
+        """A manifest-written path the kernel would not resolve (ELOOP, too long, the render's budget)."""
+        self.refuse("scope_too_many_links", exc.why, {"path": D.excerpt(path, 300), "links": PA.MAX_LINKS,
+                                                      "length": PA.MAX_RESOLVED, "steps": PA.MAX_STEPS}, field=field)
+
     def judge_scope(self, field: str, what: str, lexical: str, mode: str) -> Optional[str]:
         """A manifest-written path (scope, glob root, 'within', argument value): judged as written,
         then fully resolved. Returns the resolved path, or None after recording the refusal."""
@@ -732,9 +895,14 @@ class _Render(object):
             self.refuse(_SCOPE_CODES[problem.kind], "judged" if lexical == what else "judged_from", {
                 "access": access, "path": lexical, "what": D.excerpt(what), "problem": problem.text}, field=field)
             return None
-        real = _realpath(lexical)
+        try:
+            real = _realpath(lexical)
+            own_real = _realpath(self.own)
+        except PA.Unresolvable as exc:
+            self.unresolvable(field, lexical, exc)
+            return None
         if real != lexical:
-            problem = self._manifest_problem(real, mode, _realpath(self.own))
+            problem = self._manifest_problem(real, mode, own_real)
             if problem:
                 self.refuse("scope_symlink_refused", "symlink", {
                     "access": access, "path": lexical, "real": real, "problem": problem.text}, field=field)
@@ -748,16 +916,27 @@ class _Render(object):
             self.refuse("scope_hard_link", "hard_link" if real == lexical else "hard_link_real", {
                 "access": access, "path": lexical, "real": real}, field=field)
             return None
+        if mode == "rw" and not (self.host.writable().under(lexical) and self.host.writable().under(real)):
+            roots = self.host["writable_roots"]
+            self.refuse("scope_outside_writable_roots", "outside" if roots else "none", {
+                "path": lexical, "real": real, "roots": D.excerpt(", ".join(roots), 600)}, field=field)
+            return None
         return real
 
     def judge_host(self, key: str, lexical: str, mode: str, container: Optional[str] = None,
-                   grant: Optional[str] = None, configured: bool = False) -> Optional[str]:
+                   grant: Optional[str] = None, configured: bool = False, channel: bool = False) -> Optional[str]:
         """A host-context path (resource, index, integration, credential, dialog, undo, read paths):
         the same rules, the refusal naming the host key. ``container``: the folder it must stay in.
         ``configured``: the path is the admin's own setting (a resource, an index, a read path),
-        resolved once per context like the base paths; entries below a folder resolve per render."""
-        real = self.host.real(lexical) if configured else _realpath(lexical)
-        if container is not None and real != os.path.join(self.host.real(container), os.path.basename(lexical)):
+        resolved once per context like the base paths; entries below a folder resolve per render.
+        ``channel``: an admin's read path, which may be a socket (systemd/system read paths)."""
+        try:
+            real = self.host.real(lexical) if configured else _realpath(lexical)
+            home = self.host.real(container) if container is not None else None
+        except PA.Unresolvable as exc:
+            self.diags.append(host_refusal(key, lexical, Problem("links", _UNRESOLVABLE[exc.why] % exc.path)))
+            return None
+        if home is not None and real != os.path.join(home, os.path.basename(lexical)):
             self.diags.append(host_refusal(key, lexical, Problem("leave", "resolves to %s through a symlink, not to "
                                                                           "its own entry in %s" % (real, container))))
             return None
@@ -767,7 +946,23 @@ class _Render(object):
                 text = problem.text if form == lexical else "resolves to %s: %s" % (real, problem.text)
                 self.diags.append(host_refusal(key, lexical, Problem(problem.kind, text)))
                 return None
+        problem = _object_problem(real, channel)
+        if problem is not None:
+            self.diags.append(host_refusal(key, lexical, problem))
+            return None
         return real
+
+
+def _object_problem(real: str, channel: bool = False) -> Optional[Problem]:
+    """The rules on what a host-context path names (as for manifest paths): only files and folders
+    (a socket only as an admin's read channel), and one name per granted file (no hard links)."""
+    kind = _file_type(real)
+    if kind in _SPECIAL and not channel:
+        return Problem("special", "%s is %s" % (real, _SPECIAL[kind or ""]))
+    if kind == "linked file":
+        return Problem("hard_link", "%s is a file with more than one name (hard links): the other names are "
+                                    "the same file, which realpath cannot see" % real)
+    return None
 
 
 def _executor_dir(host: HostContext, name: str) -> str:
@@ -790,8 +985,14 @@ def _grant_fs(r: _Render, cap: Capability) -> None:
     if not os.path.exists(real):
         r.skip("missing_scope", {"what": D.excerpt(cap.text), "path": root}, capability=D.excerpt(cap.text))
         return None
-    r.mounts.add(mode, real, root, "R-CAP-FS", "capability:" + cap.text)
+    r.mounts.add(mode, real, real, "R-CAP-FS", "capability:" + cap.text + _declared(root, real))
     return None
+
+
+def _declared(lexical: str, real: str) -> str:
+    """A provenance note when a grant's declared path reaches it through a symlink (it is mounted at the
+    resolved path only: the declared one does not exist inside)."""
+    return "" if lexical == real else " (declared as %s)" % lexical
 
 
 class _Scope(NamedTuple):
@@ -818,12 +1019,28 @@ def _grant_arg(r: _Render, cap: Capability) -> None:
         return
     lexical = _norm(value if value.startswith("/") else os.path.join(scopes[0].root, value))
     real = _arg_inside(r, field, value, lexical, scopes, within)
-    if real is None or r.judge_scope(field, value, lexical, mode) is None:
+    if real is None:
+        return
+    if not _normalised_value(value):
+        # the kernel resolves '..' after the symlink before it, text collapses it before (as in scopes)
+        r.refuse("scope_not_normalized", "arg", {"value": D.excerpt(value)}, field=field)
+        return
+    if r.judge_scope(field, value, lexical, mode) is None:
         return
     if not os.path.exists(real):
         r.skip("missing_arg_path", {"what": field, "value": D.excerpt(value), "path": lexical}, field=field)
         return
-    r.mounts.add(mode, real, lexical, "R-ARG-1", "capability:%s (argument %s=%s)" % (cap.text, cap.arg, lexical))
+    r.mounts.add(mode, real, real, "R-ARG-1", "capability:%s (argument %s=%s)%s" % (cap.text, cap.arg, lexical,
+                                                                                   _declared(lexical, real)))
+
+
+def _normalised_value(value: str) -> bool:
+    """An argument value names its path as a scope does: no '.' or '..' component, no '//', no trailing
+    '/' ('/' itself aside)."""
+    if value == "/":
+        return True
+    parts = value[1:].split("/") if value.startswith("/") else value.split("/")
+    return all(part not in ("", ".", "..") for part in parts)
 
 
 def _arg_scopes(r: _Render, cap: Capability, within: List[str], mode: str) -> Optional[List[_Scope]]:
@@ -862,7 +1079,11 @@ def _arg_inside(r: _Render, field: str, value: str, lexical: str, scopes: List[_
             "path": lexical, "within": D.excerpt(", ".join(within), 300), "alternatives": M.MAX_GLOB_ALTERNATIVES,
             "steps": M.MAX_GLOB_STEPS}, field=field, value=D.excerpt(value))
         return None
-    real = _realpath(lexical)
+    try:
+        real = _realpath(lexical)
+    except PA.Unresolvable as exc:
+        r.unresolvable(field, lexical, exc)
+        return None
     if not any(_covers(real, scope.real, scope.pattern, steps) for scope in inside):
         r.refuse("arg_symlink_escapes", "symlink", {"path": lexical, "real": real, "inside": ", ".join(
             "%s/%s" % (x.real.rstrip("/"), "/".join(x.pattern)) if x.pattern else x.real for x in inside)},
@@ -894,7 +1115,7 @@ def _mount_configured(r: _Render, cap: Capability, key: str, path: str, mode: st
     if real is None:
         return
     if os.path.exists(real):
-        r.mounts.add(mode, real, path, rule, "capability:" + cap.text)
+        r.mounts.add(mode, real, real, rule, "capability:" + cap.text + _declared(path, real))
     else:
         r.skip("missing", {"what": cap.text, "path": path})
 
@@ -923,9 +1144,9 @@ def _sys_key(cap: Capability) -> str:
 def _grant_sys(r: _Render, cap: Capability) -> None:
     key = _sys_key(cap)
     for i, path in enumerate(r.host[key]):
-        real = r.judge_host("%s[%d]" % (key, i), path, "ro", configured=True)
+        real = r.judge_host("%s[%d]" % (key, i), path, "ro", configured=True, channel=True)
         if real is not None and os.path.exists(real):
-            r.mounts.add("ro", real, path, "R-CAP-SYS", "capability:" + cap.text)
+            r.mounts.add("ro", real, real, "R-CAP-SYS", "capability:" + cap.text + _declared(path, real))
 
 
 def _mount_entry(r: _Render, key: str, entry: str, rule: str, source: str) -> Optional[bool]:
@@ -938,7 +1159,7 @@ def _mount_entry(r: _Render, key: str, entry: str, rule: str, source: str) -> Op
         return None
     if not os.path.isdir(real):
         return False
-    r.mounts.add("rw", real, path, rule, source)
+    r.mounts.add("rw", real, real, rule, source + _declared(path, real))
     return True
 
 
@@ -960,7 +1181,7 @@ def _grant_mail(r: _Render, cap: Capability) -> None:
         if real is None:
             return
         if os.path.isfile(real):
-            r.mounts.add("ro", real, path, "R-CAP-MAIL", "capability:" + cap.text)
+            r.mounts.add("ro", real, real, "R-CAP-MAIL", "capability:" + cap.text + _declared(path, real))
             granted += 1
     if not granted:
         r.skip("no_credential", {"what": cap.text, "account": D.excerpt(cap.target)})
@@ -995,37 +1216,44 @@ class _Declaring(NamedTuple):
     invocation: Invocation
 
 
+def _reals(paths: Iterable[str]) -> List[str]:
+    """The resolved forms of declared roots; one the kernel would not resolve declares nothing."""
+    return [real for real in (_real_or_none(p) for p in paths) if real is not None]
+
+
 def _roots_fs(d: _Declaring, cap: Capability) -> List[str]:
     scopes = d.manifest.arguments[cap.arg]["within"] if cap.arg is not None else [cap.target or ""]
-    return [_realpath(glob_root(s)) for s in scopes]
+    roots = _reals(glob_root(s) for s in scopes)
+    # a write is allowed only inside the admin's writable roots (as written and resolved)
+    return [root for root in roots if d.host.writable().under(root)] if cap.writes() else roots
 
 
 def _roots_metnos(d: _Declaring, cap: Capability) -> List[str]:
     known = d.host["resources"]
-    return [d.host.real(known[cap.target])] if cap.target in known else []
+    return _reals([known[cap.target]]) if cap.target in known else []
 
 
 def _roots_index(d: _Declaring, cap: Capability) -> List[str]:
     known = d.host["indexes"]
-    return [d.host.real(known[cap.target])] if cap.target in known else []
+    return _reals([known[cap.target]]) if cap.target in known else []
 
 
 def _roots_sys(d: _Declaring, cap: Capability) -> List[str]:
-    return [d.host.real(p) for p in d.host[_sys_key(cap)]]
+    return _reals(d.host[_sys_key(cap)])
 
 
 def _roots_provider(d: _Declaring, cap: Capability) -> List[str]:
-    return [_realpath(os.path.join(d.host["integrations_dir"], cap.target or ""))]
+    return _reals([os.path.join(d.host["integrations_dir"], cap.target or "")])
 
 
 def _roots_mail(d: _Declaring, cap: Capability) -> List[str]:
     account = cap.target or ""
-    return [_realpath(p) for p in d.host["mail_accounts"].get(account, []) + _mail_files(d.host, account)]
+    return _reals(d.host["mail_accounts"].get(account, []) + _mail_files(d.host, account))
 
 
 def _roots_dialog(d: _Declaring, cap: Capability) -> List[str]:
     sender = d.invocation.get("sender")
-    return [_realpath(os.path.join(d.host["dialog_dir"], sender))] if _component(sender) else []
+    return _reals([os.path.join(d.host["dialog_dir"], sender)]) if _component(sender) else []
 
 
 class Granter(NamedTuple):
@@ -1256,12 +1484,12 @@ def _render(manifest: Manifest, host: HostContext, invocation: Optional[Invocati
                         "disabled_via_env": False, "active": True}
     name = manifest.name
     own_dir = _executor_dir(host, name)
-    if command is None:
-        command = [host["python_executable"], os.path.join(own_dir, manifest.entrypoint or "main.py")]
-
+    entrypoint = manifest.entrypoint or "main.py"
     if name == UNDO_NAME or any(c.kind == Kind.UNDO for c in manifest.capabilities):
-        return _undo_decision(manifest, host, own_dir, command)
+        return _undo_decision(manifest, host, own_dir, command or [host["python_executable"],
+                                                                   os.path.join(own_dir, entrypoint)])
 
+    host.use_bwrap(status.get("bwrap_path") or bwrap_path or "bwrap")
     r = _Render(manifest, host, invocation, own_dir)
     own_real = _grant_all(r)
     diags = r.diags
@@ -1274,22 +1502,70 @@ def _render(manifest: Manifest, host: HostContext, invocation: Optional[Invocati
 
     flags, network = _namespaces(manifest)
     ordered = r.mounts.ordered()
+    descriptors = _stabilise(r, ordered)
+    if any(d["severity"] == D.ERROR for d in diags):
+        return refused(name, diags)
+    if command is None:          # inside the sandbox, every grant is at its resolved path
+        command = [_inside(host["python_executable"]), os.path.join(own_real or own_dir, entrypoint)]
     argv = [status.get("bwrap_path") or bwrap_path or "bwrap"] + [f["flag"] for f in flags]
     for entry in ordered:
         argv.extend(_mount_args(entry))
-    argv.extend(["--chdir", own_dir if own_real else "/", "--"])
+    argv.extend(["--chdir", own_real or "/", "--"])
     argv.extend(command)
-    violations = check_invariants(argv, manifest, host, invocation, own_dir)
+    violations = check_invariants(argv, manifest, host, invocation, own_dir, descriptors)
     if violations:
         return refused(name, diags + [D.make("profile_invariant_violated", wording="withheld", fill={
             "executor": name, "violated": "; ".join(violations[:5])}, violations=violations[:20])])
     return {
         "executor": name, "decision": "wrapped", "refusal": None, "argv": argv,
         "command_line": shell_join(argv), "mounts": ordered, "namespaces": flags,
-        "network": network, "diagnostics": _bounded(diags),
+        "network": network, "diagnostics": _bounded(diags), "descriptors": descriptors,
         "manifest": {"name": name, "origin": manifest.origin, "revision": manifest.revision,
                      "digest": manifest.digest},
     }
+
+
+def _inside(path: str) -> str:
+    """Where a configured file is inside the sandbox: in its folder's resolved path (every grant is mounted
+    there), under its own name (a venv's python3 link must stay one: the venv is found through it)."""
+    try:
+        return os.path.join(_realpath(os.path.dirname(path)), os.path.basename(path))
+    except PA.Unresolvable:
+        return path
+
+
+def _stabilise(r: _Render, ordered: List[MountEntry]) -> List[DS.Descriptor]:
+    """Bind by descriptor every source that someone other than root could move (refused when this bwrap
+    cannot), then prove with the mount model that every destination means inside what was judged."""
+    descriptors: List[DS.Descriptor] = []
+    can: Optional[bool] = None
+    for entry in ordered:
+        src = entry["src"]
+        if entry["kind"] not in MM.BINDS or src is None:
+            continue
+        base = all(p["source"].startswith("base:") for p in entry["provenance"])
+        folder = r.host.stable(src) if base else MM.unstable_folder(src, _STATS[0])
+        if folder is None:
+            continue
+        can = r.host.fd_binds() if can is None else can
+        info = _STATS[0].lstat(src)
+        if not can or info is None:
+            r.refuse("bind_source_unstable", "gone" if info is None else "no_fd" if can is False else "unknown", {
+                "path": src, "folder": folder, "bwrap": r.host.bwrap_path() or "bwrap"})
+            continue
+        if len(descriptors) >= DS.MAX_DESCRIPTORS:
+            r.refuse("bind_descriptors_exhausted", "many", {"limit": DS.MAX_DESCRIPTORS})
+            break
+        entry["fd"] = DS.FD_BASE + len(descriptors)
+        descriptors.append(DS.identity(src, entry["fd"], info))
+    for finding in MM.violations([_op(e) for e in ordered], _STATS[0]):
+        r.refuse("mount_dest_differs" if finding.kind == "differs" else "mount_dest_unstable", "model",
+                 {"dest": finding.dest, "problem": finding.text})
+    return descriptors
+
+
+def _op(entry: MountEntry) -> MM.Op:
+    return MM.Op(entry["kind"], entry["src"], entry["dest"], "fd" in entry)
 
 
 def _grant_all(r: _Render) -> Optional[str]:
@@ -1338,8 +1614,13 @@ def _own_folder(r: _Render) -> Optional[str]:
     if not os.path.isdir(own):
         r.skip("missing_own", {"path": own})
         return None
-    real = _realpath(own)
-    if not r.host["executor_dir"] and os.path.join(r.host.real(r.host["executors_dir"]), os.path.basename(own)) != real:
+    try:
+        real = _realpath(own)
+        home = r.host.real(r.host["executors_dir"])
+    except PA.Unresolvable as exc:
+        r.diags.append(host_refusal(key, own, Problem("links", _UNRESOLVABLE[exc.why] % exc.path)))
+        return None
+    if not r.host["executor_dir"] and os.path.join(home, os.path.basename(own)) != real:
         r.diags.append(host_refusal(key, own, Problem("leave", "the executor's folder resolves to %s through a "
                                                                "symlink, not to its own folder in %s"
                                                                % (real, r.host["executors_dir"]))))
@@ -1349,12 +1630,14 @@ def _own_folder(r: _Render) -> Optional[str]:
         if problem:
             r.diags.append(host_refusal(key, own, problem))
             return None
-    r.mounts.add("ro", real, own, "R-BASE-4", "base:executor_dir")
+    r.mounts.add("ro", real, real, "R-BASE-4", "base:executor_dir" + _declared(own, real))
     return real
 
 
 def _mount_args(entry: MountEntry) -> List[str]:
     kind, src = entry["kind"], entry["src"]
+    if "fd" in entry:                                   # a source that can move: bound by descriptor
+        return ["--ro-bind-fd" if kind == "ro" else "--bind-fd", str(entry["fd"]), entry["dest"]]
     if src is not None:                                 # binds and symlinks name their source
         if kind == "ro":
             return ["--ro-bind", src, entry["dest"]]
@@ -1384,7 +1667,9 @@ def _mail_files(host: HostContext, account: str) -> List[str]:
 # ------------------------------------------------------------------ the final check (defence in depth)
 
 _ARITY = {"--unshare-user": 0, "--unshare-ipc": 0, "--unshare-uts": 0, "--unshare-net": 0, "--die-with-parent": 0,
-          "--ro-bind": 2, "--bind": 2, "--symlink": 2, "--proc": 1, "--dev": 1, "--tmpfs": 1, "--chdir": 1}
+          "--ro-bind": 2, "--bind": 2, "--ro-bind-fd": 2, "--bind-fd": 2, "--symlink": 2, "--proc": 1, "--dev": 1,
+          "--tmpfs": 1, "--chdir": 1}
+_FD_OPTS = {"--ro-bind-fd": "--ro-bind", "--bind-fd": "--bind"}
 _SINGLE = {"--proc": "/proc", "--dev": "/dev", "--tmpfs": "/tmp"}
 
 
@@ -1413,79 +1698,92 @@ def _allowed(manifest: Manifest, host: HostContext, invocation: Invocation, own_
         if granter.entry:
             grants.update(roots)
     if manifest.inverse is not None and _component(invocation.get("turn_id")):
-        turn = _realpath(os.path.join(host["undo_root"], invocation["turn_id"]))
-        write.append(turn)
-        grants.add(turn)
-    read.append(_realpath(own_dir))
+        turns = _reals([os.path.join(host["undo_root"], invocation["turn_id"])])
+        write += turns
+        grants.update(turns)
+    read += _reals([own_dir])
     return _Allowed(write=PA.Roots(write), any=PA.Roots(write + read + list(host.base_index().ro)),
-                    grants=grants, channels=frozenset(host.real(p) for p in host["systemd_read_paths"]
-                                                      + host["system_read_paths"]))
+                    grants=grants, channels=frozenset(_reals(host["systemd_read_paths"] + host["system_read_paths"])))
 
 
 class _Bind(NamedTuple):
-    opt: str          # --ro-bind or --bind
+    opt: str          # --ro-bind or --bind (a descriptor bind is read back as one, with ``fd``)
     src: str
     dest: str
+    fd: Optional[int] = None
 
 
 class _Argv(NamedTuple):
     """A rendered argv read back: the flags, the binds (option, source, destination), every mount
-    destination in order, and what is already wrong with it (``stop``: an option that ends the
-    reading, the only violation then reported)."""
+    operation in order (the mount model's input), and what is already wrong with it (``stop``: an
+    option that ends the reading, the only violation then reported)."""
     flags: List[str]
     binds: List[_Bind]
-    order: List[str]
+    ops: List[MM.Op]
     problems: List[str]
     stop: Optional[str] = None
 
 
-def _read_argv(argv: List[str], sep: int, base: _BaseIndex) -> _Argv:
-    """The options before '--', each with its arity; an unknown option ends the reading (c)."""
+def _read_argv(argv: List[str], sep: int, base: _BaseIndex, named: Mapping[int, str]) -> _Argv:
+    """The options before '--', each with its arity; an unknown option ends the reading (c). ``named``:
+    the path each declared descriptor was judged as."""
     out: List[str] = []
     binds: List[_Bind] = []
-    order: List[str] = []
+    ops: List[MM.Op] = []
     flags: List[str] = []
     seen: Set[str] = set()
     i = 1
-    arity_of = _ARITY.get
     while i < sep:
         opt = argv[i]
-        arity = arity_of(opt)
+        arity = _ARITY.get(opt)
         if arity is None or i + arity >= sep:
-            return _Argv(flags, binds, order, out, stop="unexpected option %s (c)" % D.excerpt(opt))
+            return _Argv(flags, binds, ops, out, stop="unexpected option %s (c)" % D.excerpt(opt))
         if arity == 0:
             flags.append(opt)
+        elif opt in _FD_OPTS:
+            number, dest = argv[i + 1], argv[i + 2]
+            src = named.get(int(number)) if number.isdigit() else None
+            if src is None:
+                out.append("%s %s %s binds no descriptor the profile declares (e)" % (opt, number, dest))
+                src = "(descriptor %s)" % number
+            binds.append(_Bind(_FD_OPTS[opt], src, dest, int(number) if number.isdigit() else -1))
+            ops.append(MM.Op("ro" if opt == "--ro-bind-fd" else "rw", src, dest, True))
         elif arity == 2:
             src, dest = argv[i + 1], argv[i + 2]
-            order.append(dest)
             if opt == "--symlink":
                 if (src, dest) not in base.symlinks:
                     out.append("--symlink %s %s is not a base symlink (c)" % (src, dest))
+                ops.append(MM.Op("symlink", src, dest))
             else:
                 binds.append(_Bind(opt, src, dest))
+                ops.append(MM.Op("ro" if opt == "--ro-bind" else "rw", src, dest))
         elif opt != "--chdir":
             where = argv[i + 1]
             if where != _SINGLE[opt] or opt in seen:
                 out.append("%s %s is not the profile's own single %s (c)" % (opt, where, _SINGLE[opt]))
             seen.add(opt)
-            order.append(where)
+            ops.append(MM.Op(opt[2:], None, where))
         i += 1 + arity
-    return _Argv(flags, binds, order, out)
+    return _Argv(flags, binds, ops, out)
 
 
 def check_invariants(argv: List[str], manifest: Manifest, host: HostContext, invocation: Invocation,
-                     own_dir: str) -> List[str]:
-    """Invariants (a)-(d) of docs/profile-invariants.md over a rendered argv. Returns violations.
+                     own_dir: str, descriptors: Optional[Sequence[DS.Descriptor]] = None) -> List[str]:
+    """Invariants (a)-(e) of docs/profile-invariants.md over a rendered argv. Returns violations.
 
-    (a) every writable bind's source is resolved and inside a declared, resolved scope; every
-        read-only bind is a base mount or inside a declared scope;
-    (b) no read-only base tree (system trees, runtime, Python prefix and package roots, the
-        executors folder and the executor's own folder, i18n/lexicon databases) is writable or
-        shadowed writable, and no writable bind is above one;
+    (a) every writable bind's source is resolved and inside a declared, allowed (writable roots),
+        resolved scope; every read-only bind is a base mount or inside a declared scope;
+    (b) no read-only base tree (system trees, runtime, the interpreter's installation and package
+        roots, the bwrap binary's folder, the executors folder and the executor's own folder,
+        i18n/lexicon databases) is writable or shadowed writable, no writable bind is above one, and
+        none reaches a mount of a pseudo-filesystem;
     (c) only the flags the rules give: the base namespaces, --unshare-net exactly when no
         capability needs the network, /proc, /dev and /tmp once at their place, the base
         symlinks, no devices, nothing below /proc or /dev;
-    (d) mounts in canonical order (parents first, then by path), so equal inputs give equal argv."""
+    (d) mounts in canonical order (parents first, then by path), so equal inputs give equal argv;
+    (e) the mount model: every bind at its resolved source, nothing mounted before changes what its
+        destination means inside; a source someone other than root could move is bound by a declared
+        descriptor that is the object judged (``descriptors``: the render's)."""
     try:
         sep = argv.index("--")
     except ValueError:
@@ -1493,7 +1791,8 @@ def check_invariants(argv: List[str], manifest: Manifest, host: HostContext, inv
     if M.has_control(" ".join(argv)):
         return ["an argv element contains control characters"]
     base = host.base_index()
-    read = _read_argv(argv, sep, base)
+    named = dict((int(d["fd"]), str(d["path"])) for d in descriptors or [])
+    read = _read_argv(argv, sep, base, named)
     if read.stop is not None:
         return [read.stop]
     out = read.problems
@@ -1501,19 +1800,39 @@ def check_invariants(argv: List[str], manifest: Manifest, host: HostContext, inv
     want = list(BASE_FLAGS) + ([] if needs_net else ["--unshare-net"]) + ["--die-with-parent"]
     if read.flags != want:
         out.append("flags %s, the rules give %s (c)" % (" ".join(read.flags), " ".join(want)))
-    keys = [(d.count("/"), d) for d in read.order]
+    keys = [(op.dest.count("/"), op.dest) for op in read.ops]
     if keys != sorted(keys):
         out.append("mounts are not in canonical order (d)")
+    out += _check_model(read, descriptors or [])
     trees = host.trees()
     allowed: Optional[_Allowed] = None
-    for opt, src, dest in read.binds:
+    own_real = _real_or_none(own_dir)
+    for opt, src, dest, _fd in read.binds:
         if trees.forbidden.under(src) or trees.forbidden.under(dest):
             out.append("%s %s %s reaches /proc or /dev (c)" % (opt, src, dest))
-        if opt == "--ro-bind" and (src in base.ro or (src == _realpath(own_dir) and dest == own_dir)):
+        if opt == "--ro-bind" and (src in base.ro or (src == own_real and dest == own_real)):
             continue
         if allowed is None:
             allowed = _allowed(manifest, host, invocation, own_dir)
         out += _check_bind(opt, src, dest, host, trees, allowed, own_dir)
+    return out
+
+
+def _check_model(read: _Argv, descriptors: Sequence[DS.Descriptor]) -> List[str]:
+    """(e): the mount model over the argv read back, each path bind's source stable, each descriptor
+    the object judged (looked up again on the host)."""
+    out = ["%s: %s (e)" % (f.dest, f.text) for f in MM.violations(read.ops, _STATS[0])]
+    judged = dict((int(d["fd"]), d) for d in descriptors)
+    for bind in read.binds:
+        if bind.fd is None:
+            folder = MM.unstable_folder(bind.src, _STATS[0])
+            if folder is not None:
+                out.append("%s %s: someone other than root can write %s on its way, and it is not bound by "
+                           "descriptor (e)" % (bind.opt, bind.src, folder))
+            continue
+        want, info = judged.get(bind.fd), _STATS[0].lstat(bind.src)
+        if want is None or info is None or (info.st_dev, info.st_ino) != (want["dev"], want["ino"]):
+            out.append("descriptor %s for %s is not the object judged (e)" % (bind.fd, bind.src))
     return out
 
 
@@ -1522,25 +1841,30 @@ def _check_bind(opt: str, src: str, dest: str, host: HostContext, trees: _Trees,
     """Invariants (a)-(c) of one bind that is not a base mount."""
     out = []
     kind = _file_type(src)
+    real = _real_or_none(src)
+    own_real = _real_or_none(own_dir)
     if kind in _SPECIAL and not (opt == "--ro-bind" and src in allowed.channels):
         out.append("%s %s %s is %s (c)" % (opt, src, dest, _SPECIAL[kind].split(":")[0]))
-    for path in (src, _realpath(src)):
+    for path in (src, real or src):
         if host.broad(path):
             out.append("%s %s %s exposes the shared tree %s (a)" % (opt, src, dest, path))
         if trees.reserved.related(path) and path not in allowed.grants and not (
-                opt == "--ro-bind" and PA.under(path, _realpath(own_dir))):
+                opt == "--ro-bind" and own_real is not None and PA.under(path, own_real)):
             out.append("%s %s %s reaches a reserved tree outside its own grant (a)" % (opt, src, dest))
     if opt == "--ro-bind":
         if not allowed.any.under(src):
             out.append("--ro-bind %s is outside the base and every declared scope (a)" % src)
         return out
-    if _realpath(src) != src:
+    if real != src:
         out.append("--bind %s is not a resolved path (a)" % src)
     if kind == "linked file":
         out.append("--bind %s is a file with several names (hard links): writing it writes them all (b)" % src)
     if not allowed.write.under(src):
         out.append("--bind %s is outside every declared writable scope (a)" % src)
-    own = (own_dir, _realpath(own_dir))
+    pseudo = host.mount_table().pseudo_related(src)
+    if pseudo is not None:
+        out.append("--bind %s reaches the %s mounted at %s (b)" % (src, pseudo[1], pseudo[0]))
+    own = (own_dir, own_real or own_dir)
     for path in (src, dest):
         hits = trees.readonly.which(path) if trees.readonly.related(path) else []
         hits += [Labelled("the executor's own folder", o) for o in own if PA.related(path, o)]

@@ -134,6 +134,9 @@ def build(root):
                           "mappedexec": [root + "/executors/other/main.py"]},
         "dialog_dir": root + "/dialog", "undo_root": root + "/undo",
         "systemd_read_paths": [], "system_read_paths": [],
+        # the whole tree: the earlier hostile set is judged by the rules it was written against (the
+        # writable roots are the newer set's, tests/corpus/hostile_bwrap.py)
+        "writable_roots": [root],
         "undo_exception": {"name": "undo_last_turn", "origin": "metnos/core", "revision": 12, "owner": "metnos",
                            "capability": "system:undo", "files": sorted(BROKER), "digest": digest},
     }

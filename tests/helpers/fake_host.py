@@ -11,7 +11,8 @@ def host_dict(root, **over):
             "python_prefix": r + "/venv", "python_package_roots": [r + "/venv/lib"], "i18n_dbs": [r + "/i18n"],
             "lexicon_dbs": [], "resources": {}, "indexes": {}, "integrations_dir": r + "/integrations",
             "mail_credentials_dir": r + "/creds/mail", "mail_accounts": {}, "dialog_dir": r + "/dialog",
-            "undo_root": r + "/undo", "systemd_read_paths": [], "system_read_paths": []}
+            "undo_root": r + "/undo", "systemd_read_paths": [], "system_read_paths": [],
+            "python_installation": [], "writable_roots": [r]}
     unknown = set(over) - set(host) - {"executor_dir", "undo_exception"}
     assert not unknown, "fake host: unknown keys %s" % sorted(unknown)
     host.update(over)

@@ -67,7 +67,7 @@ LINKS = {"data/link_rt": "@T/data/metnos/runtime"}
 
 def host_for(tree):
     m = tree + "/srv/metnos"
-    return host_dict(m, python_package_roots=[m + "/venv"], mail_credentials_dir=m + "/creds")
+    return host_dict(m, python_package_roots=[m + "/venv"], mail_credentials_dir=m + "/creds", writable_roots=[tree])
 
 
 def _sub(value, tree):
