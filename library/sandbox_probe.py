@@ -174,6 +174,7 @@ diagnostics:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.metnos_sandbox import bwrap as B
+from ansible.module_utils.metnos_sandbox import diagnostics as D
 from ansible.module_utils.metnos_sandbox import options as O
 from ansible.module_utils.metnos_sandbox import probe as PR
 from ansible.module_utils.metnos_sandbox import service_env as S
@@ -223,7 +224,7 @@ def main():
     # make Ansible mark the task failed without a message ("Unknown error").
     if "rc" in result:
         result["bwrap_rc"] = result.pop("rc")
-    module.exit_json(changed=False, **result)
+    module.exit_json(changed=False, **D.utf8_safe(result))     # every string valid UTF-8: Ansible reads it
 
 
 if __name__ == "__main__":

@@ -157,6 +157,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.metnos_sandbox import bwrap as B
+from ansible.module_utils.metnos_sandbox import diagnostics as D
 from ansible.module_utils.metnos_sandbox import envflags, store
 from ansible.module_utils.metnos_sandbox import manifest as M
 from ansible.module_utils.metnos_sandbox import options as O
@@ -221,8 +222,9 @@ def main():
         if module._diff and written["diff"]:
             out["diff"] = written["diff"]
 
+    out = D.utf8_safe(out)             # a reply Ansible refuses to read would lose the refusal code
     if result["decision"] == "refused" and p["fail_on_refusal"]:
-        first = [d for d in result["diagnostics"] if d["severity"] == "error"][0]
+        first = [d for d in out["diagnostics"] if d["severity"] == "error"][0]
         module.fail_json(msg="sandbox_profile: %s refused (%s): %s" % (
             result["executor"] or "manifest", result["refusal"], first["message"]), **out)
     module.exit_json(**out)

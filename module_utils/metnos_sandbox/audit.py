@@ -127,7 +127,7 @@ def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner) -
         result["verdict"] = "fail"
     result["duration"] = round(time.time() - start, 3)
     result["cpu"] = cpu_seconds()
-    return result
+    return D.utf8_safe(result)          # every string valid UTF-8: the controller reads the whole record
 
 
 def _service(unit: str, params: Mapping[str, Any], runner: B.Runner,

@@ -1194,9 +1194,29 @@ MAX_MESSAGE = 1000       # characters of one message (and of one detail): the re
 MAX_DETAIL_ITEMS = 20
 
 
+def utf8_safe(value: Any) -> Any:
+    """``value`` with every string that is not valid UTF-8 (a lone surrogate: a file name's undecodable
+    byte, an input's broken escape) escaped as text (``\\udcff``), in lists and mappings too: a reply
+    that carries one is refused by Ansible ("Refusing to deserialize an invalid UTF8 string value"),
+    and the refusal code it holds would never reach the play."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return value
+    if isinstance(value, (list, tuple)):
+        return [utf8_safe(v) for v in value]
+    if isinstance(value, dict):
+        return dict((utf8_safe(k), utf8_safe(v)) for k, v in value.items())
+    return value
+
+
 def _bounded(value: Any) -> Any:
     """A message or detail cut to MAX_MESSAGE characters (lists: MAX_DETAIL_ITEMS items), so that a
-    diagnostic stays short whatever the paths or values it quotes."""
+    diagnostic stays short whatever the paths or values it quotes, and valid UTF-8 (utf8_safe)."""
+    if isinstance(value, str):
+        value = utf8_safe(value)
     if isinstance(value, str) and len(value) > MAX_MESSAGE:
         return value[:MAX_MESSAGE] + "... (%d characters)" % len(value)
     if isinstance(value, (list, tuple)):

@@ -1396,6 +1396,9 @@ def _read_beneath(root_fd: int, name: str) -> _Read:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             return _Read(None, "not a regular file")
+        if info.st_nlink > 1:
+            # a second name elsewhere (a data folder a sandbox may write) would change what runs unsandboxed
+            return _Read(None, "a file with %d names (hard links): its other names are the same file" % info.st_nlink)
         if info.st_size > MAX_UNDO_FILE_BYTES:
             return _Read(None, "larger than %d bytes" % MAX_UNDO_FILE_BYTES)
         chunks, size = [], 0

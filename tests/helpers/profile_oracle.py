@@ -19,7 +19,8 @@ SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", 
 BROAD = ("/", "/opt", "/home", "/root", "/var", "/var/lib", "/run", "/srv", "/mnt", "/media", "/tmp", "/usr/local",
          "/boot", "/lost+found")
 ARITY = {"--unshare-user": 0, "--unshare-ipc": 0, "--unshare-uts": 0, "--unshare-net": 0, "--die-with-parent": 0,
-         "--ro-bind": 2, "--bind": 2, "--symlink": 2, "--proc": 1, "--dev": 1, "--tmpfs": 1, "--chdir": 1}
+         "--ro-bind": 2, "--bind": 2, "--ro-bind-fd": 2, "--bind-fd": 2, "--symlink": 2, "--proc": 1, "--dev": 1,
+         "--tmpfs": 1, "--chdir": 1}
 
 SKELETON = ["runtime", "venv/lib", "executors/ex", "executors/other", "i18n", "integrations/p1", "creds/mail",
             "dialog/alice", "undo/t1", "data/a/b", "data/c", "data/w", "res/sheets", "idx/docs", "out"]
@@ -143,6 +144,23 @@ def declared_writable(manifest, invocation, host):
     return out
 
 
+def admin_grants(manifest, invocation, host):
+    """The writable folders the admin's host context names (not bound by the writable roots): resources,
+    integrations, the sender's dialog folder, the turn's undo folder."""
+    out = []
+    for cap in manifest["capabilities"]:
+        if cap.startswith(("metnos:write:", "metnos:create:")):
+            res = host["resources"].get(cap.split(":", 2)[2])
+            out += [os.path.realpath(res)] if res else []
+        elif cap.startswith(("provider:access:", "skill:")):
+            out.append(os.path.realpath(os.path.join(host["integrations_dir"], cap.rsplit(":", 1)[1])))
+        elif cap == "dialog.user_input" and invocation.get("sender"):
+            out.append(os.path.realpath(os.path.join(host["dialog_dir"], invocation["sender"])))
+    if manifest.get("inverse") and invocation.get("turn_id"):
+        out.append(os.path.realpath(os.path.join(host["undo_root"], invocation["turn_id"])))
+    return out
+
+
 def protected(host, name="ex"):
     """Read-only base trees (R-BASE-1/4/5), as written and resolved."""
     trees = list(SYSTEM_TREES) + [host["runtime_dir"], host["python_prefix"], host["executors_dir"],
@@ -170,8 +188,41 @@ def parse(argv):
     return flags, mounts
 
 
-def violations(argv, manifest, invocation, host):
-    """Invariants (a)-(c) on a rendered argv; [] when they hold."""
+def movable(path):
+    """A folder on the way from / to ``path`` in which someone other than root can replace the next entry
+    (not root's, or group/world-writable, unless root's, sticky and the entry root's), or None."""
+    current = "/"
+    for part in [p for p in path.split("/") if p]:
+        entry = os.path.join(current, part)
+        folder, info = os.lstat(current), os.lstat(entry)
+        writable = folder.st_uid != 0 or folder.st_mode & 0o022
+        if writable and not (folder.st_mode & 0o1000 and folder.st_uid == 0 and info.st_uid == 0):
+            return current
+        current = entry
+    return None
+
+
+def _stability(opt, params, descriptors):
+    """(e) a bind is at its resolved source; one whose way can be changed by others is by descriptor, and
+    that descriptor names the very object on the host. Returns (option as a path bind, src, dest, problems)."""
+    out = []
+    if opt in ("--ro-bind-fd", "--bind-fd"):
+        number, dest = params
+        want = [d for d in descriptors if str(d["fd"]) == number]
+        info = os.lstat(dest) if os.path.lexists(dest) else None
+        if not want or info is None or (want[0]["dev"], want[0]["ino"]) != (info.st_dev, info.st_ino):
+            out.append("(e) %s %s %s is not the descriptor of the object judged" % (opt, number, dest))
+        return opt[:-3], dest, dest, out
+    src, dest = params
+    if src != dest or os.path.realpath(src) != src:
+        out.append("(e) %s %s %s is not mounted at its resolved source" % (opt, src, dest))
+    elif movable(src):
+        out.append("(e) %s %s can be moved (%s) and is not bound by descriptor" % (opt, src, movable(src)))
+    return opt, src, dest, out
+
+
+def violations(argv, manifest, invocation, host, descriptors=()):
+    """Invariants (a)-(c) and (e) on a rendered argv; [] when they hold."""
     out = []
     try:
         flags, mounts = parse(argv)
@@ -193,8 +244,9 @@ def violations(argv, manifest, invocation, host):
         elif opt == "--symlink":
             if params[1] not in SYSTEM_PATHS or os.readlink(params[1]) != params[0]:
                 out.append("(c) --symlink %s" % params)
-        elif opt in ("--bind", "--ro-bind"):
-            src, dest = params
+        elif opt in ("--bind", "--ro-bind", "--bind-fd", "--ro-bind-fd"):
+            opt, src, dest, problems = _stability(opt, params, descriptors or [])
+            out += problems
             for path in (src, dest):
                 if under(path, "/proc") or under(path, "/dev") or path in BROAD:
                     out.append("(c) %s %s %s reaches %s" % (opt, src, dest, path))
@@ -203,6 +255,9 @@ def violations(argv, manifest, invocation, host):
                     out.append("(a) --bind %s is not resolved" % src)
                 if not any(under(src, w) for w in writable):
                     out.append("(a) --bind %s outside the declared writable %s" % (src, writable))
+                roots = [os.path.realpath(r) for r in host.get("writable_roots", ["/var/lib/metnos"])]
+                if src not in admin_grants(manifest, invocation, host) and not any(under(src, r) for r in roots):
+                    out.append("(a) --bind %s outside the admin's writable roots %s" % (src, roots))
                 for tree in trees:
                     if related(src, tree) or related(dest, tree):
                         out.append("(b) --bind %s %s touches the read-only %s" % (src, dest, tree))

@@ -63,8 +63,8 @@ def tree_paths(root):
     return [root] + sorted(paths), sorted(targets)
 
 
-def run(argv, spec, user):
-    return trees.run_inside(argv, PAYLOAD, spec, user)
+def run(argv, spec, user, descriptors=None):
+    return trees.run_inside(argv, PAYLOAD, spec, user, descriptors=descriptors)
 
 
 @settings(max_examples=16, deadline=None, derandomize=True,
@@ -77,7 +77,7 @@ def test_generated_profiles_hold_in_real_bwrap(base, case):
     try:
         prof = P.render_safe(manifest, P.HostContext(host), invocation, ACTIVE)
         assume(prof["decision"] == "wrapped")
-        assert O.violations(prof["argv"], manifest, invocation, host) == []
+        assert O.violations(prof["argv"], manifest, invocation, host, prof["descriptors"]) == []
         trees = O.protected(host)
         allowed = [w for w in O.declared_writable(manifest, invocation, host)
                    if not any(O.related(w, t) for t in trees)]
@@ -88,7 +88,7 @@ def test_generated_profiles_hold_in_real_bwrap(base, case):
         for user in (None, "nobody"):
             token = uuid.uuid4().hex
             candidates = [(p, os.path.realpath(p).startswith(root + "/")) for p in paths + targets]
-            inside = run(prof["argv"], {"token": token, "candidates": candidates}, user)
+            inside = run(prof["argv"], {"token": token, "candidates": candidates}, user, prof["descriptors"])
             for path in inside:
                 # what the payload could write is below a writable bind, the private /tmp or /dev
                 # (bwrap's own tmpfs), or in the folders bwrap creates on its private root to hold the

@@ -63,16 +63,17 @@ def base():
     shutil.rmtree(path, ignore_errors=True)
 
 
-def sandboxed(argv, spec, user):
-    return trees.run_inside(argv, PAYLOAD, spec, user)
+def sandboxed(argv, spec, user, descriptors=None):
+    return trees.run_inside(argv, PAYLOAD, spec, user, descriptors=descriptors)
 
 
 def render(caps, host=None, invocation=None, arguments=None):
     manifest = {"name": "ex", "origin": "t", "capabilities": caps}
     if arguments:
         manifest["arguments"] = arguments
-    return P.render_safe(manifest, P.HostContext(dict({"python_executable": "/usr/bin/python3"}, **(host or {}))),
-                         invocation or {}, ACTIVE)
+    # writes are allowed in this test's folders (/var/tmp/metnos-obj-*): the admin's writable roots
+    context = dict({"python_executable": "/usr/bin/python3", "writable_roots": ["/var/tmp"]}, **(host or {}))
+    return P.render_safe(manifest, P.HostContext(context), invocation or {}, ACTIVE)
 
 
 class _Listener(object):
@@ -131,7 +132,8 @@ def test_sockets_and_fifos_are_refused_and_would_be_host_channels(base, monkeypa
         assert ["--ro-bind", sock_path, sock_path] == weak["argv"][weak["argv"].index(sock_path) - 1:][:3]
         for user in USERS:
             token = uuid.uuid4().hex
-            inside = sandboxed(weak["argv"], {"token": token, "socket": sock_path, "fifo": fifo_path}, user)
+            inside = sandboxed(weak["argv"], {"token": token, "socket": sock_path, "fifo": fifo_path}, user,
+                               weak["descriptors"])
             # ... and from outside: the host process behind the socket got the sandbox's command, the
             # host reader of the FIFO got its bytes, through "read-only" binds
             assert inside == {"socket": "sent", "fifo": "sent"}, (user, inside)
@@ -167,7 +169,7 @@ def test_hard_links_are_refused_and_would_write_a_read_only_tree(base, monkeypat
     assert weak["decision"] == "wrapped", weak["diagnostics"]
     for user in USERS:
         token = uuid.uuid4().hex
-        inside = sandboxed(weak["argv"], {"token": token, "write": [second, module]}, user)
+        inside = sandboxed(weak["argv"], {"token": token, "write": [second, module]}, user, weak["descriptors"])
         # from inside: the runtime is read-only, its file's second name is not ...
         assert inside[second] == "written" and "Read-only" in inside[module], (user, inside)
         with open(module) as handle:                # ... and from outside: the runtime's file changed
@@ -206,7 +208,7 @@ def test_within_patterns_narrow_and_their_root_would_widen(base, monkeypatch):
             handle.write("")
         os.chmod(target, 0o666)
         token = uuid.uuid4().hex
-        inside = sandboxed(weak["argv"], {"token": token, "write": [target]}, user)
+        inside = sandboxed(weak["argv"], {"token": token, "write": [target]}, user, weak["descriptors"])
         assert inside[target] == "written", (user, inside)
         with open(target) as handle:                  # from outside: a file no *.txt pattern names changed
             assert token in handle.read(), user

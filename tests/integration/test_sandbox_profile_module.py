@@ -66,11 +66,12 @@ def test_check_diff_shows_mount_changes_and_writes_nothing(tmp_path):
     before = (dest / "editor.args").read_text()
     mtime = (dest / "editor.args").stat().st_mtime_ns
     edited = dict(base, capabilities=["fs:write:%s/**" % data, "net:http"])
-    res = run_module("sandbox_profile", {"manifest": edited, "host": HOST, "dest": str(dest)}, check=True)
+    host = dict(HOST, writable_roots=[str(data)])         # the admin allows writes there
+    res = run_module("sandbox_profile", {"manifest": edited, "host": host, "dest": str(dest)}, check=True)
     assert res["changed"] is True
     # What a reviewer sees with --check --diff (the callback prints the diff as a unified diff):
     shown = subprocess.run([ansible_tool("ansible"), "localhost", "-m", "sandbox_profile", "--check", "--diff", "-a",
-                            json.dumps({"manifest": edited, "host": HOST, "dest": str(dest)})],
+                            json.dumps({"manifest": edited, "host": host, "dest": str(dest)})],
                            capture_output=True, text=True, cwd=ROOT, env=ansible_env()).stdout
     assert "-%s\n" % "--unshare-net" in shown
     assert "--ro-bind\n" in shown and "+--bind\n" in shown

@@ -40,7 +40,7 @@ def test_invariants_hold_on_generated_trees_and_manifests(base, case):
         if prof["decision"] != "wrapped":
             assert prof["argv"] is None and prof["refusal"]
             return
-        assert O.violations(prof["argv"], manifest, invocation, host) == []          # (a) (b) (c)
+        assert O.violations(prof["argv"], manifest, invocation, host, prof["descriptors"]) == []    # (a)-(c), (e)
         again = render(host, manifest, invocation)                                 # (d) same input, same argv
         assert again["argv"] == prof["argv"]
         shuffled = dict(manifest, capabilities=list(reversed(manifest["capabilities"])))
@@ -82,6 +82,13 @@ def _hard_link(path, existing):
     return path
 
 
+def _movable(path):
+    """A folder in a declared scope whose parent anyone may write (0777, not sticky): it can be moved."""
+    os.makedirs(path, exist_ok=True)
+    os.chmod(os.path.dirname(path), 0o777)
+    return path
+
+
 def _insert(argv, *items):
     sep = argv.index("--chdir")
     return argv[:sep] + list(items) + argv[sep:]
@@ -113,6 +120,11 @@ def test_final_check_passes_the_rendered_argv(rendered):
     (lambda r, a: _insert(a, "--bind", _special(r + "/data/w/f", True), r + "/data/w/f"), "(c)"),  # a FIFO
     (lambda r, a: _insert(a, "--bind", _hard_link(r + "/data/w/h", r + "/runtime/m.py"), r + "/data/w/h"),
      "(b)"),                                                                              # a runtime file's 2nd name
+    # (e) the mount model and stable sources
+    (lambda r, a: _insert(a, "--ro-bind", r + "/data/a", r + "/data/l9"), "(e)"),           # source is not dest
+    (lambda r, a: _insert(a, "--ro-bind", "/bin/sh", "/bin/sh"), "(e)"),                    # through the --symlink /bin
+    (lambda r, a: _insert(a, "--ro-bind", _movable(r + "/data/a/m/x"), r + "/data/a/m/x"), "(e)"),  # by path, movable
+    (lambda r, a: _insert(a, "--ro-bind-fd", "100", r + "/data/a"), "(e)"),                 # an undeclared descriptor
 ])
 @pytest.mark.rule("R-SEC-1")
 def test_final_check_catches_each_weakening(rendered, weaken, invariant):

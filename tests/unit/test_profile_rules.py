@@ -261,7 +261,7 @@ def test_never_widens(tree, value, code):
     ("data/notes/**", "sub/b.md", "data/notes/sub/b.md"), ("data/notes/*/b.md", "sub/b.md", "data/notes/sub/b.md"),
     ("data/notes/{a,b}.md", "a.md", "data/notes/a.md"), ("data/notes/**/b.md", "sub/b.md", "data/notes/sub/b.md"),
     ("data/notes/s[tu]b", "sub/b.md", "data/notes/sub/b.md"), ("data/notes/?.md", "a.md", "data/notes/a.md"),
-    ("data/notes/*", "inlink", "data/notes/inlink"),
+    ("data/notes/*", "inlink", "data/notes/sub"),        # a link: mounted at its resolved path only
 ])
 @pytest.mark.rule("R-ARG-1")
 def test_value_inside_its_within_pattern(tree, within, value, mounted):
@@ -277,8 +277,11 @@ def test_value_inside_its_within_pattern(tree, within, value, mounted):
 def test_symlink_inside_scope_is_fine(tree):
     within = {"path": {"within": ["%s/data/notes/**" % tree]}}
     prof = render(tree, ["fs:read:arg:path"], {"arguments": {"path": "inlink"}}, arguments=within)
-    entry = mounts(prof)[str(tree / "data/notes/inlink")]
-    assert entry["src"] == str(tree / "data/notes/sub")
+    # mounted at its resolved host path only (the mount model): the declared name is in the provenance
+    assert str(tree / "data/notes/inlink") not in mounts(prof)
+    entry = mounts(prof)[str(tree / "data/notes/sub")]
+    assert entry["src"] == entry["dest"] == str(tree / "data/notes/sub")
+    assert "declared as %s" % (tree / "data/notes/inlink") in entry["provenance"][0]["source"]
 
 
 @pytest.mark.rule("R-ARG-1")
