@@ -72,18 +72,22 @@ def params():
 # the sandbox, onto the executor's folder, /etc, /proc, the runtime - and, from pub's depth on the host,
 # into harmless attacker folders in data. Judged on the host and mounted at the declared path, each was a
 # mount over the tree it names inside (read-only grants only for the executor: its main.py replaced).
-add("dest_executor_shadowed_readonly", "dest", "R-BASE-4", "wrapped",
-    ["fs:read:@ROOT@/view", "fs:read:@ROOT@/view/exe"])
-add("dest_executor_shadowed_writable", "dest", "R-BASE-4", "wrapped", ["fs:read:@ROOT@/view", "fs:write:@ROOT@/view/exe"])
-add("dest_etc_shadowed_writable", "dest", "R-BASE-1", "wrapped", ["fs:read:@ROOT@/view", "fs:write:@ROOT@/view/etcw"])
-add("dest_proc_covered", "dest", "R-BASE-2", "wrapped", ["fs:read:@ROOT@/view", "fs:read:@ROOT@/view/prc"])
-add("dest_runtime_shadowed_writable", "dest", "R-BASE-4", "wrapped",
-    ["fs:read:@ROOT@/view", "fs:write:@ROOT@/view/rtw"])
-add("dest_alias_chain", "dest", "R-BASE-4", "wrapped", ["fs:read:@ROOT@/view3", "fs:read:@ROOT@/view3/exe"])
-add("dest_arg_value_through_alias", "dest", "R-ARG-1", "arg_symlink_escapes", ["fs:read:@ROOT@/view", "fs:write:arg:p"],
-    arguments={"p": {"within": ["@ROOT@/view/**"]}}, invocation={"arguments": {"p": "exe"}})
-add("dest_within_alias_read", "dest", "R-ARG-1", "arg_symlink_escapes", ["fs:read:arg:p", "fs:read:@ROOT@/view"],
-    arguments={"p": {"within": ["@ROOT@/view/*"]}}, invocation={"arguments": {"p": "etcw"}})
+# the admin allows writes through the view as well (rules hold on the path as written and as resolved)
+VIEW_ROOTS = {"writable_roots": ["@ROOT@/data", "@ROOT@/view", "@ROOT@/view3"]}
+for id_, rule, caps in [
+        ("dest_executor_shadowed_readonly", "R-BASE-4", ["fs:read:@ROOT@/view", "fs:read:@ROOT@/view/exe"]),
+        ("dest_executor_shadowed_writable", "R-BASE-4", ["fs:read:@ROOT@/view", "fs:write:@ROOT@/view/exe"]),
+        ("dest_etc_shadowed_writable", "R-BASE-1", ["fs:read:@ROOT@/view", "fs:write:@ROOT@/view/etcw"]),
+        ("dest_proc_covered", "R-BASE-2", ["fs:read:@ROOT@/view", "fs:read:@ROOT@/view/prc"]),
+        ("dest_runtime_shadowed_writable", "R-BASE-4", ["fs:read:@ROOT@/view", "fs:write:@ROOT@/view/rtw"]),
+        ("dest_alias_chain", "R-BASE-4", ["fs:read:@ROOT@/view3", "fs:read:@ROOT@/view3/exe"])]:
+    add(id_, "dest", rule, "wrapped", caps, host=VIEW_ROOTS)
+add("dest_arg_value_through_alias", "dest", "R-ARG-1", "arg_symlink_escapes",
+    ["fs:read:@ROOT@/view", "fs:write:arg:p"], arguments={"p": {"within": ["@ROOT@/view/**"]}},
+    invocation={"arguments": {"p": "exe"}}, host=VIEW_ROOTS)
+add("dest_within_alias_read", "dest", "R-ARG-1", "arg_symlink_escapes",
+    ["fs:read:arg:p", "fs:read:@ROOT@/view"], arguments={"p": {"within": ["@ROOT@/view/*"]}},
+    invocation={"arguments": {"p": "etcw"}}, host=VIEW_ROOTS)
 
 # ---------------------------------------------------------------- roots: writes only where the admin allows
 for i, scope in enumerate(["/root/.ssh", "/root/.config", "/home/metnos", "/var/lib/dpkg/info", "/var/lib/systemd",

@@ -1,0 +1,120 @@
+"""The second hostile set (tests/corpus/hostile_bwrap.py: profiles as bwrap sees them when it acts)
+rendered against its real host tree: every entry gets its expected decision - a refusal with its
+stable code, or a profile - from every in-process face (core, filter preview, the audit payload, the
+probe for refusals, the module's main() with Ansible's own argument handling), without a traceback,
+with a reply that is valid UTF-8 (Ansible refuses any other), under a watchdog. The accepted ones are
+run in real bwrap as root and as nobody by tests/integration/test_hostile_bwrap_real.py; time and
+memory of the worst are measured by scripts/bench-render.py, never asserted here."""
+import json
+import os
+import signal
+
+import pytest
+
+from ansible.module_utils.metnos_sandbox import audit as A
+from ansible.module_utils.metnos_sandbox import bwrap as B
+from ansible.module_utils.metnos_sandbox import manifest as M
+from ansible.module_utils.metnos_sandbox import probe as PR
+from ansible.module_utils.metnos_sandbox import profile as P
+from corpus import hostile_bwrap as H
+from helpers import faces
+
+F = faces.load("filter_plugins/metnos_sandbox.py", "mfilters")
+WATCHDOG_SECONDS = 20
+
+
+def status(bwrap):
+    return {"bwrap_available": True, "bwrap_path": bwrap or "/usr/bin/bwrap", "disabled_via_env": False,
+            "active": True}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    _root, _host, entries = H.materialize(str(tmp_path_factory.mktemp("hostile_bwrap")))
+    return dict((e.id, (e, path, host, inv, bwrap)) for e, path, host, inv, bwrap in entries)
+
+
+class _Watchdog(object):
+    def __enter__(self):
+        def boom(_sig, _frame):
+            raise AssertionError("watchdog: no answer in %d s (unbounded work)" % WATCHDOG_SECONDS)
+        self.old = signal.signal(signal.SIGALRM, boom)
+        signal.alarm(WATCHDOG_SECONDS)
+
+    def __exit__(self, *exc):
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, self.old)
+
+
+def decide(prof):
+    return prof["decision"] if prof["decision"] == "wrapped" else prof["refusal"]
+
+
+def core(path, host, inv, bwrap):
+    with _Watchdog():
+        return P.render_safe(M.FileSource(path), P.HostContext(host), inv, status(bwrap))
+
+
+def test_the_set_covers_every_class():
+    classes = set(e.cls for e in H.CORPUS)
+    assert classes == {"dest", "roots", "engine", "chain", "link", "args", "stable"}
+    assert len(H.CORPUS) >= 60
+    assert sum(e.expect == "wrapped" for e in H.CORPUS) >= 8      # accepted: checked for real in bwrap
+
+
+@pytest.mark.parametrize("entry_id", H.params())
+def test_core_gives_the_expected_decision(corpus, entry_id):
+    entry, path, host, inv, bwrap = corpus[entry_id]
+    prof = core(path, host, inv, bwrap)
+    assert decide(prof) == entry.expect, prof["diagnostics"][:2]
+    text = json.dumps(prof)
+    text.encode("utf-8")                                    # no lone surrogate anywhere in the answer
+    assert "Traceback" not in text and len(text) < 64 * 1024
+    if entry.expect == "wrapped":
+        sep = prof["argv"].index("--")
+        binds = [(o, a, b) for o, a, b in zip(prof["argv"][:sep], prof["argv"][1:sep], prof["argv"][2:sep])
+                 if o in ("--bind", "--ro-bind")]
+        assert all(a == b for _o, a, b in binds), binds      # every grant at its resolved host path only
+
+
+@pytest.mark.parametrize("entry_id", H.params())
+def test_every_face_gives_the_core_decision(corpus, entry_id, tmp_path):
+    entry, path, host, inv, bwrap = corpus[entry_id]
+    want = decide(core(path, host, inv, bwrap))
+    with _Watchdog():
+        preview = F.metnos_profile(F.metnos_manifest_source(path), host=host, invocation=inv, status=status(bwrap))
+    assert decide(preview) == want and preview["preview"] is True
+    if bwrap is not None:
+        return                  # the probe and the audit find bwrap on the service's PATH (the module face: below)
+    if want != "wrapped":       # a wrapped profile would start bwrap: run for real by the integration test
+        with open(path, "rb") as handle:
+            raw = handle.read()
+        with _Watchdog():
+            probe = PR.probe_service({"unit": None, "manifest": raw, "invocation": inv, "host": host,
+                                      "context": "direct", "timeout": 30}, B.default_runner)
+        errors = [d["code"] for d in probe["diagnostics"] if d["severity"] == "error"]
+        assert errors[0] == want and probe["passed"] is False
+        json.dumps(probe).encode("utf-8")
+    plain = decide(core(path, host, {}, bwrap))
+    with _Watchdog():
+        drift = A.profile_drift([M.transport(M.FileSource(path))], host, str(tmp_path), status(bwrap))
+    assert (drift[0].get("refusal") or drift[0]["decision"]) == plain
+
+
+@pytest.mark.parametrize("entry_id", H.params())
+def test_module_face_gives_the_core_decision(corpus, entry_id, capsys):
+    from test_hostile_corpus import run_module_face
+    entry, path, host, inv, bwrap = corpus[entry_id]
+    if entry_id == "args_lone_surrogate":
+        pytest.skip("in-process, Ansible's own decoding of module arguments refuses a lone surrogate before the "
+                    "module runs; through a real play it reaches the module (test_hostile_bwrap_real.py)")
+    want = decide(core(path, host, inv, bwrap))
+    args = {"host": host, "discover_python_roots": False, "fail_on_refusal": False, "manifest_file": path,
+            "path": os.path.dirname(bwrap) if bwrap else "/usr/sbin:/usr/bin:/sbin:/bin"}
+    if inv:
+        args["invocation"] = inv
+    with _Watchdog():
+        res = run_module_face(args, capsys)
+    json.dumps(res).encode("utf-8")
+    assert "exception" not in res, res.get("exception")
+    assert decide(res) == want
