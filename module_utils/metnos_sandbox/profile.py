@@ -1561,10 +1561,16 @@ def _stabilise(r: _Render, ordered: List[MountEntry]) -> List[DS.Descriptor]:
             break
         entry["fd"] = DS.FD_BASE + len(descriptors)
         descriptors.append(DS.identity(src, entry["fd"], info))
-    for finding in MM.violations([_op(e) for e in ordered], _STATS[0]):
+    for finding in _model(ordered):
         r.refuse("mount_dest_differs" if finding.kind == "differs" else "mount_dest_unstable", "model",
                  {"dest": finding.dest, "problem": finding.text})
     return descriptors
+
+
+def _model(ordered: List[MountEntry]) -> List[MM.Finding]:
+    """The renderer's own run of the mount model over the mounts it is about to emit (the final check runs
+    it again on the argv it reads back)."""
+    return MM.violations([_op(e) for e in ordered], _STATS[0])
 
 
 def _op(entry: MountEntry) -> MM.Op:

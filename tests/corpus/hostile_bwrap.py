@@ -167,12 +167,12 @@ DIRS = ["rt/runtime", "venv/lib/site-packages", "venv/bin", "executors/ex", "int
         "dialog/alice", "undo/t1", "outside", "datax", "pyinst/bin", "pyinst/lib/python3.99", "tools/bin",
         "oldbwrap/bin", "special", "undo_hl/undo_last_turn", "data/w", "data/notes/sub", "data/nest/a/w",
         "data/chain", "data/c40", "data/c41", "data/loop_a", "data/" + "/".join(PAD) + "/pub",
-        "data/" + "/".join(PAD[:-1]) + "/executors/ex", "data/" + "/".join(PAD[:-1]) + "/rt/runtime"]
+        "data/" + "/".join(PAD) + "/executors/ex", "data/" + "/".join(PAD) + "/rt/runtime"]
 FILES = {"executors/ex/main.py": SIGNED, "rt/runtime/metnos.py": "# runtime\n", "outside/secret": "outside\n",
          "data/notes/a.md": "a\n", "data/notes/sub/b.md": "b\n", "data/secret": "secret\n",
          "pyinst/bin/python3.99": "#!fake interpreter\n", "pyinst/lib/libpython3.99.so.1.0": "\x7fELF\n",
-         "data/" + "/".join(PAD[:-1]) + "/executors/ex/main.py": ATTACKER,
-         "data/" + "/".join(PAD[:-1]) + "/rt/runtime/metnos.py": "# attacker's runtime\n",
+         "data/" + "/".join(PAD) + "/executors/ex/main.py": ATTACKER,          # what pub/exe leads to on the host
+         "data/" + "/".join(PAD) + "/rt/runtime/metnos.py": "# attacker's runtime\n",
          "undo_hl/undo_last_turn/restore.py": "def undo():\n    return 0\n",
          "oldbwrap/bin/bwrap": "#!/bin/sh\ncat <<'EOF'\nusage: bwrap [OPTIONS...] [--] COMMAND [ARGS...]\n"
                                "    --bind SRC DEST              Bind mount the host path SRC on DEST\n"
