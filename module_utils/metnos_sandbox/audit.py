@@ -127,7 +127,8 @@ def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner) -
         result["verdict"] = "fail"
     result["duration"] = round(time.time() - start, 3)
     result["cpu"] = cpu_seconds()
-    return D.utf8_safe(result)          # every string valid UTF-8: the controller reads the whole record
+    safe: Dict[str, Any] = D.utf8_safe(result)      # every string valid UTF-8: the controller reads the record
+    return safe
 
 
 def _service(unit: str, params: Mapping[str, Any], runner: B.Runner,

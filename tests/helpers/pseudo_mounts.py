@@ -36,7 +36,8 @@ CASES = [
     ("above_both_write", ["fs:write:@T/data"], "scope_pseudo_filesystem"),
     ("proc_below_write_within", ["fs:write:arg:p"], "scope_pseudo_filesystem", {"p": {"within": ["@T/data/w/**"]}},
      {"arguments": {"p": "proc"}}),
-    ("proc_below_resource", ["metnos:write:wres"], "host_path_refused", None, None, {"resources": {"wres": "@T/data/w"}}),
+    ("proc_below_resource", ["metnos:write:wres"], "host_path_refused", None, None,
+     {"resources": {"wres": "@T/data/w"}}),
     ("proc_below_read_is_fine", ["fs:read:@T/data/w"], "wrapped"),
     ("tmpfs_below_write_is_fine", ["fs:write:@T/data/t"], "wrapped"),
 ]
@@ -74,7 +75,7 @@ def _cgroup2():
 def build(tree):
     for d in DIRS:
         os.makedirs(os.path.join(tree, d), exist_ok=True)
-    for dirpath, dirnames, _files in os.walk(tree):
+    for dirpath, _dirnames, _files in os.walk(tree):
         os.chmod(dirpath, 0o755)
     subprocess.run(["mount", "-t", "proc", "proc", os.path.join(tree, "data/w/proc")], check=True)
     subprocess.run(["mount", "-t", "tmpfs", "tmpfs", os.path.join(tree, "data/t/tmp")], check=True)
@@ -137,7 +138,8 @@ def real(base):
     cgroup = build(tree)
     own = "metnos-i19-%s" % uuid.uuid4().hex[:8]       # a subtree delegated to the payload's user
     host = host_dict(tree, writable_roots=[tree + "/data"])
-    manifest = {"name": "ex", "origin": "t", "capabilities": ["fs:write:%s/data/w" % tree, "fs:write:%s/data/cg" % tree]}
+    manifest = {"name": "ex", "origin": "t",
+                "capabilities": ["fs:write:%s/data/w" % tree, "fs:write:%s/data/cg" % tree]}
     out = {"refused": P.render_safe(manifest, P.HostContext(host), {}, ACTIVE)["refusal"], "cgroup2": cgroup}
     MT.MountTable.pseudo_related = lambda self, path: None          # the mutation
     weak = P.render_safe(manifest, P.HostContext(host), {}, ACTIVE)

@@ -148,9 +148,11 @@ def test_the_mount_model_refuses_declared_destinations_in_both_layers(corpus, mo
 
 
 # What each destination game reaches once mounted at its declared path: (key, what the payload then sees).
-SHOWN = {"dest_executor_shadowed_readonly": ("own", H.ATTACKER), "dest_executor_shadowed_writable": ("own", H.ATTACKER),
-         "dest_alias_chain": ("own", H.ATTACKER), "dest_runtime_shadowed_writable": ("runtime", "# attacker's runtime\n"),
-         "dest_etc_shadowed_writable": ("etc", "error: No such file or directory"), "dest_proc_covered": ("proc", False)}
+SHOWN = {"dest_executor_shadowed_readonly": ("own", H.ATTACKER),
+         "dest_executor_shadowed_writable": ("own", H.ATTACKER), "dest_alias_chain": ("own", H.ATTACKER),
+         "dest_runtime_shadowed_writable": ("runtime", "# attacker's runtime\n"),
+         "dest_etc_shadowed_writable": ("etc", "error: No such file or directory"),
+         "dest_proc_covered": ("proc", False)}
 
 
 @pytest.mark.parametrize("entry_id", sorted(SHOWN))
