@@ -63,6 +63,8 @@ class Loader(object):
     def exec_module(self, module):
         module.__file__ = "<metnos_audit:%s>" % module.__name__
         exec(compile(src[module.__name__], module.__file__, "exec", dont_inherit=True), module.__dict__)
+    def get_source(self, name):
+        return src[name]
 sys.meta_path.insert(0, Loader())
 from metnos_sandbox import audit
 try:

@@ -20,7 +20,8 @@ from . import diagnostics as D
 from . import files
 
 MAX_PROFILE_BYTES = 4 * 1024 * 1024
-DOC_KEYS = ("executor", "decision", "argv", "mounts", "namespaces", "network", "manifest", "exception")
+DOC_KEYS = ("executor", "decision", "argv", "mounts", "namespaces", "network", "manifest", "exception",
+            "descriptors")
 _EXECUTOR = re.compile(r"[a-z0-9_][a-z0-9_.-]{0,127}")
 
 

@@ -45,6 +45,25 @@ def test_strict_profile_passes_in_service_context(svc):
     assert transient_left(svc) == "0"
 
 
+def test_descriptor_binds_are_opened_inside_the_transient_unit(systemd_host):
+    """Data folders the service user owns can be moved by it: their binds are by descriptor, and the launcher
+    (descriptors.py) opens them inside the transient unit, as the service user, before it becomes bwrap - on
+    Debian 12 (bubblewrap 0.8.0-2+deb12u1, --bind-fd backported) and 13 (0.12)."""
+    svc = systemd_host
+    svc.install_unit("pdesc", "[Service]\nUser=metnos\n" + SLEEP)
+    svc.sh("systemctl daemon-reload")
+    svc.sh("mkdir -p /var/lib/metnos/data/notes /var/lib/metnos/data/w && chown -R metnos /var/lib/metnos/data")
+    manifest = {"name": "ex", "origin": "t", "capabilities": ["fs:read:/var/lib/metnos/data/notes",
+                                                             "fs:write:/var/lib/metnos/data/w"]}
+    res = svc.module("sandbox_probe", {"unit": "metnos-pdesc.service", "manifest": manifest})
+    assert "--ro-bind-fd" in res["profile"]["argv"] and "--bind-fd" in res["profile"]["argv"], res["profile"]
+    assert res["passed"] is True, [c for c in res["checks"] if not c["ok"]] or res["diagnostics"]
+    assert res["context"].startswith("systemd transient unit")
+    names = dict((c["name"], c["ok"]) for c in res["checks"])
+    assert names["writable:/var/lib/metnos/data/w"] and names["read_only:/var/lib/metnos/data/notes"], names
+    assert names["no_leaked_descriptors"] and transient_left(svc) == "0"
+
+
 def test_restrict_namespaces_fails_with_directive_named(svc):
     admin = svc.module("bwrap_facts", {"smoke_user": "metnos"})
     assert admin["userns"]["smoke_test"]["passed"] is True          # fine from the admin shell...
