@@ -1,0 +1,68 @@
+"""What a stored profile can promise about a later run (docs/profile-invariants.md): sandbox_profile
+writes <executor>.json/.args; scripts/metnos-sandbox-exec runs the .json for real as root and as
+nobody, opening its descriptors race-free; once a descriptor-bound folder is replaced after rendering
+it refuses (bind_source_moved) and nothing runs; the .args run as a plain argv stops at bwrap's setup
+(the descriptor is not open) instead of mounting whatever the path now names."""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+from conftest import ROOT, run_module
+from helpers.fake_host import host_dict
+
+EXEC = os.path.join(ROOT, "scripts", "metnos-sandbox-exec")
+MAIN = "import sys\nopen(sys.argv[1] if len(sys.argv) > 1 else '%s/data/w/out', 'w').write('ran')\n"
+
+
+@pytest.fixture
+def stored():
+    base = tempfile.mkdtemp(prefix="metnos-st-", dir="/var/tmp")
+    os.chmod(base, 0o755)
+    for rel in ("executors/ex", "data/w", "profiles"):
+        os.makedirs(os.path.join(base, rel))
+    os.chmod(base + "/data", 0o777)
+    os.chmod(base + "/data/w", 0o777)
+    with open(base + "/executors/ex/main.py", "w") as handle:
+        handle.write(MAIN % base)
+    host = host_dict(base, writable_roots=[base + "/data"], python_executable="/usr/bin/python3")
+    res = run_module("sandbox_profile", {"manifest": {"name": "ex", "origin": "t",
+                                                      "capabilities": ["fs:write:%s/data/w" % base]},
+                                         "host": host, "dest": base + "/profiles", "discover_python_roots": False})
+    assert res["decision"] == "wrapped" and res["descriptors"], res.get("diagnostics")
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def _exec(base, user, *argv):
+    cmd = list(argv) or [EXEC, "--profile", base + "/profiles/ex.json"]
+    if user:
+        cmd = ["setpriv", "--reuid=%s" % user, "--regid=nogroup", "--clear-groups"] + cmd
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.rule("R-SEC-1")
+def test_a_stored_profile_runs_through_the_helper_and_only_on_the_objects_judged(stored):
+    with open(stored + "/profiles/ex.json") as handle:
+        doc = json.load(handle)
+    assert [d["path"] for d in doc["descriptors"]] == [stored + "/data/w"]
+    for user in (None, "nobody"):
+        proc = _exec(stored, user)
+        assert proc.returncode == 0, (user, proc.stderr)
+        with open(stored + "/data/w/out") as handle:
+            assert handle.read() == "ran"
+        os.unlink(stored + "/data/w/out")
+    with open(stored + "/profiles/ex.args") as handle:
+        plain = handle.read().splitlines()
+    proc = _exec(stored, None, *plain)               # the .args alone: the descriptor is not open
+    assert proc.returncode != 0 and "/proc/self/fd/100" in proc.stderr, proc.stderr
+    os.rename(stored + "/data/w", stored + "/data/w.judged")
+    os.mkdir(stored + "/data/w")                      # another folder where the judged one was
+    os.chmod(stored + "/data/w", 0o777)
+    for user in (None, "nobody"):
+        proc = _exec(stored, user)
+        assert proc.returncode == 1 and "bind_source_moved" in proc.stderr, (user, proc.stderr)
+        assert os.listdir(stored + "/data/w") == [] and os.listdir(stored + "/data/w.judged") == []
