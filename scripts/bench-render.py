@@ -91,15 +91,48 @@ def worst_cases(base):
     return out
 
 
+def chain_cases(base):
+    """Link chains planted in a data folder (the second hostile set's worst work): 128 scopes, each into
+    its own chain of 39 links (the most the kernel resolves, all distinct), and 128 scopes into one
+    1,000-link chain; (name, factory, invocation, host)."""
+    root = os.path.join(base, "chains")
+    os.makedirs(os.path.join(root, "data", "w"))
+    for c in range(128):
+        folder = os.path.join(root, "data", "c%d" % c)
+        os.makedirs(folder)
+        for i in range(39):
+            os.symlink("l%d" % (i + 1) if i < 38 else "../w", os.path.join(folder, "l%d" % i))
+    os.makedirs(os.path.join(root, "data", "long"))
+    for i in range(1000):
+        os.symlink("l%d" % (i + 1) if i < 999 else "../w", os.path.join(root, "data", "long", "l%d" % i))
+    host = {"runtime_dir": root + "/rt", "executors_dir": root + "/ex", "python_executable": "/usr/bin/python3",
+            "python_prefix": root + "/venv", "writable_roots": [root + "/data"]}
+    distinct = ["fs:read:%s/data/c%d/l0" % (root, c) for c in range(128)]
+    one_chain = ["fs:write:%s/data/long/l%d" % (root, i * 7) for i in range(128)]
+    return [("128_scopes_into_39_link_chains", lambda: {"name": "x", "origin": "o", "capabilities": distinct}, {},
+             host),
+            ("128_scopes_into_one_1000_link_chain", lambda: {"name": "x", "origin": "o", "capabilities": one_chain},
+             {}, host)]
+
+
 def hostile(seconds_note):
     """Time and tracemalloc peak of every hostile input; prints the worst ones."""
     import tracemalloc
     sys.path.insert(0, os.path.join(ROOT, "tests"))
-    from corpus import hostile_tree
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import core_path
+    core_path.use_core()            # the corpus trees compute the undo broker's digest with the core
+    from corpus import hostile_bwrap, hostile_tree
     base = tempfile.mkdtemp(prefix="metnos-bench-hostile-")
     _root, _host, entries = hostile_tree.materialize(base)
     cases = [(e.id, (lambda path=path: M.FileSource(path)), inv, host) for e, path, host, inv in entries]
+    second = os.path.join(base, "second")
+    os.makedirs(second)
+    _root2, _host2, entries2 = hostile_bwrap.materialize(second)
+    cases += [(e.id, (lambda path=path: M.FileSource(path)), inv, host) for e, path, host, inv, _bw in entries2]
+    count = len(cases)
     cases += [(name, factory, inv, _host) for name, factory, inv in worst_cases(base)]
+    cases += chain_cases(base)
     P.render_safe({"name": "x", "origin": "o"}, P.HostContext(_host))          # imports and caches warm
     M.decode("a: 1\n")
     timed = []
@@ -118,8 +151,8 @@ def hostile(seconds_note):
         tracemalloc.stop()
     timed.sort(reverse=True)
     peaks.sort(reverse=True)
-    print("hostile inputs: %d (%d corpus entries + %d generated worst cases)" % (
-        len(cases), len(entries), len(cases) - len(entries)))
+    print("hostile inputs: %d (%d entries of the two corpora + %d generated worst cases)" % (
+        len(cases), count, len(cases) - count))
     print("slowest: " + "; ".join("%s %.1f ms (%s)" % (n, t * 1000, d) for t, n, d in timed[:6]))
     print("largest tracemalloc peak: " + "; ".join("%s %.2f MiB" % (n, m / 1048576.0) for m, n in peaks[:6]))
     print("worst: %.1f ms, %.2f MiB peak (limits: 1000 ms, 100 MiB); process max RSS %.1f MiB"
@@ -139,7 +172,8 @@ def main():
         "python_executable": "/usr/bin/python3",
         "resources": dict((k, root + "/sheets") for k in P.DEFAULT_HOST["resources"]),
         "indexes": {"docs": root + "/index/docs"}, "integrations_dir": root + "/integrations",
-        "mail_credentials_dir": root + "/mail", "dialog_dir": root + "/dialog", "undo_root": root + "/undo"})
+        "mail_credentials_dir": root + "/mail", "dialog_dir": root + "/dialog", "undo_root": root + "/undo",
+        "writable_roots": [root, "/var/lib/metnos"]})
     docs = []
     for path in sorted(glob.glob(os.path.join(ROOT, "examples", "manifests", "*.yml"))):
         with open(path) as handle:

@@ -27,7 +27,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import os
 import stat
-from typing import Dict, List, NamedTuple, Optional, Sequence
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from . import paths as PA
 
@@ -55,10 +55,12 @@ class Finding(NamedTuple):
 class Stats(object):
     """lstat() of host paths, each asked once (one render shares one)."""
 
-    __slots__ = ("_seen",)
+    __slots__ = ("_seen", "unstable", "models")
 
     def __init__(self) -> None:
         self._seen: Dict[str, Optional[os.stat_result]] = {}
+        self.unstable: Dict[str, Optional[str]] = {}             # unstable_folder's answers
+        self.models: Dict[Tuple[Op, ...], List[Finding]] = {}   # violations' answers (on these lstats)
 
     def lstat(self, path: str) -> Optional[os.stat_result]:
         if path not in self._seen:
@@ -83,13 +85,18 @@ def replaceable(folder: Optional[os.stat_result], entry: Optional[os.stat_result
 def unstable_folder(path: str, stats: Stats) -> Optional[str]:
     """The first folder on the walk from / to ``path`` (absolute, resolved) in which someone other
     than root can replace the next component, or None when only root can change the walk."""
+    if path in stats.unstable:
+        return stats.unstable[path]
+    found: Optional[str] = None
     current = "/"
     for part in path.strip("/").split("/") if path != "/" else []:
         entry = (current if current != "/" else "") + "/" + part
         if replaceable(stats.lstat(current), stats.lstat(entry)):
-            return current
+            found = current
+            break
         current = entry
-    return None
+    stats.unstable[path] = found
+    return found
 
 
 def _cover(path: str, placed: Dict[str, int]) -> Optional[str]:
@@ -117,20 +124,19 @@ def _bind(op: Op, ops: Sequence[Op], placed: Dict[str, int], stats: Stats) -> Li
     if op.src != op.dest:
         return [Finding(op.dest, "differs", "its source %s is not its destination: bwrap resolves the destination "
                                             "anew inside the new root" % op.src)]
+    cover: Optional[str] = None
+    earlier: Optional[Op] = None
     for path in _components(op.dest):
-        cover = _cover(path, placed)
-        if cover is None:
-            continue                                    # a folder bwrap creates in its own root
-        earlier = ops[placed[cover]]
-        if earlier.kind == "symlink":
-            return [Finding(op.dest, "differs", "%s passes through the --symlink %s -> %s" % (path, cover,
-                                                                                             earlier.src))]
-        if earlier.kind in ("proc", "dev"):
-            return [Finding(op.dest, "differs", "%s is inside the --%s at %s" % (path, earlier.kind, cover))]
-        if earlier.kind not in BINDS or earlier.src is None:
-            continue                                    # inside bwrap's own tmpfs: bwrap creates it
-        host = earlier.src + path[len(cover):]
-        found = _entry(op, path, host, cover, stats)
+        if path in placed:                              # the deepest destination placed so far on the way
+            cover, earlier = path, ops[placed[path]]
+            if earlier.kind == "symlink":
+                return [Finding(op.dest, "differs", "%s passes through the --symlink %s -> %s" % (path, cover,
+                                                                                                 earlier.src))]
+            if earlier.kind in ("proc", "dev"):
+                return [Finding(op.dest, "differs", "%s is inside the --%s at %s" % (path, earlier.kind, cover))]
+        if earlier is None or cover is None or earlier.kind not in BINDS or earlier.src is None:
+            continue                                    # a folder bwrap creates in its own root or tmpfs
+        found = _entry(op, path, earlier.src + path[len(cover):], cover, stats)
         if found is not None:
             return [found]
     return []
@@ -158,8 +164,12 @@ def _entry(op: Op, path: str, host: str, cover: str, stats: Stats) -> Optional[F
 
 def violations(ops: Sequence[Op], stats: Optional[Stats] = None) -> List[Finding]:
     """Every destination whose meaning inside the new root, at the moment bwrap mounts it, is not the
-    host path it names (or can be moved at run time). ``ops`` in argv order."""
+    host path it names (or can be moved at run time). ``ops`` in argv order. With the same ``stats`` (the
+    same lstat answers) the same ops get the same answer, computed once."""
     stats = stats or Stats()
+    key = tuple(ops)
+    if key in stats.models:
+        return list(stats.models[key])
     placed: Dict[str, int] = {}
     out: List[Finding] = []
     for i, op in enumerate(ops):
@@ -171,4 +181,5 @@ def violations(ops: Sequence[Op], stats: Optional[Stats] = None) -> List[Finding
                 out.append(Finding(op.dest, "differs", "the --%s %s would be made inside the folder mounted at %s"
                                    % (op.kind, op.dest, cover)))
         placed[op.dest] = i
+    stats.models[key] = list(out)
     return out

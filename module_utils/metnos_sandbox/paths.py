@@ -12,7 +12,8 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import functools
 import os
-from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Tuple
+import stat
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
 
 def under(path: str, root: str) -> bool:
@@ -96,40 +97,61 @@ class Resolver(object):
     ``resolve(path)`` raises Unresolvable instead of recursing without bound (CPython's realpath
     overflows the stack on a chain of ~1,000 links) or answering a loop with the loop's text."""
 
-    __slots__ = ("_target", "_done", "_full", "steps")
+    __slots__ = ("_target", "_done", "_full", "steps", "_lstat")
 
-    def __init__(self, steps: int = MAX_STEPS) -> None:
+    def __init__(self, steps: int = MAX_STEPS,
+                 lstat: Optional[Callable[[str], Optional[os.stat_result]]] = None) -> None:
         self._target: Dict[str, Optional[str]] = {}              # path -> its link target, None if not a link
         self._done: Dict[str, Tuple[str, int]] = {}              # link path -> (resolved, links it follows)
-        self._full: Dict[str, str] = {}
+        self._lstat = lstat                                      # a shared lstat() cache (the render's), if any
+        self._full: Dict[str, Tuple[str, int]] = {}           # path asked (or a prefix) -> (resolved, links)
         self.steps = steps
 
     def readlink(self, path: str) -> Optional[str]:
         """The target of the symbolic link at ``path``, None when it is none (or missing); read once."""
         if path in self._target:
             return self._target[path]
-        try:
-            target: Optional[str] = os.readlink(path)
-        except (OSError, ValueError):
-            target = None
+        target: Optional[str] = None
+        if self._lstat is not None:                              # one lstat answers both: a link, and its mode
+            info = self._lstat(path)
+            if info is not None and stat.S_ISLNK(info.st_mode):
+                try:
+                    target = os.readlink(path)
+                except (OSError, ValueError):
+                    target = None
+        else:
+            try:
+                target = os.readlink(path)
+            except (OSError, ValueError):
+                target = None
         self._target[path] = target
         return target
 
     def resolve(self, path: str) -> str:
-        """The resolved form of an absolute ``path``; raises Unresolvable."""
+        """The resolved form of an absolute ``path``; raises Unresolvable. Every prefix of a path resolved
+        is kept, so a path below one already resolved costs only its own last components."""
         hit = self._full.get(path)
-        if hit is None:
-            hit = self._full[path] = self._walk(path)
-        return hit
+        if hit is not None:
+            return hit[0]
+        parts = path.split("/")
+        known = len(parts) - 1
+        while known > 1 and "/".join(parts[:known]) not in self._full:
+            known -= 1
+        current, links = self._full.get("/".join(parts[:known]), ("/", 0)) if known > 1 else ("/", 0)
+        stack: List[Any] = []
+        for i in range(len(parts) - 1, known - 1, -1):
+            stack.append(("full", "/".join(parts[:i + 1])))       # the prefix is resolved once it pops
+            stack.append(parts[i])
+        return self._walk(path, current, links, stack)
 
-    def _walk(self, path: str) -> str:
-        current = "/"
-        links = 0
-        stack: List[Any] = list(reversed(path.split("/")))
+    def _walk(self, path: str, current: str, links: int, stack: List[Any]) -> str:
         while stack:
             part = stack.pop()
-            if isinstance(part, tuple):                  # a link's expansion ends here: keep its answer
-                self._done[part[0]] = (current, links - part[1])
+            if isinstance(part, tuple):
+                if part[0] == "full":                    # a prefix of the path asked: keep its answer
+                    self._full[part[1]] = (current, links)
+                else:                                    # a link's expansion ends here: keep its answer
+                    self._done[part[1]] = (current, links - part[2])
                 continue
             if part in ("", "."):
                 continue
@@ -155,7 +177,7 @@ class Resolver(object):
                 continue
             if links + 1 > MAX_LINKS:
                 raise Unresolvable(path, "links")
-            stack.append((candidate, links))
+            stack.append(("link", candidate, links))
             links += 1
             stack.extend(reversed(target.split("/")))
             if target.startswith("/"):

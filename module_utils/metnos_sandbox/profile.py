@@ -222,7 +222,8 @@ def _abs_clean(key: str, value: Any) -> str:
     return _norm(str.__str__(value))
 
 
-_RESOLVE = [PA.Resolver()]         # the render's resolver (one cache and one budget per render)
+_STATS = [MM.Stats()]               # lstat() of host paths, once per render (resolution, stability, the model)
+_RESOLVE = [PA.Resolver(lstat=_STATS[0].lstat)]     # the render's resolver (one cache and one budget per render)
 
 
 def _realpath(path: str) -> str:
@@ -241,10 +242,15 @@ def _real_or_none(path: str) -> Optional[str]:
 @functools.lru_cache(maxsize=8192)
 def _file_type(path: str) -> Optional[str]:
     """'dir', 'file', 'linked file' (a regular file with several hard links), 'socket', 'FIFO',
-    'device' or None (missing) for a resolved path (cached inside one render, like _realpath)."""
-    try:
-        info = os.stat(path)
-    except (OSError, ValueError):
+    'device' or None (missing) for a resolved path (cached inside one render, like _realpath; the render's
+    lstat answers, followed only if it is still a link)."""
+    info = _STATS[0].lstat(path)
+    if info is not None and stat.S_ISLNK(info.st_mode):
+        try:
+            info = os.stat(path)
+        except (OSError, ValueError):
+            return None
+    if info is None:
         return None
     mode = info.st_mode
     if stat.S_ISDIR(mode):
@@ -261,19 +267,24 @@ def _shared_folder(path: str) -> bool:
     """A resolved path that is a folder every user may write into (sticky and world-writable: mode
     1777), found on the host (cached inside one render, like _realpath). A path through a symlink is
     judged on its resolved form (scope_symlink_refused), like every alias."""
-    try:
-        mode = os.lstat(path).st_mode
-    except (OSError, ValueError):
+    info = _STATS[0].lstat(path)
+    if info is None:
         return False
+    mode = info.st_mode
     return stat.S_ISDIR(mode) and mode & _SHARED_MODE == _SHARED_MODE and _real_or_none(path) == path
 
 
-_STATS = [MM.Stats()]               # lstat() of host paths, once per render (stability, the mount model)
+def _kind(real: str) -> Optional[str]:
+    """'dir', 'file' or 'other' for a resolved host path from the render's lstat answers; None if missing."""
+    info = _STATS[0].lstat(real)
+    if info is None:
+        return None
+    return "dir" if stat.S_ISDIR(info.st_mode) else "file" if stat.S_ISREG(info.st_mode) else "other"
 
 
 def _caches_clear() -> None:
-    _RESOLVE[0] = PA.Resolver()
     _STATS[0] = MM.Stats()
+    _RESOLVE[0] = PA.Resolver(lstat=_STATS[0].lstat)
     _listdir.cache_clear()
     _file_type.cache_clear()
     _shared_folder.cache_clear()
@@ -311,6 +322,7 @@ class HostContext(object):
         self._resolver = PA.Resolver()
         self._loops: Dict[str, str] = {}          # host paths the kernel would not resolve -> why
         self._bwrap: Tuple[Optional[str], Tuple[str, ...]] = (None, ())
+        self._bwrap_given: Optional[str] = ""
         self._writable: Optional[PA.Roots] = None
         self._stable: Dict[str, Optional[str]] = {}
 
@@ -390,6 +402,9 @@ class HostContext(object):
     def use_bwrap(self, path: Optional[str]) -> None:
         """The bwrap that will run the profiles (the service's): its folder, as found and resolved, is a
         read-only base tree; its --help says whether descriptors can be bound."""
+        if path == self._bwrap_given:
+            return
+        self._bwrap_given = path
         if path is not None and not os.path.isabs(path):
             import shutil
             path = shutil.which(path) or path
@@ -982,7 +997,7 @@ def _grant_fs(r: _Render, cap: Capability) -> None:
     real = r.judge_scope("capability %s" % D.excerpt(cap.text), cap.target, root, mode)
     if real is None:
         return None
-    if not os.path.exists(real):
+    if _kind(real) is None:
         r.skip("missing_scope", {"what": D.excerpt(cap.text), "path": root}, capability=D.excerpt(cap.text))
         return None
     r.mounts.add(mode, real, real, "R-CAP-FS", "capability:" + cap.text + _declared(root, real))
@@ -1027,7 +1042,7 @@ def _grant_arg(r: _Render, cap: Capability) -> None:
         return
     if r.judge_scope(field, value, lexical, mode) is None:
         return
-    if not os.path.exists(real):
+    if _kind(real) is None:
         r.skip("missing_arg_path", {"what": field, "value": D.excerpt(value), "path": lexical}, field=field)
         return
     r.mounts.add(mode, real, real, "R-ARG-1", "capability:%s (argument %s=%s)%s" % (cap.text, cap.arg, lexical,
@@ -1114,7 +1129,7 @@ def _mount_configured(r: _Render, cap: Capability, key: str, path: str, mode: st
     real = r.judge_host(key, path, mode, configured=True)
     if real is None:
         return
-    if os.path.exists(real):
+    if _kind(real) is not None:
         r.mounts.add(mode, real, real, rule, "capability:" + cap.text + _declared(path, real))
     else:
         r.skip("missing", {"what": cap.text, "path": path})
@@ -1145,7 +1160,7 @@ def _grant_sys(r: _Render, cap: Capability) -> None:
     key = _sys_key(cap)
     for i, path in enumerate(r.host[key]):
         real = r.judge_host("%s[%d]" % (key, i), path, "ro", configured=True, channel=True)
-        if real is not None and os.path.exists(real):
+        if real is not None and _kind(real) is not None:
             r.mounts.add("ro", real, real, "R-CAP-SYS", "capability:" + cap.text + _declared(path, real))
 
 
@@ -1157,7 +1172,7 @@ def _mount_entry(r: _Render, key: str, entry: str, rule: str, source: str) -> Op
     real = r.judge_host(key, path, "rw", container=r.host[key], grant=key)
     if real is None:
         return None
-    if not os.path.isdir(real):
+    if _kind(real) != "dir":
         return False
     r.mounts.add("rw", real, real, rule, source + _declared(path, real))
     return True
@@ -1180,7 +1195,7 @@ def _grant_mail(r: _Render, cap: Capability) -> None:
                             container=None if explicit else store, grant="mail_credentials_dir")
         if real is None:
             return
-        if os.path.isfile(real):
+        if _kind(real) == "file":
             r.mounts.add("ro", real, real, "R-CAP-MAIL", "capability:" + cap.text + _declared(path, real))
             granted += 1
     if not granted:
@@ -1509,7 +1524,7 @@ def _render(manifest: Manifest, host: HostContext, invocation: Optional[Invocati
     if any(d["severity"] == D.ERROR for d in diags):
         return refused(name, diags)
     if command is None:          # inside the sandbox, every grant is at its resolved path
-        command = [_inside(host["python_executable"]), os.path.join(own_real or own_dir, entrypoint)]
+        command = [_inside(host, host["python_executable"]), os.path.join(own_real or own_dir, entrypoint)]
     argv = [status.get("bwrap_path") or bwrap_path or "bwrap"] + [f["flag"] for f in flags]
     for entry in ordered:
         argv.extend(_mount_args(entry))
@@ -1528,13 +1543,10 @@ def _render(manifest: Manifest, host: HostContext, invocation: Optional[Invocati
     }
 
 
-def _inside(path: str) -> str:
+def _inside(host: HostContext, path: str) -> str:
     """Where a configured file is inside the sandbox: in its folder's resolved path (every grant is mounted
     there), under its own name (a venv's python3 link must stay one: the venv is found through it)."""
-    try:
-        return os.path.join(_realpath(os.path.dirname(path)), os.path.basename(path))
-    except PA.Unresolvable:
-        return path
+    return os.path.join(host._resolve(os.path.dirname(path)), os.path.basename(path))
 
 
 def _stabilise(r: _Render, ordered: List[MountEntry]) -> List[DS.Descriptor]:
@@ -1812,7 +1824,7 @@ def check_invariants(argv: List[str], manifest: Manifest, host: HostContext, inv
     keys = [(op.dest.count("/"), op.dest) for op in read.ops]
     if keys != sorted(keys):
         out.append("mounts are not in canonical order (d)")
-    out += _check_model(read, descriptors or [])
+    out += _check_model(read, descriptors or [], host, base)
     trees = host.trees()
     allowed: Optional[_Allowed] = None
     own_real = _real_or_none(own_dir)
@@ -1827,14 +1839,14 @@ def check_invariants(argv: List[str], manifest: Manifest, host: HostContext, inv
     return out
 
 
-def _check_model(read: _Argv, descriptors: Sequence[DS.Descriptor]) -> List[str]:
+def _check_model(read: _Argv, descriptors: Sequence[DS.Descriptor], host: HostContext, base: _BaseIndex) -> List[str]:
     """(e): the mount model over the argv read back, each path bind's source stable, each descriptor
     the object judged (looked up again on the host)."""
     out = ["%s: %s (e)" % (f.dest, f.text) for f in MM.violations(read.ops, _STATS[0])]
     judged = dict((int(d["fd"]), d) for d in descriptors)
     for bind in read.binds:
         if bind.fd is None:
-            folder = MM.unstable_folder(bind.src, _STATS[0])
+            folder = host.stable(bind.src) if bind.src in base.ro else MM.unstable_folder(bind.src, _STATS[0])
             if folder is not None:
                 out.append("%s %s: someone other than root can write %s on its way, and it is not bound by "
                            "descriptor (e)" % (bind.opt, bind.src, folder))
