@@ -1200,6 +1200,8 @@ def utf8_safe(value: Any) -> Any:
     that carries one is refused by Ansible ("Refusing to deserialize an invalid UTF8 string value"),
     and the refusal code it holds would never reach the play."""
     if isinstance(value, str):
+        if value.isascii():
+            return value
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:

@@ -32,6 +32,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 from . import paths as PA
 
 BINDS = ("ro", "rw")
+MAX_PURE = 256
 _WRITE_OTHERS = stat.S_IWGRP | stat.S_IWOTH
 
 
@@ -55,12 +56,13 @@ class Finding(NamedTuple):
 class Stats(object):
     """lstat() of host paths, each asked once (one render shares one)."""
 
-    __slots__ = ("_seen", "unstable", "models")
+    __slots__ = ("_seen", "unstable", "models", "looked")
 
     def __init__(self) -> None:
         self._seen: Dict[str, Optional[os.stat_result]] = {}
         self.unstable: Dict[str, Optional[str]] = {}             # unstable_folder's answers
         self.models: Dict[Tuple[Op, ...], List[Finding]] = {}   # violations' answers (on these lstats)
+        self.looked = False                                      # violations() asked lstat() something
 
     def lstat(self, path: str) -> Optional[os.stat_result]:
         if path not in self._seen:
@@ -110,32 +112,34 @@ def _cover(path: str, placed: Dict[str, int]) -> Optional[str]:
     return None
 
 
-def _components(dest: str) -> List[str]:
-    """'/a/b/c' -> ['/a', '/a/b', '/a/b/c']."""
-    out, current = [], ""
-    for part in dest.strip("/").split("/") if dest != "/" else []:
-        current += "/" + part
-        out.append(current)
-    return out
-
-
 def _bind(op: Op, ops: Sequence[Op], placed: Dict[str, int], stats: Stats) -> List[Finding]:
-    """Walk one bind's destination through the mounts before it, as bwrap's mkdir and mount(2) do."""
+    """Walk one bind's destination through the mounts before it, as bwrap's mkdir and mount(2) do: the
+    components below the deepest destination placed on its way (those above it were walked when it was)."""
     if op.src != op.dest:
         return [Finding(op.dest, "differs", "its source %s is not its destination: bwrap resolves the destination "
                                             "anew inside the new root" % op.src)]
+    below: List[str] = []                               # the components below ``cover``, nearest first
     cover: Optional[str] = None
-    earlier: Optional[Op] = None
-    for path in _components(op.dest):
-        if path in placed:                              # the deepest destination placed so far on the way
-            cover, earlier = path, ops[placed[path]]
-            if earlier.kind == "symlink":
-                return [Finding(op.dest, "differs", "%s passes through the --symlink %s -> %s" % (path, cover,
-                                                                                                 earlier.src))]
-            if earlier.kind in ("proc", "dev"):
-                return [Finding(op.dest, "differs", "%s is inside the --%s at %s" % (path, earlier.kind, cover))]
-        if earlier is None or cover is None or earlier.kind not in BINDS or earlier.src is None:
-            continue                                    # a folder bwrap creates in its own root or tmpfs
+    for path in (op.dest,) + PA.ancestors(op.dest):
+        if path not in placed:
+            if cover is None:
+                below.append(path)
+            continue
+        earlier = ops[placed[path]]
+        if earlier.kind == "symlink":
+            return [Finding(op.dest, "differs", "%s passes through the --symlink %s -> %s" % (op.dest, path,
+                                                                                             earlier.src))]
+        if earlier.kind in ("proc", "dev"):
+            return [Finding(op.dest, "differs", "%s is inside the --%s at %s" % (op.dest, earlier.kind, path))]
+        cover = path if cover is None else cover
+    if cover is None:
+        return []                                       # folders bwrap creates in its own root
+    earlier = ops[placed[cover]]
+    if earlier.kind not in BINDS or earlier.src is None:
+        return []                                       # inside bwrap's own tmpfs: bwrap creates them
+    if below:
+        stats.looked = True                             # the answer now depends on the host, not only on ops
+    for path in reversed(below):
         found = _entry(op, path, earlier.src + path[len(cover):], cover, stats)
         if found is not None:
             return [found]
@@ -162,6 +166,11 @@ def _entry(op: Op, path: str, host: str, cover: str, stats: Stats) -> Optional[F
     return None
 
 
+# violations() of op lists none of whose destinations lies below a bind: a function of the ops alone (no lstat),
+# so kept across renders (bounded).
+_PURE: Dict[Tuple[Op, ...], List[Finding]] = {}
+
+
 def violations(ops: Sequence[Op], stats: Optional[Stats] = None) -> List[Finding]:
     """Every destination whose meaning inside the new root, at the moment bwrap mounts it, is not the
     host path it names (or can be moved at run time). ``ops`` in argv order. With the same ``stats`` (the
@@ -170,6 +179,9 @@ def violations(ops: Sequence[Op], stats: Optional[Stats] = None) -> List[Finding
     key = tuple(ops)
     if key in stats.models:
         return list(stats.models[key])
+    if key in _PURE:
+        return list(_PURE[key])
+    looked, stats.looked = stats.looked, False
     placed: Dict[str, int] = {}
     out: List[Finding] = []
     for i, op in enumerate(ops):
@@ -182,4 +194,9 @@ def violations(ops: Sequence[Op], stats: Optional[Stats] = None) -> List[Finding
                                    % (op.kind, op.dest, cover)))
         placed[op.dest] = i
     stats.models[key] = list(out)
+    if not stats.looked:            # no component lies below a bind: the answer is the ops' alone, kept for all
+        if len(_PURE) >= MAX_PURE:
+            _PURE.clear()
+        _PURE[key] = list(out)
+    stats.looked = looked or stats.looked
     return out
