@@ -53,9 +53,11 @@ options:
     description:
       - Host-context overrides (real paths of the Metnos install); unknown keys are refused.
       - Keys include runtime_dir, executors_dir, executor_dir, python_executable, python_prefix,
-        python_package_roots, i18n_dbs, lexicon_dbs, resources, indexes, integrations_dir,
-        mail_credentials_dir, mail_accounts, dialog_dir, undo_root, systemd_read_paths,
-        system_read_paths, undo_exception.
+        python_package_roots, python_installation, i18n_dbs, lexicon_dbs, resources, indexes,
+        integrations_dir, mail_credentials_dir, mail_accounts, dialog_dir, undo_root,
+        systemd_read_paths, system_read_paths, undo_exception, writable_roots.
+      - C(writable_roots) (default C([/var/lib/metnos])) are the only folders below which fs:write
+        may reach (C(scope_outside_writable_roots) otherwise, naming them).
       - Every path is resolved on the host (symlinks followed) and judged with the same rules as a
         manifest scope; a refused one is reported as C(host_path_refused) naming the key.
       - C(undo_exception) pins the undo broker (R-FAIL-2) with name, origin, revision, owner,
@@ -130,8 +132,21 @@ mounts:
   contains:
     kind: {description: ro, rw, tmpfs, proc, dev or symlink., type: str}
     src: {description: Host path (symlink target for symlink)., type: str}
-    dest: {description: Path inside the sandbox., type: str}
+    dest:
+      description: Path inside the sandbox; for a bind its resolved host path, equal to src.
+      type: str
     provenance: {description: "List of {rule, source}.", type: list}
+    fd:
+      description: The descriptor number of a bind whose source can move (see descriptors).
+      type: int
+descriptors:
+  description:
+    - The sources bound by descriptor (someone other than root can write a folder on their way), each
+      with the number it must be opened on and the object judged (path, dev, ino, type).
+    - Run such a profile through scripts/metnos-sandbox-exec (docs/profile-invariants.md).
+  returned: when wrapped
+  type: list
+  elements: dict
 namespaces:
   description: Namespace and lifetime flags with rule and source.
   returned: always
