@@ -589,7 +589,7 @@ class HostContext(object):
         refusals = []
         for key in RESERVED_KEYS:
             path = self.data[key]
-            real = self.real(path)
+            real = self._resolve(path)
             for form in [path, real] + self.mount_table().aliases(real, parts=False):
                 inside = [s for s in system if PA.under(form, s)]
                 if inside:

@@ -127,6 +127,8 @@ add("chain_arg_value", "chain", "R-ARG-1", "scope_too_many_links", ["fs:read:arg
     arguments={"p": {"within": ["@ROOT@/data/**"]}}, invocation={"arguments": {"p": "chain/l0"}})
 add("chain_host_resource", "chain", "R-CAP-METNOS", "host_path_refused", ["metnos:read:chained"],
     host={"resources": {"chained": "@ROOT@/data/chain/l0"}})
+for key in ("runtime_dir", "executors_dir", "mail_credentials_dir", "undo_root"):
+    add("chain_host_" + key, "chain", "R-BASE-4", "host_path_refused", [], host={key: "@ROOT@/data/loop_a/x"})
 
 # ---------------------------------------------------------------- link: every rule on every path
 add("link_credential_hard_link", "link", "R-CAP-MAIL", "host_path_refused", ["mail:read:hl"])
