@@ -52,6 +52,28 @@ def default_runner(argv: Sequence[str], env: Optional[Mapping[str, str]] = None,
             proc.stderr.decode("utf-8", "replace"))
 
 
+def bounded_runner(seconds: float) -> Runner:
+    """A runner that ends what it started after ``seconds``: the command in a session of its own, the whole
+    session killed on time-out (a child it left behind holding the pipes included); (124, '', why) then."""
+    def run(argv: Sequence[str], env: Optional[Mapping[str, str]] = None,
+            timeout: float = seconds) -> Tuple[int, str, str]:
+        full_env = dict(os.environ, **C_ENV)
+        full_env.update(env or {})
+        try:
+            proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, env=full_env, start_new_session=True)
+        except OSError as exc:
+            return 127, "", str(exc)
+        try:
+            out, err = proc.communicate(timeout=min(timeout, seconds))
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            proc.wait()
+            return 124, "", "timed out after %s s" % min(timeout, seconds)
+        return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+    return run
+
+
 def module_runner(module: Any) -> Runner:
     """A runner (argv -> (rc, stdout, stderr)) over AnsibleModule.run_command, with a C locale."""
     def run(argv: Sequence[str], env: Optional[Mapping[str, str]] = None, timeout: float = 30) -> Tuple[int, str, str]:

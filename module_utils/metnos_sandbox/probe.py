@@ -1284,7 +1284,7 @@ def _fail_closed(out: Json, service: _Service) -> Json:
     return out
 
 
-def _render(params: Json, status: Json, runner: t.Any) -> t.Tuple[str, Json]:
+def _render(params: Json, status: Json) -> t.Tuple[str, Json]:
     """The interpreter the payload runs on, and the profile the probe runs (rendered as the runtime would,
     with the interpreter's package roots and installation discovered like every other face)."""
     from . import profile as P
@@ -1293,7 +1293,9 @@ def _render(params: Json, status: Json, runner: t.Any) -> t.Tuple[str, Json]:
     if not os.path.exists(python):
         python = "/usr/bin/python3"
     host_over.setdefault("python_executable", python)
-    host = P.HostContext(P.with_python_roots(host_over, runner))     # P.ContextError names the bad key
+    # asked of the interpreter outside any sandbox: bounded like every run of the probe (a hanging one is killed)
+    ask = B.bounded_runner(min(10.0, float(params.get("timeout") or 60)))
+    host = P.HostContext(P.with_python_roots(host_over, ask))       # P.ContextError names the bad key
     source = PROBE_MANIFEST if params.get("manifest") is None else params["manifest"]
     return python, P.render_safe(source, host, params.get("invocation") or {}, status)
 
@@ -1375,7 +1377,7 @@ def probe_service(params: Json, runner: t.Any) -> Json:
     service = _service(params, runner, out)
     if not service.status["active"]:
         return _fail_closed(out, service)
-    python, prof = _render(params, service.status, runner)
+    python, prof = _render(params, service.status)
     out["profile"] = {"executor": prof["executor"], "decision": prof["decision"], "argv": prof["argv"]}
     if prof["decision"] != "wrapped":
         out["context"] = "not started: profile %s" % prof["decision"]

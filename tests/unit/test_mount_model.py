@@ -9,6 +9,7 @@ import json
 import os
 import random
 import stat
+import subprocess
 import time
 
 import pytest
@@ -342,3 +343,17 @@ def test_final_check_verifies_descriptors_against_the_host(tmp_path):
     found = P.check_invariants(prof["argv"], manifest, ctx, {}, own, prof["descriptors"])
     assert any("not the object judged" in v for v in found), found
     assert stat.S_ISDIR(os.lstat(root + "/data/r").st_mode)
+
+
+@pytest.mark.rule("R-DIAG-3")
+def test_asking_a_hanging_interpreter_is_bounded(tmp_path):
+    """The probe discovers the interpreter's roots and installation like every face; an interpreter that
+    hangs (and leaves a child holding its pipes) is killed with its whole session, and nothing is found."""
+    script = tmp_path / "python"
+    token = "metnos-i19-%d" % os.getpid()
+    script.write_text("#!/bin/sh\nexec -a %s sleep 60 &\nsleep 60\n" % token)
+    os.chmod(str(script), 0o755)
+    start = time.monotonic()
+    found = P.discover_python(str(script), P.B.bounded_runner(1.0))
+    assert found == P.PythonFound([], []) and time.monotonic() - start < 10
+    assert subprocess.run(["pgrep", "-f", token], capture_output=True).returncode == 1     # nothing left behind
