@@ -11,8 +11,8 @@
 # (the newest dnf4 distribution; Fedora 41+ has dnf5, which Debian does not package), and its
 # pacman 7.0 is the major release Arch ships (Debian 12 has pacman 6.0, without the download
 # sandbox). Everything comes from Debian's mirror (apt inside the build); no registry is used.
-# Each image is tagged localhost/metnos-pkghost:<kind>-<key>, where key hashes this script, the
-# files in tests/pkghosts/ and the base image's id, so an unchanged recipe reuses the image; the
+# Each image is tagged localhost/metnos-pkghost:<kind>-<key>, where key hashes this script, its
+# Containerfile and the files that copies (tests/pkghosts/) and the base image's id, so an unchanged recipe reuses the image; the
 # newest build is also tagged localhost/metnos-pkghost:<kind>.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,7 +24,9 @@ base=localhost/metnos-debian:13
 base_id=$(podman image inspect --format '{{.Id}}' "$base")
 for kind in "${kinds[@]}"; do
   case "$kind" in dnf|pacman) ;; *) echo "unknown package-manager host '$kind' (dnf, pacman)" >&2; exit 2 ;; esac
-  key=$( { sha256sum "$0"; (cd "$here/tests/pkghosts" && sha256sum -- *); echo "$base_id"; } | sha256sum | cut -c1-12)
+  # the recipe: this script, the Containerfile, the files it copies, the base image
+  files=("Containerfile.$kind" $(sed -n 's|^COPY \(.*\) /tmp/pkghost/$|\1|p' "$here/tests/pkghosts/Containerfile.$kind"))
+  key=$( { sha256sum "$0"; (cd "$here/tests/pkghosts" && sha256sum -- "${files[@]}"); echo "$base_id"; } | sha256sum | cut -c1-12)
   tag="localhost/metnos-pkghost:$kind-$key"
   if [ -z "${FORCE:-}" ] && podman image exists "$tag"; then
     podman tag "$tag" "localhost/metnos-pkghost:$kind"
