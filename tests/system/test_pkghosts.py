@@ -215,13 +215,16 @@ class Sequence(threading.Thread):
 
 
 @pytest.fixture(scope="module")
-def sequences(tmp_path_factory):
-    for image in (DNF_IMAGE, PACMAN_IMAGE):
-        if podman("image", "exists", image, check=False).returncode != 0:
-            pytest.fail("image %s is missing: run scripts/build-pkghost-images.sh (make system does)" % image)
-    seqs = {"dnf": Sequence(DNF_IMAGE, tmp_path_factory.mktemp("dnf"), "dnf", dnf_sequence),
-            "pacman": Sequence(PACMAN_IMAGE, tmp_path_factory.mktemp("pacman"), "pacman", pacman_sequence,
-                               bwrap_host_pacman_archive_url=ARCHIVE)}
+def sequences(request, tmp_path_factory):
+    """Both sequences at once, or the one the selected tests need (-k pacman runs only its host)."""
+    wanted = {k for item in request.session.items for k in ("dnf", "pacman") if k in item.fixturenames}
+    make = {"dnf": lambda: Sequence(DNF_IMAGE, tmp_path_factory.mktemp("dnf"), "dnf", dnf_sequence),
+            "pacman": lambda: Sequence(PACMAN_IMAGE, tmp_path_factory.mktemp("pacman"), "pacman", pacman_sequence,
+                                       bwrap_host_pacman_archive_url=ARCHIVE)}
+    seqs = {kind: make[kind]() for kind in sorted(wanted)}
+    for seq in seqs.values():
+        if podman("image", "exists", seq.image, check=False).returncode != 0:
+            pytest.fail("image %s is missing: run scripts/build-pkghost-images.sh (make system does)" % seq.image)
     try:
         for name, seq in seqs.items():
             seq.host = start_host("metnos-pkg%s" % name, image=seq.image)
@@ -343,7 +346,7 @@ def test_dnf_host_bwrap_facts_and_probe_pass(sequences, dnf):
     assert sequences["dnf"].rh.raw["dpkg"].returncode != 0      # never Debian's package
 
 
-def test_rpm_and_dnf_outputs_the_fakes_encode(sequences):
+def test_rpm_and_dnf_outputs_the_fakes_encode(sequences, dnf):
     """What tests/unit's fakes and parsers assume about rpm and dnf, against the real tools."""
     from ansible.module_utils.metnos_sandbox import bwrap as B
     raw = sequences["dnf"].rh.raw
@@ -467,7 +470,7 @@ def test_pacman_host_bwrap_facts_and_probe_pass(sequences, pacman):
     assert sequences["pacman"].rh.raw["dpkg"].returncode != 0
 
 
-def test_pacman_outputs_the_fakes_encode(sequences):
+def test_pacman_outputs_the_fakes_encode(sequences, pacman):
     """What tests/unit's fakes and parsers assume about pacman, against pacman 7.0 -- and the
     download sandbox inside a container without CAP_SYS_ADMIN (Landlock cannot restrict the
     download: pacman says so on stderr and downloads anyway, rc 0)."""
