@@ -71,7 +71,8 @@ def transactions(lines):
 
 FINGERPRINT = (
     "find / -xdev \\( -path /proc -o -path /sys -o -path /dev -o -path /run -o -path /var/log/journal "
-    "-o -path /root/.ansible -o -path /var/lib/rpm/rpmdb.sqlite-shm \\) -prune "
+    "-o -path /root/.ansible -o -path /var/lib/rpm/rpmdb.sqlite-shm -o -path '/var/log/dnf*.log' "
+    "-o -path /var/log/hawkey.log \\) -prune "
     "-o -type d -printf '%p/ %m %U %G\\n' -o -printf '%p %s %T@ %m %U %G\\n' | sort -S 64M | sha256sum; "
     "find /etc /usr/local /srv /home /var/lib/rpm /var/lib/pacman /var/cache -xdev -type f "
     "! -name rpmdb.sqlite-shm -exec sha256sum {} + 2>/dev/null | sort | sha256sum")
@@ -82,8 +83,10 @@ def checked(rh, name, **role_vars):
     each file's size and mtime; content hashes of configuration, package databases and caches)
     taken before and after it. Left out: directories' mtimes (Ansible's podman connection makes and
     removes files in /tmp: measured with a bare `ping`; a file left behind still shows as a path),
-    Ansible's own working directory (/root/.ansible), and sqlite's shared-memory index of the rpm
-    database (rpmdb.sqlite-shm), which every reader rewrites, rpm -q included."""
+    Ansible's own working directory (/root/.ansible), sqlite's shared-memory index of the rpm
+    database (rpmdb.sqlite-shm), which every reader rewrites, rpm -q included, and dnf's own logs
+    (dnf.log, dnf.librepo.log, dnf.rpm.log, hawkey.log), to which every dnf command appends, the
+    read-only `dnf --cacheonly check-upgrade` of check mode included (measured)."""
     before = rh.sh(FINGERPRINT).stdout
     step = rh.role(name, check=True, **role_vars)
     step.after["unchanged"] = rh.sh(FINGERPRINT).stdout == before
@@ -129,8 +132,10 @@ def dnf_sequence(rh):
 
 
 def pacman_reinstall(rh, what):
-    """Put a conflicting build in place as its owner would (pacman itself, outside the role)."""
-    rh.sh("pacman -Rdd --noconfirm bubblewrap >/dev/null 2>&1 || true; LC_ALL=C pacman %s >/dev/null" % what)
+    """Put a build in place as its owner would (pacman itself, outside the role), whichever of
+    bubblewrap, bubblewrap-suid and bubblewrap-git is installed now."""
+    rh.sh("old=$(pacman -Qq bubblewrap bubblewrap-suid bubblewrap-git 2>/dev/null | sort -u); "
+          "[ -z \"$old\" ] || pacman -Rdd --noconfirm $old >/dev/null; LC_ALL=C pacman %s >/dev/null" % what)
 
 
 def pacman_sequence(rh):
