@@ -393,3 +393,20 @@ def test_refusals(applied):
     for n in ("pin-option-injection", "pin-shell", "pin-newline", "pin-too-long"):
         assert "is not a package version" in res[n]["msg"], res[n]
     assert all(calls[n] == [] for n in names), calls
+
+
+def test_argument_specs_match_the_defaults_and_the_manager_table():
+    """meta/argument_specs.yml validates every default with the same default value, and the
+    package-manager choices are exactly auto plus the managers set_vars.yml knows."""
+    import yaml
+    role = os.path.join(ROOT, "roles", "bwrap_host")
+
+    def load(*path):
+        with open(os.path.join(role, *path)) as f:
+            return yaml.safe_load(f)
+    defaults = load("defaults", "main.yml")
+    options = load("meta", "argument_specs.yml")["argument_specs"]["main"]["options"]
+    assert set(defaults) == set(options)
+    assert {k: options[k]["default"] for k in options} == defaults
+    managers = load("vars", "main.yml")["__bwrap_host_manager_vars"]
+    assert options["bwrap_host_package_manager"]["choices"] == ["auto"] + list(managers)
