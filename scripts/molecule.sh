@@ -49,7 +49,9 @@ platform_env() {   # platform -> KEY=VALUE words for env(1)
   local image prebuilt manager
   read -r image prebuilt manager < <(platform "$1")
   echo "MOLECULE_DISTRO=$1 MOLECULE_IMAGE=$image MOLECULE_PREBUILT=$prebuilt MOLECULE_PKG_MANAGER=$manager"
-  # the pacman host's archive for pins is on disk (the Arch Linux Archive's layout)
+  # the local package-manager hosts hold an older build (their side effect must pin it); the
+  # pacman host's archive for pins is on disk (the Arch Linux Archive's layout)
+  case "$manager" in dnf|pacman) echo "MOLECULE_EXPECT_PINS=true" ;; esac
   [ "$manager" = pacman ] && echo "MOLECULE_PACMAN_ARCHIVE_URL=file:///srv/metnos/archive/packages"
   return 0
 }
