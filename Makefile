@@ -58,11 +58,12 @@ integration: test-deps preflight
 	@echo "=== integration ==="
 	$(PYTEST) tests/integration
 
-## system: real systemd hosts (podman containers from locally built Debian images)
+## system: real systemd hosts (podman containers from locally built Debian images; the dnf and pacman hosts built on them)
 system: test-deps
 	@echo "=== system ==="
 	@command -v podman >/dev/null || { echo "system: podman is missing (apt-get install podman runc)" >&2; exit 2; }
 	scripts/build-images.sh 12 13
+	scripts/build-pkghost-images.sh dnf pacman
 	$(PYTEST) tests/system
 
 ## molecule: the one scenario molecule/default per platform, then fault

@@ -35,6 +35,7 @@ ALMA9 = {"distribution": "AlmaLinux", "distribution_major_version": "9", "os_fam
 ALPINE = {"distribution": "Alpine", "distribution_major_version": "3", "os_family": "Alpine",
           "pkg_mgr": "apk", "architecture": "x86_64"}
 SUID = {"bubblewrap": ["bubblewrap-suid"]}
+PROV = {"bubblewrap-suid": ["bubblewrap"]}   # pacman -Q bubblewrap answers with the provider
 ALA = "https://archive.archlinux.org/packages/b/bubblewrap/bubblewrap-%s-x86_64.pkg.tar.zst"
 # Calls that only read: anything else in a check-mode run is a bug.
 READ_ONLY = (("pacman", "-Q"), ("pacman", "-Qu"), ("rpm", "-q"), ("dpkg-query", "-W"),
@@ -124,11 +125,33 @@ PLATFORMS = {
 
 
 NEW, OLD = "0.12.0-1", "0.11.0-1"
+GIT = "0.12.0.r3.g1a2b3c4-1"
 CHAIN_COPY = ("fedora44", "fedora43", "alma9", "alpine")
+
+
+# bwrap_host_package_manager: an explicit choice wins over the facts (a derivative distribution,
+# or the dnf/pacman test hosts of tests/system/test_pkghosts.py, which are Debian underneath).
+# name -> (platform whose facts the host reports, choice, vars file, install method, module)
+MANAGERS = {
+    "manager-debian-dnf": ("debian13", "dnf", "RedHat.yml", "dnf", "dnf"),
+    "manager-debian-dnf5": ("debian13", "dnf5", "RedHat.yml", "dnf", "dnf5"),
+    "manager-debian-pacman": ("debian13", "pacman", "Archlinux.yml", "pacman", "pacman"),
+    "manager-fedora-dnf4": ("fedora44", "dnf", "RedHat.yml", "dnf", "dnf"),
+    "manager-arch-apt": ("arch", "apt", "Debian.yml", "apt", "apt"),
+    "manager-alpine-pacman": ("alpine", "pacman", "Archlinux.yml", "pacman", "pacman"),
+    "manager-auto-fedora": ("fedora44", "auto", "RedHat.yml", "dnf", "dnf5"),
+    "manager-auto-alma": ("alma9", "auto", "RedHat.yml", "dnf", "dnf"),
+    "manager-auto-alpine": ("alpine", "auto", "default.yml", "package", "package"),
+}
+MANAGER_REFUSED = ("yum", "DNF", "pacman ", "")
 
 
 def chain_cases():
     cases = [{"name": n, "facts": f, "install": False} for n, (f, _, _) in PLATFORMS.items()]
+    cases += [{"name": n, "facts": PLATFORMS[p][0], "install": False, "role_vars": {"bwrap_host_package_manager": m}}
+              for n, (p, m, _, _, _) in MANAGERS.items()]
+    cases += [{"name": "manager-refused-%d" % i, "facts": DEBIAN12, "install": False,
+               "role_vars": {"bwrap_host_package_manager": m}} for i, m in enumerate(MANAGER_REFUSED)]
     return cases + [{"name": "copy-" + n, "facts": PLATFORMS[n][0], "install": False,
                      "role": "bwrap_host_chaincopy"} for n in CHAIN_COPY]
 
@@ -138,9 +161,9 @@ def pacman_cases():
         {"name": "fresh", "state": {"repo": {"bubblewrap": NEW}, "system_outdated": True}},
         {"name": "present", "state": {"installed": {"bubblewrap": NEW}, "repo": {"bubblewrap": NEW}}},
         {"name": "suid", "state": {"installed": {"bubblewrap-suid": OLD}, "repo": {"bubblewrap": NEW},
-                                   "conflicts": SUID}},
+                                   "conflicts": SUID, "provides": PROV}},
         {"name": "suid-kept", "state": {"installed": {"bubblewrap-suid": OLD}, "repo": {"bubblewrap": NEW},
-                                        "conflicts": SUID},
+                                        "conflicts": SUID, "provides": PROV},
          "role_vars": {"bwrap_host_replace_suid": False}},
         {"name": "latest", "state": {"installed": {"bubblewrap": OLD}, "repo": {"bubblewrap": NEW}},
          "role_vars": {"bwrap_host_state": "latest"}},
@@ -152,8 +175,11 @@ def pacman_cases():
          "role_vars": {"bwrap_host_version": OLD}},
         {"name": "pin-kept", "state": {"installed": {"bubblewrap": OLD}, "repo": {"bubblewrap": NEW}},
          "role_vars": {"bwrap_host_version": OLD}},
+        {"name": "git-build", "state": {"installed": {"bubblewrap-git": GIT}, "repo": {"bubblewrap": NEW},
+                                        "conflicts": {"bubblewrap": ["bubblewrap-git"]},
+                                        "provides": {"bubblewrap-git": ["bubblewrap"]}}},
         {"name": "pin-suid", "state": {"installed": {"bubblewrap-suid": OLD}, "repo": {"bubblewrap": NEW},
-                                       "conflicts": SUID},
+                                       "conflicts": SUID, "provides": PROV},
          "role_vars": {"bwrap_host_version": NEW}},
     ]
     for c in cases:
@@ -212,6 +238,23 @@ def test_first_found_chain_per_distro_and_version(applied):
         ["Fedora_44.yml", "Fedora.yml", "RedHat.yml", "default.yml"]
 
 
+def test_package_manager_choice(applied):
+    """bwrap_host_package_manager picks the vars file and the module whatever the facts say; auto
+    keeps the facts' choice (dnf5 only where pkg_mgr says so); anything else is refused by
+    set_vars.yml before a fact is gathered, with the choices listed (the role's main entry point
+    also refuses it through meta/argument_specs.yml)."""
+    res, calls, _ = applied
+    for name, (_, _, vars_file, method, module) in MANAGERS.items():
+        assert (res[name]["vars_file"], res[name]["method"], res[name]["pkg_mgr"]) == (vars_file, method, module), \
+            (name, res[name])
+    for i, value in enumerate(MANAGER_REFUSED):
+        r = res["manager-refused-%d" % i]
+        assert r["failed"], r
+        assert r["msg"] == "bwrap_host_package_manager=%s is not one of: auto, apt, dnf, dnf5, pacman." \
+            % json.dumps(value), r
+        assert calls["manager-refused-%d" % i] == []
+
+
 @pytest.mark.rule("R-DIAG-2")
 def test_pacman_transactions(applied):
     """Arch, not in check mode: what pacman is asked to do, and what the package state becomes."""
@@ -248,6 +291,10 @@ def test_pacman_transactions(applied):
     assert argvs(calls["pin-down"])[1:] == [["pacman", "-U", "--needed", "--noconfirm", ALA % OLD]]
     assert state["pin-down"]["installed"] == {"bubblewrap": OLD}
     assert argvs(calls["pin-kept"])[1:] == [] and res["pin-kept"]["action"] == "none"
+    # a build the role does not know provides bubblewrap: refused before any transaction
+    assert res["git-build"]["failed"] and "bubblewrap-git is installed and provides bubblewrap" in \
+        res["git-build"]["msg"], res["git-build"]
+    assert argvs(calls["git-build"])[1:] == [] and state["git-build"]["installed"] == {"bubblewrap-git": GIT}
     assert argvs(calls["pin-suid"])[1:] == [["pacman", "-U", "--needed", "--noconfirm", "--ask=4", ALA % NEW]]
     assert state["pin-suid"]["installed"] == {"bubblewrap": NEW}
 
@@ -257,7 +304,8 @@ def check_cases():
         {"name": "arch-fresh", "facts": ARCH, "state": {"repo": {"bubblewrap": NEW}}},
         {"name": "arch-present", "facts": ARCH, "state": {"installed": {"bubblewrap": NEW}}},
         {"name": "arch-suid", "facts": ARCH,
-         "state": {"installed": {"bubblewrap-suid": OLD}, "repo": {"bubblewrap": NEW}, "conflicts": SUID}},
+         "state": {"installed": {"bubblewrap-suid": OLD}, "repo": {"bubblewrap": NEW}, "conflicts": SUID,
+                   "provides": PROV}},
         {"name": "arch-latest", "facts": ARCH, "role_vars": {"bwrap_host_state": "latest"},
          "state": {"installed": {"bubblewrap": OLD}, "repo": {"bubblewrap": NEW}}},
         {"name": "arch-latest-current", "facts": ARCH, "role_vars": {"bwrap_host_state": "latest"},
@@ -345,3 +393,20 @@ def test_refusals(applied):
     for n in ("pin-option-injection", "pin-shell", "pin-newline", "pin-too-long"):
         assert "is not a package version" in res[n]["msg"], res[n]
     assert all(calls[n] == [] for n in names), calls
+
+
+def test_argument_specs_match_the_defaults_and_the_manager_table():
+    """meta/argument_specs.yml validates every default with the same default value, and the
+    package-manager choices are exactly auto plus the managers set_vars.yml knows."""
+    import yaml
+    role = os.path.join(ROOT, "roles", "bwrap_host")
+
+    def load(*path):
+        with open(os.path.join(role, *path)) as f:
+            return yaml.safe_load(f)
+    defaults = load("defaults", "main.yml")
+    options = load("meta", "argument_specs.yml")["argument_specs"]["main"]["options"]
+    assert set(defaults) == set(options)
+    assert {k: options[k]["default"] for k in options} == defaults
+    managers = load("vars", "main.yml")["__bwrap_host_manager_vars"]
+    assert options["bwrap_host_package_manager"]["choices"] == ["auto"] + list(managers)

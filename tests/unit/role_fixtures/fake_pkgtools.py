@@ -5,13 +5,17 @@ Installed as those names (symlinks) in a directory put first on PATH. Every call
 to $FAKE_PKG_LOG as one JSON line (argv and the locale it ran in); the package state is the JSON
 file $FAKE_PKG_STATE:
   {"installed": {"bubblewrap": "0.11.0-1"}, "repo": {"bubblewrap": "0.12.0-1"},
-   "conflicts": {"bubblewrap": ["bubblewrap-suid"]}, "system_outdated": true}
+   "conflicts": {"bubblewrap": ["bubblewrap-suid"]}, "provides": {"bubblewrap-suid": ["bubblewrap"]},
+   "system_outdated": true}
 Outside the C locale the fake answers in German, as the real tools do with a German locale,
 so a parser that forgot LC_ALL=C sees text it does not expect.
 
-Output formats follow the tools' sources: pacman src/pacman/query.c (`-Q`: "%s %s\\n"; `-Qq`:
-the name), src/pacman/callback.c (the conflict question "%s-%s and %s-%s are in conflict.
-Remove %s?" answered by its default "no" under --noconfirm, inverted by --ask with bit
+Output formats follow the tools' sources: pacman src/pacman/query.c (`-Q`: "%s %s\\n" -- for a
+name no installed package has, the installed package that provides it, as alpm_find_satisfier()
+finds it: `pacman -Q bubblewrap` with only bubblewrap-suid installed prints "bubblewrap-suid
+0.11.0-1", measured with pacman 7.0 in tests/system/test_pkghosts.py; `-Qq`: the name),
+src/pacman/callback.c (the conflict question "%s-%s and %s-%s are in conflict. Remove %s?"
+answered by its default "no" under --noconfirm, inverted by --ask with bit
 ALPM_QUESTION_CONFLICT_PKG = 4 from lib/libalpm/alpm.h); rpm lib/query.cc ("package %s is not
 installed"); dpkg-query's -W with a format; apt-get -s "Inst" lines; dnf check-upgrade (rc 100).
 """
@@ -54,8 +58,11 @@ def pacman(args, state):
     if op == "-Q":
         rc = 0
         for t in targets:
+            provider = [p for p in sorted(inst) if t in state.get("provides", {}).get(p, [])]
             if t in inst:
                 print("%s %s" % (t, inst[t]))
+            elif provider:
+                print("%s %s" % (provider[0], inst[provider[0]]))
             else:
                 say("error: package '%s' was not found" % t, "Fehler: Paket '%s' wurde nicht gefunden" % t, sys.stderr)
                 rc = 1
