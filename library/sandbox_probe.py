@@ -87,6 +87,14 @@ options:
     type: list
     elements: path
     default: []
+  accept_bwrap_sha256:
+    description:
+      - The sha256 digests (64 hexadecimal digits) of self-built bwraps to trust besides the packaged one.
+      - Without it only a bwrap the package database verifies (dpkg --verify, rpm -V, pacman -Qkk) is trusted;
+        an accepted one is listed in every result (C(probe_bwrap_accepted)).
+    type: list
+    elements: str
+    default: []
 extends_documentation_fragment: [metnos_sandbox, metnos_sandbox.service]
 """
 
@@ -188,6 +196,7 @@ ARGUMENT_SPEC = O.spec(
     context={"type": "str", "choices": ["auto", "systemd", "direct"], "default": "auto"},
     timeout=O.timeout(60.0),
     extra_absent={"type": "list", "elements": "path", "default": []},
+    accept_bwrap_sha256=O.ACCEPT_BWRAP,
 )
 
 
@@ -200,6 +209,7 @@ def _probe(p, runner):
     O.unit_name(p["unit"], required=False)
     O.positive_seconds(p["timeout"])
     O.users(p["probe_user"], p["user"])
+    O.sha256_list(p["accept_bwrap_sha256"])
     if p["context"] == "systemd":
         O.systemd_running("context", "auto or direct")
     return PR.probe_service(p, runner)

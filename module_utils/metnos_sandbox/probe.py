@@ -1082,7 +1082,7 @@ def _verdict(shown: t.List[str], result: Json, obs: t.Optional[Json], outside: t
     """The run judged: the checks of both witnesses (_judge_run), then the bwrap that ran (bwrap_trust) and
     everything its tree held (proctree.judge), each a finding of its own."""
     verdict = _judge_run(shown, result, obs, outside, spec, host, user, timeout, tool, run_opts)
-    more = BT.diagnostics(trust) + _tree_findings(result, obs, outside or {}, spec, trust, payload)
+    more = BT.diagnostics(trust) + _tree_findings(result, obs, outside or {}, spec, host, trust, payload)
     if trust is not None:
         verdict["bwrap_trust"] = _trust_view(trust)
     verdict["diagnostics"].extend(more)
@@ -1097,8 +1097,8 @@ def _trust_view(trust: Json) -> Json:
                 for k in ("bwrap", "packaged"))
 
 
-def _tree_findings(result: Json, obs: t.Optional[Json], outside: Json, spec: Json, trust: t.Optional[Json],
-                   payload: t.Optional[t.Sequence[str]]) -> t.List[Json]:
+def _tree_findings(result: Json, obs: t.Optional[Json], outside: Json, spec: Json, host: Json,
+                   trust: t.Optional[Json], payload: t.Optional[t.Sequence[str]]) -> t.List[Json]:
     """Everything the run's tree held that is neither what the probe started nor bwrap and its payload, as
     diagnostics (one per process, at most 8): before the run, a copy of the payload's code outside the
     sandbox, anything else beside it, left after bwrap exited or orphaned."""
@@ -1112,8 +1112,9 @@ def _tree_findings(result: Json, obs: t.Optional[Json], outside: Json, spec: Jso
         ids.add((int(exe[0]), int(exe[1])))
     pids = set(p for p in (result.get("pid"), outside.get("launcher"), outside.get("child_pid"),
                            outside.get("payload_pid"), (tree.get("reaper") or {}).get("pid")) if isinstance(p, int))
+    ref = _reference(outside, host) if outside else Reference(host.get("ns") or {}, "", [])
     exp = PT.Expected(pids, ids, PT.marker(spec["token"]), list(payload or []), payload_info.get("ns") or {},
-                      obs is not None)
+                      obs is not None, ref.ns)
     out = []
     for f in PT.judge(tree, exp)[:8]:
         proc = f["process"]

@@ -291,6 +291,9 @@ class Expected(t.NamedTuple):
     payload_argv: t.List[str]
     payload_ns: t.Dict[str, str]
     reported: bool
+    parent_ns: t.Dict[str, str] = {}
+    """bwrap's parent context's namespaces: without a verified payload (the outside never read it), a copy of
+    the payload's code is outside when it runs in that context's user and mount namespaces."""
 
 
 def _ident(obs: Json) -> t.Optional[Ident]:
@@ -312,6 +315,11 @@ def _is_bwrap(history: t.Sequence[Json], phases: t.Collection[str], exp: Expecte
     if not history or not all(_ident(o) in exp.bwrap_ids for o in history):
         return False
     return not exp.reported or not (set(phases) & {CHECKED, AFTER})
+
+
+def _unsandboxed(obs: Json, exp: Expected) -> bool:
+    ns = obs.get("ns") or {}
+    return bool(exp.parent_ns) and all(ns.get(k) and ns.get(k) == exp.parent_ns.get(k) for k in ("user", "mnt"))
 
 
 def _differs(obs: Json, exp: Expected) -> t.List[str]:
@@ -339,7 +347,8 @@ def judge(report: Json, exp: Expected) -> t.List[Json]:
         if pid in exp.pids or BEFORE in phases:
             continue
         if any(runs_payload(o, exp) for o in history):
-            out.append(_finding("payload_outside", history, phases, exp, "seen"))
+            if exp.payload_ns or any(_unsandboxed(o, exp) for o in history):
+                out.append(_finding("payload_outside", history, phases, exp, "seen"))
         elif not _is_bwrap(history, phases, exp):
             out.append(_finding("unaccounted", history, phases, exp, "left" if AFTER in phases else "beside"))
     seen = set(p for p, _h, _ph in report.get("seen") or [])
