@@ -518,12 +518,20 @@ class Started(object):
     group; a runner that starts bwrap under another process (reaper.Reaped) says which pid is bwrap's, when it
     has exited, how the whole tree is killed, and whether anything left in it could still report."""
 
+    drain = DRAIN
+    """How long what is left in the pipes is read once the leftovers were killed."""
+
     def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         self.proc = proc
 
     @property
     def pid(self) -> int:
         return self.proc.pid
+
+    def leftovers(self) -> bool:
+        """Whether, the started process gone and its pipes still open, something of its is left to kill: here,
+        whatever holds the pipes is (a process of its group)."""
+        return True
 
     def update(self, data: Mapping[str, bytes]) -> None:
         """Called after each read with everything read so far."""
@@ -636,11 +644,13 @@ class _Pumping(object):
             # handshake done, or nothing left that could still report: a dead bwrap is a setup failure now
             self.settled_at = now if not self.watching else now - LINGER
         if self.settled_at is not None and not self.draining and now - self.settled_at >= LINGER:
+            if not self.started.leftovers():
+                return "read"                      # nothing of its is left: what holds the pipes ends on its own
             self.draining = True
             self.started.kill()                    # proc is not reaped yet: its group id cannot have been reused
             if self.report is not None:
                 self.report["left_behind"] = True
-            self.deadline = min(self.deadline, now + DRAIN)
+            self.deadline = min(self.deadline, now + self.started.drain)
             return "again"
         return "read"
 

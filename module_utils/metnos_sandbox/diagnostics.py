@@ -1070,9 +1070,7 @@ _CODES.extend([
                  "reaper": "the probe's subreaper could not account for bwrap's tree ({details}): a process "
                            "could have left it",
                  "unreadable": "bwrap's process tree could not be read or was too large (pid {pid}, {details}): "
-                               "what else bwrap started is not proven",
-                 "systemd": "systemd reports that the probe's unit still held processes after bwrap had exited (its "
-                            "stop timed out), though the probe saw none in the unit's cgroup (pid {pid}, {details})"}),
+                               "what else bwrap started is not proven"}),
     _c("probe_payload_outside", ERROR, "R-DIAG-3", PROBE,
        "The payload's code ran outside the sandbox",
        "A process in bwrap's tree other than the sandboxed payload ran the payload's code: it carries the "

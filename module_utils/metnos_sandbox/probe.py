@@ -1342,8 +1342,9 @@ def run_systemd(argv: t.List[str], spec: Json, python: str, user: User, settings
     tree = ledger.report()
     if ledger.cgroup is None and watcher.launcher is not None:
         tree["unreadable"] = True                  # the unit's cgroup was never found: its tree is not proven
-    # systemd's own witness: the stop timed out on processes left in the unit after bwrap's exit-code
-    tree["systemd_left"] = info.get("result") == "timeout" and "exit-code" in status
+    # systemd's own report, kept as evidence but not judged: a stop that timed out after bwrap's exit-code can be
+    # leftovers, or (cgroup v1, after a PID namespace) systemd missing that the unit is empty - the cgroup is read
+    tree["systemd_stop_timed_out"] = info.get("result") == "timeout" and "exit-code" in status
     result = {"rc": rc, "stderr": stderr, "json_status": status, "timed_out": timed_out,
               "left_behind": bool(report.get("left_behind")), "duration": round(time.time() - start, 3),
               "systemd_result": info, "tree": tree, "pid": watcher.launcher}

@@ -363,8 +363,6 @@ def judge(report: Json, exp: Expected) -> t.List[Json]:
     if reaper and (reaper.get("lost") or reaper.get("subreaper") is False):
         out.append({"kind": "unaccounted", "wording": "reaper", "process": dict(reaper), "phases": [],
                     "outside": []})
-    if report.get("systemd_left") and not [f for f in out if f["kind"] != "before"]:
-        out.append({"kind": "unaccounted", "wording": "systemd", "process": {}, "phases": [AFTER], "outside": []})
     if report.get("truncated") or report.get("unreadable"):
         out.append({"kind": "unaccounted", "wording": "unreadable", "process": {}, "phases": [], "outside": []})
     return out

@@ -326,6 +326,13 @@ class UnitRun(B.Started):
     def reportable(self) -> bool:
         return any(PT._ident(o) not in self.bwrap_ids for o in self.poll())
 
+    # systemd-run's pipes stay open until systemd has stopped the unit (up to its stop timeout, probe.STOP_TIMEOUT,
+    # under cgroup v1 once a PID namespace was used): only processes still in the unit's cgroup are leftovers.
+    drain = 8.0
+
+    def leftovers(self) -> bool:
+        return bool(self.ledger.cgroup is not None and PT.cgroup_pids(self.ledger.cgroup))
+
     def kill(self) -> None:
         """The unit's processes first (systemd-run then reports and exits on its own); systemd-run too when
         asked again."""

@@ -67,7 +67,6 @@ def test_orphans_before_and_a_lost_reaper_are_findings():
     assert kinds(report) == [("before", "before"), ("payload_outside", "orphaned"), ("unaccounted", "orphaned"),
                              ("unaccounted", "reaper")]
     assert kinds({"seen": [], "unreadable": True}) == [("unaccounted", "unreadable")]
-    assert kinds({"seen": [], "systemd_left": True}) == [("unaccounted", "systemd")]
 
 
 def test_a_dead_bwraps_stuck_child_belongs_to_its_setup_failure():
