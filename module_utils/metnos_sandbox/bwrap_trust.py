@@ -241,3 +241,10 @@ def diagnostics(trust: t.Optional[Json]) -> t.List[Json]:
         return [D.make("probe_bwrap_modified", bwrap_path=path, package=pkg.get("name"), manager=pkg.get("manager"),
                        detail=main.get("detail") or state, sha256=main.get("sha256") or "unreadable")]
     return [D.make("probe_bwrap_unverified", bwrap_path=path, detail=main.get("detail") or "not verified")]
+
+
+def view(trust: Json) -> Json:
+    """The trust of a run as a result shows it: for the bwrap and the packaged one, what was verified and how."""
+    return dict((k, dict((f, (trust[k] or {}).get(f)) for f in ("path", "realpath", "sha256", "package", "state",
+                                                               "detail")) if trust.get(k) else None)
+                for k in ("bwrap", "packaged"))

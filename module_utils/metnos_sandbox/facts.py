@@ -53,15 +53,15 @@ def bwrap_info(bwrap_path: str, runner: B.Runner = B.default_runner) -> Dict[str
     version = B.parse_version(out or err)
     rc_h, help_out, help_err = runner([bwrap_path, "--help"])
     features = B.parse_features(help_out or help_err)
-    info = {"version": version, "features": features,
-            "missing_features": B.missing_features(features),
-            "package": B.package_facts(bwrap_path, runner=runner)}
-    info.update(B.file_facts(bwrap_path))
-    if info["package"]:
+    pkg = B.package_facts(bwrap_path, runner=runner)
+    info: Dict[str, Any] = {"version": version, "features": features,
+                            "missing_features": B.missing_features(features), "package": pkg}
+    files = B.file_facts(bwrap_path)
+    info.update(files)
+    if pkg:
         # what the package database says of the file (dpkg --verify, rpm -V, pacman -Qkk): bwrap_trust
-        state, detail = BT.package_state(info["package"]["manager"], info["package"]["name"], info["realpath"],
-                                         runner)
-        info["package"] = dict(info["package"], verified=state, verify_detail=detail)
+        state, detail = BT.package_state(pkg["manager"], pkg["name"], str(files["realpath"]), runner)
+        info["package"] = dict(pkg, verified=state, verify_detail=detail)
     return info
 
 

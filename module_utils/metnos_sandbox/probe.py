@@ -43,6 +43,13 @@ argv run is not the profile's (``spec["argv_options"]``), the verdict names what
 option by option (``argv_deviations``), and every failure message ends with them, so a failed check
 can be traced to its words; a pass with deviations says the evidence found those words harmless (a
 new session, a host name, one more namespace), not that they were absent.
+
+Beside the checks (issue 20): the bwrap the service runs is verified against the package database or an
+accepted sha256 (bwrap_trust; probe_bwrap_* codes) and the launcher must execute a verified file (check
+bwrap_exe_verified); everything its tree held is judged (reaper.py runs it, proctree.py judges it:
+probe_tree_not_empty, probe_process_unaccounted, probe_payload_outside); /proc must carry bwrap's read-only
+covers for the caller (proc_covers.py, check proc_covers). The payload marks itself (comm) and exits only once
+the probe releases it with a one-time token (``with_release``), so a copy started elsewhere stays to be seen.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
@@ -1084,55 +1091,28 @@ def _verdict(shown: t.List[str], result: Json, obs: t.Optional[Json], outside: t
     verdict = _judge_run(shown, result, obs, outside, spec, host, user, timeout, tool, run_opts)
     more = BT.diagnostics(trust) + _tree_findings(result, obs, outside or {}, spec, host, trust, payload)
     if trust is not None:
-        verdict["bwrap_trust"] = _trust_view(trust)
+        verdict["bwrap_trust"] = BT.view(trust)
     verdict["diagnostics"].extend(more)
     if any(d["severity"] == D.ERROR for d in more):
         verdict["passed"] = False
     return verdict
 
 
-def _trust_view(trust: Json) -> Json:
-    return dict((k, dict((f, (trust[k] or {}).get(f)) for f in ("path", "realpath", "sha256", "package", "state",
-                                                               "detail")) if trust.get(k) else None)
-                for k in ("bwrap", "packaged"))
-
-
 def _tree_findings(result: Json, obs: t.Optional[Json], outside: Json, spec: Json, host: Json,
                    trust: t.Optional[Json], payload: t.Optional[t.Sequence[str]]) -> t.List[Json]:
-    """Everything the run's tree held that is neither what the probe started nor bwrap and its payload, as
-    diagnostics (one per process, at most 8): before the run, a copy of the payload's code outside the
-    sandbox, anything else beside it, left after bwrap exited or orphaned."""
+    """What the run's tree held that is neither what the probe started nor bwrap and its payload (proctree)."""
     tree = result.get("tree")
-    if not isinstance(tree, dict):
-        return [D.make("probe_process_unaccounted", wording="unreadable", fill={"pid": "?", "details": "-"})]
-    payload_info = outside.get("payload") or {}
     ids = BT.started_ids(trust)
     exe = (outside.get("parent") or {}).get("exe_id")
     if isinstance(exe, list) and len(exe) == 2:
         ids.add((int(exe[0]), int(exe[1])))
     pids = set(p for p in (result.get("pid"), outside.get("launcher"), outside.get("child_pid"),
-                           outside.get("payload_pid"), (tree.get("reaper") or {}).get("pid")) if isinstance(p, int))
+                           outside.get("payload_pid"), ((tree or {}).get("reaper") or {}).get("pid"))
+               if isinstance(p, int))
     ref = _reference(outside, host) if outside else Reference(host.get("ns") or {}, "", [])
-    exp = PT.Expected(pids, ids, PT.marker(spec["token"]), list(payload or []), payload_info.get("ns") or {},
-                      obs is not None, ref.ns)
-    out = []
-    for f in PT.judge(tree, exp)[:8]:
-        proc = f["process"]
-        fill = {"pid": proc.get("pid", "?"), "details": _process_details(proc),
-                "outside": ", ".join(f["outside"]) or "-"}
-        code = {"before": "probe_tree_not_empty", "payload_outside": "probe_payload_outside"}.get(
-            f["kind"], "probe_process_unaccounted")
-        out.append(D.make(code, wording=f["wording"], fill=fill, process=proc, phases=f["phases"]))
-    return out
-
-
-def _process_details(proc: Json) -> str:
-    parts = ["%s %s" % (k, proc[k]) for k in ("comm", "uid", "ppid", "exe") if proc.get(k) is not None]
-    if proc.get("ns"):
-        parts.append("net %s, mnt %s" % (proc["ns"].get("net"), proc["ns"].get("mnt")))
-    if proc.get("cmdline"):
-        parts.append("cmdline %r" % proc["cmdline"][:80])
-    return "; ".join(parts) or "no details (it is gone)"
+    exp = PT.Expected(pids, ids, PT.marker(spec["token"]), list(payload or []),
+                      (outside.get("payload") or {}).get("ns") or {}, obs is not None, ref.ns)
+    return PT.diagnostics(tree if isinstance(tree, dict) else None, exp)
 
 
 def _judge_run(shown: t.List[str], result: Json, obs: t.Optional[Json], outside: t.Optional[Json], spec: Json,
@@ -1339,19 +1319,25 @@ def run_systemd(argv: t.List[str], spec: Json, python: str, user: User, settings
     timed_out = timed_out or _runtime_exceeded(info, status)
     if "status=SYS" in main or "status=31" in main:
         rc = 128 + 31
-    tree = ledger.report()
-    if ledger.cgroup is None and watcher.launcher is not None:
-        tree["unreadable"] = True                  # the unit's cgroup was never found: its tree is not proven
-    # systemd's own report, kept as evidence but not judged: a stop that timed out after bwrap's exit-code can be
-    # leftovers, or (cgroup v1, after a PID namespace) systemd missing that the unit is empty - the cgroup is read
-    tree["systemd_stop_timed_out"] = info.get("result") == "timeout" and "exit-code" in status
     result = {"rc": rc, "stderr": stderr, "json_status": status, "timed_out": timed_out,
               "left_behind": bool(report.get("left_behind")), "duration": round(time.time() - start, 3),
-              "systemd_result": info, "tree": tree, "pid": watcher.launcher}
+              "systemd_result": info, "tree": _unit_tree(ledger, watcher.launcher, info, status),
+              "pid": watcher.launcher}
     verdict = _verdict(full[:len(full) - 1] + ["<spec>"], result, obs, watcher.outside, spec, host, user, timeout,
                        tool=argv[0], run_opts=argv[1:sep], trust=trust, payload=payload)
     verdict["systemd_result"] = info
     return verdict
+
+
+def _unit_tree(ledger: PT.Ledger, launcher: t.Optional[int], info: t.Mapping[str, str], status: Json) -> Json:
+    """The unit's tree as evidence: the ledger, not proven when the unit's cgroup was never found; systemd's own
+    report is kept but not judged (a stop that timed out after bwrap's exit-code can be leftovers, or, under
+    cgroup v1 after a PID namespace, systemd missing that the unit is empty: the cgroup itself was read)."""
+    tree = ledger.report()
+    if ledger.cgroup is None and launcher is not None:
+        tree["unreadable"] = True
+    tree["systemd_stop_timed_out"] = info.get("result") == "timeout" and "exit-code" in status
+    return tree
 
 
 def _runtime_exceeded(info: t.Mapping[str, str], status: Json) -> bool:

@@ -35,6 +35,7 @@ from __future__ import absolute_import, annotations, division, print_function
 import os
 import typing as t
 
+from . import diagnostics as D
 from . import procfs as PF
 
 Json = t.Dict[str, t.Any]
@@ -366,3 +367,30 @@ def judge(report: Json, exp: Expected) -> t.List[Json]:
     if report.get("truncated") or report.get("unreadable"):
         out.append({"kind": "unaccounted", "wording": "unreadable", "process": {}, "phases": [], "outside": []})
     return out
+
+
+_CODE_OF_KIND = {"before": "probe_tree_not_empty", "payload_outside": "probe_payload_outside"}
+
+
+def diagnostics(report: t.Optional[Json], exp: Expected, limit: int = 8) -> t.List[Json]:
+    """judge()'s findings as diagnostics, one per process (at most ``limit``); no report at all is a tree that
+    was not read (not proven)."""
+    if report is None:
+        return [D.make("probe_process_unaccounted", wording="unreadable", fill={"pid": "?", "details": "-"})]
+    out = []
+    for f in judge(report, exp)[:limit]:
+        proc = f["process"]
+        fill = {"pid": proc.get("pid", "?"), "details": details(proc), "outside": ", ".join(f["outside"]) or "-"}
+        out.append(D.make(_CODE_OF_KIND.get(f["kind"], "probe_process_unaccounted"), wording=f["wording"], fill=fill,
+                          process=proc, phases=f["phases"]))
+    return out
+
+
+def details(proc: Json) -> str:
+    """One process, in a sentence: comm, uid, parent, executable, network and mount namespaces, command line."""
+    parts = ["%s %s" % (k, proc[k]) for k in ("comm", "uid", "ppid", "exe") if proc.get(k) is not None]
+    if proc.get("ns"):
+        parts.append("net %s, mnt %s" % (proc["ns"].get("net"), proc["ns"].get("mnt")))
+    if proc.get("cmdline"):
+        parts.append("cmdline %r" % proc["cmdline"][:80])
+    return "; ".join(parts) or "no details (it is gone)"

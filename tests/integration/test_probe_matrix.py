@@ -7,7 +7,6 @@ tests/helpers/probe_mutations.py; the same table is printed by scripts/probe-mat
 Also: the fixtures (fake bwraps, their decoys, setuid copy, host tmpfs, foreign procfs) leave nothing
 behind - no file, no mount, no process (each names the bench's private directory in its command line)."""
 import os
-import shutil
 
 import pytest
 

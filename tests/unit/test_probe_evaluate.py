@@ -5,8 +5,8 @@ import copy
 
 import pytest
 
-from ansible.module_utils.metnos_sandbox import proc_covers as PC
 from ansible.module_utils.metnos_sandbox import probe as PR
+from ansible.module_utils.metnos_sandbox import proc_covers as PC
 from ansible.module_utils.metnos_sandbox import procfs as PF
 
 MOUNTINFO = """\
@@ -261,7 +261,8 @@ def test_a_units_context_read_before_bwrap_ran_is_the_reference():
     obs, outside, host = good()
     unit_ns = dict(HOST_NS, net="net:[55]")                       # PrivateNetwork=yes
     outside["parent"]["ns"] = dict(unit_ns)
-    outside["context"] = {"covers": host["covers"], "ns": dict(unit_ns), "mounts": HOST_MOUNTS, "from": "the unit's process (pid 4241)"}
+    outside["context"] = {"covers": host["covers"],
+                          "ns": dict(unit_ns), "mounts": HOST_MOUNTS, "from": "the unit's process (pid 4241)"}
     assert failed(obs, outside, host) == {}
     outside["payload"]["ns"]["net"] = obs["ns"]["net"] = "net:[55]"   # the unit's network, not a new one
     bad = failed(obs, outside, host)
@@ -428,7 +429,8 @@ def test_pid_namespace_of_a_unit_with_private_pids_is_the_reference():
     payload sees itself with that namespace's number, not the host's."""
     obs, outside, host = good()
     unit_ns = dict(SANDBOX_NS, pid="pid:[16]")
-    outside["context"] = {"covers": host["covers"], "ns": dict(HOST_NS, pid="pid:[16]"), "mounts": HOST_MOUNTS, "nspid": [4241, 1],
+    outside["context"] = {"covers": host["covers"],
+                          "ns": dict(HOST_NS, pid="pid:[16]"), "mounts": HOST_MOUNTS, "nspid": [4241, 1],
                           "privileges": dict(PRIV), "from": "the unit's process (pid 4241) before it ran bwrap"}
     outside["parent"]["ns"] = dict(HOST_NS, pid="pid:[16]")
     outside["payload"]["ns"] = unit_ns
