@@ -1083,7 +1083,10 @@ _CODES.extend([
        messages={"seen": "pid {pid} ran the payload's code outside the sandbox (namespaces that differ from the "
                          "sandboxed payload's: {outside}): {details}",
                  "orphaned": "pid {pid} ran the payload's code outside the sandbox and exited on its own (reaped "
-                             "as an orphan by the probe's subreaper): {details}"}),
+                             "as an orphan by the probe's subreaper): {details}",
+                 "beacon": "pid {pid} ran the payload's code in the probe's own network namespace (it reached the "
+                           "probe's beacon, a name only the payload's spec carries; namespaces that differ from the "
+                           "sandboxed payload's: {outside}): {details}"}),
     _c("bwrap_package_modified", ERROR, "R-SEC-6", BWRAP_BINARY,
        "bwrap differs from its package",
        "The resolved bwrap belongs to a package, but the package database says the file differs from what "

@@ -102,6 +102,17 @@ import ctypes, errno, json, os, socket, sys
 spec = json.loads(sys.argv[1])
 libc = ctypes.CDLL(None, use_errno=True)
 libc.prctl(15, ctypes.c_char_p(("mp-" + spec["token"])[:15].encode()), 0, 0, 0)   # PR_SET_NAME: this code ran here
+def beacon(name):
+    # in the probe's network namespace the probe holds this process while it reads who it is
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(30)
+        s.connect("\0" + name)
+        s.recv(1)
+        s.close()
+        return "reached"
+    except OSError as exc:
+        return err(exc.errno or 0)
 def err(num):
     return "error:" + errno.errorcode.get(num, str(num))
 def fs(path):
@@ -145,6 +156,8 @@ def presence(path):
     except OSError as exc:
         return "absent" if exc.errno in (errno.ENOENT, errno.ENOTDIR) else err(exc.errno)
 obs = {"metnos_probe": spec["token"], "pid": os.getpid(), "uid": os.getuid(), "ns": {}}
+if spec.get("beacon"):
+    obs["beacon"] = beacon(spec["beacon"])
 try:
     obs["proc_self"] = os.readlink("/proc/self")
 except OSError as exc:
@@ -1063,7 +1076,8 @@ def run(argv: t.Sequence[str], spec: Json, python: str, user: t.Optional[User] =
     ``accept_sha256`` accepted). Returns a verdict dict."""
     argv = list(argv)
     sep = argv.index("--")
-    spec, go = with_release(spec, timeout)
+    beacon = PT.Beacon(spec["token"])
+    spec, go = with_release(dict(spec, beacon=beacon.name), timeout)
     payload = payload_command(python, spec)
     full = argv[:sep] + ["--json-status-fd", "{status_fd}", "--"] + payload
     trust = trust if trust is not None else BT.for_run(argv[0], accepted=accept_sha256,
@@ -1073,8 +1087,12 @@ def run(argv: t.Sequence[str], spec: Json, python: str, user: t.Optional[User] =
     host["covers"] = PC.expected(*((user["uid"], user["gid"]) if user else (os.getuid(), os.getgid())))
     ledger = PT.Ledger()
     watcher = _Watcher(spec["token"], payload, go=go, ledger=ledger)
-    result = RP.run_reaped(full, user=user, env=env, timeout=timeout, cwd=cwd, watch=watcher.direct, ledger=ledger,
-                           bwrap_ids=BT.started_ids(trust), attach=watcher.attach)
+    try:
+        result = RP.run_reaped(full, user=user, env=env, timeout=timeout, cwd=cwd, watch=watcher.direct,
+                               ledger=ledger, bwrap_ids=BT.started_ids(trust), attach=watcher.attach)
+    finally:
+        peers = beacon.close()
+    result["tree"]["beacon"] = peers
     _launcher, _status, obs = split_stream(records(result["stdout"]), spec["token"])
     result["json_status"] = split_stream(records(result.get("status_raw", "")), spec["token"])[1]
     shown = [a if a != "{status_fd}" else "FD" for a in full[:len(full) - 2]] + ["<payload>", "<spec>"]
@@ -1275,7 +1293,8 @@ def run_systemd(argv: t.List[str], spec: Json, python: str, user: User, settings
     the unit's cgroup (reaper.UnitRun)."""
     import subprocess
     sep = argv.index("--")
-    spec, go = with_release(spec, timeout)
+    beacon = PT.Beacon(spec["token"])
+    spec, go = with_release(dict(spec, beacon=beacon.name), timeout)
     trust = trust if trust is not None else BT.for_run(argv[0], accepted=accept_sha256,
                                                        path_text=env.get("PATH") or "/usr/bin:/bin")
     payload = payload_command(python, spec)
@@ -1292,6 +1311,7 @@ def run_systemd(argv: t.List[str], spec: Json, python: str, user: User, settings
         proc = subprocess.Popen(full, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 env=dict(os.environ, SYSTEMD_COLORS="0", LC_ALL="C"), start_new_session=True)
     except OSError as exc:
+        beacon.close()
         result = {"rc": 127, "stderr": "systemd-run: %s" % exc.strerror, "json_status": {}, "timed_out": False,
                   "duration": 0.0, "tree": ledger.report()}
         return _verdict(full[:len(full) - 1] + ["<spec>"], result, None, None, spec, host, user, timeout, trust=trust,
@@ -1306,6 +1326,7 @@ def run_systemd(argv: t.List[str], spec: Json, python: str, user: User, settings
     finally:
         proc.stdout.close()
         proc.stderr.close()
+        ledger.beacon = beacon.close()
     rc = proc.returncode
     if timed_out or report.get("left_behind"):
         subprocess.run(["systemctl", "kill", "--signal=SIGKILL", runner_unit], capture_output=True)

@@ -224,6 +224,7 @@ class Ledger(object):
         self.unreadable = False
         self.poller: t.Optional[t.Callable[[], t.Any]] = None   # reads the tree now (set by the runner)
         self.cgroup: t.Optional[str] = None                   # systemd: the unit's cgroup directory
+        self.beacon: t.List[Json] = []                        # who reached the run's Beacon
 
     def observe(self, pids: t.Optional[t.Sequence[int]], phase: t.Optional[str] = None,
                 skip: t.Sequence[int] = ()) -> t.List[Json]:
@@ -278,7 +279,7 @@ class Ledger(object):
         """The ledger as evidence (JSON): {"seen": [[pid, [observations], [phases]], ...], ...}."""
         return {"seen": [[pid, obs, sorted(self.phases.get(pid, ()))] for pid, obs in sorted(self.seen.items())],
                 "before": self.before, "reaped": self.reaped, "reaper": self.reaper, "truncated": self.truncated,
-                "unreadable": self.unreadable}
+                "unreadable": self.unreadable, "beacon": self.beacon}
 
 
 # --------------------------------------------------------------------------- judging it
@@ -352,6 +353,11 @@ def judge(report: Json, exp: Expected) -> t.List[Json]:
                 out.append(_finding("payload_outside", history, phases, exp, "seen"))
         elif not _is_bwrap(history, phases, exp):
             out.append(_finding("unaccounted", history, phases, exp, "left" if AFTER in phases else "beside"))
+    for peer in report.get("beacon") or []:
+        if peer.get("pid") not in exp.pids:
+            out.append({"kind": "payload_outside", "wording": "beacon", "process": dict(
+                (k, v) for k, v in peer.items() if k not in ("argv", "start")), "phases": [],
+                "outside": _differs(peer, exp)})
     seen = set(p for p, _h, _ph in report.get("seen") or [])
     for rec in report.get("reaped") or []:
         pid = rec.get("reaped")
@@ -394,3 +400,55 @@ def details(proc: Json) -> str:
     if proc.get("cmdline"):
         parts.append("cmdline %r" % proc["cmdline"][:80])
     return "; ".join(parts) or "no details (it is gone)"
+
+
+class Beacon(object):
+    """A listening abstract unix socket in the probe's own network namespace whose name only the payload's spec
+    carries. The payload's first act is to reach it and wait for one byte: inside a sandbox with a network
+    namespace of its own the name does not exist there (the payload goes on); a copy of the payload's code run in
+    the probe's network namespace reaches it and is held while the probe reads who it is (SO_PEERCRED: its pid
+    in the probe's PID namespace, then describe()) - so a copy a look-alike runs and kills at once, never an
+    orphan and never seen by a poll, is still written down, with its details. With a host-network profile the
+    sandboxed payload reaches it too: only a peer that is not the verified payload is a finding."""
+
+    LIMIT = 16
+
+    def __init__(self, token: str, proc: str = "/proc") -> None:
+        import socket
+        import threading
+        self.name = "metnos-probe-%s-%s" % (token, os.urandom(4).hex())
+        self.proc = proc
+        self.peers: t.List[Json] = []
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind("\0" + self.name)
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._serve, name="metnos-probe-beacon", daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        import socket
+        import struct
+        while not self.stopped.is_set():
+            try:
+                conn, _addr = self.sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            try:
+                pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+                if len(self.peers) < self.LIMIT:
+                    self.peers.append(dict(describe(pid, self.proc) or {"pid": pid}, peer_uid=uid))
+                conn.sendall(b"k")
+            except OSError:
+                pass
+            finally:
+                conn.close()
+
+    def close(self) -> t.List[Json]:
+        self.stopped.set()
+        self.thread.join(5)
+        self.sock.close()
+        return list(self.peers)

@@ -339,6 +339,30 @@ os.wait()
 os.execv("/usr/bin/bwrap", ["/usr/bin/bwrap"] + args)
 """
 
+FAKE_SYNC = """#!/usr/bin/python3
+# A look-alike that runs a copy of the command outside as its own child (never an orphan), reads its report,
+# kills it at once, then executes the packaged bwrap unchanged: nothing of the copy is left to find later.
+import os, signal, sys
+args = sys.argv[1:]
+cmd = args[args.index("--") + 1:]
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.dup2(w, 1)
+    os.dup2(os.open("/dev/null", os.O_RDONLY), 0)
+    os.execv(cmd[0], ["metnos-sync"] + cmd[1:])
+os.close(w)
+buf = b""
+while b"\\n" not in buf:
+    chunk = os.read(r, 4096)
+    if not chunk:
+        break
+    buf += chunk
+os.kill(pid, signal.SIGKILL)
+os.waitpid(pid, 0)
+os.execv("/usr/bin/bwrap", ["/usr/bin/bwrap"] + args)
+"""
+
 # Each look-alike row but the ones that plant a bwrap the probe must refuse accepts its own binary by sha256
 # (as an administrator accepts a self-built bwrap), so that the row proves its own check, not the package's.
 
@@ -368,7 +392,7 @@ class Bench(object):
                            ("userns", FAKE_USERNS), ("fd", FAKE_FD),
                            ("preload", FAKE_PRELOAD),
                            ("pin", FAKE_PIN), ("pass", FAKE_PASS), ("other", FAKE_OTHER),
-                           ("detach", FAKE_DETACH), ("watch", FAKE_WATCH)):
+                           ("detach", FAKE_DETACH), ("watch", FAKE_WATCH), ("sync", FAKE_SYNC)):
             path = os.path.join(self.dir, "fake-" + name, "bwrap")
             os.makedirs(os.path.dirname(path), mode=0o755)
             with open(path, "w") as handle:
@@ -598,6 +622,11 @@ TREE_ROWS = [
         code="probe_process_unaccounted", also=["probe_payload_outside"],
         note="the watcher is found while bwrap runs; whether its copy already ran when the tree is killed is a "
              "race the row leaves open (then it is found too)"),
+    Row("copy_killed_at_once", "look-alike: runs a copy of the command outside as its own child, reads its report "
+        "and kills it, then execs the packaged bwrap (never an orphan, gone before any poll)",
+        binary("fakes.sync", accept=True), [], code="probe_payload_outside",
+        note="found by the beacon: the copy reached the probe's own network namespace, where the probe holds it "
+             "while it reads who it is"),
     Row("dead_bwrap", "a setuid copy of bwrap that dies at once (uid-map error run by nobody, capset refused in a "
         "container), leaving its child stuck", binary("setuid_bwrap", accept=True), [],
         code={"root": [], "nobody": ["probe_setup_failed"]}, needs="setuid_ok",
