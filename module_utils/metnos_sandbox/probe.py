@@ -1086,6 +1086,7 @@ def run(argv: t.Sequence[str], spec: Json, python: str, user: t.Optional[User] =
     host["trusted_bwrap"] = trust.get("ids")
     host["covers"] = PC.expected(*((user["uid"], user["gid"]) if user else (os.getuid(), os.getgid())))
     ledger = PT.Ledger()
+    ledger.server = beacon
     watcher = _Watcher(spec["token"], payload, go=go, ledger=ledger)
     try:
         result = RP.run_reaped(full, user=user, env=env, timeout=timeout, cwd=cwd, watch=watcher.direct,
@@ -1306,6 +1307,7 @@ def run_systemd(argv: t.List[str], spec: Json, python: str, user: User, settings
     host = host_view()
     host["trusted_bwrap"] = trust.get("ids")
     ledger = PT.Ledger()
+    ledger.server = beacon
     start = time.time()
     try:
         proc = subprocess.Popen(full, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

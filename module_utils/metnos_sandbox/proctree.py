@@ -225,6 +225,7 @@ class Ledger(object):
         self.poller: t.Optional[t.Callable[[], t.Any]] = None   # reads the tree now (set by the runner)
         self.cgroup: t.Optional[str] = None                   # systemd: the unit's cgroup directory
         self.beacon: t.List[Json] = []                        # who reached the run's Beacon
+        self.server: t.Optional["Beacon"] = None              # ... served with every poll
 
     def observe(self, pids: t.Optional[t.Sequence[int]], phase: t.Optional[str] = None,
                 skip: t.Sequence[int] = ()) -> t.List[Json]:
@@ -406,38 +407,37 @@ class Beacon(object):
     """A listening abstract unix socket in the probe's own network namespace whose name only the payload's spec
     carries. The payload's first act is to reach it and wait for one byte: inside a sandbox with a network
     namespace of its own the name does not exist there (the payload goes on); a copy of the payload's code run in
-    the probe's network namespace reaches it and is held while the probe reads who it is (SO_PEERCRED: its pid
-    in the probe's PID namespace, then describe()) - so a copy a look-alike runs and kills at once, never an
-    orphan and never seen by a poll, is still written down, with its details. With a host-network profile the
-    sandboxed payload reaches it too: only a peer that is not the verified payload is a finding."""
+    the probe's network namespace reaches it and is held until the probe - polling it with the tree (serve(),
+    no thread) - has read who it is (SO_PEERCRED: its pid in the probe's PID namespace, then describe()). So a
+    copy a look-alike runs and kills at once, never an orphan and never seen by a poll, is still written down,
+    with its details. With a host-network profile the sandboxed payload reaches it too: only a peer that is not
+    the verified payload is a finding."""
 
     LIMIT = 16
 
     def __init__(self, token: str, proc: str = "/proc") -> None:
         import socket
-        import threading
         self.name = "metnos-probe-%s-%s" % (token, os.urandom(4).hex())
         self.proc = proc
         self.peers: t.List[Json] = []
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock: t.Optional[socket.socket] = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.bind("\0" + self.name)
-        self.sock.listen(8)
-        self.sock.settimeout(0.2)
-        self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self._serve, name="metnos-probe-beacon", daemon=True)
-        self.thread.start()
+        self.sock.listen(16)
+        self.sock.setblocking(False)
 
-    def _serve(self) -> None:
+    def serve(self) -> None:
+        """Take every connection waiting: who it is, then let it go on."""
         import socket
         import struct
-        while not self.stopped.is_set():
+        while self.sock is not None:
             try:
                 conn, _addr = self.sock.accept()
-            except socket.timeout:
-                continue
+            except (BlockingIOError, InterruptedError):
+                return
             except OSError:
                 return
             try:
+                conn.setblocking(True)
                 pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
                 if len(self.peers) < self.LIMIT:
                     self.peers.append(dict(describe(pid, self.proc) or {"pid": pid}, peer_uid=uid))
@@ -448,7 +448,8 @@ class Beacon(object):
                 conn.close()
 
     def close(self) -> t.List[Json]:
-        self.stopped.set()
-        self.thread.join(5)
-        self.sock.close()
+        self.serve()
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
         return list(self.peers)

@@ -185,6 +185,8 @@ class Reaped(B.Started):
             elif "empty" in rec:
                 self.empty_seen = True
         self.ledger.reaped = [r for r in self.records if "reaped" in r and r["reaped"] != self.bwrap]
+        if self.ledger.server is not None:
+            self.ledger.server.serve()
         now = time.time()
         if now - self.polled >= POLL:
             self.poll()
@@ -303,6 +305,8 @@ class UnitRun(B.Started):
         return self.ledger.observe(PT.cgroup_pids(self.ledger.cgroup) or [])
 
     def update(self, data: t.Mapping[str, bytes]) -> None:
+        if self.ledger.server is not None:
+            self.ledger.server.serve()
         now = time.time()
         if now - self.polled >= POLL:
             self.poll()

@@ -148,3 +148,36 @@ def test_proc_covers_judged_from_the_payloads_mount_table():
 def test_marker_fits_comm():
     assert len(PT.marker("0123456789ab")) <= 15 and PT.marker("abc") == "mp-abc"
     time.sleep(0)
+
+
+def test_the_beacon_names_who_reaches_it_and_not_a_sandbox_with_its_own_network():
+    """A process in the probe's network namespace that reaches the beacon is held and written down (its pid
+    from SO_PEERCRED, then its details); the same code in a new network namespace cannot reach it."""
+    import subprocess
+    import sys
+    beacon = PT.Beacon("t0k")
+    code = ("import socket,sys\ns=socket.socket(socket.AF_UNIX,socket.SOCK_STREAM)\n"
+            "try:\n s.connect('\\0'+sys.argv[1]); print(s.recv(1).decode())\n"
+            "except OSError as e: print('refused', e.errno)\n")
+    try:
+        child = subprocess.Popen([sys.executable, "-c", code, beacon.name], stdout=subprocess.PIPE, text=True)
+        deadline = time.time() + 30
+        while child.poll() is None and time.time() < deadline:     # the probe's pump serves it with each poll
+            beacon.serve()
+            time.sleep(0.05)
+        near = subprocess.CompletedProcess(child.args, child.returncode, child.stdout.read(), "")
+        child.stdout.close()
+        if os.geteuid() == 0:
+            far = subprocess.run(["unshare", "--net", sys.executable, "-c", code, beacon.name], capture_output=True,
+                                 text=True, timeout=30)
+            assert far.stdout.startswith("refused"), far
+    finally:
+        peers = beacon.close()
+    assert near.stdout.strip() == "k"
+    assert len(peers) == 1 and peers[0]["argv"][-1] == beacon.name and peers[0]["exe_id"], peers
+
+
+def test_a_beacon_peer_that_is_not_the_verified_payload_is_a_copy_outside():
+    peer = {"pid": 50, "comm": "python3", "exe_id": [254, 11], "argv": ["metnos-sync"], "ns": dict(NS)}
+    assert kinds({"seen": [], "beacon": [peer]}) == [("payload_outside", "beacon")]
+    assert kinds({"seen": [], "beacon": [dict(peer, pid=12)]}) == []     # the sandboxed payload (host network)
