@@ -12,8 +12,8 @@ import pytest
 from test_probe_weakened_systemd import run_matrix
 
 USERS = ("root", "metnos")
-ROWS = ["strict", "detached_copy", "watcher_after_exit", "copy_killed_at_once", "dead_bwrap", "lookalike_on_path", "copy_unpackaged",
-        "bwrap_modified", "unit_sees_other_bwrap", "proc_host_bind", "proc_covers_rw"]
+ROWS = ["strict", "detached_copy", "watcher_after_exit", "copy_killed_at_once", "dead_bwrap", "lookalike_on_path",
+        "copy_unpackaged", "bwrap_modified", "unit_sees_other_bwrap", "proc_host_bind", "proc_covers_rw"]
 
 SCRIPT = r'''
 import json, sys
