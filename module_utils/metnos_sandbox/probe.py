@@ -1125,9 +1125,10 @@ def _tree_findings(result: Json, obs: t.Optional[Json], outside: Json, spec: Jso
     exe = (outside.get("parent") or {}).get("exe_id")
     if isinstance(exe, list) and len(exe) == 2:
         ids.add((int(exe[0]), int(exe[1])))
+    said = (result.get("json_status") or {}).get("child-pid")    # bwrap's child, when the outside never read it
     pids = set(p for p in (result.get("pid"), outside.get("launcher"), outside.get("child_pid"),
-                           outside.get("payload_pid"), ((tree or {}).get("reaper") or {}).get("pid"))
-               if isinstance(p, int))
+                           outside.get("payload_pid"), ((tree or {}).get("reaper") or {}).get("pid"),
+                           said if not outside else None) if isinstance(p, int) and not isinstance(p, bool))
     ref = _reference(outside, host) if outside else Reference(host.get("ns") or {}, "", [])
     exp = PT.Expected(pids, ids, PT.marker(spec["token"]), list(payload or []),
                       (outside.get("payload") or {}).get("ns") or {}, obs is not None, ref.ns)
