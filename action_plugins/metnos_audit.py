@@ -175,6 +175,11 @@ class ActionModule(ActionBase):
         # Manifest text is loaded by the core's one reader/decoder (the host then needs no YAML
         # library); a refused load travels as the core's refusal record, refused on the host.
         args["manifests"] = [M.transport(item) for item in args.get("manifests") or []]
+        try:
+            O.sha256_list(args.get("accept_bwrap_sha256"))
+        except O.OptionError as exc:
+            result.update(failed=True, code="invalid_option", msg="metnos_audit: %s" % exc)
+            return result
 
         python = args.pop("python", None) or (task_vars or {}).get("ansible_python_interpreter") or "/usr/bin/python3"
         python = self._templar.template(python)

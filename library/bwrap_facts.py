@@ -98,7 +98,9 @@ bwrap:
     version: {description: Upstream version from C(--version) (advisory only)., type: str}
     features: {description: Options listed by C(bwrap --help)., type: list, elements: str}
     missing_features: {description: Options the profile needs that this bwrap lacks., type: list, elements: str}
-    package: {description: "Owning package: manager, name, full revision; empty if unowned.", type: dict}
+    package: {description: "Owning package: manager, name, full revision, and what its database says of the file
+               (verified: ok, modified, missing or unverifiable; verify_detail: the verifier's line); empty if
+               unowned.", type: dict}
     path: {description: Resolved path., type: str}
     realpath: {description: Path with symlinks resolved., type: str}
     owner_uid: {description: Owner uid., type: int}

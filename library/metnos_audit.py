@@ -34,6 +34,11 @@ options:
   probe: {description: Run the real probe., type: bool, default: true}
   timeout: {description: Seconds before the probe is killed., type: float, default: 60, aliases: [probe_timeout]}
   smoke_user: {description: Unprivileged user for the smoke test (default nobody)., type: str}
+  accept_bwrap_sha256:
+    description: The sha256 digests of self-built bwraps the probe trusts besides the packaged one.
+    type: list
+    elements: str
+    default: []
   python: {description: Interpreter on the host (default ansible_python_interpreter or /usr/bin/python3)., type: path}
 extends_documentation_fragment: [metnos_sandbox, metnos_sandbox.service]
 """

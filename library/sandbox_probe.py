@@ -53,8 +53,17 @@ description:
     whole process tree; if the payload had already reported and been read from outside, its checks
     are still judged. Processes bwrap leaves holding its output are killed, never waited for.
     Nothing is left on the host.
-  - The bwrap the probe runs is also judged as a binary (package owner, root ownership, setuid),
-    with or without a unit.
+  - The bwrap the probe runs is also judged as a binary (root ownership, setuid), with or without a unit, and
+    only the packaged bwrap is trusted - verified against the package database (C(dpkg --verify), C(rpm -V),
+    C(pacman -Qkk)) or accepted by its sha256 (O(accept_bwrap_sha256)) - C(probe_bwrap_unpackaged),
+    C(probe_bwrap_modified), C(probe_bwrap_unverified), C(probe_bwrap_accepted) (info, listed). The process
+    that started must execute such a file (check C(bwrap_exe_verified), its device and inode read from outside).
+  - Everything bwrap (or a look-alike) starts is accounted for - run directly, bwrap is the child of a child
+    subreaper; in a transient unit, the unit's cgroup is the tree - C(probe_tree_not_empty) (the unit held a
+    process before bwrap ran), C(probe_process_unaccounted) (beside bwrap and the payload, left after it
+    exited, or orphaned), C(probe_payload_outside) (the payload's code ran outside the sandbox), each with the
+    process's pid, executable, namespaces and command line. C(/proc) must carry the read-only covers bwrap adds
+    for the caller (check C(proc_covers)). A bwrap that dies at once is a setup failure within seconds.
   - Read-only for the host; it behaves the same in check mode.
 options:
   probe_user:
@@ -86,6 +95,14 @@ options:
     description: More host paths that must not be visible inside the sandbox.
     type: list
     elements: path
+    default: []
+  accept_bwrap_sha256:
+    description:
+      - The sha256 digests (64 hexadecimal digits) of self-built bwraps to trust besides the packaged one.
+      - Without it only a bwrap the package database verifies (dpkg --verify, rpm -V, pacman -Qkk) is trusted;
+        an accepted one is listed in every result (C(probe_bwrap_accepted)).
+    type: list
+    elements: str
     default: []
 extends_documentation_fragment: [metnos_sandbox, metnos_sandbox.service]
 """
@@ -160,6 +177,12 @@ unit_context:
       reasons.
   returned: when the probe ran in a transient unit for a service
   type: dict
+bwrap_trust:
+  description: >-
+    The bwrap the service runs (bwrap) and, when that is another file, the packaged /usr/bin/bwrap (packaged), each
+    with path, realpath, sha256, package, state (packaged, accepted, unpackaged, modified, unverifiable) and detail.
+  returned: when the probe ran
+  type: dict
 bwrap_rc:
   description: bwrap's exit status in the probe (data, not the module's outcome).
   returned: when bwrap ran
@@ -189,6 +212,7 @@ ARGUMENT_SPEC = O.spec(
     context={"type": "str", "choices": ["auto", "systemd", "direct"], "default": "auto"},
     timeout=O.timeout(60.0),
     extra_absent={"type": "list", "elements": "path", "default": []},
+    accept_bwrap_sha256=O.ACCEPT_BWRAP,
 )
 
 
@@ -201,6 +225,7 @@ def _probe(p, runner):
     O.unit_name(p["unit"], required=False)
     O.positive_seconds(p["timeout"])
     O.users(p["probe_user"], p["user"])
+    O.sha256_list(p["accept_bwrap_sha256"])
     if p["context"] == "systemd":
         O.systemd_running("context", "auto or direct")
     return PR.probe_service(p, runner)

@@ -5,9 +5,9 @@ tests/integration/test_probe_matrix.py asserts them). Runs real bwrap; needs roo
 
   scripts/probe-matrix.py                 the table (Markdown)
   scripts/probe-matrix.py --json          one JSON object per row and user
-  scripts/probe-matrix.py --without GLOB  drop the checks named GLOB from every verdict, as if the
-                                          check were deleted, and show which rows no longer catch
-                                          their weakening
+  scripts/probe-matrix.py --without GLOB  drop the checks - and the finding codes - named GLOB from
+                                          every verdict, as if the check (or the finding) were deleted,
+                                          and show which rows no longer catch their weakening
   scripts/probe-matrix.py --core DIR      use another checkout's module_utils (e.g. main's) for
                                           the probe itself: its verdict per row, for comparison
 """
@@ -56,18 +56,21 @@ def main():
                     verdict["checks"] = [c for c in verdict["checks"]
                                          if not any(fnmatch.fnmatchcase(c["name"], g) for g in args.without)]
                     failed = sorted(c["name"] for c in verdict["checks"] if not c["ok"])
-                    verdict["passed"] = not failed and bool(verdict["checks"])
+                    verdict["diagnostics"] = [d for d in verdict["diagnostics"]
+                                              if not any(fnmatch.fnmatchcase(d["code"], g) for g in args.without)]
                     if not failed:
                         verdict["diagnostics"] = [d for d in verdict["diagnostics"]
                                                   if d["code"] not in ("probe_check_failed", "probe_not_isolated")]
-                codes = sorted(set(d["code"] for d in verdict["diagnostics"]))
+                    verdict["passed"] = not failed and not PM.counted_codes(verdict) and (
+                        bool(verdict["checks"]) or not verdict.get("setup_failed"))
+                codes = PM.counted_codes(verdict)
                 judged = PM.judge(row, user, verdict, failed) if core is PM.PR or args.judge else "-"
-                if row.fails[user] and verdict["passed"]:
+                if row.weakening(user) and verdict["passed"]:
                     missed += 1
                 if judged not in ("ok", "-"):
                     wrong += 1
                 out.append({"row": row.name, "what": row.what, "user": user, "passed": verdict["passed"],
-                            "failed": failed, "codes": codes, "expected": row.fails[user], "judged": judged,
+                            "failed": failed, "codes": codes, "expected": row.expect(user), "judged": judged,
                             "note": row.note, "duration": verdict["duration"]})
     if args.json:
         for item in out:

@@ -158,7 +158,9 @@ def _probe(unit: Optional[str], params: Mapping[str, Any], runner: B.Runner,
     to ``diags`` (audit_host lists a finding both faces report once: diagnostics.dedupe)."""
     probe: Dict[str, Any] = PR.probe_service({"unit": unit, "scope": params.get("scope"),
                                               "user": params.get("user"), "host": params.get("host") or {},
-                                              "timeout": params["timeout"]}, runner)
+                                              "timeout": params["timeout"],
+                                              "accept_bwrap_sha256": params.get("accept_bwrap_sha256") or []},
+                                             runner)
     probe.pop("service", None)
     diags.extend(probe["diagnostics"])
     return probe

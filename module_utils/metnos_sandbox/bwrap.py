@@ -558,23 +558,64 @@ REAP = 10.0
 _POLL = 0.2
 
 
+class Started(object):
+    """What pump() watches: the process that was started. By default ``proc`` itself, killed as a process
+    group; a runner that starts bwrap under another process (reaper.Reaped) says which pid is bwrap's, when it
+    has exited, how the whole tree is killed, and whether anything left in it could still report."""
+
+    drain = DRAIN
+    """How long what is left in the pipes is read once the leftovers were killed."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def leftovers(self) -> bool:
+        """Whether, the started process gone and its pipes still open, something of its is left to kill: here,
+        whatever holds the pipes is (a process of its group)."""
+        return True
+
+    def update(self, data: Mapping[str, bytes]) -> None:
+        """Called after each read with everything read so far."""
+
+    def exited(self) -> bool:
+        return _exited(self.proc)
+
+    def reportable(self) -> bool:
+        """Whether, the started process gone and the handshake not done, something could still report (a
+        payload a look-alike left running): wait for it. Not known here: yes."""
+        return True
+
+    def on_exit(self) -> None:
+        """Called once, when the started process is first seen exited."""
+
+    def kill(self) -> None:
+        _kill_group(self.proc)
+
+
 def pump(proc: subprocess.Popen[bytes], streams: Mapping[str, int], timeout: float,
-         watch: Optional[Watch] = None, report: Optional[Dict[str, Any]] = None) -> Tuple[Dict[str, bytes], bool]:
+         watch: Optional[Watch] = None, report: Optional[Dict[str, Any]] = None,
+         started: Optional[Started] = None) -> Tuple[Dict[str, bytes], bool]:
     """Read ``streams`` ({name: readable fd}) of ``proc`` until they all close or ``timeout`` passes.
 
-    ``watch(data, pid)`` (``data``: {name: bytes so far}; ``pid``: proc's) is called after each read; once it returns
-    true it is not called again and ``proc.stdin`` (if a pipe) is closed: that is the handshake a
+    ``watch(data, pid)`` (``data``: {name: bytes so far}; ``pid``: the started process's) is called after each read;
+    once it returns true it is not called again and ``proc.stdin`` (if a pipe) is closed: that is the handshake a
     payload waiting on its stdin uses ("the outside has finished reading, go on").
 
-    Reading also stops ``LINGER`` seconds after ``proc`` has exited with the handshake done (or without a
-    ``watch``): whatever still holds the pipes then is a leftover, its process group is killed and what is
-    already in the pipes is read for at most ``DRAIN`` seconds; ``report["left_behind"]`` says so. Until the
-    payload has reported, the probe waits for it (a look-alike may leave its command running): at most until
-    the timeout. Returns (data, timed_out); on timeout the whole process group is killed. Never raises for
-    I/O, never waits without a bound.
+    Reading also stops ``LINGER`` seconds after the started process has exited with the handshake done (or
+    without a ``watch``): whatever still holds the pipes then is a leftover, it is killed (``started.kill()``:
+    proc's process group by default) and what is already in the pipes is read for at most ``DRAIN`` seconds;
+    ``report["left_behind"]`` says so. Until the payload has reported, the probe waits for it while something
+    could still report (``started.reportable()``; a look-alike may leave its command running): at most until the
+    timeout. Returns (data, timed_out); on timeout everything is killed. Never raises for I/O, never waits
+    without a bound.
     """
     import selectors
-    run = _Pumping(proc, timeout, watch is not None, report)
+    started = started or Started(proc)
+    run = _Pumping(started, timeout, watch is not None, report)
     data: Dict[str, bytes] = dict((name, b"") for name in streams)
     sel = selectors.DefaultSelector()
     for name, fd in streams.items():
@@ -596,7 +637,8 @@ def pump(proc: subprocess.Popen[bytes], streams: Mapping[str, int], timeout: flo
                     data[key.data] += chunk
                 else:
                     sel.unregister(key.fd)
-            if watch is not None and run.watching and not run.timed_out and watch(data, proc.pid):
+            started.update(data)
+            if watch is not None and run.watching and not run.timed_out and watch(data, started.pid):
                 run.watching = False
                 _close_stdin(proc)
     finally:
@@ -607,6 +649,7 @@ def pump(proc: subprocess.Popen[bytes], streams: Mapping[str, int], timeout: flo
             proc.wait(timeout=max(0.1, run.deadline - time.time()))
         except subprocess.TimeoutExpired:
             run.timed_out = True
+            started.kill()
             _kill_group(proc)
     try:
         proc.wait(timeout=REAP)
@@ -618,15 +661,15 @@ def pump(proc: subprocess.Popen[bytes], streams: Mapping[str, int], timeout: flo
 class _Pumping(object):
     """One pump()'s clock: the deadline, the handshake, the started process's exit, the kills."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], timeout: float, watching: bool,
+    def __init__(self, started: Started, timeout: float, watching: bool,
                  report: Optional[Dict[str, Any]]) -> None:
-        self.proc = proc
+        self.started = started
         self.report = report
         self.deadline = time.time() + timeout
         self.watching = watching
         self.timed_out = False
-        self.exited_at: Optional[float] = None     # when proc was first seen exited
-        self.settled_at: Optional[float] = None    # when proc had exited and the handshake was done (the later)
+        self.exited_at: Optional[float] = None     # when the started process was first seen exited
+        self.settled_at: Optional[float] = None    # when it had exited and the handshake was done (the later)
         self.draining = False                      # leftovers killed: reading what is left
 
     def step(self, now: float) -> str:
@@ -635,19 +678,24 @@ class _Pumping(object):
             if self.timed_out or self.draining:
                 return "stop"                      # killed, and something still holds a pipe: give up
             self.timed_out = True
-            _kill_group(self.proc)
+            self.started.kill()
             self.deadline = now + 5.0              # then read on until the killed tree has closed its pipes
             return "again"
-        if self.exited_at is None and not self.timed_out and _exited(self.proc):
+        if self.exited_at is None and not self.timed_out and self.started.exited():
             self.exited_at = now
-        if self.settled_at is None and self.exited_at is not None and not self.watching:
-            self.settled_at = now
+            self.started.on_exit()
+        if self.settled_at is None and self.exited_at is not None and (
+                not self.watching or (now - self.exited_at >= LINGER and not self.started.reportable())):
+            # handshake done, or nothing left that could still report: a dead bwrap is a setup failure now
+            self.settled_at = now if not self.watching else now - LINGER
         if self.settled_at is not None and not self.draining and now - self.settled_at >= LINGER:
+            if not self.started.leftovers():
+                return "read"                      # nothing of its is left: what holds the pipes ends on its own
             self.draining = True
-            _kill_group(self.proc)                 # proc is not reaped yet: its group id cannot have been reused
+            self.started.kill()                    # proc is not reaped yet: its group id cannot have been reused
             if self.report is not None:
                 self.report["left_behind"] = True
-            self.deadline = min(self.deadline, now + DRAIN)
+            self.deadline = min(self.deadline, now + self.started.drain)
             return "again"
         return "read"
 

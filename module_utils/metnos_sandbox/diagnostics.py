@@ -1100,6 +1100,104 @@ _CODES.extend([
        ["Report the message and the exception of the result (run with -vvv to see it)."]),
 ])
 
+# ---- issue 20: the probe accounts for everything its bwrap starts, and trusts only the packaged bwrap ----
+_REINSTALL = "Reinstall the distro package: apt-get install --reinstall bubblewrap (dnf reinstall bubblewrap; " \
+             "pacman -S bubblewrap)"
+_TREE_FIX = ("Find what started it (its parent, executable and command line are in the details): "
+             "ps -o pid,ppid,user,args -p <pid> ; ls -l /proc/<pid>/exe",
+             "Check which bwrap the service runs and remove look-alikes from its PATH: "
+             "systemctl show -p Environment <unit> ; command -v bwrap ; dpkg -S \"$(command -v bwrap)\"",
+             _REINSTALL)
+_CODES.extend([
+    _c("probe_bwrap_unpackaged", ERROR, "R-DIAG-2", PROBE,
+       "The probe's bwrap is not the packaged one",
+       "The bwrap the service would run is owned by no installed package and its sha256 is not accepted: "
+       "the probe trusts only the packaged bwrap (a look-alike first on the service's PATH, a copy, a "
+       "self-built binary nobody vouched for).",
+       "dpkg -S / rpm -qf / pacman -Qo of the path the service resolves (and its real path), then its sha256 "
+       "against metnos_sandbox_probe_accept_bwrap_sha256.",
+       ["Remove the unmanaged file from the service's PATH: rm {bwrap_path}", _REINSTALL,
+        "A self-built bwrap you trust: add its sha256 ({sha256}) to metnos_sandbox_probe_accept_bwrap_sha256."],
+       messages={"": "{bwrap_path} (sha256 {sha256}) is not owned by any installed package and its sha256 is not "
+                     "accepted: the probe trusts only the packaged bwrap."}),
+    _c("probe_bwrap_modified", ERROR, "R-SEC-6", PROBE,
+       "The probe's bwrap differs from its package",
+       "The bwrap the service would run belongs to a package, but the package database says the file "
+       "differs from what the package installed (its digest, size, mode or owner), or that it is missing.",
+       "dpkg --verify PKG (the md5sums dpkg keeps), rpm -V PKG, pacman -Qkk PKG.",
+       [_REINSTALL, "Then verify it: dpkg --verify bubblewrap (rpm -V bubblewrap; pacman -Qkk bubblewrap)"],
+       messages={"": "{bwrap_path} belongs to {package} ({manager}) but the package database says it differs: "
+                     "{detail} (sha256 {sha256})."}),
+    _c("probe_bwrap_unverified", ERROR, "R-DIAG-3", PROBE,
+       "The probe's bwrap could not be verified",
+       "The bwrap the service would run could not be verified against the package database (no verifier for "
+       "its package manager, a verifier that failed or printed what the probe does not know, or a file that "
+       "changed while it was verified): it is not trusted.",
+       "The exit status and output of dpkg --verify / rpm -V / pacman -Qkk, and the file's device, inode, size "
+       "and times before and after.",
+       ["Run the verifier by hand: dpkg --verify bubblewrap (rpm -V bubblewrap; pacman -Qkk bubblewrap)",
+        _REINSTALL],
+       messages={"": "{bwrap_path} could not be verified against the package database: {detail}."}),
+    _c("probe_bwrap_accepted", INFO, "R-DIAG-2", PROBE,
+       "The probe's bwrap is trusted by its sha256",
+       "The bwrap the service would run is not the packaged one; it is trusted because its sha256 is listed "
+       "in metnos_sandbox_probe_accept_bwrap_sha256 (a self-built bwrap). Listed so that every report shows it.",
+       "The sha256 of the file, against the accepted digests.",
+       ["Nothing to do if this is the build you meant; remove the digest from "
+        "metnos_sandbox_probe_accept_bwrap_sha256 to trust only the packaged bwrap again."],
+       messages={"": "{bwrap_path} is not the packaged bwrap; it is trusted because its sha256 {sha256} is accepted."}),
+    _c("probe_tree_not_empty", ERROR, "R-DIAG-3", PROBE,
+       "The probe's unit held a process before bwrap ran",
+       "Before bwrap ran, the transient unit the probe started held a process the probe did not start: "
+       "something else runs in the probe's context.",
+       "cgroup.procs of the unit's cgroup, read while its launcher waits to execute bwrap.",
+       list(_TREE_FIX),
+       messages={"before": "before bwrap ran, the probe's unit held a process the probe did not start: pid {pid} "
+                           "({details})"}),
+    _c("probe_process_unaccounted", ERROR, "R-DIAG-3", PROBE,
+       "bwrap's process tree held a process that is neither bwrap nor the payload",
+       "A process in the tree the probe started bwrap in (direct: below the probe's child subreaper; in a unit: "
+       "the unit's cgroup) is neither what the probe started, nor bwrap, its sandboxed child and the payload, "
+       "nor a process of bwrap's own setup: it ran beside them, was still running after bwrap exited, or left "
+       "its parent and exited on its own. A bwrap look-alike that execs the real one can start work beside "
+       "the sandbox this way (double fork, setsid, descriptors closed, argv[0] changed) or after it exited.",
+       "The tree polled from the host's /proc while the run lasts (every process's parent chain, or the unit's "
+       "cgroup.procs), the orphans the subreaper reaps (read while they are zombies), and the tree once bwrap "
+       "has exited, before anything is killed. Everything left is killed.",
+       list(_TREE_FIX),
+       messages={"beside": "pid {pid} ran in bwrap's process tree beside bwrap and the payload: {details}",
+                 "left": "pid {pid} was still running in bwrap's process tree after bwrap exited: {details}",
+                 "orphaned": "pid {pid} left its parent inside bwrap's process tree and exited on its own (reaped "
+                             "by the probe's subreaper): {details}",
+                 "reaper": "the probe's subreaper could not account for bwrap's tree ({details}): a process "
+                           "could have left it",
+                 "unreadable": "bwrap's process tree could not be read or was too large (pid {pid}, {details}): "
+                               "what else bwrap started is not proven"}),
+    _c("probe_payload_outside", ERROR, "R-DIAG-3", PROBE,
+       "The payload's code ran outside the sandbox",
+       "A process in bwrap's tree other than the sandboxed payload ran the payload's code: it carries the "
+       "run's marker (the payload's first act is to set its comm to it) or the payload's arguments after "
+       "argv[0]. A look-alike bwrap ran a copy of the executor beside the sandbox (in the host's network "
+       "namespace, say) while the sandboxed one reported.",
+       "The tree as for probe_process_unaccounted; the copy is never released by the probe (the one-time token "
+       "is written only to the verified payload), so it stays there to be seen.",
+       list(_TREE_FIX),
+       messages={"seen": "pid {pid} ran the payload's code outside the sandbox (namespaces that differ from the "
+                         "sandboxed payload's: {outside}): {details}",
+                 "orphaned": "pid {pid} ran the payload's code outside the sandbox and exited on its own (reaped "
+                             "as an orphan by the probe's subreaper): {details}",
+                 "beacon": "pid {pid} ran the payload's code in the probe's own network namespace (it reached the "
+                           "probe's beacon, a name only the payload's spec carries; namespaces that differ from the "
+                           "sandboxed payload's: {outside}): {details}"}),
+    _c("bwrap_package_modified", ERROR, "R-SEC-6", BWRAP_BINARY,
+       "bwrap differs from its package",
+       "The resolved bwrap belongs to a package, but the package database says the file differs from what "
+       "the package installed (digest, size, mode or owner), or that it is missing.",
+       "dpkg --verify PKG / rpm -V PKG / pacman -Qkk PKG.",
+       [_REINSTALL],
+       messages={"": "{bwrap_path} belongs to {package} but the package database says it differs: {detail}."}),
+])
+
 REGISTRY: Dict[str, Code] = dict((c.code, c) for c in _CODES)
 
 # The codes a manifest load refuses with (manifest.coerce). A controller-side face hands a refusal to the

@@ -13,6 +13,7 @@ import pwd
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple, Union
 
 from . import bwrap as B
+from . import bwrap_trust as BT
 from . import diagnostics as D
 from . import envflags, kernel
 
@@ -52,10 +53,15 @@ def bwrap_info(bwrap_path: str, runner: B.Runner = B.default_runner) -> Dict[str
     version = B.parse_version(out or err)
     rc_h, help_out, help_err = runner([bwrap_path, "--help"])
     features = B.parse_features(help_out or help_err)
-    info = {"version": version, "features": features,
-            "missing_features": B.missing_features(features),
-            "package": B.package_facts(bwrap_path, runner=runner)}
-    info.update(B.file_facts(bwrap_path))
+    pkg = B.package_facts(bwrap_path, runner=runner)
+    info: Dict[str, Any] = {"version": version, "features": features,
+                            "missing_features": B.missing_features(features), "package": pkg}
+    files = B.file_facts(bwrap_path)
+    info.update(files)
+    if pkg:
+        # what the package database says of the file (dpkg --verify, rpm -V, pacman -Qkk): bwrap_trust
+        state, detail = BT.package_state(pkg["manager"], pkg["name"], str(files["realpath"]), runner)
+        info["package"] = dict(pkg, verified=state, verify_detail=detail)
     return info
 
 
@@ -68,8 +74,12 @@ def binary_diagnostics(info: Mapping[str, Any]) -> List[Dict[str, Any]]:
                           variant="refused" if refused else None))
     if info.get("ownership_problems"):
         out.append(D.make("bwrap_not_root_owned", bwrap_path=path, problems="; ".join(info["ownership_problems"])))
-    if not info.get("package"):
+    package = info.get("package") or {}
+    if not package:
         out.append(D.make("bwrap_not_packaged", bwrap_path=path))
+    elif package.get("verified") in ("modified", "missing"):
+        out.append(D.make("bwrap_package_modified", bwrap_path=path, package=package.get("name"),
+                          detail=package.get("verify_detail") or package["verified"]))
     if info.get("missing_features"):
         out.append(D.make("bwrap_feature_missing", missing=", ".join(info["missing_features"]), bwrap_path=path,
                           version=info.get("version") or "?"))

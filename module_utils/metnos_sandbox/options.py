@@ -28,6 +28,8 @@ SCOPE: Dict[str, Any] = {"type": "str", "choices": ["system", "user"], "default"
 USER: Dict[str, Any] = {"type": "str"}
 PYTHON: Dict[str, Any] = {"type": "path"}
 HOST: Dict[str, Any] = {"type": "dict", "default": {}}
+# The sha256 of self-built bwraps the probe trusts besides the packaged one (bwrap_trust; issue 20).
+ACCEPT_BWRAP: Dict[str, Any] = {"type": "list", "elements": "str", "default": []}
 SERVICE: Spec = {"unit": UNIT, "scope": SCOPE, "user": USER}
 # scope=user needs the user whose manager runs the unit (AnsibleModule's required_if).
 USER_SCOPE_NEEDS_USER = [("scope", "user", ("user",))]
@@ -62,6 +64,7 @@ AUDIT: Spec = spec(
     timeout=timeout(60.0, "probe_timeout"),
     smoke_user={"type": "str"},
     python=PYTHON,
+    accept_bwrap_sha256=ACCEPT_BWRAP,
 )
 
 
@@ -117,6 +120,15 @@ def users(*names: Optional[str]) -> None:
     for name in names:
         if name:
             cast(Callable[[str], object], resolve_user)(name)
+
+
+def sha256_list(values: Any, option: str = "accept_bwrap_sha256") -> None:
+    """Each value is a sha256 digest: exactly 64 hexadecimal digits (the probe trusts a bwrap with that content)."""
+    from .bwrap_trust import normalise_accepted
+    _good, bad = normalise_accepted(values or [])
+    if bad:
+        raise OptionError("%s: %r is not a sha256 digest (64 hexadecimal digits, e.g. from sha256sum)"
+                          % (option, bad[0]))
 
 
 def option_errors() -> Tuple[Type[Exception], ...]:

@@ -43,6 +43,13 @@ argv run is not the profile's (``spec["argv_options"]``), the verdict names what
 option by option (``argv_deviations``), and every failure message ends with them, so a failed check
 can be traced to its words; a pass with deviations says the evidence found those words harmless (a
 new session, a host name, one more namespace), not that they were absent.
+
+Beside the checks (issue 20): the bwrap the service runs is verified against the package database or an
+accepted sha256 (bwrap_trust; probe_bwrap_* codes) and the launcher must execute a verified file (check
+bwrap_exe_verified); everything its tree held is judged (reaper.py runs it, proctree.py judges it:
+probe_tree_not_empty, probe_process_unaccounted, probe_payload_outside); /proc must carry bwrap's read-only
+covers for the caller (proc_covers.py, check proc_covers). The payload marks itself (comm) and exits only once
+the probe releases it with a one-time token (``with_release``), so a copy started elsewhere stays to be seen.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
@@ -53,8 +60,12 @@ import typing as t
 import uuid
 
 from . import bwrap as B
+from . import bwrap_trust as BT
 from . import diagnostics as D
+from . import proc_covers as PC
 from . import procfs as PF
+from . import proctree as PT
+from . import reaper as RP
 from .paths import under
 
 Json = t.Dict[str, t.Any]
@@ -90,6 +101,18 @@ PAYLOAD = r"""
 import ctypes, errno, json, os, socket, sys
 spec = json.loads(sys.argv[1])
 libc = ctypes.CDLL(None, use_errno=True)
+libc.prctl(15, ctypes.c_char_p(("mp-" + spec["token"])[:15].encode()), 0, 0, 0)   # PR_SET_NAME: this code ran here
+def beacon(name):
+    # in the probe's network namespace the probe holds this process while it reads who it is
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(30)
+        s.connect("\0" + name)
+        s.recv(1)
+        s.close()
+        return "reached"
+    except OSError as exc:
+        return err(exc.errno or 0)
 def err(num):
     return "error:" + errno.errorcode.get(num, str(num))
 def fs(path):
@@ -133,6 +156,8 @@ def presence(path):
     except OSError as exc:
         return "absent" if exc.errno in (errno.ENOENT, errno.ENOTDIR) else err(exc.errno)
 obs = {"metnos_probe": spec["token"], "pid": os.getpid(), "uid": os.getuid(), "ns": {}}
+if spec.get("beacon"):
+    obs["beacon"] = beacon(spec["beacon"])
 try:
     obs["proc_self"] = os.readlink("/proc/self")
 except OSError as exc:
@@ -160,9 +185,12 @@ except Exception as exc:
 sys.stdout.write(json.dumps(obs) + "\n")
 sys.stdout.flush()
 try:
-    sys.stdin.readline()
+    go = sys.stdin.readline().strip()
 except Exception:
-    pass
+    go = ""
+import hashlib, time
+if spec.get("go") and hashlib.sha256(go.encode()).hexdigest() != spec["go"]:
+    time.sleep(spec.get("linger") or 0)     # not released by the probe: a copy outside stays visible to it
 """
 
 SENSITIVE = ("/root", "/home", "/opt", "/srv", "/mnt", "/media", "/var", "/run")
@@ -341,8 +369,10 @@ def observe_outside(launcher: t.Optional[int], child_pid: t.Optional[int], paylo
         out["payload"] = _observe_payload(out["payload_pid"], child_pid, proc)
     if isinstance(launcher, int) and launcher > 0:
         links, how = PF.read_links(launcher, ["ns/" + k for k in PF.NS_KINDS] + ["exe"], proc)
+        ident = PT.exe_ident(launcher, proc)
         out["parent"] = {"pid": launcher, "ns": dict((k, links["ns/" + k]) for k in PF.NS_KINDS),
-                         "exe": links["exe"], "read_by": how, "mounts": PF.read_mounts(launcher, proc)}
+                         "exe": links["exe"], "exe_id": list(ident) if ident else None, "read_by": how,
+                         "mounts": PF.read_mounts(launcher, proc)}
     return out
 
 
@@ -369,8 +399,11 @@ class _Watcher(object):
     it waits on stdin), then let it go."""
 
     def __init__(self, token: str, payload_argv: t.Sequence[str], proc: str = "/proc",
-                 stdin: t.Optional[t.IO[bytes]] = None, unit: t.Optional[str] = None) -> None:
+                 stdin: t.Optional[t.IO[bytes]] = None, unit: t.Optional[str] = None, go: str = "",
+                 ledger: t.Optional[PT.Ledger] = None) -> None:
         self.token = token
+        self.go = go                # the one-time token that releases the payload, given only once it is verified
+        self.ledger = ledger        # the run's tree (proctree.Ledger): read again when the payload has reported
         self.unit = unit            # systemd: the transient unit (its pids may be of a PID namespace of its own)
         self.level: t.Optional[int] = None  # ... then the index of that namespace in its processes' NSpid
         self.payload_argv = payload_argv
@@ -392,20 +425,39 @@ class _Watcher(object):
             self.outside = {"launcher": launcher, "child_pid": child, "error": "%s: %s" % (type(exc).__name__, exc)}
         if self.context is not None:
             self.outside["context"] = self.context
+        if self.ledger is not None:
+            self.ledger.phase = PT.CHECKED
+            if self.ledger.poller is not None:
+                self.ledger.poller()
+        self._send((self.go + "\n").encode())
         return True
 
-    def _release_launcher(self, launcher: int) -> None:
-        """Read the unit's process (the parent context) while it waits, then let it run bwrap."""
-        try:
-            self.context = observe_context(launcher, self.proc)
-        except Exception as exc:
-            self.context = {"error": "%s: %s" % (type(exc).__name__, exc)}
+    def attach(self, proc: t.Any) -> None:
+        """Direct: the started process's stdin, the handshake's channel (only bwrap's tree holds its other end)."""
+        self.stdin = proc.stdin
+
+    def _send(self, data: bytes) -> None:
         try:
             if self.stdin is not None:
-                self.stdin.write(b"\n")
+                self.stdin.write(data)
                 self.stdin.flush()
         except (OSError, ValueError):
             pass
+
+    def _release_launcher(self, launcher: int) -> None:
+        """Read the unit's process (the parent context) and its cgroup (nothing else may be there yet) while
+        it waits, then let it run bwrap."""
+        try:
+            self.context = observe_context(launcher, self.proc)
+            own = PF.own_credentials(launcher, self.proc)
+            self.context["covers"] = PC.expected(own[0], own[1], "/proc/%d/root" % launcher) if own else None
+        except Exception as exc:
+            self.context = {"error": "%s: %s" % (type(exc).__name__, exc)}
+        if self.ledger is not None:
+            dirs = PT.unit_cgroup_dirs(launcher, self.proc)
+            self.ledger.cgroup = dirs[0] if dirs else None
+            self.ledger.set_before(PT.cgroup_pids(dirs[0]) if dirs else None, [launcher])
+        self._send(b"\n")
 
     def direct(self, data: t.Dict[str, bytes], pid: int) -> bool:
         _launcher, status, _obs = split_stream(records(data.get("status", b"")), self.token)
@@ -640,17 +692,52 @@ def _check_proc(sc: _Scene) -> None:
 
 
 def _proc_foreign(sc: _Scene, dest: str, mount: PF.Mount) -> t.List[str]:
-    """Mounts below a procfs that are neither procfs's own directories (bwrap covers some read-only) nor
-    what the parent context has mounted below its /proc."""
+    """Mounts below a procfs that are neither what the parent context has mounted below its /proc nor one of
+    the names bwrap may cover read-only with a bind of the procfs itself (proc_covers.COVER_NAMES: whether
+    each cover is there as it should be is proc_covers' check)."""
     assert sc.visible is not None and sc.ctx_mounts
-    own = dict((os.path.relpath(m["mountpoint"], dest), set([(mount["dev"], os.path.normpath(
-        os.path.join(mount["root"], os.path.relpath(m["mountpoint"], dest))))]))
-        for m in PF.mounts_under(sc.visible, dest))
     tree = PF.bind_tree(sc.ctx_mounts, "/proc")
-    for rel, pairs in own.items():
-        tree[rel] = tree.get(rel, set()) | pairs
+    for name in PC.COVER_NAMES:
+        tree[name] = tree.get(name, set()) | set([(mount["dev"], os.path.normpath(os.path.join(mount["root"], name)))])
     tree["."] = set([(mount["dev"], mount["root"])])
     return _foreign(sc.visible, dest, tree, sc.inner(dest), sc.ctx_mounts, "/proc")
+
+
+def _check_proc_covers(sc: _Scene) -> None:
+    """2b. /proc as bwrap makes it: the read-only covers bwrap adds for the caller (proc_covers), asked before the
+    run in bwrap's parent context and proven from outside in the payload's mount table."""
+    for dest in sc.spec.get("proc", []):
+        mount = sc.mount_at(dest)
+        exp = (sc.outside.get("context") or {}).get("covers") if sc.outside.get("context") else sc.host.get("covers")
+        if sc.visible is None or mount is None or mount["fstype"] != "proc":
+            problems = ["not proven: no procfs at %s in the payload's mount table" % dest]
+        else:
+            problems = PC.judge(sc.visible, dest, mount, exp, sc.ctx_mounts)
+        sc.add("proc_covers" if dest == "/proc" else "proc_covers:%s" % dest, sc.spec["rules"].get(dest, "R-BASE-2"),
+               "the read-only covers bwrap adds for the caller (%s), and no other mount at those names" % (
+                   ", ".join((exp or {}).get("covers") or []) or "none for this caller"),
+               {"asked": (exp or {}).get("asked"), "problems": problems}, not problems)
+
+
+def _check_bwrap_exe(sc: _Scene) -> None:
+    """1b. The process that started (bwrap's pid) executes a verified bwrap: its executable's device and inode,
+    read from outside through /proc/PID/exe, are those of a file bwrap_trust verified (packaged or accepted by
+    sha256). A unit that shows another file at the path (BindReadOnlyPaths=, RootDirectory=), a wrapper that
+    stays the launcher, a file swapped after it was verified: not the bwrap that was verified."""
+    parent = sc.outside.get("parent") or {}
+    got = parent.get("exe_id")
+    trusted = [list(i) for i in sc.host.get("trusted_bwrap") or []]
+    problems = []
+    if not trusted:
+        problems.append("no bwrap was verified (not packaged, modified, or not accepted): nothing to compare with")
+    if not isinstance(got, list):
+        problems.append("not proven: the executable of the started process (pid %s) could not be read" %
+                        sc.outside.get("launcher"))
+    elif trusted and got not in trusted:
+        problems.append("pid %s executes %s (device %s, inode %s), not a verified bwrap" % (
+            sc.outside.get("launcher"), parent.get("exe"), got[0], got[1]))
+    sc.add("bwrap_exe_verified", "R-DIAG-2", "the started process executes a verified bwrap (device and inode)",
+           {"exe": parent.get("exe"), "exe_id": got, "trusted": trusted, "problems": problems}, not problems)
 
 
 def _ns_evidence(sc: _Scene, kind: str) -> Json:
@@ -968,7 +1055,8 @@ def _check_seccomp(sc: _Scene) -> None:
 
 # The checks, in the order they are reported.
 _CHECKS: t.Tuple[t.Callable[[_Scene], None], ...] = (
-    _check_identity, _check_proc, _check_namespaces, _check_tmpfs, _check_bind_sources, _check_undeclared_mounts,
+    _check_identity, _check_bwrap_exe, _check_proc, _check_proc_covers, _check_namespaces, _check_tmpfs,
+    _check_bind_sources, _check_undeclared_mounts,
     _check_read_only, _check_writable, _check_hidden, _check_parent_death, _check_capabilities, _check_descriptors,
     _check_payload_code, _check_seccomp)
 
@@ -979,26 +1067,85 @@ def _hex(value: t.Any) -> t.Any:
 
 # --------------------------------------------------------------------------- running
 
+def with_release(spec: Json, timeout: float) -> t.Tuple[Json, str]:
+    """The spec the payload gets for one run, and the one-time token that releases it: the payload holds only
+    the token's sha256, and the probe writes the token to its stdin only once the outside has verified it
+    (a payload never released - a copy started outside - stays in the tree for up to ``linger`` seconds)."""
+    import hashlib
+    go = uuid.uuid4().hex
+    return dict(spec, go=hashlib.sha256(go.encode()).hexdigest(), linger=max(1, min(int(timeout), 120))), go
+
+
 def run(argv: t.Sequence[str], spec: Json, python: str, user: t.Optional[User] = None,
-        env: t.Optional[t.Dict[str, str]] = None, timeout: float = 30.0, cwd: str = "/") -> Json:
-    """Run argv (a bwrap profile) with the payload as its command. Returns a verdict dict."""
+        env: t.Optional[t.Dict[str, str]] = None, timeout: float = 30.0, cwd: str = "/",
+        trust: t.Optional[Json] = None, accept_sha256: t.Sequence[str] = ()) -> Json:
+    """Run argv (a bwrap profile) with the payload as its command, bwrap under the probe's child subreaper
+    (reaper.py). ``trust``: bwrap_trust.for_run() of argv[0] (verified here when not given, with the sha256s in
+    ``accept_sha256`` accepted). Returns a verdict dict."""
     argv = list(argv)
     sep = argv.index("--")
+    beacon = PT.Beacon(spec["token"])
+    spec, go = with_release(dict(spec, beacon=beacon.name), timeout)
     payload = payload_command(python, spec)
     full = argv[:sep] + ["--json-status-fd", "{status_fd}", "--"] + payload
+    trust = trust if trust is not None else BT.for_run(argv[0], accepted=accept_sha256,
+                                                       path_text=(env or os.environ).get("PATH"))
     host = host_view()
-    watcher = _Watcher(spec["token"], payload)
-    result = B.run_bwrap(_descriptor_launcher(full, python, spec), user=user, env=env, timeout=timeout, cwd=cwd,
-                         watch=watcher.direct)
+    host["trusted_bwrap"] = trust.get("ids")
+    host["covers"] = PC.expected(*((user["uid"], user["gid"]) if user else (os.getuid(), os.getgid())))
+    ledger = PT.Ledger()
+    ledger.server = beacon
+    watcher = _Watcher(spec["token"], payload, go=go, ledger=ledger)
+    try:
+        result = RP.run_reaped(_descriptor_launcher(full, python, spec), user=user, env=env, timeout=timeout,
+                               cwd=cwd, watch=watcher.direct, ledger=ledger, bwrap_ids=BT.started_ids(trust), attach=watcher.attach)
+    finally:
+        peers = beacon.close()
+    result["tree"]["beacon"] = peers
     _launcher, _status, obs = split_stream(records(result["stdout"]), spec["token"])
     result["json_status"] = split_stream(records(result.get("status_raw", "")), spec["token"])[1]
     shown = [a if a != "{status_fd}" else "FD" for a in full[:len(full) - 2]] + ["<payload>", "<spec>"]
-    return _verdict(shown, result, obs, watcher.outside, spec, host, user, timeout, run_opts=argv[1:sep])
+    return _verdict(shown, result, obs, watcher.outside, spec, host, user, timeout, run_opts=argv[1:sep],
+                    trust=trust, payload=payload)
 
 
 def _verdict(shown: t.List[str], result: Json, obs: t.Optional[Json], outside: t.Optional[Json], spec: Json,
              host: Json, user: t.Optional[User], timeout: float, tool: t.Optional[str] = None,
-             run_opts: t.Optional[t.List[str]] = None) -> Json:
+             run_opts: t.Optional[t.List[str]] = None, trust: t.Optional[Json] = None,
+             payload: t.Optional[t.Sequence[str]] = None) -> Json:
+    """The run judged: the checks of both witnesses (_judge_run), then the bwrap that ran (bwrap_trust) and
+    everything its tree held (proctree.judge), each a finding of its own."""
+    verdict = _judge_run(shown, result, obs, outside, spec, host, user, timeout, tool, run_opts)
+    more = BT.diagnostics(trust) + _tree_findings(result, obs, outside or {}, spec, host, trust, payload)
+    if trust is not None:
+        verdict["bwrap_trust"] = BT.view(trust)
+    verdict["diagnostics"].extend(more)
+    if any(d["severity"] == D.ERROR for d in more):
+        verdict["passed"] = False
+    return verdict
+
+
+def _tree_findings(result: Json, obs: t.Optional[Json], outside: Json, spec: Json, host: Json,
+                   trust: t.Optional[Json], payload: t.Optional[t.Sequence[str]]) -> t.List[Json]:
+    """What the run's tree held that is neither what the probe started nor bwrap and its payload (proctree)."""
+    tree = result.get("tree")
+    ids = BT.started_ids(trust)
+    exe = (outside.get("parent") or {}).get("exe_id")
+    if isinstance(exe, list) and len(exe) == 2:
+        ids.add((int(exe[0]), int(exe[1])))
+    said = (result.get("json_status") or {}).get("child-pid")    # bwrap's child, when the outside never read it
+    pids = set(p for p in (result.get("pid"), outside.get("launcher"), outside.get("child_pid"),
+                           outside.get("payload_pid"), ((tree or {}).get("reaper") or {}).get("pid"),
+                           said if not outside else None) if isinstance(p, int) and not isinstance(p, bool))
+    ref = _reference(outside, host) if outside else Reference(host.get("ns") or {}, "", [])
+    exp = PT.Expected(pids, ids, PT.marker(spec["token"]), list(payload or []),
+                      (outside.get("payload") or {}).get("ns") or {}, obs is not None, ref.ns)
+    return PT.diagnostics(tree if isinstance(tree, dict) else None, exp)
+
+
+def _judge_run(shown: t.List[str], result: Json, obs: t.Optional[Json], outside: t.Optional[Json], spec: Json,
+               host: Json, user: t.Optional[User], timeout: float, tool: t.Optional[str] = None,
+               run_opts: t.Optional[t.List[str]] = None) -> Json:
     tool = tool or shown[0]
     status = result.get("json_status") or {}
     verdict: Json = {"argv": shown, "rc": result["rc"], "timed_out": result["timed_out"],
@@ -1068,7 +1215,8 @@ def _judge(checks: t.List[Json], tool: str, who: str, traced: str) -> t.List[Jso
     failed = [c for c in checks if not c["ok"]]
     ns_checks = [c for c in checks if c["name"].endswith("_namespace_private")]
     identity = [c for c in checks if c["name"] == "bwrap_child_is_payload"]
-    others = [c for c in failed if c["name"] != "bwrap_child_is_payload"]
+    # what the launcher executes is not a property of the sandbox: it never makes a false child-pid "not isolated"
+    others = [c for c in failed if c["name"] not in ("bwrap_child_is_payload", "bwrap_exe_verified")]
     unisolated = bool(ns_checks and not any(c["ok"] for c in ns_checks)) or bool(
         identity and not identity[0]["ok"] and others)
     if unisolated:
@@ -1148,11 +1296,17 @@ LAUNCHER = 'printf \'{"launcher-pid": %s}\\n\' "$$$$"; read -r metnos_go; exec "
 
 
 def run_systemd(argv: t.List[str], spec: Json, python: str, user: User, settings: t.Optional[Json],
-                env: t.Mapping[str, str], timeout: float, runner_unit: str) -> Json:
+                env: t.Mapping[str, str], timeout: float, runner_unit: str, trust: t.Optional[Json] = None,
+                accept_sha256: t.Sequence[str] = ()) -> Json:
     """Like run(), inside a transient systemd unit. The status fd is redirected to stdout, the
-    handshake goes through the unit's stdin (systemd-run --pipe passes our pipes to the unit)."""
+    handshake goes through the unit's stdin (systemd-run --pipe passes our pipes to the unit); the tree is
+    the unit's cgroup (reaper.UnitRun)."""
     import subprocess
     sep = argv.index("--")
+    beacon = PT.Beacon(spec["token"])
+    spec, go = with_release(dict(spec, beacon=beacon.name), timeout)
+    trust = trust if trust is not None else BT.for_run(argv[0], accepted=accept_sha256,
+                                                       path_text=env.get("PATH") or "/usr/bin:/bin")
     payload = payload_command(python, spec)
     inner = argv[:sep] + ["--json-status-fd", "3", "--"] + payload
     # A bounded stop: under cgroup v1 (containers) systemd can miss that a unit whose processes used a
@@ -1160,23 +1314,30 @@ def run_systemd(argv: t.List[str], spec: Json, python: str, user: User, settings
     full = systemd_run_argv(runner_unit, user, settings, env, timeout) + ["-p", "TimeoutStopSec=%d" % STOP_TIMEOUT] + \
         ["/bin/sh", "-c", LAUNCHER, "sh"] + _descriptor_launcher(inner, python, spec)
     host = host_view()
+    host["trusted_bwrap"] = trust.get("ids")
+    ledger = PT.Ledger()
+    ledger.server = beacon
     start = time.time()
     try:
         proc = subprocess.Popen(full, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 env=dict(os.environ, SYSTEMD_COLORS="0", LC_ALL="C"), start_new_session=True)
     except OSError as exc:
+        beacon.close()
         result = {"rc": 127, "stderr": "systemd-run: %s" % exc.strerror, "json_status": {}, "timed_out": False,
-                  "duration": 0.0}
-        return _verdict(full[:len(full) - 1] + ["<spec>"], result, None, None, spec, host, user, timeout)
-    watcher = _Watcher(spec["token"], payload, stdin=proc.stdin, unit=runner_unit + ".service")
+                  "duration": 0.0, "tree": ledger.report()}
+        return _verdict(full[:len(full) - 1] + ["<spec>"], result, None, None, spec, host, user, timeout, trust=trust,
+                        payload=payload)
+    watcher = _Watcher(spec["token"], payload, stdin=proc.stdin, unit=runner_unit + ".service", go=go, ledger=ledger)
+    started = RP.UnitRun(proc, ledger, BT.started_ids(trust), runner_unit + ".service", lambda: watcher.launcher)
     report: Json = {}
     assert proc.stdout is not None and proc.stderr is not None
     try:
         data, timed_out = B.pump(proc, {"stdout": proc.stdout.fileno(), "stderr": proc.stderr.fileno()},
-                                 timeout + 15, watcher.systemd, report)
+                                 timeout + 15, watcher.systemd, report, started=started)
     finally:
         proc.stdout.close()
         proc.stderr.close()
+        ledger.beacon = beacon.close()
     rc = proc.returncode
     if timed_out or report.get("left_behind"):
         subprocess.run(["systemctl", "kill", "--signal=SIGKILL", runner_unit], capture_output=True)
@@ -1192,11 +1353,23 @@ def run_systemd(argv: t.List[str], spec: Json, python: str, user: User, settings
         rc = 128 + 31
     result = {"rc": rc, "stderr": stderr, "json_status": status, "timed_out": timed_out,
               "left_behind": bool(report.get("left_behind")), "duration": round(time.time() - start, 3),
-              "systemd_result": info}
+              "systemd_result": info, "tree": _unit_tree(ledger, watcher.launcher, info, status),
+              "pid": watcher.launcher}
     verdict = _verdict(full[:len(full) - 1] + ["<spec>"], result, obs, watcher.outside, spec, host, user, timeout,
-                       tool=argv[0], run_opts=argv[1:sep])
+                       tool=argv[0], run_opts=argv[1:sep], trust=trust, payload=payload)
     verdict["systemd_result"] = info
     return verdict
+
+
+def _unit_tree(ledger: PT.Ledger, launcher: t.Optional[int], info: t.Mapping[str, str], status: Json) -> Json:
+    """The unit's tree as evidence: the ledger, not proven when the unit's cgroup was never found; systemd's own
+    report is kept but not judged (a stop that timed out after bwrap's exit-code can be leftovers, or, under
+    cgroup v1 after a PID namespace, systemd missing that the unit is empty: the cgroup itself was read)."""
+    tree = ledger.report()
+    if ledger.cgroup is None and launcher is not None:
+        tree["unreadable"] = True
+    tree["systemd_stop_timed_out"] = info.get("result") == "timeout" and "exit-code" in status
+    return tree
 
 
 def _runtime_exceeded(info: t.Mapping[str, str], status: Json) -> bool:
@@ -1208,19 +1381,22 @@ def _runtime_exceeded(info: t.Mapping[str, str], status: Json) -> bool:
             and not info.get("main", "").startswith("code=exited"))
 
 
-def bwrap_binary_findings(bwrap_path: t.Optional[str], runner: t.Any = B.default_runner) -> t.List[Json]:
-    """The bwrap the probe runs, judged as a binary: not owned by a package, not root-owned or
-    writable by others, setuid. Always reported, with or without a unit (the service-environment
-    checks only exist when there is one)."""
+def bwrap_binary_findings(bwrap_path: t.Optional[str], runner: t.Any = B.default_runner,
+                          trust: t.Optional[Json] = None) -> t.List[Json]:
+    """The bwrap the probe runs, judged as a binary: not root-owned or writable by others, setuid. Always
+    reported, with or without a unit (the service-environment checks only exist when there is one). Whether
+    it is the packaged one is the probe's own finding (bwrap_trust: probe_bwrap_*), not bwrap_facts' warning."""
     from . import facts as FA
     if not bwrap_path or not os.path.isabs(bwrap_path):
         return []
     try:
-        info = dict(B.file_facts(bwrap_path), package=B.package_facts(bwrap_path, runner=runner))
+        package = ((trust or {}).get("bwrap") or {}).get("package") if trust else B.package_facts(bwrap_path,
+                                                                                                  runner=runner)
+        info = dict(B.file_facts(bwrap_path), package=package or {})
     except OSError:
         return []
     # Same messages as bwrap_facts, so that the audit (which reports both) shows each finding once.
-    return FA.binary_diagnostics(info)
+    return [d for d in FA.binary_diagnostics(info) if d["code"] not in ("bwrap_not_packaged", "bwrap_package_modified")]
 
 
 class _Service(t.NamedTuple):
@@ -1315,14 +1491,14 @@ def _unit_context(params: Json, runner: t.Any, user: User) -> Json:
 
 
 def _run_in_context(params: Json, runner: t.Any, service: _Service, prof: Json, spec: Json, python: str,
-                    out: Json) -> Json:
+                    out: Json, trust: t.Optional[Json] = None) -> Json:
     """Run the profile in a transient unit carrying the service's context, or directly as its user."""
     svc, user, unit = service.svc, service.user, params.get("unit")
     context = params.get("context") or "auto"
     timeout = float(params.get("timeout") or 60)
     if not (context == "systemd" or (context == "auto" and svc is not None and svc.get("mode") == "systemd")):
         run_user = None if user.get("uid") in (None, os.geteuid()) else user
-        verdict = run(prof["argv"], spec, python, user=run_user, env=service.env, timeout=timeout)
+        verdict = run(prof["argv"], spec, python, user=run_user, env=service.env, timeout=timeout, trust=trust)
         if service.svc_env is not None:
             out["context"] = ("direct as %s with the service's environment (weaker: the unit's systemd "
                               "restrictions are not applied)" % user.get("name"))
@@ -1343,7 +1519,7 @@ def _run_in_context(params: Json, runner: t.Any, service: _Service, prof: Json, 
     out["context"] = ("systemd transient unit %s as %s with the execution context of %s" %
                       (unit_name, user.get("name"), unit) if settings else
                       "systemd transient unit %s as %s (no service unit)" % (unit_name, user.get("name")))
-    return run_systemd(prof["argv"], spec, python, user, settings, run_env, timeout, unit_name)
+    return run_systemd(prof["argv"], spec, python, user, settings, run_env, timeout, unit_name, trust=trust)
 
 
 def _diagnostics(params: Json, service: _Service, verdict: Json, findings: t.List[Json], out: Json) -> t.List[Json]:
@@ -1371,7 +1547,8 @@ def probe_service(params: Json, runner: t.Any) -> Json:
     """The whole probe: service environment -> fail-closed check -> render -> run in context -> verdict.
 
     ``params``: unit (or None), scope, user, manifest (mapping/text or None), invocation, host,
-    python, timeout, context (auto/systemd/direct), extra_absent.
+    python, timeout, context (auto/systemd/direct), extra_absent, accept_bwrap_sha256 (the sha256 of
+    self-built bwraps to trust besides the packaged one; options.py refuses anything but 64 hex digits).
     """
     out: Json = {"passed": False, "checks": [], "diagnostics": [], "context": None}
     service = _service(params, runner, out)
@@ -1387,8 +1564,10 @@ def probe_service(params: Json, runner: t.Any) -> Json:
     if service.user.get("home") and service.user.get("home") not in ("/", "/nonexistent"):
         extra.append(service.user["home"])
     spec = expectations(prof, extra_absent=extra)
-    findings = bwrap_binary_findings(prof["argv"][0], runner)
-    verdict = _run_in_context(params, runner, service, prof, spec, python, out)
+    accepted, _refused = BT.normalise_accepted(params.get("accept_bwrap_sha256") or [])
+    trust = BT.for_run(prof["argv"][0], runner, accepted)
+    findings = bwrap_binary_findings(prof["argv"][0], runner, trust)
+    verdict = _run_in_context(params, runner, service, prof, spec, python, out, trust)
     out.update(dict((k, v) for k, v in verdict.items() if k != "diagnostics"))
     out["diagnostics"] = _diagnostics(params, service, verdict, findings, out)
     out["passed"] = verdict["passed"]

@@ -172,7 +172,9 @@ def test_hanging_payload_is_killed_at_timeout(tree):
     verdict = PR.run(prof["argv"], PR.expectations(prof), hang, user=USER, timeout=2)
     assert time.time() - start < 15
     assert verdict["passed"] is False and verdict["timed_out"] is True
-    assert [d["code"] for d in verdict["diagnostics"]] == ["probe_timeout"]
+    # the fake interpreter's background sleeps ran beside the payload: each is found (issue 20), then killed
+    codes = [d["code"] for d in verdict["diagnostics"]]
+    assert codes[0] == "probe_timeout" and set(codes[1:]) == {"probe_process_unaccounted"}, codes
     assert "background=" in verdict["stderr"], verdict["stderr"]      # the background child was running
     left = procs.left_after(marker)
     assert left == [], "processes left behind: %s" % left

@@ -13,6 +13,7 @@ cannot observe it here; the test then calls the row "not measurable here".
 """
 import ctypes
 import errno
+import hashlib
 import json
 import os
 import resource
@@ -268,7 +269,11 @@ def bwrap_trial():
     host = P.HostContext({"python_executable": "/usr/bin/python3"})
     prof = P.render_safe(dict(PR.PROBE_MANIFEST), host, {}, status)
     spec = PR.expectations(prof)
-    verdict = PR.run(prof["argv"], spec, "/usr/bin/python3", timeout=60)
+    # what is measured is bwrap under the directive, not its package (a RootDirectory= root has no dpkg
+    # database): the bwrap is accepted by its own sha256 (the matrix proves the probe's package check)
+    with open("/usr/bin/bwrap", "rb") as handle:
+        accept = [hashlib.sha256(handle.read()).hexdigest()]
+    verdict = PR.run(prof["argv"], spec, "/usr/bin/python3", timeout=60, accept_sha256=accept)
     cause = (verdict.get("classification") or {}).get("cause")
     return {"passed": bool(verdict.get("passed")), "setup_failed": verdict.get("setup_failed"),
             "failed_checks": [c["name"] for c in verdict.get("checks") or [] if not c["ok"]],

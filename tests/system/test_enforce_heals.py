@@ -34,7 +34,7 @@ FAULTS = {
     "lookalike": (["Environment=PATH=/opt/lookalike/bin:/usr/sbin:/usr/bin"], SLEEP,
                   {"/opt/lookalike/bin/bwrap": FAKE_BWRAP},
                   {"metnos_sandbox_service_path": "/opt/lookalike/bin:/usr/sbin:/usr/bin"},
-                  {"service_bwrap_mismatch", "bwrap_not_packaged"}, True),
+                  {"service_bwrap_mismatch", "probe_bwrap_unpackaged"}, True),
     "relax": (RESTRICT, SLEEP, {}, {"metnos_sandbox_relax_restrictions": True},
               {"unit_address_families_block_netlink", "unit_blocks_namespaces", "unit_syscall_filter_blocks_bwrap",
                "unit_proc_subset_pid", "probe_setup_failed"}, True),

@@ -94,21 +94,25 @@ def test_fail_closed_without_starting_bwrap(svc, unit, code):
 def test_hanging_payload_killed_and_cleaned_up(svc):
     res = svc.module("sandbox_probe", {"unit": "metnos-pclean.service", "python": "/usr/local/lib/hang-python",
                                        "timeout": 3})
-    assert res["passed"] is False and codes(res["diagnostics"]) == ["probe_timeout"]
+    # the fake interpreter's background sleep is a process beside the payload: found, reported, killed
+    assert res["passed"] is False and set(codes(res["diagnostics"])) == {"probe_timeout", "probe_process_unaccounted"}
     assert svc.sh("pgrep -c -f 'sleep 30[0]' || true").stdout.strip() in ("0", "")
     assert transient_left(svc) == "0"
 
 
-def test_unpackaged_bwrap_of_the_service_is_a_finding(svc):
+def test_unpackaged_bwrap_of_the_service_fails_the_probe(svc):
+    """Only the packaged bwrap is trusted (issue 20): a copy of the real one on the service's PATH isolates, but
+    the probe fails - the binary is no package's, and the process that started is not a verified bwrap."""
     res = svc.module("sandbox_probe", {"unit": "metnos-pcopy.service"})
-    assert res["passed"] is True, res["diagnostics"]          # a real bwrap: isolation holds...
-    assert "bwrap_not_packaged" in codes(res["diagnostics"])                 # ...but the probe says what it ran
+    assert res["passed"] is False, res["diagnostics"]
+    assert sorted(codes(res["diagnostics"])) == ["probe_bwrap_unpackaged", "probe_check_failed"], res["diagnostics"]
+    assert [c["name"] for c in res["checks"] if not c["ok"]] == ["bwrap_exe_verified"]
 
 
 def test_look_alike_on_the_service_path_runs_without_isolation(svc):
     res = svc.module("sandbox_probe", {"unit": "metnos-plook.service"})
     assert res["passed"] is False and res["setup_failed"] is False
-    assert "probe_not_isolated" in codes(res["diagnostics"]) and "bwrap_not_packaged" in codes(res["diagnostics"])
+    assert "probe_not_isolated" in codes(res["diagnostics"]) and "probe_bwrap_unpackaged" in codes(res["diagnostics"])
     assert "probe_setup_failed" not in codes(res["diagnostics"])
     diag = [d for d in res["diagnostics"] if d["code"] == "probe_not_isolated"][0]
     assert "/opt/lookalike/bwrap ran the payload (as metnos) without isolation" in diag["message"]

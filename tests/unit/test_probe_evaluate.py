@@ -6,6 +6,7 @@ import copy
 import pytest
 
 from ansible.module_utils.metnos_sandbox import probe as PR
+from ansible.module_utils.metnos_sandbox import proc_covers as PC
 from ansible.module_utils.metnos_sandbox import procfs as PF
 
 MOUNTINFO = """\
@@ -20,6 +21,7 @@ HOST_MOUNTS = PF.parse_mountinfo("""\
 23 22 0:21 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw
 24 22 0:30 / /dev/shm rw - tmpfs tmpfs rw
 """)
+BWRAP_ID = (254, 7)
 HOST_NS = {"user": "user:[1]", "mnt": "mnt:[2]", "ipc": "ipc:[3]", "uts": "uts:[4]", "net": "net:[5]",
            "pid": "pid:[6]", "cgroup": "cgroup:[7]"}
 SANDBOX_NS = dict(HOST_NS, user="user:[11]", mnt="mnt:[12]", net="net:[15]")
@@ -42,9 +44,11 @@ def good():
                            "mounts": PF.parse_mountinfo(MOUNTINFO), "interfaces": ["lo"], "privileges": dict(PRIV),
                            "fds": dict((str(n), {"link": "pipe:[%d]" % n, "type": "fifo"}) for n in range(3)),
                            "mapped": [["254:0", 11, "/usr/bin/python3.11"], ["254:0", 12, "/usr/lib/libc.so.6"]]},
-               "parent": {"pid": 4241, "ns": dict(HOST_NS), "exe": "/usr/bin/bwrap", "read_by": "probe",
-                          "mounts": HOST_MOUNTS}}
-    host = {"ns": dict(HOST_NS), "mounts": HOST_MOUNTS, "privileges": dict(PRIV)}
+               "parent": {"pid": 4241, "ns": dict(HOST_NS), "exe": "/usr/bin/bwrap", "exe_id": list(BWRAP_ID),
+                          "read_by": "probe", "mounts": HOST_MOUNTS}}
+    host = {"ns": dict(HOST_NS), "mounts": HOST_MOUNTS, "privileges": dict(PRIV), "trusted_bwrap": [list(BWRAP_ID)],
+            "covers": {"asked": dict((n, "not writable") for n in PC.COVER_NAMES), "covers": [], "as": [65534, 65534],
+                       "root": "/"}}
     return obs, outside, host
 
 
@@ -52,11 +56,24 @@ def failed(obs, outside, host, spec=SPEC):
     return dict((c["name"], c) for c in PR.evaluate(spec, obs, outside, host) if not c["ok"])
 
 
+# The run's tree as the runner reports it (proctree.Ledger.report): the launcher, the payload, nothing else.
+TREE = {"seen": [[4241, [{"pid": 4241, "comm": "bwrap", "exe_id": [254, 7], "argv": ["bwrap"]}], ["during"]],
+                 [4242, [{"pid": 4242, "comm": "mp-t0k", "exe_id": [254, 11], "argv": ["python3"],
+                          "ns": dict(SANDBOX_NS)}], ["checked"]]],
+        "before": None, "reaped": [], "reaper": {"pid": 4240, "subreaper": True}, "truncated": False,
+        "unreadable": False}
+TRUST = {"bwrap": {"path": "/usr/bin/bwrap", "realpath": "/usr/bin/bwrap", "ident": list(BWRAP_ID), "sha256": "0" * 64,
+                   "package": {"manager": "dpkg", "name": "bubblewrap", "revision": "0.8.0-2"}, "state": "packaged",
+                   "detail": "", "trusted": True}, "packaged": None, "ids": [list(BWRAP_ID)]}
+
+
 def verdict(obs, outside, host, result=None):
     res = {"rc": 0, "stderr": "", "json_status": {"child-pid": 4242, "exit-code": 0}, "timed_out": False,
+           "tree": copy.deepcopy(TREE), "pid": 4241,
            "duration": 0.1}
     res.update(result or {})
-    return PR._verdict(["bwrap", "<payload>"], res, obs, outside, SPEC, host, None, 5)
+    return PR._verdict(["bwrap", "<payload>"], res, obs, outside, SPEC, host, None, 5, trust=copy.deepcopy(TRUST),
+                       payload=["python3", "-I", "-S", "-c", "PAYLOAD", "{}"])
 
 
 @pytest.mark.rule("R-DIAG-3")
@@ -244,7 +261,8 @@ def test_a_units_context_read_before_bwrap_ran_is_the_reference():
     obs, outside, host = good()
     unit_ns = dict(HOST_NS, net="net:[55]")                       # PrivateNetwork=yes
     outside["parent"]["ns"] = dict(unit_ns)
-    outside["context"] = {"ns": dict(unit_ns), "mounts": HOST_MOUNTS, "from": "the unit's process (pid 4241)"}
+    outside["context"] = {"covers": host["covers"],
+                          "ns": dict(unit_ns), "mounts": HOST_MOUNTS, "from": "the unit's process (pid 4241)"}
     assert failed(obs, outside, host) == {}
     outside["payload"]["ns"]["net"] = obs["ns"]["net"] = "net:[55]"   # the unit's network, not a new one
     bad = failed(obs, outside, host)
@@ -411,7 +429,8 @@ def test_pid_namespace_of_a_unit_with_private_pids_is_the_reference():
     payload sees itself with that namespace's number, not the host's."""
     obs, outside, host = good()
     unit_ns = dict(SANDBOX_NS, pid="pid:[16]")
-    outside["context"] = {"ns": dict(HOST_NS, pid="pid:[16]"), "mounts": HOST_MOUNTS, "nspid": [4241, 1],
+    outside["context"] = {"covers": host["covers"],
+                          "ns": dict(HOST_NS, pid="pid:[16]"), "mounts": HOST_MOUNTS, "nspid": [4241, 1],
                           "privileges": dict(PRIV), "from": "the unit's process (pid 4241) before it ran bwrap"}
     outside["parent"]["ns"] = dict(HOST_NS, pid="pid:[16]")
     outside["payload"]["ns"] = unit_ns

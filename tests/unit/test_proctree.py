@@ -1,0 +1,183 @@
+"""Everything the probe's bwrap starts, accounted for (issue 20): the tree's judgement offline (deny by
+default), and the direct context's child subreaper for real - a double-forked, setsid'd process with its
+descriptors closed stays in the reaper's tree, an orphan that exits on its own is written down while it is
+a zombie, the tree is killed whole, and a started process that dies leaving only its own kind behind ends
+the run at once. (Plain sh and sleep here; the bwrap look-alikes are the probe matrix's rows.)"""
+import os
+import time
+import uuid
+
+import pytest
+
+from ansible.module_utils.metnos_sandbox import proc_covers as PC
+from ansible.module_utils.metnos_sandbox import procfs as PF
+from ansible.module_utils.metnos_sandbox import proctree as PT
+from ansible.module_utils.metnos_sandbox import reaper as RP
+from helpers import procs
+
+NS = {"user": "user:[1]", "mnt": "mnt:[2]", "net": "net:[5]"}
+BOX = {"user": "user:[11]", "mnt": "mnt:[12]", "net": "net:[15]"}
+BWRAP = (254, 7)
+PAYLOAD = ["/usr/bin/python3", "-I", "-S", "-c", "CODE", '{"token": "abc"}']
+
+
+def exp(**kw):
+    base = dict(pids={10, 11, 12}, bwrap_ids={BWRAP}, marker=PT.marker("abc"), payload_argv=PAYLOAD,
+                payload_ns=dict(BOX), reported=True, parent_ns=dict(NS))
+    base.update(kw)
+    return PT.Expected(**base)
+
+
+def seen(pid, phases, comm="sleep", exe=(254, 99), argv=("sleep", "60"), ns=NS):
+    return [pid, [{"pid": pid, "comm": comm, "exe_id": list(exe), "argv": list(argv), "ns": dict(ns)}], list(phases)]
+
+
+def kinds(report, **kw):
+    return [(f["kind"], f["wording"]) for f in PT.judge(report, exp(**kw))]
+
+
+def test_only_what_the_probe_started_and_bwraps_own_pass():
+    report = {"seen": [seen(10, ["during"], "bwrap", BWRAP), seen(12, ["checked"], "mp-abc", (254, 11), ns=BOX),
+                       seen(13, ["during"], "bwrap", BWRAP)]}       # a setup helper of bwrap, gone by the check
+    assert kinds(report) == []
+
+
+def test_anything_else_is_unaccounted_beside_or_left():
+    report = {"seen": [seen(20, ["checked"]), seen(21, ["after"]), seen(22, ["checked"], "bwrap", BWRAP)]}
+    assert kinds(report) == [("unaccounted", "beside"), ("unaccounted", "left"), ("unaccounted", "beside")]
+
+
+def test_a_copy_of_the_payload_is_found_by_its_marker_or_its_arguments():
+    report = {"seen": [seen(30, ["checked"], "mp-abc", (254, 11), ("x",)),
+                       seen(31, ["during"], "python3", (254, 11), ["metnos-copy"] + PAYLOAD[1:])]}
+    found = PT.judge(report, exp())
+    assert [(f["kind"], f["outside"]) for f in found] == [("payload_outside", ["mnt", "net", "user"])] * 2
+
+
+def test_without_a_verified_payload_only_an_unsandboxed_copy_counts():
+    report = {"seen": [seen(30, ["checked"], "mp-abc", ns=BOX), seen(31, ["checked"], "mp-abc", ns=NS)]}
+    assert kinds(report, payload_ns={}, reported=False) == [("payload_outside", "seen")]
+
+
+def test_orphans_before_and_a_lost_reaper_are_findings():
+    report = {"seen": [], "reaped": [{"reaped": 40, "comm": "mp-abc"}, {"reaped": 41, "comm": "sh"},
+                                     {"reaped": 10, "comm": "bwrap"}],
+              "before": [{"pid": 42, "comm": "sleep"}], "reaper": {"pid": 9, "subreaper": False}}
+    assert kinds(report) == [("before", "before"), ("payload_outside", "orphaned"), ("unaccounted", "orphaned"),
+                             ("unaccounted", "reaper")]
+    assert kinds({"seen": [], "unreadable": True}) == [("unaccounted", "unreadable")]
+
+
+def test_a_dead_bwraps_stuck_child_belongs_to_its_setup_failure():
+    report = {"seen": [seen(13, ["checked", "after"], "bwrap", BWRAP)]}
+    assert kinds(report, reported=False) == []
+    assert kinds(report, reported=True) == [("unaccounted", "left")]
+
+
+def _marker():
+    return "301.%012d" % (uuid.uuid4().int % 10 ** 12)
+
+
+def test_a_detached_process_stays_in_the_reapers_tree_and_is_killed():
+    """sh double-forks a sleep that calls setsid and closes its descriptors, then exits: the run still ends a
+    moment later (nothing holds the pipes), the sleep was seen in the tree and after the started process
+    exited, and the tree was killed - nothing is left on the host."""
+    marker = _marker()
+    script = "(setsid sh -c 'exec sleep %s' </dev/null >/dev/null 2>&1 &) ; echo started" % marker
+    res = RP.run_reaped(["sh", "-c", script], timeout=30)
+    assert res["rc"] == 0 and res["stdout"] == "started\n" and res["duration"] < 10
+    sleeps = [(pid, phases) for pid, history, phases in res["tree"]["seen"]
+              if any(o.get("argv") == ["sleep", marker] for o in history)]
+    assert sleeps and "after" in sleeps[0][1], res["tree"]
+    assert res["tree"]["reaper"]["subreaper"] is True
+    assert procs.left_after(marker) == []
+
+
+def test_an_orphan_that_exits_on_its_own_is_written_down_as_a_zombie():
+    res = RP.run_reaped(["sh", "-c", "(setsid sh -c 'exec sleep 0.3' &) ; sleep 1"], timeout=30)
+    orphans = [r for r in res["tree"]["reaped"] if r.get("comm") == "sleep"]
+    assert orphans and orphans[0]["uid"] == os.getuid(), res["tree"]["reaped"]
+
+
+def test_a_dead_start_leaving_only_its_own_kind_ends_at_once():
+    """The started process exits without the handshake, leaving a child that executes the same file (a setuid
+    bwrap's stuck child): nothing left could report, so the run ends within LINGER, not at the timeout."""
+    marker = _marker()
+    sh = os.path.realpath("/bin/sh")
+    st = os.stat(sh)
+    res = RP.run_reaped([sh, "-c", "(%s -c 'read line # %s' &) ; exit 1" % (sh, marker)], timeout=30,
+                        watch=lambda data, pid: False, bwrap_ids={(st.st_dev, st.st_ino)})
+    assert res["timed_out"] is False and res["duration"] < 5 and res["rc"] == 1
+    assert procs.left_after(marker) == []
+
+
+def test_cgroup_of_this_process_is_found():
+    dirs = PT.unit_cgroup_dirs(os.getpid())
+    if not dirs:
+        pytest.skip("no cgroup v2 or name=systemd hierarchy mounted here")
+    assert os.getpid() in (PT.cgroup_pids(dirs[0]) or [])
+
+
+def test_proc_covers_are_what_access_says_for_the_caller():
+    """The question bwrap asks (access(W_OK)), asked as root and as nobody, against what bwrap did (measured
+    with 0.8.0 and 0.12.0: root gets read-only covers of /proc/irq and /proc/bus, nobody none)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to ask as another user")
+    root = PC.expected(0, 0)
+    assert root["covers"] == [n for n in PC.COVER_NAMES if os.access("/proc/" + n, os.W_OK)]
+    assert "sys" not in root["covers"]               # procfs refuses write access to /proc/sys itself
+    assert PC.expected(65534, 65534)["covers"] == []
+
+
+def test_proc_covers_judged_from_the_payloads_mount_table():
+    proc = {"id": "1", "parent": "0", "dev": "0:21", "root": "/", "mountpoint": "/proc", "opts": ["rw"],
+            "fstype": "proc", "source": "proc", "superopts": ["rw"]}
+    cover = dict(proc, id="2", parent="1", root="/irq", mountpoint="/proc/irq", opts=["ro"])
+    exp_root = {"asked": {"sys": "not writable", "irq": "writable"}, "covers": ["irq"]}
+    assert PC.judge([proc, cover], "/proc", proc, exp_root, [proc]) == []
+    assert "no read-only cover" in PC.judge([proc], "/proc", proc, exp_root, [proc])[0]
+    rw = dict(cover, opts=["rw"])
+    assert "not bwrap's read-only cover" in PC.judge([proc, rw], "/proc", proc, exp_root, [proc])[0]
+    exp_nobody = {"asked": {"sys": "not writable", "irq": "not writable"}, "covers": []}
+    assert "does not make" in PC.judge([proc, rw], "/proc", proc, exp_nobody, [proc])[0]
+    assert PC.judge([proc, rw], "/proc", proc, exp_nobody, [proc, rw]) == []     # the parent's own, bound along
+    assert "not proven" in PC.judge([proc], "/proc", proc, None, [proc])[0]
+    assert PF.is_error("error:x")
+
+
+def test_marker_fits_comm():
+    assert len(PT.marker("0123456789ab")) <= 15 and PT.marker("abc") == "mp-abc"
+    time.sleep(0)
+
+
+def test_the_beacon_names_who_reaches_it_and_not_a_sandbox_with_its_own_network():
+    """A process in the probe's network namespace that reaches the beacon is held and written down (its pid
+    from SO_PEERCRED, then its details); the same code in a new network namespace cannot reach it."""
+    import subprocess
+    import sys
+    beacon = PT.Beacon("t0k")
+    code = ("import socket,sys\ns=socket.socket(socket.AF_UNIX,socket.SOCK_STREAM)\n"
+            "try:\n s.connect('\\0'+sys.argv[1]); print(s.recv(1).decode())\n"
+            "except OSError as e: print('refused', e.errno)\n")
+    try:
+        child = subprocess.Popen([sys.executable, "-c", code, beacon.name], stdout=subprocess.PIPE, text=True)
+        deadline = time.time() + 30
+        while child.poll() is None and time.time() < deadline:     # the probe's pump serves it with each poll
+            beacon.serve()
+            time.sleep(0.05)
+        near = subprocess.CompletedProcess(child.args, child.returncode, child.stdout.read(), "")
+        child.stdout.close()
+        if os.geteuid() == 0:
+            far = subprocess.run(["unshare", "--net", sys.executable, "-c", code, beacon.name], capture_output=True,
+                                 text=True, timeout=30)
+            assert far.stdout.startswith("refused"), far
+    finally:
+        peers = beacon.close()
+    assert near.stdout.strip() == "k"
+    assert len(peers) == 1 and peers[0]["argv"][-1] == beacon.name and peers[0]["exe_id"], peers
+
+
+def test_a_beacon_peer_that_is_not_the_verified_payload_is_a_copy_outside():
+    peer = {"pid": 50, "comm": "python3", "exe_id": [254, 11], "argv": ["metnos-sync"], "ns": dict(NS)}
+    assert kinds({"seen": [], "beacon": [peer]}) == [("payload_outside", "beacon")]
+    assert kinds({"seen": [], "beacon": [dict(peer, pid=12)]}) == []     # the sandboxed payload (host network)
