@@ -275,6 +275,15 @@ def bwrap_trial():
             "stderr": (verdict.get("stderr") or "")[-1000:], "cause": cause, "rc": verdict.get("rc")}
 
 
+def _blame_summary(blame):
+    """The experiment's record without its run log (kept short for the test's JSON)."""
+    if not blame:
+        return None
+    keep = dict((k, v) for k, v in blame.items() if k != "log")
+    keep["log_runs"] = len(blame.get("log") or [])
+    return keep
+
+
 def main():
     mode = sys.argv[1]
     if mode == "unit":
@@ -324,7 +333,12 @@ def main():
                           "differences": [d["property"] for d in (res.get("unit_context") or {}).get(
                               "differences") or []],
                           "service_codes": sorted(set(d["code"] for d in (res.get("service") or {}).get(
-                              "diagnostics") or []))}
+                              "diagnostics") or [])),
+                          "blame": _blame_summary(res.get("blame")),
+                          "findings": [dict((k, d.get(k)) for k in ("code", "severity", "message", "remediation",
+                                                                    "details"))
+                                       for d in res.get("diagnostics") or []],
+                          "unit_failure": res.get("unit_failure"), "classification": res.get("classification")}
 
         with ThreadPoolExecutor(max_workers=int(os.environ.get("TRIAL_WORKERS", "6"))) as pool:
             results = dict(pool.map(one, sys.argv[2:]))
