@@ -55,8 +55,8 @@ SIGTERM = 15
 
 
 class Bounds(t.NamedTuple):
-    runs: int = 48
-    seconds: float = 240.0
+    runs: int = 128
+    seconds: float = 300.0
 
 
 class Outcome(t.NamedTuple):
@@ -114,7 +114,7 @@ class Experiment(object):
         self.trials, self.user, self.bounds, self.clock = trials, user, bounds or Bounds(), clock
         self.ctx = dict(ctx or {})
         self.atoms = list(dict.fromkeys(a[0] for a in self.assignments if a[0] not in IDENTITY))
-        self.static_user = any(a[0] == "User" for a in self.assignments)
+        self.static_user = _static_user(self.assignments)
         self.cache: t.Dict[t.Tuple[t.FrozenSet[str], t.Tuple[str, ...]], Outcome] = {}
         if first is not None:
             self.cache[(frozenset(self.atoms), ())] = first
@@ -131,8 +131,10 @@ class Experiment(object):
         relaxation's lines last (as a drop-in). DynamicUser= removed without a User= runs as a static
         stand-in user (relaxations.STANDIN_USER), never as root."""
         keep = set(kept)
-        out = [a for a in self.assignments if a[0] in IDENTITY or a[0] in keep]
-        if "DynamicUser" in self.atoms and "DynamicUser" not in keep and not self.static_user:
+        stand_in = "DynamicUser" in self.atoms and not self.static_user and (
+            "DynamicUser" not in keep or "DynamicUser=no" in extra)
+        out = [a for a in self.assignments if (a[0] in IDENTITY and not stand_in) or a[0] in keep]
+        if stand_in and "DynamicUser" not in keep:   # User=/Group= (systemctl show) name the dynamic user
             out.append(["User", R.STANDIN_USER, "blame (DynamicUser= removed)"])
         for line in extra:
             key, _sep, value = line.partition("=")
@@ -225,6 +227,17 @@ class Experiment(object):
             groups = groups + more
         return groups, "culprits still remain after %d searches of the rest" % MAX_ROUNDS
 
+    def needed(self, groups: t.List[Group]) -> t.List[Group]:
+        """The culprits the unit's context really needs removed: a group whose removal is not needed once the
+        others are removed (kept with everything else, the probe passes) was found only because a trial removed
+        something else (e.g. a directive that breaks only without DynamicUser=): it is dropped."""
+        keep = list(groups)
+        for group in list(groups):
+            others = set(d for g in keep if g is not group for d in g.directives)
+            if len(keep) > 1 and self.test([a for a in self.atoms if a not in others]).passed:
+                keep.remove(group)
+        return keep
+
     # ------------------------------------------------------------------ relaxations
 
     def values(self, directive: str) -> t.List[str]:
@@ -285,6 +298,7 @@ class Experiment(object):
             groups, problem = self.complete(self.find(self.atoms))
             if problem:
                 result["inconsistent"] = problem
+            groups = self.needed(groups)
             for group in groups:
                 relaxed.append(self.relax(group, groups))
             lines = [line for r in relaxed for line in (r["lines"] or [])]
@@ -323,6 +337,17 @@ class Experiment(object):
         result["complete"] = bool(result["ran"] and not result.get("exhausted") and not result.get("inconsistent")
                                   and (result.get("relaxation") or {}).get("passed"))
         return result
+
+
+def _static_user(assignments: t.Sequence[t.Sequence[str]]) -> bool:
+    """Whether the processes run as a static account: User= names one that exists (outside the range systemd
+    allocates dynamic users from), or there is no DynamicUser=yes."""
+    from . import service_env as S
+    users = [a[1] for a in assignments if a[0] == "User"]
+    dynamic = [a[1] for a in assignments if a[0] == "DynamicUser"]
+    if not dynamic or dynamic[-1].strip().lower() not in ("1", "yes", "y", "true", "t", "on"):
+        return bool(users)
+    return bool(users) and not S.resolve_service_user({"User": users[-1], "DynamicUser": "yes"}).get("dynamic")
 
 
 def _suspect(directive: str) -> bool:
@@ -409,7 +434,7 @@ def findings(result: t.Mapping[str, t.Any], unit: str, static: t.Sequence[t.Mapp
 def _culprit_finding(culprit: t.Mapping[str, t.Any], unit: str, how: str,
                      static: t.Sequence[t.Mapping[str, t.Any]]) -> D.Diagnostic:
     lines = culprit["relaxation"]
-    relaxed = ("the probe passed with %s (tried for real)." % "; ".join(lines) if lines else
+    relaxed = ("the probe passed with %s (tried for real)%s." % ("; ".join(lines), R.note(lines)) if lines else
                "no relaxation tried made the probe pass: remove %s from the unit." % ", ".join(
                    "%s=" % d for d in culprit["directives"]))
     for diag in static:
@@ -419,7 +444,8 @@ def _culprit_finding(culprit: t.Mapping[str, t.Any], unit: str, how: str,
             return D.amend(diag, "confirmed_by_experiment", how=how, relaxed=relaxed)
     shown = ", ".join(culprit["lines"][:6]) + (" ..." if len(culprit["lines"]) > 6 else "")
     return D.make(culprit["code"], variant="experiment" if lines else "experiment_no_dropin",
-                  wording="experiment", unit=unit, directives=culprit["directives"],
+                  wording="experiment_unit" if culprit["kind"] == "unit" else "experiment", unit=unit,
+                  directives=culprit["directives"],
                   directive=culprit["directives"][0], relax=lines, relax_words=_quoted(lines or []),
                   relax_note="Remove %s from the unit (no drop-in relaxation made the probe pass)." %
                              ", ".join("%s=" % d for d in culprit["directives"]),

@@ -1203,6 +1203,9 @@ for _code in EXPERIMENT_CODES:
     REGISTRY[_code].messages.setdefault(
         "experiment", "{unit}: {shown} breaks bwrap in the service's context{together}: {said} Found by experiment "
                       "({how}); {relaxed}")
+    REGISTRY[_code].messages.setdefault(
+        "experiment_unit", "{unit}: with {shown}{together}, systemd cannot start the service's processes at all: "
+                           "{said} Nothing runs there, bwrap least of all. Found by experiment ({how}); {relaxed}")
     REGISTRY[_code].variants.setdefault("experiment", _EXPERIMENT_FIX)
     REGISTRY[_code].variants.setdefault("experiment_no_dropin", ("{relax_note}",))
 

@@ -66,9 +66,14 @@ def _syscall_filter(values: t.Sequence[str], ctx: t.Mapping[str, t.Any]) -> t.Li
 
 
 def _namespaces(values: t.Sequence[str], ctx: t.Mapping[str, t.Any]) -> t.List[Lines]:
+    """The allowed set plus what bwrap needs, written out whole: unit files merge RestrictNamespaces= lists
+    (a later list adds) while a transient unit's assignment replaces the earlier one, so only the whole set
+    means the same in the drop-in offered and in the trial that proved it."""
     from . import service_env as S
-    missing = [n for n in S.BWRAP_NAMESPACES if n not in S.allowed_namespaces(values)]
-    return ([["RestrictNamespaces=%s" % " ".join(missing)]] if missing else []) + [["RestrictNamespaces=no"]]
+    allowed = S.allowed_namespaces(values)
+    missing = [n for n in S.BWRAP_NAMESPACES if n not in allowed]
+    whole = list(S.BWRAP_NAMESPACES) + [n for n in S.ALL_NAMESPACES if n in allowed and n not in S.BWRAP_NAMESPACES]
+    return ([["RestrictNamespaces=%s" % " ".join(whole)]] if missing else []) + [["RestrictNamespaces=no"]]
 
 
 def _noexec(values: t.Sequence[str], ctx: t.Mapping[str, t.Any]) -> t.List[Lines]:
@@ -104,6 +109,14 @@ def candidates(directive: str, values: t.Sequence[str], ctx: t.Mapping[str, t.An
     if directive.startswith("Limit"):
         return limit_ladder(directive, values)
     return [["%s=" % directive], ["%s=no" % directive]]
+
+
+def note(lines: t.Sequence[str]) -> str:
+    """What a sysadmin must adapt in a relaxation that was tried with a stand-in."""
+    if "User=%s" % STANDIN_USER in lines:
+        return " (User=%s stood in for a static user of the service's own: create one with useradd --system and " \
+               "name it instead)" % STANDIN_USER
+    return ""
 
 
 # --------------------------------------------------------------------------- codes

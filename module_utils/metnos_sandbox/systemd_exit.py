@@ -121,7 +121,8 @@ def unit_failure(main: t.Optional[str], launcher_reported: bool,
     return out
 
 
-_REASON = re.compile(r"(Failed at step|Failed to (?!start)|Failed to start .*: )")
+# systemd's own sentences, best first: the step that failed, then what it could not do.
+_REASONS = (re.compile(r"Failed at step "), re.compile(r"(Failed to (?!start )|Unable to )"))
 
 
 def journal_reason(unit: str, timeout: float = 5.0) -> t.Optional[str]:
@@ -133,11 +134,13 @@ def journal_reason(unit: str, timeout: float = 5.0) -> t.Optional[str]:
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=timeout, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
-    lines = [ln.strip() for ln in proc.stdout.decode("utf-8", "replace").splitlines() if _REASON.search(ln)]
-    if not lines:
-        return None
-    last = lines[-1]
-    return last.split(": ", 1)[1][:300] if last.startswith(name) else last[:300]
+    text = proc.stdout.decode("utf-8", "replace").splitlines()
+    for pattern in _REASONS:
+        lines = [ln.strip() for ln in text if pattern.search(ln)]
+        if lines:
+            last = lines[-1]
+            return (last[len(name) + 2:] if last.startswith(name + ": ") else last)[:300]
+    return None
 
 
 def diagnostic(failure: t.Mapping[str, t.Any], who: str) -> D.Diagnostic:
