@@ -70,13 +70,15 @@ class Outcome(t.NamedTuple):
 
 
 class Trials(t.Protocol):
-    def probe(self, assignments: t.List[Assignment], user: Json) -> Outcome: ...
+    def probe(self, assignments: t.List[Assignment], user: Json) -> Outcome: ...       # the search's run
+    def confirm(self, assignments: t.List[Assignment], user: Json) -> Outcome: ...     # the whole probe
     def interpreter(self, assignments: t.List[Assignment], user: Json) -> Outcome: ...
 
 
 class Group(t.NamedTuple):
     directives: t.List[str]
     outcome: Outcome                     # how the group alone (on top of the user) makes the probe fail
+    context: t.Optional[Outcome] = None  # how the unit's context minus the other culprits fails (needed())
 
 
 class _Exhausted(Exception):
@@ -115,11 +117,13 @@ class Experiment(object):
         self.ctx = dict(ctx or {})
         self.atoms = list(dict.fromkeys(a[0] for a in self.assignments if a[0] not in IDENTITY))
         self.static_user = _static_user(self.assignments)
-        self.cache: t.Dict[t.Tuple[t.FrozenSet[str], t.Tuple[str, ...]], Outcome] = {}
+        self.cache: t.Dict[t.Tuple[t.FrozenSet[str], t.Tuple[str, ...], bool], Outcome] = {}
         if first is not None:
-            self.cache[(frozenset(self.atoms), ())] = first
+            self.cache[(frozenset(self.atoms), (), False)] = first
+            self.cache[(frozenset(self.atoms), (), True)] = first
         self.log: t.List[Json] = []
         self.runs = 0
+        self.full_runs = 0
         self.interpreter_runs = 0
         self.interpreter_in_play = False
         self.start = clock()
@@ -141,8 +145,10 @@ class Experiment(object):
             out.append([key, value, "blame (relaxation)"])
         return out
 
-    def test(self, kept: t.Iterable[str], extra: t.Sequence[str] = ()) -> Outcome:
-        key = (frozenset(kept), tuple(extra))
+    def test(self, kept: t.Iterable[str], extra: t.Sequence[str] = (), full: bool = False) -> Outcome:
+        """One trial (cached): the probe in a transient unit with ``kept`` and the relaxation ``extra``; ``full``:
+        the whole probe (checks included), else the trials' search probe (Trials.probe)."""
+        key = (frozenset(kept), tuple(extra), full)
         if key in self.cache:
             return self.cache[key]
         if self.runs + self.interpreter_runs >= self.bounds.runs or \
@@ -156,12 +162,15 @@ class Experiment(object):
             out = None if checked.passed else checked
         if out is None:
             self.runs += 1
-            out = self.trials.probe(assignments, self.user)
+            self.full_runs += 1 if full else 0
+            out = self.trials.confirm(assignments, self.user) if full else self.trials.probe(assignments, self.user)
         self.cache[key] = out
+        if not full and not out.passed:          # a failed search run fails the whole probe as well
+            self.cache[(key[0], key[1], True)] = out
         self.log.append({"kept": sorted(key[0]) if len(key[0]) <= 6 or len(key[0]) == len(self.atoms) else
                          "all but %s" % ", ".join(sorted(set(self.atoms) - key[0])),
-                         "extra": list(extra), "passed": out.passed, "kind": out.kind, "cause": out.cause,
-                         "seconds": round(out.seconds, 2)})
+                         "extra": list(extra), "full": full, "passed": out.passed, "kind": out.kind,
+                         "cause": out.cause, "seconds": round(out.seconds, 2)})
         return out
 
     # ------------------------------------------------------------------ the search
@@ -234,8 +243,11 @@ class Experiment(object):
         keep = list(groups)
         for group in list(groups):
             others = set(d for g in keep if g is not group for d in g.directives)
-            if len(keep) > 1 and self.test([a for a in self.atoms if a not in others]).passed:
+            out = self.test([a for a in self.atoms if a not in others])
+            if out.passed and len(keep) > 1:
                 keep.remove(group)
+            else:
+                keep[keep.index(group)] = group._replace(context=out)
         return keep
 
     # ------------------------------------------------------------------ relaxations
@@ -256,7 +268,10 @@ class Experiment(object):
                 tried.append({"lines": lines, "passed": out.passed, "cause": out.cause})
                 if out.passed:
                     lines = self._narrow(directive, kept, last_failed, lines, tried)
-                    return {"lines": lines, "tried": tried}
+                    confirmed = self.test(kept, lines, full=True)       # offered only if the whole probe passes
+                    tried.append({"lines": lines, "passed": confirmed.passed, "cause": confirmed.cause, "full": True})
+                    if confirmed.passed:
+                        return {"lines": lines, "tried": tried}
                 last_failed = lines
         return {"lines": None, "tried": tried}
 
@@ -283,7 +298,7 @@ class Experiment(object):
     # ------------------------------------------------------------------ the whole experiment
 
     def run(self) -> Json:
-        result: Json = {"ran": True, "directives": list(self.atoms)}
+        result: Json = {"ran": True, "directives": list(self.atoms), "python": self.ctx.get("python")}
         groups: t.List[Group] = []
         relaxed: t.List[Json] = []
         try:
@@ -303,7 +318,7 @@ class Experiment(object):
                 relaxed.append(self.relax(group, groups))
             lines = [line for r in relaxed for line in (r["lines"] or [])]
             if groups and all(r["lines"] for r in relaxed):
-                combined = self.test(self.atoms, lines)
+                combined = self.test(self.atoms, lines, full=True)
                 result["relaxation"] = {"lines": lines, "passed": combined.passed, "cause": combined.cause}
         except _Exhausted:
             result["exhausted"] = True
@@ -318,20 +333,25 @@ class Experiment(object):
         self.interpreter_runs += 1
         if self.trials.interpreter(self.lines([]), self.user).passed:
             self.interpreter_in_play = True
-            self.cache[(frozenset(self.atoms), ())] = full
+            self.cache[(frozenset(self.atoms), (), False)] = full
+            self.cache[(frozenset(self.atoms), (), True)] = full
 
     def _record(self, result: Json, groups: t.Sequence[Group], relaxed: t.Sequence[Json]) -> Json:
         result["culprits"] = []
         for index, group in enumerate(groups):
             relax = relaxed[index] if index < len(relaxed) else {"lines": None, "tried": []}
+            # what the unit's context (minus the other culprits) says, else what the group alone says
+            shown = group.context if group.context is not None and not group.context.passed else group.outcome
+            code = R.code_for(group.directives, shown.kind, shown.cause)
+            if code == "unit_directive_breaks_bwrap":
+                code = R.code_for(group.directives, group.outcome.kind, group.outcome.cause)
             result["culprits"].append({
-                "directives": group.directives, "code": R.code_for(group.directives, group.outcome.kind,
-                                                                    group.outcome.cause),
+                "directives": group.directives, "code": code,
                 "lines": ["%s=%s" % (a[0], a[1]) for a in self.assignments if a[0] in group.directives],
                 "where": sorted(set(a[2] for a in self.assignments if a[0] in group.directives)),
-                "alone": len(group.directives) == 1, "kind": group.outcome.kind, "cause": group.outcome.cause,
-                "said": group.outcome.said, "relaxation": relax["lines"], "tried": relax["tried"]})
-        result.update(runs=self.runs, interpreter_runs=self.interpreter_runs,
+                "alone": len(group.directives) == 1, "kind": shown.kind, "cause": shown.cause, "said": shown.said,
+                "said_alone": group.outcome.said, "relaxation": relax["lines"], "tried": relax["tried"]})
+        result.update(runs=self.runs, full_runs=self.full_runs, interpreter_runs=self.interpreter_runs,
                       seconds=round(self.clock() - self.start, 1), interpreter_killed=self.interpreter_in_play,
                       bounds={"runs": self.bounds.runs, "seconds": self.bounds.seconds}, log=self.log[-MAX_LOG:])
         result["complete"] = bool(result["ran"] and not result.get("exhausted") and not result.get("inconsistent")
@@ -362,44 +382,100 @@ INTERPRETER_CHECK = ("import subprocess, sys\n"
                      "stderr=subprocess.DEVNULL)\n")
 
 
+# The search's launcher: like the probe's (it reports its pid, then executes bwrap), without the handshake.
+LIGHT_LAUNCHER = 'printf \'{"launcher-pid": %s}\\n\' "$$$$"; exec "$@"'
+
+
+class _Run(t.NamedTuple):
+    stdout: str
+    stderr: str                          # the command's own, without systemd-run's report lines
+    main: t.Optional[str]                # "Main processes terminated with: ..." of systemd-run
+    result: t.Optional[str]              # "Finished with result: ..."
+    seconds: float
+
+
 class SystemdTrials(object):
-    """Trials as real transient units: the probe (probe.run_systemd) and the interpreter check."""
+    """Trials as real transient units carrying the given assignments: ``confirm`` is the whole probe
+    (probe.run_systemd, every check); ``probe`` (the search) is the whole probe too, or - when the probe failed
+    before its payload ran (``light``) - bwrap with the profile's argv and a one-line payload, which fails or not
+    for the same reasons and costs a fraction; ``interpreter`` is the runtime's interpreter starting bwrap."""
 
-    def __init__(self, argv: t.Sequence[str], spec: Json, python: str, timeout: float) -> None:
-        self.argv, self.spec, self.python, self.timeout = list(argv), spec, python, timeout
+    def __init__(self, argv: t.Sequence[str], spec: Json, python: str, timeout: float, light: bool = False) -> None:
+        self.argv, self.spec, self.python, self.timeout, self.light = list(argv), spec, python, timeout, light
 
-    def probe(self, assignments: t.List[Assignment], user: Json) -> Outcome:
+    def confirm(self, assignments: t.List[Assignment], user: Json) -> Outcome:
         from . import probe as PR
         spec = dict(self.spec, token=uuid.uuid4().hex[:12])
         verdict = PR.run_systemd(self.argv, spec, self.python, user, {"assignments": assignments}, {}, self.timeout,
                                  "metnos-probe-%s" % uuid.uuid4().hex[:10])
         return outcome_of(verdict)
 
+    def probe(self, assignments: t.List[Assignment], user: Json) -> Outcome:
+        if not self.light:
+            return self.confirm(assignments, user)
+        from . import bwrap as B
+        token = "metnos-search-%s" % uuid.uuid4().hex[:12]
+        sep = self.argv.index("--") if "--" in self.argv else len(self.argv)
+        command = ["/bin/sh", "-c", LIGHT_LAUNCHER, "sh"] + self.argv[:sep] + [
+            "--", self.python, "-I", "-S", "-c", "print(%r)" % token]
+        run, unit = self._run(assignments, user, ("/bin/sh",), command)
+        if token in run.stdout.splitlines() and run.main is not None and "status=0" in run.main:
+            return Outcome(True, "passed", None, "", run.seconds)
+        failure = SX.unit_failure(run.main, '"launcher-pid"' in run.stdout, unit)
+        if failure:
+            said = "%s/%s: %s" % (failure["status"], failure["name"], failure.get("reason") or failure["meaning"])
+            return Outcome(False, "unit", failure["name"], said, run.seconds)
+        if run.result == "timeout":
+            return Outcome(False, "timeout", "timeout", "the run timed out", run.seconds)
+        sig = SX.signal_number(run.main)
+        cls = B.classify(run.stderr, 128 + sig if sig is not None else _exit_status(run.main))
+        return Outcome(False, "setup", cls.get("cause"), cls.get("stderr_line") or cls.get("cause_text") or "",
+                       run.seconds)
+
     def interpreter(self, assignments: t.List[Assignment], user: Json) -> Outcome:
-        from . import probe as PR
-        unit = "metnos-probe-%s" % uuid.uuid4().hex[:10]
-        argv = PR.systemd_run_argv(unit, user, {"assignments": assignments}, {}, self.timeout, own=(self.python,))
-        argv += [self.python, "-I", "-S", "-c", INTERPRETER_CHECK, self.argv[0]]
-        start = time.time()
-        try:
-            proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                  timeout=self.timeout + 15, check=False, env={"SYSTEMD_COLORS": "0", "LC_ALL": "C",
-                                                                               "PATH": "/usr/bin:/bin"})
-            err = proc.stderr.decode("utf-8", "replace")
-        except (OSError, subprocess.SubprocessError) as exc:
-            err = str(exc)
-        finally:
-            subprocess.run(["systemctl", "reset-failed", unit + ".service"], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, check=False)
-        main = [ln.split(":", 1)[1].strip() for ln in err.splitlines() if ln.startswith("Main processes terminated")]
-        timed_out = any(ln.startswith("Finished with result: timeout") for ln in err.splitlines())
-        sig = SX.signal_number(main[0] if main else None)
-        if sig is not None and sig != SIGTERM and not timed_out:     # SIGTERM: the trial's own RuntimeMaxSec=
-            ending = SX.parse_main(main[0])
+        run, _unit = self._run(assignments, user, (self.python,),
+                               [self.python, "-I", "-S", "-c", INTERPRETER_CHECK, self.argv[0]])
+        sig = SX.signal_number(run.main)
+        if sig is not None and sig != SIGTERM and run.result != "timeout":   # SIGTERM: the trial's own RuntimeMaxSec=
+            ending = SX.parse_main(run.main)
             name = ending.name if ending is not None and ending.name else str(sig)
             return Outcome(False, "interpreter", "SIG%s" % name, "the runtime's interpreter (%s) was killed by SIG%s "
-                           "as it started bwrap" % (self.python, name), time.time() - start)
-        return Outcome(True, "passed", None, "", time.time() - start)
+                           "as it started bwrap" % (self.python, name), run.seconds)
+        return Outcome(True, "passed", None, "", run.seconds)
+
+    def _run(self, assignments: t.List[Assignment], user: Json, own: t.Sequence[str],
+             command: t.List[str]) -> t.Tuple[_Run, str]:
+        """systemd-run --wait --pipe of ``command`` in a transient unit with ``assignments``; bounded."""
+        from . import probe as PR
+        unit = "metnos-probe-%s" % uuid.uuid4().hex[:10]
+        argv = PR.systemd_run_argv(unit, user, {"assignments": assignments}, {}, self.timeout, own=own)
+        argv += ["-p", "TimeoutStopSec=%d" % PR.STOP_TIMEOUT] + command
+        start = time.time()
+        try:
+            proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  timeout=self.timeout + 15, check=False,
+                                  env={"SYSTEMD_COLORS": "0", "LC_ALL": "C", "PATH": "/usr/bin:/bin"})
+            out, err = proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
+        except (OSError, subprocess.SubprocessError) as exc:
+            out, err = "", str(exc)
+            subprocess.run(["systemctl", "stop", unit + ".service"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, check=False)
+        subprocess.run(["systemctl", "reset-failed", unit + ".service"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, check=False)
+        report = dict((key, line.split(":", 1)[1].strip()) for line in err.splitlines()
+                      for key in ("Main processes terminated with", "Finished with result") if line.startswith(key))
+        own_err = "\n".join(line for line in err.splitlines() if not line.startswith(_SYSTEMD_RUN_LINES))
+        return _Run(out, own_err, report.get("Main processes terminated with"), report.get("Finished with result"),
+                    time.time() - start), unit
+
+
+_SYSTEMD_RUN_LINES = ("Running as unit", "Finished with result:", "Main processes terminated with:",
+                      "Service runtime:", "CPU time consumed:", "Memory peak:", "IP traffic", "IO bytes", "Press ^]")
+
+
+def _exit_status(main: t.Optional[str]) -> t.Optional[int]:
+    ending = SX.parse_main(main)
+    return ending.status if ending is not None and ending.code == "exited" else None
 
 
 # --------------------------------------------------------------------------- findings
@@ -411,6 +487,7 @@ def _quoted(lines: t.Sequence[str]) -> str:
 class Findings(t.NamedTuple):
     diagnostics: t.List[D.Diagnostic]
     directives: t.List[str]              # every culprit directive, in the order found
+    unit_killed: bool = False            # the runtime's interpreter dies first: bwrap's "setup failure" is not bwrap's
 
 
 def findings(result: t.Mapping[str, t.Any], unit: str, static: t.Sequence[t.Mapping[str, t.Any]] = ()) -> Findings:
@@ -427,8 +504,12 @@ def findings(result: t.Mapping[str, t.Any], unit: str, static: t.Sequence[t.Mapp
     if relaxation.get("passed") and len(result.get("culprits") or []) > 1:
         out.append(D.make("probe_relaxation_found", unit=unit, relax=relaxation["lines"],
                           relax_words=_quoted(relaxation["lines"]), fill={"lines": "; ".join(relaxation["lines"])}))
+    if result.get("interpreter_killed"):
+        out.append(D.make("probe_unit_killed", wording="interpreter", unit=unit, signal="SYS",
+                          python=result.get("python")))
     out.extend(_inconclusive(result, unit))
-    return Findings(out, [d for c in result.get("culprits") or [] for d in c["directives"]])
+    return Findings(out, [d for c in result.get("culprits") or [] for d in c["directives"]],
+                    bool(result.get("interpreter_killed")))
 
 
 def _culprit_finding(culprit: t.Mapping[str, t.Any], unit: str, how: str,
@@ -485,7 +566,8 @@ def diagnose(argv: t.Sequence[str], spec: Json, python: str, user: Json, setting
              timeout: float, failed: t.Mapping[str, t.Any], limits: t.Optional[Bounds] = None) -> Json:
     """The experiment after a failed probe in the service's context (probe._run_in_context): its record
     (findings() turns it into diagnostics)."""
-    trials = SystemdTrials(argv, spec, python, min(float(timeout), 30.0))
-    experiment = Experiment(settings.get("assignments") or [], trials, user, first=outcome_of(failed),
+    first = outcome_of(failed)
+    trials = SystemdTrials(argv, spec, python, min(float(timeout), 30.0), light=first.kind in ("setup", "unit"))
+    experiment = Experiment(settings.get("assignments") or [], trials, user, first=first,
                             bounds=limits, ctx={"bwrap": argv[0], "python": python})
     return experiment.run()

@@ -982,7 +982,10 @@ _CODES.extend([
        "had not reported.",
        ["SIGSYS comes from the unit's SystemCallFilter=: see the directives found by experiment with it."],
        messages={"": "the probe's process in the service's context (as {user}) was killed by SIG{signal} before it "
-                     "started bwrap: the unit's settings killed it, not bwrap.{said}"}),
+                     "started bwrap: the unit's settings killed it, not bwrap.{said}",
+                 "interpreter": "{unit}: the runtime's interpreter ({python}) is killed by SIG{signal} in the "
+                                "service's context as it starts bwrap (shown by experiment): the unit's settings "
+                                "kill it before bwrap runs, so bwrap's own failure there says nothing about bwrap."}),
     _restriction("unit_ambient_capabilities", "R-BASE-6",
        "The unit gives the service capabilities, and bwrap refuses to run with them",
        "AmbientCapabilities= puts capabilities into the permitted set of the service's processes (a non-root "

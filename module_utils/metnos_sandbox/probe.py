@@ -1353,6 +1353,8 @@ def _diagnostics(params: Json, service: _Service, verdict: Json, findings: t.Lis
     if caps and isinstance(caps[0]["observed"], dict) and caps[0]["observed"].get("uid") == 0:
         diags.append(D.make("probe_payload_root", user=user.get("name") or "root"))
     found = _blamed_by_experiment(out, unit, svc)
+    if found is not None and found.unit_killed:       # the runtime's interpreter dies first: not bwrap's failure
+        diags = [d for d in diags if d["code"] != "probe_setup_failed"]
     diags.extend(found.diagnostics if found is not None else [])
     if found is not None and found.directives:
         out["blamed_directives"] = found.directives

@@ -78,7 +78,7 @@ def _namespaces(values: t.Sequence[str], ctx: t.Mapping[str, t.Any]) -> t.List[L
 
 def _noexec(values: t.Sequence[str], ctx: t.Mapping[str, t.Any]) -> t.List[Lines]:
     bwrap = ctx.get("bwrap") or "/usr/bin/bwrap"
-    python = os.path.realpath(ctx.get("python") or "/usr/bin/python3")
+    python = ctx.get("python_resolved") or os.path.realpath(ctx.get("python") or "/usr/bin/python3")
     return [["ExecPaths=%s" % bwrap], ["ExecPaths=%s %s" % (bwrap, python)], ["NoExecPaths="]]
 
 

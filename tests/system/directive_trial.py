@@ -152,6 +152,11 @@ CHECKS = {
     "umount_eperm_filtered": lambda: in_child(lambda: 3 if errno_of(
         lambda: LIBC.umount2(b"/nonexistent", 0x40000000)) == errno.EPERM else 4) == ("exit", 3),
     "seccomp_extra_filter": lambda: int(status_field("Seccomp_filters") or 0) > _baseline_filters(),
+    # the classes blame by experiment names (tests/system/test_blame_fleet.py), with real packages' lines
+    "cap_amb_set": lambda: int(status_field("CapAmb") or "0", 16) != 0,
+    "rlimit_nproc_1": lambda: resource.getrlimit(resource.RLIMIT_NPROC) == (1, 1),
+    "proc_read_only": lambda: "ro" in mount_of("/proc/self")["opts"],
+    "bwrap_noexec": lambda: "noexec" in mount_of("/usr/bin/bwrap")["opts"] and not os.access("/usr/bin/bwrap", os.X_OK),
     # cgroup/BPF directives: observable only where the container lets systemd apply them
     "ip_denied": lambda: _udp_denied(),
     "bind_denied": lambda: _bind_denied(),
@@ -297,6 +302,26 @@ def main():
         except Exception as exc:
             out["bwrap"] = {"passed": False, "error": "%s: %s" % (type(exc).__name__, exc)}
         sys.stdout.write(json.dumps(out) + "\n")
+    elif mode == "effect":          # only whether the directive is in effect (no bwrap: the unit may kill it)
+        check = sys.argv[2]
+        try:
+            out = {"check": check, "uid": os.getuid(), "in_effect": bool(CHECKS[check]())}
+        except Exception as exc:
+            out = {"check": check, "in_effect": None, "check_error": "%s: %s" % (type(exc).__name__, exc)}
+        sys.stdout.write(json.dumps(out) + "\n")
+    elif mode == "user":            # the service's user as the toolkit shows it, and the running process's uid
+        from metnos_sandbox import bwrap as B
+        from metnos_sandbox import service_env as S
+        out = {}
+        for unit in sys.argv[2:]:
+            found = S.inspect({"unit": unit, "mode": "auto"}, B.default_runner)
+            pid = B.default_runner(["systemctl", "show", "-p", "MainPID", "--value", unit])[1].strip()
+            uid = None
+            if pid.isdigit() and pid != "0":
+                with open("/proc/%s/status" % pid) as handle:
+                    uid = [int(ln.split()[1]) for ln in handle if ln.startswith("Uid:")][0]
+            out[unit] = {"user": found.result["user"] if found else None, "main_uid": uid}
+        sys.stdout.write(json.dumps(out))
     elif mode == "baseline":
         out = {}
         for name, check in sorted(CHECKS.items()):
