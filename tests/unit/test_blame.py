@@ -253,3 +253,34 @@ def test_relaxations_smallest_first_and_the_namespace_set_written_whole():
     assert R.candidates("SystemCallFilter", ["~@mount"], {})[-1] == ["SystemCallFilter="]
     assert R.candidates("PrivateUsers", ["yes"], {}) == [["PrivateUsers="], ["PrivateUsers=no"]]
     assert R.limit_value("infinity") is None and R.limit_value("16:32") == 16
+
+
+def test_a_relaxation_the_whole_probe_rejects_is_not_offered():
+    """The search's cheap runs (bwrap with a one-line payload) can pass where the whole probe's checks fail: every
+    offered relaxation is confirmed by the whole probe first, and the ladder goes on when it is not."""
+    model = Model([({"SystemCallFilter"}, "killed_by_seccomp",
+                    lambda e: any(x.startswith("SystemCallFilter=@") for x in e))])
+    base = model.probe
+
+    def confirm(assignments, user):
+        _kept, extra = model._state(assignments)
+        if "SystemCallFilter=@mount" in extra:        # passes the search, fails a check of the whole probe
+            return BL.Outcome(False, "checks", "no_custom_seccomp", "failed checks: no_custom_seccomp", 0.1)
+        return base(assignments, user)
+    model.confirm = confirm
+    res = run(unit("SystemCallFilter=~@mount", *MANY), model)
+    [culprit] = res["culprits"]
+    assert culprit["relaxation"] == ["SystemCallFilter=@mount @process"]
+    assert {"lines": ["SystemCallFilter=@mount"], "passed": False, "cause": "no_custom_seccomp", "full": True} in \
+        culprit["tried"]
+    assert res["full_runs"] == 2 and res["relaxation"]["passed"] is True      # the combined run is the same one
+
+
+def test_the_interpreter_killed_is_reported_as_the_units_and_replaces_bwraps_setup_failure():
+    filt = "SystemCallFilter=@basic-io @file-system @io-event @network-io @signal"
+    model = Model([({"SystemCallFilter"}, "killed_by_seccomp", has("SystemCallFilter=@system-service @mount"))],
+                  interpreter_rule=({"SystemCallFilter"}, lambda e: "SystemCallFilter=@system-service @mount" in e))
+    found = BL.findings(run(unit(filt), model), "metnos.service")
+    assert found.unit_killed is True and "probe_unit_killed" in D.codes(found.diagnostics)
+    killed = [d for d in found.diagnostics if d["code"] == "probe_unit_killed"][0]
+    assert "runtime's interpreter (/usr/bin/python3) is killed by SIGSYS" in killed["message"]
