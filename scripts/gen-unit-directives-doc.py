@@ -105,20 +105,22 @@ def render_blame(blame):
         return out
     out += ["### Measured on the fleet", "",
             "`tests/system/test_blame_fleet.py`: the `[Service]` hardening of %d units of real Debian 12 packages "
-            "(`tests/system/fleet_units.py`) on stand-in Metnos units, on both hosts at once (2 shared cores); every "
-            "failing unit got its culprits, and its offered drop-in, pasted as the remediation says, made the probe "
-            "pass on the real unit." % (len(next(iter(blame.values()))["units"]) - 2), "",
+            "(`tests/system/fleet_units.py`) on stand-in Metnos units (plus a unit naming a missing path and one with "
+            "`DynamicUser=yes` and a static `User=`), on both hosts at once: the whole fleet on Debian 12, the units "
+            "of the classes and the combination on Debian 13. Every failing unit got its culprits, and its offered "
+            "drop-in, pasted as the remediation says, made the probe pass on the real unit." % (
+                len(blame.get("debian12", next(iter(blame.values())))["units"]) - 2), "",
             "| host | units | failing | runs per failing host (median / max) | seconds per failing host (median / max) "
-            "| the whole fleet, 4 probes at a time |", "|---|---|---|---|---|---|"]
+            "| the whole run, 4 probes at a time: wall / CPU of the host |", "|---|---|---|---|---|---|"]
     for key in sorted(blame):
         units = blame[key]["units"]
         failing = [u for u in units.values() if not u["passed"]]
         runs = [(u["runs"] or 0) + (u["interpreter_runs"] or 0) for u in failing]
         secs = [u["seconds"] for u in failing]
-        out.append("| %s (systemd %s, bubblewrap %s) | %d | %d | %s / %s | %s / %s | %s s |" % (
+        out.append("| %s (systemd %s, bubblewrap %s) | %d | %d | %s / %s | %s / %s | %s s / %s s |" % (
             key.replace("debian", "Debian "), blame[key]["systemd"], blame[key]["bubblewrap"], len(units),
             len(failing), _median(runs), max(runs or [0]), _median(secs), max(secs or [0]),
-            blame[key]["wall_seconds"]["probe_and_blame"]))
+            blame[key]["wall_seconds"]["probe_and_blame"], blame[key].get("cpu_seconds")))
     keys = sorted(blame)
     out += ["", "Culprits found (code), per unit:", "",
             "| unit | %s |" % " | ".join(k.replace("debian", "Debian ") for k in keys),
@@ -133,9 +135,14 @@ def render_blame(blame):
                 cells.append("<br>".join("%s (`%s`)" % (" + ".join("`%s=`" % d for d in ds), code)
                                          for ds, code in entry.get("culprits") or []) or "-")
         out.append("| `%s` | %s |" % (unit, " | ".join(cells)))
-    out += ["", "Seconds are wall time on the build machine while other work ran; the probe's runs are about 0.1-0.3 s "
-            "each on a quiet host. `PrivateUsers=` with `ProtectProc=invisible` stops systemd 252 and 257 from "
-            "starting any process in these containers (217/USER): the experiment names the pair together.", ""]
+    out += ["", "Seconds are wall time on the build machine (2 cores) while other work ran (load average 12-17): the "
+            "CPU time the host containers used (their cgroup, for the probes, the experiments and the probes after "
+            "the drop-ins were pasted) is what a quiet machine pays; the probe's runs are about 0.1-0.3 s each "
+            "there. A run is counted in `runs` (the search's own, cheap when the probe failed before its payload "
+            "ran: bwrap with a one-line payload), `full_runs` (the whole probe, confirming each offered "
+            "relaxation) and `interpreter_runs`. `PrivateUsers=` with `ProtectProc=invisible` stops systemd 252 "
+            "and 257 from starting any process in these containers (217/USER): the experiment names the pair "
+            "together.", ""]
     return out
 
 

@@ -342,7 +342,10 @@ def main():
         def one(unit):
             import time
             start = time.time()
-            res = PR.probe_service({"unit": unit, "timeout": 90}, B.default_runner)
+            # the experiment's time bound raised: on a machine shared with other work its runs take several times
+            # longer than on a quiet one, and the tests are about what it finds (its bounds: tests/unit/test_blame.py)
+            res = PR.probe_service({"unit": unit, "timeout": 90, "blame_max_seconds": float(os.environ.get(
+                "TRIAL_BLAME_SECONDS", "900"))}, B.default_runner)
             return unit, {"passed": res.get("passed"), "context": res.get("context"),
                           "seconds": round(time.time() - start, 1), "bwrap_seconds": res.get("duration"),
                           "codes": sorted(set(d["code"] for d in res.get("diagnostics") or [])),
