@@ -377,14 +377,16 @@ def own_exec_paths(assignments: Iterable[Sequence[str]], programs: Iterable[str]
     execution (NoExecPaths=): the launcher stands for the service's own process, which the unit executes
     by definition (its ExecStart= binary, which the service's ExecPaths= names); bwrap and what runs in
     the sandbox get nothing. [] when the unit's NoExecPaths= is empty (unset, or reset by an empty
-    assignment)."""
-    noexec: List[str] = []
+    assignment) or its ExecPaths= already covers them (the copy then stays equal to the service)."""
+    lists: Dict[str, List[str]] = {"NoExecPaths": [], "ExecPaths": []}
     for key, value, _where in assignments:
-        if key == "NoExecPaths":
-            noexec = noexec + value.split() if value.strip() else []
-    if not noexec:
+        if key in lists:
+            lists[key] = lists[key] + [w.lstrip("-+") for w in value.split()] if value.strip() else []
+    if not lists["NoExecPaths"]:
         return []
     paths = sorted(set(os.path.realpath(p) for p in programs if p))
+    paths = [p for p in paths if not any(e.startswith("/") and (p == e or p.startswith(e.rstrip("/") + "/"))
+                                         for e in lists["ExecPaths"])]
     return ["-p", "ExecPaths=%s" % " ".join(paths)] if paths else []
 
 

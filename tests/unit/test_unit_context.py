@@ -170,3 +170,5 @@ def test_own_programs_stay_executable_only_where_the_unit_restricts_execution():
     assert UC.own_exec_paths(a, ["/bin/sh"]) == ["-p", "ExecPaths=%s" % os.path.realpath("/bin/sh")]
     assert UC.own_exec_paths([["ExecPaths", "/usr/lib", "u:1"]], ["/bin/sh"]) == []
     assert UC.own_exec_paths(a + [["NoExecPaths", "", "u:3"]], ["/bin/sh"]) == []          # reset
+    covered = a + [["ExecPaths", "-%s" % os.path.dirname(os.path.realpath("/bin/sh")), "u:3"]]
+    assert UC.own_exec_paths(covered, ["/bin/sh"]) == []                                   # ExecPaths= names it
