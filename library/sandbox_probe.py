@@ -104,6 +104,22 @@ options:
     type: list
     elements: str
     default: []
+  blame:
+    description:
+      - When the probe fails in the service's transient unit, find the unit directives that make it fail by
+        experiment - the probe re-runs in transient units carrying the unit's context with groups of directives
+        removed - and the smallest relaxation of each, tried for real (docs/unit-directives.md, "Blame by
+        experiment"). Read-only for the service. C(false) turns it off.
+    type: bool
+    default: true
+  blame_max_runs:
+    description: At most this many runs per experiment (the result says when it stopped there).
+    type: int
+    default: 128
+  blame_max_seconds:
+    description: At most this many seconds per experiment.
+    type: float
+    default: 300
 extends_documentation_fragment: [metnos_sandbox, metnos_sandbox.service]
 """
 
@@ -183,6 +199,25 @@ bwrap_trust:
     with path, realpath, sha256, package, state (packaged, accepted, unpackaged, modified, unverifiable) and detail.
   returned: when the probe ran
   type: dict
+blame:
+  description:
+    - The experiment's record when the probe failed in a service's transient unit - ran (false with why when bwrap
+      fails in a plain context too), plain_context, culprits (directives, code, lines, where, alone, kind, cause,
+      said, relaxation, tried), relaxation (the whole drop-in and whether the probe passed with it), runs,
+      full_runs, interpreter_runs, seconds, bounds, exhausted, inconsistent, interpreter_killed, complete, log.
+  returned: when the probe failed in a transient unit carrying a service's context
+  type: dict
+unit_failure:
+  description: >-
+    How systemd failed before bwrap could run (kind systemd_status with the status and systemd's name, or
+    signal_before_bwrap), with systemd's own reason from the journal.
+  returned: when the probe's unit failed before bwrap ran
+  type: dict
+blamed_directives:
+  description: The unit directives blamed for the failure (found by experiment, or named by the directive table).
+  returned: when the probe failed in a service's context
+  type: list
+  elements: str
 bwrap_rc:
   description: bwrap's exit status in the probe (data, not the module's outcome).
   returned: when bwrap ran
@@ -213,6 +248,9 @@ ARGUMENT_SPEC = O.spec(
     timeout=O.timeout(60.0),
     extra_absent={"type": "list", "elements": "path", "default": []},
     accept_bwrap_sha256=O.ACCEPT_BWRAP,
+    blame={"type": "bool", "default": True},
+    blame_max_runs={"type": "int", "default": 128},
+    blame_max_seconds={"type": "float", "default": 300.0},
 )
 
 
@@ -224,6 +262,9 @@ def _probe(p, runner):
     """The option preamble, then the probe (a bad host-context key is an option error too)."""
     O.unit_name(p["unit"], required=False)
     O.positive_seconds(p["timeout"])
+    O.positive_seconds(p["blame_max_seconds"], "blame_max_seconds")
+    if p["blame_max_runs"] < 1:
+        raise O.OptionError("blame_max_runs must be at least 1, got %r" % p["blame_max_runs"])
     O.users(p["probe_user"], p["user"])
     O.sha256_list(p["accept_bwrap_sha256"])
     if p["context"] == "systemd":

@@ -16,11 +16,14 @@ import core_path  # noqa: E402  (scripts/: the core as ansible.module_utils.metn
 
 core_path.use_core()
 
+from ansible.module_utils.metnos_sandbox import blame as BL  # noqa: E402
+from ansible.module_utils.metnos_sandbox import relaxations as R  # noqa: E402
 from ansible.module_utils.metnos_sandbox import service_env as S  # noqa: E402
 from ansible.module_utils.metnos_sandbox import systemd_unit as U  # noqa: E402
 from ansible.module_utils.metnos_sandbox import unit_context as UC  # noqa: E402
 
 DATA = os.path.join(ROOT, "docs", "unit-directives.json")
+BLAME = os.path.join(ROOT, "docs", "unit-blame.json")
 MARK = {"works": "works", "breaks": "**breaks bwrap**", "not measurable here": "not measurable here"}
 
 
@@ -34,7 +37,116 @@ def smallest_fix(lines, bwrap_version):
     return "; ".join(fixes) or None
 
 
-def render(data):
+def load_blame():
+    if not os.path.exists(BLAME):
+        return {}
+    with open(BLAME) as handle:
+        return json.load(handle)
+
+
+def _median(values):
+    values = sorted(v for v in values if v is not None)
+    return values[len(values) // 2] if values else 0
+
+
+def render_blame(blame):
+    """The experiment: what it does, its bounds, and its measured cost per failing host (docs/unit-blame.json,
+    written by tests/system/test_blame_fleet.py)."""
+    bounds = BL.Bounds()
+    out = ["## Blame by experiment", "",
+           "The table above is measured directive by directive; real units combine directives nobody put on a list. "
+           "So when the probe fails in the service's context (a transient unit carrying the unit's context) and bwrap "
+           "works in a plain one on the same host (the service's user, nothing else), the probe finds the culprits "
+           "itself (`module_utils/metnos_sandbox/blame.py`):", "",
+           "1. The directives most likely to break bwrap (%s, every `Limit*=`) are kept one by one on top of the "
+           "user; all the others as one group, bisected while a group fails." % ", ".join(
+               "`%s=`" % d for d in BL.SUSPECTS),
+           "2. A group that fails while neither half does holds directives that break bwrap **only together**: it is "
+           "minimised (ddmin) to the smallest such set and reported as one culprit (the finding says \"only "
+           "together\").",
+           "3. The whole context minus every culprit must pass; otherwise the rest is searched again (at most %d "
+           "times). A culprit the context does not need removed once the others are (found only because a trial "
+           "removed something else) is dropped." % BL.MAX_ROUNDS,
+           "4. For each culprit, relaxations are tried smallest first (`relaxations.py`) in the unit's context minus "
+           "the other culprits; the first that passes is the one offered. `LimitNPROC=` is narrowed to the smallest "
+           "value that passes, then one more process for the runtime (it forks bwrap where the probe's launcher "
+           "executes it), tried too. Finally every relaxation at once, on the whole context, must pass: that "
+           "drop-in is offered as a whole (`probe_relaxation_found`).",
+           "5. If the runtime's interpreter itself is killed in the unit's context (it starts bwrap with "
+           "fork/exec, which a `SystemCallFilter=` may kill), every trial first runs the interpreter that way: "
+           "that culprit is `unit_syscall_filter_kills_interpreter`, and bwrap's \"killed by SIGSYS\" is not "
+           "reported as bwrap's.", "",
+           "A culprit is reported with the directive table's code when the table knows the directive, with its "
+           "class's code (`unit_ambient_capabilities`, `unit_resource_limit_blocks_bwrap`, `unit_read_only_proc`, "
+           "`unit_noexec_bwrap`, `unit_syscall_filter_kills_interpreter`) when bwrap's words or the directive say "
+           "it, and otherwise with `unit_directive_breaks_bwrap`, which names it. Relaxations tried, in order:", ""]
+    examples = [("AmbientCapabilities", ["CAP_NET_BIND_SERVICE"]), ("LimitNPROC", ["1"]),
+                ("ReadOnlyPaths", ["/"]), ("NoExecPaths", ["/"]), ("SystemCallFilter", ["@system-service"]),
+                ("RestrictNamespaces", ["yes"]), ("RestrictAddressFamilies", ["AF_UNIX"]),
+                ("DynamicUser", ["yes"]), ("PrivateUsers", ["yes"])]
+    for name, values in examples:
+        tried = R.candidates(name, values, {"bwrap": "/usr/bin/bwrap", "python_resolved": "/usr/bin/python3.N"})
+        out.append("- `%s=%s`: %s" % (name, values[0], ", then ".join(
+            "`%s`" % "` + `".join(c) for c in tried[:7]) + (" ..." if len(tried) > 7 else "")))
+    out += ["", "Bounds: at most %d runs and %d s per failing host (`blame_max_runs`, `blame_max_seconds` of "
+            "`sandbox_probe`; `blame: false` turns the experiment off); both, and every run's outcome, are in the "
+            "probe's result (`blame.runs`, `blame.interpreter_runs`, `blame.seconds`, `blame.log`). Reaching a bound "
+            "is `probe_blame_inconclusive`, with what was named so far. The probe's timeout applies to each run "
+            "(at most 30 s); a probe that timed out starts no experiment." % (bounds.runs, bounds.seconds),
+            "",
+            "Read-only for the service: only the probe's own transient units (`metnos-probe-*`) are started; the "
+            "service's unit, drop-ins and processes are never touched, and no `daemon-reload` is made (the system "
+            "test compares the unit files, drop-ins, MainPID and NRestarts before and after). The probe's launcher "
+            "(`/bin/sh`, standing for the service's own process) is given an `ExecPaths=` of its own where the unit "
+            "has `NoExecPaths=`; bwrap and the payload are not. `DynamicUser=` removed without a static `User=` "
+            "runs as `%s`, never as root; a relaxation offering `User=%s` says to name a static user of the "
+            "service's own instead." % (R.STANDIN_USER, R.STANDIN_USER), ""]
+    if not blame:
+        return out
+    out += ["### Measured on the fleet", "",
+            "`tests/system/test_blame_fleet.py`: the `[Service]` hardening of %d units of real Debian 12 packages "
+            "(`tests/system/fleet_units.py`) on stand-in Metnos units (plus a unit naming a missing path and one with "
+            "`DynamicUser=yes` and a static `User=`), on both hosts at once: the whole fleet on Debian 12, the units "
+            "of the classes and the combination on Debian 13. Every failing unit got its culprits, and its offered "
+            "drop-in, pasted as the remediation says, made the probe pass on the real unit." % (
+                len(blame.get("debian12", next(iter(blame.values())))["units"]) - 2), "",
+            "| host | units | failing | runs per failing host (median / max) | seconds per failing host (median / max) "
+            "| the whole run, 4 probes at a time: wall / CPU of the host |", "|---|---|---|---|---|---|"]
+    for key in sorted(blame):
+        units = blame[key]["units"]
+        failing = [u for u in units.values() if not u["passed"]]
+        runs = [(u["runs"] or 0) + (u["interpreter_runs"] or 0) for u in failing]
+        secs = [u["seconds"] for u in failing]
+        out.append("| %s (systemd %s, bubblewrap %s) | %d | %d | %s / %s | %s / %s | %s s / %s s |" % (
+            key.replace("debian", "Debian "), blame[key]["systemd"], blame[key]["bubblewrap"], len(units),
+            len(failing), _median(runs), max(runs or [0]), _median(secs), max(secs or [0]),
+            blame[key]["wall_seconds"]["probe_and_blame"], blame[key].get("cpu_seconds")))
+    keys = sorted(blame)
+    out += ["", "Culprits found (code), per unit:", "",
+            "| unit | %s |" % " | ".join(k.replace("debian", "Debian ") for k in keys),
+            "|---|%s" % ("---|" * len(keys))]
+    for unit in sorted(blame[keys[0]]["units"]):
+        cells = []
+        for key in keys:
+            entry = blame[key]["units"].get(unit) or {}
+            if entry.get("passed"):
+                cells.append("passes")
+            else:
+                cells.append("<br>".join("%s (`%s`)" % (" + ".join("`%s=`" % d for d in ds), code)
+                                         for ds, code in entry.get("culprits") or []) or "-")
+        out.append("| `%s` | %s |" % (unit, " | ".join(cells)))
+    out += ["", "Seconds are wall time on the build machine (2 cores) while other work ran (load average 12-17): the "
+            "CPU time the host containers used (their cgroup, for the probes, the experiments and the probes after "
+            "the drop-ins were pasted) is what a quiet machine pays; the probe's runs are about 0.1-0.3 s each "
+            "there. A run is counted in `runs` (the search's own, cheap when the probe failed before its payload "
+            "ran: bwrap with a one-line payload), `full_runs` (the whole probe, confirming each offered "
+            "relaxation) and `interpreter_runs`. `PrivateUsers=` with `ProtectProc=invisible` stops systemd 252 "
+            "and 257 from starting any process in these containers (217/USER): the experiment names the pair "
+            "together.", ""]
+    return out
+
+
+def render(data, blame=None):
     releases = sorted(data)
     out = ["# Unit directives and bubblewrap", "",
            "Generated by `scripts/gen-unit-directives-doc.py` from the measurement in "
@@ -104,6 +216,7 @@ def render(data):
             "The comparison covers every `systemctl show` property except the unit's identity, dependencies, state, "
             "timestamps, counters and the properties of the lifecycle directives above (`IGNORED_PROPERTIES`, %d "
             "names, and the `*Timestamp*`/`ExecMain*` patterns)." % len(UC.IGNORED_PROPERTIES), ""]
+    out += render_blame(load_blame() if blame is None else blame)
     return "\n".join(out)
 
 

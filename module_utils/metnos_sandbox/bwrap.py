@@ -414,6 +414,28 @@ CAUSES = (
           "namespace creation as root without CAP_SYS_ADMIN (typical inside containers) and no "
           "user namespace requested",
           ["Run bwrap with --unshare-user, or grant the container CAP_SYS_ADMIN."]),
+    Cause("unexpected_capabilities", r"Unexpected capabilities but not setuid",
+          "bwrap was started holding capabilities and is not setuid, so it refuses to run: the unit gives its "
+          "processes capabilities (AmbientCapabilities=) or bwrap has file capabilities",
+          ["In the unit: AmbientCapabilities= (an empty assignment clears the ambient set; drop-in; see "
+           "unit_ambient_capabilities)", "getcap /usr/bin/bwrap   (must print nothing; setcap -r removes them)"]),
+    Cause("uid_map_readonly", r"setting up uid map: Read-only file system",
+          "/proc is read-only where bwrap runs, so it cannot write the new user namespace's uid map (systemd "
+          "ReadOnlyPaths=/ or a read-only bind over /proc)",
+          ["In the unit: ReadWritePaths=/proc (drop-in; see unit_read_only_proc)"]),
+    Cause("clone_eagain", r"Resource temporarily unavailable",
+          "creating the sandbox's process failed with EAGAIN: the user's process limit (RLIMIT_NPROC, the "
+          "unit's LimitNPROC=) or a task limit (TasksMax=) is reached",
+          ["In the unit: raise LimitNPROC= (drop-in; see unit_resource_limit_blocks_bwrap)",
+           "Count the user's processes: ps -u <user> --no-headers | wc -l"]),
+    Cause("bwrap_exec_denied", r"exec: .*: Permission denied",
+          "bwrap could not be executed in the service's context (a noexec mount: the unit's NoExecPaths=/"
+          "ExecPaths=, or a mode that denies execute)",
+          ["In the unit: ExecPaths=/usr/bin/bwrap (drop-in; see unit_noexec_bwrap)"]),
+    Cause("bwrap_exec_missing", r"exec: .*: not found",
+          "bwrap does not exist in the service's view of the file system (InaccessiblePaths=, "
+          "TemporaryFileSystem= or RootDirectory= hide it)",
+          ["Check the unit's InaccessiblePaths=, TemporaryFileSystem= and RootDirectory= against the bwrap path."]),
     Cause("uid_map_denied", r"setting up uid map: Permission denied",
           "the user namespace was created but capabilities are denied in it (Ubuntu 24.04+ AppArmor "
           "unprivileged_userns restriction)",
@@ -454,7 +476,7 @@ CAUSES = (
     Cause("proc_sys_readonly", r"max_user_namespaces: Read-only file system|max_user_namespaces: Permission denied",
           "/proc/sys is read-only (ProtectKernelTunables=yes, nspawn, LXC) and --disable-userns was used",
           ["Drop --disable-userns, or set ProtectKernelTunables=no for the unit."]),
-    Cause("openat2_enosys", r"Can't mkdir parents for .*: Function not implemented",
+    Cause("openat2_enosys", r"Can't (mkdir parents for|open source) .*: Function not implemented",
           "openat2() returns ENOSYS (systemd RestrictSUIDSGID=/DynamicUser= with bwrap 0.12, or gVisor)",
           ["Remove RestrictSUIDSGID=yes from the unit (drop-in: RestrictSUIDSGID=no)."]),
     Cause("mkdir_parents_denied", r"Can't mkdir parents for .*: Permission denied",

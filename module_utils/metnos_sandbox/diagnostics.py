@@ -1059,6 +1059,111 @@ _CODES.extend([
        messages={"launcher": "{problem}"}),
 ])
 
+# ---- blame by experiment (blame.py, issue 21): what the probe finds when it fails in the service's context ----
+_FOUND_BY_EXPERIMENT = ("Found by experiment (blame.py): the probe re-ran in transient units carrying the unit's "
+                        "context with directives removed, and passed only without this one; the relaxation offered "
+                        "was tried for real the same way (docs/unit-directives.md, \"Blame by experiment\").")
+_CODES.extend([
+    _c("probe_unit_start_failed", ERROR, "R-DIAG-3", PROBE,
+       "systemd could not start the probe's process in the service's context",
+       "The transient unit carrying the service's context ended with one of systemd's own exit statuses "
+       "(200-245: EXEC, USER, NAMESPACE, ...) before its command ran: systemd failed to set the process up "
+       "(change user, build the mount namespace, execute the command). bwrap never ran; the status is not "
+       "bwrap's.",
+       "systemd-run's \"Main processes terminated with: code=exited, status=N/NAME\" while the probe's launcher "
+       "had not reported its pid; systemd's own reason from the transient unit's journal.",
+       ["This is a failure of the unit's settings, not of bwrap: see the directives found by experiment with it.",
+        "What the status means: systemd-analyze exit-status {status}"],
+       messages={"": "systemd could not start the probe's process in the service's context (as {user}): exit "
+                     "status {status}/{name}: {meaning}; bwrap never ran.{said}"}),
+    _c("probe_unit_killed", ERROR, "R-DIAG-3", PROBE,
+       "The unit's own process was killed before bwrap started",
+       "A signal ended the probe's process in the service's context before it started bwrap (it had not "
+       "reported its pid): the unit's settings killed it, not bwrap (SIGSYS: the unit's SystemCallFilter=).",
+       "systemd-run's \"Main processes terminated with: code=killed, status=N/NAME\" while the probe's launcher "
+       "had not reported.",
+       ["SIGSYS comes from the unit's SystemCallFilter=: see the directives found by experiment with it."],
+       messages={"": "the probe's process in the service's context (as {user}) was killed by SIG{signal} before it "
+                     "started bwrap: the unit's settings killed it, not bwrap.{said}",
+                 "interpreter": "{unit}: the runtime's interpreter ({python}) is killed by SIG{signal} in the "
+                                "service's context as it starts bwrap (shown by experiment): the unit's settings "
+                                "kill it before bwrap runs, so bwrap's own failure there says nothing about bwrap."}),
+    _restriction("unit_ambient_capabilities", "R-BASE-6",
+       "The unit gives the service capabilities, and bwrap refuses to run with them",
+       "AmbientCapabilities= puts capabilities into the permitted set of the service's processes (a non-root "
+       "User=); a bwrap that is not setuid refuses to start holding any ('Unexpected capabilities but not "
+       "setuid, old file caps config?'), so every executor fails inside the service only.",
+       _FOUND_BY_EXPERIMENT + " bwrap's text 'Unexpected capabilities but not setuid'.",
+       "AmbientCapabilities= (an empty assignment clears the ambient set; or have the runtime clear its ambient "
+       "capabilities before it executes bwrap)",
+       {}),
+    _restriction("unit_resource_limit_blocks_bwrap", "R-BASE-6",
+       "A resource limit of the unit stops bwrap",
+       "A Limit*= of the unit is too small for bwrap: LimitNPROC= counts every process of the service's user on "
+       "the host (its own included), so bwrap cannot create its sandbox process ('Creating new namespace "
+       "failed: Resource temporarily unavailable'), or systemd cannot even execute the command (EAGAIN at "
+       "execve: 203/EXEC).",
+       _FOUND_BY_EXPERIMENT + " Values are tried in powers of two, and one more process for the runtime, which "
+       "forks bwrap where the probe's launcher executes it.",
+       "LimitNPROC=<the value the probe passed with>",
+       {}),
+    _restriction("unit_read_only_proc", "R-BASE-6",
+       "The unit makes /proc read-only",
+       "ReadOnlyPaths=/ (or another read-only mount of /proc) makes /proc read-only in the service: bwrap cannot "
+       "write its user namespace's uid map ('setting up uid map: Read-only file system').",
+       _FOUND_BY_EXPERIMENT + " bwrap's text 'setting up uid map: Read-only file system'.",
+       "ReadWritePaths=/proc (ReadOnlyPaths= minus /proc)",
+       {}),
+    _restriction("unit_noexec_bwrap", "R-FAIL-1",
+       "The unit does not let the service execute bwrap",
+       "NoExecPaths= covers bwrap (e.g. NoExecPaths=/) and ExecPaths= does not name it: the runtime cannot "
+       "execute bwrap ('Permission denied'; systemd's 203/EXEC when it is the unit's own command).",
+       _FOUND_BY_EXPERIMENT + " The probe's launcher (/bin/sh) stands for the service's own process and is "
+       "given an ExecPaths= of its own; bwrap and the payload's interpreter are not.",
+       "ExecPaths=/usr/bin/bwrap",
+       {}),
+    _restriction("unit_syscall_filter_kills_interpreter", "R-DIAG-3",
+       "The unit's SystemCallFilter kills the runtime's own interpreter",
+       "SystemCallFilter= does not allow a system call the runtime's interpreter makes to start a process "
+       "(fork/clone, pipes, ...): the interpreter itself is killed by SIGSYS before bwrap runs, so no "
+       "executor can start, sandboxed or not. Reported as the unit's, never as 'bwrap was killed by SIGSYS'.",
+       _FOUND_BY_EXPERIMENT + " The runtime's interpreter starting a process (bwrap --version) in a transient "
+       "unit with the same context is killed by SIGSYS; without the filter it is not.",
+       "SystemCallFilter=@system-service @mount (the smallest group set the probe passed with)",
+       {}),
+    _restriction("unit_directive_breaks_bwrap", "R-DIAG-3",
+       "A unit directive breaks bwrap (found by experiment)",
+       "A directive of the unit that the directive table (docs/unit-directives.md) does not name breaks bwrap "
+       "inside the service, alone or only together with the other directives named with it.",
+       _FOUND_BY_EXPERIMENT,
+       "the relaxation named in the message (each tried for real)",
+       {}),
+    _c("probe_relaxation_found", INFO, "R-DIAG-3", PROBE,
+       "A drop-in that makes the probe pass in the service's context",
+       "Every culprit found by experiment relaxed at once, as one drop-in on top of the unit's files: the probe "
+       "ran with it in a transient unit carrying the service's context, and passed.",
+       "One more probe run with the unit's whole context plus the drop-in's lines.",
+       ["mkdir -p /etc/systemd/system/{unit}.d",
+        "printf '%s\\n' '[Service]' {relax_words} >> /etc/systemd/system/{unit}.d/zz-metnos-relax.conf",
+        "systemctl daemon-reload", "systemctl restart {unit}"],
+       messages={"": "{unit}: the probe passes in the service's context with this drop-in (tried for real): "
+                     "{lines}."}),
+    _c("probe_blame_inconclusive", WARNING, "R-DIAG-3", PROBE,
+       "The experiment could not name every culprit",
+       "Blame by experiment stopped before it had the smallest set of directives whose removal makes the probe "
+       "pass (its bounds in runs or time were reached), the results were not consistent (a run that passed "
+       "once failed again), or no relaxation it tried made the probe pass with all of them at once.",
+       "The experiment's own record (blame.runs, blame.seconds, blame.bounds).",
+       ["Run the probe again on a quieter host, or with a larger bound (sandbox_probe blame_max_runs, "
+        "blame_max_seconds).", "Check the directives it did name by hand: systemctl show {unit}"],
+       messages={"exhausted": "{unit}: the experiment stopped after {runs} runs and {seconds}s (bounds: {max_runs} "
+                              "runs, {max_seconds}s){named}.",
+                 "inconsistent": "{unit}: the experiment's runs disagree ({why}){named}.",
+                 "no_relaxation": "{unit}: no relaxation the experiment tried made the probe pass with every "
+                                  "culprit relaxed at once ({why})."}),
+])
+
+
 # ---- a module's own failure (fail_json(code=...)): the task fails, no host finding is made ----
 _CODES.extend([
     _c("invalid_option", ERROR, "R-DIAG-3", MODULE,
@@ -1287,6 +1392,26 @@ def excerpt(value: Any, limit: int = 80) -> str:
         text = text[:limit] + "..."
     return text
 
+# The codes blame.py reports a culprit with (the directive table's and its own): one message and remediation
+# for "found by experiment", the relaxation it tried ({relax_words}: the drop-in's lines, shell-quoted).
+EXPERIMENT_CODES = ("unit_blocks_namespaces", "unit_syscall_filter_blocks_bwrap", "unit_address_families_block_netlink",
+                    "unit_proc_subset_pid", "unit_restrict_suidsgid", "unit_ambient_capabilities",
+                    "unit_resource_limit_blocks_bwrap", "unit_read_only_proc", "unit_noexec_bwrap",
+                    "unit_syscall_filter_kills_interpreter", "unit_directive_breaks_bwrap")
+_EXPERIMENT_FIX = ("Smallest relaxation, tried for real (the probe passed with it in the service's context), as a "
+                   "drop-in:", "mkdir -p /etc/systemd/system/{unit}.d",
+                   "printf '%s\\n' '[Service]' {relax_words} >> /etc/systemd/system/{unit}.d/zz-metnos-relax.conf",
+                   "systemctl daemon-reload", "systemctl restart {unit}")
+for _code in EXPERIMENT_CODES:
+    REGISTRY[_code].messages.setdefault(
+        "experiment", "{unit}: {shown} breaks bwrap in the service's context{together}: {said} Found by experiment "
+                      "({how}); {relaxed}")
+    REGISTRY[_code].messages.setdefault(
+        "experiment_unit", "{unit}: with {shown}{together}, systemd cannot start the service's processes at all: "
+                           "{said} Nothing runs there, bwrap least of all. Found by experiment ({how}); {relaxed}")
+    REGISTRY[_code].variants.setdefault("experiment", _EXPERIMENT_FIX)
+    REGISTRY[_code].variants.setdefault("experiment_no_dropin", ("{relax_note}",))
+
 
 MAX_MESSAGE = 1000       # characters of one message (and of one detail): the rest is counted, not shown
 MAX_DETAIL_ITEMS = 20
@@ -1374,6 +1499,8 @@ AMENDMENTS = {
     "more_problems": "{message} (and {count} more problems)",
     "seen_in": "{where}: {message}",
     "blamed_by_probe": "{message} The probe failed in this unit's context.",
+    "confirmed_by_experiment": "{message} The probe failed in this unit's context; found by experiment ({how}): "
+                               "{relaxed}",
 }
 
 

@@ -66,6 +66,7 @@ from . import proc_covers as PC
 from . import procfs as PF
 from . import proctree as PT
 from . import reaper as RP
+from . import systemd_exit as SX
 from .paths import under
 
 Json = t.Dict[str, t.Any]
@@ -1164,6 +1165,10 @@ def _judge_run(shown: t.List[str], result: Json, obs: t.Optional[Json], outside:
     who = (user or {}).get("name", "current user")
     if result["timed_out"] and not _timed_out(verdict, obs, outside, timeout):
         return verdict
+    if obs is None and verdict["setup_failed"] and result.get("unit_failure"):
+        verdict["unit_failure"] = result["unit_failure"]       # systemd's failure or the unit's signal, not bwrap's
+        verdict["diagnostics"].append(SX.diagnostic(result["unit_failure"], who))
+        return verdict
     if obs is None:
         verdict["diagnostics"].append(_setup_failed(verdict, result, status, who, tool) if verdict["setup_failed"]
                                       else D.make("probe_payload_failed", wording="silent", fill={
@@ -1242,13 +1247,14 @@ PROBE_MANIFEST = {"name": "sandbox_probe", "origin": "metnos-sandbox-ops", "revi
 
 
 def systemd_run_argv(unit_name: str, user: User, settings: t.Optional[Json], env: t.Mapping[str, str],
-                     timeout: float) -> t.List[str]:
+                     timeout: float, own: t.Sequence[str] = ("/bin/sh",)) -> t.List[str]:
     """systemd-run around a command: a transient unit carrying the service's execution context.
 
     ``settings`` is a unit_context result (every directive of the unit minus its documented
     deny list, as ``assignments``) or {} for none. ``user`` applies only when the context names
     no User=/DynamicUser=; ``env`` adds --setenv values (none when the unit's own Environment=
-    directives are carried).
+    directives are carried). ``own``: the programs the unit runs in the service's place (the launcher),
+    executable even where the unit restricts execution (unit_context.own_exec_paths).
     """
     from . import unit_context as UC
     argv = ["systemd-run", "--wait", "--pipe", "--collect", "--service-type=exec", "--unit=" + unit_name,
@@ -1260,7 +1266,7 @@ def systemd_run_argv(unit_name: str, user: User, settings: t.Optional[Json], env
             argv += ["-p", "DynamicUser=yes"]
         elif user.get("name") not in (None, "root"):
             argv += ["-p", "User=%s" % user["name"]]
-    argv += UC.property_args(assignments)
+    argv += UC.property_args(assignments) + UC.own_exec_paths(assignments, own)
     for key in sorted(env):
         argv += ["--setenv=%s=%s" % (key, env[key])]
     return argv
@@ -1346,15 +1352,15 @@ def run_systemd(argv: t.List[str], spec: Json, python: str, user: User, settings
         rc = None
     subprocess.run(["systemctl", "reset-failed", runner_unit], capture_output=True)
     stderr, info = _strip_systemd_run(data["stderr"].decode("utf-8", "replace"))
-    _launcher, status, obs = split_stream(records(data["stdout"]), spec["token"])
+    launcher, status, obs = split_stream(records(data["stdout"]), spec["token"])
     main = info.get("main", "")
     timed_out = timed_out or _runtime_exceeded(info, status)
-    if "status=SYS" in main or "status=31" in main:
-        rc = 128 + 31
+    if SX.signal_number(main) == SX.SIGSYS:
+        rc = 128 + SX.SIGSYS
     result = {"rc": rc, "stderr": stderr, "json_status": status, "timed_out": timed_out,
               "left_behind": bool(report.get("left_behind")), "duration": round(time.time() - start, 3),
               "systemd_result": info, "tree": _unit_tree(ledger, watcher.launcher, info, status),
-              "pid": watcher.launcher}
+              "pid": watcher.launcher, "unit_failure": SX.unit_failure(main, launcher is not None, runner_unit)}
     verdict = _verdict(full[:len(full) - 1] + ["<spec>"], result, obs, watcher.outside, spec, host, user, timeout,
                        tool=argv[0], run_opts=argv[1:sep], trust=trust, payload=payload)
     verdict["systemd_result"] = info
@@ -1519,7 +1525,12 @@ def _run_in_context(params: Json, runner: t.Any, service: _Service, prof: Json, 
     out["context"] = ("systemd transient unit %s as %s with the execution context of %s" %
                       (unit_name, user.get("name"), unit) if settings else
                       "systemd transient unit %s as %s (no service unit)" % (unit_name, user.get("name")))
-    return run_systemd(prof["argv"], spec, python, user, settings, run_env, timeout, unit_name, trust=trust)
+    verdict = run_systemd(prof["argv"], spec, python, user, settings, run_env, timeout, unit_name, trust=trust)
+    if settings and not verdict["passed"] and not verdict["timed_out"] and params.get("blame", True):
+        from . import blame as BL  # why it failed in the service's context: by experiment (issue 21)
+        out["blame"] = BL.diagnose(prof["argv"], spec, python, user, settings, timeout, verdict, BL.bounds(params),
+                                  trust=trust)
+    return verdict
 
 
 def _diagnostics(params: Json, service: _Service, verdict: Json, findings: t.List[Json], out: Json) -> t.List[Json]:
@@ -1530,7 +1541,13 @@ def _diagnostics(params: Json, service: _Service, verdict: Json, findings: t.Lis
     caps = [c for c in verdict.get("checks") or [] if c["name"] == "no_capabilities"]
     if caps and isinstance(caps[0]["observed"], dict) and caps[0]["observed"].get("uid") == 0:
         diags.append(D.make("probe_payload_root", user=user.get("name") or "root"))
-    if verdict.get("setup_failed") and svc is not None:
+    found = _blamed_by_experiment(out, unit, svc)
+    if found is not None and found.unit_killed:       # the runtime's interpreter dies first: not bwrap's failure
+        diags = [d for d in diags if d["code"] != "probe_setup_failed"]
+    diags.extend(found.diagnostics if found is not None else [])
+    if found is not None and found.directives:
+        out["blamed_directives"] = found.directives
+    elif verdict.get("setup_failed") and svc is not None:
         blamed = [d for d in svc.get("diagnostics", []) if d["code"].startswith("unit_")]
         for d in blamed:
             diags.append(D.amend(d, "blamed_by_probe"))
@@ -1541,6 +1558,14 @@ def _diagnostics(params: Json, service: _Service, verdict: Json, findings: t.Lis
         diags.append(D.make("probe_context_incomplete", unit=unit, reasons=ctx["reasons"],
                             wording="reasons", fill={"why": "; ".join(ctx["reasons"])}))
     return D.sort(diags)
+
+
+def _blamed_by_experiment(out: Json, unit: t.Optional[str], svc: t.Optional[Json]) -> t.Any:
+    """blame.findings() of the experiment's record (None when none ran)."""
+    if not out.get("blame"):
+        return None
+    from . import blame as BL
+    return BL.findings(out["blame"], unit or "", (svc or {}).get("diagnostics") or [])
 
 
 def probe_service(params: Json, runner: t.Any) -> Json:

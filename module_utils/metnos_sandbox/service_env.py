@@ -232,20 +232,38 @@ def _privilege_diagnostics(settings: Mapping[str, Any], unit: str,
 
 # --------------------------------------------------------------------------- users and PATH
 
+# The uids systemd allocates dynamic users from (nss-systemd resolves them by name while a unit runs: such a
+# name is not a static user).
+DYNAMIC_UIDS = (61184, 65519)
+
+
 def resolve_service_user(settings: Mapping[str, Any]) -> User:
-    """User= of the unit -> {name, uid, gid, groups, home, dynamic}."""
+    """User= of the unit -> {name, uid, gid, groups, home, dynamic}, as systemd applies it: with
+    DynamicUser=yes a dynamic user is allocated unless User= names a user that already exists
+    statically, which systemd then uses (systemd.exec(5), DynamicUser=; the other settings DynamicUser=
+    implies still apply: ``dynamic_user`` says so)."""
+    name = settings.get("User")
     if _truthy(settings.get("DynamicUser", "no")):
+        static = _static_user(name, settings.get("Group")) if name else None
+        if static is not None and not DYNAMIC_UIDS[0] <= static["uid"] <= DYNAMIC_UIDS[1]:
+            return dict(static, dynamic_user="static")
         entry = pwd.getpwnam("nobody")
         return {"name": "(dynamic)", "uid": entry.pw_uid, "gid": entry.pw_gid, "groups": [entry.pw_gid],
-                "home": "/", "dynamic": True}
-    name = settings.get("User") or "root"
+                "home": "/", "dynamic": True, "dynamic_user": "allocated"}
+    found = _static_user(name or "root", settings.get("Group"))
+    if found is None:
+        return {"name": name, "uid": None, "gid": None, "groups": [], "home": None, "dynamic": False,
+                "missing": True}
+    return found
+
+
+def _static_user(name: str, group: Optional[str]) -> Optional[User]:
+    """The existing account ``name`` (a name or a uid) with its groups (Group= first), or None."""
     try:
         entry = pwd.getpwuid(int(name)) if str(name).isdigit() else pwd.getpwnam(name)
     except (KeyError, ValueError):
-        return {"name": name, "uid": None, "gid": None, "groups": [], "home": None, "dynamic": False,
-                "missing": True}
+        return None
     groups = [entry.pw_gid] + [g.gr_gid for g in grp.getgrall() if entry.pw_name in g.gr_mem]
-    group = settings.get("Group")
     if group:
         try:
             gid = grp.getgrnam(group).gr_gid if not str(group).isdigit() else int(group)

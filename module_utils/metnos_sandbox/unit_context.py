@@ -372,6 +372,24 @@ def property_args(assignments: Iterable[Sequence[str]]) -> List[str]:
     return out
 
 
+def own_exec_paths(assignments: Iterable[Sequence[str]], programs: Iterable[str]) -> List[str]:
+    """systemd-run arguments that keep the probe's own programs executable where the unit restricts
+    execution (NoExecPaths=): the launcher stands for the service's own process, which the unit executes
+    by definition (its ExecStart= binary, which the service's ExecPaths= names); bwrap and what runs in
+    the sandbox get nothing. [] when the unit's NoExecPaths= is empty (unset, or reset by an empty
+    assignment) or its ExecPaths= already covers them (the copy then stays equal to the service)."""
+    lists: Dict[str, List[str]] = {"NoExecPaths": [], "ExecPaths": []}
+    for key, value, _where in assignments:
+        if key in lists:
+            lists[key] = lists[key] + [w.lstrip("-+") for w in value.split()] if value.strip() else []
+    if not lists["NoExecPaths"]:
+        return []
+    paths = sorted(set(os.path.realpath(p) for p in programs if p))
+    paths = [p for p in paths if not any(e.startswith("/") and (p == e or p.startswith(e.rstrip("/") + "/"))
+                                         for e in lists["ExecPaths"])]
+    return ["-p", "ExecPaths=%s" % " ".join(paths)] if paths else []
+
+
 # --------------------------------------------------------------------------- show <-> assignment
 
 def parse_show_all(text: str) -> Dict[str, str]:

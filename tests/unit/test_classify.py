@@ -83,3 +83,17 @@ def test_unknown_text_keeps_bwrap_line():
 def test_points_at_kernel_codes():
     assert B.classify(DEB_EPERM, 1)["points_at"] == "userns_disabled_sysctl"
     assert B.classify("bwrap: setting up uid map: Permission denied", 1)["points_at"] == "userns_apparmor_restricted"
+
+
+# Measured in systemd units on Debian 12 and 13 hosts (tests/system/test_blame_fleet.py), bwrap 0.8 and 0.12, and
+# the probe's launcher (dash) when the unit does not let it execute bwrap.
+@pytest.mark.parametrize("text,cause", [
+    ("bwrap: Unexpected capabilities but not setuid, old file caps config?", "unexpected_capabilities"),
+    ("bwrap: setting up uid map: Read-only file system", "uid_map_readonly"),
+    ("bwrap: Creating new namespace failed: Resource temporarily unavailable", "clone_eagain"),
+    ("sh: 1: exec: /usr/bin/bwrap: Permission denied", "bwrap_exec_denied"),
+    ("sh: 1: exec: /usr/bin/bwrap: not found", "bwrap_exec_missing"),
+    ("bwrap: Can't open source /usr: Function not implemented", "openat2_enosys"),
+])
+def test_causes_of_units_measured_in_the_fleet(text, cause):
+    assert B.classify(text, 1)["cause"] == cause

@@ -187,3 +187,16 @@ def test_inspect_from_disk_returns_the_result_and_the_whole_environment_apart(tr
     masked = S.inspect(dict(params, unit="masked.service"), S.B.default_runner)
     assert masked.env is None and [d["code"] for d in masked.result["diagnostics"]] == ["unit_masked"]
     assert S.inspect(dict(params, unit="gone.service"), S.B.default_runner) is None
+
+
+def test_dynamic_user_is_shown_as_systemd_applies_it():
+    """DynamicUser=yes with User= naming an existing static account: systemd uses that account (systemd.exec(5));
+    without User=, or with a name that does not exist statically (or in the range systemd allocates from), a
+    dynamic user is allocated. Proven against a real unit's MainPID in tests/system/test_blame_fleet.py."""
+    static = S.resolve_service_user({"DynamicUser": "yes", "User": "nobody"})
+    assert static["name"] == "nobody" and static["uid"] == NOBODY.pw_uid and static["dynamic"] is False
+    assert static["dynamic_user"] == "static"
+    for settings in ({"DynamicUser": "yes"}, {"DynamicUser": "yes", "User": "metnos-no-such-user"}):
+        dynamic = S.resolve_service_user(settings)
+        assert dynamic["name"] == "(dynamic)" and dynamic["dynamic"] is True and dynamic["dynamic_user"] == "allocated"
+    assert S.resolve_service_user({"User": "metnos-no-such-user"})["missing"] is True

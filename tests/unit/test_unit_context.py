@@ -1,5 +1,7 @@
 """unit_context offline: the plan (copy everything minus the deny list), specifiers, systemd-run
 refusals treated as data (with a fake systemd-run), the show <-> assignment forms, the comparison."""
+import os
+
 import pytest
 
 from ansible.module_utils.metnos_sandbox import probe as PR
@@ -161,3 +163,12 @@ def test_directories_of_a_static_user_are_carried_as_their_mounts():
     diffs = [{"property": "ReadWritePaths", "service": "/srv", "probe": "/srv -/var/lib/metnos -/var/lib/metnos/sub"}]
     assert UC._expected_mounts(diffs, plan) == []
     assert UC._expected_mounts([dict(diffs[0], probe="-/var/lib/metnos")], plan) != []      # /srv lost: reported
+
+
+def test_own_programs_stay_executable_only_where_the_unit_restricts_execution():
+    a = [["NoExecPaths", "/", "u:1"], ["ExecPaths", "/usr/lib /lib", "u:2"]]
+    assert UC.own_exec_paths(a, ["/bin/sh"]) == ["-p", "ExecPaths=%s" % os.path.realpath("/bin/sh")]
+    assert UC.own_exec_paths([["ExecPaths", "/usr/lib", "u:1"]], ["/bin/sh"]) == []
+    assert UC.own_exec_paths(a + [["NoExecPaths", "", "u:3"]], ["/bin/sh"]) == []          # reset
+    covered = a + [["ExecPaths", "-%s" % os.path.dirname(os.path.realpath("/bin/sh")), "u:3"]]
+    assert UC.own_exec_paths(covered, ["/bin/sh"]) == []                                   # ExecPaths= names it
