@@ -24,7 +24,7 @@ def test_reports_label_the_view_and_the_proof():
     assert host["status"]["active"] is True and host["status_view"].startswith("runtime status() as seen by the live")
     assert host["probe"]["view"] == "probe: proven by a real wrapped invocation" and host["probe"]["passed"] is False
     md = R.to_markdown(doc)
-    assert "| host | verdict | status() view: active | bwrap | service | probe (proven) | codes |" in md
+    assert "| host | verdict | status() view: active | bwrap | service | probe (proven) | monitored | codes |" in md
     assert "| h | FAIL | True |" in md and "| FAILED |" in md
     page = R.to_html(doc)
     assert "status() view: active</th>" in page and "probe (proven)</th>" in page
