@@ -254,8 +254,9 @@ def _write(path: str, write: Callable[[], object], record: Json) -> bool:
         write()
         return True
     except (OSError, ValueError) as exc:
-        record["audit"]["diagnostics"].append(D.make("monitor_output_failed", path=path, why=D.excerpt(
-            getattr(exc, "strerror", None) or str(exc), 200), host=record["hostname"]))
+        record["audit"]["diagnostics"] = D.sort(record["audit"]["diagnostics"] + [D.make(
+            "monitor_output_failed", path=path, why=D.excerpt(getattr(exc, "strerror", None) or str(exc), 200),
+            host=record["hostname"])])
         record["proven"], record["verdict"] = False, "fail"
         return False
 
