@@ -108,7 +108,8 @@ def monitor_entry(mon: Any) -> Optional[Host]:
     if not isinstance(mon, dict):
         return None
     proof = mon.get("proof") if isinstance(mon.get("proof"), dict) else None
-    return {"monitored": mon.get("monitored") is True, "timer": (mon.get("timer") or {}).get("active"),
+    timer = mon.get("timer") if isinstance(mon.get("timer"), dict) else {}
+    return {"monitored": mon.get("monitored") is True, "timer": timer.get("active"),
             "collected": mon.get("collected") is True, "stale": mon.get("stale") is True,
             "max_age": mon.get("max_age"),
             "proof": dict((k, proof.get(k)) for k in ("finished", "age_seconds", "proven", "verdict"))

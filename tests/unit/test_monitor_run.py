@@ -144,7 +144,7 @@ def install(tmp_path):
     folder = tmp_path / "prefix" / MS.release(CORE)["version"]
     shutil.copytree(CORE, str(folder / "metnos_sandbox"), ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ENTRY, str(folder / "metnos-sandbox-monitor.py"))
-    for base, dirs, names in os.walk(str(tmp_path / "prefix")):
+    for base, _dirs, names in os.walk(str(tmp_path / "prefix")):
         os.chmod(base, 0o755)
         for name in names:
             os.chmod(os.path.join(base, name), 0o644)

@@ -51,7 +51,8 @@ def write(path, doc, mode=0o600):
     ({"audit_probe": "passed"}, "its audit result has no probe"),
     ({"audit_bwrap_facts": None}, "its audit result has no bwrap_facts"),
     ({"audit_diagnostics": {}}, "its diagnostics are not a list"),
-    ({"audit_diagnostics": [{"code": "made_up", "severity": "error"}]}, "a diagnostic has no registered code ('made_up')"),
+    ({"audit_diagnostics": [{"code": "made_up", "severity": "error"}]},
+     "a diagnostic has no registered code ('made_up')"),
     ({"audit_diagnostics": [{"code": "probe_timeout", "severity": "fatal", "message": "m", "remediation": []}]},
      "diagnostic probe_timeout is not in the registry's shape"),
 ])
