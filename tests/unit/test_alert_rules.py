@@ -52,3 +52,17 @@ def test_a_weakened_rule_fails_its_tests(tmp_path, rule, weakened):
     (tmp_path / "metnos-sandbox.rules.yml").write_text(text.replace(weakened[0], weakened[1]))
     rc, out = promtool("test", "rules", "t.yml", cwd=str(tmp_path))
     assert rc != 0 and rule in out, out
+
+
+def test_the_monitoring_doc_names_every_metric_alert_message_id_and_variable():
+    import yaml
+    from ansible.module_utils.metnos_sandbox import monitor_journal as J
+    doc = open(os.path.join(ROOT, "docs", "monitoring.md")).read()
+    alerts = [r["alert"] for g in yaml.safe_load(open(RULES))["groups"] for r in g["rules"]]
+    defaults = yaml.safe_load(open(os.path.join(ROOT, "roles", "metnos_sandbox", "defaults", "main.yml")))
+    names = [name for name, _help in T.METRICS] + alerts + [J.RUN_ID, J.CHANGED_ID] + \
+        [k for k in defaults if k.startswith("metnos_sandbox_monitor")]
+    assert [n for n in names if not re.search(r"[`=\s]%s\b" % re.escape(n), doc)] == []
+    for var in (k for k in defaults if k.startswith("metnos_sandbox_monitor")):
+        assert re.search(r"^%s: %s\b" % (re.escape(var), re.escape(str(defaults[var]).strip('"'))),
+                         doc.replace('"', ""), re.M), var
