@@ -63,6 +63,5 @@ def test_the_monitoring_doc_names_every_metric_alert_message_id_and_variable():
     names = [name for name, _help in T.METRICS] + alerts + [J.RUN_ID, J.CHANGED_ID] + \
         [k for k in defaults if k.startswith("metnos_sandbox_monitor")]
     assert [n for n in names if not re.search(r"[`=\s]%s\b" % re.escape(n), doc)] == []
-    for var in (k for k in defaults if k.startswith("metnos_sandbox_monitor")):
-        assert re.search(r"^%s: %s\b" % (re.escape(var), re.escape(str(defaults[var]).strip('"'))),
-                         doc.replace('"', ""), re.M), var
+    shown = yaml.safe_load(re.search(r"```yaml\n(metnos_sandbox_monitor: .*?)```", doc, re.S).group(1))
+    assert shown == dict((k, v) for k, v in defaults.items() if k.startswith("metnos_sandbox_monitor"))
