@@ -207,3 +207,15 @@ def test_a_defect_of_the_checks_is_a_finding_not_a_traceback(place):
     status, record = M.run(write(tmp / "config.json", GOOD), outputs, runner=broken)
     assert status == 1 and codes(record) == ["monitor_run_failed"]
     assert record["audit"]["diagnostics"][0]["message"] == "The monitor's run failed: 'RuntimeError: boom'."
+
+
+def test_an_error_is_not_proven_even_when_the_probe_passed(place, bwrap_path):
+    """Proven is the probe AND no error: here the probe passes but the monitor's own install is not root's alone."""
+    tmp, outputs, journal = place
+    folder = install(tmp)
+    os.chmod(os.path.join(folder, "metnos_sandbox", "audit.py"), 0o666)
+    status, record = M.run(write(tmp / "config.json", GOOD), outputs, folder)
+    assert record["audit"]["probe"]["passed"] is True
+    assert status == 1 and record["proven"] is False and record["verdict"] == "fail"
+    assert codes(record)[0] == "monitor_core_writable" and record["toolkit_version"] == os.path.basename(folder)
+    assert journal.entries()[0]["METNOS_SANDBOX_ERRORS"] == "monitor_core_writable"
