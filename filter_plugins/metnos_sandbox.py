@@ -21,7 +21,7 @@ if _UTILS not in ansible.module_utils.__path__:
 
 from ansible.module_utils.metnos_sandbox import diagnostics as _diagnostics  # noqa: E402
 from ansible.module_utils.metnos_sandbox import manifest as _manifest  # noqa: E402
-from ansible.module_utils.metnos_sandbox import monitor_state as _monitor_state  # noqa: E402
+from ansible.module_utils.metnos_sandbox import monitor_install as _monitor_install  # noqa: E402
 from ansible.module_utils.metnos_sandbox import profile as _profile  # noqa: E402
 from ansible.module_utils.metnos_sandbox import summary as _summary  # noqa: E402
 
@@ -62,12 +62,13 @@ def sandbox_enforce_lines(result):
 
 
 def metnos_monitor_release(directory):
-    """The core's directory on the controller -> {version, digest, files}: the release the role installs for the
-    monitor (the folder is named after version; the monitor checks its sources against it on the host)."""
+    """The core's directory on the controller -> {version, digest, files, bundle}: the release the role installs
+    for the monitor (metnos_monitor_install unpacks the bundle into a folder named after version; the monitor
+    checks its sources against that name on the host)."""
     if not isinstance(directory, str) or not os.path.isdir(directory):
         raise AnsibleFilterError("metnos_monitor_release: expected the core's directory, got %s"
                                  % _diagnostics.excerpt(directory))
-    return _monitor_state.release(directory)
+    return _monitor_install.release(directory, bundle=True)
 
 
 def metnos_manifest_source(item):

@@ -118,7 +118,8 @@ def main():
         args.debian, args.rounds, min(loads), max(loads), os.cpu_count()))
     print("| | wall (s) | on the host: duration (s) | on the host: CPU (s) | controller CPU (s) |")
     print("|---|---|---|---|---|")
-    print("| monitor run (systemd start to exit) | %.2f | %.2f | %.2f | 0 |" % (m["wall"], m["duration"], m["host_cpu"]))
+    print("| monitor run (systemd start to exit) | %.2f | %.2f | %.2f | 0 |" % (
+        m["wall"], m["duration"], m["host_cpu"]))
     print("| audit round trip (`ansible -m metnos_audit`) | %.2f | %.2f | %.2f | %.2f |" % (
         a["wall"], a["duration"], a["host_cpu"], a["controller_cpu"]))
     print("\nmonitor / audit: wall %.2fx, host CPU %.2fx, total CPU %.2fx" % (

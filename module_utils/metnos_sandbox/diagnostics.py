@@ -1065,6 +1065,12 @@ _CODES.extend([
        "The profile directory (dest) cannot be created or written, or a file there cannot be replaced.",
        "Creating dest and writing each profile file atomically (a temporary file, then a rename).",
        ["Check dest and its permissions (it must be a directory root can write): ls -ld <dest>"]),
+    _c("monitor_install_failed", ERROR, "R-DIAG-3", MODULE,
+       "The monitor's core could not be installed",
+       "The release folder of the continuous proof could not be written, renamed into place or an old release "
+       "removed (metnos_monitor_install); the monitor keeps running the release that was there.",
+       "The file operations of monitor_install.install (a hidden folder, then a rename).",
+       ["Check the prefix and its permissions (root must write it): ls -ld <metnos_sandbox_monitor_prefix>"]),
     _c("internal_error", ERROR, "R-DIAG-3", MODULE,
        "The module failed unexpectedly",
        "An unexpected error: a defect of the toolkit, never a verdict about the host. The result carries "

@@ -31,6 +31,7 @@ from . import bwrap as B
 from . import diagnostics as D
 from . import facts as F
 from . import files
+from . import monitor_install as MI
 from . import monitor_journal as J
 from . import monitor_state as MS
 from . import monitor_textfile as T
@@ -130,7 +131,7 @@ def install_findings(folder: str, host: str) -> List[Json]:
             [os.path.join(core, n) for n in sorted(os.listdir(core))]
         for path in paths:
             problems += [p for p in B.file_facts(path)["ownership_problems"] if p not in problems]
-        rel = MS.release(core)
+        rel = MI.release(core)
     except OSError as exc:
         return [D.make("monitor_core_modified", folder=folder, digest="unreadable (%s)" % (exc.strerror or exc),
                        expected=os.path.basename(folder), host=host)]

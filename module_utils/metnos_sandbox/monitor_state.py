@@ -10,14 +10,12 @@ running the checks again; a proof older than ``monitor_max_age`` is not a pass
 (``monitor_proof_stale``). A stored result is input like any other: bounded, exact, refused with its
 own code (``monitor_result_unusable``) when it is not what the monitor writes.
 
-``release()`` names an installed core: the toolkit's version plus a digest of the core's sources,
-computed the same way on the controller (the role's folder name) and on the host (the monitor checks
-its own folder). Pure Python, no Ansible imports.
+The installed core's release (its versioned folder) is monitor_install.py's. Pure Python, no Ansible
+imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
 import datetime
-import hashlib
 import json
 import math
 import os
@@ -27,7 +25,6 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from . import bwrap as B
 from . import diagnostics as D
 
-TOOLKIT_VERSION = "0.1.0"
 UNIT = "metnos-sandbox-monitor"
 SERVICE = UNIT + ".service"
 TIMER = UNIT + ".timer"
@@ -38,7 +35,6 @@ AUDIT_SCHEMA = "metnos-sandbox-audit/1"          # audit.SCHEMA (audit imports t
 MAX_RESULT_BYTES = 4 * 1024 * 1024
 FUTURE_TOLERANCE = 300.0                          # seconds a proof may seem to come from the future (clock skew)
 VERDICTS = ("pass", "warn", "fail")
-DIGEST_CHARS = 12
 
 Json = Dict[str, Any]
 
@@ -82,26 +78,6 @@ def read_json(path: str, limit: int, trusted_owner: bool = True) -> Any:
         return json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise Unusable("%s is not JSON: %s" % (path, D.excerpt(str(exc), 120))) from None
-
-
-# --------------------------------------------------------------------------- the release of a core
-
-def core_files(directory: str) -> List[str]:
-    """The core's source files in ``directory`` (``*.py``, sorted): what the role installs."""
-    return sorted(n for n in os.listdir(directory) if n.endswith(".py") and not n.startswith("."))
-
-
-def release(directory: str) -> Json:
-    """{version, digest, files}: the toolkit's version and a digest of the core's sources in ``directory``
-    (sha256 over each file's name and content). The role names the installed folder after ``version``."""
-    names = core_files(directory)
-    total = hashlib.sha256()
-    for name in names:
-        with open(os.path.join(directory, name), "rb") as handle:
-            content = handle.read()
-        total.update(("%s\0%s\n" % (name, hashlib.sha256(content).hexdigest())).encode("utf-8"))
-    digest = total.hexdigest()[:DIGEST_CHARS]
-    return {"version": "%s+%s" % (TOOLKIT_VERSION, digest), "digest": digest, "files": names}
 
 
 # --------------------------------------------------------------------------- the stored result

@@ -108,7 +108,7 @@ def monitor_entry(mon: Any) -> Optional[Host]:
     if not isinstance(mon, dict):
         return None
     proof = mon.get("proof") if isinstance(mon.get("proof"), dict) else None
-    timer = mon.get("timer") if isinstance(mon.get("timer"), dict) else {}
+    timer: Mapping[str, Any] = mon["timer"] if isinstance(mon.get("timer"), dict) else {}
     return {"monitored": mon.get("monitored") is True, "timer": timer.get("active"),
             "collected": mon.get("collected") is True, "stale": mon.get("stale") is True,
             "max_age": mon.get("max_age"),

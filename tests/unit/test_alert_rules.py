@@ -56,6 +56,7 @@ def test_a_weakened_rule_fails_its_tests(tmp_path, rule, weakened):
 
 def test_the_monitoring_doc_names_every_metric_alert_message_id_and_variable():
     import yaml
+
     from ansible.module_utils.metnos_sandbox import monitor_journal as J
     doc = open(os.path.join(ROOT, "docs", "monitoring.md")).read()
     alerts = [r["alert"] for g in yaml.safe_load(open(RULES))["groups"] for r in g["rules"]]

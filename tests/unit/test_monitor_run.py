@@ -5,7 +5,6 @@ configuration and of its own install with its own code. The entry point runs as 
 (`/usr/bin/python3 -I -B`, the host's Python). The same on real systemd hosts: tests/system/test_monitor.py."""
 import json
 import os
-import shutil
 import socket
 import subprocess
 
@@ -13,6 +12,7 @@ import pytest
 
 from ansible.module_utils.metnos_sandbox import diagnostics as D
 from ansible.module_utils.metnos_sandbox import monitor as M
+from ansible.module_utils.metnos_sandbox import monitor_install as MI
 from ansible.module_utils.metnos_sandbox import monitor_state as MS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -140,15 +140,8 @@ def test_a_configuration_others_can_change_is_not_used(place, plant):
 
 
 def install(tmp_path):
-    """The role's layout: <prefix>/<release>/{metnos-sandbox-monitor.py, metnos_sandbox/*.py}, root's alone."""
-    folder = tmp_path / "prefix" / MS.release(CORE)["version"]
-    shutil.copytree(CORE, str(folder / "metnos_sandbox"), ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ENTRY, str(folder / "metnos-sandbox-monitor.py"))
-    for base, _dirs, names in os.walk(str(tmp_path / "prefix")):
-        os.chmod(base, 0o755)
-        for name in names:
-            os.chmod(os.path.join(base, name), 0o644)
-    return str(folder)
+    """The role's layout, by the role's module's core: <prefix>/<release>/{entry point, metnos_sandbox/}."""
+    return MI.install(str(tmp_path / "prefix"), MI.release(CORE, bundle=True)["bundle"], open(ENTRY).read())["folder"]
 
 
 def test_its_own_install_is_checked(tmp_path):

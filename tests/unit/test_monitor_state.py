@@ -6,16 +6,12 @@ systemctl cannot run on this machine (no systemd): describe() gets a runner that
 does (the real timer is read in tests/system/test_monitor.py)."""
 import json
 import os
-import shutil
 
 import pytest
 
 from ansible.module_utils.metnos_sandbox import diagnostics as D
 from ansible.module_utils.metnos_sandbox import monitor_state as MS
-from helpers import faces
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CORE = os.path.join(ROOT, "module_utils", "metnos_sandbox")
 NOW = 1796129600.0
 
 
@@ -119,27 +115,4 @@ def test_a_collected_proof_past_the_limit_is_not_a_pass(tmp_path):
         "The monitor's last proof (2026-12-01T10:53:20+00:00) is 7200 s old, more than the limit of 3600 s (%s): "
         "not a pass." % path)
     assert record["audit"]["verdict"] == "pass"          # the stored record itself is not changed
-
-
-def test_release_is_the_same_on_the_controller_and_on_an_installed_copy(tmp_path):
-    rel = MS.release(CORE)
-    assert rel["version"] == "%s+%s" % (MS.TOOLKIT_VERSION, rel["digest"]) and len(rel["digest"]) == 12
-    assert "monitor.py" in rel["files"] and "__init__.py" in rel["files"]
-    filters = faces.load("filter_plugins/metnos_sandbox.py", "mfilters_release")
-    assert filters.metnos_monitor_release(CORE) == rel
-    copy = tmp_path / "metnos_sandbox"
-    shutil.copytree(CORE, str(copy), ignore=shutil.ignore_patterns("__pycache__"))
-    assert MS.release(str(copy)) == rel
-    with open(str(copy / "probe.py"), "a") as handle:
-        handle.write("\n")
-    assert MS.release(str(copy))["digest"] != rel["digest"]
-    (copy / "probe.py").unlink()
-    assert MS.release(str(copy))["digest"] != rel["digest"]
-
-
-def test_release_filter_refuses_what_is_not_a_directory():
-    from ansible.errors import AnsibleFilterError
-    filters = faces.load("filter_plugins/metnos_sandbox.py", "mfilters_release2")
-    with pytest.raises(AnsibleFilterError, match="metnos_monitor_release: expected the core's directory"):
-        filters.metnos_monitor_release("/nonexistent")
 
