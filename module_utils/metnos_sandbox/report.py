@@ -26,6 +26,7 @@ from xml.sax.saxutils import quoteattr
 
 from . import diagnostics as D
 from . import files
+from . import monitor_state as MS
 from .diagnostics import Diagnostic
 
 Doc = Dict[str, Any]      # the report document (the JSON schema's instance)
@@ -93,52 +94,12 @@ def _host_entry(name: str, res: Any) -> Host:
                     "user": (svc.get("user") or {}).get("name"), "environment": svc.get("environment"),
                     "provenance": svc.get("provenance")} if svc else None,
         "profiles": res.get("profiles") or [],
-        "monitor": monitor_entry(res.get("monitor")),
+        "monitor": MS.report_entry(res.get("monitor")),
         "probe": {"passed": probe.get("passed"), "context": probe.get("context"),
                   "confidence": probe.get("confidence"), "view": "probe: proven by a real wrapped invocation",
                   "checks": probe.get("checks") or []} if probe else None,
         "diagnostics": res.get("diagnostics") or [],
     }
-
-
-def monitor_entry(mon: Any) -> Optional[Host]:
-    """The continuous proof of a host as the report shows it (None: the audit did not say, e.g. an older one):
-    monitored (its timer loaded and active), the last proof's time, age and verdict, and whether this
-    report's verdict is that proof (collected) and too old for the limit (stale)."""
-    if not isinstance(mon, dict):
-        return None
-    proof = mon.get("proof") if isinstance(mon.get("proof"), dict) else None
-    timer: Mapping[str, Any] = mon["timer"] if isinstance(mon.get("timer"), dict) else {}
-    return {"monitored": mon.get("monitored") is True, "timer": timer.get("active"),
-            "collected": mon.get("collected") is True, "stale": mon.get("stale") is True,
-            "max_age": mon.get("max_age"),
-            "proof": dict((k, proof.get(k)) for k in ("finished", "age_seconds", "proven", "verdict"))
-            if proof else None}
-
-
-def age_text(seconds: Any) -> str:
-    """45 s, 12 min, 3 h, 2 d."""
-    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
-        return "?"
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= 2 * size:
-            return "%d %s" % (seconds // size, unit)
-    return "%d s" % seconds
-
-
-def monitored_text(mon: Optional[Mapping[str, Any]]) -> str:
-    """One cell: whether the host is monitored and how old its last proof is (a stale collected one says so)."""
-    if not mon:
-        return "-"
-    proof = mon.get("proof")
-    age = ("proof %s old" % age_text(proof.get("age_seconds"))) if proof else "no proof yet"
-    if mon.get("stale"):
-        return "STALE: %s (limit %s)" % (age, age_text(mon.get("max_age")))
-    if mon.get("collected"):
-        return "collected: %s" % age
-    if mon.get("monitored"):
-        return "yes, %s" % age
-    return "no" + (" (timer %s; last %s)" % (mon.get("timer") or "missing", age) if proof else "")
 
 
 # --------------------------------------------------------------------------- per-host results kept on disk
@@ -287,7 +248,7 @@ def _md_row(h: Host) -> str:
         _md(h["host"]), h["verdict"].upper(), st.get("active", "-"),
         _md("%s (%s)" % (bw.get("version"), bw.get("revision"))) if bw else "-",
         _md("%s: %s" % (svc.get("unit"), svc.get("verdict"))) if svc else "-",
-        ("passed" if probe.get("passed") else "FAILED") if probe else "-", _md(monitored_text(h.get("monitor"))),
+        ("passed" if probe.get("passed") else "FAILED") if probe else "-", _md(MS.monitored_text(h.get("monitor"))),
         _md(", ".join(_codes(h))) or "-")
 
 
@@ -494,7 +455,7 @@ def _html_row(h: Host, hidden: bool = False) -> str:
                 _e("%s %s" % (bw.get("version") or "", bw.get("revision") or "")) if bw else "-",
                 _e("%s (%s)" % (svc.get("unit"), svc.get("verdict"))) if svc else "-",
                 ("passed" if probe.get("passed") else "FAILED") if probe else "-",
-                _e(monitored_text(h.get("monitor"))), " ".join("<code>%s</code>" % _e(c) for c in codes) or "-"))
+                _e(MS.monitored_text(h.get("monitor"))), " ".join("<code>%s</code>" % _e(c) for c in codes) or "-"))
 
 
 def _host_facts(h: Host) -> List[List[str]]:
@@ -522,7 +483,7 @@ def _host_facts(h: Host) -> List[List[str]]:
                                          (", failed: " + ", ".join(failed)) if failed else "")])
     mon = h.get("monitor")
     if mon:
-        out.append(["continuous proof (monitored: %s)" % monitored_text(mon), json.dumps(mon, sort_keys=True)])
+        out.append(["continuous proof (monitored: %s)" % MS.monitored_text(mon), json.dumps(mon, sort_keys=True)])
     off = [p for p in h.get("profiles") or [] if p.get("state") != "in_sync"]
     if off:
         out.append(["profiles not in sync", json.dumps(off, sort_keys=True)])

@@ -2,6 +2,7 @@
 a host without Python has its own code, not host_unreachable."""
 import datetime
 
+from ansible.module_utils.metnos_sandbox import monitor_state as MS
 from ansible.module_utils.metnos_sandbox import report as R
 from ansible.module_utils.metnos_sandbox import summary as SU
 
@@ -79,7 +80,7 @@ def test_reports_say_whether_a_host_is_monitored_and_how_old_its_proof_is():
                    "d": monitored(monitored=True, collected=True, stale=True, max_age=600, proof=proof),
                    "e": monitored(monitored=False, timer={"active": "inactive"}, proof=dict(proof, age_seconds=200000)),
                    "f": failed_probe_but_active_view(), "g": {"unreachable": True}}, WHEN)
-    cells = dict((h["host"], R.monitored_text(h["monitor"])) for h in doc["hosts"])
+    cells = dict((h["host"], MS.monitored_text(h["monitor"])) for h in doc["hosts"])
     assert cells == {"a": "yes, proof 12 min old", "b": "no", "c": "collected: proof 12 min old",
                      "d": "STALE: proof 12 min old (limit 10 min)", "e": "no (timer inactive; last proof 2 d old)",
                      "f": "-", "g": "-"}
