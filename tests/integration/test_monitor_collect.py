@@ -39,6 +39,7 @@ def test_a_fresh_proof_is_collected_instead_of_proving_again(stored):
     assert res["duration"] == record["audit"]["duration"]
 
 
+@pytest.mark.rule("R-DIAG-3")
 def test_an_old_proof_is_not_a_pass(stored):
     path, _record = stored
     res = audit(collect_monitor=True, monitor_result=path, monitor_max_age=0)

@@ -211,6 +211,7 @@ def test_the_timer_fires_on_its_own(fleet):
     assert each(hosts, fired) == [True, True]
 
 
+@pytest.mark.rule("R-DIAG-3")
 def test_the_monitors_hardening_holds_and_does_not_break_what_it_runs(fleet):
     hosts, _inv = fleet
     for h, record in zip(hosts, each(hosts, prove)):
@@ -257,6 +258,7 @@ def fault_cycle(h):
     return seen
 
 
+@pytest.mark.rule("R-DIAG-3")
 def test_a_planted_fault_turns_proven_to_0_at_the_next_run_and_back(fleet):
     hosts, _inv = fleet
     each(hosts, lambda h: h.sh("systemctl stop metnos-sandbox-monitor.timer"))   # only our runs from here

@@ -62,6 +62,7 @@ def codes(record):
     return D.codes(record["audit"]["diagnostics"])
 
 
+@pytest.mark.rule("R-DIAG-3")
 def test_a_proven_run_writes_its_three_outputs_and_a_second_run_no_change_entry(place, bwrap_path):
     tmp, outputs, journal = place
     config = write(tmp / "config.json", GOOD)
