@@ -11,7 +11,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 PYTEST := python -m pytest -q
 STAGES := lint unit integration system molecule
 
-.PHONY: run check audit test $(STAGES) test-deps preflight docs clean
+.PHONY: run check audit test $(STAGES) test-deps preflight host-packages docs clean
 
 ## run: set up the venv and provision this host (playbooks/site.yml), ending with a summary
 run:
@@ -49,7 +49,7 @@ lint: test-deps
 	scripts/molecule.sh --syntax
 
 ## unit: the core, the faces in-process, the roles against fake package tools
-unit: test-deps
+unit: test-deps host-packages
 	@echo "=== unit ==="
 	$(PYTEST) tests/unit
 
@@ -59,7 +59,7 @@ integration: test-deps preflight
 	$(PYTEST) tests/integration
 
 ## system: real systemd hosts (podman containers from locally built Debian images; the dnf and pacman hosts built on them)
-system: test-deps
+system: test-deps host-packages
 	@echo "=== system ==="
 	@command -v podman >/dev/null || { echo "system: podman is missing (apt-get install podman runc)" >&2; exit 2; }
 	scripts/build-images.sh 12 13
@@ -70,6 +70,11 @@ system: test-deps
 molecule: test-deps
 	@echo "=== molecule ==="
 	scripts/molecule.sh
+
+# Host packages the stages need that .ci/run also installs: promtool (Debian's prometheus package, without
+# its recommends: no server, no node_exporter on this machine) for the alert rules and the textfile checks.
+host-packages:
+	@command -v promtool >/dev/null || scripts/host-packages.sh prometheus
 
 preflight:
 	@missing=(); \

@@ -21,6 +21,7 @@ if _UTILS not in ansible.module_utils.__path__:
 
 from ansible.module_utils.metnos_sandbox import diagnostics as _diagnostics  # noqa: E402
 from ansible.module_utils.metnos_sandbox import manifest as _manifest  # noqa: E402
+from ansible.module_utils.metnos_sandbox import monitor_install as _monitor_install  # noqa: E402
 from ansible.module_utils.metnos_sandbox import profile as _profile  # noqa: E402
 from ansible.module_utils.metnos_sandbox import summary as _summary  # noqa: E402
 
@@ -58,6 +59,16 @@ def sandbox_probe_section(result):
 def sandbox_enforce_lines(result):
     """A metnos_service_env result (state=enforce) -> one line per healed/relaxed/not-healed item."""
     return _summary.enforce_lines(result if isinstance(result, dict) else None)
+
+
+def metnos_monitor_release(directory):
+    """The core's directory on the controller -> {version, digest, files, bundle}: the release the role installs
+    for the monitor (metnos_monitor_install unpacks the bundle into a folder named after version; the monitor
+    checks its sources against that name on the host)."""
+    if not isinstance(directory, str) or not os.path.isdir(directory):
+        raise AnsibleFilterError("metnos_monitor_release: expected the core's directory, got %s"
+                                 % _diagnostics.excerpt(directory))
+    return _monitor_install.release(directory, bundle=True)
 
 
 def metnos_manifest_source(item):
@@ -142,6 +153,7 @@ class FilterModule(object):
             "sandbox_enforce_lines": sandbox_enforce_lines,
             "metnos_capabilities": metnos_capabilities,
             "metnos_manifest_source": metnos_manifest_source,
+            "metnos_monitor_release": metnos_monitor_release,
             "metnos_profile": metnos_profile,
             "metnos_argv": metnos_argv,
             "shell_join": shell_join,

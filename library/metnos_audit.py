@@ -40,6 +40,22 @@ options:
     elements: str
     default: []
   python: {description: Interpreter on the host (default ansible_python_interpreter or /usr/bin/python3)., type: path}
+  collect_monitor:
+    description:
+      - Take the continuous proof's stored result (written by the metnos_sandbox role's monitor,
+        O(monitor_result)) instead of running the checks again. A host without one is audited live;
+        one that cannot be used is audited live with C(monitor_result_unusable).
+      - A proof older than O(monitor_max_age) is not a pass (C(monitor_proof_stale), verdict fail).
+    type: bool
+    default: false
+  monitor_max_age:
+    description: Seconds a collected proof may be old before it is stale.
+    type: float
+    default: 3600
+  monitor_result:
+    description: The monitor's stored result on the host.
+    type: path
+    default: /var/lib/metnos-sandbox-monitor/last.json
 extends_documentation_fragment: [metnos_sandbox, metnos_sandbox.service]
 """
 
@@ -58,6 +74,13 @@ service: {description: The metnos_service_env result, or null when the unit is m
 profiles: {description: Per-manifest drift state (in_sync, drift, missing, refused)., returned: always, type: list}
 probe: {description: The sandbox_probe result, or null when not run., returned: always, type: dict}
 diagnostics: {description: All findings, errors first., returned: always, type: list, elements: dict}
+monitor:
+  description:
+    - The continuous proof of this host - monitored (its timer loaded and active), the timer's state, the
+      stored result's path and its last proof (finished, age_seconds, proven, verdict) or null, and
+      collected (this result is that proof; then also max_age and stale).
+  returned: always
+  type: dict
 duration: {description: Wall seconds the audit took on the host., returned: always, type: float}
 cpu:
   description:

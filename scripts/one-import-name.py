@@ -18,8 +18,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OLD = re.compile(r"^(\s*)from metnos_sandbox(\.[\w.]+)? import ", re.M)
 # Copied into hosts without Ansible (containers, the mutation matrix's other core), or a benchmark's
 # no-Ansible floor: the bare name is the only one there.
+# The monitor's entry point runs on managed hosts with no Ansible (python3 -I -B from its release folder).
 KEEP = ("tests/system/directive_trial.py", "tests/helpers/probe_mutations.py", "scripts/probe-matrix.py",
-        "scripts/bench-audit.py", "scripts/bench-render.py", "scripts/one-import-name.py")
+        "scripts/bench-audit.py", "scripts/bench-render.py", "scripts/one-import-name.py",
+        "roles/metnos_sandbox/files/metnos-sandbox-monitor.py")
 
 
 def files(paths):

@@ -4,8 +4,11 @@
 """One read-only audit of one host: everything the fleet report needs, in one round trip.
 
 bwrap state and kernel knobs (facts.gather), the service environment (service_env.inspect),
-drift of the rendered profiles against what is on disk (profile.render), and the real probe
-(probe.probe_service). Nothing here writes to the host.
+drift of the rendered profiles against what is on disk (profile.render), the real probe
+(probe.probe_service), and whether the continuous proof watches the host (monitor_state.describe:
+its timer, the age of its last proof). With ``collect_monitor`` the monitor's stored result is
+taken instead of running the checks again (a stale one is not a pass). Nothing here writes to the
+host.
 
 ``audit_host()`` is what the self-contained payload of the metnos_audit action plugin calls on
 the host (see action_plugins/metnos_audit.py).
@@ -19,13 +22,14 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, cast
 from . import bwrap as B
 from . import diagnostics as D
 from . import facts as F
+from . import monitor_state as MS
 from . import options as O
 from . import probe as PR
 from . import profile as P
 from . import service_env as S
 from . import store as ST
 
-SCHEMA = "metnos-sandbox-audit/1"
+SCHEMA = MS.AUDIT_SCHEMA     # one spelling: monitor_state checks collected results against it
 
 
 def profile_drift(manifests: Optional[Iterable[Any]], host_over: Optional[Dict[str, Any]], profile_dir: str,
@@ -100,7 +104,10 @@ def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner) -
     params = O.with_defaults(O.AUDIT, params)
     start = time.time()
     runner = asked_once(runner)
-    result: Dict[str, Any] = {"schema": SCHEMA, "hostname": os.uname()[1]}
+    monitor, record, monitor_diags = MS.describe(params, runner, start)
+    if params["collect_monitor"] and record is not None:
+        return MS.collect(params, monitor, record, start)     # the monitor's proof instead of a second one
+    result: Dict[str, Any] = {"schema": SCHEMA, "hostname": os.uname()[1], "monitor": monitor}
     path_text = os.environ.get("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
     smoke_user = None
     try:
@@ -121,7 +128,7 @@ def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner) -
 
     result["probe"] = _probe(unit if result["service"] is not None else None, params, runner, diags) \
         if params["probe"] else None
-    result["diagnostics"] = D.sort(D.dedupe(diags))     # the same finding from two faces is listed once
+    result["diagnostics"] = D.sort(D.dedupe(diags + monitor_diags))   # the same finding from two faces: once
     result["verdict"] = F.verdict(result["diagnostics"])
     if result["probe"] is not None and not result["probe"].get("passed"):
         result["verdict"] = "fail"

@@ -46,8 +46,9 @@ PROFILES = "profiles"
 PROBE = "probe"
 REACHABILITY = "reachability"
 MODULE = "module"          # a module's own failure (fail_json): never a finding of a host report
+MONITOR = "monitor"        # the continuous proof's own install, configuration and outputs (monitor.py)
 SECTIONS = (SANDBOX_ACTIVE, BWRAP_BINARY, KERNEL_USERNS, SMOKE_TEST, SERVICE_ENVIRONMENT, PROFILES, PROBE,
-            REACHABILITY, MODULE)
+            REACHABILITY, MODULE, MONITOR)
 
 Diagnostic = Dict[str, Any]
 """The dict form of a finding: code, severity, rule, title, message, remediation[, details]."""
@@ -1164,6 +1165,80 @@ _CODES.extend([
 ])
 
 
+# ---- the continuous proof (monitor.py on the host, monitor_state.py in the audit) ----
+_MONITOR_RERUN = ("Reinstall the monitor with the role: ansible-playbook playbooks/site.yml -l {host} "
+                  "-e metnos_sandbox_monitor=true")
+_CODES.extend([
+    _c("monitor_proof_stale", ERROR, "R-DIAG-3", PROBE,
+       "The monitor's last proof is too old",
+       "The audit collected the monitor's stored result instead of running the checks, and that proof is older "
+       "than the limit: the sandbox may have broken since, so it is not a pass.",
+       "The stored result's proof time (metnos_audit collect_monitor) against monitor_max_age.",
+       ["See why the timer did not run: systemctl status metnos-sandbox-monitor.timer metnos-sandbox-monitor.service",
+        "journalctl -u metnos-sandbox-monitor.service -n 50",
+        "Prove it now: systemctl start metnos-sandbox-monitor.service",
+        "Or audit the host live: ansible-playbook playbooks/audit.yml -l {host} "
+        "(without metnos_audit_collect_monitor)"],
+       messages={"": "The monitor's last proof ({finished}) is {age} s old, more than the limit of {max_age} s "
+                     "({result}): not a pass."}),
+    _c("monitor_result_unusable", WARNING, "R-DIAG-3", MONITOR,
+       "The monitor's stored result cannot be used",
+       "The monitor's last result on the host is not what the monitor writes (unreadable, too large, not JSON, "
+       "another schema, a proof time in the future, a diagnostic outside the registry) or is not root's alone; "
+       "the audit does not trust it and ran the checks itself.",
+       "Reading the stored result bounded and exactly (monitor_state.check_record).",
+       ["Let the monitor write it again: systemctl start metnos-sandbox-monitor.service",
+        "Check who can write it: ls -ld /var/lib/metnos-sandbox-monitor /var/lib/metnos-sandbox-monitor/last.json"],
+       messages={"": "The monitor's stored result {path} cannot be used: {why}."}),
+    _c("monitor_config_invalid", ERROR, "R-DIAG-3", MONITOR,
+       "The monitor's configuration is invalid",
+       "The monitor's configuration file is missing, too large, not JSON, of another schema, or has an unknown "
+       "key or a value of the wrong kind; the monitor ran no check and the sandbox counts as not proven.",
+       "Reading the configuration bounded and exactly (monitor.read_config).",
+       ["Write it again with the role: ansible-playbook playbooks/site.yml -l {host} -e metnos_sandbox_monitor=true",
+        "Read it: python3 -m json.tool {path}"],
+       messages={"": "The monitor's configuration {path} is refused: {why}."}),
+    _c("monitor_config_unsafe", ERROR, "R-DIAG-3", MONITOR,
+       "The monitor's configuration is not root's alone",
+       "The configuration (or a directory above it) is not owned by root or is writable by group or others: "
+       "whoever can change it decides what the monitor, running as root, checks and reports. The monitor did not "
+       "use it.",
+       "stat() of the file and of every directory above it.",
+       ["chown root:root {path}", "chmod 0644 {path}", "chmod go-w \"$(dirname {path})\""],
+       messages={"": "The monitor's configuration {path} is not trusted: {why}."}),
+    _c("monitor_core_writable", ERROR, "R-DIAG-3", MONITOR,
+       "The monitor's installed core can be changed by others",
+       "A file or folder of the core the monitor runs is not owned by root or is writable by group or others "
+       "(the service user among them): the continuous proof is only as trustworthy as the code that makes it.",
+       "stat() of the installed folder, every file in it and every directory above it.",
+       ["chown -R root:root {folder}", "chmod -R go-w {folder}", _MONITOR_RERUN],
+       messages={"": "The monitor's core at {folder} can be changed by others: {problems}."}),
+    _c("monitor_core_modified", ERROR, "R-DIAG-3", MONITOR,
+       "The monitor's installed core is not its release",
+       "The digest of the core's sources in the installed folder is not the one its versioned folder name says "
+       "(a file was changed, added or removed after the install), so nobody can tell which code made the proof.",
+       "sha256 of the installed sources (monitor_state.release) against the folder's name "
+       "(<toolkit version>+<digest>).",
+       ["rm -rf {folder}", _MONITOR_RERUN],
+       messages={"": "The monitor's core at {folder} has digest {digest}; its folder names {expected}."}),
+    _c("monitor_run_failed", ERROR, "R-DIAG-3", MONITOR,
+       "The monitor's run failed",
+       "The checks raised an unexpected error (a defect of the toolkit, not a verdict about the sandbox); the "
+       "sandbox counts as not proven.",
+       "Any exception of the audit inside the monitor's run.",
+       ["Read the run's journal entry: journalctl -u metnos-sandbox-monitor.service -n 20 -o verbose",
+        "Report the message with the toolkit version (metnos_sandbox_info{toolkit_version=...})."],
+       messages={"": "The monitor's run failed: {why}."}),
+    _c("monitor_output_failed", ERROR, "R-DIAG-3", MONITOR,
+       "The monitor could not write its result",
+       "The textfile for node_exporter or the stored result could not be written (the directory is missing or "
+       "not writable in the monitor's unit), so monitoring does not see this run.",
+       "The atomic write of each output (a temporary file in the same folder, then a rename).",
+       ["mkdir -p \"$(dirname {path})\"",
+        "Check the unit's writable paths: systemctl show metnos-sandbox-monitor.service -p ReadWritePaths"],
+       messages={"": "The monitor could not write {path}: {why}."}),
+])
+
 # ---- a module's own failure (fail_json(code=...)): the task fails, no host finding is made ----
 _CODES.extend([
     _c("invalid_option", ERROR, "R-DIAG-3", MODULE,
@@ -1197,6 +1272,12 @@ _CODES.extend([
        "The profile directory (dest) cannot be created or written, or a file there cannot be replaced.",
        "Creating dest and writing each profile file atomically (a temporary file, then a rename).",
        ["Check dest and its permissions (it must be a directory root can write): ls -ld <dest>"]),
+    _c("monitor_install_failed", ERROR, "R-DIAG-3", MODULE,
+       "The monitor's core could not be installed",
+       "The release folder of the continuous proof could not be written, renamed into place or an old release "
+       "removed (metnos_monitor_install); the monitor keeps running the release that was there.",
+       "The file operations of monitor_install.install (a hidden folder, then a rename).",
+       ["Check the prefix and its permissions (root must write it): ls -ld <metnos_sandbox_monitor_prefix>"]),
     _c("internal_error", ERROR, "R-DIAG-3", MODULE,
        "The module failed unexpectedly",
        "An unexpected error: a defect of the toolkit, never a verdict about the host. The result carries "

@@ -65,6 +65,10 @@ AUDIT: Spec = spec(
     smoke_user={"type": "str"},
     python=PYTHON,
     accept_bwrap_sha256=ACCEPT_BWRAP,
+    # the continuous proof (monitor_state.py): take the monitor's stored result instead of running the checks
+    collect_monitor={"type": "bool", "default": False},
+    monitor_max_age={"type": "float", "default": 3600.0},
+    monitor_result={"type": "path", "default": "/var/lib/metnos-sandbox-monitor/last.json"},
 )
 
 

@@ -26,6 +26,7 @@ from xml.sax.saxutils import quoteattr
 
 from . import diagnostics as D
 from . import files
+from . import monitor_state as MS
 from .diagnostics import Diagnostic
 
 Doc = Dict[str, Any]      # the report document (the JSON schema's instance)
@@ -67,7 +68,8 @@ def _host_entry(name: str, res: Any) -> Host:
     if not isinstance(res, dict) or res.get("unreachable") or res.get("failed") or "schema" not in res:
         diag, verdict = _not_audited(name, res)
         return {"host": name, "reachable": False, "verdict": verdict, "status": None, "bwrap": None,
-                "userns": None, "service": None, "profiles": [], "probe": None, "diagnostics": [diag]}
+                "userns": None, "service": None, "profiles": [], "probe": None, "monitor": None,
+                "diagnostics": [diag]}
     facts = res.get("bwrap_facts") or {}
     bw = facts.get("bwrap") or {}
     us = dict(facts.get("userns") or {})
@@ -92,6 +94,7 @@ def _host_entry(name: str, res: Any) -> Host:
                     "user": (svc.get("user") or {}).get("name"), "environment": svc.get("environment"),
                     "provenance": svc.get("provenance")} if svc else None,
         "profiles": res.get("profiles") or [],
+        "monitor": MS.report_entry(res.get("monitor")),
         "probe": {"passed": probe.get("passed"), "context": probe.get("context"),
                   "confidence": probe.get("confidence"), "view": "probe: proven by a real wrapped invocation",
                   "checks": probe.get("checks") or []} if probe else None,
@@ -241,11 +244,12 @@ def _md_row(h: Host) -> str:
     bw = h.get("bwrap") or {}
     svc = h.get("service") or {}
     probe = h.get("probe") or {}
-    return "| %s | %s | %s | %s | %s | %s | %s |\n" % (
+    return "| %s | %s | %s | %s | %s | %s | %s | %s |\n" % (
         _md(h["host"]), h["verdict"].upper(), st.get("active", "-"),
         _md("%s (%s)" % (bw.get("version"), bw.get("revision"))) if bw else "-",
         _md("%s: %s" % (svc.get("unit"), svc.get("verdict"))) if svc else "-",
-        ("passed" if probe.get("passed") else "FAILED") if probe else "-", _md(", ".join(_codes(h))) or "-")
+        ("passed" if probe.get("passed") else "FAILED") if probe else "-", _md(MS.monitored_text(h.get("monitor"))),
+        _md(", ".join(_codes(h))) or "-")
 
 
 def iter_markdown(doc: Doc) -> Iterator[str]:
@@ -268,9 +272,10 @@ def iter_markdown(doc: Doc) -> Iterator[str]:
             if diag.get("remediation"):
                 yield "```sh\n%s\n```\n\n" % "\n".join(diag["remediation"])
     yield ("## All hosts\n\n`status() view` is the runtime's own view of the service's environment (not a proof); "
-           "`probe (proven)` is the verdict of a real wrapped invocation.\n\n"
-           "| host | verdict | status() view: active | bwrap | service | probe (proven) | codes |\n"
-           "|---|---|---|---|---|---|---|\n")
+           "`probe (proven)` is the verdict of a real wrapped invocation; `monitored` says whether the continuous "
+           "proof watches the host and how old its last proof is (`collected`: this verdict is that proof).\n\n"
+           "| host | verdict | status() view: active | bwrap | service | probe (proven) | monitored | codes |\n"
+           "|---|---|---|---|---|---|---|---|\n")
     for h in doc["hosts"]:
         yield _md_row(h)
 
@@ -443,14 +448,14 @@ def _html_row(h: Host, hidden: bool = False) -> str:
     probe = h.get("probe")
     codes = _codes(h)
     return ('<tr data-verdict="%s" data-codes="%s"%s><td><a href="#h-%s">%s</a></td><td data-k="%s"><span class="v %s">'
-            '%s</span></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n' % (
+            '%s</span></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n' % (
                 _e(h["verdict"]), _e(" ".join(codes)), " hidden" if hidden else "", _e(quote(h["host"], safe="")),
                 _e(h["host"]),
                 _RANK.get(h["verdict"], "9"), _e(h["verdict"]), _e(h["verdict"]), _e(st.get("active", "-")),
                 _e("%s %s" % (bw.get("version") or "", bw.get("revision") or "")) if bw else "-",
                 _e("%s (%s)" % (svc.get("unit"), svc.get("verdict"))) if svc else "-",
                 ("passed" if probe.get("passed") else "FAILED") if probe else "-",
-                " ".join("<code>%s</code>" % _e(c) for c in codes) or "-"))
+                _e(MS.monitored_text(h.get("monitor"))), " ".join("<code>%s</code>" % _e(c) for c in codes) or "-"))
 
 
 def _host_facts(h: Host) -> List[List[str]]:
@@ -476,6 +481,9 @@ def _host_facts(h: Host) -> List[List[str]]:
         out.append(["probe (proven verdict: %s)" % ("passed" if probe.get("passed") else "FAILED"),
                     "%s; %d checks%s" % (probe.get("context"), len(probe.get("checks") or []),
                                          (", failed: " + ", ".join(failed)) if failed else "")])
+    mon = h.get("monitor")
+    if mon:
+        out.append(["continuous proof (monitored: %s)" % MS.monitored_text(mon), json.dumps(mon, sort_keys=True)])
     off = [p for p in h.get("profiles") or [] if p.get("state") != "in_sync"]
     if off:
         out.append(["profiles not in sync", json.dumps(off, sort_keys=True)])
@@ -540,10 +548,12 @@ def iter_html(doc: Doc) -> Iterator[str]:
            '<button class="f" id="code" type="button" title="clear the code filter"></button> '
            '<span><span id="shown">%d</span> shown</span></div>\n'
            % ("".join('<option value="%s">%s</option>' % (v, v) for v in VERDICTS), t["hosts"]))
-    yield ('<table id="hosts"><colgroup><col style="width:18%"><col style="width:8%"><col style="width:8%">'
-           '<col style="width:14%"><col style="width:16%"><col style="width:7%"><col></colgroup><thead><tr>'
+    yield ('<table id="hosts"><colgroup><col style="width:16%"><col style="width:7%"><col style="width:7%">'
+           '<col style="width:13%"><col style="width:14%"><col style="width:7%"><col style="width:11%"><col>'
+           '</colgroup><thead><tr>'
            '<th>host</th><th>verdict</th><th title="the runtime\'s status() view, not a proof">status() view: active'
            '</th><th>bwrap</th><th>service</th><th title="a real wrapped invocation">probe (proven)</th>'
+           '<th title="the continuous proof: its timer and the age of its last proof">monitored</th>'
            '<th>diagnostics</th></tr></thead><tbody>\n')
     for index, h in enumerate(doc["hosts"]):
         yield _html_row(h, hidden=index >= PAGE_ROWS)
@@ -564,6 +574,9 @@ def terminal_summary(doc: Doc, max_hosts: int = 20) -> List[str]:
     t = doc["totals"]
     lines = ["%d hosts: %d pass, %d warn, %d fail, %d unreachable" % (t["hosts"], t["pass"], t["warn"], t["fail"],
                                                                        t["unreachable"])]
+    monitored = sum(1 for h in doc["hosts"] if (h.get("monitor") or {}).get("monitored"))
+    if monitored:
+        lines.append("  %d host(s) monitored by the continuous proof" % monitored)
     for code, count in sorted(t["codes"].items(), key=lambda kv: (-kv[1], kv[0])):
         lines.append("  %-40s %d host(s)" % (code, count))
     failing = [h for h in doc["hosts"] if h["verdict"] in ("fail", "unreachable")]

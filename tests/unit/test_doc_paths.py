@@ -10,7 +10,7 @@ import subprocess
 from conftest import ROOT, ansible_env, ansible_tool
 
 TOP = ("module_utils", "library", "action_plugins", "filter_plugins", "roles", "playbooks", "inventory", "examples",
-       "molecule", "scripts", "tests", "docs", "tools", r"\.ci", r"\.github", r"\.config")
+       "molecule", "scripts", "tests", "docs", "tools", "monitoring", r"\.ci", r"\.github", r"\.config")
 PATH = re.compile(r"(?<![\w./-])((?:%s)/[\w./@+-]*)" % "|".join(TOP))
 
 

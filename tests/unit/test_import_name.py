@@ -10,7 +10,7 @@ import re
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DIRS = ("tests", "scripts", "filter_plugins", "library")
+DIRS = ("tests", "scripts", "filter_plugins", "library", "roles")
 OLD = re.compile(r"^\s*(from metnos_sandbox[\s.]|import metnos_sandbox\b)|sys\.path\.insert\(.*\"module_utils\"", re.M)
 
 

@@ -2,6 +2,7 @@
 a host without Python has its own code, not host_unreachable."""
 import datetime
 
+from ansible.module_utils.metnos_sandbox import monitor_state as MS
 from ansible.module_utils.metnos_sandbox import report as R
 from ansible.module_utils.metnos_sandbox import summary as SU
 
@@ -24,7 +25,7 @@ def test_reports_label_the_view_and_the_proof():
     assert host["status"]["active"] is True and host["status_view"].startswith("runtime status() as seen by the live")
     assert host["probe"]["view"] == "probe: proven by a real wrapped invocation" and host["probe"]["passed"] is False
     md = R.to_markdown(doc)
-    assert "| host | verdict | status() view: active | bwrap | service | probe (proven) | codes |" in md
+    assert "| host | verdict | status() view: active | bwrap | service | probe (proven) | monitored | codes |" in md
     assert "| h | FAIL | True |" in md and "| FAILED |" in md
     page = R.to_html(doc)
     assert "status() view: active</th>" in page and "probe (proven)</th>" in page
@@ -63,3 +64,35 @@ def test_enforce_lines_list_each_item():
         "NOT healed ExecStart=/bin/sh -c x (u:3): a drop-in cannot",
         "NOT relaxed RestrictNamespaces (unit_blocks_namespaces): opt-in; the minimum would be RestrictNamespaces=user"]
     assert SU.enforce_lines({}) == ["nothing to heal"]
+
+
+def monitored(**mon):
+    res = failed_probe_but_active_view()
+    res["monitor"] = mon
+    return res
+
+
+def test_reports_say_whether_a_host_is_monitored_and_how_old_its_proof_is():
+    proof = {"finished": "2026-11-30T05:48:00+00:00", "age_seconds": 720, "proven": True, "verdict": "pass"}
+    doc = R.build({"a": monitored(monitored=True, timer={"active": "active"}, proof=proof),
+                   "b": monitored(monitored=False, timer={"active": None}, proof=None),
+                   "c": monitored(monitored=True, collected=True, stale=False, max_age=3600, proof=proof),
+                   "d": monitored(monitored=True, collected=True, stale=True, max_age=600, proof=proof),
+                   "e": monitored(monitored=False, timer={"active": "inactive"}, proof=dict(proof, age_seconds=200000)),
+                   "f": failed_probe_but_active_view(), "g": {"unreachable": True}}, WHEN)
+    cells = dict((h["host"], MS.monitored_text(h["monitor"])) for h in doc["hosts"])
+    assert cells == {"a": "yes, proof 12 min old", "b": "no", "c": "collected: proof 12 min old",
+                     "d": "STALE: proof 12 min old (limit 10 min)", "e": "no (timer inactive; last proof 2 d old)",
+                     "f": "-", "g": "-"}
+    md = R.to_markdown(doc)
+    assert "| FAILED | yes, proof 12 min old | - |" in md and "| STALE: proof 12 min old (limit 10 min) |" in md
+    page = R.to_html(doc)
+    assert "monitored</th>" in page and "<td>collected: proof 12 min old</td>" in page
+    assert "continuous proof (monitored: yes, proof 12 min old)" in page
+    assert "  3 host(s) monitored by the continuous proof" in R.terminal_summary(doc)
+
+
+def test_a_hostile_monitor_record_is_reduced_to_its_known_fields():
+    doc = R.build({"h": monitored(monitored="yes", proof=["x"], timer="<script>", extra={"a": 1})}, WHEN)
+    assert doc["hosts"][0]["monitor"] == {"monitored": False, "timer": None, "collected": False, "stale": False,
+                                          "max_age": None, "proof": None}

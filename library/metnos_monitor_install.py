@@ -1,0 +1,79 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, annotations, division, print_function
+
+DOCUMENTATION = r"""
+---
+module: metnos_monitor_install
+short_description: Install the release of the toolkit's core that the continuous proof runs
+version_added: "0.1.0"
+description:
+  - Unpacks a release bundle (the filter C(metnos_monitor_release) packs the core of this checkout)
+    into C(<prefix>/<version>/) - the core in C(metnos_sandbox/), the entry point next to it - root's
+    alone (folders and the entry point 0755, sources 0644), and removes every other release in O(prefix).
+  - The bundle's sources must be the release it names (C(<toolkit version>+<digest of the sources>)),
+    checked before anything is written; the release is written in a hidden folder first and renamed into
+    place, so the monitor never runs a half-written one.
+  - Nothing changes when that release is there exactly (sources, entry point, owner and modes) and alone.
+    One round trip for the whole core, where a copy task per file would make one per file.
+  - Used by the metnos_sandbox role (O(prefix) is C(metnos_sandbox_monitor_prefix)); see docs/monitoring.md.
+options:
+  prefix:
+    description: The folder that holds the releases (created when missing).
+    type: path
+    required: true
+  bundle:
+    description: The release, as C(metnos_monitor_release) returns it in C(bundle).
+    type: str
+    required: true
+  entry_point:
+    description: The text of the entry point (roles/metnos_sandbox/files/metnos-sandbox-monitor.py).
+    type: str
+    required: true
+extends_documentation_fragment: [metnos_sandbox]
+"""
+
+EXAMPLES = r"""
+- name: Install the core for the monitor
+  metnos_monitor_install:
+    prefix: /usr/local/lib/metnos-sandbox-monitor
+    bundle: "{{ ((role_path ~ '/../../module_utils/metnos_sandbox') | metnos_monitor_release).bundle }}"
+    entry_point: "{{ lookup('ansible.builtin.file', 'metnos-sandbox-monitor.py', rstrip=false) }}"
+"""
+
+RETURN = r"""
+folder: {description: The release's folder., returned: always, type: str}
+version: {description: The release (the folder's name)., returned: always, type: str}
+installed: {description: Whether the release was (or in check mode would be) written., returned: always, type: bool}
+removed: {description: The other releases removed (or that would be)., returned: always, type: list, elements: str}
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible.module_utils.metnos_sandbox import monitor_install as MI
+from ansible.module_utils.metnos_sandbox import options as O
+
+ARGUMENT_SPEC = O.spec(
+    prefix={"type": "path", "required": True},
+    bundle={"type": "str", "required": True},
+    entry_point={"type": "str", "required": True},
+)
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    p = module.params
+    try:
+        result = MI.install(p["prefix"], p["bundle"], p["entry_point"], module.check_mode)
+    except MI.ReleaseError as exc:
+        module.fail_json(msg="metnos_monitor_install: %s" % exc, code="invalid_option")
+    except OSError as exc:
+        module.fail_json(msg="metnos_monitor_install: %s: %s" % (getattr(exc, "filename", None) or p["prefix"],
+                                                                  exc.strerror or exc), code="monitor_install_failed")
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
