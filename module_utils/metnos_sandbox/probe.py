@@ -1099,7 +1099,8 @@ def run(argv: t.Sequence[str], spec: Json, python: str, user: t.Optional[User] =
     watcher = _Watcher(spec["token"], payload, go=go, ledger=ledger)
     try:
         result = RP.run_reaped(_descriptor_launcher(full, python, spec), user=user, env=env, timeout=timeout,
-                               cwd=cwd, watch=watcher.direct, ledger=ledger, bwrap_ids=BT.started_ids(trust), attach=watcher.attach)
+                               cwd=cwd, watch=watcher.direct, ledger=ledger, bwrap_ids=BT.started_ids(trust),
+                               attach=watcher.attach)
     finally:
         peers = beacon.close()
     result["tree"]["beacon"] = peers
