@@ -24,8 +24,8 @@ options:
   unit:
     description:
       - The Metnos service unit (a unit name such as C(metnos.service)).
-      - Empty in M(sandbox_probe) probes in the admin context, in M(metnos_audit) skips the service checks;
-        M(metnos_service_env) needs a unit.
+      - Empty in M(metnos.sandbox.sandbox_probe) probes in the admin context, in M(metnos.sandbox.metnos_audit)
+        skips the service checks; M(metnos.sandbox.metnos_service_env) needs a unit.
     type: str
     default: metnos.service
   scope:

@@ -60,17 +60,17 @@ extends_documentation_fragment: [metnos_sandbox]
 
 EXAMPLES = r"""
 - name: What the admin's shell sees
-  bwrap_facts:
+  metnos.sandbox.bwrap_facts:
 
 - name: What the service would see, with its PATH and environment
-  bwrap_facts:
+  metnos.sandbox.bwrap_facts:
     path: /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin
     environment:
       METNOS_SANDBOX: "1"
     smoke_user: metnos
 
 - name: Fail the play when the runtime would refuse executors
-  bwrap_facts:
+  metnos.sandbox.bwrap_facts:
   register: bw
   failed_when: not bw.status.active
 """
@@ -149,9 +149,9 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.metnos_sandbox import facts as F
-from ansible.module_utils.metnos_sandbox import options as O
-from ansible.module_utils.metnos_sandbox import validate as V
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import facts as F
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import options as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import validate as V
 
 ARGUMENT_SPEC = O.spec(
     path={"type": "raw"},

@@ -11,14 +11,14 @@ short_description: Read-only audit of one host's Metnos sandbox, in one round tr
 version_added: "0.1.0"
 description:
   - Everything the fleet report needs about one host, read-only - the status() quartet, bwrap
-    binary and package, kernel knobs and the smoke test (as M(bwrap_facts)), the service's
-    environment (as M(metnos_service_env) in validate mode), drift of the rendered profiles
-    against what the manifests render today, and the real probe (as M(sandbox_probe)).
+    binary and package, kernel knobs and the smoke test (as M(metnos.sandbox.bwrap_facts)), the service's
+    environment (as M(metnos.sandbox.metnos_service_env) in validate mode), drift of the rendered profiles
+    against what the manifests render today, and the real probe (as M(metnos.sandbox.sandbox_probe)).
   - Runs as an action plugin that ships the toolkit's core as one compressed payload over the
     connection (stdin where the connection pipelines, arguments or a temp file otherwise), instead
     of one packaged module per check. This file documents it and is the fallback implementation.
   - The action also keeps each host's result in Ansible's per-run temp dir on the controller, where
-    M(metnos_audit_report) with O(metnos_audit_report#module:hosts) reads it.
+    M(metnos.sandbox.metnos_audit_report) with O(metnos.sandbox.metnos_audit_report#module:hosts) reads it.
   - Never changes the host; the result is the same in check mode.
 options:
   manifests:
@@ -40,7 +40,7 @@ extends_documentation_fragment: [metnos_sandbox, metnos_sandbox.service]
 
 EXAMPLES = r"""
 - name: Audit this host
-  metnos_audit:
+  metnos.sandbox.metnos_audit:
     unit: metnos.service
   register: metnos_audit_result
 """
@@ -64,8 +64,8 @@ cpu:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.metnos_sandbox import audit as A
-from ansible.module_utils.metnos_sandbox import options as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import audit as A
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import options as O
 
 ARGUMENT_SPEC = O.AUDIT     # the action plugin validates with the same spec
 

@@ -89,18 +89,18 @@ extends_documentation_fragment: [metnos_sandbox, metnos_sandbox.service]
 
 EXAMPLES = r"""
 - name: What does metnos.service really get?
-  metnos_service_env:
+  metnos.sandbox.metnos_service_env:
     unit: metnos.service
   register: svc
 
 - name: Fix PATH and a disabling METNOS_SANDBOX with a managed drop-in, then restart
-  metnos_service_env:
+  metnos.sandbox.metnos_service_env:
     unit: metnos.service
     state: enforce
     restart: true
 
 - name: Also relax the unit's directives that break bwrap (each one listed in the result)
-  metnos_service_env:
+  metnos.sandbox.metnos_service_env:
     unit: metnos.service
     state: enforce
     relax_restrictions: true
@@ -188,14 +188,14 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.metnos_sandbox import bwrap as B
-from ansible.module_utils.metnos_sandbox import diagnostics as D
-from ansible.module_utils.metnos_sandbox import envflags, files
-from ansible.module_utils.metnos_sandbox import facts as F
-from ansible.module_utils.metnos_sandbox import options as O
-from ansible.module_utils.metnos_sandbox import service_env as S
-from ansible.module_utils.metnos_sandbox import systemd_unit as U
-from ansible.module_utils.metnos_sandbox import validate as V
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import bwrap as B
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import diagnostics as D
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import envflags, files
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import facts as F
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import options as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import service_env as S
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import systemd_unit as U
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import validate as V
 
 ARGUMENT_SPEC = O.spec(
     O.SERVICE,

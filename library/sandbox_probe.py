@@ -11,7 +11,7 @@ short_description: Run one real sandboxed invocation in the Metnos service's con
 version_added: "0.1.0"
 description:
   - Implements spec R-DIAG-3 ("verify a real invocation in the service's environment").
-  - Reads the service's environment (see M(metnos_service_env)); if the runtime would fail closed
+  - Reads the service's environment (see M(metnos.sandbox.metnos_service_env)); if the runtime would fail closed
     (bwrap not on the service's PATH, or C(METNOS_SANDBOX) disabling it) it reports
     C(executor_os_sandbox_unavailable) without starting bwrap.
   - Otherwise renders the profile of a manifest (by default a built-in manifest with no
@@ -67,7 +67,7 @@ options:
     description: Invocation for the manifest (arguments, turn_id, sender).
     type: dict
   host:
-    description: Host-context overrides, as for M(sandbox_profile).
+    description: Host-context overrides, as for M(metnos.sandbox.sandbox_profile).
     type: dict
     default: {}
   python:
@@ -92,12 +92,12 @@ extends_documentation_fragment: [metnos_sandbox, metnos_sandbox.service]
 
 EXAMPLES = r"""
 - name: Prove the strict profile in metnos.service's own context
-  sandbox_probe:
+  metnos.sandbox.sandbox_probe:
   register: probe
   failed_when: not probe.passed
 
 - name: Probe a real executor's profile
-  sandbox_probe:
+  metnos.sandbox.sandbox_probe:
     manifest: "{{ lookup('ansible.builtin.file', 'manifests/export_report.yml') }}"
 """
 
@@ -173,10 +173,10 @@ diagnostics:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.metnos_sandbox import bwrap as B
-from ansible.module_utils.metnos_sandbox import options as O
-from ansible.module_utils.metnos_sandbox import probe as PR
-from ansible.module_utils.metnos_sandbox import service_env as S
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import bwrap as B
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import options as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import probe as PR
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import service_env as S
 
 ARGUMENT_SPEC = O.spec(
     O.SERVICE,

@@ -92,14 +92,14 @@ extends_documentation_fragment: [metnos_sandbox]
 
 EXAMPLES = r"""
 - name: Render a manifest from the controller into the profile directory
-  sandbox_profile:
+  metnos.sandbox.sandbox_profile:
     manifest: "{{ lookup('ansible.builtin.file', 'examples/manifests/read_notes.yml') }}"
     invocation:
       arguments: {path: /srv/notes/today.md}
     dest: /etc/metnos/sandbox/profiles
 
 - name: Just look at the argv of a manifest on the host
-  sandbox_profile:
+  metnos.sandbox.sandbox_profile:
     manifest_file: /srv/metnos/executors/export_report/manifest.yml
   register: prof
 """
@@ -156,12 +156,12 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.metnos_sandbox import bwrap as B
-from ansible.module_utils.metnos_sandbox import envflags, store
-from ansible.module_utils.metnos_sandbox import manifest as M
-from ansible.module_utils.metnos_sandbox import options as O
-from ansible.module_utils.metnos_sandbox import profile as P
-from ansible.module_utils.metnos_sandbox import validate as V
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import bwrap as B
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import envflags, store
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import manifest as M
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import options as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import profile as P
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import validate as V
 
 ARGUMENT_SPEC = O.spec(
     manifest={"type": "raw"},

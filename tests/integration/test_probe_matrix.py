@@ -86,11 +86,12 @@ def test_module_without_unit_reports_unpackaged_and_look_alike_bwrap(bench):
     os.makedirs(copy_dir, mode=0o755)
     shutil.copy(bench.bwrap, os.path.join(copy_dir, "bwrap"))
     path = os.environ.get("PATH", "/usr/bin:/bin")
-    res = run_module("sandbox_probe", {"unit": ""}, env={"PATH": copy_dir + ":" + path})
+    res = run_module("metnos.sandbox.sandbox_probe", {"unit": ""}, env={"PATH": copy_dir + ":" + path})
     codes = [d["code"] for d in res["diagnostics"]]
     assert res["passed"] is True and res["status"]["bwrap_path"] == os.path.join(copy_dir, "bwrap"), res
     assert codes == ["bwrap_not_packaged"], codes
-    res = run_module("sandbox_probe", {"unit": ""}, env={"PATH": os.path.dirname(bench.fakes["exec"]) + ":" + path})
+    res = run_module("metnos.sandbox.sandbox_probe", {"unit": ""},
+                     env={"PATH": os.path.dirname(bench.fakes["exec"]) + ":" + path})
     codes = sorted(d["code"] for d in res["diagnostics"])
     assert res["passed"] is False and codes == ["bwrap_not_packaged", "probe_not_isolated"], codes
     assert res["evidence"]["child_pid"] is None and res["observed_uid"] == bench.nobody.pw_uid
@@ -100,7 +101,7 @@ def test_module_as_root_passes_but_warns_that_root_is_not_contained():
     """Run as uid 0, bwrap keeps root's capabilities in the sandbox's user namespace (measured: the
     payload remounts /usr read-write and writes the host's /usr): the checks pass, with a warning."""
     from conftest import run_module
-    res = run_module("sandbox_probe", {"unit": "", "probe_user": "root"})
+    res = run_module("metnos.sandbox.sandbox_probe", {"unit": "", "probe_user": "root"})
     assert res["passed"] is True, res["diagnostics"]
     assert [d["code"] for d in res["diagnostics"]] == ["probe_payload_root"]
     caps = [c for c in res["checks"] if c["name"] == "no_capabilities"][0]

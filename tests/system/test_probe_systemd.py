@@ -2,7 +2,7 @@
 context (transient unit with the unit's restrictions); each blocked case gets its own code."""
 import pytest
 
-from ansible.module_utils.metnos_sandbox.diagnostics import codes
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.diagnostics import codes
 
 SLEEP = "ExecStart=/bin/sleep infinity\n"
 
@@ -31,7 +31,7 @@ def transient_left(host):
 
 
 def test_strict_profile_passes_in_service_context(svc):
-    res = svc.module("sandbox_probe", {"unit": "metnos-pclean.service"})
+    res = svc.module("metnos.sandbox.sandbox_probe", {"unit": "metnos-pclean.service"})
     assert res["passed"] is True, [c for c in res["checks"] if not c["ok"]] or res["diagnostics"]
     assert res["context"].startswith("systemd transient unit") and "metnos" in res["context"]
     assert res["observed_uid"] == int(svc.sh("id -u metnos").stdout)
@@ -46,9 +46,9 @@ def test_strict_profile_passes_in_service_context(svc):
 
 
 def test_restrict_namespaces_fails_with_directive_named(svc):
-    admin = svc.module("bwrap_facts", {"smoke_user": "metnos"})
+    admin = svc.module("metnos.sandbox.bwrap_facts", {"smoke_user": "metnos"})
     assert admin["userns"]["smoke_test"]["passed"] is True          # fine from the admin shell...
-    res = svc.module("sandbox_probe", {"unit": "metnos-pns.service"})
+    res = svc.module("metnos.sandbox.sandbox_probe", {"unit": "metnos-pns.service"})
     assert res["passed"] is False                                    # ...but not in the service
     assert "probe_setup_failed" in codes(res["diagnostics"]) and "unit_blocks_namespaces" in codes(res["diagnostics"])
     assert res["classification"]["cause"] == "userns_eperm"
@@ -56,7 +56,7 @@ def test_restrict_namespaces_fails_with_directive_named(svc):
 
 
 def test_syscall_filter_kill_is_attributed(svc):
-    res = svc.module("sandbox_probe", {"unit": "metnos-pscf.service"})
+    res = svc.module("metnos.sandbox.sandbox_probe", {"unit": "metnos-pscf.service"})
     assert res["passed"] is False
     assert "probe_setup_failed" in codes(res["diagnostics"])
     assert "unit_syscall_filter_blocks_bwrap" in codes(res["diagnostics"])
@@ -66,28 +66,28 @@ def test_syscall_filter_kill_is_attributed(svc):
 @pytest.mark.parametrize("unit,code", [("metnos-poff.service", "sandbox_disabled_via_env"),
                                        ("metnos-pnopath.service", "service_path_missing_bwrap")])
 def test_fail_closed_without_starting_bwrap(svc, unit, code):
-    res = svc.module("sandbox_probe", {"unit": unit})
+    res = svc.module("metnos.sandbox.sandbox_probe", {"unit": unit})
     assert res["passed"] is False and res["context"].startswith("not started")
     assert code in codes(res["diagnostics"]) and "executor_os_sandbox_unavailable" in codes(res["diagnostics"])
     assert res["checks"] == [] and "argv" not in res
 
 
 def test_hanging_payload_killed_and_cleaned_up(svc):
-    res = svc.module("sandbox_probe", {"unit": "metnos-pclean.service", "python": "/usr/local/lib/hang-python",
-                                       "timeout": 3})
+    res = svc.module("metnos.sandbox.sandbox_probe", {"unit": "metnos-pclean.service",
+                                                      "python": "/usr/local/lib/hang-python", "timeout": 3})
     assert res["passed"] is False and codes(res["diagnostics"]) == ["probe_timeout"]
     assert svc.sh("pgrep -c -f 'sleep 30[0]' || true").stdout.strip() in ("0", "")
     assert transient_left(svc) == "0"
 
 
 def test_unpackaged_bwrap_of_the_service_is_a_finding(svc):
-    res = svc.module("sandbox_probe", {"unit": "metnos-pcopy.service"})
+    res = svc.module("metnos.sandbox.sandbox_probe", {"unit": "metnos-pcopy.service"})
     assert res["passed"] is True, res["diagnostics"]          # a real bwrap: isolation holds...
     assert "bwrap_not_packaged" in codes(res["diagnostics"])                 # ...but the probe says what it ran
 
 
 def test_look_alike_on_the_service_path_runs_without_isolation(svc):
-    res = svc.module("sandbox_probe", {"unit": "metnos-plook.service"})
+    res = svc.module("metnos.sandbox.sandbox_probe", {"unit": "metnos-plook.service"})
     assert res["passed"] is False and res["setup_failed"] is False
     assert "probe_not_isolated" in codes(res["diagnostics"]) and "bwrap_not_packaged" in codes(res["diagnostics"])
     assert "probe_setup_failed" not in codes(res["diagnostics"])
@@ -115,7 +115,7 @@ def test_a_units_own_mounts_are_the_reference_for_bind_sources(mnt_host):
     """PrivateDevices/InaccessiblePaths mount things in the unit's namespace (its own /dev nodes, a
     node over /etc/shadow) that the sandbox's /dev and /etc then show: they are judged against the
     unit's process as read before it ran bwrap, not against the admin's mount table."""
-    res = mnt_host.module("sandbox_probe", {"unit": "metnos-pmnt.service"})
+    res = mnt_host.module("metnos.sandbox.sandbox_probe", {"unit": "metnos-pmnt.service"})
     assert res["passed"] is True, [c for c in res["checks"] if not c["ok"]] or res["diagnostics"]
     names = [c["name"] for c in res["checks"]]
     assert "bind_source:/etc" in names and "no_undeclared_mounts" in names

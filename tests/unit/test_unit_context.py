@@ -2,8 +2,8 @@
 refusals treated as data (with a fake systemd-run), the show <-> assignment forms, the comparison."""
 import pytest
 
-from ansible.module_utils.metnos_sandbox import probe as PR
-from ansible.module_utils.metnos_sandbox import unit_context as UC
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import probe as PR
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import unit_context as UC
 
 
 def items(text, path="/etc/systemd/system/m.service"):
