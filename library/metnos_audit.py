@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: metnos_audit
 short_description: Read-only audit of one host's Metnos sandbox, in one round trip
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Everything the fleet report needs about one host, read-only - the status() quartet, bwrap
     binary and package, kernel knobs and the smoke test (as M(metnos.sandbox.bwrap_facts)), the service's
@@ -26,16 +26,30 @@ options:
     type: list
     elements: raw
     default: []
-  host: {description: Host-context overrides (as for sandbox_profile)., type: dict, default: {}}
+  host:
+    description: Host-context overrides (as for M(metnos.sandbox.sandbox_profile)).
+    type: dict
+    default: {}
   profile_dir:
     description: Where the rendered profiles live on the host.
     type: path
     default: /etc/metnos/sandbox/profiles
-  probe: {description: Run the real probe., type: bool, default: true}
-  timeout: {description: Seconds before the probe is killed., type: float, default: 60, aliases: [probe_timeout]}
-  smoke_user: {description: Unprivileged user for the smoke test (default nobody)., type: str}
-  python: {description: Interpreter on the host (default ansible_python_interpreter or /usr/bin/python3)., type: path}
-extends_documentation_fragment: [metnos_sandbox, metnos_sandbox.service]
+  probe:
+    description: Run the real probe.
+    type: bool
+    default: true
+  timeout:
+    description: Seconds before the probe is killed.
+    type: float
+    default: 60
+    aliases: [probe_timeout]
+  smoke_user:
+    description: Unprivileged user for the smoke test (default nobody).
+    type: str
+  python:
+    description: Interpreter on the host (default ansible_python_interpreter or /usr/bin/python3).
+    type: path
+extends_documentation_fragment: [metnos.sandbox.metnos_sandbox, metnos.sandbox.metnos_sandbox.service]
 """
 
 EXAMPLES = r"""
@@ -46,14 +60,39 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-schema: {description: Result schema id (metnos-sandbox-audit/1)., returned: always, type: str}
-verdict: {description: pass, warn or fail., returned: always, type: str}
-bwrap_facts: {description: The bwrap_facts result., returned: always, type: dict}
-service: {description: The metnos_service_env result, or null when the unit is missing., returned: always, type: dict}
-profiles: {description: Per-manifest drift state (in_sync, drift, missing, refused)., returned: always, type: list}
-probe: {description: The sandbox_probe result, or null when not run., returned: always, type: dict}
-diagnostics: {description: All findings, errors first., returned: always, type: list, elements: dict}
-duration: {description: Wall seconds the audit took on the host., returned: always, type: float}
+schema:
+  description: Result schema id (metnos-sandbox-audit/1).
+  returned: always
+  type: str
+verdict:
+  description: pass, warn or fail.
+  returned: always
+  type: str
+bwrap_facts:
+  description: The M(metnos.sandbox.bwrap_facts) result.
+  returned: always
+  type: dict
+service:
+  description: The M(metnos.sandbox.metnos_service_env) result, or null when the unit is missing.
+  returned: always
+  type: dict
+profiles:
+  description: Per-manifest drift state (in_sync, drift, missing, refused).
+  returned: always
+  type: list
+probe:
+  description: The M(metnos.sandbox.sandbox_probe) result, or null when not run.
+  returned: always
+  type: dict
+diagnostics:
+  description: All findings, errors first.
+  returned: always
+  type: list
+  elements: dict
+duration:
+  description: Wall seconds the audit took on the host.
+  returned: always
+  type: float
 cpu:
   description:
     - CPU seconds (user + system) the audit used on the host, commands it waited for included (a probe

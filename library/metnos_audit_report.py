@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: metnos_audit_report
 short_description: Write the fleet audit reports (JSON, Markdown, JUnit XML, HTML) on the controller
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Runs on the controller only (action plugin); it never contacts a host.
   - Builds one report document (schema C(metnos-sandbox-audit-report/1), see docs/audit-report.md)
@@ -26,15 +26,23 @@ options:
     type: list
     elements: str
   results:
-    description: "Mapping host -> registered metnos_audit result. Exactly one of O(hosts) and O(results)."
+    description: >-
+      Mapping host -> registered M(metnos.sandbox.metnos_audit) result. Exactly one of O(hosts) and
+      O(results).
     type: dict
-  dest: {description: Directory for the reports., type: path, default: reports}
-  warnings_as_failures: {description: Count hosts with warnings as failing in the gate., type: bool, default: false}
-extends_documentation_fragment: [metnos_sandbox]
+  dest:
+    description: Directory for the reports.
+    type: path
+    default: reports
+  warnings_as_failures:
+    description: Count hosts with warnings as failing in the gate.
+    type: bool
+    default: false
+extends_documentation_fragment: [metnos.sandbox.metnos_sandbox]
 """
 
 EXAMPLES = r"""
-- name: Write the reports from what metnos_audit kept in this run
+- name: Write the reports from what metnos.sandbox.metnos_audit kept in this run
   metnos.sandbox.metnos_audit_report:
     hosts: "{{ ansible_play_hosts_all }}"
     dest: reports
@@ -49,9 +57,18 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-paths: {description: "Written files by kind (json, md, junit.xml, html).", returned: always, type: dict}
-totals: {description: Counts per verdict and per diagnostic code., returned: always, type: dict}
-gate: {description: "{failed, failing_hosts, warnings_as_failures}: what CI should do.", returned: always, type: dict}
+paths:
+  description: Written files by kind (json, md, junit.xml, html).
+  returned: always
+  type: dict
+totals:
+  description: Counts per verdict and per diagnostic code.
+  returned: always
+  type: dict
+gate:
+  description: "{failed, failing_hosts, warnings_as_failures}: what CI should do."
+  returned: always
+  type: dict
 summary:
   description: Terminal summary lines (at most 20 failing hosts named, then where the reports are).
   returned: always

@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: metnos_service_env
 short_description: Check (and optionally fix) the environment a Metnos systemd service really gets
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Reports the environment the service's processes get (C(METNOS_SANDBOX), C(PATH), the user) and
     what follows for the sandbox (spec R-DIAG-3, R-FAIL-1), not what the admin's shell sees.
@@ -83,8 +83,9 @@ options:
     default: false
 attributes:
   diff_mode:
+    description: Returns details on what has changed (or would change in check mode) when run with C(--diff).
     support: full
-extends_documentation_fragment: [metnos_sandbox, metnos_sandbox.service]
+extends_documentation_fragment: [metnos.sandbox.metnos_sandbox, metnos.sandbox.metnos_sandbox.service]
 """
 
 EXAMPLES = r"""
@@ -137,7 +138,7 @@ live_environment:
   returned: when the unit exists
   type: dict
 diagnostics:
-  description: Findings, errors first; same shape as bwrap_facts.
+  description: Findings, errors first; same shape as M(metnos.sandbox.bwrap_facts).
   returned: always
   type: list
   elements: dict

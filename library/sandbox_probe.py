@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: sandbox_probe
 short_description: Run one real sandboxed invocation in the Metnos service's context and prove its isolation
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Implements spec R-DIAG-3 ("verify a real invocation in the service's environment").
   - Reads the service's environment (see M(metnos.sandbox.metnos_service_env)); if the runtime would fail closed
@@ -87,7 +87,7 @@ options:
     type: list
     elements: path
     default: []
-extends_documentation_fragment: [metnos_sandbox, metnos_sandbox.service]
+extends_documentation_fragment: [metnos.sandbox.metnos_sandbox, metnos.sandbox.metnos_sandbox.service]
 """
 
 EXAMPLES = r"""
@@ -112,22 +112,43 @@ checks:
   type: list
   elements: dict
   contains:
-    name: {description: "Check name, e.g. net_namespace_private, read_only:/usr, bind_source:/usr, fresh_tmpfs:/tmp,
-             no_undeclared_mounts.", type: str}
-    rule: {description: Spec rule it proves., type: str}
-    expected: {description: What the profile promises., type: raw}
-    observed: {description: "Both witnesses (outside, inside) and, when it failed, the problems found.", type: raw}
-    ok: {description: Whether it held (false also when it could not be proven)., type: bool}
+    name:
+      description: >-
+        Check name, e.g. net_namespace_private, read_only:/usr, bind_source:/usr, fresh_tmpfs:/tmp,
+        no_undeclared_mounts.
+      type: str
+    rule:
+      description: Spec rule it proves.
+      type: str
+    expected:
+      description: What the profile promises.
+      type: raw
+    observed:
+      description: Both witnesses (outside, inside) and, when it failed, the problems found.
+      type: raw
+    ok:
+      description: Whether it held (false also when it could not be proven).
+      type: bool
 evidence:
   description: Whose processes the outside witness looked at, and who read their namespace links.
   returned: when the payload reported
   type: dict
   contains:
-    bwrap_pid: {description: The bwrap process that was started., type: int}
-    bwrap_exe: {description: "What that process executes (/proc/PID/exe), or why it could not be read.", type: str}
-    child_pid: {description: The child-pid bwrap reported (null when it reported none)., type: int}
-    payload_pid: {description: The payload process found on the host., type: int}
-    read_by: {description: "The probe itself, or the same-credential reader.", type: str}
+    bwrap_pid:
+      description: The bwrap process that was started.
+      type: int
+    bwrap_exe:
+      description: What that process executes (/proc/PID/exe), or why it could not be read.
+      type: str
+    child_pid:
+      description: The child-pid bwrap reported (null when it reported none).
+      type: int
+    payload_pid:
+      description: The payload process found on the host.
+      type: int
+    read_by:
+      description: The probe itself, or the same-credential reader.
+      type: str
     left_behind:
       description: >-
         bwrap exited but processes it left behind still held its output (a look-alike's decoy, a background
@@ -165,7 +186,7 @@ bwrap_rc:
   returned: when bwrap ran
   type: int
 diagnostics:
-  description: Findings with stable codes (same shape as bwrap_facts).
+  description: Findings with stable codes (same shape as M(metnos.sandbox.bwrap_facts)).
   returned: always
   type: list
   elements: dict

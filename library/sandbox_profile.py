@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: sandbox_profile
 short_description: Render the exact bwrap command of a Metnos executor manifest on this host
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Loads an executor manifest (inline or a file on the host), validates it against the closed
     capability grammar, and renders the bubblewrap profile the Metnos runtime builds for one
@@ -38,7 +38,9 @@ options:
     description: The concrete invocation.
     type: dict
     suboptions:
-      arguments: {description: Argument values by name (resolves C(arg:) scopes)., type: dict}
+      arguments:
+        description: Argument values by name (resolves C(arg:) scopes).
+        type: dict
       turn_id:
         description:
           - The current turn (undo folder), a string of one path component.
@@ -86,8 +88,9 @@ options:
     default: true
 attributes:
   diff_mode:
+    description: Returns details on what has changed (or would change in check mode) when run with C(--diff).
     support: full
-extends_documentation_fragment: [metnos_sandbox]
+extends_documentation_fragment: [metnos.sandbox.metnos_sandbox]
 """
 
 EXAMPLES = r"""
@@ -128,10 +131,18 @@ mounts:
   type: list
   elements: dict
   contains:
-    kind: {description: ro, rw, tmpfs, proc, dev or symlink., type: str}
-    src: {description: Host path (symlink target for symlink)., type: str}
-    dest: {description: Path inside the sandbox., type: str}
-    provenance: {description: "List of {rule, source}.", type: list}
+    kind:
+      description: ro, rw, tmpfs, proc, dev or symlink.
+      type: str
+    src:
+      description: Host path (symlink target for symlink).
+      type: str
+    dest:
+      description: Path inside the sandbox.
+      type: str
+    provenance:
+      description: List of {rule, source}.
+      type: list
 namespaces:
   description: Namespace and lifetime flags with rule and source.
   returned: always
@@ -141,7 +152,7 @@ network:
   returned: always
   type: dict
 diagnostics:
-  description: Refusals (errors) and skipped grants (info), same shape as bwrap_facts.
+  description: Refusals (errors) and skipped grants (info), same shape as M(metnos.sandbox.bwrap_facts).
   returned: always
   type: list
   elements: dict

@@ -12,7 +12,8 @@ doc sidecars filter_plugins/*.yml, roles: roles/*; never a fixed list):
 - a filter after a Jinja pipe: ``| shell_join``;
 - a role: ``role: bwrap_host``, ``- bwrap_host`` right under ``roles:``, ``name: bwrap_host`` under
   ``include_role:``/``import_role:``;
-- documentation markup: ``M(sandbox_probe)``, ``O(metnos_audit_report#module:hosts)``, ``module: NAME`` in
+- a doc fragment in ``extends_documentation_fragment`` (``metnos_sandbox.service``);
+- documentation markup: ``M(sandbox_probe)``, ``C(sandbox_probe)`` (a module named as code becomes ``M(...)``), ``O(metnos_audit_report#module:hosts)``, ``module: NAME`` in
   ``seealso``, and ``-m NAME`` or ``ansible-doc [-t TYPE] NAME`` in shell lines;
 - in Markdown prose, a backticked name of a module or filter
   (`` `bwrap_facts` `` -> `` `metnos.sandbox.bwrap_facts` ``).
@@ -37,11 +38,12 @@ SUFFIXES = (".yml", ".yaml", ".py", ".md", ".j2")
 
 
 def names(root=ROOT):
-    """(modules, filters, roles) of the collection, from the tree itself."""
+    """(modules, filters, roles, doc fragments) of the collection, from the tree itself."""
     modules = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(root, "library", "*.py")))
     filters = sorted(os.path.basename(p)[:-4] for p in glob.glob(os.path.join(root, "filter_plugins", "*.yml")))
     roles = sorted(os.path.basename(os.path.dirname(p)) for p in glob.glob(os.path.join(root, "roles", "*", "tasks")))
-    return modules, filters, roles
+    fragments = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(root, "doc_fragments", "*.py")))
+    return modules, filters, roles, fragments
 
 
 def _alt(words):
@@ -49,14 +51,18 @@ def _alt(words):
 
 
 class Rewriter(object):
-    def __init__(self, modules, filters, roles):
+    def __init__(self, modules, filters, roles, fragments=()):
         mods, flts, rls = _alt(modules), _alt(filters), _alt(roles)
+        self.fragment_line = re.compile(r"^\s*extends_documentation_fragment:\s*\[")
+        self.fragment = re.compile(r"(?<![\w.])(%s)(?=[\s,\].]|$)" % _alt(fragments))
+        self.fragment_item = re.compile(r"^(\s*- )(%s)((?:\.\w+)?\s*)$" % _alt(fragments))
         self.task_key = re.compile(r"^(?P<ind>\s*)(?P<dash>- )?(?P<name>%s):(?=\s|$)" % mods)
         self.pipe = re.compile(r"(\|\s*)(%s)\b(?!\.)" % flts)
         self.role_key = re.compile(r"^(\s*(?:- )?role:\s+)(['\"]?)(%s)\2(\s*(?:#.*)?)$" % rls)
         self.role_item = re.compile(r"^(\s*- )(['\"]?)(%s)\2(\s*(?:#.*)?)$" % rls)
         self.role_name = re.compile(r"^(\s*name:\s+)(['\"]?)(%s)\2(\s*(?:#.*)?)$" % rls)
         self.markup = re.compile(r"\b([MO])\((%s)([#)])" % _alt(modules + filters))
+        self.code_module = re.compile(r"\bC\((%s)\)" % mods)
         self.seealso = re.compile(r"^(\s*- module:\s+)(%s)(\s*)$" % mods)
         self.adhoc = re.compile(r"(\s-m\s+|ansible-doc(?:\s+-t\s+\w+)?\s+)(%s)\b(?!\.)" % _alt(modules + filters))
         self.prose = re.compile(r"`(%s)`" % _alt(modules + filters))
@@ -104,8 +110,13 @@ class Rewriter(object):
             text = self.role_name.sub(lambda x: x.group(1) + x.group(2) + NS + x.group(3) + x.group(2) + x.group(4),
                                       text)
         text = self.markup.sub(lambda x: "%s(%s%s%s" % (x.group(1), NS, x.group(2), x.group(3)), text)
+        text = self.code_module.sub(lambda x: "M(%s%s)" % (NS, x.group(1)), text)
         text = self.seealso.sub(lambda x: x.group(1) + NS + x.group(2) + x.group(3), text)
         text = self.adhoc.sub(lambda x: x.group(1) + NS + x.group(2), text)
+        if self.fragment_line.match(text):
+            text = self.fragment.sub(lambda x: NS + x.group(1), text)
+        if self.fragment_item.match(text) and self._parent_key(lines, index) == "extends_documentation_fragment":
+            text = self.fragment_item.sub(lambda x: x.group(1) + NS + x.group(2) + x.group(3), text)
         text = self.call.sub(lambda x: x.group(1) + x.group(2) + NS + x.group(3) + x.group(2), text)
         text = self.argv_m.sub(lambda x: x.group(1) + x.group(2) + NS + x.group(3) + x.group(2), text)
         if markdown_prose:
