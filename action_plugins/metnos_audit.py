@@ -121,6 +121,7 @@ def _warm_filters():
 
 _warm_filters()
 
+
 def spool_dir():
     """Where this run keeps each host's result for metnos_audit_report: a directory inside Ansible's own
     per-run temp dir on the controller (private, created by the main process before it forks the workers,

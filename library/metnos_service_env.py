@@ -256,7 +256,7 @@ def _read(path):
 def enforce(module, p, result):
     """Manage the drop-in and its PATH file. Returns (changed, info, diffs, plan)."""
     directory = os.path.join(p["root"], "etc/systemd/%s/%s.d" % ("user" if p["scope"] == "user" else "system",
-                                                                   p["unit"]))
+                                                                 p["unit"]))
     if p["scope"] == "user":
         home = F.resolve_user(p["user"])["home"]
         directory = os.path.join(home, ".config/systemd/user", p["unit"] + ".d")

@@ -13,8 +13,9 @@ doc sidecars filter_plugins/*.yml, roles: roles/*; never a fixed list):
 - a role: ``role: bwrap_host``, ``- bwrap_host`` right under ``roles:``, ``name: bwrap_host`` under
   ``include_role:``/``import_role:``;
 - a doc fragment in ``extends_documentation_fragment`` (``metnos_sandbox.service``);
-- documentation markup: ``M(sandbox_probe)``, ``C(sandbox_probe)`` (a module named as code becomes ``M(...)``), ``O(metnos_audit_report#module:hosts)``, ``module: NAME`` in
-  ``seealso``, and ``-m NAME`` or ``ansible-doc [-t TYPE] NAME`` in shell lines;
+- documentation markup: ``M(sandbox_probe)``, ``C(sandbox_probe)`` (a module named as code becomes
+  ``M(...)``), ``O(metnos_audit_report#module:hosts)``, ``module: NAME`` in ``seealso``, and ``-m NAME``
+  or ``ansible-doc [-t TYPE] NAME`` in shell lines;
 - in Markdown prose, a backticked name of a module or filter
   (`` `bwrap_facts` `` -> `` `metnos.sandbox.bwrap_facts` ``).
   Roles are not rewritten in prose: ``metnos_sandbox`` is the role's name and also the core's package name;
@@ -35,6 +36,8 @@ NS = "metnos.sandbox."
 DEFAULT_PATHS = ("roles", "playbooks", "molecule", "examples", "inventory", "library", "filter_plugins",
                  "doc_fragments", "action_plugins", "tests", "docs", "README.md")
 SUFFIXES = (".yml", ".yaml", ".py", ".md", ".j2")
+# Files that write unqualified names on purpose: this tool and its test (the forms it rewrites).
+EXEMPT = ("scripts/fqcn.py", "tests/unit/test_fqcn.py")
 
 
 def names(root=ROOT):
@@ -163,7 +166,7 @@ def main(argv):
     rewriter = Rewriter(*names())
     found = []
     for path in files(paths):
-        if os.path.abspath(path) == os.path.abspath(__file__):
+        if os.path.relpath(os.path.abspath(path), ROOT) in EXEMPT:
             continue
         new, diff = changes(path, rewriter)
         if not diff:

@@ -22,7 +22,7 @@ def under(path: str, root: str) -> bool:
 
 def related(path: str, root: str) -> bool:
     """``path`` is at, below or above ``root``."""
-    return under(path, root) or under(root, path)
+    return under(path, root) or under(root, path)  # pylint: disable=arguments-out-of-order  (above: root under path)
 
 
 @functools.lru_cache(maxsize=4096)

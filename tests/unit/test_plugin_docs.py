@@ -315,7 +315,8 @@ def test_sanity_tools_are_pinned_as_ansible_test_pins_them():
     import ansible_test
     ours = _pins("requirements-test.txt")
     theirs = {}
-    for path in glob.glob(os.path.join(os.path.dirname(ansible_test.__file__), "_data", "requirements", "sanity.*.txt")):
+    data = os.path.join(os.path.dirname(ansible_test.__file__), "_data", "requirements")
+    for path in glob.glob(os.path.join(data, "sanity.*.txt")):
         with open(path) as handle:
             theirs.update(dict(line.strip().split("==", 1) for line in handle if "==" in line))
     for name in ("pylint", "astroid", "pycodestyle", "voluptuous", "antsibull-docs-parser", "antsibull-changelog",

