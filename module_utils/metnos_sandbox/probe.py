@@ -1155,8 +1155,10 @@ def run_systemd(argv: t.List[str], spec: Json, python: str, user: User, settings
     host = host_view()
     start = time.time()
     try:
-        proc = subprocess.Popen(full, stdin=subprocess.PIPE,  # pylint: disable=ansible-bad-function stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=dict(os.environ, SYSTEMD_COLORS="0", LC_ALL="C"), start_new_session=True)
+        # run_command cannot feed the payload's stdin handshake while it reads the output.
+        proc = subprocess.Popen(  # pylint: disable=ansible-bad-function
+            full, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=dict(os.environ, SYSTEMD_COLORS="0", LC_ALL="C"), start_new_session=True)
     except OSError as exc:
         result = {"rc": 127, "stderr": "systemd-run: %s" % exc.strerror, "json_status": {}, "timed_out": False,
                   "duration": 0.0}
