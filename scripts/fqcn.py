@@ -9,7 +9,7 @@ doc sidecars filter_plugins/*.yml, roles: roles/*; never a fixed list):
 - a module as a task's key: ``  sandbox_profile:`` inside a list item (a task), YAML files, the EXAMPLES of
   modules and filters, YAML inside tests' strings and inside the Markdown's code blocks. A key at the top of a
   mapping that is no list item (a RETURN entry named ``bwrap_facts``) is data, never rewritten;
-- a filter after a Jinja pipe: ``| shell_join``;
+- a filter after a Jinja pipe: ``| shell_join``, or named to ``map``: ``map('metnos_manifest_source')``;
 - a role: ``role: bwrap_host``, ``- bwrap_host`` right under ``roles:``, ``name: bwrap_host`` under
   ``include_role:``/``import_role:``;
 - a doc fragment in ``extends_documentation_fragment`` (``metnos_sandbox.service``);
@@ -61,6 +61,7 @@ class Rewriter(object):
         self.fragment_item = re.compile(r"^(\s*- )(%s)((?:\.\w+)?\s*)$" % _alt(fragments))
         self.task_key = re.compile(r"^(?P<ind>\s*)(?P<dash>- )?(?P<name>%s):(?=\s|$)" % mods)
         self.pipe = re.compile(r"(\|\s*)(%s)\b(?!\.)" % flts)
+        self.map_arg = re.compile(r"(\bmap\(\s*)(['\"])(%s)\2" % flts)
         self.role_key = re.compile(r"^(\s*(?:- )?role:\s+)(['\"]?)(%s)\2(\s*(?:#.*)?)$" % rls)
         self.role_item = re.compile(r"^(\s*- )(['\"]?)(%s)\2(\s*(?:#.*)?)$" % rls)
         self.role_name = re.compile(r"^(\s*name:\s+)(['\"]?)(%s)\2(\s*(?:#.*)?)$" % rls)
@@ -105,6 +106,7 @@ class Rewriter(object):
         if m and (m.group("dash") or self._in_list_item(lines, index, len(m.group("ind")))):
             text = text[:m.start("name")] + NS + text[m.start("name"):]
         text = self.pipe.sub(lambda x: x.group(1) + NS + x.group(2), text)
+        text = self.map_arg.sub(lambda x: x.group(1) + x.group(2) + NS + x.group(3) + x.group(2), text)
         text = self.role_key.sub(lambda x: x.group(1) + x.group(2) + NS + x.group(3) + x.group(2) + x.group(4), text)
         if self.role_item.match(text) and self._parent_key(lines, index) == "roles":
             text = self.role_item.sub(lambda x: x.group(1) + x.group(2) + NS + x.group(3) + x.group(2) + x.group(4),

@@ -60,7 +60,7 @@ PLAY = """
       metnos.sandbox.metnos_audit:
         unit: ""
         probe: false
-        manifests: "{{ item.paths | map('metnos_manifest_source') | list }}"
+        manifests: "{{ item.paths | map('metnos.sandbox.metnos_manifest_source') | list }}"
         host: "{{ item.host }}"
         profile_dir: "{{ out_dir }}/profiles"
       loop: "{{ audit_groups }}"

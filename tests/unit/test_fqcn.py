@@ -30,6 +30,8 @@ def rewriter():
      "- name: x\n  metnos.sandbox.bwrap_facts:\n    smoke_test: false\n"),
     ("- bwrap_facts:\n", "- metnos.sandbox.bwrap_facts:\n"),
     ('msg: "{{ argv | shell_join }}"', 'msg: "{{ argv | metnos.sandbox.shell_join }}"'),
+    ("x: \"{{ paths | map('metnos_manifest_source') | list }}\"",
+     "x: \"{{ paths | map('metnos.sandbox.metnos_manifest_source') | list }}\""),
     ("roles:\n  - role: bwrap_host\n  - metnos_sandbox\n", "roles:\n  - role: metnos.sandbox.bwrap_host\n"
                                                           "  - metnos.sandbox.metnos_sandbox\n"),
     ("- ansible.builtin.include_role:\n    name: bwrap_host\n",
