@@ -70,7 +70,7 @@ sanity: test-deps collection
 
 ## changelog: release changelogs/fragments/ into changelogs/changelog.yaml and CHANGELOG.md as galaxy.yml's version
 changelog: test-deps
-	cd collections/ansible_collections/metnos/sandbox && antsibull-changelog release
+	scripts/changelog.sh
 
 ## unit: the core, the faces in-process, the roles against fake package tools
 unit: test-deps
