@@ -6,12 +6,14 @@ SHELL := /bin/bash
 VENV ?= $(CURDIR)/.venv
 export PATH := $(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
-export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.ansible/collections
+export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/collections:$(CURDIR)/.ansible/collections
 export PYTHONDONTWRITEBYTECODE := 1
 PYTEST := python -m pytest -q
+# pycodestyle as ansible-test's pep8 sanity test runs it (its max line length and ignore list)
+PEP8 := --max-line-length 160 --ignore E402,W503,W504,E741,E203,E701,E704
 STAGES := lint unit integration system molecule
 
-.PHONY: run check audit test $(STAGES) test-deps preflight host-packages docs clean
+.PHONY: run check audit test $(STAGES) test-deps host-packages preflight docs collection sanity changelog clean
 
 ## run: set up the venv and provision this host (playbooks/site.yml), ending with a summary
 run:
@@ -35,26 +37,48 @@ test: $(STAGES)
 # caller gives their own CONTAINERS_CONF (scripts/molecule.sh then respects it as given).
 $(STAGES) test-deps: export CONTAINERS_CONF ?= $(CURDIR)/tests/podman/containers.conf
 
-test-deps:
+test-deps: host-packages
 	@scripts/bootstrap.sh --test
 
-## lint: ruff, mypy (the core, strict), ansible-lint, the users' CI workflow (schema, actionlint), molecule syntax
-lint: test-deps
+## host-packages: what the tests need from Debian (bubblewrap, python3-seccomp, podman, ...): the one installer .ci/run uses too
+host-packages:
+	@scripts/host-packages.sh
+
+## lint: ruff, mypy (the core, strict), pycodestyle, ansible-lint, the users' CI workflow (schema, actionlint),
+## molecule syntax, the changelog, then ansible-test sanity on the built collection
+lint: test-deps collection
 	@echo "=== lint ==="
 	ruff check .
 	mypy
+	pycodestyle $(PEP8) module_utils library action_plugins filter_plugins doc_fragments
 	ansible-lint --profile production playbooks/ roles/
 	check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	scripts/actionlint.sh
 	scripts/molecule.sh --syntax
+	cd collections/ansible_collections/metnos/sandbox && antsibull-changelog lint
+	python scripts/sanity.py
+
+## collection: build dist/metnos-sandbox-X.Y.Z.tar.gz from this tree (X.Y.Z: galaxy.yml's version)
+collection:
+	@scripts/bootstrap.sh
+	rm -f dist/metnos-sandbox-*.tar.gz
+	python scripts/build-collection.py
+
+## sanity: ansible-test sanity on the built collection (also the end of lint)
+sanity: test-deps collection
+	python scripts/sanity.py
+
+## changelog: release changelogs/fragments/ into changelogs/changelog.yaml and CHANGELOG.md as galaxy.yml's version
+changelog: test-deps
+	scripts/changelog.sh
 
 ## unit: the core, the faces in-process, the roles against fake package tools
 unit: test-deps host-packages
 	@echo "=== unit ==="
 	$(PYTEST) tests/unit
 
-## integration: real bwrap and Ansible on this machine
-integration: test-deps preflight
+## integration: real bwrap and Ansible on this machine; the built collection installed as a user would
+integration: test-deps preflight collection
 	@echo "=== integration ==="
 	$(PYTEST) tests/integration
 
@@ -71,17 +95,12 @@ molecule: test-deps
 	@echo "=== molecule ==="
 	scripts/molecule.sh
 
-# Host packages the stages need that .ci/run also installs: promtool (Debian's prometheus package, without
-# its recommends: no server, no node_exporter on this machine) for the alert rules and the textfile checks.
-host-packages:
-	@command -v promtool >/dev/null || scripts/host-packages.sh prometheus
-
 preflight:
 	@missing=(); \
 	command -v bwrap >/dev/null || missing+=(bubblewrap); \
 	{ [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import seccomp' 2>/dev/null; } || missing+=(python3-seccomp); \
 	if [ $${#missing[@]} -gt 0 ]; then \
-	  echo "test: missing host packages: $${missing[*]} (apt-get install -y $${missing[*]}; .ci/run does this)" >&2; \
+	  echo "test: missing host packages: $${missing[*]} (as root: scripts/host-packages.sh, which make test runs)" >&2; \
 	  exit 2; \
 	fi
 
@@ -93,4 +112,4 @@ docs:
 	python scripts/gen-spec-coverage.py > docs/spec-coverage.md
 
 clean:
-	rm -rf $(VENV) .ansible .pytest_cache
+	rm -rf $(VENV) .ansible .pytest_cache dist

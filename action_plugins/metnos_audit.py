@@ -20,19 +20,21 @@ import os
 import shlex
 import zlib
 
-import ansible.module_utils
 from ansible.errors import AnsibleConnectionFailure
 from ansible.plugins.action import ActionBase
 
-# The core's one import name on the controller too (see filter_plugins/metnos_sandbox.py, scripts/core_path.py).
-_UTILS = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "module_utils"))
-_CORE = os.path.join(_UTILS, "metnos_sandbox")
-if _UTILS not in ansible.module_utils.__path__:
-    ansible.module_utils.__path__.append(_UTILS)
+from ansible_collections.metnos.sandbox.plugins.module_utils import metnos_sandbox as _core
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import (
+    manifest as M,  # controller side: the one manifest loader
+)
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import (
+    options as O,  # the one spec of the options
+)
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import (
+    report as R,  # controller side only: the spool's layout
+)
 
-from ansible.module_utils.metnos_sandbox import manifest as M  # noqa: E402  (controller side: the one manifest loader)
-from ansible.module_utils.metnos_sandbox import options as O  # noqa: E402  (the one spec of the options)
-from ansible.module_utils.metnos_sandbox import report as R  # noqa: E402  (controller side only: the spool's layout)
+_CORE = os.path.dirname(os.path.abspath(_core.__file__))   # shipped from wherever the collection is
 
 MAX_ARG = 120000   # Linux MAX_ARG_STRLEN is 128 KiB per argument
 # The core minus the modules only the controller runs (reports, summaries): the host never imports
@@ -120,6 +122,7 @@ def _warm_filters():
 
 
 _warm_filters()
+
 
 def spool_dir():
     """Where this run keeps each host's result for metnos_audit_report: a directory inside Ansible's own

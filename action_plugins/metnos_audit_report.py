@@ -13,17 +13,11 @@ from __future__ import absolute_import, annotations, division, print_function
 import os
 import time
 
-import ansible.module_utils
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-# The core's one import name on the controller too (see filter_plugins/metnos_sandbox.py, scripts/core_path.py).
-_UTILS = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "module_utils"))
-if _UTILS not in ansible.module_utils.__path__:
-    ansible.module_utils.__path__.append(_UTILS)
-
-from ansible.module_utils.metnos_sandbox import options as O  # noqa: E402
-from ansible.module_utils.metnos_sandbox import report as R  # noqa: E402
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import options as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import report as R
 
 
 def spool_dir():

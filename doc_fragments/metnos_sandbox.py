@@ -11,11 +11,13 @@ class ModuleDocFragment(object):
     DOCUMENTATION = r"""
 attributes:
   check_mode:
+    description: Can run in check mode and return the changed status it predicts without modifying the host.
     support: full
   diff_mode:
+    description: Returns details on what has changed (or would change in check mode) when run with C(--diff).
     support: none
 author:
-  - metnos-sandbox-ops contributors
+  - metnos-sandbox-ops contributors (@metnos)
 """
 
     # The service unit and its manager (options.SERVICE): sandbox_probe, metnos_audit, metnos_service_env.
@@ -24,8 +26,8 @@ options:
   unit:
     description:
       - The Metnos service unit (a unit name such as C(metnos.service)).
-      - Empty in M(sandbox_probe) probes in the admin context, in M(metnos_audit) skips the service checks;
-        M(metnos_service_env) needs a unit.
+      - Empty in M(metnos.sandbox.sandbox_probe) probes in the admin context, in M(metnos.sandbox.metnos_audit)
+        skips the service checks; M(metnos.sandbox.metnos_service_env) needs a unit.
     type: str
     default: metnos.service
   scope:

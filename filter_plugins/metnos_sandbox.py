@@ -7,23 +7,17 @@ One implementation, two faces: the modules and these filters call the same code.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
-import os
 import shlex
 
-import ansible.module_utils
 from ansible.errors import AnsibleFilterError
 
-# The core's one import name on the controller too: Ansible adds ansible.cfg's module_utils only to
-# the modules it packages, so the plugin appends the checkout's directory (scripts/core_path.py).
-_UTILS = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "module_utils"))
-if _UTILS not in ansible.module_utils.__path__:
-    ansible.module_utils.__path__.append(_UTILS)
-
-from ansible.module_utils.metnos_sandbox import diagnostics as _diagnostics  # noqa: E402
-from ansible.module_utils.metnos_sandbox import manifest as _manifest  # noqa: E402
-from ansible.module_utils.metnos_sandbox import monitor_install as _monitor_install  # noqa: E402
-from ansible.module_utils.metnos_sandbox import profile as _profile  # noqa: E402
-from ansible.module_utils.metnos_sandbox import summary as _summary  # noqa: E402
+# The core, the collection's module_utils: Ansible's collection loader finds it (installed, or the
+# checkout through collections/ansible_collections/metnos/sandbox/).
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import diagnostics as _diagnostics
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import manifest as _manifest
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import monitor_install as _monitor_install
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import profile as _profile
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import summary as _summary
 
 
 def sandbox_summary(facts, sections=None):

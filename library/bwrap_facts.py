@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: bwrap_facts
 short_description: Report whether bubblewrap can sandbox Metnos executors on this host
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Answers the Metnos runtime's C(sandbox.status()) for a given PATH and environment
     (spec R-DIAG-1) and says what the runtime would do (R-FAIL-1).
@@ -48,6 +48,7 @@ options:
     aliases: [smoke_timeout]
 attributes:
   facts:
+    description: Returns an C(ansible_facts) dictionary that updates the host's facts (C(metnos_bwrap)).
     support: full
 notes:
   - Diagnostic codes are listed, with cause, detection and remediation, in C(docs/diagnostics.md).
@@ -55,22 +56,22 @@ seealso:
   - name: Metnos sandbox spec
     description: The rules (R-...) this module checks.
     link: https://github.com/metnos/metnos-sandbox-ops/blob/main/docs/diagnostics.md
-extends_documentation_fragment: [metnos_sandbox]
+extends_documentation_fragment: [metnos.sandbox.metnos_sandbox]
 """
 
 EXAMPLES = r"""
 - name: What the admin's shell sees
-  bwrap_facts:
+  metnos.sandbox.bwrap_facts:
 
 - name: What the service would see, with its PATH and environment
-  bwrap_facts:
+  metnos.sandbox.bwrap_facts:
     path: /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin
     environment:
       METNOS_SANDBOX: "1"
     smoke_user: metnos
 
 - name: Fail the play when the runtime would refuse executors
-  bwrap_facts:
+  metnos.sandbox.bwrap_facts:
   register: bw
   failed_when: not bw.status.active
 """
@@ -85,38 +86,79 @@ status:
   returned: always
   type: dict
   contains:
-    bwrap_available: {description: bwrap resolved on PATH., type: bool}
-    bwrap_path: {description: Absolute path of the resolved bwrap, or null., type: str}
-    disabled_via_env: {description: METNOS_SANDBOX is 0/off/no/false (any case)., type: bool}
-    active: {description: "Available and not disabled: executors would run sandboxed.", type: bool}
+    bwrap_available:
+      description: bwrap resolved on PATH.
+      type: bool
+    bwrap_path:
+      description: Absolute path of the resolved bwrap, or null.
+      type: str
+    disabled_via_env:
+      description: METNOS_SANDBOX is 0/off/no/false (any case).
+      type: bool
+    active:
+      description: "Available and not disabled: executors would run sandboxed."
+      type: bool
   sample: {bwrap_available: true, bwrap_path: /usr/bin/bwrap, disabled_via_env: false, active: true}
 bwrap:
   description: Facts about the resolved binary; empty when bwrap was not found.
   returned: always
   type: dict
   contains:
-    version: {description: Upstream version from C(--version) (advisory only)., type: str}
-    features: {description: Options listed by C(bwrap --help)., type: list, elements: str}
-    missing_features: {description: Options the profile needs that this bwrap lacks., type: list, elements: str}
-    package: {description: "Owning package: manager, name, full revision, and what its database says of the file
-               (verified: ok, modified, missing or unverifiable; verify_detail: the verifier's line); empty if
-               unowned.", type: dict}
-    path: {description: Resolved path., type: str}
-    realpath: {description: Path with symlinks resolved., type: str}
-    owner_uid: {description: Owner uid., type: int}
-    mode: {description: Octal permission bits., type: str}
-    setuid: {description: The setuid bit is set., type: bool}
-    ownership_problems: {description: Non-root owners or group/world-writable parents., type: list, elements: str}
+    version:
+      description: Upstream version from C(--version) (advisory only).
+      type: str
+    features:
+      description: Options listed by C(bwrap --help).
+      type: list
+      elements: str
+    missing_features:
+      description: Options the profile needs that this bwrap lacks.
+      type: list
+      elements: str
+    package:
+      description: "Owning package: manager, name, full revision, and what its database says of the file
+        (verified: ok, modified, missing or unverifiable; verify_detail: the verifier's line); empty if
+        unowned."
+      type: dict
+    path:
+      description: Resolved path.
+      type: str
+    realpath:
+      description: Path with symlinks resolved.
+      type: str
+    owner_uid:
+      description: Owner uid.
+      type: int
+    mode:
+      description: Octal permission bits.
+      type: str
+    setuid:
+      description: The setuid bit is set.
+      type: bool
+    ownership_problems:
+      description: Non-root owners or group/world-writable parents.
+      type: list
+      elements: str
 userns:
   description: Kernel knobs (null when absent on this kernel) and the smoke test outcome.
   returned: always
   type: dict
   contains:
-    max_user_namespaces: {description: user.max_user_namespaces., type: int}
-    unprivileged_userns_clone: {description: kernel.unprivileged_userns_clone (Debian/Arch patch)., type: int}
-    apparmor_restrict_unprivileged_userns: {description: Ubuntu 23.10+ AppArmor restriction., type: int}
-    selinux: {description: enforcing, permissive or disabled., type: str}
-    container: {description: Container technology detected, or null., type: str}
+    max_user_namespaces:
+      description: user.max_user_namespaces.
+      type: int
+    unprivileged_userns_clone:
+      description: kernel.unprivileged_userns_clone (Debian/Arch patch).
+      type: int
+    apparmor_restrict_unprivileged_userns:
+      description: Ubuntu 23.10+ AppArmor restriction.
+      type: int
+    selinux:
+      description: enforcing, permissive or disabled.
+      type: str
+    container:
+      description: Container technology detected, or null.
+      type: str
     smoke_test:
       description: "ran, user, uid, argv, rc, stderr, json_status, setup_failed, timed_out, passed, classification."
       type: dict
@@ -126,11 +168,22 @@ diagnostics:
   type: list
   elements: dict
   contains:
-    code: {description: Stable snake_case code., type: str}
-    severity: {description: error, warning or info., type: str}
-    rule: {description: Spec rule id., type: str}
-    message: {description: What was seen on this host., type: str}
-    remediation: {description: One command or step per item., type: list, elements: str}
+    code:
+      description: Stable snake_case code.
+      type: str
+    severity:
+      description: error, warning or info.
+      type: str
+    rule:
+      description: Spec rule id.
+      type: str
+    message:
+      description: What was seen on this host.
+      type: str
+    remediation:
+      description: One command or step per item.
+      type: list
+      elements: str
   sample:
     - code: bwrap_missing
       severity: error
@@ -151,9 +204,9 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.metnos_sandbox import facts as F
-from ansible.module_utils.metnos_sandbox import options as O
-from ansible.module_utils.metnos_sandbox import validate as V
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import facts as F
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import options as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import validate as V
 
 ARGUMENT_SPEC = O.spec(
     path={"type": "raw"},

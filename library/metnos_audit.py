@@ -8,17 +8,17 @@ DOCUMENTATION = r"""
 ---
 module: metnos_audit
 short_description: Read-only audit of one host's Metnos sandbox, in one round trip
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Everything the fleet report needs about one host, read-only - the status() quartet, bwrap
-    binary and package, kernel knobs and the smoke test (as M(bwrap_facts)), the service's
-    environment (as M(metnos_service_env) in validate mode), drift of the rendered profiles
-    against what the manifests render today, and the real probe (as M(sandbox_probe)).
+    binary and package, kernel knobs and the smoke test (as M(metnos.sandbox.bwrap_facts)), the service's
+    environment (as M(metnos.sandbox.metnos_service_env) in validate mode), drift of the rendered profiles
+    against what the manifests render today, and the real probe (as M(metnos.sandbox.sandbox_probe)).
   - Runs as an action plugin that ships the toolkit's core as one compressed payload over the
     connection (stdin where the connection pipelines, arguments or a temp file otherwise), instead
     of one packaged module per check. This file documents it and is the fallback implementation.
   - The action also keeps each host's result in Ansible's per-run temp dir on the controller, where
-    M(metnos_audit_report) with O(metnos_audit_report#module:hosts) reads it.
+    M(metnos.sandbox.metnos_audit_report) with O(metnos.sandbox.metnos_audit_report#module:hosts) reads it.
   - Never changes the host; the result is the same in check mode.
 options:
   manifests:
@@ -26,20 +26,34 @@ options:
     type: list
     elements: raw
     default: []
-  host: {description: Host-context overrides (as for sandbox_profile)., type: dict, default: {}}
+  host:
+    description: Host-context overrides (as for M(metnos.sandbox.sandbox_profile)).
+    type: dict
+    default: {}
   profile_dir:
     description: Where the rendered profiles live on the host.
     type: path
     default: /etc/metnos/sandbox/profiles
-  probe: {description: Run the real probe., type: bool, default: true}
-  timeout: {description: Seconds before the probe is killed., type: float, default: 60, aliases: [probe_timeout]}
-  smoke_user: {description: Unprivileged user for the smoke test (default nobody)., type: str}
+  probe:
+    description: Run the real probe.
+    type: bool
+    default: true
+  timeout:
+    description: Seconds before the probe is killed.
+    type: float
+    default: 60
+    aliases: [probe_timeout]
+  smoke_user:
+    description: Unprivileged user for the smoke test (default nobody).
+    type: str
   accept_bwrap_sha256:
     description: The sha256 digests of self-built bwraps the probe trusts besides the packaged one.
     type: list
     elements: str
     default: []
-  python: {description: Interpreter on the host (default ansible_python_interpreter or /usr/bin/python3)., type: path}
+  python:
+    description: Interpreter on the host (default ansible_python_interpreter or /usr/bin/python3).
+    type: path
   collect_monitor:
     description:
       - Take the continuous proof's stored result (written by the metnos_sandbox role's monitor,
@@ -56,24 +70,53 @@ options:
     description: The monitor's stored result on the host.
     type: path
     default: /var/lib/metnos-sandbox-monitor/last.json
-extends_documentation_fragment: [metnos_sandbox, metnos_sandbox.service]
+extends_documentation_fragment: [metnos.sandbox.metnos_sandbox, metnos.sandbox.metnos_sandbox.service]
 """
 
 EXAMPLES = r"""
 - name: Audit this host
-  metnos_audit:
+  metnos.sandbox.metnos_audit:
     unit: metnos.service
   register: metnos_audit_result
 """
 
 RETURN = r"""
-schema: {description: Result schema id (metnos-sandbox-audit/1)., returned: always, type: str}
-verdict: {description: pass, warn or fail., returned: always, type: str}
-bwrap_facts: {description: The bwrap_facts result., returned: always, type: dict}
-service: {description: The metnos_service_env result, or null when the unit is missing., returned: always, type: dict}
-profiles: {description: Per-manifest drift state (in_sync, drift, missing, refused)., returned: always, type: list}
-probe: {description: The sandbox_probe result, or null when not run., returned: always, type: dict}
-diagnostics: {description: All findings, errors first., returned: always, type: list, elements: dict}
+schema:
+  description: Result schema id (metnos-sandbox-audit/1).
+  returned: always
+  type: str
+verdict:
+  description: pass
+  warn or fail.: null
+  returned: always
+  type: str
+bwrap_facts:
+  description: The bwrap_facts result.
+  returned: always
+  type: dict
+service:
+  description: The metnos_service_env result
+  or null when the unit is missing.: null
+  returned: always
+  type: dict
+profiles:
+  description: Per-manifest drift state (in_sync
+  drift: null
+  missing: null
+  refused).: null
+  returned: always
+  type: list
+probe:
+  description: The sandbox_probe result
+  or null when not run.: null
+  returned: always
+  type: dict
+diagnostics:
+  description: All findings
+  errors first.: null
+  returned: always
+  type: list
+  elements: dict
 monitor:
   description:
     - The continuous proof of this host - monitored (its timer loaded and active), the timer's state, the
@@ -81,7 +124,10 @@ monitor:
       collected (this result is that proof; then also max_age and stale).
   returned: always
   type: dict
-duration: {description: Wall seconds the audit took on the host., returned: always, type: float}
+duration:
+  description: Wall seconds the audit took on the host.
+  returned: always
+  type: float
 cpu:
   description:
     - CPU seconds (user + system) the audit used on the host, commands it waited for included (a probe
@@ -92,8 +138,8 @@ cpu:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.metnos_sandbox import audit as A
-from ansible.module_utils.metnos_sandbox import options as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import audit as A
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import options as O
 
 ARGUMENT_SPEC = O.AUDIT     # the action plugin validates with the same spec
 

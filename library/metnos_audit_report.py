@@ -8,14 +8,14 @@ DOCUMENTATION = r"""
 ---
 module: metnos_audit_report
 short_description: Write the fleet audit reports (JSON, Markdown, JUnit XML, HTML) on the controller
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Runs on the controller only (action plugin); it never contacts a host.
   - Builds one report document (schema C(metnos-sandbox-audit-report/1), see docs/audit-report.md)
-    from the M(metnos_audit) results of every host, including unreachable ones, flags hosts whose
+    from the M(metnos.sandbox.metnos_audit) results of every host, including unreachable ones, flags hosts whose
     bubblewrap package differs from the fleet majority, and writes one timestamped set - C(.json),
     C(.md), C(.junit.xml), C(.html) (self-contained) - each streamed to its file.
-  - With O(hosts), the results are those M(metnos_audit) kept for each host in this run, in
+  - With O(hosts), the results are those M(metnos.sandbox.metnos_audit) kept for each host in this run, in
     Ansible's per-run temp dir on the controller (no templating of registered results - the way
     for large fleets). With O(results), the registered results are passed in.
 options:
@@ -26,22 +26,30 @@ options:
     type: list
     elements: str
   results:
-    description: "Mapping host -> registered metnos_audit result. Exactly one of O(hosts) and O(results)."
+    description: >-
+      Mapping host -> registered M(metnos.sandbox.metnos_audit) result. Exactly one of O(hosts) and
+      O(results).
     type: dict
-  dest: {description: Directory for the reports., type: path, default: reports}
-  warnings_as_failures: {description: Count hosts with warnings as failing in the gate., type: bool, default: false}
-extends_documentation_fragment: [metnos_sandbox]
+  dest:
+    description: Directory for the reports.
+    type: path
+    default: reports
+  warnings_as_failures:
+    description: Count hosts with warnings as failing in the gate.
+    type: bool
+    default: false
+extends_documentation_fragment: [metnos.sandbox.metnos_sandbox]
 """
 
 EXAMPLES = r"""
-- name: Write the reports from what metnos_audit kept in this run
-  metnos_audit_report:
+- name: Write the reports from what metnos.sandbox.metnos_audit kept in this run
+  metnos.sandbox.metnos_audit_report:
     hosts: "{{ ansible_play_hosts_all }}"
     dest: reports
   run_once: true
 
 - name: Write the reports from registered results (small fleets, or results from elsewhere)
-  metnos_audit_report:
+  metnos.sandbox.metnos_audit_report:
     results: "{{ dict(ansible_play_hosts_all
                  | zip(ansible_play_hosts_all | map('extract', hostvars, 'metnos_audit_result'))) }}"
     dest: reports
@@ -49,9 +57,18 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-paths: {description: "Written files by kind (json, md, junit.xml, html).", returned: always, type: dict}
-totals: {description: Counts per verdict and per diagnostic code., returned: always, type: dict}
-gate: {description: "{failed, failing_hosts, warnings_as_failures}: what CI should do.", returned: always, type: dict}
+paths:
+  description: Written files by kind (json, md, junit.xml, html).
+  returned: always
+  type: dict
+totals:
+  description: Counts per verdict and per diagnostic code.
+  returned: always
+  type: dict
+gate:
+  description: "{failed, failing_hosts, warnings_as_failures}: what CI should do."
+  returned: always
+  type: dict
 summary:
   description: Terminal summary lines (at most 20 failing hosts named, then where the reports are).
   returned: always
@@ -65,7 +82,7 @@ timings:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.metnos_sandbox import options as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import options as O
 
 ARGUMENT_SPEC = O.AUDIT_REPORT     # the action plugin validates with the same spec
 

@@ -32,14 +32,14 @@ options:
     description: The text of the entry point (roles/metnos_sandbox/files/metnos-sandbox-monitor.py).
     type: str
     required: true
-extends_documentation_fragment: [metnos_sandbox]
+extends_documentation_fragment: [metnos.sandbox.metnos_sandbox]
 """
 
 EXAMPLES = r"""
 - name: Install the core for the monitor
-  metnos_monitor_install:
+  metnos.sandbox.metnos_monitor_install:
     prefix: /usr/local/lib/metnos-sandbox-monitor
-    bundle: "{{ ((role_path ~ '/../../module_utils/metnos_sandbox') | metnos_monitor_release).bundle }}"
+    bundle: "{{ ((role_path ~ '/../../module_utils/metnos_sandbox') | metnos.sandbox.metnos_monitor_release).bundle }}"
     entry_point: "{{ lookup('ansible.builtin.file', 'metnos-sandbox-monitor.py', rstrip=false) }}"
 """
 
@@ -52,8 +52,8 @@ removed: {description: The other releases removed (or that would be)., returned:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.metnos_sandbox import monitor_install as MI
-from ansible.module_utils.metnos_sandbox import options as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import monitor_install as MI
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import options as O
 
 ARGUMENT_SPEC = O.spec(
     prefix={"type": "path", "required": True},

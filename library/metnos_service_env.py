@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: metnos_service_env
 short_description: Check (and optionally fix) the environment a Metnos systemd service really gets
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Reports the environment the service's processes get (C(METNOS_SANDBOX), C(PATH), the user) and
     what follows for the sandbox (spec R-DIAG-3, R-FAIL-1), not what the admin's shell sees.
@@ -83,24 +83,25 @@ options:
     default: false
 attributes:
   diff_mode:
+    description: Returns details on what has changed (or would change in check mode) when run with C(--diff).
     support: full
-extends_documentation_fragment: [metnos_sandbox, metnos_sandbox.service]
+extends_documentation_fragment: [metnos.sandbox.metnos_sandbox, metnos.sandbox.metnos_sandbox.service]
 """
 
 EXAMPLES = r"""
 - name: What does metnos.service really get?
-  metnos_service_env:
+  metnos.sandbox.metnos_service_env:
     unit: metnos.service
   register: svc
 
 - name: Fix PATH and a disabling METNOS_SANDBOX with a managed drop-in, then restart
-  metnos_service_env:
+  metnos.sandbox.metnos_service_env:
     unit: metnos.service
     state: enforce
     restart: true
 
 - name: Also relax the unit's directives that break bwrap (each one listed in the result)
-  metnos_service_env:
+  metnos.sandbox.metnos_service_env:
     unit: metnos.service
     state: enforce
     relax_restrictions: true
@@ -137,7 +138,7 @@ live_environment:
   returned: when the unit exists
   type: dict
 diagnostics:
-  description: Findings, errors first; same shape as bwrap_facts.
+  description: Findings, errors first; same shape as M(metnos.sandbox.bwrap_facts).
   returned: always
   type: list
   elements: dict
@@ -188,14 +189,14 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.metnos_sandbox import bwrap as B
-from ansible.module_utils.metnos_sandbox import diagnostics as D
-from ansible.module_utils.metnos_sandbox import envflags, files
-from ansible.module_utils.metnos_sandbox import facts as F
-from ansible.module_utils.metnos_sandbox import options as O
-from ansible.module_utils.metnos_sandbox import service_env as S
-from ansible.module_utils.metnos_sandbox import systemd_unit as U
-from ansible.module_utils.metnos_sandbox import validate as V
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import bwrap as B
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import diagnostics as D
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import envflags, files
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import facts as F
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import options as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import service_env as S
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import systemd_unit as U
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import validate as V
 
 ARGUMENT_SPEC = O.spec(
     O.SERVICE,
@@ -255,7 +256,7 @@ def _read(path):
 def enforce(module, p, result):
     """Manage the drop-in and its PATH file. Returns (changed, info, diffs, plan)."""
     directory = os.path.join(p["root"], "etc/systemd/%s/%s.d" % ("user" if p["scope"] == "user" else "system",
-                                                                   p["unit"]))
+                                                                 p["unit"]))
     if p["scope"] == "user":
         home = F.resolve_user(p["user"])["home"]
         directory = os.path.join(home, ".config/systemd/user", p["unit"] + ".d")

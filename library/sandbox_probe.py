@@ -8,10 +8,10 @@ DOCUMENTATION = r"""
 ---
 module: sandbox_probe
 short_description: Run one real sandboxed invocation in the Metnos service's context and prove its isolation
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Implements spec R-DIAG-3 ("verify a real invocation in the service's environment").
-  - Reads the service's environment (see M(metnos_service_env)); if the runtime would fail closed
+  - Reads the service's environment (see M(metnos.sandbox.metnos_service_env)); if the runtime would fail closed
     (bwrap not on the service's PATH, or C(METNOS_SANDBOX) disabling it) it reports
     C(executor_os_sandbox_unavailable) without starting bwrap.
   - Otherwise renders the profile of a manifest (by default a built-in manifest with no
@@ -76,7 +76,7 @@ options:
     description: Invocation for the manifest (arguments, turn_id, sender).
     type: dict
   host:
-    description: Host-context overrides, as for M(sandbox_profile).
+    description: Host-context overrides, as for M(metnos.sandbox.sandbox_profile).
     type: dict
     default: {}
   python:
@@ -120,17 +120,17 @@ options:
     description: At most this many seconds per experiment.
     type: float
     default: 300
-extends_documentation_fragment: [metnos_sandbox, metnos_sandbox.service]
+extends_documentation_fragment: [metnos.sandbox.metnos_sandbox, metnos.sandbox.metnos_sandbox.service]
 """
 
 EXAMPLES = r"""
 - name: Prove the strict profile in metnos.service's own context
-  sandbox_probe:
+  metnos.sandbox.sandbox_probe:
   register: probe
   failed_when: not probe.passed
 
 - name: Probe a real executor's profile
-  sandbox_probe:
+  metnos.sandbox.sandbox_probe:
     manifest: "{{ lookup('ansible.builtin.file', 'manifests/export_report.yml') }}"
 """
 
@@ -145,22 +145,43 @@ checks:
   type: list
   elements: dict
   contains:
-    name: {description: "Check name, e.g. net_namespace_private, read_only:/usr, bind_source:/usr, fresh_tmpfs:/tmp,
-             no_undeclared_mounts.", type: str}
-    rule: {description: Spec rule it proves., type: str}
-    expected: {description: What the profile promises., type: raw}
-    observed: {description: "Both witnesses (outside, inside) and, when it failed, the problems found.", type: raw}
-    ok: {description: Whether it held (false also when it could not be proven)., type: bool}
+    name:
+      description: >-
+        Check name, e.g. net_namespace_private, read_only:/usr, bind_source:/usr, fresh_tmpfs:/tmp,
+        no_undeclared_mounts.
+      type: str
+    rule:
+      description: Spec rule it proves.
+      type: str
+    expected:
+      description: What the profile promises.
+      type: raw
+    observed:
+      description: Both witnesses (outside, inside) and, when it failed, the problems found.
+      type: raw
+    ok:
+      description: Whether it held (false also when it could not be proven).
+      type: bool
 evidence:
   description: Whose processes the outside witness looked at, and who read their namespace links.
   returned: when the payload reported
   type: dict
   contains:
-    bwrap_pid: {description: The bwrap process that was started., type: int}
-    bwrap_exe: {description: "What that process executes (/proc/PID/exe), or why it could not be read.", type: str}
-    child_pid: {description: The child-pid bwrap reported (null when it reported none)., type: int}
-    payload_pid: {description: The payload process found on the host., type: int}
-    read_by: {description: "The probe itself, or the same-credential reader.", type: str}
+    bwrap_pid:
+      description: The bwrap process that was started.
+      type: int
+    bwrap_exe:
+      description: What that process executes (/proc/PID/exe), or why it could not be read.
+      type: str
+    child_pid:
+      description: The child-pid bwrap reported (null when it reported none).
+      type: int
+    payload_pid:
+      description: The payload process found on the host.
+      type: int
+    read_by:
+      description: The probe itself, or the same-credential reader.
+      type: str
     left_behind:
       description: >-
         bwrap exited but processes it left behind still held its output (a look-alike's decoy, a background
@@ -223,7 +244,7 @@ bwrap_rc:
   returned: when bwrap ran
   type: int
 diagnostics:
-  description: Findings with stable codes (same shape as bwrap_facts).
+  description: Findings with stable codes (same shape as M(metnos.sandbox.bwrap_facts)).
   returned: always
   type: list
   elements: dict
@@ -231,11 +252,11 @@ diagnostics:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.metnos_sandbox import bwrap as B
-from ansible.module_utils.metnos_sandbox import diagnostics as D
-from ansible.module_utils.metnos_sandbox import options as O
-from ansible.module_utils.metnos_sandbox import probe as PR
-from ansible.module_utils.metnos_sandbox import service_env as S
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import bwrap as B
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import diagnostics as D
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import options as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import probe as PR
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import service_env as S
 
 ARGUMENT_SPEC = O.spec(
     O.SERVICE,

@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: sandbox_profile
 short_description: Render the exact bwrap command of a Metnos executor manifest on this host
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Loads an executor manifest (inline or a file on the host), validates it against the closed
     capability grammar, and renders the bubblewrap profile the Metnos runtime builds for one
@@ -38,7 +38,9 @@ options:
     description: The concrete invocation.
     type: dict
     suboptions:
-      arguments: {description: Argument values by name (resolves C(arg:) scopes)., type: dict}
+      arguments:
+        description: Argument values by name (resolves C(arg:) scopes).
+        type: dict
       turn_id:
         description:
           - The current turn (undo folder), a string of one path component.
@@ -88,20 +90,21 @@ options:
     default: true
 attributes:
   diff_mode:
+    description: Returns details on what has changed (or would change in check mode) when run with C(--diff).
     support: full
-extends_documentation_fragment: [metnos_sandbox]
+extends_documentation_fragment: [metnos.sandbox.metnos_sandbox]
 """
 
 EXAMPLES = r"""
 - name: Render a manifest from the controller into the profile directory
-  sandbox_profile:
+  metnos.sandbox.sandbox_profile:
     manifest: "{{ lookup('ansible.builtin.file', 'examples/manifests/read_notes.yml') }}"
     invocation:
       arguments: {path: /srv/notes/today.md}
     dest: /etc/metnos/sandbox/profiles
 
 - name: Just look at the argv of a manifest on the host
-  sandbox_profile:
+  metnos.sandbox.sandbox_profile:
     manifest_file: /srv/metnos/executors/export_report/manifest.yml
   register: prof
 """
@@ -130,12 +133,22 @@ mounts:
   type: list
   elements: dict
   contains:
-    kind: {description: ro, rw, tmpfs, proc, dev or symlink., type: str}
-    src: {description: Host path (symlink target for symlink)., type: str}
+    kind:
+      description: ro
+      rw: null
+      tmpfs: null
+      proc: null
+      dev or symlink.: null
+      type: str
+    src:
+      description: Host path (symlink target for symlink).
+      type: str
     dest:
       description: Path inside the sandbox; for a bind its resolved host path, equal to src.
       type: str
-    provenance: {description: "List of {rule, source}.", type: list}
+    provenance:
+      description: List of {rule, source}.
+      type: list
     fd:
       description: The descriptor number of a bind whose source can move (see descriptors).
       type: int
@@ -156,7 +169,7 @@ network:
   returned: always
   type: dict
 diagnostics:
-  description: Refusals (errors) and skipped grants (info), same shape as bwrap_facts.
+  description: Refusals (errors) and skipped grants (info), same shape as M(metnos.sandbox.bwrap_facts).
   returned: always
   type: list
   elements: dict
@@ -171,13 +184,13 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.metnos_sandbox import bwrap as B
-from ansible.module_utils.metnos_sandbox import diagnostics as D
-from ansible.module_utils.metnos_sandbox import envflags, store
-from ansible.module_utils.metnos_sandbox import manifest as M
-from ansible.module_utils.metnos_sandbox import options as O
-from ansible.module_utils.metnos_sandbox import profile as P
-from ansible.module_utils.metnos_sandbox import validate as V
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import bwrap as B
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import diagnostics as D
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import envflags, store
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import manifest as M
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import options as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import profile as P
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import validate as V
 
 ARGUMENT_SPEC = O.spec(
     manifest={"type": "raw"},

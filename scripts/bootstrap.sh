@@ -44,7 +44,7 @@ fi
 reqs=requirements.txt
 [ $want_test = 1 ] && reqs=requirements-test.txt
 key_files="requirements.txt"
-[ $want_test = 1 ] && key_files="$key_files requirements-test.txt scripts/collections.txt"
+[ $want_test = 1 ] && key_files="$key_files requirements-test.txt requirements.yml scripts/install-collections.sh"
 # shellcheck disable=SC2086
 key=$( (echo "$py"; "$py" --version; cat $key_files) | sha256sum | cut -c1-16)
 stamp="$venv/.metnos-stamp-$key"

@@ -7,12 +7,12 @@ tests/unit/test_docs.py fails when the committed file differs from this output.
 """
 import sys
 
-import core_path  # noqa: E402  (scripts/: the core as ansible.module_utils.metnos_sandbox)
+import core_path  # noqa: E402  (scripts/: the core as ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox)
 
 core_path.use_core()
 
-from ansible.module_utils.metnos_sandbox import bwrap as B  # noqa: E402
-from ansible.module_utils.metnos_sandbox import diagnostics as D  # noqa: E402
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import bwrap as B  # noqa: E402
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import diagnostics as D  # noqa: E402
 
 
 def render():

@@ -16,13 +16,13 @@ import subprocess
 import sys
 import tempfile
 
-import core_path  # noqa: E402  (scripts/: the core as ansible.module_utils.metnos_sandbox)
+import core_path  # noqa: E402  (scripts/: the core as ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox)
 
 core_path.use_core()
 
 import yaml  # noqa: E402
 
-from ansible.module_utils.metnos_sandbox import diagnostics as D  # noqa: E402
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import diagnostics as D  # noqa: E402
 
 ROOT = core_path.ROOT
 

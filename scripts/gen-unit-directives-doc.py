@@ -12,15 +12,15 @@ import os
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-import core_path  # noqa: E402  (scripts/: the core as ansible.module_utils.metnos_sandbox)
+import core_path  # noqa: E402  (scripts/: the core as ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox)
 
 core_path.use_core()
 
-from ansible.module_utils.metnos_sandbox import blame as BL  # noqa: E402
-from ansible.module_utils.metnos_sandbox import relaxations as R  # noqa: E402
-from ansible.module_utils.metnos_sandbox import service_env as S  # noqa: E402
-from ansible.module_utils.metnos_sandbox import systemd_unit as U  # noqa: E402
-from ansible.module_utils.metnos_sandbox import unit_context as UC  # noqa: E402
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import blame as BL  # noqa: E402
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import relaxations as R  # noqa: E402
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import service_env as S  # noqa: E402
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import systemd_unit as U  # noqa: E402
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import unit_context as UC  # noqa: E402
 
 DATA = os.path.join(ROOT, "docs", "unit-directives.json")
 BLAME = os.path.join(ROOT, "docs", "unit-blame.json")

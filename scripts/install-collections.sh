@@ -1,27 +1,45 @@
 #!/usr/bin/env bash
-# Install collections from the pinned 'ansible' wheel on PyPI into .ansible/collections.
-# Galaxy is not needed (and not reachable on restricted build machines).
+# Install the test-only collections of requirements.yml into .ansible/collections without Galaxy (not
+# needed, and not reachable on restricted build machines): unpacked from the pinned 'ansible' package on
+# PyPI, whose version ships exactly the versions requirements.yml names (checked; a mismatch fails).
+#   scripts/install-collections.sh [PYTHON]     (a Python with PyYAML: the venv's)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-py="${1:-python3}"
+py="${1:-$here/.venv/bin/python}"
+[ -x "$py" ] || py=python3
+ANSIBLE_WHEEL=12.3.0   # the 'ansible' package on PyPI that carries requirements.yml's versions
 dest="$here/.ansible/collections"
-read -r version colls < <(grep -v '^#' "$here/scripts/collections.txt" | head -n1)
-all_present=1
-for c in $colls; do [ -f "$dest/ansible_collections/$c/MANIFEST.json" ] || all_present=0; done
-[ $all_present = 1 ] && exit 0
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-"$py" -m pip download -q --disable-pip-version-check --no-deps -d "$tmp" "ansible==$version"
-mkdir -p "$dest"
-for c in $colls; do
-  "$py" - "$tmp"/ansible-*.whl "$c" "$dest" <<'PY'
-import sys, zipfile
-wheel, coll, dest = sys.argv[1], sys.argv[2], sys.argv[3]
-prefix = "ansible_collections/%s/" % coll
-with zipfile.ZipFile(wheel) as z:
-    names = [n for n in z.namelist() if n.startswith(prefix)]
-    if not names:
-        sys.exit("collection %s not found in %s" % (coll, wheel))
-    z.extractall(dest, names)
-print("installed %s (%d files) from %s" % (coll, len(names), wheel.rsplit("/", 1)[-1]))
+"$py" - "$here/requirements.yml" "$dest" "$ANSIBLE_WHEEL" <<'PY'
+import glob, json, os, subprocess, sys, tempfile, zipfile
+import yaml
+reqs, dest, wheel_version = sys.argv[1], sys.argv[2], sys.argv[3]
+with open(reqs) as handle:
+    wanted = [(c["name"], str(c["version"])) for c in yaml.safe_load(handle)["collections"]]
+
+def installed(name):
+    path = os.path.join(dest, "ansible_collections", *name.split("."), "MANIFEST.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as handle:
+        return json.load(handle)["collection_info"]["version"]
+
+missing = [(n, v) for n, v in wanted if installed(n) != v]
+if not missing:
+    sys.exit(0)
+with tempfile.TemporaryDirectory() as tmp:
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps",
+                    "-d", tmp, "ansible==%s" % wheel_version], check=True)
+    wheel = glob.glob(os.path.join(tmp, "ansible-*.whl"))[0]
+    with zipfile.ZipFile(wheel) as z:
+        for name, version in missing:
+            prefix = "ansible_collections/%s/" % name.replace(".", "/")
+            names = [n for n in z.namelist() if n.startswith(prefix)]
+            if not names:
+                sys.exit("collection %s not found in %s" % (name, os.path.basename(wheel)))
+            shipped = json.loads(z.read(prefix + "MANIFEST.json"))["collection_info"]["version"]
+            if shipped != version:
+                sys.exit("requirements.yml wants %s %s; ansible %s ships %s: change one of them"
+                         % (name, version, wheel_version, shipped))
+            z.extractall(dest, names)
+            print("installed %s %s (%d files) from %s" % (name, version, len(names), os.path.basename(wheel)))
 PY
-done

@@ -16,11 +16,11 @@ import json
 import sys
 import time
 
-import core_path  # noqa: E402  (scripts/: the core as ansible.module_utils.metnos_sandbox)
+import core_path  # noqa: E402  (scripts/: the core as ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox)
 
 core_path.use_core()
 
-from ansible.module_utils.metnos_sandbox import report as R  # noqa: E402
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import report as R  # noqa: E402
 
 
 def die(message):

@@ -20,7 +20,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 export PATH="${METNOS_VENV:-$here/.venv}/bin:$PATH"
-export ANSIBLE_COLLECTIONS_PATH="$here/.ansible/collections"
+export ANSIBLE_COLLECTIONS_PATH="$here/collections:$here/.ansible/collections"
 export MOLECULE_NO_LOG=false
 # The Fedora releases under test: the newest and the one before it. ONE number to move every
 # six months (or set METNOS_FEDORA_NEWEST in the environment).

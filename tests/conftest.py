@@ -1,4 +1,5 @@
-"""Shared test fixtures: the core as ansible.module_utils.metnos_sandbox, helpers to run Ansible for real."""
+"""Shared test fixtures: the core under its one import name (the collection's: scripts/core_path.py), helpers
+to run Ansible for real."""
 import json
 import os
 import shutil
@@ -10,7 +11,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-import core_path  # noqa: E402  the core as ansible.module_utils.metnos_sandbox, its one import name
+import core_path  # noqa: E402  the core under its one import name, the collection's
 
 core_path.use_core()
 

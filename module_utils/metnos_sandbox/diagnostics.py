@@ -272,7 +272,7 @@ _CODES: List[Code] = [
        ["Check the file named in the message; validate it with: python3 -c 'import yaml,sys; "
         "yaml.safe_load(open(sys.argv[1]))' FILE"],
        messages={"no_yaml": "YAML needs PyYAML on this host; give the manifest as JSON (or render it through the "
-                             "role, which parses it on the controller)",
+                            "role, which parses it on the controller)",
                  "syntax": "not valid YAML/JSON: {problem}{at}",
                  "alias": "undefined alias *{anchor}",
                  "not_path": "manifest file: {where} is not a path",
@@ -299,10 +299,11 @@ _CODES: List[Code] = [
        "A required field is missing, a field has the wrong type, or an unknown field is present.",
        "Strict validation of every manifest field.",
        ["Fix the field named in the message; see examples/manifests/ for valid manifests."],
-       messages=dict(_REFUSED, **{"number_range": "the number {number} is out of range",
-                 "path_number_range": "{field}: the number is out of range",
-                 "path_key": "{field}: the key {key} is not a string",
-                 "not_data": "{field}: a {type} is not manifest data (mappings, lists, strings, numbers, booleans)"})),
+       messages=dict(_REFUSED, **{
+           "number_range": "the number {number} is out of range",
+           "path_number_range": "{field}: the number is out of range",
+           "path_key": "{field}: the key {key} is not a string",
+           "not_data": "{field}: a {type} is not manifest data (mappings, lists, strings, numbers, booleans)"})),
     _c("capability_unknown", ERROR, "R-CAP-FS", SANDBOX_ACTIVE,
        "Unknown capability",
        "The capability is not in the closed grammar; an unknown capability is never rendered.",
@@ -452,12 +453,12 @@ _CODES: List[Code] = [
                  "merge": "YAML merge keys ('<<') are not accepted",
                  "key_anchor": "anchors on keys are not accepted",
                  "explicit_tag": "the explicit YAML tag {tag} is not accepted (plain strings, numbers, booleans, "
-                                  "null, lists and mappings only)",
+                                 "null, lists and mappings only)",
                  "tag": "the YAML tag {tag} is not accepted (plain strings, numbers, booleans, null, lists and "
-                         "mappings only)",
+                        "mappings only)",
                  "not_number": "{number} is not a number",
                  "yaml11_number": "{number} is a YAML 1.1 number form (octal, hex, sexagesimal, digit separators) "
-                                   "that changes its value; quote it",
+                                  "that changes its value; quote it",
                  "collection_tag": "the YAML tag {tag} is not accepted",
                  "collection_key": "a mapping key must be a string, not a collection"}),
     _c("manifest_string_too_long", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
@@ -614,9 +615,9 @@ _CODES: List[Code] = [
        "The profile was rendered where the manifest's paths cannot be resolved as the target host sees "
        "them (a filter on the controller): symlinks, existence and base paths are the controller's.",
        "Rendered by a controller-side face.",
-       ["Render the final profile on the host: the sandbox_profile module (make run)."],
+       ["Render the final profile on the host: the metnos.sandbox.sandbox_profile module (make run)."],
        messages={"preview": "rendered off the target host (controller paths, symlinks and existence); the final "
-                     "profile is rendered on the host by sandbox_profile"}),
+                 "profile is rendered on the host by metnos.sandbox.sandbox_profile"}),
     _c("undo_files_invalid", ERROR, "R-FAIL-2", SANDBOX_ACTIVE,
        "The pinned undo broker's files cannot be verified",
        "The digest of the undo broker is computed from its files on disk; a listed file is missing, not a "
@@ -673,7 +674,8 @@ _CODES: List[Code] = [
        "Two witnesses per check: the kernel's view from outside (the payload's /proc/PID/ns, mountinfo, "
        "status, fd, maps and net/dev on the host, against bwrap's parent context) and the payload's own (statfs, "
        "statvfs, lstat, a real write, if_nameindex, prctl).",
-       ["Compare the rendered argv (sandbox_profile) with the one the runtime uses; re-render the profiles.",
+       ["Compare the rendered argv (metnos.sandbox.sandbox_profile) with the one the runtime uses; re-render the "
+        "profiles.",
         "If bwrap itself misbehaves, upgrade bubblewrap."],
        messages={"failed": "{said}{traced}"}),
     _c("probe_payload_root", WARNING, "R-BASE-6", PROBE,
@@ -721,7 +723,7 @@ _CODES: List[Code] = [
        ["Review the directives named in the message: each is one the probe could not reproduce.",
         "Check them by hand: systemctl show {unit} -p <directive>"],
        messages={"reasons": "{unit}: the probe's transient unit does not carry the service's whole execution "
-                        "context, so a pass proves less: {why}."}),
+                            "context, so a pass proves less: {why}."}),
     # ---- the service's own environment and unit (R-DIAG-3) ----
     _c("unit_not_found", WARNING, "R-DIAG-3", SERVICE_ENVIRONMENT,
        "The Metnos service unit does not exist",
@@ -814,7 +816,7 @@ _CODES: List[Code] = [
        ["Find and remove the origin named in the message (ExecStart= prefix, wrapper, manager environment: "
         "systemctl show-environment)", "systemctl restart {unit}"],
        messages={"value": "{unit}: the running process (PID {pid}) has {key}={value}, which disables the sandbox; the "
-                     "configuration gives {configured} ({origin_conf}). Origin: {origin}.",
+                 "configuration gives {configured} ({origin_conf}). Origin: {origin}.",
                  "path": "{unit}: bwrap does not resolve through the running process's PATH={value} (PID {pid}), so "
                          "the runtime refuses every executor; the configuration's PATH resolves {resolved}. Origin: "
                          "{origin}."}),
@@ -864,55 +866,60 @@ _CODES: List[Code] = [
         "Or simplify ExecStart= so that it does not touch METNOS_SANDBOX or PATH"],
        messages={"": "{unit}: {line} runs {how}; how it changes METNOS_SANDBOX or PATH cannot be determined "
                      "({note}). Only the live process can tell."}),
-    _restriction("unit_blocks_namespaces", "R-BASE-6",
-       "The unit forbids the namespaces bwrap needs",
-       "RestrictNamespaces= excludes user, mnt, ipc, uts or net: bwrap fails inside the service only, "
-       "with a misleading 'No permissions to create new namespace' text.",
-       "RestrictNamespaces= of the unit (systemd-analyze security scores it as good: a trade-off).",
-       "RestrictNamespaces=user mnt ipc uts net",
-       {"seen": "{unit}: RestrictNamespaces={values} forbids the {missing} namespace(s) bwrap creates: bwrap fails "
-                     "with 'No permissions to create new namespace' inside the service only."}),
-    _restriction("unit_syscall_filter_blocks_bwrap", "R-BASE-6",
-       "The unit's SystemCallFilter kills bwrap",
-       "SystemCallFilter= does not allow mount/pivot_root/umount2/unshare/clone: bwrap is killed by "
-       "SIGSYS (exit 159) with no message.",
-       "SystemCallFilter= evaluated with systemd's allow/deny semantics and syscall groups.",
-       "SystemCallFilter=mount pivot_root umount2 (the blocked ones; adds them to an allow list, "
-       "removes them from a deny list)",
-       {"killed": "{unit}: SystemCallFilter= blocks {blocked}: bwrap is killed by SIGSYS (exit 159, no message) "
-                           "inside the service.",
-                 "errno": "{unit}: SystemCallFilter= blocks {blocked}: bwrap fails with {errno} "
-                          "(SystemCallErrorNumber=), e.g. 'Failed to make / slave: Operation not permitted' inside the "
-                          "service."}),
-    _restriction("unit_address_families_block_netlink", "R-BASE-7",
-       "The unit's RestrictAddressFamilies leaves out AF_NETLINK",
-       "RestrictAddressFamilies= does not allow AF_NETLINK: bwrap --unshare-net cannot bring up loopback "
-       "('loopback: Failed to create NETLINK_ROUTE socket: Address family not supported by protocol'), so "
-       "every executor without network fails inside the service only.",
-       "RestrictAddressFamilies= evaluated with systemd's allow/deny merge rules (measured on a real unit: "
-       "docs/unit-directives.md).",
-       "RestrictAddressFamilies=AF_NETLINK (adds it to an allow list, removes it from a deny list)",
-       {"seen": "{unit}: RestrictAddressFamilies={values} leaves out {families}: bwrap cannot bring up loopback "
-                     "in the sandbox's network namespace ('loopback: Failed to create NETLINK_ROUTE socket: Address "
-                     "family not supported by protocol') for every executor without network."}),
-    _restriction("unit_proc_subset_pid", "R-BASE-2",
-       "The unit hides /proc/sys",
-       "ProcSubset=pid: bwrap reads /proc/sys/kernel/overflowuid on start and fails with "
-       "'Can't read /proc/sys/kernel/overflowuid' (measured with bubblewrap 0.8 and 0.12).",
-       "ProcSubset= of the unit.",
-       "ProcSubset=all",
-       {"seen": "{unit}: ProcSubset=pid hides /proc/sys: bwrap fails with 'Can't read "
-                     "/proc/sys/kernel/overflowuid'."}),
-    _restriction("unit_restrict_suidsgid", "R-BASE-6",
-       "RestrictSUIDSGID breaks bubblewrap 0.12",
-       "RestrictSUIDSGID=yes (or DynamicUser=yes) makes openat2() fail with ENOSYS; bubblewrap 0.12 "
-       "then fails with 'Can't mkdir parents for /tmp: Function not implemented'. Older bwrap: warning.",
-       "RestrictSUIDSGID=/DynamicUser= of the unit and the bwrap version.",
-       "RestrictSUIDSGID=no",
-       {"fails": "{unit}: {why} makes openat2() return ENOSYS; bubblewrap {version} fails ('Can't mkdir "
-                          "parents for ...: Function not implemented').",
-                 "warns": "{unit}: {why} makes openat2() return ENOSYS; bubblewrap {version} works today but 0.12+ "
-                          "fails ('Can't mkdir parents for ...: Function not implemented')."}),
+    _restriction(
+        "unit_blocks_namespaces", "R-BASE-6",
+        "The unit forbids the namespaces bwrap needs",
+        "RestrictNamespaces= excludes user, mnt, ipc, uts or net: bwrap fails inside the service only, "
+        "with a misleading 'No permissions to create new namespace' text.",
+        "RestrictNamespaces= of the unit (systemd-analyze security scores it as good: a trade-off).",
+        "RestrictNamespaces=user mnt ipc uts net",
+        {"seen": "{unit}: RestrictNamespaces={values} forbids the {missing} namespace(s) bwrap creates: bwrap fails "
+                 "with 'No permissions to create new namespace' inside the service only."}),
+    _restriction(
+        "unit_syscall_filter_blocks_bwrap", "R-BASE-6",
+        "The unit's SystemCallFilter kills bwrap",
+        "SystemCallFilter= does not allow mount/pivot_root/umount2/unshare/clone: bwrap is killed by "
+        "SIGSYS (exit 159) with no message.",
+        "SystemCallFilter= evaluated with systemd's allow/deny semantics and syscall groups.",
+        "SystemCallFilter=mount pivot_root umount2 (the blocked ones; adds them to an allow list, "
+        "removes them from a deny list)",
+        {"killed": "{unit}: SystemCallFilter= blocks {blocked}: bwrap is killed by SIGSYS (exit 159, no message) "
+                   "inside the service.",
+         "errno": "{unit}: SystemCallFilter= blocks {blocked}: bwrap fails with {errno} "
+                  "(SystemCallErrorNumber=), e.g. 'Failed to make / slave: Operation not permitted' inside the "
+                  "service."}),
+    _restriction(
+        "unit_address_families_block_netlink", "R-BASE-7",
+        "The unit's RestrictAddressFamilies leaves out AF_NETLINK",
+        "RestrictAddressFamilies= does not allow AF_NETLINK: bwrap --unshare-net cannot bring up loopback "
+        "('loopback: Failed to create NETLINK_ROUTE socket: Address family not supported by protocol'), so "
+        "every executor without network fails inside the service only.",
+        "RestrictAddressFamilies= evaluated with systemd's allow/deny merge rules (measured on a real unit: "
+        "docs/unit-directives.md).",
+        "RestrictAddressFamilies=AF_NETLINK (adds it to an allow list, removes it from a deny list)",
+        {"seen": "{unit}: RestrictAddressFamilies={values} leaves out {families}: bwrap cannot bring up loopback "
+                 "in the sandbox's network namespace ('loopback: Failed to create NETLINK_ROUTE socket: Address "
+                 "family not supported by protocol') for every executor without network."}),
+    _restriction(
+        "unit_proc_subset_pid", "R-BASE-2",
+        "The unit hides /proc/sys",
+        "ProcSubset=pid: bwrap reads /proc/sys/kernel/overflowuid on start and fails with "
+        "'Can't read /proc/sys/kernel/overflowuid' (measured with bubblewrap 0.8 and 0.12).",
+        "ProcSubset= of the unit.",
+        "ProcSubset=all",
+        {"seen": "{unit}: ProcSubset=pid hides /proc/sys: bwrap fails with 'Can't read "
+                 "/proc/sys/kernel/overflowuid'."}),
+    _restriction(
+        "unit_restrict_suidsgid", "R-BASE-6",
+        "RestrictSUIDSGID breaks bubblewrap 0.12",
+        "RestrictSUIDSGID=yes (or DynamicUser=yes) makes openat2() fail with ENOSYS; bubblewrap 0.12 "
+        "then fails with 'Can't mkdir parents for /tmp: Function not implemented'. Older bwrap: warning.",
+        "RestrictSUIDSGID=/DynamicUser= of the unit and the bwrap version.",
+        "RestrictSUIDSGID=no",
+        {"fails": "{unit}: {why} makes openat2() return ENOSYS; bubblewrap {version} fails ('Can't mkdir "
+                  "parents for ...: Function not implemented').",
+         "warns": "{unit}: {why} makes openat2() return ENOSYS; bubblewrap {version} works today but 0.12+ "
+                  "fails ('Can't mkdir parents for ...: Function not implemented')."}),
     _c("unit_no_new_privileges_setuid", WARNING, "R-BASE-6", SERVICE_ENVIRONMENT,
        "NoNewPrivileges cancels a setuid bwrap",
        "The unit sets (or implies) NoNewPrivileges and bwrap is setuid: the setuid bit is ignored, so "

@@ -140,7 +140,7 @@ def gather(path_text: str, environment: Mapping[str, str], smoke_test: bool = Tr
     found = B.which("bwrap", path_text, cwd=cwd)
     quartet = envflags.status(found, environment)
     result: Dict[str, Any] = {"status": quartet, "path": path_text,
-              "path_unsafe_entries": B.unsafe_entries(path_text)}
+                              "path_unsafe_entries": B.unsafe_entries(path_text)}
     diags.extend(envflags.diagnose(quartet, environment, path_text, where="environment given"))
 
     knobs = kernel.facts(proc=proc, sys_root=sys_root, root=root)

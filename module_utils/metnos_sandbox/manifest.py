@@ -408,7 +408,7 @@ def _yaml_load(text: str) -> Any:
     except _Refuse:
         raise
     except yaml.YAMLError as exc:
-        problem = getattr(exc, "problem", None) or str(exc).split("\n")[0]
+        problem = getattr(exc, "problem", None) or str(exc).split("\n", maxsplit=1)[0]
         mark = getattr(exc, "problem_mark", None)
         at = " (line %d, column %d)" % (mark.line + 1, mark.column + 1) if mark is not None else ""
         raise _refuse("manifest_parse_error", "(file)", "syntax",
@@ -442,7 +442,7 @@ class _Composer(object):
                     E.SequenceEndEvent: self.end, E.MappingEndEvent: self.end}
         while True:       # stream start and document end events carry nothing
             ev = loader.get_event()
-            if type(ev) is E.StreamEndEvent:
+            if isinstance(ev, E.StreamEndEvent):
                 return self.root
             handler = handlers.get(type(ev))
             if handler is not None:
@@ -976,7 +976,7 @@ def _header(data: Dict[str, Any], errors: List[Diag]) -> _Header:
         errors.append(_err("manifest_control_character", "origin", origin, "no control or format characters"))
     elif not isinstance(origin, str) or not origin or origin != origin.strip():
         errors.append(_err("manifest_invalid", "origin", origin, "required; a publisher string without "
-                                                                   "surrounding spaces"))
+                                                                 "surrounding spaces"))
     revision = data.get("revision")
     if revision is not None and not (
             (isinstance(revision, int) and not isinstance(revision, bool) and 0 <= revision < 2 ** 63)

@@ -23,7 +23,8 @@ def under(path: str, root: str) -> bool:
 
 def related(path: str, root: str) -> bool:
     """``path`` is at, below or above ``root``."""
-    return under(path, root) or under(root, path)
+    # above: root under path (the arguments swapped on purpose)
+    return under(path, root) or under(root, path)  # pylint: disable=arguments-out-of-order
 
 
 @functools.lru_cache(maxsize=4096)

@@ -222,7 +222,7 @@ def read_status(pid: Pid, proc: str = "/proc") -> t.Dict[str, t.Any]:
 def privileges(status: t.Mapping[str, t.Any]) -> t.Dict[str, t.Any]:
     """The capability sets, no_new_privs and seccomp fields of a read_status() result."""
     return dict((k, status.get(k)) for k in [f.lower() for f in CAP_FIELDS] + ["nonewprivs", "seccomp",
-                                                                                 "seccomp_filters"])
+                                                                               "seccomp_filters"])
 
 
 def read_cmdline(pid: Pid, proc: str = "/proc") -> t.Optional[bytes]:

@@ -991,7 +991,8 @@ def _mode(cap: Capability) -> str:
 def _grant_fs(r: _Render, cap: Capability) -> None:
     if cap.arg is not None:
         return _grant_arg(r, cap)
-    assert cap.target is not None
+    if cap.target is None:
+        raise AssertionError("an fs capability without a target or an arg: scope")
     mode = _mode(cap)
     root = glob_root(cap.target)
     real = r.judge_scope("capability %s" % D.excerpt(cap.text), cap.target, root, mode)
@@ -1019,7 +1020,8 @@ class _Scope(NamedTuple):
 
 def _grant_arg(r: _Render, cap: Capability) -> None:
     """R-ARG-1: resolve an arg: scope on the concrete value, only inside 'within', only if it exists."""
-    assert cap.arg is not None
+    if cap.arg is None:
+        raise AssertionError("an arg: grant without an arg: scope")
     mode = _mode(cap)
     field = "invocation.arguments.%s" % cap.arg
     within = r.manifest.arguments[cap.arg]["within"]
@@ -1179,13 +1181,15 @@ def _mount_entry(r: _Render, key: str, entry: str, rule: str, source: str) -> Op
 
 
 def _grant_provider(r: _Render, cap: Capability) -> None:
-    assert cap.target is not None
+    if cap.target is None:
+        raise AssertionError("a provider capability without a target")
     if _mount_entry(r, "integrations_dir", cap.target, "R-CAP-PROVIDER", "capability:" + cap.text) is False:
         r.skip("missing_integration", {"what": cap.text, "path": os.path.join(r.host["integrations_dir"], cap.target)})
 
 
 def _grant_mail(r: _Render, cap: Capability) -> None:
-    assert cap.target is not None
+    if cap.target is None:
+        raise AssertionError("a mail capability without a target")
     files = _mail_files(r.host, cap.target)
     explicit = cap.target in r.host["mail_accounts"]
     store = r.host["mail_credentials_dir"]
@@ -1217,7 +1221,8 @@ def _grant_undo(r: _Render) -> None:
     if not _component(turn):
         r.skip("no_turn", {"turn": D.excerpt(turn)})
         return
-    assert r.manifest.inverse is not None
+    if r.manifest.inverse is None:
+        raise AssertionError("an undo grant without the manifest's inverse model")
     if _mount_entry(r, "undo_root", turn, "R-CAP-UNDO", "manifest inverse model %s (turn %s)"
                     % (r.manifest.inverse["model"], turn)) is False:
         r.skip("missing_turn", {"path": os.path.join(r.host["undo_root"], turn)})
@@ -1891,7 +1896,7 @@ def _check_bind(opt: str, src: str, dest: str, host: HostContext, trees: _Trees,
         hits += [Labelled("the executor's own folder", o) for o in own if PA.related(path, o)]
         if hits:
             out.append("--bind %s %s is at, below or above the read-only %s %s (b)" % (src, dest, hits[0].label,
-                                                                                     hits[0].root))
+                                                                                       hits[0].root))
     return out
 
 

@@ -38,7 +38,6 @@ CHECKS = (D.SANDBOX_ACTIVE, D.BWRAP_BINARY, D.KERNEL_USERNS, D.SMOKE_TEST, D.SER
           D.PROBE)
 
 
-
 def check_of(code: str) -> str:
     """The report section of a code: the registry's (an unregistered code raises, never lands anywhere)."""
     return D.section_of(code)
@@ -570,10 +569,11 @@ def to_html(doc: Doc) -> str:
 
 RENDERERS = (("json", iter_json), ("md", iter_markdown), ("junit.xml", iter_junit), ("html", iter_html))
 
+
 def terminal_summary(doc: Doc, max_hosts: int = 20) -> List[str]:
     t = doc["totals"]
     lines = ["%d hosts: %d pass, %d warn, %d fail, %d unreachable" % (t["hosts"], t["pass"], t["warn"], t["fail"],
-                                                                       t["unreachable"])]
+                                                                      t["unreachable"])]
     monitored = sum(1 for h in doc["hosts"] if (h.get("monitor") or {}).get("monitored"))
     if monitored:
         lines.append("  %d host(s) monitored by the continuous proof" % monitored)

@@ -288,7 +288,7 @@ def which_as(name: str, path_text: Optional[str], user: Mapping[str, Any], cwd: 
     """Resolve ``name`` through ``path_text`` with ``user``'s permissions (search and execute bits)."""
     for candidate, st in B.path_candidates(name, path_text, cwd):
         if _searchable(os.path.dirname(candidate), user) and _can(st, user, stat.S_IXUSR, stat.S_IXGRP,
-                                                                   stat.S_IXOTH):
+                                                                  stat.S_IXOTH):
             return candidate
     return None
 
@@ -551,7 +551,8 @@ def _live_diagnostics(ev: Evaluation, v: _View) -> List[Diag]:
     if live_disabled and not conf_disabled:
         diags.append(D.make("service_env_live_disables", unit=unit, pid=live["pid"], key=envflags.ENV_VAR,
                             wording="value", fill={"value": repr(value), "configured": repr(configured),
-                                  "origin_conf": v.prov.get(envflags.ENV_VAR, "unset"), "origin": origin}))
+                                                   "origin_conf": v.prov.get(envflags.ENV_VAR, "unset"),
+                                                   "origin": origin}))
     if resolved and not live_resolved:
         diags.append(D.make("service_env_live_disables", unit=unit, pid=live["pid"], key="PATH",
                             wording="path", fill={"value": repr(env.get("PATH")), "resolved": resolved,
@@ -567,7 +568,7 @@ def _live_diagnostics(ev: Evaluation, v: _View) -> List[Diag]:
                 key == "PATH" and d["code"] == "service_env_live_misroutes") for d in diags):
             diags.append(D.make("service_env_live_differs", unit=unit,
                                 wording="differs", fill={"key": key, "value": repr(env.get(key)),
-                                      "configured": repr(predicted.get(key))}))
+                                                         "configured": repr(predicted.get(key))}))
     return diags
 
 
@@ -606,7 +607,7 @@ def _rejected_diagnostics(ev: Evaluation, v: _View) -> List[Diag]:
         if envflags.ENV_VAR in rejected.get("line", rejected["text"]):
             diags.append(D.make("sandbox_env_rejected_by_systemd", unit=unit,
                                 wording="ignored", fill={"text": repr(rejected["text"]), "reason": rejected["reason"],
-                                      "effective": repr(v.predicted.get(envflags.ENV_VAR))},
+                                                         "effective": repr(v.predicted.get(envflags.ENV_VAR))},
                                 where=rejected["where"]))
     return diags
 
@@ -723,7 +724,7 @@ def heal_path(path_text: str, user: Mapping[str, Any], package_of: Optional[Call
     someone other than root can write to (where a bwrap could be planted). Other entries keep their
     order. Returns (new PATH, [changes], problem or None)."""
     package_of = package_of or B.package_facts
-    entries = [e for e in B.split_path(path_text)]
+    entries = list(B.split_path(path_text))
     good = None
     for index, entry in enumerate(entries):
         if entry.startswith("/") and _bwrap_ok(os.path.join(entry, "bwrap"), user, package_of):
@@ -770,7 +771,7 @@ def enforce_plan(unit: str, state: Mapping[str, Any], env: Mapping[str, str], pr
     """
     plan: Dict[str, Any] = {"healed": [], "relaxed": [], "not_healed": [], "not_relaxed": []}
     path = _plan_environment(plan, env, prov, user, sandbox_path, env_file_path, package_of)
-    lines = ["# Managed by metnos-sandbox-ops (metnos_service_env state=enforce). Local edits are",
+    lines = ["# Managed by metnos-sandbox-ops (metnos.sandbox.metnos_service_env state=enforce). Local edits are",
              "# replaced; a backup of the previous file is kept beside it.", "[Service]",
              "# PATH for the sandbox: bwrap resolves to the package-owned binary.",
              "EnvironmentFile=%s" % env_file_path,
@@ -803,7 +804,7 @@ def _plan_environment(plan: Dict[str, Any], env: Mapping[str, str], prov: Mappin
     if value is not None:
         plan["healed"].append({"what": "%s=%r" % (envflags.ENV_VAR, value), "source": prov.get(envflags.ENV_VAR),
                                "disabling": disabled, "action": "UnsetEnvironment=%s (applies after every source)"
-                                                                 % envflags.ENV_VAR})
+                               % envflags.ENV_VAR})
     return path
 
 

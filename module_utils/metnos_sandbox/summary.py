@@ -39,7 +39,8 @@ def host_summary(facts: Optional[Mapping[str, Any]] = None,
         pkg = bw.get("package") or {}
         lines.append("runtime status() as the admin's shell sees it (a view, not the service's and not a proof): "
                      "active=%s bwrap_available=%s bwrap_path=%s disabled_via_env=%s" % (
-            st.get("active"), st.get("bwrap_available"), st.get("bwrap_path"), st.get("disabled_via_env")))
+                         st.get("active"), st.get("bwrap_available"), st.get("bwrap_path"),
+                         st.get("disabled_via_env")))
         if bw:
             lines.append("bwrap: %s (package %s %s, mode %s%s)" % (
                 bw.get("version") or "?", pkg.get("name", "none"), pkg.get("revision") or "",
@@ -133,7 +134,7 @@ def enforce_lines(res: Optional[Mapping[str, Any]]) -> List[str]:
         lines.append("healed %s (from %s): %s" % (item.get("what"), item.get("source"), item.get("action")))
     for item in (res or {}).get("relaxed") or []:
         lines.append("relaxed %s for bwrap (%s): wrote %s" % (item.get("directive"), item.get("code"),
-                                                             item.get("line")))
+                                                              item.get("line")))
     for item in (res or {}).get("not_healed") or []:
         lines.append("NOT healed %s (%s): %s" % (item.get("what"), item.get("source") or "-", item.get("reason")))
     for item in (res or {}).get("not_relaxed") or []:
@@ -159,6 +160,6 @@ def probe_section(res: Optional[Mapping[str, Any]]) -> Section:
     st = res.get("status") or {}
     if st:
         detail += "; %s (a view, not a proof): active=%s" % (res.get("status_view") or "runtime status()",
-                                                           st.get("active"))
+                                                             st.get("active"))
     return {"name": "probe (real wrapped invocation)", "verdict": "pass" if res.get("passed") else "fail",
             "detail": detail, "diagnostics": [d for d in res.get("diagnostics") or [] if d.get("severity") != D.INFO]}

@@ -105,7 +105,7 @@ DENY.update(_deny(PROBE, (
     "LogRateLimitIntervalSec", "LogRateLimitBurst", "LogFilterPatterns", "LogNamespace",
 )))
 DENY.update(_deny(SIDE_EFFECT, ("PAMName",), carry_note="a PAM session's modules may write login records and "
-                                                         "set limits or environment; the probe opens none"))
+                                                        "set limits or environment; the probe opens none"))
 DENY.update(_deny(SIDE_EFFECT, (
     "RuntimeDirectory", "StateDirectory", "CacheDirectory", "LogsDirectory", "ConfigurationDirectory",
 ), carry_note="the transient unit would create/chown (and for RuntimeDirectory= remove on stop) the "

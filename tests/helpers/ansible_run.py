@@ -10,10 +10,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def ansible_env(**extra):
-    """os.environ plus this checkout's ansible.cfg and no colours or deprecation noise; ``extra`` wins."""
+    """os.environ plus this checkout's ansible.cfg, its collections (the checkout as metnos.sandbox, then the
+    test-only ones) and no colours or deprecation noise; ``extra`` wins."""
     env = dict(os.environ)
     env.update({
         "ANSIBLE_CONFIG": os.path.join(ROOT, "ansible.cfg"),
+        "ANSIBLE_COLLECTIONS_PATH": os.pathsep.join([os.path.join(ROOT, "collections"),
+                                                     os.path.join(ROOT, ".ansible", "collections")]),
         "ANSIBLE_FORCE_COLOR": "0",
         "ANSIBLE_NOCOLOR": "1",
         "ANSIBLE_DEPRECATION_WARNINGS": "0",

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from ansible.module_utils.metnos_sandbox.diagnostics import codes
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.diagnostics import codes
 from conftest import ROOT, run_module
 
 SECCOMP = [shutil.which("python3", path="/usr/bin") or "/usr/bin/python3",
@@ -19,7 +19,7 @@ SECCOMP = [shutil.which("python3", path="/usr/bin") or "/usr/bin/python3",
 
 @pytest.mark.rule("R-DIAG-1")
 def test_bwrap_present_is_active(bwrap_path):
-    res = run_module("bwrap_facts", {})
+    res = run_module("metnos.sandbox.bwrap_facts", {})
     assert res["status"] == {"bwrap_available": True, "bwrap_path": bwrap_path,
                              "disabled_via_env": False, "active": True}
     assert res["userns"]["smoke_test"]["passed"] is True
@@ -32,7 +32,7 @@ def test_bwrap_present_is_active(bwrap_path):
 
 @pytest.mark.rule("R-FAIL-1", "R-FAIL-3", "R-SEC-6")
 def test_path_without_bwrap_fails_closed():
-    res = run_module("bwrap_facts", {"path": "/nonexistent"})
+    res = run_module("metnos.sandbox.bwrap_facts", {"path": "/nonexistent"})
     assert res["status"]["active"] is False
     assert res["status"]["bwrap_available"] is False
     assert {"bwrap_missing", "executor_os_sandbox_unavailable"} <= set(codes(res["diagnostics"]))
@@ -42,13 +42,13 @@ def test_path_without_bwrap_fails_closed():
 @pytest.mark.rule("R-FAIL-1", "R-FAIL-3")
 @pytest.mark.parametrize("value", ["Off", "0", "FALSE", "no"])
 def test_metnos_sandbox_disables(value):
-    res = run_module("bwrap_facts", {"environment": {"METNOS_SANDBOX": value}, "smoke_test": False})
+    res = run_module("metnos.sandbox.bwrap_facts", {"environment": {"METNOS_SANDBOX": value}, "smoke_test": False})
     assert res["status"]["disabled_via_env"] is True and res["status"]["active"] is False
     assert {"sandbox_disabled_via_env", "executor_os_sandbox_unavailable"} <= set(codes(res["diagnostics"]))
 
 
 def test_surprising_value_is_a_separate_warning():
-    res = run_module("bwrap_facts", {"environment": {"METNOS_SANDBOX": " OFF"}, "smoke_test": False})
+    res = run_module("metnos.sandbox.bwrap_facts", {"environment": {"METNOS_SANDBOX": " OFF"}, "smoke_test": False})
     assert res["status"]["disabled_via_env"] is False and res["status"]["active"] is True
     assert "sandbox_env_value_ambiguous" in codes(res["diagnostics"])
     assert "sandbox_disabled_via_env" not in codes(res["diagnostics"])
@@ -58,7 +58,7 @@ def test_userns_enospc_in_child_namespace_with_zero_limit():
     """F2 for real: user.max_user_namespaces=0 inside a child user namespace."""
     prefix = ["unshare", "-Ur", "sh", "-c",
               'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"', "sh"]
-    res = run_module("bwrap_facts", {"smoke_user": "root"}, prefix=prefix)
+    res = run_module("metnos.sandbox.bwrap_facts", {"smoke_user": "root"}, prefix=prefix)
     assert res["userns"]["max_user_namespaces"] == 0
     assert "userns_max_namespaces_zero" in codes(res["diagnostics"])
     assert "bwrap_smoke_failed" in codes(res["diagnostics"])
@@ -72,7 +72,7 @@ def test_userns_enospc_in_child_namespace_with_zero_limit():
                                               ("ENOSPC", "userns_enospc")])
 def test_userns_refused_by_seccomp(errno_name, cause):
     """As on a host/container/unit that forbids user namespaces; run as the unprivileged default user."""
-    res = run_module("bwrap_facts", {}, prefix=SECCOMP + [errno_name, "--"])
+    res = run_module("metnos.sandbox.bwrap_facts", {}, prefix=SECCOMP + [errno_name, "--"])
     assert res["verdict"] == "fail"
     smoke = res["userns"]["smoke_test"]
     assert smoke["user"] == "nobody" and smoke["setup_failed"]
@@ -85,17 +85,17 @@ def test_userns_refused_by_seccomp(errno_name, cause):
 
 
 def test_bad_options_fail_cleanly():
-    res = run_module("bwrap_facts", {"path": 5})
+    res = run_module("metnos.sandbox.bwrap_facts", {"path": 5})
     assert res["failed"] and "path must be a string" in res["msg"]
     assert "Traceback" not in str(res)
-    res = run_module("bwrap_facts", {"smoke_user": "no-such-user-x"})
+    res = run_module("metnos.sandbox.bwrap_facts", {"smoke_user": "no-such-user-x"})
     assert res["failed"] and "no-such-user-x" in res["msg"] and "does not exist" in res["msg"]
-    res = run_module("bwrap_facts", {"environment": {"METNOS_SANDBOX": 0}})
+    res = run_module("metnos.sandbox.bwrap_facts", {"environment": {"METNOS_SANDBOX": 0}})
     assert res["failed"] and "METNOS_SANDBOX" in res["msg"] and "string" in res["msg"]
-    res = run_module("bwrap_facts", {"smoke_tset": True})
+    res = run_module("metnos.sandbox.bwrap_facts", {"smoke_tset": True})
     assert res["failed"] and "smoke_tset" in res["msg"]
 
 
 def test_check_mode_same_result():
-    res = run_module("bwrap_facts", {"smoke_test": False}, check=True)
+    res = run_module("metnos.sandbox.bwrap_facts", {"smoke_test": False}, check=True)
     assert res["changed"] is False and res["status"]["active"] is True

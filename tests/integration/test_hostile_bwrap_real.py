@@ -25,10 +25,10 @@ import uuid
 import pytest
 import yaml
 
-from ansible.module_utils.metnos_sandbox import descriptors as DS
-from ansible.module_utils.metnos_sandbox import mountmodel as MM
-from ansible.module_utils.metnos_sandbox import paths as PA
-from ansible.module_utils.metnos_sandbox import profile as P
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import descriptors as DS
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import mountmodel as MM
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import paths as PA
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import profile as P
 from conftest import ROOT, ansible_env, ansible_tool
 from corpus import hostile_bwrap as H
 from helpers import pseudo_mounts as PM
@@ -317,7 +317,7 @@ PLAY = """
   gather_facts: false
   tasks:
     - name: a lone surrogate (an undecodable byte) in an argument value
-      sandbox_profile:
+      metnos.sandbox.sandbox_profile:
         manifest: {name: ex, origin: t, capabilities: ["fs:read:arg:p"], arguments: {p: {within: ["%(root)s/data/**"]}}}
         invocation: {arguments: {p: "{{ 'Yf9i' | b64decode }}"}}
         host: %(host)s
@@ -325,7 +325,7 @@ PLAY = """
         fail_on_refusal: false
       register: by_value
     - name: a link whose target is not valid UTF-8
-      sandbox_profile:
+      metnos.sandbox.sandbox_profile:
         manifest: {name: ex, origin: t, capabilities: ["fs:read:%(root)s/data/badlink"]}
         host: %(host)s
         discover_python_roots: false

@@ -21,8 +21,8 @@ import sys
 
 import pytest
 
-from ansible.module_utils.metnos_sandbox import manifest as M
-from ansible.module_utils.metnos_sandbox import profile as P
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import manifest as M
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import profile as P
 from conftest import run_playbook
 from corpus import hostile_tree
 
@@ -35,9 +35,9 @@ PLAY = """
   gather_facts: false
   tasks:
     - name: Render every entry ({{ corpus_items | length }} on this alias)
-      sandbox_profile:
+      metnos.sandbox.sandbox_profile:
         manifest_file: "{{ item.path if item.via == 'file' else omit }}"
-        manifest: "{{ (item.path | metnos_manifest_source) if item.via == 'filter' else omit }}"
+        manifest: "{{ (item.path | metnos.sandbox.metnos_manifest_source) if item.via == 'filter' else omit }}"
         host: "{{ item.host }}"
         invocation: "{{ item.invocation if item.invocation else omit }}"
         discover_python_roots: false
@@ -57,10 +57,10 @@ PLAY = """
   gather_facts: false
   tasks:
     - name: Audit ({{ audit_groups | length }} host contexts)
-      metnos_audit:
+      metnos.sandbox.metnos_audit:
         unit: ""
         probe: false
-        manifests: "{{ item.paths | map('metnos_manifest_source') | list }}"
+        manifests: "{{ item.paths | map('metnos.sandbox.metnos_manifest_source') | list }}"
         host: "{{ item.host }}"
         profile_dir: "{{ out_dir }}/profiles"
       loop: "{{ audit_groups }}"

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from ansible.module_utils.metnos_sandbox import monitor as M
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import monitor as M
 from conftest import run_module
 
 
@@ -26,7 +26,7 @@ def stored(tmp_path_factory, bwrap_path):
 
 
 def audit(**args):
-    return run_module("metnos_audit", dict({"unit": ""}, **args))
+    return run_module("metnos.sandbox.metnos_audit", dict({"unit": ""}, **args))
 
 
 def test_a_fresh_proof_is_collected_instead_of_proving_again(stored):

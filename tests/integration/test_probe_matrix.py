@@ -95,18 +95,18 @@ def test_module_without_unit_trusts_only_the_packaged_bwrap(bench):
     from conftest import run_module
     copy = bench.bwrap_copy
     path = os.environ.get("PATH", "/usr/bin:/bin")
-    res = run_module("sandbox_probe", {"unit": ""}, env={"PATH": os.path.dirname(copy) + ":" + path})
+    res = run_module("metnos.sandbox.sandbox_probe", {"unit": ""}, env={"PATH": os.path.dirname(copy) + ":" + path})
     codes = sorted(d["code"] for d in res["diagnostics"])
     assert res["passed"] is False and res["status"]["bwrap_path"] == copy, res
     assert codes == ["probe_bwrap_unpackaged", "probe_check_failed"], codes        # + bwrap_exe_verified
     assert [c["name"] for c in res["checks"] if not c["ok"]] == ["bwrap_exe_verified"]
     assert res["bwrap_trust"]["bwrap"]["state"] == "unpackaged"
-    res = run_module("sandbox_probe", {"unit": "", "accept_bwrap_sha256": [PM.sha256(copy).upper()]},
+    res = run_module("metnos.sandbox.sandbox_probe", {"unit": "", "accept_bwrap_sha256": [PM.sha256(copy).upper()]},
                      env={"PATH": os.path.dirname(copy) + ":" + path})
     assert res["passed"] is True and [d["code"] for d in res["diagnostics"]] == ["probe_bwrap_accepted"], res
-    res = run_module("sandbox_probe", {"unit": "", "accept_bwrap_sha256": ["not-a-digest"]}, check=False)
+    res = run_module("metnos.sandbox.sandbox_probe", {"unit": "", "accept_bwrap_sha256": ["not-a-digest"]}, check=False)
     assert res.get("failed") and res.get("code") == "invalid_option", res
-    res = run_module("sandbox_probe", {"unit": ""}, env={"PATH": os.path.dirname(bench.fakes["exec"]) + ":" + path})
+    res = run_module("metnos.sandbox.sandbox_probe", {"unit": ""}, env={"PATH": os.path.dirname(bench.fakes["exec"]) + ":" + path})
     codes = sorted(d["code"] for d in res["diagnostics"])
     assert res["passed"] is False and codes == ["probe_bwrap_unpackaged", "probe_not_isolated"], codes
     assert res["evidence"]["child_pid"] is None and res["observed_uid"] == bench.nobody.pw_uid
@@ -116,7 +116,7 @@ def test_module_as_root_passes_but_warns_that_root_is_not_contained():
     """Run as uid 0, bwrap keeps root's capabilities in the sandbox's user namespace (measured: the
     payload remounts /usr read-write and writes the host's /usr): the checks pass, with a warning."""
     from conftest import run_module
-    res = run_module("sandbox_probe", {"unit": "", "probe_user": "root"})
+    res = run_module("metnos.sandbox.sandbox_probe", {"unit": "", "probe_user": "root"})
     assert res["passed"] is True, res["diagnostics"]
     assert [d["code"] for d in res["diagnostics"]] == ["probe_payload_root"]
     caps = [c for c in res["checks"] if c["name"] == "no_capabilities"][0]

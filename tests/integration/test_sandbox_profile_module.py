@@ -14,7 +14,7 @@ HOST = {"python_executable": "/usr/bin/python3"}
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[os.path.basename(p) for p in EXAMPLES])
 def test_renders_every_example(path, tmp_path):
-    res = run_module("sandbox_profile", {"manifest_file": path, "host": HOST, "dest": str(tmp_path),
+    res = run_module("metnos.sandbox.sandbox_profile", {"manifest_file": path, "host": HOST, "dest": str(tmp_path),
                                          "invocation": {"sender": "alice", "turn_id": "t1"},
                                          "fail_on_refusal": False})
     assert not res["failed"], res
@@ -26,7 +26,7 @@ def test_renders_every_example(path, tmp_path):
     name = res["executor"]
     with open(tmp_path / (name + ".args")) as handle:
         assert handle.read().splitlines() == res["argv"]
-    again = run_module("sandbox_profile", {"manifest_file": path, "host": HOST, "dest": str(tmp_path),
+    again = run_module("metnos.sandbox.sandbox_profile", {"manifest_file": path, "host": HOST, "dest": str(tmp_path),
                                            "invocation": {"sender": "alice", "turn_id": "t1"}})
     assert again["changed"] is False
 
@@ -37,7 +37,7 @@ def test_undo_exception_pinned_runs_direct(tmp_path):
     alone), so the test plants the broker's files and pins the digest of those bytes."""
     import yaml
 
-    from ansible.module_utils.metnos_sandbox import profile as P
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import profile as P
     broker = tmp_path / "executors" / "undo_last_turn"
     broker.mkdir(parents=True)
     (broker / "main.py").write_text("import restore\n")
@@ -49,10 +49,10 @@ def test_undo_exception_pinned_runs_direct(tmp_path):
     pinned = {"name": "undo_last_turn", "origin": "metnos/core", "owner": "metnos", "revision": 12,
               "capability": "system:undo", "files": ["main.py", "restore.py"], "digest": digest}
     host = dict(HOST, undo_exception=pinned, executors_dir=str(tmp_path / "executors"))
-    res = run_module("sandbox_profile", {"manifest": manifest, "host": host, "path": "/nonexistent"})
+    res = run_module("metnos.sandbox.sandbox_profile", {"manifest": manifest, "host": host, "path": "/nonexistent"})
     assert res["decision"] == "direct" and "bwrap" not in res["argv"][0]
     (broker / "restore.py").write_text("def undo():\n    import os; os.system('id')\n")   # same manifest, new bytes
-    res = run_module("sandbox_profile", {"manifest": manifest, "host": host, "path": "/nonexistent"})
+    res = run_module("metnos.sandbox.sandbox_profile", {"manifest": manifest, "host": host, "path": "/nonexistent"})
     assert res["failed"] and res["refusal"] == "undo_exception_mismatch" and "computed from" in res["msg"]
 
 
@@ -61,16 +61,16 @@ def test_check_diff_shows_mount_changes_and_writes_nothing(tmp_path):
     data.mkdir()
     dest = tmp_path / "profiles"
     base = {"name": "editor", "origin": "tests", "capabilities": ["fs:read:%s/**" % data]}
-    first = run_module("sandbox_profile", {"manifest": base, "host": HOST, "dest": str(dest)})
+    first = run_module("metnos.sandbox.sandbox_profile", {"manifest": base, "host": HOST, "dest": str(dest)})
     assert first["changed"] and (dest / "editor.args").exists()
     before = (dest / "editor.args").read_text()
     mtime = (dest / "editor.args").stat().st_mtime_ns
     edited = dict(base, capabilities=["fs:write:%s/**" % data, "net:http"])
     host = dict(HOST, writable_roots=[str(data)])         # the admin allows writes there
-    res = run_module("sandbox_profile", {"manifest": edited, "host": host, "dest": str(dest)}, check=True)
+    res = run_module("metnos.sandbox.sandbox_profile", {"manifest": edited, "host": host, "dest": str(dest)}, check=True)
     assert res["changed"] is True
     # What a reviewer sees with --check --diff (the callback prints the diff as a unified diff):
-    shown = subprocess.run([ansible_tool("ansible"), "localhost", "-m", "sandbox_profile", "--check", "--diff", "-a",
+    shown = subprocess.run([ansible_tool("ansible"), "localhost", "-m", "metnos.sandbox.sandbox_profile", "--check", "--diff", "-a",
                             json.dumps({"manifest": edited, "host": host, "dest": str(dest)})],
                            capture_output=True, text=True, cwd=ROOT, env=ansible_env()).stdout
     assert "-%s\n" % "--unshare-net" in shown
@@ -84,7 +84,8 @@ def test_check_diff_shows_mount_changes_and_writes_nothing(tmp_path):
 
 def test_check_mode_new_dest_creates_nothing(tmp_path):
     dest = tmp_path / "new"
-    res = run_module("sandbox_profile", {"manifest": {"name": "x", "origin": "o"}, "host": HOST, "dest": str(dest)},
+    res = run_module("metnos.sandbox.sandbox_profile",
+                     {"manifest": {"name": "x", "origin": "o"}, "host": HOST, "dest": str(dest)},
                      check=True)
     assert res["changed"] is True and not dest.exists()
 
@@ -98,7 +99,7 @@ def test_check_mode_new_dest_creates_nothing(tmp_path):
 ])
 def test_hostile_manifests_refused_with_distinct_codes(manifest, code, tmp_path):
     args = {"manifest": manifest, "host": HOST, "invocation": {"arguments": {"p": "../../etc"}}}
-    res = run_module("sandbox_profile", args)
+    res = run_module("metnos.sandbox.sandbox_profile", args)
     if code is None:   # non-ASCII but valid UTF-8 text is fine: no crash either way
         assert "Traceback" not in str(res)
         return
@@ -112,7 +113,7 @@ def test_symlink_out_of_scope_refused(tmp_path):
     (scope / "escape").symlink_to("/etc")
     m = {"name": "h5", "origin": "o", "capabilities": ["fs:read:arg:p"],
          "arguments": {"p": {"within": [str(scope) + "/**"]}}}
-    res = run_module("sandbox_profile", {"manifest": m, "host": HOST,
+    res = run_module("metnos.sandbox.sandbox_profile", {"manifest": m, "host": HOST,
                                          "invocation": {"arguments": {"p": "escape/passwd"}}})
     assert res["failed"] and res["refusal"] == "arg_symlink_escapes"
 
@@ -120,20 +121,21 @@ def test_symlink_out_of_scope_refused(tmp_path):
 def test_non_utf8_manifest_file_refused(tmp_path):
     bad = tmp_path / "bad.yml"
     bad.write_bytes(b"name: x\norigin: \xff\xfe\n")
-    res = run_module("sandbox_profile", {"manifest_file": str(bad), "host": HOST})
+    res = run_module("metnos.sandbox.sandbox_profile", {"manifest_file": str(bad), "host": HOST})
     assert res["failed"] and res["refusal"] == "manifest_not_utf8" and "Traceback" not in str(res)
 
 
 def test_fail_closed_without_bwrap(tmp_path):
-    res = run_module("sandbox_profile", {"manifest": {"name": "x", "origin": "o"}, "host": HOST,
+    res = run_module("metnos.sandbox.sandbox_profile", {"manifest": {"name": "x", "origin": "o"}, "host": HOST,
                                          "path": "/nonexistent", "dest": str(tmp_path)})
     assert res["failed"] and res["refusal"] == "executor_os_sandbox_unavailable"
     assert os.listdir(tmp_path) == []
-    res = run_module("sandbox_profile", {"manifest": {"name": "x", "origin": "o"}, "host": HOST,
+    res = run_module("metnos.sandbox.sandbox_profile", {"manifest": {"name": "x", "origin": "o"}, "host": HOST,
                                          "environment": {"METNOS_SANDBOX": "off"}})
     assert res["refusal"] == "executor_os_sandbox_unavailable"
 
 
 def test_bad_host_context_option():
-    res = run_module("sandbox_profile", {"manifest": {"name": "x", "origin": "o"}, "host": {"runtime_dri": "/x"}})
+    res = run_module("metnos.sandbox.sandbox_profile", {"manifest": {"name": "x", "origin": "o"},
+                                                        "host": {"runtime_dri": "/x"}})
     assert res["failed"] and "runtime_dri" in res["msg"] and "Traceback" not in str(res)

@@ -29,7 +29,7 @@ def stored():
     with open(base + "/executors/ex/main.py", "w") as handle:
         handle.write(MAIN % base)
     host = host_dict(base, writable_roots=[base + "/data"], python_executable="/usr/bin/python3")
-    res = run_module("sandbox_profile", {"manifest": {"name": "ex", "origin": "t",
+    res = run_module("metnos.sandbox.sandbox_profile", {"manifest": {"name": "ex", "origin": "t",
                                                       "capabilities": ["fs:write:%s/data/w" % base]},
                                          "host": host, "dest": base + "/profiles", "discover_python_roots": False})
     assert res["decision"] == "wrapped" and res["descriptors"], res.get("diagnostics")

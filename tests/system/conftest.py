@@ -107,9 +107,8 @@ def bwrap_image(base=IMAGE):
 
 
 def ansible_env(**extra):
-    """Ansible's environment for these hosts: podman's settings and the pinned collections."""
-    return AR.ansible_env(CONTAINERS_CONF=PODMAN_ENV["CONTAINERS_CONF"],
-                          ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".ansible", "collections"), **extra)
+    """Ansible's environment for these hosts: podman's settings (the collections: helpers/ansible_run)."""
+    return AR.ansible_env(CONTAINERS_CONF=PODMAN_ENV["CONTAINERS_CONF"], **extra)
 
 
 def start_host(prefix="metnos-sys", extra=(), image=None):

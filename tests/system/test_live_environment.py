@@ -9,7 +9,7 @@ Debian 12 host without CAP_SYS_ADMIN and CAP_SYS_PTRACE, where root cannot read 
 """
 import pytest
 
-from ansible.module_utils.metnos_sandbox.diagnostics import codes
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.diagnostics import codes
 
 LIVE_SH = "[Service]\nUser=metnos\nExecStart=/bin/sh -c 'if true; then export METNOS_SANDBOX=0; fi; " \
           "exec /bin/sleep infinity'\n"
@@ -39,7 +39,7 @@ def live(host):
 
 
 def test_read_as_the_process_own_uid_when_root_is_refused(live):
-    res = live.module("metnos_service_env", {"unit": "metnos-lplain.service"})
+    res = live.module("metnos.sandbox.metnos_service_env", {"unit": "metnos-lplain.service"})
     uid = live.sh("id -u metnos").stdout.strip()
     assert res["live_read"]["read_as"].startswith("uid %s (the process's own; root was refused" % uid), res
     assert res["live_environment"]["PATH"] and res["verdict"] == "pass"
@@ -47,21 +47,21 @@ def test_read_as_the_process_own_uid_when_root_is_refused(live):
 
 
 def test_live_disabling_value_is_an_error_with_its_origin(live):
-    res = live.module("metnos_service_env", {"unit": "metnos-lsh.service"})
+    res = live.module("metnos.sandbox.metnos_service_env", {"unit": "metnos-lsh.service"})
     assert {"service_env_live_disables", "service_execstart_env_unknown"} <= set(codes(res["diagnostics"])), \
         res["diagnostics"]
     diag = [d for d in res["diagnostics"] if d["code"] == "service_env_live_disables"][0]
     assert diag["severity"] == "error" and "METNOS_SANDBOX='0'" in diag["message"]
     assert "start command line" in diag["message"]                  # the origin
     assert res["status"]["active"] is False and res["status"]["disabled_via_env"] is True
-    probe = live.module("sandbox_probe", {"unit": "metnos-lsh.service"})
+    probe = live.module("metnos.sandbox.sandbox_probe", {"unit": "metnos-lsh.service"})
     assert probe["passed"] is False and probe["context"].startswith("not started")
     assert probe["status"]["active"] is False and "live process" in probe["status_view"]
     assert probe["failed"] is False and "msg" not in probe                # a verdict, not a module failure
 
 
 def test_unreadable_live_environment_is_reported_with_the_reason(live):
-    res = live.module("metnos_service_env", {"unit": "metnos-lhidden.service"})
+    res = live.module("metnos.sandbox.metnos_service_env", {"unit": "metnos-lhidden.service"})
     assert "service_env_live_unreadable" in codes(res["diagnostics"]), res["diagnostics"]
     diag = [d for d in res["diagnostics"] if d["code"] == "service_env_live_unreadable"][0]
     assert "Permission denied" in diag["message"] and "as the process's own uid" in diag["message"]
@@ -70,10 +70,10 @@ def test_unreadable_live_environment_is_reported_with_the_reason(live):
 
 
 def test_live_path_that_misroutes_bwrap_is_an_error(live):
-    res = live.module("metnos_service_env", {"unit": "metnos-lmis.service"})
+    res = live.module("metnos.sandbox.metnos_service_env", {"unit": "metnos-lmis.service"})
     diag = [d for d in res["diagnostics"] if d["code"] == "service_env_live_misroutes"]
     assert diag and diag[0]["severity"] == "error", res["diagnostics"]
     assert "/opt/lmis/bin/bwrap (owned by no package)" in diag[0]["message"] and "/usr/bin/bwrap" in diag[0]["message"]
     assert res["status"]["bwrap_path"] == "/opt/lmis/bin/bwrap"         # the live view, not the configuration's
-    probe = live.module("sandbox_probe", {"unit": "metnos-lmis.service"})
+    probe = live.module("metnos.sandbox.sandbox_probe", {"unit": "metnos-lmis.service"})
     assert probe["passed"] is False                                       # the look-alike does not sandbox

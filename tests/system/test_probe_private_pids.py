@@ -45,7 +45,7 @@ def _pid_check(res):
 
 
 def test_private_pids_unit_passes_against_its_own_pid_namespace(pids_host):
-    res = pids_host.module("sandbox_probe", {"unit": "metnos-ppids.service"})
+    res = pids_host.module("metnos.sandbox.sandbox_probe", {"unit": "metnos-ppids.service"})
     assert res["passed"] is True, [c for c in res["checks"] if not c["ok"]] or res["diagnostics"]
     host_pidns = pids_host.sh("readlink /proc/1/ns/pid").stdout.strip()
     observed = _pid_check(res)["observed"]
@@ -55,7 +55,7 @@ def test_private_pids_unit_passes_against_its_own_pid_namespace(pids_host):
 
 def test_private_pids_unit_with_a_pid_namespace_made_by_bwrap_fails(pids_host):
     """The mutation: the unit's bwrap (a wrapper adding --unshare-pid) makes a PID namespace."""
-    res = pids_host.module("sandbox_probe", {"unit": "metnos-ppidsw.service"})
+    res = pids_host.module("metnos.sandbox.sandbox_probe", {"unit": "metnos-ppidsw.service"})
     assert res["passed"] is False
     bad = [c["name"] for c in res["checks"] if not c["ok"]]
     assert bad == ["no_pid_namespace"], res["diagnostics"]

@@ -2,7 +2,7 @@
 context (transient unit with the unit's restrictions); each blocked case gets its own code."""
 import pytest
 
-from ansible.module_utils.metnos_sandbox.diagnostics import codes
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.diagnostics import codes
 
 SLEEP = "ExecStart=/bin/sleep infinity\n"
 
@@ -31,7 +31,7 @@ def transient_left(host):
 
 
 def test_strict_profile_passes_in_service_context(svc):
-    res = svc.module("sandbox_probe", {"unit": "metnos-pclean.service"})
+    res = svc.module("metnos.sandbox.sandbox_probe", {"unit": "metnos-pclean.service"})
     assert res["passed"] is True, [c for c in res["checks"] if not c["ok"]] or res["diagnostics"]
     assert res["context"].startswith("systemd transient unit") and "metnos" in res["context"]
     assert res["observed_uid"] == int(svc.sh("id -u metnos").stdout)
@@ -55,7 +55,7 @@ def test_descriptor_binds_are_opened_inside_the_transient_unit(systemd_host):
     svc.sh("mkdir -p /var/lib/metnos/data/notes /var/lib/metnos/data/w && chown -R metnos /var/lib/metnos/data")
     manifest = {"name": "ex", "origin": "t", "capabilities": ["fs:read:/var/lib/metnos/data/notes",
                                                              "fs:write:/var/lib/metnos/data/w"]}
-    res = svc.module("sandbox_probe", {"unit": "metnos-pdesc.service", "manifest": manifest})
+    res = svc.module("metnos.sandbox.sandbox_probe", {"unit": "metnos-pdesc.service", "manifest": manifest})
     assert "--ro-bind-fd" in res["profile"]["argv"] and "--bind-fd" in res["profile"]["argv"], res["profile"]
     assert res["passed"] is True, [c for c in res["checks"] if not c["ok"]] or res["diagnostics"]
     assert res["context"].startswith("systemd transient unit")
@@ -65,9 +65,9 @@ def test_descriptor_binds_are_opened_inside_the_transient_unit(systemd_host):
 
 
 def test_restrict_namespaces_fails_with_directive_named(svc):
-    admin = svc.module("bwrap_facts", {"smoke_user": "metnos"})
+    admin = svc.module("metnos.sandbox.bwrap_facts", {"smoke_user": "metnos"})
     assert admin["userns"]["smoke_test"]["passed"] is True          # fine from the admin shell...
-    res = svc.module("sandbox_probe", {"unit": "metnos-pns.service"})
+    res = svc.module("metnos.sandbox.sandbox_probe", {"unit": "metnos-pns.service"})
     assert res["passed"] is False                                    # ...but not in the service
     assert "probe_setup_failed" in codes(res["diagnostics"]) and "unit_blocks_namespaces" in codes(res["diagnostics"])
     assert res["classification"]["cause"] == "userns_eperm"
@@ -75,7 +75,7 @@ def test_restrict_namespaces_fails_with_directive_named(svc):
 
 
 def test_syscall_filter_kill_is_attributed(svc):
-    res = svc.module("sandbox_probe", {"unit": "metnos-pscf.service"})
+    res = svc.module("metnos.sandbox.sandbox_probe", {"unit": "metnos-pscf.service"})
     assert res["passed"] is False
     assert "probe_setup_failed" in codes(res["diagnostics"])
     assert "unit_syscall_filter_blocks_bwrap" in codes(res["diagnostics"])
@@ -85,14 +85,14 @@ def test_syscall_filter_kill_is_attributed(svc):
 @pytest.mark.parametrize("unit,code", [("metnos-poff.service", "sandbox_disabled_via_env"),
                                        ("metnos-pnopath.service", "service_path_missing_bwrap")])
 def test_fail_closed_without_starting_bwrap(svc, unit, code):
-    res = svc.module("sandbox_probe", {"unit": unit})
+    res = svc.module("metnos.sandbox.sandbox_probe", {"unit": unit})
     assert res["passed"] is False and res["context"].startswith("not started")
     assert code in codes(res["diagnostics"]) and "executor_os_sandbox_unavailable" in codes(res["diagnostics"])
     assert res["checks"] == [] and "argv" not in res
 
 
 def test_hanging_payload_killed_and_cleaned_up(svc):
-    res = svc.module("sandbox_probe", {"unit": "metnos-pclean.service", "python": "/usr/local/lib/hang-python",
+    res = svc.module("metnos.sandbox.sandbox_probe", {"unit": "metnos-pclean.service", "python": "/usr/local/lib/hang-python",
                                        "timeout": 3})
     # the fake interpreter's background sleep is a process beside the payload: found, reported, killed
     assert res["passed"] is False and set(codes(res["diagnostics"])) == {"probe_timeout", "probe_process_unaccounted"}
@@ -103,14 +103,14 @@ def test_hanging_payload_killed_and_cleaned_up(svc):
 def test_unpackaged_bwrap_of_the_service_fails_the_probe(svc):
     """Only the packaged bwrap is trusted (issue 20): a copy of the real one on the service's PATH isolates, but
     the probe fails - the binary is no package's, and the process that started is not a verified bwrap."""
-    res = svc.module("sandbox_probe", {"unit": "metnos-pcopy.service"})
+    res = svc.module("metnos.sandbox.sandbox_probe", {"unit": "metnos-pcopy.service"})
     assert res["passed"] is False, res["diagnostics"]
     assert sorted(codes(res["diagnostics"])) == ["probe_bwrap_unpackaged", "probe_check_failed"], res["diagnostics"]
     assert [c["name"] for c in res["checks"] if not c["ok"]] == ["bwrap_exe_verified"]
 
 
 def test_look_alike_on_the_service_path_runs_without_isolation(svc):
-    res = svc.module("sandbox_probe", {"unit": "metnos-plook.service"})
+    res = svc.module("metnos.sandbox.sandbox_probe", {"unit": "metnos-plook.service"})
     assert res["passed"] is False and res["setup_failed"] is False
     assert "probe_not_isolated" in codes(res["diagnostics"]) and "probe_bwrap_unpackaged" in codes(res["diagnostics"])
     assert "probe_setup_failed" not in codes(res["diagnostics"])
@@ -138,7 +138,7 @@ def test_a_units_own_mounts_are_the_reference_for_bind_sources(mnt_host):
     """PrivateDevices/InaccessiblePaths mount things in the unit's namespace (its own /dev nodes, a
     node over /etc/shadow) that the sandbox's /dev and /etc then show: they are judged against the
     unit's process as read before it ran bwrap, not against the admin's mount table."""
-    res = mnt_host.module("sandbox_probe", {"unit": "metnos-pmnt.service"})
+    res = mnt_host.module("metnos.sandbox.sandbox_probe", {"unit": "metnos-pmnt.service"})
     assert res["passed"] is True, [c for c in res["checks"] if not c["ok"]] or res["diagnostics"]
     names = [c["name"] for c in res["checks"]]
     assert "bind_source:/etc" in names and "no_undeclared_mounts" in names

@@ -3,7 +3,7 @@ unit, none from a clean one; the offline parser proven equal to systemd on a cor
 mode with check/diff, idempotence and backups."""
 import pytest
 
-from ansible.module_utils.metnos_sandbox.diagnostics import codes
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.diagnostics import codes
 from corpus.systemd_units import CORPUS
 
 CLEAN = "[Service]\nUser=metnos\nExecStart=/bin/sleep infinity\n"
@@ -46,7 +46,7 @@ def units(host):
 
 
 def test_clean_unit_has_no_finding(units):
-    res = units.module("metnos_service_env", {"unit": "metnos-clean.service"})
+    res = units.module("metnos.sandbox.metnos_service_env", {"unit": "metnos-clean.service"})
     assert res["mode"] == "systemd"
     assert res["verdict"] == "pass", res["diagnostics"]
     assert res["status"]["active"] is True and res["user"]["name"] == "metnos"
@@ -56,14 +56,14 @@ def test_clean_unit_has_no_finding(units):
 def test_each_code_from_a_real_unit(units, name):
     expected = CASES[name][2]
     for mode in ("systemd", "disk"):
-        res = units.module("metnos_service_env", {"unit": "metnos-%s.service" % name, "mode": mode})
+        res = units.module("metnos.sandbox.metnos_service_env", {"unit": "metnos-%s.service" % name, "mode": mode})
         assert expected in codes(res["diagnostics"]), (mode, res["diagnostics"])
 
 
 def test_unit_not_found(units):
-    res = units.module("metnos_service_env", {"unit": "ghost.service"})
+    res = units.module("metnos.sandbox.metnos_service_env", {"unit": "ghost.service"})
     assert codes(res["diagnostics"]) == ["unit_not_found"] and not res["failed"]
-    res = units.module("metnos_service_env", {"unit": "ghost.service", "strict": True})
+    res = units.module("metnos.sandbox.metnos_service_env", {"unit": "ghost.service", "strict": True})
     assert res["failed"] and res["code"] == "unit_not_found"
 
 
@@ -71,7 +71,7 @@ def test_needs_daemon_reload(units):
     install(units, "reload", CLEAN)
     units.sh("systemctl daemon-reload && systemctl start metnos-reload.service")   # loaded, so it stays loaded
     install(units, "reload", CLEAN.replace("[Service]", "[Service]\nEnvironment=X=1"))
-    res = units.module("metnos_service_env", {"unit": "metnos-reload.service"})
+    res = units.module("metnos.sandbox.metnos_service_env", {"unit": "metnos-reload.service"})
     assert "unit_needs_daemon_reload" in codes(res["diagnostics"])
     units.sh("systemctl daemon-reload && systemctl stop metnos-reload.service")
 
@@ -80,14 +80,14 @@ def test_live_environment_differs_until_restart(units):
     units.write("/etc/metnos/live.env", "METNOS_SANDBOX=1\n")
     install(units, "live", "[Service]\nEnvironmentFile=/etc/metnos/live.env\nExecStart=/bin/sleep infinity\n")
     units.sh("systemctl daemon-reload && systemctl start metnos-live.service")
-    res = units.module("metnos_service_env", {"unit": "metnos-live.service"})
+    res = units.module("metnos.sandbox.metnos_service_env", {"unit": "metnos-live.service"})
     assert "service_env_live_differs" not in codes(res["diagnostics"])
     units.write("/etc/metnos/live.env", "METNOS_SANDBOX=off\n")
-    res = units.module("metnos_service_env", {"unit": "metnos-live.service"})
+    res = units.module("metnos.sandbox.metnos_service_env", {"unit": "metnos-live.service"})
     assert "service_env_live_differs" in codes(res["diagnostics"])
     assert "sandbox_disabled_via_env" in codes(res["diagnostics"])
     units.sh("systemctl restart metnos-live.service")
-    res = units.module("metnos_service_env", {"unit": "metnos-live.service"})
+    res = units.module("metnos.sandbox.metnos_service_env", {"unit": "metnos-live.service"})
     assert "service_env_live_differs" not in codes(res["diagnostics"])
     units.sh("systemctl stop metnos-live.service")
 
@@ -96,7 +96,7 @@ def test_setuid_bwrap_with_no_new_privileges(units):
     install(units, "nnp", "[Service]\nUser=metnos\nNoNewPrivileges=yes\nExecStart=/bin/sleep infinity\n")
     units.sh("systemctl daemon-reload && chmod 4755 /usr/bin/bwrap")
     try:
-        res = units.module("metnos_service_env", {"unit": "metnos-nnp.service"})
+        res = units.module("metnos.sandbox.metnos_service_env", {"unit": "metnos-nnp.service"})
     finally:
         units.sh("chmod 0755 /usr/bin/bwrap")
     assert "unit_no_new_privileges_setuid" in codes(res["diagnostics"])
@@ -118,7 +118,7 @@ def test_offline_parser_equals_systemd(units, name):
     raw = units.sh("cat /proc/%s/environ" % pid).stdout
     real = dict(item.split("=", 1) for item in raw.split("\0") if "=" in item)
     units.sh("systemctl stop metnos-%s.service" % name)
-    ours = units.module("metnos_service_env", {"unit": "metnos-%s.service" % name, "mode": "disk",
+    ours = units.module("metnos.sandbox.metnos_service_env", {"unit": "metnos-%s.service" % name, "mode": "disk",
                                                "return_environment": True})["full_environment"]
     real = dict((k, v) for k, v in real.items() if k not in SYSTEMD_ADDS)
     ours = dict((k, v) for k, v in ours.items() if k not in SYSTEMD_ADDS)
@@ -133,18 +133,18 @@ def test_enforce_check_diff_then_fix_idempotent_with_backup(units):
     units.sh("systemctl daemon-reload")
     dropin = "/etc/systemd/system/metnos-enf.service.d/zz-metnos-sandbox.conf"
     args = {"unit": "metnos-enf.service", "state": "enforce"}
-    res = units.module("metnos_service_env", args, check=True, diff=True)
+    res = units.module("metnos.sandbox.metnos_service_env", args, check=True, diff=True)
     assert res["changed"] is True
     assert units.sh("test -e %s" % dropin, check=False).returncode != 0       # check mode wrote nothing
-    res = units.module("metnos_service_env", args)
+    res = units.module("metnos.sandbox.metnos_service_env", args)
     assert res["changed"] is True and res["verdict"] == "pass", res["diagnostics"]
     assert res["environment"]["METNOS_SANDBOX"] is None
     show = units.sh("systemctl show -p NeedDaemonReload -p EnvironmentFiles metnos-enf.service").stdout
     assert "NeedDaemonReload=no" in show and "zz-metnos-sandbox.env (ignore_errors=no)" in show     # reloaded
     assert res["environment"]["PATH"] == "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin"
-    assert units.module("metnos_service_env", args)["changed"] is False       # idempotent
+    assert units.module("metnos.sandbox.metnos_service_env", args)["changed"] is False       # idempotent
     units.sh("echo '# local edit' >> %s" % dropin)
-    res = units.module("metnos_service_env", args)
+    res = units.module("metnos.sandbox.metnos_service_env", args)
     assert res["changed"] is True and res["dropin"]["backup"]
     assert "# local edit" in units.sh("cat %s" % res["dropin"]["backup"]).stdout   # nothing lost
     vendor = units.sh("cat /etc/systemd/system/metnos-enf.service").stdout
@@ -153,6 +153,6 @@ def test_enforce_check_diff_then_fix_idempotent_with_backup(units):
 
 def test_shadowing_bwrap_is_a_mismatch_too(units):
     """The 'unsafe' unit resolves the planted /srv/evil/bwrap: not the package-owned binary."""
-    res = units.module("metnos_service_env", {"unit": "metnos-unsafe.service"})
+    res = units.module("metnos.sandbox.metnos_service_env", {"unit": "metnos-unsafe.service"})
     assert res["bwrap_resolved"] == "/srv/evil/bwrap"
     assert {"service_path_unsafe", "service_bwrap_mismatch"} <= set(codes(res["diagnostics"]))

@@ -164,7 +164,7 @@ def test_big_unit_runs_with_every_directive_applied(big):
 
 
 def test_probe_unit_equals_the_service_on_every_copied_property(big):
-    from ansible.module_utils.metnos_sandbox import unit_context as UC
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import unit_context as UC
     out = json.loads(big.sh("python3 /opt/metnos-trial/ctxcheck.py metnos-big.service metnos-probe-ctxtest",
                             timeout=180).stdout)
     ctx = out["ctx"]

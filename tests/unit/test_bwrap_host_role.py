@@ -66,8 +66,8 @@ class Run(object):
         extra = tmp_path / "extra.json"
         self.results_file = tmp_path / "results.json"
         extra.write_text(json.dumps({"cases": cases, "fakebin": fakebin, "results_file": str(self.results_file)}))
-        env = ansible_env(ANSIBLE_ACTION_PLUGINS="%s/action_plugins:%s/action_plugins" % (ROOT, FIX),
-                          ANSIBLE_ROLES_PATH=":".join([os.path.join(ROOT, "roles")] + list(extra_roles)))
+        env = ansible_env(ANSIBLE_ACTION_PLUGINS="%s/action_plugins" % FIX,
+                          ANSIBLE_ROLES_PATH=":".join(extra_roles))   # the role itself: metnos.sandbox.bwrap_host
         argv = [ansible_tool("ansible-playbook"), os.path.join(FIX, "cases.yml"), "-i", "localhost,",
                 "-e", "@%s" % extra] + (["--check"] if check else [])
         self.proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

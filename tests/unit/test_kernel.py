@@ -7,8 +7,8 @@ real-kernel path is exercised by the integration tests.
 """
 import os
 
-from ansible.module_utils.metnos_sandbox import kernel as K
-from ansible.module_utils.metnos_sandbox.diagnostics import codes
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import kernel as K
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.diagnostics import codes
 
 
 def plant(tmp_path, files):

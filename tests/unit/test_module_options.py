@@ -10,7 +10,7 @@ import pytest
 import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible.module_utils.metnos_sandbox import options as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import options as O
 from conftest import ROOT
 from helpers import faces
 
@@ -36,7 +36,7 @@ def documented(name):
     doc = yaml.safe_load(_constants(os.path.join(ROOT, "library", name + ".py"))["DOCUMENTATION"])
     options = {}
     for slug in doc.get("extends_documentation_fragment") or []:
-        fragment, _dot, var = slug.partition(".")
+        fragment, _dot, var = slug[len("metnos.sandbox."):].partition(".")   # this collection's fragments
         texts = _constants(os.path.join(ROOT, "doc_fragments", fragment + ".py"), "ModuleDocFragment")
         options.update(yaml.safe_load(texts[(var or "documentation").upper()]).get("options") or {})
     options.update(doc.get("options") or {})

@@ -10,7 +10,7 @@ import zlib
 
 import pytest
 
-from ansible.module_utils.metnos_sandbox import monitor_install as MI
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import monitor_install as MI
 from helpers import faces
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -46,7 +46,7 @@ def test_service_dropin_present_in_enforce_mode(host):
 
 
 def test_probe_verdict_passes(host):
-    res = host.ansible("sandbox_probe", "unit=metnos.service", check=False)
+    res = host.ansible("metnos.sandbox.sandbox_probe", "unit=metnos.service", check=False)
     assert res["passed"] is True, [c for c in res["checks"] if not c["ok"]] or res["diagnostics"]
     assert res["context"].startswith("systemd transient unit")
 
