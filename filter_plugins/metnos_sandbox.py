@@ -7,6 +7,7 @@ One implementation, two faces: the modules and these filters call the same code.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import os
 import shlex
 
 from ansible.errors import AnsibleFilterError
@@ -55,10 +56,13 @@ def sandbox_enforce_lines(result):
     return _summary.enforce_lines(result if isinstance(result, dict) else None)
 
 
-def metnos_monitor_release(directory):
+def metnos_monitor_release(directory=""):
     """The core's directory on the controller -> {version, digest, files, bundle}: the release the role installs
     for the monitor (metnos_monitor_install unpacks the bundle into a folder named after version; the monitor
-    checks its sources against that name on the host)."""
+    checks its sources against that name on the host). An empty string: the core this filter itself runs on,
+    wherever the collection is installed."""
+    if directory == "":
+        directory = os.path.dirname(os.path.abspath(_monitor_install.__file__))
     if not isinstance(directory, str) or not os.path.isdir(directory):
         raise AnsibleFilterError("metnos_monitor_release: expected the core's directory, got %s"
                                  % _diagnostics.excerpt(directory))

@@ -86,34 +86,27 @@ schema:
   returned: always
   type: str
 verdict:
-  description: pass
-  warn or fail.: null
+  description: pass, warn or fail.
   returned: always
   type: str
 bwrap_facts:
-  description: The bwrap_facts result.
+  description: The M(metnos.sandbox.bwrap_facts) result.
   returned: always
   type: dict
 service:
-  description: The metnos_service_env result
-  or null when the unit is missing.: null
+  description: The M(metnos.sandbox.metnos_service_env) result, or null when the unit is missing.
   returned: always
   type: dict
 profiles:
-  description: Per-manifest drift state (in_sync
-  drift: null
-  missing: null
-  refused).: null
+  description: Per-manifest drift state (in_sync, drift, missing, refused).
   returned: always
   type: list
 probe:
-  description: The sandbox_probe result
-  or null when not run.: null
+  description: The M(metnos.sandbox.sandbox_probe) result, or null when not run.
   returned: always
   type: dict
 diagnostics:
-  description: All findings
-  errors first.: null
+  description: All findings, errors first.
   returned: always
   type: list
   elements: dict

@@ -8,9 +8,9 @@ DOCUMENTATION = r"""
 ---
 module: metnos_monitor_install
 short_description: Install the release of the toolkit's core that the continuous proof runs
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
-  - Unpacks a release bundle (the filter C(metnos_monitor_release) packs the core of this checkout)
+  - Unpacks a release bundle (the filter P(metnos.sandbox.metnos_monitor_release#filter) packs the core)
     into C(<prefix>/<version>/) - the core in C(metnos_sandbox/), the entry point next to it - root's
     alone (folders and the entry point 0755, sources 0644), and removes every other release in O(prefix).
   - The bundle's sources must be the release it names (C(<toolkit version>+<digest of the sources>)),
@@ -25,7 +25,7 @@ options:
     type: path
     required: true
   bundle:
-    description: The release, as C(metnos_monitor_release) returns it in C(bundle).
+    description: The release, as P(metnos.sandbox.metnos_monitor_release#filter) returns it in C(bundle).
     type: str
     required: true
   entry_point:
@@ -39,15 +39,28 @@ EXAMPLES = r"""
 - name: Install the core for the monitor
   metnos.sandbox.metnos_monitor_install:
     prefix: /usr/local/lib/metnos-sandbox-monitor
-    bundle: "{{ ((role_path ~ '/../../module_utils/metnos_sandbox') | metnos.sandbox.metnos_monitor_release).bundle }}"
+    bundle: "{{ ('' | metnos.sandbox.metnos_monitor_release).bundle }}"
     entry_point: "{{ lookup('ansible.builtin.file', 'metnos-sandbox-monitor.py', rstrip=false) }}"
 """
 
 RETURN = r"""
-folder: {description: The release's folder., returned: always, type: str}
-version: {description: The release (the folder's name)., returned: always, type: str}
-installed: {description: Whether the release was (or in check mode would be) written., returned: always, type: bool}
-removed: {description: The other releases removed (or that would be)., returned: always, type: list, elements: str}
+folder:
+  description: The release's folder.
+  returned: always
+  type: str
+version:
+  description: The release (the folder's name).
+  returned: always
+  type: str
+installed:
+  description: Whether the release was (or in check mode would be) written.
+  returned: always
+  type: bool
+removed:
+  description: The other releases removed (or that would be).
+  returned: always
+  type: list
+  elements: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -71,7 +84,7 @@ def main():
         module.fail_json(msg="metnos_monitor_install: %s" % exc, code="invalid_option")
     except OSError as exc:
         module.fail_json(msg="metnos_monitor_install: %s: %s" % (getattr(exc, "filename", None) or p["prefix"],
-                                                                  exc.strerror or exc), code="monitor_install_failed")
+                                                                 exc.strerror or exc), code="monitor_install_failed")
     module.exit_json(**result)
 
 

@@ -134,11 +134,7 @@ mounts:
   elements: dict
   contains:
     kind:
-      description: ro
-      rw: null
-      tmpfs: null
-      proc: null
-      dev or symlink.: null
+      description: ro, rw, tmpfs, proc, dev or symlink.
       type: str
     src:
       description: Host path (symlink target for symlink).

@@ -388,8 +388,8 @@ def findings(result: t.Mapping[str, t.Any], unit: str, static: t.Sequence[t.Mapp
     that finding, confirmed ("blamed" and "found by experiment"): the report lists it once."""
     out: t.List[D.Diagnostic] = []
     how = "%d probe runs%s in %ss" % (result.get("runs", 0), (" and %d of the runtime's interpreter" %
-                                                            result["interpreter_runs"]) if result.get(
-                                                                "interpreter_runs") else "", result.get("seconds"))
+                                                              result["interpreter_runs"]) if result.get(
+        "interpreter_runs") else "", result.get("seconds"))
     for culprit in result.get("culprits") or []:
         out.append(_culprit_finding(culprit, unit, how, static))
     relaxation = result.get("relaxation") or {}

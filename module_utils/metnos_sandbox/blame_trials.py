@@ -97,15 +97,15 @@ class SystemdTrials(object):
         argv += ["-p", "TimeoutStopSec=%d" % PR.STOP_TIMEOUT] + command
         start = time.time()
         try:
-            proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,  # pylint: disable=ansible-bad-function
                                   timeout=self.timeout + 15, check=False,
                                   env={"SYSTEMD_COLORS": "0", "LC_ALL": "C", "PATH": "/usr/bin:/bin"})
             out, err = proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
         except (OSError, subprocess.SubprocessError) as exc:
             out, err = "", str(exc)
-            subprocess.run(["systemctl", "stop", unit + ".service"], stdout=subprocess.DEVNULL,
+            subprocess.run(["systemctl", "stop", unit + ".service"], stdout=subprocess.DEVNULL,  # pylint: disable=ansible-bad-function
                            stderr=subprocess.DEVNULL, check=False)
-        subprocess.run(["systemctl", "reset-failed", unit + ".service"], stdout=subprocess.DEVNULL,
+        subprocess.run(["systemctl", "reset-failed", unit + ".service"], stdout=subprocess.DEVNULL,  # pylint: disable=ansible-bad-function
                        stderr=subprocess.DEVNULL, check=False)
         report = dict((key, line.split(":", 1)[1].strip()) for line in err.splitlines()
                       for key in ("Main processes terminated with", "Finished with result") if line.startswith(key))

@@ -61,7 +61,7 @@ def bounded_runner(seconds: float) -> Runner:
         full_env = dict(os.environ, **C_ENV)
         full_env.update(env or {})
         try:
-            proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,  # pylint: disable=ansible-bad-function
                                     stderr=subprocess.PIPE, env=full_env, start_new_session=True)
         except OSError as exc:
             return 127, "", str(exc)

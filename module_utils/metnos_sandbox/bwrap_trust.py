@@ -246,5 +246,5 @@ def diagnostics(trust: t.Optional[Json]) -> t.List[Json]:
 def view(trust: Json) -> Json:
     """The trust of a run as a result shows it: for the bwrap and the packaged one, what was verified and how."""
     return dict((k, dict((f, (trust[k] or {}).get(f)) for f in ("path", "realpath", "sha256", "package", "state",
-                                                               "detail")) if trust.get(k) else None)
+                                                                "detail")) if trust.get(k) else None)
                 for k in ("bwrap", "packaged"))

@@ -1096,56 +1096,62 @@ _CODES.extend([
                  "interpreter": "{unit}: the runtime's interpreter ({python}) is killed by SIG{signal} in the "
                                 "service's context as it starts bwrap (shown by experiment): the unit's settings "
                                 "kill it before bwrap runs, so bwrap's own failure there says nothing about bwrap."}),
-    _restriction("unit_ambient_capabilities", "R-BASE-6",
-       "The unit gives the service capabilities, and bwrap refuses to run with them",
-       "AmbientCapabilities= puts capabilities into the permitted set of the service's processes (a non-root "
-       "User=); a bwrap that is not setuid refuses to start holding any ('Unexpected capabilities but not "
-       "setuid, old file caps config?'), so every executor fails inside the service only.",
-       _FOUND_BY_EXPERIMENT + " bwrap's text 'Unexpected capabilities but not setuid'.",
-       "AmbientCapabilities= (an empty assignment clears the ambient set; or have the runtime clear its ambient "
-       "capabilities before it executes bwrap)",
-       {}),
-    _restriction("unit_resource_limit_blocks_bwrap", "R-BASE-6",
-       "A resource limit of the unit stops bwrap",
-       "A Limit*= of the unit is too small for bwrap: LimitNPROC= counts every process of the service's user on "
-       "the host (its own included), so bwrap cannot create its sandbox process ('Creating new namespace "
-       "failed: Resource temporarily unavailable'), or systemd cannot even execute the command (EAGAIN at "
-       "execve: 203/EXEC).",
-       _FOUND_BY_EXPERIMENT + " Values are tried in powers of two, and one more process for the runtime, which "
-       "forks bwrap where the probe's launcher executes it.",
-       "LimitNPROC=<the value the probe passed with>",
-       {}),
-    _restriction("unit_read_only_proc", "R-BASE-6",
-       "The unit makes /proc read-only",
-       "ReadOnlyPaths=/ (or another read-only mount of /proc) makes /proc read-only in the service: bwrap cannot "
-       "write its user namespace's uid map ('setting up uid map: Read-only file system').",
-       _FOUND_BY_EXPERIMENT + " bwrap's text 'setting up uid map: Read-only file system'.",
-       "ReadWritePaths=/proc (ReadOnlyPaths= minus /proc)",
-       {}),
-    _restriction("unit_noexec_bwrap", "R-FAIL-1",
-       "The unit does not let the service execute bwrap",
-       "NoExecPaths= covers bwrap (e.g. NoExecPaths=/) and ExecPaths= does not name it: the runtime cannot "
-       "execute bwrap ('Permission denied'; systemd's 203/EXEC when it is the unit's own command).",
-       _FOUND_BY_EXPERIMENT + " The probe's launcher (/bin/sh) stands for the service's own process and is "
-       "given an ExecPaths= of its own; bwrap and the payload's interpreter are not.",
-       "ExecPaths=/usr/bin/bwrap",
-       {}),
-    _restriction("unit_syscall_filter_kills_interpreter", "R-DIAG-3",
-       "The unit's SystemCallFilter kills the runtime's own interpreter",
-       "SystemCallFilter= does not allow a system call the runtime's interpreter makes to start a process "
-       "(fork/clone, pipes, ...): the interpreter itself is killed by SIGSYS before bwrap runs, so no "
-       "executor can start, sandboxed or not. Reported as the unit's, never as 'bwrap was killed by SIGSYS'.",
-       _FOUND_BY_EXPERIMENT + " The runtime's interpreter starting a process (bwrap --version) in a transient "
-       "unit with the same context is killed by SIGSYS; without the filter it is not.",
-       "SystemCallFilter=@system-service @mount (the smallest group set the probe passed with)",
-       {}),
-    _restriction("unit_directive_breaks_bwrap", "R-DIAG-3",
-       "A unit directive breaks bwrap (found by experiment)",
-       "A directive of the unit that the directive table (docs/unit-directives.md) does not name breaks bwrap "
-       "inside the service, alone or only together with the other directives named with it.",
-       _FOUND_BY_EXPERIMENT,
-       "the relaxation named in the message (each tried for real)",
-       {}),
+    _restriction(
+        "unit_ambient_capabilities", "R-BASE-6",
+        "The unit gives the service capabilities, and bwrap refuses to run with them",
+        "AmbientCapabilities= puts capabilities into the permitted set of the service's processes (a non-root "
+        "User=); a bwrap that is not setuid refuses to start holding any ('Unexpected capabilities but not "
+        "setuid, old file caps config?'), so every executor fails inside the service only.",
+        _FOUND_BY_EXPERIMENT + " bwrap's text 'Unexpected capabilities but not setuid'.",
+        "AmbientCapabilities= (an empty assignment clears the ambient set; or have the runtime clear its ambient "
+        "capabilities before it executes bwrap)",
+        {}),
+    _restriction(
+        "unit_resource_limit_blocks_bwrap", "R-BASE-6",
+        "A resource limit of the unit stops bwrap",
+        "A Limit*= of the unit is too small for bwrap: LimitNPROC= counts every process of the service's user on "
+        "the host (its own included), so bwrap cannot create its sandbox process ('Creating new namespace "
+        "failed: Resource temporarily unavailable'), or systemd cannot even execute the command (EAGAIN at "
+        "execve: 203/EXEC).",
+        _FOUND_BY_EXPERIMENT + " Values are tried in powers of two, and one more process for the runtime, which "
+        "forks bwrap where the probe's launcher executes it.",
+        "LimitNPROC=<the value the probe passed with>",
+        {}),
+    _restriction(
+        "unit_read_only_proc", "R-BASE-6",
+        "The unit makes /proc read-only",
+        "ReadOnlyPaths=/ (or another read-only mount of /proc) makes /proc read-only in the service: bwrap cannot "
+        "write its user namespace's uid map ('setting up uid map: Read-only file system').",
+        _FOUND_BY_EXPERIMENT + " bwrap's text 'setting up uid map: Read-only file system'.",
+        "ReadWritePaths=/proc (ReadOnlyPaths= minus /proc)",
+        {}),
+    _restriction(
+        "unit_noexec_bwrap", "R-FAIL-1",
+        "The unit does not let the service execute bwrap",
+        "NoExecPaths= covers bwrap (e.g. NoExecPaths=/) and ExecPaths= does not name it: the runtime cannot "
+        "execute bwrap ('Permission denied'; systemd's 203/EXEC when it is the unit's own command).",
+        _FOUND_BY_EXPERIMENT + " The probe's launcher (/bin/sh) stands for the service's own process and is "
+        "given an ExecPaths= of its own; bwrap and the payload's interpreter are not.",
+        "ExecPaths=/usr/bin/bwrap",
+        {}),
+    _restriction(
+        "unit_syscall_filter_kills_interpreter", "R-DIAG-3",
+        "The unit's SystemCallFilter kills the runtime's own interpreter",
+        "SystemCallFilter= does not allow a system call the runtime's interpreter makes to start a process "
+        "(fork/clone, pipes, ...): the interpreter itself is killed by SIGSYS before bwrap runs, so no "
+        "executor can start, sandboxed or not. Reported as the unit's, never as 'bwrap was killed by SIGSYS'.",
+        _FOUND_BY_EXPERIMENT + " The runtime's interpreter starting a process (bwrap --version) in a transient "
+        "unit with the same context is killed by SIGSYS; without the filter it is not.",
+        "SystemCallFilter=@system-service @mount (the smallest group set the probe passed with)",
+        {}),
+    _restriction(
+        "unit_directive_breaks_bwrap", "R-DIAG-3",
+        "A unit directive breaks bwrap (found by experiment)",
+        "A directive of the unit that the directive table (docs/unit-directives.md) does not name breaks bwrap "
+        "inside the service, alone or only together with the other directives named with it.",
+        _FOUND_BY_EXPERIMENT,
+        "the relaxation named in the message (each tried for real)",
+        {}),
     _c("probe_relaxation_found", INFO, "R-DIAG-3", PROBE,
        "A drop-in that makes the probe pass in the service's context",
        "Every culprit found by experiment relaxed at once, as one drop-in on top of the unit's files: the probe "
@@ -1479,6 +1485,7 @@ def excerpt(value: Any, limit: int = 80) -> str:
     if len(text) > limit + 24:
         text = text[:limit] + "..."
     return text
+
 
 # The codes blame.py reports a culprit with (the directive table's and its own): one message and remediation
 # for "found by experiment", the relaxation it tried ({relax_words}: the drop-in's lines, shell-quoted).

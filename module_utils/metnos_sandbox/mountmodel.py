@@ -128,7 +128,7 @@ def _bind(op: Op, ops: Sequence[Op], placed: Dict[str, int], stats: Stats) -> Li
         earlier = ops[placed[path]]
         if earlier.kind == "symlink":
             return [Finding(op.dest, "differs", "%s passes through the --symlink %s -> %s" % (op.dest, path,
-                                                                                             earlier.src))]
+                                                                                              earlier.src))]
         if earlier.kind in ("proc", "dev"):
             return [Finding(op.dest, "differs", "%s is inside the --%s at %s" % (op.dest, earlier.kind, path))]
         cover = path if cover is None else cover

@@ -97,7 +97,8 @@ class MountTable(object):
         self.complete = complete
         for entry in entries:
             fs, root, point = entry[0], entry[1], entry[2]
-            assert isinstance(fs, bytes) and isinstance(root, str) and isinstance(point, str)
+            if not (isinstance(fs, bytes) and isinstance(root, str) and isinstance(point, str)):
+                raise AssertionError("a mount table entry of unexpected types: %r" % (entry,))
             fstype = entry[3] if len(entry) > 3 else ""
             if fstype in PSEUDO_FSTYPES and point.startswith("/"):
                 self.pseudo_type.setdefault(point, str(fstype))

@@ -1538,7 +1538,7 @@ def _run_in_context(params: Json, runner: t.Any, service: _Service, prof: Json, 
     if settings and not verdict["passed"] and not verdict["timed_out"] and params.get("blame", True):
         from . import blame as BL  # why it failed in the service's context: by experiment (issue 21)
         out["blame"] = BL.diagnose(prof["argv"], spec, python, user, settings, timeout, verdict, BL.bounds(params),
-                                  trust=trust)
+                                   trust=trust)
     return verdict
 
 

@@ -1048,7 +1048,7 @@ def _grant_arg(r: _Render, cap: Capability) -> None:
         r.skip("missing_arg_path", {"what": field, "value": D.excerpt(value), "path": lexical}, field=field)
         return
     r.mounts.add(mode, real, real, "R-ARG-1", "capability:%s (argument %s=%s)%s" % (cap.text, cap.arg, lexical,
-                                                                                   _declared(lexical, real)))
+                                                                                    _declared(lexical, real)))
 
 
 def _normalised_value(value: str) -> bool:

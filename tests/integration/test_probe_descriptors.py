@@ -50,5 +50,6 @@ def test_the_probe_proves_a_profile_with_descriptor_binds(tree, user):
 @pytest.mark.rule("R-DIAG-3")
 def test_sandbox_probe_module_runs_descriptor_binds(tree):
     params = _params(tree, "nobody")
-    res = run_module("metnos.sandbox.sandbox_probe", {"host": params["host"], "manifest": params["manifest"], "context": "direct"})
+    res = run_module("metnos.sandbox.sandbox_probe",
+                     {"host": params["host"], "manifest": params["manifest"], "context": "direct"})
     assert res.get("passed") is True and "--bind-fd" in res["profile"]["argv"], res.get("diagnostics")

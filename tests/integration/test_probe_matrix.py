@@ -106,7 +106,8 @@ def test_module_without_unit_trusts_only_the_packaged_bwrap(bench):
     assert res["passed"] is True and [d["code"] for d in res["diagnostics"]] == ["probe_bwrap_accepted"], res
     res = run_module("metnos.sandbox.sandbox_probe", {"unit": "", "accept_bwrap_sha256": ["not-a-digest"]}, check=False)
     assert res.get("failed") and res.get("code") == "invalid_option", res
-    res = run_module("metnos.sandbox.sandbox_probe", {"unit": ""}, env={"PATH": os.path.dirname(bench.fakes["exec"]) + ":" + path})
+    res = run_module("metnos.sandbox.sandbox_probe", {"unit": ""},
+                     env={"PATH": os.path.dirname(bench.fakes["exec"]) + ":" + path})
     codes = sorted(d["code"] for d in res["diagnostics"])
     assert res["passed"] is False and codes == ["probe_bwrap_unpackaged", "probe_not_isolated"], codes
     assert res["evidence"]["child_pid"] is None and res["observed_uid"] == bench.nobody.pw_uid

@@ -67,10 +67,12 @@ def test_check_diff_shows_mount_changes_and_writes_nothing(tmp_path):
     mtime = (dest / "editor.args").stat().st_mtime_ns
     edited = dict(base, capabilities=["fs:write:%s/**" % data, "net:http"])
     host = dict(HOST, writable_roots=[str(data)])         # the admin allows writes there
-    res = run_module("metnos.sandbox.sandbox_profile", {"manifest": edited, "host": host, "dest": str(dest)}, check=True)
+    res = run_module("metnos.sandbox.sandbox_profile", {"manifest": edited, "host": host, "dest": str(dest)},
+                     check=True)
     assert res["changed"] is True
     # What a reviewer sees with --check --diff (the callback prints the diff as a unified diff):
-    shown = subprocess.run([ansible_tool("ansible"), "localhost", "-m", "metnos.sandbox.sandbox_profile", "--check", "--diff", "-a",
+    shown = subprocess.run([ansible_tool("ansible"), "localhost", "-m", "metnos.sandbox.sandbox_profile",
+                            "--check", "--diff", "-a",
                             json.dumps({"manifest": edited, "host": host, "dest": str(dest)})],
                            capture_output=True, text=True, cwd=ROOT, env=ansible_env()).stdout
     assert "-%s\n" % "--unshare-net" in shown

@@ -92,8 +92,8 @@ def test_fail_closed_without_starting_bwrap(svc, unit, code):
 
 
 def test_hanging_payload_killed_and_cleaned_up(svc):
-    res = svc.module("metnos.sandbox.sandbox_probe", {"unit": "metnos-pclean.service", "python": "/usr/local/lib/hang-python",
-                                       "timeout": 3})
+    res = svc.module("metnos.sandbox.sandbox_probe", {"unit": "metnos-pclean.service",
+                                                      "python": "/usr/local/lib/hang-python", "timeout": 3})
     # the fake interpreter's background sleep is a process beside the payload: found, reported, killed
     assert res["passed"] is False and set(codes(res["diagnostics"])) == {"probe_timeout", "probe_process_unaccounted"}
     assert svc.sh("pgrep -c -f 'sleep 30[0]' || true").stdout.strip() in ("0", "")

@@ -3,7 +3,7 @@ the collection's module_utils. Modules get it from Ansible's packager, the filte
 Ansible's collection loader (the checkout is the collection through collections/), tests and scripts from
 scripts/core_path.py. Only files that run where Ansible is not installed keep the bare ``metnos_sandbox``
 (scripts/one-import-name.py KEEP, with the reason); ``python3 scripts/one-import-name.py`` rewrites any
-other, and the old ``ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox`` too. No plugin appends to
+other, and the old ``ansible.module_utils.metnos_sandbox`` too. No plugin appends to
 ``ansible.module_utils.__path__``."""
 import importlib
 import importlib.util
@@ -49,8 +49,8 @@ def test_the_rewrite_is_mechanical_and_idempotent(tmp_path):
     src.write_text("from metnos_sandbox import profile as P\n"
                    "def f():\n    from metnos_sandbox.bwrap import run\n"
                    "BOOT = 'from metnos_sandbox import audit'\n"
-                   "from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import diagnostics as D\n"
-                   "patch = 'ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.bwrap.which'\n")
+                   "from ansible.module_utils.metnos_sandbox import diagnostics as D\n"
+                   "patch = 'ansible.module_utils.metnos_sandbox.bwrap.which'\n")
     want = ("from %s import profile as P\ndef f():\n    from %s.bwrap import run\n"
             "BOOT = 'from metnos_sandbox import audit'\n"     # a string, run where Ansible is not: kept
             "from %s import diagnostics as D\npatch = '%s.bwrap.which'\n") % (NAME, NAME, NAME, NAME)
@@ -70,10 +70,10 @@ def test_tests_see_the_core_under_its_one_name_from_the_checkout(name):
 def test_the_old_name_is_the_same_module_objects_never_a_second_copy():
     """A file not yet rewritten gets the very objects of the one name (a second copy would have its own
     Diagnostic class, registry and monkeypatch targets)."""
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import profile as old_profile
+    from ansible.module_utils.metnos_sandbox import profile as old_profile
 
     one = importlib.import_module(NAME + ".profile")
     assert old_profile is one
-    assert importlib.import_module("ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.diagnostics") is one.D
+    assert importlib.import_module("ansible.module_utils.metnos_sandbox.diagnostics") is one.D
     assert not [m for m in sys.modules.values()
-                if getattr(m, "__name__", "").startswith("ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox")]
+                if getattr(m, "__name__", "").startswith("ansible.module_utils.metnos_sandbox")]
