@@ -14,7 +14,6 @@ Documentation: library/metnos_audit.py.
 from __future__ import absolute_import, annotations, division, print_function
 
 import base64
-import glob
 import json
 import os
 import shlex
@@ -23,18 +22,20 @@ import zlib
 from ansible.errors import AnsibleConnectionFailure
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.metnos.sandbox.plugins.module_utils import metnos_sandbox as _core
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import (
-    manifest as M,  # controller side: the one manifest loader
-)
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import (
-    options as O,  # the one spec of the options
-)
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import (
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import (
     report as R,  # controller side only: the spool's layout
 )
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import (
+    sources as SRC,  # the core's files, found on disk
+)
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import (
+    spec as O,  # the one spec of the options
+)
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
+    manifest as M,  # controller side: the one manifest loader
+)
 
-_CORE = os.path.dirname(os.path.abspath(_core.__file__))   # shipped from wherever the collection is
+_CORE = SRC.CORE   # shipped from wherever the collection is
 
 MAX_ARG = 120000   # Linux MAX_ARG_STRLEN is 128 KiB per argument
 # The core minus the modules only the controller runs (reports, summaries): the host never imports
@@ -42,7 +43,8 @@ MAX_ARG = 120000   # Linux MAX_ARG_STRLEN is 128 KiB per argument
 # docker) ships through the remote temp dir, which leaves ~/.ansible/tmp on a host the audit must
 # leave byte-identical. tests/unit/test_audit_payload.py keeps the payload under the bound and
 # self-contained.
-CONTROLLER_ONLY = ("report", "summary")
+CONTROLLER_ONLY = ("metnos_sandbox.audit.report", "metnos_sandbox.audit.summary")
+PACKAGES = " packages"   # the payload's key listing the package names (no module name has a space)
 
 # Runs on the host: stdlib only, Python 3.8+. It imports nothing it does not need (importlib.abc alone
 # costs more than json and zlib together) and compiles a module only when the audit imports it.
@@ -55,11 +57,12 @@ else:
     data = open(sys.argv[1], "rb").read() if len(sys.argv) > 1 else sys.stdin.buffer.read()
     head, _sep, blob = data.partition(b"\n")
 src = json.loads(zlib.decompress(blob).decode("utf-8"))
+packages = set(src.pop(" packages"))
 from importlib.machinery import ModuleSpec
 class Loader(object):
     def find_spec(self, name, path=None, target=None):
         if name in src:
-            return ModuleSpec(name, self, is_package=(name == "metnos_sandbox"))
+            return ModuleSpec(name, self, is_package=(name in packages))
     def create_module(self, spec):
         return None
     def exec_module(self, module):
@@ -68,7 +71,7 @@ class Loader(object):
     def get_source(self, name):
         return src[name]
 sys.meta_path.insert(0, Loader())
-from metnos_sandbox import audit
+from metnos_sandbox.audit import audit
 try:
     result = audit.audit_host(json.loads(head.decode("utf-8")))
 except Exception as exc:
@@ -79,13 +82,16 @@ sys.stdout.write(json.dumps(result))
 
 
 def _core_sources():
+    """{module name: source} of the core's files (found on disk: sources.files), the controller-only ones left
+    out; the packages' names under PACKAGES (the bootstrap's loader marks them as packages)."""
     src = {}
-    for path in sorted(glob.glob(os.path.join(_CORE, "*.py"))):
-        name = os.path.splitext(os.path.basename(path))[0]
+    for rel in SRC.files(_CORE):
+        name = SRC.module_name(rel)
         if name in CONTROLLER_ONLY:
             continue
-        with open(path, "r") as handle:
-            src["metnos_sandbox" if name == "__init__" else "metnos_sandbox." + name] = handle.read()
+        with open(os.path.join(_CORE, rel), "r") as handle:
+            src[name] = handle.read()
+    src[PACKAGES] = sorted(SRC.module_name(rel) for rel in SRC.files(_CORE) if SRC.is_package(rel))
     return src
 
 

@@ -16,8 +16,8 @@ import time
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import options as O
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import report as R
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
 
 
 def spool_dir():

@@ -2,7 +2,7 @@
 # Copyright: metnos-sandbox-ops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Documentation shared by the modules (extends_documentation_fragment), written once like the options it
-documents (module_utils/metnos_sandbox/options.py). A module's own entries win over these."""
+documents (module_utils/metnos_sandbox/options/spec.py). A module's own entries win over these."""
 from __future__ import absolute_import, annotations, division, print_function
 
 

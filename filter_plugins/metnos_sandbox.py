@@ -12,13 +12,17 @@ import shlex
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import (
+    monitor_install as _monitor_install,
+)
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import summary as _summary
+
 # The core, the collection's module_utils: Ansible's collection loader finds it (installed, or the
 # checkout through collections/ansible_collections/metnos/sandbox/).
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import diagnostics as _diagnostics
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import manifest as _manifest
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import monitor_install as _monitor_install
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import profile as _profile
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import summary as _summary
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as _diagnostics
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import sources as _sources
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as _manifest
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as _profile
 
 
 def sandbox_summary(facts, sections=None):
@@ -62,7 +66,7 @@ def metnos_monitor_release(directory=""):
     checks its sources against that name on the host). An empty string: the core this filter itself runs on,
     wherever the collection is installed."""
     if directory == "":
-        directory = os.path.dirname(os.path.abspath(_monitor_install.__file__))
+        directory = _sources.CORE
     if not isinstance(directory, str) or not os.path.isdir(directory):
         raise AnsibleFilterError("metnos_monitor_release: expected the core's directory, got %s"
                                  % _diagnostics.excerpt(directory))

@@ -204,9 +204,9 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import facts as F
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import options as O
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import validate as V
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import facts as F
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import checks as V
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
 
 ARGUMENT_SPEC = O.spec(
     path={"type": "raw"},

@@ -131,8 +131,8 @@ cpu:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import audit as A
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import options as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit as A
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
 
 ARGUMENT_SPEC = O.AUDIT     # the action plugin validates with the same spec
 

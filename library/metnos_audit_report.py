@@ -82,7 +82,7 @@ timings:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import options as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
 
 ARGUMENT_SPEC = O.AUDIT_REPORT     # the action plugin validates with the same spec
 

@@ -65,8 +65,8 @@ removed:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import monitor_install as MI
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import options as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_install as MI
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
 
 ARGUMENT_SPEC = O.spec(
     prefix={"type": "path", "required": True},

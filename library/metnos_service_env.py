@@ -189,14 +189,14 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import bwrap as B
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import diagnostics as D
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import envflags, files
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import facts as F
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import options as O
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import service_env as S
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import systemd_unit as U
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import validate as V
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import envflags, files
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as B
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import facts as F
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import checks as V
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env as S
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import systemd_unit as U
 
 ARGUMENT_SPEC = O.spec(
     O.SERVICE,

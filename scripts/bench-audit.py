@@ -50,7 +50,7 @@ VENV_BIN = os.path.dirname(sys.executable)
 sys.path.insert(0, os.path.join(ROOT, "action_plugins"))
 sys.path.insert(0, os.path.join(ROOT, "module_utils"))
 
-from metnos_sandbox import report as R  # noqa: E402
+from metnos_sandbox.audit import report as R  # noqa: E402
 
 NAIVE = """---
 - name: Naive audit (full facts + one task per check)
@@ -395,7 +395,7 @@ def synthetic_hosts(template, n):
 
 
 def D_make(code, severity, message, remediation):
-    from metnos_sandbox import diagnostics as D
+    from metnos_sandbox.base import diagnostics as D
     d = D.make(code) if code in D.REGISTRY else {}
     d.update(code=code, severity=severity, message=message, remediation=remediation)
     d.setdefault("rule", "R-DIAG-3")
@@ -406,7 +406,7 @@ def D_make(code, severity, message, remediation):
 SYNTH_REPORT = r'''
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
-from metnos_sandbox import report as R
+from metnos_sandbox.audit import report as R
 hosts = json.load(open(sys.argv[2]))
 t0 = time.time()
 doc = R.build_from_hosts(hosts)

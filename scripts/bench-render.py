@@ -27,8 +27,8 @@ sys.path.insert(0, os.path.join(ROOT, "module_utils"))
 
 import yaml  # noqa: E402
 
-from metnos_sandbox import manifest as M  # noqa: E402
-from metnos_sandbox import profile as P  # noqa: E402
+from metnos_sandbox.profile import manifest as M  # noqa: E402
+from metnos_sandbox.profile import profile as P  # noqa: E402
 
 
 def build_tree():

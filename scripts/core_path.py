@@ -10,7 +10,7 @@ does for a collection's unit tests):
     sys.path.insert(0, os.path.join(ROOT, "scripts"))   # not needed in scripts/ itself
     import core_path
     core_path.use_core()
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import diagnostics as D
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
 
 The old name ``ansible.module_utils.metnos_sandbox`` resolves, for a file not yet rewritten by
 scripts/one-import-name.py, to the very same module objects (never a second copy of the core, whose

@@ -15,9 +15,9 @@ What it dumps (each diagnostic as code, severity, message, remediation, rule, se
 
 WORKDIR (default /tmp/metnos-dump-diagnostics) is emptied and rebuilt: the same WORKDIR gives the same
 paths in the messages, so two runs compare byte for byte; what differs between any two runs is masked
-(this process's pid, seen through the corpus' /proc/self links, and inode numbers). The core is imported by its module names in
-the capability packages (base.diagnostics, profile.render, ...) or, on a tree before issue 22, by the
-flat names.
+(this process's pid, seen through the corpus' /proc/self links, and inode numbers). The core is imported
+by its module names in the capability packages (base.diagnostics, profile.profile, ...) or, on a tree
+before issue 22, by the flat names.
 """
 import importlib
 import json
@@ -36,20 +36,23 @@ NAME = core_path.NAME
 ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
 
 
-def core(*names):
-    """The first of ``names`` (module paths under the core) that imports."""
+def core(attribute, *names):
+    """The first of ``names`` (module paths under the core) that imports and defines ``attribute``."""
     for name in names:
         try:
-            return importlib.import_module(NAME + "." + name)
+            module = importlib.import_module(NAME + "." + name)
         except ImportError:
             continue
+        if hasattr(module, attribute):
+            return module
     raise ImportError(names)
 
 
-D = core("base.diagnostics", "diagnostics")
-M = core("profile.manifest", "manifest")
-P = core("profile.render", "profile")
-U = core("service.systemd_unit", "systemd_unit")
+D = core("make", "base.diagnostics", "diagnostics")
+M = core("FileSource", "profile.manifest", "manifest")
+P = core("render_safe", "profile.profile", "profile")
+HC = core("HostContext", "profile.host_context", "profile.profile", "profile")
+U = core("load_unit", "service.systemd_unit", "systemd_unit")
 
 
 def registry():
@@ -90,11 +93,11 @@ def profiles(work):
     _root, _host, entries = hostile_tree.materialize(os.path.join(work, "hostile"))
     for entry, path, host, inv in entries:
         for label, invocation in (("with_invocation", inv), ("without_invocation", {})):
-            out.append([entry.id, label, P.render_safe(M.FileSource(path), P.HostContext(host), invocation, ACTIVE)])
+            out.append([entry.id, label, P.render_safe(M.FileSource(path), HC.HostContext(host), invocation, ACTIVE)])
     _root, _host, entries = HB.materialize(os.path.join(work, "hostile_bwrap"))
     for entry, path, host, inv, bwrap in entries:
         status = dict(ACTIVE, bwrap_path=bwrap) if bwrap else ACTIVE
-        out.append([entry.id, "bwrap", P.render_safe(M.FileSource(path), P.HostContext(host), inv, status)])
+        out.append([entry.id, "bwrap", P.render_safe(M.FileSource(path), HC.HostContext(host), inv, status)])
     return out
 
 

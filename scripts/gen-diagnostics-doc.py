@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Print docs/diagnostics.md from the code registry (module_utils/metnos_sandbox/diagnostics.py).
+"""Print docs/diagnostics.md from the code registry (module_utils/metnos_sandbox/base/diagnostics.py).
 
     python scripts/gen-diagnostics-doc.py > docs/diagnostics.md
 
@@ -11,13 +11,13 @@ import core_path  # noqa: E402  (scripts/: the core as ansible_collections.metno
 
 core_path.use_core()
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import bwrap as B  # noqa: E402
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import diagnostics as D  # noqa: E402
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D  # noqa: E402
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as B  # noqa: E402
 
 
 def render():
     out = ["# Diagnostics reference", "",
-           "Generated from `module_utils/metnos_sandbox/diagnostics.py` by "
+           "Generated from `module_utils/metnos_sandbox/base/diagnostics.py` by "
            "`scripts/gen-diagnostics-doc.py` (`make docs`). Do not edit by hand.", "",
            "Every finding of every module has this shape: `code` (stable), `severity` "
            "(error/warning/info), `rule` (spec rule id), `title`, `message` (what was seen), "

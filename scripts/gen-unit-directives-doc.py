@@ -16,11 +16,11 @@ import core_path  # noqa: E402  (scripts/: the core as ansible_collections.metno
 
 core_path.use_core()
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import blame as BL  # noqa: E402
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import relaxations as R  # noqa: E402
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import service_env as S  # noqa: E402
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import systemd_unit as U  # noqa: E402
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import unit_context as UC  # noqa: E402
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import blame as BL  # noqa: E402
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import relaxations as R  # noqa: E402
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env as S  # noqa: E402
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import systemd_unit as U  # noqa: E402
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import unit_context as UC  # noqa: E402
 
 DATA = os.path.join(ROOT, "docs", "unit-directives.json")
 BLAME = os.path.join(ROOT, "docs", "unit-blame.json")
@@ -57,7 +57,7 @@ def render_blame(blame):
            "The table above is measured directive by directive; real units combine directives nobody put on a list. "
            "So when the probe fails in the service's context (a transient unit carrying the unit's context) and bwrap "
            "works in a plain one on the same host (the service's user, nothing else), the probe finds the culprits "
-           "itself (`module_utils/metnos_sandbox/blame.py`):", "",
+           "itself (`module_utils/metnos_sandbox/probe/blame.py`):", "",
            "1. The directives most likely to break bwrap (%s, every `Limit*=`) are kept one by one on top of the "
            "user; all the others as one group, bisected while a group fails." % ", ".join(
                "`%s=`" % d for d in BL.SUSPECTS),
@@ -89,7 +89,7 @@ def render_blame(blame):
         out.append("- `%s=%s`: %s" % (name, values[0], ", then ".join(
             "`%s`" % "` + `".join(c) for c in tried[:7]) + (" ..." if len(tried) > 7 else "")))
     out += ["", "Bounds: at most %d runs and %d s per failing host (`blame_max_runs`, `blame_max_seconds` of "
-            "`sandbox_probe`; `blame: false` turns the experiment off); both, and every run's outcome, are in the "
+            "`metnos.sandbox.sandbox_probe`; `blame: false` turns the experiment off); both, and every run's outcome, are in the "
             "probe's result (`blame.runs`, `blame.interpreter_runs`, `blame.seconds`, `blame.log`). Reaching a bound "
             "is `probe_blame_inconclusive`, with what was named so far. The probe's timeout applies to each run "
             "(at most 30 s); a probe that timed out starts no experiment." % (bounds.runs, bounds.seconds),
@@ -197,7 +197,7 @@ def render(data, blame=None):
             "The probe's transient unit carries **every** assignment of the unit's files (fragment and drop-ins, "
             "in systemd's order; specifiers expanded for the service's name) to `systemd-run -p`; a directive a "
             "later systemd adds is carried the same way. Only these are not copied "
-            "(`module_utils/metnos_sandbox/unit_context.py`, `DENY`):", ""]
+            "(`module_utils/metnos_sandbox/service/unit_context.py`, `DENY`):", ""]
     by_category = {}
     for name, (category, _note) in sorted(UC.DENY.items()):
         by_category.setdefault(category, []).append(name)

@@ -26,7 +26,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--without", action="append", default=[], metavar="GLOB")
-    ap.add_argument("--core", help="module_utils directory whose metnos_sandbox.probe runs the rows")
+    ap.add_argument("--core", help="module_utils directory whose metnos_sandbox.probe.probe runs the rows")
     ap.add_argument("--rows", help="comma-separated row names (default: all)")
     ap.add_argument("--judge", action="store_true", help="with --core: judge that core's verdicts by this "
                     "checkout's expectations (e.g. a copy of this core with one check deleted)")
@@ -40,7 +40,9 @@ def main():
         for name in [m for m in sys.modules if m == "metnos_sandbox" or m.startswith("metnos_sandbox.")]:
             del sys.modules[name]
         sys.path.insert(0, os.path.abspath(args.core))
-        core = importlib.import_module("metnos_sandbox.probe")
+        core = importlib.import_module("metnos_sandbox.probe")  # core-layout: keep (a flat core: before issue 22)
+        if hasattr(core, "__path__"):      # the core in capability packages (issue 22)
+            core = importlib.import_module("metnos_sandbox.probe.probe")
     rows = [r for r in PM.ROWS if not args.rows or r.name in args.rows.split(",")]
     out, missed, wrong = [], 0, 0
     with PM.Bench() as bench:

@@ -106,11 +106,11 @@ def _use_core():
 def faces(manifest, host, invocation):
     """The decision of every in-process face (core, filter preview, probe, audit payload)."""
 
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import audit as A
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import bwrap as B
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import manifest as M
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import probe as PR
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import profile as P
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit as A
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as B
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import probe as PR
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
     active = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
     core = P.render_safe(manifest, P.HostContext(host), invocation, active)
     out = {"core": [core["decision"], core["refusal"]], "argv": core["argv"],
@@ -143,8 +143,8 @@ WEAKENINGS = {"etc_alias": ("fs:write:@T/etcalias", ("--bind", "@T/etcalias", "@
 def final_check(tree, argv):
     """The core's final check on a rendered argv with one alias bind inserted: its violations other
     than mount order (the inserted bind is not at its canonical place)."""
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import manifest as M
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import profile as P
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
     _cid, manifest, _expect, invocation, host = [c for c in cases(tree) if c[0] == "own_folder_and_other_data"][0]
     ctx = P.HostContext(host)
     own = os.path.join(host["executors_dir"], "ex")
@@ -191,8 +191,8 @@ def real(base):
     what landed in the runtime is looked up outside the sandbox."""
     import uuid
     _use_core()
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import mounts as MT
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import profile as P
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import mounts as MT
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
     tree = os.path.join(base, "tree")
     os.makedirs(tree)
     build(tree)
@@ -232,7 +232,7 @@ def reserved_in_system(base):
     decision for a manifest without mail:read, then the same with the check mutated away (no
     reserved tree known), run with a payload that reads a credential file."""
     _use_core()
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import profile as P
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
     subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", "/etc/opt"], check=True)
     os.makedirs("/etc/opt/metnos/mail")
     with open("/etc/opt/metnos/mail/work.json", "w") as handle:

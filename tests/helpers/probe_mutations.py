@@ -25,10 +25,10 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "module_utils"))
 
-from metnos_sandbox import bwrap as B  # noqa: E402
-from metnos_sandbox import bwrap_trust as BT  # noqa: E402
-from metnos_sandbox import probe as PR  # noqa: E402
-from metnos_sandbox import profile as P  # noqa: E402
+from metnos_sandbox.host import bwrap as B  # noqa: E402
+from metnos_sandbox.host import bwrap_trust as BT  # noqa: E402
+from metnos_sandbox.probe import probe as PR  # noqa: E402
+from metnos_sandbox.profile import profile as P  # noqa: E402
 
 PYTHON = "/usr/bin/python3"
 USERS = ("root", "nobody")

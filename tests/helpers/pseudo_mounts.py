@@ -108,9 +108,9 @@ ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via
 
 def faces(base):
     _use_core()
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import audit as A
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import manifest as M
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import profile as P
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit as A
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
     from helpers import faces as repo_files
     tree = os.path.join(base, "tree")
     build(tree)
@@ -131,8 +131,8 @@ def faces(base):
 def real(base):
     """The writable grants with the rule mutated away, run as root and as nobody."""
     _use_core()
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import mounts as MT
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import profile as P
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import mounts as MT
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
     from helpers import trees
     tree = os.path.join(base, "tree")
     cgroup = build(tree)

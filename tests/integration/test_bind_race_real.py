@@ -19,9 +19,9 @@ import uuid
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import descriptors as DS
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import mountmodel as MM
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import profile as P
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import descriptors as DS
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import mountmodel as MM
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from helpers import trees
 from helpers.fake_host import host_dict
 

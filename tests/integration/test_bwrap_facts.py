@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.diagnostics import codes
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base.diagnostics import codes
 from conftest import ROOT, run_module
 
 SECCOMP = [shutil.which("python3", path="/usr/bin") or "/usr/bin/python3",

@@ -25,10 +25,10 @@ import uuid
 import pytest
 import yaml
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import descriptors as DS
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import mountmodel as MM
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import paths as PA
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import profile as P
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import paths as PA
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import descriptors as DS
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import mountmodel as MM
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from conftest import ROOT, ansible_env, ansible_tool
 from corpus import hostile_bwrap as H
 from helpers import pseudo_mounts as PM

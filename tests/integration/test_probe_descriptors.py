@@ -9,8 +9,8 @@ import tempfile
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import bwrap as B
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import probe as PR
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as B
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import probe as PR
 from conftest import run_module
 from helpers.fake_host import host_dict
 

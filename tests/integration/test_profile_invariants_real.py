@@ -14,7 +14,7 @@ import uuid
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import profile as P
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from helpers import profile_oracle as O
 from helpers import trees
 

@@ -9,9 +9,9 @@ import tempfile
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import manifest as M
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import probe as PR
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import profile as P
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import probe as PR
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from helpers.fake_host import host_dict
 
 NOBODY = pwd.getpwnam("nobody")

@@ -37,7 +37,7 @@ def test_undo_exception_pinned_runs_direct(tmp_path):
     alone), so the test plants the broker's files and pins the digest of those bytes."""
     import yaml
 
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import profile as P
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
     broker = tmp_path / "executors" / "undo_last_turn"
     broker.mkdir(parents=True)
     (broker / "main.py").write_text("import restore\n")

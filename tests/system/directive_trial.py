@@ -267,9 +267,9 @@ def _fs_restricted():
 
 def bwrap_trial():
     """The strict probe profile, run for real as this unit's user, checked from inside."""
-    from metnos_sandbox import envflags
-    from metnos_sandbox import probe as PR
-    from metnos_sandbox import profile as P
+    from metnos_sandbox.base import envflags
+    from metnos_sandbox.probe import probe as PR
+    from metnos_sandbox.profile import profile as P
     status = envflags.status("/usr/bin/bwrap", {})
     host = P.HostContext({"python_executable": "/usr/bin/python3"})
     prof = P.render_safe(dict(PR.PROBE_MANIFEST), host, {}, status)
@@ -315,8 +315,8 @@ def main():
             out = {"check": check, "in_effect": None, "check_error": "%s: %s" % (type(exc).__name__, exc)}
         sys.stdout.write(json.dumps(out) + "\n")
     elif mode == "user":            # the service's user as the toolkit shows it, and the running process's uid
-        from metnos_sandbox import bwrap as B
-        from metnos_sandbox import service_env as S
+        from metnos_sandbox.host import bwrap as B
+        from metnos_sandbox.service import service_env as S
         out = {}
         for unit in sys.argv[2:]:
             found = S.inspect({"unit": unit, "mode": "auto"}, B.default_runner)
@@ -341,8 +341,8 @@ def main():
     elif mode == "probe":
         from concurrent.futures import ThreadPoolExecutor
 
-        from metnos_sandbox import bwrap as B
-        from metnos_sandbox import probe as PR
+        from metnos_sandbox.host import bwrap as B
+        from metnos_sandbox.probe import probe as PR
 
         def one(unit):
             import time

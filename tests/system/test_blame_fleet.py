@@ -28,7 +28,7 @@ import time
 import pytest
 from fleet_units import FLEET
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import systemd_exit as SX
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import systemd_exit as SX
 from conftest import ROOT, SYSTEMD_IMAGES, bwrap_image, install_trial_tools, start_host, stop_host
 
 DATA = os.path.join(ROOT, "docs", "unit-blame.json")

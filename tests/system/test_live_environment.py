@@ -9,7 +9,7 @@ Debian 12 host without CAP_SYS_ADMIN and CAP_SYS_PTRACE, where root cannot read 
 """
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.diagnostics import codes
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base.diagnostics import codes
 
 LIVE_SH = "[Service]\nUser=metnos\nExecStart=/bin/sh -c 'if true; then export METNOS_SANDBOX=0; fi; " \
           "exec /bin/sleep infinity'\n"

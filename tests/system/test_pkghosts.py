@@ -353,7 +353,7 @@ def test_dnf_host_bwrap_facts_and_probe_pass(sequences, dnf):
 
 def test_rpm_and_dnf_outputs_the_fakes_encode(sequences, dnf):
     """What tests/unit's fakes and parsers assume about rpm and dnf, against the real tools."""
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import bwrap as B
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as B
     raw = sequences["dnf"].rh.raw
     owner = raw["rpm-owner"]
     assert owner.returncode == 1 and owner.stdout.startswith("bubblewrap\t1:0.11.0-1.fc44\n")
@@ -479,7 +479,7 @@ def test_pacman_outputs_the_fakes_encode(sequences, pacman):
     """What tests/unit's fakes and parsers assume about pacman, against pacman 7.0 -- and the
     download sandbox inside a container without CAP_SYS_ADMIN (Landlock cannot restrict the
     download: pacman says so on stderr and downloads anyway, rc 0)."""
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import bwrap as B
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as B
     raw = sequences["pacman"].rh.raw
     q = raw["q_suid"]
     assert (q.returncode, q.stdout) == (0, "bubblewrap-suid 0.11.0-1\nbubblewrap-suid 0.11.0-1\n")

@@ -2,7 +2,7 @@
 context (transient unit with the unit's restrictions); each blocked case gets its own code."""
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.diagnostics import codes
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base.diagnostics import codes
 
 SLEEP = "ExecStart=/bin/sleep infinity\n"
 

@@ -3,7 +3,7 @@ unit, none from a clean one; the offline parser proven equal to systemd on a cor
 mode with check/diff, idempotence and backups."""
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.diagnostics import codes
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base.diagnostics import codes
 from corpus.systemd_units import CORPUS
 
 CLEAN = "[Service]\nUser=metnos\nExecStart=/bin/sleep infinity\n"

@@ -1,5 +1,5 @@
 """Copy everything, minus a documented list: the probe's transient unit carries the service's whole
-execution context (module_utils/metnos_sandbox/unit_context.py).
+execution context (module_utils/metnos_sandbox/service/unit_context.py).
 
 On Debian 12 (systemd 252) and 13 (systemd 257), with CAP_SYS_ADMIN so that every directive really
 applies: a running service with more than 40 directives (systemd-analyze security's list, resource
@@ -107,7 +107,7 @@ sys.path.insert(0, "/opt/metnos-trial/core")
 # No Ansible in the container: the core under its bare package name (imported by name, so that
 # scripts/one-import-name.py never rewrites this text).
 B, PR, S, UC = (importlib.import_module("metnos_sandbox." + m)
-                for m in ("bwrap", "probe", "service_env", "unit_context"))
+                for m in ("host.bwrap", "probe.probe", "service.service_env", "service.unit_context"))
 unit, name = sys.argv[1], sys.argv[2]
 def show(u):
     return UC.parse_show_all(subprocess.run(["systemctl", "show", "--all", u], capture_output=True, text=True).stdout)
@@ -164,7 +164,7 @@ def test_big_unit_runs_with_every_directive_applied(big):
 
 
 def test_probe_unit_equals_the_service_on_every_copied_property(big):
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import unit_context as UC
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import unit_context as UC
     out = json.loads(big.sh("python3 /opt/metnos-trial/ctxcheck.py metnos-big.service metnos-probe-ctxtest",
                             timeout=180).stdout)
     ctx = out["ctx"]
@@ -200,7 +200,8 @@ NoSuchDirective=1
 
 def context_of(h, unit):
     return json.loads(h.sh("cd /opt/metnos-trial && python3 -c 'import json,sys; sys.path.insert(0,\"core\"); "
-                           "from metnos_sandbox import service_env as S, bwrap as B; "
+                           "from metnos_sandbox.service import service_env as S; "
+                           "from metnos_sandbox.host import bwrap as B; "
                            "c=S.execution_context({\"unit\":\"%s\"}, B.default_runner); "
                            "print(json.dumps(c))'" % unit).stdout)
 

@@ -21,7 +21,7 @@ import os
 import pytest
 from trial_rows import ROWS, SETUP, slug, unit_text
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import service_env as S
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env as S
 from conftest import ROOT, install_trial_tools
 
 DATA = os.path.join(ROOT, "docs", "unit-directives.json")

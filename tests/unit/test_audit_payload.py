@@ -37,14 +37,25 @@ def test_payload_travels_as_arguments_of_one_command():
 def test_payload_is_the_core_minus_the_controller_only_modules_and_self_contained():
     action = _action()
     shipped = json.loads(zlib.decompress(action.payload()).decode("utf-8"))
-    on_disk = sorted(n[:-3] for n in os.listdir(os.path.join(ROOT, "module_utils", "metnos_sandbox"))
-                     if n.endswith(".py"))
-    want = sorted("metnos_sandbox" if n == "__init__" else "metnos_sandbox." + n for n in on_disk
-                  if n not in action.CONTROLLER_ONLY)
-    assert sorted(shipped) == want
+    packages = shipped.pop(action.PACKAGES)
+    core = os.path.join(ROOT, "module_utils", "metnos_sandbox")
+    on_disk = []
+    for base, dirs, names in os.walk(core):       # every source on disk, not the core's own listing
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        rel = os.path.relpath(base, core)
+        on_disk += [os.path.normpath(os.path.join(rel, n)) for n in names if n.endswith(".py")]
+    want = sorted(".".join(["metnos_sandbox"] + [p for p in n[:-3].split("/") if p != "__init__"]) for n in on_disk)
+    assert sorted(shipped) == sorted(n for n in want if n not in action.CONTROLLER_ONLY)
+    assert sorted(packages) == sorted(n for n in want if n == "metnos_sandbox" or
+                                      os.path.isdir(os.path.join(core, *n.split(".")[1:])))
     for name, source in shipped.items():
+        package = name if name in packages else name.rsplit(".", 1)[0]
         for node in ast.walk(ast.parse(source)):
-            if isinstance(node, ast.ImportFrom) and node.level == 1:
-                needed = [node.module] if node.module else [a.name for a in node.names]
+            if isinstance(node, ast.ImportFrom) and node.level >= 1:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                if node.module:
+                    needed = [base + "." + node.module]
+                else:
+                    needed = [base + "." + a.name for a in node.names]
                 for mod in needed:
-                    assert "metnos_sandbox." + mod.split(".")[0] in shipped, (name, mod)
+                    assert mod in shipped, (name, mod)

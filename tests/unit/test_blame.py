@@ -7,10 +7,10 @@ offers nothing untried, its bounds, and the findings it reports.
 """
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import blame as BL
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import diagnostics as D
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import relaxations as R
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import service_env as S
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import blame as BL
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import relaxations as R
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env as S
 
 USER = {"name": "metnos", "uid": 999, "gid": 999}
 

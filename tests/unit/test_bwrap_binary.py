@@ -5,8 +5,8 @@ import stat
 import subprocess
 import uuid
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import bwrap as B
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import facts as F
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as B
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import facts as F
 from helpers import procs
 
 HELP_080 = """usage: bwrap [OPTIONS...] [--] COMMAND [ARGS...]

@@ -5,7 +5,7 @@ distro patches of each); patterns must match them all.
 """
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import bwrap as B
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as B
 
 DEB_EPERM = ("bwrap: No permissions to create new namespace, likely because the kernel does not allow "
              "non-privileged user namespaces. See <https://deb.li/bubblewrap> or "

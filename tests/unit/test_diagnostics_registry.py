@@ -7,12 +7,12 @@ import re
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import audit as A
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import diagnostics as D
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import manifest as M
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import profile as P
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import report as R
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import service_env as S
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit as A
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env as S
 from conftest import ROOT
 
 SOURCES = ("module_utils", "library", "action_plugins", "filter_plugins", "scripts")
@@ -185,7 +185,8 @@ def test_message_templates_live_in_the_registry():
 
 
 def test_message_variants_keep_what_users_read():
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import envflags, facts, kernel
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import envflags
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import facts, kernel
     quartet = envflags.status(None, {"METNOS_SANDBOX": "off"})
     msgs = dict((d["code"], d["message"]) for d in envflags.diagnose(quartet, {"METNOS_SANDBOX": "off"}, "/x",
                                                                    where="environment given"))

@@ -1,7 +1,7 @@
 """METNOS_SANDBOX semantics (R-FAIL-1, R-DIAG-1)."""
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import envflags as E
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import envflags as E
 
 DISABLED = ["0", "off", "OFF", "Off", "no", "NO", "false", "False", "FALSE"]
 ENABLED_PLAIN = [None, "1", "on", "yes", "true", "enabled", "whatever"]

@@ -2,7 +2,7 @@
 writes when a drop-in can neutralise them."""
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import systemd_unit as U
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import systemd_unit as U
 
 KEYS = ("METNOS_SANDBOX", "PATH")
 ENV = {"PATH": "/usr/bin", "X": "0"}

@@ -4,8 +4,8 @@ import os
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import manifest as M
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import profile as P
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from helpers import faces
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

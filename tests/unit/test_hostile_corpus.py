@@ -23,11 +23,11 @@ import signal
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import audit as A
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import bwrap as B
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import manifest as M
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import probe as PR
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import profile as P
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit as A
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as B
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import probe as PR
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from corpus import hostile_manifests as H
 from corpus import hostile_tree
 from helpers import faces

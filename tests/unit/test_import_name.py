@@ -46,34 +46,34 @@ def test_no_second_name_outside_the_documented_list():
 def test_the_rewrite_is_mechanical_and_idempotent(tmp_path):
     tool = _tool()
     src = tmp_path / "t.py"
-    src.write_text("from metnos_sandbox import profile as P\n"
-                   "def f():\n    from metnos_sandbox.bwrap import run\n"
-                   "BOOT = 'from metnos_sandbox import audit'\n"
-                   "from ansible.module_utils.metnos_sandbox import diagnostics as D\n"
-                   "patch = 'ansible.module_utils.metnos_sandbox.bwrap.which'\n")
-    want = ("from %s import profile as P\ndef f():\n    from %s.bwrap import run\n"
-            "BOOT = 'from metnos_sandbox import audit'\n"     # a string, run where Ansible is not: kept
-            "from %s import diagnostics as D\npatch = '%s.bwrap.which'\n") % (NAME, NAME, NAME, NAME)
+    src.write_text("from metnos_sandbox.profile import profile as P\n"
+                   "def f():\n    from metnos_sandbox.host.bwrap import run\n"
+                   "BOOT = 'from metnos_sandbox.audit import audit'\n"
+                   "from ansible.module_utils.metnos_sandbox.base import diagnostics as D\n"
+                   "patch = 'ansible.module_utils.metnos_sandbox.host.bwrap.which'\n")
+    want = ("from %s.profile import profile as P\ndef f():\n    from %s.host.bwrap import run\n"
+            "BOOT = 'from metnos_sandbox.audit import audit'\n"     # a string, run where Ansible is not: kept
+            "from %s.base import diagnostics as D\npatch = '%s.host.bwrap.which'\n") % (NAME, NAME, NAME, NAME)
     tool.main([str(src)])
     assert src.read_text() == want
     tool.main([str(src)])
     assert src.read_text() == want
 
 
-@pytest.mark.parametrize("name", ["diagnostics", "profile"])
+@pytest.mark.parametrize("name", ["base.diagnostics", "profile.profile"])
 def test_tests_see_the_core_under_its_one_name_from_the_checkout(name):
     module = importlib.import_module(NAME + "." + name)
     core = os.path.join(ROOT, "module_utils", "metnos_sandbox")
-    assert os.path.realpath(module.__file__) == os.path.join(core, name + ".py")
+    assert os.path.realpath(module.__file__) == os.path.join(core, *name.split(".")) + ".py"
 
 
 def test_the_old_name_is_the_same_module_objects_never_a_second_copy():
     """A file not yet rewritten gets the very objects of the one name (a second copy would have its own
     Diagnostic class, registry and monkeypatch targets)."""
-    from ansible.module_utils.metnos_sandbox import profile as old_profile
+    from ansible.module_utils.metnos_sandbox.profile import profile as old_profile
 
-    one = importlib.import_module(NAME + ".profile")
+    one = importlib.import_module(NAME + ".profile.profile")
     assert old_profile is one
-    assert importlib.import_module("ansible.module_utils.metnos_sandbox.diagnostics") is one.D
+    assert importlib.import_module("ansible.module_utils.metnos_sandbox.base.diagnostics") is one.D
     assert not [m for m in sys.modules.values()
                 if getattr(m, "__name__", "").startswith("ansible.module_utils.metnos_sandbox")]

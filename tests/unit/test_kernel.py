@@ -7,8 +7,8 @@ real-kernel path is exercised by the integration tests.
 """
 import os
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import kernel as K
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.diagnostics import codes
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base.diagnostics import codes
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import kernel as K
 
 
 def plant(tmp_path, files):

@@ -10,7 +10,7 @@ import zlib
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import monitor_install as MI
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_install as MI
 from helpers import faces
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -38,17 +38,17 @@ def tree(path):
 def test_release_is_the_same_on_the_controller_and_on_an_installed_copy(tmp_path):
     rel = MI.release(CORE)
     assert rel["version"] == "%s+%s" % (MI.TOOLKIT_VERSION, rel["digest"]) and len(rel["digest"]) == 12
-    assert "monitor.py" in rel["files"] and "__init__.py" in rel["files"] and "bundle" not in rel
+    assert "audit/monitor.py" in rel["files"] and "__init__.py" in rel["files"] and "bundle" not in rel
     filters = faces.load("filter_plugins/metnos_sandbox.py", "mfilters_release")
     shown = filters.metnos_monitor_release(CORE)
     assert dict((k, shown[k]) for k in rel) == rel and MI.unpack(shown["bundle"])["version"] == rel["version"]
     copy = tmp_path / "metnos_sandbox"
     shutil.copytree(CORE, str(copy), ignore=shutil.ignore_patterns("__pycache__"))
     assert MI.release(str(copy)) == rel
-    with open(str(copy / "probe.py"), "a") as handle:
+    with open(str(copy / "probe" / "probe.py"), "a") as handle:
         handle.write("\n")
     assert MI.release(str(copy))["digest"] != rel["digest"]
-    (copy / "probe.py").unlink()
+    (copy / "probe" / "probe.py").unlink()
     assert MI.release(str(copy))["digest"] != rel["digest"]
 
 
@@ -69,7 +69,10 @@ def test_install_is_one_release_root_s_alone_and_idempotent(tmp_path):
     assert first == dict(check) and os.listdir(prefix) == [version]
     listing = tree(os.path.join(prefix, version))
     assert listing["metnos-sandbox-monitor.py"] == ("0o755", 0, 0) and listing["metnos_sandbox"] == ("0o755", 0, 0)
-    assert set(v for k, v in listing.items() if k.startswith("metnos_sandbox/")) == {("0o644", 0, 0)}
+    assert set(v for k, v in listing.items() if k.startswith("metnos_sandbox/") and k.endswith(".py")) == \
+        {("0o644", 0, 0)}
+    assert set(v for k, v in listing.items() if k.startswith("metnos_sandbox/") and not k.endswith(".py")) == \
+        {("0o755", 0, 0)}                                                          # the package folders
     assert MI.release(os.path.join(prefix, version, "metnos_sandbox"))["version"] == version
     assert MI.install(prefix, bundle, ENTRY)["changed"] is False
     assert MI.install(prefix, bundle, ENTRY, check_mode=True)["changed"] is False
@@ -81,7 +84,7 @@ def test_other_releases_and_a_tampered_one_are_replaced(tmp_path):
     folder = MI.install(str(prefix), bundle, ENTRY)["folder"]
     (prefix / "0.0.9+000000000000" / "metnos_sandbox").mkdir(parents=True)
     (prefix / "stray").write_text("x")
-    with open(os.path.join(folder, "metnos_sandbox", "audit.py"), "a") as handle:
+    with open(os.path.join(folder, "metnos_sandbox", "audit", "audit.py"), "a") as handle:
         handle.write("# changed by hand\n")
     check = MI.install(str(prefix), bundle, ENTRY, check_mode=True)
     assert check["installed"] is True and sorted(os.path.basename(p) for p in check["removed"]) == [
@@ -90,7 +93,7 @@ def test_other_releases_and_a_tampered_one_are_replaced(tmp_path):
     MI.install(str(prefix), bundle, ENTRY)
     assert os.listdir(str(prefix)) == [os.path.basename(folder)]
     assert MI.release(os.path.join(folder, "metnos_sandbox"))["version"] == os.path.basename(folder)
-    os.chmod(os.path.join(folder, "metnos_sandbox", "probe.py"), 0o664)          # a mode drifts: repaired too
+    os.chmod(os.path.join(folder, "metnos_sandbox", "probe", "probe.py"), 0o664)          # a mode drifts: repaired too
     assert MI.install(str(prefix), bundle, ENTRY)["installed"] is True
     assert MI.install(str(prefix), bundle, ENTRY[:-1] + "# other\n")["installed"] is True   # another entry point
 

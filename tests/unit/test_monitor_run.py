@@ -10,10 +10,10 @@ import subprocess
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import diagnostics as D
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import monitor as M
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import monitor_install as MI
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import monitor_state as MS
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor as M
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_install as MI
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_state as MS
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CORE = os.path.join(ROOT, "module_utils", "metnos_sandbox")
@@ -50,7 +50,7 @@ class Journal(object):
 
 @pytest.fixture
 def place(tmp_path):
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import monitor_journal as J
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_journal as J
     (tmp_path / "textfile").mkdir()
     journal = Journal(str(tmp_path / "journal.socket"))
     outputs = M.Outputs(str(tmp_path / "textfile"), str(tmp_path / "last.json"), lambda f: J.send(f, journal.path))
@@ -149,14 +149,14 @@ def test_its_own_install_is_checked(tmp_path):
     folder = install(tmp_path)
     assert M.install_findings(folder, "h") == []
     core = os.path.join(folder, "metnos_sandbox")
-    os.chmod(os.path.join(core, "probe.py"), 0o664)
+    os.chmod(os.path.join(core, "probe", "probe.py"), 0o664)
     found = M.install_findings(folder, "h")
     assert D.codes(found) == ["monitor_core_writable"] and "probe.py is writable by group" in found[0]["message"]
-    os.chmod(os.path.join(core, "probe.py"), 0o644)
+    os.chmod(os.path.join(core, "probe", "probe.py"), 0o644)
     os.chown(folder, 65534, 0)
     assert D.codes(M.install_findings(folder, "h")) == ["monitor_core_writable"]
     os.chown(folder, 0, 0)
-    with open(os.path.join(core, "facts.py"), "a") as handle:
+    with open(os.path.join(core, "host", "facts.py"), "a") as handle:
         handle.write("# changed\n")
     found = M.install_findings(folder, "h")
     assert D.codes(found) == ["monitor_core_modified"] and os.path.basename(folder) in found[0]["message"]
@@ -207,7 +207,7 @@ def test_an_error_is_not_proven_even_when_the_probe_passed(place, bwrap_path):
     """Proven is the probe AND no error: here the probe passes but the monitor's own install is not root's alone."""
     tmp, outputs, journal = place
     folder = install(tmp)
-    os.chmod(os.path.join(folder, "metnos_sandbox", "audit.py"), 0o666)
+    os.chmod(os.path.join(folder, "metnos_sandbox", "audit", "audit.py"), 0o666)
     status, record = M.run(write(tmp / "config.json", GOOD), outputs, folder)
     assert record["audit"]["probe"]["passed"] is True
     assert status == 1 and record["proven"] is False and record["verdict"] == "fail"

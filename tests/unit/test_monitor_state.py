@@ -9,8 +9,8 @@ import os
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import diagnostics as D
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import monitor_state as MS
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_state as MS
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
 
 NOW = 1796129600.0
 

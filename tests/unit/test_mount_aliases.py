@@ -13,9 +13,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import mounts as MT
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import paths as PA
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import profile as P
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import paths as PA
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import mounts as MT
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from helpers import mount_aliases as MA
 
 needs_namespace = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"),

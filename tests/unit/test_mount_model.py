@@ -14,12 +14,12 @@ import time
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import descriptors as DS
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import diagnostics as D
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import mountmodel as MM
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import mounts as MT
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import paths as PA
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import profile as P
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import paths as PA
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import descriptors as DS
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import mountmodel as MM
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import mounts as MT
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from helpers.fake_host import host_dict
 
 ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}

@@ -15,7 +15,7 @@ sources (and the fake runner answers with them):
 """
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import bwrap as B
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as B
 
 RPM_FEDORA = "bubblewrap\t0:0.12.0-1.fc44\n"
 RPM_EPOCH = "bubblewrap\t2:0.6.3-1.el9\n"

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import bwrap as B
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as B
 
 pytestmark = pytest.mark.skipif(not shutil.which("dpkg-query"), reason="dpkg hosts only")
 

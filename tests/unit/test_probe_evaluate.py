@@ -5,9 +5,9 @@ import copy
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import probe as PR
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import proc_covers as PC
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import procfs as PF
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import procfs as PF
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import probe as PR
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import proc_covers as PC
 
 MOUNTINFO = """\
 300 200 0:90 /newroot / rw,nosuid,nodev,relatime - tmpfs tmpfs rw

@@ -9,10 +9,10 @@ import uuid
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import proc_covers as PC
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import procfs as PF
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import proctree as PT
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import reaper as RP
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import procfs as PF
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import proc_covers as PC
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import proctree as PT
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import reaper as RP
 from helpers import procs
 
 NS = {"user": "user:[1]", "mnt": "mnt:[2]", "net": "net:[5]"}

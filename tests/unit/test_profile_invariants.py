@@ -10,9 +10,9 @@ import random
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import diagnostics as D
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import manifest as M
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import profile as P
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from helpers import profile_oracle as O
 from helpers import trees
 

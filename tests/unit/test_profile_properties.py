@@ -6,8 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import manifest as M
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import profile as P
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from helpers.fake_host import host_dict
 
 SUBDIRS = ["data", "data/a", "data/a/b", "data/c", "out", "out/secret", "integrations/p1", "dialog/alice",

@@ -5,8 +5,8 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import diagnostics as D
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import report as R
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
 
 WHEN = datetime.datetime(2026, 11, 30, 6, 0, tzinfo=datetime.timezone.utc)
 

@@ -2,9 +2,9 @@
 a host without Python has its own code, not host_unreachable."""
 import datetime
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import monitor_state as MS
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import report as R
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import summary as SU
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_state as MS
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import summary as SU
 
 WHEN = datetime.datetime(2026, 11, 30, 6, 0, tzinfo=datetime.timezone.utc)
 

@@ -7,8 +7,8 @@ import tempfile
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import procfs as PF
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import service_env as S
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import procfs as PF
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env as S
 
 NOBODY = pwd.getpwnam("nobody")
 USER = {"name": "nobody", "uid": NOBODY.pw_uid, "gid": NOBODY.pw_gid, "groups": [NOBODY.pw_gid]}

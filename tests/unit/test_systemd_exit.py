@@ -3,7 +3,7 @@ runs in tests/system containers); whose failure each is. tests/system/test_blame
 `systemd-analyze exit-status` of real Debian 12 and 13 hosts."""
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import systemd_exit as SX
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import systemd_exit as SX
 
 
 @pytest.mark.parametrize("text,expected", [

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import service_env as S
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import systemd_unit as U
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env as S
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import systemd_unit as U
 from corpus.systemd_units import CORPUS
 
 

@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import probe as PR
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox import unit_context as UC
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import probe as PR
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import unit_context as UC
 
 
 def items(text, path="/etc/systemd/system/m.service"):

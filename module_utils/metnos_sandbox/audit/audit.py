@@ -1,0 +1,182 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One read-only audit of one host: everything the fleet report needs, in one round trip.
+
+bwrap state and kernel knobs (facts.gather), the service environment (service_env.inspect),
+drift of the rendered profiles against what is on disk (profile.render), the real probe
+(probe.probe_service), and whether the continuous proof watches the host (monitor_state.describe:
+its timer, the age of its last proof). With ``collect_monitor`` the monitor's stored result is
+taken instead of running the checks again (a stale one is not a pass). Nothing here writes to the
+host.
+
+``audit_host()`` is what the self-contained payload of the metnos_audit action plugin calls on
+the host (see action_plugins/metnos_audit.py).
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import os
+import time
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, cast
+
+from ..base import diagnostics as D
+from ..host import bwrap as B
+from ..host import facts as F
+from ..options import spec as O
+from ..probe import probe as PR
+from ..profile import profile as P
+from ..profile import store as ST
+from ..service import service_env as S
+from . import monitor_state as MS
+
+SCHEMA = MS.AUDIT_SCHEMA     # one spelling: monitor_state checks collected results against it
+
+
+def profile_drift(manifests: Optional[Iterable[Any]], host_over: Optional[Dict[str, Any]], profile_dir: str,
+                  status: Dict[str, Any], runner: B.Runner = B.default_runner) -> List[Dict[str, Any]]:
+    """Render each manifest now (as sandbox_profile does) and compare with <profile_dir>/<executor>.args."""
+    out: List[Dict[str, Any]] = []
+    if not manifests:
+        return out
+    try:
+        host = P.HostContext(P.with_python_roots(host_over, runner))
+    except P.ContextError as exc:
+        return [{"executor": None, "state": "error", "message": str(exc)}]
+    for source in manifests or []:
+        prof = P.render_safe(source, host, {}, status)
+        name = prof.get("executor")
+        entry: Dict[str, Any] = {"executor": name, "decision": prof["decision"]}
+        if prof["decision"] == "refused":
+            entry.update(state="refused", refusal=prof["refusal"])
+            out.append(entry)
+            continue
+        path = ST.paths(profile_dir, name)[0]
+        on_disk = ST.read_args(profile_dir, cast(str, name))     # the one reader of the profile format
+        if on_disk is None:
+            entry.update(state="missing", path=path)
+            out.append(entry)
+            continue
+        want = prof["argv"]
+        if on_disk == want:
+            entry.update(state="in_sync", path=path)
+        else:
+            entry.update(state="drift", path=path, added=[a for a in want if a not in on_disk][:20],
+                         removed=[a for a in on_disk if a not in want][:20])
+        out.append(entry)
+    return out
+
+
+def drift_diagnostics(drift: Iterable[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    out = []
+    for item in drift:
+        if item.get("state") == "drift":
+            out.append(D.make("profile_drift", executor=item["executor"], path=item["path"],
+                              added=item.get("added"), removed=item.get("removed")))
+        elif item.get("state") == "missing":
+            out.append(D.make("profile_drift", executor=item["executor"], path=item["path"], severity=D.WARNING,
+                              variant="missing"))
+    return out
+
+
+def asked_once(runner: B.Runner) -> B.Runner:
+    """``runner`` answering each distinct query once per audit.
+
+    Every runner call in the core is a read-only query (bwrap --version/--help, package owner and
+    revision, systemctl show/show-environment, an interpreter's sys.path), and one audit asks several of
+    them more than once: the bwrap facts, the service environment and the probe each describe the same
+    bwrap, and the probe inspects the unit again. Within the second or so an audit takes the answers
+    cannot differ in any way the audit could tell apart; the bwrap runs themselves (smoke test, probe)
+    do not go through the runner and always happen."""
+    answers: Dict[Tuple[Tuple[str, ...], str], Tuple[int, str, str]] = {}
+
+    def ask(argv: Iterable[str], **kwargs: Any) -> Tuple[int, str, str]:
+        key = (tuple(argv), repr(sorted(kwargs.items())))
+        if key not in answers:
+            answers[key] = runner(argv, **kwargs)
+        return answers[key]
+    return ask
+
+
+def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner) -> Dict[str, Any]:
+    """The whole per-host audit. ``params``: the options of metnos_audit (options.AUDIT: unit, scope, user,
+    manifests (list of mappings), host (overrides), profile_dir, probe (bool), timeout, smoke_user), each
+    missing one at its default."""
+    params = O.with_defaults(O.AUDIT, params)
+    start = time.time()
+    runner = asked_once(runner)
+    monitor, record, monitor_diags = MS.describe(params, runner, start)
+    if params["collect_monitor"] and record is not None:
+        return MS.collect(params, monitor, record, start)     # the monitor's proof instead of a second one
+    result: Dict[str, Any] = {"schema": SCHEMA, "hostname": os.uname()[1], "monitor": monitor}
+    path_text = os.environ.get("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+    smoke_user = None
+    try:
+        smoke_user = F.resolve_user(params["smoke_user"]) if params.get("smoke_user") else F.default_smoke_user()
+    except F.UserError:
+        smoke_user = F.default_smoke_user()
+    facts = F.gather(path_text, dict(os.environ), smoke_test=True, smoke_user=smoke_user, runner=runner)
+    result["bwrap_facts"] = facts
+    diags = list(facts["diagnostics"])
+
+    unit = params.get("unit") or ""
+    result["service"] = _service(unit, params, runner, diags)
+    status = result["service"]["status"] if result["service"] is not None else facts["status"]
+
+    drift = profile_drift(params["manifests"], params["host"], params["profile_dir"], status, runner)
+    result["profiles"] = drift
+    diags.extend(drift_diagnostics(drift))
+
+    result["probe"] = _probe(unit if result["service"] is not None else None, params, runner, diags) \
+        if params["probe"] else None
+    result["diagnostics"] = D.sort(D.dedupe(diags + monitor_diags))   # the same finding from two faces: once
+    result["verdict"] = F.verdict(result["diagnostics"])
+    if result["probe"] is not None and not result["probe"].get("passed"):
+        result["verdict"] = "fail"
+    result["duration"] = round(time.time() - start, 3)
+    result["cpu"] = cpu_seconds()
+    safe: Dict[str, Any] = D.utf8_safe(result)      # every string valid UTF-8: the controller reads the record
+    return safe
+
+
+def _service(unit: str, params: Mapping[str, Any], runner: B.Runner,
+             diags: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """The service-environment result of ``unit`` (None when there is none), its diagnostics added to
+    ``diags``."""
+    found = None
+    if unit:
+        try:
+            found = S.inspect({"unit": unit, "scope": params.get("scope") or "system", "user": params.get("user"),
+                               "mode": "auto"}, runner)
+        except S.SystemctlError as exc:
+            diags.append(D.unit_not_found(unit, error=str(exc)))
+    if found is None:
+        if unit:
+            diags.append(D.unit_not_found(unit))
+        return None
+    svc = found.result
+    svc["verdict"] = F.verdict(svc["diagnostics"])
+    diags.extend(svc["diagnostics"])
+    return svc
+
+
+def _probe(unit: Optional[str], params: Mapping[str, Any], runner: B.Runner,
+           diags: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The real probe in the service's context (``unit``: None without a service); its diagnostics are added
+    to ``diags`` (audit_host lists a finding both faces report once: diagnostics.dedupe)."""
+    probe: Dict[str, Any] = PR.probe_service({"unit": unit, "scope": params.get("scope"),
+                                              "user": params.get("user"), "host": params.get("host") or {},
+                                              "timeout": params["timeout"],
+                                              "accept_bwrap_sha256": params.get("accept_bwrap_sha256") or []},
+                                             runner)
+    probe.pop("service", None)
+    diags.extend(probe["diagnostics"])
+    return probe
+
+
+def cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process and of the commands it waited for (bwrap, package
+    queries, systemctl): what the audit cost the host. A probe in a systemd transient unit runs under
+    systemd, not as our child, and is not included."""
+    import resource
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return round(own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime, 3)

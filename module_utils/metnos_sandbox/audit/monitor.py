@@ -1,0 +1,303 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The continuous proof: one local run of the audit's checks on the host, with no Ansible.
+
+The ``metnos-sandbox-monitor`` timer starts the service that runs ``main()`` (through the entry point
+the role installs next to the core, roles/metnos_sandbox/files/metnos-sandbox-monitor.py). A run:
+
+1. reads its configuration (the audit's own options, written by the role; bounded, exact, root's alone);
+2. checks its own install (the versioned, root-owned folder it runs from is its release, unchanged);
+3. runs ``audit.audit_host`` - the same read-only checks as playbooks/audit.yml and the real probe in
+   the service's context - and judges it: proven when the probe passed and no check failed;
+4. writes the node_exporter textfile (monitor_textfile), the stored result the audit can collect
+   (monitor_state.RESULT) and journal entries (monitor_journal: one per run, one more when the verdict
+   changed), each output atomically and each failure a diagnostic.
+
+Exit status: 0 proven, 1 not proven, 2 an output could not be written. Never a traceback: an unexpected
+error of the checks is ``monitor_run_failed``. Pure Python, no Ansible imports.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ..base import diagnostics as D
+from ..base import files
+from ..host import bwrap as B
+from ..host import facts as F
+from ..options import spec as O
+from ..options.checks import OptionError
+from . import audit as A
+from . import monitor_install as MI
+from . import monitor_journal as J
+from . import monitor_state as MS
+from . import monitor_textfile as T
+
+CONFIG = "/etc/metnos/sandbox-monitor.json"
+CONFIG_SCHEMA = "metnos-sandbox-monitor-config/1"
+TEXTFILE_DIR = "/var/lib/prometheus/node-exporter"       # Debian's prometheus-node-exporter default
+MAX_CONFIG_BYTES = 8 * 1024 * 1024
+AUDIT_KEYS = ("unit", "scope", "user", "manifests", "host", "profile_dir", "probe", "timeout", "smoke_user")
+_TYPES: Dict[str, Tuple[type, ...]] = {"str": (str,), "path": (str,), "bool": (bool,), "list": (list,),
+                                       "dict": (dict,), "float": (int, float)}
+MAX_TIMEOUT = 3600.0
+
+Json = Dict[str, Any]
+
+
+class ConfigProblem(ValueError):
+    """The configuration is refused; ``code`` is monitor_config_invalid or monitor_config_unsafe."""
+
+    def __init__(self, code: str, why: str) -> None:
+        super(ConfigProblem, self).__init__(why)
+        self.code = code
+
+
+# --------------------------------------------------------------------------- configuration
+
+def _check_option(name: str, value: Any) -> None:
+    option = O.AUDIT[name]
+    kind = _TYPES[option["type"]]
+    if value is None and name in ("user", "smoke_user"):
+        return
+    if not isinstance(value, kind) or (bool not in kind and isinstance(value, bool)):
+        raise ConfigProblem("monitor_config_invalid", "audit.%s must be a %s, not %s" % (
+            name, option["type"], D.excerpt(value, 40)))
+    if option.get("choices") and value not in option["choices"]:
+        raise ConfigProblem("monitor_config_invalid", "audit.%s must be one of %s" % (
+            name, ", ".join(option["choices"])))
+    if option["type"] == "path" and not str(value).startswith("/"):
+        raise ConfigProblem("monitor_config_invalid", "audit.%s must be an absolute path" % name)
+
+
+def check_config(data: Any) -> Json:
+    """``data`` as the monitor's configuration: {schema, audit: {the audit's options}}; the probe always runs
+    (a run without it proves nothing)."""
+    if not isinstance(data, dict) or data.get("schema") != CONFIG_SCHEMA:
+        raise ConfigProblem("monitor_config_invalid", "it is not a %s document" % CONFIG_SCHEMA)
+    unknown = sorted(set(data) - {"schema", "audit"})
+    audit = data.get("audit")
+    if unknown or not isinstance(audit, dict):
+        raise ConfigProblem("monitor_config_invalid", "unknown keys %s" % D.excerpt(unknown) if unknown
+                            else "it has no audit options")
+    unknown = sorted(set(audit) - set(AUDIT_KEYS))
+    if unknown:
+        raise ConfigProblem("monitor_config_invalid", "unknown audit options %s" % D.excerpt(unknown))
+    for name, value in audit.items():
+        _check_option(name, value)
+    if audit.get("probe") is False:
+        raise ConfigProblem("monitor_config_invalid", "audit.probe is false: the monitor always runs the probe")
+    try:
+        O.unit_name(audit.get("unit") or "metnos.service")
+        O.positive_seconds(float(audit.get("timeout") or 60))
+    except OptionError as exc:
+        raise ConfigProblem("monitor_config_invalid", str(exc)) from None
+    if float(audit.get("timeout") or 60) > MAX_TIMEOUT:
+        raise ConfigProblem("monitor_config_invalid", "audit.timeout is more than %d s" % MAX_TIMEOUT)
+    return dict(data, audit=dict(audit, probe=True))
+
+
+def read_config(path: str) -> Json:
+    """The configuration at ``path``: root's alone (monitor_config_unsafe), bounded, JSON, exact
+    (monitor_config_invalid)."""
+    try:
+        problems = B.file_facts(path)["ownership_problems"] if os.path.lexists(path) else []
+    except OSError as exc:
+        raise ConfigProblem("monitor_config_invalid", "it cannot be read: %s" % (exc.strerror or exc)) from None
+    if problems:
+        raise ConfigProblem("monitor_config_unsafe", "; ".join(problems[:3]))
+    try:
+        data = MS.read_json(path, MAX_CONFIG_BYTES, trusted_owner=False)
+    except MS.Unusable as exc:
+        raise ConfigProblem("monitor_config_invalid", str(exc)) from None
+    return check_config(data)
+
+
+# --------------------------------------------------------------------------- the monitor's own install
+
+def install_findings(folder: str, host: str) -> List[Json]:
+    """The versioned folder the monitor runs from (``folder``: <root>/<version>, holding metnos_sandbox/ and the
+    entry point): root's alone up to / (monitor_core_writable), and its sources the release its name says
+    (monitor_core_modified)."""
+    core = os.path.join(folder, "metnos_sandbox")
+    problems: List[str] = []
+    try:
+        paths = [folder] + [os.path.join(folder, n) for n in sorted(os.listdir(folder))] + MI.tree(core)[1:]
+        for path in paths:
+            problems += [p for p in B.file_facts(path)["ownership_problems"] if p not in problems]
+        rel = MI.release(core)
+    except OSError as exc:
+        return [D.make("monitor_core_modified", folder=folder, digest="unreadable (%s)" % (exc.strerror or exc),
+                       expected=os.path.basename(folder), host=host)]
+    out = []
+    if problems:
+        out.append(D.make("monitor_core_writable", folder=folder, problems="; ".join(problems[:5]), host=host))
+    if os.path.basename(folder) != rel["version"]:
+        out.append(D.make("monitor_core_modified", folder=folder, digest=rel["version"],
+                          expected=os.path.basename(folder), host=host))
+    return out
+
+
+def own_context(proc: str = "/proc") -> Json:
+    """The monitor process's own confinement as the kernel reports it (evidence that its unit's hardening was
+    in effect for the run that made the proof): no_new_privs, seccomp mode, the capability bounding set, whether
+    / is mounted read-only, its cgroup."""
+    out: Json = {}
+    try:
+        with open(os.path.join(proc, "self", "status")) as handle:
+            status = dict(line.rstrip("\n").split(":\t", 1) for line in handle if ":\t" in line)
+        out.update(no_new_privs=int(status.get("NoNewPrivs", "-1")), seccomp=int(status.get("Seccomp", "-1")),
+                   cap_bounding=status.get("CapBnd"), uid=int(status.get("Uid", "-1").split()[0]))
+        with open(os.path.join(proc, "self", "mountinfo")) as handle:
+            roots = [line.split() for line in handle if line.split()[4:5] == ["/"]]
+        out["root_read_only"] = bool(roots) and "ro" in roots[-1][5].split(",")
+        with open(os.path.join(proc, "self", "cgroup")) as handle:
+            out["cgroup"] = handle.read(4096).strip().splitlines()[-1][:200]
+    except (OSError, ValueError, IndexError) as exc:
+        out["error"] = D.excerpt(str(exc), 120)
+    return out
+
+
+def os_label(path: str = "/etc/os-release") -> str:
+    """"<ID> <VERSION_ID>" of /etc/os-release (e.g. "debian 12"), "unknown" without one."""
+    try:
+        text = MS.read_bounded(os.path.realpath(path), 65536, trusted_owner=False).decode("utf-8", "replace")
+    except MS.Unusable:
+        return "unknown"
+    values = dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("#"))
+    ident, version = (values.get(k, "").strip().strip("\"'") for k in ("ID", "VERSION_ID"))
+    return ("%s %s" % (ident, version)).strip() or "unknown"
+
+
+# --------------------------------------------------------------------------- one run
+
+def _audit(config: Optional[Json], runner: B.Runner, hostname: str, diags: List[Json]) -> Json:
+    """The audit result of the configured checks (an empty failing one without a configuration, or when the
+    checks raised: monitor_run_failed)."""
+    if config is not None:
+        try:
+            result = A.audit_host(config["audit"], runner)
+            result.pop("monitor", None)          # the audit's view of the previous proof; this run replaces it
+            result["diagnostics"] = [d for d in result["diagnostics"] if d["code"] != "monitor_result_unusable"]
+            return result
+        except Exception as exc:  # a defect of the checks: reported, never a traceback
+            diags.append(D.make("monitor_run_failed", why=D.excerpt("%s: %s" % (type(exc).__name__, exc), 300),
+                                host=hostname))
+    return {"schema": MS.AUDIT_SCHEMA, "hostname": hostname, "bwrap_facts": {}, "service": None, "profiles": [],
+            "probe": None, "diagnostics": [], "verdict": "fail"}
+
+
+def judge(result: Json, extra: Sequence[Json]) -> Tuple[bool, str]:
+    """(proven, verdict) of an audit result plus the monitor's own findings: proven when the probe passed and
+    nothing is an error."""
+    result["diagnostics"] = D.sort(D.dedupe(list(result["diagnostics"]) + list(extra)))
+    verdict = F.verdict(result["diagnostics"])
+    probe = result.get("probe")
+    passed = isinstance(probe, dict) and probe.get("passed") is True
+    if not passed:
+        verdict = "fail"
+    result["verdict"] = verdict
+    return passed and verdict != "fail", verdict
+
+
+def previous_proof(path: str, now: float) -> Optional[Json]:
+    """{proven, verdict, finished} of the stored result this run replaces (None: none, or unusable)."""
+    record, _problem = MS.load_result(path, now)
+    if record is None:
+        return None
+    return {"proven": record["proven"], "verdict": record["verdict"], "finished": record["finished"]}
+
+
+class Outputs(object):
+    """Where a run writes: the textfile collector's directory, the stored result, the journal."""
+
+    def __init__(self, textfile_dir: str = TEXTFILE_DIR, result: str = MS.RESULT,
+                 journal: Callable[[Mapping[str, Any]], Optional[str]] = J.send) -> None:
+        self.textfile_dir = textfile_dir
+        self.result = result
+        self.journal = journal
+
+
+def run(config_path: str, outputs: Outputs, folder: Optional[str] = None, runner: B.Runner = B.default_runner,
+        clock: Callable[[], float] = time.time) -> Tuple[int, Json]:
+    """One monitor run; returns (exit status, the record written)."""
+    started = clock()
+    hostname = os.uname()[1]
+    diags: List[Json] = []
+    config = None
+    try:
+        config = read_config(config_path)
+    except ConfigProblem as exc:
+        diags.append(D.make(exc.code, path=config_path, why=str(exc), host=hostname))
+    if folder is not None:
+        diags += install_findings(folder, hostname)
+    result = _audit(config, runner, hostname, diags)
+    proven, verdict = judge(result, diags)
+    finished = clock()
+    record: Json = {
+        "schema": MS.RESULT_SCHEMA, "toolkit_version": os.path.basename(folder) if folder else None,
+        "hostname": hostname, "unit": (config or {}).get("audit", {}).get("unit", "metnos.service") or "none",
+        "os": os_label(), "started": round(started, 3), "finished": round(finished, 3),
+        "duration": round(finished - started, 3), "proven": proven, "verdict": verdict,
+        "previous": previous_proof(outputs.result, finished), "context": own_context(), "audit": result}
+    record["changed"] = J.changed(record, record["previous"])
+    return write_outputs(record, outputs), record
+
+
+def _write(path: str, write: Callable[[], object], record: Json) -> bool:
+    try:
+        write()
+        return True
+    except (OSError, ValueError) as exc:
+        record["audit"]["diagnostics"] = D.sort(record["audit"]["diagnostics"] + [D.make(
+            "monitor_output_failed", path=path, why=D.excerpt(getattr(exc, "strerror", None) or str(exc), 200),
+            host=record["hostname"])])
+        record["proven"], record["verdict"] = False, "fail"
+        return False
+
+
+def write_outputs(record: Json, outputs: Outputs) -> int:
+    """Textfile, stored result, journal entries; the exit status (2 when an output could not be written)."""
+    textfile = os.path.join(outputs.textfile_dir, T.FILE_NAME)
+    ok = _write(textfile, lambda: T.write(outputs.textfile_dir, record), record)
+    if not ok:   # the stored result says why the textfile is missing
+        record["changed"] = J.changed(record, record["previous"])
+    text = json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n"
+    ok = _write(outputs.result, lambda: files.replace(outputs.result, text, 0o600), record) and ok
+    entries = [J.run_entry(record)] + ([J.change_entry(record, record["previous"])] if record["changed"] else [])
+    for entry in entries:
+        why = outputs.journal(entry)
+        if why is not None:      # no journal here (run by hand, a container without journald): say it on stderr
+            sys.stderr.write("%s (journal: %s)\n" % (entry["MESSAGE"], why))
+    if not ok:
+        return 2
+    return 0 if record["proven"] else 1
+
+
+# --------------------------------------------------------------------------- the entry point
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="metnos-sandbox-monitor", description=(
+        "Re-prove the Metnos executor sandbox on this host and tell monitoring (node_exporter textfile, "
+        "journal, a stored result the audit can collect)."))
+    parser.add_argument("--config", default=CONFIG, help="the monitor's configuration (default %(default)s)")
+    parser.add_argument("--textfile-dir", default=TEXTFILE_DIR,
+                        help="node_exporter's textfile collector directory (default %(default)s)")
+    parser.add_argument("--result", default=MS.RESULT, help="the stored result (default %(default)s)")
+    args = parser.parse_args(list(argv))
+    for name in ("config", "textfile_dir", "result"):
+        if not getattr(args, name).startswith("/"):
+            parser.error("--%s must be an absolute path" % name.replace("_", "-"))
+    return args
+
+
+def main(argv: Sequence[str], folder: Optional[str]) -> int:
+    """The entry point's whole work: ``folder`` is the versioned folder it runs from."""
+    args = parse_args(argv)
+    status, _record = run(args.config, Outputs(args.textfile_dir, args.result), folder)
+    return status

@@ -1,0 +1,165 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Human-readable summary lines from the results of the toolkit's modules."""
+from __future__ import absolute_import, annotations, division, print_function
+
+from typing import Any, Dict, Iterable, List, Mapping, Optional
+
+from ..base import diagnostics as D
+from ..base.diagnostics import Diagnostic
+
+Section = Dict[str, Any]   # {"name", "verdict", "detail", "diagnostics"}
+
+_MARK = {"pass": "OK  ", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
+
+
+def _diag_lines(diags: Iterable[Diagnostic], indent: str = "    ") -> List[str]:
+    lines = []
+    for diag in D.sort(diags):
+        lines.append("%s[%s] %s (%s): %s" % (indent, diag["severity"], diag["code"], diag["rule"],
+                                             diag["message"]))
+        for step in diag.get("remediation") or []:
+            lines.append("%s    fix: %s" % (indent, step))
+    return lines
+
+
+def host_summary(facts: Optional[Mapping[str, Any]] = None,
+                 sections: Optional[Iterable[Mapping[str, Any]]] = None) -> List[str]:
+    """Lines for one host.
+
+    ``facts`` is a bwrap_facts result; ``sections`` is a list of
+    ``{"name", "verdict", "detail", "diagnostics"}`` from later stages
+    (service environment, profiles, probe).
+    """
+    lines = []
+    if facts:
+        st = facts.get("status") or {}
+        bw = facts.get("bwrap") or {}
+        pkg = bw.get("package") or {}
+        lines.append("runtime status() as the admin's shell sees it (a view, not the service's and not a proof): "
+                     "active=%s bwrap_available=%s bwrap_path=%s disabled_via_env=%s" % (
+                         st.get("active"), st.get("bwrap_available"), st.get("bwrap_path"),
+                         st.get("disabled_via_env")))
+        if bw:
+            lines.append("bwrap: %s (package %s %s, mode %s%s)" % (
+                bw.get("version") or "?", pkg.get("name", "none"), pkg.get("revision") or "",
+                bw.get("mode"), ", setuid" if bw.get("setuid") else ""))
+        us = facts.get("userns") or {}
+        smoke = us.get("smoke_test") or {}
+        lines.append("kernel: max_user_namespaces=%s unprivileged_userns_clone=%s apparmor_restrict=%s "
+                     "selinux=%s container=%s" % (
+                         us.get("max_user_namespaces"), _na(us.get("unprivileged_userns_clone")),
+                         _na(us.get("apparmor_restrict_unprivileged_userns")), us.get("selinux"),
+                         us.get("container") or "no"))
+        if smoke.get("ran"):
+            lines.append("smoke test as %s: %s" % (
+                smoke.get("user"), "passed" if smoke.get("passed") else "FAILED (%s)" % (
+                    (smoke.get("classification") or {}).get("cause", "?"))))
+        else:
+            lines.append("smoke test: not run (%s)" % smoke.get("reason", "?"))
+        lines.append("%s bwrap_facts" % _MARK.get(str(facts.get("verdict")), "?"))
+        lines.extend(_diag_lines(facts.get("diagnostics") or []))
+    for section in sections or []:
+        head = "%s %s" % (_MARK.get(str(section.get("verdict")), "?   "), section.get("name"))
+        if section.get("detail"):
+            head += ": %s" % section["detail"]
+        lines.append(head)
+        lines.extend(_diag_lines(section.get("diagnostics") or []))
+    return lines
+
+
+def _na(value: Any) -> Any:
+    return "n/a" if value is None else value
+
+
+def profiles_section(loop_results: Optional[Iterable[Mapping[str, Any]]]) -> Section:
+    """A summary section from the registered results of a sandbox_profile loop."""
+    wrapped, direct, refused, skipped = [], [], [], 0
+    diags = []
+    for res in loop_results or []:
+        if res.get("skipped"):
+            continue
+        name = res.get("executor") or "?"
+        decision = res.get("decision")
+        if decision == "wrapped":
+            wrapped.append(name)
+        elif decision == "direct":
+            direct.append(name)
+        else:
+            refused.append(name)
+        for diag in res.get("diagnostics") or []:
+            if diag.get("severity") == D.INFO:
+                skipped += 1
+            else:
+                diags.append(diag)
+    detail = "%d wrapped, %d direct (pinned undo), %d refused" % (len(wrapped), len(direct), len(refused))
+    if refused:
+        detail += " [%s]" % ", ".join(refused)
+    if skipped:
+        detail += "; %d grants not mounted (paths absent on this host)" % skipped
+    verdict = "fail" if refused else ("warn" if any(d["severity"] == D.WARNING for d in diags) else "pass")
+    return {"name": "profiles", "verdict": verdict, "detail": detail, "diagnostics": diags}
+
+
+def service_section(res: Optional[Mapping[str, Any]]) -> Section:
+    """A summary section from a metnos_service_env result."""
+    if not res or res.get("skipped"):
+        return {"name": "service environment", "verdict": "skip", "detail": "not checked", "diagnostics": []}
+    env = res.get("environment") or {}
+    prov = res.get("provenance") or {}
+    if env:
+        detail = "%s (%s mode): METNOS_SANDBOX=%r [%s], PATH=%s [%s], user %s" % (
+            res.get("unit"), res.get("mode"), env.get("METNOS_SANDBOX"), prov.get("METNOS_SANDBOX"),
+            env.get("PATH"), prov.get("PATH"), (res.get("user") or {}).get("name"))
+    else:
+        detail = "%s: %s" % (res.get("unit"), ", ".join(d["code"] for d in res.get("diagnostics") or []))
+    st = res.get("status") or {}
+    if st:
+        detail += "; %s: active=%s" % (res.get("status_view") or "runtime status() view", st.get("active"))
+    if res.get("changed"):
+        detail += "; drop-in %s written" % ((res.get("dropin") or {}).get("path"))
+    for key, label in (("healed", "healed"), ("relaxed", "relaxed"), ("not_healed", "NOT healed"),
+                       ("not_relaxed", "NOT relaxed")):
+        if res.get(key):
+            detail += "; %s: %d" % (label, len(res[key]))
+    return {"name": "service environment", "verdict": res.get("verdict", "warn"), "detail": detail,
+            "diagnostics": res.get("diagnostics") or []}
+
+
+def enforce_lines(res: Optional[Mapping[str, Any]]) -> List[str]:
+    """One line per thing enforce healed, relaxed, or could not (the play output lists each)."""
+    lines = []
+    for item in (res or {}).get("healed") or []:
+        lines.append("healed %s (from %s): %s" % (item.get("what"), item.get("source"), item.get("action")))
+    for item in (res or {}).get("relaxed") or []:
+        lines.append("relaxed %s for bwrap (%s): wrote %s" % (item.get("directive"), item.get("code"),
+                                                              item.get("line")))
+    for item in (res or {}).get("not_healed") or []:
+        lines.append("NOT healed %s (%s): %s" % (item.get("what"), item.get("source") or "-", item.get("reason")))
+    for item in (res or {}).get("not_relaxed") or []:
+        lines.append("NOT relaxed %s (%s): %s%s" % (item.get("directive"), item.get("code"), item.get("reason"),
+                                                    "; the minimum would be %s" % item["line"]
+                                                    if item.get("line") else ""))
+    return lines or ["nothing to heal"]
+
+
+def probe_section(res: Optional[Mapping[str, Any]]) -> Section:
+    """A summary section from a sandbox_probe result."""
+    if not res or res.get("skipped"):
+        return {"name": "probe", "verdict": "skip", "detail": "not run", "diagnostics": []}
+    checks = res.get("checks") or []
+    failed = [c["name"] for c in checks if not c.get("ok")]
+    detail = "proven verdict: %s; %s; %d/%d checks held" % (
+        "PASSED" if res.get("passed") else "FAILED", res.get("context"), len(checks) - len(failed), len(checks))
+    if failed:
+        detail += "; failed: %s" % ", ".join(failed)
+    if res.get("confidence") == "reduced":
+        detail += "; confidence reduced: %s" % "; ".join((res.get("unit_context") or {}).get("reasons") or
+                                                         ["the service's restrictions were not applied"])
+    st = res.get("status") or {}
+    if st:
+        detail += "; %s (a view, not a proof): active=%s" % (res.get("status_view") or "runtime status()",
+                                                             st.get("active"))
+    return {"name": "probe (real wrapped invocation)", "verdict": "pass" if res.get("passed") else "fail",
+            "detail": detail, "diagnostics": [d for d in res.get("diagnostics") or [] if d.get("severity") != D.INFO]}

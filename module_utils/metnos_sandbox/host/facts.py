@@ -1,0 +1,194 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The host's answer to ``sandbox.status()`` plus what explains a failure.
+
+``gather()`` is what ``library/bwrap_facts.py`` returns. Read-only: it runs
+bwrap (--version, --help, one smoke test) and package queries, nothing else.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import os
+import pwd
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple, Union
+
+from ..base import diagnostics as D
+from ..base import envflags
+from . import bwrap as B
+from . import bwrap_trust as BT
+from . import kernel
+
+DEFAULT_SMOKE_USERS = ("nobody",)
+
+
+class UserError(ValueError):
+    """An option names a user that does not exist."""
+
+
+def resolve_user(name: Union[str, int]) -> Dict[str, Any]:
+    """A user name or numeric uid -> {name, uid, gid, home}. Raises UserError."""
+    try:
+        entry = pwd.getpwuid(int(name)) if str(name).isdigit() else pwd.getpwnam(str(name))
+    except (KeyError, ValueError):
+        raise UserError("user %r does not exist on this host (getent passwd %s finds nothing)"
+                        % (name, name)) from None
+    return {"name": entry.pw_name, "uid": entry.pw_uid, "gid": entry.pw_gid, "home": entry.pw_dir}
+
+
+def default_smoke_user() -> Optional[Dict[str, Any]]:
+    """An unprivileged account for the smoke test: never only root."""
+    for name in DEFAULT_SMOKE_USERS:
+        try:
+            return resolve_user(name)
+        except UserError:
+            continue
+    for entry in pwd.getpwall():
+        if 1000 <= entry.pw_uid < 60000:
+            return resolve_user(entry.pw_name)
+    return None
+
+
+def bwrap_info(bwrap_path: str, runner: B.Runner = B.default_runner) -> Dict[str, Any]:
+    """Version, package, owner, mode, setuid and --help features of one bwrap."""
+    rc, out, err = runner([bwrap_path, "--version"])
+    version = B.parse_version(out or err)
+    rc_h, help_out, help_err = runner([bwrap_path, "--help"])
+    features = B.parse_features(help_out or help_err)
+    pkg = B.package_facts(bwrap_path, runner=runner)
+    info: Dict[str, Any] = {"version": version, "features": features,
+                            "missing_features": B.missing_features(features), "package": pkg}
+    files = B.file_facts(bwrap_path)
+    info.update(files)
+    if pkg:
+        # what the package database says of the file (dpkg --verify, rpm -V, pacman -Qkk): bwrap_trust
+        state, detail = BT.package_state(pkg["manager"], pkg["name"], str(files["realpath"]), runner)
+        info["package"] = dict(pkg, verified=state, verify_detail=detail)
+    return info
+
+
+def binary_diagnostics(info: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    out: List[Dict[str, Any]] = []
+    path = info["path"]
+    if info.get("setuid"):
+        refused = B.version_tuple(info.get("version")) >= (0, 12)
+        out.append(D.make("bwrap_setuid", bwrap_path=path, mode=info["mode"], version=info.get("version"),
+                          variant="refused" if refused else None))
+    if info.get("ownership_problems"):
+        out.append(D.make("bwrap_not_root_owned", bwrap_path=path, problems="; ".join(info["ownership_problems"])))
+    package = info.get("package") or {}
+    if not package:
+        out.append(D.make("bwrap_not_packaged", bwrap_path=path))
+    elif package.get("verified") in ("modified", "missing"):
+        out.append(D.make("bwrap_package_modified", bwrap_path=path, package=package.get("name"),
+                          detail=package.get("verify_detail") or package["verified"]))
+    if info.get("missing_features"):
+        out.append(D.make("bwrap_feature_missing", missing=", ".join(info["missing_features"]), bwrap_path=path,
+                          version=info.get("version") or "?"))
+    return out
+
+
+def smoke(bwrap_path: str, user: Optional[Mapping[str, Any]], timeout: float = 20.0,
+          path_text: Optional[str] = None) -> Dict[str, Any]:
+    """Run the smoke test for real as ``user`` (None: the current user)."""
+    true_path = B.which("true", "/usr/bin:/bin") or "/bin/true"
+    env = {"PATH": path_text or "/usr/bin:/bin", "LANG": "C", "LC_ALL": "C"}
+    argv = B.smoke_argv(bwrap_path, true_path)
+    result = B.run_bwrap(argv, user=user, env=env, timeout=timeout)
+    uid = user["uid"] if user else os.geteuid()
+    out: Dict[str, Any] = {
+        "ran": True,
+        "user": user["name"] if user else pwd.getpwuid(uid).pw_name,
+        "uid": uid,
+        "argv": [a if a != "{status_fd}" else "3" for a in argv],
+        "rc": result["rc"],
+        "stderr": result["stderr"].strip(),
+        "json_status": result["json_status"],
+        "setup_failed": result["setup_failed"],
+        "timed_out": result["timed_out"],
+        "passed": result["rc"] == 0 and not result["setup_failed"] and not result["timed_out"],
+    }
+    if not out["passed"]:
+        out["classification"] = B.classify(result["stderr"], result["rc"],
+                                           setup_failed=result["setup_failed"])
+    return out
+
+
+def smoke_diagnostics(result: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    out: List[Dict[str, Any]] = []
+    if result.get("uid") == 0:
+        out.append(D.make("smoke_ran_as_root"))
+    if result.get("passed"):
+        return out
+    cls = result.get("classification") or {}
+    if result.get("timed_out"):
+        cls = {"cause": "timeout", "cause_text": "the smoke test did not finish in time",
+               "remediation": ["Check for a hung mount (NFS) or a stuck namespace setup."]}
+    text = cls.get("cause_text", "")
+    if cls.get("stderr_line"):
+        text += " (bwrap said: %s)" % cls["stderr_line"]
+    out.append(D.make("bwrap_smoke_failed", user=result.get("user"), cause=cls.get("cause"),
+                      cause_text=text, cause_remediation=cls.get("remediation"),
+                      variant="classified" if cls.get("remediation") else None,
+                      points_at=cls.get("points_at")))
+    return out
+
+
+def gather(path_text: str, environment: Mapping[str, str], smoke_test: bool = True,
+           smoke_user: Optional[Dict[str, Any]] = None, proc: str = "/proc", sys_root: str = "/sys", root: str = "/",
+           runner: B.Runner = B.default_runner, cwd: str = "/", smoke_timeout: float = 20.0) -> Dict[str, Any]:
+    """Everything bwrap_facts returns. ``smoke_user`` is a resolved user dict or None."""
+    diags: List[Dict[str, Any]] = []
+    found = B.which("bwrap", path_text, cwd=cwd)
+    quartet = envflags.status(found, environment)
+    result: Dict[str, Any] = {"status": quartet, "path": path_text,
+                              "path_unsafe_entries": B.unsafe_entries(path_text)}
+    diags.extend(envflags.diagnose(quartet, environment, path_text, where="environment given"))
+
+    knobs = kernel.facts(proc=proc, sys_root=sys_root, root=root)
+    diags.extend(kernel.diagnose(knobs))
+
+    if found:
+        info = bwrap_info(found, runner=runner)
+        result["bwrap"] = info
+        diags.extend(binary_diagnostics(info))
+    else:
+        result["bwrap"] = {}
+
+    if not smoke_test:
+        knobs["smoke_test"] = {"ran": False, "reason": "smoke_test=false"}
+    elif not found:
+        knobs["smoke_test"] = {"ran": False, "reason": "bwrap not found on PATH"}
+        diags.append(D.make("bwrap_smoke_skipped", reason="bwrap was not found on the PATH checked.",
+                            variant="no_bwrap"))
+    else:
+        if smoke_user is not None and smoke_user["uid"] != os.geteuid() and os.geteuid() != 0:
+            # Cannot switch users without root: run as ourselves and say so.
+            diags.append(D.make("bwrap_smoke_skipped", severity=D.WARNING,
+                                reason="Not root: the smoke test ran as the current user instead "
+                                       "of %s." % smoke_user["name"]))
+            smoke_user = None
+        if smoke_user is not None and smoke_user["uid"] == os.geteuid():
+            smoke_user = None
+        knobs["smoke_test"] = smoke(found, smoke_user, timeout=smoke_timeout)
+        diags.extend(smoke_diagnostics(knobs["smoke_test"]))
+    result["userns"] = knobs
+    result["diagnostics"] = D.sort(_dedupe(diags))
+    result["verdict"] = verdict(result["diagnostics"])
+    return result
+
+
+def _dedupe(diags: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    seen: Set[Tuple[str, str]] = set()
+    out: List[Dict[str, Any]] = []
+    for diag in diags:
+        key = (diag["code"], diag["message"])
+        if key not in seen:
+            seen.add(key)
+            out.append(diag)
+    return out
+
+
+def verdict(diags: Iterable[Mapping[str, Any]]) -> str:
+    """'pass' / 'warn' / 'fail' from the worst severity."""
+    worst = D.worst(diags)
+    return {D.ERROR: "fail", D.WARNING: "warn"}.get(worst or "", "pass")

@@ -1,0 +1,152 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The modules' options, spelled once: shared option specs, the audit's whole spec, and the checks
+every module runs before it calls the core (unit name, timeout, a running systemd, users).
+
+One name per idea across modules: ``timeout`` (seconds before the timed run is killed: the smoke test
+of bwrap_facts, the probe of sandbox_probe and metnos_audit; the old names ``smoke_timeout`` and
+``probe_timeout`` stay as aliases), ``python`` (an interpreter path on the managed host, type path),
+``unit``/``scope``/``user`` (the service unit and its manager).
+
+A check raises ``validate.OptionError`` (a ValueError) naming the option and its rule; a face turns
+any option error into a failed task with code ``invalid_option`` through ``checked``. Pure Python, no
+Ansible imports: the audit payload applies ``AUDIT``'s defaults on the host too.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import copy
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Type, TypeVar, cast
+
+from .checks import OptionError
+
+Spec = Dict[str, Dict[str, Any]]
+T = TypeVar("T")
+
+UNIT: Dict[str, Any] = {"type": "str", "default": "metnos.service"}
+SCOPE: Dict[str, Any] = {"type": "str", "choices": ["system", "user"], "default": "system"}
+USER: Dict[str, Any] = {"type": "str"}
+PYTHON: Dict[str, Any] = {"type": "path"}
+HOST: Dict[str, Any] = {"type": "dict", "default": {}}
+# The sha256 of self-built bwraps the probe trusts besides the packaged one (bwrap_trust; issue 20).
+ACCEPT_BWRAP: Dict[str, Any] = {"type": "list", "elements": "str", "default": []}
+SERVICE: Spec = {"unit": UNIT, "scope": SCOPE, "user": USER}
+# scope=user needs the user whose manager runs the unit (AnsibleModule's required_if).
+USER_SCOPE_NEEDS_USER = [("scope", "user", ("user",))]
+
+
+def timeout(default: float, *old_names: str) -> Dict[str, Any]:
+    """The ``timeout`` option (seconds); ``old_names`` stay accepted as aliases."""
+    out: Dict[str, Any] = {"type": "float", "default": default}
+    if old_names:
+        out["aliases"] = list(old_names)
+    return out
+
+
+def spec(*parts: Mapping[str, Mapping[str, Any]], **more: Mapping[str, Any]) -> Spec:
+    """An argument_spec made of shared parts and a module's own options (deep copies: Ansible's validator
+    may annotate what it is given)."""
+    out: Spec = {}
+    for part in parts + (more,):
+        for name, option in part.items():
+            out[name] = copy.deepcopy(dict(option))
+    return out
+
+
+# metnos_audit: the action validates with it (validate_argument_spec), library/metnos_audit.py documents
+# it, audit.audit_host applies its defaults for any other caller.
+AUDIT: Spec = spec(
+    SERVICE,
+    manifests={"type": "list", "elements": "raw", "default": []},
+    host=HOST,
+    profile_dir={"type": "path", "default": "/etc/metnos/sandbox/profiles"},
+    probe={"type": "bool", "default": True},
+    timeout=timeout(60.0, "probe_timeout"),
+    smoke_user={"type": "str"},
+    python=PYTHON,
+    accept_bwrap_sha256=ACCEPT_BWRAP,
+    # the continuous proof (monitor_state.py): take the monitor's stored result instead of running the checks
+    collect_monitor={"type": "bool", "default": False},
+    monitor_max_age={"type": "float", "default": 3600.0},
+    monitor_result={"type": "path", "default": "/var/lib/metnos-sandbox-monitor/last.json"},
+)
+
+
+# metnos_audit_report (an action plugin on the controller): hosts (results kept by metnos_audit in this
+# run) or results (host -> registered metnos_audit result).
+AUDIT_REPORT: Spec = spec(
+    results={"type": "dict"},
+    hosts={"type": "list", "elements": "str"},
+    dest={"type": "path", "default": "reports"},
+    warnings_as_failures={"type": "bool", "default": False},
+)
+AUDIT_REPORT_ONE_OF = [("results", "hosts")]
+
+
+def with_defaults(option_spec: Mapping[str, Mapping[str, Any]], params: Mapping[str, Any]) -> Dict[str, Any]:
+    """``params`` with each option's default where it is missing or None, and old names (aliases) read
+    under the option's one name."""
+    out = dict(params)
+    for name, option in option_spec.items():
+        for alias in option.get("aliases") or []:
+            if out.get(name) is None and out.get(alias) is not None:
+                out[name] = out[alias]
+            out.pop(alias, None)
+        if out.get(name) is None and "default" in option:
+            out[name] = copy.deepcopy(option["default"])
+    return out
+
+
+# --------------------------------------------------------------------------- the checks
+
+def unit_name(value: Any, option: str = "unit", required: bool = True) -> None:
+    """A systemd unit name (no path, no '..'); an empty one only where it is not ``required``."""
+    from ..service.systemd_unit import valid_unit_name
+    if (required or value) and not cast(Callable[[Any], bool], valid_unit_name)(value):
+        raise OptionError("%s: %r is not a unit name like metnos.service" % (option, value))
+
+
+def positive_seconds(value: Any, option: str = "timeout") -> None:
+    if value is None or value <= 0:
+        raise OptionError("%s must be a positive number of seconds, got %r" % (option, value))
+
+
+def systemd_running(option: str, instead: str, root: str = "/") -> None:
+    """``option``=systemd asks for systemd: it must run here (``instead`` names the other choices)."""
+    from ..service.service_env import systemd_running as running
+    if not cast(Callable[[str], bool], running)(root):
+        raise OptionError("%s=systemd but systemd is not running here (use %s)" % (option, instead))
+
+
+def users(*names: Optional[str]) -> None:
+    """Each given user (name or uid) exists on this host (facts.UserError names the one that does not)."""
+    from ..host.facts import resolve_user
+    for name in names:
+        if name:
+            cast(Callable[[str], object], resolve_user)(name)
+
+
+def sha256_list(values: Any, option: str = "accept_bwrap_sha256") -> None:
+    """Each value is a sha256 digest: exactly 64 hexadecimal digits (the probe trusts a bwrap with that content)."""
+    from ..host.bwrap_trust import normalise_accepted
+    _good, bad = normalise_accepted(values or [])
+    if bad:
+        raise OptionError("%s: %r is not a sha256 digest (64 hexadecimal digits, e.g. from sha256sum)"
+                          % (option, bad[0]))
+
+
+def option_errors() -> Tuple[Type[Exception], ...]:
+    """What a refused option raises: our checks, an unknown user, a bad host-context key."""
+    from ..host.facts import UserError
+    from ..profile.profile import ContextError
+    return (OptionError, UserError, ContextError)
+
+
+def checked(fail: Callable[..., Any], face: str, check: Callable[[], T]) -> T:
+    """Run ``check`` (a module's option preamble); an option error fails the task with ``invalid_option``
+    through ``fail`` (AnsibleModule.fail_json): "<face>: <the option and its rule>"."""
+    try:
+        return check()
+    except option_errors() as exc:
+        fail(msg="%s: %s" % (face, exc), code="invalid_option")
+        raise   # fail_json exits; a stand-in that returns must not let the task go on

@@ -1,0 +1,151 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one writer and the one reader of the on-disk profile format.
+
+``<dest>/<executor>.args``: the argv, one element per line (what the runtime and the audit
+compare); ``<dest>/<executor>.json``: the structured profile (mounts with provenance, flags,
+network decision, diagnostics). The sandbox_profile module writes through ``write``; the
+audit's drift check and the module's diff read through ``read_args``/``read_doc``.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import json
+import os
+import re
+import stat
+from typing import Any, Callable, Dict, List, NamedTuple, Optional
+
+from ..base import diagnostics as D
+from ..base import files
+
+MAX_PROFILE_BYTES = 4 * 1024 * 1024
+DOC_KEYS = ("executor", "decision", "argv", "mounts", "namespaces", "network", "manifest", "exception",
+            "descriptors")
+_EXECUTOR = re.compile(r"[a-z0-9_][a-z0-9_.-]{0,127}")
+
+
+class StoreError(Exception):
+    """A profile cannot be written; the message names the path."""
+
+
+class Paths(NamedTuple):
+    """The two files of one executor's profile."""
+    args: str
+    json: str
+
+
+class Documents(NamedTuple):
+    """A profile as it is written: the .args text, the .json text, and the document."""
+    args: str
+    json: str
+    doc: Dict[str, Any]
+
+
+def paths(dest: str, executor: Any) -> Paths:
+    if not isinstance(executor, str) or not _EXECUTOR.fullmatch(executor):
+        raise StoreError("%s is not an executor name usable as a file name" % D.excerpt(executor))
+    base = os.path.join(dest, executor)
+    return Paths(base + ".args", base + ".json")
+
+
+def documents(result: Dict[str, Any]) -> Documents:
+    """A rendered (not refused) profile -> (args text, json text, the document)."""
+    argv = result["argv"]
+    if any("\n" in a or "\0" in a for a in argv):
+        raise StoreError("an argv element contains a newline or NUL: the .args format cannot hold it")
+    doc = dict((k, result[k]) for k in DOC_KEYS if k in result)
+    doc["diagnostics"] = [dict((k, d[k]) for k in ("code", "severity", "rule", "message"))
+                          for d in result["diagnostics"]]
+    return Documents("\n".join(argv) + "\n", json.dumps(doc, indent=2, sort_keys=True) + "\n", doc)
+
+
+def _read(path: str) -> Optional[str]:
+    """Bounded read of a regular file, not following a symlink in the last component; None if absent."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_PROFILE_BYTES:
+            return None
+        data = os.read(fd, MAX_PROFILE_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_PROFILE_BYTES:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def read_args(dest: str, executor: str) -> Optional[List[str]]:
+    """The argv on disk as a list, or None when there is no (readable) profile."""
+    text = _read(paths(dest, executor).args)
+    return None if text is None else text.splitlines()
+
+
+def read_doc(dest: str, executor: str) -> Any:
+    text = _read(paths(dest, executor).json)
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def review_lines(doc: Optional[Dict[str, Any]]) -> str:
+    """A reviewer's view of a profile: network decision, then one mount per line with its rules."""
+    if not doc:
+        return ""
+    net = doc.get("network") or {}
+    lines = ["network: %s" % ("host (%s)" % ", ".join(net.get("because") or []) if net.get("host")
+                              else "isolated (--unshare-net)")]
+    for m in doc.get("mounts") or []:
+        src = "" if m.get("src") in (None, m["dest"]) else " <- %s" % m["src"]
+        rules = ", ".join(sorted(set(p["rule"] for p in m.get("provenance") or [])))
+        lines.append("%-7s %s%s  [%s]" % (m["kind"], m["dest"], src, rules))
+    return "\n".join(lines) + "\n"
+
+
+Move = Callable[[str, str], Any]
+
+
+def write(dest: str, result: Dict[str, Any], check_mode: bool = False, move: Optional[Move] = None) -> Dict[str, Any]:
+    """Write <executor>.args and .json atomically (only when content changes).
+
+    ``move(tmp, path)``: how to put a temp file in place (the module passes AnsibleModule.atomic_move).
+    Returns {"changed", "files", "diff"} where diff is a list of before/after views. Raises StoreError."""
+    args_path, json_path = paths(dest, result["executor"])
+    args_text, json_text, doc = documents(result)
+    if not os.path.isdir(dest) and not check_mode:
+        try:
+            os.makedirs(dest, 0o755)
+        except OSError as exc:
+            raise StoreError("cannot create dest %s: %s" % (dest, exc.strerror)) from None
+    before_doc = read_doc(dest, result["executor"])
+    diffs = []
+    if before_doc != json.loads(json_text):
+        diffs.append({"before": review_lines(before_doc), "after": review_lines(doc),
+                      "before_header": "%s (mounts, before)" % result["executor"],
+                      "after_header": "%s (mounts, after)" % result["executor"]})
+    changed = False
+    for path, content in ((args_path, args_text), (json_path, json_text)):
+        before = _read(path)
+        if before == content:
+            continue
+        changed = True
+        if not check_mode:
+            try:
+                files.replace(path, content, 0o644, move)
+            except (IOError, OSError) as exc:
+                raise StoreError("cannot write %s: %s" % (path, exc)) from None
+        if path == args_path:
+            diffs.append({"before": before or "", "after": content,
+                          "before_header": path if before is not None else "(absent)", "after_header": path})
+    return {"changed": changed, "files": [args_path, json_path], "diff": diffs}
