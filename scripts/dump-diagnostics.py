@@ -5,7 +5,8 @@ core changed no behaviour (issue 22: run it before and after, compare the output
     python3 scripts/dump-diagnostics.py OUT.json [WORKDIR]
 
 What it dumps (each diagnostic as code, severity, message, remediation, rule, section, plus details):
-- the registry itself: every code's static fields, in the registry's order;
+- the registry itself: every code's static fields, by code (the registry's order is not behaviour: the
+  docs sort it, reports sort diagnostics by severity);
 - every code made with every message template and remediation variant, each placeholder filled with its
   own name (what a call site can make the registry say);
 - every manifest of the hostile corpora (tests/corpus/hostile_manifests.py on hostile_tree.py, and
@@ -57,7 +58,7 @@ U = core("load_unit", "service.systemd_unit", "systemd_unit")
 
 def registry():
     out = []
-    for entry in D.REGISTRY.values():
+    for _code, entry in sorted(D.REGISTRY.items()):
         out.append(dict((k, getattr(entry, k)) for k in entry.__slots__))
     return out
 
@@ -70,7 +71,7 @@ class _Names(dict):
 def made():
     """Every code, every message template and every remediation variant, placeholders filled with their names."""
     out = []
-    for code, entry in D.REGISTRY.items():
+    for code, entry in sorted(D.REGISTRY.items()):
         for wording in [None] + sorted(k for k in entry.messages if k):
             for variant in [None] + sorted(entry.variants):
                 fill = _Names()

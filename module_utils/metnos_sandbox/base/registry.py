@@ -1,0 +1,98 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a diagnostic code is (``Code``), its severities and report sections, the one ``Diagnostic`` type,
+and the remediation pieces several packages' codes share.
+
+Each capability package lists its codes in its ``codes.py`` (data only, importing this module alone);
+base/diagnostics.py gathers them into the one ``REGISTRY`` and builds every diagnostic from it. Pure
+Python, no Ansible imports.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+
+ERROR = "error"
+WARNING = "warning"
+INFO = "info"
+SEVERITIES = (ERROR, WARNING, INFO)
+RANK = {ERROR: 0, WARNING: 1, INFO: 2}   # most severe first (diagnostics.sort)
+
+# Report sections (one JUnit test case per host and section; see report.py). Every code has one.
+SANDBOX_ACTIVE = "sandbox_active"
+BWRAP_BINARY = "bwrap_binary"
+KERNEL_USERNS = "kernel_userns"
+SMOKE_TEST = "smoke_test"
+SERVICE_ENVIRONMENT = "service_environment"
+PROFILES = "profiles"
+PROBE = "probe"
+REACHABILITY = "reachability"
+MODULE = "module"          # a module's own failure (fail_json): never a finding of a host report
+MONITOR = "monitor"        # the continuous proof's own install, configuration and outputs (monitor.py)
+SECTIONS = (SANDBOX_ACTIVE, BWRAP_BINARY, KERNEL_USERNS, SMOKE_TEST, SERVICE_ENVIRONMENT, PROFILES, PROBE,
+            REACHABILITY, MODULE, MONITOR)
+
+Diagnostic = Dict[str, Any]
+"""The dict form of a finding: code, severity, rule, title, message, remediation[, details]."""
+
+
+class UnregisteredCode(KeyError):
+    """A code that is not in the registry was asked for (a defect of the toolkit, never of the input)."""
+
+
+class Code(object):
+    """Static description of one diagnostic code."""
+
+    __slots__ = ("code", "severity", "rule", "section", "title", "cause", "detection", "remediation",
+                 "variants", "messages")
+
+    def __init__(self, code: str, severity: str, rule: str, section: str, title: str, cause: str,
+                 detection: str, remediation: Sequence[str],
+                 variants: Optional[Mapping[str, Sequence[str]]] = None,
+                 messages: Optional[Mapping[str, str]] = None) -> None:
+        if severity not in SEVERITIES or section not in SECTIONS:
+            raise ValueError("%s: severity %r / section %r" % (code, severity, section))
+        self.code = code
+        self.severity = severity
+        self.rule = rule
+        self.section = section
+        self.title = title
+        self.cause = cause
+        self.detection = detection
+        self.remediation: Tuple[str, ...] = tuple(remediation)
+        self.variants: Dict[str, Tuple[str, ...]] = dict((k, tuple(v)) for k, v in (variants or {}).items())
+        # The message template (what was seen) by variant; "" is the default, the cause when absent.
+        self.messages: Dict[str, str] = dict(messages or {})
+
+
+
+
+# The smallest drop-in that relaxes one unit directive for bwrap ({relax} is the line to add).
+DROPIN_FIX = ("Smallest fix, as a drop-in (enforce mode writes it with metnos_sandbox_relax_restrictions=true):",
+               "mkdir -p /etc/systemd/system/{unit}.d",
+               "printf '[Service]\\n{relax}\\n' >> /etc/systemd/system/{unit}.d/zz-metnos-sandbox.conf",
+               "systemctl daemon-reload", "systemctl restart {unit}")
+RESTRICTION_VARIANTS = {"dropin": DROPIN_FIX, "no_dropin": ("{relax_note}",)}
+
+
+def restriction(code: str, rule: str, title: str, cause: str, detection: str, fix: str,
+                 messages: Mapping[str, str]) -> Code:
+    """A unit directive that breaks bwrap inside the service (service_env.DIRECTIVE_CODES): fixed by the
+    drop-in line ``fix`` and a daemon-reload, or by the smallest drop-in enforce mode can write."""
+    return Code(code, ERROR, rule, SERVICE_ENVIRONMENT, title, cause, detection,
+              ["Drop-in: " + fix, "systemctl daemon-reload"], RESTRICTION_VARIANTS, messages)
+
+
+# Remediation items may contain ``{placeholders}`` filled from the context given to ``make``;
+# an item that is exactly one placeholder whose value is a list becomes that list's items.
+# Unknown placeholders are left as they are.
+# bwrap_smoke_failed / probe_setup_failed: the steps of the cause bwrap's stderr was classified as
+# (bwrap.CAUSES, documented with this registry).
+CLASSIFIED = {"classified": ("{cause_remediation}",)}
+
+# A manifest value refused with the accepted forms (manifest._err): {value} is an excerpt, {expected} the forms.
+REFUSED = {"refused": "{field}: {value} is refused: {expected}"}
+
+# A manifest-written path refused by the host's rules (profile judge_scope): {access} is read-only/writable.
+JUDGED = {"judged": "{field}: {access} {path}: {problem}",
+           "judged_from": "{field}: {access} {path} (from {what}): {problem}"}
