@@ -21,6 +21,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audi
 # checkout through collections/ansible_collections/metnos/sandbox/).
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as _diagnostics
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import sources as _sources
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as _manifest
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as _profile
 
@@ -120,8 +121,8 @@ def metnos_profile(manifest, host=None, invocation=None, status=None, command=No
         raise AnsibleFilterError("metnos_profile: expected a manifest mapping or YAML/JSON text, got %s"
                                  % type(manifest).__name__)
     try:
-        ctx = _profile.HostContext(host or {})
-    except _profile.ContextError as exc:
+        ctx = HC.HostContext(host or {})
+    except HC.ContextError as exc:
         raise AnsibleFilterError("metnos_profile: %s" % exc) from None
     if invocation is not None and not isinstance(invocation, dict):
         raise AnsibleFilterError("metnos_profile: invocation must be a mapping, got %s" % type(invocation).__name__)

@@ -185,8 +185,10 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as B
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import checks as V
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import python_roots as PYR
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import store
 
 ARGUMENT_SPEC = O.spec(
@@ -220,8 +222,8 @@ def _options(module, p):
     environment = V.environment("environment", p["environment"], default=dict(os.environ))
     host_over = dict(p["host"] or {})
     if p["discover_python_roots"]:
-        host_over = P.with_python_roots(host_over, B.module_runner(module))
-    return path_text, environment, P.HostContext(host_over)
+        host_over = PYR.with_python_roots(host_over, B.module_runner(module))
+    return path_text, environment, HC.HostContext(host_over)
 
 
 def main():

@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.join(ROOT, "module_utils"))
 
 import yaml  # noqa: E402
 
+from metnos_sandbox.profile import host_context as HC
 from metnos_sandbox.profile import manifest as M  # noqa: E402
 from metnos_sandbox.profile import profile as P  # noqa: E402
 
@@ -87,7 +88,7 @@ def worst_cases(base):
                            for i in range(M.MAX_ARGUMENTS))}))
     out.append(("max_invocation_values", lambda: {"name": "x", "origin": "o", "capabilities": ["fs:read:arg:p"],
                                                   "arguments": {"p": {"within": ["/srv/notes/**"]}}},
-                {"arguments": dict(("a%d" % i, "v" * 1024) for i in range(P.MAX_INVOCATION_ARGUMENTS))}))
+                {"arguments": dict(("a%d" % i, "v" * 1024) for i in range(HC.MAX_INVOCATION_ARGUMENTS))}))
     return out
 
 
@@ -133,17 +134,17 @@ def hostile(seconds_note):
     count = len(cases)
     cases += [(name, factory, inv, _host) for name, factory, inv in worst_cases(base)]
     cases += chain_cases(base)
-    P.render_safe({"name": "x", "origin": "o"}, P.HostContext(_host))          # imports and caches warm
+    P.render_safe({"name": "x", "origin": "o"}, HC.HostContext(_host))          # imports and caches warm
     M.decode("a: 1\n")
     timed = []
     for name, factory, inv, host in cases:
-        ctx = P.HostContext(host)
+        ctx = HC.HostContext(host)
         start = time.perf_counter()
         prof = P.render_safe(factory(), ctx, inv)
         timed.append((time.perf_counter() - start, name, prof["refusal"] or prof["decision"]))
     peaks = []
     for name, factory, inv, host in cases:
-        ctx = P.HostContext(host)
+        ctx = HC.HostContext(host)
         source = factory()
         tracemalloc.start()
         P.render_safe(source, ctx, inv)
@@ -167,10 +168,10 @@ def main():
     ap.add_argument("--no-hostile", action="store_true")
     args = ap.parse_args()
     root = build_tree()
-    host = P.HostContext({
+    host = HC.HostContext({
         "runtime_dir": root + "/runtime", "executors_dir": root + "/executors", "python_prefix": root + "/venv",
         "python_executable": "/usr/bin/python3",
-        "resources": dict((k, root + "/sheets") for k in P.DEFAULT_HOST["resources"]),
+        "resources": dict((k, root + "/sheets") for k in HC.DEFAULT_HOST["resources"]),
         "indexes": {"docs": root + "/index/docs"}, "integrations_dir": root + "/integrations",
         "mail_credentials_dir": root + "/mail", "dialog_dir": root + "/dialog", "undo_root": root + "/undo",
         "writable_roots": [root, "/var/lib/metnos"]})

@@ -81,8 +81,8 @@ LINKS = {
 
 def broker_digest(root):
     """The digest of the clean broker's files (what the admin pins after review)."""
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
-    digest, problem = P.executor_digest(os.path.join(root, "undo_clean", "undo_last_turn"), sorted(BROKER))
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import undo as UN
+    digest, problem = UN.executor_digest(os.path.join(root, "undo_clean", "undo_last_turn"), sorted(BROKER))
     assert problem is None, problem
     return digest
 

@@ -109,10 +109,11 @@ def faces(manifest, host, invocation):
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit as A
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as B
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import probe as PR
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
     active = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
-    core = P.render_safe(manifest, P.HostContext(host), invocation, active)
+    core = P.render_safe(manifest, HC.HostContext(host), invocation, active)
     out = {"core": [core["decision"], core["refusal"]], "argv": core["argv"],
            "messages": [d["message"] for d in core["diagnostics"] if d["severity"] == "error"]}
     filters = repo_files.load("filter_plugins/metnos_sandbox.py", "mfilters")
@@ -143,17 +144,18 @@ WEAKENINGS = {"etc_alias": ("fs:write:@T/etcalias", ("--bind", "@T/etcalias", "@
 def final_check(tree, argv):
     """The core's final check on a rendered argv with one alias bind inserted: its violations other
     than mount order (the inserted bind is not at its canonical place)."""
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import invariants as INV
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
     _cid, manifest, _expect, invocation, host = [c for c in cases(tree) if c[0] == "own_folder_and_other_data"][0]
-    ctx = P.HostContext(host)
+    ctx = HC.HostContext(host)
     own = os.path.join(host["executors_dir"], "ex")
-    out = {"unchanged": P.check_invariants(argv, M.from_dict(manifest), ctx, invocation, own)}
+    out = {"unchanged": INV.check_invariants(argv, M.from_dict(manifest), ctx, invocation, own)}
     for name, (cap, items) in WEAKENINGS.items():
         at = argv.index("--chdir")
         weak = argv[:at] + _sub(list(items), tree) + argv[at:]
         declared = dict(manifest, capabilities=manifest["capabilities"] + [_sub(cap, tree)])
-        found = P.check_invariants(weak, M.from_dict(declared), ctx, invocation, own)
+        found = INV.check_invariants(weak, M.from_dict(declared), ctx, invocation, own)
         out[name] = [v for v in found if "(d)" not in v]
     return out
 
@@ -191,6 +193,7 @@ def real(base):
     what landed in the runtime is looked up outside the sandbox."""
     import uuid
     _use_core()
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import mounts as MT
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
     tree = os.path.join(base, "tree")
@@ -199,9 +202,9 @@ def real(base):
     os.chmod(os.path.join(tree, "data/metnos/runtime"), 0o777)         # the service user's own install
     active = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
     manifest = {"name": "ex", "origin": "t", "capabilities": ["fs:write:%s/data/metnos/runtime" % tree]}
-    results = {"decision": P.render_safe(manifest, P.HostContext(host_for(tree)), {}, active)["refusal"]}
+    results = {"decision": P.render_safe(manifest, HC.HostContext(host_for(tree)), {}, active)["refusal"]}
     MT.MountTable.read = classmethod(lambda cls, *a, **k: cls())               # the mutation
-    weak = P.render_safe(manifest, P.HostContext(host_for(tree)), {}, active)
+    weak = P.render_safe(manifest, HC.HostContext(host_for(tree)), {}, active)
     results["mutated"] = weak["decision"]
     argv = weak["argv"][:weak["argv"].index("--") + 1]
     for user in ("root", "nobody"):
@@ -232,6 +235,7 @@ def reserved_in_system(base):
     decision for a manifest without mail:read, then the same with the check mutated away (no
     reserved tree known), run with a payload that reads a credential file."""
     _use_core()
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
     subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", "/etc/opt"], check=True)
     os.makedirs("/etc/opt/metnos/mail")
@@ -241,9 +245,9 @@ def reserved_in_system(base):
     active = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
     host = {"mail_credentials_dir": "/etc/opt/metnos/mail", "python_executable": "/usr/bin/python3"}
     manifest = {"name": "ex", "origin": "t", "capabilities": ["net:http"]}
-    results = {"decision": P.render_safe(manifest, P.HostContext(host), {}, active)["refusal"]}
-    P.RESERVED_KEYS = ()                                                          # the mutation
-    weak = P.render_safe(manifest, P.HostContext(host), {}, active)
+    results = {"decision": P.render_safe(manifest, HC.HostContext(host), {}, active)["refusal"]}
+    HC.RESERVED_KEYS = ()                                                          # the mutation
+    weak = P.render_safe(manifest, HC.HostContext(host), {}, active)
     results["mutated"] = weak["decision"]
     argv = weak["argv"][:weak["argv"].index("--") + 1]
     for user in ("root", "nobody"):

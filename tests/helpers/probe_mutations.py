@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.join(ROOT, "module_utils"))
 from metnos_sandbox.host import bwrap as B  # noqa: E402
 from metnos_sandbox.host import bwrap_trust as BT  # noqa: E402
 from metnos_sandbox.probe import probe as PR  # noqa: E402
+from metnos_sandbox.profile import host_context as HC
 from metnos_sandbox.profile import profile as P  # noqa: E402
 
 PYTHON = "/usr/bin/python3"
@@ -505,7 +506,7 @@ class Bench(object):
 
 
 def strict_profile():
-    prof = P.render_safe(dict(PR.PROBE_MANIFEST), P.HostContext({"python_executable": PYTHON}), {}, None)
+    prof = P.render_safe(dict(PR.PROBE_MANIFEST), HC.HostContext({"python_executable": PYTHON}), {}, None)
     assert prof["decision"] == "wrapped", prof["diagnostics"]
     return prof
 

@@ -109,6 +109,7 @@ ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via
 def faces(base):
     _use_core()
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit as A
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
     from helpers import faces as repo_files
@@ -117,7 +118,7 @@ def faces(base):
     filters = repo_files.load("filter_plugins/metnos_sandbox.py", "mfilters")
     out = {}
     for cid, manifest, expect, invocation, host in cases(tree):
-        core = P.render_safe(manifest, P.HostContext(host), invocation, ACTIVE)
+        core = P.render_safe(manifest, HC.HostContext(host), invocation, ACTIVE)
         preview = filters.metnos_profile(manifest, host=host, invocation=invocation, status=ACTIVE)
         got = {"expect": expect, "core": core["refusal"] or core["decision"],
                "filter": preview["refusal"] or preview["decision"]}
@@ -131,6 +132,7 @@ def faces(base):
 def real(base):
     """The writable grants with the rule mutated away, run as root and as nobody."""
     _use_core()
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import mounts as MT
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
     from helpers import trees
@@ -140,9 +142,9 @@ def real(base):
     host = host_dict(tree, writable_roots=[tree + "/data"])
     manifest = {"name": "ex", "origin": "t",
                 "capabilities": ["fs:write:%s/data/w" % tree, "fs:write:%s/data/cg" % tree]}
-    out = {"refused": P.render_safe(manifest, P.HostContext(host), {}, ACTIVE)["refusal"], "cgroup2": cgroup}
+    out = {"refused": P.render_safe(manifest, HC.HostContext(host), {}, ACTIVE)["refusal"], "cgroup2": cgroup}
     MT.MountTable.pseudo_related = lambda self, path: None          # the mutation
-    weak = P.render_safe(manifest, P.HostContext(host), {}, ACTIVE)
+    weak = P.render_safe(manifest, HC.HostContext(host), {}, ACTIVE)
     out["mutated"] = weak["refusal"] or weak["decision"]
     for user in ("root", "nobody"):
         spec = {"proc": tree + "/data/w/proc"}

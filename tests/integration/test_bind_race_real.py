@@ -20,6 +20,7 @@ import uuid
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import descriptors as DS
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import mountmodel as MM
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from helpers import trees
@@ -66,7 +67,7 @@ def render(base):
     host = host_dict(base, writable_roots=[base + "/data"])
     manifest = {"name": "ex", "origin": "t",
                 "capabilities": ["fs:read:%s/data/pub" % base, "fs:write:%s/data/w" % base]}
-    return P.render_safe(manifest, P.HostContext(host), {}, ACTIVE)
+    return P.render_safe(manifest, HC.HostContext(host), {}, ACTIVE)
 
 
 class Swapper(object):

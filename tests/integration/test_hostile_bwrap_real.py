@@ -27,6 +27,9 @@ import yaml
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import paths as PA
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import descriptors as DS
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import granters as GR
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import invariants as INV
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import mountmodel as MM
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from conftest import ROOT, ansible_env, ansible_tool
@@ -75,7 +78,7 @@ def corpus():
 def render(entry, host, inv, bwrap=None, root=None):
     manifest = yaml.safe_load(entry.content({"@ROOT@": root, "@DIGEST@": "sha256:" + "0" * 64}))
     status = dict(ACTIVE, bwrap_path=bwrap) if bwrap else ACTIVE
-    return P.render_safe(manifest, P.HostContext(host), inv, status)
+    return P.render_safe(manifest, HC.HostContext(host), inv, status)
 
 
 def spec_for(root):
@@ -129,12 +132,12 @@ def test_accepted_profiles_give_no_more_than_declared(corpus, entry_id):
 def mounted_as_declared(monkeypatch):
     """What main rendered: every grant mounted at its declared path, by path (no mount model, no
     descriptor, no final check) - the mutation that shows each destination game for real."""
-    original = P._Mounts.add
+    original = GR._Mounts.add
 
     def add(self, kind, src, dest, rule, source):
         declared = re.search(r" \(declared as (.*)\)$", source)
         original(self, kind, src, declared.group(1) if declared else dest, rule, source)
-    monkeypatch.setattr(P._Mounts, "add", add)
+    monkeypatch.setattr(GR._Mounts, "add", add)
     return monkeypatch
 
 
@@ -162,7 +165,7 @@ def test_destination_games_reach_more_when_mounted_as_declared(corpus, mounted_a
     entry, host, inv, _bwrap = entries[entry_id]
     mounted_as_declared.setattr(P, "_model", lambda ordered: [])
     mounted_as_declared.setattr(MM, "unstable_folder", lambda path, stats: None)        # by path, as main did
-    mounted_as_declared.setattr(P, "check_invariants", lambda *a, **k: [])
+    mounted_as_declared.setattr(INV, "check_invariants", lambda *a, **k: [])
     weak = render(entry, host, inv, root=root)
     assert weak["decision"] == "wrapped" and not weak["descriptors"], weak["diagnostics"]
     key, seen = SHOWN[entry_id]
@@ -182,7 +185,7 @@ def test_writes_outside_the_writable_roots_are_refused_and_would_land(corpus, mo
     entry, host, inv, _bwrap = entries["roots_write_09"]             # fs:write:@ROOT@/outside
     assert render(entry, host, inv, root=root)["refusal"] == "scope_outside_writable_roots"
     os.chmod(root + "/outside", 0o777)                                # the service user's own folder
-    monkeypatch.setattr(P.HostContext, "writable", lambda self: PA.Roots(["/"]))          # the mutation
+    monkeypatch.setattr(HC.HostContext, "writable", lambda self: PA.Roots(["/"]))          # the mutation
     weak = render(entry, host, inv, root=root)
     assert weak["decision"] == "wrapped", weak["diagnostics"]
     for user in USERS:
@@ -197,7 +200,7 @@ def test_the_bwrap_folder_is_read_only_whatever_the_roots_say(corpus, monkeypatc
     entry, host, inv, bwrap = entries["engine_write_5"]              # fs:write:@ROOT@/tools/bin
     assert render(entry, host, inv, bwrap, root)["refusal"] == "scope_too_broad"
     os.chmod(root + "/tools/bin", 0o777)
-    monkeypatch.setattr(P.HostContext, "_engine_trees", lambda self: [])                  # the mutation
+    monkeypatch.setattr(HC.HostContext, "_engine_trees", lambda self: [])                  # the mutation
     weak = render(entry, host, inv, bwrap, root)
     assert weak["decision"] == "wrapped", weak["diagnostics"]
     for user in USERS:
@@ -226,7 +229,7 @@ def test_a_credential_with_a_second_name_is_refused_and_would_read_another_file(
     root, entries = corpus
     entry, host, inv, _bwrap = entries["link_credential_hard_link"]
     assert render(entry, host, inv, root=root)["refusal"] == "host_path_refused"
-    monkeypatch.setattr(P, "_object_problem", lambda real, channel=False: None)            # the mutation
+    monkeypatch.setattr(GR, "_object_problem", lambda real, channel=False: None)            # the mutation
     weak = render(entry, host, inv, root=root)
     assert weak["decision"] == "wrapped", weak["diagnostics"]
     for user in USERS:
@@ -262,8 +265,8 @@ def test_a_nested_destination_that_can_move_is_refused_and_would_land_on_the_run
             os.chmod(path, 0o777)
         manifest = {"name": "ex", "origin": "t", "capabilities": ["fs:read:" + nest, "fs:write:%s/a/runtime" % nest]}
         monkeypatch.setattr(P, "_model", lambda ordered: [])                              # the mutation (both layers)
-        monkeypatch.setattr(P, "check_invariants", lambda *a, **k: [])
-        weak = P.render_safe(manifest, P.HostContext(host), {}, ACTIVE)
+        monkeypatch.setattr(INV, "check_invariants", lambda *a, **k: [])
+        weak = P.render_safe(manifest, HC.HostContext(host), {}, ACTIVE)
         monkeypatch.undo()
         assert weak["decision"] == "wrapped" and len(weak["descriptors"]) == 2, weak["diagnostics"]
         sep = weak["argv"].index("--")

@@ -21,6 +21,7 @@ import sys
 
 import pytest
 
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from conftest import run_playbook
@@ -118,7 +119,7 @@ def ran(tmp_path_factory):
 
 
 def core(path, host, inv):
-    prof = P.render_safe(M.FileSource(path), P.HostContext(host), inv, ACTIVE)
+    prof = P.render_safe(M.FileSource(path), HC.HostContext(host), inv, ACTIVE)
     return prof["decision"], prof["refusal"]
 
 

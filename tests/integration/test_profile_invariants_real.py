@@ -14,6 +14,7 @@ import uuid
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from helpers import profile_oracle as O
 from helpers import trees
@@ -75,7 +76,7 @@ def test_generated_profiles_hold_in_real_bwrap(base, case):
     links, manifest, invocation = case
     root, host, manifest, invocation = O.build(base, links, manifest, invocation, mode=0o777)
     try:
-        prof = P.render_safe(manifest, P.HostContext(host), invocation, ACTIVE)
+        prof = P.render_safe(manifest, HC.HostContext(host), invocation, ACTIVE)
         assume(prof["decision"] == "wrapped")
         assert O.violations(prof["argv"], manifest, invocation, host, prof["descriptors"]) == []
         trees = O.protected(host)

@@ -16,6 +16,8 @@ import uuid
 
 import pytest
 
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import granters as GR
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from helpers import mount_aliases as MA
 from helpers import trees
@@ -73,7 +75,7 @@ def render(caps, host=None, invocation=None, arguments=None):
         manifest["arguments"] = arguments
     # writes are allowed in this test's folders (/var/tmp/metnos-obj-*): the admin's writable roots
     context = dict({"python_executable": "/usr/bin/python3", "writable_roots": ["/var/tmp"]}, **(host or {}))
-    return P.render_safe(manifest, P.HostContext(context), invocation or {}, ACTIVE)
+    return P.render_safe(manifest, HC.HostContext(context), invocation or {}, ACTIVE)
 
 
 class _Listener(object):
@@ -126,7 +128,7 @@ def test_sockets_and_fifos_are_refused_and_would_be_host_channels(base, monkeypa
         assert codes == ["scope_special_file", "scope_special_file"], codes
 
         # the mutation: without the check (grant and final check), both would be read-only binds ...
-        monkeypatch.setattr(P, "_file_type", functools.lru_cache()(lambda path: "file"))
+        monkeypatch.setattr(HC, "_file_type", functools.lru_cache()(lambda path: "file"))
         weak = render(caps)
         assert weak["decision"] == "wrapped", weak["diagnostics"]
         assert ["--ro-bind", sock_path, sock_path] == weak["argv"][weak["argv"].index(sock_path) - 1:][:3]
@@ -164,7 +166,7 @@ def test_hard_links_are_refused_and_would_write_a_read_only_tree(base, monkeypat
     arg = render(["fs:write:arg:p"], host, {"arguments": {"p": "notes.txt"}}, {"p": {"within": [data + "/**"]}})
     assert arg["refusal"] == "scope_hard_link", arg["diagnostics"]
 
-    monkeypatch.setattr(P, "_file_type", functools.lru_cache()(lambda path: "file"))      # the mutation
+    monkeypatch.setattr(HC, "_file_type", functools.lru_cache()(lambda path: "file"))      # the mutation
     weak = render(["fs:write:" + second], host)
     assert weak["decision"] == "wrapped", weak["diagnostics"]
     for user in USERS:
@@ -199,7 +201,7 @@ def test_within_patterns_narrow_and_their_root_would_widen(base, monkeypatch):
     prof = render(caps, None, {"arguments": {"p": "private"}}, arguments)
     assert prof["refusal"] == "arg_escapes_scope", prof["diagnostics"]
 
-    monkeypatch.setattr(P, "_covers", lambda path, root, pattern, steps: P.PA.under(path, root))  # mutation: root only
+    monkeypatch.setattr(GR, "_covers", lambda path, root, pattern, steps: GR.PA.under(path, root))  # mutation: root
     weak = render(caps, None, {"arguments": {"p": "private"}}, arguments)
     assert weak["decision"] == "wrapped", weak["diagnostics"]
     for user in USERS:

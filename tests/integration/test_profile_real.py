@@ -10,6 +10,7 @@ import tempfile
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import probe as PR
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from helpers.fake_host import host_dict
@@ -36,7 +37,7 @@ def tree():
 
 
 def host(root):
-    return P.HostContext(host_dict(root, python_prefix="/usr", python_package_roots=[], i18n_dbs=[],
+    return HC.HostContext(host_dict(root, python_prefix="/usr", python_package_roots=[], i18n_dbs=[],
                                    resources={"sheets": root + "/sheets"}, mail_credentials_dir=root + "/mail"))
 
 

@@ -269,9 +269,10 @@ def bwrap_trial():
     """The strict probe profile, run for real as this unit's user, checked from inside."""
     from metnos_sandbox.base import envflags
     from metnos_sandbox.probe import probe as PR
+    from metnos_sandbox.profile import host_context as HC
     from metnos_sandbox.profile import profile as P
     status = envflags.status("/usr/bin/bwrap", {})
-    host = P.HostContext({"python_executable": "/usr/bin/python3"})
+    host = HC.HostContext({"python_executable": "/usr/bin/python3"})
     prof = P.render_safe(dict(PR.PROBE_MANIFEST), host, {}, status)
     spec = PR.expectations(prof)
     # what is measured is bwrap under the directive, not its package (a RootDirectory= root has no dpkg

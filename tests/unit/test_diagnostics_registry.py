@@ -10,6 +10,7 @@ import pytest
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit as A
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env as S
@@ -223,11 +224,11 @@ def test_a_missing_manifest_file_has_its_own_code(tmp_path):
     with pytest.raises(M.ManifestError) as err:
         M.read_file(missing)
     assert err.value.diagnostics[0]["code"] == "manifest_missing"
-    prof = P.render_safe(M.FileSource(missing), P.HostContext(), {})
+    prof = P.render_safe(M.FileSource(missing), HC.HostContext(), {})
     assert prof["decision"] == "refused" and prof["refusal"] == "manifest_missing"
     unreadable = tmp_path / "dir.yml"
     unreadable.mkdir()
-    assert P.render_safe(M.FileSource(str(unreadable)), P.HostContext(), {})["refusal"] == "manifest_parse_error"
+    assert P.render_safe(M.FileSource(str(unreadable)), HC.HostContext(), {})["refusal"] == "manifest_parse_error"
 
 
 def test_one_host_report_lists_a_finding_once(monkeypatch):

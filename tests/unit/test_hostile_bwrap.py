@@ -14,6 +14,7 @@ import pytest
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit as A
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as B
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import probe as PR
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from corpus import hostile_bwrap as H
@@ -52,7 +53,7 @@ def decide(prof):
 
 def core(path, host, inv, bwrap):
     with _Watchdog():
-        return P.render_safe(M.FileSource(path), P.HostContext(host), inv, status(bwrap))
+        return P.render_safe(M.FileSource(path), HC.HostContext(host), inv, status(bwrap))
 
 
 def test_the_set_covers_every_class():

@@ -26,6 +26,7 @@ import pytest
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit as A
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as B
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import probe as PR
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from corpus import hostile_manifests as H
@@ -80,7 +81,7 @@ def decide(prof):
 
 def core(path, host, inv):
     with _Watchdog():
-        return P.render_safe(M.FileSource(path), P.HostContext(host), inv, ACTIVE)
+        return P.render_safe(M.FileSource(path), HC.HostContext(host), inv, ACTIVE)
 
 
 def test_corpus_is_large_and_covers_the_rules():
@@ -156,7 +157,7 @@ def test_module_face_does_not_convert_the_invocation(corpus, invocation, capsys)
         os.makedirs(os.path.join(host["undo_root"], name), exist_ok=True)
         os.makedirs(os.path.join(host["dialog_dir"], name), exist_ok=True)
     manifest = {"name": "ex", "origin": "o", "capabilities": ["dialog.user_input"], "inverse": {"model": "m"}}
-    want = P.render_safe(manifest, P.HostContext(host), invocation, ACTIVE)
+    want = P.render_safe(manifest, HC.HostContext(host), invocation, ACTIVE)
     res = run_module_face({"manifest": manifest, "host": host, "invocation": invocation, "fail_on_refusal": False,
                            "discover_python_roots": False, "path": "/usr/sbin:/usr/bin:/sbin:/bin"}, capsys)
     assert "decision" in res, res.get("msg")

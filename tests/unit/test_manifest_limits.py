@@ -7,6 +7,8 @@ import os
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import granters as GR
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import store
@@ -27,7 +29,7 @@ def test_alias_expansion_counted_before_it_happens():
     assert refusal(lambda: M.decode(LAUGHS))["code"] == "manifest_too_many_nodes"
     record = M.transport(LAUGHS)
     assert record[M.REFUSAL_KEY]["code"] == "manifest_too_many_nodes"
-    assert P.render_safe(record, P.HostContext())["refusal"] == "manifest_too_many_nodes"
+    assert P.render_safe(record, HC.HostContext())["refusal"] == "manifest_too_many_nodes"
     assert refusal(lambda: M.decode("a: &a [*a]\n"))["code"] == "manifest_too_many_nodes"
     small = M.decode("a: &a [x, y]\nb: [*a, *a]\nname: n\n")          # aliases within the limit are fine
     assert small["b"] == [["x", "y"], ["x", "y"]]
@@ -102,7 +104,7 @@ def test_capabilities_matched_whole(cap):
                                   "fs:read:/srv/%s%s%n", "net:{capability:>99999999}", "{" * 500,
                                   "fs:read:relative/{text:>999999999}"])
 def test_manifest_text_is_never_a_template(text, tmp_path):
-    prof = P.render_safe({"name": "ex", "origin": "o", "capabilities": [text]}, P.HostContext(), {})
+    prof = P.render_safe({"name": "ex", "origin": "o", "capabilities": [text]}, HC.HostContext(), {})
     assert len(json.dumps(prof)) < 20000
     assert all(len(d["message"]) < 1000 for d in prof["diagnostics"])
 
@@ -131,11 +133,11 @@ def test_mail_accounts_match_whole_names(tmp_path):
     store_dir.mkdir()
     for name in ("bob.json", "bob.token", "bob.old.json", "bob", "bobby.json", "bob.json.bak"):
         (store_dir / name).write_text("x")
-    host = P.HostContext({"mail_credentials_dir": str(store_dir), "python_executable": "/usr/bin/python3"})
-    names = sorted(os.path.basename(p) for p in P._mail_files(host, "bob"))
+    host = HC.HostContext({"mail_credentials_dir": str(store_dir), "python_executable": "/usr/bin/python3"})
+    names = sorted(os.path.basename(p) for p in GR._mail_files(host, "bob"))
     assert names == ["bob.json", "bob.token"]
-    assert [os.path.basename(p) for p in P._mail_files(host, "bob.old")] == ["bob.old.json"]
-    assert [os.path.basename(p) for p in P._mail_files(host, "bob.json")] == ["bob.json.bak"]
+    assert [os.path.basename(p) for p in GR._mail_files(host, "bob.old")] == ["bob.old.json"]
+    assert [os.path.basename(p) for p in GR._mail_files(host, "bob.json")] == ["bob.json.bak"]
 
 
 def test_read_file_is_bounded_and_regular(tmp_path):

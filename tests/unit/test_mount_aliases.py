@@ -14,6 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import paths as PA
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import mounts as MT
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from helpers import mount_aliases as MA
@@ -76,7 +77,7 @@ def test_mount_table_aliases_from_a_mountinfo_file(tmp_path):
 
 def test_a_mount_table_too_large_to_read_whole_refuses_every_profile(monkeypatch):
     monkeypatch.setattr(MT, "MAX_MOUNTINFO_BYTES", 64)
-    prof = P.render_safe({"name": "ex", "origin": "t", "capabilities": []}, P.HostContext({}), {}, ACTIVE)
+    prof = P.render_safe({"name": "ex", "origin": "t", "capabilities": []}, HC.HostContext({}), {}, ACTIVE)
     assert prof["refusal"] == "host_path_refused" and "mountinfo" in prof["diagnostics"][0]["message"]
 
 

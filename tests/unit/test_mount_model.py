@@ -16,10 +16,16 @@ import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import paths as PA
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as B
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import descriptors as DS
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import invariants as INV
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import mountmodel as MM
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import mounts as MT
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import python_roots as PYR
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import undo as UN
 from helpers.fake_host import host_dict
 
 ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
@@ -218,7 +224,7 @@ def _tree(tmp_path, data_mode=0o755):
 
 
 def _render(host, caps, status=ACTIVE):
-    return P.render_safe({"name": "ex", "origin": "t", "capabilities": caps}, P.HostContext(host), {}, status)
+    return P.render_safe({"name": "ex", "origin": "t", "capabilities": caps}, HC.HostContext(host), {}, status)
 
 
 @pytest.mark.rule("R-SEC-1")
@@ -240,10 +246,10 @@ def test_movable_sources_are_bound_by_descriptor_with_fixed_numbers(tmp_path):
 @pytest.mark.rule("R-SEC-1")
 def test_without_descriptor_binds_a_movable_source_is_refused(tmp_path, monkeypatch):
     root, host = _tree(tmp_path, 0o777)
-    monkeypatch.setattr(P.B, "help_features", lambda path, runner=None: frozenset(["--bind", "--ro-bind"]))
+    monkeypatch.setattr(B, "help_features", lambda path, runner=None: frozenset(["--bind", "--ro-bind"]))
     prof = _render(host, ["fs:read:%s/data/r" % root])
     assert prof["refusal"] == "bind_source_unstable" and "no --bind-fd" in prof["diagnostics"][0]["message"]
-    monkeypatch.setattr(P.B, "help_features", lambda path, runner=None: None)
+    monkeypatch.setattr(B, "help_features", lambda path, runner=None: None)
     assert "unknown" in _render(host, ["fs:read:%s/data/r" % root])["diagnostics"][0]["message"]
     assert _render(host, [])["decision"] == "wrapped"            # nothing movable: no descriptor needed
 
@@ -269,7 +275,7 @@ def test_the_interpreter_installation_and_bwrap_folder_are_read_only(tmp_path):
     own_bwrap = dict(ACTIVE, bwrap_path=root + "/data/bwrap")           # the folder as found and resolved
     prof = _render(host, ["fs:write:%s/data/w" % root], own_bwrap)
     assert prof["refusal"] == "scope_too_broad" and "bwrap binary's folder" in prof["diagnostics"][0]["message"]
-    found = P.discover_python("/usr/bin/python3", P.B.default_runner)
+    found = PYR.discover_python("/usr/bin/python3", B.default_runner)
     assert os.path.dirname(os.path.realpath("/usr/bin/python3")) in found.installation and found.roots
 
 
@@ -304,9 +310,9 @@ def test_the_undo_brokers_files_have_one_name(tmp_path):
     folder = tmp_path / "undo_last_turn"
     folder.mkdir()
     (folder / "main.py").write_text("x")
-    assert P.executor_digest(str(folder), ["main.py"]).problem is None
+    assert UN.executor_digest(str(folder), ["main.py"]).problem is None
     os.link(str(folder / "main.py"), str(tmp_path / "second"))
-    assert "hard links" in P.executor_digest(str(folder), ["main.py"]).problem
+    assert "hard links" in UN.executor_digest(str(folder), ["main.py"]).problem
 
 
 @pytest.mark.rule("R-ARG-1")
@@ -316,7 +322,7 @@ def test_dot_components_in_argument_values_are_refused(tmp_path):
                 "arguments": {"p": {"within": [root + "/data/**"]}}}
     for value, want in (("r", "wrapped"), ("w/../r", "scope_not_normalized"), ("./r", "scope_not_normalized"),
                         ("r/", "scope_not_normalized"), ("w//x", "scope_not_normalized")):
-        prof = P.render_safe(manifest, P.HostContext(host), {"arguments": {"p": value}}, ACTIVE)
+        prof = P.render_safe(manifest, HC.HostContext(host), {"arguments": {"p": value}}, ACTIVE)
         assert (prof["refusal"] or prof["decision"]) == want, (value, prof["diagnostics"])
 
 
@@ -333,14 +339,14 @@ def test_messages_are_valid_utf8_whatever_they_quote():
 def test_final_check_verifies_descriptors_against_the_host(tmp_path):
     root, host = _tree(tmp_path, 0o777)
     prof = _render(host, ["fs:read:%s/data/r" % root])
-    ctx = P.HostContext(host)
-    manifest = P.M.from_dict({"name": "ex", "origin": "t", "capabilities": ["fs:read:%s/data/r" % root]})
+    ctx = HC.HostContext(host)
+    manifest = M.from_dict({"name": "ex", "origin": "t", "capabilities": ["fs:read:%s/data/r" % root]})
     own = root + "/executors/ex"
-    assert P.check_invariants(prof["argv"], manifest, ctx, {}, own, prof["descriptors"]) == []
+    assert INV.check_invariants(prof["argv"], manifest, ctx, {}, own, prof["descriptors"]) == []
     os.rename(root + "/data/r", root + "/data/r.judged")
     os.mkdir(root + "/data/r")
-    P._caches_clear()
-    found = P.check_invariants(prof["argv"], manifest, ctx, {}, own, prof["descriptors"])
+    HC._caches_clear()
+    found = INV.check_invariants(prof["argv"], manifest, ctx, {}, own, prof["descriptors"])
     assert any("not the object judged" in v for v in found), found
     assert stat.S_ISDIR(os.lstat(root + "/data/r").st_mode)
 
@@ -354,6 +360,6 @@ def test_asking_a_hanging_interpreter_is_bounded(tmp_path):
     script.write_text("#!/bin/sh\nexec -a %s sleep 60 &\nsleep 60\n" % token)
     os.chmod(str(script), 0o755)
     start = time.monotonic()
-    found = P.discover_python(str(script), P.B.bounded_runner(1.0))
-    assert found == P.PythonFound([], []) and time.monotonic() - start < 10
+    found = PYR.discover_python(str(script), B.bounded_runner(1.0))
+    assert found == PYR.PythonFound([], []) and time.monotonic() - start < 10
     assert subprocess.run(["pgrep", "-f", token], capture_output=True).returncode == 1     # nothing left behind

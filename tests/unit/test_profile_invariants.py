@@ -11,6 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import invariants as INV
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from helpers import profile_oracle as O
@@ -25,7 +27,7 @@ def base(tmp_path_factory):
 
 
 def render(host, manifest, invocation):
-    return P.render_safe(manifest, P.HostContext(host), invocation, ACTIVE)
+    return P.render_safe(manifest, HC.HostContext(host), invocation, ACTIVE)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -58,12 +60,12 @@ def rendered(tmp_path):
         "arguments": {}}, {})
     prof = render(host, manifest, invocation)
     assert prof["decision"] == "wrapped", prof["diagnostics"]
-    return root, P.HostContext(host), M.from_dict(manifest), prof["argv"]
+    return root, HC.HostContext(host), M.from_dict(manifest), prof["argv"]
 
 
 def _check(rendered, argv):
     root, host, manifest, _argv = rendered
-    return P.check_invariants(argv, manifest, host, {}, os.path.join(root, "executors", "ex"))
+    return INV.check_invariants(argv, manifest, host, {}, os.path.join(root, "executors", "ex"))
 
 
 def _special(path, fifo=False):
@@ -138,9 +140,9 @@ def test_final_check_catches_each_weakening(rendered, weaken, invariant):
 def test_final_check_is_applied_by_render(rendered, monkeypatch):
     """Defence in depth: if a granting rule above is removed, the final check still withholds the profile."""
     root, _host, _manifest, _argv = rendered
-    monkeypatch.setattr(P.HostContext, "judge", lambda self, path, mode, grant=None, own=None: None)
+    monkeypatch.setattr(HC.HostContext, "judge", lambda self, path, mode, grant=None, own=None: None)
     prof = P.render_safe({"name": "ex", "origin": "t", "capabilities": ["fs:write:%s/runtime" % root]},
-                         P.HostContext(O.host_for(root)), {}, ACTIVE)
+                         HC.HostContext(O.host_for(root)), {}, ACTIVE)
     assert prof["refusal"] == "profile_invariant_violated", prof["diagnostics"]
 
 

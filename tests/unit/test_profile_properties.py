@@ -6,6 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from helpers.fake_host import host_dict
@@ -28,7 +29,7 @@ def tree(tmp_path_factory):
 
 
 def host_for(root):
-    return P.HostContext(host_dict(root, executors_dir=str(root / "exec"), python_package_roots=[], i18n_dbs=[],
+    return HC.HostContext(host_dict(root, executors_dir=str(root / "exec"), python_package_roots=[], i18n_dbs=[],
                                    resources={"sheets": str(root / "res/sheets")},
                                    indexes={"docs": str(root / "idx/docs")}))
 
@@ -104,7 +105,7 @@ def test_properties(tree, data):
             assert under(m["src"], allowed), (m, allowed)   # nothing outside base ∪ declared scopes
             assert "/opt" != m["src"]
         if m["kind"] == "rw":
-            assert not under(m["src"], list(P.SYSTEM_TREES)), m
+            assert not under(m["src"], list(HC.SYSTEM_TREES)), m
         own = [p for p in m["provenance"] if "covers" not in p]   # not merged into from a child
         if own and all(p["rule"] == "R-ARG-1" for p in own):
             bound = os.path.realpath(M.glob_root(manifest["arguments"]["p"]["within"][0]))
@@ -127,5 +128,5 @@ def test_random_capability_text_never_raises(text):
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=200))
 def test_random_bytes_never_raise(blob):
-    prof = P.render_safe(blob, P.HostContext())
+    prof = P.render_safe(blob, HC.HostContext())
     assert prof["decision"] in ("refused", "wrapped")

@@ -8,8 +8,11 @@ import os
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base.diagnostics import codes
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import granters as GR
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import undo as UN
 from helpers.fake_host import host_dict
 
 ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
@@ -40,7 +43,7 @@ def host(tree, **over):
                     indexes={"documents": str(tree / "index/documents")},
                     mail_credentials_dir=str(tree / "credentials/mail"), systemd_read_paths=[str(tree / "runtime")])
     ctx.update(over)
-    return P.HostContext(ctx)
+    return HC.HostContext(ctx)
 
 
 def man(caps=(), **kw):
@@ -67,7 +70,7 @@ def binds(prof, kind=None):
 def test_existing_system_paths_read_only(tree):
     prof = render(tree)
     m = mounts(prof)
-    for path in P.SYSTEM_PATHS:
+    for path in HC.SYSTEM_PATHS:
         if os.path.islink(path):
             assert m[path]["kind"] == "symlink" and m[path]["src"] == os.readlink(path)  # merged /usr
         elif os.path.isdir(path):
@@ -393,7 +396,7 @@ def undo_broker(tree):
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "main.py").write_text("import restore\n")
     (folder / "restore.py").write_text("def undo():\n    pass\n")
-    digest, problem = P.executor_digest(str(folder), ["main.py", "restore.py"])
+    digest, problem = UN.executor_digest(str(folder), ["main.py", "restore.py"])
     assert problem is None
     undo = {"name": "undo_last_turn", "origin": "metnos/core", "owner": "metnos", "revision": 12,
             "digest": digest, "capabilities": ["system:undo"], "files": ["main.py", "restore.py"]}
@@ -467,7 +470,7 @@ def test_manifest_not_utf8_and_parse_errors():
     with pytest.raises(M.ManifestError) as err:
         M.loads("name: [unclosed", source="m.yml")
     assert err.value.diagnostics[0]["code"] == "manifest_parse_error"
-    prof = P.render_safe(b"\xff\xfe", P.HostContext())
+    prof = P.render_safe(b"\xff\xfe", HC.HostContext())
     assert prof["decision"] == "refused" and prof["refusal"] == "manifest_not_utf8"
 
 
@@ -479,10 +482,10 @@ def test_manifest_yaml_json_and_flow_forms():
 
 
 def test_host_context_rejects_unknown_keys_and_relative_paths():
-    with pytest.raises(P.ContextError, match="runtime_dri"):
-        P.HostContext({"runtime_dri": "/x"})
-    with pytest.raises(P.ContextError, match="runtime_dir must be an absolute path"):
-        P.HostContext({"runtime_dir": "relative"})
+    with pytest.raises(HC.ContextError, match="runtime_dri"):
+        HC.HostContext({"runtime_dri": "/x"})
+    with pytest.raises(HC.ContextError, match="runtime_dir must be an absolute path"):
+        HC.HostContext({"runtime_dir": "relative"})
 
 
 def test_every_example_manifest_loads_and_renders():
@@ -493,7 +496,7 @@ def test_every_example_manifest_loads_and_renders():
     for name in names:
         m = M.load(os.path.join(examples, name))
         kinds.update(c.kind for c in m.capabilities)
-        prof = P.render(m, P.HostContext(), {"sender": "alice", "turn_id": "t1"}, ACTIVE)
+        prof = P.render(m, HC.HostContext(), {"sender": "alice", "turn_id": "t1"}, ACTIVE)
         assert prof["decision"] in ("wrapped", "refused")
     assert kinds >= {"fs", "metnos", "index", "systemd", "system", "provider", "skill", "mail", "dialog",
                      "network", "undo"}
@@ -503,8 +506,8 @@ def test_every_kind_of_the_grammar_has_a_granter_or_a_documented_reason():
     """The grammar (manifest.Kind) and the renderer (profile._GRANTERS) share one set of kinds: a kind
     the grammar accepts either grants through its table entry, or is one of the two kinds that grant
     no mount (network: the host network only; undo: the pinned broker, decided before any grant)."""
-    assert set(P._GRANTERS) | {M.Kind.NETWORK, M.Kind.UNDO} == set(M.KINDS)
-    assert not set(P._GRANTERS) & {M.Kind.NETWORK, M.Kind.UNDO}
+    assert set(GR._GRANTERS) | {M.Kind.NETWORK, M.Kind.UNDO} == set(M.KINDS)
+    assert not set(GR._GRANTERS) & {M.Kind.NETWORK, M.Kind.UNDO}
     parsed = [M.parse_capability(text).capability for text in (
         "fs:read:/srv/x", "metnos:read:sheets", "index:read:docs", "systemd:read", "system:read",
         "provider:access:cal", "skill:cal", "mail:read:bob", "dialog.user_input", "net:a", "system:undo")]

@@ -24,7 +24,9 @@ from ..host import bwrap as B
 from ..host import facts as F
 from ..options import spec as O
 from ..probe import probe as PR
+from ..profile import host_context as HC
 from ..profile import profile as P
+from ..profile import python_roots as PYR
 from ..profile import store as ST
 from ..service import service_env as S
 from . import monitor_state as MS
@@ -39,8 +41,8 @@ def profile_drift(manifests: Optional[Iterable[Any]], host_over: Optional[Dict[s
     if not manifests:
         return out
     try:
-        host = P.HostContext(P.with_python_roots(host_over, runner))
-    except P.ContextError as exc:
+        host = HC.HostContext(PYR.with_python_roots(host_over, runner))
+    except HC.ContextError as exc:
         return [{"executor": None, "state": "error", "message": str(exc)}]
     for source in manifests or []:
         prof = P.render_safe(source, host, {}, status)

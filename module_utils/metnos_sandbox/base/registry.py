@@ -65,22 +65,20 @@ class Code(object):
         self.messages: Dict[str, str] = dict(messages or {})
 
 
-
-
 # The smallest drop-in that relaxes one unit directive for bwrap ({relax} is the line to add).
 DROPIN_FIX = ("Smallest fix, as a drop-in (enforce mode writes it with metnos_sandbox_relax_restrictions=true):",
-               "mkdir -p /etc/systemd/system/{unit}.d",
-               "printf '[Service]\\n{relax}\\n' >> /etc/systemd/system/{unit}.d/zz-metnos-sandbox.conf",
-               "systemctl daemon-reload", "systemctl restart {unit}")
+              "mkdir -p /etc/systemd/system/{unit}.d",
+              "printf '[Service]\\n{relax}\\n' >> /etc/systemd/system/{unit}.d/zz-metnos-sandbox.conf",
+              "systemctl daemon-reload", "systemctl restart {unit}")
 RESTRICTION_VARIANTS = {"dropin": DROPIN_FIX, "no_dropin": ("{relax_note}",)}
 
 
 def restriction(code: str, rule: str, title: str, cause: str, detection: str, fix: str,
-                 messages: Mapping[str, str]) -> Code:
+                messages: Mapping[str, str]) -> Code:
     """A unit directive that breaks bwrap inside the service (service_env.DIRECTIVE_CODES): fixed by the
     drop-in line ``fix`` and a daemon-reload, or by the smallest drop-in enforce mode can write."""
     return Code(code, ERROR, rule, SERVICE_ENVIRONMENT, title, cause, detection,
-              ["Drop-in: " + fix, "systemctl daemon-reload"], RESTRICTION_VARIANTS, messages)
+                ["Drop-in: " + fix, "systemctl daemon-reload"], RESTRICTION_VARIANTS, messages)
 
 
 # Remediation items may contain ``{placeholders}`` filled from the context given to ``make``;
@@ -95,4 +93,4 @@ REFUSED = {"refused": "{field}: {value} is refused: {expected}"}
 
 # A manifest-written path refused by the host's rules (profile judge_scope): {access} is read-only/writable.
 JUDGED = {"judged": "{field}: {access} {path}: {problem}",
-           "judged_from": "{field}: {access} {path} (from {what}): {problem}"}
+          "judged_from": "{field}: {access} {path} (from {what}): {problem}"}

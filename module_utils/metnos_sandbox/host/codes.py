@@ -26,146 +26,146 @@ CODES: List[Code] = []
 CODES.extend([
     # ---- status() quartet and the runtime outcome (R-DIAG-1, R-FAIL-1) ----
     Code("executor_os_sandbox_unavailable", ERROR, "R-FAIL-1", SANDBOX_ACTIVE,
-       "The runtime would refuse every ordinary executor",
-       "bwrap is not on the PATH that was checked, or METNOS_SANDBOX disables the sandbox. "
-       "runtime/sandbox.py fails closed before any subprocess starts.",
-       "status(): bwrap_available is false or disabled_via_env is true.",
-       ["Fix the diagnostics listed with it (bwrap_missing, sandbox_disabled_via_env, "
-        "service_path_missing_bwrap); this one clears when they do."],
-       messages={"profile_no_bwrap": "{executor} refused: bwrap is not on PATH (R-FAIL-1)",
-                 "profile_disabled": "{executor} refused: METNOS_SANDBOX disables it (R-FAIL-1)",
-                 "why": "The runtime would refuse every ordinary executor with executor_os_sandbox_unavailable: "
-                        "{why}.",
-                 "running": "The running process would refuse every ordinary executor with "
-                            "executor_os_sandbox_unavailable ({view})."}),
+         "The runtime would refuse every ordinary executor",
+         "bwrap is not on the PATH that was checked, or METNOS_SANDBOX disables the sandbox. "
+         "runtime/sandbox.py fails closed before any subprocess starts.",
+         "status(): bwrap_available is false or disabled_via_env is true.",
+         ["Fix the diagnostics listed with it (bwrap_missing, sandbox_disabled_via_env, "
+          "service_path_missing_bwrap); this one clears when they do."],
+         messages={"profile_no_bwrap": "{executor} refused: bwrap is not on PATH (R-FAIL-1)",
+                   "profile_disabled": "{executor} refused: METNOS_SANDBOX disables it (R-FAIL-1)",
+                   "why": "The runtime would refuse every ordinary executor with executor_os_sandbox_unavailable: "
+                          "{why}.",
+                   "running": "The running process would refuse every ordinary executor with "
+                              "executor_os_sandbox_unavailable ({view})."}),
     Code("bwrap_missing", ERROR, "R-DIAG-2", SANDBOX_ACTIVE,
-       "bwrap is not on PATH",
-       "No executable named bwrap was found in the PATH that was checked ({path}).",
-       "Lookup of 'bwrap' through each PATH entry, as execvp would.",
-       ["Debian/Ubuntu: apt-get install bubblewrap",
-        "Fedora/RHEL: dnf install bubblewrap",
-        "Arch: pacman -S bubblewrap",
-        "If bwrap is installed elsewhere, add its directory to the PATH the service uses."]),
+         "bwrap is not on PATH",
+         "No executable named bwrap was found in the PATH that was checked ({path}).",
+         "Lookup of 'bwrap' through each PATH entry, as execvp would.",
+         ["Debian/Ubuntu: apt-get install bubblewrap",
+          "Fedora/RHEL: dnf install bubblewrap",
+          "Arch: pacman -S bubblewrap",
+          "If bwrap is installed elsewhere, add its directory to the PATH the service uses."]),
     Code("sandbox_disabled_via_env", ERROR, "R-FAIL-1", SANDBOX_ACTIVE,
-       "METNOS_SANDBOX disables the sandbox",
-       "METNOS_SANDBOX is set to a disabling value (0, off, no, false; any case).",
-       "The effective METNOS_SANDBOX value is compared case-insensitively with 0/off/no/false.",
-       ["Remove METNOS_SANDBOX from the environment of the service, or set METNOS_SANDBOX=1.",
-        "Find where it is set: systemctl show {unit} -p Environment -p EnvironmentFiles"],
-       messages={"where": "METNOS_SANDBOX={shown} in the {where} disables the sandbox (R-FAIL-1)."}),
+         "METNOS_SANDBOX disables the sandbox",
+         "METNOS_SANDBOX is set to a disabling value (0, off, no, false; any case).",
+         "The effective METNOS_SANDBOX value is compared case-insensitively with 0/off/no/false.",
+         ["Remove METNOS_SANDBOX from the environment of the service, or set METNOS_SANDBOX=1.",
+          "Find where it is set: systemctl show {unit} -p Environment -p EnvironmentFiles"],
+         messages={"where": "METNOS_SANDBOX={shown} in the {where} disables the sandbox (R-FAIL-1)."}),
     Code("sandbox_env_value_ambiguous", WARNING, "R-FAIL-1", SANDBOX_ACTIVE,
-       "METNOS_SANDBOX has a surprising value",
-       "The value is not one the runtime treats as disabling, but it looks like an attempt to "
-       "disable (surrounding whitespace, another spelling of false such as n/f/disabled) or is "
-       "empty. The runtime keeps the sandbox on; the admin may believe it is off, or the reverse.",
-       "The value is compared with systemd's boolean spellings and stripped/lower-cased forms.",
-       ["Set an explicit value: METNOS_SANDBOX=1 (sandbox on) or remove the variable.",
-        "Do not rely on spellings other than 0/off/no/false to disable it."],
-       messages={"reason": "METNOS_SANDBOX: {reason}."}),
+         "METNOS_SANDBOX has a surprising value",
+         "The value is not one the runtime treats as disabling, but it looks like an attempt to "
+         "disable (surrounding whitespace, another spelling of false such as n/f/disabled) or is "
+         "empty. The runtime keeps the sandbox on; the admin may believe it is off, or the reverse.",
+         "The value is compared with systemd's boolean spellings and stripped/lower-cased forms.",
+         ["Set an explicit value: METNOS_SANDBOX=1 (sandbox on) or remove the variable.",
+          "Do not rely on spellings other than 0/off/no/false to disable it."],
+         messages={"reason": "METNOS_SANDBOX: {reason}."}),
     # ---- the bwrap binary ----
     Code("bwrap_setuid", WARNING, "R-SEC-6", BWRAP_BINARY,
-       "bwrap is installed setuid root",
-       "The bwrap binary has the setuid bit. bubblewrap 0.12 refuses setuid use; setuid mode "
-       "refuses several options, scrubs LD_LIBRARY_PATH/TMPDIR and is disabled by NoNewPrivileges.",
-       "stat() of the resolved bwrap: mode & 04000.",
-       ["Debian/Ubuntu: dpkg-statoverride --quiet --remove {bwrap_path} || true",
-        "chmod 0755 {bwrap_path}",
-        "Arch: pacman -S bubblewrap   (replaces bubblewrap-suid)",
-        "Enable unprivileged user namespaces (see userns_* diagnostics)."],
-       messages={"": "{bwrap_path} is setuid root (mode {mode}).",
-                 "refused": "{bwrap_path} is setuid root (mode {mode}); bubblewrap {version} refuses setuid use."}),
+         "bwrap is installed setuid root",
+         "The bwrap binary has the setuid bit. bubblewrap 0.12 refuses setuid use; setuid mode "
+         "refuses several options, scrubs LD_LIBRARY_PATH/TMPDIR and is disabled by NoNewPrivileges.",
+         "stat() of the resolved bwrap: mode & 04000.",
+         ["Debian/Ubuntu: dpkg-statoverride --quiet --remove {bwrap_path} || true",
+          "chmod 0755 {bwrap_path}",
+          "Arch: pacman -S bubblewrap   (replaces bubblewrap-suid)",
+          "Enable unprivileged user namespaces (see userns_* diagnostics)."],
+         messages={"": "{bwrap_path} is setuid root (mode {mode}).",
+                   "refused": "{bwrap_path} is setuid root (mode {mode}); bubblewrap {version} refuses setuid use."}),
     Code("bwrap_not_root_owned", ERROR, "R-SEC-6", BWRAP_BINARY,
-       "bwrap is not owned by root or is writable by others",
-       "The resolved bwrap binary (or a directory above it) is not owned by root, or is group/"
-       "world-writable: anyone with that access can replace the sandbox.",
-       "stat() of the binary and of every parent directory up to /.",
-       ["chown root:root {bwrap_path}",
-        "chmod 0755 {bwrap_path}",
-        "Reinstall the distro package: apt-get install --reinstall bubblewrap "
-        "(dnf reinstall bubblewrap; pacman -S bubblewrap)"],
-       messages={"": "{problems}."}),
+         "bwrap is not owned by root or is writable by others",
+         "The resolved bwrap binary (or a directory above it) is not owned by root, or is group/"
+         "world-writable: anyone with that access can replace the sandbox.",
+         "stat() of the binary and of every parent directory up to /.",
+         ["chown root:root {bwrap_path}",
+          "chmod 0755 {bwrap_path}",
+          "Reinstall the distro package: apt-get install --reinstall bubblewrap "
+          "(dnf reinstall bubblewrap; pacman -S bubblewrap)"],
+         messages={"": "{problems}."}),
     Code("bwrap_not_packaged", WARNING, "R-DIAG-2", BWRAP_BINARY,
-       "bwrap is not owned by a distro package",
-       "The bwrap that resolves on PATH is not owned by any installed package (self-built or "
-       "copied), so it gets no security updates and may shadow the packaged one.",
-       "dpkg -S / rpm -qf / pacman -Qo on the resolved path.",
-       ["Remove the unmanaged copy: rm {bwrap_path}",
-        "Install the distro package (bubblewrap) and make sure /usr/bin comes first in PATH."],
-       messages={"": "{bwrap_path} is not owned by any installed package."}),
+         "bwrap is not owned by a distro package",
+         "The bwrap that resolves on PATH is not owned by any installed package (self-built or "
+         "copied), so it gets no security updates and may shadow the packaged one.",
+         "dpkg -S / rpm -qf / pacman -Qo on the resolved path.",
+         ["Remove the unmanaged copy: rm {bwrap_path}",
+          "Install the distro package (bubblewrap) and make sure /usr/bin comes first in PATH."],
+         messages={"": "{bwrap_path} is not owned by any installed package."}),
     Code("bwrap_feature_missing", ERROR, "R-BASE-6", BWRAP_BINARY,
-       "bwrap lacks an option the profile needs",
-       "'bwrap --help' does not list {missing}. The version string alone is not trusted "
-       "(distros backport options).",
-       "Options parsed from 'bwrap --help'.",
-       ["Upgrade bubblewrap from the distro: apt-get install --only-upgrade bubblewrap "
-        "(dnf upgrade bubblewrap; pacman -Syu bubblewrap)"],
-       messages={"": "bwrap {version} at {bwrap_path} lacks {missing} (parsed from --help)."}),
+         "bwrap lacks an option the profile needs",
+         "'bwrap --help' does not list {missing}. The version string alone is not trusted "
+         "(distros backport options).",
+         "Options parsed from 'bwrap --help'.",
+         ["Upgrade bubblewrap from the distro: apt-get install --only-upgrade bubblewrap "
+          "(dnf upgrade bubblewrap; pacman -Syu bubblewrap)"],
+         messages={"": "bwrap {version} at {bwrap_path} lacks {missing} (parsed from --help)."}),
     Code("bwrap_smoke_failed", ERROR, "R-DIAG-3", SMOKE_TEST,
-       "A real bwrap invocation failed",
-       "bwrap could not set up the sandbox when run as {user}: {cause_text}",
-       "A real bwrap run with --unshare-user --unshare-ipc --unshare-uts --unshare-net "
-       "--die-with-parent and --json-status-fd; a missing exit-code record means setup failed; "
-       "stderr is classified by pattern.",
-       ["See the remediation of the classified cause ({cause})."], CLASSIFIED),
+         "A real bwrap invocation failed",
+         "bwrap could not set up the sandbox when run as {user}: {cause_text}",
+         "A real bwrap run with --unshare-user --unshare-ipc --unshare-uts --unshare-net "
+         "--die-with-parent and --json-status-fd; a missing exit-code record means setup failed; "
+         "stderr is classified by pattern.",
+         ["See the remediation of the classified cause ({cause})."], CLASSIFIED),
     Code("bwrap_smoke_skipped", INFO, "R-DIAG-3", SMOKE_TEST,
-       "The smoke test was not run",
-       "{reason}",
-       "smoke_test option or missing prerequisites.",
-       ["Run with smoke_test=true as root (so the module can switch to an unprivileged user)."],
-       {"no_bwrap": ["Install bubblewrap first (see bwrap_missing)."]}),
+         "The smoke test was not run",
+         "{reason}",
+         "smoke_test option or missing prerequisites.",
+         ["Run with smoke_test=true as root (so the module can switch to an unprivileged user)."],
+         {"no_bwrap": ["Install bubblewrap first (see bwrap_missing)."]}),
     Code("smoke_ran_as_root", WARNING, "R-DIAG-3", SMOKE_TEST,
-       "The smoke test ran as root",
-       "Running bwrap as root hides user-namespace failures: root does not need a user "
-       "namespace, the service user does.",
-       "The effective uid of the smoke test was 0.",
-       ["Run the smoke test as the service user: smoke_user=<the unit's User=>"]),
+         "The smoke test ran as root",
+         "Running bwrap as root hides user-namespace failures: root does not need a user "
+         "namespace, the service user does.",
+         "The effective uid of the smoke test was 0.",
+         ["Run the smoke test as the service user: smoke_user=<the unit's User=>"]),
     # ---- kernel knobs (F1, F2, F3, F4, F6) ----
     Code("userns_disabled_sysctl", ERROR, "R-BASE-6", KERNEL_USERNS,
-       "kernel.unprivileged_userns_clone is 0",
-       "Unprivileged user namespaces are disabled by kernel.unprivileged_userns_clone=0 "
-       "(Debian/Ubuntu/Arch kernels; often set by hardening roles such as dev-sec os_hardening). "
-       "bwrap fails with 'No permissions to create new namespace'.",
-       "/proc/sys/kernel/unprivileged_userns_clone; the file that sets it via "
-       "systemd-sysctl --cat-config.",
-       ["echo 'kernel.unprivileged_userns_clone = 1' > /etc/sysctl.d/99-zz-metnos-bwrap.conf",
-        "sysctl --system",
-        "If a hardening role sets it to 0, override it there (dev-sec: sysctl_overwrite) rather "
-        "than fighting it on every run."]),
+         "kernel.unprivileged_userns_clone is 0",
+         "Unprivileged user namespaces are disabled by kernel.unprivileged_userns_clone=0 "
+         "(Debian/Ubuntu/Arch kernels; often set by hardening roles such as dev-sec os_hardening). "
+         "bwrap fails with 'No permissions to create new namespace'.",
+         "/proc/sys/kernel/unprivileged_userns_clone; the file that sets it via "
+         "systemd-sysctl --cat-config.",
+         ["echo 'kernel.unprivileged_userns_clone = 1' > /etc/sysctl.d/99-zz-metnos-bwrap.conf",
+          "sysctl --system",
+          "If a hardening role sets it to 0, override it there (dev-sec: sysctl_overwrite) rather "
+          "than fighting it on every run."]),
     Code("userns_max_namespaces_zero", ERROR, "R-BASE-6", KERNEL_USERNS,
-       "user.max_user_namespaces is 0",
-       "No user namespaces may be created (RHEL/STIG default RHEL-09-213105, or Debian's "
-       "recommended way to disable them). bwrap fails with ENOSPC.",
-       "/proc/sys/user/max_user_namespaces.",
-       ["echo 'user.max_user_namespaces = 15000' > /etc/sysctl.d/99-zz-metnos-bwrap.conf",
-        "sysctl --system",
-        "On STIG-managed hosts record a documented exception instead of flipping the value back "
-        "and forth with the compliance tool."]),
+         "user.max_user_namespaces is 0",
+         "No user namespaces may be created (RHEL/STIG default RHEL-09-213105, or Debian's "
+         "recommended way to disable them). bwrap fails with ENOSPC.",
+         "/proc/sys/user/max_user_namespaces.",
+         ["echo 'user.max_user_namespaces = 15000' > /etc/sysctl.d/99-zz-metnos-bwrap.conf",
+          "sysctl --system",
+          "On STIG-managed hosts record a documented exception instead of flipping the value back "
+          "and forth with the compliance tool."]),
     Code("userns_apparmor_restricted", ERROR, "R-BASE-6", KERNEL_USERNS,
-       "AppArmor restricts unprivileged user namespaces",
-       "kernel.apparmor_restrict_unprivileged_userns=1 (Ubuntu 24.04+) and no AppArmor profile "
-       "grants userns to bwrap. bwrap fails with 'setting up uid map: Permission denied' or "
-       "'loopback: Failed RTM_NEWADDR'.",
-       "/proc/sys/kernel/apparmor_restrict_unprivileged_userns; profiles attached to bwrap in "
-       "/sys/kernel/security/apparmor/profiles.",
-       ["apt-get install apparmor-profiles apparmor-utils",
-        "install -m0644 /usr/share/apparmor/extra-profiles/bwrap-userns-restrict /etc/apparmor.d/",
-        "apparmor_parser -r /etc/apparmor.d/bwrap-userns-restrict",
-        "Check first that no other profile already attaches to /usr/bin/bwrap (two attachments "
-        "cancel each other)."],
-       messages={"profiles_loaded": "AppArmor restricts unprivileged user namespaces, and profile(s) for bwrap "
-                                    "are loaded ({profiles}); if bwrap still fails, two attachments may conflict."}),
+         "AppArmor restricts unprivileged user namespaces",
+         "kernel.apparmor_restrict_unprivileged_userns=1 (Ubuntu 24.04+) and no AppArmor profile "
+         "grants userns to bwrap. bwrap fails with 'setting up uid map: Permission denied' or "
+         "'loopback: Failed RTM_NEWADDR'.",
+         "/proc/sys/kernel/apparmor_restrict_unprivileged_userns; profiles attached to bwrap in "
+         "/sys/kernel/security/apparmor/profiles.",
+         ["apt-get install apparmor-profiles apparmor-utils",
+          "install -m0644 /usr/share/apparmor/extra-profiles/bwrap-userns-restrict /etc/apparmor.d/",
+          "apparmor_parser -r /etc/apparmor.d/bwrap-userns-restrict",
+          "Check first that no other profile already attaches to /usr/bin/bwrap (two attachments "
+          "cancel each other)."],
+         messages={"profiles_loaded": "AppArmor restricts unprivileged user namespaces, and profile(s) for bwrap "
+                                      "are loaded ({profiles}); if bwrap still fails, two attachments may conflict."}),
     Code("selinux_enforcing", INFO, "R-BASE-6", KERNEL_USERNS,
-       "SELinux is enforcing",
-       "SELinux may deny user_namespace create for confined domains "
-       "('Creating new namespace failed: Permission denied').",
-       "/sys/fs/selinux/enforce.",
-       ["If bwrap fails: ausearch -m AVC,USER_AVC -c bwrap",
-        "Build a local policy module from the reviewed AVCs (audit2allow); do not setenforce 0."]),
+         "SELinux is enforcing",
+         "SELinux may deny user_namespace create for confined domains "
+         "('Creating new namespace failed: Permission denied').",
+         "/sys/fs/selinux/enforce.",
+         ["If bwrap fails: ausearch -m AVC,USER_AVC -c bwrap",
+          "Build a local policy module from the reviewed AVCs (audit2allow); do not setenforce 0."]),
     Code("running_in_container", INFO, "R-BASE-6", KERNEL_USERNS,
-       "The host is a container",
-       "Running inside {container}: the outer runtime's seccomp, AppArmor and /proc masking "
-       "decide whether bwrap can work.",
-       "systemd-detect-virt --container, /run/.containerenv, /.dockerenv, /proc/1/environ.",
-       ["podman: --security-opt unmask=ALL (bwrap --proc needs an unmasked /proc)",
-        "docker: a seccomp profile that allows unshare/clone(CLONE_NEWUSER)"]),
+         "The host is a container",
+         "Running inside {container}: the outer runtime's seccomp, AppArmor and /proc masking "
+         "decide whether bwrap can work.",
+         "systemd-detect-virt --container, /run/.containerenv, /.dockerenv, /proc/1/environ.",
+         ["podman: --security-opt unmask=ALL (bwrap --proc needs an unmasked /proc)",
+          "docker: a seccomp profile that allows unshare/clone(CLONE_NEWUSER)"]),
 ])

@@ -138,7 +138,7 @@ def sha256_list(values: Any, option: str = "accept_bwrap_sha256") -> None:
 def option_errors() -> Tuple[Type[Exception], ...]:
     """What a refused option raises: our checks, an unknown user, a bad host-context key."""
     from ..host.facts import UserError
-    from ..profile.profile import ContextError
+    from ..profile.host_context import ContextError
     return (OptionError, UserError, ContextError)
 
 

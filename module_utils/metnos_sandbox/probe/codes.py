@@ -16,81 +16,81 @@ CODES: List[Code] = []
 CODES.extend([
     # ---- the real wrapped probe (R-DIAG-3) ----
     Code("probe_not_isolated", ERROR, "R-DIAG-3", PROBE,
-       "bwrap ran the payload without isolation",
-       "The probe payload ran and reported, but not inside a sandbox: the process that ran it is not the "
-       "child bwrap reported (no or a false --json-status-fd child-pid: a bwrap look-alike), or it shares "
-       "every namespace the profile unshares with bwrap's parent context. The message lists the checks that "
-       "show it.",
-       "Outside evidence from the host's /proc: the payload process is found by its exact command line and "
-       "tied to bwrap's child-pid and to the bwrap that was started; its namespace inodes are compared with "
-       "bwrap's.",
-       ["Check which binary ran: ls -l {bwrap_path} ; dpkg -S {bwrap_path} (rpm -qf, pacman -Qo)",
-        "Reinstall the distro package and remove look-alikes from the service's PATH: "
-        "apt-get install --reinstall bubblewrap"],
-       messages={"unisolated": "{tool} ran the payload (as {user}) without isolation: {failed}.{traced}"}),
+         "bwrap ran the payload without isolation",
+         "The probe payload ran and reported, but not inside a sandbox: the process that ran it is not the "
+         "child bwrap reported (no or a false --json-status-fd child-pid: a bwrap look-alike), or it shares "
+         "every namespace the profile unshares with bwrap's parent context. The message lists the checks that "
+         "show it.",
+         "Outside evidence from the host's /proc: the payload process is found by its exact command line and "
+         "tied to bwrap's child-pid and to the bwrap that was started; its namespace inodes are compared with "
+         "bwrap's.",
+         ["Check which binary ran: ls -l {bwrap_path} ; dpkg -S {bwrap_path} (rpm -qf, pacman -Qo)",
+          "Reinstall the distro package and remove look-alikes from the service's PATH: "
+          "apt-get install --reinstall bubblewrap"],
+         messages={"unisolated": "{tool} ran the payload (as {user}) without isolation: {failed}.{traced}"}),
     Code("probe_check_failed", ERROR, "R-DIAG-3", PROBE,
-       "The sandbox does not hold what the profile promises",
-       "A check of the probe failed or could not be proven: a namespace is shared, a read-only bind is "
-       "mounted read-write, a bind (or a mount below it) is not the declared host path, something is mounted "
-       "where the profile mounts nothing, a hidden path is visible, /tmp or /dev is not a fresh tmpfs (or /dev "
-       "holds device nodes bwrap's --dev does not make), /proc is not a procfs showing the payload, the network "
-       "is not isolated, another process holds a namespace said to be private, the payload holds capabilities, "
-       "a seccomp filter of its own, a descriptor from outside or code mapped from outside the binds, or the "
-       "parent-death signal is missing. A "
-       "permission error is never taken as proof (\"not proven\").",
-       "Two witnesses per check: the kernel's view from outside (the payload's /proc/PID/ns, mountinfo, "
-       "status, fd, maps and net/dev on the host, against bwrap's parent context) and the payload's own (statfs, "
-       "statvfs, lstat, a real write, if_nameindex, prctl).",
-       ["Compare the rendered argv (metnos.sandbox.sandbox_profile) with the one the runtime uses; re-render the "
-        "profiles.",
-        "If bwrap itself misbehaves, upgrade bubblewrap."],
-       messages={"failed": "{said}{traced}"}),
+         "The sandbox does not hold what the profile promises",
+         "A check of the probe failed or could not be proven: a namespace is shared, a read-only bind is "
+         "mounted read-write, a bind (or a mount below it) is not the declared host path, something is mounted "
+         "where the profile mounts nothing, a hidden path is visible, /tmp or /dev is not a fresh tmpfs (or /dev "
+         "holds device nodes bwrap's --dev does not make), /proc is not a procfs showing the payload, the network "
+         "is not isolated, another process holds a namespace said to be private, the payload holds capabilities, "
+         "a seccomp filter of its own, a descriptor from outside or code mapped from outside the binds, or the "
+         "parent-death signal is missing. A "
+         "permission error is never taken as proof (\"not proven\").",
+         "Two witnesses per check: the kernel's view from outside (the payload's /proc/PID/ns, mountinfo, "
+         "status, fd, maps and net/dev on the host, against bwrap's parent context) and the payload's own (statfs, "
+         "statvfs, lstat, a real write, if_nameindex, prctl).",
+         ["Compare the rendered argv (metnos.sandbox.sandbox_profile) with the one the runtime uses; re-render the "
+          "profiles.",
+          "If bwrap itself misbehaves, upgrade bubblewrap."],
+         messages={"failed": "{said}{traced}"}),
     Code("probe_payload_root", WARNING, "R-BASE-6", PROBE,
-       "The sandboxed payload runs as root",
-       "The probe ran as {user} (uid 0 outside the sandbox): bwrap keeps root's capabilities in the "
-       "sandbox's user namespace, so an executor can remount the read-only binds read-write and write "
-       "the host's /usr and /etc (measured with bubblewrap 0.8). The checks pass - the mounts are as "
-       "the profile says when the payload starts - but they are not a boundary for root.",
-       "The payload's uid and capability sets, read from /proc/PID/status on the host.",
-       ["Run the Metnos service as an unprivileged user: a drop-in with User=metnos (create it with "
-        "useradd --system metnos), then systemctl daemon-reload and restart the service."]),
+         "The sandboxed payload runs as root",
+         "The probe ran as {user} (uid 0 outside the sandbox): bwrap keeps root's capabilities in the "
+         "sandbox's user namespace, so an executor can remount the read-only binds read-write and write "
+         "the host's /usr and /etc (measured with bubblewrap 0.8). The checks pass - the mounts are as "
+         "the profile says when the payload starts - but they are not a boundary for root.",
+         "The payload's uid and capability sets, read from /proc/PID/status on the host.",
+         ["Run the Metnos service as an unprivileged user: a drop-in with User=metnos (create it with "
+          "useradd --system metnos), then systemctl daemon-reload and restart the service."]),
     Code("probe_setup_failed", ERROR, "R-DIAG-3", PROBE,
-       "bwrap failed before the payload ran",
-       "bwrap failed before the payload ran, in the service's context (as {user}): {cause_text}",
-       "The payload never reported and --json-status-fd has no exit-code record; bwrap's stderr is "
-       "classified by pattern and quoted.",
-       ["See the remediation of the classified cause ({cause}) and the unit directives listed with it."],
-       CLASSIFIED),
+         "bwrap failed before the payload ran",
+         "bwrap failed before the payload ran, in the service's context (as {user}): {cause_text}",
+         "The payload never reported and --json-status-fd has no exit-code record; bwrap's stderr is "
+         "classified by pattern and quoted.",
+         ["See the remediation of the classified cause ({cause}) and the unit directives listed with it."],
+         CLASSIFIED),
     Code("probe_timeout", ERROR, "R-DIAG-3", PROBE,
-       "The probe timed out",
-       "The probe did not finish in time; its whole process group was killed. If the payload had already "
-       "reported and been read from outside (e.g. a bwrap look-alike that never exits after running it), its "
-       "checks are still judged and their findings are reported with this one.",
-       "A timer around the probe's process group.",
-       ["Look for hung mounts (NFS) or a stuck service unit; raise the probe timeout if the host is slow."],
-       messages={"killed": "the probe did not finish within {timeout}s; its whole process group was killed",
-                 "judged": "the probe did not finish within {timeout}s; its whole process group was killed (after the "
-                           "payload had reported and been read from outside: its checks are judged)"}),
+         "The probe timed out",
+         "The probe did not finish in time; its whole process group was killed. If the payload had already "
+         "reported and been read from outside (e.g. a bwrap look-alike that never exits after running it), its "
+         "checks are still judged and their findings are reported with this one.",
+         "A timer around the probe's process group.",
+         ["Look for hung mounts (NFS) or a stuck service unit; raise the probe timeout if the host is slow."],
+         messages={"killed": "the probe did not finish within {timeout}s; its whole process group was killed",
+                   "judged": "the probe did not finish within {timeout}s; its whole process group was killed (after "
+                             "the payload had reported and been read from outside: its checks are judged)"}),
     Code("probe_payload_failed", ERROR, "R-DIAG-3", PROBE,
-       "The probe payload could not report",
-       "bwrap set up the sandbox and ran the payload (a Python program run by the runtime's interpreter), "
-       "but it exited without a result.",
-       "--json-status-fd has an exit-code record, and the payload's stdout has no result line.",
-       ["Check that the runtime's interpreter exists inside the sandbox (host.python_executable) and runs."],
-       messages={"silent": "bwrap ran the payload (as {who}) but it did not report: it exited {exit}; {stderr}"}),
+         "The probe payload could not report",
+         "bwrap set up the sandbox and ran the payload (a Python program run by the runtime's interpreter), "
+         "but it exited without a result.",
+         "--json-status-fd has an exit-code record, and the payload's stdout has no result line.",
+         ["Check that the runtime's interpreter exists inside the sandbox (host.python_executable) and runs."],
+         messages={"silent": "bwrap ran the payload (as {who}) but it did not report: it exited {exit}; {stderr}"}),
     Code("probe_context_incomplete", WARNING, "R-DIAG-3", PROBE,
-       "The probe's unit does not carry the service's whole context",
-       "Some of the service's directives could not be carried to the probe's transient unit (systemd-run "
-       "refuses them in this systemd version, a specifier is unknown, or copying would act on the service's "
-       "own directories), or `systemctl show` of the probe's unit differs from the service's on a property: "
-       "a passing probe proves less there.",
-       "Every directive of the unit minus the documented deny list (docs/unit-directives.md) is passed to "
-       "systemd-run; refusals are retried without the directive; then `systemctl show` of both units is "
-       "compared property by property.",
-       ["Review the directives named in the message: each is one the probe could not reproduce.",
-        "Check them by hand: systemctl show {unit} -p <directive>"],
-       messages={"reasons": "{unit}: the probe's transient unit does not carry the service's whole execution "
-                            "context, so a pass proves less: {why}."}),
+         "The probe's unit does not carry the service's whole context",
+         "Some of the service's directives could not be carried to the probe's transient unit (systemd-run "
+         "refuses them in this systemd version, a specifier is unknown, or copying would act on the service's "
+         "own directories), or `systemctl show` of the probe's unit differs from the service's on a property: "
+         "a passing probe proves less there.",
+         "Every directive of the unit minus the documented deny list (docs/unit-directives.md) is passed to "
+         "systemd-run; refusals are retried without the directive; then `systemctl show` of both units is "
+         "compared property by property.",
+         ["Review the directives named in the message: each is one the probe could not reproduce.",
+          "Check them by hand: systemctl show {unit} -p <directive>"],
+         messages={"reasons": "{unit}: the probe's transient unit does not carry the service's whole execution "
+                              "context, so a pass proves less: {why}."}),
 ])
 
 # ---- blame by experiment (blame.py, issue 21): what the probe finds when it fails in the service's context ----
@@ -99,29 +99,29 @@ _FOUND_BY_EXPERIMENT = ("Found by experiment (blame.py): the probe re-ran in tra
                         "was tried for real the same way (docs/unit-directives.md, \"Blame by experiment\").")
 CODES.extend([
     Code("probe_unit_start_failed", ERROR, "R-DIAG-3", PROBE,
-       "systemd could not start the probe's process in the service's context",
-       "The transient unit carrying the service's context ended with one of systemd's own exit statuses "
-       "(200-245: EXEC, USER, NAMESPACE, ...) before its command ran: systemd failed to set the process up "
-       "(change user, build the mount namespace, execute the command). bwrap never ran; the status is not "
-       "bwrap's.",
-       "systemd-run's \"Main processes terminated with: code=exited, status=N/NAME\" while the probe's launcher "
-       "had not reported its pid; systemd's own reason from the transient unit's journal.",
-       ["This is a failure of the unit's settings, not of bwrap: see the directives found by experiment with it.",
-        "What the status means: systemd-analyze exit-status {status}"],
-       messages={"": "systemd could not start the probe's process in the service's context (as {user}): exit "
-                     "status {status}/{name}: {meaning}; bwrap never ran.{said}"}),
+         "systemd could not start the probe's process in the service's context",
+         "The transient unit carrying the service's context ended with one of systemd's own exit statuses "
+         "(200-245: EXEC, USER, NAMESPACE, ...) before its command ran: systemd failed to set the process up "
+         "(change user, build the mount namespace, execute the command). bwrap never ran; the status is not "
+         "bwrap's.",
+         "systemd-run's \"Main processes terminated with: code=exited, status=N/NAME\" while the probe's launcher "
+         "had not reported its pid; systemd's own reason from the transient unit's journal.",
+         ["This is a failure of the unit's settings, not of bwrap: see the directives found by experiment with it.",
+          "What the status means: systemd-analyze exit-status {status}"],
+         messages={"": "systemd could not start the probe's process in the service's context (as {user}): exit "
+                       "status {status}/{name}: {meaning}; bwrap never ran.{said}"}),
     Code("probe_unit_killed", ERROR, "R-DIAG-3", PROBE,
-       "The unit's own process was killed before bwrap started",
-       "A signal ended the probe's process in the service's context before it started bwrap (it had not "
-       "reported its pid): the unit's settings killed it, not bwrap (SIGSYS: the unit's SystemCallFilter=).",
-       "systemd-run's \"Main processes terminated with: code=killed, status=N/NAME\" while the probe's launcher "
-       "had not reported.",
-       ["SIGSYS comes from the unit's SystemCallFilter=: see the directives found by experiment with it."],
-       messages={"": "the probe's process in the service's context (as {user}) was killed by SIG{signal} before it "
-                     "started bwrap: the unit's settings killed it, not bwrap.{said}",
-                 "interpreter": "{unit}: the runtime's interpreter ({python}) is killed by SIG{signal} in the "
-                                "service's context as it starts bwrap (shown by experiment): the unit's settings "
-                                "kill it before bwrap runs, so bwrap's own failure there says nothing about bwrap."}),
+         "The unit's own process was killed before bwrap started",
+         "A signal ended the probe's process in the service's context before it started bwrap (it had not "
+         "reported its pid): the unit's settings killed it, not bwrap (SIGSYS: the unit's SystemCallFilter=).",
+         "systemd-run's \"Main processes terminated with: code=killed, status=N/NAME\" while the probe's launcher "
+         "had not reported.",
+         ["SIGSYS comes from the unit's SystemCallFilter=: see the directives found by experiment with it."],
+         messages={"": "the probe's process in the service's context (as {user}) was killed by SIG{signal} before it "
+                       "started bwrap: the unit's settings killed it, not bwrap.{said}",
+                   "interpreter": "{unit}: the runtime's interpreter ({python}) is killed by SIG{signal} in the "
+                                  "service's context as it starts bwrap (shown by experiment): the unit's settings "
+                                  "kill it before bwrap runs, so bwrap's own failure there says nothing about bwrap."}),
     restriction(
         "unit_ambient_capabilities", "R-BASE-6",
         "The unit gives the service capabilities, and bwrap refuses to run with them",
@@ -179,28 +179,28 @@ CODES.extend([
         "the relaxation named in the message (each tried for real)",
         {}),
     Code("probe_relaxation_found", INFO, "R-DIAG-3", PROBE,
-       "A drop-in that makes the probe pass in the service's context",
-       "Every culprit found by experiment relaxed at once, as one drop-in on top of the unit's files: the probe "
-       "ran with it in a transient unit carrying the service's context, and passed.",
-       "One more probe run with the unit's whole context plus the drop-in's lines.",
-       ["mkdir -p /etc/systemd/system/{unit}.d",
-        "printf '%s\\n' '[Service]' {relax_words} >> /etc/systemd/system/{unit}.d/zz-metnos-relax.conf",
-        "systemctl daemon-reload", "systemctl restart {unit}"],
-       messages={"": "{unit}: the probe passes in the service's context with this drop-in (tried for real): "
-                     "{lines}."}),
+         "A drop-in that makes the probe pass in the service's context",
+         "Every culprit found by experiment relaxed at once, as one drop-in on top of the unit's files: the probe "
+         "ran with it in a transient unit carrying the service's context, and passed.",
+         "One more probe run with the unit's whole context plus the drop-in's lines.",
+         ["mkdir -p /etc/systemd/system/{unit}.d",
+          "printf '%s\\n' '[Service]' {relax_words} >> /etc/systemd/system/{unit}.d/zz-metnos-relax.conf",
+          "systemctl daemon-reload", "systemctl restart {unit}"],
+         messages={"": "{unit}: the probe passes in the service's context with this drop-in (tried for real): "
+                       "{lines}."}),
     Code("probe_blame_inconclusive", WARNING, "R-DIAG-3", PROBE,
-       "The experiment could not name every culprit",
-       "Blame by experiment stopped before it had the smallest set of directives whose removal makes the probe "
-       "pass (its bounds in runs or time were reached), the results were not consistent (a run that passed "
-       "once failed again), or no relaxation it tried made the probe pass with all of them at once.",
-       "The experiment's own record (blame.runs, blame.seconds, blame.bounds).",
-       ["Run the probe again on a quieter host, or with a larger bound (sandbox_probe blame_max_runs, "
-        "blame_max_seconds).", "Check the directives it did name by hand: systemctl show {unit}"],
-       messages={"exhausted": "{unit}: the experiment stopped after {runs} runs and {seconds}s (bounds: {max_runs} "
-                              "runs, {max_seconds}s){named}.",
-                 "inconsistent": "{unit}: the experiment's runs disagree ({why}){named}.",
-                 "no_relaxation": "{unit}: no relaxation the experiment tried made the probe pass with every "
-                                  "culprit relaxed at once ({why})."}),
+         "The experiment could not name every culprit",
+         "Blame by experiment stopped before it had the smallest set of directives whose removal makes the probe "
+         "pass (its bounds in runs or time were reached), the results were not consistent (a run that passed "
+         "once failed again), or no relaxation it tried made the probe pass with all of them at once.",
+         "The experiment's own record (blame.runs, blame.seconds, blame.bounds).",
+         ["Run the probe again on a quieter host, or with a larger bound (sandbox_probe blame_max_runs, "
+          "blame_max_seconds).", "Check the directives it did name by hand: systemctl show {unit}"],
+         messages={"exhausted": "{unit}: the experiment stopped after {runs} runs and {seconds}s (bounds: {max_runs} "
+                                "runs, {max_seconds}s){named}.",
+                   "inconsistent": "{unit}: the experiment's runs disagree ({why}){named}.",
+                   "no_relaxation": "{unit}: no relaxation the experiment tried made the probe pass with every "
+                                    "culprit relaxed at once ({why})."}),
 ])
 # ---- issue 20: the probe accounts for everything its bwrap starts, and trusts only the packaged bwrap ----
 _REINSTALL = "Reinstall the distro package: apt-get install --reinstall bubblewrap (dnf reinstall bubblewrap; " \
@@ -212,90 +212,91 @@ _TREE_FIX = ("Find what started it (its parent, executable and command line are 
              _REINSTALL)
 CODES.extend([
     Code("probe_bwrap_unpackaged", ERROR, "R-DIAG-2", PROBE,
-       "The probe's bwrap is not the packaged one",
-       "The bwrap the service would run is owned by no installed package and its sha256 is not accepted: "
-       "the probe trusts only the packaged bwrap (a look-alike first on the service's PATH, a copy, a "
-       "self-built binary nobody vouched for).",
-       "dpkg -S / rpm -qf / pacman -Qo of the path the service resolves (and its real path), then its sha256 "
-       "against metnos_sandbox_probe_accept_bwrap_sha256.",
-       ["Remove the unmanaged file from the service's PATH: rm {bwrap_path}", _REINSTALL,
-        "A self-built bwrap you trust: add its sha256 ({sha256}) to metnos_sandbox_probe_accept_bwrap_sha256."],
-       messages={"": "{bwrap_path} (sha256 {sha256}) is not owned by any installed package and its sha256 is not "
-                     "accepted: the probe trusts only the packaged bwrap."}),
+         "The probe's bwrap is not the packaged one",
+         "The bwrap the service would run is owned by no installed package and its sha256 is not accepted: "
+         "the probe trusts only the packaged bwrap (a look-alike first on the service's PATH, a copy, a "
+         "self-built binary nobody vouched for).",
+         "dpkg -S / rpm -qf / pacman -Qo of the path the service resolves (and its real path), then its sha256 "
+         "against metnos_sandbox_probe_accept_bwrap_sha256.",
+         ["Remove the unmanaged file from the service's PATH: rm {bwrap_path}", _REINSTALL,
+          "A self-built bwrap you trust: add its sha256 ({sha256}) to metnos_sandbox_probe_accept_bwrap_sha256."],
+         messages={"": "{bwrap_path} (sha256 {sha256}) is not owned by any installed package and its sha256 is not "
+                       "accepted: the probe trusts only the packaged bwrap."}),
     Code("probe_bwrap_modified", ERROR, "R-SEC-6", PROBE,
-       "The probe's bwrap differs from its package",
-       "The bwrap the service would run belongs to a package, but the package database says the file "
-       "differs from what the package installed (its digest, size, mode or owner), or that it is missing.",
-       "dpkg --verify PKG (the md5sums dpkg keeps), rpm -V PKG, pacman -Qkk PKG.",
-       [_REINSTALL, "Then verify it: dpkg --verify bubblewrap (rpm -V bubblewrap; pacman -Qkk bubblewrap)"],
-       messages={"": "{bwrap_path} belongs to {package} ({manager}) but the package database says it differs: "
-                     "{detail} (sha256 {sha256})."}),
+         "The probe's bwrap differs from its package",
+         "The bwrap the service would run belongs to a package, but the package database says the file "
+         "differs from what the package installed (its digest, size, mode or owner), or that it is missing.",
+         "dpkg --verify PKG (the md5sums dpkg keeps), rpm -V PKG, pacman -Qkk PKG.",
+         [_REINSTALL, "Then verify it: dpkg --verify bubblewrap (rpm -V bubblewrap; pacman -Qkk bubblewrap)"],
+         messages={"": "{bwrap_path} belongs to {package} ({manager}) but the package database says it differs: "
+                       "{detail} (sha256 {sha256})."}),
     Code("probe_bwrap_unverified", ERROR, "R-DIAG-3", PROBE,
-       "The probe's bwrap could not be verified",
-       "The bwrap the service would run could not be verified against the package database (no verifier for "
-       "its package manager, a verifier that failed or printed what the probe does not know, or a file that "
-       "changed while it was verified): it is not trusted.",
-       "The exit status and output of dpkg --verify / rpm -V / pacman -Qkk, and the file's device, inode, size "
-       "and times before and after.",
-       ["Run the verifier by hand: dpkg --verify bubblewrap (rpm -V bubblewrap; pacman -Qkk bubblewrap)",
-        _REINSTALL],
-       messages={"": "{bwrap_path} could not be verified against the package database: {detail}."}),
+         "The probe's bwrap could not be verified",
+         "The bwrap the service would run could not be verified against the package database (no verifier for "
+         "its package manager, a verifier that failed or printed what the probe does not know, or a file that "
+         "changed while it was verified): it is not trusted.",
+         "The exit status and output of dpkg --verify / rpm -V / pacman -Qkk, and the file's device, inode, size "
+         "and times before and after.",
+         ["Run the verifier by hand: dpkg --verify bubblewrap (rpm -V bubblewrap; pacman -Qkk bubblewrap)",
+          _REINSTALL],
+         messages={"": "{bwrap_path} could not be verified against the package database: {detail}."}),
     Code("probe_bwrap_accepted", INFO, "R-DIAG-2", PROBE,
-       "The probe's bwrap is trusted by its sha256",
-       "The bwrap the service would run is not the packaged one; it is trusted because its sha256 is listed "
-       "in metnos_sandbox_probe_accept_bwrap_sha256 (a self-built bwrap). Listed so that every report shows it.",
-       "The sha256 of the file, against the accepted digests.",
-       ["Nothing to do if this is the build you meant; remove the digest from "
-        "metnos_sandbox_probe_accept_bwrap_sha256 to trust only the packaged bwrap again."],
-       messages={"": "{bwrap_path} is not the packaged bwrap; it is trusted because its sha256 {sha256} is accepted."}),
+         "The probe's bwrap is trusted by its sha256",
+         "The bwrap the service would run is not the packaged one; it is trusted because its sha256 is listed "
+         "in metnos_sandbox_probe_accept_bwrap_sha256 (a self-built bwrap). Listed so that every report shows it.",
+         "The sha256 of the file, against the accepted digests.",
+         ["Nothing to do if this is the build you meant; remove the digest from "
+          "metnos_sandbox_probe_accept_bwrap_sha256 to trust only the packaged bwrap again."],
+         messages={"": "{bwrap_path} is not the packaged bwrap; it is trusted because its sha256 {sha256} is "
+                       "accepted."}),
     Code("probe_tree_not_empty", ERROR, "R-DIAG-3", PROBE,
-       "The probe's unit held a process before bwrap ran",
-       "Before bwrap ran, the transient unit the probe started held a process the probe did not start: "
-       "something else runs in the probe's context.",
-       "cgroup.procs of the unit's cgroup, read while its launcher waits to execute bwrap.",
-       list(_TREE_FIX),
-       messages={"before": "before bwrap ran, the probe's unit held a process the probe did not start: pid {pid} "
-                           "({details})"}),
+         "The probe's unit held a process before bwrap ran",
+         "Before bwrap ran, the transient unit the probe started held a process the probe did not start: "
+         "something else runs in the probe's context.",
+         "cgroup.procs of the unit's cgroup, read while its launcher waits to execute bwrap.",
+         list(_TREE_FIX),
+         messages={"before": "before bwrap ran, the probe's unit held a process the probe did not start: pid {pid} "
+                             "({details})"}),
     Code("probe_process_unaccounted", ERROR, "R-DIAG-3", PROBE,
-       "bwrap's process tree held a process that is neither bwrap nor the payload",
-       "A process in the tree the probe started bwrap in (direct: below the probe's child subreaper; in a unit: "
-       "the unit's cgroup) is neither what the probe started, nor bwrap, its sandboxed child and the payload, "
-       "nor a process of bwrap's own setup: it ran beside them, was still running after bwrap exited, or left "
-       "its parent and exited on its own. A bwrap look-alike that execs the real one can start work beside "
-       "the sandbox this way (double fork, setsid, descriptors closed, argv[0] changed) or after it exited.",
-       "The tree polled from the host's /proc while the run lasts (every process's parent chain, or the unit's "
-       "cgroup.procs), the orphans the subreaper reaps (read while they are zombies), and the tree once bwrap "
-       "has exited, before anything is killed. Everything left is killed.",
-       list(_TREE_FIX),
-       messages={"beside": "pid {pid} ran in bwrap's process tree beside bwrap and the payload: {details}",
-                 "left": "pid {pid} was still running in bwrap's process tree after bwrap exited: {details}",
-                 "orphaned": "pid {pid} left its parent inside bwrap's process tree and exited on its own (reaped "
-                             "by the probe's subreaper): {details}",
-                 "reaper": "the probe's subreaper could not account for bwrap's tree ({details}): a process "
-                           "could have left it",
-                 "unreadable": "bwrap's process tree could not be read or was too large (pid {pid}, {details}): "
-                               "what else bwrap started is not proven"}),
+         "bwrap's process tree held a process that is neither bwrap nor the payload",
+         "A process in the tree the probe started bwrap in (direct: below the probe's child subreaper; in a unit: "
+         "the unit's cgroup) is neither what the probe started, nor bwrap, its sandboxed child and the payload, "
+         "nor a process of bwrap's own setup: it ran beside them, was still running after bwrap exited, or left "
+         "its parent and exited on its own. A bwrap look-alike that execs the real one can start work beside "
+         "the sandbox this way (double fork, setsid, descriptors closed, argv[0] changed) or after it exited.",
+         "The tree polled from the host's /proc while the run lasts (every process's parent chain, or the unit's "
+         "cgroup.procs), the orphans the subreaper reaps (read while they are zombies), and the tree once bwrap "
+         "has exited, before anything is killed. Everything left is killed.",
+         list(_TREE_FIX),
+         messages={"beside": "pid {pid} ran in bwrap's process tree beside bwrap and the payload: {details}",
+                   "left": "pid {pid} was still running in bwrap's process tree after bwrap exited: {details}",
+                   "orphaned": "pid {pid} left its parent inside bwrap's process tree and exited on its own (reaped "
+                               "by the probe's subreaper): {details}",
+                   "reaper": "the probe's subreaper could not account for bwrap's tree ({details}): a process "
+                             "could have left it",
+                   "unreadable": "bwrap's process tree could not be read or was too large (pid {pid}, {details}): "
+                                 "what else bwrap started is not proven"}),
     Code("probe_payload_outside", ERROR, "R-DIAG-3", PROBE,
-       "The payload's code ran outside the sandbox",
-       "A process in bwrap's tree other than the sandboxed payload ran the payload's code: it carries the "
-       "run's marker (the payload's first act is to set its comm to it) or the payload's arguments after "
-       "argv[0]. A look-alike bwrap ran a copy of the executor beside the sandbox (in the host's network "
-       "namespace, say) while the sandboxed one reported.",
-       "The tree as for probe_process_unaccounted; the copy is never released by the probe (the one-time token "
-       "is written only to the verified payload), so it stays there to be seen.",
-       list(_TREE_FIX),
-       messages={"seen": "pid {pid} ran the payload's code outside the sandbox (namespaces that differ from the "
-                         "sandboxed payload's: {outside}): {details}",
-                 "orphaned": "pid {pid} ran the payload's code outside the sandbox and exited on its own (reaped "
-                             "as an orphan by the probe's subreaper): {details}",
-                 "beacon": "pid {pid} ran the payload's code in the probe's own network namespace (it reached the "
-                           "probe's beacon, a name only the payload's spec carries; namespaces that differ from the "
-                           "sandboxed payload's: {outside}): {details}"}),
+         "The payload's code ran outside the sandbox",
+         "A process in bwrap's tree other than the sandboxed payload ran the payload's code: it carries the "
+         "run's marker (the payload's first act is to set its comm to it) or the payload's arguments after "
+         "argv[0]. A look-alike bwrap ran a copy of the executor beside the sandbox (in the host's network "
+         "namespace, say) while the sandboxed one reported.",
+         "The tree as for probe_process_unaccounted; the copy is never released by the probe (the one-time token "
+         "is written only to the verified payload), so it stays there to be seen.",
+         list(_TREE_FIX),
+         messages={"seen": "pid {pid} ran the payload's code outside the sandbox (namespaces that differ from the "
+                           "sandboxed payload's: {outside}): {details}",
+                   "orphaned": "pid {pid} ran the payload's code outside the sandbox and exited on its own (reaped "
+                               "as an orphan by the probe's subreaper): {details}",
+                   "beacon": "pid {pid} ran the payload's code in the probe's own network namespace (it reached the "
+                             "probe's beacon, a name only the payload's spec carries; namespaces that differ from the "
+                             "sandboxed payload's: {outside}): {details}"}),
     Code("bwrap_package_modified", ERROR, "R-SEC-6", BWRAP_BINARY,
-       "bwrap differs from its package",
-       "The resolved bwrap belongs to a package, but the package database says the file differs from what "
-       "the package installed (digest, size, mode or owner), or that it is missing.",
-       "dpkg --verify PKG / rpm -V PKG / pacman -Qkk PKG.",
-       [_REINSTALL],
-       messages={"": "{bwrap_path} belongs to {package} but the package database says it differs: {detail}."}),
+         "bwrap differs from its package",
+         "The resolved bwrap belongs to a package, but the package database says the file differs from what "
+         "the package installed (digest, size, mode or owner), or that it is missing.",
+         "dpkg --verify PKG / rpm -V PKG / pacman -Qkk PKG.",
+         [_REINSTALL],
+         messages={"": "{bwrap_path} belongs to {package} but the package database says it differs: {detail}."}),
 ])

@@ -1478,7 +1478,9 @@ def _fail_closed(out: Json, service: _Service) -> Json:
 def _render(params: Json, status: Json) -> t.Tuple[str, Json]:
     """The interpreter the payload runs on, and the profile the probe runs (rendered as the runtime would,
     with the interpreter's package roots and installation discovered like every other face)."""
+    from ..profile import host_context as HC
     from ..profile import profile as P
+    from ..profile import python_roots as PYR
     host_over = dict(params.get("host") or {})
     python = params.get("python") or host_over.get("python_executable") or "/usr/bin/python3"
     if not os.path.exists(python):
@@ -1486,7 +1488,7 @@ def _render(params: Json, status: Json) -> t.Tuple[str, Json]:
     host_over.setdefault("python_executable", python)
     # asked of the interpreter outside any sandbox: bounded like every run of the probe (a hanging one is killed)
     ask = B.bounded_runner(min(10.0, float(params.get("timeout") or 60)))
-    host = P.HostContext(P.with_python_roots(host_over, ask))       # P.ContextError names the bad key
+    host = HC.HostContext(PYR.with_python_roots(host_over, ask))       # HC.ContextError names the bad key
     source = PROBE_MANIFEST if params.get("manifest") is None else params["manifest"]
     return python, P.render_safe(source, host, params.get("invocation") or {}, status)
 

@@ -16,146 +16,146 @@ CODES: List[Code] = []
 CODES.extend([
     # ---- the service's own environment and unit (R-DIAG-3) ----
     Code("unit_not_found", WARNING, "R-DIAG-3", SERVICE_ENVIRONMENT,
-       "The Metnos service unit does not exist",
-       "No unit file or drop-in for the unit was found (systemd: LoadState=not-found).",
-       "systemctl show -p LoadState, or the unit search path on disk.",
-       ["Check the unit name (metnos_sandbox_unit) and scope (system/user): systemctl list-unit-files 'metnos*'"]),
+         "The Metnos service unit does not exist",
+         "No unit file or drop-in for the unit was found (systemd: LoadState=not-found).",
+         "systemctl show -p LoadState, or the unit search path on disk.",
+         ["Check the unit name (metnos_sandbox_unit) and scope (system/user): systemctl list-unit-files 'metnos*'"]),
     Code("unit_masked", ERROR, "R-DIAG-3", SERVICE_ENVIRONMENT,
-       "The Metnos service unit is masked",
-       "The unit is linked to /dev/null: it cannot start at all.",
-       "A unit file symlinked to /dev/null, or LoadState=masked.",
-       ["systemctl unmask {unit}"]),
+         "The Metnos service unit is masked",
+         "The unit is linked to /dev/null: it cannot start at all.",
+         "A unit file symlinked to /dev/null, or LoadState=masked.",
+         ["systemctl unmask {unit}"]),
     Code("unit_needs_daemon_reload", WARNING, "R-DIAG-3", SERVICE_ENVIRONMENT,
-       "Unit files changed since systemd loaded them",
-       "The unit files on disk differ from what systemd runs (NeedDaemonReload=yes): the checked "
-       "configuration is not yet the service's.",
-       "systemctl show -p NeedDaemonReload.",
-       ["systemctl daemon-reload", "systemctl restart {unit}"]),
+         "Unit files changed since systemd loaded them",
+         "The unit files on disk differ from what systemd runs (NeedDaemonReload=yes): the checked "
+         "configuration is not yet the service's.",
+         "systemctl show -p NeedDaemonReload.",
+         ["systemctl daemon-reload", "systemctl restart {unit}"]),
     Code("service_user_missing", ERROR, "R-DIAG-3", SERVICE_ENVIRONMENT,
-       "The service's User= does not exist",
-       "User= names an account that does not exist on this host: the service cannot start.",
-       "getpwnam() of the unit's User=.",
-       ["Create the account (useradd --system {user}) or fix User= in the unit."],
-       messages={"": "{unit}: User={user} does not exist."}),
+         "The service's User= does not exist",
+         "User= names an account that does not exist on this host: the service cannot start.",
+         "getpwnam() of the unit's User=.",
+         ["Create the account (useradd --system {user}) or fix User= in the unit."],
+         messages={"": "{unit}: User={user} does not exist."}),
     Code("sandbox_env_rejected_by_systemd", WARNING, "R-FAIL-1", SERVICE_ENVIRONMENT,
-       "systemd ignores part of a METNOS_SANDBOX assignment",
-       "An Environment= line that mentions METNOS_SANDBOX contains words systemd rejects (e.g. "
-       "'Environment=METNOS_SANDBOX= 0' sets an empty value and ignores '0').",
-       "The unit's Environment= lines split with systemd's quoting rules.",
-       ["Write the assignment without spaces around '=': Environment=METNOS_SANDBOX=1 (or remove it)."],
-       messages={"ignored": "{unit}: systemd ignores {text} ({reason}) at {where}; the value you meant is not the one "
-                            "the service gets (effective METNOS_SANDBOX={effective})."}),
+         "systemd ignores part of a METNOS_SANDBOX assignment",
+         "An Environment= line that mentions METNOS_SANDBOX contains words systemd rejects (e.g. "
+         "'Environment=METNOS_SANDBOX= 0' sets an empty value and ignores '0').",
+         "The unit's Environment= lines split with systemd's quoting rules.",
+         ["Write the assignment without spaces around '=': Environment=METNOS_SANDBOX=1 (or remove it)."],
+         messages={"ignored": "{unit}: systemd ignores {text} ({reason}) at {where}; the value you meant is not the "
+                              "one the service gets (effective METNOS_SANDBOX={effective})."}),
     Code("service_path_missing_bwrap", ERROR, "R-DIAG-3", SERVICE_ENVIRONMENT,
-       "bwrap is not on the service's PATH",
-       "bwrap does not resolve through the PATH the service's processes get, with the service user's "
-       "permissions. The runtime fails closed for every executor, although the admin's shell finds bwrap.",
-       "Lookup through the effective PATH (Environment=/EnvironmentFile=/systemd default) as the unit's User=.",
-       ["Set the unit's PATH to include the bwrap directory (enforce mode writes a drop-in): "
-        "Environment=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin",
-        "Or install bubblewrap: apt-get install bubblewrap"],
-       messages={"": "{unit}: bwrap does not resolve through the service's PATH={path} as user {user} "
-                     "(PATH from {origin}). The runtime looks it up with this PATH, not the admin's."}),
+         "bwrap is not on the service's PATH",
+         "bwrap does not resolve through the PATH the service's processes get, with the service user's "
+         "permissions. The runtime fails closed for every executor, although the admin's shell finds bwrap.",
+         "Lookup through the effective PATH (Environment=/EnvironmentFile=/systemd default) as the unit's User=.",
+         ["Set the unit's PATH to include the bwrap directory (enforce mode writes a drop-in): "
+          "Environment=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin",
+          "Or install bubblewrap: apt-get install bubblewrap"],
+         messages={"": "{unit}: bwrap does not resolve through the service's PATH={path} as user {user} "
+                       "(PATH from {origin}). The runtime looks it up with this PATH, not the admin's."}),
     Code("service_path_unsafe", ERROR, "R-SEC-6", SERVICE_ENVIRONMENT,
-       "The service's PATH lets someone shadow bwrap",
-       "An empty or relative PATH entry (the current directory), or a directory before the bwrap "
-       "directory that is not root-owned or is group/world-writable: anyone who can write there can "
-       "plant a fake bwrap.",
-       "Each PATH entry up to the bwrap directory: ownership and mode of it and its parents.",
-       ["Remove the offending entries from the unit's PATH (enforce mode writes a clean PATH).",
-        "chmod go-w <directory> ; chown root:root <directory>"],
-       messages={"": "{unit}: PATH={path}: {problems}"}),
+         "The service's PATH lets someone shadow bwrap",
+         "An empty or relative PATH entry (the current directory), or a directory before the bwrap "
+         "directory that is not root-owned or is group/world-writable: anyone who can write there can "
+         "plant a fake bwrap.",
+         "Each PATH entry up to the bwrap directory: ownership and mode of it and its parents.",
+         ["Remove the offending entries from the unit's PATH (enforce mode writes a clean PATH).",
+          "chmod go-w <directory> ; chown root:root <directory>"],
+         messages={"": "{unit}: PATH={path}: {problems}"}),
     Code("service_bwrap_mismatch", WARNING, "R-DIAG-3", SERVICE_ENVIRONMENT,
-       "The service runs a different bwrap",
-       "The bwrap the service resolves is not the one the admin's PATH resolves, or no package owns it.",
-       "realpath() of both lookups; package ownership query.",
-       ["Remove the unexpected binary, or fix the unit's PATH."],
-       {"different": ["Remove the unexpected binary or fix the unit's PATH so that it resolves the "
-                      "package-owned {admin_bwrap}"],
-        "unpackaged": ["Remove {service_bwrap} or put the package's directory first in the unit's PATH"]},
-       {"different": "{unit} resolves bwrap to {service_bwrap}, the admin's shell to {admin_bwrap}: they are "
-                     "different binaries.",
-        "unpackaged": "{unit} resolves bwrap to {service_bwrap}, which no installed package owns."}),
+         "The service runs a different bwrap",
+         "The bwrap the service resolves is not the one the admin's PATH resolves, or no package owns it.",
+         "realpath() of both lookups; package ownership query.",
+         ["Remove the unexpected binary, or fix the unit's PATH."],
+         {"different": ["Remove the unexpected binary or fix the unit's PATH so that it resolves the "
+                        "package-owned {admin_bwrap}"],
+          "unpackaged": ["Remove {service_bwrap} or put the package's directory first in the unit's PATH"]},
+         {"different": "{unit} resolves bwrap to {service_bwrap}, the admin's shell to {admin_bwrap}: they are "
+                       "different binaries.",
+          "unpackaged": "{unit} resolves bwrap to {service_bwrap}, which no installed package owns."}),
     Code("environment_file_missing", ERROR, "R-DIAG-3", SERVICE_ENVIRONMENT,
-       "An EnvironmentFile cannot be read",
-       "A file listed in EnvironmentFile= is missing or unreadable. With the '-' prefix systemd skips it "
-       "silently (warning), so variables you expect (METNOS_SANDBOX, PATH) are not set; without it the "
-       "service fails to start (error).",
-       "Reading each EnvironmentFile= path.",
-       ["Create {path} or remove the EnvironmentFile= line"],
-       messages={"optional": "{unit}: EnvironmentFile=-{path} ({where}) cannot be read: {error}. systemd skips it "
-                             "silently ('-' prefix)",
-                 "required": "{unit}: EnvironmentFile={path} ({where}) cannot be read: {error}. The service fails "
-                             "to start."}),
+         "An EnvironmentFile cannot be read",
+         "A file listed in EnvironmentFile= is missing or unreadable. With the '-' prefix systemd skips it "
+         "silently (warning), so variables you expect (METNOS_SANDBOX, PATH) are not set; without it the "
+         "service fails to start (error).",
+         "Reading each EnvironmentFile= path.",
+         ["Create {path} or remove the EnvironmentFile= line"],
+         messages={"optional": "{unit}: EnvironmentFile=-{path} ({where}) cannot be read: {error}. systemd skips it "
+                               "silently ('-' prefix)",
+                   "required": "{unit}: EnvironmentFile={path} ({where}) cannot be read: {error}. The service fails "
+                               "to start."}),
     Code("service_env_live_differs", WARNING, "R-DIAG-3", SERVICE_ENVIRONMENT,
-       "The running service has an older environment",
-       "/proc/<MainPID>/environ differs from the configuration for METNOS_SANDBOX or PATH in a way that "
-       "neither disables nor misroutes the sandbox (those are service_env_live_disables and "
-       "service_env_live_misroutes): a restart is pending.",
-       "Comparing the live environment of MainPID with the configured one.",
-       ["systemctl restart {unit}"],
-       messages={"differs": "{unit}: the running process has {key}={value}, the configuration gives {configured}: "
-                            "restart the service to apply."}),
+         "The running service has an older environment",
+         "/proc/<MainPID>/environ differs from the configuration for METNOS_SANDBOX or PATH in a way that "
+         "neither disables nor misroutes the sandbox (those are service_env_live_disables and "
+         "service_env_live_misroutes): a restart is pending.",
+         "Comparing the live environment of MainPID with the configured one.",
+         ["systemctl restart {unit}"],
+         messages={"differs": "{unit}: the running process has {key}={value}, the configuration gives {configured}: "
+                              "restart the service to apply."}),
     Code("service_env_live_disables", ERROR, "R-FAIL-1", SERVICE_ENVIRONMENT,
-       "The running service has the sandbox disabled",
-       "The running process's own environment (/proc/<MainPID>/environ, the authority while it runs) "
-       "disables the sandbox although the configuration does not: METNOS_SANDBOX has a disabling value, or "
-       "bwrap does not resolve through its PATH. The message names the origin when it can be determined "
-       "(the start command line, a pending restart, the manager's environment).",
-       "/proc/<MainPID>/environ read as root or, where root is refused (no CAP_SYS_PTRACE), as the "
-       "process's own uid; compared with the configuration and ExecStart='s env(1)/sh -c prefixes.",
-       ["Find and remove the origin named in the message (ExecStart= prefix, wrapper, manager environment: "
-        "systemctl show-environment)", "systemctl restart {unit}"],
-       messages={"value": "{unit}: the running process (PID {pid}) has {key}={value}, which disables the sandbox; the "
-                 "configuration gives {configured} ({origin_conf}). Origin: {origin}.",
-                 "path": "{unit}: bwrap does not resolve through the running process's PATH={value} (PID {pid}), so "
-                         "the runtime refuses every executor; the configuration's PATH resolves {resolved}. Origin: "
-                         "{origin}."}),
+         "The running service has the sandbox disabled",
+         "The running process's own environment (/proc/<MainPID>/environ, the authority while it runs) "
+         "disables the sandbox although the configuration does not: METNOS_SANDBOX has a disabling value, or "
+         "bwrap does not resolve through its PATH. The message names the origin when it can be determined "
+         "(the start command line, a pending restart, the manager's environment).",
+         "/proc/<MainPID>/environ read as root or, where root is refused (no CAP_SYS_PTRACE), as the "
+         "process's own uid; compared with the configuration and ExecStart='s env(1)/sh -c prefixes.",
+         ["Find and remove the origin named in the message (ExecStart= prefix, wrapper, manager environment: "
+          "systemctl show-environment)", "systemctl restart {unit}"],
+         messages={"value": "{unit}: the running process (PID {pid}) has {key}={value}, which disables the sandbox; "
+                   "the configuration gives {configured} ({origin_conf}). Origin: {origin}.",
+                   "path": "{unit}: bwrap does not resolve through the running process's PATH={value} (PID {pid}), so "
+                           "the runtime refuses every executor; the configuration's PATH resolves {resolved}. Origin: "
+                           "{origin}."}),
     Code("service_env_live_misroutes", ERROR, "R-DIAG-3", SERVICE_ENVIRONMENT,
-       "The running service resolves a different bwrap",
-       "The running process's PATH resolves bwrap to another binary than the configuration's PATH does: "
-       "the runtime wraps executors with that binary.",
-       "The live PATH resolved as the service user, compared (realpath) with the configured one.",
-       ["Remove the origin named in the message, then: systemctl restart {unit}",
-        "Remove an unexpected bwrap binary from the directories named in the message"],
-       messages={"packaged": "{unit}: the running process's PATH={value} resolves bwrap to {live_bwrap} "
-                             "(package-owned), the configuration to {resolved}. Origin: {origin}.",
-                 "unpackaged": "{unit}: the running process's PATH={value} resolves bwrap to {live_bwrap} (owned by "
-                               "no package), the configuration to {resolved}. Origin: {origin}."}),
+         "The running service resolves a different bwrap",
+         "The running process's PATH resolves bwrap to another binary than the configuration's PATH does: "
+         "the runtime wraps executors with that binary.",
+         "The live PATH resolved as the service user, compared (realpath) with the configured one.",
+         ["Remove the origin named in the message, then: systemctl restart {unit}",
+          "Remove an unexpected bwrap binary from the directories named in the message"],
+         messages={"packaged": "{unit}: the running process's PATH={value} resolves bwrap to {live_bwrap} "
+                               "(package-owned), the configuration to {resolved}. Origin: {origin}.",
+                   "unpackaged": "{unit}: the running process's PATH={value} resolves bwrap to {live_bwrap} (owned by "
+                                 "no package), the configuration to {resolved}. Origin: {origin}."}),
     Code("service_env_live_unreadable", WARNING, "R-DIAG-3", SERVICE_ENVIRONMENT,
-       "The running service's environment could not be read",
-       "The service runs but /proc/<MainPID>/environ could not be read, neither as root nor as the "
-       "process's own uid (the reason is in the message): what is reported is the configuration's view, not "
-       "the live process's.",
-       "Reading /proc/<MainPID>/environ as root, then in a helper that drops to the process's uid and gid.",
-       ["Read it by hand as the service user: setpriv --reuid=<uid> --regid=<gid> --clear-groups "
-        "cat /proc/<pid>/environ | tr '\\0' '\\n'"],
-       messages={"": "{unit} runs as PID {pid} but its environment (/proc/{pid}/environ) could not be read "
-                     "({error}): the status shown is the configuration's view, not the live process's."}),
+         "The running service's environment could not be read",
+         "The service runs but /proc/<MainPID>/environ could not be read, neither as root nor as the "
+         "process's own uid (the reason is in the message): what is reported is the configuration's view, not "
+         "the live process's.",
+         "Reading /proc/<MainPID>/environ as root, then in a helper that drops to the process's uid and gid.",
+         ["Read it by hand as the service user: setpriv --reuid=<uid> --regid=<gid> --clear-groups "
+          "cat /proc/<pid>/environ | tr '\\0' '\\n'"],
+         messages={"": "{unit} runs as PID {pid} but its environment (/proc/{pid}/environ) could not be read "
+                       "({error}): the status shown is the configuration's view, not the live process's."}),
     Code("service_execstart_sets_env", ERROR, "R-FAIL-1", SERVICE_ENVIRONMENT,
-       "The start command line changes METNOS_SANDBOX or PATH",
-       "ExecStart= runs the program through env(1) (NAME=VALUE, -u NAME, -i) or a shell (sh -c 'NAME=VALUE exec "
-       "...') that sets or unsets METNOS_SANDBOX or PATH: the program's environment is not the unit's. An "
-       "error when it disables the sandbox or changes which bwrap resolves, a warning otherwise.",
-       "ExecStart= lines of the unit files split with systemd's quoting, $VAR substitution applied, env(1) "
-       "options and simple shell scripts followed.",
-       ["Remove the assignment from ExecStart= (enforce mode rewrites an env(1) prefix in its drop-in)"],
-       {"healable": ["Enforce mode rewrites ExecStart= in its drop-in without those assignments "
-                     "(metnos_sandbox_service_env_state=enforce)", "Or edit the unit: {fix}"],
-        "unhealable": ["A drop-in cannot neutralise it ({why}): edit the unit's ExecStart= ({where}) by hand"]},
-       messages={"changes": "{unit}: {line} changes the environment before the program runs ({changes}).",
-                 "disables": "{unit}: {line} changes the environment before the program runs ({changes}): the "
-                             "sandbox is disabled.",
-                 "misroutes": "{unit}: {line} changes the environment before the program runs ({changes}): bwrap "
-                              "resolves to {new_bwrap} instead of {old_bwrap}."}),
+         "The start command line changes METNOS_SANDBOX or PATH",
+         "ExecStart= runs the program through env(1) (NAME=VALUE, -u NAME, -i) or a shell (sh -c 'NAME=VALUE exec "
+         "...') that sets or unsets METNOS_SANDBOX or PATH: the program's environment is not the unit's. An "
+         "error when it disables the sandbox or changes which bwrap resolves, a warning otherwise.",
+         "ExecStart= lines of the unit files split with systemd's quoting, $VAR substitution applied, env(1) "
+         "options and simple shell scripts followed.",
+         ["Remove the assignment from ExecStart= (enforce mode rewrites an env(1) prefix in its drop-in)"],
+         {"healable": ["Enforce mode rewrites ExecStart= in its drop-in without those assignments "
+                       "(metnos_sandbox_service_env_state=enforce)", "Or edit the unit: {fix}"],
+          "unhealable": ["A drop-in cannot neutralise it ({why}): edit the unit's ExecStart= ({where}) by hand"]},
+         messages={"changes": "{unit}: {line} changes the environment before the program runs ({changes}).",
+                   "disables": "{unit}: {line} changes the environment before the program runs ({changes}): the "
+                               "sandbox is disabled.",
+                   "misroutes": "{unit}: {line} changes the environment before the program runs ({changes}): bwrap "
+                                "resolves to {new_bwrap} instead of {old_bwrap}."}),
     Code("service_execstart_env_unknown", WARNING, "R-DIAG-3", SERVICE_ENVIRONMENT,
-       "The start command line's effect on the environment cannot be determined",
-       "ExecStart= runs a shell script or env(1) form (env -S, control structures, expansions, sourced files) "
-       "that may change METNOS_SANDBOX or PATH in a way that cannot be determined from the unit.",
-       "ExecStart= parsing as for service_execstart_sets_env.",
-       ["Start the service and let the audit read the live environment (/proc/<MainPID>/environ)",
-        "Or simplify ExecStart= so that it does not touch METNOS_SANDBOX or PATH"],
-       messages={"": "{unit}: {line} runs {how}; how it changes METNOS_SANDBOX or PATH cannot be determined "
-                     "({note}). Only the live process can tell."}),
+         "The start command line's effect on the environment cannot be determined",
+         "ExecStart= runs a shell script or env(1) form (env -S, control structures, expansions, sourced files) "
+         "that may change METNOS_SANDBOX or PATH in a way that cannot be determined from the unit.",
+         "ExecStart= parsing as for service_execstart_sets_env.",
+         ["Start the service and let the audit read the live environment (/proc/<MainPID>/environ)",
+          "Or simplify ExecStart= so that it does not touch METNOS_SANDBOX or PATH"],
+         messages={"": "{unit}: {line} runs {how}; how it changes METNOS_SANDBOX or PATH cannot be determined "
+                       "({note}). Only the live process can tell."}),
     restriction(
         "unit_blocks_namespaces", "R-BASE-6",
         "The unit forbids the namespaces bwrap needs",
@@ -211,11 +211,11 @@ CODES.extend([
          "warns": "{unit}: {why} makes openat2() return ENOSYS; bubblewrap {version} works today but 0.12+ "
                   "fails ('Can't mkdir parents for ...: Function not implemented')."}),
     Code("unit_no_new_privileges_setuid", WARNING, "R-BASE-6", SERVICE_ENVIRONMENT,
-       "NoNewPrivileges cancels a setuid bwrap",
-       "The unit sets (or implies) NoNewPrivileges and bwrap is setuid: the setuid bit is ignored, so "
-       "bwrap needs unprivileged user namespaces.",
-       "NoNewPrivileges= and the implying directives, with the bwrap binary's mode.",
-       ["Enable unprivileged user namespaces (see userns_* diagnostics)", "chmod 0755 {bwrap_path}"],
-       messages={"": "{unit}: NoNewPrivileges (explicit or implied) cancels the setuid bit of {bwrap_path}: bwrap "
-                     "takes the unprivileged path and needs user namespaces."}),
+         "NoNewPrivileges cancels a setuid bwrap",
+         "The unit sets (or implies) NoNewPrivileges and bwrap is setuid: the setuid bit is ignored, so "
+         "bwrap needs unprivileged user namespaces.",
+         "NoNewPrivileges= and the implying directives, with the bwrap binary's mode.",
+         ["Enable unprivileged user namespaces (see userns_* diagnostics)", "chmod 0755 {bwrap_path}"],
+         messages={"": "{unit}: NoNewPrivileges (explicit or implied) cancels the setuid bit of {bwrap_path}: bwrap "
+                       "takes the unprivileged path and needs user namespaces."}),
 ])

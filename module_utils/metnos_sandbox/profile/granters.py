@@ -1,0 +1,616 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What each capability grants: the renderer's state (_Render) and mounts with their provenance, one
+granter per capability kind (fs, metnos, index, sys, provider, mail, dialog, undo) with what it may reach
+from the declarations alone (for the final check), and the invocation's check.
+
+Pure Python, no Ansible imports.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import functools
+import os
+import shlex
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    List,
+    Mapping,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Tuple,
+    TypedDict,
+)
+
+from ..base import diagnostics as D
+from ..base import paths as PA
+from . import manifest as M
+from .manifest import Capability, Diag, Kind, Manifest, glob_root
+
+if TYPE_CHECKING:                     # annotations only (Python 3.10+ at check time; hosts run 3.8+)
+    from typing import TypeGuard
+from . import host_context as HC
+
+
+class Provenance(TypedDict, total=False):
+    """Why a mount is there: the rule and what caused it (``covers``: a bind merged into this one)."""
+    rule: str
+    source: str
+    covers: str
+
+
+class _MountBase(TypedDict):
+    kind: str
+    src: Optional[str]
+    dest: str
+    provenance: List[Provenance]
+
+
+class MountEntry(_MountBase, total=False):
+    """One mount of a profile (public: the ``mounts`` of a result and of the .json on disk); ``fd``: the
+    descriptor number a bind whose source can move is bound by (see ``descriptors`` of the result)."""
+    fd: int
+
+
+class Conflict(NamedTuple):
+    """One destination asked for with two different sources (never guessed: refused)."""
+    dest: str
+    first: Optional[str]
+    second: Optional[str]
+    source: str
+
+
+class _Mounts(object):
+    def __init__(self, entries: Optional[Dict[str, MountEntry]] = None) -> None:
+        self.entries: Dict[str, MountEntry] = entries if entries is not None else {}
+        self.conflicts: List[Conflict] = []
+
+    def add(self, kind: str, src: Optional[str], dest: str, rule: str, source: str) -> None:
+        entry = self.entries.get(dest)
+        prov: Provenance = {"rule": rule, "source": source}
+        if entry is None:
+            self.entries[dest] = {"kind": kind, "src": src, "dest": dest, "provenance": [prov]}
+            return
+        if entry["src"] != src:   # one destination, two different sources: never guess
+            self.conflicts.append(Conflict(dest, entry["src"], src, source))
+            return
+        if prov not in entry["provenance"]:
+            entry["provenance"].append(prov)
+        if entry["kind"] == "ro" and kind == "rw":
+            entry["kind"] = "rw"   # ro + rw on one path -> rw, only because a write capability asked
+
+    def ordered(self) -> List[MountEntry]:
+        """Parents before children; binds covered by an equal-or-stronger parent bind are merged into it."""
+        binds = dict((d, e) for d, e in self.entries.items() if e["kind"] in ("ro", "rw") and e["src"] == d)
+        keep = []
+        for dest in sorted(self.entries, key=_mount_order):
+            entry = self.entries[dest]
+            parent = _covering_parent(dest, binds) if dest in binds else None
+            if parent is not None and (binds[parent]["kind"] == "rw" or entry["kind"] == "ro"):
+                for prov in entry["provenance"]:
+                    if prov not in binds[parent]["provenance"]:
+                        binds[parent]["provenance"].append({**prov, "covers": dest})
+                continue
+            keep.append(entry)
+        return keep
+
+
+def _mount_order(dest: str) -> Tuple[int, str]:
+    return (dest.count("/"), dest)
+
+
+def _covering_parent(dest: str, binds: Dict[str, MountEntry]) -> Optional[str]:
+    for ancestor in PA.ancestors(dest):
+        if ancestor in binds:
+            return ancestor
+    return None
+
+
+_quote = functools.lru_cache(maxsize=8192)(shlex.quote)
+
+
+def shell_join(argv: Sequence[str]) -> str:
+    return " ".join(_quote(a) for a in argv)
+
+
+def _bounded(diags: List[Diag]) -> List[Diag]:
+    """At most MAX_DIAGNOSTICS diagnostics per profile, errors first; the rest are counted in the
+    last one's message (a manifest of 128 refused paths gets a short answer)."""
+    diags = D.sort(diags)
+    if len(diags) <= M.MAX_DIAGNOSTICS:
+        return diags
+    more = len(diags) - M.MAX_DIAGNOSTICS
+    kept = diags[:M.MAX_DIAGNOSTICS]
+    kept[-1] = D.amend(kept[-1], "more_diagnostics", count=more)
+    return kept
+
+
+def refused(name: Optional[str], diags: List[Diag], decision: str = "refused") -> HC.Result:
+    errors = [d for d in diags if d["severity"] == D.ERROR]
+    return {"executor": name, "decision": decision, "refusal": errors[0]["code"] if errors else None,
+            "argv": None, "command_line": None, "mounts": [], "namespaces": [],
+            "network": None, "diagnostics": _bounded(diags)}
+
+
+_SCOPE_CODES = {"forbidden": "scope_too_broad", "broad": "scope_too_broad", "readonly": "scope_too_broad",
+                "shared": "scope_too_broad",
+                "reserved": "scope_reserved_tree", "control": "scope_nul", "runtime": "scope_runtime_tree",
+                "alias": "scope_mount_alias", "pseudo": "scope_pseudo_filesystem"}
+# What a read-only or writable bind of these would really hand over.
+_SPECIAL = {"socket": "a socket: a channel to a host process (connecting and sending work through a read-only "
+                      "bind)",
+            "FIFO": "a FIFO: a channel to a host process (writing works through a read-only bind)",
+            "device": "a device node"}
+
+
+class _Render(object):
+    """The state of one render: inputs, the mounts being built and the diagnostics."""
+
+    def __init__(self, manifest: Manifest, host: HC.HostContext, invocation: HC.Invocation, own_dir: str) -> None:
+        self.manifest = manifest
+        self.host = host
+        self.invocation = invocation
+        self.own = own_dir            # the executor's own folder (lexical)
+        self.mounts = _Mounts()
+        self.diags: List[Diag] = []
+        self.glob_steps = [M.MAX_GLOB_STEPS]     # every 'within' pattern match of this render shares it
+
+    def refuse(self, code: str, wording: str, fill: Mapping[str, Any], **ctx: Any) -> None:
+        """A refusal: the code's registered ``wording``, its placeholders from ``fill``."""
+        self.diags.append(D.make(code, wording=wording, fill=fill, **ctx))
+
+    def skip(self, wording: str, fill: Mapping[str, Any], **ctx: Any) -> None:
+        """A grant not mounted: grant_skipped's registered ``wording``, its placeholders from ``fill``."""
+        self.diags.append(D.make("grant_skipped", wording=wording, fill=fill, **ctx))
+
+    def _manifest_problem(self, path: str, mode: str, own: str) -> Optional[HC.Problem]:
+        problem = self.host.judge(path, mode, own=own)
+        if problem is None or problem.kind == "shared":      # /run/lock is the runtime tree first
+            problem = self.host.judge_manifest_path(path) or problem
+        return problem
+
+    def unresolvable(self, field: str, path: str, exc: PA.Unresolvable) -> None:
+        """A manifest-written path the kernel would not resolve (ELOOP, too long, the render's budget)."""
+        self.refuse("scope_too_many_links", exc.why, {"path": D.excerpt(path, 300), "links": PA.MAX_LINKS,
+                                                      "length": PA.MAX_RESOLVED, "steps": PA.MAX_STEPS}, field=field)
+
+    def judge_scope(self, field: str, what: str, lexical: str, mode: str) -> Optional[str]:
+        """A manifest-written path (scope, glob root, 'within', argument value): judged as written,
+        then fully resolved. Returns the resolved path, or None after recording the refusal."""
+        access = "writable" if mode == "rw" else "read-only"
+        problem = self._manifest_problem(lexical, mode, self.own)
+        if problem:
+            self.refuse(_SCOPE_CODES[problem.kind], "judged" if lexical == what else "judged_from", {
+                "access": access, "path": lexical, "what": D.excerpt(what), "problem": problem.text}, field=field)
+            return None
+        try:
+            real = HC._realpath(lexical)
+            own_real = HC._realpath(self.own)
+        except PA.Unresolvable as exc:
+            self.unresolvable(field, lexical, exc)
+            return None
+        if real != lexical:
+            problem = self._manifest_problem(real, mode, own_real)
+            if problem:
+                self.refuse("scope_symlink_refused", "symlink", {
+                    "access": access, "path": lexical, "real": real, "problem": problem.text}, field=field)
+                return None
+        kind = HC._file_type(real)
+        if kind in _SPECIAL:
+            self.refuse("scope_special_file", "special" if real == lexical else "special_real", {
+                "access": access, "path": lexical, "real": real, "kind": _SPECIAL[kind]}, field=field)
+            return None
+        if kind == "linked file":
+            self.refuse("scope_hard_link", "hard_link" if real == lexical else "hard_link_real", {
+                "access": access, "path": lexical, "real": real}, field=field)
+            return None
+        if mode == "rw" and not (self.host.writable().under(lexical) and self.host.writable().under(real)):
+            roots = self.host["writable_roots"]
+            self.refuse("scope_outside_writable_roots", "outside" if roots else "none", {
+                "path": lexical, "real": real, "roots": D.excerpt(", ".join(roots), 600)}, field=field)
+            return None
+        return real
+
+    def judge_host(self, key: str, lexical: str, mode: str, container: Optional[str] = None,
+                   grant: Optional[str] = None, configured: bool = False, channel: bool = False) -> Optional[str]:
+        """A host-context path (resource, index, integration, credential, dialog, undo, read paths):
+        the same rules, the refusal naming the host key. ``container``: the folder it must stay in.
+        ``configured``: the path is the admin's own setting (a resource, an index, a read path),
+        resolved once per context like the base paths; entries below a folder resolve per render.
+        ``channel``: an admin's read path, which may be a socket (systemd/system read paths)."""
+        try:
+            real = self.host.real(lexical) if configured else HC._realpath(lexical)
+            home = self.host.real(container) if container is not None else None
+        except PA.Unresolvable as exc:
+            self.diags.append(HC.host_refusal(key, lexical, HC.Problem("links", HC._UNRESOLVABLE[exc.why] % exc.path)))
+            return None
+        if home is not None and real != os.path.join(home, os.path.basename(lexical)):
+            self.diags.append(HC.host_refusal(key, lexical, HC.Problem(
+                "leave", "resolves to %s through a symlink, not to its own entry in %s" % (real, container))))
+            return None
+        for form in ((lexical, real) if real != lexical else (lexical,)):
+            problem = self.host.judge(form, mode, grant=grant)
+            if problem:
+                text = problem.text if form == lexical else "resolves to %s: %s" % (real, problem.text)
+                self.diags.append(HC.host_refusal(key, lexical, HC.Problem(problem.kind, text)))
+                return None
+        problem = _object_problem(real, channel)
+        if problem is not None:
+            self.diags.append(HC.host_refusal(key, lexical, problem))
+            return None
+        return real
+
+
+def _object_problem(real: str, channel: bool = False) -> Optional[HC.Problem]:
+    """The rules on what a host-context path names (as for manifest paths): only files and folders
+    (a socket only as an admin's read channel), and one name per granted file (no hard links)."""
+    kind = HC._file_type(real)
+    if kind in _SPECIAL and not channel:
+        return HC.Problem("special", "%s is %s" % (real, _SPECIAL[kind or ""]))
+    if kind == "linked file":
+        return HC.Problem("hard_link", "%s is a file with more than one name (hard links): the other names are "
+                                       "the same file, which realpath cannot see" % real)
+    return None
+
+
+def _executor_dir(host: HC.HostContext, name: str) -> str:
+    return host["executor_dir"] or os.path.join(host["executors_dir"], name)
+
+
+def _mode(cap: Capability) -> str:
+    return "rw" if cap.writes() else "ro"
+
+
+def _grant_fs(r: _Render, cap: Capability) -> None:
+    if cap.arg is not None:
+        return _grant_arg(r, cap)
+    if cap.target is None:
+        raise AssertionError("an fs capability without a target or an arg: scope")
+    mode = _mode(cap)
+    root = glob_root(cap.target)
+    real = r.judge_scope("capability %s" % D.excerpt(cap.text), cap.target, root, mode)
+    if real is None:
+        return None
+    if HC._kind(real) is None:
+        r.skip("missing_scope", {"what": D.excerpt(cap.text), "path": root}, capability=D.excerpt(cap.text))
+        return None
+    r.mounts.add(mode, real, real, "R-CAP-FS", "capability:" + cap.text + _declared(root, real))
+    return None
+
+
+def _declared(lexical: str, real: str) -> str:
+    """A provenance note when a grant's declared path reaches it through a symlink (it is mounted at the
+    resolved path only: the declared one does not exist inside)."""
+    return "" if lexical == real else " (declared as %s)" % lexical
+
+
+class _Scope(NamedTuple):
+    """One 'within' scope of an argument: its glob root, that root resolved, and the glob's components."""
+    root: str
+    real: str
+    pattern: List[str]
+
+
+def _grant_arg(r: _Render, cap: Capability) -> None:
+    """R-ARG-1: resolve an arg: scope on the concrete value, only inside 'within', only if it exists."""
+    if cap.arg is None:
+        raise AssertionError("an arg: grant without an arg: scope")
+    mode = _mode(cap)
+    field = "invocation.arguments.%s" % cap.arg
+    within = r.manifest.arguments[cap.arg]["within"]
+    scopes = _arg_scopes(r, cap, within, mode)
+    if scopes is None:
+        return
+    value = (r.invocation.get("arguments") or {}).get(cap.arg)
+    if value is None:
+        r.skip("no_arg_value", {"what": cap.text, "arg": cap.arg}, capability=cap.text)
+        return
+    if not _arg_value_ok(r, field, value):
+        return
+    lexical = HC._norm(value if value.startswith("/") else os.path.join(scopes[0].root, value))
+    real = _arg_inside(r, field, value, lexical, scopes, within)
+    if real is None:
+        return
+    if not _normalised_value(value):
+        # the kernel resolves '..' after the symlink before it, text collapses it before (as in scopes)
+        r.refuse("scope_not_normalized", "arg", {"value": D.excerpt(value)}, field=field)
+        return
+    if r.judge_scope(field, value, lexical, mode) is None:
+        return
+    if HC._kind(real) is None:
+        r.skip("missing_arg_path", {"what": field, "value": D.excerpt(value), "path": lexical}, field=field)
+        return
+    r.mounts.add(mode, real, real, "R-ARG-1", "capability:%s (argument %s=%s)%s" % (cap.text, cap.arg, lexical,
+                                                                                    _declared(lexical, real)))
+
+
+def _normalised_value(value: str) -> bool:
+    """An argument value names its path as a scope does: no '.' or '..' component, no '//', no trailing
+    '/' ('/' itself aside)."""
+    if value == "/":
+        return True
+    parts = value[1:].split("/") if value.startswith("/") else value.split("/")
+    return all(part not in ("", ".", "..") for part in parts)
+
+
+def _arg_scopes(r: _Render, cap: Capability, within: List[str], mode: str) -> Optional[List[_Scope]]:
+    """The 'within' scopes obey every rule of a fixed scope; None once one is refused."""
+    scopes = []
+    for i, scope in enumerate(within):
+        root = glob_root(scope)
+        real = r.judge_scope("arguments.%s.within[%d] (used by %s)" % (cap.arg, i, cap.text), scope, root, mode)
+        if real is None:
+            return None
+        scopes.append(_Scope(root, real, _pattern(scope, root)))
+    return scopes
+
+
+def _arg_value_ok(r: _Render, field: str, value: Any) -> bool:
+    """An argument value is a bounded path string without control characters or '~'."""
+    if not isinstance(value, str) or not value or len(value) > HC.MAX_ARG_VALUE or value.startswith("~"):
+        r.refuse("arg_value_invalid", "not_path", {"value": D.excerpt(value), "limit": HC.MAX_ARG_VALUE}, field=field)
+        return False
+    if M.has_control(value):
+        r.refuse("scope_nul", "arg", {"value": D.excerpt(value)}, field=field)
+        return False
+    return True
+
+
+def _arg_inside(r: _Render, field: str, value: str, lexical: str, scopes: List[_Scope],
+                within: List[str]) -> Optional[str]:
+    """R-ARG-1: the value is at or below a path its 'within' scope matches (the glob, not only its
+    root), as written and resolved. Returns the resolved value, or None after recording the refusal."""
+    steps = r.glob_steps
+    covered = [(scope, _covers(lexical, scope.root, scope.pattern, steps)) for scope in scopes]
+    inside = [scope for scope, ok in covered if ok]
+    if not inside:
+        hard = any(ok is None for _scope, ok in covered)
+        r.refuse("arg_escapes_scope", "outside_hard" if hard else "outside", {
+            "path": lexical, "within": D.excerpt(", ".join(within), 300), "alternatives": M.MAX_GLOB_ALTERNATIVES,
+            "steps": M.MAX_GLOB_STEPS}, field=field, value=D.excerpt(value))
+        return None
+    try:
+        real = HC._realpath(lexical)
+    except PA.Unresolvable as exc:
+        r.unresolvable(field, lexical, exc)
+        return None
+    if not any(_covers(real, scope.real, scope.pattern, steps) for scope in inside):
+        r.refuse("arg_symlink_escapes", "symlink", {"path": lexical, "real": real, "inside": ", ".join(
+            "%s/%s" % (x.real.rstrip("/"), "/".join(x.pattern)) if x.pattern else x.real for x in inside)},
+            field=field, value=D.excerpt(value))
+        return None
+    return real
+
+
+def _pattern(scope: str, root: str) -> List[str]:
+    """The components of a scope below its glob root ([] for a scope without a glob)."""
+    rest = scope[len(root):].strip("/") if root != "/" else scope.strip("/")
+    return rest.split("/") if rest else []
+
+
+def _covers(path: str, root: str, pattern: List[str], steps: List[int]) -> Optional[bool]:
+    """``path`` is at or below a path that the scope (``root`` + glob ``pattern``) matches. A pattern
+    too complex to decide within manifest.glob_covers' bounds covers nothing (None: fail closed)."""
+    if not PA.under(path, root):
+        return False
+    if not pattern:
+        return True
+    rest = path[len(root):].strip("/") if root != "/" else path.strip("/")
+    return M.glob_covers(rest.split("/") if rest else [], pattern, steps)
+
+
+def _mount_configured(r: _Render, cap: Capability, key: str, path: str, mode: str, rule: str) -> None:
+    """A path the admin configures (a resource, an index): judged, mounted when it exists."""
+    real = r.judge_host(key, path, mode, configured=True)
+    if real is None:
+        return
+    if HC._kind(real) is not None:
+        r.mounts.add(mode, real, real, rule, "capability:" + cap.text + _declared(path, real))
+    else:
+        r.skip("missing", {"what": cap.text, "path": path})
+
+
+def _grant_metnos(r: _Render, cap: Capability) -> None:
+    path = r.host["resources"].get(cap.target)
+    if path is None:
+        r.refuse("metnos_resource_unknown", "unknown", {
+            "resource": D.excerpt(cap.target), "known": ", ".join(sorted(r.host["resources"]))}, capability=cap.text)
+        return
+    _mount_configured(r, cap, "resources.%s" % cap.target, path, _mode(cap), "R-CAP-METNOS")
+
+
+def _grant_index(r: _Render, cap: Capability) -> None:
+    path = r.host["indexes"].get(cap.target)
+    if path is None:
+        r.skip("unknown_index", {"what": cap.text, "index": D.excerpt(cap.target)}, capability=cap.text)
+        return
+    _mount_configured(r, cap, "indexes.%s" % cap.target, path, "ro", "R-CAP-INDEX")
+
+
+def _sys_key(cap: Capability) -> str:
+    return "systemd_read_paths" if cap.kind == Kind.SYSTEMD else "system_read_paths"
+
+
+def _grant_sys(r: _Render, cap: Capability) -> None:
+    key = _sys_key(cap)
+    for i, path in enumerate(r.host[key]):
+        real = r.judge_host("%s[%d]" % (key, i), path, "ro", configured=True, channel=True)
+        if real is not None and HC._kind(real) is not None:
+            r.mounts.add("ro", real, real, "R-CAP-SYS", "capability:" + cap.text + _declared(path, real))
+
+
+def _mount_entry(r: _Render, key: str, entry: str, rule: str, source: str) -> Optional[bool]:
+    """An entry of a reserved folder (``key``: integrations, dialog, undo) granted writable by its own
+    capability: it must resolve to its own entry, and exist as a folder. None when refused, False
+    when missing (the caller says what), True when mounted."""
+    path = os.path.join(r.host[key], entry)
+    real = r.judge_host(key, path, "rw", container=r.host[key], grant=key)
+    if real is None:
+        return None
+    if HC._kind(real) != "dir":
+        return False
+    r.mounts.add("rw", real, real, rule, source + _declared(path, real))
+    return True
+
+
+def _grant_provider(r: _Render, cap: Capability) -> None:
+    if cap.target is None:
+        raise AssertionError("a provider capability without a target")
+    if _mount_entry(r, "integrations_dir", cap.target, "R-CAP-PROVIDER", "capability:" + cap.text) is False:
+        r.skip("missing_integration", {"what": cap.text, "path": os.path.join(r.host["integrations_dir"], cap.target)})
+
+
+def _grant_mail(r: _Render, cap: Capability) -> None:
+    if cap.target is None:
+        raise AssertionError("a mail capability without a target")
+    files = _mail_files(r.host, cap.target)
+    explicit = cap.target in r.host["mail_accounts"]
+    store = r.host["mail_credentials_dir"]
+    granted = 0
+    for path in files:
+        real = r.judge_host("mail_accounts.%s" % cap.target if explicit else "mail_credentials_dir", path, "ro",
+                            container=None if explicit else store, grant="mail_credentials_dir")
+        if real is None:
+            return
+        if HC._kind(real) == "file":
+            r.mounts.add("ro", real, real, "R-CAP-MAIL", "capability:" + cap.text + _declared(path, real))
+            granted += 1
+    if not granted:
+        r.skip("no_credential", {"what": cap.text, "account": D.excerpt(cap.target)})
+
+
+def _grant_dialog(r: _Render, cap: Capability) -> None:
+    sender = r.invocation.get("sender")
+    if not _component(sender):
+        r.skip("no_sender", {"sender": D.excerpt(sender)})
+        return
+    if _mount_entry(r, "dialog_dir", sender, "R-CAP-DIALOG",
+                    "capability:dialog.user_input (sender %s)" % sender) is False:
+        r.skip("missing_dialog", {"path": os.path.join(r.host["dialog_dir"], sender)})
+
+
+def _grant_undo(r: _Render) -> None:
+    turn = r.invocation.get("turn_id")
+    if not _component(turn):
+        r.skip("no_turn", {"turn": D.excerpt(turn)})
+        return
+    if r.manifest.inverse is None:
+        raise AssertionError("an undo grant without the manifest's inverse model")
+    if _mount_entry(r, "undo_root", turn, "R-CAP-UNDO", "manifest inverse model %s (turn %s)"
+                    % (r.manifest.inverse["model"], turn)) is False:
+        r.skip("missing_turn", {"path": os.path.join(r.host["undo_root"], turn)})
+
+
+# ---- what each grant may reach, from the declarations alone (for the final check, not the renderer)
+
+class _Declaring(NamedTuple):
+    manifest: Manifest
+    host: HC.HostContext
+    invocation: HC.Invocation
+
+
+def _reals(paths: Iterable[str]) -> List[str]:
+    """The resolved forms of declared roots; one the kernel would not resolve declares nothing."""
+    return [real for real in (HC._real_or_none(p) for p in paths) if real is not None]
+
+
+def _roots_fs(d: _Declaring, cap: Capability) -> List[str]:
+    scopes = d.manifest.arguments[cap.arg]["within"] if cap.arg is not None else [cap.target or ""]
+    roots = _reals(glob_root(s) for s in scopes)
+    # a write is allowed only inside the admin's writable roots (as written and resolved)
+    return [root for root in roots if d.host.writable().under(root)] if cap.writes() else roots
+
+
+def _roots_metnos(d: _Declaring, cap: Capability) -> List[str]:
+    known = d.host["resources"]
+    return _reals([known[cap.target]]) if cap.target in known else []
+
+
+def _roots_index(d: _Declaring, cap: Capability) -> List[str]:
+    known = d.host["indexes"]
+    return _reals([known[cap.target]]) if cap.target in known else []
+
+
+def _roots_sys(d: _Declaring, cap: Capability) -> List[str]:
+    return _reals(d.host[_sys_key(cap)])
+
+
+def _roots_provider(d: _Declaring, cap: Capability) -> List[str]:
+    return _reals([os.path.join(d.host["integrations_dir"], cap.target or "")])
+
+
+def _roots_mail(d: _Declaring, cap: Capability) -> List[str]:
+    account = cap.target or ""
+    return _reals(d.host["mail_accounts"].get(account, []) + _mail_files(d.host, account))
+
+
+def _roots_dialog(d: _Declaring, cap: Capability) -> List[str]:
+    sender = d.invocation.get("sender")
+    return _reals([os.path.join(d.host["dialog_dir"], sender)]) if _component(sender) else []
+
+
+class Granter(NamedTuple):
+    """What one capability kind grants: ``grant`` adds its mounts to a render (judging every path);
+    ``roots`` says, from the declarations alone, the resolved roots it may reach (the final check
+    compares the rendered argv with them); ``entry``: those roots are entries of a reserved folder
+    (integrations, credentials, dialog), reachable only through this grant."""
+    grant: Callable[[_Render, Capability], None]
+    roots: Callable[[_Declaring, Capability], List[str]]
+    entry: bool = False
+
+
+# One table, keyed by the manifest grammar's kinds. Kind.NETWORK grants no mount (only the host network,
+# see Capability.needs_network); Kind.UNDO is the pinned broker's, decided before any grant (_undo_decision).
+_GRANTERS: Dict[str, Granter] = {
+    Kind.FS: Granter(_grant_fs, _roots_fs),
+    Kind.METNOS: Granter(_grant_metnos, _roots_metnos),
+    Kind.INDEX: Granter(_grant_index, _roots_index),
+    Kind.SYSTEMD: Granter(_grant_sys, _roots_sys),
+    Kind.SYSTEM: Granter(_grant_sys, _roots_sys),
+    Kind.PROVIDER: Granter(_grant_provider, _roots_provider, entry=True),
+    Kind.SKILL: Granter(_grant_provider, _roots_provider, entry=True),
+    Kind.MAIL: Granter(_grant_mail, _roots_mail, entry=True),
+    Kind.DIALOG: Granter(_grant_dialog, _roots_dialog, entry=True),
+}
+
+
+def _component(value: Any) -> TypeGuard[str]:
+    """A single path component from the invocation (sender, turn): matched whole by a grammar."""
+    return isinstance(value, str) and HC._COMPONENT.fullmatch(value) is not None
+
+
+def check_invocation(invocation: Any) -> List[Diag]:
+    """The invocation is data too: a mapping of arguments/turn_id/sender, bounded. Returns diagnostics."""
+    if invocation is None:
+        return []
+    if not isinstance(invocation, dict):
+        return [D.make("invocation_invalid", wording="not_mapping", fill={"value": D.excerpt(invocation)})]
+    unknown = sorted(str(k) for k in invocation if k not in ("arguments", "turn_id", "sender"))
+    if unknown:
+        return [D.make("invocation_invalid", wording="unknown_key", fill={"key": D.excerpt(unknown[0])})]
+    args = invocation.get("arguments")
+    if args is not None and (not isinstance(args, dict) or len(args) > HC.MAX_INVOCATION_ARGUMENTS):
+        return [D.make("invocation_invalid", wording="arguments",
+                       fill={"value": D.excerpt(args), "limit": HC.MAX_INVOCATION_ARGUMENTS})]
+    return []
+
+
+def _mail_files(host: HC.HostContext, account: str) -> List[str]:
+    """The credential files of exactly one account: the explicit host mapping, or the files named
+    ``<account>.<ext>`` directly in the credential store (ext: 1-16 letters/digits). A file name
+    minus its last extension is its account, so 'bob' never reaches 'bob.old.json'."""
+    if account in host["mail_accounts"]:
+        return list(host["mail_accounts"][account])
+    names = HC._listdir(host["mail_credentials_dir"])
+    directory = host["mail_credentials_dir"]
+    out = []
+    for name in names:
+        stem, dot, ext = name.rpartition(".")
+        if dot and stem == account and HC._CRED_EXT.fullmatch(ext):
+            out.append(os.path.join(directory, name))
+    return sorted(out)

@@ -1,0 +1,668 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The host context a profile is rendered against: the host's layout (DEFAULT_HOST and an admin's
+overrides, each path checked), how a host path is judged (resolved, its file type, shared folders), and
+the refusal of a bad host-context key (ContextError, host_path_refused).
+
+Pure Python, no Ansible imports.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import functools
+import os
+import re
+import stat
+from typing import (
+    Any,
+    Dict,
+    FrozenSet,
+    Iterable,
+    List,
+    NamedTuple,
+    Optional,
+    Set,
+    Tuple,
+)
+
+from ..base import diagnostics as D
+from ..base import paths as PA
+from ..host import bwrap as B
+from . import manifest as M
+from . import mountmodel as MM
+from . import mounts as MT
+from .manifest import Diag
+
+Invocation = Dict[str, Any]
+Result = Dict[str, Any]          # a profile as every face returns it (see render)
+
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc",
+                "/var/lib/python3", "/sys")
+# Neither read nor write may be rooted at or under these (the profile provides them itself).
+FORBIDDEN_TREES = ("/proc", "/dev")
+# Shared trees: a scope may live below them, never be one of them (R-SEC-2: no /opt).
+BROAD_ROOTS = ("/", "/opt", "/home", "/root", "/var", "/var/lib", "/run", "/srv", "/mnt", "/media",
+               "/tmp", "/var/tmp", "/usr/local", "/boot", "/lost+found")
+# ... and, found on the host, any folder every user may write into (sticky and world-writable, mode
+# 1777 like /tmp, /var/tmp, /dev/shm, /run/lock): other users' and services' files are in it.
+_SHARED_MODE = stat.S_ISVTX | stat.S_IWOTH
+# Host daemons' runtime tree: their sockets (systemd, D-Bus, container engines, user sessions)
+# live here. No manifest-written scope at, below or above it; host state is reached through
+# systemd:read / system:read, whose paths the admin configures (R-CAP-SYS).
+RUNTIME_TREES = ("/run", "/var/run")
+# System trees: never writable at, below or above.
+SYSTEM_TREES = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc", "/boot",
+                "/sys", "/proc", "/dev", "/var/lib/python3")
+BASE_FLAGS = ("--unshare-user", "--unshare-ipc", "--unshare-uts")
+UNDO_NAME = "undo_last_turn"
+# Host-context trees that only their own capability reaches (never an fs: scope, never a base
+# path): every executor's code, every integration, every mail account, every sender, every turn.
+RESERVED_KEYS = ("executors_dir", "integrations_dir", "mail_credentials_dir", "dialog_dir", "undo_root")
+# Limits of the undo broker's files read to compute its digest (R-FAIL-2).
+MAX_UNDO_FILE_BYTES = 8 * 1024 * 1024
+MAX_UNDO_TOTAL_BYTES = 32 * 1024 * 1024
+MAX_UNDO_ENTRIES = 256
+MAX_INVOCATION_ARGUMENTS = 64
+MAX_ARG_VALUE = M.MAX_STRING
+_COMPONENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}")
+_HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}")
+_CRED_EXT = re.compile(r"[A-Za-z0-9]{1,16}")
+_UNDO_PIN_KEYS = ("name", "origin", "revision", "owner", "capability", "capabilities", "files", "digest",
+                  "entrypoint")
+UNDO_ENTRYPOINT = "main.py"      # the file the direct path starts unless the pin names another
+
+DEFAULT_HOST = {
+    "runtime_dir": "/srv/metnos/runtime",
+    "executors_dir": "/srv/metnos/executors",
+    "executor_dir": None,
+    "python_executable": "/srv/metnos/venv/bin/python3",
+    "python_prefix": "/srv/metnos/venv",
+    "python_package_roots": [],
+    "python_installation": [],
+    "i18n_dbs": ["/var/lib/metnos/i18n"],
+    "lexicon_dbs": ["/var/lib/metnos/lexicon"],
+    "resources": {
+        "sheets": "/var/lib/metnos/sheets",
+        "people": "/var/lib/metnos/people",
+        "proposals": "/var/lib/metnos/proposals",
+        "memory": "/var/lib/metnos/memory",
+        "calendar": "/var/lib/metnos/calendar",
+        "tasks": "/var/lib/metnos/tasks",
+    },
+    "indexes": {
+        "documents": "/var/lib/metnos/index/documents",
+        "mail": "/var/lib/metnos/index/mail",
+        "notes": "/var/lib/metnos/index/notes",
+    },
+    "integrations_dir": "/var/lib/metnos/integrations",
+    "mail_credentials_dir": "/var/lib/metnos/credentials/mail",
+    "mail_accounts": {},
+    "dialog_dir": "/var/lib/metnos/dialog",
+    "undo_root": "/var/lib/metnos/undo",
+    "systemd_read_paths": ["/run/systemd/system", "/run/dbus/system_bus_socket"],
+    "system_read_paths": [],
+    "undo_exception": None,
+    # Where fs:write (and writable 'within' scopes) may reach: nothing outside these is ever writable
+    # (deny by default: no list of dangerous places can be complete). Metnos's own data folder.
+    "writable_roots": ["/var/lib/metnos"],
+}
+_LIST_KEYS = ("python_package_roots", "python_installation", "i18n_dbs", "lexicon_dbs", "systemd_read_paths",
+              "system_read_paths", "writable_roots")
+_DICT_KEYS = ("resources", "indexes", "mail_accounts")
+_PATH_KEYS = ("runtime_dir", "executors_dir", "executor_dir", "python_executable", "python_prefix",
+              "integrations_dir", "mail_credentials_dir", "dialog_dir", "undo_root")
+MAX_HOST_LIST = 256
+
+
+class ContextError(ValueError):
+    """A host-context or invocation option is invalid; the message names it."""
+
+
+def _norm(path: str) -> str:
+    norm = os.path.normpath(path)
+    return "/" + norm.lstrip("/") if norm.startswith("//") else norm
+
+
+class Problem(NamedTuple):
+    """Why a path may not be mounted: ``kind`` (control, forbidden, broad, reserved, readonly,
+    shared, runtime, alias, leave) picks the refusal code; ``text`` is the message."""
+    kind: str
+    text: str
+
+
+class BaseMount(NamedTuple):
+    """A base mount (R-BASE-1..5): kind (ro, symlink, proc, dev, tmpfs), source, destination, rule
+    and what caused it."""
+    kind: str
+    src: Optional[str]
+    dest: str
+    rule: str
+    source: str
+
+
+class Labelled(NamedTuple):
+    """A protected tree and what it is (a host key, 'system tree /usr', a shared root)."""
+    label: str
+    root: str
+
+
+class _TreeSet(PA.RelatedRoots):
+    """Labelled trees: paths.RelatedRoots' C-speed tests (at or below one, or above one), and the
+    label, looked up only when a test matches."""
+
+    __slots__ = ("labelled",)
+
+    def __init__(self, labelled: Iterable[Labelled]) -> None:
+        self.labelled = list(labelled)
+        PA.RelatedRoots.__init__(self, (p for _l, p in self.labelled))
+
+    def which(self, path: str, related: bool = True) -> List[Labelled]:
+        """The entries the path is at or below (or above, with ``related``)."""
+        return [entry for entry in self.labelled
+                if PA.under(path, entry.root) or (related and PA.under(entry.root, path))]
+
+
+class _Trees(NamedTuple):
+    """The refused and protected trees of a host, as written, resolved and through bind mounts."""
+    forbidden: _TreeSet
+    broad: FrozenSet[str]
+    broad_aliases: _TreeSet        # a path above a bind mount of a shared root exposes it
+    readonly: _TreeSet
+    reserved: _TreeSet
+    runtime: _TreeSet
+    system_mounted: List[str]
+    alias_of: Dict[str, str]       # an alias (through a bind mount) -> the tree it shows
+
+
+class _BaseState(NamedTuple):
+    mounts: List[BaseMount]
+    refusals: List[Diag]
+
+
+class _Candidate(NamedTuple):
+    """A read-only base path the admin configures: its host key, the path, rule and source."""
+    key: str
+    path: Optional[str]
+    rule: str
+    source: str
+
+
+class _BaseIndex(NamedTuple):
+    """The base mounts as the final check compares them."""
+    ro: FrozenSet[str]
+    symlinks: FrozenSet[Tuple[Optional[str], str]]
+
+
+def _abs_clean(key: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.startswith("/") or len(value) > 4096 or M.has_control(value):
+        raise ContextError("host.%s must be an absolute path without control characters, got %s"
+                           % (key, D.excerpt(value)))
+    return _norm(str.__str__(value))
+
+
+_STATS = [MM.Stats()]               # lstat() of host paths, once per render (resolution, stability, the model)
+_RESOLVE = [PA.Resolver(lstat=_STATS[0].lstat)]     # the render's resolver (one cache and one budget per render)
+
+
+def _realpath(path: str) -> str:
+    """Every component resolved on this host, with the kernel's bounds (raises PA.Unresolvable); one
+    cache per render (render() starts a fresh Resolver)."""
+    return _RESOLVE[0].resolve(path)
+
+
+def _real_or_none(path: str) -> Optional[str]:
+    try:
+        return _realpath(path)
+    except PA.Unresolvable:
+        return None
+
+
+@functools.lru_cache(maxsize=8192)
+def _file_type(path: str) -> Optional[str]:
+    """'dir', 'file', 'linked file' (a regular file with several hard links), 'socket', 'FIFO',
+    'device' or None (missing) for a resolved path (cached inside one render, like _realpath; the render's
+    lstat answers, followed only if it is still a link)."""
+    info = _STATS[0].lstat(path)
+    if info is not None and stat.S_ISLNK(info.st_mode):
+        try:
+            info = os.stat(path)
+        except (OSError, ValueError):
+            return None
+    if info is None:
+        return None
+    mode = info.st_mode
+    if stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISREG(mode):
+        return "file" if info.st_nlink <= 1 else "linked file"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return "FIFO" if stat.S_ISFIFO(mode) else "device"
+
+
+@functools.lru_cache(maxsize=8192)
+def _shared_folder(path: str) -> bool:
+    """A resolved path that is a folder every user may write into (sticky and world-writable: mode
+    1777), found on the host (cached inside one render, like _realpath). A path through a symlink is
+    judged on its resolved form (scope_symlink_refused), like every alias."""
+    info = _STATS[0].lstat(path)
+    if info is None:
+        return False
+    mode = info.st_mode
+    return stat.S_ISDIR(mode) and mode & _SHARED_MODE == _SHARED_MODE and _real_or_none(path) == path
+
+
+def _kind(real: str) -> Optional[str]:
+    """'dir', 'file' or 'other' for a resolved host path from the render's lstat answers; None if missing."""
+    info = _STATS[0].lstat(real)
+    if info is None:
+        return None
+    return "dir" if stat.S_ISDIR(info.st_mode) else "file" if stat.S_ISREG(info.st_mode) else "other"
+
+
+def _caches_clear() -> None:
+    _STATS[0] = MM.Stats()
+    _RESOLVE[0] = PA.Resolver(lstat=_STATS[0].lstat)
+    _listdir.cache_clear()
+    _file_type.cache_clear()
+    _shared_folder.cache_clear()
+
+
+@functools.lru_cache(maxsize=256)
+def _listdir(path: str) -> Tuple[str, ...]:
+    """Cached only inside one render (cleared with _realpath's cache)."""
+    try:
+        return tuple(os.listdir(path))
+    except OSError:
+        return ()
+
+
+class HostContext(object):
+    """Real paths on this host. Base mounts and the resolved trees are computed once per context."""
+
+    def __init__(self, overrides: Optional[Dict[str, Any]] = None) -> None:
+        data = dict(DEFAULT_HOST)
+        if overrides is not None and not isinstance(overrides, dict):
+            raise ContextError("host must be a mapping of host-context keys, got %s" % type(overrides).__name__)
+        for key, value in (overrides or {}).items():
+            if key not in DEFAULT_HOST:
+                raise ContextError("host: unknown key %s; accepted: %s"
+                                   % (D.excerpt(key), ", ".join(sorted(DEFAULT_HOST))))
+            data[key] = value
+        _check_host_paths(data)
+        data["undo_exception"] = _check_pin(data["undo_exception"])
+        self.data: Dict[str, Any] = data
+        self._base: Optional[_BaseState] = None
+        self._trees: Optional[_Trees] = None
+        self._mounts: Optional[MT.MountTable] = None
+        self._index: Optional[_BaseIndex] = None
+        self._real: Dict[str, str] = {}
+        self._resolver = PA.Resolver()
+        self._loops: Dict[str, str] = {}          # host paths the kernel would not resolve -> why
+        self._bwrap: Tuple[Optional[str], Tuple[str, ...]] = (None, ())
+        self._bwrap_given: Optional[str] = ""
+        self._writable: Optional[PA.Roots] = None
+        self._stable: Dict[str, Optional[str]] = {}
+
+    def _resolve(self, path: str) -> str:
+        """A host-context path resolved (once per context); one the kernel would not resolve stands for
+        itself and is refused (base_refusals)."""
+        if path not in self._real:
+            try:
+                self._real[path] = self._resolver.resolve(path)
+            except PA.Unresolvable as exc:
+                self._loops[path] = exc.why
+                self._real[path] = path
+        return self._real[path]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+    # ---- the resolved trees every judgement uses (literal and resolved forms) ----
+    def trees(self) -> _Trees:
+        """The refused and protected trees of this host, as written and resolved (once per context)."""
+        if self._trees is not None:
+            return self._trees
+        table = self.mount_table()
+        plain: Set[str] = set()
+        alias_of: Dict[str, str] = {}
+
+        def both(label: str, path: str, parts: bool = True) -> List[Labelled]:
+            """The tree as written, resolved, and every alias a bind mount gives it (with ``parts``:
+            also a mount showing a folder below it)."""
+            real = self._resolve(path)
+            out = [Labelled(label, path)] + ([Labelled(label, real)] if real != path else [])
+            plain.update((path, real))
+            for alias in table.aliases(real, parts):
+                if alias != path:
+                    out.append(Labelled(label, alias))
+                    alias_of.setdefault(alias, real)
+            return out
+
+        readonly = [x for t in SYSTEM_TREES for x in both("system tree " + t, t)]
+        for key in ("runtime_dir", "python_prefix", "executors_dir", "executor_dir"):
+            if self.data[key]:
+                readonly += both("host." + key, self.data[key])
+        for key in ("python_package_roots", "python_installation", "i18n_dbs", "lexicon_dbs"):
+            for i, path in enumerate(self.data[key]):
+                readonly += both("host.%s[%d]" % (key, i), path)
+        for label, path in self._engine_trees():
+            readonly += both(label, path)
+        broad = [x for t in BROAD_ROOTS for x in both(t, t, parts=False)]
+        forbidden = _TreeSet(x for t in FORBIDDEN_TREES for x in both(t, t))
+        # a path above a bind mount of a shared root exposes it (below it is like below the root);
+        # built here, before the reserved and runtime trees join ``plain`` (the order is the behaviour)
+        broad_aliases = _TreeSet(entry for entry in broad if entry.root not in plain)
+        reserved = _TreeSet(x for key in RESERVED_KEYS for x in both(key, self.data[key]))
+        # an alias (/var/run -> /run) is caught once resolved, like every alias of a refused tree
+        runtime = _TreeSet(x for t in RUNTIME_TREES if t == RUNTIME_TREES[0] or not os.path.islink(t)
+                           for x in both(t, t))
+        self._trees = _Trees(
+            forbidden=forbidden, broad=frozenset(p for _l, p in broad), broad_aliases=broad_aliases,
+            readonly=_TreeSet(readonly), reserved=reserved, runtime=runtime,
+            system_mounted=[p for p in SYSTEM_PATHS if os.path.isdir(p) and not os.path.islink(p)],
+            alias_of=dict((a, r) for a, r in alias_of.items() if a not in plain))
+        return self._trees
+
+    def _engine_trees(self) -> List[Labelled]:
+        """What runs every sandbox and the undo broker: the interpreter's folder (as configured and
+        resolved) and the bwrap binary's folder (found on the service's PATH, and resolved)."""
+        out = []
+        python = self.data["python_executable"]
+        if python:
+            out.append(Labelled("the interpreter's folder (host.python_executable)", os.path.dirname(python)))
+            out.append(Labelled("the interpreter's folder (host.python_executable, resolved)",
+                                os.path.dirname(self._resolve(python))))
+        for folder in self._bwrap[1]:
+            out.append(Labelled("the bwrap binary's folder", folder))
+        return [entry for entry in out if entry.root not in ("", "/")]
+
+    def use_bwrap(self, path: Optional[str]) -> None:
+        """The bwrap that will run the profiles (the service's): its folder, as found and resolved, is a
+        read-only base tree; its --help says whether descriptors can be bound."""
+        if path == self._bwrap_given:
+            return
+        self._bwrap_given = path
+        if path is not None and not os.path.isabs(path):
+            import shutil
+            path = shutil.which(path) or path
+        if path == self._bwrap[0]:
+            return
+        folders: Tuple[str, ...] = ()
+        if path is not None and os.path.isabs(path):
+            folders = tuple(sorted(set((os.path.dirname(path), os.path.dirname(self._resolve(path))))))
+        if folders != self._bwrap[1]:
+            self._trees = None
+        self._bwrap = (path, folders)
+
+    def bwrap_path(self) -> Optional[str]:
+        return self._bwrap[0]
+
+    def fd_binds(self) -> Optional[bool]:
+        """Whether the bwrap in use binds descriptors (--bind-fd and --ro-bind-fd in its --help); None when
+        its --help cannot be read."""
+        features = B.help_features(self._bwrap[0])
+        return None if features is None else all(f in features for f in B.FD_BIND_FEATURES)
+
+    def writable(self) -> PA.Roots:
+        """The admin's writable roots, as written and resolved (host.writable_roots)."""
+        if self._writable is None:
+            roots = self.data["writable_roots"]
+            self._writable = PA.Roots(list(roots) + [self._resolve(r) for r in roots])
+        return self._writable
+
+    def stable(self, path: str) -> Optional[str]:
+        """mountmodel.unstable_folder for a base path (once per context)."""
+        if path not in self._stable:
+            self._stable[path] = MM.unstable_folder(path, _STATS[0])
+        return self._stable[path]
+
+    def mount_table(self) -> MT.MountTable:
+        """The host's mount table (mounts.MountTable), read once per context."""
+        if self._mounts is None:
+            self._mounts = MT.MountTable.read()
+        return self._mounts
+
+    def broad(self, path: str) -> bool:
+        """A shared root, or (through a bind mount) an alias of one or a folder above such an alias,
+        or (resolved) a folder every user may write into (mode 1777)."""
+        t = self.trees()
+        return path in t.broad or path in t.broad_aliases.above or _shared_folder(path)
+
+    def _note(self, kind: str, root: str, text: str) -> Problem:
+        """The refusal; an alias (a tree reached through a bind mount) is its own kind."""
+        original = self.trees().alias_of.get(root)
+        if original is None:
+            return Problem(kind, text)
+        return Problem("alias", "%s (%s is the same folder as %s, through a bind mount)" % (text, root, original))
+
+    def real(self, path: str) -> str:
+        """The resolved form of a host-context path (resolved once per context, with the trees); one the
+        kernel would not resolve raises PA.Unresolvable."""
+        self.trees()
+        real = self._resolve(path)
+        if path in self._loops:
+            raise PA.Unresolvable(path, self._loops[path])
+        return real
+
+    def judge(self, path: str, mode: str, grant: Optional[str] = None, own: Optional[str] = None) -> Optional[Problem]:
+        """Why ``path`` (absolute, normalised) may not be mounted with ``mode`` ('ro'/'rw'), or None.
+
+        The same rules for every source: /proc and /dev are the profile's own; a shared root is
+        never a scope; reserved trees (and their ancestors) only through their own capability
+        (``grant``: the reserved key this grant belongs to; ``own``: the executor's own folder,
+        readable); nothing at, below or above a read-only base tree is writable.
+        Returns a Problem whose kind is control/forbidden/broad/reserved/readonly/shared/alias."""
+        t = self.trees()
+        if M.has_control(path):
+            return Problem("control", "%s contains control or format characters" % D.excerpt(path))
+        if t.forbidden.under(path):
+            root = t.forbidden.which(path, related=False)[0].root
+            return self._note("forbidden", root, "%s is at or below %s, provided by the profile itself (R-BASE-2)"
+                              % (path, root))
+        if path in t.broad or path in t.broad_aliases.above:
+            root = path if path in t.broad else t.broad_aliases.which(path)[0].root
+            return self._note("broad", root, "%s is a shared tree: it would expose every sibling (R-SEC-2)" % (
+                path if root == path else "%s holds %s, which" % (path, root)))
+        if t.reserved.related(path):
+            problem = self._judge_reserved(t.reserved, path, mode, grant, own)
+            if problem is not None:
+                return problem
+        if mode == "rw" and t.readonly.related(path):
+            label, root = t.readonly.which(path)[0]
+            return self._note("readonly", root, "%s is at, below or above the read-only %s (%s): never writable "
+                                                "(R-BASE-1, R-BASE-4, R-BASE-5)" % (path, label, root))
+        if mode == "rw":
+            pseudo = self.mount_table().pseudo_related(path)
+            if pseudo is not None:
+                return Problem("pseudo", "%s is at, below or above %s, a mount of the pseudo-filesystem %s: writing "
+                                         "there changes the kernel's state, and bwrap binds it along (R-BASE-2)"
+                               % (path, pseudo[0], pseudo[1]))
+        if _shared_folder(path):
+            return Problem("shared", "%s is a folder every user may write into (mode 1777, like /tmp and /var/tmp): "
+                                     "a shared tree, whatever its name (R-SEC-2)" % path)
+        return None
+
+    def _judge_reserved(self, reserved: _TreeSet, path: str, mode: str, grant: Optional[str],
+                        own: Optional[str]) -> Optional[Problem]:
+        """A reserved tree is reached only through its own grant; the executor's own folder (and
+        below) in the executors folder is readable (R-BASE-4)."""
+        for label, root in reserved.which(path):
+            if label == grant:
+                continue
+            if (label == "executors_dir" and own is not None and mode == "ro" and PA.under(path, own)
+                    and own != root and PA.under(own, root)):
+                continue
+            return self._note("reserved", root, "%s is at, below or above host.%s (%s), reachable only "
+                                                "through its own capability (R-BASE-4)" % (path, label, root))
+        return None
+
+    def judge_manifest_path(self, path: str) -> Optional[Problem]:
+        """The rules only manifest-written paths obey (fixed scopes, glob roots, 'within' scopes,
+        argument values), on top of judge(): nothing at, below or above the runtime tree /run,
+        where host daemons keep their sockets (the admin's systemd/system read paths may be there)."""
+        runtime = self.trees().runtime
+        if runtime.related(path):
+            root = runtime.which(path)[0].root
+            return self._note("runtime", root, "%s is at, below or above %s, the host daemons' runtime tree (their "
+                                               "sockets); read host state through systemd:read or system:read "
+                                               "(R-CAP-SYS)" % (path, root))
+        return None
+
+    def base(self) -> List[BaseMount]:
+        """Base mounts (R-BASE-1..5) that exist on this host, resolved and judged once
+        (BaseMount: kind, src, dest, rule, source). Refused host paths: base_refusals()."""
+        return self._base_state().mounts
+
+    def base_refusals(self) -> List[Diag]:
+        """host_path_refused diagnostics for base paths that cannot be mounted safely."""
+        return self._base_state().refusals
+
+    def base_index(self) -> _BaseIndex:
+        """The base mounts as the final check compares them (once per context)."""
+        if self._index is None:
+            base = self.base()
+            self._index = _BaseIndex(ro=frozenset(e.src for e in base if e.kind == "ro" and e.src is not None),
+                                     symlinks=frozenset((e.src, e.dest) for e in base if e.kind == "symlink"))
+        return self._index
+
+    def _base_state(self) -> _BaseState:
+        if self._base is not None:
+            return self._base
+        out: List[BaseMount] = []
+        refusals: List[Diag] = []
+        if not self.mount_table().complete:
+            refusals.append(D.make("host_path_refused", host_key="(mount table)", path=MT.MOUNTINFO,
+                                   wording="mount_table", fill={"limit": MT.MAX_MOUNTINFO_BYTES}))
+        for path in SYSTEM_PATHS:
+            if os.path.islink(path):
+                # merged /usr: /bin -> usr/bin becomes a symlink inside the sandbox too
+                out.append(BaseMount("symlink", os.readlink(path), path, "R-BASE-1", "base:" + path))
+            elif os.path.isdir(path):
+                out.append(BaseMount("ro", path, path, "R-BASE-1", "base:" + path))
+        refusals += self._reserved_in_system([m.src for m in out if m.kind == "ro" and m.src is not None])
+        out.append(BaseMount("proc", None, "/proc", "R-BASE-2", "base:/proc"))
+        out.append(BaseMount("dev", None, "/dev", "R-BASE-2", "base:/dev"))
+        out.append(BaseMount("tmpfs", None, "/tmp", "R-BASE-3", "base:/tmp"))
+        for candidate in self._base_candidates():
+            given = candidate.path
+            if not given or not os.path.exists(given):
+                continue
+            if candidate.key.startswith(("python_package_roots", "python_installation")) and not os.path.isdir(given):
+                continue
+            problem = self.judge_base(given)
+            if problem:
+                refusals.append(host_refusal(candidate.key, given, problem))
+                continue
+            real = self._resolve(given)          # mounted at its resolved host path only (the mount model)
+            out.append(BaseMount("ro", real, real, candidate.rule, candidate.source))
+        refusals += [host_refusal("(host path)", path, Problem("links", _UNRESOLVABLE[why] % path))
+                     for path, why in sorted(self._loops.items())]
+        self._base = _BaseState(out, refusals)
+        return self._base
+
+    def _reserved_in_system(self, system: List[str]) -> List[Diag]:
+        """Every sandbox mounts the system paths whole: a reserved tree inside one would be readable by
+        every executor, whatever its capabilities (judged as written, resolved and through bind mounts)."""
+        refusals = []
+        for key in RESERVED_KEYS:
+            path = self.data[key]
+            real = self._resolve(path)
+            for form in [path, real] + self.mount_table().aliases(real, parts=False):
+                inside = [s for s in system if PA.under(form, s)]
+                if inside:
+                    refusals.append(host_refusal(key, path, Problem("readonly", (
+                        "%s is inside %s, which every sandbox mounts read-only (R-BASE-1): every executor would "
+                        "read all of it, whatever its capabilities (R-BASE-4)" % (form, inside[0])))))
+                    break
+        return refusals
+
+    def _base_candidates(self) -> List[_Candidate]:
+        """The read-only base paths the admin configures."""
+        candidates = [_Candidate(key, self.data[key], "R-BASE-4", "base:%s" % key)
+                      for key in ("runtime_dir", "python_prefix")]
+        candidates += [_Candidate("python_package_roots[%d]" % i, p, "R-BASE-4", "base:python_package_root")
+                       for i, p in enumerate(self.data["python_package_roots"]) if not _is_home(p)]
+        candidates += [_Candidate("python_installation[%d]" % i, p, "R-BASE-4", "base:python_installation")
+                       for i, p in enumerate(self.data["python_installation"]) if not _is_home(p)]
+        for key in ("i18n_dbs", "lexicon_dbs"):
+            candidates += [_Candidate("%s[%d]" % (key, i), p, "R-BASE-5", "base:%s" % key)
+                           for i, p in enumerate(self.data[key])]
+        return candidates
+
+    def judge_base(self, path: str) -> Optional[Problem]:
+        """A read-only base path: judged as written and resolved; below a mounted system path it is
+        already visible, so only /proc, /dev and reserved trees matter there."""
+        for form in (path, self._resolve(path)):
+            problem = self.judge(form, "ro")
+            if problem and not (problem.kind == "broad" and any(
+                    PA.under(form, s) and form != s for s in self.trees().system_mounted)):
+                return problem if form == path else Problem(problem.kind, "resolves to %s: %s" % (form, problem.text))
+        return None
+
+
+def _check_host_paths(data: Dict[str, Any]) -> None:
+    """Every host-context path absolute, normalised, without control characters; lists and
+    mappings bounded; names matched whole (in place)."""
+    for key in _PATH_KEYS:
+        if data[key] is not None:
+            data[key] = _abs_clean(key, data[key])
+    for key in _LIST_KEYS:
+        if not isinstance(data[key], (list, tuple)) or len(data[key]) > MAX_HOST_LIST:
+            raise ContextError("host.%s must be a list of at most %d absolute paths, got %s"
+                               % (key, MAX_HOST_LIST, D.excerpt(data[key])))
+        data[key] = [_abs_clean("%s[%d]" % (key, i), v) for i, v in enumerate(data[key])]
+    for key in _DICT_KEYS:
+        if not isinstance(data[key], dict) or len(data[key]) > MAX_HOST_LIST:
+            raise ContextError("host.%s must be a mapping (at most %d entries), got %s"
+                               % (key, MAX_HOST_LIST, D.excerpt(data[key])))
+        for name in data[key]:
+            if not isinstance(name, str) or not _HOST_NAME.fullmatch(name):
+                raise ContextError("host.%s: %s is not a name [A-Za-z0-9_.@+-]" % (key, D.excerpt(name)))
+    data["resources"] = dict((k, _abs_clean("resources." + k, v)) for k, v in data["resources"].items())
+    data["indexes"] = dict((k, _abs_clean("indexes." + k, v)) for k, v in data["indexes"].items())
+    accounts = {}
+    for account, files in data["mail_accounts"].items():
+        if isinstance(files, str):
+            files = [files]
+        if not isinstance(files, (list, tuple)) or len(files) > MAX_HOST_LIST:
+            raise ContextError("host.mail_accounts.%s must be a list of absolute paths" % account)
+        accounts[account] = [_abs_clean("mail_accounts." + account, f) for f in files]
+    data["mail_accounts"] = accounts
+
+
+def _check_pin(pin: Any) -> Optional[Dict[str, Any]]:
+    """The pinned undo exception (R-FAIL-2) as given by the admin: known keys and plain types."""
+    if pin is None:
+        return None
+    if not isinstance(pin, dict):
+        raise ContextError("host.undo_exception must be a mapping (name, origin, revision, owner, capability, "
+                           "files, digest), got %s" % D.excerpt(pin))
+    for key, value in pin.items():
+        if key not in _UNDO_PIN_KEYS:
+            raise ContextError("host.undo_exception: unknown key %s; accepted: %s"
+                               % (D.excerpt(key), ", ".join(_UNDO_PIN_KEYS)))
+        ok = (isinstance(value, list) and all(isinstance(v, str) for v in value)) if key in ("files", "capabilities") \
+            else (isinstance(value, (str, int)) and not isinstance(value, bool)) if key == "revision" \
+            else isinstance(value, str)
+        if value is not None and not ok:
+            raise ContextError("host.undo_exception.%s has the wrong type: %s" % (key, D.excerpt(value)))
+    return dict(pin)
+
+
+# Why the kernel would not resolve a path (paths.Unresolvable.why), for messages.
+_UNRESOLVABLE = {"links": "%s: resolving it follows more than 40 symbolic links (the kernel's limit: ELOOP)",
+                 "long": "%s: its resolved form is longer than 4096 characters (PATH_MAX)",
+                 "budget": "%s: resolving it exceeds this render's budget of 100,000 path lookups"}
+
+
+def host_refusal(key: str, path: Any, problem: Problem) -> Diag:
+    diag: Diag = D.make("host_path_refused", wording="host_key", fill={"problem": problem.text}, host_key=key,
+                        path=D.excerpt(path))
+    return diag
+
+
+def _is_home(path: str) -> bool:
+    """A whole home folder (or /home, /root) is never a package root."""
+    parts = path.rstrip("/").split("/")
+    return path in ("/home", "/root") or (len(parts) == 3 and parts[1] == "home")

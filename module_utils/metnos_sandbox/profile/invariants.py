@@ -1,0 +1,241 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The final check (defence in depth): the rendered argv read back option by option and every invariant of
+docs/profile-invariants.md enforced with the same mount model; a violation withholds the profile
+(profile_invariant_violated).
+
+Pure Python, no Ansible imports.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import os
+from typing import (
+    FrozenSet,
+    List,
+    Mapping,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Set,
+)
+
+from ..base import diagnostics as D
+from ..base import paths as PA
+from . import descriptors as DS
+from . import granters as GR
+from . import host_context as HC
+from . import manifest as M
+from . import mountmodel as MM
+from .manifest import Manifest
+
+# ------------------------------------------------------------------ the final check (defence in depth)
+
+_ARITY = {"--unshare-user": 0, "--unshare-ipc": 0, "--unshare-uts": 0, "--unshare-net": 0, "--die-with-parent": 0,
+          "--ro-bind": 2, "--bind": 2, "--ro-bind-fd": 2, "--bind-fd": 2, "--symlink": 2, "--proc": 1, "--dev": 1,
+          "--tmpfs": 1, "--chdir": 1}
+_FD_OPTS = {"--ro-bind-fd": "--ro-bind", "--bind-fd": "--bind"}
+_SINGLE = {"--proc": "/proc", "--dev": "/dev", "--tmpfs": "/tmp"}
+
+
+class _Allowed(NamedTuple):
+    """What the declarations allow (computed from the manifest, host and invocation alone, not from
+    the renderer's decisions): resolved roots that may be written, that may be read (with the base),
+    the reserved folders' entries the capabilities name (their own grant), and the admin's read
+    channels (sockets the systemd/system read paths may name)."""
+    write: PA.Roots
+    any: PA.Roots
+    grants: Set[str]
+    channels: FrozenSet[str]
+
+
+def _allowed(manifest: Manifest, host: HC.HostContext, invocation: HC.Invocation, own_dir: str) -> _Allowed:
+    d = GR._Declaring(manifest, host, invocation)
+    write: List[str] = []
+    read: List[str] = []
+    grants: Set[str] = set()
+    for cap in manifest.capabilities:
+        granter = GR._GRANTERS.get(cap.kind)
+        if granter is None:
+            continue
+        roots = granter.roots(d, cap)
+        (write if cap.writes() else read).extend(roots)
+        if granter.entry:
+            grants.update(roots)
+    if manifest.inverse is not None and GR._component(invocation.get("turn_id")):
+        turns = GR._reals([os.path.join(host["undo_root"], invocation["turn_id"])])
+        write += turns
+        grants.update(turns)
+    read += GR._reals([own_dir])
+    return _Allowed(write=PA.Roots(write), any=PA.Roots(write + read + list(host.base_index().ro)),
+                    grants=grants,
+                    channels=frozenset(GR._reals(host["systemd_read_paths"] + host["system_read_paths"])))
+
+
+class _Bind(NamedTuple):
+    opt: str          # --ro-bind or --bind (a descriptor bind is read back as one, with ``fd``)
+    src: str
+    dest: str
+    fd: Optional[int] = None
+
+
+class _Argv(NamedTuple):
+    """A rendered argv read back: the flags, the binds (option, source, destination), every mount
+    operation in order (the mount model's input), and what is already wrong with it (``stop``: an
+    option that ends the reading, the only violation then reported)."""
+    flags: List[str]
+    binds: List[_Bind]
+    ops: List[MM.Op]
+    problems: List[str]
+    stop: Optional[str] = None
+
+
+def _read_argv(argv: List[str], sep: int, base: HC._BaseIndex, named: Mapping[int, str]) -> _Argv:
+    """The options before '--', each with its arity; an unknown option ends the reading (c). ``named``:
+    the path each declared descriptor was judged as."""
+    out: List[str] = []
+    binds: List[_Bind] = []
+    ops: List[MM.Op] = []
+    flags: List[str] = []
+    seen: Set[str] = set()
+    i = 1
+    while i < sep:
+        opt = argv[i]
+        arity = _ARITY.get(opt)
+        if arity is None or i + arity >= sep:
+            return _Argv(flags, binds, ops, out, stop="unexpected option %s (c)" % D.excerpt(opt))
+        if arity == 0:
+            flags.append(opt)
+        elif opt in _FD_OPTS:
+            number, dest = argv[i + 1], argv[i + 2]
+            src = named.get(int(number)) if number.isdigit() else None
+            if src is None:
+                out.append("%s %s %s binds no descriptor the profile declares (e)" % (opt, number, dest))
+                src = "(descriptor %s)" % number
+            binds.append(_Bind(_FD_OPTS[opt], src, dest, int(number) if number.isdigit() else -1))
+            ops.append(MM.Op("ro" if opt == "--ro-bind-fd" else "rw", src, dest, True))
+        elif arity == 2:
+            src, dest = argv[i + 1], argv[i + 2]
+            if opt == "--symlink":
+                if (src, dest) not in base.symlinks:
+                    out.append("--symlink %s %s is not a base symlink (c)" % (src, dest))
+                ops.append(MM.Op("symlink", src, dest))
+            else:
+                binds.append(_Bind(opt, src, dest))
+                ops.append(MM.Op("ro" if opt == "--ro-bind" else "rw", src, dest))
+        elif opt != "--chdir":
+            where = argv[i + 1]
+            if where != _SINGLE[opt] or opt in seen:
+                out.append("%s %s is not the profile's own single %s (c)" % (opt, where, _SINGLE[opt]))
+            seen.add(opt)
+            ops.append(MM.Op(opt[2:], None, where))
+        i += 1 + arity
+    return _Argv(flags, binds, ops, out)
+
+
+def check_invariants(argv: List[str], manifest: Manifest, host: HC.HostContext, invocation: HC.Invocation,
+                     own_dir: str, descriptors: Optional[Sequence[DS.Descriptor]] = None) -> List[str]:
+    """Invariants (a)-(e) of docs/profile-invariants.md over a rendered argv. Returns violations.
+
+    (a) every writable bind's source is resolved and inside a declared, allowed (writable roots),
+        resolved scope; every read-only bind is a base mount or inside a declared scope;
+    (b) no read-only base tree (system trees, runtime, the interpreter's installation and package
+        roots, the bwrap binary's folder, the executors folder and the executor's own folder,
+        i18n/lexicon databases) is writable or shadowed writable, no writable bind is above one, and
+        none reaches a mount of a pseudo-filesystem;
+    (c) only the flags the rules give: the base namespaces, --unshare-net exactly when no
+        capability needs the network, /proc, /dev and /tmp once at their place, the base
+        symlinks, no devices, nothing below /proc or /dev;
+    (d) mounts in canonical order (parents first, then by path), so equal inputs give equal argv;
+    (e) the mount model: every bind at its resolved source, nothing mounted before changes what its
+        destination means inside; a source someone other than root could move is bound by a declared
+        descriptor that is the object judged (``descriptors``: the render's)."""
+    try:
+        sep = argv.index("--")
+    except ValueError:
+        return ["no '--' before the command"]
+    if M.has_control(" ".join(argv)):
+        return ["an argv element contains control characters"]
+    base = host.base_index()
+    named = dict((int(d["fd"]), str(d["path"])) for d in descriptors or [])
+    read = _read_argv(argv, sep, base, named)
+    if read.stop is not None:
+        return [read.stop]
+    out = read.problems
+    needs_net = any(c.needs_network() for c in manifest.capabilities)
+    want = list(HC.BASE_FLAGS) + ([] if needs_net else ["--unshare-net"]) + ["--die-with-parent"]
+    if read.flags != want:
+        out.append("flags %s, the rules give %s (c)" % (" ".join(read.flags), " ".join(want)))
+    keys = [(op.dest.count("/"), op.dest) for op in read.ops]
+    if keys != sorted(keys):
+        out.append("mounts are not in canonical order (d)")
+    out += _check_model(read, descriptors or [], host, base)
+    trees = host.trees()
+    allowed: Optional[_Allowed] = None
+    own_real = HC._real_or_none(own_dir)
+    for opt, src, dest, _fd in read.binds:
+        if trees.forbidden.under(src) or trees.forbidden.under(dest):
+            out.append("%s %s %s reaches /proc or /dev (c)" % (opt, src, dest))
+        if opt == "--ro-bind" and (src in base.ro or (src == own_real and dest == own_real)):
+            continue
+        if allowed is None:
+            allowed = _allowed(manifest, host, invocation, own_dir)
+        out += _check_bind(opt, src, dest, host, trees, allowed, own_dir)
+    return out
+
+
+def _check_model(read: _Argv, descriptors: Sequence[DS.Descriptor], host: HC.HostContext,
+                 base: HC._BaseIndex) -> List[str]:
+    """(e): the mount model over the argv read back, each path bind's source stable, each descriptor
+    the object judged (looked up again on the host)."""
+    out = ["%s: %s (e)" % (f.dest, f.text) for f in MM.violations(read.ops, HC._STATS[0])]
+    judged = dict((int(d["fd"]), d) for d in descriptors)
+    for bind in read.binds:
+        if bind.fd is None:
+            folder = host.stable(bind.src) if bind.src in base.ro else MM.unstable_folder(bind.src, HC._STATS[0])
+            if folder is not None:
+                out.append("%s %s: someone other than root can write %s on its way, and it is not bound by "
+                           "descriptor (e)" % (bind.opt, bind.src, folder))
+            continue
+        want, info = judged.get(bind.fd), HC._STATS[0].lstat(bind.src)
+        if want is None or info is None or (info.st_dev, info.st_ino) != (want["dev"], want["ino"]):
+            out.append("descriptor %s for %s is not the object judged (e)" % (bind.fd, bind.src))
+    return out
+
+
+def _check_bind(opt: str, src: str, dest: str, host: HC.HostContext, trees: HC._Trees, allowed: _Allowed,
+                own_dir: str) -> List[str]:
+    """Invariants (a)-(c) of one bind that is not a base mount."""
+    out = []
+    kind = HC._file_type(src)
+    real = HC._real_or_none(src)
+    own_real = HC._real_or_none(own_dir)
+    if kind in GR._SPECIAL and not (opt == "--ro-bind" and src in allowed.channels):
+        out.append("%s %s %s is %s (c)" % (opt, src, dest, GR._SPECIAL[kind].split(":")[0]))
+    for path in (src, real or src):
+        if host.broad(path):
+            out.append("%s %s %s exposes the shared tree %s (a)" % (opt, src, dest, path))
+        if trees.reserved.related(path) and path not in allowed.grants and not (
+                opt == "--ro-bind" and own_real is not None and PA.under(path, own_real)):
+            out.append("%s %s %s reaches a reserved tree outside its own grant (a)" % (opt, src, dest))
+    if opt == "--ro-bind":
+        if not allowed.any.under(src):
+            out.append("--ro-bind %s is outside the base and every declared scope (a)" % src)
+        return out
+    if real != src:
+        out.append("--bind %s is not a resolved path (a)" % src)
+    if kind == "linked file":
+        out.append("--bind %s is a file with several names (hard links): writing it writes them all (b)" % src)
+    if not allowed.write.under(src):
+        out.append("--bind %s is outside every declared writable scope (a)" % src)
+    pseudo = host.mount_table().pseudo_related(src)
+    if pseudo is not None:
+        out.append("--bind %s reaches the %s mounted at %s (b)" % (src, pseudo[1], pseudo[0]))
+    own = (own_dir, own_real or own_dir)
+    for path in (src, dest):
+        hits = trees.readonly.which(path) if trees.readonly.related(path) else []
+        hits += [HC.Labelled("the executor's own folder", o) for o in own if PA.related(path, o)]
+        if hits:
+            out.append("--bind %s %s is at, below or above the read-only %s %s (b)" % (src, dest, hits[0].label,
+                                                                                       hits[0].root))
+    return out
