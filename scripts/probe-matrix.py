@@ -17,6 +17,7 @@ import importlib
 import json
 import os
 import sys
+import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
@@ -26,7 +27,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--without", action="append", default=[], metavar="GLOB")
-    ap.add_argument("--core", help="module_utils directory whose metnos_sandbox.probe.probe runs the rows")
+    ap.add_argument("--core", help="module_utils directory whose metnos_sandbox probe runs the rows")
     ap.add_argument("--rows", help="comma-separated row names (default: all)")
     ap.add_argument("--judge", action="store_true", help="with --core: judge that core's verdicts by this "
                     "checkout's expectations (e.g. a copy of this core with one check deleted)")
@@ -34,7 +35,7 @@ def main():
     if os.geteuid() != 0:
         sys.exit("probe-matrix: run as root (the rows switch to nobody and mount test fixtures)")
     from helpers import probe_mutations as PM
-    core = PM.PR
+    core = PM.CORE
     if args.core:
         # The bench and the profile come from this checkout; only the probe is the other one's.
         for name in [m for m in sys.modules if m == "metnos_sandbox" or m.startswith("metnos_sandbox.")]:
@@ -42,7 +43,10 @@ def main():
         sys.path.insert(0, os.path.abspath(args.core))
         core = importlib.import_module("metnos_sandbox.probe")  # core-layout: keep (a flat core: before issue 22)
         if hasattr(core, "__path__"):      # the core in capability packages (issue 22)
-            core = importlib.import_module("metnos_sandbox.probe.probe")
+            payload = importlib.import_module("metnos_sandbox.probe.probe.payload")
+            runners = importlib.import_module("metnos_sandbox.probe.probe.runners")
+            core = types.SimpleNamespace(expectations=payload.expectations, run=runners.run,
+                                         run_systemd=runners.run_systemd)
     rows = [r for r in PM.ROWS if not args.rows or r.name in args.rows.split(",")]
     out, missed, wrong = [], 0, 0
     with PM.Bench() as bench:
@@ -66,7 +70,7 @@ def main():
                     verdict["passed"] = not failed and not PM.counted_codes(verdict) and (
                         bool(verdict["checks"]) or not verdict.get("setup_failed"))
                 codes = PM.counted_codes(verdict)
-                judged = PM.judge(row, user, verdict, failed) if core is PM.PR or args.judge else "-"
+                judged = PM.judge(row, user, verdict, failed) if core is PM.CORE or args.judge else "-"
                 if row.weakening(user) and verdict["passed"]:
                     missed += 1
                 if judged not in ("ok", "-"):

@@ -21,14 +21,16 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import types
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "module_utils"))
 
 from metnos_sandbox.host import bwrap as B  # noqa: E402
 from metnos_sandbox.host import bwrap_trust as BT  # noqa: E402
-from metnos_sandbox.probe import probe as PR  # noqa: E402
-from metnos_sandbox.profile import host_context as HC
+from metnos_sandbox.probe import payload as PL  # noqa: E402
+from metnos_sandbox.probe import runners as RUN  # noqa: E402
+from metnos_sandbox.profile import host_context as HC  # noqa: E402
 from metnos_sandbox.profile import profile as P  # noqa: E402
 
 PYTHON = "/usr/bin/python3"
@@ -506,7 +508,7 @@ class Bench(object):
 
 
 def strict_profile():
-    prof = P.render_safe(dict(PR.PROBE_MANIFEST), HC.HostContext({"python_executable": PYTHON}), {}, None)
+    prof = P.render_safe(dict(RUN.PROBE_MANIFEST), HC.HostContext({"python_executable": PYTHON}), {}, None)
     assert prof["decision"] == "wrapped", prof["diagnostics"]
     return prof
 
@@ -777,7 +779,11 @@ def sha256(path):
         return hashlib.sha256(handle.read()).hexdigest()
 
 
-def run_row(row, user, bench, profile=None, core=PR, systemd=False, timeout=30, properties=()):
+# What run_row needs of a probe: this checkout's, or another checkout's (scripts/probe-matrix.py --core).
+CORE = types.SimpleNamespace(expectations=PL.expectations, run=RUN.run, run_systemd=RUN.run_systemd)
+
+
+def run_row(row, user, bench, profile=None, core=CORE, systemd=False, timeout=30, properties=()):
     """Run one row as ``user`` (a name). Direct (as the probe runs without a unit), or with
     ``systemd`` in a transient unit as the probe runs for a service (``properties``: (directive, value)
     pairs the unit carries, e.g. PrivatePIDs=yes, besides the row's own). Returns (verdict, failed names)."""
@@ -790,7 +796,7 @@ def run_row(row, user, bench, profile=None, core=PR, systemd=False, timeout=30, 
     def probe():
         # the bwrap's trust is verified once per binary and bench (as probe_service verifies it once per run),
         # except where the row changes what the probe sees
-        trust = None if row.isolate or core is not PR else bench.trust(argv[0], accept)
+        trust = None if row.isolate or core is not CORE else bench.trust(argv[0], accept)
         func = core.run_systemd if systemd else core.run
         # another checkout's core (scripts/probe-matrix.py --core, e.g. main's) may predate the trust options
         more = {"accept_sha256": accept, "trust": trust} if "trust" in inspect.signature(func).parameters else {}

@@ -9,7 +9,8 @@ import tempfile
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import probe as PR
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import payload as PL
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import runners as RUN
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
@@ -65,8 +66,8 @@ def render_case(root, name):
 def probe(root, prof, argv=None):
     extra = [root + "/executors/other", root + "/integrations", root + "/mail", root + "/dialog",
              root + "/undo", root + "/notes", root + "/reports", root + "/sheets"]
-    spec = PR.expectations(prof, extra_absent=extra)
-    return spec, PR.run(argv or prof["argv"], spec, "/usr/bin/python3", user=USER)
+    spec = PL.expectations(prof, extra_absent=extra)
+    return spec, RUN.run(argv or prof["argv"], spec, "/usr/bin/python3", user=USER)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -142,9 +143,9 @@ def test_refused_write_is_not_proof(tree):
     os.makedirs(secret + "/inner", exist_ok=True)
     os.chmod(secret, 0o700)
     try:
-        spec = PR.expectations(prof)
+        spec = PL.expectations(prof)
         spec["absent"] = [secret + "/inner"]
-        verdict = PR.run(prof["argv"], spec, "/usr/bin/python3", user=USER)
+        verdict = RUN.run(prof["argv"], spec, "/usr/bin/python3", user=USER)
     finally:
         os.chown(tree + "/reports", NOBODY.pw_uid, NOBODY.pw_gid)
         shutil.rmtree(secret)
@@ -170,7 +171,7 @@ def test_hanging_payload_is_killed_at_timeout(tree):
     os.chmod(hang, 0o755)
     prof = render_case(tree, "strict")
     start = time.time()
-    verdict = PR.run(prof["argv"], PR.expectations(prof), hang, user=USER, timeout=2)
+    verdict = RUN.run(prof["argv"], PL.expectations(prof), hang, user=USER, timeout=2)
     assert time.time() - start < 15
     assert verdict["passed"] is False and verdict["timed_out"] is True
     # the fake interpreter's background sleeps ran beside the payload: each is found (issue 20), then killed

@@ -268,18 +268,19 @@ def _fs_restricted():
 def bwrap_trial():
     """The strict probe profile, run for real as this unit's user, checked from inside."""
     from metnos_sandbox.base import envflags
-    from metnos_sandbox.probe import probe as PR
+    from metnos_sandbox.probe import payload as PL
+    from metnos_sandbox.probe import runners as RUN
     from metnos_sandbox.profile import host_context as HC
     from metnos_sandbox.profile import profile as P
     status = envflags.status("/usr/bin/bwrap", {})
     host = HC.HostContext({"python_executable": "/usr/bin/python3"})
-    prof = P.render_safe(dict(PR.PROBE_MANIFEST), host, {}, status)
-    spec = PR.expectations(prof)
+    prof = P.render_safe(dict(RUN.PROBE_MANIFEST), host, {}, status)
+    spec = PL.expectations(prof)
     # what is measured is bwrap under the directive, not its package (a RootDirectory= root has no dpkg
     # database): the bwrap is accepted by its own sha256 (the matrix proves the probe's package check)
     with open("/usr/bin/bwrap", "rb") as handle:
         accept = [hashlib.sha256(handle.read()).hexdigest()]
-    verdict = PR.run(prof["argv"], spec, "/usr/bin/python3", timeout=60, accept_sha256=accept)
+    verdict = RUN.run(prof["argv"], spec, "/usr/bin/python3", timeout=60, accept_sha256=accept)
     cause = (verdict.get("classification") or {}).get("cause")
     return {"passed": bool(verdict.get("passed")), "setup_failed": verdict.get("setup_failed"),
             "failed_checks": [c["name"] for c in verdict.get("checks") or [] if not c["ok"]],

@@ -6,8 +6,11 @@ import copy
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import procfs as PF
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import probe as PR
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import evidence as EV
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import payload as PL
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import proc_covers as PC
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import runners as RUN
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import witness as WI
 
 MOUNTINFO = """\
 300 200 0:90 /newroot / rw,nosuid,nodev,relatime - tmpfs tmpfs rw
@@ -35,10 +38,10 @@ PRIV = {"capinh": 0, "capprm": 0, "capeff": 0, "capbnd": 0, "capamb": 0, "nonewp
 
 def good():
     obs = {"metnos_probe": "t0k", "pid": 4242, "uid": 65534, "ns": dict(SANDBOX_NS), "proc_self": "4242",
-           "proc": {"/proc": {"type": PR.PROC_SUPER_MAGIC, "dev": "0:21", "flags": "rw"}},
+           "proc": {"/proc": {"type": PL.PROC_SUPER_MAGIC, "dev": "0:21", "flags": "rw"}},
            "interfaces": ["lo"], "ro": {"/usr": {"type": 0xEF53, "dev": "254:0", "flags": "ro"}},
            "rw": {"/data": "writable"}, "absent": {"/home": "absent"},
-           "tmpfs": {"/tmp": {"type": PR.TMPFS_MAGIC, "dev": "0:91", "flags": "rw", "entries": []}}, "pdeathsig": 9}
+           "tmpfs": {"/tmp": {"type": PL.TMPFS_MAGIC, "dev": "0:91", "flags": "rw", "entries": []}}, "pdeathsig": 9}
     outside = {"launcher": 4241, "child_pid": 4242, "child_ppid": 4241, "payload_pids": [4242], "payload_pid": 4242,
                "payload": {"ppid": 4241, "nspid": [4242], "uid": 65534, "ns": dict(SANDBOX_NS), "read_by": "probe",
                            "mounts": PF.parse_mountinfo(MOUNTINFO), "interfaces": ["lo"], "privileges": dict(PRIV),
@@ -53,7 +56,7 @@ def good():
 
 
 def failed(obs, outside, host, spec=SPEC):
-    return dict((c["name"], c) for c in PR.evaluate(spec, obs, outside, host) if not c["ok"])
+    return dict((c["name"], c) for c in EV.evaluate(spec, obs, outside, host) if not c["ok"])
 
 
 # The run's tree as the runner reports it (proctree.Ledger.report): the launcher, the payload, nothing else.
@@ -72,7 +75,7 @@ def verdict(obs, outside, host, result=None):
            "tree": copy.deepcopy(TREE), "pid": 4241,
            "duration": 0.1}
     res.update(result or {})
-    return PR._verdict(["bwrap", "<payload>"], res, obs, outside, SPEC, host, None, 5, trust=copy.deepcopy(TRUST),
+    return RUN._verdict(["bwrap", "<payload>"], res, obs, outside, SPEC, host, None, 5, trust=copy.deepcopy(TRUST),
                        payload=["python3", "-I", "-S", "-c", "PAYLOAD", "{}"])
 
 
@@ -223,13 +226,13 @@ def test_timeout_without_the_outside_reading_judges_nothing():
     ({"result": "success", "main": "code=exited/status=0"}, {}, False),
 ])
 def test_systemd_timeout_is_the_runtime_limit_only_when_it_killed_the_main_process(info, status, exceeded):
-    assert PR._runtime_exceeded(info, status) is exceeded
+    assert RUN._runtime_exceeded(info, status) is exceeded
 
 
 def test_stream_records_and_launcher():
     stream = (b'{"launcher-pid": 41}\n{ "child-pid": 42, "net-namespace": 5 }\nnoise {"x": \n'
               b'{"metnos_probe": "t0k", "pid": 42}\n{ "exit-code": 0 }\n{"partial": ')
-    launcher, status, obs = PR.split_stream(PR.records(stream), "t0k")
+    launcher, status, obs = WI.split_stream(WI.records(stream), "t0k")
     assert launcher == 41 and status == {"child-pid": 42, "net-namespace": 5, "exit-code": 0}
     assert obs == {"metnos_probe": "t0k", "pid": 42}
 
@@ -326,7 +329,7 @@ def test_dev_mounts_must_be_bwraps_binds_of_the_parents_nodes():
     dev = ("306 300 0:95 / /dev rw - tmpfs tmpfs rw\n"
            "307 306 0:6 /null /dev/null rw - devtmpfs udev rw\n"
            "308 306 0:96 / /dev/pts rw - devpts devpts rw\n")
-    obs["tmpfs"]["/dev"] = {"type": PR.TMPFS_MAGIC, "dev": "0:95", "flags": "rw", "entries": ["null", "pts", "shm"]}
+    obs["tmpfs"]["/dev"] = {"type": PL.TMPFS_MAGIC, "dev": "0:95", "flags": "rw", "entries": ["null", "pts", "shm"]}
     _with_mounts(outside, dev)
     assert failed(obs, outside, host, spec) == {}
     _with_mounts(outside, dev + "309 306 0:6 /kmsg /dev/full rw - devtmpfs udev rw\n"
@@ -392,7 +395,7 @@ def test_a_namespace_bound_on_the_host_is_not_private():
 
 def test_sharers_finds_the_probes_own_namespaces_held_by_others():
     import os
-    mine = PR.host_namespaces()
+    mine = PL.host_namespaces()
     held, _unreadable = PF.sharers({"net": mine["net"]}, [os.getpid()])
     assert held["net"] and os.getpid() not in held["net"]          # pid 1 at least shares the host's
 
@@ -418,9 +421,9 @@ def test_code_mapped_from_outside_the_binds_is_foreign():
 
 def test_argv_deviations_are_whole_options():
     prof = ["--unshare-net", "--ro-bind", "/etc", "/etc", "--tmpfs", "/tmp"]
-    assert PR.argv_deviations(prof, list(prof)) is None
+    assert PL.argv_deviations(prof, list(prof)) is None
     run = ["--ro-bind", "/root", "/etc", "--tmpfs", "/tmp", "--cap-add", "ALL", "--weird"]
-    assert PR.argv_deviations(prof, run) == {"added": ["--ro-bind /root /etc", "--cap-add ALL", "--weird"],
+    assert PL.argv_deviations(prof, run) == {"added": ["--ro-bind /root /etc", "--cap-add ALL", "--weird"],
                                              "removed": ["--unshare-net", "--ro-bind /etc /etc"]}
 
 

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import probe as PR
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import runners as RUN
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import unit_context as UC
 
 
@@ -131,11 +131,11 @@ def test_compare_ignores_identity_state_and_lifecycle_only():
 
 def test_probe_argv_carries_the_context_and_no_setenv():
     ctx = {"assignments": [["User", "metnos", "u:2"], ["RestrictAddressFamilies", "AF_UNIX", "u:3"]]}
-    argv = PR.systemd_run_argv("metnos-probe-x", {"name": "other"}, ctx, {}, 30)
+    argv = RUN.systemd_run_argv("metnos-probe-x", {"name": "other"}, ctx, {}, 30)
     assert "User=metnos" in argv and "User=other" not in argv
     assert argv[argv.index("RestrictAddressFamilies=AF_UNIX") - 1] == "-p"
     assert not any(a.startswith("--setenv") for a in argv)
-    bare = PR.systemd_run_argv("metnos-probe-y", {"name": "metnos"}, {}, {"PATH": "/usr/bin"}, 30)
+    bare = RUN.systemd_run_argv("metnos-probe-y", {"name": "metnos"}, {}, {"PATH": "/usr/bin"}, 30)
     assert "User=metnos" in bare and "--setenv=PATH=/usr/bin" in bare
 
 

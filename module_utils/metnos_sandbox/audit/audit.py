@@ -16,6 +16,7 @@ the host (see action_plugins/metnos_audit.py).
 from __future__ import absolute_import, annotations, division, print_function
 
 import os
+import resource
 import time
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, cast
 
@@ -179,6 +180,5 @@ def cpu_seconds() -> float:
     """CPU seconds (user + system) of this process and of the commands it waited for (bwrap, package
     queries, systemctl): what the audit cost the host. A probe in a systemd transient unit runs under
     systemd, not as our child, and is not included."""
-    import resource
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return round(own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime, 3)

@@ -12,6 +12,7 @@ from __future__ import absolute_import, annotations, division, print_function
 import json
 import os
 import re
+import selectors
 import signal
 import stat
 import subprocess
@@ -636,7 +637,6 @@ def pump(proc: subprocess.Popen[bytes], streams: Mapping[str, int], timeout: flo
     timeout. Returns (data, timed_out); on timeout everything is killed. Never raises for I/O, never waits
     without a bound.
     """
-    import selectors
     started = started or Started(proc)
     run = _Pumping(started, timeout, watch is not None, report)
     data: Dict[str, bytes] = dict((name, b"") for name in streams)

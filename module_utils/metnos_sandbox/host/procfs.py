@@ -22,6 +22,7 @@ from __future__ import absolute_import, annotations, division, print_function
 import errno
 import json
 import os
+import stat
 import typing as t
 
 from ..base.paths import under
@@ -458,7 +459,6 @@ def nsfs_binds(targets: t.Mapping[str, str], proc: str = "/proc") -> t.Dict[str,
 
 def _fd_table(fd_dir: str) -> t.Union[t.Dict[str, t.Dict[str, str]], str]:
     """{fd: {"link": …, "type": fifo|chr|dir|reg|sock|blk|lnk|anon|error:…}} of one /proc/PID/fd."""
-    import stat
     kinds = ((stat.S_ISFIFO, "fifo"), (stat.S_ISCHR, "chr"), (stat.S_ISDIR, "dir"), (stat.S_ISREG, "reg"),
              (stat.S_ISSOCK, "sock"), (stat.S_ISBLK, "blk"), (stat.S_ISLNK, "lnk"))
     try:

@@ -18,6 +18,11 @@ from __future__ import absolute_import, annotations, division, print_function
 import copy
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Type, TypeVar, cast
 
+from ..host.bwrap_trust import normalise_accepted
+from ..host.facts import UserError, resolve_user
+from ..profile.host_context import ContextError
+from ..service.service_env import systemd_running as running
+from ..service.systemd_unit import valid_unit_name
 from .checks import OptionError
 
 Spec = Dict[str, Dict[str, Any]]
@@ -101,7 +106,6 @@ def with_defaults(option_spec: Mapping[str, Mapping[str, Any]], params: Mapping[
 
 def unit_name(value: Any, option: str = "unit", required: bool = True) -> None:
     """A systemd unit name (no path, no '..'); an empty one only where it is not ``required``."""
-    from ..service.systemd_unit import valid_unit_name
     if (required or value) and not cast(Callable[[Any], bool], valid_unit_name)(value):
         raise OptionError("%s: %r is not a unit name like metnos.service" % (option, value))
 
@@ -113,14 +117,12 @@ def positive_seconds(value: Any, option: str = "timeout") -> None:
 
 def systemd_running(option: str, instead: str, root: str = "/") -> None:
     """``option``=systemd asks for systemd: it must run here (``instead`` names the other choices)."""
-    from ..service.service_env import systemd_running as running
     if not cast(Callable[[str], bool], running)(root):
         raise OptionError("%s=systemd but systemd is not running here (use %s)" % (option, instead))
 
 
 def users(*names: Optional[str]) -> None:
     """Each given user (name or uid) exists on this host (facts.UserError names the one that does not)."""
-    from ..host.facts import resolve_user
     for name in names:
         if name:
             cast(Callable[[str], object], resolve_user)(name)
@@ -128,7 +130,6 @@ def users(*names: Optional[str]) -> None:
 
 def sha256_list(values: Any, option: str = "accept_bwrap_sha256") -> None:
     """Each value is a sha256 digest: exactly 64 hexadecimal digits (the probe trusts a bwrap with that content)."""
-    from ..host.bwrap_trust import normalise_accepted
     _good, bad = normalise_accepted(values or [])
     if bad:
         raise OptionError("%s: %r is not a sha256 digest (64 hexadecimal digits, e.g. from sha256sum)"
@@ -137,8 +138,6 @@ def sha256_list(values: Any, option: str = "accept_bwrap_sha256") -> None:
 
 def option_errors() -> Tuple[Type[Exception], ...]:
     """What a refused option raises: our checks, an unknown user, a bad host-context key."""
-    from ..host.facts import UserError
-    from ..profile.host_context import ContextError
     return (OptionError, UserError, ContextError)
 
 

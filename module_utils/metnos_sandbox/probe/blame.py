@@ -36,6 +36,7 @@ import typing as t
 
 from ..base import diagnostics as D
 from ..service import relaxations as R
+from ..service import service_env as S
 
 Json = t.Dict[str, t.Any]
 Assignment = t.List[str]                 # [directive, value, where]
@@ -358,7 +359,6 @@ class Experiment(object):
 def _static_user(assignments: t.Sequence[t.Sequence[str]]) -> bool:
     """Whether the processes run as a static account: User= names one that exists (outside the range systemd
     allocates dynamic users from), or there is no DynamicUser=yes."""
-    from ..service import service_env as S
     users = [a[1] for a in assignments if a[0] == "User"]
     dynamic = [a[1] for a in assignments if a[0] == "DynamicUser"]
     if not dynamic or dynamic[-1].strip().lower() not in ("1", "yes", "y", "true", "t", "on"):
@@ -459,7 +459,7 @@ def diagnose(argv: t.Sequence[str], spec: Json, python: str, user: Json, setting
              trust: t.Optional[Json] = None) -> Json:
     """The experiment after a failed probe in the service's context (probe._run_in_context): its record
     (findings() turns it into diagnostics)."""
-    from .blame_trials import SystemdTrials
+    from .blame_trials import SystemdTrials  # here, not at the top: blame_trials imports this module (a real cycle)
     first = outcome_of(failed)
     trials = SystemdTrials(argv, spec, python, min(float(timeout), 30.0), light=first.kind in ("setup", "unit"),
                            trust=trust)

@@ -13,7 +13,10 @@ import time
 import typing as t
 import uuid
 
+from ..host import bwrap as B
 from ..service import systemd_exit as SX
+from . import payload as PL
+from . import runners as RUN
 from .blame import Assignment, Json, Outcome, outcome_of
 
 SIGTERM = 15
@@ -48,20 +51,17 @@ class SystemdTrials(object):
         self.trust = trust  # bwrap_trust.for_run() of argv[0], verified once by the failed probe
 
     def confirm(self, assignments: t.List[Assignment], user: Json) -> Outcome:
-        from . import probe as PR
         spec = dict(self.spec, token=uuid.uuid4().hex[:12])
-        verdict = PR.run_systemd(self.argv, spec, self.python, user, {"assignments": assignments}, {}, self.timeout,
-                                 "metnos-probe-%s" % uuid.uuid4().hex[:10], trust=self.trust)
+        verdict = RUN.run_systemd(self.argv, spec, self.python, user, {"assignments": assignments}, {}, self.timeout,
+                                  "metnos-probe-%s" % uuid.uuid4().hex[:10], trust=self.trust)
         return outcome_of(verdict)
 
     def probe(self, assignments: t.List[Assignment], user: Json) -> Outcome:
         if not self.light:
             return self.confirm(assignments, user)
-        from ..host import bwrap as B
-        from . import probe as PR
         token = "metnos-search-%s" % uuid.uuid4().hex[:12]
         sep = self.argv.index("--") if "--" in self.argv else len(self.argv)
-        command = ["/bin/sh", "-c", LIGHT_LAUNCHER, "sh"] + PR._descriptor_launcher(self.argv[:sep] + [
+        command = ["/bin/sh", "-c", LIGHT_LAUNCHER, "sh"] + PL._descriptor_launcher(self.argv[:sep] + [
             "--", self.python, "-I", "-S", "-c", "print(%r)" % token], self.python, self.spec)
         run, unit = self._run(assignments, user, ("/bin/sh",), command)
         if token in run.stdout.splitlines() and run.main is not None and "status=0" in run.main:
@@ -91,10 +91,9 @@ class SystemdTrials(object):
     def _run(self, assignments: t.List[Assignment], user: Json, own: t.Sequence[str],
              command: t.List[str]) -> t.Tuple[_Run, str]:
         """systemd-run --wait --pipe of ``command`` in a transient unit with ``assignments``; bounded."""
-        from . import probe as PR
         unit = "metnos-probe-%s" % uuid.uuid4().hex[:10]
-        argv = PR.systemd_run_argv(unit, user, {"assignments": assignments}, {}, self.timeout, own=own)
-        argv += ["-p", "TimeoutStopSec=%d" % PR.STOP_TIMEOUT] + command
+        argv = RUN.systemd_run_argv(unit, user, {"assignments": assignments}, {}, self.timeout, own=own)
+        argv += ["-p", "TimeoutStopSec=%d" % RUN.STOP_TIMEOUT] + command
         start = time.time()
         try:
             proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,  # pylint: disable=ansible-bad-function

@@ -25,6 +25,7 @@ Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import errno
 import os
 import typing as t
 
@@ -36,7 +37,6 @@ COVER_NAMES = ("sys", "sysrq-trigger", "irq", "bus")
 
 def _ask(paths: t.Sequence[str]) -> t.Dict[str, str]:
     """{path: "writable" | "absent" | "read-only" | "not writable" | "error:…"}: access(W_OK) of each."""
-    import errno
     out = {}
     for path in paths:
         if os.access(path, os.W_OK):

@@ -33,6 +33,8 @@ Pure Python, no Ansible imports.
 from __future__ import absolute_import, annotations, division, print_function
 
 import os
+import socket
+import struct
 import typing as t
 
 from ..base import diagnostics as D
@@ -416,7 +418,6 @@ class Beacon(object):
     LIMIT = 16
 
     def __init__(self, token: str, proc: str = "/proc") -> None:
-        import socket
         self.name = "metnos-probe-%s-%s" % (token, os.urandom(4).hex())
         self.proc = proc
         self.peers: t.List[Json] = []
@@ -427,8 +428,6 @@ class Beacon(object):
 
     def serve(self) -> None:
         """Take every connection waiting: who it is, then let it go on."""
-        import socket
-        import struct
         while self.sock is not None:
             try:
                 conn, _addr = self.sock.accept()

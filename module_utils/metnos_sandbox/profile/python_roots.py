@@ -8,6 +8,7 @@ Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import json
 import os
 from typing import (
     Any,
@@ -60,7 +61,6 @@ def _folders(paths: Any) -> List[str]:
 def discover_python(python: Optional[str], runner: Callable[[List[str]], Tuple[int, str, str]]) -> PythonFound:
     """Ask the runtime's interpreter (``runner(argv) -> (rc, out, err)``) for its sys.path and the folders
     of the installation it resolves to. Home folders are filtered later by HostContext.base()."""
-    import json
     if not python or not os.path.exists(python):
         return PythonFound([], [])
     rc, out, _err = runner([python, "-c", _ASK_PYTHON])

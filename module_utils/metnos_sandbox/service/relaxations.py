@@ -18,6 +18,8 @@ import os
 import re
 import typing as t
 
+from . import service_env as S
+
 Lines = t.List[str]
 
 # The static user a trial runs as when DynamicUser= is removed and the unit names no User=: the
@@ -57,7 +59,6 @@ def limit_ladder(name: str, values: t.Sequence[str]) -> t.List[Lines]:
 
 
 def _syscall_filter(values: t.Sequence[str], ctx: t.Mapping[str, t.Any]) -> t.List[Lines]:
-    from . import service_env as S
     blocked = S.syscalls_blocked(values)
     out = [["SystemCallFilter=%s" % " ".join(blocked)]] if blocked else []
     for groups in ("@mount", "@mount @process", "@system-service", "@system-service @mount"):
@@ -69,7 +70,6 @@ def _namespaces(values: t.Sequence[str], ctx: t.Mapping[str, t.Any]) -> t.List[L
     """The allowed set plus what bwrap needs, written out whole: unit files merge RestrictNamespaces= lists
     (a later list adds) while a transient unit's assignment replaces the earlier one, so only the whole set
     means the same in the drop-in offered and in the trial that proved it."""
-    from . import service_env as S
     allowed = S.allowed_namespaces(values)
     missing = [n for n in S.BWRAP_NAMESPACES if n not in allowed]
     whole = list(S.BWRAP_NAMESPACES) + [n for n in S.ALL_NAMESPACES if n in allowed and n not in S.BWRAP_NAMESPACES]
@@ -140,7 +140,6 @@ def code_for(directives: t.Sequence[str], kind: str, cause: t.Optional[str]) -> 
     """The code a culprit group is reported with: its class when its failure says it (the interpreter
     killed, bwrap's text), else the directive table's code, else the class of the directive, else the
     generic "found by experiment" code that names it."""
-    from . import service_env as S
     if kind == "interpreter":
         return "unit_syscall_filter_kills_interpreter"
     if cause in _BY_CAUSE:

@@ -20,8 +20,10 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Opt
 from ..base import diagnostics as D
 from ..base import envflags
 from ..host import bwrap as B
+from ..host import facts as F
 from ..host import procfs as PF
 from . import systemd_unit as U
+from . import unit_context as UC
 
 Diag = Dict[str, Any]           # a diagnostics.make() entry
 User = Dict[str, Any]           # resolve_service_user(): name, uid, gid, groups, home, dynamic
@@ -950,7 +952,6 @@ def _gather_systemd(p: Params, runner: B.Runner, scope: str, home: Optional[str]
 def execution_context(p: Params, runner: B.Runner, probe_user: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """The unit's whole execution context for the probe's transient unit (unit_context.py): every
     directive of its files minus the documented deny list, proven against `systemctl show`."""
-    from . import unit_context as UC
     scope = p.get("scope") or "system"
     rc, out, err = runner(systemctl_argv(scope, p.get("user"), "show", "--all", "--no-pager", p["unit"]))
     if rc != 0:
@@ -975,7 +976,6 @@ class Inspection(NamedTuple):
 
 def inspect(p: Params, runner: B.Runner) -> Optional[Inspection]:
     """gather() + evaluate(): the whole service-environment result, or None when the unit is missing."""
-    from ..host import facts as F  # local import: facts imports nothing from here
     try:
         g = gather(p, runner)
     except U.UnitError:

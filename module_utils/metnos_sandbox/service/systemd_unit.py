@@ -23,6 +23,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import os
 import re
+import shlex
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..host import bwrap as B
@@ -706,7 +707,6 @@ def _shell_effect(script: str, env: Mapping[str, str], out: Dict[str, Any], keys
 def _shell_statements(script: str, relevant: bool, out: Dict[str, Any]) -> Optional[List[List[str]]]:
     """A script's simple commands (lists of words), or None when it is not a plain sequence of them
     (``out`` says why when the script is ``relevant``)."""
-    import shlex
     try:
         lexer = shlex.shlex(script, posix=True, punctuation_chars=";&|")
         lexer.whitespace_split = True

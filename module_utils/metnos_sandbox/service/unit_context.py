@@ -37,6 +37,7 @@ from __future__ import absolute_import, annotations, division, print_function
 import os
 import re
 import socket
+import uuid
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..host import bwrap as B
@@ -574,7 +575,6 @@ def build(show: Mapping[str, str], runner: B.Runner, unit: str, scope: str = "sy
     ``assignments`` (what the probe passes), ``excluded``, ``not_carried``, ``differences``,
     ``verified`` and ``confidence`` ("full" or "reduced") and ``reasons``.
     """
-    import uuid
     files = unit_files(show)
     assignments, problems = read_assignments(files, read)
     table = specifier_table(unit, scope, user_entry, show.get("FragmentPath") or None)

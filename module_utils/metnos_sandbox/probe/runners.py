@@ -1,0 +1,372 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Running the probe: directly (bwrap under a child subreaper) or in a transient unit carrying the
+service's context (systemd-run), each run judged (the verdict, timeouts, setup failures, the tree), and
+the bwrap binary's own findings.
+
+Pure Python, no Ansible imports.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import hashlib
+import os
+import subprocess
+import time
+import typing as t
+import uuid
+
+from ..base import diagnostics as D
+from ..host import bwrap as B
+from ..host import bwrap_trust as BT
+from ..host import facts as FA
+from ..service import systemd_exit as SX
+from ..service import unit_context as UC
+from . import evidence as EV
+from . import payload as PL
+from . import proc_covers as PC
+from . import proctree as PT
+from . import reaper as RP
+from . import witness as WI
+from .payload import Json, User
+
+
+# --------------------------------------------------------------------------- running
+def with_release(spec: Json, timeout: float) -> t.Tuple[Json, str]:
+    """The spec the payload gets for one run, and the one-time token that releases it: the payload holds only
+    the token's sha256, and the probe writes the token to its stdin only once the outside has verified it
+    (a payload never released - a copy started outside - stays in the tree for up to ``linger`` seconds)."""
+    go = uuid.uuid4().hex
+    return dict(spec, go=hashlib.sha256(go.encode()).hexdigest(), linger=max(1, min(int(timeout), 120))), go
+
+
+def run(argv: t.Sequence[str], spec: Json, python: str, user: t.Optional[User] = None,
+        env: t.Optional[t.Dict[str, str]] = None, timeout: float = 30.0, cwd: str = "/",
+        trust: t.Optional[Json] = None, accept_sha256: t.Sequence[str] = ()) -> Json:
+    """Run argv (a bwrap profile) with the payload as its command, bwrap under the probe's child subreaper
+    (reaper.py). ``trust``: bwrap_trust.for_run() of argv[0] (verified here when not given, with the sha256s in
+    ``accept_sha256`` accepted). Returns a verdict dict."""
+    argv = list(argv)
+    sep = argv.index("--")
+    beacon = PT.Beacon(spec["token"])
+    spec, go = with_release(dict(spec, beacon=beacon.name), timeout)
+    payload = PL.payload_command(python, spec)
+    full = argv[:sep] + ["--json-status-fd", "{status_fd}", "--"] + payload
+    trust = trust if trust is not None else BT.for_run(argv[0], accepted=accept_sha256,
+                                                       path_text=(env or os.environ).get("PATH"))
+    host = WI.host_view()
+    host["trusted_bwrap"] = trust.get("ids")
+    host["covers"] = PC.expected(*((user["uid"], user["gid"]) if user else (os.getuid(), os.getgid())))
+    ledger = PT.Ledger()
+    ledger.server = beacon
+    watcher = WI._Watcher(spec["token"], payload, go=go, ledger=ledger)
+    try:
+        result = RP.run_reaped(PL._descriptor_launcher(full, python, spec), user=user, env=env, timeout=timeout,
+                               cwd=cwd, watch=watcher.direct, ledger=ledger, bwrap_ids=BT.started_ids(trust),
+                               attach=watcher.attach)
+    finally:
+        peers = beacon.close()
+    result["tree"]["beacon"] = peers
+    _launcher, _status, obs = WI.split_stream(WI.records(result["stdout"]), spec["token"])
+    result["json_status"] = WI.split_stream(WI.records(result.get("status_raw", "")), spec["token"])[1]
+    shown = [a if a != "{status_fd}" else "FD" for a in full[:len(full) - 2]] + ["<payload>", "<spec>"]
+    return _verdict(shown, result, obs, watcher.outside, spec, host, user, timeout, run_opts=argv[1:sep],
+                    trust=trust, payload=payload)
+
+
+def _verdict(shown: t.List[str], result: Json, obs: t.Optional[Json], outside: t.Optional[Json], spec: Json,
+             host: Json, user: t.Optional[User], timeout: float, tool: t.Optional[str] = None,
+             run_opts: t.Optional[t.List[str]] = None, trust: t.Optional[Json] = None,
+             payload: t.Optional[t.Sequence[str]] = None) -> Json:
+    """The run judged: the checks of both witnesses (_judge_run), then the bwrap that ran (bwrap_trust) and
+    everything its tree held (proctree.judge), each a finding of its own."""
+    verdict = _judge_run(shown, result, obs, outside, spec, host, user, timeout, tool, run_opts)
+    more = BT.diagnostics(trust) + _tree_findings(result, obs, outside or {}, spec, host, trust, payload)
+    if trust is not None:
+        verdict["bwrap_trust"] = BT.view(trust)
+    verdict["diagnostics"].extend(more)
+    if any(d["severity"] == D.ERROR for d in more):
+        verdict["passed"] = False
+    return verdict
+
+
+def _tree_findings(result: Json, obs: t.Optional[Json], outside: Json, spec: Json, host: Json,
+                   trust: t.Optional[Json], payload: t.Optional[t.Sequence[str]]) -> t.List[Json]:
+    """What the run's tree held that is neither what the probe started nor bwrap and its payload (proctree)."""
+    tree = result.get("tree")
+    ids = BT.started_ids(trust)
+    exe = (outside.get("parent") or {}).get("exe_id")
+    if isinstance(exe, list) and len(exe) == 2:
+        ids.add((int(exe[0]), int(exe[1])))
+    said = (result.get("json_status") or {}).get("child-pid")    # bwrap's child, when the outside never read it
+    pids = set(p for p in (result.get("pid"), outside.get("launcher"), outside.get("child_pid"),
+                           outside.get("payload_pid"), ((tree or {}).get("reaper") or {}).get("pid"),
+                           said if not outside else None) if isinstance(p, int) and not isinstance(p, bool))
+    ref = EV._reference(outside, host) if outside else PL.Reference(host.get("ns") or {}, "", [])
+    exp = PT.Expected(pids, ids, PT.marker(spec["token"]), list(payload or []),
+                      (outside.get("payload") or {}).get("ns") or {}, obs is not None, ref.ns)
+    return PT.diagnostics(tree if isinstance(tree, dict) else None, exp)
+
+
+def _judge_run(shown: t.List[str], result: Json, obs: t.Optional[Json], outside: t.Optional[Json], spec: Json,
+               host: Json, user: t.Optional[User], timeout: float, tool: t.Optional[str] = None,
+               run_opts: t.Optional[t.List[str]] = None) -> Json:
+    tool = tool or shown[0]
+    status = result.get("json_status") or {}
+    verdict: Json = {"argv": shown, "rc": result["rc"], "timed_out": result["timed_out"],
+                     "setup_failed": obs is None and "exit-code" not in status and not result["timed_out"],
+                     "stderr": result["stderr"].strip()[-2000:], "duration": result["duration"], "checks": [],
+                     "diagnostics": [], "passed": False}
+    deviations = None
+    if run_opts is not None and spec.get("argv_options") is not None:
+        deviations = PL.argv_deviations(spec["argv_options"], run_opts)
+        if deviations:
+            verdict["argv_deviations"] = deviations
+    traced = "" if not deviations else " (the argv run is not the profile's: %s)" % "; ".join(
+        "%s %s" % (k, ", ".join(deviations[k])) for k in ("added", "removed") if deviations[k])
+    if outside:
+        verdict["evidence"] = _evidence(outside, host, result)
+    who = (user or {}).get("name", "current user")
+    if result["timed_out"] and not _timed_out(verdict, obs, outside, timeout):
+        return verdict
+    if obs is None and verdict["setup_failed"] and result.get("unit_failure"):
+        verdict["unit_failure"] = result["unit_failure"]       # systemd's failure or the unit's signal, not bwrap's
+        verdict["diagnostics"].append(SX.diagnostic(result["unit_failure"], who))
+        return verdict
+    if obs is None:
+        verdict["diagnostics"].append(_setup_failed(verdict, result, status, who, tool) if verdict["setup_failed"]
+                                      else D.make("probe_payload_failed", wording="silent", fill={
+                                                  "who": who, "exit": status.get("exit-code", result["rc"]),
+                                                  "stderr": verdict["stderr"][-300:] or "no output"},
+                                                  exit_code=status.get("exit-code")))
+        return verdict
+    verdict["observed_uid"] = obs.get("uid")
+    verdict["checks"] = checks = EV.evaluate(spec, obs, outside, host)
+    verdict["diagnostics"].extend(_judge(checks, tool, who, traced))
+    verdict["passed"] = not [c for c in checks if not c["ok"]] and not result["timed_out"]
+    return verdict
+
+
+def _evidence(outside: Json, host: Json, result: Json) -> Json:
+    return {"bwrap_pid": outside.get("launcher"), "child_pid": outside.get("child_pid"),
+            "payload_pid": outside.get("payload_pid"),
+            "bwrap_exe": (outside.get("parent") or {}).get("exe"),
+            "read_by": (outside.get("payload") or {}).get("read_by"),
+            "left_behind": bool(result.get("left_behind")),
+            "parent_context": (outside.get("context") or {}).get("from") or host.get("from")}
+
+
+def _timed_out(verdict: Json, obs: t.Optional[Json], outside: t.Optional[Json], timeout: float) -> bool:
+    """Report the timeout; whether the run is still judged: the payload reported and the outside read its
+    evidence before the timer ran out (e.g. a look-alike that never exits after running it unsandboxed) -
+    a timeout must not hide that evidence."""
+    judged = obs is not None and bool(outside)
+    verdict["diagnostics"].append(D.make("probe_timeout", wording="judged" if judged else "killed",
+                                         timeout=timeout))
+    return judged
+
+
+def _setup_failed(verdict: Json, result: Json, status: Json, who: str, tool: str) -> Json:
+    cls = B.classify(result["stderr"], result["rc"])
+    verdict["classification"] = cls
+    text = cls["cause_text"] + (" (bwrap said: %s)" % cls["stderr_line"] if cls.get("stderr_line") else "")
+    if not status and not cls.get("stderr_line") and result["rc"] == 0:
+        text = ("%s exited with status 0 without running the payload and without writing any "
+                "--json-status-fd record: it does not behave like bwrap" % tool)
+    return D.make("probe_setup_failed", user=who, cause=cls["cause"], cause_text=text,
+                  cause_remediation=cls["remediation"], variant="classified", points_at=cls.get("points_at"))
+
+
+def _judge(checks: t.List[Json], tool: str, who: str, traced: str) -> t.List[Json]:
+    """The diagnostics of the failed checks. Not isolated: every namespace the profile unshares is shared,
+    or the process that reported cannot be tied to bwrap's child *and* something else is wrong. A false
+    child-pid alone is a failed check."""
+    failed = [c for c in checks if not c["ok"]]
+    ns_checks = [c for c in checks if c["name"].endswith("_namespace_private")]
+    identity = [c for c in checks if c["name"] == "bwrap_child_is_payload"]
+    # what the launcher executes is not a property of the sandbox: it never makes a false child-pid "not isolated"
+    others = [c for c in failed if c["name"] not in ("bwrap_child_is_payload", "bwrap_exe_verified")]
+    unisolated = bool(ns_checks and not any(c["ok"] for c in ns_checks)) or bool(
+        identity and not identity[0]["ok"] and others)
+    if unisolated:
+        return [D.make("probe_not_isolated", user=who, wording="unisolated", fill={
+            "tool": tool, "failed": "; ".join(_say(c) for c in failed), "traced": traced},
+            checks=[c["name"] for c in failed])]
+    return [D.make("probe_check_failed", wording="failed", fill={"said": _say(check), "traced": traced},
+                   check=check["name"],
+                   check_rule=check["rule"])
+            for check in failed]
+
+
+def _say(check: Json) -> str:
+    observed = check["observed"]
+    if isinstance(observed, dict) and observed.get("problems"):
+        observed = "; ".join(observed["problems"])
+    return "%s (%s): expected %s, observed %s" % (check["name"], check["rule"], check["expected"], observed)
+
+
+# --------------------------------------------------------------------------- in the service's context
+
+PROBE_MANIFEST = {"name": "sandbox_probe", "origin": "metnos-sandbox-ops", "revision": 1, "capabilities": []}
+
+
+def systemd_run_argv(unit_name: str, user: User, settings: t.Optional[Json], env: t.Mapping[str, str],
+                     timeout: float, own: t.Sequence[str] = ("/bin/sh",)) -> t.List[str]:
+    """systemd-run around a command: a transient unit carrying the service's execution context.
+
+    ``settings`` is a unit_context result (every directive of the unit minus its documented
+    deny list, as ``assignments``) or {} for none. ``user`` applies only when the context names
+    no User=/DynamicUser=; ``env`` adds --setenv values (none when the unit's own Environment=
+    directives are carried). ``own``: the programs the unit runs in the service's place (the launcher),
+    executable even where the unit restricts execution (unit_context.own_exec_paths).
+    """
+    argv = ["systemd-run", "--wait", "--pipe", "--collect", "--service-type=exec", "--unit=" + unit_name,
+            "-p", "KillMode=mixed", "-p", "RuntimeMaxSec=%d" % max(1, int(timeout))]
+    assignments = (settings or {}).get("assignments") or []
+    keys = set(a[0] for a in assignments)
+    if not keys & {"User", "DynamicUser"}:
+        if user.get("dynamic"):
+            argv += ["-p", "DynamicUser=yes"]
+        elif user.get("name") not in (None, "root"):
+            argv += ["-p", "User=%s" % user["name"]]
+    argv += UC.property_args(assignments) + UC.own_exec_paths(assignments, own)
+    for key in sorted(env):
+        argv += ["--setenv=%s=%s" % (key, env[key])]
+    return argv
+
+
+_SYSTEMD_RUN_LINES = ("Running as unit", "Finished with result:", "Main processes terminated with:",
+                      "Service runtime:", "CPU time consumed:", "Memory peak:", "Press ^]")
+
+
+def _strip_systemd_run(stderr: str) -> PL.SystemdReport:
+    """Separate systemd-run's own report lines from the command's stderr."""
+    keep: t.List[str] = []
+    info: t.Dict[str, str] = {}
+    for line in stderr.splitlines():
+        if line.startswith(_SYSTEMD_RUN_LINES):
+            if line.startswith("Finished with result:"):
+                info["result"] = line.split(":", 1)[1].strip()
+            if line.startswith("Main processes terminated with:"):
+                info["main"] = line.split(":", 1)[1].strip()
+            continue
+        keep.append(line)
+    return PL.SystemdReport("\n".join(keep), info)
+
+
+# The transient unit's command: say who will be bwrap (the shell's pid is bwrap's after exec), wait for
+# one line on stdin (the probe reads the unit's namespaces and mounts - bwrap's parent context - from
+# outside meanwhile: nothing bwrap does afterwards can move that reference), then exec bwrap with its
+# status fd on the unit's stdout (systemd-run --pipe hands us that stdout). sh's read takes one byte at
+# a time from a pipe, so the rest of stdin stays for the payload's handshake.
+# systemd expands "$$" in a command line to "$", hence "$$$$" for the shell's "$$".
+STOP_TIMEOUT = 3
+LAUNCHER = 'printf \'{"launcher-pid": %s}\\n\' "$$$$"; read -r metnos_go; exec "$@" 3>&1'
+
+
+def run_systemd(argv: t.List[str], spec: Json, python: str, user: User, settings: t.Optional[Json],
+                env: t.Mapping[str, str], timeout: float, runner_unit: str, trust: t.Optional[Json] = None,
+                accept_sha256: t.Sequence[str] = ()) -> Json:
+    """Like run(), inside a transient systemd unit. The status fd is redirected to stdout, the
+    handshake goes through the unit's stdin (systemd-run --pipe passes our pipes to the unit); the tree is
+    the unit's cgroup (reaper.UnitRun)."""
+    sep = argv.index("--")
+    beacon = PT.Beacon(spec["token"])
+    spec, go = with_release(dict(spec, beacon=beacon.name), timeout)
+    trust = trust if trust is not None else BT.for_run(argv[0], accepted=accept_sha256,
+                                                       path_text=env.get("PATH") or "/usr/bin:/bin")
+    payload = PL.payload_command(python, spec)
+    inner = argv[:sep] + ["--json-status-fd", "3", "--"] + payload
+    # A bounded stop: under cgroup v1 (containers) systemd can miss that a unit whose processes used a
+    # PID namespace is empty and sit in "deactivating" for the default 90 s after bwrap has exited.
+    full = systemd_run_argv(runner_unit, user, settings, env, timeout) + ["-p", "TimeoutStopSec=%d" % STOP_TIMEOUT] + \
+        ["/bin/sh", "-c", LAUNCHER, "sh"] + PL._descriptor_launcher(inner, python, spec)
+    host = WI.host_view()
+    host["trusted_bwrap"] = trust.get("ids")
+    ledger = PT.Ledger()
+    ledger.server = beacon
+    start = time.time()
+    try:
+        # run_command cannot feed the payload's stdin handshake while it reads the output.
+        proc = subprocess.Popen(  # pylint: disable=ansible-bad-function
+            full, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=dict(os.environ, SYSTEMD_COLORS="0", LC_ALL="C"), start_new_session=True)
+    except OSError as exc:
+        beacon.close()
+        result = {"rc": 127, "stderr": "systemd-run: %s" % exc.strerror, "json_status": {}, "timed_out": False,
+                  "duration": 0.0, "tree": ledger.report()}
+        return _verdict(full[:len(full) - 1] + ["<spec>"], result, None, None, spec, host, user, timeout, trust=trust,
+                        payload=payload)
+    watcher = WI._Watcher(spec["token"], payload, stdin=proc.stdin, unit=runner_unit + ".service", go=go, ledger=ledger)
+    started = RP.UnitRun(proc, ledger, BT.started_ids(trust), runner_unit + ".service", lambda: watcher.launcher)
+    report: Json = {}
+    if proc.stdout is None or proc.stderr is None:
+        raise AssertionError("systemd-run was started without its output pipes")
+    try:
+        data, timed_out = B.pump(proc, {"stdout": proc.stdout.fileno(), "stderr": proc.stderr.fileno()},
+                                 timeout + 15, watcher.systemd, report, started=started)
+    finally:
+        proc.stdout.close()
+        proc.stderr.close()
+        ledger.beacon = beacon.close()
+    rc = proc.returncode
+    if timed_out or report.get("left_behind"):
+        subprocess.run(["systemctl", "kill", "--signal=SIGKILL", runner_unit],  # pylint: disable=ansible-bad-function
+                       capture_output=True, check=False)
+        subprocess.run(["systemctl", "stop", runner_unit], capture_output=True,  # pylint: disable=ansible-bad-function
+                       check=False)
+    if timed_out:
+        rc = None
+    subprocess.run(["systemctl", "reset-failed", runner_unit], capture_output=True,  # pylint: disable=ansible-bad-function
+                   check=False)
+    stderr, info = _strip_systemd_run(data["stderr"].decode("utf-8", "replace"))
+    launcher, status, obs = WI.split_stream(WI.records(data["stdout"]), spec["token"])
+    main = info.get("main", "")
+    timed_out = timed_out or _runtime_exceeded(info, status)
+    if SX.signal_number(main) == SX.SIGSYS:
+        rc = 128 + SX.SIGSYS
+    result = {"rc": rc, "stderr": stderr, "json_status": status, "timed_out": timed_out,
+              "left_behind": bool(report.get("left_behind")), "duration": round(time.time() - start, 3),
+              "systemd_result": info, "tree": _unit_tree(ledger, watcher.launcher, info, status),
+              "pid": watcher.launcher, "unit_failure": SX.unit_failure(main, launcher is not None, runner_unit)}
+    verdict = _verdict(full[:len(full) - 1] + ["<spec>"], result, obs, watcher.outside, spec, host, user, timeout,
+                       tool=argv[0], run_opts=argv[1:sep], trust=trust, payload=payload)
+    verdict["systemd_result"] = info
+    return verdict
+
+
+def _unit_tree(ledger: PT.Ledger, launcher: t.Optional[int], info: t.Mapping[str, str], status: Json) -> Json:
+    """The unit's tree as evidence: the ledger, not proven when the unit's cgroup was never found; systemd's own
+    report is kept but not judged (a stop that timed out after bwrap's exit-code can be leftovers, or, under
+    cgroup v1 after a PID namespace, systemd missing that the unit is empty: the cgroup itself was read)."""
+    tree = ledger.report()
+    if ledger.cgroup is None and launcher is not None:
+        tree["unreadable"] = True
+    tree["systemd_stop_timed_out"] = info.get("result") == "timeout" and "exit-code" in status
+    return tree
+
+
+def _runtime_exceeded(info: t.Mapping[str, str], status: Json) -> bool:
+    """Whether systemd-run's report means RuntimeMaxSec= was hit: result "timeout" with the main process
+    killed (by systemd) before bwrap's exit-code. The same result after the exit-code, or after a main
+    process that exited on its own, is only the stop timing out on processes left in the unit (a look-alike's
+    leftovers; under cgroup v1 systemd may also miss that the emptied unit is empty until the stop timeout)."""
+    return (info.get("result") == "timeout" and "exit-code" not in status
+            and not info.get("main", "").startswith("code=exited"))
+
+
+def bwrap_binary_findings(bwrap_path: t.Optional[str], runner: t.Any = B.default_runner,
+                          trust: t.Optional[Json] = None) -> t.List[Json]:
+    """The bwrap the probe runs, judged as a binary: not root-owned or writable by others, setuid. Always
+    reported, with or without a unit (the service-environment checks only exist when there is one). Whether
+    it is the packaged one is the probe's own finding (bwrap_trust: probe_bwrap_*), not bwrap_facts' warning."""
+    if not bwrap_path or not os.path.isabs(bwrap_path):
+        return []
+    try:
+        package = ((trust or {}).get("bwrap") or {}).get("package") if trust else B.package_facts(bwrap_path,
+                                                                                                  runner=runner)
+        info = dict(B.file_facts(bwrap_path), package=package or {})
+    except OSError:
+        return []
+    # Same messages as bwrap_facts, so that the audit (which reports both) shows each finding once.
+    return [d for d in FA.binary_diagnostics(info) if d["code"] not in ("bwrap_not_packaged", "bwrap_package_modified")]

@@ -1,0 +1,214 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The outside witness: while the payload waits on its stdin, the probe reads the payload's namespaces,
+mounts and interfaces from the host's /proc (observe_outside, _Watcher) and parses the run's stream
+(records, split_stream).
+
+Pure Python, no Ansible imports.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import json
+import os
+import typing as t
+
+from ..host import procfs as PF
+from . import payload as PL
+from . import proc_covers as PC
+from . import proctree as PT
+from .payload import Json
+
+
+# --------------------------------------------------------------------------- the outside witness
+def host_view(proc: str = "/proc") -> Json:
+    """The probe's own namespaces and mount table, read before the run. Run directly, this *is* the
+    parent context of bwrap (the probe starts bwrap without changing namespaces)."""
+    mounts = PF.read_mounts("self", proc)
+    status = PF.read_status("self", proc)
+    return {"ns": PL.host_namespaces(proc), "mounts": mounts if isinstance(mounts, list) else [],
+            "privileges": PF.privileges(status), "nspid": status.get("nspid") or [],
+            "from": "the probe (pid %d) that started bwrap" % os.getpid()}
+
+
+def observe_context(pid: int, proc: str = "/proc") -> Json:
+    """The parent context of bwrap in a transient unit: the namespaces and mount table of the unit's
+    process (pid), read from outside while it waits, before it executes bwrap."""
+    ns, how = PF.namespaces(pid, proc=proc)
+    mounts = PF.read_mounts(pid, proc)
+    status = PF.read_status(pid, proc)
+    return {"ns": ns, "mounts": mounts if isinstance(mounts, list) else [], "read_by": how,
+            "privileges": PF.privileges(status), "nspid": status.get("nspid") or [],
+            "from": "the unit's process (pid %s) before it ran bwrap" % pid}
+
+
+def observe_outside(launcher: t.Optional[int], child_pid: t.Optional[int], payload_argv: t.Sequence[str],
+                    proc: str = "/proc") -> Json:
+    """Read, from the host's /proc, what the kernel says about the payload process and about bwrap.
+
+    ``launcher``: the pid of the bwrap that was started (its own process: the parent context);
+    ``child_pid``: what bwrap's json-status says its sandboxed child is (None if it said nothing).
+    """
+    out: Json = {"launcher": launcher, "child_pid": child_pid, "child_ppid": None}
+    want = PF.cmdline_bytes(payload_argv)
+    pids: t.List[int] = []
+    if isinstance(child_pid, int) and child_pid > 0:
+        out["child_ppid"] = PF.read_status(child_pid, proc).get("ppid")
+        if PF.read_cmdline(child_pid, proc) == want:
+            pids = [child_pid]
+    if not pids:
+        pids = PF.find_processes(payload_argv, proc)
+    out["payload_pids"] = pids
+    out["payload_pid"] = pids[0] if len(pids) == 1 else None
+    if out["payload_pid"] is not None:
+        out["payload"] = _observe_payload(out["payload_pid"], child_pid, proc)
+    if isinstance(launcher, int) and launcher > 0:
+        links, how = PF.read_links(launcher, ["ns/" + k for k in PF.NS_KINDS] + ["exe"], proc)
+        ident = PT.exe_ident(launcher, proc)
+        out["parent"] = {"pid": launcher, "ns": dict((k, links["ns/" + k]) for k in PF.NS_KINDS),
+                         "exe": links["exe"], "exe_id": list(ident) if ident else None, "read_by": how,
+                         "mounts": PF.read_mounts(launcher, proc)}
+    return out
+
+
+def _observe_payload(pid: int, child_pid: t.Optional[int], proc: str) -> Json:
+    """The payload process (pid), from the host's /proc: ids, namespaces (and who else holds them), mount
+    table, interfaces, privileges, open descriptors, mapped files."""
+    st = PF.read_status(pid, proc)
+    ns, how = PF.namespaces(pid, proc=proc)
+    # who else is in the payload's namespaces (a "private" namespace holds the sandbox only)
+    targets = dict((k, v) for k, v in ns.items() if k != "pid" and not PF.is_error(v))
+    held, unreadable = PF.sharers(targets, [pid] + ([child_pid] if isinstance(child_pid, int) else []), proc)
+    # ... or keeps it alive for later (a bind of its nsfs inode, as "ip netns add" makes): host's table
+    for kind, points in PF.nsfs_binds(targets, proc).items():
+        held.setdefault(kind, []).extend("a bind of it at %s" % p for p in points)
+    return {"ppid": st.get("ppid"), "nspid": st.get("nspid") or [], "uid": (st.get("uid") or [None])[0],
+            "ns": ns, "read_by": how, "mounts": PF.read_mounts(pid, proc),
+            "interfaces": PF.interfaces(pid, proc), "privileges": PF.privileges(st),
+            "sharers": held, "sharers_unreadable": unreadable,
+            "fds": PF.open_files(pid, proc), "mapped": PF.mapped_files(pid, proc)}
+
+
+class _Watcher(object):
+    """The outside half of the handshake: once the payload has reported, read its evidence (while
+    it waits on stdin), then let it go."""
+
+    def __init__(self, token: str, payload_argv: t.Sequence[str], proc: str = "/proc",
+                 stdin: t.Optional[t.IO[bytes]] = None, unit: t.Optional[str] = None, go: str = "",
+                 ledger: t.Optional[PT.Ledger] = None) -> None:
+        self.token = token
+        self.go = go                # the one-time token that releases the payload, given only once it is verified
+        self.ledger = ledger        # the run's tree (proctree.Ledger): read again when the payload has reported
+        self.unit = unit            # systemd: the transient unit (its pids may be of a PID namespace of its own)
+        self.level: t.Optional[int] = None  # ... then the index of that namespace in its processes' NSpid
+        self.payload_argv = payload_argv
+        self.proc = proc
+        self.outside: t.Optional[Json] = None
+        self.launcher: t.Optional[int] = None
+        self.stdin = stdin          # systemd: the launcher waits for one line before it runs bwrap
+        self.context: t.Optional[Json] = None
+
+    def _done(self, objects: t.List[Json], status: Json, launcher: t.Optional[int]) -> bool:
+        if not any(o.get("metnos_probe") == self.token for o in objects):
+            return False
+        child = status.get("child-pid")
+        self.launcher = launcher
+        try:
+            self.outside = observe_outside(launcher, child if isinstance(child, int) and not isinstance(child, bool)
+                                           else None, self.payload_argv, self.proc)
+        except Exception as exc:   # never leave the payload waiting; nothing read is nothing proven
+            self.outside = {"launcher": launcher, "child_pid": child, "error": "%s: %s" % (type(exc).__name__, exc)}
+        if self.context is not None:
+            self.outside["context"] = self.context
+        if self.ledger is not None:
+            self.ledger.phase = PT.CHECKED
+            if self.ledger.poller is not None:
+                self.ledger.poller()
+        self._send((self.go + "\n").encode())
+        return True
+
+    def attach(self, proc: t.Any) -> None:
+        """Direct: the started process's stdin, the handshake's channel (only bwrap's tree holds its other end)."""
+        self.stdin = proc.stdin
+
+    def _send(self, data: bytes) -> None:
+        try:
+            if self.stdin is not None:
+                self.stdin.write(data)
+                self.stdin.flush()
+        except (OSError, ValueError):
+            pass
+
+    def _release_launcher(self, launcher: int) -> None:
+        """Read the unit's process (the parent context) and its cgroup (nothing else may be there yet) while
+        it waits, then let it run bwrap."""
+        try:
+            self.context = observe_context(launcher, self.proc)
+            own = PF.own_credentials(launcher, self.proc)
+            self.context["covers"] = PC.expected(own[0], own[1], "/proc/%d/root" % launcher) if own else None
+        except Exception as exc:
+            self.context = {"error": "%s: %s" % (type(exc).__name__, exc)}
+        if self.ledger is not None:
+            dirs = PT.unit_cgroup_dirs(launcher, self.proc)
+            self.ledger.cgroup = dirs[0] if dirs else None
+            self.ledger.set_before(PT.cgroup_pids(dirs[0]) if dirs else None, [launcher])
+        self._send(b"\n")
+
+    def direct(self, data: t.Dict[str, bytes], pid: int) -> bool:
+        _launcher, status, _obs = split_stream(records(data.get("status", b"")), self.token)
+        return self._done(records(data["stdout"]), status, pid)
+
+    def systemd(self, data: t.Dict[str, bytes], _pid: int) -> bool:
+        """The unit's launcher and bwrap's child-pid name pids of the unit's PID namespace: translated to this
+        /proc's before anything is read (PrivatePIDs=yes gives the unit a namespace of its own)."""
+        objects = records(data["stdout"])
+        said, status, _obs = split_stream(objects, self.token)
+        if self.context is None and self.stdin is not None and isinstance(said, int) and said > 0:
+            # not found in the unit (its cgroup unreadable): the number as said, as if the namespace were shared
+            self.launcher = self._host_pid(said, None) or said
+            self.level = len(PF.read_status(self.launcher, self.proc).get("nspid") or [0]) - 1
+            self._release_launcher(self.launcher)
+        if not any(o.get("metnos_probe") == self.token for o in objects):
+            return False
+        child = status.get("child-pid")
+        if isinstance(child, int) and not isinstance(child, bool) and self.level is not None:
+            status = dict(status, **{"child-pid": self._host_pid(child, self.level) or child})
+        return self._done(objects, status, self.launcher)
+
+    def _host_pid(self, pid: int, level: t.Optional[int]) -> t.Optional[int]:
+        if not self.unit:
+            return pid
+        return PF.unit_pid(pid, self.unit, level, self.proc)
+
+
+def records(data: t.Union[bytes, str]) -> t.List[Json]:
+    """The JSON objects of a stream, one per complete line (bwrap's status records, the launcher's and
+    the payload's lines); anything else on the stream - partial lines, noise - is skipped."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "replace")
+    out = []
+    for line in data.split(b"\n")[:-1]:
+        line = line.strip()
+        if line.startswith(b"{"):
+            try:
+                obj = json.loads(line.decode("utf-8", "replace"))
+            except ValueError:
+                continue
+            if isinstance(obj, dict):
+                out.append(obj)
+    return out
+
+
+def split_stream(objects: t.Iterable[Json], token: str) -> PL.Stream:
+    """Stream(launcher pid, merged bwrap status, payload record) from one stream of JSON objects."""
+    launcher: t.Optional[int] = None
+    status: Json = {}
+    obs: t.Optional[Json] = None
+    for obj in objects:
+        if obj.get("metnos_probe") == token:
+            obs = obs or obj
+        elif "launcher-pid" in obj and launcher is None:
+            launcher = obj["launcher-pid"] if isinstance(obj["launcher-pid"], int) else None
+        elif "metnos_probe" not in obj:
+            status.update(obj)
+    return PL.Stream(launcher, status, obs)
