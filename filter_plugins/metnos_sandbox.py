@@ -23,6 +23,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import sources as _sources
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as _manifest
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import model as MD
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as _profile
 
 
@@ -88,7 +89,7 @@ def metnos_manifest_source(item):
     else:
         raise AnsibleFilterError("metnos_manifest_source: expected a path or a mapping with file/manifest, got %s"
                                  % _diagnostics.excerpt(item))
-    return _manifest.transport(_manifest.FileSource(path))
+    return _manifest.transport(MD.FileSource(path))
 
 
 def metnos_capabilities(capabilities):
@@ -96,9 +97,9 @@ def metnos_capabilities(capabilities):
     if not isinstance(capabilities, list):
         raise AnsibleFilterError("metnos_capabilities: expected a list of capability strings, got %s"
                                  % type(capabilities).__name__)
-    if len(capabilities) > _manifest.MAX_CAPABILITIES:
+    if len(capabilities) > MD.MAX_CAPABILITIES:
         raise AnsibleFilterError("metnos_capabilities: %d capabilities; the limit is %d "
-                                 "(manifest_too_many_capabilities)" % (len(capabilities), _manifest.MAX_CAPABILITIES))
+                                 "(manifest_too_many_capabilities)" % (len(capabilities), MD.MAX_CAPABILITIES))
     out = []
     for index, text in enumerate(capabilities):
         cap, errors = _manifest.parse_capability(text, "capabilities[%d]" % index)

@@ -186,7 +186,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import checks as V
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import model as MD
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import python_roots as PYR
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import store
@@ -233,7 +233,7 @@ def main():
 
     # The one core path: the manifest (inline, or a file read on this host by the core) is
     # coerced, validated, rendered and checked by profile.render_safe.
-    source = M.FileSource(p["manifest_file"]) if p["manifest_file"] else p["manifest"]
+    source = MD.FileSource(p["manifest_file"]) if p["manifest_file"] else p["manifest"]
     status = envflags.status(B.which("bwrap", path_text), environment)
     invocation = dict((k, v) for k, v in (p["invocation"] or {}).items() if v is not None)
     result = P.render_safe(source, host, invocation, status, p["command"])

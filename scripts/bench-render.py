@@ -28,8 +28,9 @@ sys.path.insert(0, os.path.join(ROOT, "module_utils"))
 import yaml  # noqa: E402
 
 from metnos_sandbox.profile import host_context as HC
-from metnos_sandbox.profile import manifest as M  # noqa: E402
+from metnos_sandbox.profile import model as MD
 from metnos_sandbox.profile import profile as P  # noqa: E402
+from metnos_sandbox.profile import reader as RD
 
 
 def build_tree():
@@ -50,26 +51,26 @@ def worst_cases(base):
     files = {
         "billion_laughs_20_levels.yml": laughs,
         "max_size_flat_list.yml": "name: x\norigin: o\nx: [" + ",".join("a" for _ in range(4000)) + "]\n",
-        "max_size_one_scalar.yml": "name: x\norigin: o\nx: '" + "y" * (M.MAX_MANIFEST_BYTES - 40) + "'\n",
-        "max_size_comment.yml": "name: x\norigin: o\n#" + "y" * (M.MAX_MANIFEST_BYTES - 30) + "\n",
+        "max_size_one_scalar.yml": "name: x\norigin: o\nx: '" + "y" * (MD.MAX_MANIFEST_BYTES - 40) + "'\n",
+        "max_size_comment.yml": "name: x\norigin: o\n#" + "y" * (MD.MAX_MANIFEST_BYTES - 30) + "\n",
         "max_size_flow_mapping.yml": "{" + ",".join("k%d: v" % i for i in range(2000)) + "}\n",
         "max_size_json_keys.json": json.dumps(dict(("k%05d" % i, i) for i in range(4000))),
-        "deep_brackets_64k.yml": "[" * M.MAX_MANIFEST_BYTES,
+        "deep_brackets_64k.yml": "[" * MD.MAX_MANIFEST_BYTES,
         "deep_json_64k.json": "[" * 30000 + "]" * 30000,
         "ten_megabytes.yml": "name: x\norigin: o\n" + "#" * 10 * 1024 * 1024 + "\n",
         "max_caps_long_paths.yml": "name: x\norigin: o\ncapabilities:\n" + "".join(
-            "  - fs:read:/srv/%s%d\n" % ("a/" * 500, i) for i in range(M.MAX_CAPABILITIES)),
+            "  - fs:read:/srv/%s%d\n" % ("a/" * 500, i) for i in range(MD.MAX_CAPABILITIES)),
         "max_args_and_scopes.yml": "name: x\norigin: o\ncapabilities: [%s]\narguments:\n%s" % (
-            ", ".join("'fs:write:arg:a%d'" % i for i in range(M.MAX_ARGUMENTS)),
-            "".join("  a%d: {within: [%s]}\n" % (i, ", ".join("/srv/w%d/**" % j for j in range(M.MAX_SCOPES)))
-                    for i in range(M.MAX_ARGUMENTS))),
+            ", ".join("'fs:write:arg:a%d'" % i for i in range(MD.MAX_ARGUMENTS)),
+            "".join("  a%d: {within: [%s]}\n" % (i, ", ".join("/srv/w%d/**" % j for j in range(MD.MAX_SCOPES)))
+                    for i in range(MD.MAX_ARGUMENTS))),
     }
     out = []
     for name, text in files.items():
         path = os.path.join(base, name)
         with open(path, "w") as handle:
             handle.write(text)
-        out.append((name, lambda path=path: M.FileSource(path), {}))
+        out.append((name, lambda path=path: MD.FileSource(path), {}))
     shared = ["lol"] * 10
     for _ in range(9):
         shared = [shared] * 10
@@ -81,11 +82,11 @@ def worst_cases(base):
     pattern = "/srv/notes/" + "*a" * 40 + "b/**/" + "*a" * 40 + "c"
     out.append(("max_within_patterns", lambda: {
         "name": "x", "origin": "o",
-        "capabilities": ["fs:%s:arg:a%d" % (m, i) for m in ("read", "write") for i in range(M.MAX_ARGUMENTS)],
-        "arguments": dict(("a%d" % i, {"within": [pattern + str(j) for j in range(M.MAX_SCOPES)]})
-                          for i in range(M.MAX_ARGUMENTS))},
+        "capabilities": ["fs:%s:arg:a%d" % (m, i) for m in ("read", "write") for i in range(MD.MAX_ARGUMENTS)],
+        "arguments": dict(("a%d" % i, {"within": [pattern + str(j) for j in range(MD.MAX_SCOPES)]})
+                          for i in range(MD.MAX_ARGUMENTS))},
         {"arguments": dict(("a%d" % i, "/srv/notes/" + "a" * 500 + "/" + "a" * 400)
-                           for i in range(M.MAX_ARGUMENTS))}))
+                           for i in range(MD.MAX_ARGUMENTS))}))
     out.append(("max_invocation_values", lambda: {"name": "x", "origin": "o", "capabilities": ["fs:read:arg:p"],
                                                   "arguments": {"p": {"within": ["/srv/notes/**"]}}},
                 {"arguments": dict(("a%d" % i, "v" * 1024) for i in range(HC.MAX_INVOCATION_ARGUMENTS))}))
@@ -126,16 +127,16 @@ def hostile(seconds_note):
     from corpus import hostile_bwrap, hostile_tree
     base = tempfile.mkdtemp(prefix="metnos-bench-hostile-")
     _root, _host, entries = hostile_tree.materialize(base)
-    cases = [(e.id, (lambda path=path: M.FileSource(path)), inv, host) for e, path, host, inv in entries]
+    cases = [(e.id, (lambda path=path: MD.FileSource(path)), inv, host) for e, path, host, inv in entries]
     second = os.path.join(base, "second")
     os.makedirs(second)
     _root2, _host2, entries2 = hostile_bwrap.materialize(second)
-    cases += [(e.id, (lambda path=path: M.FileSource(path)), inv, host) for e, path, host, inv, _bw in entries2]
+    cases += [(e.id, (lambda path=path: MD.FileSource(path)), inv, host) for e, path, host, inv, _bw in entries2]
     count = len(cases)
     cases += [(name, factory, inv, _host) for name, factory, inv in worst_cases(base)]
     cases += chain_cases(base)
     P.render_safe({"name": "x", "origin": "o"}, HC.HostContext(_host))          # imports and caches warm
-    M.decode("a: 1\n")
+    RD.decode("a: 1\n")
     timed = []
     for name, factory, inv, host in cases:
         ctx = HC.HostContext(host)

@@ -50,7 +50,7 @@ def core(attribute, *names):
 
 
 D = core("make", "base.diagnostics", "diagnostics")
-M = core("FileSource", "profile.manifest", "manifest")
+M = core("FileSource", "profile.model", "manifest")
 P = core("render_safe", "profile.profile", "profile")
 HC = core("HostContext", "profile.host_context", "profile.profile", "profile")
 U = core("load_unit", "service.systemd_unit", "systemd_unit")

@@ -23,6 +23,7 @@ import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import model as MD
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from conftest import run_playbook
 from corpus import hostile_tree
@@ -119,7 +120,7 @@ def ran(tmp_path_factory):
 
 
 def core(path, host, inv):
-    prof = P.render_safe(M.FileSource(path), HC.HostContext(host), inv, ACTIVE)
+    prof = P.render_safe(MD.FileSource(path), HC.HostContext(host), inv, ACTIVE)
     return prof["decision"], prof["refusal"]
 
 
@@ -157,6 +158,6 @@ def test_role_path_needs_no_yaml_on_the_host(ran):
     """What the filter hands over is plain JSON data (a mapping or the core's refusal record)."""
     entries = ran[0]
     for _entry, path, _host, _inv in entries:
-        handed = M.transport(M.FileSource(path))
+        handed = M.transport(MD.FileSource(path))
         assert isinstance(handed, dict)
         json.dumps(handed)

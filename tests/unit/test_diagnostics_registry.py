@@ -11,8 +11,9 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audi
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import model as MD
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import reader as RD
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env as S
 from conftest import ROOT
 
@@ -221,14 +222,14 @@ def test_unit_not_found_has_one_builder():
 
 def test_a_missing_manifest_file_has_its_own_code(tmp_path):
     missing = str(tmp_path / "absent.yml")
-    with pytest.raises(M.ManifestError) as err:
-        M.read_file(missing)
+    with pytest.raises(MD.ManifestError) as err:
+        RD.read_file(missing)
     assert err.value.diagnostics[0]["code"] == "manifest_missing"
-    prof = P.render_safe(M.FileSource(missing), HC.HostContext(), {})
+    prof = P.render_safe(MD.FileSource(missing), HC.HostContext(), {})
     assert prof["decision"] == "refused" and prof["refusal"] == "manifest_missing"
     unreadable = tmp_path / "dir.yml"
     unreadable.mkdir()
-    assert P.render_safe(M.FileSource(str(unreadable)), HC.HostContext(), {})["refusal"] == "manifest_parse_error"
+    assert P.render_safe(MD.FileSource(str(unreadable)), HC.HostContext(), {})["refusal"] == "manifest_parse_error"
 
 
 def test_one_host_report_lists_a_finding_once(monkeypatch):

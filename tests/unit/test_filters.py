@@ -5,7 +5,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import model as MD
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from helpers import faces
 
@@ -51,7 +51,7 @@ def test_manifest_source_parses_on_the_controller(tmp_path):
     bad = tmp_path / "bad.yml"
     bad.write_bytes(b"name: caf\xe9\n")
     record = F.metnos_manifest_source(str(bad))
-    assert record[M.REFUSAL_KEY]["code"] == "manifest_not_utf8"
+    assert record[MD.REFUSAL_KEY]["code"] == "manifest_not_utf8"
     assert P.render_safe(record, HC.HostContext())["refusal"] == "manifest_not_utf8"
     broken = tmp_path / "broken.yml"
     broken.write_text("name: [unclosed\n")

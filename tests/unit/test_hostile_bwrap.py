@@ -16,6 +16,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import probe as PR
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import model as MD
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from corpus import hostile_bwrap as H
 from helpers import faces
@@ -53,7 +54,7 @@ def decide(prof):
 
 def core(path, host, inv, bwrap):
     with _Watchdog():
-        return P.render_safe(M.FileSource(path), HC.HostContext(host), inv, status(bwrap))
+        return P.render_safe(MD.FileSource(path), HC.HostContext(host), inv, status(bwrap))
 
 
 def test_the_set_covers_every_class():
@@ -98,7 +99,7 @@ def test_every_face_gives_the_core_decision(corpus, entry_id, tmp_path):
         json.dumps(probe, ensure_ascii=False).encode("utf-8")
     plain = decide(core(path, host, {}, bwrap))
     with _Watchdog():
-        drift = A.profile_drift([M.transport(M.FileSource(path))], host, str(tmp_path), status(bwrap))
+        drift = A.profile_drift([M.transport(MD.FileSource(path))], host, str(tmp_path), status(bwrap))
     assert (drift[0].get("refusal") or drift[0]["decision"]) == plain
 
 

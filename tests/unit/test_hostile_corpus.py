@@ -28,6 +28,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import probe as PR
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import model as MD
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from corpus import hostile_manifests as H
 from corpus import hostile_tree
@@ -81,7 +82,7 @@ def decide(prof):
 
 def core(path, host, inv):
     with _Watchdog():
-        return P.render_safe(M.FileSource(path), HC.HostContext(host), inv, ACTIVE)
+        return P.render_safe(MD.FileSource(path), HC.HostContext(host), inv, ACTIVE)
 
 
 def test_corpus_is_large_and_covers_the_rules():
@@ -120,7 +121,7 @@ def test_every_face_gives_the_core_decision(corpus, entry_id, tmp_path):
     assert (probe["profile"]["decision"], errors[0]) == want and probe["passed"] is False
     want_plain = decide(core(path, host, {}))        # the audit renders without an invocation
     with _Watchdog():
-        drift = A.profile_drift([M.transport(M.FileSource(path))], host, str(tmp_path), ACTIVE)
+        drift = A.profile_drift([M.transport(MD.FileSource(path))], host, str(tmp_path), ACTIVE)
     assert (drift[0]["decision"], drift[0].get("refusal")) == want_plain
 
 

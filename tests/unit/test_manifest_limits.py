@@ -7,10 +7,13 @@ import os
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import globs as GL
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import granters as GR
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import model as MD
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import reader as RD
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import store
 
 LAUGHS = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
@@ -19,19 +22,19 @@ LAUGHS = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
 
 
 def refusal(call):
-    with pytest.raises(M.ManifestError) as err:
+    with pytest.raises(MD.ManifestError) as err:
         call()
     return err.value.diagnostics[0]
 
 
 def test_alias_expansion_counted_before_it_happens():
     """The decoder itself refuses (the filters hand its output to Ansible, which would expand it)."""
-    assert refusal(lambda: M.decode(LAUGHS))["code"] == "manifest_too_many_nodes"
+    assert refusal(lambda: RD.decode(LAUGHS))["code"] == "manifest_too_many_nodes"
     record = M.transport(LAUGHS)
-    assert record[M.REFUSAL_KEY]["code"] == "manifest_too_many_nodes"
+    assert record[MD.REFUSAL_KEY]["code"] == "manifest_too_many_nodes"
     assert P.render_safe(record, HC.HostContext())["refusal"] == "manifest_too_many_nodes"
-    assert refusal(lambda: M.decode("a: &a [*a]\n"))["code"] == "manifest_too_many_nodes"
-    small = M.decode("a: &a [x, y]\nb: [*a, *a]\nname: n\n")          # aliases within the limit are fine
+    assert refusal(lambda: RD.decode("a: &a [*a]\n"))["code"] == "manifest_too_many_nodes"
+    small = RD.decode("a: &a [x, y]\nb: [*a, *a]\nname: n\n")          # aliases within the limit are fine
     assert small["b"] == [["x", "y"], ["x", "y"]]
 
 
@@ -58,18 +61,18 @@ def test_object_graphs_with_shared_or_cyclic_references():
     (b"\xff", "manifest_not_utf8"),
 ])
 def test_decoder_refusals(text, code):
-    assert refusal(lambda: M.decode(text))["code"] == code
+    assert refusal(lambda: RD.decode(text))["code"] == code
 
 
 def test_depth_limit_is_exact():
-    ok = "x: " + "[" * (M.MAX_DEPTH - 1) + "]" * (M.MAX_DEPTH - 1) + "\n"
-    M.decode(ok)
-    deep = "x: " + "[" * M.MAX_DEPTH + "]" * M.MAX_DEPTH + "\n"
-    assert refusal(lambda: M.decode(deep))["code"] == "manifest_too_deep"
+    ok = "x: " + "[" * (MD.MAX_DEPTH - 1) + "]" * (MD.MAX_DEPTH - 1) + "\n"
+    RD.decode(ok)
+    deep = "x: " + "[" * MD.MAX_DEPTH + "]" * MD.MAX_DEPTH + "\n"
+    assert refusal(lambda: RD.decode(deep))["code"] == "manifest_too_deep"
 
 
 def test_values_keep_their_text():
-    data = M.decode("name: x\norigin: o\nrevision: 2020-01-01\nother: 1000\n")
+    data = RD.decode("name: x\norigin: o\nrevision: 2020-01-01\nother: 1000\n")
     assert data["revision"] == "2020-01-01" and data["other"] == 1000
 
 
@@ -78,7 +81,7 @@ def test_values_keep_their_text():
 def test_numbers_two_yaml_versions_read_differently_are_refused(number):
     """``revision: 1_2`` is 12 for YAML 1.1 (PyYAML) and the string "1_2" for YAML 1.2 and JSON
     readers: the signed manifest would mean two things, so it is refused (quote it)."""
-    got = refusal(lambda: M.decode("name: x\norigin: o\nrevision: %s\n" % number))
+    got = refusal(lambda: RD.decode("name: x\norigin: o\nrevision: %s\n" % number))
     assert got["code"] == "manifest_yaml_unsupported", got
     assert number in got["message"] and "quote it" in got["message"]
 
@@ -143,13 +146,13 @@ def test_mail_accounts_match_whole_names(tmp_path):
 def test_read_file_is_bounded_and_regular(tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    assert refusal(lambda: M.read_file(str(fifo)))["code"] == "manifest_parse_error"      # never blocks
-    assert refusal(lambda: M.read_file("/dev/zero"))["code"] == "manifest_parse_error"
+    assert refusal(lambda: RD.read_file(str(fifo)))["code"] == "manifest_parse_error"      # never blocks
+    assert refusal(lambda: RD.read_file("/dev/zero"))["code"] == "manifest_parse_error"
     big = tmp_path / "big"
-    big.write_bytes(b"#" * (M.MAX_MANIFEST_BYTES + 1))
+    big.write_bytes(b"#" * (MD.MAX_MANIFEST_BYTES + 1))
     link = tmp_path / "link"
     link.symlink_to(big)
-    assert refusal(lambda: M.read_file(str(link)))["code"] == "manifest_too_large"
+    assert refusal(lambda: RD.read_file(str(link)))["code"] == "manifest_too_large"
 
 
 def test_store_is_the_one_format(tmp_path):
@@ -176,6 +179,6 @@ def test_within_component_match_is_fnmatch_without_regular_expressions():
     for _ in range(5000):
         pat = "".join(rng.choice("ab.[]!-*?xc") for _ in range(rng.randint(0, 7)))
         name = "".join(rng.choice("ab.[]!-xc") for _ in range(rng.randint(0, 7)))
-        assert M._component_match(name, pat, [10 ** 9]) is fnmatch.fnmatchcase(name, pat), (pat, name)
-    assert M._component_match("a" * 1000, "*a" * 400 + "b", [1000]) is None
-    assert M.glob_covers(["x"], ["{a,b}" * 7]) is None                    # 128 alternatives > 64
+        assert GL._component_match(name, pat, [10 ** 9]) is fnmatch.fnmatchcase(name, pat), (pat, name)
+    assert GL._component_match("a" * 1000, "*a" * 400 + "b", [1000]) is None
+    assert GL.glob_covers(["x"], ["{a,b}" * 7]) is None                    # 128 alternatives > 64

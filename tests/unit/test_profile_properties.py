@@ -6,6 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import globs as GL
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
@@ -71,10 +72,10 @@ def allowed_roots(root, manifest, invocation, host):
     for cap in manifest["capabilities"]:
         if cap.startswith("fs:") and ":arg:" not in cap:
             # mounts use the resolved source (issue 10): the scope as written and as resolved
-            allowed.append(M.glob_root(cap.split(":", 2)[2]))
-            allowed.append(os.path.realpath(M.glob_root(cap.split(":", 2)[2])))
+            allowed.append(GL.glob_root(cap.split(":", 2)[2]))
+            allowed.append(os.path.realpath(GL.glob_root(cap.split(":", 2)[2])))
     if any(":arg:" in c for c in manifest["capabilities"]):
-        allowed.append(os.path.realpath(M.glob_root(manifest["arguments"]["p"]["within"][0])))
+        allowed.append(os.path.realpath(GL.glob_root(manifest["arguments"]["p"]["within"][0])))
     allowed += [str(root / "integrations/p1"), str(root / "creds/mail/work.json"), str(root / "res/sheets"),
                 str(root / "idx/docs")]
     if invocation.get("sender") == "alice":
@@ -108,7 +109,7 @@ def test_properties(tree, data):
             assert not under(m["src"], list(HC.SYSTEM_TREES)), m
         own = [p for p in m["provenance"] if "covers" not in p]   # not merged into from a child
         if own and all(p["rule"] == "R-ARG-1" for p in own):
-            bound = os.path.realpath(M.glob_root(manifest["arguments"]["p"]["within"][0]))
+            bound = os.path.realpath(GL.glob_root(manifest["arguments"]["p"]["within"][0]))
             assert under(m["src"], [bound]), (m, bound)      # an arg: never widens
     needs_net = any(c.split(":")[0] in ("net", "network", "provider", "skill", "mail")
                     or c == "system:read:network_interfaces" for c in manifest["capabilities"])

@@ -11,6 +11,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import granters as GR
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import model as MD
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import undo as UN
 from helpers.fake_host import host_dict
@@ -456,7 +457,7 @@ def test_system_undo_reserved(tree):
     ({"name": "x", "origin": "o", "digest": "md5:abc"}, "manifest_invalid", "digest"),
 ])
 def test_manifest_rejections_name_field_and_code(data, code, field):
-    with pytest.raises(M.ManifestError) as err:
+    with pytest.raises(MD.ManifestError) as err:
         M.from_dict(data)
     diag = err.value.diagnostics[0]
     assert diag["code"] == code and diag["details"]["field"] == field
@@ -464,11 +465,11 @@ def test_manifest_rejections_name_field_and_code(data, code, field):
 
 
 def test_manifest_not_utf8_and_parse_errors():
-    with pytest.raises(M.ManifestError) as err:
-        M.loads(b"name: caf\xe9\norigin: o\n", source="m.yml")
+    with pytest.raises(MD.ManifestError) as err:
+        M.coerce(b"name: caf\xe9\norigin: o\n", "m.yml")
     assert err.value.diagnostics[0]["code"] == "manifest_not_utf8"
-    with pytest.raises(M.ManifestError) as err:
-        M.loads("name: [unclosed", source="m.yml")
+    with pytest.raises(MD.ManifestError) as err:
+        M.coerce("name: [unclosed", "m.yml")
     assert err.value.diagnostics[0]["code"] == "manifest_parse_error"
     prof = P.render_safe(b"\xff\xfe", HC.HostContext())
     assert prof["decision"] == "refused" and prof["refusal"] == "manifest_not_utf8"
@@ -478,7 +479,7 @@ def test_manifest_yaml_json_and_flow_forms():
     for text in ('{"name": "x", "origin": "o", "capabilities": ["net:a"]}',
                  "{'name': 'x', 'origin': 'o', 'capabilities': ['net:a']}",
                  "name: x\norigin: o\ncapabilities: [net:a]\n"):
-        assert M.loads(text).capabilities[0].kind == "network"
+        assert M.coerce(text).capabilities[0].kind == "network"
 
 
 def test_host_context_rejects_unknown_keys_and_relative_paths():
@@ -494,7 +495,7 @@ def test_every_example_manifest_loads_and_renders():
     assert len(names) >= 9
     kinds = set()
     for name in names:
-        m = M.load(os.path.join(examples, name))
+        m = M.coerce(MD.FileSource(os.path.join(examples, name)))
         kinds.update(c.kind for c in m.capabilities)
         prof = P.render(m, HC.HostContext(), {"sender": "alice", "turn_id": "t1"}, ACTIVE)
         assert prof["decision"] in ("wrapped", "refused")
@@ -506,9 +507,9 @@ def test_every_kind_of_the_grammar_has_a_granter_or_a_documented_reason():
     """The grammar (manifest.Kind) and the renderer (profile._GRANTERS) share one set of kinds: a kind
     the grammar accepts either grants through its table entry, or is one of the two kinds that grant
     no mount (network: the host network only; undo: the pinned broker, decided before any grant)."""
-    assert set(GR._GRANTERS) | {M.Kind.NETWORK, M.Kind.UNDO} == set(M.KINDS)
-    assert not set(GR._GRANTERS) & {M.Kind.NETWORK, M.Kind.UNDO}
+    assert set(GR._GRANTERS) | {MD.Kind.NETWORK, MD.Kind.UNDO} == set(MD.KINDS)
+    assert not set(GR._GRANTERS) & {MD.Kind.NETWORK, MD.Kind.UNDO}
     parsed = [M.parse_capability(text).capability for text in (
         "fs:read:/srv/x", "metnos:read:sheets", "index:read:docs", "systemd:read", "system:read",
         "provider:access:cal", "skill:cal", "mail:read:bob", "dialog.user_input", "net:a", "system:undo")]
-    assert sorted(set(c.kind for c in parsed)) == sorted(M.KINDS)
+    assert sorted(set(c.kind for c in parsed)) == sorted(MD.KINDS)

@@ -29,8 +29,10 @@ from typing import (
 
 from ..base import diagnostics as D
 from ..base import paths as PA
-from . import manifest as M
-from .manifest import Capability, Diag, Kind, Manifest, glob_root
+from . import globs as GL
+from . import model as MD
+from .globs import glob_root
+from .model import Capability, Kind, Manifest
 
 if TYPE_CHECKING:                     # annotations only (Python 3.10+ at check time; hosts run 3.8+)
     from typing import TypeGuard
@@ -118,19 +120,19 @@ def shell_join(argv: Sequence[str]) -> str:
     return " ".join(_quote(a) for a in argv)
 
 
-def _bounded(diags: List[Diag]) -> List[Diag]:
+def _bounded(diags: List[D.Diagnostic]) -> List[D.Diagnostic]:
     """At most MAX_DIAGNOSTICS diagnostics per profile, errors first; the rest are counted in the
     last one's message (a manifest of 128 refused paths gets a short answer)."""
     diags = D.sort(diags)
-    if len(diags) <= M.MAX_DIAGNOSTICS:
+    if len(diags) <= MD.MAX_DIAGNOSTICS:
         return diags
-    more = len(diags) - M.MAX_DIAGNOSTICS
-    kept = diags[:M.MAX_DIAGNOSTICS]
+    more = len(diags) - MD.MAX_DIAGNOSTICS
+    kept = diags[:MD.MAX_DIAGNOSTICS]
     kept[-1] = D.amend(kept[-1], "more_diagnostics", count=more)
     return kept
 
 
-def refused(name: Optional[str], diags: List[Diag], decision: str = "refused") -> HC.Result:
+def refused(name: Optional[str], diags: List[D.Diagnostic], decision: str = "refused") -> HC.Result:
     errors = [d for d in diags if d["severity"] == D.ERROR]
     return {"executor": name, "decision": decision, "refusal": errors[0]["code"] if errors else None,
             "argv": None, "command_line": None, "mounts": [], "namespaces": [],
@@ -157,8 +159,8 @@ class _Render(object):
         self.invocation = invocation
         self.own = own_dir            # the executor's own folder (lexical)
         self.mounts = _Mounts()
-        self.diags: List[Diag] = []
-        self.glob_steps = [M.MAX_GLOB_STEPS]     # every 'within' pattern match of this render shares it
+        self.diags: List[D.Diagnostic] = []
+        self.glob_steps = [GL.MAX_GLOB_STEPS]     # every 'within' pattern match of this render shares it
 
     def refuse(self, code: str, wording: str, fill: Mapping[str, Any], **ctx: Any) -> None:
         """A refusal: the code's registered ``wording``, its placeholders from ``fill``."""
@@ -355,7 +357,7 @@ def _arg_value_ok(r: _Render, field: str, value: Any) -> bool:
     if not isinstance(value, str) or not value or len(value) > HC.MAX_ARG_VALUE or value.startswith("~"):
         r.refuse("arg_value_invalid", "not_path", {"value": D.excerpt(value), "limit": HC.MAX_ARG_VALUE}, field=field)
         return False
-    if M.has_control(value):
+    if MD.has_control(value):
         r.refuse("scope_nul", "arg", {"value": D.excerpt(value)}, field=field)
         return False
     return True
@@ -371,8 +373,8 @@ def _arg_inside(r: _Render, field: str, value: str, lexical: str, scopes: List[_
     if not inside:
         hard = any(ok is None for _scope, ok in covered)
         r.refuse("arg_escapes_scope", "outside_hard" if hard else "outside", {
-            "path": lexical, "within": D.excerpt(", ".join(within), 300), "alternatives": M.MAX_GLOB_ALTERNATIVES,
-            "steps": M.MAX_GLOB_STEPS}, field=field, value=D.excerpt(value))
+            "path": lexical, "within": D.excerpt(", ".join(within), 300), "alternatives": GL.MAX_GLOB_ALTERNATIVES,
+            "steps": GL.MAX_GLOB_STEPS}, field=field, value=D.excerpt(value))
         return None
     try:
         real = HC._realpath(lexical)
@@ -401,7 +403,7 @@ def _covers(path: str, root: str, pattern: List[str], steps: List[int]) -> Optio
     if not pattern:
         return True
     rest = path[len(root):].strip("/") if root != "/" else path.strip("/")
-    return M.glob_covers(rest.split("/") if rest else [], pattern, steps)
+    return GL.glob_covers(rest.split("/") if rest else [], pattern, steps)
 
 
 def _mount_configured(r: _Render, cap: Capability, key: str, path: str, mode: str, rule: str) -> None:
@@ -584,7 +586,7 @@ def _component(value: Any) -> TypeGuard[str]:
     return isinstance(value, str) and HC._COMPONENT.fullmatch(value) is not None
 
 
-def check_invocation(invocation: Any) -> List[Diag]:
+def check_invocation(invocation: Any) -> List[D.Diagnostic]:
     """The invocation is data too: a mapping of arguments/turn_id/sender, bounded. Returns diagnostics."""
     if invocation is None:
         return []

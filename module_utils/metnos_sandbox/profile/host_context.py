@@ -28,10 +28,9 @@ from typing import (
 from ..base import diagnostics as D
 from ..base import paths as PA
 from ..host import bwrap as B
-from . import manifest as M
+from . import model as MD
 from . import mountmodel as MM
 from . import mounts as MT
-from .manifest import Diag
 
 Invocation = Dict[str, Any]
 Result = Dict[str, Any]          # a profile as every face returns it (see render)
@@ -63,7 +62,7 @@ MAX_UNDO_FILE_BYTES = 8 * 1024 * 1024
 MAX_UNDO_TOTAL_BYTES = 32 * 1024 * 1024
 MAX_UNDO_ENTRIES = 256
 MAX_INVOCATION_ARGUMENTS = 64
-MAX_ARG_VALUE = M.MAX_STRING
+MAX_ARG_VALUE = MD.MAX_STRING
 _COMPONENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}")
 _HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}")
 _CRED_EXT = re.compile(r"[A-Za-z0-9]{1,16}")
@@ -176,7 +175,7 @@ class _Trees(NamedTuple):
 
 class _BaseState(NamedTuple):
     mounts: List[BaseMount]
-    refusals: List[Diag]
+    refusals: List[D.Diagnostic]
 
 
 class _Candidate(NamedTuple):
@@ -194,7 +193,7 @@ class _BaseIndex(NamedTuple):
 
 
 def _abs_clean(key: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.startswith("/") or len(value) > 4096 or M.has_control(value):
+    if not isinstance(value, str) or not value.startswith("/") or len(value) > 4096 or MD.has_control(value):
         raise ContextError("host.%s must be an absolute path without control characters, got %s"
                            % (key, D.excerpt(value)))
     return _norm(str.__str__(value))
@@ -454,7 +453,7 @@ class HostContext(object):
         readable); nothing at, below or above a read-only base tree is writable.
         Returns a Problem whose kind is control/forbidden/broad/reserved/readonly/shared/alias."""
         t = self.trees()
-        if M.has_control(path):
+        if MD.has_control(path):
             return Problem("control", "%s contains control or format characters" % D.excerpt(path))
         if t.forbidden.under(path):
             root = t.forbidden.which(path, related=False)[0].root
@@ -514,7 +513,7 @@ class HostContext(object):
         (BaseMount: kind, src, dest, rule, source). Refused host paths: base_refusals()."""
         return self._base_state().mounts
 
-    def base_refusals(self) -> List[Diag]:
+    def base_refusals(self) -> List[D.Diagnostic]:
         """host_path_refused diagnostics for base paths that cannot be mounted safely."""
         return self._base_state().refusals
 
@@ -530,7 +529,7 @@ class HostContext(object):
         if self._base is not None:
             return self._base
         out: List[BaseMount] = []
-        refusals: List[Diag] = []
+        refusals: List[D.Diagnostic] = []
         if not self.mount_table().complete:
             refusals.append(D.make("host_path_refused", host_key="(mount table)", path=MT.MOUNTINFO,
                                    wording="mount_table", fill={"limit": MT.MAX_MOUNTINFO_BYTES}))
@@ -561,7 +560,7 @@ class HostContext(object):
         self._base = _BaseState(out, refusals)
         return self._base
 
-    def _reserved_in_system(self, system: List[str]) -> List[Diag]:
+    def _reserved_in_system(self, system: List[str]) -> List[D.Diagnostic]:
         """Every sandbox mounts the system paths whole: a reserved tree inside one would be readable by
         every executor, whatever its capabilities (judged as written, resolved and through bind mounts)."""
         refusals = []
@@ -656,9 +655,9 @@ _UNRESOLVABLE = {"links": "%s: resolving it follows more than 40 symbolic links 
                  "budget": "%s: resolving it exceeds this render's budget of 100,000 path lookups"}
 
 
-def host_refusal(key: str, path: Any, problem: Problem) -> Diag:
-    diag: Diag = D.make("host_path_refused", wording="host_key", fill={"problem": problem.text}, host_key=key,
-                        path=D.excerpt(path))
+def host_refusal(key: str, path: Any, problem: Problem) -> D.Diagnostic:
+    diag: D.Diagnostic = D.make("host_path_refused", wording="host_key", fill={"problem": problem.text}, host_key=key,
+                                path=D.excerpt(path))
     return diag
 
 

@@ -25,9 +25,9 @@ from ..base import paths as PA
 from . import descriptors as DS
 from . import granters as GR
 from . import host_context as HC
-from . import manifest as M
+from . import model as MD
 from . import mountmodel as MM
-from .manifest import Manifest
+from .model import Manifest
 
 # ------------------------------------------------------------------ the final check (defence in depth)
 
@@ -154,7 +154,7 @@ def check_invariants(argv: List[str], manifest: Manifest, host: HC.HostContext, 
         sep = argv.index("--")
     except ValueError:
         return ["no '--' before the command"]
-    if M.has_control(" ".join(argv)):
+    if MD.has_control(" ".join(argv)):
         return ["an argv element contains control characters"]
     base = host.base_index()
     named = dict((int(d["fd"]), str(d["path"])) for d in descriptors or [])

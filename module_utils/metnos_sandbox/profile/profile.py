@@ -36,9 +36,10 @@ from . import granters as GR
 from . import host_context as HC
 from . import invariants as INV
 from . import manifest as M
+from . import model as MD
 from . import mountmodel as MM
 from . import undo as UN
-from .manifest import Kind, Manifest, ManifestError
+from .model import Kind, Manifest, ManifestError
 
 
 # ------------------------------------------------------------------ render
@@ -246,7 +247,7 @@ def render_safe(manifest_source: Any, host: HC.HostContext, invocation: Optional
         manifest = M.coerce(manifest_source)
     except ManifestError as exc:
         name = manifest_source.get("name") if isinstance(manifest_source, dict) else None
-        prof = GR.refused(name if isinstance(name, str) and M._NAME.fullmatch(name) else None, exc.diagnostics)
+        prof = GR.refused(name if isinstance(name, str) and MD._NAME.fullmatch(name) else None, exc.diagnostics)
     else:
         prof = render(manifest, host, invocation, status, command)
     if preview:

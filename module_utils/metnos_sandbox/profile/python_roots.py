@@ -21,7 +21,7 @@ from typing import (
 )
 
 from . import host_context as HC
-from . import manifest as M
+from . import model as MD
 
 # Asked of the runtime's interpreter: its sys.path, and the installation it really runs from (the
 # prefixes, the stdlib and site folders, the folder of libpython and the libpython it has mapped, the
@@ -55,7 +55,7 @@ def _folders(paths: Any) -> List[str]:
     if not isinstance(paths, list):
         return []
     return sorted(set(HC._norm(p) for p in paths if isinstance(p, str) and p.startswith("/")
-                      and not M.has_control(p) and os.path.isdir(p)))[:HC.MAX_HOST_LIST]
+                      and not MD.has_control(p) and os.path.isdir(p)))[:HC.MAX_HOST_LIST]
 
 
 def discover_python(python: Optional[str], runner: Callable[[List[str]], Tuple[int, str, str]]) -> PythonFound:

@@ -22,7 +22,7 @@ from typing import (
 from ..base import diagnostics as D
 from . import granters as GR
 from . import host_context as HC
-from .manifest import Manifest
+from .model import Manifest
 
 
 # ------------------------------------------------------------------ R-FAIL-2: the pinned undo broker

@@ -25,7 +25,6 @@ from ..host import procfs as PF
 from . import systemd_unit as U
 from . import unit_context as UC
 
-Diag = Dict[str, Any]           # a diagnostics.make() entry
 User = Dict[str, Any]           # resolve_service_user(): name, uid, gid, groups, home, dynamic
 Params = Mapping[str, Any]      # a unit's address: unit, scope, user, mode, root (see gather())
 
@@ -159,24 +158,24 @@ CONDITIONAL_CODES = {
 
 def _restriction(code: str, unit: str, directive: str, fill: Mapping[str, Any], relax: Optional[str],
                  severity: Optional[str] = None, relax_note: Optional[str] = None,
-                 wording: str = "seen") -> Diag:
+                 wording: str = "seen") -> D.Diagnostic:
     """A restriction diagnostic; ``relax`` is the smallest drop-in line that lets bwrap work (or
     None with ``relax_note`` saying why a drop-in cannot); ``fill`` and ``wording`` make the message from
     the code's registered templates."""
-    diag: Diag = D.make(code, unit=unit, directive=directive, fill=fill, wording=wording, severity=severity,
-                        relax=relax, relax_note=relax_note or "No drop-in can relax it; change the unit.",
-                        variant="dropin" if relax else "no_dropin")
+    diag: D.Diagnostic = D.make(code, unit=unit, directive=directive, fill=fill, wording=wording, severity=severity,
+                                relax=relax, relax_note=relax_note or "No drop-in can relax it; change the unit.",
+                                variant="dropin" if relax else "no_dropin")
     return diag
 
 
 def restriction_diagnostics(settings: Mapping[str, Any], unit: str,
-                            bwrap_info: Optional[Mapping[str, Any]] = None) -> List[Diag]:
+                            bwrap_info: Optional[Mapping[str, Any]] = None) -> List[D.Diagnostic]:
     """The unit's directives that break bwrap inside the service (measured: docs/unit-directives.md),
     each with the smallest drop-in line that lets bwrap work."""
     return _confinement_diagnostics(settings, unit) + _privilege_diagnostics(settings, unit, bwrap_info)
 
 
-def _confinement_diagnostics(settings: Mapping[str, Any], unit: str) -> List[Diag]:
+def _confinement_diagnostics(settings: Mapping[str, Any], unit: str) -> List[D.Diagnostic]:
     """Namespaces, system calls, address families and /proc the unit denies bwrap."""
     out = []
     ns = allowed_namespaces(settings.get("RestrictNamespaces"))
@@ -207,7 +206,7 @@ def _confinement_diagnostics(settings: Mapping[str, Any], unit: str) -> List[Dia
 
 
 def _privilege_diagnostics(settings: Mapping[str, Any], unit: str,
-                           bwrap_info: Optional[Mapping[str, Any]]) -> List[Diag]:
+                           bwrap_info: Optional[Mapping[str, Any]]) -> List[D.Diagnostic]:
     """RestrictSUIDSGID=/DynamicUser= (openat2) and NoNewPrivileges against a setuid bwrap."""
     out = []
     info = bwrap_info or {}
@@ -327,7 +326,7 @@ def _dir_problem(directory: str) -> Optional[str]:
         current = os.path.dirname(current)
 
 
-def path_diagnostics(path_text: str, resolved: Optional[str], unit: str, cwd: str = "/") -> List[Diag]:
+def path_diagnostics(path_text: str, resolved: Optional[str], unit: str, cwd: str = "/") -> List[D.Diagnostic]:
     """Empty/relative entries, and directories up to (and including) the one bwrap resolves in that
     someone other than root can write to (binary shadowing)."""
     out = []
@@ -492,7 +491,7 @@ def _derive(ev: Evaluation) -> _View:
                  envflags.status(pred_resolved, predicted))
 
 
-def _execstart_diagnostics(ev: Evaluation, v: _View) -> List[Diag]:
+def _execstart_diagnostics(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
     unit, env = ev.unit, ev.gathered.env
     diags = []
     for item in v.effects:
@@ -533,10 +532,10 @@ def _live_origin(effects: Sequence[Mapping[str, Any]], need_reload: bool) -> str
             "program sets it)")
 
 
-def _live_diagnostics(ev: Evaluation, v: _View) -> List[Diag]:
+def _live_diagnostics(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
     """The running process against the configuration: the live process is the authority."""
     unit, live, predicted, resolved = ev.unit, ev.gathered.live, v.predicted, v.pred_resolved
-    diags: List[Diag] = []
+    diags: List[D.Diagnostic] = []
     if live is None:
         return diags
     if live["env"] is None:
@@ -574,7 +573,7 @@ def _live_diagnostics(ev: Evaluation, v: _View) -> List[Diag]:
     return diags
 
 
-def _missing_bwrap(ev: Evaluation, v: _View) -> List[Diag]:
+def _missing_bwrap(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
     """bwrap does not resolve through the service's PATH."""
     unit, path_text = ev.unit, ev.gathered.env.get("PATH", "")
     diags = []
@@ -584,11 +583,11 @@ def _missing_bwrap(ev: Evaluation, v: _View) -> List[Diag]:
     return diags
 
 
-def _path_diagnostics(ev: Evaluation, v: _View) -> List[Diag]:
+def _path_diagnostics(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
     return path_diagnostics(ev.gathered.env.get("PATH", ""), v.resolved, ev.unit, v.cwd)
 
 
-def _bwrap_mismatch(ev: Evaluation, v: _View) -> List[Diag]:
+def _bwrap_mismatch(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
     """The service's bwrap is another binary than the admin's, or no package's."""
     unit, resolved = ev.unit, v.resolved
     diags = []
@@ -601,7 +600,7 @@ def _bwrap_mismatch(ev: Evaluation, v: _View) -> List[Diag]:
     return diags
 
 
-def _rejected_diagnostics(ev: Evaluation, v: _View) -> List[Diag]:
+def _rejected_diagnostics(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
     """METNOS_SANDBOX assignments in the unit files that systemd ignores."""
     unit = ev.unit
     diags = []
@@ -614,7 +613,7 @@ def _rejected_diagnostics(ev: Evaluation, v: _View) -> List[Diag]:
     return diags
 
 
-def _file_diagnostics(ev: Evaluation, v: _View) -> List[Diag]:
+def _file_diagnostics(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
     """Unreadable EnvironmentFile= entries, a pending daemon-reload."""
     unit, g = ev.unit, ev.gathered
     diags = []
@@ -646,7 +645,7 @@ def _runtime_status(ev: Evaluation, v: _View) -> Tuple[Dict[str, Any], str]:
 
 
 # The judges of one service, in the order their diagnostics are listed (D.sort keeps it within a severity).
-_JUDGES: Tuple[Callable[[Evaluation, _View], List[Diag]], ...] = (
+_JUDGES: Tuple[Callable[[Evaluation, _View], List[D.Diagnostic]], ...] = (
     _execstart_diagnostics, _missing_bwrap, _rejected_diagnostics, _path_diagnostics, _bwrap_mismatch,
     _file_diagnostics, _live_diagnostics)
 
@@ -675,7 +674,7 @@ def evaluate(ev: Evaluation) -> Dict[str, Any]:
     return _result(ev, v, quartet, view, diags)
 
 
-def _result(ev: Evaluation, v: _View, quartet: Dict[str, Any], view: str, diags: List[Diag]) -> Dict[str, Any]:
+def _result(ev: Evaluation, v: _View, quartet: Dict[str, Any], view: str, diags: List[D.Diagnostic]) -> Dict[str, Any]:
     """evaluate()'s answer, as metnos_service_env returns it."""
     g, live = ev.gathered, ev.gathered.live
     state, settings = g.state, g.state["settings"]

@@ -1,0 +1,399 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Reading and decoding a manifest, bounded and exact: the file (size first), UTF-8, JSON or a YAML
+subset composed node by node within the limits (no tags, aliases counted expanded), then a bounded plain
+copy of the data.
+
+Pure Python, no Ansible imports (PyYAML is optional: JSON manifests need nothing).
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import errno
+import json
+import os
+import re
+import stat
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+from ..base import diagnostics as D
+from . import model as MD
+
+
+# ------------------------------------------------------------------ reading and decoding
+def read_file(path: Any) -> bytes:
+    """The one reader of manifest files: a regular file, at most MAX_MANIFEST_BYTES (bounded read).
+
+    Returns bytes; raises ManifestError (manifest_parse_error / manifest_too_large)."""
+    field = "(file)"
+    where = D.excerpt(path)
+    if not isinstance(path, str) or not path or "\0" in path:
+        raise MD.ManifestError([D.make("manifest_parse_error", wording="not_path", fill={"where": where},
+                                       field=field)])
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise MD.ManifestError([D.make("manifest_missing" if exc.errno == errno.ENOENT else "manifest_parse_error",
+                                       wording="unreadable", fill={"where": where, "error": exc.strerror},
+                                       field=field, value=where)]) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise MD.ManifestError([D.make("manifest_parse_error", field=field, value=where,
+                                           wording="not_regular", fill={"where": where})])
+        if info.st_size > MD.MAX_MANIFEST_BYTES:
+            raise MD.ManifestError([_too_large(where, info.st_size)])
+        chunks, total = [], 0
+        while total <= MD.MAX_MANIFEST_BYTES:
+            chunk = os.read(fd, MD.MAX_MANIFEST_BYTES + 1 - total)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    except OSError as exc:
+        raise MD.ManifestError([D.make("manifest_parse_error", wording="unreadable",
+                                       fill={"where": where, "error": exc.strerror}, field=field,
+                                       value=where)]) from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > MD.MAX_MANIFEST_BYTES:
+        raise MD.ManifestError([_too_large(where, len(data))])
+    return data
+
+
+def _too_large(where: str, size: int) -> D.Diagnostic:
+    diag: D.Diagnostic = D.make("manifest_too_large", field="(file)", value=where, limit=MD.MAX_MANIFEST_BYTES,
+                                wording="size", fill={"where": where, "size": size})
+    return diag
+
+
+def decode(data: Any, source: Any = "<inline>") -> Any:
+    """Manifest bytes/str (JSON or YAML) -> plain decoded data, bounded. Raises ManifestError."""
+    where = D.excerpt(source)
+    if isinstance(data, (bytes, bytearray)):
+        if len(data) > MD.MAX_MANIFEST_BYTES:
+            raise MD.ManifestError([_too_large(where, len(data))])
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise MD.ManifestError([D.make(
+                "manifest_not_utf8", field="(file)", value=where,
+                wording="byte", fill={"where": where, "byte": exc.start, "reason": exc.reason})]) from None
+    elif isinstance(data, str):
+        if len(data) > MD.MAX_MANIFEST_BYTES:   # characters >= bytes/4: refuse before encoding anything
+            raise MD.ManifestError([_too_large(where, len(data))])
+        text = str.__str__(data)
+        try:
+            size = len(text.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise MD.ManifestError([D.make("manifest_not_utf8", field="(file)", value=where,
+                                           wording="surrogates", fill={"where": where})]) from None
+        if size > MD.MAX_MANIFEST_BYTES:
+            raise MD.ManifestError([_too_large(where, size)])
+    else:
+        raise MD.ManifestError([D.make("manifest_parse_error", field="(file)", value=where,
+                                       wording="not_text", fill={"where": where, "type": type(data).__name__})])
+    if "\0" in text:
+        raise MD.ManifestError([D.make("manifest_not_utf8", wording="nul", fill={"where": where},
+                                       field="(file)", value=where)])
+    try:
+        if text.lstrip()[:1] in ("{", "["):
+            try:
+                return _json_load(text)
+            except _NotJson:
+                pass                       # YAML flow style ({'a': 1}): the YAML reader decides
+        return _yaml_load(text)
+    except MD._Refuse as exc:
+        raise MD.ManifestError([D.amend(exc.diag, "seen_in", where=where)]) from None
+
+
+class _NotJson(Exception):
+    pass
+
+
+def _json_pairs(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise MD._refuse("manifest_duplicate_key", key, "json_key", {"key": D.excerpt(key)})
+        out[key] = value
+    return out
+
+
+def _json_int(text: str) -> int:
+    if len(text.lstrip("-")) > MD.MAX_INT_DIGITS:
+        raise MD._refuse("manifest_invalid", "(number)", "number_range", {"number": D.excerpt(text)})
+    return int(text)
+
+
+def _json_constant(text: str) -> Any:
+    raise _NotJson()
+
+
+def _json_load(text: str) -> Any:
+    """JSON with duplicate keys refused and the same structural limits as YAML (nodes, depth)."""
+    try:
+        return _plain(json.loads(text, object_pairs_hook=_json_pairs, parse_int=_json_int,
+                                 parse_constant=_json_constant), strings=False)   # lengths: in from_dict
+    except RecursionError:
+        raise MD._refuse("manifest_too_deep", "(document)", "interpreter", limit=MD.MAX_DEPTH) from None
+    except ValueError:
+        raise _NotJson() from None
+
+
+_YAML_STR = "tag:yaml.org,2002:str"
+_YAML_PLAIN_TAGS = ("tag:yaml.org,2002:str", "tag:yaml.org,2002:int", "tag:yaml.org,2002:bool",
+                    "tag:yaml.org,2002:null", "tag:yaml.org,2002:float", "tag:yaml.org,2002:timestamp")
+_YAML_COLLECTION_TAGS = {"seq": (None, "!"), "map": (None, "!")}
+_DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
+_BOOL = {"yes": True, "no": False, "true": True, "false": False, "on": True, "off": False}
+
+
+class _Frame(object):
+    """One open collection of the YAML composer: the value being built, whether it is a mapping,
+    the key waiting for its value, its expanded size in nodes and its anchor."""
+
+    __slots__ = ("container", "is_map", "key", "size", "anchor")
+
+    def __init__(self, container: Union[Dict[str, Any], List[Any]], anchor: Optional[str]) -> None:
+        self.container = container
+        self.is_map = isinstance(container, dict)
+        self.key: Optional[str] = None
+        self.size = 1
+        self.anchor = anchor
+
+
+def _yaml_load(text: str) -> Any:
+    """Compose YAML from parser events with every bound checked before a node is built.
+
+    The parser (libyaml when present, else PyYAML's) only tokenises; _Composer builds plain
+    Python values itself so that: aliases are counted as the nodes they expand to before
+    anything is expanded; nesting depth is capped; duplicate keys, non-string keys, explicit
+    tags, merge keys and several documents are refused; YAML 1.1 number forms that silently
+    change a value (octal, hex, sexagesimal) are refused; timestamps stay text."""
+    try:
+        import yaml
+    except ImportError:
+        raise MD._refuse("manifest_parse_error", "(file)", "no_yaml") from None
+    loader = (getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader)(text)
+    try:
+        return _Composer(yaml).compose(loader)
+    except MD._Refuse:
+        raise
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or str(exc).split("\n", maxsplit=1)[0]
+        mark = getattr(exc, "problem_mark", None)
+        at = " (line %d, column %d)" % (mark.line + 1, mark.column + 1) if mark is not None else ""
+        raise MD._refuse("manifest_parse_error", "(file)", "syntax",
+                         {"problem": D.excerpt(str(problem), 120)[1:-1], "at": at}) from None
+    except RecursionError:
+        raise MD._refuse("manifest_too_deep", "(document)", "yaml", limit=MD.MAX_DEPTH) from None
+    finally:
+        try:
+            loader.dispose()
+        except Exception:
+            pass
+
+
+class _Composer(object):
+    """Plain values from a YAML event stream, bounded (see _yaml_load)."""
+
+    def __init__(self, yaml: Any) -> None:
+        self.yaml = yaml
+        self.events = yaml.events
+        self.resolver = yaml.resolver.Resolver()
+        self.anchors: Dict[str, Tuple[Any, int]] = {}      # anchor -> (value, expanded size)
+        self.stack: List[_Frame] = []
+        self.nodes = 0
+        self.docs = 0
+        self.root: Any = None
+
+    def compose(self, loader: Any) -> Any:
+        E = self.events
+        handlers = {E.DocumentStartEvent: self.document, E.AliasEvent: self.alias, E.ScalarEvent: self.scalar,
+                    E.SequenceStartEvent: self.start, E.MappingStartEvent: self.start,
+                    E.SequenceEndEvent: self.end, E.MappingEndEvent: self.end}
+        while True:       # stream start and document end events carry nothing
+            ev = loader.get_event()
+            if isinstance(ev, E.StreamEndEvent):
+                return self.root
+            handler = handlers.get(type(ev))
+            if handler is not None:
+                handler(ev)
+
+    def count(self, n: int, field: str) -> None:
+        self.nodes += n
+        if self.nodes > MD.MAX_NODES:
+            raise MD._refuse("manifest_too_many_nodes", field, "yaml", limit=MD.MAX_NODES)
+
+    def where(self) -> str:
+        if not self.stack:
+            return "(document)"
+        top = self.stack[-1]
+        return "mapping value %s" % D.excerpt(top.key) if top.is_map and top.key is not None else "(in a collection)"
+
+    def wants_key(self) -> bool:
+        """The next node is a mapping key."""
+        stack = self.stack
+        return bool(stack) and stack[-1].is_map and stack[-1].key is None
+
+    def attach(self, value: Any, size: int) -> None:
+        if not self.stack:
+            self.root = value
+            return
+        top = self.stack[-1]
+        top.size += size
+        if isinstance(top.container, list):
+            top.container.append(value)
+        elif top.key is None:
+            raise AssertionError("unreachable")     # keys are handled by scalar events
+        else:
+            top.container[top.key] = value
+            top.key = None
+
+    def document(self, ev: Any) -> None:
+        self.docs += 1
+        if self.docs > 1:
+            raise MD._refuse("manifest_yaml_unsupported", "(document)", "documents")
+
+    def alias(self, ev: Any) -> None:
+        if self.wants_key():
+            raise MD._refuse("manifest_yaml_unsupported", self.where(), "alias_key")
+        if ev.anchor not in self.anchors:
+            if any(f.anchor == ev.anchor for f in self.stack):
+                raise MD._refuse("manifest_too_many_nodes", self.where(), "self_alias",
+                                 {"anchor": D.excerpt(ev.anchor)[1:-1]}, limit=MD.MAX_NODES)
+            raise MD._refuse("manifest_parse_error", self.where(), "alias", {"anchor": D.excerpt(ev.anchor)[1:-1]})
+        value, size = self.anchors[ev.anchor]
+        self.count(size, self.where())
+        self.attach(value, size)
+
+    def scalar(self, ev: Any) -> None:
+        self.count(1, self.where())      # string lengths are checked on the result, as for mappings
+        value = self.scalar_value(ev)
+        if self.wants_key():
+            self.key(ev, value)
+            return
+        if ev.anchor:
+            self.anchors[ev.anchor] = (value, 1)
+        self.attach(value, 1)
+
+    def key(self, ev: Any, value: Any) -> None:
+        top = self.stack[-1]
+        if not isinstance(value, str):
+            raise MD._refuse("manifest_yaml_unsupported", "(key)", "key_type", {"key": D.excerpt(ev.value)})
+        if value == "<<" and ev.implicit[0]:
+            raise MD._refuse("manifest_yaml_unsupported", "(key)", "merge")
+        if value in top.container:
+            raise MD._refuse("manifest_duplicate_key", value, "yaml_key", {"key": D.excerpt(value)})
+        if ev.anchor:
+            raise MD._refuse("manifest_yaml_unsupported", "(key)", "key_anchor")
+        top.key = value
+        top.size += 1
+
+    def scalar_value(self, ev: Any) -> Any:
+        tag = ev.tag
+        if tag not in (None, "!"):
+            raise MD._refuse("manifest_yaml_unsupported", self.where(), "explicit_tag", {"tag": D.excerpt(tag)})
+        tag = self.resolver.resolve(self.yaml.ScalarNode, ev.value, ev.implicit) if tag is None else _YAML_STR
+        if tag not in _YAML_PLAIN_TAGS:
+            raise MD._refuse("manifest_yaml_unsupported", self.where(), "tag", {"tag": D.excerpt(tag)})
+        value: str = ev.value
+        if tag == _YAML_STR or tag.endswith(":timestamp"):
+            return value
+        if tag.endswith(":null"):
+            return None
+        if tag.endswith(":bool"):
+            return _BOOL.get(value.lower(), False)
+        if tag.endswith(":int"):
+            return self.integer(value)
+        try:   # float
+            return self.yaml.constructor.SafeConstructor().construct_yaml_float(self.yaml.ScalarNode(tag, value))
+        except Exception:
+            raise MD._refuse("manifest_yaml_unsupported", self.where(), "not_number",
+                             {"number": D.excerpt(value)}) from None
+
+    def integer(self, value: str) -> int:
+        plain = value    # digit separators (1_000) are YAML 1.1 only: a string in YAML 1.2 and JSON
+        if not _DECIMAL.fullmatch(plain):
+            raise MD._refuse("manifest_yaml_unsupported", self.where(), "yaml11_number", {"number": D.excerpt(value)})
+        if len(plain.lstrip("+-")) > MD.MAX_INT_DIGITS:
+            raise MD._refuse("manifest_invalid", "(number)", "number_range", {"number": D.excerpt(value)})
+        return int(plain)
+
+    def start(self, ev: Any) -> None:
+        is_map = isinstance(ev, self.events.MappingStartEvent)
+        if ev.tag not in _YAML_COLLECTION_TAGS["map" if is_map else "seq"]:
+            raise MD._refuse("manifest_yaml_unsupported", self.where(), "collection_tag", {"tag": D.excerpt(ev.tag)})
+        if self.wants_key():
+            raise MD._refuse("manifest_yaml_unsupported", "(key)", "collection_key")
+        self.count(1, self.where())
+        if len(self.stack) >= MD.MAX_DEPTH:
+            raise MD._refuse("manifest_too_deep", self.where(), "levels", limit=MD.MAX_DEPTH)
+        container: Union[Dict[str, Any], List[Any]] = {} if is_map else []
+        self.stack.append(_Frame(container, ev.anchor))
+
+    def end(self, ev: Any) -> None:
+        frame = self.stack.pop()
+        if frame.anchor:
+            self.anchors[frame.anchor] = (frame.container, frame.size)
+        self.attach(frame.container, frame.size)
+
+
+# ------------------------------------------------------------------ bounded plain copy
+
+def _plain(data: Any, strings: bool = True) -> Any:
+    """A plain copy (dict/list/str/int/float/bool/None) of decoded data, with every structural
+    limit checked while walking (nodes counted on every visit, so shared references count as
+    often as they appear; depth capped, so self-references stop). Field names for messages are
+    only built when something is refused."""
+    budget = [MD.MAX_NODES]
+
+    def name(path: Tuple[Union[str, int], ...]) -> str:
+        field = "(manifest)"
+        for part in path:
+            field = "%s[%d]" % (field, part) if isinstance(part, int) else _sub(field, part)
+        return field
+
+    def walk(value: Any, depth: int, path: Tuple[Union[str, int], ...]) -> Any:
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise MD._refuse("manifest_too_many_nodes", name(path), "nodes", limit=MD.MAX_NODES)
+        kind = type(value)
+        if kind is str or isinstance(value, str):
+            if strings and len(value) > MD.MAX_STRING:
+                raise MD._refuse("manifest_string_too_long", name(path), "length", {"length": len(value)},
+                                 limit=MD.MAX_STRING)
+            return value if kind is str else str.__str__(value)
+        if value is None or kind is bool or kind is float:
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            if abs(value) >= 2 ** 63:
+                raise MD._refuse("manifest_invalid", name(path), "path_number_range")
+            return int(value)
+        if isinstance(value, float):
+            return float(value)
+        if depth >= MD.MAX_DEPTH:
+            raise MD._refuse("manifest_too_deep", name(path), "path_levels", limit=MD.MAX_DEPTH)
+        if isinstance(value, dict):
+            if len(value) > budget[0]:
+                raise MD._refuse("manifest_too_many_nodes", name(path), "nodes", limit=MD.MAX_NODES)
+            out = {}
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise MD._refuse("manifest_invalid", name(path), "path_key", {"key": D.excerpt(key)})
+                key = walk(key, depth + 1, path)
+                out[key] = walk(item, depth + 1, path + (key,))
+            return out
+        if isinstance(value, (list, tuple)):
+            if len(value) > budget[0]:
+                raise MD._refuse("manifest_too_many_nodes", name(path), "nodes", limit=MD.MAX_NODES)
+            return [walk(item, depth + 1, path + (i,)) for i, item in enumerate(value)]
+        raise MD._refuse("manifest_invalid", name(path), "not_data", {"type": type(value).__name__})
+    return walk(data, 0, ())
+
+
+def _sub(field: str, key: str) -> str:
+    key = key if MD._NAME.fullmatch(key) else D.excerpt(key, 40)
+    return key if field == "(manifest)" else "%s.%s" % (field, key)
