@@ -195,7 +195,10 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import facts as F
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import checks as V
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import enforce as EN
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import restrictions as RS
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env as S
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_user as SU
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import systemd_unit as U
 
 ARGUMENT_SPEC = O.spec(
@@ -204,7 +207,7 @@ ARGUMENT_SPEC = O.spec(
     root={"type": "path", "default": "/"},
     state={"type": "str", "choices": ["validate", "enforce"], "default": "validate"},
     sandbox_path={"type": "str", "default": U.DEFAULT_SYSTEM_PATH},
-    dropin_name={"type": "str", "default": S.DROPIN_NAME},
+    dropin_name={"type": "str", "default": RS.DROPIN_NAME},
     daemon_reload={"type": "bool", "default": True},
     restart={"type": "bool", "default": False},
     strict={"type": "bool", "default": False},
@@ -261,7 +264,7 @@ def enforce(module, p, result):
         home = F.resolve_user(p["user"])["home"]
         directory = os.path.join(home, ".config/systemd/user", p["unit"] + ".d")
     path = os.path.join(directory, p["dropin_name"])
-    env_path = path[:-len(".conf")] + S.ENV_FILE_SUFFIX
+    env_path = path[:-len(".conf")] + EN.ENV_FILE_SUFFIX
     # The plan is computed from the configuration *without* our own files, with the manager's
     # runtime environment (set-environment) where systemd runs.
     runtime = p["root"] in ("/", "") and S.systemd_running(p["root"])
@@ -272,13 +275,13 @@ def enforce(module, p, result):
     except U.UnitError:
         return False, None, None, None
     state, env, prov = found.state, found.env, found.prov
-    user = S.resolve_service_user(state["settings"])
+    user = SU.resolve_service_user(state["settings"])
     resolved = result.get("bwrap_resolved")
     info_bwrap = F.bwrap_info(resolved, runner=B.module_runner(module)) if resolved else None
     visible = env_path if p["root"] in ("/", "") else "/" + os.path.relpath(env_path, p["root"])
-    plan = S.enforce_plan(p["unit"], state, env, prov, user, p["sandbox_path"], visible,
-                          relax=p["relax_restrictions"], bwrap_info=info_bwrap,
-                          package_of=lambda path: B.package_facts(path, B.module_runner(module)))
+    plan = EN.enforce_plan(p["unit"], state, env, prov, user, p["sandbox_path"], visible,
+                           relax=p["relax_restrictions"], bwrap_info=info_bwrap,
+                           package_of=lambda path: B.package_facts(path, B.module_runner(module)))
     files = [(env_path, plan["env_file"]), (path, plan["dropin"])]
     info = {"path": path, "content": plan["dropin"], "backup": None, "env_file": env_path, "env_file_backup": None}
     diffs = []

@@ -18,7 +18,7 @@ core_path.use_core()
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import blame as BL  # noqa: E402
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import relaxations as R  # noqa: E402
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env as S  # noqa: E402
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import restrictions as RS
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import systemd_unit as U  # noqa: E402
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import unit_context as UC  # noqa: E402
 
@@ -31,7 +31,7 @@ def smallest_fix(lines, bwrap_version):
     """The relax line restriction_diagnostics gives for these unit lines (None when none)."""
     settings = U.settings_from_text("[Service]\n" + "\n".join(lines) + "\n")
     fixes = []
-    for diag in S.restriction_diagnostics(settings, "metnos.service", {"version": bwrap_version}):
+    for diag in RS.restriction_diagnostics(settings, "metnos.service", {"version": bwrap_version}):
         details = diag.get("details") or {}
         fixes.append("`%s`" % details["relax"] if details.get("relax") else details.get("relax_note") or "-")
     return "; ".join(fixes) or None
@@ -183,7 +183,7 @@ def render(data, blame=None):
         out.append("| %s | %s | %s | %s |" % ("<br>".join("`%s`" % line for line in row["lines"]), " | ".join(cells),
                                                ", ".join("`%s`" % c for c in codes) or "-", fix or "-"))
     out += ["", "Codes that apply only under a condition the trial host does not have:", ""]
-    for code, (directive, condition) in sorted(S.CONDITIONAL_CODES.items()):
+    for code, (directive, condition) in sorted(RS.CONDITIONAL_CODES.items()):
         out.append("- `%s` (`%s=`): %s." % (code, directive, condition))
     out += ["", "Breaking causes as bwrap reports them:", ""]
     seen = set()

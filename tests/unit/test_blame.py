@@ -10,7 +10,7 @@ import pytest
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import blame as BL
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import relaxations as R
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env as S
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import restrictions as RS
 
 USER = {"name": "metnos", "uid": 999, "gid": 999}
 
@@ -205,7 +205,7 @@ def test_dynamic_user_removed_runs_as_a_static_stand_in_never_as_root():
 
 def test_a_table_culprit_confirmed_by_experiment_is_the_service_checks_finding():
     settings = {"RestrictNamespaces": ["yes"]}
-    static = S.restriction_diagnostics(settings, "metnos.service")
+    static = RS.restriction_diagnostics(settings, "metnos.service")
     model = Model([({"RestrictNamespaces"}, "userns_eperm", has("RestrictNamespaces=user mnt ipc uts net"))])
     res = run(unit("RestrictNamespaces=yes", *MANY), model)
     [diag] = BL.findings(res, "metnos.service", static).diagnostics

@@ -14,6 +14,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.prof
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import model as MD
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import reader as RD
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import restrictions as RS
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env as S
 from conftest import ROOT
 
@@ -168,8 +169,8 @@ def test_remediation_comes_only_from_the_registry():
                    cause_remediation=["one", "two"])["remediation"]
     assert steps == ["one", "two"]
     # The drop-in steps of the registry name the drop-in the module writes.
-    fix = S.restriction_diagnostics({"ProcSubset": "pid"}, "metnos.service")[0]["remediation"]
-    assert any(step.endswith("/etc/systemd/system/metnos.service.d/%s" % S.DROPIN_NAME) for step in fix)
+    fix = RS.restriction_diagnostics({"ProcSubset": "pid"}, "metnos.service")[0]["remediation"]
+    assert any(step.endswith("/etc/systemd/system/metnos.service.d/%s" % RS.DROPIN_NAME) for step in fix)
     assert fix[-1] == "systemctl restart metnos.service"
 
 
@@ -205,7 +206,8 @@ def test_message_variants_keep_what_users_read():
                     "bwrap_feature_missing": "bwrap 0.12.0 at /b lacks --json-status-fd (parsed from --help)."}
     old = dict(info, version="0.8.0")
     assert facts.binary_diagnostics(old)[0]["message"] == "/b is setuid root (mode 4755)."
-    nnp = S.restriction_diagnostics({"NoNewPrivileges": "yes"}, "m.service", {"setuid": True, "path": "/usr/bin/bwrap"})
+    nnp = RS.restriction_diagnostics({"NoNewPrivileges": "yes"}, "m.service",
+                                     {"setuid": True, "path": "/usr/bin/bwrap"})
     assert nnp[0]["message"] == "m.service: NoNewPrivileges (explicit or implied) cancels the setuid bit of " \
                                 "/usr/bin/bwrap: bwrap takes the unprivileged path and needs user namespaces."
     aa = kernel.diagnose({"apparmor_restrict_unprivileged_userns": 1, "apparmor_bwrap_profiles": ["bwrap"]})
@@ -236,9 +238,9 @@ def test_one_host_report_lists_a_finding_once(monkeypatch):
     """A real case: the probe fails in the unit's context and blames the unit's directive the service check
     reported already (same code, same unit and directive, the probe's message longer). The audit lists it
     once, with the probe's message; distinct subjects stay."""
-    svc_diag = S.restriction_diagnostics({"ProcSubset": "pid"}, "metnos.service")[0]
+    svc_diag = RS.restriction_diagnostics({"ProcSubset": "pid"}, "metnos.service")[0]
     blamed = dict(svc_diag, message=svc_diag["message"] + " The probe failed in this unit's context.")
-    other = S.restriction_diagnostics({"ProcSubset": "pid"}, "other.service")[0]
+    other = RS.restriction_diagnostics({"ProcSubset": "pid"}, "other.service")[0]
     svc = {"diagnostics": [svc_diag, other], "status": {"active": True}, "mode": "systemd", "user": {}}
     monkeypatch.setattr(A.F, "gather", lambda *a, **k: {"diagnostics": [], "status": {"active": True},
                                                          "verdict": "pass"})

@@ -8,7 +8,10 @@ import tempfile
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import procfs as PF
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import enforce as EN
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import restrictions as RS
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env as S
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_user as SU
 
 NOBODY = pwd.getpwnam("nobody")
 USER = {"name": "nobody", "uid": NOBODY.pw_uid, "gid": NOBODY.pw_gid, "groups": [NOBODY.pw_gid]}
@@ -36,54 +39,54 @@ def test_world_writable_dir_before_bwrap_is_unsafe(tree):
     fake_bwrap(evil)
     os.chmod(evil, 0o777)
     path = "%s:/usr/bin" % evil
-    resolved = S.which_as("bwrap", path, USER)
+    resolved = SU.which_as("bwrap", path, USER)
     assert resolved == os.path.join(evil, "bwrap")
-    diags = S.path_diagnostics(path, resolved, "metnos.service")
+    diags = SU.path_diagnostics(path, resolved, "metnos.service")
     assert [d["code"] for d in diags] == ["service_path_unsafe"]
     assert "writable by group or others" in diags[0]["message"]
 
 
 def test_relative_and_empty_entries_are_unsafe():
-    diags = S.path_diagnostics(":/usr/bin:bin", "/usr/bin/bwrap", "metnos.service")
+    diags = SU.path_diagnostics(":/usr/bin:bin", "/usr/bin/bwrap", "metnos.service")
     assert [d["code"] for d in diags] == ["service_path_unsafe"]
     assert "entry 0 ''" in diags[0]["message"] and "entry 2 'bin'" in diags[0]["message"]
 
 
 def test_clean_system_path_is_safe():
-    assert S.path_diagnostics("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin", "/usr/bin/bwrap", "m") == []
+    assert SU.path_diagnostics("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin", "/usr/bin/bwrap", "m") == []
 
 
 def test_lookup_uses_the_service_users_permissions(tree):
     private = os.path.join(tree, "private")
     fake_bwrap(private)
     os.chmod(private, 0o700)                    # root can search it, nobody cannot
-    assert S.which_as("bwrap", private, {"uid": 0, "groups": [0]}) == os.path.join(private, "bwrap")
-    assert S.which_as("bwrap", private, USER) is None
+    assert SU.which_as("bwrap", private, {"uid": 0, "groups": [0]}) == os.path.join(private, "bwrap")
+    assert SU.which_as("bwrap", private, USER) is None
     noexec = os.path.join(tree, "noexec")
     fake_bwrap(noexec, mode=0o744)              # not executable by others
-    assert S.which_as("bwrap", noexec, USER) is None
+    assert SU.which_as("bwrap", noexec, USER) is None
 
 
 def test_restriction_diagnostics_name_the_directive():
-    codes = lambda s, info=None: [d["code"] for d in S.restriction_diagnostics(s, "metnos.service", info)]  # noqa: E731
+    codes = lambda s, info=None: [d["code"] for d in RS.restriction_diagnostics(s, "metnos.service", info)]  # noqa: E731
     assert codes({"RestrictNamespaces": ["yes"]}) == ["unit_blocks_namespaces"]
     assert codes({"SystemCallFilter": ["@system-service"]}) == ["unit_syscall_filter_blocks_bwrap"]
     assert codes({"ProcSubset": "pid"}) == ["unit_proc_subset_pid"]
-    warn = S.restriction_diagnostics({"DynamicUser": "yes"}, "m", {"version": "0.8.0"})
+    warn = RS.restriction_diagnostics({"DynamicUser": "yes"}, "m", {"version": "0.8.0"})
     assert [(d["code"], d["severity"]) for d in warn] == [("unit_restrict_suidsgid", "warning")]
-    err = S.restriction_diagnostics({"RestrictSUIDSGID": "yes"}, "m", {"version": "0.12.0"})
+    err = RS.restriction_diagnostics({"RestrictSUIDSGID": "yes"}, "m", {"version": "0.12.0"})
     assert [(d["code"], d["severity"]) for d in err] == [("unit_restrict_suidsgid", "error")]
     assert codes({"NoNewPrivileges": "yes"}, {"setuid": True, "path": "/usr/bin/bwrap"}) == \
         ["unit_no_new_privileges_setuid"]
     assert codes({"RestrictNamespaces": ["user mnt ipc uts net"], "SystemCallFilter": ["@system-service @mount"]}) == []
-    fix = S.restriction_diagnostics({"RestrictNamespaces": ["yes"]}, "metnos.service")[0]["remediation"]
+    fix = RS.restriction_diagnostics({"RestrictNamespaces": ["yes"]}, "metnos.service")[0]["remediation"]
     assert any("RestrictNamespaces=user mnt ipc uts net" in step for step in fix)
 
 
 def _plan(env, prov=None, settings=None, exec_start=(), relax=False, sandbox_path="/usr/sbin:/usr/bin"):
     state = {"settings": settings or {}, "exec_start": [{"value": v, "where": "u:%d" % i}
                                                          for i, v in enumerate(exec_start)]}
-    return S.enforce_plan("metnos.service", state, env, prov or {}, {"uid": 0, "groups": [0]}, sandbox_path,
+    return EN.enforce_plan("metnos.service", state, env, prov or {}, {"uid": 0, "groups": [0]}, sandbox_path,
                           "/etc/systemd/system/metnos.service.d/zz-metnos-sandbox.env", relax=relax,
                           package_of=lambda path: {"name": "bubblewrap"} if path == "/usr/bin/bwrap" else {})
 
@@ -129,16 +132,16 @@ def test_heal_path_puts_the_packaged_bwrap_first(tree):
     local = os.path.join(tree, "local")
     fake_bwrap(local)                                  # root-owned, 0755, but no package owns it
     packaged = lambda path: {"name": "bubblewrap"} if path == "/usr/bin/bwrap" else {}  # noqa: E731
-    path, changes, problem = S.heal_path("/usr/local/sbin:%s:/usr/sbin:/usr/bin" % local, USER, packaged)
+    path, changes, problem = EN.heal_path("/usr/local/sbin:%s:/usr/sbin:/usr/bin" % local, USER, packaged)
     assert path == "/usr/local/sbin:/usr/bin:%s:/usr/sbin" % local and problem is None
     assert "moved /usr/bin before %s" % local in changes[0]
-    assert S.heal_path(path, USER, packaged)[:2] == (path, [])            # idempotent
+    assert EN.heal_path(path, USER, packaged)[:2] == (path, [])            # idempotent
     open_dir = os.path.join(tree, "open")
     os.makedirs(open_dir)
     os.chmod(open_dir, 0o777)                          # nothing planted yet, but anyone could
-    path, changes, _p = S.heal_path("%s:/usr/bin" % open_dir, USER, packaged)
+    path, changes, _p = EN.heal_path("%s:/usr/bin" % open_dir, USER, packaged)
     assert path == "/usr/bin:%s" % open_dir and "writable by group or others" in changes[0]
-    assert S.heal_path("/opt/none", USER, lambda p: {})[2].startswith("no package-owned bwrap")
+    assert EN.heal_path("/opt/none", USER, lambda p: {})[2].startswith("no package-owned bwrap")
 
 
 def test_live_environment_read_as_the_process_uid():
@@ -193,10 +196,10 @@ def test_dynamic_user_is_shown_as_systemd_applies_it():
     """DynamicUser=yes with User= naming an existing static account: systemd uses that account (systemd.exec(5));
     without User=, or with a name that does not exist statically (or in the range systemd allocates from), a
     dynamic user is allocated. Proven against a real unit's MainPID in tests/system/test_blame_fleet.py."""
-    static = S.resolve_service_user({"DynamicUser": "yes", "User": "nobody"})
+    static = SU.resolve_service_user({"DynamicUser": "yes", "User": "nobody"})
     assert static["name"] == "nobody" and static["uid"] == NOBODY.pw_uid and static["dynamic"] is False
     assert static["dynamic_user"] == "static"
     for settings in ({"DynamicUser": "yes"}, {"DynamicUser": "yes", "User": "metnos-no-such-user"}):
-        dynamic = S.resolve_service_user(settings)
+        dynamic = SU.resolve_service_user(settings)
         assert dynamic["name"] == "(dynamic)" and dynamic["dynamic"] is True and dynamic["dynamic_user"] == "allocated"
-    assert S.resolve_service_user({"User": "metnos-no-such-user"})["missing"] is True
+    assert SU.resolve_service_user({"User": "metnos-no-such-user"})["missing"] is True

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env as S
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import restrictions as RS
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import systemd_unit as U
 from corpus.systemd_units import CORPUS
 
@@ -163,8 +163,8 @@ def test_parse_show_and_state():
     (["user mnt ipc uts net", "~net"], {"net"}),
 ])
 def test_restrict_namespaces_semantics(lines, missing):
-    allowed = S.allowed_namespaces(lines)
-    assert {n for n in S.BWRAP_NAMESPACES if n not in allowed} == missing
+    allowed = RS.allowed_namespaces(lines)
+    assert {n for n in RS.BWRAP_NAMESPACES if n not in allowed} == missing
 
 
 @pytest.mark.parametrize("lines,blocked", [
@@ -176,7 +176,7 @@ def test_restrict_namespaces_semantics(lines, missing):
     (["~unshare:EPERM"], ["unshare"]),
 ])
 def test_syscall_filter_semantics(lines, blocked):
-    assert S.syscalls_blocked(lines) == blocked
+    assert RS.syscalls_blocked(lines) == blocked
 
 
 @pytest.mark.parametrize("name", sorted(CORPUS))
@@ -199,4 +199,4 @@ def test_shared_corpus_offline(tmp_path, name):
     (["~AF_PACKET"], []),
 ])
 def test_restrict_address_families_semantics(lines, blocked):
-    assert S.families_blocked(lines) == blocked
+    assert RS.families_blocked(lines) == blocked

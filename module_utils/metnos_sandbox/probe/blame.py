@@ -36,7 +36,7 @@ import typing as t
 
 from ..base import diagnostics as D
 from ..service import relaxations as R
-from ..service import service_env as S
+from ..service import service_user as SU
 
 Json = t.Dict[str, t.Any]
 Assignment = t.List[str]                 # [directive, value, where]
@@ -363,7 +363,7 @@ def _static_user(assignments: t.Sequence[t.Sequence[str]]) -> bool:
     dynamic = [a[1] for a in assignments if a[0] == "DynamicUser"]
     if not dynamic or dynamic[-1].strip().lower() not in ("1", "yes", "y", "true", "t", "on"):
         return bool(users)
-    return bool(users) and not S.resolve_service_user({"User": users[-1], "DynamicUser": "yes"}).get("dynamic")
+    return bool(users) and not SU.resolve_service_user({"User": users[-1], "DynamicUser": "yes"}).get("dynamic")
 
 
 def _suspect(directive: str) -> bool:

@@ -11,355 +11,24 @@ that break bwrap, missing EnvironmentFiles, pending daemon-reload.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
-import grp
 import os
 import pwd
-import stat
-from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from ..base import diagnostics as D
 from ..base import envflags
 from ..host import bwrap as B
 from ..host import facts as F
 from ..host import procfs as PF
+from . import restrictions as RS
+from . import service_user as SU
 from . import systemd_unit as U
 from . import unit_context as UC
-
-User = Dict[str, Any]           # resolve_service_user(): name, uid, gid, groups, home, dynamic
-Params = Mapping[str, Any]      # a unit's address: unit, scope, user, mode, root (see gather())
-
-DROPIN_NAME = "zz-metnos-sandbox.conf"
-NEEDED_SYSCALLS = ("mount", "pivot_root", "umount2", "unshare", "clone")
-# Which of NEEDED_SYSCALLS each systemd syscall group contains (nested groups flattened;
-# from `systemd-analyze syscall-filter`, systemd 252-257).
-SYSCALL_GROUPS: Dict[str, Set[str]] = {
-    "@mount": {"mount", "pivot_root", "umount2"},
-    "@process": {"clone", "unshare"},
-    "@system-service": {"clone", "unshare"},
-    "@privileged": {"pivot_root"},
-    "@known": set(NEEDED_SYSCALLS),
-}
-ALL_NAMESPACES = ("cgroup", "ipc", "net", "mnt", "pid", "user", "uts")
-BWRAP_NAMESPACES = ("user", "mnt", "ipc", "uts", "net")
-BWRAP_FAMILIES = ("AF_NETLINK",)        # loopback setup in --unshare-net (measured)
-
-
-def _truthy(value: object) -> bool:
-    return str(value).strip().lower() in ("1", "yes", "y", "true", "t", "on")
-
-
-# --------------------------------------------------------------------------- restrictions
-
-def allowed_namespaces(values: Optional[Iterable[str]]) -> Set[str]:
-    """RestrictNamespaces= lines -> the set of namespace types the service may create.
-
-    systemd's merge (config_parse_restrict_namespaces): a boolean replaces everything before it;
-    the first list sets the allowed types (``~`` inverts); later lists add to them, ``~`` lists
-    remove from them; an empty assignment resets.
-    """
-    allowed: Optional[Set[str]] = None  # systemd's NAMESPACE_FLAGS_INITIAL: nothing restricted yet
-    for value in values or []:
-        value = value.strip()
-        low = value.lower()
-        if value == "":
-            allowed = None
-        elif low in ("yes", "true", "1", "on", "y", "t"):
-            allowed = set()
-        elif low in ("no", "false", "0", "off", "n", "f"):
-            allowed = set(ALL_NAMESPACES)
-        else:
-            invert = value.startswith("~")
-            names = set((value[1:] if invert else value).split()) & set(ALL_NAMESPACES)
-            if allowed is None:
-                allowed = set(ALL_NAMESPACES) - names if invert else names
-            else:
-                allowed = allowed - names if invert else allowed | names
-    return set(ALL_NAMESPACES) if allowed is None else allowed
-
-
-def families_blocked(values: Optional[Iterable[str]], needed: Sequence[str] = BWRAP_FAMILIES) -> List[str]:
-    """RestrictAddressFamilies= lines -> the families bwrap needs that they block.
-
-    systemd's merge (config_parse_address_families): while the set is empty a line decides
-    allow-list (plain) or deny-list (``~``) mode; later plain lines add in allow mode and remove
-    in deny mode, ``~`` lines the reverse; ``none`` is an empty allow list; empty resets.
-    """
-    allow: Optional[bool] = None
-    families: Set[str] = set()
-    for value in values or []:
-        value = value.strip()
-        if value == "":
-            allow, families = None, set()
-            continue
-        if value == "none":
-            allow, families = True, set()
-            continue
-        invert = value.startswith("~")
-        if not families:
-            allow = not invert
-        for name in (value[1:] if invert else value).split():
-            if (not invert) == allow:
-                families.add(name)
-            else:
-                families.discard(name)
-    if allow is None:
-        return []
-    if allow:
-        return [f for f in needed if f not in families]
-    return [f for f in needed if f in families]
-
-
-def syscalls_blocked(values: Optional[Iterable[str]]) -> List[str]:
-    """SystemCallFilter= lines -> the needed syscalls it blocks (allow-list or deny-list semantics)."""
-    allow_mode: Optional[bool] = None
-    allowed: Set[str] = set()
-    denied: Set[str] = set()
-    for value in values or []:
-        value = value.strip()
-        if not value:
-            allow_mode, allowed, denied = None, set(), set()
-            continue
-        negate = value.startswith("~")
-        items = value[1:].split() if negate else value.split()
-        names: Set[str] = set()
-        for item in items:
-            item = item.split(":")[0]           # name:errno
-            names |= SYSCALL_GROUPS.get(item, {item} if item in NEEDED_SYSCALLS else set())
-        if allow_mode is None:
-            allow_mode = not negate
-        if allow_mode:
-            allowed = allowed - names if negate else allowed | names
-        else:
-            denied = denied - names if not negate else denied | names
-    if allow_mode is None:
-        return []
-    if allow_mode:
-        return [s for s in NEEDED_SYSCALLS if s not in allowed]
-    return [s for s in NEEDED_SYSCALLS if s in denied]
-
-
-# Every directive measured to break bwrap on a real unit (docs/unit-directives.md, generated from
-# docs/unit-directives.json by scripts/gen-unit-directives-doc.py) -> the code that names it. A unit
-# test keeps this table and the measured one consistent.
-DIRECTIVE_CODES = {
-    "RestrictNamespaces": "unit_blocks_namespaces",
-    "SystemCallFilter": "unit_syscall_filter_blocks_bwrap",
-    "ProcSubset": "unit_proc_subset_pid",
-    "RestrictSUIDSGID": "unit_restrict_suidsgid",
-    "DynamicUser": "unit_restrict_suidsgid",
-    "RestrictAddressFamilies": "unit_address_families_block_netlink",
-}
-# Codes for directives that break bwrap only under a condition the trial host does not have.
-CONDITIONAL_CODES = {
-    "unit_no_new_privileges_setuid": ("NoNewPrivileges", "a setuid bwrap on a host without unprivileged user "
-                                                         "namespaces (NoNewPrivileges ignores the setuid bit)"),
-}
-
-
-def _restriction(code: str, unit: str, directive: str, fill: Mapping[str, Any], relax: Optional[str],
-                 severity: Optional[str] = None, relax_note: Optional[str] = None,
-                 wording: str = "seen") -> D.Diagnostic:
-    """A restriction diagnostic; ``relax`` is the smallest drop-in line that lets bwrap work (or
-    None with ``relax_note`` saying why a drop-in cannot); ``fill`` and ``wording`` make the message from
-    the code's registered templates."""
-    diag: D.Diagnostic = D.make(code, unit=unit, directive=directive, fill=fill, wording=wording, severity=severity,
-                                relax=relax, relax_note=relax_note or "No drop-in can relax it; change the unit.",
-                                variant="dropin" if relax else "no_dropin")
-    return diag
-
-
-def restriction_diagnostics(settings: Mapping[str, Any], unit: str,
-                            bwrap_info: Optional[Mapping[str, Any]] = None) -> List[D.Diagnostic]:
-    """The unit's directives that break bwrap inside the service (measured: docs/unit-directives.md),
-    each with the smallest drop-in line that lets bwrap work."""
-    return _confinement_diagnostics(settings, unit) + _privilege_diagnostics(settings, unit, bwrap_info)
-
-
-def _confinement_diagnostics(settings: Mapping[str, Any], unit: str) -> List[D.Diagnostic]:
-    """Namespaces, system calls, address families and /proc the unit denies bwrap."""
-    out = []
-    ns = allowed_namespaces(settings.get("RestrictNamespaces"))
-    missing = [n for n in BWRAP_NAMESPACES if n not in ns]
-    if missing:
-        out.append(_restriction(
-            "unit_blocks_namespaces", unit, "RestrictNamespaces",
-            {"values": " ".join(settings["RestrictNamespaces"]), "missing": ", ".join(missing)},
-            "RestrictNamespaces=%s" % " ".join(missing)))
-    blocked = syscalls_blocked(settings.get("SystemCallFilter"))
-    if blocked:
-        errno_action = str(settings.get("SystemCallErrorNumber") or "").strip()
-        killed = errno_action in ("", "2147483646", "kill")
-        out.append(_restriction(
-            "unit_syscall_filter_blocks_bwrap", unit, "SystemCallFilter",
-            {"blocked": ", ".join(blocked), "errno": errno_action},
-            "SystemCallFilter=%s" % " ".join(blocked), wording="killed" if killed else "errno"))
-    families = families_blocked(settings.get("RestrictAddressFamilies"))
-    if families:
-        out.append(_restriction(
-            "unit_address_families_block_netlink", unit, "RestrictAddressFamilies",
-            {"values": " ".join(settings["RestrictAddressFamilies"]), "families": ", ".join(families)},
-            "RestrictAddressFamilies=%s" % " ".join(families)))
-    if str(settings.get("ProcSubset", "")).strip() == "pid":
-        out.append(_restriction(
-            "unit_proc_subset_pid", unit, "ProcSubset", {}, "ProcSubset=all"))
-    return out
-
-
-def _privilege_diagnostics(settings: Mapping[str, Any], unit: str,
-                           bwrap_info: Optional[Mapping[str, Any]]) -> List[D.Diagnostic]:
-    """RestrictSUIDSGID=/DynamicUser= (openat2) and NoNewPrivileges against a setuid bwrap."""
-    out = []
-    info = bwrap_info or {}
-    version = B.version_tuple(info.get("version"))
-    explicit = _truthy(settings.get("RestrictSUIDSGID", "no"))
-    dynamic = _truthy(settings.get("DynamicUser", "no"))
-    if explicit or dynamic:
-        why = "RestrictSUIDSGID=yes" if explicit else "DynamicUser=yes (implies RestrictSUIDSGID=yes)"
-        severe = version >= (0, 12)
-        out.append(_restriction(
-            "unit_restrict_suidsgid", unit, "DynamicUser" if dynamic and not explicit else "RestrictSUIDSGID",
-            {"why": why, "version": info.get("version") or "?"},
-            None if dynamic else "RestrictSUIDSGID=no", severity=D.ERROR if severe else D.WARNING,
-            wording="fails" if severe else "warns",
-            relax_note="DynamicUser=yes forces RestrictSUIDSGID=yes: run the service with a static User= "
-                       "(DynamicUser=no) to use bubblewrap >= 0.12" if dynamic else None))
-    nnp = _truthy(settings.get("NoNewPrivileges", "no")) or explicit or dynamic or \
-        bool(settings.get("SystemCallFilter")) or bool(settings.get("RestrictNamespaces"))
-    if nnp and info.get("setuid"):
-        out.append(D.make("unit_no_new_privileges_setuid", unit=unit, directive="NoNewPrivileges",
-                          bwrap_path=info.get("path")))
-    return out
-
-
-# --------------------------------------------------------------------------- users and PATH
-
-# The uids systemd allocates dynamic users from (nss-systemd resolves them by name while a unit runs: such a
-# name is not a static user).
-DYNAMIC_UIDS = (61184, 65519)
-
-
-def resolve_service_user(settings: Mapping[str, Any]) -> User:
-    """User= of the unit -> {name, uid, gid, groups, home, dynamic}, as systemd applies it: with
-    DynamicUser=yes a dynamic user is allocated unless User= names a user that already exists
-    statically, which systemd then uses (systemd.exec(5), DynamicUser=; the other settings DynamicUser=
-    implies still apply: ``dynamic_user`` says so)."""
-    name = settings.get("User")
-    if _truthy(settings.get("DynamicUser", "no")):
-        static = _static_user(name, settings.get("Group")) if name else None
-        if static is not None and not DYNAMIC_UIDS[0] <= static["uid"] <= DYNAMIC_UIDS[1]:
-            return dict(static, dynamic_user="static")
-        entry = pwd.getpwnam("nobody")
-        return {"name": "(dynamic)", "uid": entry.pw_uid, "gid": entry.pw_gid, "groups": [entry.pw_gid],
-                "home": "/", "dynamic": True, "dynamic_user": "allocated"}
-    found = _static_user(name or "root", settings.get("Group"))
-    if found is None:
-        return {"name": name, "uid": None, "gid": None, "groups": [], "home": None, "dynamic": False,
-                "missing": True}
-    return found
-
-
-def _static_user(name: str, group: Optional[str]) -> Optional[User]:
-    """The existing account ``name`` (a name or a uid) with its groups (Group= first), or None."""
-    try:
-        entry = pwd.getpwuid(int(name)) if str(name).isdigit() else pwd.getpwnam(name)
-    except (KeyError, ValueError):
-        return None
-    groups = [entry.pw_gid] + [g.gr_gid for g in grp.getgrall() if entry.pw_name in g.gr_mem]
-    if group:
-        try:
-            gid = grp.getgrnam(group).gr_gid if not str(group).isdigit() else int(group)
-            groups.insert(0, gid)
-        except KeyError:
-            pass
-    return {"name": entry.pw_name, "uid": entry.pw_uid, "gid": entry.pw_gid, "groups": groups,
-            "home": entry.pw_dir, "dynamic": False}
-
-
-def _can(st: os.stat_result, user: Mapping[str, Any], bit_user: int, bit_group: int, bit_other: int) -> bool:
-    if user.get("uid") == 0:
-        return True if bit_user != stat.S_IXUSR else bool(st.st_mode & (stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH))
-    if st.st_uid == user.get("uid"):
-        return bool(st.st_mode & bit_user)
-    if st.st_gid in user.get("groups", []):
-        return bool(st.st_mode & bit_group)
-    return bool(st.st_mode & bit_other)
-
-
-def which_as(name: str, path_text: Optional[str], user: Mapping[str, Any], cwd: str = "/") -> Optional[str]:
-    """Resolve ``name`` through ``path_text`` with ``user``'s permissions (search and execute bits)."""
-    for candidate, st in B.path_candidates(name, path_text, cwd):
-        if _searchable(os.path.dirname(candidate), user) and _can(st, user, stat.S_IXUSR, stat.S_IXGRP,
-                                                                  stat.S_IXOTH):
-            return candidate
-    return None
-
-
-def _searchable(directory: str, user: Mapping[str, Any]) -> bool:
-    current = directory
-    while True:
-        try:
-            st = os.stat(current)
-        except OSError:
-            return False
-        if not _can(st, user, stat.S_IXUSR, stat.S_IXGRP, stat.S_IXOTH) and user.get("uid") != 0:
-            return False
-        if current == "/":
-            return True
-        current = os.path.dirname(current)
-
-
-def _dir_problem(directory: str) -> Optional[str]:
-    """Why a PATH directory lets someone other than root plant binaries, or None."""
-    current = directory
-    while True:
-        try:
-            st = os.stat(current)
-        except OSError:
-            return None
-        if st.st_uid != 0:
-            return "%s is owned by uid %d" % (current, st.st_uid)
-        mode = stat.S_IMODE(st.st_mode)
-        if mode & (stat.S_IWGRP | stat.S_IWOTH) and not (mode & stat.S_ISVTX and current != directory):
-            return "%s is writable by group or others (mode %04o)" % (current, mode)
-        if current == "/":
-            return None
-        current = os.path.dirname(current)
-
-
-def path_diagnostics(path_text: str, resolved: Optional[str], unit: str, cwd: str = "/") -> List[D.Diagnostic]:
-    """Empty/relative entries, and directories up to (and including) the one bwrap resolves in that
-    someone other than root can write to (binary shadowing)."""
-    out = []
-    bwrap_dir = os.path.dirname(resolved) if resolved else None
-    offending = ["entry %d %r: %s" % (i["index"], i["entry"], i["reason"]) for i in B.unsafe_entries(path_text)]
-    for entry in B.split_path(path_text):
-        if not entry.startswith("/"):
-            continue
-        entry = os.path.normpath(entry)
-        problem = _dir_problem(entry)
-        if problem:
-            planted = os.path.join(entry, "bwrap")
-            offending.append("%s (%s%s)" % (
-                problem, "the service resolves bwrap here" if entry == bwrap_dir else "before the bwrap directory",
-                "; it holds a bwrap: %s" % planted if os.path.lexists(planted) and entry != bwrap_dir else ""))
-        if entry == bwrap_dir:
-            break
-    if resolved:
-        try:
-            info = B.file_facts(resolved)
-        except OSError:
-            info = {"ownership_problems": []}
-        offending.extend("%s" % p for p in info["ownership_problems"] if p not in " ".join(offending))
-    if offending:
-        out.append(D.make("service_path_unsafe", unit=unit, path=path_text, problems="; ".join(offending),
-                          offending=offending))
-    return out
-
+from .service_user import Params, User
 
 # --------------------------------------------------------------------------- evaluation
 
 MAX_ENVIRON = 1 << 20
-KEYS = (envflags.ENV_VAR, "PATH")
 
 
 def _parse_environ(data: bytes) -> Dict[str, str]:
@@ -421,8 +90,8 @@ def exec_effects(state: Mapping[str, Any], env: Mapping[str, str]) -> List[Dict[
     """The start command lines and what each does to METNOS_SANDBOX/PATH: [{where, value, effect}]."""
     out = []
     for item in state.get("exec_start") or []:
-        effect = U.exec_env_effect(item["value"], env, KEYS)
-        touches = effect["clears"] or any(k in effect["sets"] or k in effect["unsets"] for k in KEYS)
+        effect = U.exec_env_effect(item["value"], env, SU.KEYS)
+        touches = effect["clears"] or any(k in effect["sets"] or k in effect["unsets"] for k in SU.KEYS)
         if touches or not effect["determinable"]:
             out.append({"where": item["where"], "value": item["value"], "effect": effect})
     return out
@@ -463,14 +132,14 @@ class _View(NamedTuple):
 
 def _resolve(path_text: str, user: Mapping[str, Any], cwd: str) -> Optional[str]:
     if user.get("uid") is not None:
-        return which_as("bwrap", path_text, user, cwd=cwd)
+        return SU.which_as("bwrap", path_text, user, cwd=cwd)
     return B.which("bwrap", path_text, cwd=cwd)
 
 
 def _derive(ev: Evaluation) -> _View:
     g = ev.gathered
     env = g.env
-    user = resolve_service_user(g.state["settings"])
+    user = SU.resolve_service_user(g.state["settings"])
     cwd = g.state["settings"].get("WorkingDirectory") or "/"
     cwd = cwd.lstrip("-") if cwd not in ("~",) else (user.get("home") or "/")
     effects = exec_effects(g.state, env)
@@ -479,7 +148,7 @@ def _derive(ev: Evaluation) -> _View:
     for item in effects:
         if item["effect"]["determinable"]:
             predicted = U.apply_exec_effect(env, item["effect"])
-            for key in KEYS:
+            for key in SU.KEYS:
                 if predicted.get(key) != env.get(key):
                     prov[key] = "ExecStart= (%s) through %s" % (item["where"], item["effect"]["how"])
     path_text = env.get("PATH", "")
@@ -507,9 +176,9 @@ def _execstart_diagnostics(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
             else v.resolved
         misroutes = new_resolved != v.resolved
         severe = disabled or misroutes or (v.resolved and not new_resolved)
-        heal, why = U.neutralised_exec(item["value"], KEYS)
-        changes = ["%s=%r" % (k, val) for k, val in sorted(effect["sets"].items()) if k in KEYS]
-        changes += ["unset %s" % k for k in effect["unsets"] if k in KEYS]
+        heal, why = U.neutralised_exec(item["value"], SU.KEYS)
+        changes = ["%s=%r" % (k, val) for k, val in sorted(effect["sets"].items()) if k in SU.KEYS]
+        changes += ["unset %s" % k for k in effect["unsets"] if k in SU.KEYS]
         if effect["clears"]:
             changes.append("clears the whole environment (env -i)")
         diags.append(D.make(
@@ -564,7 +233,7 @@ def _live_diagnostics(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
                             wording="packaged" if packaged else "unpackaged",
                             fill={"value": repr(env.get("PATH")), "live_bwrap": live_resolved, "resolved": resolved,
                                   "origin": origin}))
-    for key in KEYS:
+    for key in SU.KEYS:
         if env.get(key) != predicted.get(key) and not any(d.get("details", {}).get("key") == key or (
                 key == "PATH" and d["code"] == "service_env_live_misroutes") for d in diags):
             diags.append(D.make("service_env_live_differs", unit=unit,
@@ -584,7 +253,7 @@ def _missing_bwrap(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
 
 
 def _path_diagnostics(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
-    return path_diagnostics(ev.gathered.env.get("PATH", ""), v.resolved, ev.unit, v.cwd)
+    return SU.path_diagnostics(ev.gathered.env.get("PATH", ""), v.resolved, ev.unit, v.cwd)
 
 
 def _bwrap_mismatch(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
@@ -665,7 +334,7 @@ def evaluate(ev: Evaluation) -> Dict[str, Any]:
              if d["code"] != "bwrap_missing"]
     for judge in _JUDGES:
         diags.extend(judge(ev, v))
-    diags.extend(restriction_diagnostics(ev.gathered.state["settings"], unit, v.bwrap_info))
+    diags.extend(RS.restriction_diagnostics(ev.gathered.state["settings"], unit, v.bwrap_info))
     quartet, view = _runtime_status(ev, v)
     if quartet["active"] != v.config_quartet["active"]:
         diags = [d for d in diags if d["code"] != "executor_os_sandbox_unavailable"]
@@ -689,173 +358,14 @@ def _result(ev: Evaluation, v: _View, quartet: Dict[str, Any], view: str, diags:
         "status": quartet, "status_view": "runtime status() as seen by the %s" % view,
         "bwrap_resolved": v.pred_resolved, "exec_start_effects": [
             {"where": e["where"], "how": e["effect"]["how"], "determinable": e["effect"]["determinable"],
-             "sets": dict((k, val) for k, val in e["effect"]["sets"].items() if k in KEYS),
-             "unsets": [k for k in e["effect"]["unsets"] if k in KEYS], "clears": e["effect"]["clears"]}
+             "sets": dict((k, val) for k, val in e["effect"]["sets"].items() if k in SU.KEYS),
+             "unsets": [k for k in e["effect"]["unsets"] if k in SU.KEYS], "clears": e["effect"]["clears"]}
             for e in v.effects],
-        "live_environment": {k: live_env.get(k) for k in KEYS} if live_env is not None else None,
+        "live_environment": {k: live_env.get(k) for k in SU.KEYS} if live_env is not None else None,
         "live_read": ({"pid": live["pid"], "read_as": live["read_as"], "error": live["error"]}
                       if live is not None else None),
         "diagnostics": D.sort(diags),
     }
-
-
-# --------------------------------------------------------------------------- enforce
-
-ENV_FILE_SUFFIX = ".env"
-
-
-def _bwrap_ok(candidate: str, user: Mapping[str, Any], package_of: Callable[[str], Any]) -> bool:
-    """A bwrap the service may run: executable by the user, package-owned, root-owned up to /."""
-    try:
-        st = os.stat(candidate)
-    except OSError:
-        return False
-    if not _can(st, user, stat.S_IXUSR, stat.S_IXGRP, stat.S_IXOTH) or not package_of(candidate):
-        return False
-    try:
-        return not B.file_facts(candidate)["ownership_problems"]
-    except OSError:
-        return False
-
-
-def heal_path(path_text: str, user: Mapping[str, Any], package_of: Optional[Callable[[str], Any]] = None,
-              fallback: str = U.DEFAULT_SYSTEM_PATH) -> Tuple[str, List[str], Optional[str]]:
-    """``path_text`` reordered so that bwrap resolves to a package-owned binary: that binary's
-    directory moves just before the first entry that holds another bwrap the user can run, or that
-    someone other than root can write to (where a bwrap could be planted). Other entries keep their
-    order. Returns (new PATH, [changes], problem or None)."""
-    package_of = package_of or B.package_facts
-    entries = list(B.split_path(path_text))
-    good = None
-    for index, entry in enumerate(entries):
-        if entry.startswith("/") and _bwrap_ok(os.path.join(entry, "bwrap"), user, package_of):
-            good = index
-            break
-    if good is None:
-        for entry in B.split_path(fallback):
-            if _bwrap_ok(os.path.join(entry, "bwrap"), user, package_of):
-                return entry + ":" + path_text if path_text else entry, [
-                    "added %s (it holds the package-owned bwrap; the PATH had none)" % entry], None
-        return path_text, [], "no package-owned bwrap is reachable through %s or %s" % (path_text, fallback)
-    offenders = []
-    for index, entry in enumerate(entries[:good]):
-        if not entry.startswith("/"):
-            continue
-        candidate = os.path.join(entry, "bwrap")
-        if os.path.exists(candidate) and which_as("bwrap", entry, user):
-            offenders.append((index, "%s holds %s, which is not the package-owned bwrap" % (entry, candidate)))
-        else:
-            problem = _dir_problem(os.path.normpath(entry))
-            if problem:
-                offenders.append((index, "%s: %s (a bwrap could be planted there)" % (entry, problem)))
-    if not offenders:
-        return path_text, [], None
-    first = offenders[0][0]
-    moved = entries[good]
-    new = entries[:first] + [moved] + [e for i, e in enumerate(entries[first:good], first)] + entries[good + 1:]
-    return ":".join(new), ["moved %s before %s: %s" % (moved, entries[first], "; ".join(o[1] for o in offenders))], \
-        None
-
-
-def _env_file_value(value: str) -> str:
-    return '"%s"' % value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace("`", "\\`")
-
-
-def enforce_plan(unit: str, state: Mapping[str, Any], env: Mapping[str, str], prov: Mapping[str, str],
-                 user: Mapping[str, Any], sandbox_path: str, env_file_path: str, relax: bool = False,
-                 bwrap_info: Optional[Mapping[str, Any]] = None,
-                 package_of: Optional[Callable[[str], Any]] = None) -> Dict[str, Any]:
-    """What enforce writes for the unit, computed from its configuration *without* our own files.
-
-    Returns {"dropin", "env_file" (contents), "path" (the healed PATH), "healed", "relaxed",
-    "not_healed", "not_relaxed"}; each list entry says what, from where, and the line written.
-    """
-    plan: Dict[str, Any] = {"healed": [], "relaxed": [], "not_healed": [], "not_relaxed": []}
-    path = _plan_environment(plan, env, prov, user, sandbox_path, env_file_path, package_of)
-    lines = ["# Managed by metnos-sandbox-ops (metnos.sandbox.metnos_service_env state=enforce). Local edits are",
-             "# replaced; a backup of the previous file is kept beside it.", "[Service]",
-             "# PATH for the sandbox: bwrap resolves to the package-owned binary.",
-             "EnvironmentFile=%s" % env_file_path,
-             "# METNOS_SANDBOX is unset for the unit, whatever sets it (Environment=, EnvironmentFile=, drop-ins",
-             "# in /etc or /run, the manager's environment): UnsetEnvironment= applies after all of them.",
-             "UnsetEnvironment=%s" % envflags.ENV_VAR]
-    lines += _plan_exec_start(plan, state, env)
-    lines += _plan_relax(plan, state, unit, relax, bwrap_info)
-    return dict({"dropin": "\n".join(lines) + "\n",
-                 "env_file": "# Managed by metnos-sandbox-ops: the service's PATH for the sandbox.\nPATH=%s\n"
-                 % _env_file_value(path), "path": path}, **plan)
-
-
-def _plan_environment(plan: Dict[str, Any], env: Mapping[str, str], prov: Mapping[str, str],
-                      user: Mapping[str, Any], sandbox_path: str, env_file_path: str,
-                      package_of: Optional[Callable[[str], Any]]) -> str:
-    """The healed PATH (returned) and what healing PATH and unsetting METNOS_SANDBOX changes."""
-    path, changes, problem = heal_path(sandbox_path, user, package_of)
-    for change in changes:
-        plan["healed"].append({"what": "PATH", "source": "sandbox_path", "action": change})
-    if problem:
-        plan["not_healed"].append({"what": "PATH", "reason": problem})
-    if env.get("PATH") != path:
-        plan["healed"].append({
-            "what": "PATH=%s" % env.get("PATH"), "source": prov.get("PATH"),
-            "action": "PATH=%s from %s (an EnvironmentFile= of the drop-in: it wins over every "
-                      "Environment= and the EnvironmentFile= lines before it)" % (path, env_file_path)})
-    value = env.get(envflags.ENV_VAR)
-    disabled, _reason = envflags.classify_value(value)
-    if value is not None:
-        plan["healed"].append({"what": "%s=%r" % (envflags.ENV_VAR, value), "source": prov.get(envflags.ENV_VAR),
-                               "disabling": disabled, "action": "UnsetEnvironment=%s (applies after every source)"
-                               % envflags.ENV_VAR})
-    return path
-
-
-def _plan_exec_start(plan: Dict[str, Any], state: Mapping[str, Any], env: Mapping[str, str]) -> List[str]:
-    """ExecStart= lines without env(1)'s assignments of METNOS_SANDBOX/PATH (none when no line has any)."""
-    execs = state.get("exec_start") or []
-    rewritten, touched = [], False
-    for item in execs:
-        effect = U.exec_env_effect(item["value"], env, KEYS)
-        touches = effect["clears"] or any(k in effect["sets"] or k in effect["unsets"] for k in KEYS)
-        if not touches:
-            rewritten.append(item["value"])
-            continue
-        new, why = U.neutralised_exec(item["value"], KEYS)
-        if new is None:
-            plan["not_healed"].append({"what": "ExecStart=%s" % item["value"], "source": item["where"],
-                                       "reason": "a drop-in cannot neutralise it: %s" % why})
-            rewritten.append(item["value"])
-            continue
-        touched = True
-        rewritten.append(new)
-        plan["healed"].append({"what": "ExecStart=%s" % item["value"], "source": item["where"],
-                               "action": "ExecStart=%s" % new})
-    if not touched:
-        return []
-    return (["# ExecStart= without env(1)'s assignments of METNOS_SANDBOX/PATH (the unit's lines were:"]
-            + ["#   %s" % item["value"] for item in execs]
-            + ["ExecStart="] + ["ExecStart=%s" % value for value in rewritten])
-
-
-def _plan_relax(plan: Dict[str, Any], state: Mapping[str, Any], unit: str, relax: bool,
-                bwrap_info: Optional[Mapping[str, Any]]) -> List[str]:
-    """The drop-in lines that relax the unit's restrictions that break bwrap (``relax``), or why not."""
-    lines = []
-    for diag in restriction_diagnostics(state.get("unit_file_settings") or state["settings"], unit, bwrap_info):
-        if diag["severity"] != D.ERROR:
-            continue
-        details = diag.get("details") or {}
-        entry = {"code": diag["code"], "directive": details.get("directive"), "line": details.get("relax"),
-                 "message": diag["message"]}
-        if not relax:
-            plan["not_relaxed"].append(dict(entry, reason="metnos_sandbox_relax_restrictions is false "
-                                                          "(relax_restrictions)"))
-        elif not details.get("relax"):
-            plan["not_relaxed"].append(dict(entry, reason=details.get("relax_note") or "no drop-in can relax it"))
-        else:
-            plan["relaxed"].append(entry)
-            lines += ["# Relaxed for bwrap (relax_restrictions=true), the minimum it needs: %s" % diag["code"],
-                      details["relax"]]
-    return lines
 
 
 # --------------------------------------------------------------------------- gathering (shared)

@@ -1,0 +1,179 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Enforce mode's plan: the drop-in that heals the service's environment (METNOS_SANDBOX, a PATH that
+finds the packaged bwrap), ExecStart= prefixes that change it, and the relaxations of the directives
+that break bwrap (only with relax_restrictions).
+
+Pure Python, no Ansible imports.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import os
+import stat
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+from ..base import diagnostics as D
+from ..base import envflags
+from ..host import bwrap as B
+from . import restrictions as RS
+from . import service_user as SU
+from . import systemd_unit as U
+
+# --------------------------------------------------------------------------- enforce
+
+ENV_FILE_SUFFIX = ".env"
+
+
+def _bwrap_ok(candidate: str, user: Mapping[str, Any], package_of: Callable[[str], Any]) -> bool:
+    """A bwrap the service may run: executable by the user, package-owned, root-owned up to /."""
+    try:
+        st = os.stat(candidate)
+    except OSError:
+        return False
+    if not SU._can(st, user, stat.S_IXUSR, stat.S_IXGRP, stat.S_IXOTH) or not package_of(candidate):
+        return False
+    try:
+        return not B.file_facts(candidate)["ownership_problems"]
+    except OSError:
+        return False
+
+
+def heal_path(path_text: str, user: Mapping[str, Any], package_of: Optional[Callable[[str], Any]] = None,
+              fallback: str = U.DEFAULT_SYSTEM_PATH) -> Tuple[str, List[str], Optional[str]]:
+    """``path_text`` reordered so that bwrap resolves to a package-owned binary: that binary's
+    directory moves just before the first entry that holds another bwrap the user can run, or that
+    someone other than root can write to (where a bwrap could be planted). Other entries keep their
+    order. Returns (new PATH, [changes], problem or None)."""
+    package_of = package_of or B.package_facts
+    entries = list(B.split_path(path_text))
+    good = None
+    for index, entry in enumerate(entries):
+        if entry.startswith("/") and _bwrap_ok(os.path.join(entry, "bwrap"), user, package_of):
+            good = index
+            break
+    if good is None:
+        for entry in B.split_path(fallback):
+            if _bwrap_ok(os.path.join(entry, "bwrap"), user, package_of):
+                return entry + ":" + path_text if path_text else entry, [
+                    "added %s (it holds the package-owned bwrap; the PATH had none)" % entry], None
+        return path_text, [], "no package-owned bwrap is reachable through %s or %s" % (path_text, fallback)
+    offenders = []
+    for index, entry in enumerate(entries[:good]):
+        if not entry.startswith("/"):
+            continue
+        candidate = os.path.join(entry, "bwrap")
+        if os.path.exists(candidate) and SU.which_as("bwrap", entry, user):
+            offenders.append((index, "%s holds %s, which is not the package-owned bwrap" % (entry, candidate)))
+        else:
+            problem = SU._dir_problem(os.path.normpath(entry))
+            if problem:
+                offenders.append((index, "%s: %s (a bwrap could be planted there)" % (entry, problem)))
+    if not offenders:
+        return path_text, [], None
+    first = offenders[0][0]
+    moved = entries[good]
+    new = entries[:first] + [moved] + [e for i, e in enumerate(entries[first:good], first)] + entries[good + 1:]
+    return ":".join(new), ["moved %s before %s: %s" % (moved, entries[first], "; ".join(o[1] for o in offenders))], \
+        None
+
+
+def _env_file_value(value: str) -> str:
+    return '"%s"' % value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace("`", "\\`")
+
+
+def enforce_plan(unit: str, state: Mapping[str, Any], env: Mapping[str, str], prov: Mapping[str, str],
+                 user: Mapping[str, Any], sandbox_path: str, env_file_path: str, relax: bool = False,
+                 bwrap_info: Optional[Mapping[str, Any]] = None,
+                 package_of: Optional[Callable[[str], Any]] = None) -> Dict[str, Any]:
+    """What enforce writes for the unit, computed from its configuration *without* our own files.
+
+    Returns {"dropin", "env_file" (contents), "path" (the healed PATH), "healed", "relaxed",
+    "not_healed", "not_relaxed"}; each list entry says what, from where, and the line written.
+    """
+    plan: Dict[str, Any] = {"healed": [], "relaxed": [], "not_healed": [], "not_relaxed": []}
+    path = _plan_environment(plan, env, prov, user, sandbox_path, env_file_path, package_of)
+    lines = ["# Managed by metnos-sandbox-ops (metnos.sandbox.metnos_service_env state=enforce). Local edits are",
+             "# replaced; a backup of the previous file is kept beside it.", "[Service]",
+             "# PATH for the sandbox: bwrap resolves to the package-owned binary.",
+             "EnvironmentFile=%s" % env_file_path,
+             "# METNOS_SANDBOX is unset for the unit, whatever sets it (Environment=, EnvironmentFile=, drop-ins",
+             "# in /etc or /run, the manager's environment): UnsetEnvironment= applies after all of them.",
+             "UnsetEnvironment=%s" % envflags.ENV_VAR]
+    lines += _plan_exec_start(plan, state, env)
+    lines += _plan_relax(plan, state, unit, relax, bwrap_info)
+    return dict({"dropin": "\n".join(lines) + "\n",
+                 "env_file": "# Managed by metnos-sandbox-ops: the service's PATH for the sandbox.\nPATH=%s\n"
+                 % _env_file_value(path), "path": path}, **plan)
+
+
+def _plan_environment(plan: Dict[str, Any], env: Mapping[str, str], prov: Mapping[str, str],
+                      user: Mapping[str, Any], sandbox_path: str, env_file_path: str,
+                      package_of: Optional[Callable[[str], Any]]) -> str:
+    """The healed PATH (returned) and what healing PATH and unsetting METNOS_SANDBOX changes."""
+    path, changes, problem = heal_path(sandbox_path, user, package_of)
+    for change in changes:
+        plan["healed"].append({"what": "PATH", "source": "sandbox_path", "action": change})
+    if problem:
+        plan["not_healed"].append({"what": "PATH", "reason": problem})
+    if env.get("PATH") != path:
+        plan["healed"].append({
+            "what": "PATH=%s" % env.get("PATH"), "source": prov.get("PATH"),
+            "action": "PATH=%s from %s (an EnvironmentFile= of the drop-in: it wins over every "
+                      "Environment= and the EnvironmentFile= lines before it)" % (path, env_file_path)})
+    value = env.get(envflags.ENV_VAR)
+    disabled, _reason = envflags.classify_value(value)
+    if value is not None:
+        plan["healed"].append({"what": "%s=%r" % (envflags.ENV_VAR, value), "source": prov.get(envflags.ENV_VAR),
+                               "disabling": disabled, "action": "UnsetEnvironment=%s (applies after every source)"
+                               % envflags.ENV_VAR})
+    return path
+
+
+def _plan_exec_start(plan: Dict[str, Any], state: Mapping[str, Any], env: Mapping[str, str]) -> List[str]:
+    """ExecStart= lines without env(1)'s assignments of METNOS_SANDBOX/PATH (none when no line has any)."""
+    execs = state.get("exec_start") or []
+    rewritten, touched = [], False
+    for item in execs:
+        effect = U.exec_env_effect(item["value"], env, SU.KEYS)
+        touches = effect["clears"] or any(k in effect["sets"] or k in effect["unsets"] for k in SU.KEYS)
+        if not touches:
+            rewritten.append(item["value"])
+            continue
+        new, why = U.neutralised_exec(item["value"], SU.KEYS)
+        if new is None:
+            plan["not_healed"].append({"what": "ExecStart=%s" % item["value"], "source": item["where"],
+                                       "reason": "a drop-in cannot neutralise it: %s" % why})
+            rewritten.append(item["value"])
+            continue
+        touched = True
+        rewritten.append(new)
+        plan["healed"].append({"what": "ExecStart=%s" % item["value"], "source": item["where"],
+                               "action": "ExecStart=%s" % new})
+    if not touched:
+        return []
+    return (["# ExecStart= without env(1)'s assignments of METNOS_SANDBOX/PATH (the unit's lines were:"]
+            + ["#   %s" % item["value"] for item in execs]
+            + ["ExecStart="] + ["ExecStart=%s" % value for value in rewritten])
+
+
+def _plan_relax(plan: Dict[str, Any], state: Mapping[str, Any], unit: str, relax: bool,
+                bwrap_info: Optional[Mapping[str, Any]]) -> List[str]:
+    """The drop-in lines that relax the unit's restrictions that break bwrap (``relax``), or why not."""
+    lines = []
+    for diag in RS.restriction_diagnostics(state.get("unit_file_settings") or state["settings"], unit, bwrap_info):
+        if diag["severity"] != D.ERROR:
+            continue
+        details = diag.get("details") or {}
+        entry = {"code": diag["code"], "directive": details.get("directive"), "line": details.get("relax"),
+                 "message": diag["message"]}
+        if not relax:
+            plan["not_relaxed"].append(dict(entry, reason="metnos_sandbox_relax_restrictions is false "
+                                                          "(relax_restrictions)"))
+        elif not details.get("relax"):
+            plan["not_relaxed"].append(dict(entry, reason=details.get("relax_note") or "no drop-in can relax it"))
+        else:
+            plan["relaxed"].append(entry)
+            lines += ["# Relaxed for bwrap (relax_restrictions=true), the minimum it needs: %s" % diag["code"],
+                      details["relax"]]
+    return lines
