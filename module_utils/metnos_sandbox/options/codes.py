@@ -19,7 +19,7 @@ CODES.extend([
          "A module option has a bad value",
          "An option of the task is missing, has the wrong type or a value outside its rule; the message "
          "names the option and the rule. Nothing was changed.",
-         "The module's argument_spec, then the option checks of module_utils/metnos_sandbox/options.py "
+         "The module's argument_spec, then the option checks of module_utils/metnos_sandbox/options/spec.py "
          "(unit name, positive timeout, a running systemd where one is asked for, users that exist).",
          ["Fix the option named in the message (ansible-doc -t module <module> lists each option's rule)."]),
     Code("systemctl_failed", ERROR, "R-DIAG-3", MODULE,

@@ -424,7 +424,7 @@ CODES.extend([
          "manifest whose scopes lead into long chains of links planted in a data folder). Unbounded "
          "resolution would crash or stall the renderer; the kernel would refuse the path anyway.",
          "An iterative resolver with the kernel's limits and one cache shared by every path of a render "
-         "(module_utils/metnos_sandbox/paths.py, Resolver).",
+         "(module_utils/metnos_sandbox/base/paths.py, Resolver).",
          ["Replace the chain of symbolic links by the real path (readlink -f PATH shows where it leads)."],
          messages={"links": "{field}: {path}: resolving it follows more than {links} symbolic links (ELOOP)",
                    "long": "{field}: {path}: its resolved form is longer than {length} characters (PATH_MAX)",
@@ -447,7 +447,7 @@ CODES.extend([
          "there is followed inside the sandbox, a relative one elsewhere than on the host), a --symlink or "
          "/proc may stand on the way. Every grant is mounted at its resolved host path only; this mount "
          "would not be, or something mounted before it changes what its path means inside.",
-         "The mount model (module_utils/metnos_sandbox/mountmodel.py): bwrap's mount table built in argv "
+         "The mount model (module_utils/metnos_sandbox/profile/mountmodel.py): bwrap's mount table built in argv "
          "order, every destination walked through it component by component; the final check runs it again "
          "on the argv.",
          ["Render again; if it persists, replace the symbolic link named in the message by a real folder."],
