@@ -8,7 +8,6 @@ One implementation, two faces: the modules and these filters call the same code.
 from __future__ import absolute_import, annotations, division, print_function
 
 import os
-import shlex
 
 from ansible.errors import AnsibleFilterError
 
@@ -21,6 +20,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audi
 # checkout through collections/ansible_collections/metnos/sandbox/).
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as _diagnostics
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import sources as _sources
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import granters as _granters
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as _manifest
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import model as MD
@@ -144,7 +144,7 @@ def shell_join(argv):
     """A list of arguments -> one shell-quoted command line."""
     if not isinstance(argv, (list, tuple)) or not all(isinstance(a, str) for a in argv):
         raise AnsibleFilterError("shell_join: expected a list of strings, got %s" % _diagnostics.excerpt(argv))
-    return " ".join(shlex.quote(a) for a in argv)
+    return _granters.shell_join(argv)     # the core's one shell_join (the profiles' command lines)
 
 
 class FilterModule(object):

@@ -17,6 +17,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.prof
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import restrictions as RS
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env as S
 from conftest import ROOT
+from helpers import report_text as RT
 
 SOURCES = ("module_utils", "library", "action_plugins", "filter_plugins", "scripts")
 YAML_SOURCES = ("roles", "playbooks")
@@ -181,7 +182,7 @@ def test_message_templates_live_in_the_registry():
                                   "today (added ['--a']; removed [])."
     assert drift[1]["message"] == "ex: no rendered profile at /p/ex.args." and drift[1]["severity"] == "warning"
     assert drift[1]["remediation"] == ["Render the profiles: make run"]
-    doc = R.build({"a": {"unreachable": True, "msg": "ssh: timeout"}, "b": {"failed": True, "code": "host_no_python",
+    doc = RT.build({"a": {"unreachable": True, "msg": "ssh: timeout"}, "b": {"failed": True, "code": "host_no_python",
                                                                           "msg": "no python"}})
     msgs = dict((h["host"], h["diagnostics"][0]["message"]) for h in doc["hosts"])
     assert msgs == {"a": "a: unreachable: ssh: timeout", "b": "b: no python"}

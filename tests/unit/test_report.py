@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
+from helpers import report_text as RT
 
 WHEN = datetime.datetime(2026, 11, 30, 6, 0, tzinfo=datetime.timezone.utc)
 
@@ -29,7 +30,7 @@ def fleet():
 
 
 def test_build_totals_gate_and_package_drift():
-    doc = R.build(fleet(), WHEN)
+    doc = RT.build(fleet(), WHEN)
     assert doc["schema"] == R.SCHEMA and doc["generated"] == "2026-11-30T06:00:00+00:00"
     t = doc["totals"]
     assert (t["hosts"], t["pass"], t["warn"], t["fail"], t["unreachable"]) == (5, 2, 1, 1, 1)
@@ -37,14 +38,14 @@ def test_build_totals_gate_and_package_drift():
     old = [h for h in doc["hosts"] if h["host"] == "old"][0]
     assert old["verdict"] == "warn" and [d["code"] for d in old["diagnostics"]] == ["bwrap_package_drift"]
     assert doc["gate"] == {"failed": True, "failing_hosts": 2, "warnings_as_failures": False}
-    assert R.build(fleet(), WHEN, warnings_as_failures=True)["gate"]["failing_hosts"] == 3
+    assert RT.build(fleet(), WHEN, warnings_as_failures=True)["gate"]["failing_hosts"] == 3
     gone = [h for h in doc["hosts"] if h["host"] == "gone"][0]
     assert gone["verdict"] == "unreachable" and "timed out" in gone["diagnostics"][0]["message"]
 
 
 def test_junit_one_case_per_host_and_check():
-    doc = R.build(fleet(), WHEN)
-    root = ET.fromstring(R.to_junit(doc))
+    doc = RT.build(fleet(), WHEN)
+    root = ET.fromstring(RT.to_junit(doc))
     cases = root.findall(".//testcase")
     assert len(cases) == 4 * len(R.CHECKS) + 1
     failed = sorted((c.get("classname"), c.get("name")) for c in cases if c.find("failure") is not None)
@@ -52,10 +53,10 @@ def test_junit_one_case_per_host_and_check():
 
 
 def test_markdown_and_html_carry_codes_and_remediation():
-    doc = R.build(fleet(), WHEN)
-    md = R.to_markdown(doc)
+    doc = RT.build(fleet(), WHEN)
+    md = RT.to_markdown(doc)
     assert "| bad | FAIL |" in md and "### `unit_blocks_namespaces`" in md and "RestrictNamespaces=user" in md
-    page = R.to_html(doc)
+    page = RT.to_html(doc)
     assert "<script>" in page and "http" not in page.split("<body>")[0]      # self-contained head
     assert 'src="' not in page and "href=\"http" not in page
     assert page.count('<tr data-verdict=') == 5 and "button class=\"cp\"" in page
@@ -64,14 +65,14 @@ def test_markdown_and_html_carry_codes_and_remediation():
 def test_html_escapes_hostile_text():
     res = audit("fail", ["unit_blocks_namespaces"])
     res["diagnostics"][0]["message"] = "<script>alert(1)</script>"
-    page = R.to_html(R.build({"<img src=x>": res}, WHEN))
+    page = RT.to_html(RT.build({"<img src=x>": res}, WHEN))
     assert "<script>alert(1)" not in page and "<img src=x>" not in page
 
 
 def test_write_all_and_merge(tmp_path):
-    doc = R.build({"a": audit()}, WHEN)
+    doc = RT.build({"a": audit()}, WHEN)
     p1 = R.write_all(doc, str(tmp_path / "one"))
-    doc2 = R.build({"b": audit("fail", ["unit_blocks_namespaces"])}, WHEN)
+    doc2 = RT.build({"b": audit("fail", ["unit_blocks_namespaces"])}, WHEN)
     p2 = R.write_all(doc2, str(tmp_path / "two"))
     assert sorted(p1) == ["html", "json", "junit.xml", "md"]
     proc = subprocess.run([sys.executable, "scripts/merge-audit-reports.py", str(tmp_path / "merged"),
@@ -92,7 +93,7 @@ def test_merge_of_1000_host_results_from_four_slices(tmp_path):
         if index == 2:
             res["h0001"] = audit("fail", ["unit_blocks_namespaces"], probe=False)    # re-audited later: fails
         when = WHEN + datetime.timedelta(minutes=index)
-        paths.append(R.write_all(R.build(res, when), str(tmp_path / ("slice-%d" % index)))["json"])
+        paths.append(R.write_all(RT.build(res, when), str(tmp_path / ("slice-%d" % index)))["json"])
     listing = tmp_path / "list.txt"
     listing.write_text("\n".join(reversed(paths)) + "\n")      # order of the arguments does not matter
     proc = subprocess.run([sys.executable, "scripts/merge-audit-reports.py", "--from-list", str(listing),
@@ -119,7 +120,7 @@ def test_markdown_summary_first_and_failing_hosts_grouped():
     res = dict(("h%03d" % i, audit()) for i in range(300))
     for i in range(0, 300, 3):
         res["h%03d" % i] = audit("fail", ["unit_blocks_namespaces"], probe=False)
-    md = R.to_markdown(R.build(res, WHEN))
+    md = RT.to_markdown(RT.build(res, WHEN))
     head, _sep, table = md.partition("## All hosts")
     assert head.index("Gate: **FAILED**") < head.index("| `unit_blocks_namespaces` | error |") \
         < head.index("### `unit_blocks_namespaces`")
@@ -129,7 +130,7 @@ def test_markdown_summary_first_and_failing_hosts_grouped():
 
 def test_html_table_pages_and_details_are_data():
     res = dict(("h%04d" % i, audit()) for i in range(R.PAGE_ROWS + 20))
-    page = R.to_html(R.build(res, WHEN))
+    page = RT.to_html(RT.build(res, WHEN))
     assert page.count("<tr data-verdict=") == R.PAGE_ROWS + 20
     assert page.count(" hidden><td>") == 20                     # laid out only when asked for
     data = json.loads(page.split('<script type="application/json" id="data">')[1].split("</script>")[0])

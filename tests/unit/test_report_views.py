@@ -5,6 +5,7 @@ import datetime
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_state as MS
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import summary as SU
+from helpers import report_text as RT
 
 WHEN = datetime.datetime(2026, 11, 30, 6, 0, tzinfo=datetime.timezone.utc)
 
@@ -20,14 +21,14 @@ def failed_probe_but_active_view():
 
 
 def test_reports_label_the_view_and_the_proof():
-    doc = R.build({"h": failed_probe_but_active_view()}, WHEN)
+    doc = RT.build({"h": failed_probe_but_active_view()}, WHEN)
     host = doc["hosts"][0]
     assert host["status"]["active"] is True and host["status_view"].startswith("runtime status() as seen by the live")
     assert host["probe"]["view"] == "probe: proven by a real wrapped invocation" and host["probe"]["passed"] is False
-    md = R.to_markdown(doc)
+    md = RT.to_markdown(doc)
     assert "| host | verdict | status() view: active | bwrap | service | probe (proven) | monitored | codes |" in md
     assert "| h | FAIL | True |" in md and "| FAILED |" in md
-    page = R.to_html(doc)
+    page = RT.to_html(doc)
     assert "status() view: active</th>" in page and "probe (proven)</th>" in page
     assert "(a view, not a proof)" in page and "probe (proven verdict: FAILED)" in page
 
@@ -44,7 +45,7 @@ def test_summaries_label_the_view_and_the_proof():
 
 def test_host_without_python_has_its_own_code():
     res = {"failed": True, "code": "host_no_python", "msg": "the host answers, but has no Python"}
-    doc = R.build({"bare": res, "gone": {"unreachable": True, "msg": "timeout"}}, WHEN)
+    doc = RT.build({"bare": res, "gone": {"unreachable": True, "msg": "timeout"}}, WHEN)
     bare, gone = doc["hosts"]
     assert [d["code"] for d in bare["diagnostics"]] == ["host_no_python"] and bare["verdict"] == "fail"
     assert "raw" in " ".join(bare["diagnostics"][0]["remediation"])
@@ -74,7 +75,7 @@ def monitored(**mon):
 
 def test_reports_say_whether_a_host_is_monitored_and_how_old_its_proof_is():
     proof = {"finished": "2026-11-30T05:48:00+00:00", "age_seconds": 720, "proven": True, "verdict": "pass"}
-    doc = R.build({"a": monitored(monitored=True, timer={"active": "active"}, proof=proof),
+    doc = RT.build({"a": monitored(monitored=True, timer={"active": "active"}, proof=proof),
                    "b": monitored(monitored=False, timer={"active": None}, proof=None),
                    "c": monitored(monitored=True, collected=True, stale=False, max_age=3600, proof=proof),
                    "d": monitored(monitored=True, collected=True, stale=True, max_age=600, proof=proof),
@@ -84,15 +85,15 @@ def test_reports_say_whether_a_host_is_monitored_and_how_old_its_proof_is():
     assert cells == {"a": "yes, proof 12 min old", "b": "no", "c": "collected: proof 12 min old",
                      "d": "STALE: proof 12 min old (limit 10 min)", "e": "no (timer inactive; last proof 2 d old)",
                      "f": "-", "g": "-"}
-    md = R.to_markdown(doc)
+    md = RT.to_markdown(doc)
     assert "| FAILED | yes, proof 12 min old | - |" in md and "| STALE: proof 12 min old (limit 10 min) |" in md
-    page = R.to_html(doc)
+    page = RT.to_html(doc)
     assert "monitored</th>" in page and "<td>collected: proof 12 min old</td>" in page
     assert "continuous proof (monitored: yes, proof 12 min old)" in page
     assert "  3 host(s) monitored by the continuous proof" in R.terminal_summary(doc)
 
 
 def test_a_hostile_monitor_record_is_reduced_to_its_known_fields():
-    doc = R.build({"h": monitored(monitored="yes", proof=["x"], timer="<script>", extra={"a": 1})}, WHEN)
+    doc = RT.build({"h": monitored(monitored="yes", proof=["x"], timer="<script>", extra={"a": 1})}, WHEN)
     assert doc["hosts"][0]["monitor"] == {"monitored": False, "timer": None, "collected": False, "stale": False,
                                           "max_age": None, "proof": None}

@@ -8,8 +8,8 @@ Ansible imports; run on the controller (action_plugins/metnos_audit_report.py) o
 scripts/merge-audit-reports.py to merge per-host JSON produced elsewhere (ansible-pull, AWX).
 
 Sized for fleets of thousands: the document holds one compact record per host, and every renderer
-is a generator of text chunks that ``write_all`` streams to its file (``to_json`` and the other
-``to_*`` functions join the same chunks for callers that want a string).
+is a generator of text chunks that ``write_all`` streams to its file (``to_json`` joins the JSON chunks
+for the callers that want the document as one string).
 """
 from __future__ import absolute_import, annotations, division, print_function
 
@@ -128,12 +128,6 @@ def read_spooled(directory: str, hosts: Iterable[str]) -> Iterator[Tuple[str, An
 
 
 # --------------------------------------------------------------------------- the document
-
-def build(results: Mapping[str, Any], generated: Optional[datetime.datetime] = None,
-          warnings_as_failures: bool = False) -> Doc:
-    """The report document (the JSON schema's instance) from {host: task result}."""
-    return build_from_results(((name, results[name]) for name in sorted(results)), generated, warnings_as_failures)
-
 
 def build_from_results(pairs: Iterable[Tuple[str, Any]], generated: Optional[datetime.datetime] = None,
                        warnings_as_failures: bool = False) -> Doc:
@@ -279,10 +273,6 @@ def iter_markdown(doc: Doc) -> Iterator[str]:
         yield _md_row(h)
 
 
-def to_markdown(doc: Doc) -> str:
-    return "".join(iter_markdown(doc))
-
-
 # -- JUnit XML: one testcase per host and check
 
 def _junit_cases(h: Host, warnings_as_failures: bool) -> Iterator[Tuple[str, List[Diagnostic]]]:
@@ -325,10 +315,6 @@ def iter_junit(doc: Doc) -> Iterator[str]:
         for check, bad in _junit_cases(h, waf):
             yield _junit_case(h["host"], check, bad)
     yield "  </testsuite>\n</testsuites>\n"
-
-
-def to_junit(doc: Doc) -> str:
-    return "".join(iter_junit(doc))
 
 
 # -- HTML: one self-contained file. The host table is static HTML (readable without JavaScript);
@@ -561,10 +547,6 @@ def iter_html(doc: Doc) -> Iterator[str]:
            % ("" if t["hosts"] > PAGE_ROWS else " hidden"))
     yield '<script type="application/json" id="data">%s</script>\n' % _details_json(doc)
     yield "<script>%s</script></body></html>\n" % (_JS % PAGE_ROWS)
-
-
-def to_html(doc: Doc) -> str:
-    return "".join(iter_html(doc))
 
 
 RENDERERS = (("json", iter_json), ("md", iter_markdown), ("junit.xml", iter_junit), ("html", iter_html))
