@@ -37,61 +37,26 @@ from ..probe import codes as probe_codes
 from ..profile import codes as profile_codes
 from ..service import codes as service_codes
 from . import registry
-from .registry import (
-    BWRAP_BINARY as BWRAP_BINARY,
-)
-from .registry import (
-    ERROR as ERROR,
-)
-from .registry import (
-    INFO as INFO,
-)
-from .registry import (
-    KERNEL_USERNS as KERNEL_USERNS,
-)
-from .registry import (
-    MODULE as MODULE,
-)
-from .registry import (
-    MONITOR as MONITOR,
-)
-from .registry import (
-    PROBE as PROBE,
-)
-from .registry import (
-    PROFILES as PROFILES,
-)
-from .registry import (
-    REACHABILITY as REACHABILITY,
-)
-from .registry import (
-    SANDBOX_ACTIVE as SANDBOX_ACTIVE,
-)
-from .registry import (
-    SECTIONS as SECTIONS,
-)
-from .registry import (
-    SERVICE_ENVIRONMENT as SERVICE_ENVIRONMENT,
-)
-from .registry import (
-    SEVERITIES as SEVERITIES,
-)
-from .registry import (
-    SMOKE_TEST as SMOKE_TEST,
-)
-from .registry import (
-    WARNING as WARNING,
-)
-from .registry import (
-    Code as Code,
-)
-from .registry import (
-    Diagnostic as Diagnostic,
-)
-from .registry import (
-    UnregisteredCode as UnregisteredCode,
-)
 
+# The registry's types, severities and sections, spelled here too: every caller names them D.<name>.
+BWRAP_BINARY = registry.BWRAP_BINARY
+ERROR = registry.ERROR
+INFO = registry.INFO
+KERNEL_USERNS = registry.KERNEL_USERNS
+MODULE = registry.MODULE
+MONITOR = registry.MONITOR
+PROBE = registry.PROBE
+PROFILES = registry.PROFILES
+REACHABILITY = registry.REACHABILITY
+SANDBOX_ACTIVE = registry.SANDBOX_ACTIVE
+SECTIONS = registry.SECTIONS
+SERVICE_ENVIRONMENT = registry.SERVICE_ENVIRONMENT
+SEVERITIES = registry.SEVERITIES
+SMOKE_TEST = registry.SMOKE_TEST
+WARNING = registry.WARNING
+Code = registry.Code
+Diagnostic = registry.Diagnostic
+UnregisteredCode = registry.UnregisteredCode
 _RANK = registry.RANK
 _CODES: List[Code] = (host_codes.CODES + profile_codes.CODES + probe_codes.CODES + service_codes.CODES +
                       audit_codes.CODES + options_codes.CODES)
