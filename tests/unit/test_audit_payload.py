@@ -59,3 +59,20 @@ def test_payload_is_the_core_minus_the_controller_only_modules_and_self_containe
                     needed = [base + "." + a.name for a in node.names]
                 for mod in needed:
                     assert mod in shipped, (name, mod)
+
+
+def test_the_bootstrap_imports_every_shipped_module_by_its_package(tmp_path):
+    """The bootstrap's own loader, run by the host's interpreter without Ansible (python3 -I, nothing on
+    sys.path but the standard library), imports every module it is given: the core's packages are packages
+    (their modules import relatively from one another), and nothing is read from disk."""
+    import subprocess
+    action = _action()
+    loader = action.BOOTSTRAP.split("from metnos_sandbox.audit import audit")[0]
+    script = loader + "import importlib\nfor name in sorted(src):\n    importlib.import_module(name)\n" \
+                      "print(len(src))\n"
+    stdin = b'{"unit": ""}\n' + action.payload()
+    proc = subprocess.run(["/usr/bin/python3", "-I", "-c", script], input=stdin, capture_output=True,
+                          cwd=str(tmp_path), timeout=60)
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    shipped = json.loads(zlib.decompress(action.payload()).decode("utf-8"))
+    assert int(proc.stdout) == len(shipped) - 1      # every module but the list of packages
