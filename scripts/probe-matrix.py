@@ -43,8 +43,8 @@ def main():
         sys.path.insert(0, os.path.abspath(args.core))
         core = importlib.import_module("metnos_sandbox.probe")  # core-layout: keep (a flat core: before issue 22)
         if hasattr(core, "__path__"):      # the core in capability packages (issue 22)
-            payload = importlib.import_module("metnos_sandbox.probe.probe.payload")
-            runners = importlib.import_module("metnos_sandbox.probe.probe.runners")
+            payload = importlib.import_module("metnos_sandbox.probe.payload")
+            runners = importlib.import_module("metnos_sandbox.probe.runners")
             core = types.SimpleNamespace(expectations=payload.expectations, run=runners.run,
                                          run_systemd=runners.run_systemd)
     rows = [r for r in PM.ROWS if not args.rows or r.name in args.rows.split(",")]

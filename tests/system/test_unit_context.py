@@ -5,7 +5,7 @@ On Debian 12 (systemd 252) and 13 (systemd 257), with CAP_SYS_ADMIN so that ever
 applies: a running service with more than 40 directives (systemd-analyze security's list, resource
 limits, a root directory with bind mounts, address families, IP and socket policy, NoExecPaths=,
 UMask=, SupplementaryGroups=, PrivateIPC=, specifiers, multi-line merges) and the probe's own
-transient unit (the argv probe.systemd_run_argv builds from the context) running side by side:
+transient unit (the argv probe/runners.py systemd_run_argv builds from the context) running side by side:
 `systemctl show` of both must be equal on every property but the documented ignored ones. Then
 what cannot be carried is named, never dropped in silence.
 """
@@ -106,13 +106,13 @@ import importlib, json, subprocess, sys, time
 sys.path.insert(0, "/opt/metnos-trial/core")
 # No Ansible in the container: the core under its bare package name (imported by name, so that
 # scripts/one-import-name.py never rewrites this text).
-B, PR, S, UC = (importlib.import_module("metnos_sandbox." + m)
-                for m in ("host.bwrap", "probe.probe", "service.service_env", "service.unit_context"))
+B, RUN, S, UC = (importlib.import_module("metnos_sandbox." + m)
+                for m in ("host.bwrap", "probe.runners", "service.service_env", "service.unit_context"))
 unit, name = sys.argv[1], sys.argv[2]
 def show(u):
     return UC.parse_show_all(subprocess.run(["systemctl", "show", "--all", u], capture_output=True, text=True).stdout)
 ctx = S.execution_context({"unit": unit}, B.default_runner)
-argv = PR.systemd_run_argv(name, {"name": "root"}, ctx, {}, 120) + ["/bin/sleep", "60"]
+argv = RUN.systemd_run_argv(name, {"name": "root"}, ctx, {}, 120) + ["/bin/sleep", "60"]
 proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 for _ in range(100):
     if subprocess.run(["systemctl", "show", "-p", "ActiveState", "--value", name], capture_output=True,
