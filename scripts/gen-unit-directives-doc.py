@@ -89,8 +89,8 @@ def render_blame(blame):
         out.append("- `%s=%s`: %s" % (name, values[0], ", then ".join(
             "`%s`" % "` + `".join(c) for c in tried[:7]) + (" ..." if len(tried) > 7 else "")))
     out += ["", "Bounds: at most %d runs and %d s per failing host (`blame_max_runs`, `blame_max_seconds` of "
-            "`sandbox_probe`; `blame: false` turns the experiment off); both, and every run's outcome, are in the "
-            "probe's result (`blame.runs`, `blame.interpreter_runs`, `blame.seconds`, `blame.log`). Reaching a bound "
+            "`metnos.sandbox.sandbox_probe`; `blame: false` turns the experiment off); both, and every run's "
+            "outcome, are in the probe's result (`blame.runs`, `blame.interpreter_runs`, `blame.seconds`, `blame.log`). Reaching a bound "
             "is `probe_blame_inconclusive`, with what was named so far. The probe's timeout applies to each run "
             "(at most 30 s); a probe that timed out starts no experiment." % (bounds.runs, bounds.seconds),
             "",
