@@ -345,7 +345,8 @@ def test_dnf_host_bwrap_facts_and_probe_pass(sequences, dnf):
     facts = dnf["facts"].record["facts"]
     assert_ok(dnf["facts"], False)
     assert facts["verdict"] == "pass", facts["diagnostics"]
-    assert facts["bwrap"]["package"] == {"manager": "rpm", "name": "bubblewrap", "revision": "1:0.11.0-1.fc44"}
+    assert facts["bwrap"]["package"] == {"manager": "rpm", "name": "bubblewrap", "revision": "1:0.11.0-1.fc44",
+                                         "verified": "ok", "verify_detail": ""}    # rpm -V: the file is the package's
     probe = sequences["dnf"].probe
     assert probe["passed"] is True, [c for c in probe["checks"] if not c["ok"]] or probe
     assert sequences["dnf"].rh.raw["dpkg"].returncode != 0      # never Debian's package
@@ -469,7 +470,8 @@ def test_pacman_host_bwrap_facts_and_probe_pass(sequences, pacman):
     facts = pacman["facts"].record["facts"]
     assert_ok(pacman["facts"], False)
     assert facts["verdict"] == "pass", facts["diagnostics"]
-    assert facts["bwrap"]["package"] == {"manager": "pacman", "name": "bubblewrap", "revision": "0.12.0-1"}
+    assert facts["bwrap"]["package"] == {"manager": "pacman", "name": "bubblewrap", "revision": "0.12.0-1",
+                                         "verified": "ok", "verify_detail": ""}    # pacman -Qkk: the package's file
     probe = sequences["pacman"].probe
     assert probe["passed"] is True, [c for c in probe["checks"] if not c["ok"]] or probe
     assert sequences["pacman"].rh.raw["dpkg"].returncode != 0
