@@ -88,11 +88,12 @@ def render_blame(blame):
         tried = R.candidates(name, values, {"bwrap": "/usr/bin/bwrap", "python_resolved": "/usr/bin/python3.N"})
         out.append("- `%s=%s`: %s" % (name, values[0], ", then ".join(
             "`%s`" % "` + `".join(c) for c in tried[:7]) + (" ..." if len(tried) > 7 else "")))
-    out += ["", "Bounds: at most %d runs and %d s per failing host (`blame_max_runs`, `blame_max_seconds` of "
-            "`sandbox_probe`; `blame: false` turns the experiment off); both, and every run's outcome, are in the "
-            "probe's result (`blame.runs`, `blame.interpreter_runs`, `blame.seconds`, `blame.log`). Reaching a bound "
-            "is `probe_blame_inconclusive`, with what was named so far. The probe's timeout applies to each run "
-            "(at most 30 s); a probe that timed out starts no experiment." % (bounds.runs, bounds.seconds),
+    out += ["", ("Bounds: at most %d runs and %d s per failing host (`blame_max_runs`, `blame_max_seconds` of "
+                 "`metnos.sandbox.sandbox_probe`; `blame: false` turns the experiment off); both, and every run's "
+                 "outcome, are in the probe's result (`blame.runs`, `blame.interpreter_runs`, `blame.seconds`, "
+                 "`blame.log`). Reaching a bound is `probe_blame_inconclusive`, with what was named so far. "
+                 "The probe's timeout applies to each run (at most 30 s); a probe that timed out starts no "
+                 "experiment.") % (bounds.runs, bounds.seconds),
             "",
             "Read-only for the service: only the probe's own transient units (`metnos-probe-*`) are started; the "
             "service's unit, drop-ins and processes are never touched, and no `daemon-reload` is made (the system "
