@@ -240,14 +240,14 @@ def run_naive(inv, forks, tmp):
 
 def run_floor(n, tmp, parallel):
     """The payload metnos_audit ships, run directly by the host's Python: n times, `parallel` at a time."""
-    import metnos_audit as A
+    from metnos_sandbox import transport as T
     data = os.path.join(tmp, "floor-payload")
     with open(data, "wb") as handle:
-        handle.write(json.dumps({"unit": "metnos.service", "manifests": [], "probe": True}).encode() + b"\n"
-                     + A.payload())
+        handle.write(T.message(T.new_frame(), {"unit": "metnos.service", "manifests": [], "probe": True},
+                               T.build_payload(os.path.join(ROOT, "module_utils", "metnos_sandbox"))))
     script = os.path.join(tmp, "floor.sh")
     with open(script, "w") as handle:
-        handle.write("#!/bin/sh\nexec /usr/bin/python3 -c %s %s >/dev/null\n" % (shlex.quote(A.BOOTSTRAP), data))
+        handle.write("#!/bin/sh\nexec /usr/bin/python3 -c %s <%s >/dev/null\n" % (shlex.quote(T.BOOTSTRAP), data))
     os.chmod(script, 0o755)
     cpu0, busy0, t0 = children_cpu(), machine_busy(), time.time()
     proc = subprocess.run(["sh", "-c", "seq %d | xargs -P %d -I{} %s" % (n, parallel, script)])
