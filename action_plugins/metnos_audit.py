@@ -72,21 +72,19 @@ class ActionModule(ActionBase):
     _supports_check_mode = True
     _supports_async = False
 
-    def _python_missing(self, python):
-        """After an answer without a result: can ``python`` not be started at all? Asked over the raw
-        connection (sh only). Returns the message for host_no_python, or None."""
-        probe = "command -v %s >/dev/null 2>&1 || exit 3; %s -c '' >/dev/null 2>&1 || exit 3" % (
+    def _answer_without_result(self, python):
+        """After an answer without a result, asked over the raw connection (sh only): "no_python" when the host
+        answers but ``python`` does not start, "answers" when it does, None when the host does not answer
+        (the connection itself fails: reported unreachable)."""
+        probe = "command -v %s >/dev/null 2>&1 || exit 3; %s -c '' >/dev/null 2>&1 || exit 3; echo metnos-answers" % (
             shlex.quote(python), shlex.quote(python))
         try:
             res = self._low_level_execute_command(probe, sudoable=True)
-        except Exception:   # the connection itself failed: unreachable, not this
+        except Exception:   # the connection itself failed: unreachable
             return None
-        if res.get("rc") != 3:
-            return None
-        return ("metnos_audit: the host answers, but the interpreter the audit runs (%s: ansible_python_interpreter, "
-                "else Ansible's discovery) does not start there; install Python with the raw module, e.g. ansible "
-                "HOST -m ansible.builtin.raw -a 'apt-get install -y python3', or set ansible_python_interpreter"
-                % python)
+        if res.get("rc") == 3:
+            return "no_python"
+        return "answers" if res.get("rc") == 0 and "metnos-answers" in (res.get("stdout") or "") else None
 
     def _interpreter(self, args, task_vars, result):
         """The interpreter as Ansible finds it for a module (module_common._get_shebang): the task's option,
@@ -146,18 +144,32 @@ class ActionModule(ActionBase):
             return self._refuse(result, host, "audit_transport_unsupported", "metnos_audit: %s" % exc, why=str(exc))
         out = T.unframe(res.get("stdout", ""), frame)
         if out is None:
-            missing = self._python_missing(python)
-            if missing:
-                result.update(failed=True, code="host_no_python", msg=missing)
-                spool(host, {"failed": True, "code": "host_no_python", "msg": missing})
-                return result
-            detail = T.tail([res.get("stderr"), res.get("stdout")])
-            return self._refuse(result, host, "audit_result_unframed", "metnos_audit: no framed audit result from the "
-                                "host (rc=%s): %s" % (res.get("rc"), detail), rc=res.get("rc"), detail=detail,
-                                python=python)
+            return self._without_result(result, host, python, res)
         spool(host, out)
         result.update(out)
         result["changed"] = False
+        return result
+
+    def _without_result(self, result, host, python, res):
+        """No framed result: the host has no such interpreter (host_no_python), it answers but the payload gave
+        no result (audit_result_unframed), or it does not answer (a failure the report calls unreachable)."""
+        answer = self._answer_without_result(python)
+        detail = T.tail([res.get("stderr"), res.get("stdout")])
+        if answer == "no_python":
+            missing = ("metnos_audit: the host answers, but the interpreter the audit runs (%s: "
+                       "ansible_python_interpreter, else Ansible's discovery) does not start there; install Python "
+                       "with the raw module, e.g. ansible HOST -m ansible.builtin.raw -a 'apt-get install -y python3', "
+                       "or set ansible_python_interpreter" % python)
+            result.update(failed=True, code="host_no_python", msg=missing)
+            spool(host, {"failed": True, "code": "host_no_python", "msg": missing})
+            return result
+        if answer == "answers":
+            return self._refuse(result, host, "audit_result_unframed", "metnos_audit: no framed audit result from the "
+                                "host (rc=%s): %s" % (res.get("rc"), detail), rc=res.get("rc"), detail=detail,
+                                python=python)
+        result.update(failed=True, rc=res.get("rc"), msg="metnos_audit: the host did not answer (rc=%s): %s" % (
+            res.get("rc"), detail))
+        spool(host, {"failed": True, "msg": result["msg"]})
         return result
 
     def _ship(self, python, data):

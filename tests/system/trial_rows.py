@@ -81,7 +81,8 @@ chown metnos /srv/trial/ro
 # RLIMIT_NPROC counts the processes of a uid on the whole host, and the containers of a rootful podman share
 # the host's uids: the row's own user gets a uid no other container of the test run has (61000 + release).
 nproc_uid=$((61000 + $(. /etc/os-release; v="${VERSION_ID:-0}"; echo "${v%%.*}")))
-id metnos-nproc >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin -u "$nproc_uid" metnos-nproc
+id metnos-nproc >/dev/null 2>&1 || \
+    useradd --system --no-create-home --shell /usr/sbin/nologin -u "$nproc_uid" metnos-nproc
 touch /srv/trial/src/.metnos-trial-marker /srv/trialroot/.metnos-trial-root /tmp/.metnos-trial-marker \
       /dev/.metnos-trial-marker
 for d in bin sbin lib lib64; do [ -e /srv/trialroot/$d ] || ln -s usr/$d /srv/trialroot/$d; done
