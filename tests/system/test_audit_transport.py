@@ -82,6 +82,9 @@ def test_framed_result_discovered_interpreter_and_a_report_in_another_run(hosts,
         assert by_host[role]["verdict"] == "pass", (role, by_host[role]["diagnostics"])
     assert first.returncode == 0, first.stdout[-3000:]
     assert by_host["noisy"]["hostname"] == started["noisy"].name          # the real result, not the forged one
+    for role in ("noisy", "elsewhere"):     # the compiled core kept for the next audit: root's alone
+        kept = started[role].sh("stat -c '%u %a %h' /run/metnos-audit /run/metnos-audit/*.code").stdout.split("\n")
+        assert kept[:2] == ["0 700 2", "0 600 1"], (role, kept)
 
     kept = tmp_path / "report-result.json"
     second = _playbook(str(_write(tmp_path / "report.yml", REPORT_ONLY % (tmp_path / "run2", kept))), inv)

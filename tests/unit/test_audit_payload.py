@@ -80,11 +80,12 @@ def test_the_answer_is_the_frame_not_a_stray_brace_or_a_forged_result():
     wrapper = "echo '{'; echo '%s'; printf '\\n%s 20\\n%s\\n%s end\\n'; " % (forged, T.new_frame(), forged,
                                                                            T.new_frame())
     for argv in (False, True):
-        proc = _bootstrap(T.message(frame, {"unit": "u"}, STAND_IN), wrapper, argv=argv)
+        proc = _bootstrap(T.message(frame, {"unit": "u"}, STAND_IN, cache=None), wrapper, argv=argv)
         stdout = proc.stdout if isinstance(proc.stdout, str) else proc.stdout.decode()
         assert proc.returncode == 0, proc.stderr
         assert stdout.startswith("{\n")
-        assert T.unframe(stdout, frame) == {"schema": "x", "echo": {"unit": "u"}}, stdout
+        assert T.unframe(stdout, frame) == {"schema": "x", "echo": {"unit": "u"},
+                                            "payload_cache": {"state": "off", "compiled": 2}}, stdout
 
 
 def test_a_payload_that_dies_leaves_no_frame():
@@ -92,7 +93,7 @@ def test_a_payload_that_dies_leaves_no_frame():
     frame = T.new_frame()
     dying = zlib.compress(json.dumps({"metnos_sandbox": "", "metnos_sandbox.audit": "raise SystemExit(3)\n"})
                           .encode("utf-8"))
-    proc = _bootstrap(T.message(frame, {}, dying), "echo '{\"schema\": 1}'; ")
+    proc = _bootstrap(T.message(frame, {}, dying, cache=None), "echo '{\"schema\": 1}'; ")
     assert proc.returncode == 3 and T.unframe(proc.stdout.decode(), frame) is None
 
 
@@ -133,3 +134,56 @@ def test_the_payload_is_built_once_per_run(tmp_path):
     with open(cache, "wb") as handle:
         handle.write(b"kept")
     assert T.cached_payload(CORE, cache) == b"kept"
+
+
+def _audit_with_cache(cache, core=STAND_IN):
+    frame = T.new_frame()
+    proc = _bootstrap(T.message(frame, {}, core, cache=cache))
+    return T.unframe(proc.stdout.decode(), frame)["payload_cache"]
+
+
+def test_the_compiled_core_is_reused_from_a_root_owned_cache(tmp_path):
+    """The first audit compiles the core and keeps it (root-owned, 0700/0600); the next one compiles nothing.
+    A bundle of another core is removed; a different core is compiled again, not taken from the old one."""
+    cache = str(tmp_path / "cache")
+    assert os.geteuid() == 0, "the cache is root's: run the unit tests as root (make test does)"
+    assert _audit_with_cache(cache) == {"state": "miss", "compiled": 2}
+    [bundle] = os.listdir(cache)
+    st = os.stat(os.path.join(cache, bundle))
+    assert st.st_uid == 0 and st.st_mode & 0o777 == 0o600 and os.stat(cache).st_mode & 0o777 == 0o700
+    assert _audit_with_cache(cache) == {"state": "hit", "compiled": 0}
+    other = zlib.compress(json.dumps({"metnos_sandbox": "", "metnos_sandbox.audit":
+                                      "def audit_host(params):\n    return {'other': 1}\n"}).encode("utf-8"))
+    assert _audit_with_cache(cache, other) == {"state": "miss", "compiled": 2}
+    assert len(os.listdir(cache)) == 1 and os.listdir(cache) != [bundle]
+
+
+def test_a_cache_anyone_else_could_write_is_never_used(tmp_path):
+    """Planted faults, each refused (the core is compiled from the shipped sources instead): the bundle owned
+    by a service user, group-writable, hard-linked, the cache directory writable by others or owned by a
+    service user, a bundle whose content does not match its digest."""
+    cache = str(tmp_path / "cache")
+    _audit_with_cache(cache)
+    [name] = os.listdir(cache)
+    path = os.path.join(cache, name)
+    plants = [
+        (lambda: os.chown(path, 65534, 65534), lambda: os.chown(path, 0, 0)),
+        (lambda: os.chmod(path, 0o620), lambda: os.chmod(path, 0o600)),
+        (lambda: os.link(path, str(tmp_path / "link")), lambda: os.unlink(str(tmp_path / "link"))),
+        (lambda: os.chmod(cache, 0o777), lambda: os.chmod(cache, 0o700)),
+        (lambda: os.chown(cache, 65534, 65534), lambda: os.chown(cache, 0, 0)),
+    ]
+    for plant, undo in plants:
+        plant()
+        try:
+            assert _audit_with_cache(cache)["state"] == "refused"
+        finally:
+            undo()
+        assert _audit_with_cache(cache) == {"state": "hit", "compiled": 0}
+    with open(path, "r+b") as handle:
+        handle.seek(40)
+        byte = handle.read(1)
+        handle.seek(40)
+        handle.write(bytes([byte[0] ^ 1]))
+    assert _audit_with_cache(cache) == {"state": "refused", "compiled": 2}
+    assert _audit_with_cache(cache) == {"state": "hit", "compiled": 0}          # rewritten by root
