@@ -129,6 +129,15 @@ duration:
   description: Wall seconds the audit took on the host.
   returned: always
   type: float
+payload_cache:
+  description:
+    - Whether the host's interpreter took the core compiled by an earlier audit (C(state) C(hit)), compiled it
+      (C(miss); kept for the next one in C(/run/metnos-audit), root's alone, when the audit runs as root), or
+      refused a kept one that failed its checks (C(refused): owner, mode, links, magic number or digest), and
+      how many modules it compiled (C(compiled)).
+  returned: when the action ran the audit on the host
+  type: dict
+  sample: {"state": "hit", "compiled": 0}
 cpu:
   description:
     - CPU seconds (user + system) the audit used on the host, commands it waited for included (a probe
