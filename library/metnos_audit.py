@@ -16,7 +16,7 @@ description:
     against what the manifests render today, and the real probe (as M(metnos.sandbox.sandbox_probe)).
   - Runs as an action plugin that ships the toolkit's core as one compressed payload in one command,
     instead of one packaged module per check. One message (this run's frame token, the options, the
-    core): on the command's stdin where the connection pipelines (local, ssh), else as the arguments
+    core) goes on the command's stdin where the connection pipelines (local, ssh), else as the arguments
     of one shell-less command (podman, docker). Nothing is written on the host; a connection that can
     do neither (become without pipelining) is refused with C(audit_transport_unsupported).
   - The result comes back framed by a random token made for each call, so a banner, a MOTD or a stray
@@ -133,7 +133,7 @@ payload_cache:
   description:
     - Whether the host's interpreter took the core compiled by an earlier audit (C(state) C(hit)), compiled it
       (C(miss); kept for the next one in C(/run/metnos-audit), root's alone, when the audit runs as root), or
-      refused a kept one that failed its checks (C(refused): owner, mode, links, magic number or digest), and
+      refused a kept one that failed its checks (C(refused) - owner, mode, links, magic number or digest), and
       how many modules it compiled (C(compiled)).
   returned: when the action ran the audit on the host
   type: dict
