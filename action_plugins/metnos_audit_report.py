@@ -13,16 +13,17 @@ from __future__ import absolute_import, annotations, division, print_function
 import os
 import time
 
+from ansible import constants as C
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
 
 
 def spool_dir():
     """Where metnos_audit kept this run's results (see action_plugins/metnos_audit.py)."""
-    from ansible import constants as C
     return os.path.join(C.DEFAULT_LOCAL_TMP, R.SPOOL)
 
 
@@ -39,6 +40,13 @@ class ActionModule(ActionBase):
             required_one_of=O.AUDIT_REPORT_ONE_OF)
         results, hosts, dest = args["results"], args["hosts"], args["dest"]
         start = time.time()
+        if hosts and not R.spooled(spool_dir(), sorted(set(hosts))):
+            # Another run, or before the audit: refused, never every host reported unreachable.
+            asked = sorted(set(hosts))
+            diag = D.make("audit_report_no_results", count=len(asked), fill={"hosts": ", ".join(asked[:20]) + (
+                ", ..." if len(asked) > 20 else "")})
+            result.update(failed=True, code=diag["code"], msg=diag["message"], diagnostics=[diag])
+            return result
         pairs = R.read_spooled(spool_dir(), sorted(set(hosts))) if hosts is not None else \
             ((name, results[name]) for name in sorted(results))
         doc = R.build_from_results(pairs, warnings_as_failures=args["warnings_as_failures"])

@@ -14,9 +14,17 @@ description:
     binary and package, kernel knobs and the smoke test (as M(metnos.sandbox.bwrap_facts)), the service's
     environment (as M(metnos.sandbox.metnos_service_env) in validate mode), drift of the rendered profiles
     against what the manifests render today, and the real probe (as M(metnos.sandbox.sandbox_probe)).
-  - Runs as an action plugin that ships the toolkit's core as one compressed payload over the
-    connection (stdin where the connection pipelines, arguments or a temp file otherwise), instead
-    of one packaged module per check. This file documents it and is the fallback implementation.
+  - Runs as an action plugin that ships the toolkit's core as one compressed payload in one command,
+    instead of one packaged module per check. One message (this run's frame token, the options, the
+    core) goes on the command's stdin where the connection pipelines (local, ssh), else as the arguments
+    of one shell-less command (podman, docker). Nothing is written on the host; a connection that can
+    do neither (become without pipelining) is refused with C(audit_transport_unsupported).
+  - The result comes back framed by a random token made for each call, so a banner, a MOTD or a stray
+    brace on stdout is never taken for it; no complete frame is C(audit_result_unframed).
+  - The interpreter is found as Ansible finds it for a module - O(python), else
+    C(ansible_python_interpreter) or C(interpreter_python), else Ansible's interpreter discovery for the
+    host (kept as its C(discovered_interpreter_python) fact); one that does not start is C(host_no_python).
+  - This file documents the action (and is what Ansible would run as an ordinary module without it).
   - The action also keeps each host's result in Ansible's per-run temp dir on the controller, where
     M(metnos.sandbox.metnos_audit_report) with O(metnos.sandbox.metnos_audit_report#module:hosts) reads it.
   - Never changes the host; the result is the same in check mode.
@@ -52,7 +60,7 @@ options:
     elements: str
     default: []
   python:
-    description: Interpreter on the host (default ansible_python_interpreter or /usr/bin/python3).
+    description: Interpreter on the host (default ansible_python_interpreter, else Ansible's discovery).
     type: path
   collect_monitor:
     description:
@@ -121,6 +129,15 @@ duration:
   description: Wall seconds the audit took on the host.
   returned: always
   type: float
+payload_cache:
+  description:
+    - Whether the host's interpreter took the core compiled by an earlier audit (C(state) C(hit)), compiled it
+      (C(miss); kept for the next one in C(/run/metnos-audit), root's alone, when the audit runs as root), or
+      refused a kept one that failed its checks (C(refused) - owner, mode, links, magic number or digest), and
+      how many modules it compiled (C(compiled)).
+  returned: when the action ran the audit on the host
+  type: dict
+  sample: {"state": "hit", "compiled": 0}
 cpu:
   description:
     - CPU seconds (user + system) the audit used on the host, commands it waited for included (a probe

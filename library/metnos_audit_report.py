@@ -22,7 +22,9 @@ options:
   hosts:
     description:
       - The play's hosts (normally C(ansible_play_hosts_all)); a host without a result in this run
-        is reported unreachable. Exactly one of O(hosts) and O(results).
+        is C(host_not_audited) (never unreachable), and when none of them has one (the report runs in
+        another C(ansible-playbook) run than the audit) the task fails with C(audit_report_no_results).
+        Exactly one of O(hosts) and O(results).
     type: list
     elements: str
   results:

@@ -9,6 +9,8 @@ Cells (all in one run, one line each, a Markdown table and --json at the end):
   ours   playbooks/audit.yml over N local-connection aliases of this machine (each runs every check for
          real: bwrap smoke test as nobody, service environment, the probe), forks 50, pipelining
   floor  the same payload run directly, as many at a time as there are CPUs, no Ansible
+  no-op  the same hosts, forks and play shape with one task of an action that does nothing on the host
+         (ansible.builtin.debug): what Ansible itself costs per host, the floor of the controller's share
   naive  (only up to --naive-up-to hosts) fact gathering + one command/stat task per check, forks 5
   ssh    ours over SSH to K hosts, each in a network namespace of its own with its own sshd; the
          controller runs in one more namespace holding the bridge, so every address lives in a
@@ -228,6 +230,28 @@ def run_ours(inv, forks, dest, tmp, manifests, prefix=()):
     return m
 
 
+NOOP = """---
+- name: No-op (Ansible's own per-host cost)
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Nothing
+      ansible.builtin.debug:
+        msg: "{{ inventory_hostname }}"
+"""
+
+
+def run_noop(inv, forks, tmp):
+    """The no-op cell: the per-host floor of the controller's share (no payload: all its CPU is Ansible's)."""
+    play = os.path.join(tmp, "noop.yml")
+    with open(play, "w") as handle:
+        handle.write(NOOP)
+    m, proc = run_playbook(["-i", inv, play], ansible_env(forks, tmp), tmp)
+    if proc.returncode != 0:
+        raise SystemExit("no-op failed: %s" % (proc.stdout[-2000:] + proc.stderr[-2000:]))
+    return m
+
+
 def run_naive(inv, forks, tmp):
     play = os.path.join(tmp, "naive.yml")
     with open(play, "w") as handle:
@@ -240,14 +264,14 @@ def run_naive(inv, forks, tmp):
 
 def run_floor(n, tmp, parallel):
     """The payload metnos_audit ships, run directly by the host's Python: n times, `parallel` at a time."""
-    import metnos_audit as A
+    from metnos_sandbox.audit import transport as T
     data = os.path.join(tmp, "floor-payload")
     with open(data, "wb") as handle:
-        handle.write(json.dumps({"unit": "metnos.service", "manifests": [], "probe": True}).encode() + b"\n"
-                     + A.payload())
+        handle.write(T.message(T.new_frame(), {"unit": "metnos.service", "manifests": [], "probe": True},
+                               T.build_payload(os.path.join(ROOT, "module_utils", "metnos_sandbox"))))
     script = os.path.join(tmp, "floor.sh")
     with open(script, "w") as handle:
-        handle.write("#!/bin/sh\nexec /usr/bin/python3 -c %s %s >/dev/null\n" % (shlex.quote(A.BOOTSTRAP), data))
+        handle.write("#!/bin/sh\nexec /usr/bin/python3 -c %s <%s >/dev/null\n" % (shlex.quote(T.BOOTSTRAP), data))
     os.chmod(script, 0o755)
     cpu0, busy0, t0 = children_cpu(), machine_busy(), time.time()
     proc = subprocess.run(["sh", "-c", "seq %d | xargs -P %d -I{} %s" % (n, parallel, script)])
@@ -537,6 +561,7 @@ def fmt_cell(row):
              "ours %.1fs wall %.1fs cpu" % (ours["wall"], ours["cpu"]),
              "payload %.0f ms/host" % per(ours.get("payload_cpu") or 0),
              "controller %.0f ms/host" % per(ctl),
+             "no-op %s" % ("%.0f ms/host" % per(row["noop"]["cpu"]) if row.get("noop") else "-"),
              "main rss %.0f MB, tree pss %.0f MB" % (ours["main"].get("rss_mb", 0), ours["tree_pss_mb"]),
              "reports %ss %s" % (ours.get("report_time"), ours.get("reports")),
              "other load %.0f cpu-s" % ours["other_load_cpu"]]
@@ -553,19 +578,22 @@ def fmt_cell(row):
 def markdown(rows, synth, browser, meta):
     lines = ["Run: %s; %s" % (meta["when"], meta["machine"]), "",
              "| N | ours wall / CPU | floor wall / CPU | ours ÷ floor (wall / CPU) | payload CPU per host "
-             "| controller CPU per host | main RSS peak | controller PSS peak | reports (time; JSON, MD, JUnit, HTML) "
-             "| other load (CPU-s) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| controller CPU per host | no-op CPU per host | total CPU per host | main RSS peak "
+             "| controller PSS peak | reports (time; JSON, MD, JUnit, HTML) | other load (CPU-s) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         o, f, n = row["ours"], row.get("floor"), row["n"]
         ctl = o["cpu"] - (o.get("payload_cpu") or 0) if not row.get("ssh") else o["cpu"]
         sizes = o.get("reports") or {}
-        lines.append("| %s | %.1f s / %.1f s | %s | %s | %.0f ms | %.0f ms | %.0f MB | %.0f MB | %.2f s; %s | %.0f |"
-                     % (
+        noop = row.get("noop")
+        lines.append("| %s | %.1f s / %.1f s | %s | %s | %.0f ms | %.0f ms | %s | %.0f ms | %.0f MB | %.0f MB "
+                     "| %.2f s; %s | %.0f |" % (
             "%d over SSH" % n if row.get("ssh") else "{:,}".format(n), o["wall"], o["cpu"],
             "%.1f s / %.1f s" % (f["wall"], f["cpu"]) if f else "—",
             "%.2f× / %.2f×" % (o["wall"] / f["wall"], o["cpu"] / f["cpu"]) if f else "—",
-            1000.0 * (o.get("payload_cpu") or 0) / n, 1000.0 * ctl / n, o["main"].get("rss_mb", 0), o["tree_pss_mb"],
+            1000.0 * (o.get("payload_cpu") or 0) / n, 1000.0 * ctl / n,
+            "%.0f ms" % (1000.0 * noop["cpu"] / n) if noop else "—", 1000.0 * o["cpu"] / n,
+            o["main"].get("rss_mb", 0), o["tree_pss_mb"],
             o.get("report_time") or 0, ", ".join(_size(sizes.get(k)) for k in ("json", "md", "junit.xml", "html")),
             o["other_load_cpu"] + (f["other_load_cpu"] if f else 0)))
     if synth:
@@ -638,6 +666,7 @@ def main():
             if row["ours"].get("payload_cpu") is None:
                 raise SystemExit("the audit wrote no report at N=%d:\n%s" % (n, row["ours"]["error"]))
             row["floor"] = run_floor(n, tmp, args.floor_parallel)
+            row["noop"] = run_noop(inv, args.forks, tmp)
             if n <= args.naive_up_to:
                 row["naive"] = run_naive(inv, args.forks, tmp)
             rows.append(row)

@@ -36,7 +36,7 @@ MAP = {
     "audit": ("audit", "audit"), "report": ("audit", "report"), "summary": ("audit", "summary"),
     "monitor": ("audit", "monitor"), "monitor_install": ("audit", "monitor_install"),
     "monitor_journal": ("audit", "monitor_journal"), "monitor_state": ("audit", "monitor_state"),
-    "monitor_textfile": ("audit", "monitor_textfile"),
+    "monitor_textfile": ("audit", "monitor_textfile"), "transport": ("audit", "transport"),
     "options": ("options", "spec"), "validate": ("options", "checks"),
 }
 PACKAGES = sorted(set(p for p, _m in MAP.values()))

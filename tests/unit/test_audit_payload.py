@@ -1,53 +1,83 @@
-"""The metnos_audit action's payload (action_plugins/metnos_audit.py): the core minus the documented
-controller-only modules, travelling as arguments of one command over connections without
-pipelining (podman, docker) so that the audit writes nothing on the host (no remote temp dir:
-tests/system/test_audit_fleet.py checks the hosts stay byte-identical), and self-contained: every
-module a shipped module imports is shipped."""
+"""The metnos_audit transport (module_utils/metnos_sandbox/audit/transport.py, action_plugins/metnos_audit.py):
+one message, carried on stdin (pipelining connections) or as the arguments of one shell-less command
+(podman, docker: nothing written on the host, tests/system/test_audit_fleet.py checks the hosts stay
+byte-identical); the payload self-contained (every module a shipped module imports is shipped); the
+answer framed by a one-time token, so that nothing else on stdout is taken for it; no work when the
+action plugin is imported.
+
+The framing tests run the real bootstrap with this machine's python3 and a two-line stand-in core
+(``metnos_sandbox.audit.audit.audit_host`` echoing its options): the real audit would probe this machine,
+which the system tests do on real hosts (tests/system/test_audit_transport.py)."""
 import ast
+import base64
+import builtins
 import json
 import os
+import shlex
+import subprocess
 import zlib
 
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import transport as T
 from helpers import faces
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CORE = os.path.join(ROOT, "module_utils", "metnos_sandbox")
+PACKAGES = ["metnos_sandbox", "metnos_sandbox.audit"]  # core-layout: keep
 
 
-def _action():
-    return faces.load("action_plugins/metnos_audit.py", "metnos_audit_action")
+def _core(audit_source):
+    """A stand-in core: the two packages and ``metnos_sandbox.audit.audit`` of ``audit_source``."""
+    return zlib.compress(json.dumps({"metnos_sandbox": "", "metnos_sandbox.audit": "",  # core-layout: keep
+                                     "metnos_sandbox.audit.audit": audit_source, T.PACKAGES: PACKAGES})
+                         .encode("utf-8"))
+
+
+STAND_IN = _core("def audit_host(params):\n    return {'schema': 'x', 'echo': params}\n")
+
+
+def _bootstrap(data, wrapper="", argv=False):
+    """Run the real bootstrap under ``sh -c``, ``wrapper`` first (a banner, a stray brace)."""
+    if argv:
+        command = T.argv_command("python3", data)
+        return subprocess.run(["sh", "-c", wrapper + command], capture_output=True, text=True, timeout=60)
+    command = wrapper + T.stdin_command("python3")
+    return subprocess.run(["sh", "-c", command], input=data, capture_output=True, timeout=60)
 
 
 def test_payload_travels_as_arguments_of_one_command():
-    """Over podman/docker the payload goes as arguments of one shell-less command: every argument
-    stays under Linux's MAX_ARG_STRLEN (128 KiB) and the whole far under ARG_MAX, so nothing is
-    written on the host."""
-    import shlex
-    import types
-    action = _action()
-    blob = action.payload("base64")
-    fake = types.SimpleNamespace(_play_context=types.SimpleNamespace(become=False))
-    command = action.ActionModule._argv_chunks(fake, "/usr/bin/python3", json.dumps({"unit": "metnos.service"}))
-    assert command is not None, len(blob)
-    argv = shlex.split(command)
-    assert "".join(argv[4:]).encode("ascii") == blob
+    """Over podman/docker the message goes as arguments of one shell-less command: every argument stays under
+    Linux's MAX_ARG_STRLEN (128 KiB) and the whole far under ARG_MAX, so nothing is written on the host."""
+    data = T.message(T.new_frame(), {"unit": "metnos.service"}, T.build_payload(CORE))
+    argv = shlex.split(T.argv_command("/usr/bin/python3", data))
+    assert argv[:3] == ["/usr/bin/python3", "-c", T.BOOTSTRAP]
+    assert base64.b64decode("".join(argv[3:])) == data
     assert max(len(a.encode("utf-8")) for a in argv) < 128 * 1024
-    assert len(command) < 1024 * 1024, len(command)
+    assert sum(len(a) for a in argv) < 2 * 1024 * 1024
+
+
+def test_a_connection_that_cannot_carry_it_is_refused():
+    """become without pipelining folds the arguments into one (sudo ... sh -c '...'): refused, no temp file."""
+    data = T.message(T.new_frame(), {}, b"x")
+    for kwargs, data_ in (({"become": True}, data), ({}, b"x" * (T.MAX_ARGV + 1))):
+        try:
+            T.argv_command("python3", data_, **kwargs)
+        except T.TransportError:
+            continue
+        raise AssertionError("not refused: %r" % kwargs)
 
 
 def test_payload_is_the_core_minus_the_controller_only_modules_and_self_contained():
-    action = _action()
-    shipped = json.loads(zlib.decompress(action.payload()).decode("utf-8"))
-    packages = shipped.pop(action.PACKAGES)
-    core = os.path.join(ROOT, "module_utils", "metnos_sandbox")
+    shipped = json.loads(zlib.decompress(T.build_payload(CORE)).decode("utf-8"))
+    packages = shipped.pop(T.PACKAGES)
     on_disk = []
-    for base, dirs, names in os.walk(core):       # every source on disk, not the core's own listing
+    for base, dirs, names in os.walk(CORE):       # every source on disk, not the core's own listing
         dirs[:] = [d for d in dirs if d != "__pycache__"]
-        rel = os.path.relpath(base, core)
+        rel = os.path.relpath(base, CORE)
         on_disk += [os.path.normpath(os.path.join(rel, n)) for n in names if n.endswith(".py")]
     want = sorted(".".join(["metnos_sandbox"] + [p for p in n[:-3].split("/") if p != "__init__"]) for n in on_disk)
-    assert sorted(shipped) == sorted(n for n in want if n not in action.CONTROLLER_ONLY)
+    assert sorted(shipped) == sorted(n for n in want if n not in T.CONTROLLER_ONLY)
     assert sorted(packages) == sorted(n for n in want if n == "metnos_sandbox" or
-                                      os.path.isdir(os.path.join(core, *n.split(".")[1:])))
+                                      os.path.isdir(os.path.join(CORE, *n.split(".")[1:])))
     for name, source in shipped.items():
         package = name if name in packages else name.rsplit(".", 1)[0]
         for node in ast.walk(ast.parse(source)):
@@ -65,14 +95,129 @@ def test_the_bootstrap_imports_every_shipped_module_by_its_package(tmp_path):
     """The bootstrap's own loader, run by the host's interpreter without Ansible (python3 -I, nothing on
     sys.path but the standard library), imports every module it is given: the core's packages are packages
     (their modules import relatively from one another), and nothing is read from disk."""
-    import subprocess
-    action = _action()
-    loader = action.BOOTSTRAP.split("from metnos_sandbox.audit import audit")[0]
-    script = loader + "import importlib\nfor name in sorted(src):\n    importlib.import_module(name)\n" \
-                      "print(len(src))\n"
-    stdin = b'{"unit": ""}\n' + action.payload()
+    loader = T.BOOTSTRAP.split("try:\n    from metnos_sandbox.audit import audit")[0]
+    assert "sys.meta_path.insert" in loader
+    script = loader
+    script += "import importlib\nfor name in sorted(src):\n    importlib.import_module(name)\nprint(len(src))\n"
+    payload = T.build_payload(CORE)
+    stdin = T.message(T.new_frame(), {}, payload, cache=None)
     proc = subprocess.run(["/usr/bin/python3", "-I", "-c", script], input=stdin, capture_output=True,
                           cwd=str(tmp_path), timeout=60)
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
-    shipped = json.loads(zlib.decompress(action.payload()).decode("utf-8"))
+    shipped = json.loads(zlib.decompress(payload).decode("utf-8"))
     assert int(proc.stdout) == len(shipped) - 1      # every module but the list of packages
+
+
+def test_the_answer_is_the_frame_not_a_stray_brace_or_a_forged_result():
+    """A wrapper that prints a brace, a JSON object and a frame of another token before the bootstrap (a
+    login banner, a MOTD, a shell rc file): the result is the one frame of this call's token."""
+    frame = T.new_frame()
+    forged = '{"schema": "forged"}'
+    wrapper = "echo '{'; echo '%s'; printf '\\n%s 20\\n%s\\n%s end\\n'; " % (forged, T.new_frame(), forged,
+                                                                           T.new_frame())
+    for argv in (False, True):
+        proc = _bootstrap(T.message(frame, {"unit": "u"}, STAND_IN, cache=None), wrapper, argv=argv)
+        stdout = proc.stdout if isinstance(proc.stdout, str) else proc.stdout.decode()
+        assert proc.returncode == 0, proc.stderr
+        assert stdout.startswith("{\n")
+        assert T.unframe(stdout, frame) == {"schema": "x", "echo": {"unit": "u"},
+                                            "payload_cache": {"state": "off", "compiled": 3}}, stdout
+
+
+def test_a_payload_that_dies_leaves_no_frame():
+    """Killed before it answers (here: the core raises SystemExit on import): no frame, never a guess."""
+    frame = T.new_frame()
+    dying = _core("raise SystemExit(3)\n")
+    proc = _bootstrap(T.message(frame, {}, dying, cache=None), "echo '{\"schema\": 1}'; ")
+    assert proc.returncode == 3 and T.unframe(proc.stdout.decode(), frame) is None
+
+
+def test_unframe_takes_exactly_one_complete_frame():
+    frame = T.new_frame()
+    body = json.dumps({"schema": "x"})
+    good = "\n%s %d\n%s\n%s end\n" % (frame, len(body), body, frame)
+    assert T.unframe("banner {" + good + "bye\n", frame) == {"schema": "x"}
+    assert T.unframe(good + good, frame) is None                                  # two: ambiguous
+    assert T.unframe(good.replace(" end\n", ""), frame) is None                   # cut
+    assert T.unframe(good.replace(str(len(body)), str(len(body) - 1)), frame) is None   # wrong length
+    assert T.unframe(good, T.new_frame()) is None                                 # another run's token
+    assert T.unframe(good.replace(body, '["schema"]'.ljust(len(body))), frame) is None  # not an object
+
+
+def test_no_work_when_the_action_is_imported(monkeypatch):
+    """Importing the action plugin reads, compresses and loads nothing (Ansible imports it in every worker)."""
+    def refuse(*_a, **_k):
+        raise AssertionError("work at import time")
+    monkeypatch.setattr(T, "build_payload", refuse)
+    monkeypatch.setattr(zlib, "compress", refuse)
+    real_open = builtins.open
+
+    def guarded(path, *a, **k):
+        if str(path).startswith(CORE) or str(path).endswith(".z"):
+            refuse()
+        return real_open(path, *a, **k)
+    monkeypatch.setattr(builtins, "open", guarded)
+    action = faces.load("action_plugins/metnos_audit.py", "metnos_audit_action_import")
+    assert not [n for n in vars(action) if n.startswith("_PAYLOAD")]
+
+
+def test_the_payload_is_built_once_per_run(tmp_path):
+    """The first host's worker builds it into the run's temp dir; the others read the same bytes."""
+    cache = str(tmp_path / "payload.z")
+    first = T.cached_payload(CORE, cache)
+    assert os.path.exists(cache) and T.cached_payload(CORE, cache) == first
+    with open(cache, "wb") as handle:
+        handle.write(b"kept")
+    assert T.cached_payload(CORE, cache) == b"kept"
+
+
+def _audit_with_cache(cache, core=STAND_IN):
+    frame = T.new_frame()
+    proc = _bootstrap(T.message(frame, {}, core, cache=cache))
+    return T.unframe(proc.stdout.decode(), frame)["payload_cache"]
+
+
+def test_the_compiled_core_is_reused_from_a_root_owned_cache(tmp_path):
+    """The first audit compiles the core and keeps it (root-owned, 0700/0600); the next one compiles nothing.
+    A bundle of another core is removed; a different core is compiled again, not taken from the old one."""
+    cache = str(tmp_path / "cache")
+    assert os.geteuid() == 0, "the cache is root's: run the unit tests as root (make test does)"
+    assert _audit_with_cache(cache) == {"state": "miss", "compiled": 3}
+    [bundle] = os.listdir(cache)
+    st = os.stat(os.path.join(cache, bundle))
+    assert st.st_uid == 0 and st.st_mode & 0o777 == 0o600 and os.stat(cache).st_mode & 0o777 == 0o700
+    assert _audit_with_cache(cache) == {"state": "hit", "compiled": 0}
+    other = _core("def audit_host(params):\n    return {'other': 1}\n")
+    assert _audit_with_cache(cache, other) == {"state": "miss", "compiled": 3}
+    assert len(os.listdir(cache)) == 1 and os.listdir(cache) != [bundle]
+
+
+def test_a_cache_anyone_else_could_write_is_never_used(tmp_path):
+    """Planted faults, each refused (the core is compiled from the shipped sources instead): the bundle owned
+    by a service user, group-writable, hard-linked, the cache directory writable by others or owned by a
+    service user, a bundle whose content does not match its digest."""
+    cache = str(tmp_path / "cache")
+    _audit_with_cache(cache)
+    [name] = os.listdir(cache)
+    path = os.path.join(cache, name)
+    plants = [
+        (lambda: os.chown(path, 65534, 65534), lambda: os.chown(path, 0, 0)),
+        (lambda: os.chmod(path, 0o620), lambda: os.chmod(path, 0o600)),
+        (lambda: os.link(path, str(tmp_path / "link")), lambda: os.unlink(str(tmp_path / "link"))),
+        (lambda: os.chmod(cache, 0o777), lambda: os.chmod(cache, 0o700)),
+        (lambda: os.chown(cache, 65534, 65534), lambda: os.chown(cache, 0, 0)),
+    ]
+    for plant, undo in plants:
+        plant()
+        try:
+            assert _audit_with_cache(cache)["state"] == "refused"
+        finally:
+            undo()
+        assert _audit_with_cache(cache) == {"state": "hit", "compiled": 0}
+    with open(path, "r+b") as handle:
+        handle.seek(40)
+        byte = handle.read(1)
+        handle.seek(40)
+        handle.write(bytes([byte[0] ^ 1]))
+    assert _audit_with_cache(cache) == {"state": "refused", "compiled": 3}
+    assert _audit_with_cache(cache) == {"state": "hit", "compiled": 0}          # rewritten by root

@@ -2,6 +2,7 @@
 report sections come from it, remediation comes only from it, and one host's report lists a finding once."""
 import ast
 import glob
+import json
 import os
 import re
 
@@ -240,7 +241,7 @@ def test_one_host_report_lists_a_finding_once(monkeypatch):
     reported already (same code, same unit and directive, the probe's message longer). The audit lists it
     once, with the probe's message; distinct subjects stay."""
     svc_diag = RS.restriction_diagnostics({"ProcSubset": "pid"}, "metnos.service")[0]
-    blamed = dict(svc_diag, message=svc_diag["message"] + " The probe failed in this unit's context.")
+    blamed = D.amend(svc_diag, "blamed_by_probe")      # what the probe makes of the finding it was handed
     other = RS.restriction_diagnostics({"ProcSubset": "pid"}, "other.service")[0]
     svc = {"diagnostics": [svc_diag, other], "status": {"active": True}, "mode": "systemd", "user": {}}
     monkeypatch.setattr(A.F, "gather", lambda *a, **k: {"diagnostics": [], "status": {"active": True},
@@ -255,13 +256,17 @@ def test_one_host_report_lists_a_finding_once(monkeypatch):
     # The same code and message from two faces (the probe repeats bwrap_facts' binary findings) is one too.
     twice = [D.make("bwrap_setuid", bwrap_path="/b", mode="04755"), D.make("bwrap_setuid", bwrap_path="/b",
                                                                            mode="04755")]
-    assert len(D.dedupe(twice)) == 1
-    assert len(D.dedupe([D.make("executor_os_sandbox_unavailable", wording="why", fill={"why": "admin: no bwrap"}),
-                         D.make("executor_os_sandbox_unavailable", wording="why",
-                                fill={"why": "service: no bwrap"})])) == 2
-    assert len(D.dedupe([D.make("probe_check_failed", check="a"), D.make("probe_check_failed", check="b")])) == 2
+    assert len(D.union(twice)) == 1
+    assert len(D.union([D.make("executor_os_sandbox_unavailable", wording="why", fill={"why": "admin: no bwrap"}),
+                        D.make("executor_os_sandbox_unavailable", wording="why",
+                               fill={"why": "service: no bwrap"})])) == 2
+    assert len(D.union([D.make("probe_check_failed", check="a"), D.make("probe_check_failed", check="b")])) == 2
     # Same code and details, different findings (the live METNOS_SANDBOX and the live PATH): both stay.
-    assert len(D.dedupe([D.make("service_env_live_differs", unit="m", wording="differs",
-                                fill={"key": "PATH", "value": "'/x'", "configured": "'/y'"}),
-                         D.make("service_env_live_differs", unit="m", wording="differs",
-                                fill={"key": "METNOS_SANDBOX", "value": "'0'", "configured": "'1'"})])) == 2
+    assert len(D.union([D.make("service_env_live_differs", unit="m", wording="differs",
+                               fill={"key": "PATH", "value": "'/x'", "configured": "'/y'"}),
+                        D.make("service_env_live_differs", unit="m", wording="differs",
+                               fill={"key": "METNOS_SANDBOX", "value": "'0'", "configured": "'1'"})])) == 2
+    # Nothing is merged by its wording: a longer message that restates nothing is another finding.
+    longer = dict(svc_diag, message=svc_diag["message"] + " The probe failed in this unit's context.")
+    assert len(D.union([svc_diag], [longer])) == 2 and D.union([svc_diag], [blamed]) == [blamed]
+    assert json.loads(json.dumps(blamed)) == dict(blamed)       # a restatement serialises as a plain finding

@@ -1,6 +1,7 @@
 """Every report says whose view the status() quartet is and that the probe's verdict is proven;
 a host without Python has its own code, not host_unreachable."""
 import datetime
+import json
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_state as MS
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
@@ -97,3 +98,16 @@ def test_a_hostile_monitor_record_is_reduced_to_its_known_fields():
     doc = RT.build({"h": monitored(monitored="yes", proof=["x"], timer="<script>", extra={"a": 1})}, WHEN)
     assert doc["hosts"][0]["monitor"] == {"monitored": False, "timer": None, "collected": False, "stale": False,
                                           "max_age": None, "proof": None}
+
+
+def test_a_host_without_a_result_is_not_audited_never_unreachable(tmp_path):
+    """The report reads what metnos_audit kept in this run: a host without a kept result is host_not_audited
+    (nothing is known about it), a host whose answer held no frame is audit_result_unframed, both failing."""
+    R.write_spooled(str(tmp_path), "seen", json.dumps({"failed": True, "code": "audit_result_unframed",
+                                                       "context": {"rc": 0, "detail": "banner {", "python": "p"}}))
+    assert R.spooled(str(tmp_path), ["never", "seen"]) == ["seen"]
+    doc = R.build_from_results(R.read_spooled(str(tmp_path), ["never", "seen"]), WHEN)
+    never, seen = doc["hosts"]
+    assert [d["code"] for d in never["diagnostics"]] == ["host_not_audited"] and never["verdict"] == "fail"
+    assert [d["code"] for d in seen["diagnostics"]] == ["audit_result_unframed"] and seen["verdict"] == "fail"
+    assert "rc=0" in seen["diagnostics"][0]["message"] and doc["totals"]["unreachable"] == 0

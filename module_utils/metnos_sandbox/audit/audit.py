@@ -81,32 +81,12 @@ def drift_diagnostics(drift: Iterable[Mapping[str, Any]]) -> List[Dict[str, Any]
     return out
 
 
-def asked_once(runner: B.Runner) -> B.Runner:
-    """``runner`` answering each distinct query once per audit.
-
-    Every runner call in the core is a read-only query (bwrap --version/--help, package owner and
-    revision, systemctl show/show-environment, an interpreter's sys.path), and one audit asks several of
-    them more than once: the bwrap facts, the service environment and the probe each describe the same
-    bwrap, and the probe inspects the unit again. Within the second or so an audit takes the answers
-    cannot differ in any way the audit could tell apart; the bwrap runs themselves (smoke test, probe)
-    do not go through the runner and always happen."""
-    answers: Dict[Tuple[Tuple[str, ...], str], Tuple[int, str, str]] = {}
-
-    def ask(argv: Iterable[str], **kwargs: Any) -> Tuple[int, str, str]:
-        key = (tuple(argv), repr(sorted(kwargs.items())))
-        if key not in answers:
-            answers[key] = runner(argv, **kwargs)
-        return answers[key]
-    return ask
-
-
 def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner) -> Dict[str, Any]:
     """The whole per-host audit. ``params``: the options of metnos_audit (options.AUDIT: unit, scope, user,
     manifests (list of mappings), host (overrides), profile_dir, probe (bool), timeout, smoke_user), each
     missing one at its default."""
     params = O.with_defaults(O.AUDIT, params)
     start = time.time()
-    runner = asked_once(runner)
     monitor, record, monitor_diags = MS.describe(params, runner, start)
     if params["collect_monitor"] and record is not None:
         return MS.collect(params, monitor, record, start)     # the monitor's proof instead of a second one
@@ -122,16 +102,17 @@ def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner) -
     diags = list(facts["diagnostics"])
 
     unit = params.get("unit") or ""
-    result["service"] = _service(unit, params, runner, diags)
+    result["service"], inspection = _service(unit, params, runner, diags)
     status = result["service"]["status"] if result["service"] is not None else facts["status"]
 
     drift = profile_drift(params["manifests"], params["host"], params["profile_dir"], status, runner)
     result["profiles"] = drift
     diags.extend(drift_diagnostics(drift))
 
-    result["probe"] = _probe(unit if result["service"] is not None else None, params, runner, diags) \
-        if params["probe"] else None
-    result["diagnostics"] = D.sort(D.dedupe(diags + monitor_diags))   # the same finding from two faces: once
+    probe_diags: List[Dict[str, Any]] = []
+    result["probe"] = _probe(unit if result["service"] is not None else None, params, runner, inspection,
+                             probe_diags) if params["probe"] else None
+    result["diagnostics"] = D.sort(D.union(diags, probe_diags, monitor_diags))   # each finding once
     result["verdict"] = F.verdict(result["diagnostics"])
     if result["probe"] is not None and not result["probe"].get("passed"):
         result["verdict"] = "fail"
@@ -142,9 +123,9 @@ def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner) -
 
 
 def _service(unit: str, params: Mapping[str, Any], runner: B.Runner,
-             diags: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
-    """The service-environment result of ``unit`` (None when there is none), its diagnostics added to
-    ``diags``."""
+             diags: List[Dict[str, Any]]) -> Tuple[Optional[Dict[str, Any]], Optional[S.Inspection]]:
+    """The service-environment result of ``unit`` (None when there is none) and the inspection it comes from
+    (the one reading of the unit in an audit: the probe is handed it), its diagnostics added to ``diags``."""
     found = None
     if unit:
         try:
@@ -155,22 +136,23 @@ def _service(unit: str, params: Mapping[str, Any], runner: B.Runner,
     if found is None:
         if unit:
             diags.append(D.unit_not_found(unit))
-        return None
+        return None, None
     svc = found.result
     svc["verdict"] = F.verdict(svc["diagnostics"])
     diags.extend(svc["diagnostics"])
-    return svc
+    return svc, found
 
 
-def _probe(unit: Optional[str], params: Mapping[str, Any], runner: B.Runner,
+def _probe(unit: Optional[str], params: Mapping[str, Any], runner: B.Runner, inspection: Optional[S.Inspection],
            diags: List[Dict[str, Any]]) -> Dict[str, Any]:
-    """The real probe in the service's context (``unit``: None without a service); its diagnostics are added
-    to ``diags`` (audit_host lists a finding both faces report once: diagnostics.dedupe)."""
+    """The real probe in the service's context (``unit``: None without a service), handed the audit's own
+    inspection of the unit (never read twice); its diagnostics are added to ``diags`` (audit_host lists each
+    finding once: diagnostics.union)."""
     probe: Dict[str, Any] = PR.probe_service({"unit": unit, "scope": params.get("scope"),
                                               "user": params.get("user"), "host": params.get("host") or {},
                                               "timeout": params["timeout"],
                                               "accept_bwrap_sha256": params.get("accept_bwrap_sha256") or []},
-                                             runner)
+                                             runner, inspection=PR.Handed(inspection))
     probe.pop("service", None)
     diags.extend(probe["diagnostics"])
     return probe

@@ -124,3 +124,46 @@ CODES.extend([
           "Check the unit's writable paths: systemctl show metnos-sandbox-monitor.service -p ReadWritePaths"],
          messages={"": "The monitor could not write {path}: {why}."}),
 ])
+
+# ---- the audit's transport and the report's input (issue 22): each refusal its own code
+CODES.extend([
+    Code("audit_result_unframed", ERROR, "R-DIAG-3", REACHABILITY,
+         "The host's answer holds no audit result",
+         "The audit ran on the host, but its output holds no single complete result framed with this run's "
+         "one-time token: the payload was killed or crashed before it answered, or its output was cut. Text "
+         "around the frame (a banner, a MOTD, a wrapper's stray brace) is never taken for the result.",
+         "The controller looks for exactly one frame named by the random token it sent with the payload, of the "
+         "length the frame states, holding a JSON object.",
+         ["Run the audit for this host alone with -vvv and read the payload's stderr: --limit {host} -vvv",
+          "Check that the interpreter runs: ansible {host} -m ansible.builtin.raw -a '{python} -V'"],
+         messages={"": "{host}: no framed audit result in the host's output (rc={rc}): {detail}"}),
+    Code("audit_transport_unsupported", ERROR, "R-DIAG-3", REACHABILITY,
+         "The audit cannot travel over this connection",
+         "The payload travels on the command's standard input (connections that pipeline: local, ssh) or as "
+         "the arguments of one shell-less command (podman, docker). This connection does neither for it (for "
+         "instance become on a connection without pipelining, which folds the arguments into one), and the "
+         "audit never writes a temporary file on the host instead.",
+         "The connection's has_pipelining, the task's become, the size of the message.",
+         ["Enable pipelining for the host (ansible.cfg [connection] pipelining = True) or audit without become "
+          "(the audit reads as the connection's user; podman and docker connect as root)"],
+         messages={"": "{host}: {why}"}),
+    Code("host_not_audited", ERROR, "R-DIAG-3", REACHABILITY,
+         "The host has no audit result in this run",
+         "The report was asked about a host for which metnos_audit kept no result in this ansible-playbook run "
+         "(an earlier task failed for it, the play ended first, or the audit was never run for it). Not an "
+         "unreachable host: nothing is known about it.",
+         "No result kept for the host in the run's controller-side temp dir.",
+         ["Run the audit and the report in the same play (playbooks/audit.yml): ansible-playbook "
+          "playbooks/audit.yml --limit {host}"],
+         messages={"": "{host}: no metnos_audit result for this host in this run"}),
+    Code("audit_report_no_results", ERROR, "R-DIAG-3", REACHABILITY,
+         "The report has no audit results to read",
+         "metnos_audit_report reads the results metnos_audit kept in the same ansible-playbook run; none of the "
+         "hosts it was asked about has one (the report ran in another run, or before the audit). It refuses "
+         "instead of reporting every host unreachable.",
+         "No result kept for any of the hosts in the run's controller-side temp dir.",
+         ["Run the audit and the report in one run: ansible-playbook playbooks/audit.yml (or pass the registered "
+          "results: metnos_audit_report: results: ...)"],
+         messages={"": "metnos_audit_report: none of the {count} host(s) asked about ({hosts}) has a metnos_audit "
+                       "result in this run: the report must run in the same ansible-playbook run as the audit"}),
+])

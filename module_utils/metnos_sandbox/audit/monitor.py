@@ -195,7 +195,7 @@ def _audit(config: Optional[Json], runner: B.Runner, hostname: str, diags: List[
 def judge(result: Json, extra: Sequence[Json]) -> Tuple[bool, str]:
     """(proven, verdict) of an audit result plus the monitor's own findings: proven when the probe passed and
     nothing is an error."""
-    result["diagnostics"] = D.sort(D.dedupe(list(result["diagnostics"]) + list(extra)))
+    result["diagnostics"] = D.sort(D.union(result["diagnostics"], extra))
     verdict = F.verdict(result["diagnostics"])
     probe = result.get("probe")
     passed = isinstance(probe, dict) and probe.get("passed") is True

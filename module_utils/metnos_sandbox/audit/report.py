@@ -49,6 +49,9 @@ def _not_audited(name: str, res: Any) -> Tuple[Diagnostic, str]:
     msg = (res or {}).get("msg") if isinstance(res, dict) else None
     if isinstance(res, dict) and res.get("code") == "host_no_python":
         return D.make("host_no_python", host=name, msg=msg), "fail"
+    if isinstance(res, dict) and res.get("code") in ANSWERED_WITHOUT_RESULT:     # the host answered: a failure
+        context = dict((k, v) for k, v in (res.get("context") or {}).items() if isinstance(k, str) and k != "host")
+        return D.make(res["code"], host=name, **context), "fail"
     why = "unreachable" if isinstance(res, dict) and res.get("unreachable") else "audit failed"
     return D.make("host_unreachable", host=name, why=why + (": %s" % msg if msg else "")), "unreachable"
 
@@ -104,6 +107,8 @@ def _host_entry(name: str, res: Any) -> Host:
 # --------------------------------------------------------------------------- per-host results kept on disk
 
 SPOOL = "metnos-audit-results"
+# Failure records metnos_audit (or read_spooled) keeps with their own code and its placeholders ("context").
+ANSWERED_WITHOUT_RESULT = ("audit_result_unframed", "audit_transport_unsupported", "host_not_audited")
 
 
 def spool_path(directory: str, host: str) -> str:
@@ -118,13 +123,19 @@ def write_spooled(directory: str, host: str, text: str) -> None:
 
 def read_spooled(directory: str, hosts: Iterable[str]) -> Iterator[Tuple[str, Any]]:
     """(host, result) for each host, read one at a time; a host without a kept result (it never reached
-    the audit in this run: an earlier task failed, or the play ended first) is reported unreachable."""
+    the audit in this run: an earlier task failed, or the play ended first) is host_not_audited, never
+    unreachable (nothing is known about it)."""
     for host in hosts:
         try:
             with open(spool_path(directory, host), encoding="utf-8") as handle:
                 yield host, json.load(handle)
         except (OSError, ValueError):
-            yield host, {"unreachable": True, "msg": "no metnos_audit result in this run"}
+            yield host, {"failed": True, "code": "host_not_audited"}
+
+
+def spooled(directory: str, hosts: Iterable[str]) -> List[str]:
+    """The hosts of ``hosts`` that have a kept result in ``directory``."""
+    return [host for host in hosts if os.path.isfile(spool_path(directory, host))]
 
 
 # --------------------------------------------------------------------------- the document

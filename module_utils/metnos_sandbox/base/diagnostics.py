@@ -28,7 +28,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import re
 import reprlib
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, cast
 
 from ..audit import codes as audit_codes
 from ..host import codes as host_codes
@@ -262,9 +262,18 @@ AMENDMENTS = {
 }
 
 
+class Restated(Dict[str, Any]):
+    """A finding that restates another (amend()): the same fields, a fuller message; ``restates`` is the
+    finding it stands for, so that union() lists it in that finding's place. Serialised as a plain dict."""
+    restates: Mapping[str, Any]
+
+
 def amend(diag: Mapping[str, Any], amendment: str, **fill: Any) -> Diagnostic:
-    """A copy of ``diag`` whose message is the registered ``amendment`` of it (values filled once)."""
-    return dict(diag, message=_fill(AMENDMENTS[amendment], dict(fill, message=diag["message"])))
+    """A copy of ``diag`` whose message is the registered ``amendment`` of it (values filled once); the copy
+    restates ``diag`` (Restated)."""
+    out = Restated(diag, message=_fill(AMENDMENTS[amendment], dict(fill, message=diag["message"])))
+    out.restates = diag
+    return out
 
 
 def _message_template(entry: Code, variant: Optional[str]) -> str:
@@ -294,33 +303,23 @@ def subject(diag: Mapping[str, Any]) -> Tuple[str, str]:
     return (str(diag.get("code")), repr(sorted((diag.get("details") or {}).items())))
 
 
-def dedupe(diags: Iterable[Diagnostic]) -> List[Diagnostic]:
-    """One finding per (code, subject), at the place of its first occurrence, keeping the most informative
-    of the copies (the worst severity, then the longest message). Copies say the same thing: the same
-    message, or one that adds to the other's - e.g. a unit directive reported by the service check and
-    again by the probe, which blames it ("... The probe failed in this unit's context."). Two findings
-    with the same code and details but different messages (the running process's METNOS_SANDBOX and its
-    PATH) stay two."""
+def union(*groups: Iterable[Mapping[str, Any]]) -> List[Diagnostic]:
+    """The findings of several checks of one host, each once, in order: a finding equal to one listed (the
+    same record from two checks that read the same thing) is that one; a restatement (amend(): the probe
+    blaming, or confirming by experiment, a directive the service check reported) takes the place of the
+    finding it restates. Nothing is compared by its wording: two findings that differ in any field stay two."""
     out: List[Diagnostic] = []
-    seen: Dict[Tuple[str, str], List[int]] = {}
-    for diag in diags:
-        key = subject(diag)
-        index = next((i for i in seen.get(key, []) if _same_finding(out[i], diag)), None)
-        if index is None:
-            seen.setdefault(key, []).append(len(out))
-            out.append(diag)
-        elif _informative(diag) > _informative(out[index]):
-            out[index] = diag
+    replaced: List[Mapping[str, Any]] = []
+    for group in groups:
+        for diag in group:
+            original = getattr(diag, "restates", None)
+            index = next((i for i, kept in enumerate(out) if original is not None and kept == original), None)
+            if index is not None:
+                replaced.append(out[index])
+                out[index] = cast(Diagnostic, diag)
+            elif diag not in out and diag not in replaced:
+                out.append(cast(Diagnostic, diag))
     return out
-
-
-def _same_finding(kept: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
-    first, second = str(kept.get("message") or ""), str(other.get("message") or "")
-    return first.startswith(second) or second.startswith(first)
-
-
-def _informative(diag: Mapping[str, Any]) -> Tuple[int, int, int]:
-    return (-_RANK.get(diag.get("severity", ""), 9), len(diag.get("message") or ""), len(diag.get("details") or {}))
 
 
 def sort(diags: Iterable[Diagnostic]) -> List[Diagnostic]:

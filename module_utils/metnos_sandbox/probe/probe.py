@@ -88,13 +88,20 @@ def _user_entry(name: str) -> User:
     return {"name": entry.pw_name, "uid": entry.pw_uid, "gid": entry.pw_gid, "groups": [entry.pw_gid]}
 
 
-def _service(params: Json, runner: t.Any, out: Json) -> _Service:
+class Handed(t.NamedTuple):
+    """The service inspection a caller already made (the audit: None when the unit is missing), so that the
+    probe does not read the unit again."""
+    inspection: t.Any
+
+
+def _service(params: Json, runner: t.Any, out: Json, handed: t.Optional[Handed] = None) -> _Service:
     """The service's environment, user and runtime status (the admin's, as nobody, without a unit)."""
     found = None
     unit = params.get("unit")
     if unit:
-        found = S.inspect({"unit": unit, "scope": params.get("scope") or "system", "user": params.get("user"),
-                           "mode": "auto"}, runner)
+        found = handed.inspection if handed is not None else S.inspect(
+            {"unit": unit, "scope": params.get("scope") or "system", "user": params.get("user"), "mode": "auto"},
+            runner)
         if found is None:
             out["diagnostics"].append(D.unit_not_found(unit, then="the probe ran in the admin context instead"))
     svc = found.result if found is not None else None
@@ -227,15 +234,16 @@ def _blamed_by_experiment(out: Json, unit: t.Optional[str], svc: t.Optional[Json
     return BL.findings(out["blame"], unit or "", (svc or {}).get("diagnostics") or [])
 
 
-def probe_service(params: Json, runner: t.Any) -> Json:
+def probe_service(params: Json, runner: t.Any, inspection: t.Optional[Handed] = None) -> Json:
     """The whole probe: service environment -> fail-closed check -> render -> run in context -> verdict.
 
     ``params``: unit (or None), scope, user, manifest (mapping/text or None), invocation, host,
     python, timeout, context (auto/systemd/direct), extra_absent, accept_bwrap_sha256 (the sha256 of
     self-built bwraps to trust besides the packaged one; options.py refuses anything but 64 hex digits).
+    ``inspection``: the unit's service inspection the caller already made (the audit), not made again.
     """
     out: Json = {"passed": False, "checks": [], "diagnostics": [], "context": None}
-    service = _service(params, runner, out)
+    service = _service(params, runner, out, inspection)
     if not service.status["active"]:
         return _fail_closed(out, service)
     python, prof = _render(params, service.status)

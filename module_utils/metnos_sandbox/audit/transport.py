@@ -1,0 +1,242 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""How the fleet audit travels to a host and back (the metnos_audit action's transport, issue 22).
+
+One way of shipping, one message, one frame:
+
+- The message is one line of JSON (the envelope: this run's frame token and the audit's options),
+  a newline, then the core's sources as one zlib-compressed JSON object {module name: source}.
+  It is the data of one command that runs the bootstrap below with the host's interpreter: on the
+  command's standard input where the connection forwards it (Ansible's pipelining: local, ssh), or
+  else as that command's arguments, base64 in chunks under Linux's 128 KiB per argument (podman,
+  docker: no shell, nothing written on the host). There is no third way: a connection that can do
+  neither is refused (audit_transport_unsupported) rather than writing a temporary file on a host
+  the audit must leave byte-identical.
+- The answer is framed: the bootstrap writes the result as ``\\n<frame> <length>\\n<JSON>\\n<frame> end\\n``,
+  where ``<frame>`` carries a random token the controller made for this call and sent only inside
+  the (compressed or base64) message. Anything else on stdout - a banner, a MOTD, a wrapper's stray
+  ``{`` - is not a frame; an answer without exactly one complete frame is audit_result_unframed.
+
+Pure Python, no Ansible: the action plugin (action_plugins/metnos_audit.py) is its only caller on the
+controller; the bootstrap is the only code that runs on the host before the core is imported.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import base64
+import json
+import os
+import re
+import secrets
+import shlex
+import zlib
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from ..base import sources as SRC
+
+MAX_ARG = 120000        # Linux MAX_ARG_STRLEN is 128 KiB per argument
+MAX_ARGV = 16 * MAX_ARG  # the whole command far under ARG_MAX (2 MiB with the environment)
+FRAME_PREFIX = "metnos-audit-"
+TOKEN_BYTES = 16
+# The core minus the modules only the controller runs (reports, summaries, this transport): the host
+# never imports them, and every byte counts against MAX_ARGV.
+CONTROLLER_ONLY = ("metnos_sandbox.audit.report", "metnos_sandbox.audit.summary", "metnos_sandbox.audit.transport")
+PACKAGES = " packages"   # the payload's key listing the package names (no module name has a space)
+# Where a host keeps the core compiled by the last audit (root-owned, 0700; runtime state, gone at boot), as one
+# bundle named by the sha256 of the compressed core and the interpreter's cache tag. Used only after checks:
+# every directory on the way root-owned and not writable by others (a sticky one may be), the bundle a
+# root-owned regular file with one link and no group/other bits, the interpreter's magic number, and the
+# sha256 of its content. Written only by root; anything else compiles as before.
+CACHE_DIR = "/run/metnos-audit"
+
+# Runs on the host: stdlib only, Python 3.8+. It imports nothing it does not need (importlib.abc alone
+# costs more than json and zlib together) and compiles a module only when the audit imports it.
+BOOTSTRAP = r"""
+import sys, json, zlib, os, stat, hashlib, marshal
+if len(sys.argv) > 1:
+    import base64
+    data = base64.b64decode("".join(sys.argv[1:]))
+else:
+    data = sys.stdin.buffer.read()
+head, _sep, blob = data.partition(b"\n")
+envelope = json.loads(head.decode("utf-8"))
+src = json.loads(zlib.decompress(blob).decode("utf-8"))
+packages = set(src.pop(" packages"))
+from importlib._bootstrap_external import MAGIC_NUMBER
+from importlib.machinery import ModuleSpec
+where = envelope.get("cache")
+bundle = where and os.path.join(where, "%s-%s.code" % (hashlib.sha256(blob).hexdigest(), sys.implementation.cache_tag))
+def trusted(path):
+    here = "/"
+    for part in [""] + [p for p in path.split("/") if p]:
+        here = os.path.join(here, part)
+        st = os.lstat(here)
+        loose = st.st_mode & (0o077 if here == path.rstrip("/") else 0o022)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0 or (loose and not st.st_mode & stat.S_ISVTX):
+            return False
+    return True
+def cached():
+    try:
+        handle = open(os.open(bundle, os.O_RDONLY | os.O_NOFOLLOW), "rb")
+    except (OSError, TypeError):
+        return {}, "miss" if bundle else "off"
+    with handle:
+        st = os.fstat(handle.fileno())
+        if not (stat.S_ISREG(st.st_mode) and st.st_uid == 0 and st.st_nlink == 1 and not st.st_mode & 0o077
+                and trusted(where)):
+            return {}, "refused"
+        raw = handle.read()
+    if raw[:4] != MAGIC_NUMBER or hashlib.sha256(raw[36:]).digest() != raw[4:36]:
+        return {}, "refused"
+    return marshal.loads(raw[36:]), "hit"
+def keep(codes):
+    try:
+        if not bundle or os.geteuid() != 0:
+            return
+        os.makedirs(where, 0o700, exist_ok=True)
+        if not trusted(where):
+            return
+        for name in os.listdir(where):
+            if name != os.path.basename(bundle):
+                os.unlink(os.path.join(where, name))
+        body = marshal.dumps(codes)
+        part = "%s.%d" % (bundle, os.getpid())
+        with open(os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600), "wb") as handle:
+            handle.write(MAGIC_NUMBER + hashlib.sha256(body).digest() + body)
+        os.replace(part, bundle)
+    except OSError:
+        pass
+codes, state = cached()
+compiled = []
+class Loader(object):
+    def find_spec(self, name, path=None, target=None):
+        if name in src:
+            return ModuleSpec(name, self, is_package=(name in packages))
+    def create_module(self, spec):
+        return None
+    def exec_module(self, module):
+        module.__file__ = "<metnos_audit:%s>" % module.__name__
+        code = codes.get(module.__name__)
+        if code is None:
+            code = codes[module.__name__] = compile(src[module.__name__], module.__file__, "exec", dont_inherit=True)
+            compiled.append(module.__name__)
+        exec(code, module.__dict__)
+    def get_source(self, name):
+        return src[name]
+sys.meta_path.insert(0, Loader())
+try:
+    from metnos_sandbox.audit import audit
+    result = audit.audit_host(envelope["params"])
+except Exception as exc:
+    import traceback
+    result = {"failed": True, "msg": "metnos_audit payload failed: %s" % exc, "exception": traceback.format_exc()}
+if compiled:
+    keep(codes)
+if isinstance(result, dict):
+    result["payload_cache"] = {"state": state, "compiled": len(compiled)}
+body = json.dumps(result).encode("ascii")
+frame = envelope["frame"].encode("ascii")
+sys.stdout.flush()
+sys.stdout.buffer.write(b"\n" + frame + b" " + str(len(body)).encode("ascii") + b"\n" + body + b"\n" + frame +
+                        b" end\n")
+sys.stdout.buffer.flush()
+"""
+
+
+class TransportError(Exception):
+    """The payload cannot travel over this connection (audit_transport_unsupported)."""
+
+
+def new_frame() -> str:
+    """A one-time frame name: a random token the host learns only from the message."""
+    return FRAME_PREFIX + secrets.token_hex(TOKEN_BYTES)
+
+
+def core_sources(core_dir: str) -> Dict[str, Any]:
+    """{module name: source} of the core in ``core_dir`` (found on disk: sources.files) minus CONTROLLER_ONLY;
+    the packages' names under PACKAGES (the bootstrap's loader marks them as packages)."""
+    src: Dict[str, Any] = {}
+    for rel in SRC.files(core_dir):
+        name = SRC.module_name(rel)
+        if name not in CONTROLLER_ONLY:
+            with open(os.path.join(core_dir, rel), "r", encoding="utf-8") as handle:
+                src[name] = handle.read()
+    src[PACKAGES] = sorted(SRC.module_name(rel) for rel in SRC.files(core_dir) if SRC.is_package(rel))
+    return src
+
+
+def build_payload(core_dir: str) -> bytes:
+    """The core's sources as one zlib-compressed JSON object."""
+    return zlib.compress(json.dumps(core_sources(core_dir), sort_keys=True).encode("utf-8"), 9)
+
+
+def cached_payload(core_dir: str, cache_file: Optional[str]) -> bytes:
+    """build_payload(), kept in ``cache_file`` (the run's private controller-side temp dir) so that each
+    host's worker reads the bytes instead of compressing the core again (~10 ms of CPU per host)."""
+    if cache_file:
+        try:
+            with open(cache_file, "rb") as handle:
+                return handle.read()
+        except OSError:
+            pass
+    blob = build_payload(core_dir)
+    if cache_file:
+        part = "%s.%d" % (cache_file, os.getpid())
+        try:
+            with open(part, "wb") as handle:
+                handle.write(blob)
+            os.replace(part, cache_file)
+        except OSError:     # only a saving: the next worker builds it again
+            pass
+    return blob
+
+
+def message(frame: str, params: Mapping[str, Any], payload: bytes, cache: Optional[str] = CACHE_DIR) -> bytes:
+    """The one message: the envelope line (frame, options, where the host keeps the compiled core), then the
+    compressed core."""
+    return json.dumps({"frame": frame, "params": params, "cache": cache}).encode("utf-8") + b"\n" + payload
+
+
+def stdin_command(python: str) -> str:
+    """The command that reads the message on its standard input."""
+    return "exec %s -c %s" % (shlex.quote(python), shlex.quote(BOOTSTRAP))
+
+
+def argv_command(python: str, data: bytes, become: bool = False) -> str:
+    """The command that carries the message as its own arguments (run without a shell), each under
+    MAX_ARG. TransportError where a wrapper would fold them into one argument (become) or the whole
+    would pass ARG_MAX."""
+    blob = base64.b64encode(data).decode("ascii")
+    if become:
+        raise TransportError("become on a connection without pipelining folds the command into one argument")
+    if len(blob) > MAX_ARGV:
+        raise TransportError("the message (%d bytes in base64) exceeds %d bytes of arguments" % (len(blob), MAX_ARGV))
+    chunks = [blob[i:i + MAX_ARG] for i in range(0, len(blob), MAX_ARG)]
+    return " ".join(shlex.quote(a) for a in [python, "-c", BOOTSTRAP] + chunks)
+
+
+def unframe(stdout: str, frame: str) -> Optional[Dict[str, Any]]:
+    """The audit result in ``stdout``: the one complete frame named ``frame``, decoded (a mapping), or None
+    when there is no such frame, more than one, or its body is not a JSON object of the stated length."""
+    found: List[Dict[str, Any]] = []
+    head = re.compile(r"\n%s (\d{1,12})\n" % re.escape(frame))
+    for match in head.finditer(stdout):
+        start = match.end()
+        end = start + int(match.group(1))
+        if not stdout.startswith("\n%s end\n" % frame, end):
+            continue
+        try:
+            value = json.loads(stdout[start:end])
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+    return found[0] if len(found) == 1 else None
+
+
+def tail(texts: Sequence[Optional[str]], size: int = 1500) -> str:
+    """The last ``size`` characters of the first non-empty text (stderr, else stdout) for a message."""
+    for text in texts:
+        if text:
+            return text[-size:]
+    return ""

@@ -1,0 +1,75 @@
+"""One inspection per host (issue 22): the audit reads the unit once and hands that inspection to the
+probe. Counted for real: on a systemd host, `systemctl` is a wrapper on the audit's PATH that logs each
+call and runs the real one; playbooks/audit.yml audits a healthy unit and one whose directive breaks
+bwrap (the probe fails there and searches the directives by experiment). Per audit: one
+`systemctl show` of the unit's properties, one `systemctl show --all` for the probe's execution
+context, no `systemctl cat`; the verdicts and codes are those of the fleet test."""
+import glob
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, ansible_env, start_host, stop_host
+
+LOG = "/run/metnos-systemctl.log"
+COUNTING = "#!/bin/sh\nprintf '%%s\\n' \"$*\" >> %s\nexec /usr/bin/systemctl \"$@\"\n" % LOG
+UNITS = {
+    "healthy": ("[Service]\nUser=metnos\nExecStart=/bin/sleep infinity\n", "pass", None),
+    "restricted": ("[Service]\nUser=metnos\nRestrictNamespaces=yes\nExecStart=/bin/sleep infinity\n", "fail",
+                   "unit_blocks_namespaces"),
+}
+
+
+@pytest.fixture(scope="module")
+def host(tmp_path_factory):
+    h = start_host("metnos-i22b-reads")
+    try:
+        for name, (text, _v, _c) in UNITS.items():
+            h.install_unit(name, text)
+        h.sh("systemctl daemon-reload && systemctl start metnos-healthy.service metnos-restricted.service")
+        h.write("/usr/local/bin/systemctl", COUNTING, mode="0755")
+        assert h.sh("command -v systemctl").stdout.strip() == "/usr/local/bin/systemctl"
+        inv = tmp_path_factory.mktemp("inv") / "hosts.yml"
+        inv.write_text("all:\n  vars:\n    ansible_connection: containers.podman.podman\n"
+                       "    ansible_python_interpreter: /usr/bin/python3\n  hosts:\n"
+                       "    counted: {ansible_host: %s}\n" % h.name)
+        yield h, str(inv)
+    finally:
+        stop_host(h)
+
+
+def unit_reads(lines, unit):
+    """The calls that read ``unit``: show (its properties, or --all) and cat."""
+    reads = {"show": 0, "show --all": 0, "cat": 0}
+    for line in lines:
+        words = line.split()
+        if unit not in words:
+            continue
+        if "cat" in words:
+            reads["cat"] += 1
+        elif "show" in words:
+            reads["show --all" if "--all" in words else "show"] += 1
+    return reads
+
+
+@pytest.mark.parametrize("name", sorted(UNITS))
+def test_the_unit_is_read_once_per_audit(host, name, tmp_path):
+    h, inv = host
+    h.sh("rm -f %s" % LOG)
+    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inv, "playbooks/audit.yml",
+           "-e", "metnos_audit_dest=%s" % tmp_path, "-e", '{"metnos_audit_manifests": []}',
+           "-e", "metnos_sandbox_unit=metnos-%s.service" % name]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=ansible_env(), timeout=900)
+    lines = h.sh("cat %s" % LOG).stdout.splitlines()
+    doc = json.load(open(glob.glob(str(tmp_path / "*.json"))[0]))
+    record = doc["hosts"][0]
+    _text, verdict, code = UNITS[name]
+    assert record["verdict"] == verdict, (record["diagnostics"], proc.stdout[-2000:])
+    codes = [d["code"] for d in record["diagnostics"]]
+    assert code is None or codes.count(code) == 1, codes
+    reads = unit_reads(lines, "metnos-%s.service" % name)
+    print("systemctl calls:", lines)
+    assert reads == {"show": 1, "show --all": 1, "cat": 0}, (reads, lines)
