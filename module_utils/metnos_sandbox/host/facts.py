@@ -10,7 +10,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import os
 import pwd
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
 
 from ..base import diagnostics as D
 from ..base import envflags
@@ -172,20 +172,9 @@ def gather(path_text: str, environment: Mapping[str, str], smoke_test: bool = Tr
         knobs["smoke_test"] = smoke(found, smoke_user, timeout=smoke_timeout)
         diags.extend(smoke_diagnostics(knobs["smoke_test"]))
     result["userns"] = knobs
-    result["diagnostics"] = D.sort(_dedupe(diags))
+    result["diagnostics"] = D.sort(D.union(diags))   # a finding made twice (the same record) once
     result["verdict"] = verdict(result["diagnostics"])
     return result
-
-
-def _dedupe(diags: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    seen: Set[Tuple[str, str]] = set()
-    out: List[Dict[str, Any]] = []
-    for diag in diags:
-        key = (diag["code"], diag["message"])
-        if key not in seen:
-            seen.add(key)
-            out.append(diag)
-    return out
 
 
 def verdict(diags: Iterable[Mapping[str, Any]]) -> str:
