@@ -62,6 +62,7 @@ from ..base import diagnostics as D
 from ..base import envflags
 from ..host import bwrap as B
 from ..host import bwrap_trust as BT
+from ..profile import granters as GR
 from ..profile import host_context as HC
 from ..profile import profile as P
 from ..profile import python_roots as PYR
@@ -136,7 +137,7 @@ def _fail_closed(out: Json, service: _Service) -> Json:
     return out
 
 
-def _render(params: Json, status: Json) -> t.Tuple[str, Json]:
+def _render(params: Json, status: Json) -> t.Tuple[str, GR.Profile]:
     """The interpreter the payload runs on, and the profile the probe runs (rendered as the runtime would,
     with the interpreter's package roots and installation discovered like every other face)."""
     host_over = dict(params.get("host") or {})
@@ -164,7 +165,7 @@ def _unit_context(params: Json, runner: t.Any, user: User) -> Json:
                 "reasons": ["the unit's execution context could not be read (%s): only its user is applied" % exc]}
 
 
-def _run_in_context(params: Json, runner: t.Any, service: _Service, prof: Json, spec: Json, python: str,
+def _run_in_context(params: Json, runner: t.Any, service: _Service, prof: GR.Rendered, spec: Json, python: str,
                     out: Json, trust: t.Optional[Json] = None) -> Json:
     """Run the profile in a transient unit carrying the service's context, or directly as its user."""
     svc, user, unit = service.svc, service.user, params.get("unit")
