@@ -176,7 +176,7 @@ def os_label(path: str = "/etc/os-release") -> str:
 
 # --------------------------------------------------------------------------- one run
 
-def _audit(config: Optional[Json], runner: B.Runner, hostname: str, diags: List[Json]) -> Json:
+def _audit(config: Optional[Json], runner: B.Runner, hostname: str, diags: List[Json]) -> A.HostResult:
     """The audit result of the configured checks (an empty failing one without a configuration, or when the
     checks raised: monitor_run_failed)."""
     if config is not None:
@@ -192,7 +192,7 @@ def _audit(config: Optional[Json], runner: B.Runner, hostname: str, diags: List[
             "probe": None, "diagnostics": [], "verdict": "fail"}
 
 
-def judge(result: Json, extra: Sequence[Json]) -> Tuple[bool, str]:
+def judge(result: A.HostResult, extra: Sequence[Json]) -> Tuple[bool, str]:
     """(proven, verdict) of an audit result plus the monitor's own findings: proven when the probe passed and
     nothing is an error."""
     result["diagnostics"] = D.sort(D.union(result["diagnostics"], extra))

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: metnos-sandbox-ops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""METNOS_SANDBOX semantics and the ``status()`` quartet (R-DIAG-1, R-FAIL-1).
+"""METNOS_SANDBOX semantics and the runtime's ``status()`` answer, ``Status`` (R-DIAG-1, R-FAIL-1).
 
 The runtime disables the sandbox when METNOS_SANDBOX is ``0``, ``off``, ``no``
 or ``false``, compared case-insensitively with the exact value (no trimming).
@@ -12,7 +12,7 @@ guessed.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple, TypedDict
 
 from . import diagnostics as D
 
@@ -43,7 +43,15 @@ def classify_value(value: Optional[str]) -> Tuple[bool, Optional[str]]:
     return False, None
 
 
-def status(bwrap_path: Optional[str], environment: Optional[Mapping[str, str]]) -> Dict[str, Any]:
+class Status(TypedDict):
+    """The runtime's ``sandbox.status()``: its four answers (what every face reports as ``status``)."""
+    bwrap_available: bool
+    bwrap_path: Optional[str]
+    disabled_via_env: bool
+    active: bool
+
+
+def status(bwrap_path: Optional[str], environment: Optional[Mapping[str, str]]) -> Status:
     """The runtime's ``sandbox.status()``: computed now, never cached."""
     value = environment.get(ENV_VAR) if environment is not None else None
     disabled, _reason = classify_value(value)
