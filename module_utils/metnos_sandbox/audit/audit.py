@@ -88,7 +88,7 @@ def profile_drift(manifests: Optional[Iterable[Any]], host_over: Optional[Dict[s
     return out
 
 
-def drift_diagnostics(drift: Iterable[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+def drift_diagnostics(drift: Iterable[Mapping[str, Any]]) -> List[D.Diagnostic]:
     out = []
     for item in drift:
         if item.get("state") == "drift":
@@ -128,7 +128,7 @@ def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner) -
     result["profiles"] = drift
     diags.extend(drift_diagnostics(drift))
 
-    probe_diags: List[Dict[str, Any]] = []
+    probe_diags: List[D.Diagnostic] = []
     result["probe"] = _probe(unit if result["service"] is not None else None, params, runner, inspection,
                              probe_diags) if params["probe"] else None
     result["diagnostics"] = D.sort(D.union(diags, probe_diags, monitor_diags))   # each finding once

@@ -128,7 +128,7 @@ def _user_entry(name: str) -> User:
 class Handed(t.NamedTuple):
     """The service inspection a caller already made (the audit: None when the unit is missing), so that the
     probe does not read the unit again."""
-    inspection: t.Any
+    inspection: t.Optional[S.Inspection]
 
 
 def _service(params: Json, runner: t.Any, out: ProbeResult, handed: t.Optional[Handed] = None) -> _Service:
@@ -237,7 +237,7 @@ def _run_in_context(params: Json, runner: t.Any, service: _Service, prof: GR.Ren
     return verdict
 
 
-def _diagnostics(params: Json, service: _Service, verdict: Json, findings: t.List[Json],
+def _diagnostics(params: Json, service: _Service, verdict: Json, findings: t.List[D.Diagnostic],
                  out: ProbeResult) -> t.List[D.Diagnostic]:
     """The verdict's diagnostics, the bwrap binary's findings, root's warning, the unit directives blamed
     for a failed setup and what the transient unit could not carry."""
