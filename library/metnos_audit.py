@@ -10,7 +10,7 @@ module: metnos_audit
 short_description: Read-only audit of one host's Metnos sandbox, in one round trip
 version_added: "1.0.0"
 description:
-  - Everything the fleet report needs about one host, read-only - the status() quartet, bwrap
+  - Everything the fleet report needs about one host, read-only - the runtime's status(), bwrap
     binary and package, kernel knobs and the smoke test (as M(metnos.sandbox.bwrap_facts)), the service's
     environment (as M(metnos.sandbox.metnos_service_env) in validate mode), drift of the rendered profiles
     against what the manifests render today, and the real probe (as M(metnos.sandbox.sandbox_probe)).

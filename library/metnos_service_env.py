@@ -114,7 +114,7 @@ mode:
   returned: always
   type: str
 status:
-  description: The status() quartet as the service would see it.
+  description: The runtime's status() (bwrap_available, bwrap_path, disabled_via_env, active), as the service sees it.
   returned: always
   type: dict
 environment:
@@ -147,7 +147,7 @@ verdict:
   returned: always
   type: str
 status_view:
-  description: Whose view the status() quartet is (the live process, or the configuration and why).
+  description: Whose view that status() is (the live process, or the configuration and why).
   returned: when the unit exists
   type: str
 exec_start_effects:

@@ -192,7 +192,7 @@ context:
   returned: always
   type: str
 status:
-  description: The runtime's status() quartet in the service's context (its view, not a proof; see status_view).
+  description: The runtime's status() in the service's context (its view, not a proof; see status_view).
   returned: always
   type: dict
 status_view:

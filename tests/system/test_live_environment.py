@@ -3,7 +3,7 @@ Debian 12 host without CAP_SYS_ADMIN and CAP_SYS_PTRACE, where root cannot read 
 /proc/PID/environ:
 - the environment is then read as the process's own uid, and says so;
 - a process that changed its environment in a way the unit does not show (a shell script in
-  ExecStart=) is an error with its origin, and the status() quartet is the live one;
+  ExecStart=) is an error with its origin, and the runtime's status() is the live one;
 - a process whose environment cannot be read at all (not dumpable) is reported with the reason,
   never silently replaced by the configuration's view.
 """

@@ -192,8 +192,8 @@ def test_message_templates_live_in_the_registry():
 def test_message_variants_keep_what_users_read():
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import envflags
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import facts, kernel
-    quartet = envflags.status(None, {"METNOS_SANDBOX": "off"})
-    msgs = dict((d["code"], d["message"]) for d in envflags.diagnose(quartet, {"METNOS_SANDBOX": "off"}, "/x",
+    status = envflags.status(None, {"METNOS_SANDBOX": "off"})
+    msgs = dict((d["code"], d["message"]) for d in envflags.diagnose(status, {"METNOS_SANDBOX": "off"}, "/x",
                                                                    where="environment given"))
     assert msgs["sandbox_disabled_via_env"] == "METNOS_SANDBOX='off' in the environment given disables the sandbox " \
                                                "(R-FAIL-1)."

@@ -1,4 +1,4 @@
-"""Every report says whose view the status() quartet is and that the probe's verdict is proven;
+"""Every report says whose view the runtime's status() is and that the probe's verdict is proven;
 a host without Python has its own code, not host_unreachable."""
 import datetime
 import json

@@ -18,9 +18,10 @@ from __future__ import absolute_import, annotations, division, print_function
 import os
 import resource
 import time
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, cast
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, TypedDict, cast
 
 from ..base import diagnostics as D
+from ..base import envflags
 from ..host import bwrap as B
 from ..host import facts as F
 from ..options import spec as O
@@ -35,8 +36,26 @@ from . import monitor_state as MS
 SCHEMA = MS.AUDIT_SCHEMA     # one spelling: monitor_state checks collected results against it
 
 
+class HostResult(TypedDict, total=False):
+    """One host's audit (audit_host(); the metnos_audit action's result, the record of report.py, the ``audit``
+    of the monitor's stored result). Always there: schema, hostname, diagnostics, verdict; the others
+    when the checks ran (the monitor's fallback after a failed run has no monitor, duration or cpu)."""
+    schema: str                                  # SCHEMA
+    hostname: str
+    monitor: Dict[str, Any]                      # monitor_state.describe(): the continuous proof of the host
+    bwrap_facts: Dict[str, Any]                  # facts.gather()
+    service: Optional[S.ServiceResult]           # None without a unit (or when it is not there)
+    profiles: List[Dict[str, Any]]               # profile_drift()
+    probe: Optional[PR.ProbeResult]              # None when the probe is off
+    diagnostics: List[D.Diagnostic]              # every finding once, most severe first
+    verdict: str                                 # pass, warn or fail
+    duration: float                              # seconds
+    cpu: float                                   # cpu_seconds()
+    payload_cache: Dict[str, Any]                # the action's payload: its compiled core's cache (transport.py)
+
+
 def profile_drift(manifests: Optional[Iterable[Any]], host_over: Optional[Dict[str, Any]], profile_dir: str,
-                  status: Dict[str, Any], runner: B.Runner = B.default_runner) -> List[Dict[str, Any]]:
+                  status: envflags.Status, runner: B.Runner = B.default_runner) -> List[Dict[str, Any]]:
     """Render each manifest now (as sandbox_profile does) and compare with <profile_dir>/<executor>.args."""
     out: List[Dict[str, Any]] = []
     if not manifests:
@@ -69,7 +88,7 @@ def profile_drift(manifests: Optional[Iterable[Any]], host_over: Optional[Dict[s
     return out
 
 
-def drift_diagnostics(drift: Iterable[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+def drift_diagnostics(drift: Iterable[Mapping[str, Any]]) -> List[D.Diagnostic]:
     out = []
     for item in drift:
         if item.get("state") == "drift":
@@ -81,7 +100,7 @@ def drift_diagnostics(drift: Iterable[Mapping[str, Any]]) -> List[Dict[str, Any]
     return out
 
 
-def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner) -> Dict[str, Any]:
+def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner) -> HostResult:
     """The whole per-host audit. ``params``: the options of metnos_audit (options.AUDIT: unit, scope, user,
     manifests (list of mappings), host (overrides), profile_dir, probe (bool), timeout, smoke_user), each
     missing one at its default."""
@@ -89,8 +108,8 @@ def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner) -
     start = time.time()
     monitor, record, monitor_diags = MS.describe(params, runner, start)
     if params["collect_monitor"] and record is not None:
-        return MS.collect(params, monitor, record, start)     # the monitor's proof instead of a second one
-    result: Dict[str, Any] = {"schema": SCHEMA, "hostname": os.uname()[1], "monitor": monitor}
+        return cast(HostResult, MS.collect(params, monitor, record, start))   # the monitor's proof (its shape checked)
+    result: HostResult = {"schema": SCHEMA, "hostname": os.uname()[1], "monitor": monitor}
     path_text = os.environ.get("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
     smoke_user = None
     try:
@@ -109,7 +128,7 @@ def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner) -
     result["profiles"] = drift
     diags.extend(drift_diagnostics(drift))
 
-    probe_diags: List[Dict[str, Any]] = []
+    probe_diags: List[D.Diagnostic] = []
     result["probe"] = _probe(unit if result["service"] is not None else None, params, runner, inspection,
                              probe_diags) if params["probe"] else None
     result["diagnostics"] = D.sort(D.union(diags, probe_diags, monitor_diags))   # each finding once
@@ -118,12 +137,12 @@ def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner) -
         result["verdict"] = "fail"
     result["duration"] = round(time.time() - start, 3)
     result["cpu"] = cpu_seconds()
-    safe: Dict[str, Any] = D.utf8_safe(result)      # every string valid UTF-8: the controller reads the record
+    safe: HostResult = D.utf8_safe(result)      # every string valid UTF-8: the controller reads the record
     return safe
 
 
 def _service(unit: str, params: Mapping[str, Any], runner: B.Runner,
-             diags: List[Dict[str, Any]]) -> Tuple[Optional[Dict[str, Any]], Optional[S.Inspection]]:
+             diags: List[D.Diagnostic]) -> Tuple[Optional[S.ServiceResult], Optional[S.Inspection]]:
     """The service-environment result of ``unit`` (None when there is none) and the inspection it comes from
     (the one reading of the unit in an audit: the probe is handed it), its diagnostics added to ``diags``."""
     found = None
@@ -144,15 +163,15 @@ def _service(unit: str, params: Mapping[str, Any], runner: B.Runner,
 
 
 def _probe(unit: Optional[str], params: Mapping[str, Any], runner: B.Runner, inspection: Optional[S.Inspection],
-           diags: List[Dict[str, Any]]) -> Dict[str, Any]:
+           diags: List[D.Diagnostic]) -> PR.ProbeResult:
     """The real probe in the service's context (``unit``: None without a service), handed the audit's own
     inspection of the unit (never read twice); its diagnostics are added to ``diags`` (audit_host lists each
     finding once: diagnostics.union)."""
-    probe: Dict[str, Any] = PR.probe_service({"unit": unit, "scope": params.get("scope"),
-                                              "user": params.get("user"), "host": params.get("host") or {},
-                                              "timeout": params["timeout"],
-                                              "accept_bwrap_sha256": params.get("accept_bwrap_sha256") or []},
-                                             runner, inspection=PR.Handed(inspection))
+    probe = PR.probe_service({"unit": unit, "scope": params.get("scope"),
+                              "user": params.get("user"), "host": params.get("host") or {},
+                              "timeout": params["timeout"],
+                              "accept_bwrap_sha256": params.get("accept_bwrap_sha256") or []},
+                             runner, inspection=PR.Handed(inspection))
     probe.pop("service", None)
     diags.extend(probe["diagnostics"])
     return probe

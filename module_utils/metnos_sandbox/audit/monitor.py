@@ -120,7 +120,7 @@ def read_config(path: str) -> Json:
 
 # --------------------------------------------------------------------------- the monitor's own install
 
-def install_findings(folder: str, host: str) -> List[Json]:
+def install_findings(folder: str, host: str) -> List[D.Diagnostic]:
     """The versioned folder the monitor runs from (``folder``: <root>/<version>, holding metnos_sandbox/ and the
     entry point): root's alone up to / (monitor_core_writable), and its sources the release its name says
     (monitor_core_modified)."""
@@ -176,7 +176,7 @@ def os_label(path: str = "/etc/os-release") -> str:
 
 # --------------------------------------------------------------------------- one run
 
-def _audit(config: Optional[Json], runner: B.Runner, hostname: str, diags: List[Json]) -> Json:
+def _audit(config: Optional[Json], runner: B.Runner, hostname: str, diags: List[D.Diagnostic]) -> A.HostResult:
     """The audit result of the configured checks (an empty failing one without a configuration, or when the
     checks raised: monitor_run_failed)."""
     if config is not None:
@@ -192,7 +192,7 @@ def _audit(config: Optional[Json], runner: B.Runner, hostname: str, diags: List[
             "probe": None, "diagnostics": [], "verdict": "fail"}
 
 
-def judge(result: Json, extra: Sequence[Json]) -> Tuple[bool, str]:
+def judge(result: A.HostResult, extra: Sequence[D.Diagnostic]) -> Tuple[bool, str]:
     """(proven, verdict) of an audit result plus the monitor's own findings: proven when the probe passed and
     nothing is an error."""
     result["diagnostics"] = D.sort(D.union(result["diagnostics"], extra))
@@ -228,7 +228,7 @@ def run(config_path: str, outputs: Outputs, folder: Optional[str] = None, runner
     """One monitor run; returns (exit status, the record written)."""
     started = clock()
     hostname = os.uname()[1]
-    diags: List[Json] = []
+    diags: List[D.Diagnostic] = []
     config = None
     try:
         config = read_config(config_path)

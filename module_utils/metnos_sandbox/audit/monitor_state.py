@@ -137,7 +137,7 @@ def proof_summary(record: Mapping[str, Any], now: float) -> Json:
             "toolkit_version": version[:40] if isinstance(version, str) else None}
 
 
-def load_result(path: str, now: float) -> Tuple[Optional[Json], Optional[Json]]:
+def load_result(path: str, now: float) -> Tuple[Optional[Json], Optional[D.Diagnostic]]:
     """(record, None) for a usable stored result, (None, monitor_result_unusable) for one that is not,
     (None, None) when there is none."""
     if not os.path.lexists(path):
@@ -163,7 +163,8 @@ def timer_state(runner: B.Runner) -> Json:
             "last_trigger": props.get("LastTriggerUSec") or None}
 
 
-def describe(params: Mapping[str, Any], runner: B.Runner, now: float) -> Tuple[Json, Optional[Json], List[Json]]:
+def describe(params: Mapping[str, Any], runner: B.Runner,
+             now: float) -> Tuple[Json, Optional[Json], List[D.Diagnostic]]:
     """(monitor, record, diagnostics) for the audit: whether the host is monitored (its timer loaded and
     active), the stored proof's summary, the stored record itself (None when there is none or it is
     unusable) and the findings about it."""

@@ -57,7 +57,7 @@ def _not_audited(name: str, res: Any) -> Tuple[Diagnostic, str]:
 
 
 def status_view(svc: Optional[Mapping[str, Any]], facts: Optional[Mapping[str, Any]]) -> Optional[str]:
-    """Whose view the reported status() quartet is: it is the runtime's view, never the probe's proof."""
+    """Whose view the reported status() is: it is the runtime's view, never the probe's proof."""
     if svc and svc.get("status"):
         return svc.get("status_view") or "runtime status() as seen by the service's configuration"
     if facts and facts.get("status"):
@@ -286,9 +286,9 @@ def iter_markdown(doc: Doc) -> Iterator[str]:
 
 # -- JUnit XML: one testcase per host and check
 
-def _junit_cases(h: Host, warnings_as_failures: bool) -> Iterator[Tuple[str, List[Diagnostic]]]:
+def _junit_cases(h: Host, warnings_as_failures: bool) -> Iterator[Tuple[str, List[Mapping[str, Any]]]]:
     """(check, [failing diagnostics]) for one host."""
-    by_check: Dict[str, List[Diagnostic]] = dict((c, []) for c in CHECKS)
+    by_check: Dict[str, List[Mapping[str, Any]]] = dict((c, []) for c in CHECKS)
     for d in h["diagnostics"]:
         by_check.setdefault(check_of(d["code"]), []).append(d)
     for check in (CHECKS if h["reachable"] else ("reachability",)):
@@ -302,7 +302,7 @@ def _junit_cases(h: Host, warnings_as_failures: bool) -> Iterator[Tuple[str, Lis
         yield check, bad
 
 
-def _junit_case(host: str, check: str, bad: List[Diagnostic]) -> str:
+def _junit_case(host: str, check: str, bad: List[Mapping[str, Any]]) -> str:
     cls = "metnos.%s" % re.sub(r"[^A-Za-z0-9_.-]", "_", host)
     body = ""
     if bad:

@@ -273,7 +273,7 @@ def amend(diag: Mapping[str, Any], amendment: str, **fill: Any) -> Diagnostic:
     restates ``diag`` (Restated)."""
     out = Restated(diag, message=_fill(AMENDMENTS[amendment], dict(fill, message=diag["message"])))
     out.restates = diag
-    return out
+    return cast(Diagnostic, out)          # a Diagnostic that also knows what it restates
 
 
 def _message_template(entry: Code, variant: Optional[str]) -> str:

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: metnos-sandbox-ops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""METNOS_SANDBOX semantics and the ``status()`` quartet (R-DIAG-1, R-FAIL-1).
+"""METNOS_SANDBOX semantics and the runtime's ``status()`` answer, ``Status`` (R-DIAG-1, R-FAIL-1).
 
 The runtime disables the sandbox when METNOS_SANDBOX is ``0``, ``off``, ``no``
 or ``false``, compared case-insensitively with the exact value (no trimming).
@@ -12,7 +12,7 @@ guessed.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import List, Mapping, Optional, Tuple, TypedDict
 
 from . import diagnostics as D
 
@@ -43,7 +43,15 @@ def classify_value(value: Optional[str]) -> Tuple[bool, Optional[str]]:
     return False, None
 
 
-def status(bwrap_path: Optional[str], environment: Optional[Mapping[str, str]]) -> Dict[str, Any]:
+class Status(TypedDict):
+    """The runtime's ``sandbox.status()``: its four answers (what every face reports as ``status``)."""
+    bwrap_available: bool
+    bwrap_path: Optional[str]
+    disabled_via_env: bool
+    active: bool
+
+
+def status(bwrap_path: Optional[str], environment: Optional[Mapping[str, str]]) -> Status:
     """The runtime's ``sandbox.status()``: computed now, never cached."""
     value = environment.get(ENV_VAR) if environment is not None else None
     disabled, _reason = classify_value(value)
@@ -56,24 +64,24 @@ def status(bwrap_path: Optional[str], environment: Optional[Mapping[str, str]]) 
     }
 
 
-def diagnose(quartet: Mapping[str, Any], environment: Optional[Mapping[str, str]], path_text: Optional[str],
-             unit: str = "metnos.service", where: str = "environment") -> List[Dict[str, Any]]:
-    """Diagnostics that follow from the quartet and the METNOS_SANDBOX value."""
-    out: List[Dict[str, Any]] = []
+def diagnose(status: Status, environment: Optional[Mapping[str, str]], path_text: Optional[str],
+             unit: str = "metnos.service", where: str = "environment") -> List[D.Diagnostic]:
+    """Diagnostics that follow from the runtime's status() and the METNOS_SANDBOX value."""
+    out: List[D.Diagnostic] = []
     value = environment.get(ENV_VAR) if environment is not None else None
     _disabled, reason = classify_value(value)
-    if not quartet["bwrap_available"]:
+    if not status["bwrap_available"]:
         out.append(D.make("bwrap_missing", path=path_text))
-    if quartet["disabled_via_env"]:
+    if status["disabled_via_env"]:
         out.append(D.make("sandbox_disabled_via_env", variant="where", unit=unit, value=value, shown=repr(value),
                           where=where))
     if reason:
         out.append(D.make("sandbox_env_value_ambiguous", variant="reason", value=value, reason=reason))
-    if not quartet["active"]:
+    if not status["active"]:
         why: List[str] = []
-        if not quartet["bwrap_available"]:
+        if not status["bwrap_available"]:
             why.append("bwrap is not on PATH")
-        if quartet["disabled_via_env"]:
+        if status["disabled_via_env"]:
             why.append("%s=%r" % (ENV_VAR, value))
         out.append(D.make("executor_os_sandbox_unavailable", variant="why", why=" and ".join(why)))
     return out

@@ -10,7 +10,7 @@ Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, TypedDict
 
 ERROR = "error"
 WARNING = "warning"
@@ -32,8 +32,20 @@ MONITOR = "monitor"        # the continuous proof's own install, configuration a
 SECTIONS = (SANDBOX_ACTIVE, BWRAP_BINARY, KERNEL_USERNS, SMOKE_TEST, SERVICE_ENVIRONMENT, PROFILES, PROBE,
             REACHABILITY, MODULE, MONITOR)
 
-Diagnostic = Dict[str, Any]
-"""The dict form of a finding: code, severity, rule, title, message, remediation[, details]."""
+
+class _DiagnosticKeys(TypedDict):
+    code: str
+    severity: str
+    rule: str
+    title: str
+    message: str
+    remediation: List[str]
+
+
+class Diagnostic(_DiagnosticKeys, total=False):
+    """The one type of a finding (every diagnostic is made by diagnostics.make from the registry): code,
+    severity, rule, title, message, remediation[, details]."""
+    details: Dict[str, Any]
 
 
 class UnregisteredCode(KeyError):

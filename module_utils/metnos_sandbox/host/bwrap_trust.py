@@ -224,7 +224,7 @@ def started_ids(trust: t.Optional[Json]) -> t.Set[t.Tuple[int, int]]:
     return out
 
 
-def diagnostics(trust: t.Optional[Json]) -> t.List[Json]:
+def diagnostics(trust: t.Optional[Json]) -> t.List[D.Diagnostic]:
     """The bwrap the service runs, judged: one code per state that is not "packaged"."""
     main = (trust or {}).get("bwrap")
     if not main:

@@ -24,7 +24,7 @@ from ..base.registry import (
 
 CODES: List[Code] = []
 CODES.extend([
-    # ---- status() quartet and the runtime outcome (R-DIAG-1, R-FAIL-1) ----
+    # ---- the runtime's status() and its outcome (R-DIAG-1, R-FAIL-1) ----
     Code("executor_os_sandbox_unavailable", ERROR, "R-FAIL-1", SANDBOX_ACTIVE,
          "The runtime would refuse every ordinary executor",
          "bwrap is not on the PATH that was checked, or METNOS_SANDBOX disables the sandbox. "

@@ -66,8 +66,8 @@ def bwrap_info(bwrap_path: str, runner: B.Runner = B.default_runner) -> Dict[str
     return info
 
 
-def binary_diagnostics(info: Mapping[str, Any]) -> List[Dict[str, Any]]:
-    out: List[Dict[str, Any]] = []
+def binary_diagnostics(info: Mapping[str, Any]) -> List[D.Diagnostic]:
+    out: List[D.Diagnostic] = []
     path = info["path"]
     if info.get("setuid"):
         refused = B.version_tuple(info.get("version")) >= (0, 12)
@@ -113,8 +113,8 @@ def smoke(bwrap_path: str, user: Optional[Mapping[str, Any]], timeout: float = 2
     return out
 
 
-def smoke_diagnostics(result: Mapping[str, Any]) -> List[Dict[str, Any]]:
-    out: List[Dict[str, Any]] = []
+def smoke_diagnostics(result: Mapping[str, Any]) -> List[D.Diagnostic]:
+    out: List[D.Diagnostic] = []
     if result.get("uid") == 0:
         out.append(D.make("smoke_ran_as_root"))
     if result.get("passed"):
@@ -137,12 +137,12 @@ def gather(path_text: str, environment: Mapping[str, str], smoke_test: bool = Tr
            smoke_user: Optional[Dict[str, Any]] = None, proc: str = "/proc", sys_root: str = "/sys", root: str = "/",
            runner: B.Runner = B.default_runner, cwd: str = "/", smoke_timeout: float = 20.0) -> Dict[str, Any]:
     """Everything bwrap_facts returns. ``smoke_user`` is a resolved user dict or None."""
-    diags: List[Dict[str, Any]] = []
+    diags: List[D.Diagnostic] = []
     found = B.which("bwrap", path_text, cwd=cwd)
-    quartet = envflags.status(found, environment)
-    result: Dict[str, Any] = {"status": quartet, "path": path_text,
+    status = envflags.status(found, environment)
+    result: Dict[str, Any] = {"status": status, "path": path_text,
                               "path_unsafe_entries": B.unsafe_entries(path_text)}
-    diags.extend(envflags.diagnose(quartet, environment, path_text, where="environment given"))
+    diags.extend(envflags.diagnose(status, environment, path_text, where="environment given"))
 
     knobs = kernel.facts(proc=proc, sys_root=sys_root, root=root)
     diags.extend(kernel.diagnose(knobs))

@@ -111,9 +111,9 @@ def facts(proc: str = "/proc", sys_root: str = "/sys", root: str = "/") -> Dict[
     }
 
 
-def diagnose(knobs: Mapping[str, Any]) -> List[Dict[str, Any]]:
+def diagnose(knobs: Mapping[str, Any]) -> List[D.Diagnostic]:
     """Diagnostics from the knobs alone (before any bwrap run)."""
-    out: List[Dict[str, Any]] = []
+    out: List[D.Diagnostic] = []
     if knobs.get("unprivileged_userns_clone") == 0:
         out.append(D.make("userns_disabled_sysctl"))
     if knobs.get("max_user_namespaces") == 0:

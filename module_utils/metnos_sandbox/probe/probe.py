@@ -62,6 +62,7 @@ from ..base import diagnostics as D
 from ..base import envflags
 from ..host import bwrap as B
 from ..host import bwrap_trust as BT
+from ..profile import granters as GR
 from ..profile import host_context as HC
 from ..profile import profile as P
 from ..profile import python_roots as PYR
@@ -72,15 +73,51 @@ from . import runners as RUN
 from .payload import Json, User
 
 
+class _ProbeKeys(t.TypedDict):
+    passed: bool
+    checks: t.List[Json]                       # evidence.evaluate(): one per check, both witnesses
+    diagnostics: t.List[D.Diagnostic]
+    context: t.Optional[str]                   # where and as whom the run happened (None: not started)
+
+
+class ProbeResult(_ProbeKeys, total=False):
+    """probe_service()'s answer (what sandbox_probe returns; the audit's ``probe``, without ``service``):
+    the keys above, how it ran and, once bwrap was started, the run's verdict (runners.py) but its
+    diagnostics, which are the probe's own list."""
+    status: envflags.Status                    # the runtime's status() in the probe's context
+    status_view: t.Optional[str]
+    service: S.ServiceResult                   # the service's environment the probe ran with
+    profile: Json                              # executor, decision, argv of the profile it ran
+    confidence: str                            # "reduced" when the run did not carry all of the service's context
+    unit_context: Json                         # what the transient unit carried (unit_context.py)
+    blame: Json                                # blame.diagnose(): the experiment on the unit's directives
+    blamed_directives: t.List[t.Any]
+    verdict_view: str
+    # the run's verdict (runners.run / run_systemd)
+    argv: t.List[str]
+    rc: t.Optional[int]
+    timed_out: bool
+    setup_failed: bool
+    stderr: str
+    duration: float
+    argv_deviations: Json
+    evidence: Json
+    unit_failure: Json
+    observed_uid: t.Optional[int]
+    bwrap_trust: Json
+    classification: Json
+    systemd_result: Json
+
+
 class _Service(t.NamedTuple):
     """Who and where the probe runs, as the service would: its environment, user and runtime status, and
     the service_env result (None without a unit, or when the unit is not there)."""
-    svc: t.Optional[Json]
+    svc: t.Optional[S.ServiceResult]
     svc_env: t.Optional[t.Dict[str, str]]
     """The environment service_env found for the unit (None: no unit, or a masked one)."""
     env: t.Dict[str, str]
     user: User
-    status: Json
+    status: envflags.Status
 
 
 def _user_entry(name: str) -> User:
@@ -91,10 +128,10 @@ def _user_entry(name: str) -> User:
 class Handed(t.NamedTuple):
     """The service inspection a caller already made (the audit: None when the unit is missing), so that the
     probe does not read the unit again."""
-    inspection: t.Any
+    inspection: t.Optional[S.Inspection]
 
 
-def _service(params: Json, runner: t.Any, out: Json, handed: t.Optional[Handed] = None) -> _Service:
+def _service(params: Json, runner: t.Any, out: ProbeResult, handed: t.Optional[Handed] = None) -> _Service:
     """The service's environment, user and runtime status (the admin's, as nobody, without a unit)."""
     found = None
     unit = params.get("unit")
@@ -109,7 +146,7 @@ def _service(params: Json, runner: t.Any, out: Json, handed: t.Optional[Handed] 
     if svc is not None and svc_env is not None:
         env = dict(svc_env)
         user, status = svc["user"], svc["status"]
-        out["service"] = dict(svc)
+        out["service"] = svc.copy()
         out["status_view"] = svc.get("status_view")
         if params.get("probe_user"):
             user = _user_entry(params["probe_user"])
@@ -124,7 +161,7 @@ def _service(params: Json, runner: t.Any, out: Json, handed: t.Optional[Handed] 
     return _Service(svc, svc_env, env, user, status)
 
 
-def _fail_closed(out: Json, service: _Service) -> Json:
+def _fail_closed(out: ProbeResult, service: _Service) -> ProbeResult:
     """Fail closed exactly like the runtime: no bwrap is started (R-FAIL-1)."""
     svc, env = service.svc, service.env
     out["context"] = "not started: the runtime would fail closed"
@@ -136,7 +173,7 @@ def _fail_closed(out: Json, service: _Service) -> Json:
     return out
 
 
-def _render(params: Json, status: Json) -> t.Tuple[str, Json]:
+def _render(params: Json, status: envflags.Status) -> t.Tuple[str, GR.Profile]:
     """The interpreter the payload runs on, and the profile the probe runs (rendered as the runtime would,
     with the interpreter's package roots and installation discovered like every other face)."""
     host_over = dict(params.get("host") or {})
@@ -164,8 +201,8 @@ def _unit_context(params: Json, runner: t.Any, user: User) -> Json:
                 "reasons": ["the unit's execution context could not be read (%s): only its user is applied" % exc]}
 
 
-def _run_in_context(params: Json, runner: t.Any, service: _Service, prof: Json, spec: Json, python: str,
-                    out: Json, trust: t.Optional[Json] = None) -> Json:
+def _run_in_context(params: Json, runner: t.Any, service: _Service, prof: GR.Rendered, spec: Json, python: str,
+                    out: ProbeResult, trust: t.Optional[Json] = None) -> Json:
     """Run the profile in a transient unit carrying the service's context, or directly as its user."""
     svc, user, unit = service.svc, service.user, params.get("unit")
     context = params.get("context") or "auto"
@@ -200,7 +237,8 @@ def _run_in_context(params: Json, runner: t.Any, service: _Service, prof: Json, 
     return verdict
 
 
-def _diagnostics(params: Json, service: _Service, verdict: Json, findings: t.List[Json], out: Json) -> t.List[Json]:
+def _diagnostics(params: Json, service: _Service, verdict: Json, findings: t.List[D.Diagnostic],
+                 out: ProbeResult) -> t.List[D.Diagnostic]:
     """The verdict's diagnostics, the bwrap binary's findings, root's warning, the unit directives blamed
     for a failed setup and what the transient unit could not carry."""
     svc, user, unit = service.svc, service.user, params.get("unit")
@@ -227,14 +265,14 @@ def _diagnostics(params: Json, service: _Service, verdict: Json, findings: t.Lis
     return D.sort(diags)
 
 
-def _blamed_by_experiment(out: Json, unit: t.Optional[str], svc: t.Optional[Json]) -> t.Any:
+def _blamed_by_experiment(out: ProbeResult, unit: t.Optional[str], svc: t.Optional[S.ServiceResult]) -> t.Any:
     """blame.findings() of the experiment's record (None when none ran)."""
     if not out.get("blame"):
         return None
-    return BL.findings(out["blame"], unit or "", (svc or {}).get("diagnostics") or [])
+    return BL.findings(out["blame"], unit or "", (svc.get("diagnostics") if svc is not None else None) or [])
 
 
-def probe_service(params: Json, runner: t.Any, inspection: t.Optional[Handed] = None) -> Json:
+def probe_service(params: Json, runner: t.Any, inspection: t.Optional[Handed] = None) -> ProbeResult:
     """The whole probe: service environment -> fail-closed check -> render -> run in context -> verdict.
 
     ``params``: unit (or None), scope, user, manifest (mapping/text or None), invocation, host,
@@ -242,7 +280,7 @@ def probe_service(params: Json, runner: t.Any, inspection: t.Optional[Handed] = 
     self-built bwraps to trust besides the packaged one; options.py refuses anything but 64 hex digits).
     ``inspection``: the unit's service inspection the caller already made (the audit), not made again.
     """
-    out: Json = {"passed": False, "checks": [], "diagnostics": [], "context": None}
+    out: ProbeResult = {"passed": False, "checks": [], "diagnostics": [], "context": None}
     service = _service(params, runner, out, inspection)
     if not service.status["active"]:
         return _fail_closed(out, service)
@@ -260,7 +298,7 @@ def probe_service(params: Json, runner: t.Any, inspection: t.Optional[Handed] = 
     trust = BT.for_run(prof["argv"][0], runner, accepted)
     findings = RUN.bwrap_binary_findings(prof["argv"][0], runner, trust)
     verdict = _run_in_context(params, runner, service, prof, spec, python, out, trust)
-    out.update(dict((k, v) for k, v in verdict.items() if k != "diagnostics"))
+    out.update(t.cast(ProbeResult, dict((k, v) for k, v in verdict.items() if k != "diagnostics")))  # run's keys
     out["diagnostics"] = _diagnostics(params, service, verdict, findings, out)
     out["passed"] = verdict["passed"]
     out["verdict_view"] = "probe: proven by a real wrapped invocation (%s)" % out["context"]

@@ -381,7 +381,7 @@ def judge(report: Json, exp: Expected) -> t.List[Json]:
 _CODE_OF_KIND = {"before": "probe_tree_not_empty", "payload_outside": "probe_payload_outside"}
 
 
-def diagnostics(report: t.Optional[Json], exp: Expected, limit: int = 8) -> t.List[Json]:
+def diagnostics(report: t.Optional[Json], exp: Expected, limit: int = 8) -> t.List[D.Diagnostic]:
     """judge()'s findings as diagnostics, one per process (at most ``limit``); no report at all is a tree that
     was not read (not proven)."""
     if report is None:

@@ -91,7 +91,7 @@ def _verdict(shown: t.List[str], result: Json, obs: t.Optional[Json], outside: t
 
 
 def _tree_findings(result: Json, obs: t.Optional[Json], outside: Json, spec: Json, host: Json,
-                   trust: t.Optional[Json], payload: t.Optional[t.Sequence[str]]) -> t.List[Json]:
+                   trust: t.Optional[Json], payload: t.Optional[t.Sequence[str]]) -> t.List[D.Diagnostic]:
     """What the run's tree held that is neither what the probe started nor bwrap and its payload (proctree)."""
     tree = result.get("tree")
     ids = BT.started_ids(trust)
@@ -166,7 +166,7 @@ def _timed_out(verdict: Json, obs: t.Optional[Json], outside: t.Optional[Json], 
     return judged
 
 
-def _setup_failed(verdict: Json, result: Json, status: Json, who: str, tool: str) -> Json:
+def _setup_failed(verdict: Json, result: Json, status: Json, who: str, tool: str) -> D.Diagnostic:
     cls = B.classify(result["stderr"], result["rc"])
     verdict["classification"] = cls
     text = cls["cause_text"] + (" (bwrap said: %s)" % cls["stderr_line"] if cls.get("stderr_line") else "")
@@ -177,7 +177,7 @@ def _setup_failed(verdict: Json, result: Json, status: Json, who: str, tool: str
                   cause_remediation=cls["remediation"], variant="classified", points_at=cls.get("points_at"))
 
 
-def _judge(checks: t.List[Json], tool: str, who: str, traced: str) -> t.List[Json]:
+def _judge(checks: t.List[Json], tool: str, who: str, traced: str) -> t.List[D.Diagnostic]:
     """The diagnostics of the failed checks. Not isolated: every namespace the profile unshares is shared,
     or the process that reported cannot be tied to bwrap's child *and* something else is wrong. A false
     child-pid alone is a failed check."""
@@ -356,7 +356,7 @@ def _runtime_exceeded(info: t.Mapping[str, str], status: Json) -> bool:
 
 
 def bwrap_binary_findings(bwrap_path: t.Optional[str], runner: t.Any = B.default_runner,
-                          trust: t.Optional[Json] = None) -> t.List[Json]:
+                          trust: t.Optional[Json] = None) -> t.List[D.Diagnostic]:
     """The bwrap the probe runs, judged as a binary: not root-owned or writable by others, setuid. Always
     reported, with or without a unit (the service-environment checks only exist when there is one). Whether
     it is the packaged one is the probe's own finding (bwrap_trust: probe_bwrap_*), not bwrap_facts' warning."""

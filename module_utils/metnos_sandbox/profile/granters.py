@@ -19,12 +19,14 @@ from typing import (
     Dict,
     Iterable,
     List,
+    Literal,
     Mapping,
     NamedTuple,
     Optional,
     Sequence,
     Tuple,
     TypedDict,
+    Union,
 )
 
 from ..base import diagnostics as D
@@ -57,6 +59,40 @@ class MountEntry(_MountBase, total=False):
     """One mount of a profile (public: the ``mounts`` of a result and of the .json on disk); ``fd``: the
     descriptor number a bind whose source can move is bound by (see ``descriptors`` of the result)."""
     fd: int
+
+
+class _ProfileBase(TypedDict):
+    executor: Optional[str]
+    command_line: Optional[str]
+    mounts: List[MountEntry]
+    namespaces: List[Dict[str, str]]      # {"flag", "rule", "source"}
+    network: Optional[Dict[str, Any]]     # {"host", "rule", "because"}
+    diagnostics: List[D.Diagnostic]
+
+
+class _ProfileExtra(_ProfileBase, total=False):
+    descriptors: List[Dict[str, Any]]     # descriptors.Descriptor, when wrapped
+    manifest: Dict[str, Any]              # name, origin, revision, digest, when wrapped
+    exception: Dict[str, Any]             # rule, source, digest, when run direct (the pinned undo broker)
+    preview: bool                         # rendered off the target host (a filter on the controller)
+
+
+class Rendered(_ProfileExtra):
+    """A profile that runs: wrapped by bwrap, or direct (the pinned undo broker, R-FAIL-2)."""
+    decision: Literal["wrapped", "direct"]
+    refusal: None
+    argv: List[str]
+
+
+class Refused(_ProfileExtra):
+    """A profile withheld: ``refusal`` is the first error's code, the diagnostics say why."""
+    decision: Literal["refused"]
+    refusal: Optional[str]
+    argv: None
+
+
+Profile = Union[Rendered, Refused]
+"""A profile as every face returns it (profile.render and render_safe; refused() and the undo decision)."""
 
 
 class Conflict(NamedTuple):
@@ -132,9 +168,9 @@ def _bounded(diags: List[D.Diagnostic]) -> List[D.Diagnostic]:
     return kept
 
 
-def refused(name: Optional[str], diags: List[D.Diagnostic], decision: str = "refused") -> HC.Result:
+def refused(name: Optional[str], diags: List[D.Diagnostic]) -> Refused:
     errors = [d for d in diags if d["severity"] == D.ERROR]
-    return {"executor": name, "decision": decision, "refusal": errors[0]["code"] if errors else None,
+    return {"executor": name, "decision": "refused", "refusal": errors[0]["code"] if errors else None,
             "argv": None, "command_line": None, "mounts": [], "namespaces": [],
             "network": None, "diagnostics": _bounded(diags)}
 

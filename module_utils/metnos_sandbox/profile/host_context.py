@@ -33,7 +33,6 @@ from . import mountmodel as MM
 from . import mounts as MT
 
 Invocation = Dict[str, Any]
-Result = Dict[str, Any]          # a profile as every face returns it (see render)
 
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc",
                 "/var/lib/python3", "/sys")

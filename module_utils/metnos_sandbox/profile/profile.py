@@ -30,6 +30,7 @@ from typing import (
 )
 
 from ..base import diagnostics as D
+from ..base import envflags
 from ..base import paths as PA
 from . import descriptors as DS
 from . import granters as GR
@@ -44,10 +45,10 @@ from .model import Kind, Manifest, ManifestError
 
 # ------------------------------------------------------------------ render
 def render(manifest: Manifest, host: HC.HostContext, invocation: Optional[HC.Invocation] = None,
-           status: Optional[Dict[str, Any]] = None, command: Optional[List[str]] = None,
-           bwrap_path: Optional[str] = None) -> HC.Result:
+           status: Optional[envflags.Status] = None, command: Optional[List[str]] = None,
+           bwrap_path: Optional[str] = None) -> GR.Profile:
     """Render one invocation of a validated Manifest. Never raises for bad input: refusals come
-    back as diagnostics. ``status`` is the status() quartet of the host/service (None: assume active).
+    back as diagnostics. ``status`` is the runtime's status() on the host or in the service (None: assume active).
     Faces call ``render_safe`` (which also loads and validates any manifest source)."""
     HC._caches_clear()
     try:
@@ -57,7 +58,7 @@ def render(manifest: Manifest, host: HC.HostContext, invocation: Optional[HC.Inv
 
 
 def _render(manifest: Manifest, host: HC.HostContext, invocation: Optional[HC.Invocation],
-            status: Optional[Dict[str, Any]], command: Optional[List[str]], bwrap_path: Optional[str]) -> HC.Result:
+            status: Optional[envflags.Status], command: Optional[List[str]], bwrap_path: Optional[str]) -> GR.Profile:
     problems = GR.check_invocation(invocation)
     if problems:
         return GR.refused(manifest.name, problems)
@@ -236,13 +237,14 @@ def _mount_args(entry: GR.MountEntry) -> List[str]:
 # ------------------------------------------------------------------ the one entry every face calls
 
 def render_safe(manifest_source: Any, host: HC.HostContext, invocation: Optional[HC.Invocation] = None,
-                status: Optional[Dict[str, Any]] = None, command: Optional[List[str]] = None,
-                preview: bool = False) -> HC.Result:
+                status: Optional[envflags.Status] = None, command: Optional[List[str]] = None,
+                preview: bool = False) -> GR.Profile:
     """coerce -> validate -> render -> final check, for any manifest source (a Manifest, a
     manifest.FileSource, bytes or text, or decoded data). Refusals are results, never exceptions.
 
     ``preview``: the caller renders off the target host (a filter on the controller): the result
     says so (``preview: true`` and a profile_preview diagnostic) and is never a final profile."""
+    prof: GR.Profile
     try:
         manifest = M.coerce(manifest_source)
     except ManifestError as exc:

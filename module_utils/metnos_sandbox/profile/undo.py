@@ -140,7 +140,7 @@ def _read_beneath(root_fd: int, name: str) -> _Read:
             os.close(fd)
 
 
-def _undo_decision(manifest: Manifest, host: HC.HostContext, own_dir: str, command: List[str]) -> HC.Result:
+def _undo_decision(manifest: Manifest, host: HC.HostContext, own_dir: str, command: List[str]) -> GR.Profile:
     """R-FAIL-2 / R-SEC-5: the byte-pinned broker runs direct only if everything matches."""
     pinned = host["undo_exception"]
     if manifest.name != HC.UNDO_NAME:

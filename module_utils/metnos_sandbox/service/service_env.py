@@ -13,7 +13,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import os
 import pwd
-from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, TypedDict
 
 from ..base import diagnostics as D
 from ..base import envflags
@@ -127,7 +127,7 @@ class _View(NamedTuple):
     resolved: Optional[str]            # bwrap through the directives' PATH, as the service's user
     pred_resolved: Optional[str]       # ... through the predicted PATH
     bwrap_info: Optional[Dict[str, Any]]
-    config_quartet: Dict[str, Any]     # status() of the configuration (predicted)
+    config_status: envflags.Status     # status() of the configuration (predicted)
 
 
 def _resolve(path_text: str, user: Mapping[str, Any], cwd: str) -> Optional[str]:
@@ -296,21 +296,47 @@ def _file_diagnostics(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
     return diags
 
 
-def _runtime_status(ev: Evaluation, v: _View) -> Tuple[Dict[str, Any], str]:
-    """The status() quartet and whose view it is: the live process when it can be read, else the
+def _runtime_status(ev: Evaluation, v: _View) -> Tuple[envflags.Status, str]:
+    """The runtime's status() and whose view it is: the live process when it can be read, else the
     configuration."""
     unit, live = ev.unit, ev.gathered.live
-    quartet, view = v.config_quartet, "configuration of %s (service not running)" % unit
+    status, view = v.config_status, "configuration of %s (service not running)" % unit
     if live is not None and live["env"] is not None:
         live_env = live["env"]
-        quartet = envflags.status(_resolve(live_env.get("PATH", ""), v.user, v.cwd), live_env)
+        status = envflags.status(_resolve(live_env.get("PATH", ""), v.user, v.cwd), live_env)
         view = "live process of %s (PID %s, /proc/%s/environ read as %s)" % (unit, live["pid"], live["pid"],
                                                                              live["read_as"])
     elif live is not None:
         view = "configuration of %s (the running PID %s could not be read: %s)" % (unit, live["pid"], live["error"])
     if v.effects and not (live is not None and live["env"] is not None):
         view += ", with the ExecStart= command line applied"
-    return quartet, view
+    return status, view
+
+
+class _ServiceKeys(TypedDict):
+    unit: str
+    mode: str                                    # "systemd" (systemctl show) or "disk" (the unit files)
+    status: envflags.Status                      # the runtime's status() in the service (see status_view)
+    diagnostics: List[D.Diagnostic]
+
+
+class ServiceResult(_ServiceKeys, total=False):
+    """One service's environment and what follows from it (evaluate(); what metnos_service_env returns, the
+    audit's ``service`` and the probe's): a masked unit has only the four keys above; ``verdict`` is the
+    audit's (facts.verdict of the diagnostics)."""
+    fragment: Optional[str]
+    dropins: Optional[List[str]]
+    user: User                                   # service_user.resolve_service_user()
+    environment: Dict[str, Optional[str]]        # METNOS_SANDBOX and PATH as the service gets them
+    provenance: Dict[str, Optional[str]]         # where each comes from
+    environment_files: Optional[List[Dict[str, Any]]]
+    restrictions: Dict[str, Any]                 # the unit's directives that can break bwrap
+    status_view: str
+    bwrap_resolved: Optional[str]
+    exec_start_effects: List[Dict[str, Any]]
+    live_environment: Optional[Dict[str, Optional[str]]]
+    live_read: Optional[Dict[str, Any]]          # pid, read_as, error
+    verdict: str
 
 
 # The judges of one service, in the order their diagnostics are listed (D.sort keeps it within a severity).
@@ -319,31 +345,32 @@ _JUDGES: Tuple[Callable[[Evaluation, _View], List[D.Diagnostic]], ...] = (
     _file_diagnostics, _live_diagnostics)
 
 
-def evaluate(ev: Evaluation) -> Dict[str, Any]:
+def evaluate(ev: Evaluation) -> ServiceResult:
     """All diagnostics and facts for one service, from a composed environment.
 
     ``ev.gathered.env`` is what the unit's directives give; the start command line (ExecStart= env(1)
     or ``sh -c`` prefixes) is applied on top; ``ev.gathered.live`` (read_live_environ()) is the
-    authority for the status() quartet when the service runs.
+    authority for the runtime's status() when the service runs.
     """
     unit = ev.unit
     v = _derive(ev)
-    diags = [d for d in envflags.diagnose(v.config_quartet, v.predicted, v.predicted.get("PATH", ""), unit=unit,
+    diags = [d for d in envflags.diagnose(v.config_status, v.predicted, v.predicted.get("PATH", ""), unit=unit,
                                           where="effective environment of %s (%s)"
                                           % (unit, v.prov.get(envflags.ENV_VAR, "unset")))
              if d["code"] != "bwrap_missing"]
     for judge in _JUDGES:
         diags.extend(judge(ev, v))
     diags.extend(RS.restriction_diagnostics(ev.gathered.state["settings"], unit, v.bwrap_info))
-    quartet, view = _runtime_status(ev, v)
-    if quartet["active"] != v.config_quartet["active"]:
+    status, view = _runtime_status(ev, v)
+    if status["active"] != v.config_status["active"]:
         diags = [d for d in diags if d["code"] != "executor_os_sandbox_unavailable"]
-        if not quartet["active"]:
+        if not status["active"]:
             diags.append(D.make("executor_os_sandbox_unavailable", variant="running", view=view))
-    return _result(ev, v, quartet, view, diags)
+    return _result(ev, v, status, view, diags)
 
 
-def _result(ev: Evaluation, v: _View, quartet: Dict[str, Any], view: str, diags: List[D.Diagnostic]) -> Dict[str, Any]:
+def _result(ev: Evaluation, v: _View, status: envflags.Status, view: str,
+            diags: List[D.Diagnostic]) -> ServiceResult:
     """evaluate()'s answer, as metnos_service_env returns it."""
     g, live = ev.gathered, ev.gathered.live
     state, settings = g.state, g.state["settings"]
@@ -355,7 +382,7 @@ def _result(ev: Evaluation, v: _View, quartet: Dict[str, Any], view: str, diags:
         "provenance": {"METNOS_SANDBOX": v.prov.get(envflags.ENV_VAR, "unset"), "PATH": v.prov.get("PATH")},
         "environment_files": state.get("environment_files"), "restrictions": dict(
             (k, settings[k]) for k in U.RESTRICTION_KEYS if k in settings),
-        "status": quartet, "status_view": "runtime status() as seen by the %s" % view,
+        "status": status, "status_view": "runtime status() as seen by the %s" % view,
         "bwrap_resolved": v.pred_resolved, "exec_start_effects": [
             {"where": e["where"], "how": e["effect"]["how"], "determinable": e["effect"]["determinable"],
              "sets": dict((k, val) for k, val in e["effect"]["sets"].items() if k in SU.KEYS),
@@ -479,7 +506,7 @@ def execution_context(p: Params, runner: B.Runner, probe_user: Optional[Mapping[
 class Inspection(NamedTuple):
     """inspect()'s answer: the public result (what metnos_service_env and the audit return) and the
     service's whole composed environment, None when the unit is masked (nothing was evaluated)."""
-    result: Dict[str, Any]
+    result: ServiceResult
     env: Optional[Dict[str, str]]
 
 
