@@ -108,9 +108,8 @@ def _render(manifest: Manifest, host: HC.HostContext, invocation: Optional[HC.In
 
 
 def _inside(host: HC.HostContext, path: str) -> str:
-    """Where a configured file is inside the sandbox: in its folder's resolved path (every grant is mounted
-    there), under its own name (a venv's python3 link must stay one: the venv is found through it)."""
-    return os.path.join(host._resolve(os.path.dirname(path)), os.path.basename(path))
+    """Where a configured file is inside the sandbox (HostContext.inside)."""
+    return host.inside(path)
 
 
 def _stabilise(r: GR._Render, ordered: List[GR.MountEntry]) -> List[DS.Descriptor]:
@@ -122,7 +121,9 @@ def _stabilise(r: GR._Render, ordered: List[GR.MountEntry]) -> List[DS.Descripto
         src = entry["src"]
         if entry["kind"] not in MM.BINDS or src is None:
             continue
-        base = all(p["source"].startswith("base:") for p in entry["provenance"])
+        provenance = entry["provenance"]
+        base = provenance[0]["source"].startswith("base:") if len(provenance) == 1 else all(
+            p["source"].startswith("base:") for p in provenance)
         folder = r.host.stable(src) if base else MM.unstable_folder(src, HC._STATS[0])
         if folder is None:
             continue
@@ -157,8 +158,7 @@ def _grant_all(r: GR._Render) -> Optional[str]:
     """The base mounts, the executor's own folder, every capability's grant through its kind's
     granter, and the undo turn. Returns the own folder resolved (None when not mounted)."""
     r.diags.extend(r.host.base_refusals())
-    for entry in r.host.base():
-        r.mounts.add(*entry)
+    r.mounts.add_all(r.host.base())
     own_real = _own_folder(r)
     for cap in r.manifest.capabilities:
         granter = GR._GRANTERS.get(cap.kind)
