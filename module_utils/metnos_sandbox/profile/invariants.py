@@ -37,6 +37,7 @@ _ARITY = {"--unshare-user": 0, "--unshare-ipc": 0, "--unshare-uts": 0, "--unshar
 _FD_OPTS = {"--ro-bind-fd": "--ro-bind", "--bind-fd": "--bind"}
 _SINGLE = {"--proc": "/proc", "--dev": "/dev", "--tmpfs": "/tmp"}
 _PATH_BINDS = {"--ro-bind": "ro", "--bind": "rw"}
+_new = tuple.__new__
 
 
 class _Allowed(NamedTuple):
@@ -108,8 +109,8 @@ def _read_argv(argv: List[str], sep: int, base: HC._BaseIndex, named: Mapping[in
         kind = _PATH_BINDS.get(opt)
         if kind is not None and i + 2 < sep:           # the most frequent option first: a bind of a path
             src, dest = argv[i + 1], argv[i + 2]
-            binds.append(_Bind(opt, src, dest))
-            ops.append(MM.Op(kind, src, dest))
+            binds.append(_new(_Bind, (opt, src, dest, None)))        # _Bind(opt, src, dest), without a frame
+            ops.append(_new(MM.Op, (kind, src, dest, False)))         # MM.Op(kind, src, dest)
             i += 3
             continue
         arity = _ARITY.get(opt)
@@ -119,12 +120,12 @@ def _read_argv(argv: List[str], sep: int, base: HC._BaseIndex, named: Mapping[in
             flags.append(opt)
         elif opt in _FD_OPTS:
             number, dest = argv[i + 1], argv[i + 2]
-            src = named.get(int(number)) if number.isdigit() else None
-            if src is None:
+            judged = named.get(int(number)) if number.isdigit() else None
+            if judged is None:
                 out.append("%s %s %s binds no descriptor the profile declares (e)" % (opt, number, dest))
-                src = "(descriptor %s)" % number
-            binds.append(_Bind(_FD_OPTS[opt], src, dest, int(number) if number.isdigit() else -1))
-            ops.append(MM.Op("ro" if opt == "--ro-bind-fd" else "rw", src, dest, True))
+                judged = "(descriptor %s)" % number
+            binds.append(_Bind(_FD_OPTS[opt], judged, dest, int(number) if number.isdigit() else -1))
+            ops.append(MM.Op("ro" if opt == "--ro-bind-fd" else "rw", judged, dest, True))
         elif arity == 2:
             src, dest = argv[i + 1], argv[i + 2]
             if opt == "--symlink":
