@@ -93,13 +93,14 @@ class _Mounts(object):
             if dest in entries:
                 self.add(kind, src, dest, rule, source)
             else:
-                entries[dest] = {"kind": kind, "src": src, "dest": dest, "provenance": [{"rule": rule, "source": source}]}
+                entries[dest] = {"kind": kind, "src": src, "dest": dest,
+                                 "provenance": [{"rule": rule, "source": source}]}
 
     def ordered(self) -> List[MountEntry]:
         """Parents before children; binds covered by an equal-or-stronger parent bind are merged into it."""
         binds = dict((d, e) for d, e in self.entries.items() if e["kind"] in ("ro", "rw") and e["src"] == d)
         keep = []
-        for dest in sorted(self.entries, key=_mount_order):
+        for _depth, dest in sorted([(dest.count("/"), dest) for dest in self.entries]):     # depth, then path
             entry = self.entries[dest]
             parent = _covering_parent(dest, binds) if dest in binds else None
             if parent is not None and (binds[parent]["kind"] == "rw" or entry["kind"] == "ro"):
@@ -109,10 +110,6 @@ class _Mounts(object):
                 continue
             keep.append(entry)
         return keep
-
-
-def _mount_order(dest: str) -> Tuple[int, str]:
-    return (dest.count("/"), dest)
 
 
 def _covering_parent(dest: str, binds: Dict[str, MountEntry]) -> Optional[str]:

@@ -186,7 +186,7 @@ def check_invariants(argv: List[str], manifest: Manifest, host: HC.HostContext, 
     allowed: Optional[_Allowed] = None
     own: Optional[List[Optional[str]]] = None          # [the own folder resolved], once a bind asks
     for opt, src, dest, _fd in read.binds:
-        if trees.forbidden.under(src) or trees.forbidden.under(dest):
+        if trees.forbidden.under(src) or (dest != src and trees.forbidden.under(dest)):
             out.append("%s %s %s reaches /proc or /dev (c)" % (opt, src, dest))
         if opt == "--ro-bind" and src in base.ro:
             continue

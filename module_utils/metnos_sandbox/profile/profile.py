@@ -147,11 +147,10 @@ def _stabilise(r: GR._Render, ordered: List[GR.MountEntry]) -> List[DS.Descripto
 def _model(ordered: List[GR.MountEntry]) -> List[MM.Finding]:
     """The renderer's own run of the mount model over the mounts it is about to emit (the final check runs
     it again on the argv it reads back)."""
-    return MM.violations([_op(e) for e in ordered], HC._STATS[0])
+    return MM.violations([_new(MM.Op, (e["kind"], e["src"], e["dest"], "fd" in e)) for e in ordered], HC._STATS[0])
 
 
-def _op(entry: GR.MountEntry) -> MM.Op:
-    return MM.Op(entry["kind"], entry["src"], entry["dest"], "fd" in entry)
+_new = tuple.__new__          # a NamedTuple made without its Python-level __new__ (one per mount, every render)
 
 
 def _grant_all(r: GR._Render) -> Optional[str]:
@@ -210,7 +209,7 @@ def _own_folder(r: GR._Render) -> Optional[str]:
                                                                      "symlink, not to its own folder in %s"
                                                                      % (real, r.host["executors_dir"]))))
         return None
-    for form in (own, real):
+    for form in (own, real) if real != own else (own,):       # the same path is judged once
         problem = r.host.judge(form, "ro", own=form)
         if problem:
             r.diags.append(HC.host_refusal(key, own, problem))
