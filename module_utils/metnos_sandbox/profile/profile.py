@@ -89,9 +89,7 @@ def _render(manifest: Manifest, host: HC.HostContext, invocation: Optional[HC.In
         return GR.refused(name, diags)
     if command is None:          # inside the sandbox, every grant is at its resolved path
         command = [_inside(host, host["python_executable"]), os.path.join(own_real or own_dir, entrypoint)]
-    argv = [status.get("bwrap_path") or bwrap_path or "bwrap"] + [f["flag"] for f in flags]
-    for entry in ordered:
-        argv.extend(_mount_args(entry))
+    argv = [status.get("bwrap_path") or bwrap_path or "bwrap"] + [f["flag"] for f in flags] + _mount_argv(ordered)
     argv.extend(["--chdir", own_real or "/", "--"])
     argv.extend(command)
     violations = INV.check_invariants(argv, manifest, host, invocation, own_dir, descriptors)
@@ -117,6 +115,7 @@ def _stabilise(r: GR._Render, ordered: List[GR.MountEntry]) -> List[DS.Descripto
     cannot), then prove with the mount model that every destination means inside what was judged."""
     descriptors: List[DS.Descriptor] = []
     can: Optional[bool] = None
+    stats = HC._STATS[0]
     for entry in ordered:
         src = entry["src"]
         if entry["kind"] not in MM.BINDS or src is None:
@@ -124,7 +123,7 @@ def _stabilise(r: GR._Render, ordered: List[GR.MountEntry]) -> List[DS.Descripto
         provenance = entry["provenance"]
         base = provenance[0]["source"].startswith("base:") if len(provenance) == 1 else all(
             p["source"].startswith("base:") for p in provenance)
-        folder = r.host.stable(src) if base else MM.unstable_folder(src, HC._STATS[0])
+        folder = r.host.stable(src) if base else MM.unstable_folder(src, stats)
         if folder is None:
             continue
         can = r.host.fd_binds() if can is None else can
@@ -218,18 +217,21 @@ def _own_folder(r: GR._Render) -> Optional[str]:
     return real
 
 
-def _mount_args(entry: GR.MountEntry) -> List[str]:
-    kind, src = entry["kind"], entry["src"]
-    if "fd" in entry:                                   # a source that can move: bound by descriptor
-        return ["--ro-bind-fd" if kind == "ro" else "--bind-fd", str(entry["fd"]), entry["dest"]]
-    if src is not None:                                 # binds and symlinks name their source
-        if kind == "ro":
-            return ["--ro-bind", src, entry["dest"]]
-        if kind == "rw":
-            return ["--bind", src, entry["dest"]]
-        if kind == "symlink":
-            return ["--symlink", src, entry["dest"]]
-    return ["--" + kind, entry["dest"]]                 # proc, dev, tmpfs
+_SOURCED = {"ro": "--ro-bind", "rw": "--bind", "symlink": "--symlink"}
+
+
+def _mount_argv(ordered: List[GR.MountEntry]) -> List[str]:
+    """The mount options of the argv, in order."""
+    argv: List[str] = []
+    for entry in ordered:
+        kind, src = entry["kind"], entry["src"]
+        if "fd" in entry:                               # a source that can move: bound by descriptor
+            argv += ["--ro-bind-fd" if kind == "ro" else "--bind-fd", str(entry["fd"]), entry["dest"]]
+        elif src is not None and kind in _SOURCED:      # binds and symlinks name their source
+            argv += [_SOURCED[kind], src, entry["dest"]]
+        else:
+            argv += ["--" + kind, entry["dest"]]        # proc, dev, tmpfs
+    return argv
 
 
 # ------------------------------------------------------------------ the one entry every face calls
