@@ -101,3 +101,7 @@ def test_roots_is_the_containment_rule_of_under_and_related(roots, path):
     fast = PA.RelatedRoots(roots)
     assert fast.under(path) == any(PA.under(path, r) for r in roots), (roots, path)
     assert fast.related(path) == any(PA.related(path, r) for r in roots), (roots, path)
+    # the labelled form's which() (the renderer names the tree it matched): the same rule, in order
+    labelled = HC._TreeSet(HC.Labelled("t%d" % i, r) for i, r in enumerate(roots))
+    assert labelled.which(path) == [e for e in labelled.labelled if PA.related(path, e.root)], (roots, path)
+    assert labelled.which(path, related=False) == [e for e in labelled.labelled if PA.under(path, e.root)]

@@ -103,6 +103,47 @@ def test_resolver_shares_work_and_has_a_budget(tmp_path):
     assert info.value.why == "long"
 
 
+class _StackOnly(PA.Resolver):
+    """The resolver without its plain-component fast path: every component through _walk's stack."""
+
+    def _walk_plain(self, path, pos, current, links):
+        return self._walk(path, current, links, PA._stack(path, pos, path[pos:].split("/")))
+
+
+def _answer(resolver, path):
+    try:
+        return resolver.resolve(path)
+    except PA.Unresolvable as exc:
+        return ("unresolvable", exc.why, exc.path)
+
+
+@pytest.mark.rule("R-CAP-FS")
+def test_resolver_fast_path_is_the_stack_walk(tmp_path):
+    """Resolver.resolve walks plain components without a stack (the renderer's common case, for speed):
+    on random trees with links, '', '.', '..' and budgets, one resolver asked many paths gives the same
+    answers, refusals, remaining budget and kept work as the stack walk alone."""
+    rng = random.Random(1919)
+    root = str(tmp_path)
+    for d in ("a/b/c", "b", "c/a"):
+        os.makedirs(os.path.join(root, d))
+    for target, name in (("a/b", "l1"), ("../c", "a/l2"), (root + "/a", "a/b/l3"), ("l4", "l4"), ("l1/../c", "b/l1")):
+        os.symlink(target, os.path.join(root, name))
+    for i in range(45):
+        os.symlink("ch%d" % (i + 1) if i < 44 else "a", os.path.join(root, "ch%d" % i))
+    names = ["a", "b", "c", "l1", "l2", "l3", "l4", "", ".", "..", "nope", "ch0", "ch5", "ch20"]
+    stats = MM.Stats()
+    for trial in range(400):
+        steps = rng.choice([PA.MAX_STEPS, 25, 6])
+        lstat = stats.lstat if trial % 2 else None
+        fast, slow = PA.Resolver(steps=steps, lstat=lstat), _StackOnly(steps=steps, lstat=lstat)
+        for _ in range(rng.randint(1, 6)):
+            rest = "/".join(rng.choice(names) for _ in range(rng.randint(0, 6)))
+            path = rng.choice([root + "/" + rest, root + "/" + rest + "/", "/" + rest, root])
+            assert _answer(fast, path) == _answer(slow, path), path
+            assert (fast.steps, fast._full, fast._done, fast._target) == \
+                (slow.steps, slow._full, slow._done, slow._target), path
+
+
 # ---------------------------------------------------------------- stability
 
 @pytest.mark.rule("R-SEC-1")

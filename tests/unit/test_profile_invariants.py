@@ -100,6 +100,28 @@ def test_final_check_passes_the_rendered_argv(rendered):
     assert _check(rendered, rendered[3]) == []
 
 
+@pytest.mark.rule("R-CAP-SYS")
+def test_final_check_passes_an_admin_read_channel(tmp_path):
+    """A socket the admin lists in systemd_read_paths is bound read-only by systemd:read, and the final
+    check (which resolves the admin's channels only when a bind is a special file) lets it through; the
+    same socket bound without being a channel is caught (c)."""
+    root, host, manifest, invocation = O.build(str(tmp_path), {}, {
+        "name": "ex", "origin": "t", "capabilities": ["systemd:read", "fs:read:ROOT/data/a"], "arguments": {}}, {})
+    sock = _special(os.path.join(root, "channel.sock"))
+    host = dict(host, systemd_read_paths=[sock])
+    prof = render(host, manifest, invocation)
+    assert prof["decision"] == "wrapped", prof["diagnostics"]
+    at = prof["argv"].index(sock)
+    assert prof["argv"][at - 1:at + 2] == ["--ro-bind", sock, sock]
+    own = os.path.join(root, "executors", "ex")
+    assert INV.check_invariants(prof["argv"], M.from_dict(manifest), HC.HostContext(host), invocation, own,
+                                prof["descriptors"]) == []
+    other = dict(host, systemd_read_paths=[])
+    found = INV.check_invariants(prof["argv"], M.from_dict(manifest), HC.HostContext(other), invocation, own,
+                                 prof["descriptors"])
+    assert any("(c)" in v for v in found), found
+
+
 @pytest.mark.parametrize("weaken,invariant", [
     (lambda r, a: [x if x != "--ro-bind" else "--bind" for x in a], "(b)"),                # base made writable
     (lambda r, a: _insert(a, "--bind", r + "/out", r + "/out"), "(a)"),                      # undeclared write

@@ -131,19 +131,45 @@ class Resolver(object):
     def resolve(self, path: str) -> str:
         """The resolved form of an absolute ``path``; raises Unresolvable. Every prefix of a path resolved
         is kept, so a path below one already resolved costs only its own last components."""
-        hit = self._full.get(path)
+        full = self._full
+        hit = full.get(path)
         if hit is not None:
             return hit[0]
-        parts = path.split("/")
-        known = len(parts) - 1
-        while known > 1 and "/".join(parts[:known]) not in self._full:
-            known -= 1
-        current, links = self._full.get("/".join(parts[:known]), ("/", 0)) if known > 1 else ("/", 0)
-        stack: List[Any] = []
-        for i in range(len(parts) - 1, known - 1, -1):
-            stack.append(("full", "/".join(parts[:i + 1])))       # the prefix is resolved once it pops
-            stack.append(parts[i])
-        return self._walk(path, current, links, stack)
+        # the longest prefix already resolved: a prefix ends before a '/', the first '/' ends none
+        first = path.find("/")
+        cut = path.rfind("/")
+        while cut > first and path[:cut] not in full:
+            cut = path.rfind("/", 0, cut)
+        if cut > first:
+            current, links = full[path[:cut]]
+        else:
+            current, links, cut = "/", 0, first
+        return self._walk_plain(path, cut + 1, current, links)
+
+    def _walk_plain(self, path: str, pos: int, current: str, links: int) -> str:
+        """The components of ``path`` from offset ``pos`` on, the common case without a stack: plain names
+        of entries that are not symbolic links, each prefix kept as it is resolved. The first component
+        that is not ('', '.', '..', a link) hands itself and the rest to _walk, which then does exactly
+        what it would have done with all of them (the same steps, checks and kept answers)."""
+        full = self._full
+        parts = path[pos:].split("/")
+        for index, part in enumerate(parts):
+            candidate = (current if current != "/" else "") + "/" + part
+            if part in ("", ".", "..") or candidate in self._done:
+                return self._walk(path, current, links, _stack(path, pos, parts[index:]))
+            self.steps -= 1
+            if self.steps < 0:
+                raise Unresolvable(path, "budget")
+            if len(candidate) > MAX_RESOLVED:
+                raise Unresolvable(path, "long")
+            if self.readlink(candidate) is not None:
+                self.steps += 1                              # _walk counts this component itself
+                return self._walk(path, current, links, _stack(path, pos, parts[index:]))
+            current = candidate
+            pos += len(part)
+            full[path[:pos]] = (current, links)
+            pos += 1
+        return current
 
     def _walk(self, path: str, current: str, links: int, stack: List[Any]) -> str:
         while stack:
@@ -184,3 +210,18 @@ class Resolver(object):
             if target.startswith("/"):
                 current = "/"
         return current
+
+
+def _stack(path: str, pos: int, parts: List[str]) -> List[Any]:
+    """Resolver._walk's stack for the components ``parts`` of ``path`` from offset ``pos``: each component,
+    then the prefix it ends (kept once it pops), the first component on top."""
+    pairs = []
+    for part in parts:
+        pos += len(part)
+        pairs.append((part, path[:pos]))
+        pos += 1
+    stack: List[Any] = []
+    for part, prefix in reversed(pairs):
+        stack.append(("full", prefix))
+        stack.append(part)
+    return stack

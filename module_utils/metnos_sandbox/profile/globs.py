@@ -8,6 +8,7 @@ Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import functools
 from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 from ..base import diagnostics as D
@@ -34,8 +35,10 @@ def _check_scope_text(field: str, scope: str, errors: List[D.Diagnostic]) -> boo
     return True
 
 
+@functools.lru_cache(maxsize=4096)
 def glob_root(scope: str) -> str:
-    """The longest glob-free leading path of a scope: '/srv/a*/b' -> '/srv' (R-CAP-FS)."""
+    """The longest glob-free leading path of a scope: '/srv/a*/b' -> '/srv' (R-CAP-FS). Text only, so
+    kept across renders (the renderer and the final check ask it of the same scopes)."""
     parts = scope.split("/")
     keep = []
     for part in parts[1:]:

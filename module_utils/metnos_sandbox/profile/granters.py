@@ -122,11 +122,21 @@ class _Mounts(object):
         if entry["kind"] == "ro" and kind == "rw":
             entry["kind"] = "rw"   # ro + rw on one path -> rw, only because a write capability asked
 
+    def add_all(self, mounts: Iterable[Tuple[str, Optional[str], str, str, str]]) -> None:
+        """``add`` of each (kind, src, dest, rule, source), in order (the base mounts of every render)."""
+        entries = self.entries
+        for kind, src, dest, rule, source in mounts:
+            if dest in entries:
+                self.add(kind, src, dest, rule, source)
+            else:
+                entries[dest] = {"kind": kind, "src": src, "dest": dest,
+                                 "provenance": [{"rule": rule, "source": source}]}
+
     def ordered(self) -> List[MountEntry]:
         """Parents before children; binds covered by an equal-or-stronger parent bind are merged into it."""
         binds = dict((d, e) for d, e in self.entries.items() if e["kind"] in ("ro", "rw") and e["src"] == d)
         keep = []
-        for dest in sorted(self.entries, key=_mount_order):
+        for _depth, dest in sorted([(dest.count("/"), dest) for dest in self.entries]):     # depth, then path
             entry = self.entries[dest]
             parent = _covering_parent(dest, binds) if dest in binds else None
             if parent is not None and (binds[parent]["kind"] == "rw" or entry["kind"] == "ro"):
@@ -136,10 +146,6 @@ class _Mounts(object):
                 continue
             keep.append(entry)
         return keep
-
-
-def _mount_order(dest: str) -> Tuple[int, str]:
-    return (dest.count("/"), dest)
 
 
 def _covering_parent(dest: str, binds: Dict[str, MountEntry]) -> Optional[str]:
@@ -153,7 +159,7 @@ _quote = functools.lru_cache(maxsize=8192)(shlex.quote)
 
 
 def shell_join(argv: Sequence[str]) -> str:
-    return " ".join(_quote(a) for a in argv)
+    return " ".join(map(_quote, argv))
 
 
 def _bounded(diags: List[D.Diagnostic]) -> List[D.Diagnostic]:

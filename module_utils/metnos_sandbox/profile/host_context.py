@@ -148,16 +148,21 @@ class _TreeSet(PA.RelatedRoots):
     """Labelled trees: paths.RelatedRoots' C-speed tests (at or below one, or above one), and the
     label, looked up only when a test matches."""
 
-    __slots__ = ("labelled",)
+    __slots__ = ("labelled", "_slashed")
 
     def __init__(self, labelled: Iterable[Labelled]) -> None:
         self.labelled = list(labelled)
         PA.RelatedRoots.__init__(self, (p for _l, p in self.labelled))
+        # each entry with its root's 'root/' prefix: paths.under's test, inlined (asked for every judged path)
+        self._slashed = [(entry, entry.root.rstrip("/") + "/") for entry in self.labelled]
 
     def which(self, path: str, related: bool = True) -> List[Labelled]:
-        """The entries the path is at or below (or above, with ``related``)."""
-        return [entry for entry in self.labelled
-                if PA.under(path, entry.root) or (related and PA.under(entry.root, path))]
+        """The entries the path is at or below (or above, with ``related``): paths.under(path, root), or
+        paths.under(root, path)."""
+        above = path.rstrip("/") + "/"
+        return [entry for entry, prefix in self._slashed
+                if path == entry.root or entry.root == "/" or path.startswith(prefix)
+                or (related and (path == "/" or entry.root.startswith(above)))]
 
 
 class _Trees(NamedTuple):
@@ -301,6 +306,7 @@ class HostContext(object):
         self._bwrap_given: Optional[str] = ""
         self._writable: Optional[PA.Roots] = None
         self._stable: Dict[str, Optional[str]] = {}
+        self._inside: Dict[str, str] = {}
 
     def _resolve(self, path: str) -> str:
         """A host-context path resolved (once per context); one the kernel would not resolve stands for
@@ -408,6 +414,14 @@ class HostContext(object):
             roots = self.data["writable_roots"]
             self._writable = PA.Roots(list(roots) + [self._resolve(r) for r in roots])
         return self._writable
+
+    def inside(self, path: str) -> str:
+        """Where a configured file is inside the sandbox: in its folder's resolved path (every grant is
+        mounted there), under its own name (a venv's python3 link must stay one: the venv is found through
+        it). Once per context, like the resolution it is made of."""
+        if path not in self._inside:
+            self._inside[path] = os.path.join(self._resolve(os.path.dirname(path)), os.path.basename(path))
+        return self._inside[path]
 
     def stable(self, path: str) -> Optional[str]:
         """mountmodel.unstable_folder for a base path (once per context)."""

@@ -36,17 +36,19 @@ _ARITY = {"--unshare-user": 0, "--unshare-ipc": 0, "--unshare-uts": 0, "--unshar
           "--tmpfs": 1, "--chdir": 1}
 _FD_OPTS = {"--ro-bind-fd": "--ro-bind", "--bind-fd": "--bind"}
 _SINGLE = {"--proc": "/proc", "--dev": "/dev", "--tmpfs": "/tmp"}
+_PATH_BINDS = {"--ro-bind": "ro", "--bind": "rw"}
+_new = tuple.__new__
 
 
 class _Allowed(NamedTuple):
     """What the declarations allow (computed from the manifest, host and invocation alone, not from
     the renderer's decisions): resolved roots that may be written, that may be read (with the base),
-    the reserved folders' entries the capabilities name (their own grant), and the admin's read
-    channels (sockets the systemd/system read paths may name)."""
+    and the reserved folders' entries the capabilities name (their own grant). The admin's read
+    channels (sockets the systemd/system read paths may name) are resolved only when a bind is a
+    special file (``_channels``)."""
     write: PA.Roots
     any: PA.Roots
     grants: Set[str]
-    channels: FrozenSet[str]
 
 
 def _allowed(manifest: Manifest, host: HC.HostContext, invocation: HC.Invocation, own_dir: str) -> _Allowed:
@@ -67,9 +69,12 @@ def _allowed(manifest: Manifest, host: HC.HostContext, invocation: HC.Invocation
         write += turns
         grants.update(turns)
     read += GR._reals([own_dir])
-    return _Allowed(write=PA.Roots(write), any=PA.Roots(write + read + list(host.base_index().ro)),
-                    grants=grants,
-                    channels=frozenset(GR._reals(host["systemd_read_paths"] + host["system_read_paths"])))
+    return _Allowed(write=PA.Roots(write), any=PA.Roots(write + read + list(host.base_index().ro)), grants=grants)
+
+
+def _channels(host: HC.HostContext) -> FrozenSet[str]:
+    """The admin's read channels, resolved: the sockets the systemd/system read paths may name."""
+    return frozenset(GR._reals(host["systemd_read_paths"] + host["system_read_paths"]))
 
 
 class _Bind(NamedTuple):
@@ -101,6 +106,13 @@ def _read_argv(argv: List[str], sep: int, base: HC._BaseIndex, named: Mapping[in
     i = 1
     while i < sep:
         opt = argv[i]
+        kind = _PATH_BINDS.get(opt)
+        if kind is not None and i + 2 < sep:           # the most frequent option first: a bind of a path
+            src, dest = argv[i + 1], argv[i + 2]
+            binds.append(_new(_Bind, (opt, src, dest, None)))        # _Bind(opt, src, dest), without a frame
+            ops.append(_new(MM.Op, (kind, src, dest, False)))         # MM.Op(kind, src, dest)
+            i += 3
+            continue
         arity = _ARITY.get(opt)
         if arity is None or i + arity >= sep:
             return _Argv(flags, binds, ops, out, stop="unexpected option %s (c)" % D.excerpt(opt))
@@ -108,12 +120,12 @@ def _read_argv(argv: List[str], sep: int, base: HC._BaseIndex, named: Mapping[in
             flags.append(opt)
         elif opt in _FD_OPTS:
             number, dest = argv[i + 1], argv[i + 2]
-            src = named.get(int(number)) if number.isdigit() else None
-            if src is None:
+            judged = named.get(int(number)) if number.isdigit() else None
+            if judged is None:
                 out.append("%s %s %s binds no descriptor the profile declares (e)" % (opt, number, dest))
-                src = "(descriptor %s)" % number
-            binds.append(_Bind(_FD_OPTS[opt], src, dest, int(number) if number.isdigit() else -1))
-            ops.append(MM.Op("ro" if opt == "--ro-bind-fd" else "rw", src, dest, True))
+                judged = "(descriptor %s)" % number
+            binds.append(_Bind(_FD_OPTS[opt], judged, dest, int(number) if number.isdigit() else -1))
+            ops.append(MM.Op("ro" if opt == "--ro-bind-fd" else "rw", judged, dest, True))
         elif arity == 2:
             src, dest = argv[i + 1], argv[i + 2]
             if opt == "--symlink":
@@ -172,15 +184,18 @@ def check_invariants(argv: List[str], manifest: Manifest, host: HC.HostContext, 
     out += _check_model(read, descriptors or [], host, base)
     trees = host.trees()
     allowed: Optional[_Allowed] = None
-    own_real = HC._real_or_none(own_dir)
+    own: Optional[List[Optional[str]]] = None          # [the own folder resolved], once a bind asks
     for opt, src, dest, _fd in read.binds:
-        if trees.forbidden.under(src) or trees.forbidden.under(dest):
+        if trees.forbidden.under(src) or (dest != src and trees.forbidden.under(dest)):
             out.append("%s %s %s reaches /proc or /dev (c)" % (opt, src, dest))
-        if opt == "--ro-bind" and (src in base.ro or (src == own_real and dest == own_real)):
+        if opt == "--ro-bind" and src in base.ro:
+            continue
+        own = own or [HC._real_or_none(own_dir)]
+        if opt == "--ro-bind" and src == own[0] and dest == own[0]:
             continue
         if allowed is None:
             allowed = _allowed(manifest, host, invocation, own_dir)
-        out += _check_bind(opt, src, dest, host, trees, allowed, own_dir)
+        out += _check_bind(opt, src, dest, host, trees, allowed, own_dir, own[0])
     return out
 
 
@@ -204,13 +219,12 @@ def _check_model(read: _Argv, descriptors: Sequence[DS.Descriptor], host: HC.Hos
 
 
 def _check_bind(opt: str, src: str, dest: str, host: HC.HostContext, trees: HC._Trees, allowed: _Allowed,
-                own_dir: str) -> List[str]:
-    """Invariants (a)-(c) of one bind that is not a base mount."""
+                own_dir: str, own_real: Optional[str]) -> List[str]:
+    """Invariants (a)-(c) of one bind that is not a base mount (``own_real``: ``own_dir`` resolved)."""
     out = []
     kind = HC._file_type(src)
     real = HC._real_or_none(src)
-    own_real = HC._real_or_none(own_dir)
-    if kind in GR._SPECIAL and not (opt == "--ro-bind" and src in allowed.channels):
+    if kind in GR._SPECIAL and not (opt == "--ro-bind" and src in _channels(host)):
         out.append("%s %s %s is %s (c)" % (opt, src, dest, GR._SPECIAL[kind].split(":")[0]))
     for path in (src, real or src):
         if host.broad(path):

@@ -65,12 +65,17 @@ class Stats(object):
         self.looked = False                                      # violations() asked lstat() something
 
     def lstat(self, path: str) -> Optional[os.stat_result]:
-        if path not in self._seen:
-            try:
-                self._seen[path] = os.lstat(path)
-            except (OSError, ValueError):
-                self._seen[path] = None
-        return self._seen[path]
+        try:
+            return self._seen[path]
+        except KeyError:
+            pass
+        info: Optional[os.stat_result]
+        try:
+            info = os.lstat(path)
+        except (OSError, ValueError):
+            info = None
+        self._seen[path] = info
+        return info
 
 
 def replaceable(folder: Optional[os.stat_result], entry: Optional[os.stat_result]) -> bool:

@@ -90,9 +90,7 @@ def _render(manifest: Manifest, host: HC.HostContext, invocation: Optional[HC.In
         return GR.refused(name, diags)
     if command is None:          # inside the sandbox, every grant is at its resolved path
         command = [_inside(host, host["python_executable"]), os.path.join(own_real or own_dir, entrypoint)]
-    argv = [status.get("bwrap_path") or bwrap_path or "bwrap"] + [f["flag"] for f in flags]
-    for entry in ordered:
-        argv.extend(_mount_args(entry))
+    argv = [status.get("bwrap_path") or bwrap_path or "bwrap"] + [f["flag"] for f in flags] + _mount_argv(ordered)
     argv.extend(["--chdir", own_real or "/", "--"])
     argv.extend(command)
     violations = INV.check_invariants(argv, manifest, host, invocation, own_dir, descriptors)
@@ -109,9 +107,8 @@ def _render(manifest: Manifest, host: HC.HostContext, invocation: Optional[HC.In
 
 
 def _inside(host: HC.HostContext, path: str) -> str:
-    """Where a configured file is inside the sandbox: in its folder's resolved path (every grant is mounted
-    there), under its own name (a venv's python3 link must stay one: the venv is found through it)."""
-    return os.path.join(host._resolve(os.path.dirname(path)), os.path.basename(path))
+    """Where a configured file is inside the sandbox (HostContext.inside)."""
+    return host.inside(path)
 
 
 def _stabilise(r: GR._Render, ordered: List[GR.MountEntry]) -> List[DS.Descriptor]:
@@ -119,12 +116,15 @@ def _stabilise(r: GR._Render, ordered: List[GR.MountEntry]) -> List[DS.Descripto
     cannot), then prove with the mount model that every destination means inside what was judged."""
     descriptors: List[DS.Descriptor] = []
     can: Optional[bool] = None
+    stats = HC._STATS[0]
     for entry in ordered:
         src = entry["src"]
         if entry["kind"] not in MM.BINDS or src is None:
             continue
-        base = all(p["source"].startswith("base:") for p in entry["provenance"])
-        folder = r.host.stable(src) if base else MM.unstable_folder(src, HC._STATS[0])
+        provenance = entry["provenance"]
+        base = provenance[0]["source"].startswith("base:") if len(provenance) == 1 else all(
+            p["source"].startswith("base:") for p in provenance)
+        folder = r.host.stable(src) if base else MM.unstable_folder(src, stats)
         if folder is None:
             continue
         can = r.host.fd_binds() if can is None else can
@@ -147,19 +147,17 @@ def _stabilise(r: GR._Render, ordered: List[GR.MountEntry]) -> List[DS.Descripto
 def _model(ordered: List[GR.MountEntry]) -> List[MM.Finding]:
     """The renderer's own run of the mount model over the mounts it is about to emit (the final check runs
     it again on the argv it reads back)."""
-    return MM.violations([_op(e) for e in ordered], HC._STATS[0])
+    return MM.violations([_new(MM.Op, (e["kind"], e["src"], e["dest"], "fd" in e)) for e in ordered], HC._STATS[0])
 
 
-def _op(entry: GR.MountEntry) -> MM.Op:
-    return MM.Op(entry["kind"], entry["src"], entry["dest"], "fd" in entry)
+_new = tuple.__new__          # a NamedTuple made without its Python-level __new__ (one per mount, every render)
 
 
 def _grant_all(r: GR._Render) -> Optional[str]:
     """The base mounts, the executor's own folder, every capability's grant through its kind's
     granter, and the undo turn. Returns the own folder resolved (None when not mounted)."""
     r.diags.extend(r.host.base_refusals())
-    for entry in r.host.base():
-        r.mounts.add(*entry)
+    r.mounts.add_all(r.host.base())
     own_real = _own_folder(r)
     for cap in r.manifest.capabilities:
         granter = GR._GRANTERS.get(cap.kind)
@@ -211,7 +209,7 @@ def _own_folder(r: GR._Render) -> Optional[str]:
                                                                      "symlink, not to its own folder in %s"
                                                                      % (real, r.host["executors_dir"]))))
         return None
-    for form in (own, real):
+    for form in (own, real) if real != own else (own,):       # the same path is judged once
         problem = r.host.judge(form, "ro", own=form)
         if problem:
             r.diags.append(HC.host_refusal(key, own, problem))
@@ -220,18 +218,21 @@ def _own_folder(r: GR._Render) -> Optional[str]:
     return real
 
 
-def _mount_args(entry: GR.MountEntry) -> List[str]:
-    kind, src = entry["kind"], entry["src"]
-    if "fd" in entry:                                   # a source that can move: bound by descriptor
-        return ["--ro-bind-fd" if kind == "ro" else "--bind-fd", str(entry["fd"]), entry["dest"]]
-    if src is not None:                                 # binds and symlinks name their source
-        if kind == "ro":
-            return ["--ro-bind", src, entry["dest"]]
-        if kind == "rw":
-            return ["--bind", src, entry["dest"]]
-        if kind == "symlink":
-            return ["--symlink", src, entry["dest"]]
-    return ["--" + kind, entry["dest"]]                 # proc, dev, tmpfs
+_SOURCED = {"ro": "--ro-bind", "rw": "--bind", "symlink": "--symlink"}
+
+
+def _mount_argv(ordered: List[GR.MountEntry]) -> List[str]:
+    """The mount options of the argv, in order."""
+    argv: List[str] = []
+    for entry in ordered:
+        kind, src = entry["kind"], entry["src"]
+        if "fd" in entry:                               # a source that can move: bound by descriptor
+            argv += ["--ro-bind-fd" if kind == "ro" else "--bind-fd", str(entry["fd"]), entry["dest"]]
+        elif src is not None and kind in _SOURCED:      # binds and symlinks name their source
+            argv += [_SOURCED[kind], src, entry["dest"]]
+        else:
+            argv += ["--" + kind, entry["dest"]]        # proc, dev, tmpfs
+    return argv
 
 
 # ------------------------------------------------------------------ the one entry every face calls
