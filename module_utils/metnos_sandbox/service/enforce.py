@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 from ..base import diagnostics as D
 from ..base import envflags
 from ..host import bwrap as B
+from ..host import package_owner as PO
 from . import restrictions as RS
 from . import service_user as SU
 from . import systemd_unit as U
@@ -45,7 +46,7 @@ def heal_path(path_text: str, user: Mapping[str, Any], package_of: Optional[Call
     directory moves just before the first entry that holds another bwrap the user can run, or that
     someone other than root can write to (where a bwrap could be planted). Other entries keep their
     order. Returns (new PATH, [changes], problem or None)."""
-    package_of = package_of or B.package_facts
+    package_of = package_of or PO.package_facts
     entries = list(B.split_path(path_text))
     good = None
     for index, entry in enumerate(entries):

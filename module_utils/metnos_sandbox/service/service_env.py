@@ -19,6 +19,7 @@ from ..base import diagnostics as D
 from ..base import envflags
 from ..host import bwrap as B
 from ..host import facts as F
+from ..host import package_owner as PO
 from ..host import procfs as PF
 from . import restrictions as RS
 from . import service_user as SU
@@ -228,7 +229,7 @@ def _live_diagnostics(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
                             wording="path", fill={"value": repr(env.get("PATH")), "resolved": resolved,
                                                   "origin": origin}))
     elif live_resolved and resolved and os.path.realpath(live_resolved) != os.path.realpath(resolved):
-        packaged = bool(B.package_facts(live_resolved))
+        packaged = bool(PO.package_facts(live_resolved))
         diags.append(D.make("service_env_live_misroutes", unit=unit, pid=live["pid"],
                             wording="packaged" if packaged else "unpackaged",
                             fill={"value": repr(env.get("PATH")), "live_bwrap": live_resolved, "resolved": resolved,
@@ -264,7 +265,7 @@ def _bwrap_mismatch(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
     if resolved and admin and os.path.realpath(resolved) != os.path.realpath(admin):
         diags.append(D.make("service_bwrap_mismatch", unit=unit, variant="different", admin_bwrap=admin,
                             service_bwrap=resolved))
-    elif resolved and not (v.bwrap_info["package"] if v.bwrap_info else B.package_facts(resolved)):
+    elif resolved and not (v.bwrap_info["package"] if v.bwrap_info else PO.package_facts(resolved)):
         diags.append(D.make("service_bwrap_mismatch", unit=unit, variant="unpackaged", service_bwrap=resolved))
     return diags
 
