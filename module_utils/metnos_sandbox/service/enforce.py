@@ -17,6 +17,7 @@ from ..base import diagnostics as D
 from ..base import envflags
 from ..host import bwrap as B
 from ..host import package_owner as PO
+from . import exec_env as EX
 from . import restrictions as RS
 from . import service_user as SU
 from . import systemd_unit as U
@@ -136,12 +137,12 @@ def _plan_exec_start(plan: Dict[str, Any], state: Mapping[str, Any], env: Mappin
     execs = state.get("exec_start") or []
     rewritten, touched = [], False
     for item in execs:
-        effect = U.exec_env_effect(item["value"], env, SU.KEYS)
+        effect = EX.exec_env_effect(item["value"], env, SU.KEYS)
         touches = effect["clears"] or any(k in effect["sets"] or k in effect["unsets"] for k in SU.KEYS)
         if not touches:
             rewritten.append(item["value"])
             continue
-        new, why = U.neutralised_exec(item["value"], SU.KEYS)
+        new, why = EX.neutralised_exec(item["value"], SU.KEYS)
         if new is None:
             plan["not_healed"].append({"what": "ExecStart=%s" % item["value"], "source": item["where"],
                                        "reason": "a drop-in cannot neutralise it: %s" % why})
