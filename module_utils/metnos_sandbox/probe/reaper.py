@@ -12,7 +12,7 @@ own: its pid and whether it became a subreaper, bwrap's pid, then each process i
 every orphan re-parented to it, written down while it is a zombie (comm, parent, uid, NSpid, cgroup) -
 and, once it has no child left, that the tree is empty.
 
-``Reaped`` is what ``bwrap.pump`` watches for this run: "started" is bwrap (not the reaper), a kill is
+``Reaped`` is what ``bwrap_run.pump`` watches for this run: "started" is bwrap (not the reaper), a kill is
 of the whole tree (SIGKILL to every descendant of the reaper, again until none is left: ``setsid``
 escapes a process-group kill, not this), and the ledger (proctree.Ledger) is fed every poll. Once bwrap
 has exited, the run does not wait for a payload that cannot report any more: when the tree holds nothing
@@ -154,7 +154,7 @@ def kill_tree(root: int, proc: str = "/proc", include_root: bool = False) -> int
 
 
 class Reaped(BR.Started):
-    """bwrap under the reaper, for bwrap.pump: its pid, whether it has exited, the tree polled into the
+    """bwrap under the reaper, for bwrap_run.pump: its pid, whether it has exited, the tree polled into the
     ledger, and the tree killed."""
 
     def __init__(self, proc: "subprocess.Popen[bytes]", ledger: PT.Ledger, bwrap_ids: t.Set[PT.Ident]) -> None:
@@ -222,7 +222,7 @@ def run_reaped(argv: t.Sequence[str], user: t.Optional[t.Mapping[str, t.Any]] = 
                watch: t.Optional[BR.Watch] = None, ledger: t.Optional[PT.Ledger] = None,
                bwrap_ids: t.Optional[t.Set[PT.Ident]] = None, attach: t.Optional[t.Callable[[t.Any], None]] = None,
                keep_fds: t.Sequence[int] = ()) -> Json:
-    """Like bwrap.run_bwrap (``{status_fd}`` in argv becomes a pipe), with bwrap under the reaper. Extra
+    """Like bwrap_run.run_bwrap (``{status_fd}`` in argv becomes a pipe), with bwrap under the reaper. Extra
     descriptors bwrap must inherit (``keep_fds``, e.g. for --ro-bind-fd) are passed through the reaper,
     which closes its own copies. ``attach(proc)`` gets the reaper's Popen before anything is read (the
     handshake writes to its stdin, which only bwrap's tree holds). Returns run_bwrap's dict plus "tree"
@@ -285,7 +285,7 @@ def _bwrap_rc(rec: t.Optional[Json]) -> t.Optional[int]:
 
 
 class UnitRun(BR.Started):
-    """A transient unit's run, for bwrap.pump: ``proc`` is systemd-run; bwrap is the unit's launcher once it
+    """A transient unit's run, for bwrap_run.pump: ``proc`` is systemd-run; bwrap is the unit's launcher once it
     has said its pid (``launcher()``: the host pid, or None); the tree is the unit's cgroup (the ledger's
     ``cgroup``, found when the launcher is released), polled into the ledger; a kill is of the whole unit."""
 
