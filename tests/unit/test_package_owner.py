@@ -80,5 +80,5 @@ def test_unlisted_path_is_not_packaged(tmp_path):
 def test_fast_path_agrees_with_the_full_search_on_this_host(monkeypatch):
     """This machine's real database: the same answer with and without the expected-owner shortcut."""
     fast = PO.package_facts("/usr/bin/bwrap")
-    monkeypatch.setattr(B, "DPKG_EXPECTED_OWNERS", ())
+    monkeypatch.setattr(PO, "DPKG_EXPECTED_OWNERS", ())
     assert PO.package_facts("/usr/bin/bwrap") == fast and fast["name"] == "bubblewrap"
