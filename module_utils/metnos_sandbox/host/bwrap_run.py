@@ -216,7 +216,6 @@ def _exited(proc: subprocess.Popen[bytes]) -> bool:
         return True
 
 
-
 def _close_stdin(proc: subprocess.Popen[bytes]) -> None:
     if proc.stdin is not None and not proc.stdin.closed:
         try:

@@ -112,7 +112,7 @@ def smoke(bwrap_path: str, user: Optional[Mapping[str, Any]], timeout: float = 2
     }
     if not out["passed"]:
         out["classification"] = BE.classify(result["stderr"], result["rc"],
-                                           setup_failed=result["setup_failed"])
+                                            setup_failed=result["setup_failed"])
     return out
 
 

@@ -307,7 +307,7 @@ def run_systemd(argv: t.List[str], spec: Json, python: str, user: User, settings
         raise AssertionError("systemd-run was started without its output pipes")
     try:
         data, timed_out = BR.pump(proc, {"stdout": proc.stdout.fileno(), "stderr": proc.stderr.fileno()},
-                                 timeout + 15, watcher.systemd, report, started=started)
+                                  timeout + 15, watcher.systemd, report, started=started)
     finally:
         proc.stdout.close()
         proc.stderr.close()
@@ -367,7 +367,7 @@ def bwrap_binary_findings(bwrap_path: t.Optional[str], runner: t.Any = B.default
         return []
     try:
         package = ((trust or {}).get("bwrap") or {}).get("package") if trust else PO.package_facts(bwrap_path,
-                                                                                                  runner=runner)
+                                                                                                   runner=runner)
         info = dict(B.file_facts(bwrap_path), package=package or {})
     except OSError:
         return []

@@ -138,5 +138,6 @@ IGNORED_PROPERTIES = frozenset((
 _IGNORED_PATTERNS = (re.compile(r"Timestamp(Monotonic)?$"), re.compile(r"^ExecMain"),
                      re.compile(r"^Exec(Start|Stop|Reload|Condition)"))
 
+
 def ignored_property(name: str) -> bool:
     return name in IGNORED_PROPERTIES or any(p.search(name) for p in _IGNORED_PATTERNS)

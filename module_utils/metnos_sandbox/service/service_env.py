@@ -453,7 +453,7 @@ def _gather_systemd(p: Params, runner: B.Runner, scope: str, home: Optional[str]
         pass
     manager_env = manager_environment(runner, scope, p.get("user")) or {}
     env, prov, problems = UE.compose_environment(state, "/", manager_env, manager_env.get("PATH") or
-                                                UE.default_service_path("/", runner))
+                                                 UE.default_service_path("/", runner))
     if "PATH" in manager_env and prov.get("PATH") == "manager environment":
         prov["PATH"] = "systemd default (manager environment)"
     state["manager_environment"] = manager_env

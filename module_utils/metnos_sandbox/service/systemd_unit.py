@@ -371,5 +371,3 @@ def state_from_show(show: Mapping[str, Any]) -> Dict[str, Any]:
             "dropins": show.get("DropInPaths", "").split() if show.get("DropInPaths") else [],
             "environment": env, "environment_files": files, "unset_environment": unset,
             "rejected_assignments": [], "settings": settings, "sources": {}}
-
-

@@ -324,5 +324,3 @@ def compare(service_show: Mapping[str, str], probe_show: Mapping[str, str]) -> L
                            sorted(a.lstrip("~").split()) == sorted(b.lstrip("~").split())):
             diffs.append({"property": prop, "service": a, "probe": b})
     return diffs
-
-
