@@ -193,6 +193,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import envflags, files
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as B
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import facts as F
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import package_owner as PO
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import checks as V
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import enforce as EN
@@ -281,7 +282,7 @@ def enforce(module, p, result):
     visible = env_path if p["root"] in ("/", "") else "/" + os.path.relpath(env_path, p["root"])
     plan = EN.enforce_plan(p["unit"], state, env, prov, user, p["sandbox_path"], visible,
                            relax=p["relax_restrictions"], bwrap_info=info_bwrap,
-                           package_of=lambda path: B.package_facts(path, B.module_runner(module)))
+                           package_of=lambda path: PO.package_facts(path, B.module_runner(module)))
     files = [(env_path, plan["env_file"]), (path, plan["dropin"])]
     info = {"path": path, "content": plan["dropin"], "backup": None, "env_file": env_path, "env_file_backup": None}
     diffs = []

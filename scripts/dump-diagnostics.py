@@ -54,6 +54,7 @@ M = core("FileSource", "profile.model", "manifest")
 P = core("render_safe", "profile.profile", "profile")
 HC = core("HostContext", "profile.host_context", "profile.profile", "profile")
 U = core("load_unit", "service.systemd_unit", "systemd_unit")
+UE = core("compose_environment", "service.unit_environment", "service.systemd_unit", "systemd_unit")
 
 
 def registry():
@@ -114,7 +115,7 @@ def units(work):
             with open(full, "w") as handle:
                 handle.write(text)
         state = U.load_unit("metnos-%s.service" % name, root=root)
-        out.append([name, state, U.compose_environment(state, root, {}, "DEFAULT")])
+        out.append([name, state, UE.compose_environment(state, root, {}, "DEFAULT")])
     return out
 
 

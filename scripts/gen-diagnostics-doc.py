@@ -12,7 +12,7 @@ import core_path  # noqa: E402  (scripts/: the core as ansible_collections.metno
 core_path.use_core()
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D  # noqa: E402
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as B  # noqa: E402
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap_errors as BE  # noqa: E402
 
 
 def render():
@@ -44,7 +44,7 @@ def render():
     out += ["## Causes of `bwrap_smoke_failed` (classified from bwrap's stderr)", "",
             "Matched by pattern, first match wins (texts differ by version and distro patch).", "",
             "| cause | pattern | meaning |", "|---|---|---|"]
-    for cause in B.CAUSES:
+    for cause in BE.CAUSES:
         out.append("| `%s` | `%s` | %s |" % (cause.cause, cause.pattern.pattern.replace("|", "\\|"), cause.text))
     out.append("| `killed_by_seccomp` | exit 159 / SIGSYS, empty stderr "
                "| a seccomp allow-list (SystemCallFilter=) killed bwrap |")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """docs/unit-directives.md from the measurement (docs/unit-directives.json, written by
 tests/system/test_unit_directives.py with METNOS_UPDATE_DIRECTIVES=1) and from the code (the
-codes and smallest fixes of service_env.restriction_diagnostics, the deny list of unit_context).
+codes and smallest fixes of service_env.restriction_diagnostics, the deny list of context_deny).
 
     python scripts/gen-unit-directives-doc.py > docs/unit-directives.md
 
@@ -17,10 +17,10 @@ import core_path  # noqa: E402  (scripts/: the core as ansible_collections.metno
 core_path.use_core()
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import blame as BL  # noqa: E402
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import context_deny as CD  # noqa: E402
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import relaxations as R  # noqa: E402
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import restrictions as RS
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import systemd_unit as U  # noqa: E402
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import unit_context as UC  # noqa: E402
 
 DATA = os.path.join(ROOT, "docs", "unit-directives.json")
 BLAME = os.path.join(ROOT, "docs", "unit-blame.json")
@@ -198,16 +198,16 @@ def render(data, blame=None):
             "The probe's transient unit carries **every** assignment of the unit's files (fragment and drop-ins, "
             "in systemd's order; specifiers expanded for the service's name) to `systemd-run -p`; a directive a "
             "later systemd adds is carried the same way. Only these are not copied "
-            "(`module_utils/metnos_sandbox/service/unit_context.py`, `DENY`):", ""]
+            "(`module_utils/metnos_sandbox/service/context_deny.py`, `DENY`):", ""]
     by_category = {}
-    for name, (category, _note) in sorted(UC.DENY.items()):
+    for name, (category, _note) in sorted(CD.DENY.items()):
         by_category.setdefault(category, []).append(name)
-    for category in (UC.LIFECYCLE, UC.PROBE, UC.SIDE_EFFECT):
-        out += ["- **%s** — %s: %s" % (category, UC.CATEGORIES[category],
+    for category in (CD.LIFECYCLE, CD.PROBE, CD.SIDE_EFFECT):
+        out += ["- **%s** — %s: %s" % (category, CD.CATEGORIES[category],
                                         ", ".join("`%s=`" % n for n in by_category.get(category, [])))]
     out += ["- **[Unit] and [Install]** — dependencies, ordering, conditions, triggers, descriptions, start "
             "limits (copying them would start or stop other units); carried: %s." % ", ".join(
-                "`%s=`" % n for n in UC.UNIT_SECTION_CARRIED), "",
+                "`%s=`" % n for n in CD.UNIT_SECTION_CARRIED), "",
             "A directive `systemd-run` refuses (not transient-capable in that systemd, or a value its client cannot "
             "parse) is retried without it and named in `unit_context.not_carried` with systemd's own words; if "
             "`systemctl show` of the probe's unit then differs from the service's, the property is retried in the "
@@ -216,7 +216,7 @@ def render(data, blame=None):
             "(`probe_context_incomplete`).", "",
             "The comparison covers every `systemctl show` property except the unit's identity, dependencies, state, "
             "timestamps, counters and the properties of the lifecycle directives above (`IGNORED_PROPERTIES`, %d "
-            "names, and the `*Timestamp*`/`ExecMain*` patterns)." % len(UC.IGNORED_PROPERTIES), ""]
+            "names, and the `*Timestamp*`/`ExecMain*` patterns)." % len(CD.IGNORED_PROPERTIES), ""]
     out += render_blame(load_blame() if blame is None else blame)
     return "\n".join(out)
 

@@ -1,5 +1,5 @@
 """Copy everything, minus a documented list: the probe's transient unit carries the service's whole
-execution context (module_utils/metnos_sandbox/service/unit_context.py).
+execution context (module_utils/metnos_sandbox/service/unit_context.py, unit_preflight.py).
 
 On Debian 12 (systemd 252) and 13 (systemd 257), with CAP_SYS_ADMIN so that every directive really
 applies: a running service with more than 40 directives (systemd-analyze security's list, resource
@@ -164,6 +164,7 @@ def test_big_unit_runs_with_every_directive_applied(big):
 
 
 def test_probe_unit_equals_the_service_on_every_copied_property(big):
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import context_deny as CD
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import unit_context as UC
     out = json.loads(big.sh("python3 /opt/metnos-trial/ctxcheck.py metnos-big.service metnos-probe-ctxtest",
                             timeout=180).stdout)
@@ -177,7 +178,7 @@ def test_probe_unit_equals_the_service_on_every_copied_property(big):
     # the round trip, for real: every property systemd shows, but identity/lifecycle/runtime state
     diffs = UC.compare(out["service"], out["probe"])
     assert diffs == [], diffs
-    compared = [p for p in out["service"] if not UC.ignored_property(p)]
+    compared = [p for p in out["service"] if not CD.ignored_property(p)]
     assert len(compared) > 150
     for prop, value in (("RestrictAddressFamilies", "AF_INET AF_INET6 AF_UNIX"), ("LimitNOFILESoft", "1024"),
                         ("CapabilityBoundingSet", "cap_net_bind_service"), ("IPAddressDeny", "0.0.0.0/0 ::/0"),

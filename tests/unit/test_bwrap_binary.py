@@ -6,7 +6,10 @@ import subprocess
 import uuid
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as B
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap_errors as BE
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap_run as BR
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import facts as F
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import package_owner as PO
 from helpers import procs
 
 HELP_080 = """usage: bwrap [OPTIONS...] [--] COMMAND [ARGS...]
@@ -69,24 +72,24 @@ def test_which_skips_non_executable(tmp_path):
 
 def test_json_status_stream():
     data = b'{ "child-pid": 5, "mnt-namespace": 1 }\n{ "exit-code": 7 }\n'
-    assert B.parse_json_status(data) == {"child-pid": 5, "mnt-namespace": 1, "exit-code": 7}
-    assert "exit-code" not in B.parse_json_status(b'{ "child-pid": 5 }')
+    assert BR.parse_json_status(data) == {"child-pid": 5, "mnt-namespace": 1, "exit-code": 7}
+    assert "exit-code" not in BR.parse_json_status(b'{ "child-pid": 5 }')
 
 
 def test_setup_failure_told_apart_from_payload_failure(bwrap_path):
     """Real bwrap: a bad bind is a setup failure, `exit 7` is a payload failure."""
-    setup = B.run_bwrap([bwrap_path, "--ro-bind", "/nonexistent", "/", "--json-status-fd",
+    setup = BR.run_bwrap([bwrap_path, "--ro-bind", "/nonexistent", "/", "--json-status-fd",
                          "{status_fd}", "true"])
     assert setup["rc"] == 1 and setup["setup_failed"]
-    assert B.classify(setup["stderr"], 1)["cause"] == "source_missing"
-    payload = B.run_bwrap([bwrap_path, "--ro-bind", "/", "/", "--json-status-fd", "{status_fd}",
+    assert BE.classify(setup["stderr"], 1)["cause"] == "source_missing"
+    payload = BR.run_bwrap([bwrap_path, "--ro-bind", "/", "/", "--json-status-fd", "{status_fd}",
                            "sh", "-c", "exit 7"])
     assert payload["rc"] == 7 and not payload["setup_failed"]
     assert payload["json_status"]["exit-code"] == 7
 
 
 def test_timeout_kills_process_group(bwrap_path):
-    res = B.run_bwrap([bwrap_path, "--ro-bind", "/", "/", "--json-status-fd", "{status_fd}",
+    res = BR.run_bwrap([bwrap_path, "--ro-bind", "/", "/", "--json-status-fd", "{status_fd}",
                        "sh", "-c", "sleep 30 & sleep 30"], timeout=1.0)
     assert res["timed_out"] and not res["setup_failed"]
     assert res["duration"] < 10
@@ -97,7 +100,7 @@ def test_leftover_holding_the_pipes_is_killed_not_waited_for():
     look-alike's decoy, a background child): the run ends a moment later, without waiting for the timeout,
     and the leftover is killed. (Plain sh, no bwrap: this is the reader's behaviour.)"""
     marker = "299.%012d" % (uuid.uuid4().int % 10 ** 12)
-    res = B.run_bwrap(["sh", "-c", "(sleep %s; :) & echo said" % marker], status_fd=False, timeout=60)
+    res = BR.run_bwrap(["sh", "-c", "(sleep %s; :) & echo said" % marker], status_fd=False, timeout=60)
     assert res["rc"] == 0 and res["timed_out"] is False and res["left_behind"] is True
     assert res["stdout"] == "said\n"
     assert procs.left_after(marker) == []
@@ -114,8 +117,8 @@ def test_payload_still_running_is_waited_for_until_it_reports():
             seen.append(True)
         return bool(seen)
 
-    script = "exec 3<&0; (sleep %s; echo REPORT; read line <&3) & exit 0" % (B.LINGER + 0.5)
-    res = B.run_bwrap(["sh", "-c", script], status_fd=False, timeout=60, watch=watch)
+    script = "exec 3<&0; (sleep %s; echo REPORT; read line <&3) & exit 0" % (BR.LINGER + 0.5)
+    res = BR.run_bwrap(["sh", "-c", script], status_fd=False, timeout=60, watch=watch)
     assert seen and res["stdout"] == "REPORT\n"
     assert res["timed_out"] is False and res["left_behind"] is False
 
@@ -151,7 +154,7 @@ def test_world_writable_parent_is_reported(tmp_path, bwrap_path):
 def test_package_facts_real(bwrap_path):
     """On whatever distro runs the tests (Debian here; a Fedora or Arch laptop too): the answer
     must equal what that package manager itself says about the package."""
-    pkg = B.package_facts(bwrap_path)
+    pkg = PO.package_facts(bwrap_path)
     assert pkg["manager"] in ("dpkg", "rpm", "pacman") and pkg["name"] and pkg["revision"]
     own = {"dpkg": ["dpkg-query", "-W", "-f=${Version}", pkg["name"]],
            "rpm": ["rpm", "-q", "--qf", "%{EPOCHNUM}:%{VERSION}-%{RELEASE}", pkg["name"]],

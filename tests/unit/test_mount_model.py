@@ -287,10 +287,10 @@ def test_movable_sources_are_bound_by_descriptor_with_fixed_numbers(tmp_path):
 @pytest.mark.rule("R-SEC-1")
 def test_without_descriptor_binds_a_movable_source_is_refused(tmp_path, monkeypatch):
     root, host = _tree(tmp_path, 0o777)
-    monkeypatch.setattr(B, "help_features", lambda path, runner=None: frozenset(["--bind", "--ro-bind"]))
+    monkeypatch.setattr(B, "help_features", lambda path: frozenset(["--bind", "--ro-bind"]))
     prof = _render(host, ["fs:read:%s/data/r" % root])
     assert prof["refusal"] == "bind_source_unstable" and "no --bind-fd" in prof["diagnostics"][0]["message"]
-    monkeypatch.setattr(B, "help_features", lambda path, runner=None: None)
+    monkeypatch.setattr(B, "help_features", lambda path: None)
     assert "unknown" in _render(host, ["fs:read:%s/data/r" % root])["diagnostics"][0]["message"]
     assert _render(host, [])["decision"] == "wrapped"            # nothing movable: no descriptor needed
 

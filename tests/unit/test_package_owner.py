@@ -8,6 +8,7 @@ import shutil
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as B
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import package_owner as PO
 
 pytestmark = pytest.mark.skipif(not shutil.which("dpkg-query"), reason="dpkg hosts only")
 
@@ -44,14 +45,14 @@ def dpkg_db(tmp_path, packages, diversions=()):
 def test_expected_owner_answered_from_its_own_file_list(tmp_path):
     runner, calls = dpkg_db(tmp_path, {"bubblewrap": ("0.8.0-2+deb12u1", ["/usr/bin/bwrap"]),
                                        "other": ("1", ["/usr/bin/other"])})
-    assert B.package_facts("/usr/bin/bwrap", runner) == {"manager": "dpkg", "name": "bubblewrap",
+    assert PO.package_facts("/usr/bin/bwrap", runner) == {"manager": "dpkg", "name": "bubblewrap",
                                                          "revision": "0.8.0-2+deb12u1"}
     assert not [c for c in calls if "-S" in c]          # no full search of every package's list
 
 
 def test_another_owner_found_by_the_full_search(tmp_path):
     runner, calls = dpkg_db(tmp_path, {"bubblewrap": ("0.8.0", []), "bwrap-fork": ("2.0", ["/usr/bin/bwrap"])})
-    assert B.package_facts("/usr/bin/bwrap", runner)["name"] == "bwrap-fork"
+    assert PO.package_facts("/usr/bin/bwrap", runner)["name"] == "bwrap-fork"
     assert [c for c in calls if "-S" in c]
 
 
@@ -60,7 +61,7 @@ def test_diverting_package_owns_the_file_at_the_path(tmp_path):
     runner, _calls = dpkg_db(tmp_path, {"bubblewrap": ("0.8.0", ["/usr/bin/bwrap"]),
                                         "bwrap-fork": ("2.0", ["/usr/bin/bwrap"])},
                              [("/usr/bin/bwrap", "/usr/bin/bwrap.distrib", "bwrap-fork")])
-    assert B.package_facts("/usr/bin/bwrap", runner) == {"manager": "dpkg", "name": "bwrap-fork", "revision": "2.0"}
+    assert PO.package_facts("/usr/bin/bwrap", runner) == {"manager": "dpkg", "name": "bwrap-fork", "revision": "2.0"}
 
 
 def test_locally_diverted_bwrap_is_not_packaged(tmp_path):
@@ -68,16 +69,16 @@ def test_locally_diverted_bwrap_is_not_packaged(tmp_path):
     although bubblewrap's file list still names the path (the fast path must not believe it)."""
     runner, _calls = dpkg_db(tmp_path, {"bubblewrap": ("0.8.0", ["/usr/bin/bwrap"])},
                              [("/usr/bin/bwrap", "/usr/bin/bwrap.distrib", ":")])
-    assert B.package_facts("/usr/bin/bwrap", runner) == {}
+    assert PO.package_facts("/usr/bin/bwrap", runner) == {}
 
 
 def test_unlisted_path_is_not_packaged(tmp_path):
     runner, _calls = dpkg_db(tmp_path, {"bubblewrap": ("0.8.0", ["/usr/bin/bwrap"])})
-    assert B.package_facts("/usr/local/bin/bwrap", runner) == {}
+    assert PO.package_facts("/usr/local/bin/bwrap", runner) == {}
 
 
 def test_fast_path_agrees_with_the_full_search_on_this_host(monkeypatch):
     """This machine's real database: the same answer with and without the expected-owner shortcut."""
-    fast = B.package_facts("/usr/bin/bwrap")
-    monkeypatch.setattr(B, "DPKG_EXPECTED_OWNERS", ())
-    assert B.package_facts("/usr/bin/bwrap") == fast and fast["name"] == "bubblewrap"
+    fast = PO.package_facts("/usr/bin/bwrap")
+    monkeypatch.setattr(PO, "DPKG_EXPECTED_OWNERS", ())
+    assert PO.package_facts("/usr/bin/bwrap") == fast and fast["name"] == "bubblewrap"

@@ -7,6 +7,7 @@ import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import restrictions as RS
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import systemd_unit as U
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import unit_environment as UE
 from corpus.systemd_units import CORPUS
 
 
@@ -20,7 +21,7 @@ def write(root, rel, text):
 
 def env_of(root, unit="metnos.service"):
     state = U.load_unit(unit, root=str(root))
-    env, prov, problems = U.compose_environment(state, str(root))
+    env, prov, problems = UE.compose_environment(state, str(root))
     return state, env, prov, problems
 
 
@@ -79,7 +80,7 @@ def test_dropin_order_and_masking_across_directories(tmp_path):
                      "etc/systemd/system/metnos-api.service.d/20-x.conf",
                      "run/systemd/system/metnos-api.service.d/30-x.conf",
                      "usr/lib/systemd/system/metnos-.service.d/40-prefix.conf"]
-    env, _prov, _p = U.compose_environment(state, str(tmp_path))
+    env, _prov, _p = UE.compose_environment(state, str(tmp_path))
     assert env["X"] == "run30" and env["Y"] == "prefix" and env["Z"] == "all"
 
 
@@ -136,7 +137,7 @@ def test_not_found(tmp_path):
 
 def test_manager_default_environment(tmp_path):
     write(tmp_path, "/etc/systemd/system.conf", "[Manager]\nDefaultEnvironment=METNOS_SANDBOX=no \"P=a b\"\n")
-    assert U.manager_default_environment(str(tmp_path)) == {"METNOS_SANDBOX": "no", "P": "a b"}
+    assert UE.manager_default_environment(str(tmp_path)) == {"METNOS_SANDBOX": "no", "P": "a b"}
 
 
 def test_parse_show_and_state():
@@ -186,7 +187,7 @@ def test_shared_corpus_offline(tmp_path, name):
         write(tmp_path, path, text)
     write(tmp_path, "/etc/systemd/system/metnos-%s.service" % name, case["unit"])
     state = U.load_unit("metnos-%s.service" % name, root=str(tmp_path))
-    env, _prov, _problems = U.compose_environment(state, str(tmp_path), {}, "DEFAULT")
+    env, _prov, _problems = UE.compose_environment(state, str(tmp_path), {}, "DEFAULT")
     if env.get("PATH") == "DEFAULT":
         env.pop("PATH")
     assert env == case["expected"]

@@ -5,7 +5,9 @@ import os
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import runners as RUN
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import context_deny as CD
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import unit_context as UC
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import unit_preflight as UP
 
 
 def items(text, path="/etc/systemd/system/m.service"):
@@ -18,7 +20,7 @@ def test_every_directive_is_carried_but_the_deny_list():
                          "FutureDirective=yes\nKillMode=process\nStateDirectory=m\n[Install]\nWantedBy=multi-user.target\n"))
     assert UC.directives(plan) == ["JoinsNamespaceOf", "User", "RestrictAddressFamilies", "FutureDirective"]
     assert [e["directive"] for e in plan["excluded"]] == ["ExecStart", "KillMode", "Type"]
-    assert [(n["directive"], n["category"]) for n in plan["not_carried"]] == [("StateDirectory", UC.SIDE_EFFECT)]
+    assert [(n["directive"], n["category"]) for n in plan["not_carried"]] == [("StateDirectory", CD.SIDE_EFFECT)]
     assert plan["assignments"][1] == ["User", "metnos", "/etc/systemd/system/m.service:8"]
 
 
@@ -49,7 +51,7 @@ def test_specifiers_are_expanded_for_the_service_and_unknown_ones_named():
 ])
 def test_a_refusal_names_its_directive(stderr, expected):
     keys = ["PrivateBPF", "PrivateTmp", "StandardInputText", "Personality", "SetCredential", "BindPaths", "User"]
-    assert UC.rejected_directive(stderr, keys) == expected
+    assert UP.rejected_directive(stderr, keys) == expected
 
 
 class FakeSystemd(object):
@@ -78,7 +80,7 @@ class FakeSystemd(object):
 def test_refused_directives_are_retried_without_and_named():
     fake = FakeSystemd(refuse_named=("Foo",), refuse_silent=("Bar",), shown={"User": "metnos"})
     show = {"FragmentPath": "/u", "User": "metnos"}
-    ctx = UC.build(show, fake, "m.service", read=lambda _p: "[Service]\nUser=metnos\nFoo=1\nBar=2\nBaz=3\n")
+    ctx = UP.build(show, fake, "m.service", read=lambda _p: "[Service]\nUser=metnos\nFoo=1\nBar=2\nBaz=3\n")
     assert ctx["carried"] == ["User", "Baz"]
     assert [n["directive"] for n in ctx["not_carried"]] == ["Foo", "Bar"]
     assert "Unknown assignment" in ctx["not_carried"][0]["reason"]
@@ -97,7 +99,7 @@ def test_a_difference_is_retried_in_the_form_show_prints_it():
             return rc
     fake = Merging()
     service = {"FragmentPath": "/u", "CapabilityBoundingSet": "cap_net_admin"}
-    ctx = UC.build(service, fake, "m.service",
+    ctx = UP.build(service, fake, "m.service",
                    read=lambda _p: "[Service]\nCapabilityBoundingSet=CAP_NET_ADMIN CAP_CHOWN\n"
                                    "CapabilityBoundingSet=~CAP_CHOWN\n")
     assert ctx["differences"] == [] and ctx["confidence"] == "full"
@@ -145,7 +147,7 @@ def test_an_unreadable_unit_file_is_named_not_skipped():
             raise OSError(13, "Permission denied")
         return "[Service]\nUser=metnos\n"
     show = {"FragmentPath": "/u", "DropInPaths": "/run/systemd/system/m.service.d/50-x.conf", "User": "metnos"}
-    ctx = UC.build(show, FakeSystemd(shown={"User": "metnos"}), "m.service", read=read)
+    ctx = UP.build(show, FakeSystemd(shown={"User": "metnos"}), "m.service", read=read)
     assert ctx["confidence"] == "reduced"
     assert ctx["not_carried"][0]["reason"] == "the unit file could not be read: Permission denied"
 
@@ -161,8 +163,8 @@ def test_directories_of_a_static_user_are_carried_as_their_mounts():
     assert sorted(n["directive"] for n in dynamic["not_carried"]) == ["CacheDirectory", "ConfigurationDirectory",
                                                                       "StateDirectory"]
     diffs = [{"property": "ReadWritePaths", "service": "/srv", "probe": "/srv -/var/lib/metnos -/var/lib/metnos/sub"}]
-    assert UC._expected_mounts(diffs, plan) == []
-    assert UC._expected_mounts([dict(diffs[0], probe="-/var/lib/metnos")], plan) != []      # /srv lost: reported
+    assert UP._expected_mounts(diffs, plan) == []
+    assert UP._expected_mounts([dict(diffs[0], probe="-/var/lib/metnos")], plan) != []      # /srv lost: reported
 
 
 def test_own_programs_stay_executable_only_where_the_unit_restricts_execution():

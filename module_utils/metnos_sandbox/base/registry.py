@@ -97,7 +97,7 @@ def restriction(code: str, rule: str, title: str, cause: str, detection: str, fi
 # an item that is exactly one placeholder whose value is a list becomes that list's items.
 # Unknown placeholders are left as they are.
 # bwrap_smoke_failed / probe_setup_failed: the steps of the cause bwrap's stderr was classified as
-# (bwrap.CAUSES, documented with this registry).
+# (bwrap_errors.CAUSES, documented with this registry).
 CLASSIFIED = {"classified": ("{cause_remediation}",)}
 
 # A manifest value refused with the accepted forms (manifest._err): {value} is an excerpt, {expected} the forms.

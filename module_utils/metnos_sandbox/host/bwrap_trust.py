@@ -33,6 +33,7 @@ import typing as t
 
 from ..base import diagnostics as D
 from . import bwrap as B
+from . import package_owner as PO
 
 Json = t.Dict[str, t.Any]
 PACKAGED_BWRAP = "/usr/bin/bwrap"
@@ -169,7 +170,7 @@ def package_state(manager: str, name: str, path: str, runner: B.Runner = B.defau
 # --------------------------------------------------------------------------- one binary, a run's set
 
 def verify(path: str, runner: B.Runner = B.default_runner, accepted: t.Sequence[str] = (),
-           tool_on: t.Callable[[str], t.Optional[str]] = B._tool_on) -> Json:
+           tool_on: t.Callable[[str], t.Optional[str]] = PO._tool_on) -> Json:
     """The trust of one bwrap path: {path, realpath, ident [dev, ino], sha256, package, state, detail,
     trusted}. The file is identified before and after it is verified: a file that changed meanwhile is not
     verified."""
@@ -181,7 +182,7 @@ def verify(path: str, runner: B.Runner = B.default_runner, accepted: t.Sequence[
         out["detail"] = "%s does not exist" % real
         return out
     out["sha256"] = sha256_file(real)
-    out["package"] = pkg = B.package_facts(path, runner=runner, tool_on=tool_on)
+    out["package"] = pkg = PO.package_facts(path, runner=runner, tool_on=tool_on)
     if pkg:
         state, out["detail"] = package_state(pkg["manager"], pkg["name"], real, runner)
         out["state"] = {"ok": "packaged"}.get(state, state)

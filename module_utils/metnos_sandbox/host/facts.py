@@ -15,8 +15,11 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
 from ..base import diagnostics as D
 from ..base import envflags
 from . import bwrap as B
+from . import bwrap_errors as BE
+from . import bwrap_run as BR
 from . import bwrap_trust as BT
 from . import kernel
+from . import package_owner as PO
 
 DEFAULT_SMOKE_USERS = ("nobody",)
 
@@ -54,7 +57,7 @@ def bwrap_info(bwrap_path: str, runner: B.Runner = B.default_runner) -> Dict[str
     version = B.parse_version(out or err)
     rc_h, help_out, help_err = runner([bwrap_path, "--help"])
     features = B.parse_features(help_out or help_err)
-    pkg = B.package_facts(bwrap_path, runner=runner)
+    pkg = PO.package_facts(bwrap_path, runner=runner)
     info: Dict[str, Any] = {"version": version, "features": features,
                             "missing_features": B.missing_features(features), "package": pkg}
     files = B.file_facts(bwrap_path)
@@ -93,7 +96,7 @@ def smoke(bwrap_path: str, user: Optional[Mapping[str, Any]], timeout: float = 2
     true_path = B.which("true", "/usr/bin:/bin") or "/bin/true"
     env = {"PATH": path_text or "/usr/bin:/bin", "LANG": "C", "LC_ALL": "C"}
     argv = B.smoke_argv(bwrap_path, true_path)
-    result = B.run_bwrap(argv, user=user, env=env, timeout=timeout)
+    result = BR.run_bwrap(argv, user=user, env=env, timeout=timeout)
     uid = user["uid"] if user else os.geteuid()
     out: Dict[str, Any] = {
         "ran": True,
@@ -108,8 +111,8 @@ def smoke(bwrap_path: str, user: Optional[Mapping[str, Any]], timeout: float = 2
         "passed": result["rc"] == 0 and not result["setup_failed"] and not result["timed_out"],
     }
     if not out["passed"]:
-        out["classification"] = B.classify(result["stderr"], result["rc"],
-                                           setup_failed=result["setup_failed"])
+        out["classification"] = BE.classify(result["stderr"], result["rc"],
+                                            setup_failed=result["setup_failed"])
     return out
 
 

@@ -13,7 +13,7 @@ import time
 import typing as t
 import uuid
 
-from ..host import bwrap as B
+from ..host import bwrap_errors as BE
 from ..service import systemd_exit as SX
 from . import payload as PL
 from . import runners as RUN
@@ -73,7 +73,7 @@ class SystemdTrials(object):
         if run.result == "timeout":
             return Outcome(False, "timeout", "timeout", "the run timed out", run.seconds)
         sig = SX.signal_number(run.main)
-        cls = B.classify(run.stderr, 128 + sig if sig is not None else _exit_status(run.main))
+        cls = BE.classify(run.stderr, 128 + sig if sig is not None else _exit_status(run.main))
         return Outcome(False, "setup", cls.get("cause"), cls.get("stderr_line") or cls.get("cause_text") or "",
                        run.seconds)
 

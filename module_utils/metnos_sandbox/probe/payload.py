@@ -15,6 +15,7 @@ import typing as t
 import uuid
 
 from ..base.paths import under
+from ..host import bwrap_options as BO
 from ..host import procfs as PF
 from ..profile import descriptors as DS
 from ..profile import granters as GR
@@ -226,28 +227,11 @@ def _descriptor_launcher(words: t.List[str], python: str, spec: Json) -> t.List[
     return DS.launcher_words(words, python, spec.get("descriptors"))
 
 
-# bwrap's options and how many words follow each (0.4 ... 0.12); anything else is one unknown word.
-_BWRAP_ARITY = dict(
-    [(o, 0) for o in ("--unshare-all", "--share-net", "--unshare-user", "--unshare-user-try", "--unshare-ipc",
-                      "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup", "--unshare-cgroup-try",
-                      "--disable-userns", "--assert-userns-disabled", "--clearenv", "--new-session",
-                      "--die-with-parent", "--as-pid-1", "--level-prefix")] +
-    [(o, 1) for o in ("--args", "--argv0", "--userns", "--userns2", "--pidns", "--uid", "--gid", "--hostname",
-                      "--chdir", "--unsetenv", "--lock-file", "--sync-fd", "--remount-ro", "--exec-label",
-                      "--file-label", "--proc", "--dev", "--tmpfs", "--mqueue", "--dir", "--seccomp",
-                      "--add-seccomp-fd", "--block-fd", "--userns-block-fd", "--info-fd", "--json-status-fd",
-                      "--cap-add", "--cap-drop", "--perms", "--size", "--overlay-src", "--tmp-overlay",
-                      "--ro-overlay")] +
-    [(o, 2) for o in ("--setenv", "--bind", "--bind-try", "--dev-bind", "--dev-bind-try", "--ro-bind",
-                      "--ro-bind-try", "--bind-fd", "--ro-bind-fd", "--file", "--bind-data", "--ro-bind-data",
-                      "--symlink", "--chmod")] + [("--overlay", 3)])
-
-
 def _option_units(words: t.Sequence[str]) -> t.List[str]:
     units: t.List[str] = []
     i = 0
     while i < len(words):
-        n = _BWRAP_ARITY.get(words[i], 0)
+        n = BO.ARITY.get(words[i], 0)
         units.append(" ".join(words[i:i + 1 + n]))
         i += 1 + n
     return units

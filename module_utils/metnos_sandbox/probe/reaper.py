@@ -12,7 +12,7 @@ own: its pid and whether it became a subreaper, bwrap's pid, then each process i
 every orphan re-parented to it, written down while it is a zombie (comm, parent, uid, NSpid, cgroup) -
 and, once it has no child left, that the tree is empty.
 
-``Reaped`` is what ``bwrap.pump`` watches for this run: "started" is bwrap (not the reaper), a kill is
+``Reaped`` is what ``bwrap_run.pump`` watches for this run: "started" is bwrap (not the reaper), a kill is
 of the whole tree (SIGKILL to every descendant of the reaper, again until none is left: ``setsid``
 escapes a process-group kill, not this), and the ledger (proctree.Ledger) is fed every poll. Once bwrap
 has exited, the run does not wait for a payload that cannot report any more: when the tree holds nothing
@@ -32,6 +32,7 @@ import time
 import typing as t
 
 from ..host import bwrap as B
+from ..host import bwrap_run as BR
 from . import proctree as PT
 
 Json = t.Dict[str, t.Any]
@@ -152,12 +153,12 @@ def kill_tree(root: int, proc: str = "/proc", include_root: bool = False) -> int
     return sent
 
 
-class Reaped(B.Started):
-    """bwrap under the reaper, for bwrap.pump: its pid, whether it has exited, the tree polled into the
+class Reaped(BR.Started):
+    """bwrap under the reaper, for bwrap_run.pump: its pid, whether it has exited, the tree polled into the
     ledger, and the tree killed."""
 
     def __init__(self, proc: "subprocess.Popen[bytes]", ledger: PT.Ledger, bwrap_ids: t.Set[PT.Ident]) -> None:
-        B.Started.__init__(self, proc)
+        BR.Started.__init__(self, proc)
         self.ledger = ledger
         self.bwrap_ids = bwrap_ids
         self.records: t.List[Json] = []
@@ -197,7 +198,7 @@ class Reaped(B.Started):
         return self.ledger.observe(PT.descendants(root, self.ledger.proc), phase)
 
     def exited(self) -> bool:
-        return self.bwrap_status is not None or (self.bwrap is None and B._exited(self.proc))
+        return self.bwrap_status is not None or (self.bwrap is None and BR._exited(self.proc))
 
     def reportable(self) -> bool:
         """Whether something left in the tree could still report: a process that is not bwrap's own."""
@@ -213,15 +214,15 @@ class Reaped(B.Started):
     def kill(self) -> None:
         kill_tree(self.reaper or self.proc.pid, self.ledger.proc)
         if self.reaper is None:
-            B._kill_group(self.proc)
+            B.kill_group(self.proc)
 
 
 def run_reaped(argv: t.Sequence[str], user: t.Optional[t.Mapping[str, t.Any]] = None,
                env: t.Optional[t.Mapping[str, str]] = None, timeout: float = 30.0, cwd: str = "/",
-               watch: t.Optional[B.Watch] = None, ledger: t.Optional[PT.Ledger] = None,
+               watch: t.Optional[BR.Watch] = None, ledger: t.Optional[PT.Ledger] = None,
                bwrap_ids: t.Optional[t.Set[PT.Ident]] = None, attach: t.Optional[t.Callable[[t.Any], None]] = None,
                keep_fds: t.Sequence[int] = ()) -> Json:
-    """Like bwrap.run_bwrap (``{status_fd}`` in argv becomes a pipe), with bwrap under the reaper. Extra
+    """Like bwrap_run.run_bwrap (``{status_fd}`` in argv becomes a pipe), with bwrap under the reaper. Extra
     descriptors bwrap must inherit (``keep_fds``, e.g. for --ro-bind-fd) are passed through the reaper,
     which closes its own copies. ``attach(proc)`` gets the reaper's Popen before anything is read (the
     handshake writes to its stdin, which only bwrap's tree holds). Returns run_bwrap's dict plus "tree"
@@ -256,7 +257,7 @@ def run_reaped(argv: t.Sequence[str], user: t.Optional[t.Mapping[str, t.Any]] = 
     streams = {"stdout": proc.stdout.fileno(), "stderr": proc.stderr.fileno(), "status": read_fd,
                "control": ctl_r}
     try:
-        data, timed_out = B.pump(proc, streams, timeout, watch, report, started=started)
+        data, timed_out = BR.pump(proc, streams, timeout, watch, report, started=started)
     finally:
         started.kill()
         proc.stdout.close()
@@ -266,7 +267,7 @@ def run_reaped(argv: t.Sequence[str], user: t.Optional[t.Mapping[str, t.Any]] = 
     if not started.empty_seen and started.reaper is not None and proc.returncode is not None and \
             proc.returncode != 0:
         ledger.reaper["lost"] = "the reaper exited with %s before its tree was empty" % proc.returncode
-    status = B.parse_json_status(data.get("status", b""))
+    status = BR.parse_json_status(data.get("status", b""))
     rc = _bwrap_rc(started.bwrap_status)
     return {"rc": rc if rc is not None else proc.returncode,
             "stdout": data["stdout"].decode("utf-8", "replace"), "stderr": data["stderr"].decode("utf-8", "replace"),
@@ -283,14 +284,14 @@ def _bwrap_rc(rec: t.Optional[Json]) -> t.Optional[int]:
     return int(rec["status"]) if rec.get("code") == 1 else -int(rec["status"])
 
 
-class UnitRun(B.Started):
-    """A transient unit's run, for bwrap.pump: ``proc`` is systemd-run; bwrap is the unit's launcher once it
+class UnitRun(BR.Started):
+    """A transient unit's run, for bwrap_run.pump: ``proc`` is systemd-run; bwrap is the unit's launcher once it
     has said its pid (``launcher()``: the host pid, or None); the tree is the unit's cgroup (the ledger's
     ``cgroup``, found when the launcher is released), polled into the ledger; a kill is of the whole unit."""
 
     def __init__(self, proc: "subprocess.Popen[bytes]", ledger: PT.Ledger, bwrap_ids: t.Set[PT.Ident],
                  unit: str, launcher: t.Callable[[], t.Optional[int]]) -> None:
-        B.Started.__init__(self, proc)
+        BR.Started.__init__(self, proc)
         self.ledger = ledger
         self.bwrap_ids = bwrap_ids
         self.unit = unit
@@ -314,7 +315,7 @@ class UnitRun(B.Started):
             self.polled = now
 
     def exited(self) -> bool:
-        if B._exited(self.proc):
+        if BR._exited(self.proc):
             return True
         pid = self.launcher()
         if pid is None or self.ledger.cgroup is None:
@@ -342,7 +343,7 @@ class UnitRun(B.Started):
         """The unit's processes first (systemd-run then reports and exits on its own); systemd-run too when
         asked again."""
         if self.killed:
-            B._kill_group(self.proc)
+            B.kill_group(self.proc)
             return
         self.killed = True
         subprocess.run(["systemctl", "kill", "--signal=SIGKILL", self.unit],  # pylint: disable=ansible-bad-function

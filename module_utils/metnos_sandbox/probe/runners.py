@@ -18,8 +18,11 @@ import uuid
 
 from ..base import diagnostics as D
 from ..host import bwrap as B
+from ..host import bwrap_errors as BE
+from ..host import bwrap_run as BR
 from ..host import bwrap_trust as BT
 from ..host import facts as FA
+from ..host import package_owner as PO
 from ..service import systemd_exit as SX
 from ..service import unit_context as UC
 from . import evidence as EV
@@ -167,7 +170,7 @@ def _timed_out(verdict: Json, obs: t.Optional[Json], outside: t.Optional[Json], 
 
 
 def _setup_failed(verdict: Json, result: Json, status: Json, who: str, tool: str) -> D.Diagnostic:
-    cls = B.classify(result["stderr"], result["rc"])
+    cls = BE.classify(result["stderr"], result["rc"])
     verdict["classification"] = cls
     text = cls["cause_text"] + (" (bwrap said: %s)" % cls["stderr_line"] if cls.get("stderr_line") else "")
     if not status and not cls.get("stderr_line") and result["rc"] == 0:
@@ -303,8 +306,8 @@ def run_systemd(argv: t.List[str], spec: Json, python: str, user: User, settings
     if proc.stdout is None or proc.stderr is None:
         raise AssertionError("systemd-run was started without its output pipes")
     try:
-        data, timed_out = B.pump(proc, {"stdout": proc.stdout.fileno(), "stderr": proc.stderr.fileno()},
-                                 timeout + 15, watcher.systemd, report, started=started)
+        data, timed_out = BR.pump(proc, {"stdout": proc.stdout.fileno(), "stderr": proc.stderr.fileno()},
+                                  timeout + 15, watcher.systemd, report, started=started)
     finally:
         proc.stdout.close()
         proc.stderr.close()
@@ -363,8 +366,8 @@ def bwrap_binary_findings(bwrap_path: t.Optional[str], runner: t.Any = B.default
     if not bwrap_path or not os.path.isabs(bwrap_path):
         return []
     try:
-        package = ((trust or {}).get("bwrap") or {}).get("package") if trust else B.package_facts(bwrap_path,
-                                                                                                  runner=runner)
+        package = ((trust or {}).get("bwrap") or {}).get("package") if trust else PO.package_facts(bwrap_path,
+                                                                                                   runner=runner)
         info = dict(B.file_facts(bwrap_path), package=package or {})
     except OSError:
         return []

@@ -22,6 +22,7 @@ from typing import (
 
 from ..base import diagnostics as D
 from ..base import paths as PA
+from ..host import bwrap_options as BO
 from . import descriptors as DS
 from . import granters as GR
 from . import host_context as HC
@@ -31,9 +32,10 @@ from .model import Manifest
 
 # ------------------------------------------------------------------ the final check (defence in depth)
 
-_ARITY = {"--unshare-user": 0, "--unshare-ipc": 0, "--unshare-uts": 0, "--unshare-net": 0, "--die-with-parent": 0,
-          "--ro-bind": 2, "--bind": 2, "--ro-bind-fd": 2, "--bind-fd": 2, "--symlink": 2, "--proc": 1, "--dev": 1,
-          "--tmpfs": 1, "--chdir": 1}
+# The options a rendered profile may use (their arity: host/bwrap_options.py); any other is unexpected.
+_RENDERED = frozenset(("--unshare-user", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--die-with-parent",
+                       "--ro-bind", "--bind", "--ro-bind-fd", "--bind-fd", "--symlink", "--proc", "--dev", "--tmpfs",
+                       "--chdir"))
 _FD_OPTS = {"--ro-bind-fd": "--ro-bind", "--bind-fd": "--bind"}
 _SINGLE = {"--proc": "/proc", "--dev": "/dev", "--tmpfs": "/tmp"}
 _PATH_BINDS = {"--ro-bind": "ro", "--bind": "rw"}
@@ -113,7 +115,7 @@ def _read_argv(argv: List[str], sep: int, base: HC._BaseIndex, named: Mapping[in
             ops.append(_new(MM.Op, (kind, src, dest, False)))         # MM.Op(kind, src, dest)
             i += 3
             continue
-        arity = _ARITY.get(opt)
+        arity = BO.ARITY[opt] if opt in _RENDERED else None
         if arity is None or i + arity >= sep:
             return _Argv(flags, binds, ops, out, stop="unexpected option %s (c)" % D.excerpt(opt))
         if arity == 0:

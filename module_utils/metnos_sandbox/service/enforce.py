@@ -16,6 +16,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 from ..base import diagnostics as D
 from ..base import envflags
 from ..host import bwrap as B
+from ..host import package_owner as PO
+from . import exec_env as EX
 from . import restrictions as RS
 from . import service_user as SU
 from . import systemd_unit as U
@@ -45,7 +47,7 @@ def heal_path(path_text: str, user: Mapping[str, Any], package_of: Optional[Call
     directory moves just before the first entry that holds another bwrap the user can run, or that
     someone other than root can write to (where a bwrap could be planted). Other entries keep their
     order. Returns (new PATH, [changes], problem or None)."""
-    package_of = package_of or B.package_facts
+    package_of = package_of or PO.package_facts
     entries = list(B.split_path(path_text))
     good = None
     for index, entry in enumerate(entries):
@@ -135,12 +137,12 @@ def _plan_exec_start(plan: Dict[str, Any], state: Mapping[str, Any], env: Mappin
     execs = state.get("exec_start") or []
     rewritten, touched = [], False
     for item in execs:
-        effect = U.exec_env_effect(item["value"], env, SU.KEYS)
+        effect = EX.exec_env_effect(item["value"], env, SU.KEYS)
         touches = effect["clears"] or any(k in effect["sets"] or k in effect["unsets"] for k in SU.KEYS)
         if not touches:
             rewritten.append(item["value"])
             continue
-        new, why = U.neutralised_exec(item["value"], SU.KEYS)
+        new, why = EX.neutralised_exec(item["value"], SU.KEYS)
         if new is None:
             plan["not_healed"].append({"what": "ExecStart=%s" % item["value"], "source": item["where"],
                                        "reason": "a drop-in cannot neutralise it: %s" % why})

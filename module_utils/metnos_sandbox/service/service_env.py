@@ -19,11 +19,15 @@ from ..base import diagnostics as D
 from ..base import envflags
 from ..host import bwrap as B
 from ..host import facts as F
+from ..host import package_owner as PO
 from ..host import procfs as PF
+from . import exec_env as EX
 from . import restrictions as RS
 from . import service_user as SU
 from . import systemd_unit as U
 from . import unit_context as UC
+from . import unit_environment as UE
+from . import unit_preflight as UP
 from .service_user import Params, User
 
 # --------------------------------------------------------------------------- evaluation
@@ -90,7 +94,7 @@ def exec_effects(state: Mapping[str, Any], env: Mapping[str, str]) -> List[Dict[
     """The start command lines and what each does to METNOS_SANDBOX/PATH: [{where, value, effect}]."""
     out = []
     for item in state.get("exec_start") or []:
-        effect = U.exec_env_effect(item["value"], env, SU.KEYS)
+        effect = EX.exec_env_effect(item["value"], env, SU.KEYS)
         touches = effect["clears"] or any(k in effect["sets"] or k in effect["unsets"] for k in SU.KEYS)
         if touches or not effect["determinable"]:
             out.append({"where": item["where"], "value": item["value"], "effect": effect})
@@ -147,7 +151,7 @@ def _derive(ev: Evaluation) -> _View:
     prov = dict(g.prov)
     for item in effects:
         if item["effect"]["determinable"]:
-            predicted = U.apply_exec_effect(env, item["effect"])
+            predicted = EX.apply_exec_effect(env, item["effect"])
             for key in SU.KEYS:
                 if predicted.get(key) != env.get(key):
                     prov[key] = "ExecStart= (%s) through %s" % (item["where"], item["effect"]["how"])
@@ -170,13 +174,13 @@ def _execstart_diagnostics(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
             diags.append(D.make("service_execstart_env_unknown", unit=unit, where=item["where"], line=line,
                                 how=effect["how"] or "a command", note=effect["note"]))
             continue
-        after = U.apply_exec_effect(env, effect)
+        after = EX.apply_exec_effect(env, effect)
         disabled, _reason = envflags.classify_value(after.get(envflags.ENV_VAR))
         new_resolved = _resolve(after.get("PATH", ""), v.user, v.cwd) if after.get("PATH") != env.get("PATH") \
             else v.resolved
         misroutes = new_resolved != v.resolved
         severe = disabled or misroutes or (v.resolved and not new_resolved)
-        heal, why = U.neutralised_exec(item["value"], SU.KEYS)
+        heal, why = EX.neutralised_exec(item["value"], SU.KEYS)
         changes = ["%s=%r" % (k, val) for k, val in sorted(effect["sets"].items()) if k in SU.KEYS]
         changes += ["unset %s" % k for k in effect["unsets"] if k in SU.KEYS]
         if effect["clears"]:
@@ -228,7 +232,7 @@ def _live_diagnostics(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
                             wording="path", fill={"value": repr(env.get("PATH")), "resolved": resolved,
                                                   "origin": origin}))
     elif live_resolved and resolved and os.path.realpath(live_resolved) != os.path.realpath(resolved):
-        packaged = bool(B.package_facts(live_resolved))
+        packaged = bool(PO.package_facts(live_resolved))
         diags.append(D.make("service_env_live_misroutes", unit=unit, pid=live["pid"],
                             wording="packaged" if packaged else "unpackaged",
                             fill={"value": repr(env.get("PATH")), "live_bwrap": live_resolved, "resolved": resolved,
@@ -264,7 +268,7 @@ def _bwrap_mismatch(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
     if resolved and admin and os.path.realpath(resolved) != os.path.realpath(admin):
         diags.append(D.make("service_bwrap_mismatch", unit=unit, variant="different", admin_bwrap=admin,
                             service_bwrap=resolved))
-    elif resolved and not (v.bwrap_info["package"] if v.bwrap_info else B.package_facts(resolved)):
+    elif resolved and not (v.bwrap_info["package"] if v.bwrap_info else PO.package_facts(resolved)):
         diags.append(D.make("service_bwrap_mismatch", unit=unit, variant="unpackaged", service_bwrap=resolved))
     return diags
 
@@ -453,8 +457,8 @@ def gather(p: Params, runner: B.Runner, exclude: Sequence[str] = ()) -> Gathered
     state["unit_file_settings"] = state["settings"]
     manager_env = p.get("manager_env")
     if manager_env is None:
-        manager_env = U.manager_default_environment(root) if scope == "system" else {}
-    env, prov, problems = U.compose_environment(state, root, manager_env, U.default_service_path(root, runner))
+        manager_env = UE.manager_default_environment(root) if scope == "system" else {}
+    env, prov, problems = UE.compose_environment(state, root, manager_env, UE.default_service_path(root, runner))
     return Gathered(state, env, prov, problems, mode, False, None)
 
 
@@ -475,8 +479,8 @@ def _gather_systemd(p: Params, runner: B.Runner, scope: str, home: Optional[str]
     except U.UnitError:
         pass
     manager_env = manager_environment(runner, scope, p.get("user")) or {}
-    env, prov, problems = U.compose_environment(state, "/", manager_env, manager_env.get("PATH") or
-                                                U.default_service_path("/", runner))
+    env, prov, problems = UE.compose_environment(state, "/", manager_env, manager_env.get("PATH") or
+                                                 UE.default_service_path("/", runner))
     if "PATH" in manager_env and prov.get("PATH") == "manager environment":
         prov["PATH"] = "systemd default (manager environment)"
     state["manager_environment"] = manager_env
@@ -496,7 +500,7 @@ def execution_context(p: Params, runner: B.Runner, probe_user: Optional[Mapping[
     if scope == "user" and p.get("user"):
         pw = pwd.getpwnam(p["user"])
         entry = {"name": pw.pw_name, "uid": pw.pw_uid, "gid": pw.pw_gid, "home": pw.pw_dir, "shell": pw.pw_shell}
-    ctx: Dict[str, Any] = UC.build(UC.parse_show_all(out), runner, p["unit"], scope, p.get("user"), user_entry=entry)
+    ctx: Dict[str, Any] = UP.build(UC.parse_show_all(out), runner, p["unit"], scope, p.get("user"), user_entry=entry)
     if probe_user:
         ctx["assignments"] = [a for a in ctx["assignments"] if a[0] not in ("User", "DynamicUser")]
         ctx["excluded"].append({"directive": "User", "category": "probe (probe_user=%s)" % probe_user.get("name")})
