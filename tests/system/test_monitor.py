@@ -347,6 +347,11 @@ def test_monitor_false_removes_everything_it_installed(fleet):
     check, recap = playbook(inv, "playbooks/site.yml", "--check", *off)
     assert check.returncode == 0 and all(r["changed"] > 0 for r in recap.values()), check.stdout[-3000:]
     assert [len(p) for p in each(hosts, present)] == [6, 6]                   # check mode removed nothing
+    for h in hosts:    # a failed last run (here: a broken configuration): systemd keeps the unit loaded, failed
+        h.sh("cp /etc/metnos-sandbox-monitor.json /tmp/monitor.json && echo '{' > /etc/metnos-sandbox-monitor.json")
+        h.sh("systemctl start metnos-sandbox-monitor.service", check=False)
+        assert h.sh("systemctl is-failed metnos-sandbox-monitor.service", check=False).stdout.strip() == "failed"
+        h.sh("cp /tmp/monitor.json /etc/metnos-sandbox-monitor.json")
     proc, recap = playbook(inv, "playbooks/site.yml", *off)
     assert proc.returncode == 0, proc.stdout[-3000:]
     for h in hosts:
