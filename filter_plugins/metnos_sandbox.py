@@ -22,6 +22,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import sources as _sources
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import granters as _granters
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_layout as HL
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as _manifest
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import model as MD
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as _profile
@@ -123,7 +124,7 @@ def metnos_profile(manifest, host=None, invocation=None, status=None, command=No
                                  % type(manifest).__name__)
     try:
         ctx = HC.HostContext(host or {})
-    except HC.ContextError as exc:
+    except HL.ContextError as exc:
         raise AnsibleFilterError("metnos_profile: %s" % exc) from None
     if invocation is not None and not isinstance(invocation, dict):
         raise AnsibleFilterError("metnos_profile: invocation must be a mapping, got %s" % type(invocation).__name__)

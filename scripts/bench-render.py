@@ -29,6 +29,7 @@ sys.path.insert(0, os.path.join(ROOT, "module_utils"))
 import yaml  # noqa: E402
 
 from metnos_sandbox.profile import host_context as HC
+from metnos_sandbox.profile import host_layout as HL
 from metnos_sandbox.profile import model as MD
 from metnos_sandbox.profile import profile as P  # noqa: E402
 from metnos_sandbox.profile import reader as RD
@@ -90,7 +91,7 @@ def worst_cases(base):
                            for i in range(MD.MAX_ARGUMENTS))}))
     out.append(("max_invocation_values", lambda: {"name": "x", "origin": "o", "capabilities": ["fs:read:arg:p"],
                                                   "arguments": {"p": {"within": ["/srv/notes/**"]}}},
-                {"arguments": dict(("a%d" % i, "v" * 1024) for i in range(HC.MAX_INVOCATION_ARGUMENTS))}))
+                {"arguments": dict(("a%d" % i, "v" * 1024) for i in range(HL.MAX_INVOCATION_ARGUMENTS))}))
     return out
 
 
@@ -176,7 +177,7 @@ def main():
     host = HC.HostContext({
         "runtime_dir": root + "/runtime", "executors_dir": root + "/executors", "python_prefix": root + "/venv",
         "python_executable": "/usr/bin/python3",
-        "resources": dict((k, root + "/sheets") for k in HC.DEFAULT_HOST["resources"]),
+        "resources": dict((k, root + "/sheets") for k in HL.DEFAULT_HOST["resources"]),
         "indexes": {"docs": root + "/index/docs"}, "integrations_dir": root + "/integrations",
         "mail_credentials_dir": root + "/mail", "dialog_dir": root + "/dialog", "undo_root": root + "/undo",
         "writable_roots": [root, "/var/lib/metnos"]})

@@ -236,6 +236,7 @@ def reserved_in_system(base):
     reserved tree known), run with a payload that reads a credential file."""
     _use_core()
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_layout as HL
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
     subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", "/etc/opt"], check=True)
     os.makedirs("/etc/opt/metnos/mail")
@@ -246,7 +247,7 @@ def reserved_in_system(base):
     host = {"mail_credentials_dir": "/etc/opt/metnos/mail", "python_executable": "/usr/bin/python3"}
     manifest = {"name": "ex", "origin": "t", "capabilities": ["net:http"]}
     results = {"decision": P.render_safe(manifest, HC.HostContext(host), {}, active)["refusal"]}
-    HC.RESERVED_KEYS = ()                                                          # the mutation
+    HL.RESERVED_KEYS = ()                                                          # the mutation
     weak = P.render_safe(manifest, HC.HostContext(host), {}, active)
     results["mutated"] = weak["decision"]
     argv = weak["argv"][:weak["argv"].index("--") + 1]

@@ -45,11 +45,12 @@ def main(tree, out_path):
 
     from corpus import hostile_bwrap, hostile_tree
     P, HC, MD = bench["P"], bench["HC"], bench["MD"]
+    HL = bench.get("HL", HC)       # a tree from before host_layout.py kept the layout in host_context.py
     results = []
     root = bench["build_tree"]()
     host = {"runtime_dir": root + "/runtime", "executors_dir": root + "/executors", "python_prefix": root + "/venv",
             "python_executable": "/usr/bin/python3",
-            "resources": dict((k, root + "/sheets") for k in HC.DEFAULT_HOST["resources"]),
+            "resources": dict((k, root + "/sheets") for k in HL.DEFAULT_HOST["resources"]),
             "indexes": {"docs": root + "/index/docs"}, "integrations_dir": root + "/integrations",
             "mail_credentials_dir": root + "/mail", "dialog_dir": root + "/dialog", "undo_root": root + "/undo",
             "writable_roots": [root, "/var/lib/metnos"]}

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import globs as GL
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_layout as HL
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from helpers.fake_host import host_dict
@@ -106,7 +107,7 @@ def test_properties(tree, data):
             assert under(m["src"], allowed), (m, allowed)   # nothing outside base ∪ declared scopes
             assert "/opt" != m["src"]
         if m["kind"] == "rw":
-            assert not under(m["src"], list(HC.SYSTEM_TREES)), m
+            assert not under(m["src"], list(HL.SYSTEM_TREES)), m
         own = [p for p in m["provenance"] if "covers" not in p]   # not merged into from a child
         if own and all(p["rule"] == "R-ARG-1" for p in own):
             bound = os.path.realpath(GL.glob_root(manifest["arguments"]["p"]["within"][0]))

@@ -10,6 +10,7 @@ import pytest
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base.diagnostics import codes
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import granters as GR
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_layout as HL
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import model as MD
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
@@ -71,7 +72,7 @@ def binds(prof, kind=None):
 def test_existing_system_paths_read_only(tree):
     prof = render(tree)
     m = mounts(prof)
-    for path in HC.SYSTEM_PATHS:
+    for path in HL.SYSTEM_PATHS:
         if os.path.islink(path):
             assert m[path]["kind"] == "symlink" and m[path]["src"] == os.readlink(path)  # merged /usr
         elif os.path.isdir(path):
@@ -483,9 +484,9 @@ def test_manifest_yaml_json_and_flow_forms():
 
 
 def test_host_context_rejects_unknown_keys_and_relative_paths():
-    with pytest.raises(HC.ContextError, match="runtime_dri"):
+    with pytest.raises(HL.ContextError, match="runtime_dri"):
         HC.HostContext({"runtime_dri": "/x"})
-    with pytest.raises(HC.ContextError, match="runtime_dir must be an absolute path"):
+    with pytest.raises(HL.ContextError, match="runtime_dir must be an absolute path"):
         HC.HostContext({"runtime_dir": "relative"})
 
 

@@ -27,6 +27,7 @@ from ..host import facts as F
 from ..options import spec as O
 from ..probe import probe as PR
 from ..profile import host_context as HC
+from ..profile import host_layout as HL
 from ..profile import profile as P
 from ..profile import python_roots as PYR
 from ..profile import store as ST
@@ -62,7 +63,7 @@ def profile_drift(manifests: Optional[Iterable[Any]], host_over: Optional[Dict[s
         return out
     try:
         host = HC.HostContext(PYR.with_python_roots(host_over, runner))
-    except HC.ContextError as exc:
+    except HL.ContextError as exc:
         return [{"executor": None, "state": "error", "message": str(exc)}]
     for source in manifests or []:
         prof = P.render_safe(source, host, {}, status)

@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Type, TypeVar,
 
 from ..host.bwrap_trust import normalise_accepted
 from ..host.facts import UserError, resolve_user
-from ..profile.host_context import ContextError
+from ..profile.host_layout import ContextError
 from ..service.service_env import systemd_running as running
 from ..service.systemd_unit import valid_unit_name
 from .checks import OptionError

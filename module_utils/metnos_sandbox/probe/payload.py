@@ -18,7 +18,7 @@ from ..base.paths import under
 from ..host import bwrap_options as BO
 from ..host import procfs as PF
 from ..profile import descriptors as DS
-from ..profile import granters as GR
+from ..profile import result as RS
 
 Json = t.Dict[str, t.Any]
 User = t.Dict[str, t.Any]
@@ -165,7 +165,7 @@ def host_namespaces(proc: str = "/proc") -> t.Dict[str, str]:
     return PF.namespaces("self", proc=proc)[0]
 
 
-def expected_absent(profile: GR.Profile, candidates: t.Sequence[str], depth: int = 2, limit: int = 60) -> t.List[str]:
+def expected_absent(profile: RS.Profile, candidates: t.Sequence[str], depth: int = 2, limit: int = 60) -> t.List[str]:
     """Host paths that must not be visible: candidates not inside a mount. For a candidate
     that is an ancestor of a mount (it exists as an empty skeleton), check its other children."""
     binds = [m["dest"] for m in profile["mounts"] if m["kind"] in ("ro", "rw", "symlink", "tmpfs", "proc", "dev")]
@@ -193,7 +193,7 @@ def expected_absent(profile: GR.Profile, candidates: t.Sequence[str], depth: int
     return out
 
 
-def expectations(profile: GR.Profile, extra_absent: t.Sequence[str] = ()) -> Json:
+def expectations(profile: RS.Profile, extra_absent: t.Sequence[str] = ()) -> Json:
     """The checks a profile promises, as the spec the payload receives. Writes nothing on the host."""
     mounts = profile["mounts"]
     argv = list(profile.get("argv") or [])

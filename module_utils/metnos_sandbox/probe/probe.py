@@ -62,10 +62,10 @@ from ..base import diagnostics as D
 from ..base import envflags
 from ..host import bwrap as B
 from ..host import bwrap_trust as BT
-from ..profile import granters as GR
 from ..profile import host_context as HC
 from ..profile import profile as P
 from ..profile import python_roots as PYR
+from ..profile import result as RS
 from ..service import service_env as S
 from . import blame as BL
 from . import payload as PL
@@ -173,7 +173,7 @@ def _fail_closed(out: ProbeResult, service: _Service) -> ProbeResult:
     return out
 
 
-def _render(params: Json, status: envflags.Status) -> t.Tuple[str, GR.Profile]:
+def _render(params: Json, status: envflags.Status) -> t.Tuple[str, RS.Profile]:
     """The interpreter the payload runs on, and the profile the probe runs (rendered as the runtime would,
     with the interpreter's package roots and installation discovered like every other face)."""
     host_over = dict(params.get("host") or {})
@@ -183,7 +183,7 @@ def _render(params: Json, status: envflags.Status) -> t.Tuple[str, GR.Profile]:
     host_over.setdefault("python_executable", python)
     # asked of the interpreter outside any sandbox: bounded like every run of the probe (a hanging one is killed)
     ask = B.bounded_runner(min(10.0, float(params.get("timeout") or 60)))
-    host = HC.HostContext(PYR.with_python_roots(host_over, ask))       # HC.ContextError names the bad key
+    host = HC.HostContext(PYR.with_python_roots(host_over, ask))       # HL.ContextError names the bad key
     source = RUN.PROBE_MANIFEST if params.get("manifest") is None else params["manifest"]
     return python, P.render_safe(source, host, params.get("invocation") or {}, status)
 
@@ -201,7 +201,7 @@ def _unit_context(params: Json, runner: t.Any, user: User) -> Json:
                 "reasons": ["the unit's execution context could not be read (%s): only its user is applied" % exc]}
 
 
-def _run_in_context(params: Json, runner: t.Any, service: _Service, prof: GR.Rendered, spec: Json, python: str,
+def _run_in_context(params: Json, runner: t.Any, service: _Service, prof: RS.Rendered, spec: Json, python: str,
                     out: ProbeResult, trust: t.Optional[Json] = None) -> Json:
     """Run the profile in a transient unit carrying the service's context, or directly as its user."""
     svc, user, unit = service.svc, service.user, params.get("unit")

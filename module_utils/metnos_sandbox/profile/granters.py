@@ -9,9 +9,7 @@ Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
-import functools
 import os
-import shlex
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -19,84 +17,28 @@ from typing import (
     Dict,
     Iterable,
     List,
-    Literal,
     Mapping,
     NamedTuple,
     Optional,
-    Sequence,
     Tuple,
-    TypedDict,
-    Union,
 )
 
 from ..base import diagnostics as D
 from ..base import paths as PA
 from . import globs as GL
 from . import model as MD
+from . import result as RS
 from .globs import glob_root
 from .model import Capability, Kind, Manifest
 
 if TYPE_CHECKING:                     # annotations only (Python 3.10+ at check time; hosts run 3.8+)
     from typing import TypeGuard
 from . import host_context as HC
-
-
-class Provenance(TypedDict, total=False):
-    """Why a mount is there: the rule and what caused it (``covers``: a bind merged into this one)."""
-    rule: str
-    source: str
-    covers: str
-
-
-class _MountBase(TypedDict):
-    kind: str
-    src: Optional[str]
-    dest: str
-    provenance: List[Provenance]
-
-
-class MountEntry(_MountBase, total=False):
-    """One mount of a profile (public: the ``mounts`` of a result and of the .json on disk); ``fd``: the
-    descriptor number a bind whose source can move is bound by (see ``descriptors`` of the result)."""
-    fd: int
-
-
-class _ProfileBase(TypedDict):
-    executor: Optional[str]
-    command_line: Optional[str]
-    mounts: List[MountEntry]
-    namespaces: List[Dict[str, str]]      # {"flag", "rule", "source"}
-    network: Optional[Dict[str, Any]]     # {"host", "rule", "because"}
-    diagnostics: List[D.Diagnostic]
-
-
-class _ProfileExtra(_ProfileBase, total=False):
-    descriptors: List[Dict[str, Any]]     # descriptors.Descriptor, when wrapped
-    manifest: Dict[str, Any]              # name, origin, revision, digest, when wrapped
-    exception: Dict[str, Any]             # rule, source, digest, when run direct (the pinned undo broker)
-    preview: bool                         # rendered off the target host (a filter on the controller)
-
-
-class Rendered(_ProfileExtra):
-    """A profile that runs: wrapped by bwrap, or direct (the pinned undo broker, R-FAIL-2)."""
-    decision: Literal["wrapped", "direct"]
-    refusal: None
-    argv: List[str]
-
-
-class Refused(_ProfileExtra):
-    """A profile withheld: ``refusal`` is the first error's code, the diagnostics say why."""
-    decision: Literal["refused"]
-    refusal: Optional[str]
-    argv: None
-
-
-Profile = Union[Rendered, Refused]
-"""A profile as every face returns it (profile.render and render_safe; refused() and the undo decision)."""
+from . import host_layout as HL
 
 
 class Conflict(NamedTuple):
-    """One destination asked for with two different sources (never guessed: refused)."""
+    """One destination asked for with two different sources (never guessed: RS.refused)."""
     dest: str
     first: Optional[str]
     second: Optional[str]
@@ -104,13 +46,13 @@ class Conflict(NamedTuple):
 
 
 class _Mounts(object):
-    def __init__(self, entries: Optional[Dict[str, MountEntry]] = None) -> None:
-        self.entries: Dict[str, MountEntry] = entries if entries is not None else {}
+    def __init__(self, entries: Optional[Dict[str, RS.MountEntry]] = None) -> None:
+        self.entries: Dict[str, RS.MountEntry] = entries if entries is not None else {}
         self.conflicts: List[Conflict] = []
 
     def add(self, kind: str, src: Optional[str], dest: str, rule: str, source: str) -> None:
         entry = self.entries.get(dest)
-        prov: Provenance = {"rule": rule, "source": source}
+        prov: RS.Provenance = {"rule": rule, "source": source}
         if entry is None:
             self.entries[dest] = {"kind": kind, "src": src, "dest": dest, "provenance": [prov]}
             return
@@ -132,7 +74,7 @@ class _Mounts(object):
                 entries[dest] = {"kind": kind, "src": src, "dest": dest,
                                  "provenance": [{"rule": rule, "source": source}]}
 
-    def ordered(self) -> List[MountEntry]:
+    def ordered(self) -> List[RS.MountEntry]:
         """Parents before children; binds covered by an equal-or-stronger parent bind are merged into it."""
         binds = dict((d, e) for d, e in self.entries.items() if e["kind"] in ("ro", "rw") and e["src"] == d)
         keep = []
@@ -148,37 +90,11 @@ class _Mounts(object):
         return keep
 
 
-def _covering_parent(dest: str, binds: Dict[str, MountEntry]) -> Optional[str]:
+def _covering_parent(dest: str, binds: Dict[str, RS.MountEntry]) -> Optional[str]:
     for ancestor in PA.ancestors(dest):
         if ancestor in binds:
             return ancestor
     return None
-
-
-_quote = functools.lru_cache(maxsize=8192)(shlex.quote)
-
-
-def shell_join(argv: Sequence[str]) -> str:
-    return " ".join(map(_quote, argv))
-
-
-def _bounded(diags: List[D.Diagnostic]) -> List[D.Diagnostic]:
-    """At most MAX_DIAGNOSTICS diagnostics per profile, errors first; the rest are counted in the
-    last one's message (a manifest of 128 refused paths gets a short answer)."""
-    diags = D.sort(diags)
-    if len(diags) <= MD.MAX_DIAGNOSTICS:
-        return diags
-    more = len(diags) - MD.MAX_DIAGNOSTICS
-    kept = diags[:MD.MAX_DIAGNOSTICS]
-    kept[-1] = D.amend(kept[-1], "more_diagnostics", count=more)
-    return kept
-
-
-def refused(name: Optional[str], diags: List[D.Diagnostic]) -> Refused:
-    errors = [d for d in diags if d["severity"] == D.ERROR]
-    return {"executor": name, "decision": "refused", "refusal": errors[0]["code"] if errors else None,
-            "argv": None, "command_line": None, "mounts": [], "namespaces": [],
-            "network": None, "diagnostics": _bounded(diags)}
 
 
 _SCOPE_CODES = {"forbidden": "scope_too_broad", "broad": "scope_too_broad", "readonly": "scope_too_broad",
@@ -212,7 +128,7 @@ class _Render(object):
         """A grant not mounted: grant_skipped's registered ``wording``, its placeholders from ``fill``."""
         self.diags.append(D.make("grant_skipped", wording=wording, fill=fill, **ctx))
 
-    def _manifest_problem(self, path: str, mode: str, own: str) -> Optional[HC.Problem]:
+    def _manifest_problem(self, path: str, mode: str, own: str) -> Optional[HL.Problem]:
         problem = self.host.judge(path, mode, own=own)
         if problem is None or problem.kind == "shared":      # /run/lock is the runtime tree first
             problem = self.host.judge_manifest_path(path) or problem
@@ -271,33 +187,33 @@ class _Render(object):
             real = self.host.real(lexical) if configured else HC._realpath(lexical)
             home = self.host.real(container) if container is not None else None
         except PA.Unresolvable as exc:
-            self.diags.append(HC.host_refusal(key, lexical, HC.Problem("links", HC._UNRESOLVABLE[exc.why] % exc.path)))
+            self.diags.append(HL.host_refusal(key, lexical, HL.Problem("links", HL.UNRESOLVABLE[exc.why] % exc.path)))
             return None
         if home is not None and real != os.path.join(home, os.path.basename(lexical)):
-            self.diags.append(HC.host_refusal(key, lexical, HC.Problem(
+            self.diags.append(HL.host_refusal(key, lexical, HL.Problem(
                 "leave", "resolves to %s through a symlink, not to its own entry in %s" % (real, container))))
             return None
         for form in ((lexical, real) if real != lexical else (lexical,)):
             problem = self.host.judge(form, mode, grant=grant)
             if problem:
                 text = problem.text if form == lexical else "resolves to %s: %s" % (real, problem.text)
-                self.diags.append(HC.host_refusal(key, lexical, HC.Problem(problem.kind, text)))
+                self.diags.append(HL.host_refusal(key, lexical, HL.Problem(problem.kind, text)))
                 return None
         problem = _object_problem(real, channel)
         if problem is not None:
-            self.diags.append(HC.host_refusal(key, lexical, problem))
+            self.diags.append(HL.host_refusal(key, lexical, problem))
             return None
         return real
 
 
-def _object_problem(real: str, channel: bool = False) -> Optional[HC.Problem]:
+def _object_problem(real: str, channel: bool = False) -> Optional[HL.Problem]:
     """The rules on what a host-context path names (as for manifest paths): only files and folders
     (a socket only as an admin's read channel), and one name per granted file (no hard links)."""
     kind = HC._file_type(real)
     if kind in _SPECIAL and not channel:
-        return HC.Problem("special", "%s is %s" % (real, _SPECIAL[kind or ""]))
+        return HL.Problem("special", "%s is %s" % (real, _SPECIAL[kind or ""]))
     if kind == "linked file":
-        return HC.Problem("hard_link", "%s is a file with more than one name (hard links): the other names are "
+        return HL.Problem("hard_link", "%s is a file with more than one name (hard links): the other names are "
                                        "the same file, which realpath cannot see" % real)
     return None
 
@@ -356,7 +272,7 @@ def _grant_arg(r: _Render, cap: Capability) -> None:
         return
     if not _arg_value_ok(r, field, value):
         return
-    lexical = HC._norm(value if value.startswith("/") else os.path.join(scopes[0].root, value))
+    lexical = HL.norm(value if value.startswith("/") else os.path.join(scopes[0].root, value))
     real = _arg_inside(r, field, value, lexical, scopes, within)
     if real is None:
         return
@@ -383,7 +299,7 @@ def _normalised_value(value: str) -> bool:
 
 
 def _arg_scopes(r: _Render, cap: Capability, within: List[str], mode: str) -> Optional[List[_Scope]]:
-    """The 'within' scopes obey every rule of a fixed scope; None once one is refused."""
+    """The 'within' scopes obey every rule of a fixed scope; None once one is RS.refused."""
     scopes = []
     for i, scope in enumerate(within):
         root = glob_root(scope)
@@ -396,8 +312,8 @@ def _arg_scopes(r: _Render, cap: Capability, within: List[str], mode: str) -> Op
 
 def _arg_value_ok(r: _Render, field: str, value: Any) -> bool:
     """An argument value is a bounded path string without control characters or '~'."""
-    if not isinstance(value, str) or not value or len(value) > HC.MAX_ARG_VALUE or value.startswith("~"):
-        r.refuse("arg_value_invalid", "not_path", {"value": D.excerpt(value), "limit": HC.MAX_ARG_VALUE}, field=field)
+    if not isinstance(value, str) or not value or len(value) > HL.MAX_ARG_VALUE or value.startswith("~"):
+        r.refuse("arg_value_invalid", "not_path", {"value": D.excerpt(value), "limit": HL.MAX_ARG_VALUE}, field=field)
         return False
     if MD.has_control(value):
         r.refuse("scope_nul", "arg", {"value": D.excerpt(value)}, field=field)
@@ -490,7 +406,7 @@ def _grant_sys(r: _Render, cap: Capability) -> None:
 
 def _mount_entry(r: _Render, key: str, entry: str, rule: str, source: str) -> Optional[bool]:
     """An entry of a reserved folder (``key``: integrations, dialog, undo) granted writable by its own
-    capability: it must resolve to its own entry, and exist as a folder. None when refused, False
+    capability: it must resolve to its own entry, and exist as a folder. None when RS.refused, False
     when missing (the caller says what), True when mounted."""
     path = os.path.join(r.host[key], entry)
     real = r.judge_host(key, path, "rw", container=r.host[key], grant=key)
@@ -625,7 +541,7 @@ _GRANTERS: Dict[str, Granter] = {
 
 def _component(value: Any) -> TypeGuard[str]:
     """A single path component from the invocation (sender, turn): matched whole by a grammar."""
-    return isinstance(value, str) and HC._COMPONENT.fullmatch(value) is not None
+    return isinstance(value, str) and HL.COMPONENT.fullmatch(value) is not None
 
 
 def check_invocation(invocation: Any) -> List[D.Diagnostic]:
@@ -638,9 +554,9 @@ def check_invocation(invocation: Any) -> List[D.Diagnostic]:
     if unknown:
         return [D.make("invocation_invalid", wording="unknown_key", fill={"key": D.excerpt(unknown[0])})]
     args = invocation.get("arguments")
-    if args is not None and (not isinstance(args, dict) or len(args) > HC.MAX_INVOCATION_ARGUMENTS):
+    if args is not None and (not isinstance(args, dict) or len(args) > HL.MAX_INVOCATION_ARGUMENTS):
         return [D.make("invocation_invalid", wording="arguments",
-                       fill={"value": D.excerpt(args), "limit": HC.MAX_INVOCATION_ARGUMENTS})]
+                       fill={"value": D.excerpt(args), "limit": HL.MAX_INVOCATION_ARGUMENTS})]
     return []
 
 
@@ -655,6 +571,6 @@ def _mail_files(host: HC.HostContext, account: str) -> List[str]:
     out = []
     for name in names:
         stem, dot, ext = name.rpartition(".")
-        if dot and stem == account and HC._CRED_EXT.fullmatch(ext):
+        if dot and stem == account and HL.CRED_EXT.fullmatch(ext):
             out.append(os.path.join(directory, name))
     return sorted(out)

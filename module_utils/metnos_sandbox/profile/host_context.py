@@ -1,9 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: metnos-sandbox-ops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The host context a profile is rendered against: the host's layout (DEFAULT_HOST and an admin's
-overrides, each path checked), how a host path is judged (resolved, its file type, shared folders), and
-the refusal of a bad host-context key (ContextError, host_path_refused).
+"""The host context a profile is rendered against: the host's layout (host_layout.py: DEFAULT_HOST and
+an admin's overrides, each path checked) made into one object, and how a host path is judged there
+(resolved, its file type, shared folders, the trees each grant may reach).
 
 Pure Python, no Ansible imports.
 """
@@ -11,7 +11,6 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import functools
 import os
-import re
 import stat
 from typing import (
     Any,
@@ -28,104 +27,17 @@ from typing import (
 from ..base import diagnostics as D
 from ..base import paths as PA
 from ..host import bwrap as B
+from . import host_layout as HL
 from . import model as MD
 from . import mountmodel as MM
 from . import mounts as MT
 
 Invocation = Dict[str, Any]
 
-SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc",
-                "/var/lib/python3", "/sys")
-# Neither read nor write may be rooted at or under these (the profile provides them itself).
-FORBIDDEN_TREES = ("/proc", "/dev")
-# Shared trees: a scope may live below them, never be one of them (R-SEC-2: no /opt).
-BROAD_ROOTS = ("/", "/opt", "/home", "/root", "/var", "/var/lib", "/run", "/srv", "/mnt", "/media",
-               "/tmp", "/var/tmp", "/usr/local", "/boot", "/lost+found")
-# ... and, found on the host, any folder every user may write into (sticky and world-writable, mode
-# 1777 like /tmp, /var/tmp, /dev/shm, /run/lock): other users' and services' files are in it.
+# Besides HL.BROAD_ROOTS, no scope may be a folder found on the host that every user may write into
+# (sticky and world-writable, mode 1777 like /tmp, /var/tmp, /dev/shm, /run/lock): other users' and
+# services' files are in it.
 _SHARED_MODE = stat.S_ISVTX | stat.S_IWOTH
-# Host daemons' runtime tree: their sockets (systemd, D-Bus, container engines, user sessions)
-# live here. No manifest-written scope at, below or above it; host state is reached through
-# systemd:read / system:read, whose paths the admin configures (R-CAP-SYS).
-RUNTIME_TREES = ("/run", "/var/run")
-# System trees: never writable at, below or above.
-SYSTEM_TREES = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc", "/boot",
-                "/sys", "/proc", "/dev", "/var/lib/python3")
-BASE_FLAGS = ("--unshare-user", "--unshare-ipc", "--unshare-uts")
-UNDO_NAME = "undo_last_turn"
-# Host-context trees that only their own capability reaches (never an fs: scope, never a base
-# path): every executor's code, every integration, every mail account, every sender, every turn.
-RESERVED_KEYS = ("executors_dir", "integrations_dir", "mail_credentials_dir", "dialog_dir", "undo_root")
-# Limits of the undo broker's files read to compute its digest (R-FAIL-2).
-MAX_UNDO_FILE_BYTES = 8 * 1024 * 1024
-MAX_UNDO_TOTAL_BYTES = 32 * 1024 * 1024
-MAX_UNDO_ENTRIES = 256
-MAX_INVOCATION_ARGUMENTS = 64
-MAX_ARG_VALUE = MD.MAX_STRING
-_COMPONENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}")
-_HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}")
-_CRED_EXT = re.compile(r"[A-Za-z0-9]{1,16}")
-_UNDO_PIN_KEYS = ("name", "origin", "revision", "owner", "capability", "capabilities", "files", "digest",
-                  "entrypoint")
-UNDO_ENTRYPOINT = "main.py"      # the file the direct path starts unless the pin names another
-
-DEFAULT_HOST = {
-    "runtime_dir": "/srv/metnos/runtime",
-    "executors_dir": "/srv/metnos/executors",
-    "executor_dir": None,
-    "python_executable": "/srv/metnos/venv/bin/python3",
-    "python_prefix": "/srv/metnos/venv",
-    "python_package_roots": [],
-    "python_installation": [],
-    "i18n_dbs": ["/var/lib/metnos/i18n"],
-    "lexicon_dbs": ["/var/lib/metnos/lexicon"],
-    "resources": {
-        "sheets": "/var/lib/metnos/sheets",
-        "people": "/var/lib/metnos/people",
-        "proposals": "/var/lib/metnos/proposals",
-        "memory": "/var/lib/metnos/memory",
-        "calendar": "/var/lib/metnos/calendar",
-        "tasks": "/var/lib/metnos/tasks",
-    },
-    "indexes": {
-        "documents": "/var/lib/metnos/index/documents",
-        "mail": "/var/lib/metnos/index/mail",
-        "notes": "/var/lib/metnos/index/notes",
-    },
-    "integrations_dir": "/var/lib/metnos/integrations",
-    "mail_credentials_dir": "/var/lib/metnos/credentials/mail",
-    "mail_accounts": {},
-    "dialog_dir": "/var/lib/metnos/dialog",
-    "undo_root": "/var/lib/metnos/undo",
-    "systemd_read_paths": ["/run/systemd/system", "/run/dbus/system_bus_socket"],
-    "system_read_paths": [],
-    "undo_exception": None,
-    # Where fs:write (and writable 'within' scopes) may reach: nothing outside these is ever writable
-    # (deny by default: no list of dangerous places can be complete). Metnos's own data folder.
-    "writable_roots": ["/var/lib/metnos"],
-}
-_LIST_KEYS = ("python_package_roots", "python_installation", "i18n_dbs", "lexicon_dbs", "systemd_read_paths",
-              "system_read_paths", "writable_roots")
-_DICT_KEYS = ("resources", "indexes", "mail_accounts")
-_PATH_KEYS = ("runtime_dir", "executors_dir", "executor_dir", "python_executable", "python_prefix",
-              "integrations_dir", "mail_credentials_dir", "dialog_dir", "undo_root")
-MAX_HOST_LIST = 256
-
-
-class ContextError(ValueError):
-    """A host-context or invocation option is invalid; the message names it."""
-
-
-def _norm(path: str) -> str:
-    norm = os.path.normpath(path)
-    return "/" + norm.lstrip("/") if norm.startswith("//") else norm
-
-
-class Problem(NamedTuple):
-    """Why a path may not be mounted: ``kind`` (control, forbidden, broad, reserved, readonly,
-    shared, runtime, alias, leave) picks the refusal code; ``text`` is the message."""
-    kind: str
-    text: str
 
 
 class BaseMount(NamedTuple):
@@ -194,13 +106,6 @@ class _BaseIndex(NamedTuple):
     """The base mounts as the final check compares them."""
     ro: FrozenSet[str]
     symlinks: FrozenSet[Tuple[Optional[str], str]]
-
-
-def _abs_clean(key: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.startswith("/") or len(value) > 4096 or MD.has_control(value):
-        raise ContextError("host.%s must be an absolute path without control characters, got %s"
-                           % (key, D.excerpt(value)))
-    return _norm(str.__str__(value))
 
 
 _STATS = [MM.Stats()]               # lstat() of host paths, once per render (resolution, stability, the model)
@@ -284,16 +189,16 @@ class HostContext(object):
     """Real paths on this host. Base mounts and the resolved trees are computed once per context."""
 
     def __init__(self, overrides: Optional[Dict[str, Any]] = None) -> None:
-        data = dict(DEFAULT_HOST)
+        data = dict(HL.DEFAULT_HOST)
         if overrides is not None and not isinstance(overrides, dict):
-            raise ContextError("host must be a mapping of host-context keys, got %s" % type(overrides).__name__)
+            raise HL.ContextError("host must be a mapping of host-context keys, got %s" % type(overrides).__name__)
         for key, value in (overrides or {}).items():
-            if key not in DEFAULT_HOST:
-                raise ContextError("host: unknown key %s; accepted: %s"
-                                   % (D.excerpt(key), ", ".join(sorted(DEFAULT_HOST))))
+            if key not in HL.DEFAULT_HOST:
+                raise HL.ContextError("host: unknown key %s; accepted: %s"
+                                      % (D.excerpt(key), ", ".join(sorted(HL.DEFAULT_HOST))))
             data[key] = value
-        _check_host_paths(data)
-        data["undo_exception"] = _check_pin(data["undo_exception"])
+        HL.check_host_paths(data)
+        data["undo_exception"] = HL.check_pin(data["undo_exception"])
         self.data: Dict[str, Any] = data
         self._base: Optional[_BaseState] = None
         self._trees: Optional[_Trees] = None
@@ -343,7 +248,7 @@ class HostContext(object):
                     alias_of.setdefault(alias, real)
             return out
 
-        readonly = [x for t in SYSTEM_TREES for x in both("system tree " + t, t)]
+        readonly = [x for t in HL.SYSTEM_TREES for x in both("system tree " + t, t)]
         for key in ("runtime_dir", "python_prefix", "executors_dir", "executor_dir"):
             if self.data[key]:
                 readonly += both("host." + key, self.data[key])
@@ -352,19 +257,19 @@ class HostContext(object):
                 readonly += both("host.%s[%d]" % (key, i), path)
         for label, path in self._engine_trees():
             readonly += both(label, path)
-        broad = [x for t in BROAD_ROOTS for x in both(t, t, parts=False)]
-        forbidden = _TreeSet(x for t in FORBIDDEN_TREES for x in both(t, t))
+        broad = [x for t in HL.BROAD_ROOTS for x in both(t, t, parts=False)]
+        forbidden = _TreeSet(x for t in HL.FORBIDDEN_TREES for x in both(t, t))
         # a path above a bind mount of a shared root exposes it (below it is like below the root);
         # built here, before the reserved and runtime trees join ``plain`` (the order is the behaviour)
         broad_aliases = _TreeSet(entry for entry in broad if entry.root not in plain)
-        reserved = _TreeSet(x for key in RESERVED_KEYS for x in both(key, self.data[key]))
+        reserved = _TreeSet(x for key in HL.RESERVED_KEYS for x in both(key, self.data[key]))
         # an alias (/var/run -> /run) is caught once resolved, like every alias of a refused tree
-        runtime = _TreeSet(x for t in RUNTIME_TREES if t == RUNTIME_TREES[0] or not os.path.islink(t)
+        runtime = _TreeSet(x for t in HL.RUNTIME_TREES if t == HL.RUNTIME_TREES[0] or not os.path.islink(t)
                            for x in both(t, t))
         self._trees = _Trees(
             forbidden=forbidden, broad=frozenset(p for _l, p in broad), broad_aliases=broad_aliases,
             readonly=_TreeSet(readonly), reserved=reserved, runtime=runtime,
-            system_mounted=[p for p in SYSTEM_PATHS if os.path.isdir(p) and not os.path.islink(p)],
+            system_mounted=[p for p in HL.SYSTEM_PATHS if os.path.isdir(p) and not os.path.islink(p)],
             alias_of=dict((a, r) for a, r in alias_of.items() if a not in plain))
         return self._trees
 
@@ -441,12 +346,12 @@ class HostContext(object):
         t = self.trees()
         return path in t.broad or path in t.broad_aliases.above or _shared_folder(path)
 
-    def _note(self, kind: str, root: str, text: str) -> Problem:
+    def _note(self, kind: str, root: str, text: str) -> HL.Problem:
         """The refusal; an alias (a tree reached through a bind mount) is its own kind."""
         original = self.trees().alias_of.get(root)
         if original is None:
-            return Problem(kind, text)
-        return Problem("alias", "%s (%s is the same folder as %s, through a bind mount)" % (text, root, original))
+            return HL.Problem(kind, text)
+        return HL.Problem("alias", "%s (%s is the same folder as %s, through a bind mount)" % (text, root, original))
 
     def real(self, path: str) -> str:
         """The resolved form of a host-context path (resolved once per context, with the trees); one the
@@ -457,17 +362,18 @@ class HostContext(object):
             raise PA.Unresolvable(path, self._loops[path])
         return real
 
-    def judge(self, path: str, mode: str, grant: Optional[str] = None, own: Optional[str] = None) -> Optional[Problem]:
+    def judge(self, path: str, mode: str, grant: Optional[str] = None,
+              own: Optional[str] = None) -> Optional[HL.Problem]:
         """Why ``path`` (absolute, normalised) may not be mounted with ``mode`` ('ro'/'rw'), or None.
 
         The same rules for every source: /proc and /dev are the profile's own; a shared root is
         never a scope; reserved trees (and their ancestors) only through their own capability
         (``grant``: the reserved key this grant belongs to; ``own``: the executor's own folder,
         readable); nothing at, below or above a read-only base tree is writable.
-        Returns a Problem whose kind is control/forbidden/broad/reserved/readonly/shared/alias."""
+        Returns a HL.Problem whose kind is control/forbidden/broad/reserved/readonly/shared/alias."""
         t = self.trees()
         if MD.has_control(path):
-            return Problem("control", "%s contains control or format characters" % D.excerpt(path))
+            return HL.Problem("control", "%s contains control or format characters" % D.excerpt(path))
         if t.forbidden.under(path):
             root = t.forbidden.which(path, related=False)[0].root
             return self._note("forbidden", root, "%s is at or below %s, provided by the profile itself (R-BASE-2)"
@@ -487,16 +393,16 @@ class HostContext(object):
         if mode == "rw":
             pseudo = self.mount_table().pseudo_related(path)
             if pseudo is not None:
-                return Problem("pseudo", "%s is at, below or above %s, a mount of the pseudo-filesystem %s: writing "
-                                         "there changes the kernel's state, and bwrap binds it along (R-BASE-2)"
-                               % (path, pseudo[0], pseudo[1]))
+                return HL.Problem("pseudo", "%s is at, below or above %s, a mount of the pseudo-filesystem %s: writing "
+                                  "there changes the kernel's state, and bwrap binds it along (R-BASE-2)"
+                                  % (path, pseudo[0], pseudo[1]))
         if _shared_folder(path):
-            return Problem("shared", "%s is a folder every user may write into (mode 1777, like /tmp and /var/tmp): "
-                                     "a shared tree, whatever its name (R-SEC-2)" % path)
+            return HL.Problem("shared", "%s is a folder every user may write into (mode 1777, like /tmp and /var/tmp): "
+                              "a shared tree, whatever its name (R-SEC-2)" % path)
         return None
 
     def _judge_reserved(self, reserved: _TreeSet, path: str, mode: str, grant: Optional[str],
-                        own: Optional[str]) -> Optional[Problem]:
+                        own: Optional[str]) -> Optional[HL.Problem]:
         """A reserved tree is reached only through its own grant; the executor's own folder (and
         below) in the executors folder is readable (R-BASE-4)."""
         for label, root in reserved.which(path):
@@ -509,7 +415,7 @@ class HostContext(object):
                                                 "through its own capability (R-BASE-4)" % (path, label, root))
         return None
 
-    def judge_manifest_path(self, path: str) -> Optional[Problem]:
+    def judge_manifest_path(self, path: str) -> Optional[HL.Problem]:
         """The rules only manifest-written paths obey (fixed scopes, glob roots, 'within' scopes,
         argument values), on top of judge(): nothing at, below or above the runtime tree /run,
         where host daemons keep their sockets (the admin's systemd/system read paths may be there)."""
@@ -546,7 +452,7 @@ class HostContext(object):
         if not self.mount_table().complete:
             refusals.append(D.make("host_path_refused", host_key="(mount table)", path=MT.MOUNTINFO,
                                    wording="mount_table", fill={"limit": MT.MAX_MOUNTINFO_BYTES}))
-        for path in SYSTEM_PATHS:
+        for path in HL.SYSTEM_PATHS:
             if os.path.islink(path):
                 # merged /usr: /bin -> usr/bin becomes a symlink inside the sandbox too
                 out.append(BaseMount("symlink", os.readlink(path), path, "R-BASE-1", "base:" + path))
@@ -564,11 +470,11 @@ class HostContext(object):
                 continue
             problem = self.judge_base(given)
             if problem:
-                refusals.append(host_refusal(candidate.key, given, problem))
+                refusals.append(HL.host_refusal(candidate.key, given, problem))
                 continue
             real = self._resolve(given)          # mounted at its resolved host path only (the mount model)
             out.append(BaseMount("ro", real, real, candidate.rule, candidate.source))
-        refusals += [host_refusal("(host path)", path, Problem("links", _UNRESOLVABLE[why] % path))
+        refusals += [HL.host_refusal("(host path)", path, HL.Problem("links", HL.UNRESOLVABLE[why] % path))
                      for path, why in sorted(self._loops.items())]
         self._base = _BaseState(out, refusals)
         return self._base
@@ -577,13 +483,13 @@ class HostContext(object):
         """Every sandbox mounts the system paths whole: a reserved tree inside one would be readable by
         every executor, whatever its capabilities (judged as written, resolved and through bind mounts)."""
         refusals = []
-        for key in RESERVED_KEYS:
+        for key in HL.RESERVED_KEYS:
             path = self.data[key]
             real = self._resolve(path)
             for form in [path, real] + self.mount_table().aliases(real, parts=False):
                 inside = [s for s in system if PA.under(form, s)]
                 if inside:
-                    refusals.append(host_refusal(key, path, Problem("readonly", (
+                    refusals.append(HL.host_refusal(key, path, HL.Problem("readonly", (
                         "%s is inside %s, which every sandbox mounts read-only (R-BASE-1): every executor would "
                         "read all of it, whatever its capabilities (R-BASE-4)" % (form, inside[0])))))
                     break
@@ -594,87 +500,21 @@ class HostContext(object):
         candidates = [_Candidate(key, self.data[key], "R-BASE-4", "base:%s" % key)
                       for key in ("runtime_dir", "python_prefix")]
         candidates += [_Candidate("python_package_roots[%d]" % i, p, "R-BASE-4", "base:python_package_root")
-                       for i, p in enumerate(self.data["python_package_roots"]) if not _is_home(p)]
+                       for i, p in enumerate(self.data["python_package_roots"]) if not HL.is_home(p)]
         candidates += [_Candidate("python_installation[%d]" % i, p, "R-BASE-4", "base:python_installation")
-                       for i, p in enumerate(self.data["python_installation"]) if not _is_home(p)]
+                       for i, p in enumerate(self.data["python_installation"]) if not HL.is_home(p)]
         for key in ("i18n_dbs", "lexicon_dbs"):
             candidates += [_Candidate("%s[%d]" % (key, i), p, "R-BASE-5", "base:%s" % key)
                            for i, p in enumerate(self.data[key])]
         return candidates
 
-    def judge_base(self, path: str) -> Optional[Problem]:
+    def judge_base(self, path: str) -> Optional[HL.Problem]:
         """A read-only base path: judged as written and resolved; below a mounted system path it is
         already visible, so only /proc, /dev and reserved trees matter there."""
         for form in (path, self._resolve(path)):
             problem = self.judge(form, "ro")
             if problem and not (problem.kind == "broad" and any(
                     PA.under(form, s) and form != s for s in self.trees().system_mounted)):
-                return problem if form == path else Problem(problem.kind, "resolves to %s: %s" % (form, problem.text))
+                return problem if form == path else HL.Problem(problem.kind,
+                                                               "resolves to %s: %s" % (form, problem.text))
         return None
-
-
-def _check_host_paths(data: Dict[str, Any]) -> None:
-    """Every host-context path absolute, normalised, without control characters; lists and
-    mappings bounded; names matched whole (in place)."""
-    for key in _PATH_KEYS:
-        if data[key] is not None:
-            data[key] = _abs_clean(key, data[key])
-    for key in _LIST_KEYS:
-        if not isinstance(data[key], (list, tuple)) or len(data[key]) > MAX_HOST_LIST:
-            raise ContextError("host.%s must be a list of at most %d absolute paths, got %s"
-                               % (key, MAX_HOST_LIST, D.excerpt(data[key])))
-        data[key] = [_abs_clean("%s[%d]" % (key, i), v) for i, v in enumerate(data[key])]
-    for key in _DICT_KEYS:
-        if not isinstance(data[key], dict) or len(data[key]) > MAX_HOST_LIST:
-            raise ContextError("host.%s must be a mapping (at most %d entries), got %s"
-                               % (key, MAX_HOST_LIST, D.excerpt(data[key])))
-        for name in data[key]:
-            if not isinstance(name, str) or not _HOST_NAME.fullmatch(name):
-                raise ContextError("host.%s: %s is not a name [A-Za-z0-9_.@+-]" % (key, D.excerpt(name)))
-    data["resources"] = dict((k, _abs_clean("resources." + k, v)) for k, v in data["resources"].items())
-    data["indexes"] = dict((k, _abs_clean("indexes." + k, v)) for k, v in data["indexes"].items())
-    accounts = {}
-    for account, files in data["mail_accounts"].items():
-        if isinstance(files, str):
-            files = [files]
-        if not isinstance(files, (list, tuple)) or len(files) > MAX_HOST_LIST:
-            raise ContextError("host.mail_accounts.%s must be a list of absolute paths" % account)
-        accounts[account] = [_abs_clean("mail_accounts." + account, f) for f in files]
-    data["mail_accounts"] = accounts
-
-
-def _check_pin(pin: Any) -> Optional[Dict[str, Any]]:
-    """The pinned undo exception (R-FAIL-2) as given by the admin: known keys and plain types."""
-    if pin is None:
-        return None
-    if not isinstance(pin, dict):
-        raise ContextError("host.undo_exception must be a mapping (name, origin, revision, owner, capability, "
-                           "files, digest), got %s" % D.excerpt(pin))
-    for key, value in pin.items():
-        if key not in _UNDO_PIN_KEYS:
-            raise ContextError("host.undo_exception: unknown key %s; accepted: %s"
-                               % (D.excerpt(key), ", ".join(_UNDO_PIN_KEYS)))
-        ok = (isinstance(value, list) and all(isinstance(v, str) for v in value)) if key in ("files", "capabilities") \
-            else (isinstance(value, (str, int)) and not isinstance(value, bool)) if key == "revision" \
-            else isinstance(value, str)
-        if value is not None and not ok:
-            raise ContextError("host.undo_exception.%s has the wrong type: %s" % (key, D.excerpt(value)))
-    return dict(pin)
-
-
-# Why the kernel would not resolve a path (paths.Unresolvable.why), for messages.
-_UNRESOLVABLE = {"links": "%s: resolving it follows more than 40 symbolic links (the kernel's limit: ELOOP)",
-                 "long": "%s: its resolved form is longer than 4096 characters (PATH_MAX)",
-                 "budget": "%s: resolving it exceeds this render's budget of 100,000 path lookups"}
-
-
-def host_refusal(key: str, path: Any, problem: Problem) -> D.Diagnostic:
-    diag: D.Diagnostic = D.make("host_path_refused", wording="host_key", fill={"problem": problem.text}, host_key=key,
-                                path=D.excerpt(path))
-    return diag
-
-
-def _is_home(path: str) -> bool:
-    """A whole home folder (or /home, /root) is never a package root."""
-    parts = path.rstrip("/").split("/")
-    return path in ("/home", "/root") or (len(parts) == 3 and parts[1] == "home")

@@ -26,6 +26,7 @@ from ..host import bwrap_options as BO
 from . import descriptors as DS
 from . import granters as GR
 from . import host_context as HC
+from . import host_layout as HL
 from . import model as MD
 from . import mountmodel as MM
 from .model import Manifest
@@ -177,7 +178,7 @@ def check_invariants(argv: List[str], manifest: Manifest, host: HC.HostContext, 
         return [read.stop]
     out = read.problems
     needs_net = any(c.needs_network() for c in manifest.capabilities)
-    want = list(HC.BASE_FLAGS) + ([] if needs_net else ["--unshare-net"]) + ["--die-with-parent"]
+    want = list(HL.BASE_FLAGS) + ([] if needs_net else ["--unshare-net"]) + ["--die-with-parent"]
     if read.flags != want:
         out.append("flags %s, the rules give %s (c)" % (" ".join(read.flags), " ".join(want)))
     keys = [(op.dest.count("/"), op.dest) for op in read.ops]

@@ -35,10 +35,12 @@ from ..base import paths as PA
 from . import descriptors as DS
 from . import granters as GR
 from . import host_context as HC
+from . import host_layout as HL
 from . import invariants as INV
 from . import manifest as M
 from . import model as MD
 from . import mountmodel as MM
+from . import result as RS
 from . import undo as UN
 from .model import Kind, Manifest, ManifestError
 
@@ -46,7 +48,7 @@ from .model import Kind, Manifest, ManifestError
 # ------------------------------------------------------------------ render
 def render(manifest: Manifest, host: HC.HostContext, invocation: Optional[HC.Invocation] = None,
            status: Optional[envflags.Status] = None, command: Optional[List[str]] = None,
-           bwrap_path: Optional[str] = None) -> GR.Profile:
+           bwrap_path: Optional[str] = None) -> RS.Profile:
     """Render one invocation of a validated Manifest. Never raises for bad input: refusals come
     back as diagnostics. ``status`` is the runtime's status() on the host or in the service (None: assume active).
     Faces call ``render_safe`` (which also loads and validates any manifest source)."""
@@ -58,17 +60,17 @@ def render(manifest: Manifest, host: HC.HostContext, invocation: Optional[HC.Inv
 
 
 def _render(manifest: Manifest, host: HC.HostContext, invocation: Optional[HC.Invocation],
-            status: Optional[envflags.Status], command: Optional[List[str]], bwrap_path: Optional[str]) -> GR.Profile:
+            status: Optional[envflags.Status], command: Optional[List[str]], bwrap_path: Optional[str]) -> RS.Profile:
     problems = GR.check_invocation(invocation)
     if problems:
-        return GR.refused(manifest.name, problems)
+        return RS.refused(manifest.name, problems)
     invocation = invocation or {}
     status = status or {"bwrap_available": True, "bwrap_path": bwrap_path or "bwrap",
                         "disabled_via_env": False, "active": True}
     name = manifest.name
     own_dir = GR._executor_dir(host, name)
     entrypoint = manifest.entrypoint or "main.py"
-    if name == HC.UNDO_NAME or any(c.kind == Kind.UNDO for c in manifest.capabilities):
+    if name == HL.UNDO_NAME or any(c.kind == Kind.UNDO for c in manifest.capabilities):
         return UN._undo_decision(manifest, host, own_dir, command or [host["python_executable"],
                                                                       os.path.join(own_dir, entrypoint)])
 
@@ -77,17 +79,17 @@ def _render(manifest: Manifest, host: HC.HostContext, invocation: Optional[HC.In
     own_real = _grant_all(r)
     diags = r.diags
     if any(d["severity"] == D.ERROR for d in diags):
-        return GR.refused(name, diags)           # scope checks come before the bwrap check (spec §5.4)
+        return RS.refused(name, diags)           # scope checks come before the bwrap check (spec §5.4)
     if not status.get("active"):
         diags.append(D.make("executor_os_sandbox_unavailable", fill={"executor": name},
                             wording="profile_no_bwrap" if not status.get("bwrap_available") else "profile_disabled"))
-        return GR.refused(name, diags)
+        return RS.refused(name, diags)
 
     flags, network = _namespaces(manifest)
     ordered = r.mounts.ordered()
     descriptors = _stabilise(r, ordered)
     if any(d["severity"] == D.ERROR for d in diags):
-        return GR.refused(name, diags)
+        return RS.refused(name, diags)
     if command is None:          # inside the sandbox, every grant is at its resolved path
         command = [_inside(host, host["python_executable"]), os.path.join(own_real or own_dir, entrypoint)]
     argv = [status.get("bwrap_path") or bwrap_path or "bwrap"] + [f["flag"] for f in flags] + _mount_argv(ordered)
@@ -95,12 +97,12 @@ def _render(manifest: Manifest, host: HC.HostContext, invocation: Optional[HC.In
     argv.extend(command)
     violations = INV.check_invariants(argv, manifest, host, invocation, own_dir, descriptors)
     if violations:
-        return GR.refused(name, diags + [D.make("profile_invariant_violated", wording="withheld", fill={
+        return RS.refused(name, diags + [D.make("profile_invariant_violated", wording="withheld", fill={
             "executor": name, "violated": "; ".join(violations[:5])}, violations=violations[:20])])
     return {
         "executor": name, "decision": "wrapped", "refusal": None, "argv": argv,
-        "command_line": GR.shell_join(argv), "mounts": ordered, "namespaces": flags,
-        "network": network, "diagnostics": GR._bounded(diags), "descriptors": descriptors,
+        "command_line": RS.shell_join(argv), "mounts": ordered, "namespaces": flags,
+        "network": network, "diagnostics": RS.bounded(diags), "descriptors": descriptors,
         "manifest": {"name": name, "origin": manifest.origin, "revision": manifest.revision,
                      "digest": manifest.digest},
     }
@@ -111,7 +113,7 @@ def _inside(host: HC.HostContext, path: str) -> str:
     return host.inside(path)
 
 
-def _stabilise(r: GR._Render, ordered: List[GR.MountEntry]) -> List[DS.Descriptor]:
+def _stabilise(r: GR._Render, ordered: List[RS.MountEntry]) -> List[DS.Descriptor]:
     """Bind by descriptor every source that someone other than root could move (refused when this bwrap
     cannot), then prove with the mount model that every destination means inside what was judged."""
     descriptors: List[DS.Descriptor] = []
@@ -144,7 +146,7 @@ def _stabilise(r: GR._Render, ordered: List[GR.MountEntry]) -> List[DS.Descripto
     return descriptors
 
 
-def _model(ordered: List[GR.MountEntry]) -> List[MM.Finding]:
+def _model(ordered: List[RS.MountEntry]) -> List[MM.Finding]:
     """The renderer's own run of the mount model over the mounts it is about to emit (the final check runs
     it again on the argv it reads back)."""
     return MM.violations([_new(MM.Op, (e["kind"], e["src"], e["dest"], "fd" in e)) for e in ordered], HC._STATS[0])
@@ -180,7 +182,7 @@ def _namespaces(manifest: Manifest) -> _Namespaces:
     """The namespace flags (R-BASE-6) and the network decision: the host network only when a
     capability needs it (R-NET-1), else --unshare-net (R-BASE-7)."""
     net_because = [cap.text for cap in manifest.capabilities if cap.needs_network()]
-    flags = [{"flag": f, "rule": "R-BASE-6", "source": "base"} for f in HC.BASE_FLAGS]
+    flags = [{"flag": f, "rule": "R-BASE-6", "source": "base"} for f in HL.BASE_FLAGS]
     network: Dict[str, Any]
     if net_because:
         network = {"host": True, "rule": "R-NET-1", "because": net_because}
@@ -202,17 +204,17 @@ def _own_folder(r: GR._Render) -> Optional[str]:
         real = HC._realpath(own)
         home = r.host.real(r.host["executors_dir"])
     except PA.Unresolvable as exc:
-        r.diags.append(HC.host_refusal(key, own, HC.Problem("links", HC._UNRESOLVABLE[exc.why] % exc.path)))
+        r.diags.append(HL.host_refusal(key, own, HL.Problem("links", HL.UNRESOLVABLE[exc.why] % exc.path)))
         return None
     if not r.host["executor_dir"] and os.path.join(home, os.path.basename(own)) != real:
-        r.diags.append(HC.host_refusal(key, own, HC.Problem("leave", "the executor's folder resolves to %s through a "
+        r.diags.append(HL.host_refusal(key, own, HL.Problem("leave", "the executor's folder resolves to %s through a "
                                                                      "symlink, not to its own folder in %s"
                                                                      % (real, r.host["executors_dir"]))))
         return None
     for form in (own, real) if real != own else (own,):       # the same path is judged once
         problem = r.host.judge(form, "ro", own=form)
         if problem:
-            r.diags.append(HC.host_refusal(key, own, problem))
+            r.diags.append(HL.host_refusal(key, own, problem))
             return None
     r.mounts.add("ro", real, real, "R-BASE-4", "base:executor_dir" + GR._declared(own, real))
     return real
@@ -221,7 +223,7 @@ def _own_folder(r: GR._Render) -> Optional[str]:
 _SOURCED = {"ro": "--ro-bind", "rw": "--bind", "symlink": "--symlink"}
 
 
-def _mount_argv(ordered: List[GR.MountEntry]) -> List[str]:
+def _mount_argv(ordered: List[RS.MountEntry]) -> List[str]:
     """The mount options of the argv, in order."""
     argv: List[str] = []
     for entry in ordered:
@@ -239,18 +241,18 @@ def _mount_argv(ordered: List[GR.MountEntry]) -> List[str]:
 
 def render_safe(manifest_source: Any, host: HC.HostContext, invocation: Optional[HC.Invocation] = None,
                 status: Optional[envflags.Status] = None, command: Optional[List[str]] = None,
-                preview: bool = False) -> GR.Profile:
+                preview: bool = False) -> RS.Profile:
     """coerce -> validate -> render -> final check, for any manifest source (a Manifest, a
     manifest.FileSource, bytes or text, or decoded data). Refusals are results, never exceptions.
 
     ``preview``: the caller renders off the target host (a filter on the controller): the result
     says so (``preview: true`` and a profile_preview diagnostic) and is never a final profile."""
-    prof: GR.Profile
+    prof: RS.Profile
     try:
         manifest = M.coerce(manifest_source)
     except ManifestError as exc:
         name = manifest_source.get("name") if isinstance(manifest_source, dict) else None
-        prof = GR.refused(name if isinstance(name, str) and MD._NAME.fullmatch(name) else None, exc.diagnostics)
+        prof = RS.refused(name if isinstance(name, str) and MD._NAME.fullmatch(name) else None, exc.diagnostics)
     else:
         prof = render(manifest, host, invocation, status, command)
     if preview:

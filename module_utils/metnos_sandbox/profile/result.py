@@ -1,0 +1,96 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a render answers: the profile (Rendered or Refused, told apart by ``decision``), its mounts with
+their provenance, the refusal builder (at most MAX_DIAGNOSTICS diagnostics) and the shell form of an argv.
+
+Pure Python, no Ansible imports.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import functools
+import shlex
+from typing import Any, Dict, List, Literal, Optional, Sequence, TypedDict, Union
+
+from ..base import diagnostics as D
+from . import model as MD
+
+
+class Provenance(TypedDict, total=False):
+    """Why a mount is there: the rule and what caused it (``covers``: a bind merged into this one)."""
+    rule: str
+    source: str
+    covers: str
+
+
+class _MountBase(TypedDict):
+    kind: str
+    src: Optional[str]
+    dest: str
+    provenance: List[Provenance]
+
+
+class MountEntry(_MountBase, total=False):
+    """One mount of a profile (public: the ``mounts`` of a result and of the .json on disk); ``fd``: the
+    descriptor number a bind whose source can move is bound by (see ``descriptors`` of the result)."""
+    fd: int
+
+
+class _ProfileBase(TypedDict):
+    executor: Optional[str]
+    command_line: Optional[str]
+    mounts: List[MountEntry]
+    namespaces: List[Dict[str, str]]      # {"flag", "rule", "source"}
+    network: Optional[Dict[str, Any]]     # {"host", "rule", "because"}
+    diagnostics: List[D.Diagnostic]
+
+
+class _ProfileExtra(_ProfileBase, total=False):
+    descriptors: List[Dict[str, Any]]     # descriptors.Descriptor, when wrapped
+    manifest: Dict[str, Any]              # name, origin, revision, digest, when wrapped
+    exception: Dict[str, Any]             # rule, source, digest, when run direct (the pinned undo broker)
+    preview: bool                         # rendered off the target host (a filter on the controller)
+
+
+class Rendered(_ProfileExtra):
+    """A profile that runs: wrapped by bwrap, or direct (the pinned undo broker, R-FAIL-2)."""
+    decision: Literal["wrapped", "direct"]
+    refusal: None
+    argv: List[str]
+
+
+class Refused(_ProfileExtra):
+    """A profile withheld: ``refusal`` is the first error's code, the diagnostics say why."""
+    decision: Literal["refused"]
+    refusal: Optional[str]
+    argv: None
+
+
+Profile = Union[Rendered, Refused]
+"""A profile as every face returns it (profile.render and render_safe; refused() and the undo decision)."""
+
+
+_quote = functools.lru_cache(maxsize=8192)(shlex.quote)
+
+
+def shell_join(argv: Sequence[str]) -> str:
+    return " ".join(map(_quote, argv))
+
+
+def bounded(diags: List[D.Diagnostic]) -> List[D.Diagnostic]:
+    """At most MAX_DIAGNOSTICS diagnostics per profile, errors first; the rest are counted in the
+    last one's message (a manifest of 128 refused paths gets a short answer)."""
+    diags = D.sort(diags)
+    if len(diags) <= MD.MAX_DIAGNOSTICS:
+        return diags
+    more = len(diags) - MD.MAX_DIAGNOSTICS
+    kept = diags[:MD.MAX_DIAGNOSTICS]
+    kept[-1] = D.amend(kept[-1], "more_diagnostics", count=more)
+    return kept
+
+
+def refused(name: Optional[str], diags: List[D.Diagnostic]) -> Refused:
+    errors = [d for d in diags if d["severity"] == D.ERROR]
+    return {"executor": name, "decision": "refused", "refusal": errors[0]["code"] if errors else None,
+            "argv": None, "command_line": None, "mounts": [], "namespaces": [],
+            "network": None, "diagnostics": bounded(diags)}
