@@ -72,7 +72,8 @@ def sources():
 from importlib._bootstrap_external import MAGIC_NUMBER
 from importlib.machinery import ModuleSpec
 where = envelope.get("cache")
-bundle = where and os.path.join(where, "%s-%s-2.code" % (hashlib.sha256(blob).hexdigest(), sys.implementation.cache_tag))
+bundle = where and os.path.join(where, "%s-%s-2.code" % (hashlib.sha256(blob).hexdigest(),
+                                                          sys.implementation.cache_tag))
 def trusted(path):
     here = "/"
     for part in [""] + [p for p in path.split("/") if p]:
