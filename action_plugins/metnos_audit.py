@@ -24,6 +24,9 @@ from ansible.errors import AnsibleConnectionFailure
 from ansible.executor.interpreter_discovery import discover_interpreter
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.metnos.sandbox.plugins.filter.metnos_sandbox import (
+    metnos_manifest_source,  # manifest_sources: the filter's one loader, called here instead of in the task
+)
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import (
     report as R,  # controller side only: the spool's layout
 )
@@ -113,8 +116,11 @@ class ActionModule(ActionBase):
         _validation, validated = self.validate_argument_spec(argument_spec=O.spec(O.AUDIT))
         args = O.with_defaults(O.AUDIT, validated)
         # Manifest text is loaded by the core's one reader/decoder (the host then needs no YAML library); a
-        # refused load travels as the core's refusal record, refused on the host.
-        args["manifests"] = [M.transport(item) for item in args.get("manifests") or []]
+        # refused load travels as the core's refusal record, refused on the host. manifest_sources are what the
+        # metnos_manifest_source filter takes (paths, {file|manifest}), loaded by that filter's function.
+        sources = args.pop("manifest_sources", None) or []
+        args["manifests"] = [M.transport(item) for item in args.get("manifests") or []] + [
+            M.transport(metnos_manifest_source(item)) for item in sources]
         try:
             O.sha256_list(args.get("accept_bwrap_sha256"))
         except O.OptionError as exc:

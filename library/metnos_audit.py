@@ -34,6 +34,16 @@ options:
     type: list
     elements: raw
     default: []
+  manifest_sources:
+    description:
+      - Manifests as C(metnos_sandbox_manifests) lists them - a controller path, or a mapping with C(file) (a
+        path) or C(manifest) (the manifest itself) - loaded on the controller as the
+        P(metnos.sandbox.metnos_manifest_source#filter) filter loads them, then checked after O(manifests).
+      - What playbooks/audit.yml passes, so that its task needs no Jinja filter (each forked worker would load
+        every filter plugin).
+    type: list
+    elements: raw
+    default: []
   host:
     description: Host-context overrides (as for M(metnos.sandbox.sandbox_profile)).
     type: dict

@@ -11,10 +11,12 @@ which the system tests do on real hosts (tests/system/test_audit_transport.py)."
 import ast
 import base64
 import builtins
+import fcntl
 import json
 import os
 import shlex
 import subprocess
+import time
 import zlib
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import transport as T
@@ -170,6 +172,39 @@ def test_the_payload_is_built_once_per_run(tmp_path):
         handle.write(b"kept")
     assert T.cached_payload(CORE, cache) == b"kept"
 
+
+
+def test_workers_that_start_together_build_the_payload_once(tmp_path):
+    """A worker that finds no payload waits for the one building it (the lock) and reads what it wrote, instead
+    of building it again: here the test holds the lock, a forked worker asks, the test writes the payload and
+    releases; the worker returns the test's bytes, not a payload of its own."""
+    cache = str(tmp_path / "payload.z")
+    lock = os.open(cache + ".lock", os.O_WRONLY | os.O_CREAT, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    got, put = os.pipe()
+    pid = os.fork()
+    if pid == 0:    # the worker (without the test's descriptor of the lock: the lock would be its own too)
+        os.close(got)
+        os.close(lock)
+        try:
+            os.write(put, T.cached_payload(CORE, cache))
+        finally:
+            os._exit(0)
+    os.close(put)
+    for _ in range(1000):   # until the worker waits for the lock (a blocked request is listed with "->")
+        with open("/proc/locks") as locks:
+            if any("->" in line and " %d " % pid in line for line in locks):
+                break
+        time.sleep(0.01)
+    else:
+        raise AssertionError("the worker never waited for the lock")
+    with open(cache, "wb") as handle:
+        handle.write(b"built by the first worker")
+    os.close(lock)
+    with os.fdopen(got, "rb") as handle:
+        answer = handle.read()
+    os.waitpid(pid, 0)
+    assert answer == b"built by the first worker"
 
 def _audit_with_cache(cache, core=STAND_IN):
     frame = T.new_frame()

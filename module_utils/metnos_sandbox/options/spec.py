@@ -63,6 +63,8 @@ def spec(*parts: Mapping[str, Mapping[str, Any]], **more: Mapping[str, Any]) -> 
 AUDIT: Spec = spec(
     SERVICE,
     manifests={"type": "list", "elements": "raw", "default": []},
+    # metnos_sandbox_manifests entries (paths or {file|manifest}), loaded on the controller by the action
+    manifest_sources={"type": "list", "elements": "raw", "default": []},
     host=HOST,
     profile_dir={"type": "path", "default": "/etc/metnos/sandbox/profiles"},
     probe={"type": "bool", "default": True},
