@@ -20,7 +20,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audi
 # checkout through collections/ansible_collections/metnos/sandbox/).
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as _diagnostics
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import sources as _sources
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import granters as _granters
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import result as _result
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_layout as HL
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as _manifest
@@ -145,7 +145,7 @@ def shell_join(argv):
     """A list of arguments -> one shell-quoted command line."""
     if not isinstance(argv, (list, tuple)) or not all(isinstance(a, str) for a in argv):
         raise AnsibleFilterError("shell_join: expected a list of strings, got %s" % _diagnostics.excerpt(argv))
-    return _granters.shell_join(argv)     # the core's one shell_join (the profiles' command lines)
+    return _result.shell_join(argv)     # the core's one shell_join (the profiles' command lines)
 
 
 class FilterModule(object):
