@@ -20,12 +20,12 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audi
 # checkout through collections/ansible_collections/metnos/sandbox/).
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as _diagnostics
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import sources as _sources
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import result as _result
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_layout as HL
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as _manifest
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import model as MD
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as _profile
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import result as _result
 
 
 def sandbox_summary(facts, sections=None):
