@@ -51,8 +51,8 @@ def test_payload_travels_as_arguments_of_one_command():
     Linux's MAX_ARG_STRLEN (128 KiB) and the whole far under ARG_MAX, so nothing is written on the host."""
     data = T.message(T.new_frame(), {"unit": "metnos.service"}, T.build_payload(CORE))
     argv = shlex.split(T.argv_command("/usr/bin/python3", data))
-    assert argv[:3] == ["/usr/bin/python3", "-c", T.BOOTSTRAP]
-    assert base64.b64decode("".join(argv[3:])) == data
+    assert argv[:5] == ["/usr/bin/python3", "-I", "-S", "-c", T.BOOTSTRAP]
+    assert base64.b64decode("".join(argv[5:])) == data
     assert max(len(a.encode("utf-8")) for a in argv) < 128 * 1024
     assert sum(len(a) for a in argv) < 2 * 1024 * 1024
 

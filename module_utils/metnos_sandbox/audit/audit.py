@@ -23,6 +23,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, TypedDic
 from ..base import diagnostics as D
 from ..base import envflags
 from ..host import bwrap as B
+from ..host import bwrap_trust as BT
 from ..host import facts as F
 from ..options import spec as O
 from ..probe import probe as PR
@@ -117,12 +118,14 @@ def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner) -
         smoke_user = F.resolve_user(params["smoke_user"]) if params.get("smoke_user") else F.default_smoke_user()
     except F.UserError:
         smoke_user = F.default_smoke_user()
-    facts = F.gather(path_text, dict(os.environ), smoke_test=True, smoke_user=smoke_user, runner=runner)
+    ledger = BT.Ledger()        # each bwrap file asked of the package manager once in this audit
+    facts = F.gather(path_text, dict(os.environ), smoke_test=True, smoke_user=smoke_user, runner=runner,
+                     ledger=ledger)
     result["bwrap_facts"] = facts
     diags = list(facts["diagnostics"])
 
     unit = params.get("unit") or ""
-    result["service"], inspection = _service(unit, params, runner, diags)
+    result["service"], inspection = _service(unit, params, runner, diags, ledger)
     status = result["service"]["status"] if result["service"] is not None else facts["status"]
 
     drift = profile_drift(params["manifests"], params["host"], params["profile_dir"], status, runner)
@@ -130,8 +133,8 @@ def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner) -
     diags.extend(drift_diagnostics(drift))
 
     probe_diags: List[D.Diagnostic] = []
-    result["probe"] = _probe(unit if result["service"] is not None else None, params, runner, inspection,
-                             probe_diags) if params["probe"] else None
+    result["probe"] = _probe(unit if result["service"] is not None else None, params, runner,
+                             PR.Handed(inspection, ledger), probe_diags) if params["probe"] else None
     result["diagnostics"] = D.sort(D.union(diags, probe_diags, monitor_diags))   # each finding once
     result["verdict"] = F.verdict(result["diagnostics"])
     if result["probe"] is not None and not result["probe"].get("passed"):
@@ -142,15 +145,15 @@ def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner) -
     return safe
 
 
-def _service(unit: str, params: Mapping[str, Any], runner: B.Runner,
-             diags: List[D.Diagnostic]) -> Tuple[Optional[S.ServiceResult], Optional[S.Inspection]]:
+def _service(unit: str, params: Mapping[str, Any], runner: B.Runner, diags: List[D.Diagnostic],
+             ledger: Optional[BT.Ledger] = None) -> Tuple[Optional[S.ServiceResult], Optional[S.Inspection]]:
     """The service-environment result of ``unit`` (None when there is none) and the inspection it comes from
     (the one reading of the unit in an audit: the probe is handed it), its diagnostics added to ``diags``."""
     found = None
     if unit:
         try:
             found = S.inspect({"unit": unit, "scope": params.get("scope") or "system", "user": params.get("user"),
-                               "mode": "auto"}, runner)
+                               "mode": "auto"}, runner, ledger)
         except S.SystemctlError as exc:
             diags.append(D.unit_not_found(unit, error=str(exc)))
     if found is None:
@@ -163,16 +166,16 @@ def _service(unit: str, params: Mapping[str, Any], runner: B.Runner,
     return svc, found
 
 
-def _probe(unit: Optional[str], params: Mapping[str, Any], runner: B.Runner, inspection: Optional[S.Inspection],
+def _probe(unit: Optional[str], params: Mapping[str, Any], runner: B.Runner, handed: PR.Handed,
            diags: List[D.Diagnostic]) -> PR.ProbeResult:
     """The real probe in the service's context (``unit``: None without a service), handed the audit's own
-    inspection of the unit (never read twice); its diagnostics are added to ``diags`` (audit_host lists each
-    finding once: diagnostics.union)."""
+    inspection of the unit (never read twice) and its verifications of bwrap files; its diagnostics are added
+    to ``diags`` (audit_host lists each finding once: diagnostics.union)."""
     probe = PR.probe_service({"unit": unit, "scope": params.get("scope"),
                               "user": params.get("user"), "host": params.get("host") or {},
                               "timeout": params["timeout"],
                               "accept_bwrap_sha256": params.get("accept_bwrap_sha256") or []},
-                             runner, inspection=PR.Handed(inspection))
+                             runner, inspection=handed)
     probe.pop("service", None)
     diags.extend(probe["diagnostics"])
     return probe

@@ -10,8 +10,24 @@ Pure Python, no Ansible imports.
 from __future__ import absolute_import, annotations, division, print_function
 
 import os
-import tempfile
-from typing import Callable, Iterable, Optional, Union
+from typing import Callable, Iterable, Optional, Tuple, Union
+
+TEMP_TRIES = 100
+
+
+def temporary_beside(path: str) -> Tuple[int, str]:
+    """A new file ``.<name>.<12 hex digits>`` in ``path``'s folder, created exclusively (never a link
+    followed), mode 0600: (descriptor, its path). What tempfile.mkstemp does, without importing tempfile
+    (shutil, random, bz2, lzma: ~4 ms of every audited host's CPU, measured with python -X importtime)."""
+    folder, name = os.path.dirname(path) or ".", os.path.basename(path)
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    for _try in range(TEMP_TRIES):
+        tmp = os.path.join(folder, ".%s.%s" % (name, os.urandom(6).hex()))
+        try:
+            return os.open(tmp, flags, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError("no free temporary name beside %s after %d tries" % (path, TEMP_TRIES))
 
 
 def replace(path: str, content: Union[str, Iterable[str]], mode: int = 0o644,
@@ -21,7 +37,7 @@ def replace(path: str, content: Union[str, Iterable[str]], mode: int = 0o644,
     ``move(tmp, path)`` puts the finished temporary file in place (a module passes
     AnsibleModule.atomic_move, which keeps the SELinux context); the default is os.replace. The temporary
     file is removed whatever happens."""
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".%s." % os.path.basename(path))
+    fd, tmp = temporary_beside(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             for chunk in ([content] if isinstance(content, str) else content):

@@ -169,11 +169,39 @@ def package_state(manager: str, name: str, path: str, runner: B.Runner = B.defau
 
 # --------------------------------------------------------------------------- one binary, a run's set
 
+class Ledger(object):
+    """The verifications of one audit, so that a file is asked of its package manager once per audit (the
+    host's facts, the service's bwrap and the probe's run verify the same file, often). A verification is
+    reused only for the same path, resolving to the same file with the same identity (device, inode, size,
+    mtime and ctime: a file written, replaced or re-linked since is verified again)."""
+
+    def __init__(self) -> None:
+        self._seen: t.Dict[t.Tuple[str, str, t.Tuple[int, ...]], t.Tuple[t.Any, ...]] = {}
+
+    def seen(self, path: str, real: str, ident: t.Sequence[int]) -> t.Optional[t.Tuple[t.Any, ...]]:
+        """(sha256, package, state, detail) of an earlier verification of that file, or None."""
+        return self._seen.get((path, real, tuple(ident)))
+
+    def keep(self, path: str, real: str, ident: t.Sequence[int], verified: t.Tuple[t.Any, ...]) -> None:
+        self._seen[(path, real, tuple(ident))] = verified
+
+
+def _verified(path: str, real: str, runner: B.Runner,
+              tool_on: t.Callable[[str], t.Optional[str]]) -> t.Tuple[t.Optional[str], Json, str, str]:
+    """(sha256, package, state, detail) of the file at ``real`` (``path`` resolved), asked now."""
+    digest = sha256_file(real)
+    pkg = PO.package_facts(path, runner=runner, tool_on=tool_on)
+    if not pkg:
+        return digest, pkg, "unpackaged", ""
+    state, detail = package_state(pkg["manager"], pkg["name"], real, runner)
+    return digest, pkg, {"ok": "packaged"}.get(state, state), detail
+
+
 def verify(path: str, runner: B.Runner = B.default_runner, accepted: t.Sequence[str] = (),
-           tool_on: t.Callable[[str], t.Optional[str]] = PO._tool_on) -> Json:
+           tool_on: t.Callable[[str], t.Optional[str]] = PO._tool_on, ledger: t.Optional[Ledger] = None) -> Json:
     """The trust of one bwrap path: {path, realpath, ident [dev, ino], sha256, package, state, detail,
     trusted}. The file is identified before and after it is verified: a file that changed meanwhile is not
-    verified."""
+    verified. ``ledger``: the audit's earlier verifications (the same file is not asked about again)."""
     real = os.path.realpath(path)
     before = identity(real)
     out: Json = {"path": path, "realpath": real, "ident": before[:2] if before else None, "sha256": None,
@@ -181,13 +209,13 @@ def verify(path: str, runner: B.Runner = B.default_runner, accepted: t.Sequence[
     if before is None:
         out["detail"] = "%s does not exist" % real
         return out
-    out["sha256"] = sha256_file(real)
-    out["package"] = pkg = PO.package_facts(path, runner=runner, tool_on=tool_on)
-    if pkg:
-        state, out["detail"] = package_state(pkg["manager"], pkg["name"], real, runner)
-        out["state"] = {"ok": "packaged"}.get(state, state)
-    else:
-        out["state"] = "unpackaged"
+    found = ledger.seen(path, real, before) if ledger is not None else None
+    if found is None:
+        found = _verified(path, real, runner, tool_on)
+        if ledger is not None and identity(real) == before:
+            ledger.keep(path, real, before, found)
+    out["sha256"], out["package"], out["state"], out["detail"] = found
+    out["package"] = dict(out["package"])
     if out["state"] != "packaged" and out["sha256"] and out["sha256"] in set(accepted):
         out["state"], out["detail"] = "accepted", "its sha256 is accepted"
     if identity(real) != before:
@@ -197,16 +225,16 @@ def verify(path: str, runner: B.Runner = B.default_runner, accepted: t.Sequence[
 
 
 def for_run(bwrap_path: str, runner: B.Runner = B.default_runner, accepted: t.Sequence[str] = (),
-            path_text: t.Optional[str] = None) -> Json:
+            path_text: t.Optional[str] = None, ledger: t.Optional[Ledger] = None) -> Json:
     """What a run trusts: {"bwrap": verify(the path the service runs), "packaged": verify(/usr/bin/bwrap) when
     that is another file, "ids": [[dev, ino] of every trusted one]}. A bare name is resolved through
     ``path_text`` (default: this process's PATH) as execvp resolves it."""
     if "/" not in bwrap_path:
         bwrap_path = B.which(bwrap_path, path_text if path_text is not None else os.environ.get("PATH")) or bwrap_path
-    main = verify(bwrap_path, runner, accepted)
+    main = verify(bwrap_path, runner, accepted, ledger=ledger)
     out: Json = {"bwrap": main, "packaged": None}
     if os.path.realpath(bwrap_path) != os.path.realpath(PACKAGED_BWRAP) and os.path.exists(PACKAGED_BWRAP):
-        out["packaged"] = verify(PACKAGED_BWRAP, runner, accepted)
+        out["packaged"] = verify(PACKAGED_BWRAP, runner, accepted, ledger=ledger)
     out["ids"] = [v["ident"] for v in (main, out["packaged"]) if v and v["trusted"] and v["ident"]]
     return out
 

@@ -51,20 +51,28 @@ def default_smoke_user() -> Optional[Dict[str, Any]]:
     return None
 
 
-def bwrap_info(bwrap_path: str, runner: B.Runner = B.default_runner) -> Dict[str, Any]:
-    """Version, package, owner, mode, setuid and --help features of one bwrap."""
+# bwrap_trust's states of a file in a package, as package_state() names them
+_PACKAGE_STATE = {"packaged": "ok"}
+
+
+def bwrap_info(bwrap_path: str, runner: B.Runner = B.default_runner,
+               ledger: Optional[BT.Ledger] = None) -> Dict[str, Any]:
+    """Version, package, owner, mode, setuid and --help features of one bwrap. ``ledger``: the audit's
+    verifications (bwrap_trust.Ledger), so that the probe does not ask the package manager again."""
     rc, out, err = runner([bwrap_path, "--version"])
     version = B.parse_version(out or err)
     rc_h, help_out, help_err = runner([bwrap_path, "--help"])
     features = B.parse_features(help_out or help_err)
-    pkg = PO.package_facts(bwrap_path, runner=runner)
+    # what the package database says of the file (dpkg --verify, rpm -V, pacman -Qkk): bwrap_trust
+    trust = BT.verify(bwrap_path, runner, ledger=ledger)
+    pkg = trust["package"] if trust["ident"] else PO.package_facts(bwrap_path, runner=runner)
     info: Dict[str, Any] = {"version": version, "features": features,
                             "missing_features": B.missing_features(features), "package": pkg}
     files = B.file_facts(bwrap_path)
     info.update(files)
     if pkg:
-        # what the package database says of the file (dpkg --verify, rpm -V, pacman -Qkk): bwrap_trust
-        state, detail = BT.package_state(pkg["manager"], pkg["name"], str(files["realpath"]), runner)
+        state, detail = (_PACKAGE_STATE.get(trust["state"], trust["state"]), trust["detail"]) if trust["ident"] else \
+            BT.package_state(pkg["manager"], pkg["name"], str(files["realpath"]), runner)
         info["package"] = dict(pkg, verified=state, verify_detail=detail)
     return info
 
@@ -138,8 +146,10 @@ def smoke_diagnostics(result: Mapping[str, Any]) -> List[D.Diagnostic]:
 
 def gather(path_text: str, environment: Mapping[str, str], smoke_test: bool = True,
            smoke_user: Optional[Dict[str, Any]] = None, proc: str = "/proc", sys_root: str = "/sys", root: str = "/",
-           runner: B.Runner = B.default_runner, cwd: str = "/", smoke_timeout: float = 20.0) -> Dict[str, Any]:
-    """Everything bwrap_facts returns. ``smoke_user`` is a resolved user dict or None."""
+           runner: B.Runner = B.default_runner, cwd: str = "/", smoke_timeout: float = 20.0,
+           ledger: Optional[BT.Ledger] = None) -> Dict[str, Any]:
+    """Everything bwrap_facts returns. ``smoke_user`` is a resolved user dict or None; ``ledger``: see
+    bwrap_info()."""
     diags: List[D.Diagnostic] = []
     found = B.which("bwrap", path_text, cwd=cwd)
     status = envflags.status(found, environment)
@@ -151,7 +161,7 @@ def gather(path_text: str, environment: Mapping[str, str], smoke_test: bool = Tr
     diags.extend(kernel.diagnose(knobs))
 
     if found:
-        info = bwrap_info(found, runner=runner)
+        info = bwrap_info(found, runner=runner, ledger=ledger)
         result["bwrap"] = info
         diags.extend(binary_diagnostics(info))
     else:

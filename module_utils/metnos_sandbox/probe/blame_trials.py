@@ -8,10 +8,10 @@ Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import os
 import subprocess
 import time
 import typing as t
-import uuid
 
 from ..host import bwrap_errors as BE
 from ..service import systemd_exit as SX
@@ -51,15 +51,15 @@ class SystemdTrials(object):
         self.trust = trust  # bwrap_trust.for_run() of argv[0], verified once by the failed probe
 
     def confirm(self, assignments: t.List[Assignment], user: Json) -> Outcome:
-        spec = dict(self.spec, token=uuid.uuid4().hex[:12])
+        spec = dict(self.spec, token=os.urandom(6).hex())
         verdict = RUN.run_systemd(self.argv, spec, self.python, user, {"assignments": assignments}, {}, self.timeout,
-                                  "metnos-probe-%s" % uuid.uuid4().hex[:10], trust=self.trust)
+                                  "metnos-probe-%s" % os.urandom(5).hex(), trust=self.trust)
         return outcome_of(verdict)
 
     def probe(self, assignments: t.List[Assignment], user: Json) -> Outcome:
         if not self.light:
             return self.confirm(assignments, user)
-        token = "metnos-search-%s" % uuid.uuid4().hex[:12]
+        token = "metnos-search-%s" % os.urandom(6).hex()
         sep = self.argv.index("--") if "--" in self.argv else len(self.argv)
         command = ["/bin/sh", "-c", LIGHT_LAUNCHER, "sh"] + PL._descriptor_launcher(self.argv[:sep] + [
             "--", self.python, "-I", "-S", "-c", "print(%r)" % token], self.python, self.spec)
@@ -91,7 +91,7 @@ class SystemdTrials(object):
     def _run(self, assignments: t.List[Assignment], user: Json, own: t.Sequence[str],
              command: t.List[str]) -> t.Tuple[_Run, str]:
         """systemd-run --wait --pipe of ``command`` in a transient unit with ``assignments``; bounded."""
-        unit = "metnos-probe-%s" % uuid.uuid4().hex[:10]
+        unit = "metnos-probe-%s" % os.urandom(5).hex()
         argv = RUN.systemd_run_argv(unit, user, {"assignments": assignments}, {}, self.timeout, own=own)
         argv += ["-p", "TimeoutStopSec=%d" % RUN.STOP_TIMEOUT] + command
         start = time.time()

@@ -12,8 +12,8 @@ from __future__ import absolute_import, annotations, division, print_function
 import json
 import os
 import typing as t
-import uuid
 
+from ..base import json_lite as JL
 from ..base.paths import under
 from ..host import bwrap_options as BO
 from ..host import procfs as PF
@@ -50,9 +50,9 @@ class SystemdReport(t.NamedTuple):
 
 # Runs inside the sandbox on the runtime's interpreter (Python 3.6+, stdlib only). It reports
 # one JSON line on stdout, then waits on stdin until the outside has read its evidence.
-PAYLOAD = r"""
-import ctypes, errno, json, os, socket, sys
-spec = json.loads(sys.argv[1])
+PAYLOAD = JL.PRELUDE + r"""
+import ctypes, errno, os, socket, sys
+spec = loads(sys.argv[1])
 libc = ctypes.CDLL(None, use_errno=True)
 libc.prctl(15, ctypes.c_char_p(("mp-" + spec["token"])[:15].encode()), 0, 0, 0)   # PR_SET_NAME: this code ran here
 def beacon(name):
@@ -135,7 +135,7 @@ try:
     obs["pdeathsig"] = sig.value
 except Exception as exc:
     obs["pdeathsig"] = "error:%s" % exc
-sys.stdout.write(json.dumps(obs) + "\n")
+sys.stdout.write(dumps(obs) + "\n")
 sys.stdout.flush()
 try:
     go = sys.stdin.readline().strip()
@@ -206,7 +206,7 @@ def expectations(profile: RS.Profile, extra_absent: t.Sequence[str] = ()) -> Jso
 
     rules = dict((m["dest"], (m.get("provenance") or [{}])[0].get("rule") or "R-CAP-FS") for m in mounts)
     return {
-        "token": uuid.uuid4().hex[:12],
+        "token": os.urandom(6).hex(),
         "unshare": unshare,
         "ns": list(PF.NS_KINDS),
         "ro": dests("ro"), "rw": dests("rw"), "tmpfs": dests("tmpfs"), "dev": dests("dev"), "proc": dests("proc"),

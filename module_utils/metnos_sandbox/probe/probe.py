@@ -56,7 +56,6 @@ from __future__ import absolute_import, annotations, division, print_function
 import os
 import pwd
 import typing as t
-import uuid
 
 from ..base import diagnostics as D
 from ..base import envflags
@@ -127,8 +126,10 @@ def _user_entry(name: str) -> User:
 
 class Handed(t.NamedTuple):
     """The service inspection a caller already made (the audit: None when the unit is missing), so that the
-    probe does not read the unit again."""
+    probe does not read the unit again; and the caller's verifications of bwrap files (bwrap_trust.Ledger), so
+    that a file the caller verified is not asked of the package manager again."""
     inspection: t.Optional[S.Inspection]
+    ledger: t.Optional[BT.Ledger] = None
 
 
 def _service(params: Json, runner: t.Any, out: ProbeResult, handed: t.Optional[Handed] = None) -> _Service:
@@ -218,7 +219,7 @@ def _run_in_context(params: Json, runner: t.Any, service: _Service, prof: RS.Ren
             out["context"] = "direct as %s in the admin's environment (no service unit%s)" % (
                 user.get("name"), " %s" % unit if unit else "")
         return verdict
-    unit_name = "metnos-probe-%s" % uuid.uuid4().hex[:10]
+    unit_name = "metnos-probe-%s" % os.urandom(5).hex()
     settings: Json = {}
     run_env = service.env
     if service.svc_env is not None:
@@ -295,7 +296,7 @@ def probe_service(params: Json, runner: t.Any, inspection: t.Optional[Handed] = 
         extra.append(service.user["home"])
     spec = PL.expectations(prof, extra_absent=extra)
     accepted, _refused = BT.normalise_accepted(params.get("accept_bwrap_sha256") or [])
-    trust = BT.for_run(prof["argv"][0], runner, accepted)
+    trust = BT.for_run(prof["argv"][0], runner, accepted, ledger=inspection.ledger if inspection else None)
     findings = RUN.bwrap_binary_findings(prof["argv"][0], runner, trust)
     verdict = _run_in_context(params, runner, service, prof, spec, python, out, trust)
     out.update(t.cast(ProbeResult, dict((k, v) for k, v in verdict.items() if k != "diagnostics")))  # run's keys

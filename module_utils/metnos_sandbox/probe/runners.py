@@ -14,7 +14,6 @@ import os
 import subprocess
 import time
 import typing as t
-import uuid
 
 from ..base import diagnostics as D
 from ..host import bwrap as B
@@ -39,7 +38,7 @@ def with_release(spec: Json, timeout: float) -> t.Tuple[Json, str]:
     """The spec the payload gets for one run, and the one-time token that releases it: the payload holds only
     the token's sha256, and the probe writes the token to its stdin only once the outside has verified it
     (a payload never released - a copy started outside - stays in the tree for up to ``linger`` seconds)."""
-    go = uuid.uuid4().hex
+    go = os.urandom(16).hex()
     return dict(spec, go=hashlib.sha256(go.encode()).hexdigest(), linger=max(1, min(int(timeout), 120))), go
 
 

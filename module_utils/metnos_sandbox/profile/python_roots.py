@@ -20,14 +20,16 @@ from typing import (
     Tuple,
 )
 
+from ..base import json_lite as JL
 from . import host_layout as HL
 from . import model as MD
 
 # Asked of the runtime's interpreter: its sys.path, and the installation it really runs from (the
 # prefixes, the stdlib and site folders, the folder of libpython and the libpython it has mapped, the
 # folder of the resolved executable): read-only base trees whatever the writable roots say.
-_ASK_PYTHON = r"""
-import json, os, sys, sysconfig
+# The answer is JSON written by base/json_lite.py (importing json there would cost ~5-10 ms of CPU per host).
+_ASK_PYTHON = JL.PRELUDE + r"""
+import os, sys, sysconfig
 inst = [sys.prefix, sys.base_prefix, sys.exec_prefix, getattr(sys, "base_exec_prefix", sys.exec_prefix),
         os.path.dirname(os.path.realpath(sys.executable))]
 inst += [sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")]
@@ -40,7 +42,7 @@ try:
                 inst.append(os.path.dirname(fields[5].strip()))
 except OSError:
     pass
-print(json.dumps({"path": sys.path, "install": [p for p in inst if isinstance(p, str)]}))
+print(dumps({"path": [p for p in sys.path if isinstance(p, str)], "install": [p for p in inst if isinstance(p, str)]}))
 """
 
 

@@ -18,6 +18,7 @@ from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Seq
 from ..base import diagnostics as D
 from ..base import envflags
 from ..host import bwrap as B
+from ..host import bwrap_trust as BT
 from ..host import facts as F
 from ..host import package_owner as PO
 from ..host import procfs as PF
@@ -514,8 +515,9 @@ class Inspection(NamedTuple):
     env: Optional[Dict[str, str]]
 
 
-def inspect(p: Params, runner: B.Runner) -> Optional[Inspection]:
-    """gather() + evaluate(): the whole service-environment result, or None when the unit is missing."""
+def inspect(p: Params, runner: B.Runner, ledger: Optional[BT.Ledger] = None) -> Optional[Inspection]:
+    """gather() + evaluate(): the whole service-environment result, or None when the unit is missing.
+    ``ledger``: the audit's verifications of bwrap files (bwrap_trust.Ledger), reused for the service's bwrap."""
     try:
         g = gather(p, runner)
     except U.UnitError:
@@ -524,7 +526,8 @@ def inspect(p: Params, runner: B.Runner) -> Optional[Inspection]:
         return Inspection({"unit": p["unit"], "mode": g.mode, "status": envflags.status(None, {}),
                            "diagnostics": [D.make("unit_masked", unit=p["unit"])]}, None)
     admin_path = p.get("admin_path") if p.get("admin_path") is not None else os.environ.get("PATH", "")
-    result = evaluate(Evaluation(p["unit"], g, admin_path, lambda path: F.bwrap_info(path, runner=runner)))
+    result = evaluate(Evaluation(p["unit"], g, admin_path, lambda path: F.bwrap_info(path, runner=runner,
+                                                                                             ledger=ledger)))
     user = result["user"]
     if user.get("missing"):
         result["diagnostics"].insert(0, D.make("service_user_missing", user=user["name"], unit=p["unit"]))

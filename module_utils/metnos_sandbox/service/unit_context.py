@@ -37,7 +37,6 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import os
 import re
-import socket
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import systemd_unit as U
@@ -120,7 +119,7 @@ def specifier_table(unit: str, scope: str = "system", user: Optional[Mapping[str
     else:
         dirs = {"t": "/run", "S": "/var/lib", "C": "/var/cache", "L": "/var/log", "E": "/etc", "u": "root",
                 "U": "0", "h": "/root", "g": "root", "G": "0", "s": "/bin/sh"}
-    host = socket.gethostname()
+    host = os.uname()[1]         # what gethostname() returns
     table = {
         "n": unit, "N": base, "p": prefix, "P": _unescape_unit(prefix), "i": instance if at else "",
         "I": _unescape_unit(instance) if at else "", "j": prefix_last, "J": _unescape_unit(prefix_last),

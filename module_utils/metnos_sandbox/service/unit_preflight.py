@@ -10,8 +10,8 @@ Pure Python, no Ansible imports; runs on managed hosts (Python >= 3.8).
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import os
 import re
-import uuid
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ..host import bwrap as B
@@ -158,7 +158,7 @@ def build(show: Mapping[str, str], runner: B.Runner, unit: str, scope: str = "sy
                                    "category": "unreadable"})
     ctx.update(files=files, differences=[], verified=False, attempts=0)
     if verify:
-        pre = Preflight(runner, unit_name or "metnos-probe-ctx-%s" % uuid.uuid4().hex[:10], scope, user)
+        pre = Preflight(runner, unit_name or "metnos-probe-ctx-%s" % os.urandom(5).hex(), scope, user)
         try:
             _verify(ctx, pre, show)
         finally:
