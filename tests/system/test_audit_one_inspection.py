@@ -3,7 +3,9 @@ probe. Counted for real: on a systemd host, `systemctl` is a wrapper on the audi
 call and runs the real one; playbooks/audit.yml audits a healthy unit and one whose directive breaks
 bwrap (the probe fails there and searches the directives by experiment). Per audit: one
 `systemctl show` of the unit's properties, one `systemctl show --all` for the probe's execution
-context, no `systemctl cat`; the verdicts and codes are those of the fleet test."""
+context, no `systemctl cat`; the verdicts and codes are those of the fleet test. Likewise `dpkg` is a
+counting wrapper: the host's facts, the service's bwrap and the probe's run all verify /usr/bin/bwrap, and
+the package manager is asked once per audit (`dpkg --verify bubblewrap`, bwrap_trust.Ledger)."""
 import glob
 import json
 import os
@@ -16,6 +18,8 @@ from conftest import ROOT, ansible_env, start_host, stop_host
 
 LOG = "/run/metnos-systemctl.log"
 COUNTING = "#!/bin/sh\nprintf '%%s\\n' \"$*\" >> %s\nexec /usr/bin/systemctl \"$@\"\n" % LOG
+DPKG_LOG = "/run/metnos-dpkg.log"
+COUNTING_DPKG = "#!/bin/sh\nprintf '%%s %%s\\n' \"${0##*/}\" \"$*\" >> %s\nexec /usr/bin/${0##*/} \"$@\"\n" % DPKG_LOG
 UNITS = {
     "healthy": ("[Service]\nUser=metnos\nExecStart=/bin/sleep infinity\n", "pass", None),
     "restricted": ("[Service]\nUser=metnos\nRestrictNamespaces=yes\nExecStart=/bin/sleep infinity\n", "fail",
@@ -31,6 +35,8 @@ def host(tmp_path_factory):
             h.install_unit(name, text)
         h.sh("systemctl daemon-reload && systemctl start metnos-healthy.service metnos-restricted.service")
         h.write("/usr/local/bin/systemctl", COUNTING, mode="0755")
+        for tool in ("dpkg", "dpkg-query"):
+            h.write("/usr/local/bin/" + tool, COUNTING_DPKG, mode="0755")
         assert h.sh("command -v systemctl").stdout.strip() == "/usr/local/bin/systemctl"
         inv = tmp_path_factory.mktemp("inv") / "hosts.yml"
         inv.write_text("all:\n  vars:\n    ansible_connection: containers.podman.podman\n"
@@ -58,7 +64,7 @@ def unit_reads(lines, unit):
 @pytest.mark.parametrize("name", sorted(UNITS))
 def test_the_unit_is_read_once_per_audit(host, name, tmp_path):
     h, inv = host
-    h.sh("rm -f %s" % LOG)
+    h.sh("rm -f %s %s" % (LOG, DPKG_LOG))
     cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inv, "playbooks/audit.yml",
            "-e", "metnos_audit_dest=%s" % tmp_path, "-e", '{"metnos_audit_manifests": []}',
            "-e", "metnos_sandbox_unit=metnos-%s.service" % name]
@@ -73,3 +79,6 @@ def test_the_unit_is_read_once_per_audit(host, name, tmp_path):
     reads = unit_reads(lines, "metnos-%s.service" % name)
     print("systemctl calls:", lines)
     assert reads == {"show": 1, "show --all": 1, "cat": 0}, (reads, lines)
+    dpkg = h.sh("cat %s" % DPKG_LOG).stdout.splitlines()
+    print("dpkg calls:", dpkg)
+    assert dpkg.count("dpkg --verify bubblewrap") == 1, dpkg

@@ -224,7 +224,28 @@ def test_the_compiled_core_is_reused_from_a_root_owned_cache(tmp_path):
     assert _audit_with_cache(cache) == {"state": "hit", "compiled": 0}
     other = _core("def audit_host(params):\n    return {'other': 1}\n")
     assert _audit_with_cache(cache, other) == {"state": "miss", "compiled": 3}
-    assert len(os.listdir(cache)) == 1 and os.listdir(cache) != [bundle]
+    assert len(os.listdir(cache)) == 2 and bundle in os.listdir(cache)
+    assert _audit_with_cache(cache) == {"state": "hit", "compiled": 0}          # the first core's bundle stays
+
+
+def test_the_cache_keeps_the_four_newest_bundles_and_nothing_else(tmp_path):
+    """Controllers with different versions of the toolkit audit the same hosts: each one's bundle stays
+    while it is among the newest 4; older bundles, bundles of another format and stray files are removed
+    by the next write."""
+    cache = str(tmp_path / "cache")
+    cores = [_core("def audit_host(params):\n    return {'core': %d}\n" % i) for i in range(6)]
+    assert _audit_with_cache(cache, cores[0])["state"] == "miss"
+    for stray in ("x-1.code", "partial.code.123", "notes"):
+        with open(os.path.join(cache, stray), "w") as handle:
+            handle.write("stray")
+    for core in cores[1:]:
+        time.sleep(0.02)        # distinct mtimes: the newest are kept
+        assert _audit_with_cache(cache, core)["state"] == "miss"
+    kept = os.listdir(cache)
+    assert len(kept) == 4 and all(n.endswith("-2.code") for n in kept), kept
+    for core in cores[2:]:
+        assert _audit_with_cache(cache, core) == {"state": "hit", "compiled": 0}
+    assert _audit_with_cache(cache, cores[0])["state"] == "miss"                # the oldest was removed
 
 
 def test_a_cache_anyone_else_could_write_is_never_used(tmp_path):

@@ -148,3 +148,31 @@ def test_dpkg_for_real_this_hosts_bwrap_is_packaged_and_a_copy_is_not(tmp_path):
     assert trust["ids"] == [[st.st_dev, st.st_ino]]                  # the packaged one only
     trust = BT.for_run(copy, accepted=[trust["bwrap"]["sha256"]])
     assert trust["bwrap"]["state"] == "accepted" and len(trust["ids"]) == 2
+
+
+@pytest.mark.skipif(not shutil.which("dpkg"), reason="needs dpkg (Debian)")
+def test_a_ledger_asks_the_package_manager_once_per_file_until_the_file_changes(tmp_path):
+    """The audit's Ledger, with this host's real dpkg: the packaged bwrap verified twice asks dpkg once and
+    says the same; a copy elsewhere is another file (asked about); once the copy is written again (its mtime
+    and ctime move) it is asked about again, and a copy made packaged-looking by nothing stays unpackaged."""
+    calls = []
+
+    def counting(argv, *args, **kwargs):
+        calls.append(" ".join(argv))
+        return BT.B.default_runner(argv, *args, **kwargs)
+
+    ledger = BT.Ledger()
+    first = BT.verify(BWRAP, counting, ledger=ledger)
+    asked = list(calls)
+    assert first["state"] == "packaged" and "dpkg --verify bubblewrap" in asked
+    again = BT.verify(BWRAP, counting, ledger=ledger)
+    assert again == first and calls == asked                       # nothing asked the second time
+    assert BT.verify(BWRAP, counting) == first and len(calls) == 2 * len(asked)   # no ledger: asked again
+    copy = _binary(tmp_path, open(BWRAP, "rb").read())
+    del calls[:]
+    assert BT.verify(copy, counting, ledger=ledger)["state"] == "unpackaged" and calls
+    del calls[:]
+    assert BT.verify(copy, counting, ledger=ledger)["state"] == "unpackaged" and not calls
+    with open(copy, "ab") as handle:
+        handle.write(b"\0")
+    assert BT.verify(copy, counting, ledger=ledger)["state"] == "unpackaged" and calls   # changed: asked again

@@ -50,13 +50,16 @@ PACKAGES = " packages"   # the payload's key listing the package names (no modul
 # sha256 of its content. Written only by root; anything else compiles as before. The bundle holds the compiled
 # modules and the core's module and package names, so that a hit never decompresses nor decodes the shipped
 # sources (~5 ms per host): they are read only to compile a module the bundle lacks. "-2" in its name is the
-# bundle's format (a bundle of another format is never read: it is removed by the next write).
+# bundle's format (a bundle of another format is never read: it is removed by the next write). The newest
+# 4 bundles stay (KEEP in BOOTSTRAP) (two controllers with different versions of the toolkit, auditing the same hosts, do not
+# evict each other's); anything else in the directory is removed by the next write.
 CACHE_DIR = "/run/metnos-audit"
 
 # Runs on the host: stdlib only, Python 3.8+. It imports nothing it does not need (importlib.abc alone
 # costs more than json and zlib together) and compiles a module only when the audit imports it.
 BOOTSTRAP = r"""
 import sys, json, zlib, os, stat, hashlib, marshal
+KEEP = 4
 if len(sys.argv) > 1:
     import base64
     data = base64.b64decode("".join(sys.argv[1:]))
@@ -107,9 +110,15 @@ def keep(codes):
         os.makedirs(where, 0o700, exist_ok=True)
         if not trusted(where):
             return
+        others = []
         for name in os.listdir(where):
-            if name != os.path.basename(bundle):
-                os.unlink(os.path.join(where, name))
+            path = os.path.join(where, name)
+            if name.endswith("-2.code") and name != os.path.basename(bundle):
+                others.append((os.lstat(path).st_mtime, path))
+            elif name != os.path.basename(bundle):
+                os.unlink(path)
+        for _mtime, path in sorted(others)[:max(0, len(others) - KEEP + 1)]:     # this one and the newest others
+            os.unlink(path)
         body = marshal.dumps((codes, sorted(names), sorted(packages)))
         part = "%s.%d" % (bundle, os.getpid())
         with open(os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600), "wb") as handle:

@@ -120,6 +120,29 @@ def describe(pid: int, proc: str = "/proc") -> Json:
 
 # --------------------------------------------------------------------------- the tree
 
+def _ppid(path: str) -> t.Optional[int]:
+    """The parent pid in the stat file ``path`` (read_stat's parse, its validity checks included), None when
+    gone or malformed. Bytes and os.read: a poll reads every process's stat file, several times a probe."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        data = os.read(fd, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    head, sep, tail = data.rpartition(b")")
+    fields = tail.split(None, 20)
+    if not sep or len(fields) < 20 or b"(" not in head:
+        return None
+    try:
+        return int(fields[1])
+    except ValueError:
+        return None
+
+
 def parents(proc: str = "/proc") -> t.Dict[int, int]:
     """{pid: parent pid} of every process in this /proc (one pass over /proc/*/stat)."""
     out: t.Dict[int, int] = {}
@@ -129,9 +152,9 @@ def parents(proc: str = "/proc") -> t.Dict[int, int]:
         return out
     for name in names:
         if name.isdigit():
-            st = read_stat(name, proc)
-            if st:
-                out[int(name)] = st["ppid"]
+            ppid = _ppid("%s/%s/stat" % (proc, name))
+            if ppid is not None:
+                out[int(name)] = ppid
     return out
 
 
