@@ -141,8 +141,15 @@ try:
     go = sys.stdin.readline().strip()
 except Exception:
     go = ""
-import hashlib, time
-if spec.get("go") and hashlib.sha256(go.encode()).hexdigest() != spec["go"]:
+import time
+try:                                    # the interpreter's own sha256 (hashlib loads OpenSSL: ~3 ms)
+    from _sha256 import sha256
+except ImportError:
+    try:
+        from _sha2 import sha256
+    except ImportError:
+        from hashlib import sha256
+if spec.get("go") and sha256(go.encode()).hexdigest() != spec["go"]:
     time.sleep(spec.get("linger") or 0)     # not released by the probe: a copy outside stays visible to it
 """
 
