@@ -181,3 +181,50 @@ def test_a_beacon_peer_that_is_not_the_verified_payload_is_a_copy_outside():
     peer = {"pid": 50, "comm": "python3", "exe_id": [254, 11], "argv": ["metnos-sync"], "ns": dict(NS)}
     assert kinds({"seen": [], "beacon": [peer]}) == [("payload_outside", "beacon")]
     assert kinds({"seen": [], "beacon": [dict(peer, pid=12)]}) == []     # the sandboxed payload (host network)
+
+
+TREE = r"""
+import subprocess, sys, threading, time
+kids = []
+started = threading.Event()
+def from_a_thread():
+    kids.append(subprocess.Popen(["sleep", "30"]))
+    started.set()
+    time.sleep(30)          # alive: its child stays on its own list (a dead thread's go to the main thread's)
+worker = threading.Thread(target=from_a_thread, daemon=True)
+worker.start()
+started.wait()
+kids.append(subprocess.Popen(["sh", "-c", "sleep 30 & sleep 30 & wait"]))
+time.sleep(0.5)
+print("ready", flush=True)
+time.sleep(30)
+"""
+
+
+def test_the_walk_down_the_kernels_lists_finds_what_the_scan_of_every_parent_finds():
+    """The periodic poll walks the kernel's lists of children (/proc/PID/task/TID/children) instead of asking
+    every process of the host for its parent: on a real tree (a child started by a thread, which only that
+    thread's list holds; a shell with two children of its own) both find the same processes."""
+    import subprocess
+    import sys
+    root = subprocess.Popen([sys.executable, "-I", "-S", "-c", TREE], stdout=subprocess.PIPE, text=True)
+    try:
+        assert root.stdout.readline() == "ready\n"
+        scanned = PT.descendants(root.pid)
+        walked = PT.descendants(root.pid, exhaustive=False)
+        assert len(scanned) == 4 and walked == scanned, (scanned, walked)
+    finally:
+        RP.kill_tree(root.pid, "/proc", include_root=True)
+        root.wait()
+
+
+def test_without_the_kernels_lists_the_walk_falls_back_to_every_parent(tmp_path):
+    """A kernel built without CONFIG_PROC_CHILDREN has the task folders but no children files. That kernel
+    cannot be booted here: a /proc made of files stands in for it (stat files, task folders, no lists).
+    The walk then asks every process for its parent, as the exhaustive scan does."""
+    def stat(pid, ppid):
+        (tmp_path / str(pid) / "task" / str(pid)).mkdir(parents=True)
+        (tmp_path / str(pid) / "stat").write_text("%d (x) S %d %s\n" % (pid, ppid, " ".join(["0"] * 40)))
+    for pid, ppid in ((100, 1), (101, 100), (102, 101), (200, 1)):
+        stat(pid, ppid)
+    assert PT.descendants(100, str(tmp_path), exhaustive=False) == [101, 102] == PT.descendants(100, str(tmp_path))

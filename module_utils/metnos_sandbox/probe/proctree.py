@@ -158,8 +158,75 @@ def parents(proc: str = "/proc") -> t.Dict[int, int]:
     return out
 
 
-def descendants(root: int, proc: str = "/proc", limit: int = MAX_PROCESSES) -> t.List[int]:
-    """Every process whose chain of parents reaches ``root`` (root itself excluded), at most ``limit``."""
+def _thread_children(pid: int, proc: str) -> t.Optional[t.List[int]]:
+    """The children of every thread of ``pid``, from the kernel's own lists (/proc/PID/task/TID/children);
+    [] when ``pid`` is gone; None when a list cannot be read (a kernel without CONFIG_PROC_CHILDREN, a refusal):
+    the caller then asks every process for its parent instead."""
+    base = "%s/%d/task" % (proc, pid)
+    try:
+        tids = os.listdir(base)
+    except FileNotFoundError:
+        return []
+    except OSError:
+        return None
+    out: t.List[int] = []
+    for tid in tids:
+        try:
+            fd = os.open("%s/%s/children" % (base, tid), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            if os.path.isdir("%s/%s" % (base, tid)):
+                return None             # the thread is there, its list is not: no such lists here
+            continue                    # the thread is gone
+        except OSError:
+            return None
+        try:
+            chunks = []
+            while True:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        try:
+            out.extend(int(word) for word in b"".join(chunks).split())
+        except ValueError:
+            return None
+    return out
+
+
+def _walk(root: int, proc: str, limit: int) -> t.Optional[t.List[int]]:
+    """descendants() from the kernel's lists of children, down from ``root``: the cost is the tree's, not the
+    host's; None when a list cannot be read."""
+    out: t.List[int] = []
+    todo = [root]
+    seen = set(todo)
+    while todo and len(out) < limit:
+        kids = _thread_children(todo.pop(), proc)
+        if kids is None:
+            return None
+        for pid in kids:
+            if pid not in seen:
+                seen.add(pid)
+                out.append(pid)
+                todo.append(pid)
+    return sorted(out[:limit])
+
+
+def descendants(root: int, proc: str = "/proc", limit: int = MAX_PROCESSES, exhaustive: bool = True) -> t.List[int]:
+    """Every process whose chain of parents reaches ``root`` (root itself excluded), at most ``limit``.
+
+    ``exhaustive``: every process of this /proc asked for its parent (a process re-parented while the tree is
+    read is found whichever parent it names); else the kernel's lists of children are walked down from
+    ``root`` (the cost of the tree alone: the probe's periodic polls, where a process missed by one walk is
+    found by the next, or written down by the reaper when it dies an orphan), the whole scan when a list
+    cannot be read."""
+    if not exhaustive:
+        walked = _walk(root, proc, limit)
+        if walked is not None:
+            return walked
     kids: t.Dict[int, t.List[int]] = {}
     for pid, ppid in parents(proc).items():
         kids.setdefault(ppid, []).append(pid)

@@ -191,12 +191,12 @@ class Reaped(BR.Started):
             self.ledger.server.serve()
         now = time.time()
         if now - self.polled >= POLL:
-            self.poll()
+            self.poll(exhaustive=False)     # the periodic poll: the tree's lists of children (proctree)
             self.polled = now
 
-    def poll(self, phase: t.Optional[str] = None) -> t.List[Json]:
+    def poll(self, phase: t.Optional[str] = None, exhaustive: bool = True) -> t.List[Json]:
         root = self.reaper or self.proc.pid
-        return self.ledger.observe(PT.descendants(root, self.ledger.proc), phase)
+        return self.ledger.observe(PT.descendants(root, self.ledger.proc, exhaustive=exhaustive), phase)
 
     def exited(self) -> bool:
         return self.bwrap_status is not None or (self.bwrap is None and BR._exited(self.proc))
