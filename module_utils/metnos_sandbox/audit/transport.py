@@ -50,9 +50,9 @@ PACKAGES = " packages"   # the payload's key listing the package names (no modul
 # sha256 of its content. Written only by root; anything else compiles as before. The bundle holds the compiled
 # modules and the core's module and package names, so that a hit never decompresses nor decodes the shipped
 # sources (~5 ms per host): they are read only to compile a module the bundle lacks. "-2" in its name is the
-# bundle's format (a bundle of another format is never read: it is removed by the next write). The newest
-# 4 bundles stay (KEEP in BOOTSTRAP) (two controllers with different versions of the toolkit, auditing the same hosts, do not
-# evict each other's); anything else in the directory is removed by the next write.
+# bundle's format (a bundle of another format is never read: it is removed by the next write). The newest 4
+# bundles stay (KEEP in BOOTSTRAP: two controllers with different versions of the toolkit, auditing the same
+# hosts, do not evict each other's); anything else in the directory is removed by the next write.
 CACHE_DIR = "/run/metnos-audit"
 
 # Runs on the host: stdlib only, Python 3.8+. It imports nothing it does not need (importlib.abc alone

@@ -526,8 +526,8 @@ def inspect(p: Params, runner: B.Runner, ledger: Optional[BT.Ledger] = None) -> 
         return Inspection({"unit": p["unit"], "mode": g.mode, "status": envflags.status(None, {}),
                            "diagnostics": [D.make("unit_masked", unit=p["unit"])]}, None)
     admin_path = p.get("admin_path") if p.get("admin_path") is not None else os.environ.get("PATH", "")
-    result = evaluate(Evaluation(p["unit"], g, admin_path, lambda path: F.bwrap_info(path, runner=runner,
-                                                                                             ledger=ledger)))
+    result = evaluate(Evaluation(p["unit"], g, admin_path,
+                                 lambda path: F.bwrap_info(path, runner=runner, ledger=ledger)))
     user = result["user"]
     if user.get("missing"):
         result["diagnostics"].insert(0, D.make("service_user_missing", user=user["name"], unit=p["unit"]))
