@@ -1,0 +1,61 @@
+"""What metnos_audit returns to Ansible (issue 22, item 6): the whole record by default, a summary with
+result=summary (what playbooks/audit.yml asks for, so that Ansible sends back and keeps far less per host),
+through the real action and its payload on this machine. The summary is the record's verdict and codes, and
+the record itself is still in the run's spool for metnos_audit_report (here the report is built from the
+summary run's spool and holds the whole record)."""
+import json
+import sys
+
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import transport as T
+from conftest import run_module, run_playbook
+
+PLAY = """
+- name: The audit's two result shapes
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Whole record (the default)
+      metnos.sandbox.metnos_audit: {unit: "", probe: false}
+      register: full
+    - name: Summary
+      metnos.sandbox.metnos_audit: {unit: "", probe: false, result: summary}
+      register: brief
+    - name: Reports from this run's spool (the record the summary task kept)
+      metnos.sandbox.metnos_audit_report: {hosts: [localhost], dest: "%(out)s/reports"}
+    - name: Keep both
+      ansible.builtin.copy:
+        dest: "%(out)s/results.json"
+        mode: "0600"
+        content: "{{ shapes | to_json }}"
+      vars:
+        shapes: {full: "{{ full }}", brief: "{{ brief }}"}
+"""
+
+
+def test_the_summary_is_the_records_verdict_and_codes_and_the_spool_keeps_the_record(tmp_path):
+    play = tmp_path / "play.yml"
+    play.write_text(PLAY % {"out": tmp_path})
+    proc = run_playbook(str(play), "-i", "localhost,", "-c", "local", "-e",
+                        "ansible_python_interpreter=%s" % sys.executable)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    got = json.loads((tmp_path / "results.json").read_text())
+    full, brief = got["full"], got["brief"]
+    assert {"bwrap_facts", "service", "profiles", "probe", "diagnostics", "monitor"} <= set(full)
+    assert not {"bwrap_facts", "service", "profiles", "probe", "diagnostics", "monitor"} & set(brief)
+    assert set(T.SUMMARY_KEYS) | {"codes", "counts"} <= set(brief)
+    assert brief["verdict"] == full["verdict"] and brief["schema"] == full["schema"]
+    assert brief["codes"] == [d["code"] for d in full["diagnostics"]]
+    assert sum(brief["counts"].values()) == len(full["diagnostics"])
+    assert len(json.dumps(brief)) * 10 < len(json.dumps(full))
+    (report_path,) = (tmp_path / "reports").glob("metnos-audit-*.json")
+    report = json.loads(report_path.read_text())
+    host = report["hosts"][0]
+    assert host["verdict"] == brief["verdict"] and [d["code"] for d in host["diagnostics"]] == brief["codes"]
+    assert host["bwrap"] is not None            # the whole record, from the spool
+
+
+def test_an_unknown_shape_is_refused():
+    res = run_module("metnos.sandbox.metnos_audit", {"unit": "", "result": "tiny"})
+    assert res.get("failed") is True and "result" in res.get("msg", ""), res
+
+
