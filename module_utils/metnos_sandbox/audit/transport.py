@@ -41,7 +41,8 @@ FRAME_PREFIX = "metnos-audit-"
 TOKEN_BYTES = 16
 # The core minus the modules only the controller runs (reports, summaries, this transport): the host
 # never imports them, and every byte counts against MAX_ARGV.
-CONTROLLER_ONLY = ("metnos_sandbox.audit.report", "metnos_sandbox.audit.summary", "metnos_sandbox.audit.transport")
+CONTROLLER_ONLY = ("metnos_sandbox.audit.play_vars", "metnos_sandbox.audit.report", "metnos_sandbox.audit.summary",
+                   "metnos_sandbox.audit.transport")
 PACKAGES = " packages"   # the payload's key listing the package names (no module name has a space)
 # Where a host keeps the core compiled by the last audit (root-owned, 0700; runtime state, gone at boot), as one
 # bundle named by the sha256 of the compressed core and the interpreter's cache tag. Used only after checks:

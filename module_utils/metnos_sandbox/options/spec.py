@@ -79,6 +79,8 @@ AUDIT: Spec = spec(
     # what the action returns to Ansible (the spool always keeps the whole record): the whole record, or a
     # summary that costs Ansible far less to send back and register (playbooks/audit.yml)
     result={"type": "str", "choices": ["full", "summary"], "default": "full"},
+    # the options the task leaves out, from the host's variables (audit/play_vars.py; playbooks/audit.yml)
+    from_vars={"type": "bool", "default": False},
 )
 
 
