@@ -87,8 +87,8 @@ def _vars_run(tmp_path, *extra):
     inv = tmp_path / "inventory.json"
     inv.write_text(json.dumps({"all": {"hosts": {"h1": {
         "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-        "metnos_sandbox_unit": "{{ '' }}",                    # a template: templated by the action
-        "metnos_sandbox_manifests": [manifest], "metnos_sandbox_profile_dir": str(tmp_path / "profiles"),
+        "metnos_sandbox_unit": "", "metnos_sandbox_manifests": [manifest],
+        "metnos_sandbox_profile_dir": "{{ '%s' }}" % (tmp_path / "profiles"),   # a template: templated by the action
         "metnos_sandbox_writable_roots": ["/srv/data"], "metnos_sandbox_host": {"runtime_dir": "/srv/rt"}}}}}))
     return run_playbook(str(play), "-i", str(inv), *extra)
 
