@@ -22,10 +22,14 @@ import shlex
 from ansible import constants as C
 from ansible.errors import AnsibleConnectionFailure
 from ansible.executor.interpreter_discovery import discover_interpreter
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.metnos.sandbox.plugins.filter.metnos_sandbox import (
     metnos_manifest_source,  # manifest_sources: the filter's one loader, called here instead of in the task
+)
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import (
+    play_vars as PV,  # from_vars: the options the host's variables give
 )
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import (
     report as R,  # controller side only: the spool's layout
@@ -110,8 +114,22 @@ class ActionModule(ActionBase):
         result.setdefault("ansible_facts", {})[DISCOVERED] = found     # kept for the host's later tasks
         return found
 
-    def _options(self, result):
+    def _variable(self, task_vars, name):
+        """(defined, value) of one of the host's variables, templated only when it is a template."""
+        if name not in task_vars:
+            return False, None
+        return True, self._templar.template(task_vars[name])
+
+    def _options(self, result, task_vars):
         """The validated options with their defaults, or None after a refusal put in ``result``."""
+        if boolean(self._task.args.get("from_vars", False), strict=False):
+            # The options the task leaves out, from the host's variables (audit/play_vars.py): read here, they
+            # cost no template compiled by every worker for every host.
+            try:
+                self._task.args = PV.options(self._task.args, lambda name: self._variable(task_vars, name))
+            except PV.VarsError as exc:
+                result.update(failed=True, code="invalid_option", msg="metnos_audit: %s" % exc)
+                return None
         # Types, choices, unknown options and defaults: Ansible's own validator, with the module's spec.
         _validation, validated = self.validate_argument_spec(argument_spec=O.spec(O.AUDIT))
         args = O.with_defaults(O.AUDIT, validated)
@@ -136,10 +154,12 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         task_vars = task_vars or {}
-        args = self._options(result)
+        args = self._options(result, task_vars)
         if args is None:
             return result
         host = task_vars.get("inventory_hostname") or "localhost"
+        shape = args.pop("result")     # only the controller's concern: never shipped
+        args.pop("from_vars")
         frame = T.new_frame()
         try:
             python = self._interpreter(args, task_vars, result)
@@ -153,7 +173,9 @@ class ActionModule(ActionBase):
         if out is None:
             return self._without_result(result, host, python, res)
         spool(host, out)
-        result.update(out)
+        # The whole record, or its summary (the whole one is in the spool): Ansible sends every result back to
+        # the main process and walks a registered one, ~30 % of a worker's CPU for the whole record.
+        result.update(out if shape == "full" else T.summary(out))
         result["changed"] = False
         return result
 

@@ -88,6 +88,31 @@ options:
     description: The monitor's stored result on the host.
     type: path
     default: /var/lib/metnos-sandbox-monitor/last.json
+  from_vars:
+    description:
+      - "Take each option the task does not set from the host's variables, as playbooks/audit.yml names them -
+        O(unit) from C(metnos_audit_unit), else C(metnos_sandbox_unit); O(scope) from C(metnos_sandbox_unit_scope);
+        O(manifest_sources) from C(metnos_audit_manifests), else C(metnos_sandbox_manifests); O(host) is
+        C(writable_roots) from C(metnos_sandbox_writable_roots) (else C([/var/lib/metnos])), updated with
+        C(metnos_sandbox_host); O(profile_dir) from C(metnos_sandbox_profile_dir); O(probe), O(collect_monitor)
+        and O(monitor_max_age) from C(metnos_audit_probe), C(metnos_audit_collect_monitor) and
+        C(metnos_audit_monitor_max_age). A variable the host does not have leaves the option at its default."
+      - The values are validated as the task's own options are, and templated only when they are templates.
+        Ansible compiles every template of a task's arguments again for each host, in each forked worker; read by
+        the action, these variables cost none.
+    type: bool
+    default: false
+  result:
+    description:
+      - What the task returns - V(full), the whole record (every key under RETURN), or V(summary), only
+        RV(schema), RV(verdict), RV(codes), RV(counts), RV(duration), RV(cpu) and RV(payload_cache).
+      - The whole record is kept for M(metnos.sandbox.metnos_audit_report) in both cases, so a play that only
+        writes the reports (playbooks/audit.yml) asks for V(summary) and does not register it - Ansible sends
+        every result back to its main process, and registering the whole record costs it far more CPU per host.
+      - Run as a plain module (without the action plugin), the result is always V(full).
+    type: str
+    choices: [full, summary]
+    default: full
 extends_documentation_fragment: [metnos.sandbox.metnos_sandbox, metnos.sandbox.metnos_sandbox.service]
 """
 
@@ -109,31 +134,42 @@ verdict:
   type: str
 bwrap_facts:
   description: The M(metnos.sandbox.bwrap_facts) result.
-  returned: always
+  returned: when O(result=full)
   type: dict
 service:
   description: The M(metnos.sandbox.metnos_service_env) result, or null when the unit is missing.
-  returned: always
+  returned: when O(result=full)
   type: dict
 profiles:
   description: Per-manifest drift state (in_sync, drift, missing, refused).
-  returned: always
+  returned: when O(result=full)
   type: list
 probe:
   description: The M(metnos.sandbox.sandbox_probe) result, or null when not run.
-  returned: always
+  returned: when O(result=full)
   type: dict
 diagnostics:
   description: All findings, errors first.
-  returned: always
+  returned: when O(result=full)
   type: list
   elements: dict
+codes:
+  description: The code of each of RV(diagnostics), in their order (errors first).
+  returned: when O(result=summary)
+  type: list
+  elements: str
+  sample: ["unit_hardening_weak", "probe_check_failed"]
+counts:
+  description: How many of RV(diagnostics) have each severity.
+  returned: when O(result=summary)
+  type: dict
+  sample: {"error": 1, "warning": 2}
 monitor:
   description:
     - The continuous proof of this host - monitored (its timer loaded and active), the timer's state, the
       stored result's path and its last proof (finished, age_seconds, proven, verdict) or null, and
       collected (this result is that proof; then also max_age and stale).
-  returned: always
+  returned: when O(result=full)
   type: dict
 duration:
   description: Wall seconds the audit took on the host.

@@ -29,8 +29,9 @@ options:
     elements: str
   results:
     description: >-
-      Mapping host -> registered M(metnos.sandbox.metnos_audit) result. Exactly one of O(hosts) and
-      O(results).
+      Mapping host -> registered M(metnos.sandbox.metnos_audit) result (the whole record, its default
+      O(metnos.sandbox.metnos_audit#module:result=full); a summary has no checks to report). Exactly one of
+      O(hosts) and O(results).
     type: dict
   dest:
     description: Directory for the reports.

@@ -11,6 +11,8 @@ Cells (all in one run, one line each, a Markdown table and --json at the end):
   floor  the same payload run directly, as many at a time as there are CPUs, no Ansible
   no-op  the same hosts, forks and play shape with one task of an action that does nothing on the host
          (ansible.builtin.debug): what Ansible itself costs per host, the floor of the controller's share
+  no-op command  the same, with one task that runs one command on the host through the same connection
+         (ansible.builtin.raw: "true"): Ansible's floor for one round trip, as the audit makes one
   naive  (only up to --naive-up-to hosts) fact gathering + one command/stat task per check, forks 5
   ssh    ours over SSH to K hosts, each in a network namespace of its own with its own sshd; the
          controller runs in one more namespace holding the bridge, so every address lives in a
@@ -241,14 +243,25 @@ NOOP = """---
 """
 
 
-def run_noop(inv, forks, tmp):
-    """The no-op cell: the per-host floor of the controller's share (no payload: all its CPU is Ansible's)."""
-    play = os.path.join(tmp, "noop.yml")
+NOOP_COMMAND = """---
+- name: No-op command (Ansible's own per-host cost of one round trip)
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: One command on the host
+      ansible.builtin.raw: "true"
+"""
+
+
+def run_noop(inv, forks, tmp, play_text=NOOP, name="noop"):
+    """A no-op cell: the per-host floor of the controller's share (no payload: all its CPU is Ansible's, and
+    for the command cell the one command's)."""
+    play = os.path.join(tmp, name + ".yml")
     with open(play, "w") as handle:
-        handle.write(NOOP)
+        handle.write(play_text)
     m, proc = run_playbook(["-i", inv, play], ansible_env(forks, tmp), tmp)
     if proc.returncode != 0:
-        raise SystemExit("no-op failed: %s" % (proc.stdout[-2000:] + proc.stderr[-2000:]))
+        raise SystemExit("%s failed: %s" % (name, proc.stdout[-2000:] + proc.stderr[-2000:]))
     return m
 
 
@@ -562,6 +575,8 @@ def fmt_cell(row):
              "payload %.0f ms/host" % per(ours.get("payload_cpu") or 0),
              "controller %.0f ms/host" % per(ctl),
              "no-op %s" % ("%.0f ms/host" % per(row["noop"]["cpu"]) if row.get("noop") else "-"),
+             "no-op command %s" % ("%.0f ms/host" % per(row["noop_command"]["cpu"]) if row.get("noop_command")
+                                   else "-"),
              "main rss %.0f MB, tree pss %.0f MB" % (ours["main"].get("rss_mb", 0), ours["tree_pss_mb"]),
              "reports %ss %s" % (ours.get("report_time"), ours.get("reports")),
              "other load %.0f cpu-s" % ours["other_load_cpu"]]
@@ -578,21 +593,22 @@ def fmt_cell(row):
 def markdown(rows, synth, browser, meta):
     lines = ["Run: %s; %s" % (meta["when"], meta["machine"]), "",
              "| N | ours wall / CPU | floor wall / CPU | ours ÷ floor (wall / CPU) | payload CPU per host "
-             "| controller CPU per host | no-op CPU per host | total CPU per host | main RSS peak "
-             "| controller PSS peak | reports (time; JSON, MD, JUnit, HTML) | other load (CPU-s) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| controller CPU per host | no-op CPU per host | no-op command CPU per host | total CPU per host "
+             "| main RSS peak | controller PSS peak | reports (time; JSON, MD, JUnit, HTML) | other load (CPU-s) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         o, f, n = row["ours"], row.get("floor"), row["n"]
         ctl = o["cpu"] - (o.get("payload_cpu") or 0) if not row.get("ssh") else o["cpu"]
         sizes = o.get("reports") or {}
-        noop = row.get("noop")
-        lines.append("| %s | %.1f s / %.1f s | %s | %s | %.0f ms | %.0f ms | %s | %.0f ms | %.0f MB | %.0f MB "
+        noop, command = row.get("noop"), row.get("noop_command")
+        lines.append("| %s | %.1f s / %.1f s | %s | %s | %.0f ms | %.0f ms | %s | %s | %.0f ms | %.0f MB | %.0f MB "
                      "| %.2f s; %s | %.0f |" % (
             "%d over SSH" % n if row.get("ssh") else "{:,}".format(n), o["wall"], o["cpu"],
             "%.1f s / %.1f s" % (f["wall"], f["cpu"]) if f else "—",
             "%.2f× / %.2f×" % (o["wall"] / f["wall"], o["cpu"] / f["cpu"]) if f else "—",
             1000.0 * (o.get("payload_cpu") or 0) / n, 1000.0 * ctl / n,
-            "%.0f ms" % (1000.0 * noop["cpu"] / n) if noop else "—", 1000.0 * o["cpu"] / n,
+            "%.0f ms" % (1000.0 * noop["cpu"] / n) if noop else "—",
+            "%.0f ms" % (1000.0 * command["cpu"] / n) if command else "—", 1000.0 * o["cpu"] / n,
             o["main"].get("rss_mb", 0), o["tree_pss_mb"],
             o.get("report_time") or 0, ", ".join(_size(sizes.get(k)) for k in ("json", "md", "junit.xml", "html")),
             o["other_load_cpu"] + (f["other_load_cpu"] if f else 0)))
@@ -667,6 +683,7 @@ def main():
                 raise SystemExit("the audit wrote no report at N=%d:\n%s" % (n, row["ours"]["error"]))
             row["floor"] = run_floor(n, tmp, args.floor_parallel)
             row["noop"] = run_noop(inv, args.forks, tmp)
+            row["noop_command"] = run_noop(inv, args.forks, tmp, NOOP_COMMAND, "noop-command")
             if n <= args.naive_up_to:
                 row["naive"] = run_naive(inv, args.forks, tmp)
             rows.append(row)

@@ -41,7 +41,8 @@ FRAME_PREFIX = "metnos-audit-"
 TOKEN_BYTES = 16
 # The core minus the modules only the controller runs (reports, summaries, this transport): the host
 # never imports them, and every byte counts against MAX_ARGV.
-CONTROLLER_ONLY = ("metnos_sandbox.audit.report", "metnos_sandbox.audit.summary", "metnos_sandbox.audit.transport")
+CONTROLLER_ONLY = ("metnos_sandbox.audit.play_vars", "metnos_sandbox.audit.report", "metnos_sandbox.audit.summary",
+                   "metnos_sandbox.audit.transport")
 PACKAGES = " packages"   # the payload's key listing the package names (no module name has a space)
 # Where a host keeps the core compiled by the last audit (root-owned, 0700; runtime state, gone at boot), as one
 # bundle named by the sha256 of the compressed core and the interpreter's cache tag. Used only after checks:
@@ -166,6 +167,8 @@ sys.stdout.flush()
 sys.stdout.buffer.write(b"\n" + frame + b" " + str(len(body)).encode("ascii") + b"\n" + body + b"\n" + frame +
                         b" end\n")
 sys.stdout.buffer.flush()
+sys.stderr.flush()
+os._exit(0)     # the answer is out: tearing the interpreter down would cost the host ~10-20 ms of CPU for nothing
 """
 
 
@@ -182,12 +185,13 @@ def core_sources(core_dir: str) -> Dict[str, Any]:
     """{module name: source} of the core in ``core_dir`` (found on disk: sources.files) minus CONTROLLER_ONLY;
     the packages' names under PACKAGES (the bootstrap's loader marks them as packages)."""
     src: Dict[str, Any] = {}
-    for rel in SRC.files(core_dir):
+    found = SRC.files(core_dir)     # one walk of the tree for both
+    for rel in found:
         name = SRC.module_name(rel)
         if name not in CONTROLLER_ONLY:
             with open(os.path.join(core_dir, rel), "r", encoding="utf-8") as handle:
                 src[name] = handle.read()
-    src[PACKAGES] = sorted(SRC.module_name(rel) for rel in SRC.files(core_dir) if SRC.is_package(rel))
+    src[PACKAGES] = sorted(SRC.module_name(rel) for rel in found if SRC.is_package(rel))
     return src
 
 
@@ -285,6 +289,25 @@ def unframe(stdout: str, frame: str) -> Optional[Dict[str, Any]]:
         if isinstance(value, dict):
             found.append(value)
     return found[0] if len(found) == 1 else None
+
+
+# What metnos_audit returns with result=summary: these keys of the record, when present, plus the diagnostics'
+# codes and their count by severity (the whole record is in the run's spool for metnos_audit_report).
+SUMMARY_KEYS = ("schema", "verdict", "duration", "cpu", "payload_cache")
+
+
+def summary(record: Mapping[str, Any]) -> Dict[str, Any]:
+    """The small result of one host's audit: SUMMARY_KEYS, ``codes`` (each diagnostic's code, in the record's
+    order) and ``counts`` ({severity: number of diagnostics})."""
+    out = dict((key, record[key]) for key in SUMMARY_KEYS if key in record)
+    diags = [d for d in record.get("diagnostics") or [] if isinstance(d, Mapping)]
+    out["codes"] = [d.get("code") for d in diags]
+    counts: Dict[str, int] = {}
+    for diag in diags:
+        severity = str(diag.get("severity"))
+        counts[severity] = counts.get(severity, 0) + 1
+    out["counts"] = counts
+    return out
 
 
 def tail(texts: Sequence[Optional[str]], size: int = 1500) -> str:

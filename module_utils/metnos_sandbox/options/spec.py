@@ -76,6 +76,11 @@ AUDIT: Spec = spec(
     collect_monitor={"type": "bool", "default": False},
     monitor_max_age={"type": "float", "default": 3600.0},
     monitor_result={"type": "path", "default": "/var/lib/metnos-sandbox-monitor/last.json"},
+    # what the action returns to Ansible (the spool always keeps the whole record): the whole record, or a
+    # summary that costs Ansible far less to send back and register (playbooks/audit.yml)
+    result={"type": "str", "choices": ["full", "summary"], "default": "full"},
+    # the options the task leaves out, from the host's variables (audit/play_vars.py; playbooks/audit.yml)
+    from_vars={"type": "bool", "default": False},
 )
 
 

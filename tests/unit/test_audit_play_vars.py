@@ -1,0 +1,52 @@
+"""The audit's options from the host's variables (audit/play_vars.py, metnos_audit from_vars): the same
+variables, in the same order, as playbooks/audit.yml's Jinja expressions used to read them."""
+import pytest
+
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import play_vars as PV
+
+
+def lookup(variables):
+    return lambda name: (name in variables, variables.get(name))
+
+
+def test_without_variables_only_the_host_context_is_set_to_the_roles_default():
+    assert PV.options({}, lookup({})) == {"host": {"writable_roots": ["/var/lib/metnos"]}}
+
+
+def test_each_option_from_its_first_defined_variable():
+    got = PV.options({}, lookup({
+        "metnos_sandbox_unit": "worker.service", "metnos_sandbox_unit_scope": "user",
+        "metnos_sandbox_manifests": ["/m/a.yml"], "metnos_sandbox_profile_dir": "/p",
+        "metnos_audit_probe": False, "metnos_audit_collect_monitor": True, "metnos_audit_monitor_max_age": 60,
+        "metnos_sandbox_writable_roots": ["/srv/data"], "metnos_sandbox_host": {"runtime_dir": "/srv/rt"}}))
+    assert got == {"unit": "worker.service", "scope": "user", "manifest_sources": ["/m/a.yml"], "profile_dir": "/p",
+                   "probe": False, "collect_monitor": True, "monitor_max_age": 60,
+                   "host": {"writable_roots": ["/srv/data"], "runtime_dir": "/srv/rt"}}
+
+
+def test_the_audits_own_variables_come_before_the_roles():
+    got = PV.options({}, lookup({"metnos_audit_unit": "a.service", "metnos_sandbox_unit": "b.service",
+                                 "metnos_audit_manifests": [], "metnos_sandbox_manifests": ["/m/a.yml"]}))
+    assert got["unit"] == "a.service" and got["manifest_sources"] == []
+
+
+def test_a_defined_variable_wins_whatever_its_value_as_is_defined_did():
+    assert PV.options({}, lookup({"metnos_sandbox_unit": ""}))["unit"] == ""
+
+
+def test_metnos_sandbox_host_overrides_the_writable_roots_as_dict_did():
+    got = PV.options({}, lookup({"metnos_sandbox_writable_roots": ["/a"], "metnos_sandbox_host": {
+        "writable_roots": ["/b"]}}))
+    assert got["host"] == {"writable_roots": ["/b"]}
+
+
+def test_the_tasks_own_options_win():
+    got = PV.options({"unit": "x.service", "host": {}, "probe": True},
+                     lookup({"metnos_sandbox_unit": "y.service", "metnos_audit_probe": False,
+                             "metnos_sandbox_host": {"runtime_dir": "/r"}}))
+    assert got["unit"] == "x.service" and got["host"] == {} and got["probe"] is True
+
+
+def test_a_host_context_that_is_not_a_mapping_is_refused():
+    with pytest.raises(PV.VarsError, match="metnos_sandbox_host must be a mapping"):
+        PV.options({}, lookup({"metnos_sandbox_host": ["runtime_dir"]}))
