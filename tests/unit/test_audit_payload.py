@@ -34,7 +34,7 @@ def _core(audit_source):
                          .encode("utf-8"))
 
 
-STAND_IN = _core("def audit_host(params):\n    return {'schema': 'x', 'echo': params}\n")
+STAND_IN = _core("def audit_host(params, trust_store=None):\n    return {'schema': 'x', 'echo': params}\n")
 
 
 def _bootstrap(data, wrapper="", argv=False):
@@ -222,7 +222,7 @@ def test_the_compiled_core_is_reused_from_a_root_owned_cache(tmp_path):
     st = os.stat(os.path.join(cache, bundle))
     assert st.st_uid == 0 and st.st_mode & 0o777 == 0o600 and os.stat(cache).st_mode & 0o777 == 0o700
     assert _audit_with_cache(cache) == {"state": "hit", "compiled": 0}
-    other = _core("def audit_host(params):\n    return {'other': 1}\n")
+    other = _core("def audit_host(params, trust_store=None):\n    return {'other': 1}\n")
     assert _audit_with_cache(cache, other) == {"state": "miss", "compiled": 3}
     assert len(os.listdir(cache)) == 2 and bundle in os.listdir(cache)
     assert _audit_with_cache(cache) == {"state": "hit", "compiled": 0}          # the first core's bundle stays
@@ -233,7 +233,7 @@ def test_the_cache_keeps_the_four_newest_bundles_and_nothing_else(tmp_path):
     while it is among the newest 4; older bundles, bundles of another format and stray files are removed
     by the next write."""
     cache = str(tmp_path / "cache")
-    cores = [_core("def audit_host(params):\n    return {'core': %d}\n" % i) for i in range(6)]
+    cores = [_core("def audit_host(params, trust_store=None):\n    return {'core': %d}\n" % i) for i in range(6)]
     assert _audit_with_cache(cache, cores[0])["state"] == "miss"
     for stray in ("x-1.code", "partial.code.123", "notes"):
         with open(os.path.join(cache, stray), "w") as handle:
@@ -277,3 +277,38 @@ def test_a_cache_anyone_else_could_write_is_never_used(tmp_path):
         handle.write(bytes([byte[0] ^ 1]))
     assert _audit_with_cache(cache) == {"state": "refused", "compiled": 3}
     assert _audit_with_cache(cache) == {"state": "hit", "compiled": 0}          # rewritten by root
+
+
+def _audit_result(cache, core):
+    frame = T.new_frame()
+    proc = _bootstrap(T.message(frame, {}, core, cache=cache))
+    return T.unframe(proc.stdout.decode(), frame)
+
+
+def test_each_bundle_keeps_its_bwrap_verifications_beside_it_and_loses_them_with_it(tmp_path):
+    """The core is handed ``<bundle>.trust`` (host/trust_store.py keeps the bwrap verifications there, named
+    after the compiled core: another toolkit version never reads them). The next write keeps the file of
+    every kept bundle, removes the files of the bundles it evicts and any file whose bundle is gone."""
+    cache = str(tmp_path / "cache")
+    writer = ("def audit_host(params, trust_store=None):\n    with open(trust_store, 'w') as h:\n"
+              "        h.write('kept')\n    return {'trust': trust_store, 'core': %d}\n")
+    cores = [_core(writer % i) for i in range(6)]
+    os.mkdir(cache, 0o700)              # made by the first audit's bundle on a host; the stand-in writes first
+    first = _audit_result(cache, cores[0])
+    assert first["payload_cache"]["state"] == "miss"
+    [bundle] = [n for n in os.listdir(cache) if n.endswith(".code")]
+    assert first["trust"] == os.path.join(cache, bundle[:-len(".code")] + ".trust")
+    assert sorted(os.listdir(cache)) == sorted([bundle, os.path.basename(first["trust"])])
+    orphan = os.path.join(cache, "0" * 64 + "-cpython-311-2.trust")
+    with open(orphan, "w") as handle:
+        handle.write("its bundle is gone")
+    trusts = [first["trust"]]
+    for core in cores[1:]:
+        time.sleep(0.02)        # distinct mtimes: the newest are kept
+        trusts.append(_audit_result(cache, core)["trust"])
+    names = os.listdir(cache)
+    assert sorted(n for n in names if n.endswith(".trust")) == sorted(os.path.basename(t) for t in trusts[2:])
+    assert sorted(n[:-len(".code")] for n in names if n.endswith(".code")) == \
+        sorted(os.path.basename(t)[:-len(".trust")] for t in trusts[2:])
+    assert _audit_with_cache(cache, cores[0])["state"] == "miss"
+    assert os.path.exists(first["trust"]) and not os.path.exists(trusts[2])   # evicted with its bundle

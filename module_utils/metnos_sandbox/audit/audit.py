@@ -25,6 +25,7 @@ from ..base import envflags
 from ..host import bwrap as B
 from ..host import bwrap_trust as BT
 from ..host import facts as F
+from ..host import trust_store as TS
 from ..options import spec as O
 from ..probe import probe as PR
 from ..profile import host_context as HC
@@ -102,10 +103,12 @@ def drift_diagnostics(drift: Iterable[Mapping[str, Any]]) -> List[D.Diagnostic]:
     return out
 
 
-def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner) -> HostResult:
+def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner,
+               trust_store: Optional[str] = None) -> HostResult:
     """The whole per-host audit. ``params``: the options of metnos_audit (options.AUDIT: unit, scope, user,
     manifests (list of mappings), host (overrides), profile_dir, probe (bool), timeout, smoke_user), each
-    missing one at its default."""
+    missing one at its default. ``trust_store``: the file keeping bwrap verifications from one audit to the
+    next (host/trust_store.py; the payload's bootstrap names it beside the compiled core), None for none."""
     params = O.with_defaults(O.AUDIT, params)
     start = time.time()
     monitor, record, monitor_diags = MS.describe(params, runner, start)
@@ -118,7 +121,7 @@ def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner) -
         smoke_user = F.resolve_user(params["smoke_user"]) if params.get("smoke_user") else F.default_smoke_user()
     except F.UserError:
         smoke_user = F.default_smoke_user()
-    ledger = BT.Ledger()        # each bwrap file asked of the package manager once in this audit
+    ledger = BT.Ledger(TS.Store(trust_store) if trust_store else None)     # each bwrap file asked once
     facts = F.gather(path_text, dict(os.environ), smoke_test=True, smoke_user=smoke_user, runner=runner,
                      ledger=ledger)
     result["bwrap_facts"] = facts

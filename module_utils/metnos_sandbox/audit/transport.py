@@ -59,7 +59,14 @@ CACHE_DIR = "/run/metnos-audit"
 # Runs on the host: stdlib only, Python 3.8+. It imports nothing it does not need (importlib.abc alone
 # costs more than json and zlib together) and compiles a module only when the audit imports it.
 BOOTSTRAP = r"""
-import sys, json, zlib, os, stat, hashlib, marshal
+import sys, json, zlib, os, stat, marshal
+try:                                    # the interpreter's own sha256: hashlib loads OpenSSL (~3.8 ms)
+    from _sha2 import sha256
+except ImportError:
+    try:
+        from _sha256 import sha256
+    except ImportError:
+        from hashlib import sha256
 KEEP = 4
 if len(sys.argv) > 1:
     import base64
@@ -76,8 +83,9 @@ def sources():
 from importlib._bootstrap_external import MAGIC_NUMBER
 from importlib.machinery import ModuleSpec
 where = envelope.get("cache")
-bundle = where and os.path.join(where, "%s-%s-2.code" % (hashlib.sha256(blob).hexdigest(),
+bundle = where and os.path.join(where, "%s-%s-2.code" % (sha256(blob).hexdigest(),
                                                           sys.implementation.cache_tag))
+trust = bundle and bundle[:-len(".code")] + ".trust"    # its bwrap verifications (host/trust_store.py)
 def trusted(path):
     here = "/"
     for part in [""] + [p for p in path.split("/") if p]:
@@ -98,7 +106,7 @@ def cached():
                 and trusted(where)):
             return None, "refused"
         raw = handle.read()
-    if raw[:4] != MAGIC_NUMBER or hashlib.sha256(raw[36:]).digest() != raw[4:36]:
+    if raw[:4] != MAGIC_NUMBER or sha256(raw[36:]).digest() != raw[4:36]:
         return None, "refused"
     kept = marshal.loads(raw[36:])
     if not (isinstance(kept, tuple) and len(kept) == 3 and isinstance(kept[0], dict)):
@@ -116,14 +124,18 @@ def keep(codes):
             path = os.path.join(where, name)
             if name.endswith("-2.code") and name != os.path.basename(bundle):
                 others.append((os.lstat(path).st_mtime, path))
+            elif name.endswith("-2.trust") and (path == trust or os.path.exists(path[:-len(".trust")] + ".code")):
+                continue                # a kept bundle's verifications stay with it
             elif name != os.path.basename(bundle):
                 os.unlink(path)
         for _mtime, path in sorted(others)[:max(0, len(others) - KEEP + 1)]:     # this one and the newest others
             os.unlink(path)
+            if os.path.lexists(path[:-len(".code")] + ".trust"):
+                os.unlink(path[:-len(".code")] + ".trust")
         body = marshal.dumps((codes, sorted(names), sorted(packages)))
         part = "%s.%d" % (bundle, os.getpid())
         with open(os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600), "wb") as handle:
-            handle.write(MAGIC_NUMBER + hashlib.sha256(body).digest() + body)
+            handle.write(MAGIC_NUMBER + sha256(body).digest() + body)
         os.replace(part, bundle)
     except OSError:
         pass
@@ -153,7 +165,7 @@ class Loader(object):
 sys.meta_path.insert(0, Loader())
 try:
     from metnos_sandbox.audit import audit
-    result = audit.audit_host(envelope["params"])
+    result = audit.audit_host(envelope["params"], trust_store=trust)
 except Exception as exc:
     import traceback
     result = {"failed": True, "msg": "metnos_audit payload failed: %s" % exc, "exception": traceback.format_exc()}

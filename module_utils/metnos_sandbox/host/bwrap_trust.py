@@ -26,14 +26,15 @@ Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
-import hashlib
 import os
 import re
 import typing as t
 
 from ..base import diagnostics as D
+from ..base import digests
 from . import bwrap as B
 from . import package_owner as PO
+from . import trust_store as TS
 
 Json = t.Dict[str, t.Any]
 PACKAGED_BWRAP = "/usr/bin/bwrap"
@@ -53,7 +54,7 @@ def identity(path: str) -> t.Optional[t.List[int]]:
 
 def sha256_file(path: str, limit: int = MAX_BINARY) -> t.Optional[str]:
     """The file's sha256 (hex), None when unreadable or larger than ``limit``."""
-    digest = hashlib.sha256()
+    digest = digests.sha256()
     size = 0
     try:
         with open(path, "rb") as handle:
@@ -173,17 +174,32 @@ class Ledger(object):
     """The verifications of one audit, so that a file is asked of its package manager once per audit (the
     host's facts, the service's bwrap and the probe's run verify the same file, often). A verification is
     reused only for the same path, resolving to the same file with the same identity (device, inode, size,
-    mtime and ctime: a file written, replaced or re-linked since is verified again)."""
+    mtime and ctime: a file written, replaced or re-linked since is verified again). With a ``store``
+    (trust_store.Store), "packaged" verifications are also kept from one audit to the next, under the
+    conditions that module states (the same content and the same package databases)."""
 
-    def __init__(self) -> None:
-        self._seen: t.Dict[t.Tuple[str, str, t.Tuple[int, ...]], t.Tuple[t.Any, ...]] = {}
+    def __init__(self, store: t.Optional[TS.Store] = None) -> None:
+        self._seen: t.Dict[TS.Key, TS.Verified] = {}
+        self._store = store
+        self._asked: t.Dict[TS.Key, t.Optional[str]] = {}    # the databases when the verification began
 
-    def seen(self, path: str, real: str, ident: t.Sequence[int]) -> t.Optional[t.Tuple[t.Any, ...]]:
+    def seen(self, path: str, real: str, ident: t.Sequence[int]) -> t.Optional[TS.Verified]:
         """(sha256, package, state, detail) of an earlier verification of that file, or None."""
-        return self._seen.get((path, real, tuple(ident)))
+        key = (path, real, tuple(ident))
+        found = self._seen.get(key)
+        if found is None and self._store is not None:
+            databases = self._asked[key] = self._store.state()
+            found = self._store.find(key, databases, sha256_file(real))
+            if found is not None:
+                self._seen[key] = found
+        return found
 
-    def keep(self, path: str, real: str, ident: t.Sequence[int], verified: t.Tuple[t.Any, ...]) -> None:
-        self._seen[(path, real, tuple(ident))] = verified
+    def keep(self, path: str, real: str, ident: t.Sequence[int], verified: TS.Verified) -> None:
+        key = (path, real, tuple(ident))
+        self._seen[key] = verified
+        before = self._asked.pop(key, None)
+        if self._store is not None and before is not None and before == self._store.state():
+            self._store.add(key, before, verified)
 
 
 def _verified(path: str, real: str, runner: B.Runner,

@@ -8,7 +8,6 @@ Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
-import hashlib
 import os
 import stat
 from typing import (
@@ -20,6 +19,7 @@ from typing import (
 )
 
 from ..base import diagnostics as D
+from ..base import digests
 from . import host_context as HC
 from . import host_layout as HL
 from . import result as RS
@@ -46,7 +46,7 @@ def executor_digest(directory: str, files: Sequence[str]) -> Digest:
     must be regular files, and are read with bounded size. The folder must hold no file that is
     not listed (a planted module next to the broker would run with it). Returns
     (digest or None, problem or None)."""
-    hasher = hashlib.sha256()
+    hasher = digests.sha256()
     total = 0
     try:
         root_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))

@@ -1,0 +1,186 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A bwrap file's package verification kept from one audit to the next (issue 22).
+
+Asking the package manager (``dpkg-query -L``, ``dpkg-query -W``, ``dpkg --verify``) costs an audited host
+about 25 ms of CPU, at every audit, for an answer that only changes when the file or the package database
+does. A verification whose state is ``packaged`` is therefore kept in a file of the audit's cache folder
+(``/run/metnos-audit``, beside the compiled core and named after it: another toolkit version never reads
+it), and reused only while everything it was drawn from is as it was:
+
+- the file: the same path, resolving to the same real path, with the same device, inode, size, mtime and
+  ctime (no process can set a ctime back: a file written, replaced, re-linked or re-moded since has
+  another), and the same sha256, computed again at each reuse (evidence from the file itself, not from
+  its metadata alone);
+- the package databases: the same identity (device, inode, size, mtime, ctime) of each database folder
+  that exists (dpkg ``/var/lib/dpkg``, rpm ``/var/lib/rpm`` and ``/usr/lib/sysimage/rpm``, pacman
+  ``/var/lib/pacman/local``) and of every entry directly in it: an install, a removal, an upgrade, a
+  rewritten status, list or checksum file changes one of them. The databases are read before the
+  verification and again after it; a verification during which they changed is not kept.
+
+The store is read only when it is a regular file of root's, mode 0600, with one link, every folder above it
+root's and writable by no one else (sticky root folders excepted), at most ``MAX_BYTES``, and exactly of the
+shape ``write`` gives it; anything else is ignored as a whole (the file is then verified as if there were
+no store). Only root writes it, atomically. Other states (modified, unpackaged, unverifiable) are never
+kept: they are asked again at every audit. Pure Python, no Ansible imports.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import json
+import os
+import re
+import stat
+import typing as t
+
+from ..base import digests
+from ..base import files as FI
+from . import bwrap as B
+
+Json = t.Dict[str, t.Any]
+Key = t.Tuple[str, str, t.Tuple[int, ...]]
+Verified = t.Tuple[t.Any, ...]
+
+SCHEMA = "metnos-sandbox-trust/1"
+DATABASES = ("/var/lib/dpkg", "/var/lib/rpm", "/usr/lib/sysimage/rpm", "/var/lib/pacman/local")
+MAX_BYTES = 64 << 10
+MAX_ENTRIES = 16
+MAX_DATABASE_ENTRIES = 8192
+MAX_TEXT = 512
+MANAGERS = ("dpkg", "rpm", "pacman")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_ENTRY_KEYS = ("databases", "detail", "ident", "package", "path", "real", "sha256")
+_PACKAGE_KEYS = ("manager", "name", "revision")
+
+
+def database_state(folders: t.Sequence[str] = DATABASES) -> t.Optional[str]:
+    """A digest of the package databases as they are now (see the module's text); None when one of them
+    cannot be listed or has more than MAX_DATABASE_ENTRIES entries (nothing is then reused or kept)."""
+    rows = []
+    for folder in folders:
+        try:
+            names = sorted(os.listdir(folder))
+            top = os.stat(folder)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return None
+        if len(names) > MAX_DATABASE_ENTRIES:
+            return None
+        rows.append(_row(folder, top))
+        for name in names:
+            try:
+                rows.append(_row(name, os.lstat(os.path.join(folder, name))))
+            except FileNotFoundError:
+                rows.append("%s gone" % name)
+            except OSError:
+                return None
+    return digests.sha256_hex("\n".join(rows).encode("utf-8", "surrogateescape"))
+
+
+def _row(name: str, st: os.stat_result) -> str:
+    return "%s %d %d %d %d %d %o" % (name, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                                     st.st_mode)
+
+
+class Store(object):
+    """The kept verifications in the file ``path``, read once, when first asked."""
+
+    def __init__(self, path: str, folders: t.Sequence[str] = DATABASES) -> None:
+        self.path = path
+        self.folders = tuple(folders)
+        self._entries: t.Optional[t.List[Json]] = None
+
+    def state(self) -> t.Optional[str]:
+        return database_state(self.folders)
+
+    def entries(self) -> t.List[Json]:
+        if self._entries is None:
+            self._entries = read(self.path)
+        return self._entries
+
+    def find(self, key: Key, databases: t.Optional[str], sha256: t.Optional[str]) -> t.Optional[Verified]:
+        """The kept (sha256, package, "packaged", detail) for ``key`` drawn from the same ``databases`` and
+        the same content (``sha256``, computed now), or None."""
+        if databases is None or sha256 is None:
+            return None
+        for entry in self.entries():
+            if (entry["path"], entry["real"], tuple(entry["ident"])) == key and entry["databases"] == databases \
+                    and entry["sha256"] == sha256:
+                return entry["sha256"], dict(entry["package"]), "packaged", entry["detail"]
+        return None
+
+    def add(self, key: Key, databases: str, verified: Verified) -> None:
+        """Keep a "packaged" verification (newest first, at most MAX_ENTRIES); root only, never an error."""
+        sha, package, state, detail = verified
+        if state != "packaged" or os.geteuid() != 0:
+            return
+        entry = {"path": key[0], "real": key[1], "ident": list(key[2]), "databases": databases, "sha256": sha,
+                 "package": dict(package), "detail": detail}
+        if _entry_problem(entry):
+            return
+        kept = [e for e in self.entries() if (e["path"], e["real"], tuple(e["ident"])) != key]
+        self._entries = [entry] + kept[:MAX_ENTRIES - 1]
+        write(self.path, self._entries)
+
+
+def read(path: str) -> t.List[Json]:
+    """The entries of the store at ``path``; [] when it is missing or not to be trusted (module's text)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return []
+    try:
+        st = os.fstat(fd)
+        if not (stat.S_ISREG(st.st_mode) and st.st_uid == 0 and st.st_nlink == 1 and not st.st_mode & 0o077
+                and st.st_size <= MAX_BYTES) or B.file_facts(path)["ownership_problems"]:
+            return []
+        data = os.read(fd, MAX_BYTES + 1)
+    except OSError:
+        return []
+    finally:
+        os.close(fd)
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except ValueError:
+        return []
+    if not (isinstance(doc, dict) and sorted(doc) == ["entries", "schema"] and doc["schema"] == SCHEMA
+            and isinstance(doc["entries"], list) and len(doc["entries"]) <= MAX_ENTRIES):
+        return []
+    if any(_entry_problem(e) for e in doc["entries"]):
+        return []
+    return list(doc["entries"])
+
+
+def _text(value: t.Any) -> bool:
+    return isinstance(value, str) and len(value) <= MAX_TEXT
+
+
+def _entry_problem(entry: t.Any) -> bool:
+    """True unless ``entry`` has exactly the shape ``add`` gives it."""
+    if not (isinstance(entry, dict) and tuple(sorted(entry)) == _ENTRY_KEYS):
+        return True
+    ident, package = entry["ident"], entry["package"]
+    return not (_text(entry["path"]) and _text(entry["real"]) and _text(entry["detail"])
+                and os.path.isabs(entry["path"]) and os.path.isabs(entry["real"])
+                and isinstance(ident, list) and len(ident) == 5
+                and all(type(i) is int and i >= 0 for i in ident)                # pylint: disable=unidiomatic-typecheck
+                and _hex64(entry["databases"]) and _hex64(entry["sha256"])
+                and isinstance(package, dict) and tuple(sorted(package)) == _PACKAGE_KEYS
+                and all(_text(v) and v for v in package.values()) and package["manager"] in MANAGERS)
+
+
+def _hex64(value: t.Any) -> bool:
+    return isinstance(value, str) and _HEX64.fullmatch(value) is not None
+
+
+def write(path: str, entries: t.Sequence[Json]) -> None:
+    """Write the store atomically (mode 0600) when its folder is root's and no one else's to change;
+    nothing (and no error) otherwise: the store only saves work."""
+    folder = os.path.dirname(path)
+    try:
+        if not os.path.isdir(folder) or B.file_facts(folder)["ownership_problems"]:
+            return
+        FI.replace(path, json.dumps({"schema": SCHEMA, "entries": list(entries)}, sort_keys=True), mode=0o600)
+    except OSError:
+        return

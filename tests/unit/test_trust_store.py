@@ -1,0 +1,193 @@
+"""bwrap verifications kept from one audit to the next (host/trust_store.py, bwrap_trust.Ledger(store)).
+
+Real dpkg verifies this host's /usr/bin/bwrap. The package database whose changes must invalidate a kept
+verification is, in most tests, a stand-in folder (``folders=``): a test cannot install, remove or rewrite
+packages in this machine's /var/lib/dpkg. One test runs against the real database folders to prove the
+reuse as the audit has it."""
+import json
+import os
+import shutil
+
+import pytest
+
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import digests
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap_trust as BT
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import trust_store as TS
+
+BWRAP = "/usr/bin/bwrap"
+pytestmark = pytest.mark.skipif(not (shutil.which("dpkg") and os.path.exists(BWRAP)),
+                                reason="needs dpkg and the packaged /usr/bin/bwrap (Debian)")
+
+
+class Counting(object):
+    """The real runner, every command it runs recorded."""
+
+    def __init__(self, during=None):
+        self.calls = []
+        self.during = during
+
+    def __call__(self, argv, *args, **kwargs):
+        self.calls.append(" ".join(argv))
+        if self.during and argv[:2] == ["dpkg", "--verify"]:
+            self.during()
+        return BT.B.default_runner(argv, *args, **kwargs)
+
+
+def _folders(tmp_path):
+    cache, db = tmp_path / "cache", tmp_path / "db"
+    cache.mkdir(mode=0o700)
+    db.mkdir()
+    (db / "status").write_text("Package: bubblewrap\n")
+    return str(cache / "x-2.trust"), str(db)
+
+
+def _audit(store, db, runner=None):
+    """One audit's verification of the packaged bwrap with its own Ledger on the store: (result, commands)."""
+    runner = runner or Counting()
+    ledger = BT.Ledger(TS.Store(store, folders=(db,)))
+    return BT.verify(BWRAP, runner, ledger=ledger), runner.calls
+
+
+def test_the_next_audit_reuses_a_packaged_verification_without_asking_dpkg(tmp_path):
+    """As the audit has it (the real database folders): the first audit asks dpkg and keeps the answer in a
+    root-only file; the next audit (a new Ledger) asks nothing and says exactly the same."""
+    store = str(tmp_path / "x-2.trust")
+    os.chmod(str(tmp_path), 0o700)
+    first_calls, second_calls = Counting(), Counting()
+    first = BT.verify(BWRAP, first_calls, ledger=BT.Ledger(TS.Store(store)))
+    assert first["state"] == "packaged" and "dpkg --verify bubblewrap" in first_calls.calls
+    st = os.stat(store)
+    assert st.st_uid == 0 and st.st_mode & 0o777 == 0o600
+    second = BT.verify(BWRAP, second_calls, ledger=BT.Ledger(TS.Store(store)))
+    assert second == first and second_calls.calls == []
+    assert BT.verify(BWRAP, Counting(), ledger=BT.Ledger()) == first           # no store: the same answer
+
+
+def test_a_changed_package_database_is_asked_again(tmp_path):
+    """Any entry of a database folder written, added or removed since: the verification is not reused."""
+    store, db = _folders(tmp_path)
+    assert _audit(store, db)[1]
+    assert _audit(store, db)[1] == []
+    changes = [lambda: open(os.path.join(db, "status"), "a").write("Status: install ok installed\n"),
+               lambda: open(os.path.join(db, "bubblewrap.md5sums"), "w").write("x"),
+               lambda: os.unlink(os.path.join(db, "bubblewrap.md5sums")),
+               lambda: os.chmod(os.path.join(db, "status"), 0o600)]
+    for change in changes:
+        change()
+        result, calls = _audit(store, db)
+        assert result["state"] == "packaged" and "dpkg --verify bubblewrap" in calls, change
+        assert _audit(store, db)[1] == []                     # kept again, for the database as it is now
+
+
+def test_a_verification_during_which_the_database_changed_is_not_kept(tmp_path):
+    """dpkg ran while the database was being written (an upgrade in progress): its answer is used for this
+    audit but not kept, so the next audit asks again."""
+    store, db = _folders(tmp_path)
+    result, calls = _audit(store, db, Counting(during=lambda: open(os.path.join(db, "status"), "a").write("x")))
+    assert result["state"] == "packaged" and calls
+    assert not os.path.exists(store)
+    assert _audit(store, db)[1]
+
+
+def _entry(store):
+    with open(store) as handle:
+        doc = json.load(handle)
+    return doc
+
+
+def _rewrite(store, doc):
+    with open(store, "w") as handle:
+        json.dump(doc, handle)
+    os.chmod(store, 0o600)
+
+
+def test_a_kept_verification_of_other_content_or_another_file_is_not_reused(tmp_path):
+    """The entry must name the same file (path, real path, device, inode, size, mtime, ctime) and the same
+    sha256, computed again at reuse: an entry whose digest or ctime differs (content swapped with the
+    metadata restored, or another file) is not reused; dpkg is asked and the entry is replaced."""
+    store, db = _folders(tmp_path)
+    first, _calls = _audit(store, db)
+    good = _entry(store)
+    for field, value in (("sha256", "0" * 64), ("ident", good["entries"][0]["ident"][:4] + [1]),
+                         ("real", "/usr/bin/other"), ("path", "/usr/local/bin/bwrap")):
+        doc = json.loads(json.dumps(good))
+        doc["entries"][0][field] = value
+        _rewrite(store, doc)
+        result, calls = _audit(store, db)
+        assert result == first and "dpkg --verify bubblewrap" in calls, field
+    assert _entry(store)["entries"][0] == good["entries"][0]
+
+
+def test_a_store_anyone_else_could_write_or_of_another_shape_is_ignored(tmp_path):
+    """Planted faults, each ignored as a whole (dpkg asked, the same answer): the store owned by a service
+    user, group-readable/writable, hard-linked, a symlink, in a folder others can write, oversized, not JSON,
+    another schema, an extra field, a wrong type, a kept state other than packaged-by-a-known-manager."""
+    store, db = _folders(tmp_path)
+    first, _calls = _audit(store, db)
+    good = _entry(store)
+    folder = os.path.dirname(store)
+
+    def shape(change):
+        def plant():
+            doc = json.loads(json.dumps(good))
+            change(doc)
+            _rewrite(store, doc)
+        return plant
+
+    plants = [
+        lambda: os.chown(store, 65534, 65534),
+        lambda: os.chmod(store, 0o640),
+        lambda: os.link(store, os.path.join(folder, "link")),
+        lambda: (os.rename(store, store + ".real"), os.symlink(store + ".real", store)),
+        lambda: os.chmod(folder, 0o777),
+        lambda: open(store, "a").write(" " * TS.MAX_BYTES),
+        lambda: open(store, "w").write("{not json"),
+        shape(lambda d: d.update(schema="metnos-sandbox-trust/0")),
+        shape(lambda d: d["entries"][0].update(extra=1)),
+        shape(lambda d: d["entries"][0].update(ident=[str(i) for i in d["entries"][0]["ident"]])),
+        shape(lambda d: d["entries"][0]["package"].update(manager="apk")),
+        shape(lambda d: d["entries"][0]["package"].update(name="")),
+        shape(lambda d: d.update(entries=d["entries"] * (TS.MAX_ENTRIES + 1))),
+    ]
+    for number, plant in enumerate(plants):
+        plant()
+        assert TS.read(store) == [], number
+        result, calls = _audit(store, db)
+        assert result == first and "dpkg --verify bubblewrap" in calls, number
+        for name in os.listdir(folder):                     # undo: a fresh, good store
+            path = os.path.join(folder, name)
+            os.unlink(path)
+        os.chmod(folder, 0o700)
+        _rewrite(store, good)
+        assert _audit(store, db)[1] == [], number
+
+
+def test_only_packaged_verifications_are_kept_and_only_by_root(tmp_path):
+    """A copy of bwrap elsewhere is unpackaged: asked again at every audit, never kept."""
+    store, db = _folders(tmp_path)
+    copy = str(tmp_path / "bwrap")
+    shutil.copy(BWRAP, copy)
+    for _audit_number in range(2):
+        runner = Counting()
+        out = BT.verify(copy, runner, ledger=BT.Ledger(TS.Store(store, folders=(db,))))
+        assert out["state"] == "unpackaged" and runner.calls
+    assert not os.path.exists(store)
+
+
+def test_database_state_moves_with_every_entry_and_stays_when_nothing_moves(tmp_path):
+    db = tmp_path / "db"
+    db.mkdir()
+    (db / "status").write_text("a")
+    state = TS.database_state((str(db), str(tmp_path / "absent")))
+    assert state == TS.database_state((str(db),)) and len(state) == 64
+    (db / "info").mkdir()
+    assert TS.database_state((str(db),)) != state
+
+
+def test_the_digest_is_sha256():
+    """The interpreter's own sha256 (or hashlib's) gives hashlib's digest, whole and streamed."""
+    import hashlib
+    streamed = digests.sha256()
+    for part in (b"met", b"nos"):
+        streamed.update(part)
+    assert digests.sha256_hex(b"metnos") == streamed.hexdigest() == hashlib.sha256(b"metnos").hexdigest()
