@@ -79,6 +79,31 @@ def test_a_changed_package_database_is_asked_again(tmp_path):
         assert _audit(store, db)[1] == []                     # kept again, for the database as it is now
 
 
+def test_the_packages_own_files_written_in_place_are_asked_again(tmp_path):
+    """dpkg --verify reads info/NAME.md5sums: that file rewritten in place (its folder's entries unchanged)
+    or removed is another database; so is the list file. The manager's files of the package are read with
+    the stand-in layout ``package_files`` (this machine's /var/lib/dpkg/info is not the test's to write)."""
+    store, db = _folders(tmp_path)
+    info = tmp_path / "info"
+    info.mkdir()
+    for suffix in ("md5sums", "list"):
+        (info / ("bubblewrap." + suffix)).write_text("original\n")
+    layout = {"dpkg": (str(info / "{name}.md5sums"), str(info / "{name}.list"))}
+
+    def audit():
+        runner = Counting()
+        out = BT.verify(BWRAP, runner, ledger=BT.Ledger(TS.Store(store, folders=(db,), package_files=layout)))
+        assert out["state"] == "packaged"
+        return runner.calls
+
+    assert audit() and audit() == []
+    for change in (lambda: open(str(info / "bubblewrap.md5sums"), "r+").write("O"),
+                   lambda: open(str(info / "bubblewrap.list"), "a").write("/usr/bin/x\n"),
+                   lambda: os.unlink(str(info / "bubblewrap.list"))):
+        change()
+        assert "dpkg --verify bubblewrap" in audit() and audit() == []
+
+
 def test_a_verification_during_which_the_database_changed_is_not_kept(tmp_path):
     """dpkg ran while the database was being written (an upgrade in progress): its answer is used for this
     audit but not kept, so the next audit asks again."""

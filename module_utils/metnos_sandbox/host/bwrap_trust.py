@@ -188,9 +188,10 @@ class Ledger(object):
         key = (path, real, tuple(ident))
         found = self._seen.get(key)
         if found is None and self._store is not None:
-            databases = self._asked[key] = self._store.state()
-            found = self._store.find(key, databases, sha256_file(real))
-            if found is not None:
+            found = self._store.find(key, sha256_file(real))
+            if found is None:
+                self._asked[key] = self._store.state()
+            else:
                 self._seen[key] = found
         return found
 
@@ -199,7 +200,7 @@ class Ledger(object):
         self._seen[key] = verified
         before = self._asked.pop(key, None)
         if self._store is not None and before is not None and before == self._store.state():
-            self._store.add(key, before, verified)
+            self._store.add(key, verified)
 
 
 def _verified(path: str, real: str, runner: B.Runner,

@@ -15,9 +15,11 @@ it), and reused only while everything it was drawn from is as it was:
   its metadata alone);
 - the package databases: the same identity (device, inode, size, mtime, ctime) of each database folder
   that exists (dpkg ``/var/lib/dpkg``, rpm ``/var/lib/rpm`` and ``/usr/lib/sysimage/rpm``, pacman
-  ``/var/lib/pacman/local``) and of every entry directly in it: an install, a removal, an upgrade, a
-  rewritten status, list or checksum file changes one of them. The databases are read before the
-  verification and again after it; a verification during which they changed is not kept.
+  ``/var/lib/pacman/local``), of every entry directly in it, and of the files the manager reads for that
+  package (dpkg ``info/NAME.md5sums``, ``.list``, ``.conffiles``; pacman ``local/NAME-REVISION/desc``,
+  ``files``, ``mtree``; rpm keeps everything in the files directly in its folder): an install, a removal,
+  an upgrade, a rewritten status, list or checksum file changes one of them. The folders are read before
+  the verification and again after it; a verification during which they changed is not kept.
 
 The store is read only when it is a regular file of root's, mode 0600, with one link, every folder above it
 root's and writable by no one else (sticky root folders excepted), at most ``MAX_BYTES``, and exactly of the
@@ -48,14 +50,22 @@ MAX_ENTRIES = 16
 MAX_DATABASE_ENTRIES = 8192
 MAX_TEXT = 512
 MANAGERS = ("dpkg", "rpm", "pacman")
+PACKAGE_FILES = {
+    "dpkg": ("/var/lib/dpkg/info/{name}.md5sums", "/var/lib/dpkg/info/{name}.list",
+             "/var/lib/dpkg/info/{name}.conffiles"),
+    "pacman": ("/var/lib/pacman/local/{name}-{revision}/desc", "/var/lib/pacman/local/{name}-{revision}/files",
+               "/var/lib/pacman/local/{name}-{revision}/mtree"),
+}
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _ENTRY_KEYS = ("databases", "detail", "ident", "package", "path", "real", "sha256")
 _PACKAGE_KEYS = ("manager", "name", "revision")
 
 
-def database_state(folders: t.Sequence[str] = DATABASES) -> t.Optional[str]:
-    """A digest of the package databases as they are now (see the module's text); None when one of them
-    cannot be listed or has more than MAX_DATABASE_ENTRIES entries (nothing is then reused or kept)."""
+def database_state(folders: t.Sequence[str] = DATABASES, package: t.Optional[t.Mapping[str, str]] = None,
+                   package_files: t.Mapping[str, t.Sequence[str]] = PACKAGE_FILES) -> t.Optional[str]:
+    """A digest of the package databases as they are now (see the module's text), with the files of
+    ``package`` ({manager, name, revision}) when given; None when a folder cannot be listed or has more than
+    MAX_DATABASE_ENTRIES entries (nothing is then reused or kept)."""
     rows = []
     for folder in folders:
         try:
@@ -68,17 +78,25 @@ def database_state(folders: t.Sequence[str] = DATABASES) -> t.Optional[str]:
         if len(names) > MAX_DATABASE_ENTRIES:
             return None
         rows.append(_row(folder, top))
-        for name in names:
-            try:
-                rows.append(_row(name, os.lstat(os.path.join(folder, name))))
-            except FileNotFoundError:
-                rows.append("%s gone" % name)
-            except OSError:
-                return None
+        rows.extend(_row(name, os.path.join(folder, name)) for name in names)
+    if package:
+        rows.extend(_row(f, f) for f in _package_files(package, package_files))
     return digests.sha256_hex("\n".join(rows).encode("utf-8", "surrogateescape"))
 
 
-def _row(name: str, st: os.stat_result) -> str:
+def _package_files(package: t.Mapping[str, str], package_files: t.Mapping[str, t.Sequence[str]]) -> t.List[str]:
+    name, revision = package.get("name") or "", package.get("revision") or ""
+    if "/" in name + revision or name in ("", ".", ".."):
+        return []
+    return [f.format(name=name, revision=revision) for f in package_files.get(package.get("manager") or "", ())]
+
+
+def _row(name: str, path: t.Union[str, os.stat_result]) -> str:
+    """One line of the state: the identity of the entry at ``path`` (not followed), or that there is none."""
+    try:
+        st = path if isinstance(path, os.stat_result) else os.lstat(path)
+    except OSError as exc:
+        return "%s %s" % (name, exc.errno)
     return "%s %d %d %d %d %d %o" % (name, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
                                      st.st_mode)
 
@@ -86,34 +104,37 @@ def _row(name: str, st: os.stat_result) -> str:
 class Store(object):
     """The kept verifications in the file ``path``, read once, when first asked."""
 
-    def __init__(self, path: str, folders: t.Sequence[str] = DATABASES) -> None:
+    def __init__(self, path: str, folders: t.Sequence[str] = DATABASES,
+                 package_files: t.Mapping[str, t.Sequence[str]] = PACKAGE_FILES) -> None:
         self.path = path
         self.folders = tuple(folders)
+        self.package_files = package_files
         self._entries: t.Optional[t.List[Json]] = None
 
-    def state(self) -> t.Optional[str]:
-        return database_state(self.folders)
+    def state(self, package: t.Optional[t.Mapping[str, str]] = None) -> t.Optional[str]:
+        return database_state(self.folders, package, self.package_files)
 
     def entries(self) -> t.List[Json]:
         if self._entries is None:
             self._entries = read(self.path)
         return self._entries
 
-    def find(self, key: Key, databases: t.Optional[str], sha256: t.Optional[str]) -> t.Optional[Verified]:
-        """The kept (sha256, package, "packaged", detail) for ``key`` drawn from the same ``databases`` and
-        the same content (``sha256``, computed now), or None."""
-        if databases is None or sha256 is None:
+    def find(self, key: Key, sha256: t.Optional[str]) -> t.Optional[Verified]:
+        """The kept (sha256, package, "packaged", detail) for ``key`` and the same content (``sha256``,
+        computed now), drawn from the package databases as they are now; or None."""
+        if sha256 is None:
             return None
         for entry in self.entries():
-            if (entry["path"], entry["real"], tuple(entry["ident"])) == key and entry["databases"] == databases \
-                    and entry["sha256"] == sha256:
+            if (entry["path"], entry["real"], tuple(entry["ident"])) == key and entry["sha256"] == sha256 \
+                    and entry["databases"] == self.state(entry["package"]):
                 return entry["sha256"], dict(entry["package"]), "packaged", entry["detail"]
         return None
 
-    def add(self, key: Key, databases: str, verified: Verified) -> None:
+    def add(self, key: Key, verified: Verified) -> None:
         """Keep a "packaged" verification (newest first, at most MAX_ENTRIES); root only, never an error."""
         sha, package, state, detail = verified
-        if state != "packaged" or os.geteuid() != 0:
+        databases = self.state(package) if isinstance(package, dict) else None
+        if state != "packaged" or os.geteuid() != 0 or databases is None:
             return
         entry = {"path": key[0], "real": key[1], "ident": list(key[2]), "databases": databases, "sha256": sha,
                  "package": dict(package), "detail": detail}
@@ -167,7 +188,8 @@ def _entry_problem(entry: t.Any) -> bool:
                 and all(type(i) is int and i >= 0 for i in ident)                # pylint: disable=unidiomatic-typecheck
                 and _hex64(entry["databases"]) and _hex64(entry["sha256"])
                 and isinstance(package, dict) and tuple(sorted(package)) == _PACKAGE_KEYS
-                and all(_text(v) and v for v in package.values()) and package["manager"] in MANAGERS)
+                and all(_text(v) and v and "/" not in v and "\0" not in v for v in package.values())
+                and package["manager"] in MANAGERS)
 
 
 def _hex64(value: t.Any) -> bool:
