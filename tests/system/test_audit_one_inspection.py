@@ -61,17 +61,24 @@ def unit_reads(lines, unit):
     return reads
 
 
-@pytest.mark.parametrize("name", sorted(UNITS))
-def test_the_unit_is_read_once_per_audit(host, name, tmp_path):
-    h, inv = host
-    h.sh("rm -f %s %s" % (LOG, DPKG_LOG))
+def _audit(inv, name, dest):
+    """One run of playbooks/audit.yml against the counted host for metnos-NAME.service: its host record."""
     cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inv, "playbooks/audit.yml",
-           "-e", "metnos_audit_dest=%s" % tmp_path, "-e", '{"metnos_audit_manifests": []}',
+           "-e", "metnos_audit_dest=%s" % dest, "-e", '{"metnos_audit_manifests": []}',
            "-e", "metnos_sandbox_unit=metnos-%s.service" % name]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=ansible_env(), timeout=900)
+    found = glob.glob(str(dest / "*.json"))
+    assert found, proc.stdout[-2000:]
+    return json.load(open(found[0]))["hosts"][0], proc
+
+
+@pytest.mark.parametrize("name", sorted(UNITS))
+def test_the_unit_is_read_once_per_audit(host, name, tmp_path):
+    """No verification kept from an earlier audit (the trust store removed first): dpkg is asked once."""
+    h, inv = host
+    h.sh("rm -f %s %s /run/metnos-audit/*.trust" % (LOG, DPKG_LOG))
+    record, proc = _audit(inv, name, tmp_path)
     lines = h.sh("cat %s" % LOG).stdout.splitlines()
-    doc = json.load(open(glob.glob(str(tmp_path / "*.json"))[0]))
-    record = doc["hosts"][0]
     _text, verdict, code = UNITS[name]
     assert record["verdict"] == verdict, (record["diagnostics"], proc.stdout[-2000:])
     codes = [d["code"] for d in record["diagnostics"]]
@@ -82,3 +89,21 @@ def test_the_unit_is_read_once_per_audit(host, name, tmp_path):
     dpkg = h.sh("cat %s" % DPKG_LOG).stdout.splitlines()
     print("dpkg calls:", dpkg)
     assert dpkg.count("dpkg --verify bubblewrap") == 1, dpkg
+
+
+def test_the_next_audit_asks_the_package_manager_nothing(host, tmp_path):
+    """An audit after an audit, nothing changed on the host: the bwrap verification kept by the first
+    (host/trust_store.py, beside the compiled core in /run/metnos-audit) is reused: no dpkg command at all,
+    the same trust and verdict. The package database then written (dpkg's status file touched): asked again."""
+    h, inv = host
+    first, _proc = _audit(inv, "healthy", tmp_path / "one")
+    h.sh("rm -f %s" % DPKG_LOG)
+    second, proc = _audit(inv, "healthy", tmp_path / "two")
+    assert h.sh("cat %s 2>/dev/null || true" % DPKG_LOG).stdout.split() == [], proc.stdout[-2000:]
+    assert second["probe"]["bwrap_trust"] == first["probe"]["bwrap_trust"]
+    assert second["probe"]["bwrap_trust"]["bwrap"]["state"] == "packaged"
+    assert second["verdict"] == first["verdict"] == "pass"
+    h.sh("touch /var/lib/dpkg/status")
+    third, _proc = _audit(inv, "healthy", tmp_path / "three")
+    assert h.sh("cat %s" % DPKG_LOG).stdout.splitlines().count("dpkg --verify bubblewrap") == 1
+    assert third["probe"]["bwrap_trust"] == first["probe"]["bwrap_trust"]
