@@ -100,10 +100,16 @@ def test_the_next_audit_asks_the_package_manager_nothing(host, tmp_path):
     h.sh("rm -f %s" % DPKG_LOG)
     second, proc = _audit(inv, "healthy", tmp_path / "two")
     assert h.sh("cat %s 2>/dev/null || true" % DPKG_LOG).stdout.split() == [], proc.stdout[-2000:]
-    assert second["probe"]["bwrap_trust"] == first["probe"]["bwrap_trust"]
-    assert second["probe"]["bwrap_trust"]["bwrap"]["state"] == "packaged"
+    assert second["bwrap"] == first["bwrap"] and second["bwrap"]["package"] == "bubblewrap"
+    assert _exe_check(second) == _exe_check(first) and _exe_check(second)["ok"] is True
     assert second["verdict"] == first["verdict"] == "pass"
     h.sh("touch /var/lib/dpkg/status")
     third, _proc = _audit(inv, "healthy", tmp_path / "three")
     assert h.sh("cat %s" % DPKG_LOG).stdout.splitlines().count("dpkg --verify bubblewrap") == 1
-    assert third["probe"]["bwrap_trust"] == first["probe"]["bwrap_trust"]
+    assert third["bwrap"] == first["bwrap"] and _exe_check(third) == _exe_check(first)
+
+
+def _exe_check(record):
+    """The probe's check that the bwrap which started is a verified (packaged) file."""
+    [check] = [c for c in record["probe"]["checks"] if c["name"] == "bwrap_exe_verified"]
+    return check

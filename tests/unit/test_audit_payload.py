@@ -293,7 +293,6 @@ def test_each_bundle_keeps_its_bwrap_verifications_beside_it_and_loses_them_with
     writer = ("def audit_host(params, trust_store=None):\n    with open(trust_store, 'w') as h:\n"
               "        h.write('kept')\n    return {'trust': trust_store, 'core': %d}\n")
     cores = [_core(writer % i) for i in range(6)]
-    os.mkdir(cache, 0o700)              # made by the first audit's bundle on a host; the stand-in writes first
     first = _audit_result(cache, cores[0])
     assert first["payload_cache"]["state"] == "miss"
     [bundle] = [n for n in os.listdir(cache) if n.endswith(".code")]

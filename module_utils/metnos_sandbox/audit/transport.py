@@ -140,6 +140,11 @@ def keep(codes):
     except OSError:
         pass
 kept, state = cached()
+if bundle and os.geteuid() == 0:
+    try:                                # before the audit: the first one keeps its bwrap verifications too
+        os.makedirs(where, 0o700, exist_ok=True)
+    except OSError:
+        pass
 if kept is None:
     codes, packages = {}, set(sources().pop(" packages"))
     names = set(src)
