@@ -13,12 +13,12 @@ from typing import Any, Callable
 
 sha256: Callable[..., Any]
 try:
-    from _sha2 import sha256                      # type: ignore[import-not-found,no-redef,unused-ignore]
+    from _sha2 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
 except ImportError:
     try:
-        from _sha256 import sha256                # type: ignore[import-not-found,no-redef,unused-ignore]
+        from _sha256 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
     except ImportError:
-        from hashlib import sha256                # type: ignore[assignment,unused-ignore]
+        from hashlib import sha256  # type: ignore[assignment,unused-ignore]
 
 
 def sha256_hex(data: bytes) -> str:

@@ -68,7 +68,7 @@ def sha256_file(path: str, limit: int = MAX_BINARY) -> t.Optional[str]:
                 digest.update(chunk)
     except (IOError, OSError):
         return None
-    return digest.hexdigest()
+    return str(digest.hexdigest())
 
 
 def normalise_accepted(values: t.Iterable[t.Any]) -> t.Tuple[t.List[str], t.List[str]]:
