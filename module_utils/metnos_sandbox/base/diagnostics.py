@@ -276,6 +276,16 @@ def amend(diag: Mapping[str, Any], amendment: str, **fill: Any) -> Diagnostic:
     return cast(Diagnostic, out)          # a Diagnostic that also knows what it restates
 
 
+def capped(diags: List[Diagnostic], limit: int, amendment: str) -> List[Diagnostic]:
+    """At most ``limit`` of ``diags``, in their order; the last one kept tells how many more there were (its
+    registered ``amendment``, ``count`` filled). A manifest of 128 refused paths gets a short answer."""
+    if len(diags) <= limit:
+        return diags
+    kept = diags[:limit]
+    kept[-1] = amend(kept[-1], amendment, count=len(diags) - limit)
+    return kept
+
+
 def _message_template(entry: Code, variant: Optional[str]) -> str:
     return entry.messages.get(variant or "", entry.messages.get("", entry.cause))
 

@@ -65,14 +65,18 @@ def bwrap_info(bwrap_path: str, runner: B.Runner = B.default_runner,
     features = B.parse_features(help_out or help_err)
     # what the package database says of the file (dpkg --verify, rpm -V, pacman -Qkk): bwrap_trust
     trust = BT.verify(bwrap_path, runner, ledger=ledger)
-    pkg = trust["package"] if trust["ident"] else PO.package_facts(bwrap_path, runner=runner)
+    files = B.file_facts(bwrap_path)
+    if trust["ident"]:
+        pkg = trust["package"]
+        state, detail = _PACKAGE_STATE.get(trust["state"], trust["state"]), trust["detail"]
+    else:           # the file vanished meanwhile: asked as it is now
+        pkg = PO.package_facts(bwrap_path, runner=runner)
+        state, detail = BT.package_state(pkg["manager"], pkg["name"], str(files["realpath"]), runner) if pkg \
+            else ("", "")
     info: Dict[str, Any] = {"version": version, "features": features,
                             "missing_features": B.missing_features(features), "package": pkg}
-    files = B.file_facts(bwrap_path)
     info.update(files)
     if pkg:
-        state, detail = (_PACKAGE_STATE.get(trust["state"], trust["state"]), trust["detail"]) if trust["ident"] else \
-            BT.package_state(pkg["manager"], pkg["name"], str(files["realpath"]), runner)
         info["package"] = dict(pkg, verified=state, verify_detail=detail)
     return info
 

@@ -64,15 +64,24 @@ def read_stat(pid: PF.Pid, proc: str = "/proc") -> Json:
         text = PF.read_text(os.path.join(proc, str(pid), "stat"), limit=4096)
     except (IOError, OSError):
         return {}
-    head, sep, tail = text.rpartition(")")
-    fields = tail.split()
-    if not sep or len(fields) < 20 or "(" not in head:
+    parsed = _stat_fields(text)
+    if parsed is None:
         return {}
+    comm, fields = parsed
     try:
-        return {"comm": head.split("(", 1)[1], "state": fields[0], "ppid": int(fields[1]),
-                "start": int(fields[19])}
+        return {"comm": comm, "state": fields[0], "ppid": int(fields[1]), "start": int(fields[19])}
     except ValueError:
         return {}
+
+
+def _stat_fields(text: str) -> t.Optional[t.Tuple[str, t.List[str]]]:
+    """(comm, the fields after it: state, ppid, ...; the 21st holds the rest) of a /proc/PID/stat text, None
+    when malformed (comm may hold spaces and parentheses: it ends at the last ")")."""
+    head, sep, tail = text.rpartition(")")
+    fields = tail.split(None, 20)
+    if not sep or len(fields) < 20 or "(" not in head:
+        return None
+    return head.split("(", 1)[1], fields
 
 
 def _stat_ident(path: str) -> t.Optional[t.List[int]]:
@@ -121,8 +130,8 @@ def describe(pid: int, proc: str = "/proc") -> Json:
 # --------------------------------------------------------------------------- the tree
 
 def _ppid(path: str) -> t.Optional[int]:
-    """The parent pid in the stat file ``path`` (read_stat's parse, its validity checks included), None when
-    gone or malformed. Bytes and os.read: a poll reads every process's stat file, several times a probe."""
+    """The parent pid in the stat file ``path`` (read_stat's parse), None when gone or malformed. os.read and
+    a latin-1 decoding, no text file object: a poll reads every process's stat file, several times a probe."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except OSError:
@@ -133,12 +142,9 @@ def _ppid(path: str) -> t.Optional[int]:
         return None
     finally:
         os.close(fd)
-    head, sep, tail = data.rpartition(b")")
-    fields = tail.split(None, 20)
-    if not sep or len(fields) < 20 or b"(" not in head:
-        return None
+    parsed = _stat_fields(data.decode("latin-1"))
     try:
-        return int(fields[1])
+        return int(parsed[1][1]) if parsed is not None else None
     except ValueError:
         return None
 

@@ -151,20 +151,10 @@ def from_dict(data: Any, source: str = "<inline>") -> MD.Manifest:
     inverse = _inverse(data.get("inverse"), errors)
     files = _files(data.get("files"), errors)
     if errors:
-        raise MD.ManifestError(_capped(errors))
+        raise MD.ManifestError(D.capped(errors, MD.MAX_DIAGNOSTICS, "more_problems"))
     return MD.Manifest(name=header.name, origin=header.origin, revision=header.revision, digest=header.digest,
                        owner=header.owner, entrypoint=header.entrypoint, capabilities=caps, arguments=arguments,
                        inverse=inverse, files=files, source=source)
-
-
-def _capped(errors: List[D.Diagnostic]) -> List[D.Diagnostic]:
-    """At most MAX_DIAGNOSTICS problems; the rest are counted in the last one's message."""
-    if len(errors) <= MD.MAX_DIAGNOSTICS:
-        return errors
-    more = len(errors) - MD.MAX_DIAGNOSTICS
-    errors = errors[:MD.MAX_DIAGNOSTICS]
-    errors[-1] = D.amend(errors[-1], "more_problems", count=more)
-    return errors
 
 
 def _header(data: Dict[str, Any], errors: List[D.Diagnostic]) -> _Header:

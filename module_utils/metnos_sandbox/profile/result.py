@@ -79,14 +79,8 @@ def shell_join(argv: Sequence[str]) -> str:
 
 def bounded(diags: List[D.Diagnostic]) -> List[D.Diagnostic]:
     """At most MAX_DIAGNOSTICS diagnostics per profile, errors first; the rest are counted in the
-    last one's message (a manifest of 128 refused paths gets a short answer)."""
-    diags = D.sort(diags)
-    if len(diags) <= MD.MAX_DIAGNOSTICS:
-        return diags
-    more = len(diags) - MD.MAX_DIAGNOSTICS
-    kept = diags[:MD.MAX_DIAGNOSTICS]
-    kept[-1] = D.amend(kept[-1], "more_diagnostics", count=more)
-    return kept
+    last one's message."""
+    return D.capped(D.sort(diags), MD.MAX_DIAGNOSTICS, "more_diagnostics")
 
 
 def refused(name: Optional[str], diags: List[D.Diagnostic]) -> Refused:
