@@ -235,14 +235,14 @@ def test_the_cache_keeps_the_four_newest_bundles_and_nothing_else(tmp_path):
     cache = str(tmp_path / "cache")
     cores = [_core("def audit_host(params, trust_store=None):\n    return {'core': %d}\n" % i) for i in range(6)]
     assert _audit_with_cache(cache, cores[0])["state"] == "miss"
-    for stray in ("x-1.code", "partial.code.123", "notes"):
+    for stray in ("x-1.code", "x-2.code", "partial.code.123", "notes"):
         with open(os.path.join(cache, stray), "w") as handle:
             handle.write("stray")
     for core in cores[1:]:
         time.sleep(0.02)        # distinct mtimes: the newest are kept
         assert _audit_with_cache(cache, core)["state"] == "miss"
     kept = os.listdir(cache)
-    assert len(kept) == 4 and all(n.endswith("-2.code") for n in kept), kept
+    assert len(kept) == 4 and all(n.endswith("-3.code") for n in kept), kept
     for core in cores[2:]:
         assert _audit_with_cache(cache, core) == {"state": "hit", "compiled": 0}
     assert _audit_with_cache(cache, cores[0])["state"] == "miss"                # the oldest was removed
@@ -298,7 +298,7 @@ def test_each_bundle_keeps_its_bwrap_verifications_beside_it_and_loses_them_with
     [bundle] = [n for n in os.listdir(cache) if n.endswith(".code")]
     assert first["trust"] == os.path.join(cache, bundle[:-len(".code")] + ".trust")
     assert sorted(os.listdir(cache)) == sorted([bundle, os.path.basename(first["trust"])])
-    orphan = os.path.join(cache, "0" * 64 + "-cpython-311-2.trust")
+    orphan = os.path.join(cache, "0" * 64 + "-cpython-311-3.trust")
     with open(orphan, "w") as handle:
         handle.write("its bundle is gone")
     trusts = [first["trust"]]
@@ -311,3 +311,19 @@ def test_each_bundle_keeps_its_bwrap_verifications_beside_it_and_loses_them_with
         sorted(os.path.basename(t)[:-len(".trust")] for t in trusts[2:])
     assert _audit_with_cache(cache, cores[0])["state"] == "miss"
     assert os.path.exists(first["trust"]) and not os.path.exists(trusts[2])   # evicted with its bundle
+
+
+def test_a_bundle_is_named_only_by_a_digest_the_controller_computed(tmp_path):
+    """The bundle's name is the envelope's sha256 of the compressed core (the controller's, once per payload):
+    one that is missing or not 64 hex digits (a path, say) means no cache at all, never a file named by it."""
+    cache = str(tmp_path / "cache")
+    data = T.message(T.new_frame(), {}, STAND_IN, cache=cache)
+    head, _sep, blob = data.partition(b"\n")
+    envelope = json.loads(head)
+    assert envelope["digest"] == __import__("hashlib").sha256(STAND_IN).hexdigest()
+    for bad in (None, "", "../../etc/x", "A" * 64, "0" * 63, 7):
+        frame = T.new_frame()
+        forged = dict(envelope, frame=frame, digest=bad)
+        proc = _bootstrap(json.dumps(forged).encode() + b"\n" + blob)
+        assert T.unframe(proc.stdout.decode(), frame)["payload_cache"] == {"state": "off", "compiled": 3}, bad
+    assert not os.path.exists(cache) or os.listdir(cache) == []

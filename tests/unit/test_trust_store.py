@@ -38,7 +38,7 @@ def _folders(tmp_path):
     cache.mkdir(mode=0o700)
     db.mkdir()
     (db / "status").write_text("Package: bubblewrap\n")
-    return str(cache / "x-2.trust"), str(db)
+    return str(cache / "x-3.trust"), str(db)
 
 
 def _audit(store, db, runner=None):
@@ -51,7 +51,7 @@ def _audit(store, db, runner=None):
 def test_the_next_audit_reuses_a_packaged_verification_without_asking_dpkg(tmp_path):
     """As the audit has it (the real database folders): the first audit asks dpkg and keeps the answer in a
     root-only file; the next audit (a new Ledger) asks nothing and says exactly the same."""
-    store = str(tmp_path / "x-2.trust")
+    store = str(tmp_path / "x-3.trust")
     os.chmod(str(tmp_path), 0o700)
     first_calls, second_calls = Counting(), Counting()
     first = BT.verify(BWRAP, first_calls, ledger=BT.Ledger(TS.Store(store)))

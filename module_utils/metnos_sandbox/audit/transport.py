@@ -25,6 +25,8 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import base64
 import fcntl
+import functools
+import hashlib
 import json
 import os
 import re
@@ -45,28 +47,24 @@ CONTROLLER_ONLY = ("metnos_sandbox.audit.play_vars", "metnos_sandbox.audit.repor
                    "metnos_sandbox.audit.transport")
 PACKAGES = " packages"   # the payload's key listing the package names (no module name has a space)
 # Where a host keeps the core compiled by the last audit (root-owned, 0700; runtime state, gone at boot), as one
-# bundle named by the sha256 of the compressed core and the interpreter's cache tag. Used only after checks:
-# every directory on the way root-owned and not writable by others (a sticky one may be), the bundle a
-# root-owned regular file with one link and no group/other bits, the interpreter's magic number, and the
-# sha256 of its content. Written only by root; anything else compiles as before. The bundle holds the compiled
-# modules and the core's module and package names, so that a hit never decompresses nor decodes the shipped
-# sources (~5 ms per host): they are read only to compile a module the bundle lacks. "-2" in its name is the
-# bundle's format (a bundle of another format is never read: it is removed by the next write). The newest 4
-# bundles stay (KEEP in BOOTSTRAP: two controllers with different versions of the toolkit, auditing the same
-# hosts, do not evict each other's); anything else in the directory is removed by the next write.
+# bundle named by the sha256 of the compressed core (computed once by the controller, in the envelope) and the
+# interpreter's cache tag. Used only after checks: every directory on the way root-owned and not writable by
+# others (a sticky one may be), the bundle a root-owned regular file with one link and no group/other bits,
+# the interpreter's magic number, and the CRC-32 of its content (it catches a damaged file; what keeps a forged
+# one out is that only root can write there: a digest would not, and the interpreter's own sha256 costs ~4 ms
+# for the bundle's 1.1 MB). Written only by root; anything else compiles as before. The bundle holds the
+# compiled modules and the core's module and package names, so that a hit never decompresses nor decodes the
+# shipped sources (~5 ms per host): they are read only to compile a module the bundle lacks. "-3" in its name
+# is the bundle's format (a bundle of another format is never read: it is removed by the next write). The
+# newest 4 bundles stay (KEEP in BOOTSTRAP: two controllers with different versions of the toolkit, auditing
+# the same hosts, do not evict each other's), each with its bwrap verifications ("-3.trust",
+# host/trust_store.py); anything else in the directory is removed by the next write.
 CACHE_DIR = "/run/metnos-audit"
 
 # Runs on the host: stdlib only, Python 3.8+. It imports nothing it does not need (importlib.abc alone
 # costs more than json and zlib together) and compiles a module only when the audit imports it.
 BOOTSTRAP = r"""
 import sys, json, zlib, os, stat, marshal
-try:                                    # the interpreter's own sha256: hashlib loads OpenSSL (~3.8 ms)
-    from _sha2 import sha256
-except ImportError:
-    try:
-        from _sha256 import sha256
-    except ImportError:
-        from hashlib import sha256
 KEEP = 4
 if len(sys.argv) > 1:
     import base64
@@ -83,8 +81,10 @@ def sources():
 from importlib._bootstrap_external import MAGIC_NUMBER
 from importlib.machinery import ModuleSpec
 where = envelope.get("cache")
-bundle = where and os.path.join(where, "%s-%s-2.code" % (sha256(blob).hexdigest(),
-                                                          sys.implementation.cache_tag))
+digest = str(envelope.get("digest") or "")
+if len(digest) != 64 or digest.strip("0123456789abcdef"):
+    where = None                        # no digest, no cache: compiled from the sources
+bundle = where and os.path.join(where, "%s-%s-3.code" % (digest, sys.implementation.cache_tag))
 trust = bundle and bundle[:-len(".code")] + ".trust"    # its bwrap verifications (host/trust_store.py)
 def trusted(path):
     here = "/"
@@ -106,9 +106,9 @@ def cached():
                 and trusted(where)):
             return None, "refused"
         raw = handle.read()
-    if raw[:4] != MAGIC_NUMBER or sha256(raw[36:]).digest() != raw[4:36]:
+    if raw[:4] != MAGIC_NUMBER or zlib.crc32(raw[8:]).to_bytes(4, "big") != raw[4:8]:
         return None, "refused"
-    kept = marshal.loads(raw[36:])
+    kept = marshal.loads(raw[8:])
     if not (isinstance(kept, tuple) and len(kept) == 3 and isinstance(kept[0], dict)):
         return None, "refused"
     return kept, "hit"
@@ -122,9 +122,9 @@ def keep(codes):
         others = []
         for name in os.listdir(where):
             path = os.path.join(where, name)
-            if name.endswith("-2.code") and name != os.path.basename(bundle):
+            if name.endswith("-3.code") and name != os.path.basename(bundle):
                 others.append((os.lstat(path).st_mtime, path))
-            elif name.endswith("-2.trust") and (path == trust or os.path.exists(path[:-len(".trust")] + ".code")):
+            elif name.endswith("-3.trust") and (path == trust or os.path.exists(path[:-len(".trust")] + ".code")):
                 continue                # a kept bundle's verifications stay with it
             elif name != os.path.basename(bundle):
                 os.unlink(path)
@@ -135,7 +135,7 @@ def keep(codes):
         body = marshal.dumps((codes, sorted(names), sorted(packages)))
         part = "%s.%d" % (bundle, os.getpid())
         with open(os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600), "wb") as handle:
-            handle.write(MAGIC_NUMBER + sha256(body).digest() + body)
+            handle.write(MAGIC_NUMBER + zlib.crc32(body).to_bytes(4, "big") + body)
         os.replace(part, bundle)
     except OSError:
         pass
@@ -262,7 +262,15 @@ def _read_kept(cache_file: str) -> Optional[bytes]:
 def message(frame: str, params: Mapping[str, Any], payload: bytes, cache: Optional[str] = CACHE_DIR) -> bytes:
     """The one message: the envelope line (frame, options, where the host keeps the compiled core), then the
     compressed core."""
-    return json.dumps({"frame": frame, "params": params, "cache": cache}).encode("utf-8") + b"\n" + payload
+    return json.dumps({"frame": frame, "params": params, "cache": cache, "digest": digest(payload)}
+                      ).encode("utf-8") + b"\n" + payload
+
+
+@functools.lru_cache(maxsize=4)
+def digest(payload: bytes) -> str:
+    """The sha256 of the compressed core, the name of its compiled bundle on the hosts: once per payload (a
+    worker sends the same bytes to every host it audits; bytes keep their hash, so the lookup is cheap)."""
+    return hashlib.sha256(payload).hexdigest()
 
 
 # The payload needs the standard library alone: isolated (-I: no PYTHON* variables, no user site, no script
