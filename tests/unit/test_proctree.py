@@ -93,6 +93,20 @@ def test_a_detached_process_stays_in_the_reapers_tree_and_is_killed():
     assert procs.left_after(marker) == []
 
 
+def test_a_tree_the_reaper_saw_empty_is_not_searched_again_once_it_exited(monkeypatch):
+    """The reaper reports its tree empty and exits: no kill pass reads every process for descendants of a pid
+    that may already be another process's. A tree left behind (a detached sleep) is still killed."""
+    kills = []
+    real = RP.kill_tree
+    monkeypatch.setattr(RP, "kill_tree", lambda *a, **k: kills.append(a) or real(*a, **k))
+    res = RP.run_reaped(["sh", "-c", "echo done"], timeout=30)
+    assert res["rc"] == 0 and res["stdout"] == "done\n" and kills == []
+    marker = _marker()
+    res = RP.run_reaped(["sh", "-c", "(setsid sh -c 'exec sleep %s' </dev/null >/dev/null 2>&1 &)" % marker],
+                        timeout=30)
+    assert len(kills) == 1 and procs.left_after(marker) == []
+
+
 def test_an_orphan_that_exits_on_its_own_is_written_down_as_a_zombie():
     res = RP.run_reaped(["sh", "-c", "(setsid sh -c 'exec sleep 0.3' &) ; sleep 1"], timeout=30)
     orphans = [r for r in res["tree"]["reaped"] if r.get("comm") == "sleep"]

@@ -213,6 +213,9 @@ class Reaped(BR.Started):
         self.poll()
 
     def kill(self) -> None:
+        if self.empty_seen and self.proc.poll() is not None:
+            return      # the reaper saw its tree empty and exited: nothing descends from its pid any more (a
+        # scan would read every process of the host, and could find the children of a process that took the pid)
         kill_tree(self.reaper or self.proc.pid, self.ledger.proc)
         if self.reaper is None:
             B.kill_group(self.proc)
