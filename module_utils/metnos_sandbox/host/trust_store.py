@@ -33,6 +33,7 @@ import json
 import os
 import re
 import stat
+import types
 import typing as t
 
 from ..base import digests
@@ -50,12 +51,12 @@ MAX_ENTRIES = 16
 MAX_DATABASE_ENTRIES = 8192
 MAX_TEXT = 512
 MANAGERS = ("dpkg", "rpm", "pacman")
-PACKAGE_FILES = {
+PACKAGE_FILES: t.Mapping[str, t.Tuple[str, ...]] = types.MappingProxyType({
     "dpkg": ("/var/lib/dpkg/info/{name}.md5sums", "/var/lib/dpkg/info/{name}.list",
              "/var/lib/dpkg/info/{name}.conffiles"),
     "pacman": ("/var/lib/pacman/local/{name}-{revision}/desc", "/var/lib/pacman/local/{name}-{revision}/files",
                "/var/lib/pacman/local/{name}-{revision}/mtree"),
-}
+})
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _ENTRY_KEYS = ("databases", "detail", "ident", "package", "path", "real", "sha256")
 _PACKAGE_KEYS = ("manager", "name", "revision")
