@@ -179,8 +179,8 @@ payload_cache:
   description:
     - Whether the host's interpreter took the core compiled by an earlier audit (C(state) C(hit)), compiled it
       (C(miss); kept for the next one in C(/run/metnos-audit), root's alone, when the audit runs as root), or
-      refused a kept one that failed its checks (C(refused) - owner, mode, links, magic number or digest), and
-      how many modules it compiled (C(compiled)).
+      refused a kept one that failed its checks (C(refused) - owner, mode, links, magic number or checksum),
+      or had no cache (C(off)), and how many modules it compiled (C(compiled)).
   returned: when the action ran the audit on the host
   type: dict
   sample: {"state": "hit", "compiled": 0}
