@@ -104,6 +104,25 @@ def test_the_packages_own_files_written_in_place_are_asked_again(tmp_path):
         assert "dpkg --verify bubblewrap" in audit() and audit() == []
 
 
+def test_files_that_readers_write_are_no_change_but_a_commit_is(tmp_path):
+    """rpm's SQLite database: every reader writes the -shm index and truncates the -wal journal to its size
+    (only its ctime moves); Berkeley DB's __db.NNN regions likewise: none is a change of the database. A
+    commit (the journal's size and mtime) is. A stand-in folder; the real rpm does this in
+    tests/system/test_trust_store_pkghosts.py."""
+    store, db = _folders(tmp_path)
+    for name in ("rpmdb.sqlite-shm", "rpmdb.sqlite-wal", "__db.001"):
+        open(os.path.join(db, name), "w").close()
+    assert _audit(store, db)[1]
+    for name in ("rpmdb.sqlite-shm", "__db.001"):
+        with open(os.path.join(db, name), "w") as handle:
+            handle.write("what a reader writes")
+    os.chmod(os.path.join(db, "rpmdb.sqlite-wal"), 0o644)          # its ctime alone
+    assert _audit(store, db)[1] == []
+    with open(os.path.join(db, "rpmdb.sqlite-wal"), "a") as handle:
+        handle.write("a commit")
+    assert "dpkg --verify bubblewrap" in _audit(store, db)[1]
+
+
 def test_a_verification_during_which_the_database_changed_is_not_kept(tmp_path):
     """dpkg ran while the database was being written (an upgrade in progress): its answer is used for this
     audit but not kept, so the next audit asks again."""

@@ -18,8 +18,13 @@ it), and reused only while everything it was drawn from is as it was:
   ``/var/lib/pacman/local``), of every entry directly in it, and of the files the manager reads for that
   package (dpkg ``info/NAME.md5sums``, ``.list``, ``.conffiles``; pacman ``local/NAME-REVISION/desc``,
   ``files``, ``mtree``; rpm keeps everything in the files directly in its folder): an install, a removal,
-  an upgrade, a rewritten status, list or checksum file changes one of them. The folders are read before
-  the verification and again after it; a verification during which they changed is not kept.
+  an upgrade, a rewritten status, list or checksum file changes one of them. Not counted: the files that
+  readers write (``READERS_WRITE``: SQLite's ``-shm`` index beside rpm's rpmdb.sqlite, Berkeley DB's
+  ``__db.NNN`` regions of older rpm databases): every ``rpm -V`` changes them, and the content they
+  describe lives in the files that are counted; nor the ctime of SQLite's ``-wal`` journal (a reader that
+  closes the database truncates it to its size: only the ctime moves; a commit changes its size and
+  mtime). The folders are read before the verification and again after it; a verification during which
+  they changed is not kept.
 
 The store is read only when it is a regular file of root's, mode 0600, with one link, every folder above it
 root's and writable by no one else (sticky root folders excepted), at most ``MAX_BYTES``, and exactly of the
@@ -51,6 +56,8 @@ MAX_ENTRIES = 16
 MAX_DATABASE_ENTRIES = 8192
 MAX_TEXT = 512
 MANAGERS = ("dpkg", "rpm", "pacman")
+READERS_WRITE = re.compile(r"(.*-shm|__db\.[0-9]{3})\Z")
+READERS_TOUCH = re.compile(r".*-wal\Z")            # their ctime
 PACKAGE_FILES: t.Mapping[str, t.Tuple[str, ...]] = types.MappingProxyType({
     "dpkg": ("/var/lib/dpkg/info/{name}.md5sums", "/var/lib/dpkg/info/{name}.list",
              "/var/lib/dpkg/info/{name}.conffiles"),
@@ -79,7 +86,7 @@ def database_state(folders: t.Sequence[str] = DATABASES, package: t.Optional[t.M
         if len(names) > MAX_DATABASE_ENTRIES:
             return None
         rows.append(_row(folder, top))
-        rows.extend(_row(name, os.path.join(folder, name)) for name in names)
+        rows.extend(_row(name, os.path.join(folder, name)) for name in names if not READERS_WRITE.match(name))
     if package:
         rows.extend(_row(f, f) for f in _package_files(package, package_files))
     return digests.sha256_hex("\n".join(rows).encode("utf-8", "surrogateescape"))
@@ -98,8 +105,8 @@ def _row(name: str, path: t.Union[str, os.stat_result]) -> str:
         st = path if isinstance(path, os.stat_result) else os.lstat(path)
     except OSError as exc:
         return "%s %s" % (name, exc.errno)
-    return "%s %d %d %d %d %d %o" % (name, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
-                                     st.st_mode)
+    ctime = 0 if READERS_TOUCH.match(name) else st.st_ctime_ns
+    return "%s %d %d %d %d %d %o" % (name, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, ctime, st.st_mode)
 
 
 class Store(object):
