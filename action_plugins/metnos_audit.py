@@ -20,14 +20,11 @@ import os
 import shlex
 
 from ansible import constants as C
-from ansible.errors import AnsibleConnectionFailure
+from ansible.errors import AnsibleConnectionFailure, AnsibleFilterError
 from ansible.executor.interpreter_discovery import discover_interpreter
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.metnos.sandbox.plugins.filter.metnos_sandbox import (
-    metnos_manifest_source,  # manifest_sources: the filter's one loader, called here instead of in the task
-)
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import (
     play_vars as PV,  # from_vars: the options the host's variables give
 )
@@ -44,7 +41,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.opti
     spec as O,  # the one spec of the options
 )
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
-    manifest as M,  # controller side: the one manifest loader
+    manifest as M,  # controller side: the one manifest loader (manifest_sources: what the filter loads, from_source)
 )
 
 AUTO = ("auto", "auto_silent", "auto_legacy", "auto_legacy_silent")
@@ -140,10 +137,15 @@ class ActionModule(ActionBase):
         args = O.with_defaults(O.AUDIT, validated)
         # Manifest text is loaded by the core's one reader/decoder (the host then needs no YAML library); a
         # refused load travels as the core's refusal record, refused on the host. manifest_sources are what the
-        # metnos_manifest_source filter takes (paths, {file|manifest}), loaded by that filter's function.
+        # metnos_manifest_source filter takes (paths, {file|manifest}), loaded by the function that filter calls
+        # (profile/manifest.py from_source; not the filter module itself: importing it costs the main process
+        # the compile of the filter's other imports, ~60 ms per run).
         sources = args.pop("manifest_sources", None) or []
-        args["manifests"] = [M.transport(item) for item in args.get("manifests") or []] + [
-            M.transport(metnos_manifest_source(item)) for item in sources]
+        try:
+            args["manifests"] = [M.transport(item) for item in args.get("manifests") or []] + [
+                M.transport(M.from_source(item)) for item in sources]
+        except M.SourceError as exc:      # the filter's own refusal, as when the task used the filter
+            raise AnsibleFilterError("metnos_manifest_source: %s" % exc) from None
         try:
             O.sha256_list(args.get("accept_bwrap_sha256"))
         except O.OptionError as exc:
