@@ -38,6 +38,7 @@ MAX_ARG = 120000        # Linux MAX_ARG_STRLEN is 128 KiB per argument
 MAX_ARGV = 16 * MAX_ARG  # the whole command far under ARG_MAX (2 MiB with the environment)
 FRAME_PREFIX = "metnos-audit-"
 TOKEN_BYTES = 16
+ZLIB_LEVEL = 6
 # The core minus the modules only the controller runs (reports, summaries, this transport): the host
 # never imports them, and every byte counts against MAX_ARGV.
 CONTROLLER_ONLY = ("metnos_sandbox.audit.play_vars", "metnos_sandbox.audit.report", "metnos_sandbox.audit.summary",
@@ -195,8 +196,9 @@ def core_sources(core_dir: str) -> Dict[str, Any]:
 
 
 def build_payload(core_dir: str) -> bytes:
-    """The core's sources as one zlib-compressed JSON object."""
-    return zlib.compress(json.dumps(core_sources(core_dir), sort_keys=True).encode("utf-8"), 9)
+    """The core's sources as one zlib-compressed JSON object. Level 6 (zlib's default): 0.5 % larger than 9 for
+    half its CPU (~30 of ~63 ms, once per run, in the first host's worker)."""
+    return zlib.compress(json.dumps(core_sources(core_dir), sort_keys=True).encode("utf-8"), ZLIB_LEVEL)
 
 
 def cached_payload(core_dir: str, cache_file: Optional[str]) -> bytes:
