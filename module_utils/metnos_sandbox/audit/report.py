@@ -27,30 +27,25 @@ from ..base import files
 from ..base.diagnostics import Diagnostic
 from . import monitor_state as MS
 
-# JUnit's escaping, as xml.sax.saxutils' escape and quoteattr do it (tests/unit compares them on hostile text):
-# importing xml.sax.saxutils imports urllib.request, http.client and ssl, ~10-15 ms of CPU in the main process of
-# every audit run (it imports this module with the report action).
+# JUnit's escaping as xml.sax.saxutils does it (tests/unit compares them): importing saxutils imports urllib.request,
+# http.client and ssl, ~10-15 ms of CPU in the main process of every audit run.
 XML_TEXT = (("&", "&amp;"), (">", "&gt;"), ("<", "&lt;"))
 XML_ATTR = XML_TEXT + (("\n", "&#10;"), ("\r", "&#13;"), ("\t", "&#9;"))
 
 
 def xml_escape(data: str) -> str:
-    """&, < and > as entities (xml.sax.saxutils.escape)."""
     for char, entity in XML_TEXT:
         data = data.replace(char, entity)
     return data
 
 
 def quoteattr(data: str) -> str:
-    """An XML attribute value with its quotes (xml.sax.saxutils.quoteattr): escaped as text, newlines, returns
-    and tabs as character references, in double quotes unless it holds one and no single quote."""
+    """An attribute value with its quotes: double ones, unless it holds one and no single one."""
     for char, entity in XML_ATTR:
         data = data.replace(char, entity)
     if '"' not in data:
         return '"%s"' % data
-    if "'" not in data:
-        return "'%s'" % data
-    return '"%s"' % data.replace('"', "&quot;")
+    return "'%s'" % data if "'" not in data else '"%s"' % data.replace('"', "&quot;")
 
 
 Doc = Dict[str, Any]      # the report document (the JSON schema's instance)
