@@ -139,7 +139,7 @@ class ActionModule(ActionBase):
         # refused load travels as the core's refusal record, refused on the host. manifest_sources are what the
         # metnos_manifest_source filter takes (paths, {file|manifest}), loaded by the function that filter calls
         # (profile/manifest.py from_source; not the filter module itself: importing it costs the main process
-        # the compile of the filter's other imports, ~60 ms per run).
+        # the compile of the 14 modules only the filter needs, 20-30 ms of CPU per run here).
         sources = args.pop("manifest_sources", None) or []
         try:
             args["manifests"] = [M.transport(item) for item in args.get("manifests") or []] + [

@@ -180,7 +180,7 @@ def test_no_work_when_the_action_is_imported(monkeypatch):
 def test_the_action_imports_no_filter_module():
     """Ansible's main process imports the action once per run, compiling what it imports where no bytecode is
     kept: the action imports the core functions it calls (profile/manifest.py from_source), never the filter
-    plugin's module, whose other imports cost the run ~60 ms of CPU (a mutation importing it fails here)."""
+    plugin's module, whose other imports cost the run 20-30 ms of CPU (a mutation importing it fails here)."""
     code = ("import sys; import ansible_collections.metnos.sandbox.plugins.action.metnos_audit; "
             "print(sorted(m for m in sys.modules if 'sandbox.plugins.filter' in m))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
