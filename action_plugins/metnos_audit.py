@@ -20,14 +20,11 @@ import os
 import shlex
 
 from ansible import constants as C
-from ansible.errors import AnsibleConnectionFailure
+from ansible.errors import AnsibleConnectionFailure, AnsibleFilterError
 from ansible.executor.interpreter_discovery import discover_interpreter
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.metnos.sandbox.plugins.filter.metnos_sandbox import (
-    metnos_manifest_source,  # manifest_sources: the filter's one loader, called here instead of in the task
-)
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import (
     play_vars as PV,  # from_vars: the options the host's variables give
 )
@@ -44,7 +41,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.opti
     spec as O,  # the one spec of the options
 )
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
-    manifest as M,  # controller side: the one manifest loader
+    manifest as M,  # controller side: the one manifest loader (manifest_sources: what the filter loads, from_source)
 )
 
 AUTO = ("auto", "auto_silent", "auto_legacy", "auto_legacy_silent")
@@ -69,10 +66,15 @@ def spool_dir():
 
 
 def spool(host, record):
-    """Keep one host's result (the payload's decoded answer, or a failure record) for the report, so that
-    the report reads files instead of templating every host's registered result through Jinja (at 1,000
-    hosts that templating alone took ~4 s of CPU in one worker)."""
-    R.write_spooled(spool_dir(), host, json.dumps(record))
+    """Keep one host's result (a failure record here; the payload's answer goes in as the JSON text it came as,
+    see spool_text) for the report, so that the report reads files instead of templating every host's
+    registered result through Jinja (at 1,000 hosts that templating alone took ~4 s of CPU in one worker)."""
+    spool_text(host, json.dumps(record))
+
+
+def spool_text(host, text):
+    """Keep one host's result given as JSON text."""
+    R.write_spooled(spool_dir(), host, text)
 
 
 class ActionModule(ActionBase):
@@ -135,10 +137,15 @@ class ActionModule(ActionBase):
         args = O.with_defaults(O.AUDIT, validated)
         # Manifest text is loaded by the core's one reader/decoder (the host then needs no YAML library); a
         # refused load travels as the core's refusal record, refused on the host. manifest_sources are what the
-        # metnos_manifest_source filter takes (paths, {file|manifest}), loaded by that filter's function.
+        # metnos_manifest_source filter takes (paths, {file|manifest}), loaded by the function that filter calls
+        # (profile/manifest.py from_source; not the filter module itself: importing it costs the main process
+        # the compile of the 14 modules only the filter needs, 20-30 ms of CPU per run here).
         sources = args.pop("manifest_sources", None) or []
-        args["manifests"] = [M.transport(item) for item in args.get("manifests") or []] + [
-            M.transport(metnos_manifest_source(item)) for item in sources]
+        try:
+            args["manifests"] = [M.transport(item) for item in args.get("manifests") or []] + [
+                M.transport(M.from_source(item)) for item in sources]
+        except M.SourceError as exc:      # the filter's own refusal, as when the task used the filter
+            raise AnsibleFilterError("metnos_manifest_source: %s" % exc) from None
         try:
             O.sha256_list(args.get("accept_bwrap_sha256"))
         except O.OptionError as exc:
@@ -169,10 +176,11 @@ class ActionModule(ActionBase):
             raise
         except T.TransportError as exc:
             return self._refuse(result, host, "audit_transport_unsupported", "metnos_audit: %s" % exc, why=str(exc))
-        out = T.unframe(res.get("stdout", ""), frame)
-        if out is None:
+        found = T.framed(res.get("stdout", ""), frame)
+        if found is None:
             return self._without_result(result, host, python, res)
-        spool(host, out)
+        out, text = found
+        spool_text(host, text)      # the host's own JSON text: the same record, not encoded a second time
         # The whole record, or its summary (the whole one is in the spool): Ansible sends every result back to
         # the main process and walks a registered one, ~30 % of a worker's CPU for the whole record.
         result.update(out if shape == "full" else T.summary(out))
@@ -205,6 +213,11 @@ class ActionModule(ActionBase):
         """Run the payload on the host in one command: the message on its stdin where the connection pipelines
         (local, ssh), as its arguments otherwise (podman, docker). transport.TransportError when neither can."""
         if getattr(self._connection, "has_pipelining", False):
-            return self._low_level_execute_command(T.stdin_command(python), in_data=data, sudoable=True)
+            # The local connection runs the command with /bin/sh already: without executable=False Ansible wraps
+            # it in a second "/bin/sh -c" (one more shell started per host, ~0.6 ms of CPU). Over ssh the remote
+            # login shell runs it, and that wrapper keeps it under /bin/sh whatever that shell is.
+            local = getattr(self._connection, "transport", None) == "local"
+            return self._low_level_execute_command(T.stdin_command(python), in_data=data, sudoable=True,
+                                                   executable=False if local else None)
         argv = T.argv_command(python, data, become=bool(getattr(self._play_context, "become", False)))
         return self._low_level_execute_command(argv, sudoable=True, executable=False)

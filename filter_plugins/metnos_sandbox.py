@@ -81,16 +81,10 @@ def metnos_manifest_source(item):
     module gets: the manifest loaded on the controller by the core's one reader and decoder (so
     managed hosts need no YAML library), or the core's refusal record when loading is refused (the
     module then refuses with the same code). Validation and rendering happen on the host."""
-    if isinstance(item, dict) and "manifest" in item:
-        return _manifest.transport(item["manifest"])
-    if isinstance(item, str):
-        path = item
-    elif isinstance(item, dict) and isinstance(item.get("file"), str):
-        path = item["file"]
-    else:
-        raise AnsibleFilterError("metnos_manifest_source: expected a path or a mapping with file/manifest, got %s"
-                                 % _diagnostics.excerpt(item))
-    return _manifest.transport(MD.FileSource(path))
+    try:
+        return _manifest.from_source(item)
+    except _manifest.SourceError as exc:
+        raise AnsibleFilterError("metnos_manifest_source: %s" % exc) from None
 
 
 def metnos_capabilities(capabilities):

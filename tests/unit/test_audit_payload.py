@@ -16,6 +16,7 @@ import json
 import os
 import shlex
 import subprocess
+import sys
 import time
 import zlib
 
@@ -144,6 +145,19 @@ def test_unframe_takes_exactly_one_complete_frame():
     assert T.unframe(good.replace(str(len(body)), str(len(body) - 1)), frame) is None   # wrong length
     assert T.unframe(good, T.new_frame()) is None                                 # another run's token
     assert T.unframe(good.replace(body, '["schema"]'.ljust(len(body))), frame) is None  # not an object
+    assert T.unframe(("\n%s x\n" % frame) + good, frame) == {"schema": "x"}      # a header without a size
+    assert T.unframe(("\n%s 1234567890123\n" % frame) + good, frame) == {"schema": "x"}   # over 12 digits
+
+
+def test_framed_gives_the_body_as_it_came():
+    """The action keeps the body's own text in the spool: the very JSON the host wrote, which decodes to the
+    record unframe returns (a mutation that hands back a re-encoded or shifted slice fails here)."""
+    frame = T.new_frame()
+    body = json.dumps({"schema": "x", "s": "caf\u00e9 \ud800", "f": 0.1, "n": [1, None]}, separators=(",", ":"))
+    stdout = "motd\n\n%s %d\n%s\n%s end\n" % (frame, len(body), body, frame)
+    value, text = T.framed(stdout, frame)
+    assert text == body and json.loads(text) == value == T.unframe(stdout, frame)
+    assert T.framed(stdout, T.new_frame()) is None
 
 
 def test_no_work_when_the_action_is_imported(monkeypatch):
@@ -161,6 +175,17 @@ def test_no_work_when_the_action_is_imported(monkeypatch):
     monkeypatch.setattr(builtins, "open", guarded)
     action = faces.load("action_plugins/metnos_audit.py", "metnos_audit_action_import")
     assert not [n for n in vars(action) if n.startswith("_PAYLOAD")]
+
+
+def test_the_action_imports_no_filter_module():
+    """Ansible's main process imports the action once per run, compiling what it imports where no bytecode is
+    kept: the action imports the core functions it calls (profile/manifest.py from_source), never the filter
+    plugin's module, whose other imports cost the run 20-30 ms of CPU (a mutation importing it fails here)."""
+    code = ("import sys; import ansible_collections.metnos.sandbox.plugins.action.metnos_audit; "
+            "print(sorted(m for m in sys.modules if 'sandbox.plugins.filter' in m))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "collections")))
+    assert proc.stdout.strip() == "[]"
 
 
 def test_the_payload_is_built_once_per_run(tmp_path):

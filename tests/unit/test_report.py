@@ -1,9 +1,11 @@
 """Fleet report rendering from audit results (the shapes metnos_audit returns)."""
 import datetime
 import json
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from xml.sax import saxutils
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
@@ -135,3 +137,26 @@ def test_html_table_pages_and_details_are_data():
     assert page.count(" hidden><td>") == 20                     # laid out only when asked for
     data = json.loads(page.split('<script type="application/json" id="data">')[1].split("</script>")[0])
     assert set(data["hosts"]) == set(res) and len(data["r"]) <= 1     # one remediation text, stored once
+
+
+def test_junit_escaping_is_saxutils():
+    """report.py escapes JUnit text and attributes itself (importing xml.sax.saxutils costs every audit run
+    urllib, http.client and ssl): the same output as saxutils on hostile text, each quoting branch taken."""
+    corpus = ["", "plain", "a&b<c>d", "&amp;", 'say "hi"', "it's", "both ' and \"", "\n\r\t end", "]]>",
+              "\x00\x1b[31m", "caf\u00e9 \ud800 \U0001f600", "<script>alert('x')</script>", "\"'\"'&\n"]
+    for text in corpus + [a + b for a in corpus for b in corpus]:
+        assert R.xml_escape(text) == saxutils.escape(text)
+        assert R.quoteattr(text) == saxutils.quoteattr(text)
+
+
+def test_report_imports_no_network_module():
+    """Importing the report module (the main process of every audit run does) pulls in no urllib.request, ssl
+    or http.client (xml.sax.saxutils did)."""
+    code = ("import sys; from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import "
+            "report; print(sorted(m for m in ('ssl', 'urllib.request', 'http.client', 'xml.sax.saxutils') "
+            "if m in sys.modules))")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=dict(os.environ, PYTHONPATH=os.path.join(root, "collections")))
+    assert out.stdout.strip() == "[]"
+

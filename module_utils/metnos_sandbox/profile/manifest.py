@@ -346,3 +346,22 @@ def transport(source: Any) -> Any:
         return data
     except MD.ManifestError as exc:
         return refusal_record(exc.diagnostics)
+
+
+class SourceError(ValueError):
+    """A manifest source that is neither a path nor a mapping with file or manifest."""
+
+
+def from_source(item: Any) -> Any:
+    """A metnos_sandbox_manifests entry (controller path, or {file|manifest, invocation}) -> transport() of the
+    manifest it names: what the metnos_manifest_source filter and the metnos_audit action (manifest_sources) hand
+    to the host. SourceError for an entry of another shape."""
+    if isinstance(item, dict) and "manifest" in item:
+        return transport(item["manifest"])
+    if isinstance(item, str):
+        path = item
+    elif isinstance(item, dict) and isinstance(item.get("file"), str):
+        path = item["file"]
+    else:
+        raise SourceError("expected a path or a mapping with file/manifest, got %s" % D.excerpt(item))
+    return transport(MD.FileSource(path))
