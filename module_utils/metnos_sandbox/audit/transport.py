@@ -269,8 +269,8 @@ def message(frame: str, params: Mapping[str, Any], payload: bytes, cache: Option
 
 @functools.lru_cache(maxsize=4)
 def digest(payload: bytes) -> str:
-    """The sha256 of the compressed core, the name of its compiled bundle on the hosts: once per payload (a
-    worker sends the same bytes to every host it audits; bytes keep their hash, so the lookup is cheap)."""
+    """The sha256 of the compressed core, the name of its compiled bundle on the hosts (hashlib's OpenSSL:
+    ~0.15 ms for its ~240 KB in each host's worker; a caller that sends the same bytes again gets it kept)."""
     return hashlib.sha256(payload).hexdigest()
 
 
