@@ -12,6 +12,7 @@ import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import digests
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap_trust as BT
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import facts as F
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import trust_store as TS
 
 BWRAP = "/usr/bin/bwrap"
@@ -204,6 +205,73 @@ def test_a_store_anyone_else_could_write_or_of_another_shape_is_ignored(tmp_path
         os.chmod(folder, 0o700)
         _rewrite(store, good)
         assert _audit(store, db)[1] == [], number
+
+
+def _facts(store, db):
+    """One audit's bwrap facts (facts.bwrap_info with its own Ledger on the store): (info, commands)."""
+    runner = Counting()
+    info = F.bwrap_info(BWRAP, runner, ledger=BT.Ledger(TS.Store(store, folders=(db,))))
+    return info, runner.calls
+
+
+def test_the_answers_to_version_and_help_are_kept_with_the_verification(tmp_path):
+    """The facts of the next audit come without running bwrap --version or --help, and are the same; once the
+    package database changes they are asked again (with the verification); answers that do not parse as
+    bwrap's (a planted entry) refuse the whole store. The facts without any store are the same too."""
+    store, db = _folders(tmp_path)
+    alone = F.bwrap_info(BWRAP, Counting())
+    first, calls = _facts(store, db)
+    assert "%s --version" % BWRAP in calls and "%s --help" % BWRAP in calls
+    assert first == alone and first["version"] and "--bind-fd" in first["features"]
+    kept = _entry(store)["entries"][0]["answers"]
+    assert kept == {"version": first["version"], "features": first["features"]}
+    second, calls = _facts(store, db)
+    assert second == first and calls == []
+    with open(os.path.join(db, "status"), "a") as handle:
+        handle.write("Status: install ok installed\n")
+    third, calls = _facts(store, db)
+    assert third == first and "%s --version" % BWRAP in calls and "dpkg --verify bubblewrap" in calls
+    good = _entry(store)
+    for answers in ({"version": "0.8.0", "features": ["--bind", "-x"]}, {"version": "", "features": []},
+                    {"version": "0.8.0", "features": ["--b", "--a"]}, {"version": "0.8.0"}, ["0.8.0", []]):
+        doc = json.loads(json.dumps(good))
+        doc["entries"][0]["answers"] = answers
+        _rewrite(store, doc)
+        assert TS.read(store) == [], answers
+        again, calls = _facts(store, db)
+        assert again == first and "%s --help" % BWRAP in calls, answers
+
+
+def test_answers_of_a_failed_command_are_not_kept(tmp_path):
+    """bwrap --help that fails (here: a runner standing in for a bwrap whose --help exits 1, what the kernel
+    cannot be made to do to the real one) leaves no answers kept: the next audit runs both again."""
+    store, db = _folders(tmp_path)
+
+    class HelpFails(Counting):
+        def __call__(self, argv, *args, **kwargs):
+            out = Counting.__call__(self, argv, *args, **kwargs)
+            return (1,) + tuple(out[1:]) if argv[1:] == ["--help"] else out
+
+    F.bwrap_info(BWRAP, HelpFails(), ledger=BT.Ledger(TS.Store(store, folders=(db,))))
+    assert _entry(store)["entries"][0]["answers"] is None
+    _info, calls = _facts(store, db)
+    assert "%s --version" % BWRAP in calls and "%s --help" % BWRAP in calls and "dpkg --verify bubblewrap" not in calls
+
+
+def test_answers_of_a_file_that_changed_meanwhile_are_not_kept(tmp_path):
+    """The file's ctime moves while it answers --help (its times set again to what they were: only the ctime
+    changes, as with any write or chmod): the answers may be another file's, and are not kept."""
+    store, db = _folders(tmp_path)
+
+    class Touching(Counting):
+        def __call__(self, argv, *args, **kwargs):
+            if argv[1:] == ["--help"]:
+                st = os.stat(BWRAP)
+                os.utime(BWRAP, ns=(st.st_atime_ns, st.st_mtime_ns))
+            return Counting.__call__(self, argv, *args, **kwargs)
+
+    F.bwrap_info(BWRAP, Touching(), ledger=BT.Ledger(TS.Store(store, folders=(db,))))
+    assert all(e["answers"] is None for e in _entry(store)["entries"])
 
 
 def test_only_packaged_verifications_are_kept_and_only_by_root(tmp_path):

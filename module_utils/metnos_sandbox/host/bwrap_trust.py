@@ -32,6 +32,7 @@ import typing as t
 
 from ..base import diagnostics as D
 from ..base import digests
+from ..base import patterns as RX
 from . import bwrap as B
 from . import package_owner as PO
 from . import trust_store as TS
@@ -40,7 +41,7 @@ Json = t.Dict[str, t.Any]
 PACKAGED_BWRAP = "/usr/bin/bwrap"
 MAX_BINARY = 64 << 20
 TRUSTED = ("packaged", "accepted")
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_SHA256 = RX.Pattern(r"^[0-9a-f]{64}$")
 
 
 def identity(path: str) -> t.Optional[t.List[int]]:
@@ -89,9 +90,9 @@ def normalise_accepted(values: t.Iterable[t.Any]) -> t.Tuple[t.List[str], t.List
 Verdict = t.Tuple[str, str]
 """(ok | modified | missing | unverifiable, what the tool said about the path)."""
 
-_DPKG_LINE = re.compile(r"^(?P<what>missing|[?.0-9A-Za-z]{9})\s+(?:c\s+)?(?P<path>/.*)$")
-_RPM_LINE = re.compile(r"^(?P<what>missing|[?.A-Za-z0-9]{9})\s+(?:[cdglrma]\s+)?(?P<path>/.*)$")
-_PACMAN_LINE = re.compile(r"^(?:warning: )?(?P<pkg>[^\s:]+): (?P<path>/.*) \((?P<why>[^()]*)\)$")
+_DPKG_LINE = RX.Pattern(r"^(?P<what>missing|[?.0-9A-Za-z]{9})\s+(?:c\s+)?(?P<path>/.*)$")
+_RPM_LINE = RX.Pattern(r"^(?P<what>missing|[?.A-Za-z0-9]{9})\s+(?:[cdglrma]\s+)?(?P<path>/.*)$")
+_PACMAN_LINE = RX.Pattern(r"^(?:warning: )?(?P<pkg>[^\s:]+): (?P<path>/.*) \((?P<why>[^()]*)\)$")
 
 
 def parse_dpkg_verify(out: str, path: str) -> Verdict:
@@ -201,6 +202,14 @@ class Ledger(object):
         before = self._asked.pop(key, None)
         if self._store is not None and before is not None and before == self._store.state():
             self._store.add(key, verified)
+
+    def answers(self, path: str, real: str, ident: t.Sequence[int]) -> t.Optional[TS.Answers]:
+        """What that file answered to --version and --help, kept with its verification (trust_store), or None."""
+        return self._store.answers((path, real, tuple(ident))) if self._store is not None else None
+
+    def keep_answers(self, path: str, real: str, ident: t.Sequence[int], answers: TS.Answers) -> None:
+        if self._store is not None:
+            self._store.add_answers((path, real, tuple(ident)), answers)
 
 
 def _verified(path: str, real: str, runner: B.Runner,

@@ -58,13 +58,21 @@ _PACKAGE_STATE = {"packaged": "ok"}
 def bwrap_info(bwrap_path: str, runner: B.Runner = B.default_runner,
                ledger: Optional[BT.Ledger] = None) -> Dict[str, Any]:
     """Version, package, owner, mode, setuid and --help features of one bwrap. ``ledger``: the audit's
-    verifications (bwrap_trust.Ledger), so that the probe does not ask the package manager again."""
-    rc, out, err = runner([bwrap_path, "--version"])
-    version = B.parse_version(out or err)
-    rc_h, help_out, help_err = runner([bwrap_path, "--help"])
-    features = B.parse_features(help_out or help_err)
+    verifications (bwrap_trust.Ledger), so that the probe does not ask the package manager again, and, when
+    a verification was kept from an earlier audit, the file's answers to --version and --help with it."""
     # what the package database says of the file (dpkg --verify, rpm -V, pacman -Qkk): bwrap_trust
     trust = BT.verify(bwrap_path, runner, ledger=ledger)
+    ident = BT.identity(trust["realpath"]) if ledger is not None and trust["ident"] else None
+    kept = ledger.answers(bwrap_path, trust["realpath"], ident) if ledger is not None and ident else None
+    if kept is not None:
+        version, features = kept
+    else:
+        rc, out, err = runner([bwrap_path, "--version"])
+        version = B.parse_version(out or err)
+        rc_h, help_out, help_err = runner([bwrap_path, "--help"])
+        features = B.parse_features(help_out or help_err)
+        if ledger is not None and ident and rc == 0 and rc_h == 0 and BT.identity(trust["realpath"]) == ident:
+            ledger.keep_answers(bwrap_path, trust["realpath"], ident, (version, features))
     files = B.file_facts(bwrap_path)
     if trust["ident"]:
         pkg = trust["package"]

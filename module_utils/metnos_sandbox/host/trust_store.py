@@ -30,42 +30,52 @@ The store is read only when it is a regular file of root's, mode 0600, with one 
 root's and writable by no one else (sticky root folders excepted), at most ``MAX_BYTES``, and exactly of the
 shape ``write`` gives it; anything else is ignored as a whole (the file is then verified as if there were
 no store). Only root writes it, atomically. Other states (modified, unpackaged, unverifiable) are never
-kept: they are asked again at every audit. Pure Python, no Ansible imports.
+kept: they are asked again at every audit.
+
+With a kept verification the entry also keeps what the file answered to ``--version`` and ``--help`` in that
+audit (``answers``: the version and the options its help lists, as host/bwrap.py parses them; ~2 ms of CPU
+per audit): bwrap prints both from constants compiled into it, so the same content (the sha256 above) gives
+the same answers, and they are dropped with the entry whenever the file or the package databases change.
+Answers are kept only when both commands succeeded. Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
 import json
 import os
-import re
 import stat
 import types
 import typing as t
 
 from ..base import digests
 from ..base import files as FI
+from ..base import patterns as RX
 from . import bwrap as B
 
 Json = t.Dict[str, t.Any]
 Key = t.Tuple[str, str, t.Tuple[int, ...]]
 Verified = t.Tuple[t.Any, ...]
+Answers = t.Tuple[t.Optional[str], t.List[str]]
+"""(version, features): bwrap's --version and --help, parsed (host/bwrap.py parse_version, parse_features)."""
 
-SCHEMA = "metnos-sandbox-trust/1"
+SCHEMA = "metnos-sandbox-trust/2"
 DATABASES = ("/var/lib/dpkg", "/var/lib/rpm", "/usr/lib/sysimage/rpm", "/var/lib/pacman/local")
 MAX_BYTES = 64 << 10
 MAX_ENTRIES = 16
 MAX_DATABASE_ENTRIES = 8192
 MAX_TEXT = 512
+MAX_FEATURES = 256
 MANAGERS = ("dpkg", "rpm", "pacman")
-READERS_WRITE = re.compile(r"(.*-shm|__db\.[0-9]{3})\Z")
-READERS_TOUCH = re.compile(r".*-wal\Z")            # their ctime
+READERS_WRITE = RX.Pattern(r"(.*-shm|__db\.[0-9]{3})\Z")
+READERS_TOUCH = RX.Pattern(r".*-wal\Z")            # their ctime
 PACKAGE_FILES: t.Mapping[str, t.Tuple[str, ...]] = types.MappingProxyType({
     "dpkg": ("/var/lib/dpkg/info/{name}.md5sums", "/var/lib/dpkg/info/{name}.list",
              "/var/lib/dpkg/info/{name}.conffiles"),
     "pacman": ("/var/lib/pacman/local/{name}-{revision}/desc", "/var/lib/pacman/local/{name}-{revision}/files",
                "/var/lib/pacman/local/{name}-{revision}/mtree"),
 })
-_HEX64 = re.compile(r"[0-9a-f]{64}")
-_ENTRY_KEYS = ("databases", "detail", "ident", "package", "path", "real", "sha256")
+_HEX64 = RX.Pattern(r"[0-9a-f]{64}")
+_OPTION = RX.Pattern(r"--[a-z0-9][a-z0-9-]{0,62}")
+_ENTRY_KEYS = ("answers", "databases", "detail", "ident", "package", "path", "real", "sha256")
 _PACKAGE_KEYS = ("manager", "name", "revision")
 
 
@@ -118,6 +128,7 @@ class Store(object):
         self.folders = tuple(folders)
         self.package_files = package_files
         self._entries: t.Optional[t.List[Json]] = None
+        self._found: t.Dict[Key, Json] = {}      # the entry reused or added for a key in this audit
 
     def state(self, package: t.Optional[t.Mapping[str, str]] = None) -> t.Optional[str]:
         return database_state(self.folders, package, self.package_files)
@@ -135,8 +146,29 @@ class Store(object):
         for entry in self.entries():
             if (entry["path"], entry["real"], tuple(entry["ident"])) == key and entry["sha256"] == sha256 \
                     and entry["databases"] == self.state(entry["package"]):
+                self._found[key] = entry
                 return entry["sha256"], dict(entry["package"]), "packaged", entry["detail"]
         return None
+
+    def answers(self, key: Key) -> t.Optional[Answers]:
+        """The kept answers of the entry ``find`` reused for ``key`` in this audit, or None."""
+        entry = self._found.get(key)
+        if entry is None or entry["answers"] is None:
+            return None
+        return entry["answers"]["version"], list(entry["answers"]["features"])
+
+    def add_answers(self, key: Key, answers: Answers) -> None:
+        """Keep ``answers`` with the entry this audit reused or added for ``key`` (root only, never an error)."""
+        entry = self._found.get(key)
+        if entry is None or os.geteuid() != 0:
+            return
+        version, features = answers
+        new = dict(entry, answers={"version": version, "features": sorted(features)})
+        if _entry_problem(new):
+            return
+        self._found[key] = new
+        self._entries = [new if e is entry else e for e in self.entries()]
+        write(self.path, self._entries)
 
     def add(self, key: Key, verified: Verified) -> None:
         """Keep a "packaged" verification (newest first, at most MAX_ENTRIES); root only, never an error."""
@@ -145,11 +177,12 @@ class Store(object):
         if state != "packaged" or os.geteuid() != 0 or databases is None:
             return
         entry = {"path": key[0], "real": key[1], "ident": list(key[2]), "databases": databases, "sha256": sha,
-                 "package": dict(package), "detail": detail}
+                 "package": dict(package), "detail": detail, "answers": None}
         if _entry_problem(entry):
             return
         kept = [e for e in self.entries() if (e["path"], e["real"], tuple(e["ident"])) != key]
         self._entries = [entry] + kept[:MAX_ENTRIES - 1]
+        self._found[key] = entry
         write(self.path, self._entries)
 
 
@@ -197,7 +230,18 @@ def _entry_problem(entry: t.Any) -> bool:
                 and _hex64(entry["databases"]) and _hex64(entry["sha256"])
                 and isinstance(package, dict) and tuple(sorted(package)) == _PACKAGE_KEYS
                 and all(_text(v) and v and "/" not in v and "\0" not in v for v in package.values())
-                and package["manager"] in MANAGERS)
+                and package["manager"] in MANAGERS and _answers_ok(entry["answers"]))
+
+
+def _answers_ok(answers: t.Any) -> bool:
+    if answers is None:
+        return True
+    if not (isinstance(answers, dict) and sorted(answers) == ["features", "version"]):
+        return False
+    version, features = answers["version"], answers["features"]
+    return (version is None or (_text(version) and version != "")) and isinstance(features, list) \
+        and len(features) <= MAX_FEATURES and all(isinstance(f, str) and _OPTION.fullmatch(f) for f in features) \
+        and features == sorted(set(features))
 
 
 def _hex64(value: t.Any) -> bool:

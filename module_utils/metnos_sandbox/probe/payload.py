@@ -14,6 +14,7 @@ import os
 import typing as t
 
 from ..base import json_lite as JL
+from ..base import libc_lite as LL
 from ..base.paths import under
 from ..host import bwrap_options as BO
 from ..host import procfs as PF
@@ -49,12 +50,16 @@ class SystemdReport(t.NamedTuple):
 
 
 # Runs inside the sandbox on the runtime's interpreter (Python 3.6+, stdlib only). It reports
-# one JSON line on stdout, then waits on stdin until the outside has read its evidence.
-PAYLOAD = JL.PRELUDE + r"""
-import ctypes, errno, os, socket, sys
+# one JSON line on stdout, then waits on stdin until the outside has read its evidence. JSON by base/json_lite.py,
+# prctl(2) and statfs(2) by base/libc_lite.py: each package import would cost more than the rest of the script.
+PAYLOAD = JL.PRELUDE + LL.PRELUDE + r"""
+import errno, os, sys
+try:                                    # the C module alone: socket.py imports enum, selectors (~5 ms of CPU)
+    import _socket as socket
+except ImportError:
+    import socket
 spec = loads(sys.argv[1])
-libc = ctypes.CDLL(None, use_errno=True)
-libc.prctl(15, ctypes.c_char_p(("mp-" + spec["token"])[:15].encode()), 0, 0, 0)   # PR_SET_NAME: this code ran here
+libc.prctl(15, ("mp-" + spec["token"])[:15].encode(), 0, 0, 0)   # PR_SET_NAME: this code ran here
 def beacon(name):
     # in the probe's network namespace the probe holds this process while it reads who it is
     try:
@@ -70,14 +75,14 @@ def err(num):
     return "error:" + errno.errorcode.get(num, str(num))
 def fs(path):
     out = {}
-    buf = ctypes.create_string_buffer(512)
+    buf = string_buffer(512)
     if libc.statfs(path.encode("utf-8"), buf) == 0:
         if os.uname()[4].startswith("s390"):
-            out["type"] = ctypes.c_uint.from_buffer(buf).value
+            out["type"] = c_uint.from_buffer(buf).value
         else:
-            out["type"] = ctypes.c_long.from_buffer(buf).value & 0xffffffff
+            out["type"] = c_long.from_buffer(buf).value & 0xffffffff
     else:
-        out["type"] = err(ctypes.get_errno())
+        out["type"] = err(get_errno())
     try:
         st = os.stat(path)
         out["dev"] = "%d:%d" % (os.major(st.st_dev), os.minor(st.st_dev))
@@ -130,8 +135,8 @@ obs["rw"] = dict((p, try_write(p)) for p in spec["rw"])
 obs["absent"] = dict((p, presence(p)) for p in spec["absent"])
 obs["tmpfs"] = dict((p, dict(fs(p), entries=listing(p))) for p in spec["tmpfs"] + spec["dev"])
 try:
-    sig = ctypes.c_int(0)
-    libc.prctl(2, ctypes.byref(sig), 0, 0, 0)   # PR_GET_PDEATHSIG
+    sig = c_int(0)
+    libc.prctl(2, byref(sig), 0, 0, 0)   # PR_GET_PDEATHSIG
     obs["pdeathsig"] = sig.value
 except Exception as exc:
     obs["pdeathsig"] = "error:%s" % exc
