@@ -526,7 +526,8 @@ class Beacon(object):
         """Take every connection waiting: who it is, then let it go on."""
         while self.sock is not None:
             try:
-                fd, _addr = self.sock._accept()     # accept4(2) with SOCK_CLOEXEC, as socket.py's accept()
+                # accept4(2) with SOCK_CLOEXEC, what socket.py's accept() calls (typeshed does not list it)
+                fd, _addr = self.sock._accept()  # type: ignore[attr-defined]
             except (BlockingIOError, InterruptedError):
                 return
             except OSError:
