@@ -191,19 +191,6 @@ def test_the_beacon_names_who_reaches_it_and_not_a_sandbox_with_its_own_network(
     assert len(peers) == 1 and peers[0]["argv"][-1] == beacon.name and peers[0]["exe_id"], peers
 
 
-@pytest.mark.parametrize("python", sorted({"/usr/bin/python3", os.path.realpath(__import__("sys").executable)}))
-def test_the_audit_on_a_host_imports_no_socket_module(python):
-    """The beacon uses the C module (_socket): socket.py imports enum and selectors and builds four enums, ~1.2 ms
-    of every audited host's CPU. Importing the audit's host side (as the bootstrap does, -I -S) loads no socket.py."""
-    import subprocess
-    root = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "module_utils")
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import metnos_sandbox.audit.audit; "
-            "print(' '.join(sorted(m for m in ('socket', 'ctypes', 'hashlib') if m in sys.modules)))")
-    out = subprocess.run([python, "-I", "-S", "-c", code, root], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == [], out.stdout
-
-
 def test_a_beacon_peer_that_is_not_the_verified_payload_is_a_copy_outside():
     peer = {"pid": 50, "comm": "python3", "exe_id": [254, 11], "argv": ["metnos-sync"], "ns": dict(NS)}
     assert kinds({"seen": [], "beacon": [peer]}) == [("payload_outside", "beacon")]
