@@ -81,10 +81,14 @@ def test_the_prelude_makes_the_calls_ctypes_makes(python):
 
 
 def test_the_scripts_use_the_prelude_not_the_package():
-    """The probe's reaper and its in-sandbox payload carry the prelude and import no ctypes themselves (a
-    mutation that puts ``import ctypes`` back is caught here, the calls above catch a broken prelude)."""
+    """The probe's in-sandbox payload carries the prelude, and its forked reaper runs it, neither importing ctypes
+    themselves (a mutation that puts ``import ctypes`` back in either is caught here, the calls above catch a
+    broken prelude)."""
+    import inspect
+
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import payload, reaper
-    for script in (reaper.REAPER, payload.PAYLOAD):
-        assert LL.PRELUDE in script
-        body = script.replace(LL.PRELUDE, "")
+    reaper_source = inspect.getsource(reaper)
+    assert "exec(LL.PRELUDE, scope)" in reaper_source
+    for body in (payload.PAYLOAD.replace(LL.PRELUDE, ""), reaper_source):
         assert "import ctypes" not in body and "ctypes." not in body
+    assert LL.PRELUDE in payload.PAYLOAD

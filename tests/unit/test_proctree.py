@@ -125,6 +125,53 @@ def test_a_dead_start_leaving_only_its_own_kind_ends_at_once():
     assert procs.left_after(marker) == []
 
 
+def test_the_forked_reaper_passes_on_the_runs_descriptors_and_nothing_else_of_the_probes():
+    """The reaper is a fork of the probe's process: bwrap's side sees its stdin, stdout, stderr, the status pipe and
+    the descriptors it must keep - none of the probe's own (here an open file and a pipe of this process, one of
+    them inheritable), and the reaper itself holds none of them either (a mutation that skips
+    ``_close_all_but`` fails here). The run's environment is the one given, PATH lookup included."""
+    planted = open("/dev/null", "rb")               # pylint: disable=consider-using-with
+    pipe_r, pipe_w = os.pipe()
+    os.set_inheritable(pipe_w, True)
+    kept_r, kept_w = os.pipe()
+    seen_by = {}
+
+    def watch(data, pid):
+        if not seen_by and "reaper" in data.get("control", b"").decode():
+            reaper = [r for r in RP.control_records(data["control"]) if "reaper" in r][0]["reaper"]
+            seen_by["reaper"] = sorted(int(fd) for fd in os.listdir("/proc/%d/fd" % reaper))
+        return False
+    try:
+        res = RP.run_reaped(["sh", "-c", 'ls /proc/self/fd; echo "env=$METNOS_PROBE_ENV"; echo "fd=$1"', "sh",
+                             str(kept_w)], env={"PATH": "/usr/bin:/bin", "METNOS_PROBE_ENV": "given"},
+                            timeout=30, keep_fds=[kept_w], watch=watch)
+        lines = res["stdout"].split()
+        fds = sorted(int(x) for x in lines if x.isdigit())
+        assert res["rc"] == 0 and "env=given" in lines, res
+        status_fd = fds[3] if len(fds) > 3 else None
+        assert kept_w in fds and planted.fileno() not in fds and pipe_w not in fds and pipe_r not in fds, (fds, res)
+        assert set(fds) - {0, 1, 2, kept_w, status_fd} <= {max(fds)}, fds       # ls's own directory descriptor
+        held = seen_by.get("reaper")
+        assert held is not None and planted.fileno() not in held and pipe_w not in held, seen_by
+    finally:
+        planted.close()
+        for fd in (pipe_r, pipe_w, kept_r, kept_w):
+            os.close(fd)
+
+
+def test_the_forked_reaper_runs_bwrap_as_the_user_and_refuses_a_missing_folder():
+    """As another user: the ids taken with no supplementary group; a cwd that does not exist is refused before
+    anything is forked, as Popen refused it."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run as another user")
+    res = RP.run_reaped(["sh", "-c", "id -u; id -g; id -G"], user={"uid": 65534, "gid": 65534}, timeout=30)
+    assert res["rc"] == 0 and res["stdout"].split() == ["65534", "65534", "65534"], res
+    res = RP.run_reaped(["sh", "-c", "true"], cwd="/nonexistent-metnos-folder", timeout=30)
+    assert res["rc"] == 127 and res["setup_failed"] is True and res["pid"] is None, res
+    res = RP.run_reaped(["metnos-no-such-program"], timeout=30)
+    assert res["rc"] == 127 and "bwrap: execvp metnos-no-such-program" in res["stderr"], res
+
+
 def test_cgroup_of_this_process_is_found():
     dirs = PT.unit_cgroup_dirs(os.getpid())
     if not dirs:

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: metnos-sandbox-ops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""JSON for the small scripts the core runs in other processes (the probe's reaper and payload, the
+"""JSON for the small scripts the core runs in other processes (the probe's in-sandbox payload, the
 question to the executors' interpreter), without importing the json package.
 
 Those scripts start a fresh interpreter with ``-I -S``, where ``import json`` is the largest cost of the

@@ -1,10 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: metnos-sandbox-ops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""C calls for the small scripts the probe runs in other processes (its reaper and the in-sandbox payload),
+"""C calls for the code the probe runs in other processes (its forked reaper and the in-sandbox payload),
 without importing the ctypes package.
 
-Those scripts call prctl(2) and statfs(2) and start a fresh interpreter with ``-I -S``, where
+They call prctl(2) and statfs(2); the payload starts a fresh interpreter with ``-I -S``, where
 ``import ctypes`` costs about 2.5 ms of CPU each time (the package defines some sixty types and imports
 struct; measured under ``-I -S`` on Debian 12's Python 3.11, 3 × 40 runs). ``PRELUDE`` defines, on ctypes'
 own C module (``_ctypes``, which the package is built on), only what the scripts use:

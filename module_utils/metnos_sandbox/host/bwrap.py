@@ -15,7 +15,27 @@ import re
 import signal
 import stat
 import subprocess
-from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterator, List, Mapping, Optional, Sequence, Tuple
+
+if TYPE_CHECKING:                     # annotations only (typing.Protocol: Python 3.8+ at check time)
+    from typing import IO, Protocol
+
+    class Child(Protocol):
+        """What the runners use of a process they started: a ``subprocess.Popen`` (bytes), or the probe's forked
+        reaper (probe/reaper.py ``Forked``)."""
+
+        @property
+        def pid(self) -> int: ...
+
+        @property
+        def returncode(self) -> Optional[int]: ...
+
+        @property
+        def stdin(self) -> Optional[IO[bytes]]: ...
+
+        def poll(self) -> Optional[int]: ...
+
+        def wait(self, timeout: Optional[float] = None) -> int: ...
 
 # A runner: argv -> (rc, stdout, stderr) as text. The core calls a runner it is handed with argv alone (what to
 # run it with is the runner's: its environment, its time-out); default_runner also takes env= and timeout=.
@@ -80,7 +100,7 @@ def module_runner(module: Any) -> Runner:
     return run
 
 
-def kill_group(proc: subprocess.Popen[bytes]) -> None:
+def kill_group(proc: Child) -> None:
     """SIGKILL to the process group ``proc`` leads (it was started in a session of its own)."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)

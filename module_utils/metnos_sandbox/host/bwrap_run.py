@@ -14,9 +14,12 @@ import os
 import selectors
 import subprocess
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .bwrap import kill_group
+
+if TYPE_CHECKING:
+    from .bwrap import Child
 
 # pump()'s watcher: (the bytes read so far by stream name, the pid) -> True once it has seen enough.
 Watch = Callable[[Dict[str, bytes], int], bool]
@@ -72,7 +75,7 @@ class Started(object):
     drain = DRAIN
     """How long what is left in the pipes is read once the leftovers were killed."""
 
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+    def __init__(self, proc: Child) -> None:
         self.proc = proc
 
     @property
@@ -102,7 +105,7 @@ class Started(object):
         kill_group(self.proc)
 
 
-def pump(proc: subprocess.Popen[bytes], streams: Mapping[str, int], timeout: float,
+def pump(proc: Child, streams: Mapping[str, int], timeout: float,
          watch: Optional[Watch] = None, report: Optional[Dict[str, Any]] = None,
          started: Optional[Started] = None) -> Tuple[Dict[str, bytes], bool]:
     """Read ``streams`` ({name: readable fd}) of ``proc`` until they all close or ``timeout`` passes.
@@ -205,7 +208,7 @@ class _Pumping(object):
         return "read"
 
 
-def _exited(proc: subprocess.Popen[bytes]) -> bool:
+def _exited(proc: Child) -> bool:
     """Whether proc has exited, without reaping it: until proc.wait() its pid - the id of its process
     group - stays taken, so killing that group later cannot hit another one."""
     if proc.returncode is not None:
@@ -216,7 +219,7 @@ def _exited(proc: subprocess.Popen[bytes]) -> bool:
         return True
 
 
-def _close_stdin(proc: subprocess.Popen[bytes]) -> None:
+def _close_stdin(proc: Child) -> None:
     if proc.stdin is not None and not proc.stdin.closed:
         try:
             proc.stdin.close()

@@ -3,14 +3,15 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The direct context's runner: bwrap as the child of a child subreaper (issue 20).
 
-``run_reaped`` starts a small intermediate process (``REAPER``, the probe's own interpreter with
-``-I -S``, stdlib only) that makes itself a child subreaper and then starts bwrap - as the given user,
-with the run's pipes - so that every descendant of bwrap, however it detaches, stays in a tree whose
-root the probe knows; the probe's own process (an Ansible module's) is not changed. The reaper keeps
-none of the run's pipes (bwrap's end of them is bwrap's alone) and reports on a control pipe of its
-own: its pid and whether it became a subreaper, bwrap's pid, then each process it reaps - bwrap, and
-every orphan re-parented to it, written down while it is a zombie (comm, parent, uid, NSpid, cgroup) -
-and, once it has no child left, that the tree is empty.
+``run_reaped`` forks a small intermediate process (``_reap``: a copy of the probe's process that closes
+every descriptor but the run's, so no second interpreter is started) that makes itself a child
+subreaper and then starts bwrap - as the given user, with the run's pipes - so that every descendant
+of bwrap, however it detaches, stays in a tree whose root the probe knows; the probe's own process (an
+Ansible module's) is not changed. The reaper keeps none of the run's pipes (bwrap's end of them is
+bwrap's alone) and reports on a control pipe of its own: its pid and whether it became a subreaper,
+bwrap's pid, then each process it reaps - bwrap, and every orphan re-parented to it, written down while
+it is a zombie (comm, parent, uid, NSpid, cgroup) - and, once it has no child left, that the tree is
+empty.
 
 ``Reaped`` is what ``bwrap_run.pump`` watches for this run: "started" is bwrap (not the reaper), a kill is
 of the whole tree (SIGKILL to every descendant of the reaper, again until none is left: ``setsid``
@@ -23,15 +24,14 @@ Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import fcntl
 import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import typing as t
 
-from ..base import json_lite as JL
 from ..base import libc_lite as LL
 from ..host import bwrap as B
 from ..host import bwrap_run as BR
@@ -39,39 +39,46 @@ from . import proctree as PT
 
 Json = t.Dict[str, t.Any]
 
-# Runs as the probe's child: argv = control fd, uid, gid (-1: keep), comma-separated fds bwrap keeps, then
-# bwrap's argv. Python 3.6+, stdlib only; JSON by base/json_lite.py (no json import: ~10 ms of CPU), prctl(2) by
-# base/libc_lite.py (no ctypes import: ~2.5 ms).
-REAPER = JL.PRELUDE + LL.PRELUDE + r"""
-import os, sys
-ctl, uid, gid = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-keep = [int(x) for x in sys.argv[4].split(",") if x]
-argv = sys.argv[5:]
-def say(obj):
+
+def _zombie(pid: int) -> Json:
+    """What the reaper writes down of a child that has exited, while it is still a zombie."""
+    out: Json = {}
     try:
-        os.write(ctl, (dumps(obj) + "\n").encode())
-    except OSError:
-        pass
-def zombie(pid):
-    out = {}
-    try:
-        text = open("/proc/%d/stat" % pid).read()
+        with open("/proc/%d/stat" % pid) as handle:
+            text = handle.read()
         out["comm"] = text[text.index("(") + 1:text.rindex(")")]
         out["ppid"] = int(text[text.rindex(")") + 2:].split()[1])
-        for line in open("/proc/%d/status" % pid):
-            key, _s, value = line.partition(":")
-            if key in ("Uid", "NSpid"):
-                out[key.lower()] = [int(v) for v in value.split()]
+        with open("/proc/%d/status" % pid) as handle:
+            for line in handle:
+                key, _s, value = line.partition(":")
+                if key in ("Uid", "NSpid"):
+                    out[key.lower()] = [int(v) for v in value.split()]
         out["uid"] = out.get("uid", [None])[0]
-        out["cgroup"] = open("/proc/%d/cgroup" % pid).read().splitlines()[0].split(":", 2)[2]
+        with open("/proc/%d/cgroup" % pid) as handle:
+            out["cgroup"] = handle.read().splitlines()[0].split(":", 2)[2]
     except (OSError, ValueError, IndexError):
         pass
     return out
-became = libc.prctl(36, 1, 0, 0, 0) == 0        # PR_SET_CHILD_SUBREAPER
-libc.prctl(1, 9, 0, 0, 0)                        # PR_SET_PDEATHSIG, SIGKILL: no reaper without the probe
-say({"reaper": os.getpid(), "subreaper": became})
-child = os.fork()
-if child == 0:
+
+
+def _close_all_but(keep: t.Set[int]) -> None:
+    """Every descriptor of this process closed but ``keep`` (the forked reaper holds nothing of the probe's)."""
+    try:
+        fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        fds = list(range(3, int(os.sysconf("SC_OPEN_MAX"))))
+    for fd in fds:
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _exec_bwrap(ctl: int, uid: int, gid: int, keep: t.Sequence[int], argv: t.Sequence[str],
+                env: t.Mapping[str, str]) -> None:
+    """The reaper's child: the run's user taken (no groups), the kept descriptors inherited, then bwrap executed
+    (execvp's lookup, as the user). Never returns."""
     try:
         os.close(ctl)
         if uid >= 0:
@@ -81,38 +88,132 @@ if child == 0:
         for fd in keep:
             os.set_inheritable(fd, True)
         exe = argv[0]
-        if "/" not in exe:          # execvp's lookup, as the user, without importing anything once the ids changed
-            for entry in os.environ.get("PATH", "/usr/bin:/bin").split(":"):
+        if "/" not in exe:
+            for entry in env.get("PATH", "/usr/bin:/bin").split(":"):
                 here = os.path.join(entry or ".", exe)
                 if os.path.isfile(here) and os.access(here, os.X_OK):
                     exe = here
                     break
-        os.execv(exe, argv)
+        os.execve(exe, list(argv), dict(env))
     except OSError as exc:
         os.write(2, ("bwrap: execvp %s: %s\n" % (argv[0], exc.strerror)).encode())
     os._exit(127)
-null = os.open("/dev/null", os.O_RDWR)
-for fd in (0, 1, 2):
-    os.dup2(null, fd)
-for fd in keep:
-    os.close(fd)
-say({"started": child})
-while True:
-    try:
-        info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)
-    except ChildProcessError:
-        break
-    except InterruptedError:
-        continue
-    if info is None:
-        continue
-    rec = {"reaped": info.si_pid, "code": info.si_code, "status": info.si_status}
-    if info.si_pid != child:
-        rec.update(zombie(info.si_pid))
-    os.waitpid(info.si_pid, 0)
-    say(rec)
-say({"empty": True})
-"""
+
+
+def _reap(ctl: int, uid: int, gid: int, keep: t.Sequence[int], argv: t.Sequence[str],
+          env: t.Mapping[str, str]) -> None:
+    """The forked reaper's whole life, after its descriptors were set: a child subreaper that dies with the probe,
+    bwrap started as its child, then every child it reaps written down on ``ctl`` until none is left."""
+    def say(obj: Json) -> None:
+        try:
+            os.write(ctl, (json.dumps(obj) + "\n").encode())
+        except OSError:
+            pass
+    scope: Json = {}
+    # our own constant, not input: prctl(2) without importing the ctypes package in the probe's process
+    exec(LL.PRELUDE, scope)     # pylint: disable=exec-used
+    libc = scope["libc"]
+    became = libc.prctl(36, 1, 0, 0, 0) == 0        # PR_SET_CHILD_SUBREAPER
+    libc.prctl(1, 9, 0, 0, 0)                        # PR_SET_PDEATHSIG, SIGKILL: no reaper without the probe
+    say({"reaper": os.getpid(), "subreaper": became})
+    child = os.fork()
+    if child == 0:
+        _exec_bwrap(ctl, uid, gid, keep, argv, env)
+    null = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    for fd in keep:
+        os.close(fd)
+    say({"started": child})
+    while True:
+        try:
+            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)
+        except ChildProcessError:
+            break
+        except InterruptedError:
+            continue
+        if info is None:
+            continue
+        rec: Json = {"reaped": info.si_pid, "code": info.si_code, "status": info.si_status}
+        if info.si_pid != child:
+            rec.update(_zombie(info.si_pid))
+        os.waitpid(info.si_pid, 0)
+        say(rec)
+    say({"empty": True})
+
+
+class Forked(object):
+    """The reaper, forked from the probe's process: what pump() and run_reaped use of a Popen (pid, the pipes,
+    poll, wait, returncode)."""
+
+    def __init__(self, pid: int, stdin: t.Optional[t.IO[bytes]], stdout: t.IO[bytes], stderr: t.IO[bytes]) -> None:
+        self.pid = pid
+        self.stdin = stdin
+        self.stdout = stdout
+        self.stderr = stderr
+        self.returncode: t.Optional[int] = None
+
+    def poll(self) -> t.Optional[int]:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                self.returncode = 0         # as Popen.poll: reaped elsewhere
+                return self.returncode
+            if pid == self.pid:
+                self.returncode = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        return self.returncode
+
+    def wait(self, timeout: t.Optional[float] = None) -> int:
+        end = None if timeout is None else time.time() + timeout
+        delay = 0.0005
+        while True:
+            code = self.poll()
+            if code is not None:
+                return code
+            left = None if end is None else end - time.time()
+            if left is not None and left <= 0:
+                raise subprocess.TimeoutExpired(["reaper"], timeout or 0.0)
+            time.sleep(delay if left is None else min(delay, left))
+            delay = min(delay * 2, 0.05)
+
+
+def _fork_reaper(argv: t.Sequence[str], uid: int, gid: int, keep: t.Sequence[int], ctl_w: int,
+                 env: t.Mapping[str, str], cwd: str, piped_stdin: bool) -> Forked:
+    """The reaper forked from this process, in a session of its own, with the run's pipes as 0-2 and nothing else
+    but ``ctl_w`` and ``keep``: no second interpreter to start (~9 ms of CPU per run). Raises OSError as Popen
+    does when ``cwd`` cannot be entered or a pipe cannot be made."""
+    os.stat(cwd)
+    if piped_stdin:
+        in_r, in_w = os.pipe()
+    else:
+        in_r, in_w = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC), -1
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    environ = dict(env)
+    pid = os.fork()
+    if pid == 0:        # pragma: no cover  (the child; its effects are what tests/unit/test_proctree.py checks)
+        code = 127
+        try:
+            os.setsid()
+            high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 3) for fd in (in_r, out_w, err_w)]    # none of them is 0-2 now
+            for std, fd in enumerate(high):
+                os.dup2(fd, std)
+            _close_all_but({0, 1, 2, ctl_w} | set(keep))
+            os.chdir(cwd)
+            _reap(ctl_w, uid, gid, keep, argv, environ)
+            code = 0
+        except OSError as exc:
+            try:
+                os.write(2, ("bwrap: execvp %s: %s\n" % (argv[0], exc.strerror)).encode())
+            except OSError:
+                pass
+        finally:
+            os._exit(code)
+    for fd in (in_r, out_w, err_w):
+        os.close(fd)
+    return Forked(pid, os.fdopen(in_w, "wb") if piped_stdin else None, os.fdopen(out_r, "rb"), os.fdopen(err_r, "rb"))
+
 
 # How long a poll of the tree may be apart, and how many kill passes a tree gets (each one kills what the
 # last left, children forked meanwhile included).
@@ -159,7 +260,7 @@ class Reaped(BR.Started):
     """bwrap under the reaper, for bwrap_run.pump: its pid, whether it has exited, the tree polled into the
     ledger, and the tree killed."""
 
-    def __init__(self, proc: "subprocess.Popen[bytes]", ledger: PT.Ledger, bwrap_ids: t.Set[PT.Ident]) -> None:
+    def __init__(self, proc: B.Child, ledger: PT.Ledger, bwrap_ids: t.Set[PT.Ident]) -> None:
         BR.Started.__init__(self, proc)
         self.ledger = ledger
         self.bwrap_ids = bwrap_ids
@@ -229,7 +330,7 @@ def run_reaped(argv: t.Sequence[str], user: t.Optional[t.Mapping[str, t.Any]] = 
                keep_fds: t.Sequence[int] = ()) -> Json:
     """Like bwrap_run.run_bwrap (``{status_fd}`` in argv becomes a pipe), with bwrap under the reaper. Extra
     descriptors bwrap must inherit (``keep_fds``, e.g. for --ro-bind-fd) are passed through the reaper,
-    which closes its own copies. ``attach(proc)`` gets the reaper's Popen before anything is read (the
+    which closes its own copies. ``attach(proc)`` gets the reaper (``Forked``) before anything is read (the
     handshake writes to its stdin, which only bwrap's tree holds). Returns run_bwrap's dict plus "tree"
     (the ledger's report) and "pid" (bwrap's)."""
     ledger = ledger if ledger is not None else PT.Ledger()
@@ -238,13 +339,9 @@ def run_reaped(argv: t.Sequence[str], user: t.Optional[t.Mapping[str, t.Any]] = 
     argv = [str(write_fd) if a == "{status_fd}" else a for a in argv]
     keep = [write_fd] + list(keep_fds)
     uid, gid = (int(user["uid"]), int(user["gid"])) if user is not None else (-1, -1)
-    cmd = [sys.executable or "/usr/bin/python3", "-I", "-S", "-c", REAPER, str(ctl_w), str(uid), str(gid),
-           ",".join(str(fd) for fd in keep)] + list(argv)
     start = time.time()
     try:
-        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE if watch is not None else subprocess.DEVNULL,  # pylint: disable=ansible-bad-function
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd,
-                                pass_fds=tuple(keep) + (ctl_w,), start_new_session=True)
+        proc = _fork_reaper(argv, uid, gid, keep, ctl_w, env if env is not None else os.environ, cwd, watch is not None)
     except OSError as exc:
         for fd in (read_fd, write_fd, ctl_r, ctl_w):
             os.close(fd)
@@ -257,8 +354,6 @@ def run_reaped(argv: t.Sequence[str], user: t.Optional[t.Mapping[str, t.Any]] = 
         attach(proc)
     started = Reaped(proc, ledger, set(bwrap_ids or ()))
     report: Json = {}
-    if proc.stdout is None or proc.stderr is None:
-        raise AssertionError("the reaper's Popen has no pipes")
     streams = {"stdout": proc.stdout.fileno(), "stderr": proc.stderr.fileno(), "status": read_fd,
                "control": ctl_r}
     try:
@@ -294,7 +389,7 @@ class UnitRun(BR.Started):
     has said its pid (``launcher()``: the host pid, or None); the tree is the unit's cgroup (the ledger's
     ``cgroup``, found when the launcher is released), polled into the ledger; a kill is of the whole unit."""
 
-    def __init__(self, proc: "subprocess.Popen[bytes]", ledger: PT.Ledger, bwrap_ids: t.Set[PT.Ident],
+    def __init__(self, proc: B.Child, ledger: PT.Ledger, bwrap_ids: t.Set[PT.Ident],
                  unit: str, launcher: t.Callable[[], t.Optional[int]]) -> None:
         BR.Started.__init__(self, proc)
         self.ledger = ledger
