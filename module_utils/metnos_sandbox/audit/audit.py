@@ -18,10 +18,11 @@ from __future__ import absolute_import, annotations, division, print_function
 import os
 import resource
 import time
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, TypedDict, cast
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, cast
 
 from ..base import diagnostics as D
 from ..base import envflags
+from ..base.records import Shape
 from ..host import bwrap as B
 from ..host import bwrap_trust as BT
 from ..host import facts as F
@@ -39,7 +40,7 @@ from . import monitor_state as MS
 SCHEMA = MS.AUDIT_SCHEMA     # one spelling: monitor_state checks collected results against it
 
 
-class HostResult(TypedDict, total=False):
+class HostResult(Shape, total=False):
     """One host's audit (audit_host(); the metnos_audit action's result, the record of report.py, the ``audit``
     of the monitor's stored result). Always there: schema, hostname, diagnostics, verdict; the others
     when the checks ran (the monitor's fallback after a failed run has no monitor, duration or cpu)."""

@@ -64,7 +64,8 @@ CACHE_DIR = "/run/metnos-audit"
 # Runs on the host: stdlib only, Python 3.8+. It imports nothing it does not need (importlib.abc alone
 # costs more than json and zlib together) and compiles a module only when the audit imports it.
 BOOTSTRAP = r"""
-import sys, json, zlib, os, stat, marshal
+import sys, json, zlib, os, stat, marshal, gc
+gc.disable()    # one short run: no cycle collection (2.5 % of the audit process's instructions, the same peak RSS)
 KEEP = 4
 if len(sys.argv) > 1:
     import base64

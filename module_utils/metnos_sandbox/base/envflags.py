@@ -12,9 +12,10 @@ guessed.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
-from typing import List, Mapping, Optional, Tuple, TypedDict
+from typing import List, Mapping, Optional, Tuple
 
 from . import diagnostics as D
+from .records import Shape
 
 ENV_VAR = "METNOS_SANDBOX"
 DISABLING = ("0", "off", "no", "false")
@@ -43,7 +44,7 @@ def classify_value(value: Optional[str]) -> Tuple[bool, Optional[str]]:
     return False, None
 
 
-class Status(TypedDict):
+class Status(Shape):
     """The runtime's ``sandbox.status()``: its four answers (what every face reports as ``status``)."""
     bwrap_available: bool
     bwrap_path: Optional[str]

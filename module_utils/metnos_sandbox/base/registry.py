@@ -10,7 +10,9 @@ Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, TypedDict
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from .records import Shape
 
 ERROR = "error"
 WARNING = "warning"
@@ -33,7 +35,7 @@ SECTIONS = (SANDBOX_ACTIVE, BWRAP_BINARY, KERNEL_USERNS, SMOKE_TEST, SERVICE_ENV
             REACHABILITY, MODULE, MONITOR)
 
 
-class _DiagnosticKeys(TypedDict):
+class _DiagnosticKeys(Shape):
     code: str
     severity: str
     rule: str

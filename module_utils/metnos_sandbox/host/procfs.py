@@ -26,6 +26,7 @@ import stat
 import typing as t
 
 from ..base.paths import under
+from ..base.records import Record
 
 NS_KINDS = ("user", "mnt", "ipc", "uts", "net", "pid", "cgroup")
 _DENIED = (errno.EACCES, errno.EPERM)
@@ -38,19 +39,19 @@ Pid = t.Union[int, str]
 T = t.TypeVar("T")
 
 
-class Links(t.NamedTuple):
+class Links(Record):
     """read_links()/namespaces(): {name: link target or "error:…"}, and who read them."""
     values: t.Dict[str, str]
     how: str
 
 
-class Sharers(t.NamedTuple):
+class Sharers(Record):
     """sharers(): {kind: [pid or "a bind of it at PATH", …]}, and how many processes could not be read."""
     held: t.Dict[str, t.List[t.Union[int, str]]]
     unreadable: int
 
 
-class ReadAs(t.NamedTuple):
+class ReadAs(Record):
     """read_file_as(): the bytes read, or None and why not."""
     data: t.Optional[bytes]
     error: t.Optional[str]

@@ -35,6 +35,7 @@ import time
 import typing as t
 
 from ..base import diagnostics as D
+from ..base.records import Record
 from ..service import relaxations as R
 from ..service import service_user as SU
 
@@ -51,12 +52,12 @@ MAX_ROUNDS = 3                           # searches of the rest after the culpri
 MAX_LOG = 80                             # runs kept in the result
 
 
-class Bounds(t.NamedTuple):
+class Bounds(Record):
     runs: int = 128
     seconds: float = 300.0
 
 
-class Outcome(t.NamedTuple):
+class Outcome(Record):
     """One run: passed, how it failed (kind: setup/unit/interpreter/checks/timeout/payload; cause: the
     classified cause, systemd's status name or a check's name; said: bwrap's or systemd's words)."""
     passed: bool
@@ -72,7 +73,7 @@ class Trials(t.Protocol):
     def interpreter(self, assignments: t.List[Assignment], user: Json) -> Outcome: ...
 
 
-class Group(t.NamedTuple):
+class Group(Record):
     directives: t.List[str]
     outcome: Outcome                     # how the group alone (on top of the user) makes the probe fail
     context: t.Optional[Outcome] = None  # how the unit's context minus the other culprits fails (needed())
@@ -376,7 +377,7 @@ def _quoted(lines: t.Sequence[str]) -> str:
     return " ".join(shlex.quote(line) for line in lines)
 
 
-class Findings(t.NamedTuple):
+class Findings(Record):
     diagnostics: t.List[D.Diagnostic]
     directives: t.List[str]              # every culprit directive, in the order found
     unit_killed: bool = False            # the runtime's interpreter dies first: bwrap's "setup failure" is not bwrap's

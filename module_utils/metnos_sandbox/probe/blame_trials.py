@@ -13,6 +13,7 @@ import subprocess
 import time
 import typing as t
 
+from ..base.records import Record
 from ..host import bwrap_errors as BE
 from ..service import systemd_exit as SX
 from . import payload as PL
@@ -31,7 +32,7 @@ INTERPRETER_CHECK = ("import subprocess, sys\n"
 LIGHT_LAUNCHER = 'printf \'{"launcher-pid": %s}\\n\' "$$$$"; exec "$@"'
 
 
-class _Run(t.NamedTuple):
+class _Run(Record):
     stdout: str
     stderr: str                          # the command's own, without systemd-run's report lines
     main: t.Optional[str]                # "Main processes terminated with: ..." of systemd-run

@@ -16,6 +16,7 @@ import typing as t
 from ..base import json_lite as JL
 from ..base import libc_lite as LL
 from ..base.paths import under
+from ..base.records import Record
 from ..host import bwrap_options as BO
 from ..host import procfs as PF
 from ..profile import descriptors as DS
@@ -26,14 +27,14 @@ User = t.Dict[str, t.Any]
 """A user to run as: name, uid, gid (groups, home, dynamic)."""
 
 
-class Stream(t.NamedTuple):
+class Stream(Record):
     """split_stream(): the launcher's pid, bwrap's merged status records, the payload's record."""
     launcher: t.Optional[int]
     status: Json
     obs: t.Optional[Json]
 
 
-class Reference(t.NamedTuple):
+class Reference(Record):
     """_reference(): the namespaces the payload is judged against, where they were read, and the kinds in
     which the bwrap that was started has left them."""
     ns: t.Dict[str, str]
@@ -43,7 +44,7 @@ class Reference(t.NamedTuple):
     """How deep the parent context's PID namespace is (the length of its NSpid in this /proc), if known."""
 
 
-class SystemdReport(t.NamedTuple):
+class SystemdReport(Record):
     """_strip_systemd_run(): the command's own stderr, and systemd-run's report (result, main)."""
     stderr: str
     info: t.Dict[str, str]

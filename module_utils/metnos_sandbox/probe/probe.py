@@ -59,6 +59,7 @@ import typing as t
 
 from ..base import diagnostics as D
 from ..base import envflags
+from ..base.records import Record, Shape
 from ..host import bwrap as B
 from ..host import bwrap_trust as BT
 from ..profile import host_context as HC
@@ -72,7 +73,7 @@ from . import runners as RUN
 from .payload import Json, User
 
 
-class _ProbeKeys(t.TypedDict):
+class _ProbeKeys(Shape):
     passed: bool
     checks: t.List[Json]                       # evidence.evaluate(): one per check, both witnesses
     diagnostics: t.List[D.Diagnostic]
@@ -108,7 +109,7 @@ class ProbeResult(_ProbeKeys, total=False):
     systemd_result: Json
 
 
-class _Service(t.NamedTuple):
+class _Service(Record):
     """Who and where the probe runs, as the service would: its environment, user and runtime status, and
     the service_env result (None without a unit, or when the unit is not there)."""
     svc: t.Optional[S.ServiceResult]
@@ -124,7 +125,7 @@ def _user_entry(name: str) -> User:
     return {"name": entry.pw_name, "uid": entry.pw_uid, "gid": entry.pw_gid, "groups": [entry.pw_gid]}
 
 
-class Handed(t.NamedTuple):
+class Handed(Record):
     """The service inspection a caller already made (the audit: None when the unit is missing), so that the
     probe does not read the unit again; and the caller's verifications of bwrap files (bwrap_trust.Ledger), so
     that a file the caller verified is not asked of the package manager again."""

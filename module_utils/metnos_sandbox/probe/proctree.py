@@ -38,6 +38,7 @@ import struct
 import typing as t
 
 from ..base import diagnostics as D
+from ..base.records import Record
 from ..host import procfs as PF
 
 Json = t.Dict[str, t.Any]
@@ -383,7 +384,7 @@ class Ledger(object):
 
 # --------------------------------------------------------------------------- judging it
 
-class Expected(t.NamedTuple):
+class Expected(Record):
     """What the tree may hold: the pids the probe started or identified (the reaper, the launcher/bwrap,
     bwrap's child-pid, the payload), the executables of a verified bwrap, the payload's marker and argv."""
     pids: t.Set[int]

@@ -9,9 +9,10 @@ Pure Python, no Ansible imports.
 from __future__ import absolute_import, annotations, division, print_function
 
 import functools
-from typing import List, NamedTuple, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from ..base import diagnostics as D
+from ..base.records import Record
 from . import model as MD
 
 
@@ -90,7 +91,7 @@ def _expand_braces(text: str, budget: List[int]) -> Optional[List[str]]:
     return [text]
 
 
-class _Token(NamedTuple):
+class _Token(Record):
     """One token of a pattern component: '*', '?', '=' (a literal ``char``) or '[' (a set of
     ``ranges``, ``negate``d)."""
     kind: str

@@ -18,13 +18,13 @@ from typing import (
     Iterable,
     List,
     Mapping,
-    NamedTuple,
     Optional,
     Tuple,
 )
 
 from ..base import diagnostics as D
 from ..base import paths as PA
+from ..base.records import Record
 from . import globs as GL
 from . import model as MD
 from . import result as RS
@@ -37,7 +37,7 @@ from . import host_context as HC
 from . import host_layout as HL
 
 
-class Conflict(NamedTuple):
+class Conflict(Record):
     """One destination asked for with two different sources (never guessed: RS.refused)."""
     dest: str
     first: Optional[str]
@@ -249,7 +249,7 @@ def _declared(lexical: str, real: str) -> str:
     return "" if lexical == real else " (declared as %s)" % lexical
 
 
-class _Scope(NamedTuple):
+class _Scope(Record):
     """One 'within' scope of an argument: its glob root, that root resolved, and the glob's components."""
     root: str
     real: str
@@ -468,7 +468,7 @@ def _grant_undo(r: _Render) -> None:
 
 # ---- what each grant may reach, from the declarations alone (for the final check, not the renderer)
 
-class _Declaring(NamedTuple):
+class _Declaring(Record):
     manifest: Manifest
     host: HC.HostContext
     invocation: HC.Invocation
@@ -514,7 +514,7 @@ def _roots_dialog(d: _Declaring, cap: Capability) -> List[str]:
     return _reals([os.path.join(d.host["dialog_dir"], sender)]) if _component(sender) else []
 
 
-class Granter(NamedTuple):
+class Granter(Record):
     """What one capability kind grants: ``grant`` adds its mounts to a render (judging every path);
     ``roots`` says, from the declarations alone, the resolved roots it may reach (the final check
     compares the rendered argv with them); ``entry``: those roots are entries of a reserved folder

@@ -18,7 +18,6 @@ from typing import (
     FrozenSet,
     Iterable,
     List,
-    NamedTuple,
     Optional,
     Set,
     Tuple,
@@ -26,6 +25,7 @@ from typing import (
 
 from ..base import diagnostics as D
 from ..base import paths as PA
+from ..base.records import Record
 from ..host import bwrap as B
 from . import host_layout as HL
 from . import model as MD
@@ -40,7 +40,7 @@ Invocation = Dict[str, Any]
 _SHARED_MODE = stat.S_ISVTX | stat.S_IWOTH
 
 
-class BaseMount(NamedTuple):
+class BaseMount(Record):
     """A base mount (R-BASE-1..5): kind (ro, symlink, proc, dev, tmpfs), source, destination, rule
     and what caused it."""
     kind: str
@@ -50,7 +50,7 @@ class BaseMount(NamedTuple):
     source: str
 
 
-class Labelled(NamedTuple):
+class Labelled(Record):
     """A protected tree and what it is (a host key, 'system tree /usr', a shared root)."""
     label: str
     root: str
@@ -77,7 +77,7 @@ class _TreeSet(PA.RelatedRoots):
                 or (related and (path == "/" or entry.root.startswith(above)))]
 
 
-class _Trees(NamedTuple):
+class _Trees(Record):
     """The refused and protected trees of a host, as written, resolved and through bind mounts."""
     forbidden: _TreeSet
     broad: FrozenSet[str]
@@ -89,12 +89,12 @@ class _Trees(NamedTuple):
     alias_of: Dict[str, str]       # an alias (through a bind mount) -> the tree it shows
 
 
-class _BaseState(NamedTuple):
+class _BaseState(Record):
     mounts: List[BaseMount]
     refusals: List[D.Diagnostic]
 
 
-class _Candidate(NamedTuple):
+class _Candidate(Record):
     """A read-only base path the admin configures: its host key, the path, rule and source."""
     key: str
     path: Optional[str]
@@ -102,7 +102,7 @@ class _Candidate(NamedTuple):
     source: str
 
 
-class _BaseIndex(NamedTuple):
+class _BaseIndex(Record):
     """The base mounts as the final check compares them."""
     ro: FrozenSet[str]
     symlinks: FrozenSet[Tuple[Optional[str], str]]

@@ -12,10 +12,11 @@ Pure Python, no Ansible imports.
 from __future__ import absolute_import, annotations, division, print_function
 
 import os
-from typing import Any, Dict, NamedTuple, Optional
+from typing import Any, Dict, Optional
 
 from ..base import diagnostics as D
 from ..base import patterns as RX
+from ..base.records import Record
 from . import model as MD
 
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc",
@@ -102,7 +103,7 @@ def norm(path: str) -> str:
     return "/" + norm.lstrip("/") if norm.startswith("//") else norm
 
 
-class Problem(NamedTuple):
+class Problem(Record):
     """Why a path may not be mounted: ``kind`` (control, forbidden, broad, reserved, readonly,
     shared, runtime, alias, leave) picks the refusal code; ``text`` is the message."""
     kind: str

@@ -14,7 +14,6 @@ from typing import (
     FrozenSet,
     List,
     Mapping,
-    NamedTuple,
     Optional,
     Sequence,
     Set,
@@ -22,6 +21,7 @@ from typing import (
 
 from ..base import diagnostics as D
 from ..base import paths as PA
+from ..base.records import Record
 from ..host import bwrap_options as BO
 from . import descriptors as DS
 from . import granters as GR
@@ -43,7 +43,7 @@ _PATH_BINDS = {"--ro-bind": "ro", "--bind": "rw"}
 _new = tuple.__new__
 
 
-class _Allowed(NamedTuple):
+class _Allowed(Record):
     """What the declarations allow (computed from the manifest, host and invocation alone, not from
     the renderer's decisions): resolved roots that may be written, that may be read (with the base),
     and the reserved folders' entries the capabilities name (their own grant). The admin's read
@@ -80,14 +80,14 @@ def _channels(host: HC.HostContext) -> FrozenSet[str]:
     return frozenset(GR._reals(host["systemd_read_paths"] + host["system_read_paths"]))
 
 
-class _Bind(NamedTuple):
+class _Bind(Record):
     opt: str          # --ro-bind or --bind (a descriptor bind is read back as one, with ``fd``)
     src: str
     dest: str
     fd: Optional[int] = None
 
 
-class _Argv(NamedTuple):
+class _Argv(Record):
     """A rendered argv read back: the flags, the binds (option, source, destination), every mount
     operation in order (the mount model's input), and what is already wrong with it (``stop``: an
     option that ends the reading, the only violation then reported)."""

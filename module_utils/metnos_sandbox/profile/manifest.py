@@ -28,16 +28,17 @@ raises anything but ManifestError. Nothing here touches the filesystem except ``
 """
 from __future__ import absolute_import, annotations, division, print_function
 
-from typing import Any, Dict, List, NamedTuple, Optional
+from typing import Any, Dict, List, Optional
 
 from ..base import diagnostics as D
 from ..base import patterns as RX
+from ..base.records import Record
 from . import globs as GL
 from . import model as MD
 from . import reader as RD
 
 
-class Parsed(NamedTuple):
+class Parsed(Record):
     """parse_capability's answer: the capability, or None and the refusals."""
     capability: Optional[MD.Capability]
     errors: List[D.Diagnostic]
@@ -120,7 +121,7 @@ def _precheck(data: Dict[Any, Any]) -> None:
         raise MD._Refuse(_limit("manifest_too_many_files", "files", len(files), MD.MAX_FILES))
 
 
-class _Header(NamedTuple):
+class _Header(Record):
     """The scalar fields of a manifest, each None where refused or absent."""
     name: Any
     origin: Any

@@ -8,10 +8,11 @@ Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple, TypedDict, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from ..base import diagnostics as D
 from ..base import patterns as RX
+from ..base.records import Record, Shape
 
 # ---- documented limits (docs/profile-invariants.md); each has its own refusal code ----
 MAX_MANIFEST_BYTES = 64 * 1024      # manifest_too_large
@@ -79,7 +80,7 @@ NETWORK_INTERFACES = "network_interfaces"
 WRITE_MODES = ("write", "create", "access")
 
 
-class _Form(NamedTuple):
+class _Form(Record):
     """One capability form of the grammar: its kind, the modes it accepts and its target's grammar."""
     kind: str
     modes: Tuple[Optional[str], ...]
@@ -151,7 +152,7 @@ class Capability(object):
         return "Capability(%s)" % D.excerpt(self.text)
 
 
-class ArgumentSpec(TypedDict):
+class ArgumentSpec(Shape):
     """A declared argument: its kind and the 'within' scopes a path value must stay in."""
     kind: str
     within: List[str]

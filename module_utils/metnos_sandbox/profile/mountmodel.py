@@ -27,16 +27,17 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import os
 import stat
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..base import paths as PA
+from ..base.records import Record
 
 BINDS = ("ro", "rw")
 MAX_PURE = 256
 _WRITE_OTHERS = stat.S_IWGRP | stat.S_IWOTH
 
 
-class Op(NamedTuple):
+class Op(Record):
     """One mount operation of the argv: kind (ro, rw, symlink, proc, dev, tmpfs), source (a bind's
     host path, a symlink's target; None otherwise), destination, and whether a bind is by descriptor."""
     kind: str
@@ -45,7 +46,7 @@ class Op(NamedTuple):
     fd: bool = False
 
 
-class Finding(NamedTuple):
+class Finding(Record):
     """What the model found wrong with one destination: ``kind`` 'differs' (inside the new root the
     destination is not the host path judged) or 'unstable' (it can be moved at run time)."""
     dest: str

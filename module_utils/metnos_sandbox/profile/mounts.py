@@ -26,10 +26,11 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import os
 import re
-from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ..base import paths as PA
 from ..base import patterns as RX
+from ..base.records import Record
 
 MOUNTINFO = "/proc/self/mountinfo"
 MAX_MOUNTINFO_BYTES = 64 * 1024 * 1024      # ~100,000 mounts; beyond it the table is not judged complete
@@ -67,7 +68,7 @@ def _rest(folder: str, root: str) -> str:
     return folder[len(root):]
 
 
-class Mount(NamedTuple):
+class Mount(Record):
     """One line of mountinfo: the filesystem (``major:minor``), the folder of it shown (``root``),
     where (``point``) and the filesystem type."""
     fs: bytes
@@ -76,7 +77,7 @@ class Mount(NamedTuple):
     fstype: str = ""
 
 
-class Identity(NamedTuple):
+class Identity(Record):
     """What a path shows: a filesystem and a folder within it."""
     fs: bytes
     folder: str

@@ -25,13 +25,13 @@ from typing import (
     Any,
     Dict,
     List,
-    NamedTuple,
     Optional,
 )
 
 from ..base import diagnostics as D
 from ..base import envflags
 from ..base import paths as PA
+from ..base.records import Record
 from . import descriptors as DS
 from . import granters as GR
 from . import host_context as HC
@@ -152,7 +152,7 @@ def _model(ordered: List[RS.MountEntry]) -> List[MM.Finding]:
     return MM.violations([_new(MM.Op, (e["kind"], e["src"], e["dest"], "fd" in e)) for e in ordered], HC._STATS[0])
 
 
-_new = tuple.__new__          # a NamedTuple made without its Python-level __new__ (one per mount, every render)
+_new = tuple.__new__          # a record made without its Python-level __new__ (one per mount, every render)
 
 
 def _grant_all(r: GR._Render) -> Optional[str]:
@@ -173,7 +173,7 @@ def _grant_all(r: GR._Render) -> Optional[str]:
     return own_real
 
 
-class _Namespaces(NamedTuple):
+class _Namespaces(Record):
     flags: List[Dict[str, str]]       # public: the ``namespaces`` of a result
     network: Dict[str, Any]           # public: the ``network`` decision of a result
 

@@ -15,12 +15,12 @@ from typing import (
     Callable,
     Dict,
     List,
-    NamedTuple,
     Optional,
     Tuple,
 )
 
 from ..base import json_lite as JL
+from ..base.records import Record
 from . import host_layout as HL
 from . import model as MD
 
@@ -46,7 +46,7 @@ print(dumps({"path": [p for p in sys.path if isinstance(p, str)], "install": [p 
 """
 
 
-class PythonFound(NamedTuple):
+class PythonFound(Record):
     """discover_python(): the interpreter's package roots (sys.path) and its installation's folders."""
     roots: List[str]
     installation: List[str]

@@ -10,20 +10,21 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import functools
 import shlex
-from typing import Any, Dict, List, Literal, Optional, Sequence, TypedDict, Union
+from typing import Any, Dict, List, Literal, Optional, Sequence, Union
 
 from ..base import diagnostics as D
+from ..base.records import Shape
 from . import model as MD
 
 
-class Provenance(TypedDict, total=False):
+class Provenance(Shape, total=False):
     """Why a mount is there: the rule and what caused it (``covers``: a bind merged into this one)."""
     rule: str
     source: str
     covers: str
 
 
-class _MountBase(TypedDict):
+class _MountBase(Shape):
     kind: str
     src: Optional[str]
     dest: str
@@ -36,7 +37,7 @@ class MountEntry(_MountBase, total=False):
     fd: int
 
 
-class _ProfileBase(TypedDict):
+class _ProfileBase(Shape):
     executor: Optional[str]
     command_line: Optional[str]
     mounts: List[MountEntry]

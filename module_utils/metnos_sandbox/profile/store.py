@@ -13,11 +13,12 @@ from __future__ import absolute_import, annotations, division, print_function
 import json
 import os
 import stat
-from typing import Any, Callable, Dict, List, NamedTuple, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from ..base import diagnostics as D
 from ..base import files
 from ..base import patterns as RX
+from ..base.records import Record
 
 MAX_PROFILE_BYTES = 4 * 1024 * 1024
 DOC_KEYS = ("executor", "decision", "argv", "mounts", "namespaces", "network", "manifest", "exception",
@@ -29,13 +30,13 @@ class StoreError(Exception):
     """A profile cannot be written; the message names the path."""
 
 
-class Paths(NamedTuple):
+class Paths(Record):
     """The two files of one executor's profile."""
     args: str
     json: str
 
 
-class Documents(NamedTuple):
+class Documents(Record):
     """A profile as it is written: the .args text, the .json text, and the document."""
     args: str
     json: str

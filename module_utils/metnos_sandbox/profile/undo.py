@@ -12,7 +12,6 @@ import os
 import stat
 from typing import (
     List,
-    NamedTuple,
     Optional,
     Sequence,
     Tuple,
@@ -20,6 +19,7 @@ from typing import (
 
 from ..base import diagnostics as D
 from ..base import digests
+from ..base.records import Record
 from . import host_context as HC
 from . import host_layout as HL
 from . import result as RS
@@ -27,13 +27,13 @@ from .model import Manifest
 
 
 # ------------------------------------------------------------------ R-FAIL-2: the pinned undo broker
-class Digest(NamedTuple):
+class Digest(Record):
     """executor_digest's answer: the digest, or None and the problem."""
     digest: Optional[str]
     problem: Optional[str]
 
 
-class _Read(NamedTuple):
+class _Read(Record):
     data: Optional[bytes]
     problem: Optional[str]
 

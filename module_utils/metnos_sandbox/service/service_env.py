@@ -13,10 +13,11 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import os
 import pwd
-from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, TypedDict
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..base import diagnostics as D
 from ..base import envflags
+from ..base.records import Record, Shape
 from ..host import bwrap as B
 from ..host import bwrap_trust as BT
 from ..host import facts as F
@@ -102,7 +103,7 @@ def exec_effects(state: Mapping[str, Any], env: Mapping[str, str]) -> List[Dict[
     return out
 
 
-class Gathered(NamedTuple):
+class Gathered(Record):
     """A unit's configuration as gather() reads it."""
     state: Dict[str, Any]           # systemd_unit's unit state: settings, fragment, dropins, exec_start, ...
     env: Dict[str, str]             # the environment its directives give (before the start command line)
@@ -113,7 +114,7 @@ class Gathered(NamedTuple):
     live: Optional[Dict[str, Any]]  # read_live_environ() of MainPID when the service runs, else None
 
 
-class Evaluation(NamedTuple):
+class Evaluation(Record):
     """What evaluate() judges: one unit's gathered configuration, the admin's PATH (None: not compared)
     and ``bwrap_info_for(path)``, facts.bwrap_info() of the bwrap the service resolves."""
     unit: str
@@ -122,7 +123,7 @@ class Evaluation(NamedTuple):
     bwrap_info_for: Optional[Callable[[str], Dict[str, Any]]] = None
 
 
-class _View(NamedTuple):
+class _View(Record):
     """What evaluate() derives from an Evaluation before judging it."""
     user: User
     cwd: str
@@ -318,7 +319,7 @@ def _runtime_status(ev: Evaluation, v: _View) -> Tuple[envflags.Status, str]:
     return status, view
 
 
-class _ServiceKeys(TypedDict):
+class _ServiceKeys(Shape):
     unit: str
     mode: str                                    # "systemd" (systemctl show) or "disk" (the unit files)
     status: envflags.Status                      # the runtime's status() in the service (see status_view)
@@ -508,7 +509,7 @@ def execution_context(p: Params, runner: B.Runner, probe_user: Optional[Mapping[
     return ctx
 
 
-class Inspection(NamedTuple):
+class Inspection(Record):
     """inspect()'s answer: the public result (what metnos_service_env and the audit return) and the
     service's whole composed environment, None when the unit is masked (nothing was evaluated)."""
     result: ServiceResult

@@ -28,6 +28,7 @@ import typing as t
 
 from ..base import diagnostics as D
 from ..base import patterns as RX
+from ..base.records import Record
 
 SIGSYS = int(getattr(signal, "SIGSYS", 31))
 JOURNAL_LINES = 40          # lines of the unit's journal read for systemd's own reason
@@ -65,7 +66,7 @@ MEANING: t.Dict[str, str] = {
 _MAIN = RX.Pattern(r"code=(?P<code>[a-z]+)\s*[,/]\s*status=(?P<num>\d+)?/?(?P<name>[A-Z][A-Z0-9_+]*)?")
 
 
-class Ending(t.NamedTuple):
+class Ending(Record):
     """How the main process ended: ``code`` exited/killed/dumped, its status number and systemd's name."""
     code: str
     status: t.Optional[int]
