@@ -172,6 +172,18 @@ def test_the_forked_reaper_runs_bwrap_as_the_user_and_refuses_a_missing_folder()
     assert res["rc"] == 127 and "bwrap: execvp metnos-no-such-program" in res["stderr"], res
 
 
+def test_a_reaper_that_cannot_be_forked_is_a_setup_failure_that_leaks_no_descriptor(monkeypatch):
+    """fork(2) failing (EAGAIN: a host at its process limit; mocked here, root is not held to RLIMIT_NPROC): the run
+    is refused like a bwrap that cannot be executed, and every pipe made for it is closed."""
+    def no_fork():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+    before = sorted(os.listdir("/proc/self/fd"))
+    monkeypatch.setattr(RP.os, "fork", no_fork)
+    res = RP.run_reaped(["sh", "-c", "true"], timeout=30, watch=lambda data, pid: False)
+    assert res["rc"] == 127 and res["setup_failed"] is True and "Resource temporarily unavailable" in res["stderr"]
+    assert sorted(os.listdir("/proc/self/fd")) == before
+
+
 def test_cgroup_of_this_process_is_found():
     dirs = PT.unit_cgroup_dirs(os.getpid())
     if not dirs:

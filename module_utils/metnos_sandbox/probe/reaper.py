@@ -184,14 +184,22 @@ def _fork_reaper(argv: t.Sequence[str], uid: int, gid: int, keep: t.Sequence[int
     but ``ctl_w`` and ``keep``: no second interpreter to start (~9 ms of CPU per run). Raises OSError as Popen
     does when ``cwd`` cannot be entered or a pipe cannot be made."""
     os.stat(cwd)
-    if piped_stdin:
-        in_r, in_w = os.pipe()
-    else:
-        in_r, in_w = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC), -1
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    environ = dict(env)
-    pid = os.fork()
+    made: t.List[int] = []
+    try:
+        if piped_stdin:
+            made.extend(os.pipe())
+        else:
+            made.extend((os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC), -1))
+        made.extend(os.pipe())
+        made.extend(os.pipe())
+        in_r, in_w, out_r, out_w, err_r, err_w = made
+        environ = dict(env)
+        pid = os.fork()
+    except OSError:
+        for fd in made:
+            if fd >= 0:
+                os.close(fd)
+        raise
     if pid == 0:        # pragma: no cover  (the child; its effects are what tests/unit/test_proctree.py checks)
         code = 127
         try:
