@@ -418,12 +418,13 @@ def sharers(targets: t.Mapping[str, str], exclude: t.Sequence[int] = (), proc: s
         names = [n for n in os.listdir(proc) if n.isdigit() and int(n) not in exclude]
     except OSError:
         return Sharers(found, 0)
+    root = os.path.join(proc, "")       # the same paths as os.path.join(proc, name, "ns", kind), joined once
     for name in names:
         for kind, value in targets.items():
             if len(found[kind]) >= limit:
                 continue
             try:
-                link = os.readlink(os.path.join(proc, name, "ns", kind))
+                link = os.readlink(root + name + "/ns/" + kind)
             except OSError as exc:
                 if exc.errno in _DENIED:
                     denied.append(name)
