@@ -101,7 +101,7 @@ def _exec_bwrap(ctl: int, uid: int, gid: int, keep: t.Sequence[int], argv: t.Seq
 
 
 def _reap(ctl: int, uid: int, gid: int, keep: t.Sequence[int], argv: t.Sequence[str],
-          env: t.Mapping[str, str]) -> None:
+          env: t.Mapping[str, str], probe: int) -> None:
     """The forked reaper's whole life, after its descriptors were set: a child subreaper that dies with the probe,
     bwrap started as its child, then every child it reaps written down on ``ctl`` until none is left."""
     def say(obj: Json) -> None:
@@ -115,6 +115,8 @@ def _reap(ctl: int, uid: int, gid: int, keep: t.Sequence[int], argv: t.Sequence[
     libc = scope["libc"]
     became = libc.prctl(36, 1, 0, 0, 0) == 0        # PR_SET_CHILD_SUBREAPER
     libc.prctl(1, 9, 0, 0, 0)                        # PR_SET_PDEATHSIG, SIGKILL: no reaper without the probe
+    if os.getppid() != probe:
+        return                                       # the probe died before that was set: nothing to start
     say({"reaper": os.getpid(), "subreaper": became})
     child = os.fork()
     if child == 0:
@@ -194,6 +196,7 @@ def _fork_reaper(argv: t.Sequence[str], uid: int, gid: int, keep: t.Sequence[int
         made.extend(os.pipe())
         in_r, in_w, out_r, out_w, err_r, err_w = made
         environ = dict(env)
+        probe = os.getpid()
         pid = os.fork()
     except OSError:
         for fd in made:
@@ -209,7 +212,7 @@ def _fork_reaper(argv: t.Sequence[str], uid: int, gid: int, keep: t.Sequence[int
                 os.dup2(fd, std)
             _close_all_but({0, 1, 2, ctl_w} | set(keep))
             os.chdir(cwd)
-            _reap(ctl_w, uid, gid, keep, argv, environ)
+            _reap(ctl_w, uid, gid, keep, argv, environ, probe)
             code = 0
         except OSError as exc:
             try:
