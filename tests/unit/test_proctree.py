@@ -4,6 +4,8 @@ descriptors closed stays in the reaper's tree, an orphan that exits on its own i
 a zombie, the tree is killed whole, and a started process that dies leaving only its own kind behind ends
 the run at once. (Plain sh and sleep here; the bwrap look-alikes are the probe matrix's rows.)"""
 import os
+import subprocess
+import sys
 import time
 import uuid
 
@@ -182,6 +184,67 @@ def test_a_reaper_that_cannot_be_forked_is_a_setup_failure_that_leaks_no_descrip
     res = RP.run_reaped(["sh", "-c", "true"], timeout=30, watch=lambda data, pid: False)
     assert res["rc"] == 127 and res["setup_failed"] is True and "Resource temporarily unavailable" in res["stderr"]
     assert sorted(os.listdir("/proc/self/fd")) == before
+
+
+def test_a_kill_before_the_reapers_session_exists_still_kills_it():
+    """The forked reaper has no session of its own until its first step (setsid): a kill that comes first finds no
+    process group, so the reaper's own pid is killed (a child of this process, not reaped yet: it cannot be another
+    process). Here a forked child that never calls setsid stands for it (removing that kill leaves it running)."""
+    pid = os.fork()
+    if pid == 0:        # pragma: no cover
+        time.sleep(30)
+        os._exit(0)
+    proc = RP.Forked(pid, None, open(os.devnull, "rb"), open(os.devnull, "rb"))
+    try:
+        RP.Reaped(proc, PT.Ledger(), set()).kill()
+        assert proc.wait(timeout=5) == -9
+    finally:
+        proc.stdout.close()
+        proc.stderr.close()
+        if proc.returncode is None:
+            os.kill(pid, 9)
+            proc.wait()
+
+
+def test_the_reaper_imports_nothing_from_the_runs_working_directory(tmp_path):
+    """The run's cwd may be a folder the service's user writes: a ``_ctypes.py`` there is never imported, even by
+    an interpreter with the current folder on sys.path (``python -c``); the reaper's C calls are made before any
+    fork (a mutation that builds them in the reaper, after its chdir, runs the planted module as root)."""
+    run_dir, clean = tmp_path / "run", tmp_path / "clean"
+    run_dir.mkdir()
+    clean.mkdir()
+    marker = tmp_path / "imported"
+    (run_dir / "_ctypes.py").write_text("open(%r, 'w').write('x')\nraise ImportError('planted')\n" % str(marker))
+    code = ("import sys; from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import "
+            "reaper as RP; res = RP.run_reaped(['sh', '-c', 'echo ok'], cwd=sys.argv[1], timeout=30); "
+            "print(res['rc'], res['stdout'].strip())")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    proc = subprocess.run([sys.executable, "-c", code, str(run_dir)], cwd=str(clean), capture_output=True, text=True,
+                          timeout=60, env=dict(os.environ, PYTHONPATH=os.path.join(root, "collections")))
+    assert proc.returncode == 0 and proc.stdout.split() == ["0", "ok"], (proc.stdout, proc.stderr)
+    assert not marker.exists()
+
+
+def test_the_reaper_finds_a_program_on_path_only_and_says_why_it_could_not_start(tmp_path):
+    """execvp's rules: a bare name found on no PATH entry is not run from the working directory; an argv the kernel
+    cannot take (a NUL byte) ends as a setup failure that says why, never back in the probe's code."""
+    fake = tmp_path / "metnos-fake-bwrap"
+    fake.write_text("#!/bin/sh\necho ran\n")
+    fake.chmod(0o755)
+    res = RP.run_reaped(["metnos-fake-bwrap"], cwd=str(tmp_path), env={"PATH": "/usr/bin:/bin"}, timeout=30)
+    assert res["rc"] == 127 and res["stdout"] == "", res
+    assert "bwrap: execvp metnos-fake-bwrap: No such file or directory" in res["stderr"], res
+    res = RP.run_reaped(["sh", "-c", "echo a\0b"], timeout=30)
+    assert res["rc"] == 127 and res["setup_failed"] is True and "null" in res["stderr"], res
+
+
+def test_an_orphan_with_a_name_that_is_not_utf8_is_still_written_down():
+    """A process may set any bytes as its name: the orphan's record keeps its uid, parent and cgroup, and the name
+    with the bytes replaced (before, one undecodable name blanked the whole record)."""
+    script = "(setsid sh -c 'printf \"\\377mp\" > /proc/$$/comm; sleep 0.3; true' &) ; sleep 1"
+    res = RP.run_reaped(["sh", "-c", script], timeout=30)
+    orphans = [r for r in res["tree"]["reaped"] if r.get("comm") == "\ufffdmp"]
+    assert orphans and orphans[0]["uid"] == os.getuid() and "cgroup" in orphans[0], res["tree"]["reaped"]
 
 
 def test_cgroup_of_this_process_is_found():

@@ -40,23 +40,34 @@ from . import proctree as PT
 Json = t.Dict[str, t.Any]
 
 
+def _proc_text(pid: int, name: str) -> str:
+    """/proc/PID/NAME as text; bytes that are not UTF-8 replaced (a comm is whatever the process set)."""
+    with open("/proc/%d/%s" % (pid, name), "rb") as handle:
+        return handle.read().decode("utf-8", "replace")
+
+
 def _zombie(pid: int) -> Json:
-    """What the reaper writes down of a child that has exited, while it is still a zombie."""
+    """What the reaper writes down of a child that has exited, while it is still a zombie: each file read on its
+    own, so that one that cannot be read or parsed leaves the others' fields."""
     out: Json = {}
     try:
-        with open("/proc/%d/stat" % pid) as handle:
-            text = handle.read()
+        text = _proc_text(pid, "stat")
         out["comm"] = text[text.index("(") + 1:text.rindex(")")]
         out["ppid"] = int(text[text.rindex(")") + 2:].split()[1])
-        with open("/proc/%d/status" % pid) as handle:
-            for line in handle:
-                key, _s, value = line.partition(":")
-                if key in ("Uid", "NSpid"):
-                    out[key.lower()] = [int(v) for v in value.split()]
-        out["uid"] = out.get("uid", [None])[0]
-        with open("/proc/%d/cgroup" % pid) as handle:
-            out["cgroup"] = handle.read().splitlines()[0].split(":", 2)[2]
     except (OSError, ValueError, IndexError):
+        pass
+    try:
+        for line in _proc_text(pid, "status").splitlines():
+            key, _s, value = line.partition(":")
+            if key in ("Uid", "NSpid"):
+                out[key.lower()] = [int(v) for v in value.split()]
+    except (OSError, ValueError):
+        pass
+    if "uid" in out:
+        out["uid"] = out["uid"][0] if out["uid"] else None
+    try:
+        out["cgroup"] = _proc_text(pid, "cgroup").splitlines()[0].split(":", 2)[2]
+    except (OSError, IndexError):
         pass
     return out
 
@@ -75,16 +86,18 @@ def _close_all_but(keep: t.Set[int]) -> None:
                 pass
 
 
-def _exec_bwrap(ctl: int, uid: int, gid: int, keep: t.Sequence[int], argv: t.Sequence[str],
+def _exec_bwrap(libc: t.Any, ctl: int, uid: int, gid: int, keep: t.Sequence[int], argv: t.Sequence[str],
                 env: t.Mapping[str, str]) -> None:
-    """The reaper's child: the run's user taken (no groups), the kept descriptors inherited, then bwrap executed
-    (execvp's lookup, as the user). Never returns."""
+    """The reaper's child: the run's user taken (no groups; not dumpable until the exec, which holds a copy of the
+    probe's memory), the kept descriptors inherited, then bwrap executed (execvp's lookup, as the user: a name
+    found on no PATH entry is not found). Never returns."""
     try:
         os.close(ctl)
         if uid >= 0:
             os.setgroups([])
             os.setresgid(gid, gid, gid)
             os.setresuid(uid, uid, uid)
+            libc.prctl(4, 0, 0, 0, 0)                # PR_SET_DUMPABLE 0 (also the kernel's default after setresuid)
         for fd in keep:
             os.set_inheritable(fd, True)
         exe = argv[0]
@@ -94,13 +107,39 @@ def _exec_bwrap(ctl: int, uid: int, gid: int, keep: t.Sequence[int], argv: t.Seq
                 if os.path.isfile(here) and os.access(here, os.X_OK):
                     exe = here
                     break
+            else:
+                raise FileNotFoundError(2, "No such file or directory")
         os.execve(exe, list(argv), dict(env))
     except OSError as exc:
-        os.write(2, ("bwrap: execvp %s: %s\n" % (argv[0], exc.strerror)).encode())
+        _say_failed(argv, exc.strerror)
+    except Exception as exc:        # pylint: disable=broad-exception-caught  # e.g. a NUL in argv or env
+        _say_failed(argv, repr(exc))
     os._exit(127)
 
 
-def _reap(ctl: int, uid: int, gid: int, keep: t.Sequence[int], argv: t.Sequence[str],
+def _say_failed(argv: t.Sequence[str], why: t.Optional[str]) -> None:
+    """bwrap could not be started: why, on the run's stderr (what the probe reports as a setup failure)."""
+    try:
+        os.write(2, ("bwrap: execvp %s: %s\n" % (argv[0] if argv else "", why)).encode("utf-8", "replace"))
+    except OSError:
+        pass
+
+
+_LIBC: t.List[t.Any] = []
+
+
+def _libc() -> t.Any:
+    """prctl(2) and the rest of the process's C library through base/libc_lite.py, made once per process and
+    before any fork (so the reaper imports nothing once it has entered the run's working directory)."""
+    if not _LIBC:
+        scope: Json = {}
+        # our own constant, not input: prctl(2) without importing the ctypes package in the probe's process
+        exec(LL.PRELUDE, scope)     # pylint: disable=exec-used
+        _LIBC.append(scope["libc"])
+    return _LIBC[0]
+
+
+def _reap(libc: t.Any, ctl: int, uid: int, gid: int, keep: t.Sequence[int], argv: t.Sequence[str],
           env: t.Mapping[str, str], probe: int) -> None:
     """The forked reaper's whole life, after its descriptors were set: a child subreaper that dies with the probe,
     bwrap started as its child, then every child it reaps written down on ``ctl`` until none is left."""
@@ -109,10 +148,6 @@ def _reap(ctl: int, uid: int, gid: int, keep: t.Sequence[int], argv: t.Sequence[
             os.write(ctl, (json.dumps(obj) + "\n").encode())
         except OSError:
             pass
-    scope: Json = {}
-    # our own constant, not input: prctl(2) without importing the ctypes package in the probe's process
-    exec(LL.PRELUDE, scope)     # pylint: disable=exec-used
-    libc = scope["libc"]
     became = libc.prctl(36, 1, 0, 0, 0) == 0        # PR_SET_CHILD_SUBREAPER
     libc.prctl(1, 9, 0, 0, 0)                        # PR_SET_PDEATHSIG, SIGKILL: no reaper without the probe
     if os.getppid() != probe:
@@ -120,7 +155,7 @@ def _reap(ctl: int, uid: int, gid: int, keep: t.Sequence[int], argv: t.Sequence[
     say({"reaper": os.getpid(), "subreaper": became})
     child = os.fork()
     if child == 0:
-        _exec_bwrap(ctl, uid, gid, keep, argv, env)
+        _exec_bwrap(libc, ctl, uid, gid, keep, argv, env)
     null = os.open("/dev/null", os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
@@ -196,6 +231,7 @@ def _fork_reaper(argv: t.Sequence[str], uid: int, gid: int, keep: t.Sequence[int
         made.extend(os.pipe())
         in_r, in_w, out_r, out_w, err_r, err_w = made
         environ = dict(env)
+        libc = _libc()
         probe = os.getpid()
         pid = os.fork()
     except OSError:
@@ -212,13 +248,12 @@ def _fork_reaper(argv: t.Sequence[str], uid: int, gid: int, keep: t.Sequence[int
                 os.dup2(fd, std)
             _close_all_but({0, 1, 2, ctl_w} | set(keep))
             os.chdir(cwd)
-            _reap(ctl_w, uid, gid, keep, argv, environ, probe)
+            _reap(libc, ctl_w, uid, gid, keep, argv, environ, probe)
             code = 0
         except OSError as exc:
-            try:
-                os.write(2, ("bwrap: execvp %s: %s\n" % (argv[0], exc.strerror)).encode())
-            except OSError:
-                pass
+            _say_failed(argv, exc.strerror)
+        except Exception as exc:    # pylint: disable=broad-exception-caught  # never back into the probe's code
+            _say_failed(argv, repr(exc))
         finally:
             os._exit(code)
     for fd in (in_r, out_w, err_w):
@@ -332,6 +367,11 @@ class Reaped(BR.Started):
         kill_tree(self.reaper or self.proc.pid, self.ledger.proc)
         if self.reaper is None:
             B.kill_group(self.proc)
+            if self.proc.returncode is None:
+                try:            # a kill before the reaper's setsid(): no group yet; the pid is our unreaped child's
+                    os.kill(self.proc.pid, signal.SIGKILL)
+                except OSError:
+                    pass
 
 
 def run_reaped(argv: t.Sequence[str], user: t.Optional[t.Mapping[str, t.Any]] = None,
@@ -361,16 +401,21 @@ def run_reaped(argv: t.Sequence[str], user: t.Optional[t.Mapping[str, t.Any]] = 
                 "left_behind": False, "duration": 0.0, "pid": None, "tree": ledger.report()}
     os.close(write_fd)
     os.close(ctl_w)
-    if attach is not None:
-        attach(proc)
     started = Reaped(proc, ledger, set(bwrap_ids or ()))
     report: Json = {}
     streams = {"stdout": proc.stdout.fileno(), "stderr": proc.stderr.fileno(), "status": read_fd,
                "control": ctl_r}
     try:
+        if attach is not None:
+            attach(proc)
         data, timed_out = BR.pump(proc, streams, timeout, watch, report, started=started)
     finally:
         started.kill()
+        if proc.returncode is None:
+            try:
+                proc.wait(timeout=1.0)      # killed: reaped here, not left a zombie
+            except subprocess.TimeoutExpired:
+                pass
         proc.stdout.close()
         proc.stderr.close()
         os.close(read_fd)
