@@ -25,6 +25,7 @@ Pure Python, no Ansible imports.
 from __future__ import absolute_import, annotations, division, print_function
 
 import fcntl
+import functools
 import json
 import os
 import signal
@@ -35,40 +36,28 @@ import typing as t
 from ..base import libc_lite as LL
 from ..host import bwrap as B
 from ..host import bwrap_run as BR
+from ..host import procfs as PF
 from . import proctree as PT
 
 Json = t.Dict[str, t.Any]
 
 
-def _proc_text(pid: int, name: str) -> str:
-    """/proc/PID/NAME as text; bytes that are not UTF-8 replaced (a comm is whatever the process set)."""
-    with open("/proc/%d/%s" % (pid, name), "rb") as handle:
-        return handle.read().decode("utf-8", "replace")
-
-
 def _zombie(pid: int) -> Json:
-    """What the reaper writes down of a child that has exited, while it is still a zombie: each file read on its
-    own, so that one that cannot be read or parsed leaves the others' fields."""
+    """What the reaper writes down of a child that has exited, while it is still a zombie (the readers of
+    proctree and procfs: each file on its own, bytes that are not UTF-8 replaced, so that a name a process set
+    to anything leaves its parent, uid, NSpid and cgroup written down)."""
     out: Json = {}
-    try:
-        text = _proc_text(pid, "stat")
-        out["comm"] = text[text.index("(") + 1:text.rindex(")")]
-        out["ppid"] = int(text[text.rindex(")") + 2:].split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        for line in _proc_text(pid, "status").splitlines():
-            key, _s, value = line.partition(":")
-            if key in ("Uid", "NSpid"):
-                out[key.lower()] = [int(v) for v in value.split()]
-    except (OSError, ValueError):
-        pass
-    if "uid" in out:
-        out["uid"] = out["uid"][0] if out["uid"] else None
-    try:
-        out["cgroup"] = _proc_text(pid, "cgroup").splitlines()[0].split(":", 2)[2]
-    except (OSError, IndexError):
-        pass
+    st = PT.read_stat(pid)
+    if st:
+        out["comm"], out["ppid"] = st["comm"], st["ppid"]
+    status = PF.read_status(pid)
+    if "uid" in status:
+        out["uid"] = status["uid"][0] if status["uid"] else None
+    if "nspid" in status:
+        out["nspid"] = status["nspid"]
+    cgroups = PF.read_cgroups(pid)
+    if cgroups:
+        out["cgroup"] = cgroups[0]
     return out
 
 
@@ -87,7 +76,7 @@ def _close_all_but(keep: t.Set[int]) -> None:
 
 
 def _exec_bwrap(libc: t.Any, ctl: int, uid: int, gid: int, keep: t.Sequence[int], argv: t.Sequence[str],
-                env: t.Mapping[str, str]) -> None:
+                env: t.Mapping[str, str], cwd: str) -> None:
     """The reaper's child: the run's user taken (no groups; not dumpable until the exec, which holds a copy of the
     probe's memory), the kept descriptors inherited, then bwrap executed (execvp's lookup, as the user: a name
     found on no PATH entry is not found). Never returns."""
@@ -100,15 +89,9 @@ def _exec_bwrap(libc: t.Any, ctl: int, uid: int, gid: int, keep: t.Sequence[int]
             libc.prctl(4, 0, 0, 0, 0)                # PR_SET_DUMPABLE 0 (also the kernel's default after setresuid)
         for fd in keep:
             os.set_inheritable(fd, True)
-        exe = argv[0]
-        if "/" not in exe:
-            for entry in env.get("PATH", "/usr/bin:/bin").split(":"):
-                here = os.path.join(entry or ".", exe)
-                if os.path.isfile(here) and os.access(here, os.X_OK):
-                    exe = here
-                    break
-            else:
-                raise FileNotFoundError(2, "No such file or directory")
+        exe = argv[0] if "/" in argv[0] else B.which(argv[0], env.get("PATH", "/usr/bin:/bin"), cwd)
+        if exe is None:
+            raise FileNotFoundError(2, "No such file or directory")
         os.execve(exe, list(argv), dict(env))
     except OSError as exc:
         _say_failed(argv, exc.strerror)
@@ -125,22 +108,18 @@ def _say_failed(argv: t.Sequence[str], why: t.Optional[str]) -> None:
         pass
 
 
-_LIBC: t.List[t.Any] = []
-
-
+@functools.lru_cache(maxsize=None)
 def _libc() -> t.Any:
     """prctl(2) and the rest of the process's C library through base/libc_lite.py, made once per process and
     before any fork (so the reaper imports nothing once it has entered the run's working directory)."""
-    if not _LIBC:
-        scope: Json = {}
-        # our own constant, not input: prctl(2) without importing the ctypes package in the probe's process
-        exec(LL.PRELUDE, scope)     # pylint: disable=exec-used
-        _LIBC.append(scope["libc"])
-    return _LIBC[0]
+    scope: Json = {}
+    # our own constant, not input: prctl(2) without importing the ctypes package in the probe's process
+    exec(LL.PRELUDE, scope)     # pylint: disable=exec-used
+    return scope["libc"]
 
 
 def _reap(libc: t.Any, ctl: int, uid: int, gid: int, keep: t.Sequence[int], argv: t.Sequence[str],
-          env: t.Mapping[str, str], probe: int) -> None:
+          env: t.Mapping[str, str], cwd: str, probe: int) -> None:
     """The forked reaper's whole life, after its descriptors were set: a child subreaper that dies with the probe,
     bwrap started as its child, then every child it reaps written down on ``ctl`` until none is left."""
     def say(obj: Json) -> None:
@@ -155,7 +134,7 @@ def _reap(libc: t.Any, ctl: int, uid: int, gid: int, keep: t.Sequence[int], argv
     say({"reaper": os.getpid(), "subreaper": became})
     child = os.fork()
     if child == 0:
-        _exec_bwrap(libc, ctl, uid, gid, keep, argv, env)
+        _exec_bwrap(libc, ctl, uid, gid, keep, argv, env, cwd)
     null = os.open("/dev/null", os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
@@ -248,7 +227,7 @@ def _fork_reaper(argv: t.Sequence[str], uid: int, gid: int, keep: t.Sequence[int
                 os.dup2(fd, std)
             _close_all_but({0, 1, 2, ctl_w} | set(keep))
             os.chdir(cwd)
-            _reap(libc, ctl_w, uid, gid, keep, argv, environ, probe)
+            _reap(libc, ctl_w, uid, gid, keep, argv, environ, cwd, probe)
             code = 0
         except OSError as exc:
             _say_failed(argv, exc.strerror)
