@@ -5,8 +5,8 @@
 
 Options: hosts (the play's hosts: their results are read from what metnos_audit kept in this run's
 controller-side temp dir) or results (host -> metnos_audit result, including unreachable/failed
-ones), dest (directory), warnings_as_failures. Returns paths, totals, gate, timings and a terminal
-summary. Documentation: library/metnos_audit_report.py.
+ones), dest (directory), warnings_as_failures. Returns paths, totals, gate, each host's verdict, timings
+and a terminal summary. Documentation: library/metnos_audit_report.py.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
@@ -57,6 +57,7 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("metnos_audit_report: cannot write reports to %s: %s" % (dest, exc)) from None
         timings["total"] = round(time.time() - start, 3)
         result.update(changed=False, paths=paths, totals=doc["totals"], gate=doc["gate"], timings=timings,
+                      verdicts=dict((h["host"], h["verdict"]) for h in doc["hosts"]),
                       summary=R.terminal_summary(doc) + ["reports written in %.2f s: %s" % (
                           timings["total"], " ".join(paths.values()))])
         return result

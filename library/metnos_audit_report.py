@@ -72,6 +72,14 @@ gate:
   description: "{failed, failing_hosts, warnings_as_failures}: what CI should do."
   returned: always
   type: dict
+verdicts:
+  description: >-
+    Each reported host's verdict (C(pass), C(warn), C(fail) or C(unreachable), as the JSON report's
+    C(hosts[].verdict)), by inventory name: what a play that imports playbooks/audit.yml reads per host
+    (that playbook registers no per-host result).
+  returned: always
+  type: dict
+  sample: {web1: pass, web2: fail}
 summary:
   description: Terminal summary lines (at most 20 failing hosts named, then where the reports are).
   returned: always
