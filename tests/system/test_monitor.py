@@ -136,6 +136,7 @@ def prove(host, after=None):
         if after is None or record["started"] >= after:
             return record
         seen.append((record["started"], start.returncode, start.stdout[-500:], start.stderr[-500:]))
+        time.sleep(1)
     status = host.sh("systemctl status --no-pager -n 40 metnos-sandbox-monitor.service", check=False)
     raise AssertionError("no monitor run started after %s: %r\n%s" % (after, seen, status.stdout[-4000:]))
 
