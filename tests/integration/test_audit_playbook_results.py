@@ -1,6 +1,6 @@
 """What a play that imports playbooks/audit.yml reads afterwards (issue 22, item 6): each host's verdict from the
 report task's registered result (metnos_audit_report.verdicts), the same as the JSON report's, and no per-host
-registered result (a register is a Jinja expression that every forked worker compiles and renders again: ~8 ms
+registered result (a register is a Jinja expression that every forked worker compiles and renders again: ~7 ms
 of the controller's CPU per host). Hosts are local-connection aliases of this machine, each audited for real
 (bwrap smoke test, service environment, probe)."""
 import glob
