@@ -63,6 +63,25 @@ def test_which_follows_execvp_order_and_flags_relative(tmp_path):
     assert [e["index"] for e in B.unsafe_entries(":/usr/bin:.:bin")] == [0, 2, 3]
 
 
+def test_which_resolves_dotdot_after_a_symlink_as_execvp_does(tmp_path):
+    """Planted: PATH entry <tmp>/link/../bin, where link points to <tmp>/real/sub. The kernel resolves '..' after
+    the link, so execvp runs <tmp>/real/bin/bwrap; the lexical parent would be <tmp>/bin/bwrap, a look-alike
+    planted there. which() names the file execvp really runs (asked here by running it; mutation: resolving
+    the entry with normpath alone names the look-alike)."""
+    for where, said in (("real/bin", "kernel"), ("bin", "lexical")):
+        (tmp_path / where).mkdir(parents=True)
+        fake = tmp_path / where / "bwrap"
+        fake.write_text("#!/bin/sh\necho %s\n" % said)
+        fake.chmod(0o755)
+    (tmp_path / "real" / "sub").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real" / "sub")
+    path = "%s/link/../bin" % tmp_path
+    ran = subprocess.run(["bwrap"], env={"PATH": path}, capture_output=True, text=True, check=True)
+    assert ran.stdout.strip() == "kernel"
+    assert B.which("bwrap", path) == str(tmp_path / "real" / "bin" / "bwrap")
+    assert B.which("bwrap", "%s/real/./bin//" % tmp_path) == str(tmp_path / "real" / "bin" / "bwrap")
+
+
 def test_which_skips_non_executable(tmp_path):
     f = tmp_path / "bwrap"
     f.write_text("x")

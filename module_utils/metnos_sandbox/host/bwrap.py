@@ -133,12 +133,16 @@ def path_candidates(name: str, path_text: Optional[str],
     """(path, stat) of each regular file called ``name`` along PATH, in execvp order.
 
     Relative and empty entries are resolved against ``cwd`` (they *are* used by execvp and
-    by Python's shutil.which; ``unsafe_entries`` reports them).
+    by Python's shutil.which; ``unsafe_entries`` reports them). An entry with ``..`` is resolved as the
+    kernel resolves it when execvp runs the file: after a symlink, ``..`` is the parent of the link's
+    target, not the lexical parent (``os.path.normpath`` alone would name another file).
     """
     for entry in split_path(path_text):
         directory = entry or "."
         if not directory.startswith("/"):
             directory = os.path.join(cwd or "/", directory)
+        if ".." in directory.split("/"):
+            directory = os.path.realpath(directory)
         candidate = os.path.normpath(os.path.join(directory, name))
         try:
             st = os.stat(candidate)
