@@ -12,6 +12,7 @@ import ast
 import base64
 import builtins
 import fcntl
+import hashlib
 import json
 import os
 import shlex
@@ -205,22 +206,49 @@ def test_the_audit_on_a_host_imports_no_socket_ctypes_or_hashlib(python):
 
 
 def test_the_payload_is_built_once_per_run(tmp_path):
-    """The first host's worker builds it into the run's temp dir; the others read the same bytes."""
-    cache = str(tmp_path / "payload.z")
-    first = T.cached_payload(CORE, cache)
-    assert os.path.exists(cache) and T.cached_payload(CORE, cache) == first
-    with open(cache, "wb") as handle:
+    """The first host's worker builds it into the run's temp dir, in a file named by its sha256; the others read
+    the same bytes and take the digest from the name (mutation: a kept file under another name is read with
+    that name as its digest, so the name is what the workers send)."""
+    cache = str(tmp_path)
+    first, name = T.cached_payload(CORE, cache)
+    assert name == hashlib.sha256(first).hexdigest()
+    assert sorted(os.listdir(cache)) == sorted([T.PAYLOAD_NAME % name, T.PAYLOAD_LOCK])
+    assert T.cached_payload(CORE, cache) == (first, name)
+    os.unlink(os.path.join(cache, T.PAYLOAD_NAME % name))
+    with open(os.path.join(cache, T.PAYLOAD_NAME % ("a" * 64)), "wb") as handle:
         handle.write(b"kept")
-    assert T.cached_payload(CORE, cache) == b"kept"
+    assert T.cached_payload(CORE, cache) == (b"kept", "a" * 64)
 
+
+def test_a_file_that_is_not_a_finished_payload_is_not_read(tmp_path):
+    """A half-written file (its builder's pid after the name) or a name without a full sha256 is not a payload:
+    the worker builds it instead."""
+    cache = str(tmp_path)
+    for name in (T.PAYLOAD_NAME % ("a" * 64) + ".123", T.PAYLOAD_NAME % "abc", T.PAYLOAD_NAME % ("G" * 64)):
+        with open(os.path.join(cache, name), "wb") as handle:
+            handle.write(b"not this")
+    blob, name = T.cached_payload(CORE, cache)
+    assert blob != b"not this" and name == hashlib.sha256(blob).hexdigest()
+
+
+def test_without_a_temp_dir_the_payload_is_built_and_hashed():
+    blob, name = T.cached_payload(CORE, None)
+    assert blob == T.build_payload(CORE) and name == hashlib.sha256(blob).hexdigest()
+
+
+def test_the_message_names_the_bundle_by_the_digest_it_is_given():
+    """The envelope's digest is the caller's when given (cached_payload's), else computed from the payload."""
+    head = lambda data: json.loads(data.partition(b"\n")[0])     # noqa: E731
+    assert head(T.message("f", {}, b"x", payload_digest="b" * 64))["digest"] == "b" * 64
+    assert head(T.message("f", {}, b"x"))["digest"] == hashlib.sha256(b"x").hexdigest()
 
 
 def test_workers_that_start_together_build_the_payload_once(tmp_path):
     """A worker that finds no payload waits for the one building it (the lock) and reads what it wrote, instead
     of building it again: here the test holds the lock, a forked worker asks, the test writes the payload and
     releases; the worker returns the test's bytes, not a payload of its own."""
-    cache = str(tmp_path / "payload.z")
-    lock = os.open(cache + ".lock", os.O_WRONLY | os.O_CREAT, 0o600)
+    cache = str(tmp_path)
+    lock = os.open(os.path.join(cache, T.PAYLOAD_LOCK), os.O_WRONLY | os.O_CREAT, 0o600)
     fcntl.flock(lock, fcntl.LOCK_EX)
     got, put = os.pipe()
     pid = os.fork()
@@ -228,7 +256,8 @@ def test_workers_that_start_together_build_the_payload_once(tmp_path):
         os.close(got)
         os.close(lock)
         try:
-            os.write(put, T.cached_payload(CORE, cache))
+            blob, name = T.cached_payload(CORE, cache)
+            os.write(put, name.encode() + b" " + blob)
         finally:
             os._exit(0)
     os.close(put)
@@ -239,13 +268,14 @@ def test_workers_that_start_together_build_the_payload_once(tmp_path):
         time.sleep(0.01)
     else:
         raise AssertionError("the worker never waited for the lock")
-    with open(cache, "wb") as handle:
+    with open(os.path.join(cache, T.PAYLOAD_NAME % ("c" * 64)), "wb") as handle:
         handle.write(b"built by the first worker")
     os.close(lock)
     with os.fdopen(got, "rb") as handle:
         answer = handle.read()
     os.waitpid(pid, 0)
-    assert answer == b"built by the first worker"
+    assert answer == b"c" * 64 + b" built by the first worker"
+
 
 def _audit_with_cache(cache, core=STAND_IN):
     frame = T.new_frame()
@@ -287,6 +317,28 @@ def test_the_cache_keeps_the_four_newest_bundles_and_nothing_else(tmp_path):
     for core in cores[2:]:
         assert _audit_with_cache(cache, core) == {"state": "hit", "compiled": 0}
     assert _audit_with_cache(cache, cores[0])["state"] == "miss"                # the oldest was removed
+
+
+def test_a_file_the_cache_cannot_remove_stops_no_other_removal_and_not_the_new_bundle(tmp_path):
+    """Planted: a directory where a stray file would be, and one named like an old bundle (unlink refuses both,
+    EISDIR). The pruning goes on past them: the stray file after them is removed, the old bundles beyond the 4
+    newest are removed, and the new bundle is written (mutation: one try around the whole pruning, as before,
+    writes no bundle at all, and the next audit compiles again)."""
+    cache = str(tmp_path / "cache")
+    cores = [_core("def audit_host(params, trust_store=None):\n    return {'core': %d}\n" % i) for i in range(5)]
+    for core in cores[:4]:
+        assert _audit_with_cache(cache, core)["state"] == "miss"
+        time.sleep(0.02)
+    os.mkdir(os.path.join(cache, "a-stray-dir"))
+    os.mkdir(os.path.join(cache, "0" * 64 + "-old-3.code"))
+    os.utime(os.path.join(cache, "0" * 64 + "-old-3.code"), (1, 1))      # the oldest: the first to go
+    with open(os.path.join(cache, "z-stray"), "w") as handle:
+        handle.write("stray")
+    assert _audit_with_cache(cache, cores[4]) == {"state": "miss", "compiled": 3}
+    left = sorted(os.listdir(cache))
+    assert "z-stray" not in left and "a-stray-dir" in left and "0" * 64 + "-old-3.code" in left
+    assert _audit_with_cache(cache, cores[4]) == {"state": "hit", "compiled": 0}
+    assert len([n for n in left if n.endswith("-3.code") and not n.startswith("0" * 64)]) == 4, left
 
 
 def test_a_cache_anyone_else_could_write_is_never_used(tmp_path):

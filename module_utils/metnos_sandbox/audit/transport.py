@@ -45,6 +45,9 @@ ZLIB_LEVEL = 6
 # never imports them, and every byte counts against MAX_ARGV.
 CONTROLLER_ONLY = ("metnos_sandbox.audit.play_vars", "metnos_sandbox.audit.report", "metnos_sandbox.audit.summary",
                    "metnos_sandbox.audit.transport")
+# The payload in the run's controller-side temp dir (cached_payload): named by its sha256; the lock its builder holds.
+PAYLOAD_NAME = "metnos-audit-payload-%s.z"
+PAYLOAD_LOCK = "metnos-audit-payload.lock"
 PACKAGES = " packages"   # the payload's key listing the package names (no module name has a space)
 # Where a host keeps the core compiled by the last audit (root-owned, 0700; runtime state, gone at boot), as one
 # bundle named by the sha256 of the compressed core (computed once by the controller, in the envelope) and the
@@ -113,6 +116,11 @@ def cached():
     if not (isinstance(kept, tuple) and len(kept) == 3 and isinstance(kept[0], dict)):
         return None, "refused"
     return kept, "hit"
+def remove(path):
+    try:                                # one that cannot go (gone already, a directory) stops no other
+        os.unlink(path)
+    except OSError:
+        pass
 def keep(codes):
     try:
         if not bundle or os.geteuid() != 0:
@@ -124,15 +132,17 @@ def keep(codes):
         for name in os.listdir(where):
             path = os.path.join(where, name)
             if name.endswith("-3.code") and name != os.path.basename(bundle):
-                others.append((os.lstat(path).st_mtime, path))
+                try:
+                    others.append((os.lstat(path).st_mtime, path))
+                except OSError:         # removed meanwhile by another audit
+                    pass
             elif name.endswith("-3.trust") and (path == trust or os.path.exists(path[:-len(".trust")] + ".code")):
                 continue                # a kept bundle's verifications stay with it
             elif name != os.path.basename(bundle):
-                os.unlink(path)
+                remove(path)
         for _mtime, path in sorted(others)[:max(0, len(others) - KEEP + 1)]:     # this one and the newest others
-            os.unlink(path)
-            if os.path.lexists(path[:-len(".code")] + ".trust"):
-                os.unlink(path[:-len(".code")] + ".trust")
+            remove(path)
+            remove(path[:-len(".code")] + ".trust")
         body = marshal.dumps((codes, sorted(names), sorted(packages)))
         part = "%s.%d" % (bundle, os.getpid())
         with open(os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600), "wb") as handle:
@@ -219,53 +229,67 @@ def build_payload(core_dir: str) -> bytes:
     return zlib.compress(json.dumps(core_sources(core_dir), sort_keys=True).encode("utf-8"), ZLIB_LEVEL)
 
 
-def cached_payload(core_dir: str, cache_file: Optional[str]) -> bytes:
-    """build_payload(), kept in ``cache_file`` (the run's private controller-side temp dir) so that each
-    host's worker reads the bytes instead of compressing the core again (~10 ms of CPU per host). The first
-    workers of a run start together: one builds it under a lock (``cache_file``.lock), the others wait for it
-    and read it (they used to build it too: 5 builds of ~50 ms each at 20 hosts)."""
-    if not cache_file:
-        return build_payload(core_dir)
-    blob = _read_kept(cache_file)
-    if blob is not None:
-        return blob
+def cached_payload(core_dir: str, cache_dir: Optional[str]) -> Tuple[bytes, str]:
+    """(build_payload(), its digest()), kept in ``cache_dir`` (the run's private controller-side temp dir) so that
+    each host's worker reads the bytes instead of compressing the core again (~10 ms of CPU per host) or hashing
+    them again (~0.4 ms in a freshly forked worker): its builder names the file by the sha256 of what it writes
+    (PAYLOAD_NAME), so the digest travels with the bytes it names. The first workers of a run start together:
+    one builds it under a lock (PAYLOAD_LOCK), the others wait for it and read it (they used to build it too:
+    5 builds of ~50 ms each at 20 hosts)."""
+    if not cache_dir:
+        blob = build_payload(core_dir)
+        return blob, digest(blob)
+    kept = _read_kept(cache_dir)
+    if kept is not None:
+        return kept
     try:
-        lock: Optional[int] = os.open(cache_file + ".lock", os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        lock: Optional[int] = os.open(os.path.join(cache_dir, PAYLOAD_LOCK),
+                                      os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     except OSError:
         lock = None
     try:
         if lock is not None:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            blob = _read_kept(cache_file)      # built while this worker waited
-            if blob is not None:
-                return blob
+            kept = _read_kept(cache_dir)      # built while this worker waited
+            if kept is not None:
+                return kept
         blob = build_payload(core_dir)
-        part = "%s.%d" % (cache_file, os.getpid())
+        name = digest(blob)
+        path = os.path.join(cache_dir, PAYLOAD_NAME % name)
+        part = "%s.%d" % (path, os.getpid())
         try:
             with open(part, "wb") as handle:
                 handle.write(blob)
-            os.replace(part, cache_file)
+            os.replace(part, path)
         except OSError:     # only a saving: the next worker builds it again
             pass
-        return blob
+        return blob, name
     finally:
         if lock is not None:
             os.close(lock)
 
 
-def _read_kept(cache_file: str) -> Optional[bytes]:
+def _read_kept(cache_dir: str) -> Optional[Tuple[bytes, str]]:
+    """The payload a worker of this run built, and its digest (the file's name), or None."""
+    head, tail = PAYLOAD_NAME.split("%s")
     try:
-        with open(cache_file, "rb") as handle:
-            return handle.read()
+        for name in os.listdir(cache_dir):
+            kept = name[len(head):-len(tail)] if name.startswith(head) and name.endswith(tail) else ""
+            if len(kept) == 64 and not kept.strip("0123456789abcdef"):
+                with open(os.path.join(cache_dir, name), "rb") as handle:
+                    return handle.read(), kept
     except OSError:
-        return None
+        pass
+    return None
 
 
-def message(frame: str, params: Mapping[str, Any], payload: bytes, cache: Optional[str] = CACHE_DIR) -> bytes:
-    """The one message: the envelope line (frame, options, where the host keeps the compiled core), then the
+def message(frame: str, params: Mapping[str, Any], payload: bytes, cache: Optional[str] = CACHE_DIR,
+            payload_digest: Optional[str] = None) -> bytes:
+    """The one message: the envelope line (frame, options, where the host keeps the compiled core, and under
+    which name: ``payload_digest`` when the caller has it, as cached_payload gives it, else digest()), then the
     compressed core."""
-    return json.dumps({"frame": frame, "params": params, "cache": cache, "digest": digest(payload)}
-                      ).encode("utf-8") + b"\n" + payload
+    return json.dumps({"frame": frame, "params": params, "cache": cache,
+                       "digest": payload_digest or digest(payload)}).encode("utf-8") + b"\n" + payload
 
 
 @functools.lru_cache(maxsize=4)
