@@ -50,3 +50,43 @@ def test_the_tasks_own_options_win():
 def test_a_host_context_that_is_not_a_mapping_is_refused():
     with pytest.raises(PV.VarsError, match="metnos_sandbox_host must be a mapping"):
         PV.options({}, lookup({"metnos_sandbox_host": ["runtime_dir"]}))
+
+
+def _types(value, out):
+    out.add(type(value))
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _types(key, out)
+            _types(item, out)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _types(item, out)
+    return out
+
+
+def test_plain_copies_ansibles_values_as_the_builtin_types():
+    """Values as Ansible hands them to the action (loaded by its own DataLoader: each str, int, float, list and
+    dict carries its origin as a subclass) come out as the builtin types with the same content (mutation:
+    returning the value as it is leaves the subclasses)."""
+    from ansible.parsing.dataloader import DataLoader
+    loaded = DataLoader().load('{"unit": "a.service", "probe": true, "monitor_max_age": 60, "ratio": 1.5, '
+                               '"host": {"writable_roots": ["/srv"], "": null}, "nested": [[1, "x"], {"k": "v"}]}')
+    assert _types(loaded, set()) - {str, int, float, bool, type(None), dict, list}, "the loader tags nothing here"
+    got = PV.plain(loaded)
+    assert got == loaded
+    assert _types(got, set()) <= {str, int, float, bool, type(None), dict, list}
+
+
+def test_plain_keeps_shared_parts_shared_and_a_cycle_a_cycle():
+    shared = ["/a"]
+    loop = []
+    loop.append(loop)
+    got = PV.plain({"x": shared, "y": shared, "loop": loop, "t": (1, "2")})
+    assert got["x"] is got["y"] and got["x"] == ["/a"] and got["x"] is not shared
+    assert got["loop"][0] is got["loop"] and got["t"] == (1, "2")
+
+
+def test_plain_leaves_other_values_as_they_are():
+    """Whatever is not JSON-like (a set, bytes) goes to the validator as it is, which refuses it as before."""
+    odd = {1, 2}
+    assert PV.plain({"x": odd, "b": b"x"}) == {"x": odd, "b": b"x"} and PV.plain({"x": odd})["x"] is odd
