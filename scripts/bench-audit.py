@@ -10,7 +10,9 @@ Cells (all in one run, one line each, a Markdown table and --json at the end):
          real: bwrap smoke test as nobody, service environment, the probe), forks 50, pipelining
   floor  the same payload run directly, as many at a time as there are CPUs, no Ansible
   no-op  the same hosts, forks and play shape with one task of an action that does nothing on the host
-         (ansible.builtin.debug): what Ansible itself costs per host, the floor of the controller's share
+         (ansible.builtin.debug with a constant message: no template, as the audit's task has none; the cell
+         used to print "{{ inventory_hostname }}", a template every worker compiles, ~3 ms per host more):
+         what Ansible itself costs per host, the floor of the controller's share
   no-op command  the same, with one task that runs one command on the host through the same connection
          (ansible.builtin.raw: "true"): Ansible's floor for one round trip, as the audit makes one
   naive  (only up to --naive-up-to hosts) fact gathering + one command/stat task per check, forks 5
@@ -18,6 +20,9 @@ Cells (all in one run, one line each, a Markdown table and --json at the end):
          controller runs in one more namespace holding the bridge, so every address lives in a
          namespace this script creates (and removes, on failure and Ctrl-C too)
   synth  report generation and the merge alone, on --synthetic host records made from a real one
+With --rounds R the ours, no-op and no-op command cells run R times each, one after the other in turn, and
+each cell shows its median round (ours: by controller CPU; the others: by CPU), all rounds listed after it:
+the machine's noise moves one run of a cell by more than 10 ms per host.
 
 What each figure means:
   wall             seconds, start to exit of ansible-playbook
@@ -239,7 +244,7 @@ NOOP = """---
   tasks:
     - name: Nothing
       ansible.builtin.debug:
-        msg: "{{ inventory_hostname }}"
+        msg: nothing
 """
 
 
@@ -292,6 +297,21 @@ def run_floor(n, tmp, parallel):
     if proc.returncode != 0:
         raise SystemExit("floor failed at N=%d" % n)
     return {"wall": wall, "cpu": cpu, "other_load_cpu": max(0.0, machine_busy() - busy0 - cpu)}
+
+
+def median_rounds(n, rounds):
+    """The row of one size from its rounds: each cell's median round (ours by controller CPU, the others by CPU;
+    the upper median of an even count), and every round's per-host figures under "rounds"."""
+    def pick(cell, key):
+        ranked = sorted((r[cell] for r in rounds), key=key)
+        return ranked[len(ranked) // 2]
+    row = {"n": n, "ours": pick("ours", lambda m: m["cpu"] - m["payload_cpu"]),
+           "noop": pick("noop", lambda m: m["cpu"]), "noop_command": pick("noop_command", lambda m: m["cpu"])}
+    row["rounds"] = [{"payload": 1000.0 * r["ours"]["payload_cpu"] / n,
+                      "controller": 1000.0 * (r["ours"]["cpu"] - r["ours"]["payload_cpu"]) / n,
+                      "noop": 1000.0 * r["noop"]["cpu"] / n, "noop_command": 1000.0 * r["noop_command"]["cpu"] / n}
+                     for r in rounds]
+    return row
 
 
 def _summary(stdout):
@@ -586,6 +606,9 @@ def fmt_cell(row):
         parts.append("ours/floor wall %.2fx cpu %.2fx" % (ours["wall"] / floor["wall"], ours["cpu"] / floor["cpu"]))
     if row.get("naive"):
         parts.append("naive %.1fs wall %.1fs cpu" % (row["naive"]["wall"], row["naive"]["cpu"]))
+    if len(row.get("rounds") or ()) > 1:
+        parts.append("rounds (payload/controller/no-op/no-op command ms per host): %s" % "; ".join(
+            "%(payload).0f/%(controller).0f/%(noop).0f/%(noop_command).0f" % r for r in row["rounds"]))
     parts.append(ours["summary"])
     return " | ".join(parts)
 
@@ -612,6 +635,13 @@ def markdown(rows, synth, browser, meta):
             o["main"].get("rss_mb", 0), o["tree_pss_mb"],
             o.get("report_time") or 0, ", ".join(_size(sizes.get(k)) for k in ("json", "md", "junit.xml", "html")),
             o["other_load_cpu"] + (f["other_load_cpu"] if f else 0)))
+    for row in rows:
+        if len(row.get("rounds") or ()) > 1:
+            lines.append("")
+            lines.append("N=%s, each round in turn (payload / controller / no-op / no-op command, ms of CPU per host; "
+                         "the table shows each cell's median): %s" % ("{:,}".format(row["n"]), "; ".join(
+                             "%(payload).0f / %(controller).0f / %(noop).0f / %(noop_command).0f" % r
+                             for r in row["rounds"])))
     if synth:
         g = synth["generate"]
         lines += ["", "Reports alone, %s synthetic host records: build %.2f s, JSON %.2f s, Markdown %.2f s, "
@@ -649,6 +679,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="200,1000", help="local-alias fleet sizes (default 200,1000)")
     ap.add_argument("--forks", type=int, default=50)
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="run the ours and no-op cells this many times each, in turn, and show each one's median")
     ap.add_argument("--ssh", type=int, default=20, help="SSH hosts in network namespaces (0: skip)")
     ap.add_argument("--synthetic", type=int, default=10000, help="host records for the reports-alone cell (0: skip)")
     ap.add_argument("--no-browser", action="store_true", help="skip the Chromium timings")
@@ -678,12 +710,15 @@ def main():
         for n in [int(x) for x in args.sizes.split(",") if x.strip()]:
             inv = os.path.join(tmp, "inv-%d.yml" % n)
             inventory(inv, n)
-            row = {"n": n, "ours": run_ours(inv, args.forks, os.path.join(tmp, "reports-%d" % n), tmp, args.manifests)}
-            if row["ours"].get("payload_cpu") is None:
-                raise SystemExit("the audit wrote no report at N=%d:\n%s" % (n, row["ours"]["error"]))
+            rounds = []
+            for _round in range(max(1, args.rounds)):
+                ours = run_ours(inv, args.forks, os.path.join(tmp, "reports-%d" % n), tmp, args.manifests)
+                if ours.get("payload_cpu") is None:
+                    raise SystemExit("the audit wrote no report at N=%d:\n%s" % (n, ours["error"]))
+                rounds.append({"ours": ours, "noop": run_noop(inv, args.forks, tmp),
+                               "noop_command": run_noop(inv, args.forks, tmp, NOOP_COMMAND, "noop-command")})
+            row = median_rounds(n, rounds)
             row["floor"] = run_floor(n, tmp, args.floor_parallel)
-            row["noop"] = run_noop(inv, args.forks, tmp)
-            row["noop_command"] = run_noop(inv, args.forks, tmp, NOOP_COMMAND, "noop-command")
             if n <= args.naive_up_to:
                 row["naive"] = run_naive(inv, args.forks, tmp)
             rows.append(row)
