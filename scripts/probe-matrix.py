@@ -41,7 +41,7 @@ def main():
         for name in [m for m in sys.modules if m == "metnos_sandbox" or m.startswith("metnos_sandbox.")]:
             del sys.modules[name]
         sys.path.insert(0, os.path.abspath(args.core))
-        core = importlib.import_module("metnos_sandbox.probe")  # core-layout: keep (a flat core: before issue 22)
+        core = importlib.import_module("metnos_sandbox.probe")  # a flat core: before issue 22
         if hasattr(core, "__path__"):      # the core in capability packages (issue 22)
             payload = importlib.import_module("metnos_sandbox.probe.payload")
             runners = importlib.import_module("metnos_sandbox.probe.runners")

@@ -28,12 +28,12 @@ from helpers import faces
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CORE = os.path.join(ROOT, "module_utils", "metnos_sandbox")
-PACKAGES = ["metnos_sandbox", "metnos_sandbox.audit"]  # core-layout: keep
+PACKAGES = ["metnos_sandbox", "metnos_sandbox.audit"]  # a flat stand-in core
 
 
 def _core(audit_source):
     """A stand-in core: the two packages and ``metnos_sandbox.audit.audit`` of ``audit_source``."""
-    return zlib.compress(json.dumps({"metnos_sandbox": "", "metnos_sandbox.audit": "",  # core-layout: keep
+    return zlib.compress(json.dumps({"metnos_sandbox": "", "metnos_sandbox.audit": "",  # a flat stand-in core
                                      "metnos_sandbox.audit.audit": audit_source, T.PACKAGES: PACKAGES})
                          .encode("utf-8"))
 

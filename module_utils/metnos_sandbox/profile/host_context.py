@@ -293,8 +293,9 @@ class HostContext(object):
             return
         self._bwrap_given = path
         if path is not None and not os.path.isabs(path):
-            import shutil
-            path = shutil.which(path) or path
+            # A bare name is looked up on this process's PATH in execvp's order (host/bwrap.py's one lookup).
+            found = B.which(path, os.environ.get("PATH", os.defpath), os.getcwd()) if "/" not in path else None
+            path = found or path
         if path == self._bwrap[0]:
             return
         folders: Tuple[str, ...] = ()

@@ -173,7 +173,7 @@ def _yaml_load(text: str) -> Any:
     tags, merge keys and several documents are refused; YAML 1.1 number forms that silently
     change a value (octal, hex, sexagesimal) are refused; timestamps stay text."""
     try:
-        import yaml
+        import yaml  # here, not at the top: an optional dependency, only for manifests given as YAML text
     except ImportError:
         raise MD._refuse("manifest_parse_error", "(file)", "no_yaml") from None
     loader = (getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader)(text)
