@@ -114,3 +114,35 @@ def test_the_audit_spec_validates_and_defaults_once():
     # A caller of the core without the action (scripts, tests) gets the same defaults.
     assert O.with_defaults(O.AUDIT, {"unit": ""})["unit"] == ""
     assert O.with_defaults(O.AUDIT, {})["profile_dir"] == "/etc/metnos/sandbox/profiles"
+
+
+def _mutables(value, out):
+    """The ids of every dict and list in ``value``."""
+    if isinstance(value, (dict, list)):
+        out.add(id(value))
+        for item in (value.values() if isinstance(value, dict) else value):
+            _mutables(item, out)
+    elif isinstance(value, tuple):
+        for item in value:
+            _mutables(item, out)
+    return out
+
+
+@pytest.mark.parametrize("name", MODULES + ["AUDIT", "AUDIT_REPORT"])
+def test_a_spec_copy_equals_a_deep_copy_and_shares_nothing_mutable(name):
+    """O.spec copies each option without copy.deepcopy (each audited host's worker copies the audit's spec):
+    the copy equals deepcopy's and holds no dict or list of the original (mutation: returning the option itself
+    or a shallow dict() of it shares the 'default' and 'choices' objects, and this fails)."""
+    import copy
+    original = getattr(O, name) if name.isupper() else load(name).ARGUMENT_SPEC
+    copied = O.spec(original)
+    assert copied == copy.deepcopy(original)
+    assert not _mutables(copied, set()) & _mutables(original, set())
+
+
+def test_the_validator_hands_out_the_copys_defaults_not_the_specs():
+    """Why the copy: Ansible's validator returns an option's default object itself; a caller that changes it
+    (audit.audit_host fills 'host') would change the spec for the next host validated in the same process."""
+    spec = O.spec(O.AUDIT)
+    validated = ArgumentSpecValidator(spec).validate({}).validated_parameters
+    assert validated["host"] is spec["host"]["default"] and validated["host"] is not O.AUDIT["host"]["default"]

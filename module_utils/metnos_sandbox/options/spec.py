@@ -15,7 +15,6 @@ Ansible imports: the audit payload applies ``AUDIT``'s defaults on the host too.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
-import copy
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Type, TypeVar, cast
 
 from ..host.bwrap_trust import normalise_accepted
@@ -49,13 +48,27 @@ def timeout(default: float, *old_names: str) -> Dict[str, Any]:
 
 
 def spec(*parts: Mapping[str, Mapping[str, Any]], **more: Mapping[str, Any]) -> Spec:
-    """An argument_spec made of shared parts and a module's own options (deep copies: Ansible's validator
-    may annotate what it is given)."""
+    """An argument_spec made of shared parts and a module's own options, each a copy that shares nothing
+    mutable with its part (Ansible's validator hands an option's default object itself to the caller, who may
+    change it)."""
     out: Spec = {}
     for part in parts + (more,):
         for name, option in part.items():
-            out[name] = copy.deepcopy(dict(option))
+            out[name] = _copy(dict(option))
     return out
+
+
+def _copy(value: T) -> T:
+    """``value``'s dicts, lists and tuples copied all the way down; anything else (str, numbers, bool, None, a
+    type given as a callable) is immutable or shared as copy.deepcopy shares it. What deepcopy gives for an
+    option spec, at a tenth of its cost (the audit's action copies its spec for every host)."""
+    if isinstance(value, dict):
+        return cast(T, {key: _copy(item) for key, item in value.items()})
+    if isinstance(value, list):
+        return cast(T, [_copy(item) for item in value])
+    if isinstance(value, tuple):
+        return cast(T, tuple(_copy(item) for item in value))
+    return value
 
 
 # metnos_audit: the action validates with it (validate_argument_spec), library/metnos_audit.py documents
@@ -105,7 +118,7 @@ def with_defaults(option_spec: Mapping[str, Mapping[str, Any]], params: Mapping[
                 out[name] = out[alias]
             out.pop(alias, None)
         if out.get(name) is None and "default" in option:
-            out[name] = copy.deepcopy(option["default"])
+            out[name] = _copy(option["default"])
     return out
 
 
