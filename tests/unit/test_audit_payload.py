@@ -319,6 +319,52 @@ def test_the_cache_keeps_the_four_newest_bundles_and_nothing_else(tmp_path):
     assert _audit_with_cache(cache, cores[0])["state"] == "miss"                # the oldest was removed
 
 
+def _read_by_the_host(tmp_path, message, cache):
+    """(answer, bytes of ``message`` the host read): stdin is a file whose open description the host shares with
+    this test, so the offset the host leaves behind is what it read."""
+    path = tmp_path / "message"
+    path.write_bytes(message)
+    with open(path, "rb") as stdin:
+        proc = subprocess.run(["sh", "-c", T.stdin_command("python3")], stdin=stdin, capture_output=True,
+                              timeout=60)
+        return proc, os.lseek(stdin.fileno(), 0, os.SEEK_CUR)
+
+
+def test_a_kept_bundle_reads_the_envelope_and_not_the_sources(tmp_path):
+    """With the compiled core kept on the host, the shipped sources are never read: the host reads the envelope
+    line and at most one buffer after it, so the controller stops writing at the pipe's capacity (mutation:
+    reading the whole message first, as before, reads every byte). Without a bundle it reads all of it."""
+    cache = str(tmp_path / "cache")
+    filler = os.urandom(300000).hex()       # a module the audit never imports: the sources, made big
+    core = _core("def audit_host(params, trust_store=None):\n    return {'schema': 'x'}\n%s = %r\n" % (
+        "UNUSED", filler))
+    frame = T.new_frame()
+    message = T.message(frame, {}, core, cache=cache)
+    head = len(message.partition(b"\n")[0]) + 1
+    first, read = _read_by_the_host(tmp_path, message, cache)
+    assert T.unframe(first.stdout.decode(), frame)["payload_cache"]["state"] == "miss" and read == len(message)
+    again, read = _read_by_the_host(tmp_path, message, cache)
+    assert T.unframe(again.stdout.decode(), frame)["payload_cache"] == {"state": "hit", "compiled": 0}
+    assert head <= read <= head + 64 * 1024 < len(message), (head, read, len(message))
+
+
+def test_what_the_audit_starts_reads_end_of_file_not_the_rest_of_the_message(tmp_path):
+    """The audit's own commands inherit stdin: on a kept bundle the message's rest is still unread, and they must
+    not get it (a command that reads stdin would take the core's compressed sources as its input). Planted: an
+    audit that runs cat on its inherited stdin, from a real pipe fed by this test; cat reads nothing and ends
+    (mutation: leaving the pipe on fd 0 gives cat the sources)."""
+    cache = str(tmp_path / "cache")
+    core = _core("import subprocess\n"
+                 "def audit_host(params, trust_store=None):\n"
+                 "    return {'schema': 'x', 'cat': len(subprocess.run(['cat'], stdout=subprocess.PIPE).stdout)}\n"
+                 "PAD = %r\n" % os.urandom(100000).hex())
+    for state in ("miss", "hit"):
+        frame = T.new_frame()
+        proc = _bootstrap(T.message(frame, {}, core, cache=cache))
+        out = T.unframe(proc.stdout.decode(), frame)
+        assert out["payload_cache"]["state"] == state and out["cat"] == 0, out
+
+
 def test_a_file_the_cache_cannot_remove_stops_no_other_removal_and_not_the_new_bundle(tmp_path):
     """Planted: a directory where a stray file would be, and one named like an old bundle (unlink refuses both,
     EISDIR). The pruning goes on past them: the stray file after them is removed, the old bundles beyond the 4

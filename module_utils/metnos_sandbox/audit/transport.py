@@ -10,7 +10,10 @@ One way of shipping, one message, one frame:
   It is the data of one command that runs the bootstrap below with the host's interpreter: on the
   command's standard input where the connection forwards it (Ansible's pipelining: local, ssh), or
   else as that command's arguments, base64 in chunks under Linux's 128 KiB per argument (podman,
-  docker: no shell, nothing written on the host). There is no third way: a connection that can do
+  docker: no shell, nothing written on the host). On stdin the host reads the envelope line first and the
+  compressed core only when it must compile a module (a kept bundle, below, never does); the controller's
+  writes then end with an EPIPE at the pipe's capacity, which subprocess and Ansible's ssh connection take
+  as the end of the input. There is no third way: a connection that can do
   neither is refused (audit_transport_unsupported) rather than writing a temporary file on a host
   the audit must leave byte-identical.
 - The answer is framed: the bootstrap writes the result as ``\\n<frame> <length>\\n<JSON>\\n<frame> end\\n``,
@@ -56,8 +59,8 @@ PACKAGES = " packages"   # the payload's key listing the package names (no modul
 # the interpreter's magic number, and the CRC-32 of its content (it catches a damaged file; what keeps a forged
 # one out is that only root can write there: a digest would not, and the interpreter's own sha256 costs ~4 ms
 # for the bundle's 1.1 MB). Written only by root; anything else compiles as before. The bundle holds the
-# compiled modules and the core's module and package names, so that a hit never decompresses nor decodes the
-# shipped sources (~5 ms per host): they are read only to compile a module the bundle lacks. "-3" in its name
+# compiled modules and the core's module and package names, so that a hit never reads, decompresses nor decodes
+# the shipped sources (~5 ms per host): they are read only to compile a module the bundle lacks. "-3" in its name
 # is the bundle's format (a bundle of another format is never read: it is removed by the next write). The
 # newest 4 bundles stay (KEEP in BOOTSTRAP: two controllers with different versions of the toolkit, auditing
 # the same hosts, do not evict each other's), each with its bwrap verifications ("-3.trust",
@@ -70,16 +73,27 @@ BOOTSTRAP = r"""
 import sys, json, zlib, os, stat, marshal, gc
 gc.disable()    # one short run: no cycle collection (2.5 % of the audit process's instructions, the same peak RSS)
 KEEP = 4
+rest = None
 if len(sys.argv) > 1:
     import base64
-    data = base64.b64decode("".join(sys.argv[1:]))
+    head, _sep, blob = base64.b64decode("".join(sys.argv[1:])).partition(b"\n")
 else:
-    data = sys.stdin.buffer.read()
-head, _sep, blob = data.partition(b"\n")
+    # The envelope line now; the compressed core after it only when a module must be compiled (a kept bundle
+    # never needs it: the controller's writes end at the pipe's capacity instead of ~60 wake-ups for 248 KB).
+    # The rest of the message stays on a descriptor of this process alone (os.dup's is not inherited), and what
+    # the audit starts has /dev/null as its stdin: end of file at once, as the drained pipe gave before.
+    rest = os.fdopen(os.dup(0), "rb")
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    head, blob = rest.readline(), None
 envelope = json.loads(head.decode("utf-8"))
 src = {}
 def sources():
+    global blob
     if not src:
+        if blob is None:
+            blob = rest.read()
         src.update(json.loads(zlib.decompress(blob).decode("utf-8")))
     return src
 from importlib._bootstrap_external import MAGIC_NUMBER
