@@ -27,10 +27,15 @@ the machine's noise moves one run of a cell by more than 10 ms per host.
 What each figure means:
   wall             seconds, start to exit of ansible-playbook
   CPU              user+system seconds of every process of the run (getrusage of the children)
-  payload CPU      the sum of what each host's audit reports as its own CPU (the `cpu` field: the
-                   payload's interpreter and the commands it waited for)
-  controller CPU   CPU - payload CPU (ansible-playbook, its forked workers, the shells and ssh clients
-                   they start), per host
+  payload CPU      own: the sum of what each host's audit reports as its own CPU (the `cpu` field: the
+                   payload's interpreter and the commands it waited for, up to the moment it measures);
+                   host side (local aliases): what the kernel counted for the processes the workers started
+                   and reaped (each worker's RUSAGE_CHILDREN at the end of its task): the payload's whole tree
+                   from sh's start to its exit, so also the encoding of its answer and the teardown of its
+                   process (~2-3 ms per host that it cannot measure itself)
+  controller CPU   CPU - host side on local aliases, all of the CPU over SSH (ansible-playbook, its forked
+                   workers, the ssh clients they start), per host; the no-op cells the same way (the no-op
+                   command's `true` is host side)
   main RSS peak    ru_maxrss of the ansible-playbook main process (its own high-water mark)
   tree PSS peak    the largest sum, over the controller's processes (main + workers + ssh), of their
                    proportional set size, sampled every 0.5 s: shared pages are split between the
@@ -91,12 +96,25 @@ NAIVE = """---
 # process's CPU and peak RSS without a wrapper process of its own.
 LAUNCHER = r'''
 import atexit, os, resource, runpy, sys
+from ansible.executor.process import worker
 out = sys.argv[1]
 def report():
     r = resource.getrusage(resource.RUSAGE_SELF)
     with open(out, "w") as handle:
         handle.write("%f %f %d\n" % (r.ru_utime, r.ru_stime, r.ru_maxrss))
 atexit.register(report)
+run = worker.WorkerProcess._run
+def measured(self):
+    # Each forked worker, at the end of its task: its own CPU and the CPU of the commands it waited for (on a
+    # local connection, the process the host runs: sh, the payload's interpreter and everything it waited for,
+    # measured by the kernel until that process was reaped).
+    try:
+        return run(self)
+    finally:
+        me, ch = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        with open(out + ".workers", "a") as handle:
+            handle.write("%f %f\n" % (me.ru_utime + me.ru_stime, ch.ru_utime + ch.ru_stime))
+worker.WorkerProcess._run = measured
 sys.argv = sys.argv[2:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 '''
@@ -192,7 +210,12 @@ def run_playbook(argv, env, tmp, prefix=()):
     if os.path.exists(usage):
         u, s, rss = open(usage).read().split()
         main = {"cpu": float(u) + float(s), "rss_mb": int(rss) / 1024.0}
+    workers = [line.split() for line in open(usage + ".workers")] if os.path.exists(usage + ".workers") else []
+    for path in (usage, usage + ".workers"):
+        if os.path.exists(path):
+            os.unlink(path)
     return {"wall": wall, "cpu": cpu, "other_load_cpu": max(0.0, other), "main": main,
+            "workers_cpu": sum(float(w[0]) for w in workers), "host_cpu": sum(float(w[1]) for w in workers),
             "tree_pss_mb": sampler.peak_kb / 1024.0, "processes": sampler.peak_procs}, \
         subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
@@ -299,17 +322,24 @@ def run_floor(n, tmp, parallel):
     return {"wall": wall, "cpu": cpu, "other_load_cpu": max(0.0, machine_busy() - busy0 - cpu)}
 
 
+def controller(m, ssh=False):
+    """The controller's share of a cell's CPU: all of it over SSH (the hosts' CPU is theirs, not counted here);
+    on local aliases all of it minus the host side (host_cpu: what the kernel counted for the processes the
+    workers started and reaped, the payload's whole tree from sh's start to its exit)."""
+    return m["cpu"] if ssh else m["cpu"] - m.get("host_cpu", 0.0)
+
+
 def median_rounds(n, rounds):
-    """The row of one size from its rounds: each cell's median round (ours by controller CPU, the others by CPU;
-    the upper median of an even count), and every round's per-host figures under "rounds"."""
+    """The row of one size from its rounds: each cell's median round by its controller share (the upper median of
+    an even count), and every round's per-host figures under "rounds"."""
     def pick(cell, key):
         ranked = sorted((r[cell] for r in rounds), key=key)
         return ranked[len(ranked) // 2]
-    row = {"n": n, "ours": pick("ours", lambda m: m["cpu"] - m["payload_cpu"]),
-           "noop": pick("noop", lambda m: m["cpu"]), "noop_command": pick("noop_command", lambda m: m["cpu"])}
-    row["rounds"] = [{"payload": 1000.0 * r["ours"]["payload_cpu"] / n,
-                      "controller": 1000.0 * (r["ours"]["cpu"] - r["ours"]["payload_cpu"]) / n,
-                      "noop": 1000.0 * r["noop"]["cpu"] / n, "noop_command": 1000.0 * r["noop_command"]["cpu"] / n}
+    row = {"n": n, "ours": pick("ours", controller), "noop": pick("noop", controller),
+           "noop_command": pick("noop_command", controller)}
+    row["rounds"] = [{"payload": 1000.0 * r["ours"]["payload_cpu"] / n, "host": 1000.0 * r["ours"]["host_cpu"] / n,
+                      "controller": 1000.0 * controller(r["ours"]) / n, "noop": 1000.0 * controller(r["noop"]) / n,
+                      "noop_command": 1000.0 * controller(r["noop_command"]) / n}
                      for r in rounds]
     return row
 
@@ -589,13 +619,14 @@ def fmt_cell(row):
     n = row["n"]
     ours, floor = row["ours"], row.get("floor")
     per = lambda x: 1000.0 * x / n  # noqa: E731
-    ctl = ours["cpu"] - (ours.get("payload_cpu") or 0) if not row.get("ssh") else ours["cpu"]
+    ctl = controller(ours, row.get("ssh"))
     parts = ["N=%s%s" % (n, " ssh" if row.get("ssh") else ""),
              "ours %.1fs wall %.1fs cpu" % (ours["wall"], ours["cpu"]),
-             "payload %.0f ms/host" % per(ours.get("payload_cpu") or 0),
+             "payload %.0f ms/host (host side %s)" % (per(ours.get("payload_cpu") or 0),
+                                                      "-" if row.get("ssh") else "%.0f" % per(ours["host_cpu"])),
              "controller %.0f ms/host" % per(ctl),
-             "no-op %s" % ("%.0f ms/host" % per(row["noop"]["cpu"]) if row.get("noop") else "-"),
-             "no-op command %s" % ("%.0f ms/host" % per(row["noop_command"]["cpu"]) if row.get("noop_command")
+             "no-op %s" % ("%.0f ms/host" % per(controller(row["noop"])) if row.get("noop") else "-"),
+             "no-op command %s" % ("%.0f ms/host" % per(controller(row["noop_command"])) if row.get("noop_command")
                                    else "-"),
              "main rss %.0f MB, tree pss %.0f MB" % (ours["main"].get("rss_mb", 0), ours["tree_pss_mb"]),
              "reports %ss %s" % (ours.get("report_time"), ours.get("reports")),
@@ -607,41 +638,44 @@ def fmt_cell(row):
     if row.get("naive"):
         parts.append("naive %.1fs wall %.1fs cpu" % (row["naive"]["wall"], row["naive"]["cpu"]))
     if len(row.get("rounds") or ()) > 1:
-        parts.append("rounds (payload/controller/no-op/no-op command ms per host): %s" % "; ".join(
-            "%(payload).0f/%(controller).0f/%(noop).0f/%(noop_command).0f" % r for r in row["rounds"]))
+        parts.append("rounds (payload/host side/controller/no-op/no-op command ms per host): %s" % "; ".join(
+            "%(payload).0f/%(host).0f/%(controller).0f/%(noop).0f/%(noop_command).0f" % r for r in row["rounds"]))
     parts.append(ours["summary"])
     return " | ".join(parts)
 
 
 def markdown(rows, synth, browser, meta):
     lines = ["Run: %s; %s" % (meta["when"], meta["machine"]), "",
-             "| N | ours wall / CPU | floor wall / CPU | ours ÷ floor (wall / CPU) | payload CPU per host "
-             "| controller CPU per host | no-op CPU per host | no-op command CPU per host | total CPU per host "
+             "| N | ours wall / CPU | floor wall / CPU | ours ÷ floor (wall / CPU) "
+             "| payload CPU per host (own / host side) | controller CPU per host | no-op CPU per host "
+             "| no-op command CPU per host | total CPU per host "
              "| main RSS peak | controller PSS peak | reports (time; JSON, MD, JUnit, HTML) | other load (CPU-s) |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         o, f, n = row["ours"], row.get("floor"), row["n"]
-        ctl = o["cpu"] - (o.get("payload_cpu") or 0) if not row.get("ssh") else o["cpu"]
+        ctl = controller(o, row.get("ssh"))
         sizes = o.get("reports") or {}
         noop, command = row.get("noop"), row.get("noop_command")
-        lines.append("| %s | %.1f s / %.1f s | %s | %s | %.0f ms | %.0f ms | %s | %s | %.0f ms | %.0f MB | %.0f MB "
-                     "| %.2f s; %s | %.0f |" % (
+        lines.append("| %s | %.1f s / %.1f s | %s | %s | %.0f / %s ms | %.0f ms | %s | %s | %.0f ms | %.0f MB "
+                     "| %.0f MB | %.2f s; %s | %.0f |" % (
             "%d over SSH" % n if row.get("ssh") else "{:,}".format(n), o["wall"], o["cpu"],
             "%.1f s / %.1f s" % (f["wall"], f["cpu"]) if f else "—",
             "%.2f× / %.2f×" % (o["wall"] / f["wall"], o["cpu"] / f["cpu"]) if f else "—",
-            1000.0 * (o.get("payload_cpu") or 0) / n, 1000.0 * ctl / n,
-            "%.0f ms" % (1000.0 * noop["cpu"] / n) if noop else "—",
-            "%.0f ms" % (1000.0 * command["cpu"] / n) if command else "—", 1000.0 * o["cpu"] / n,
+            1000.0 * (o.get("payload_cpu") or 0) / n, "—" if row.get("ssh") else "%.0f" % (1000.0 * o["host_cpu"] / n),
+            1000.0 * ctl / n,
+            "%.0f ms" % (1000.0 * controller(noop) / n) if noop else "—",
+            "%.0f ms" % (1000.0 * controller(command) / n) if command else "—", 1000.0 * o["cpu"] / n,
             o["main"].get("rss_mb", 0), o["tree_pss_mb"],
             o.get("report_time") or 0, ", ".join(_size(sizes.get(k)) for k in ("json", "md", "junit.xml", "html")),
             o["other_load_cpu"] + (f["other_load_cpu"] if f else 0)))
     for row in rows:
         if len(row.get("rounds") or ()) > 1:
             lines.append("")
-            lines.append("N=%s, each round in turn (payload / controller / no-op / no-op command, ms of CPU per host; "
-                         "the table shows each cell's median): %s" % ("{:,}".format(row["n"]), "; ".join(
-                             "%(payload).0f / %(controller).0f / %(noop).0f / %(noop_command).0f" % r
-                             for r in row["rounds"])))
+            each = "; ".join("%(payload).0f / %(host).0f / %(controller).0f / %(noop).0f / %(noop_command).0f" % r
+                             for r in row["rounds"])
+            lines.append("N=%s, each round in turn (payload's own / host side / controller / no-op / no-op command, "
+                         "ms of CPU per host; the table shows each cell's median): %s" % (
+                             "{:,}".format(row["n"]), each))
     if synth:
         g = synth["generate"]
         lines += ["", "Reports alone, %s synthetic host records: build %.2f s, JSON %.2f s, Markdown %.2f s, "
