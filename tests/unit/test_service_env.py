@@ -46,6 +46,57 @@ def test_world_writable_dir_before_bwrap_is_unsafe(tree):
     assert "writable by group or others" in diags[0]["message"]
 
 
+def test_a_path_entry_is_judged_where_execvp_resolves_it(tree):
+    """Planted, one PATH entry each (the diagnostics named the wrong directory or none; mutations: judging the
+    lexical normpath of the entry, or only the directories as written, each misses one of them):
+    - <tree>/link/../bin, link -> <tree>/real/sub: execvp runs <tree>/real/bin/bwrap (the kernel resolves '..'
+      after the link), a directory anyone may write; the lexical <tree>/bin is a clean root-owned one;
+    - <tree>/opt/tool -> <tree>/home/bin: the link and <tree>/opt are root's, but <tree>/home, on the way to
+      where the link leads, belongs to nobody, who can swap bin for one holding their own bwrap.
+    The service's lookup names the same file, and heal_path moves the packaged bwrap before each entry, for
+    the same reason, once the planted bwrap is gone."""
+    real_bin = os.path.join(tree, "real", "bin")
+    fake_bwrap(real_bin)
+    os.chmod(real_bin, 0o777)
+    fake_bwrap(os.path.join(tree, "bin"))
+    os.makedirs(os.path.join(tree, "real", "sub"))
+    os.symlink(os.path.join(tree, "real", "sub"), os.path.join(tree, "link"))
+    home_bin = os.path.join(tree, "home", "bin")
+    fake_bwrap(home_bin)
+    os.chown(os.path.join(tree, "home"), NOBODY.pw_uid, NOBODY.pw_gid)
+    os.makedirs(os.path.join(tree, "opt"))
+    os.symlink(home_bin, os.path.join(tree, "opt", "tool"))
+    packaged = lambda path: {"name": "bubblewrap"} if path == "/usr/bin/bwrap" else {}  # noqa: E731
+    for entry, culprit, reason in (
+            ("%s/link/../bin" % tree, real_bin, "writable by group or others (mode 0777)"),
+            ("%s/opt/tool" % tree, os.path.join(tree, "home"), "owned by uid %d (where %s/opt/tool leads)" % (
+                NOBODY.pw_uid, tree))):
+        path = "%s:/usr/bin" % entry
+        resolved = SU.which_as("bwrap", path, USER)
+        assert os.path.realpath(resolved) == os.path.join(os.path.realpath(culprit) if culprit == real_bin
+                                                          else home_bin, "bwrap")
+        diags = SU.path_diagnostics(path, resolved, "metnos.service")
+        assert [d["code"] for d in diags] == ["service_path_unsafe"], (entry, diags)
+        assert "%s is %s" % (culprit, reason) in diags[0]["message"], diags[0]["message"]
+        os.unlink(resolved)                     # nothing planted yet, but anyone could: heal_path still moves
+        healed, changes, problem = EN.heal_path(path, USER, packaged)
+        assert healed == "/usr/bin:%s" % entry and problem is None and reason in changes[0], changes
+
+
+def test_a_directory_reached_through_an_unsearchable_one_is_not_the_users(tree):
+    """The kernel needs search permission on the way to where a symlink leads too: <tree>/opt/tool ->
+    <tree>/locked/bin, <tree>/locked 0700 (root's): nobody cannot run the bwrap there, so the lookup as nobody
+    does not stop at it (mutation: checking only the directories as written finds it)."""
+    locked_bin = os.path.join(tree, "locked", "bin")
+    fake_bwrap(locked_bin)
+    os.chmod(os.path.join(tree, "locked"), 0o700)
+    os.makedirs(os.path.join(tree, "opt"))
+    os.symlink(locked_bin, os.path.join(tree, "opt", "tool"))
+    path = "%s/opt/tool:/usr/bin" % tree
+    assert SU.which_as("bwrap", path, USER) == "/usr/bin/bwrap"
+    assert SU.which_as("bwrap", path, {"uid": 0, "groups": [0]}) == "%s/opt/tool/bwrap" % tree
+
+
 def test_relative_and_empty_entries_are_unsafe():
     diags = SU.path_diagnostics(":/usr/bin:bin", "/usr/bin/bwrap", "metnos.service")
     assert [d["code"] for d in diags] == ["service_path_unsafe"]

@@ -128,22 +128,26 @@ def unsafe_entries(path_text: Optional[str]) -> List[Dict[str, Any]]:
     return out
 
 
+def entry_directory(entry: str, cwd: Optional[str] = "/") -> str:
+    """The directory execvp searches for one PATH entry. Relative and empty entries are resolved against
+    ``cwd`` (they *are* used by execvp and by Python's shutil.which; ``unsafe_entries`` reports them). An
+    entry with ``..`` is resolved as the kernel resolves it when execvp runs a file there: after a symlink,
+    ``..`` is the parent of the link's target, not the lexical parent (``os.path.normpath`` alone would name
+    another directory); other symlinks stay as written (the kernel follows them at each lookup)."""
+    directory = entry or "."
+    if not directory.startswith("/"):
+        directory = os.path.join(cwd or "/", directory)
+    if ".." in directory.split("/"):
+        return os.path.realpath(directory)
+    return os.path.normpath(directory)
+
+
 def path_candidates(name: str, path_text: Optional[str],
                     cwd: Optional[str] = "/") -> Iterator[Tuple[str, os.stat_result]]:
-    """(path, stat) of each regular file called ``name`` along PATH, in execvp order.
-
-    Relative and empty entries are resolved against ``cwd`` (they *are* used by execvp and
-    by Python's shutil.which; ``unsafe_entries`` reports them). An entry with ``..`` is resolved as the
-    kernel resolves it when execvp runs the file: after a symlink, ``..`` is the parent of the link's
-    target, not the lexical parent (``os.path.normpath`` alone would name another file).
-    """
+    """(path, stat) of each regular file called ``name`` along PATH, in execvp order, each entry's directory
+    as entry_directory() gives it."""
     for entry in split_path(path_text):
-        directory = entry or "."
-        if not directory.startswith("/"):
-            directory = os.path.join(cwd or "/", directory)
-        if ".." in directory.split("/"):
-            directory = os.path.realpath(directory)
-        candidate = os.path.normpath(os.path.join(directory, name))
+        candidate = os.path.normpath(os.path.join(entry_directory(entry, cwd), name))
         try:
             st = os.stat(candidate)
         except OSError:

@@ -68,7 +68,7 @@ def heal_path(path_text: str, user: Mapping[str, Any], package_of: Optional[Call
         if os.path.exists(candidate) and SU.which_as("bwrap", entry, user):
             offenders.append((index, "%s holds %s, which is not the package-owned bwrap" % (entry, candidate)))
         else:
-            problem = SU._dir_problem(os.path.normpath(entry))
+            problem = SU._dir_problem(B.entry_directory(entry))
             if problem:
                 offenders.append((index, "%s: %s (a bwrap could be planted there)" % (entry, problem)))
     if not offenders:

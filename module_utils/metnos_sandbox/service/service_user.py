@@ -90,6 +90,13 @@ def which_as(name: str, path_text: Optional[str], user: Mapping[str, Any], cwd: 
 
 
 def _searchable(directory: str, user: Mapping[str, Any]) -> bool:
+    """Whether ``user`` may search every directory the kernel passes through to reach ``directory``: the
+    directories as written and, when symlinks lead elsewhere, those on the way to the real one."""
+    real = os.path.realpath(directory)
+    return _chain_searchable(directory, user) and (real == directory or _chain_searchable(real, user))
+
+
+def _chain_searchable(directory: str, user: Mapping[str, Any]) -> bool:
     current = directory
     while True:
         try:
@@ -104,7 +111,20 @@ def _searchable(directory: str, user: Mapping[str, Any]) -> bool:
 
 
 def _dir_problem(directory: str) -> Optional[str]:
-    """Why a PATH directory lets someone other than root plant binaries, or None."""
+    """Why a PATH directory lets someone other than root plant binaries, or None: every directory on the way
+    as written (where a symlink on the way lives, and could be replaced) and, when symlinks lead elsewhere,
+    every directory on the way to the real one (whose owner could replace what the link leads to)."""
+    problem = _chain_problem(directory, directory)
+    real = os.path.realpath(directory)
+    if problem is None and real != directory:
+        problem = _chain_problem(real, directory)
+    return problem
+
+
+def _chain_problem(directory: str, entry: str) -> Optional[str]:
+    """_dir_problem along one chain of directories, from ``directory`` up to /; ``entry`` is the PATH's
+    directory it was reached from (named in the reason when the chain is the real one)."""
+    where = "" if directory == entry else " (where %s leads)" % entry
     current = directory
     while True:
         try:
@@ -112,10 +132,10 @@ def _dir_problem(directory: str) -> Optional[str]:
         except OSError:
             return None
         if st.st_uid != 0:
-            return "%s is owned by uid %d" % (current, st.st_uid)
+            return "%s is owned by uid %d%s" % (current, st.st_uid, where)
         mode = stat.S_IMODE(st.st_mode)
         if mode & (stat.S_IWGRP | stat.S_IWOTH) and not (mode & stat.S_ISVTX and current != directory):
-            return "%s is writable by group or others (mode %04o)" % (current, mode)
+            return "%s is writable by group or others (mode %04o)%s" % (current, mode, where)
         if current == "/":
             return None
         current = os.path.dirname(current)
@@ -130,7 +150,7 @@ def path_diagnostics(path_text: str, resolved: Optional[str], unit: str, cwd: st
     for entry in B.split_path(path_text):
         if not entry.startswith("/"):
             continue
-        entry = os.path.normpath(entry)
+        entry = B.entry_directory(entry)
         problem = _dir_problem(entry)
         if problem:
             planted = os.path.join(entry, "bwrap")
