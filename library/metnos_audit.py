@@ -17,8 +17,11 @@ description:
   - Runs as an action plugin that ships the toolkit's core as one compressed payload in one command,
     instead of one packaged module per check. One message (this run's frame token, the options, the
     core) goes on the command's stdin where the connection pipelines (local, ssh), else as the arguments
-    of one shell-less command (podman, docker). Nothing is written on the host; a connection that can
-    do neither (become without pipelining) is refused with C(audit_transport_unsupported).
+    of one shell-less command (podman, docker). On stdin the host reads the core only when it has to
+    compile part of it (never when the core compiled by an earlier audit is kept on the host), and what the
+    audit starts there gets C(/dev/null) as its standard input. Nothing is written on the host but that
+    kept core; a connection that can do neither (become without pipelining) is refused with
+    C(audit_transport_unsupported).
   - The result comes back framed by a random token made for each call, so a banner, a MOTD or a stray
     brace on stdout is never taken for it; no complete frame is C(audit_result_unframed).
   - The interpreter is found as Ansible finds it for a module - O(python), else
