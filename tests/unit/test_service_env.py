@@ -3,10 +3,12 @@ service user, restriction diagnostics, the enforce drop-in)."""
 import os
 import pwd
 import shutil
+import signal
 import tempfile
 
 import pytest
 
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as B
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import procfs as PF
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import enforce as EN
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import restrictions as RS
@@ -69,7 +71,7 @@ def test_a_path_entry_is_judged_where_execvp_resolves_it(tree):
     packaged = lambda path: {"name": "bubblewrap"} if path == "/usr/bin/bwrap" else {}  # noqa: E731
     for entry, culprit, reason in (
             ("%s/link/../bin" % tree, real_bin, "writable by group or others (mode 0777)"),
-            ("%s/opt/tool" % tree, os.path.join(tree, "home"), "owned by uid %d (where %s/opt/tool leads)" % (
+            ("%s/opt/tool" % tree, os.path.join(tree, "home"), "owned by uid %d (on the way to %s/opt/tool)" % (
                 NOBODY.pw_uid, tree))):
         path = "%s:/usr/bin" % entry
         resolved = SU.which_as("bwrap", path, USER)
@@ -81,6 +83,88 @@ def test_a_path_entry_is_judged_where_execvp_resolves_it(tree):
         os.unlink(resolved)                     # nothing planted yet, but anyone could: heal_path still moves
         healed, changes, problem = EN.heal_path(path, USER, packaged)
         assert healed == "/usr/bin:%s" % entry and problem is None and reason in changes[0], changes
+
+
+class _Hung(Exception):
+    pass
+
+
+def _bounded(seconds, func, *args):
+    """func(*args), or _Hung after ``seconds`` (a check that never returns fails the test instead of hanging it)."""
+    def ring(_signum, _frame):
+        raise _Hung("%s did not return within %d s" % (func.__name__, seconds))
+    old = signal.signal(signal.SIGALRM, ring)
+    signal.alarm(seconds)
+    try:
+        return func(*args)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _packaged(path):
+    return {"name": "bubblewrap"} if path == "/usr/bin/bwrap" else {}
+
+
+def test_an_entry_with_a_leading_double_slash_is_judged_and_the_checks_end():
+    """Planted: PATH=//usr/bin (Linux reads '//' as '/'). Every check returns, and judges /usr/bin (before, each
+    walk up by dirname() looped on the '//' that normpath keeps, forever; mutation: that walk put back in
+    _dir_problem hangs, and the alarm fails the test)."""
+    packaged = _packaged
+    assert _bounded(10, SU.which_as, "bwrap", "//usr/bin", USER) == "/usr/bin/bwrap"
+    assert _bounded(10, SU.path_diagnostics, "//usr/bin", "/usr/bin/bwrap", "m") == []
+    assert _bounded(10, EN.heal_path, "//usr/bin", USER, packaged)[2] is None
+    assert _bounded(10, SU._dir_problem, "//tmp") is not None
+
+
+def test_an_entry_that_does_not_exist_is_judged_where_it_would_be_created(tree):
+    """Planted: <tree>/home (nobody's) and <tree>/sticky (root's, 1777) hold no bin yet; PATH entries
+    <tree>/home/bin and <tree>/sticky/bin. Nobody can mkdir either and plant a bwrap that execvp then runs, so
+    both are unsafe, and heal_path puts the packaged bwrap first; <tree>/root/bin under a root-owned 0755
+    directory is not (mutation: giving up at the first missing directory, as before, calls all three safe)."""
+    home, sticky, closed = (os.path.join(tree, n) for n in ("home", "sticky", "root"))
+    for folder in (home, sticky, closed):
+        os.makedirs(folder)
+    os.chown(home, NOBODY.pw_uid, NOBODY.pw_gid)
+    os.chmod(sticky, 0o1777)
+    for entry, reason in (("%s/bin" % home, "%s is owned by uid %d" % (home, NOBODY.pw_uid)),
+                          ("%s/bin" % sticky, "%s is writable by group or others (mode 1777)" % sticky)):
+        diags = SU.path_diagnostics("%s:/usr/bin" % entry, "/usr/bin/bwrap", "metnos.service")
+        assert [d["code"] for d in diags] == ["service_path_unsafe"], entry
+        assert "%s does not exist, and %s" % (entry, reason) in diags[0]["message"], diags[0]["message"]
+        assert EN.heal_path("%s:/usr/bin" % entry, USER, _packaged)[0] == "/usr/bin:%s" % entry
+    assert SU.path_diagnostics("%s/bin:/usr/bin" % closed, "/usr/bin/bwrap", "m") == []
+
+
+def test_a_link_whose_directory_someone_else_owns_is_unsafe_on_the_way(tree):
+    """Planted: the chain passes a link kept in nobody's <tree>/home, between root-owned ends - for a PATH
+    directory (<tree>/sys/tool -> <tree>/home/l2 -> /usr/bin) and for the bwrap file itself
+    (<tree>/sysbin/bwrap -> <tree>/home/bwrap-link -> /usr/bin/bwrap). Nobody can repoint the middle link to a
+    bwrap of their own: unsafe, named "on the way"; file_facts says so for the file, and heal_path does not
+    trust that bwrap (mutation: judging the entry as written and the link's final target only, as before,
+    finds nothing)."""
+    home = os.path.join(tree, "home")
+    os.makedirs(home)
+    os.chown(home, NOBODY.pw_uid, NOBODY.pw_gid)
+    os.symlink("/usr/bin", os.path.join(home, "l2"))
+    os.symlink("/usr/bin/bwrap", os.path.join(home, "bwrap-link"))
+    for folder in ("sys", "sysbin"):
+        os.makedirs(os.path.join(tree, folder))
+    os.symlink(os.path.join(home, "l2"), os.path.join(tree, "sys", "tool"))
+    os.symlink(os.path.join(home, "bwrap-link"), os.path.join(tree, "sysbin", "bwrap"))
+    entry = os.path.join(tree, "sys", "tool")
+    diags = SU.path_diagnostics("%s:/usr/bin" % entry, "%s/bwrap" % entry, "metnos.service")
+    assert "%s is owned by uid %d (on the way to %s)" % (home, NOBODY.pw_uid, entry) in diags[0]["message"]
+    binary = os.path.join(tree, "sysbin", "bwrap")
+    facts = B.file_facts(binary)
+    assert facts["realpath"] == "/usr/bin/bwrap"
+    assert "%s is owned by uid %d, not root (on the way to %s)" % (home, NOBODY.pw_uid, binary) in \
+        facts["ownership_problems"]
+    diags = SU.path_diagnostics("%s:/usr/bin" % os.path.dirname(binary), binary, "metnos.service")
+    assert [d["code"] for d in diags] == ["service_path_unsafe"]
+    healed, changes, _problem = EN.heal_path("%s:/usr/bin" % entry, USER, lambda p: {"name": "bubblewrap"})
+    assert healed == "/usr/bin:%s" % entry, changes
+    assert B.file_facts("/usr/bin/bwrap")["ownership_problems"] == []
 
 
 def test_a_directory_reached_through_an_unsearchable_one_is_not_the_users(tree):

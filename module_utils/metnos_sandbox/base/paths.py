@@ -15,6 +15,8 @@ import os
 import stat
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
+from .records import Record
+
 
 def under(path: str, root: str) -> bool:
     """``path`` is ``root`` or inside it."""
@@ -29,12 +31,16 @@ def related(path: str, root: str) -> bool:
 
 @functools.lru_cache(maxsize=4096)
 def ancestors(path: str) -> Tuple[str, ...]:
-    """'/a/b/c' -> ('/a/b', '/a', '/'), nearest first (cached: base paths repeat every render)."""
+    """'/a/b/c' -> ('/a/b', '/a', '/'), nearest first (cached: base paths repeat every render). Ends where
+    dirname() no longer moves ('/', '', and the '//' POSIX leaves as it is)."""
     out = []
     current = path
-    while current not in ("/", ""):
-        current = os.path.dirname(current)
-        out.append(current)
+    while True:
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        out.append(parent)
+        current = parent
     return tuple(out)
 
 
@@ -77,6 +83,62 @@ class RelatedRoots(Roots):
 MAX_LINKS = 40                 # the kernel's MAXSYMLINKS: following one more is ELOOP
 MAX_RESOLVED = 4096            # PATH_MAX: a longer resolved path is ENAMETOOLONG for realpath(3)
 MAX_STEPS = 100000             # components looked up by one Resolver (one render shares one)
+
+
+class Lookup(Record):
+    """How the kernel resolves one absolute path, name by name (lookup()). ``dirs``: every directory a name is
+    looked up in, in order, each once - whoever may change one of them decides where the path leads (a link
+    on the way is replaced by replacing its name in its directory). ``resolved``: where the path leads when
+    every name exists, else None. ``missing``: the first name not found, as its path in the directory it was
+    looked up in (whoever can write that directory can create it). ``error``: why the kernel would refuse
+    the lookup: 'links' (ELOOP), 'long' (ENAMETOOLONG), 'notdir' (ENOTDIR), 'denied' (any other error)."""
+    dirs: Tuple[str, ...]
+    resolved: Optional[str]
+    missing: Optional[str]
+    error: Optional[str]
+
+
+def lookup(path: str) -> Lookup:
+    """Resolve the absolute ``path`` as the kernel does - each name looked up in the directory reached so far,
+    each symbolic link's target put in its place ('..' is the parent of the directory reached: after a link,
+    its target's), at most MAX_LINKS links, no resolved path over MAX_RESOLVED - and say where each name was
+    looked up. Reads with lstat/readlink only (it follows nothing itself)."""
+    dirs: List[str] = []
+    seen = set()
+    pending = path.split("/")[::-1]             # a stack: the first name on top
+    current, links = "/", 0
+    while pending:
+        part = pending.pop()
+        if part in ("", "."):
+            continue
+        if part == "..":
+            current = os.path.dirname(current)
+            continue
+        if current not in seen:
+            seen.add(current)
+            dirs.append(current)
+        candidate = (current if current != "/" else "") + "/" + part
+        if len(candidate) > MAX_RESOLVED or len(part.encode("utf-8", "surrogateescape")) > 255:
+            return Lookup(tuple(dirs), None, None, "long")
+        try:
+            info = os.lstat(candidate)
+            target = os.readlink(candidate) if stat.S_ISLNK(info.st_mode) else None
+        except FileNotFoundError:
+            return Lookup(tuple(dirs), None, candidate, None)
+        except NotADirectoryError:
+            return Lookup(tuple(dirs), None, None, "notdir")
+        except (OSError, ValueError):
+            return Lookup(tuple(dirs), None, None, "denied")
+        if target is None:
+            current = candidate
+            continue
+        links += 1
+        if links > MAX_LINKS:
+            return Lookup(tuple(dirs), None, None, "links")
+        pending.extend(target.split("/")[::-1])
+        if target.startswith("/"):
+            current = "/"
+    return Lookup(tuple(dirs), current, None, None)
 
 
 class Unresolvable(ValueError):

@@ -17,6 +17,8 @@ import stat
 import subprocess
 from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterator, List, Mapping, Optional, Sequence, Tuple
 
+from ..base import paths as PA
+
 if TYPE_CHECKING:                     # annotations only (typing.Protocol: Python 3.8+ at check time)
     from typing import IO, Protocol
 
@@ -133,13 +135,16 @@ def entry_directory(entry: str, cwd: Optional[str] = "/") -> str:
     ``cwd`` (they *are* used by execvp and by Python's shutil.which; ``unsafe_entries`` reports them). An
     entry with ``..`` is resolved as the kernel resolves it when execvp runs a file there: after a symlink,
     ``..`` is the parent of the link's target, not the lexical parent (``os.path.normpath`` alone would name
-    another directory); other symlinks stay as written (the kernel follows them at each lookup)."""
+    another directory); other symlinks stay as written (the kernel follows them at each lookup). A leading
+    '//' is '/' (Linux gives it no other meaning; POSIX lets normpath keep it, and a walk up by dirname()
+    would never reach '/')."""
     directory = entry or "."
     if not directory.startswith("/"):
         directory = os.path.join(cwd or "/", directory)
     if ".." in directory.split("/"):
         return os.path.realpath(directory)
-    return os.path.normpath(directory)
+    directory = os.path.normpath(directory)
+    return "/" + directory.lstrip("/") if directory.startswith("//") else directory
 
 
 def path_candidates(name: str, path_text: Optional[str],
@@ -217,25 +222,27 @@ def missing_features(features: Sequence[str], required: Sequence[str] = REQUIRED
 
 
 def file_facts(path: str) -> Dict[str, Any]:
-    """Owner, mode, setuid and writability of the binary and its parents."""
+    """Owner, mode, setuid and writability of the binary and of every directory that decides which file
+    ``path`` is: its real parents up to /, then every other directory a name is looked up in on the way
+    (paths.lookup: the directories holding each link followed - whoever may change one of them can point
+    ``path`` at another file)."""
     st = os.stat(path)
     real = os.path.realpath(path)
-    problems = []
-    current = real
-    while True:
+    problems: List[str] = []
+    chain = [real] + list(PA.ancestors(real))
+    others = [d for d in reversed(PA.lookup(path).dirs) if d not in chain]
+    for current in chain + others:
         try:
             cst = os.stat(current)
         except OSError:
             break
+        where = " (on the way to %s)" % path if current in others else ""
         if cst.st_uid != 0:
-            problems.append("%s is owned by uid %d, not root" % (current, cst.st_uid))
+            problems.append("%s is owned by uid %d, not root%s" % (current, cst.st_uid, where))
         if cst.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not (
                 stat.S_ISDIR(cst.st_mode) and cst.st_mode & stat.S_ISVTX and cst.st_uid == 0):
-            problems.append("%s is writable by group or others (mode %04o)"
-                            % (current, stat.S_IMODE(cst.st_mode)))
-        if current == "/":
-            break
-        current = os.path.dirname(current)
+            problems.append("%s is writable by group or others (mode %04o)%s"
+                            % (current, stat.S_IMODE(cst.st_mode), where))
     return {
         "path": path,
         "realpath": real,

@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from ..base import diagnostics as D
 from ..base import envflags
+from ..base import paths as PA
 from ..host import bwrap as B
 
 User = Dict[str, Any]           # resolve_service_user(): name, uid, gid, groups, home, dynamic
@@ -90,55 +91,68 @@ def which_as(name: str, path_text: Optional[str], user: Mapping[str, Any], cwd: 
 
 
 def _searchable(directory: str, user: Mapping[str, Any]) -> bool:
-    """Whether ``user`` may search every directory the kernel passes through to reach ``directory``: the
-    directories as written and, when symlinks lead elsewhere, those on the way to the real one."""
-    real = os.path.realpath(directory)
-    return _chain_searchable(directory, user) and (real == directory or _chain_searchable(real, user))
-
-
-def _chain_searchable(directory: str, user: Mapping[str, Any]) -> bool:
-    current = directory
-    while True:
+    """Whether the mode bits let ``user`` search every directory the kernel passes through to reach
+    ``directory`` (paths.lookup: links' directories included) and the directory itself. (which_as asks the
+    kernel itself where it can; this is its answer without root.)"""
+    found = PA.lookup(directory)
+    if found.resolved is None:
+        return False
+    for current in found.dirs + (found.resolved,):
         try:
             st = os.stat(current)
         except OSError:
             return False
         if not _can(st, user, stat.S_IXUSR, stat.S_IXGRP, stat.S_IXOTH) and user.get("uid") != 0:
             return False
-        if current == "/":
-            return True
-        current = os.path.dirname(current)
+    return True
 
 
 def _dir_problem(directory: str) -> Optional[str]:
-    """Why a PATH directory lets someone other than root plant binaries, or None: every directory on the way
-    as written (where a symlink on the way lives, and could be replaced) and, when symlinks lead elsewhere,
-    every directory on the way to the real one (whose owner could replace what the link leads to)."""
-    problem = _chain_problem(directory, directory)
-    real = os.path.realpath(directory)
-    if problem is None and real != directory:
-        problem = _chain_problem(real, directory)
-    return problem
+    """Why a PATH directory lets someone other than root plant binaries, or None. Judged as the kernel resolves
+    it (paths.lookup): the directory reached, whose entries execvp runs; then every directory a name is looked
+    up in on the way, nearest first - the directories as written and those holding each link followed and
+    its target (whoever may change one of them decides where the entry leads; a sticky one may be shared).
+    An entry that does not exist is judged where it would be created: whoever may write that directory,
+    sticky or not, can create it and plant a bwrap in it."""
+    found = PA.lookup(directory)
+    if found.resolved is not None:
+        problem = _owner_problem(found.resolved, directory, leaf=True)
+        if problem:
+            return problem
+    creating = os.path.dirname(found.missing) if found.missing else None
+    for current in reversed(found.dirs):
+        if current == creating:
+            problem = _owner_problem(current, directory, leaf=True)
+            if problem:
+                return "%s does not exist, and %s: whoever may write there can create it" % (found.missing, problem)
+            continue
+        problem = _owner_problem(current, directory, leaf=False)
+        if problem:
+            return problem
+    return None
 
 
-def _chain_problem(directory: str, entry: str) -> Optional[str]:
-    """_dir_problem along one chain of directories, from ``directory`` up to /; ``entry`` is the PATH's
-    directory it was reached from (named in the reason when the chain is the real one)."""
-    where = "" if directory == entry else " (where %s leads)" % entry
-    current = directory
-    while True:
-        try:
-            st = os.stat(current)
-        except OSError:
-            return None
-        if st.st_uid != 0:
-            return "%s is owned by uid %d%s" % (current, st.st_uid, where)
-        mode = stat.S_IMODE(st.st_mode)
-        if mode & (stat.S_IWGRP | stat.S_IWOTH) and not (mode & stat.S_ISVTX and current != directory):
-            return "%s is writable by group or others (mode %04o)%s" % (current, mode, where)
-        if current == "/":
-            return None
-        current = os.path.dirname(current)
+def _owner_problem(current: str, entry: str, leaf: bool) -> Optional[str]:
+    """Why ``current`` (a directory reached while resolving the PATH entry ``entry``) is not root's alone, or
+    None; a sticky directory is accepted unless it is the ``leaf`` (the entry's own, or where a missing entry
+    would be created). Named as seen from the entry: the entry itself or one of its parents as written, else
+    where the entry leads, else on the way there."""
+    try:
+        st = os.lstat(current)
+    except OSError:
+        return None
+    if current == entry or PA.under(entry, current):
+        where = ""
+    elif leaf:
+        where = " (where %s leads)" % entry
+    else:
+        where = " (on the way to %s)" % entry
+    if st.st_uid != 0:
+        return "%s is owned by uid %d%s" % (current, st.st_uid, where)
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & (stat.S_IWGRP | stat.S_IWOTH) and not (mode & stat.S_ISVTX and not leaf):
+        return "%s is writable by group or others (mode %04o)%s" % (current, mode, where)
+    return None
 
 
 def path_diagnostics(path_text: str, resolved: Optional[str], unit: str, cwd: str = "/") -> List[D.Diagnostic]:
