@@ -24,13 +24,18 @@ from helpers.fake_host import host_dict  # noqa: E402
 
 DIRS = ["data/metnos/runtime", "data/metnos/venv", "data/metnos/executors/ex", "data/metnos/executors/other",
         "data/metnos/integrations/cal", "data/metnos/i18n", "data/other", "srv/metnos", "etcalias", "subssh",
-        "holder/x", "hostroot", "hr/root", "procalias", "runalias", "box/rt", "box2/ex"]
+        "holder/x", "hostroot", "hr/root", "procalias", "runalias", "box/rt", "box2/ex", "data/plugins", "data/excode",
+        "data/metnos/runtime/plugins"]
 FILES = {"data/metnos/executors/ex/main.py": "print('ex')\n", "data/metnos/executors/other/main.py": "x\n",
-         "data/metnos/runtime/metnos.py": "# runtime\n"}
+         "data/metnos/runtime/metnos.py": "# runtime\n", "data/excode/main.py": "other's code\n"}
 # bind source (absolute, or relative to the tree) -> mount point (relative to the tree)
 BINDS = [("data/metnos", "srv/metnos"), ("/etc", "etcalias"), ("/etc/ssh", "subssh"), ("/etc", "holder/x"),
          ("/", "hostroot"), ("/", "hr/root"), ("/proc", "procalias"), ("/run", "runalias"),
-         ("data/metnos/runtime", "box/rt"), ("data/metnos/executors", "box2/ex")]
+         ("data/metnos/runtime", "box/rt"), ("data/metnos/executors", "box2/ex"),
+         # a folder mounted *inside* a protected tree (a plugins folder kept on the data disk and bound into the
+         # runtime; another executor's code kept elsewhere and bound into the executors' folder, on its data-disk
+         # side): writing or reading that folder where it is kept reaches inside the tree
+         ("data/plugins", "srv/metnos/runtime/plugins"), ("data/excode", "data/metnos/executors/other")]
 
 # (id, capabilities, expected code or "wrapped", invocation, arguments, host overrides)
 CASES = [
@@ -49,6 +54,10 @@ CASES = [
     ("runtime_submount_above_write", ["fs:write:@T/box"], "scope_mount_alias"),
     ("executors_submount_above_read", ["fs:read:@T/box2"], "scope_mount_alias"),
     ("host_root_alias_read", ["fs:read:@T/hostroot"], "scope_mount_alias"),
+    ("folder_mounted_in_runtime_write", ["fs:write:@T/data/plugins"], "scope_mount_alias"),
+    ("folder_mounted_in_runtime_file_write", ["fs:write:@T/data/plugins/evil.py"], "scope_mount_alias"),
+    ("folder_mounted_in_executors_write", ["fs:write:@T/data/excode"], "scope_mount_alias"),
+    ("folder_mounted_in_executors_read", ["fs:read:@T/data/excode/main.py"], "scope_mount_alias"),
     ("host_root_submount_read", ["fs:read:@T/hr"], "scope_mount_alias"),
     ("proc_alias_read", ["fs:read:@T/procalias/self"], "scope_mount_alias"),
     ("run_alias_read", ["fs:read:@T/runalias/lock"], "scope_mount_alias"),
@@ -138,7 +147,9 @@ WEAKENINGS = {"etc_alias": ("fs:write:@T/etcalias", ("--bind", "@T/etcalias", "@
               "executors_alias": ("fs:read:@T/data/metnos/executors",
                                   ("--ro-bind", "@T/data/metnos/executors", "@T/data/metnos/executors")),
               "submount_above_etc": ("fs:write:@T/holder", ("--bind", "@T/holder", "@T/holder")),
-              "host_root_alias": ("fs:read:@T/hostroot", ("--ro-bind", "@T/hostroot", "@T/hostroot"))}
+              "host_root_alias": ("fs:read:@T/hostroot", ("--ro-bind", "@T/hostroot", "@T/hostroot")),
+              "folder_mounted_in_runtime": ("fs:write:@T/data/plugins",
+                                            ("--bind", "@T/data/plugins", "@T/data/plugins"))}
 
 
 def final_check(tree, argv):

@@ -15,7 +15,7 @@ the path or one of its ancestors (all of them, not only the topmost: stacked or 
 add aliases, never remove one). Its *aliases* are every other path showing the same folder: for
 each mount of the same filesystem whose root is the folder or one of its ancestors, the mount point
 plus the rest of the folder. With ``parts``, a mount showing a folder *below* it is an alias of a
-part of it (its mount point is inside the tree).
+part of it, and so is every other path showing a folder mounted *inside* it (under any of its names).
 
 Each mount also names its filesystem type: ``pseudo`` holds the mount points of the kernel's
 pseudo-filesystems (PSEUDO_FSTYPES: proc, sysfs, cgroup, ...), which a writable grant must not
@@ -24,6 +24,7 @@ Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import bisect
 import os
 import re
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
@@ -89,12 +90,13 @@ class MountTable(object):
     ``complete`` is False when the table could not be read whole (too large); an unreadable table
     (no /proc, e.g. a controller that only previews) is empty and complete: no alias is known."""
 
-    __slots__ = ("by_point", "by_fs", "complete", "count", "pseudo", "pseudo_type")
+    __slots__ = ("by_point", "by_fs", "complete", "count", "pseudo", "pseudo_type", "_sorted")
 
     def __init__(self, entries: Iterable[Sequence[object]] = (), complete: bool = True) -> None:
         self.by_point: Dict[str, List[Tuple[bytes, str]]] = {}
         self.by_fs: Dict[bytes, List[Tuple[str, str]]] = {}
         self.pseudo_type: Dict[str, str] = {}
+        self._sorted: Optional[List[str]] = None
         self.count = 0
         self.complete = complete
         for entry in entries:
@@ -163,15 +165,38 @@ class MountTable(object):
             current = parent
 
     def aliases(self, path: str, parts: bool = True) -> List[str]:
-        """Every other path that shows ``path``'s folder (and, with ``parts``, a part of it)."""
+        """Every other path that shows ``path``'s folder (and, with ``parts``, a part of it: a mount elsewhere
+        showing a folder below it, and every other path showing what is mounted inside it - a mount point
+        below ``path`` shows a folder of some filesystem, and wherever else that folder is shown, writing
+        there writes inside ``path``)."""
         if not self.by_point:
             return []
         out: Set[str] = set()
         for fs, folder in self.identities(path):
-            for root, point in self.by_fs.get(fs, ()):
-                if PA.under(folder, root):
-                    out.add(_join(point, _rest(folder, root)))
-                elif parts and PA.under(root, folder):
-                    out.add(point)
+            self._shown(fs, folder, out, parts)
+        if parts:
+            # what is mounted inside the tree, under any of its names, and wherever else that is shown
+            for name in [path] + sorted(alias for alias in out if alias != path):
+                for point in self._points_below(name):
+                    for fs, root in self.by_point[point]:
+                        self._shown(fs, root, out, True)
+            out = set(alias for alias in out if not PA.under(alias, path))
         out.discard(path)
         return sorted(out)
+
+    def _shown(self, fs: bytes, folder: str, out: Set[str], parts: bool) -> None:
+        """Add to ``out`` every mount point showing ``folder`` of ``fs`` (with ``parts``: or a folder below it)."""
+        for root, point in self.by_fs.get(fs, ()):
+            if PA.under(folder, root):
+                out.add(_join(point, _rest(folder, root)))
+            elif parts and PA.under(root, folder):
+                out.add(point)
+
+    def _points_below(self, path: str) -> List[str]:
+        """The mount points strictly below ``path`` (a sorted index, built at first use)."""
+        if self._sorted is None:
+            self._sorted = sorted(self.by_point)
+        prefix = path.rstrip("/") + "/"
+        start = bisect.bisect_left(self._sorted, prefix)
+        end = bisect.bisect_left(self._sorted, prefix[:-1] + chr(ord("/") + 1))
+        return self._sorted[start:end]
