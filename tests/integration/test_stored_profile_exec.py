@@ -5,6 +5,7 @@ it refuses (bind_source_moved) and nothing runs; the .args run as a plain argv s
 (the descriptor is not open) instead of mounting whatever the path now names."""
 import json
 import os
+import pty
 import shutil
 import subprocess
 import tempfile
@@ -66,3 +67,51 @@ def test_a_stored_profile_runs_through_the_helper_and_only_on_the_objects_judged
         proc = _exec(stored, user)
         assert proc.returncode == 1 and "bind_source_moved" in proc.stderr, (user, proc.stderr)
         assert os.listdir(stored + "/data/w") == [] and os.listdir(stored + "/data/w.judged") == []
+
+
+TIOCSTI_MAIN = """import fcntl, termios
+try:
+    fcntl.ioctl(0, termios.TIOCSTI, b"#")
+    said = "typed into the terminal"
+except OSError as exc:
+    said = "refused %%d" %% exc.errno
+open('%s/data/w/out', 'w').write(said)
+"""
+
+
+def test_a_stored_profile_run_from_a_terminal_cannot_type_into_it(stored):
+    """Planted: an admin's shell on a pty runs metnos-sandbox-exec as a job (a process-group leader, the pty its
+    controlling terminal), and the executor pushes a character into that terminal with TIOCSTI - what the shell
+    would read and run as root once bwrap exits (CVE-2017-5226; the spec's argv has no --new-session). The
+    launcher leaves the terminal first (a session of its own), so the ioctl is refused, and the launcher exits
+    as the sandbox did (mutation: without leave_terminal() the character is typed)."""
+    legacy = "/proc/sys/dev/tty/legacy_tiocsti"
+    if os.path.exists(legacy) and open(legacy).read().strip() == "0":
+        pytest.skip("this kernel refuses TIOCSTI to every process (dev.tty.legacy_tiocsti=0)")
+    with open(stored + "/executors/ex/main.py", "w") as handle:
+        handle.write(TIOCSTI_MAIN % stored)
+    pid, terminal = pty.fork()
+    if pid == 0:                               # pragma: no cover - the session leader, as a login shell
+        try:
+            job = os.fork()
+            if job == 0:
+                os.setpgid(0, 0)
+                os.execv(EXEC, [EXEC, "--profile", stored + "/profiles/ex.json"])
+            _done, status = os.waitpid(job, 0)
+            os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 99)
+        finally:
+            os._exit(98)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(terminal, 4096)
+        except OSError:                        # EIO: the terminal's last user is gone
+            break
+        if not chunk:
+            break
+        seen += chunk
+    _done, status = os.waitpid(pid, 0)
+    os.close(terminal)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, (status, seen)
+    with open(stored + "/data/w/out") as handle:
+        assert handle.read().startswith("refused"), seen

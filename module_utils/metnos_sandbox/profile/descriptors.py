@@ -30,6 +30,7 @@ from __future__ import absolute_import, annotations, division, print_function
 import fcntl
 import json
 import os
+import signal
 import stat
 import sys
 from typing import Any, Dict, List, Optional, Sequence
@@ -176,11 +177,38 @@ def run(words: Sequence[str], descriptors: Sequence[Descriptor]) -> None:
     os.execvp(argv[0], argv)
 
 
+TERMINAL_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP)
+
+
+def leave_terminal() -> None:
+    """Go on in a session of its own, without a controlling terminal, before becoming bwrap. A sandbox that
+    keeps the terminal of the shell that started it can push input into it (ioctl TIOCSTI: a command that
+    shell runs once bwrap exits, CVE-2017-5226); the spec's argv has no --new-session (R-BASE-6), so the
+    launcher does what that flag does. A process-group leader (a shell's job) cannot start a session: it
+    forks, the child goes on in a new session, and the parent waits, passes on the signals a terminal sends,
+    and exits as the child did (128 + the signal when one ended it)."""
+    try:
+        os.setsid()
+        return
+    except OSError:
+        pass
+    child = os.fork()
+    if child == 0:
+        os.setsid()
+        return
+    for number in TERMINAL_SIGNALS:
+        signal.signal(number, lambda got, _frame: os.kill(child, got))
+    _pid, status = os.waitpid(child, 0)
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
+
+
 def main(args: Sequence[str]) -> int:
-    """``--profile PATH`` (a stored <executor>.json) or ``DESCRIPTORS_JSON -- ARGV...`` (the probe)."""
+    """``--profile PATH`` (a stored <executor>.json, run by an admin: leave_terminal() first) or
+    ``DESCRIPTORS_JSON -- ARGV...`` (the probe's launcher, started by its reaper in a session of its own)."""
     try:
         if len(args) == 2 and args[0] == "--profile":
             doc = _read_profile(args[1])
+            leave_terminal()
             run(doc["argv"], doc.get("descriptors") or [])
         elif len(args) > 2 and args[1] == "--":
             run(args[2:], json.loads(args[0]))
