@@ -14,6 +14,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.serv
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import restrictions as RS
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env as S
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_user as SU
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import systemd_unit as U
 
 NOBODY = pwd.getpwnam("nobody")
 USER = {"name": "nobody", "uid": NOBODY.pw_uid, "gid": NOBODY.pw_gid, "groups": [NOBODY.pw_gid]}
@@ -338,3 +339,30 @@ def test_dynamic_user_is_shown_as_systemd_applies_it():
         dynamic = SU.resolve_service_user(settings)
         assert dynamic["name"] == "(dynamic)" and dynamic["dynamic"] is True and dynamic["dynamic_user"] == "allocated"
     assert SU.resolve_service_user({"User": "metnos-no-such-user"})["missing"] is True
+
+
+def test_the_working_directory_as_systemctl_show_prints_it(tree):
+    """Planted: WorkingDirectory=-<tree>/app (nobody's folder, holding nobody's bwrap) with Environment=PATH=:/usr/bin,
+    read from systemctl show, which prints the '-' as '!'. execvp resolves the empty entry in <tree>/app and runs
+    nobody's bwrap: the toolkit names that file and says the PATH is unsafe (mutation: stripping only '-', as
+    before, left the relative '!<tree>/app' and resolved /usr/bin/bwrap)."""
+    app = os.path.join(tree, "app")
+    fake_bwrap(app)
+    os.chown(app, NOBODY.pw_uid, NOBODY.pw_gid)
+    show = "\n".join(["Id=metnos.service", "LoadState=loaded", "User=nobody", "MainPID=0",
+                      "WorkingDirectory=!%s" % app, "Environment=PATH=:/usr/bin"])
+    state = U.state_from_show(U.parse_show(show))
+    state["exec_start"] = []
+    gathered = S.Gathered(state, {"PATH": ":/usr/bin"}, {"PATH": "Environment="}, [], "systemd", False, None)
+    res = S.evaluate(S.Evaluation("metnos.service", gathered, None, None))
+    assert res["bwrap_resolved"] == os.path.join(app, "bwrap")
+    assert "service_path_unsafe" in [d["code"] for d in res["diagnostics"]]
+
+
+def test_each_spelling_of_the_working_directory():
+    home = {"home": "/var/lib/svc"}
+    assert S.service_cwd(None, home) == "/" and S.service_cwd("", home) == "/"
+    assert S.service_cwd("/srv", home) == "/srv" and S.service_cwd("-/srv", home) == "/srv"
+    assert S.service_cwd("!/srv", home) == "/srv" and S.service_cwd("~", home) == "/var/lib/svc"
+    assert S.service_cwd("!~", home) == "/" and S.service_cwd("-/no/such/dir", home) == "/"   # optional, missing
+    assert S.service_cwd("/no/such/dir", home) == "/no/such/dir"       # required: systemd refuses to start

@@ -142,12 +142,27 @@ def _resolve(path_text: str, user: Mapping[str, Any], cwd: str) -> Optional[str]
     return B.which("bwrap", path_text, cwd=cwd)
 
 
+def service_cwd(value: Optional[str], user: Mapping[str, Any]) -> str:
+    """The working directory the service's process starts in (where execvp resolves an empty or relative PATH
+    entry): WorkingDirectory= as a unit file writes it ('-' before a directory that may be missing, '~' for the
+    user's home) or as systemctl show prints it ('!' for that '-'); '/' when it is unset, or optional and
+    missing (systemd then leaves the process in /)."""
+    text = value or ""
+    optional = text[:1] in ("-", "!")
+    if optional:
+        text = text[1:]
+    if text == "~":
+        text = user.get("home") or "/"
+    if not text.startswith("/") or (optional and not os.path.isdir(text)):
+        return "/"
+    return text
+
+
 def _derive(ev: Evaluation) -> _View:
     g = ev.gathered
     env = g.env
     user = SU.resolve_service_user(g.state["settings"])
-    cwd = g.state["settings"].get("WorkingDirectory") or "/"
-    cwd = cwd.lstrip("-") if cwd not in ("~",) else (user.get("home") or "/")
+    cwd = service_cwd(g.state["settings"].get("WorkingDirectory"), user)
     effects = exec_effects(g.state, env)
     predicted = dict(env)
     prov = dict(g.prov)
