@@ -1,9 +1,11 @@
 """Service-environment checks on real directories of this host (PATH safety, lookup as the
 service user, restriction diagnostics, the enforce drop-in)."""
+import grp
 import os
 import pwd
 import shutil
 import signal
+import subprocess
 import tempfile
 
 import pytest
@@ -366,3 +368,62 @@ def test_each_spelling_of_the_working_directory():
     assert S.service_cwd("!/srv", home) == "/srv" and S.service_cwd("~", home) == "/var/lib/svc"
     assert S.service_cwd("!~", home) == "/" and S.service_cwd("-/no/such/dir", home) == "/"   # optional, missing
     assert S.service_cwd("/no/such/dir", home) == "/no/such/dir"       # required: systemd refuses to start
+
+
+def _deny_acl(path, uid):
+    """A real POSIX ACL on ``path`` (set through the kernel's system.posix_acl_access attribute, what setfacl
+    -m u:UID:--- writes): ``uid`` may do nothing there, whatever the mode bits say to others."""
+    import struct
+    mode = os.stat(path).st_mode
+    entries = [(0x01, (mode >> 6) & 7, 0xFFFFFFFF), (0x02, 0, uid), (0x04, (mode >> 3) & 7, 0xFFFFFFFF),
+               (0x10, (mode >> 3) & 7, 0xFFFFFFFF), (0x20, mode & 7, 0xFFFFFFFF)]
+    os.setxattr(path, "system.posix_acl_access",
+                struct.pack("<I", 2) + b"".join(struct.pack("<HHI", tag, perm, who) for tag, perm, who in entries))
+
+
+def test_the_lookup_asks_the_kernel_as_the_service_user(tree):
+    """Planted: PATH=<tree>/trap:<tree>/open:/usr/bin. trap (root's, mode 0755) holds a root-owned bwrap, but an
+    ACL refuses nobody everything there; open (0777) holds nobody's bwrap. execvp as nobody gets EACCES in trap and
+    runs open/bwrap - asked here of the kernel itself. The toolkit names the same file and flags open (mutation:
+    judging by mode bits, as before, stopped at trap/bwrap and looked no further)."""
+    trap, open_dir = os.path.join(tree, "trap"), os.path.join(tree, "open")
+    fake_bwrap(trap)
+    fake_bwrap(open_dir)
+    os.chmod(open_dir, 0o777)
+    try:
+        _deny_acl(trap, NOBODY.pw_uid)
+    except OSError as exc:
+        pytest.skip("this filesystem takes no POSIX ACL: %s" % exc)
+    path = "%s:%s:/usr/bin" % (trap, open_dir)
+    ran = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--init-groups", "sh", "-c",
+                          "command -v bwrap"], env={"PATH": path}, capture_output=True, text=True)
+    assert ran.stdout.strip() == os.path.join(open_dir, "bwrap"), ran
+    user = SU.resolve_service_user({"User": "nobody"})
+    assert SU.which_as("bwrap", path, user) == os.path.join(open_dir, "bwrap")
+    diags = SU.path_diagnostics(path, os.path.join(open_dir, "bwrap"), "metnos.service")
+    assert "%s is writable by group or others" % open_dir in diags[0]["message"]
+    assert SU.which_as("bwrap", path, SU.resolve_service_user({"User": "root"})) == os.path.join(trap, "bwrap")
+
+
+def test_the_service_users_groups_are_the_ones_systemd_gives(tree):
+    """User=nobody Group=daemon: systemd sets gid daemon and initgroups(nobody, daemon) - nobody's own group
+    (nogroup) is not among them, as no group file lists nobody in it. Planted: <tree>/trap root:nogroup 0750 with
+    a bwrap, then <tree>/open (0777) with nobody's: that process cannot enter trap and runs open/bwrap (mutation:
+    keeping the user's primary group, as before, made trap/bwrap the one it runs). SupplementaryGroups=nogroup
+    gives it back."""
+    nogroup = NOBODY.pw_gid
+    trap, open_dir = os.path.join(tree, "trap"), os.path.join(tree, "open")
+    fake_bwrap(trap)
+    fake_bwrap(open_dir)
+    os.chown(trap, 0, nogroup)
+    os.chmod(trap, 0o750)
+    os.chmod(open_dir, 0o777)
+    path = "%s:%s" % (trap, open_dir)
+    daemon = SU.resolve_service_user({"User": "nobody", "Group": "daemon"})
+    assert daemon["gid"] == grp.getgrnam("daemon").gr_gid and nogroup not in daemon["groups"]
+    assert SU.which_as("bwrap", path, daemon) == os.path.join(open_dir, "bwrap")
+    more = SU.resolve_service_user({"User": "nobody", "Group": "daemon", "SupplementaryGroups": ["nogroup"]})
+    assert nogroup in more["groups"] and SU.which_as("bwrap", path, more) == os.path.join(trap, "bwrap")
+    dynamic = SU.resolve_service_user({"DynamicUser": "yes"})
+    assert dynamic["groups"] == [dynamic["gid"]] and SU.which_as("bwrap", path, dynamic) == os.path.join(open_dir,
+                                                                                                          "bwrap")

@@ -307,16 +307,17 @@ def own_credentials(pid: Pid, proc: str = "/proc") -> t.Optional[t.Tuple[int, in
     return None
 
 
-def run_as(uid: int, gid: int, func: t.Callable[[T], bytes], arg: T) -> bytes:
-    """func(arg) in a forked child that has exactly uid/gid (no other group): the bytes it returned, or
-    b"" when it could not report (it failed before writing). ``func`` bounds what it returns."""
+def run_as(uid: int, gid: int, func: t.Callable[[T], bytes], arg: T, groups: t.Sequence[int] = ()) -> bytes:
+    """func(arg) in a forked child that has exactly uid/gid and the supplementary ``groups`` (none by default):
+    the bytes it returned, or b"" when it could not report (it failed before writing). ``func`` bounds what it
+    returns."""
     rfd, wfd = os.pipe()
     child = os.fork()
     if child == 0:          # pragma: no cover - runs in the forked reader
         code = 0
         try:
             os.close(rfd)
-            os.setgroups([])
+            os.setgroups(list(groups))
             os.setresgid(gid, gid, gid)
             os.setresuid(uid, uid, uid)
             data = func(arg)
@@ -340,9 +341,10 @@ def run_as(uid: int, gid: int, func: t.Callable[[T], bytes], arg: T) -> bytes:
     return b"".join(chunks)
 
 
-def call_as(uid: int, gid: int, func: t.Callable[[T], t.Any], arg: T) -> t.Any:
-    """func(arg) (a JSON-serialisable result) as uid/gid (see run_as); {} when it could not report."""
-    data = run_as(uid, gid, lambda a: json.dumps(func(a)).encode("utf-8"), arg)
+def call_as(uid: int, gid: int, func: t.Callable[[T], t.Any], arg: T, groups: t.Sequence[int] = ()) -> t.Any:
+    """func(arg) (a JSON-serialisable result) as uid/gid and ``groups`` (see run_as); {} when it could not
+    report."""
+    data = run_as(uid, gid, lambda a: json.dumps(func(a)).encode("utf-8"), arg, groups)
     try:
         return json.loads(data.decode("utf-8"))
     except ValueError:

@@ -33,7 +33,7 @@ def _bwrap_ok(candidate: str, user: Mapping[str, Any], package_of: Callable[[str
         st = os.stat(candidate)
     except OSError:
         return False
-    if not SU._can(st, user, stat.S_IXUSR, stat.S_IXGRP, stat.S_IXOTH) or not package_of(candidate):
+    if not stat.S_ISREG(st.st_mode) or SU.first_executable_as([candidate], user) != 0 or not package_of(candidate):
         return False
     try:
         return not B.file_facts(candidate)["ownership_problems"]

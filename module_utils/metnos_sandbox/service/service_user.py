@@ -12,12 +12,13 @@ import grp
 import os
 import pwd
 import stat
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ..base import diagnostics as D
 from ..base import envflags
 from ..base import paths as PA
 from ..host import bwrap as B
+from ..host import procfs as PF
 
 User = Dict[str, Any]           # resolve_service_user(): name, uid, gid, groups, home, dynamic
 Params = Mapping[str, Any]      # a unit's address: unit, scope, user, mode, root (see gather())
@@ -32,43 +33,74 @@ def _truthy(value: object) -> bool:
 # The uids systemd allocates dynamic users from (nss-systemd resolves them by name while a unit runs: such a
 # name is not a static user).
 DYNAMIC_UIDS = (61184, 65519)
+# The uid and gid an allocated dynamic user is judged as before it runs: the last of that range (systemd picks one
+# by hashing the unit's name, usually lower): unprivileged, in no group of the host, owning nothing.
+DYNAMIC_STAND_IN = DYNAMIC_UIDS[1]
 
 
 def resolve_service_user(settings: Mapping[str, Any]) -> User:
-    """User= of the unit -> {name, uid, gid, groups, home, dynamic}, as systemd applies it: with
-    DynamicUser=yes a dynamic user is allocated unless User= names a user that already exists
-    statically, which systemd then uses (systemd.exec(5), DynamicUser=; the other settings DynamicUser=
-    implies still apply: ``dynamic_user`` says so)."""
+    """User= of the unit -> {name, uid, gid, groups, home, dynamic}, the credentials systemd gives the process:
+    gid is Group= (else the user's own), groups what initgroups(user, gid) gives (none when gid is root's) plus
+    SupplementaryGroups= (systemd's get_supplementary_groups). With DynamicUser=yes a dynamic user is
+    allocated unless User= names a user that already exists statically, which systemd then uses
+    (systemd.exec(5), DynamicUser=; the other settings DynamicUser= implies still apply: ``dynamic_user``
+    says so); an allocated one owns nothing and is in no group of the host but its own and
+    SupplementaryGroups=, judged as DYNAMIC_STAND_IN (its uid is known only once it runs)."""
     name = settings.get("User")
+    extra = _group_ids(settings.get("SupplementaryGroups"))
     if _truthy(settings.get("DynamicUser", "no")):
-        static = _static_user(name, settings.get("Group")) if name else None
+        static = _static_user(name, settings.get("Group"), extra) if name else None
         if static is not None and not DYNAMIC_UIDS[0] <= static["uid"] <= DYNAMIC_UIDS[1]:
             return dict(static, dynamic_user="static")
-        entry = pwd.getpwnam("nobody")
-        return {"name": "(dynamic)", "uid": entry.pw_uid, "gid": entry.pw_gid, "groups": [entry.pw_gid],
-                "home": "/", "dynamic": True, "dynamic_user": "allocated"}
-    found = _static_user(name or "root", settings.get("Group"))
+        return {"name": "(dynamic)", "uid": DYNAMIC_STAND_IN, "gid": DYNAMIC_STAND_IN,
+                "groups": [DYNAMIC_STAND_IN] + extra, "home": "/", "dynamic": True, "dynamic_user": "allocated"}
+    found = _static_user(name or "root", settings.get("Group"), extra)
     if found is None:
         return {"name": name, "uid": None, "gid": None, "groups": [], "home": None, "dynamic": False,
                 "missing": True}
     return found
 
 
-def _static_user(name: str, group: Optional[str]) -> Optional[User]:
-    """The existing account ``name`` (a name or a uid) with its groups (Group= first), or None."""
+def _group_ids(value: Any) -> List[int]:
+    """SupplementaryGroups= (one or more assignments, each a space-separated list of names or numbers) as gids;
+    a group that does not exist is left out (systemd then refuses to start the unit)."""
+    out: List[int] = []
+    for text in (value if isinstance(value, list) else [value] if value else []):
+        for word in str(text).split():
+            gid = _gid(word)
+            if gid is not None and gid not in out:
+                out.append(gid)
+    return out
+
+
+def _gid(word: str) -> Optional[int]:
+    try:
+        return int(word) if word.isdigit() else grp.getgrnam(word).gr_gid
+    except (KeyError, ValueError, OverflowError):
+        return None
+
+
+def _static_user(name: str, group: Optional[str], extra: Sequence[int] = ()) -> Optional[User]:
+    """The existing account ``name`` (a name or a uid) with the gid and groups systemd gives it, or None."""
     try:
         entry = pwd.getpwuid(int(name)) if str(name).isdigit() else pwd.getpwnam(name)
-    except (KeyError, ValueError):
+    except (KeyError, ValueError, OverflowError):
         return None
-    groups = [entry.pw_gid] + [g.gr_gid for g in grp.getgrall() if entry.pw_name in g.gr_mem]
-    if group:
-        try:
-            gid = grp.getgrnam(group).gr_gid if not str(group).isdigit() else int(group)
-            groups.insert(0, gid)
-        except KeyError:
-            pass
-    return {"name": entry.pw_name, "uid": entry.pw_uid, "gid": entry.pw_gid, "groups": groups,
+    gid = (_gid(str(group)) if group else None)
+    gid = entry.pw_gid if gid is None else gid
+    groups = _initgroups(entry.pw_name, gid) if gid != 0 else [gid]
+    groups += [g for g in extra if g not in groups]
+    return {"name": entry.pw_name, "uid": entry.pw_uid, "gid": gid, "groups": groups,
             "home": entry.pw_dir, "dynamic": False}
+
+
+def _initgroups(name: str, gid: int) -> List[int]:
+    """What initgroups(name, gid) gives: gid, then every group that lists ``name`` as a member."""
+    try:
+        found = os.getgrouplist(name, gid)
+    except OSError:
+        found = [gid] + [g.gr_gid for g in grp.getgrall() if name in g.gr_mem]
+    return [gid] + [g for g in found if g != gid]
 
 
 def _can(st: os.stat_result, user: Mapping[str, Any], bit_user: int, bit_group: int, bit_other: int) -> bool:
@@ -82,12 +114,46 @@ def _can(st: os.stat_result, user: Mapping[str, Any], bit_user: int, bit_group: 
 
 
 def which_as(name: str, path_text: Optional[str], user: Mapping[str, Any], cwd: str = "/") -> Optional[str]:
-    """Resolve ``name`` through ``path_text`` with ``user``'s permissions (search and execute bits)."""
-    for candidate, st in B.path_candidates(name, path_text, cwd):
-        if _searchable(os.path.dirname(candidate), user) and _can(st, user, stat.S_IXUSR, stat.S_IXGRP,
-                                                                  stat.S_IXOTH):
-            return candidate
-    return None
+    """Resolve ``name`` through ``path_text`` as the service's user: the first candidate, in execvp's order
+    (bwrap.path_candidates), that the user may execute (first_executable_as)."""
+    candidates = [candidate for candidate, _st in B.path_candidates(name, path_text, cwd)]
+    index = first_executable_as(candidates, user)
+    return candidates[index] if index >= 0 else None
+
+
+def first_executable_as(paths: Sequence[str], user: Mapping[str, Any]) -> int:
+    """The index of the first of ``paths`` that ``user`` may execute, -1 for none. Asked of the kernel - by a
+    child with the user's uid, gid and groups where this process can take them (root), or by this process when
+    it is that user - with access(2) X_OK, as the runtime's shutil.which asks it as the service: search
+    permission on every directory on the way (links included), ACLs, a noexec mount, the file's own bits.
+    Otherwise the mode bits along each path decide (ACLs and mount options unseen)."""
+    if not paths:
+        return -1
+    uid, gid = user.get("uid"), user.get("gid")
+    if uid is not None and gid is not None:
+        if uid == os.geteuid() == os.getuid() and (uid == 0 or gid == os.getegid()):
+            return _first_executable(paths)
+        if os.geteuid() == 0:
+            index = PF.call_as(int(uid), int(gid), _first_executable, list(paths),
+                               groups=[int(g) for g in user.get("groups") or [gid]])
+            if isinstance(index, int):
+                return index
+    for index, path in enumerate(paths):
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        if _searchable(os.path.dirname(path), user) and _can(st, user, stat.S_IXUSR, stat.S_IXGRP, stat.S_IXOTH):
+            return index
+    return -1
+
+
+def _first_executable(paths: Sequence[str]) -> int:
+    """In the asking process: the index of the first regular file of ``paths`` it may execute, or -1."""
+    for index, path in enumerate(paths):
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return index
+    return -1
 
 
 def _searchable(directory: str, user: Mapping[str, Any]) -> bool:

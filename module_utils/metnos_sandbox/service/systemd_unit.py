@@ -221,7 +221,7 @@ RESTRICTION_KEYS = ("RestrictNamespaces", "SystemCallFilter", "ProcSubset", "Pro
                     "MemoryDenyWriteExecute", "PrivateNetwork", "IPAddressDeny", "ReadOnlyPaths",
                     "InaccessiblePaths", "TemporaryFileSystem", "RestrictAddressFamilies", "SystemCallErrorNumber")
 _LIST_KEYS = ("SystemCallFilter", "RestrictNamespaces", "ReadOnlyPaths", "InaccessiblePaths",
-              "TemporaryFileSystem", "CapabilityBoundingSet", "RestrictAddressFamilies")
+              "TemporaryFileSystem", "CapabilityBoundingSet", "RestrictAddressFamilies", "SupplementaryGroups")
 
 
 def add_setting(settings: Dict[str, Any], key: str, value: str) -> Dict[str, Any]:
@@ -325,7 +325,8 @@ def _assign_environment(state: Dict[str, Any], value: str, where: str) -> None:
 
 SHOW_PROPERTIES = ("Id", "LoadState", "ActiveState", "FragmentPath", "DropInPaths", "NeedDaemonReload",
                    "Environment", "EnvironmentFiles", "UnsetEnvironment", "User", "Group", "DynamicUser",
-                   "ExecSearchPath", "MainPID", "WorkingDirectory", "ExecStart") + RESTRICTION_KEYS
+                   "ExecSearchPath", "MainPID", "WorkingDirectory", "ExecStart",
+                   "SupplementaryGroups") + RESTRICTION_KEYS
 
 
 def show_args(unit: str) -> List[str]:
@@ -365,7 +366,7 @@ def state_from_show(show: Mapping[str, Any]) -> Dict[str, Any]:
             files.append({"path": match.group(1), "optional": match.group(2) == "yes", "where": "systemctl show"})
     unset, _ok = split_words(show.get("UnsetEnvironment", ""))
     settings = {}
-    for key in RESTRICTION_KEYS + ("User", "Group", "ExecSearchPath", "WorkingDirectory"):
+    for key in RESTRICTION_KEYS + ("User", "Group", "ExecSearchPath", "WorkingDirectory", "SupplementaryGroups"):
         value = show.get(key)
         if value not in (None, ""):
             settings[key] = [value] if key in _LIST_KEYS else value
