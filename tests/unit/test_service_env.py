@@ -427,3 +427,22 @@ def test_the_service_users_groups_are_the_ones_systemd_gives(tree):
     dynamic = SU.resolve_service_user({"DynamicUser": "yes"})
     assert dynamic["groups"] == [dynamic["gid"]] and SU.which_as("bwrap", path, dynamic) == os.path.join(open_dir,
                                                                                                           "bwrap")
+
+
+def test_the_running_processs_path_is_judged_too(tree):
+    """Planted: the unit configures PATH=/usr/bin, but the running process (started before a change, until it
+    restarts) has PATH=<tree>/open:/usr/bin, open being 0777 with nobody's bwrap - what it runs now. The live PATH
+    gets the same judgement as the configured one: service_path_unsafe naming open (mutation: judging only the
+    configured PATH, as before, reported a difference to restart away and nothing unsafe)."""
+    open_dir = os.path.join(tree, "open")
+    fake_bwrap(open_dir)
+    os.chmod(open_dir, 0o777)
+    state = U.state_from_show(U.parse_show("\n".join(["Id=metnos.service", "LoadState=loaded", "User=nobody",
+                                                       "MainPID=4242", "Environment=PATH=/usr/bin"])))
+    state["exec_start"] = []
+    live = {"pid": 4242, "env": {"PATH": "%s:/usr/bin" % open_dir}, "read_as": "uid 0", "error": None}
+    gathered = S.Gathered(state, {"PATH": "/usr/bin"}, {"PATH": "Environment="}, [], "systemd", False, live)
+    res = S.evaluate(S.Evaluation("metnos.service", gathered, None, None))
+    unsafe = [d for d in res["diagnostics"] if d["code"] == "service_path_unsafe"]
+    assert len(unsafe) == 1 and "PATH=%s:/usr/bin" % open_dir in unsafe[0]["message"], res["diagnostics"]
+    assert "%s is writable by group or others" % open_dir in unsafe[0]["message"]

@@ -254,6 +254,9 @@ def _live_diagnostics(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
                             wording="packaged" if packaged else "unpackaged",
                             fill={"value": repr(env.get("PATH")), "live_bwrap": live_resolved, "resolved": resolved,
                                   "origin": origin}))
+    if env.get("PATH") is not None and env.get("PATH") != predicted.get("PATH"):
+        # the PATH the running process resolves bwrap through now (until it restarts): judged like the configured one
+        diags.extend(SU.path_diagnostics(env["PATH"], live_resolved, unit, v.cwd))
     for key in SU.KEYS:
         if env.get(key) != predicted.get(key) and not any(d.get("details", {}).get("key") == key or (
                 key == "PATH" and d["code"] == "service_env_live_misroutes") for d in diags):
