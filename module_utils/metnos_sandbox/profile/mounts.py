@@ -175,9 +175,12 @@ class MountTable(object):
         for fs, folder in self.identities(path):
             self._shown(fs, folder, out, parts)
         if parts:
-            # what is mounted inside the tree, under any of its names, and wherever else that is shown
+            # what is mounted inside the tree, under any of its names, and wherever else that is shown (a
+            # pseudo-filesystem's mounts are left to their own rule: no writable grant reaches one anywhere)
             for name in [path] + sorted(alias for alias in out if alias != path):
                 for point in self._points_below(name):
+                    if point in self.pseudo_type:
+                        continue
                     for fs, root in self.by_point[point]:
                         self._shown(fs, root, out, True)
             out = set(alias for alias in out if not PA.under(alias, path))
