@@ -446,3 +446,23 @@ def test_the_running_processs_path_is_judged_too(tree):
     unsafe = [d for d in res["diagnostics"] if d["code"] == "service_path_unsafe"]
     assert len(unsafe) == 1 and "PATH=%s:/usr/bin" % open_dir in unsafe[0]["message"], res["diagnostics"]
     assert "%s is writable by group or others" % open_dir in unsafe[0]["message"]
+
+
+def test_each_path_is_looked_up_once_per_evaluation(monkeypatch):
+    """A running service whose live PATH is the configured one: bwrap is looked up through it once (each lookup
+    asks the kernel in a child with the user's credentials), not again for the live process's status (mutation:
+    resolving the live PATH anew in the status view, as before, makes two). The real lookup, counted."""
+    asked = []
+    real = SU.which_as
+
+    def counted(*args, **kwargs):
+        asked.append(args[1])
+        return real(*args, **kwargs)
+    monkeypatch.setattr(SU, "which_as", counted)
+    state = U.state_from_show(U.parse_show("\n".join(["Id=metnos.service", "LoadState=loaded", "User=nobody",
+                                                       "MainPID=4242", "Environment=PATH=/usr/bin"])))
+    state["exec_start"] = []
+    live = {"pid": 4242, "env": {"PATH": "/usr/bin"}, "read_as": "uid 0", "error": None}
+    gathered = S.Gathered(state, {"PATH": "/usr/bin"}, {"PATH": "Environment="}, [], "systemd", False, live)
+    res = S.evaluate(S.Evaluation("metnos.service", gathered, None, None))
+    assert res["status"]["bwrap_path"] == "/usr/bin/bwrap" and asked == ["/usr/bin"]

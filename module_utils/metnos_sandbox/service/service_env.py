@@ -134,12 +134,22 @@ class _View(Record):
     pred_resolved: Optional[str]       # ... through the predicted PATH
     bwrap_info: Optional[Dict[str, Any]]
     config_status: envflags.Status     # status() of the configuration (predicted)
+    resolutions: Dict[str, Optional[str]]  # PATH text -> bwrap through it (_resolved: each PATH asked once)
 
 
 def _resolve(path_text: str, user: Mapping[str, Any], cwd: str) -> Optional[str]:
     if user.get("uid") is not None:
         return SU.which_as("bwrap", path_text, user, cwd=cwd)
     return B.which("bwrap", path_text, cwd=cwd)
+
+
+def _resolved(v: _View, path_text: str) -> Optional[str]:
+    """bwrap through ``path_text`` as the service's user, in its working directory: asked once per PATH in one
+    evaluation (the directives', the start command line's, the live process's are often the same text, and each
+    lookup asks the kernel in a child with the user's credentials)."""
+    if path_text not in v.resolutions:
+        v.resolutions[path_text] = _resolve(path_text, v.user, v.cwd)
+    return v.resolutions[path_text]
 
 
 def service_cwd(value: Optional[str], user: Mapping[str, Any]) -> str:
@@ -173,12 +183,15 @@ def _derive(ev: Evaluation) -> _View:
                 if predicted.get(key) != env.get(key):
                     prov[key] = "ExecStart= (%s) through %s" % (item["where"], item["effect"]["how"])
     path_text = env.get("PATH", "")
-    resolved = _resolve(path_text, user, cwd)
-    bwrap_info = ev.bwrap_info_for(resolved) if resolved and ev.bwrap_info_for else None
     pred_path = predicted.get("PATH", "")
-    pred_resolved = _resolve(pred_path, user, cwd) if pred_path != path_text else resolved
+    resolutions: Dict[str, Optional[str]] = {}
+    for text in (path_text, pred_path):
+        if text not in resolutions:
+            resolutions[text] = _resolve(text, user, cwd)
+    resolved, pred_resolved = resolutions[path_text], resolutions[pred_path]
+    bwrap_info = ev.bwrap_info_for(resolved) if resolved and ev.bwrap_info_for else None
     return _View(user, cwd, effects, predicted, prov, resolved, pred_resolved, bwrap_info,
-                 envflags.status(pred_resolved, predicted))
+                 envflags.status(pred_resolved, predicted), resolutions)
 
 
 def _execstart_diagnostics(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
@@ -193,8 +206,7 @@ def _execstart_diagnostics(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
             continue
         after = EX.apply_exec_effect(env, effect)
         disabled, _reason = envflags.classify_value(after.get(envflags.ENV_VAR))
-        new_resolved = _resolve(after.get("PATH", ""), v.user, v.cwd) if after.get("PATH") != env.get("PATH") \
-            else v.resolved
+        new_resolved = _resolved(v, after.get("PATH", "")) if after.get("PATH") != env.get("PATH") else v.resolved
         misroutes = new_resolved != v.resolved
         severe = disabled or misroutes or (v.resolved and not new_resolved)
         heal, why = EX.neutralised_exec(item["value"], SU.KEYS)
@@ -237,8 +249,7 @@ def _live_diagnostics(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
     configured = predicted.get(envflags.ENV_VAR)
     live_disabled, _r = envflags.classify_value(value)
     conf_disabled, _r = envflags.classify_value(configured)
-    live_resolved = _resolve(env.get("PATH", ""), v.user, v.cwd) if env.get("PATH") != predicted.get("PATH") \
-        else resolved
+    live_resolved = _resolved(v, env.get("PATH", "")) if env.get("PATH") != predicted.get("PATH") else resolved
     if live_disabled and not conf_disabled:
         diags.append(D.make("service_env_live_disables", unit=unit, pid=live["pid"], key=envflags.ENV_VAR,
                             wording="value", fill={"value": repr(value), "configured": repr(configured),
@@ -327,7 +338,7 @@ def _runtime_status(ev: Evaluation, v: _View) -> Tuple[envflags.Status, str]:
     status, view = v.config_status, "configuration of %s (service not running)" % unit
     if live is not None and live["env"] is not None:
         live_env = live["env"]
-        status = envflags.status(_resolve(live_env.get("PATH", ""), v.user, v.cwd), live_env)
+        status = envflags.status(_resolved(v, live_env.get("PATH", "")), live_env)
         view = "live process of %s (PID %s, /proc/%s/environ read as %s)" % (unit, live["pid"], live["pid"],
                                                                              live["read_as"])
     elif live is not None:
