@@ -135,7 +135,7 @@ class ActionModule(ActionBase):
         # Types, choices, unknown options and defaults: Ansible's own validator, with the module's spec. It
         # deep-copies the options; Ansible's values carry their origin (subclasses of str, list, ...), which copy
         # the slow way, so they go in as the builtin types (~0.5 ms of this worker's CPU).
-        self._task.args = PV.plain(self._task.args)
+        self._task.args = O.plain(self._task.args)
         _validation, validated = self.validate_argument_spec(argument_spec=O.spec(O.AUDIT))
         args = O.with_defaults(O.AUDIT, validated)
         # Manifest text is loaded by the core's one reader/decoder (the host then needs no YAML library); a

@@ -3,6 +3,7 @@ variables, in the same order, as playbooks/audit.yml's Jinja expressions used to
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import play_vars as PV
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
 
 
 def lookup(variables):
@@ -72,7 +73,7 @@ def test_plain_copies_ansibles_values_as_the_builtin_types():
     loaded = DataLoader().load('{"unit": "a.service", "probe": true, "monitor_max_age": 60, "ratio": 1.5, '
                                '"host": {"writable_roots": ["/srv"], "": null}, "nested": [[1, "x"], {"k": "v"}]}')
     assert _types(loaded, set()) - {str, int, float, bool, type(None), dict, list}, "the loader tags nothing here"
-    got = PV.plain(loaded)
+    got = O.plain(loaded)
     assert got == loaded
     assert _types(got, set()) <= {str, int, float, bool, type(None), dict, list}
 
@@ -81,7 +82,7 @@ def test_plain_keeps_shared_parts_shared_and_a_cycle_a_cycle():
     shared = ["/a"]
     loop = []
     loop.append(loop)
-    got = PV.plain({"x": shared, "y": shared, "loop": loop, "t": (1, "2")})
+    got = O.plain({"x": shared, "y": shared, "loop": loop, "t": (1, "2")})
     assert got["x"] is got["y"] and got["x"] == ["/a"] and got["x"] is not shared
     assert got["loop"][0] is got["loop"] and got["t"] == (1, "2")
 
@@ -89,4 +90,4 @@ def test_plain_keeps_shared_parts_shared_and_a_cycle_a_cycle():
 def test_plain_leaves_other_values_as_they_are():
     """Whatever is not JSON-like (a set, bytes) goes to the validator as it is, which refuses it as before."""
     odd = {1, 2}
-    assert PV.plain({"x": odd, "b": b"x"}) == {"x": odd, "b": b"x"} and PV.plain({"x": odd})["x"] is odd
+    assert O.plain({"x": odd, "b": b"x"}) == {"x": odd, "b": b"x"} and O.plain({"x": odd})["x"] is odd

@@ -11,11 +11,10 @@ in the same order, and only the values that are templates themselves are templat
 
 Pure Python, no Ansible imports: ``lookup(name)`` is the caller's (the action's) reading of one variable,
 ``(True, value)`` when the host has it (whatever its value, as Jinja's ``is defined``), ``(False, None)`` else.
-``plain(value)`` copies the options as the builtin types before Ansible's validator deep-copies them.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
-from typing import Any, Callable, Dict, List, Mapping, Tuple
+from typing import Any, Callable, Dict, Mapping, Tuple
 
 Lookup = Callable[[str], Tuple[bool, Any]]
 
@@ -61,43 +60,3 @@ def options(args: Mapping[str, Any], lookup: Lookup) -> Dict[str, Any]:
             host.update(more)
         out["host"] = host
     return out
-
-
-def plain(value: Any) -> Any:
-    """``value`` with every str, int, float, list, tuple and dict in it (subclasses included: the values Ansible
-    hands an action carry their origin as subclasses of these) copied as the builtin type itself, same
-    content; anything else as it is. Shared parts stay shared and a cycle stays a cycle, as with
-    copy.deepcopy. Ansible's validator deep-copies the options it checks, and a tagged value is copied the
-    slow way (copy's __reduce_ex__ path): ~0.5 ms of each host's worker, measured in the audit's action."""
-    return _plain(value, {})
-
-
-def _plain(value: Any, memo: Dict[int, Any]) -> Any:
-    kind = type(value)
-    if kind in _ATOMS:
-        return value
-    if isinstance(value, str):
-        return str.__str__(value)
-    if isinstance(value, int):        # bool has no subclasses: an int subclass here is a tagged int
-        return int.__int__(value)
-    if isinstance(value, float):
-        return float.__float__(value)
-    if not isinstance(value, (dict, list, tuple)):
-        return value
-    if id(value) in memo:
-        return memo[id(value)]
-    if isinstance(value, dict):
-        mapping: Dict[Any, Any] = {}
-        memo[id(value)] = mapping
-        for key, item in value.items():
-            mapping[_plain(key, memo)] = _plain(item, memo)
-        return mapping
-    if isinstance(value, list):
-        items: List[Any] = []
-        memo[id(value)] = items
-        items.extend(_plain(item, memo) for item in value)
-        return items
-    return tuple(_plain(item, memo) for item in value)
-
-
-_ATOMS = (str, int, float, bool, type(None))
