@@ -13,7 +13,7 @@ PYTEST := python -m pytest -q
 PEP8 := --max-line-length 160 --ignore E402,W503,W504,E741,E203,E701,E704
 STAGES := lint unit integration system molecule
 
-.PHONY: run check audit test $(STAGES) test-deps host-packages preflight docs collection sanity changelog clean
+.PHONY: run check audit test $(STAGES) test-deps host-packages preflight docs collection sanity changelog lock clean
 
 ## run: set up the venv and provision this host (playbooks/site.yml), ending with a summary
 run:
@@ -110,6 +110,12 @@ docs:
 	python scripts/gen-diagnostics-doc.py > docs/diagnostics.md
 	python scripts/gen-unit-directives-doc.py > docs/unit-directives.md
 	python scripts/gen-spec-coverage.py > docs/spec-coverage.md
+
+## lock: after editing a requirements*.in, write every lock (requirements*.txt: each distribution pinned with its
+## sha256, transitive ones included) and install the test lock; commit the .in with its .txt
+lock: test-deps
+	python scripts/lock.py compile
+	@scripts/bootstrap.sh --test
 
 clean:
 	rm -rf $(VENV) .ansible .pytest_cache dist

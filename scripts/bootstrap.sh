@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Create the controller virtualenv (.venv) with the pinned dependencies.
-#   scripts/bootstrap.sh          runtime deps (requirements.txt)
-#   scripts/bootstrap.sh --test   plus test/lint deps (requirements-test.txt) and the
-#                                 containers.podman collection, installed without Galaxy
-# Idempotent: a stamp keyed on the requirement files skips work already done.
+# Create the controller virtualenv (.venv) with exactly the locked dependencies.
+#   scripts/bootstrap.sh          runtime deps (the lock requirements.txt)
+#   scripts/bootstrap.sh --test   test/lint deps (the lock requirements-test.txt, a superset with the same
+#                                 versions), then the containers.podman collection, installed without Galaxy
+# The locks pin every distribution, transitive ones included, with their sha256 (`make lock` makes them from
+# requirements.in and requirements-test.in): pip installs with --require-hashes --no-deps, and --test removes
+# whatever the venv holds beyond its lock (tests/unit/test_lock.py compares the venv with it).
+# Idempotent: a stamp keyed on the lock files skips work already done.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -32,7 +35,7 @@ find_python() {
 
 if ! py=$(find_python); then
   cat >&2 <<'MSG'
-bootstrap: no Python >= 3.12 found (ansible-core 2.20+ needs it on the controller).
+bootstrap: no Python >= 3.12 found (ansible-core 2.21 needs it on the controller).
   Debian 12 ships 3.11. Any of these works:
     - install python3.12/3.13 (e.g. from backports, pyenv, or uv: 'pip install uv && uv python install 3.13')
     - point METNOS_PYTHON at an interpreter >= 3.12: METNOS_PYTHON=/path/to/python3.13 make run
@@ -44,7 +47,7 @@ fi
 reqs=requirements.txt
 [ $want_test = 1 ] && reqs=requirements-test.txt
 key_files="requirements.txt"
-[ $want_test = 1 ] && key_files="$key_files requirements-test.txt requirements.yml scripts/install-collections.sh"
+[ $want_test = 1 ] && key_files="$key_files requirements-test.txt requirements.yml requirements-collections.txt scripts/install-collections.sh"
 # shellcheck disable=SC2086
 key=$( (echo "$py"; "$py" --version; cat $key_files) | sha256sum | cut -c1-16)
 stamp="$venv/.metnos-stamp-$key"
@@ -53,7 +56,11 @@ if [ -f "$stamp" ]; then
 fi
 echo "bootstrap: using $("$py" --version) at $py -> $venv" >&2
 [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$reqs"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check --require-hashes --no-deps -r "$reqs"
+if [ $want_test = 1 ]; then
+  # the test venv is the lock, nothing more: what an earlier lock or a hand install left goes
+  "$venv/bin/python" "$here/scripts/lock.py" extras "$reqs" | xargs -r "$venv/bin/python" -m pip uninstall -q -y
+fi
 
 if [ $want_test = 1 ]; then
   # Collections without Galaxy: unpack them from the pinned 'ansible' wheel on PyPI.

@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # Install the test-only collections of requirements.yml into .ansible/collections without Galaxy (not
-# needed, and not reachable on restricted build machines): unpacked from the pinned 'ansible' package on
-# PyPI, whose version ships exactly the versions requirements.yml names (checked; a mismatch fails).
+# needed, and not reachable on restricted build machines): unpacked from the 'ansible' package on PyPI locked
+# with its sha256 in requirements-collections.txt (downloaded in pip's hash-checking mode), whose version ships
+# exactly the versions requirements.yml names (checked; a mismatch fails).
 #   scripts/install-collections.sh [PYTHON]     (a Python with PyYAML: the venv's)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 py="${1:-$here/.venv/bin/python}"
 [ -x "$py" ] || py=python3
-ANSIBLE_WHEEL=12.3.0   # the 'ansible' package on PyPI that carries requirements.yml's versions
 dest="$here/.ansible/collections"
-"$py" - "$here/requirements.yml" "$dest" "$ANSIBLE_WHEEL" <<'PY'
-import glob, json, os, subprocess, sys, tempfile, zipfile
+"$py" - "$here/requirements.yml" "$dest" "$here/requirements-collections.txt" <<'PY'
+import glob, json, os, re, subprocess, sys, tempfile, zipfile
 import yaml
-reqs, dest, wheel_version = sys.argv[1], sys.argv[2], sys.argv[3]
+reqs, dest, lock = sys.argv[1], sys.argv[2], sys.argv[3]
+with open(lock) as handle:
+    wheel_version = re.search(r"^ansible==(\S+)", handle.read(), re.M).group(1)
 with open(reqs) as handle:
     wanted = [(c["name"], str(c["version"])) for c in yaml.safe_load(handle)["collections"]]
 
@@ -28,7 +30,7 @@ if not missing:
     sys.exit(0)
 with tempfile.TemporaryDirectory() as tmp:
     subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps",
-                    "-d", tmp, "ansible==%s" % wheel_version], check=True)
+                    "--require-hashes", "--only-binary", ":all:", "-d", tmp, "-r", lock], check=True)
     wheel = glob.glob(os.path.join(tmp, "ansible-*.whl"))[0]
     with zipfile.ZipFile(wheel) as z:
         for name, version in missing:

@@ -294,7 +294,7 @@ def test_every_version_added_is_a_release_or_the_current_version():
 
 
 def test_ansible_core_pin_is_what_runtime_roles_and_the_execution_environment_say():
-    core = _pins("requirements.txt")["ansible-core"]
+    core = _pins("requirements.in")["ansible-core"]
     major_minor = ".".join(core.split(".")[:2])
     with open(os.path.join(ROOT, "meta", "runtime.yml")) as handle:
         assert yaml.safe_load(handle)["requires_ansible"] == ">=%s.0" % major_minor
@@ -305,15 +305,16 @@ def test_ansible_core_pin_is_what_runtime_roles_and_the_execution_environment_sa
         assert info["namespace"] == galaxy()["namespace"], meta
     with open(os.path.join(ROOT, "execution-environment.yml")) as handle:
         ee = yaml.safe_load(handle)
-    assert ee["dependencies"]["ansible_core"]["package_pip"] == "ansible-core==%s" % core
+    assert ee["dependencies"]["python"] == "requirements-ee.txt"
+    assert _pins("requirements-ee.in")["ansible-core"] == core
     assert os.path.isfile(os.path.join(ROOT, "tests", "sanity", "ignore-%s.txt" % major_minor))
 
 
 def test_sanity_tools_are_pinned_as_ansible_test_pins_them():
-    """The sanity run (scripts/sanity.py) uses requirements-test.txt's pins: they are ansible-test's own for
-    the pinned ansible-core (PyYAML and Jinja2 excepted: requirements.txt pins them for the controller)."""
+    """The sanity run (scripts/sanity.py) uses requirements-test.in's pins: they are ansible-test's own for
+    the pinned ansible-core (PyYAML and Jinja2 excepted: requirements.in pins them for the controller)."""
     import ansible_test
-    ours = _pins("requirements-test.txt")
+    ours = _pins("requirements-test.in")
     theirs = {}
     data = os.path.join(os.path.dirname(ansible_test.__file__), "_data", "requirements")
     for path in glob.glob(os.path.join(data, "sanity.*.txt")):
