@@ -4,7 +4,8 @@
 #   scripts/bootstrap.sh --test   test/lint deps (the lock requirements-test.txt, a superset with the same
 #                                 versions), then the containers.podman collection, installed without Galaxy
 # The locks pin every distribution, transitive ones included, with their sha256 (`make lock` makes them from
-# requirements.in and requirements-test.in): pip installs with --require-hashes --no-deps, and --test removes
+# requirements.in and requirements-test.in): pip installs wheels only (nothing built here), with
+# --require-hashes --no-deps, and --test removes
 # whatever the venv holds beyond its lock (tests/unit/test_lock.py compares the venv with it).
 # Idempotent: a stamp keyed on the lock files skips work already done.
 set -euo pipefail
@@ -56,7 +57,7 @@ if [ -f "$stamp" ]; then
 fi
 echo "bootstrap: using $("$py" --version) at $py -> $venv" >&2
 [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check --require-hashes --no-deps -r "$reqs"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check --require-hashes --no-deps --only-binary :all: -r "$reqs"
 if [ $want_test = 1 ]; then
   # the test venv is the lock, nothing more: what an earlier lock or a hand install left goes
   "$venv/bin/python" "$here/scripts/lock.py" extras "$reqs" | xargs -r "$venv/bin/python" -m pip uninstall -q -y

@@ -113,5 +113,5 @@ def test_the_venv_installer_reads_the_locks():
     """bootstrap installs the locks in pip's hash-checking mode, without resolving anything itself."""
     with open(os.path.join(ROOT, "scripts", "bootstrap.sh")) as handle:
         text = handle.read()
-    assert "--require-hashes --no-deps -r \"$reqs\"" in text
+    assert "--require-hashes --no-deps --only-binary :all: -r \"$reqs\"" in text
     assert "reqs=requirements.txt" in text and "reqs=requirements-test.txt" in text
