@@ -366,6 +366,155 @@ os.waitpid(pid, 0)
 os.execv("/usr/bin/bwrap", ["/usr/bin/bwrap"] + args)
 """
 
+FAKE_GIFT = """#!/usr/bin/python3
+# A wrapper that receives one descriptor a helper outside opened (the bench's donor, over a unix socket) and
+# executes the real bwrap with it: left open as fd TARGET ("fd"), copied onto the sandbox's root with
+# --file ("file"), or made the controlling terminal of a new session and closed ("ctty"; no descriptor left).
+import array, fcntl, os, socket, sys, termios
+NAME, KEY, MODE, TARGET = %r, %r, %r, %r
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect("\\0" + NAME)
+s.sendall(KEY.encode() + b"\\n")
+_msg, anc, _flags, _addr = s.recvmsg(16, socket.CMSG_SPACE(4))
+fd = array.array("i", anc[0][2][:4])[0]
+s.close()
+args = ["/usr/bin/bwrap"] + sys.argv[1:]
+if MODE == "fd":
+    os.dup2(fd, TARGET)
+    os.close(fd)
+elif MODE == "file":
+    os.dup2(fd, 9)
+    os.close(fd)
+    args[1:1] = ["--file", "9", TARGET]
+elif MODE == "ctty":
+    os.setsid()
+    fcntl.ioctl(fd, termios.TIOCSCTTY, 0)
+    os.close(fd)
+os.execv(args[0], args)
+"""
+
+# What the gift rows hand the sandbox (key: (mode, target)), each opened by the bench (as root) outside the tree.
+GIFTS = {"pipe_fd7": ("fd", 7), "pipe_stderr": ("fd", 2), "pty_master": ("fd", 7), "pty_slave": ("fd", 7),
+         "tun": ("fd", 7), "kmsg": ("fd", 7), "vcs": ("fd", 7), "ctty": ("ctty", 0),
+         "shadow": ("file", "/host-secret")}
+
+
+class Donor(object):
+    """Hands descriptors the bench opened to the gift wrappers (SCM_RIGHTS over an abstract unix socket of the
+    host's network namespace), as a helper outside the sandbox would: a pipe whose reader is a process outside
+    (cat, in its own session), both sides of a real pty (os.openpty), a tun device attached to an interface of a
+    network namespace of the bench's own (ip netns add), /dev/kmsg read-write, /dev/vcs1, /etc/shadow."""
+
+    def __init__(self, bench):
+        import socket
+        import threading
+        self.bench, self.fds, self.procs, self.netns = bench, {}, [], None
+        self.name = "metnos-donor-%s" % os.urandom(6).hex()
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.server.bind("\0" + self.name)
+        self.server.listen(8)
+        self.server.settimeout(0.2)
+        self.stop = False
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _open(self, key):
+        if key in self.fds:
+            return self.fds[key]
+        if key in ("pipe_fd7", "pipe_stderr"):
+            r, w = os.pipe()
+            # the pipe's reader: a shell outside the sandbox and the probe (what it reads, it could run)
+            self.procs.append(subprocess.Popen(["sh", "-c", "cat >/dev/null", "sh", self.bench.dir], stdin=r,
+                                               stdout=subprocess.DEVNULL, start_new_session=True))
+            os.close(r)
+            fd = w
+        elif key in ("pty_master", "pty_slave", "ctty"):
+            master, slave = os.openpty()
+            self.fds[key + ":other"] = slave if key == "pty_master" else master
+            fd = master if key == "pty_master" else slave
+        elif key == "tun":
+            fd = self._tun()
+        elif key == "kmsg":
+            fd = os.open("/dev/kmsg", os.O_RDWR)
+        elif key == "vcs":
+            fd = os.open("/dev/vcs1", os.O_RDONLY)
+        elif key == "shadow":
+            fd = os.open("/etc/shadow", os.O_RDONLY)
+        else:
+            raise KeyError(key)
+        self.fds[key] = fd
+        return fd
+
+    def _tun(self):
+        """A tun device made in a network namespace of the bench's own (ip netns add), attached: its descriptor."""
+        import fcntl
+        import struct
+        self.netns = "metnos-gift-%s" % os.urandom(4).hex()
+        subprocess.run(["ip", "netns", "add", self.netns], check=True, capture_output=True)
+        out = {}
+
+        def attach():      # in a thread of its own: setns moves only the calling thread
+            here = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+            there = os.open("/run/netns/" + self.netns, os.O_RDONLY)
+            libc = ctypes.CDLL(None, use_errno=True)
+            try:
+                if libc.setns(there, 0x40000000) != 0:                  # CLONE_NEWNET
+                    raise OSError(ctypes.get_errno(), "setns")
+                fd = os.open("/dev/net/tun", os.O_RDWR)
+                fcntl.ioctl(fd, 0x400454ca, struct.pack("16sH", b"metnos-tun0", 0x0001 | 0x1000))  # TUNSETIFF
+                out["fd"] = fd
+            finally:
+                libc.setns(here, 0x40000000)
+                os.close(here)
+                os.close(there)
+        import threading
+        worker = threading.Thread(target=attach)
+        worker.start()
+        worker.join()
+        return out["fd"]
+
+    def _serve(self):
+        import array
+        import socket
+        while not self.stop:
+            try:
+                conn, _addr = self.server.accept()
+            except OSError:
+                continue
+            try:
+                conn.settimeout(5)
+                key = conn.recv(64).decode().strip()
+                fd = self._open(key)
+                conn.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
+            except Exception:
+                pass
+            finally:
+                conn.close()
+
+    def wrapper(self, key):
+        """The path of the gift wrapper for ``key`` (written once)."""
+        path = os.path.join(self.bench.dir, "gift-" + key, "bwrap")
+        if not os.path.exists(path):
+            os.makedirs(os.path.dirname(path), mode=0o755)
+            with open(path, "w") as handle:
+                handle.write(FAKE_GIFT % ((self.name, key) + GIFTS[key]))
+            os.chmod(path, 0o755)
+        return path
+
+    def close(self):
+        self.stop = True
+        self.thread.join()
+        self.server.close()
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds = {}
+        for proc in self.procs:
+            proc.kill()
+            proc.wait()
+        if self.netns:
+            subprocess.run(["ip", "netns", "delete", self.netns], capture_output=True)
+
+
 # Each look-alike row but the ones that plant a bwrap the probe must refuse accepts its own binary by sha256
 # (as an administrator accepts a self-built bwrap), so that the row proves its own check, not the package's.
 
@@ -442,7 +591,16 @@ class Bench(object):
         subprocess.run(argv, check=True, capture_output=True)
         self.mounts.append(target)
 
+    @property
+    def donor(self):
+        if getattr(self, "_donor", None) is None:
+            self._donor = Donor(self)
+        return self._donor
+
     def close(self):
+        if getattr(self, "_donor", None) is not None:
+            self._donor.close()
+            self._donor = None
         for target in reversed(self.mounts):
             subprocess.run(["umount", "-l", target], capture_output=True)
         self.mounts = []
@@ -561,17 +719,39 @@ def binary(attr, then=None, accept=False):
     return edit
 
 
+def _stacked_on_etc(bench):
+    """Two host files bound one over the other at /etc/hostname (in the probe's private mount namespace): the
+    lower bind stays writable under bwrap's read-only one, and no path reaches it."""
+    out = []
+    for name in ("stack-lower", "stack-upper"):
+        path = os.path.join(bench.dir, name)
+        with open(path, "w") as handle:
+            handle.write("metnos-stack\n")
+        os.chmod(path, 0o644)
+        out.append((path, "/etc/hostname"))
+    return out
+
+
+def gift(key):
+    """argv[0] replaced by the gift wrapper for ``key`` (its sha256 accepted): the real bwrap, handed one
+    descriptor a helper outside opened (Donor)."""
+    def edit(argv, bench):
+        return [bench.donor.wrapper(key)] + list(argv[1:])
+    edit.accept = True
+    return edit
+
+
 # --------------------------------------------------------------------------- the rows
 
 _UNSANDBOXED = ["bwrap_child_is_payload", "*_namespace_private", "fresh_tmpfs:/tmp", "minimal_dev:/dev",
                 "read_only:*", "hidden:*", "no_undeclared_mounts", "parent_death_signal", "no_capabilities",
-                "payload_code_from_binds", "bwrap_exe_verified"]
+                "payload_code_from_binds", "bwrap_exe_verified", "root_content_declared"]
 # A look-alike that runs the command itself: everything fails, and the launcher is not a verified bwrap; the
 # host's own /proc lacks the read-only covers bwrap adds for root.
 NOT_ISOLATED_DIRECT = {"root": _UNSANDBOXED + ["proc_covers"], "nobody": list(_UNSANDBOXED)}
 _NO_MNT = ["mnt_namespace_private", "fresh_tmpfs:/tmp", "minimal_dev:/dev", "read_only:*", "hidden:*",
            "no_undeclared_mounts", "parent_death_signal", "no_capabilities", "payload_code_from_binds",
-           "bwrap_exe_verified"]
+           "bwrap_exe_verified", "root_content_declared"]
 NO_MNT = {"root": _NO_MNT + ["proc_covers"], "nobody": list(_NO_MNT)}
 
 
@@ -726,9 +906,10 @@ ROWS = [
         ["bwrap_child_is_payload", "user_namespace_private", "no_leaked_descriptors"],
         code=["probe_not_isolated", "probe_process_unaccounted"]),
     Row("fd_leaked", "wrapper: the real bwrap with a descriptor of the host's / left open (openat escapes)",
-        binary("fakes.fd", accept=True), ["no_leaked_descriptors"]),
+        binary("fakes.fd", accept=True), ["no_leaked_descriptors"], code="probe_descriptor_file"),
     Row("library_planted", "wrapper: a library planted on the sandbox's root (--file) and preloaded into the "
-        "payload (--setenv LD_PRELOAD)", binary("fakes.preload", accept=True), ["payload_code_from_binds"]),
+        "payload (--setenv LD_PRELOAD)", binary("fakes.preload", accept=True),
+        ["payload_code_from_binds", "root_content_declared"], code=["probe_check_failed", "probe_root_undeclared"]),
     Row("harmless_words", "--new-session, --hostname, --remount-ro /tmp, --unshare-cgroup added",
         add("--new-session", "--hostname", "metnos-x", "--remount-ro", "/tmp", "--unshare-cgroup"), [],
         note="not weakenings (a new session, a name, a read-only /tmp, one more namespace): the verdict passes "
@@ -744,18 +925,45 @@ ROWS = [
         binary("fakes.json", accept=True), NOT_ISOLATED_DIRECT, code=["probe_not_isolated",
                                                                       "probe_process_unaccounted"]),
     Row("fake_left_behind", "look-alike: command unsandboxed, exits leaving a process that holds its output",
-        binary("fakes.leave", accept=True), NOT_ISOLATED_DIRECT, code=["probe_not_isolated",
-                                                                       "probe_process_unaccounted"]),
+        # the process it leaves holds the payload's stdout and stderr outside the sandbox (issue 41)
+        binary("fakes.leave", accept=True),
+        dict((u, NOT_ISOLATED_DIRECT[u] + ["no_leaked_descriptors"]) for u in USERS),
+        code=["probe_not_isolated", "probe_process_unaccounted"]),
     Row("fake_wrap_decoy", "wrapper around the real bwrap that reports a decoy's child-pid (sandbox itself real)",
         binary("fakes.wrap", accept=True), ["bwrap_child_is_payload", "bwrap_exe_verified"],
         code=["probe_check_failed", "probe_process_unaccounted"]),
     Row("fake_no_mnt", "look-alike: user/ipc/uts/net namespaces, no mount namespace, honest json-status",
-        binary("fakes.unshare", accept=True), NO_MNT),
+        binary("fakes.unshare", accept=True), NO_MNT, code=["probe_check_failed", "probe_root_undeclared"]),
     Row("fake_move_after_fork", "wrapper: real bwrap without --unshare-ipc, then the wrapper moves itself into "
         "new namespaces (judged against bwrap's own, the payload's IPC namespace looked private)",
         binary("fakes.move", accept=True), ["bwrap_child_is_payload", "bwrap_exe_verified", "ipc_namespace_private"],
         code="probe_not_isolated"),
-] + TREE_ROWS + TRUST_ROWS
+] + TREE_ROWS + TRUST_ROWS + [
+    # What the sandbox holds (issue 41): the real bwrap and the strict profile, handed one thing from outside.
+    Row("pipe_to_outside", "wrapper: a pipe left open as fd 7 whose reader is a shell outside the sandbox",
+        gift("pipe_fd7"), ["no_leaked_descriptors"], code="probe_descriptor_outside"),
+    Row("stderr_to_outside", "wrapper: the payload's stderr replaced by a pipe to a shell outside the sandbox",
+        gift("pipe_stderr"), ["no_leaked_descriptors"], code="probe_descriptor_outside"),
+    Row("pty_master", "wrapper: the master side of a host pty left open (the sandbox types into its shell)",
+        gift("pty_master"), ["no_leaked_descriptors"], code="probe_descriptor_terminal"),
+    Row("pty_slave", "wrapper: the slave side of a host pty left open (writes to a host terminal)",
+        gift("pty_slave"), ["no_leaked_descriptors"], code="probe_descriptor_terminal"),
+    Row("tun_attached", "wrapper: /dev/net/tun attached to an interface of another network namespace",
+        gift("tun"), ["no_leaked_descriptors"], code="probe_descriptor_device", needs="/dev/net/tun"),
+    Row("kmsg_open", "wrapper: /dev/kmsg opened read-write (read and forge the kernel log)", gift("kmsg"),
+        ["no_leaked_descriptors"], code="probe_descriptor_device", needs="/dev/kmsg"),
+    Row("vcs_open", "wrapper: /dev/vcs1 open (the host console's screen)", gift("vcs"),
+        ["no_leaked_descriptors"], code="probe_descriptor_terminal", needs="/dev/vcs1"),
+    Row("ctty_inherited", "wrapper: a new session whose controlling terminal is a host pty (no descriptor left)",
+        gift("ctty"), ["no_controlling_terminal"], code="probe_controlling_terminal"),
+    Row("stacked_hidden_mount", "not a weakening: two binds stacked at /etc/hostname, the lower (writable) one "
+        "hidden under the upper that bwrap makes read-only", lambda a, b: a, [], isolate=_stacked_on_etc,
+        needs="/etc/hostname",
+        note="a mount no path reaches is not judged: the checks read the top of each stack (visible mounts)"),
+    Row("file_copied_on_root", "wrapper: --file FD /host-secret with /etc/shadow opened by a root helper (only "
+        "an unprivileged user gains: it cannot read the shadow file otherwise)", gift("shadow"),
+        ["root_content_declared"], code="probe_root_undeclared"),
+]
 
 
 def applicable(row, bench, systemd=False):

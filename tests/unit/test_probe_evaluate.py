@@ -46,7 +46,14 @@ def good():
                "payload": {"ppid": 4241, "nspid": [4242], "uid": 65534, "ns": dict(SANDBOX_NS), "read_by": "probe",
                            "mounts": PF.parse_mountinfo(MOUNTINFO), "interfaces": ["lo"], "privileges": dict(PRIV),
                            "fds": dict((str(n), {"link": "pipe:[%d]" % n, "type": "fifo"}) for n in range(3)),
-                           "mapped": [["254:0", 11, "/usr/bin/python3.11"], ["254:0", 12, "/usr/lib/libc.so.6"]]},
+                           "mapped": [["254:0", 11, "/usr/bin/python3.11"], ["254:0", 12, "/usr/lib/libc.so.6"]],
+                           # the outside's reading of where each pipe leads (the probe, pid 4000, holds the other
+                           # end; bwrap holds them too), the session and the root's own content
+                           "fd_holders": {"held": dict(("pipe:[%d]" % n, [4000, 4241, 4242]) for n in range(3)),
+                                          "comm": {}, "unreadable": 0, "sandbox": [4242]},
+                           "session": {"pgrp": 4100, "session": 4100, "tty_nr": 0, "tty": "0:0"},
+                           "root_entries": []},
+               "collectors": [4000],
                "parent": {"pid": 4241, "ns": dict(HOST_NS), "exe": "/usr/bin/bwrap", "exe_id": list(BWRAP_ID),
                           "read_by": "probe", "mounts": HOST_MOUNTS}}
     host = {"ns": dict(HOST_NS), "mounts": HOST_MOUNTS, "privileges": dict(PRIV), "trusted_bwrap": [list(BWRAP_ID)],
@@ -465,3 +472,64 @@ def test_unit_pid_translates_a_units_own_pid_numbers(tmp_path):
     assert PF.unit_pid(1, "metnos-probe-x.service", level=2, proc=str(tmp_path)) == 152
     assert PF.unit_pid(170, "metnos-probe-y.service", proc=str(tmp_path)) == 170
     assert PF.unit_pid(3, "metnos-probe-x.service", proc=str(tmp_path)) is None
+
+
+# ---- what the sandbox holds (issue 41): fixtures of the outside's readings; the real plants are the matrix's rows
+# (tests/helpers/probe_mutations.py: pipe_to_outside, pty_master, tun_attached, ctty_inherited, ...)
+
+def test_a_pipe_another_process_outside_holds_leads_outside():
+    obs, outside, host = good()
+    outside["payload"]["fds"]["7"] = {"link": "pipe:[77]", "type": "fifo"}
+    outside["payload"]["fd_holders"]["held"]["pipe:[77]"] = [4242, 5151]
+    outside["payload"]["fd_holders"]["comm"] = {"5151": "sh"}
+    bad = failed(obs, outside, host)
+    assert set(bad) == {"no_leaked_descriptors"}
+    assert bad["no_leaked_descriptors"]["observed"]["kinds"] == [
+        ["outside", "7 -> pipe:[77], also held by pid 5151 (sh) outside the sandbox"]]
+    outside["payload"]["fd_holders"]["held"]["pipe:[77]"] = [4242]       # a pipe of the sandbox's own
+    assert failed(obs, outside, host) == {}
+
+
+def test_stdio_must_be_the_probes_own_pipes():
+    obs, outside, host = good()
+    outside["payload"]["fd_holders"]["held"]["pipe:[2]"] = [4241, 4242]      # nobody on the probe's side
+    bad = failed(obs, outside, host)
+    assert bad["no_leaked_descriptors"]["observed"]["problems"] == [
+        "2 -> pipe:[2]: the payload's stderr is not the probe's own pipe"]
+    del outside["payload"]["fd_holders"]                                    # not read: not proven
+    assert "not proven" in failed(obs, outside, host)["no_leaked_descriptors"]["observed"]["problems"][0]
+
+
+def test_devices_are_judged_by_their_numbers():
+    obs, outside, host = good()
+    fds = outside["payload"]["fds"]
+    fds["5"] = {"link": "/dev/null", "type": "chr", "rdev": "1:3"}
+    assert failed(obs, outside, host) == {}
+    fds["6"] = {"link": "/dev/null", "type": "chr", "rdev": "1:11"}          # kmsg under another name
+    fds["7"] = {"link": "/dev/pts/3", "type": "chr", "rdev": "136:3"}
+    fds["8"] = {"link": "net:[4026532000]", "type": "reg"}
+    fds["9"] = {"link": "anon_inode:[pidfd]", "type": "anon"}
+    fds["10"] = {"link": "/dev/sda", "type": "blk", "rdev": "8:0"}
+    kinds = failed(obs, outside, host)["no_leaked_descriptors"]["observed"]["kinds"]
+    assert [k for k, _w in kinds] == ["device", "terminal", "namespace", "pidfd", "block"]
+
+
+def test_a_controlling_terminal_is_a_failure_naming_tiocsti():
+    obs, outside, host = good()
+    outside["payload"]["session"] = {"pgrp": 4100, "session": 4100, "tty_nr": 34817, "tty": "136:1"}
+    bad = failed(obs, outside, host)
+    assert set(bad) == {"no_controlling_terminal"}
+    text = bad["no_controlling_terminal"]["observed"]["problems"][0]
+    assert "TIOCSTI" in text and "legacy_tiocsti is absent on this kernel" in text
+    host["legacy_tiocsti"] = "0"
+    assert "legacy_tiocsti = 0" in failed(obs, outside, host)["no_controlling_terminal"]["observed"]["problems"][0]
+
+
+def test_content_on_the_root_not_created_by_the_profile_is_undeclared():
+    obs, outside, host = good()
+    spec = dict(SPEC, created=["/bin", "/usr", "/srv/metnos/x"])
+    outside["payload"]["root_entries"] = [["bin", "l"], ["srv", "d"], ["srv/metnos", "d"]]
+    assert failed(obs, outside, host, spec) == {}
+    outside["payload"]["root_entries"].append(["host-secret", "f"])
+    bad = failed(obs, outside, host, spec)
+    assert bad["root_content_declared"]["observed"]["undeclared"] == ["/host-secret (file)"]

@@ -300,3 +300,86 @@ CODES.extend([
          [_REINSTALL],
          messages={"": "{bwrap_path} belongs to {package} but the package database says it differs: {detail}."}),
 ])
+
+# ---- what the sandbox holds (issue 41): every descriptor by where it leads, the session, the root's content ----
+_HELD_EVIDENCE = ("The payload's descriptors read from the host's /proc/PID/fd and fdinfo while it waits (never "
+                  "its own report): each pipe's and socket's other holders found in one pass over /proc/*/fd, a "
+                  "socket's network namespace from /proc/PID/net, a device by its device number.")
+_HELD_FIX = ("Find what handed it in: compare the rendered argv with the one the service runs "
+             "(metnos.sandbox.sandbox_profile), and check the bwrap the service executes and what wraps it: "
+             "systemctl show -p ExecStart -p Environment <unit> ; command -v bwrap ; dpkg -S \"$(command -v bwrap)\"",
+             "Start the executor with only its own pipes open (close every other descriptor before bwrap, "
+             "e.g. close_fds=True), then run the probe again.")
+CODES.extend([
+    Code("probe_descriptor_outside", ERROR, "R-SCOPE-1", PROBE,
+         "The sandbox holds a pipe or socket that leads outside it",
+         "A pipe or socket the payload holds has another holder outside the sandbox and the probe (a host shell "
+         "reading what the sandbox writes runs it in the host's namespaces), is a socket made in another network "
+         "namespace, is a named pipe of the host, or one of its stdin, stdout and stderr is not the probe's own "
+         "pipe.", _HELD_EVIDENCE, list(_HELD_FIX),
+         messages={"": "the payload holds a channel that leads outside the sandbox: {said}{traced}"}),
+    Code("probe_descriptor_terminal", ERROR, "R-SCOPE-1", PROBE,
+         "The sandbox holds a terminal",
+         "The payload holds a descriptor of a terminal (a pty master or slave, /dev/tty, a console, a virtual "
+         "console's screen /dev/vcs*, a serial line): it types into the shell that reads that terminal "
+         "(TIOCSTI, or a pty master's input), reads its screen or writes to it.",
+         _HELD_EVIDENCE, list(_HELD_FIX),
+         messages={"": "the payload holds a terminal: {said}{traced}"}),
+    Code("probe_descriptor_device", ERROR, "R-SCOPE-1", PROBE,
+         "The sandbox holds a device the profile does not give it",
+         "The payload holds a character device other than the memory-class nodes bwrap's --dev makes (null, "
+         "zero, full, random, urandom): a tun/tap device attached to an interface outside (the sandbox's "
+         "packets leave despite --unshare-net), /dev/kmsg (the kernel log, read and forged), /dev/mem, ...",
+         _HELD_EVIDENCE, list(_HELD_FIX),
+         messages={"": "the payload holds a device the profile does not give it: {said}{traced}"}),
+    Code("probe_descriptor_block", ERROR, "R-SCOPE-1", PROBE,
+         "The sandbox holds a block device",
+         "The payload holds a block device: every file on it is readable (and writable) past the mounts.",
+         _HELD_EVIDENCE, list(_HELD_FIX),
+         messages={"": "the payload holds a block device: {said}{traced}"}),
+    Code("probe_descriptor_namespace", ERROR, "R-SCOPE-1", PROBE,
+         "The sandbox holds a namespace of another process",
+         "The payload holds a namespace descriptor: it can join that namespace (setns) or keep it alive.",
+         _HELD_EVIDENCE, list(_HELD_FIX),
+         messages={"": "the payload holds a namespace: {said}{traced}"}),
+    Code("probe_descriptor_pidfd", ERROR, "R-SCOPE-1", PROBE,
+         "The sandbox holds a process descriptor",
+         "The payload holds a pidfd: it can signal that process and take its descriptors (pidfd_getfd) where "
+         "the kernel lets it.",
+         _HELD_EVIDENCE, list(_HELD_FIX),
+         messages={"": "the payload holds a process descriptor: {said}{traced}"}),
+    Code("probe_descriptor_watch", ERROR, "R-SCOPE-1", PROBE,
+         "The sandbox holds an event descriptor made outside it",
+         "The payload holds an epoll, inotify, fanotify, signalfd or other anonymous-inode descriptor it did not "
+         "make: it watches files or processes outside the sandbox.",
+         _HELD_EVIDENCE, list(_HELD_FIX),
+         messages={"": "the payload holds an event descriptor: {said}{traced}"}),
+    Code("probe_descriptor_file", ERROR, "R-SCOPE-1", PROBE,
+         "The sandbox holds a file or directory from outside",
+         "The payload holds a descriptor of a file or directory of the host (openat reaches every host file past "
+         "the mounts), or a descriptor the probe could not read (not proven).",
+         _HELD_EVIDENCE, list(_HELD_FIX),
+         messages={"": "the payload holds a file or directory from outside: {said}{traced}"}),
+    Code("probe_controlling_terminal", ERROR, "R-SCOPE-1", PROBE,
+         "The sandbox has a controlling terminal",
+         "The payload's session has a controlling terminal (the service under systemd has none): with no "
+         "descriptor left to it, the sandbox opens /dev/tty, reads and writes the terminal, and pushes input to "
+         "the shell reading it with the TIOCSTI ioctl - allowed unless the kernel's dev.tty.legacy_tiocsti is 0 "
+         "(Linux 6.2 and later; the setting is absent before, and TIOCSTI always allowed).",
+         "The payload's session, process group and tty_nr from the host's /proc/PID/stat; "
+         "/proc/sys/dev/tty/legacy_tiocsti.",
+         ["Start bwrap with --new-session (setsid: no controlling terminal), or run the executor only from the "
+          "service (systemd gives it none), then run the probe again.",
+          "Refuse TIOCSTI host-wide (Linux 6.2+): sysctl -w dev.tty.legacy_tiocsti=0"],
+         messages={"": "{said}{traced}"}),
+    Code("probe_root_undeclared", ERROR, "R-SCOPE-1", PROBE,
+         "Something on the sandbox's root was not created by the profile",
+         "A file, directory or symlink lies on the sandbox's own root file system (not under any mount) that the "
+         "profile does not create: a host file copied in with --file FD PATH or --bind-data, readable inside "
+         "without a mount or a descriptor left over.",
+         "The sandbox's root listed from outside through the host's /proc/PID/root (bounded, not entering "
+         "mounts), compared with the profile's destinations and the directories above them.",
+         ["Compare the rendered argv (metnos.sandbox.sandbox_profile) with the one the service runs, and the bwrap "
+          "it executes: command -v bwrap ; dpkg -S \"$(command -v bwrap)\""],
+         messages={"": "{said}{traced}"}),
+])

@@ -231,6 +231,9 @@ def expectations(profile: RS.Profile, extra_absent: t.Sequence[str] = ()) -> Jso
         "rules": rules,
         "argv_options": opts[1:],
         "descriptors": list(profile.get("descriptors") or []),
+        # what the profile itself puts on the sandbox's root: every destination (binds, symlinks, --dir, --file
+        # ...) and, implied, the directories above it
+        "created": sorted(set(m["dest"] for m in mounts)),
     }
 
 

@@ -194,10 +194,35 @@ def _judge(checks: t.List[Json], tool: str, who: str, traced: str) -> t.List[D.D
         return [D.make("probe_not_isolated", user=who, wording="unisolated", fill={
             "tool": tool, "failed": "; ".join(_say(c) for c in failed), "traced": traced},
             checks=[c["name"] for c in failed])]
-    return [D.make("probe_check_failed", wording="failed", fill={"said": _say(check), "traced": traced},
-                   check=check["name"],
-                   check_rule=check["rule"])
-            for check in failed]
+    out: t.List[D.Diagnostic] = []
+    for check in failed:
+        own = _own_codes(check)
+        if own:
+            out.extend(D.make(code, fill={"said": said, "traced": traced}, check=check["name"],
+                              check_rule=check["rule"]) for code, said in own)
+        else:
+            out.append(D.make("probe_check_failed", wording="failed", fill={"said": _say(check), "traced": traced},
+                              check=check["name"], check_rule=check["rule"]))
+    return out
+
+
+# The checks whose failures are reported with a code of their own (codes.py), not probe_check_failed.
+_CHECK_CODES = {"no_controlling_terminal": "probe_controlling_terminal",
+                "root_content_declared": "probe_root_undeclared"}
+
+
+def _own_codes(check: Json) -> t.List[t.Tuple[str, str]]:
+    """[(code, what it says)] of a failed check that has codes of its own: each kind of descriptor its own
+    (evidence.DESCRIPTOR_CODES), the session and the root's content theirs; [] for the others."""
+    observed = check["observed"] if isinstance(check["observed"], dict) else {}
+    if check["name"] == "no_leaked_descriptors" and observed.get("kinds"):
+        said: t.Dict[str, t.List[str]] = {}
+        for kind, what in observed["kinds"]:
+            said.setdefault(EV.DESCRIPTOR_CODES.get(kind, "probe_descriptor_file"), []).append(what)
+        return [(code, "; ".join("fd " + w for w in whats[:6])) for code, whats in sorted(said.items())]
+    if check["name"] in _CHECK_CODES and observed.get("problems"):
+        return [(_CHECK_CODES[check["name"]], "; ".join(observed["problems"]))]
+    return []
 
 
 def _say(check: Json) -> str:
@@ -300,6 +325,7 @@ def run_systemd(argv: t.List[str], spec: Json, python: str, user: User, settings
         return _verdict(full[:len(full) - 1] + ["<spec>"], result, None, None, spec, host, user, timeout, trust=trust,
                         payload=payload)
     watcher = WI._Watcher(spec["token"], payload, stdin=proc.stdin, unit=runner_unit + ".service", go=go, ledger=ledger)
+    watcher.collectors = [os.getpid(), proc.pid, 1]      # systemd-run --pipe hands the probe's pipes to systemd
     started = RP.UnitRun(proc, ledger, BT.started_ids(trust), runner_unit + ".service", lambda: watcher.launcher)
     report: Json = {}
     if proc.stdout is None or proc.stderr is None:

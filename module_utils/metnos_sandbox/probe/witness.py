@@ -28,7 +28,17 @@ def host_view(proc: str = "/proc") -> Json:
     status = PF.read_status("self", proc)
     return {"ns": PL.host_namespaces(proc), "mounts": mounts if isinstance(mounts, list) else [],
             "privileges": PF.privileges(status), "nspid": status.get("nspid") or [],
-            "from": "the probe (pid %d) that started bwrap" % os.getpid()}
+            "from": "the probe (pid %d) that started bwrap" % os.getpid(), "legacy_tiocsti": _legacy_tiocsti(proc)}
+
+
+def _legacy_tiocsti(proc: str) -> t.Optional[str]:
+    """The kernel's dev.tty.legacy_tiocsti ("0"/"1"), None when this kernel has no such setting (before 6.2)."""
+    try:
+        return PF.read_text(os.path.join(proc, "sys", "dev", "tty", "legacy_tiocsti"), limit=16).strip()
+    except FileNotFoundError:
+        return None
+    except (IOError, OSError) as exc:
+        return PF.errname(exc)
 
 
 def observe_context(pid: int, proc: str = "/proc") -> Json:
@@ -62,6 +72,8 @@ def observe_outside(launcher: t.Optional[int], child_pid: t.Optional[int], paylo
     out["payload_pid"] = pids[0] if len(pids) == 1 else None
     if out["payload_pid"] is not None:
         out["payload"] = _observe_payload(out["payload_pid"], child_pid, proc)
+        out["payload"].update(_where_descriptors_lead(out["payload"], out["payload_pid"], child_pid, proc,
+                                                      launcher if isinstance(launcher, int) else None))
     if isinstance(launcher, int) and launcher > 0:
         links, how = PF.read_links(launcher, ["ns/" + k for k in PF.NS_KINDS] + ["exe"], proc)
         ident = PT.exe_ident(launcher, proc)
@@ -89,6 +101,49 @@ def _observe_payload(pid: int, child_pid: t.Optional[int], proc: str) -> Json:
             "fds": PF.open_files(pid, proc), "mapped": PF.mapped_files(pid, proc)}
 
 
+def _bwrap_chain(pid: int, launcher: t.Optional[int], proc: str) -> t.List[int]:
+    """The processes from the payload's parent up to the bwrap that was started (bwrap's own: its monitor, a
+    setup process between them); [] when the chain does not reach it."""
+    chain: t.List[int] = []
+    here = pid
+    for _step in range(8):
+        parent = (PT.read_stat(here, proc) or {}).get("ppid")
+        if not isinstance(parent, int) or parent <= 1:
+            return []
+        chain.append(parent)
+        if parent == launcher:
+            return chain
+        here = parent
+    return []
+
+
+def _where_descriptors_lead(payload: Json, pid: int, child_pid: t.Optional[int], proc: str,
+                            launcher: t.Optional[int] = None) -> Json:
+    """Where the payload's pipes and sockets lead, from outside: every process of the host holding each of them
+    (one pass over /proc/*/fd), the sandbox's own processes (bwrap's child and everything below it, and bwrap's
+    processes between the payload and the bwrap that was started), and for
+    sockets the sockets of the payload's own network namespace (one created there is listed there); plus the
+    payload's session, process group and controlling terminal, and what lies on its root file system itself."""
+    out: Json = {"session": PF.read_session(pid, proc), "root_entries": PF.root_entries(pid, proc)}
+    fds = payload.get("fds")
+    links = sorted(set(i.get("link") for i in fds.values() if str(i.get("link")).startswith(("pipe:[", "socket:[")))
+                   ) if isinstance(fds, dict) else []
+    if not links:
+        return out
+    held, unreadable = PF.fd_holders(links, proc)
+    inside = set([pid] + ([child_pid] if isinstance(child_pid, int) else []))
+    for top in list(inside):
+        inside.update(PT.descendants(top, proc, exhaustive=False))
+    inside.update(_bwrap_chain(pid, launcher, proc))
+    out["fd_holders"] = {"held": dict((k, sorted(v)[:16]) for k, v in held.items()),
+                         "comm": dict((str(p), (PT.read_stat(p, proc) or {}).get("comm")) for p in sorted(
+                             set(p for v in held.values() for p in v) - inside)[:16]),
+                         "unreadable": unreadable, "sandbox": sorted(inside)[:64]}
+    if any(link.startswith("socket:[") for link in links):
+        out["fd_holders"]["own_sockets"] = PF.net_socket_inodes(pid, proc)
+    return out
+
+
 class _Watcher(object):
     """The outside half of the handshake: once the payload has reported, read its evidence (while
     it waits on stdin), then let it go."""
@@ -107,6 +162,9 @@ class _Watcher(object):
         self.launcher: t.Optional[int] = None
         self.stdin = stdin          # systemd: the launcher waits for one line before it runs bwrap
         self.context: t.Optional[Json] = None
+        # the probe's own side of the payload's pipes: the probe, and in a unit systemd-run and the service
+        # manager that passed them on (set by the runner)
+        self.collectors: t.List[int] = [os.getpid()]
 
     def _done(self, objects: t.List[Json], status: Json, launcher: t.Optional[int]) -> bool:
         if not any(o.get("metnos_probe") == self.token for o in objects):
@@ -120,6 +178,7 @@ class _Watcher(object):
             self.outside = {"launcher": launcher, "child_pid": child, "error": "%s: %s" % (type(exc).__name__, exc)}
         if self.context is not None:
             self.outside["context"] = self.context
+        self.outside["collectors"] = list(self.collectors)
         if self.ledger is not None:
             self.ledger.phase = PT.CHECKED
             if self.ledger.poller is not None:
