@@ -13,6 +13,7 @@ import typing as t
 
 from ..base.paths import under
 from ..host import procfs as PF
+from . import held
 from . import payload as PL
 from . import proc_covers as PC
 from .payload import Json
@@ -494,186 +495,12 @@ def _check_capabilities(sc: _Scene) -> None:
            dict(priv, uid=payload.get("uid"), problems=problems), not problems)
 
 
-def _unread(sc: _Scene, value: t.Any, kind: type, what: str) -> t.List[str]:
-    """Why a reading of the payload process proves nothing ([] when it is a ``kind``)."""
-    if sc.pid is None or value is None:
-        return ["not proven: the payload process was not found outside"]
-    if not isinstance(value, kind):
-        return ["not proven: %s gave %s" % (what, value)]
-    return []
-
-
-# The only character devices a descriptor of the payload may lead to: the memory-class nodes bwrap's --dev makes
-# (device numbers fixed by the kernel, Documentation/admin-guide/devices.txt). /dev/tty (5:0) is the opener's
-# controlling terminal: a terminal, like the consoles, virtual consoles (vcs), ptys and serial lines below.
-MEM_NODES = {"1:3": "null", "1:5": "zero", "1:7": "full", "1:8": "random", "1:9": "urandom"}
-_TERMINAL_MAJORS = frozenset([2, 3, 4, 5, 7, 136, 137, 138, 139, 140, 141, 142, 143, 166, 188, 204, 229])
-_DEVICE_NAMES = {"1:1": "mem", "1:2": "kmem", "1:4": "port", "1:11": "kmsg", "10:200": "net/tun", "5:0": "tty",
-                 "5:1": "console", "5:2": "ptmx (a pty master)"}
-_NS_LINK = ("cgroup:[", "ipc:[", "mnt:[", "net:[", "pid:[", "pid_for_children:[", "time:[", "time_for_children:[",
-            "user:[", "uts:[")
-# kind of descriptor -> the code it is reported with (codes.py)
-DESCRIPTOR_CODES = {"outside": "probe_descriptor_outside", "terminal": "probe_descriptor_terminal",
-                    "device": "probe_descriptor_device", "block": "probe_descriptor_block",
-                    "namespace": "probe_descriptor_namespace", "pidfd": "probe_descriptor_pidfd",
-                    "watch": "probe_descriptor_watch", "file": "probe_descriptor_file"}
-
-
-def _holders_text(pids: t.Sequence[int], comm: t.Mapping[str, t.Any]) -> str:
-    return ", ".join("pid %d (%s)" % (p, comm.get(str(p)) or "?") for p in pids[:4])
-
-
-def _channel(sc: _Scene, fd: str, link: str, holders: Json) -> t.Optional[str]:
-    """Why the pipe or socket ``link`` (at descriptor ``fd``) leads outside the sandbox, None when it does not:
-    every other holder must be the sandbox's (bwrap's child and below, bwrap) or the probe's own collector; the
-    stdio slots must be the probe's own pipes; a socket must be one of the sandbox's own network namespace."""
-    held = (holders.get("held") or {}).get(link) or []
-    inside = set(holders.get("sandbox") or []) | set([sc.outside.get("launcher"), sc.pid])
-    collectors = set(sc.outside.get("collectors") or [])
-    outsiders = [p for p in held if p not in inside and p not in collectors]
-    comm = holders.get("comm") or {}
-    if outsiders:
-        return "%s -> %s, also held by %s outside the sandbox" % (fd, link, _holders_text(outsiders, comm))
-    if fd in ("0", "1", "2") and not (link.startswith("pipe:[") and collectors & set(held)):
-        return "%s -> %s: the payload's std%s is not the probe's own pipe" % (fd, link, ("in", "out", "err")[int(fd)])
-    if link.startswith("socket:["):
-        own = holders.get("own_sockets")
-        mine, ref = (sc.payload.get("ns") or {}).get("net"), sc.ref.ns.get("net")
-        if not isinstance(own, list):
-            return "%s -> %s: not proven (the sandbox's sockets could not be read: %s)" % (fd, link, own)
-        if link not in own:
-            return "%s -> %s: a socket of another network namespace (made outside the sandbox)" % (fd, link)
-        if mine == ref:
-            return "%s -> %s: a socket of the parent context's network namespace (shared: where it leads is not " \
-                   "proven)" % (fd, link)
-    return None
-
-
-def _descriptor_finding(sc: _Scene, fd: str, info: Json, holders: t.Optional[Json]) -> t.Optional[t.Tuple[str, str]]:
-    """(kind, what it is and where it leads) of one descriptor of the payload that must not be there, None for
-    one that may: deny by default (only the probe's own pipes, channels within the sandbox and the memory-class
-    nodes of --dev)."""
-    link, kind, rdev = str(info.get("link")), info.get("type"), info.get("rdev")
-    if PF.is_error(link) or PF.is_error(kind):
-        return "file", "%s: not proven (%s)" % (fd, link if PF.is_error(link) else kind)
-    if kind in ("fifo", "sock") and link.startswith(("pipe:[", "socket:[")):
-        if holders is None:
-            return "outside", "%s -> %s: not proven (who else holds it was not read)" % (fd, link)
-        why = _channel(sc, fd, link, holders)
-        return ("outside", why) if why else None
-    if kind == "fifo":
-        return "outside", "%s -> %s (a named pipe of the host)" % (fd, link)
-    if kind == "chr":
-        if rdev in MEM_NODES:
-            return None
-        major = int(str(rdev).split(":")[0]) if str(rdev).split(":")[0].isdigit() else -1
-        name = _DEVICE_NAMES.get(str(rdev)) or ("pts/%s" % str(rdev).split(":")[1] if 136 <= major <= 143 else None)
-        more = "".join(", %s %s" % (k.replace("_", " "), info[k]) for k in ("iff", "tty_index") if info.get(k))
-        what = "%s -> %s (character device %s%s%s)" % (fd, link, rdev, ": " + name if name else "", more)
-        return ("terminal" if major in _TERMINAL_MAJORS else "device"), what
-    if kind == "blk":
-        return "block", "%s -> %s (block device %s)" % (fd, link, rdev)
-    if link.startswith(_NS_LINK):
-        return "namespace", "%s -> %s (a namespace)" % (fd, link)
-    if link == "anon_inode:[pidfd]":
-        return "pidfd", "%s -> %s (a process of the host)" % (fd, link)
-    if link.startswith("anon_inode:") or kind == "anon":
-        return "watch", "%s -> %s" % (fd, link)
-    return "file", "%s -> %s (%s)" % (fd, link, kind)
-
-
-def _check_descriptors(sc: _Scene) -> None:
-    """9b. Every descriptor the payload holds, read from outside (/proc/PID/fd and fdinfo), judged by where it
-    leads: a pipe or socket only when every other holder is in the sandbox or the probe's collector (and the
-    stdio slots are the probe's own pipes), a character device only when it is a memory-class node of --dev;
-    a terminal, another device, a block device, a namespace, a pidfd, an event/watch descriptor or a file or
-    directory from outside (openat reaches the host past every mount): never."""
-    fds = sc.payload.get("fds")
-    problems = _unread(sc, fds, dict, "listing its descriptors")
-    findings: t.List[t.List[str]] = []
-    if not problems and isinstance(fds, dict):
-        holders = sc.payload.get("fd_holders")
-        for fd, info in sorted(fds.items(), key=lambda i: int(i[0]) if i[0].isdigit() else -1):
-            got = _descriptor_finding(sc, fd, info, holders if isinstance(holders, dict) else None)
-            if got:
-                findings.append(list(got))
-        for slot in ("0", "1", "2"):
-            if slot not in fds:
-                findings.append(["outside", "%s: closed, the probe gave the payload its own pipe there" % slot])
-        files = [w for k, w in findings if k == "file"]
-        if files:
-            problems.append("descriptors from outside: %s" % ", ".join(files[:6]))
-        problems.extend(w for k, w in findings if k != "file")
-    sc.add("no_leaked_descriptors", "R-SCOPE-1", "only the probe's own pipes (its stdio), channels within the "
-           "sandbox and --dev's memory nodes (null, zero, full, random, urandom) are open",
-           {"fds": dict(list(fds.items())[:12]) if isinstance(fds, dict) else fds, "problems": problems[:12],
-            "kinds": findings[:12]}, not problems)
-
-
-def _check_terminal(sc: _Scene) -> None:
-    """9d. The payload's session has no controlling terminal (host /proc/PID/stat: session, tty_nr), as the
-    service under systemd has none: with one, any process of the session opens /dev/tty and pushes input to
-    the terminal's reader (TIOCSTI, unless dev.tty.legacy_tiocsti=0) or reads and writes it."""
-    session = sc.payload.get("session")
-    problems = _unread(sc, session, dict, "reading its session")
-    if not problems and isinstance(session, dict) and "tty_nr" not in session:
-        problems.append("not proven: /proc/%s/stat could not be read" % sc.pid)
-    elif not problems and isinstance(session, dict) and session["tty_nr"]:
-        problems.append("the payload (session %s, process group %s) has a controlling terminal (character device "
-                        "%s): it opens /dev/tty without any descriptor left to it, reads and writes the terminal "
-                        "and pushes input to the terminal's shell with TIOCSTI: %s" % (
-                            session.get("session"), session.get("pgrp"), session.get("tty"),
-                            _tiocsti(sc.host.get("legacy_tiocsti"))))
-    sc.add("no_controlling_terminal", "R-SCOPE-1", "no controlling terminal (a service under systemd has none)",
-           dict(session or {}, problems=problems) if isinstance(session, dict) else {"session": session,
-                                                                                      "problems": problems},
-           not problems)
-
-
-def _tiocsti(value: t.Any) -> str:
-    if value == "0":
-        return "dev.tty.legacy_tiocsti = 0 on this host (TIOCSTI needs CAP_SYS_ADMIN; reading and writing remain)"
-    if value == "1":
-        return "dev.tty.legacy_tiocsti = 1 on this host (TIOCSTI is allowed)"
-    return "dev.tty.legacy_tiocsti is absent on this kernel (before Linux 6.2: TIOCSTI is always allowed)" \
-        if value is None else "dev.tty.legacy_tiocsti could not be read (%s)" % value
-
-
-def _check_root_content(sc: _Scene) -> None:
-    """5c. Everything on the sandbox's root file system itself (not under a mount), listed from outside through
-    /proc/PID/root, is what the profile creates there: its destinations and the directories above them. A
-    file copied onto the root (--file FD PATH, --bind-data) without a mount is undeclared content."""
-    entries = sc.payload.get("root_entries")
-    problems = _unread(sc, entries, list, "listing its root")
-    extra: t.List[str] = []
-    if not problems and isinstance(entries, list):
-        created = sc.spec.get("created")
-        places = set(created if isinstance(created, list) else sc.declared + list(sc.binds))
-        allowed: t.Set[str] = set()
-        for dest in places:
-            parts = os.path.normpath(dest).strip("/").split("/")
-            allowed.update("/".join(parts[:i + 1]) for i in range(len(parts)))
-        for rel, kind in entries:
-            if PF.is_error(rel) or PF.is_error(kind):
-                problems.append("not proven: %s %s" % ("/" + str(rel) if not PF.is_error(rel) else "the root",
-                                                       kind or rel))
-            elif rel not in allowed:
-                extra.append("/%s (%s)" % (rel, {"d": "directory", "l": "symlink", "f": "file"}.get(kind, "other")))
-        if len(entries) > 200:
-            problems.append("not proven: more than 200 entries on the sandbox's root")
-        if extra:
-            problems.append("on the sandbox's root but not created by the profile: %s" % ", ".join(extra[:8]))
-    sc.add("root_content_declared", "R-SCOPE-1", "only what the profile creates lies on the sandbox's own root",
-           {"entries": len(entries) if isinstance(entries, list) else entries, "undeclared": extra[:12],
-            "problems": problems}, not problems)
-
-
 def _check_payload_code(sc: _Scene) -> None:
     """9c. The payload's code - its interpreter and every library it mapped - comes from the declared
     binds (the devices of the mounts at and below them), never from the sandbox's own tmpfs
     (a library planted with --file/--bind-data and LD_PRELOAD) or anywhere else."""
     mapped = sc.payload.get("mapped")
-    problems = _unread(sc, mapped, list, "reading its mappings")
+    problems = held.unread(sc, mapped, list, "reading its mappings")
     if not problems and sc.visible is None:
         problems.append("not proven: the payload's mount table was not read")
     elif not problems and isinstance(mapped, list) and sc.visible is not None:
@@ -709,8 +536,8 @@ def _check_seccomp(sc: _Scene) -> None:
 _CHECKS: t.Tuple[t.Callable[[_Scene], None], ...] = (
     _check_identity, _check_bwrap_exe, _check_proc, _check_proc_covers, _check_namespaces, _check_tmpfs,
     _check_bind_sources, _check_undeclared_mounts,
-    _check_root_content, _check_read_only, _check_writable, _check_hidden, _check_parent_death, _check_capabilities,
-    _check_descriptors, _check_terminal, _check_payload_code, _check_seccomp)
+    held.check_root_content, _check_read_only, _check_writable, _check_hidden, _check_parent_death,
+    _check_capabilities, held.check_descriptors, held.check_terminal, _check_payload_code, _check_seccomp)
 
 
 def _hex(value: t.Any) -> t.Any:

@@ -25,6 +25,7 @@ from ..host import package_owner as PO
 from ..service import systemd_exit as SX
 from ..service import unit_context as UC
 from . import evidence as EV
+from . import held
 from . import payload as PL
 from . import proc_covers as PC
 from . import proctree as PT
@@ -207,7 +208,7 @@ def _judge(checks: t.List[Json], tool: str, who: str, traced: str) -> t.List[D.D
 
 
 # The checks whose failures are reported with a code of their own (codes.py), not probe_check_failed.
-_CHECK_CODES = {"no_controlling_terminal": "probe_controlling_terminal",
+_CODE_OF_CHECK = {"no_controlling_terminal": "probe_controlling_terminal",
                 "root_content_declared": "probe_root_undeclared"}
 
 
@@ -218,10 +219,10 @@ def _own_codes(check: Json) -> t.List[t.Tuple[str, str]]:
     if check["name"] == "no_leaked_descriptors" and observed.get("kinds"):
         said: t.Dict[str, t.List[str]] = {}
         for kind, what in observed["kinds"]:
-            said.setdefault(EV.DESCRIPTOR_CODES.get(kind, "probe_descriptor_file"), []).append(what)
+            said.setdefault(held.DESCRIPTOR_CODES.get(kind, "probe_descriptor_file"), []).append(what)
         return [(code, "; ".join("fd " + w for w in whats[:6])) for code, whats in sorted(said.items())]
-    if check["name"] in _CHECK_CODES and observed.get("problems"):
-        return [(_CHECK_CODES[check["name"]], "; ".join(observed["problems"]))]
+    if check["name"] in _CODE_OF_CHECK and observed.get("problems"):
+        return [(_CODE_OF_CHECK[check["name"]], "; ".join(observed["problems"]))]
     return []
 
 

@@ -13,6 +13,7 @@ import json
 import os
 import typing as t
 
+from ..host import holdings
 from ..host import procfs as PF
 from . import payload as PL
 from . import proc_covers as PC
@@ -124,13 +125,13 @@ def _where_descriptors_lead(payload: Json, pid: int, child_pid: t.Optional[int],
     processes between the payload and the bwrap that was started), and for
     sockets the sockets of the payload's own network namespace (one created there is listed there); plus the
     payload's session, process group and controlling terminal, and what lies on its root file system itself."""
-    out: Json = {"session": PF.read_session(pid, proc), "root_entries": PF.root_entries(pid, proc)}
+    out: Json = {"session": holdings.read_session(pid, proc), "root_entries": holdings.root_entries(pid, proc)}
     fds = payload.get("fds")
     links = sorted(set(i.get("link") for i in fds.values() if str(i.get("link")).startswith(("pipe:[", "socket:[")))
                    ) if isinstance(fds, dict) else []
     if not links:
         return out
-    held, unreadable = PF.fd_holders(links, proc)
+    held, unreadable = holdings.fd_holders(links, proc)
     inside = set([pid] + ([child_pid] if isinstance(child_pid, int) else []))
     for top in list(inside):
         inside.update(PT.descendants(top, proc, exhaustive=False))
@@ -140,7 +141,7 @@ def _where_descriptors_lead(payload: Json, pid: int, child_pid: t.Optional[int],
                              set(p for v in held.values() for p in v) - inside)[:16]),
                          "unreadable": unreadable, "sandbox": sorted(inside)[:64]}
     if any(link.startswith("socket:[") for link in links):
-        out["fd_holders"]["own_sockets"] = PF.net_socket_inodes(pid, proc)
+        out["fd_holders"]["own_sockets"] = holdings.net_socket_inodes(pid, proc)
     return out
 
 

@@ -1,0 +1,174 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a process holds, read from the host's /proc (issue 41): who else holds each of its pipes and sockets
+(one pass over /proc/*/fd), its session and controlling terminal, the sockets of its network namespace, and what
+lies on its root file system itself. The same rules as procfs.py: what root may not read is read again with the
+owner's credentials, what still cannot be read is counted or reported, never guessed.
+
+Pure Python, no Ansible imports.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import os
+import stat
+import typing as t
+
+from ..base.records import Record
+from .procfs import DENIED, DENIED_TEXT, Pid, as_owner_if_denied, call_as, errname, own_credentials, read_text
+
+
+class Holders(Record):
+    """fd_holders(): {link: [pid, ...]} of the processes holding each of the links asked (a pipe:[N] or
+    socket:[N]: one kernel object), and how many processes' tables could not be read."""
+    held: t.Dict[str, t.List[int]]
+    unreadable: int
+
+
+def _scan_fds(arg: t.Tuple[str, t.List[str], t.List[str]]) -> t.List[t.Any]:
+    """[{link: [pid, ...]}, [pids whose table was refused]] over the processes ``names`` of ``proc``."""
+    proc, names, links = arg
+    wanted = set(links)
+    found: t.Dict[str, t.List[int]] = {}
+    denied: t.List[str] = []
+    for name in names:
+        fd_dir = "%s/%s/fd" % (proc, name)
+        try:
+            dfd = os.open(fd_dir, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+        except OSError as exc:
+            if exc.errno in DENIED:
+                denied.append(name)
+            continue
+        try:
+            for fd in os.listdir(dfd):
+                try:
+                    link = os.readlink(fd, dir_fd=dfd)
+                except OSError:
+                    continue
+                if link in wanted:
+                    held = found.setdefault(link, [])
+                    if int(name) not in held:
+                        held.append(int(name))
+        except OSError as exc:
+            if exc.errno in DENIED:
+                denied.append(name)
+        finally:
+            os.close(dfd)
+    return [found, denied]
+
+
+def fd_holders(links: t.Iterable[str], proc: str = "/proc") -> Holders:
+    """Every process of this /proc holding one of ``links`` (pipe:[N], socket:[N]: the same kernel object
+    wherever it is held), in one pass over /proc/*/fd. Tables the probe may not read are read again with the
+    credentials of their owner (root without CAP_SYS_PTRACE); those still refused are counted, not guessed."""
+    wanted = sorted(set(links))
+    if not wanted:
+        return Holders({}, 0)
+    try:
+        names = [n for n in os.listdir(proc) if n.isdigit()]
+    except OSError:
+        return Holders({}, 0)
+    found, denied = _scan_fds((proc, names, wanted))
+    if denied and os.geteuid() == 0:
+        by_owner: t.Dict[t.Tuple[int, int], t.List[str]] = {}
+        left = []
+        for name in denied:
+            own = own_credentials(name, proc)
+            if own is None:
+                left.append(name)
+            else:
+                by_owner.setdefault(own, []).append(name)
+        for (uid, gid), group in sorted(by_owner.items())[:16]:
+            got = call_as(uid, gid, _scan_fds, (proc, group, wanted))
+            if not isinstance(got, list) or len(got) != 2:
+                left.extend(group)
+                continue
+            for link, pids in got[0].items():
+                found.setdefault(link, []).extend(p for p in pids if p not in found.get(link, []))
+            left.extend(got[1])
+        denied = left
+    return Holders(found, len(denied))
+
+
+def read_session(pid: Pid, proc: str = "/proc") -> t.Dict[str, t.Any]:
+    """pgrp, session and tty_nr (the controlling terminal's device number, 0 for none) of PID from
+    /proc/PID/stat (fields 5-7); {} when gone or malformed."""
+    try:
+        text = read_text(os.path.join(proc, str(pid), "stat"), limit=4096)
+    except (IOError, OSError):
+        return {}
+    head, sep, tail = text.rpartition(")")
+    fields = tail.split()
+    if not sep or len(fields) < 5:
+        return {}
+    try:
+        tty = int(fields[4])
+        return {"pgrp": int(fields[2]), "session": int(fields[3]), "tty_nr": tty,
+                "tty": "%d:%d" % (os.major(tty), os.minor(tty))}
+    except ValueError:
+        return {}
+
+
+def net_socket_inodes(pid: Pid, proc: str = "/proc") -> t.Union[t.List[str], str]:
+    """The inodes of the sockets of PID's network namespace (unix, tcp, udp, raw, packet, netlink tables of
+    /proc/PID/net), as "socket:[N]" links; an error string when the tables cannot be read."""
+    out: t.Set[str] = set()
+    columns = {"unix": 6, "tcp": 9, "tcp6": 9, "udp": 9, "udp6": 9, "raw": 9, "raw6": 9, "packet": 8, "netlink": 9}
+    read = 0
+    for table, col in columns.items():
+        try:
+            text = read_text(os.path.join(proc, str(pid), "net", table), limit=4 << 20)
+        except (IOError, OSError) as exc:
+            if exc.errno in DENIED:
+                return errname(exc)
+            continue
+        read += 1
+        for line in text.splitlines()[1:]:
+            fields = line.split()
+            if len(fields) > col and fields[col].isdigit():
+                out.add("socket:[%s]" % fields[col])
+    return sorted(out) if read else "error:ENOENT"
+
+
+def _root_walk(arg: t.Tuple[str, int]) -> t.List[t.Any]:
+    """[[relative path, type letter], ...] of what lies on the file system of ``root`` itself (entries on
+    another mount are not entered: a mount's own content is the mount checks' business), at most ``limit``;
+    [["error:...", ""]] when the root cannot be read."""
+    root, limit = arg
+    try:
+        dev = os.stat(root).st_dev      # (lstat would be of the magic link itself, on procfs)
+    except OSError as exc:
+        return [[errname(exc), ""]]
+    out: t.List[t.Any] = []
+    todo = [""]
+    while todo and len(out) <= limit:
+        rel = todo.pop()
+        try:
+            names = sorted(os.listdir(os.path.join(root, rel) if rel else root))
+        except OSError as exc:
+            out.append([rel or "/", errname(exc)])
+            continue
+        for name in names:
+            path = os.path.join(rel, name)
+            try:
+                st = os.lstat(os.path.join(root, path))
+            except OSError as exc:
+                out.append([path, errname(exc)])
+                continue
+            if st.st_dev != dev:
+                continue                # a mount point: not on the root's own file system
+            kind = "d" if stat.S_ISDIR(st.st_mode) else "l" if stat.S_ISLNK(st.st_mode) else \
+                "f" if stat.S_ISREG(st.st_mode) else "o"
+            out.append([path, kind])
+            if kind == "d":
+                todo.append(path)
+    return out[:limit + 1]
+
+
+def root_entries(pid: Pid, proc: str = "/proc", limit: int = 200) -> t.List[t.Any]:
+    """What lies on PID's root file system itself, read from outside through /proc/PID/root (see
+    _root_walk); read with PID's own uid and gid where the probe is refused."""
+    root = os.path.join(proc, str(pid), "root")
+    got = _root_walk((root, limit))
+    denied = bool(got) and isinstance(got[0][0], str) and got[0][0] in DENIED_TEXT
+    return t.cast("t.List[t.Any]", as_owner_if_denied(pid, proc, denied, lambda r: _root_walk((r, limit)), root, got))
