@@ -419,16 +419,18 @@ class Donor(object):
         self.thread.start()
 
     def _open(self, key):
+        """(descriptor, whether the donor closes it once handed over)."""
         if key in self.fds:
-            return self.fds[key]
+            return self.fds[key], False
         if key in ("pipe_fd7", "pipe_stderr"):
+            # a new pipe each time, the donor keeping no end of it: its reader is a shell outside the sandbox and
+            # the probe (what it reads, it could run)
             r, w = os.pipe()
-            # the pipe's reader: a shell outside the sandbox and the probe (what it reads, it could run)
             self.procs.append(subprocess.Popen(["sh", "-c", "cat >/dev/null", "sh", self.bench.dir], stdin=r,
                                                stdout=subprocess.DEVNULL, start_new_session=True))
             os.close(r)
-            fd = w
-        elif key in ("pty_master", "pty_slave", "ctty"):
+            return w, True
+        if key in ("pty_master", "pty_slave", "ctty"):
             master, slave = os.openpty()
             self.fds[key + ":other"] = slave if key == "pty_master" else master
             fd = master if key == "pty_master" else slave
@@ -443,7 +445,7 @@ class Donor(object):
         else:
             raise KeyError(key)
         self.fds[key] = fd
-        return fd
+        return fd, False
 
     def _tun(self):
         """A tun device made in a network namespace of the bench's own (ip netns add), attached: its descriptor."""
@@ -484,8 +486,10 @@ class Donor(object):
             try:
                 conn.settimeout(5)
                 key = conn.recv(64).decode().strip()
-                fd = self._open(key)
+                fd, once = self._open(key)
                 conn.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
+                if once:
+                    os.close(fd)
             except Exception:
                 pass
             finally:
@@ -925,7 +929,7 @@ ROWS = [
         binary("fakes.json", accept=True), NOT_ISOLATED_DIRECT, code=["probe_not_isolated",
                                                                       "probe_process_unaccounted"]),
     Row("fake_left_behind", "look-alike: command unsandboxed, exits leaving a process that holds its output",
-        # the process it leaves holds the payload's stdout and stderr outside the sandbox (issue 41)
+        # the process it leaves holds the probe's status pipe, which the unsandboxed command holds too (issue 41)
         binary("fakes.leave", accept=True),
         dict((u, NOT_ISOLATED_DIRECT[u] + ["no_leaked_descriptors"]) for u in USERS),
         code=["probe_not_isolated", "probe_process_unaccounted"]),

@@ -47,9 +47,9 @@ def good():
                            "mounts": PF.parse_mountinfo(MOUNTINFO), "interfaces": ["lo"], "privileges": dict(PRIV),
                            "fds": dict((str(n), {"link": "pipe:[%d]" % n, "type": "fifo"}) for n in range(3)),
                            "mapped": [["254:0", 11, "/usr/bin/python3.11"], ["254:0", 12, "/usr/lib/libc.so.6"]],
-                           # the outside's reading of where each pipe leads (the probe, pid 4000, holds the other
-                           # end; bwrap holds them too), the session and the root's own content
-                           "fd_holders": {"held": dict(("pipe:[%d]" % n, [4000, 4241, 4242]) for n in range(3)),
+                           # the outside's reading of where each pipe leads (the probe's own pipes: it holds the
+                           # other ends), the session and the root's own content
+                           "fd_holders": {"own_pipes": ["pipe:[0]", "pipe:[1]", "pipe:[2]"], "held": {},
                                           "comm": {}, "unreadable": 0, "sandbox": [4242]},
                            "session": {"pgrp": 4100, "session": 4100, "tty_nr": 0, "tty": "0:0"},
                            "root_entries": []},
@@ -492,10 +492,11 @@ def test_a_pipe_another_process_outside_holds_leads_outside():
 
 def test_stdio_must_be_the_probes_own_pipes():
     obs, outside, host = good()
-    outside["payload"]["fd_holders"]["held"]["pipe:[2]"] = [4241, 4242]      # nobody on the probe's side
+    outside["payload"]["fd_holders"]["own_pipes"].remove("pipe:[2]")       # not one of the probe's pipes
+    outside["payload"]["fd_holders"]["held"]["pipe:[2]"] = [4241, 4242]      # bwrap's and the payload's only
     bad = failed(obs, outside, host)
     assert bad["no_leaked_descriptors"]["observed"]["problems"] == [
-        "2 -> pipe:[2]: the payload's stderr is not the probe's own pipe"]
+        "2 -> pipe:[2]: the payload's stderr is not the probe's own pipe (held by pid 4241 (?), pid 4242 (?))"]
     del outside["payload"]["fd_holders"]                                    # not read: not proven
     assert "not proven" in failed(obs, outside, host)["no_leaked_descriptors"]["observed"]["problems"][0]
 

@@ -57,6 +57,27 @@ def _scan_fds(arg: t.Tuple[str, t.List[str], t.List[str]]) -> t.List[t.Any]:
     return [found, denied]
 
 
+def own_pipes(proc: str = "/proc") -> t.List[str]:
+    """The pipes (pipe:[N]) the reading process itself holds: the probe's own, whose other ends it gave away."""
+    fd_dir = os.path.join(proc, "self", "fd")
+    out = set()
+    try:
+        dfd = os.open(fd_dir, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return []
+    try:
+        for fd in os.listdir(dfd):
+            try:
+                link = os.readlink(fd, dir_fd=dfd)
+            except OSError:
+                continue
+            if link.startswith("pipe:["):
+                out.add(link)
+    finally:
+        os.close(dfd)
+    return sorted(out)
+
+
 def fd_holders(links: t.Iterable[str], proc: str = "/proc") -> Holders:
     """Every process of this /proc holding one of ``links`` (pipe:[N], socket:[N]: the same kernel object
     wherever it is held), in one pass over /proc/*/fd. Tables the probe may not read are read again with the

@@ -303,8 +303,9 @@ CODES.extend([
 
 # ---- what the sandbox holds (issue 41): every descriptor by where it leads, the session, the root's content ----
 _HELD_EVIDENCE = ("The payload's descriptors read from the host's /proc/PID/fd and fdinfo while it waits (never "
-                  "its own report): each pipe's and socket's other holders found in one pass over /proc/*/fd, a "
-                  "socket's network namespace from /proc/PID/net, a device by its device number.")
+                  "its own report): the stdio slots among the probe's own pipes (its own descriptor table), every "
+                  "other pipe's and socket's holders found in one pass over /proc/*/fd, a socket's network namespace "
+                  "from /proc/PID/net, a device by its device number.")
 _HELD_FIX = ("Find what handed it in: compare the rendered argv with the one the service runs "
              "(metnos.sandbox.sandbox_profile), and check the bwrap the service executes and what wraps it: "
              "systemctl show -p ExecStart -p Environment <unit> ; command -v bwrap ; dpkg -S \"$(command -v bwrap)\"",

@@ -63,7 +63,11 @@ def _holders_text(pids: t.Sequence[int], comm: t.Mapping[str, t.Any]) -> str:
 def _channel(sc: Scene, fd: str, link: str, holders: Json) -> t.Optional[str]:
     """Why the pipe or socket ``link`` (at descriptor ``fd``) leads outside the sandbox, None when it does not:
     every other holder must be the sandbox's (bwrap's child and below, bwrap) or the probe's own collector; the
-    stdio slots must be the probe's own pipes; a socket must be one of the sandbox's own network namespace."""
+    stdio slots must be the probe's own pipes; a socket must be one of the sandbox's own network namespace. A pipe
+    of the probe's own leads to the probe: it holds the other end, and no one else can (the same end held by
+    another process is no channel to the sandbox)."""
+    if fd in ("0", "1", "2") and link in (holders.get("own_pipes") or []):
+        return None
     held = (holders.get("held") or {}).get(link) or []
     inside = set(holders.get("sandbox") or []) | set([sc.outside.get("launcher"), sc.pid])
     collectors = set(sc.outside.get("collectors") or [])
@@ -71,8 +75,9 @@ def _channel(sc: Scene, fd: str, link: str, holders: Json) -> t.Optional[str]:
     comm = holders.get("comm") or {}
     if outsiders:
         return "%s -> %s, also held by %s outside the sandbox" % (fd, link, _holders_text(outsiders, comm))
-    if fd in ("0", "1", "2") and not (link.startswith("pipe:[") and collectors & set(held)):
-        return "%s -> %s: the payload's std%s is not the probe's own pipe" % (fd, link, ("in", "out", "err")[int(fd)])
+    if fd in ("0", "1", "2"):
+        return "%s -> %s: the payload's std%s is not the probe's own pipe%s" % (
+            fd, link, ("in", "out", "err")[int(fd)], " (held by %s)" % _holders_text(held, comm) if held else "")
     if link.startswith("socket:["):
         own = holders.get("own_sockets")
         mine, ref = (sc.payload.get("ns") or {}).get("net"), sc.ref.ns.get("net")

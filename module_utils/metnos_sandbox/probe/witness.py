@@ -120,27 +120,33 @@ def _bwrap_chain(pid: int, launcher: t.Optional[int], proc: str) -> t.List[int]:
 
 def _where_descriptors_lead(payload: Json, pid: int, child_pid: t.Optional[int], proc: str,
                             launcher: t.Optional[int] = None) -> Json:
-    """Where the payload's pipes and sockets lead, from outside: every process of the host holding each of them
-    (one pass over /proc/*/fd), the sandbox's own processes (bwrap's child and everything below it, and bwrap's
-    processes between the payload and the bwrap that was started), and for
-    sockets the sockets of the payload's own network namespace (one created there is listed there); plus the
-    payload's session, process group and controlling terminal, and what lies on its root file system itself."""
+    """Where the payload's pipes and sockets lead, from outside. The probe's own pipes (the payload's stdio: the
+    probe holds their other ends, and only it can) are found in the probe's own descriptor table; for every other
+    pipe or socket, every process of the host holding it (one pass over /proc/*/fd), the sandbox's own processes
+    (bwrap's child and everything below it, and bwrap's processes between the payload and the bwrap that was
+    started) and, for sockets, the sockets of the payload's own network namespace. Plus the payload's session,
+    process group and controlling terminal, and what lies on its root file system itself."""
     out: Json = {"session": holdings.read_session(pid, proc), "root_entries": holdings.root_entries(pid, proc)}
     fds = payload.get("fds")
     links = sorted(set(i.get("link") for i in fds.values() if str(i.get("link")).startswith(("pipe:[", "socket:[")))
                    ) if isinstance(fds, dict) else []
-    if not links:
+    own = set(holdings.own_pipes(proc)) & set(links)
+    out["fd_holders"] = {"own_pipes": sorted(own), "held": {}, "comm": {}, "unreadable": 0, "sandbox": []}
+    # the probe's own pipes are taken as its own only in the stdio slots; anywhere else they are judged by holders
+    others = sorted(set(i.get("link") for n, i in fds.items() if i.get("link") in links and (
+        i.get("link") not in own or n not in ("0", "1", "2")))) if isinstance(fds, dict) else []
+    if not others:
         return out
-    held, unreadable = holdings.fd_holders(links, proc)
+    held, unreadable = holdings.fd_holders(others, proc)
     inside = set([pid] + ([child_pid] if isinstance(child_pid, int) else []))
     for top in list(inside):
         inside.update(PT.descendants(top, proc, exhaustive=False))
     inside.update(_bwrap_chain(pid, launcher, proc))
-    out["fd_holders"] = {"held": dict((k, sorted(v)[:16]) for k, v in held.items()),
-                         "comm": dict((str(p), (PT.read_stat(p, proc) or {}).get("comm")) for p in sorted(
-                             set(p for v in held.values() for p in v) - inside)[:16]),
-                         "unreadable": unreadable, "sandbox": sorted(inside)[:64]}
-    if any(link.startswith("socket:[") for link in links):
+    out["fd_holders"].update({"held": dict((k, sorted(v)[:16]) for k, v in held.items()),
+                              "comm": dict((str(p), (PT.read_stat(p, proc) or {}).get("comm")) for p in sorted(
+                                  set(p for v in held.values() for p in v) - inside)[:16]),
+                              "unreadable": unreadable, "sandbox": sorted(inside)[:64]})
+    if any(link.startswith("socket:[") for link in others):
         out["fd_holders"]["own_sockets"] = holdings.net_socket_inodes(pid, proc)
     return out
 
