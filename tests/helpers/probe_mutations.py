@@ -396,7 +396,7 @@ os.execv(args[0], args)
 # What the gift rows hand the sandbox (key: (mode, target)), each opened by the bench (as root) outside the tree.
 GIFTS = {"pipe_fd7": ("fd", 7), "pipe_stderr": ("fd", 2), "pty_master": ("fd", 7), "pty_slave": ("fd", 7),
          "tun": ("fd", 7), "kmsg": ("fd", 7), "vcs": ("fd", 7), "ctty": ("ctty", 0),
-         "shadow": ("file", "/host-secret")}
+         "shadow": ("file", "/host-secret"), "socket": ("fd", 7)}
 
 
 class Donor(object):
@@ -422,6 +422,15 @@ class Donor(object):
         """(descriptor, whether the donor closes it once handed over)."""
         if key in self.fds:
             return self.fds[key], False
+        if key == "socket":
+            # a connected unix socket pair made outside; the other end's reader is a shell outside the sandbox
+            import socket
+            mine, theirs = socket.socketpair()
+            self.procs.append(subprocess.Popen(["sh", "-c", "cat >/dev/null", "sh", self.bench.dir],
+                                               stdin=theirs.fileno(), stdout=subprocess.DEVNULL,
+                                               start_new_session=True))
+            theirs.close()
+            return mine.detach(), True
         if key in ("pipe_fd7", "pipe_stderr"):
             # a new pipe each time, the donor keeping no end of it: its reader is a shell outside the sandbox and
             # the probe (what it reads, it could run)
@@ -948,6 +957,8 @@ ROWS = [
         gift("pipe_fd7"), ["no_leaked_descriptors"], code="probe_descriptor_outside"),
     Row("stderr_to_outside", "wrapper: the payload's stderr replaced by a pipe to a shell outside the sandbox",
         gift("pipe_stderr"), ["no_leaked_descriptors"], code="probe_descriptor_outside"),
+    Row("socket_to_outside", "wrapper: one end of a unix socket pair left open as fd 7, the other end read by a "
+        "shell outside the sandbox", gift("socket"), ["no_leaked_descriptors"], code="probe_descriptor_outside"),
     Row("pty_master", "wrapper: the master side of a host pty left open (the sandbox types into its shell)",
         gift("pty_master"), ["no_leaked_descriptors"], code="probe_descriptor_terminal"),
     Row("pty_slave", "wrapper: the slave side of a host pty left open (writes to a host terminal)",

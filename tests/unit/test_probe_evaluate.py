@@ -2,9 +2,12 @@
 unreadable link is 'not proven', never proof; each outcome gets its own code. The real runs (bwrap
 as root and nobody, look-alikes) are in tests/integration/test_probe_matrix.py."""
 import copy
+import os
+import socket
 
 import pytest
 
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import holdings
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import procfs as PF
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import evidence as EV
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import payload as PL
@@ -534,3 +537,18 @@ def test_content_on_the_root_not_created_by_the_profile_is_undeclared():
     outside["payload"]["root_entries"].append(["host-secret", "f"])
     bad = failed(obs, outside, host, spec)
     assert bad["root_content_declared"]["observed"]["undeclared"] == ["/host-secret (file)"]
+
+
+def test_the_kernel_names_a_unix_sockets_peer():
+    """Real sockets: the peer of one end of a socket pair is the other end, as sock_diag says (holdings.unix_peer);
+    the pair's holders are found in the host's /proc/*/fd (this process)."""
+    one, two = socket.socketpair()
+    try:
+        links = ["socket:[%d]" % os.fstat(s.fileno()).st_ino for s in (one, two)]
+        assert holdings.unix_peer(links[0]) == links[1] and holdings.unix_peer(links[1]) == links[0]
+        held, _unreadable = holdings.fd_holders(links)
+        assert held == {links[0]: [os.getpid()], links[1]: [os.getpid()]}
+        assert holdings.unix_peer("socket:[1]") is None
+    finally:
+        one.close()
+        two.close()

@@ -10,8 +10,10 @@ Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import _socket  # the C module alone (socket.py builds enums: cost on every host)
 import os
 import stat
+import struct
 import typing as t
 
 from ..base.records import Record
@@ -76,6 +78,48 @@ def own_pipes(proc: str = "/proc") -> t.List[str]:
     finally:
         os.close(dfd)
     return sorted(out)
+
+
+_SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST, _NLMSG_ERROR = 20, 1, 2
+_UDIAG_SHOW_PEER, _UNIX_DIAG_PEER = 0x4, 2
+
+
+def unix_peer(link: str) -> t.Optional[str]:
+    """The peer (socket:[N]) of the unix socket ``link`` (socket:[N]) in the reader's network namespace, asked
+    of the kernel (sock_diag, UNIX_DIAG_PEER); None when it is not a connected unix socket there or the kernel
+    does not say."""
+    try:
+        ino = int(link[len("socket:["):-1])
+    except ValueError:
+        return None
+    req = struct.pack("=BBHIII2I", _socket.AF_UNIX, 0, 0, 0xffffffff, ino, _UDIAG_SHOW_PEER, 0xffffffff, 0xffffffff)
+    msg = struct.pack("=IHHII", 16 + len(req), _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST, 1, 0) + req
+    try:
+        sock = _socket.socket(_socket.AF_NETLINK, _socket.SOCK_RAW, 4)      # NETLINK_SOCK_DIAG
+    except OSError:
+        return None
+    try:
+        sock.settimeout(1.0)
+        sock.sendto(msg, (0, 0))
+        data = sock.recv(8192)
+    except OSError:
+        return None
+    finally:
+        sock.close()
+    if len(data) < 32:
+        return None
+    length, kind = struct.unpack_from("=IH", data, 0)
+    if kind == _NLMSG_ERROR or length > len(data):
+        return None
+    at = 16 + 16                                   # nlmsghdr, unix_diag_msg
+    while at + 4 <= length:
+        size, attr = struct.unpack_from("=HH", data, at)
+        if size < 4:
+            break
+        if attr == _UNIX_DIAG_PEER and size >= 8:
+            return "socket:[%d]" % struct.unpack_from("=I", data, at + 4)[0]
+        at += (size + 3) & ~3
+    return None
 
 
 def fd_holders(links: t.Iterable[str], proc: str = "/proc") -> Holders:

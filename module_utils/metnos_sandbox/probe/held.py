@@ -84,7 +84,11 @@ def _channel(sc: Scene, fd: str, link: str, holders: Json) -> t.Optional[str]:
         if not isinstance(own, list):
             return "%s -> %s: not proven (the sandbox's sockets could not be read: %s)" % (fd, link, own)
         if link not in own:
-            return "%s -> %s: a socket of another network namespace (made outside the sandbox)" % (fd, link)
+            peer = (holders.get("peers") or {}).get(link)
+            there = ((holders.get("held") or {}).get(peer) or []) if peer else []
+            return "%s -> %s: a socket of another network namespace (made outside the sandbox)%s" % (
+                fd, link, ", connected to %s held by %s" % (peer, _holders_text(there, comm)) if there else
+                ", connected to %s" % peer if peer else "")
         if mine == ref:
             return "%s -> %s: a socket of the parent context's network namespace (shared: where it leads is not " \
                    "proven)" % (fd, link)

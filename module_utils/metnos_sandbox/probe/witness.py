@@ -137,7 +137,10 @@ def _where_descriptors_lead(payload: Json, pid: int, child_pid: t.Optional[int],
         i.get("link") not in own or n not in ("0", "1", "2")))) if isinstance(fds, dict) else []
     if not others:
         return out
-    held, unreadable = holdings.fd_holders(others, proc)
+    # a unix socket made outside (in the probe's network namespace): its peer, asked of the kernel
+    peers = dict((link, holdings.unix_peer(link)) for link in others if link.startswith("socket:["))
+    peers = dict((k, v) for k, v in peers.items() if v)
+    held, unreadable = holdings.fd_holders(others + sorted(set(peers.values())), proc)
     inside = set([pid] + ([child_pid] if isinstance(child_pid, int) else []))
     for top in list(inside):
         inside.update(PT.descendants(top, proc, exhaustive=False))
@@ -145,7 +148,7 @@ def _where_descriptors_lead(payload: Json, pid: int, child_pid: t.Optional[int],
     out["fd_holders"].update({"held": dict((k, sorted(v)[:16]) for k, v in held.items()),
                               "comm": dict((str(p), (PT.read_stat(p, proc) or {}).get("comm")) for p in sorted(
                                   set(p for v in held.values() for p in v) - inside)[:16]),
-                              "unreadable": unreadable, "sandbox": sorted(inside)[:64]})
+                              "unreadable": unreadable, "sandbox": sorted(inside)[:64], "peers": peers})
     if any(link.startswith("socket:[") for link in others):
         out["fd_holders"]["own_sockets"] = holdings.net_socket_inodes(pid, proc)
     return out
