@@ -115,3 +115,23 @@ def bound_refusal(what: str, walked: Walk) -> D.Diagnostic:
     return D.make("channel_walk_bound", wording=walked.stop, fill={"what": D.excerpt(what, 300),
                                                                   "limit": MAX_WALK_ENTRIES, "error": walked.error},
                   folder=D.excerpt(walked.where, 600))
+
+
+# ---- the filtered system bus (xdg-dbus-proxy, the way Flatpak filters a sandbox's bus) ----
+SYSTEMD = "org.freedesktop.systemd1"
+# What systemd:read / system:read mean on the bus: the manager's Get*/List* methods and the properties of
+# systemd's objects; every other call (Start*, Stop*, Kill*, Reload*, Set*, other names, the bus driver's
+# BecomeMonitor) is refused by the proxy (xdg-dbus-proxy's rules name fully-qualified methods only).
+READ_METHODS = ("GetUnit", "GetUnitByPID", "GetUnitByInvocationID", "GetUnitByControlGroup", "GetUnitProcesses",
+                "GetJob", "GetJobAfter", "GetJobBefore", "GetUnitFileState", "GetUnitFileLinks", "GetDefaultTarget",
+                "GetDynamicUsers", "ListUnits", "ListUnitsFiltered", "ListUnitsByPatterns", "ListUnitsByNames",
+                "ListJobs", "ListUnitFiles", "ListUnitFilesByPatterns")
+READ_PROPERTIES = ("org.freedesktop.DBus.Properties.Get", "org.freedesktop.DBus.Properties.GetAll")
+
+
+def proxy_words(bus: str, listen: str) -> List[str]:
+    """xdg-dbus-proxy's arguments: the bus's address, the socket it listens on, the read-only policy."""
+    rules = ["--call=%s=%s.Manager.%s@/org/freedesktop/systemd1" % (SYSTEMD, SYSTEMD, m) for m in READ_METHODS]
+    rules += ["--call=%s=%s@%s" % (SYSTEMD, method, path) for method in READ_PROPERTIES
+              for path in ("/org/freedesktop/systemd1", "/org/freedesktop/systemd1/*")]
+    return [bus, listen, "--filter"] + rules

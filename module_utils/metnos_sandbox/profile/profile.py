@@ -143,7 +143,7 @@ def _stabilise(r: GR._Render, ordered: List[RS.MountEntry]) -> List[DS.Descripto
             r.refuse("bind_descriptors_exhausted", "many", {"limit": DS.MAX_DESCRIPTORS})
             break
         entry["fd"] = DS.FD_BASE + len(descriptors)
-        descriptors.append(DS.identity(src, entry["fd"], info))
+        descriptors.append(DS.identity(src, entry["fd"], info, entry["dest"]))
     for finding in _model(ordered):
         r.refuse("mount_dest_differs" if finding.kind == "differs" else "mount_dest_unstable", "model",
                  {"dest": finding.dest, "problem": finding.text})
