@@ -268,6 +268,27 @@ def test_a_folder_too_large_to_search_is_refused_never_passed(base, monkeypatch)
         listener.close()
 
 
+def test_dev_log_named_as_a_read_path_gets_the_journal_code(base):
+    """/dev/log is a channel before it is a path below /dev: the admin naming it gets channel_journal (when
+    this host has one: a socket, or a link to journald's)."""
+    if CH.kind_of(os.stat("/dev/log").st_mode if os.path.exists("/dev/log") else 0) is None:
+        pytest.skip("no /dev/log socket on this host")
+    assert errors(render(["system:read"], {"system_read_paths": ["/dev/log"]})) == ["channel_journal"]
+
+
+def test_a_named_channel_gets_its_own_code_before_the_path_rules(base):
+    """A known channel named where a path rule would refuse it too (here inside the reserved executors folder):
+    the channel's code, which says what it is and what to do, comes first."""
+    executors = folder(base, "executors")
+    sock = os.path.join(executors, "S.gpg-agent")
+    listener = Listener(sock)
+    try:
+        assert errors(render(["system:read"], {"executors_dir": executors, "system_read_paths": [sock]})) == [
+            "channel_agent"]
+    finally:
+        listener.close()
+
+
 def test_a_device_node_below_a_granted_folder_is_refused(base):
     """A character device (the kernel's /dev/null numbers) planted below a granted folder."""
     data = folder(base, "data")
@@ -287,7 +308,7 @@ def test_nested_index_roots_are_refused_and_would_read_the_nested_index(base, mo
     host = {"indexes": {"docs": docs, "mail": mail}}
     prof = render(["index:read:docs"], host)
     assert errors(prof) == ["layout_roots_nested"], prof["diagnostics"]
-    assert render(["index:read:mail"], host)["decision"] == "wrapped"     # the inner one reaches only itself
+    assert errors(render(["index:read:mail"], host)) == ["layout_roots_nested"]     # the layout, whichever side
     monkeypatch.setattr(HC.HostContext, "crossed", lambda self, what, key, path, real: None)      # the mutation
     weak = render(["index:read:docs"], host)
     for user in USERS:

@@ -574,12 +574,13 @@ CODES.extend([
                    "missing": "{what}: the system bus is not granted: the proxy's socket {path} does not exist"}),
     Code("layout_roots_nested", ERROR, "R-CAP-INDEX", SANDBOX_ACTIVE,
          "A configured index or resource root holds another one",
-         "The admin's layout crosses: the granted index (or resource) root is at or above another configured "
-         "index or resource root, as written or resolved, so the grant would read (or write) that one too.",
+         "The admin's layout crosses: the granted index (or resource) root is at, below or above another "
+         "configured index or resource root, as written or resolved, so the grant would read (or write) that "
+         "one too, or inside another's folder.",
          "Each configured root of host.indexes and host.resources, written and resolved, against the grant's.",
          ["Give each index and resource its own folder, side by side (not one inside another)."],
-         messages={"nested": "{what}: {path} (host.{key}) is at or above {other} (host.{other_key}): the grant "
-                             "would reach that one too"}),
+         messages={"nested": "{what}: {path} (host.{key}) is at, below or above {other} (host.{other_key}): "
+                             "the layout crosses"}),
     Code("layout_root_symlink", ERROR, "R-CAP-METNOS", SANDBOX_ACTIVE,
          "A configured index or resource root is a symbolic link to another folder",
          "The root the admin configures for a resource (or an index) is itself a symbolic link: the grant would "

@@ -207,18 +207,20 @@ class _Render(object):
             self.diags.append(HL.host_refusal(key, lexical, HL.Problem(
                 "leave", "resolves to %s through a symlink, not to its own entry in %s" % (real, container))))
             return None
+        kind = HC._file_type(real)
+        if channel and kind in _SPECIAL and real not in self.host.allowed_channels():
+            # the channel's own code first (/dev/log is a channel before it is a path below /dev)
+            named = real if CH.code_of(real) != "channel_refused" else lexical
+            self.diags.append(CH.refusal(named, kind or "", "host.%s = %s" % (key, lexical)))
+            return None
         for form in ((lexical, real) if real != lexical else (lexical,)):
             problem = self.host.judge(form, mode, grant=grant)
             if problem:
                 text = problem.text if form == lexical else "resolves to %s: %s" % (real, problem.text)
                 self.diags.append(HL.host_refusal(key, lexical, HL.Problem(problem.kind, text)))
                 return None
-        kind = HC._file_type(real)
-        if channel and kind in _SPECIAL:
-            if self.allowed(real, kind or "", "host.%s" % key):
-                return real
-            self.diags.append(CH.refusal(real, kind or "", "host.%s = %s" % (key, lexical)))
-            return None
+        if channel and kind in _SPECIAL and self.allowed(real, kind or "", "host.%s" % key):
+            return real
         problem = _object_problem(real)
         if problem is not None:
             self.diags.append(HL.host_refusal(key, lexical, problem))

@@ -335,8 +335,9 @@ class HostContext(object):
     def crossed(self, what: str, key: str, path: str, real: str) -> Optional[D.Diagnostic]:
         """Whether the admin's layout crosses at a configured root (``key``: 'indexes.<name>' or
         'resources.<name>'; ``real``: ``path`` resolved): the root is itself a symbolic link to another folder
-        (layout_root_symlink; its parents may resolve), or it is at or above another configured index or
-        resource root, as written or resolved (layout_roots_nested: the grant would reach that one too)."""
+        (layout_root_symlink; its parents may resolve), or it is at, below or above another configured index or
+        resource root, as written or resolved (layout_roots_nested: the grant would reach that one too, or
+        read and write inside another's folder)."""
         parent = _real_or_none(os.path.dirname(path))
         if parent is not None and real != os.path.join(parent, os.path.basename(path)):
             return D.make("layout_root_symlink", wording="symlink", fill={"what": what, "real": real}, key=key,
@@ -345,7 +346,7 @@ class HostContext(object):
             for name, other in sorted(self.data[group].items()):
                 other_key = "%s.%s" % (group, name)
                 forms = (other, _real_or_none(other) or other)
-                if other_key != key and any(PA.under(form, mine) for form in forms for mine in (path, real)):
+                if other_key != key and any(PA.related(form, mine) for form in forms for mine in (path, real)):
                     return D.make("layout_roots_nested", wording="nested", fill={
                         "what": what, "other": other, "other_key": other_key}, key=key, path=path)
         return None
