@@ -130,7 +130,7 @@ class Listener(object):
 
 def no_search(monkeypatch):
     """The mutation of the search below granted folders: nothing found, never stopped."""
-    monkeypatch.setattr(CH, "walk", lambda root, budget: CH.Walk([]))
+    monkeypatch.setattr(CH, "walk", lambda root, budget, skip=frozenset(): CH.Walk([]))
 
 
 def test_a_socket_and_a_fifo_below_a_granted_folder_are_refused_and_would_be_commanded(base, monkeypatch):
@@ -257,7 +257,8 @@ def test_a_folder_too_large_to_search_is_refused_never_passed(base, monkeypatch)
         prof = render(caps)
         assert errors(prof) == ["channel_walk_bound"], prof["diagnostics"]
         real_walk = CH.walk
-        monkeypatch.setattr(CH, "walk", lambda root, budget: real_walk(root, budget)._replace(stop=None))
+        monkeypatch.setattr(CH, "walk", lambda root, budget, skip=frozenset(): real_walk(root, budget, skip)._replace(
+            stop=None))
         weak = render(caps)
         assert weak["decision"] == "wrapped", weak["diagnostics"]
         token = uuid.uuid4().hex

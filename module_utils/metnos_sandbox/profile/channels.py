@@ -23,7 +23,7 @@ import collections
 import fnmatch
 import os
 import stat
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, FrozenSet, List, Optional
 
 from ..base import diagnostics as D
 from ..base.records import Record
@@ -45,6 +45,10 @@ KNOWN = (
     ("channel_systemd", ("/run/systemd/*",), ()),
 )
 TYPES = {"socket": "a socket", "FIFO": "a FIFO", "device": "a device node"}
+# Pseudo-filesystems mounted below a granted folder that the search does not enter: they show kernel state, not
+# channels (no sockets, FIFOs or device nodes as entries), and are left to their own rule (no writable grant
+# reaches one: scope_pseudo_filesystem). Every other type is searched, devtmpfs and devpts (device nodes) too.
+SEARCHED_PSEUDO = frozenset(("devtmpfs", "devpts"))
 
 
 def kind_of(mode: int) -> Optional[str]:
@@ -87,11 +91,12 @@ class Walk(Record):
     error: str = ""
 
 
-def walk(root: str, budget: List[int]) -> Walk:
+def walk(root: str, budget: List[int], skip: FrozenSet[str] = frozenset()) -> Walk:
     """Breadth first below ``root`` (a resolved folder), without following symbolic links; ``budget``: the
-    entries this render may still look at (shared by every walk of the render, decremented)."""
+    entries this render may still look at (shared by every walk of the render, decremented); ``skip``: mount
+    points not entered (SKIPPED_PSEUDO: kernel state, left to their own rule)."""
     found: List[Found] = []
-    queue = collections.deque([root])
+    queue = collections.deque([] if root in skip else [root])
     while queue:
         folder = queue.popleft()
         try:
@@ -101,7 +106,8 @@ def walk(root: str, budget: List[int]) -> Walk:
                     if budget[0] < 0:
                         return Walk(found, "entries", folder)
                     if entry.is_dir(follow_symlinks=False):
-                        queue.append(entry.path)
+                        if entry.path not in skip:
+                            queue.append(entry.path)
                     elif not entry.is_file(follow_symlinks=False) and not entry.is_symlink():
                         kind = kind_of(entry.stat(follow_symlinks=False).st_mode)
                         if kind is not None:

@@ -188,6 +188,8 @@ def _search_channels(r: GR._Render) -> None:
     device node below it is refused (its channel's code) unless the admin allows that exact path; a folder
     that cannot be searched is refused (channel_walk_bound)."""
     searched: List[str] = []
+    pseudo = r.host.mount_table().pseudo_type
+    skip = frozenset(point for point, fstype in pseudo.items() if fstype not in CH.SEARCHED_PSEUDO)
     for dest in sorted(r.mounts.entries):
         entry = r.mounts.entries[dest]
         src = entry["src"]
@@ -199,7 +201,7 @@ def _search_channels(r: GR._Render) -> None:
             continue
         searched.append(src)
         what = entry["provenance"][0]["source"]
-        walked = CH.walk(src, r.walk_budget)
+        walked = CH.walk(src, r.walk_budget, skip)
         for found in walked.found:
             if not r.allowed(found.path, found.kind, what):
                 r.diags.append(CH.refusal(found.path, found.kind, what, folder=src))
