@@ -57,7 +57,13 @@ options:
       - Keys include runtime_dir, executors_dir, executor_dir, python_executable, python_prefix,
         python_package_roots, python_installation, i18n_dbs, lexicon_dbs, resources, indexes,
         integrations_dir, mail_credentials_dir, mail_accounts, dialog_dir, undo_root,
-        systemd_read_paths, system_read_paths, undo_exception, writable_roots.
+        systemd_read_paths, system_read_paths, system_bus_proxy, allow_channels, undo_exception,
+        writable_roots.
+      - Command channels (sockets, FIFOs, device nodes) named by a grant or found below a granted
+        folder are refused unless C(allow_channels) lists that exact path with a reason
+        (a list of mappings with path and reason); the system bus is granted to systemd:read / system:read only through
+        the filtering proxy's socket C(system_bus_proxy) (xdg-dbus-proxy), bound at
+        /run/dbus/system_bus_socket.
       - C(writable_roots) (default C([/var/lib/metnos])) are the only folders below which fs:write
         may reach (C(scope_outside_writable_roots) otherwise, naming them).
       - Every path is resolved on the host (symlinks followed) and judged with the same rules as a
@@ -151,9 +157,17 @@ mounts:
 descriptors:
   description:
     - The sources bound by descriptor (someone other than root can write a folder on their way), each
-      with the number it must be opened on and the object judged (path, dev, ino, type).
+      with the number it must be opened on and the object judged (path, dev, ino, type; dest when it is
+      bound elsewhere than its path, as the filtering proxy's socket is).
     - Run such a profile through scripts/metnos-sandbox-exec (docs/profile-invariants.md).
   returned: when wrapped
+  type: list
+  elements: dict
+channels:
+  description:
+    - The command channels (sockets, FIFOs, device nodes) the profile exposes because the admin allows
+      them (host.allow_channels), each with path, kind, reason and the grant that exposes it.
+  returned: when wrapped and an allowed channel is exposed
   type: list
   elements: dict
 namespaces:

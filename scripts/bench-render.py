@@ -38,7 +38,7 @@ from metnos_sandbox.profile import reader as RD
 def build_tree():
     root = tempfile.mkdtemp(prefix="metnos-bench-")
     for d in ["runtime", "venv", "executors/ex", "data/notes/sub", "reports", "integrations/cal", "mail",
-              "dialog/alice", "undo/t1", "sheets", "index/docs"]:
+              "dialog/alice", "undo/t1", "sheets", "index/docs"] + ["res/" + k for k in HL.DEFAULT_HOST["resources"]]:
         os.makedirs(os.path.join(root, d), exist_ok=True)
     for f in ["mail/work.json", "data/notes/a.md"]:
         open(os.path.join(root, f), "w").close()
@@ -177,7 +177,8 @@ def main():
     host = HC.HostContext({
         "runtime_dir": root + "/runtime", "executors_dir": root + "/executors", "python_prefix": root + "/venv",
         "python_executable": "/usr/bin/python3",
-        "resources": dict((k, root + "/sheets") for k in HL.DEFAULT_HOST["resources"]),
+        # each resource its own folder (one folder under several names is a layout that crosses: refused)
+        "resources": dict((k, root + "/res/" + k) for k in HL.DEFAULT_HOST["resources"]),
         "indexes": {"docs": root + "/index/docs"}, "integrations_dir": root + "/integrations",
         "mail_credentials_dir": root + "/mail", "dialog_dir": root + "/dialog", "undo_root": root + "/undo",
         "writable_roots": [root, "/var/lib/metnos"]})

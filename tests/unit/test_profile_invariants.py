@@ -102,21 +102,26 @@ def test_final_check_passes_the_rendered_argv(rendered):
 
 @pytest.mark.rule("R-CAP-SYS")
 def test_final_check_passes_an_admin_read_channel(tmp_path):
-    """A socket the admin lists in systemd_read_paths is bound read-only by systemd:read, and the final
-    check (which resolves the admin's channels only when a bind is a special file) lets it through; the
-    same socket bound without being a channel is caught (c)."""
+    """A socket the admin lists in systemd_read_paths and allows (host.allow_channels, with a reason) is
+    bound read-only by systemd:read, listed in the result, and the final check (which resolves the admin's
+    channels only when a bind is a special file) lets it through; the same socket bound without being
+    allowed is caught (c). Listed but not allowed, it is refused (issue 40: channels denied by default)."""
     root, host, manifest, invocation = O.build(str(tmp_path), {}, {
         "name": "ex", "origin": "t", "capabilities": ["systemd:read", "fs:read:ROOT/data/a"], "arguments": {}}, {})
     sock = _special(os.path.join(root, "channel.sock"))
     host = dict(host, systemd_read_paths=[sock])
+    assert render(host, manifest, invocation)["refusal"] == "channel_refused"
+    host = dict(host, allow_channels=[{"path": sock, "reason": "the test's channel"}])
     prof = render(host, manifest, invocation)
+    assert prof["channels"] == [{"path": sock, "kind": "socket", "reason": "the test's channel",
+                                 "grant": "host.systemd_read_paths[0]"}]
     assert prof["decision"] == "wrapped", prof["diagnostics"]
     at = prof["argv"].index(sock)
     assert prof["argv"][at - 1:at + 2] == ["--ro-bind", sock, sock]
     own = os.path.join(root, "executors", "ex")
     assert INV.check_invariants(prof["argv"], M.from_dict(manifest), HC.HostContext(host), invocation, own,
                                 prof["descriptors"]) == []
-    other = dict(host, systemd_read_paths=[])
+    other = dict(host, systemd_read_paths=[], allow_channels=[])
     found = INV.check_invariants(prof["argv"], M.from_dict(manifest), HC.HostContext(other), invocation, own,
                                  prof["descriptors"])
     assert any("(c)" in v for v in found), found

@@ -52,9 +52,13 @@ def kind_of(mode: int) -> str:
     return _TYPES.get(stat.S_IFMT(mode), "other")
 
 
-def identity(path: str, fd: int, info: os.stat_result) -> Descriptor:
-    """What the renderer records of a source it binds by descriptor ``fd``."""
-    return {"fd": fd, "path": path, "dev": info.st_dev, "ino": info.st_ino, "type": kind_of(info.st_mode)}
+def identity(path: str, fd: int, info: os.stat_result, dest: Optional[str] = None) -> Descriptor:
+    """What the renderer records of a source it binds by descriptor ``fd`` (``dest``: where, when that is not
+    its path: the filtering proxy's socket, bound where the system bus is expected)."""
+    out: Descriptor = {"fd": fd, "path": path, "dev": info.st_dev, "ino": info.st_ino, "type": kind_of(info.st_mode)}
+    if dest is not None and dest != path:
+        out["dest"] = dest
+    return out
 
 
 def open_judged(want: Descriptor) -> int:
@@ -92,8 +96,8 @@ def open_judged(want: Descriptor) -> int:
 
 
 def _named(words: Sequence[str], want: Descriptor) -> bool:
-    """The argv binds exactly this descriptor number at exactly its judged path."""
-    number, path = str(want.get("fd")), want.get("path")
+    """The argv binds exactly this descriptor number at exactly its judged path (or its declared ``dest``)."""
+    number, path = str(want.get("fd")), want.get("dest", want.get("path"))
     return any(w in BIND_FD and words[i + 1:i + 3] == [number, path] for i, w in enumerate(words[:-2]))
 
 

@@ -25,6 +25,7 @@ from typing import (
 from ..base import diagnostics as D
 from ..base import paths as PA
 from ..base.records import Record
+from . import channels as CH
 from . import globs as GL
 from . import model as MD
 from . import result as RS
@@ -119,6 +120,18 @@ class _Render(object):
         self.mounts = _Mounts()
         self.diags: List[D.Diagnostic] = []
         self.glob_steps = [GL.MAX_GLOB_STEPS]     # every 'within' pattern match of this render shares it
+        self.walk_budget = [CH.MAX_WALK_ENTRIES]  # every search of a granted folder for channels shares it
+        self.channels: List[Dict[str, str]] = []  # the allowed channels this profile exposes (host.allow_channels)
+
+    def allowed(self, path: str, kind: str, what: str) -> bool:
+        """A channel the admin allows (host.allow_channels): recorded with its reason, for the result."""
+        reason = self.host.allowed_channels().get(path)
+        if reason is None:
+            return False
+        entry = {"path": path, "kind": kind, "reason": reason, "grant": what}
+        if entry not in self.channels:
+            self.channels.append(entry)
+        return True
 
     def refuse(self, code: str, wording: str, fill: Mapping[str, Any], **ctx: Any) -> None:
         """A refusal: the code's registered ``wording``, its placeholders from ``fill``."""
@@ -161,7 +174,7 @@ class _Render(object):
                     "access": access, "path": lexical, "real": real, "problem": problem.text}, field=field)
                 return None
         kind = HC._file_type(real)
-        if kind in _SPECIAL:
+        if kind in _SPECIAL and not (mode == "ro" and self.allowed(real, kind or "", field)):
             self.refuse("scope_special_file", "special" if real == lexical else "special_real", {
                 "access": access, "path": lexical, "real": real, "kind": _SPECIAL[kind]}, field=field)
             return None
@@ -182,7 +195,8 @@ class _Render(object):
         the same rules, the refusal naming the host key. ``container``: the folder it must stay in.
         ``configured``: the path is the admin's own setting (a resource, an index, a read path),
         resolved once per context like the base paths; entries below a folder resolve per render.
-        ``channel``: an admin's read path, which may be a socket (systemd/system read paths)."""
+        ``channel``: an admin's read path, which may name a command channel only if the admin allows it
+        (host.allow_channels); refused with the channel's own code otherwise."""
         try:
             real = self.host.real(lexical) if configured else HC._realpath(lexical)
             home = self.host.real(container) if container is not None else None
@@ -193,24 +207,32 @@ class _Render(object):
             self.diags.append(HL.host_refusal(key, lexical, HL.Problem(
                 "leave", "resolves to %s through a symlink, not to its own entry in %s" % (real, container))))
             return None
+        kind = HC._file_type(real)
+        if channel and kind in _SPECIAL and real not in self.host.allowed_channels():
+            # the channel's own code first (/dev/log is a channel before it is a path below /dev)
+            named = real if CH.code_of(real) != "channel_refused" else lexical
+            self.diags.append(CH.refusal(named, kind or "", "host.%s = %s" % (key, lexical)))
+            return None
         for form in ((lexical, real) if real != lexical else (lexical,)):
             problem = self.host.judge(form, mode, grant=grant)
             if problem:
                 text = problem.text if form == lexical else "resolves to %s: %s" % (real, problem.text)
                 self.diags.append(HL.host_refusal(key, lexical, HL.Problem(problem.kind, text)))
                 return None
-        problem = _object_problem(real, channel)
+        if channel and kind in _SPECIAL and self.allowed(real, kind or "", "host.%s" % key):
+            return real
+        problem = _object_problem(real)
         if problem is not None:
             self.diags.append(HL.host_refusal(key, lexical, problem))
             return None
         return real
 
 
-def _object_problem(real: str, channel: bool = False) -> Optional[HL.Problem]:
+def _object_problem(real: str) -> Optional[HL.Problem]:
     """The rules on what a host-context path names (as for manifest paths): only files and folders
-    (a socket only as an admin's read channel), and one name per granted file (no hard links)."""
+    (a channel only as an admin's allowed read path: judge_host), and one name per granted file (no hard links)."""
     kind = HC._file_type(real)
-    if kind in _SPECIAL and not channel:
+    if kind in _SPECIAL:
         return HL.Problem("special", "%s is %s" % (real, _SPECIAL[kind or ""]))
     if kind == "linked file":
         return HL.Problem("hard_link", "%s is a file with more than one name (hard links): the other names are "
@@ -365,14 +387,23 @@ def _covers(path: str, root: str, pattern: List[str], steps: List[int]) -> Optio
 
 
 def _mount_configured(r: _Render, cap: Capability, key: str, path: str, mode: str, rule: str) -> None:
-    """A path the admin configures (a resource, an index): judged, mounted when it exists."""
+    """A path the admin configures (a resource, an index): judged, its layout uncrossed (_crossed), mounted
+    when it exists."""
     real = r.judge_host(key, path, mode, configured=True)
-    if real is None:
+    if real is None or _crossed(r, cap, key, path, real):
         return
     if HC._kind(real) is not None:
         r.mounts.add(mode, real, real, rule, "capability:" + cap.text + _declared(path, real))
     else:
         r.skip("missing", {"what": cap.text, "path": path})
+
+
+def _crossed(r: _Render, cap: Capability, key: str, path: str, real: str) -> bool:
+    """The admin's layout crosses (HostContext.crossed): recorded."""
+    problem = r.host.crossed(cap.text, key, path, real)
+    if problem is not None:
+        r.diags.append(problem)
+    return problem is not None
 
 
 def _grant_metnos(r: _Render, cap: Capability) -> None:
@@ -402,6 +433,35 @@ def _grant_sys(r: _Render, cap: Capability) -> None:
         real = r.judge_host("%s[%d]" % (key, i), path, "ro", configured=True, channel=True)
         if real is not None and HC._kind(real) is not None:
             r.mounts.add("ro", real, real, "R-CAP-SYS", "capability:" + cap.text + _declared(path, real))
+    _grant_bus(r, cap)
+
+
+def _grant_bus(r: _Render, cap: Capability) -> None:
+    """The system bus, only through the filtering proxy's socket (host.system_bus_proxy: xdg-dbus-proxy
+    letting only reads through), bound where the bus is expected; without it, not granted, and said."""
+    proxy = r.host["system_bus_proxy"]
+    if proxy is None:
+        r.diags.append(D.make("system_bus_not_granted", wording="no_proxy", fill={"what": cap.text}))
+        return
+    try:
+        real = r.host.real(proxy)
+    except PA.Unresolvable as exc:
+        r.diags.append(HL.host_refusal("system_bus_proxy", proxy, HL.Problem("links", HL.UNRESOLVABLE[exc.why]
+                                                                              % exc.path)))
+        return
+    for form in (proxy, real) if real != proxy else (proxy,):
+        problem = r.host.judge(form, "ro")
+        if problem:
+            r.diags.append(HL.host_refusal("system_bus_proxy", proxy, problem))
+            return
+    kind = HC._file_type(real)
+    if kind is None:
+        r.diags.append(D.make("system_bus_not_granted", wording="missing", fill={"what": cap.text}, path=proxy))
+    elif kind != "socket":
+        r.diags.append(HL.host_refusal("system_bus_proxy", proxy, HL.Problem("special", "%s is not a socket" % real)))
+    else:
+        r.mounts.add("ro", real, CH.SYSTEM_BUS, "R-CAP-SYS", "capability:%s (the system bus, filtered by the proxy "
+                                                            "listening on %s)" % (cap.text, real))
 
 
 def _mount_entry(r: _Render, key: str, entry: str, rule: str, source: str) -> Optional[bool]:
@@ -497,7 +557,8 @@ def _roots_index(d: _Declaring, cap: Capability) -> List[str]:
 
 
 def _roots_sys(d: _Declaring, cap: Capability) -> List[str]:
-    return _reals(d.host[_sys_key(cap)])
+    proxy = d.host["system_bus_proxy"]
+    return _reals(d.host[_sys_key(cap)] + ([proxy] if proxy else []))
 
 
 def _roots_provider(d: _Declaring, cap: Capability) -> List[str]:

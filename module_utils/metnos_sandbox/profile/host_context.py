@@ -212,6 +212,7 @@ class HostContext(object):
         self._writable: Optional[PA.Roots] = None
         self._stable: Dict[str, Optional[str]] = {}
         self._inside: Dict[str, str] = {}
+        self._channels: Optional[Dict[str, str]] = None
 
     def _resolve(self, path: str) -> str:
         """A host-context path resolved (once per context); one the kernel would not resolve stands for
@@ -320,6 +321,35 @@ class HostContext(object):
             roots = self.data["writable_roots"]
             self._writable = PA.Roots(list(roots) + [self._resolve(r) for r in roots])
         return self._writable
+
+    def allowed_channels(self) -> Dict[str, str]:
+        """The command channels the admin allows (host.allow_channels), as written and resolved -> the reason
+        (once per context)."""
+        if self._channels is None:
+            self._channels = {}
+            for entry in self.data["allow_channels"]:
+                for form in (entry["path"], self._resolve(entry["path"])):
+                    self._channels.setdefault(form, entry["reason"])
+        return self._channels
+
+    def crossed(self, what: str, key: str, path: str, real: str) -> Optional[D.Diagnostic]:
+        """Whether the admin's layout crosses at a configured root (``key``: 'indexes.<name>' or
+        'resources.<name>'; ``real``: ``path`` resolved): the root is itself a symbolic link to another folder
+        (layout_root_symlink; its parents may resolve), or it is at, below or above another configured index or
+        resource root, as written or resolved (layout_roots_nested: the grant would reach that one too, or
+        read and write inside another's folder)."""
+        parent = _real_or_none(os.path.dirname(path))
+        if parent is not None and real != os.path.join(parent, os.path.basename(path)):
+            return D.make("layout_root_symlink", wording="symlink", fill={"what": what, "real": real}, key=key,
+                          path=path)
+        for group in ("indexes", "resources"):
+            for name, other in sorted(self.data[group].items()):
+                other_key = "%s.%s" % (group, name)
+                forms = (other, _real_or_none(other) or other)
+                if other_key != key and any(PA.related(form, mine) for form in forms for mine in (path, real)):
+                    return D.make("layout_roots_nested", wording="nested", fill={
+                        "what": what, "other": other, "other_key": other_key}, key=key, path=path)
+        return None
 
     def inside(self, path: str) -> str:
         """Where a configured file is inside the sandbox: in its folder's resolved path (every grant is

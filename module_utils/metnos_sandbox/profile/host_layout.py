@@ -12,7 +12,7 @@ Pure Python, no Ansible imports.
 from __future__ import absolute_import, annotations, division, print_function
 
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from ..base import diagnostics as D
 from ..base import patterns as RX
@@ -79,8 +79,13 @@ DEFAULT_HOST = {
     "mail_accounts": {},
     "dialog_dir": "/var/lib/metnos/dialog",
     "undo_root": "/var/lib/metnos/undo",
-    "systemd_read_paths": ["/run/systemd/system", "/run/dbus/system_bus_socket"],
+    # The system bus is never a read path: systemd:read / system:read reach it only through the filtering
+    # proxy's socket (system_bus_proxy), bound where the bus is expected (channels.SYSTEM_BUS).
+    "systemd_read_paths": ["/run/systemd/system"],
     "system_read_paths": [],
+    "system_bus_proxy": None,
+    # Command channels (sockets, FIFOs, device nodes) the admin lets a grant expose: [{path, reason}].
+    "allow_channels": [],
     "undo_exception": None,
     # Where fs:write (and writable 'within' scopes) may reach: nothing outside these is ever writable
     # (deny by default: no list of dangerous places can be complete). Metnos's own data folder.
@@ -90,7 +95,8 @@ LIST_KEYS = ("python_package_roots", "python_installation", "i18n_dbs", "lexicon
              "system_read_paths", "writable_roots")
 DICT_KEYS = ("resources", "indexes", "mail_accounts")
 PATH_KEYS = ("runtime_dir", "executors_dir", "executor_dir", "python_executable", "python_prefix",
-             "integrations_dir", "mail_credentials_dir", "dialog_dir", "undo_root")
+             "integrations_dir", "mail_credentials_dir", "dialog_dir", "undo_root", "system_bus_proxy")
+MAX_REASON = 300
 MAX_HOST_LIST = 256
 
 
@@ -145,6 +151,26 @@ def check_host_paths(data: Dict[str, Any]) -> None:
             raise ContextError("host.mail_accounts.%s must be a list of absolute paths" % account)
         accounts[account] = [abs_clean("mail_accounts." + account, f) for f in files]
     data["mail_accounts"] = accounts
+    data["allow_channels"] = check_allowed(data["allow_channels"])
+
+
+def check_allowed(entries: Any) -> List[Dict[str, str]]:
+    """host.allow_channels: at most MAX_HOST_LIST mappings of exactly {path, reason}, the path absolute, the
+    reason plain text (1-300 characters)."""
+    if not isinstance(entries, (list, tuple)) or len(entries) > MAX_HOST_LIST:
+        raise ContextError("host.allow_channels must be a list of at most %d {path, reason} mappings, got %s"
+                           % (MAX_HOST_LIST, D.excerpt(entries)))
+    out = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or sorted(entry) != ["path", "reason"]:
+            raise ContextError("host.allow_channels[%d] must be a mapping of exactly path and reason, got %s"
+                               % (i, D.excerpt(entry)))
+        reason = entry["reason"]
+        if not isinstance(reason, str) or not reason.strip() or len(reason) > MAX_REASON or MD.has_control(reason):
+            raise ContextError("host.allow_channels[%d].reason must say why, in 1-%d characters without control "
+                               "characters, got %s" % (i, MAX_REASON, D.excerpt(reason)))
+        out.append({"path": abs_clean("allow_channels[%d].path" % i, entry["path"]), "reason": str.__str__(reason)})
+    return out
 
 
 def check_pin(pin: Any) -> Optional[Dict[str, Any]]:

@@ -76,8 +76,15 @@ def _allowed(manifest: Manifest, host: HC.HostContext, invocation: HC.Invocation
 
 
 def _channels(host: HC.HostContext) -> FrozenSet[str]:
-    """The admin's read channels, resolved: the sockets the systemd/system read paths may name."""
-    return frozenset(GR._reals(host["systemd_read_paths"] + host["system_read_paths"]))
+    """The command channels the admin allows (host.allow_channels, as written and resolved), and the
+    filtering proxy's socket (host.system_bus_proxy, resolved)."""
+    proxy = host["system_bus_proxy"]
+    return frozenset(list(host.allowed_channels()) + GR._reals([proxy] if proxy else []))
+
+
+def _proxy(host: HC.HostContext) -> Optional[str]:
+    proxy = host["system_bus_proxy"]
+    return HC._real_or_none(proxy) if proxy else None
 
 
 class _Bind(Record):
@@ -227,6 +234,9 @@ def _check_bind(opt: str, src: str, dest: str, host: HC.HostContext, trees: HC._
     out = []
     kind = HC._file_type(src)
     real = HC._real_or_none(src)
+    if dest != src and not (opt == "--ro-bind" and dest in MM.RELOCATED and src == _proxy(host)):
+        out.append("%s %s %s: the source is not the destination, and not the filtering proxy's socket bound "
+                   "where the bus is expected (e)" % (opt, src, dest))
     if kind in GR._SPECIAL and not (opt == "--ro-bind" and src in _channels(host)):
         out.append("%s %s %s is %s (c)" % (opt, src, dest, GR._SPECIAL[kind].split(":")[0]))
     for path in (src, real or src):

@@ -31,8 +31,12 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..base import paths as PA
 from ..base.records import Record
+from . import channels as CH
 
 BINDS = ("ro", "rw")
+# The one destination that is not its source: the system bus, where the filtering proxy's socket is bound
+# (granters._grant_bus; the final check allows it only from host.system_bus_proxy). Inside bwrap's own root.
+RELOCATED = frozenset((CH.SYSTEM_BUS,))
 MAX_PURE = 256
 _WRITE_OTHERS = stat.S_IWGRP | stat.S_IWOTH
 
@@ -121,7 +125,7 @@ def _cover(path: str, placed: Dict[str, int]) -> Optional[str]:
 def _bind(op: Op, ops: Sequence[Op], placed: Dict[str, int], stats: Stats) -> List[Finding]:
     """Walk one bind's destination through the mounts before it, as bwrap's mkdir and mount(2) do: the
     components below the deepest destination placed on its way (those above it were walked when it was)."""
-    if op.src != op.dest:
+    if op.src != op.dest and op.dest not in RELOCATED:
         return [Finding(op.dest, "differs", "its source %s is not its destination: bwrap resolves the destination "
                                             "anew inside the new root" % op.src)]
     below: List[str] = []                               # the components below ``cover``, nearest first

@@ -32,6 +32,7 @@ from ..base import diagnostics as D
 from ..base import envflags
 from ..base import paths as PA
 from ..base.records import Record
+from . import channels as CH
 from . import descriptors as DS
 from . import granters as GR
 from . import host_context as HC
@@ -99,13 +100,16 @@ def _render(manifest: Manifest, host: HC.HostContext, invocation: Optional[HC.In
     if violations:
         return RS.refused(name, diags + [D.make("profile_invariant_violated", wording="withheld", fill={
             "executor": name, "violated": "; ".join(violations[:5])}, violations=violations[:20])])
-    return {
+    done: RS.Rendered = {
         "executor": name, "decision": "wrapped", "refusal": None, "argv": argv,
         "command_line": RS.shell_join(argv), "mounts": ordered, "namespaces": flags,
         "network": network, "diagnostics": RS.bounded(diags), "descriptors": descriptors,
         "manifest": {"name": name, "origin": manifest.origin, "revision": manifest.revision,
                      "digest": manifest.digest},
     }
+    if r.channels:
+        done["channels"] = r.channels
+    return done
 
 
 def _inside(host: HC.HostContext, path: str) -> str:
@@ -139,7 +143,7 @@ def _stabilise(r: GR._Render, ordered: List[RS.MountEntry]) -> List[DS.Descripto
             r.refuse("bind_descriptors_exhausted", "many", {"limit": DS.MAX_DESCRIPTORS})
             break
         entry["fd"] = DS.FD_BASE + len(descriptors)
-        descriptors.append(DS.identity(src, entry["fd"], info))
+        descriptors.append(DS.identity(src, entry["fd"], info, entry["dest"]))
     for finding in _model(ordered):
         r.refuse("mount_dest_differs" if finding.kind == "differs" else "mount_dest_unstable", "model",
                  {"dest": finding.dest, "problem": finding.text})
@@ -167,10 +171,42 @@ def _grant_all(r: GR._Render) -> Optional[str]:
             granter.grant(r, cap)
     if r.manifest.inverse is not None:
         GR._grant_undo(r)
+    _search_channels(r)
     for conflict in r.mounts.conflicts:
         r.refuse("profile_invariant_violated", "two_sources", dict(zip(("target", "first", "second", "by"),
                                                                        conflict)))
     return own_real
+
+
+# Base trees not searched for command channels: the system paths (the host's own, mounted whole), the
+# interpreter's installation (its size is not the admin's data; docs/profile-invariants.md).
+_UNSEARCHED = ("base:/", "base:python_")
+
+
+def _search_channels(r: GR._Render) -> None:
+    """Every granted folder searched as bwrap binds it (channels.walk, one budget per render): a socket, FIFO or
+    device node below it is refused (its channel's code) unless the admin allows that exact path; a folder
+    that cannot be searched is refused (channel_walk_bound)."""
+    searched: List[str] = []
+    pseudo = r.host.mount_table().pseudo_type
+    skip = frozenset(point for point, fstype in pseudo.items() if fstype not in CH.SEARCHED_PSEUDO)
+    for dest in sorted(r.mounts.entries):
+        entry = r.mounts.entries[dest]
+        src = entry["src"]
+        if entry["kind"] not in MM.BINDS or src is None or src != dest or HC._kind(src) != "dir":
+            continue
+        if all(p["source"].startswith(_UNSEARCHED) for p in entry["provenance"]):
+            continue
+        if any(PA.under(src, done) for done in searched):
+            continue
+        searched.append(src)
+        what = entry["provenance"][0]["source"]
+        walked = CH.walk(src, r.walk_budget, skip)
+        for found in walked.found:
+            if not r.allowed(found.path, found.kind, what):
+                r.diags.append(CH.refusal(found.path, found.kind, what, folder=src))
+        if walked.stop is not None:
+            r.diags.append(CH.bound_refusal(what, walked))
 
 
 class _Namespaces(Record):

@@ -1,0 +1,143 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Command channels: the sockets, FIFOs and device nodes a grant would expose, denied by default.
+
+A socket, a FIFO or a device node is a channel to a host process or to the kernel, and a read-only bind
+does not close it (connect(2) and write(2) work through one). Each is refused, named directly or found
+below a granted folder, unless the admin allows that exact path with a reason (host.allow_channels). The
+known channels (the system and user buses, journald and syslog, systemd's own sockets, container engines,
+ssh and gpg agents) have their own codes (KNOWN); any other is channel_refused.
+
+A granted folder is searched as bwrap binds it: recursively (a mount below it comes along, and os.scandir
+sees the top mount at each point, as the bind does), symbolic links not followed (inside the sandbox a
+link resolves in the new root, where only what is bound exists). The search is bounded by a budget of
+entries per render; a folder too large to search, or unreadable, is refused (channel_walk_bound), never
+passed as clean.
+
+Pure Python, no Ansible imports.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import collections
+import fnmatch
+import os
+import stat
+from typing import Any, Dict, FrozenSet, List, Optional
+
+from ..base import diagnostics as D
+from ..base.records import Record
+
+MAX_WALK_ENTRIES = 20000          # entries looked at per render, over every granted folder
+SYSTEM_BUS = "/run/dbus/system_bus_socket"
+# The known channels, first match wins, matched (fnmatch: '*' crosses '/') on the resolved path and on the
+# name; the rest is channel_refused.
+KNOWN = (
+    ("channel_system_bus", (SYSTEM_BUS, "/var/run/dbus/system_bus_socket"), ()),
+    ("channel_user_bus", ("/run/user/*/bus", "/run/user/*/dbus-1/*"), ()),
+    ("channel_journal", ("/run/systemd/journal/*", "/dev/log"), ()),
+    ("channel_container_engine", ("/run/podman/*", "/run/docker.sock", "/var/run/docker.sock", "/run/docker/*",
+                                  "/run/containerd/*", "/run/crio/*", "/run/buildkit/*", "/run/user/*/podman/*",
+                                  "/run/user/*/docker.sock"),
+     ("docker.sock", "podman.sock", "containerd.sock", "crio.sock", "buildkitd.sock")),
+    ("channel_agent", ("/run/user/*/gnupg/*", "*/.gnupg/*", "/run/user/*/keyring/*", "*/ssh-*/agent.*"),
+     ("S.gpg-agent*", "ssh-agent*", "gpg-agent*", "agent.[0-9]*")),
+    ("channel_systemd", ("/run/systemd/*",), ()),
+)
+TYPES = {"socket": "a socket", "FIFO": "a FIFO", "device": "a device node"}
+# Pseudo-filesystems mounted below a granted folder that the search does not enter: they show kernel state, not
+# channels (no sockets, FIFOs or device nodes as entries), and are left to their own rule (no writable grant
+# reaches one: scope_pseudo_filesystem). Every other type is searched, devtmpfs and devpts (device nodes) too.
+SEARCHED_PSEUDO = frozenset(("devtmpfs", "devpts"))
+
+
+def kind_of(mode: int) -> Optional[str]:
+    """'socket', 'FIFO' or 'device' for a file mode; None for a file, a folder or a link."""
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    return "device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else None
+
+
+def code_of(path: str) -> str:
+    """The code of a channel at ``path`` (resolved): a known channel's own, else channel_refused."""
+    name = os.path.basename(path)
+    for code, paths, names in KNOWN:
+        if any(fnmatch.fnmatchcase(path, p) for p in paths) or any(fnmatch.fnmatchcase(name, n) for n in names):
+            return code
+    return "channel_refused"
+
+
+def refusal(path: str, kind: str, what: str, folder: Optional[str] = None) -> D.Diagnostic:
+    """The refusal of one channel, named by a grant (``folder`` None) or found below a granted ``folder``."""
+    fill: Dict[str, Any] = {"what": D.excerpt(what, 300), "kind": TYPES.get(kind, kind)}
+    if folder is not None:
+        fill["folder"] = folder
+    return D.make(code_of(path), wording="named" if folder is None else "below", fill=fill, path=D.excerpt(path, 600))
+
+
+class Found(Record):
+    path: str
+    kind: str
+
+
+class Walk(Record):
+    """What a bounded search of a granted folder found: the channels, and why it stopped early (``stop``:
+    'entries' or 'unreadable', at ``where``, with the ``error``)."""
+    found: List[Found]
+    stop: Optional[str] = None
+    where: str = ""
+    error: str = ""
+
+
+def walk(root: str, budget: List[int], skip: FrozenSet[str] = frozenset()) -> Walk:
+    """Breadth first below ``root`` (a resolved folder), without following symbolic links; ``budget``: the
+    entries this render may still look at (shared by every walk of the render, decremented); ``skip``: mount
+    points not entered (SKIPPED_PSEUDO: kernel state, left to their own rule)."""
+    found: List[Found] = []
+    queue = collections.deque([] if root in skip else [root])
+    while queue:
+        folder = queue.popleft()
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    budget[0] -= 1
+                    if budget[0] < 0:
+                        return Walk(found, "entries", folder)
+                    if entry.is_dir(follow_symlinks=False):
+                        if entry.path not in skip:
+                            queue.append(entry.path)
+                    elif not entry.is_file(follow_symlinks=False) and not entry.is_symlink():
+                        kind = kind_of(entry.stat(follow_symlinks=False).st_mode)
+                        if kind is not None:
+                            found.append(Found(entry.path, kind))
+        except OSError as exc:
+            return Walk(found, "unreadable", folder, exc.strerror or type(exc).__name__)
+    return Walk(found)
+
+
+def bound_refusal(what: str, walked: Walk) -> D.Diagnostic:
+    return D.make("channel_walk_bound", wording=walked.stop, fill={"what": D.excerpt(what, 300),
+                                                                  "limit": MAX_WALK_ENTRIES, "error": walked.error},
+                  folder=D.excerpt(walked.where, 600))
+
+
+# ---- the filtered system bus (xdg-dbus-proxy, the way Flatpak filters a sandbox's bus) ----
+SYSTEMD = "org.freedesktop.systemd1"
+# What systemd:read / system:read mean on the bus: the manager's Get*/List* methods and the properties of
+# systemd's objects; every other call (Start*, Stop*, Kill*, Reload*, Set*, other names, the bus driver's
+# BecomeMonitor) is refused by the proxy (xdg-dbus-proxy's rules name fully-qualified methods only).
+READ_METHODS = ("GetUnit", "GetUnitByPID", "GetUnitByInvocationID", "GetUnitByControlGroup", "GetUnitProcesses",
+                "GetJob", "GetJobAfter", "GetJobBefore", "GetUnitFileState", "GetUnitFileLinks", "GetDefaultTarget",
+                "GetDynamicUsers", "ListUnits", "ListUnitsFiltered", "ListUnitsByPatterns", "ListUnitsByNames",
+                "ListJobs", "ListUnitFiles", "ListUnitFilesByPatterns")
+READ_PROPERTIES = ("org.freedesktop.DBus.Properties.Get", "org.freedesktop.DBus.Properties.GetAll")
+
+
+def proxy_words(bus: str, listen: str) -> List[str]:
+    """xdg-dbus-proxy's arguments: the bus's address, the socket it listens on, the read-only policy."""
+    rules = ["--call=%s=%s.Manager.%s@/org/freedesktop/systemd1" % (SYSTEMD, SYSTEMD, m) for m in READ_METHODS]
+    rules += ["--call=%s=%s@%s" % (SYSTEMD, method, path) for method in READ_PROPERTIES
+              for path in ("/org/freedesktop/systemd1", "/org/freedesktop/systemd1/*")]
+    return [bus, listen, "--filter"] + rules
