@@ -10,21 +10,49 @@ from __future__ import absolute_import, annotations, division, print_function
 
 from typing import List
 
-from ..base.registry import BWRAP_BINARY, ERROR, MONITOR, PROBE, PROFILES, REACHABILITY, WARNING, Code
+from ..base.registry import BWRAP_BINARY, ERROR, INFO, MONITOR, PROBE, PROFILES, REACHABILITY, WARNING, Code
 
 CODES: List[Code] = []
 CODES.extend([
     # ---- fleet audit ----
+    # Every state of a manifest the audit renders is a finding with its own code (profile_states.py).
     Code("profile_drift", ERROR, "R-SCOPE-3", PROFILES,
          "A rendered profile differs from its manifest",
          "The profile on disk is not what the manifest renders today on this host (the manifest, the "
-         "host's paths or the toolkit changed), or no profile was rendered.",
+         "host's paths or the toolkit changed).",
+         "Rendering each manifest on the host and comparing the mounts and options of "
+         "<profile_dir>/<executor>.args with the render's.",
+         ["make run",
+          "ansible-playbook playbooks/site.yml --tags metnos_sandbox_profiles"],
+         messages={"": "{executor}: the profile on disk ({path}) differs from what the manifest renders today: "
+                       "{changes}."}),
+    Code("profile_missing", WARNING, "R-SCOPE-3", PROFILES,
+         "No rendered profile for a manifest",
+         "The manifest renders, but no profile was rendered for it on this host: the runtime has nothing to run "
+         "the executor with.",
+         "Looking for <profile_dir>/<executor>.args of each manifest that renders.",
+         ["make run"],
+         messages={"": "{executor}: no rendered profile at {path}."}),
+    Code("profile_refused", ERROR, "R-SCOPE-1", PROFILES,
+         "A manifest is refused",
+         "The manifest cannot be rendered (not valid YAML/JSON, an unknown or forbidden capability, ...): the "
+         "runtime refuses this executor.",
+         "Loading and rendering each manifest on the host as sandbox_profile does.",
+         ["ansible-playbook playbooks/site.yml --tags metnos_sandbox_profiles"],
+         messages={"": "{executor}: the manifest is refused ({refusal}): {reason}"}),
+    Code("profile_context_error", ERROR, "R-SCOPE-1", PROFILES,
+         "The host context of the profiles is invalid",
+         "The host context the profiles are rendered with (metnos_sandbox_host, metnos_sandbox_writable_roots) is "
+         "refused: no manifest of this host can be rendered or compared.",
+         "Building the host context before rendering the manifests.",
+         ["ansible-inventory --host '<host>' --yaml"],
+         messages={"": "no manifest can be rendered on this host: {reason}"}),
+    Code("profile_in_sync", INFO, "R-SCOPE-3", PROFILES,
+         "A rendered profile matches its manifest",
+         "The profile on disk is what the manifest renders today.",
          "Rendering each manifest on the host and comparing with <profile_dir>/<executor>.args.",
-         ["Re-render the profiles: make run (or ansible-playbook playbooks/site.yml --tags metnos_sandbox_profiles)"],
-         {"missing": ["Render the profiles: make run"]},
-         {"": "{executor}: the profile on disk ({path}) differs from what the manifest renders today "
-              "(added {added}; removed {removed}).",
-          "missing": "{executor}: no rendered profile at {path}."}),
+         ["cat '{path}'"],
+         messages={"": "{executor}: the profile at {path} is what the manifest renders today."}),
     Code("bwrap_package_drift", WARNING, "R-DIAG-2", BWRAP_BINARY,
          "bwrap package revision differs from the fleet majority",
          "This host's bubblewrap package revision is not the one most of the fleet runs.",
