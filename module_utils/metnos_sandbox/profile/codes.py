@@ -61,6 +61,22 @@ CODES.extend([
          "Parsing every capability against the closed set of forms.",
          ["Use one of the accepted forms listed in the message."],
          messages=REFUSED),
+    Code("capability_whitespace", ERROR, "R-CAP-FS", SANDBOX_ACTIVE,
+         "Whitespace inside a capability",
+         "A capability is one word. Whitespace between two of its words is two capabilities run together - a "
+         "list item indented deeper than the one before it continues that item's text in YAML, so "
+         "'- fs:read:/srv/notes/**' then '   - net:http' is the one string 'fs:read:/srv/notes/** - net:http' "
+         "and net:http would be lost - or a line break or a space inside a path; it is never read as one "
+         "capability.",
+         "Each capability's text, before the grammar; for YAML, each item of the capabilities list as it is read "
+         "(naming the lines it spans).",
+         ["python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))[\"capabilities\"])' "
+          "'<manifest>'"],
+         messages={"list_item": "{field}{at}: {value} holds ' - ': two list items run together (align each "
+                                "'- ' item of capabilities under the first)",
+                   "line_break": "{field}{at}: {value} holds a line break: a capability is one word on one line",
+                   "space": "{field}{at}: {value} holds whitespace: a capability is one word (a path with a "
+                            "space cannot be granted)"}),
     Code("capability_reserved", ERROR, "R-SEC-5", SANDBOX_ACTIVE,
          "A reserved capability was requested",
          "system:undo belongs to the byte-pinned undo_last_turn broker only.",
