@@ -184,7 +184,8 @@ def test_message_templates_live_in_the_registry():
     assert drift[0]["message"] == "ex: the profile on disk (/p/ex.args) differs from what the manifest renders " \
                                   "today: mount added /a (ro)."
     assert drift[1]["message"] == "ex: no rendered profile at /p/ex.args." and drift[1]["severity"] == "warning"
-    assert drift[1]["code"] == "profile_missing" and drift[1]["remediation"] == ["make run"]
+    assert drift[1]["code"] == "profile_missing"
+    assert drift[1]["remediation"] == ["ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles"]
     doc = RT.build({"a": {"unreachable": True, "msg": "ssh: timeout"}, "b": {"failed": True, "code": "host_no_python",
                                                                           "msg": "no python"}})
     msgs = dict((h["host"], h["diagnostics"][0]["message"]) for h in doc["hosts"])

@@ -299,6 +299,8 @@ def iter_markdown(doc: Doc) -> Iterator[str]:
         for code, (diag, hosts) in by_code:
             yield "### `%s` (%s, %s) — %d host(s)\n\nHosts: %s\n\n%s\n\n" % (
                 code, diag["severity"], diag.get("rule"), len(hosts), _md_host_list(hosts), diag["message"])
+            if diag.get("hint"):
+                yield "%s\n\n" % _md(diag["hint"])
             if diag.get("remediation"):
                 yield "```sh\n%s\n```\n\n" % "\n".join(diag["remediation"])
     yield ("## All hosts\n\n`status() view` is the runtime's own view of the service's environment (not a proof); "
@@ -332,8 +334,9 @@ def _junit_case(host: str, check: str, bad: List[Mapping[str, Any]]) -> str:
     cls = "metnos.%s" % re.sub(r"[^A-Za-z0-9_.-]", "_", host)
     body = ""
     if bad:
-        text = "\n".join("%s: %s\n  fix: %s" % (d["code"], d["message"], "\n  fix: ".join(d.get("remediation") or []))
-                         for d in bad)
+        text = "\n".join("%s: %s%s\n  fix: %s" % (
+            d["code"], d["message"], "\n  hint: %s" % d["hint"] if d.get("hint") else "",
+            "\n  fix: ".join(d.get("remediation") or [])) for d in bad)
         body = '<failure message=%s type=%s>%s</failure>' % (
             quoteattr(", ".join(d["code"] for d in bad)), quoteattr(bad[0]["code"]), xml_escape(text))
     return '    <testcase classname=%s name=%s>%s</testcase>\n' % (quoteattr(cls), quoteattr(check), body)

@@ -21,6 +21,8 @@ def _diag_lines(diags: Iterable[Diagnostic], indent: str = "    ") -> List[str]:
     for diag in D.sort(diags):
         lines.append("%s[%s] %s (%s): %s" % (indent, diag["severity"], diag["code"], diag["rule"],
                                              diag["message"]))
+        if diag.get("hint"):
+            lines.append("%s    hint: %s" % (indent, diag["hint"]))
         for step in diag.get("remediation") or []:
             lines.append("%s    fix: %s" % (indent, step))
     return lines

@@ -247,6 +247,8 @@ def _make(code: str, message: Optional[str], severity: Optional[str], variant: O
             dict(context, **fill) if fill else context)),
         "remediation": _steps(entry.variants.get(variant or "", entry.remediation), context),
     }
+    if entry.hint:
+        out["hint"] = _bounded(_fill(entry.hint, context))
     if context:
         out["details"] = dict((k, _bounded(v)) for k, v in context.items() if _jsonable(v))
     return out
