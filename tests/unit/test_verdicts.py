@@ -100,3 +100,12 @@ def test_the_monitor_and_the_summary_ask_the_same_function():
                                                                                    fill={"expected": "y"})]}])])
     assert lines[-1] == "verdict: FAIL"
     assert any("profile_refused" in line for line in lines)
+
+
+def test_the_roles_results_each_have_a_state():
+    entries = PS.role_entries([{"skipped": True}, {"executor": "a", "decision": "wrapped", "files": ["/p/a.args"]},
+                               {"executor": "b", "decision": "refused", "refusal": "capability_unknown",
+                                "diagnostics": []},
+                               {"failed": True, "msg": "host.writable_roots must be absolute"}])
+    assert [e["state"] for e in entries] == ["in_sync", "refused", "error"]
+    assert [d["code"] for d in PS.findings(entries)] == ["profile_in_sync", "profile_refused", "profile_context_error"]

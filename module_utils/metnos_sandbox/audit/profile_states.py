@@ -143,7 +143,9 @@ def role_entries(loop_results: Optional[Iterable[Mapping[str, Any]]]) -> List[Di
         if res.get("decision") in ("wrapped", "direct"):
             files = res.get("files") or ["%s.args" % name]     # store.write: [args, json]
             out.append({"executor": name, "state": "in_sync", "path": files[0]})
-        else:
+        elif res.get("decision") == "refused":
             out.append({"executor": name, "state": "refused", "refusal": res.get("refusal"),
                         "diagnostics": res.get("diagnostics") or []})
+        else:       # the module itself failed (an invalid host context, a profile directory it cannot write)
+            out.append({"executor": name, "state": "error", "message": res.get("msg") or "sandbox_profile failed"})
     return out
