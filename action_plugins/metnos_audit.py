@@ -20,8 +20,9 @@ import os
 import shlex
 
 from ansible import constants as C
-from ansible.errors import AnsibleConnectionFailure, AnsibleFilterError
+from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure, AnsibleFilterError
 from ansible.executor.interpreter_discovery import discover_interpreter
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
@@ -124,11 +125,12 @@ class ActionModule(ActionBase):
 
     def _options(self, result, task_vars):
         """The validated options with their defaults, or None after a refusal put in ``result``."""
+        given = {}
         if boolean(self._task.args.get("from_vars", False), strict=False):
             # The options the task leaves out, from the host's variables (audit/play_vars.py): read here, they
             # cost no template compiled by every worker for every host.
             try:
-                self._task.args = PV.options(self._task.args, lambda name: self._variable(task_vars, name))
+                self._task.args = PV.options(self._task.args, lambda name: self._variable(task_vars, name), given)
             except PV.VarsError as exc:
                 result.update(failed=True, code="invalid_option", msg="metnos_audit: %s" % exc)
                 return None
@@ -136,7 +138,15 @@ class ActionModule(ActionBase):
         # deep-copies the options; Ansible's values carry their origin (subclasses of str, list, ...), which copy
         # the slow way, so they go in as the builtin types (~0.5 ms of this worker's CPU).
         self._task.args = O.plain(self._task.args)
-        _validation, validated = self.validate_argument_spec(argument_spec=O.spec(O.AUDIT))
+        try:
+            _validation, validated = self.validate_argument_spec(argument_spec=O.spec(O.AUDIT))
+        except AnsibleActionFail:
+            named = self._named_problems(given)      # only on a refusal: each variable the user set, by its name
+            if not named:
+                raise
+            result.update(failed=True, code="invalid_option", problems=named,
+                          msg="metnos_audit: invalid variables, nothing was run on the host: %s" % "; ".join(named))
+            return None
         args = O.with_defaults(O.AUDIT, validated)
         # Manifest text is loaded by the core's one reader/decoder (the host then needs no YAML library); a
         # refused load travels as the core's refusal record, refused on the host. manifest_sources are what the
@@ -155,6 +165,14 @@ class ActionModule(ActionBase):
             result.update(failed=True, code="invalid_option", msg="metnos_audit: %s" % exc)
             return None
         return args
+
+    def _named_problems(self, given):
+        """The validator's messages for the options the host's variables gave, each under the variable's name
+        (value of metnos_sandbox_unit_scope must be one of: system, user, got: sys)."""
+        spec = O.spec(O.AUDIT)
+        named_spec = dict((name, spec[option]) for option, name in given.items())
+        values = dict((name, self._task.args[option]) for option, name in given.items())
+        return list(ArgumentSpecValidator(named_spec).validate(values).error_messages)
 
     def _refuse(self, result, host, code, msg, **context):
         result.update(failed=True, code=code, msg=msg)

@@ -38,7 +38,10 @@ class ActionModule(ActionBase):
         _validation, args = self.validate_argument_spec(
             argument_spec=O.spec(O.AUDIT_REPORT), mutually_exclusive=O.AUDIT_REPORT_ONE_OF,
             required_one_of=O.AUDIT_REPORT_ONE_OF)
-        results, hosts, dest = args["results"], args["hosts"], args["dest"]
+        results, hosts = args["results"], args["hosts"]
+        # A relative dest is the working directory's of ansible-playbook (where the user runs it), never the
+        # playbook's or the collection's: the reports' paths are returned absolute.
+        dest = os.path.abspath(args["dest"])
         start = time.time()
         if hosts and not R.spooled(spool_dir(), sorted(set(hosts))):
             # Another run, or before the audit: refused, never every host reported unreachable.

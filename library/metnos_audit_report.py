@@ -34,7 +34,9 @@ options:
       O(hosts) and O(results).
     type: dict
   dest:
-    description: Directory for the reports.
+    description: >-
+      Directory for the reports; a relative path is relative to the working directory of C(ansible-playbook)
+      (where the user runs it), never to the playbook or the collection. The returned RV(paths) are absolute.
     type: path
     default: reports
   warnings_as_failures:

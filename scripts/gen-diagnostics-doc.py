@@ -21,10 +21,12 @@ def render():
            "`scripts/gen-diagnostics-doc.py` (`make docs`). Do not edit by hand.", "",
            "Every finding of every module has this shape: `code` (stable), `severity` "
            "(error/warning/info), `rule` (spec rule id), `title`, `message` (what was seen), "
-           "`remediation` (one command or step per item) and optional `details`. The registry is the only "
-           "source of a code's severity, rule, report section, title, cause, message template and remediation; a call "
-           "site fills `{placeholders}` and may pick one of a code's named variants. Codes of section "
-           "`module` are a module's own failure (`fail_json` with `code`), not findings of a host.", "",
+           "`remediation` (one command or step per item), optional `hint` (what to know before running them: a code "
+           "with a hint keeps its remediation to commands that run as written) and optional `details`. "
+           "The registry is the only source of a code's severity, rule, report section, title, cause, message "
+           "template and remediation; a call site fills `{placeholders}` and may pick one of a code's named "
+           "variants. Codes of section `module` are a module's own failure (`fail_json` with `code`), not "
+           "findings of a host.", "",
            "| code | severity | rule | report section | title |", "|---|---|---|---|---|"]
     codes = sorted(D.REGISTRY.values(), key=lambda c: c.code)
     for c in codes:
@@ -36,6 +38,8 @@ def render():
                 "- **cause:** %s" % c.cause,
                 "- **detection:** %s" % c.detection]
         out += ["- **message%s:** %s" % (" (variant `%s`)" % v if v else "", c.messages[v]) for v in sorted(c.messages)]
+        if c.hint:
+            out.append("- **hint:** %s" % c.hint)
         out += ["- **remediation:**"] + _steps(c.remediation)
         for name in sorted(c.variants):
             out.append("- **remediation, variant `%s`:**" % name)

@@ -200,7 +200,7 @@ for i, cap in enumerate(["fs:read:/srv/notes\n", "fs:write:@ROOT@/data/w\n", "fs
     caps("control_in_scope_%d" % i, "R-CAP-FS", "scope_nul", [cap],
          fields={"arguments": {"p": {"within": ["@ROOT@/data/**"]}}})
 for i, cap in enumerate(["fs:readx:/srv/x", "fs:read", "fs:read:", "fs:write:arg:", "fs:write:arg:../x",
-                         "fs:write:arg:P", "network:", "net:", "netx:http", "net:--share-net", "network:a b",
+                         "fs:write:arg:P", "network:", "net:", "netx:http", "net:--share-net",
                          "provider:access:", "provider:access:cal/../other", "provider:access:..",
                          "provider:access:Cal",
                          "skill:../cal", "skill:", "skill:a/b", "mail:read:*", "mail:read:../work", "mail:read:work/x",
@@ -209,6 +209,14 @@ for i, cap in enumerate(["fs:readx:/srv/x", "fs:read", "fs:read:", "fs:write:arg
                          "system:write", "systemd:write", "dialog.user_input:bob", "Dialog.user_input", "NET:http",
                          " net:http", "net:http ", "fs:exec:/srv/x", "root", "", "*"]):
     caps("grammar_%02d" % i, "R-CAP-FS", "capability_unknown", [cap])
+# Whitespace between two words: two capabilities run together, or a space in a path (issue 42, item 8); before
+# issue 42 "network:a b" was one unknown capability (capability_unknown), now it has its own code.
+for i, cap in enumerate(["network:a b", "fs:read:/srv/notes/** - net:http", "fs:read:/srv/a\nb",
+                         "fs:read:/srv/My Notes/**", "net:http\tnet:https"]):
+    caps("whitespace_in_capability_%d" % i, "R-CAP-FS", "capability_whitespace", [cap])
+caps("whitespace_in_capability_json", "R-CAP-FS", "capability_whitespace", ["fs:read:/srv/a - net:http"], fmt="json")
+add("capability_list_misindented", "R-CAP-FS", "capability_whitespace",
+    text="name: ex\norigin: o\ncapabilities:\n  - fs:read:/srv/notes/**\n   - net:http\n")
 caps("capability_not_string", "R-CAP-FS", "manifest_invalid", [5])
 caps("capability_mapping", "R-CAP-FS", "manifest_invalid", [{"fs": "read"}])
 caps("capability_null", "R-CAP-FS", "manifest_invalid", [None])

@@ -207,3 +207,24 @@ def test_ansible_builder_makes_the_execution_environment_context(tmp_path):
     ran = subprocess.run(argv, capture_output=True, text=True, env=user_env(str(tmp_path)))
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert os.path.exists(str(tmp_path / "ee" / "ansible_collections" / "metnos" / "sandbox" / "MANIFEST.json"))
+
+
+def test_the_installed_audit_playbook_writes_where_the_user_runs_from_a_read_only_install(installed, tmp_path):
+    """``ansible-playbook metnos.sandbox.audit`` from the installed collection, mounted read-only (a system-wide
+    or AWX install; a private mount namespace, as root cannot be kept out by file modes): the reports are in the
+    working directory's ./reports, none inside the collection (issue 42, item 6)."""
+    collection = os.path.join(installed, "collections")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "hosts.yml").write_text(json.dumps({"all": {"hosts": {"localhost": {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}))
+    script = 'mount --bind "$1" "$1" && mount -o remount,ro,bind "$1" "$1" && shift && exec "$@"'
+    proc = subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", collection, ansible_tool("ansible-playbook"),
+                           "metnos.sandbox.audit", "-i", "hosts.yml", "-e", "metnos_audit_probe=false",
+                           "-e", json.dumps({"metnos_audit_unit": "", "metnos_audit_manifests": []})],
+                          capture_output=True, text=True, cwd=str(work), env=user_env(installed), timeout=900)
+    reports = sorted(os.path.basename(p) for p in glob.glob(str(work / "reports" / "metnos-audit-*")))
+    assert sorted(r.rsplit(".", 1)[-1] for r in reports) == ["html", "json", "md", "xml"], proc.stdout[-4000:]
+    assert "Read-only file system" not in proc.stdout + proc.stderr, proc.stdout[-4000:]
+    assert str(work / "reports") in proc.stdout, proc.stdout[-4000:]          # the summary names them
+    assert not glob.glob(os.path.join(collection, "**", "metnos-audit-*"), recursive=True)

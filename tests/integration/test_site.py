@@ -27,6 +27,10 @@ def test_site_runs_and_is_idempotent(tmp_path):
     second = run_playbook("playbooks/site.yml", profiles)
     assert second.returncode == 0
     assert recap(second.stdout)["changed"] == 0, second.stdout[-4000:]
+    # A no-op run prints what is worth reading: the monitor off (the default) is one skipped include, not a skipped
+    # line for each of its tasks (issue 42, item 7); the summary ends with the host's one verdict.
+    assert "TASK [metnos.sandbox.metnos_sandbox : Monitor |" not in second.stdout, second.stdout[-4000:]
+    assert re.search(r'"verdict: (PASS|WARN)"', second.stdout), second.stdout[-4000:]
 
 
 def test_check_mode_changes_nothing(tmp_path):

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit as A
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import profile_states as PS
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
@@ -177,12 +178,14 @@ def test_remediation_comes_only_from_the_registry():
 
 
 def test_message_templates_live_in_the_registry():
-    drift = A.drift_diagnostics([{"state": "drift", "executor": "ex", "path": "/p/ex.args", "added": ["--a"],
-                                  "removed": []}, {"state": "missing", "executor": "ex", "path": "/p/ex.args"}])
+    change = PS.describe_drift(["bwrap", "--ro-bind", "/a", "/a", "--", "python3"], ["bwrap", "--", "python3"])
+    drift = A.drift_diagnostics([dict(change, state="drift", executor="ex", path="/p/ex.args"),
+                                 {"state": "missing", "executor": "ex", "path": "/p/ex.args"}])
     assert drift[0]["message"] == "ex: the profile on disk (/p/ex.args) differs from what the manifest renders " \
-                                  "today (added ['--a']; removed [])."
+                                  "today: mount added /a (ro)."
     assert drift[1]["message"] == "ex: no rendered profile at /p/ex.args." and drift[1]["severity"] == "warning"
-    assert drift[1]["remediation"] == ["Render the profiles: make run"]
+    assert drift[1]["code"] == "profile_missing"
+    assert drift[1]["remediation"] == ["ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles"]
     doc = RT.build({"a": {"unreachable": True, "msg": "ssh: timeout"}, "b": {"failed": True, "code": "host_no_python",
                                                                           "msg": "no python"}})
     msgs = dict((h["host"], h["diagnostics"][0]["message"]) for h in doc["hosts"])

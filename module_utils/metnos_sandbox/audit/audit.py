@@ -22,6 +22,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, cast
 
 from ..base import diagnostics as D
 from ..base import envflags
+from ..base import verdicts as V
 from ..base.records import Shape
 from ..host import bwrap as B
 from ..host import bwrap_trust as BT
@@ -36,6 +37,7 @@ from ..profile import python_roots as PYR
 from ..profile import store as ST
 from ..service import service_env as S
 from . import monitor_state as MS
+from . import profile_states as PS
 
 SCHEMA = MS.AUDIT_SCHEMA     # one spelling: monitor_state checks collected results against it
 
@@ -49,7 +51,7 @@ class HostResult(Shape, total=False):
     monitor: Dict[str, Any]                      # monitor_state.describe(): the continuous proof of the host
     bwrap_facts: Dict[str, Any]                  # facts.gather()
     service: Optional[S.ServiceResult]           # None without a unit (or when it is not there)
-    profiles: List[Dict[str, Any]]               # profile_drift()
+    profiles: List[Dict[str, Any]]               # profile_drift(): each manifest's state
     probe: Optional[PR.ProbeResult]              # None when the probe is off
     diagnostics: List[D.Diagnostic]              # every finding once, most severe first
     verdict: str                                 # pass, warn or fail
@@ -73,7 +75,7 @@ def profile_drift(manifests: Optional[Iterable[Any]], host_over: Optional[Dict[s
         name = prof.get("executor")
         entry: Dict[str, Any] = {"executor": name, "decision": prof["decision"]}
         if prof["decision"] == "refused":
-            entry.update(state="refused", refusal=prof["refusal"])
+            entry.update(state="refused", refusal=prof["refusal"], message=PS.refusal_reason(prof))
             out.append(entry)
             continue
         path = ST.paths(profile_dir, name)[0]
@@ -85,23 +87,15 @@ def profile_drift(manifests: Optional[Iterable[Any]], host_over: Optional[Dict[s
         want = prof["argv"]
         if on_disk == want:
             entry.update(state="in_sync", path=path)
-        else:
-            entry.update(state="drift", path=path, added=[a for a in want if a not in on_disk][:20],
-                         removed=[a for a in on_disk if a not in want][:20])
+        else:       # told as mounts added, removed or changed (with their modes), not as argv words
+            entry.update(PS.describe_drift(want, on_disk), state="drift", path=path)
         out.append(entry)
     return out
 
 
 def drift_diagnostics(drift: Iterable[Mapping[str, Any]]) -> List[D.Diagnostic]:
-    out = []
-    for item in drift:
-        if item.get("state") == "drift":
-            out.append(D.make("profile_drift", executor=item["executor"], path=item["path"],
-                              added=item.get("added"), removed=item.get("removed")))
-        elif item.get("state") == "missing":
-            out.append(D.make("profile_drift", executor=item["executor"], path=item["path"], severity=D.WARNING,
-                              variant="missing"))
-    return out
+    """One finding per manifest, whatever its state (profile_states.findings: refused and error included)."""
+    return PS.findings(drift)
 
 
 def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner,
@@ -140,13 +134,16 @@ def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner,
     result["probe"] = _probe(unit if result["service"] is not None else None, params, runner,
                              PR.Handed(inspection, ledger), probe_diags) if params["probe"] else None
     result["diagnostics"] = D.sort(D.union(diags, probe_diags, monitor_diags))   # each finding once
-    result["verdict"] = F.verdict(result["diagnostics"])
-    if result["probe"] is not None and not result["probe"].get("passed"):
-        result["verdict"] = "fail"
+    result["verdict"] = V.verdict(result["diagnostics"], probe_passed(result.get("probe")))
     result["duration"] = round(time.time() - start, 3)
     result["cpu"] = cpu_seconds()
     safe: HostResult = D.utf8_safe(result)      # every string valid UTF-8: the controller reads the record
     return safe
+
+
+def probe_passed(probe: Optional[Mapping[str, Any]]) -> Optional[bool]:
+    """What the verdict takes of a probe: None when none ran, else whether it passed."""
+    return None if probe is None else probe.get("passed") is True
 
 
 def _service(unit: str, params: Mapping[str, Any], runner: B.Runner, diags: List[D.Diagnostic],

@@ -10,34 +10,74 @@ from __future__ import absolute_import, annotations, division, print_function
 
 from typing import List
 
-from ..base.registry import BWRAP_BINARY, ERROR, MONITOR, PROBE, PROFILES, REACHABILITY, WARNING, Code
+from ..base.registry import BWRAP_BINARY, ERROR, INFO, MONITOR, PROBE, PROFILES, REACHABILITY, WARNING, Code
 
 CODES: List[Code] = []
 CODES.extend([
     # ---- fleet audit ----
+    # Every state of a manifest the audit renders is a finding with its own code (profile_states.py).
     Code("profile_drift", ERROR, "R-SCOPE-3", PROFILES,
          "A rendered profile differs from its manifest",
          "The profile on disk is not what the manifest renders today on this host (the manifest, the "
-         "host's paths or the toolkit changed), or no profile was rendered.",
+         "host's paths or the toolkit changed).",
+         "Rendering each manifest on the host and comparing the mounts and options of "
+         "<profile_dir>/<executor>.args with the render's.",
+         ["ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles"],
+         messages={"": "{executor}: the profile on disk ({path}) differs from what the manifest renders today: "
+                       "{changes}."},
+         hint=("Render the profiles again (make run in the checkout), or find why the manifest, the "
+               "host's paths or the toolkit changed.")),
+    Code("profile_missing", WARNING, "R-SCOPE-3", PROFILES,
+         "No rendered profile for a manifest",
+         "The manifest renders, but no profile was rendered for it on this host: the runtime has nothing to run "
+         "the executor with.",
+         "Looking for <profile_dir>/<executor>.args of each manifest that renders.",
+         ["ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles"],
+         messages={"": "{executor}: no rendered profile at {path}."},
+         hint=("Render the profiles (make run in the checkout).")),
+    Code("profile_refused", ERROR, "R-SCOPE-1", PROFILES,
+         "A manifest is refused",
+         "The manifest cannot be rendered (not valid YAML/JSON, an unknown or forbidden capability, ...): the "
+         "runtime refuses this executor.",
+         "Loading and rendering each manifest on the host as sandbox_profile does.",
+         ["ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles"],
+         messages={"": "{executor}: the manifest is refused ({refusal}): {reason}"},
+         hint=("Fix the manifest as the refusal's own code says (details.refusal; docs/diagnostics.md), then render "
+               "the profiles again.")),
+    Code("profile_context_error", ERROR, "R-SCOPE-1", PROFILES,
+         "The host context of the profiles is invalid",
+         "The host context the profiles are rendered with (metnos_sandbox_host, metnos_sandbox_writable_roots) is "
+         "refused: no manifest of this host can be rendered or compared.",
+         "Building the host context before rendering the manifests.",
+         ["ansible-inventory --host '<host>' --yaml"],
+         messages={"": "no manifest can be rendered on this host: {reason}"},
+         hint=("Fix the host context named in the message (metnos_sandbox_host, metnos_sandbox_writable_roots) in "
+               "the inventory: the command shows the host's variables.")),
+    Code("profile_in_sync", INFO, "R-SCOPE-3", PROFILES,
+         "A rendered profile matches its manifest",
+         "The profile on disk is what the manifest renders today.",
          "Rendering each manifest on the host and comparing with <profile_dir>/<executor>.args.",
-         ["Re-render the profiles: make run (or ansible-playbook playbooks/site.yml --tags metnos_sandbox_profiles)"],
-         {"missing": ["Render the profiles: make run"]},
-         {"": "{executor}: the profile on disk ({path}) differs from what the manifest renders today "
-              "(added {added}; removed {removed}).",
-          "missing": "{executor}: no rendered profile at {path}."}),
+         ["cat '{path}'"],
+         messages={"": "{executor}: the profile at {path} is what the manifest renders today."},
+         hint=("Nothing to do: the command shows the profile.")),
     Code("bwrap_package_drift", WARNING, "R-DIAG-2", BWRAP_BINARY,
          "bwrap package revision differs from the fleet majority",
          "This host's bubblewrap package revision is not the one most of the fleet runs.",
          "Comparing the package revision of every audited host.",
-         ["Align the package: apt-get install bubblewrap={majority} (or dnf/pacman equivalent)"],
+         ["ansible-playbook metnos.sandbox.site --limit '{host}' --tags bwrap_host_install "
+          "-e 'bwrap_host_version={majority}'"],
          messages={"": "{host} runs bubblewrap {revision}; most of the fleet ({majority_hosts} of {hosts} hosts) "
-                       "runs {majority}."}),
+                       "runs {majority}."},
+         hint=("Align this host's bubblewrap with the fleet's majority revision {majority} (the "
+               "bwrap_host role pins it with the host's package manager).")),
     Code("host_unreachable", ERROR, "R-DIAG-3", REACHABILITY,
          "The host could not be audited",
          "Ansible could not connect to the host, or the audit payload failed there.",
          "The connection or the payload's exit status.",
-         ["Check connectivity: ansible {host} -m ping", "Re-run the audit for this host: --limit {host}"],
-         messages={"": "{host}: {why}"}),
+         ["ansible '{host}' -m ansible.builtin.ping",
+          "ansible-playbook metnos.sandbox.audit --limit '{host}'"],
+         messages={"": "{host}: {why}"},
+         hint=("Check the connection to the host, then audit it again.")),
 ])
 CODES.append(Code(
     "host_no_python", ERROR, "R-DIAG-3", REACHABILITY,
@@ -46,10 +86,12 @@ CODES.append(Code(
     "could be checked. Not the same as an unreachable host: the connection works.",
     "After the audit payload fails, `command -v` for the interpreter, python3 and python, run over the raw "
     "connection (no Python needed).",
-    ["Install Python without Python: ansible {host} -m ansible.builtin.raw -a 'apt-get install -y python3' "
-     "(dnf install -y python3; pacman -S --noconfirm python)",
-     "Or point ansible_python_interpreter at an existing interpreter, then re-run the audit: --limit {host}"],
-    messages={"": "{host}: {msg}"}))
+    ["ansible '{host}' -m ansible.builtin.raw -a 'apt-get install -y python3'",
+     "ansible-playbook metnos.sandbox.audit --limit '{host}'"],
+    messages={"": "{host}: {msg}"},
+    hint=("Install Python over the raw connection (on dnf hosts: dnf install -y python3; on pacman hosts: pacman -S "
+          "--noconfirm python), or point ansible_python_interpreter at an interpreter the host has; then audit it "
+          "again.")))
 
 # ---- the continuous proof (monitor.py on the host, monitor_state.py in the audit) ----
 _MONITOR_RERUN = ("Reinstall the monitor with the role: ansible-playbook playbooks/site.yml -l {host} "
@@ -60,13 +102,14 @@ CODES.extend([
          "The audit collected the monitor's stored result instead of running the checks, and that proof is older "
          "than the limit: the sandbox may have broken since, so it is not a pass.",
          "The stored result's proof time (metnos_audit collect_monitor) against monitor_max_age.",
-         ["See why the timer did not run: systemctl status metnos-sandbox-monitor.timer metnos-sandbox-monitor.service",
+         ["systemctl status metnos-sandbox-monitor.timer metnos-sandbox-monitor.service",
           "journalctl -u metnos-sandbox-monitor.service -n 50",
-          "Prove it now: systemctl start metnos-sandbox-monitor.service",
-          "Or audit the host live: ansible-playbook playbooks/audit.yml -l {host} "
-          "(without metnos_audit_collect_monitor)"],
+          "systemctl start metnos-sandbox-monitor.service"],
          messages={"": "The monitor's last proof ({finished}) is {age} s old, more than the limit of {max_age} s "
-                       "({result}): not a pass."}),
+                       "({result}): not a pass."},
+         hint=("See why the timer did not run, then prove it now; or audit the host live "
+               "(ansible-playbook metnos.sandbox.audit --limit {host}, without "
+               "metnos_audit_collect_monitor).")),
     Code("monitor_result_unusable", WARNING, "R-DIAG-3", MONITOR,
          "The monitor's stored result cannot be used",
          "The monitor's last result on the host is not what the monitor writes (unreadable, too large, not JSON, "
@@ -162,8 +205,9 @@ CODES.extend([
          "hosts it was asked about has one (the report ran in another run, or before the audit). It refuses "
          "instead of reporting every host unreachable.",
          "No result kept for any of the hosts in the run's controller-side temp dir.",
-         ["Run the audit and the report in one run: ansible-playbook playbooks/audit.yml (or pass the registered "
-          "results: metnos_audit_report: results: ...)"],
+         ["ansible-playbook metnos.sandbox.audit"],
          messages={"": "metnos_audit_report: none of the {count} host(s) asked about ({hosts}) has a metnos_audit "
-                       "result in this run: the report must run in the same ansible-playbook run as the audit"}),
+                       "result in this run: the report must run in the same ansible-playbook run as the audit"},
+         hint=("Run the audit and the report in one ansible-playbook run (or pass the registered "
+               "results to metnos_audit_report's results option).")),
 ])

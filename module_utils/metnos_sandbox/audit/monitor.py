@@ -28,8 +28,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..base import diagnostics as D
 from ..base import files
+from ..base import verdicts as V
 from ..host import bwrap as B
-from ..host import facts as F
 from ..options import spec as O
 from ..options.checks import OptionError
 from . import audit as A
@@ -196,11 +196,9 @@ def judge(result: A.HostResult, extra: Sequence[D.Diagnostic]) -> Tuple[bool, st
     """(proven, verdict) of an audit result plus the monitor's own findings: proven when the probe passed and
     nothing is an error."""
     result["diagnostics"] = D.sort(D.union(result["diagnostics"], extra))
-    verdict = F.verdict(result["diagnostics"])
     probe = result.get("probe")
     passed = isinstance(probe, dict) and probe.get("passed") is True
-    if not passed:
-        verdict = "fail"
+    verdict = V.verdict(result["diagnostics"], passed)     # no probe is not a proof: the monitor's verdict fails
     result["verdict"] = verdict
     return passed and verdict != "fail", verdict
 

@@ -23,6 +23,7 @@ import time
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ..base import diagnostics as D
+from ..base import verdicts as V
 from ..host import bwrap as B
 
 UNIT = "metnos-sandbox-monitor"
@@ -191,7 +192,9 @@ def collect(params: Mapping[str, Any], info: Json, record: Json, now: float) -> 
         result["diagnostics"] = D.sort(list(result["diagnostics"]) + [D.make(
             "monitor_proof_stale", age=proof["age_seconds"], max_age=int(max_age), finished=proof["finished"],
             result=info["result"])])
-        result["verdict"] = "fail"
+        probe = result.get("probe")
+        result["verdict"] = V.verdict(result["diagnostics"], None if not isinstance(probe, dict) else
+                                      probe.get("passed") is True)
     return result
 
 

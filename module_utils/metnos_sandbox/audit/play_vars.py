@@ -14,7 +14,7 @@ Pure Python, no Ansible imports: ``lookup(name)`` is the caller's (the action's)
 """
 from __future__ import absolute_import, annotations, division, print_function
 
-from typing import Any, Callable, Dict, Mapping, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 Lookup = Callable[[str], Tuple[bool, Any]]
 
@@ -37,10 +37,11 @@ class VarsError(ValueError):
     """A variable that cannot give its option (metnos_sandbox_host not a mapping): invalid_option."""
 
 
-def options(args: Mapping[str, Any], lookup: Lookup) -> Dict[str, Any]:
+def options(args: Mapping[str, Any], lookup: Lookup, given: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
     """``args`` (the task's own options: they win) plus each option they lack that the host's variables give.
     ``host`` is {writable_roots: metnos_sandbox_writable_roots (else the role's default)} updated with
-    metnos_sandbox_host, as the role builds it."""
+    metnos_sandbox_host, as the role builds it. ``given``, when passed, receives option -> the variable that gave
+    it (a refusal names the variable the user set, not the option)."""
     out = dict(args)
     for option, names in FIRST_DEFINED.items():
         if option in out:
@@ -49,6 +50,8 @@ def options(args: Mapping[str, Any], lookup: Lookup) -> Dict[str, Any]:
             found, value = lookup(name)
             if found:
                 out[option] = value
+                if given is not None:
+                    given[option] = name
                 break
     if "host" not in out:
         found, roots = lookup(WRITABLE_ROOTS)

@@ -24,6 +24,7 @@ from urllib.parse import quote
 
 from ..base import diagnostics as D
 from ..base import files
+from ..base import verdicts as V
 from ..base.diagnostics import Diagnostic
 from . import monitor_state as MS
 
@@ -52,7 +53,7 @@ Doc = Dict[str, Any]      # the report document (the JSON schema's instance)
 Host = Dict[str, Any]     # one host's record in it
 
 SCHEMA = "metnos-sandbox-audit-report/1"
-VERDICTS = ("pass", "warn", "fail", "unreachable")
+VERDICTS = V.VERDICTS
 CHECKS = (D.SANDBOX_ACTIVE, D.BWRAP_BINARY, D.KERNEL_USERNS, D.SMOKE_TEST, D.SERVICE_ENVIRONMENT, D.PROFILES,
           D.PROBE)
 
@@ -62,17 +63,17 @@ def check_of(code: str) -> str:
     return D.section_of(code)
 
 
-def _not_audited(name: str, res: Any) -> Tuple[Diagnostic, str]:
-    """(diagnostic, verdict) for a host the audit could not run on: reached without Python has its own
-    code (and verdict fail: the host answered), anything else is host_unreachable."""
+def _not_audited(name: str, res: Any) -> Diagnostic:
+    """The finding of a host the audit could not run on: reached without Python has its own code (an error: the
+    host answered), anything else is host_unreachable (the verdict unreachable, verdicts.verdict)."""
     msg = (res or {}).get("msg") if isinstance(res, dict) else None
     if isinstance(res, dict) and res.get("code") == "host_no_python":
-        return D.make("host_no_python", host=name, msg=msg), "fail"
+        return D.make("host_no_python", host=name, msg=msg)
     if isinstance(res, dict) and res.get("code") in ANSWERED_WITHOUT_RESULT:     # the host answered: a failure
         context = dict((k, v) for k, v in (res.get("context") or {}).items() if isinstance(k, str) and k != "host")
-        return D.make(res["code"], host=name, **context), "fail"
+        return D.make(res["code"], host=name, **context)
     why = "unreachable" if isinstance(res, dict) and res.get("unreachable") else "audit failed"
-    return D.make("host_unreachable", host=name, why=why + (": %s" % msg if msg else "")), "unreachable"
+    return D.make("host_unreachable", host=name, why=why + (": %s" % msg if msg else ""))
 
 
 def status_view(svc: Optional[Mapping[str, Any]], facts: Optional[Mapping[str, Any]]) -> Optional[str]:
@@ -87,8 +88,8 @@ def status_view(svc: Optional[Mapping[str, Any]], facts: Optional[Mapping[str, A
 def _host_entry(name: str, res: Any) -> Host:
     """Normalise one task result into the report's host record."""
     if not isinstance(res, dict) or res.get("unreachable") or res.get("failed") or "schema" not in res:
-        diag, verdict = _not_audited(name, res)
-        return {"host": name, "reachable": False, "verdict": verdict, "status": None, "bwrap": None,
+        diag = _not_audited(name, res)
+        return {"host": name, "reachable": False, "verdict": None, "status": None, "bwrap": None,
                 "userns": None, "service": None, "profiles": [], "probe": None, "monitor": None,
                 "diagnostics": [diag]}
     facts = res.get("bwrap_facts") or {}
@@ -98,7 +99,7 @@ def _host_entry(name: str, res: Any) -> Host:
     svc = res.get("service") or None
     probe = res.get("probe") or None
     return {
-        "host": name, "reachable": True, "verdict": res.get("verdict", "fail"),
+        "host": name, "reachable": True, "verdict": None,     # build_from_hosts: verdict_of(), once
         "hostname": res.get("hostname"), "duration": res.get("duration"), "cpu": res.get("cpu"),
         "status": (svc or {}).get("status") or facts.get("status"),
         "status_view": status_view(svc, facts),
@@ -121,6 +122,12 @@ def _host_entry(name: str, res: Any) -> Host:
                   "checks": probe.get("checks") or []} if probe else None,
         "diagnostics": res.get("diagnostics") or [],
     }
+
+
+def verdict_of(h: Host) -> str:
+    """A host record's verdict: the one function over its findings and its probe (base/verdicts.py)."""
+    probe = h.get("probe")
+    return V.verdict(h["diagnostics"], None if not isinstance(probe, dict) else probe.get("passed") is True)
 
 
 # --------------------------------------------------------------------------- per-host results kept on disk
@@ -186,8 +193,8 @@ def build_from_hosts(hosts: List[Host], generated: Optional[datetime.datetime] =
                 h["diagnostics"] = D.sort(h["diagnostics"] + [D.make(
                     "bwrap_package_drift", majority=majority, host=h["host"], revision=rev,
                     majority_hosts=revisions[majority], hosts=sum(revisions.values()))])
-                if h["verdict"] == "pass":
-                    h["verdict"] = "warn"
+    for h in hosts:     # each verdict decided once, from every finding (the fleet's included): verdicts.verdict
+        h["verdict"] = verdict_of(h)
     totals = dict((v, 0) for v in VERDICTS)
     codes: Dict[str, int] = {}
     for h in hosts:
@@ -272,7 +279,7 @@ def _md_row(h: Host) -> str:
         _md("%s (%s)" % (bw.get("version"), bw.get("revision"))) if bw else "-",
         _md("%s: %s" % (svc.get("unit"), svc.get("verdict"))) if svc else "-",
         ("passed" if probe.get("passed") else "FAILED") if probe else "-", _md(MS.monitored_text(h.get("monitor"))),
-        _md(", ".join(_codes(h))) or "-")
+        _md(", ".join(_codes(h, include_info=True))) or "-")
 
 
 def iter_markdown(doc: Doc) -> Iterator[str]:
@@ -283,15 +290,17 @@ def iter_markdown(doc: Doc) -> Iterator[str]:
     yield "Gate: **%s** (%d failing host(s)%s).\n\n" % (
         "FAILED" if gate["failed"] else "passed", gate["failing_hosts"],
         "; warnings count as failures" if gate["warnings_as_failures"] else "")
-    by_code = _by_severity(_hosts_by_code(doc))
+    by_code = _by_severity(_hosts_by_code(doc, include_info=True))   # every finding the terminal summary shows
     if by_code:
         yield "| code | severity | rule | hosts |\n|---|---|---|---|\n"
         for code, (diag, hosts) in by_code:
             yield "| `%s` | %s | %s | %d |\n" % (code, diag["severity"], diag.get("rule") or "-", len(hosts))
-        yield "\n## Hosts by diagnostic (errors first)\n\n"
+        yield "\n## Hosts by diagnostic (errors first, then warnings, then notes)\n\n"
         for code, (diag, hosts) in by_code:
             yield "### `%s` (%s, %s) — %d host(s)\n\nHosts: %s\n\n%s\n\n" % (
                 code, diag["severity"], diag.get("rule"), len(hosts), _md_host_list(hosts), diag["message"])
+            if diag.get("hint"):
+                yield "%s\n\n" % _md(diag["hint"])
             if diag.get("remediation"):
                 yield "```sh\n%s\n```\n\n" % "\n".join(diag["remediation"])
     yield ("## All hosts\n\n`status() view` is the runtime's own view of the service's environment (not a proof); "
@@ -325,8 +334,9 @@ def _junit_case(host: str, check: str, bad: List[Mapping[str, Any]]) -> str:
     cls = "metnos.%s" % re.sub(r"[^A-Za-z0-9_.-]", "_", host)
     body = ""
     if bad:
-        text = "\n".join("%s: %s\n  fix: %s" % (d["code"], d["message"], "\n  fix: ".join(d.get("remediation") or []))
-                         for d in bad)
+        text = "\n".join("%s: %s%s\n  fix: %s" % (
+            d["code"], d["message"], "\n  hint: %s" % d["hint"] if d.get("hint") else "",
+            "\n  fix: ".join(d.get("remediation") or [])) for d in bad)
         body = '<failure message=%s type=%s>%s</failure>' % (
             quoteattr(", ".join(d["code"] for d in bad)), quoteattr(bad[0]["code"]), xml_escape(text))
     return '    <testcase classname=%s name=%s>%s</testcase>\n' % (quoteattr(cls), quoteattr(check), body)

@@ -7,7 +7,9 @@ from __future__ import absolute_import, annotations, division, print_function
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 from ..base import diagnostics as D
+from ..base import verdicts as V
 from ..base.diagnostics import Diagnostic
+from . import profile_states as PS
 
 Section = Dict[str, Any]   # {"name", "verdict", "detail", "diagnostics"}
 
@@ -19,6 +21,8 @@ def _diag_lines(diags: Iterable[Diagnostic], indent: str = "    ") -> List[str]:
     for diag in D.sort(diags):
         lines.append("%s[%s] %s (%s): %s" % (indent, diag["severity"], diag["code"], diag["rule"],
                                              diag["message"]))
+        if diag.get("hint"):
+            lines.append("%s    hint: %s" % (indent, diag["hint"]))
         for step in diag.get("remediation") or []:
             lines.append("%s    fix: %s" % (indent, step))
     return lines
@@ -60,13 +64,29 @@ def host_summary(facts: Optional[Mapping[str, Any]] = None,
             lines.append("smoke test: not run (%s)" % smoke.get("reason", "?"))
         lines.append("%s bwrap_facts" % _MARK.get(str(facts.get("verdict")), "?"))
         lines.extend(_diag_lines(facts.get("diagnostics") or []))
-    for section in sections or []:
+    sections = [s for s in sections or []]
+    for section in sections:
         head = "%s %s" % (_MARK.get(str(section.get("verdict")), "?   "), section.get("name"))
         if section.get("detail"):
             head += ": %s" % section["detail"]
         lines.append(head)
         lines.extend(_diag_lines(section.get("diagnostics") or []))
+    if facts or sections:
+        lines.append("verdict: %s" % host_verdict(facts, sections).upper())
     return lines
+
+
+def host_verdict(facts: Optional[Mapping[str, Any]] = None,
+                 sections: Optional[Iterable[Mapping[str, Any]]] = None) -> str:
+    """The host's verdict over every finding the summary shows, by the one function (base/verdicts.py); a probe
+    that ran and failed fails it as in the audit."""
+    findings: List[Mapping[str, Any]] = list((facts or {}).get("diagnostics") or [])
+    probe_passed = None
+    for section in sections or []:
+        findings.extend(section.get("diagnostics") or [])
+        if section.get("probe_passed") is not None:
+            probe_passed = section["probe_passed"]
+    return V.verdict(findings, probe_passed)
 
 
 def _na(value: Any) -> Any:
@@ -74,32 +94,30 @@ def _na(value: Any) -> Any:
 
 
 def profiles_section(loop_results: Optional[Iterable[Mapping[str, Any]]]) -> Section:
-    """A summary section from the registered results of a sandbox_profile loop."""
-    wrapped, direct, refused, skipped = [], [], [], 0
-    diags = []
-    for res in loop_results or []:
-        if res.get("skipped"):
-            continue
-        name = res.get("executor") or "?"
-        decision = res.get("decision")
-        if decision == "wrapped":
-            wrapped.append(name)
-        elif decision == "direct":
-            direct.append(name)
-        else:
-            refused.append(name)
+    """A summary section from the registered results of a sandbox_profile loop: each manifest's state is a finding
+    (profile_states: profile_in_sync, profile_refused, as the audit says them), its verdict the one function's."""
+    results = [res for res in loop_results or [] if not res.get("skipped")]
+    entries = PS.role_entries(results)
+    refused = [str(e.get("executor") or "?") for e in entries if e["state"] == "refused"]
+    direct = sum(1 for res in results if res.get("decision") == "direct")
+    wrapped = sum(1 for res in results if res.get("decision") == "wrapped")
+    diags: List[Diagnostic] = []
+    skipped = 0
+    for res in results:
+        if res.get("decision") == "refused":
+            continue       # its refusal is the profile_refused finding below (the first error, its own code)
         for diag in res.get("diagnostics") or []:
             if diag.get("severity") == D.INFO:
                 skipped += 1
             else:
                 diags.append(diag)
-    detail = "%d wrapped, %d direct (pinned undo), %d refused" % (len(wrapped), len(direct), len(refused))
+    diags = D.sort(diags + PS.findings(e for e in entries if e["state"] != "in_sync"))
+    detail = "%d wrapped, %d direct (pinned undo), %d refused" % (wrapped, direct, len(refused))
     if refused:
         detail += " [%s]" % ", ".join(refused)
     if skipped:
         detail += "; %d grants not mounted (paths absent on this host)" % skipped
-    verdict = "fail" if refused else ("warn" if any(d["severity"] == D.WARNING for d in diags) else "pass")
-    return {"name": "profiles", "verdict": verdict, "detail": detail, "diagnostics": diags}
+    return {"name": "profiles", "verdict": V.verdict(diags), "detail": detail, "diagnostics": diags}
 
 
 def service_section(res: Optional[Mapping[str, Any]]) -> Section:
@@ -161,5 +179,6 @@ def probe_section(res: Optional[Mapping[str, Any]]) -> Section:
     if st:
         detail += "; %s (a view, not a proof): active=%s" % (res.get("status_view") or "runtime status()",
                                                              st.get("active"))
-    return {"name": "probe (real wrapped invocation)", "verdict": "pass" if res.get("passed") else "fail",
-            "detail": detail, "diagnostics": [d for d in res.get("diagnostics") or [] if d.get("severity") != D.INFO]}
+    diags = [d for d in res.get("diagnostics") or [] if d.get("severity") != D.INFO]
+    return {"name": "probe (real wrapped invocation)", "verdict": V.verdict(diags, res.get("passed") is True),
+            "detail": detail, "diagnostics": diags, "probe_passed": res.get("passed") is True}

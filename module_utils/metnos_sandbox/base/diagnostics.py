@@ -67,7 +67,8 @@ REGISTRY: Dict[str, Code] = dict((c.code, c) for c in _CODES)
 # host as a record (code and message, made and bounded by this toolkit); the host relays its message.
 LOAD_CODES = ("manifest_parse_error", "manifest_missing", "manifest_not_utf8", "manifest_too_large",
               "manifest_too_many_nodes", "manifest_too_deep", "manifest_duplicate_key", "manifest_yaml_unsupported",
-              "manifest_invalid", "manifest_string_too_long")
+              "manifest_invalid", "manifest_string_too_long",
+              "capability_whitespace")     # the YAML reader refuses it where the lines are known
 for _load in LOAD_CODES:
     REGISTRY[_load].messages.setdefault("relayed", "{relayed}")
 
@@ -246,6 +247,8 @@ def _make(code: str, message: Optional[str], severity: Optional[str], variant: O
             dict(context, **fill) if fill else context)),
         "remediation": _steps(entry.variants.get(variant or "", entry.remediation), context),
     }
+    if entry.hint:
+        out["hint"] = _bounded(_fill(entry.hint, context))
     if context:
         out["details"] = dict((k, _bounded(v)) for k, v in context.items() if _jsonable(v))
     return out

@@ -46,7 +46,9 @@ class _DiagnosticKeys(Shape):
 
 class Diagnostic(_DiagnosticKeys, total=False):
     """The one type of a finding (every diagnostic is made by diagnostics.make from the registry): code,
-    severity, rule, title, message, remediation[, details]."""
+    severity, rule, title, message, remediation[, hint][, details]. A code with a ``hint`` keeps its remediation to
+    commands that run as written (placeholders explicit, <unit>), the words that go with them in the hint."""
+    hint: str
     details: Dict[str, Any]
 
 
@@ -58,12 +60,12 @@ class Code(object):
     """Static description of one diagnostic code."""
 
     __slots__ = ("code", "severity", "rule", "section", "title", "cause", "detection", "remediation",
-                 "variants", "messages")
+                 "variants", "messages", "hint")
 
     def __init__(self, code: str, severity: str, rule: str, section: str, title: str, cause: str,
                  detection: str, remediation: Sequence[str],
                  variants: Optional[Mapping[str, Sequence[str]]] = None,
-                 messages: Optional[Mapping[str, str]] = None) -> None:
+                 messages: Optional[Mapping[str, str]] = None, hint: str = "") -> None:
         if severity not in SEVERITIES or section not in SECTIONS:
             raise ValueError("%s: severity %r / section %r" % (code, severity, section))
         self.code = code
@@ -77,6 +79,8 @@ class Code(object):
         self.variants: Dict[str, Tuple[str, ...]] = dict((k, tuple(v)) for k, v in (variants or {}).items())
         # The message template (what was seen) by variant; "" is the default, the cause when absent.
         self.messages: Dict[str, str] = dict(messages or {})
+        # What to know before running the remediation's commands (prose; the commands stay commands).
+        self.hint = hint
 
 
 # The smallest drop-in that relaxes one unit directive for bwrap ({relax} is the line to add).

@@ -42,17 +42,18 @@ CODES.extend([
          "bwrap is not on PATH",
          "No executable named bwrap was found in the PATH that was checked ({path}).",
          "Lookup of 'bwrap' through each PATH entry, as execvp would.",
-         ["Debian/Ubuntu: apt-get install bubblewrap",
-          "Fedora/RHEL: dnf install bubblewrap",
-          "Arch: pacman -S bubblewrap",
-          "If bwrap is installed elsewhere, add its directory to the PATH the service uses."]),
+         ["ansible-playbook metnos.sandbox.site --tags bwrap_host_install"],
+         hint=("Install the distribution's bubblewrap package: the bwrap_host role picks apt-get, dnf or pacman (by "
+               "hand: apt-get install bubblewrap, dnf install bubblewrap, pacman -S bubblewrap). If bwrap is "
+               "installed elsewhere, add its directory to the PATH the service uses.")),
     Code("sandbox_disabled_via_env", ERROR, "R-FAIL-1", SANDBOX_ACTIVE,
          "METNOS_SANDBOX disables the sandbox",
          "METNOS_SANDBOX is set to a disabling value (0, off, no, false; any case).",
          "The effective METNOS_SANDBOX value is compared case-insensitively with 0/off/no/false.",
-         ["Remove METNOS_SANDBOX from the environment of the service, or set METNOS_SANDBOX=1.",
-          "Find where it is set: systemctl show {unit} -p Environment -p EnvironmentFiles"],
-         messages={"where": "METNOS_SANDBOX={shown} in the {where} disables the sandbox (R-FAIL-1)."}),
+         ["systemctl show '{unit}' -p Environment -p EnvironmentFiles"],
+         messages={"where": "METNOS_SANDBOX={shown} in the {where} disables the sandbox (R-FAIL-1)."},
+         hint=("Remove METNOS_SANDBOX from the service's environment, or set METNOS_SANDBOX=1 (enforce mode's "
+               "drop-in unsets it); the command shows where it is set.")),
     Code("sandbox_env_value_ambiguous", WARNING, "R-FAIL-1", SANDBOX_ACTIVE,
          "METNOS_SANDBOX has a surprising value",
          "The value is not one the runtime treats as disabling, but it looks like an attempt to "
@@ -68,38 +69,42 @@ CODES.extend([
          "The bwrap binary has the setuid bit. bubblewrap 0.12 refuses setuid use; setuid mode "
          "refuses several options, scrubs LD_LIBRARY_PATH/TMPDIR and is disabled by NoNewPrivileges.",
          "stat() of the resolved bwrap: mode & 04000.",
-         ["Debian/Ubuntu: dpkg-statoverride --quiet --remove {bwrap_path} || true",
-          "chmod 0755 {bwrap_path}",
-          "Arch: pacman -S bubblewrap   (replaces bubblewrap-suid)",
-          "Enable unprivileged user namespaces (see userns_* diagnostics)."],
+         ["dpkg-statoverride --quiet --remove {bwrap_path} || true",
+          "chmod 0755 {bwrap_path}"],
          messages={"": "{bwrap_path} is setuid root (mode {mode}).",
-                   "refused": "{bwrap_path} is setuid root (mode {mode}); bubblewrap {version} refuses setuid use."}),
+                   "refused": "{bwrap_path} is setuid root (mode {mode}); bubblewrap {version} refuses setuid use."},
+         hint=("On Debian and Ubuntu the two commands drop the setuid bit for good; on Arch install "
+               "bubblewrap in place of bubblewrap-suid (pacman -S bubblewrap). Then enable unprivileged "
+               "user namespaces (the userns_* diagnostics).")),
     Code("bwrap_not_root_owned", ERROR, "R-SEC-6", BWRAP_BINARY,
          "bwrap is not owned by root or is writable by others",
          "The resolved bwrap binary (or a directory above it) is not owned by root, or is group/"
          "world-writable: anyone with that access can replace the sandbox.",
          "stat() of the binary and of every parent directory up to /.",
          ["chown root:root {bwrap_path}",
-          "chmod 0755 {bwrap_path}",
-          "Reinstall the distro package: apt-get install --reinstall bubblewrap "
-          "(dnf reinstall bubblewrap; pacman -S bubblewrap)"],
-         messages={"": "{problems}."}),
+          "chmod 0755 {bwrap_path}"],
+         messages={"": "{problems}."},
+         hint=("Or reinstall the distribution's package (apt-get install --reinstall bubblewrap, dnf reinstall "
+               "bubblewrap, pacman -S bubblewrap).")),
     Code("bwrap_not_packaged", WARNING, "R-DIAG-2", BWRAP_BINARY,
          "bwrap is not owned by a distro package",
          "The bwrap that resolves on PATH is not owned by any installed package (self-built or "
          "copied), so it gets no security updates and may shadow the packaged one.",
          "dpkg -S / rpm -qf / pacman -Qo on the resolved path.",
-         ["Remove the unmanaged copy: rm {bwrap_path}",
-          "Install the distro package (bubblewrap) and make sure /usr/bin comes first in PATH."],
-         messages={"": "{bwrap_path} is not owned by any installed package."}),
+         ["rm {bwrap_path}",
+          "ansible-playbook metnos.sandbox.site --tags bwrap_host_install"],
+         messages={"": "{bwrap_path} is not owned by any installed package."},
+         hint=("Remove the unmanaged copy, install the distribution's bubblewrap package, and keep /usr/bin first in "
+               "the service's PATH.")),
     Code("bwrap_feature_missing", ERROR, "R-BASE-6", BWRAP_BINARY,
          "bwrap lacks an option the profile needs",
          "'bwrap --help' does not list {missing}. The version string alone is not trusted "
          "(distros backport options).",
          "Options parsed from 'bwrap --help'.",
-         ["Upgrade bubblewrap from the distro: apt-get install --only-upgrade bubblewrap "
-          "(dnf upgrade bubblewrap; pacman -Syu bubblewrap)"],
-         messages={"": "bwrap {version} at {bwrap_path} lacks {missing} (parsed from --help)."}),
+         ["ansible-playbook metnos.sandbox.site --tags bwrap_host_install -e bwrap_host_state=latest"],
+         messages={"": "bwrap {version} at {bwrap_path} lacks {missing} (parsed from --help)."},
+         hint=("Upgrade bubblewrap from the distribution (by hand: apt-get install --only-upgrade bubblewrap, dnf "
+               "upgrade bubblewrap, pacman -Syu bubblewrap).")),
     Code("bwrap_smoke_failed", ERROR, "R-DIAG-3", SMOKE_TEST,
          "A real bwrap invocation failed",
          "bwrap could not set up the sandbox when run as {user}: {cause_text}",
@@ -128,9 +133,9 @@ CODES.extend([
          "/proc/sys/kernel/unprivileged_userns_clone; the file that sets it via "
          "systemd-sysctl --cat-config.",
          ["echo 'kernel.unprivileged_userns_clone = 1' > /etc/sysctl.d/99-zz-metnos-bwrap.conf",
-          "sysctl --system",
-          "If a hardening role sets it to 0, override it there (dev-sec: sysctl_overwrite) rather "
-          "than fighting it on every run."]),
+          "sysctl --system"],
+         hint=("If a hardening role sets it to 0, override it there (dev-sec: sysctl_overwrite) rather than "
+               "fighting it on every run.")),
     Code("userns_max_namespaces_zero", ERROR, "R-BASE-6", KERNEL_USERNS,
          "user.max_user_namespaces is 0",
          "No user namespaces may be created (RHEL/STIG default RHEL-09-213105, or Debian's "
@@ -166,6 +171,9 @@ CODES.extend([
          "Running inside {container}: the outer runtime's seccomp, AppArmor and /proc masking "
          "decide whether bwrap can work.",
          "systemd-detect-virt --container, /run/.containerenv, /.dockerenv, /proc/1/environ.",
-         ["podman: --security-opt unmask=ALL (bwrap --proc needs an unmasked /proc)",
-          "docker: a seccomp profile that allows unshare/clone(CLONE_NEWUSER)"]),
+         ["systemd-detect-virt --container",
+          "grep -E '^(Seccomp|NoNewPrivs):' /proc/self/status"],
+         hint=("The outer container runtime decides whether bwrap can work: podman needs --security-opt unmask=ALL "
+               "(bwrap --proc needs an unmasked /proc); docker needs a seccomp profile that allows unshare and "
+               "clone(CLONE_NEWUSER).")),
 ])

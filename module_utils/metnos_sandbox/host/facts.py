@@ -13,7 +13,7 @@ import pwd
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
 
 from ..base import diagnostics as D
-from ..base import envflags
+from ..base import envflags, verdicts
 from . import bwrap as B
 from . import bwrap_errors as BE
 from . import bwrap_run as BR
@@ -203,6 +203,5 @@ def gather(path_text: str, environment: Mapping[str, str], smoke_test: bool = Tr
 
 
 def verdict(diags: Iterable[Mapping[str, Any]]) -> str:
-    """'pass' / 'warn' / 'fail' from the worst severity."""
-    worst = D.worst(diags)
-    return {D.ERROR: "fail", D.WARNING: "warn"}.get(worst or "", "pass")
+    """'pass' / 'warn' / 'fail' from the worst severity (base/verdicts.py: the one verdict function)."""
+    return verdicts.verdict(diags)

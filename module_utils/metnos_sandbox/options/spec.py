@@ -135,6 +135,11 @@ AUDIT_REPORT: Spec = spec(
 )
 AUDIT_REPORT_ONE_OF = [("results", "hosts")]
 
+# metnos_role_vars: the roles whose variables are validated before any task touches a host.
+ROLE_VARS: Spec = spec(
+    roles={"type": "list", "elements": "str", "required": True, "choices": ["bwrap_host", "metnos_sandbox"]},
+)
+
 
 def with_defaults(option_spec: Mapping[str, Mapping[str, Any]], params: Mapping[str, Any]) -> Dict[str, Any]:
     """``params`` with each option's default where it is missing or None, and old names (aliases) read

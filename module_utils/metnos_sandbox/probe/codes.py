@@ -41,10 +41,10 @@ CODES.extend([
          "Two witnesses per check: the kernel's view from outside (the payload's /proc/PID/ns, mountinfo, "
          "status, fd, maps and net/dev on the host, against bwrap's parent context) and the payload's own (statfs, "
          "statvfs, lstat, a real write, if_nameindex, prctl).",
-         ["Compare the rendered argv (metnos.sandbox.sandbox_profile) with the one the runtime uses; re-render the "
-          "profiles.",
-          "If bwrap itself misbehaves, upgrade bubblewrap."],
-         messages={"failed": "{said}{traced}"}),
+         ["ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles"],
+         messages={"failed": "{said}{traced}"},
+         hint=("Compare the rendered argv (metnos.sandbox.sandbox_profile) with the one the runtime uses and render "
+               "the profiles again; if bwrap itself misbehaves, upgrade bubblewrap.")),
     Code("probe_payload_root", WARNING, "R-BASE-6", PROBE,
          "The sandboxed payload runs as root",
          "The probe ran as {user} (uid 0 outside the sandbox): bwrap keeps root's capabilities in the "

@@ -20,8 +20,7 @@ CODES.extend([
          "The manifest cannot be read",
          "The manifest file is unreadable, or not valid YAML/JSON.",
          "Loading the manifest.",
-         ["Check the file named in the message; validate it with: python3 -c 'import yaml,sys; "
-          "yaml.safe_load(open(sys.argv[1]))' FILE"],
+         ["python3 -c 'import sys, yaml; yaml.safe_load(open(sys.argv[1]))' '<manifest>'"],
          messages={"no_yaml": "YAML needs PyYAML on this host; give the manifest as JSON (or render it through the "
                               "role, which parses it on the controller)",
                    "syntax": "not valid YAML/JSON: {problem}{at}",
@@ -29,14 +28,17 @@ CODES.extend([
                    "not_path": "manifest file: {where} is not a path",
                    "unreadable": "{where}: cannot read: {error}",
                    "not_regular": "{where}: not a regular file",
-                   "not_text": "{where}: a manifest is text, got {type}"}),
+                   "not_text": "{where}: a manifest is text, got {type}"},
+         hint=("Check the file named in the message: the command says where it stops being valid YAML or "
+               "JSON.")),
     Code("manifest_missing", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
          "The manifest file does not exist",
          "The manifest file named by the task does not exist on the host that reads it.",
          "Opening the manifest file.",
-         ["Check the path (manifest_file, or the manifest list of the role); a manifest file is read on "
-          "the host that renders it."],
-         messages={"unreadable": "{where}: cannot read: {error}"}),
+         ["ls -l '<manifest>'"],
+         messages={"unreadable": "{where}: cannot read: {error}"},
+         hint=("Check the path (manifest_file, or metnos_sandbox_manifests); a manifest file is read on the host "
+               "that renders it.")),
     Code("manifest_not_utf8", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
          "The manifest is not UTF-8 text",
          "The manifest contains bytes that are not valid UTF-8, or a NUL byte.",
@@ -59,8 +61,26 @@ CODES.extend([
          "Unknown capability",
          "The capability is not in the closed grammar; an unknown capability is never rendered.",
          "Parsing every capability against the closed set of forms.",
-         ["Use one of the accepted forms listed in the message."],
-         messages=REFUSED),
+         ["ansible-doc metnos.sandbox.sandbox_profile"],
+         messages=REFUSED,
+         hint=("Use one of the accepted forms listed in the message (the module's documentation lists them).")),
+    Code("capability_whitespace", ERROR, "R-CAP-FS", SANDBOX_ACTIVE,
+         "Whitespace inside a capability",
+         "A capability is one word. Whitespace between two of its words is two capabilities run together - a "
+         "list item indented deeper than the one before it continues that item's text in YAML, so "
+         "'- fs:read:/srv/notes/**' then '   - net:http' is the one string 'fs:read:/srv/notes/** - net:http' "
+         "and net:http would be lost - or a line break or a space inside a path; it is never read as one "
+         "capability.",
+         "Each capability's text, before the grammar; for YAML, each item of the capabilities list as it is read "
+         "(naming the lines it spans).",
+         ['python3 -c \'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["capabilities"])\' \'<manifest>\''],
+         messages={"list_item": "{field}{at}: {value} holds ' - ': two list items run together (align each "
+                                "'- ' item of capabilities under the first)",
+                   "line_break": "{field}{at}: {value} holds a line break: a capability is one word on one line",
+                   "space": "{field}{at}: {value} holds whitespace: a capability is one word (a path with a "
+                            "space cannot be granted)"},
+         hint=("Write one capability per '- ' line, each aligned under the first; the command "
+               "prints the capabilities as YAML reads them.")),
     Code("capability_reserved", ERROR, "R-SEC-5", SANDBOX_ACTIVE,
          "A reserved capability was requested",
          "system:undo belongs to the byte-pinned undo_last_turn broker only.",

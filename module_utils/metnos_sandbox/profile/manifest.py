@@ -52,6 +52,10 @@ def parse_capability(text: Any, field: str = "capabilities") -> Parsed:
     if len(text) > MD.MAX_CAPABILITY_LENGTH:
         return Parsed(None, [D.make("capability_too_long", field=field, value=D.excerpt(text),
                                     limit=MD.MAX_CAPABILITY_LENGTH, wording="length", fill={"length": len(text)})])
+    wording = MD.whitespace_wording(text)
+    if wording is not None:     # before the grammar: two capabilities run together are never one unknown one
+        return Parsed(None, [D.make("capability_whitespace", wording=wording, field=field, value=D.excerpt(text),
+                                    fill={"at": ""})])
     if MD.has_control(text):
         code = "scope_nul" if text.startswith(MD.Kind.FS + ":") else "capability_unknown"
         return Parsed(None, [MD._err(code, field, text, "NUL, control or format characters are never part of a "

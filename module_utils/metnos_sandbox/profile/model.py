@@ -45,6 +45,25 @@ _CONTROL = RX.Pattern(
     "\ud800-\udfff\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
     "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]")
 
+# Whitespace between two words of one capability: two capabilities run together (a line indented deeper than the
+# list item before it continues that item's plain scalar: '- fs:read:/a' then '   - net:http' is one string,
+# 'fs:read:/a - net:http'), or a path with a space. Leading or trailing whitespace is the grammar's (unknown).
+_INNER_SPACE = RX.Pattern(r"\S(\s+)\S")
+_LIST_ITEM = RX.Pattern(r"\s-\s")
+
+
+def whitespace_wording(text: str) -> Optional[str]:
+    """The capability_whitespace wording of a capability with whitespace between two of its words: ``list_item``
+    (a ' - ' inside: two list items run together), ``line_break`` (a line break inside), ``space``; None when
+    there is none."""
+    found = _INNER_SPACE.search(text)
+    if found is None:
+        return None
+    if _LIST_ITEM.search(text):
+        return "list_item"
+    return "line_break" if any(c in text.strip() for c in "\n\r\x0b\x0c\x85\u2028\u2029") else "space"
+
+
 ACCEPTED_FORMS = (
     "fs:read:<scope>", "fs:write:<scope>  (scope: absolute path, glob, or arg:<name>)",
     "metnos:read|write|create:<resource>", "index:read:<name>", "systemd:read",

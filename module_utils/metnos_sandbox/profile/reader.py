@@ -275,9 +275,27 @@ class _Composer(object):
         if self.wants_key():
             self.key(ev, value)
             return
+        if isinstance(value, str) and self.in_capabilities():
+            self.whole_capability(ev, value)
         if ev.anchor:
             self.anchors[ev.anchor] = (value, 1)
         self.attach(value, 1)
+
+    def in_capabilities(self) -> bool:
+        """The next node is an item of the manifest's capabilities list."""
+        stack = self.stack
+        return len(stack) == 2 and stack[0].is_map and stack[0].key == "capabilities" and not stack[1].is_map
+
+    def whole_capability(self, ev: Any, value: str) -> None:
+        """A capability with whitespace inside is refused here, where its lines are known (capability_whitespace:
+        the lines it spans; the grammar refuses the same text without them, manifest.parse_capability)."""
+        wording = MD.whitespace_wording(value)
+        if wording is None:
+            return
+        first, last = ev.start_mark.line + 1, ev.end_mark.line + 1
+        at = " (line %d)" % first if last <= first else " (lines %d-%d)" % (first, last)
+        raise MD._refuse("capability_whitespace", "capabilities[%d]" % len(self.stack[1].container), wording,
+                         {"at": at}, value=D.excerpt(value), line=first)
 
     def key(self, ev: Any, value: Any) -> None:
         top = self.stack[-1]

@@ -19,7 +19,10 @@ CODES.extend([
          "The Metnos service unit does not exist",
          "No unit file or drop-in for the unit was found (systemd: LoadState=not-found).",
          "systemctl show -p LoadState, or the unit search path on disk.",
-         ["Check the unit name (metnos_sandbox_unit) and scope (system/user): systemctl list-unit-files 'metnos*'"]),
+         ["systemctl list-unit-files 'metnos*'",
+          "systemctl --user list-unit-files 'metnos*'"],
+         hint=("Check the unit's name (metnos_sandbox_unit) and its scope (metnos_sandbox_unit_scope: system, or "
+               "user with metnos_sandbox_unit_user): the commands list the units of each manager.")),
     Code("unit_masked", ERROR, "R-DIAG-3", SERVICE_ENVIRONMENT,
          "The Metnos service unit is masked",
          "The unit is linked to /dev/null: it cannot start at all.",
@@ -50,11 +53,12 @@ CODES.extend([
          "bwrap does not resolve through the PATH the service's processes get, with the service user's "
          "permissions. The runtime fails closed for every executor, although the admin's shell finds bwrap.",
          "Lookup through the effective PATH (Environment=/EnvironmentFile=/systemd default) as the unit's User=.",
-         ["Set the unit's PATH to include the bwrap directory (enforce mode writes a drop-in): "
-          "Environment=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin",
-          "Or install bubblewrap: apt-get install bubblewrap"],
+         ["ansible-playbook metnos.sandbox.site -e metnos_sandbox_service_env_state=enforce"],
          messages={"": "{unit}: bwrap does not resolve through the service's PATH={path} as user {user} "
-                       "(PATH from {origin}). The runtime looks it up with this PATH, not the admin's."}),
+                       "(PATH from {origin}). The runtime looks it up with this PATH, not the admin's."},
+         hint=("Set the unit's PATH to include the bwrap directory: enforce mode writes a drop-in with "
+               "Environment=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin (or install "
+               "bubblewrap).")),
     Code("service_path_unsafe", ERROR, "R-SEC-6", SERVICE_ENVIRONMENT,
          "The service's PATH lets someone shadow bwrap",
          "An empty or relative PATH entry (the current directory), or a directory before the bwrap "

@@ -1,0 +1,65 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, annotations, division, print_function
+
+DOCUMENTATION = r"""
+---
+module: metnos_role_vars
+short_description: Validate the roles' variables on the controller before any task touches a host
+version_added: "1.0.0"
+description:
+  - Runs on the controller only (action plugin); it never contacts a host.
+  - Reads each role's own C(meta/argument_specs.yml) from this collection and validates every variable of it
+    the host defines with Ansible's own validator (types, choices, list elements).
+  - >-
+    A refusal is one line per problem naming the variable, the value and the choices, e.g. C(value of
+    metnos_sandbox_service_env_state must be one of: validate, enforce, got: enforced (role
+    metnos.sandbox.metnos_sandbox)) - never the whole argument spec, which Ansible's own role validation
+    returns (~6 KB) when the role starts, after the roles before it already ran.
+  - playbooks/site.yml runs it first (pre_tasks) for both roles; put it first in your own playbooks the same way.
+options:
+  roles:
+    description: The roles of this collection whose variables are validated.
+    type: list
+    elements: str
+    required: true
+    choices: [bwrap_host, metnos_sandbox]
+extends_documentation_fragment: [metnos.sandbox.metnos_sandbox]
+"""
+
+EXAMPLES = r"""
+- name: Validate the roles' variables before anything runs
+  metnos.sandbox.metnos_role_vars:
+    roles: [bwrap_host, metnos_sandbox]
+"""
+
+RETURN = r"""
+checked:
+  description: The roles whose variables were validated (when they all are valid).
+  returned: success
+  type: list
+  elements: str
+problems:
+  description: One line per invalid variable (its name, the value, the choices), and the role.
+  returned: failure
+  type: list
+  elements: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
+
+ARGUMENT_SPEC = O.ROLE_VARS     # the action plugin validates with the same spec
+
+
+def main():
+    module = AnsibleModule(argument_spec=O.spec(ARGUMENT_SPEC), supports_check_mode=True)
+    module.fail_json(msg="metnos_role_vars runs on the controller as an action plugin; "
+                         "check that action_plugins/ is configured (ansible.cfg)")
+
+
+if __name__ == "__main__":
+    main()

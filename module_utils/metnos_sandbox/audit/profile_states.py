@@ -1,0 +1,151 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The state of each manifest as a finding, and what changed between two renders of a profile.
+
+Every state a manifest can be in on a host is one finding with its own code, for the audit (audit.py
+profile_drift's entries) and the role's summary (summary.profiles_section over sandbox_profile's results) alike:
+``in_sync`` (profile_in_sync, info), ``drift`` (profile_drift), ``missing`` (profile_missing), ``refused``
+(profile_refused, naming the refusal's own code) and ``error`` (profile_context_error). Nothing is dropped.
+
+A drift is told as bwrap would build the sandbox, not as argv words: the mounts added, removed or changed (with
+their modes and sources) and the other options added or removed, read with bwrap's own option table
+(host/bwrap_options.py). Pure Python, no Ansible imports.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from ..base import diagnostics as D
+from ..host import bwrap_options as BO
+
+FINDING_OF_STATE = {"in_sync": "profile_in_sync", "drift": "profile_drift", "missing": "profile_missing",
+                    "refused": "profile_refused", "error": "profile_context_error"}
+MAX_CHANGES = 20          # changes of each kind kept in an entry (the rest counted)
+
+# The mount of each bwrap option that places something at a destination: (mode, words: source then destination).
+_MOUNT_MODES = {"--ro-bind": "ro", "--ro-bind-try": "ro", "--ro-bind-fd": "ro (descriptor)",
+                "--bind": "rw", "--bind-try": "rw", "--bind-fd": "rw (descriptor)",
+                "--dev-bind": "dev", "--dev-bind-try": "dev", "--symlink": "symlink",
+                "--tmpfs": "tmpfs", "--proc": "proc", "--dev": "dev", "--dir": "dir", "--mqueue": "mqueue",
+                "--remount-ro": "remount-ro", "--ro-bind-data": "ro (data)", "--bind-data": "rw (data)",
+                "--file": "file"}
+
+Mount = Dict[str, Optional[str]]      # {path, mode, source}
+
+
+def _read(argv: Sequence[str]) -> Tuple[Dict[str, Mount], List[str], List[str]]:
+    """(mounts by destination, other options each as one text, the command after '--') of a bwrap argv; a word
+    bwrap does not know is kept as an option (never guessed at)."""
+    mounts: Dict[str, Mount] = {}
+    options: List[str] = []
+    words = list(argv[1:]) if argv and not str(argv[0]).startswith("-") else list(argv)
+    i = 0
+    while i < len(words):
+        opt = words[i]
+        if opt == "--":
+            return mounts, options, words[i + 1:]
+        arity = BO.ARITY.get(opt, 0)
+        args = words[i + 1:i + 1 + arity]
+        mode = _MOUNT_MODES.get(opt)
+        if mode is not None and args:
+            dest = args[-1]
+            mounts[dest] = {"path": dest, "mode": mode, "source": args[0] if len(args) > 1 else None}
+        else:
+            options.append(" ".join([opt] + args))
+        i += 1 + arity
+    return mounts, options, []
+
+
+def describe_drift(want: Sequence[str], on_disk: Sequence[str]) -> Dict[str, Any]:
+    """What the render today changes against the profile on disk: {mounts: {added, removed, changed},
+    options: {added, removed}, command_changed}; added/removed mounts are {path, mode, source}, changed ones
+    {path, was: {mode, source}, now: {mode, source}}."""
+    now, now_opts, now_cmd = _read(want)
+    was, was_opts, was_cmd = _read(on_disk)
+    added = [now[p] for p in now if p not in was]
+    removed = [was[p] for p in was if p not in now]
+    changed = [{"path": p, "was": {"mode": was[p]["mode"], "source": was[p]["source"]},
+                "now": {"mode": now[p]["mode"], "source": now[p]["source"]}}
+               for p in now if p in was and now[p] != was[p]]
+    return {"mounts": {"added": added[:MAX_CHANGES], "removed": removed[:MAX_CHANGES],
+                       "changed": changed[:MAX_CHANGES]},
+            "options": {"added": [o for o in now_opts if o not in was_opts][:MAX_CHANGES],
+                        "removed": [o for o in was_opts if o not in now_opts][:MAX_CHANGES]},
+            "command_changed": now_cmd != was_cmd}
+
+
+def _mount_text(mount: Mapping[str, Any]) -> str:
+    source = mount.get("source")
+    return "%s (%s%s)" % (mount.get("path"), mount.get("mode"),
+                          ", from %s" % source if source is not None and source != mount.get("path") else "")
+
+
+def drift_text(change: Mapping[str, Any]) -> str:
+    """One line: 'mount added /var/log (ro); mount changed /srv/notes: ro -> rw; option removed --unshare-net'."""
+    parts: List[str] = []
+    mounts = change.get("mounts") or {}
+    parts += ["mount added %s" % _mount_text(m) for m in mounts.get("added") or []]
+    parts += ["mount removed %s" % _mount_text(m) for m in mounts.get("removed") or []]
+    for m in mounts.get("changed") or []:
+        was, now = m["was"], m["now"]
+        if was["mode"] != now["mode"]:
+            parts.append("mount changed %s: %s -> %s" % (m["path"], was["mode"], now["mode"]))
+        else:
+            parts.append("mount changed %s: source %s -> %s" % (m["path"], was["source"], now["source"]))
+    options = change.get("options") or {}
+    parts += ["option added %s" % o for o in options.get("added") or []]
+    parts += ["option removed %s" % o for o in options.get("removed") or []]
+    if change.get("command_changed"):
+        parts.append("the command changed")
+    return "; ".join(parts) or "the order of the same mounts and options changed"
+
+
+def findings(entries: Iterable[Mapping[str, Any]]) -> List[D.Diagnostic]:
+    """One finding for each manifest's state (the entries of audit.profile_drift, or the role's, see
+    role_entries); a state without a code is itself a defect (KeyError)."""
+    out = []
+    for item in entries:
+        state = item.get("state")
+        code = FINDING_OF_STATE[str(state)]
+        if state == "drift":
+            out.append(D.make(code, executor=item["executor"], path=item["path"],
+                              mounts=item.get("mounts"), options=item.get("options"),
+                              fill={"changes": drift_text(item)}))
+        elif state in ("missing", "in_sync"):
+            out.append(D.make(code, executor=item["executor"], path=item["path"]))
+        elif state == "refused":
+            out.append(D.make(code, executor=item.get("executor") or "(unnamed manifest)",
+                              refusal=item.get("refusal"), fill={"reason": refusal_reason(item)}))
+        else:
+            out.append(D.make(code, fill={"reason": D.excerpt(item.get("message"), 300)[1:-1]}))
+    return out
+
+
+def refusal_reason(item: Mapping[str, Any]) -> str:
+    """The first error of a refused manifest (a render's result, or an entry), as its own finding said it."""
+    if item.get("message"):
+        return str(item["message"])
+    for diag in item.get("diagnostics") or []:
+        if diag.get("severity") == D.ERROR:
+            return str(diag.get("message"))
+    return str(item.get("refusal"))
+
+
+def role_entries(loop_results: Optional[Iterable[Mapping[str, Any]]]) -> List[Dict[str, Any]]:
+    """The states of a sandbox_profile loop's results (the role renders and writes: a rendered profile is in
+    sync), in the audit's entry shape."""
+    out = []
+    for res in loop_results or []:
+        if res.get("skipped"):
+            continue
+        name = res.get("executor")
+        if res.get("decision") in ("wrapped", "direct"):
+            files = res.get("files") or ["%s.args" % name]     # store.write: [args, json]
+            out.append({"executor": name, "state": "in_sync", "path": files[0]})
+        elif res.get("decision") == "refused":
+            out.append({"executor": name, "state": "refused", "refusal": res.get("refusal"),
+                        "diagnostics": res.get("diagnostics") or []})
+        else:       # the module itself failed (an invalid host context, a profile directory it cannot write)
+            out.append({"executor": name, "state": "error", "message": res.get("msg") or "sandbox_profile failed"})
+    return out

@@ -1,0 +1,111 @@
+"""One verdict, decided once (issue 42, item 1): base/verdicts.verdict over a host's findings is what the audit,
+the monitor, the report (every format, the gate) and the role's summary say; every manifest state is a finding
+with its own code; a drift is told as mounts with their modes (item 2)."""
+import datetime
+
+import pytest
+
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor as MON
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import profile_states as PS
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import summary as SU
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import verdicts as V
+from helpers import report_text as RT
+
+WHEN = datetime.datetime(2026, 12, 6, 6, 0, tzinfo=datetime.timezone.utc)
+
+
+@pytest.mark.parametrize("codes, probe, want", [
+    ([], None, "pass"),
+    (["running_in_container"], None, "pass"),                    # info never changes a verdict
+    (["bwrap_package_drift"], None, "warn"),
+    (["bwrap_package_drift", "profile_refused"], None, "fail"),
+    ([], False, "fail"),                                          # a probe that ran and failed
+    (["bwrap_package_drift"], True, "warn"),
+    (["host_unreachable"], None, "unreachable"),
+    (["host_no_python"], None, "fail"),
+])
+def test_the_one_verdict(codes, probe, want):
+    findings = [D.make(code, severity=D.spec(code).severity) if code != "host_unreachable" else
+                D.make(code, host="h", why="unreachable") for code in codes]
+    assert V.verdict(findings, probe) == want
+
+
+def test_every_manifest_state_is_a_finding_with_its_own_code():
+    entries = [{"executor": "a", "state": "in_sync", "path": "/p/a.args"},
+               dict(PS.describe_drift(["bwrap", "--ro-bind", "/x", "/x", "--", "py"], ["bwrap", "--", "py"]),
+                    executor="b", state="drift", path="/p/b.args"),
+               {"executor": "c", "state": "missing", "path": "/p/c.args"},
+               {"executor": "d", "state": "refused", "refusal": "capability_unknown", "message": "d: unknown"},
+               {"executor": None, "state": "error", "message": "host.writable_roots must be absolute"}]
+    found = PS.findings(entries)
+    assert [d["code"] for d in found] == ["profile_in_sync", "profile_drift", "profile_missing", "profile_refused",
+                                          "profile_context_error"]
+    assert [d["severity"] for d in found] == ["info", "error", "warning", "error", "error"]
+    assert found[3]["message"] == "d: the manifest is refused (capability_unknown): d: unknown"
+    assert V.verdict(found) == "fail"
+    with pytest.raises(KeyError):          # a state without its code is a defect, never dropped
+        PS.findings([{"executor": "e", "state": "something_new"}])
+
+
+def test_drift_is_told_as_mounts_with_their_modes():
+    on_disk = ["bwrap", "--ro-bind", "/usr", "/usr", "--bind", "/srv/notes", "/srv/notes", "--ro-bind", "/var/log",
+               "/var/log", "--unshare-net", "--", "python3", "main.py"]
+    want = ["bwrap", "--ro-bind", "/usr", "/usr", "--ro-bind", "/srv/notes", "/srv/notes", "--ro-bind", "/etc/x",
+            "/etc/x", "--tmpfs", "/tmp", "--", "python3", "main.py"]
+    change = PS.describe_drift(want, on_disk)
+    assert change["mounts"]["added"] == [{"path": "/etc/x", "mode": "ro", "source": "/etc/x"},
+                                         {"path": "/tmp", "mode": "tmpfs", "source": None}]
+    assert change["mounts"]["removed"] == [{"path": "/var/log", "mode": "ro", "source": "/var/log"}]
+    assert change["mounts"]["changed"] == [{"path": "/srv/notes", "was": {"mode": "rw", "source": "/srv/notes"},
+                                            "now": {"mode": "ro", "source": "/srv/notes"}}]
+    assert change["options"] == {"added": [], "removed": ["--unshare-net"]} and change["command_changed"] is False
+    assert PS.drift_text(change) == ("mount added /etc/x (ro); mount added /tmp (tmpfs); mount removed /var/log (ro); "
+                                     "mount changed /srv/notes: rw -> ro; option removed --unshare-net")
+
+
+def test_the_report_decides_each_verdict_once_from_every_finding():
+    """The host said pass; the fleet comparison adds a warning: the verdict is the function's over the whole
+    list (never the host's, then patched), in the JSON, the Markdown, the JUnit and the HTML alike."""
+    def host(revision, probe=True):
+        return {"schema": "metnos-sandbox-audit/1", "verdict": "pass", "hostname": "h",
+                "bwrap_facts": {"bwrap": {"version": "0.8.0", "package": {"name": "bubblewrap",
+                                                                          "revision": revision}},
+                                "userns": {}, "diagnostics": []},
+                "service": None, "profiles": [], "probe": {"passed": probe, "checks": []},
+                "diagnostics": [D.make("running_in_container", container="podman")]}
+    doc = RT.build({"a": host("1"), "b": host("1"), "c": host("2"), "d": host("1", probe=False)}, WHEN)
+    verdicts = dict((h["host"], h["verdict"]) for h in doc["hosts"])
+    assert verdicts == {"a": "pass", "b": "pass", "c": "warn", "d": "fail"}
+    assert all(h["verdict"] == R.verdict_of(h) for h in doc["hosts"])
+    md = RT.to_markdown(doc)
+    assert "| c | WARN |" in md and "| d | FAIL |" in md
+    assert "`running_in_container`" in md          # the info finding the terminal summary shows
+    assert 'data-verdict="warn"' in RT.to_html(doc)
+    assert doc["gate"]["failing_hosts"] == 1
+
+
+def test_the_monitor_and_the_summary_ask_the_same_function():
+    result = {"diagnostics": [D.make("bwrap_package_drift", majority="1", host="h", revision="2", majority_hosts=2,
+                                     hosts=3)], "probe": {"passed": True}}
+    assert MON.judge(result, []) == (True, "warn")
+    section = SU.probe_section({"passed": True, "checks": [], "diagnostics": result["diagnostics"]})
+    assert section["verdict"] == "warn"
+    lines = SU.host_summary({"status": {}, "diagnostics": [], "verdict": "pass", "userns": {}},
+                            [section, SU.profiles_section([{"executor": "x", "decision": "refused",
+                                                            "refusal": "capability_unknown",
+                                                            "diagnostics": [D.make("capability_unknown", field="c",
+                                                                                   value="'x'", wording="refused",
+                                                                                   fill={"expected": "y"})]}])])
+    assert lines[-1] == "verdict: FAIL"
+    assert any("profile_refused" in line for line in lines)
+
+
+def test_the_roles_results_each_have_a_state():
+    entries = PS.role_entries([{"skipped": True}, {"executor": "a", "decision": "wrapped", "files": ["/p/a.args"]},
+                               {"executor": "b", "decision": "refused", "refusal": "capability_unknown",
+                                "diagnostics": []},
+                               {"failed": True, "msg": "host.writable_roots must be absolute"}])
+    assert [e["state"] for e in entries] == ["in_sync", "refused", "error"]
+    assert [d["code"] for d in PS.findings(entries)] == ["profile_in_sync", "profile_refused", "profile_context_error"]
