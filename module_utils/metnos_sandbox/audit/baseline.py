@@ -96,7 +96,11 @@ def compare(hosts: List[Dict[str, Any]], base: Mapping[str, Any]) -> Dict[str, A
 
 
 def counts_for_new(h: Mapping[str, Any], warnings_as_failures: bool) -> bool:
-    """With fail_on new: whether a failing host fails the gate (one of its findings that fail it is new)."""
+    """With fail_on new: whether a failing host fails the gate (one of its findings that fail it is new; without
+    a baseline every finding is new)."""
+    if "change" not in h:
+        return any(d["severity"] == diagnostics.ERROR or (warnings_as_failures and d["severity"] == diagnostics.WARNING)
+                   for d in h["diagnostics"]) or h["verdict"] in ("fail", "unreachable")
     change = h.get("change") or {}
     severities = (diagnostics.ERROR, diagnostics.WARNING) if warnings_as_failures else (diagnostics.ERROR,)
     return any(change.get(finding_key(d)) == "new" for d in h["diagnostics"] if d["severity"] in severities)

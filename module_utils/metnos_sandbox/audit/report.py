@@ -25,6 +25,7 @@ from ..base import diagnostics as D
 from ..base import files
 from ..base.diagnostics import Diagnostic
 from . import monitor_state as MS
+from . import report_states
 from .baseline import FAIL_ON, compare, counts_for_new, finding_key
 from .report_html import (
     ACT_SHOWN,
@@ -37,7 +38,9 @@ from .report_html import (
     gate_html,
     host_facts,
     host_section,
+    waivers_html,
 )
+from .report_states import changes
 from .waivers import waive
 
 # JUnit's escaping as xml.sax.saxutils does it (tests/unit compares them): importing saxutils imports urllib.request,
@@ -326,6 +329,7 @@ def iter_markdown(doc: Doc) -> Iterator[str]:
     yield "Gate: **%s** (%d failing host(s)%s).\n\n" % (
         "FAILED" if gate["failed"] else "passed", gate["failing_hosts"],
         "; warnings count as failures" if gate["warnings_as_failures"] else "")
+    yield from report_states.iter_markdown(doc)
     by_code = _by_severity(_hosts_by_code(doc))
     if by_code:
         yield "| code | severity | rule | hosts |\n|---|---|---|---|\n"
@@ -364,15 +368,46 @@ def _junit_cases(h: Host, warnings_as_failures: bool) -> Iterator[Tuple[str, Lis
         yield check, bad
 
 
-def _junit_case(host: str, check: str, bad: List[Mapping[str, Any]]) -> str:
+def _junit_case(host: str, check: str, bad: List[Mapping[str, Any]], change: Optional[Mapping[str, str]] = None) -> str:
     cls = "metnos.%s" % re.sub(r"[^A-Za-z0-9_.-]", "_", host)
     body = ""
     if bad:
-        text = "\n".join("%s: %s\n  fix: %s" % (d["code"], d["message"], "\n  fix: ".join(d.get("remediation") or []))
-                         for d in bad)
+        text = "\n".join("%s%s: %s\n  fix: %s" % (
+            d["code"], " [%s]" % (change or {})[finding_key(d)] if finding_key(d) in (change or {}) else "",
+            d["message"], "\n  fix: ".join(fix_parts(d.get("remediation"))[1])) for d in bad)
         body = '<failure message=%s type=%s>%s</failure>' % (
             quoteattr(", ".join(d["code"] for d in bad)), quoteattr(bad[0]["code"]), xml_escape(text))
     return '    <testcase classname=%s name=%s>%s</testcase>\n' % (quoteattr(cls), quoteattr(check), body)
+
+
+def _junit_extra(doc: Doc, waf: bool) -> List[Tuple[str, bool]]:
+    """(testcase, failed) beyond one per host and check: each host's waived findings (skipped, with their
+    justification), the fleet's own findings (an expired or unused waiver) and the changes since the baseline."""
+    out = []
+    for h in doc["hosts"]:
+        if h.get("waived"):
+            cls = "metnos.%s" % re.sub(r"[^A-Za-z0-9_.-]", "_", h["host"])
+            text = "\n".join("%s: WAIVED until %s by %s: %s (%s)" % (w["code"], w["expires"], w["approved_by"],
+                                                                    w["justification"], w["message"])
+                             for w in h["waived"])
+            out.append(('    <testcase classname=%s name="waived"><skipped message=%s>%s</skipped></testcase>\n' % (
+                quoteattr(cls), quoteattr("%d waived finding(s)" % len(h["waived"])), xml_escape(text)), False))
+    findings = doc.get("findings") or []
+    if findings:
+        bad = [d for d in findings if d["severity"] == D.ERROR or (waf and d["severity"] == D.WARNING)]
+        text = xml_escape("\n".join("%s: %s" % (d["code"], d["message"]) for d in findings))
+        out.append(('    <testcase classname="metnos.fleet" name="waivers">%s</testcase>\n' % (
+            "<failure message=%s type=%s>%s</failure>" % (quoteattr(", ".join(d["code"] for d in bad)),
+                                                         quoteattr(bad[0]["code"]), text) if bad else
+            "<system-out>%s</system-out>" % text), bool(bad)))
+    base = doc.get("baseline")
+    if base:
+        text = "%d new, %d still there, %d resolved since %s (%s)\n%s" % (
+            base["new"], base["still"], base["resolved"], base["generated"], base["path"],
+            "\n".join("%s %s: %s" % (state, host, code) for host, code, _sev, state in changes(doc)))
+        out.append(('    <testcase classname="metnos.fleet" name="baseline"><system-out>%s</system-out></testcase>\n'
+                    % xml_escape(text), False))
+    return out
 
 
 def iter_junit(doc: Doc) -> Iterator[str]:
@@ -382,11 +417,16 @@ def iter_junit(doc: Doc) -> Iterator[str]:
         for _check, bad in _junit_cases(h, waf):
             tests += 1
             failures += 1 if bad else 0
+    extra = _junit_extra(doc, waf)
+    tests += len(extra)
+    failures += sum(1 for _case, failed in extra if failed)
     yield ('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n  <testsuite name="metnos-sandbox-audit" '
            'tests="%d" failures="%d" errors="0" timestamp=%s>\n' % (tests, failures, quoteattr(doc["generated"])))
     for h in doc["hosts"]:
         for check, bad in _junit_cases(h, waf):
-            yield _junit_case(h["host"], check, bad)
+            yield _junit_case(h["host"], check, bad, h.get("change"))
+    for case, _failed in extra:
+        yield case
     yield "  </testsuite>\n</testsuites>\n"
 
 
@@ -485,6 +525,8 @@ def iter_html(doc: Doc) -> Iterator[str]:
         if len(hosts) > ACT_SHOWN:
             yield ('<p>&hellip; and %d more host(s) to act on: filter the table below by verdict, or open a host '
                    'from it.</p>\n' % (len(hosts) - ACT_SHOWN))
+    if doc.get("waivers"):
+        yield waivers_html(doc["waivers"])
     by_code = _by_severity(_hosts_by_code(doc))
     if by_code:
         yield "<h2>Hosts by diagnostic</h2>\n"
@@ -532,19 +574,27 @@ def terminal_summary(doc: Doc, max_hosts: int = 20) -> List[str]:
         lines.append("  %d host(s) monitored by the continuous proof" % monitored)
     for code, count in sorted(t["codes"].items(), key=lambda kv: (-kv[1], kv[0])):
         lines.append("  %-40s %d host(s)" % (code, count))
+    lines.extend(report_states.terminal_lines(doc))
     failing = [h for h in doc["hosts"] if h["verdict"] in ("fail", "unreachable")]
     for h in failing[:max_hosts]:
-        lines.append("  %s %s: %s" % (h["verdict"].upper(), h["host"], ", ".join(
-            sorted(set(d["code"] for d in h["diagnostics"] if d["severity"] == "error")))))
+        change = h.get("change") or {}
+        lines.append("  %s %s: %s" % (h["verdict"].upper(), h["host"], ", ".join(sorted(set(
+            d["code"] + (" (%s)" % change[finding_key(d)] if finding_key(d) in change else "")
+            for d in h["diagnostics"] if d["severity"] == "error")))))
     if len(failing) > max_hosts:
         lines.append("  ... and %d more failing host(s): see the reports" % (len(failing) - max_hosts))
     return lines
 
 
+LATEST = "latest"     # write_all(latest=True): latest.json, latest.md, ... link to this run's reports
+
+
 def write_all(doc: Doc, directory: str, stamp: Optional[str] = None,
-              timings: Optional[Dict[str, float]] = None) -> Dict[str, str]:
+              timings: Optional[Dict[str, float]] = None, latest: bool = False) -> Dict[str, str]:
     """Write the four reports, each streamed chunk by chunk to a temp file then renamed into place.
-    Returns their paths; ``timings`` (a dict), when given, receives the seconds each one took."""
+    Returns their paths; ``timings`` (a dict), when given, receives the seconds each one took. With ``latest``,
+    ``latest.<ext>`` next to them links to each (relative links, each replaced in one rename): the next run's
+    baseline is ``<directory>/latest.json``."""
     stamp = stamp or doc["generated"].replace(":", "").replace("-", "").replace("+0000", "Z")
     os.makedirs(directory, exist_ok=True)
     paths = {}
@@ -555,4 +605,12 @@ def write_all(doc: Doc, directory: str, stamp: Optional[str] = None,
         paths[ext] = path
         if timings is not None:
             timings[ext] = round(time.time() - start, 3)
+    if latest:
+        for ext, path in paths.items():
+            link = os.path.join(directory, "%s.%s" % (LATEST, ext))
+            temp = "%s.%d.tmp" % (link, os.getpid())
+            if os.path.lexists(temp):
+                os.unlink(temp)
+            os.symlink(os.path.basename(path), temp)
+            os.replace(temp, link)
     return paths

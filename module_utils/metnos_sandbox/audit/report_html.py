@@ -154,3 +154,18 @@ def host_section(h: Mapping[str, Any]) -> str:
     out.append('<details><summary>raw record (JSON)</summary><pre class="raw">%s</pre></details></section>\n'
                % escape(json.dumps(h, indent=1, sort_keys=True)))
     return "".join(out)
+
+
+def waivers_html(block: Mapping[str, Any]) -> str:
+    """The waivers as a table: what each waives, its state, when it expires, how many findings it waived, why and
+    who approved it."""
+    rows = "".join('<tr><td>%d</td><td><code>%s</code></td><td>%s</td><td>%s</td><td><span class="badge %s">%s</span>'
+                   '</td><td>%s</td><td>%s</td><td>%d</td><td>%s</td><td>%s</td></tr>' % (
+                       w["index"], escape(w["code"]), escape(w["host"]), escape(w["executor"] or "-"),
+                       "expired" if w["state"] == "expired" else "waived", escape(w["state"]), escape(w["expires"]),
+                       escape(w["days_left"]), w["waived"], escape(w["justification"]), escape(w["approved_by"]))
+                   for w in block["entries"])
+    return ('<h2 id="waivers">Waivers (%d finding(s) waived; they never count toward a verdict or the gate)</h2>'
+            '<table class="waivers"><thead><tr><th>#</th><th>code</th><th>host</th><th>executor</th><th>state</th>'
+            '<th>expires</th><th>days left</th><th>waived</th><th>justification</th><th>approved by</th></tr></thead>'
+            '<tbody>%s</tbody></table>\n' % (block["waived"], rows))
