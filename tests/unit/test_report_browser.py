@@ -17,7 +17,12 @@ import tempfile
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report, report_html
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import (
+    baseline,
+    report,
+    report_html,
+    waivers,
+)
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
 from helpers import report_text
 
@@ -102,7 +107,7 @@ def audit(verdict="pass", codes=(), probe=True, revision="0.8.0-2+deb12u1"):
                         "status": {"active": True}, "environment": {"PATH": "/usr/bin:/bin"}},
             "profiles": [], "probe": {"passed": probe, "context": "systemd transient unit",
                                       "checks": [{"name": "only_loopback", "ok": probe}]},
-            "diagnostics": [diagnostics.make(c) for c in codes]}
+            "diagnostics": [c if isinstance(c, dict) else diagnostics.make(c) for c in codes]}
 
 
 def mixed_fleet():
@@ -112,6 +117,36 @@ def mixed_fleet():
             "web-1": audit(), "web-2": audit(revision="0.8.0-2"),
             "web-3": audit(revision="0.8.0-2"),
             "cache-1": {"unreachable": True, "msg": "ssh: connect to host cache-1 port 22: Connection timed out"}}
+
+
+WAIVERS = """\
+- code: bwrap_package_drift
+  host: web-3
+  justification: "web-3 keeps the older bubblewrap until its kernel upgrade (CHG-1234)"
+  approved_by: ops-lead@example.org
+  expires: 2027-01-31
+- code: unit_blocks_namespaces
+  host: "mail-*"
+  justification: "the mail hosts were retired"
+  approved_by: ops-lead@example.org
+  expires: 2026-11-20
+"""
+
+
+def full_report(tmp):
+    """The mixed fleet with a waiver file (one finding waived, one waiver expired) and yesterday's report as the
+    baseline (db-1's finding still there, db-2's new, web-1's profile drift resolved)."""
+    yesterday = dict(mixed_fleet(), **{"db-2": audit(), "web-1": audit("fail", [drift()])})
+    old = report.write_all(report_text.build(yesterday, WHEN - datetime.timedelta(days=1)), tmp, latest=True)
+    path = os.path.join(tmp, "waivers.yml")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(WAIVERS)
+    return report.build_from_results(sorted(mixed_fleet().items()), WHEN, baseline=baseline.read(old["json"]),
+                                     waivers=(path, waivers.read(path, WHEN.date())))
+
+
+def drift():
+    return diagnostics.make("profile_drift", executor="read_notes", path="/p/read_notes.args", added="[]", removed="[]")
 
 
 def render(tmp, doc, css_extra=""):
@@ -140,8 +175,11 @@ def measure(tmp, test):
 
 
 def test_html_report_reads_in_a_browser(tmp_path):
-    doc = report_text.build(mixed_fleet(), WHEN)
+    """Every badge (new, still, resolved, waived, expired) and the fleet findings are on the page measured."""
+    doc = full_report(str(tmp_path))
     page, test = render(str(tmp_path), doc)
+    for badge in ("new", "still", "resolved", "waived", "expired"):
+        assert '<span class="badge %s">' % badge in open(page).read(), badge
     out = measure(str(tmp_path), test)
     assert out["gate"].startswith("Gate FAILED") and "act on 3 host(s) first" in out["gate"], out["gate"]
     assert out["gate_top"] < 200                                                 # the first thing read
@@ -162,7 +200,7 @@ def test_html_report_reads_in_a_browser(tmp_path):
 
 def test_contrast_check_catches_light_commands_on_a_light_bar(tmp_path):
     """The mutation, in the test: the old rule (a light code bar under the commands' light text) put back."""
-    doc = report_text.build(mixed_fleet(), WHEN)
+    doc = full_report(str(tmp_path))
     _page, test = render(str(tmp_path), doc, css_extra="pre code{background:#eef0f3}")
     out = measure(str(tmp_path), test)
     bad = [f for f in out["failures"] if f["tag"] == "CODE" and "RestrictNamespaces" in f["text"]]

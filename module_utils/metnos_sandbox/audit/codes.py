@@ -170,14 +170,14 @@ CODES.extend([
 
 # ---- waivers (audit/waivers.py) and the baseline (audit/baseline.py), read on the controller by the report ----
 _WAIVER_FILE = "the waiver file ({path})"
-_WAIVER_DOC = "Fix the entry in {path} (docs/audit-report.md, \"Waivers\", lists the fields), then re-run the report"
+_WAIVER_DOC = "${EDITOR:-vi} {path}"      # the fields: docs/audit-report.md, "Waivers"
 CODES.extend([
     Code("audit_waiver_file_unreadable", ERROR, "R-DIAG-3", MODULE,
          "The waiver file cannot be read",
          "The file named by metnos_audit_waivers is missing, not a regular file, too large, not UTF-8 or not YAML. "
          "The report refuses to run instead of counting findings someone meant to waive.",
          "Reading the file with the manifests' bounded reader (size first, UTF-8, a YAML subset).",
-         ["ls -l <waivers.yml>", "python3 -c 'import sys, yaml; yaml.safe_load(open(sys.argv[1]))' <waivers.yml>"],
+         ["ls -l {path}", "python3 -c 'import sys, yaml; yaml.safe_load(open(sys.argv[1]))' {path}"],
          messages={"": _WAIVER_FILE + ": {problem}"}),
     Code("audit_waiver_file_shape", ERROR, "R-DIAG-3", MODULE,
          "The waiver file is not a list of waivers",
@@ -213,7 +213,7 @@ CODES.extend([
          "The code is not a registered diagnostic code (docs/diagnostics.md), or it is one of the waivers' own codes "
          "(a waiver cannot hide that another waiver expired or is unused).",
          "The code against the registry.",
-         ["Look the code up: grep -n '<code>' docs/diagnostics.md", _WAIVER_DOC],
+         ["grep -n '^## <code>$' docs/diagnostics.md", _WAIVER_DOC],
          messages={"": _WAIVER_FILE + ": waiver #{index}: {value} is not a registered diagnostic code.",
                    "not_waivable": _WAIVER_FILE + ": waiver #{index}: {value} cannot be waived."}),
     Code("audit_waiver_host_invalid", ERROR, "R-DIAG-3", MODULE,
@@ -243,7 +243,7 @@ CODES.extend([
          "The waiver's expiry date has passed: the findings it waived count again, and the entry should be renewed "
          "(with a new approval) or removed.",
          "The expiry date against the report's day (UTC).",
-         ["Renew or remove waiver #{index} ({waived_code} on {host}) in {path}"],
+         [_WAIVER_DOC],
          messages={"": "waiver #{index} ({waived_code} on {host}{executor_text}) expired on {expires} "
                        "({days_ago} day(s) ago); its findings count again."}),
     Code("audit_waiver_unused", WARNING, "R-DIAG-3", MODULE,
@@ -251,7 +251,7 @@ CODES.extend([
          "No audited host has the finding the waiver names: the problem was fixed (remove the waiver) or the "
          "pattern is wrong (it waives nothing).",
          "Each waiver against every audited host's findings.",
-         ["Remove waiver #{index} ({waived_code} on {host}) from {path}, or correct its host pattern"],
+         [_WAIVER_DOC],
          messages={"": "waiver #{index} ({waived_code} on {host}{executor_text}) matched no finding of the "
                        "{hosts} audited host(s)."}),
     Code("audit_baseline_unreadable", ERROR, "R-DIAG-3", MODULE,
@@ -259,7 +259,6 @@ CODES.extend([
          "The file named by metnos_audit_baseline is missing, too large, not JSON, or not an audit report of this "
          "schema; without it no finding can be called new or resolved, so the report refuses to run.",
          "Reading the file (size first) and checking its schema and host records.",
-         ["ls -l <previous-report.json>",
-          "python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[\"schema\"])' <previous-report.json>"],
+         ["ls -lL {path}", "python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[\"schema\"])' {path}"],
          messages={"": "the baseline ({path}): {problem}"}),
 ])

@@ -31,6 +31,7 @@ from .report_html import (
     ACT_SHOWN,
     RANK,
     asset,
+    changes_html,
     escape,
     finding_html,
     fix_html,
@@ -525,6 +526,8 @@ def iter_html(doc: Doc) -> Iterator[str]:
         if len(hosts) > ACT_SHOWN:
             yield ('<p>&hellip; and %d more host(s) to act on: filter the table below by verdict, or open a host '
                    'from it.</p>\n' % (len(hosts) - ACT_SHOWN))
+    if doc.get("baseline"):
+        yield changes_html(doc["baseline"], changes(doc))
     if doc.get("waivers"):
         yield waivers_html(doc["waivers"])
     by_code = _by_severity(_hosts_by_code(doc))

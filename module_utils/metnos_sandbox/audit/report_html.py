@@ -107,9 +107,8 @@ def gate_html(doc: Mapping[str, Any]) -> str:
         why += ", %d warn (warnings count as failures)" % t["warn"]
     if gate.get("fail_on") == "new":
         why += "; only hosts with findings new since the baseline count (fail on: new)"
-    fleet = len(doc.get("findings") or [])
-    if fleet:
-        why += "; %d fleet finding(s)" % fleet
+    if gate.get("fleet_findings"):
+        why += "; %d fleet finding(s)" % gate["fleet_findings"]
     if gate["failed"]:
         return ('<div class="gate failed" id="gate" role="status"><b>Gate FAILED</b> &mdash; act on %d host(s) first '
                 '(%s).</div>\n' % (gate["failing_hosts"], escape(why)))
@@ -169,3 +168,16 @@ def waivers_html(block: Mapping[str, Any]) -> str:
             '<table class="waivers"><thead><tr><th>#</th><th>code</th><th>host</th><th>executor</th><th>state</th>'
             '<th>expires</th><th>days left</th><th>waived</th><th>justification</th><th>approved by</th></tr></thead>'
             '<tbody>%s</tbody></table>\n' % (block["waived"], rows))
+
+
+def changes_html(base: Mapping[str, Any], rows: List[Tuple[str, str, str, str]], shown: int = 200) -> str:
+    """The findings' states since the baseline as a table (new first, then still there, then resolved)."""
+    body = "".join('<tr><td><a href="#h-%s">%s</a></td><td><code>%s</code></td><td>%s</td><td><span class="badge %s">'
+                   '%s</span></td></tr>' % (escape(quote(host, safe="")), escape(host), escape(code), escape(severity),
+                                            escape(state), escape(state))
+                   for host, code, severity, state in rows[:shown])
+    return ('<h2 id="changes">Since the baseline of %s: %d new, %d still there, %d resolved</h2>'
+            '<table class="changes"><thead><tr><th>host</th><th>code</th><th>severity</th><th>state</th></tr></thead>'
+            '<tbody>%s</tbody></table>%s\n' % (escape(base.get("generated")), base["new"], base["still"],
+                                               base["resolved"], body, "<p>&hellip; and %d more (every one is in the "
+                                               "JSON report)</p>" % (len(rows) - shown) if len(rows) > shown else ""))
