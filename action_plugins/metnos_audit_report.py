@@ -6,8 +6,9 @@
 Options: hosts (the play's hosts: their results are read from what metnos_audit kept in this run's
 controller-side temp dir) or results (host -> metnos_audit result, including unreachable/failed
 ones), dest (directory), warnings_as_failures, waivers (the admin's waiver file), baseline (an earlier
-report's JSON), fail_on (any, new), latest (the latest.<ext> links). Returns paths, totals, gate, each
-host's verdict, timings and a terminal summary. Documentation: library/metnos_audit_report.py.
+report's JSON), fail_on (any, new), latest (the latest.<ext> links), textfile_dir (the metrics' textfile).
+Returns paths, totals, gate, each host's verdict, timings and a terminal summary. Documentation:
+library/metnos_audit_report.py.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
@@ -19,7 +20,11 @@ from ansible import constants as C
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import baseline, waivers
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import (
+    baseline,
+    report_metrics,
+    waivers,
+)
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
@@ -66,6 +71,8 @@ class ActionModule(ActionBase):
         timings = {"build": round(time.time() - start, 3)}
         try:   # written in check mode too: they change no host
             paths = R.write_all(doc, dest, timings=timings, latest=args["latest"])
+            if args["textfile_dir"]:
+                paths["prom"] = report_metrics.write(args["textfile_dir"], doc)
         except OSError as exc:
             raise AnsibleActionFail("metnos_audit_report: cannot write reports to %s: %s" % (dest, exc)) from None
         timings["total"] = round(time.time() - start, 3)

@@ -70,6 +70,13 @@ options:
       reports (relative symbolic links, each replaced in one rename).
     type: bool
     default: true
+  textfile_dir:
+    description:
+      - A node_exporter textfile collector's directory on the controller; the report writes
+        C(metnos_sandbox_audit.prom) there (atomically, mode 0644) - hosts by verdict, the gate, findings by severity
+        and by state since the baseline, waived findings by code, and per waiver the days until it expires and how
+        many findings it waived (docs/audit-report.md, "Metrics").
+    type: path
 extends_documentation_fragment: [metnos.sandbox.metnos_sandbox]
 """
 
@@ -90,7 +97,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 paths:
-  description: Written files by kind (json, md, junit.xml, html).
+  description: Written files by kind (json, md, junit.xml, html; prom with O(textfile_dir)).
   returned: always
   type: dict
 totals:

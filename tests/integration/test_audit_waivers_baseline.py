@@ -34,8 +34,13 @@ def test_waivers_and_the_baseline_through_the_playbook(tmp_path):
     expires = (datetime.datetime.now(datetime.timezone.utc).date() + datetime.timedelta(days=30)).isoformat()
     waivers.write_text("- code: unit_not_found\n  host: 'alias-*'\n  justification: the service is installed next "
                        "quarter (CHG-42)\n  approved_by: ops-lead@example.org\n  expires: %s\n" % expires)
-    waived = audit(tmp_path, "-e", "metnos_audit_waivers=%s" % waivers)
+    (tmp_path / "textfile").mkdir()
+    waived = audit(tmp_path, "-e", "metnos_audit_waivers=%s" % waivers,
+                   "-e", "metnos_audit_textfile_dir=%s" % (tmp_path / "textfile"))
     assert waived.returncode == 0, waived.stdout[-3000:]
+    prom = (tmp_path / "textfile" / "metnos_sandbox_audit.prom").read_text()
+    assert 'metnos_sandbox_audit_waived_findings{code="unit_not_found"} 1\n' in prom
+    assert 'state="active"} %d\n' % (30 * 86400) in prom
     host = latest(tmp_path)["hosts"][0]
     assert [(w["code"], w["justification"], w["days_left"]) for w in host["waived"]] == [
         ("unit_not_found", "the service is installed next quarter (CHG-42)", 30)]

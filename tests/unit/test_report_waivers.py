@@ -188,3 +188,26 @@ def test_every_problem_is_reported_at_once_and_a_missing_file_has_its_code(tmp_p
     with pytest.raises(waivers.WaiverError) as err:
         waivers.read(str(tmp_path / "absent.yml"), TODAY)
     assert [d["code"] for d in err.value.diagnostics] == ["audit_waiver_file_unreadable"]
+
+
+def test_the_metrics_carry_waived_counts_and_days_until_expiry(tmp_path):
+    """metnos_sandbox_audit.prom, written for real into a directory and judged by Prometheus' own parser
+    (promtool check metrics); the host pattern of a waiver is a label value, bounded and escaped."""
+    from test_monitor_textfile import check_metrics, parse
+
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report_metrics
+    doc = build(tmp_path)
+    path = report_metrics.write(str(tmp_path), doc)
+    text = open(path).read()
+    assert check_metrics(text) == (0, "")
+    series = parse(text)
+    assert dict((s[0]["code"], s[1]) for s in series["metnos_sandbox_audit_waived_findings"]) == {
+        "unit_blocks_namespaces": 2.0, "profile_drift": 1.0}
+    days = dict((s[0]["waiver"], (s[0]["host"], s[0]["state"], s[1] / 86400)) for s in
+                series["metnos_sandbox_audit_waiver_remaining_seconds"])
+    assert days == {"1": ("db-*", "active", 62.0), "2": ("web-1", "active", 15.0), "3": ("cache-*", "unused", 63.0),
+                    "4": ("web-2", "expired", -1.0)}
+    assert [s[1] for s in series["metnos_sandbox_audit_waiver_waived"]] == [2.0, 1.0, 0.0, 0.0]
+    assert series["metnos_sandbox_audit_gate_failed"] == [({}, 1.0)]
+    assert dict((s[0]["verdict"], s[1]) for s in series["metnos_sandbox_audit_hosts"])["pass"] == 3.0
+    assert "metnos_sandbox_audit_changes" not in series                       # no baseline

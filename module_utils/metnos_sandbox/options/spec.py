@@ -136,6 +136,7 @@ AUDIT_REPORT: Spec = spec(
     baseline={"type": "path"},
     fail_on={"type": "str", "choices": ["any", "new"], "default": "any"},
     latest={"type": "bool", "default": True},
+    textfile_dir={"type": "path"},
 )
 AUDIT_REPORT_ONE_OF = [("results", "hosts")]
 
