@@ -115,3 +115,30 @@ def test_a_bad_baseline_has_its_code(tmp_path, content, problem):
     assert err.value.diagnostics[0]["code"] == "audit_baseline_unreadable" and problem in str(err.value)
     with pytest.raises(baseline.BaselineError):
         baseline.read(str(tmp_path))                                         # a directory
+
+
+def test_the_merge_takes_waivers_a_baseline_and_fail_on(tmp_path):
+    """scripts/merge-audit-reports.py (AWX slices, ansible-pull): the same options as the playbook."""
+    import subprocess
+    import sys
+    base = first_run(tmp_path / "yesterday")
+    assert base["hosts"]
+    today = report.write_all(report_text.build(SAME, LATER), str(tmp_path / "today"))
+    waiver = tmp_path / "waivers.yml"
+    waiver.write_text("- {code: unit_blocks_namespaces, host: db-1, justification: until CHG-7, approved_by: ops,"
+                      " expires: %s}\n" % (datetime.date.today() + datetime.timedelta(days=10)).isoformat())
+    run = [sys.executable, "scripts/merge-audit-reports.py"]
+    proc = subprocess.run(run + [str(tmp_path / "m1"), today["json"]], capture_output=True, text=True)
+    assert proc.returncode == 1                                          # fail_on any: db-1 and web-1 fail
+    proc = subprocess.run(run + ["--baseline", str(tmp_path / "yesterday" / "latest.json"), "--fail-on", "new",
+                                 str(tmp_path / "m2"), today["json"]], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr               # nothing new since yesterday
+    assert "0 new, 2 still there, 0 resolved" in proc.stdout
+    proc = subprocess.run(run + ["--waivers", str(waiver), str(tmp_path / "m3"), today["json"]],
+                          capture_output=True, text=True)
+    merged = json.load(open(list((tmp_path / "m3").glob("*.json"))[0]))
+    assert [h["verdict"] for h in merged["hosts"]] == ["pass", "fail", "pass"] and proc.returncode == 1
+    waiver.write_text("- {code: unit_blocks_namespaces}\n")
+    proc = subprocess.run(run + ["--waivers", str(waiver), str(tmp_path / "m4"), today["json"]],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "audit_waiver_field_missing" in proc.stderr

@@ -174,7 +174,7 @@ def waive(hosts: List[Dict[str, Any]], waivers: List[Waiver], path: str) -> Dict
                            "justification": match["justification"], "approved_by": match["approved_by"],
                            "expires": match["expires"], "days_left": match["days_left"]})
         if waived and h.get("reachable", True):
-            h["diagnostics"], h["waived"] = kept, waived
+            h["diagnostics"], h["waived"] = kept, list(h.get("waived") or []) + waived     # a merge keeps earlier ones
             probe_failed = bool(h.get("probe")) and not h["probe"].get("passed") and \
                 not any(section_of(w["code"]) == PROBE for w in waived)
             h["verdict"] = "fail" if probe_failed else verdict(kept)
