@@ -206,8 +206,8 @@ CODES.extend([
          "shown in every report).",
          "Each field's type, length and characters.",
          [_WAIVER_DOC],
-         messages={"": _WAIVER_FILE + ": waiver #{index}, field {field}: {value} is not a non-empty one-line text of "
-                       "at most {limit} characters."}),
+         messages={"": _WAIVER_FILE + (": waiver #{index}, field {field}: {value} is not a non-empty one-line "
+                                       "text of at most {limit} characters.")}),
     Code("audit_waiver_code_unknown", ERROR, "R-DIAG-3", MODULE,
          "A waiver names a code that cannot be waived",
          "The code is not a registered diagnostic code (docs/diagnostics.md), or it is one of the waivers' own codes "

@@ -388,19 +388,18 @@ def _junit_extra(doc: Doc, waf: bool) -> List[Tuple[str, bool]]:
     for h in doc["hosts"]:
         if h.get("waived"):
             cls = "metnos.%s" % re.sub(r"[^A-Za-z0-9_.-]", "_", h["host"])
-            text = "\n".join("%s: WAIVED until %s by %s: %s (%s)" % (w["code"], w["expires"], w["approved_by"],
-                                                                    w["justification"], w["message"])
-                             for w in h["waived"])
+            text = "\n".join("%s: WAIVED until %s by %s: %s (%s)" % (
+                w["code"], w["expires"], w["approved_by"], w["justification"], w["message"]) for w in h["waived"])
             out.append(('    <testcase classname=%s name="waived"><skipped message=%s>%s</skipped></testcase>\n' % (
                 quoteattr(cls), quoteattr("%d waived finding(s)" % len(h["waived"])), xml_escape(text)), False))
     findings = doc.get("findings") or []
     if findings:
         bad = [d for d in findings if d["severity"] == D.ERROR or (waf and d["severity"] == D.WARNING)]
         text = xml_escape("\n".join("%s: %s" % (d["code"], d["message"]) for d in findings))
-        out.append(('    <testcase classname="metnos.fleet" name="waivers">%s</testcase>\n' % (
-            "<failure message=%s type=%s>%s</failure>" % (quoteattr(", ".join(d["code"] for d in bad)),
-                                                         quoteattr(bad[0]["code"]), text) if bad else
-            "<system-out>%s</system-out>" % text), bool(bad)))
+        body = "<failure message=%s type=%s>%s</failure>" % (
+            quoteattr(", ".join(d["code"] for d in bad)), quoteattr(bad[0]["code"]), text) if bad else \
+            "<system-out>%s</system-out>" % text
+        out.append(('    <testcase classname="metnos.fleet" name="waivers">%s</testcase>\n' % body, bool(bad)))
     base = doc.get("baseline")
     if base:
         text = "%d new, %d still there, %d resolved since %s (%s)\n%s" % (
@@ -439,8 +438,8 @@ def iter_junit(doc: Doc) -> Iterator[str]:
 
 def act_on(doc: Doc) -> List[Host]:
     """The hosts to act on, worst first: failing and unreachable hosts, then those with warnings."""
-    return sorted((h for h in doc["hosts"] if h["verdict"] != "pass"), key=lambda h: (RANK.get(h["verdict"], "9"),
-                                                                                     h["host"]))
+    return sorted((h for h in doc["hosts"] if h["verdict"] != "pass"),
+                  key=lambda h: (RANK.get(h["verdict"], "9"), h["host"]))
 
 
 def _html_row(h: Host, hidden: bool = False) -> str:

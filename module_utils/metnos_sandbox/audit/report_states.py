@@ -50,10 +50,10 @@ def iter_markdown(doc: Mapping[str, Any]) -> Iterator[str]:
         if d.get("remediation"):
             yield "```sh\n%s\n```\n\n" % "\n".join(d["remediation"])
     if base:
+        only_new = " The gate counts new findings only." if doc["gate"].get("fail_on") == "new" else ""
+        counts = (base["generated"], base["path"], base["new"], base["still"], base["resolved"], only_new)
         yield ("## Changes since the baseline\n\nCompared with the report of %s (`%s`): **%d new**, %d still there, "
-               "%d resolved.%s\n\n" % (base["generated"], base["path"], base["new"], base["still"], base["resolved"],
-                                      " The gate counts new findings only." if doc["gate"].get("fail_on") == "new"
-                                      else ""))
+               "%d resolved.%s\n\n") % counts
         rows = ["| %s | `%s` | %s | %s |\n" % (_md(host), code, severity, state.upper() if state == "new" else state)
                 for host, code, severity, state in changes(doc)]
         if rows:

@@ -56,8 +56,8 @@ def _text(value: Any) -> bool:
         all(ch >= " " and ch != "\x7f" for ch in value)
 
 
-def _check(index: int, entry: Mapping[str, Any], path: str, today: datetime.date) -> Tuple[List[Diagnostic],
-                                                                                          Optional[Waiver]]:
+def _check(index: int, entry: Mapping[str, Any], path: str,
+           today: datetime.date) -> Tuple[List[Diagnostic], Optional[Waiver]]:
     """(problems, the waiver) of entry #index (1-based)."""
     where: Dict[str, Any] = {"path": path, "index": index}
     bad: List[Diagnostic] = []
@@ -72,13 +72,13 @@ def _check(index: int, entry: Mapping[str, Any], path: str, today: datetime.date
         value = entry.get(key)
         if value is not None and not _text(value):
             bad.append(make("audit_waiver_field_invalid", field=key, value=excerpt(value), limit=MAX_TEXT,
-                              **where))
+                            **where))
     if bad:
         return bad, None
     code, host, expires = entry["code"], entry["host"], entry["expires"]
     if code in OWN_CODES or REGISTRY.get(code) is None or section_of(code) == MODULE:
         bad.append(make("audit_waiver_code_unknown", value=excerpt(code), **where,
-                          wording="not_waivable" if code in REGISTRY else None))
+                        wording="not_waivable" if code in REGISTRY else None))
     if not HOST.match(host):
         bad.append(make("audit_waiver_host_invalid", value=excerpt(host), **where))
     when = None
@@ -103,17 +103,17 @@ def parse(data: Any, path: str, today: datetime.date) -> List[Waiver]:
     where: Dict[str, Any] = {"path": path}
     if not isinstance(data, list):
         raise WaiverError([make("audit_waiver_file_shape", found=type(data).__name__ if data is not None else
-                                  "empty", **where)])
+                                "empty", **where)])
     if len(data) > MAX_WAIVERS:
         raise WaiverError([make("audit_waiver_file_shape", wording="too_many", count=len(data), limit=MAX_WAIVERS,
-                                  **where)])
+                                **where)])
     problems: List[Diagnostic] = []
     out: List[Waiver] = []
     seen: Dict[Tuple[str, str, str], int] = {}
     for index, entry in enumerate(data, 1):
         if not isinstance(entry, dict):
             problems.append(make("audit_waiver_file_shape", wording="entry", index=index,
-                                   found=type(entry).__name__, **where))
+                                 found=type(entry).__name__, **where))
             continue
         bad, waiver = _check(index, entry, path, today)
         problems.extend(bad)
@@ -122,7 +122,7 @@ def parse(data: Any, path: str, today: datetime.date) -> List[Waiver]:
         key = (waiver["code"], waiver["host"], waiver["executor"] or "")
         if key in seen:
             problems.append(make("audit_waiver_duplicate", index=index, first=seen[key], path=path,
-                                   value="%s on %s%s" % (key[0], key[1], " for " + key[2] if key[2] else "")))
+                                 value="%s on %s%s" % (key[0], key[1], " for " + key[2] if key[2] else "")))
             continue
         seen[key] = index
         out.append(waiver)
@@ -137,7 +137,7 @@ def read(path: str, today: datetime.date) -> List[Waiver]:
         data = reader.decode(reader.read_file(path), path)
     except ManifestError as exc:
         raise WaiverError([make("audit_waiver_file_unreadable", path=path,
-                                  fill={"problem": "; ".join(d["message"] for d in exc.diagnostics)})]) from None
+                                fill={"problem": "; ".join(d["message"] for d in exc.diagnostics)})]) from None
     return parse(data, path, today)
 
 
@@ -186,8 +186,8 @@ def waive(hosts: List[Dict[str, Any]], waivers: List[Waiver], path: str) -> Dict
         context = {"index": w["index"], "waived_code": w["code"], "host": w["host"], "path": path}
         if state == "expired":
             findings.append(make("audit_waiver_expired", expires=w["expires"], days_ago=-w["days_left"],
-                                   fill={"executor_text": _executor_text(w)}, **context))
+                                 fill={"executor_text": _executor_text(w)}, **context))
         elif state == "unused":
             findings.append(make("audit_waiver_unused", hosts=len(hosts), fill={"executor_text": _executor_text(w)},
-                                   **context))
+                                 **context))
     return {"file": path, "entries": entries, "waived": sum(used.values()), "findings": findings}
