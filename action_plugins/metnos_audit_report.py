@@ -5,11 +5,14 @@
 
 Options: hosts (the play's hosts: their results are read from what metnos_audit kept in this run's
 controller-side temp dir) or results (host -> metnos_audit result, including unreachable/failed
-ones), dest (directory), warnings_as_failures. Returns paths, totals, gate, each host's verdict, timings
-and a terminal summary. Documentation: library/metnos_audit_report.py.
+ones), dest (directory), warnings_as_failures, waivers (the admin's waiver file), baseline (an earlier
+report's JSON), fail_on (any, new), latest (the latest.<ext> links), textfile_dir (the metrics' textfile).
+Returns paths, totals, gate, each host's verdict, timings and a terminal summary. Documentation:
+library/metnos_audit_report.py.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import datetime
 import os
 import time
 
@@ -17,6 +20,11 @@ from ansible import constants as C
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import (
+    baseline,
+    report_metrics,
+    waivers,
+)
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
@@ -43,6 +51,15 @@ class ActionModule(ActionBase):
         # playbook's or the collection's: the reports' paths are returned absolute.
         dest = os.path.abspath(args["dest"])
         start = time.time()
+        # The waivers and the baseline are read before anything else (this run's latest.json is written below).
+        today = datetime.datetime.now(datetime.timezone.utc).date()
+        try:
+            accepted = (args["waivers"], waivers.read(args["waivers"], today)) if args["waivers"] else None
+            before = baseline.read(args["baseline"]) if args["baseline"] else None
+        except (waivers.WaiverError, baseline.BaselineError) as exc:
+            result.update(failed=True, code=exc.diagnostics[0]["code"], diagnostics=exc.diagnostics,
+                          msg="\n".join(d["message"] for d in exc.diagnostics))
+            return result
         if hosts and not R.spooled(spool_dir(), sorted(set(hosts))):
             # Another run, or before the audit: refused, never every host reported unreachable.
             asked = sorted(set(hosts))
@@ -52,10 +69,13 @@ class ActionModule(ActionBase):
             return result
         pairs = R.read_spooled(spool_dir(), sorted(set(hosts))) if hosts is not None else \
             ((name, results[name]) for name in sorted(results))
-        doc = R.build_from_results(pairs, warnings_as_failures=args["warnings_as_failures"])
+        doc = R.build_from_results(pairs, warnings_as_failures=args["warnings_as_failures"], waivers=accepted,
+                                   baseline=before, fail_on=args["fail_on"])
         timings = {"build": round(time.time() - start, 3)}
-        try:
-            paths = R.write_all(doc, dest, timings=timings)   # written in check mode too: they change no host
+        try:   # written in check mode too: they change no host
+            paths = R.write_all(doc, dest, timings=timings, latest=args["latest"])
+            if args["textfile_dir"]:
+                paths["prom"] = report_metrics.write(args["textfile_dir"], doc)
         except OSError as exc:
             raise AnsibleActionFail("metnos_audit_report: cannot write reports to %s: %s" % (dest, exc)) from None
         timings["total"] = round(time.time() - start, 3)

@@ -43,6 +43,42 @@ options:
     description: Count hosts with warnings as failing in the gate.
     type: bool
     default: false
+  waivers:
+    description:
+      - The admin's waiver file (YAML, see docs/audit-report.md, "Waivers"), a list of waivers each with C(code),
+        C(host) (an inventory name or a shell-style pattern), optional C(executor), C(justification),
+        C(approved_by) and C(expires) (C(YYYY-MM-DD), at most 366 days ahead).
+      - Validated strictly before anything is written; every kind of bad waiver has its own code
+        (C(audit_waiver_*)) and the task fails. A waived finding is reported as waived, with its justification,
+        in every format and never counts toward a verdict or the gate; an expired or unused waiver is itself a
+        finding of the fleet (C(audit_waiver_expired), C(audit_waiver_unused), warnings).
+    type: path
+  baseline:
+    description:
+      - An earlier report's JSON (for example the C(latest.json) link the previous run wrote in O(dest)); every
+        finding is marked C(new) or C(still) there and the baseline's findings a host no longer has C(resolved),
+        in every format. Read before this run's reports (and links) are written; an unreadable one fails the task
+        (C(audit_baseline_unreadable)).
+    type: path
+  fail_on:
+    description:
+      - C(any) - every failing host fails the gate. C(new) - only failing hosts with a failing finding that is
+        new since O(baseline) do (without a baseline every finding is new).
+    type: str
+    choices: [any, new]
+    default: any
+  latest:
+    description: Link C(latest.json), C(latest.md), C(latest.junit.xml) and C(latest.html) in O(dest) to this run's
+      reports (relative symbolic links, each replaced in one rename).
+    type: bool
+    default: true
+  textfile_dir:
+    description:
+      - A node_exporter textfile collector's directory on the controller; the report writes
+        C(metnos_sandbox_audit.prom) there (atomically, mode 0644) - hosts by verdict, the gate, findings by severity
+        and by state since the baseline, waived findings by code, and per waiver the days until it expires and how
+        many findings it waived (docs/audit-report.md, "Metrics").
+    type: path
 extends_documentation_fragment: [metnos.sandbox.metnos_sandbox]
 """
 
@@ -63,7 +99,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 paths:
-  description: Written files by kind (json, md, junit.xml, html).
+  description: Written files by kind (json, md, junit.xml, html; prom with O(textfile_dir)).
   returned: always
   type: dict
 totals:
@@ -71,7 +107,9 @@ totals:
   returned: always
   type: dict
 gate:
-  description: "{failed, failing_hosts, warnings_as_failures}: what CI should do."
+  description: >-
+    {failed, failing_hosts, warnings_as_failures}: what CI should do; with O(fail_on=new) also C(fail_on), with
+    fleet findings (waivers) also C(fleet_findings).
   returned: always
   type: dict
 verdicts:

@@ -9,9 +9,12 @@ slice writes the report of its share of the inventory): the host records are the
 audit ran, so the fleet report is rebuilt from them - totals, the bubblewrap revision majority
 (bwrap_package_drift is recomputed over the whole fleet), the gate, all four formats. A host that
 appears in several reports keeps the record of the report generated last (ties: the later argument).
-Exit status: 0 when the merged gate passes, 1 when it fails, 2 on unusable input.
+Exit status: 0 when the merged gate passes, 1 when it fails, 2 on unusable input (a refused waiver file or
+baseline included). --waivers FILE, --baseline REPORT.json and --fail-on new do what the playbook's
+metnos_audit_waivers, metnos_audit_baseline and metnos_audit_fail_on do (docs/audit-report.md).
 """
 import argparse
+import datetime
 import json
 import sys
 import time
@@ -20,6 +23,10 @@ import core_path  # noqa: E402  (scripts/: the core as ansible_collections.metno
 
 core_path.use_core()
 
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import (  # noqa: E402
+    baseline,
+    waivers,
+)
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R  # noqa: E402
 
 
@@ -58,6 +65,9 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--from-list", help="a file with one report path per line (for thousands of reports)")
     ap.add_argument("--warnings-as-failures", action="store_true")
+    ap.add_argument("--waivers", help="the admin's waiver file (YAML)")
+    ap.add_argument("--baseline", help="an earlier report's JSON: each finding new, still there or resolved")
+    ap.add_argument("--fail-on", choices=baseline.FAIL_ON, default="any")
     ap.add_argument("out_dir")
     ap.add_argument("reports", nargs="*")
     args = ap.parse_args(argv[1:])
@@ -68,7 +78,14 @@ def main(argv):
     if not paths:
         ap.error("no reports to merge")
     start = time.time()
-    merged = R.build_from_hosts(list(merge(paths).values()), warnings_as_failures=args.warnings_as_failures)
+    try:
+        today = datetime.datetime.now(datetime.timezone.utc).date()
+        accepted = (args.waivers, waivers.read(args.waivers, today)) if args.waivers else None
+        before = baseline.read(args.baseline) if args.baseline else None
+    except (waivers.WaiverError, baseline.BaselineError) as exc:
+        die("\n".join("%s: %s" % (d["code"], d["message"]) for d in exc.diagnostics))
+    merged = R.build_from_hosts(list(merge(paths).values()), warnings_as_failures=args.warnings_as_failures,
+                                waivers=accepted, baseline=before, fail_on=args.fail_on)
     out = R.write_all(merged, args.out_dir)
     print("\n".join(R.terminal_summary(merged)))
     print("merged %d report(s) in %.1f s: %s" % (len(paths), time.time() - start, " ".join(out.values())))

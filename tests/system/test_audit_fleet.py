@@ -8,10 +8,12 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
 from conftest import ROOT, ansible_env, start_host, stop_host
+from helpers import report_browser
 
 SLEEP = "ExecStart=/bin/sleep infinity\n"
 FLEET = {
@@ -56,8 +58,10 @@ def test_mixed_fleet_reports_and_gate(fleet, tmp_path):
     before = dict((role, h.snapshot()) for role, h in hosts.items())
     proc = run_audit(inv, str(tmp_path / "run1"))
     assert proc.returncode != 0, proc.stdout[-3000:]                       # the gate fails the run
-    files = sorted(os.path.basename(p) for p in glob.glob(str(tmp_path / "run1" / "*")))
+    files = sorted(os.path.basename(p) for p in glob.glob(str(tmp_path / "run1" / "*")) if not os.path.islink(p))
     assert [f.split(".", 1)[1] for f in files] == ["html", "json", "junit.xml", "md"]
+    links = sorted(os.path.basename(p) for p in glob.glob(str(tmp_path / "run1" / "*")) if os.path.islink(p))
+    assert links == ["latest.html", "latest.json", "latest.junit.xml", "latest.md"]         # the next baseline
     doc = json.load(open(glob.glob(str(tmp_path / "run1" / "*.json"))[0]))
     assert doc["schema"] == "metnos-sandbox-audit-report/1"
     by_host = dict((h["host"], h) for h in doc["hosts"])
@@ -107,3 +111,11 @@ def shot(html_path):
                     "--user-data-dir=/tmp/metnos-chromium", "--window-size=1400,900", "--screenshot=" + png,
                     "file://" + html_path], capture_output=True, timeout=120)
     assert os.path.getsize(png) > 10000
+    # Without a click: the gate, the failing hosts first with the commands that fix them; every text readable.
+    tmp = tempfile.mkdtemp(prefix="metnos-report-check-")
+    _page, checked = report_browser.with_harness(open(html_path, encoding="utf-8").read(), tmp)
+    out = report_browser.measure(tmp, checked)
+    assert out["gate"].startswith("Gate FAILED") and "act on 3 host(s) first" in out["gate"], out["gate"]
+    assert out["first_host"].startswith("fail ") and out["fix_visible"] and all(out["fix_visible"]), out
+    assert out["overlaps"] == [] and out["selected"] == out["commands"] and out["raw_visible"] == 0
+    assert out["failures"] == [], out["failures"]

@@ -10,7 +10,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 from typing import List
 
-from ..base.registry import BWRAP_BINARY, ERROR, INFO, MONITOR, PROBE, PROFILES, REACHABILITY, WARNING, Code
+from ..base.registry import BWRAP_BINARY, ERROR, INFO, MODULE, MONITOR, PROBE, PROFILES, REACHABILITY, WARNING, Code
 
 CODES: List[Code] = []
 CODES.extend([
@@ -210,4 +210,99 @@ CODES.extend([
                        "result in this run: the report must run in the same ansible-playbook run as the audit"},
          hint=("Run the audit and the report in one ansible-playbook run (or pass the registered "
                "results to metnos_audit_report's results option).")),
+])
+
+# ---- waivers (audit/waivers.py) and the baseline (audit/baseline.py), read on the controller by the report ----
+_WAIVER_FILE = "the waiver file ({path})"
+_WAIVER_DOC = "${EDITOR:-vi} {path}"      # the fields: docs/audit-report.md, "Waivers"
+CODES.extend([
+    Code("audit_waiver_file_unreadable", ERROR, "R-DIAG-3", MODULE,
+         "The waiver file cannot be read",
+         "The file named by metnos_audit_waivers is missing, not a regular file, too large, not UTF-8 or not YAML. "
+         "The report refuses to run instead of counting findings someone meant to waive.",
+         "Reading the file with the manifests' bounded reader (size first, UTF-8, a YAML subset).",
+         ["ls -l {path}", "python3 -c 'import sys, yaml; yaml.safe_load(open(sys.argv[1]))' {path}"],
+         messages={"": _WAIVER_FILE + ": {problem}"}),
+    Code("audit_waiver_file_shape", ERROR, "R-DIAG-3", MODULE,
+         "The waiver file is not a list of waivers",
+         "A waiver file is a YAML list (at most 1000 entries), each entry a mapping of the waiver's fields.",
+         "The file's top-level value and each entry's type.",
+         [_WAIVER_DOC],
+         messages={"": _WAIVER_FILE + ": the top level is {found}, not a list of waivers.",
+                   "too_many": _WAIVER_FILE + ": {count} waivers, more than {limit}.",
+                   "entry": _WAIVER_FILE + ": waiver #{index} is {found}, not a mapping of fields."}),
+    Code("audit_waiver_field_unknown", ERROR, "R-DIAG-3", MODULE,
+         "A waiver has a field the report does not know",
+         "A misspelt field (expiry for expires, host_pattern for host) would silently change what a waiver means: "
+         "every field is known or the file is refused.",
+         "Each waiver's keys against code, host, executor, justification, approved_by, expires.",
+         [_WAIVER_DOC],
+         messages={"": _WAIVER_FILE + ": waiver #{index} has the unknown field {field} (known: {known})."}),
+    Code("audit_waiver_field_missing", ERROR, "R-DIAG-3", MODULE,
+         "A waiver lacks a required field",
+         "Every waiver names the code, the host pattern, why (justification), who approved it and when it expires.",
+         "Each waiver's keys against the required ones.",
+         [_WAIVER_DOC],
+         messages={"": _WAIVER_FILE + ": waiver #{index} has no {field}."}),
+    Code("audit_waiver_field_invalid", ERROR, "R-DIAG-3", MODULE,
+         "A waiver's field is not a usable text",
+         "A waiver's fields are non-empty one-line texts of bounded length (the justification and the approver are "
+         "shown in every report).",
+         "Each field's type, length and characters.",
+         [_WAIVER_DOC],
+         messages={"": _WAIVER_FILE + (": waiver #{index}, field {field}: {value} is not a non-empty one-line "
+                                       "text of at most {limit} characters.")}),
+    Code("audit_waiver_code_unknown", ERROR, "R-DIAG-3", MODULE,
+         "A waiver names a code that cannot be waived",
+         "The code is not a registered diagnostic code (docs/diagnostics.md), or it is one of the waivers' own codes "
+         "(a waiver cannot hide that another waiver expired or is unused).",
+         "The code against the registry.",
+         ["grep -n '^## <code>$' docs/diagnostics.md", _WAIVER_DOC],
+         messages={"": _WAIVER_FILE + ": waiver #{index}: {value} is not a registered diagnostic code.",
+                   "not_waivable": _WAIVER_FILE + ": waiver #{index}: {value} cannot be waived."}),
+    Code("audit_waiver_host_invalid", ERROR, "R-DIAG-3", MODULE,
+         "A waiver's host pattern is not a host pattern",
+         "The host pattern is an inventory name or a shell-style pattern (letters, digits, . _ - : and the "
+         "wildcards * ? [ ]), at most 253 characters; anything else is refused rather than guessed at.",
+         "The pattern's characters and length.",
+         [_WAIVER_DOC],
+         messages={"": _WAIVER_FILE + ": waiver #{index}: host {value} is not an inventory name or pattern."}),
+    Code("audit_waiver_expires_invalid", ERROR, "R-DIAG-3", MODULE,
+         "A waiver's expiry is not a date within a year",
+         "expires is a calendar date written YYYY-MM-DD, at most 366 days after the report's day: a waiver "
+         "without a near end is a finding forgotten.",
+         "The date's form, its validity and its distance from today (UTC).",
+         [_WAIVER_DOC],
+         messages={"": _WAIVER_FILE + ": waiver #{index}: expires {value} is not a date written YYYY-MM-DD.",
+                   "too_far": _WAIVER_FILE + ": waiver #{index}: expires {value} is more than {limit} days away."}),
+    Code("audit_waiver_duplicate", ERROR, "R-DIAG-3", MODULE,
+         "Two waivers waive the same thing",
+         "Two entries have the same code, host pattern and executor: which justification and expiry hold would "
+         "depend on their order.",
+         "Each waiver's (code, host, executor) against the ones before it.",
+         [_WAIVER_DOC],
+         messages={"": _WAIVER_FILE + ": waiver #{index} repeats waiver #{first} ({value})."}),
+    Code("audit_waiver_expired", WARNING, "R-DIAG-3", MODULE,
+         "A waiver has expired",
+         "The waiver's expiry date has passed: the findings it waived count again, and the entry should be renewed "
+         "(with a new approval) or removed.",
+         "The expiry date against the report's day (UTC).",
+         [_WAIVER_DOC],
+         messages={"": "waiver #{index} ({waived_code} on {host}{executor_text}) expired on {expires} "
+                       "({days_ago} day(s) ago); its findings count again."}),
+    Code("audit_waiver_unused", WARNING, "R-DIAG-3", MODULE,
+         "A waiver matches no finding",
+         "No audited host has the finding the waiver names: the problem was fixed (remove the waiver) or the "
+         "pattern is wrong (it waives nothing).",
+         "Each waiver against every audited host's findings.",
+         [_WAIVER_DOC],
+         messages={"": "waiver #{index} ({waived_code} on {host}{executor_text}) matched no finding of the "
+                       "{hosts} audited host(s)."}),
+    Code("audit_baseline_unreadable", ERROR, "R-DIAG-3", MODULE,
+         "The baseline report cannot be read",
+         "The file named by metnos_audit_baseline is missing, too large, not JSON, or not an audit report of this "
+         "schema; without it no finding can be called new or resolved, so the report refuses to run.",
+         "Reading the file (size first) and checking its schema and host records.",
+         ["ls -lL {path}", "python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[\"schema\"])' {path}"],
+         messages={"": "the baseline ({path}): {problem}"}),
 ])

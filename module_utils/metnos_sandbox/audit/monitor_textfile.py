@@ -62,7 +62,8 @@ def _number(value: float) -> str:
     return repr(round(value, 6))
 
 
-def _line(name: str, labels: Labels, value: float) -> str:
+def sample_line(name: str, labels: Labels, value: float) -> str:
+    """One sample in the exposition format (names checked, label values bounded and escaped)."""
     if not _NAME.match(name) or any(not _LABEL_NAME.match(k) for k, _v in labels):
         raise ValueError("not a metric or label name: %s %r" % (name, [k for k, _v in labels]))
     inner = ",".join('%s="%s"' % (k, label_value(v)) for k, v in labels)
@@ -128,7 +129,7 @@ def iter_text(record: Mapping[str, Any]) -> Iterator[str]:
     for name, help_text in METRICS:
         yield "# HELP %s %s\n# TYPE %s gauge\n" % (name, help_text.replace("\\", "\\\\").replace("\n", " "), name)
         for sample in by_name[name]:
-            yield _line(*sample)
+            yield sample_line(*sample)
 
 
 def render(record: Mapping[str, Any]) -> str:

@@ -14,7 +14,6 @@ for the callers that want the document as one string).
 from __future__ import absolute_import, annotations, division, print_function
 
 import datetime
-import html
 import json
 import os
 import re
@@ -27,6 +26,24 @@ from ..base import files
 from ..base import verdicts as V
 from ..base.diagnostics import Diagnostic
 from . import monitor_state as MS
+from . import report_states
+from .baseline import FAIL_ON, compare, counts_for_new, finding_key
+from .report_html import (
+    ACT_SHOWN,
+    RANK,
+    asset,
+    changes_html,
+    escape,
+    finding_html,
+    fix_html,
+    fix_parts,
+    gate_html,
+    host_facts,
+    host_section,
+    waivers_html,
+)
+from .report_states import changes
+from .waivers import waive
 
 # JUnit's escaping as xml.sax.saxutils does it (tests/unit compares them): importing saxutils imports urllib.request,
 # http.client and ssl, ~10-15 ms of CPU in the main process of every audit run.
@@ -167,15 +184,23 @@ def spooled(directory: str, hosts: Iterable[str]) -> List[str]:
 # --------------------------------------------------------------------------- the document
 
 def build_from_results(pairs: Iterable[Tuple[str, Any]], generated: Optional[datetime.datetime] = None,
-                       warnings_as_failures: bool = False) -> Doc:
+                       warnings_as_failures: bool = False, waivers: Optional[Tuple[str, List[Any]]] = None,
+                       baseline: Optional[Mapping[str, Any]] = None, fail_on: str = "any") -> Doc:
     """The report document from an iterable of (host, task result): each result is reduced to its host
     record as it comes, so the full results need not all be in memory at once."""
-    return build_from_hosts([_host_entry(name, res) for name, res in pairs], generated, warnings_as_failures)
+    return build_from_hosts([_host_entry(name, res) for name, res in pairs], generated, warnings_as_failures,
+                            waivers, baseline, fail_on)
 
 
 def build_from_hosts(hosts: List[Host], generated: Optional[datetime.datetime] = None,
-                     warnings_as_failures: bool = False) -> Doc:
-    """The report document from normalised host records (also used to merge reports)."""
+                     warnings_as_failures: bool = False, waivers: Optional[Tuple[str, List[Any]]] = None,
+                     baseline: Optional[Mapping[str, Any]] = None, fail_on: str = "any") -> Doc:
+    """The report document from normalised host records (also used to merge reports). ``waivers``: (the file's
+    path, its waivers: waivers.read) moves each waived finding out of what counts; ``baseline`` (baseline.read)
+    marks each finding new or still there and lists the resolved ones; ``fail_on`` "new": only hosts with a new
+    failing finding fail the gate."""
+    if fail_on not in FAIL_ON:
+        raise ValueError("fail_on: %r is not one of %s" % (fail_on, ", ".join(FAIL_ON)))
     generated = generated or datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
     hosts = sorted(hosts, key=lambda h: h["host"])
     for h in hosts:   # drop a previous run's fleet-relative finding before recomputing it
@@ -195,6 +220,9 @@ def build_from_hosts(hosts: List[Host], generated: Optional[datetime.datetime] =
                     majority_hosts=revisions[majority], hosts=sum(revisions.values()))])
     for h in hosts:     # each verdict decided once, from every finding (the fleet's included): verdicts.verdict
         h["verdict"] = verdict_of(h)
+    waiver_block = waive(hosts, waivers[1], waivers[0]) if waivers is not None else None
+    findings: List[Diagnostic] = waiver_block.pop("findings") if waiver_block is not None else []
+    baseline_block = compare(hosts, baseline) if baseline is not None else None
     totals = dict((v, 0) for v in VERDICTS)
     codes: Dict[str, int] = {}
     for h in hosts:
@@ -202,14 +230,33 @@ def build_from_hosts(hosts: List[Host], generated: Optional[datetime.datetime] =
         for code in sorted(set(d["code"] for d in h["diagnostics"])):
             codes[code] = codes.get(code, 0) + 1
     failing = totals["fail"] + totals["unreachable"] + (totals["warn"] if warnings_as_failures else 0)
-    return {
+    gate: Dict[str, Any] = {"warnings_as_failures": bool(warnings_as_failures), "failing_hosts": failing}
+    if fail_on == "new":     # the hosts that fail the gate are the failing ones with a new failing finding
+        gate["fail_on"] = fail_on
+        gate["failing_hosts"] = failing = sum(1 for h in hosts if (
+            h["verdict"] in ("fail", "unreachable") or (warnings_as_failures and h["verdict"] == "warn"))
+            and counts_for_new(h, warnings_as_failures))
+    fleet_failing = sum(1 for d in findings if d["severity"] == D.ERROR or (
+        warnings_as_failures and d["severity"] == D.WARNING))
+    if findings:
+        gate["fleet_findings"] = fleet_failing
+    gate["failed"] = failing + fleet_failing > 0
+    doc: Doc = {
         "schema": SCHEMA,
         "generated": generated.isoformat(),
-        "totals": dict(totals, hosts=len(hosts), codes=dict(sorted(codes.items()))),
+        "totals": dict(totals, hosts=len(hosts), codes=dict(sorted(codes.items())),
+                       waived=sum(len(h.get("waived") or []) for h in hosts)),
         "fleet": {"bwrap_revisions": revisions, "bwrap_revision_majority": majority},
-        "gate": {"warnings_as_failures": bool(warnings_as_failures), "failed": failing > 0, "failing_hosts": failing},
-        "hosts": hosts,
+        "gate": gate,
     }
+    if waiver_block is not None:
+        doc["waivers"] = waiver_block
+    if findings:
+        doc["findings"] = findings
+    if baseline_block is not None:
+        doc["baseline"] = baseline_block
+    doc["hosts"] = hosts
+    return doc
 
 
 # --------------------------------------------------------------------------- renderers
@@ -290,6 +337,7 @@ def iter_markdown(doc: Doc) -> Iterator[str]:
     yield "Gate: **%s** (%d failing host(s)%s).\n\n" % (
         "FAILED" if gate["failed"] else "passed", gate["failing_hosts"],
         "; warnings count as failures" if gate["warnings_as_failures"] else "")
+    yield from report_states.iter_markdown(doc)
     by_code = _by_severity(_hosts_by_code(doc, include_info=True))   # every finding the terminal summary shows
     if by_code:
         yield "| code | severity | rule | hosts |\n|---|---|---|---|\n"
@@ -330,16 +378,46 @@ def _junit_cases(h: Host, warnings_as_failures: bool) -> Iterator[Tuple[str, Lis
         yield check, bad
 
 
-def _junit_case(host: str, check: str, bad: List[Mapping[str, Any]]) -> str:
+def _junit_case(host: str, check: str, bad: List[Mapping[str, Any]], change: Optional[Mapping[str, str]] = None) -> str:
     cls = "metnos.%s" % re.sub(r"[^A-Za-z0-9_.-]", "_", host)
     body = ""
     if bad:
-        text = "\n".join("%s: %s%s\n  fix: %s" % (
-            d["code"], d["message"], "\n  hint: %s" % d["hint"] if d.get("hint") else "",
-            "\n  fix: ".join(d.get("remediation") or [])) for d in bad)
+        text = "\n".join("%s%s: %s%s\n  fix: %s" % (
+            d["code"], " [%s]" % (change or {})[finding_key(d)] if finding_key(d) in (change or {}) else "",
+            d["message"], "\n  hint: %s" % d["hint"] if d.get("hint") else "",
+            "\n  fix: ".join(fix_parts(d.get("remediation"))[1])) for d in bad)
         body = '<failure message=%s type=%s>%s</failure>' % (
             quoteattr(", ".join(d["code"] for d in bad)), quoteattr(bad[0]["code"]), xml_escape(text))
     return '    <testcase classname=%s name=%s>%s</testcase>\n' % (quoteattr(cls), quoteattr(check), body)
+
+
+def _junit_extra(doc: Doc, waf: bool) -> List[Tuple[str, bool]]:
+    """(testcase, failed) beyond one per host and check: each host's waived findings (skipped, with their
+    justification), the fleet's own findings (an expired or unused waiver) and the changes since the baseline."""
+    out = []
+    for h in doc["hosts"]:
+        if h.get("waived"):
+            cls = "metnos.%s" % re.sub(r"[^A-Za-z0-9_.-]", "_", h["host"])
+            text = "\n".join("%s: WAIVED until %s by %s: %s (%s)" % (
+                w["code"], w["expires"], w["approved_by"], w["justification"], w["message"]) for w in h["waived"])
+            out.append(('    <testcase classname=%s name="waived"><skipped message=%s>%s</skipped></testcase>\n' % (
+                quoteattr(cls), quoteattr("%d waived finding(s)" % len(h["waived"])), xml_escape(text)), False))
+    findings = doc.get("findings") or []
+    if findings:
+        bad = [d for d in findings if d["severity"] == D.ERROR or (waf and d["severity"] == D.WARNING)]
+        text = xml_escape("\n".join("%s: %s" % (d["code"], d["message"]) for d in findings))
+        body = "<failure message=%s type=%s>%s</failure>" % (
+            quoteattr(", ".join(d["code"] for d in bad)), quoteattr(bad[0]["code"]), text) if bad else \
+            "<system-out>%s</system-out>" % text
+        out.append(('    <testcase classname="metnos.fleet" name="waivers">%s</testcase>\n' % body, bool(bad)))
+    base = doc.get("baseline")
+    if base:
+        text = "%d new, %d still there, %d resolved since %s (%s)\n%s" % (
+            base["new"], base["still"], base["resolved"], base["generated"], base["path"],
+            "\n".join("%s %s: %s" % (state, host, code) for host, code, _sev, state in changes(doc)))
+        out.append(('    <testcase classname="metnos.fleet" name="baseline"><system-out>%s</system-out></testcase>\n'
+                    % xml_escape(text), False))
+    return out
 
 
 def iter_junit(doc: Doc) -> Iterator[str]:
@@ -349,121 +427,29 @@ def iter_junit(doc: Doc) -> Iterator[str]:
         for _check, bad in _junit_cases(h, waf):
             tests += 1
             failures += 1 if bad else 0
+    extra = _junit_extra(doc, waf)
+    tests += len(extra)
+    failures += sum(1 for _case, failed in extra if failed)
     yield ('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n  <testsuite name="metnos-sandbox-audit" '
            'tests="%d" failures="%d" errors="0" timestamp=%s>\n' % (tests, failures, quoteattr(doc["generated"])))
     for h in doc["hosts"]:
         for check, bad in _junit_cases(h, waf):
-            yield _junit_case(h["host"], check, bad)
+            yield _junit_case(h["host"], check, bad, h.get("change"))
+    for case, _failed in extra:
+        yield case
     yield "  </testsuite>\n</testsuites>\n"
 
 
-# -- HTML: one self-contained file. The host table is static HTML (readable without JavaScript);
-# the per-host details are data (one JSON block, long strings stored once) rendered on demand, so
-# a 10,000-host page parses, sorts and filters in a fraction of the time 10,000 static sections take.
+# -- HTML: one self-contained file, read top to bottom: the gate and how many hosts to act on, then each of those
+# hosts with its findings and their fixes laid out (no click needed), then the table of every host (static HTML,
+# readable without JavaScript). The details of any host are data (one JSON block, long strings stored once)
+# rendered on demand, so a 10,000-host page parses, sorts and filters in a fraction of the time 10,000 static
+# sections take. The style and the script are files of their own (report_assets/), inlined when a report is written.
 
-_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
-header{background:#1d2330;color:#fff;padding:16px 24px}header h1{margin:0;font-size:20px}
-header p{margin:4px 0 0;color:#b8c0cc}main{padding:16px 24px}
-.cards{display:flex;gap:12px;flex-wrap:wrap;margin-bottom:16px}
-.card{background:#fff;border-radius:8px;padding:12px 16px;min-width:110px;box-shadow:0 1px 2px #0002}
-.card b{display:block;font-size:26px}.pass b{color:#19804a}.warn b{color:#a86b00}.fail b{color:#c62828}
-.unreachable b{color:#6d4aa8}
-input#q{padding:8px 10px;width:320px;border:1px solid #c7ccd4;border-radius:6px}
-select,button.f{padding:7px;border:1px solid #c7ccd4;border-radius:6px;background:#fff}
-table{border-collapse:collapse;width:100%;background:#fff;margin-top:10px;box-shadow:0 1px 2px #0002;
-table-layout:fixed}
-th,td{text-align:left;padding:7px 10px;border-bottom:1px solid #e6e8ec;vertical-align:top;overflow-wrap:anywhere}
-th{cursor:pointer;background:#eef0f3;user-select:none;position:sticky;top:0}th:after{content:" \\2195";color:#99a}
-tr[hidden]{display:none}
-.v{font-weight:600;border-radius:10px;padding:1px 8px;font-size:12px}
-.v.pass{background:#e3f4ea;color:#19804a}.v.warn{background:#fff2d6;color:#8a5800}
-.v.fail{background:#fde4e4;color:#b71c1c}.v.unreachable{background:#eee6f8;color:#5b3a96}
-code{background:#eef0f3;padding:1px 4px;border-radius:4px}
-details,#detail{background:#fff;margin:8px 0;padding:8px 12px;border-radius:8px;box-shadow:0 1px 2px #0002}
-summary{cursor:pointer;font-weight:600}pre{background:#1d2330;color:#e8ecf1;padding:10px;border-radius:6px;
-overflow:auto;position:relative;white-space:pre-wrap}button.cp{position:absolute;right:6px;top:6px;font-size:11px}
-.sev-error{color:#b71c1c}.sev-warning{color:#8a5800}.sev-info{color:#557}
-#detail[hidden]{display:none}#detail h2{margin:4px 0 8px}button#code:empty{display:none}
-"""
-
-_JS = r"""
-const PAGE = %d;
-const q = document.getElementById('q'), f = document.getElementById('f'), tb = document.querySelector('#hosts tbody');
-const rows = Array.from(tb.rows), text = rows.map(r => r.textContent.toLowerCase() + ' ' + r.dataset.codes);
-const shown = document.getElementById('shown');
-let code = '', limit = PAGE;
-function apply() {
-  const t = q.value.trim().toLowerCase(), v = f.value; let n = 0;
-  for (let i = 0; i < rows.length; i++) {
-    const r = rows[i];
-    const ok = (!t || text[i].includes(t)) && (!v || r.dataset.verdict === v) &&
-               (!code || (' ' + r.dataset.codes + ' ').includes(' ' + code + ' '));
-    const hide = !ok || n >= limit;          // only the first `limit` matches are laid out
-    if (r.hidden !== hide) r.hidden = hide;
-    if (ok) n++;
-  }
-  shown.textContent = Math.min(n, limit) + (n > limit ? ' of ' + n : '');
-  more.hidden = n <= limit;
-  document.getElementById('code').textContent = code ? 'code ' + code + ' \u00d7' : '';
-}
-const more = document.getElementById('more');
-more.addEventListener('click', () => { limit = Infinity; apply(); });
-q.addEventListener('input', apply); f.addEventListener('change', apply);
-document.getElementById('code').addEventListener('click', () => { code = ''; apply(); });
-document.querySelectorAll('button.f').forEach(b => b.addEventListener('click', () => {
-  code = b.dataset.code; apply(); document.getElementById('hosts').scrollIntoView();
-}));
-const coll = new Intl.Collator(undefined, {numeric: true});
-document.querySelectorAll('#hosts th').forEach((th, i) => th.addEventListener('click', () => {
-  const dir = th.dataset.dir = th.dataset.dir === 'asc' ? 'desc' : 'asc', s = dir === 'asc' ? 1 : -1;
-  const keyed = rows.map((r, j) => [r.cells[i].dataset.k || r.cells[i].textContent, r, text[j]]);
-  keyed.sort((a, b) => s * coll.compare(a[0], b[0]));
-  keyed.forEach((k, j) => { rows[j] = k[1]; text[j] = k[2]; });
-  const frag = document.createDocumentFragment(); rows.forEach(r => frag.appendChild(r)); tb.appendChild(frag);
-}));
-function copyButtons(root) {
-  root.querySelectorAll('button.cp').forEach(b => b.addEventListener('click', () => {
-    if (navigator.clipboard) navigator.clipboard.writeText(b.parentElement.querySelector('code').textContent);
-    b.textContent = 'copied';
-  }));
-}
-copyButtons(document);
-const data = JSON.parse(document.getElementById('data').textContent);
-function el(tag, attrs, ...kids) {
-  const e = document.createElement(tag);
-  for (const k in attrs || {}) e.setAttribute(k, attrs[k]);
-  for (const c of kids) if (c !== null && c !== undefined) e.append(c);
-  return e;
-}
-function showHost(name) {
-  const box = document.getElementById('detail'), h = data.hosts[name];
-  if (!h) { box.hidden = true; return; }
-  const kids = [el('h2', {}, name + ' \u2014 ', el('span', {class: 'v ' + h.v}, h.v))];
-  for (const [label, value] of h.facts) kids.push(el('p', {}, label + ': ', el('code', {}, value)));
-  for (const d of h.d) {
-    kids.push(el('p', {class: 'sev-' + d[1]}, el('code', {}, d[0]), ' (' + d[1] + ', ' + d[2] + '): ' + data.m[d[3]]));
-    if (d[4] !== null) kids.push(el('pre', {}, el('button', {class: 'cp', type: 'button'}, 'copy'),
-                                    el('code', {}, data.r[d[4]].join('\n'))));
-  }
-  box.replaceChildren(...kids); box.hidden = false; copyButtons(box); box.scrollIntoView();
-}
-function route() { if (location.hash.startsWith('#h-')) showHost(decodeURIComponent(location.hash.slice(3))); }
-window.addEventListener('hashchange', route);
-route(); apply();
-"""
-
-_RANK = {"fail": "0", "unreachable": "1", "warn": "2", "pass": "3"}
-
-
-def _e(text: Any) -> str:
-    return html.escape("" if text is None else str(text))
-
-
-def _remediation_html(steps: Optional[List[str]]) -> str:
-    if not steps:
-        return ""
-    return '<pre><button class="cp" type="button">copy</button><code>%s</code></pre>' % _e("\n".join(steps))
+def act_on(doc: Doc) -> List[Host]:
+    """The hosts to act on, worst first: failing and unreachable hosts, then those with warnings."""
+    return sorted((h for h in doc["hosts"] if h["verdict"] != "pass"),
+                  key=lambda h: (RANK.get(h["verdict"], "9"), h["host"]))
 
 
 def _html_row(h: Host, hidden: bool = False) -> str:
@@ -474,45 +460,15 @@ def _html_row(h: Host, hidden: bool = False) -> str:
     codes = _codes(h)
     return ('<tr data-verdict="%s" data-codes="%s"%s><td><a href="#h-%s">%s</a></td><td data-k="%s"><span class="v %s">'
             '%s</span></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n' % (
-                _e(h["verdict"]), _e(" ".join(codes)), " hidden" if hidden else "", _e(quote(h["host"], safe="")),
-                _e(h["host"]),
-                _RANK.get(h["verdict"], "9"), _e(h["verdict"]), _e(h["verdict"]), _e(st.get("active", "-")),
-                _e("%s %s" % (bw.get("version") or "", bw.get("revision") or "")) if bw else "-",
-                _e("%s (%s)" % (svc.get("unit"), svc.get("verdict"))) if svc else "-",
+                escape(h["verdict"]), escape(" ".join(codes)), " hidden" if hidden else "",
+                escape(quote(h["host"], safe="")),
+                escape(h["host"]),
+                RANK.get(h["verdict"], "9"), escape(h["verdict"]), escape(h["verdict"]), escape(st.get("active", "-")),
+                escape("%s %s" % (bw.get("version") or "", bw.get("revision") or "")) if bw else "-",
+                escape("%s (%s)" % (svc.get("unit"), svc.get("verdict"))) if svc else "-",
                 ("passed" if probe.get("passed") else "FAILED") if probe else "-",
-                _e(MS.monitored_text(h.get("monitor"))), " ".join("<code>%s</code>" % _e(c) for c in codes) or "-"))
-
-
-def _host_facts(h: Host) -> List[List[str]]:
-    """[label, text] pairs shown in a host's detail panel."""
-    out = []
-    if h.get("status"):
-        out.append(["%s (a view, not a proof)" % (h.get("status_view") or "runtime status()"),
-                    json.dumps(h["status"], sort_keys=True)])
-    if h.get("admin_status") and h.get("admin_status") != h.get("status"):
-        out.append(["status() in the admin's environment", json.dumps(h["admin_status"], sort_keys=True)])
-    if h.get("bwrap"):
-        out.append(["bwrap", json.dumps(h["bwrap"], sort_keys=True)])
-    if h.get("smoke_test") and h["smoke_test"].get("ran") is not None:
-        out.append(["smoke test", json.dumps(h["smoke_test"], sort_keys=True)])
-    svc = h.get("service")
-    if svc:
-        out.append(["service %s (%s)" % (svc.get("unit"), svc.get("mode")),
-                    json.dumps({"user": svc.get("user"), "environment": svc.get("environment"),
-                                "provenance": svc.get("provenance")}, sort_keys=True)])
-    probe = h.get("probe")
-    if probe:
-        failed = [c["name"] for c in probe.get("checks") or [] if not c["ok"]]
-        out.append(["probe (proven verdict: %s)" % ("passed" if probe.get("passed") else "FAILED"),
-                    "%s; %d checks%s" % (probe.get("context"), len(probe.get("checks") or []),
-                                         (", failed: " + ", ".join(failed)) if failed else "")])
-    mon = h.get("monitor")
-    if mon:
-        out.append(["continuous proof (monitored: %s)" % MS.monitored_text(mon), json.dumps(mon, sort_keys=True)])
-    off = [p for p in h.get("profiles") or [] if p.get("state") != "in_sync"]
-    if off:
-        out.append(["profiles not in sync", json.dumps(off, sort_keys=True)])
-    return out
+                escape(MS.monitored_text(h.get("monitor"))),
+                " ".join("<code>%s</code>" % escape(c) for c in codes) or "-"))
 
 
 def _script_json(value: Any) -> str:
@@ -536,57 +492,86 @@ class _Interned(object):
         return self._index[key]
 
 
+def _fix_ref(fixes: _Interned, remediation: Any) -> Optional[int]:
+    hints, commands = fix_parts(remediation)
+    return fixes.ref({"hints": hints, "commands": commands}) if hints or commands else None
+
+
 def _details_json(doc: Doc) -> str:
-    messages, remediations, hosts = _Interned(), _Interned(), {}
+    messages, fixes, hosts = _Interned(), _Interned(), {}
     for h in doc["hosts"]:
-        hosts[h["host"]] = {"v": h["verdict"], "facts": _host_facts(h), "d": [
-            [d["code"], d["severity"], d.get("rule"), messages.ref(d["message"]),
-             remediations.ref(d["remediation"]) if d.get("remediation") else None] for d in h["diagnostics"]]}
-    return _script_json({"hosts": hosts, "m": messages.items, "r": remediations.items})
+        change = h.get("change") or {}
+        hosts[h["host"]] = {"v": h["verdict"], "facts": host_facts(h), "d": [
+            [d["code"], d["severity"], d.get("title"), messages.ref(d["message"]),
+             _fix_ref(fixes, d.get("remediation")), change.get(finding_key(d))] for d in h["diagnostics"]],
+            "w": [[w["code"], messages.ref(w.get("message") or ""), w.get("justification"), w.get("approved_by"),
+                   w.get("expires")] for w in h.get("waived") or []],
+            "res": [r["code"] for r in h.get("resolved") or []]}
+    return _script_json({"hosts": hosts, "m": messages.items, "r": fixes.items})
 
 
 def iter_html(doc: Doc) -> Iterator[str]:
     t = doc["totals"]
     yield ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Metnos sandbox audit</title>'
            '<meta name="viewport" content="width=device-width, initial-scale=1"><style>%s</style></head><body>\n'
-           % _CSS)
-    yield ('<header><h1>Metnos sandbox audit</h1><p>Generated %s &middot; schema %s</p></header><main>\n'
-           % (_e(doc["generated"]), _e(doc["schema"])))
-    yield '<div class="cards"><div class="card"><b>%d</b>hosts</div>%s</div>\n' % (t["hosts"], "".join(
-        '<div class="card %s"><b>%d</b>%s</div>' % (v, t[v], v) for v in VERDICTS))
+           % asset("report.css"))
+    yield ('<header><h1>Metnos sandbox audit</h1><p>Generated %s &middot; schema %s%s</p></header><main>\n'
+           % (escape(doc["generated"]), escape(doc["schema"]), " &middot; compared with the baseline of %s" % escape(
+               doc["baseline"].get("generated")) if doc.get("baseline") else ""))
+    yield gate_html(doc)
+    yield '<div class="cards"><div class="card"><b>%d</b>hosts</div>%s%s</div>\n' % (t["hosts"], "".join(
+        '<div class="card %s"><b>%d</b>%s</div>' % (v, t[v], v) for v in VERDICTS),
+        '<div class="card waived"><b>%d</b>waived findings</div>' % t["waived"] if t.get("waived") else "")
+    for d in doc.get("findings") or []:
+        yield '<div class="fleet">%s</div>\n' % finding_html(d, None)
     yield '<section id="detail" hidden></section>\n'
+    hosts = act_on(doc)
+    if hosts:
+        worse = sum(1 for h in hosts if h["verdict"] in ("fail", "unreachable"))
+        yield '<h2 id="act">Hosts to act on: %d failing or unreachable first, then %d with warnings</h2>\n' % (
+            worse, len(hosts) - worse)
+        for h in hosts[:ACT_SHOWN]:
+            yield host_section(h)
+        if len(hosts) > ACT_SHOWN:
+            yield ('<p>&hellip; and %d more host(s) to act on: filter the table below by verdict, or open a host '
+                   'from it.</p>\n' % (len(hosts) - ACT_SHOWN))
+    if doc.get("baseline"):
+        yield changes_html(doc["baseline"], changes(doc))
+    if doc.get("waivers"):
+        yield waivers_html(doc["waivers"])
     by_code = _by_severity(_hosts_by_code(doc))
     if by_code:
         yield "<h2>Hosts by diagnostic</h2>\n"
-        for code, (diag, hosts) in by_code:
-            more = len(hosts) - HOSTS_PER_CODE_SHOWN
+        for code, (diag, names) in by_code:
+            more = len(names) - HOSTS_PER_CODE_SHOWN
             yield ('<details><summary class="sev-%s"><code>%s</code> &middot; %s &middot; %s &middot; %d host(s)'
                    '</summary><p>%s</p><p><button class="f" type="button" data-code="%s">show these %d host(s) in the '
                    'table</button></p><p>Hosts: %s%s</p>%s</details>\n' % (
-                       _e(diag["severity"]), _e(code), _e(diag["severity"]), _e(diag.get("title")), len(hosts),
-                       _e(diag["message"]), _e(code), len(hosts),
-                       ", ".join('<a href="#h-%s">%s</a>' % (_e(quote(x, safe="")), _e(x))
-                                 for x in hosts[:HOSTS_PER_CODE_SHOWN]),
-                       " &hellip; and %d more" % more if more > 0 else "", _remediation_html(diag.get("remediation"))))
+                       escape(diag["severity"]), escape(code), escape(diag["severity"]), escape(diag.get("title")),
+                       len(names),
+                       escape(diag["message"]), escape(code), len(names),
+                       ", ".join('<a href="#h-%s">%s</a>' % (escape(quote(x, safe="")), escape(x))
+                                 for x in names[:HOSTS_PER_CODE_SHOWN]),
+                       " &hellip; and %d more" % more if more > 0 else "", fix_html(diag.get("remediation"))))
     yield ('<h2>Hosts</h2><div><input id="q" placeholder="Filter hosts, codes, versions..." aria-label="filter"> '
            '<select id="f" aria-label="verdict"><option value="">all verdicts</option>%s</select> '
            '<button class="f" id="code" type="button" title="clear the code filter"></button> '
            '<span><span id="shown">%d</span> shown</span></div>\n'
            % ("".join('<option value="%s">%s</option>' % (v, v) for v in VERDICTS), t["hosts"]))
-    yield ('<table id="hosts"><colgroup><col style="width:16%"><col style="width:7%"><col style="width:7%">'
-           '<col style="width:13%"><col style="width:14%"><col style="width:7%"><col style="width:11%"><col>'
-           '</colgroup><thead><tr>'
+    yield ('<table id="hosts" data-page="%d"><colgroup><col style="width:16%%"><col style="width:7%%">'
+           '<col style="width:7%%"><col style="width:13%%"><col style="width:14%%"><col style="width:7%%">'
+           '<col style="width:11%%"><col></colgroup><thead><tr>'
            '<th>host</th><th>verdict</th><th title="the runtime\'s status() view, not a proof">status() view: active'
            '</th><th>bwrap</th><th>service</th><th title="a real wrapped invocation">probe (proven)</th>'
            '<th title="the continuous proof: its timer and the age of its last proof">monitored</th>'
-           '<th>diagnostics</th></tr></thead><tbody>\n')
+           '<th>diagnostics</th></tr></thead><tbody>\n' % PAGE_ROWS)
     for index, h in enumerate(doc["hosts"]):
         yield _html_row(h, hidden=index >= PAGE_ROWS)
     yield ('</tbody></table><p id="more"%s><button class="f" type="button">show all matching hosts</button> '
            '(a long table takes a while to lay out; the filter and the verdict menu narrow it down)</p></main>\n'
            % ("" if t["hosts"] > PAGE_ROWS else " hidden"))
     yield '<script type="application/json" id="data">%s</script>\n' % _details_json(doc)
-    yield "<script>%s</script></body></html>\n" % (_JS % PAGE_ROWS)
+    yield "<script>%s</script></body></html>\n" % asset("report.js")
 
 
 RENDERERS = (("json", iter_json), ("md", iter_markdown), ("junit.xml", iter_junit), ("html", iter_html))
@@ -601,19 +586,27 @@ def terminal_summary(doc: Doc, max_hosts: int = 20) -> List[str]:
         lines.append("  %d host(s) monitored by the continuous proof" % monitored)
     for code, count in sorted(t["codes"].items(), key=lambda kv: (-kv[1], kv[0])):
         lines.append("  %-40s %d host(s)" % (code, count))
+    lines.extend(report_states.terminal_lines(doc))
     failing = [h for h in doc["hosts"] if h["verdict"] in ("fail", "unreachable")]
     for h in failing[:max_hosts]:
-        lines.append("  %s %s: %s" % (h["verdict"].upper(), h["host"], ", ".join(
-            sorted(set(d["code"] for d in h["diagnostics"] if d["severity"] == "error")))))
+        change = h.get("change") or {}
+        lines.append("  %s %s: %s" % (h["verdict"].upper(), h["host"], ", ".join(sorted(set(
+            d["code"] + (" (%s)" % change[finding_key(d)] if finding_key(d) in change else "")
+            for d in h["diagnostics"] if d["severity"] == "error")))))
     if len(failing) > max_hosts:
         lines.append("  ... and %d more failing host(s): see the reports" % (len(failing) - max_hosts))
     return lines
 
 
+LATEST = "latest"     # write_all(latest=True): latest.json, latest.md, ... link to this run's reports
+
+
 def write_all(doc: Doc, directory: str, stamp: Optional[str] = None,
-              timings: Optional[Dict[str, float]] = None) -> Dict[str, str]:
+              timings: Optional[Dict[str, float]] = None, latest: bool = False) -> Dict[str, str]:
     """Write the four reports, each streamed chunk by chunk to a temp file then renamed into place.
-    Returns their paths; ``timings`` (a dict), when given, receives the seconds each one took."""
+    Returns their paths; ``timings`` (a dict), when given, receives the seconds each one took. With ``latest``,
+    ``latest.<ext>`` next to them links to each (relative links, each replaced in one rename): the next run's
+    baseline is ``<directory>/latest.json``."""
     stamp = stamp or doc["generated"].replace(":", "").replace("-", "").replace("+0000", "Z")
     os.makedirs(directory, exist_ok=True)
     paths = {}
@@ -624,4 +617,12 @@ def write_all(doc: Doc, directory: str, stamp: Optional[str] = None,
         paths[ext] = path
         if timings is not None:
             timings[ext] = round(time.time() - start, 3)
+    if latest:
+        for ext, path in paths.items():
+            link = os.path.join(directory, "%s.%s" % (LATEST, ext))
+            temp = "%s.%d.tmp" % (link, os.getpid())
+            if os.path.lexists(temp):
+                os.unlink(temp)
+            os.symlink(os.path.basename(path), temp)
+            os.replace(temp, link)
     return paths

@@ -132,6 +132,11 @@ AUDIT_REPORT: Spec = spec(
     hosts={"type": "list", "elements": "str"},
     dest={"type": "path", "default": "reports"},
     warnings_as_failures={"type": "bool", "default": False},
+    waivers={"type": "path"},
+    baseline={"type": "path"},
+    fail_on={"type": "str", "choices": ["any", "new"], "default": "any"},
+    latest={"type": "bool", "default": True},
+    textfile_dir={"type": "path"},
 )
 AUDIT_REPORT_ONE_OF = [("results", "hosts")]
 

@@ -1,0 +1,193 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Waivers: findings the admin accepts for a while, with a justification, an approver and an expiry.
+
+The admin keeps a YAML file (``metnos_audit_waivers``), a list of waivers::
+
+    - code: bwrap_package_drift        # a registered diagnostic code (docs/diagnostics.md)
+      host: "web-*"                     # an inventory name or a shell-style pattern
+      executor: read_notes              # optional: only the findings about this executor
+      justification: "the 0.8.0-2 pin is kept until the kernel upgrade (CHG-1234)"
+      approved_by: "ops-lead@example.org"
+      expires: 2027-03-31               # YAML date or text, YYYY-MM-DD; at most MAX_DAYS ahead
+
+It is read with the manifests' bounded reader and validated strictly: every kind of bad waiver has its
+own code (audit_waiver_*), all of them reported at once, and the report refuses to run (a finding someone
+meant to waive is never silently counted, nor one nobody approved silently hidden). A waived finding
+leaves the host's findings (it never counts toward the verdict or the gate) and is kept, with its
+waiver, under the host's ``waived``. An expired waiver waives nothing and an unused one is suspicious:
+both are fleet findings (warnings). Controller only; pure Python, no Ansible imports.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import datetime
+import fnmatch
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from ..base.diagnostics import MODULE, PROBE, REGISTRY, Diagnostic, excerpt, make, section_of
+from ..base.patterns import Pattern
+from ..base.verdicts import verdict
+from ..profile import reader
+from ..profile.model import ManifestError
+
+FIELDS = ("code", "host", "executor", "justification", "approved_by", "expires")
+REQUIRED = ("code", "host", "justification", "approved_by", "expires")
+MAX_WAIVERS = 1000
+MAX_TEXT = 500
+MAX_DAYS = 366
+HOST = Pattern(r"[A-Za-z0-9._:\-*?\[\]]{1,253}\Z")
+DATE = Pattern(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
+OWN_CODES = ("audit_waiver_expired", "audit_waiver_unused")
+
+Waiver = Dict[str, Any]
+
+
+class WaiverError(ValueError):
+    """The waiver file is refused; ``diagnostics`` holds one entry per problem."""
+
+    def __init__(self, problems: List[Diagnostic]) -> None:
+        self.diagnostics = problems
+        ValueError.__init__(self, "; ".join(d["message"] for d in problems))
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip()) and len(value) <= MAX_TEXT and \
+        all(ch >= " " and ch != "\x7f" for ch in value)
+
+
+def _check(index: int, entry: Mapping[str, Any], path: str,
+           today: datetime.date) -> Tuple[List[Diagnostic], Optional[Waiver]]:
+    """(problems, the waiver) of entry #index (1-based)."""
+    where: Dict[str, Any] = {"path": path, "index": index}
+    bad: List[Diagnostic] = []
+    for key in entry:
+        if key not in FIELDS:
+            bad.append(make("audit_waiver_field_unknown", field=excerpt(key), fill=dict(where, known=", ".join(
+                FIELDS)), **where))
+    for key in REQUIRED:
+        if entry.get(key) is None:
+            bad.append(make("audit_waiver_field_missing", field=key, **where))
+    for key in FIELDS:
+        value = entry.get(key)
+        if value is not None and not _text(value):
+            bad.append(make("audit_waiver_field_invalid", field=key, value=excerpt(value), limit=MAX_TEXT,
+                            **where))
+    if bad:
+        return bad, None
+    code, host, expires = entry["code"], entry["host"], entry["expires"]
+    if code in OWN_CODES or REGISTRY.get(code) is None or section_of(code) == MODULE:
+        bad.append(make("audit_waiver_code_unknown", value=excerpt(code), **where,
+                        wording="not_waivable" if code in REGISTRY else None))
+    if not HOST.match(host):
+        bad.append(make("audit_waiver_host_invalid", value=excerpt(host), **where))
+    when = None
+    if DATE.match(expires):
+        try:
+            when = datetime.date(int(expires[:4]), int(expires[5:7]), int(expires[8:10]))
+        except ValueError:
+            when = None
+    if when is None:
+        bad.append(make("audit_waiver_expires_invalid", value=excerpt(expires), **where))
+    elif (when - today).days > MAX_DAYS:
+        bad.append(make("audit_waiver_expires_invalid", wording="too_far", value=expires, limit=MAX_DAYS, **where))
+    if bad or when is None:
+        return bad, None
+    return [], {"index": index, "code": code, "host": host, "executor": entry.get("executor"),
+                "justification": entry["justification"], "approved_by": entry["approved_by"], "expires": expires,
+                "days_left": (when - today).days}
+
+
+def parse(data: Any, path: str, today: datetime.date) -> List[Waiver]:
+    """The waivers of decoded YAML ``data``; raises WaiverError with every problem found."""
+    where: Dict[str, Any] = {"path": path}
+    if not isinstance(data, list):
+        raise WaiverError([make("audit_waiver_file_shape", found=type(data).__name__ if data is not None else
+                                "empty", **where)])
+    if len(data) > MAX_WAIVERS:
+        raise WaiverError([make("audit_waiver_file_shape", wording="too_many", count=len(data), limit=MAX_WAIVERS,
+                                **where)])
+    problems: List[Diagnostic] = []
+    out: List[Waiver] = []
+    seen: Dict[Tuple[str, str, str], int] = {}
+    for index, entry in enumerate(data, 1):
+        if not isinstance(entry, dict):
+            problems.append(make("audit_waiver_file_shape", wording="entry", index=index,
+                                 found=type(entry).__name__, **where))
+            continue
+        bad, waiver = _check(index, entry, path, today)
+        problems.extend(bad)
+        if waiver is None:
+            continue
+        key = (waiver["code"], waiver["host"], waiver["executor"] or "")
+        if key in seen:
+            problems.append(make("audit_waiver_duplicate", index=index, first=seen[key], path=path,
+                                 value="%s on %s%s" % (key[0], key[1], " for " + key[2] if key[2] else "")))
+            continue
+        seen[key] = index
+        out.append(waiver)
+    if problems:
+        raise WaiverError(problems)
+    return out
+
+
+def read(path: str, today: datetime.date) -> List[Waiver]:
+    """The waivers of the file at ``path`` (bounded read, strict validation); raises WaiverError."""
+    try:
+        data = reader.decode(reader.read_file(path), path)
+    except ManifestError as exc:
+        raise WaiverError([make("audit_waiver_file_unreadable", path=path,
+                                fill={"problem": "; ".join(d["message"] for d in exc.diagnostics)})]) from None
+    return parse(data, path, today)
+
+
+def _matches(waiver: Waiver, host: str, finding: Mapping[str, Any]) -> bool:
+    if finding["code"] != waiver["code"] or not fnmatch.fnmatchcase(host, waiver["host"]):
+        return False
+    return waiver["executor"] is None or (finding.get("details") or {}).get("executor") == waiver["executor"]
+
+
+def _executor_text(waiver: Waiver) -> str:
+    return " for executor %s" % waiver["executor"] if waiver["executor"] else ""
+
+
+def waive(hosts: List[Dict[str, Any]], waivers: List[Waiver], path: str) -> Dict[str, Any]:
+    """Move each finding an active waiver matches from its host's ``diagnostics`` to its ``waived`` (the waiver's
+    fields with it), and set the host's verdict again from the findings that remain (the one verdict function,
+    base/verdicts.verdict; a failed probe with no waived finding of its own still fails the host). Returns the
+    document's ``waivers`` block: each waiver with its state (active, expired, unused), the days until it expires
+    and how many findings it waived, and the fleet findings (audit_waiver_expired, audit_waiver_unused)."""
+    used: Dict[int, int] = dict((w["index"], 0) for w in waivers)
+    active = [w for w in waivers if w["days_left"] >= 0]
+    for h in hosts:
+        if not active:
+            break
+        kept, waived = [], []
+        for d in h["diagnostics"]:
+            match = next((w for w in active if _matches(w, h["host"], d)), None)
+            if match is None:
+                kept.append(d)
+                continue
+            used[match["index"]] += 1
+            waived.append({"code": d["code"], "severity": d["severity"], "title": d.get("title"),
+                           "message": d["message"], "details": d.get("details") or {}, "waiver": match["index"],
+                           "justification": match["justification"], "approved_by": match["approved_by"],
+                           "expires": match["expires"], "days_left": match["days_left"]})
+        if waived and h.get("reachable", True):
+            h["diagnostics"], h["waived"] = kept, list(h.get("waived") or []) + waived     # a merge keeps earlier ones
+            probe_failed = bool(h.get("probe")) and not h["probe"].get("passed") and \
+                not any(section_of(w["code"]) == PROBE for w in waived)
+            h["verdict"] = verdict(kept, False if probe_failed else None)
+    findings: List[Diagnostic] = []
+    entries = []
+    for w in waivers:
+        state = "expired" if w["days_left"] < 0 else ("active" if used[w["index"]] else "unused")
+        entries.append(dict(w, state=state, waived=used[w["index"]]))
+        context = {"index": w["index"], "waived_code": w["code"], "host": w["host"], "path": path}
+        if state == "expired":
+            findings.append(make("audit_waiver_expired", expires=w["expires"], days_ago=-w["days_left"],
+                                 fill={"executor_text": _executor_text(w)}, **context))
+        elif state == "unused":
+            findings.append(make("audit_waiver_unused", hosts=len(hosts), fill={"executor_text": _executor_text(w)},
+                                 **context))
+    return {"file": path, "entries": entries, "waived": sum(used.values()), "findings": findings}
