@@ -70,7 +70,8 @@ options:
     description: The admin's PATH, to compare which bwrap each resolves (default the module's PATH).
     type: str
   return_environment:
-    description: Also return the whole effective environment (it may hold secrets; off by default).
+    description: Also return the whole effective environment (off by default); the value of a variable whose
+      name looks like a credential or a key agent's socket is replaced by a marker, never returned.
     type: bool
     default: false
   relax_restrictions:
@@ -197,6 +198,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import checks as V
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import enforce as EN
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import env_channels
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import restrictions as RS
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env as S
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_user as SU
@@ -343,7 +345,7 @@ def run(module):
     found = evaluate(module, p)
     result = found.result if found is not None else None
     if found is not None and p["return_environment"]:
-        result["full_environment"] = found.env
+        result["full_environment"] = env_channels.redacted(found.env)
     if result is None:
         diag = D.unit_not_found(p["unit"], scope=p["scope"], root=p["root"])
         out = {"changed": False, "unit": p["unit"], "mode": p["mode"], "status": envflags.status(None, {}),
@@ -362,7 +364,7 @@ def run(module):
             found = evaluate(module, p)
             after = found.result
             if p["return_environment"]:
-                after["full_environment"] = found.env
+                after["full_environment"] = env_channels.redacted(found.env)
             result = dict(after, dropin=info, diff=result.get("diff"))
             if result.get("diff") is None:
                 result.pop("diff")
