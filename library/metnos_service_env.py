@@ -221,7 +221,8 @@ ARGUMENT_SPEC = O.spec(
 
 
 def build_module():
-    return AnsibleModule(argument_spec=ARGUMENT_SPEC, required_if=O.USER_SCOPE_NEEDS_USER, supports_check_mode=True)
+    return O.utf8_module(AnsibleModule)(argument_spec=ARGUMENT_SPEC, required_if=O.USER_SCOPE_NEEDS_USER,
+                                        supports_check_mode=True)
 
 
 def _systemctl(module, scope, user, *args):
