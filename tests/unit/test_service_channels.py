@@ -10,6 +10,7 @@ import tempfile
 
 import pytest
 
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report, summary
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import env_channels
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env as S
 from conftest import adhoc
@@ -103,6 +104,7 @@ def test_credentials_agents_and_loaders_are_named_and_their_values_never_shown(t
                    "PYTHONPATH": ("service_env_loader", "error"),
                    "BASH_ENV": ("service_env_loader", "warning")}
     assert SECRET not in json.dumps(res)
+    _no_secret_in_reports(res)
     out, proc = adhoc("localhost", "metnos.sandbox.metnos_service_env",
                       {"unit": "metnos.service", "mode": "disk", "root": tree, "return_environment": True},
                       options=["-vvv"])
@@ -110,6 +112,20 @@ def test_credentials_agents_and_loaders_are_named_and_their_values_never_shown(t
     assert out["full_environment"]["GITHUB_TOKEN"] == env_channels.REDACTED
     assert out["full_environment"]["LANG"] == "C.UTF-8"
     assert {d["code"] for d in out["diagnostics"]} >= {"service_env_credential", "service_env_loader"}
+
+
+def _no_secret_in_reports(svc):
+    """The service result as the audit carries it, through every report and summary the controller writes."""
+    svc = dict(svc, verdict="fail")
+    host = {"schema": "metnos-sandbox-audit/1", "verdict": "fail", "hostname": "h", "service": svc, "profiles": [],
+            "probe": None, "diagnostics": svc["diagnostics"]}
+    doc = report.build_from_results([("h", host)])
+    texts = [report.to_json(doc), "".join(report.iter_markdown(doc)), "".join(report.iter_junit(doc)),
+             "".join(report.iter_html(doc)), "\n".join(report.terminal_summary(doc)),
+             json.dumps(summary.service_section(svc))]
+    assert "service_env_credential" in texts[1]
+    for text in texts:
+        assert SECRET not in text
 
 
 def test_the_live_environment_is_judged_first(tree):
@@ -144,3 +160,16 @@ def test_names_that_look_like_credentials():
         assert not env_channels.is_credential(name), name
     assert env_channels.loader_kind("LD_AUDIT") == "paths" and env_channels.loader_kind("BASH_FUNC_ls%%") == "code"
     assert env_channels.loader_kind("LD_BIND_NOW") is None
+
+
+def test_a_start_command_line_quoted_in_a_message_hides_credentials(tree):
+    """Planted: ExecStart=/usr/bin/env GITHUB_TOKEN=<secret> METNOS_SANDBOX=0 /bin/sleep 1 - the line touches
+    METNOS_SANDBOX, so service_execstart_sets_env quotes it (message and remediation); the token's value is
+    replaced by <redacted> there (mutation: quoting item["value"] as it was leaked the secret)."""
+    params = _unit(tree, "[Service]\nUser=nobody\nExecStart=/usr/bin/env GITHUB_TOKEN=%s METNOS_SANDBOX=0 "
+                         "/bin/sleep 1\n" % SECRET)
+    res = S.inspect(params, S.B.default_runner).result
+    found = _codes(res, "service_execstart_sets_env")
+    assert found and "GITHUB_TOKEN=<redacted>" in found[0]["message"]
+    assert SECRET not in json.dumps(res)
+    assert env_channels.redacted_text("A=1 DB_PASSWORD='x y' B=2") == "A=1 DB_PASSWORD=<redacted> B=2"

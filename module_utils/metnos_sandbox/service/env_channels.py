@@ -12,9 +12,11 @@ message, detail or remediation carries it. Pure Python, no Ansible imports.
 from __future__ import absolute_import, annotations, division, print_function
 
 import os
+import re
 from typing import Dict, List, Mapping, Optional
 
 from ..base import diagnostics as D
+from ..base.patterns import Pattern
 from . import service_user as SU
 
 # Variables systemd (or the kernel's exec) sets itself whose names look like a credential but hold none.
@@ -151,3 +153,13 @@ def redacted(env: Mapping[str, str]) -> Dict[str, str]:
 
 
 REDACTED = "<redacted: a credential-like name; the value is never returned>"
+ASSIGNMENT: "Pattern[str]" = Pattern(r"""([A-Za-z_][A-Za-z0-9_]*)=("[^"]*"|'[^']*'|\S*)""")
+
+
+def redacted_text(text: str) -> str:
+    """``text`` (a start command line quoted in a message) with the value of every NAME=VALUE whose name looks
+    like a credential or an agent's socket replaced by <redacted>."""
+    def hide(match: "re.Match[str]") -> str:
+        name = match.group(1)
+        return "%s=<redacted>" % name if name in AGENT_NAMES or is_credential(name) else match.group(0)
+    return ASSIGNMENT.sub(hide, text)

@@ -200,7 +200,7 @@ def _execstart_diagnostics(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
     diags = []
     for item in v.effects:
         effect = item["effect"]
-        line = "ExecStart=%s (%s)" % (item["value"], item["where"])
+        line = "ExecStart=%s (%s)" % (env_channels.redacted_text(item["value"]), item["where"])
         if not effect["determinable"]:
             diags.append(D.make("service_execstart_env_unknown", unit=unit, where=item["where"], line=line,
                                 how=effect["how"] or "a command", note=effect["note"]))
@@ -219,7 +219,8 @@ def _execstart_diagnostics(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
             "service_execstart_sets_env", unit=unit, severity=D.ERROR if severe else D.WARNING, where=item["where"],
             healable=heal is not None, wording="disables" if disabled else "misroutes" if misroutes else "changes",
             fill={"line": line, "changes": "; ".join(changes), "new_bwrap": new_resolved, "old_bwrap": v.resolved},
-            variant="healable" if heal is not None else "unhealable", fix=heal or item["value"], why=why))
+            variant="healable" if heal is not None else "unhealable",
+            fix=env_channels.redacted_text(heal or item["value"]), why=why))
     return diags
 
 
