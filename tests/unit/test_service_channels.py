@@ -173,3 +173,23 @@ def test_a_start_command_line_quoted_in_a_message_hides_credentials(tree):
     assert found and "GITHUB_TOKEN=<redacted>" in found[0]["message"]
     assert SECRET not in json.dumps(res)
     assert env_channels.redacted_text("A=1 DB_PASSWORD='x y' B=2") == "A=1 DB_PASSWORD=<redacted> B=2"
+
+
+def test_enforce_writes_the_user_drop_in_only_when_asked(tree):
+    """A root unit (no User=) enforced through the real module (disk mode below <tree>): without run_as the
+    error stays and no user drop-in is written (it changes who owns the service's files); with run_as=nobody the
+    drop-in holds User=nobody and the unit is no longer root; run_as=root is refused (invalid_option). Mutation:
+    writing the drop-in whatever run_as says fails the first half."""
+    _unit(tree, "[Service]\nExecStart=/usr/bin/true\n")
+    args = {"unit": "metnos.service", "mode": "disk", "root": tree, "state": "enforce", "daemon_reload": False}
+    dropin = os.path.join(tree, "etc/systemd/system/metnos.service.d/10-metnos-user.conf")
+    out, _proc = adhoc("localhost", "metnos.sandbox.metnos_service_env", args)
+    assert not os.path.exists(dropin) and "user_dropin" not in out["dropin"]
+    assert "service_runs_as_root" in [d["code"] for d in out["diagnostics"]]
+    refused, _proc = adhoc("localhost", "metnos.sandbox.metnos_service_env", dict(args, run_as="root"))
+    assert refused["failed"] and refused["code"] == "invalid_option" and not os.path.exists(dropin)
+    out, _proc = adhoc("localhost", "metnos.sandbox.metnos_service_env", dict(args, run_as="nobody"))
+    with open(dropin) as handle:
+        assert handle.read().endswith("[Service]\nUser=nobody\n")
+    assert out["changed"] and out["user"]["name"] == "nobody", out
+    assert "service_runs_as_root" not in [d["code"] for d in out["diagnostics"]]

@@ -46,8 +46,9 @@ CODES.extend([
          "profile holds for such a service.",
          "User=/DynamicUser= resolved as systemd does (service_user.py); the uid of the running MainPID "
          "from /proc/<pid>/status.",
-         ["Run the service as an unprivileged user with a drop-in (enforce mode does not write it: it "
-          "changes who owns the service's files):",
+         ["Run the service as an unprivileged user with a drop-in (enforce mode writes it only when asked - "
+          "metnos_sandbox_service_run_as=<user> or dynamic, the module's run_as - as it changes who owns the "
+          "service's files):",
           "useradd --system --no-create-home --shell /usr/sbin/nologin <user>",
           "mkdir -p /etc/systemd/system/{unit}.d",
           "printf '[Service]\\nUser=<user>\\n' > /etc/systemd/system/{unit}.d/10-metnos-user.conf",

@@ -20,6 +20,15 @@ from ..base import diagnostics as D
 OWNED_BY_SYSTEMD = {"StateDirectory": "/var/lib", "CacheDirectory": "/var/cache", "LogsDirectory": "/var/log",
                     "RuntimeDirectory": "/run"}
 MAX_FOLDERS = 16
+USER_DROPIN = "10-metnos-user.conf"     # the drop-in service_runs_as_root offers (enforce writes it only if asked)
+DYNAMIC = "dynamic"                     # run_as's word for DynamicUser=yes
+
+
+def user_dropin(run_as: str) -> str:
+    """The drop-in that runs the service as ``run_as`` (a user name, or DYNAMIC for an allocated user)."""
+    line = "DynamicUser=yes" if run_as == DYNAMIC else "User=%s" % run_as
+    return "# Managed by metnos.sandbox.metnos_service_env (run_as): the sandbox is no boundary for root.\n" \
+           "[Service]\n%s\n" % line
 
 
 def proc_uid(pid: Any, proc: str = "/proc") -> Optional[int]:
