@@ -156,7 +156,8 @@ def test_names_that_look_like_credentials():
                  "SLACK_BOT_TOKEN", "MYSQL_PWD", "DATABASE_URL", "client_secret"):
         assert env_channels.is_credential(name), name
     for name in ("PATH", "LANG", "PWD", "CREDENTIALS_DIRECTORY", "KEYMAP", "HOME", "INVOCATION_ID",
-                 "TOKENIZERS_PARALLELISM", "METNOS_SANDBOX", "JOURNAL_STREAM"):
+                 "TOKENIZERS_PARALLELISM", "METNOS_SANDBOX", "JOURNAL_STREAM", "XDG_SESSION_ID",
+                 "DBUS_SESSION_BUS_ADDRESS", "MEMORY_PRESSURE_WRITE", "SSH_ASKPASS", "MONKEY_PATCH", "KEYBOARD"):
         assert not env_channels.is_credential(name), name
     assert env_channels.loader_kind("LD_AUDIT") == "paths" and env_channels.loader_kind("BASH_FUNC_ls%%") == "code"
     assert env_channels.loader_kind("LD_BIND_NOW") is None

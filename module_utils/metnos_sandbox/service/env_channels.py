@@ -26,11 +26,11 @@ CREDENTIAL_NAMES = frozenset([
     "AWS_ACCESS_KEY_ID", "MYSQL_PWD", "PGPASSFILE", "DATABASE_URL", "REDIS_URL", "SENTRY_DSN", "NETRC",
     "KUBECONFIG", "DOCKER_AUTH_CONFIG", "GOOGLE_APPLICATION_CREDENTIALS", "AZURE_CLIENT_CERTIFICATE_PATH",
     "VAULT_ADDR_TOKEN", "HTPASSWD", "KRB5CCNAME", "KRB5_KTNAME"])
-# A word of the name (split at '_') that makes it a credential; a word ending in one of CREDENTIAL_SUFFIXES too
-# (APITOKEN, AUTHKEY).
+# A word of the name (split at '_') that makes it a credential; a last word ending in one of CREDENTIAL_SUFFIXES
+# too (API_KEY, APITOKEN, AUTHKEY). Not SESSION: XDG_SESSION_ID and DBUS_SESSION_BUS_ADDRESS name no secret.
 CREDENTIAL_WORDS = frozenset(["TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "PASS",
-                              "PASSPHRASE", "CREDENTIAL", "CREDENTIALS", "APIKEY", "PRIVATE", "COOKIE", "SESSION",
-                              "AUTH", "DSN"])
+                              "PASSPHRASE", "CREDENTIAL", "CREDENTIALS", "APIKEY", "PRIVATE", "COOKIE", "AUTH",
+                              "DSN"])
 CREDENTIAL_SUFFIXES = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "APIKEY")
 # Sockets of agents that sign or decrypt for whoever reaches them.
 AGENT_NAMES = frozenset(["SSH_AUTH_SOCK", "GPG_AGENT_INFO", "GNUPGHOME", "SSH_AGENT_PID", "KRB5CCNAME"])
@@ -66,7 +66,7 @@ def is_credential(name: str) -> bool:
     words = [w for w in upper.split("_") if w]
     if any(w in CREDENTIAL_WORDS for w in words):
         return True
-    return any(w.endswith(CREDENTIAL_SUFFIXES) and (w != words[0] or len(words) == 1) for w in words)
+    return bool(words) and words[-1].endswith(CREDENTIAL_SUFFIXES) and (len(words) > 1 or upper in CREDENTIAL_WORDS)
 
 
 def loader_kind(name: str) -> Optional[str]:
