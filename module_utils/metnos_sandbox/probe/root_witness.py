@@ -15,7 +15,6 @@ It prints one JSON line (what it saw), holds the descriptor and the mount while 
 """
 from __future__ import absolute_import, annotations, division, print_function
 
-import ctypes
 import json
 import os
 import sys
@@ -40,16 +39,17 @@ def mount_options(target: str, mountinfo: str = "/proc/self/mountinfo") -> Optio
     return found
 
 
-def remount_writable(target: str) -> Dict[str, Any]:
-    """mount(NULL, target, NULL, MS_REMOUNT|MS_BIND|<kept flags>): the bind's own flags, writable."""
+def remount_writable(target: str, c: Any) -> Dict[str, Any]:
+    """mount(NULL, target, NULL, MS_REMOUNT|MS_BIND|<kept flags>): the bind's own flags, writable. ``c``: the
+    ctypes package, imported only where the witness runs alone (an audited host's core imports no ctypes)."""
     before = mount_options(target)
     flags = MS_REMOUNT | MS_BIND
     for name, bit in KEPT:
         if before and name in before:
             flags |= bit
-    libc = ctypes.CDLL(None, use_errno=True)
-    rc = libc.mount(None, target.encode(), None, ctypes.c_ulong(flags), None)
-    errno = ctypes.get_errno() if rc != 0 else 0
+    libc = c.CDLL(None, use_errno=True)
+    rc = libc.mount(None, target.encode(), None, c.c_ulong(flags), None)
+    errno = c.get_errno() if rc != 0 else 0
     return {"target": target, "before": before, "rc": rc, "errno": errno,
             "error": os.strerror(errno) if errno else None, "after": mount_options(target)}
 
@@ -62,9 +62,9 @@ def open_for_writing(path: str) -> Dict[str, Any]:
         return {"path": path, "fd": None, "error": exc.strerror or str(exc)}
 
 
-def main(args: List[str]) -> int:
+def main(args: List[str], c: Any) -> int:
     target = args[0] if args else "/usr"
-    seen = {"pid": os.getpid(), "uid": os.getuid(), "remount": remount_writable(target),
+    seen = {"pid": os.getpid(), "uid": os.getuid(), "remount": remount_writable(target, c),
             "sys": open_for_writing(SYS_FILE)}
     sys.stdout.write(json.dumps(seen, sort_keys=True) + "\n")
     sys.stdout.flush()
@@ -73,4 +73,5 @@ def main(args: List[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    import ctypes
+    sys.exit(main(sys.argv[1:], ctypes))
