@@ -153,7 +153,7 @@ def test_the_live_environment_is_judged_first(tree):
 
 def test_names_that_look_like_credentials():
     for name in ("GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "API_KEY", "STRIPE_APIKEY",
-                 "SLACK_BOT_TOKEN", "MYSQL_PWD", "DATABASE_URL", "client_secret"):
+                 "SLACK_BOT_TOKEN", "MYSQL_PWD", "DATABASE_URL", "client_secret", "DBPASSWORDFILE", "MYSECRETS"):
         assert env_channels.is_credential(name), name
     for name in ("PATH", "LANG", "PWD", "CREDENTIALS_DIRECTORY", "KEYMAP", "HOME", "INVOCATION_ID",
                  "TOKENIZERS_PARALLELISM", "METNOS_SANDBOX", "JOURNAL_STREAM", "XDG_SESSION_ID",

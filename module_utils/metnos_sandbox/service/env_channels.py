@@ -32,6 +32,7 @@ CREDENTIAL_WORDS = frozenset(["TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD"
                               "PASSPHRASE", "CREDENTIAL", "CREDENTIALS", "APIKEY", "PRIVATE", "COOKIE", "AUTH",
                               "DSN"])
 CREDENTIAL_SUFFIXES = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "APIKEY")
+ANYWHERE = ("SECRET", "PASSWORD", "PASSWD")           # *_SECRET*, *PASSWORD*: anywhere in the name
 # Sockets of agents that sign or decrypt for whoever reaches them.
 AGENT_NAMES = frozenset(["SSH_AUTH_SOCK", "GPG_AGENT_INFO", "GNUPGHOME", "SSH_AGENT_PID", "KRB5CCNAME"])
 # Variables that make the dynamic loader, an interpreter or a shell load code. The value's shape: "paths" (a
@@ -62,6 +63,8 @@ def is_credential(name: str) -> bool:
     if upper in NOT_CREDENTIALS:
         return False
     if upper in CREDENTIAL_NAMES:
+        return True
+    if any(part in upper for part in ANYWHERE):
         return True
     words = [w for w in upper.split("_") if w]
     if any(w in CREDENTIAL_WORDS for w in words):
@@ -102,7 +105,8 @@ def _writable(kind: str, value: str, cwd: str) -> List[str]:
     if kind == "code":
         return []
     found: List[str] = []
-    raw = value.split(":") if kind == "paths" else value.split() if kind == "options" else [value]
+    raw = value.split(":") if kind == "paths" else [w.partition("=")[2] or w for w in value.split()] \
+        if kind == "options" else [value]
     if any(w and not w.startswith("/") and (kind != "options" or "/" in w) for w in raw) or (
             kind == "paths" and "" in raw and bool(value)):
         found.append("a relative or empty entry loads from the directory the process runs in")
