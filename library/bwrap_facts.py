@@ -218,7 +218,7 @@ ARGUMENT_SPEC = O.spec(
 
 
 def build_module():
-    return AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    return O.utf8_module(AnsibleModule)(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
 
 
 def _options(p):

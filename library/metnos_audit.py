@@ -204,7 +204,7 @@ ARGUMENT_SPEC = O.AUDIT     # the action plugin validates with the same spec
 
 
 def main():
-    module = AnsibleModule(argument_spec=O.spec(ARGUMENT_SPEC), supports_check_mode=True)
+    module = O.utf8_module(AnsibleModule)(argument_spec=O.spec(ARGUMENT_SPEC), supports_check_mode=True)
     result = A.audit_host(module.params)
     module.exit_json(changed=False, **result)
 

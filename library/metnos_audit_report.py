@@ -139,8 +139,9 @@ ARGUMENT_SPEC = O.AUDIT_REPORT     # the action plugin validates with the same s
 
 
 def main():
-    module = AnsibleModule(argument_spec=O.spec(ARGUMENT_SPEC), mutually_exclusive=O.AUDIT_REPORT_ONE_OF,
-                           required_one_of=O.AUDIT_REPORT_ONE_OF, supports_check_mode=True)
+    module = O.utf8_module(AnsibleModule)(argument_spec=O.spec(ARGUMENT_SPEC),
+                                          mutually_exclusive=O.AUDIT_REPORT_ONE_OF,
+                                          required_one_of=O.AUDIT_REPORT_ONE_OF, supports_check_mode=True)
     module.fail_json(msg="metnos_audit_report runs on the controller as an action plugin; "
                          "check that action_plugins/ is configured (ansible.cfg)")
 

@@ -76,7 +76,7 @@ ARGUMENT_SPEC = O.spec(
 
 
 def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    module = O.utf8_module(AnsibleModule)(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
     try:
         result = MI.install(p["prefix"], p["bundle"], p["entry_point"], module.check_mode)

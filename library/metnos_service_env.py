@@ -70,9 +70,18 @@ options:
     description: The admin's PATH, to compare which bwrap each resolves (default the module's PATH).
     type: str
   return_environment:
-    description: Also return the whole effective environment (it may hold secrets; off by default).
+    description: Also return the whole effective environment (off by default); the value of a variable whose
+      name looks like a credential or a key agent's socket is replaced by a marker, never returned.
     type: bool
     default: false
+  run_as:
+    description:
+      - With I(state=enforce), also write the drop-in C(10-metnos-user.conf) that runs the service as this
+        unprivileged user (C(User=)), or C(dynamic) for C(DynamicUser=yes). Unset (the default), a service that
+        runs as root is only reported (C(service_runs_as_root), whose remediation lists the folders to hand
+        over), as the drop-in changes who owns the service's files; it is written only when asked.
+      - A user that does not exist, or root, is refused.
+    type: str
   relax_restrictions:
     description:
       - With I(state=enforce), also relax the unit's directives that break bwrap (measured in
@@ -197,6 +206,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import checks as V
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import enforce as EN
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import env_channels, root_service
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import restrictions as RS
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env as S
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_user as SU
@@ -215,11 +225,13 @@ ARGUMENT_SPEC = O.spec(
     admin_path={"type": "str"},
     return_environment={"type": "bool", "default": False},
     relax_restrictions={"type": "bool", "default": False},
+    run_as={"type": "str"},
 )
 
 
 def build_module():
-    return AnsibleModule(argument_spec=ARGUMENT_SPEC, required_if=O.USER_SCOPE_NEEDS_USER, supports_check_mode=True)
+    return O.utf8_module(AnsibleModule)(argument_spec=ARGUMENT_SPEC, required_if=O.USER_SCOPE_NEEDS_USER,
+                                        supports_check_mode=True)
 
 
 def _systemctl(module, scope, user, *args):
@@ -285,6 +297,9 @@ def enforce(module, p, result):
                            package_of=lambda path: PO.package_facts(path, B.module_runner(module)))
     files = [(env_path, plan["env_file"]), (path, plan["dropin"])]
     info = {"path": path, "content": plan["dropin"], "backup": None, "env_file": env_path, "env_file_backup": None}
+    if p["run_as"]:          # only when asked: it changes who owns the service's files (service_runs_as_root)
+        info["user_dropin"] = os.path.join(directory, root_service.USER_DROPIN)
+        files.append((info["user_dropin"], root_service.user_dropin(p["run_as"])))
     diffs = []
     for target, content in files:
         before = _read(target)
@@ -299,6 +314,8 @@ def enforce(module, p, result):
         os.makedirs(directory, 0o755)
     info["env_file_backup"] = _write(module, env_path, plan["env_file"])
     info["backup"] = _write(module, path, plan["dropin"])
+    if p["run_as"]:
+        info["user_dropin_backup"] = _write(module, info["user_dropin"], root_service.user_dropin(p["run_as"]))
     if result.get("mode") == "systemd":
         if p["daemon_reload"]:
             rc, _out, err = _systemctl(module, p["scope"], p["user"], "daemon-reload")
@@ -334,6 +351,10 @@ def _options(p):
         O.users(p["user"])
     if p["mode"] == "systemd":
         O.systemd_running("mode", "mode=disk or auto", p["root"])
+    if p["run_as"] and p["run_as"] != root_service.DYNAMIC:
+        O.users(p["run_as"])
+        if F.resolve_user(p["run_as"])["uid"] == 0:
+            raise V.OptionError("run_as: %r is root; name an unprivileged user or 'dynamic'" % p["run_as"])
 
 
 def run(module):
@@ -343,7 +364,7 @@ def run(module):
     found = evaluate(module, p)
     result = found.result if found is not None else None
     if found is not None and p["return_environment"]:
-        result["full_environment"] = found.env
+        result["full_environment"] = env_channels.redacted(found.env)
     if result is None:
         diag = D.unit_not_found(p["unit"], scope=p["scope"], root=p["root"])
         out = {"changed": False, "unit": p["unit"], "mode": p["mode"], "status": envflags.status(None, {}),
@@ -362,7 +383,7 @@ def run(module):
             found = evaluate(module, p)
             after = found.result
             if p["return_environment"]:
-                after["full_environment"] = found.env
+                after["full_environment"] = env_channels.redacted(found.env)
             result = dict(after, dropin=info, diff=result.get("diff"))
             if result.get("diff") is None:
                 result.pop("diff")

@@ -39,7 +39,9 @@ description:
     (device and root of each mount, against bwrap's parent context), nothing mounted where the
     profile mounts nothing, writable grants accept a real write, undeclared sensitive paths absent
     (ENOENT) on the sandbox's own root, the parent-death signal set, no capabilities (run by uid 0,
-    none added, and a C(probe_payload_root) warning, root is not contained) and no_new_privs, no
+    none added; root is not contained, as a second run of the argv proves from the host's /proc that it
+    remounts a read-only bind writable and opens /proc/sys for writing, nothing written, and the probe
+    fails with C(probe_root_not_contained), else warns C(probe_payload_root)) and no_new_privs, no
     seccomp filter beyond the parent context's (R-BASE-8), no descriptor from outside but its stdio
     (a directory or socket descriptor reaches the host past every mount), the interpreter and every
     library it mapped from the declared binds (never a library planted on the sandbox's own root),
@@ -276,7 +278,8 @@ ARGUMENT_SPEC = O.spec(
 
 
 def build_module():
-    return AnsibleModule(argument_spec=ARGUMENT_SPEC, required_if=O.USER_SCOPE_NEEDS_USER, supports_check_mode=True)
+    return O.utf8_module(AnsibleModule)(argument_spec=ARGUMENT_SPEC, required_if=O.USER_SCOPE_NEEDS_USER,
+                                        supports_check_mode=True)
 
 
 def _probe(p, runner):

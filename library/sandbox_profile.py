@@ -222,7 +222,7 @@ ARGUMENT_SPEC = O.spec(
 
 
 def build_module():
-    return AnsibleModule(
+    return O.utf8_module(AnsibleModule)(
         argument_spec=ARGUMENT_SPEC,
         mutually_exclusive=[("manifest", "manifest_file")],
         required_one_of=[("manifest", "manifest_file")],

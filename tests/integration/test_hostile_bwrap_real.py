@@ -10,8 +10,8 @@
   second name of a file is read through a credential grant; a nested destination swapped between the
   launcher and bwrap lands on the runtime; a procfs and a cgroup2 below a writable grant come along
   writable (tests/helpers/pseudo_mounts.py, in a private mount namespace).
-- Replies reach the play: a lone surrogate in an argument value and an undecodable link target are
-  refused with their codes through ansible-playbook.
+- Replies reach the play: a lone surrogate in an argument value (nested or a top-level option, at -vvv too)
+  and an undecodable link target are refused with their codes through ansible-playbook.
 The set's refusals themselves, face by face: tests/unit/test_hostile_bwrap.py.
 """
 import json
@@ -352,3 +352,58 @@ def test_refusals_of_undecodable_input_reach_the_play(corpus, tmp_path):
                           env=ansible_env())
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "Refusing to deserialize" not in proc.stdout + proc.stderr
+
+
+PLAY_TOP_LEVEL = """
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: a lone surrogate in a top-level string option (AnsibleModule logs each one before the module runs)
+      metnos.sandbox.metnos_service_env:
+        unit: "{{ 'Yf9i' | b64decode }}.service"
+      register: by_unit
+      ignore_errors: true
+    - name: the same in the probe's unit
+      metnos.sandbox.sandbox_probe:
+        unit: "{{ 'Yf9i' | b64decode }}.service"
+      register: by_probe_unit
+      ignore_errors: true
+    - name: the same in a user name
+      metnos.sandbox.bwrap_facts:
+        smoke_user: "{{ 'Yf9i' | b64decode }}"
+      register: by_user
+      ignore_errors: true
+    - name: a refusal that fails the task, its message and the module_args (-vvv) echoing the value
+      metnos.sandbox.sandbox_profile:
+        manifest: {name: ex, origin: t, capabilities: ["fs:read:arg:p"], arguments: {p: {within: ["%(root)s/data/**"]}}}
+        invocation: {arguments: {p: "{{ 'Yf9i' | b64decode }}"}}
+        host: %(host)s
+        discover_python_roots: false
+      register: by_value
+      ignore_errors: true
+    - name: every refusal reached the play with its code
+      ansible.builtin.assert:
+        that:
+          - by_unit.code == 'invalid_option'
+          - by_probe_unit.code == 'invalid_option'
+          - by_user.code == 'invalid_option'
+          - by_value.refusal == 'scope_nul'
+"""
+
+
+@pytest.mark.rule("R-SCOPE-1")
+def test_every_reply_stays_valid_utf8(corpus, tmp_path):
+    """A lone surrogate in a top-level string option made AnsibleModule's own invocation log raise before the
+    module ran ("'utf-8' codec can't encode character '\\udcff'", no code), and a reply echoing it (a failed
+    task's message, the module_args Ansible adds at -vvv) was refused by the controller; through
+    options.spec.utf8_module every face's refusal code reaches the play (mutation: utf8_module returning
+    AnsibleModule itself fails this test with the encode error)."""
+    root, entries = corpus
+    _entry, host, _inv, _bwrap = entries["roots_write_inside"]
+    play = tmp_path / "play.yml"
+    play.write_text(PLAY_TOP_LEVEL % {"root": root, "host": json.dumps(host)})
+    proc = subprocess.run([ansible_tool("ansible-playbook"), "-vvv", str(play)], capture_output=True, text=True,
+                          cwd=ROOT, env=ansible_env())
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "Refusing to deserialize" not in out and "surrogates not allowed" not in out

@@ -113,15 +113,44 @@ def test_module_without_unit_trusts_only_the_packaged_bwrap(bench):
     assert res["evidence"]["child_pid"] is None and res["observed_uid"] == bench.nobody.pw_uid
 
 
-def test_module_as_root_passes_but_warns_that_root_is_not_contained():
+def test_module_as_root_fails_as_root_is_not_contained():
     """Run as uid 0, bwrap keeps root's capabilities in the sandbox's user namespace (measured: the
-    payload remounts /usr read-write and writes the host's /usr): the checks pass, with a warning."""
+    payload remounts /usr read-write and writes the host's /usr). The profile's checks still pass - the mounts
+    are as the profile says when the payload starts - but a second run of the same argv proves from the host's
+    /proc that root remounts a read-only bind writable and opens /proc/sys for writing (nothing written): the
+    probe fails with probe_root_not_contained (issue 40; before, it passed with the warning
+    probe_payload_root). The host's own mount table is untouched."""
     from conftest import run_module
+    with open("/proc/self/mountinfo") as handle:
+        before = handle.read()
     res = run_module("metnos.sandbox.sandbox_probe", {"unit": "", "probe_user": "root"})
-    assert res["passed"] is True, res["diagnostics"]
-    assert [d["code"] for d in res["diagnostics"]] == ["probe_payload_root"]
+    assert res["passed"] is False and all(c["ok"] for c in res["checks"]), res["diagnostics"]
+    assert [d["code"] for d in res["diagnostics"]] == ["probe_root_not_contained"]
+    proof = res["root_proof"]
+    assert proof["remounted"] and proof["sys_writable"] and proof["outside"]["mount_options"][0] == "rw", proof
     caps = [c for c in res["checks"] if c["name"] == "no_capabilities"][0]
     assert caps["ok"] and caps["observed"]["uid"] == 0 and caps["observed"]["capamb"] == 0
+    with open("/proc/self/mountinfo") as handle:
+        assert handle.read() == before
+
+
+def test_root_proof_is_seen_from_outside_and_nobody_is_contained(strict):
+    """The proof itself, on the strict profile's argv: as root the host's /proc shows the witness's read-only
+    bind remounted rw in its own mount namespace and a /proc/sys descriptor open for writing; the same argv
+    started as nobody (setpriv before bwrap) shows neither - the kernel refused. Mutations run, each failing this
+    test and the module's: the witness remounting with MS_RDONLY kept; the outside counting only read-only
+    /proc/sys descriptors; root_proof.diagnostics answering nothing."""
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import root_proof
+    argv = strict["argv"]
+    root = root_proof.prove(argv, PM.PYTHON, strict.get("descriptors"))
+    assert root["proven"] and root["remounted"] and root["sys_writable"], root
+    assert root["inside"]["remount"]["before"][0] == "ro"
+    assert [d["code"] for d in root_proof.diagnostics(root, "root")] == ["probe_root_not_contained"]
+    nobody = root_proof.prove(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + list(argv),
+                              PM.PYTHON, strict.get("descriptors"))
+    assert nobody["proven"] and not nobody["remounted"] and not nobody["sys_writable"], nobody
+    assert nobody["inside"]["remount"]["error"] == "Operation not permitted"
+    assert nobody["outside"]["mount_options"][0] == "ro" and root_proof.diagnostics(nobody, "nobody") == []
 
 
 def test_argv_words_the_profile_does_not_have_are_named(bench, strict):

@@ -17,6 +17,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Type, TypeVar, cast
 
+from ..base.diagnostics import utf8_safe
 from ..host.bwrap_trust import normalise_accepted
 from ..host.facts import UserError, resolve_user
 from ..profile.host_layout import ContextError
@@ -207,3 +208,31 @@ def checked(fail: Callable[..., Any], face: str, check: Callable[[], T]) -> T:
     except option_errors() as exc:
         fail(msg="%s: %s" % (face, exc), code="invalid_option")
         raise   # fail_json exits; a stand-in that returns must not let the task go on
+
+
+def utf8_module(base: Type[T]) -> Type[T]:
+    """``base`` (AnsibleModule, handed in: the core imports no Ansible) whose replies and invocation log keep
+    every string valid UTF-8 (diagnostics.utf8_safe: a lone surrogate escaped as text). An argument value
+    holding one (an undecodable byte) made AnsibleModule's own invocation log raise before the module ran, and
+    a reply echoing it (the refusal's message, the module_args Ansible adds at -vvv) was refused by the
+    controller: either way the refusal code never reached the play. Overrides AnsibleModule's
+    _log_invocation and _return_formatted, the two places that read or print every argument."""
+
+    class Utf8Module(base):  # type: ignore[valid-type,misc]
+        def _log_invocation(self) -> Any:
+            held: Any = self.params  # type: ignore[has-type]
+            self.params = utf8_safe(held)
+            try:
+                return super()._log_invocation()
+            finally:
+                self.params = held
+
+        def _return_formatted(self, kwargs: Any) -> Any:
+            held: Any = self.params
+            self.params = utf8_safe(held)
+            try:
+                return super()._return_formatted(utf8_safe(kwargs))
+            finally:
+                self.params = held
+
+    return cast(Type[T], Utf8Module)

@@ -54,6 +54,19 @@ CODES.extend([
          "The payload's uid and capability sets, read from /proc/PID/status on the host.",
          ["Run the Metnos service as an unprivileged user: a drop-in with User=metnos (create it with "
           "useradd --system metnos), then systemctl daemon-reload and restart the service."]),
+    Code("probe_root_not_contained", ERROR, "R-BASE-6", PROBE,
+         "Root inside the sandbox is not contained",
+         "The payload ran as uid 0, and a second run of the same profile proved what that means: inside the "
+         "sandbox's own mount namespace a read-only bind was remounted writable, or a /proc/sys file opened for "
+         "writing. bwrap --unshare-user maps uid 0 to itself and the sandbox keeps every capability of its user "
+         "namespace: no read-only grant of the profile holds. Nothing was written (the remount changes only the "
+         "sandbox's copy of the mount; the file was opened and closed).",
+         "The witness (probe/root_witness.py) run as the profile's command; from the host's /proc: its "
+         "mountinfo (the bind's per-mount options) and its descriptors (fdinfo flags of a /proc/sys file).",
+         ["Run the Metnos service as an unprivileged user: see service_runs_as_root for the drop-in "
+          "(User=<user> or DynamicUser=yes in /etc/systemd/system/<unit>.d/10-metnos-user.conf), then "
+          "systemctl daemon-reload and systemctl restart <unit>"],
+         messages={"": "as {user} (uid 0): {seen}. The sandbox is no boundary for root."}),
     Code("probe_setup_failed", ERROR, "R-DIAG-3", PROBE,
          "bwrap failed before the payload ran",
          "bwrap failed before the payload ran, in the service's context (as {user}): {cause_text}",

@@ -69,6 +69,7 @@ from ..profile import result as RS
 from ..service import service_env as S
 from . import blame as BL
 from . import payload as PL
+from . import root_proof
 from . import runners as RUN
 from .payload import Json, User
 
@@ -91,6 +92,7 @@ class ProbeResult(_ProbeKeys, total=False):
     confidence: str                            # "reduced" when the run did not carry all of the service's context
     unit_context: Json                         # what the transient unit carried (unit_context.py)
     blame: Json                                # blame.diagnose(): the experiment on the unit's directives
+    root_proof: Json                           # root_proof.prove(): what uid 0 could do in the sandbox
     blamed_directives: t.List[t.Any]
     verdict_view: str
     # the run's verdict (runners.run / run_systemd)
@@ -241,13 +243,14 @@ def _run_in_context(params: Json, runner: t.Any, service: _Service, prof: RS.Ren
 
 def _diagnostics(params: Json, service: _Service, verdict: Json, findings: t.List[D.Diagnostic],
                  out: ProbeResult) -> t.List[D.Diagnostic]:
-    """The verdict's diagnostics, the bwrap binary's findings, root's warning, the unit directives blamed
+    """The verdict's diagnostics, the bwrap binary's findings, root's (proven not contained: an error; else a
+    warning), the unit directives blamed
     for a failed setup and what the transient unit could not carry."""
     svc, user, unit = service.svc, service.user, params.get("unit")
     diags = list(verdict["diagnostics"]) + findings
-    caps = [c for c in verdict.get("checks") or [] if c["name"] == "no_capabilities"]
-    if caps and isinstance(caps[0]["observed"], dict) and caps[0]["observed"].get("uid") == 0:
-        diags.append(D.make("probe_payload_root", user=user.get("name") or "root"))
+    if ran_as_root(verdict):
+        not_contained = root_proof.diagnostics(out.get("root_proof") or {}, user.get("name") or "root")
+        diags.extend(not_contained or [D.make("probe_payload_root", user=user.get("name") or "root")])
     found = _blamed_by_experiment(out, unit, svc)
     if found is not None and found.unit_killed:       # the runtime's interpreter dies first: not bwrap's failure
         diags = [d for d in diags if d["code"] != "probe_setup_failed"]
@@ -265,6 +268,12 @@ def _diagnostics(params: Json, service: _Service, verdict: Json, findings: t.Lis
         diags.append(D.make("probe_context_incomplete", unit=unit, reasons=ctx["reasons"],
                             wording="reasons", fill={"why": "; ".join(ctx["reasons"])}))
     return D.sort(diags)
+
+
+def ran_as_root(verdict: Json) -> bool:
+    """Whether the outside saw the payload run as uid 0 (the no_capabilities check's observation)."""
+    caps = [c for c in verdict.get("checks") or [] if c["name"] == "no_capabilities"]
+    return bool(caps and isinstance(caps[0]["observed"], dict) and caps[0]["observed"].get("uid") == 0)
 
 
 def _blamed_by_experiment(out: ProbeResult, unit: t.Optional[str], svc: t.Optional[S.ServiceResult]) -> t.Any:
@@ -301,7 +310,10 @@ def probe_service(params: Json, runner: t.Any, inspection: t.Optional[Handed] = 
     findings = RUN.bwrap_binary_findings(prof["argv"][0], runner, trust)
     verdict = _run_in_context(params, runner, service, prof, spec, python, out, trust)
     out.update(t.cast(ProbeResult, dict((k, v) for k, v in verdict.items() if k != "diagnostics")))  # run's keys
+    if ran_as_root(verdict):        # what root could do there, proven by a second run of the same argv
+        out["root_proof"] = root_proof.prove(prof["argv"], python, spec.get("descriptors"),
+                                             min(20.0, float(params.get("timeout") or 60)))
     out["diagnostics"] = _diagnostics(params, service, verdict, findings, out)
-    out["passed"] = verdict["passed"]
+    out["passed"] = verdict["passed"] and not any(d["code"] == "probe_root_not_contained" for d in out["diagnostics"])
     out["verdict_view"] = "probe: proven by a real wrapped invocation (%s)" % out["context"]
     return out

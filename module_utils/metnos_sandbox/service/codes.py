@@ -40,6 +40,71 @@ CODES.extend([
          "getpwnam() of the unit's User=.",
          ["Create the account (useradd --system {user}) or fix User= in the unit."],
          messages={"": "{unit}: User={user} does not exist."}),
+    Code("service_runs_as_root", ERROR, "R-BASE-6", SERVICE_ENVIRONMENT,
+         "The service runs as root: its sandboxes are no boundary",
+         "The service's processes (and so every executor bwrap starts for it) run as uid 0: no User=, "
+         "User=root, or the running process is root. bwrap --unshare-user maps uid 0 to itself, so the "
+         "sandbox keeps every capability of its user namespace: any read-only bind can be remounted "
+         "writable (the host's files behind it written), /proc/sys opens for writing. No grant of a "
+         "profile holds for such a service.",
+         "User=/DynamicUser= resolved as systemd does (service_user.py); the uid of the running MainPID "
+         "from /proc/<pid>/status.",
+         ["Run the service as an unprivileged user with a drop-in (enforce mode writes it only when asked - "
+          "metnos_sandbox_service_run_as=<user> or dynamic, the module's run_as - as it changes who owns the "
+          "service's files):",
+          "useradd --system --no-create-home --shell /usr/sbin/nologin <user>",
+          "mkdir -p /etc/systemd/system/{unit}.d",
+          "printf '[Service]\\nUser=<user>\\n' > /etc/systemd/system/{unit}.d/10-metnos-user.conf",
+          "Or with an allocated user, no account to create: printf '[Service]\\nDynamicUser=yes\\n' > "
+          "/etc/systemd/system/{unit}.d/10-metnos-user.conf",
+          "{handover}",
+          "systemctl daemon-reload", "systemctl restart {unit}"],
+         messages={"configured": "{unit}: the service runs as root ({why}): every executor's sandbox keeps "
+                                 "root's capabilities in its user namespace, so read-only binds can be "
+                                 "remounted writable. The drop-in changes: {changes}.",
+                   "live": "{unit}: the running process (PID {pid}) is root although the configuration "
+                           "gives user {user} ({why}): until it restarts, every executor's sandbox keeps "
+                           "root's capabilities. The drop-in changes: {changes}."}),
+    Code("service_env_credential", ERROR, "R-SEC-1", SERVICE_ENVIRONMENT,
+         "The service's environment carries a credential to every executor",
+         "A variable whose name says it holds a credential (*_TOKEN, *_SECRET*, *PASSWORD*, *_KEY, "
+         "AWS_SECRET_ACCESS_KEY, GITHUB_TOKEN, DATABASE_URL, ...) is in the service's environment. The profile "
+         "has no --clearenv: every executor the service starts reads it. (A unit's Environment= is also "
+         "readable by any local user over D-Bus.) The value is never shown.",
+         "The names of the live process's environment (/proc/<MainPID>/environ), else the configuration's.",
+         ["Hand the secret to the service as a credential file instead: a drop-in with "
+          "LoadCredential=<name>:<path> (the service reads $CREDENTIALS_DIRECTORY/<name>), and remove the "
+          "variable from Environment=/EnvironmentFile= (systemctl cat {unit} shows where it is set)",
+          "systemctl daemon-reload", "systemctl restart {unit}"],
+         messages={"": "{unit}: {name} ({origin}) looks like a credential and reaches every executor (the "
+                       "profile does not clear the environment); its value is not shown."}),
+    Code("service_env_agent_socket", ERROR, "R-SEC-1", SERVICE_ENVIRONMENT,
+         "The service's environment points executors at a key agent",
+         "SSH_AUTH_SOCK, GPG_AGENT_INFO, GNUPGHOME or KRB5CCNAME is in the service's environment: every "
+         "executor is told where an agent that signs or decrypts for its caller listens (a channel, whatever "
+         "the socket's bind). The value is never shown.",
+         "The names of the live process's environment, else the configuration's.",
+         ["Remove the variable from the service (UnsetEnvironment=<name> in a drop-in, or from the unit's "
+          "Environment=/EnvironmentFile=); give the service a key file through LoadCredential= if it needs one",
+          "systemctl daemon-reload", "systemctl restart {unit}"],
+         messages={"": "{unit}: {name} ({origin}) tells every executor where a key agent listens; its value is "
+                       "not shown."}),
+    Code("service_env_loader", WARNING, "R-SEC-1", SERVICE_ENVIRONMENT,
+         "The service's environment makes executors load code",
+         "A variable that makes the dynamic loader, an interpreter or a shell load code (LD_PRELOAD, "
+         "LD_LIBRARY_PATH, LD_AUDIT, PYTHONPATH, PYTHONHOME, PYTHONSTARTUP, BASH_ENV, ENV, PERL5LIB, "
+         "PERL5OPT, RUBYOPT, NODE_OPTIONS, GCONV_PATH, exported bash functions, ...) reaches every "
+         "executor (no --clearenv). An error when an entry it loads from can be written by someone other "
+         "than root, or is relative: one executor plants code another runs. The value is never shown.",
+         "The names of the live process's environment, else the configuration's; each entry of a load path "
+         "judged like a PATH entry (owner and mode of it and every folder on its way, links followed).",
+         ["Remove the variable from the service (UnsetEnvironment=<name> in a drop-in, or from the unit's "
+          "Environment=/EnvironmentFile=)", "systemctl daemon-reload", "systemctl restart {unit}"],
+         messages={"loads": "{unit}: {name} ({origin}) makes every executor's interpreter or shell load code "
+                            "from what it names; its value is not shown.",
+                   "writable": "{unit}: {name} ({origin}) makes every executor load code from a place someone "
+                               "other than root can write ({why}): one executor can plant code another runs; "
+                               "its value is not shown."}),
     Code("sandbox_env_rejected_by_systemd", WARNING, "R-FAIL-1", SERVICE_ENVIRONMENT,
          "systemd ignores part of a METNOS_SANDBOX assignment",
          "An Environment= line that mentions METNOS_SANDBOX contains words systemd rejects (e.g. "

@@ -23,6 +23,7 @@ from ..host import bwrap_trust as BT
 from ..host import facts as F
 from ..host import package_owner as PO
 from ..host import procfs as PF
+from . import env_channels, root_service
 from . import exec_env as EX
 from . import restrictions as RS
 from . import service_user as SU
@@ -199,7 +200,7 @@ def _execstart_diagnostics(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
     diags = []
     for item in v.effects:
         effect = item["effect"]
-        line = "ExecStart=%s (%s)" % (item["value"], item["where"])
+        line = "ExecStart=%s (%s)" % (env_channels.redacted_text(item["value"]), item["where"])
         if not effect["determinable"]:
             diags.append(D.make("service_execstart_env_unknown", unit=unit, where=item["where"], line=line,
                                 how=effect["how"] or "a command", note=effect["note"]))
@@ -218,7 +219,8 @@ def _execstart_diagnostics(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
             "service_execstart_sets_env", unit=unit, severity=D.ERROR if severe else D.WARNING, where=item["where"],
             healable=heal is not None, wording="disables" if disabled else "misroutes" if misroutes else "changes",
             fill={"line": line, "changes": "; ".join(changes), "new_bwrap": new_resolved, "old_bwrap": v.resolved},
-            variant="healable" if heal is not None else "unhealable", fix=heal or item["value"], why=why))
+            variant="healable" if heal is not None else "unhealable",
+            fix=env_channels.redacted_text(heal or item["value"]), why=why))
     return diags
 
 
@@ -374,10 +376,27 @@ class ServiceResult(_ServiceKeys, total=False):
     verdict: str
 
 
+def _root_service(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
+    """The service (configured or running) as root: no boundary for its executors (root_service.py)."""
+    state = ev.gathered.state
+    settings = dict(state.get("unit_file_settings") or {})
+    settings.update(state["settings"])
+    return root_service.root_diagnostics(ev.unit, v.user, settings, ev.gathered.live)
+
+
+def _channels(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
+    """The environment every executor inherits, judged as a channel (env_channels.py): the live process's
+    when it can be read, else the configuration's with the start command line applied."""
+    live = ev.gathered.live
+    if live is not None and live["env"] is not None:
+        return env_channels.channel_diagnostics(ev.unit, live["env"], "live process, PID %s" % live["pid"], v.cwd)
+    return env_channels.channel_diagnostics(ev.unit, v.predicted, "configuration", v.cwd)
+
+
 # The judges of one service, in the order their diagnostics are listed (D.sort keeps it within a severity).
 _JUDGES: Tuple[Callable[[Evaluation, _View], List[D.Diagnostic]], ...] = (
-    _execstart_diagnostics, _missing_bwrap, _rejected_diagnostics, _path_diagnostics, _bwrap_mismatch,
-    _file_diagnostics, _live_diagnostics)
+    _root_service, _execstart_diagnostics, _missing_bwrap, _rejected_diagnostics, _path_diagnostics, _bwrap_mismatch,
+    _file_diagnostics, _live_diagnostics, _channels)
 
 
 def evaluate(ev: Evaluation) -> ServiceResult:

@@ -198,6 +198,13 @@ def _dir_problem(directory: str) -> Optional[str]:
     return None
 
 
+def write_problem(path: str) -> Optional[str]:
+    """Why someone other than root can write ``path`` (a folder or a file) or change where it leads, or None:
+    judged as a PATH entry is (the entry, the folders on its way, links followed; a missing one where it would be
+    created)."""
+    return _dir_problem(path)
+
+
 def _owner_problem(current: str, entry: str, leaf: bool) -> Optional[str]:
     """Why ``current`` (a directory reached while resolving the PATH entry ``entry``) is not root's alone, or
     None; a sticky directory is accepted unless it is the ``leaf`` (the entry's own, or where a missing entry

@@ -1,0 +1,196 @@
+"""What a service hands every executor beyond paths (issue 40): root's capabilities (a root service is no
+boundary) and its environment (credentials, key agents, code loaders) - planted in real unit files, real
+folders and real running processes; values never reach an output."""
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report, summary
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import env_channels
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env as S
+from conftest import adhoc
+
+NOBODY = pwd.getpwnam("nobody")
+SECRET = "s3cr3t-%s" % os.urandom(6).hex()
+
+
+@pytest.fixture
+def tree():
+    root = tempfile.mkdtemp(prefix="metnos-chan-", dir="/var/tmp")
+    os.chmod(root, 0o755)
+    yield root
+    shutil.rmtree(root)
+
+
+def _unit(tree, text, name="metnos.service"):
+    directory = os.path.join(tree, "etc/systemd/system")
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, name), "w") as handle:
+        handle.write(text)
+    return {"unit": name, "mode": "disk", "root": tree, "admin_path": "/usr/bin:/bin"}
+
+
+def _codes(result, code):
+    return [d for d in result["diagnostics"] if d["code"] == code]
+
+
+def test_a_root_service_is_an_error_with_the_drop_in_and_what_it_changes(tree):
+    """Planted: units with no User=, User=root and User=0 (systemd runs all three as uid 0), one with
+    User=nobody; a root-owned ReadWritePaths= folder the service writes. Each root unit is an error naming the
+    drop-in and the folder to hand over (mutation: judging only an explicit User=root missed the unit without
+    User=); nobody's is not."""
+    data = os.path.join(tree, "data")
+    os.makedirs(data)
+    for user_line in ("", "User=root\n", "User=0\n"):
+        params = _unit(tree, "[Service]\n%sStateDirectory=metnos\nReadWritePaths=%s\nExecStart=/usr/bin/true\n"
+                       % (user_line, data))
+        found = _codes(S.inspect(params, S.B.default_runner).result, "service_runs_as_root")
+        assert len(found) == 1 and found[0]["severity"] == "error", user_line
+        diag = found[0]
+        assert "10-metnos-user.conf" in " ".join(diag["remediation"])
+        assert "printf '[Service]\\nUser=<user>\\n' > /etc/systemd/system/metnos.service.d/10-metnos-user.conf" in \
+            diag["remediation"]
+        assert "chown -R <user>: %s" % data in diag["remediation"]
+        assert "/var/lib/metnos (StateDirectory=)" in diag["message"] and data in diag["message"]
+    params = _unit(tree, "[Service]\nUser=nobody\nExecStart=/usr/bin/true\n")
+    assert not _codes(S.inspect(params, S.B.default_runner).result, "service_runs_as_root")
+
+
+def test_a_running_root_process_is_an_error_although_the_unit_names_a_user(tree):
+    """Planted: the unit says User=nobody, the running process (a real one, started here) is root - a
+    restart pending, or a wrapper that never dropped. The kernel's uid of the live process decides
+    (mutation: judging only the configuration missed it)."""
+    params = _unit(tree, "[Service]\nUser=nobody\nExecStart=/usr/bin/true\n")
+    gathered = S.gather(params, S.B.default_runner)
+    proc = subprocess.Popen(["/bin/sleep", "30"], env={"PATH": "/usr/bin:/bin"})
+    try:
+        live = S.read_live_environ(proc.pid)
+        res = S.evaluate(S.Evaluation("metnos.service", gathered._replace(live=live), None, None))
+    finally:
+        proc.kill()
+        proc.wait()
+    found = _codes(res, "service_runs_as_root")
+    assert len(found) == 1 and "PID %d" % proc.pid in found[0]["message"] and "user nobody" in found[0]["message"]
+
+
+def test_credentials_agents_and_loaders_are_named_and_their_values_never_shown(tree):
+    """Planted in a real unit (Environment= and an EnvironmentFile=): two credentials, a key agent's socket, a
+    PYTHONPATH entry in a folder nobody owns (an executor running as nobody plants code there), BASH_ENV naming
+    a root-owned file; and a LANG that is none of them. Each is reported by name with its own code, the
+    writable load path as an error; the secret is in no diagnostic, no module result, not even the whole
+    environment the module returns on request (mutations: is_credential answering False; the load path's
+    entries not judged - each makes this test fail)."""
+    shared = os.path.join(tree, "shared")
+    os.makedirs(shared)
+    os.chown(shared, NOBODY.pw_uid, NOBODY.pw_gid)
+    env_file = os.path.join(tree, "etc", "metnos.env")
+    os.makedirs(os.path.dirname(env_file), exist_ok=True)
+    with open(env_file, "w") as handle:
+        handle.write("DB_PASSWORD=%s\n" % SECRET)
+    params = _unit(tree, "[Service]\nUser=nobody\nEnvironment=GITHUB_TOKEN=%s SSH_AUTH_SOCK=/run/agent.%s\n"
+                         "Environment=PYTHONPATH=%s BASH_ENV=/etc/profile LANG=C.UTF-8\n"
+                         "EnvironmentFile=/etc/metnos.env\nExecStart=/usr/bin/true\n" % (SECRET, SECRET, shared))
+    res = S.inspect(params, S.B.default_runner).result
+    got = dict((d["details"]["name"], (d["code"], d["severity"])) for d in res["diagnostics"]
+               if d["code"].startswith("service_env_") and "name" in d.get("details", {}))
+    assert got == {"GITHUB_TOKEN": ("service_env_credential", "error"),
+                   "DB_PASSWORD": ("service_env_credential", "error"),
+                   "SSH_AUTH_SOCK": ("service_env_agent_socket", "error"),
+                   "PYTHONPATH": ("service_env_loader", "error"),
+                   "BASH_ENV": ("service_env_loader", "warning")}
+    assert SECRET not in json.dumps(res)
+    _no_secret_in_reports(res)
+    out, proc = adhoc("localhost", "metnos.sandbox.metnos_service_env",
+                      {"unit": "metnos.service", "mode": "disk", "root": tree, "return_environment": True},
+                      options=["-vvv"])
+    assert SECRET not in proc.stdout + proc.stderr
+    assert out["full_environment"]["GITHUB_TOKEN"] == env_channels.REDACTED
+    assert out["full_environment"]["LANG"] == "C.UTF-8"
+    assert {d["code"] for d in out["diagnostics"]} >= {"service_env_credential", "service_env_loader"}
+
+
+def _no_secret_in_reports(svc):
+    """The service result as the audit carries it, through every report and summary the controller writes."""
+    svc = dict(svc, verdict="fail")
+    host = {"schema": "metnos-sandbox-audit/1", "verdict": "fail", "hostname": "h", "service": svc, "profiles": [],
+            "probe": None, "diagnostics": svc["diagnostics"]}
+    doc = report.build_from_results([("h", host)])
+    texts = [report.to_json(doc), "".join(report.iter_markdown(doc)), "".join(report.iter_junit(doc)),
+             "".join(report.iter_html(doc)), "\n".join(report.terminal_summary(doc)),
+             json.dumps(summary.service_section(svc))]
+    assert "service_env_credential" in texts[1]
+    for text in texts:
+        assert SECRET not in text
+
+
+def test_the_live_environment_is_judged_first(tree):
+    """Planted: the unit sets nothing; the running process (real, started here as nobody) has AWS's secret
+    key and an LD_PRELOAD relative to its working directory. The live names are judged (the relative entry an
+    error), the configuration's are not; the value appears nowhere."""
+    params = _unit(tree, "[Service]\nUser=nobody\nExecStart=/usr/bin/true\n")
+    gathered = S.gather(params, S.B.default_runner)
+    proc = subprocess.Popen(["/bin/sleep", "30"], env={"PATH": "/usr/bin:/bin", "AWS_SECRET_ACCESS_KEY": SECRET,
+                                                       "LD_PRELOAD": "lib/evil.so"}, cwd="/",
+                            preexec_fn=lambda: (os.setgid(NOBODY.pw_gid), os.setuid(NOBODY.pw_uid)))
+    try:
+        live = S.read_live_environ(proc.pid)
+        res = S.evaluate(S.Evaluation("metnos.service", gathered._replace(live=live), None, None))
+    finally:
+        proc.kill()
+        proc.wait()
+    got = dict((d["details"]["name"], d) for d in res["diagnostics"] if d["code"].startswith("service_env_")
+               and "name" in d.get("details", {}))
+    assert set(got) == {"AWS_SECRET_ACCESS_KEY", "LD_PRELOAD"}
+    assert got["LD_PRELOAD"]["severity"] == "error" and "relative" in got["LD_PRELOAD"]["message"]
+    assert "live process, PID %d" % proc.pid in got["AWS_SECRET_ACCESS_KEY"]["message"]
+    assert SECRET not in json.dumps(res)
+
+
+def test_names_that_look_like_credentials():
+    for name in ("GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "API_KEY", "STRIPE_APIKEY",
+                 "SLACK_BOT_TOKEN", "MYSQL_PWD", "DATABASE_URL", "client_secret", "DBPASSWORDFILE", "MYSECRETS"):
+        assert env_channels.is_credential(name), name
+    for name in ("PATH", "LANG", "PWD", "CREDENTIALS_DIRECTORY", "KEYMAP", "HOME", "INVOCATION_ID",
+                 "TOKENIZERS_PARALLELISM", "METNOS_SANDBOX", "JOURNAL_STREAM", "XDG_SESSION_ID",
+                 "DBUS_SESSION_BUS_ADDRESS", "MEMORY_PRESSURE_WRITE", "SSH_ASKPASS", "MONKEY_PATCH", "KEYBOARD"):
+        assert not env_channels.is_credential(name), name
+    assert env_channels.loader_kind("LD_AUDIT") == "paths" and env_channels.loader_kind("BASH_FUNC_ls%%") == "code"
+    assert env_channels.loader_kind("LD_BIND_NOW") is None
+
+
+def test_a_start_command_line_quoted_in_a_message_hides_credentials(tree):
+    """Planted: ExecStart=/usr/bin/env GITHUB_TOKEN=<secret> METNOS_SANDBOX=0 /bin/sleep 1 - the line touches
+    METNOS_SANDBOX, so service_execstart_sets_env quotes it (message and remediation); the token's value is
+    replaced by <redacted> there (mutation: quoting item["value"] as it was leaked the secret)."""
+    params = _unit(tree, "[Service]\nUser=nobody\nExecStart=/usr/bin/env GITHUB_TOKEN=%s METNOS_SANDBOX=0 "
+                         "/bin/sleep 1\n" % SECRET)
+    res = S.inspect(params, S.B.default_runner).result
+    found = _codes(res, "service_execstart_sets_env")
+    assert found and "GITHUB_TOKEN=<redacted>" in found[0]["message"]
+    assert SECRET not in json.dumps(res)
+    assert env_channels.redacted_text("A=1 DB_PASSWORD='x y' B=2") == "A=1 DB_PASSWORD=<redacted> B=2"
+
+
+def test_enforce_writes_the_user_drop_in_only_when_asked(tree):
+    """A root unit (no User=) enforced through the real module (disk mode below <tree>): without run_as the
+    error stays and no user drop-in is written (it changes who owns the service's files); with run_as=nobody the
+    drop-in holds User=nobody and the unit is no longer root; run_as=root is refused (invalid_option). Mutation:
+    writing the drop-in whatever run_as says fails the first half."""
+    _unit(tree, "[Service]\nExecStart=/usr/bin/true\n")
+    args = {"unit": "metnos.service", "mode": "disk", "root": tree, "state": "enforce", "daemon_reload": False}
+    dropin = os.path.join(tree, "etc/systemd/system/metnos.service.d/10-metnos-user.conf")
+    out, _proc = adhoc("localhost", "metnos.sandbox.metnos_service_env", args)
+    assert not os.path.exists(dropin) and "user_dropin" not in out["dropin"]
+    assert "service_runs_as_root" in [d["code"] for d in out["diagnostics"]]
+    refused, _proc = adhoc("localhost", "metnos.sandbox.metnos_service_env", dict(args, run_as="root"))
+    assert refused["failed"] and refused["code"] == "invalid_option" and not os.path.exists(dropin)
+    out, _proc = adhoc("localhost", "metnos.sandbox.metnos_service_env", dict(args, run_as="nobody"))
+    with open(dropin) as handle:
+        assert handle.read().endswith("[Service]\nUser=nobody\n")
+    assert out["changed"] and out["user"]["name"] == "nobody", out
+    assert "service_runs_as_root" not in [d["code"] for d in out["diagnostics"]]
