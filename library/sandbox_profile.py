@@ -152,7 +152,9 @@ descriptors:
   description:
     - The sources bound by descriptor (someone other than root can write a folder on their way), each
       with the number it must be opened on and the object judged (path, dev, ino, type).
-    - Run such a profile through scripts/metnos-sandbox-exec (docs/profile-invariants.md).
+    - Run such a profile with C(metnos-sandbox-exec --profile <executor>.json), which the metnos_sandbox role
+      installs on the host (metnos_sandbox_exec, default /usr/local/sbin/metnos-sandbox-exec; see
+      docs/profile-invariants.md).
   returned: when wrapped
   type: list
   elements: dict
