@@ -10,7 +10,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 from typing import List
 
-from ..base.registry import BWRAP_BINARY, ERROR, MONITOR, PROBE, PROFILES, REACHABILITY, WARNING, Code
+from ..base.registry import BWRAP_BINARY, ERROR, MODULE, MONITOR, PROBE, PROFILES, REACHABILITY, WARNING, Code
 
 CODES: List[Code] = []
 CODES.extend([
@@ -166,4 +166,15 @@ CODES.extend([
           "results: metnos_audit_report: results: ...)"],
          messages={"": "metnos_audit_report: none of the {count} host(s) asked about ({hosts}) has a metnos_audit "
                        "result in this run: the report must run in the same ansible-playbook run as the audit"}),
+    Code("audit_merge_input_invalid", ERROR, "R-DIAG-3", MODULE,
+         "A report to merge is not an audit report",
+         "The merge (the playbook metnos.sandbox.merge_reports, or scripts/merge-audit-reports.py in a checkout) "
+         "reads JSON reports of schema metnos-sandbox-audit-report/1, as playbooks/audit.yml writes them; a file "
+         "that cannot be read, is too large, is not JSON, has another schema or a host record without host, "
+         "verdict and diagnostics is refused, and nothing is merged.",
+         "Each file read (bounded), parsed as JSON, its schema and every host record checked before any merge.",
+         ["Give only the .json files the audit wrote (metnos-audit-<stamp>.json), not the .md, .junit.xml or "
+          ".html next to them: ansible-playbook metnos.sandbox.merge_reports -e merge_dest=<fleet report dir> "
+          "-e merge_glob='<collected dir>/*.json'"],
+         messages={"": "{reason}"}),
 ])
