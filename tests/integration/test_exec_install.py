@@ -55,7 +55,10 @@ def test_the_role_installs_the_shipped_launcher_and_removes_it(top):
         assert (info.st_uid, info.st_gid, info.st_mode & 0o7777) == (0, 0, mode), name
     assert os.readlink(link) == os.path.join(prefix, "metnos-sandbox-exec")
     assert _sha256(os.path.join(prefix, "descriptors.py")) == _sha256(shipped_core)
-    assert _sha256(os.path.join(prefix, "metnos-sandbox-exec")) == _sha256(shipped_launcher)
+    with open(os.path.join(prefix, "metnos-sandbox-exec")) as handle:
+        shebang, rest = handle.read().split("\n", 1)
+    with open(shipped_launcher) as handle:
+        assert shebang == "#!/usr/bin/python3 -I" and rest == handle.read().split("\n", 1)[1]
     with open(os.path.join(prefix, "release.json")) as handle:
         release = json.load(handle)
     assert release["sha256"] == _sha256(shipped_core) and release["version"] in first.stdout
@@ -88,5 +91,6 @@ def test_the_launcher_runs_only_the_core_of_its_own_folder(top):
     alone = os.path.join(top, "alone")
     os.makedirs(alone)
     shutil.copy(os.path.join(collection, "roles", "metnos_sandbox", "files", "metnos-sandbox-exec"), alone)
-    proc = subprocess.run([os.path.join(alone, "metnos-sandbox-exec"), "--version"], capture_output=True, text=True)
+    proc = subprocess.run(["/usr/bin/python3", os.path.join(alone, "metnos-sandbox-exec"), "--version"],
+                          capture_output=True, text=True)
     assert proc.returncode == 2 and "descriptors.py is missing" in proc.stderr, proc.stderr
