@@ -49,8 +49,8 @@ def read_report(path: str) -> Tuple[str, List[R.Host]]:
         raise MergeError("%s: not a JSON report (%s)" % (path, exc)) from None
     if not isinstance(doc, dict) or doc.get("schema") != R.SCHEMA or not isinstance(doc.get("hosts"), list):
         found = doc.get("schema") if isinstance(doc, dict) else None
-        raise MergeError("%s: schema %r is not %s" % (path, str(found)[:80] if found is not None else None,
-                                                     R.SCHEMA))
+        shown = str(found)[:80] if found is not None else None
+        raise MergeError("%s: schema %r is not %s" % (path, shown, R.SCHEMA))
     for record in doc["hosts"]:
         name = record.get("host") if isinstance(record, dict) else None
         if not isinstance(name, str) or not isinstance(record.get("diagnostics"), list) or "verdict" not in record:
