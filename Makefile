@@ -13,7 +13,7 @@ PYTEST := python -m pytest -q
 PEP8 := --max-line-length 160 --ignore E402,W503,W504,E741,E203,E701,E704
 STAGES := lint unit integration system molecule
 
-.PHONY: run check audit test $(STAGES) test-deps host-packages preflight docs collection sanity changelog lock clean
+.PHONY: run check audit test $(STAGES) test-deps host-packages preflight docs collection install-collection sanity changelog lock clean
 
 ## run: set up the venv and provision this host (playbooks/site.yml), ending with a summary
 run:
@@ -64,6 +64,17 @@ collection:
 	rm -f dist/metnos-sandbox-*.tar.gz
 	python scripts/build-collection.py
 
+## install-collection: build the tarball and install it into DEST (an absolute collections path), as a user
+## would: ansible-galaxy run from an empty folder outside this checkout, without this checkout's ansible.cfg
+## (which would answer "Nothing to do"), replacing a copy already there
+install-collection: collection
+	@case "$(DEST)" in /*) ;; *) echo "install-collection: give DEST=/absolute/path/to/collections" >&2; exit 2;; esac
+	@away=$$(mktemp -d) && cd "$$away" && \
+	  env -u ANSIBLE_CONFIG -u ANSIBLE_COLLECTIONS_PATH ANSIBLE_HOME="$$away/home" \
+	  $(VENV)/bin/ansible-galaxy collection install --offline --force -p "$(DEST)" \
+	  "$(CURDIR)"/dist/metnos-sandbox-$$(sed -n 's/^version: *//p' "$(CURDIR)/galaxy.yml").tar.gz; \
+	  rc=$$?; rm -rf "$$away"; exit $$rc
+
 ## sanity: ansible-test sanity on the built collection (also the end of lint)
 sanity: test-deps collection
 	python scripts/sanity.py
@@ -104,11 +115,13 @@ preflight:
 	  exit 2; \
 	fi
 
-## docs: regenerate the generated docs (diagnostics, unit directives, spec coverage: it collects the tests); tests fail on drift
+## docs: regenerate the generated docs (diagnostics, unit directives, role variables, spec coverage: it collects the
+## tests); tests fail on drift
 docs:
 	@scripts/bootstrap.sh --test
 	python scripts/gen-diagnostics-doc.py > docs/diagnostics.md
 	python scripts/gen-unit-directives-doc.py > docs/unit-directives.md
+	python scripts/gen-role-variables-doc.py > docs/role-variables.md
 	python scripts/gen-spec-coverage.py > docs/spec-coverage.md
 
 ## lock: after editing a requirements*.in, write every lock (requirements*.txt: each distribution pinned with its

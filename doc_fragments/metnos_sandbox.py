@@ -16,6 +16,11 @@ attributes:
   diff_mode:
     description: Returns details on what has changed (or would change in check mode) when run with C(--diff).
     support: none
+notes:
+  - Rule ids (C(R-BASE-1), C(R-SEC-1), ...; the C(rule) of every diagnostic) name the rules of the Metnos
+    executor sandbox spec, which is not part of this collection. Each id's title is in C(docs/spec-rules.yml) of
+    the installed collection (C(<collections path>/ansible_collections/metnos/sandbox/docs/spec-rules.yml)), and
+    C(docs/spec-coverage.md) next to it says which codes and tests check each rule.
 author:
   - metnos-sandbox-ops contributors (@metnos)
 """

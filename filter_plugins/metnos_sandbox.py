@@ -7,6 +7,7 @@ One implementation, two faces: the modules and these filters call the same code.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import hashlib
 import os
 
 from ansible.errors import AnsibleFilterError
@@ -20,6 +21,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audi
 # checkout through collections/ansible_collections/metnos/sandbox/).
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as _diagnostics
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import sources as _sources
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import descriptors
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_layout as HL
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as _manifest
@@ -74,6 +76,22 @@ def metnos_monitor_release(directory=""):
         raise AnsibleFilterError("metnos_monitor_release: expected the core's directory, got %s"
                                  % _diagnostics.excerpt(directory))
     return _monitor_install.release(directory, bundle=True)
+
+
+def metnos_exec_release(directory=""):
+    """The core's directory on the controller -> {version, sha256, source}: the one file of the core that
+    metnos-sandbox-exec runs (profile/descriptors.py, stdlib only), as the role installs it next to the
+    launcher. An empty string: the core this filter itself runs on, wherever the collection is installed."""
+    if directory == "":
+        directory = os.path.dirname(os.path.dirname(os.path.abspath(descriptors.__file__)))
+    path = os.path.join(directory, "profile", "descriptors.py") if isinstance(directory, str) else ""
+    if not os.path.isfile(path):
+        raise AnsibleFilterError("metnos_exec_release: expected the core's directory, got %s"
+                                 % _diagnostics.excerpt(directory))
+    with open(path, "rb") as handle:
+        data = handle.read()
+    return {"version": _monitor_install.version_of({"profile/descriptors.py": data}),
+            "sha256": hashlib.sha256(data).hexdigest(), "source": data.decode("utf-8")}
 
 
 def metnos_manifest_source(item):
@@ -153,6 +171,7 @@ class FilterModule(object):
             "metnos_capabilities": metnos_capabilities,
             "metnos_manifest_source": metnos_manifest_source,
             "metnos_monitor_release": metnos_monitor_release,
+            "metnos_exec_release": metnos_exec_release,
             "metnos_profile": metnos_profile,
             "metnos_argv": metnos_argv,
             "shell_join": shell_join,

@@ -12,7 +12,8 @@ version_added: "1.0.0"
 description:
   - Loads an executor manifest (inline or a file on the host), validates it against the closed
     capability grammar, and renders the bubblewrap profile the Metnos runtime builds for one
-    invocation, using this host's real paths (spec sections 3, 4 and 8).
+    invocation, using this host's real paths (the spec's rules R-BASE-*, R-CAP-*, R-FAIL-* and R-SEC-*; their
+    titles are in docs/spec-rules.yml, see the notes).
   - Every mount, namespace flag and the network decision carry their provenance (rule id and
     the base item or capability that caused them).
   - Fails closed like the runtime (R-FAIL-1) when bwrap is unavailable or disabled, except for
@@ -159,7 +160,9 @@ descriptors:
     - The sources bound by descriptor (someone other than root can write a folder on their way), each
       with the number it must be opened on and the object judged (path, dev, ino, type; dest when it is
       bound elsewhere than its path, as the filtering proxy's socket is).
-    - Run such a profile through scripts/metnos-sandbox-exec (docs/profile-invariants.md).
+    - Run such a profile with C(metnos-sandbox-exec --profile <executor>.json), which the metnos_sandbox role
+      installs on the host (metnos_sandbox_exec, default /usr/local/sbin/metnos-sandbox-exec; see
+      docs/profile-invariants.md).
   returned: when wrapped
   type: list
   elements: dict

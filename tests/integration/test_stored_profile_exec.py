@@ -1,7 +1,9 @@
 """What a stored profile can promise about a later run (docs/profile-invariants.md): sandbox_profile
-writes <executor>.json/.args; scripts/metnos-sandbox-exec runs the .json for real as root and as
-nobody, opening its descriptors race-free; once a descriptor-bound folder is replaced after rendering
-it refuses (bind_source_moved) and nothing runs; the .args run as a plain argv stops at bwrap's setup
+writes <executor>.json/.args; metnos-sandbox-exec - as the metnos_sandbox role of the collection installed
+from the built tarball puts it on this host (tests/helpers/installed_collection.py), never the checkout's
+file - runs the .json for real as root and as nobody, opening its descriptors race-free; once a
+descriptor-bound folder is replaced after rendering it refuses (bind_source_moved) and nothing runs;
+the .args run as a plain argv stops at bwrap's setup
 (the descriptor is not open) instead of mounting whatever the path now names."""
 import json
 import os
@@ -12,11 +14,25 @@ import tempfile
 
 import pytest
 
-from conftest import ROOT, run_module
+from conftest import run_module
+from helpers import installed_collection
 from helpers.fake_host import host_dict
 
-EXEC = os.path.join(ROOT, "scripts", "metnos-sandbox-exec")
 MAIN = "import sys\nopen(sys.argv[1] if len(sys.argv) > 1 else '%s/data/w/out', 'w').write('ran')\n"
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    """The launcher installed by the role from the installed tarball, in a folder the user nobody can traverse."""
+    top = tempfile.mkdtemp(prefix="metnos-exec-", dir="/var/tmp")
+    os.chmod(top, 0o755)
+    installed_collection.install(top)
+    link = os.path.join(top, "sbin", "metnos-sandbox-exec")
+    os.makedirs(os.path.dirname(link))
+    proc = installed_collection.run_exec_role(top, os.path.join(top, "lib", "metnos-sandbox-exec"), link)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    yield link
+    shutil.rmtree(top, ignore_errors=True)
 
 
 @pytest.fixture
@@ -38,20 +54,20 @@ def stored():
     shutil.rmtree(base, ignore_errors=True)
 
 
-def _exec(base, user, *argv):
-    cmd = list(argv) or [EXEC, "--profile", base + "/profiles/ex.json"]
+def _exec(base, user, *argv, launcher=None):
+    cmd = list(argv) or [launcher, "--profile", base + "/profiles/ex.json"]
     if user:
         cmd = ["setpriv", "--reuid=%s" % user, "--regid=nogroup", "--clear-groups"] + cmd
     return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
 
 
 @pytest.mark.rule("R-SEC-1")
-def test_a_stored_profile_runs_through_the_helper_and_only_on_the_objects_judged(stored):
+def test_a_stored_profile_runs_through_the_helper_and_only_on_the_objects_judged(stored, shipped):
     with open(stored + "/profiles/ex.json") as handle:
         doc = json.load(handle)
     assert [d["path"] for d in doc["descriptors"]] == [stored + "/data/w"]
     for user in (None, "nobody"):
-        proc = _exec(stored, user)
+        proc = _exec(stored, user, launcher=shipped)
         assert proc.returncode == 0, (user, proc.stderr)
         with open(stored + "/data/w/out") as handle:
             assert handle.read() == "ran"
@@ -64,7 +80,7 @@ def test_a_stored_profile_runs_through_the_helper_and_only_on_the_objects_judged
     os.mkdir(stored + "/data/w")                      # another folder where the judged one was
     os.chmod(stored + "/data/w", 0o777)
     for user in (None, "nobody"):
-        proc = _exec(stored, user)
+        proc = _exec(stored, user, launcher=shipped)
         assert proc.returncode == 1 and "bind_source_moved" in proc.stderr, (user, proc.stderr)
         assert os.listdir(stored + "/data/w") == [] and os.listdir(stored + "/data/w.judged") == []
 
@@ -79,7 +95,7 @@ open('%s/data/w/out', 'w').write(said)
 """
 
 
-def test_a_stored_profile_run_from_a_terminal_cannot_type_into_it(stored):
+def test_a_stored_profile_run_from_a_terminal_cannot_type_into_it(stored, shipped):
     """Planted: an admin's shell on a pty runs metnos-sandbox-exec as a job (a process-group leader, the pty its
     controlling terminal), and the executor pushes a character into that terminal with TIOCSTI - what the shell
     would read and run as root once bwrap exits (CVE-2017-5226; the spec's argv has no --new-session). The
@@ -96,7 +112,7 @@ def test_a_stored_profile_run_from_a_terminal_cannot_type_into_it(stored):
             job = os.fork()
             if job == 0:
                 os.setpgid(0, 0)
-                os.execv(EXEC, [EXEC, "--profile", stored + "/profiles/ex.json"])
+                os.execv(shipped, [shipped, "--profile", stored + "/profiles/ex.json"])
             _done, status = os.waitpid(job, 0)
             os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 99)
         finally:

@@ -16,6 +16,7 @@ sanity tests; the sanity tools are pinned as ansible-test pins them for that ans
 """
 import ast
 import glob
+import json
 import os
 import re
 
@@ -323,3 +324,40 @@ def test_sanity_tools_are_pinned_as_ansible_test_pins_them():
     for name in ("pylint", "astroid", "pycodestyle", "voluptuous", "antsibull-docs-parser", "antsibull-changelog",
                  "yamllint", "rstcheck"):
         assert ours.get(name) == theirs[name], (name, ours.get(name), theirs[name])
+
+
+CORE_SAID = re.compile(r"ansible-core\W{0,3}(?:>=|≥)?\s*(\d+\.\d+)")
+PYTHON_SAID = re.compile(r"Python\W{0,3}(?:>=|≥)\s*(3\.\d+)|Python \**(3\.\d+)\+")
+
+
+def test_one_version_statement_everywhere():
+    """ansible-core X.Y (requirements.in's pin) and the controller's Python >= the one ansible-core requires, said
+    the same way in scripts/bootstrap.sh, the README, galaxy.yml and meta/runtime.yml; each of the first three
+    says both."""
+    from importlib import metadata
+    core = ".".join(_pins("requirements.in")["ansible-core"].split(".")[:2])
+    python = metadata.metadata("ansible-core")["Requires-Python"].replace(">=", "").strip()
+    for rel in ("scripts/bootstrap.sh", "README.md", "galaxy.yml", "meta/runtime.yml"):
+        with open(os.path.join(ROOT, rel), encoding="utf-8") as handle:
+            text = handle.read()
+        cores = set(CORE_SAID.findall(text)) | set(re.findall(r"requires_ansible: \">=(\d+\.\d+)", text))
+        pythons = set(a or b for a, b in PYTHON_SAID.findall(text))
+        assert cores == {core}, (rel, cores, core)
+        if rel != "meta/runtime.yml":
+            assert pythons == {python}, (rel, pythons, python)
+
+
+def test_module_pages_say_where_the_rule_titles_are():
+    """A module page (its docs with the fragments it extends, as ansible-doc shows it) that names spec rules
+    (R-...) or the spec says where the user finds their titles."""
+    docs = all_docs()
+    for name, doc in docs.items():
+        if not name.startswith("module"):
+            continue
+        text = json.dumps(doc)
+        for fragment in doc["doc"].get("extends_documentation_fragment", []):
+            var = fragment.split(".")[3].upper() if fragment.count(".") == 3 else "DOCUMENTATION"
+            text += json.dumps(docs["fragment %s.py %s" % (fragment.split(".")[2], var)])
+        if re.search(r"\bR-[A-Z]+-|\bspec\b", text):
+            assert "docs/spec-rules.yml" in text, name
+        assert not re.search(r"spec sections? \d", text), name

@@ -305,4 +305,16 @@ CODES.extend([
          "Reading the file (size first) and checking its schema and host records.",
          ["ls -lL {path}", "python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[\"schema\"])' {path}"],
          messages={"": "the baseline ({path}): {problem}"}),
+    Code("audit_merge_input_invalid", ERROR, "R-DIAG-3", MODULE,
+         "A report to merge is not an audit report",
+         "The merge (the playbook metnos.sandbox.merge_reports, or scripts/merge-audit-reports.py in a checkout) "
+         "reads JSON reports of schema metnos-sandbox-audit-report/1, as playbooks/audit.yml writes them; a file "
+         "that cannot be read, is too large, is not JSON, has another schema or a host record without host, "
+         "verdict and diagnostics is refused, and nothing is merged.",
+         "Each file read (bounded), parsed as JSON, its schema and every host record checked before any merge.",
+         ["ansible-playbook metnos.sandbox.merge_reports -e merge_dest='<fleet report dir>' "
+          "-e merge_glob='<collected dir>/*.json'"],
+         messages={"": "{reason}"},
+         hint=("Give only the .json files the audit wrote (metnos-audit-<stamp>.json), not the .md, .junit.xml or "
+               ".html next to them.")),
 ])

@@ -46,9 +46,9 @@ TOKEN_BYTES = 16
 ZLIB_LEVEL = 6
 # The core minus the modules only the controller runs (reports, summaries, this transport): the host
 # never imports them, and every byte counts against MAX_ARGV.
-CONTROLLER_ONLY = ("metnos_sandbox.audit.baseline", "metnos_sandbox.audit.play_vars", "metnos_sandbox.audit.report",
-                   "metnos_sandbox.audit.report_html", "metnos_sandbox.audit.report_metrics",
-                   "metnos_sandbox.audit.report_states",
+CONTROLLER_ONLY = ("metnos_sandbox.audit.baseline", "metnos_sandbox.audit.merge", "metnos_sandbox.audit.play_vars",
+                   "metnos_sandbox.audit.report", "metnos_sandbox.audit.report_html",
+                   "metnos_sandbox.audit.report_metrics", "metnos_sandbox.audit.report_states",
                    "metnos_sandbox.audit.summary", "metnos_sandbox.audit.transport", "metnos_sandbox.audit.waivers")
 # The payload in the run's controller-side temp dir (cached_payload): named by its sha256; the lock its builder holds.
 PAYLOAD_NAME = "metnos-audit-payload-%s.z"

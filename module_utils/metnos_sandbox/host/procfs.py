@@ -510,7 +510,7 @@ def _fdinfo(path: str) -> t.Dict[str, str]:
 
 
 def as_owner_if_denied(pid: Pid, proc: str, denied: bool, func: t.Callable[[str], t.Any], arg: str,
-                        got: t.Any) -> t.Any:
+                       got: t.Any) -> t.Any:
     """``got``, or - when it was refused and the probe is root - func(arg) read with PID's own uid and gid."""
     own = own_credentials(pid, proc) if denied and os.geteuid() == 0 else None
     if own is None:
@@ -556,4 +556,3 @@ def mapped_files(pid: Pid, proc: str = "/proc") -> t.Union[t.List[t.List[t.Any]]
     got = _map_table(path)
     return t.cast("t.Union[t.List[t.List[t.Any]], str]",
                   as_owner_if_denied(pid, proc, got in DENIED_TEXT, _map_table, path, got))
-

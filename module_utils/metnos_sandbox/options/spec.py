@@ -146,6 +146,16 @@ ROLE_VARS: Spec = spec(
     roles={"type": "list", "elements": "str", "required": True, "choices": ["bwrap_host", "metnos_sandbox"]},
 )
 
+# metnos_audit_merge (an action plugin on the controller): JSON reports made elsewhere (ansible-pull, AWX slices),
+# named one by one, by shell patterns or in a list file, merged into one fleet report (audit/merge.py).
+AUDIT_MERGE: Spec = spec(
+    reports={"type": "list", "elements": "path", "default": []},
+    patterns={"type": "list", "elements": "str", "default": []},
+    from_list={"type": "path"},
+    dest={"type": "path", "required": True},
+    warnings_as_failures={"type": "bool", "default": False},
+)
+
 
 def with_defaults(option_spec: Mapping[str, Mapping[str, Any]], params: Mapping[str, Any]) -> Dict[str, Any]:
     """``params`` with each option's default where it is missing or None, and old names (aliases) read

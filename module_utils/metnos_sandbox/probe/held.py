@@ -171,8 +171,8 @@ def check_terminal(sc: Scene) -> None:
                             session.get("session"), session.get("pgrp"), session.get("tty"),
                             _tiocsti(sc.host.get("legacy_tiocsti"))))
     sc.add("no_controlling_terminal", "R-SCOPE-1", "no controlling terminal (a service under systemd has none)",
-           dict(session or {}, problems=problems) if isinstance(session, dict) else {"session": session,
-                                                                                      "problems": problems},
+           dict(session or {}, problems=problems) if isinstance(session, dict)
+           else {"session": session, "problems": problems},
            not problems)
 
 

@@ -509,7 +509,8 @@ CODES.extend([
          messages={"many": "more than {limit} sources would be bound by descriptor"}),
     Code("bind_source_moved", ERROR, "R-SEC-1", SANDBOX_ACTIVE,
          "A descriptor bind's source is no longer the object judged",
-         "When the profile was executed, the launcher (scripts/metnos-sandbox-exec, or the probe's) opened "
+         "When the profile was executed, the launcher (metnos-sandbox-exec, which the metnos_sandbox role "
+         "installs, or the probe's) opened "
          "the source of a descriptor bind one component at a time from / without following symbolic "
          "links and found another object than the one the profile was rendered for (device and inode), "
          "a symbolic link, or nothing: it was moved or swapped. Nothing was run.",

@@ -21,8 +21,8 @@ setup ("Can't find source path /proc/self/fd/N"), it never mounts something else
 
 The consumers: the probe (its ``_descriptor_launcher`` hook wraps bwrap's argv with
 ``launcher_words``, in the direct run and inside the transient unit) and, for a stored profile,
-``scripts/metnos-sandbox-exec PROFILE.json`` (``main(["--profile", PATH])``). Stdlib only and no
-import of the rest of the core: ``launcher_words`` ships this module's own source as
+``metnos-sandbox-exec --profile PROFILE.json`` (the role's launcher: ``main(["--profile", PATH])``).
+Stdlib only and no import of the rest of the core: ``launcher_words`` ships this module's own source as
 ``python -I -S -c``, run by the interpreter the sandbox uses, as the user it runs as.
 """
 from __future__ import absolute_import, annotations, division, print_function

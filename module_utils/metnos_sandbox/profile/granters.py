@@ -446,8 +446,8 @@ def _grant_bus(r: _Render, cap: Capability) -> None:
     try:
         real = r.host.real(proxy)
     except PA.Unresolvable as exc:
-        r.diags.append(HL.host_refusal("system_bus_proxy", proxy, HL.Problem("links", HL.UNRESOLVABLE[exc.why]
-                                                                              % exc.path)))
+        problem = HL.Problem("links", HL.UNRESOLVABLE[exc.why] % exc.path)
+        r.diags.append(HL.host_refusal("system_bus_proxy", proxy, problem))
         return
     for form in (proxy, real) if real != proxy else (proxy,):
         problem = r.host.judge(form, "ro")
@@ -460,8 +460,8 @@ def _grant_bus(r: _Render, cap: Capability) -> None:
     elif kind != "socket":
         r.diags.append(HL.host_refusal("system_bus_proxy", proxy, HL.Problem("special", "%s is not a socket" % real)))
     else:
-        r.mounts.add("ro", real, CH.SYSTEM_BUS, "R-CAP-SYS", "capability:%s (the system bus, filtered by the proxy "
-                                                            "listening on %s)" % (cap.text, real))
+        r.mounts.add("ro", real, CH.SYSTEM_BUS, "R-CAP-SYS",
+                     "capability:%s (the system bus, filtered by the proxy listening on %s)" % (cap.text, real))
 
 
 def _mount_entry(r: _Render, key: str, entry: str, rule: str, source: str) -> Optional[bool]:

@@ -1,0 +1,45 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""metnos_audit_merge: merge JSON audit reports made elsewhere (ansible-pull, AWX slices) into one fleet report on
+the controller (no remote execution). The work is audit/merge.py; documentation: library/metnos_audit_merge.py."""
+from __future__ import absolute_import, annotations, division, print_function
+
+import time
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import merge
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _supports_check_mode = True
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        _validation, args = self.validate_argument_spec(argument_spec=O.spec(O.AUDIT_MERGE))
+        start = time.time()
+        try:
+            paths = list(args["reports"]) + merge.paths_from_patterns(args["patterns"]) + (
+                merge.paths_from_list(args["from_list"]) if args["from_list"] else [])
+            doc = merge.merged(paths, warnings_as_failures=args["warnings_as_failures"])
+        except merge.MergeError as exc:
+            diag = D.make(merge.CODE, fill={"reason": str(exc)})
+            result.update(failed=True, code=diag["code"], msg=diag["message"], diagnostics=[diag])
+            return result
+        try:
+            written = R.write_all(doc, args["dest"])     # written in check mode too: they change no host
+        except OSError as exc:
+            raise AnsibleActionFail("metnos_audit_merge: cannot write reports to %s: %s" % (args["dest"], exc)) \
+                from None
+        result.update(changed=False, paths=written, totals=doc["totals"], gate=doc["gate"], merged=len(paths),
+                      verdicts=dict((h["host"], h["verdict"]) for h in doc["hosts"]),
+                      summary=R.terminal_summary(doc) + ["merged %d report(s) in %.1f s: %s" % (
+                          len(paths), time.time() - start, " ".join(written.values()))])
+        return result

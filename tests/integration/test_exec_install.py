@@ -1,0 +1,96 @@
+"""metnos-sandbox-exec ships with the collection and the metnos_sandbox role installs it on the host
+(roles/metnos_sandbox/tasks/exec.yml): from the collection installed out of the built tarball, the launcher, the
+one file of the core it runs (descriptors.py) and release.json, root's, the launcher 0755, a link on PATH;
+check mode writes nothing, a second run changes nothing, ``--version`` prints the release and the sha256 the
+role reported, and metnos_sandbox_exec=false removes it all. The launcher runs the core of its own folder: the
+checkout is never on its path."""
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+from helpers import installed_collection
+
+
+def recap(output):
+    match = re.search(r"localhost\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", output)
+    assert match, output[-3000:]
+    return dict(zip(("ok", "changed", "unreachable", "failed"), map(int, match.groups())))
+
+
+@pytest.fixture(scope="module")
+def top():
+    base = tempfile.mkdtemp(prefix="metnos-exec-install-", dir="/var/tmp")
+    installed_collection.install(base)
+    os.makedirs(os.path.join(base, "sbin"))
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def _sha256(path):
+    with open(path, "rb") as handle:
+        return hashlib.sha256(handle.read()).hexdigest()
+
+
+def test_the_role_installs_the_shipped_launcher_and_removes_it(top):
+    prefix, link = os.path.join(top, "lib", "metnos-sandbox-exec"), os.path.join(top, "sbin", "metnos-sandbox-exec")
+    collection = os.path.join(top, "collections", "ansible_collections", "metnos", "sandbox")
+    shipped_core = os.path.join(collection, "plugins", "module_utils", "metnos_sandbox", "profile", "descriptors.py")
+    shipped_launcher = os.path.join(collection, "roles", "metnos_sandbox", "files", "metnos-sandbox-exec")
+
+    check = installed_collection.run_exec_role(top, prefix, link, check=True)
+    assert check.returncode == 0, check.stdout[-4000:] + check.stderr[-2000:]
+    assert recap(check.stdout)["changed"] >= 1 and not os.path.lexists(prefix) and not os.path.lexists(link)
+
+    first = installed_collection.run_exec_role(top, prefix, link)
+    assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-2000:]
+    assert sorted(os.listdir(prefix)) == ["descriptors.py", "metnos-sandbox-exec", "release.json"]
+    for name, mode in (("", 0o755), ("descriptors.py", 0o644), ("release.json", 0o644), ("metnos-sandbox-exec", 0o755)):
+        info = os.stat(os.path.join(prefix, name))
+        assert (info.st_uid, info.st_gid, info.st_mode & 0o7777) == (0, 0, mode), name
+    assert os.readlink(link) == os.path.join(prefix, "metnos-sandbox-exec")
+    assert _sha256(os.path.join(prefix, "descriptors.py")) == _sha256(shipped_core)
+    with open(os.path.join(prefix, "metnos-sandbox-exec")) as handle:
+        shebang, rest = handle.read().split("\n", 1)
+    with open(shipped_launcher) as handle:
+        assert shebang == "#!/usr/bin/python3 -I" and rest == handle.read().split("\n", 1)[1]
+    with open(os.path.join(prefix, "release.json")) as handle:
+        release = json.load(handle)
+    assert release["sha256"] == _sha256(shipped_core) and release["version"] in first.stdout
+    assert "sha256 %s" % release["sha256"] in first.stdout          # the role reports what it installed
+
+    said = subprocess.run([link, "--version"], capture_output=True, text=True, cwd="/", env={"PATH": "/usr/bin:/bin"})
+    assert said.returncode == 0 and said.stdout.strip() == "metnos-sandbox-exec %s core sha256 %s" % (
+        release["version"], release["sha256"]), said.stdout + said.stderr
+    usage = subprocess.run([link], capture_output=True, text=True, cwd="/", env={"PATH": "/usr/bin:/bin"})
+    assert usage.returncode == 2 and "usage: metnos-sandbox-exec --profile" in usage.stderr
+
+    again = installed_collection.run_exec_role(top, prefix, link)
+    assert again.returncode == 0 and recap(again.stdout)["changed"] == 0, again.stdout[-4000:]
+    check = installed_collection.run_exec_role(top, prefix, link, check=True)
+    assert check.returncode == 0 and recap(check.stdout)["changed"] == 0, check.stdout[-4000:]
+
+    gone = installed_collection.run_exec_role(top, prefix, link, present=False, check=True)
+    assert gone.returncode == 0 and recap(gone.stdout)["changed"] == 1 and os.path.exists(link)
+    gone = installed_collection.run_exec_role(top, prefix, link, present=False)
+    assert gone.returncode == 0 and recap(gone.stdout)["changed"] == 1, gone.stdout[-4000:]
+    assert not os.path.lexists(prefix) and not os.path.lexists(link)
+    gone = installed_collection.run_exec_role(top, prefix, link, present=False)
+    assert gone.returncode == 0 and recap(gone.stdout)["changed"] == 0
+
+
+def test_the_launcher_runs_only_the_core_of_its_own_folder(top):
+    """Copied out of the collection (as a checkout's scripts/ once held it), it refuses instead of finding a
+    core elsewhere."""
+    collection = os.path.join(top, "collections", "ansible_collections", "metnos", "sandbox")
+    alone = os.path.join(top, "alone")
+    os.makedirs(alone)
+    shutil.copy(os.path.join(collection, "roles", "metnos_sandbox", "files", "metnos-sandbox-exec"), alone)
+    proc = subprocess.run(["/usr/bin/python3", os.path.join(alone, "metnos-sandbox-exec"), "--version"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "descriptors.py is missing" in proc.stderr, proc.stderr
