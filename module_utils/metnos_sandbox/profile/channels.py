@@ -118,9 +118,8 @@ def walk(root: str, budget: List[int], skip: FrozenSet[str] = frozenset()) -> Wa
 
 
 def bound_refusal(what: str, walked: Walk) -> D.Diagnostic:
-    return D.make("channel_walk_bound", wording=walked.stop, fill={
-        "what": D.excerpt(what, 300), "limit": MAX_WALK_ENTRIES, "error": walked.error},
-                  folder=D.excerpt(walked.where, 600))
+    fill = {"what": D.excerpt(what, 300), "limit": MAX_WALK_ENTRIES, "error": walked.error}
+    return D.make("channel_walk_bound", wording=walked.stop, fill=fill, folder=D.excerpt(walked.where, 600))
 
 
 # ---- the filtered system bus (xdg-dbus-proxy, the way Flatpak filters a sandbox's bus) ----

@@ -446,8 +446,8 @@ def _grant_bus(r: _Render, cap: Capability) -> None:
     try:
         real = r.host.real(proxy)
     except PA.Unresolvable as exc:
-        problem = HL.Problem("links", HL.UNRESOLVABLE[exc.why] % exc.path)
-        r.diags.append(HL.host_refusal("system_bus_proxy", proxy, problem))
+        unresolvable = HL.Problem("links", HL.UNRESOLVABLE[exc.why] % exc.path)
+        r.diags.append(HL.host_refusal("system_bus_proxy", proxy, unresolvable))
         return
     for form in (proxy, real) if real != proxy else (proxy,):
         problem = r.host.judge(form, "ro")
