@@ -357,7 +357,10 @@ def test_monitor_false_removes_everything_it_installed(fleet):
     for h in hosts:    # a failed last run (here: a broken configuration): systemd keeps the unit loaded, failed
         h.sh("cp /etc/metnos-sandbox-monitor.json /tmp/monitor.json && echo '{' > /etc/metnos-sandbox-monitor.json")
         h.sh("systemctl start metnos-sandbox-monitor.service", check=False)
-        assert h.sh("systemctl is-failed metnos-sandbox-monitor.service", check=False).stdout.strip() == "failed"
+        # the start returns while the unit may still be activating on a loaded machine: wait (bounded) for its end
+        state = h.sh("for i in $(seq 120); do s=$(systemctl is-failed metnos-sandbox-monitor.service); "
+                     "[ \"$s\" = failed ] && break; sleep 0.5; done; echo \"$s\"", check=False).stdout.strip()
+        assert state == "failed"
         h.sh("cp /tmp/monitor.json /etc/metnos-sandbox-monitor.json")
     proc, recap = playbook(inv, "playbooks/site.yml", *off)
     assert proc.returncode == 0, proc.stdout[-3000:]

@@ -19,6 +19,10 @@ def _report(directory, hosts, when):
 
 
 def _host(name, verdict="pass", diagnostics=()):
+    """A host record as the report keeps it: an unreachable host carries host_unreachable (the one verdict
+    function decides every verdict from the findings, base/verdicts.py)."""
+    if verdict == "unreachable":
+        diagnostics = list(diagnostics) + [D.make("host_unreachable", host=name, why="unreachable")]
     return {"host": name, "verdict": verdict, "reachable": verdict != "unreachable", "diagnostics": list(diagnostics)}
 
 
