@@ -8,10 +8,8 @@ the check mutated away, what the sandbox then reaches from inside, gathered outs
 """
 import os
 import shutil
-import socket
 import stat
 import tempfile
-import threading
 import uuid
 
 import pytest
@@ -20,6 +18,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.prof
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from helpers import trees
+from helpers.socket_listener import Listener
 
 ACTIVE = {"bwrap_available": True, "bwrap_path": shutil.which("bwrap") or "/usr/bin/bwrap",
           "disabled_via_env": False, "active": True}
@@ -85,47 +84,6 @@ def folder(*parts, mode=0o755):
 
 def errors(prof):
     return [d["code"] for d in prof["diagnostics"] if d["severity"] == "error"]
-
-
-class Listener(object):
-    """A host process behind a Unix socket (what a daemon's control socket looks like): it records every
-    token that reaches it."""
-
-    def __init__(self, path):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.bind(path)
-        os.chmod(path, 0o777)
-        self.sock.listen(8)
-        self.sock.settimeout(0.2)
-        self.got = []
-        self.stop = False
-        self.thread = threading.Thread(target=self.run, daemon=True)
-        self.thread.start()
-
-    def run(self):
-        while not self.stop:
-            try:
-                conn, _addr = self.sock.accept()
-            except OSError:
-                continue
-            conn.settimeout(5)
-            try:
-                self.got.append(conn.recv(256).decode())
-            except OSError:
-                pass
-            conn.close()
-
-    def reached(self, token):
-        for _ in range(100):
-            if token in self.got:
-                return True
-            threading.Event().wait(0.05)
-        return False
-
-    def close(self):
-        self.stop = True
-        self.thread.join(5)
-        self.sock.close()
 
 
 def no_search(monkeypatch):

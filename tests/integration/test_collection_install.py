@@ -19,34 +19,10 @@ import pytest
 import yaml
 
 from conftest import ROOT, ansible_tool
+from helpers.installed_collection import tarball, user_env, version
 
 NS = "metnos.sandbox."
 PROJECT = os.path.join(ROOT, "tests", "integration", "user_project")
-
-
-def _version():
-    with open(os.path.join(ROOT, "galaxy.yml")) as handle:
-        return yaml.safe_load(handle)["version"]
-
-
-def tarball():
-    """dist's tarball of galaxy.yml's version (make integration builds it; built here when missing)."""
-    path = os.path.join(ROOT, "dist", "metnos-sandbox-%s.tar.gz" % _version())
-    if not os.path.exists(path):
-        subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "build-collection.py")], check=True,
-                       capture_output=True)
-    return path
-
-
-def user_env(top, **extra):
-    """A user's environment: no ANSIBLE_* of the checkout's make, the project's own ansible.cfg, a private
-    ANSIBLE_HOME, the installed collections only."""
-    env = dict((k, v) for k, v in os.environ.items() if not k.startswith("ANSIBLE_"))
-    env.update(ANSIBLE_CONFIG=os.path.join(top, "project", "ansible.cfg"), ANSIBLE_HOME=os.path.join(top, "home"),
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(top, "collections"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_FORCE_COLOR="0", ANSIBLE_DEPRECATION_WARNINGS="0")
-    env.update(extra)
-    return env
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +49,7 @@ def test_installed_where_asked_and_only_there(installed):
     assert listed.returncode == 0, listed.stderr
     found = json.loads(listed.stdout)
     assert list(found) == [os.path.join(installed, "collections", "ansible_collections")]
-    assert found[list(found)[0]] == {"metnos.sandbox": {"version": _version()}}
+    assert found[list(found)[0]] == {"metnos.sandbox": {"version": version()}}
     on_disk = os.path.join(installed, "collections", "ansible_collections", "metnos", "sandbox")
     assert not [p for p in glob.glob(os.path.join(on_disk, "**"), recursive=True) if os.path.islink(p)]
 

@@ -9,7 +9,6 @@ inside: the evidence that the refusal is needed, gathered outside the sandbox.
 import functools
 import os
 import shutil
-import socket
 import tempfile
 import threading
 import uuid
@@ -21,6 +20,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.prof
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from helpers import mount_aliases as MA
 from helpers import trees
+from helpers.socket_listener import Listener
 
 ACTIVE = {"bwrap_available": True, "bwrap_path": shutil.which("bwrap") or "/usr/bin/bwrap",
           "disabled_via_env": False, "active": True}
@@ -78,45 +78,12 @@ def render(caps, host=None, invocation=None, arguments=None):
     return P.render_safe(manifest, HC.HostContext(context), invocation or {}, ACTIVE)
 
 
-class _Listener(object):
-    """A host process behind a Unix socket (what a container engine or systemd looks like)."""
-
-    def __init__(self, path):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.bind(path)
-        os.chmod(path, 0o777)
-        self.sock.listen(8)
-        self.sock.settimeout(0.2)
-        self.got = []
-        self.stop = False
-        self.thread = threading.Thread(target=self.run, daemon=True)
-        self.thread.start()
-
-    def run(self):
-        while not self.stop:
-            try:
-                conn, _addr = self.sock.accept()
-            except OSError:
-                continue
-            conn.settimeout(5)
-            try:
-                self.got.append(conn.recv(256).decode())
-            except OSError:
-                pass
-            conn.close()
-
-    def close(self):
-        self.stop = True
-        self.thread.join(5)
-        self.sock.close()
-
-
 def test_sockets_and_fifos_are_refused_and_would_be_host_channels(base, monkeypatch):
     folder = os.path.join(base, "daemon")
     os.mkdir(folder)
     os.chmod(folder, 0o755)
     sock_path, fifo_path = os.path.join(folder, "ctl.sock"), os.path.join(folder, "fifo")
-    listener = _Listener(sock_path)
+    listener = Listener(sock_path)
     os.mkfifo(fifo_path, 0o666)
     os.chmod(fifo_path, 0o666)
     reader = os.open(fifo_path, os.O_RDONLY | os.O_NONBLOCK)        # a host process reading the FIFO
