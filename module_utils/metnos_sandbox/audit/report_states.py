@@ -35,8 +35,7 @@ def changes(doc: Mapping[str, Any]) -> List[Tuple[str, str, str, str]]:
 
 def _table(head: str, rows: List[str]) -> Iterator[str]:
     yield head
-    for row in rows[:ROWS_SHOWN]:
-        yield row
+    yield from rows[:ROWS_SHOWN]
     if len(rows) > ROWS_SHOWN:
         yield "\n… and %d more (every one is in the JSON report)\n" % (len(rows) - ROWS_SHOWN)
     yield "\n"
@@ -57,8 +56,7 @@ def iter_markdown(doc: Mapping[str, Any]) -> Iterator[str]:
         rows = ["| %s | `%s` | %s | %s |\n" % (_md(host), code, severity, state.upper() if state == "new" else state)
                 for host, code, severity, state in changes(doc)]
         if rows:
-            for chunk in _table("| host | code | severity | state |\n|---|---|---|---|\n", rows):
-                yield chunk
+            yield from _table("| host | code | severity | state |\n|---|---|---|---|\n", rows)
     block = doc.get("waivers")
     if block:
         yield ("## Waivers\n\n`%s`: %d finding(s) waived; a waived finding never counts toward a verdict or the "
@@ -66,17 +64,15 @@ def iter_markdown(doc: Mapping[str, Any]) -> Iterator[str]:
         rows = ["| %d | `%s` | %s | %s | %s | %s | %s | %d | %s | %s |\n" % (
             w["index"], w["code"], _md(w["host"]), _md(w["executor"]), w["state"], w["expires"], w["days_left"],
             w["waived"], _md(w["justification"]), _md(w["approved_by"])) for w in block["entries"]]
-        for chunk in _table("| # | code | host | executor | state | expires | days left | waived | justification "
-                            "| approved by |\n|---|---|---|---|---|---|---|---|---|---|\n", rows):
-            yield chunk
+        yield from _table("| # | code | host | executor | state | expires | days left | waived | justification "
+                          "| approved by |\n|---|---|---|---|---|---|---|---|---|---|\n", rows)
         rows = ["| %s | `%s` | WAIVED | %s | %s | %s |\n" % (
             _md(h["host"]), w["code"], _md(w["justification"]), _md(w["approved_by"]), w["expires"])
             for h in doc["hosts"] for w in h.get("waived") or []]
         if rows:
             yield "### Waived findings\n\n"
-            for chunk in _table("| host | code | state | justification | approved by | expires |\n"
-                                "|---|---|---|---|---|---|\n", rows):
-                yield chunk
+            yield from _table("| host | code | state | justification | approved by | expires |\n"
+                              "|---|---|---|---|---|---|\n", rows)
 
 
 def terminal_lines(doc: Mapping[str, Any]) -> List[str]:

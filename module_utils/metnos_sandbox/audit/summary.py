@@ -64,7 +64,7 @@ def host_summary(facts: Optional[Mapping[str, Any]] = None,
             lines.append("smoke test: not run (%s)" % smoke.get("reason", "?"))
         lines.append("%s bwrap_facts" % _MARK.get(str(facts.get("verdict")), "?"))
         lines.extend(_diag_lines(facts.get("diagnostics") or []))
-    sections = [s for s in sections or []]
+    sections = list(sections or [])
     for section in sections:
         head = "%s %s" % (_MARK.get(str(section.get("verdict")), "?   "), section.get("name"))
         if section.get("detail"):

@@ -112,7 +112,8 @@ def _descriptor_finding(sc: Scene, fd: str, info: Json, holders: t.Optional[Json
     if kind == "chr":
         if rdev in MEM_NODES:
             return None
-        major = int(str(rdev).split(":")[0]) if str(rdev).split(":")[0].isdigit() else -1
+        head = str(rdev).split(":", maxsplit=1)[0]
+        major = int(head) if head.isdigit() else -1
         name = _DEVICE_NAMES.get(str(rdev)) or ("pts/%s" % str(rdev).split(":")[1] if 136 <= major <= 143 else None)
         more = "".join(", %s %s" % (k.replace("_", " "), info[k]) for k in ("iff", "tty_index") if info.get(k))
         what = "%s -> %s (character device %s%s%s)" % (fd, link, rdev, ": " + name if name else "", more)

@@ -140,7 +140,8 @@ def prove(argv: t.Sequence[str], python: str, held: t.Optional[t.Sequence[t.Any]
 
 def _line(proc: "subprocess.Popen[bytes]", deadline: float) -> t.Optional[str]:
     """The witness's one line on stdout, within the deadline."""
-    assert proc.stdout is not None
+    if proc.stdout is None:
+        raise ValueError("the witness was started without a stdout pipe")
     data = b""
     fd = proc.stdout.fileno()
     while time.monotonic() < deadline and len(data) < MAX_LINE:
@@ -159,7 +160,8 @@ def _line(proc: "subprocess.Popen[bytes]", deadline: float) -> t.Optional[str]:
 def _stderr(proc: "subprocess.Popen[bytes]") -> str:
     if proc.poll() is None:
         return "still running"
-    assert proc.stderr is not None
+    if proc.stderr is None:
+        return "no stderr pipe"
     return proc.stderr.read(4096).decode("utf-8", "replace")
 
 

@@ -74,4 +74,4 @@ def main(args: List[str], c: Any) -> int:
 
 if __name__ == "__main__":
     import ctypes
-    sys.exit(main(sys.argv[1:], ctypes))
+    raise SystemExit(main(sys.argv[1:], ctypes))
