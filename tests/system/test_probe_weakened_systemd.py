@@ -25,7 +25,8 @@ with PM.Bench(mounts=False) as bench:
     for name in sys.argv[1].split(","):
         row = rows[name]
         verdict, failed = PM.run_row(row, "metnos", bench, prof, systemd=True)
-        print(json.dumps({"row": name, "judged": PM.judge(row, "metnos", verdict, failed), "failed": failed,
+        print(json.dumps({"row": name, "judged": PM.judge(row, "metnos", verdict, failed, systemd=True),
+                          "failed": failed,
                           "passed": verdict["passed"], "codes": [d["code"] for d in verdict["diagnostics"]],
                           "evidence": verdict.get("evidence"), "uid": verdict.get("observed_uid")}))
 print(json.dumps({"left": bench.dir}))
