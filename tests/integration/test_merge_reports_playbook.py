@@ -13,6 +13,7 @@ import tempfile
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
 from helpers import installed_collection
 from helpers.ansible_run import ansible_tool
 
@@ -32,7 +33,10 @@ def _report(directory, hosts, hour):
 
 
 def _host(name, verdict):
-    return {"host": name, "verdict": verdict, "reachable": verdict != "unreachable", "diagnostics": []}
+    """A host record as the report keeps it: an unreachable host carries host_unreachable (every verdict is
+    decided from the findings, base/verdicts.py)."""
+    diagnostics = [D.make("host_unreachable", host=name, why="unreachable")] if verdict == "unreachable" else []
+    return {"host": name, "verdict": verdict, "reachable": verdict != "unreachable", "diagnostics": diagnostics}
 
 
 def _merge(top, *extra):
