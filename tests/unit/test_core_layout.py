@@ -4,7 +4,8 @@
 - no module of the core is longer than MAX_LINES;
 - no import inside a function, except the ones listed in INNER_IMPORTS (each says why where it is made);
 - the floors: a package imports only packages on lower floors (and itself); profile/ and service/ share a floor
-  and neither imports the other.
+  and neither imports the other; base/, the ground floor, imports nothing above it (every code's definition lives
+  there, in base/codes_<package>.py, so that the one registry needs nothing above it: issue 44).
 
 Each rule is checked against a planted breach too (the rule's function run on a made-up source), so a check that
 has stopped looking fails here."""
@@ -22,8 +23,8 @@ INNER_IMPORTS = {("probe/blame.py", ".blame_trials"),      # a real cycle: blame
                  ("profile/reader.py", "yaml")}             # an optional dependency, for YAML text only
 # Top to bottom; packages on one floor do not import each other.
 FLOORS = [("audit",), ("options",), ("probe",), ("profile", "service"), ("host",), ("base",)]
-# base/diagnostics.py gathers every package's codes.py: data that imports only base/registry.py (checked below).
-GATHERER = "base/diagnostics.py"
+# The other packages of the core (base/ imports none of them, by any spelling: relative or by its full name).
+ABOVE_BASE = tuple(package for floor in FLOORS[:-1] for package in floor)
 
 
 def _modules():
@@ -77,20 +78,49 @@ def floor_of(package):
 
 
 def upward(rel, source):
-    """The packages ``rel`` imports that are above it or beside it on its floor (the gatherer's imports of each
-    package's codes.py excepted)."""
+    """The packages ``rel`` imports that are above it or beside it on its floor."""
     here = floor_of(rel.split("/")[0])
-    return sorted({package for package, names in imported_packages(rel, source) if floor_of(package) <= here
-                   and not (rel == GATHERER and names == ["codes"])})
+    return sorted({package for package, _names in imported_packages(rel, source) if floor_of(package) <= here})
+
+
+def above_base(source):
+    """The core's packages above base/ that a module of base/ imports, however it spells the import: relative
+    (``from ..probe import x``, ``from .. import probe``) or by the core's full name (``...metnos_sandbox.probe``)."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.level >= 2:
+            names = [node.module.split(".")[0]] if node.module else [a.name for a in node.names]
+            found.update(names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            parts = node.module.split(".")
+            if "metnos_sandbox" in parts:
+                rest = parts[parts.index("metnos_sandbox") + 1:]
+                found.update(rest[:1] or [a.name for a in node.names])
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if "metnos_sandbox" in parts:
+                    found.update(parts[parts.index("metnos_sandbox") + 1:][:1])
+    return sorted(found & set(ABOVE_BASE))
+
+
+def test_base_imports_nothing_above_it():
+    """The ground floor holds the one registry with every code (base/codes_<package>.py): wherever
+    base.diagnostics is imported - the host's audit payload included - every code is there, and nothing of the
+    floors above comes with it."""
+    bad = {rel: up for rel, path in _modules() if rel.startswith("base/") for up in [above_base(_read(path))] if up}
+    assert not bad
 
 
 def test_each_codes_module_imports_only_the_registry():
-    """What lets base/diagnostics.py gather them from the lowest floor: data, no logic of its package."""
+    """The code lists are data: each imports base/registry.py (and typing) alone, no logic of any package."""
+    found = sorted(rel for rel, _path in _modules() if os.path.basename(rel).startswith("codes"))
+    assert found == ["base/codes_%s.py" % p for p in ("audit", "host", "options", "probe", "profile", "service")]
     for rel, path in _modules():
-        if rel.endswith("/codes.py"):
+        if rel in found:
             tree = ast.parse(_read(path))
             froms = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module != "__future__"]
-            assert all((n.level == 2 and n.module == "base.registry") or n.module == "typing" for n in froms), rel
+            assert all((n.level == 1 and n.module == "registry") or n.module == "typing" for n in froms), rel
             assert not [n for n in ast.walk(tree) if isinstance(n, ast.Import)], rel
 
 
@@ -115,8 +145,13 @@ def test_the_checks_see_a_planted_breach():
     assert upward("base/paths.py", "from ..host import bwrap as B\n") == ["host"]
     assert upward("profile/x.py", "from ..service import unit_context\n") == ["service"]
     assert upward("probe/x.py", "from ..host import bwrap\nfrom . import evidence\n") == []
-    assert upward(GATHERER, "from ..probe import codes\n") == []
-    assert upward(GATHERER, "from ..probe import probe\n") == ["probe"]
+    assert upward("base/diagnostics.py", "from ..probe import codes\n") == ["probe"]
     assert upward("host/x.py", "from ..probe import codes\n") == ["probe"]
+    assert above_base("from ..probe import codes\n") == ["probe"]
+    assert above_base("from .. import audit, base\n") == ["audit"]
+    assert above_base("from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import x\n"
+                      ) == ["host"]
+    assert above_base("import metnos_sandbox.service.codes\n") == ["service"]
+    assert above_base("from . import registry\nfrom .records import Shape\nimport os\n") == []
     with pytest.raises(AssertionError, match="on no floor"):
         floor_of("newpackage")

@@ -30,14 +30,16 @@ import re
 import reprlib
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, cast
 
-from ..audit import codes as audit_codes
-from ..host import codes as host_codes
-from ..options import codes as options_codes
-from ..probe import codes as probe_codes
-from ..profile import codes as profile_codes
-from ..service import codes as service_codes
+from . import (
+    codes_audit,
+    codes_host,
+    codes_options,
+    codes_probe,
+    codes_profile,
+    codes_service,
+    registry,
+)
 from . import patterns as RX
-from . import registry
 
 # The registry's types, severities and sections, spelled here too: every caller names them D.<name>.
 BWRAP_BINARY = registry.BWRAP_BINARY
@@ -59,8 +61,8 @@ Code = registry.Code
 Diagnostic = registry.Diagnostic
 UnregisteredCode = registry.UnregisteredCode
 _RANK = registry.RANK
-_CODES: List[Code] = (host_codes.CODES + profile_codes.CODES + probe_codes.CODES + service_codes.CODES +
-                      audit_codes.CODES + options_codes.CODES)
+_CODES: List[Code] = (codes_host.CODES + codes_profile.CODES + codes_probe.CODES + codes_service.CODES +
+                      codes_audit.CODES + codes_options.CODES)
 REGISTRY: Dict[str, Code] = dict((c.code, c) for c in _CODES)
 
 # The codes a manifest load refuses with (manifest.coerce). A controller-side face hands a refusal to the

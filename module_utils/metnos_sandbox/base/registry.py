@@ -4,9 +4,9 @@
 """What a diagnostic code is (``Code``), its severities and report sections, the one ``Diagnostic`` type,
 and the remediation pieces several packages' codes share.
 
-Each capability package lists its codes in its ``codes.py`` (data only, importing this module alone);
-base/diagnostics.py gathers them into the one ``REGISTRY`` and builds every diagnostic from it. Pure
-Python, no Ansible imports.
+The codes of each capability package's checks are listed here on the ground floor, in ``codes_<package>.py``
+(data only, importing this module alone: base/ imports nothing above it); base/diagnostics.py gathers them
+into the one ``REGISTRY`` and builds every diagnostic from it. Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 

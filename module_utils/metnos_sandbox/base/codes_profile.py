@@ -4,14 +4,15 @@
 """The diagnostic codes of manifests and profiles: the loader's limits, scopes and grants, the invariants of a
 rendered profile, the mount model.
 
-Data only: base/diagnostics.py gathers every package's CODES into the one registry (docs/diagnostics.md is
-generated from it). Pure Python, no Ansible imports.
+The codes of the profile/ package's checks, kept on the ground floor (base/ imports nothing above it): data
+only, importing base/registry.py alone; base/diagnostics.py gathers every codes_*.py's CODES into the one
+registry (docs/diagnostics.md is generated from it). Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
 from typing import List
 
-from ..base.registry import ERROR, INFO, JUDGED, REFUSED, SANDBOX_ACTIVE, Code
+from .registry import ERROR, INFO, JUDGED, REFUSED, SANDBOX_ACTIVE, Code
 
 CODES: List[Code] = []
 CODES.extend([

@@ -3,14 +3,15 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The diagnostic codes of the runtime's status() and its outcome, the bwrap binary, the kernel's knobs.
 
-Data only: base/diagnostics.py gathers every package's CODES into the one registry (docs/diagnostics.md is
-generated from it). Pure Python, no Ansible imports.
+The codes of the host/ package's checks, kept on the ground floor (base/ imports nothing above it): data
+only, importing base/registry.py alone; base/diagnostics.py gathers every codes_*.py's CODES into the one
+registry (docs/diagnostics.md is generated from it). Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
 from typing import List
 
-from ..base.registry import (
+from .registry import (
     BWRAP_BINARY,
     CLASSIFIED,
     ERROR,
