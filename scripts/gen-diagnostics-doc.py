@@ -21,8 +21,9 @@ def render():
            "`scripts/gen-diagnostics-doc.py` (`make docs`). Do not edit by hand.", "",
            "Every finding of every module has this shape: `code` (stable), `severity` "
            "(error/warning/info), `rule` (spec rule id), `title`, `message` (what was seen), "
-           "`remediation` (one command or step per item), optional `hint` (what to know before running them: a code "
-           "with a hint keeps its remediation to commands that run as written) and optional `details`. "
+           "`remediation` (commands that run as written in sh, one per item; `<name>` is a placeholder the reader "
+           "fills, `{name}` one the toolkit fills), optional `hint` (the words: what to know before running them, or "
+           "the fix itself when no command makes it) and optional `details`. "
            "The registry is the only source of a code's severity, rule, report section, title, cause, message "
            "template and remediation; a call site fills `{placeholders}` and may pick one of a code's named "
            "variants. Codes of section `module` are a module's own failure (`fail_json` with `code`), not "
@@ -41,27 +42,30 @@ def render():
         if c.hint:
             out.append("- **hint:** %s" % c.hint)
         out += ["- **remediation:**"] + _steps(c.remediation)
-        for name in sorted(c.variants):
+        for name in sorted(set(c.variants) | set(c.hints)):
+            if name in c.hints:
+                out.append("- **hint, variant `%s`:** %s" % (name, c.hints[name]))
             out.append("- **remediation, variant `%s`:**" % name)
-            out += _steps(c.variants[name])
+            out += _steps(c.variants.get(name, c.remediation))
         out.append("")
     out += ["## Causes of `bwrap_smoke_failed` (classified from bwrap's stderr)", "",
             "Matched by pattern, first match wins (texts differ by version and distro patch).", "",
-            "| cause | pattern | meaning |", "|---|---|---|"]
+            "| cause | pattern | meaning | hint | commands |", "|---|---|---|---|---|"]
     for cause in BE.CAUSES:
-        out.append("| `%s` | `%s` | %s |" % (cause.cause, cause.pattern.pattern.replace("|", "\\|"), cause.text))
+        out.append("| `%s` | `%s` | %s | %s | %s |" % (
+            cause.cause, cause.pattern.pattern.replace("|", "\\|"), cause.text, cause.hint,
+            "<br>".join("`%s`" % s.replace("|", "\\|") for s in cause.remediation) or "-"))
+    seccomp = BE.classify("", -31)
     out.append("| `killed_by_seccomp` | exit 159 / SIGSYS, empty stderr "
-               "| a seccomp allow-list (SystemCallFilter=) killed bwrap |")
+               "| a seccomp allow-list (SystemCallFilter=) killed bwrap | %s | %s |" % (
+                   seccomp["hint"], "<br>".join("`%s`" % s for s in seccomp["remediation"])))
     out.append("")
     return "\n".join(out)
 
 
 def _steps(steps):
-    return ["  - `%s`" % s if _is_cmd(s) else "  - %s" % s for s in steps]
-
-
-def _is_cmd(step):
-    return not step.endswith(".") and ":" not in step.split(" ")[0]
+    """Each command in code quotes (every remediation item is one: tests/unit/test_remediation_commands.py)."""
+    return ["  - `%s`" % s for s in steps] or ["  - (no command: the hint is the fix)"]
 
 
 if __name__ == "__main__":

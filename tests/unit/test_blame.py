@@ -155,7 +155,8 @@ def test_no_relaxation_that_passes_is_offered_as_none():
     found = BL.findings(res, "metnos.service")
     assert found.directives == ["ProtectSystem"]
     diag = [d for d in found.diagnostics if d["code"] == "unit_directive_breaks_bwrap"][0]
-    assert diag["remediation"] == ["Remove ProtectSystem= from the unit (no drop-in relaxation made the probe pass)."]
+    assert diag["hint"] == "Remove ProtectSystem= from the unit (no drop-in relaxation made the probe pass)."
+    assert diag["remediation"] == ["systemctl cat metnos.service"]
     assert "probe_blame_inconclusive" in D.codes(found.diagnostics)
 
 

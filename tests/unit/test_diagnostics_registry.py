@@ -166,8 +166,9 @@ def test_every_code_has_a_section_and_the_report_takes_it_from_the_registry():
 def test_remediation_comes_only_from_the_registry():
     with pytest.raises(TypeError):
         D.make("unit_masked", remediation=["my own fix"])
-    d = D.make("service_bwrap_mismatch", variant="unpackaged", service_bwrap="/opt/bwrap")
-    assert d["remediation"] == ["Remove /opt/bwrap or put the package's directory first in the unit's PATH"]
+    d = D.make("service_bwrap_mismatch", variant="unpackaged", service_bwrap="/opt/bwrap", unit="metnos.service")
+    assert d["hint"] == "Remove /opt/bwrap or put the package's directory first in the unit's PATH."
+    assert d["remediation"] == ["ls -l /opt/bwrap", "systemctl show metnos.service -p Environment"]
     steps = D.make("bwrap_smoke_failed", variant="classified", cause="x", cause_text="t",
                    cause_remediation=["one", "two"])["remediation"]
     assert steps == ["one", "two"]

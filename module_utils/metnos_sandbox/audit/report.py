@@ -36,6 +36,7 @@ from .report_html import (
     escape,
     finding_html,
     fix_html,
+    fix_of,
     fix_parts,
     gate_html,
     host_facts,
@@ -503,7 +504,7 @@ def _details_json(doc: Doc) -> str:
         change = h.get("change") or {}
         hosts[h["host"]] = {"v": h["verdict"], "facts": host_facts(h), "d": [
             [d["code"], d["severity"], d.get("title"), messages.ref(d["message"]),
-             _fix_ref(fixes, d.get("remediation")), change.get(finding_key(d))] for d in h["diagnostics"]],
+             _fix_ref(fixes, fix_of(d)), change.get(finding_key(d))] for d in h["diagnostics"]],
             "w": [[w["code"], messages.ref(w.get("message") or ""), w.get("justification"), w.get("approved_by"),
                    w.get("expires")] for w in h.get("waived") or []],
             "res": [r["code"] for r in h.get("resolved") or []]}
@@ -552,7 +553,7 @@ def iter_html(doc: Doc) -> Iterator[str]:
                        escape(diag["message"]), escape(code), len(names),
                        ", ".join('<a href="#h-%s">%s</a>' % (escape(quote(x, safe="")), escape(x))
                                  for x in names[:HOSTS_PER_CODE_SHOWN]),
-                       " &hellip; and %d more" % more if more > 0 else "", fix_html(diag.get("remediation"))))
+                       " &hellip; and %d more" % more if more > 0 else "", fix_html(fix_of(diag))))
     yield ('<h2>Hosts</h2><div><input id="q" placeholder="Filter hosts, codes, versions..." aria-label="filter"> '
            '<select id="f" aria-label="verdict"><option value="">all verdicts</option>%s</select> '
            '<button class="f" id="code" type="button" title="clear the code filter"></button> '

@@ -13,7 +13,7 @@ import functools
 import html
 import json
 import os
-from typing import Any, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 from urllib.parse import quote
 
 from .baseline import finding_key
@@ -43,6 +43,11 @@ def fix_parts(remediation: Any) -> Tuple[List[str], List[str]]:
         hints = [hint] if isinstance(hint, str) else [x for x in hint or [] if isinstance(x, str)]
         return [x for x in hints if x], [c for c in remediation.get("commands") or [] if isinstance(c, str)]
     return [], [s for s in remediation or [] if isinstance(s, str)]
+
+
+def fix_of(diag: Mapping[str, Any]) -> Dict[str, Any]:
+    """A finding's fix as data: its hint (the words, when it has one) and its remediation (the commands)."""
+    return {"hint": diag.get("hint"), "commands": diag.get("remediation")}
 
 
 def fix_html(remediation: Any) -> str:
@@ -121,7 +126,7 @@ def finding_html(d: Mapping[str, Any], change: Optional[str]) -> str:
         escape(d["severity"]), escape(d["severity"]), escape(d["code"]),
         ' <span class="badge %s">%s</span>' % (escape(change), escape(change)) if change else "",
         escape(d.get("title")),
-        escape(d["message"]), fix_html(d.get("remediation"))))
+        escape(d["message"]), fix_html(fix_of(d))))
 
 
 def waived_html(w: Mapping[str, Any]) -> str:

@@ -46,6 +46,8 @@ def iter_markdown(doc: Mapping[str, Any]) -> Iterator[str]:
     base = doc.get("baseline")
     for d in doc.get("findings") or []:
         yield "**%s** `%s`: %s\n\n" % (d["severity"], d["code"], d["message"])
+        if d.get("hint"):
+            yield "%s\n\n" % d["hint"]
         if d.get("remediation"):
             yield "```sh\n%s\n```\n\n" % "\n".join(d["remediation"])
     if base:

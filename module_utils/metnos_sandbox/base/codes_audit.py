@@ -95,8 +95,7 @@ CODES.append(Code(
           "again.")))
 
 # ---- the continuous proof (monitor.py on the host, monitor_state.py in the audit) ----
-_MONITOR_RERUN = ("Reinstall the monitor with the role: ansible-playbook playbooks/site.yml -l {host} "
-                  "-e metnos_sandbox_monitor=true")
+_MONITOR_RERUN = "ansible-playbook metnos.sandbox.site --limit '{host}' -e metnos_sandbox_monitor=true"
 CODES.extend([
     Code("monitor_proof_stale", ERROR, "R-DIAG-3", PROBE,
          "The monitor's last proof is too old",
@@ -117,17 +116,18 @@ CODES.extend([
          "another schema, a proof time in the future, a diagnostic outside the registry) or is not root's alone; "
          "the audit does not trust it and ran the checks itself.",
          "Reading the stored result bounded and exactly (monitor_state.check_record).",
-         ["Let the monitor write it again: systemctl start metnos-sandbox-monitor.service",
-          "Check who can write it: ls -ld /var/lib/metnos-sandbox-monitor /var/lib/metnos-sandbox-monitor/last.json"],
-         messages={"": "The monitor's stored result {path} cannot be used: {why}."}),
+         ["systemctl start metnos-sandbox-monitor.service",
+          "ls -ld /var/lib/metnos-sandbox-monitor /var/lib/metnos-sandbox-monitor/last.json"],
+         messages={"": "The monitor's stored result {path} cannot be used: {why}."},
+         hint="Let the monitor write it again (the first command), and check who can write it (the second)."),
     Code("monitor_config_invalid", ERROR, "R-DIAG-3", MONITOR,
          "The monitor's configuration is invalid",
          "The monitor's configuration file is missing, too large, not JSON, of another schema, or has an unknown "
          "key or a value of the wrong kind; the monitor ran no check and the sandbox counts as not proven.",
          "Reading the configuration bounded and exactly (monitor.read_config).",
-         ["Write it again with the role: ansible-playbook playbooks/site.yml -l {host} -e metnos_sandbox_monitor=true",
-          "Read it: python3 -m json.tool {path}"],
-         messages={"": "The monitor's configuration {path} is refused: {why}."}),
+         [_MONITOR_RERUN, "python3 -m json.tool {path}"],
+         messages={"": "The monitor's configuration {path} is refused: {why}."},
+         hint="Write it again with the role (the first command), or read it (the second)."),
     Code("monitor_config_unsafe", ERROR, "R-DIAG-3", MONITOR,
          "The monitor's configuration is not root's alone",
          "The configuration (or a directory above it) is not owned by root or is writable by group or others: "
@@ -142,7 +142,9 @@ CODES.extend([
          "(the service user among them): the continuous proof is only as trustworthy as the code that makes it.",
          "stat() of the installed folder, every file in it and every directory above it.",
          ["chown -R root:root {folder}", "chmod -R go-w {folder}", _MONITOR_RERUN],
-         messages={"": "The monitor's core at {folder} can be changed by others: {problems}."}),
+         messages={"": "The monitor's core at {folder} can be changed by others: {problems}."},
+         hint=("Make the monitor's files root's and not group- or world-writable, then reinstall the monitor with "
+               "the role.")),
     Code("monitor_core_modified", ERROR, "R-DIAG-3", MONITOR,
          "The monitor's installed core is not its release",
          "The digest of the core's sources in the installed folder is not the one its versioned folder name says "
@@ -150,23 +152,26 @@ CODES.extend([
          "sha256 of the installed sources (monitor_state.release) against the folder's name "
          "(<toolkit version>+<digest>).",
          ["rm -rf {folder}", _MONITOR_RERUN],
-         messages={"": "The monitor's core at {folder} has digest {digest}; its folder names {expected}."}),
+         messages={"": "The monitor's core at {folder} has digest {digest}; its folder names {expected}."},
+         hint="Remove the modified copy and reinstall the monitor with the role."),
     Code("monitor_run_failed", ERROR, "R-DIAG-3", MONITOR,
          "The monitor's run failed",
          "The checks raised an unexpected error (a defect of the toolkit, not a verdict about the sandbox); the "
          "sandbox counts as not proven.",
          "Any exception of the audit inside the monitor's run.",
-         ["Read the run's journal entry: journalctl -u metnos-sandbox-monitor.service -n 20 -o verbose",
-          "Report the message with the toolkit version (metnos_sandbox_info{toolkit_version=...})."],
-         messages={"": "The monitor's run failed: {why}."}),
+         ["journalctl -u metnos-sandbox-monitor.service -n 20 -o verbose"],
+         messages={"": "The monitor's run failed: {why}."},
+         hint=("Read the run's journal entry; report the message with the toolkit version "
+               "(metnos_sandbox_info{toolkit_version=...}).")),
     Code("monitor_output_failed", ERROR, "R-DIAG-3", MONITOR,
          "The monitor could not write its result",
          "The textfile for node_exporter or the stored result could not be written (the directory is missing or "
          "not writable in the monitor's unit), so monitoring does not see this run.",
          "The atomic write of each output (a temporary file in the same folder, then a rename).",
          ["mkdir -p \"$(dirname {path})\"",
-          "Check the unit's writable paths: systemctl show metnos-sandbox-monitor.service -p ReadWritePaths"],
-         messages={"": "The monitor could not write {path}: {why}."}),
+          "systemctl show metnos-sandbox-monitor.service -p ReadWritePaths"],
+         messages={"": "The monitor could not write {path}: {why}."},
+         hint="Create the folder, and check the unit's writable paths (the second command)."),
 ])
 
 # ---- the audit's transport and the report's input (issue 22): each refusal its own code
@@ -178,9 +183,11 @@ CODES.extend([
          "around the frame (a banner, a MOTD, a wrapper's stray brace) is never taken for the result.",
          "The controller looks for exactly one frame named by the random token it sent with the payload, of the "
          "length the frame states, holding a JSON object.",
-         ["Run the audit for this host alone with -vvv and read the payload's stderr: --limit {host} -vvv",
-          "Check that the interpreter runs: ansible {host} -m ansible.builtin.raw -a '{python} -V'"],
-         messages={"": "{host}: no framed audit result in the host's output (rc={rc}): {detail}"}),
+         ["ansible-playbook metnos.sandbox.audit --limit '{host}' -vvv",
+          "ansible '{host}' -m ansible.builtin.raw -a '{python} -V'"],
+         messages={"": "{host}: no framed audit result in the host's output (rc={rc}): {detail}"},
+         hint=("Run the audit for this host alone with -vvv and read the payload's stderr; check that the "
+               "interpreter runs (the second command).")),
     Code("audit_transport_unsupported", ERROR, "R-DIAG-3", REACHABILITY,
          "The audit cannot travel over this connection",
          "The payload travels on the command's standard input (connections that pipeline: local, ssh) or as "
@@ -188,18 +195,20 @@ CODES.extend([
          "instance become on a connection without pipelining, which folds the arguments into one), and the "
          "audit never writes a temporary file on the host instead.",
          "The connection's has_pipelining, the task's become, the size of the message.",
-         ["Enable pipelining for the host (ansible.cfg [connection] pipelining = True) or audit without become "
-          "(the audit reads as the connection's user; podman and docker connect as root)"],
-         messages={"": "{host}: {why}"}),
+         ["ansible-config dump --only-changed"],
+         messages={"": "{host}: {why}"},
+         hint=("Enable pipelining for the host (ansible.cfg [connection] pipelining = True, or "
+               "ansible_pipelining=true) or audit without become (the audit reads as the connection's user; podman "
+               "and docker connect as root); the command shows the settings in force.")),
     Code("host_not_audited", ERROR, "R-DIAG-3", REACHABILITY,
          "The host has no audit result in this run",
          "The report was asked about a host for which metnos_audit kept no result in this ansible-playbook run "
          "(an earlier task failed for it, the play ended first, or the audit was never run for it). Not an "
          "unreachable host: nothing is known about it.",
          "No result kept for the host in the run's controller-side temp dir.",
-         ["Run the audit and the report in the same play (playbooks/audit.yml): ansible-playbook "
-          "playbooks/audit.yml --limit {host}"],
-         messages={"": "{host}: no metnos_audit result for this host in this run"}),
+         ["ansible-playbook metnos.sandbox.audit --limit '{host}'"],
+         messages={"": "{host}: no metnos_audit result for this host in this run"},
+         hint="Run the audit and the report in the same play (playbooks/audit.yml)."),
     Code("audit_report_no_results", ERROR, "R-DIAG-3", REACHABILITY,
          "The report has no audit results to read",
          "metnos_audit_report reads the results metnos_audit kept in the same ansible-playbook run; none of the "

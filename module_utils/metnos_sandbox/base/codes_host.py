@@ -14,6 +14,7 @@ from typing import List
 from .registry import (
     BWRAP_BINARY,
     CLASSIFIED,
+    CLASSIFIED_HINT,
     ERROR,
     INFO,
     KERNEL_USERNS,
@@ -31,14 +32,15 @@ CODES.extend([
          "bwrap is not on the PATH that was checked, or METNOS_SANDBOX disables the sandbox. "
          "runtime/sandbox.py fails closed before any subprocess starts.",
          "status(): bwrap_available is false or disabled_via_env is true.",
-         ["Fix the diagnostics listed with it (bwrap_missing, sandbox_disabled_via_env, "
-          "service_path_missing_bwrap); this one clears when they do."],
+         [],
          messages={"profile_no_bwrap": "{executor} refused: bwrap is not on PATH (R-FAIL-1)",
                    "profile_disabled": "{executor} refused: METNOS_SANDBOX disables it (R-FAIL-1)",
                    "why": "The runtime would refuse every ordinary executor with executor_os_sandbox_unavailable: "
                           "{why}.",
                    "running": "The running process would refuse every ordinary executor with "
-                              "executor_os_sandbox_unavailable ({view})."}),
+                              "executor_os_sandbox_unavailable ({view})."},
+         hint=("Fix the diagnostics listed with it (bwrap_missing, sandbox_disabled_via_env, "
+               "service_path_missing_bwrap); this one clears when they do.")),
     Code("bwrap_missing", ERROR, "R-DIAG-2", SANDBOX_ACTIVE,
          "bwrap is not on PATH",
          "No executable named bwrap was found in the PATH that was checked ({path}).",
@@ -61,9 +63,10 @@ CODES.extend([
          "disable (surrounding whitespace, another spelling of false such as n/f/disabled) or is "
          "empty. The runtime keeps the sandbox on; the admin may believe it is off, or the reverse.",
          "The value is compared with systemd's boolean spellings and stripped/lower-cased forms.",
-         ["Set an explicit value: METNOS_SANDBOX=1 (sandbox on) or remove the variable.",
-          "Do not rely on spellings other than 0/off/no/false to disable it."],
-         messages={"reason": "METNOS_SANDBOX: {reason}."}),
+         ["systemctl show <unit> -p Environment -p EnvironmentFiles"],
+         messages={"reason": "METNOS_SANDBOX: {reason}."},
+         hint=("Set an explicit value, METNOS_SANDBOX=1 (sandbox on), or remove the variable; do not rely on "
+               "spellings other than 0/off/no/false to disable it. The command shows where it is set.")),
     # ---- the bwrap binary ----
     Code("bwrap_setuid", WARNING, "R-SEC-6", BWRAP_BINARY,
          "bwrap is installed setuid root",
@@ -112,19 +115,23 @@ CODES.extend([
          "A real bwrap run with --unshare-user --unshare-ipc --unshare-uts --unshare-net "
          "--die-with-parent and --json-status-fd; a missing exit-code record means setup failed; "
          "stderr is classified by pattern.",
-         ["See the remediation of the classified cause ({cause})."], CLASSIFIED),
+         [], CLASSIFIED,
+         hint="See the remediation of the classified cause ({cause}).", hints={"classified": CLASSIFIED_HINT}),
     Code("bwrap_smoke_skipped", INFO, "R-DIAG-3", SMOKE_TEST,
          "The smoke test was not run",
          "{reason}",
          "smoke_test option or missing prerequisites.",
-         ["Run with smoke_test=true as root (so the module can switch to an unprivileged user)."],
-         {"no_bwrap": ["Install bubblewrap first (see bwrap_missing)."]}),
+         [],
+         {"no_bwrap": ["ansible-playbook metnos.sandbox.site --tags bwrap_host_install"]},
+         hint="Run with smoke_test=true as root (so that the module can switch to an unprivileged user).",
+         hints={"no_bwrap": "Install bubblewrap first (see bwrap_missing)."}),
     Code("smoke_ran_as_root", WARNING, "R-DIAG-3", SMOKE_TEST,
          "The smoke test ran as root",
          "Running bwrap as root hides user-namespace failures: root does not need a user "
          "namespace, the service user does.",
          "The effective uid of the smoke test was 0.",
-         ["Run the smoke test as the service user: smoke_user=<the unit's User=>"]),
+         ["systemctl show <unit> -p User -p DynamicUser"],
+         hint="Run the smoke test as the service user: smoke_user=<the unit's User=>, which the command shows."),
     # ---- kernel knobs (F1, F2, F3, F4, F6) ----
     Code("userns_disabled_sysctl", ERROR, "R-BASE-6", KERNEL_USERNS,
          "kernel.unprivileged_userns_clone is 0",
@@ -143,9 +150,9 @@ CODES.extend([
          "recommended way to disable them). bwrap fails with ENOSPC.",
          "/proc/sys/user/max_user_namespaces.",
          ["echo 'user.max_user_namespaces = 15000' > /etc/sysctl.d/99-zz-metnos-bwrap.conf",
-          "sysctl --system",
-          "On STIG-managed hosts record a documented exception instead of flipping the value back "
-          "and forth with the compliance tool."]),
+          "sysctl --system"],
+         hint=("On STIG-managed hosts record a documented exception instead of flipping the value back and forth "
+               "with the compliance tool.")),
     Code("userns_apparmor_restricted", ERROR, "R-BASE-6", KERNEL_USERNS,
          "AppArmor restricts unprivileged user namespaces",
          "kernel.apparmor_restrict_unprivileged_userns=1 (Ubuntu 24.04+) and no AppArmor profile "
@@ -153,20 +160,22 @@ CODES.extend([
          "'loopback: Failed RTM_NEWADDR'.",
          "/proc/sys/kernel/apparmor_restrict_unprivileged_userns; profiles attached to bwrap in "
          "/sys/kernel/security/apparmor/profiles.",
-         ["apt-get install apparmor-profiles apparmor-utils",
+         ["grep -rl bwrap /etc/apparmor.d",
+          "apt-get install apparmor-profiles apparmor-utils",
           "install -m0644 /usr/share/apparmor/extra-profiles/bwrap-userns-restrict /etc/apparmor.d/",
-          "apparmor_parser -r /etc/apparmor.d/bwrap-userns-restrict",
-          "Check first that no other profile already attaches to /usr/bin/bwrap (two attachments "
-          "cancel each other)."],
+          "apparmor_parser -r /etc/apparmor.d/bwrap-userns-restrict"],
          messages={"profiles_loaded": "AppArmor restricts unprivileged user namespaces, and profile(s) for bwrap "
-                                      "are loaded ({profiles}); if bwrap still fails, two attachments may conflict."}),
+                                      "are loaded ({profiles}); if bwrap still fails, two attachments may conflict."},
+         hint=("Check first that no other profile already attaches to /usr/bin/bwrap (the first command lists the "
+               "profiles that name it): two attachments cancel each other.")),
     Code("selinux_enforcing", INFO, "R-BASE-6", KERNEL_USERNS,
          "SELinux is enforcing",
          "SELinux may deny user_namespace create for confined domains "
          "('Creating new namespace failed: Permission denied').",
          "/sys/fs/selinux/enforce.",
-         ["If bwrap fails: ausearch -m AVC,USER_AVC -c bwrap",
-          "Build a local policy module from the reviewed AVCs (audit2allow); do not setenforce 0."]),
+         ["ausearch -m AVC,USER_AVC -c bwrap"],
+         hint=("Nothing to do while bwrap works. If it fails, read the denials (the command), then build a local "
+               "policy module from the reviewed AVCs (audit2allow); do not setenforce 0.")),
     Code("running_in_container", INFO, "R-BASE-6", KERNEL_USERNS,
          "The host is a container",
          "Running inside {container}: the outer runtime's seccomp, AppArmor and /proc masking "

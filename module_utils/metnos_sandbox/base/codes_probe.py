@@ -11,7 +11,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 from typing import List
 
-from .registry import BWRAP_BINARY, CLASSIFIED, ERROR, INFO, PROBE, WARNING, Code, restriction
+from .registry import BWRAP_BINARY, CLASSIFIED, CLASSIFIED_HINT, ERROR, INFO, PROBE, WARNING, Code, restriction
 
 CODES: List[Code] = []
 CODES.extend([
@@ -25,10 +25,10 @@ CODES.extend([
          "Outside evidence from the host's /proc: the payload process is found by its exact command line and "
          "tied to bwrap's child-pid and to the bwrap that was started; its namespace inodes are compared with "
          "bwrap's.",
-         ["Check which binary ran: ls -l {bwrap_path} ; dpkg -S {bwrap_path} (rpm -qf, pacman -Qo)",
-          "Reinstall the distro package and remove look-alikes from the service's PATH: "
-          "apt-get install --reinstall bubblewrap"],
-         messages={"unisolated": "{tool} ran the payload (as {user}) without isolation: {failed}.{traced}"}),
+         ["ls -l {bwrap_path}", "dpkg -S {bwrap_path}", "apt-get install --reinstall bubblewrap"],
+         messages={"unisolated": "{tool} ran the payload (as {user}) without isolation: {failed}.{traced}"},
+         hint=("Check which binary ran (rpm -qf or pacman -Qo on other distributions), then reinstall the "
+               "distribution's package and remove look-alikes from the service's PATH.")),
     Code("probe_check_failed", ERROR, "R-DIAG-3", PROBE,
          "The sandbox does not hold what the profile promises",
          "A check of the probe failed or could not be proven: a namespace is shared, a read-only bind is "
@@ -53,8 +53,12 @@ CODES.extend([
          "the host's /usr and /etc (measured with bubblewrap 0.8). The checks pass - the mounts are as "
          "the profile says when the payload starts - but they are not a boundary for root.",
          "The payload's uid and capability sets, read from /proc/PID/status on the host.",
-         ["Run the Metnos service as an unprivileged user: a drop-in with User=metnos (create it with "
-          "useradd --system metnos), then systemctl daemon-reload and restart the service."]),
+         ["useradd --system --no-create-home --shell /usr/sbin/nologin metnos",
+          "mkdir -p /etc/systemd/system/<unit>.d",
+          "printf '[Service]\\nUser=metnos\\n' > /etc/systemd/system/<unit>.d/10-metnos-user.conf",
+          "systemctl daemon-reload", "systemctl restart <unit>"],
+         hint=("Run the Metnos service as an unprivileged user: a drop-in with User=metnos (see "
+               "service_runs_as_root).")),
     Code("probe_root_not_contained", ERROR, "R-BASE-6", PROBE,
          "Root inside the sandbox is not contained",
          "The payload ran as uid 0, and a second run of the same profile proved what that means: inside the "
@@ -64,34 +68,42 @@ CODES.extend([
          "sandbox's copy of the mount; the file was opened and closed).",
          "The witness (probe/root_witness.py) run as the profile's command; from the host's /proc: its "
          "mountinfo (the bind's per-mount options) and its descriptors (fdinfo flags of a /proc/sys file).",
-         ["Run the Metnos service as an unprivileged user: see service_runs_as_root for the drop-in "
-          "(User=<user> or DynamicUser=yes in /etc/systemd/system/<unit>.d/10-metnos-user.conf), then "
-          "systemctl daemon-reload and systemctl restart <unit>"],
-         messages={"": "as {user} (uid 0): {seen}. The sandbox is no boundary for root."}),
+         ["useradd --system --no-create-home --shell /usr/sbin/nologin <user>",
+          "mkdir -p /etc/systemd/system/<unit>.d",
+          "printf '[Service]\\nUser=<user>\\n' > /etc/systemd/system/<unit>.d/10-metnos-user.conf",
+          "systemctl daemon-reload", "systemctl restart <unit>"],
+         messages={"": "as {user} (uid 0): {seen}. The sandbox is no boundary for root."},
+         hint=("Run the Metnos service as an unprivileged user (see service_runs_as_root for the drop-in; "
+               "DynamicUser=yes in place of User=<user> needs no account).")),
     Code("probe_setup_failed", ERROR, "R-DIAG-3", PROBE,
          "bwrap failed before the payload ran",
          "bwrap failed before the payload ran, in the service's context (as {user}): {cause_text}",
          "The payload never reported and --json-status-fd has no exit-code record; bwrap's stderr is "
          "classified by pattern and quoted.",
-         ["See the remediation of the classified cause ({cause}) and the unit directives listed with it."],
-         CLASSIFIED),
+         [],
+         CLASSIFIED,
+         hint="See the remediation of the classified cause ({cause}) and the unit directives listed with it.",
+         hints={"classified": CLASSIFIED_HINT + " The unit directives listed with it are part of the fix."}),
     Code("probe_timeout", ERROR, "R-DIAG-3", PROBE,
          "The probe timed out",
          "The probe did not finish in time; its whole process group was killed. If the payload had already "
          "reported and been read from outside (e.g. a bwrap look-alike that never exits after running it), its "
          "checks are still judged and their findings are reported with this one.",
          "A timer around the probe's process group.",
-         ["Look for hung mounts (NFS) or a stuck service unit; raise the probe timeout if the host is slow."],
+         ["findmnt -t nfs,nfs4,cifs,fuse", "systemctl list-units --state=activating"],
          messages={"killed": "the probe did not finish within {timeout}s; its whole process group was killed",
                    "judged": "the probe did not finish within {timeout}s; its whole process group was killed (after "
-                             "the payload had reported and been read from outside: its checks are judged)"}),
+                             "the payload had reported and been read from outside: its checks are judged)"},
+         hint="Look for hung mounts (NFS) or a stuck service unit; raise the probe timeout if the host is slow."),
     Code("probe_payload_failed", ERROR, "R-DIAG-3", PROBE,
          "The probe payload could not report",
          "bwrap set up the sandbox and ran the payload (a Python program run by the runtime's interpreter), "
          "but it exited without a result.",
          "--json-status-fd has an exit-code record, and the payload's stdout has no result line.",
-         ["Check that the runtime's interpreter exists inside the sandbox (host.python_executable) and runs."],
-         messages={"silent": "bwrap ran the payload (as {who}) but it did not report: it exited {exit}; {stderr}"}),
+         ["ansible-inventory --host <host>"],
+         messages={"silent": "bwrap ran the payload (as {who}) but it did not report: it exited {exit}; {stderr}"},
+         hint=("Check that the runtime's interpreter exists inside the sandbox (host.python_executable, which the "
+               "command shows among the host's variables) and runs.")),
     Code("probe_context_incomplete", WARNING, "R-DIAG-3", PROBE,
          "The probe's unit does not carry the service's whole context",
          "Some of the service's directives could not be carried to the probe's transient unit (systemd-run "
@@ -101,10 +113,11 @@ CODES.extend([
          "Every directive of the unit minus the documented deny list (docs/unit-directives.md) is passed to "
          "systemd-run; refusals are retried without the directive; then `systemctl show` of both units is "
          "compared property by property.",
-         ["Review the directives named in the message: each is one the probe could not reproduce.",
-          "Check them by hand: systemctl show {unit} -p <directive>"],
+         ["systemctl show {unit} -p <directive>"],
          messages={"reasons": "{unit}: the probe's transient unit does not carry the service's whole execution "
-                              "context, so a pass proves less: {why}."}),
+                              "context, so a pass proves less: {why}."},
+         hint=("Review the directives named in the message: each is one the probe could not reproduce; the command "
+               "shows one of them.")),
 ])
 
 # ---- blame by experiment (blame.py, issue 21): what the probe finds when it fails in the service's context ----
@@ -120,22 +133,24 @@ CODES.extend([
          "bwrap's.",
          "systemd-run's \"Main processes terminated with: code=exited, status=N/NAME\" while the probe's launcher "
          "had not reported its pid; systemd's own reason from the transient unit's journal.",
-         ["This is a failure of the unit's settings, not of bwrap: see the directives found by experiment with it.",
-          "What the status means: systemd-analyze exit-status {status}"],
+         ["systemd-analyze exit-status {status}"],
          messages={"": "systemd could not start the probe's process in the service's context (as {user}): exit "
-                       "status {status}/{name}: {meaning}; bwrap never ran.{said}"}),
+                       "status {status}/{name}: {meaning}; bwrap never ran.{said}"},
+         hint=("This is a failure of the unit's settings, not of bwrap: see the directives found by experiment with"
+               " it; the command says what the status means.")),
     Code("probe_unit_killed", ERROR, "R-DIAG-3", PROBE,
          "The unit's own process was killed before bwrap started",
          "A signal ended the probe's process in the service's context before it started bwrap (it had not "
          "reported its pid): the unit's settings killed it, not bwrap (SIGSYS: the unit's SystemCallFilter=).",
          "systemd-run's \"Main processes terminated with: code=killed, status=N/NAME\" while the probe's launcher "
          "had not reported.",
-         ["SIGSYS comes from the unit's SystemCallFilter=: see the directives found by experiment with it."],
+         ["systemctl show {unit} -p SystemCallFilter"],
          messages={"": "the probe's process in the service's context (as {user}) was killed by SIG{signal} before it "
                        "started bwrap: the unit's settings killed it, not bwrap.{said}",
                    "interpreter": "{unit}: the runtime's interpreter ({python}) is killed by SIG{signal} in the "
                                   "service's context as it starts bwrap (shown by experiment): the unit's settings "
-                                  "kill it before bwrap runs, so bwrap's own failure there says nothing about bwrap."}),
+                                  "kill it before bwrap runs, so bwrap's own failure there says nothing about bwrap."},
+         hint="SIGSYS comes from the unit's SystemCallFilter=: see the directives found by experiment with it."),
     restriction(
         "unit_ambient_capabilities", "R-BASE-6",
         "The unit gives the service capabilities, and bwrap refuses to run with them",
@@ -143,9 +158,9 @@ CODES.extend([
         "User=); a bwrap that is not setuid refuses to start holding any ('Unexpected capabilities but not "
         "setuid, old file caps config?'), so every executor fails inside the service only.",
         _FOUND_BY_EXPERIMENT + " bwrap's text 'Unexpected capabilities but not setuid'.",
-        "AmbientCapabilities= (an empty assignment clears the ambient set; or have the runtime clear its ambient "
-        "capabilities before it executes bwrap)",
-        {}),
+        "AmbientCapabilities=",
+        {}, fix_note="An empty assignment clears the ambient set; or have the runtime clear its ambient capabilities "
+                     "before it executes bwrap."),
     restriction(
         "unit_resource_limit_blocks_bwrap", "R-BASE-6",
         "A resource limit of the unit stops bwrap",
@@ -155,16 +170,16 @@ CODES.extend([
         "execve: 203/EXEC).",
         _FOUND_BY_EXPERIMENT + " Values are tried in powers of two, and one more process for the runtime, which "
         "forks bwrap where the probe's launcher executes it.",
-        "LimitNPROC=<the value the probe passed with>",
-        {}),
+        "LimitNPROC=<nproc>",
+        {}, fix_note="<nproc> is the value the probe passed with (the message names it)."),
     restriction(
         "unit_read_only_proc", "R-BASE-6",
         "The unit makes /proc read-only",
         "ReadOnlyPaths=/ (or another read-only mount of /proc) makes /proc read-only in the service: bwrap cannot "
         "write its user namespace's uid map ('setting up uid map: Read-only file system').",
         _FOUND_BY_EXPERIMENT + " bwrap's text 'setting up uid map: Read-only file system'.",
-        "ReadWritePaths=/proc (ReadOnlyPaths= minus /proc)",
-        {}),
+        "ReadWritePaths=/proc",
+        {}, fix_note="ReadOnlyPaths= minus /proc."),
     restriction(
         "unit_noexec_bwrap", "R-FAIL-1",
         "The unit does not let the service execute bwrap",
@@ -182,16 +197,16 @@ CODES.extend([
         "executor can start, sandboxed or not. Reported as the unit's, never as 'bwrap was killed by SIGSYS'.",
         _FOUND_BY_EXPERIMENT + " The runtime's interpreter starting a process (bwrap --version) in a transient "
         "unit with the same context is killed by SIGSYS; without the filter it is not.",
-        "SystemCallFilter=@system-service @mount (the smallest group set the probe passed with)",
-        {}),
+        "SystemCallFilter=@system-service @mount",
+        {}, fix_note="The smallest group set the probe passed with."),
     restriction(
         "unit_directive_breaks_bwrap", "R-DIAG-3",
         "A unit directive breaks bwrap (found by experiment)",
         "A directive of the unit that the directive table (docs/unit-directives.md) does not name breaks bwrap "
         "inside the service, alone or only together with the other directives named with it.",
         _FOUND_BY_EXPERIMENT,
-        "the relaxation named in the message (each tried for real)",
-        {}),
+        "<directive>=<value>",
+        {}, fix_note="<directive>=<value> is the relaxation named in the message (each tried for real)."),
     Code("probe_relaxation_found", INFO, "R-DIAG-3", PROBE,
          "A drop-in that makes the probe pass in the service's context",
          "Every culprit found by experiment relaxed at once, as one drop-in on top of the unit's files: the probe "
@@ -208,22 +223,25 @@ CODES.extend([
          "pass (its bounds in runs or time were reached), the results were not consistent (a run that passed "
          "once failed again), or no relaxation it tried made the probe pass with all of them at once.",
          "The experiment's own record (blame.runs, blame.seconds, blame.bounds).",
-         ["Run the probe again on a quieter host, or with a larger bound (sandbox_probe blame_max_runs, "
-          "blame_max_seconds).", "Check the directives it did name by hand: systemctl show {unit}"],
+         ["systemctl show {unit}"],
          messages={"exhausted": "{unit}: the experiment stopped after {runs} runs and {seconds}s (bounds: {max_runs} "
                                 "runs, {max_seconds}s){named}.",
                    "inconsistent": "{unit}: the experiment's runs disagree ({why}){named}.",
                    "no_relaxation": "{unit}: no relaxation the experiment tried made the probe pass with every "
-                                    "culprit relaxed at once ({why})."}),
+                                    "culprit relaxed at once ({why})."},
+         hint=("Run the probe again on a quieter host, or with a larger bound (sandbox_probe blame_max_runs, "
+               "blame_max_seconds); check the directives it did name by hand (the command).")),
 ])
 # ---- issue 20: the probe accounts for everything its bwrap starts, and trusts only the packaged bwrap ----
-_REINSTALL = "Reinstall the distro package: apt-get install --reinstall bubblewrap (dnf reinstall bubblewrap; " \
-             "pacman -S bubblewrap)"
-_TREE_FIX = ("Find what started it (its parent, executable and command line are in the details): "
-             "ps -o pid,ppid,user,args -p <pid> ; ls -l /proc/<pid>/exe",
-             "Check which bwrap the service runs and remove look-alikes from its PATH: "
-             "systemctl show -p Environment <unit> ; command -v bwrap ; dpkg -S \"$(command -v bwrap)\"",
+_REINSTALL = "apt-get install --reinstall bubblewrap"
+_REINSTALL_HINT = ("Reinstall the distribution's package (the command is Debian's: dnf reinstall bubblewrap, "
+                   "pacman -S bubblewrap elsewhere).")
+_TREE_FIX = ("ps -o pid,ppid,user,args -p <pid>", "ls -l /proc/<pid>/exe",
+             "systemctl show -p Environment <unit>", "command -v bwrap", "dpkg -S \"$(command -v bwrap)\"",
              _REINSTALL)
+_TREE_HINT = ("Find what started it (its parent, executable and command line are in the details; the first two "
+              "commands), check which bwrap the service runs and remove look-alikes from its PATH (the next three), "
+              "then reinstall the distribution's package (dnf reinstall bubblewrap, pacman -S bubblewrap elsewhere).")
 CODES.extend([
     Code("probe_bwrap_unpackaged", ERROR, "R-DIAG-2", PROBE,
          "The probe's bwrap is not the packaged one",
@@ -232,18 +250,22 @@ CODES.extend([
          "self-built binary nobody vouched for).",
          "dpkg -S / rpm -qf / pacman -Qo of the path the service resolves (and its real path), then its sha256 "
          "against metnos_sandbox_probe_accept_bwrap_sha256.",
-         ["Remove the unmanaged file from the service's PATH: rm {bwrap_path}", _REINSTALL,
-          "A self-built bwrap you trust: add its sha256 ({sha256}) to metnos_sandbox_probe_accept_bwrap_sha256."],
+         ["rm {bwrap_path}", _REINSTALL],
          messages={"": "{bwrap_path} (sha256 {sha256}) is not owned by any installed package and its sha256 is not "
-                       "accepted: the probe trusts only the packaged bwrap."}),
+                       "accepted: the probe trusts only the packaged bwrap."},
+         hint=("Remove the unmanaged file from the service's PATH and reinstall the distribution's package (dnf "
+               "reinstall bubblewrap, pacman -S bubblewrap elsewhere). A self-built bwrap you trust: add its sha256"
+               " ({sha256}) to metnos_sandbox_probe_accept_bwrap_sha256 instead.")),
     Code("probe_bwrap_modified", ERROR, "R-SEC-6", PROBE,
          "The probe's bwrap differs from its package",
          "The bwrap the service would run belongs to a package, but the package database says the file "
          "differs from what the package installed (its digest, size, mode or owner), or that it is missing.",
          "dpkg --verify PKG (the md5sums dpkg keeps), rpm -V PKG, pacman -Qkk PKG.",
-         [_REINSTALL, "Then verify it: dpkg --verify bubblewrap (rpm -V bubblewrap; pacman -Qkk bubblewrap)"],
+         [_REINSTALL, "dpkg --verify bubblewrap"],
          messages={"": "{bwrap_path} belongs to {package} ({manager}) but the package database says it differs: "
-                       "{detail} (sha256 {sha256})."}),
+                       "{detail} (sha256 {sha256})."},
+         hint=("Reinstall the distribution's package, then verify it (rpm -V bubblewrap, pacman -Qkk bubblewrap "
+               "elsewhere).")),
     Code("probe_bwrap_unverified", ERROR, "R-DIAG-3", PROBE,
          "The probe's bwrap could not be verified",
          "The bwrap the service would run could not be verified against the package database (no verifier for "
@@ -251,18 +273,20 @@ CODES.extend([
          "changed while it was verified): it is not trusted.",
          "The exit status and output of dpkg --verify / rpm -V / pacman -Qkk, and the file's device, inode, size "
          "and times before and after.",
-         ["Run the verifier by hand: dpkg --verify bubblewrap (rpm -V bubblewrap; pacman -Qkk bubblewrap)",
-          _REINSTALL],
-         messages={"": "{bwrap_path} could not be verified against the package database: {detail}."}),
+         ["dpkg --verify bubblewrap", _REINSTALL],
+         messages={"": "{bwrap_path} could not be verified against the package database: {detail}."},
+         hint=("Run the verifier by hand (rpm -V bubblewrap, pacman -Qkk bubblewrap elsewhere), then reinstall the "
+               "distribution's package.")),
     Code("probe_bwrap_accepted", INFO, "R-DIAG-2", PROBE,
          "The probe's bwrap is trusted by its sha256",
          "The bwrap the service would run is not the packaged one; it is trusted because its sha256 is listed "
          "in metnos_sandbox_probe_accept_bwrap_sha256 (a self-built bwrap). Listed so that every report shows it.",
          "The sha256 of the file, against the accepted digests.",
-         ["Nothing to do if this is the build you meant; remove the digest from "
-          "metnos_sandbox_probe_accept_bwrap_sha256 to trust only the packaged bwrap again."],
+         [],
          messages={"": "{bwrap_path} is not the packaged bwrap; it is trusted because its sha256 {sha256} is "
-                       "accepted."}),
+                       "accepted."},
+         hint=("Nothing to do if this is the build you meant; remove the digest from "
+               "metnos_sandbox_probe_accept_bwrap_sha256 to trust only the packaged bwrap again.")),
     Code("probe_tree_not_empty", ERROR, "R-DIAG-3", PROBE,
          "The probe's unit held a process before bwrap ran",
          "Before bwrap ran, the transient unit the probe started held a process the probe did not start: "
@@ -270,7 +294,8 @@ CODES.extend([
          "cgroup.procs of the unit's cgroup, read while its launcher waits to execute bwrap.",
          list(_TREE_FIX),
          messages={"before": "before bwrap ran, the probe's unit held a process the probe did not start: pid {pid} "
-                             "({details})"}),
+                             "({details})"},
+         hint=_TREE_HINT),
     Code("probe_process_unaccounted", ERROR, "R-DIAG-3", PROBE,
          "bwrap's process tree held a process that is neither bwrap nor the payload",
          "A process in the tree the probe started bwrap in (direct: below the probe's child subreaper; in a unit: "
@@ -289,7 +314,8 @@ CODES.extend([
                    "reaper": "the probe's subreaper could not account for bwrap's tree ({details}): a process "
                              "could have left it",
                    "unreadable": "bwrap's process tree could not be read or was too large (pid {pid}, {details}): "
-                                 "what else bwrap started is not proven"}),
+                                 "what else bwrap started is not proven"},
+         hint=_TREE_HINT),
     Code("probe_payload_outside", ERROR, "R-DIAG-3", PROBE,
          "The payload's code ran outside the sandbox",
          "A process in bwrap's tree other than the sandboxed payload ran the payload's code: it carries the "
@@ -305,14 +331,16 @@ CODES.extend([
                                "as an orphan by the probe's subreaper): {details}",
                    "beacon": "pid {pid} ran the payload's code in the probe's own network namespace (it reached the "
                              "probe's beacon, a name only the payload's spec carries; namespaces that differ from the "
-                             "sandboxed payload's: {outside}): {details}"}),
+                             "sandboxed payload's: {outside}): {details}"},
+         hint=_TREE_HINT),
     Code("bwrap_package_modified", ERROR, "R-SEC-6", BWRAP_BINARY,
          "bwrap differs from its package",
          "The resolved bwrap belongs to a package, but the package database says the file differs from what "
          "the package installed (digest, size, mode or owner), or that it is missing.",
          "dpkg --verify PKG / rpm -V PKG / pacman -Qkk PKG.",
          [_REINSTALL],
-         messages={"": "{bwrap_path} belongs to {package} but the package database says it differs: {detail}."}),
+         messages={"": "{bwrap_path} belongs to {package} but the package database says it differs: {detail}."},
+         hint=_REINSTALL_HINT),
 ])
 
 # ---- what the sandbox holds (issue 41): every descriptor by where it leads, the session, the root's content ----
@@ -320,11 +348,11 @@ _HELD_EVIDENCE = ("The payload's descriptors read from the host's /proc/PID/fd a
                   "its own report): the stdio slots among the probe's own pipes (its own descriptor table), every "
                   "other pipe's and socket's holders found in one pass over /proc/*/fd, a socket's network namespace "
                   "from /proc/PID/net, a device by its device number.")
-_HELD_FIX = ("Find what handed it in: compare the rendered argv with the one the service runs "
-             "(metnos.sandbox.sandbox_profile), and check the bwrap the service executes and what wraps it: "
-             "systemctl show -p ExecStart -p Environment <unit> ; command -v bwrap ; dpkg -S \"$(command -v bwrap)\"",
-             "Start the executor with only its own pipes open (close every other descriptor before bwrap, "
-             "e.g. close_fds=True), then run the probe again.")
+_HELD_FIX = ("systemctl show -p ExecStart -p Environment <unit>", "command -v bwrap", "dpkg -S \"$(command -v bwrap)\"")
+_HELD_HINT = ("Find what handed it in: compare the rendered argv with the one the service runs "
+              "(metnos.sandbox.sandbox_profile), and check the bwrap the service executes and what wraps it (the "
+              "commands). Start the executor with only its own pipes open (close every other descriptor before "
+              "bwrap, e.g. close_fds=True), then run the probe again.")
 CODES.extend([
     Code("probe_descriptor_outside", ERROR, "R-SCOPE-1", PROBE,
          "The sandbox holds a pipe or socket that leads outside it",
@@ -332,49 +360,57 @@ CODES.extend([
          "reading what the sandbox writes runs it in the host's namespaces), is a socket made in another network "
          "namespace, is a named pipe of the host, or one of its stdin, stdout and stderr is not the probe's own "
          "pipe.", _HELD_EVIDENCE, list(_HELD_FIX),
-         messages={"": "the payload holds a channel that leads outside the sandbox: {said}{traced}"}),
+         messages={"": "the payload holds a channel that leads outside the sandbox: {said}{traced}"},
+         hint=_HELD_HINT),
     Code("probe_descriptor_terminal", ERROR, "R-SCOPE-1", PROBE,
          "The sandbox holds a terminal",
          "The payload holds a descriptor of a terminal (a pty master or slave, /dev/tty, a console, a virtual "
          "console's screen /dev/vcs*, a serial line): it types into the shell that reads that terminal "
          "(TIOCSTI, or a pty master's input), reads its screen or writes to it.",
          _HELD_EVIDENCE, list(_HELD_FIX),
-         messages={"": "the payload holds a terminal: {said}{traced}"}),
+         messages={"": "the payload holds a terminal: {said}{traced}"},
+         hint=_HELD_HINT),
     Code("probe_descriptor_device", ERROR, "R-SCOPE-1", PROBE,
          "The sandbox holds a device the profile does not give it",
          "The payload holds a character device other than the memory-class nodes bwrap's --dev makes (null, "
          "zero, full, random, urandom): a tun/tap device attached to an interface outside (the sandbox's "
          "packets leave despite --unshare-net), /dev/kmsg (the kernel log, read and forged), /dev/mem, ...",
          _HELD_EVIDENCE, list(_HELD_FIX),
-         messages={"": "the payload holds a device the profile does not give it: {said}{traced}"}),
+         messages={"": "the payload holds a device the profile does not give it: {said}{traced}"},
+         hint=_HELD_HINT),
     Code("probe_descriptor_block", ERROR, "R-SCOPE-1", PROBE,
          "The sandbox holds a block device",
          "The payload holds a block device: every file on it is readable (and writable) past the mounts.",
          _HELD_EVIDENCE, list(_HELD_FIX),
-         messages={"": "the payload holds a block device: {said}{traced}"}),
+         messages={"": "the payload holds a block device: {said}{traced}"},
+         hint=_HELD_HINT),
     Code("probe_descriptor_namespace", ERROR, "R-SCOPE-1", PROBE,
          "The sandbox holds a namespace of another process",
          "The payload holds a namespace descriptor: it can join that namespace (setns) or keep it alive.",
          _HELD_EVIDENCE, list(_HELD_FIX),
-         messages={"": "the payload holds a namespace: {said}{traced}"}),
+         messages={"": "the payload holds a namespace: {said}{traced}"},
+         hint=_HELD_HINT),
     Code("probe_descriptor_pidfd", ERROR, "R-SCOPE-1", PROBE,
          "The sandbox holds a process descriptor",
          "The payload holds a pidfd: it can signal that process and take its descriptors (pidfd_getfd) where "
          "the kernel lets it.",
          _HELD_EVIDENCE, list(_HELD_FIX),
-         messages={"": "the payload holds a process descriptor: {said}{traced}"}),
+         messages={"": "the payload holds a process descriptor: {said}{traced}"},
+         hint=_HELD_HINT),
     Code("probe_descriptor_watch", ERROR, "R-SCOPE-1", PROBE,
          "The sandbox holds an event descriptor made outside it",
          "The payload holds an epoll, inotify, fanotify, signalfd or other anonymous-inode descriptor it did not "
          "make: it watches files or processes outside the sandbox.",
          _HELD_EVIDENCE, list(_HELD_FIX),
-         messages={"": "the payload holds an event descriptor: {said}{traced}"}),
+         messages={"": "the payload holds an event descriptor: {said}{traced}"},
+         hint=_HELD_HINT),
     Code("probe_descriptor_file", ERROR, "R-SCOPE-1", PROBE,
          "The sandbox holds a file or directory from outside",
          "The payload holds a descriptor of a file or directory of the host (openat reaches every host file past "
          "the mounts), or a descriptor the probe could not read (not proven).",
          _HELD_EVIDENCE, list(_HELD_FIX),
-         messages={"": "the payload holds a file or directory from outside: {said}{traced}"}),
+         messages={"": "the payload holds a file or directory from outside: {said}{traced}"},
+         hint=_HELD_HINT),
     Code("probe_controlling_terminal", ERROR, "R-SCOPE-1", PROBE,
          "The sandbox has a controlling terminal",
          "The payload's session has a controlling terminal (the service under systemd has none): with no "
@@ -383,10 +419,11 @@ CODES.extend([
          "(Linux 6.2 and later; the setting is absent before, and TIOCSTI always allowed).",
          "The payload's session, process group and tty_nr from the host's /proc/PID/stat; "
          "/proc/sys/dev/tty/legacy_tiocsti.",
-         ["Start bwrap with --new-session (setsid: no controlling terminal), or run the executor only from the "
-          "service (systemd gives it none), then run the probe again.",
-          "Refuse TIOCSTI host-wide (Linux 6.2+): sysctl -w dev.tty.legacy_tiocsti=0"],
-         messages={"": "{said}{traced}"}),
+         ["sysctl -w dev.tty.legacy_tiocsti=0"],
+         messages={"": "{said}{traced}"},
+         hint=("Start bwrap with --new-session (setsid: no controlling terminal), or run the executor only from the"
+               " service (systemd gives it none), then run the probe again; the command refuses TIOCSTI host-wide "
+               "(Linux 6.2+).")),
     Code("probe_root_undeclared", ERROR, "R-SCOPE-1", PROBE,
          "Something on the sandbox's root was not created by the profile",
          "A file, directory or symlink lies on the sandbox's own root file system (not under any mount) that the "
@@ -394,7 +431,8 @@ CODES.extend([
          "without a mount or a descriptor left over.",
          "The sandbox's root listed from outside through the host's /proc/PID/root (bounded, not entering "
          "mounts), compared with the profile's destinations and the directories above them.",
-         ["Compare the rendered argv (metnos.sandbox.sandbox_profile) with the one the service runs, and the bwrap "
-          "it executes: command -v bwrap ; dpkg -S \"$(command -v bwrap)\""],
-         messages={"": "{said}{traced}"}),
+         ["command -v bwrap", "dpkg -S \"$(command -v bwrap)\""],
+         messages={"": "{said}{traced}"},
+         hint=("Compare the rendered argv (metnos.sandbox.sandbox_profile) with the one the service runs, and the "
+               "bwrap it executes (the commands).")),
 ])

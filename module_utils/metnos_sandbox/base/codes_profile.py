@@ -44,20 +44,22 @@ CODES.extend([
          "The manifest is not UTF-8 text",
          "The manifest contains bytes that are not valid UTF-8, or a NUL byte.",
          "Decoding the file as UTF-8.",
-         ["Re-export the manifest as UTF-8: iconv -f <encoding> -t UTF-8 FILE"],
+         ["iconv -f <encoding> -t UTF-8 <manifest> > <manifest>.utf8", "mv <manifest>.utf8 <manifest>"],
          messages={"byte": "{where}: byte {byte} is not valid UTF-8 ({reason}); manifests are UTF-8 text",
                    "surrogates": "{where}: contains lone surrogates; manifests are UTF-8 text",
-                   "nul": "{where}: contains a NUL byte"}),
+                   "nul": "{where}: contains a NUL byte"},
+         hint="Re-export the manifest as UTF-8 (<encoding> is the one it was written in)."),
     Code("manifest_invalid", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
          "A manifest field is invalid",
          "A required field is missing, a field has the wrong type, or an unknown field is present.",
          "Strict validation of every manifest field.",
-         ["Fix the field named in the message; see examples/manifests/ for valid manifests."],
+         ["ls examples/manifests/", "\"${EDITOR:-vi}\" <manifest>"],
          messages=dict(REFUSED, **{
              "number_range": "the number {number} is out of range",
              "path_number_range": "{field}: the number is out of range",
              "path_key": "{field}: the key {key} is not a string",
-             "not_data": "{field}: a {type} is not manifest data (mappings, lists, strings, numbers, booleans)"})),
+             "not_data": "{field}: a {type} is not manifest data (mappings, lists, strings, numbers, booleans)"}),
+         hint="Fix the field named in the message; examples/manifests/ holds valid manifests."),
     Code("capability_unknown", ERROR, "R-CAP-FS", SANDBOX_ACTIVE,
          "Unknown capability",
          "The capability is not in the closed grammar; an unknown capability is never rendered.",
@@ -86,49 +88,56 @@ CODES.extend([
          "A reserved capability was requested",
          "system:undo belongs to the byte-pinned undo_last_turn broker only.",
          "Any manifest other than the pinned undo broker declaring system:undo.",
-         ["Remove system:undo from the manifest."],
-         messages={"not_broker": "{executor} declares system:undo, reserved for the pinned {broker} broker (R-SEC-5)"}),
+         ["\"${EDITOR:-vi}\" <manifest>"],
+         messages={"not_broker": "{executor} declares system:undo, reserved for the pinned {broker} broker (R-SEC-5)"},
+         hint="Remove system:undo from the manifest."),
     Code("scope_relative", ERROR, "R-CAP-FS", SANDBOX_ACTIVE,
          "A path scope is relative",
          "Fixed scopes must be absolute paths or globs.",
          "Lexical check of each fs: scope.",
-         ["Write the scope as an absolute path, e.g. fs:read:/srv/metnos/data/**"],
-         messages=REFUSED),
+         ["\"${EDITOR:-vi}\" <manifest>"],
+         messages=REFUSED,
+         hint="Write the scope as an absolute path, e.g. fs:read:/srv/metnos/data/**"),
     Code("scope_nul", ERROR, "R-CAP-FS", SANDBOX_ACTIVE,
          "A path contains NUL or control characters",
          "NUL bytes and control characters are never valid in a path scope or argument path.",
          "Lexical check of each scope and argument value.",
-         ["Remove the control characters from the scope or argument."],
+         ["\"${EDITOR:-vi}\" <manifest>"],
          messages=dict(REFUSED, **JUDGED,
-                       arg="{field}: {value} contains NUL, control or format characters (R-ARG-1)")),
+                       arg="{field}: {value} contains NUL, control or format characters (R-ARG-1)"),
+         hint="Remove the control characters from the scope or argument."),
     Code("scope_not_normalized", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
          "A path scope is not normalised",
          "'.', '..' or '//' in a scope hide what it really grants.",
          "Lexical check of each scope.",
-         ["Write the normalised absolute path (realpath) instead."],
+         ["realpath -m <path>", "\"${EDITOR:-vi}\" <manifest>"],
          messages=dict(REFUSED, arg="{field}: {value} has a '.' or '..' component, '//' or a trailing '/': the "
                                     "kernel resolves '..' after the symbolic link before it, text would collapse it "
-                                    "before (R-ARG-1)")),
+                                    "before (R-ARG-1)"),
+         hint="Write the normalised absolute path (the first command prints it) instead."),
     Code("scope_too_broad", ERROR, "R-SEC-2", SANDBOX_ACTIVE,
          "A scope is too broad",
          "The scope's root (after glob reduction) is '/', a system tree, or a shared tree such as /opt "
          "or /home; rendering it would expose or make writable far more than one executor needs.",
          "Glob reduction to the root, then comparison with the broad and system trees.",
-         ["Narrow the scope to the executor's own folder, e.g. fs:write:/var/lib/metnos/<executor>/**"],
-         messages=JUDGED),
+         ["\"${EDITOR:-vi}\" <manifest>"],
+         messages=JUDGED,
+         hint="Narrow the scope to the executor's own folder, e.g. fs:write:/var/lib/metnos/<executor>/**"),
     Code("arg_undeclared", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
          "An arg: scope names an undeclared argument",
          "fs:*:arg:<name> refers to an argument the manifest does not declare.",
          "Cross-check of capabilities and arguments.",
-         ["Declare the argument under 'arguments' with its 'within' scopes, or fix the name."],
-         messages=REFUSED),
+         ["\"${EDITOR:-vi}\" <manifest>"],
+         messages=REFUSED,
+         hint="Declare the argument under 'arguments' with its 'within' scopes, or fix the name."),
     Code("arg_scope_unbounded", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
          "A path argument has no bounding scope",
          "An argument used as a path scope must declare the scopes it may narrow ('within'); "
          "otherwise the argument could widen the sandbox.",
          "Each argument used by an arg: scope has a non-empty 'within'.",
-         ["Add within: [/the/allowed/root/**] to the argument's declaration."],
-         messages=REFUSED),
+         ["\"${EDITOR:-vi}\" <manifest>"],
+         messages=REFUSED,
+         hint="Add within: [/the/allowed/root/**] to the argument's declaration."),
     Code("arg_escapes_scope", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
          "An argument value escapes its declared scope",
          "The argument's path, once '..' is resolved, is outside every 'within' scope: an argument may "
@@ -138,33 +147,37 @@ CODES.extend([
          "Normalisation of the value, then containment in the declared roots and a match of the glob "
          "below them ('**' any number of components, '*' '?' '[...]' within one, '{a,b}' alternatives; "
          "a pattern with more than 64 alternatives or 65,536 matching steps matches nothing).",
-         ["Pass a path inside the declared scope, or change the manifest's declared scope (re-signing it)."],
+         ["\"${EDITOR:-vi}\" <manifest>"],
          messages={"outside": "{field}={value} resolves to {path}, outside the declared scope {within} (R-ARG-1: "
                               "narrow, never widen)",
                    "outside_hard": "{field}={value} resolves to {path}, outside the declared scope {within} (R-ARG-1: "
                                    "narrow, never widen) (a pattern with more than {alternatives} brace alternatives, "
-                                   "or that needs more than {steps} steps to match, matches nothing)"}),
+                                   "or that needs more than {steps} steps to match, matches nothing)"},
+         hint="Pass a path inside the declared scope, or change the manifest's declared scope (re-signing it)."),
     Code("arg_symlink_escapes", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
          "An argument value leads out of its scope through a symlink",
          "The argument's path is inside the scope lexically but a symlink on it resolves outside (or to a "
          "path the 'within' pattern does not match).",
          "realpath() of the value, then containment in the realpath of the declared roots and the same "
          "pattern match below them.",
-         ["Pass the real path, or remove the symlink that points outside the scope."],
-         messages={"symlink": "{field}={value}: {path} leads through a symlink to {real}, outside {inside} (R-ARG-1)"}),
+         ["readlink -f <path>"],
+         messages={"symlink": "{field}={value}: {path} leads through a symlink to {real}, outside {inside} (R-ARG-1)"},
+         hint="Pass the real path (the command prints it), or remove the symlink that points outside the scope."),
     Code("arg_value_invalid", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
          "An argument value is not a usable path",
          "The argument value is not a string, is empty, or contains control characters.",
          "Type and lexical checks of the invocation's argument values.",
-         ["Pass the argument as a non-empty path string."],
+         [],
          messages={"not_path": "{field}: {value} is not a path string (non-empty, at most {limit} characters, no '~' "
-                               "expansion) (R-ARG-1)"}),
+                               "expansion) (R-ARG-1)"},
+         hint="Pass the argument as a non-empty path string."),
     Code("metnos_resource_unknown", ERROR, "R-CAP-METNOS", SANDBOX_ACTIVE,
          "Unknown Metnos resource",
          "metnos:* capabilities name a closed set of semantic resources; this one is not in it.",
          "Lookup in the resource map of the host context.",
-         ["Use a known resource (listed in the message) or add it to metnos_sandbox_resources."],
-         messages={"unknown": "{capability}: unknown resource {resource}; known: {known} (R-CAP-METNOS)"}),
+         ["\"${EDITOR:-vi}\" <host_vars_file>"],
+         messages={"unknown": "{capability}: unknown resource {resource}; known: {known} (R-CAP-METNOS)"},
+         hint="Use a known resource (listed in the message) or add it to metnos_sandbox_resources."),
     Code("undo_exception_mismatch", ERROR, "R-FAIL-2", SANDBOX_ACTIVE,
          "undo_last_turn does not match the pinned exception",
          "A manifest named undo_last_turn differs from the byte-pinned exception (name, origin, revision, "
@@ -173,52 +186,57 @@ CODES.extend([
          "revision does not inherit the exception: it fails closed.",
          "Exact comparison with the pinned exception of the host context; the digest is computed from the "
          "executor's files on disk, never taken from the manifest alone.",
-         ["Pin the reviewed revision in metnos_sandbox_host.undo_exception: name, origin, revision, owner, "
-          "capability, files and the digest the message shows (computed from disk); or restore the reviewed "
-          "broker."],
+         ["\"${EDITOR:-vi}\" <host_vars_file>"],
          messages={"fields": "{executor} (revision {revision}) does not match the pinned exception on: {mismatched}. "
                              "It fails closed (R-FAIL-2)",
                    "digest": "{executor}: the digest computed from the files on disk in {folder} is {computed}, not "
-                             "the pinned {pinned}. It fails closed (R-FAIL-2)"}),
+                             "the pinned {pinned}. It fails closed (R-FAIL-2)"},
+         hint=("Pin the reviewed revision in metnos_sandbox_host.undo_exception: name, origin, revision, owner, "
+               "capability, files and the digest the message shows (computed from disk); or restore the reviewed "
+               "broker.")),
     # ---- input limits: a manifest is data, bounded before it is interpreted (docs/profile-invariants.md) ----
     Code("manifest_too_large", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
          "The manifest is larger than the limit",
          "The manifest text is larger than {limit} bytes (a real manifest is a few hundred bytes).",
          "Size of the file (fstat) or text, before it is decoded.",
-         ["Check that the right file is given; a manifest lists capabilities, not data."],
-         messages={"size": "{where}: {size} bytes is larger than the {limit}-byte limit for a manifest"}),
+         ["ls -l <manifest>"],
+         messages={"size": "{where}: {size} bytes is larger than the {limit}-byte limit for a manifest"},
+         hint="Check that the right file is given; a manifest lists capabilities, not data."),
     Code("manifest_too_many_nodes", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
          "The manifest has too many YAML/JSON nodes",
          "The manifest has more than {limit} nodes, counting every YAML alias as the nodes it expands "
          "to (counted before anything is expanded), or an alias refers to itself.",
          "Counting events while composing the document, aliases by their anchor's expanded size.",
-         ["Write the manifest without anchors and aliases, listing each value once."],
+         ["\"${EDITOR:-vi}\" <manifest>"],
          messages={"yaml": "more than {limit} YAML nodes (aliases counted as the nodes they expand to)",
                    "self_alias": "the alias *{anchor} refers to itself (infinite expansion)",
-                   "nodes": "more than {limit} nodes"}),
+                   "nodes": "more than {limit} nodes"},
+         hint="Write the manifest without anchors and aliases, listing each value once."),
     Code("manifest_too_deep", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
          "The manifest is nested too deeply",
          "Mappings and lists are nested more than {limit} levels deep.",
          "Nesting depth while composing the document.",
-         ["A manifest needs at most five levels (manifest > arguments > name > within > scope)."],
+         ["\"${EDITOR:-vi}\" <manifest>"],
          messages={"interpreter": "nested deeper than the interpreter can parse (limit {limit})",
                    "yaml": "nested too deeply",
                    "levels": "nested more than {limit} levels deep",
-                   "path_levels": "{field}: nested more than {limit} levels deep"}),
+                   "path_levels": "{field}: nested more than {limit} levels deep"},
+         hint="A manifest needs at most five levels (manifest > arguments > name > within > scope)."),
     Code("manifest_duplicate_key", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
          "A key appears twice in one mapping",
          "The same key appears twice in one YAML/JSON mapping. YAML and JSON loaders usually keep the last "
          "one silently, so a reviewer and the renderer could read two different manifests.",
          "Duplicate detection while composing each mapping.",
-         ["Keep one occurrence of the key named in the message."],
+         ["\"${EDITOR:-vi}\" <manifest>"],
          messages={"json_key": "key {key} appears twice in one mapping",
-                   "yaml_key": "the key {key} appears twice in one mapping"}),
+                   "yaml_key": "the key {key} appears twice in one mapping"},
+         hint="Keep one occurrence of the key named in the message."),
     Code("manifest_yaml_unsupported", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
          "The manifest uses a YAML feature that is not accepted",
          "Explicit tags, merge keys ('<<'), non-string keys, several documents, or YAML 1.1 number forms "
          "(octal, hexadecimal, sexagesimal) that silently change a value.",
          "The closed set of YAML features accepted while composing the document.",
-         ["Write plain mappings, lists and quoted strings; quote values such as revisions."],
+         ["\"${EDITOR:-vi}\" <manifest>"],
          messages={"documents": "a manifest is one YAML document",
                    "alias_key": "an alias cannot be a mapping key",
                    "key_type": "the key {key} is not a string (quote it)",
@@ -232,60 +250,69 @@ CODES.extend([
                    "yaml11_number": "{number} is a YAML 1.1 number form (octal, hex, sexagesimal, digit separators) "
                                     "that changes its value; quote it",
                    "collection_tag": "the YAML tag {tag} is not accepted",
-                   "collection_key": "a mapping key must be a string, not a collection"}),
+                   "collection_key": "a mapping key must be a string, not a collection"},
+         hint="Write plain mappings, lists and quoted strings; quote values such as revisions."),
     Code("manifest_string_too_long", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
          "A string in the manifest is longer than the limit",
          "A key or string value is longer than {limit} characters.",
          "Length of every key and string while checking the document.",
-         ["Shorten the value named in the message."],
-         messages={"length": "{field}: a string of {length} characters is longer than the {limit}-character limit"}),
+         ["\"${EDITOR:-vi}\" <manifest>"],
+         messages={"length": "{field}: a string of {length} characters is longer than the {limit}-character limit"},
+         hint="Shorten the value named in the message."),
     Code("manifest_control_character", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
          "A manifest string contains control characters",
          "A string field contains a control, format or line-separator character (C0/C1 controls, "
          "bidirectional overrides, zero-width characters, lone surrogates): what a reviewer sees would "
          "not be what is granted.",
          "Every string field is matched against its grammar; control and format characters never match.",
-         ["Remove the invisible characters (cat -A FILE shows them)."],
-         messages=REFUSED),
+         ["cat -A <manifest>", "\"${EDITOR:-vi}\" <manifest>"],
+         messages=REFUSED,
+         hint="Remove the invisible characters (the first command shows them)."),
     Code("manifest_too_many_capabilities", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
          "The manifest declares too many capabilities",
          "More than {limit} capabilities are declared.",
          "Length of the capabilities list, before any capability is parsed.",
-         ["Split the executor or use glob scopes; a real executor needs a handful of capabilities."],
-         messages={"count": "{field}: {count} capabilities; the limit is {limit}"}),
+         ["\"${EDITOR:-vi}\" <manifest>"],
+         messages={"count": "{field}: {count} capabilities; the limit is {limit}"},
+         hint="Split the executor or use glob scopes; a real executor needs a handful of capabilities."),
     Code("capability_too_long", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
          "A capability is longer than the limit",
          "A capability string is longer than {limit} characters.",
          "Length of each capability string, before it is parsed.",
-         ["Shorten the scope path of the capability named in the message."],
-         messages={"length": "{field}: {value} is {length} characters long; the limit is {limit}"}),
+         ["\"${EDITOR:-vi}\" <manifest>"],
+         messages={"length": "{field}: {value} is {length} characters long; the limit is {limit}"},
+         hint="Shorten the scope path of the capability named in the message."),
     Code("manifest_too_many_arguments", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
          "The manifest declares too many arguments",
          "More than {limit} arguments are declared.",
          "Length of the arguments mapping, before any argument is checked.",
-         ["Declare only the arguments used as path scopes."],
-         messages={"count": "{field}: {count} arguments; the limit is {limit}"}),
+         ["\"${EDITOR:-vi}\" <manifest>"],
+         messages={"count": "{field}: {count} arguments; the limit is {limit}"},
+         hint="Declare only the arguments used as path scopes."),
     Code("manifest_too_many_scopes", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
          "An argument declares too many 'within' scopes",
          "An argument lists more than {limit} 'within' scopes.",
          "Length of each 'within' list.",
-         ["Use fewer, narrower scopes."],
-         messages={"count": "{field}: {count} scopes; the limit is {limit}"}),
+         ["\"${EDITOR:-vi}\" <manifest>"],
+         messages={"count": "{field}: {count} scopes; the limit is {limit}"},
+         hint="Use fewer, narrower scopes."),
     Code("manifest_too_many_files", ERROR, "R-FAIL-2", SANDBOX_ACTIVE,
          "The manifest lists too many files",
          "The 'files' list has more than {limit} entries.",
          "Length of the 'files' list.",
-         ["List only the executor's own files."],
-         messages={"count": "{field}: {count} files; the limit is {limit}"}),
+         ["\"${EDITOR:-vi}\" <manifest>"],
+         messages={"count": "{field}: {count} files; the limit is {limit}"},
+         hint="List only the executor's own files."),
     Code("invocation_invalid", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
          "The invocation is not usable",
          "The invocation is not a mapping of arguments, turn_id and sender, has unknown keys, or has "
          "too many argument values.",
          "Type, key and size checks of the invocation before rendering.",
-         ["Pass invocation: {arguments: {name: value}, turn_id: <id>, sender: <name>}."],
+         [],
          messages={"not_mapping": "invocation: {value} is not a mapping",
                    "unknown_key": "invocation: unknown key {key}; accepted: arguments, turn_id, sender",
-                   "arguments": "invocation.arguments: {value} is not a mapping of at most {limit} values"}),
+                   "arguments": "invocation.arguments: {value} is not a mapping of at most {limit} values"},
+         hint="Pass invocation: {arguments: {name: value}, turn_id: <id>, sender: <name>}."),
     # ---- resolved paths and the invariants of a rendered profile (docs/profile-invariants.md) ----
     Code("scope_reserved_tree", ERROR, "R-BASE-4", SANDBOX_ACTIVE,
          "A scope reaches a tree reserved to another grant",
@@ -294,17 +321,20 @@ CODES.extend([
          "folder or the undo root. Granting it would expose every sibling (other executors, accounts, "
          "senders or turns).",
          "Resolved scope compared with the resolved reserved trees of the host context.",
-         ["Use the capability made for that resource (provider:access, mail:read, dialog.user_input, the "
-          "inverse model) instead of an fs: scope."],
-         messages=JUDGED),
+         ["\"${EDITOR:-vi}\" <manifest>"],
+         messages=JUDGED,
+         hint=("Use the capability made for that resource (provider:access, mail:read, dialog.user_input, the "
+               "inverse model) instead of an fs: scope.")),
     Code("scope_symlink_refused", ERROR, "R-CAP-FS", SANDBOX_ACTIVE,
          "A scope leads through a symlink to a refused tree",
          "The scope's text passes the checks but its fully resolved form on this host (every symlink "
          "followed, e.g. /var/run -> /run, /lib -> usr/lib, a link into /etc) is refused by the same rules. "
          "The mount would have exposed the symlink's target.",
          "os.path.realpath() of the scope on the host that renders, then the same refusal rules.",
-         ["Replace the symlink by a real directory, or declare the real path if it is acceptable."],
-         messages={"symlink": "{field}: {access} {path} resolves through a symlink to {real}: {problem}"}),
+         ["readlink -f <path>"],
+         messages={"symlink": "{field}: {access} {path} resolves through a symlink to {real}: {problem}"},
+         hint=("Replace the symlink by a real directory, or declare the real path (the command prints it) if it is "
+               "acceptable.")),
     Code("scope_mount_alias", ERROR, "R-BASE-4", SANDBOX_ACTIVE,
          "A scope reaches a refused tree through a bind mount",
          "The scope is at, below or above a folder that is a refused tree mounted again under another "
@@ -316,9 +346,10 @@ CODES.extend([
          "/proc/self/mountinfo of the host that renders: every mount's filesystem and root give each "
          "refused tree's aliases (every path showing the same folder, or a part of it); the scope is "
          "then judged against them with the same rules. The final check does the same on the argv.",
-         ["Declare the path under its configured name if it is acceptable, or remove the bind mount "
-          "(findmnt -o TARGET,SOURCE lists them)."],
-         messages=JUDGED),
+         ["findmnt -o TARGET,SOURCE"],
+         messages=JUDGED,
+         hint=("Declare the path under its configured name if it is acceptable, or remove the bind mount (the "
+               "command lists them).")),
     Code("scope_special_file", ERROR, "R-CAP-FS", SANDBOX_ACTIVE,
          "A scope is a socket, a FIFO or a device node",
          "A fixed scope, the root of a glob, a 'within' scope or an argument value resolves to a Unix "
@@ -328,11 +359,12 @@ CODES.extend([
          "Only plain files and folders are granted.",
          "stat() of the fully resolved path on the host that renders (after the symlink rules); the "
          "final check refuses any bind whose source is one, except the admin's systemd/system read paths.",
-         ["Declare the folder or file the executor really needs; reach host services through their own "
-          "capability (systemd:read, system:read, provider:access)."],
+         ["\"${EDITOR:-vi}\" <manifest>"],
          messages={"special": "{field}: {access} {path} is {kind}; only files and folders are granted (R-CAP-FS)",
                    "special_real": "{field}: {access} {path} ({real}) is {kind}; only files and folders are granted "
-                                   "(R-CAP-FS)"}),
+                                   "(R-CAP-FS)"},
+         hint=("Declare the folder or file the executor really needs; reach host services through their own "
+               "capability (systemd:read, system:read, provider:access).")),
     Code("scope_hard_link", ERROR, "R-BASE-4", SANDBOX_ACTIVE,
          "A file scope has several names (hard links)",
          "A fixed scope or an argument value resolves to a regular file whose link count is above one. "
@@ -342,13 +374,13 @@ CODES.extend([
          "are not examined (the bind is the whole tree).",
          "os.stat() of the fully resolved path: a regular file with st_nlink > 1; the final check "
          "refuses any writable bind of one.",
-         ["Grant the folder the file lives in, or give the file a single name "
-          "(find / -xdev -samefile FILE lists its names)."],
+         ["find / -xdev -samefile <path>"],
          messages={"hard_link": "{field}: {access} {path} is a file with several names (hard links): its other names "
                                 "may be in a read-only or reserved tree, which realpath cannot see (R-BASE-4, R-ARG-1)",
                    "hard_link_real": "{field}: {access} {path} ({real}) is a file with several names (hard links): its "
                                      "other names may be in a read-only or reserved tree, which realpath cannot see "
-                                     "(R-BASE-4, R-ARG-1)"}),
+                                     "(R-BASE-4, R-ARG-1)"},
+         hint="Grant the folder the file lives in, or give the file a single name (the command lists its names)."),
     Code("scope_runtime_tree", ERROR, "R-CAP-SYS", SANDBOX_ACTIVE,
          "A scope is at, below or above /run (the host daemons' sockets)",
          "/run (and its alias /var/run) holds the sockets of the host's daemons: systemd, D-Bus, "
@@ -357,9 +389,10 @@ CODES.extend([
          "as written or resolved; host state is read through systemd:read / system:read, whose paths "
          "the admin configures (metnos_sandbox_host.systemd_read_paths, system_read_paths).",
          "The scope as written and fully resolved, at, below or above /run or /var/run (resolved too).",
-         ["Use systemd:read or system:read and configure the needed paths in the host context; keep "
-          "executor data out of /run."],
-         messages=JUDGED),
+         ["\"${EDITOR:-vi}\" <manifest>"],
+         messages=JUDGED,
+         hint=("Use systemd:read or system:read and configure the needed paths in the host context; keep executor "
+               "data out of /run.")),
     Code("host_path_refused", ERROR, "R-BASE-4", SANDBOX_ACTIVE,
          "A host-context path cannot be mounted safely",
          "A path of the host context (the Metnos install's real paths: runtime, Python prefix and package "
@@ -368,10 +401,11 @@ CODES.extend([
          "shared root, /proc or /dev, a reserved tree, a read-only base tree made writable, or it leaves "
          "its folder through a symlink.",
          "os.path.realpath() of each host path at render time, then the same refusal rules as for scopes.",
-         ["Fix the host key named in the message (metnos_sandbox_host) to the real, dedicated path."],
+         ["\"${EDITOR:-vi}\" <host_vars_file>"],
          messages={"host_key": "host.{host_key} = {path}: {problem}",
                    "mount_table": "{path} is larger than {limit} bytes: the bind mounts that alias a refused tree "
-                                  "cannot all be seen, so no profile is rendered"}),
+                                  "cannot all be seen, so no profile is rendered"},
+         hint="Fix the host key named in the message (metnos_sandbox_host) to the real, dedicated path."),
     Code("profile_invariant_violated", ERROR, "R-SEC-1", SANDBOX_ACTIVE,
          "A rendered profile broke an invariant and was withheld",
          "The final check of the rendered mounts and flags found a writable mount outside every declared, "
@@ -379,31 +413,34 @@ CODES.extend([
          "out of canonical order. The profile is refused (fail closed); this is a defect of the renderer "
          "or a filesystem that changed while rendering.",
          "An independent check of the rendered argv against invariants (a)-(d) of docs/profile-invariants.md.",
-         ["Render again; if it persists, report the manifest and host context (the renderer has a bug)."],
+         ["ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles"],
          messages={"withheld": "{executor}: the rendered profile was withheld: {violated}",
-                   "two_sources": "{target} would be mounted from two sources ({first} and {second}, by {by})"}),
+                   "two_sources": "{target} would be mounted from two sources ({first} and {second}, by {by})"},
+         hint="Render again; if it persists, report the manifest and host context (the renderer has a bug)."),
     Code("profile_preview", INFO, "R-DIAG-3", SANDBOX_ACTIVE,
          "This profile is a preview rendered off the target host",
          "The profile was rendered where the manifest's paths cannot be resolved as the target host sees "
          "them (a filter on the controller): symlinks, existence and base paths are the controller's.",
          "Rendered by a controller-side face.",
-         ["Render the final profile on the host: the metnos.sandbox.sandbox_profile module (make run)."],
+         ["ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles"],
          messages={"preview": "rendered off the target host (controller paths, symlinks and existence); the final "
-                   "profile is rendered on the host by metnos.sandbox.sandbox_profile"}),
+                   "profile is rendered on the host by metnos.sandbox.sandbox_profile"},
+         hint="Render the final profile on the host: the metnos.sandbox.sandbox_profile module (make run)."),
     Code("undo_files_invalid", ERROR, "R-FAIL-2", SANDBOX_ACTIVE,
          "The pinned undo broker's files cannot be verified",
          "The digest of the undo broker is computed from its files on disk; a listed file is missing, not a "
          "regular file, a symlink, too large, or the folder holds files that are not listed.",
          "Reading each listed file below the executor's folder without following symlinks.",
-         ["Restore the reviewed broker's files exactly as listed, then pin their digest."],
+         [],
          messages={"unverified": "{executor}: the broker's files in {folder} cannot be verified: {problem}. It fails "
-                                 "closed (R-FAIL-2)"}),
+                                 "closed (R-FAIL-2)"},
+         hint="Restore the reviewed broker's files exactly as listed, then pin their digest."),
     Code("grant_skipped", INFO, "R-ARG-1", SANDBOX_ACTIVE,
          "A grant was not mounted",
          "A declared resource does not exist on this host or is not known (unknown index name, missing "
          "argument value, missing mail account, no authenticated sender or turn): nothing is granted.",
          "Existence and lookup checks at render time.",
-         ["Nothing to do if expected; otherwise create the path or fix the name in the message."],
+         [],
          messages={"missing_scope": "{what}: {path} does not exist on this host; not mounted",
                    "missing": "{what}: {path} does not exist; not mounted",
                    "no_arg_value": "{what}: no value for argument {arg} in this invocation; nothing mounted",
@@ -418,7 +455,8 @@ CODES.extend([
                               "mounted (R-CAP-UNDO)",
                    "missing_turn": "inverse model declared but the turn folder {path} is missing; nothing mounted "
                                    "(R-CAP-UNDO)",
-                   "missing_own": "executor folder {path} does not exist; not mounted"}),
+                   "missing_own": "executor folder {path} does not exist; not mounted"},
+         hint="Nothing to do if expected; otherwise create the path or fix the name in the message."),
 ])
 # ---- profiles as bwrap sees them when it acts: the mount model, sources that cannot move, writable roots,
 # bounded resolution, pseudo-filesystems (docs/profile-invariants.md; issue 19) ----
@@ -432,12 +470,13 @@ CODES.extend([
          "container storage, ...) can be complete, so only the admin's roots are writable.",
          "The scope as written and resolved, each at or below a writable root as written or resolved; the "
          "final check allows a writable bind only inside fs:write roots that are inside a writable root.",
-         ["Write below one of the writable roots named in the message, or let the admin add a root "
-          "(metnos_sandbox_writable_roots: [/var/lib/metnos, /srv/metnos/data])."],
+         ["\"${EDITOR:-vi}\" <host_vars_file>"],
          messages={"outside": "{field}: writable {path} (resolved {real}) is outside the writable roots the admin "
                               "allows: {roots} (host.writable_roots)",
                    "none": "{field}: writable {path} (resolved {real}): no writable roots are configured "
-                           "(host.writable_roots is empty), so nothing is writable"}),
+                           "(host.writable_roots is empty), so nothing is writable"},
+         hint=("Write below one of the writable roots named in the message, or let the admin add a root "
+               "(metnos_sandbox_writable_roots: [/var/lib/metnos, /srv/metnos/data]).")),
     Code("scope_too_many_links", ERROR, "R-CAP-FS", SANDBOX_ACTIVE,
          "A path cannot be resolved within the kernel's bounds",
          "Resolving the path follows more than 40 symbolic links (the kernel answers ELOOP), or its resolved "
@@ -446,11 +485,12 @@ CODES.extend([
          "resolution would crash or stall the renderer; the kernel would refuse the path anyway.",
          "An iterative resolver with the kernel's limits and one cache shared by every path of a render "
          "(module_utils/metnos_sandbox/base/paths.py, Resolver).",
-         ["Replace the chain of symbolic links by the real path (readlink -f PATH shows where it leads)."],
+         ["readlink -f <path>"],
          messages={"links": "{field}: {path}: resolving it follows more than {links} symbolic links (ELOOP)",
                    "long": "{field}: {path}: its resolved form is longer than {length} characters (PATH_MAX)",
                    "budget": "{field}: {path}: resolving it exceeds this render's budget of {steps} path "
-                             "lookups"}),
+                             "lookups"},
+         hint="Replace the chain of symbolic links by the real path (the command shows where it leads)."),
     Code("scope_pseudo_filesystem", ERROR, "R-BASE-2", SANDBOX_ACTIVE,
          "A writable scope reaches a mount of a pseudo-filesystem",
          "The writable path is at, below or above a mount of one of the kernel's pseudo-filesystems (proc, "
@@ -459,8 +499,9 @@ CODES.extend([
          "there changes the kernel's state (cgroup limits and membership, EFI variables, BPF pins).",
          "The host's mount table (/proc/self/mountinfo): the filesystem type of every mount at, below or "
          "above the scope as written and resolved; the final check does the same on each writable bind.",
-         ["Grant a folder without such mounts below it (findmnt -R PATH lists them), or unmount it."],
-         messages=JUDGED),
+         ["findmnt -R -T <path>"],
+         messages=JUDGED,
+         hint="Grant a folder without such mounts below it (the command lists them), or unmount it."),
     Code("mount_dest_differs", ERROR, "R-SEC-1", SANDBOX_ACTIVE,
          "Inside the sandbox a destination would not be the path judged",
          "bwrap creates and mounts each destination inside the new root as the earlier mounts left it: "
@@ -471,8 +512,9 @@ CODES.extend([
          "The mount model (module_utils/metnos_sandbox/profile/mountmodel.py): bwrap's mount table built in argv "
          "order, every destination walked through it component by component; the final check runs it again "
          "on the argv.",
-         ["Render again; if it persists, replace the symbolic link named in the message by a real folder."],
-         messages={"model": "{dest}: {problem}"}),
+         ["ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles"],
+         messages={"model": "{dest}: {problem}"},
+         hint="Render again; if it persists, replace the symbolic link named in the message by a real folder."),
     Code("mount_dest_unstable", ERROR, "R-SEC-1", SANDBOX_ACTIVE,
          "A destination could be moved between rendering and running",
          "A descriptor-bound grant is mounted below an earlier bind, through a folder that someone other "
@@ -481,9 +523,10 @@ CODES.extend([
          "then leads inside the sandbox (bwrap only checks the last component of a descriptor bind).",
          "The mount model: owner and mode of every folder between the earlier mount point and the "
          "destination (a sticky folder of root's protects root's own entries).",
-         ["Grant the nested folder on its own (not below another grant), or make the folders on its way "
-          "root's and not group- or world-writable."],
-         messages={"model": "{dest}: {problem}"}),
+         ["ls -ld <folder>"],
+         messages={"model": "{dest}: {problem}"},
+         hint=("Grant the nested folder on its own (not below another grant), or make the folders on its way root's"
+               " and not group- or world-writable.")),
     Code("bind_source_unstable", ERROR, "R-SEC-1", SANDBOX_ACTIVE,
          "A source could be moved and this bwrap cannot bind it by descriptor",
          "The source's path from / passes through a folder that someone other than root can write: it can "
@@ -494,20 +537,23 @@ CODES.extend([
          "or its --help could not be read.",
          "Owner and mode of every folder on the source's way from / (lstat); 'bwrap --help' of the bwrap "
          "the service uses lists --bind-fd and --ro-bind-fd.",
-         ["Install a bubblewrap that offers --bind-fd (Debian: apt-get install --only-upgrade bubblewrap), "
-          "or make the folders on the source's way root's and not group- or world-writable."],
+         ["bwrap --help"],
          messages={"no_fd": "{path} can be moved (someone other than root can write {folder}) and {bwrap} cannot "
                             "bind it by descriptor (no --bind-fd/--ro-bind-fd in its --help)",
                    "unknown": "{path} can be moved (someone other than root can write {folder}) and whether {bwrap} "
                               "binds descriptors is unknown (its --help could not be read)",
-                   "gone": "{path} disappeared while the profile was rendered"}),
+                   "gone": "{path} disappeared while the profile was rendered"},
+         hint=("Install a bubblewrap that offers --bind-fd (the command lists its options; Debian: apt-get install "
+               "--only-upgrade bubblewrap), or make the folders on the source's way root's and not group- or "
+               "world-writable.")),
     Code("bind_descriptors_exhausted", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
          "The profile would need too many descriptors",
          "More sources that can move than a profile may bind by descriptor (each is one open descriptor "
          "of the launcher and of bwrap).",
          "The count of descriptor binds of one profile.",
-         ["Grant fewer, larger folders, or make the folders on their way root's."],
-         messages={"many": "more than {limit} sources would be bound by descriptor"}),
+         [],
+         messages={"many": "more than {limit} sources would be bound by descriptor"},
+         hint="Grant fewer, larger folders, or make the folders on their way root's."),
     Code("bind_source_moved", ERROR, "R-SEC-1", SANDBOX_ACTIVE,
          "A descriptor bind's source is no longer the object judged",
          "When the profile was executed, the launcher (metnos-sandbox-exec, which the metnos_sandbox role "
@@ -517,97 +563,7 @@ CODES.extend([
          "a symbolic link, or nothing: it was moved or swapped. Nothing was run.",
          "open(O_PATH|O_NOFOLLOW) of each component, fstat of the result against the device and inode the "
          "profile records (its descriptors); bwrap then compares the mount with the descriptor again.",
-         ["Find who changed the folder (the message names it), then render the profile again."],
-         messages={"launcher": "{problem}"}),
-])
-# ---- command channels: the sockets, FIFOs and device nodes a grant would expose, named or below a granted
-# folder (docs/profile-invariants.md; issue 40) ----
-_CHANNEL_WORDS = {
-    "named": "{what}: {path} is {kind}; a command channel is never granted unless the admin allows that exact path "
-             "(host.allow_channels)",
-    "below": "{what}: {path}, {kind}, lies below the granted folder {folder}: bwrap binds the whole tree, so the "
-             "sandbox could command the host process behind it; refused unless the admin allows that exact path "
-             "(host.allow_channels)"}
-_ALLOW_STEP = ("If, and only if, the executor must reach it, allow exactly that path with a reason in the host "
-               "context: metnos_sandbox_host.allow_channels: [{path: {path}, reason: '<why>'}]")
-_CHANNEL_DETECTION = ("The grant's path as named, and a bounded walk of every granted folder as bwrap binds it "
-                      "(recursively, with the mounts below it; symbolic links not followed: inside the sandbox they "
-                      "resolve in the new root), d_type/lstat of each entry; the final check refuses a bind of one "
-                      "that is not allowed.")
-for _code, _title, _cause, _steps in [
-    ("channel_refused", "A grant would expose a socket, a FIFO or a device node",
-     "A socket, FIFO or device node is a channel to a host process or to the kernel: through a read-only bind the "
-     "sandbox can still connect to a socket and send commands, write into a FIFO, open a device. Command channels "
-     "are denied by default (no list of dangerous daemons can be complete).",
-     ["Move {path} out of the granted folder, or grant a narrower folder without it (find <folder> -type s -o "
-      "-type p -o -type c -o -type b lists them)."]),
-    ("channel_system_bus", "A grant would expose the D-Bus system bus",
-     "The system bus (/run/dbus/system_bus_socket) lets its clients call systemd (Manager.StartUnit, KillUnit), "
-     "logind, NetworkManager, ...; as root BecomeMonitor reads every message on the bus. A read-only bind of the "
-     "socket is still the whole bus.",
-     ["Grant the bus through the filtering proxy instead (xdg-dbus-proxy, the role's metnos_sandbox_dbus_proxy: "
-      "true), which binds its socket where the bus is expected; remove {path} from the read paths."]),
-    ("channel_user_bus", "A grant would expose a user's D-Bus session bus",
-     "A user bus (/run/user/<uid>/bus) lets its clients start transient units in that user's systemd manager "
-     "(outside every sandbox) and call every session service.",
-     ["Remove {path} (and the folder holding it) from the grant."]),
-    ("channel_journal", "A grant would expose the journal's or syslog's socket",
-     "journald's sockets (/run/systemd/journal/*) and /dev/log accept log lines from anyone who can connect: a "
-     "sandbox could forge any program's messages (an 'Accepted publickey for root' line).",
-     ["Remove {path} from the grant; executors log on stdout and stderr, which the runtime collects."]),
-    ("channel_systemd", "A grant would expose one of systemd's own sockets",
-     "/run/systemd holds systemd's private API (/run/systemd/private), its notify socket and the sockets of "
-     "its daemons (userdb, resolved, ...): a client commands the service manager.",
-     ["Remove {path} from the grant; read unit state through the filtered system bus."]),
-    ("channel_container_engine", "A grant would expose a container engine's socket",
-     "A container engine's API socket (podman, docker, containerd, CRI-O, buildkit) creates privileged containers "
-     "with the host's / bound inside: root on the host.",
-     ["Remove {path} from the grant; a container engine's socket is never given to an executor."]),
-    ("channel_agent", "A grant would expose an ssh-agent or gpg-agent socket",
-     "An agent socket signs with the keys it holds for anyone who can connect (ssh logins as that user, gpg "
-     "signatures), without the key ever leaving the agent.",
-     ["Remove {path} (and the folder holding it) from the grant."]),
-]:
-    CODES.append(Code(_code, ERROR, "R-CAP-SYS", SANDBOX_ACTIVE, _title, _cause, _CHANNEL_DETECTION,
-                      _steps + ([] if _code in ("channel_system_bus", "channel_container_engine") else [_ALLOW_STEP]),
-                      messages=_CHANNEL_WORDS))
-CODES.extend([
-    Code("channel_walk_bound", ERROR, "R-CAP-SYS", SANDBOX_ACTIVE,
-         "A granted folder could not be searched for command channels",
-         "Every granted folder is searched for sockets, FIFOs and device nodes before it is bound; the search is "
-         "bounded (entries per render) and needs every folder readable. A folder too large to search, or one "
-         "the renderer cannot read, is not bound: an unsearched tree is never passed as clean.",
-         "The bounded walk of the granted tree (module_utils/metnos_sandbox/profile/channels.py).",
-         ["Grant a smaller folder (a subfolder the executor needs), or make {folder} readable by the renderer."],
-         messages={"entries": "{what}: {folder} holds more than {limit} entries (this render's bound): it cannot "
-                              "be searched for command channels, so it is not bound",
-                   "unreadable": "{what}: {folder} cannot be read ({error}): the granted tree cannot be searched "
-                                 "for command channels, so it is not bound"}),
-    Code("system_bus_not_granted", INFO, "R-CAP-SYS", SANDBOX_ACTIVE,
-         "The system bus is not granted: no filtering proxy",
-         "systemd:read and system:read reach the system bus only through a filtering proxy (xdg-dbus-proxy, "
-         "letting only systemd1's Get*/List* and Properties.Get/GetAll through); without one the bus socket "
-         "is not bound (the bus itself is a command channel: StartUnit, BecomeMonitor).",
-         "host.system_bus_proxy unset, or its socket missing when the profile is rendered.",
-         ["Enable the proxy in the role (metnos_sandbox_dbus_proxy: true), which runs it as a hardened unit and "
-          "sets metnos_sandbox_host.system_bus_proxy to its socket; then render again."],
-         messages={"no_proxy": "{what}: the system bus is not granted: no filtering proxy is configured "
-                               "(host.system_bus_proxy)",
-                   "missing": "{what}: the system bus is not granted: the proxy's socket {path} does not exist"}),
-    Code("layout_roots_nested", ERROR, "R-CAP-INDEX", SANDBOX_ACTIVE,
-         "A configured index or resource root holds another one",
-         "The admin's layout crosses: the granted index (or resource) root is at, below or above another "
-         "configured index or resource root, as written or resolved, so the grant would read (or write) that "
-         "one too, or inside another's folder.",
-         "Each configured root of host.indexes and host.resources, written and resolved, against the grant's.",
-         ["Give each index and resource its own folder, side by side (not one inside another)."],
-         messages={"nested": "{what}: {path} (host.{key}) is at, below or above {other} (host.{other_key}): "
-                             "the layout crosses"}),
-    Code("layout_root_symlink", ERROR, "R-CAP-METNOS", SANDBOX_ACTIVE,
-         "A configured index or resource root is a symbolic link to another folder",
-         "The root the admin configures for a resource (or an index) is itself a symbolic link: the grant would "
-         "read or write wherever it leads (another resource, another service's data), not the folder named.",
-         "The root's last component lstat'ed on the host (a symbolic link is refused; its parents may resolve).",
-         ["Point host.{key} at the real folder (readlink -f {path} shows where it leads)."],
-         messages={"symlink": "{what}: {path} (host.{key}) is a symbolic link to {real}"}),
+         ["ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles"],
+         messages={"launcher": "{problem}"},
+         hint="Find who changed the folder (the message names it), then render the profile again."),
 ])

@@ -39,8 +39,10 @@ CODES.extend([
          "The service's User= does not exist",
          "User= names an account that does not exist on this host: the service cannot start.",
          "getpwnam() of the unit's User=.",
-         ["Create the account (useradd --system {user}) or fix User= in the unit."],
-         messages={"": "{unit}: User={user} does not exist."}),
+         ["getent passwd {user}", "useradd --system --no-create-home --shell /usr/sbin/nologin {user}"],
+         messages={"": "{unit}: User={user} does not exist."},
+         hint=("Create the account (the second command) or fix User= in the unit; the first command prints nothing "
+               "while the account is missing.")),
     Code("service_runs_as_root", ERROR, "R-BASE-6", SERVICE_ENVIRONMENT,
          "The service runs as root: its sandboxes are no boundary",
          "The service's processes (and so every executor bwrap starts for it) run as uid 0: no User=, "
@@ -50,14 +52,9 @@ CODES.extend([
          "profile holds for such a service.",
          "User=/DynamicUser= resolved as systemd does (service_user.py); the uid of the running MainPID "
          "from /proc/<pid>/status.",
-         ["Run the service as an unprivileged user with a drop-in (enforce mode writes it only when asked - "
-          "metnos_sandbox_service_run_as=<user> or dynamic, the module's run_as - as it changes who owns the "
-          "service's files):",
-          "useradd --system --no-create-home --shell /usr/sbin/nologin <user>",
+         ["useradd --system --no-create-home --shell /usr/sbin/nologin <user>",
           "mkdir -p /etc/systemd/system/{unit}.d",
           "printf '[Service]\\nUser=<user>\\n' > /etc/systemd/system/{unit}.d/10-metnos-user.conf",
-          "Or with an allocated user, no account to create: printf '[Service]\\nDynamicUser=yes\\n' > "
-          "/etc/systemd/system/{unit}.d/10-metnos-user.conf",
           "{handover}",
           "systemctl daemon-reload", "systemctl restart {unit}"],
          messages={"configured": "{unit}: the service runs as root ({why}): every executor's sandbox keeps "
@@ -65,7 +62,11 @@ CODES.extend([
                                  "remounted writable. The drop-in changes: {changes}.",
                    "live": "{unit}: the running process (PID {pid}) is root although the configuration "
                            "gives user {user} ({why}): until it restarts, every executor's sandbox keeps "
-                           "root's capabilities. The drop-in changes: {changes}."}),
+                           "root's capabilities. The drop-in changes: {changes}."},
+         hint=("Run the service as an unprivileged user with a drop-in (enforce mode writes it only when asked - "
+               "metnos_sandbox_service_run_as=<user> or dynamic, the module's run_as - as it changes who owns the "
+               "service's files). Or, with an allocated user and no account to create, write DynamicUser=yes in "
+               "place of User=<user> and skip useradd.")),
     Code("service_env_credential", ERROR, "R-SEC-1", SERVICE_ENVIRONMENT,
          "The service's environment carries a credential to every executor",
          "A variable whose name says it holds a credential (*_TOKEN, *_SECRET*, *PASSWORD*, *_KEY, "
@@ -73,23 +74,31 @@ CODES.extend([
          "has no --clearenv: every executor the service starts reads it. (A unit's Environment= is also "
          "readable by any local user over D-Bus.) The value is never shown.",
          "The names of the live process's environment (/proc/<MainPID>/environ), else the configuration's.",
-         ["Hand the secret to the service as a credential file instead: a drop-in with "
-          "LoadCredential=<name>:<path> (the service reads $CREDENTIALS_DIRECTORY/<name>), and remove the "
-          "variable from Environment=/EnvironmentFile= (systemctl cat {unit} shows where it is set)",
+         ["systemctl cat {unit}",
+          "mkdir -p /etc/systemd/system/{unit}.d",
+          "printf '[Service]\\nLoadCredential=<name>:<path>\\n' > "
+          "/etc/systemd/system/{unit}.d/20-metnos-credential.conf",
           "systemctl daemon-reload", "systemctl restart {unit}"],
          messages={"": "{unit}: {name} ({origin}) looks like a credential and reaches every executor (the "
-                       "profile does not clear the environment); its value is not shown."}),
+                       "profile does not clear the environment); its value is not shown."},
+         hint=("Hand the secret to the service as a credential file instead (LoadCredential=: the service reads "
+               "$CREDENTIALS_DIRECTORY/<name>), and remove the variable from the unit's "
+               "Environment=/EnvironmentFile= (systemctl cat shows where it is set).")),
     Code("service_env_agent_socket", ERROR, "R-SEC-1", SERVICE_ENVIRONMENT,
          "The service's environment points executors at a key agent",
          "SSH_AUTH_SOCK, GPG_AGENT_INFO, GNUPGHOME or KRB5CCNAME is in the service's environment: every "
          "executor is told where an agent that signs or decrypts for its caller listens (a channel, whatever "
          "the socket's bind). The value is never shown.",
          "The names of the live process's environment, else the configuration's.",
-         ["Remove the variable from the service (UnsetEnvironment=<name> in a drop-in, or from the unit's "
-          "Environment=/EnvironmentFile=); give the service a key file through LoadCredential= if it needs one",
+         ["systemctl cat {unit}",
+          "mkdir -p /etc/systemd/system/{unit}.d",
+          "printf '[Service]\\nUnsetEnvironment=<name>\\n' > /etc/systemd/system/{unit}.d/20-metnos-unset.conf",
           "systemctl daemon-reload", "systemctl restart {unit}"],
          messages={"": "{unit}: {name} ({origin}) tells every executor where a key agent listens; its value is "
-                       "not shown."}),
+                       "not shown."},
+         hint=("Remove the variable from the service (UnsetEnvironment=<name> in a drop-in, or from the unit's "
+               "Environment=/EnvironmentFile=, which systemctl cat shows); give the service a key file through "
+               "LoadCredential= if it needs one.")),
     Code("service_env_loader", WARNING, "R-SEC-1", SERVICE_ENVIRONMENT,
          "The service's environment makes executors load code",
          "A variable that makes the dynamic loader, an interpreter or a shell load code (LD_PRELOAD, "
@@ -99,21 +108,27 @@ CODES.extend([
          "than root, or is relative: one executor plants code another runs. The value is never shown.",
          "The names of the live process's environment, else the configuration's; each entry of a load path "
          "judged like a PATH entry (owner and mode of it and every folder on its way, links followed).",
-         ["Remove the variable from the service (UnsetEnvironment=<name> in a drop-in, or from the unit's "
-          "Environment=/EnvironmentFile=)", "systemctl daemon-reload", "systemctl restart {unit}"],
+         ["systemctl cat {unit}",
+          "mkdir -p /etc/systemd/system/{unit}.d",
+          "printf '[Service]\\nUnsetEnvironment=<name>\\n' > /etc/systemd/system/{unit}.d/20-metnos-unset.conf",
+          "systemctl daemon-reload", "systemctl restart {unit}"],
          messages={"loads": "{unit}: {name} ({origin}) makes every executor's interpreter or shell load code "
                             "from what it names; its value is not shown.",
                    "writable": "{unit}: {name} ({origin}) makes every executor load code from a place someone "
                                "other than root can write ({why}): one executor can plant code another runs; "
-                               "its value is not shown."}),
+                               "its value is not shown."},
+         hint=("Remove the variable from the service (UnsetEnvironment=<name> in a drop-in, or from the unit's "
+               "Environment=/EnvironmentFile=, which systemctl cat shows).")),
     Code("sandbox_env_rejected_by_systemd", WARNING, "R-FAIL-1", SERVICE_ENVIRONMENT,
          "systemd ignores part of a METNOS_SANDBOX assignment",
          "An Environment= line that mentions METNOS_SANDBOX contains words systemd rejects (e.g. "
          "'Environment=METNOS_SANDBOX= 0' sets an empty value and ignores '0').",
          "The unit's Environment= lines split with systemd's quoting rules.",
-         ["Write the assignment without spaces around '=': Environment=METNOS_SANDBOX=1 (or remove it)."],
+         ["systemctl cat {unit}"],
          messages={"ignored": "{unit}: systemd ignores {text} ({reason}) at {where}; the value you meant is not the "
-                              "one the service gets (effective METNOS_SANDBOX={effective})."}),
+                              "one the service gets (effective METNOS_SANDBOX={effective})."},
+         hint=("Write the assignment without spaces around '=': Environment=METNOS_SANDBOX=1 (or remove it); the "
+               "command shows the file that holds it.")),
     Code("service_path_missing_bwrap", ERROR, "R-DIAG-3", SERVICE_ENVIRONMENT,
          "bwrap is not on the service's PATH",
          "bwrap does not resolve through the PATH the service's processes get, with the service user's "
@@ -131,31 +146,37 @@ CODES.extend([
          "directory that is not root-owned or is group/world-writable: anyone who can write there can "
          "plant a fake bwrap.",
          "Each PATH entry up to the bwrap directory: ownership and mode of it and its parents.",
-         ["Remove the offending entries from the unit's PATH (enforce mode writes a clean PATH).",
-          "chmod go-w <directory> ; chown root:root <directory>"],
-         messages={"": "{unit}: PATH={path}: {problems}"}),
+         ["ansible-playbook metnos.sandbox.site -e metnos_sandbox_service_env_state=enforce",
+          "chmod go-w <directory>", "chown root:root <directory>"],
+         messages={"": "{unit}: PATH={path}: {problems}"},
+         hint=("Remove the offending entries from the unit's PATH (enforce mode, the first command, writes a clean "
+               "PATH), or make each directory named in the message root's and not group- or world-writable.")),
     Code("service_bwrap_mismatch", WARNING, "R-DIAG-3", SERVICE_ENVIRONMENT,
          "The service runs a different bwrap",
          "The bwrap the service resolves is not the one the admin's PATH resolves, or no package owns it.",
          "realpath() of both lookups; package ownership query.",
-         ["Remove the unexpected binary, or fix the unit's PATH."],
-         {"different": ["Remove the unexpected binary or fix the unit's PATH so that it resolves the "
-                        "package-owned {admin_bwrap}"],
-          "unpackaged": ["Remove {service_bwrap} or put the package's directory first in the unit's PATH"]},
+         ["systemctl show {unit} -p Environment", "command -v bwrap"],
+         {"different": ["systemctl show {unit} -p Environment", "ls -l {admin_bwrap}"],
+          "unpackaged": ["ls -l {service_bwrap}", "systemctl show {unit} -p Environment"]},
          {"different": "{unit} resolves bwrap to {service_bwrap}, the admin's shell to {admin_bwrap}: they are "
                        "different binaries.",
-          "unpackaged": "{unit} resolves bwrap to {service_bwrap}, which no installed package owns."}),
+          "unpackaged": "{unit} resolves bwrap to {service_bwrap}, which no installed package owns."},
+         hint="Remove the unexpected binary, or fix the unit's PATH.",
+         hints={"different": "Remove the unexpected binary or fix the unit's PATH so that it resolves the "
+                             "package-owned {admin_bwrap}.",
+                "unpackaged": "Remove {service_bwrap} or put the package's directory first in the unit's PATH."}),
     Code("environment_file_missing", ERROR, "R-DIAG-3", SERVICE_ENVIRONMENT,
          "An EnvironmentFile cannot be read",
          "A file listed in EnvironmentFile= is missing or unreadable. With the '-' prefix systemd skips it "
          "silently (warning), so variables you expect (METNOS_SANDBOX, PATH) are not set; without it the "
          "service fails to start (error).",
          "Reading each EnvironmentFile= path.",
-         ["Create {path} or remove the EnvironmentFile= line"],
+         ["ls -l {path}", "systemctl cat {unit}"],
          messages={"optional": "{unit}: EnvironmentFile=-{path} ({where}) cannot be read: {error}. systemd skips it "
                                "silently ('-' prefix)",
                    "required": "{unit}: EnvironmentFile={path} ({where}) cannot be read: {error}. The service fails "
-                               "to start."}),
+                               "to start."},
+         hint="Create {path} or remove the EnvironmentFile= line (systemctl cat shows the file that holds it)."),
     Code("service_env_live_differs", WARNING, "R-DIAG-3", SERVICE_ENVIRONMENT,
          "The running service has an older environment",
          "/proc/<MainPID>/environ differs from the configuration for METNOS_SANDBOX or PATH in a way that "
@@ -173,34 +194,36 @@ CODES.extend([
          "(the start command line, a pending restart, the manager's environment).",
          "/proc/<MainPID>/environ read as root or, where root is refused (no CAP_SYS_PTRACE), as the "
          "process's own uid; compared with the configuration and ExecStart='s env(1)/sh -c prefixes.",
-         ["Find and remove the origin named in the message (ExecStart= prefix, wrapper, manager environment: "
-          "systemctl show-environment)", "systemctl restart {unit}"],
+         ["systemctl show-environment", "systemctl show {unit} -p ExecStart", "systemctl restart {unit}"],
          messages={"value": "{unit}: the running process (PID {pid}) has {key}={value}, which disables the sandbox; "
                    "the configuration gives {configured} ({origin_conf}). Origin: {origin}.",
                    "path": "{unit}: bwrap does not resolve through the running process's PATH={value} (PID {pid}), so "
                            "the runtime refuses every executor; the configuration's PATH resolves {resolved}. Origin: "
-                           "{origin}."}),
+                           "{origin}."},
+         hint=("Find and remove the origin named in the message (ExecStart= prefix, wrapper, manager environment: "
+               "the first two commands show them), then restart the service.")),
     Code("service_env_live_misroutes", ERROR, "R-DIAG-3", SERVICE_ENVIRONMENT,
          "The running service resolves a different bwrap",
          "The running process's PATH resolves bwrap to another binary than the configuration's PATH does: "
          "the runtime wraps executors with that binary.",
          "The live PATH resolved as the service user, compared (realpath) with the configured one.",
-         ["Remove the origin named in the message, then: systemctl restart {unit}",
-          "Remove an unexpected bwrap binary from the directories named in the message"],
+         ["systemctl show {unit} -p ExecStart -p Environment", "systemctl restart {unit}"],
          messages={"packaged": "{unit}: the running process's PATH={value} resolves bwrap to {live_bwrap} "
                                "(package-owned), the configuration to {resolved}. Origin: {origin}.",
                    "unpackaged": "{unit}: the running process's PATH={value} resolves bwrap to {live_bwrap} (owned by "
-                                 "no package), the configuration to {resolved}. Origin: {origin}."}),
+                                 "no package), the configuration to {resolved}. Origin: {origin}."},
+         hint=("Remove the origin named in the message, then restart the service; remove an unexpected bwrap binary"
+               " from the directories named in the message.")),
     Code("service_env_live_unreadable", WARNING, "R-DIAG-3", SERVICE_ENVIRONMENT,
          "The running service's environment could not be read",
          "The service runs but /proc/<MainPID>/environ could not be read, neither as root nor as the "
          "process's own uid (the reason is in the message): what is reported is the configuration's view, not "
          "the live process's.",
          "Reading /proc/<MainPID>/environ as root, then in a helper that drops to the process's uid and gid.",
-         ["Read it by hand as the service user: setpriv --reuid=<uid> --regid=<gid> --clear-groups "
-          "cat /proc/<pid>/environ | tr '\\0' '\\n'"],
+         ["setpriv --reuid=<uid> --regid=<gid> --clear-groups cat /proc/<pid>/environ | tr '\\0' '\\n'"],
          messages={"": "{unit} runs as PID {pid} but its environment (/proc/{pid}/environ) could not be read "
-                       "({error}): the status shown is the configuration's view, not the live process's."}),
+                       "({error}): the status shown is the configuration's view, not the live process's."},
+         hint="Read it by hand as the service user."),
     Code("service_execstart_sets_env", ERROR, "R-FAIL-1", SERVICE_ENVIRONMENT,
          "The start command line changes METNOS_SANDBOX or PATH",
          "ExecStart= runs the program through env(1) (NAME=VALUE, -u NAME, -i) or a shell (sh -c 'NAME=VALUE exec "
@@ -208,24 +231,29 @@ CODES.extend([
          "error when it disables the sandbox or changes which bwrap resolves, a warning otherwise.",
          "ExecStart= lines of the unit files split with systemd's quoting, $VAR substitution applied, env(1) "
          "options and simple shell scripts followed.",
-         ["Remove the assignment from ExecStart= (enforce mode rewrites an env(1) prefix in its drop-in)"],
-         {"healable": ["Enforce mode rewrites ExecStart= in its drop-in without those assignments "
-                       "(metnos_sandbox_service_env_state=enforce)", "Or edit the unit: {fix}"],
-          "unhealable": ["A drop-in cannot neutralise it ({why}): edit the unit's ExecStart= ({where}) by hand"]},
+         ["systemctl cat {unit}"],
+         {"healable": ["ansible-playbook metnos.sandbox.site -e metnos_sandbox_service_env_state=enforce"],
+          "unhealable": ["systemctl edit --full {unit}"]},
          messages={"changes": "{unit}: {line} changes the environment before the program runs ({changes}).",
                    "disables": "{unit}: {line} changes the environment before the program runs ({changes}): the "
                                "sandbox is disabled.",
                    "misroutes": "{unit}: {line} changes the environment before the program runs ({changes}): bwrap "
-                                "resolves to {new_bwrap} instead of {old_bwrap}."}),
+                                "resolves to {new_bwrap} instead of {old_bwrap}."},
+         hint="Remove the assignment from ExecStart= (enforce mode rewrites an env(1) prefix in its drop-in).",
+         hints={"healable": "Enforce mode (the command) rewrites ExecStart= in its drop-in without those "
+                            "assignments; or edit the unit: {fix}",
+                "unhealable": "A drop-in cannot neutralise it ({why}): edit the unit's ExecStart= ({where}) by "
+                              "hand."}),
     Code("service_execstart_env_unknown", WARNING, "R-DIAG-3", SERVICE_ENVIRONMENT,
          "The start command line's effect on the environment cannot be determined",
          "ExecStart= runs a shell script or env(1) form (env -S, control structures, expansions, sourced files) "
          "that may change METNOS_SANDBOX or PATH in a way that cannot be determined from the unit.",
          "ExecStart= parsing as for service_execstart_sets_env.",
-         ["Start the service and let the audit read the live environment (/proc/<MainPID>/environ)",
-          "Or simplify ExecStart= so that it does not touch METNOS_SANDBOX or PATH"],
+         ["systemctl start {unit}", "systemctl show {unit} -p ExecStart"],
          messages={"": "{unit}: {line} runs {how}; how it changes METNOS_SANDBOX or PATH cannot be determined "
-                       "({note}). Only the live process can tell."}),
+                       "({note}). Only the live process can tell."},
+         hint=("Start the service and let the audit read the live environment (/proc/<MainPID>/environ), or "
+               "simplify ExecStart= so that it does not touch METNOS_SANDBOX or PATH.")),
     restriction(
         "unit_blocks_namespaces", "R-BASE-6",
         "The unit forbids the namespaces bwrap needs",
@@ -241,13 +269,13 @@ CODES.extend([
         "SystemCallFilter= does not allow mount/pivot_root/umount2/unshare/clone: bwrap is killed by "
         "SIGSYS (exit 159) with no message.",
         "SystemCallFilter= evaluated with systemd's allow/deny semantics and syscall groups.",
-        "SystemCallFilter=mount pivot_root umount2 (the blocked ones; adds them to an allow list, "
-        "removes them from a deny list)",
+        "SystemCallFilter=mount pivot_root umount2",
         {"killed": "{unit}: SystemCallFilter= blocks {blocked}: bwrap is killed by SIGSYS (exit 159, no message) "
                    "inside the service.",
          "errno": "{unit}: SystemCallFilter= blocks {blocked}: bwrap fails with {errno} "
                   "(SystemCallErrorNumber=), e.g. 'Failed to make / slave: Operation not permitted' inside the "
-                  "service."}),
+                  "service."},
+        fix_note="It names the blocked calls: it adds them to an allow list, removes them from a deny list."),
     restriction(
         "unit_address_families_block_netlink", "R-BASE-7",
         "The unit's RestrictAddressFamilies leaves out AF_NETLINK",
@@ -256,10 +284,11 @@ CODES.extend([
         "every executor without network fails inside the service only.",
         "RestrictAddressFamilies= evaluated with systemd's allow/deny merge rules (measured on a real unit: "
         "docs/unit-directives.md).",
-        "RestrictAddressFamilies=AF_NETLINK (adds it to an allow list, removes it from a deny list)",
+        "RestrictAddressFamilies=AF_NETLINK",
         {"seen": "{unit}: RestrictAddressFamilies={values} leaves out {families}: bwrap cannot bring up loopback "
                  "in the sandbox's network namespace ('loopback: Failed to create NETLINK_ROUTE socket: Address "
-                 "family not supported by protocol') for every executor without network."}),
+                 "family not supported by protocol') for every executor without network."},
+        fix_note="It adds AF_NETLINK to an allow list, removes it from a deny list."),
     restriction(
         "unit_proc_subset_pid", "R-BASE-2",
         "The unit hides /proc/sys",
@@ -285,7 +314,8 @@ CODES.extend([
          "The unit sets (or implies) NoNewPrivileges and bwrap is setuid: the setuid bit is ignored, so "
          "bwrap needs unprivileged user namespaces.",
          "NoNewPrivileges= and the implying directives, with the bwrap binary's mode.",
-         ["Enable unprivileged user namespaces (see userns_* diagnostics)", "chmod 0755 {bwrap_path}"],
+         ["chmod 0755 {bwrap_path}"],
          messages={"": "{unit}: NoNewPrivileges (explicit or implied) cancels the setuid bit of {bwrap_path}: bwrap "
-                       "takes the unprivileged path and needs user namespaces."}),
+                       "takes the unprivileged path and needs user namespaces."},
+         hint="Enable unprivileged user namespaces first (see the userns_* diagnostics), then drop the setuid bit."),
 ])

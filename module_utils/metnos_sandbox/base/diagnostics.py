@@ -5,8 +5,9 @@
 
 Every failure anywhere in the toolkit becomes a ``Diagnostic`` built from
 ``REGISTRY``: the code is stable and machine-readable, the message says what
-was seen on this host, and the remediation is a list with one command or step
-per item (copy-pasteable, never run together).
+was seen on this host, and the remediation is a list of commands, one per item,
+that run as written in sh (placeholders explicit: <unit>, <path>); the words go
+in the hint (tests/unit/test_remediation_commands.py).
 
 The registry is the only place a code's severity, spec rule, report section,
 title, cause (the default message), message templates and remediation live; a
@@ -32,6 +33,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, cast
 
 from . import (
     codes_audit,
+    codes_channels,
     codes_host,
     codes_options,
     codes_probe,
@@ -61,8 +63,8 @@ Code = registry.Code
 Diagnostic = registry.Diagnostic
 UnregisteredCode = registry.UnregisteredCode
 _RANK = registry.RANK
-_CODES: List[Code] = (codes_host.CODES + codes_profile.CODES + codes_probe.CODES + codes_service.CODES +
-                      codes_audit.CODES + codes_options.CODES)
+_CODES: List[Code] = (codes_host.CODES + codes_profile.CODES + codes_channels.CODES + codes_probe.CODES +
+                      codes_service.CODES + codes_audit.CODES + codes_options.CODES)
 REGISTRY: Dict[str, Code] = dict((c.code, c) for c in _CODES)
 
 # The codes a manifest load refuses with (manifest.coerce). A controller-side face hands a refusal to the
@@ -160,8 +162,9 @@ EXPERIMENT_CODES = ("unit_blocks_namespaces", "unit_syscall_filter_blocks_bwrap"
                     "unit_proc_subset_pid", "unit_restrict_suidsgid", "unit_ambient_capabilities",
                     "unit_resource_limit_blocks_bwrap", "unit_read_only_proc", "unit_noexec_bwrap",
                     "unit_syscall_filter_kills_interpreter", "unit_directive_breaks_bwrap")
-_EXPERIMENT_FIX = ("Smallest relaxation, tried for real (the probe passed with it in the service's context), as a "
-                   "drop-in:", "mkdir -p /etc/systemd/system/{unit}.d",
+_EXPERIMENT_HINT = ("Smallest relaxation, tried for real (the probe passed with it in the service's context), as a "
+                    "drop-in.")
+_EXPERIMENT_FIX = ("mkdir -p /etc/systemd/system/{unit}.d",
                    "printf '%s\\n' '[Service]' {relax_words} >> /etc/systemd/system/{unit}.d/zz-metnos-relax.conf",
                    "systemctl daemon-reload", "systemctl restart {unit}")
 for _code in EXPERIMENT_CODES:
@@ -172,7 +175,9 @@ for _code in EXPERIMENT_CODES:
         "experiment_unit", "{unit}: with {shown}{together}, systemd cannot start the service's processes at all: "
                            "{said} Nothing runs there, bwrap least of all. Found by experiment ({how}); {relaxed}")
     REGISTRY[_code].variants.setdefault("experiment", _EXPERIMENT_FIX)
-    REGISTRY[_code].variants.setdefault("experiment_no_dropin", ("{relax_note}",))
+    REGISTRY[_code].variants.setdefault("experiment_no_dropin", registry.NO_DROPIN_FIX)
+    REGISTRY[_code].hints.setdefault("experiment", _EXPERIMENT_HINT)
+    REGISTRY[_code].hints.setdefault("experiment_no_dropin", "{relax_note}")
 
 
 MAX_MESSAGE = 1000       # characters of one message (and of one detail): the rest is counted, not shown
@@ -249,8 +254,9 @@ def _make(code: str, message: Optional[str], severity: Optional[str], variant: O
             dict(context, **fill) if fill else context)),
         "remediation": _steps(entry.variants.get(variant or "", entry.remediation), context),
     }
-    if entry.hint:
-        out["hint"] = _bounded(_fill(entry.hint, context))
+    hint = _fill(entry.hints.get(variant or "", entry.hint), dict(context, **fill) if fill else context).strip()
+    if hint:
+        out["hint"] = _bounded(hint)
     if context:
         out["details"] = dict((k, _bounded(v)) for k, v in context.items() if _jsonable(v))
     return out

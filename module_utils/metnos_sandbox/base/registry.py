@@ -60,12 +60,13 @@ class Code(object):
     """Static description of one diagnostic code."""
 
     __slots__ = ("code", "severity", "rule", "section", "title", "cause", "detection", "remediation",
-                 "variants", "messages", "hint")
+                 "variants", "messages", "hint", "hints")
 
     def __init__(self, code: str, severity: str, rule: str, section: str, title: str, cause: str,
                  detection: str, remediation: Sequence[str],
                  variants: Optional[Mapping[str, Sequence[str]]] = None,
-                 messages: Optional[Mapping[str, str]] = None, hint: str = "") -> None:
+                 messages: Optional[Mapping[str, str]] = None, hint: str = "",
+                 hints: Optional[Mapping[str, str]] = None) -> None:
         if severity not in SEVERITIES or section not in SECTIONS:
             raise ValueError("%s: severity %r / section %r" % (code, severity, section))
         self.code = code
@@ -81,22 +82,32 @@ class Code(object):
         self.messages: Dict[str, str] = dict(messages or {})
         # What to know before running the remediation's commands (prose; the commands stay commands).
         self.hint = hint
+        # The hint of a remediation variant whose words differ from the default's (by variant name).
+        self.hints: Dict[str, str] = dict(hints or {})
 
 
 # The smallest drop-in that relaxes one unit directive for bwrap ({relax} is the line to add).
-DROPIN_FIX = ("Smallest fix, as a drop-in (enforce mode writes it with metnos_sandbox_relax_restrictions=true):",
-              "mkdir -p /etc/systemd/system/{unit}.d",
+DROPIN_FIX = ("mkdir -p /etc/systemd/system/{unit}.d",
               "printf '[Service]\\n{relax}\\n' >> /etc/systemd/system/{unit}.d/zz-metnos-sandbox.conf",
               "systemctl daemon-reload", "systemctl restart {unit}")
-RESTRICTION_VARIANTS = {"dropin": DROPIN_FIX, "no_dropin": ("{relax_note}",)}
+DROPIN_HINT = "Smallest fix, as a drop-in (enforce mode writes it with metnos_sandbox_relax_restrictions=true)."
+# No drop-in can relax it ({relax_note} says why): the unit itself changes; the command shows its files.
+NO_DROPIN_FIX = ("systemctl cat {unit}",)
+RESTRICTION_VARIANTS = {"dropin": DROPIN_FIX, "no_dropin": NO_DROPIN_FIX}
+RESTRICTION_HINTS = {"dropin": DROPIN_HINT, "no_dropin": "{relax_note}"}
 
 
 def restriction(code: str, rule: str, title: str, cause: str, detection: str, fix: str,
-                messages: Mapping[str, str]) -> Code:
+                messages: Mapping[str, str], fix_note: str = "") -> Code:
     """A unit directive that breaks bwrap inside the service (service_env.DIRECTIVE_CODES): fixed by the
-    drop-in line ``fix`` and a daemon-reload, or by the smallest drop-in enforce mode can write."""
+    drop-in line ``fix`` (``fix_note``: what to know about it) and a daemon-reload, or by the smallest drop-in
+    enforce mode can write."""
     return Code(code, ERROR, rule, SERVICE_ENVIRONMENT, title, cause, detection,
-                ["Drop-in: " + fix, "systemctl daemon-reload"], RESTRICTION_VARIANTS, messages)
+                ["mkdir -p /etc/systemd/system/{unit}.d",
+                 "printf '[Service]\\n%s\\n' >> /etc/systemd/system/{unit}.d/zz-metnos-sandbox.conf" % fix,
+                 "systemctl daemon-reload", "systemctl restart {unit}"], RESTRICTION_VARIANTS, messages,
+                hint=" ".join(x for x in ("The drop-in line %s." % fix, fix_note) if x),
+                hints=RESTRICTION_HINTS)
 
 
 # Remediation items may contain ``{placeholders}`` filled from the context given to ``make``;
@@ -105,6 +116,7 @@ def restriction(code: str, rule: str, title: str, cause: str, detection: str, fi
 # bwrap_smoke_failed / probe_setup_failed: the steps of the cause bwrap's stderr was classified as
 # (bwrap_errors.CAUSES, documented with this registry).
 CLASSIFIED = {"classified": ("{cause_remediation}",)}
+CLASSIFIED_HINT = "{cause_hint}"       # the classified cause's words (bwrap_errors.Cause.hint)
 
 # A manifest value refused with the accepted forms (manifest._err): {value} is an excerpt, {expected} the forms.
 REFUSED = {"refused": "{field}: {value} is refused: {expected}"}

@@ -145,13 +145,15 @@ def smoke_diagnostics(result: Mapping[str, Any]) -> List[D.Diagnostic]:
     cls = result.get("classification") or {}
     if result.get("timed_out"):
         cls = {"cause": "timeout", "cause_text": "the smoke test did not finish in time",
-               "remediation": ["Check for a hung mount (NFS) or a stuck namespace setup."]}
+               "remediation": ["findmnt -t nfs,nfs4,cifs,fuse"],
+               "hint": "Check for a hung mount (NFS, the command lists them) or a stuck namespace setup."}
     text = cls.get("cause_text", "")
     if cls.get("stderr_line"):
         text += " (bwrap said: %s)" % cls["stderr_line"]
     out.append(D.make("bwrap_smoke_failed", user=result.get("user"), cause=cls.get("cause"),
                       cause_text=text, cause_remediation=cls.get("remediation"),
-                      variant="classified" if cls.get("remediation") else None,
+                      variant="classified" if cls.get("remediation") or cls.get("hint") else None,
+                      fill={"cause_hint": cls.get("hint") or ""},
                       points_at=cls.get("points_at")))
     return out
 

@@ -177,7 +177,8 @@ def _setup_failed(verdict: Json, result: Json, status: Json, who: str, tool: str
         text = ("%s exited with status 0 without running the payload and without writing any "
                 "--json-status-fd record: it does not behave like bwrap" % tool)
     return D.make("probe_setup_failed", user=who, cause=cls["cause"], cause_text=text,
-                  cause_remediation=cls["remediation"], variant="classified", points_at=cls.get("points_at"))
+                  cause_remediation=cls["remediation"], variant="classified", points_at=cls.get("points_at"),
+                  fill={"cause_hint": cls.get("hint") or ""})
 
 
 def _judge(checks: t.List[Json], tool: str, who: str, traced: str) -> t.List[D.Diagnostic]:

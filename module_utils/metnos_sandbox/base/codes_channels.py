@@ -1,0 +1,117 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The diagnostic codes of the command channels a grant would expose (profile/channels.py, issue 40), the system
+bus's proxy and the layout of the admin's index and resource roots.
+
+The codes of the profile/ package's checks, kept on the ground floor (base/ imports nothing above it): data
+only, importing base/registry.py alone; base/diagnostics.py gathers every codes_*.py's CODES into the one
+registry (docs/diagnostics.md is generated from it). Pure Python, no Ansible imports.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+from typing import List
+
+from .registry import ERROR, INFO, SANDBOX_ACTIVE, Code
+
+CODES: List[Code] = []
+# ---- command channels: the sockets, FIFOs and device nodes a grant would expose, named or below a granted
+# folder (docs/profile-invariants.md; issue 40) ----
+_CHANNEL_WORDS = {
+    "named": "{what}: {path} is {kind}; a command channel is never granted unless the admin allows that exact path "
+             "(host.allow_channels)",
+    "below": "{what}: {path}, {kind}, lies below the granted folder {folder}: bwrap binds the whole tree, so the "
+             "sandbox could command the host process behind it; refused unless the admin allows that exact path "
+             "(host.allow_channels)"}
+_ALLOW_HINT = ("If, and only if, the executor must reach it, allow exactly that path with a reason in the host "
+               "context (the inventory's host_vars): metnos_sandbox_host.allow_channels: [{path: {path}, reason: "
+               "'<why>'}].")
+_ALLOW_STEP = "\"${EDITOR:-vi}\" <host_vars_file>"
+_CHANNEL_DETECTION = ("The grant's path as named, and a bounded walk of every granted folder as bwrap binds it "
+                      "(recursively, with the mounts below it; symbolic links not followed: inside the sandbox they "
+                      "resolve in the new root), d_type/lstat of each entry; the final check refuses a bind of one "
+                      "that is not allowed.")
+for _code, _title, _cause, _steps, _hint in [
+    ("channel_refused", "A grant would expose a socket, a FIFO or a device node",
+     "A socket, FIFO or device node is a channel to a host process or to the kernel: through a read-only bind the "
+     "sandbox can still connect to a socket and send commands, write into a FIFO, open a device. Command channels "
+     "are denied by default (no list of dangerous daemons can be complete).",
+     ["find <folder> -type s -o -type p -o -type c -o -type b"],
+     "Move {path} out of the granted folder, or grant a narrower folder without it (the command lists them)."),
+    ("channel_system_bus", "A grant would expose the D-Bus system bus",
+     "The system bus (/run/dbus/system_bus_socket) lets its clients call systemd (Manager.StartUnit, KillUnit), "
+     "logind, NetworkManager, ...; as root BecomeMonitor reads every message on the bus. A read-only bind of the "
+     "socket is still the whole bus.",
+     ["ansible-playbook metnos.sandbox.site -e metnos_sandbox_dbus_proxy=true"],
+     "Grant the bus through the filtering proxy instead (xdg-dbus-proxy, the role's metnos_sandbox_dbus_proxy: "
+     "true), which binds its socket where the bus is expected; remove {path} from the read paths."),
+    ("channel_user_bus", "A grant would expose a user's D-Bus session bus",
+     "A user bus (/run/user/<uid>/bus) lets its clients start transient units in that user's systemd manager "
+     "(outside every sandbox) and call every session service.",
+     [], "Remove {path} (and the folder holding it) from the grant."),
+    ("channel_journal", "A grant would expose the journal's or syslog's socket",
+     "journald's sockets (/run/systemd/journal/*) and /dev/log accept log lines from anyone who can connect: a "
+     "sandbox could forge any program's messages (an 'Accepted publickey for root' line).",
+     [], "Remove {path} from the grant; executors log on stdout and stderr, which the runtime collects."),
+    ("channel_systemd", "A grant would expose one of systemd's own sockets",
+     "/run/systemd holds systemd's private API (/run/systemd/private), its notify socket and the sockets of "
+     "its daemons (userdb, resolved, ...): a client commands the service manager.",
+     [], "Remove {path} from the grant; read unit state through the filtered system bus."),
+    ("channel_container_engine", "A grant would expose a container engine's socket",
+     "A container engine's API socket (podman, docker, containerd, CRI-O, buildkit) creates privileged containers "
+     "with the host's / bound inside: root on the host.",
+     [], "Remove {path} from the grant; a container engine's socket is never given to an executor."),
+    ("channel_agent", "A grant would expose an ssh-agent or gpg-agent socket",
+     "An agent socket signs with the keys it holds for anyone who can connect (ssh logins as that user, gpg "
+     "signatures), without the key ever leaving the agent.",
+     [], "Remove {path} (and the folder holding it) from the grant."),
+]:
+    CODES.append(Code(_code, ERROR, "R-CAP-SYS", SANDBOX_ACTIVE, _title, _cause, _CHANNEL_DETECTION,
+                      _steps + ([] if _code in ("channel_system_bus", "channel_container_engine") else [_ALLOW_STEP]),
+                      messages=_CHANNEL_WORDS,
+                      hint=_hint + ("" if _code in ("channel_system_bus", "channel_container_engine") else
+                                    " " + _ALLOW_HINT)))
+CODES.extend([
+    Code("channel_walk_bound", ERROR, "R-CAP-SYS", SANDBOX_ACTIVE,
+         "A granted folder could not be searched for command channels",
+         "Every granted folder is searched for sockets, FIFOs and device nodes before it is bound; the search is "
+         "bounded (entries per render) and needs every folder readable. A folder too large to search, or one "
+         "the renderer cannot read, is not bound: an unsearched tree is never passed as clean.",
+         "The bounded walk of the granted tree (module_utils/metnos_sandbox/profile/channels.py).",
+         ["ls -ld {folder}"],
+         messages={"entries": "{what}: {folder} holds more than {limit} entries (this render's bound): it cannot "
+                              "be searched for command channels, so it is not bound",
+                   "unreadable": "{what}: {folder} cannot be read ({error}): the granted tree cannot be searched "
+                                 "for command channels, so it is not bound"},
+         hint="Grant a smaller folder (a subfolder the executor needs), or make {folder} readable by the renderer."),
+    Code("system_bus_not_granted", INFO, "R-CAP-SYS", SANDBOX_ACTIVE,
+         "The system bus is not granted: no filtering proxy",
+         "systemd:read and system:read reach the system bus only through a filtering proxy (xdg-dbus-proxy, "
+         "letting only systemd1's Get*/List* and Properties.Get/GetAll through); without one the bus socket "
+         "is not bound (the bus itself is a command channel: StartUnit, BecomeMonitor).",
+         "host.system_bus_proxy unset, or its socket missing when the profile is rendered.",
+         ["ansible-playbook metnos.sandbox.site -e metnos_sandbox_dbus_proxy=true"],
+         messages={"no_proxy": "{what}: the system bus is not granted: no filtering proxy is configured "
+                               "(host.system_bus_proxy)",
+                   "missing": "{what}: the system bus is not granted: the proxy's socket {path} does not exist"},
+         hint=("Enable the proxy in the role (metnos_sandbox_dbus_proxy: true), which runs it as a hardened unit "
+               "and sets metnos_sandbox_host.system_bus_proxy to its socket; then render again.")),
+    Code("layout_roots_nested", ERROR, "R-CAP-INDEX", SANDBOX_ACTIVE,
+         "A configured index or resource root holds another one",
+         "The admin's layout crosses: the granted index (or resource) root is at, below or above another "
+         "configured index or resource root, as written or resolved, so the grant would read (or write) that "
+         "one too, or inside another's folder.",
+         "Each configured root of host.indexes and host.resources, written and resolved, against the grant's.",
+         ["\"${EDITOR:-vi}\" <host_vars_file>"],
+         messages={"nested": "{what}: {path} (host.{key}) is at, below or above {other} (host.{other_key}): "
+                             "the layout crosses"},
+         hint="Give each index and resource its own folder, side by side (not one inside another)."),
+    Code("layout_root_symlink", ERROR, "R-CAP-METNOS", SANDBOX_ACTIVE,
+         "A configured index or resource root is a symbolic link to another folder",
+         "The root the admin configures for a resource (or an index) is itself a symbolic link: the grant would "
+         "read or write wherever it leads (another resource, another service's data), not the folder named.",
+         "The root's last component lstat'ed on the host (a symbolic link is refused; its parents may resolve).",
+         ["readlink -f {path}"],
+         messages={"symlink": "{what}: {path} (host.{key}) is a symbolic link to {real}"},
+         hint="Point host.{key} at the real folder (the command shows where it leads)."),
+])
