@@ -101,10 +101,11 @@ def test_the_bootstrap_imports_every_shipped_module_by_its_package(tmp_path):
     """The bootstrap's own loader, run by the host's interpreter without Ansible (python3 -I, nothing on
     sys.path but the standard library), imports every module it is given: the core's packages are packages
     (their modules import relatively from one another), and nothing is read from disk."""
-    loader = T.BOOTSTRAP.split("try:\n    from metnos_sandbox.audit import audit")[0]
+    loader = T.BOOTSTRAP.split("    try:\n        from metnos_sandbox.audit import audit")[0]
     assert "sys.meta_path.insert" in loader
     script = loader
-    script += "import importlib\nfor name in sorted(src):\n    importlib.import_module(name)\nprint(len(src))\n"
+    script += ("    import importlib\n    for name in sorted(src):\n        importlib.import_module(name)\n"
+               "    print(len(src))\n")
     payload = T.build_payload(CORE)
     stdin = T.message(T.new_frame(), {}, payload, cache=None)
     proc = subprocess.run(["/usr/bin/python3", "-I", "-c", script], input=stdin, capture_output=True,
