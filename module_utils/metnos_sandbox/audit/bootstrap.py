@@ -27,6 +27,10 @@ if MYPY:    # what the type checker reads; nothing more is imported at run time
     from typing import IO, Any
 
 KEEP = 4
+# The sources read through the loader (get_source: the scripts the audit runs in other processes, base/sources.py
+# script()), kept in the bundle's codes under this key (no module name has a space), so that a kept bundle needs
+# the shipped sources for them no more than for the code.
+SCRIPTS = " scripts"
 
 
 def sources() -> "dict[str, Any]":
@@ -125,7 +129,11 @@ class Loader(object):
         exec(code, module.__dict__)
 
     def get_source(self, name: str) -> str:
-        return str(sources()[name])
+        texts = codes.setdefault(SCRIPTS, {})
+        if name not in texts:
+            texts[name] = sources()[name]
+            read.append(name)
+        return str(texts[name])
 
 
 if __name__ == "__main__":
@@ -168,6 +176,7 @@ if __name__ == "__main__":
     else:
         codes, names, packages = kept[0], set(kept[1]), set(kept[2])
     compiled: "list[str]" = []
+    read: "list[str]" = []
     result: "Any"
     sys.meta_path.insert(0, Loader())
     try:
@@ -176,7 +185,7 @@ if __name__ == "__main__":
     except Exception as exc:
         import traceback
         result = {"failed": True, "msg": "metnos_audit payload failed: %s" % exc, "exception": traceback.format_exc()}
-    if compiled:
+    if compiled or read:
         keep(codes)
     if isinstance(result, dict):
         result["payload_cache"] = {"state": state, "compiled": len(compiled)}

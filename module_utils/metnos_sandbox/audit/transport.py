@@ -62,7 +62,8 @@ PACKAGES = " packages"   # the payload's key listing the package names (no modul
 # the interpreter's magic number, and the CRC-32 of its content (it catches a damaged file; what keeps a forged
 # one out is that only root can write there: a digest would not, and the interpreter's own sha256 costs ~4 ms
 # for the bundle's 1.1 MB). Written only by root; anything else compiles as before. The bundle holds the
-# compiled modules and the core's module and package names, so that a hit never reads, decompresses nor decodes
+# compiled modules, the sources read as scripts (bootstrap.SCRIPTS) and the core's module and package names, so
+# that a hit never reads, decompresses nor decodes
 # the shipped sources (~5 ms per host): they are read only to compile a module the bundle lacks. "-3" in its name
 # is the bundle's format (a bundle of another format is never read: it is removed by the next write). The
 # newest 4 bundles stay (KEEP in bootstrap.py: two controllers with different versions of the toolkit, auditing

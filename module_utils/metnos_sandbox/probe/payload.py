@@ -51,15 +51,11 @@ class SystemdReport(Record):
     info: t.Dict[str, str]
 
 
+@functools.lru_cache(maxsize=None)
 def payload_text() -> str:
     """The payload's text (``python -c``): payload_script.py, which runs inside the sandbox, after the files that
     define what it uses, base/json_lite.py and base/libc_lite.py (it must be one self-contained text: the
     sandbox does not see the core). Read once per process, when first needed."""
-    return _payload_text()
-
-
-@functools.lru_cache(maxsize=None)
-def _payload_text() -> str:
     return sources.script(json_lite, libc_lite, payload_script)
 
 
