@@ -1,6 +1,6 @@
 # metnos-sandbox-ops: the two commands are `make run` and `make test`.
-# The test stages are the targets below: each calls its tools directly (scripts/test.sh only
-# forwards to make). The environment every target shares is set here, in one place.
+# The test stages are the targets below: each calls its tools directly. The environment every target
+# shares is set here, in one place.
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 VENV ?= $(CURDIR)/.venv

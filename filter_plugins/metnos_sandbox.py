@@ -21,6 +21,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audi
 # checkout through collections/ansible_collections/metnos/sandbox/).
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as _diagnostics
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import sources as _sources
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import install_plan
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import descriptors
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_layout as HL
@@ -160,6 +161,31 @@ def shell_join(argv):
     return _result.shell_join(argv)     # the core's one shell_join (the profiles' command lines)
 
 
+def bwrap_install_plan(query, platform, version="", state="present", architecture="x86_64"):
+    """The bwrap_host role's registered package query and its platform variables -> the install plan
+    (host/install_plan.py: installed, conflicts, others, spec, action)."""
+    if query is None:
+        query = {}
+    if not isinstance(query, dict):
+        raise AnsibleFilterError("bwrap_install_plan: expected the registered result of the package query, got %s"
+                                 % type(query).__name__)
+    if not isinstance(platform, dict) or sorted(platform) != sorted(install_plan.PLATFORM_KEYS):
+        raise AnsibleFilterError("bwrap_install_plan: platform must be a dict of exactly %s, got %s"
+                                 % (", ".join(install_plan.PLATFORM_KEYS), _diagnostics.excerpt(platform)))
+    for key in ("package", "query_regex", "provider_regex", "pin_template"):
+        if not isinstance(platform[key], str):
+            raise AnsibleFilterError("bwrap_install_plan: platform.%s must be a string" % key)
+    for key in ("conflicting_packages", "query_argv"):
+        if not isinstance(platform[key], list):
+            raise AnsibleFilterError("bwrap_install_plan: platform.%s must be a list" % key)
+    for name, value in (("version", version), ("state", state), ("architecture", architecture)):
+        if not isinstance(value, str):
+            raise AnsibleFilterError("bwrap_install_plan: %s must be a string" % name)
+    stdout = query.get("stdout") or ""
+    lines = query.get("stdout_lines") or []
+    return install_plan.plan(str(stdout), [str(line) for line in lines], platform, version, state, architecture)
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -173,6 +199,7 @@ class FilterModule(object):
             "metnos_monitor_release": metnos_monitor_release,
             "metnos_exec_release": metnos_exec_release,
             "metnos_profile": metnos_profile,
+            "bwrap_install_plan": bwrap_install_plan,
             "metnos_argv": metnos_argv,
             "shell_join": shell_join,
         }

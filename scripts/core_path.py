@@ -12,8 +12,8 @@ does for a collection's unit tests):
     core_path.use_core()
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
 
-The old name ``ansible.module_utils.metnos_sandbox`` resolves, for a file not yet rewritten by
-scripts/one-import-name.py, to the very same module objects (never a second copy of the core, whose
+The old name ``ansible.module_utils.metnos_sandbox`` resolves, for a file not yet rewritten, to the very same
+module objects (never a second copy of the core, whose
 classes and registries would then differ); tests/unit/test_import_name.py fails on any file using it.
 """
 import importlib

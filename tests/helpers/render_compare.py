@@ -5,7 +5,7 @@ for byte; scripts/dump-diagnostics.py is the same proof for every diagnostic and
 
     python tests/helpers/render_compare.py TREE OUT.json
 
-TREE is a checkout (its scripts/bench-render.py and its core are used). Rendered, each as the whole result
+TREE is a checkout (its benchmarks/bench-render.py and its core are used). Rendered, each as the whole result
 (decision, refusal, argv, command line, mounts, descriptors, diagnostics): the bench's 13 manifests with four
 invocations, three times on one host context, on a fresh one each time, and with an explicit bwrap; every
 entry of both hostile corpora, the bench's generated worst cases and its link chains, on a fresh context, on
@@ -36,7 +36,10 @@ def main(tree, out_path):
         os.makedirs(path)
         return path
     tempfile.mkdtemp = fixed_mkdtemp
-    bench = runpy.run_path(os.path.join(tree, "scripts", "bench-render.py"), run_name="bench")
+    bench_file = os.path.join(tree, "benchmarks", "bench-render.py")
+    if not os.path.exists(bench_file):     # a tree from before benchmarks/ kept it in scripts/
+        bench_file = os.path.join(tree, "scripts", "bench-render.py")
+    bench = runpy.run_path(bench_file, run_name="bench")
     sys.path.insert(0, os.path.join(tree, "tests"))
     sys.path.insert(0, os.path.join(tree, "scripts"))
     import core_path

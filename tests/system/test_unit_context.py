@@ -104,8 +104,8 @@ LoadCredential=host:/etc/hostname
 CHECK = r'''
 import importlib, json, subprocess, sys, time
 sys.path.insert(0, "/opt/metnos-trial/core")
-# No Ansible in the container: the core under its bare package name (imported by name, so that
-# scripts/one-import-name.py never rewrites this text).
+# No Ansible in the container: the core under its bare package name (imported by name: a string, never an
+# import statement of this file).
 B, RUN, S, UC = (importlib.import_module("metnos_sandbox." + m)
                 for m in ("host.bwrap", "probe.runners", "service.service_env", "service.unit_context"))
 unit, name = sys.argv[1], sys.argv[2]

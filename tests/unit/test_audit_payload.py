@@ -101,10 +101,11 @@ def test_the_bootstrap_imports_every_shipped_module_by_its_package(tmp_path):
     """The bootstrap's own loader, run by the host's interpreter without Ansible (python3 -I, nothing on
     sys.path but the standard library), imports every module it is given: the core's packages are packages
     (their modules import relatively from one another), and nothing is read from disk."""
-    loader = T.BOOTSTRAP.split("try:\n    from metnos_sandbox.audit import audit")[0]
+    loader = T.BOOTSTRAP.split("    try:\n        from metnos_sandbox.audit import audit")[0]
     assert "sys.meta_path.insert" in loader
     script = loader
-    script += "import importlib\nfor name in sorted(src):\n    importlib.import_module(name)\nprint(len(src))\n"
+    script += ("    import importlib\n    for name in sorted(src):\n        importlib.import_module(name)\n"
+               "    print(len(src))\n")
     payload = T.build_payload(CORE)
     stdin = T.message(T.new_frame(), {}, payload, cache=None)
     proc = subprocess.run(["/usr/bin/python3", "-I", "-c", script], input=stdin, capture_output=True,
@@ -345,6 +346,32 @@ def test_a_kept_bundle_reads_the_envelope_and_not_the_sources(tmp_path):
     assert T.unframe(first.stdout.decode(), frame)["payload_cache"]["state"] == "miss" and read == len(message)
     again, read = _read_by_the_host(tmp_path, message, cache)
     assert T.unframe(again.stdout.decode(), frame)["payload_cache"] == {"state": "hit", "compiled": 0}
+    assert head <= read <= head + 64 * 1024 < len(message), (head, read, len(message))
+
+
+def test_a_kept_bundle_gives_the_scripts_text_without_reading_the_sources(tmp_path):
+    """The text of a script the audit runs in another process (the probe's payload: base/sources.py script(),
+    through the module's loader) is kept in the bundle with the compiled code: a hit gives the same text and
+    still reads only the envelope line and at most one buffer after it (mutation: get_source reading the shipped
+    sources every time reads every byte)."""
+    cache = str(tmp_path / "cache")
+    script = "import sys\nif __name__ == '__main__':\n    print(sys.argv)\n"
+    audit = ("import metnos_sandbox.audit.script as script\n"
+             "def audit_host(params, trust_store=None):\n"
+             "    return {'schema': 'x', 'text': script.__spec__.loader.get_source(script.__spec__.name)}\n"
+             "UNUSED = %r\n" % os.urandom(300000).hex())
+    core = zlib.compress(json.dumps({"metnos_sandbox": "", "metnos_sandbox.audit": "",
+                                     "metnos_sandbox.audit.audit": audit, "metnos_sandbox.audit.script": script,
+                                     T.PACKAGES: PACKAGES}).encode("utf-8"))
+    frame = T.new_frame()
+    message = T.message(frame, {}, core, cache=cache)
+    head = len(message.partition(b"\n")[0]) + 1
+    first, read = _read_by_the_host(tmp_path, message, cache)
+    out = T.unframe(first.stdout.decode(), frame)
+    assert out["payload_cache"]["state"] == "miss" and out["text"] == script and read == len(message)
+    again, read = _read_by_the_host(tmp_path, message, cache)
+    out = T.unframe(again.stdout.decode(), frame)
+    assert out["payload_cache"] == {"state": "hit", "compiled": 0} and out["text"] == script
     assert head <= read <= head + 64 * 1024 < len(message), (head, read, len(message))
 
 

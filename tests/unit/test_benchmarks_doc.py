@@ -1,5 +1,5 @@
 """docs/benchmarks.md is the reference: it opens with the machine and what the numbers mean, then one section per
-benchmark with the command that reproduces it (a script of scripts/ and options it accepts) and today's table;
+benchmark with the command that reproduces it (a script of benchmarks/ and options it accepts) and today's table;
 every figure in it is one measured in the appendix docs/benchmarks-history.md (moved, never invented or
 rounded away), and the appendix keeps the history."""
 import os
@@ -36,7 +36,7 @@ def test_every_benchmark_has_its_command_and_a_table():
         assert title in text, title
         body = text.split(title, 1)[1].split("\n## ", 1)[0]
         assert "\n|---" in body, title
-    for command in re.findall(r"python3? (scripts/bench-[a-z]+\.py)([^\n#]*)", text):
+    for command in re.findall(r"python3? (benchmarks/bench-[a-z]+\.py)([^\n#]*)", text):
         script, args = command
         source = _read(os.path.join(ROOT, script))
         for option in re.findall(r"(--[a-z][a-z-]*)", args):

@@ -21,7 +21,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.serv
 from conftest import ROOT
 from helpers import report_text as RT
 
-SOURCES = ("module_utils", "library", "action_plugins", "filter_plugins", "scripts")
+SOURCES = ("module_utils", "library", "action_plugins", "filter_plugins", "scripts", "benchmarks")
 YAML_SOURCES = ("roles", "playbooks")
 CODE_LIKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+$")
 # Callables whose argument at this position is a code although their parameter is not named ``code``.

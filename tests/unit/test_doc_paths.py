@@ -10,7 +10,7 @@ import subprocess
 from conftest import ROOT, ansible_env, ansible_tool
 
 TOP = ("module_utils", "library", "action_plugins", "filter_plugins", "roles", "playbooks", "inventory", "examples",
-       "molecule", "scripts", "tests", "docs", "tools", "monitoring", r"\.ci", r"\.github", r"\.config")
+       "molecule", "scripts", "benchmarks", "tests", "docs", "tools", "monitoring", r"\.ci", r"\.github", r"\.config")
 PATH = re.compile(r"(?<![\w./-])((?:%s)/[\w./@+-]*)" % "|".join(TOP))
 
 
@@ -50,3 +50,14 @@ def test_example_fleet_loads_with_its_manifests():
     for host in hosts:
         for manifest in inv["_meta"]["hostvars"][host]["metnos_sandbox_manifests"]:
             assert os.path.isfile(manifest.replace("{{ inventory_dir }}", inventory_dir)), manifest
+
+
+def test_every_script_is_named_in_the_development_guide_with_its_purpose():
+    """scripts/ holds tools for users and maintainers only, each with one line in docs/development.md."""
+    with open(os.path.join(ROOT, "docs", "development.md")) as handle:
+        rows = [line for line in handle if line.startswith("| `scripts/")]
+    named = sorted(line.split("`")[1] for line in rows)
+    on_disk = sorted("scripts/" + name for name in os.listdir(os.path.join(ROOT, "scripts"))
+                     if not name.startswith(".") and name != "__pycache__")
+    assert named == on_disk
+    assert all(len(line.rstrip().rstrip("|").split("|")[-1].strip()) > 10 for line in rows)

@@ -1,23 +1,18 @@
 """FQCN everywhere: roles, playbooks, Molecule, examples, inventory, the modules' and filters' docs, the tests'
 inline playbooks and the Markdown name this collection's modules, filters and roles as metnos.sandbox.*
-(scripts/fqcn.py --check finds every unqualified use; run it without --check to rewrite them). The checkout
+(tests/helpers/fqcn.py finds every unqualified use). The checkout
 itself proves that unqualified names do not resolve: ansible.cfg gives no library/roles path any more."""
-import os
 import subprocess
-import sys
 
 import pytest
 
 from conftest import ROOT, ansible_env, ansible_tool
-from helpers import faces
-
-FQCN = faces.load("scripts/fqcn.py", "fqcn")
+from helpers import fqcn as FQCN
 
 
 def test_no_unqualified_name_in_the_tree():
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "fqcn.py"), "--check"], capture_output=True,
-                          text=True, cwd=ROOT)
-    assert proc.returncode == 0, proc.stdout
+    found = FQCN.unqualified()
+    assert not found, "unqualified names:\n" + "\n".join(found)
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ stable code, or a profile - from every in-process face (core, filter preview, th
 probe for refusals, the module's main() with Ansible's own argument handling), without a traceback,
 with a reply that is valid UTF-8 (Ansible refuses any other), under a watchdog. The accepted ones are
 run in real bwrap as root and as nobody by tests/integration/test_hostile_bwrap_real.py; time and
-memory of the worst are measured by scripts/bench-render.py, never asserted here."""
+memory of the worst are measured by benchmarks/bench-render.py, never asserted here."""
 import json
 import os
 import signal

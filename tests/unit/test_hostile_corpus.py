@@ -14,7 +14,7 @@ and every in-process face gives the same decision as the core:
 
 Real ansible-playbook runs of the module (a sample of every rule and code) and of the audit action
 (the whole corpus in one call) are in tests/integration/test_hostile_faces.py. A watchdog (SIGALRM)
-turns a hang into a failure; time and memory are measured by scripts/bench-render.py, never
+turns a hang into a failure; time and memory are measured by benchmarks/bench-render.py, never
 asserted here.
 """
 import json

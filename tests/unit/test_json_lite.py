@@ -8,6 +8,9 @@ import subprocess
 import sys
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import json_lite as JL
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import sources
+
+PRELUDE = sources.script(JL)      # the file's text, as the scripts include it
 
 VALUES = [None, True, False, 0, -7, 2 ** 70, 1.5, -1e300, "", "x\u00e9\u2603\n\t\"\\", "\udcff",
           [], [1, [2, [3, {}]]], {"a": {"b": [None, "c"]}, "": 0}, {"mixed": [True, 1, 1.0, "1"]}]
@@ -17,7 +20,7 @@ def _run(script, *argv, block_json_c=False):
     """The prelude and ``script`` in a fresh ``python3 -I -S`` (``block_json_c``: as an interpreter without
     _json), stdout as text."""
     head = "import sys\n" + ("sys.modules['_json'] = None\n" if block_json_c else "")
-    proc = subprocess.run([sys.executable, "-I", "-S", "-c", head + JL.PRELUDE + script] + list(argv),
+    proc = subprocess.run([sys.executable, "-I", "-S", "-c", head + PRELUDE + script] + list(argv),
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout

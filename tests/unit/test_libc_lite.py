@@ -13,6 +13,9 @@ import sys
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import libc_lite as LL
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import sources
+
+PRELUDE = sources.script(LL)      # the file's text, as the payload includes it
 
 # What the reaper and the payload ask: their process name set (PR_SET_NAME) and read back, the parent-death
 # signal set and read (PR_SET_PDEATHSIG, PR_GET_PDEATHSIG), the filesystem type of /proc and of / (statfs), the
@@ -71,8 +74,8 @@ def test_the_prelude_makes_the_calls_ctypes_makes(python):
     imports neither ctypes nor struct, its fallback imports ctypes."""
     want = _run(python, REFERENCE)
     assert want["comm"] == "mp-libc-lite" and want["/proc"][1] == 0x9FA0 and want["missing"] == [-1, 2]
-    own = _run(python, LL.PRELUDE)
-    fallback = _run(python, NO_CTYPES_C + LL.PRELUDE)
+    own = _run(python, PRELUDE)
+    fallback = _run(python, NO_CTYPES_C + PRELUDE)
     assert own.pop("modules") == []
     assert fallback.pop("modules") == ["ctypes", "struct"]
     want.pop("modules")
@@ -81,14 +84,14 @@ def test_the_prelude_makes_the_calls_ctypes_makes(python):
 
 
 def test_the_scripts_use_the_prelude_not_the_package():
-    """The probe's in-sandbox payload carries the prelude, and its forked reaper runs it, neither importing ctypes
+    """The probe's in-sandbox payload carries the prelude, and its forked reaper uses it, neither importing ctypes
     themselves (a mutation that puts ``import ctypes`` back in either is caught here, the calls above catch a
     broken prelude)."""
     import inspect
 
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import payload, reaper
     reaper_source = inspect.getsource(reaper)
-    assert "exec(LL.PRELUDE, scope)" in reaper_source
-    for body in (payload.PAYLOAD.replace(LL.PRELUDE, ""), reaper_source):
+    assert "return LL.libc" in reaper_source
+    for body in (payload.payload_text().replace(PRELUDE, ""), reaper_source):
         assert "import ctypes" not in body and "ctypes." not in body
-    assert LL.PRELUDE in payload.PAYLOAD
+    assert PRELUDE in payload.payload_text()

@@ -38,16 +38,17 @@ import zlib
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..base import sources as SRC
+from . import bootstrap
 
 MAX_ARG = 120000        # Linux MAX_ARG_STRLEN is 128 KiB per argument
 MAX_ARGV = 16 * MAX_ARG  # the whole command far under ARG_MAX (2 MiB with the environment)
 FRAME_PREFIX = "metnos-audit-"
 TOKEN_BYTES = 16
 ZLIB_LEVEL = 6
-# The core minus the modules only the controller runs (reports, summaries, this transport): the host
-# never imports them, and every byte counts against MAX_ARGV.
-CONTROLLER_ONLY = ("metnos_sandbox.audit.baseline", "metnos_sandbox.audit.merge", "metnos_sandbox.audit.play_vars",
-                   "metnos_sandbox.audit.report", "metnos_sandbox.audit.report_html",
+# The core minus the modules only the controller runs (reports, summaries, this transport, the bootstrap
+# it sends as the command itself): the host never imports them, and every byte counts against MAX_ARGV.
+CONTROLLER_ONLY = ("metnos_sandbox.audit.baseline", "metnos_sandbox.audit.bootstrap", "metnos_sandbox.audit.merge",
+                   "metnos_sandbox.audit.play_vars", "metnos_sandbox.audit.report", "metnos_sandbox.audit.report_html",
                    "metnos_sandbox.audit.report_metrics", "metnos_sandbox.audit.report_states",
                    "metnos_sandbox.audit.summary", "metnos_sandbox.audit.transport", "metnos_sandbox.audit.waivers")
 # The payload in the run's controller-side temp dir (cached_payload): named by its sha256; the lock its builder holds.
@@ -61,159 +62,17 @@ PACKAGES = " packages"   # the payload's key listing the package names (no modul
 # the interpreter's magic number, and the CRC-32 of its content (it catches a damaged file; what keeps a forged
 # one out is that only root can write there: a digest would not, and the interpreter's own sha256 costs ~4 ms
 # for the bundle's 1.1 MB). Written only by root; anything else compiles as before. The bundle holds the
-# compiled modules and the core's module and package names, so that a hit never reads, decompresses nor decodes
+# compiled modules, the sources read as scripts (bootstrap.SCRIPTS) and the core's module and package names, so
+# that a hit never reads, decompresses nor decodes
 # the shipped sources (~5 ms per host): they are read only to compile a module the bundle lacks. "-3" in its name
 # is the bundle's format (a bundle of another format is never read: it is removed by the next write). The
-# newest 4 bundles stay (KEEP in BOOTSTRAP: two controllers with different versions of the toolkit, auditing
+# newest 4 bundles stay (KEEP in bootstrap.py: two controllers with different versions of the toolkit, auditing
 # the same hosts, do not evict each other's), each with its bwrap verifications ("-3.trust",
 # host/trust_store.py); anything else in the directory is removed by the next write.
 CACHE_DIR = "/run/metnos-audit"
 
-# Runs on the host: stdlib only, Python 3.8+. It imports nothing it does not need (importlib.abc alone
-# costs more than json and zlib together) and compiles a module only when the audit imports it.
-BOOTSTRAP = r"""
-import sys, json, zlib, os, stat, marshal, gc
-gc.disable()    # one short run: no cycle collection (2.5 % of the audit process's instructions, the same peak RSS)
-KEEP = 4
-rest = None
-if len(sys.argv) > 1:
-    import base64
-    head, _sep, blob = base64.b64decode("".join(sys.argv[1:])).partition(b"\n")
-else:
-    # The envelope line now; the compressed core after it only when a module must be compiled (a kept bundle
-    # never needs it: the controller's writes end at the pipe's capacity instead of ~60 wake-ups for 248 KB).
-    # The rest of the message stays on a descriptor of this process alone (os.dup's is not inherited), and what
-    # the audit starts has /dev/null as its stdin: end of file at once, as the drained pipe gave before.
-    rest = os.fdopen(os.dup(0), "rb")
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    head, blob = rest.readline(), None
-envelope = json.loads(head.decode("utf-8"))
-src = {}
-def sources():
-    global blob
-    if not src:
-        if blob is None:
-            blob = rest.read()
-        src.update(json.loads(zlib.decompress(blob).decode("utf-8")))
-    return src
-from importlib._bootstrap_external import MAGIC_NUMBER
-from importlib.machinery import ModuleSpec
-where = envelope.get("cache")
-digest = str(envelope.get("digest") or "")
-if len(digest) != 64 or digest.strip("0123456789abcdef"):
-    where = None                        # no digest, no cache: compiled from the sources
-bundle = where and os.path.join(where, "%s-%s-3.code" % (digest, sys.implementation.cache_tag))
-trust = bundle and bundle[:-len(".code")] + ".trust"    # its bwrap verifications (host/trust_store.py)
-def trusted(path):
-    here = "/"
-    for part in [""] + [p for p in path.split("/") if p]:
-        here = os.path.join(here, part)
-        st = os.lstat(here)
-        loose = st.st_mode & (0o077 if here == path.rstrip("/") else 0o022)
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0 or (loose and not st.st_mode & stat.S_ISVTX):
-            return False
-    return True
-def cached():
-    try:
-        handle = open(os.open(bundle, os.O_RDONLY | os.O_NOFOLLOW), "rb")
-    except (OSError, TypeError):
-        return None, "miss" if bundle else "off"
-    with handle:
-        st = os.fstat(handle.fileno())
-        if not (stat.S_ISREG(st.st_mode) and st.st_uid == 0 and st.st_nlink == 1 and not st.st_mode & 0o077
-                and trusted(where)):
-            return None, "refused"
-        raw = handle.read()
-    if raw[:4] != MAGIC_NUMBER or zlib.crc32(raw[8:]).to_bytes(4, "big") != raw[4:8]:
-        return None, "refused"
-    kept = marshal.loads(raw[8:])
-    if not (isinstance(kept, tuple) and len(kept) == 3 and isinstance(kept[0], dict)):
-        return None, "refused"
-    return kept, "hit"
-def remove(path):
-    try:                                # one that cannot go (gone already, a directory) stops no other
-        os.unlink(path)
-    except OSError:
-        pass
-def keep(codes):
-    try:
-        if not bundle or os.geteuid() != 0:
-            return
-        os.makedirs(where, 0o700, exist_ok=True)
-        if not trusted(where):
-            return
-        others = []
-        for name in os.listdir(where):
-            path = os.path.join(where, name)
-            if name.endswith("-3.code") and name != os.path.basename(bundle):
-                try:
-                    others.append((os.lstat(path).st_mtime, path))
-                except OSError:         # removed meanwhile by another audit
-                    pass
-            elif name.endswith("-3.trust") and (path == trust or os.path.exists(path[:-len(".trust")] + ".code")):
-                continue                # a kept bundle's verifications stay with it
-            elif name != os.path.basename(bundle):
-                remove(path)
-        for _mtime, path in sorted(others)[:max(0, len(others) - KEEP + 1)]:     # this one and the newest others
-            remove(path)
-            remove(path[:-len(".code")] + ".trust")
-        body = marshal.dumps((codes, sorted(names), sorted(packages)))
-        part = "%s.%d" % (bundle, os.getpid())
-        with open(os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600), "wb") as handle:
-            handle.write(MAGIC_NUMBER + zlib.crc32(body).to_bytes(4, "big") + body)
-        os.replace(part, bundle)
-    except OSError:
-        pass
-kept, state = cached()
-if bundle and os.geteuid() == 0:
-    try:                                # before the audit: the first one keeps its bwrap verifications too
-        os.makedirs(where, 0o700, exist_ok=True)
-    except OSError:
-        pass
-if kept is None:
-    codes, packages = {}, set(sources().pop(" packages"))
-    names = set(src)
-else:
-    codes, names, packages = kept[0], set(kept[1]), set(kept[2])
-compiled = []
-class Loader(object):
-    def find_spec(self, name, path=None, target=None):
-        if name in names:
-            return ModuleSpec(name, self, is_package=(name in packages))
-    def create_module(self, spec):
-        return None
-    def exec_module(self, module):
-        module.__file__ = "<metnos_audit:%s>" % module.__name__
-        code = codes.get(module.__name__)
-        if code is None:
-            code = codes[module.__name__] = compile(sources()[module.__name__], module.__file__, "exec",
-                                                    dont_inherit=True)
-            compiled.append(module.__name__)
-        exec(code, module.__dict__)
-    def get_source(self, name):
-        return sources()[name]
-sys.meta_path.insert(0, Loader())
-try:
-    from metnos_sandbox.audit import audit
-    result = audit.audit_host(envelope["params"], trust_store=trust)
-except Exception as exc:
-    import traceback
-    result = {"failed": True, "msg": "metnos_audit payload failed: %s" % exc, "exception": traceback.format_exc()}
-if compiled:
-    keep(codes)
-if isinstance(result, dict):
-    result["payload_cache"] = {"state": state, "compiled": len(compiled)}
-body = json.dumps(result).encode("ascii")
-frame = envelope["frame"].encode("ascii")
-sys.stdout.flush()
-sys.stdout.buffer.write(b"\n" + frame + b" " + str(len(body)).encode("ascii") + b"\n" + body + b"\n" + frame +
-                        b" end\n")
-sys.stdout.buffer.flush()
-sys.stderr.flush()
-os._exit(0)     # the answer is out: tearing the interpreter down would cost the host ~10-20 ms of CPU for nothing
-"""
+# What runs on the host first (``python -I -S -c BOOTSTRAP``): the text of bootstrap.py, read once.
+BOOTSTRAP = SRC.script(bootstrap)
 
 
 class TransportError(Exception):

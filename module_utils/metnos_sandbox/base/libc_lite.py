@@ -6,7 +6,7 @@ without importing the ctypes package.
 
 They call prctl(2) and statfs(2); the payload starts a fresh interpreter with ``-I -S``, where
 ``import ctypes`` costs about 2.5 ms of CPU each time (the package defines some sixty types and imports
-struct; measured under ``-I -S`` on Debian 12's Python 3.11, 3 × 40 runs). ``PRELUDE`` defines, on ctypes'
+struct; measured under ``-I -S`` on Debian 12's Python 3.11, 3 × 40 runs). This module defines, on ctypes'
 own C module (``_ctypes``, which the package is built on), only what the scripts use:
 
 - ``libc``: the functions of the process's C library by name, each returning a C ``int`` and keeping
@@ -19,38 +19,51 @@ own C module (``_ctypes``, which the package is built on), only what the scripts
 
 An interpreter whose ``_ctypes`` lacks any of these (not CPython) uses the ctypes package instead, with
 the same names. Checked on CPython 3.6 to 3.13 (tests/unit/test_libc_lite.py).
-Pure Python, no Ansible imports.
+
+The payload includes this file's text before its own (``sources.script(..., libc_lite, ...)``): it imports
+nothing of the core and has no ``from __future__`` import. Pure Python, no Ansible imports.
 """
 
-from __future__ import absolute_import, annotations, division, print_function
+__all__ = ["byref", "c_int", "c_long", "c_uint", "get_errno", "libc", "string_buffer"]
+MYPY = False
+if MYPY:    # what the type checker reads; at run time nothing more is imported
+    from typing import Any
 
-PRELUDE = r'''
 try:
     import _ctypes
-    class c_int(_ctypes._SimpleCData):
+
+    class c_int(_ctypes._SimpleCData):  # type: ignore[type-arg]
         _type_ = "i"
-    class c_uint(_ctypes._SimpleCData):
+
+    class c_uint(_ctypes._SimpleCData):  # type: ignore[type-arg]
         _type_ = "I"
-    class c_long(_ctypes._SimpleCData):
+
+    class c_long(_ctypes._SimpleCData):  # type: ignore[type-arg]
         _type_ = "l"
-    class _c_char(_ctypes._SimpleCData):
+
+    class _c_char(_ctypes._SimpleCData):  # type: ignore[type-arg]
         _type_ = "c"
+
     class _LibcFunction(_ctypes.CFuncPtr):
         _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
         _restype_ = c_int
+
     class _Libc(object):
-        _handle = _ctypes.dlopen(None, 0)
-        def __getattr__(self, name):
+        _handle = _ctypes.dlopen(None, 0)  # type: ignore[arg-type]  # None: the process itself, as dlopen(3)
+
+        def __getattr__(self, name: str) -> "Any":
             if name.startswith("_"):
                 raise AttributeError(name)
-            function = _LibcFunction((name, self))
+            function = _LibcFunction((name, self))  # type: ignore[arg-type]  # a _handle, as ctypes.CDLL
             setattr(self, name, function)
             return function
     libc = _Libc()
     byref, get_errno = _ctypes.byref, _ctypes.get_errno
 except (ImportError, AttributeError, TypeError, OSError):
-    from ctypes import CDLL, byref, c_char as _c_char, c_int, c_long, c_uint, get_errno
-    libc = CDLL(None, use_errno=True)
-def string_buffer(size):
+    from ctypes import CDLL, byref, c_int, c_long, c_uint, get_errno  # type: ignore[assignment]
+    from ctypes import c_char as _c_char  # type: ignore[assignment]
+    libc = CDLL(None, use_errno=True)  # type: ignore[assignment]
+
+
+def string_buffer(size: int) -> "Any":
     return (_c_char * size)()
-'''

@@ -2,7 +2,8 @@
 # Copyright: metnos-sandbox-ops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The core's own source files, found on disk, never listed by hand: what the audit payload ships, what
-the monitor's release holds, what the tests and scripts check.
+the monitor's release holds, what the tests and scripts check; and ``script``, the text of a module of the
+core that another interpreter runs as a script (``python -c``).
 
 The core is a folder (``metnos_sandbox/``) of capability packages one level deep (``base/``, ``host/``,
 ...; docs/architecture.md draws the map). ``files(top)`` names every source of the core in ``top`` by its
@@ -12,6 +13,7 @@ dotted name under ``metnos_sandbox``. Pure Python, no Ansible imports.
 from __future__ import absolute_import, annotations, division, print_function
 
 import os
+import types
 from typing import List
 
 from . import patterns as RX
@@ -48,3 +50,26 @@ def module_name(relative: str) -> str:
 
 def is_package(relative: str) -> bool:
     return relative.endswith("__init__.py")
+
+
+def script(*modules: types.ModuleType) -> str:
+    """The text another interpreter runs (``python -c TEXT``): the sources of ``modules``, in order, one after the
+    other. Such a module is a real file of the core, linted and type-checked like the rest; importing it runs
+    nothing (its work is under ``if __name__ == "__main__"``, which is what ``-c`` gives). Each source is read
+    through its module's own loader, so it is found wherever the core was imported from: the files of a
+    checkout or an installed collection, the zip Ansible ships a module in, or the sources the audit's
+    bootstrap was sent (audit/bootstrap.py). None of them may have a ``from __future__`` import: the text
+    after the first module's would not compile."""
+    return "".join(_source(module) for module in modules)
+
+
+def _source(module: types.ModuleType) -> str:
+    spec = module.__spec__
+    loader = spec.loader if spec is not None else None
+    get_source = getattr(loader, "get_source", None)
+    text = get_source(spec.name) if spec is not None and get_source is not None else None
+    if isinstance(text, bytes):         # Ansible's collection loader gives the file's bytes
+        text = text.decode("utf-8")
+    if not isinstance(text, str) or not text:
+        raise ImportError("the source of %s cannot be read" % module.__name__)
+    return text if text.endswith("\n") else text + "\n"

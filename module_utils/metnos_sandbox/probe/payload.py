@@ -1,26 +1,27 @@
 # -*- coding: utf-8 -*-
 # Copyright: metnos-sandbox-ops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The probe's payload and what it must see: the in-sandbox witness (PAYLOAD, stdlib only, run by the
-bwrap under test), the expectations a rendered profile sets for it, and the argv the probe starts
+"""The probe's payload and what it must see: the in-sandbox witness (payload_text: payload_script.py, stdlib
+only, run by the bwrap under test), the expectations a rendered profile sets for it, and the argv the probe starts
 (payload_command, the descriptor launcher, argv_deviations).
 
 Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import functools
 import json
 import os
 import typing as t
 
-from ..base import json_lite as JL
-from ..base import libc_lite as LL
+from ..base import json_lite, libc_lite, sources
 from ..base.paths import under
 from ..base.records import Record
 from ..host import bwrap_options as BO
 from ..host import procfs as PF
 from ..profile import descriptors as DS
 from ..profile import result as RS
+from . import payload_script
 
 Json = t.Dict[str, t.Any]
 User = t.Dict[str, t.Any]
@@ -50,114 +51,13 @@ class SystemdReport(Record):
     info: t.Dict[str, str]
 
 
-# Runs inside the sandbox on the runtime's interpreter (Python 3.6+, stdlib only). It reports
-# one JSON line on stdout, then waits on stdin until the outside has read its evidence. JSON by base/json_lite.py,
-# prctl(2) and statfs(2) by base/libc_lite.py: each package import would cost more than the rest of the script.
-PAYLOAD = JL.PRELUDE + LL.PRELUDE + r"""
-import errno, os, sys
-try:                                    # the C module alone: socket.py imports enum, selectors (~5 ms of CPU)
-    import _socket as socket
-except ImportError:
-    import socket
-spec = loads(sys.argv[1])
-libc.prctl(15, ("mp-" + spec["token"])[:15].encode(), 0, 0, 0)   # PR_SET_NAME: this code ran here
-def beacon(name):
-    # in the probe's network namespace the probe holds this process while it reads who it is
-    try:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(30)
-        s.connect("\0" + name)
-        s.recv(1)
-        s.close()
-        return "reached"
-    except OSError as exc:
-        return err(exc.errno or 0)
-def err(num):
-    return "error:" + errno.errorcode.get(num, str(num))
-def fs(path):
-    out = {}
-    buf = string_buffer(512)
-    if libc.statfs(path.encode("utf-8"), buf) == 0:
-        if os.uname()[4].startswith("s390"):
-            out["type"] = c_uint.from_buffer(buf).value
-        else:
-            out["type"] = c_long.from_buffer(buf).value & 0xffffffff
-    else:
-        out["type"] = err(get_errno())
-    try:
-        st = os.stat(path)
-        out["dev"] = "%d:%d" % (os.major(st.st_dev), os.minor(st.st_dev))
-        out["flags"] = "ro" if os.statvfs(path).f_flag & os.ST_RDONLY else "rw"
-    except OSError as exc:
-        out["dev"] = out["flags"] = err(exc.errno)
-    return out
-def listing(path):
-    try:
-        return sorted(os.listdir(path))
-    except OSError as exc:
-        return err(exc.errno)
-def try_write(path):
-    try:
-        if os.path.isdir(path):
-            target = os.path.join(path, ".metnos-probe-" + spec["token"])
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            os.close(fd)
-            os.unlink(target)
-        else:
-            os.close(os.open(path, os.O_WRONLY | os.O_APPEND))
-        return "writable"
-    except OSError as exc:
-        return err(exc.errno)
-def presence(path):
-    try:
-        os.lstat(path)
-        return "present"
-    except OSError as exc:
-        return "absent" if exc.errno in (errno.ENOENT, errno.ENOTDIR) else err(exc.errno)
-obs = {"metnos_probe": spec["token"], "pid": os.getpid(), "uid": os.getuid(), "ns": {}}
-if spec.get("beacon"):
-    obs["beacon"] = beacon(spec["beacon"])
-try:
-    obs["proc_self"] = os.readlink("/proc/self")
-except OSError as exc:
-    obs["proc_self"] = err(exc.errno)
-obs["proc"] = dict((p, fs(p)) for p in spec["proc"])
-for ns in spec["ns"]:
-    try:
-        obs["ns"][ns] = os.readlink("/proc/self/ns/" + ns)
-    except OSError as exc:
-        obs["ns"][ns] = err(exc.errno)
-try:
-    obs["interfaces"] = sorted(name for _i, name in socket.if_nameindex())
-except OSError as exc:
-    obs["interfaces"] = err(exc.errno)
-obs["ro"] = dict((p, fs(p)) for p in spec["ro"])
-obs["rw"] = dict((p, try_write(p)) for p in spec["rw"])
-obs["absent"] = dict((p, presence(p)) for p in spec["absent"])
-obs["tmpfs"] = dict((p, dict(fs(p), entries=listing(p))) for p in spec["tmpfs"] + spec["dev"])
-try:
-    sig = c_int(0)
-    libc.prctl(2, byref(sig), 0, 0, 0)   # PR_GET_PDEATHSIG
-    obs["pdeathsig"] = sig.value
-except Exception as exc:
-    obs["pdeathsig"] = "error:%s" % exc
-sys.stdout.write(dumps(obs) + "\n")
-sys.stdout.flush()
-try:
-    go = sys.stdin.readline().strip()
-except Exception:
-    go = ""
-import time
-try:                                    # the interpreter's own sha256 (hashlib loads OpenSSL: ~3 ms)
-    from _sha256 import sha256
-except ImportError:
-    try:
-        from _sha2 import sha256
-    except ImportError:
-        from hashlib import sha256
-if spec.get("go") and sha256(go.encode()).hexdigest() != spec["go"]:
-    time.sleep(spec.get("linger") or 0)     # not released by the probe: a copy outside stays visible to it
-"""
+@functools.lru_cache(maxsize=None)
+def payload_text() -> str:
+    """The payload's text (``python -c``): payload_script.py, which runs inside the sandbox, after the files that
+    define what it uses, base/json_lite.py and base/libc_lite.py (it must be one self-contained text: the
+    sandbox does not see the core). Read once per process, when first needed."""
+    return sources.script(json_lite, libc_lite, payload_script)
+
 
 SENSITIVE = ("/root", "/home", "/opt", "/srv", "/mnt", "/media", "/var", "/run")
 PROC_SUPER_MAGIC = 0x9FA0
@@ -271,5 +171,5 @@ def argv_deviations(expected: t.Sequence[str], actual: t.Sequence[str]) -> t.Opt
 
 def payload_command(python: str, spec: t.Optional[Json] = None) -> t.List[str]:
     """The payload's exact argv (the outside finds the payload process by it)."""
-    cmd = [python, "-I", "-S", "-c", PAYLOAD]   # isolated: no PYTHON* variables, no site, no cwd on sys.path
+    cmd = [python, "-I", "-S", "-c", payload_text()]   # isolated: no PYTHON* variables, no site, no cwd on sys.path
     return cmd + [json.dumps(spec, sort_keys=True)] if spec is not None else cmd

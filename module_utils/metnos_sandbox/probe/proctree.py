@@ -25,7 +25,7 @@ the payload reported), is a finding with its details (pid, executable, namespace
 one that ran **the payload's code** (its comm is the run's marker - the payload sets it as its first
 act - or its arguments are the payload's after argv[0]) is the stronger finding. The payload also
 never exits on its own unless the probe released it with a one-time token it gives only to the
-process it has verified (probe.PAYLOAD): a copy started outside the sandbox is never released, so it
+process it has verified (payload.payload_text): a copy started outside the sandbox is never released, so it
 stays in the tree, visible, until the probe kills it.
 
 Pure Python, no Ansible imports.

@@ -110,12 +110,10 @@ def _say_failed(argv: t.Sequence[str], why: t.Optional[str]) -> None:
 
 @functools.lru_cache(maxsize=None)
 def _libc() -> t.Any:
-    """prctl(2) and the rest of the process's C library through base/libc_lite.py, made once per process and
-    before any fork (so the reaper imports nothing once it has entered the run's working directory)."""
-    scope: Json = {}
-    # our own constant, not input: prctl(2) without importing the ctypes package in the probe's process
-    exec(LL.PRELUDE, scope)     # pylint: disable=exec-used
-    return scope["libc"]
+    """prctl(2) and the rest of the process's C library through base/libc_lite.py (without importing the ctypes
+    package in the probe's process), made when that module is imported, before any fork (so the reaper imports
+    nothing once it has entered the run's working directory)."""
+    return LL.libc
 
 
 def _reap(libc: t.Any, ctl: int, uid: int, gid: int, keep: t.Sequence[int], argv: t.Sequence[str],

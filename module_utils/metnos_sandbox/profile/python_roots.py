@@ -8,6 +8,7 @@ Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import functools
 import json
 import os
 from typing import (
@@ -19,31 +20,17 @@ from typing import (
     Tuple,
 )
 
-from ..base import json_lite as JL
+from ..base import json_lite, sources
 from ..base.records import Record
+from . import ask_python
 from . import host_layout as HL
 from . import model as MD
 
-# Asked of the runtime's interpreter: its sys.path, and the installation it really runs from (the
-# prefixes, the stdlib and site folders, the folder of libpython and the libpython it has mapped, the
-# folder of the resolved executable): read-only base trees whatever the writable roots say.
-# The answer is JSON written by base/json_lite.py (importing json there would cost ~5-10 ms of CPU per host).
-_ASK_PYTHON = JL.PRELUDE + r"""
-import os, sys, sysconfig
-inst = [sys.prefix, sys.base_prefix, sys.exec_prefix, getattr(sys, "base_exec_prefix", sys.exec_prefix),
-        os.path.dirname(os.path.realpath(sys.executable))]
-inst += [sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")]
-inst.append(sysconfig.get_config_var("LIBDIR"))
-try:
-    with open("/proc/self/maps") as handle:
-        for line in handle:
-            fields = line.split(None, 5)
-            if len(fields) > 5 and "libpython" in fields[5]:
-                inst.append(os.path.dirname(fields[5].strip()))
-except OSError:
-    pass
-print(dumps({"path": [p for p in sys.path if isinstance(p, str)], "install": [p for p in inst if isinstance(p, str)]}))
-"""
+
+@functools.lru_cache(maxsize=None)
+def ask_python_text() -> str:
+    """What discover_python runs (``python -c``): ask_python.py after base/json_lite.py, read once per process."""
+    return sources.script(json_lite, ask_python)
 
 
 class PythonFound(Record):
@@ -65,7 +52,7 @@ def discover_python(python: Optional[str], runner: Callable[[List[str]], Tuple[i
     of the installation it resolves to. Home folders are filtered later by HostContext.base()."""
     if not python or not os.path.exists(python):
         return PythonFound([], [])
-    rc, out, _err = runner([python, "-c", _ASK_PYTHON])
+    rc, out, _err = runner([python, "-c", ask_python_text()])
     if rc != 0:
         return PythonFound([], [])
     try:

@@ -2,7 +2,7 @@
 """Benchmark: in-process rendering throughput (manifest dict -> validated Manifest -> Profile -> argv),
 and the time and peak memory of the worst hostile inputs.
 
-    python scripts/bench-render.py [--seconds 3] [--no-hostile]
+    python benchmarks/bench-render.py [--seconds 3] [--no-hostile]
 
 Renders the bundled example manifests plus synthetic ones in a loop on one host context
 (as the runtime does per invocation) and prints manifests per second. Then renders every entry

@@ -1,10 +1,8 @@
-#!/usr/bin/env python3
-"""Name this collection's modules, filters and roles by their FQCN (``metnos.sandbox.NAME``), in place
-(idempotent), in what users read and run:
+"""This collection's modules, filters and roles named by their FQCN (``metnos.sandbox.NAME``) in what users read
+and run: ``unqualified()`` lists each line that names one without it (tests/unit/test_fqcn.py asserts there is
+none); ``Rewriter.text`` is that line qualified.
 
-    python3 scripts/fqcn.py [--check] [PATH ...]      (default: DEFAULT_PATHS below)
-
-What is rewritten, each only for a name the collection really has (modules: library/*.py, filters: the
+What is qualified, each only for a name the collection really has (modules: library/*.py, filters: the
 doc sidecars filter_plugins/*.yml, roles: roles/*; never a fixed list):
 - a module as a task's key: ``  sandbox_profile:`` inside a list item (a task), YAML files, the EXAMPLES of
   modules and filters, YAML inside tests' strings and inside the Markdown's code blocks. A key at the top of a
@@ -22,22 +20,20 @@ doc sidecars filter_plugins/*.yml, roles: roles/*; never a fixed list):
 - in tests, the module a helper runs: ``run_module("bwrap_facts", ...)``, ``host.module("sandbox_probe", ...)``,
   ``"-m", "sandbox_profile"``.
 
-``--check`` changes nothing and exits 1 listing each line that would change (tests/unit/test_fqcn.py runs it).
 A message's own prefix (``sandbox_profile: path must be a string``) is the face speaking, not a name to
 call, and is not touched.
 """
 import glob
 import os
 import re
-import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NS = "metnos.sandbox."
 DEFAULT_PATHS = ("roles", "playbooks", "molecule", "examples", "inventory", "library", "filter_plugins",
                  "doc_fragments", "action_plugins", "tests", "docs", "README.md")
 SUFFIXES = (".yml", ".yaml", ".py", ".md", ".j2")
-# Files that write unqualified names on purpose: this tool and its test (the forms it rewrites).
-EXEMPT = ("scripts/fqcn.py", "tests/unit/test_fqcn.py")
+# Files that write unqualified names on purpose: this checker and its test (the forms it qualifies).
+EXEMPT = ("tests/helpers/fqcn.py", "tests/unit/test_fqcn.py")
 
 
 def names(root=ROOT):
@@ -162,29 +158,16 @@ def changes(path, rewriter):
     return new, diff
 
 
-def main(argv):
-    check = "--check" in argv
-    paths = [a for a in argv if a != "--check"] or [os.path.join(ROOT, p) for p in DEFAULT_PATHS]
+def unqualified(paths=None):
+    """Each line under ``paths`` (default: DEFAULT_PATHS) that names a module, filter or role of the collection
+    without its FQCN, as ``path:line: text``."""
+    paths = paths or [os.path.join(ROOT, p) for p in DEFAULT_PATHS]
     rewriter = Rewriter(*names())
     found = []
     for path in files(paths):
-        if os.path.relpath(os.path.abspath(path), ROOT) in EXEMPT:
+        rel = os.path.relpath(os.path.abspath(path), ROOT)
+        if rel in EXEMPT:
             continue
-        new, diff = changes(path, rewriter)
-        if not diff:
-            continue
-        rel = os.path.relpath(path, ROOT)
-        if check:
-            found += ["%s:%d: %s" % (rel, n, a.strip()) for n, a, _b in diff]
-        else:
-            with open(path, "w", encoding="utf-8") as handle:
-                handle.write(new)
-            print("rewrote %s (%d lines)" % (rel, len(diff)))
-    if found:
-        print("unqualified names (python3 scripts/fqcn.py rewrites them):\n" + "\n".join(found))
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+        _new, diff = changes(path, rewriter)
+        found += ["%s:%d: %s" % (rel, n, a.strip()) for n, a, _b in diff]
+    return found

@@ -2,7 +2,7 @@
 """Benchmark one continuous-proof run against one audit round trip on the same host (not a test; the figures
 go in docs/benchmarks.md).
 
-    python scripts/bench-monitor.py [--rounds 10] [--debian 12] [--json]
+    python benchmarks/bench-monitor.py [--rounds 10] [--debian 12] [--json]
 
 One systemd host (a podman container from the test images, scripts/build-images.sh, with bubblewrap and a
 healthy metnos.service as User=metnos), the monitor installed by the role (playbooks/site.yml with

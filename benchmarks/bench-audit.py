@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Benchmark the fleet audit at fleet scale (not a test; the figures go in docs/benchmarks.md).
 
-    python scripts/bench-audit.py                      # the whole table: N=200 and 1,000, 20 SSH hosts,
+    python benchmarks/bench-audit.py                      # the whole table: N=200 and 1,000, 20 SSH hosts,
                                                        # 10,000 synthetic results, Chromium timings
-    python scripts/bench-audit.py --sizes 10,50 --ssh 0 --synthetic 0 --no-browser   # a quick look
+    python benchmarks/bench-audit.py --sizes 10,50 --ssh 0 --synthetic 0 --no-browser   # a quick look
 
 Cells (all in one run, one line each, a Markdown table and --json at the end):
   ours   playbooks/audit.yml over N local-connection aliases of this machine (each runs every check for

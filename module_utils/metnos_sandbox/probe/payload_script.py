@@ -1,0 +1,141 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The probe's payload: the witness that runs inside the sandbox under test, on the runtime's interpreter
+(Python 3.6+, the standard library only, ``python -I -S -c TEXT SPEC``). It reports one JSON line on stdout,
+then waits on stdin until the outside has read its evidence.
+
+The text it runs is assembled from real files (payload.payload_text): base/json_lite.py (``loads``,
+``dumps``), base/libc_lite.py (``libc``: prctl(2) and statfs(2), ``c_int``, ...), then this file; each
+package import would cost more than the rest of the script. The names they define are imported below only
+for the type checker. Importing this module runs nothing: the work is under ``if __name__ == "__main__"``,
+which is what ``-c`` gives. No ``from __future__`` import (it would not compile after the other files).
+"""
+import errno
+import os
+import sys
+
+MYPY = False
+if MYPY:    # what the type checker reads; at run time the files before this one define these names
+    from typing import Any
+
+    from ..base.json_lite import dumps, loads
+    from ..base.libc_lite import byref, c_int, c_long, c_uint, get_errno, libc, string_buffer
+
+try:                                    # the C module alone: socket.py imports enum, selectors (~5 ms of CPU)
+    import _socket as socket
+except ImportError:
+    import socket  # type: ignore[no-redef]
+
+
+def beacon(name: str) -> str:
+    # in the probe's network namespace the probe holds this process while it reads who it is
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(30)
+        s.connect("\0" + name)
+        s.recv(1)
+        s.close()
+        return "reached"
+    except OSError as exc:
+        return err(exc.errno or 0)
+
+
+def err(num: "int | None") -> str:
+    return "error:" + errno.errorcode.get(num, str(num))  # type: ignore[arg-type]  # None: "error:None"
+
+
+def fs(path: str) -> "dict[str, Any]":
+    out: "dict[str, Any]" = {}
+    buf = string_buffer(512)
+    if libc.statfs(path.encode("utf-8"), buf) == 0:
+        if os.uname()[4].startswith("s390"):
+            out["type"] = c_uint.from_buffer(buf).value
+        else:
+            out["type"] = c_long.from_buffer(buf).value & 0xffffffff
+    else:
+        out["type"] = err(get_errno())
+    try:
+        st = os.stat(path)
+        out["dev"] = "%d:%d" % (os.major(st.st_dev), os.minor(st.st_dev))
+        out["flags"] = "ro" if os.statvfs(path).f_flag & os.ST_RDONLY else "rw"
+    except OSError as exc:
+        out["dev"] = out["flags"] = err(exc.errno)
+    return out
+
+
+def listing(path: str) -> "list[str] | str":
+    try:
+        return sorted(os.listdir(path))
+    except OSError as exc:
+        return err(exc.errno)
+
+
+def try_write(path: str) -> str:
+    try:
+        if os.path.isdir(path):
+            target = os.path.join(path, ".metnos-probe-" + spec["token"])
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            os.close(fd)
+            os.unlink(target)
+        else:
+            os.close(os.open(path, os.O_WRONLY | os.O_APPEND))
+        return "writable"
+    except OSError as exc:
+        return err(exc.errno)
+
+
+def presence(path: str) -> str:
+    try:
+        os.lstat(path)
+        return "present"
+    except OSError as exc:
+        return "absent" if exc.errno in (errno.ENOENT, errno.ENOTDIR) else err(exc.errno)
+
+
+if __name__ == "__main__":
+    spec = loads(sys.argv[1])
+    libc.prctl(15, ("mp-" + spec["token"])[:15].encode(), 0, 0, 0)   # PR_SET_NAME: this code ran here
+    obs: "dict[str, Any]" = {"metnos_probe": spec["token"], "pid": os.getpid(), "uid": os.getuid(), "ns": {}}
+    if spec.get("beacon"):
+        obs["beacon"] = beacon(spec["beacon"])
+    try:
+        obs["proc_self"] = os.readlink("/proc/self")
+    except OSError as exc:
+        obs["proc_self"] = err(exc.errno)
+    obs["proc"] = dict((p, fs(p)) for p in spec["proc"])
+    for ns in spec["ns"]:
+        try:
+            obs["ns"][ns] = os.readlink("/proc/self/ns/" + ns)
+        except OSError as exc:
+            obs["ns"][ns] = err(exc.errno)
+    try:
+        obs["interfaces"] = sorted(name for _i, name in socket.if_nameindex())
+    except OSError as exc:
+        obs["interfaces"] = err(exc.errno)
+    obs["ro"] = dict((p, fs(p)) for p in spec["ro"])
+    obs["rw"] = dict((p, try_write(p)) for p in spec["rw"])
+    obs["absent"] = dict((p, presence(p)) for p in spec["absent"])
+    obs["tmpfs"] = dict((p, dict(fs(p), entries=listing(p))) for p in spec["tmpfs"] + spec["dev"])
+    try:
+        sig = c_int(0)
+        libc.prctl(2, byref(sig), 0, 0, 0)   # PR_GET_PDEATHSIG
+        obs["pdeathsig"] = sig.value
+    except Exception as exc:
+        obs["pdeathsig"] = "error:%s" % exc
+    sys.stdout.write(dumps(obs) + "\n")
+    sys.stdout.flush()
+    try:
+        go = sys.stdin.readline().strip()
+    except Exception:
+        go = ""
+    import time
+    try:                                    # the interpreter's own sha256 (hashlib loads OpenSSL: ~3 ms)
+        from _sha256 import sha256  # type: ignore[import-not-found]
+    except ImportError:
+        try:
+            from _sha2 import sha256  # type: ignore[import-not-found]
+        except ImportError:
+            from hashlib import sha256
+    if spec.get("go") and sha256(go.encode()).hexdigest() != spec["go"]:
+        time.sleep(spec.get("linger") or 0)     # not released by the probe: a copy outside stays visible to it
