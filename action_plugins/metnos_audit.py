@@ -27,12 +27,6 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import (
-    play_vars as PV,  # from_vars: the options the host's variables give
-)
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import (
-    report as R,  # controller side only: the spool's layout
-)
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import (
     transport as T,  # the message, its two carriers and the frame of the answer
 )
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import (
@@ -43,6 +37,12 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.opti
 )
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
     manifest as M,  # controller side: the one manifest loader (manifest_sources: what the filter loads, from_source)
+)
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (
+    play_vars as PV,  # from_vars: the options the host's variables give
+)
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (
+    report as R,  # controller side only: the spool's layout
 )
 
 AUTO = ("auto", "auto_silent", "auto_legacy", "auto_legacy_silent")
@@ -127,7 +127,7 @@ class ActionModule(ActionBase):
         """The validated options with their defaults, or None after a refusal put in ``result``."""
         given = {}
         if boolean(self._task.args.get("from_vars", False), strict=False):
-            # The options the task leaves out, from the host's variables (audit/play_vars.py): read here, they
+            # The options the task leaves out, from the host's variables (report/play_vars.py): read here, they
             # cost no template compiled by every worker for every host.
             try:
                 self._task.args = PV.options(self._task.args, lambda name: self._variable(task_vars, name), given)

@@ -20,14 +20,14 @@ from ansible import constants as C
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import (
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (
     baseline,
     report_metrics,
     waivers,
 )
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report as R
 
 
 def spool_dir():

@@ -64,7 +64,7 @@ VENV_BIN = os.path.dirname(sys.executable)
 sys.path.insert(0, os.path.join(ROOT, "action_plugins"))
 sys.path.insert(0, os.path.join(ROOT, "module_utils"))
 
-from metnos_sandbox.audit import report as R  # noqa: E402
+from metnos_sandbox.report import report as R  # noqa: E402
 
 NAIVE = """---
 - name: Naive audit (full facts + one task per check)
@@ -493,7 +493,7 @@ def D_make(code, severity, message, remediation):
 SYNTH_REPORT = r'''
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
-from metnos_sandbox.audit import report as R
+from metnos_sandbox.report import report as R
 hosts = json.load(open(sys.argv[2]))
 t0 = time.time()
 doc = R.build_from_hosts(hosts)

@@ -1,7 +1,7 @@
 """The report as the tests read it: the whole document from {host: task result}, and each renderer joined into
 one string. The product never needs either: the action and scripts/merge-audit-reports.py build the document
 from an iterable (report.build_from_results) and stream every renderer to its file (report.write_all)."""
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report as R
 
 
 def build(results, generated=None, warnings_as_failures=False):

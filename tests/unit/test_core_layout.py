@@ -21,7 +21,7 @@ MAX_LINES = 650
 INNER_IMPORTS = {("probe/blame.py", ".blame_trials"),      # a real cycle: blame_trials imports blame's types
                  ("profile/reader.py", "yaml")}             # an optional dependency, for YAML text only
 # Top to bottom; packages on one floor do not import each other.
-FLOORS = [("audit",), ("options",), ("probe",), ("profile", "service"), ("host",), ("base",)]
+FLOORS = [("report",), ("monitor",), ("audit",), ("options",), ("probe",), ("profile", "service"), ("host",), ("base",)]
 # base/diagnostics.py gathers every package's codes.py: data that imports only base/registry.py (checked below).
 GATHERER = "base/diagnostics.py"
 

@@ -10,12 +10,12 @@ import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit as A
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import profile_states as PS
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import model as MD
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import reader as RD
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report as R
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import restrictions as RS
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env as S
 from conftest import ROOT

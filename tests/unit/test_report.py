@@ -7,8 +7,8 @@ import sys
 import xml.etree.ElementTree as ET
 from xml.sax import saxutils
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report as R
 from helpers import report_text as RT
 
 WHEN = datetime.datetime(2026, 11, 30, 6, 0, tzinfo=datetime.timezone.utc)
@@ -152,7 +152,7 @@ def test_junit_escaping_is_saxutils():
 def test_report_imports_no_network_module():
     """Importing the report module (the main process of every audit run does) pulls in no urllib.request, ssl
     or http.client (xml.sax.saxutils did)."""
-    code = ("import sys; from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import "
+    code = ("import sys; from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import "
             "report; print(sorted(m for m in ('ssl', 'urllib.request', 'http.client', 'xml.sax.saxutils') "
             "if m in sys.modules))")
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -4,8 +4,8 @@ import datetime
 import json
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_state as MS
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import summary as SU
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report as R
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import summary as SU
 from helpers import report_text as RT
 
 WHEN = datetime.datetime(2026, 11, 30, 6, 0, tzinfo=datetime.timezone.utc)

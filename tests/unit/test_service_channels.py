@@ -10,7 +10,7 @@ import tempfile
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report, summary
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report, summary
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import env_channels
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env as S
 from conftest import adhoc

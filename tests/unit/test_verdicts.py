@@ -5,12 +5,12 @@ import datetime
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor as MON
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import profile_states as PS
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import summary as SU
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import verdicts as V
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor as MON
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report as R
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import summary as SU
 from helpers import report_text as RT
 
 WHEN = datetime.datetime(2026, 12, 6, 6, 0, tzinfo=datetime.timezone.utc)

@@ -21,11 +21,11 @@ import time
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 from urllib.parse import quote
 
+from ..audit import monitor_state as MS
 from ..base import diagnostics as D
 from ..base import files
 from ..base import verdicts as V
 from ..base.diagnostics import Diagnostic
-from . import monitor_state as MS
 from . import report_states
 from .baseline import FAIL_ON, compare, counts_for_new, finding_key
 from .report_html import (
