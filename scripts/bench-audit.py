@@ -64,6 +64,7 @@ VENV_BIN = os.path.dirname(sys.executable)
 sys.path.insert(0, os.path.join(ROOT, "action_plugins"))
 sys.path.insert(0, os.path.join(ROOT, "module_utils"))
 
+from metnos_sandbox.report import render_json  # noqa: E402
 from metnos_sandbox.report import report as R  # noqa: E402
 
 NAIVE = """---
@@ -529,7 +530,7 @@ def bench_synthetic(template, n, tmp):
             doc = R.build_from_hosts([dict(h) for h in hosts[start:start + per_file]])
             path = os.path.join(parts, "part-%05d.json" % start)
             with open(path, "w") as handle:
-                for chunk in R.iter_json(doc):
+                for chunk in render_json.iter_json(doc):
                     handle.write(chunk)
             files.append(path)
         listing = os.path.join(tmp, name + ".list")
