@@ -10,13 +10,12 @@ stdin where the connection pipelines, else as its arguments; never a file on the
 interpreter is found as Ansible finds it for a module: the task's ``python``, else
 ansible_python_interpreter (or interpreter_python), else Ansible's own discovery for the host, kept as
 the host's discovered_interpreter_python fact. Each host's result is also kept in the run's
-controller-side temp dir for metnos_audit_report (see spool()). Nothing is done at import time.
+controller-side temp dir for metnos_audit_report (see keep()). Nothing is done at import time.
 Documentation: library/metnos_audit.py.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
 import json
-import os
 import shlex
 
 from ansible import constants as C
@@ -26,12 +25,6 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import (
-    play_vars as PV,  # from_vars: the options the host's variables give
-)
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import (
-    report as R,  # controller side only: the spool's layout
-)
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import (
     transport as T,  # the message, its two carriers and the frame of the answer
 )
@@ -43,6 +36,12 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.opti
 )
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
     manifest as M,  # controller side: the one manifest loader (manifest_sources: what the filter loads, from_source)
+)
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (
+    play_vars as PV,  # from_vars: the options the host's variables give
+)
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (
+    spool,  # controller side only: where each host's result is kept for the report
 )
 
 AUTO = ("auto", "auto_silent", "auto_legacy", "auto_legacy_silent")
@@ -59,23 +58,16 @@ def payload():
     return T.cached_payload(SRC.CORE, _run_tmp())
 
 
-def spool_dir():
-    """Where this run keeps each host's result for metnos_audit_report: a directory inside Ansible's own
-    per-run temp dir on the controller (private, created by the main process before it forks the workers,
-    removed when it exits)."""
-    return os.path.join(_run_tmp(), R.SPOOL)
-
-
-def spool(host, record):
+def keep(host, record):
     """Keep one host's result (a failure record here; the payload's answer goes in as the JSON text it came as,
-    see spool_text) for the report, so that the report reads files instead of templating every host's
+    see keep_text) for the report, so that the report reads files instead of templating every host's
     registered result through Jinja (at 1,000 hosts that templating alone took ~4 s of CPU in one worker)."""
-    spool_text(host, json.dumps(record))
+    keep_text(host, json.dumps(record))
 
 
-def spool_text(host, text):
-    """Keep one host's result given as JSON text."""
-    R.write_spooled(spool_dir(), host, text)
+def keep_text(host, text):
+    """Keep one host's result given as JSON text (report/spool.py: the directory both actions ask)."""
+    spool.write_spooled(spool.spool_dir(_run_tmp()), host, text)
 
 
 class ActionModule(ActionBase):
@@ -127,7 +119,7 @@ class ActionModule(ActionBase):
         """The validated options with their defaults, or None after a refusal put in ``result``."""
         given = {}
         if boolean(self._task.args.get("from_vars", False), strict=False):
-            # The options the task leaves out, from the host's variables (audit/play_vars.py): read here, they
+            # The options the task leaves out, from the host's variables (report/play_vars.py): read here, they
             # cost no template compiled by every worker for every host.
             try:
                 self._task.args = PV.options(self._task.args, lambda name: self._variable(task_vars, name), given)
@@ -176,7 +168,7 @@ class ActionModule(ActionBase):
 
     def _refuse(self, result, host, code, msg, **context):
         result.update(failed=True, code=code, msg=msg)
-        spool(host, {"failed": True, "code": code, "msg": msg, "context": context})
+        keep(host, {"failed": True, "code": code, "msg": msg, "context": context})
         return result
 
     def run(self, tmp=None, task_vars=None):
@@ -194,7 +186,7 @@ class ActionModule(ActionBase):
             blob, blob_digest = payload()
             res = self._ship(python, T.message(frame, args, blob, payload_digest=blob_digest))
         except AnsibleConnectionFailure as exc:
-            spool(host, {"unreachable": True, "msg": str(exc)})
+            keep(host, {"unreachable": True, "msg": str(exc)})
             raise
         except T.TransportError as exc:
             return self._refuse(result, host, "audit_transport_unsupported", "metnos_audit: %s" % exc, why=str(exc))
@@ -202,7 +194,7 @@ class ActionModule(ActionBase):
         if found is None:
             return self._without_result(result, host, python, res)
         out, text = found
-        spool_text(host, text)      # the host's own JSON text: the same record, not encoded a second time
+        keep_text(host, text)      # the host's own JSON text: the same record, not encoded a second time
         # The whole record, or its summary (the whole one is in the spool): Ansible sends every result back to
         # the main process and walks a registered one, ~30 % of a worker's CPU for the whole record.
         result.update(out if shape == "full" else T.summary(out))
@@ -220,7 +212,7 @@ class ActionModule(ActionBase):
                        "with the raw module, e.g. ansible HOST -m ansible.builtin.raw -a 'apt-get install -y python3', "
                        "or set ansible_python_interpreter" % python)
             result.update(failed=True, code="host_no_python", msg=missing)
-            spool(host, {"failed": True, "code": "host_no_python", "msg": missing})
+            keep(host, {"failed": True, "code": "host_no_python", "msg": missing})
             return result
         if answer == "answers":
             return self._refuse(result, host, "audit_result_unframed", "metnos_audit: no framed audit result from the "
@@ -228,7 +220,7 @@ class ActionModule(ActionBase):
                                 python=python)
         result.update(failed=True, rc=res.get("rc"), msg="metnos_audit: the host did not answer (rc=%s): %s" % (
             res.get("rc"), detail))
-        spool(host, {"failed": True, "msg": result["msg"]})
+        keep(host, {"failed": True, "msg": result["msg"]})
         return result
 
     def _ship(self, python, data):

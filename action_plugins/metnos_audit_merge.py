@@ -2,7 +2,7 @@
 # Copyright: metnos-sandbox-ops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """metnos_audit_merge: merge JSON audit reports made elsewhere (ansible-pull, AWX slices) into one fleet report on
-the controller (no remote execution). The work is audit/merge.py; documentation: library/metnos_audit_merge.py."""
+the controller (no remote execution). The work is report/merge.py; documentation: library/metnos_audit_merge.py."""
 from __future__ import absolute_import, annotations, division, print_function
 
 import time
@@ -10,10 +10,10 @@ import time
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import merge
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import merge
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report as R
 
 
 class ActionModule(ActionBase):

@@ -20,19 +20,15 @@ from ansible import constants as C
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import (
-    baseline,
-    report_metrics,
-    waivers,
-)
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
-
-
-def spool_dir():
-    """Where metnos_audit kept this run's results (see action_plugins/metnos_audit.py)."""
-    return os.path.join(C.DEFAULT_LOCAL_TMP, R.SPOOL)
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (
+    baseline,
+    report_metrics,
+    spool,
+    waivers,
+)
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report as R
 
 
 class ActionModule(ActionBase):
@@ -60,14 +56,15 @@ class ActionModule(ActionBase):
             result.update(failed=True, code=exc.diagnostics[0]["code"], diagnostics=exc.diagnostics,
                           msg="\n".join(d["message"] for d in exc.diagnostics))
             return result
-        if hosts and not R.spooled(spool_dir(), sorted(set(hosts))):
+        kept = spool.spool_dir(C.DEFAULT_LOCAL_TMP)     # where metnos_audit kept this run's results
+        if hosts and not spool.spooled(kept, sorted(set(hosts))):
             # Another run, or before the audit: refused, never every host reported unreachable.
             asked = sorted(set(hosts))
             diag = D.make("audit_report_no_results", count=len(asked), fill={"hosts": ", ".join(asked[:20]) + (
                 ", ..." if len(asked) > 20 else "")})
             result.update(failed=True, code=diag["code"], msg=diag["message"], diagnostics=[diag])
             return result
-        pairs = R.read_spooled(spool_dir(), sorted(set(hosts))) if hosts is not None else \
+        pairs = spool.read_spooled(kept, sorted(set(hosts))) if hosts is not None else \
             ((name, results[name]) for name in sorted(results))
         doc = R.build_from_results(pairs, warnings_as_failures=args["warnings_as_failures"], waivers=accepted,
                                    baseline=before, fail_on=args["fail_on"])

@@ -64,7 +64,8 @@ VENV_BIN = os.path.dirname(sys.executable)
 sys.path.insert(0, os.path.join(ROOT, "action_plugins"))
 sys.path.insert(0, os.path.join(ROOT, "module_utils"))
 
-from metnos_sandbox.audit import report as R  # noqa: E402
+from metnos_sandbox.report import render_json  # noqa: E402
+from metnos_sandbox.report import report as R  # noqa: E402
 
 NAIVE = """---
 - name: Naive audit (full facts + one task per check)
@@ -493,7 +494,7 @@ def D_make(code, severity, message, remediation):
 SYNTH_REPORT = r'''
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
-from metnos_sandbox.audit import report as R
+from metnos_sandbox.report import report as R
 hosts = json.load(open(sys.argv[2]))
 t0 = time.time()
 doc = R.build_from_hosts(hosts)
@@ -529,7 +530,7 @@ def bench_synthetic(template, n, tmp):
             doc = R.build_from_hosts([dict(h) for h in hosts[start:start + per_file]])
             path = os.path.join(parts, "part-%05d.json" % start)
             with open(path, "w") as handle:
-                for chunk in R.iter_json(doc):
+                for chunk in render_json.iter_json(doc):
                     handle.write(chunk)
             files.append(path)
         listing = os.path.join(tmp, name + ".list")

@@ -12,16 +12,14 @@ import os
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import (
-    monitor_install as _monitor_install,
-)
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import summary as _summary
-
 # The core, the collection's module_utils: Ansible's collection loader finds it (installed, or the
 # checkout through collections/ansible_collections/metnos/sandbox/).
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as _diagnostics
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import sources as _sources
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import install_plan
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import (
+    monitor_install as _monitor_install,
+)
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import descriptors
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_layout as HL
@@ -29,6 +27,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.prof
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import model as MD
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as _profile
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import result as _result
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import summary as _summary
 
 
 def sandbox_summary(facts, sections=None):

@@ -5,7 +5,7 @@
     python scripts/merge-audit-reports.py --from-list FILES.txt OUT_DIR      # one path per line
 
 The installed collection's face of the same merge is the playbook metnos.sandbox.merge_reports (the action
-metnos_audit_merge); both are plugins/module_utils/metnos_sandbox/audit/merge.py (see its docstring).
+metnos_audit_merge); both are plugins/module_utils/metnos_sandbox/report/merge.py (see its docstring).
 --waivers FILE, --baseline REPORT.json and --fail-on new do what the playbook's metnos_audit_waivers,
 metnos_audit_baseline and metnos_audit_fail_on do (docs/audit-report.md).
 Exit status: 0 when the merged gate passes, 1 when it fails, 2 on unusable input (audit_merge_input_invalid, a
@@ -20,12 +20,12 @@ import core_path  # noqa: E402  (scripts/: the core as ansible_collections.metno
 
 core_path.use_core()
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import (  # noqa: E402
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (  # noqa: E402
     baseline,
     merge,
     waivers,
 )
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R  # noqa: E402
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report as R  # noqa: E402
 
 
 def main(argv):

@@ -1,7 +1,12 @@
 """The report as the tests read it: the whole document from {host: task result}, and each renderer joined into
 one string. The product never needs either: the action and scripts/merge-audit-reports.py build the document
 from an iterable (report.build_from_results) and stream every renderer to its file (report.write_all)."""
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (
+    render_html,
+    render_junit,
+    render_markdown,
+)
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report as R
 
 
 def build(results, generated=None, warnings_as_failures=False):
@@ -10,12 +15,12 @@ def build(results, generated=None, warnings_as_failures=False):
 
 
 def to_markdown(doc):
-    return "".join(R.iter_markdown(doc))
+    return "".join(render_markdown.iter_markdown(doc))
 
 
 def to_junit(doc):
-    return "".join(R.iter_junit(doc))
+    return "".join(render_junit.iter_junit(doc))
 
 
 def to_html(doc):
-    return "".join(R.iter_html(doc))
+    return "".join(render_html.iter_html(doc))

@@ -15,8 +15,8 @@ import shutil
 import sys
 import xml.etree.ElementTree as ET
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import summary as SU
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import verdicts as V
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import summary as SU
 from conftest import ROOT, run_module, run_playbook
 
 EXAMPLES = os.path.join(ROOT, "examples", "manifests")

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor as M
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor as M
 from conftest import run_module
 
 

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_textfile as T
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor_textfile as T
 from conftest import ROOT, SYSTEMD_IMAGES, ansible_env, bwrap_image, podman, start_host, stop_host
 
 RUN_ID = "d481d1a4e1fd4a90b5403a7166f36850"

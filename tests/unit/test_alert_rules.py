@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_textfile as T
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor_textfile as T
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RULES = os.path.join(ROOT, "monitoring", "prometheus", "metnos-sandbox.rules.yml")
@@ -57,7 +57,7 @@ def test_a_weakened_rule_fails_its_tests(tmp_path, rule, weakened):
 def test_the_monitoring_doc_names_every_metric_alert_message_id_and_variable():
     import yaml
 
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_journal as J
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor_journal as J
     doc = open(os.path.join(ROOT, "docs", "monitoring.md")).read()
     alerts = [r["alert"] for g in yaml.safe_load(open(RULES))["groups"] for r in g["rules"]]
     defaults = yaml.safe_load(open(os.path.join(ROOT, "roles", "metnos_sandbox", "defaults", "main.yml")))

@@ -1,4 +1,4 @@
-"""audit/merge.py: reports written by report.write_all for real, merged back; the newest record of a host wins,
+"""report/merge.py: reports written by report.write_all for real, merged back; the newest record of a host wins,
 every file that is not an audit report is refused (audit_merge_input_invalid) before anything is merged."""
 import datetime
 import json
@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import merge
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import merge
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report as R
 
 
 def _report(directory, hosts, when):

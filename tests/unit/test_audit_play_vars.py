@@ -1,9 +1,9 @@
-"""The audit's options from the host's variables (audit/play_vars.py, metnos_audit from_vars): the same
+"""The audit's options from the host's variables (report/play_vars.py, metnos_audit from_vars): the same
 variables, in the same order, as playbooks/audit.yml's Jinja expressions used to read them."""
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import play_vars as PV
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import play_vars as PV
 
 
 def lookup(variables):

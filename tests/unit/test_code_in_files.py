@@ -1,6 +1,6 @@
 """No code in strings (issue 44): Python, shell, JavaScript or CSS of more than a few lines is a file of its own,
 which ruff and mypy see (a script another interpreter runs is a module of the core read by base/sources.py's
-script(); the HTML report's style and script are audit/report_assets/). Checked on the core and the plugins;
+script(); the HTML report's style and script are report/report_assets/). Checked on the core and the plugins;
 Ansible's own documentation strings (DOCUMENTATION, EXAMPLES, RETURN, doc fragments) are YAML and stay. The check
 is run on a planted breach too, so a check that has stopped looking fails here."""
 import ast

@@ -22,7 +22,7 @@ MAX_LINES = 650
 INNER_IMPORTS = {("probe/blame.py", ".blame_trials"),      # a real cycle: blame_trials imports blame's types
                  ("profile/reader.py", "yaml")}             # an optional dependency, for YAML text only
 # Top to bottom; packages on one floor do not import each other.
-FLOORS = [("audit",), ("options",), ("probe",), ("profile", "service"), ("host",), ("base",)]
+FLOORS = [("report",), ("monitor",), ("audit",), ("options",), ("probe",), ("profile", "service"), ("host",), ("base",)]
 # The other packages of the core (base/ imports none of them, by any spelling: relative or by its full name).
 ABOVE_BASE = tuple(package for floor in FLOORS[:-1] for package in floor)
 

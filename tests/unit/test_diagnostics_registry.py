@@ -10,12 +10,12 @@ import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit as A
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import profile_states as PS
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import model as MD
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import reader as RD
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import render_junit
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import restrictions as RS
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env as S
 from conftest import ROOT
@@ -152,11 +152,12 @@ def test_the_walk_catches_a_planted_unregistered_code(tmp_path):
 def test_every_code_has_a_section_and_the_report_takes_it_from_the_registry():
     for code in D.REGISTRY.values():
         assert code.section in D.SECTIONS
-        assert R.check_of(code.code) == code.section
-    assert R.check_of("unit_masked") == "service_environment" and R.check_of("probe_timeout") == "probe"
-    assert R.check_of("host_no_python") == "reachability"
+        assert render_junit.check_of(code.code) == code.section
+    assert render_junit.check_of("unit_masked") == "service_environment"
+    assert render_junit.check_of("probe_timeout") == "probe"
+    assert render_junit.check_of("host_no_python") == "reachability"
     with pytest.raises(D.UnregisteredCode):
-        R.check_of("unit_made_up")     # never silently sandbox_active
+        render_junit.check_of("unit_made_up")     # never silently sandbox_active
     with pytest.raises(D.UnregisteredCode):
         D.make("unit_made_up")
     with pytest.raises(D.UnregisteredCode):

@@ -10,7 +10,7 @@ import zlib
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_install as MI
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor_install as MI
 from helpers import faces
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -38,7 +38,7 @@ def tree(path):
 def test_release_is_the_same_on_the_controller_and_on_an_installed_copy(tmp_path):
     rel = MI.release(CORE)
     assert rel["version"] == "%s+%s" % (MI.TOOLKIT_VERSION, rel["digest"]) and len(rel["digest"]) == 12
-    assert "audit/monitor.py" in rel["files"] and "__init__.py" in rel["files"] and "bundle" not in rel
+    assert "monitor/monitor.py" in rel["files"] and "__init__.py" in rel["files"] and "bundle" not in rel
     filters = faces.load("filter_plugins/metnos_sandbox.py", "mfilters_release")
     shown = filters.metnos_monitor_release(CORE)
     assert dict((k, shown[k]) for k in rel) == rel and MI.unpack(shown["bundle"])["version"] == rel["version"]

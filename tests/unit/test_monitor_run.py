@@ -10,10 +10,10 @@ import subprocess
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor as M
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_install as MI
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_state as MS
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor as M
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor_install as MI
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CORE = os.path.join(ROOT, "module_utils", "metnos_sandbox")
@@ -50,7 +50,7 @@ class Journal(object):
 
 @pytest.fixture
 def place(tmp_path):
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_journal as J
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor_journal as J
     (tmp_path / "textfile").mkdir()
     journal = Journal(str(tmp_path / "journal.socket"))
     outputs = M.Outputs(str(tmp_path / "textfile"), str(tmp_path / "last.json"), lambda f: J.send(f, journal.path))

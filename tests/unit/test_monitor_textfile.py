@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_textfile as T
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor_textfile as T
 
 FAMILIES = ("metnos_sandbox_proven", "metnos_sandbox_check_ok", "metnos_sandbox_diagnostic",
             "metnos_sandbox_last_run_timestamp_seconds", "metnos_sandbox_run_duration_seconds", "metnos_sandbox_info")

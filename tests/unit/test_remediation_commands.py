@@ -15,9 +15,9 @@ import sys
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report, summary
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap_errors, facts
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import render_json, summary
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import root_service
 from helpers import report_text
 
@@ -251,7 +251,7 @@ def test_every_report_shows_the_hint_and_the_commands():
               "service": None, "profiles": [], "probe": None, "diagnostics": [diag]}
     doc = report_text.build({"web-1": result})
     hint, command = "No drop-in can relax it; change the unit.", "systemctl cat metnos.service"
-    saved = json.loads(report.to_json(doc))["hosts"][0]["diagnostics"][0]
+    saved = json.loads(render_json.to_json(doc))["hosts"][0]["diagnostics"][0]
     assert (saved["hint"], saved["remediation"]) == (hint, [command])
     markdown = report_text.to_markdown(doc)
     assert hint in markdown and "```sh\n%s\n```" % command in markdown

@@ -7,8 +7,13 @@ import sys
 import xml.etree.ElementTree as ET
 from xml.sax import saxutils
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (
+    render_html,
+    render_junit,
+    render_markdown,
+)
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report as R
 from helpers import report_text as RT
 
 WHEN = datetime.datetime(2026, 11, 30, 6, 0, tzinfo=datetime.timezone.utc)
@@ -49,7 +54,7 @@ def test_junit_one_case_per_host_and_check():
     doc = RT.build(fleet(), WHEN)
     root = ET.fromstring(RT.to_junit(doc))
     cases = root.findall(".//testcase")
-    assert len(cases) == 4 * len(R.CHECKS) + 1
+    assert len(cases) == 4 * len(render_junit.CHECKS) + 1
     failed = sorted((c.get("classname"), c.get("name")) for c in cases if c.find("failure") is not None)
     assert failed == [("metnos.bad", "probe"), ("metnos.bad", "service_environment"), ("metnos.gone", "reachability")]
 
@@ -131,9 +136,9 @@ def test_markdown_summary_first_and_failing_hosts_grouped():
 
 
 def test_html_table_pages_and_details_are_data():
-    res = dict(("h%04d" % i, audit()) for i in range(R.PAGE_ROWS + 20))
+    res = dict(("h%04d" % i, audit()) for i in range(render_html.PAGE_ROWS + 20))
     page = RT.to_html(RT.build(res, WHEN))
-    assert page.count("<tr data-verdict=") == R.PAGE_ROWS + 20
+    assert page.count("<tr data-verdict=") == render_html.PAGE_ROWS + 20
     assert page.count(" hidden><td>") == 20                     # laid out only when asked for
     data = json.loads(page.split('<script type="application/json" id="data">')[1].split("</script>")[0])
     assert set(data["hosts"]) == set(res) and len(data["r"]) <= 1     # one remediation text, stored once
@@ -145,14 +150,14 @@ def test_junit_escaping_is_saxutils():
     corpus = ["", "plain", "a&b<c>d", "&amp;", 'say "hi"', "it's", "both ' and \"", "\n\r\t end", "]]>",
               "\x00\x1b[31m", "caf\u00e9 \ud800 \U0001f600", "<script>alert('x')</script>", "\"'\"'&\n"]
     for text in corpus + [a + b for a in corpus for b in corpus]:
-        assert R.xml_escape(text) == saxutils.escape(text)
-        assert R.quoteattr(text) == saxutils.quoteattr(text)
+        assert render_junit.xml_escape(text) == saxutils.escape(text)
+        assert render_junit.quoteattr(text) == saxutils.quoteattr(text)
 
 
 def test_report_imports_no_network_module():
     """Importing the report module (the main process of every audit run does) pulls in no urllib.request, ssl
     or http.client (xml.sax.saxutils did)."""
-    code = ("import sys; from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import "
+    code = ("import sys; from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import "
             "report; print(sorted(m for m in ('ssl', 'urllib.request', 'http.client', 'xml.sax.saxutils') "
             "if m in sys.modules))")
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -160,3 +165,29 @@ def test_report_imports_no_network_module():
                          env=dict(os.environ, PYTHONPATH=os.path.join(root, "collections")))
     assert out.stdout.strip() == "[]"
 
+
+
+def test_each_host_is_reduced_once_and_its_row_and_testcases_made_once(monkeypatch):
+    """One typed record per host (record.from_result, once), its table cells unpacked once per table
+    (record.row: Markdown and HTML), its JUnit testcases made once (render_junit.host_checks: the testsuite's
+    counts come from the same cases it then writes)."""
+    calls = {"from_result": 0, "row": 0, "host_checks": 0}
+
+    def counted(module, name):
+        real = getattr(module, name)
+
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return real(*args, **kwargs)
+        return wrapper
+    monkeypatch.setattr(R, "from_result", counted(R, "from_result"))
+    doc = RT.build(fleet(), WHEN)
+    assert calls["from_result"] == 5
+    for module in (render_markdown, render_html):
+        monkeypatch.setattr(module, "row", counted(module, "row"))
+    RT.to_markdown(doc)
+    RT.to_html(doc)
+    assert calls["row"] == 2 * 5
+    monkeypatch.setattr(render_junit, "host_checks", counted(render_junit, "host_checks"))
+    RT.to_junit(doc)
+    assert calls["host_checks"] == 5

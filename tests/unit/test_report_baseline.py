@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import baseline, report
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import baseline, render_json, report
 from helpers import report_text
 
 WHEN = datetime.datetime(2026, 11, 30, 6, 0, tzinfo=datetime.timezone.utc)
@@ -80,7 +80,7 @@ def test_every_finding_has_a_state_in_every_format(tmp_path):
     lines = report.terminal_summary(doc)
     assert "  since the baseline (2026-11-30T06:00:00+00:00): 1 new, 1 still there, 1 resolved" in lines
     assert "  FAIL web-1: profile_drift (new)" in lines
-    assert json.loads(report.to_json(doc))["baseline"]["new"] == 1
+    assert json.loads(render_json.to_json(doc))["baseline"]["new"] == 1
 
 
 def test_the_gate_can_fail_on_new_findings_only(tmp_path):

@@ -10,13 +10,13 @@ check is shown to fail on the old light-on-light fix block (the mutation, run in
 import datetime
 import os
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import (
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (
     baseline,
     report,
     report_html,
     waivers,
 )
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
 from helpers import report_browser, report_text
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

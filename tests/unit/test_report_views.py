@@ -4,8 +4,9 @@ import datetime
 import json
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_state as MS
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import summary as SU
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report as R
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import spool
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import summary as SU
 from helpers import report_text as RT
 
 WHEN = datetime.datetime(2026, 11, 30, 6, 0, tzinfo=datetime.timezone.utc)
@@ -103,10 +104,10 @@ def test_a_hostile_monitor_record_is_reduced_to_its_known_fields():
 def test_a_host_without_a_result_is_not_audited_never_unreachable(tmp_path):
     """The report reads what metnos_audit kept in this run: a host without a kept result is host_not_audited
     (nothing is known about it), a host whose answer held no frame is audit_result_unframed, both failing."""
-    R.write_spooled(str(tmp_path), "seen", json.dumps({"failed": True, "code": "audit_result_unframed",
+    spool.write_spooled(str(tmp_path), "seen", json.dumps({"failed": True, "code": "audit_result_unframed",
                                                        "context": {"rc": 0, "detail": "banner {", "python": "p"}}))
-    assert R.spooled(str(tmp_path), ["never", "seen"]) == ["seen"]
-    doc = R.build_from_results(R.read_spooled(str(tmp_path), ["never", "seen"]), WHEN)
+    assert spool.spooled(str(tmp_path), ["never", "seen"]) == ["seen"]
+    doc = R.build_from_results(spool.read_spooled(str(tmp_path), ["never", "seen"]), WHEN)
     never, seen = doc["hosts"]
     assert [d["code"] for d in never["diagnostics"]] == ["host_not_audited"] and never["verdict"] == "fail"
     assert [d["code"] for d in seen["diagnostics"]] == ["audit_result_unframed"] and seen["verdict"] == "fail"

@@ -10,8 +10,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report, waivers
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report, waivers
 from helpers import report_text
 
 WHEN = datetime.datetime(2026, 11, 30, 6, 0, tzinfo=datetime.timezone.utc)
@@ -195,7 +195,7 @@ def test_the_metrics_carry_waived_counts_and_days_until_expiry(tmp_path):
     (promtool check metrics); the host pattern of a waiver is a label value, bounded and escaped."""
     from test_monitor_textfile import check_metrics, parse
 
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report_metrics
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report_metrics
     doc = build(tmp_path)
     path = report_metrics.write(str(tmp_path), doc)
     text = open(path).read()

@@ -10,7 +10,14 @@ import tempfile
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report, summary
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (
+    render_html,
+    render_json,
+    render_junit,
+    render_markdown,
+    report,
+    summary,
+)
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import env_channels
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env as S
 from conftest import adhoc
@@ -120,8 +127,9 @@ def _no_secret_in_reports(svc):
     host = {"schema": "metnos-sandbox-audit/1", "verdict": "fail", "hostname": "h", "service": svc, "profiles": [],
             "probe": None, "diagnostics": svc["diagnostics"]}
     doc = report.build_from_results([("h", host)])
-    texts = [report.to_json(doc), "".join(report.iter_markdown(doc)), "".join(report.iter_junit(doc)),
-             "".join(report.iter_html(doc)), "\n".join(report.terminal_summary(doc)),
+    texts = [render_json.to_json(doc), "".join(render_markdown.iter_markdown(doc)),
+             "".join(render_junit.iter_junit(doc)), "".join(render_html.iter_html(doc)),
+             "\n".join(report.terminal_summary(doc)),
              json.dumps(summary.service_section(svc))]
     assert "service_env_credential" in texts[1]
     for text in texts:

@@ -5,12 +5,12 @@ import datetime
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor as MON
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import profile_states as PS
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report as R
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import summary as SU
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import verdicts as V
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor as MON
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import record
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import summary as SU
 from helpers import report_text as RT
 
 WHEN = datetime.datetime(2026, 12, 6, 6, 0, tzinfo=datetime.timezone.utc)
@@ -78,7 +78,7 @@ def test_the_report_decides_each_verdict_once_from_every_finding():
     doc = RT.build({"a": host("1"), "b": host("1"), "c": host("2"), "d": host("1", probe=False)}, WHEN)
     verdicts = dict((h["host"], h["verdict"]) for h in doc["hosts"])
     assert verdicts == {"a": "pass", "b": "pass", "c": "warn", "d": "fail"}
-    assert all(h["verdict"] == R.verdict_of(h) for h in doc["hosts"])
+    assert all(h["verdict"] == record.verdict_of(h) for h in doc["hosts"])
     md = RT.to_markdown(doc)
     assert "| c | WARN |" in md and "| d | FAIL |" in md
     assert "`running_in_container`" in md          # the info finding the terminal summary shows

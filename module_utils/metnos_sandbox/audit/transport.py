@@ -45,12 +45,9 @@ MAX_ARGV = 16 * MAX_ARG  # the whole command far under ARG_MAX (2 MiB with the e
 FRAME_PREFIX = "metnos-audit-"
 TOKEN_BYTES = 16
 ZLIB_LEVEL = 6
-# The core minus the modules only the controller runs (reports, summaries, this transport, the bootstrap
-# it sends as the command itself): the host never imports them, and every byte counts against MAX_ARGV.
-CONTROLLER_ONLY = ("metnos_sandbox.audit.baseline", "metnos_sandbox.audit.bootstrap", "metnos_sandbox.audit.merge",
-                   "metnos_sandbox.audit.play_vars", "metnos_sandbox.audit.report", "metnos_sandbox.audit.report_html",
-                   "metnos_sandbox.audit.report_metrics", "metnos_sandbox.audit.report_states",
-                   "metnos_sandbox.audit.summary", "metnos_sandbox.audit.transport", "metnos_sandbox.audit.waivers")
+# What the bootstrap imports on the host: the payload is this module's import closure (sources.closure), so the
+# controller's own modules (report/, monitor/, this transport) never travel and every byte counts against MAX_ARGV.
+ENTRY = "metnos_sandbox.audit.audit"
 # The payload in the run's controller-side temp dir (cached_payload): named by its sha256; the lock its builder holds.
 PAYLOAD_NAME = "metnos-audit-payload-%s.z"
 PAYLOAD_LOCK = "metnos-audit-payload.lock"
@@ -85,16 +82,20 @@ def new_frame() -> str:
 
 
 def core_sources(core_dir: str) -> Dict[str, Any]:
-    """{module name: source} of the core in ``core_dir`` (found on disk: sources.files) minus CONTROLLER_ONLY;
-    the packages' names under PACKAGES (the bootstrap's loader marks them as packages)."""
-    src: Dict[str, Any] = {}
-    found = SRC.files(core_dir)     # one walk of the tree for both
-    for rel in found:
+    """{module name: source} of the core in ``core_dir`` (found on disk: sources.files) that the host's entry
+    point (ENTRY) imports (sources.closure); those of them that are packages named under PACKAGES (the
+    bootstrap's loader marks them as packages)."""
+    every: Dict[str, str] = {}
+    packages = set()
+    for rel in SRC.files(core_dir):     # one walk of the tree
         name = SRC.module_name(rel)
-        if name not in CONTROLLER_ONLY:
-            with open(os.path.join(core_dir, rel), "r", encoding="utf-8") as handle:
-                src[name] = handle.read()
-    src[PACKAGES] = sorted(SRC.module_name(rel) for rel in found if SRC.is_package(rel))
+        if SRC.is_package(rel):
+            packages.add(name)
+        with open(os.path.join(core_dir, rel), "r", encoding="utf-8") as handle:
+            every[name] = handle.read()
+    shipped = SRC.closure(ENTRY, every, packages)
+    src: Dict[str, Any] = dict((name, every[name]) for name in shipped)
+    src[PACKAGES] = sorted(packages & shipped)
     return src
 
 

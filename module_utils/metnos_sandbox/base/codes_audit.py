@@ -222,7 +222,7 @@ CODES.extend([
                "results to metnos_audit_report's results option).")),
 ])
 
-# ---- waivers (audit/waivers.py) and the baseline (audit/baseline.py), read on the controller by the report ----
+# ---- waivers (report/waivers.py) and the baseline (report/baseline.py), read on the controller by the report ----
 _WAIVER_FILE = "the waiver file ({path})"
 _WAIVER_DOC = "${EDITOR:-vi} {path}"      # the fields: docs/audit-report.md, "Waivers"
 CODES.extend([

@@ -1,9 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: metnos-sandbox-ops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The core's own source files, found on disk, never listed by hand: what the audit payload ships, what
-the monitor's release holds, what the tests and scripts check; and ``script``, the text of a module of the
-core that another interpreter runs as a script (``python -c``).
+"""The core's own source files, found on disk, never listed by hand: what the audit payload ships (``closure``: what
+the host's entry point imports), what the monitor's release holds, what the tests and scripts check; and ``script``,
+the text of a module of the core that another interpreter runs as a script (``python -c``).
 
 The core is a folder (``metnos_sandbox/``) of capability packages one level deep (``base/``, ``host/``,
 ...; docs/architecture.md draws the map). ``files(top)`` names every source of the core in ``top`` by its
@@ -13,8 +13,9 @@ dotted name under ``metnos_sandbox``. Pure Python, no Ansible imports.
 from __future__ import absolute_import, annotations, division, print_function
 
 import os
+import re
 import types
-from typing import List
+from typing import Dict, List, Set
 
 from . import patterns as RX
 
@@ -73,3 +74,52 @@ def _source(module: types.ModuleType) -> str:
     if not isinstance(text, str) or not text:
         raise ImportError("the source of %s cannot be read" % module.__name__)
     return text if text.endswith("\n") else text + "\n"
+
+
+# An import statement of the core's own style (ruff's isort: one statement a line, a long name list in parentheses),
+# at any indentation; read as text, never run. A line inside a string that reads like one only adds a module.
+IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)|import[ \t]+([^\n]*))",
+                    re.MULTILINE)
+
+
+def imports(name: str, source: str, is_package_module: bool) -> Set[str]:
+    """The dotted names module ``name`` imports from the core, read from its import statements (IMPORT, never
+    run): every ``from . import x``, ``from ..base import diagnostics``, ``from .records import Shape``, ``import
+    metnos_sandbox.x`` resolved against the module's package. A name may be a module or an attribute of one:
+    both are listed (closure keeps those that are modules). Text, not a syntax tree: parsing the whole core costs
+    the payload's builder ~0.35 s of CPU, reading its import lines a few milliseconds (tests/unit/test_audit_payload.py
+    compares the result with what the interpreter imports)."""
+    package = name if is_package_module else name.rpartition(".")[0]
+    found: Set[str] = set()
+    for dots, module, names, plain in IMPORT.findall(source):
+        listed = [part.split("#")[0].strip(" \t\n()") for part in (names or plain).split(",")]
+        listed = [item.split()[0] for item in listed if item]
+        if plain:
+            found.update(listed)
+            continue
+        if dots:
+            base = package.rsplit(".", len(dots) - 1)[0] if len(dots) > 1 else package
+            module = base + "." + module if module else base
+        found.add(module)
+        found.update(module + "." + item for item in listed)
+    return {n for n in found if n == PACKAGE or n.startswith(PACKAGE + ".")}
+
+
+def closure(entry: str, sources: Dict[str, str], packages: Set[str]) -> Set[str]:
+    """The modules of ``sources`` ({dotted name: source}) that importing ``entry`` can import: ``entry``, what
+    each imports (imports()), and the package above each (importing a module runs its package's __init__),
+    followed until nothing new is found. What no import reaches (the controller's report/ and monitor/, the
+    transport itself) is not in it: the host side of the audit is what its entry point imports, by construction."""
+    seen: Set[str] = set()
+    todo = [entry]
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in sources:
+            continue
+        seen.add(name)
+        todo.extend(imports(name, sources[name], name in packages))
+        parent = name.rpartition(".")[0]
+        while parent:
+            todo.append(parent)
+            parent = parent.rpartition(".")[0]
+    return seen

@@ -121,7 +121,7 @@ AUDIT: Spec = spec(
     # what the action returns to Ansible (the spool always keeps the whole record): the whole record, or a
     # summary that costs Ansible far less to send back and register (playbooks/audit.yml)
     result={"type": "str", "choices": ["full", "summary"], "default": "full"},
-    # the options the task leaves out, from the host's variables (audit/play_vars.py; playbooks/audit.yml)
+    # the options the task leaves out, from the host's variables (report/play_vars.py; playbooks/audit.yml)
     from_vars={"type": "bool", "default": False},
 )
 
@@ -147,7 +147,7 @@ ROLE_VARS: Spec = spec(
 )
 
 # metnos_audit_merge (an action plugin on the controller): JSON reports made elsewhere (ansible-pull, AWX slices),
-# named one by one, by shell patterns or in a list file, merged into one fleet report (audit/merge.py).
+# named one by one, by shell patterns or in a list file, merged into one fleet report (report/merge.py).
 AUDIT_MERGE: Spec = spec(
     reports={"type": "list", "elements": "path", "default": []},
     patterns={"type": "list", "elements": "str", "default": []},

@@ -15,7 +15,7 @@ import sys
 FOLDER = os.path.dirname(os.path.realpath(__file__))
 sys.path[:0] = [FOLDER]
 
-from metnos_sandbox.audit import monitor  # noqa: E402
+from metnos_sandbox.monitor import monitor  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(monitor.main(sys.argv[1:], FOLDER))

@@ -26,16 +26,16 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ..audit import audit as A
+from ..audit import monitor_state as MS
 from ..base import diagnostics as D
 from ..base import files
 from ..base import verdicts as V
 from ..host import bwrap as B
 from ..options import spec as O
 from ..options.checks import OptionError
-from . import audit as A
 from . import monitor_install as MI
 from . import monitor_journal as J
-from . import monitor_state as MS
 from . import monitor_textfile as T
 
 CONFIG = "/etc/metnos/sandbox-monitor.json"

@@ -16,7 +16,7 @@ import datetime
 from typing import Any, Dict, Iterator, List, Mapping
 
 from ..base import files
-from .monitor_textfile import Sample, sample_line
+from ..monitor.monitor_textfile import Sample, sample_line
 
 FILE_NAME = "metnos_sandbox_audit.prom"
 METRICS = (

@@ -17,9 +17,10 @@ from __future__ import absolute_import, annotations, division, print_function
 import glob
 import json
 import os
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple, cast
 
 from . import report as R
+from .record import HostRecord
 
 MAX_REPORT_BYTES = 512 * 1024 * 1024      # one report file (the 10,000-host JSON is ~90 MB)
 MAX_LIST_BYTES = 64 * 1024 * 1024         # a list of report paths, one per line
@@ -41,7 +42,7 @@ def _load(path: str, limit: int) -> bytes:
     return data
 
 
-def read_report(path: str) -> Tuple[str, List[R.Host]]:
+def read_report(path: str) -> Tuple[str, List[HostRecord]]:
     """A report's (generated, host records); anything that is not our schema is refused."""
     try:
         doc = json.loads(_load(path, MAX_REPORT_BYTES).decode("utf-8"))
@@ -55,7 +56,7 @@ def read_report(path: str) -> Tuple[str, List[R.Host]]:
         name = record.get("host") if isinstance(record, dict) else None
         if not isinstance(name, str) or not isinstance(record.get("diagnostics"), list) or "verdict" not in record:
             raise MergeError("%s: a host record without host, verdict and diagnostics" % path)
-    return str(doc.get("generated") or ""), doc["hosts"]
+    return str(doc.get("generated") or ""), cast(List[HostRecord], doc["hosts"])    # each checked above
 
 
 def paths_from_list(path: str) -> List[str]:
@@ -79,9 +80,9 @@ def paths_from_patterns(patterns: Sequence[str]) -> List[str]:
     return out
 
 
-def merge_hosts(paths: Sequence[str]) -> List[R.Host]:
+def merge_hosts(paths: Sequence[str]) -> List[HostRecord]:
     """Every host once: the record of the newest report that has it (ties: the later path)."""
-    hosts: Dict[str, R.Host] = {}
+    hosts: Dict[str, HostRecord] = {}
     stamp: Dict[str, str] = {}
     for path in paths:
         generated, records = read_report(path)

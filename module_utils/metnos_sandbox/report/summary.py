@@ -6,10 +6,10 @@ from __future__ import absolute_import, annotations, division, print_function
 
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
+from ..audit import profile_states as PS
 from ..base import diagnostics as D
 from ..base import verdicts as V
 from ..base.diagnostics import Diagnostic
-from . import profile_states as PS
 
 Section = Dict[str, Any]   # {"name", "verdict", "detail", "diagnostics"}
 

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: metnos-sandbox-ops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The pieces of the HTML audit report (audit/report.py's iter_html puts them together): its style and script
+"""The pieces of the HTML audit report (render_html.py's iter_html puts them together): its style and script
 (report_assets/, files of their own inlined when a report is written), the gate's banner, a host to act on with
 its findings, each fix as hints and a monospace block of commands with its copy button, a host's facts as text.
 
@@ -16,8 +16,8 @@ import os
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 from urllib.parse import quote
 
+from ..audit.monitor_state import monitored_text
 from .baseline import finding_key
-from .monitor_state import monitored_text
 
 ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report_assets")
 ACT_SHOWN = 100     # HTML: hosts to act on laid out with their findings and fixes (the others open from the table)

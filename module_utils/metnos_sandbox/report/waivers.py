@@ -30,6 +30,7 @@ from ..base.patterns import Pattern
 from ..base.verdicts import verdict
 from ..profile import reader
 from ..profile.model import ManifestError
+from .record import HostRecord
 
 FIELDS = ("code", "host", "executor", "justification", "approved_by", "expires")
 REQUIRED = ("code", "host", "justification", "approved_by", "expires")
@@ -151,7 +152,7 @@ def _executor_text(waiver: Waiver) -> str:
     return " for executor %s" % waiver["executor"] if waiver["executor"] else ""
 
 
-def waive(hosts: List[Dict[str, Any]], waivers: List[Waiver], path: str) -> Dict[str, Any]:
+def waive(hosts: List[HostRecord], waivers: List[Waiver], path: str) -> Dict[str, Any]:
     """Move each finding an active waiver matches from its host's ``diagnostics`` to its ``waived`` (the waiver's
     fields with it), and set the host's verdict again from the findings that remain (the one verdict function,
     base/verdicts.verdict; a failed probe with no waived finding of its own still fails the host). Returns the
@@ -175,7 +176,8 @@ def waive(hosts: List[Dict[str, Any]], waivers: List[Waiver], path: str) -> Dict
                            "expires": match["expires"], "days_left": match["days_left"]})
         if waived and h.get("reachable", True):
             h["diagnostics"], h["waived"] = kept, list(h.get("waived") or []) + waived     # a merge keeps earlier ones
-            probe_failed = bool(h.get("probe")) and not h["probe"].get("passed") and \
+            probe = h.get("probe")
+            probe_failed = (not probe.get("passed") if probe else False) and \
                 not any(section_of(w["code"]) == PROBE for w in waived)
             h["verdict"] = verdict(kept, False if probe_failed else None)
     findings: List[Diagnostic] = []

@@ -18,6 +18,7 @@ import stat
 from typing import Any, Dict, Iterable, List, Mapping
 
 from ..base import diagnostics
+from .record import HostRecord
 
 SCHEMA = "metnos-sandbox-audit-report/1"      # report.SCHEMA (report imports this module)
 MAX_BYTES = 512 * 1024 * 1024                 # a 10,000-host report is ~40 MB
@@ -79,7 +80,7 @@ def read(path: str) -> Dict[str, Any]:
     return {"path": path, "generated": str(doc.get("generated") or ""), "hosts": hosts}
 
 
-def compare(hosts: List[Dict[str, Any]], base: Mapping[str, Any]) -> Dict[str, Any]:
+def compare(hosts: List[HostRecord], base: Mapping[str, Any]) -> Dict[str, Any]:
     """Give each host ``change`` ({finding_key: new|still}) and ``resolved`` (the baseline's findings it no longer
     has); returns the document's ``baseline`` block (where it came from and the counts)."""
     counts = dict((c, 0) for c in CHANGES)
