@@ -6,11 +6,13 @@ check holds a device argv to the device's flags.
 No mocks: the host context points at real directories created per test (helpers.fake_host)."""
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_layout
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import invariants
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
+    host_context,
+    host_layout,
+    invariants,
+    manifest,
+    profile,
+)
 from helpers.fake_host import host_dict
 
 ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}

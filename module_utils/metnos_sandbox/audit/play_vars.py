@@ -41,8 +41,8 @@ class VarsError(ValueError):
 def options(args: Mapping[str, Any], lookup: Lookup, given: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
     """``args`` (the task's own options: they win) plus each option they lack that the host's variables give.
     ``host`` is {writable_roots: metnos_sandbox_writable_roots (else the role's default)} updated with
-    metnos_sandbox_host and the placement metnos_sandbox_placement, as the role builds it. ``given``, when passed, receives option -> the variable that gave
-    it (a refusal names the variable the user set, not the option)."""
+    metnos_sandbox_host and the placement metnos_sandbox_placement, as the role builds it. ``given``, when passed,
+    receives option -> the variable that gave it (a refusal names the variable the user set, not the option)."""
     out = dict(args)
     for option, names in FIRST_DEFINED.items():
         if option in out:
