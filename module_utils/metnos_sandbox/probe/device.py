@@ -89,12 +89,12 @@ def command(argv: t.Sequence[str], python: str, spec: Json) -> t.List[str]:
     return words[:sep] + ["--", python, "-I", "-S", "-c", PAYLOAD, json.dumps(spec, sort_keys=True)]
 
 
-def _stat(pid: int) -> t.Optional[t.Tuple[int, int, int]]:
-    """(ppid, pgrp, session) of a live process in this /proc, None when it is gone (or a zombie)."""
+def _stat(pid: int) -> t.Optional[t.Tuple[int, int, int, int]]:
+    """(ppid, pgrp, session, start time) of a live process in this /proc, None when it is gone (or a zombie)."""
     try:
         with open("/proc/%d/stat" % pid) as handle:
             fields = handle.read().rsplit(")", 1)[1].split()
-        return None if fields[0] in ("Z", "X") else (int(fields[1]), int(fields[2]), int(fields[3]))
+        return None if fields[0] in ("Z", "X") else (int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19]))
     except (OSError, IndexError, ValueError):
         return None
 
@@ -111,11 +111,10 @@ def _pids() -> t.List[int]:
     return [int(n) for n in os.listdir("/proc") if n.isdigit()]
 
 
-def _pid_ns(pid: int) -> str:
-    try:
-        return os.readlink("/proc/%d/ns/pid" % pid)
-    except OSError as exc:
-        return "error:%s" % procfs.errname(exc)
+def _pid_ns(pid: t.Union[int, str]) -> str:
+    """The PID namespace link, read with the process's own credentials when root is refused (no CAP_SYS_PTRACE:
+    root in a container)."""
+    return str(procfs.namespaces(pid, ("pid",))[0]["pid"])
 
 
 def _marked(token: str) -> t.List[int]:
@@ -124,21 +123,22 @@ def _marked(token: str) -> t.List[int]:
     return [pid for pid in _pids() if _comm(pid) in names]
 
 
-def _members(namespace: str) -> t.Dict[int, int]:
-    """Host pid -> pid in its own namespace, of every process in the PID namespace ``namespace``."""
+def _members(namespace: str, payload: int) -> t.Dict[int, int]:
+    """Host pid -> pid in its own namespace, of every process in the payload's PID namespace ``namespace`` (links
+    root may not read are read with the payload's credentials: procfs.sharers)."""
+    found, _unreadable = procfs.sharers({"pid": namespace}, [payload], limit=4096)
     out = {}
-    for pid in _pids():
-        if _pid_ns(pid) == namespace:
-            nspid = procfs.read_status(pid).get("nspid") or [pid]
-            out[pid] = int(nspid[-1])
+    for pid in [payload] + [p for p in found["pid"] if isinstance(p, int)]:
+        nspid = procfs.read_status(pid).get("nspid") or [pid]
+        out[pid] = int(nspid[-1])
     return out
 
 
-def _survivors(token: str, namespace: t.Optional[str]) -> t.List[int]:
-    """The sandbox's processes still alive: marked by the payload, or in its own PID namespace."""
+def _survivors(token: str, before: t.Mapping[int, t.Optional[t.Tuple[int, int, int, int]]]) -> t.List[int]:
+    """The sandbox's processes still alive: marked by the payload, or seen in its own PID namespace before the
+    deadline and still the same process (its start time)."""
     found = set(_marked(token))
-    if namespace is not None:
-        found.update(_members(namespace))
+    found.update(pid for pid, seen in before.items() if seen is not None and _stat(pid) == seen)
     return sorted(pid for pid in found if _stat(pid) is not None)
 
 
@@ -202,7 +202,7 @@ def prove(argv: t.Sequence[str], python: str, host_network: bool, timeout: float
     proc = subprocess.Popen(words, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True, preexec_fn=_as_user(user), cwd="/",
                             env=dict(env or {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}))
-    namespace: t.Optional[str] = None
+    before: t.Dict[int, t.Optional[t.Tuple[int, int, int, int]]] = {}
     try:
         obs = _read_line(proc, timeout)
         marked = _marked(token)
@@ -211,27 +211,30 @@ def prove(argv: t.Sequence[str], python: str, host_network: bool, timeout: float
             checks.add("device_payload", "the payload reports and is found outside",
                        {"report": obs, "found": marked, "stderr": _stderr(proc)}, ["the payload did not run or report"])
         else:
-            namespace = _judge(checks, obs, payload, proc.pid, host_network)
+            before = dict((pid, _stat(pid)) for pid in _judge(checks, obs, payload, proc.pid, host_network))
     finally:
         _deadline(proc)
-    survivors = _survivors(token, namespace)
+    survivors = _survivors(token, before)
     checks.add("device_deadline_kills_group", "nothing of the sandbox alive once the deadline killed bwrap's group",
                {"survivors": survivors[:20], "comms": [_comm(pid) for pid in survivors[:20]]},
                ["%d process(es) outlived the deadline" % len(survivors)] if survivors else [])
     for pid in survivors:                       # the probe leaves nothing behind
         _kill(pid)
+    end = time.monotonic() + SETTLE
+    while any(_stat(pid) is not None for pid in survivors) and time.monotonic() < end:
+        time.sleep(0.05)
     _cleanup(marker, token)
     return _verdict(checks.checks, argv)
 
 
-def _judge(checks: _Checks, obs: Json, payload: int, bwrap: int, host_network: bool) -> t.Optional[str]:
-    """The outside's checks while the payload waits; returns the payload's PID namespace when it is its own."""
-    mine = _pid_ns(os.getpid())
+def _judge(checks: _Checks, obs: Json, payload: int, bwrap: int, host_network: bool) -> t.List[int]:
+    """The outside's checks while the payload waits; returns the processes of the payload's own PID namespace."""
+    mine = _pid_ns("self")
     theirs = _pid_ns(payload)
-    members = _members(theirs) if not theirs.startswith("error:") else {}
+    members = _members(theirs, payload) if not procfs.is_error(theirs) and theirs != mine else {}
     listed = obs.get("proc_pids")
     problems = []
-    if theirs.startswith("error:"):
+    if procfs.is_error(theirs):
         problems.append("not proven: the payload's PID namespace could not be read (%s)" % theirs)
     elif theirs == mine:
         problems.append("the payload is in the probe's PID namespace")
@@ -264,7 +267,7 @@ def _judge(checks: _Checks, obs: Json, payload: int, bwrap: int, host_network: b
         problems.append("what was written to /tmp inside is in the host's /tmp")
     checks.add("device_private_tmp", "a /tmp of its own", {"written": written,
                                                              "host_marker_seen": obs.get("host_tmp_marker")}, problems)
-    return None if theirs.startswith("error:") or theirs == mine else theirs
+    return list(members)
 
 
 def _judge_group(checks: _Checks, payload: int, bwrap: int, members: t.Mapping[int, int]) -> None:
@@ -275,13 +278,13 @@ def _judge_group(checks: _Checks, payload: int, bwrap: int, members: t.Mapping[i
     if seen is None:
         problems.append("not proven: the payload's stat could not be read")
     else:
-        _ppid, pgrp, session = seen
+        _ppid, pgrp, session, _start = seen
         if (pgrp, session) == mine or pgrp == mine[0] or session == mine[1]:
             problems.append("the payload is in the probe's process group or session")
         if started is not None and (pgrp == started[1] or session == started[2]):
             problems.append("the payload is in the process group or session of bwrap (pid %d), outside the "
                             "sandbox" % bwrap)
-        outside = [pid for pid in _pids() if (_stat(pid) or (0, -1, 0))[1] == pgrp and pid not in members
+        outside = [pid for pid in _pids() if (_stat(pid) or (0, -1, 0, 0))[1] == pgrp and pid not in members
                    and pid != payload and not _comm(pid).startswith(("md-", "mg-"))]
         if outside:
             problems.append("processes outside the sandbox are in its process group: %s"
