@@ -57,6 +57,20 @@ def prove(argv, user, host_network=False):
     return json.loads(out.stdout)
 
 
+# Root without CAP_SYS_PTRACE (root in a container) starting bwrap as nobody (the service's user): the payload's
+# namespace links are refused to root and read with the payload's own credentials.
+AS_ROOT_WITHOUT_PTRACE = ("import json, sys; sys.path.insert(0, sys.argv[1]); from metnos_sandbox.probe import device; "
+                          "print(json.dumps(device.prove(json.loads(sys.argv[2]), sys.argv[3], False, 20, "
+                          "user={'uid': 65534, 'gid': 65534})))")
+
+
+def prove_without_ptrace(argv):
+    out = subprocess.run(["capsh", "--drop=cap_sys_ptrace", "--", "-c", 'exec "$0" "$@"', PYTHON, "-I", "-c",
+                          AS_ROOT_WITHOUT_PTRACE, CORE, json.dumps(argv), PYTHON],
+                         capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(out.stdout)
+
+
 def codes(result):
     return sorted(set(d["code"] for d in result["diagnostics"]))
 
@@ -145,3 +159,12 @@ def test_probe_service_proves_a_device_host_and_leaves_a_server_as_it_was(tree):
     params["host"]["placement"] = "server"
     got = probe.probe_service(params, bwrap.default_runner)
     assert got["passed"] and "device" not in got
+
+
+@pytest.mark.skipif(not shutil.which("capsh"), reason="needs capsh")
+def test_root_without_cap_sys_ptrace_proves_the_service_users_sandbox_and_catches_a_weakened_one(tree):
+    argv = rendered(tree)["argv"]
+    result = prove_without_ptrace(argv)
+    assert result["passed"], result
+    result = prove_without_ptrace(without(argv, "--unshare-pid"))
+    assert codes(result) == ["probe_device_deadline_escaped", "probe_device_pid_shared"]
