@@ -12,6 +12,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.prof
     invariants,
     manifest,
     profile,
+    store,
 )
 from helpers.fake_host import host_dict
 
@@ -118,3 +119,14 @@ def test_r_scope_4_the_final_check_refuses_device_flags_on_a_server(tree):
     found = invariants.check_invariants(argv, manifest.from_dict(data), ctx, {}, str(tree / "executors/ex"),
                                         server["descriptors"])
     assert any("the rules give" in v for v in found), found
+
+
+def test_r_scope_4_the_stored_profile_keeps_the_placement_and_the_reviewer_sees_it(tree):
+    reason = "no procfs in a new PID namespace here"
+    device, _ctx = render(tree, placement="device", device_downgrades=[{"flag": "--unshare-pid", "reason": reason}])
+    doc = store.documents(device).doc
+    assert doc["placement"]["downgrades"] == [{"flag": "--unshare-pid", "reason": reason}]
+    assert "placement: device (--new-session); without --unshare-pid: %s" % reason in store.review_lines(doc)
+    server, _ctx = render(tree)
+    assert "placement" not in store.documents(server).doc and "placement" not in store.review_lines(
+        store.documents(server).doc)
