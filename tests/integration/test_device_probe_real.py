@@ -16,7 +16,8 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import device, probe
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context, profile
 
-pytestmark = pytest.mark.skipif(not shutil.which("bwrap") or os.geteuid() != 0, reason="needs bwrap and root")
+pytestmark = [pytest.mark.skipif(not shutil.which("bwrap") or os.geteuid() != 0, reason="needs bwrap and root"),
+              pytest.mark.rule("R-SCOPE-4")]
 
 CORE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "module_utils")
 PYTHON = "/usr/bin/python3"
@@ -168,3 +169,30 @@ def test_root_without_cap_sys_ptrace_proves_the_service_users_sandbox_and_catche
     assert result["passed"], result
     result = prove_without_ptrace(without(argv, "--unshare-pid"))
     assert codes(result) == ["probe_device_deadline_escaped", "probe_device_pid_shared"]
+
+
+def test_a_declared_downgrade_is_reported_as_declared_and_excuses_only_its_own_flag(tree):
+    reason = "this client's platform gives no PID namespace"
+    argv = without(rendered(tree)["argv"], "--unshare-pid")
+    result = device.prove(argv, PYTHON, False, 20, downgrades=[{"flag": "--unshare-pid", "reason": reason}])
+    assert result["passed"] and codes(result) == ["device_profile_downgraded"], result["diagnostics"]
+    assert all(d["severity"] == "warning" and reason in d["message"] for d in result["diagnostics"])
+    excused = [c for c in result["checks"] if not c["ok"]]
+    assert sorted(c["name"] for c in excused) == ["device_deadline_kills_group", "device_pid_namespace"]
+    assert all(c["declared_downgrade"] == {"flag": "--unshare-pid", "reason": reason} for c in excused)
+    # declaring the other flag excuses nothing of this one
+    result = device.prove(argv, PYTHON, False, 20, downgrades=[{"flag": "--new-session", "reason": reason}])
+    assert not result["passed"]
+    assert codes(result) == ["probe_device_deadline_escaped", "probe_device_pid_shared"]
+
+
+def test_probe_service_reports_a_declared_downgrade_without_failing(tree):
+    reason = "this client's platform gives no PID namespace"
+    params = {"unit": None, "timeout": 30, "context": "direct",
+              "host": {"python_executable": PYTHON, "python_prefix": tree + "/venv",
+                       "executors_dir": tree + "/executors", "runtime_dir": tree + "/runtime", "placement": "device",
+                       "device_downgrades": [{"flag": "--unshare-pid", "reason": reason}]}}
+    got = probe.probe_service(params, bwrap.default_runner)
+    assert "--unshare-pid" not in got["profile"]["argv"]
+    assert got["passed"], got["diagnostics"]
+    assert set(d["code"] for d in got["diagnostics"]) == {"device_profile_downgraded"}

@@ -12,6 +12,8 @@ import pytest
 
 from conftest import ROOT, podman, run_site, start_host, stop_host
 
+pytestmark = pytest.mark.rule("R-SCOPE-4")
+
 PROFILE = "/etc/metnos/sandbox/profiles/device_proof.json"
 MANIFEST = {"name": "device_proof", "origin": "metnos-sandbox-ops/tests", "revision": 1,
             "capabilities": ["fs:read:/srv/notes/**"]}

@@ -16,6 +16,8 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.prof
 )
 from helpers.fake_host import host_dict
 
+pytestmark = pytest.mark.rule("R-SCOPE-4")
+
 ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
 SERVER_FLAGS = ["--unshare-user", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--die-with-parent"]
 DEVICE_FLAGS = ["--unshare-user", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-pid",

@@ -185,10 +185,12 @@ class _Checks(object):
 
 def prove(argv: t.Sequence[str], python: str, host_network: bool, timeout: float = 30.0,
           user: t.Optional[t.Mapping[str, t.Any]] = None, env: t.Optional[t.Mapping[str, str]] = None,
-          fds: t.Optional[t.Sequence[t.Any]] = None) -> Json:
+          fds: t.Optional[t.Sequence[t.Any]] = None, downgrades: t.Sequence[t.Mapping[str, str]] = ()) -> Json:
     """Run ``argv`` (a rendered device profile, or a weakened one in tests) as the device's client: bwrap in a
     process group of its own, SIGKILL to that group at the deadline. Returns {passed, checks, diagnostics}.
-    ``fds``: the profile's descriptors (descriptors.py: the launcher opens them and becomes bwrap)."""
+    ``fds``: the profile's descriptors (descriptors.py: the launcher opens them and becomes bwrap). ``downgrades``:
+    the profile's declared ones ({flag, reason}): a check that fails only for a flag declared left out is reported
+    as that declared downgrade (device_profile_downgraded, a warning), not as a failure."""
     token = os.urandom(6).hex()
     marker = "/tmp/.metnos-host-" + token
     with open(marker, "w"):
@@ -224,7 +226,7 @@ def prove(argv: t.Sequence[str], python: str, host_network: bool, timeout: float
     while any(_stat(pid) is not None for pid in survivors) and time.monotonic() < end:
         time.sleep(0.05)
     _cleanup(marker, token)
-    return _verdict(checks.checks, argv)
+    return _verdict(checks.checks, argv, downgrades)
 
 
 def _judge(checks: _Checks, obs: Json, payload: int, bwrap: int, host_network: bool) -> t.List[int]:
@@ -332,13 +334,27 @@ def _cleanup(marker: str, token: str) -> None:
             pass
 
 
-def _verdict(checks: t.List[Json], argv: t.Sequence[str]) -> Json:
+# The flag each check proves (a declared downgrade of that flag excuses its failure, and says so).
+FLAG_OF_CHECK = {"device_pid_namespace": "--unshare-pid", "device_deadline_kills_group": "--unshare-pid",
+                 "device_process_group": "--new-session"}
+
+
+def _verdict(checks: t.List[Json], argv: t.Sequence[str], downgrades: t.Sequence[t.Mapping[str, str]]) -> Json:
     diags = []
+    declared = dict((d["flag"], d["reason"]) for d in downgrades)
     for check in checks:
         if check["ok"]:
+            continue
+        flag = FLAG_OF_CHECK.get(check["name"])
+        if flag in declared:
+            check["declared_downgrade"] = {"flag": flag, "reason": declared[flag]}
+            diags.append(D.make("device_profile_downgraded", wording="probe", fill={
+                "flag": flag, "reason": declared[flag], "check": check["name"],
+                "problems": "; ".join(check["observed"]["problems"])}, flag=flag, check=check["name"]))
             continue
         code = CODE_OF_CHECK.get(check["name"], "probe_device_check_failed")
         diags.append(D.make(code, fill={"check": check["name"],
                                         "problems": "; ".join(check["observed"]["problems"])},
                             check=check["name"], argv=list(argv)[:64]))
-    return {"passed": bool(checks) and not diags, "checks": checks, "diagnostics": D.sort(diags)}
+    return {"passed": bool(checks) and not any(d["severity"] == D.ERROR for d in diags), "checks": checks,
+            "diagnostics": D.sort(diags)}

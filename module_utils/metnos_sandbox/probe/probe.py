@@ -316,11 +316,11 @@ def probe_service(params: Json, runner: t.Any, inspection: t.Optional[Handed] = 
                                              min(20.0, float(params.get("timeout") or 60)))
     out["diagnostics"] = _diagnostics(params, service, verdict, findings, out)
     passed = verdict["passed"]
-    if prof.get("placement"):       # a paired Linux device: its row of the spec proven as its client runs it
+    if "placement" in prof:         # a paired Linux device: its row of the spec proven as its client runs it
         run_user = None if service.user.get("uid") in (None, os.geteuid()) else service.user
         out["device"] = device.prove(prof["argv"], python, bool((prof.get("network") or {}).get("host")),
                                      min(30.0, float(params.get("timeout") or 60)), run_user, service.env,
-                                     prof.get("descriptors"))
+                                     prof.get("descriptors"), prof["placement"].get("downgrades") or [])
         out["diagnostics"] = D.sort(out["diagnostics"] + out["device"]["diagnostics"])
         passed = passed and out["device"]["passed"]
     out["passed"] = passed and not any(d["code"] == "probe_root_not_contained" for d in out["diagnostics"])

@@ -391,7 +391,8 @@ CODES.extend([
          "Rendering a profile with host.placement device and host.device_downgrades.",
          ["bwrap --unshare-user --unshare-pid --new-session --die-with-parent --ro-bind / / --proc /proc "
           "--dev /dev -- true"],
-         messages={"": "the device profile leaves out {flag}, as declared: {reason}"},
+         messages={"": "the device profile leaves out {flag}, as declared: {reason}",
+                   "probe": "{check} does not hold without {flag}, declared left out ({reason}): {problems}"},
          hint=("When the command above succeeds as the service's user, this platform gives the flag: remove its "
                "entry from metnos_sandbox_host.device_downgrades and render again.")),
     Code("profile_preview", INFO, "R-DIAG-3", SANDBOX_ACTIVE,
