@@ -63,7 +63,7 @@ options:
       - C(placement) (C(server) or C(device), default C(server); the role's C(metnos_sandbox_placement)) is
         where executors run (R-SCOPE-4). C(device), a paired Linux device, adds C(--unshare-pid) and
         C(--new-session) to the server profile; C(device_downgrades) declares a flag of those two the platform
-        cannot give, as a list of mappings with flag and reason (the profile leaves it out and says so:
+        cannot give, as a list of mappings with flag and reason (the profile leaves it out and says so -
         device_profile_downgraded).
       - Command channels (sockets, FIFOs, device nodes) named by a grant or found below a granted
         folder are refused unless C(allow_channels) lists that exact path with a reason

@@ -43,13 +43,13 @@ def flags(prof):
                                                                                          "--die-with-parent")]
 
 
-def test_r_scope_4_a_server_renders_the_server_profile_as_before(tree):
+def test_device_placement_a_server_renders_the_server_profile_as_before(tree):
     prof, _ctx = render(tree)
     assert prof["decision"] == "wrapped" and flags(prof) == SERVER_FLAGS
     assert "placement" not in prof
 
 
-def test_r_scope_4_a_device_is_the_server_profile_plus_its_pid_namespace_and_session(tree):
+def test_device_placement_a_device_is_the_server_profile_plus_its_pid_namespace_and_session(tree):
     server, _ctx = render(tree)
     device, _ctx = render(tree, placement="device")
     assert device["decision"] == "wrapped" and flags(device) == DEVICE_FLAGS
@@ -66,14 +66,14 @@ def test_r_scope_4_a_device_is_the_server_profile_plus_its_pid_namespace_and_ses
     assert not any(d["code"] == "device_profile_downgraded" for d in device["diagnostics"])
 
 
-def test_r_scope_4_a_device_keeps_the_host_network_only_when_a_capability_needs_it(tree):
+def test_device_placement_a_device_keeps_the_host_network_only_when_a_capability_needs_it(tree):
     device, _ctx = render(tree, caps=["net:http"], placement="device")
     assert flags(device) == ["--unshare-user", "--unshare-ipc", "--unshare-uts", "--unshare-pid", "--new-session",
                              "--die-with-parent"]
     assert device["network"]["host"] is True
 
 
-def test_r_scope_4_a_declared_downgrade_leaves_the_flag_out_and_says_so(tree):
+def test_device_placement_a_declared_downgrade_leaves_the_flag_out_and_says_so(tree):
     reason = "the client's platform mounts no procfs in a new PID namespace"
     device, _ctx = render(tree, placement="device", device_downgrades=[{"flag": "--unshare-pid", "reason": reason}])
     assert device["decision"] == "wrapped"
@@ -96,13 +96,13 @@ def test_r_scope_4_a_declared_downgrade_leaves_the_flag_out_and_says_so(tree):
                                                    {"flag": "--new-session", "reason": "b"}]}, "once"),
     ({"placement": "device", "device_downgrades": "--unshare-pid"}, "must be a list"),
 ])
-def test_r_scope_4_placement_and_downgrades_are_exact_or_refused(tree, over, words):
+def test_device_placement_placement_and_downgrades_are_exact_or_refused(tree, over, words):
     with pytest.raises(host_layout.ContextError, match=words.replace(".", r"\.")):
         host_context.HostContext(dict(host_dict(tree), **over))
 
 
 @pytest.mark.parametrize("drop", ["--unshare-pid", "--new-session"])
-def test_r_scope_4_the_final_check_refuses_a_device_argv_without_a_device_flag(tree, drop):
+def test_device_placement_the_final_check_refuses_a_device_argv_without_a_device_flag(tree, drop):
     device, ctx = render(tree, placement="device")
     weakened = [w for w in device["argv"] if w != drop]
     data = {"name": "ex", "origin": "metnos/core", "revision": 1, "capabilities": []}
@@ -113,7 +113,7 @@ def test_r_scope_4_the_final_check_refuses_a_device_argv_without_a_device_flag(t
                                        str(tree / "executors/ex"), device["descriptors"]) == []
 
 
-def test_r_scope_4_the_final_check_refuses_device_flags_on_a_server(tree):
+def test_device_placement_the_final_check_refuses_device_flags_on_a_server(tree):
     server, ctx = render(tree)
     argv = list(server["argv"])
     argv.insert(1, "--unshare-pid")
@@ -123,12 +123,12 @@ def test_r_scope_4_the_final_check_refuses_device_flags_on_a_server(tree):
     assert any("the rules give" in v for v in found), found
 
 
-def test_r_scope_4_the_stored_profile_keeps_the_placement_and_the_reviewer_sees_it(tree):
+def test_device_placement_the_stored_profile_keeps_the_placement_and_the_reviewer_sees_it(tree):
     reason = "no procfs in a new PID namespace here"
     device, _ctx = render(tree, placement="device", device_downgrades=[{"flag": "--unshare-pid", "reason": reason}])
     doc = store.documents(device).doc
     assert doc["placement"]["downgrades"] == [{"flag": "--unshare-pid", "reason": reason}]
     assert "placement: device (--new-session); without --unshare-pid: %s" % reason in store.review_lines(doc)
     server, _ctx = render(tree)
-    assert "placement" not in store.documents(server).doc and "placement" not in store.review_lines(
+    assert "placement" not in store.documents(server).doc and "placement: " not in store.review_lines(
         store.documents(server).doc)

@@ -389,12 +389,13 @@ CODES.extend([
          "(metnos_sandbox_host.device_downgrades, with the reason). The profile is rendered without it and says so: "
          "a declared downgrade, never a silent one.",
          "Rendering a profile with host.placement device and host.device_downgrades.",
-         ["bwrap --unshare-user --unshare-pid --new-session --die-with-parent --ro-bind / / --proc /proc "
-          "--dev /dev -- true"],
+         ["ansible '<host>' -m metnos.sandbox.sandbox_probe -a "
+          "'{\"unit\": \"metnos.service\", \"host\": {\"placement\": \"device\"}}'"],
          messages={"": "the device profile leaves out {flag}, as declared: {reason}",
                    "probe": "{check} does not hold without {flag}, declared left out ({reason}): {problems}"},
-         hint=("When the command above succeeds as the service's user, this platform gives the flag: remove its "
-               "entry from metnos_sandbox_host.device_downgrades and render again.")),
+         hint=("The command probes the full device profile (no downgrade) in the service's context: when it "
+               "passes, this platform gives the flag - remove its entry from metnos_sandbox_host.device_downgrades "
+               "and render again.")),
     Code("profile_preview", INFO, "R-DIAG-3", SANDBOX_ACTIVE,
          "This profile is a preview rendered off the target host",
          "The profile was rendered where the manifest's paths cannot be resolved as the target host sees "
