@@ -97,7 +97,8 @@ options:
         O(unit) from C(metnos_audit_unit), else C(metnos_sandbox_unit); O(scope) from C(metnos_sandbox_unit_scope);
         O(manifest_sources) from C(metnos_audit_manifests), else C(metnos_sandbox_manifests); O(host) is
         C(writable_roots) from C(metnos_sandbox_writable_roots) (else C([/var/lib/metnos])), updated with
-        C(metnos_sandbox_host); O(profile_dir) from C(metnos_sandbox_profile_dir); O(probe), O(collect_monitor)
+        C(metnos_sandbox_host), its C(placement) from C(metnos_sandbox_placement); O(profile_dir) from
+        C(metnos_sandbox_profile_dir); O(probe), O(collect_monitor)
         and O(monitor_max_age) from C(metnos_audit_probe), C(metnos_audit_collect_monitor) and
         C(metnos_audit_monitor_max_age). A variable the host does not have leaves the option at its default."
       - The values are validated as the task's own options are, and templated only when they are templates.

@@ -222,6 +222,14 @@ bwrap_trust:
     with path, realpath, sha256, package, state (packaged, accepted, unpackaged, modified, unverifiable) and detail.
   returned: when the probe ran
   type: dict
+device:
+  description:
+    - A paired Linux device's profile (host.placement device, R-SCOPE-4) proven as its client runs it - bwrap started
+      in a process group of its own, that group killed at the deadline - passed, checks (device_pid_namespace,
+      device_process_group, device_network, device_private_tmp, device_deadline_kills_group; each with expected,
+      observed and ok) and diagnostics (probe_device_* codes).
+  returned: when the profile is a device's
+  type: dict
 blame:
   description:
     - The experiment's record when the probe failed in a service's transient unit - ran (false with why when bwrap

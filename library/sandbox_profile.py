@@ -59,7 +59,12 @@ options:
         python_package_roots, python_installation, i18n_dbs, lexicon_dbs, resources, indexes,
         integrations_dir, mail_credentials_dir, mail_accounts, dialog_dir, undo_root,
         systemd_read_paths, system_read_paths, system_bus_proxy, allow_channels, undo_exception,
-        writable_roots.
+        writable_roots, placement, device_downgrades.
+      - C(placement) (C(server) or C(device), default C(server); the role's C(metnos_sandbox_placement)) is
+        where executors run (R-SCOPE-4). C(device), a paired Linux device, adds C(--unshare-pid) and
+        C(--new-session) to the server profile; C(device_downgrades) declares a flag of those two the platform
+        cannot give, as a list of mappings with flag and reason (the profile leaves it out and says so -
+        device_profile_downgraded).
       - Command channels (sockets, FIFOs, device nodes) named by a grant or found below a granted
         folder are refused unless C(allow_channels) lists that exact path with a reason
         (a list of mappings with path and reason); the system bus is granted to systemd:read / system:read only through
@@ -166,6 +171,12 @@ descriptors:
   returned: when wrapped
   type: list
   elements: dict
+placement:
+  description:
+    - A paired Linux device's profile (host.placement device, R-SCOPE-4) - placement, rule, the flags it adds and
+      the declared downgrades (flag and reason).
+  returned: when wrapped on a device
+  type: dict
 channels:
   description:
     - The command channels (sockets, FIFOs, device nodes) the profile exposes because the admin allows

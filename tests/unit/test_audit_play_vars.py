@@ -91,3 +91,9 @@ def test_plain_leaves_other_values_as_they_are():
     """Whatever is not JSON-like (a set, bytes) goes to the validator as it is, which refuses it as before."""
     odd = {1, 2}
     assert O.plain({"x": odd, "b": b"x"}) == {"x": odd, "b": b"x"} and O.plain({"x": odd})["x"] is odd
+
+
+def test_the_placement_variable_is_the_host_contexts_placement_and_wins_over_metnos_sandbox_host():
+    got = PV.options({}, lookup({"metnos_sandbox_placement": "device",
+                                 "metnos_sandbox_host": {"placement": "server", "runtime_dir": "/r"}}))
+    assert got["host"] == {"writable_roots": ["/var/lib/metnos"], "placement": "device", "runtime_dir": "/r"}

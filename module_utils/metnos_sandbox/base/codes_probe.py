@@ -29,6 +29,54 @@ CODES.extend([
          messages={"unisolated": "{tool} ran the payload (as {user}) without isolation: {failed}.{traced}"},
          hint=("Check which binary ran (rpm -qf or pacman -Qo on other distributions), then reinstall the "
                "distribution's package and remove look-alikes from the service's PATH.")),
+    # ---- a paired Linux device's profile (R-SCOPE-4; device.py) ----
+    Code("probe_device_pid_shared", ERROR, "R-SCOPE-4", PROBE,
+         "The device sandbox sees the host's processes: no PID namespace of its own",
+         "The host is placed as a paired Linux device, whose profile runs the executor in a PID namespace of its own "
+         "(--unshare-pid); the sandbox the probe ran is in the probe's PID namespace, or lists in its /proc "
+         "processes that are not its own: the executor can see (and signal, as its user) the host's processes.",
+         "The payload's /proc/PID/ns/pid read from outside against the probe's, and every pid the payload lists in "
+         "its /proc matched to a process of its own namespace (NSpid, from the host's /proc).",
+         ['ansible-playbook -i <inventory> metnos.sandbox.site --limit <host> --tags metnos_sandbox_profiles',
+          "grep -c -- --unshare-pid /etc/metnos/sandbox/profiles/<executor>.args"],
+         messages={"": "{check}: {problems}"},
+         hint=("Render the profiles again with metnos_sandbox_placement: device and compare the runtime's argv with "
+               "the rendered one; a platform that cannot give a PID namespace declares it in "
+               "metnos_sandbox_host.device_downgrades (flag --unshare-pid, with the reason).")),
+    Code("probe_device_group_shared", ERROR, "R-SCOPE-4", PROBE,
+         "The device sandbox has no process group of its own",
+         "The host is placed as a paired Linux device, whose profile gives the executor a session, so a process "
+         "group, of its own (--new-session); the sandboxed process is in the process group or session of the "
+         "probe or of bwrap, or a process outside the sandbox is in its group: a deadline on the group reaches "
+         "processes that are not the sandbox's, and the sandbox keeps the caller's terminal.",
+         "The payload's pgrp and session from the host's /proc/PID/stat against the probe's and bwrap's, and every "
+         "member of its process group matched to the sandbox.",
+         ['ansible-playbook -i <inventory> metnos.sandbox.site --limit <host> --tags metnos_sandbox_profiles',
+          "grep -c -- --new-session /etc/metnos/sandbox/profiles/<executor>.args"],
+         messages={"": "{check}: {problems}"},
+         hint=("Render the profiles again with metnos_sandbox_placement: device; the client starts bwrap in a "
+               "process group of its own (setsid) and kills that group at the deadline.")),
+    Code("probe_device_deadline_escaped", ERROR, "R-SCOPE-4", PROBE,
+         "A process of the device sandbox outlived the deadline",
+         "The probe killed bwrap's process group at the deadline, as the device's client does; a process the "
+         "payload planted (it ignores hangups and terminations and outlives its parent) or any process of the "
+         "sandbox's PID namespace was still alive afterwards: without a PID namespace of its own, a process that "
+         "leaves its parent is out of the deadline's reach.",
+         "After SIGKILL to bwrap's process group and a settling time, the host's /proc searched for the payload's "
+         "marked processes and for any process of the sandbox's PID namespace (the probe then kills them).",
+         ['ansible-playbook -i <inventory> metnos.sandbox.site --limit <host> --tags metnos_sandbox_profiles',
+          "grep -c -- --unshare-pid /etc/metnos/sandbox/profiles/<executor>.args"],
+         messages={"": "{check}: {problems}"},
+         hint="The device profile's --unshare-pid is what makes the deadline final: render the profiles again."),
+    Code("probe_device_check_failed", ERROR, "R-SCOPE-4", PROBE,
+         "The device sandbox does not hold the rest of the spec's Linux device row",
+         "The host is placed as a paired Linux device; the device proof's payload did not run, or the sandbox's /tmp "
+         "is the host's, or it has a network although the profile keeps none.",
+         "The payload's report (its /tmp written and the host's marker looked for, its interfaces) against the "
+         "host's /tmp and the payload's /proc/PID/ns/net read from outside.",
+         ['ansible-playbook -i <inventory> metnos.sandbox.site --limit <host> --tags metnos_sandbox_profiles'],
+         messages={"": "{check}: {problems}"},
+         hint="Compare the runtime's argv with the rendered one (metnos.sandbox.sandbox_profile) and render again."),
     Code("probe_check_failed", ERROR, "R-DIAG-3", PROBE,
          "The sandbox does not hold what the profile promises",
          "A check of the probe failed or could not be proven: a namespace is shared, a read-only bind is "

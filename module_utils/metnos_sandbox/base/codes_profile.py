@@ -12,7 +12,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 from typing import List
 
-from .registry import ERROR, INFO, JUDGED, REFUSED, SANDBOX_ACTIVE, Code
+from .registry import ERROR, INFO, JUDGED, REFUSED, SANDBOX_ACTIVE, WARNING, Code
 
 CODES: List[Code] = []
 CODES.extend([
@@ -417,6 +417,21 @@ CODES.extend([
          messages={"withheld": "{executor}: the rendered profile was withheld: {violated}",
                    "two_sources": "{target} would be mounted from two sources ({first} and {second}, by {by})"},
          hint="Render again; if it persists, report the manifest and host context (the renderer has a bug)."),
+    Code("device_profile_downgraded", WARNING, "R-SCOPE-4", SANDBOX_ACTIVE,
+         "A device profile leaves out a flag of the spec's Linux device row, as declared",
+         "The host is placed as a paired Linux device (metnos_sandbox_placement: device), whose profile is the "
+         "server's plus a PID namespace of its own (--unshare-pid) and a session, so a process group, of its own "
+         "(--new-session); the admin declared that this platform cannot give one of them "
+         "(metnos_sandbox_host.device_downgrades, with the reason). The profile is rendered without it and says so: "
+         "a declared downgrade, never a silent one.",
+         "Rendering a profile with host.placement device and host.device_downgrades.",
+         ["ansible '<host>' -m metnos.sandbox.sandbox_probe -a "
+          "'{\"unit\": \"metnos.service\", \"host\": {\"placement\": \"device\"}}'"],
+         messages={"": "the device profile leaves out {flag}, as declared: {reason}",
+                   "probe": "{check} does not hold without {flag}, declared left out ({reason}): {problems}"},
+         hint=("The command probes the full device profile (no downgrade) in the service's context: when it "
+               "passes, this platform gives the flag - remove its entry from metnos_sandbox_host.device_downgrades "
+               "and render again.")),
     Code("profile_preview", INFO, "R-DIAG-3", SANDBOX_ACTIVE,
          "This profile is a preview rendered off the target host",
          "The profile was rendered where the manifest's paths cannot be resolved as the target host sees "

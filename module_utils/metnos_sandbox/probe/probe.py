@@ -68,8 +68,8 @@ from ..profile import python_roots as PYR
 from ..profile import result as RS
 from ..service import service_env as S
 from . import blame as BL
+from . import device, root_proof
 from . import payload as PL
-from . import root_proof
 from . import runners as RUN
 from .payload import Json, User
 
@@ -93,6 +93,7 @@ class ProbeResult(_ProbeKeys, total=False):
     unit_context: Json                         # what the transient unit carried (unit_context.py)
     blame: Json                                # blame.diagnose(): the experiment on the unit's directives
     root_proof: Json                           # root_proof.prove(): what uid 0 could do in the sandbox
+    device: Json                               # device.prove(): a paired Linux device's profile (R-SCOPE-4)
     blamed_directives: t.List[t.Any]
     verdict_view: str
     # the run's verdict (runners.run / run_systemd)
@@ -314,6 +315,14 @@ def probe_service(params: Json, runner: t.Any, inspection: t.Optional[Handed] = 
         out["root_proof"] = root_proof.prove(prof["argv"], python, spec.get("descriptors"),
                                              min(20.0, float(params.get("timeout") or 60)))
     out["diagnostics"] = _diagnostics(params, service, verdict, findings, out)
-    out["passed"] = verdict["passed"] and not any(d["code"] == "probe_root_not_contained" for d in out["diagnostics"])
+    passed = verdict["passed"]
+    if "placement" in prof:         # a paired Linux device: its row of the spec proven as its client runs it
+        run_user = None if service.user.get("uid") in (None, os.geteuid()) else service.user
+        out["device"] = device.prove(prof["argv"], python, bool((prof.get("network") or {}).get("host")),
+                                     min(30.0, float(params.get("timeout") or 60)), run_user, service.env,
+                                     prof.get("descriptors"), prof["placement"].get("downgrades") or [])
+        out["diagnostics"] = D.sort(out["diagnostics"] + out["device"]["diagnostics"])
+        passed = passed and out["device"]["passed"]
+    out["passed"] = passed and not any(d["code"] == "probe_root_not_contained" for d in out["diagnostics"])
     out["verdict_view"] = "probe: proven by a real wrapped invocation (%s)" % out["context"]
     return out

@@ -34,6 +34,13 @@ RUNTIME_TREES = ("/run", "/var/run")
 SYSTEM_TREES = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc", "/boot",
                 "/sys", "/proc", "/dev", "/var/lib/python3")
 BASE_FLAGS = ("--unshare-user", "--unshare-ipc", "--unshare-uts")
+# Where executors run (R-SCOPE-4, spec section 9): "server" (the server profile, section 3) or "device" (a paired
+# Linux device: the server profile plus a PID namespace of its own and a session - so a process group - of its
+# own; the separate network and the private /tmp are the server profile's already). The client's part of the
+# row is the deadline: it starts bwrap in a process group of its own and kills that group when time is up.
+PLACEMENTS = ("server", "device")
+DEVICE_FLAGS = ("--unshare-pid", "--new-session")
+DEVICE_RULE = "R-SCOPE-4"
 UNDO_NAME = "undo_last_turn"
 # Host-context trees that only their own capability reaches (never an fs: scope, never a base
 # path): every executor's code, every integration, every mail account, every sender, every turn.
@@ -90,6 +97,10 @@ DEFAULT_HOST = {
     # Where fs:write (and writable 'within' scopes) may reach: nothing outside these is ever writable
     # (deny by default: no list of dangerous places can be complete). Metnos's own data folder.
     "writable_roots": ["/var/lib/metnos"],
+    # server | device (PLACEMENTS); a device's declared downgrades: [{flag, reason}], a flag of DEVICE_FLAGS the
+    # platform cannot give, said with why (never silent: the profile and the probe name each one).
+    "placement": "server",
+    "device_downgrades": [],
 }
 LIST_KEYS = ("python_package_roots", "python_installation", "i18n_dbs", "lexicon_dbs", "systemd_read_paths",
              "system_read_paths", "writable_roots")
@@ -125,7 +136,7 @@ def abs_clean(key: str, value: Any) -> str:
 
 def check_host_paths(data: Dict[str, Any]) -> None:
     """Every host-context path absolute, normalised, without control characters; lists and
-    mappings bounded; names matched whole (in place)."""
+    mappings bounded; names matched whole; the placement and its declared downgrades (in place)."""
     for key in PATH_KEYS:
         if data[key] is not None:
             data[key] = abs_clean(key, data[key])
@@ -152,6 +163,45 @@ def check_host_paths(data: Dict[str, Any]) -> None:
         accounts[account] = [abs_clean("mail_accounts." + account, f) for f in files]
     data["mail_accounts"] = accounts
     data["allow_channels"] = check_allowed(data["allow_channels"])
+    check_placement(data)
+
+
+def check_placement(data: Dict[str, Any]) -> None:
+    """host.placement one of PLACEMENTS; host.device_downgrades a list of exactly {flag, reason}, each flag one of
+    DEVICE_FLAGS (once), the reason plain text, and only on a device (in place)."""
+    placement = data["placement"]
+    if placement not in PLACEMENTS:
+        raise ContextError("host.placement must be one of %s, got %s" % (", ".join(PLACEMENTS), D.excerpt(placement)))
+    entries = data["device_downgrades"]
+    if not isinstance(entries, (list, tuple)) or len(entries) > len(DEVICE_FLAGS):
+        raise ContextError("host.device_downgrades must be a list of at most %d {flag, reason} mappings, got %s"
+                           % (len(DEVICE_FLAGS), D.excerpt(entries)))
+    if entries and placement != "device":
+        raise ContextError("host.device_downgrades applies to placement device only (placement is %s)" % placement)
+    out: List[Dict[str, str]] = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or sorted(entry) != ["flag", "reason"]:
+            raise ContextError("host.device_downgrades[%d] must be a mapping of exactly flag and reason, got %s"
+                               % (i, D.excerpt(entry)))
+        flag, reason = entry["flag"], entry["reason"]
+        if flag not in DEVICE_FLAGS or any(done["flag"] == flag for done in out):
+            raise ContextError("host.device_downgrades[%d].flag must be one of %s, once, got %s"
+                               % (i, ", ".join(DEVICE_FLAGS), D.excerpt(flag)))
+        if not isinstance(reason, str) or not reason.strip() or len(reason) > MAX_REASON or MD.has_control(reason):
+            raise ContextError("host.device_downgrades[%d].reason must say why, in 1-%d characters without control "
+                               "characters, got %s" % (i, MAX_REASON, D.excerpt(reason)))
+        out.append({"flag": str.__str__(flag), "reason": str.__str__(reason)})
+    data["placement"] = str.__str__(placement)
+    data["device_downgrades"] = out
+
+
+def device_flags(data: Dict[str, Any]) -> List[str]:
+    """The flags a device adds to the server profile (DEVICE_FLAGS but the declared downgrades); none on a
+    server."""
+    if data["placement"] != "device":
+        return []
+    dropped = set(entry["flag"] for entry in data["device_downgrades"])
+    return [flag for flag in DEVICE_FLAGS if flag not in dropped]
 
 
 def check_allowed(entries: Any) -> List[Dict[str, str]]:

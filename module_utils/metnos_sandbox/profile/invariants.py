@@ -35,6 +35,7 @@ from .model import Manifest
 
 # The options a rendered profile may use (their arity: host/bwrap_options.py); any other is unexpected.
 _RENDERED = frozenset(("--unshare-user", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--die-with-parent",
+                       "--unshare-pid", "--new-session",
                        "--ro-bind", "--bind", "--ro-bind-fd", "--bind-fd", "--symlink", "--proc", "--dev", "--tmpfs",
                        "--chdir"))
 _FD_OPTS = {"--ro-bind-fd": "--ro-bind", "--bind-fd": "--bind"}
@@ -166,7 +167,8 @@ def check_invariants(argv: List[str], manifest: Manifest, host: HC.HostContext, 
         i18n/lexicon databases) is writable or shadowed writable, no writable bind is above one, and
         none reaches a mount of a pseudo-filesystem;
     (c) only the flags the rules give: the base namespaces, --unshare-net exactly when no
-        capability needs the network, /proc, /dev and /tmp once at their place, the base
+        capability needs the network, a device's --unshare-pid and --new-session (but its declared downgrades),
+        /proc, /dev and /tmp once at their place, the base
         symlinks, no devices, nothing below /proc or /dev;
     (d) mounts in canonical order (parents first, then by path), so equal inputs give equal argv;
     (e) the mount model: every bind at its resolved source, nothing mounted before changes what its
@@ -185,7 +187,8 @@ def check_invariants(argv: List[str], manifest: Manifest, host: HC.HostContext, 
         return [read.stop]
     out = read.problems
     needs_net = any(c.needs_network() for c in manifest.capabilities)
-    want = list(HL.BASE_FLAGS) + ([] if needs_net else ["--unshare-net"]) + ["--die-with-parent"]
+    want = list(HL.BASE_FLAGS) + ([] if needs_net else ["--unshare-net"]) + HL.device_flags(host.data) + [
+        "--die-with-parent"]
     if read.flags != want:
         out.append("flags %s, the rules give %s (c)" % (" ".join(read.flags), " ".join(want)))
     keys = [(op.dest.count("/"), op.dest) for op in read.ops]

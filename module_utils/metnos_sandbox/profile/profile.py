@@ -86,7 +86,7 @@ def _render(manifest: Manifest, host: HC.HostContext, invocation: Optional[HC.In
                             wording="profile_no_bwrap" if not status.get("bwrap_available") else "profile_disabled"))
         return RS.refused(name, diags)
 
-    flags, network = _namespaces(manifest)
+    flags, network = _namespaces(manifest, host)
     ordered = r.mounts.ordered()
     descriptors = _stabilise(r, ordered)
     if any(d["severity"] == D.ERROR for d in diags):
@@ -100,6 +100,7 @@ def _render(manifest: Manifest, host: HC.HostContext, invocation: Optional[HC.In
     if violations:
         return RS.refused(name, diags + [D.make("profile_invariant_violated", wording="withheld", fill={
             "executor": name, "violated": "; ".join(violations[:5])}, violations=violations[:20])])
+    placement = _device(host, diags) if host["placement"] == "device" else None
     done: RS.Rendered = {
         "executor": name, "decision": "wrapped", "refusal": None, "argv": argv,
         "command_line": RS.shell_join(argv), "mounts": ordered, "namespaces": flags,
@@ -109,7 +110,19 @@ def _render(manifest: Manifest, host: HC.HostContext, invocation: Optional[HC.In
     }
     if r.channels:
         done["channels"] = r.channels
+    if placement is not None:
+        done["placement"] = placement
     return done
+
+
+def _device(host: HC.HostContext, diags: List[D.Diagnostic]) -> Dict[str, Any]:
+    """A device's profile (R-SCOPE-4): the flags it adds and each declared downgrade, also a warning (never
+    silent)."""
+    for entry in host["device_downgrades"]:
+        diags.append(D.make("device_profile_downgraded", fill={"flag": entry["flag"], "reason": entry["reason"]},
+                            flag=entry["flag"], reason=entry["reason"]))
+    return {"placement": "device", "rule": HL.DEVICE_RULE, "flags": HL.device_flags(host.data),
+            "downgrades": list(host["device_downgrades"])}
 
 
 def _inside(host: HC.HostContext, path: str) -> str:
@@ -214,9 +227,10 @@ class _Namespaces(Record):
     network: Dict[str, Any]           # public: the ``network`` decision of a result
 
 
-def _namespaces(manifest: Manifest) -> _Namespaces:
+def _namespaces(manifest: Manifest, host: HC.HostContext) -> _Namespaces:
     """The namespace flags (R-BASE-6) and the network decision: the host network only when a
-    capability needs it (R-NET-1), else --unshare-net (R-BASE-7)."""
+    capability needs it (R-NET-1), else --unshare-net (R-BASE-7); on a device, its own PID namespace and
+    session (R-SCOPE-4, host_layout.device_flags)."""
     net_because = [cap.text for cap in manifest.capabilities if cap.needs_network()]
     flags = [{"flag": f, "rule": "R-BASE-6", "source": "base"} for f in HL.BASE_FLAGS]
     network: Dict[str, Any]
@@ -225,6 +239,7 @@ def _namespaces(manifest: Manifest) -> _Namespaces:
     else:
         network = {"host": False, "rule": "R-BASE-7", "because": []}
         flags.append({"flag": "--unshare-net", "rule": "R-BASE-7", "source": "base (no network capability)"})
+    flags.extend({"flag": f, "rule": HL.DEVICE_RULE, "source": "placement device"} for f in HL.device_flags(host.data))
     flags.append({"flag": "--die-with-parent", "rule": "R-BASE-6", "source": "base"})
     return _Namespaces(flags, network)
 

@@ -51,6 +51,7 @@ class _ProfileExtra(_ProfileBase, total=False):
     manifest: Dict[str, Any]              # name, origin, revision, digest, when wrapped
     exception: Dict[str, Any]             # rule, source, digest, when run direct (the pinned undo broker)
     preview: bool                         # rendered off the target host (a filter on the controller)
+    placement: Dict[str, Any]             # a device's profile (R-SCOPE-4): placement, rule, flags, downgrades
     channels: List[Dict[str, str]]        # the command channels the admin allows that it exposes: path, kind,
     #                                       reason, grant (host.allow_channels), when any
 

@@ -22,7 +22,7 @@ from ..base.records import Record
 
 MAX_PROFILE_BYTES = 4 * 1024 * 1024
 DOC_KEYS = ("executor", "decision", "argv", "mounts", "namespaces", "network", "manifest", "exception",
-            "descriptors")
+            "descriptors", "placement")
 _EXECUTOR = RX.Pattern(r"[a-z0-9_][a-z0-9_.-]{0,127}")
 
 
@@ -107,6 +107,10 @@ def review_lines(doc: Optional[Dict[str, Any]]) -> str:
     net = doc.get("network") or {}
     lines = ["network: %s" % ("host (%s)" % ", ".join(net.get("because") or []) if net.get("host")
                               else "isolated (--unshare-net)")]
+    device = doc.get("placement")
+    if device:
+        lines.append("placement: device (%s)%s" % (" ".join(device.get("flags") or []), "".join(
+            "; without %s: %s" % (d["flag"], d["reason"]) for d in device.get("downgrades") or [])))
     for m in doc.get("mounts") or []:
         src = "" if m.get("src") in (None, m["dest"]) else " <- %s" % m["src"]
         rules = ", ".join(sorted(set(p["rule"] for p in m.get("provenance") or [])))

@@ -30,6 +30,7 @@ FIRST_DEFINED: Dict[str, Tuple[str, ...]] = {
 }
 WRITABLE_ROOTS = "metnos_sandbox_writable_roots"
 HOST = "metnos_sandbox_host"
+PLACEMENT = "metnos_sandbox_placement"      # the host context's placement (it wins over metnos_sandbox_host's)
 DEFAULT_WRITABLE_ROOTS = ["/var/lib/metnos"]      # the role's default (roles/metnos_sandbox/defaults)
 
 
@@ -40,8 +41,8 @@ class VarsError(ValueError):
 def options(args: Mapping[str, Any], lookup: Lookup, given: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
     """``args`` (the task's own options: they win) plus each option they lack that the host's variables give.
     ``host`` is {writable_roots: metnos_sandbox_writable_roots (else the role's default)} updated with
-    metnos_sandbox_host, as the role builds it. ``given``, when passed, receives option -> the variable that gave
-    it (a refusal names the variable the user set, not the option)."""
+    metnos_sandbox_host and the placement metnos_sandbox_placement, as the role builds it. ``given``, when passed,
+    receives option -> the variable that gave it (a refusal names the variable the user set, not the option)."""
     out = dict(args)
     for option, names in FIRST_DEFINED.items():
         if option in out:
@@ -61,5 +62,8 @@ def options(args: Mapping[str, Any], lookup: Lookup, given: Optional[Dict[str, s
             if not isinstance(more, Mapping):
                 raise VarsError("%s must be a mapping, got %s" % (HOST, type(more).__name__))
             host.update(more)
+        found, placement = lookup(PLACEMENT)
+        if found and placement is not None:
+            host["placement"] = placement
         out["host"] = host
     return out
