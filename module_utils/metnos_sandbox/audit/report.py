@@ -25,8 +25,8 @@ from ..base import diagnostics as D
 from ..base import files
 from ..base import verdicts as V
 from ..base.diagnostics import Diagnostic
+from . import containment, report_containment, report_states
 from . import monitor_state as MS
-from . import report_states
 from .baseline import FAIL_ON, compare, counts_for_new, finding_key
 from .report_html import (
     ACT_SHOWN,
@@ -108,7 +108,7 @@ def _host_entry(name: str, res: Any) -> Host:
         diag = _not_audited(name, res)
         return {"host": name, "reachable": False, "verdict": None, "status": None, "bwrap": None,
                 "userns": None, "service": None, "profiles": [], "probe": None, "monitor": None,
-                "diagnostics": [diag]}
+                "containment": None, "diagnostics": [diag]}
     facts = res.get("bwrap_facts") or {}
     bw = facts.get("bwrap") or {}
     us = dict(facts.get("userns") or {})
@@ -134,6 +134,7 @@ def _host_entry(name: str, res: Any) -> Host:
                     "provenance": svc.get("provenance")} if svc else None,
         "profiles": res.get("profiles") or [],
         "monitor": MS.report_entry(res.get("monitor")),
+        "containment": res.get("containment"),         # audit/containment.py: where executors run, at what level
         "probe": {"passed": probe.get("passed"), "context": probe.get("context"),
                   "confidence": probe.get("confidence"), "view": "probe: proven by a real wrapped invocation",
                   "checks": probe.get("checks") or []} if probe else None,
@@ -245,7 +246,8 @@ def build_from_hosts(hosts: List[Host], generated: Optional[datetime.datetime] =
         "schema": SCHEMA,
         "generated": generated.isoformat(),
         "totals": dict(totals, hosts=len(hosts), codes=dict(sorted(codes.items())),
-                       waived=sum(len(h.get("waived") or []) for h in hosts)),
+                       waived=sum(len(h.get("waived") or []) for h in hosts),
+                       isolated=report_containment.isolated_count(hosts)),
         "fleet": {"bwrap_revisions": revisions, "bwrap_revision_majority": majority},
         "gate": gate,
     }
@@ -351,6 +353,7 @@ def iter_markdown(doc: Doc) -> Iterator[str]:
                 yield "%s\n\n" % _md(diag["hint"])
             if diag.get("remediation"):
                 yield "```sh\n%s\n```\n\n" % "\n".join(diag["remediation"])
+    yield from report_containment.iter_markdown(doc)
     yield ("## All hosts\n\n`status() view` is the runtime's own view of the service's environment (not a proof); "
            "`probe (proven)` is the verdict of a real wrapped invocation; `monitored` says whether the continuous "
            "proof watches the host and how old its last proof is (`collected`: this verdict is that proof).\n\n"
@@ -402,6 +405,9 @@ def _junit_extra(doc: Doc, waf: bool) -> List[Tuple[str, bool]]:
                 w["code"], w["expires"], w["approved_by"], w["justification"], w["message"]) for w in h["waived"])
             out.append(('    <testcase classname=%s name="waived"><skipped message=%s>%s</skipped></testcase>\n' % (
                 quoteattr(cls), quoteattr("%d waived finding(s)" % len(h["waived"])), xml_escape(text)), False))
+    out.extend(('    <testcase classname=%s name="containment"><system-out>%s</system-out></testcase>\n' % (
+        quoteattr("metnos.%s" % re.sub(r"[^A-Za-z0-9_.-]", "_", h["host"])), xml_escape(report_containment.line(h))),
+        False) for h in doc["hosts"] if h["reachable"])
     findings = doc.get("findings") or []
     if findings:
         bad = [d for d in findings if d["severity"] == D.ERROR or (waf and d["severity"] == D.WARNING)]
@@ -459,7 +465,7 @@ def _html_row(h: Host, hidden: bool = False) -> str:
     probe = h.get("probe")
     codes = _codes(h)
     return ('<tr data-verdict="%s" data-codes="%s"%s><td><a href="#h-%s">%s</a></td><td data-k="%s"><span class="v %s">'
-            '%s</span></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n' % (
+            '%s</span></td><td>%s</td><td>%s</td><td>%s</td><td>%s &middot; %s</td><td>%s</td><td>%s</td></tr>\n' % (
                 escape(h["verdict"]), escape(" ".join(codes)), " hidden" if hidden else "",
                 escape(quote(h["host"], safe="")),
                 escape(h["host"]),
@@ -467,6 +473,7 @@ def _html_row(h: Host, hidden: bool = False) -> str:
                 escape("%s %s" % (bw.get("version") or "", bw.get("revision") or "")) if bw else "-",
                 escape("%s (%s)" % (svc.get("unit"), svc.get("verdict"))) if svc else "-",
                 ("passed" if probe.get("passed") else "FAILED") if probe else "-",
+                escape(containment.text(h.get("containment"))),
                 escape(MS.monitored_text(h.get("monitor"))),
                 " ".join("<code>%s</code>" % escape(c) for c in codes) or "-"))
 

@@ -16,6 +16,7 @@ import os
 from typing import Any, List, Mapping, Optional, Tuple
 from urllib.parse import quote
 
+from . import report_containment
 from .baseline import finding_key
 from .monitor_state import monitored_text
 
@@ -90,6 +91,7 @@ def host_facts(h: Mapping[str, Any]) -> List[List[str]]:
         out.append(["probe (proven verdict: %s)" % ("passed" if probe.get("passed") else "FAILED"),
                     "%s; %d checks%s" % (probe.get("context"), len(probe.get("checks") or []),
                                          (", failed: " + ", ".join(failed)) if failed else "")])
+    out.append(["containment (R-SCOPE-4)", report_containment.line(h)])
     mon = h.get("monitor")
     if mon:
         out.append(["continuous proof (monitored: %s)" % monitored_text(mon), readable(mon)])
