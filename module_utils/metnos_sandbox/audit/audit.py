@@ -140,7 +140,7 @@ def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner,
     result["probe"] = _probe(unit if result["service"] is not None else None, params, runner,
                              PR.Handed(inspection, ledger), probe_diags) if params["probe"] else None
     passed = probe_passed(result.get("probe"))
-    level = containment.executors(containment.decide(params["placement"], "linux", bool(status["bwrap_available"]),
+    level = containment.executors(containment.decide(params["placement"], "linux", status.get("active") is True,
                                                      passed), params["manifests"])
     result["containment"] = level
     found = containment.finding(result["hostname"], level, probe_ran=result["probe"] is not None)

@@ -74,7 +74,7 @@ def _fact(value: Any) -> str:
 
 def decide(placement: str, platform: str, bwrap_usable: bool = False, probe_passed: Optional[bool] = None,
            windows_version: Any = None, facts_text: str = "") -> Containment:
-    """The level of a host. Linux: ``bwrap_usable`` (the runtime's status(): bwrap_available) and
+    """The level of a host. Linux: ``bwrap_usable`` (the runtime's status(): active, bwrap there and not disabled) and
     ``probe_passed`` (None: no probe ran). Windows: ``windows_version`` (ansible_distribution_version). Others:
     ``facts_text`` names what the facts said, for the reason."""
     if placement not in PLACEMENTS:
@@ -83,8 +83,8 @@ def decide(placement: str, platform: str, bwrap_usable: bool = False, probe_pass
     if platform == "linux":
         if not bwrap_usable:
             return _make(placement, platform, NONE, ABSENT, (
-                "bubblewrap is not usable on %s (see the bwrap findings): the server refuses ordinary execution, "
-                "a paired client must declare the downgrade" % where))
+                "bubblewrap is not in use on %s (the runtime's status() is not active: see the bwrap findings): the "
+                "server refuses ordinary execution, a paired client must declare the downgrade" % where))
         if probe_passed is True:
             return _make(placement, platform, BUBBLEWRAP, PROBE, None, proven=True)
         return _make(placement, platform, BUBBLEWRAP, DECLARED, (

@@ -405,9 +405,6 @@ def _junit_extra(doc: Doc, waf: bool) -> List[Tuple[str, bool]]:
                 w["code"], w["expires"], w["approved_by"], w["justification"], w["message"]) for w in h["waived"])
             out.append(('    <testcase classname=%s name="waived"><skipped message=%s>%s</skipped></testcase>\n' % (
                 quoteattr(cls), quoteattr("%d waived finding(s)" % len(h["waived"])), xml_escape(text)), False))
-    out.extend(('    <testcase classname=%s name="containment"><system-out>%s</system-out></testcase>\n' % (
-        quoteattr("metnos.%s" % re.sub(r"[^A-Za-z0-9_.-]", "_", h["host"])), xml_escape(report_containment.line(h))),
-        False) for h in doc["hosts"] if h["reachable"])
     findings = doc.get("findings") or []
     if findings:
         bad = [d for d in findings if d["severity"] == D.ERROR or (waf and d["severity"] == D.WARNING)]
@@ -443,6 +440,7 @@ def iter_junit(doc: Doc) -> Iterator[str]:
             yield _junit_case(h["host"], check, bad, h.get("change"))
     for case, _failed in extra:
         yield case
+    yield "    <system-out>%s</system-out>\n" % xml_escape(report_containment.junit_text(doc))   # each host's level
     yield "  </testsuite>\n</testsuites>\n"
 
 

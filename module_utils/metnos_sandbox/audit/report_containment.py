@@ -55,6 +55,12 @@ def line(h: Mapping[str, Any]) -> str:
     return out + ("; executors %s" % more if more else "")
 
 
+def junit_text(doc: Mapping[str, Any]) -> str:
+    """The testsuite's system-out: every host's containment, one line each (a level is no test case of its own:
+    a host not isolated fails through its finding's check)."""
+    return "\n".join("%s: %s" % (h["host"], line(h)) for h in doc["hosts"])
+
+
 def iter_markdown(doc: Mapping[str, Any]) -> Iterator[str]:
     """The section: every host's placement, platform, level, proof and reason, and the executors refused or
     downgraded there."""
