@@ -190,3 +190,24 @@ def test_every_report_shows_each_hosts_level_and_counts_only_the_proven():
 def test_the_codes_are_registered_with_their_rule():
     for code in ("containment_none", "containment_declared", "containment_not_proven", "manifest_containment_unknown"):
         assert diagnostics.REGISTRY[code].rule == "R-SCOPE-4"
+
+
+class _Uname(tuple):
+    """os.uname()'s shape (a tuple with named fields) for a kernel this Linux machine cannot run."""
+    sysname = property(lambda self: self[0])
+
+
+def test_the_payload_on_another_kernel_runs_no_linux_check(monkeypatch):
+    """Without facts, the payload itself reads the kernel's name: on macOS (faked here - os.uname is the only thing
+    the guard reads, and no macOS kernel can run on this machine) it answers the level and runs nothing else (a
+    gather that ran would fail the test)."""
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit
+
+    monkeypatch.setattr(audit.os, "uname", lambda: _Uname(("Darwin", "mac-runner", "23.6.0", "", "arm64")))
+    monkeypatch.setattr(audit.F, "gather", lambda *a, **k: pytest.fail("a Linux check ran on macOS"))
+    monkeypatch.setattr(audit.MS, "describe", lambda *a, **k: pytest.fail("the monitor was asked on macOS"))
+    rec = audit.audit_host({"placement": "device", "manifests": [PLAIN]})
+    assert rec["hostname"] == "mac-runner" and rec["schema"] == audit.SCHEMA and rec["verdict"] == "fail"
+    assert (rec["containment"]["platform"], rec["containment"]["level"]) == ("macos", "none")
+    assert [e["executor"] for e in rec["containment"]["executors"]] == ["plain"]
+    assert [d["code"] for d in rec["diagnostics"]] == ["containment_none"]
