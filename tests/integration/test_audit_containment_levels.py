@@ -19,6 +19,7 @@ import sys
 import xml.etree.ElementTree as ET
 
 import pytest
+
 from conftest import ROOT, run_playbook
 
 pytestmark = pytest.mark.rule("R-SCOPE-4")

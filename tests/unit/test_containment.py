@@ -12,10 +12,8 @@ import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import containment as C
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report_metrics
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import verdicts
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import model
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics, verdicts
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest, model
 from helpers import report_text as RT
 
 pytestmark = pytest.mark.rule("R-SCOPE-4")
