@@ -86,8 +86,10 @@ def test_a_mixed_fleet_reports_each_level_and_counts_only_the_proven(tmp_path):
     (md_path,) = glob.glob(str(reports / "metnos-audit-*.md"))
     md = open(md_path).read()
     assert "**2 of 5 host(s)**" in md
-    for row in ("| server | server | linux | bubblewrap | yes |", "| linux-device | device | linux | bubblewrap | yes |",
-                "| mac-standin | device | macos | none | no |", "| win-standin | device | windows | appcontainer | no |",
+    for row in ("| server | server | linux | bubblewrap | yes |",
+                "| linux-device | device | linux | bubblewrap | yes |",
+                "| mac-standin | device | macos | none | no |",
+                "| win-standin | device | windows | appcontainer | no |",
                 "| win7-standin | device | windows | job_object | no |"):
         assert row in md, row
     (junit_path,) = glob.glob(str(reports / "metnos-audit-*.junit.xml"))

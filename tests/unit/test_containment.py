@@ -18,6 +18,7 @@ from helpers import report_text as RT
 
 pytestmark = pytest.mark.rule("R-SCOPE-4")
 WHEN = datetime.datetime(2026, 12, 6, 9, 0, tzinfo=datetime.timezone.utc)
+SCHEMA = "metnos-sandbox-audit/1"
 
 PLATFORMS = [
     # (ansible_system, ansible_os_family) -> platform
@@ -147,8 +148,8 @@ def fleet():
               "probe": None, "diagnostics": [C.finding("dev", dev, probe_ran=False)], "verdict": "pass",
               "containment": dev}
     return {"srv": server, "dev": device,
-            "win": C.record("win", "device", "Win32NT", "Windows", "10.0.19045.0", [MANIFEST], "metnos-sandbox-audit/1"),
-            "mac": C.record("mac", "device", "Darwin", "Darwin", None, [MANIFEST, PLAIN], "metnos-sandbox-audit/1"),
+            "win": C.record("win", "device", "Win32NT", "Windows", "10.0.19045.0", [MANIFEST], SCHEMA),
+            "mac": C.record("mac", "device", "Darwin", "Darwin", None, [MANIFEST, PLAIN], SCHEMA),
             "gone": {"unreachable": True, "msg": "no route"}}
 
 
