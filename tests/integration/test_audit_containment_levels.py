@@ -15,12 +15,13 @@ on this machine.
 import glob
 import json
 import os
+import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import ROOT, run_playbook
+from conftest import ROOT, ansible_env, ansible_tool, run_playbook
 
 pytestmark = pytest.mark.rule("R-SCOPE-4")
 
@@ -103,3 +104,31 @@ def test_a_mixed_fleet_reports_each_level_and_counts_only_the_proven(tmp_path):
     assert ('metnos_sandbox_containment_level{host="mac-standin",level="none",platform="macos",placement="device",'
             'proven="false"} 1\n') in prom, prom
     assert 'metnos_sandbox_audit_isolated_hosts{isolated="true"} 2\n' in prom
+    # The users' CI check (scripts/check-containment.py) on this report: the macOS stand-in is at none with its
+    # reason and fails the gate; the proven server is not at none.
+    assert check(reports / "latest.json", "mac-standin", "none").returncode == 0
+    wrong = check(reports / "latest.json", "server", "none")
+    assert wrong.returncode == 1 and "server is at level bubblewrap, not none" in wrong.stdout, wrong.stdout
+    assert "win7-standin is at level job_object, not appcontainer" in check(
+        reports / "latest.json", "win7-standin", "appcontainer").stdout
+
+
+def check(report, host, level):
+    return subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "check-containment.py"), str(report), host,
+                           level], capture_output=True, text=True, timeout=120)
+
+
+def test_the_macos_jobs_commands_here(tmp_path):
+    """The macOS job's own playbook and check (.github/workflows/ci.yml, macos-audit), run on this Linux machine as
+    written (-i localhost, -c local): the facts it gathers say Linux, so the payload runs, the probe proves
+    bubblewrap, and the check that expects none fails saying so; expecting bubblewrap passes."""
+    reports = tmp_path / "reports"
+    proc = subprocess.run([ansible_tool("ansible-playbook"), "-i", "localhost,", "-c", "local",
+                           "-e", "ansible_python_interpreter=%s" % sys.executable,
+                           "-e", "metnos_audit_dest=%s" % reports,
+                           "-e", "metnos_audit_unit=", os.path.join(ROOT, "tests", "ci", "audit-self.yml")],
+                          capture_output=True, text=True, cwd=ROOT, env=ansible_env(), timeout=900)
+    assert (reports / "latest.json").exists(), proc.stdout[-4000:]
+    here = check(reports / "latest.json", "localhost", "none")
+    assert here.returncode == 1 and "localhost is at level bubblewrap, not none" in here.stdout, here.stdout
+    assert check(reports / "latest.json", "localhost", "bubblewrap").returncode == 0, proc.stdout[-3000:]

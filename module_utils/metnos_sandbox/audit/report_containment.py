@@ -93,3 +93,30 @@ def samples(doc: Mapping[str, Any]) -> Tuple[List[Sample], List[Sample]]:
     isolated: List[Sample] = [(ISOLATED_METRIC, (("isolated", "true"),), float(count)),
                 (ISOLATED_METRIC, (("isolated", "false"),), float(len(doc["hosts"]) - count))]
     return levels, isolated
+
+
+def unmet(doc: Mapping[str, Any], host: str, level: str) -> List[str]:
+    """What a report says against the expectation that ``host`` is at ``level`` (scripts/check-containment.py,
+    the users' CI on a macOS runner): the host is there, at that level, with a reason when it is weaker than a
+    proven bubblewrap, counted as isolated only when proven, and failing the gate when not isolated at level
+    none. Empty when all hold."""
+    hosts = dict((h.get("host"), h) for h in doc.get("hosts") or [] if isinstance(h, Mapping))
+    if host not in hosts:
+        return ["%s is not in the report (hosts: %s)" % (host, ", ".join(sorted(map(str, hosts))) or "none")]
+    found = of(hosts[host])
+    if found is None:
+        return ["%s has no containment level (not audited?): %s" % (host, line(hosts[host]))]
+    problems = []
+    if found.get("level") != level:
+        problems.append("%s is at level %s, not %s" % (host, found.get("level"), level))
+    if not containment.isolated(found) and not found.get("reason"):
+        problems.append("%s is not proven isolated but its record gives no reason" % host)
+    if level == containment.NONE and (hosts[host].get("verdict") != "fail" or not (doc.get("gate") or {}).get(
+            "failed")):
+        problems.append("%s is at level none but its verdict is %s and the gate %s" % (
+            host, hosts[host].get("verdict"), "failed" if (doc.get("gate") or {}).get("failed") else "passed"))
+    isolated = (doc.get("totals") or {}).get("isolated")
+    if isolated != isolated_count(list(hosts.values())):
+        problems.append("the report counts %s isolated host(s), its hosts say %d" % (
+            isolated, isolated_count(list(hosts.values()))))
+    return problems
