@@ -210,3 +210,40 @@ def test_the_payload_on_another_kernel_runs_no_linux_check(monkeypatch):
     assert (rec["containment"]["platform"], rec["containment"]["level"]) == ("macos", "none")
     assert [e["executor"] for e in rec["containment"]["executors"]] == ["plain"]
     assert [d["code"] for d in rec["diagnostics"]] == ["containment_none"]
+
+
+def test_a_real_audit_without_the_probe_is_not_proven():
+    """This machine audited for real (bwrap, the runtime's status(), the smoke test), the probe off: bubblewrap is
+    its level, not proven, a note that changes no verdict, and the host is not counted as isolated."""
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit
+
+    rec = audit.audit_host({"unit": "", "probe": False, "placement": "device", "manifests": [MANIFEST]})
+    found = rec["containment"]
+    assert (found["platform"], found["placement"], found["level"], found["proven"]) == (
+        "linux", "device", "bubblewrap", False), found
+    assert "did not run" in found["reason"] and not C.isolated(found) and found["executors"] == []
+    (note,) = [d for d in rec["diagnostics"] if d["code"].startswith("containment")]
+    assert note["code"] == "containment_not_proven" and note["severity"] == "info"
+
+
+def test_the_ci_check_of_a_report():
+    """scripts/check-containment.py's checks (report_containment.unmet) on the fleet above."""
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report_containment
+
+    doc = RT.build(fleet(), WHEN)
+    assert report_containment.unmet(doc, "mac", "none") == []
+    assert report_containment.unmet(doc, "srv", "bubblewrap") == []
+    assert report_containment.unmet(doc, "srv", "none") == ["srv is at level bubblewrap, not none",
+                                                            "srv is at level none but its verdict is pass and the "
+                                                            "gate failed"]
+    assert report_containment.unmet(doc, "nowhere", "none")[0].startswith("nowhere is not in the report")
+    assert "gone has no containment level" in report_containment.unmet(doc, "gone", "none")[0]
+    passed = dict(doc, gate=dict(doc["gate"], failed=False))       # a gate that passed with a host at none
+    assert report_containment.unmet(passed, "mac", "none") == [
+        "mac is at level none but its verdict is fail and the gate passed"]
+    silent = dict(doc, hosts=[dict(h, containment=dict(h["containment"], reason=None)) if h["host"] == "mac" else h
+                              for h in doc["hosts"]])
+    assert report_containment.unmet(silent, "mac", "none") == ["mac is not proven isolated but its record gives no "
+                                                               "reason"]
+    assert report_containment.unmet(dict(doc, totals=dict(doc["totals"], isolated=3)), "mac", "none") == [
+        "the report counts 3 isolated host(s), its hosts say 1"]
