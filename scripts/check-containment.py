@@ -43,8 +43,8 @@ def main(argv):
     for problem in problems:
         print("check-containment: %s" % problem)
     if not problems:
-        print("check-containment: %s" % report_containment.line(
-            next(h for h in doc["hosts"] if h.get("host") == host)))
+        print("check-containment: %s is at %s" % (host, report_containment.line(
+            next(h for h in doc["hosts"] if h.get("host") == host))))
     return 1 if problems else 0
 
 

@@ -173,7 +173,7 @@ def test_every_report_shows_each_hosts_level_and_counts_only_the_proven():
     assert "win: containment: appcontainer (declared, not proven) on a windows device" in out
     page = RT.to_html(doc)
     assert "bubblewrap (proven)</td>" in page and "none</td>" in page
-    assert "containment (R-SCOPE-4): containment: appcontainer (declared, not proven)" in page
+    assert "containment (R-SCOPE-4): appcontainer (declared, not proven) on a windows device" in page
     prom = "".join(report_metrics.iter_text(doc))
     assert ('metnos_sandbox_containment_level{host="mac",level="none",platform="macos",placement="device",'
             'proven="false"} 1\n') in prom

@@ -45,8 +45,8 @@ def line(h: Mapping[str, Any]) -> str:
     """One host's containment as a sentence (JUnit's system-out, the HTML fact)."""
     found = of(h)
     if found is None:
-        return "containment: not reported (not audited): not counted as isolated"
-    out = "containment: %s on a %s %s%s" % (containment.text(found), found.get("platform"), found.get("placement"),
+        return "not reported (a host not audited, or a record without a level): not counted as isolated"
+    out = "%s on a %s %s%s" % (containment.text(found), found.get("platform"), found.get("placement"),
                                             "; isolated" if containment.isolated(found) else
                                             "; not counted as isolated")
     if found.get("reason"):
@@ -58,7 +58,7 @@ def line(h: Mapping[str, Any]) -> str:
 def junit_text(doc: Mapping[str, Any]) -> str:
     """The testsuite's system-out: every host's containment, one line each (a level is no test case of its own:
     a host not isolated fails through its finding's check)."""
-    return "\n".join("%s: %s" % (h["host"], line(h)) for h in doc["hosts"])
+    return "\n".join("%s: containment: %s" % (h["host"], line(h)) for h in doc["hosts"])
 
 
 def iter_markdown(doc: Mapping[str, Any]) -> Iterator[str]:
