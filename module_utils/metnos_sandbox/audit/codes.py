@@ -11,17 +11,17 @@ from __future__ import absolute_import, annotations, division, print_function
 from typing import List
 
 from ..base.registry import (
-                             BWRAP_BINARY,
-                             ERROR,
-                             INFO,
-                             MODULE,
-                             MONITOR,
-                             PROBE,
-                             PROFILES,
-                             REACHABILITY,
-                             SANDBOX_ACTIVE,
-                             WARNING,
-                             Code,
+    BWRAP_BINARY,
+    ERROR,
+    INFO,
+    MODULE,
+    MONITOR,
+    PROBE,
+    PROFILES,
+    REACHABILITY,
+    SANDBOX_ACTIVE,
+    WARNING,
+    Code,
 )
 
 CODES: List[Code] = []

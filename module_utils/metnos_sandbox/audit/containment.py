@@ -57,8 +57,8 @@ class Containment(Shape):
 def platform_of(system: Any, os_family: Any) -> str:
     """The platform from Ansible's facts (ansible_system: Linux, Darwin, Win32NT; ansible_os_family: Debian,
     RedHat, Darwin, Windows, ...). Facts that name two platforms, or none this toolkit knows, are unknown."""
-    by_system = {"Linux": "linux", "Darwin": "macos", "Win32NT": "windows"}.get(system if isinstance(system, str)
-                                                                              else "")
+    systems = {"Linux": "linux", "Darwin": "macos", "Win32NT": "windows"}
+    by_system = systems.get(system if isinstance(system, str) else "")
     by_family = {"Darwin": "macos", "Windows": "windows"}.get(os_family if isinstance(os_family, str) else "")
     if by_system and by_family and by_system != by_family:
         return "unknown"
@@ -158,9 +158,9 @@ def finding(host: str, containment: Containment, probe_ran: bool) -> Optional[di
     containment_declared (Windows: declared, not proven), containment_not_proven (Linux without a probe).
     None at a proven bubblewrap, and after a probe that ran and failed (the probe's findings say it)."""
     level = containment["level"]
-    fill: Dict[str, Any] = {"host": host, "level": level, "platform": containment["platform"],
-            "placement": containment["placement"], "reason": containment["reason"] or "",
-            "executors": _executors_text(containment["executors"])}
+    fill: Dict[str, Any] = {
+        "host": host, "level": level, "platform": containment["platform"], "placement": containment["placement"],
+        "reason": containment["reason"] or "", "executors": _executors_text(containment["executors"])}
     if level == NONE:
         return diagnostics.make("containment_none", **fill)
     if level in (APPCONTAINER, JOB_OBJECT):

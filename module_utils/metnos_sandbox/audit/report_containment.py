@@ -46,9 +46,8 @@ def line(h: Mapping[str, Any]) -> str:
     found = of(h)
     if found is None:
         return "not reported (a host not audited, or a record without a level): not counted as isolated"
-    out = "%s on a %s %s%s" % (containment.text(found), found.get("platform"), found.get("placement"),
-                                            "; isolated" if containment.isolated(found) else
-                                            "; not counted as isolated")
+    verdict = "isolated" if containment.isolated(found) else "not counted as isolated"
+    out = "%s on a %s %s; %s" % (containment.text(found), found.get("platform"), found.get("placement"), verdict)
     if found.get("reason"):
         out += ": %s" % found["reason"]
     more = executors_text(found)
@@ -91,7 +90,7 @@ def samples(doc: Mapping[str, Any]) -> Tuple[List[Sample], List[Sample]]:
         levels.append((METRIC, labels, 1.0))
     count = isolated_count(doc["hosts"])
     isolated: List[Sample] = [(ISOLATED_METRIC, (("isolated", "true"),), float(count)),
-                (ISOLATED_METRIC, (("isolated", "false"),), float(len(doc["hosts"]) - count))]
+                              (ISOLATED_METRIC, (("isolated", "false"),), float(len(doc["hosts"]) - count))]
     return levels, isolated
 
 
