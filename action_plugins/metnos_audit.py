@@ -26,6 +26,10 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import (
+    containment,  # a host whose facts say it is not Linux: its level, without the Linux payload
+    monitor_state,  # AUDIT_SCHEMA: the audit record's schema
+)
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import (
     transport as T,  # the message, its two carriers and the frame of the answer
 )
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import (
@@ -180,6 +184,12 @@ class ActionModule(ActionBase):
         host = task_vars.get("inventory_hostname") or "localhost"
         shape = args.pop("result")     # only the controller's concern: never shipped
         args.pop("from_vars")
+        foreign = self._not_linux(host, args, task_vars)
+        if foreign is not None:       # the facts say another platform: no Linux check applies there
+            keep(host, foreign)
+            result.update(foreign if shape == "full" else T.summary(foreign))
+            result["changed"] = False
+            return result
         frame = T.new_frame()
         try:
             python = self._interpreter(args, task_vars, result)
@@ -200,6 +210,21 @@ class ActionModule(ActionBase):
         result.update(out if shape == "full" else T.summary(out))
         result["changed"] = False
         return result
+
+    def _not_linux(self, host, args, task_vars):
+        """The record of a host whose facts (ansible_system, ansible_os_family; gathered, or set in the
+        inventory) name another platform than Linux: its containment level from those facts (a Windows host's
+        version from ansible_distribution_version), nothing shipped or run there. None for Linux, or without
+        facts (the payload then checks the kernel's own name)."""
+        facts = task_vars.get("ansible_facts") or {}
+        names = ("system", "os_family", "distribution_version")
+        system, family, version = (facts.get(name, task_vars.get("ansible_" + name)) for name in names)
+        if system is None and family is None:
+            return None
+        if containment.platform_of(system, family) == "linux":
+            return None
+        return containment.record(host, args["placement"], system, family, version, args.get("manifests") or [],
+                                  monitor_state.AUDIT_SCHEMA)
 
     def _without_result(self, result, host, python, res):
         """No framed result: the host has no such interpreter (host_no_python), it answers but the payload gave

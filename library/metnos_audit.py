@@ -59,6 +59,13 @@ options:
     description: Run the real probe.
     type: bool
     default: true
+  placement:
+    description:
+      - Where the host runs executors (C(metnos_sandbox_placement) with O(from_vars=true)) - a server, or a
+        user's paired device (R-SCOPE-4). Reported in RV(containment) with the level.
+    type: str
+    choices: [server, device]
+    default: server
   timeout:
     description: Seconds before the probe is killed.
     type: float
@@ -150,6 +157,15 @@ profiles:
   type: list
 probe:
   description: The M(metnos.sandbox.sandbox_probe) result, or null when not run.
+  returned: when O(result=full)
+  type: dict
+containment:
+  description:
+    - Where the host runs executors and at what level (R-SCOPE-4) - placement, platform (linux, windows, macos,
+      unknown), level (bubblewrap, appcontainer, job_object, none), proven (true only when the probe proved
+      bubblewrap on this host), evidence, reason, and the executors refused or downgraded at that level.
+    - A host whose facts (ansible_system, ansible_os_family) say it is not Linux gets no payload; its record is
+      this level and its finding only.
   returned: when O(result=full)
   type: dict
 diagnostics:

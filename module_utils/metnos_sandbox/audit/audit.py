@@ -36,6 +36,7 @@ from ..profile import profile as P
 from ..profile import python_roots as PYR
 from ..profile import store as ST
 from ..service import service_env as S
+from . import containment
 from . import monitor_state as MS
 from . import profile_states as PS
 
@@ -58,6 +59,7 @@ class HostResult(Shape, total=False):
     duration: float                              # seconds
     cpu: float                                   # cpu_seconds()
     payload_cache: Dict[str, Any]                # the action's payload: its compiled core's cache (transport.py)
+    containment: containment.Containment         # where executors run here and at what level (R-SCOPE-4)
 
 
 def profile_drift(manifests: Optional[Iterable[Any]], host_over: Optional[Dict[str, Any]], profile_dir: str,
@@ -105,6 +107,10 @@ def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner,
     missing one at its default. ``trust_store``: the file keeping bwrap verifications from one audit to the
     next (host/trust_store.py; the payload's bootstrap names it beside the compiled core), None for none."""
     params = O.with_defaults(O.AUDIT, params)
+    system = os.uname().sysname
+    if system != "Linux":     # the Linux checks do not apply on another kernel: the record says its level only
+        return cast(HostResult, containment.record(os.uname()[1], params["placement"], system, None, None,
+                                                   params["manifests"], SCHEMA))
     start = time.time()
     monitor, record, monitor_diags = MS.describe(params, runner, start)
     if params["collect_monitor"] and record is not None:
@@ -133,8 +139,13 @@ def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner,
     probe_diags: List[D.Diagnostic] = []
     result["probe"] = _probe(unit if result["service"] is not None else None, params, runner,
                              PR.Handed(inspection, ledger), probe_diags) if params["probe"] else None
-    result["diagnostics"] = D.sort(D.union(diags, probe_diags, monitor_diags))   # each finding once
-    result["verdict"] = V.verdict(result["diagnostics"], probe_passed(result.get("probe")))
+    passed = probe_passed(result.get("probe"))
+    level = containment.executors(containment.decide(params["placement"], "linux", status.get("active") is True,
+                                                     passed), params["manifests"])
+    result["containment"] = level
+    found = containment.finding(result["hostname"], level, probe_ran=result["probe"] is not None)
+    result["diagnostics"] = D.sort(D.union(diags, probe_diags, monitor_diags, [found] if found else []))
+    result["verdict"] = V.verdict(result["diagnostics"], passed)
     result["duration"] = round(time.time() - start, 3)
     result["cpu"] = cpu_seconds()
     safe: HostResult = D.utf8_safe(result)      # every string valid UTF-8: the controller reads the record

@@ -11,7 +11,19 @@ from __future__ import absolute_import, annotations, division, print_function
 
 from typing import List
 
-from .registry import BWRAP_BINARY, ERROR, INFO, MODULE, MONITOR, PROBE, PROFILES, REACHABILITY, WARNING, Code
+from .registry import (
+    BWRAP_BINARY,
+    ERROR,
+    INFO,
+    MODULE,
+    MONITOR,
+    PROBE,
+    PROFILES,
+    REACHABILITY,
+    SANDBOX_ACTIVE,
+    WARNING,
+    Code,
+)
 
 CODES: List[Code] = []
 CODES.extend([
@@ -71,6 +83,39 @@ CODES.extend([
                        "runs {majority}."},
          hint=("Align this host's bubblewrap with the fleet's majority revision {majority} (the "
                "bwrap_host role pins it with the host's package manager).")),
+    # ---- containment levels (R-SCOPE-4; audit/containment.py): a host not proven isolated is never counted so
+    Code("containment_none", ERROR, "R-SCOPE-4", SANDBOX_ACTIVE,
+         "Executors run here without isolation (containment level none)",
+         "Where this host runs executors there is no containment: macOS has no native module, an unknown platform "
+         "has none this toolkit knows, and a Linux host without a usable bwrap has no bubblewrap. Only the deadline "
+         "on the process group holds; the host is never counted as isolated.",
+         "The platform from the host's facts (ansible_system, ansible_os_family) or its kernel's name, and on Linux "
+         "the runtime's status() and the probe.",
+         ["ansible '{host}' -m ansible.builtin.setup -a 'filter=ansible_system,ansible_os_family'",
+          "ansible-playbook metnos.sandbox.audit --limit '{host}'"],
+         messages={"": "{host} ({placement}, {platform}) runs executors at level none: {reason}; {executors}."},
+         hint=("Move the executors that need isolation to a server or a Linux device with bubblewrap (the "
+               "bwrap_host role installs it), or accept the level with a waiver that says why.")),
+    Code("containment_declared", WARNING, "R-SCOPE-4", SANDBOX_ACTIVE,
+         "The containment level is declared, not proven",
+         "A Windows device contains executors with an AppContainer inside a Job Object (or the Job Object alone): "
+         "the level comes from the host's facts and AppContainer's prerequisite, and no Windows check runs here "
+         "to prove it, so the host is not counted as isolated.",
+         "The platform and the Windows version from the host's facts (ansible_system, ansible_os_family, "
+         "ansible_distribution_version).",
+         ["ansible '{host}' -m ansible.builtin.setup -a 'filter=ansible_distribution_version'"],
+         messages={"": "{host} ({placement}, {platform}) runs executors at level {level}, declared and not "
+                       "proven: {reason}; {executors}."},
+         hint=("The client's own result says the level it really used (its sandbox field and "
+               "sandbox_downgrade_reason); a Windows check that proves it is described in docs/audit-report.md.")),
+    Code("containment_not_proven", INFO, "R-SCOPE-4", SANDBOX_ACTIVE,
+         "bubblewrap is configured but its isolation was not proven",
+         "The audit ran without the probe (metnos_audit_probe=false): bubblewrap is usable here, but no real "
+         "wrapped invocation proved the isolation, so the host is not counted as isolated.",
+         "Whether the probe ran on the host.",
+         ["ansible-playbook metnos.sandbox.audit --limit '{host}' -e metnos_audit_probe=true"],
+         messages={"": "{host} ({placement}, {platform}) is at level {level}, not proven: {reason}."},
+         hint=("Audit the host with the probe to prove its isolation.")),
     Code("host_unreachable", ERROR, "R-DIAG-3", REACHABILITY,
          "The host could not be audited",
          "Ansible could not connect to the host, or the audit payload failed there.",

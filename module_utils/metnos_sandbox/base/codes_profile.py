@@ -303,6 +303,16 @@ CODES.extend([
          ["\"${EDITOR:-vi}\" <manifest>"],
          messages={"count": "{field}: {count} files; the limit is {limit}"},
          hint="List only the executor's own files."),
+    Code("manifest_containment_unknown", ERROR, "R-SCOPE-4", SANDBOX_ACTIVE,
+         "A manifest names an unknown minimum containment level",
+         "min_containment names the weakest containment a paired device may run the executor at (R-SCOPE-4: no "
+         "silent downgrade); a value that is not one of the levels would let a client guess, so the manifest is "
+         "refused.",
+         "Matching min_containment whole against the levels bubblewrap, appcontainer, job_object, none.",
+         ["grep -n min_containment '<manifest>'"],
+         messages=REFUSED,
+         hint=("Set min_containment to one of the levels the message lists (appcontainer: no Job Object fallback "
+               "on Windows; none: no minimum), or remove the field.")),
     Code("invocation_invalid", ERROR, "R-ARG-1", SANDBOX_ACTIVE,
          "The invocation is not usable",
          "The invocation is not a mapping of arguments, turn_id and sender, has unknown keys, or has "

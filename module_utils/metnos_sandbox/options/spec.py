@@ -110,6 +110,8 @@ AUDIT: Spec = spec(
     host=HOST,
     profile_dir={"type": "path", "default": "/etc/metnos/sandbox/profiles"},
     probe={"type": "bool", "default": True},
+    # where the host runs executors (metnos_sandbox_placement): a server, or a user's paired device (R-SCOPE-4)
+    placement={"type": "str", "choices": ["server", "device"], "default": "server"},
     timeout=timeout(60.0, "probe_timeout"),
     smoke_user={"type": "str"},
     python=PYTHON,

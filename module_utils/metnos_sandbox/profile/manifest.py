@@ -155,11 +155,23 @@ def from_dict(data: Any, source: str = "<inline>") -> MD.Manifest:
     _check_arg_scopes(caps, arguments, errors)
     inverse = _inverse(data.get("inverse"), errors)
     files = _files(data.get("files"), errors)
+    min_containment = _min_containment(data.get("min_containment"), errors)
     if errors:
         raise MD.ManifestError(D.capped(errors, MD.MAX_DIAGNOSTICS, "more_problems"))
     return MD.Manifest(name=header.name, origin=header.origin, revision=header.revision, digest=header.digest,
                        owner=header.owner, entrypoint=header.entrypoint, capabilities=caps, arguments=arguments,
-                       inverse=inverse, files=files, source=source)
+                       inverse=inverse, files=files, min_containment=min_containment, source=source)
+
+
+def _min_containment(value: Any, errors: List[D.Diagnostic]) -> Optional[str]:
+    """The minimum containment level the executor needs on a paired device (R-SCOPE-4: at a weaker level the
+    client refuses it, no silent downgrade): one of the levels, matched whole; absent: no minimum."""
+    if value is None or (isinstance(value, str) and value in MD.CONTAINMENT_LEVELS):
+        return value
+    errors.append(D.make("manifest_containment_unknown", wording="refused",
+                         fill={"expected": "one of " + ", ".join(MD.CONTAINMENT_LEVELS)}, field="min_containment",
+                         value=D.excerpt(value)))
+    return None
 
 
 def _header(data: Dict[str, Any], errors: List[D.Diagnostic]) -> _Header:

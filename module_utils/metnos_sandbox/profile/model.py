@@ -122,7 +122,10 @@ _FIXED_CAPS = {     # text -> (kind, mode, target)
     "system:undo": (Kind.UNDO, "undo", None),
 }
 _FIELDS = ("name", "origin", "revision", "digest", "owner", "entrypoint", "capabilities", "arguments",
-           "inverse", "files")
+           "inverse", "files", "min_containment")
+# The containment levels a paired device's client reports (R-SCOPE-4), strongest first; a manifest's
+# min_containment names one of them exactly (audit/containment.py ranks them).
+CONTAINMENT_LEVELS = ("bubblewrap", "appcontainer", "job_object", "none")
 _ARG_KEYS = ("kind", "within")
 # The one refusal record a controller-side face hands over when it could not load a manifest
 # (see transport()); coerce() turns it back into the same refusal on the host.
@@ -182,7 +185,7 @@ Revision = Union[int, str, None]
 
 class Manifest(object):
     __slots__ = ("name", "origin", "revision", "digest", "owner", "entrypoint",
-                 "capabilities", "arguments", "inverse", "files", "source")
+                 "capabilities", "arguments", "inverse", "files", "min_containment", "source")
 
     name: str
     origin: str
@@ -194,6 +197,7 @@ class Manifest(object):
     arguments: Dict[str, ArgumentSpec]
     inverse: Optional[Dict[str, str]]
     files: Optional[List[str]]
+    min_containment: Optional[str]
     source: str
 
     def __init__(self, **fields: Any) -> None:
@@ -210,6 +214,7 @@ class Manifest(object):
                               for k, v in self.arguments.items()),
             "inverse": dict(self.inverse) if self.inverse is not None else None,
             "files": list(self.files) if self.files is not None else None,
+            "min_containment": self.min_containment,
         }
         return dict((k, v) for k, v in out.items() if v is not None)
 

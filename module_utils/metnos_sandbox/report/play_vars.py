@@ -25,6 +25,7 @@ FIRST_DEFINED: Dict[str, Tuple[str, ...]] = {
     "manifest_sources": ("metnos_audit_manifests", "metnos_sandbox_manifests"),
     "profile_dir": ("metnos_sandbox_profile_dir",),
     "probe": ("metnos_audit_probe",),
+    "placement": ("metnos_sandbox_placement",),
     "collect_monitor": ("metnos_audit_collect_monitor",),
     "monitor_max_age": ("metnos_audit_monitor_max_age",),
 }

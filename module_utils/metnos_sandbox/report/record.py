@@ -140,7 +140,7 @@ def from_result(name: str, res: Any) -> HostRecord:
     if not isinstance(res, dict) or res.get("unreachable") or res.get("failed") or "schema" not in res:
         return {"host": name, "reachable": False, "verdict": None, "status": None, "bwrap": None,
                 "userns": None, "service": None, "profiles": [], "probe": None, "monitor": None,
-                "diagnostics": [not_audited(name, res)]}
+                "containment": None, "diagnostics": [not_audited(name, res)]}
     facts = res.get("bwrap_facts") or {}
     bw = facts.get("bwrap") or {}
     package = bw.get("package") or {}
@@ -165,6 +165,7 @@ def from_result(name: str, res: Any) -> HostRecord:
                     "provenance": svc.get("provenance")} if svc else None,
         "profiles": res.get("profiles") or [],
         "monitor": monitor_state.report_entry(res.get("monitor")),
+        "containment": res.get("containment"),         # audit/containment.py: where executors run, at what level
         "probe": {"passed": probe.get("passed"), "context": probe.get("context"),
                   "confidence": probe.get("confidence"), "view": PROBE_VIEW,
                   "checks": probe.get("checks") or []} if probe else None,

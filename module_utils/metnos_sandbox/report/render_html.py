@@ -13,6 +13,7 @@ import json
 from typing import Any, Dict, Iterator, List, Optional
 from urllib.parse import quote
 
+from ..audit import containment
 from ..base import verdicts
 from .baseline import finding_key
 from .record import HOSTS_PER_CODE_SHOWN, Document, HostRecord, by_severity, codes, hosts_by_code, row
@@ -48,14 +49,14 @@ def html_row(h: HostRecord, hidden: bool = False) -> str:
     shown = codes(h)
     verdict = h["verdict"] or ""
     return ('<tr data-verdict="%s" data-codes="%s"%s><td><a href="#h-%s">%s</a></td><td data-k="%s"><span class="v %s">'
-            '%s</span></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n' % (
+            '%s</span></td><td>%s</td><td>%s</td><td>%s</td><td>%s &middot; %s</td><td>%s</td><td>%s</td></tr>\n' % (
                 escape(verdict), escape(" ".join(shown)), " hidden" if hidden else "",
                 escape(quote(h["host"], safe="")),
                 escape(h["host"]),
                 RANK.get(verdict, "9"), escape(verdict), escape(verdict), escape(cells.active),
                 escape("%s %s" % tuple(part or "" for part in cells.bwrap)) if cells.bwrap else "-",
                 escape("%s (%s)" % cells.service) if cells.service else "-",
-                cells.probe, escape(cells.monitored),
+                cells.probe, escape(containment.text(h.get("containment"))), escape(cells.monitored),
                 " ".join("<code>%s</code>" % escape(c) for c in shown) or "-"))
 
 

@@ -9,6 +9,7 @@ import re
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from ..base import diagnostics as D
+from . import report_containment
 from .baseline import finding_key
 from .record import Document, HostRecord
 from .report_html import fix_parts
@@ -115,4 +116,5 @@ def iter_junit(doc: Document) -> Iterator[str]:
            'tests="%d" failures="%d" errors="0" timestamp=%s>\n' % (len(cases), failures, quoteattr(doc["generated"])))
     for case, _failed in cases:
         yield case
+    yield "    <system-out>%s</system-out>\n" % xml_escape(report_containment.junit_text(doc))   # each host's level
     yield "  </testsuite>\n</testsuites>\n"

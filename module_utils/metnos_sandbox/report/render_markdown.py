@@ -7,7 +7,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 from typing import Any, Iterator, List
 
-from . import report_states
+from . import report_containment, report_states
 from .record import HOSTS_PER_CODE_SHOWN, Document, HostRecord, by_severity, codes, hosts_by_code, row
 
 
@@ -53,6 +53,7 @@ def iter_markdown(doc: Document) -> Iterator[str]:
                 yield "%s\n\n" % md(diag["hint"])
             if diag.get("remediation"):
                 yield "```sh\n%s\n```\n\n" % "\n".join(diag["remediation"])
+    yield from report_containment.iter_markdown(doc)
     yield ("## All hosts\n\n`status() view` is the runtime's own view of the service's environment (not a proof); "
            "`probe (proven)` is the verdict of a real wrapped invocation; `monitored` says whether the continuous "
            "proof watches the host and how old its last proof is (`collected`: this verdict is that proof).\n\n"

@@ -25,7 +25,7 @@ from ..base import diagnostics as D
 from ..base import files
 from ..base import verdicts as V
 from ..base.diagnostics import Diagnostic
-from . import render_html, render_json, render_junit, render_markdown, report_states
+from . import render_html, render_json, render_junit, render_markdown, report_containment, report_states
 from .baseline import FAIL_ON, compare, counts_for_new, finding_key
 from .record import Document, HostRecord, from_result, verdict_of
 from .waivers import waive
@@ -107,7 +107,8 @@ def build_from_hosts(hosts: List[HostRecord], generated: Optional[datetime.datet
         "schema": SCHEMA,
         "generated": generated.isoformat(),
         "totals": dict(totals, hosts=len(hosts), codes=dict(sorted(codes.items())),
-                       waived=sum(len(h.get("waived") or []) for h in hosts)),
+                       waived=sum(len(h.get("waived") or []) for h in hosts),
+                       isolated=report_containment.isolated_count(hosts)),
         "fleet": {"bwrap_revisions": revisions, "bwrap_revision_majority": majority},
         "gate": gate,
         "hosts": hosts,

@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from urllib.parse import quote
 
 from ..audit.monitor_state import monitored_text
+from . import report_containment
 from .baseline import finding_key
 
 ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report_assets")
@@ -95,6 +96,7 @@ def host_facts(h: Mapping[str, Any]) -> List[List[str]]:
         out.append(["probe (proven verdict: %s)" % ("passed" if probe.get("passed") else "FAILED"),
                     "%s; %d checks%s" % (probe.get("context"), len(probe.get("checks") or []),
                                          (", failed: " + ", ".join(failed)) if failed else "")])
+    out.append(["containment (R-SCOPE-4)", report_containment.line(h)])
     mon = h.get("monitor")
     if mon:
         out.append(["continuous proof (monitored: %s)" % monitored_text(mon), readable(mon)])

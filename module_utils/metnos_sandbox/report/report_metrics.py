@@ -17,6 +17,7 @@ from typing import Any, Dict, Iterator, List, Mapping
 
 from ..base import files
 from ..monitor.monitor_textfile import Sample, sample_line
+from . import report_containment
 
 FILE_NAME = "metnos_sandbox_audit.prom"
 METRICS = (
@@ -30,6 +31,8 @@ METRICS = (
     ("metnos_sandbox_audit_waiver_remaining_seconds", "Whole days until each waiver expires, in seconds (days x "
                                                       "86400; negative once expired)."),
     ("metnos_sandbox_audit_waiver_waived", "Findings each waiver waived in the last fleet audit."),
+    (report_containment.METRIC, report_containment.METRIC_HELP),
+    (report_containment.ISOLATED_METRIC, report_containment.ISOLATED_HELP),
     ("metnos_sandbox_audit_report_timestamp_seconds", "When the last fleet audit's report was generated, in seconds "
                                                       "since the epoch."),
 )
@@ -71,6 +74,7 @@ def samples(doc: Mapping[str, Any]) -> Dict[str, List[Sample]]:
             ("metnos_sandbox_audit_waiver_remaining_seconds", labels, float(w["days_left"] * 86400)))
         out["metnos_sandbox_audit_waiver_waived"].append(("metnos_sandbox_audit_waiver_waived", labels,
                                                           float(w["waived"])))
+    out[report_containment.METRIC], out[report_containment.ISOLATED_METRIC] = report_containment.samples(doc)
     generated = datetime.datetime.fromisoformat(doc["generated"])
     out["metnos_sandbox_audit_report_timestamp_seconds"].append(
         ("metnos_sandbox_audit_report_timestamp_seconds", (), float(int(generated.timestamp()))))
