@@ -11,9 +11,9 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import containment as C
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import report_metrics
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics, verdicts
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest, model
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report_metrics
 from helpers import report_text as RT
 
 pytestmark = pytest.mark.rule("R-SCOPE-4")
