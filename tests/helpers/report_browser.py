@@ -66,7 +66,7 @@ window.addEventListener('load', () => {
     const bg = background(e), fg = over(rgba(getComputedStyle(e).color), bg);
     const a = lum(fg), b = lum(bg), ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
     out.measured++;
-    if (ratio < 4.5) out.failures.push({text: t.textContent.trim().slice(0, 60), tag: e.tagName, cls: e.className,
+    if (ratio < 4.5) out.failures.push({text: t.textContent.trim().slice(0, 200), tag: e.tagName, cls: e.className,
                                         ratio: Math.round(ratio * 100) / 100, fg: fg.slice(0, 3), bg: bg.slice(0, 3)});
   }
   out.detail_shown = !document.getElementById('detail').hidden;

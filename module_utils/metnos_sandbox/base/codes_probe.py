@@ -192,7 +192,7 @@ CODES.extend([
          "reported its pid): the unit's settings killed it, not bwrap (SIGSYS: the unit's SystemCallFilter=).",
          "systemd-run's \"Main processes terminated with: code=killed, status=N/NAME\" while the probe's launcher "
          "had not reported.",
-         ["systemctl show {unit} -p SystemCallFilter"],
+         ["systemctl show <unit> -p SystemCallFilter"],
          messages={"": "the probe's process in the service's context (as {user}) was killed by SIG{signal} before it "
                        "started bwrap: the unit's settings killed it, not bwrap.{said}",
                    "interpreter": "{unit}: the runtime's interpreter ({python}) is killed by SIG{signal} in the "

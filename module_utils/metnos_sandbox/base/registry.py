@@ -100,12 +100,12 @@ RESTRICTION_HINTS = {"dropin": DROPIN_HINT, "no_dropin": "{relax_note}"}
 def restriction(code: str, rule: str, title: str, cause: str, detection: str, fix: str,
                 messages: Mapping[str, str], fix_note: str = "") -> Code:
     """A unit directive that breaks bwrap inside the service (service_env.DIRECTIVE_CODES): fixed by the
-    drop-in line ``fix`` (``fix_note``: what to know about it) and a daemon-reload, or by the smallest drop-in
-    enforce mode can write."""
+    drop-in line ``fix`` (``fix_note``: what to know about it) and a daemon-reload (<unit>: the default names no
+    unit), or by the smallest drop-in enforce mode can write (its variants, made with the unit)."""
     return Code(code, ERROR, rule, SERVICE_ENVIRONMENT, title, cause, detection,
-                ["mkdir -p /etc/systemd/system/{unit}.d",
-                 "printf '[Service]\\n%s\\n' >> /etc/systemd/system/{unit}.d/zz-metnos-sandbox.conf" % fix,
-                 "systemctl daemon-reload", "systemctl restart {unit}"], RESTRICTION_VARIANTS, messages,
+                ["mkdir -p /etc/systemd/system/<unit>.d",
+                 "printf '[Service]\\n%s\\n' >> /etc/systemd/system/<unit>.d/zz-metnos-sandbox.conf" % fix,
+                 "systemctl daemon-reload", "systemctl restart <unit>"], RESTRICTION_VARIANTS, messages,
                 hint=" ".join(x for x in ("The drop-in line %s." % fix, fix_note) if x),
                 hints=RESTRICTION_HINTS)
 
