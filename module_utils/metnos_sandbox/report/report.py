@@ -176,4 +176,3 @@ def write_all(doc: Doc, directory: str, stamp: Optional[str] = None,
             os.symlink(os.path.basename(path), temp)
             os.replace(temp, link)
     return paths
-
