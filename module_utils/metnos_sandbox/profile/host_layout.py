@@ -208,3 +208,27 @@ def is_home(path: str) -> bool:
     """A whole home folder (or /home, /root) is never a package root."""
     parts = path.rstrip("/").split("/")
     return path in ("/home", "/root") or (len(parts) == 3 and parts[1] == "home")
+
+
+class Layout(object):
+    """One host's layout as data: DEFAULT_HOST with an admin's overrides, every key known and every path
+    checked (check_host_paths, check_pin); read as a mapping (``layout["runtime_dir"]``). Raises
+    ContextError for a bad override. How a path is judged against it: host_context.HostContext."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, overrides: Optional[Dict[str, Any]] = None) -> None:
+        data = dict(DEFAULT_HOST)
+        if overrides is not None and not isinstance(overrides, dict):
+            raise ContextError("host must be a mapping of host-context keys, got %s" % type(overrides).__name__)
+        for key, value in (overrides or {}).items():
+            if key not in DEFAULT_HOST:
+                raise ContextError("host: unknown key %s; accepted: %s"
+                                   % (D.excerpt(key), ", ".join(sorted(DEFAULT_HOST))))
+            data[key] = value
+        check_host_paths(data)
+        data["undo_exception"] = check_pin(data["undo_exception"])
+        self.data: Dict[str, Any] = data
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
