@@ -36,7 +36,6 @@ from ..options import codes as options_codes
 from ..probe import codes as probe_codes
 from ..profile import codes as profile_codes
 from ..service import codes as service_codes
-from . import patterns as RX
 from . import registry
 
 # The registry's types, severities and sections, spelled here too: every caller names them D.<name>.
@@ -87,7 +86,7 @@ def section_of(code: str) -> str:
     return spec(code).section
 
 
-_PLACEHOLDER = RX.Pattern(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def _fill(text: str, context: Mapping[str, Any]) -> str:

@@ -12,10 +12,10 @@ Pure Python, no Ansible imports.
 from __future__ import absolute_import, annotations, division, print_function
 
 import os
+import re
 from typing import Any, Dict, List, Optional
 
 from ..base import diagnostics as D
-from ..base import patterns as RX
 from ..base.records import Record
 from . import model as MD
 
@@ -44,9 +44,9 @@ MAX_UNDO_TOTAL_BYTES = 32 * 1024 * 1024
 MAX_UNDO_ENTRIES = 256
 MAX_INVOCATION_ARGUMENTS = 64
 MAX_ARG_VALUE = MD.MAX_STRING
-COMPONENT = RX.Pattern(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}")
-HOST_NAME = RX.Pattern(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}")
-CRED_EXT = RX.Pattern(r"[A-Za-z0-9]{1,16}")
+COMPONENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}")
+HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}")
+CRED_EXT = re.compile(r"[A-Za-z0-9]{1,16}")
 UNDO_PIN_KEYS = ("name", "origin", "revision", "owner", "capability", "capabilities", "files", "digest",
                  "entrypoint")
 UNDO_ENTRYPOINT = "main.py"      # the file the direct path starts unless the pin names another

@@ -28,10 +28,10 @@ raises anything but ManifestError. Nothing here touches the filesystem except ``
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import re
 from typing import Any, Dict, List, Optional
 
 from ..base import diagnostics as D
-from ..base import patterns as RX
 from ..base.records import Record
 from . import globs as GL
 from . import model as MD
@@ -243,7 +243,7 @@ def _files(files: Any, errors: List[D.Diagnostic]) -> Optional[List[str]]:
     return files
 
 
-def _opt(data: Dict[str, Any], key: str, errors: List[D.Diagnostic], pattern: RX.Pattern[str],
+def _opt(data: Dict[str, Any], key: str, errors: List[D.Diagnostic], pattern: re.Pattern[str],
          expected: str) -> Optional[str]:
     value = data.get(key)
     if value is None:

@@ -12,11 +12,11 @@ from __future__ import absolute_import, annotations, division, print_function
 import errno
 import json
 import os
+import re
 import stat
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ..base import diagnostics as D
-from ..base import patterns as RX
 from . import model as MD
 
 
@@ -167,7 +167,7 @@ _YAML_STR = "tag:yaml.org,2002:str"
 _YAML_PLAIN_TAGS = ("tag:yaml.org,2002:str", "tag:yaml.org,2002:int", "tag:yaml.org,2002:bool",
                     "tag:yaml.org,2002:null", "tag:yaml.org,2002:float", "tag:yaml.org,2002:timestamp")
 _YAML_COLLECTION_TAGS = {"seq": (None, "!"), "map": (None, "!")}
-_DECIMAL = RX.Pattern(r"[-+]?(?:0|[1-9][0-9]*)")
+_DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
 _BOOL = {"yes": True, "no": False, "true": True, "false": False, "on": True, "off": False}
 
 
