@@ -5,18 +5,16 @@ import json
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import model as MD
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import reader as RD
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest, model, reader
 
-LONG = "x" * (MD.MAX_STRING + 1)
+LONG = "x" * (model.MAX_STRING + 1)
 
 
 def outcome(call):
     try:
-        manifest = call()
-        return ("ok", manifest.name, manifest.origin, [c.text for c in manifest.capabilities], manifest.files)
-    except MD.ManifestError as exc:
+        made = call()
+        return ("ok", made.name, made.origin, [c.text for c in made.capabilities], made.files)
+    except model.ManifestError as exc:
         return ("refused", exc.diagnostics)
 
 
@@ -24,9 +22,9 @@ CASES = [
     {"name": "ex", "origin": "o", "capabilities": ["fs:read:/srv/data"]},
     {"name": "ex", "origin": LONG, "capabilities": []},
     {"name": "ex", "origin": "o", LONG: 1},
-    {"name": "ex", "origin": LONG, "capabilities": ["net:none"] * (MD.MAX_CAPABILITIES + 1)},   # the count first
-    {"name": "ex", "origin": "o", "files": [LONG, "y" * (MD.MAX_STRING + 2)]},                  # the first of two
-    {"name": "ex", "origin": LONG, "capabilities": [[[[[]]]]] * MD.MAX_NODES},                  # the nodes first
+    {"name": "ex", "origin": LONG, "capabilities": ["net:none"] * (model.MAX_CAPABILITIES + 1)},   # the count first
+    {"name": "ex", "origin": "o", "files": [LONG, "y" * (model.MAX_STRING + 2)]},                  # the first of two
+    {"name": "ex", "origin": LONG, "capabilities": [[[[[]]]]] * model.MAX_NODES},                  # the nodes first
     {"name": "ex", "origin": LONG, "revision": 2 ** 63},                                        # the range first
 ]
 
@@ -34,18 +32,18 @@ CASES = [
 @pytest.mark.parametrize("data", CASES, ids=range(len(CASES)))
 def test_json_text_walked_once_refuses_as_two_walks(data, monkeypatch):
     text = json.dumps(data)
-    two_walks = outcome(lambda: M.from_dict(RD.decode(text), source="<inline>"))
+    two_walks = outcome(lambda: manifest.from_dict(reader.decode(text), source="<inline>"))
     walks = []
-    plain = RD._plain
-    monkeypatch.setattr(RD, "_plain", lambda *a, **k: walks.append(1) or plain(*a, **k))
-    assert outcome(lambda: M.coerce(text)) == two_walks
+    plain = reader._plain
+    monkeypatch.setattr(reader, "_plain", lambda *a, **k: walks.append(1) or plain(*a, **k))
+    assert outcome(lambda: manifest.coerce(text)) == two_walks
     assert len(walks) == 1
 
 
 def test_yaml_and_mappings_are_still_walked_by_the_validation(monkeypatch):
     walks = []
-    plain = RD._plain
-    monkeypatch.setattr(RD, "_plain", lambda *a, **k: walks.append(1) or plain(*a, **k))
-    M.coerce("name: ex\norigin: o\n")
-    M.coerce({"name": "ex", "origin": "o"})
+    plain = reader._plain
+    monkeypatch.setattr(reader, "_plain", lambda *a, **k: walks.append(1) or plain(*a, **k))
+    manifest.coerce("name: ex\norigin: o\n")
+    manifest.coerce({"name": "ex", "origin": "o"})
     assert len(walks) == 2

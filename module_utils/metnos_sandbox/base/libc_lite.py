@@ -5,8 +5,8 @@
 without importing the ctypes package.
 
 They call prctl(2) and statfs(2); the payload starts a fresh interpreter with ``-I -S``, where
-``import ctypes`` costs about 2.5 ms of CPU each time (the package defines some sixty types and imports
-struct; measured under ``-I -S`` on Debian 12's Python 3.11, 3 × 40 runs). ``PRELUDE`` defines, on ctypes'
+``import ctypes`` defines some sixty types and imports struct each time (what that costs a whole
+audit: docs/benchmarks.md, "Standard library first"). ``PRELUDE`` defines, on ctypes'
 own C module (``_ctypes``, which the package is built on), only what the scripts use:
 
 - ``libc``: the functions of the process's C library by name, each returning a C ``int`` and keeping

@@ -27,7 +27,7 @@ from . import model as MD
 # Asked of the runtime's interpreter: its sys.path, and the installation it really runs from (the
 # prefixes, the stdlib and site folders, the folder of libpython and the libpython it has mapped, the
 # folder of the resolved executable): read-only base trees whatever the writable roots say.
-# The answer is JSON written by base/json_lite.py (importing json there would cost ~5-10 ms of CPU per host).
+# The answer is JSON written by base/json_lite.py (importing json there costs more: docs/benchmarks.md).
 _ASK_PYTHON = JL.PRELUDE + r"""
 import os, sys, sysconfig
 inst = [sys.prefix, sys.base_prefix, sys.exec_prefix, getattr(sys, "base_exec_prefix", sys.exec_prefix),
