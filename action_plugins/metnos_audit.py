@@ -132,7 +132,7 @@ class ActionModule(ActionBase):
                 return None
         # Types, choices, unknown options and defaults: Ansible's own validator, with the module's spec. It
         # deep-copies the options; Ansible's values carry their origin (subclasses of str, list, ...), which copy
-        # the slow way, so they go in as the builtin types (~0.5 ms of this worker's CPU).
+        # the slow way, so they go in as the builtin types (docs/benchmarks.md).
         self._task.args = O.plain(self._task.args)
         try:
             _validation, validated = self.validate_argument_spec(argument_spec=O.spec(O.AUDIT))
@@ -148,7 +148,7 @@ class ActionModule(ActionBase):
         # refused load travels as the core's refusal record, refused on the host. manifest_sources are what the
         # metnos_manifest_source filter takes (paths, {file|manifest}), loaded by the function that filter calls
         # (profile/manifest.py from_source; not the filter module itself: importing it costs the main process
-        # the compile of the 14 modules only the filter needs, 20-30 ms of CPU per run here).
+        # the compile of the 14 modules only the filter needs: docs/benchmarks.md).
         sources = args.pop("manifest_sources", None) or []
         try:
             args["manifests"] = [M.transport(item) for item in args.get("manifests") or []] + [
@@ -253,7 +253,7 @@ class ActionModule(ActionBase):
         (local, ssh), as its arguments otherwise (podman, docker). transport.TransportError when neither can."""
         if getattr(self._connection, "has_pipelining", False):
             # The local connection runs the command with /bin/sh already: without executable=False Ansible wraps
-            # it in a second "/bin/sh -c" (one more shell started per host, ~0.6 ms of CPU). Over ssh the remote
+            # it in a second "/bin/sh -c" (one more shell started per host). Over ssh the remote
             # login shell runs it, and that wrapper keeps it under /bin/sh whatever that shell is.
             local = getattr(self._connection, "transport", None) == "local"
             return self._low_level_execute_command(T.stdin_command(python), in_data=data, sudoable=True,

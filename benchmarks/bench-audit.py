@@ -304,14 +304,15 @@ def run_naive(inv, forks, tmp):
     return m
 
 
-def run_floor(n, tmp, parallel):
-    """The payload metnos_audit ships, run directly by the host's Python: n times, `parallel` at a time."""
+def run_floor(n, tmp, parallel, core=None, tag=""):
+    """The payload metnos_audit ships, run directly by the host's Python: n times, `parallel` at a time (the core
+    of `core`, a folder like module_utils/metnos_sandbox; default this checkout's)."""
     from metnos_sandbox.audit import transport as T
-    data = os.path.join(tmp, "floor-payload")
+    data = os.path.join(tmp, "floor-payload" + tag)
     with open(data, "wb") as handle:
         handle.write(T.message(T.new_frame(), {"unit": "metnos.service", "manifests": [], "probe": True},
-                               T.build_payload(os.path.join(ROOT, "module_utils", "metnos_sandbox"))))
-    script = os.path.join(tmp, "floor.sh")
+                               T.build_payload(core or os.path.join(ROOT, "module_utils", "metnos_sandbox"))))
+    script = os.path.join(tmp, "floor%s.sh" % tag)
     with open(script, "w") as handle:
         handle.write("#!/bin/sh\nexec /usr/bin/python3 -c %s <%s >/dev/null\n" % (shlex.quote(T.BOOTSTRAP), data))
     os.chmod(script, 0o755)
@@ -321,6 +322,20 @@ def run_floor(n, tmp, parallel):
     if proc.returncode != 0:
         raise SystemExit("floor failed at N=%d" % n)
     return {"wall": wall, "cpu": cpu, "other_load_cpu": max(0.0, machine_busy() - busy0 - cpu)}
+
+
+def compare_floors(cores, n, rounds, parallel, tmp):
+    """The floor cell for each core in turn, ``rounds`` times: CPU ms per host, each round and the median."""
+    per_host = dict((core, []) for core in cores)
+    for i, core in enumerate(cores):
+        run_floor(1, tmp, 1, core, "-%d" % i)          # each core's compiled bundle made on the host first
+    for _round in range(rounds):
+        for i, core in enumerate(cores):
+            per_host[core].append(1000.0 * run_floor(n, tmp, parallel, core, "-%d" % i)["cpu"] / n)
+    for core in cores:
+        rounds_ms = sorted(per_host[core])
+        print("%s: median %.1f ms CPU per host (rounds: %s)" % (core, rounds_ms[len(rounds_ms) // 2], " ".join(
+            "%.1f" % x for x in per_host[core])), flush=True)
 
 
 def controller(m, ssh=False):
@@ -725,10 +740,20 @@ def main():
                     help="audit the inventory's example manifests too (default: none, as in docs/benchmarks.md)")
     ap.add_argument("--screenshot", default=os.path.join(ROOT, "tests", "artifacts", "audit-report-1000.png"))
     ap.add_argument("--json", help="also write every measurement to this file")
+    ap.add_argument("--floor-cores", help="only the floor cell, for each of these core folders (comma-separated, "
+                    "e.g. two checkouts' module_utils/metnos_sandbox), in turn for --rounds rounds, at the first "
+                    "of --sizes hosts: the whole audit's CPU per host of one core against another")
     args = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("run as root (the smoke test switches to nobody; the SSH cell creates namespaces)")
     tmp = tempfile.mkdtemp(prefix="metnos-bench-")
+    if args.floor_cores:
+        try:
+            compare_floors(args.floor_cores.split(","), int(args.sizes.split(",")[0]), max(1, args.rounds),
+                           args.floor_parallel, tmp)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return
     fleet = SshFleet(args.ssh, tmp) if args.ssh else None
 
     def cleanup():

@@ -6,7 +6,6 @@ inside: the evidence that the refusal is needed, gathered outside the sandbox.
 - A Unix socket or a FIFO granted by fs:read: a read-only bind still lets the sandbox connect to
   a host process and send it commands, or write into the FIFO (scope_special_file).
 """
-import functools
 import os
 import shutil
 import tempfile
@@ -95,7 +94,7 @@ def test_sockets_and_fifos_are_refused_and_would_be_host_channels(base, monkeypa
         assert codes == ["scope_special_file", "scope_special_file"], codes
 
         # the mutation: without the check (grant and final check), both would be read-only binds ...
-        monkeypatch.setattr(HC, "_file_type", functools.lru_cache()(lambda path: "file"))
+        monkeypatch.setattr(HC.RenderState, "file_type", lambda self, path: "file")
         weak = render(caps)
         assert weak["decision"] == "wrapped", weak["diagnostics"]
         assert ["--ro-bind", sock_path, sock_path] == weak["argv"][weak["argv"].index(sock_path) - 1:][:3]
@@ -133,7 +132,7 @@ def test_hard_links_are_refused_and_would_write_a_read_only_tree(base, monkeypat
     arg = render(["fs:write:arg:p"], host, {"arguments": {"p": "notes.txt"}}, {"p": {"within": [data + "/**"]}})
     assert arg["refusal"] == "scope_hard_link", arg["diagnostics"]
 
-    monkeypatch.setattr(HC, "_file_type", functools.lru_cache()(lambda path: "file"))      # the mutation
+    monkeypatch.setattr(HC.RenderState, "file_type", lambda self, path: "file")      # the mutation
     weak = render(["fs:write:" + second], host)
     assert weak["decision"] == "wrapped", weak["diagnostics"]
     for user in USERS:

@@ -10,7 +10,6 @@ import shutil
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import digests
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap_trust as BT
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import facts as F
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import trust_store as TS
@@ -294,12 +293,3 @@ def test_database_state_moves_with_every_entry_and_stays_when_nothing_moves(tmp_
     assert state == TS.database_state((str(db),)) and len(state) == 64
     (db / "info").mkdir()
     assert TS.database_state((str(db),)) != state
-
-
-def test_the_digest_is_sha256():
-    """The interpreter's own sha256 (or hashlib's) gives hashlib's digest, whole and streamed."""
-    import hashlib
-    streamed = digests.sha256()
-    for part in (b"met", b"nos"):
-        streamed.update(part)
-    assert digests.sha256_hex(b"metnos") == streamed.hexdigest() == hashlib.sha256(b"metnos").hexdigest()

@@ -17,9 +17,10 @@ downgraded there (executors()). Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, cast
 
-from ..base import diagnostics, patterns, verdicts
+from ..base import diagnostics, verdicts
 from ..base.records import Shape
 from ..profile import manifest, model
 
@@ -31,7 +32,7 @@ BUBBLEWRAP, APPCONTAINER, JOB_OBJECT, NONE = model.CONTAINMENT_LEVELS
 RANK = {BUBBLEWRAP: 2, APPCONTAINER: 2, JOB_OBJECT: 1, NONE: 0}
 APPCONTAINER_SINCE = (6, 2)      # Windows 8 / Server 2012: AppContainer's prerequisite
 PROBE, DECLARED, ABSENT = "probe", "declared", "none"      # what a level rests on (evidence)
-_VERSION = patterns.Pattern(r"(\d{1,5})\.(\d{1,5})")
+_VERSION = re.compile(r"(\d{1,5})\.(\d{1,5})")
 MAX_FACT = 64
 
 

@@ -128,7 +128,7 @@ def check_record(record: Any, now: float) -> Json:
 
 def iso(seconds: float) -> str:
     """``seconds`` since the epoch as UTC ISO 8601 to the second (2026-12-02T00:25:00+00:00). time, not
-    datetime: datetime costs every audited host ~1.1 ms of imports for this one line."""
+    datetime: datetime's imports would cost every audited host CPU for this one line (docs/benchmarks.md)."""
     return time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(math.floor(round(seconds, 6))))
 
 

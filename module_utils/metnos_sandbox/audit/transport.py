@@ -100,18 +100,18 @@ def core_sources(core_dir: str) -> Dict[str, Any]:
 
 
 def build_payload(core_dir: str) -> bytes:
-    """The core's sources as one zlib-compressed JSON object. Level 6 (zlib's default): 0.5 % larger than 9 for
-    half its CPU (~30 of ~63 ms, once per run, in the first host's worker)."""
+    """The core's sources as one zlib-compressed JSON object. Level 6 (zlib's default): slightly larger than 9 for
+    half its CPU, once per run, in the first host's worker (docs/benchmarks.md)."""
     return zlib.compress(json.dumps(core_sources(core_dir), sort_keys=True).encode("utf-8"), ZLIB_LEVEL)
 
 
 def cached_payload(core_dir: str, cache_dir: Optional[str]) -> Tuple[bytes, str]:
     """(build_payload(), its digest()), kept in ``cache_dir`` (the run's private controller-side temp dir) so that
-    each host's worker reads the bytes instead of compressing the core again (~10 ms of CPU per host) or hashing
-    them again (~0.4 ms in a freshly forked worker): its builder names the file by the sha256 of what it writes
+    each host's worker reads the bytes instead of compressing the core again or hashing them again (the
+    costs: docs/benchmarks.md): its builder names the file by the sha256 of what it writes
     (PAYLOAD_NAME), so the digest travels with the bytes it names. The first workers of a run start together:
     one builds it under a lock (PAYLOAD_LOCK), the others wait for it and read it (they used to build it too:
-    5 builds of ~50 ms each at 20 hosts)."""
+    5 builds at 20 hosts)."""
     if not cache_dir:
         blob = build_payload(core_dir)
         return blob, digest(blob)
@@ -170,13 +170,13 @@ def message(frame: str, params: Mapping[str, Any], payload: bytes, cache: Option
 
 @functools.lru_cache(maxsize=4)
 def digest(payload: bytes) -> str:
-    """The sha256 of the compressed core, the name of its compiled bundle on the hosts (hashlib's OpenSSL:
-    ~0.15 ms for its ~240 KB in each host's worker; a caller that sends the same bytes again gets it kept)."""
+    """The sha256 of the compressed core, the name of its compiled bundle on the hosts (hashlib's OpenSSL,
+    in each host's worker; a caller that sends the same bytes again gets it kept)."""
     return hashlib.sha256(payload).hexdigest()
 
 
 # The payload needs the standard library alone: isolated (-I: no PYTHON* variables, no user site, no script
-# folder on sys.path) and without the site module (-S: ~4 ms of each host's CPU, and nothing of the host's
+# folder on sys.path) and without the site module (-S: less CPU on each host, and nothing of the host's
 # site-packages can shadow a module the core imports).
 PYTHON_FLAGS = ("-I", "-S")
 
@@ -209,7 +209,7 @@ def unframe(stdout: str, frame: str) -> Optional[Dict[str, Any]]:
 def framed(stdout: str, frame: str) -> Optional[Tuple[Dict[str, Any], str]]:
     """unframe(), with the frame's body as it came (the JSON text the host wrote, which the action keeps in the
     spool as it is instead of encoding the decoded record again). Found with str.find, not a regular
-    expression: the frame is new on every call, so a pattern would be compiled for every host (~0.5 ms)."""
+    expression: the frame is new on every call, so a pattern would be compiled for every host."""
     found: List[Tuple[Dict[str, Any], str]] = []
     head, tail = "\n%s " % frame, "\n%s end\n" % frame
     pos = stdout.find(head)

@@ -41,7 +41,6 @@ from . import (
     codes_service,
     registry,
 )
-from . import patterns as RX
 
 # The registry's types, severities and sections, spelled here too: every caller names them D.<name>.
 BWRAP_BINARY = registry.BWRAP_BINARY
@@ -91,7 +90,7 @@ def section_of(code: str) -> str:
     return spec(code).section
 
 
-_PLACEHOLDER = RX.Pattern(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def _fill(text: str, context: Mapping[str, Any]) -> str:

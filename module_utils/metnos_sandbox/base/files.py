@@ -18,7 +18,7 @@ TEMP_TRIES = 100
 def temporary_beside(path: str) -> Tuple[int, str]:
     """A new file ``.<name>.<12 hex digits>`` in ``path``'s folder, created exclusively (never a link
     followed), mode 0600: (descriptor, its path). What tempfile.mkstemp does, without importing tempfile
-    (shutil, random, bz2, lzma: ~4 ms of every audited host's CPU, measured with python -X importtime)."""
+    (shutil, random, bz2, lzma: on every audited host; its cost: docs/benchmarks.md)."""
     folder, name = os.path.dirname(path) or ".", os.path.basename(path)
     flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     for _try in range(TEMP_TRIES):

@@ -6,9 +6,9 @@ turning each field's annotation into a ``typing.ForwardRef`` at run time.
 
 The core's modules use ``from __future__ import annotations``, so every annotation is a string; the
 class statements ``class X(typing.NamedTuple)`` and ``class X(typing.TypedDict)`` make a ForwardRef of
-each field's string and compile it (``ForwardRef.__init__`` calls ``compile``): 342 of them when the
-audit imports the core on a host, about 11 % of the audit process's instructions (callgrind, Debian
-12's Python 3.11).
+each field's string and compile it (``ForwardRef.__init__`` calls ``compile``), for every record and
+shape of the core when the audit imports it on a host: what that costs a whole audit is in
+docs/benchmarks.md ("Standard library first"), which is why this module stays.
 
 - ``Record`` makes the class typing's ``NamedTupleMeta`` makes, by ``collections.namedtuple``: the fields
   in order, their defaults, the class's own methods and docstring, the same refusals (a field without a

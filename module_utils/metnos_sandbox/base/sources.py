@@ -17,13 +17,11 @@ import re
 import types
 from typing import Dict, List, Set
 
-from . import patterns as RX
-
 PACKAGE = "metnos_sandbox"
 # The core in this checkout or installed collection: the folder above this package.
 CORE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # A source file of the core: a module, optionally in one package folder (lowercase names, bounded).
-SOURCE = RX.Pattern(r"(?:[a-z_][a-z0-9_]{0,63}/)?[a-z_][a-z0-9_]{0,63}\.py\Z")
+SOURCE = re.compile(r"(?:[a-z_][a-z0-9_]{0,63}/)?[a-z_][a-z0-9_]{0,63}\.py\Z")
 
 
 def files(top: str = CORE) -> List[str]:

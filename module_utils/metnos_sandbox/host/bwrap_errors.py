@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Pattern, Sequence
 
 class Cause(object):
     """One known cause. Its pattern is compiled when a failure is first classified, not at import: a host
-    whose bwrap works never needs them (31 patterns, ~2 ms of every audited host's CPU)."""
+    whose bwrap works never needs them (31 patterns; their cost: docs/benchmarks.md)."""
     __slots__ = ("cause", "source", "_pattern", "text", "remediation", "diagnostic", "hint")
 
     def __init__(self, cause: str, pattern: str, text: str, remediation: Sequence[str],

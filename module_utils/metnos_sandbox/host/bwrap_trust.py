@@ -26,13 +26,12 @@ Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import hashlib
 import os
 import re
 import typing as t
 
 from ..base import diagnostics as D
-from ..base import digests
-from ..base import patterns as RX
 from . import bwrap as B
 from . import package_owner as PO
 from . import trust_store as TS
@@ -41,7 +40,7 @@ Json = t.Dict[str, t.Any]
 PACKAGED_BWRAP = "/usr/bin/bwrap"
 MAX_BINARY = 64 << 20
 TRUSTED = ("packaged", "accepted")
-_SHA256 = RX.Pattern(r"^[0-9a-f]{64}$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
 def identity(path: str) -> t.Optional[t.List[int]]:
@@ -55,7 +54,7 @@ def identity(path: str) -> t.Optional[t.List[int]]:
 
 def sha256_file(path: str, limit: int = MAX_BINARY) -> t.Optional[str]:
     """The file's sha256 (hex), None when unreadable or larger than ``limit``."""
-    digest = digests.sha256()
+    digest = hashlib.sha256()
     size = 0
     try:
         with open(path, "rb") as handle:
@@ -90,9 +89,9 @@ def normalise_accepted(values: t.Iterable[t.Any]) -> t.Tuple[t.List[str], t.List
 Verdict = t.Tuple[str, str]
 """(ok | modified | missing | unverifiable, what the tool said about the path)."""
 
-_DPKG_LINE = RX.Pattern(r"^(?P<what>missing|[?.0-9A-Za-z]{9})\s+(?:c\s+)?(?P<path>/.*)$")
-_RPM_LINE = RX.Pattern(r"^(?P<what>missing|[?.A-Za-z0-9]{9})\s+(?:[cdglrma]\s+)?(?P<path>/.*)$")
-_PACMAN_LINE = RX.Pattern(r"^(?:warning: )?(?P<pkg>[^\s:]+): (?P<path>/.*) \((?P<why>[^()]*)\)$")
+_DPKG_LINE = re.compile(r"^(?P<what>missing|[?.0-9A-Za-z]{9})\s+(?:c\s+)?(?P<path>/.*)$")
+_RPM_LINE = re.compile(r"^(?P<what>missing|[?.A-Za-z0-9]{9})\s+(?:[cdglrma]\s+)?(?P<path>/.*)$")
+_PACMAN_LINE = re.compile(r"^(?:warning: )?(?P<pkg>[^\s:]+): (?P<path>/.*) \((?P<why>[^()]*)\)$")
 
 
 def parse_dpkg_verify(out: str, path: str) -> Verdict:

@@ -11,7 +11,6 @@ import os
 import re
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..base import patterns as RX
 from .bwrap import Runner, default_runner, which
 
 # Which installed package owns a path, and its full revision. One query per package manager,
@@ -22,11 +21,11 @@ RPM_OWNER_QF = "%{NAME}\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}\n"
 
 
 # The package that ships bwrap on dpkg systems. Asked first because `dpkg-query -L PKG` reads one file
-# list while `dpkg-query -S PATH` reads all of them (~7 ms against ~55 ms of CPU on a Debian 12 host);
+# list while `dpkg-query -S PATH` reads all of them (docs/benchmarks.md);
 # the answer is the same: a regular file is listed by one package at most. Anything else (another
 # owner, a diversion) is answered by the full search.
 DPKG_EXPECTED_OWNERS = ("bubblewrap",)
-_DPKG_DIVERSION_NOTE = RX.Pattern(r"(diverted by |locally diverted to: |package diverts others to: )")
+_DPKG_DIVERSION_NOTE = re.compile(r"(diverted by |locally diverted to: |package diverts others to: )")
 
 
 def parse_dpkg_search(out: str, path: Optional[str] = None) -> Tuple[List[str], bool]:
@@ -63,7 +62,7 @@ def parse_rpm_owner(out: str) -> Optional[Tuple[str, str]]:
     return None
 
 
-_PACMAN_OWNED = RX.Pattern(r"^(?P<path>/.*) is owned by (?P<name>\S+) (?P<version>\S+)$")
+_PACMAN_OWNED = re.compile(r"^(?P<path>/.*) is owned by (?P<name>\S+) (?P<version>\S+)$")
 
 
 def parse_pacman_owner(out: str) -> Optional[Tuple[str, str]]:

@@ -4,7 +4,7 @@
 """A bwrap file's package verification kept from one audit to the next (issue 22).
 
 Asking the package manager (``dpkg-query -L``, ``dpkg-query -W``, ``dpkg --verify``) costs an audited host
-about 25 ms of CPU, at every audit, for an answer that only changes when the file or the package database
+CPU at every audit (docs/benchmarks.md), for an answer that only changes when the file or the package database
 does. A verification whose state is ``packaged`` is therefore kept in a file of the audit's cache folder
 (``/run/metnos-audit``, beside the compiled core and named after it: another toolkit version never reads
 it), and reused only while everything it was drawn from is as it was:
@@ -33,22 +33,22 @@ no store). Only root writes it, atomically. Other states (modified, unpackaged, 
 kept: they are asked again at every audit.
 
 With a kept verification the entry also keeps what the file answered to ``--version`` and ``--help`` in that
-audit (``answers``: the version and the options its help lists, as host/bwrap.py parses them; ~2 ms of CPU
-per audit): bwrap prints both from constants compiled into it, so the same content (the sha256 above) gives
+audit (``answers``: the version and the options its help lists, as host/bwrap.py parses them, asked at every
+audit otherwise): bwrap prints both from constants compiled into it, so the same content (the sha256 above) gives
 the same answers, and they are dropped with the entry whenever the file or the package databases change.
 Answers are kept only when both commands succeeded. Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import hashlib
 import json
 import os
+import re
 import stat
 import types
 import typing as t
 
-from ..base import digests
 from ..base import files as FI
-from ..base import patterns as RX
 from . import bwrap as B
 
 Json = t.Dict[str, t.Any]
@@ -65,16 +65,16 @@ MAX_DATABASE_ENTRIES = 8192
 MAX_TEXT = 512
 MAX_FEATURES = 256
 MANAGERS = ("dpkg", "rpm", "pacman")
-READERS_WRITE = RX.Pattern(r"(.*-shm|__db\.[0-9]{3})\Z")
-READERS_TOUCH = RX.Pattern(r".*-wal\Z")            # their ctime
+READERS_WRITE = re.compile(r"(.*-shm|__db\.[0-9]{3})\Z")
+READERS_TOUCH = re.compile(r".*-wal\Z")            # their ctime
 PACKAGE_FILES: t.Mapping[str, t.Tuple[str, ...]] = types.MappingProxyType({
     "dpkg": ("/var/lib/dpkg/info/{name}.md5sums", "/var/lib/dpkg/info/{name}.list",
              "/var/lib/dpkg/info/{name}.conffiles"),
     "pacman": ("/var/lib/pacman/local/{name}-{revision}/desc", "/var/lib/pacman/local/{name}-{revision}/files",
                "/var/lib/pacman/local/{name}-{revision}/mtree"),
 })
-_HEX64 = RX.Pattern(r"[0-9a-f]{64}")
-_OPTION = RX.Pattern(r"--[a-z0-9][a-z0-9-]{0,62}")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_OPTION = re.compile(r"--[a-z0-9][a-z0-9-]{0,62}")
 _ENTRY_KEYS = ("answers", "databases", "detail", "ident", "package", "path", "real", "sha256")
 _PACKAGE_KEYS = ("manager", "name", "revision")
 
@@ -99,7 +99,7 @@ def database_state(folders: t.Sequence[str] = DATABASES, package: t.Optional[t.M
         rows.extend(_row(name, os.path.join(folder, name)) for name in names if not READERS_WRITE.match(name))
     if package:
         rows.extend(_row(f, f) for f in _package_files(package, package_files))
-    return digests.sha256_hex("\n".join(rows).encode("utf-8", "surrogateescape"))
+    return hashlib.sha256("\n".join(rows).encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def _package_files(package: t.Mapping[str, str], package_files: t.Mapping[str, t.Sequence[str]]) -> t.List[str]:

@@ -13,11 +13,10 @@ Find them with ``journalctl MESSAGE_ID=<id>``. Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import re
 import socket
 import struct
 from typing import Any, Dict, List, Mapping, Optional
-
-from ..base import patterns as RX
 
 SOCKET = "/run/systemd/journal/socket"
 IDENTIFIER = "metnos-sandbox-monitor"
@@ -25,7 +24,7 @@ RUN_ID = "d481d1a4e1fd4a90b5403a7166f36850"
 CHANGED_ID = "b62d4811bc5e4898828471fdc99a2b73"
 MAX_VALUE = 4096
 MAX_CODES = 20
-_FIELD = RX.Pattern(r"[A-Z0-9][A-Z0-9_]{0,63}\Z")
+_FIELD = re.compile(r"[A-Z0-9][A-Z0-9_]{0,63}\Z")
 # syslog priorities
 CRIT, ERR, WARNING, NOTICE, INFO = 2, 3, 4, 5, 6
 

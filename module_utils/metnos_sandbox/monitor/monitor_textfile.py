@@ -14,11 +14,11 @@ that is not in the registry is shown as ``unregistered``. Pure Python, no Ansibl
 from __future__ import absolute_import, annotations, division, print_function
 
 import math
+import re
 from typing import Any, Dict, Iterator, List, Mapping, Tuple
 
 from ..base import diagnostics as D
 from ..base import files
-from ..base import patterns as RX
 
 FILE_NAME = "metnos_sandbox.prom"
 MAX_LABEL = 128
@@ -40,8 +40,8 @@ METRICS: Tuple[Tuple[str, str], ...] = (
     ("metnos_sandbox_run_duration_seconds", "Wall seconds the last run took."),
     ("metnos_sandbox_info", "The bwrap and toolkit of the last run (constant 1)."),
 )
-_NAME = RX.Pattern(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
-_LABEL_NAME = RX.Pattern(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
+_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
 
 
 def label_value(value: Any) -> str:

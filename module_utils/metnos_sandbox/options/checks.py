@@ -4,16 +4,15 @@
 """Option validation shared by the modules: clear messages naming the option."""
 from __future__ import absolute_import, annotations, division, print_function
 
+import re
 from typing import Any, Dict, Optional
-
-from ..base import patterns as RX
 
 
 class OptionError(ValueError):
     """A module option has a bad value; the message names the option."""
 
 
-_ENV_NAME = RX.Pattern(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def path_string(option: str, value: Any, default: Optional[str] = None) -> Optional[str]:

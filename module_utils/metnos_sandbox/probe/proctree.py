@@ -32,7 +32,7 @@ Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
-import _socket  # the C module alone: socket.py imports enum and selectors and builds four enums (~1.2 ms per host)
+import _socket  # the C module alone: socket.py imports enum and selectors and builds four enums (docs/benchmarks.md)
 import os
 import struct
 import typing as t

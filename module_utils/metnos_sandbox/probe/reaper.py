@@ -195,7 +195,7 @@ class Forked(object):
 def _fork_reaper(argv: t.Sequence[str], uid: int, gid: int, keep: t.Sequence[int], ctl_w: int,
                  env: t.Mapping[str, str], cwd: str, piped_stdin: bool) -> Forked:
     """The reaper forked from this process, in a session of its own, with the run's pipes as 0-2 and nothing else
-    but ``ctl_w`` and ``keep``: no second interpreter to start (~9 ms of CPU per run). Raises OSError as Popen
+    but ``ctl_w`` and ``keep``: no second interpreter to start (docs/benchmarks.md). Raises OSError as Popen
     does when ``cwd`` cannot be entered or a pipe cannot be made."""
     os.stat(cwd)
     made: t.List[int] = []

@@ -9,13 +9,13 @@ Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import hashlib
 import os
 import subprocess
 import time
 import typing as t
 
 from ..base import diagnostics as D
-from ..base import digests
 from ..host import bwrap as B
 from ..host import bwrap_errors as BE
 from ..host import bwrap_run as BR
@@ -40,7 +40,7 @@ def with_release(spec: Json, timeout: float) -> t.Tuple[Json, str]:
     the token's sha256, and the probe writes the token to its stdin only once the outside has verified it
     (a payload never released - a copy started outside - stays in the tree for up to ``linger`` seconds)."""
     go = os.urandom(16).hex()
-    return dict(spec, go=digests.sha256_hex(go.encode()), linger=max(1, min(int(timeout), 120))), go
+    return dict(spec, go=hashlib.sha256(go.encode()).hexdigest(), linger=max(1, min(int(timeout), 120))), go
 
 
 def run(argv: t.Sequence[str], spec: Json, python: str, user: t.Optional[User] = None,

@@ -112,9 +112,11 @@ _SPECIAL = {"socket": "a socket: a channel to a host process (connecting and sen
 class _Render(object):
     """The state of one render: inputs, the mounts being built and the diagnostics."""
 
-    def __init__(self, manifest: Manifest, host: HC.HostContext, invocation: HC.Invocation, own_dir: str) -> None:
+    def __init__(self, manifest: Manifest, host: HC.HostContext, invocation: HC.Invocation, own_dir: str,
+                 state: HC.RenderState) -> None:
         self.manifest = manifest
         self.host = host
+        self.state = state            # what this render learns of the host's files
         self.invocation = invocation
         self.own = own_dir            # the executor's own folder (lexical)
         self.mounts = _Mounts()
@@ -142,7 +144,7 @@ class _Render(object):
         self.diags.append(D.make("grant_skipped", wording=wording, fill=fill, **ctx))
 
     def _manifest_problem(self, path: str, mode: str, own: str) -> Optional[HL.Problem]:
-        problem = self.host.judge(path, mode, own=own)
+        problem = self.host.judge(path, mode, self.state, own=own)
         if problem is None or problem.kind == "shared":      # /run/lock is the runtime tree first
             problem = self.host.judge_manifest_path(path) or problem
         return problem
@@ -162,8 +164,8 @@ class _Render(object):
                 "access": access, "path": lexical, "what": D.excerpt(what), "problem": problem.text}, field=field)
             return None
         try:
-            real = HC._realpath(lexical)
-            own_real = HC._realpath(self.own)
+            real = self.state.realpath(lexical)
+            own_real = self.state.realpath(self.own)
         except PA.Unresolvable as exc:
             self.unresolvable(field, lexical, exc)
             return None
@@ -173,7 +175,7 @@ class _Render(object):
                 self.refuse("scope_symlink_refused", "symlink", {
                     "access": access, "path": lexical, "real": real, "problem": problem.text}, field=field)
                 return None
-        kind = HC._file_type(real)
+        kind = self.state.file_type(real)
         if kind in _SPECIAL and not (mode == "ro" and self.allowed(real, kind or "", field)):
             self.refuse("scope_special_file", "special" if real == lexical else "special_real", {
                 "access": access, "path": lexical, "real": real, "kind": _SPECIAL[kind]}, field=field)
@@ -198,7 +200,7 @@ class _Render(object):
         ``channel``: an admin's read path, which may name a command channel only if the admin allows it
         (host.allow_channels); refused with the channel's own code otherwise."""
         try:
-            real = self.host.real(lexical) if configured else HC._realpath(lexical)
+            real = self.host.real(lexical) if configured else self.state.realpath(lexical)
             home = self.host.real(container) if container is not None else None
         except PA.Unresolvable as exc:
             self.diags.append(HL.host_refusal(key, lexical, HL.Problem("links", HL.UNRESOLVABLE[exc.why] % exc.path)))
@@ -207,31 +209,31 @@ class _Render(object):
             self.diags.append(HL.host_refusal(key, lexical, HL.Problem(
                 "leave", "resolves to %s through a symlink, not to its own entry in %s" % (real, container))))
             return None
-        kind = HC._file_type(real)
+        kind = self.state.file_type(real)
         if channel and kind in _SPECIAL and real not in self.host.allowed_channels():
             # the channel's own code first (/dev/log is a channel before it is a path below /dev)
             named = real if CH.code_of(real) != "channel_refused" else lexical
             self.diags.append(CH.refusal(named, kind or "", "host.%s = %s" % (key, lexical)))
             return None
         for form in ((lexical, real) if real != lexical else (lexical,)):
-            problem = self.host.judge(form, mode, grant=grant)
+            problem = self.host.judge(form, mode, self.state, grant=grant)
             if problem:
                 text = problem.text if form == lexical else "resolves to %s: %s" % (real, problem.text)
                 self.diags.append(HL.host_refusal(key, lexical, HL.Problem(problem.kind, text)))
                 return None
         if channel and kind in _SPECIAL and self.allowed(real, kind or "", "host.%s" % key):
             return real
-        problem = _object_problem(real)
+        problem = _object_problem(real, self.state)
         if problem is not None:
             self.diags.append(HL.host_refusal(key, lexical, problem))
             return None
         return real
 
 
-def _object_problem(real: str) -> Optional[HL.Problem]:
+def _object_problem(real: str, state: HC.RenderState) -> Optional[HL.Problem]:
     """The rules on what a host-context path names (as for manifest paths): only files and folders
     (a channel only as an admin's allowed read path: judge_host), and one name per granted file (no hard links)."""
-    kind = HC._file_type(real)
+    kind = state.file_type(real)
     if kind in _SPECIAL:
         return HL.Problem("special", "%s is %s" % (real, _SPECIAL[kind or ""]))
     if kind == "linked file":
@@ -258,7 +260,7 @@ def _grant_fs(r: _Render, cap: Capability) -> None:
     real = r.judge_scope("capability %s" % D.excerpt(cap.text), cap.target, root, mode)
     if real is None:
         return None
-    if HC._kind(real) is None:
+    if r.state.kind(real) is None:
         r.skip("missing_scope", {"what": D.excerpt(cap.text), "path": root}, capability=D.excerpt(cap.text))
         return None
     r.mounts.add(mode, real, real, "R-CAP-FS", "capability:" + cap.text + _declared(root, real))
@@ -304,7 +306,7 @@ def _grant_arg(r: _Render, cap: Capability) -> None:
         return
     if r.judge_scope(field, value, lexical, mode) is None:
         return
-    if HC._kind(real) is None:
+    if r.state.kind(real) is None:
         r.skip("missing_arg_path", {"what": field, "value": D.excerpt(value), "path": lexical}, field=field)
         return
     r.mounts.add(mode, real, real, "R-ARG-1", "capability:%s (argument %s=%s)%s" % (cap.text, cap.arg, lexical,
@@ -357,7 +359,7 @@ def _arg_inside(r: _Render, field: str, value: str, lexical: str, scopes: List[_
             "steps": GL.MAX_GLOB_STEPS}, field=field, value=D.excerpt(value))
         return None
     try:
-        real = HC._realpath(lexical)
+        real = r.state.realpath(lexical)
     except PA.Unresolvable as exc:
         r.unresolvable(field, lexical, exc)
         return None
@@ -392,7 +394,7 @@ def _mount_configured(r: _Render, cap: Capability, key: str, path: str, mode: st
     real = r.judge_host(key, path, mode, configured=True)
     if real is None or _crossed(r, cap, key, path, real):
         return
-    if HC._kind(real) is not None:
+    if r.state.kind(real) is not None:
         r.mounts.add(mode, real, real, rule, "capability:" + cap.text + _declared(path, real))
     else:
         r.skip("missing", {"what": cap.text, "path": path})
@@ -400,7 +402,7 @@ def _mount_configured(r: _Render, cap: Capability, key: str, path: str, mode: st
 
 def _crossed(r: _Render, cap: Capability, key: str, path: str, real: str) -> bool:
     """The admin's layout crosses (HostContext.crossed): recorded."""
-    problem = r.host.crossed(cap.text, key, path, real)
+    problem = r.host.crossed(r.state, cap.text, key, path, real)
     if problem is not None:
         r.diags.append(problem)
     return problem is not None
@@ -431,7 +433,7 @@ def _grant_sys(r: _Render, cap: Capability) -> None:
     key = _sys_key(cap)
     for i, path in enumerate(r.host[key]):
         real = r.judge_host("%s[%d]" % (key, i), path, "ro", configured=True, channel=True)
-        if real is not None and HC._kind(real) is not None:
+        if real is not None and r.state.kind(real) is not None:
             r.mounts.add("ro", real, real, "R-CAP-SYS", "capability:" + cap.text + _declared(path, real))
     _grant_bus(r, cap)
 
@@ -450,11 +452,11 @@ def _grant_bus(r: _Render, cap: Capability) -> None:
         r.diags.append(HL.host_refusal("system_bus_proxy", proxy, unresolvable))
         return
     for form in (proxy, real) if real != proxy else (proxy,):
-        problem = r.host.judge(form, "ro")
+        problem = r.host.judge(form, "ro", r.state)
         if problem:
             r.diags.append(HL.host_refusal("system_bus_proxy", proxy, problem))
             return
-    kind = HC._file_type(real)
+    kind = r.state.file_type(real)
     if kind is None:
         r.diags.append(D.make("system_bus_not_granted", wording="missing", fill={"what": cap.text}, path=proxy))
     elif kind != "socket":
@@ -472,7 +474,7 @@ def _mount_entry(r: _Render, key: str, entry: str, rule: str, source: str) -> Op
     real = r.judge_host(key, path, "rw", container=r.host[key], grant=key)
     if real is None:
         return None
-    if HC._kind(real) != "dir":
+    if r.state.kind(real) != "dir":
         return False
     r.mounts.add("rw", real, real, rule, source + _declared(path, real))
     return True
@@ -488,7 +490,7 @@ def _grant_provider(r: _Render, cap: Capability) -> None:
 def _grant_mail(r: _Render, cap: Capability) -> None:
     if cap.target is None:
         raise AssertionError("a mail capability without a target")
-    files = _mail_files(r.host, cap.target)
+    files = _mail_files(r.host, cap.target, r.state)
     explicit = cap.target in r.host["mail_accounts"]
     store = r.host["mail_credentials_dir"]
     granted = 0
@@ -497,7 +499,7 @@ def _grant_mail(r: _Render, cap: Capability) -> None:
                             container=None if explicit else store, grant="mail_credentials_dir")
         if real is None:
             return
-        if HC._kind(real) == "file":
+        if r.state.kind(real) == "file":
             r.mounts.add("ro", real, real, "R-CAP-MAIL", "capability:" + cap.text + _declared(path, real))
             granted += 1
     if not granted:
@@ -532,47 +534,48 @@ class _Declaring(Record):
     manifest: Manifest
     host: HC.HostContext
     invocation: HC.Invocation
+    state: HC.RenderState
 
 
-def _reals(paths: Iterable[str]) -> List[str]:
+def _reals(state: HC.RenderState, paths: Iterable[str]) -> List[str]:
     """The resolved forms of declared roots; one the kernel would not resolve declares nothing."""
-    return [real for real in (HC._real_or_none(p) for p in paths) if real is not None]
+    return [real for real in (state.real_or_none(p) for p in paths) if real is not None]
 
 
 def _roots_fs(d: _Declaring, cap: Capability) -> List[str]:
     scopes = d.manifest.arguments[cap.arg]["within"] if cap.arg is not None else [cap.target or ""]
-    roots = _reals(glob_root(s) for s in scopes)
+    roots = _reals(d.state, (glob_root(s) for s in scopes))
     # a write is allowed only inside the admin's writable roots (as written and resolved)
     return [root for root in roots if d.host.writable().under(root)] if cap.writes() else roots
 
 
 def _roots_metnos(d: _Declaring, cap: Capability) -> List[str]:
     known = d.host["resources"]
-    return _reals([known[cap.target]]) if cap.target in known else []
+    return _reals(d.state, [known[cap.target]]) if cap.target in known else []
 
 
 def _roots_index(d: _Declaring, cap: Capability) -> List[str]:
     known = d.host["indexes"]
-    return _reals([known[cap.target]]) if cap.target in known else []
+    return _reals(d.state, [known[cap.target]]) if cap.target in known else []
 
 
 def _roots_sys(d: _Declaring, cap: Capability) -> List[str]:
     proxy = d.host["system_bus_proxy"]
-    return _reals(d.host[_sys_key(cap)] + ([proxy] if proxy else []))
+    return _reals(d.state, d.host[_sys_key(cap)] + ([proxy] if proxy else []))
 
 
 def _roots_provider(d: _Declaring, cap: Capability) -> List[str]:
-    return _reals([os.path.join(d.host["integrations_dir"], cap.target or "")])
+    return _reals(d.state, [os.path.join(d.host["integrations_dir"], cap.target or "")])
 
 
 def _roots_mail(d: _Declaring, cap: Capability) -> List[str]:
     account = cap.target or ""
-    return _reals(d.host["mail_accounts"].get(account, []) + _mail_files(d.host, account))
+    return _reals(d.state, d.host["mail_accounts"].get(account, []) + _mail_files(d.host, account, d.state))
 
 
 def _roots_dialog(d: _Declaring, cap: Capability) -> List[str]:
     sender = d.invocation.get("sender")
-    return _reals([os.path.join(d.host["dialog_dir"], sender)]) if _component(sender) else []
+    return _reals(d.state, [os.path.join(d.host["dialog_dir"], sender)]) if _component(sender) else []
 
 
 class Granter(Record):
@@ -621,13 +624,13 @@ def check_invocation(invocation: Any) -> List[D.Diagnostic]:
     return []
 
 
-def _mail_files(host: HC.HostContext, account: str) -> List[str]:
+def _mail_files(host: HC.HostContext, account: str, state: Optional[HC.RenderState] = None) -> List[str]:
     """The credential files of exactly one account: the explicit host mapping, or the files named
     ``<account>.<ext>`` directly in the credential store (ext: 1-16 letters/digits). A file name
     minus its last extension is its account, so 'bob' never reaches 'bob.old.json'."""
     if account in host["mail_accounts"]:
         return list(host["mail_accounts"][account])
-    names = HC._listdir(host["mail_credentials_dir"])
+    names = (state or HC.RenderState()).listdir(host["mail_credentials_dir"])
     directory = host["mail_credentials_dir"]
     out = []
     for name in names:

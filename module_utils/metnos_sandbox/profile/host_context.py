@@ -9,7 +9,6 @@ Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
-import functools
 import os
 import stat
 from typing import (
@@ -108,29 +107,82 @@ class _BaseIndex(Record):
     symlinks: FrozenSet[Tuple[Optional[str], str]]
 
 
-_STATS = [MM.Stats()]               # lstat() of host paths, once per render (resolution, stability, the model)
-_RESOLVE = [PA.Resolver(lstat=_STATS[0].lstat)]     # the render's resolver (one cache and one budget per render)
+MAX_CACHED = 8192          # per render: the file types and shared folders kept (then asked again)
+MAX_LISTED = 256          # per render: the folder listings kept
 
 
-def _realpath(path: str) -> str:
-    """Every component resolved on this host, with the kernel's bounds (raises PA.Unresolvable); one
-    cache per render (render() starts a fresh Resolver)."""
-    return _RESOLVE[0].resolve(path)
+class RenderState(object):
+    """What one render learns of this host's files, made fresh for each render (profile.render) and handed
+    along to everything that judges a path in it: the lstat answers (mountmodel.Stats: resolution,
+    stability, the mount model), the resolver with its one cache and budget, each resolved path's file
+    type, the shared folders, the folder listings. Nothing of it outlives the render."""
+
+    __slots__ = ("stats", "resolver", "_types", "_shared", "_listed")
+
+    def __init__(self) -> None:
+        self.stats = MM.Stats()
+        self.resolver = PA.Resolver(lstat=self.stats.lstat)
+        self._types: Dict[str, Optional[str]] = {}
+        self._shared: Dict[str, bool] = {}
+        self._listed: Dict[str, Tuple[str, ...]] = {}
+
+    def realpath(self, path: str) -> str:
+        """Every component resolved on this host, with the kernel's bounds (raises PA.Unresolvable)."""
+        return self.resolver.resolve(path)
+
+    def real_or_none(self, path: str) -> Optional[str]:
+        try:
+            return self.resolver.resolve(path)
+        except PA.Unresolvable:
+            return None
+
+    def file_type(self, path: str) -> Optional[str]:
+        """'dir', 'file', 'linked file' (a regular file with several hard links), 'socket', 'FIFO',
+        'device' or None (missing) for a resolved path (the render's lstat answers, followed only if it is
+        still a link)."""
+        if path in self._types:
+            return self._types[path]
+        found = _file_type(self.stats.lstat(path), path)
+        if len(self._types) < MAX_CACHED:
+            self._types[path] = found
+        return found
+
+    def shared_folder(self, path: str) -> bool:
+        """A resolved path that is a folder every user may write into (sticky and world-writable: mode
+        1777), found on the host. A path through a symlink is judged on its resolved form
+        (scope_symlink_refused), like every alias."""
+        if path in self._shared:
+            return self._shared[path]
+        info = self.stats.lstat(path)
+        found = False
+        if info is not None:
+            mode = info.st_mode
+            found = stat.S_ISDIR(mode) and mode & _SHARED_MODE == _SHARED_MODE and self.real_or_none(path) == path
+        if len(self._shared) < MAX_CACHED:
+            self._shared[path] = found
+        return found
+
+    def kind(self, real: str) -> Optional[str]:
+        """'dir', 'file' or 'other' for a resolved host path from the render's lstat answers; None if missing."""
+        info = self.stats.lstat(real)
+        if info is None:
+            return None
+        return "dir" if stat.S_ISDIR(info.st_mode) else "file" if stat.S_ISREG(info.st_mode) else "other"
+
+    def listdir(self, path: str) -> Tuple[str, ...]:
+        """A folder's names (none when it cannot be listed), listed once per render."""
+        if path in self._listed:
+            return self._listed[path]
+        try:
+            found = tuple(os.listdir(path))
+        except OSError:
+            found = ()
+        if len(self._listed) < MAX_LISTED:
+            self._listed[path] = found
+        return found
 
 
-def _real_or_none(path: str) -> Optional[str]:
-    try:
-        return _realpath(path)
-    except PA.Unresolvable:
-        return None
-
-
-@functools.lru_cache(maxsize=8192)
-def _file_type(path: str) -> Optional[str]:
-    """'dir', 'file', 'linked file' (a regular file with several hard links), 'socket', 'FIFO',
-    'device' or None (missing) for a resolved path (cached inside one render, like _realpath; the render's
-    lstat answers, followed only if it is still a link)."""
-    info = _STATS[0].lstat(path)
+def _file_type(info: Optional[os.stat_result], path: str) -> Optional[str]:
     if info is not None and stat.S_ISLNK(info.st_mode):
         try:
             info = os.stat(path)
@@ -148,58 +200,14 @@ def _file_type(path: str) -> Optional[str]:
     return "FIFO" if stat.S_ISFIFO(mode) else "device"
 
 
-@functools.lru_cache(maxsize=8192)
-def _shared_folder(path: str) -> bool:
-    """A resolved path that is a folder every user may write into (sticky and world-writable: mode
-    1777), found on the host (cached inside one render, like _realpath). A path through a symlink is
-    judged on its resolved form (scope_symlink_refused), like every alias."""
-    info = _STATS[0].lstat(path)
-    if info is None:
-        return False
-    mode = info.st_mode
-    return stat.S_ISDIR(mode) and mode & _SHARED_MODE == _SHARED_MODE and _real_or_none(path) == path
-
-
-def _kind(real: str) -> Optional[str]:
-    """'dir', 'file' or 'other' for a resolved host path from the render's lstat answers; None if missing."""
-    info = _STATS[0].lstat(real)
-    if info is None:
-        return None
-    return "dir" if stat.S_ISDIR(info.st_mode) else "file" if stat.S_ISREG(info.st_mode) else "other"
-
-
-def _caches_clear() -> None:
-    _STATS[0] = MM.Stats()
-    _RESOLVE[0] = PA.Resolver(lstat=_STATS[0].lstat)
-    _listdir.cache_clear()
-    _file_type.cache_clear()
-    _shared_folder.cache_clear()
-
-
-@functools.lru_cache(maxsize=256)
-def _listdir(path: str) -> Tuple[str, ...]:
-    """Cached only inside one render (cleared with _realpath's cache)."""
-    try:
-        return tuple(os.listdir(path))
-    except OSError:
-        return ()
-
-
 class HostContext(object):
-    """Real paths on this host. Base mounts and the resolved trees are computed once per context."""
+    """How a host path is judged on this host, against its layout (host_layout.Layout: the data): the
+    refused and protected trees resolved, the base mounts, the mount table, each computed once per context.
+    What one render learns of the host's files is that render's RenderState, handed to each judgement."""
 
     def __init__(self, overrides: Optional[Dict[str, Any]] = None) -> None:
-        data = dict(HL.DEFAULT_HOST)
-        if overrides is not None and not isinstance(overrides, dict):
-            raise HL.ContextError("host must be a mapping of host-context keys, got %s" % type(overrides).__name__)
-        for key, value in (overrides or {}).items():
-            if key not in HL.DEFAULT_HOST:
-                raise HL.ContextError("host: unknown key %s; accepted: %s"
-                                      % (D.excerpt(key), ", ".join(sorted(HL.DEFAULT_HOST))))
-            data[key] = value
-        HL.check_host_paths(data)
-        data["undo_exception"] = HL.check_pin(data["undo_exception"])
-        self.data: Dict[str, Any] = data
+        self.layout = HL.Layout(overrides)
+        self.data: Dict[str, Any] = self.layout.data
         self._base: Optional[_BaseState] = None
         self._trees: Optional[_Trees] = None
         self._mounts: Optional[MT.MountTable] = None
@@ -226,7 +234,7 @@ class HostContext(object):
         return self._real[path]
 
     def __getitem__(self, key: str) -> Any:
-        return self.data[key]
+        return self.layout.data[key]
 
     # ---- the resolved trees every judgement uses (literal and resolved forms) ----
     def trees(self) -> _Trees:
@@ -332,20 +340,20 @@ class HostContext(object):
                     self._channels.setdefault(form, entry["reason"])
         return self._channels
 
-    def crossed(self, what: str, key: str, path: str, real: str) -> Optional[D.Diagnostic]:
+    def crossed(self, state: RenderState, what: str, key: str, path: str, real: str) -> Optional[D.Diagnostic]:
         """Whether the admin's layout crosses at a configured root (``key``: 'indexes.<name>' or
         'resources.<name>'; ``real``: ``path`` resolved): the root is itself a symbolic link to another folder
         (layout_root_symlink; its parents may resolve), or it is at, below or above another configured index or
         resource root, as written or resolved (layout_roots_nested: the grant would reach that one too, or
         read and write inside another's folder)."""
-        parent = _real_or_none(os.path.dirname(path))
+        parent = state.real_or_none(os.path.dirname(path))
         if parent is not None and real != os.path.join(parent, os.path.basename(path)):
             return D.make("layout_root_symlink", wording="symlink", fill={"what": what, "real": real}, key=key,
                           path=path)
         for group in ("indexes", "resources"):
             for name, other in sorted(self.data[group].items()):
                 other_key = "%s.%s" % (group, name)
-                forms = (other, _real_or_none(other) or other)
+                forms = (other, state.real_or_none(other) or other)
                 if other_key != key and any(PA.related(form, mine) for form in forms for mine in (path, real)):
                     return D.make("layout_roots_nested", wording="nested", fill={
                         "what": what, "other": other, "other_key": other_key}, key=key, path=path)
@@ -359,10 +367,10 @@ class HostContext(object):
             self._inside[path] = os.path.join(self._resolve(os.path.dirname(path)), os.path.basename(path))
         return self._inside[path]
 
-    def stable(self, path: str) -> Optional[str]:
-        """mountmodel.unstable_folder for a base path (once per context)."""
+    def stable(self, path: str, state: RenderState) -> Optional[str]:
+        """mountmodel.unstable_folder for a base path (once per context: the first render that asks)."""
         if path not in self._stable:
-            self._stable[path] = MM.unstable_folder(path, _STATS[0])
+            self._stable[path] = MM.unstable_folder(path, state.stats)
         return self._stable[path]
 
     def mount_table(self) -> MT.MountTable:
@@ -371,11 +379,11 @@ class HostContext(object):
             self._mounts = MT.MountTable.read()
         return self._mounts
 
-    def broad(self, path: str) -> bool:
+    def broad(self, path: str, state: RenderState) -> bool:
         """A shared root, or (through a bind mount) an alias of one or a folder above such an alias,
         or (resolved) a folder every user may write into (mode 1777)."""
         t = self.trees()
-        return path in t.broad or path in t.broad_aliases.above or _shared_folder(path)
+        return path in t.broad or path in t.broad_aliases.above or state.shared_folder(path)
 
     def _note(self, kind: str, root: str, text: str) -> HL.Problem:
         """The refusal; an alias (a tree reached through a bind mount) is its own kind."""
@@ -393,7 +401,7 @@ class HostContext(object):
             raise PA.Unresolvable(path, self._loops[path])
         return real
 
-    def judge(self, path: str, mode: str, grant: Optional[str] = None,
+    def judge(self, path: str, mode: str, state: RenderState, grant: Optional[str] = None,
               own: Optional[str] = None) -> Optional[HL.Problem]:
         """Why ``path`` (absolute, normalised) may not be mounted with ``mode`` ('ro'/'rw'), or None.
 
@@ -427,7 +435,7 @@ class HostContext(object):
                 return HL.Problem("pseudo", "%s is at, below or above %s, a mount of the pseudo-filesystem %s: writing "
                                   "there changes the kernel's state, and bwrap binds it along (R-BASE-2)"
                                   % (path, pseudo[0], pseudo[1]))
-        if _shared_folder(path):
+        if state.shared_folder(path):
             return HL.Problem("shared", "%s is a folder every user may write into (mode 1777, like /tmp and /var/tmp): "
                               "a shared tree, whatever its name (R-SEC-2)" % path)
         return None
@@ -458,24 +466,25 @@ class HostContext(object):
                                                "(R-CAP-SYS)" % (path, root))
         return None
 
-    def base(self) -> List[BaseMount]:
-        """Base mounts (R-BASE-1..5) that exist on this host, resolved and judged once
-        (BaseMount: kind, src, dest, rule, source). Refused host paths: base_refusals()."""
-        return self._base_state().mounts
+    def base(self, state: Optional[RenderState] = None) -> List[BaseMount]:
+        """Base mounts (R-BASE-1..5) that exist on this host, resolved and judged once, by the first render
+        that asks (``state``; a fresh one outside a render) (BaseMount: kind, src, dest, rule, source).
+        Refused host paths: base_refusals()."""
+        return self._base_state(state or RenderState()).mounts
 
-    def base_refusals(self) -> List[D.Diagnostic]:
+    def base_refusals(self, state: Optional[RenderState] = None) -> List[D.Diagnostic]:
         """host_path_refused diagnostics for base paths that cannot be mounted safely."""
-        return self._base_state().refusals
+        return self._base_state(state or RenderState()).refusals
 
-    def base_index(self) -> _BaseIndex:
+    def base_index(self, state: Optional[RenderState] = None) -> _BaseIndex:
         """The base mounts as the final check compares them (once per context)."""
         if self._index is None:
-            base = self.base()
+            base = self.base(state)
             self._index = _BaseIndex(ro=frozenset(e.src for e in base if e.kind == "ro" and e.src is not None),
                                      symlinks=frozenset((e.src, e.dest) for e in base if e.kind == "symlink"))
         return self._index
 
-    def _base_state(self) -> _BaseState:
+    def _base_state(self, state: RenderState) -> _BaseState:
         if self._base is not None:
             return self._base
         out: List[BaseMount] = []
@@ -499,7 +508,7 @@ class HostContext(object):
                 continue
             if candidate.key.startswith(("python_package_roots", "python_installation")) and not os.path.isdir(given):
                 continue
-            problem = self.judge_base(given)
+            problem = self.judge_base(given, state)
             if problem:
                 refusals.append(HL.host_refusal(candidate.key, given, problem))
                 continue
@@ -539,11 +548,11 @@ class HostContext(object):
                            for i, p in enumerate(self.data[key])]
         return candidates
 
-    def judge_base(self, path: str) -> Optional[HL.Problem]:
+    def judge_base(self, path: str, state: RenderState) -> Optional[HL.Problem]:
         """A read-only base path: judged as written and resolved; below a mounted system path it is
         already visible, so only /proc, /dev and reserved trees matter there."""
         for form in (path, self._resolve(path)):
-            problem = self.judge(form, "ro")
+            problem = self.judge(form, "ro", state)
             if problem and not (problem.kind == "broad" and any(
                     PA.under(form, s) and form != s for s in self.trees().system_mounted)):
                 return problem if form == path else HL.Problem(problem.kind,

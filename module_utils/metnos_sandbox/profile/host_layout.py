@@ -12,10 +12,10 @@ Pure Python, no Ansible imports.
 from __future__ import absolute_import, annotations, division, print_function
 
 import os
+import re
 from typing import Any, Dict, List, Optional
 
 from ..base import diagnostics as D
-from ..base import patterns as RX
 from ..base.records import Record
 from . import model as MD
 
@@ -51,9 +51,9 @@ MAX_UNDO_TOTAL_BYTES = 32 * 1024 * 1024
 MAX_UNDO_ENTRIES = 256
 MAX_INVOCATION_ARGUMENTS = 64
 MAX_ARG_VALUE = MD.MAX_STRING
-COMPONENT = RX.Pattern(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}")
-HOST_NAME = RX.Pattern(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}")
-CRED_EXT = RX.Pattern(r"[A-Za-z0-9]{1,16}")
+COMPONENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}")
+HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}")
+CRED_EXT = re.compile(r"[A-Za-z0-9]{1,16}")
 UNDO_PIN_KEYS = ("name", "origin", "revision", "owner", "capability", "capabilities", "files", "digest",
                  "entrypoint")
 UNDO_ENTRYPOINT = "main.py"      # the file the direct path starts unless the pin names another
@@ -258,3 +258,27 @@ def is_home(path: str) -> bool:
     """A whole home folder (or /home, /root) is never a package root."""
     parts = path.rstrip("/").split("/")
     return path in ("/home", "/root") or (len(parts) == 3 and parts[1] == "home")
+
+
+class Layout(object):
+    """One host's layout as data: DEFAULT_HOST with an admin's overrides, every key known and every path
+    checked (check_host_paths, check_pin); read as a mapping (``layout["runtime_dir"]``). Raises
+    ContextError for a bad override. How a path is judged against it: host_context.HostContext."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, overrides: Optional[Dict[str, Any]] = None) -> None:
+        data = dict(DEFAULT_HOST)
+        if overrides is not None and not isinstance(overrides, dict):
+            raise ContextError("host must be a mapping of host-context keys, got %s" % type(overrides).__name__)
+        for key, value in (overrides or {}).items():
+            if key not in DEFAULT_HOST:
+                raise ContextError("host: unknown key %s; accepted: %s"
+                                   % (D.excerpt(key), ", ".join(sorted(DEFAULT_HOST))))
+            data[key] = value
+        check_host_paths(data)
+        data["undo_exception"] = check_pin(data["undo_exception"])
+        self.data: Dict[str, Any] = data
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]

@@ -55,8 +55,9 @@ class _Allowed(Record):
     grants: Set[str]
 
 
-def _allowed(manifest: Manifest, host: HC.HostContext, invocation: HC.Invocation, own_dir: str) -> _Allowed:
-    d = GR._Declaring(manifest, host, invocation)
+def _allowed(manifest: Manifest, host: HC.HostContext, invocation: HC.Invocation, own_dir: str,
+             state: HC.RenderState) -> _Allowed:
+    d = GR._Declaring(manifest, host, invocation, state)
     write: List[str] = []
     read: List[str] = []
     grants: Set[str] = set()
@@ -69,23 +70,23 @@ def _allowed(manifest: Manifest, host: HC.HostContext, invocation: HC.Invocation
         if granter.entry:
             grants.update(roots)
     if manifest.inverse is not None and GR._component(invocation.get("turn_id")):
-        turns = GR._reals([os.path.join(host["undo_root"], invocation["turn_id"])])
+        turns = GR._reals(state, [os.path.join(host["undo_root"], invocation["turn_id"])])
         write += turns
         grants.update(turns)
-    read += GR._reals([own_dir])
-    return _Allowed(write=PA.Roots(write), any=PA.Roots(write + read + list(host.base_index().ro)), grants=grants)
+    read += GR._reals(state, [own_dir])
+    return _Allowed(write=PA.Roots(write), any=PA.Roots(write + read + list(host.base_index(state).ro)), grants=grants)
 
 
-def _channels(host: HC.HostContext) -> FrozenSet[str]:
+def _channels(host: HC.HostContext, state: HC.RenderState) -> FrozenSet[str]:
     """The command channels the admin allows (host.allow_channels, as written and resolved), and the
     filtering proxy's socket (host.system_bus_proxy, resolved)."""
     proxy = host["system_bus_proxy"]
-    return frozenset(list(host.allowed_channels()) + GR._reals([proxy] if proxy else []))
+    return frozenset(list(host.allowed_channels()) + GR._reals(state, [proxy] if proxy else []))
 
 
-def _proxy(host: HC.HostContext) -> Optional[str]:
+def _proxy(host: HC.HostContext, state: HC.RenderState) -> Optional[str]:
     proxy = host["system_bus_proxy"]
-    return HC._real_or_none(proxy) if proxy else None
+    return state.real_or_none(proxy) if proxy else None
 
 
 class _Bind(Record):
@@ -157,7 +158,8 @@ def _read_argv(argv: List[str], sep: int, base: HC._BaseIndex, named: Mapping[in
 
 
 def check_invariants(argv: List[str], manifest: Manifest, host: HC.HostContext, invocation: HC.Invocation,
-                     own_dir: str, descriptors: Optional[Sequence[DS.Descriptor]] = None) -> List[str]:
+                     own_dir: str, descriptors: Optional[Sequence[DS.Descriptor]] = None,
+                     state: Optional[HC.RenderState] = None) -> List[str]:
     """Invariants (a)-(e) of docs/profile-invariants.md over a rendered argv. Returns violations.
 
     (a) every writable bind's source is resolved and inside a declared, allowed (writable roots),
@@ -173,14 +175,16 @@ def check_invariants(argv: List[str], manifest: Manifest, host: HC.HostContext, 
     (d) mounts in canonical order (parents first, then by path), so equal inputs give equal argv;
     (e) the mount model: every bind at its resolved source, nothing mounted before changes what its
         destination means inside; a source someone other than root could move is bound by a declared
-        descriptor that is the object judged (``descriptors``: the render's)."""
+        descriptor that is the object judged (``descriptors``: the render's).
+    ``state``: the render's RenderState (a fresh one when the argv is checked on its own)."""
+    state = state or HC.RenderState()
     try:
         sep = argv.index("--")
     except ValueError:
         return ["no '--' before the command"]
     if MD.has_control(" ".join(argv)):
         return ["an argv element contains control characters"]
-    base = host.base_index()
+    base = host.base_index(state)
     named = dict((int(d["fd"]), str(d["path"])) for d in descriptors or [])
     read = _read_argv(argv, sep, base, named)
     if read.stop is not None:
@@ -194,7 +198,7 @@ def check_invariants(argv: List[str], manifest: Manifest, host: HC.HostContext, 
     keys = [(op.dest.count("/"), op.dest) for op in read.ops]
     if keys != sorted(keys):
         out.append("mounts are not in canonical order (d)")
-    out += _check_model(read, descriptors or [], host, base)
+    out += _check_model(read, descriptors or [], host, base, state)
     trees = host.trees()
     allowed: Optional[_Allowed] = None
     own: Optional[List[Optional[str]]] = None          # [the own folder resolved], once a bind asks
@@ -203,47 +207,47 @@ def check_invariants(argv: List[str], manifest: Manifest, host: HC.HostContext, 
             out.append("%s %s %s reaches /proc or /dev (c)" % (opt, src, dest))
         if opt == "--ro-bind" and src in base.ro:
             continue
-        own = own or [HC._real_or_none(own_dir)]
+        own = own or [state.real_or_none(own_dir)]
         if opt == "--ro-bind" and src == own[0] and dest == own[0]:
             continue
         if allowed is None:
-            allowed = _allowed(manifest, host, invocation, own_dir)
-        out += _check_bind(opt, src, dest, host, trees, allowed, own_dir, own[0])
+            allowed = _allowed(manifest, host, invocation, own_dir, state)
+        out += _check_bind(opt, src, dest, host, trees, allowed, own_dir, own[0], state)
     return out
 
 
 def _check_model(read: _Argv, descriptors: Sequence[DS.Descriptor], host: HC.HostContext,
-                 base: HC._BaseIndex) -> List[str]:
+                 base: HC._BaseIndex, state: HC.RenderState) -> List[str]:
     """(e): the mount model over the argv read back, each path bind's source stable, each descriptor
     the object judged (looked up again on the host)."""
-    out = ["%s: %s (e)" % (f.dest, f.text) for f in MM.violations(read.ops, HC._STATS[0])]
+    out = ["%s: %s (e)" % (f.dest, f.text) for f in MM.violations(read.ops, state.stats)]
     judged = dict((int(d["fd"]), d) for d in descriptors)
     for bind in read.binds:
         if bind.fd is None:
-            folder = host.stable(bind.src) if bind.src in base.ro else MM.unstable_folder(bind.src, HC._STATS[0])
+            folder = host.stable(bind.src, state) if bind.src in base.ro else MM.unstable_folder(bind.src, state.stats)
             if folder is not None:
                 out.append("%s %s: someone other than root can write %s on its way, and it is not bound by "
                            "descriptor (e)" % (bind.opt, bind.src, folder))
             continue
-        want, info = judged.get(bind.fd), HC._STATS[0].lstat(bind.src)
+        want, info = judged.get(bind.fd), state.stats.lstat(bind.src)
         if want is None or info is None or (info.st_dev, info.st_ino) != (want["dev"], want["ino"]):
             out.append("descriptor %s for %s is not the object judged (e)" % (bind.fd, bind.src))
     return out
 
 
 def _check_bind(opt: str, src: str, dest: str, host: HC.HostContext, trees: HC._Trees, allowed: _Allowed,
-                own_dir: str, own_real: Optional[str]) -> List[str]:
+                own_dir: str, own_real: Optional[str], state: HC.RenderState) -> List[str]:
     """Invariants (a)-(c) of one bind that is not a base mount (``own_real``: ``own_dir`` resolved)."""
     out = []
-    kind = HC._file_type(src)
-    real = HC._real_or_none(src)
-    if dest != src and not (opt == "--ro-bind" and dest in MM.RELOCATED and src == _proxy(host)):
+    kind = state.file_type(src)
+    real = state.real_or_none(src)
+    if dest != src and not (opt == "--ro-bind" and dest in MM.RELOCATED and src == _proxy(host, state)):
         out.append("%s %s %s: the source is not the destination, and not the filtering proxy's socket bound "
                    "where the bus is expected (e)" % (opt, src, dest))
-    if kind in GR._SPECIAL and not (opt == "--ro-bind" and src in _channels(host)):
+    if kind in GR._SPECIAL and not (opt == "--ro-bind" and src in _channels(host, state)):
         out.append("%s %s %s is %s (c)" % (opt, src, dest, GR._SPECIAL[kind].split(":")[0]))
     for path in (src, real or src):
-        if host.broad(path):
+        if host.broad(path, state):
             out.append("%s %s %s exposes the shared tree %s (a)" % (opt, src, dest, path))
         if trees.reserved.related(path) and path not in allowed.grants and not (
                 opt == "--ro-bind" and own_real is not None and PA.under(path, own_real)):

@@ -28,10 +28,10 @@ raises anything but ManifestError. Nothing here touches the filesystem except ``
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import re
 from typing import Any, Dict, List, Optional
 
 from ..base import diagnostics as D
-from ..base import patterns as RX
 from ..base.records import Record
 from . import globs as GL
 from . import model as MD
@@ -135,14 +135,18 @@ class _Header(Record):
     entrypoint: Optional[str]
 
 
-def from_dict(data: Any, source: str = "<inline>") -> MD.Manifest:
-    """Validate decoded manifest data (bounded, exact). Raises ManifestError with the problems found."""
+def from_dict(data: Any, source: str = "<inline>", loaded: Optional[RD.Loaded] = None) -> MD.Manifest:
+    """Validate decoded manifest data (bounded, exact). Raises ManifestError with the problems found.
+    ``loaded``: reader.load's answer for ``data`` when it was walked there (JSON text): not walked again."""
     if not isinstance(data, dict):
         raise MD.ManifestError([MD._err("manifest_invalid", "(manifest)", type(data).__name__,
                                         "a manifest is a mapping with name, origin, capabilities")])
     try:
         _precheck(data)
-        data = RD._plain(data)
+        if loaded is None or not loaded.walked:
+            data = RD._plain(data)
+        elif loaded.long_string is not None:
+            raise MD._Refuse(loaded.long_string)
     except MD._Refuse as exc:
         raise MD.ManifestError([exc.diag]) from None
     errors: List[D.Diagnostic] = []
@@ -251,7 +255,7 @@ def _files(files: Any, errors: List[D.Diagnostic]) -> Optional[List[str]]:
     return files
 
 
-def _opt(data: Dict[str, Any], key: str, errors: List[D.Diagnostic], pattern: RX.Pattern[str],
+def _opt(data: Dict[str, Any], key: str, errors: List[D.Diagnostic], pattern: re.Pattern[str],
          expected: str) -> Optional[str]:
     value = data.get(key)
     if value is None:
@@ -339,11 +343,13 @@ def coerce(source: Any, name: str = "<inline>") -> MD.Manifest:
     if isinstance(source, MD.FileSource):
         name = source.path
         source = RD.read_file(source.path)
+    loaded = None
     if isinstance(source, (bytes, bytearray, str)):
-        source = RD.decode(source, name)
+        loaded = RD.load(source, name)
+        source = loaded.data
     if isinstance(source, dict) and MD.REFUSAL_KEY in source and len(source) == 1:
         raise MD.ManifestError(_from_record(source))
-    return from_dict(source, source=name)
+    return from_dict(source, source=name, loaded=loaded)
 
 
 def transport(source: Any) -> Any:

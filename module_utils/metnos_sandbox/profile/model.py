@@ -8,10 +8,10 @@ Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from ..base import diagnostics as D
-from ..base import patterns as RX
 from ..base.records import Record, Shape
 
 # ---- documented limits (docs/profile-invariants.md); each has its own refusal code ----
@@ -29,17 +29,17 @@ MAX_DIAGNOSTICS = 32                # problems reported per manifest (the rest a
 
 GLOB_CHARS = "*?[{"
 # Whole-string grammars (re.fullmatch: '$' would accept a trailing newline).
-_NAME = RX.Pattern(r"[a-z0-9_][a-z0-9_.-]{0,127}")
-_INDEX = RX.Pattern(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
-_NET = RX.Pattern(r"\*|[A-Za-z0-9_][A-Za-z0-9_.@+*-]{0,127}")
-_ACCOUNT = RX.Pattern(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}")
-_DIGEST = RX.Pattern(r"sha256:[0-9a-f]{64}")
-_OWNER = RX.Pattern(r"[a-z_][a-z0-9_.-]{0,31}")
-_REVISION = RX.Pattern(r"[A-Za-z0-9][A-Za-z0-9_.+:~-]{0,63}")
-_FILE_PART = RX.Pattern(r"[A-Za-z0-9_@+-][A-Za-z0-9_.@+-]{0,127}")
+_NAME = re.compile(r"[a-z0-9_][a-z0-9_.-]{0,127}")
+_INDEX = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+_NET = re.compile(r"\*|[A-Za-z0-9_][A-Za-z0-9_.@+*-]{0,127}")
+_ACCOUNT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}")
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+_OWNER = re.compile(r"[a-z_][a-z0-9_.-]{0,31}")
+_REVISION = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+:~-]{0,63}")
+_FILE_PART = re.compile(r"[A-Za-z0-9_@+-][A-Za-z0-9_.@+-]{0,127}")
 # C0/C1 controls, DEL, line/paragraph separators, Unicode format characters (bidi overrides,
 # zero-width, BOM, tags) and lone surrogates: never valid in any string field.
-_CONTROL = RX.Pattern(
+_CONTROL = re.compile(
     "[\x00-\x1f\x7f-\x9f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
     "\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
     "\ud800-\udfff\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
@@ -48,8 +48,8 @@ _CONTROL = RX.Pattern(
 # Whitespace between two words of one capability: two capabilities run together (a line indented deeper than the
 # list item before it continues that item's plain scalar: '- fs:read:/a' then '   - net:http' is one string,
 # 'fs:read:/a - net:http'), or a path with a space. Leading or trailing whitespace is the grammar's (unknown).
-_INNER_SPACE = RX.Pattern(r"\S(\s+)\S")
-_LIST_ITEM = RX.Pattern(r"\s-\s")
+_INNER_SPACE = re.compile(r"\S(\s+)\S")
+_LIST_ITEM = re.compile(r"\s-\s")
 
 
 def whitespace_wording(text: str) -> Optional[str]:
@@ -103,7 +103,7 @@ class _Form(Record):
     """One capability form of the grammar: its kind, the modes it accepts and its target's grammar."""
     kind: str
     modes: Tuple[Optional[str], ...]
-    target: RX.Pattern[str]
+    target: re.Pattern[str]
 
 
 # '<head>:<target>' forms (the mode is implied) and '<head>:<mode>:<target>' forms; fs has its own.

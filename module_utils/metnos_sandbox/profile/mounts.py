@@ -30,12 +30,11 @@ import re
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ..base import paths as PA
-from ..base import patterns as RX
 from ..base.records import Record
 
 MOUNTINFO = "/proc/self/mountinfo"
 MAX_MOUNTINFO_BYTES = 64 * 1024 * 1024      # ~100,000 mounts; beyond it the table is not judged complete
-_ESCAPE = RX.Pattern(rb"\\([0-7]{3})")
+_ESCAPE = re.compile(rb"\\([0-7]{3})")
 # The kernel's pseudo-filesystems: each shows kernel state or kernel objects, not files, and writing
 # into one changes the host (cgroup membership and limits, sysctls, EFI variables, BPF pins, kernel
 # configuration items, ...). Every in-tree one of Linux 6.x that can be mounted; a writable grant at,

@@ -53,15 +53,12 @@ def render(manifest: Manifest, host: HC.HostContext, invocation: Optional[HC.Inv
     """Render one invocation of a validated Manifest. Never raises for bad input: refusals come
     back as diagnostics. ``status`` is the runtime's status() on the host or in the service (None: assume active).
     Faces call ``render_safe`` (which also loads and validates any manifest source)."""
-    HC._caches_clear()
-    try:
-        return _render(manifest, host, invocation, status, command, bwrap_path)
-    finally:
-        HC._caches_clear()
+    return _render(manifest, host, invocation, status, command, bwrap_path, HC.RenderState())
 
 
 def _render(manifest: Manifest, host: HC.HostContext, invocation: Optional[HC.Invocation],
-            status: Optional[envflags.Status], command: Optional[List[str]], bwrap_path: Optional[str]) -> RS.Profile:
+            status: Optional[envflags.Status], command: Optional[List[str]], bwrap_path: Optional[str],
+            state: HC.RenderState) -> RS.Profile:
     problems = GR.check_invocation(invocation)
     if problems:
         return RS.refused(manifest.name, problems)
@@ -76,7 +73,7 @@ def _render(manifest: Manifest, host: HC.HostContext, invocation: Optional[HC.In
                                                                       os.path.join(own_dir, entrypoint)])
 
     host.use_bwrap(status.get("bwrap_path") or bwrap_path or "bwrap")
-    r = GR._Render(manifest, host, invocation, own_dir)
+    r = GR._Render(manifest, host, invocation, own_dir, state)
     own_real = _grant_all(r)
     diags = r.diags
     if any(d["severity"] == D.ERROR for d in diags):
@@ -96,7 +93,7 @@ def _render(manifest: Manifest, host: HC.HostContext, invocation: Optional[HC.In
     argv = [status.get("bwrap_path") or bwrap_path or "bwrap"] + [f["flag"] for f in flags] + _mount_argv(ordered)
     argv.extend(["--chdir", own_real or "/", "--"])
     argv.extend(command)
-    violations = INV.check_invariants(argv, manifest, host, invocation, own_dir, descriptors)
+    violations = INV.check_invariants(argv, manifest, host, invocation, own_dir, descriptors, state)
     if violations:
         return RS.refused(name, diags + [D.make("profile_invariant_violated", wording="withheld", fill={
             "executor": name, "violated": "; ".join(violations[:5])}, violations=violations[:20])])
@@ -135,7 +132,7 @@ def _stabilise(r: GR._Render, ordered: List[RS.MountEntry]) -> List[DS.Descripto
     cannot), then prove with the mount model that every destination means inside what was judged."""
     descriptors: List[DS.Descriptor] = []
     can: Optional[bool] = None
-    stats = HC._STATS[0]
+    stats = r.state.stats
     for entry in ordered:
         src = entry["src"]
         if entry["kind"] not in MM.BINDS or src is None:
@@ -143,11 +140,11 @@ def _stabilise(r: GR._Render, ordered: List[RS.MountEntry]) -> List[DS.Descripto
         provenance = entry["provenance"]
         base = provenance[0]["source"].startswith("base:") if len(provenance) == 1 else all(
             p["source"].startswith("base:") for p in provenance)
-        folder = r.host.stable(src) if base else MM.unstable_folder(src, stats)
+        folder = r.host.stable(src, r.state) if base else MM.unstable_folder(src, stats)
         if folder is None:
             continue
         can = r.host.fd_binds() if can is None else can
-        info = HC._STATS[0].lstat(src)
+        info = stats.lstat(src)
         if not can or info is None:
             r.refuse("bind_source_unstable", "gone" if info is None else "no_fd" if can is False else "unknown", {
                 "path": src, "folder": folder, "bwrap": r.host.bwrap_path() or "bwrap"})
@@ -157,16 +154,16 @@ def _stabilise(r: GR._Render, ordered: List[RS.MountEntry]) -> List[DS.Descripto
             break
         entry["fd"] = DS.FD_BASE + len(descriptors)
         descriptors.append(DS.identity(src, entry["fd"], info, entry["dest"]))
-    for finding in _model(ordered):
+    for finding in _model(ordered, stats):
         r.refuse("mount_dest_differs" if finding.kind == "differs" else "mount_dest_unstable", "model",
                  {"dest": finding.dest, "problem": finding.text})
     return descriptors
 
 
-def _model(ordered: List[RS.MountEntry]) -> List[MM.Finding]:
+def _model(ordered: List[RS.MountEntry], stats: MM.Stats) -> List[MM.Finding]:
     """The renderer's own run of the mount model over the mounts it is about to emit (the final check runs
     it again on the argv it reads back)."""
-    return MM.violations([_new(MM.Op, (e["kind"], e["src"], e["dest"], "fd" in e)) for e in ordered], HC._STATS[0])
+    return MM.violations([_new(MM.Op, (e["kind"], e["src"], e["dest"], "fd" in e)) for e in ordered], stats)
 
 
 _new = tuple.__new__          # a record made without its Python-level __new__ (one per mount, every render)
@@ -175,8 +172,8 @@ _new = tuple.__new__          # a record made without its Python-level __new__ (
 def _grant_all(r: GR._Render) -> Optional[str]:
     """The base mounts, the executor's own folder, every capability's grant through its kind's
     granter, and the undo turn. Returns the own folder resolved (None when not mounted)."""
-    r.diags.extend(r.host.base_refusals())
-    r.mounts.add_all(r.host.base())
+    r.diags.extend(r.host.base_refusals(r.state))
+    r.mounts.add_all(r.host.base(r.state))
     own_real = _own_folder(r)
     for cap in r.manifest.capabilities:
         granter = GR._GRANTERS.get(cap.kind)
@@ -206,7 +203,7 @@ def _search_channels(r: GR._Render) -> None:
     for dest in sorted(r.mounts.entries):
         entry = r.mounts.entries[dest]
         src = entry["src"]
-        if entry["kind"] not in MM.BINDS or src is None or src != dest or HC._kind(src) != "dir":
+        if entry["kind"] not in MM.BINDS or src is None or src != dest or r.state.kind(src) != "dir":
             continue
         if all(p["source"].startswith(_UNSEARCHED) for p in entry["provenance"]):
             continue
@@ -252,7 +249,7 @@ def _own_folder(r: GR._Render) -> Optional[str]:
         r.skip("missing_own", {"path": own})
         return None
     try:
-        real = HC._realpath(own)
+        real = r.state.realpath(own)
         home = r.host.real(r.host["executors_dir"])
     except PA.Unresolvable as exc:
         r.diags.append(HL.host_refusal(key, own, HL.Problem("links", HL.UNRESOLVABLE[exc.why] % exc.path)))
@@ -263,7 +260,7 @@ def _own_folder(r: GR._Render) -> Optional[str]:
                                                                      % (real, r.host["executors_dir"]))))
         return None
     for form in (own, real) if real != own else (own,):       # the same path is judged once
-        problem = r.host.judge(form, "ro", own=form)
+        problem = r.host.judge(form, "ro", r.state, own=form)
         if problem:
             r.diags.append(HL.host_refusal(key, own, problem))
             return None

@@ -12,11 +12,11 @@ from __future__ import absolute_import, annotations, division, print_function
 import errno
 import json
 import os
+import re
 import stat
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ..base import diagnostics as D
-from ..base import patterns as RX
 from . import model as MD
 
 
@@ -68,8 +68,27 @@ def _too_large(where: str, size: int) -> D.Diagnostic:
     return diag
 
 
+class Loaded(object):
+    """load(): the decoded data, and whether it was walked already: JSON is copied plain as it is decoded
+    (``walked``), with the first string longer than MD.MAX_STRING in walk order noted (``long_string``: the
+    refusal manifest.from_dict raises after its count checks, where its own walk would have found it), so
+    the validation does not walk it again. YAML's composer builds the data; from_dict walks it."""
+
+    __slots__ = ("data", "walked", "long_string")
+
+    def __init__(self, data: Any, walked: bool, long_string: Optional[D.Diagnostic] = None) -> None:
+        self.data = data
+        self.walked = walked
+        self.long_string = long_string
+
+
 def decode(data: Any, source: Any = "<inline>") -> Any:
     """Manifest bytes/str (JSON or YAML) -> plain decoded data, bounded. Raises ManifestError."""
+    return load(data, source).data
+
+
+def load(data: Any, source: Any = "<inline>") -> Loaded:
+    """decode(), saying whether the data was walked (Loaded). Raises ManifestError."""
     where = D.excerpt(source)
     if isinstance(data, (bytes, bytearray)):
         if len(data) > MD.MAX_MANIFEST_BYTES:
@@ -103,7 +122,7 @@ def decode(data: Any, source: Any = "<inline>") -> Any:
                 return _json_load(text)
             except _NotJson:
                 pass                       # YAML flow style ({'a': 1}): the YAML reader decides
-        return _yaml_load(text)
+        return Loaded(_yaml_load(text), False)
     except MD._Refuse as exc:
         raise MD.ManifestError([D.amend(exc.diag, "seen_in", where=where)]) from None
 
@@ -131,11 +150,13 @@ def _json_constant(text: str) -> Any:
     raise _NotJson()
 
 
-def _json_load(text: str) -> Any:
+def _json_load(text: str) -> Loaded:
     """JSON with duplicate keys refused and the same structural limits as YAML (nodes, depth)."""
+    long_string: List[D.Diagnostic] = []          # lengths: refused in from_dict, after its count checks
     try:
-        return _plain(json.loads(text, object_pairs_hook=_json_pairs, parse_int=_json_int,
-                                 parse_constant=_json_constant), strings=False)   # lengths: in from_dict
+        data = _plain(json.loads(text, object_pairs_hook=_json_pairs, parse_int=_json_int,
+                                 parse_constant=_json_constant), strings=False, long_string=long_string)
+        return Loaded(data, True, long_string[0] if long_string else None)
     except RecursionError:
         raise MD._refuse("manifest_too_deep", "(document)", "interpreter", limit=MD.MAX_DEPTH) from None
     except ValueError:
@@ -146,7 +167,7 @@ _YAML_STR = "tag:yaml.org,2002:str"
 _YAML_PLAIN_TAGS = ("tag:yaml.org,2002:str", "tag:yaml.org,2002:int", "tag:yaml.org,2002:bool",
                     "tag:yaml.org,2002:null", "tag:yaml.org,2002:float", "tag:yaml.org,2002:timestamp")
 _YAML_COLLECTION_TAGS = {"seq": (None, "!"), "map": (None, "!")}
-_DECIMAL = RX.Pattern(r"[-+]?(?:0|[1-9][0-9]*)")
+_DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
 _BOOL = {"yes": True, "no": False, "true": True, "false": False, "on": True, "off": False}
 
 
@@ -361,11 +382,12 @@ class _Composer(object):
 
 # ------------------------------------------------------------------ bounded plain copy
 
-def _plain(data: Any, strings: bool = True) -> Any:
+def _plain(data: Any, strings: bool = True, long_string: Optional[List[D.Diagnostic]] = None) -> Any:
     """A plain copy (dict/list/str/int/float/bool/None) of decoded data, with every structural
     limit checked while walking (nodes counted on every visit, so shared references count as
     often as they appear; depth capped, so self-references stop). Field names for messages are
-    only built when something is refused."""
+    only built when something is refused. Without ``strings``, the first string over MD.MAX_STRING
+    is only noted in ``long_string`` (when given)."""
     budget = [MD.MAX_NODES]
 
     def name(path: Tuple[Union[str, int], ...]) -> str:
@@ -380,9 +402,12 @@ def _plain(data: Any, strings: bool = True) -> Any:
             raise MD._refuse("manifest_too_many_nodes", name(path), "nodes", limit=MD.MAX_NODES)
         kind = type(value)
         if kind is str or isinstance(value, str):
-            if strings and len(value) > MD.MAX_STRING:
-                raise MD._refuse("manifest_string_too_long", name(path), "length", {"length": len(value)},
-                                 limit=MD.MAX_STRING)
+            if len(value) > MD.MAX_STRING and (strings or (long_string is not None and not long_string)):
+                refusal = MD._refuse("manifest_string_too_long", name(path), "length", {"length": len(value)},
+                                     limit=MD.MAX_STRING)
+                if strings or long_string is None:
+                    raise refusal
+                long_string.append(refusal.diag)
             return value if kind is str else str.__str__(value)
         if value is None or kind is bool or kind is float:
             return value

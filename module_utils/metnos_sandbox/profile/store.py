@@ -12,18 +12,18 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import json
 import os
+import re
 import stat
 from typing import Any, Callable, Dict, List, Optional
 
 from ..base import diagnostics as D
 from ..base import files
-from ..base import patterns as RX
 from ..base.records import Record
 
 MAX_PROFILE_BYTES = 4 * 1024 * 1024
 DOC_KEYS = ("executor", "decision", "argv", "mounts", "namespaces", "network", "manifest", "exception",
             "descriptors", "placement")
-_EXECUTOR = RX.Pattern(r"[a-z0-9_][a-z0-9_.-]{0,127}")
+_EXECUTOR = re.compile(r"[a-z0-9_][a-z0-9_.-]{0,127}")
 
 
 class StoreError(Exception):

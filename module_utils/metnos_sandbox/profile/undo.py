@@ -8,6 +8,7 @@ Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import hashlib
 import os
 import stat
 from typing import (
@@ -18,7 +19,6 @@ from typing import (
 )
 
 from ..base import diagnostics as D
-from ..base import digests
 from ..base.records import Record
 from . import host_context as HC
 from . import host_layout as HL
@@ -46,7 +46,7 @@ def executor_digest(directory: str, files: Sequence[str]) -> Digest:
     must be regular files, and are read with bounded size. The folder must hold no file that is
     not listed (a planted module next to the broker would run with it). Returns
     (digest or None, problem or None)."""
-    hasher = digests.sha256()
+    hasher = hashlib.sha256()
     total = 0
     try:
         root_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))

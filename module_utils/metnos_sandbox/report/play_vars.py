@@ -5,8 +5,8 @@
 
 playbooks/audit.yml used to spell each option as a Jinja expression over the role's variables
 (``metnos_sandbox_unit if metnos_sandbox_unit is defined else 'metnos.service'``, ...). Ansible compiles
-every such template again in every forked worker, for every host: about 20 ms of CPU per host, more than
-the rest of the controller's work for the host. With from_vars the action reads the same variables here,
+every such template again in every forked worker, for every host: more CPU than the rest of the
+controller's work for the host (docs/benchmarks.md). With from_vars the action reads the same variables here,
 in the same order, and only the values that are templates themselves are templated.
 
 Pure Python, no Ansible imports: ``lookup(name)`` is the caller's (the action's) reading of one variable,

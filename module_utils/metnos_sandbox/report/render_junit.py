@@ -16,7 +16,7 @@ from .report_html import fix_parts
 from .report_states import changes
 
 # JUnit's escaping as xml.sax.saxutils does it (tests/unit compares them): importing saxutils imports urllib.request,
-# http.client and ssl, ~10-15 ms of CPU in the main process of every audit run.
+# http.client and ssl in the main process of every audit run (its cost: docs/benchmarks.md).
 XML_TEXT = (("&", "&amp;"), (">", "&gt;"), ("<", "&lt;"))
 XML_ATTR = XML_TEXT + (("\n", "&#10;"), ("\r", "&#13;"), ("\t", "&#9;"))
 

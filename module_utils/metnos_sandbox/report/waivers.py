@@ -23,10 +23,10 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import datetime
 import fnmatch
+import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ..base.diagnostics import MODULE, PROBE, REGISTRY, Diagnostic, excerpt, make, section_of
-from ..base.patterns import Pattern
 from ..base.verdicts import verdict
 from ..profile import reader
 from ..profile.model import ManifestError
@@ -37,8 +37,8 @@ REQUIRED = ("code", "host", "justification", "approved_by", "expires")
 MAX_WAIVERS = 1000
 MAX_TEXT = 500
 MAX_DAYS = 366
-HOST = Pattern(r"[A-Za-z0-9._:\-*?\[\]]{1,253}\Z")
-DATE = Pattern(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
+HOST = re.compile(r"[A-Za-z0-9._:\-*?\[\]]{1,253}\Z")
+DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
 OWN_CODES = ("audit_waiver_expired", "audit_waiver_unused")
 
 Waiver = Dict[str, Any]

@@ -9,9 +9,8 @@ Pure Python, no Ansible imports; runs on managed hosts (Python >= 3.8).
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import re
 from typing import Dict, Iterable, Optional, Tuple
-
-from ..base import patterns as RX
 
 # --------------------------------------------------------------------------- what is not copied
 
@@ -136,8 +135,8 @@ IGNORED_PROPERTIES = frozenset((
     "EffectiveCPUs", "EffectiveMemoryNodes", "CPUUsageNSec", "TasksCurrent", "IPIngressBytes", "IPIngressPackets",
     "IPEgressBytes", "IPEgressPackets", "IOReadBytes", "IOReadOperations", "IOWriteBytes", "IOWriteOperations",
 ))
-_IGNORED_PATTERNS = (RX.Pattern(r"Timestamp(Monotonic)?$"), RX.Pattern(r"^ExecMain"),
-                     RX.Pattern(r"^Exec(Start|Stop|Reload|Condition)"))
+_IGNORED_PATTERNS = (re.compile(r"Timestamp(Monotonic)?$"), re.compile(r"^ExecMain"),
+                     re.compile(r"^Exec(Start|Stop|Reload|Condition)"))
 
 
 def ignored_property(name: str) -> bool:

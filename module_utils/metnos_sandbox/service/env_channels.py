@@ -16,7 +16,6 @@ import re
 from typing import Dict, List, Mapping, Optional
 
 from ..base import diagnostics as D
-from ..base.patterns import Pattern
 from . import service_user as SU
 
 # Variables systemd (or the kernel's exec) sets itself whose names look like a credential but hold none.
@@ -157,7 +156,7 @@ def redacted(env: Mapping[str, str]) -> Dict[str, str]:
 
 
 REDACTED = "<redacted: a credential-like name; the value is never returned>"
-ASSIGNMENT: "Pattern[str]" = Pattern(r"""([A-Za-z_][A-Za-z0-9_]*)=("[^"]*"|'[^']*'|\S*)""")
+ASSIGNMENT: "re.Pattern[str]" = re.compile(r"""([A-Za-z_][A-Za-z0-9_]*)=("[^"]*"|'[^']*'|\S*)""")
 
 
 def redacted_text(text: str) -> str:

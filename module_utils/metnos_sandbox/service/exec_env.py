@@ -14,7 +14,6 @@ import re
 import shlex
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..base import patterns as RX
 from .systemd_unit import ENV_NAME, split_words
 
 # --------------------------------------------------------------------------- ExecStart= and the environment
@@ -25,7 +24,7 @@ _SHELL_KEYWORDS = ("if", "then", "else", "elif", "fi", "for", "while", "until", 
                    "typeset", "local")
 _ENV_FLAGS_NOARG = ("-0", "--null", "-v", "--debug", "--list-signal-handling")
 _ENV_FLAGS_ARG = ("-C", "--chdir", "--block-signal", "--default-signal", "--ignore-signal")
-_VAR_REF = RX.Pattern(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+_VAR_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 MAX_EXEC_WORDS = 4096
 
 

@@ -18,7 +18,6 @@ import os
 import re
 import typing as t
 
-from ..base import patterns as RX
 from . import restrictions as RS
 
 Lines = t.List[str]
@@ -33,7 +32,7 @@ NPROC_LADDER = (2, 4, 8, 16, 64, 256, 1024, 4096)
 # Size and count limits other than processes: the unit's value times these, then infinity.
 LIMIT_FACTORS = (2, 4, 16, 64, 256)
 
-_SIZE = RX.Pattern(r"^\s*([0-9]+)\s*([KMGTPE]?)i?B?\s*$", re.I)
+_SIZE = re.compile(r"^\s*([0-9]+)\s*([KMGTPE]?)i?B?\s*$", re.I)
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50, "E": 1 << 60}
 
 

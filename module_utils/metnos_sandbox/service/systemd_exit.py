@@ -22,12 +22,12 @@ system test compares this table with the host's). Pure Python, no Ansible import
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import re
 import signal
 import subprocess
 import typing as t
 
 from ..base import diagnostics as D
-from ..base import patterns as RX
 from ..base.records import Record
 
 SIGSYS = int(getattr(signal, "SIGSYS", 31))
@@ -63,7 +63,7 @@ MEANING: t.Dict[str, str] = {
     "CREDENTIALS": "setting up the unit's credentials (LoadCredential=, SetCredential=) failed",
 }
 
-_MAIN = RX.Pattern(r"code=(?P<code>[a-z]+)\s*[,/]\s*status=(?P<num>\d+)?/?(?P<name>[A-Z][A-Z0-9_+]*)?")
+_MAIN = re.compile(r"code=(?P<code>[a-z]+)\s*[,/]\s*status=(?P<num>\d+)?/?(?P<name>[A-Z][A-Z0-9_+]*)?")
 
 
 class Ending(Record):
@@ -123,7 +123,7 @@ def unit_failure(main: t.Optional[str], launcher_reported: bool,
 
 
 # systemd's own sentences, best first: the step that failed, then what it could not do.
-_REASONS = (RX.Pattern(r"Failed at step "), RX.Pattern(r"(Failed to (?!start )|Unable to )"))
+_REASONS = (re.compile(r"Failed at step "), re.compile(r"(Failed to (?!start )|Unable to )"))
 
 
 def journal_reason(unit: str, timeout: float = 5.0) -> t.Optional[str]:

@@ -39,7 +39,6 @@ import os
 import re
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ..base import patterns as RX
 from . import systemd_unit as U
 from .context_deny import DENY, DIRECTORY_ROOTS, UNIT_SECTION_CARRIED, ignored_property
 
@@ -47,7 +46,7 @@ Assignment = List[str]                              # [directive, value, where]
 Line = Tuple[Optional[str], str, str, str]          # (section, key, value, where) of a unit file
 
 MAX_FILE = 1 << 20          # bytes read per unit file
-_KEY = RX.Pattern(r"^[A-Za-z][A-Za-z0-9]*$")
+_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
 
 
 # --------------------------------------------------------------------------- reading the unit

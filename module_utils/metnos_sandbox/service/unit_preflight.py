@@ -14,7 +14,6 @@ import os
 import re
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from ..base import patterns as RX
 from ..host import bwrap as B
 from .context_deny import DENY
 from .unit_context import (
@@ -34,13 +33,13 @@ from .unit_context import (
 
 MAX_ATTEMPTS = 24           # systemd-run attempts per preflight (rejections, bisection, fallback)
 _REJECTION_PATTERNS = (
-    RX.Pattern(r"Unknown assignment: ([A-Za-z0-9]+)="),
-    RX.Pattern(r"Cannot set property ([A-Za-z0-9]+)"),
-    RX.Pattern(r"Failed to parse ([A-Za-z0-9]+)"),
-    RX.Pattern(r"Missing argument to ([A-Za-z0-9]+)="),
-    RX.Pattern(r"Invalid ([A-Za-z0-9]+) setting"),
-    RX.Pattern(r"\b([A-Z][A-Za-z0-9]+)= "),
-    RX.Pattern(r"Dependency type ([A-Za-z0-9]+) may not"),
+    re.compile(r"Unknown assignment: ([A-Za-z0-9]+)="),
+    re.compile(r"Cannot set property ([A-Za-z0-9]+)"),
+    re.compile(r"Failed to parse ([A-Za-z0-9]+)"),
+    re.compile(r"Missing argument to ([A-Za-z0-9]+)="),
+    re.compile(r"Invalid ([A-Za-z0-9]+) setting"),
+    re.compile(r"\b([A-Z][A-Za-z0-9]+)= "),
+    re.compile(r"Dependency type ([A-Za-z0-9]+) may not"),
 )
 
 
