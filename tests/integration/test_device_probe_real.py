@@ -196,3 +196,13 @@ def test_probe_service_reports_a_declared_downgrade_without_failing(tree):
     assert "--unshare-pid" not in got["profile"]["argv"]
     assert got["passed"], got["diagnostics"]
     assert set(d["code"] for d in got["diagnostics"]) == {"device_profile_downgraded"}
+
+
+@pytest.mark.parametrize("argv", [["/nonexistent/bwrap", "--"], ["bwrap", "--ro-bind", "/nonexistent", "/x", "--"]],
+                         ids=["no_bwrap", "setup_fails"])
+def test_a_payload_that_never_reports_fails_and_leaves_nothing(argv):
+    before = set(n for n in os.listdir("/tmp") if n.startswith(".metnos-"))
+    result = device.prove(argv, PYTHON, False, 10)
+    assert not result["passed"] and codes(result) == ["probe_device_check_failed"]
+    assert failed(result) == ["device_payload"]
+    assert set(n for n in os.listdir("/tmp") if n.startswith(".metnos-")) == before

@@ -193,17 +193,29 @@ def prove(argv: t.Sequence[str], python: str, host_network: bool, timeout: float
     as that declared downgrade (device_profile_downgraded, a warning), not as a failure."""
     token = os.urandom(6).hex()
     marker = "/tmp/.metnos-host-" + token
-    with open(marker, "w"):
-        pass
-    os.chmod(marker, 0o644)
-    spec = {"token": token, "marker": marker}
-    words = command(argv, python, spec)
+    os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))   # never through a link
+    words = command(argv, python, {"token": token, "marker": marker})
     if fds:
         words = descriptors.launcher_words(words, python, list(fds))
     checks = _Checks()
-    proc = subprocess.Popen(words, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True, preexec_fn=_as_user(user), cwd="/",
-                            env=dict(env or {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}))
+    try:
+        _run(checks, words, token, host_network, timeout, user, env)
+    finally:
+        _cleanup(marker, token)
+    return _verdict(checks.checks, argv, downgrades)
+
+
+def _run(checks: _Checks, words: t.List[str], token: str, host_network: bool, timeout: float,
+         user: t.Optional[t.Mapping[str, t.Any]], env: t.Optional[t.Mapping[str, str]]) -> None:
+    """Start bwrap in a process group of its own, judge while the payload waits, then the deadline and after."""
+    try:
+        proc = subprocess.Popen(words, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True, preexec_fn=_as_user(user), cwd="/",
+                                env=dict(env or {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}))
+    except (OSError, subprocess.SubprocessError) as exc:
+        checks.add("device_payload", "the payload reports and is found outside", {"error": str(exc)[:300]},
+                   ["bwrap could not be started"])
+        return
     before: t.Dict[int, t.Optional[t.Tuple[int, int, int, int]]] = {}
     try:
         obs = _read_line(proc, timeout)
@@ -213,7 +225,7 @@ def prove(argv: t.Sequence[str], python: str, host_network: bool, timeout: float
             checks.add("device_payload", "the payload reports and is found outside",
                        {"report": obs, "found": marked, "stderr": _stderr(proc)}, ["the payload did not run or report"])
         else:
-            before = dict((pid, _stat(pid)) for pid in _judge(checks, obs, payload, proc.pid, host_network))
+            before = dict((pid, _stat(pid)) for pid in _judge(checks, obs, payload, proc.pid, host_network, marked))
     finally:
         _deadline(proc)
     survivors = _survivors(token, before)
@@ -225,11 +237,10 @@ def prove(argv: t.Sequence[str], python: str, host_network: bool, timeout: float
     end = time.monotonic() + SETTLE
     while any(_stat(pid) is not None for pid in survivors) and time.monotonic() < end:
         time.sleep(0.05)
-    _cleanup(marker, token)
-    return _verdict(checks.checks, argv, downgrades)
 
 
-def _judge(checks: _Checks, obs: Json, payload: int, bwrap: int, host_network: bool) -> t.List[int]:
+def _judge(checks: _Checks, obs: Json, payload: int, bwrap: int, host_network: bool,
+           marked: t.Sequence[int]) -> t.List[int]:
     """The outside's checks while the payload waits; returns the processes of the payload's own PID namespace."""
     mine = _pid_ns("self")
     theirs = _pid_ns(payload)
@@ -250,7 +261,7 @@ def _judge(checks: _Checks, obs: Json, payload: int, bwrap: int, host_network: b
     checks.add("device_pid_namespace", "a PID namespace of its own; inside, only the sandbox's processes",
                {"outside": theirs, "probe": mine, "listed_inside": listed if not isinstance(listed, list) else
                 listed[:20], "own_namespace": sorted(members.values())[:20]}, problems)
-    _judge_group(checks, payload, bwrap, members)
+    _judge_group(checks, payload, bwrap, set(members) | set(marked))
     interfaces = obs.get("interfaces")
     net_theirs, net_mine = (procfs.namespaces(pid, ("net",))[0].get("net") for pid in (payload, "self"))
     problems = []
@@ -272,8 +283,9 @@ def _judge(checks: _Checks, obs: Json, payload: int, bwrap: int, host_network: b
     return list(members)
 
 
-def _judge_group(checks: _Checks, payload: int, bwrap: int, members: t.Mapping[int, int]) -> None:
-    """The payload's process group and session: not the probe's, not bwrap's, and only the sandbox in it."""
+def _judge_group(checks: _Checks, payload: int, bwrap: int, sandbox: t.Set[int]) -> None:
+    """The payload's process group and session: not the probe's, not bwrap's, and only the sandbox in it (``sandbox``:
+    its PID namespace's processes and the ones the payload marked)."""
     seen, mine = _stat(payload), (os.getpgrp(), os.getsid(0))
     started = _stat(bwrap)
     problems = []
@@ -286,8 +298,8 @@ def _judge_group(checks: _Checks, payload: int, bwrap: int, members: t.Mapping[i
         if started is not None and (pgrp == started[1] or session == started[2]):
             problems.append("the payload is in the process group or session of bwrap (pid %d), outside the "
                             "sandbox" % bwrap)
-        outside = [pid for pid in _pids() if (_stat(pid) or (0, -1, 0, 0))[1] == pgrp and pid not in members
-                   and pid != payload and not _comm(pid).startswith(("md-", "mg-"))]
+        outside = [pid for pid in _pids() if (_stat(pid) or (0, -1, 0, 0))[1] == pgrp and pid not in sandbox
+                   and pid != payload]
         if outside:
             problems.append("processes outside the sandbox are in its process group: %s"
                             % ", ".join(str(p) for p in outside[:8]))
