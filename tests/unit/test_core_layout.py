@@ -21,6 +21,9 @@ MAX_LINES = 650
 # (module, what it imports inside a function): the exceptions docs/architecture.md names.
 INNER_IMPORTS = {("probe/blame.py", ".blame_trials"),      # a real cycle: blame_trials imports blame's types
                  ("profile/reader.py", "yaml")}             # an optional dependency, for YAML text only
+# A script's own imports (its text runs in another interpreter; importing the module for its text loads nothing).
+INNER_IMPORTS |= {("probe/device_script.py", name) for name in ("ctypes", "json", "os", "signal", "socket", "sys",
+                                                                 "time")}
 # Top to bottom; packages on one floor do not import each other.
 FLOORS = [("report",), ("monitor",), ("audit",), ("options",), ("probe",), ("profile", "service"), ("host",), ("base",)]
 # The other packages of the core (base/ imports none of them, by any spelling: relative or by its full name).

@@ -18,6 +18,7 @@ Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import functools
 import json
 import os
 import select
@@ -27,53 +28,19 @@ import time
 import typing as t
 
 from ..base import diagnostics as D
+from ..base import sources
 from ..host import procfs
 from ..profile import descriptors
+from . import device_script
 
 Json = t.Dict[str, t.Any]
 
-# Runs inside the sandbox (stdlib only). Plants a grandchild that ignores hangups and terminations and outlives its
-# parent, reports one JSON line, then waits for the deadline.
-PAYLOAD = r"""
-import ctypes, json, os, signal, socket, sys, time
-spec = json.loads(sys.argv[1])
-libc = ctypes.CDLL(None)
-def name(prefix):
-    libc.prctl(15, (prefix + spec["token"])[:15].encode(), 0, 0, 0)   # PR_SET_NAME: seen outside as comm
-name("md-")
-read, write = os.pipe()
-if os.fork() == 0:
-    if os.fork() == 0:
-        name("mg-")
-        for number in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
-            signal.signal(number, signal.SIG_IGN)
-        os.write(write, b"x")
-        while True:
-            time.sleep(60)
-    os._exit(0)
-os.wait()
-os.read(read, 1)
-mine = "/tmp/.metnos-device-" + spec["token"]
-obs = {"token": spec["token"], "pid": os.getpid()}
-try:
-    obs["proc_pids"] = sorted(int(n) for n in os.listdir("/proc") if n.isdigit())[:512]
-except OSError as exc:
-    obs["proc_pids"] = "error:%s" % exc.errno
-try:
-    os.close(os.open(mine, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-    obs["tmp_written"] = mine
-except OSError as exc:
-    obs["tmp_written"] = "error:%s" % exc.errno
-obs["host_tmp_marker"] = os.path.lexists(spec["marker"])
-try:
-    obs["interfaces"] = sorted(n for _i, n in socket.if_nameindex())
-except OSError as exc:
-    obs["interfaces"] = "error:%s" % exc.errno
-sys.stdout.write(json.dumps(obs) + "\n")
-sys.stdout.flush()
-while True:
-    time.sleep(60)
-"""
+
+@functools.lru_cache(maxsize=None)
+def payload_text() -> str:
+    """What runs inside the sandbox (device_script.py, a real module): read once per process."""
+    return sources.script(device_script)
+
 
 # How long after the deadline's SIGKILL the sandbox's processes may take to die (the kernel tears a PID namespace
 # down once its init is gone).
@@ -86,7 +53,7 @@ def command(argv: t.Sequence[str], python: str, spec: Json) -> t.List[str]:
     """The rendered argv with the payload as its command (the words after '--' replaced)."""
     words = list(argv)
     sep = words.index("--") if "--" in words else len(words)
-    return words[:sep] + ["--", python, "-I", "-S", "-c", PAYLOAD, json.dumps(spec, sort_keys=True)]
+    return words[:sep] + ["--", python, "-I", "-S", "-c", payload_text(), json.dumps(spec, sort_keys=True)]
 
 
 def _stat(pid: int) -> t.Optional[t.Tuple[int, int, int, int]]:
