@@ -28,23 +28,19 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import (
     containment,  # a host whose facts say it is not Linux: its level, without the Linux payload
     monitor_state,  # AUDIT_SCHEMA: the audit record's schema
-)
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import (
-    transport as T,  # the message, its two carriers and the frame of the answer
+    transport,  # the message, its two carriers and the frame of the answer
 )
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import (
-    sources as SRC,  # the core's files, found on disk
+    sources as base_sources,  # the core's files, found on disk
 )
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import (
-    spec as O,  # the one spec of the options
+    spec as options_spec,  # the one spec of the options
 )
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
-    manifest as M,  # controller side: the one manifest loader (manifest_sources: what the filter loads, from_source)
+    manifest,  # controller side: the one manifest loader (manifest_sources: what the filter loads, from_source)
 )
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (
-    play_vars as PV,  # from_vars: the options the host's variables give
-)
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (
+    play_vars,  # from_vars: the options the host's variables give
     spool,  # controller side only: where each host's result is kept for the report
 )
 
@@ -59,7 +55,7 @@ def _run_tmp():
 def payload():
     """(the core's sources as one zlib-compressed JSON object, its sha256), built by the first host's worker of
     the run and read by the others from the run's private temp dir."""
-    return T.cached_payload(SRC.CORE, _run_tmp())
+    return transport.cached_payload(base_sources.CORE, _run_tmp())
 
 
 def keep(host, record):
@@ -126,16 +122,17 @@ class ActionModule(ActionBase):
             # The options the task leaves out, from the host's variables (report/play_vars.py): read here, they
             # cost no template compiled by every worker for every host.
             try:
-                self._task.args = PV.options(self._task.args, lambda name: self._variable(task_vars, name), given)
-            except PV.VarsError as exc:
+                self._task.args = play_vars.options(self._task.args, lambda name: self._variable(task_vars, name),
+                                                    given)
+            except play_vars.VarsError as exc:
                 result.update(failed=True, code="invalid_option", msg="metnos_audit: %s" % exc)
                 return None
         # Types, choices, unknown options and defaults: Ansible's own validator, with the module's spec. It
         # deep-copies the options; Ansible's values carry their origin (subclasses of str, list, ...), which copy
         # the slow way, so they go in as the builtin types (docs/benchmarks.md).
-        self._task.args = O.plain(self._task.args)
+        self._task.args = options_spec.plain(self._task.args)
         try:
-            _validation, validated = self.validate_argument_spec(argument_spec=O.spec(O.AUDIT))
+            _validation, validated = self.validate_argument_spec(argument_spec=options_spec.spec(options_spec.AUDIT))
         except AnsibleActionFail:
             named = self._named_problems(given)      # only on a refusal: each variable the user set, by its name
             if not named:
@@ -143,7 +140,7 @@ class ActionModule(ActionBase):
             result.update(failed=True, code="invalid_option", problems=named,
                           msg="metnos_audit: invalid variables, nothing was run on the host: %s" % "; ".join(named))
             return None
-        args = O.with_defaults(O.AUDIT, validated)
+        args = options_spec.with_defaults(options_spec.AUDIT, validated)
         # Manifest text is loaded by the core's one reader/decoder (the host then needs no YAML library); a
         # refused load travels as the core's refusal record, refused on the host. manifest_sources are what the
         # metnos_manifest_source filter takes (paths, {file|manifest}), loaded by the function that filter calls
@@ -151,13 +148,13 @@ class ActionModule(ActionBase):
         # the compile of the 14 modules only the filter needs: docs/benchmarks.md).
         sources = args.pop("manifest_sources", None) or []
         try:
-            args["manifests"] = [M.transport(item) for item in args.get("manifests") or []] + [
-                M.transport(M.from_source(item)) for item in sources]
-        except M.SourceError as exc:      # the filter's own refusal, as when the task used the filter
+            args["manifests"] = [manifest.transport(item) for item in args.get("manifests") or []] + [
+                manifest.transport(manifest.from_source(item)) for item in sources]
+        except manifest.SourceError as exc:      # the filter's own refusal, as when the task used the filter
             raise AnsibleFilterError("metnos_manifest_source: %s" % exc) from None
         try:
-            O.sha256_list(args.get("accept_bwrap_sha256"))
-        except O.OptionError as exc:
+            options_spec.sha256_list(args.get("accept_bwrap_sha256"))
+        except options_spec.OptionError as exc:
             result.update(failed=True, code="invalid_option", msg="metnos_audit: %s" % exc)
             return None
         return args
@@ -165,7 +162,7 @@ class ActionModule(ActionBase):
     def _named_problems(self, given):
         """The validator's messages for the options the host's variables gave, each under the variable's name
         (value of metnos_sandbox_unit_scope must be one of: system, user, got: sys)."""
-        spec = O.spec(O.AUDIT)
+        spec = options_spec.spec(options_spec.AUDIT)
         named_spec = dict((name, spec[option]) for option, name in given.items())
         values = dict((name, self._task.args[option]) for option, name in given.items())
         return list(ArgumentSpecValidator(named_spec).validate(values).error_messages)
@@ -187,27 +184,27 @@ class ActionModule(ActionBase):
         foreign = self._not_linux(host, args, task_vars)
         if foreign is not None:       # the facts say another platform: no Linux check applies there
             keep(host, foreign)
-            result.update(foreign if shape == "full" else T.summary(foreign))
+            result.update(foreign if shape == "full" else transport.summary(foreign))
             result["changed"] = False
             return result
-        frame = T.new_frame()
+        frame = transport.new_frame()
         try:
             python = self._interpreter(args, task_vars, result)
             blob, blob_digest = payload()
-            res = self._ship(python, T.message(frame, args, blob, payload_digest=blob_digest))
+            res = self._ship(python, transport.message(frame, args, blob, payload_digest=blob_digest))
         except AnsibleConnectionFailure as exc:
             keep(host, {"unreachable": True, "msg": str(exc)})
             raise
-        except T.TransportError as exc:
+        except transport.TransportError as exc:
             return self._refuse(result, host, "audit_transport_unsupported", "metnos_audit: %s" % exc, why=str(exc))
-        found = T.framed(res.get("stdout", ""), frame)
+        found = transport.framed(res.get("stdout", ""), frame)
         if found is None:
             return self._without_result(result, host, python, res)
         out, text = found
         keep_text(host, text)      # the host's own JSON text: the same record, not encoded a second time
         # The whole record, or its summary (the whole one is in the spool): Ansible sends every result back to
         # the main process and walks a registered one, ~30 % of a worker's CPU for the whole record.
-        result.update(out if shape == "full" else T.summary(out))
+        result.update(out if shape == "full" else transport.summary(out))
         result["changed"] = False
         return result
 
@@ -230,7 +227,7 @@ class ActionModule(ActionBase):
         """No framed result: the host has no such interpreter (host_no_python), it answers but the payload gave
         no result (audit_result_unframed), or it does not answer (a failure the report calls unreachable)."""
         answer = self._answer_without_result(python)
-        detail = T.tail([res.get("stderr"), res.get("stdout")])
+        detail = transport.tail([res.get("stderr"), res.get("stdout")])
         if answer == "no_python":
             missing = ("metnos_audit: the host answers, but the interpreter the audit runs (%s: "
                        "ansible_python_interpreter, else Ansible's discovery) does not start there; install Python "
@@ -256,7 +253,7 @@ class ActionModule(ActionBase):
             # it in a second "/bin/sh -c" (one more shell started per host). Over ssh the remote
             # login shell runs it, and that wrapper keeps it under /bin/sh whatever that shell is.
             local = getattr(self._connection, "transport", None) == "local"
-            return self._low_level_execute_command(T.stdin_command(python), in_data=data, sudoable=True,
+            return self._low_level_execute_command(transport.stdin_command(python), in_data=data, sudoable=True,
                                                    executable=False if local else None)
-        argv = T.argv_command(python, data, become=bool(getattr(self._play_context, "become", False)))
+        argv = transport.argv_command(python, data, become=bool(getattr(self._play_context, "become", False)))
         return self._low_level_execute_command(argv, sudoable=True, executable=False)

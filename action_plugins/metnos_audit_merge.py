@@ -10,10 +10,9 @@ import time
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import merge
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report as R
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import merge, report
 
 
 class ActionModule(ActionBase):
@@ -23,23 +22,23 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
-        _validation, args = self.validate_argument_spec(argument_spec=O.spec(O.AUDIT_MERGE))
+        _validation, args = self.validate_argument_spec(argument_spec=spec.spec(spec.AUDIT_MERGE))
         start = time.time()
         try:
             paths = list(args["reports"]) + merge.paths_from_patterns(args["patterns"]) + (
                 merge.paths_from_list(args["from_list"]) if args["from_list"] else [])
             doc = merge.merged(paths, warnings_as_failures=args["warnings_as_failures"])
         except merge.MergeError as exc:
-            diag = D.make(merge.CODE, fill={"reason": str(exc)})
+            diag = diagnostics.make(merge.CODE, fill={"reason": str(exc)})
             result.update(failed=True, code=diag["code"], msg=diag["message"], diagnostics=[diag])
             return result
         try:
-            written = R.write_all(doc, args["dest"])     # written in check mode too: they change no host
+            written = report.write_all(doc, args["dest"])     # written in check mode too: they change no host
         except OSError as exc:
             raise AnsibleActionFail("metnos_audit_merge: cannot write reports to %s: %s" % (args["dest"], exc)) \
                 from None
         result.update(changed=False, paths=written, totals=doc["totals"], gate=doc["gate"], merged=len(paths),
                       verdicts=dict((h["host"], h["verdict"]) for h in doc["hosts"]),
-                      summary=R.terminal_summary(doc) + ["merged %d report(s) in %.1f s: %s" % (
+                      summary=report.terminal_summary(doc) + ["merged %d report(s) in %.1f s: %s" % (
                           len(paths), time.time() - start, " ".join(written.values()))])
         return result

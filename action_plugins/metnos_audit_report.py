@@ -20,15 +20,15 @@ from ansible import constants as C
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (
     baseline,
+    report,
     report_metrics,
     spool,
     waivers,
 )
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report as R
 
 
 class ActionModule(ActionBase):
@@ -40,8 +40,8 @@ class ActionModule(ActionBase):
         result = super(ActionModule, self).run(tmp, task_vars)
         # Types, unknown options, exactly one of hosts/results, defaults: Ansible's own validator.
         _validation, args = self.validate_argument_spec(
-            argument_spec=O.spec(O.AUDIT_REPORT), mutually_exclusive=O.AUDIT_REPORT_ONE_OF,
-            required_one_of=O.AUDIT_REPORT_ONE_OF)
+            argument_spec=spec.spec(spec.AUDIT_REPORT), mutually_exclusive=spec.AUDIT_REPORT_ONE_OF,
+            required_one_of=spec.AUDIT_REPORT_ONE_OF)
         results, hosts = args["results"], args["hosts"]
         # A relative dest is the working directory's of ansible-playbook (where the user runs it), never the
         # playbook's or the collection's: the reports' paths are returned absolute.
@@ -60,17 +60,18 @@ class ActionModule(ActionBase):
         if hosts and not spool.spooled(kept, sorted(set(hosts))):
             # Another run, or before the audit: refused, never every host reported unreachable.
             asked = sorted(set(hosts))
-            diag = D.make("audit_report_no_results", count=len(asked), fill={"hosts": ", ".join(asked[:20]) + (
+            diag = diagnostics.make("audit_report_no_results", count=len(asked), fill={"hosts": ", ".join(asked[:20])
+                                                                                       + (
                 ", ..." if len(asked) > 20 else "")})
             result.update(failed=True, code=diag["code"], msg=diag["message"], diagnostics=[diag])
             return result
         pairs = spool.read_spooled(kept, sorted(set(hosts))) if hosts is not None else \
             ((name, results[name]) for name in sorted(results))
-        doc = R.build_from_results(pairs, warnings_as_failures=args["warnings_as_failures"], waivers=accepted,
-                                   baseline=before, fail_on=args["fail_on"])
+        doc = report.build_from_results(pairs, warnings_as_failures=args["warnings_as_failures"], waivers=accepted,
+                                        baseline=before, fail_on=args["fail_on"])
         timings = {"build": round(time.time() - start, 3)}
         try:   # written in check mode too: they change no host
-            paths = R.write_all(doc, dest, timings=timings, latest=args["latest"])
+            paths = report.write_all(doc, dest, timings=timings, latest=args["latest"])
             if args["textfile_dir"]:
                 paths["prom"] = report_metrics.write(args["textfile_dir"], doc)
         except OSError as exc:
@@ -78,6 +79,6 @@ class ActionModule(ActionBase):
         timings["total"] = round(time.time() - start, 3)
         result.update(changed=False, paths=paths, totals=doc["totals"], gate=doc["gate"], timings=timings,
                       verdicts=dict((h["host"], h["verdict"]) for h in doc["hosts"]),
-                      summary=R.terminal_summary(doc) + ["reports written in %.2f s: %s" % (
+                      summary=report.terminal_summary(doc) + ["reports written in %.2f s: %s" % (
                           timings["total"], " ".join(paths.values()))])
         return result

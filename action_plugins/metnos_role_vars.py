@@ -17,7 +17,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
 
 # The collection's roles: lexically from this file (plugins/action/ -> roles/), as installed and in the checkout.
 ROLES = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "roles"))
@@ -49,12 +49,12 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         task_vars = task_vars or {}
-        _validation, args = self.validate_argument_spec(argument_spec=O.spec(O.ROLE_VARS))
+        _validation, args = self.validate_argument_spec(argument_spec=spec.spec(spec.ROLE_VARS))
         problems = []
         for role in args["roles"]:
             options = role_spec(role)
             defined = dict((name, self._templar.template(task_vars[name])) for name in options if name in task_vars)
-            checked = ArgumentSpecValidator(_spec_only(options)).validate(O.plain(defined))
+            checked = ArgumentSpecValidator(_spec_only(options)).validate(spec.plain(defined))
             problems += ["%s (role metnos.sandbox.%s)" % (msg, role) for msg in checked.error_messages]
         if problems:
             result.update(failed=True, code="invalid_option", problems=problems,

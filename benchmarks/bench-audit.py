@@ -64,8 +64,10 @@ VENV_BIN = os.path.dirname(sys.executable)
 sys.path.insert(0, os.path.join(ROOT, "action_plugins"))
 sys.path.insert(0, os.path.join(ROOT, "module_utils"))
 
-from metnos_sandbox.report import render_json  # noqa: E402
-from metnos_sandbox.report import report as R  # noqa: E402
+from metnos_sandbox.report import (
+    render_json,  # noqa: E402
+    report,  # noqa: E402
+)
 
 NAIVE = """---
 - name: Naive audit (full facts + one task per check)
@@ -307,14 +309,17 @@ def run_naive(inv, forks, tmp):
 def run_floor(n, tmp, parallel, core=None, tag=""):
     """The payload metnos_audit ships, run directly by the host's Python: n times, `parallel` at a time (the core
     of `core`, a folder like module_utils/metnos_sandbox; default this checkout's)."""
-    from metnos_sandbox.audit import transport as T
+    from metnos_sandbox.audit import transport
     data = os.path.join(tmp, "floor-payload" + tag)
     with open(data, "wb") as handle:
-        handle.write(T.message(T.new_frame(), {"unit": "metnos.service", "manifests": [], "probe": True},
-                               T.build_payload(core or os.path.join(ROOT, "module_utils", "metnos_sandbox"))))
+        handle.write(transport.message(transport.new_frame(), {"unit": "metnos.service", "manifests": [],
+                                                               "probe": True},
+                                       transport.build_payload(core or os.path.join(ROOT, "module_utils",
+                                                                                    "metnos_sandbox"))))
     script = os.path.join(tmp, "floor%s.sh" % tag)
     with open(script, "w") as handle:
-        handle.write("#!/bin/sh\nexec /usr/bin/python3 -c %s <%s >/dev/null\n" % (shlex.quote(T.BOOTSTRAP), data))
+        handle.write("#!/bin/sh\nexec /usr/bin/python3 -c %s <%s >/dev/null\n" % (shlex.quote(transport.BOOTSTRAP),
+                                                                                  data))
     os.chmod(script, 0o755)
     cpu0, busy0, t0 = children_cpu(), machine_busy(), time.time()
     proc = subprocess.run(["sh", "-c", "seq %d | xargs -P %d -I{} %s" % (n, parallel, script)])
@@ -498,8 +503,8 @@ def synthetic_hosts(template, n):
 
 
 def D_make(code, severity, message, remediation):
-    from metnos_sandbox.base import diagnostics as D
-    d = D.make(code) if code in D.REGISTRY else {}
+    from metnos_sandbox.base import diagnostics
+    d = diagnostics.make(code) if code in diagnostics.REGISTRY else {}
     d.update(code=code, severity=severity, message=message, remediation=remediation)
     d.setdefault("rule", "R-DIAG-3")
     d.setdefault("title", code)
@@ -542,7 +547,7 @@ def bench_synthetic(template, n, tmp):
         os.makedirs(parts, exist_ok=True)
         files = []
         for start in range(0, n, per_file):
-            doc = R.build_from_hosts([dict(h) for h in hosts[start:start + per_file]])
+            doc = report.build_from_hosts([dict(h) for h in hosts[start:start + per_file]])
             path = os.path.join(parts, "part-%05d.json" % start)
             with open(path, "w") as handle:
                 for chunk in render_json.iter_json(doc):

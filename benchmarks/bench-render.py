@@ -28,17 +28,20 @@ sys.path.insert(0, os.path.join(ROOT, "module_utils"))
 
 import yaml  # noqa: E402
 
-from metnos_sandbox.profile import host_context as HC
-from metnos_sandbox.profile import host_layout as HL
-from metnos_sandbox.profile import model as MD
-from metnos_sandbox.profile import profile as P  # noqa: E402
-from metnos_sandbox.profile import reader as RD
+from metnos_sandbox.profile import (
+    host_context,
+    host_layout,
+    model,
+    profile,  # noqa: E402
+    reader,
+)
 
 
 def build_tree():
     root = tempfile.mkdtemp(prefix="metnos-bench-")
     for d in ["runtime", "venv", "executors/ex", "data/notes/sub", "reports", "integrations/cal", "mail",
-              "dialog/alice", "undo/t1", "sheets", "index/docs"] + ["res/" + k for k in HL.DEFAULT_HOST["resources"]]:
+              "dialog/alice", "undo/t1", "sheets", "index/docs"] + ["res/" + k for k
+                                                                    in host_layout.DEFAULT_HOST["resources"]]:
         os.makedirs(os.path.join(root, d), exist_ok=True)
     for f in ["mail/work.json", "data/notes/a.md"]:
         open(os.path.join(root, f), "w").close()
@@ -53,26 +56,26 @@ def worst_cases(base):
     files = {
         "billion_laughs_20_levels.yml": laughs,
         "max_size_flat_list.yml": "name: x\norigin: o\nx: [" + ",".join("a" for _ in range(4000)) + "]\n",
-        "max_size_one_scalar.yml": "name: x\norigin: o\nx: '" + "y" * (MD.MAX_MANIFEST_BYTES - 40) + "'\n",
-        "max_size_comment.yml": "name: x\norigin: o\n#" + "y" * (MD.MAX_MANIFEST_BYTES - 30) + "\n",
+        "max_size_one_scalar.yml": "name: x\norigin: o\nx: '" + "y" * (model.MAX_MANIFEST_BYTES - 40) + "'\n",
+        "max_size_comment.yml": "name: x\norigin: o\n#" + "y" * (model.MAX_MANIFEST_BYTES - 30) + "\n",
         "max_size_flow_mapping.yml": "{" + ",".join("k%d: v" % i for i in range(2000)) + "}\n",
         "max_size_json_keys.json": json.dumps(dict(("k%05d" % i, i) for i in range(4000))),
-        "deep_brackets_64k.yml": "[" * MD.MAX_MANIFEST_BYTES,
+        "deep_brackets_64k.yml": "[" * model.MAX_MANIFEST_BYTES,
         "deep_json_64k.json": "[" * 30000 + "]" * 30000,
         "ten_megabytes.yml": "name: x\norigin: o\n" + "#" * 10 * 1024 * 1024 + "\n",
         "max_caps_long_paths.yml": "name: x\norigin: o\ncapabilities:\n" + "".join(
-            "  - fs:read:/srv/%s%d\n" % ("a/" * 500, i) for i in range(MD.MAX_CAPABILITIES)),
+            "  - fs:read:/srv/%s%d\n" % ("a/" * 500, i) for i in range(model.MAX_CAPABILITIES)),
         "max_args_and_scopes.yml": "name: x\norigin: o\ncapabilities: [%s]\narguments:\n%s" % (
-            ", ".join("'fs:write:arg:a%d'" % i for i in range(MD.MAX_ARGUMENTS)),
-            "".join("  a%d: {within: [%s]}\n" % (i, ", ".join("/srv/w%d/**" % j for j in range(MD.MAX_SCOPES)))
-                    for i in range(MD.MAX_ARGUMENTS))),
+            ", ".join("'fs:write:arg:a%d'" % i for i in range(model.MAX_ARGUMENTS)),
+            "".join("  a%d: {within: [%s]}\n" % (i, ", ".join("/srv/w%d/**" % j for j in range(model.MAX_SCOPES)))
+                    for i in range(model.MAX_ARGUMENTS))),
     }
     out = []
     for name, text in files.items():
         path = os.path.join(base, name)
         with open(path, "w") as handle:
             handle.write(text)
-        out.append((name, lambda path=path: MD.FileSource(path), {}))
+        out.append((name, lambda path=path: model.FileSource(path), {}))
     shared = ["lol"] * 10
     for _ in range(9):
         shared = [shared] * 10
@@ -84,14 +87,14 @@ def worst_cases(base):
     pattern = "/srv/notes/" + "*a" * 40 + "b/**/" + "*a" * 40 + "c"
     out.append(("max_within_patterns", lambda: {
         "name": "x", "origin": "o",
-        "capabilities": ["fs:%s:arg:a%d" % (m, i) for m in ("read", "write") for i in range(MD.MAX_ARGUMENTS)],
-        "arguments": dict(("a%d" % i, {"within": [pattern + str(j) for j in range(MD.MAX_SCOPES)]})
-                          for i in range(MD.MAX_ARGUMENTS))},
+        "capabilities": ["fs:%s:arg:a%d" % (m, i) for m in ("read", "write") for i in range(model.MAX_ARGUMENTS)],
+        "arguments": dict(("a%d" % i, {"within": [pattern + str(j) for j in range(model.MAX_SCOPES)]})
+                          for i in range(model.MAX_ARGUMENTS))},
         {"arguments": dict(("a%d" % i, "/srv/notes/" + "a" * 500 + "/" + "a" * 400)
-                           for i in range(MD.MAX_ARGUMENTS))}))
+                           for i in range(model.MAX_ARGUMENTS))}))
     out.append(("max_invocation_values", lambda: {"name": "x", "origin": "o", "capabilities": ["fs:read:arg:p"],
                                                   "arguments": {"p": {"within": ["/srv/notes/**"]}}},
-                {"arguments": dict(("a%d" % i, "v" * 1024) for i in range(HL.MAX_INVOCATION_ARGUMENTS))}))
+                {"arguments": dict(("a%d" % i, "v" * 1024) for i in range(host_layout.MAX_INVOCATION_ARGUMENTS))}))
     return out
 
 
@@ -129,29 +132,30 @@ def hostile(seconds_note):
     from corpus import hostile_bwrap, hostile_tree
     base = tempfile.mkdtemp(prefix="metnos-bench-hostile-")
     _root, _host, entries = hostile_tree.materialize(base)
-    cases = [(e.id, (lambda path=path: MD.FileSource(path)), inv, host) for e, path, host, inv in entries]
+    cases = [(e.id, (lambda path=path: model.FileSource(path)), inv, host) for e, path, host, inv in entries]
     second = os.path.join(base, "second")
     os.makedirs(second)
     _root2, _host2, entries2 = hostile_bwrap.materialize(second)
-    cases += [(e.id, (lambda path=path: MD.FileSource(path)), inv, host) for e, path, host, inv, _bw in entries2]
+    cases += [(e.id, (lambda path=path: model.FileSource(path)), inv, host) for e, path, host, inv, _bw in entries2]
     count = len(cases)
     cases += [(name, factory, inv, _host) for name, factory, inv in worst_cases(base)]
     cases += chain_cases(base)
-    P.render_safe({"name": "x", "origin": "o"}, HC.HostContext(_host))          # imports and caches warm
-    RD.decode("a: 1\n")
+    profile.render_safe({"name": "x", "origin": "o"},
+                        host_context.HostContext(_host))          # imports and caches warm
+    reader.decode("a: 1\n")
     timed = []
     for name, factory, inv, host in cases:
-        ctx = HC.HostContext(host)
+        ctx = host_context.HostContext(host)
         start, cpu = time.perf_counter(), time.process_time()
-        prof = P.render_safe(factory(), ctx, inv)
+        prof = profile.render_safe(factory(), ctx, inv)
         timed.append((time.perf_counter() - start, name, prof["refusal"] or prof["decision"],
                       time.process_time() - cpu))
     peaks = []
     for name, factory, inv, host in cases:
-        ctx = HC.HostContext(host)
+        ctx = host_context.HostContext(host)
         source = factory()
         tracemalloc.start()
-        P.render_safe(source, ctx, inv)
+        profile.render_safe(source, ctx, inv)
         peaks.append((tracemalloc.get_traced_memory()[1], name))
         tracemalloc.stop()
     timed.sort(reverse=True)
@@ -174,11 +178,11 @@ def main():
     ap.add_argument("--no-hostile", action="store_true")
     args = ap.parse_args()
     root = build_tree()
-    host = HC.HostContext({
+    host = host_context.HostContext({
         "runtime_dir": root + "/runtime", "executors_dir": root + "/executors", "python_prefix": root + "/venv",
         "python_executable": "/usr/bin/python3",
         # each resource its own folder (one folder under several names is a layout that crosses: refused)
-        "resources": dict((k, root + "/res/" + k) for k in HL.DEFAULT_HOST["resources"]),
+        "resources": dict((k, root + "/res/" + k) for k in host_layout.DEFAULT_HOST["resources"]),
         "indexes": {"docs": root + "/index/docs"}, "integrations_dir": root + "/integrations",
         "mail_credentials_dir": root + "/mail", "dialog_dir": root + "/dialog", "undo_root": root + "/undo",
         "writable_roots": [root, "/var/lib/metnos"]})
@@ -203,7 +207,7 @@ def main():
     deadline = start + args.seconds
     while time.perf_counter() < deadline:
         for doc in docs:
-            prof = P.render_safe(doc, host, invocation)
+            prof = profile.render_safe(doc, host, invocation)
             decisions[prof["decision"]] = decisions.get(prof["decision"], 0) + 1
             count += 1
     elapsed = time.perf_counter() - start

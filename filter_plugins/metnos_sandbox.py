@@ -14,20 +14,21 @@ from ansible.errors import AnsibleFilterError
 
 # The core, the collection's module_utils: Ansible's collection loader finds it (installed, or the
 # checkout through collections/ansible_collections/metnos/sandbox/).
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as _diagnostics
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import sources as _sources
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics, sources
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import install_plan
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import (
-    monitor_install as _monitor_install,
+    monitor_install,
 )
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import descriptors
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_layout as HL
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as _manifest
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import model as MD
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as _profile
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import result as _result
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import summary as _summary
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
+    descriptors,
+    host_context,
+    host_layout,
+    model,
+    profile,
+)
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as profile_manifest
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import result as profile_result
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import summary
 
 
 def sandbox_summary(facts, sections=None):
@@ -37,7 +38,7 @@ def sandbox_summary(facts, sections=None):
                                  % type(facts).__name__)
     if sections is not None and not isinstance(sections, list):
         raise AnsibleFilterError("sandbox_summary: sections must be a list, got %s" % type(sections).__name__)
-    return _summary.host_summary(facts, sections)
+    return summary.host_summary(facts, sections)
 
 
 def sandbox_profiles_section(registered):
@@ -47,22 +48,22 @@ def sandbox_profiles_section(registered):
     if not isinstance(registered, list):
         raise AnsibleFilterError("sandbox_profiles_section: expected a registered loop result, got %s"
                                  % type(registered).__name__)
-    return _summary.profiles_section(registered)
+    return summary.profiles_section(registered)
 
 
 def sandbox_service_section(result):
     """A metnos_service_env result -> a summary section."""
-    return _summary.service_section(result if isinstance(result, dict) else None)
+    return summary.service_section(result if isinstance(result, dict) else None)
 
 
 def sandbox_probe_section(result):
     """A sandbox_probe result -> a summary section."""
-    return _summary.probe_section(result if isinstance(result, dict) else None)
+    return summary.probe_section(result if isinstance(result, dict) else None)
 
 
 def sandbox_enforce_lines(result):
     """A metnos_service_env result (state=enforce) -> one line per healed/relaxed/not-healed item."""
-    return _summary.enforce_lines(result if isinstance(result, dict) else None)
+    return summary.enforce_lines(result if isinstance(result, dict) else None)
 
 
 def metnos_monitor_release(directory=""):
@@ -71,11 +72,11 @@ def metnos_monitor_release(directory=""):
     checks its sources against that name on the host). An empty string: the core this filter itself runs on,
     wherever the collection is installed."""
     if directory == "":
-        directory = _sources.CORE
+        directory = sources.CORE
     if not isinstance(directory, str) or not os.path.isdir(directory):
         raise AnsibleFilterError("metnos_monitor_release: expected the core's directory, got %s"
-                                 % _diagnostics.excerpt(directory))
-    return _monitor_install.release(directory, bundle=True)
+                                 % diagnostics.excerpt(directory))
+    return monitor_install.release(directory, bundle=True)
 
 
 def metnos_exec_release(directory=""):
@@ -87,10 +88,10 @@ def metnos_exec_release(directory=""):
     path = os.path.join(directory, "profile", "descriptors.py") if isinstance(directory, str) else ""
     if not os.path.isfile(path):
         raise AnsibleFilterError("metnos_exec_release: expected the core's directory, got %s"
-                                 % _diagnostics.excerpt(directory))
+                                 % diagnostics.excerpt(directory))
     with open(path, "rb") as handle:
         data = handle.read()
-    return {"version": _monitor_install.version_of({"profile/descriptors.py": data}),
+    return {"version": monitor_install.version_of({"profile/descriptors.py": data}),
             "sha256": hashlib.sha256(data).hexdigest(), "source": data.decode("utf-8")}
 
 
@@ -100,8 +101,8 @@ def metnos_manifest_source(item):
     managed hosts need no YAML library), or the core's refusal record when loading is refused (the
     module then refuses with the same code). Validation and rendering happen on the host."""
     try:
-        return _manifest.from_source(item)
-    except _manifest.SourceError as exc:
+        return profile_manifest.from_source(item)
+    except profile_manifest.SourceError as exc:
         raise AnsibleFilterError("metnos_manifest_source: %s" % exc) from None
 
 
@@ -110,12 +111,12 @@ def metnos_capabilities(capabilities):
     if not isinstance(capabilities, list):
         raise AnsibleFilterError("metnos_capabilities: expected a list of capability strings, got %s"
                                  % type(capabilities).__name__)
-    if len(capabilities) > MD.MAX_CAPABILITIES:
+    if len(capabilities) > model.MAX_CAPABILITIES:
         raise AnsibleFilterError("metnos_capabilities: %d capabilities; the limit is %d "
-                                 "(manifest_too_many_capabilities)" % (len(capabilities), MD.MAX_CAPABILITIES))
+                                 "(manifest_too_many_capabilities)" % (len(capabilities), model.MAX_CAPABILITIES))
     out = []
     for index, text in enumerate(capabilities):
-        cap, errors = _manifest.parse_capability(text, "capabilities[%d]" % index)
+        cap, errors = profile_manifest.parse_capability(text, "capabilities[%d]" % index)
         if errors:
             raise AnsibleFilterError("metnos_capabilities: %s (%s)" % (errors[0]["message"], errors[0]["code"]))
         out.append({"text": cap.text, "kind": cap.kind, "mode": cap.mode, "target": cap.target,
@@ -135,12 +136,12 @@ def metnos_profile(manifest, host=None, invocation=None, status=None, command=No
         raise AnsibleFilterError("metnos_profile: expected a manifest mapping or YAML/JSON text, got %s"
                                  % type(manifest).__name__)
     try:
-        ctx = HC.HostContext(host or {})
-    except HL.ContextError as exc:
+        ctx = host_context.HostContext(host or {})
+    except host_layout.ContextError as exc:
         raise AnsibleFilterError("metnos_profile: %s" % exc) from None
     if invocation is not None and not isinstance(invocation, dict):
         raise AnsibleFilterError("metnos_profile: invocation must be a mapping, got %s" % type(invocation).__name__)
-    return _profile.render_safe(manifest, ctx, invocation or {}, status, command, preview=True)
+    return profile.render_safe(manifest, ctx, invocation or {}, status, command, preview=True)
 
 
 def metnos_argv(manifest, host=None, invocation=None, status=None, command=None):
@@ -156,8 +157,8 @@ def metnos_argv(manifest, host=None, invocation=None, status=None, command=None)
 def shell_join(argv):
     """A list of arguments -> one shell-quoted command line."""
     if not isinstance(argv, (list, tuple)) or not all(isinstance(a, str) for a in argv):
-        raise AnsibleFilterError("shell_join: expected a list of strings, got %s" % _diagnostics.excerpt(argv))
-    return _result.shell_join(argv)     # the core's one shell_join (the profiles' command lines)
+        raise AnsibleFilterError("shell_join: expected a list of strings, got %s" % diagnostics.excerpt(argv))
+    return profile_result.shell_join(argv)     # the core's one shell_join (the profiles' command lines)
 
 
 def bwrap_install_plan(query, platform, version="", state="present", architecture="x86_64"):
@@ -170,7 +171,7 @@ def bwrap_install_plan(query, platform, version="", state="present", architectur
                                  % type(query).__name__)
     if not isinstance(platform, dict) or sorted(platform) != sorted(install_plan.PLATFORM_KEYS):
         raise AnsibleFilterError("bwrap_install_plan: platform must be a dict of exactly %s, got %s"
-                                 % (", ".join(install_plan.PLATFORM_KEYS), _diagnostics.excerpt(platform)))
+                                 % (", ".join(install_plan.PLATFORM_KEYS), diagnostics.excerpt(platform)))
     for key in ("package", "query_regex", "provider_regex", "pin_template"):
         if not isinstance(platform[key], str):
             raise AnsibleFilterError("bwrap_install_plan: platform.%s must be a string" % key)

@@ -204,38 +204,37 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import facts as F
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import checks as V
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import facts
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import checks, spec
 
-ARGUMENT_SPEC = O.spec(
+ARGUMENT_SPEC = spec.spec(
     path={"type": "raw"},
     environment={"type": "dict"},
     smoke_test={"type": "bool", "default": True},
     smoke_user={"type": "str"},
-    timeout=O.timeout(20.0, "smoke_timeout"),
+    timeout=spec.timeout(20.0, "smoke_timeout"),
 )
 
 
 def build_module():
-    return O.utf8_module(AnsibleModule)(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    return spec.utf8_module(AnsibleModule)(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
 
 
 def _options(p):
     """(PATH text, environment, smoke user) from the options, or an option error."""
-    path_text = V.path_string("path", p["path"], default=os.environ.get("PATH", ""))
-    environment = V.environment("environment", p["environment"], default=dict(os.environ))
-    user = F.resolve_user(p["smoke_user"]) if p["smoke_user"] is not None else F.default_smoke_user()
-    O.positive_seconds(p["timeout"])
+    path_text = checks.path_string("path", p["path"], default=os.environ.get("PATH", ""))
+    environment = checks.environment("environment", p["environment"], default=dict(os.environ))
+    user = facts.resolve_user(p["smoke_user"]) if p["smoke_user"] is not None else facts.default_smoke_user()
+    spec.positive_seconds(p["timeout"])
     return path_text, environment, user
 
 
 def main():
     module = build_module()
     p = module.params
-    path_text, environment, user = O.checked(module.fail_json, "bwrap_facts", lambda: _options(p))
-    result = F.gather(path_text, environment, smoke_test=p["smoke_test"], smoke_user=user,
-                      smoke_timeout=p["timeout"])
+    path_text, environment, user = spec.checked(module.fail_json, "bwrap_facts", lambda: _options(p))
+    result = facts.gather(path_text, environment, smoke_test=p["smoke_test"], smoke_user=user,
+                          smoke_timeout=p["timeout"])
     result["status_view"] = ("runtime status() for the %s (a view, not the service's and not a proof; see "
                              "metnos_service_env and sandbox_probe)" % (
                                  "PATH/environment given" if p["path"] is not None or p["environment"] is not None

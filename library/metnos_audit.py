@@ -214,15 +214,15 @@ cpu:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit as A
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
 
-ARGUMENT_SPEC = O.AUDIT     # the action plugin validates with the same spec
+ARGUMENT_SPEC = spec.AUDIT     # the action plugin validates with the same spec
 
 
 def main():
-    module = O.utf8_module(AnsibleModule)(argument_spec=O.spec(ARGUMENT_SPEC), supports_check_mode=True)
-    result = A.audit_host(module.params)
+    module = spec.utf8_module(AnsibleModule)(argument_spec=spec.spec(ARGUMENT_SPEC), supports_check_mode=True)
+    result = audit.audit_host(module.params)
     module.exit_json(changed=False, **result)
 
 

@@ -84,13 +84,13 @@ summary:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
 
-ARGUMENT_SPEC = O.AUDIT_MERGE     # the action plugin validates with the same spec
+ARGUMENT_SPEC = spec.AUDIT_MERGE     # the action plugin validates with the same spec
 
 
 def main():
-    module = AnsibleModule(argument_spec=O.spec(ARGUMENT_SPEC), supports_check_mode=True)
+    module = AnsibleModule(argument_spec=spec.spec(ARGUMENT_SPEC), supports_check_mode=True)
     module.fail_json(msg="metnos_audit_merge runs on the controller as an action plugin; "
                          "check that action_plugins/ is configured (ansible.cfg)")
 

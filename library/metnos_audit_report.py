@@ -133,15 +133,15 @@ timings:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
 
-ARGUMENT_SPEC = O.AUDIT_REPORT     # the action plugin validates with the same spec
+ARGUMENT_SPEC = spec.AUDIT_REPORT     # the action plugin validates with the same spec
 
 
 def main():
-    module = O.utf8_module(AnsibleModule)(argument_spec=O.spec(ARGUMENT_SPEC),
-                                          mutually_exclusive=O.AUDIT_REPORT_ONE_OF,
-                                          required_one_of=O.AUDIT_REPORT_ONE_OF, supports_check_mode=True)
+    module = spec.utf8_module(AnsibleModule)(argument_spec=spec.spec(ARGUMENT_SPEC),
+                                             mutually_exclusive=spec.AUDIT_REPORT_ONE_OF,
+                                             required_one_of=spec.AUDIT_REPORT_ONE_OF, supports_check_mode=True)
     module.fail_json(msg="metnos_audit_report runs on the controller as an action plugin; "
                          "check that action_plugins/ is configured (ansible.cfg)")
 

@@ -65,10 +65,10 @@ removed:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor_install as MI
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor_install
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
 
-ARGUMENT_SPEC = O.spec(
+ARGUMENT_SPEC = spec.spec(
     prefix={"type": "path", "required": True},
     bundle={"type": "str", "required": True},
     entry_point={"type": "str", "required": True},
@@ -76,11 +76,11 @@ ARGUMENT_SPEC = O.spec(
 
 
 def main():
-    module = O.utf8_module(AnsibleModule)(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    module = spec.utf8_module(AnsibleModule)(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
     try:
-        result = MI.install(p["prefix"], p["bundle"], p["entry_point"], module.check_mode)
-    except MI.ReleaseError as exc:
+        result = monitor_install.install(p["prefix"], p["bundle"], p["entry_point"], module.check_mode)
+    except monitor_install.ReleaseError as exc:
         module.fail_json(msg="metnos_monitor_install: %s" % exc, code="invalid_option")
     except OSError as exc:
         module.fail_json(msg="metnos_monitor_install: %s: %s" % (getattr(exc, "filename", None) or p["prefix"],

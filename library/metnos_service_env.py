@@ -198,27 +198,26 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import envflags, files
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as B
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import facts as F
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import package_owner as PO
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import checks as V
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import enforce as EN
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import env_channels, root_service
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import restrictions as RS
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env as S
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_user as SU
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import systemd_unit as U
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics, envflags, files
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap, facts, package_owner
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import checks, spec
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import enforce as service_enforce
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import (
+    env_channels,
+    restrictions,
+    root_service,
+    service_env,
+    service_user,
+    systemd_unit,
+)
 
-ARGUMENT_SPEC = O.spec(
-    O.SERVICE,
+ARGUMENT_SPEC = spec.spec(
+    spec.SERVICE,
     mode={"type": "str", "choices": ["auto", "systemd", "disk"], "default": "auto"},
     root={"type": "path", "default": "/"},
     state={"type": "str", "choices": ["validate", "enforce"], "default": "validate"},
-    sandbox_path={"type": "str", "default": U.DEFAULT_SYSTEM_PATH},
-    dropin_name={"type": "str", "default": RS.DROPIN_NAME},
+    sandbox_path={"type": "str", "default": systemd_unit.DEFAULT_SYSTEM_PATH},
+    dropin_name={"type": "str", "default": restrictions.DROPIN_NAME},
     daemon_reload={"type": "bool", "default": True},
     restart={"type": "bool", "default": False},
     strict={"type": "bool", "default": False},
@@ -230,25 +229,25 @@ ARGUMENT_SPEC = O.spec(
 
 
 def build_module():
-    return O.utf8_module(AnsibleModule)(argument_spec=ARGUMENT_SPEC, required_if=O.USER_SCOPE_NEEDS_USER,
-                                        supports_check_mode=True)
+    return spec.utf8_module(AnsibleModule)(argument_spec=ARGUMENT_SPEC, required_if=spec.USER_SCOPE_NEEDS_USER,
+                                           supports_check_mode=True)
 
 
 def _systemctl(module, scope, user, *args):
-    return B.module_runner(module)(S.systemctl_argv(scope, user, *args))
+    return bwrap.module_runner(module)(service_env.systemctl_argv(scope, user, *args))
 
 
 def gather(module, p, exclude=()):
     try:
-        return S.gather(p, B.module_runner(module), exclude)
-    except S.SystemctlError as exc:
+        return service_env.gather(p, bwrap.module_runner(module), exclude)
+    except service_env.SystemctlError as exc:
         module.fail_json(msg="metnos_service_env: %s" % exc, code="systemctl_failed")
 
 
 def evaluate(module, p):
     try:
-        return S.inspect(p, B.module_runner(module))
-    except S.SystemctlError as exc:
+        return service_env.inspect(p, bwrap.module_runner(module))
+    except service_env.SystemctlError as exc:
         module.fail_json(msg="metnos_service_env: %s" % exc, code="systemctl_failed")
 
 
@@ -274,27 +273,29 @@ def enforce(module, p, result):
     directory = os.path.join(p["root"], "etc/systemd/%s/%s.d" % ("user" if p["scope"] == "user" else "system",
                                                                  p["unit"]))
     if p["scope"] == "user":
-        home = F.resolve_user(p["user"])["home"]
+        home = facts.resolve_user(p["user"])["home"]
         directory = os.path.join(home, ".config/systemd/user", p["unit"] + ".d")
     path = os.path.join(directory, p["dropin_name"])
-    env_path = path[:-len(".conf")] + EN.ENV_FILE_SUFFIX
+    env_path = path[:-len(".conf")] + service_enforce.ENV_FILE_SUFFIX
     # The plan is computed from the configuration *without* our own files, with the manager's
     # runtime environment (set-environment) where systemd runs.
-    runtime = p["root"] in ("/", "") and S.systemd_running(p["root"])
-    sub = dict(p, mode="disk", manager_env=S.manager_environment(B.module_runner(module), p["scope"], p["user"])
+    runtime = p["root"] in ("/", "") and service_env.systemd_running(p["root"])
+    sub = dict(p, mode="disk", manager_env=service_env.manager_environment(bwrap.module_runner(module), p["scope"],
+                                                                           p["user"])
                if runtime else None)
     try:
         found = gather(module, sub, exclude=(path,))
-    except U.UnitError:
+    except systemd_unit.UnitError:
         return False, None, None, None
     state, env, prov = found.state, found.env, found.prov
-    user = SU.resolve_service_user(state["settings"])
+    user = service_user.resolve_service_user(state["settings"])
     resolved = result.get("bwrap_resolved")
-    info_bwrap = F.bwrap_info(resolved, runner=B.module_runner(module)) if resolved else None
+    info_bwrap = facts.bwrap_info(resolved, runner=bwrap.module_runner(module)) if resolved else None
     visible = env_path if p["root"] in ("/", "") else "/" + os.path.relpath(env_path, p["root"])
-    plan = EN.enforce_plan(p["unit"], state, env, prov, user, p["sandbox_path"], visible,
-                           relax=p["relax_restrictions"], bwrap_info=info_bwrap,
-                           package_of=lambda path: PO.package_facts(path, B.module_runner(module)))
+    plan = service_enforce.enforce_plan(p["unit"], state, env, prov, user, p["sandbox_path"], visible,
+                                        relax=p["relax_restrictions"], bwrap_info=info_bwrap,
+                                        package_of=lambda path: package_owner.package_facts(
+                                            path, bwrap.module_runner(module)))
     files = [(env_path, plan["env_file"]), (path, plan["dropin"])]
     info = {"path": path, "content": plan["dropin"], "backup": None, "env_file": env_path, "env_file_backup": None}
     if p["run_as"]:          # only when asked: it changes who owns the service's files (service_runs_as_root)
@@ -341,32 +342,33 @@ def main():
 
 
 def _options(p):
-    O.unit_name(p["unit"])
-    V.path_string("sandbox_path", p["sandbox_path"])
-    if not p["sandbox_path"] or B.unsafe_entries(p["sandbox_path"]):
-        raise V.OptionError("sandbox_path: %r must be a non-empty PATH of absolute directories" % p["sandbox_path"])
+    spec.unit_name(p["unit"])
+    checks.path_string("sandbox_path", p["sandbox_path"])
+    if not p["sandbox_path"] or bwrap.unsafe_entries(p["sandbox_path"]):
+        raise checks.OptionError("sandbox_path: %r must be a non-empty PATH of absolute directories"
+                                 % p["sandbox_path"])
     if "/" in p["dropin_name"] or not p["dropin_name"].endswith(".conf"):
-        raise V.OptionError("dropin_name: %r must be a file name ending in .conf" % p["dropin_name"])
+        raise checks.OptionError("dropin_name: %r must be a file name ending in .conf" % p["dropin_name"])
     if p["scope"] == "user":
-        O.users(p["user"])
+        spec.users(p["user"])
     if p["mode"] == "systemd":
-        O.systemd_running("mode", "mode=disk or auto", p["root"])
+        spec.systemd_running("mode", "mode=disk or auto", p["root"])
     if p["run_as"] and p["run_as"] != root_service.DYNAMIC:
-        O.users(p["run_as"])
-        if F.resolve_user(p["run_as"])["uid"] == 0:
-            raise V.OptionError("run_as: %r is root; name an unprivileged user or 'dynamic'" % p["run_as"])
+        spec.users(p["run_as"])
+        if facts.resolve_user(p["run_as"])["uid"] == 0:
+            raise checks.OptionError("run_as: %r is root; name an unprivileged user or 'dynamic'" % p["run_as"])
 
 
 def run(module):
     p = module.params
-    O.checked(module.fail_json, "metnos_service_env", lambda: _options(p))
+    spec.checked(module.fail_json, "metnos_service_env", lambda: _options(p))
 
     found = evaluate(module, p)
     result = found.result if found is not None else None
     if found is not None and p["return_environment"]:
         result["full_environment"] = env_channels.redacted(found.env)
     if result is None:
-        diag = D.unit_not_found(p["unit"], scope=p["scope"], root=p["root"])
+        diag = diagnostics.unit_not_found(p["unit"], scope=p["scope"], root=p["root"])
         out = {"changed": False, "unit": p["unit"], "mode": p["mode"], "status": envflags.status(None, {}),
                "diagnostics": [diag], "verdict": "warn"}
         if p["strict"]:
@@ -389,7 +391,7 @@ def run(module):
                 result.pop("diff")
         for key in ("healed", "relaxed", "not_healed", "not_relaxed"):
             result[key] = (plan or {}).get(key, [])
-    result["verdict"] = F.verdict(result["diagnostics"])
+    result["verdict"] = facts.verdict(result["diagnostics"])
     module.exit_json(changed=changed, **result)
 
 

@@ -262,23 +262,23 @@ diagnostics:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as B
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import probe as PR
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env as S
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import probe
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env
 
-ARGUMENT_SPEC = O.spec(
-    O.SERVICE,
+ARGUMENT_SPEC = spec.spec(
+    spec.SERVICE,
     probe_user={"type": "str"},
     manifest={"type": "raw"},
     invocation={"type": "dict"},
-    host=O.HOST,
-    python=O.PYTHON,
+    host=spec.HOST,
+    python=spec.PYTHON,
     context={"type": "str", "choices": ["auto", "systemd", "direct"], "default": "auto"},
-    timeout=O.timeout(60.0),
+    timeout=spec.timeout(60.0),
     extra_absent={"type": "list", "elements": "path", "default": []},
-    accept_bwrap_sha256=O.ACCEPT_BWRAP,
+    accept_bwrap_sha256=spec.ACCEPT_BWRAP,
     blame={"type": "bool", "default": True},
     blame_max_runs={"type": "int", "default": 128},
     blame_max_seconds={"type": "float", "default": 300.0},
@@ -286,32 +286,32 @@ ARGUMENT_SPEC = O.spec(
 
 
 def build_module():
-    return O.utf8_module(AnsibleModule)(argument_spec=ARGUMENT_SPEC, required_if=O.USER_SCOPE_NEEDS_USER,
-                                        supports_check_mode=True)
+    return spec.utf8_module(AnsibleModule)(argument_spec=ARGUMENT_SPEC, required_if=spec.USER_SCOPE_NEEDS_USER,
+                                           supports_check_mode=True)
 
 
 def _probe(p, runner):
     """The option preamble, then the probe (a bad host-context key is an option error too)."""
-    O.unit_name(p["unit"], required=False)
-    O.positive_seconds(p["timeout"])
-    O.positive_seconds(p["blame_max_seconds"], "blame_max_seconds")
+    spec.unit_name(p["unit"], required=False)
+    spec.positive_seconds(p["timeout"])
+    spec.positive_seconds(p["blame_max_seconds"], "blame_max_seconds")
     if p["blame_max_runs"] < 1:
-        raise O.OptionError("blame_max_runs must be at least 1, got %r" % p["blame_max_runs"])
-    O.users(p["probe_user"], p["user"])
-    O.sha256_list(p["accept_bwrap_sha256"])
+        raise spec.OptionError("blame_max_runs must be at least 1, got %r" % p["blame_max_runs"])
+    spec.users(p["probe_user"], p["user"])
+    spec.sha256_list(p["accept_bwrap_sha256"])
     if p["context"] == "systemd":
-        O.systemd_running("context", "auto or direct")
-    return PR.probe_service(p, runner)
+        spec.systemd_running("context", "auto or direct")
+    return probe.probe_service(p, runner)
 
 
 def main():
     module = build_module()
     p = dict(module.params)
 
-    runner = B.module_runner(module)
+    runner = bwrap.module_runner(module)
     try:
-        result = O.checked(module.fail_json, "sandbox_probe", lambda: _probe(p, runner))
-    except S.SystemctlError as exc:
+        result = spec.checked(module.fail_json, "sandbox_probe", lambda: _probe(p, runner))
+    except service_env.SystemctlError as exc:
         module.fail_json(msg="sandbox_probe: %s" % exc, code="systemctl_failed")
     except Exception as exc:   # never "Unknown error": a message, a code and the traceback
         import traceback
@@ -322,7 +322,7 @@ def main():
     # make Ansible mark the task failed without a message ("Unknown error").
     if "rc" in result:
         result["bwrap_rc"] = result.pop("rc")
-    module.exit_json(changed=False, **D.utf8_safe(result))     # every string valid UTF-8: Ansible reads it
+    module.exit_json(changed=False, **diagnostics.utf8_safe(result))     # every string valid UTF-8: Ansible reads it
 
 
 if __name__ == "__main__":

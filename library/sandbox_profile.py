@@ -208,24 +208,24 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import envflags
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as B
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import checks as V
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import model as MD
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import python_roots as PYR
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import store
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics, envflags
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import checks, spec
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
+    host_context,
+    model,
+    profile,
+    python_roots,
+    store,
+)
 
-ARGUMENT_SPEC = O.spec(
+ARGUMENT_SPEC = spec.spec(
     manifest={"type": "raw"},
     manifest_file={"type": "path"},
     # raw: the core judges the values as given (Ansible's conversion would turn 12 into '12')
     invocation={"type": "dict", "options": {"arguments": {"type": "dict"}, "turn_id": {"type": "raw"},
                                             "sender": {"type": "raw"}}},
-    host=O.HOST,
+    host=spec.HOST,
     discover_python_roots={"type": "bool", "default": True},
     command={"type": "list", "elements": "str"},
     path={"type": "raw"},
@@ -236,7 +236,7 @@ ARGUMENT_SPEC = O.spec(
 
 
 def build_module():
-    return O.utf8_module(AnsibleModule)(
+    return spec.utf8_module(AnsibleModule)(
         argument_spec=ARGUMENT_SPEC,
         mutually_exclusive=[("manifest", "manifest_file")],
         required_one_of=[("manifest", "manifest_file")],
@@ -246,25 +246,25 @@ def build_module():
 
 def _options(module, p):
     """(PATH text, environment, host context) from the options, or an option error."""
-    path_text = V.path_string("path", p["path"], default=os.environ.get("PATH", ""))
-    environment = V.environment("environment", p["environment"], default=dict(os.environ))
+    path_text = checks.path_string("path", p["path"], default=os.environ.get("PATH", ""))
+    environment = checks.environment("environment", p["environment"], default=dict(os.environ))
     host_over = dict(p["host"] or {})
     if p["discover_python_roots"]:
-        host_over = PYR.with_python_roots(host_over, B.module_runner(module))
-    return path_text, environment, HC.HostContext(host_over)
+        host_over = python_roots.with_python_roots(host_over, bwrap.module_runner(module))
+    return path_text, environment, host_context.HostContext(host_over)
 
 
 def main():
     module = build_module()
     p = module.params
-    path_text, environment, host = O.checked(module.fail_json, "sandbox_profile", lambda: _options(module, p))
+    path_text, environment, host = spec.checked(module.fail_json, "sandbox_profile", lambda: _options(module, p))
 
     # The one core path: the manifest (inline, or a file read on this host by the core) is
     # coerced, validated, rendered and checked by profile.render_safe.
-    source = MD.FileSource(p["manifest_file"]) if p["manifest_file"] else p["manifest"]
-    status = envflags.status(B.which("bwrap", path_text), environment)
+    source = model.FileSource(p["manifest_file"]) if p["manifest_file"] else p["manifest"]
+    status = envflags.status(bwrap.which("bwrap", path_text), environment)
     invocation = dict((k, v) for k, v in (p["invocation"] or {}).items() if v is not None)
-    result = P.render_safe(source, host, invocation, status, p["command"])
+    result = profile.render_safe(source, host, invocation, status, p["command"])
 
     out = dict(changed=False, **result)
     if p["dest"] and result["decision"] != "refused":
@@ -277,7 +277,7 @@ def main():
         if module._diff and written["diff"]:
             out["diff"] = written["diff"]
 
-    out = D.utf8_safe(out)             # a reply Ansible refuses to read would lose the refusal code
+    out = diagnostics.utf8_safe(out)             # a reply Ansible refuses to read would lose the refusal code
     if result["decision"] == "refused" and p["fail_on_refusal"]:
         first = [d for d in out["diagnostics"] if d["severity"] == "error"][0]
         module.fail_json(msg="sandbox_profile: %s refused (%s): %s" % (

@@ -89,14 +89,13 @@ def made():
 
 
 def profiles(work):
-    from corpus import hostile_bwrap as HB
-    from corpus import hostile_tree
+    from corpus import hostile_bwrap, hostile_tree
     out = []
     _root, _host, entries = hostile_tree.materialize(os.path.join(work, "hostile"))
     for entry, path, host, inv in entries:
         for label, invocation in (("with_invocation", inv), ("without_invocation", {})):
             out.append([entry.id, label, P.render_safe(M.FileSource(path), HC.HostContext(host), invocation, ACTIVE)])
-    _root, _host, entries = HB.materialize(os.path.join(work, "hostile_bwrap"))
+    _root, _host, entries = hostile_bwrap.materialize(os.path.join(work, "hostile_bwrap"))
     for entry, path, host, inv, bwrap in entries:
         status = dict(ACTIVE, bwrap_path=bwrap) if bwrap else ACTIVE
         out.append([entry.id, "bwrap", P.render_safe(M.FileSource(path), HC.HostContext(host), inv, status)])
@@ -104,9 +103,9 @@ def profiles(work):
 
 
 def units(work):
-    from corpus import systemd_units as SU
+    from corpus import systemd_units
     out = []
-    for name, case in sorted(SU.CORPUS.items()):
+    for name, case in sorted(systemd_units.CORPUS.items()):
         root = os.path.join(work, "units", name)
         for path, text in list(case.get("files", {}).items()) + \
                 [("/etc/systemd/system/metnos-%s.service" % name, case.get("unit", ""))]:

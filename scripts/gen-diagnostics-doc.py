@@ -11,8 +11,8 @@ import core_path  # noqa: E402  (scripts/: the core as ansible_collections.metno
 
 core_path.use_core()
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D  # noqa: E402
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap_errors as BE  # noqa: E402
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics  # noqa: E402
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap_errors  # noqa: E402
 
 
 def render():
@@ -29,7 +29,7 @@ def render():
            "variants. Codes of section `module` are a module's own failure (`fail_json` with `code`), not "
            "findings of a host.", "",
            "| code | severity | rule | report section | title |", "|---|---|---|---|---|"]
-    codes = sorted(D.REGISTRY.values(), key=lambda c: c.code)
+    codes = sorted(diagnostics.REGISTRY.values(), key=lambda c: c.code)
     for c in codes:
         out.append("| [`%s`](#%s) | %s | %s | %s | %s |" % (c.code, c.code, c.severity, c.rule, c.section, c.title))
     out.append("")
@@ -51,11 +51,11 @@ def render():
     out += ["## Causes of `bwrap_smoke_failed` (classified from bwrap's stderr)", "",
             "Matched by pattern, first match wins (texts differ by version and distro patch).", "",
             "| cause | pattern | meaning | hint | commands |", "|---|---|---|---|---|"]
-    for cause in BE.CAUSES:
+    for cause in bwrap_errors.CAUSES:
         out.append("| `%s` | `%s` | %s | %s | %s |" % (
             cause.cause, cause.pattern.pattern.replace("|", "\\|"), cause.text, cause.hint,
             "<br>".join("`%s`" % s.replace("|", "\\|") for s in cause.remediation) or "-"))
-    seccomp = BE.classify("", -31)
+    seccomp = bwrap_errors.classify("", -31)
     out.append("| `killed_by_seccomp` | exit 159 / SIGSYS, empty stderr "
                "| a seccomp allow-list (SystemCallFilter=) killed bwrap | %s | %s |" % (
                    seccomp["hint"], "<br>".join("`%s`" % s for s in seccomp["remediation"])))

@@ -16,11 +16,13 @@ import core_path  # noqa: E402  (scripts/: the core as ansible_collections.metno
 
 core_path.use_core()
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import blame as BL  # noqa: E402
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import context_deny as CD  # noqa: E402
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import relaxations as R  # noqa: E402
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import restrictions as RS
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import systemd_unit as U  # noqa: E402
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import blame as probe_blame
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import (
+    context_deny,  # noqa: E402
+    relaxations,  # noqa: E402
+    restrictions,
+    systemd_unit,  # noqa: E402
+)
 
 DATA = os.path.join(ROOT, "docs", "unit-directives.json")
 BLAME = os.path.join(ROOT, "docs", "unit-blame.json")
@@ -29,9 +31,9 @@ MARK = {"works": "works", "breaks": "**breaks bwrap**", "not measurable here": "
 
 def smallest_fix(lines, bwrap_version):
     """The relax line restriction_diagnostics gives for these unit lines (None when none)."""
-    settings = U.settings_from_text("[Service]\n" + "\n".join(lines) + "\n")
+    settings = systemd_unit.settings_from_text("[Service]\n" + "\n".join(lines) + "\n")
     fixes = []
-    for diag in RS.restriction_diagnostics(settings, "metnos.service", {"version": bwrap_version}):
+    for diag in restrictions.restriction_diagnostics(settings, "metnos.service", {"version": bwrap_version}):
         details = diag.get("details") or {}
         fixes.append("`%s`" % details["relax"] if details.get("relax") else details.get("relax_note") or "-")
     return "; ".join(fixes) or None
@@ -52,7 +54,7 @@ def _median(values):
 def render_blame(blame):
     """The experiment: what it does, its bounds, and its measured cost per failing host (docs/unit-blame.json,
     written by tests/system/test_blame_fleet.py)."""
-    bounds = BL.Bounds()
+    bounds = probe_blame.Bounds()
     out = ["## Blame by experiment", "",
            "The table above is measured directive by directive; real units combine directives nobody put on a list. "
            "So when the probe fails in the service's context (a transient unit carrying the unit's context) and bwrap "
@@ -60,13 +62,13 @@ def render_blame(blame):
            "itself (`module_utils/metnos_sandbox/probe/blame.py`):", "",
            "1. The directives most likely to break bwrap (%s, every `Limit*=`) are kept one by one on top of the "
            "user; all the others as one group, bisected while a group fails." % ", ".join(
-               "`%s=`" % d for d in BL.SUSPECTS),
+               "`%s=`" % d for d in probe_blame.SUSPECTS),
            "2. A group that fails while neither half does holds directives that break bwrap **only together**: it is "
            "minimised (ddmin) to the smallest such set and reported as one culprit (the finding says \"only "
            "together\").",
            "3. The whole context minus every culprit must pass; otherwise the rest is searched again (at most %d "
            "times). A culprit the context does not need removed once the others are (found only because a trial "
-           "removed something else) is dropped." % BL.MAX_ROUNDS,
+           "removed something else) is dropped." % probe_blame.MAX_ROUNDS,
            "4. For each culprit, relaxations are tried smallest first (`relaxations.py`) in the unit's context minus "
            "the other culprits; the first that passes is the one offered. `LimitNPROC=` is narrowed to the smallest "
            "value that passes, then one more process for the runtime (it forks bwrap where the probe's launcher "
@@ -85,7 +87,8 @@ def render_blame(blame):
                 ("RestrictNamespaces", ["yes"]), ("RestrictAddressFamilies", ["AF_UNIX"]),
                 ("DynamicUser", ["yes"]), ("PrivateUsers", ["yes"])]
     for name, values in examples:
-        tried = R.candidates(name, values, {"bwrap": "/usr/bin/bwrap", "python_resolved": "/usr/bin/python3.N"})
+        tried = relaxations.candidates(name, values, {"bwrap": "/usr/bin/bwrap",
+                                                      "python_resolved": "/usr/bin/python3.N"})
         out.append("- `%s=%s`: %s" % (name, values[0], ", then ".join(
             "`%s`" % "` + `".join(c) for c in tried[:7]) + (" ..." if len(tried) > 7 else "")))
     out += ["", ("Bounds: at most %d runs and %d s per failing host (`blame_max_runs`, `blame_max_seconds` of "
@@ -101,7 +104,7 @@ def render_blame(blame):
             "(`/bin/sh`, standing for the service's own process) is given an `ExecPaths=` of its own where the unit "
             "has `NoExecPaths=`; bwrap and the payload are not. `DynamicUser=` removed without a static `User=` "
             "runs as `%s`, never as root; a relaxation offering `User=%s` says to name a static user of the "
-            "service's own instead." % (R.STANDIN_USER, R.STANDIN_USER), ""]
+            "service's own instead." % (relaxations.STANDIN_USER, relaxations.STANDIN_USER), ""]
     if not blame:
         return out
     out += ["### Measured on the fleet", "",
@@ -183,7 +186,7 @@ def render(data, blame=None):
         out.append("| %s | %s | %s | %s |" % ("<br>".join("`%s`" % line for line in row["lines"]), " | ".join(cells),
                                                ", ".join("`%s`" % c for c in codes) or "-", fix or "-"))
     out += ["", "Codes that apply only under a condition the trial host does not have:", ""]
-    for code, (directive, condition) in sorted(RS.CONDITIONAL_CODES.items()):
+    for code, (directive, condition) in sorted(restrictions.CONDITIONAL_CODES.items()):
         out.append("- `%s` (`%s=`): %s." % (code, directive, condition))
     out += ["", "Breaking causes as bwrap reports them:", ""]
     seen = set()
@@ -200,14 +203,14 @@ def render(data, blame=None):
             "later systemd adds is carried the same way. Only these are not copied "
             "(`module_utils/metnos_sandbox/service/context_deny.py`, `DENY`):", ""]
     by_category = {}
-    for name, (category, _note) in sorted(CD.DENY.items()):
+    for name, (category, _note) in sorted(context_deny.DENY.items()):
         by_category.setdefault(category, []).append(name)
-    for category in (CD.LIFECYCLE, CD.PROBE, CD.SIDE_EFFECT):
-        out += ["- **%s** — %s: %s" % (category, CD.CATEGORIES[category],
+    for category in (context_deny.LIFECYCLE, context_deny.PROBE, context_deny.SIDE_EFFECT):
+        out += ["- **%s** — %s: %s" % (category, context_deny.CATEGORIES[category],
                                         ", ".join("`%s=`" % n for n in by_category.get(category, [])))]
     out += ["- **[Unit] and [Install]** — dependencies, ordering, conditions, triggers, descriptions, start "
             "limits (copying them would start or stop other units); carried: %s." % ", ".join(
-                "`%s=`" % n for n in CD.UNIT_SECTION_CARRIED), "",
+                "`%s=`" % n for n in context_deny.UNIT_SECTION_CARRIED), "",
             "A directive `systemd-run` refuses (not transient-capable in that systemd, or a value its client cannot "
             "parse) is retried without it and named in `unit_context.not_carried` with systemd's own words; if "
             "`systemctl show` of the probe's unit then differs from the service's, the property is retried in the "
@@ -216,7 +219,7 @@ def render(data, blame=None):
             "(`probe_context_incomplete`).", "",
             "The comparison covers every `systemctl show` property except the unit's identity, dependencies, state, "
             "timestamps, counters and the properties of the lifecycle directives above (`IGNORED_PROPERTIES`, %d "
-            "names, and the `*Timestamp*`/`ExecMain*` patterns)." % len(CD.IGNORED_PROPERTIES), ""]
+            "names, and the `*Timestamp*`/`ExecMain*` patterns)." % len(context_deny.IGNORED_PROPERTIES), ""]
     out += render_blame(load_blame() if blame is None else blame)
     return "\n".join(out)
 

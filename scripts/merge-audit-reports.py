@@ -23,9 +23,9 @@ core_path.use_core()
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (  # noqa: E402
     baseline,
     merge,
+    report,  # noqa: E402
     waivers,
 )
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report as R  # noqa: E402
 
 
 def main(argv):
@@ -55,8 +55,8 @@ def main(argv):
         print("merge-audit-reports: %s" % "\n".join("%s: %s" % (d["code"], d["message"]) for d in exc.diagnostics),
               file=sys.stderr)
         return 2
-    out = R.write_all(merged, args.out_dir)
-    print("\n".join(R.terminal_summary(merged)))
+    out = report.write_all(merged, args.out_dir)
+    print("\n".join(report.terminal_summary(merged)))
     print("merged %d report(s) in %.1f s: %s" % (len(paths), time.time() - start, " ".join(out.values())))
     return 1 if merged["gate"]["failed"] else 0
 

@@ -34,8 +34,8 @@ def main():
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("probe-matrix: run as root (the rows switch to nobody and mount test fixtures)")
-    from helpers import probe_mutations as PM
-    core = PM.CORE
+    from helpers import probe_mutations
+    core = probe_mutations.CORE
     if args.core:
         # The bench and the profile come from this checkout; only the probe is the other one's.
         for name in [m for m in sys.modules if m == "metnos_sandbox" or m.startswith("metnos_sandbox.")]:
@@ -47,17 +47,17 @@ def main():
             runners = importlib.import_module("metnos_sandbox.probe.runners")
             core = types.SimpleNamespace(expectations=payload.expectations, run=runners.run,
                                          run_systemd=runners.run_systemd)
-    rows = [r for r in PM.ROWS if not args.rows or r.name in args.rows.split(",")]
+    rows = [r for r in probe_mutations.ROWS if not args.rows or r.name in args.rows.split(",")]
     out, missed, wrong = [], 0, 0
-    with PM.Bench() as bench:
-        prof = PM.strict_profile()
+    with probe_mutations.Bench() as bench:
+        prof = probe_mutations.strict_profile()
         for row in rows:
-            ok, reason = PM.applicable(row, bench)
-            for user in PM.USERS:
+            ok, reason = probe_mutations.applicable(row, bench)
+            for user in probe_mutations.USERS:
                 if not ok:
                     out.append({"row": row.name, "what": row.what, "user": user, "skipped": reason})
                     continue
-                verdict, failed = PM.run_row(row, user, bench, prof, core)
+                verdict, failed = probe_mutations.run_row(row, user, bench, prof, core)
                 if args.without:
                     verdict["checks"] = [c for c in verdict["checks"]
                                          if not any(fnmatch.fnmatchcase(c["name"], g) for g in args.without)]
@@ -67,10 +67,11 @@ def main():
                     if not failed:
                         verdict["diagnostics"] = [d for d in verdict["diagnostics"]
                                                   if d["code"] not in ("probe_check_failed", "probe_not_isolated")]
-                    verdict["passed"] = not failed and not PM.counted_codes(verdict) and (
+                    verdict["passed"] = not failed and not probe_mutations.counted_codes(verdict) and (
                         bool(verdict["checks"]) or not verdict.get("setup_failed"))
-                codes = PM.counted_codes(verdict)
-                judged = PM.judge(row, user, verdict, failed) if core is PM.CORE or args.judge else "-"
+                codes = probe_mutations.counted_codes(verdict)
+                judged = probe_mutations.judge(row, user, verdict,
+                                               failed) if core is probe_mutations.CORE or args.judge else "-"
                 if row.weakening(user) and verdict["passed"]:
                     missed += 1
                 if judged not in ("ok", "-"):

@@ -81,8 +81,8 @@ LINKS = {
 
 def broker_digest(root):
     """The digest of the clean broker's files (what the admin pins after review)."""
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import undo as UN
-    digest, problem = UN.executor_digest(os.path.join(root, "undo_clean", "undo_last_turn"), sorted(BROKER))
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import undo
+    digest, problem = undo.executor_digest(os.path.join(root, "undo_clean", "undo_last_turn"), sorted(BROKER))
     assert problem is None, problem
     return digest
 
@@ -146,7 +146,7 @@ def materialize(base):
     """Build the tree in ``base``/tree and write every corpus entry as a file in ``base``/manifests.
 
     Returns (root, host overrides, [(entry, path, host overrides, invocation)])."""
-    from corpus import hostile_manifests as H
+    from corpus import hostile_manifests
     root = os.path.join(base, "tree")
     os.makedirs(root, exist_ok=True)
     host = build(root)
@@ -154,7 +154,7 @@ def materialize(base):
     folder = os.path.join(base, "manifests")
     os.makedirs(folder, exist_ok=True)
     out = []
-    for entry in H.CORPUS:
+    for entry in hostile_manifests.CORPUS:
         path = os.path.join(folder, entry.file_name)
         with open(path, "wb") as handle:
             handle.write(entry.content(subs))

@@ -26,12 +26,16 @@ import types
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "module_utils"))
 
-from metnos_sandbox.host import bwrap as B  # noqa: E402
-from metnos_sandbox.host import bwrap_trust as BT  # noqa: E402
-from metnos_sandbox.probe import payload as PL  # noqa: E402
-from metnos_sandbox.probe import runners as RUN  # noqa: E402
-from metnos_sandbox.profile import host_context as HC  # noqa: E402
-from metnos_sandbox.profile import profile as P  # noqa: E402
+from metnos_sandbox.host import (
+    bwrap,  # noqa: E402
+    bwrap_trust,  # noqa: E402
+)
+from metnos_sandbox.probe import (
+    payload,  # noqa: E402
+    runners,  # noqa: E402
+)
+from metnos_sandbox.profile import host_context  # noqa: E402
+from metnos_sandbox.profile import profile as profile_profile  # noqa: E402
 
 PYTHON = "/usr/bin/python3"
 USERS = ("root", "nobody")
@@ -572,9 +576,9 @@ class Bench(object):
         self.setuid_bwrap = os.path.join(suid_dir, "bwrap")
         shutil.copy(self.bwrap, self.setuid_bwrap)
         os.chmod(self.setuid_bwrap, 0o4755)
-        version = B.parse_version(subprocess.run([self.bwrap, "--version"], capture_output=True,
-                                                 text=True).stdout)
-        self.setuid_ok = B.version_tuple(version) < (0, 12)
+        version = bwrap.parse_version(subprocess.run([self.bwrap, "--version"], capture_output=True,
+                                                     text=True).stdout)
+        self.setuid_ok = bwrap.version_tuple(version) < (0, 12)
         self.mounts.append(os.path.join(os.path.dirname(self.fakes["pin"]), "netns-pin"))   # if left mounted
         shutil.copy(self.bwrap, os.path.join(os.path.dirname(self.fakes["other"]), "bwrap-copy"))
         self.bwrap_copy = os.path.join(self.dir, "copy", "bwrap")          # the real bwrap's bytes, unpackaged
@@ -622,7 +626,7 @@ class Bench(object):
     def trust(self, path, accept):
         key = (path, tuple(accept))
         if key not in self.trusted:
-            self.trusted[key] = BT.for_run(path, accepted=accept, path_text="/usr/bin:/bin")
+            self.trusted[key] = bwrap_trust.for_run(path, accepted=accept, path_text="/usr/bin:/bin")
         return self.trusted[key]
 
     def can_unshare_mounts(self):
@@ -679,7 +683,8 @@ class Bench(object):
 
 
 def strict_profile():
-    prof = P.render_safe(dict(RUN.PROBE_MANIFEST), HC.HostContext({"python_executable": PYTHON}), {}, None)
+    prof = profile_profile.render_safe(dict(runners.PROBE_MANIFEST),
+                                       host_context.HostContext({"python_executable": PYTHON}), {}, None)
     assert prof["decision"] == "wrapped", prof["diagnostics"]
     return prof
 
@@ -1009,7 +1014,7 @@ def sha256(path):
 
 
 # What run_row needs of a probe: this checkout's, or another checkout's (scripts/probe-matrix.py --core).
-CORE = types.SimpleNamespace(expectations=PL.expectations, run=RUN.run, run_systemd=RUN.run_systemd)
+CORE = types.SimpleNamespace(expectations=payload.expectations, run=runners.run, run_systemd=runners.run_systemd)
 
 
 def run_row(row, user, bench, profile=None, core=CORE, systemd=False, timeout=30, properties=()):

@@ -108,22 +108,24 @@ ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via
 
 def faces(base):
     _use_core()
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit as A
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context, profile
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
+        manifest as profile_manifest,
+    )
     from helpers import faces as repo_files
     tree = os.path.join(base, "tree")
     build(tree)
     filters = repo_files.load("filter_plugins/metnos_sandbox.py", "mfilters")
     out = {}
     for cid, manifest, expect, invocation, host in cases(tree):
-        core = P.render_safe(manifest, HC.HostContext(host), invocation, ACTIVE)
+        core = profile.render_safe(manifest, host_context.HostContext(host), invocation, ACTIVE)
         preview = filters.metnos_profile(manifest, host=host, invocation=invocation, status=ACTIVE)
         got = {"expect": expect, "core": core["refusal"] or core["decision"],
                "filter": preview["refusal"] or preview["decision"]}
         if not invocation:
-            drift = A.profile_drift([M.transport(json.dumps(manifest))], host, "/nonexistent", ACTIVE)
+            drift = audit.profile_drift([profile_manifest.transport(json.dumps(manifest))], host, "/nonexistent",
+                                        ACTIVE)
             got["audit"] = drift[0].get("refusal") or drift[0]["decision"]
         out[cid] = got
     sys.stdout.write(json.dumps(out))
@@ -132,9 +134,11 @@ def faces(base):
 def real(base):
     """The writable grants with the rule mutated away, run as root and as nobody."""
     _use_core()
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import mounts as MT
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
+        host_context,
+        mounts,
+        profile,
+    )
     from helpers import trees
     tree = os.path.join(base, "tree")
     cgroup = build(tree)
@@ -142,9 +146,10 @@ def real(base):
     host = host_dict(tree, writable_roots=[tree + "/data"])
     manifest = {"name": "ex", "origin": "t",
                 "capabilities": ["fs:write:%s/data/w" % tree, "fs:write:%s/data/cg" % tree]}
-    out = {"refused": P.render_safe(manifest, HC.HostContext(host), {}, ACTIVE)["refusal"], "cgroup2": cgroup}
-    MT.MountTable.pseudo_related = lambda self, path: None          # the mutation
-    weak = P.render_safe(manifest, HC.HostContext(host), {}, ACTIVE)
+    out = {"refused": profile.render_safe(manifest, host_context.HostContext(host), {}, ACTIVE)["refusal"],
+           "cgroup2": cgroup}
+    mounts.MountTable.pseudo_related = lambda self, path: None          # the mutation
+    weak = profile.render_safe(manifest, host_context.HostContext(host), {}, ACTIVE)
     out["mutated"] = weak["refusal"] or weak["decision"]
     for user in ("root", "nobody"):
         spec = {"proc": tree + "/data/w/proc"}

@@ -47,8 +47,11 @@ def main(tree, out_path):
     import yaml
 
     from corpus import hostile_bwrap, hostile_tree
-    P, HC, MD = bench["P"], bench["HC"], bench["MD"]
-    HL = bench.get("HL", HC)       # a tree from before host_layout.py kept the layout in host_context.py
+    if "P" in bench:               # a tree from before its modules were imported by their own names (issue 44)
+        P, HC, MD = bench["P"], bench["HC"], bench["MD"]
+        HL = bench.get("HL", HC)   # a tree from before host_layout.py kept the layout in host_context.py
+    else:
+        P, HC, MD, HL = bench["profile"], bench["host_context"], bench["model"], bench["host_layout"]
     results = []
     root = bench["build_tree"]()
     host = {"runtime_dir": root + "/runtime", "executors_dir": root + "/executors", "python_prefix": root + "/venv",

@@ -5,13 +5,14 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.repo
     render_html,
     render_junit,
     render_markdown,
+    report,
 )
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report as R
 
 
 def build(results, generated=None, warnings_as_failures=False):
     """The report document from {host: task result}, hosts in name order."""
-    return R.build_from_results(((name, results[name]) for name in sorted(results)), generated, warnings_as_failures)
+    return report.build_from_results(((name, results[name]) for name in sorted(results)), generated,
+                                     warnings_as_failures)
 
 
 def to_markdown(doc):

@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import transport as T
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import transport
 from conftest import ROOT, run_module, run_playbook
 
 PLAY = """
@@ -43,7 +43,7 @@ def test_the_summary_is_the_records_verdict_and_codes_and_the_spool_keeps_the_re
     full, brief = got["full"], got["brief"]
     assert {"bwrap_facts", "service", "profiles", "probe", "diagnostics", "monitor"} <= set(full)
     assert not {"bwrap_facts", "service", "profiles", "probe", "diagnostics", "monitor"} & set(brief)
-    assert set(T.SUMMARY_KEYS) | {"codes", "counts"} <= set(brief)
+    assert set(transport.SUMMARY_KEYS) | {"codes", "counts"} <= set(brief)
     assert brief["verdict"] == full["verdict"] and brief["schema"] == full["schema"]
     assert brief["codes"] == [d["code"] for d in full["diagnostics"]]
     assert sum(brief["counts"].values()) == len(full["diagnostics"])

@@ -19,10 +19,12 @@ import uuid
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import descriptors as DS
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import mountmodel as MM
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
+    descriptors,
+    host_context,
+    mountmodel,
+    profile,
+)
 from helpers import trees
 from helpers.fake_host import host_dict
 
@@ -67,7 +69,7 @@ def render(base):
     host = host_dict(base, writable_roots=[base + "/data"])
     manifest = {"name": "ex", "origin": "t",
                 "capabilities": ["fs:read:%s/data/pub" % base, "fs:write:%s/data/w" % base]}
-    return P.render_safe(manifest, HC.HostContext(host), {}, ACTIVE)
+    return profile.render_safe(manifest, host_context.HostContext(host), {}, ACTIVE)
 
 
 class Swapper(object):
@@ -133,7 +135,7 @@ def test_a_symlink_swap_raced_against_the_real_run_never_sees_more(tree):
 
 @pytest.mark.rule("R-SEC-1")
 def test_bound_by_path_the_same_swap_hands_over_the_store(tree, monkeypatch):
-    monkeypatch.setattr(MM, "unstable_folder", lambda path, stats: None)      # the mutation: by path, as main
+    monkeypatch.setattr(mountmodel, "unstable_folder", lambda path, stats: None)      # the mutation: by path, as main
     weak = render(tree)
     assert weak["decision"] == "wrapped" and not weak["descriptors"], weak["diagnostics"]
     swapper = Swapper(tree)
@@ -179,7 +181,8 @@ def test_swapped_once_the_launcher_holds_them_the_judged_folders_are_mounted(tre
         sep = prof["argv"].index("--")
         words = prof["argv"][:sep + 1] + ["/usr/bin/python3", "-c", PAYLOAD, json.dumps(
             {"read": tree + "/data/pub", "write": tree + "/data/w", "token": token})]
-        cmd = ["/usr/bin/python3", "-I", "-S", script, DS.__file__, json.dumps(words), json.dumps(prof["descriptors"]),
+        cmd = ["/usr/bin/python3", "-I", "-S", script, descriptors.__file__, json.dumps(words),
+               json.dumps(prof["descriptors"]),
                tree]
         if user:
             cmd = ["setpriv", "--reuid=%s" % user, "--regid=nogroup", "--clear-groups"] + cmd

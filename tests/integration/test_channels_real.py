@@ -14,9 +14,11 @@ import uuid
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import channels as CH
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
+    channels,
+    host_context,
+    profile,
+)
 from helpers import trees
 from helpers.socket_listener import Listener
 
@@ -72,7 +74,7 @@ def base():
 def render(caps, host=None):
     manifest = {"name": "ex", "origin": "t", "capabilities": caps}
     context = dict({"python_executable": "/usr/bin/python3", "writable_roots": ["/var/tmp"]}, **(host or {}))
-    return P.render_safe(manifest, HC.HostContext(context), {}, ACTIVE)
+    return profile.render_safe(manifest, host_context.HostContext(context), {}, ACTIVE)
 
 
 def folder(*parts, mode=0o755):
@@ -88,7 +90,7 @@ def errors(prof):
 
 def no_search(monkeypatch):
     """The mutation of the search below granted folders: nothing found, never stopped."""
-    monkeypatch.setattr(CH, "walk", lambda root, budget, skip=frozenset(): CH.Walk([]))
+    monkeypatch.setattr(channels, "walk", lambda root, budget, skip=frozenset(): channels.Walk([]))
 
 
 def test_a_socket_and_a_fifo_below_a_granted_folder_are_refused_and_would_be_commanded(base, monkeypatch):
@@ -181,7 +183,7 @@ def test_known_channels_below_a_granted_folder_get_their_own_code(base, monkeypa
 ])
 def test_the_known_channels_of_the_issue(path, code):
     """The host's real /run is not planted (a shared machine): the names the issue lists, classified."""
-    assert CH.code_of(path) == code
+    assert channels.code_of(path) == code
 
 
 def test_a_channel_the_admin_lists_as_a_read_path_is_refused_unless_allowed(base, monkeypatch):
@@ -191,7 +193,8 @@ def test_a_channel_the_admin_lists_as_a_read_path_is_refused_unless_allowed(base
         host = {"systemd_read_paths": [sock]}
         prof = render(["systemd:read"], host)
         assert errors(prof) == ["channel_container_engine"], prof["diagnostics"]
-        monkeypatch.setattr(HC.HostContext, "allowed_channels", lambda self: {sock: "mutation"})   # the mutation
+        monkeypatch.setattr(host_context.HostContext, "allowed_channels",
+                            lambda self: {sock: "mutation"})   # the mutation
         weak = render(["systemd:read"], host)
         token = uuid.uuid4().hex
         inside = trees.run_inside(weak["argv"], PAYLOAD, {"token": token, "sockets": [sock]}, "nobody",
@@ -204,7 +207,7 @@ def test_a_channel_the_admin_lists_as_a_read_path_is_refused_unless_allowed(base
 def test_a_folder_too_large_to_search_is_refused_never_passed(base, monkeypatch):
     """A socket hidden past the search's bound: the folder is refused (channel_walk_bound); with the bound
     made a silent pass (the mutation), the sandbox reaches the socket the search never saw."""
-    monkeypatch.setattr(CH, "MAX_WALK_ENTRIES", 40)
+    monkeypatch.setattr(channels, "MAX_WALK_ENTRIES", 40)
     data = folder(base, "data")
     for i in range(60):
         open(os.path.join(data, "f%02d" % i), "w").close()
@@ -214,8 +217,9 @@ def test_a_folder_too_large_to_search_is_refused_never_passed(base, monkeypatch)
         caps = ["fs:read:" + data]
         prof = render(caps)
         assert errors(prof) == ["channel_walk_bound"], prof["diagnostics"]
-        real_walk = CH.walk
-        monkeypatch.setattr(CH, "walk", lambda root, budget, skip=frozenset(): real_walk(root, budget, skip)._replace(
+        real_walk = channels.walk
+        monkeypatch.setattr(channels, "walk", lambda root, budget, skip=frozenset(): real_walk(root, budget,
+                                                                                               skip)._replace(
             stop=None))
         weak = render(caps)
         assert weak["decision"] == "wrapped", weak["diagnostics"]
@@ -230,7 +234,7 @@ def test_a_folder_too_large_to_search_is_refused_never_passed(base, monkeypatch)
 def test_dev_log_named_as_a_read_path_gets_the_journal_code(base):
     """/dev/log is a channel before it is a path below /dev: the admin naming it gets channel_journal (when
     this host has one: a socket, or a link to journald's)."""
-    if CH.kind_of(os.stat("/dev/log").st_mode if os.path.exists("/dev/log") else 0) is None:
+    if channels.kind_of(os.stat("/dev/log").st_mode if os.path.exists("/dev/log") else 0) is None:
         pytest.skip("no /dev/log socket on this host")
     assert errors(render(["system:read"], {"system_read_paths": ["/dev/log"]})) == ["channel_journal"]
 
@@ -268,7 +272,8 @@ def test_nested_index_roots_are_refused_and_would_read_the_nested_index(base, mo
     prof = render(["index:read:docs"], host)
     assert errors(prof) == ["layout_roots_nested"], prof["diagnostics"]
     assert errors(render(["index:read:mail"], host)) == ["layout_roots_nested"]     # the layout, whichever side
-    monkeypatch.setattr(HC.HostContext, "crossed", lambda self, what, key, path, real: None)      # the mutation
+    monkeypatch.setattr(host_context.HostContext, "crossed", lambda self, what, key, path,
+                        real: None)      # the mutation
     weak = render(["index:read:docs"], host)
     for user in USERS:
         inside = trees.run_inside(weak["argv"], PAYLOAD, {"token": "", "read": [secret]}, user,
@@ -283,7 +288,8 @@ def test_a_resource_root_that_is_a_symlink_is_refused_and_would_write_elsewhere(
     host = {"resources": {"sheets": sheets, "people": other}, "writable_roots": [base]}
     prof = render(["metnos:write:sheets"], host)
     assert errors(prof) == ["layout_root_symlink"], prof["diagnostics"]
-    monkeypatch.setattr(HC.HostContext, "crossed", lambda self, what, key, path, real: None)      # the mutation
+    monkeypatch.setattr(host_context.HostContext, "crossed", lambda self, what, key, path,
+                        real: None)      # the mutation
     weak = render(["metnos:write:sheets"], host)
     assert weak["decision"] == "wrapped", weak["diagnostics"]
     for user in USERS:

@@ -25,17 +25,18 @@ import uuid
 import pytest
 import yaml
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import paths as PA
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import descriptors as DS
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import granters as GR
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import invariants as INV
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import mountmodel as MM
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import paths
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
+    descriptors,
+    granters,
+    host_context,
+    invariants,
+    mountmodel,
+    profile,
+)
 from conftest import ROOT, ansible_env, ansible_tool
-from corpus import hostile_bwrap as H
-from helpers import pseudo_mounts as PM
-from helpers import trees
+from corpus import hostile_bwrap
+from helpers import pseudo_mounts, trees
 
 USERS = (None, "nobody")
 PAYLOAD = r'''
@@ -70,7 +71,7 @@ ACTIVE = {"bwrap_available": True, "bwrap_path": shutil.which("bwrap") or "/usr/
 @pytest.fixture(scope="module")
 def corpus():
     base = tempfile.mkdtemp(prefix="metnos-hb-", dir="/var/tmp")       # reachable by nobody (0755 parents)
-    root, host, entries = H.materialize(base)
+    root, host, entries = hostile_bwrap.materialize(base)
     yield root, dict((e.id, (e, host_, inv, bwrap)) for e, _path, host_, inv, bwrap in entries)
     shutil.rmtree(base, ignore_errors=True)
 
@@ -78,7 +79,7 @@ def corpus():
 def render(entry, host, inv, bwrap=None, root=None):
     manifest = yaml.safe_load(entry.content({"@ROOT@": root, "@DIGEST@": "sha256:" + "0" * 64}))
     status = dict(ACTIVE, bwrap_path=bwrap) if bwrap else ACTIVE
-    return P.render_safe(manifest, HC.HostContext(host), inv, status)
+    return profile.render_safe(manifest, host_context.HostContext(host), inv, status)
 
 
 def spec_for(root):
@@ -108,7 +109,7 @@ def _host_etc():
         return handle.read()
 
 
-ACCEPTED = [e.id for e in H.CORPUS if e.expect == "wrapped"]
+ACCEPTED = [e.id for e in hostile_bwrap.CORPUS if e.expect == "wrapped"]
 
 
 @pytest.mark.parametrize("entry_id", ACCEPTED)
@@ -121,7 +122,7 @@ def test_accepted_profiles_give_no_more_than_declared(corpus, entry_id):
     for user in USERS:
         spec = spec_for(root)
         inside = run(prof, spec, user)
-        assert inside["own"] == H.SIGNED and inside["runtime"] == "# runtime\n", (user, inside)
+        assert inside["own"] == hostile_bwrap.SIGNED and inside["runtime"] == "# runtime\n", (user, inside)
         assert inside["etc"] == _host_etc() and inside["proc"] is True, (user, inside)
         assert set(inside["writes"].values()) <= {"Read-only file system", "Permission denied",
                                                   "No such file or directory"}, (user, inside)   # not even there
@@ -132,12 +133,12 @@ def test_accepted_profiles_give_no_more_than_declared(corpus, entry_id):
 def mounted_as_declared(monkeypatch):
     """What main rendered: every grant mounted at its declared path, by path (no mount model, no
     descriptor, no final check) - the mutation that shows each destination game for real."""
-    original = GR._Mounts.add
+    original = granters.Mounts.add
 
     def add(self, kind, src, dest, rule, source):
         declared = re.search(r" \(declared as (.*)\)$", source)
         original(self, kind, src, declared.group(1) if declared else dest, rule, source)
-    monkeypatch.setattr(GR._Mounts, "add", add)
+    monkeypatch.setattr(granters.Mounts, "add", add)
     return monkeypatch
 
 
@@ -146,13 +147,14 @@ def test_the_mount_model_refuses_declared_destinations_in_both_layers(corpus, mo
     root, entries = corpus
     entry, host, inv, _bwrap = entries["dest_executor_shadowed_readonly"]
     assert render(entry, host, inv, root=root)["refusal"] == "mount_dest_differs"      # the renderer's model
-    mounted_as_declared.setattr(P, "_model", lambda ordered: [])
+    mounted_as_declared.setattr(profile, "model_findings", lambda ordered: [])
     assert render(entry, host, inv, root=root)["refusal"] == "profile_invariant_violated"   # the final check's
 
 
 # What each destination game reaches once mounted at its declared path: (key, what the payload then sees).
-SHOWN = {"dest_executor_shadowed_readonly": ("own", H.ATTACKER),
-         "dest_executor_shadowed_writable": ("own", H.ATTACKER), "dest_alias_chain": ("own", H.ATTACKER),
+SHOWN = {"dest_executor_shadowed_readonly": ("own", hostile_bwrap.ATTACKER),
+         "dest_executor_shadowed_writable": ("own", hostile_bwrap.ATTACKER),
+         "dest_alias_chain": ("own", hostile_bwrap.ATTACKER),
          "dest_runtime_shadowed_writable": ("runtime", "# attacker's runtime\n"),
          "dest_etc_shadowed_writable": ("etc", "error: No such file or directory"),
          "dest_proc_covered": ("proc", False)}
@@ -163,9 +165,9 @@ SHOWN = {"dest_executor_shadowed_readonly": ("own", H.ATTACKER),
 def test_destination_games_reach_more_when_mounted_as_declared(corpus, mounted_as_declared, entry_id):
     root, entries = corpus
     entry, host, inv, _bwrap = entries[entry_id]
-    mounted_as_declared.setattr(P, "_model", lambda ordered: [])
-    mounted_as_declared.setattr(MM, "unstable_folder", lambda path, stats: None)        # by path, as main did
-    mounted_as_declared.setattr(INV, "check_invariants", lambda *a, **k: [])
+    mounted_as_declared.setattr(profile, "model_findings", lambda ordered: [])
+    mounted_as_declared.setattr(mountmodel, "unstable_folder", lambda path, stats: None)        # by path, as main did
+    mounted_as_declared.setattr(invariants, "check_invariants", lambda *a, **k: [])
     weak = render(entry, host, inv, root=root)
     assert weak["decision"] == "wrapped" and not weak["descriptors"], weak["diagnostics"]
     key, seen = SHOWN[entry_id]
@@ -185,7 +187,7 @@ def test_writes_outside_the_writable_roots_are_refused_and_would_land(corpus, mo
     entry, host, inv, _bwrap = entries["roots_write_09"]             # fs:write:@ROOT@/outside
     assert render(entry, host, inv, root=root)["refusal"] == "scope_outside_writable_roots"
     os.chmod(root + "/outside", 0o777)                                # the service user's own folder
-    monkeypatch.setattr(HC.HostContext, "writable", lambda self: PA.Roots(["/"]))          # the mutation
+    monkeypatch.setattr(host_context.HostContext, "writable", lambda self: paths.Roots(["/"]))          # the mutation
     weak = render(entry, host, inv, root=root)
     assert weak["decision"] == "wrapped", weak["diagnostics"]
     for user in USERS:
@@ -200,7 +202,7 @@ def test_the_bwrap_folder_is_read_only_whatever_the_roots_say(corpus, monkeypatc
     entry, host, inv, bwrap = entries["engine_write_5"]              # fs:write:@ROOT@/tools/bin
     assert render(entry, host, inv, bwrap, root)["refusal"] == "scope_too_broad"
     os.chmod(root + "/tools/bin", 0o777)
-    monkeypatch.setattr(HC.HostContext, "_engine_trees", lambda self: [])                  # the mutation
+    monkeypatch.setattr(host_context.HostContext, "_engine_trees", lambda self: [])                  # the mutation
     weak = render(entry, host, inv, bwrap, root)
     assert weak["decision"] == "wrapped", weak["diagnostics"]
     for user in USERS:
@@ -229,7 +231,7 @@ def test_a_credential_with_a_second_name_is_refused_and_would_read_another_file(
     root, entries = corpus
     entry, host, inv, _bwrap = entries["link_credential_hard_link"]
     assert render(entry, host, inv, root=root)["refusal"] == "host_path_refused"
-    monkeypatch.setattr(GR, "_object_problem", lambda real, channel=False: None)            # the mutation
+    monkeypatch.setattr(granters, "object_problem", lambda real, channel=False: None)            # the mutation
     weak = render(entry, host, inv, root=root)
     assert weak["decision"] == "wrapped", weak["diagnostics"]
     for user in USERS:
@@ -264,9 +266,10 @@ def test_a_nested_destination_that_can_move_is_refused_and_would_land_on_the_run
         for path in (nest + "/a", nest + "/a/runtime"):
             os.chmod(path, 0o777)
         manifest = {"name": "ex", "origin": "t", "capabilities": ["fs:read:" + nest, "fs:write:%s/a/runtime" % nest]}
-        monkeypatch.setattr(P, "_model", lambda ordered: [])                              # the mutation (both layers)
-        monkeypatch.setattr(INV, "check_invariants", lambda *a, **k: [])
-        weak = P.render_safe(manifest, HC.HostContext(host), {}, ACTIVE)
+        monkeypatch.setattr(profile, "model_findings",
+                            lambda ordered: [])                              # the mutation (both layers)
+        monkeypatch.setattr(invariants, "check_invariants", lambda *a, **k: [])
+        weak = profile.render_safe(manifest, host_context.HostContext(host), {}, ACTIVE)
         monkeypatch.undo()
         assert weak["decision"] == "wrapped" and len(weak["descriptors"]) == 2, weak["diagnostics"]
         sep = weak["argv"].index("--")
@@ -274,7 +277,7 @@ def test_a_nested_destination_that_can_move_is_refused_and_would_land_on_the_run
         script = os.path.join(os.path.dirname(root), "swap.py")         # readable by nobody
         with open(script, "w") as handle:
             handle.write(SWAP)
-        cmd = ["/usr/bin/python3", "-I", "-S", script, DS.__file__, json.dumps(words),
+        cmd = ["/usr/bin/python3", "-I", "-S", script, descriptors.__file__, json.dumps(words),
                json.dumps(weak["descriptors"]), nest + "/a", "../../rt"]
         if user:
             cmd = ["setpriv", "--reuid=%s" % user, "--regid=nogroup", "--clear-groups"] + cmd
@@ -293,7 +296,7 @@ def test_a_nested_destination_that_can_move_is_refused_and_would_land_on_the_run
 @pytest.mark.rule("R-BASE-2")
 def test_pseudo_filesystems_below_scopes_every_face(tmp_path):
     os.chmod(str(tmp_path), 0o755)
-    got = PM.run(str(tmp_path), "faces")
+    got = pseudo_mounts.run(str(tmp_path), "faces")
     for cid, faces in got.items():
         assert set(v for k, v in faces.items() if k != "expect") == {faces["expect"]}, (cid, faces)
 
@@ -304,7 +307,7 @@ def test_pseudo_filesystems_below_a_writable_scope_would_change_the_kernel():
     base = tempfile.mkdtemp(prefix="metnos-pm-", dir="/var/tmp")
     os.chmod(base, 0o755)
     try:
-        got = PM.run(base, "real")
+        got = pseudo_mounts.run(base, "real")
     finally:
         shutil.rmtree(base, ignore_errors=True)
     assert got["refused"] == "scope_pseudo_filesystem" and got["mutated"] == "wrapped", got

@@ -21,10 +21,12 @@ import sys
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import model as MD
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
+    host_context,
+    manifest,
+    model,
+    profile,
+)
 from conftest import run_playbook
 from corpus import hostile_tree
 
@@ -120,7 +122,7 @@ def ran(tmp_path_factory):
 
 
 def core(path, host, inv):
-    prof = P.render_safe(MD.FileSource(path), HC.HostContext(host), inv, ACTIVE)
+    prof = profile.render_safe(model.FileSource(path), host_context.HostContext(host), inv, ACTIVE)
     return prof["decision"], prof["refusal"]
 
 
@@ -158,6 +160,6 @@ def test_role_path_needs_no_yaml_on_the_host(ran):
     """What the filter hands over is plain JSON data (a mapping or the core's refusal record)."""
     entries = ran[0]
     for _entry, path, _host, _inv in entries:
-        handed = M.transport(MD.FileSource(path))
+        handed = manifest.transport(model.FileSource(path))
         assert isinstance(handed, dict)
         json.dumps(handed)

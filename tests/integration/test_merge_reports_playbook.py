@@ -12,8 +12,8 @@ import tempfile
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report as R
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as base_diagnostics
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report
 from helpers import installed_collection
 from helpers.ansible_run import ansible_tool
 
@@ -29,13 +29,14 @@ def top():
 def _report(directory, hosts, hour):
     stamp = datetime.datetime(2026, 12, 1, hour, tzinfo=datetime.timezone.utc)
     os.makedirs(directory, exist_ok=True)
-    return R.write_all(R.build_from_hosts(hosts, generated=stamp), directory, stamp="h%02d" % hour)
+    return report.write_all(report.build_from_hosts(hosts, generated=stamp), directory, stamp="h%02d" % hour)
 
 
 def _host(name, verdict):
     """A host record as the report keeps it: an unreachable host carries host_unreachable (every verdict is
     decided from the findings, base/verdicts.py)."""
-    diagnostics = [D.make("host_unreachable", host=name, why="unreachable")] if verdict == "unreachable" else []
+    diagnostics = [base_diagnostics.make("host_unreachable", host=name,
+                                         why="unreachable")] if verdict == "unreachable" else []
     return {"host": name, "verdict": verdict, "reachable": verdict != "unreachable", "diagnostics": diagnostics}
 
 

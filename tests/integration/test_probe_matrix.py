@@ -10,8 +10,7 @@ import os
 
 import pytest
 
-from helpers import probe_mutations as PM
-from helpers import procs
+from helpers import probe_mutations, procs
 
 # A look-alike that never exits is stopped by the probe's timeout: the payload must have reported before it.
 # Measured under a load average of 9-25 on two cores (busy loops, network-namespace churn, other suites),
@@ -24,7 +23,7 @@ LEAVE_PROCESSES = ("fake_left_behind", "detached_copy", "watcher_after_exit", "u
 
 @pytest.fixture(scope="module")
 def bench():
-    b = PM.Bench()
+    b = probe_mutations.Bench()
     try:
         yield b
     finally:
@@ -38,24 +37,25 @@ def bench():
 
 @pytest.fixture(scope="module")
 def strict():
-    return PM.strict_profile()
+    return probe_mutations.strict_profile()
 
 
-@pytest.mark.parametrize("user", PM.USERS)
-@pytest.mark.parametrize("row", PM.ROWS, ids=[r.name for r in PM.ROWS])
+@pytest.mark.parametrize("user", probe_mutations.USERS)
+@pytest.mark.parametrize("row", probe_mutations.ROWS, ids=[r.name for r in probe_mutations.ROWS])
 def test_mutation_matrix(bench, strict, row, user):
-    ok, reason = PM.applicable(row, bench)
+    ok, reason = probe_mutations.applicable(row, bench)
     if not ok:
         pytest.skip(reason)
-    verdict, failed = PM.run_row(row, user, bench, strict)
-    assert PM.judge(row, user, verdict, failed) == "ok", (failed, [d["message"] for d in verdict["diagnostics"]])
+    verdict, failed = probe_mutations.run_row(row, user, bench, strict)
+    assert probe_mutations.judge(row, user, verdict, failed) == "ok", (failed, [d["message"] for d
+                                                                                in verdict["diagnostics"]])
     if user == "nobody" and verdict["checks"]:
         assert verdict["observed_uid"] == bench.nobody.pw_uid or row.name.startswith("fake_no_mnt")
     # Only look-alikes that leave a process in the tree are cut short (real bwrap leaves nothing), and each such
     # process is a finding of its own.
     if "evidence" in verdict and verdict["evidence"]["left_behind"]:
         assert row.name in LEAVE_PROCESSES, verdict["evidence"]
-        assert set(PM.counted_codes(verdict)) & {"probe_process_unaccounted", "probe_payload_outside"}
+        assert set(probe_mutations.counted_codes(verdict)) & {"probe_process_unaccounted", "probe_payload_outside"}
     if row.name == "dead_bwrap" and user != "root":
         # a bwrap that dies at once is a setup failure with its stderr, within seconds, never a timeout
         assert verdict["timed_out"] is False and verdict["duration"] < 10, verdict["duration"]
@@ -65,23 +65,24 @@ def test_mutation_matrix(bench, strict, row, user):
 def test_look_alike_that_never_exits_is_still_not_isolated(bench, strict):
     """A look-alike runs the payload unsandboxed, then never exits: the timeout kills it, and the evidence
     read while the payload waited is still judged - a timeout never hides 'without isolation'."""
-    row = PM.Row("fake_hang", "look-alike: command unsandboxed, never exits", PM.binary("fakes.hang", accept=True),
-                 PM.NOT_ISOLATED_DIRECT, code="probe_not_isolated")
-    verdict, failed = PM.run_row(row, "nobody", bench, strict, timeout=HANG_TIMEOUT)
-    codes = PM.counted_codes(verdict)
+    row = probe_mutations.Row("fake_hang", "look-alike: command unsandboxed, never exits",
+                              probe_mutations.binary("fakes.hang", accept=True),
+                              probe_mutations.NOT_ISOLATED_DIRECT, code="probe_not_isolated")
+    verdict, failed = probe_mutations.run_row(row, "nobody", bench, strict, timeout=HANG_TIMEOUT)
+    codes = probe_mutations.counted_codes(verdict)
     assert verdict["timed_out"] is True and verdict["passed"] is False
     # the sleep it leaves in the tree is found too
     assert codes == ["probe_not_isolated", "probe_process_unaccounted", "probe_timeout"], \
         [d["message"] for d in verdict["diagnostics"]]
-    assert failed == PM.expected_failures(row, "nobody", verdict) and failed
+    assert failed == probe_mutations.expected_failures(row, "nobody", verdict) and failed
     timeout = [d for d in verdict["diagnostics"] if d["code"] == "probe_timeout"][0]
     assert "its checks are judged" in timeout["message"]
 
 
 def test_look_alike_is_named_for_what_happened(bench, strict):
     """A look-alike that runs the payload unsandboxed is 'without isolation', never 'setup failed'."""
-    row = [r for r in PM.ROWS if r.name == "fake_exec"][0]
-    verdict, _failed = PM.run_row(row, "nobody", bench, strict)
+    row = [r for r in probe_mutations.ROWS if r.name == "fake_exec"][0]
+    verdict, _failed = probe_mutations.run_row(row, "nobody", bench, strict)
     (diag,) = [d for d in verdict["diagnostics"] if d["severity"] != "info"]
     assert diag["code"] == "probe_not_isolated" and verdict["setup_failed"] is False
     assert "without isolation" in diag["message"] and "bwrap_child_is_payload" in diag["message"]
@@ -101,7 +102,8 @@ def test_module_without_unit_trusts_only_the_packaged_bwrap(bench):
     assert codes == ["probe_bwrap_unpackaged", "probe_check_failed"], codes        # + bwrap_exe_verified
     assert [c["name"] for c in res["checks"] if not c["ok"]] == ["bwrap_exe_verified"]
     assert res["bwrap_trust"]["bwrap"]["state"] == "unpackaged"
-    res = run_module("metnos.sandbox.sandbox_probe", {"unit": "", "accept_bwrap_sha256": [PM.sha256(copy).upper()]},
+    res = run_module("metnos.sandbox.sandbox_probe", {"unit": "",
+                                                      "accept_bwrap_sha256": [probe_mutations.sha256(copy).upper()]},
                      env={"PATH": os.path.dirname(copy) + ":" + path})
     assert res["passed"] is True and [d["code"] for d in res["diagnostics"]] == ["probe_bwrap_accepted"], res
     res = run_module("metnos.sandbox.sandbox_probe", {"unit": "", "accept_bwrap_sha256": ["not-a-digest"]}, check=False)
@@ -142,12 +144,12 @@ def test_root_proof_is_seen_from_outside_and_nobody_is_contained(strict):
     /proc/sys descriptors; root_proof.diagnostics answering nothing."""
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import root_proof
     argv = strict["argv"]
-    root = root_proof.prove(argv, PM.PYTHON, strict.get("descriptors"))
+    root = root_proof.prove(argv, probe_mutations.PYTHON, strict.get("descriptors"))
     assert root["proven"] and root["remounted"] and root["sys_writable"], root
     assert root["inside"]["remount"]["before"][0] == "ro"
     assert [d["code"] for d in root_proof.diagnostics(root, "root")] == ["probe_root_not_contained"]
     nobody = root_proof.prove(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + list(argv),
-                              PM.PYTHON, strict.get("descriptors"))
+                              probe_mutations.PYTHON, strict.get("descriptors"))
     assert nobody["proven"] and not nobody["remounted"] and not nobody["sys_writable"], nobody
     assert nobody["inside"]["remount"]["error"] == "Operation not permitted"
     assert nobody["outside"]["mount_options"][0] == "ro" and root_proof.diagnostics(nobody, "nobody") == []
@@ -156,15 +158,15 @@ def test_root_proof_is_seen_from_outside_and_nobody_is_contained(strict):
 def test_argv_words_the_profile_does_not_have_are_named(bench, strict):
     """The probe judges the kernel's evidence, never argv words; it names the words a run added or
     removed, in the verdict and in each failure's message, so a failure can be traced to its cause."""
-    row = [r for r in PM.ROWS if r.name == "harmless_words"][0]
-    verdict, _failed = PM.run_row(row, "nobody", bench, strict)
+    row = [r for r in probe_mutations.ROWS if r.name == "harmless_words"][0]
+    verdict, _failed = probe_mutations.run_row(row, "nobody", bench, strict)
     assert verdict["passed"] is True
     assert verdict["argv_deviations"] == {"added": ["--new-session", "--hostname metnos-x", "--remount-ro /tmp",
                                                     "--unshare-cgroup"], "removed": []}
-    row = [r for r in PM.ROWS if r.name == "ro_bind_other_source"][0]
-    verdict, _failed = PM.run_row(row, "nobody", bench, strict)
+    row = [r for r in probe_mutations.ROWS if r.name == "ro_bind_other_source"][0]
+    verdict, _failed = probe_mutations.run_row(row, "nobody", bench, strict)
     (diag,) = verdict["diagnostics"]
     assert diag["message"].endswith("(the argv run is not the profile's: added --ro-bind /root /etc; "
                                     "removed --ro-bind /etc /etc)")
-    verdict, _failed = PM.run_row(PM.ROWS[0], "nobody", bench, strict)
+    verdict, _failed = probe_mutations.run_row(probe_mutations.ROWS[0], "nobody", bench, strict)
     assert "argv_deviations" not in verdict

@@ -14,10 +14,8 @@ import uuid
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
-from helpers import profile_oracle as O
-from helpers import trees
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context, profile
+from helpers import profile_oracle, trees
 
 ACTIVE = {"bwrap_available": True, "bwrap_path": shutil.which("bwrap") or "/usr/bin/bwrap",
           "disabled_via_env": False, "active": True}
@@ -71,17 +69,17 @@ def run(argv, spec, user, descriptors=None):
 @settings(max_examples=16, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much,
                                  HealthCheck.too_slow])
-@given(case=O.cases())
+@given(case=profile_oracle.cases())
 def test_generated_profiles_hold_in_real_bwrap(base, case):
     links, manifest, invocation = case
-    root, host, manifest, invocation = O.build(base, links, manifest, invocation, mode=0o777)
+    root, host, manifest, invocation = profile_oracle.build(base, links, manifest, invocation, mode=0o777)
     try:
-        prof = P.render_safe(manifest, HC.HostContext(host), invocation, ACTIVE)
+        prof = profile.render_safe(manifest, host_context.HostContext(host), invocation, ACTIVE)
         assume(prof["decision"] == "wrapped")
-        assert O.violations(prof["argv"], manifest, invocation, host, prof["descriptors"]) == []
-        trees = O.protected(host)
-        allowed = [w for w in O.declared_writable(manifest, invocation, host)
-                   if not any(O.related(w, t) for t in trees)]
+        assert profile_oracle.violations(prof["argv"], manifest, invocation, host, prof["descriptors"]) == []
+        trees = profile_oracle.protected(host)
+        allowed = [w for w in profile_oracle.declared_writable(manifest, invocation, host)
+                   if not any(profile_oracle.related(w, t) for t in trees)]
         argv = prof["argv"]
         mounts = [(argv[i + 2], a) for i, a in enumerate(argv) if a in ("--bind", "--ro-bind", "--symlink")]
         mounts += [(argv[i + 1], a) for i, a in enumerate(argv) if a in ("--tmpfs", "--proc", "--dev")]
@@ -94,7 +92,7 @@ def test_generated_profiles_hold_in_real_bwrap(base, case):
                 # what the payload could write is below a writable bind, the private /tmp or /dev
                 # (bwrap's own tmpfs), or in the folders bwrap creates on its private root to hold the
                 # mount points; never below a read-only bind
-                covering = sorted((d for d, _k in mounts if O.under(path, d)), key=len)
+                covering = sorted((d for d, _k in mounts if profile_oracle.under(path, d)), key=len)
                 kind = dict(mounts)[covering[-1]] if covering else "skeleton"
                 assert kind in ("--bind", "--tmpfs", "--dev", "skeleton"), (user, path, kind, argv)
             landed = []
@@ -110,6 +108,6 @@ def test_generated_profiles_hold_in_real_bwrap(base, case):
                         if token in handle.read():
                             landed.append(real)
             for where in landed:         # evidence from outside: every write landed where it was declared
-                assert any(O.under(where, w) for w in allowed), (user, where, allowed, prof["argv"])
+                assert any(profile_oracle.under(where, w) for w in allowed), (user, where, allowed, prof["argv"])
     finally:
-        O.remove(root)
+        profile_oracle.remove(root)

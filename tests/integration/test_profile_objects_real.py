@@ -14,11 +14,12 @@ import uuid
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import granters as GR
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
-from helpers import mount_aliases as MA
-from helpers import trees
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
+    granters,
+    host_context,
+    profile,
+)
+from helpers import mount_aliases, trees
 from helpers.socket_listener import Listener
 
 ACTIVE = {"bwrap_available": True, "bwrap_path": shutil.which("bwrap") or "/usr/bin/bwrap",
@@ -74,7 +75,7 @@ def render(caps, host=None, invocation=None, arguments=None):
         manifest["arguments"] = arguments
     # writes are allowed in this test's folders (/var/tmp/metnos-obj-*): the admin's writable roots
     context = dict({"python_executable": "/usr/bin/python3", "writable_roots": ["/var/tmp"]}, **(host or {}))
-    return P.render_safe(manifest, HC.HostContext(context), invocation or {}, ACTIVE)
+    return profile.render_safe(manifest, host_context.HostContext(context), invocation or {}, ACTIVE)
 
 
 def test_sockets_and_fifos_are_refused_and_would_be_host_channels(base, monkeypatch):
@@ -94,7 +95,7 @@ def test_sockets_and_fifos_are_refused_and_would_be_host_channels(base, monkeypa
         assert codes == ["scope_special_file", "scope_special_file"], codes
 
         # the mutation: without the check (grant and final check), both would be read-only binds ...
-        monkeypatch.setattr(HC.RenderState, "file_type", lambda self, path: "file")
+        monkeypatch.setattr(host_context.RenderState, "file_type", lambda self, path: "file")
         weak = render(caps)
         assert weak["decision"] == "wrapped", weak["diagnostics"]
         assert ["--ro-bind", sock_path, sock_path] == weak["argv"][weak["argv"].index(sock_path) - 1:][:3]
@@ -132,7 +133,7 @@ def test_hard_links_are_refused_and_would_write_a_read_only_tree(base, monkeypat
     arg = render(["fs:write:arg:p"], host, {"arguments": {"p": "notes.txt"}}, {"p": {"within": [data + "/**"]}})
     assert arg["refusal"] == "scope_hard_link", arg["diagnostics"]
 
-    monkeypatch.setattr(HC.RenderState, "file_type", lambda self, path: "file")      # the mutation
+    monkeypatch.setattr(host_context.RenderState, "file_type", lambda self, path: "file")      # the mutation
     weak = render(["fs:write:" + second], host)
     assert weak["decision"] == "wrapped", weak["diagnostics"]
     for user in USERS:
@@ -146,7 +147,7 @@ def test_hard_links_are_refused_and_would_write_a_read_only_tree(base, monkeypat
 
 @pytest.mark.skipif(not shutil.which("unshare"), reason="needs unshare for a private mount namespace")
 def test_bind_mount_aliases_are_refused_and_would_write_the_runtime(base):
-    got = MA.run(base, mode="real")
+    got = mount_aliases.run(base, mode="real")
     assert got["decision"] == "scope_mount_alias" and got["mutated"] == "wrapped", got
     for user in ("root", "nobody"):
         # from inside: the runtime's configured path is read-only, its data-disk path is not ...
@@ -167,7 +168,8 @@ def test_within_patterns_narrow_and_their_root_would_widen(base, monkeypatch):
     prof = render(caps, None, {"arguments": {"p": "private"}}, arguments)
     assert prof["refusal"] == "arg_escapes_scope", prof["diagnostics"]
 
-    monkeypatch.setattr(GR, "_covers", lambda path, root, pattern, steps: GR.PA.under(path, root))  # mutation: root
+    monkeypatch.setattr(granters, "covers", lambda path, root, pattern,
+                        steps: granters.base_paths.under(path, root))  # mutation: root
     weak = render(caps, None, {"arguments": {"p": "private"}}, arguments)
     assert weak["decision"] == "wrapped", weak["diagnostics"]
     for user in USERS:
@@ -185,7 +187,7 @@ def test_within_patterns_narrow_and_their_root_would_widen(base, monkeypatch):
 @pytest.mark.skipif(not shutil.which("unshare") or not os.path.isdir("/etc/opt"),
                     reason="needs unshare and an /etc/opt folder to mount a tmpfs on (private namespace)")
 def test_a_credential_store_inside_etc_is_refused_and_would_be_read_by_every_executor(base):
-    got = MA.run(base, mode="reserved")
+    got = mount_aliases.run(base, mode="reserved")
     assert got["decision"] == "host_path_refused" and got["mutated"] == "wrapped", got
     for user in ("root", "nobody"):
         assert got[user] == "oauth-refresh-token", (user, got)       # read from inside, without mail:read

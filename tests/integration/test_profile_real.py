@@ -9,11 +9,12 @@ import tempfile
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import payload as PL
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import runners as RUN
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import payload, runners
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
+    host_context,
+    manifest,
+    profile,
+)
 from helpers.fake_host import host_dict
 
 NOBODY = pwd.getpwnam("nobody")
@@ -38,7 +39,7 @@ def tree():
 
 
 def host(root):
-    return HC.HostContext(host_dict(root, python_prefix="/usr", python_package_roots=[], i18n_dbs=[],
+    return host_context.HostContext(host_dict(root, python_prefix="/usr", python_package_roots=[], i18n_dbs=[],
                                    resources={"sheets": root + "/sheets"}, mail_credentials_dir=root + "/mail"))
 
 
@@ -58,7 +59,7 @@ def render_case(root, name):
             "arguments": {"path": {"within": [root + "/notes/**"]}}}
     if name == "dialog_undo":
         data["inverse"] = {"model": "restore_content"}
-    prof = P.render(M.from_dict(data), host(root), inv)
+    prof = profile.render(manifest.from_dict(data), host(root), inv)
     assert prof["decision"] == "wrapped", prof["diagnostics"]
     return prof
 
@@ -66,8 +67,8 @@ def render_case(root, name):
 def probe(root, prof, argv=None):
     extra = [root + "/executors/other", root + "/integrations", root + "/mail", root + "/dialog",
              root + "/undo", root + "/notes", root + "/reports", root + "/sheets"]
-    spec = PL.expectations(prof, extra_absent=extra)
-    return spec, RUN.run(argv or prof["argv"], spec, "/usr/bin/python3", user=USER)
+    spec = payload.expectations(prof, extra_absent=extra)
+    return spec, runners.run(argv or prof["argv"], spec, "/usr/bin/python3", user=USER)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -143,9 +144,9 @@ def test_refused_write_is_not_proof(tree):
     os.makedirs(secret + "/inner", exist_ok=True)
     os.chmod(secret, 0o700)
     try:
-        spec = PL.expectations(prof)
+        spec = payload.expectations(prof)
         spec["absent"] = [secret + "/inner"]
-        verdict = RUN.run(prof["argv"], spec, "/usr/bin/python3", user=USER)
+        verdict = runners.run(prof["argv"], spec, "/usr/bin/python3", user=USER)
     finally:
         os.chown(tree + "/reports", NOBODY.pw_uid, NOBODY.pw_gid)
         shutil.rmtree(secret)
@@ -171,7 +172,7 @@ def test_hanging_payload_is_killed_at_timeout(tree):
     os.chmod(hang, 0o755)
     prof = render_case(tree, "strict")
     start = time.time()
-    verdict = RUN.run(prof["argv"], PL.expectations(prof), hang, user=USER, timeout=2)
+    verdict = runners.run(prof["argv"], payload.expectations(prof), hang, user=USER, timeout=2)
     assert time.time() - start < 15
     assert verdict["passed"] is False and verdict["timed_out"] is True
     # the fake interpreter's background sleeps ran beside the payload: each is found (issue 20), then killed

@@ -37,12 +37,12 @@ def test_undo_exception_pinned_runs_direct(tmp_path):
     alone), so the test plants the broker's files and pins the digest of those bytes."""
     import yaml
 
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import undo as UN
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import undo
     broker = tmp_path / "executors" / "undo_last_turn"
     broker.mkdir(parents=True)
     (broker / "main.py").write_text("import restore\n")
     (broker / "restore.py").write_text("def undo():\n    pass\n")
-    digest, problem = UN.executor_digest(str(broker), ["main.py", "restore.py"])
+    digest, problem = undo.executor_digest(str(broker), ["main.py", "restore.py"])
     assert problem is None
     with open(os.path.join(ROOT, "examples/manifests/undo_last_turn.yml")) as handle:
         manifest = dict(yaml.safe_load(handle), digest=digest)

@@ -13,7 +13,7 @@ import tarfile
 
 import yaml
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
 from conftest import ROOT
 from helpers import installed_collection
 
@@ -42,7 +42,7 @@ def named_texts():
         for node in tree.body:
             if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") in ("DOCUMENTATION", "RETURN"):
                 out["%s %s" % (os.path.relpath(path, ROOT), node.targets[0].id)] = node.value.value
-    for code in D.REGISTRY.values():
+    for code in diagnostics.REGISTRY.values():
         out["code %s remediation" % code.code] = "\n".join(code.remediation)
     with open(os.path.join(ROOT, "README.md")) as handle:
         out["README.md"] = handle.read()

@@ -19,9 +19,11 @@ import tempfile
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import channels as CH
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
+    channels,
+    host_context,
+    profile,
+)
 from helpers import trees
 
 pytestmark = pytest.mark.skipif(not (shutil.which("dbus-daemon") and shutil.which("xdg-dbus-proxy")
@@ -108,7 +110,7 @@ class Bus(object):
             words = ["setpriv", "--reuid=%s" % user, "--regid=nogroup", "--clear-groups"] + words
         listen = os.path.join(folder, "system_bus_socket")
         ready_r, ready_w = os.pipe()
-        self._start(words + ["--fd=%d" % ready_w] + CH.proxy_words(self.address, listen), pass_fds=(ready_w,))
+        self._start(words + ["--fd=%d" % ready_w] + channels.proxy_words(self.address, listen), pass_fds=(ready_w,))
         os.close(ready_w)
         assert os.read(ready_r, 1), "xdg-dbus-proxy did not get ready"
         self.ready.append(ready_r)                     # the proxy stops when this end is closed
@@ -156,8 +158,8 @@ def bus():
 
 def render(host):
     context = dict({"python_executable": "/usr/bin/python3", "systemd_read_paths": []}, **host)
-    return P.render_safe({"name": "ex", "origin": "t", "capabilities": ["systemd:read"]},
-                         HC.HostContext(context), {}, ACTIVE)
+    return profile.render_safe({"name": "ex", "origin": "t", "capabilities": ["systemd:read"]},
+                               host_context.HostContext(context), {}, ACTIVE)
 
 
 def test_status_reads_pass_through_the_proxy_and_commands_are_refused(bus, monkeypatch):
@@ -165,14 +167,14 @@ def test_status_reads_pass_through_the_proxy_and_commands_are_refused(bus, monke
         proxy = bus.proxy(user)
         prof = render({"system_bus_proxy": proxy})
         assert prof["decision"] == "wrapped", prof["diagnostics"]
-        at = prof["argv"].index(CH.SYSTEM_BUS)
+        at = prof["argv"].index(channels.SYSTEM_BUS)
         bound = prof["argv"][at - 2:at + 1]
         # the folder of a proxy run as nobody is nobody's: its socket is bound by descriptor
         fds = [str(d["fd"]) for d in prof["descriptors"] if d["path"] == proxy]
-        assert bound == (["--ro-bind-fd", fds[0]] if user else ["--ro-bind", proxy]) + [CH.SYSTEM_BUS], bound
+        assert bound == (["--ro-bind-fd", fds[0]] if user else ["--ro-bind", proxy]) + [channels.SYSTEM_BUS], bound
         assert bus.socket not in prof["argv"]
         bus.clear()
-        got = trees.run_inside(prof["argv"], PAYLOAD, {"address": "unix:path=" + CH.SYSTEM_BUS}, user,
+        got = trees.run_inside(prof["argv"], PAYLOAD, {"address": "unix:path=" + channels.SYSTEM_BUS}, user,
                                descriptors=prof["descriptors"])
         assert all(got[name] == "ok" for name in READS), (user, got)
         denied = "org.freedesktop.DBus.Error.AccessDenied"
@@ -183,14 +185,14 @@ def test_status_reads_pass_through_the_proxy_and_commands_are_refused(bus, monke
 
     # without the proxy the bus is not granted, and the profile says why
     plain = render({})
-    assert plain["decision"] == "wrapped" and CH.SYSTEM_BUS not in plain["argv"]
+    assert plain["decision"] == "wrapped" and channels.SYSTEM_BUS not in plain["argv"]
     assert "system_bus_not_granted" in [d["code"] for d in plain["diagnostics"]], plain["diagnostics"]
     # the bus socket named as a read path is refused (a command channel) ...
     named = render({"systemd_read_paths": [bus.socket]})
     assert named["refusal"] == "channel_refused", named["diagnostics"]
 
     # ... and the mutation (the bus socket itself allowed, as the default layout bound it before) shows why
-    monkeypatch.setattr(HC.HostContext, "allowed_channels", lambda self: {bus.socket: "mutation"})
+    monkeypatch.setattr(host_context.HostContext, "allowed_channels", lambda self: {bus.socket: "mutation"})
     weak = render({"systemd_read_paths": [bus.socket]})
     assert weak["decision"] == "wrapped", weak["diagnostics"]
     for user in (None, "nobody"):

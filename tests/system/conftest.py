@@ -21,7 +21,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
-from helpers import ansible_run as AR  # noqa: E402
+from helpers import ansible_run  # noqa: E402
 from helpers.ansible_run import adhoc  # noqa: E402
 
 PODMAN_ENV = dict(os.environ, CONTAINERS_CONF=os.path.join(ROOT, "tests", "podman", "containers.conf"))
@@ -108,7 +108,7 @@ def bwrap_image(base=IMAGE):
 
 def ansible_env(**extra):
     """Ansible's environment for these hosts: podman's settings (the collections: helpers/ansible_run)."""
-    return AR.ansible_env(CONTAINERS_CONF=PODMAN_ENV["CONTAINERS_CONF"], **extra)
+    return ansible_run.ansible_env(CONTAINERS_CONF=PODMAN_ENV["CONTAINERS_CONF"], **extra)
 
 
 def start_host(prefix="metnos-sys", extra=(), image=None):

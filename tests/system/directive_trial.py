@@ -268,19 +268,17 @@ def _fs_restricted():
 def bwrap_trial():
     """The strict probe profile, run for real as this unit's user, checked from inside."""
     from metnos_sandbox.base import envflags
-    from metnos_sandbox.probe import payload as PL
-    from metnos_sandbox.probe import runners as RUN
-    from metnos_sandbox.profile import host_context as HC
-    from metnos_sandbox.profile import profile as P
+    from metnos_sandbox.probe import payload, runners
+    from metnos_sandbox.profile import host_context, profile
     status = envflags.status("/usr/bin/bwrap", {})
-    host = HC.HostContext({"python_executable": "/usr/bin/python3"})
-    prof = P.render_safe(dict(RUN.PROBE_MANIFEST), host, {}, status)
-    spec = PL.expectations(prof)
+    host = host_context.HostContext({"python_executable": "/usr/bin/python3"})
+    prof = profile.render_safe(dict(runners.PROBE_MANIFEST), host, {}, status)
+    spec = payload.expectations(prof)
     # what is measured is bwrap under the directive, not its package (a RootDirectory= root has no dpkg
     # database): the bwrap is accepted by its own sha256 (the matrix proves the probe's package check)
     with open("/usr/bin/bwrap", "rb") as handle:
         accept = [hashlib.sha256(handle.read()).hexdigest()]
-    verdict = RUN.run(prof["argv"], spec, "/usr/bin/python3", timeout=60, accept_sha256=accept)
+    verdict = runners.run(prof["argv"], spec, "/usr/bin/python3", timeout=60, accept_sha256=accept)
     cause = (verdict.get("classification") or {}).get("cause")
     return {"passed": bool(verdict.get("passed")), "setup_failed": verdict.get("setup_failed"),
             "failed_checks": [c["name"] for c in verdict.get("checks") or [] if not c["ok"]],
@@ -317,12 +315,12 @@ def main():
             out = {"check": check, "in_effect": None, "check_error": "%s: %s" % (type(exc).__name__, exc)}
         sys.stdout.write(json.dumps(out) + "\n")
     elif mode == "user":            # the service's user as the toolkit shows it, and the running process's uid
-        from metnos_sandbox.host import bwrap as B
-        from metnos_sandbox.service import service_env as S
+        from metnos_sandbox.host import bwrap
+        from metnos_sandbox.service import service_env
         out = {}
         for unit in sys.argv[2:]:
-            found = S.inspect({"unit": unit, "mode": "auto"}, B.default_runner)
-            pid = B.default_runner(["systemctl", "show", "-p", "MainPID", "--value", unit])[1].strip()
+            found = service_env.inspect({"unit": unit, "mode": "auto"}, bwrap.default_runner)
+            pid = bwrap.default_runner(["systemctl", "show", "-p", "MainPID", "--value", unit])[1].strip()
             uid = None
             if pid.isdigit() and pid != "0":
                 with open("/proc/%s/status" % pid) as handle:
@@ -343,16 +341,16 @@ def main():
     elif mode == "probe":
         from concurrent.futures import ThreadPoolExecutor
 
-        from metnos_sandbox.host import bwrap as B
-        from metnos_sandbox.probe import probe as PR
+        from metnos_sandbox.host import bwrap
+        from metnos_sandbox.probe import probe
 
         def one(unit):
             import time
             start = time.time()
             # the experiment's time bound raised: on a machine shared with other work its runs take several times
             # longer than on a quiet one, and the tests are about what it finds (its bounds: tests/unit/test_blame.py)
-            res = PR.probe_service({"unit": unit, "timeout": 90, "blame_max_seconds": float(os.environ.get(
-                "TRIAL_BLAME_SECONDS", "900"))}, B.default_runner)
+            res = probe.probe_service({"unit": unit, "timeout": 90, "blame_max_seconds": float(os.environ.get(
+                "TRIAL_BLAME_SECONDS", "900"))}, bwrap.default_runner)
             return unit, {"passed": res.get("passed"), "context": res.get("context"),
                           "seconds": round(time.time() - start, 1), "bwrap_seconds": res.get("duration"),
                           "codes": sorted(set(d["code"] for d in res.get("diagnostics") or [])),

@@ -28,7 +28,7 @@ import time
 import pytest
 from fleet_units import FLEET
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import systemd_exit as SX
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import systemd_exit
 from conftest import ROOT, SYSTEMD_IMAGES, bwrap_image, install_trial_tools, start_host, stop_host
 
 DATA = os.path.join(ROOT, "docs", "unit-blame.json")
@@ -303,7 +303,7 @@ def test_systemds_exit_status_table_is_ours(fleet, release):
         parts = line.split()
         if len(parts) == 3 and parts[2] == "systemd":
             listed[int(parts[1])] = parts[0]
-    assert listed and dict((k, SX.EXIT_STATUSES.get(k)) for k in listed) == listed
+    assert listed and dict((k, systemd_exit.EXIT_STATUSES.get(k)) for k in listed) == listed
 
 
 @pytest.mark.parametrize("release", sorted(SYSTEMD_IMAGES))

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor_textfile as T
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor_textfile
 from conftest import ROOT, SYSTEMD_IMAGES, ansible_env, bwrap_image, podman, start_host, stop_host
 
 RUN_ID = "d481d1a4e1fd4a90b5403a7166f36850"
@@ -312,7 +312,7 @@ def test_a_hostile_os_release_cannot_forge_a_series(fleet):
         assert [s for s in series if s.startswith("metnos_sandbox_proven")] == ["metnos_sandbox_proven"]
         assert series["metnos_sandbox_proven"] == 0.0 and record["proven"] is False
         info = [s for s in series if s.startswith("metnos_sandbox_info{")]
-        assert len(info) == 1 and 'os="%s"' % T.label_value(HOSTILE_LABEL) in info[0], info
+        assert len(info) == 1 and 'os="%s"' % monitor_textfile.label_value(HOSTILE_LABEL) in info[0], info
 
 
 def test_the_audit_says_monitored_and_collects_the_proof(fleet, tmp_path):

@@ -354,11 +354,11 @@ def test_dnf_host_bwrap_facts_and_probe_pass(sequences, dnf):
 
 def test_rpm_and_dnf_outputs_the_fakes_encode(sequences, dnf):
     """What tests/unit's fakes and parsers assume about rpm and dnf, against the real tools."""
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import package_owner as PO
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import package_owner
     raw = sequences["dnf"].rh.raw
     owner = raw["rpm-owner"]
     assert owner.returncode == 1 and owner.stdout.startswith("bubblewrap\t1:0.11.0-1.fc44\n")
-    assert PO.parse_rpm_owner(owner.stdout) == ("bubblewrap", "1:0.11.0-1.fc44")
+    assert package_owner.parse_rpm_owner(owner.stdout) == ("bubblewrap", "1:0.11.0-1.fc44")
     assert owner.stdout.endswith("\nfile /etc/hostname is not owned by any package\n")   # on stdout, rc 1
     missing = raw["rpm-missing"]
     assert (missing.returncode, missing.stdout) == (1, "package bubblewrap-suid is not installed\n")
@@ -481,14 +481,14 @@ def test_pacman_outputs_the_fakes_encode(sequences, pacman):
     """What tests/unit's fakes and parsers assume about pacman, against pacman 7.0 -- and the
     download sandbox inside a container without CAP_SYS_ADMIN (Landlock cannot restrict the
     download: pacman says so on stderr and downloads anyway, rc 0)."""
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import package_owner as PO
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import package_owner
     raw = sequences["pacman"].rh.raw
     q = raw["q_suid"]
     assert (q.returncode, q.stdout) == (0, "bubblewrap-suid 0.11.0-1\nbubblewrap-suid 0.11.0-1\n")
-    assert PO.parse_pacman_owner(raw["owner_suid"].stdout) == ("bubblewrap-suid", "0.11.0-1")
+    assert package_owner.parse_pacman_owner(raw["owner_suid"].stdout) == ("bubblewrap-suid", "0.11.0-1")
     assert raw["owner_suid"].stdout == "/usr/bin/bwrap is owned by bubblewrap-suid 0.11.0-1\n"   # /bin resolved
     owner = raw["owner"]
-    assert owner.returncode == 1 and PO.parse_pacman_owner(owner.stdout) == ("bubblewrap", "0.12.0-1")
+    assert owner.returncode == 1 and package_owner.parse_pacman_owner(owner.stdout) == ("bubblewrap", "0.12.0-1")
     assert "error: No package owns /etc/hostname" in owner.stderr
     assert (raw["qu_none"].returncode, raw["qu_none"].stdout) == (1, "")
     assert "Fehler: Paket »bubblewrap-suid« wurde nicht gefunden" in raw["german"].stderr

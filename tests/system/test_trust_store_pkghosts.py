@@ -18,7 +18,7 @@ import uuid
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import transport as T
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import transport
 from conftest import PODMAN_ENV, podman
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -57,12 +57,12 @@ def _audit(name):
     """One audit by the real payload as root, its message on stdin as metnos_audit sends it: (the host
     record, the package-manager commands it ran)."""
     sh(name, "rm -f /tmp/pm.log")
-    frame = T.new_frame()
-    data = T.message(frame, {"unit": "", "manifests": [], "probe": True}, T.build_payload(CORE))
-    proc = subprocess.run(["podman", "exec", "-i", name, "sh", "-c", T.stdin_command("python3")], input=data,
+    frame = transport.new_frame()
+    data = transport.message(frame, {"unit": "", "manifests": [], "probe": True}, transport.build_payload(CORE))
+    proc = subprocess.run(["podman", "exec", "-i", name, "sh", "-c", transport.stdin_command("python3")], input=data,
                           capture_output=True, env=PODMAN_ENV, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    record = T.unframe(proc.stdout.decode("utf-8", "replace"), frame)
+    record = transport.unframe(proc.stdout.decode("utf-8", "replace"), frame)
     return record, sh(name, "cat /tmp/pm.log 2>/dev/null || true").splitlines()
 
 

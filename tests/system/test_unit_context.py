@@ -164,8 +164,10 @@ def test_big_unit_runs_with_every_directive_applied(big):
 
 
 def test_probe_unit_equals_the_service_on_every_copied_property(big):
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import context_deny as CD
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import unit_context as UC
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import (
+        context_deny,
+        unit_context,
+    )
     out = json.loads(big.sh("python3 /opt/metnos-trial/ctxcheck.py metnos-big.service metnos-probe-ctxtest",
                             timeout=180).stdout)
     ctx = out["ctx"]
@@ -176,9 +178,9 @@ def test_probe_unit_equals_the_service_on_every_copied_property(big):
     assert sorted(e["directive"] for e in ctx["excluded"]) == sorted(lifecycle)
     assert ctx["not_carried"] == [] and ctx["verified"] and ctx["confidence"] == "full", ctx["reasons"]
     # the round trip, for real: every property systemd shows, but identity/lifecycle/runtime state
-    diffs = UC.compare(out["service"], out["probe"])
+    diffs = unit_context.compare(out["service"], out["probe"])
     assert diffs == [], diffs
-    compared = [p for p in out["service"] if not CD.ignored_property(p)]
+    compared = [p for p in out["service"] if not context_deny.ignored_property(p)]
     assert len(compared) > 150
     for prop, value in (("RestrictAddressFamilies", "AF_INET AF_INET6 AF_UNIX"), ("LimitNOFILESoft", "1024"),
                         ("CapabilityBoundingSet", "cap_net_bind_service"), ("IPAddressDeny", "0.0.0.0/0 ::/0"),

@@ -21,7 +21,7 @@ import os
 import pytest
 from trial_rows import ROWS, SETUP, slug, unit_text
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import restrictions as RS
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import restrictions
 from conftest import ROOT, install_trial_tools
 
 DATA = os.path.join(ROOT, "docs", "unit-directives.json")
@@ -81,7 +81,7 @@ def measure(trial):
                  "bwrap_passed": inside["bwrap"].get("passed"), "cause": inside["bwrap"].get("cause"),
                  "stderr": bwrap_line(inside["bwrap"].get("stderr") or inside["bwrap"].get("error") or ""),
                  "probe_passed": probe["passed"], "probe_errors": probe["errors"],
-                 "code": RS.DIRECTIVE_CODES.get(directive(row_id))}
+                 "code": restrictions.DIRECTIVE_CODES.get(directive(row_id))}
         if opts.get("since", 0) > h.systemd:
             entry["verdict"] = "unknown to systemd %d" % h.systemd
         elif inside.get("in_effect") is not True:
@@ -117,7 +117,7 @@ def test_every_directive_that_breaks_bwrap_is_named_by_its_code(trial):
     broken = [e for e in rows if e["verdict"] == "breaks"]
     assert broken, "nothing measured as breaking: the trial itself is suspect"
     for entry in broken:
-        code = RS.DIRECTIVE_CODES.get(entry["directive"])
+        code = restrictions.DIRECTIVE_CODES.get(entry["directive"])
         assert code, "%s breaks bwrap (%s) but has no code in service_env.DIRECTIVE_CODES" % (
             entry["directive"], entry["stderr"] or entry["cause"])
         assert code in entry["probe_errors"], (entry["row"], entry["probe_errors"])

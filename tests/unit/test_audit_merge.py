@@ -6,23 +6,22 @@ import os
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import merge
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report as R
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as base_diagnostics
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import merge, report
 
 
 def _report(directory, hosts, when):
     stamp = datetime.datetime(2026, 12, 1, when, tzinfo=datetime.timezone.utc)
-    doc = R.build_from_hosts([dict(h) for h in hosts], generated=stamp)
+    doc = report.build_from_hosts([dict(h) for h in hosts], generated=stamp)
     os.makedirs(directory, exist_ok=True)
-    return R.write_all(doc, str(directory), stamp="h%02d" % when)
+    return report.write_all(doc, str(directory), stamp="h%02d" % when)
 
 
 def _host(name, verdict="pass", diagnostics=()):
     """A host record as the report keeps it: an unreachable host carries host_unreachable (the one verdict
     function decides every verdict from the findings, base/verdicts.py)."""
     if verdict == "unreachable":
-        diagnostics = list(diagnostics) + [D.make("host_unreachable", host=name, why="unreachable")]
+        diagnostics = list(diagnostics) + [base_diagnostics.make("host_unreachable", host=name, why="unreachable")]
     return {"host": name, "verdict": verdict, "reachable": verdict != "unreachable", "diagnostics": list(diagnostics)}
 
 
@@ -48,12 +47,12 @@ def test_what_is_not_a_report_is_refused(tmp_path, kind):
             json.dump({"schema": "something/2", "hosts": []}, handle)
     elif kind == "bad record":
         with open(bad, "w") as handle:
-            json.dump({"schema": R.SCHEMA, "hosts": [{"host": "x"}]}, handle)
+            json.dump({"schema": report.SCHEMA, "hosts": [{"host": "x"}]}, handle)
     paths = [] if kind == "empty list" else [good["json"], bad]
     with pytest.raises(merge.MergeError) as caught:
         merge.merged(paths)
     assert (bad in str(caught.value)) or kind == "empty list"
-    diag = D.make(merge.CODE, fill={"reason": str(caught.value)})
+    diag = base_diagnostics.make(merge.CODE, fill={"reason": str(caught.value)})
     assert diag["code"] == "audit_merge_input_invalid" and str(caught.value) in diag["message"]
 
 

@@ -23,7 +23,7 @@ import zlib
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import transport as T
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import transport
 from helpers import faces
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -34,7 +34,7 @@ PACKAGES = ["metnos_sandbox", "metnos_sandbox.audit"]  # a flat stand-in core
 def _core(audit_source):
     """A stand-in core: the two packages and ``metnos_sandbox.audit.audit`` of ``audit_source``."""
     return zlib.compress(json.dumps({"metnos_sandbox": "", "metnos_sandbox.audit": "",  # a flat stand-in core
-                                     "metnos_sandbox.audit.audit": audit_source, T.PACKAGES: PACKAGES})
+                                     "metnos_sandbox.audit.audit": audit_source, transport.PACKAGES: PACKAGES})
                          .encode("utf-8"))
 
 
@@ -44,18 +44,18 @@ STAND_IN = _core("def audit_host(params, trust_store=None):\n    return {'schema
 def _bootstrap(data, wrapper="", argv=False):
     """Run the real bootstrap under ``sh -c``, ``wrapper`` first (a banner, a stray brace)."""
     if argv:
-        command = T.argv_command("python3", data)
+        command = transport.argv_command("python3", data)
         return subprocess.run(["sh", "-c", wrapper + command], capture_output=True, text=True, timeout=60)
-    command = wrapper + T.stdin_command("python3")
+    command = wrapper + transport.stdin_command("python3")
     return subprocess.run(["sh", "-c", command], input=data, capture_output=True, timeout=60)
 
 
 def test_payload_travels_as_arguments_of_one_command():
     """Over podman/docker the message goes as arguments of one shell-less command: every argument stays under
     Linux's MAX_ARG_STRLEN (128 KiB) and the whole far under ARG_MAX, so nothing is written on the host."""
-    data = T.message(T.new_frame(), {"unit": "metnos.service"}, T.build_payload(CORE))
-    argv = shlex.split(T.argv_command("/usr/bin/python3", data))
-    assert argv[:5] == ["/usr/bin/python3", "-I", "-S", "-c", T.BOOTSTRAP]
+    data = transport.message(transport.new_frame(), {"unit": "metnos.service"}, transport.build_payload(CORE))
+    argv = shlex.split(transport.argv_command("/usr/bin/python3", data))
+    assert argv[:5] == ["/usr/bin/python3", "-I", "-S", "-c", transport.BOOTSTRAP]
     assert base64.b64decode("".join(argv[5:])) == data
     assert max(len(a.encode("utf-8")) for a in argv) < 128 * 1024
     assert sum(len(a) for a in argv) < 2 * 1024 * 1024
@@ -63,11 +63,11 @@ def test_payload_travels_as_arguments_of_one_command():
 
 def test_a_connection_that_cannot_carry_it_is_refused():
     """become without pipelining folds the arguments into one (sudo ... sh -c '...'): refused, no temp file."""
-    data = T.message(T.new_frame(), {}, b"x")
-    for kwargs, data_ in (({"become": True}, data), ({}, b"x" * (T.MAX_ARGV + 1))):
+    data = transport.message(transport.new_frame(), {}, b"x")
+    for kwargs, data_ in (({"become": True}, data), ({}, b"x" * (transport.MAX_ARGV + 1))):
         try:
-            T.argv_command("python3", data_, **kwargs)
-        except T.TransportError:
+            transport.argv_command("python3", data_, **kwargs)
+        except transport.TransportError:
             continue
         raise AssertionError("not refused: %r" % kwargs)
 
@@ -77,9 +77,10 @@ def test_payload_is_what_the_host_entry_point_imports_and_self_contained(tmp_pat
     exactly the modules the interpreter itself imports when it imports ENTRY from the shipped files alone (-I -S,
     nothing else on sys.path), plus the ones imported inside a function (test_core_layout's INNER_IMPORTS); the
     controller's report/ and monitor/ packages and the transport never travel. No list kept by hand."""
-    assert "from metnos_sandbox.audit import audit\n" in T.BOOTSTRAP and T.ENTRY == "metnos_sandbox.audit.audit"
-    shipped = json.loads(zlib.decompress(T.build_payload(CORE)).decode("utf-8"))
-    packages = shipped.pop(T.PACKAGES)
+    assert "from metnos_sandbox.audit import audit\n" in transport.BOOTSTRAP
+    assert transport.ENTRY == "metnos_sandbox.audit.audit"
+    shipped = json.loads(zlib.decompress(transport.build_payload(CORE)).decode("utf-8"))
+    packages = shipped.pop(transport.PACKAGES)
     on_disk = []
     for base, dirs, names in os.walk(CORE):       # every source on disk, not the core's own listing
         dirs[:] = [d for d in dirs if d != "__pycache__"]
@@ -87,7 +88,8 @@ def test_payload_is_what_the_host_entry_point_imports_and_self_contained(tmp_pat
         on_disk += [os.path.normpath(os.path.join(rel, n)) for n in names if n.endswith(".py")]
     want = sorted(".".join(["metnos_sandbox"] + [p for p in n[:-3].split("/") if p != "__init__"]) for n in on_disk)
     assert set(shipped) < set(want)
-    controller = [n for n in want if n.split(".")[1:2] in (["report"], ["monitor"])] + [T.ENTRY[:-5] + "transport"]
+    controller = [n for n in want if n.split(".")[1:2] in (["report"], ["monitor"])] + [transport.ENTRY[:-5]
+                                                                                        + "transport"]
     assert not set(shipped) & set(controller)
     assert sorted(packages) == sorted(n for n in shipped if n == "metnos_sandbox" or
                                       os.path.isdir(os.path.join(CORE, *n.split(".")[1:])))
@@ -97,7 +99,7 @@ def test_payload_is_what_the_host_entry_point_imports_and_self_contained(tmp_pat
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(source, encoding="utf-8")
     code = ("import sys; sys.path.insert(0, sys.argv[1]); import %s; "
-            "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] == 'metnos_sandbox')))" % T.ENTRY)
+            "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] == 'metnos_sandbox')))" % transport.ENTRY)
     proc = subprocess.run(["/usr/bin/python3", "-I", "-S", "-c", code, str(tmp_path)], capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -120,13 +122,13 @@ def test_the_bootstrap_imports_every_shipped_module_by_its_package(tmp_path):
     """The bootstrap's own loader, run by the host's interpreter without Ansible (python3 -I, nothing on
     sys.path but the standard library), imports every module it is given: the core's packages are packages
     (their modules import relatively from one another), and nothing is read from disk."""
-    loader = T.BOOTSTRAP.split("    try:\n        from metnos_sandbox.audit import audit")[0]
+    loader = transport.BOOTSTRAP.split("    try:\n        from metnos_sandbox.audit import audit")[0]
     assert "sys.meta_path.insert" in loader
     script = loader
     script += ("    import importlib\n    for name in sorted(src):\n        importlib.import_module(name)\n"
                "    print(len(src))\n")
-    payload = T.build_payload(CORE)
-    stdin = T.message(T.new_frame(), {}, payload, cache=None)
+    payload = transport.build_payload(CORE)
+    stdin = transport.message(transport.new_frame(), {}, payload, cache=None)
     proc = subprocess.run(["/usr/bin/python3", "-I", "-c", script], input=stdin, capture_output=True,
                           cwd=str(tmp_path), timeout=60)
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
@@ -137,57 +139,57 @@ def test_the_bootstrap_imports_every_shipped_module_by_its_package(tmp_path):
 def test_the_answer_is_the_frame_not_a_stray_brace_or_a_forged_result():
     """A wrapper that prints a brace, a JSON object and a frame of another token before the bootstrap (a
     login banner, a MOTD, a shell rc file): the result is the one frame of this call's token."""
-    frame = T.new_frame()
+    frame = transport.new_frame()
     forged = '{"schema": "forged"}'
-    wrapper = "echo '{'; echo '%s'; printf '\\n%s 20\\n%s\\n%s end\\n'; " % (forged, T.new_frame(), forged,
-                                                                           T.new_frame())
+    wrapper = "echo '{'; echo '%s'; printf '\\n%s 20\\n%s\\n%s end\\n'; " % (forged, transport.new_frame(), forged,
+                                                                           transport.new_frame())
     for argv in (False, True):
-        proc = _bootstrap(T.message(frame, {"unit": "u"}, STAND_IN, cache=None), wrapper, argv=argv)
+        proc = _bootstrap(transport.message(frame, {"unit": "u"}, STAND_IN, cache=None), wrapper, argv=argv)
         stdout = proc.stdout if isinstance(proc.stdout, str) else proc.stdout.decode()
         assert proc.returncode == 0, proc.stderr
         assert stdout.startswith("{\n")
-        assert T.unframe(stdout, frame) == {"schema": "x", "echo": {"unit": "u"},
-                                            "payload_cache": {"state": "off", "compiled": 3}}, stdout
+        assert transport.unframe(stdout, frame) == {"schema": "x", "echo": {"unit": "u"},
+                                                    "payload_cache": {"state": "off", "compiled": 3}}, stdout
 
 
 def test_a_payload_that_dies_leaves_no_frame():
     """Killed before it answers (here: the core raises SystemExit on import): no frame, never a guess."""
-    frame = T.new_frame()
+    frame = transport.new_frame()
     dying = _core("raise SystemExit(3)\n")
-    proc = _bootstrap(T.message(frame, {}, dying, cache=None), "echo '{\"schema\": 1}'; ")
-    assert proc.returncode == 3 and T.unframe(proc.stdout.decode(), frame) is None
+    proc = _bootstrap(transport.message(frame, {}, dying, cache=None), "echo '{\"schema\": 1}'; ")
+    assert proc.returncode == 3 and transport.unframe(proc.stdout.decode(), frame) is None
 
 
 def test_unframe_takes_exactly_one_complete_frame():
-    frame = T.new_frame()
+    frame = transport.new_frame()
     body = json.dumps({"schema": "x"})
     good = "\n%s %d\n%s\n%s end\n" % (frame, len(body), body, frame)
-    assert T.unframe("banner {" + good + "bye\n", frame) == {"schema": "x"}
-    assert T.unframe(good + good, frame) is None                                  # two: ambiguous
-    assert T.unframe(good.replace(" end\n", ""), frame) is None                   # cut
-    assert T.unframe(good.replace(str(len(body)), str(len(body) - 1)), frame) is None   # wrong length
-    assert T.unframe(good, T.new_frame()) is None                                 # another run's token
-    assert T.unframe(good.replace(body, '["schema"]'.ljust(len(body))), frame) is None  # not an object
-    assert T.unframe(("\n%s x\n" % frame) + good, frame) == {"schema": "x"}      # a header without a size
-    assert T.unframe(("\n%s 1234567890123\n" % frame) + good, frame) == {"schema": "x"}   # over 12 digits
+    assert transport.unframe("banner {" + good + "bye\n", frame) == {"schema": "x"}
+    assert transport.unframe(good + good, frame) is None                                  # two: ambiguous
+    assert transport.unframe(good.replace(" end\n", ""), frame) is None                   # cut
+    assert transport.unframe(good.replace(str(len(body)), str(len(body) - 1)), frame) is None   # wrong length
+    assert transport.unframe(good, transport.new_frame()) is None                                 # another run's token
+    assert transport.unframe(good.replace(body, '["schema"]'.ljust(len(body))), frame) is None  # not an object
+    assert transport.unframe(("\n%s x\n" % frame) + good, frame) == {"schema": "x"}      # a header without a size
+    assert transport.unframe(("\n%s 1234567890123\n" % frame) + good, frame) == {"schema": "x"}   # over 12 digits
 
 
 def test_framed_gives_the_body_as_it_came():
     """The action keeps the body's own text in the spool: the very JSON the host wrote, which decodes to the
     record unframe returns (a mutation that hands back a re-encoded or shifted slice fails here)."""
-    frame = T.new_frame()
+    frame = transport.new_frame()
     body = json.dumps({"schema": "x", "s": "caf\u00e9 \ud800", "f": 0.1, "n": [1, None]}, separators=(",", ":"))
     stdout = "motd\n\n%s %d\n%s\n%s end\n" % (frame, len(body), body, frame)
-    value, text = T.framed(stdout, frame)
-    assert text == body and json.loads(text) == value == T.unframe(stdout, frame)
-    assert T.framed(stdout, T.new_frame()) is None
+    value, text = transport.framed(stdout, frame)
+    assert text == body and json.loads(text) == value == transport.unframe(stdout, frame)
+    assert transport.framed(stdout, transport.new_frame()) is None
 
 
 def test_no_work_when_the_action_is_imported(monkeypatch):
     """Importing the action plugin reads, compresses and loads nothing (Ansible imports it in every worker)."""
     def refuse(*_a, **_k):
         raise AssertionError("work at import time")
-    monkeypatch.setattr(T, "build_payload", refuse)
+    monkeypatch.setattr(transport, "build_payload", refuse)
     monkeypatch.setattr(zlib, "compress", refuse)
     real_open = builtins.open
 
@@ -231,37 +233,38 @@ def test_the_payload_is_built_once_per_run(tmp_path):
     the same bytes and take the digest from the name (mutation: a kept file under another name is read with
     that name as its digest, so the name is what the workers send)."""
     cache = str(tmp_path)
-    first, name = T.cached_payload(CORE, cache)
+    first, name = transport.cached_payload(CORE, cache)
     assert name == hashlib.sha256(first).hexdigest()
-    assert sorted(os.listdir(cache)) == sorted([T.PAYLOAD_NAME % name, T.PAYLOAD_LOCK])
-    assert T.cached_payload(CORE, cache) == (first, name)
-    os.unlink(os.path.join(cache, T.PAYLOAD_NAME % name))
-    with open(os.path.join(cache, T.PAYLOAD_NAME % ("a" * 64)), "wb") as handle:
+    assert sorted(os.listdir(cache)) == sorted([transport.PAYLOAD_NAME % name, transport.PAYLOAD_LOCK])
+    assert transport.cached_payload(CORE, cache) == (first, name)
+    os.unlink(os.path.join(cache, transport.PAYLOAD_NAME % name))
+    with open(os.path.join(cache, transport.PAYLOAD_NAME % ("a" * 64)), "wb") as handle:
         handle.write(b"kept")
-    assert T.cached_payload(CORE, cache) == (b"kept", "a" * 64)
+    assert transport.cached_payload(CORE, cache) == (b"kept", "a" * 64)
 
 
 def test_a_file_that_is_not_a_finished_payload_is_not_read(tmp_path):
     """A half-written file (its builder's pid after the name) or a name without a full sha256 is not a payload:
     the worker builds it instead."""
     cache = str(tmp_path)
-    for name in (T.PAYLOAD_NAME % ("a" * 64) + ".123", T.PAYLOAD_NAME % "abc", T.PAYLOAD_NAME % ("G" * 64)):
+    for name in (transport.PAYLOAD_NAME % ("a" * 64) + ".123", transport.PAYLOAD_NAME % "abc", transport.PAYLOAD_NAME
+                 % ("G" * 64)):
         with open(os.path.join(cache, name), "wb") as handle:
             handle.write(b"not this")
-    blob, name = T.cached_payload(CORE, cache)
+    blob, name = transport.cached_payload(CORE, cache)
     assert blob != b"not this" and name == hashlib.sha256(blob).hexdigest()
 
 
 def test_without_a_temp_dir_the_payload_is_built_and_hashed():
-    blob, name = T.cached_payload(CORE, None)
-    assert blob == T.build_payload(CORE) and name == hashlib.sha256(blob).hexdigest()
+    blob, name = transport.cached_payload(CORE, None)
+    assert blob == transport.build_payload(CORE) and name == hashlib.sha256(blob).hexdigest()
 
 
 def test_the_message_names_the_bundle_by_the_digest_it_is_given():
     """The envelope's digest is the caller's when given (cached_payload's), else computed from the payload."""
     head = lambda data: json.loads(data.partition(b"\n")[0])     # noqa: E731
-    assert head(T.message("f", {}, b"x", payload_digest="b" * 64))["digest"] == "b" * 64
-    assert head(T.message("f", {}, b"x"))["digest"] == hashlib.sha256(b"x").hexdigest()
+    assert head(transport.message("f", {}, b"x", payload_digest="b" * 64))["digest"] == "b" * 64
+    assert head(transport.message("f", {}, b"x"))["digest"] == hashlib.sha256(b"x").hexdigest()
 
 
 def test_workers_that_start_together_build_the_payload_once(tmp_path):
@@ -269,7 +272,7 @@ def test_workers_that_start_together_build_the_payload_once(tmp_path):
     of building it again: here the test holds the lock, a forked worker asks, the test writes the payload and
     releases; the worker returns the test's bytes, not a payload of its own."""
     cache = str(tmp_path)
-    lock = os.open(os.path.join(cache, T.PAYLOAD_LOCK), os.O_WRONLY | os.O_CREAT, 0o600)
+    lock = os.open(os.path.join(cache, transport.PAYLOAD_LOCK), os.O_WRONLY | os.O_CREAT, 0o600)
     fcntl.flock(lock, fcntl.LOCK_EX)
     got, put = os.pipe()
     pid = os.fork()
@@ -277,7 +280,7 @@ def test_workers_that_start_together_build_the_payload_once(tmp_path):
         os.close(got)
         os.close(lock)
         try:
-            blob, name = T.cached_payload(CORE, cache)
+            blob, name = transport.cached_payload(CORE, cache)
             os.write(put, name.encode() + b" " + blob)
         finally:
             os._exit(0)
@@ -289,7 +292,7 @@ def test_workers_that_start_together_build_the_payload_once(tmp_path):
         time.sleep(0.01)
     else:
         raise AssertionError("the worker never waited for the lock")
-    with open(os.path.join(cache, T.PAYLOAD_NAME % ("c" * 64)), "wb") as handle:
+    with open(os.path.join(cache, transport.PAYLOAD_NAME % ("c" * 64)), "wb") as handle:
         handle.write(b"built by the first worker")
     os.close(lock)
     with os.fdopen(got, "rb") as handle:
@@ -299,9 +302,9 @@ def test_workers_that_start_together_build_the_payload_once(tmp_path):
 
 
 def _audit_with_cache(cache, core=STAND_IN):
-    frame = T.new_frame()
-    proc = _bootstrap(T.message(frame, {}, core, cache=cache))
-    return T.unframe(proc.stdout.decode(), frame)["payload_cache"]
+    frame = transport.new_frame()
+    proc = _bootstrap(transport.message(frame, {}, core, cache=cache))
+    return transport.unframe(proc.stdout.decode(), frame)["payload_cache"]
 
 
 def test_the_compiled_core_is_reused_from_a_root_owned_cache(tmp_path):
@@ -346,7 +349,7 @@ def _read_by_the_host(tmp_path, message, cache):
     path = tmp_path / "message"
     path.write_bytes(message)
     with open(path, "rb") as stdin:
-        proc = subprocess.run(["sh", "-c", T.stdin_command("python3")], stdin=stdin, capture_output=True,
+        proc = subprocess.run(["sh", "-c", transport.stdin_command("python3")], stdin=stdin, capture_output=True,
                               timeout=60)
         return proc, os.lseek(stdin.fileno(), 0, os.SEEK_CUR)
 
@@ -359,13 +362,13 @@ def test_a_kept_bundle_reads_the_envelope_and_not_the_sources(tmp_path):
     filler = os.urandom(300000).hex()       # a module the audit never imports: the sources, made big
     core = _core("def audit_host(params, trust_store=None):\n    return {'schema': 'x'}\n%s = %r\n" % (
         "UNUSED", filler))
-    frame = T.new_frame()
-    message = T.message(frame, {}, core, cache=cache)
+    frame = transport.new_frame()
+    message = transport.message(frame, {}, core, cache=cache)
     head = len(message.partition(b"\n")[0]) + 1
     first, read = _read_by_the_host(tmp_path, message, cache)
-    assert T.unframe(first.stdout.decode(), frame)["payload_cache"]["state"] == "miss" and read == len(message)
+    assert transport.unframe(first.stdout.decode(), frame)["payload_cache"]["state"] == "miss" and read == len(message)
     again, read = _read_by_the_host(tmp_path, message, cache)
-    assert T.unframe(again.stdout.decode(), frame)["payload_cache"] == {"state": "hit", "compiled": 0}
+    assert transport.unframe(again.stdout.decode(), frame)["payload_cache"] == {"state": "hit", "compiled": 0}
     assert head <= read <= head + 64 * 1024 < len(message), (head, read, len(message))
 
 
@@ -382,15 +385,15 @@ def test_a_kept_bundle_gives_the_scripts_text_without_reading_the_sources(tmp_pa
              "UNUSED = %r\n" % os.urandom(300000).hex())
     core = zlib.compress(json.dumps({"metnos_sandbox": "", "metnos_sandbox.audit": "",
                                      "metnos_sandbox.audit.audit": audit, "metnos_sandbox.audit.script": script,
-                                     T.PACKAGES: PACKAGES}).encode("utf-8"))
-    frame = T.new_frame()
-    message = T.message(frame, {}, core, cache=cache)
+                                     transport.PACKAGES: PACKAGES}).encode("utf-8"))
+    frame = transport.new_frame()
+    message = transport.message(frame, {}, core, cache=cache)
     head = len(message.partition(b"\n")[0]) + 1
     first, read = _read_by_the_host(tmp_path, message, cache)
-    out = T.unframe(first.stdout.decode(), frame)
+    out = transport.unframe(first.stdout.decode(), frame)
     assert out["payload_cache"]["state"] == "miss" and out["text"] == script and read == len(message)
     again, read = _read_by_the_host(tmp_path, message, cache)
-    out = T.unframe(again.stdout.decode(), frame)
+    out = transport.unframe(again.stdout.decode(), frame)
     assert out["payload_cache"] == {"state": "hit", "compiled": 0} and out["text"] == script
     assert head <= read <= head + 64 * 1024 < len(message), (head, read, len(message))
 
@@ -406,9 +409,9 @@ def test_what_the_audit_starts_reads_end_of_file_not_the_rest_of_the_message(tmp
                  "    return {'schema': 'x', 'cat': len(subprocess.run(['cat'], stdout=subprocess.PIPE).stdout)}\n"
                  "PAD = %r\n" % os.urandom(100000).hex())
     for state in ("miss", "hit"):
-        frame = T.new_frame()
-        proc = _bootstrap(T.message(frame, {}, core, cache=cache))
-        out = T.unframe(proc.stdout.decode(), frame)
+        frame = transport.new_frame()
+        proc = _bootstrap(transport.message(frame, {}, core, cache=cache))
+        out = transport.unframe(proc.stdout.decode(), frame)
         assert out["payload_cache"]["state"] == state and out["cat"] == 0, out
 
 
@@ -466,9 +469,9 @@ def test_a_cache_anyone_else_could_write_is_never_used(tmp_path):
 
 
 def _audit_result(cache, core):
-    frame = T.new_frame()
-    proc = _bootstrap(T.message(frame, {}, core, cache=cache))
-    return T.unframe(proc.stdout.decode(), frame)
+    frame = transport.new_frame()
+    proc = _bootstrap(transport.message(frame, {}, core, cache=cache))
+    return transport.unframe(proc.stdout.decode(), frame)
 
 
 def test_each_bundle_keeps_its_bwrap_verifications_beside_it_and_loses_them_with_it(tmp_path):
@@ -503,13 +506,13 @@ def test_a_bundle_is_named_only_by_a_digest_the_controller_computed(tmp_path):
     """The bundle's name is the envelope's sha256 of the compressed core (the controller's, once per payload):
     one that is missing or not 64 hex digits (a path, say) means no cache at all, never a file named by it."""
     cache = str(tmp_path / "cache")
-    data = T.message(T.new_frame(), {}, STAND_IN, cache=cache)
+    data = transport.message(transport.new_frame(), {}, STAND_IN, cache=cache)
     head, _sep, blob = data.partition(b"\n")
     envelope = json.loads(head)
     assert envelope["digest"] == __import__("hashlib").sha256(STAND_IN).hexdigest()
     for bad in (None, "", "../../etc/x", "A" * 64, "0" * 63, 7):
-        frame = T.new_frame()
+        frame = transport.new_frame()
         forged = dict(envelope, frame=frame, digest=bad)
         proc = _bootstrap(json.dumps(forged).encode() + b"\n" + blob)
-        assert T.unframe(proc.stdout.decode(), frame)["payload_cache"] == {"state": "off", "compiled": 3}, bad
+        assert transport.unframe(proc.stdout.decode(), frame)["payload_cache"] == {"state": "off", "compiled": 3}, bad
     assert not os.path.exists(cache) or os.listdir(cache) == []

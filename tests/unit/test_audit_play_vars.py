@@ -2,8 +2,8 @@
 variables, in the same order, as playbooks/audit.yml's Jinja expressions used to read them."""
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import play_vars as PV
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import play_vars
 
 
 def lookup(variables):
@@ -11,11 +11,11 @@ def lookup(variables):
 
 
 def test_without_variables_only_the_host_context_is_set_to_the_roles_default():
-    assert PV.options({}, lookup({})) == {"host": {"writable_roots": ["/var/lib/metnos"]}}
+    assert play_vars.options({}, lookup({})) == {"host": {"writable_roots": ["/var/lib/metnos"]}}
 
 
 def test_each_option_from_its_first_defined_variable():
-    got = PV.options({}, lookup({
+    got = play_vars.options({}, lookup({
         "metnos_sandbox_unit": "worker.service", "metnos_sandbox_unit_scope": "user",
         "metnos_sandbox_manifests": ["/m/a.yml"], "metnos_sandbox_profile_dir": "/p",
         "metnos_audit_probe": False, "metnos_audit_collect_monitor": True, "metnos_audit_monitor_max_age": 60,
@@ -26,31 +26,31 @@ def test_each_option_from_its_first_defined_variable():
 
 
 def test_the_audits_own_variables_come_before_the_roles():
-    got = PV.options({}, lookup({"metnos_audit_unit": "a.service", "metnos_sandbox_unit": "b.service",
-                                 "metnos_audit_manifests": [], "metnos_sandbox_manifests": ["/m/a.yml"]}))
+    got = play_vars.options({}, lookup({"metnos_audit_unit": "a.service", "metnos_sandbox_unit": "b.service",
+                                        "metnos_audit_manifests": [], "metnos_sandbox_manifests": ["/m/a.yml"]}))
     assert got["unit"] == "a.service" and got["manifest_sources"] == []
 
 
 def test_a_defined_variable_wins_whatever_its_value_as_is_defined_did():
-    assert PV.options({}, lookup({"metnos_sandbox_unit": ""}))["unit"] == ""
+    assert play_vars.options({}, lookup({"metnos_sandbox_unit": ""}))["unit"] == ""
 
 
 def test_metnos_sandbox_host_overrides_the_writable_roots_as_dict_did():
-    got = PV.options({}, lookup({"metnos_sandbox_writable_roots": ["/a"], "metnos_sandbox_host": {
+    got = play_vars.options({}, lookup({"metnos_sandbox_writable_roots": ["/a"], "metnos_sandbox_host": {
         "writable_roots": ["/b"]}}))
     assert got["host"] == {"writable_roots": ["/b"]}
 
 
 def test_the_tasks_own_options_win():
-    got = PV.options({"unit": "x.service", "host": {}, "probe": True},
-                     lookup({"metnos_sandbox_unit": "y.service", "metnos_audit_probe": False,
-                             "metnos_sandbox_host": {"runtime_dir": "/r"}}))
+    got = play_vars.options({"unit": "x.service", "host": {}, "probe": True},
+                            lookup({"metnos_sandbox_unit": "y.service", "metnos_audit_probe": False,
+                                    "metnos_sandbox_host": {"runtime_dir": "/r"}}))
     assert got["unit"] == "x.service" and got["host"] == {} and got["probe"] is True
 
 
 def test_a_host_context_that_is_not_a_mapping_is_refused():
-    with pytest.raises(PV.VarsError, match="metnos_sandbox_host must be a mapping"):
-        PV.options({}, lookup({"metnos_sandbox_host": ["runtime_dir"]}))
+    with pytest.raises(play_vars.VarsError, match="metnos_sandbox_host must be a mapping"):
+        play_vars.options({}, lookup({"metnos_sandbox_host": ["runtime_dir"]}))
 
 
 def _types(value, out):
@@ -73,7 +73,7 @@ def test_plain_copies_ansibles_values_as_the_builtin_types():
     loaded = DataLoader().load('{"unit": "a.service", "probe": true, "monitor_max_age": 60, "ratio": 1.5, '
                                '"host": {"writable_roots": ["/srv"], "": null}, "nested": [[1, "x"], {"k": "v"}]}')
     assert _types(loaded, set()) - {str, int, float, bool, type(None), dict, list}, "the loader tags nothing here"
-    got = O.plain(loaded)
+    got = spec.plain(loaded)
     assert got == loaded
     assert _types(got, set()) <= {str, int, float, bool, type(None), dict, list}
 
@@ -82,7 +82,7 @@ def test_plain_keeps_shared_parts_shared_and_a_cycle_a_cycle():
     shared = ["/a"]
     loop = []
     loop.append(loop)
-    got = O.plain({"x": shared, "y": shared, "loop": loop, "t": (1, "2")})
+    got = spec.plain({"x": shared, "y": shared, "loop": loop, "t": (1, "2")})
     assert got["x"] is got["y"] and got["x"] == ["/a"] and got["x"] is not shared
     assert got["loop"][0] is got["loop"] and got["t"] == (1, "2")
 
@@ -90,10 +90,10 @@ def test_plain_keeps_shared_parts_shared_and_a_cycle_a_cycle():
 def test_plain_leaves_other_values_as_they_are():
     """Whatever is not JSON-like (a set, bytes) goes to the validator as it is, which refuses it as before."""
     odd = {1, 2}
-    assert O.plain({"x": odd, "b": b"x"}) == {"x": odd, "b": b"x"} and O.plain({"x": odd})["x"] is odd
+    assert spec.plain({"x": odd, "b": b"x"}) == {"x": odd, "b": b"x"} and spec.plain({"x": odd})["x"] is odd
 
 
 def test_the_placement_variable_is_the_host_contexts_placement_and_wins_over_metnos_sandbox_host():
-    got = PV.options({}, lookup({"metnos_sandbox_placement": "device",
-                                 "metnos_sandbox_host": {"placement": "server", "runtime_dir": "/r"}}))
+    got = play_vars.options({}, lookup({"metnos_sandbox_placement": "device",
+                                        "metnos_sandbox_host": {"placement": "server", "runtime_dir": "/r"}}))
     assert got["host"] == {"writable_roots": ["/var/lib/metnos"], "placement": "device", "runtime_dir": "/r"}

@@ -7,10 +7,9 @@ offers nothing untried, its bounds, and the findings it reports.
 """
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import blame as BL
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import relaxations as R
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import restrictions as RS
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import blame
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import relaxations, restrictions
 
 USER = {"name": "metnos", "uid": 999, "gid": 999}
 
@@ -44,8 +43,8 @@ class Model(object):
         kept, extra = self._state(assignments)
         for needs, cause, fixed in self.rules:
             if needs <= kept and not fixed(extra):
-                return BL.Outcome(False, "setup", cause, "bwrap: %s" % cause, 0.1)
-        return BL.Outcome(True, "passed", None, "", 0.1)
+                return blame.Outcome(False, "setup", cause, "bwrap: %s" % cause, 0.1)
+        return blame.Outcome(True, "passed", None, "", 0.1)
 
     def confirm(self, assignments, user):
         return self.probe(assignments, user)
@@ -54,8 +53,8 @@ class Model(object):
         self.interpreter_runs.append(assignments)
         kept, extra = self._state(assignments)
         if self.interpreter_rule and self.interpreter_rule[0] <= kept and not self.interpreter_rule[1](extra):
-            return BL.Outcome(False, "interpreter", "SIGSYS", "the runtime's interpreter was killed by SIGSYS", 0.1)
-        return BL.Outcome(True, "passed", None, "", 0.1)
+            return blame.Outcome(False, "interpreter", "SIGSYS", "the runtime's interpreter was killed by SIGSYS", 0.1)
+        return blame.Outcome(True, "passed", None, "", 0.1)
 
 
 def never(_extra):
@@ -72,7 +71,8 @@ MANY = ["ProtectSystem=strict", "ProtectHome=yes", "PrivateTmp=yes", "PrivateDev
 
 
 def run(assignments, model, **kw):
-    exp = BL.Experiment(assignments, model, USER, ctx={"bwrap": "/usr/bin/bwrap", "python": "/usr/bin/python3"}, **kw)
+    exp = blame.Experiment(assignments, model, USER, ctx={"bwrap": "/usr/bin/bwrap", "python": "/usr/bin/python3"},
+                           **kw)
     return exp.run()
 
 
@@ -115,7 +115,7 @@ def test_directives_that_break_only_together_are_reported_together():
     [culprit] = res["culprits"]
     assert sorted(culprit["directives"]) == ["PrivateUsers", "ProtectProc"] and culprit["alone"] is False
     assert culprit["code"] == "unit_directive_breaks_bwrap" and culprit["relaxation"] == ["PrivateUsers=no"]
-    diag = BL.findings(res, "metnos.service").diagnostics[0]
+    diag = blame.findings(res, "metnos.service").diagnostics[0]
     assert "(only together)" in diag["message"] and "PrivateUsers=yes" in diag["message"]
 
 
@@ -132,18 +132,18 @@ def test_no_experiment_when_bwrap_fails_in_a_plain_context_too():
     res = run(unit("RestrictNamespaces=yes"), model)
     assert res["ran"] is False and res["plain_context"] == "failed" and res["culprits"] == []
     assert "plain context" in res["why"] and res["runs"] == 1
-    assert BL.findings(res, "metnos.service").diagnostics == []
+    assert blame.findings(res, "metnos.service").diagnostics == []
 
 
 def test_bounds_stop_the_experiment_and_say_so():
     model = Model([({"ProtectHome"}, "mount_denied", never), ({"PrivateTmp"}, "mount_denied", never)])
-    res = run(unit(*MANY), model, bounds=BL.Bounds(runs=4, seconds=60))
+    res = run(unit(*MANY), model, bounds=blame.Bounds(runs=4, seconds=60))
     assert res["exhausted"] is True and res["complete"] is False and res["runs"] + res["interpreter_runs"] <= 4
-    codes = D.codes(BL.findings(res, "metnos.service").diagnostics)
+    codes = diagnostics.codes(blame.findings(res, "metnos.service").diagnostics)
     assert codes == ["probe_blame_inconclusive"]
     clock = iter(range(0, 1000, 50))
-    res = BL.Experiment(unit(*MANY), model, USER, bounds=BL.Bounds(runs=100, seconds=120),
-                        clock=lambda: next(clock)).run()
+    res = blame.Experiment(unit(*MANY), model, USER, bounds=blame.Bounds(runs=100, seconds=120),
+                           clock=lambda: next(clock)).run()
     assert res["exhausted"] is True and res["runs"] <= 3
 
 
@@ -152,12 +152,12 @@ def test_no_relaxation_that_passes_is_offered_as_none():
     res = run(unit(*MANY), model)
     [culprit] = res["culprits"]
     assert culprit["relaxation"] is None and [t["passed"] for t in culprit["tried"]] == [False, False]
-    found = BL.findings(res, "metnos.service")
+    found = blame.findings(res, "metnos.service")
     assert found.directives == ["ProtectSystem"]
     diag = [d for d in found.diagnostics if d["code"] == "unit_directive_breaks_bwrap"][0]
     assert diag["hint"] == "Remove ProtectSystem= from the unit (no drop-in relaxation made the probe pass)."
     assert diag["remediation"] == ["systemctl cat metnos.service"]
-    assert "probe_blame_inconclusive" in D.codes(found.diagnostics)
+    assert "probe_blame_inconclusive" in diagnostics.codes(found.diagnostics)
 
 
 def test_the_interpreter_killed_by_the_filter_is_the_units_not_bwraps():
@@ -169,7 +169,7 @@ def test_the_interpreter_killed_by_the_filter_is_the_units_not_bwraps():
     [culprit] = res["culprits"]
     assert culprit["code"] == "unit_syscall_filter_kills_interpreter" and culprit["kind"] == "interpreter"
     assert culprit["relaxation"] == ["SystemCallFilter=@system-service @mount"]
-    diag = BL.findings(res, "metnos.service").diagnostics[0]
+    diag = blame.findings(res, "metnos.service").diagnostics[0]
     assert "killed by SIGSYS" in diag["message"] and "bwrap was killed" not in diag["message"]
 
 
@@ -182,7 +182,7 @@ def test_a_culprit_that_is_one_only_because_a_trial_removed_something_else_is_dr
     def probe(assignments, user):
         kept, _extra = model._state(assignments)
         if {"PrivateUsers", "ProtectProc"} <= kept and "DynamicUser" not in kept:
-            return BL.Outcome(False, "unit", "USER", "217/USER", 0.1)
+            return blame.Outcome(False, "unit", "USER", "217/USER", 0.1)
         return base(assignments, user)
     model.probe = probe
     res = run(unit("DynamicUser=yes", "PrivateUsers=yes", "ProtectProc=invisible", "RestrictNamespaces=yes",
@@ -193,33 +193,33 @@ def test_a_culprit_that_is_one_only_because_a_trial_removed_something_else_is_dr
 def test_dynamic_user_removed_runs_as_a_static_stand_in_never_as_root():
     assignments = unit("DynamicUser=yes", "RestrictSUIDSGID=yes", user=None) + [
         ["User", "metnos-dyn", "systemctl show User"], ["Group", "metnos-dyn", "systemctl show Group"]]
-    exp = BL.Experiment(assignments, Model([]), USER)
-    assert exp.lines([]) == [["User", R.STANDIN_USER, "blame (DynamicUser= removed)"]]
+    exp = blame.Experiment(assignments, Model([]), USER)
+    assert exp.lines([]) == [["User", relaxations.STANDIN_USER, "blame (DynamicUser= removed)"]]
     kept = exp.lines(["DynamicUser"])
     assert ["User", "metnos-dyn", "systemctl show User"] in kept and ["DynamicUser", "yes", kept[0][2]] in kept
     relaxed = exp.lines(["DynamicUser"], ["DynamicUser=no", "User=nobody"])
     assert [a[:2] for a in relaxed] == [["DynamicUser", "yes"], ["DynamicUser", "no"], ["User", "nobody"]]
     # a static account named by User= is what systemd runs as: nothing stands in for it
-    static = BL.Experiment(unit("DynamicUser=yes", user="nobody"), Model([]), USER)
+    static = blame.Experiment(unit("DynamicUser=yes", user="nobody"), Model([]), USER)
     assert static.lines([]) == [["User", "nobody", "systemctl show User"]]
 
 
 def test_a_table_culprit_confirmed_by_experiment_is_the_service_checks_finding():
     settings = {"RestrictNamespaces": ["yes"]}
-    static = RS.restriction_diagnostics(settings, "metnos.service")
+    static = restrictions.restriction_diagnostics(settings, "metnos.service")
     model = Model([({"RestrictNamespaces"}, "userns_eperm", has("RestrictNamespaces=user mnt ipc uts net"))])
     res = run(unit("RestrictNamespaces=yes", *MANY), model)
-    [diag] = BL.findings(res, "metnos.service", static).diagnostics
+    [diag] = blame.findings(res, "metnos.service", static).diagnostics
     assert diag["details"] == static[0]["details"] and diag["message"].startswith(static[0]["message"])
     assert "found by experiment" in diag["message"] and "tried for real" in diag["message"]
-    assert D.union(static, [diag]) == [diag]                    # the report lists it once, in its place
+    assert diagnostics.union(static, [diag]) == [diag]                    # the report lists it once, in its place
 
 
 def test_findings_carry_a_drop_in_a_sysadmin_can_paste():
     model = Model([({"AmbientCapabilities"}, "unexpected_capabilities", has("AmbientCapabilities=")),
                    ({"ReadOnlyPaths"}, "uid_map_readonly", has("ReadWritePaths=/proc"))])
     res = run(unit("ReadOnlyPaths=/", "ReadWritePaths=/proc/irq", "AmbientCapabilities=CAP_NET_RAW"), model)
-    found = BL.findings(res, "metnos-x.service")
+    found = blame.findings(res, "metnos-x.service")
     by_code = dict((d["code"], d) for d in found.diagnostics)
     assert set(by_code) == {"unit_ambient_capabilities", "unit_read_only_proc", "probe_relaxation_found"}
     steps = by_code["unit_read_only_proc"]["remediation"]
@@ -239,21 +239,24 @@ def test_findings_carry_a_drop_in_a_sysadmin_can_paste():
     ({"passed": False, "checks": [{"name": "read_only:/usr", "ok": False}]}, ("checks", "read_only:/usr")),
 ])
 def test_outcome_of_a_verdict(verdict, expected):
-    out = BL.outcome_of(verdict)
+    out = blame.outcome_of(verdict)
     assert (out.kind, out.cause) == expected and out.passed is (expected[0] == "passed")
 
 
 def test_relaxations_smallest_first_and_the_namespace_set_written_whole():
-    assert R.candidates("RestrictNamespaces", ["mnt user"], {})[0] == ["RestrictNamespaces=user mnt ipc uts net"]
-    assert R.candidates("RestrictNamespaces", ["cgroup"], {})[0] == ["RestrictNamespaces=user mnt ipc uts net cgroup"]
-    assert R.candidates("LimitNPROC", ["1"], {})[:2] == [["LimitNPROC=2"], ["LimitNPROC=4"]]
-    assert R.candidates("LimitNOFILE", ["64:128"], {})[0] == ["LimitNOFILE=128"]
-    assert R.candidates("LimitAS", ["2G"], {})[0] == ["LimitAS=%d" % (4 << 30)]
-    assert R.candidates("NoExecPaths", ["/"], {"bwrap": "/usr/bin/bwrap"})[0] == ["ExecPaths=/usr/bin/bwrap"]
-    assert R.candidates("SystemCallFilter", ["~@mount"], {})[0] == ["SystemCallFilter=mount pivot_root umount2"]
-    assert R.candidates("SystemCallFilter", ["~@mount"], {})[-1] == ["SystemCallFilter="]
-    assert R.candidates("PrivateUsers", ["yes"], {}) == [["PrivateUsers="], ["PrivateUsers=no"]]
-    assert R.limit_value("infinity") is None and R.limit_value("16:32") == 16
+    assert relaxations.candidates("RestrictNamespaces", ["mnt user"],
+                                  {})[0] == ["RestrictNamespaces=user mnt ipc uts net"]
+    assert relaxations.candidates("RestrictNamespaces", ["cgroup"],
+                                  {})[0] == ["RestrictNamespaces=user mnt ipc uts net cgroup"]
+    assert relaxations.candidates("LimitNPROC", ["1"], {})[:2] == [["LimitNPROC=2"], ["LimitNPROC=4"]]
+    assert relaxations.candidates("LimitNOFILE", ["64:128"], {})[0] == ["LimitNOFILE=128"]
+    assert relaxations.candidates("LimitAS", ["2G"], {})[0] == ["LimitAS=%d" % (4 << 30)]
+    assert relaxations.candidates("NoExecPaths", ["/"], {"bwrap": "/usr/bin/bwrap"})[0] == ["ExecPaths=/usr/bin/bwrap"]
+    assert relaxations.candidates("SystemCallFilter", ["~@mount"],
+                                  {})[0] == ["SystemCallFilter=mount pivot_root umount2"]
+    assert relaxations.candidates("SystemCallFilter", ["~@mount"], {})[-1] == ["SystemCallFilter="]
+    assert relaxations.candidates("PrivateUsers", ["yes"], {}) == [["PrivateUsers="], ["PrivateUsers=no"]]
+    assert relaxations.limit_value("infinity") is None and relaxations.limit_value("16:32") == 16
 
 
 def test_a_relaxation_the_whole_probe_rejects_is_not_offered():
@@ -266,7 +269,7 @@ def test_a_relaxation_the_whole_probe_rejects_is_not_offered():
     def confirm(assignments, user):
         _kept, extra = model._state(assignments)
         if "SystemCallFilter=@mount" in extra:        # passes the search, fails a check of the whole probe
-            return BL.Outcome(False, "checks", "no_custom_seccomp", "failed checks: no_custom_seccomp", 0.1)
+            return blame.Outcome(False, "checks", "no_custom_seccomp", "failed checks: no_custom_seccomp", 0.1)
         return base(assignments, user)
     model.confirm = confirm
     res = run(unit("SystemCallFilter=~@mount", *MANY), model)
@@ -281,7 +284,7 @@ def test_the_interpreter_killed_is_reported_as_the_units_and_replaces_bwraps_set
     filt = "SystemCallFilter=@basic-io @file-system @io-event @network-io @signal"
     model = Model([({"SystemCallFilter"}, "killed_by_seccomp", has("SystemCallFilter=@system-service @mount"))],
                   interpreter_rule=({"SystemCallFilter"}, lambda e: "SystemCallFilter=@system-service @mount" in e))
-    found = BL.findings(run(unit(filt), model), "metnos.service")
-    assert found.unit_killed is True and "probe_unit_killed" in D.codes(found.diagnostics)
+    found = blame.findings(run(unit(filt), model), "metnos.service")
+    assert found.unit_killed is True and "probe_unit_killed" in diagnostics.codes(found.diagnostics)
     killed = [d for d in found.diagnostics if d["code"] == "probe_unit_killed"][0]
     assert "runtime's interpreter (/usr/bin/python3) is killed by SIGSYS" in killed["message"]

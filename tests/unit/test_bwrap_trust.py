@@ -9,8 +9,8 @@ import shutil
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap_trust as BT
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as O
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap_trust
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
 
 BWRAP = "/usr/bin/bwrap"
 
@@ -23,7 +23,7 @@ BWRAP = "/usr/bin/bwrap"
     ("?????????   /usr/bin/bwrap\n", "unverifiable"),        # dpkg could not read it: not proof
 ])
 def test_dpkg_verify_lines(out, state):
-    assert BT.parse_dpkg_verify(out, BWRAP)[0] == state
+    assert bwrap_trust.parse_dpkg_verify(out, BWRAP)[0] == state
 
 
 @pytest.mark.parametrize("out,state", [
@@ -36,7 +36,7 @@ def test_dpkg_verify_lines(out, state):
     ("S.5....T.  c /etc/bwrap.conf\n", "ok"),
 ])
 def test_rpm_verify_lines(out, state):
-    assert BT.parse_rpm_verify(out, BWRAP)[0] == state
+    assert bwrap_trust.parse_rpm_verify(out, BWRAP)[0] == state
 
 
 @pytest.mark.parametrize("out,err,state", [
@@ -55,7 +55,7 @@ def test_rpm_verify_lines(out, state):
     ("", "error: package 'bubblewrap' was not found\n", "unverifiable"),
 ])
 def test_pacman_verify_lines(out, err, state):
-    assert BT.parse_pacman_verify(out, err, BWRAP)[0] == state
+    assert bwrap_trust.parse_pacman_verify(out, err, BWRAP)[0] == state
 
 
 class FakeDb(object):
@@ -88,65 +88,65 @@ def _binary(tmp_path, content=b"\x7fELF fake bwrap\n"):
 
 def test_rpm_host_packaged_and_modified(tmp_path):
     path = _binary(tmp_path)
-    ok = BT.verify(path, FakeDb("rpm", "").run, tool_on=FakeDb("rpm", "").tool_on)
+    ok = bwrap_trust.verify(path, FakeDb("rpm", "").run, tool_on=FakeDb("rpm", "").tool_on)
     assert ok["state"] == "packaged" and ok["trusted"] and ok["package"]["manager"] == "rpm"
     db = FakeDb("rpm", "S.5....T.    %s\n" % path, verify_rc=1)
-    bad = BT.verify(path, db.run, tool_on=db.tool_on)
+    bad = bwrap_trust.verify(path, db.run, tool_on=db.tool_on)
     assert bad["state"] == "modified" and not bad["trusted"]
-    assert [d["code"] for d in BT.diagnostics({"bwrap": bad})] == ["probe_bwrap_modified"]
+    assert [d["code"] for d in bwrap_trust.diagnostics({"bwrap": bad})] == ["probe_bwrap_modified"]
 
 
 def test_pacman_host_modified(tmp_path):
     path = _binary(tmp_path)
     db = FakeDb("pacman", "bubblewrap: 12 total files, 1 altered file\n", 1,
                 "warning: bubblewrap: %s (SHA256 checksum mismatch)\n" % path)
-    assert BT.verify(path, db.run, tool_on=db.tool_on)["state"] == "modified"
+    assert bwrap_trust.verify(path, db.run, tool_on=db.tool_on)["state"] == "modified"
 
 
 def test_unpackaged_is_refused_unless_its_sha256_is_accepted(tmp_path):
     path = _binary(tmp_path)
     nobody = FakeDb("none", "")
-    got = BT.verify(path, nobody.run, tool_on=nobody.tool_on)
+    got = bwrap_trust.verify(path, nobody.run, tool_on=nobody.tool_on)
     assert got["state"] == "unpackaged" and not got["trusted"]
-    (diag,) = BT.diagnostics({"bwrap": got})
+    (diag,) = bwrap_trust.diagnostics({"bwrap": got})
     assert diag["code"] == "probe_bwrap_unpackaged" and got["sha256"] in diag["message"]
     digest = hashlib.sha256(open(path, "rb").read()).hexdigest()
-    got = BT.verify(path, nobody.run, accepted=[digest], tool_on=nobody.tool_on)
+    got = bwrap_trust.verify(path, nobody.run, accepted=[digest], tool_on=nobody.tool_on)
     assert got["state"] == "accepted" and got["trusted"]
-    (diag,) = BT.diagnostics({"bwrap": got})
+    (diag,) = bwrap_trust.diagnostics({"bwrap": got})
     assert diag["code"] == "probe_bwrap_accepted" and diag["severity"] == "info" and digest in diag["message"]
 
 
 def test_a_verifier_that_fails_is_not_proof(tmp_path):
     path = _binary(tmp_path)
     db = FakeDb("rpm", "", verify_rc=2, verify_err="error: rpmdb: damaged\n")
-    got = BT.verify(path, db.run, tool_on=db.tool_on)
+    got = bwrap_trust.verify(path, db.run, tool_on=db.tool_on)
     assert got["state"] == "unverifiable" and not got["trusted"]
-    assert [d["code"] for d in BT.diagnostics({"bwrap": got})] == ["probe_bwrap_unverified"]
+    assert [d["code"] for d in bwrap_trust.diagnostics({"bwrap": got})] == ["probe_bwrap_unverified"]
 
 
 def test_accepted_digests_are_exactly_64_hex_digits():
-    good, bad = BT.normalise_accepted(["A" * 64, " " + "b" * 64 + " ", "c" * 63, "sha256:" + "d" * 64])
+    good, bad = bwrap_trust.normalise_accepted(["A" * 64, " " + "b" * 64 + " ", "c" * 63, "sha256:" + "d" * 64])
     assert good == ["a" * 64, "b" * 64] and len(bad) == 2
-    O.sha256_list(["a" * 64])
-    with pytest.raises(O.OptionError, match="is not a sha256 digest"):
-        O.sha256_list(["a" * 64, "nope"])
+    spec.sha256_list(["a" * 64])
+    with pytest.raises(spec.OptionError, match="is not a sha256 digest"):
+        spec.sha256_list(["a" * 64, "nope"])
 
 
 @pytest.mark.skipif(not shutil.which("dpkg"), reason="needs dpkg (Debian)")
 def test_dpkg_for_real_this_hosts_bwrap_is_packaged_and_a_copy_is_not(tmp_path):
     """The real dpkg database of this host: /usr/bin/bwrap is bubblewrap's and unchanged; a copy of it (the
     same bytes) elsewhere is not packaged, but is trusted once its sha256 is accepted."""
-    trust = BT.for_run(BWRAP)
+    trust = bwrap_trust.for_run(BWRAP)
     assert trust["bwrap"]["state"] == "packaged", trust
     assert trust["bwrap"]["package"]["name"] == "bubblewrap" and trust["packaged"] is None
     st = os.stat(BWRAP)
     assert trust["ids"] == [[st.st_dev, st.st_ino]]
     copy = _binary(tmp_path, open(BWRAP, "rb").read())
-    trust = BT.for_run(copy)
+    trust = bwrap_trust.for_run(copy)
     assert trust["bwrap"]["state"] == "unpackaged" and trust["packaged"]["state"] == "packaged"
     assert trust["ids"] == [[st.st_dev, st.st_ino]]                  # the packaged one only
-    trust = BT.for_run(copy, accepted=[trust["bwrap"]["sha256"]])
+    trust = bwrap_trust.for_run(copy, accepted=[trust["bwrap"]["sha256"]])
     assert trust["bwrap"]["state"] == "accepted" and len(trust["ids"]) == 2
 
 
@@ -159,20 +159,20 @@ def test_a_ledger_asks_the_package_manager_once_per_file_until_the_file_changes(
 
     def counting(argv, *args, **kwargs):
         calls.append(" ".join(argv))
-        return BT.B.default_runner(argv, *args, **kwargs)
+        return bwrap_trust.bwrap.default_runner(argv, *args, **kwargs)
 
-    ledger = BT.Ledger()
-    first = BT.verify(BWRAP, counting, ledger=ledger)
+    ledger = bwrap_trust.Ledger()
+    first = bwrap_trust.verify(BWRAP, counting, ledger=ledger)
     asked = list(calls)
     assert first["state"] == "packaged" and "dpkg --verify bubblewrap" in asked
-    again = BT.verify(BWRAP, counting, ledger=ledger)
+    again = bwrap_trust.verify(BWRAP, counting, ledger=ledger)
     assert again == first and calls == asked                       # nothing asked the second time
-    assert BT.verify(BWRAP, counting) == first and len(calls) == 2 * len(asked)   # no ledger: asked again
+    assert bwrap_trust.verify(BWRAP, counting) == first and len(calls) == 2 * len(asked)   # no ledger: asked again
     copy = _binary(tmp_path, open(BWRAP, "rb").read())
     del calls[:]
-    assert BT.verify(copy, counting, ledger=ledger)["state"] == "unpackaged" and calls
+    assert bwrap_trust.verify(copy, counting, ledger=ledger)["state"] == "unpackaged" and calls
     del calls[:]
-    assert BT.verify(copy, counting, ledger=ledger)["state"] == "unpackaged" and not calls
+    assert bwrap_trust.verify(copy, counting, ledger=ledger)["state"] == "unpackaged" and not calls
     with open(copy, "ab") as handle:
         handle.write(b"\0")
-    assert BT.verify(copy, counting, ledger=ledger)["state"] == "unpackaged" and calls   # changed: asked again
+    assert bwrap_trust.verify(copy, counting, ledger=ledger)["state"] == "unpackaged" and calls   # changed: asked again

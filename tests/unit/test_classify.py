@@ -5,7 +5,7 @@ distro patches of each); patterns must match them all.
 """
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap_errors as BE
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap_errors
 
 DEB_EPERM = ("bwrap: No permissions to create new namespace, likely because the kernel does not allow "
              "non-privileged user namespaces. See <https://deb.li/bubblewrap> or "
@@ -61,7 +61,7 @@ CASES = [
 
 @pytest.mark.parametrize("text,cause", CASES, ids=[c for _t, c in CASES])
 def test_classify_field_notes_texts(text, cause):
-    result = BE.classify("some preamble\n" + text + "\n", 1)
+    result = bwrap_errors.classify("some preamble\n" + text + "\n", 1)
     assert result["cause"] == cause
     assert result["remediation"] or result["hint"], "every cause carries a remediation (its words: the hint)"
     assert result["stderr_line"].endswith(text.split("bwrap: ")[-1][:20]) or text in result["stderr_line"] \
@@ -70,19 +70,20 @@ def test_classify_field_notes_texts(text, cause):
 
 def test_sigsys_without_message_is_seccomp_kill():
     # systemd SystemCallFilter= kills with SIGSYS: status 159, empty stderr (field notes F10).
-    assert BE.classify("", 159)["cause"] == "killed_by_seccomp"
-    assert BE.classify("", -31)["cause"] == "killed_by_seccomp"
+    assert bwrap_errors.classify("", 159)["cause"] == "killed_by_seccomp"
+    assert bwrap_errors.classify("", -31)["cause"] == "killed_by_seccomp"
 
 
 def test_unknown_text_keeps_bwrap_line():
-    result = BE.classify("bwrap: something new and strange\n", 1)
+    result = bwrap_errors.classify("bwrap: something new and strange\n", 1)
     assert result["cause"] == "unknown"
     assert "something new and strange" in result["cause_text"]
 
 
 def test_points_at_kernel_codes():
-    assert BE.classify(DEB_EPERM, 1)["points_at"] == "userns_disabled_sysctl"
-    assert BE.classify("bwrap: setting up uid map: Permission denied", 1)["points_at"] == "userns_apparmor_restricted"
+    assert bwrap_errors.classify(DEB_EPERM, 1)["points_at"] == "userns_disabled_sysctl"
+    assert bwrap_errors.classify("bwrap: setting up uid map: Permission denied",
+                                 1)["points_at"] == "userns_apparmor_restricted"
 
 
 # Measured in systemd units on Debian 12 and 13 hosts (tests/system/test_blame_fleet.py), bwrap 0.8 and 0.12, and
@@ -96,4 +97,4 @@ def test_points_at_kernel_codes():
     ("bwrap: Can't open source /usr: Function not implemented", "openat2_enosys"),
 ])
 def test_causes_of_units_measured_in_the_fleet(text, cause):
-    assert BE.classify(text, 1)["cause"] == cause
+    assert bwrap_errors.classify(text, 1)["cause"] == cause

@@ -10,11 +10,11 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import containment as C
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import containment
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics, verdicts
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest, model
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report_metrics
-from helpers import report_text as RT
+from helpers import report_text
 
 pytestmark = pytest.mark.rule("R-SCOPE-4")
 WHEN = datetime.datetime(2026, 12, 6, 9, 0, tzinfo=datetime.timezone.utc)
@@ -37,7 +37,7 @@ PLATFORMS = [
 
 @pytest.mark.parametrize("facts,platform", PLATFORMS)
 def test_platform_from_the_facts(facts, platform):
-    assert C.platform_of(*facts) == platform
+    assert containment.platform_of(*facts) == platform
 
 
 # (placement, platform, bwrap usable, probe passed, windows version) -> (level, proven, evidence, finding code)
@@ -61,13 +61,13 @@ LEVELS = [
 
 @pytest.mark.parametrize("placement,platform,usable,passed,version,want", LEVELS)
 def test_the_level_of_each_case(placement, platform, usable, passed, version, want):
-    found = C.decide(placement, platform, usable, passed, version, "ansible_system=X")
+    found = containment.decide(placement, platform, usable, passed, version, "ansible_system=X")
     level, proven, evidence, code = want
     assert (found["level"], found["proven"], found["evidence"]) == (level, proven, evidence)
     assert (found["placement"], found["platform"]) == (placement, platform)
     assert (found["reason"] is None) == (level == "bubblewrap" and proven)      # a reason whenever weaker
-    assert C.isolated(found) is (level == "bubblewrap" and proven)
-    diag = C.finding("h1", found, probe_ran=passed is not None)
+    assert containment.isolated(found) is (level == "bubblewrap" and proven)
+    diag = containment.finding("h1", found, probe_ran=passed is not None)
     assert (diag["code"] if diag else None) == code
     if diag is not None:       # the one verdict function sees it: none fails, declared warns, unproven is noted
         assert verdicts.verdict([diag]) == {"containment_none": "fail", "containment_declared": "warn",
@@ -76,19 +76,19 @@ def test_the_level_of_each_case(placement, platform, usable, passed, version, wa
 
 
 def test_reasons_say_why():
-    assert "no native containment module" in C.decide("device", "macos")["reason"]
-    assert "process group" in C.decide("device", "macos")["reason"]
-    old = C.decide("device", "windows", windows_version="6.1.7601")["reason"]
+    assert "no native containment module" in containment.decide("device", "macos")["reason"]
+    assert "process group" in containment.decide("device", "macos")["reason"]
+    old = containment.decide("device", "windows", windows_version="6.1.7601")["reason"]
     assert "NT 6.2" in old and "6.1.7601" in old and "declared, not proven" in old
-    assert "declared from the facts" in C.decide("device", "windows", windows_version="10.0")["reason"]
-    odd = C.decide("device", "unknown", facts_text="ansible_system=Plan9")["reason"]
+    assert "declared from the facts" in containment.decide("device", "windows", windows_version="10.0")["reason"]
+    odd = containment.decide("device", "unknown", facts_text="ansible_system=Plan9")["reason"]
     assert "ansible_system=Plan9" in odd and "not isolated" in odd
     with pytest.raises(ValueError):
-        C.decide("laptop", "linux")
+        containment.decide("laptop", "linux")
 
 
 def test_a_hostile_fact_is_bounded_and_escaped():
-    found = C.record("h", "device", "Win32NT", "Windows", "\x1b[31m" + "9" * 500, [], "s")["containment"]
+    found = containment.record("h", "device", "Win32NT", "Windows", "\x1b[31m" + "9" * 500, [], "s")["containment"]
     assert "\x1b" not in found["reason"] and len(found["reason"]) < 400
 
 
@@ -124,14 +124,14 @@ EXECUTORS = [
 
 @pytest.mark.parametrize("level,want", EXECUTORS)
 def test_executors_refused_or_downgraded_per_level(level, want):
-    base = dict(C.decide("device", "macos"), level=level)
+    base = dict(containment.decide("device", "macos"), level=level)
     bad = {"name": "broken", "origin": "metnos", "capabilities": [], "min_containment": "strong"}
-    listed = C.executors(base, [MANIFEST, PLAIN, ANY, LIMITS, bad])["executors"]
+    listed = containment.executors(base, [MANIFEST, PLAIN, ANY, LIMITS, bad])["executors"]
     assert [(e["executor"], e["outcome"]) for e in listed] == want
 
 
 def test_a_macos_record_lists_its_executors_in_the_finding():
-    rec = C.record("mac-1", "device", "Darwin", "Darwin", None, [MANIFEST, PLAIN], "metnos-sandbox-audit/1")
+    rec = containment.record("mac-1", "device", "Darwin", "Darwin", None, [MANIFEST, PLAIN], "metnos-sandbox-audit/1")
     assert rec["verdict"] == "fail" and [d["code"] for d in rec["diagnostics"]] == ["containment_none"]
     message = rec["diagnostics"][0]["message"]
     assert "refused there: needs_container (needs appcontainer)" in message
@@ -142,36 +142,36 @@ def fleet():
     """A server proven by its probe, a Linux device without a probe, a Windows and a macOS device (facts)."""
     server = {"schema": "metnos-sandbox-audit/1", "hostname": "srv", "bwrap_facts": {"status": {"active": True}},
               "probe": {"passed": True, "checks": []}, "diagnostics": [], "verdict": "pass",
-              "containment": C.decide("server", "linux", True, True)}
-    dev = C.decide("device", "linux", True, None)
+              "containment": containment.decide("server", "linux", True, True)}
+    dev = containment.decide("device", "linux", True, None)
     device = {"schema": "metnos-sandbox-audit/1", "hostname": "dev", "bwrap_facts": {"status": {"active": True}},
-              "probe": None, "diagnostics": [C.finding("dev", dev, probe_ran=False)], "verdict": "pass",
+              "probe": None, "diagnostics": [containment.finding("dev", dev, probe_ran=False)], "verdict": "pass",
               "containment": dev}
     return {"srv": server, "dev": device,
-            "win": C.record("win", "device", "Win32NT", "Windows", "10.0.19045.0", [MANIFEST], SCHEMA),
-            "mac": C.record("mac", "device", "Darwin", "Darwin", None, [MANIFEST, PLAIN], SCHEMA),
+            "win": containment.record("win", "device", "Win32NT", "Windows", "10.0.19045.0", [MANIFEST], SCHEMA),
+            "mac": containment.record("mac", "device", "Darwin", "Darwin", None, [MANIFEST, PLAIN], SCHEMA),
             "gone": {"unreachable": True, "msg": "no route"}}
 
 
 def test_every_report_shows_each_hosts_level_and_counts_only_the_proven():
-    doc = RT.build(fleet(), WHEN)
+    doc = report_text.build(fleet(), WHEN)
     assert doc["totals"]["isolated"] == 1
     by_host = dict((h["host"], h) for h in doc["hosts"])
-    assert [h for h in by_host if C.isolated(by_host[h]["containment"])] == ["srv"]
+    assert [h for h in by_host if containment.isolated(by_host[h]["containment"])] == ["srv"]
     assert by_host["gone"]["containment"] is None
-    md = RT.to_markdown(doc)
+    md = report_text.to_markdown(doc)
     assert "**1 of 5 host(s)**" in md
     for row in ("| srv | server | linux | bubblewrap | yes | - | - |",
                 "| dev | device | linux | bubblewrap | no |", "| win | device | windows | appcontainer | no |",
                 "| mac | device | macos | none | no | macOS has no native", "| gone | - | - | not reported | no |"):
         assert row in md, row
     assert "needs_container: refused (needs appcontainer), plain: downgraded" in md
-    junit = RT.to_junit(doc)
+    junit = report_text.to_junit(doc)
     out = ET.fromstring(junit).find("testsuite/system-out").text
     assert "srv: containment: bubblewrap (proven) on a linux server; isolated" in out
     assert "mac: containment: none on a macos device; not counted as isolated" in out
     assert "win: containment: appcontainer (declared, not proven) on a windows device" in out
-    page = RT.to_html(doc)
+    page = report_text.to_html(doc)
     assert "bubblewrap (proven)</td>" in page and "none</td>" in page
     assert "containment (R-SCOPE-4): appcontainer (declared, not proven) on a windows device" in page
     prom = "".join(report_metrics.iter_text(doc))
@@ -203,8 +203,8 @@ def test_the_payload_on_another_kernel_runs_no_linux_check(monkeypatch):
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit
 
     monkeypatch.setattr(audit.os, "uname", lambda: _Uname(("Darwin", "mac-runner", "23.6.0", "", "arm64")))
-    monkeypatch.setattr(audit.F, "gather", lambda *a, **k: pytest.fail("a Linux check ran on macOS"))
-    monkeypatch.setattr(audit.MS, "describe", lambda *a, **k: pytest.fail("the monitor was asked on macOS"))
+    monkeypatch.setattr(audit.host_facts, "gather", lambda *a, **k: pytest.fail("a Linux check ran on macOS"))
+    monkeypatch.setattr(audit.monitor_state, "describe", lambda *a, **k: pytest.fail("the monitor was asked on macOS"))
     rec = audit.audit_host({"placement": "device", "manifests": [PLAIN]})
     assert rec["hostname"] == "mac-runner" and rec["schema"] == audit.SCHEMA and rec["verdict"] == "fail"
     assert (rec["containment"]["platform"], rec["containment"]["level"]) == ("macos", "none")
@@ -221,7 +221,7 @@ def test_a_real_audit_without_the_probe_is_not_proven():
     found = rec["containment"]
     assert (found["platform"], found["placement"], found["level"], found["proven"]) == (
         "linux", "device", "bubblewrap", False), found
-    assert "did not run" in found["reason"] and not C.isolated(found) and found["executors"] == []
+    assert "did not run" in found["reason"] and not containment.isolated(found) and found["executors"] == []
     (note,) = [d for d in rec["diagnostics"] if d["code"].startswith("containment")]
     assert note["code"] == "containment_not_proven" and note["severity"] == "info"
 
@@ -230,7 +230,7 @@ def test_the_ci_check_of_a_report():
     """scripts/check-containment.py's checks (report_containment.unmet) on the fleet above."""
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report_containment
 
-    doc = RT.build(fleet(), WHEN)
+    doc = report_text.build(fleet(), WHEN)
     assert report_containment.unmet(doc, "mac", "none") == []
     assert report_containment.unmet(doc, "srv", "bubblewrap") == []
     assert report_containment.unmet(doc, "srv", "none") == ["srv is at level bubblewrap, not none",

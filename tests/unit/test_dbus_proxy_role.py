@@ -5,7 +5,7 @@ import os
 import jinja2
 import yaml
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import channels as CH
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import channels
 
 ROLE = os.path.join(os.path.dirname(__file__), "..", "..", "roles", "metnos_sandbox")
 
@@ -16,7 +16,7 @@ def _vars():
 
 
 def test_the_role_policy_is_the_core_policy():
-    assert _vars()["__metnos_sandbox_dbus_proxy_rules"] == CH.proxy_words("bus", "listen")[2:]
+    assert _vars()["__metnos_sandbox_dbus_proxy_rules"] == channels.proxy_words("bus", "listen")[2:]
 
 
 def test_the_unit_runs_the_policy_as_the_executors_user_hardened():
@@ -27,7 +27,7 @@ def test_the_unit_runs_the_policy_as_the_executors_user_hardened():
     unit = template.render(**variables)
     start = [line for line in unit.splitlines() if line.startswith("ExecStart=")]
     assert start == ["ExecStart=/usr/bin/xdg-dbus-proxy " + " ".join(
-        CH.proxy_words("unix:path=" + CH.SYSTEM_BUS, "/run/metnos-dbus-proxy/system_bus_socket"))]
+        channels.proxy_words("unix:path=" + channels.SYSTEM_BUS, "/run/metnos-dbus-proxy/system_bus_socket"))]
     for line in ("User=metnos", "NoNewPrivileges=yes", "CapabilityBoundingSet=", "RestrictAddressFamilies=AF_UNIX",
                  "PrivateNetwork=yes", "ProtectSystem=strict"):
         assert line in unit.splitlines(), line

@@ -8,18 +8,18 @@ import re
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit as A
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import profile_states as PS
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import model as MD
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import reader as RD
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit, profile_states
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
+    host_context,
+    model,
+    profile,
+    reader,
+)
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import render_junit
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import restrictions as RS
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env as S
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import restrictions, service_env
 from conftest import ROOT
-from helpers import report_text as RT
+from helpers import report_text
 
 SOURCES = ("module_utils", "library", "action_plugins", "filter_plugins", "scripts", "benchmarks")
 YAML_SOURCES = ("roles", "playbooks")
@@ -125,7 +125,7 @@ def test_every_emitted_code_is_registered():
                  "userns_disabled_sysctl", "manifest_missing"):
         assert code in found, code
     assert len(found) >= 80
-    unregistered = dict((c, w) for c, w in found.items() if c not in D.REGISTRY)
+    unregistered = dict((c, w) for c, w in found.items() if c not in diagnostics.REGISTRY)
     assert not unregistered, "emitted but not registered in diagnostics.py: %s" % unregistered
 
 
@@ -146,49 +146,52 @@ def test_the_walk_catches_a_planted_unregistered_code(tmp_path):
     found = emitted(str(tmp_path))
     assert set(found) == {"planted_make", "planted_else", "planted_refuse", "planted_fail_json", "planted_dict",
                           "planted_exception", "planted_compare", "planted_table", "planted_yaml"}
-    assert not any(code in D.REGISTRY for code in found)
+    assert not any(code in diagnostics.REGISTRY for code in found)
 
 
 def test_every_code_has_a_section_and_the_report_takes_it_from_the_registry():
-    for code in D.REGISTRY.values():
-        assert code.section in D.SECTIONS
+    for code in diagnostics.REGISTRY.values():
+        assert code.section in diagnostics.SECTIONS
         assert render_junit.check_of(code.code) == code.section
     assert render_junit.check_of("unit_masked") == "service_environment"
     assert render_junit.check_of("probe_timeout") == "probe"
     assert render_junit.check_of("host_no_python") == "reachability"
-    with pytest.raises(D.UnregisteredCode):
+    with pytest.raises(diagnostics.UnregisteredCode):
         render_junit.check_of("unit_made_up")     # never silently sandbox_active
-    with pytest.raises(D.UnregisteredCode):
-        D.make("unit_made_up")
-    with pytest.raises(D.UnregisteredCode):
-        D.make("unit_masked", variant="made_up")
+    with pytest.raises(diagnostics.UnregisteredCode):
+        diagnostics.make("unit_made_up")
+    with pytest.raises(diagnostics.UnregisteredCode):
+        diagnostics.make("unit_masked", variant="made_up")
 
 
 def test_remediation_comes_only_from_the_registry():
     with pytest.raises(TypeError):
-        D.make("unit_masked", remediation=["my own fix"])
-    d = D.make("service_bwrap_mismatch", variant="unpackaged", service_bwrap="/opt/bwrap", unit="metnos.service")
+        diagnostics.make("unit_masked", remediation=["my own fix"])
+    d = diagnostics.make("service_bwrap_mismatch", variant="unpackaged", service_bwrap="/opt/bwrap",
+                         unit="metnos.service")
     assert d["hint"] == "Remove /opt/bwrap or put the package's directory first in the unit's PATH."
     assert d["remediation"] == ["ls -l /opt/bwrap", "systemctl show metnos.service -p Environment"]
-    steps = D.make("bwrap_smoke_failed", variant="classified", cause="x", cause_text="t",
-                   cause_remediation=["one", "two"])["remediation"]
+    steps = diagnostics.make("bwrap_smoke_failed", variant="classified", cause="x", cause_text="t",
+                             cause_remediation=["one", "two"])["remediation"]
     assert steps == ["one", "two"]
     # The drop-in steps of the registry name the drop-in the module writes.
-    fix = RS.restriction_diagnostics({"ProcSubset": "pid"}, "metnos.service")[0]["remediation"]
-    assert any(step.endswith("/etc/systemd/system/metnos.service.d/%s" % RS.DROPIN_NAME) for step in fix)
+    fix = restrictions.restriction_diagnostics({"ProcSubset": "pid"}, "metnos.service")[0]["remediation"]
+    assert any(step.endswith("/etc/systemd/system/metnos.service.d/%s" % restrictions.DROPIN_NAME) for step in fix)
     assert fix[-1] == "systemctl restart metnos.service"
 
 
 def test_message_templates_live_in_the_registry():
-    change = PS.describe_drift(["bwrap", "--ro-bind", "/a", "/a", "--", "python3"], ["bwrap", "--", "python3"])
-    drift = A.drift_diagnostics([dict(change, state="drift", executor="ex", path="/p/ex.args"),
-                                 {"state": "missing", "executor": "ex", "path": "/p/ex.args"}])
+    change = profile_states.describe_drift(["bwrap", "--ro-bind", "/a", "/a", "--", "python3"], ["bwrap", "--",
+                                                                                                 "python3"])
+    drift = audit.drift_diagnostics([dict(change, state="drift", executor="ex", path="/p/ex.args"),
+                                     {"state": "missing", "executor": "ex", "path": "/p/ex.args"}])
     assert drift[0]["message"] == "ex: the profile on disk (/p/ex.args) differs from what the manifest renders " \
                                   "today: mount added /a (ro)."
     assert drift[1]["message"] == "ex: no rendered profile at /p/ex.args." and drift[1]["severity"] == "warning"
     assert drift[1]["code"] == "profile_missing"
     assert drift[1]["remediation"] == ["ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles"]
-    doc = RT.build({"a": {"unreachable": True, "msg": "ssh: timeout"}, "b": {"failed": True, "code": "host_no_python",
+    doc = report_text.build({"a": {"unreachable": True, "msg": "ssh: timeout"}, "b": {"failed": True,
+                                                                                      "code": "host_no_python",
                                                                           "msg": "no python"}})
     msgs = dict((h["host"], h["diagnostics"][0]["message"]) for h in doc["hosts"])
     assert msgs == {"a": "a: unreachable: ssh: timeout", "b": "b: no python"}
@@ -213,8 +216,8 @@ def test_message_variants_keep_what_users_read():
                     "bwrap_feature_missing": "bwrap 0.12.0 at /b lacks --json-status-fd (parsed from --help)."}
     old = dict(info, version="0.8.0")
     assert facts.binary_diagnostics(old)[0]["message"] == "/b is setuid root (mode 4755)."
-    nnp = RS.restriction_diagnostics({"NoNewPrivileges": "yes"}, "m.service",
-                                     {"setuid": True, "path": "/usr/bin/bwrap"})
+    nnp = restrictions.restriction_diagnostics({"NoNewPrivileges": "yes"}, "m.service",
+                                               {"setuid": True, "path": "/usr/bin/bwrap"})
     assert nnp[0]["message"] == "m.service: NoNewPrivileges (explicit or implied) cancels the setuid bit of " \
                                 "/usr/bin/bwrap: bwrap takes the unprivileged path and needs user namespaces."
     aa = kernel.diagnose({"apparmor_restrict_unprivileged_userns": 1, "apparmor_bwrap_profiles": ["bwrap"]})
@@ -222,56 +225,61 @@ def test_message_variants_keep_what_users_read():
 
 
 def test_unit_not_found_has_one_builder():
-    assert D.unit_not_found("m.service")["message"] == "m.service was not found on this host."
-    assert D.unit_not_found("m.service", scope="user", root="/img")["message"] == \
+    assert diagnostics.unit_not_found("m.service")["message"] == "m.service was not found on this host."
+    assert diagnostics.unit_not_found("m.service", scope="user", root="/img")["message"] == \
         "m.service (user scope) was not found below /img."
-    assert "systemctl failed: boom" in D.unit_not_found("m.service", error="boom")["message"]
-    assert D.unit_not_found("m.service")["details"] == {"unit": "m.service"}
+    assert "systemctl failed: boom" in diagnostics.unit_not_found("m.service", error="boom")["message"]
+    assert diagnostics.unit_not_found("m.service")["details"] == {"unit": "m.service"}
 
 
 def test_a_missing_manifest_file_has_its_own_code(tmp_path):
     missing = str(tmp_path / "absent.yml")
-    with pytest.raises(MD.ManifestError) as err:
-        RD.read_file(missing)
+    with pytest.raises(model.ManifestError) as err:
+        reader.read_file(missing)
     assert err.value.diagnostics[0]["code"] == "manifest_missing"
-    prof = P.render_safe(MD.FileSource(missing), HC.HostContext(), {})
+    prof = profile.render_safe(model.FileSource(missing), host_context.HostContext(), {})
     assert prof["decision"] == "refused" and prof["refusal"] == "manifest_missing"
     unreadable = tmp_path / "dir.yml"
     unreadable.mkdir()
-    assert P.render_safe(MD.FileSource(str(unreadable)), HC.HostContext(), {})["refusal"] == "manifest_parse_error"
+    assert profile.render_safe(model.FileSource(str(unreadable)), host_context.HostContext(),
+                               {})["refusal"] == "manifest_parse_error"
 
 
 def test_one_host_report_lists_a_finding_once(monkeypatch):
     """A real case: the probe fails in the unit's context and blames the unit's directive the service check
     reported already (same code, same unit and directive, the probe's message longer). The audit lists it
     once, with the probe's message; distinct subjects stay."""
-    svc_diag = RS.restriction_diagnostics({"ProcSubset": "pid"}, "metnos.service")[0]
-    blamed = D.amend(svc_diag, "blamed_by_probe")      # what the probe makes of the finding it was handed
-    other = RS.restriction_diagnostics({"ProcSubset": "pid"}, "other.service")[0]
+    svc_diag = restrictions.restriction_diagnostics({"ProcSubset": "pid"}, "metnos.service")[0]
+    blamed = diagnostics.amend(svc_diag, "blamed_by_probe")      # what the probe makes of the finding it was handed
+    other = restrictions.restriction_diagnostics({"ProcSubset": "pid"}, "other.service")[0]
     svc = {"diagnostics": [svc_diag, other], "status": {"active": True}, "mode": "systemd", "user": {}}
-    monkeypatch.setattr(A.F, "gather", lambda *a, **k: {"diagnostics": [], "status": {"active": True},
+    monkeypatch.setattr(audit.host_facts, "gather", lambda *a, **k: {"diagnostics": [], "status": {"active": True},
                                                          "verdict": "pass"})
-    monkeypatch.setattr(A.S, "inspect", lambda *a, **k: S.Inspection(dict(svc), {}))
-    monkeypatch.setattr(A.PR, "probe_service", lambda *a, **k: {"passed": False, "diagnostics": [blamed],
-                                                                "checks": []})
-    result = A.audit_host({"unit": "metnos.service", "probe": True}, runner=lambda *a, **k: (1, "", ""))
+    monkeypatch.setattr(audit.service_env, "inspect", lambda *a, **k: service_env.Inspection(dict(svc), {}))
+    monkeypatch.setattr(audit.probe_probe, "probe_service", lambda *a, **k: {"passed": False, "diagnostics": [blamed],
+                                                                             "checks": []})
+    result = audit.audit_host({"unit": "metnos.service", "probe": True}, runner=lambda *a, **k: (1, "", ""))
     assert [(d["code"], d["details"]["unit"]) for d in result["diagnostics"]] == [
         ("unit_proc_subset_pid", "metnos.service"), ("unit_proc_subset_pid", "other.service")]
     assert result["diagnostics"][0]["message"] == blamed["message"]
     # The same code and message from two faces (the probe repeats bwrap_facts' binary findings) is one too.
-    twice = [D.make("bwrap_setuid", bwrap_path="/b", mode="04755"), D.make("bwrap_setuid", bwrap_path="/b",
-                                                                           mode="04755")]
-    assert len(D.union(twice)) == 1
-    assert len(D.union([D.make("executor_os_sandbox_unavailable", wording="why", fill={"why": "admin: no bwrap"}),
-                        D.make("executor_os_sandbox_unavailable", wording="why",
-                               fill={"why": "service: no bwrap"})])) == 2
-    assert len(D.union([D.make("probe_check_failed", check="a"), D.make("probe_check_failed", check="b")])) == 2
+    twice = [diagnostics.make("bwrap_setuid", bwrap_path="/b", mode="04755"), diagnostics.make("bwrap_setuid",
+                                                                                               bwrap_path="/b",
+                                                                                               mode="04755")]
+    assert len(diagnostics.union(twice)) == 1
+    assert len(diagnostics.union([diagnostics.make("executor_os_sandbox_unavailable", wording="why",
+                                                   fill={"why": "admin: no bwrap"}),
+                                  diagnostics.make("executor_os_sandbox_unavailable", wording="why",
+                                                   fill={"why": "service: no bwrap"})])) == 2
+    assert len(diagnostics.union([diagnostics.make("probe_check_failed", check="a"),
+                                  diagnostics.make("probe_check_failed", check="b")])) == 2
     # Same code and details, different findings (the live METNOS_SANDBOX and the live PATH): both stay.
-    assert len(D.union([D.make("service_env_live_differs", unit="m", wording="differs",
-                               fill={"key": "PATH", "value": "'/x'", "configured": "'/y'"}),
-                        D.make("service_env_live_differs", unit="m", wording="differs",
-                               fill={"key": "METNOS_SANDBOX", "value": "'0'", "configured": "'1'"})])) == 2
+    assert len(diagnostics.union([diagnostics.make("service_env_live_differs", unit="m", wording="differs",
+                                                   fill={"key": "PATH", "value": "'/x'", "configured": "'/y'"}),
+                                  diagnostics.make("service_env_live_differs", unit="m", wording="differs",
+                                                   fill={"key": "METNOS_SANDBOX", "value": "'0'",
+                                                         "configured": "'1'"})])) == 2
     # Nothing is merged by its wording: a longer message that restates nothing is another finding.
     longer = dict(svc_diag, message=svc_diag["message"] + " The probe failed in this unit's context.")
-    assert len(D.union([svc_diag], [longer])) == 2 and D.union([svc_diag], [blamed]) == [blamed]
+    assert len(diagnostics.union([svc_diag], [longer])) == 2 and diagnostics.union([svc_diag], [blamed]) == [blamed]
     assert json.loads(json.dumps(blamed)) == dict(blamed)       # a restatement serialises as a plain finding

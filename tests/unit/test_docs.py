@@ -1,7 +1,7 @@
 """The diagnostics reference is generated from the registry and cannot drift."""
 import os
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
 from helpers import faces
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -18,9 +18,9 @@ def test_docs_match_registry():
 
 
 def test_registry_entries_complete():
-    for code in D.REGISTRY.values():
+    for code in diagnostics.REGISTRY.values():
         assert code.code.islower() and " " not in code.code
-        assert code.severity in D.SEVERITIES
+        assert code.severity in diagnostics.SEVERITIES
         assert code.rule.startswith("R-")
         assert code.title and code.cause and code.detection
         # A fix: its commands, or (a fix no command makes, issue 42: remediation as data) its words in the hint.

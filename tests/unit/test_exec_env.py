@@ -2,8 +2,7 @@
 writes when a drop-in can neutralise them."""
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import exec_env as EX
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import systemd_unit as U
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import exec_env, systemd_unit
 
 KEYS = ("METNOS_SANDBOX", "PATH")
 ENV = {"PATH": "/usr/bin", "X": "0"}
@@ -25,14 +24,14 @@ ENV = {"PATH": "/usr/bin", "X": "0"}
     ("/usr/bin/app --flag", {}, [], False, True),
 ])
 def test_effect(line, sets, unsets, clears, determinable):
-    effect = EX.exec_env_effect(line, ENV, KEYS)
+    effect = exec_env.exec_env_effect(line, ENV, KEYS)
     assert (effect["sets"], effect["unsets"], effect["clears"], effect["determinable"]) == (
         sets, unsets, clears, determinable), effect
 
 
 def test_applied_effect():
-    effect = EX.exec_env_effect("env -i -u X METNOS_SANDBOX=0 app", ENV, KEYS)
-    assert EX.apply_exec_effect(ENV, effect) == {"METNOS_SANDBOX": "0"}
+    effect = exec_env.exec_env_effect("env -i -u X METNOS_SANDBOX=0 app", ENV, KEYS)
+    assert exec_env.apply_exec_effect(ENV, effect) == {"METNOS_SANDBOX": "0"}
 
 
 @pytest.mark.parametrize("line,healed", [
@@ -42,17 +41,17 @@ def test_applied_effect():
     ("/usr/bin/app", "/usr/bin/app"),
 ])
 def test_neutralised(line, healed):
-    assert EX.neutralised_exec(line, KEYS) == (healed, None)
+    assert exec_env.neutralised_exec(line, KEYS) == (healed, None)
 
 
 @pytest.mark.parametrize("line", ["env -i METNOS_SANDBOX=0 app", "/bin/sh -c 'METNOS_SANDBOX=0 exec app'",
                                   "/usr/bin/env -S 'METNOS_SANDBOX=0 app'"])
 def test_not_neutralisable_by_a_dropin(line):
-    value, reason = EX.neutralised_exec(line, KEYS)
+    value, reason = exec_env.neutralised_exec(line, KEYS)
     assert value is None and "by hand" in reason
 
 
 def test_quoting_round_trip():
     for word in ("plain", "two words", 'q"uote', "back\\slash", "tab\there", "%i", "$VAR"):
-        words, ok = U.split_words(EX.quote_exec_word(word))
+        words, ok = systemd_unit.split_words(exec_env.quote_exec_word(word))
         assert ok and words == [word]

@@ -4,9 +4,7 @@ import os
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import model as MD
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context, model, profile
 from helpers import faces
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -51,12 +49,12 @@ def test_manifest_source_parses_on_the_controller(tmp_path):
     bad = tmp_path / "bad.yml"
     bad.write_bytes(b"name: caf\xe9\n")
     record = F.metnos_manifest_source(str(bad))
-    assert record[MD.REFUSAL_KEY]["code"] == "manifest_not_utf8"
-    assert P.render_safe(record, HC.HostContext())["refusal"] == "manifest_not_utf8"
+    assert record[model.REFUSAL_KEY]["code"] == "manifest_not_utf8"
+    assert profile.render_safe(record, host_context.HostContext())["refusal"] == "manifest_not_utf8"
     broken = tmp_path / "broken.yml"
     broken.write_text("name: [unclosed\n")
     record = F.metnos_manifest_source(str(broken))
-    assert P.render_safe(record, HC.HostContext())["refusal"] == "manifest_parse_error"
+    assert profile.render_safe(record, host_context.HostContext())["refusal"] == "manifest_parse_error"
 
 
 def test_profile_filter_is_a_preview():

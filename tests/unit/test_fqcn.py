@@ -7,17 +7,17 @@ import subprocess
 import pytest
 
 from conftest import ROOT, ansible_env, ansible_tool
-from helpers import fqcn as FQCN
+from helpers import fqcn
 
 
 def test_no_unqualified_name_in_the_tree():
-    found = FQCN.unqualified()
+    found = fqcn.unqualified()
     assert not found, "unqualified names:\n" + "\n".join(found)
 
 
 @pytest.fixture(scope="module")
 def rewriter():
-    return FQCN.Rewriter(*FQCN.names())
+    return fqcn.Rewriter(*fqcn.names())
 
 
 @pytest.mark.parametrize("old, new", [

@@ -11,14 +11,16 @@ import signal
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit as A
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as B
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import probe as PR
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import model as MD
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
-from corpus import hostile_bwrap as H
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as host_bwrap
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import probe as probe_probe
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
+    host_context,
+    manifest,
+    model,
+    profile,
+)
+from corpus import hostile_bwrap
 from helpers import faces
 
 F = faces.load("filter_plugins/metnos_sandbox.py", "mfilters")
@@ -32,7 +34,7 @@ def status(bwrap):
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    _root, _host, entries = H.materialize(str(tmp_path_factory.mktemp("hostile_bwrap")))
+    _root, _host, entries = hostile_bwrap.materialize(str(tmp_path_factory.mktemp("hostile_bwrap")))
     return dict((e.id, (e, path, host, inv, bwrap)) for e, path, host, inv, bwrap in entries)
 
 
@@ -54,17 +56,17 @@ def decide(prof):
 
 def core(path, host, inv, bwrap):
     with _Watchdog():
-        return P.render_safe(MD.FileSource(path), HC.HostContext(host), inv, status(bwrap))
+        return profile.render_safe(model.FileSource(path), host_context.HostContext(host), inv, status(bwrap))
 
 
 def test_the_set_covers_every_class():
-    classes = set(e.cls for e in H.CORPUS)
+    classes = set(e.cls for e in hostile_bwrap.CORPUS)
     assert classes == {"dest", "roots", "engine", "chain", "link", "args", "stable"}
-    assert len(H.CORPUS) >= 60
-    assert sum(e.expect == "wrapped" for e in H.CORPUS) >= 8      # accepted: checked for real in bwrap
+    assert len(hostile_bwrap.CORPUS) >= 60
+    assert sum(e.expect == "wrapped" for e in hostile_bwrap.CORPUS) >= 8      # accepted: checked for real in bwrap
 
 
-@pytest.mark.parametrize("entry_id", H.params())
+@pytest.mark.parametrize("entry_id", hostile_bwrap.params())
 def test_core_gives_the_expected_decision(corpus, entry_id):
     entry, path, host, inv, bwrap = corpus[entry_id]
     prof = core(path, host, inv, bwrap)
@@ -79,7 +81,7 @@ def test_core_gives_the_expected_decision(corpus, entry_id):
         assert all(a == b for _o, a, b in binds), binds      # every grant at its resolved host path only
 
 
-@pytest.mark.parametrize("entry_id", H.params())
+@pytest.mark.parametrize("entry_id", hostile_bwrap.params())
 def test_every_face_gives_the_core_decision(corpus, entry_id, tmp_path):
     entry, path, host, inv, bwrap = corpus[entry_id]
     want = decide(core(path, host, inv, bwrap))
@@ -92,18 +94,18 @@ def test_every_face_gives_the_core_decision(corpus, entry_id, tmp_path):
         with open(path, "rb") as handle:
             raw = handle.read()
         with _Watchdog():
-            probe = PR.probe_service({"unit": None, "manifest": raw, "invocation": inv, "host": host,
-                                      "context": "direct", "timeout": 30}, B.default_runner)
+            probe = probe_probe.probe_service({"unit": None, "manifest": raw, "invocation": inv, "host": host,
+                                               "context": "direct", "timeout": 30}, host_bwrap.default_runner)
         errors = [d["code"] for d in probe["diagnostics"] if d["severity"] == "error"]
         assert errors[0] == want and probe["passed"] is False
         json.dumps(probe, ensure_ascii=False).encode("utf-8")
     plain = decide(core(path, host, {}, bwrap))
     with _Watchdog():
-        drift = A.profile_drift([M.transport(MD.FileSource(path))], host, str(tmp_path), status(bwrap))
+        drift = audit.profile_drift([manifest.transport(model.FileSource(path))], host, str(tmp_path), status(bwrap))
     assert (drift[0].get("refusal") or drift[0]["decision"]) == plain
 
 
-@pytest.mark.parametrize("entry_id", H.params())
+@pytest.mark.parametrize("entry_id", hostile_bwrap.params())
 def test_module_face_gives_the_core_decision(corpus, entry_id, capsys):
     from test_hostile_corpus import run_module_face
     entry, path, host, inv, bwrap = corpus[entry_id]

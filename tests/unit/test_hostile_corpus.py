@@ -23,15 +23,12 @@ import signal
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit as A
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as B
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import probe as PR
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import model as MD
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
-from corpus import hostile_manifests as H
-from corpus import hostile_tree
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import probe as probe_probe
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context, model, profile
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as profile_manifest
+from corpus import hostile_manifests, hostile_tree
 from helpers import faces
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -82,18 +79,18 @@ def decide(prof):
 
 def core(path, host, inv):
     with _Watchdog():
-        return P.render_safe(MD.FileSource(path), HC.HostContext(host), inv, ACTIVE)
+        return profile.render_safe(model.FileSource(path), host_context.HostContext(host), inv, ACTIVE)
 
 
 def test_corpus_is_large_and_covers_the_rules():
-    assert len(H.CORPUS) >= 200
-    rules = set(e.rule for e in H.CORPUS)
+    assert len(hostile_manifests.CORPUS) >= 200
+    rules = set(e.rule for e in hostile_manifests.CORPUS)
     assert rules >= {"R-SCOPE-1", "R-CAP-FS", "R-ARG-1", "R-BASE-1", "R-BASE-4", "R-SEC-2", "R-SEC-5", "R-FAIL-2",
                      "R-CAP-METNOS", "R-CAP-INDEX", "R-CAP-PROVIDER", "R-CAP-MAIL", "R-CAP-DIALOG", "R-CAP-UNDO",
                      "R-CAP-SYS", "R-NET-1"}
 
 
-@pytest.mark.parametrize("entry_id", H.params())
+@pytest.mark.parametrize("entry_id", hostile_manifests.params())
 def test_core_refuses_with_its_code(corpus, entry_id):
     entry, path, host, inv = corpus[entry_id]
     prof = core(path, host, inv)
@@ -105,7 +102,7 @@ def test_core_refuses_with_its_code(corpus, entry_id):
         assert len(diag["message"]) < 2000, diag
 
 
-@pytest.mark.parametrize("entry_id", H.params())
+@pytest.mark.parametrize("entry_id", hostile_manifests.params())
 def test_every_face_gives_the_core_decision(corpus, entry_id, tmp_path):
     entry, path, host, inv = corpus[entry_id]
     want = decide(core(path, host, inv))
@@ -115,21 +112,21 @@ def test_every_face_gives_the_core_decision(corpus, entry_id, tmp_path):
     with open(path, "rb") as handle:
         raw = handle.read()
     with _Watchdog():
-        probe = PR.probe_service({"unit": None, "manifest": raw, "invocation": inv, "host": host,
-                                  "context": "direct", "timeout": 30}, B.default_runner)
+        probe = probe_probe.probe_service({"unit": None, "manifest": raw, "invocation": inv, "host": host,
+                                           "context": "direct", "timeout": 30}, bwrap.default_runner)
     errors = [d["code"] for d in probe["diagnostics"] if d["severity"] == "error"]
     assert (probe["profile"]["decision"], errors[0]) == want and probe["passed"] is False
     want_plain = decide(core(path, host, {}))        # the audit renders without an invocation
     with _Watchdog():
-        drift = A.profile_drift([M.transport(MD.FileSource(path))], host, str(tmp_path), ACTIVE)
+        drift = audit.profile_drift([profile_manifest.transport(model.FileSource(path))], host, str(tmp_path), ACTIVE)
     assert (drift[0]["decision"], drift[0].get("refusal")) == want_plain
 
 
-@pytest.mark.parametrize("entry_id", H.params())
+@pytest.mark.parametrize("entry_id", hostile_manifests.params())
 def test_module_face_gives_the_core_decision(corpus, entry_id, capsys):
     entry, path, host, inv = corpus[entry_id]
     want = decide(core(path, host, inv))
-    index = [e.id for e in H.CORPUS].index(entry_id)
+    index = [e.id for e in hostile_manifests.CORPUS].index(entry_id)
     args = {"host": host, "discover_python_roots": False, "fail_on_refusal": index % 3 == 0,
             "path": "/usr/sbin:/usr/bin:/sbin:/bin"}
     if index % 2 == 0:
@@ -158,7 +155,7 @@ def test_module_face_does_not_convert_the_invocation(corpus, invocation, capsys)
         os.makedirs(os.path.join(host["undo_root"], name), exist_ok=True)
         os.makedirs(os.path.join(host["dialog_dir"], name), exist_ok=True)
     manifest = {"name": "ex", "origin": "o", "capabilities": ["dialog.user_input"], "inverse": {"model": "m"}}
-    want = P.render_safe(manifest, HC.HostContext(host), invocation, ACTIVE)
+    want = profile.render_safe(manifest, host_context.HostContext(host), invocation, ACTIVE)
     res = run_module_face({"manifest": manifest, "host": host, "invocation": invocation, "fail_on_refusal": False,
                            "discover_python_roots": False, "path": "/usr/sbin:/usr/bin:/sbin:/bin"}, capsys)
     assert "decision" in res, res.get("msg")

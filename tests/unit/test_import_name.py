@@ -47,6 +47,6 @@ def test_the_old_name_is_the_same_module_objects_never_a_second_copy():
 
     one = importlib.import_module(NAME + ".profile.profile")
     assert old_profile is one
-    assert importlib.import_module("ansible.module_utils.metnos_sandbox.base.diagnostics") is one.D
+    assert importlib.import_module("ansible.module_utils.metnos_sandbox.base.diagnostics") is one.diagnostics
     assert not [m for m in sys.modules.values()
                 if getattr(m, "__name__", "").startswith("ansible.module_utils.metnos_sandbox")]

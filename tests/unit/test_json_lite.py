@@ -7,10 +7,9 @@ import json
 import subprocess
 import sys
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import json_lite as JL
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import sources
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import json_lite, sources
 
-PRELUDE = sources.script(JL)      # the file's text, as the scripts include it
+PRELUDE = sources.script(json_lite)      # the file's text, as the scripts include it
 
 VALUES = [None, True, False, 0, -7, 2 ** 70, 1.5, -1e300, "", "x\u00e9\u2603\n\t\"\\", "\udcff",
           [], [1, [2, [3, {}]]], {"a": {"b": [None, "c"]}, "": 0}, {"mixed": [True, 1, 1.0, "1"]}]

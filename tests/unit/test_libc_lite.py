@@ -12,10 +12,9 @@ import sys
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import libc_lite as LL
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import sources
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import libc_lite, sources
 
-PRELUDE = sources.script(LL)      # the file's text, as the payload includes it
+PRELUDE = sources.script(libc_lite)      # the file's text, as the payload includes it
 
 # What the reaper and the payload ask: their process name set (PR_SET_NAME) and read back, the parent-death
 # signal set and read (PR_SET_PDEATHSIG, PR_GET_PDEATHSIG), the filesystem type of /proc and of / (statfs), the

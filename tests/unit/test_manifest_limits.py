@@ -6,15 +6,17 @@ import os
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import globs as GL
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import granters as GR
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import model as MD
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import reader as RD
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import store
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
+    globs,
+    granters,
+    host_context,
+    manifest,
+    model,
+    profile,
+    reader,
+    store,
+)
 
 LAUGHS = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
     "%s: &%s [%s]\n" % (chr(98 + i), chr(98 + i), ", ".join(["*" + chr(97 + i)] * 10)) for i in range(9)) + \
@@ -22,19 +24,19 @@ LAUGHS = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
 
 
 def refusal(call):
-    with pytest.raises(MD.ManifestError) as err:
+    with pytest.raises(model.ManifestError) as err:
         call()
     return err.value.diagnostics[0]
 
 
 def test_alias_expansion_counted_before_it_happens():
     """The decoder itself refuses (the filters hand its output to Ansible, which would expand it)."""
-    assert refusal(lambda: RD.decode(LAUGHS))["code"] == "manifest_too_many_nodes"
-    record = M.transport(LAUGHS)
-    assert record[MD.REFUSAL_KEY]["code"] == "manifest_too_many_nodes"
-    assert P.render_safe(record, HC.HostContext())["refusal"] == "manifest_too_many_nodes"
-    assert refusal(lambda: RD.decode("a: &a [*a]\n"))["code"] == "manifest_too_many_nodes"
-    small = RD.decode("a: &a [x, y]\nb: [*a, *a]\nname: n\n")          # aliases within the limit are fine
+    assert refusal(lambda: reader.decode(LAUGHS))["code"] == "manifest_too_many_nodes"
+    record = manifest.transport(LAUGHS)
+    assert record[model.REFUSAL_KEY]["code"] == "manifest_too_many_nodes"
+    assert profile.render_safe(record, host_context.HostContext())["refusal"] == "manifest_too_many_nodes"
+    assert refusal(lambda: reader.decode("a: &a [*a]\n"))["code"] == "manifest_too_many_nodes"
+    small = reader.decode("a: &a [x, y]\nb: [*a, *a]\nname: n\n")          # aliases within the limit are fine
     assert small["b"] == [["x", "y"], ["x", "y"]]
 
 
@@ -42,10 +44,11 @@ def test_object_graphs_with_shared_or_cyclic_references():
     shared = ["lol"] * 10
     for _ in range(9):
         shared = [shared] * 10                                          # 10**10 leaves by reference
-    assert refusal(lambda: M.from_dict({"name": "x", "origin": "o", "x": shared}))["code"] == "manifest_too_many_nodes"
+    assert refusal(lambda: manifest.from_dict({"name": "x", "origin": "o",
+                                               "x": shared}))["code"] == "manifest_too_many_nodes"
     loop = []
     loop.append(loop)
-    assert refusal(lambda: M.from_dict({"name": "x", "origin": "o", "x": loop}))["code"] == "manifest_too_deep"
+    assert refusal(lambda: manifest.from_dict({"name": "x", "origin": "o", "x": loop}))["code"] == "manifest_too_deep"
 
 
 @pytest.mark.parametrize("text,code", [
@@ -61,18 +64,18 @@ def test_object_graphs_with_shared_or_cyclic_references():
     (b"\xff", "manifest_not_utf8"),
 ])
 def test_decoder_refusals(text, code):
-    assert refusal(lambda: RD.decode(text))["code"] == code
+    assert refusal(lambda: reader.decode(text))["code"] == code
 
 
 def test_depth_limit_is_exact():
-    ok = "x: " + "[" * (MD.MAX_DEPTH - 1) + "]" * (MD.MAX_DEPTH - 1) + "\n"
-    RD.decode(ok)
-    deep = "x: " + "[" * MD.MAX_DEPTH + "]" * MD.MAX_DEPTH + "\n"
-    assert refusal(lambda: RD.decode(deep))["code"] == "manifest_too_deep"
+    ok = "x: " + "[" * (model.MAX_DEPTH - 1) + "]" * (model.MAX_DEPTH - 1) + "\n"
+    reader.decode(ok)
+    deep = "x: " + "[" * model.MAX_DEPTH + "]" * model.MAX_DEPTH + "\n"
+    assert refusal(lambda: reader.decode(deep))["code"] == "manifest_too_deep"
 
 
 def test_values_keep_their_text():
-    data = RD.decode("name: x\norigin: o\nrevision: 2020-01-01\nother: 1000\n")
+    data = reader.decode("name: x\norigin: o\nrevision: 2020-01-01\nother: 1000\n")
     assert data["revision"] == "2020-01-01" and data["other"] == 1000
 
 
@@ -81,7 +84,7 @@ def test_values_keep_their_text():
 def test_numbers_two_yaml_versions_read_differently_are_refused(number):
     """``revision: 1_2`` is 12 for YAML 1.1 (PyYAML) and the string "1_2" for YAML 1.2 and JSON
     readers: the signed manifest would mean two things, so it is refused (quote it)."""
-    got = refusal(lambda: RD.decode("name: x\norigin: o\nrevision: %s\n" % number))
+    got = refusal(lambda: reader.decode("name: x\norigin: o\nrevision: %s\n" % number))
     assert got["code"] == "manifest_yaml_unsupported", got
     assert number in got["message"] and "quote it" in got["message"]
 
@@ -93,13 +96,13 @@ def test_numbers_two_yaml_versions_read_differently_are_refused(number):
 ])
 def test_exact_fields(field, value, code):
     data = {"name": "ex", "origin": "o", field: value}
-    assert refusal(lambda: M.from_dict(data))["code"] == code
+    assert refusal(lambda: manifest.from_dict(data))["code"] == code
 
 
 @pytest.mark.parametrize("cap", ["net:http\n", "mail:read:work\n", "provider:access:cal\n", "system:read\n",
                                  "dialog.user_input\n", "fs:read:/srv/x\n", "skill:x\u200b"])
 def test_capabilities_matched_whole(cap):
-    cap_obj, errors = M.parse_capability(cap)
+    cap_obj, errors = manifest.parse_capability(cap)
     assert cap_obj is None and errors[0]["code"] in ("capability_unknown", "scope_nul")
 
 
@@ -107,28 +110,29 @@ def test_capabilities_matched_whole(cap):
                                   "fs:read:/srv/%s%s%n", "net:{capability:>99999999}", "{" * 500,
                                   "fs:read:relative/{text:>999999999}"])
 def test_manifest_text_is_never_a_template(text, tmp_path):
-    prof = P.render_safe({"name": "ex", "origin": "o", "capabilities": [text]}, HC.HostContext(), {})
+    prof = profile.render_safe({"name": "ex", "origin": "o", "capabilities": [text]}, host_context.HostContext(), {})
     assert len(json.dumps(prof)) < 20000
     assert all(len(d["message"]) < 1000 for d in prof["diagnostics"])
 
 
 def test_make_fills_only_registry_texts():
-    d = D.make("manifest_invalid", wording="refused", fill={"expected": "field {capability:>99999999} {0.__class__}"},
-               field="f", value="v", capability="x")
+    d = diagnostics.make("manifest_invalid", wording="refused",
+                         fill={"expected": "field {capability:>99999999} {0.__class__}"},
+                         field="f", value="v", capability="x")
     assert d["message"] == "f: v is refused: field {capability:>99999999} {0.__class__}"
     with pytest.raises(TypeError):
-        D.make("manifest_invalid", message="a call site's own text")
-    d = D.make("bwrap_missing", path="{path:>999999999}")
+        diagnostics.make("manifest_invalid", message="a call site's own text")
+    d = diagnostics.make("bwrap_missing", path="{path:>999999999}")
     assert "{path:>999999999}" in d["message"] and len(d["message"]) < 500
-    d = D.make("bwrap_setuid", bwrap_path="/x{y}")
+    d = diagnostics.make("bwrap_setuid", bwrap_path="/x{y}")
     assert d["remediation"][1] == "chmod 0755 /x{y}"
 
 
 def test_excerpt_is_short_and_escaped():
-    assert len(D.excerpt("a" * 10 ** 7)) < 140
-    assert "\n" not in D.excerpt("a\nb") and "\\n" in D.excerpt("a\nb")
+    assert len(diagnostics.excerpt("a" * 10 ** 7)) < 140
+    assert "\n" not in diagnostics.excerpt("a\nb") and "\\n" in diagnostics.excerpt("a\nb")
     nested = [[["x" * 1000] * 1000] * 1000]
-    assert len(D.excerpt(nested)) < 140
+    assert len(diagnostics.excerpt(nested)) < 140
 
 
 def test_mail_accounts_match_whole_names(tmp_path):
@@ -136,23 +140,23 @@ def test_mail_accounts_match_whole_names(tmp_path):
     store_dir.mkdir()
     for name in ("bob.json", "bob.token", "bob.old.json", "bob", "bobby.json", "bob.json.bak"):
         (store_dir / name).write_text("x")
-    host = HC.HostContext({"mail_credentials_dir": str(store_dir), "python_executable": "/usr/bin/python3"})
-    names = sorted(os.path.basename(p) for p in GR._mail_files(host, "bob"))
+    host = host_context.HostContext({"mail_credentials_dir": str(store_dir), "python_executable": "/usr/bin/python3"})
+    names = sorted(os.path.basename(p) for p in granters.mail_files(host, "bob"))
     assert names == ["bob.json", "bob.token"]
-    assert [os.path.basename(p) for p in GR._mail_files(host, "bob.old")] == ["bob.old.json"]
-    assert [os.path.basename(p) for p in GR._mail_files(host, "bob.json")] == ["bob.json.bak"]
+    assert [os.path.basename(p) for p in granters.mail_files(host, "bob.old")] == ["bob.old.json"]
+    assert [os.path.basename(p) for p in granters.mail_files(host, "bob.json")] == ["bob.json.bak"]
 
 
 def test_read_file_is_bounded_and_regular(tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    assert refusal(lambda: RD.read_file(str(fifo)))["code"] == "manifest_parse_error"      # never blocks
-    assert refusal(lambda: RD.read_file("/dev/zero"))["code"] == "manifest_parse_error"
+    assert refusal(lambda: reader.read_file(str(fifo)))["code"] == "manifest_parse_error"      # never blocks
+    assert refusal(lambda: reader.read_file("/dev/zero"))["code"] == "manifest_parse_error"
     big = tmp_path / "big"
-    big.write_bytes(b"#" * (MD.MAX_MANIFEST_BYTES + 1))
+    big.write_bytes(b"#" * (model.MAX_MANIFEST_BYTES + 1))
     link = tmp_path / "link"
     link.symlink_to(big)
-    assert refusal(lambda: RD.read_file(str(link)))["code"] == "manifest_too_large"
+    assert refusal(lambda: reader.read_file(str(link)))["code"] == "manifest_too_large"
 
 
 def test_store_is_the_one_format(tmp_path):
@@ -179,6 +183,6 @@ def test_within_component_match_is_fnmatch_without_regular_expressions():
     for _ in range(5000):
         pat = "".join(rng.choice("ab.[]!-*?xc") for _ in range(rng.randint(0, 7)))
         name = "".join(rng.choice("ab.[]!-xc") for _ in range(rng.randint(0, 7)))
-        assert GL._component_match(name, pat, [10 ** 9]) is fnmatch.fnmatchcase(name, pat), (pat, name)
-    assert GL._component_match("a" * 1000, "*a" * 400 + "b", [1000]) is None
-    assert GL.glob_covers(["x"], ["{a,b}" * 7]) is None                    # 128 alternatives > 64
+        assert globs.component_match(name, pat, [10 ** 9]) is fnmatch.fnmatchcase(name, pat), (pat, name)
+    assert globs.component_match("a" * 1000, "*a" * 400 + "b", [1000]) is None
+    assert globs.glob_covers(["x"], ["{a,b}" * 7]) is None                    # 128 alternatives > 64

@@ -34,16 +34,16 @@ def test_json_text_walked_once_refuses_as_two_walks(data, monkeypatch):
     text = json.dumps(data)
     two_walks = outcome(lambda: manifest.from_dict(reader.decode(text), source="<inline>"))
     walks = []
-    plain = reader._plain
-    monkeypatch.setattr(reader, "_plain", lambda *a, **k: walks.append(1) or plain(*a, **k))
+    plain = reader.plain
+    monkeypatch.setattr(reader, "plain", lambda *a, **k: walks.append(1) or plain(*a, **k))
     assert outcome(lambda: manifest.coerce(text)) == two_walks
     assert len(walks) == 1
 
 
 def test_yaml_and_mappings_are_still_walked_by_the_validation(monkeypatch):
     walks = []
-    plain = reader._plain
-    monkeypatch.setattr(reader, "_plain", lambda *a, **k: walks.append(1) or plain(*a, **k))
+    plain = reader.plain
+    monkeypatch.setattr(reader, "plain", lambda *a, **k: walks.append(1) or plain(*a, **k))
     manifest.coerce("name: ex\norigin: o\n")
     manifest.coerce({"name": "ex", "origin": "o"})
     assert len(walks) == 2

@@ -6,8 +6,8 @@ import struct
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor_journal as J
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor_journal
 
 
 def decode(data):
@@ -33,8 +33,8 @@ def decode(data):
 def rec(proven, verdict, codes=()):
     return {"proven": proven, "verdict": verdict, "unit": "metnos.service", "duration": 1.25,
             "toolkit_version": "0.1.0+0123456789ab",
-            "audit": {"diagnostics": [D.make(c, unit="metnos.service") if c != "bwrap_not_packaged" else
-                                      D.make(c, bwrap_path="/opt/b") for c in codes]}}
+            "audit": {"diagnostics": [diagnostics.make(c, unit="metnos.service") if c != "bwrap_not_packaged" else
+                                      diagnostics.make(c, bwrap_path="/opt/b") for c in codes]}}
 
 
 @pytest.fixture
@@ -50,12 +50,13 @@ def journald(tmp_path):
 
 def test_entries_travel_as_one_datagram_each(journald):
     path, sock = journald
-    fields = J.run_entry(rec(False, "fail", ["unit_blocks_namespaces"]))
+    fields = monitor_journal.run_entry(rec(False, "fail", ["unit_blocks_namespaces"]))
     fields["METNOS_SANDBOX_NOTE"] = "two\nlines"         # a value with a newline takes the binary form
-    assert J.send(fields, path) is None
+    assert monitor_journal.send(fields, path) is None
     got = decode(sock.recv(65536))
     assert got == dict((k, str(v)) for k, v in fields.items())
-    assert got["MESSAGE_ID"] == J.RUN_ID and got["PRIORITY"] == "3" and got["METNOS_SANDBOX_PROVEN"] == "0"
+    assert got["MESSAGE_ID"] == monitor_journal.RUN_ID
+    assert got["PRIORITY"] == "3" and got["METNOS_SANDBOX_PROVEN"] == "0"
     assert got["SYSLOG_IDENTIFIER"] == "metnos-sandbox-monitor"
     assert got["METNOS_SANDBOX_ERRORS"] == "unit_blocks_namespaces"
     assert got["MESSAGE"] == ("Metnos sandbox NOT proven for metnos.service (verdict fail): unit_blocks_namespaces; "
@@ -63,17 +64,17 @@ def test_entries_travel_as_one_datagram_each(journald):
 
 
 def test_no_journal_is_said_not_raised(tmp_path):
-    assert "No such file or directory" in J.send({"MESSAGE": "x"}, str(tmp_path / "none"))
+    assert "No such file or directory" in monitor_journal.send({"MESSAGE": "x"}, str(tmp_path / "none"))
 
 
 def test_values_are_bounded_and_field_names_fixed(journald):
     path, sock = journald
-    assert J.send({"MESSAGE": "x" * 100000}, path) is None
-    assert len(decode(sock.recv(200000))["MESSAGE"]) == J.MAX_VALUE
+    assert monitor_journal.send({"MESSAGE": "x" * 100000}, path) is None
+    assert len(decode(sock.recv(200000))["MESSAGE"]) == monitor_journal.MAX_VALUE
     with pytest.raises(ValueError):
-        J.encode({"MESSAGE\nPRIORITY": "0"})
+        monitor_journal.encode({"MESSAGE\nPRIORITY": "0"})
     with pytest.raises(ValueError):
-        J.encode({"_PID": "1"})               # trusted fields are journald's own
+        monitor_journal.encode({"_PID": "1"})               # trusted fields are journald's own
 
 
 @pytest.mark.parametrize("previous,now,changed,priority", [
@@ -85,15 +86,17 @@ def test_values_are_bounded_and_field_names_fixed(journald):
     ({"proven": False, "verdict": "fail"}, rec(True, "pass"), True, "5"),
 ])
 def test_a_change_entry_only_when_the_verdict_changes(previous, now, changed, priority):
-    assert J.changed(now, previous) is changed
+    assert monitor_journal.changed(now, previous) is changed
     if changed:
-        entry = J.change_entry(now, previous)
-        assert entry["MESSAGE_ID"] == J.CHANGED_ID != J.RUN_ID and entry["PRIORITY"] == priority
+        entry = monitor_journal.change_entry(now, previous)
+        assert entry["MESSAGE_ID"] == monitor_journal.CHANGED_ID != monitor_journal.RUN_ID
+        assert entry["PRIORITY"] == priority
         assert entry["METNOS_SANDBOX_PREVIOUS_PROVEN"] == ("none" if previous is None else
                                                           ("1" if previous["proven"] else "0"))
 
 
 def test_change_message_says_from_what_to_what():
-    entry = J.change_entry(rec(False, "fail", ["unit_blocks_namespaces"]), {"proven": True, "verdict": "pass"})
+    entry = monitor_journal.change_entry(rec(False, "fail", ["unit_blocks_namespaces"]), {"proven": True,
+                                                                                          "verdict": "pass"})
     assert entry["MESSAGE"] == ("Metnos sandbox proof changed for metnos.service: proven (pass) -> NOT proven (fail) "
                                 "(unit_blocks_namespaces).")

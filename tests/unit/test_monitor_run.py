@@ -10,15 +10,14 @@ import subprocess
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_state as MS
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor as M
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor_install as MI
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_state
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor, monitor_install
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CORE = os.path.join(ROOT, "module_utils", "metnos_sandbox")
 ENTRY = os.path.join(ROOT, "roles", "metnos_sandbox", "files", "metnos-sandbox-monitor.py")
-GOOD = {"schema": M.CONFIG_SCHEMA, "audit": {"unit": "", "probe": True, "timeout": 30.0}}
+GOOD = {"schema": monitor.CONFIG_SCHEMA, "audit": {"unit": "", "probe": True, "timeout": 30.0}}
 
 
 def write(path, doc, mode=0o644):
@@ -50,23 +49,24 @@ class Journal(object):
 
 @pytest.fixture
 def place(tmp_path):
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor_journal as J
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor_journal
     (tmp_path / "textfile").mkdir()
     journal = Journal(str(tmp_path / "journal.socket"))
-    outputs = M.Outputs(str(tmp_path / "textfile"), str(tmp_path / "last.json"), lambda f: J.send(f, journal.path))
+    outputs = monitor.Outputs(str(tmp_path / "textfile"), str(tmp_path / "last.json"),
+                              lambda f: monitor_journal.send(f, journal.path))
     yield tmp_path, outputs, journal
     journal.sock.close()
 
 
 def codes(record):
-    return D.codes(record["audit"]["diagnostics"])
+    return diagnostics.codes(record["audit"]["diagnostics"])
 
 
 @pytest.mark.rule("R-DIAG-3")
 def test_a_proven_run_writes_its_three_outputs_and_a_second_run_no_change_entry(place, bwrap_path):
     tmp, outputs, journal = place
     config = write(tmp / "config.json", GOOD)
-    status, record = M.run(config, outputs)
+    status, record = monitor.run(config, outputs)
     assert status == 0 and record["proven"] is True, codes(record)
     assert record["audit"]["probe"]["passed"] is True and record["audit"]["probe"]["checks"]
     text = open(str(tmp / "textfile" / "metnos_sandbox.prom")).read()
@@ -74,11 +74,11 @@ def test_a_proven_run_writes_its_three_outputs_and_a_second_run_no_change_entry(
     stored = json.load(open(outputs.result))
     assert stored["proven"] is True and stored["previous"] is None and stored["changed"] is True
     assert oct(os.stat(outputs.result).st_mode & 0o777) == "0o600"
-    assert MS.check_record(stored, stored["finished"]) == stored               # what the audit collects
+    assert monitor_state.check_record(stored, stored["finished"]) == stored               # what the audit collects
     first = journal.entries()
     assert [e["MESSAGE_ID"] for e in first] == ["d481d1a4e1fd4a90b5403a7166f36850",
                                                 "b62d4811bc5e4898828471fdc99a2b73"]
-    status, record = M.run(config, outputs)
+    status, record = monitor.run(config, outputs)
     assert status == 0 and record["previous"]["proven"] is True and record["changed"] is False
     assert [e["MESSAGE_ID"] for e in journal.entries()] == ["d481d1a4e1fd4a90b5403a7166f36850"]
 
@@ -88,25 +88,26 @@ def test_a_proven_run_writes_its_three_outputs_and_a_second_run_no_change_entry(
     ("{", "is not JSON"),
     ([], "it is not a metnos-sandbox-monitor-config/1 document"),
     ({"schema": "x", "audit": {}}, "it is not a metnos-sandbox-monitor-config/1 document"),
-    ({"schema": M.CONFIG_SCHEMA}, "it has no audit options"),
-    ({"schema": M.CONFIG_SCHEMA, "audit": {}, "run_as": "root"}, "unknown keys ['run_as']"),
-    ({"schema": M.CONFIG_SCHEMA, "audit": {"python": "/usr/bin/python3"}}, "unknown audit options ['python']"),
-    ({"schema": M.CONFIG_SCHEMA, "audit": {"timeout": "60"}}, "audit.timeout must be a float, not '60'"),
-    ({"schema": M.CONFIG_SCHEMA, "audit": {"probe": 1}}, "audit.probe must be a bool, not 1"),
-    ({"schema": M.CONFIG_SCHEMA, "audit": {"probe": False}}, "the monitor always runs the probe"),
-    ({"schema": M.CONFIG_SCHEMA, "audit": {"scope": "global"}}, "audit.scope must be one of system, user"),
-    ({"schema": M.CONFIG_SCHEMA, "audit": {"profile_dir": "rel/dir"}}, "audit.profile_dir must be an absolute path"),
-    ({"schema": M.CONFIG_SCHEMA, "audit": {"unit": "../../etc/x.service"}}, "is not a unit name"),
-    ({"schema": M.CONFIG_SCHEMA, "audit": {"timeout": -1}}, "must be a positive number of seconds"),
-    ({"schema": M.CONFIG_SCHEMA, "audit": {"timeout": 1e9}}, "audit.timeout is more than 3600 s"),
-    ({"schema": M.CONFIG_SCHEMA, "audit": {"manifests": "read_notes.yml"}}, "audit.manifests must be a list"),
+    ({"schema": monitor.CONFIG_SCHEMA}, "it has no audit options"),
+    ({"schema": monitor.CONFIG_SCHEMA, "audit": {}, "run_as": "root"}, "unknown keys ['run_as']"),
+    ({"schema": monitor.CONFIG_SCHEMA, "audit": {"python": "/usr/bin/python3"}}, "unknown audit options ['python']"),
+    ({"schema": monitor.CONFIG_SCHEMA, "audit": {"timeout": "60"}}, "audit.timeout must be a float, not '60'"),
+    ({"schema": monitor.CONFIG_SCHEMA, "audit": {"probe": 1}}, "audit.probe must be a bool, not 1"),
+    ({"schema": monitor.CONFIG_SCHEMA, "audit": {"probe": False}}, "the monitor always runs the probe"),
+    ({"schema": monitor.CONFIG_SCHEMA, "audit": {"scope": "global"}}, "audit.scope must be one of system, user"),
+    ({"schema": monitor.CONFIG_SCHEMA, "audit": {"profile_dir": "rel/dir"}},
+     "audit.profile_dir must be an absolute path"),
+    ({"schema": monitor.CONFIG_SCHEMA, "audit": {"unit": "../../etc/x.service"}}, "is not a unit name"),
+    ({"schema": monitor.CONFIG_SCHEMA, "audit": {"timeout": -1}}, "must be a positive number of seconds"),
+    ({"schema": monitor.CONFIG_SCHEMA, "audit": {"timeout": 1e9}}, "audit.timeout is more than 3600 s"),
+    ({"schema": monitor.CONFIG_SCHEMA, "audit": {"manifests": "read_notes.yml"}}, "audit.manifests must be a list"),
 ])
 def test_a_refused_configuration_runs_nothing_and_is_not_proven(place, doc, why):
     tmp, outputs, journal = place
     path = str(tmp / "config.json")
     if doc is not None:
         write(path, doc)
-    status, record = M.run(path, outputs)
+    status, record = monitor.run(path, outputs)
     assert status == 1 and record["proven"] is False and record["audit"]["probe"] is None
     assert codes(record) == ["monitor_config_invalid"] and why in record["audit"]["diagnostics"][0]["message"]
     text = open(str(tmp / "textfile" / "metnos_sandbox.prom")).read()
@@ -116,9 +117,10 @@ def test_a_refused_configuration_runs_nothing_and_is_not_proven(place, doc, why)
 
 def test_a_too_large_configuration_is_refused_unread(place, monkeypatch):
     tmp, outputs, _journal = place
-    monkeypatch.setattr(M, "MAX_CONFIG_BYTES", 64)
-    status, record = M.run(write(tmp / "config.json", dict(GOOD, audit=dict(GOOD["audit"], host={"x": "y" * 64}))),
-                           outputs)
+    monkeypatch.setattr(monitor, "MAX_CONFIG_BYTES", 64)
+    status, record = monitor.run(write(tmp / "config.json", dict(GOOD, audit=dict(GOOD["audit"],
+                                                                                  host={"x": "y" * 64}))),
+                                 outputs)
     assert status == 1 and codes(record) == ["monitor_config_invalid"]
     assert "bytes; the limit is 64" in record["audit"]["diagnostics"][0]["message"]
 
@@ -135,32 +137,34 @@ def test_a_configuration_others_can_change_is_not_used(place, plant):
         os.chown(path, 65534, 65534)
     else:
         os.chmod(str(folder), 0o777)
-    status, record = M.run(path, outputs)
+    status, record = monitor.run(path, outputs)
     assert status == 1 and codes(record) == ["monitor_config_unsafe"], codes(record)
     assert record["audit"]["probe"] is None
 
 
 def install(tmp_path):
     """The role's layout, by the role's module's core: <prefix>/<release>/{entry point, metnos_sandbox/}."""
-    return MI.install(str(tmp_path / "prefix"), MI.release(CORE, bundle=True)["bundle"], open(ENTRY).read())["folder"]
+    return monitor_install.install(str(tmp_path / "prefix"), monitor_install.release(CORE, bundle=True)["bundle"],
+                                   open(ENTRY).read())["folder"]
 
 
 def test_its_own_install_is_checked(tmp_path):
     folder = install(tmp_path)
-    assert M.install_findings(folder, "h") == []
+    assert monitor.install_findings(folder, "h") == []
     core = os.path.join(folder, "metnos_sandbox")
     os.chmod(os.path.join(core, "probe", "probe.py"), 0o664)
-    found = M.install_findings(folder, "h")
-    assert D.codes(found) == ["monitor_core_writable"] and "probe.py is writable by group" in found[0]["message"]
+    found = monitor.install_findings(folder, "h")
+    assert diagnostics.codes(found) == ["monitor_core_writable"]
+    assert "probe.py is writable by group" in found[0]["message"]
     os.chmod(os.path.join(core, "probe", "probe.py"), 0o644)
     os.chown(folder, 65534, 0)
-    assert D.codes(M.install_findings(folder, "h")) == ["monitor_core_writable"]
+    assert diagnostics.codes(monitor.install_findings(folder, "h")) == ["monitor_core_writable"]
     os.chown(folder, 0, 0)
     with open(os.path.join(core, "host", "facts.py"), "a") as handle:
         handle.write("# changed\n")
-    found = M.install_findings(folder, "h")
-    assert D.codes(found) == ["monitor_core_modified"] and os.path.basename(folder) in found[0]["message"]
-    assert D.codes(M.install_findings(str(tmp_path / "prefix"), "h")) == ["monitor_core_modified"]
+    found = monitor.install_findings(folder, "h")
+    assert diagnostics.codes(found) == ["monitor_core_modified"] and os.path.basename(folder) in found[0]["message"]
+    assert diagnostics.codes(monitor.install_findings(str(tmp_path / "prefix"), "h")) == ["monitor_core_modified"]
 
 
 def test_the_entry_point_runs_as_the_unit_runs_it(tmp_path, bwrap_path):
@@ -186,7 +190,7 @@ def test_the_entry_point_runs_as_the_unit_runs_it(tmp_path, bwrap_path):
 def test_an_output_that_cannot_be_written_is_exit_2_and_said(place):
     tmp, outputs, journal = place
     outputs.textfile_dir = str(tmp / "no-such-dir")
-    status, record = M.run(write(tmp / "config.json", GOOD), outputs)
+    status, record = monitor.run(write(tmp / "config.json", GOOD), outputs)
     assert status == 2 and record["proven"] is False
     assert "monitor_output_failed" in codes(record)
     assert "monitor_output_failed" in json.load(open(outputs.result))["audit"]["diagnostics"][0]["code"]
@@ -198,7 +202,7 @@ def test_a_defect_of_the_checks_is_a_finding_not_a_traceback(place):
 
     def broken(argv, **_kw):
         raise RuntimeError("boom")
-    status, record = M.run(write(tmp / "config.json", GOOD), outputs, runner=broken)
+    status, record = monitor.run(write(tmp / "config.json", GOOD), outputs, runner=broken)
     assert status == 1 and codes(record) == ["monitor_run_failed"]
     assert record["audit"]["diagnostics"][0]["message"] == "The monitor's run failed: 'RuntimeError: boom'."
 
@@ -208,7 +212,7 @@ def test_an_error_is_not_proven_even_when_the_probe_passed(place, bwrap_path):
     tmp, outputs, journal = place
     folder = install(tmp)
     os.chmod(os.path.join(folder, "metnos_sandbox", "audit", "audit.py"), 0o666)
-    status, record = M.run(write(tmp / "config.json", GOOD), outputs, folder)
+    status, record = monitor.run(write(tmp / "config.json", GOOD), outputs, folder)
     assert record["audit"]["probe"]["passed"] is True
     assert status == 1 and record["proven"] is False and record["verdict"] == "fail"
     assert codes(record)[0] == "monitor_core_writable" and record["toolkit_version"] == os.path.basename(folder)

@@ -9,8 +9,8 @@ import os
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_state as MS
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_state
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
 
 NOW = 1796129600.0
 
@@ -18,8 +18,8 @@ NOW = 1796129600.0
 def stored(finished=NOW - 100, **changes):
     audit = {"schema": "metnos-sandbox-audit/1", "hostname": "h", "verdict": "pass", "bwrap_facts": {},
              "service": None, "probe": {"passed": True}, "profiles": [],
-             "diagnostics": [D.make("bwrap_not_packaged", bwrap_path="/opt/b")]}
-    out = {"schema": MS.RESULT_SCHEMA, "finished": finished, "proven": True, "verdict": "pass",
+             "diagnostics": [diagnostics.make("bwrap_not_packaged", bwrap_path="/opt/b")]}
+    out = {"schema": monitor_state.RESULT_SCHEMA, "finished": finished, "proven": True, "verdict": "pass",
            "toolkit_version": "0.1.0+0123456789ab", "audit": audit}
     for key, value in changes.items():
         target = audit if key.startswith("audit_") else out
@@ -53,13 +53,13 @@ def write(path, doc, mode=0o600):
      "diagnostic probe_timeout is not in the registry's shape"),
 ])
 def test_a_stored_result_that_is_not_the_monitors_is_refused_with_why(changes, why):
-    with pytest.raises(MS.Unusable) as exc:
-        MS.check_record(stored(**changes), NOW)
+    with pytest.raises(monitor_state.Unusable) as exc:
+        monitor_state.check_record(stored(**changes), NOW)
     assert str(exc.value) == why
 
 
 def test_a_proof_slightly_ahead_is_clock_skew_not_forgery():
-    assert MS.check_record(stored(finished=NOW + 60), NOW)["proven"] is True
+    assert monitor_state.check_record(stored(finished=NOW + 60), NOW)["proven"] is True
 
 
 @pytest.mark.parametrize("plant,why", [
@@ -68,17 +68,17 @@ def test_a_proof_slightly_ahead_is_clock_skew_not_forgery():
     (lambda p: (write(p, stored()), os.chown(p, 65534, 65534)), "is not trusted"),
     (lambda p: (write(str(p) + ".real", stored()), os.symlink(str(p) + ".real", p)), "cannot be opened"),
     (lambda p: os.mkdir(p), "is not a regular file"),
-    (lambda p: write(p, " " * (MS.MAX_RESULT_BYTES + 1)), "bytes; the limit is"),
+    (lambda p: write(p, " " * (monitor_state.MAX_RESULT_BYTES + 1)), "bytes; the limit is"),
 ])
 def test_a_stored_file_is_read_bounded_and_root_s_alone(tmp_path, plant, why):
     path = str(tmp_path / "last.json")
     plant(path)
-    record, problem = MS.load_result(path, NOW)
+    record, problem = monitor_state.load_result(path, NOW)
     assert record is None and problem["code"] == "monitor_result_unusable" and why in problem["message"], problem
 
 
 def test_no_stored_result_is_no_finding(tmp_path):
-    assert MS.load_result(str(tmp_path / "none.json"), NOW) == (None, None)
+    assert monitor_state.load_result(str(tmp_path / "none.json"), NOW) == (None, None)
 
 
 def systemctl(load="loaded", active="active"):
@@ -90,27 +90,27 @@ def systemctl(load="loaded", active="active"):
 
 def test_describe_says_monitored_and_how_old_the_proof_is(tmp_path):
     path = write(tmp_path / "last.json", stored(finished=NOW - 754))
-    info, record, diags = MS.describe({"monitor_result": path}, systemctl(), NOW)
+    info, record, diags = monitor_state.describe({"monitor_result": path}, systemctl(), NOW)
     assert info["monitored"] is True and record is not None and diags == []
     assert info["proof"] == {"finished": "2026-12-01T12:40:46+00:00", "age_seconds": 754, "proven": True,
                              "verdict": "pass", "toolkit_version": "0.1.0+0123456789ab"}
-    info, _r, _d = MS.describe({"monitor_result": path}, systemctl(active="inactive"), NOW)
+    info, _r, _d = monitor_state.describe({"monitor_result": path}, systemctl(active="inactive"), NOW)
     assert info["monitored"] is False
-    info, _r, _d = MS.describe({"monitor_result": path}, systemctl(load="not-found", active="inactive"), NOW)
+    info, _r, _d = monitor_state.describe({"monitor_result": path}, systemctl(load="not-found", active="inactive"), NOW)
     assert info["monitored"] is False
-    info, _r, _d = MS.describe({"monitor_result": path}, lambda argv, **kw: (127, "", "no systemctl"), NOW)
+    info, _r, _d = monitor_state.describe({"monitor_result": path}, lambda argv, **kw: (127, "", "no systemctl"), NOW)
     assert info["monitored"] is False and info["timer"]["error"] == "'no systemctl'"
 
 
 def test_a_collected_proof_past_the_limit_is_not_a_pass(tmp_path):
     path = write(tmp_path / "last.json", stored(finished=NOW - 7200))
-    info, record, _d = MS.describe({"monitor_result": path}, systemctl(), NOW)
-    fresh = MS.collect({"monitor_max_age": 10000}, info, record, NOW)
+    info, record, _d = monitor_state.describe({"monitor_result": path}, systemctl(), NOW)
+    fresh = monitor_state.collect({"monitor_max_age": 10000}, info, record, NOW)
     assert fresh["verdict"] == "pass" and fresh["monitor"]["collected"] is True and fresh["monitor"]["stale"] is False
-    assert D.codes(fresh["diagnostics"]) == ["bwrap_not_packaged"]
-    stale = MS.collect({"monitor_max_age": 3600}, info, record, NOW)
+    assert diagnostics.codes(fresh["diagnostics"]) == ["bwrap_not_packaged"]
+    stale = monitor_state.collect({"monitor_max_age": 3600}, info, record, NOW)
     assert stale["verdict"] == "fail" and stale["monitor"]["stale"] is True
-    assert D.codes(stale["diagnostics"]) == ["monitor_proof_stale", "bwrap_not_packaged"]
+    assert diagnostics.codes(stale["diagnostics"]) == ["monitor_proof_stale", "bwrap_not_packaged"]
     assert stale["diagnostics"][0]["message"] == (
         "The monitor's last proof (2026-12-01T10:53:20+00:00) is 7200 s old, more than the limit of 3600 s (%s): "
         "not a pass." % path)

@@ -13,11 +13,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import paths as PA
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import mounts as MT
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
-from helpers import mount_aliases as MA
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import paths
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context, mounts, profile
+from helpers import mount_aliases
 
 needs_namespace = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"),
                                      reason="bind mounts need root and unshare (a private mount namespace)")
@@ -26,11 +24,11 @@ ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    return MA.run(str(tmp_path_factory.mktemp("mounts")))
+    return mount_aliases.run(str(tmp_path_factory.mktemp("mounts")))
 
 
 @needs_namespace
-@pytest.mark.parametrize("case_id", [c[0] for c in MA.CASES])
+@pytest.mark.parametrize("case_id", [c[0] for c in mount_aliases.CASES])
 def test_every_face_gives_the_expected_decision(results, case_id):
     got = results[case_id]
     expect = ["wrapped", None] if got["expect"] == "wrapped" else ["refused", got["expect"]]
@@ -43,7 +41,7 @@ def test_every_face_gives_the_expected_decision(results, case_id):
 
 
 @needs_namespace
-@pytest.mark.parametrize("weakening", sorted(MA.WEAKENINGS))
+@pytest.mark.parametrize("weakening", sorted(mount_aliases.WEAKENINGS))
 def test_final_check_catches_a_bind_through_an_alias(results, weakening):
     assert results["final_check"]["unchanged"] == []
     assert results["final_check"][weakening], "the final check missed %s" % weakening
@@ -64,7 +62,7 @@ def test_mount_table_aliases_from_a_mountinfo_file(tmp_path):
     """The parser and the alias rules on a written mountinfo (escapes, optional fields, nsfs roots)."""
     path = tmp_path / "mountinfo"
     path.write_text(MOUNTINFO)
-    table = MT.MountTable.read(str(path))
+    table = mounts.MountTable.read(str(path))
     assert table.complete and table.count == 6
     assert table.aliases("/srv/metnos/runtime") == ["/data/metnos/runtime", "/mnt/host/data/metnos/runtime",
                                                    "/mnt/host/srv/metnos/runtime"]
@@ -72,12 +70,13 @@ def test_mount_table_aliases_from_a_mountinfo_file(tmp_path):
     assert table.aliases("/etc/ssh/sshd_config") == ["/mnt/host/etc/ssh/sshd_config", "/srv/with space/sshd_config"]
     assert table.aliases("/proc") == ["/mnt/host/proc", "/srv/procsys"]
     assert table.aliases("/", parts=False) == ["/mnt/host"]
-    assert MT.MountTable.read(str(tmp_path / "missing")).aliases("/etc") == []
+    assert mounts.MountTable.read(str(tmp_path / "missing")).aliases("/etc") == []
 
 
 def test_a_mount_table_too_large_to_read_whole_refuses_every_profile(monkeypatch):
-    monkeypatch.setattr(MT, "MAX_MOUNTINFO_BYTES", 64)
-    prof = P.render_safe({"name": "ex", "origin": "t", "capabilities": []}, HC.HostContext({}), {}, ACTIVE)
+    monkeypatch.setattr(mounts, "MAX_MOUNTINFO_BYTES", 64)
+    prof = profile.render_safe({"name": "ex", "origin": "t", "capabilities": []}, host_context.HostContext({}), {},
+                               ACTIVE)
     assert prof["refusal"] == "host_path_refused" and "mountinfo" in prof["diagnostics"][0]["message"]
 
 
@@ -98,10 +97,10 @@ def _path(parts):
 def test_roots_is_the_containment_rule_of_under_and_related(roots, path):
     """paths.(Related)Roots (the renderer's fast form, a set and a prefix tuple) answers exactly what
     paths.under / paths.related answer root by root ('/etc2' is not under '/etc'; '/' holds all)."""
-    fast = PA.RelatedRoots(roots)
-    assert fast.under(path) == any(PA.under(path, r) for r in roots), (roots, path)
-    assert fast.related(path) == any(PA.related(path, r) for r in roots), (roots, path)
+    fast = paths.RelatedRoots(roots)
+    assert fast.under(path) == any(paths.under(path, r) for r in roots), (roots, path)
+    assert fast.related(path) == any(paths.related(path, r) for r in roots), (roots, path)
     # the labelled form's which() (the renderer names the tree it matched): the same rule, in order
-    labelled = HC._TreeSet(HC.Labelled("t%d" % i, r) for i, r in enumerate(roots))
-    assert labelled.which(path) == [e for e in labelled.labelled if PA.related(path, e.root)], (roots, path)
-    assert labelled.which(path, related=False) == [e for e in labelled.labelled if PA.under(path, e.root)]
+    labelled = host_context.TreeSet(host_context.Labelled("t%d" % i, r) for i, r in enumerate(roots))
+    assert labelled.which(path) == [e for e in labelled.labelled if paths.related(path, e.root)], (roots, path)
+    assert labelled.which(path, related=False) == [e for e in labelled.labelled if paths.under(path, e.root)]

@@ -15,8 +15,7 @@ sources (and the fake runner answers with them):
 """
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as B
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import package_owner as PO
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap, package_owner
 
 RPM_FEDORA = "bubblewrap\t0:0.12.0-1.fc44\n"
 RPM_EPOCH = "bubblewrap\t2:0.6.3-1.el9\n"
@@ -42,7 +41,7 @@ DPKG_SHARED_DIR = "coreutils, bubblewrap: /usr/bin\n"
     ("bubblewrap 0:0.12.0-1\n", None),                    # not our --queryformat: refused, not guessed
 ])
 def test_parse_rpm_owner(out, expected):
-    assert PO.parse_rpm_owner(out) == expected
+    assert package_owner.parse_rpm_owner(out) == expected
 
 
 @pytest.mark.parametrize("out, expected", [
@@ -55,7 +54,7 @@ def test_parse_rpm_owner(out, expected):
     ("/usr/bin/bwrap gehört zu bubblewrap 0.12.0-1\n", None),  # a translated line never parses
 ])
 def test_parse_pacman_owner(out, expected):
-    assert PO.parse_pacman_owner(out) == expected
+    assert package_owner.parse_pacman_owner(out) == expected
 
 
 @pytest.mark.parametrize("out, expected", [
@@ -66,7 +65,7 @@ def test_parse_pacman_owner(out, expected):
     ("dpkg-query: no path found matching pattern /usr/local/bin/bwrap\n", None),
 ])
 def test_parse_dpkg_owner(out, expected):
-    owners, _diverted = PO.parse_dpkg_search(out)       # the first owning package (diversions: _dpkg_owner)
+    owners, _diverted = package_owner.parse_dpkg_search(out)       # the first owning package (diversions: _dpkg_owner)
     assert (owners[0] if owners else None) == expected
 
 
@@ -85,8 +84,9 @@ class FakeHost(object):
 
 
 def test_package_facts_fedora():
-    host = FakeHost(["rpm"], {("rpm", "-qf", "--qf", PO.RPM_OWNER_QF, "/usr/bin/bwrap"): (0, RPM_FEDORA, "")})
-    assert PO.package_facts("/usr/bin/bwrap", runner=host.run, tool_on=host.tool_on) == \
+    host = FakeHost(["rpm"], {("rpm", "-qf", "--qf", package_owner.RPM_OWNER_QF, "/usr/bin/bwrap"): (0, RPM_FEDORA,
+                                                                                                     "")})
+    assert package_owner.package_facts("/usr/bin/bwrap", runner=host.run, tool_on=host.tool_on) == \
         {"manager": "rpm", "name": "bubblewrap", "revision": "0.12.0-1.fc44"}
     assert host.calls == [["rpm", "-qf", "--qf", "%{NAME}\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}\n", "/usr/bin/bwrap"]]
 
@@ -95,18 +95,18 @@ def test_package_facts_fedora_laptop_with_dpkg_installed():
     """dpkg-query exists (Fedora ships it for Debian tooling) but owns nothing: rpm answers."""
     host = FakeHost(["dpkg-query", "rpm"], {
         ("dpkg-query", "-S", "/usr/bin/bwrap"): (1, "", "dpkg-query: no path found matching pattern /usr/bin/bwrap"),
-        ("rpm", "-qf", "--qf", PO.RPM_OWNER_QF, "/usr/bin/bwrap"): (0, RPM_EPOCH, "")})
-    assert PO.package_facts("/usr/bin/bwrap", runner=host.run, tool_on=host.tool_on) == \
+        ("rpm", "-qf", "--qf", package_owner.RPM_OWNER_QF, "/usr/bin/bwrap"): (0, RPM_EPOCH, "")})
+    assert package_owner.package_facts("/usr/bin/bwrap", runner=host.run, tool_on=host.tool_on) == \
         {"manager": "rpm", "name": "bubblewrap", "revision": "2:0.6.3-1.el9"}
 
 
 def test_package_facts_arch_and_not_owned():
     host = FakeHost(["pacman"], {("pacman", "-Qo", "/usr/bin/bwrap"): (0, PACMAN_OWNED, "")})
-    assert PO.package_facts("/usr/bin/bwrap", runner=host.run, tool_on=host.tool_on) == \
+    assert package_owner.package_facts("/usr/bin/bwrap", runner=host.run, tool_on=host.tool_on) == \
         {"manager": "pacman", "name": "bubblewrap", "revision": "0.12.0-1"}
     nobody = FakeHost(["pacman", "rpm"], {})
-    assert PO.package_facts("/usr/local/bin/bwrap", runner=nobody.run, tool_on=nobody.tool_on) == {}
-    assert nobody.calls == [["rpm", "-qf", "--qf", PO.RPM_OWNER_QF, "/usr/local/bin/bwrap"],
+    assert package_owner.package_facts("/usr/local/bin/bwrap", runner=nobody.run, tool_on=nobody.tool_on) == {}
+    assert nobody.calls == [["rpm", "-qf", "--qf", package_owner.RPM_OWNER_QF, "/usr/local/bin/bwrap"],
                             ["pacman", "-Qo", "/usr/local/bin/bwrap"]]
 
 
@@ -117,12 +117,12 @@ def test_package_facts_resolves_a_symlinked_path(tmp_path):
     target.write_text("")
     link.symlink_to(target)
     host = FakeHost(["pacman"], {("pacman", "-Qo", str(target)): (0, PACMAN_OWNED, "")})
-    assert PO.package_facts(str(link), runner=host.run, tool_on=host.tool_on)["name"] == "bubblewrap"
+    assert package_owner.package_facts(str(link), runner=host.run, tool_on=host.tool_on)["name"] == "bubblewrap"
     assert host.calls == [["pacman", "-Qo", str(link)], ["pacman", "-Qo", str(target)]]
 
 
 def test_default_runner_parses_in_the_c_locale():
     """Every package query goes through a runner that forces the C locale (translated output
     would not parse: see the German line above)."""
-    rc, out, _ = B.default_runner(["sh", "-c", 'echo "$LC_ALL $LANG $LANGUAGE"'], env=None)
+    rc, out, _ = bwrap.default_runner(["sh", "-c", 'echo "$LC_ALL $LANG $LANGUAGE"'], env=None)
     assert (rc, out.split()) == (0, ["C", "C", "C"])

@@ -7,8 +7,7 @@ import shutil
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as B
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import package_owner as PO
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap, package_owner
 
 pytestmark = pytest.mark.skipif(not shutil.which("dpkg-query"), reason="dpkg hosts only")
 
@@ -38,21 +37,21 @@ def dpkg_db(tmp_path, packages, diversions=()):
         if argv[0] in ("dpkg-query", "dpkg-divert"):
             argv = [argv[0], "--admindir=%s" % tmp_path] + argv[1:]
         calls.append(argv)
-        return B.default_runner(argv, env=env, timeout=timeout)
+        return bwrap.default_runner(argv, env=env, timeout=timeout)
     return runner, calls
 
 
 def test_expected_owner_answered_from_its_own_file_list(tmp_path):
     runner, calls = dpkg_db(tmp_path, {"bubblewrap": ("0.8.0-2+deb12u1", ["/usr/bin/bwrap"]),
                                        "other": ("1", ["/usr/bin/other"])})
-    assert PO.package_facts("/usr/bin/bwrap", runner) == {"manager": "dpkg", "name": "bubblewrap",
+    assert package_owner.package_facts("/usr/bin/bwrap", runner) == {"manager": "dpkg", "name": "bubblewrap",
                                                          "revision": "0.8.0-2+deb12u1"}
     assert not [c for c in calls if "-S" in c]          # no full search of every package's list
 
 
 def test_another_owner_found_by_the_full_search(tmp_path):
     runner, calls = dpkg_db(tmp_path, {"bubblewrap": ("0.8.0", []), "bwrap-fork": ("2.0", ["/usr/bin/bwrap"])})
-    assert PO.package_facts("/usr/bin/bwrap", runner)["name"] == "bwrap-fork"
+    assert package_owner.package_facts("/usr/bin/bwrap", runner)["name"] == "bwrap-fork"
     assert [c for c in calls if "-S" in c]
 
 
@@ -61,7 +60,8 @@ def test_diverting_package_owns_the_file_at_the_path(tmp_path):
     runner, _calls = dpkg_db(tmp_path, {"bubblewrap": ("0.8.0", ["/usr/bin/bwrap"]),
                                         "bwrap-fork": ("2.0", ["/usr/bin/bwrap"])},
                              [("/usr/bin/bwrap", "/usr/bin/bwrap.distrib", "bwrap-fork")])
-    assert PO.package_facts("/usr/bin/bwrap", runner) == {"manager": "dpkg", "name": "bwrap-fork", "revision": "2.0"}
+    assert package_owner.package_facts("/usr/bin/bwrap", runner) == {"manager": "dpkg", "name": "bwrap-fork",
+                                                                     "revision": "2.0"}
 
 
 def test_locally_diverted_bwrap_is_not_packaged(tmp_path):
@@ -69,16 +69,16 @@ def test_locally_diverted_bwrap_is_not_packaged(tmp_path):
     although bubblewrap's file list still names the path (the fast path must not believe it)."""
     runner, _calls = dpkg_db(tmp_path, {"bubblewrap": ("0.8.0", ["/usr/bin/bwrap"])},
                              [("/usr/bin/bwrap", "/usr/bin/bwrap.distrib", ":")])
-    assert PO.package_facts("/usr/bin/bwrap", runner) == {}
+    assert package_owner.package_facts("/usr/bin/bwrap", runner) == {}
 
 
 def test_unlisted_path_is_not_packaged(tmp_path):
     runner, _calls = dpkg_db(tmp_path, {"bubblewrap": ("0.8.0", ["/usr/bin/bwrap"])})
-    assert PO.package_facts("/usr/local/bin/bwrap", runner) == {}
+    assert package_owner.package_facts("/usr/local/bin/bwrap", runner) == {}
 
 
 def test_fast_path_agrees_with_the_full_search_on_this_host(monkeypatch):
     """This machine's real database: the same answer with and without the expected-owner shortcut."""
-    fast = PO.package_facts("/usr/bin/bwrap")
-    monkeypatch.setattr(PO, "DPKG_EXPECTED_OWNERS", ())
-    assert PO.package_facts("/usr/bin/bwrap") == fast and fast["name"] == "bubblewrap"
+    fast = package_owner.package_facts("/usr/bin/bwrap")
+    monkeypatch.setattr(package_owner, "DPKG_EXPECTED_OWNERS", ())
+    assert package_owner.package_facts("/usr/bin/bwrap") == fast and fast["name"] == "bubblewrap"

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import paths as PA
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import paths
 
 
 @pytest.fixture
@@ -25,7 +25,7 @@ def test_a_chain_of_links_lists_every_directory_a_name_is_looked_up_in(tree):
     """<tree>/a/link/up/file: 'link' is looked up in a, 'up' in c/d (where link leads), 'file' in e (up is
     ../../e from c/d: its '..' climbs from where the link leads, not from a); the kernel's realpath agrees."""
     path = os.path.join(tree, "a", "link", "up", "file")
-    found = PA.lookup(path)
+    found = paths.lookup(path)
     assert found.resolved == os.path.realpath(path, strict=True) == os.path.join(tree, "e", "file")
     assert found.missing is None and found.error is None
     for folder in (tree, os.path.join(tree, "a"), os.path.join(tree, "c", "d"), os.path.join(tree, "c"),
@@ -35,13 +35,13 @@ def test_a_chain_of_links_lists_every_directory_a_name_is_looked_up_in(tree):
 
 
 def test_the_first_missing_name_and_the_kernels_refusals(tree):
-    missing = PA.lookup(os.path.join(tree, "a", "link", "nothing", "deeper"))
+    missing = paths.lookup(os.path.join(tree, "a", "link", "nothing", "deeper"))
     assert missing.resolved is None and missing.missing == os.path.join(tree, "c", "d", "nothing")
-    loop = PA.lookup(os.path.join(tree, "loop1", "x"))
+    loop = paths.lookup(os.path.join(tree, "loop1", "x"))
     assert loop.error == "links" and loop.resolved is None
     with pytest.raises(OSError):
         open(os.path.join(tree, "loop1", "x"))
-    assert PA.lookup(os.path.join(tree, "e", "file", "x")).error == "notdir"
-    assert PA.lookup("/" + "x" * 256).error == "long"
-    assert PA.lookup("//usr/./bin/").resolved == "/usr/bin"
-    assert PA.lookup("/..").resolved == "/"
+    assert paths.lookup(os.path.join(tree, "e", "file", "x")).error == "notdir"
+    assert paths.lookup("/" + "x" * 256).error == "long"
+    assert paths.lookup("//usr/./bin/").resolved == "/usr/bin"
+    assert paths.lookup("/..").resolved == "/"

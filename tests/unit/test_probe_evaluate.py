@@ -7,13 +7,14 @@ import socket
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import holdings
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import procfs as PF
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import evidence as EV
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import payload as PL
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import proc_covers as PC
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import runners as RUN
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import witness as WI
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import holdings, procfs
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import (
+    evidence,
+    payload,
+    proc_covers,
+    runners,
+    witness,
+)
 
 MOUNTINFO = """\
 300 200 0:90 /newroot / rw,nosuid,nodev,relatime - tmpfs tmpfs rw
@@ -22,7 +23,7 @@ MOUNTINFO = """\
 303 300 0:91 / /tmp rw,nosuid,nodev,relatime - tmpfs tmpfs rw
 304 300 0:21 / /proc rw,nosuid,nodev,relatime - proc proc rw
 """
-HOST_MOUNTS = PF.parse_mountinfo("""\
+HOST_MOUNTS = procfs.parse_mountinfo("""\
 22 1 254:0 / / rw,relatime - ext4 /dev/vda rw
 23 22 0:21 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw
 24 22 0:30 / /dev/shm rw - tmpfs tmpfs rw
@@ -31,7 +32,7 @@ BWRAP_ID = (254, 7)
 HOST_NS = {"user": "user:[1]", "mnt": "mnt:[2]", "ipc": "ipc:[3]", "uts": "uts:[4]", "net": "net:[5]",
            "pid": "pid:[6]", "cgroup": "cgroup:[7]"}
 SANDBOX_NS = dict(HOST_NS, user="user:[11]", mnt="mnt:[12]", net="net:[15]")
-SPEC = {"token": "t0k", "unshare": ["user", "mnt", "net"], "ns": list(PF.NS_KINDS), "ro": ["/usr"], "rw": ["/data"],
+SPEC = {"token": "t0k", "unshare": ["user", "mnt", "net"], "ns": list(procfs.NS_KINDS), "ro": ["/usr"], "rw": ["/data"],
         "tmpfs": ["/tmp"], "dev": [], "proc": ["/proc"], "absent": ["/home"], "net_unshared": True,
         "die_with_parent": True, "rules": {"/usr": "R-BASE-1", "/data": "R-CAP-FS", "/tmp": "R-BASE-3"},
         "binds": {"/usr": "/usr", "/data": "/srv/data"}}
@@ -41,13 +42,14 @@ PRIV = {"capinh": 0, "capprm": 0, "capeff": 0, "capbnd": 0, "capamb": 0, "nonewp
 
 def good():
     obs = {"metnos_probe": "t0k", "pid": 4242, "uid": 65534, "ns": dict(SANDBOX_NS), "proc_self": "4242",
-           "proc": {"/proc": {"type": PL.PROC_SUPER_MAGIC, "dev": "0:21", "flags": "rw"}},
+           "proc": {"/proc": {"type": payload.PROC_SUPER_MAGIC, "dev": "0:21", "flags": "rw"}},
            "interfaces": ["lo"], "ro": {"/usr": {"type": 0xEF53, "dev": "254:0", "flags": "ro"}},
            "rw": {"/data": "writable"}, "absent": {"/home": "absent"},
-           "tmpfs": {"/tmp": {"type": PL.TMPFS_MAGIC, "dev": "0:91", "flags": "rw", "entries": []}}, "pdeathsig": 9}
+           "tmpfs": {"/tmp": {"type": payload.TMPFS_MAGIC, "dev": "0:91", "flags": "rw", "entries": []}},
+           "pdeathsig": 9}
     outside = {"launcher": 4241, "child_pid": 4242, "child_ppid": 4241, "payload_pids": [4242], "payload_pid": 4242,
                "payload": {"ppid": 4241, "nspid": [4242], "uid": 65534, "ns": dict(SANDBOX_NS), "read_by": "probe",
-                           "mounts": PF.parse_mountinfo(MOUNTINFO), "interfaces": ["lo"], "privileges": dict(PRIV),
+                           "mounts": procfs.parse_mountinfo(MOUNTINFO), "interfaces": ["lo"], "privileges": dict(PRIV),
                            "fds": dict((str(n), {"link": "pipe:[%d]" % n, "type": "fifo"}) for n in range(3)),
                            "mapped": [["254:0", 11, "/usr/bin/python3.11"], ["254:0", 12, "/usr/lib/libc.so.6"]],
                            # the outside's reading of where each pipe leads (the probe's own pipes: it holds the
@@ -60,13 +62,14 @@ def good():
                "parent": {"pid": 4241, "ns": dict(HOST_NS), "exe": "/usr/bin/bwrap", "exe_id": list(BWRAP_ID),
                           "read_by": "probe", "mounts": HOST_MOUNTS}}
     host = {"ns": dict(HOST_NS), "mounts": HOST_MOUNTS, "privileges": dict(PRIV), "trusted_bwrap": [list(BWRAP_ID)],
-            "covers": {"asked": dict((n, "not writable") for n in PC.COVER_NAMES), "covers": [], "as": [65534, 65534],
+            "covers": {"asked": dict((n, "not writable") for n in proc_covers.COVER_NAMES), "covers": [], "as": [65534,
+                                                                                                                 65534],
                        "root": "/"}}
     return obs, outside, host
 
 
 def failed(obs, outside, host, spec=SPEC):
-    return dict((c["name"], c) for c in EV.evaluate(spec, obs, outside, host) if not c["ok"])
+    return dict((c["name"], c) for c in evidence.evaluate(spec, obs, outside, host) if not c["ok"])
 
 
 # The run's tree as the runner reports it (proctree.Ledger.report): the launcher, the payload, nothing else.
@@ -85,7 +88,8 @@ def verdict(obs, outside, host, result=None):
            "tree": copy.deepcopy(TREE), "pid": 4241,
            "duration": 0.1}
     res.update(result or {})
-    return RUN._verdict(["bwrap", "<payload>"], res, obs, outside, SPEC, host, None, 5, trust=copy.deepcopy(TRUST),
+    return runners.run_verdict(["bwrap", "<payload>"], res, obs, outside, SPEC, host, None, 5,
+                               trust=copy.deepcopy(TRUST),
                        payload=["python3", "-I", "-S", "-c", "PAYLOAD", "{}"])
 
 
@@ -99,7 +103,7 @@ def test_both_witnesses_agree_passes():
 
 def test_unreadable_namespace_links_are_not_proven():
     obs, outside, host = good()
-    outside["payload"]["ns"] = dict((k, "error:EACCES") for k in PF.NS_KINDS)
+    outside["payload"]["ns"] = dict((k, "error:EACCES") for k in procfs.NS_KINDS)
     bad = failed(obs, outside, host)
     assert {"user_namespace_private", "mnt_namespace_private", "net_namespace_private", "no_pid_namespace"} <= set(bad)
     assert "not proven: error:EACCES" in bad["user_namespace_private"]["observed"]["problems"]
@@ -122,7 +126,7 @@ def test_write_refused_by_permissions_is_not_writable():
 
 def test_read_only_needs_mount_flags_outside_too():
     obs, outside, host = good()
-    outside["payload"]["mounts"] = PF.parse_mountinfo(MOUNTINFO.replace("/usr ro,", "/usr rw,"))
+    outside["payload"]["mounts"] = procfs.parse_mountinfo(MOUNTINFO.replace("/usr ro,", "/usr rw,"))
     bad = failed(obs, outside, host)
     assert set(bad) == {"read_only:/usr"} and "outside: /usr is mounted rw" in bad["read_only:/usr"]["observed"][
         "problems"][0]
@@ -131,7 +135,7 @@ def test_read_only_needs_mount_flags_outside_too():
 def test_tmp_on_a_known_device_or_not_empty_is_not_fresh():
     obs, outside, host = good()
     mounts = MOUNTINFO.replace("0:91 / /tmp", "0:30 / /tmp")        # the host's /dev/shm tmpfs
-    outside["payload"]["mounts"] = PF.parse_mountinfo(mounts)
+    outside["payload"]["mounts"] = procfs.parse_mountinfo(mounts)
     obs["tmpfs"]["/tmp"]["dev"] = "0:30"
     assert set(failed(obs, outside, host)) == {"fresh_tmpfs:/tmp"}
     obs, outside, host = good()
@@ -142,7 +146,7 @@ def test_tmp_on_a_known_device_or_not_empty_is_not_fresh():
 def test_proc_not_proven_voids_the_inside_witness_only():
     obs, outside, host = good()
     obs["proc_self"] = "error:ENOENT"                 # a procfs of another PID namespace
-    obs["ns"] = dict((k, "error:ENOENT") for k in PF.NS_KINDS)
+    obs["ns"] = dict((k, "error:ENOENT") for k in procfs.NS_KINDS)
     bad = failed(obs, outside, host)
     assert set(bad) == {"proc_is_own_procfs"}         # the outside witness still proves the namespaces
 
@@ -236,25 +240,26 @@ def test_timeout_without_the_outside_reading_judges_nothing():
     ({"result": "success", "main": "code=exited/status=0"}, {}, False),
 ])
 def test_systemd_timeout_is_the_runtime_limit_only_when_it_killed_the_main_process(info, status, exceeded):
-    assert RUN._runtime_exceeded(info, status) is exceeded
+    assert runners.runtime_exceeded(info, status) is exceeded
 
 
 def test_stream_records_and_launcher():
     stream = (b'{"launcher-pid": 41}\n{ "child-pid": 42, "net-namespace": 5 }\nnoise {"x": \n'
               b'{"metnos_probe": "t0k", "pid": 42}\n{ "exit-code": 0 }\n{"partial": ')
-    launcher, status, obs = WI.split_stream(WI.records(stream), "t0k")
+    launcher, status, obs = witness.split_stream(witness.records(stream), "t0k")
     assert launcher == 41 and status == {"child-pid": 42, "net-namespace": 5, "exit-code": 0}
     assert obs == {"metnos_probe": "t0k", "pid": 42}
 
 
 def test_mountinfo_parsing():
-    mounts = PF.parse_mountinfo("36 35 98:0 /mnt1 /mnt\\0402 rw,noatime master:1 - ext3 /dev/root rw,errors=continue\n"
-                                "37 36 0:5 / /mnt\\0402 ro shared:2 - tmpfs none ro\n")
+    mounts = procfs.parse_mountinfo("36 35 98:0 /mnt1 /mnt\\0402 rw,noatime master:1 - ext3 /dev/root "
+                                    "rw,errors=continue\n"
+                                    "37 36 0:5 / /mnt\\0402 ro shared:2 - tmpfs none ro\n")
     assert mounts[0]["mountpoint"] == "/mnt 2" and mounts[0]["fstype"] == "ext3"
-    top = PF.mount_at(mounts, "/mnt 2")
-    assert top["id"] == "37" and PF.read_only(top)
-    assert PF.covering_mount(mounts, "/mnt 2/x/y")["id"] == "37"
-    assert PF.covering_mount(copy.deepcopy(mounts[:1]), "/other") is None
+    top = procfs.mount_at(mounts, "/mnt 2")
+    assert top["id"] == "37" and procfs.read_only(top)
+    assert procfs.covering_mount(mounts, "/mnt 2/x/y")["id"] == "37"
+    assert procfs.covering_mount(copy.deepcopy(mounts[:1]), "/other") is None
 
 
 def test_namespaces_are_judged_against_the_parent_context_not_bwraps_own():
@@ -287,7 +292,7 @@ def test_a_units_context_read_before_bwrap_ran_is_the_reference():
 
 
 def test_visible_mounts_skip_covered_and_shadowed_ones():
-    mounts = PF.parse_mountinfo("""\
+    mounts = procfs.parse_mountinfo("""\
 1 0 0:1 /newroot / rw - tmpfs tmpfs rw
 2 1 8:1 /root /etc ro - ext4 /dev/sda rw
 3 2 8:1 /etc /etc ro - ext4 /dev/sda rw
@@ -296,13 +301,13 @@ def test_visible_mounts_skip_covered_and_shadowed_ones():
 6 3 0:7 / /etc/sub ro - tmpfs tmpfs rw
 """)
     # 2 is covered by 3 at /etc; 4 was mounted before 5 covered /x: neither is reachable
-    assert sorted(m["id"] for m in PF.visible_mounts(mounts)) == ["1", "3", "5", "6"]
-    assert PF.source_of(mounts, "/etc/passwd") == ("8:1", "/etc/passwd")
-    assert PF.bind_tree(mounts, "/etc")["sub"] == set([("0:7", "/")])
+    assert sorted(m["id"] for m in procfs.visible_mounts(mounts)) == ["1", "3", "5", "6"]
+    assert procfs.source_of(mounts, "/etc/passwd") == ("8:1", "/etc/passwd")
+    assert procfs.bind_tree(mounts, "/etc")["sub"] == set([("0:7", "/")])
 
 
 def _with_mounts(outside, extra):
-    outside["payload"]["mounts"] = PF.parse_mountinfo(MOUNTINFO + extra)
+    outside["payload"]["mounts"] = procfs.parse_mountinfo(MOUNTINFO + extra)
 
 
 def test_a_mount_outside_the_declared_destinations_fails():
@@ -316,7 +321,7 @@ def test_a_mount_outside_the_declared_destinations_fails():
 
 def test_a_bind_of_another_host_path_fails_at_the_destination_and_below():
     obs, outside, host = good()
-    outside["payload"]["mounts"] = PF.parse_mountinfo(MOUNTINFO.replace("254:0 /usr /usr", "254:0 /root /usr"))
+    outside["payload"]["mounts"] = procfs.parse_mountinfo(MOUNTINFO.replace("254:0 /usr /usr", "254:0 /root /usr"))
     assert set(failed(obs, outside, host)) == {"bind_source:/usr"}
     obs, outside, host = good()
     _with_mounts(outside, "305 301 254:0 /root /usr/local ro - ext4 /dev/vda rw\n")
@@ -327,7 +332,7 @@ def test_a_bind_of_another_host_path_fails_at_the_destination_and_below():
     _with_mounts(outside, "305 301 254:0 /usr/local /usr/local ro - ext4 /dev/vda rw\n")
     assert failed(obs, outside, host) == {}
     obs, outside, host = good()              # the host's own mount below /usr, as a recursive bind shows it
-    host["mounts"] = HOST_MOUNTS + PF.parse_mountinfo("25 22 0:40 / /usr/share rw - tmpfs tmpfs rw\n")
+    host["mounts"] = HOST_MOUNTS + procfs.parse_mountinfo("25 22 0:40 / /usr/share rw - tmpfs tmpfs rw\n")
     _with_mounts(outside, "305 301 0:40 / /usr/share ro - tmpfs tmpfs rw\n")
     assert failed(obs, outside, host) == {}
 
@@ -335,11 +340,12 @@ def test_a_bind_of_another_host_path_fails_at_the_destination_and_below():
 def test_dev_mounts_must_be_bwraps_binds_of_the_parents_nodes():
     obs, outside, host = good()
     spec = dict(SPEC, dev=["/dev"])
-    host["mounts"] = HOST_MOUNTS + PF.parse_mountinfo("25 22 0:6 / /dev rw - devtmpfs udev rw\n")
+    host["mounts"] = HOST_MOUNTS + procfs.parse_mountinfo("25 22 0:6 / /dev rw - devtmpfs udev rw\n")
     dev = ("306 300 0:95 / /dev rw - tmpfs tmpfs rw\n"
            "307 306 0:6 /null /dev/null rw - devtmpfs udev rw\n"
            "308 306 0:96 / /dev/pts rw - devpts devpts rw\n")
-    obs["tmpfs"]["/dev"] = {"type": PL.TMPFS_MAGIC, "dev": "0:95", "flags": "rw", "entries": ["null", "pts", "shm"]}
+    obs["tmpfs"]["/dev"] = {"type": payload.TMPFS_MAGIC, "dev": "0:95", "flags": "rw", "entries": ["null", "pts",
+                                                                                                   "shm"]}
     _with_mounts(outside, dev)
     assert failed(obs, outside, host, spec) == {}
     _with_mounts(outside, dev + "309 306 0:6 /kmsg /dev/full rw - devtmpfs udev rw\n"
@@ -405,8 +411,8 @@ def test_a_namespace_bound_on_the_host_is_not_private():
 
 def test_sharers_finds_the_probes_own_namespaces_held_by_others():
     import os
-    mine = PL.host_namespaces()
-    held, _unreadable = PF.sharers({"net": mine["net"]}, [os.getpid()])
+    mine = payload.host_namespaces()
+    held, _unreadable = procfs.sharers({"net": mine["net"]}, [os.getpid()])
     assert held["net"] and os.getpid() not in held["net"]          # pid 1 at least shares the host's
 
 
@@ -431,10 +437,10 @@ def test_code_mapped_from_outside_the_binds_is_foreign():
 
 def test_argv_deviations_are_whole_options():
     prof = ["--unshare-net", "--ro-bind", "/etc", "/etc", "--tmpfs", "/tmp"]
-    assert PL.argv_deviations(prof, list(prof)) is None
+    assert payload.argv_deviations(prof, list(prof)) is None
     run = ["--ro-bind", "/root", "/etc", "--tmpfs", "/tmp", "--cap-add", "ALL", "--weird"]
-    assert PL.argv_deviations(prof, run) == {"added": ["--ro-bind /root /etc", "--cap-add ALL", "--weird"],
-                                             "removed": ["--unshare-net", "--ro-bind /etc /etc"]}
+    assert payload.argv_deviations(prof, run) == {"added": ["--ro-bind /root /etc", "--cap-add ALL", "--weird"],
+                                                  "removed": ["--unshare-net", "--ro-bind /etc /etc"]}
 
 
 def test_pid_namespace_of_a_unit_with_private_pids_is_the_reference():
@@ -468,13 +474,13 @@ def test_unit_pid_translates_a_units_own_pid_numbers(tmp_path):
     proc(150, [150, 1], "/system.slice/metnos-probe-x.service")       # the unit's first process (the launcher)
     proc(160, [160, 1], "/system.slice/other.service")
     proc(170, [170], "/system.slice/metnos-probe-y.service")         # a unit sharing the host's namespace
-    assert PF.unit_pid(1, "metnos-probe-x.service", proc=str(tmp_path)) == 150
+    assert procfs.unit_pid(1, "metnos-probe-x.service", proc=str(tmp_path)) == 150
     proc(152, [152, 2, 1], "/system.slice/metnos-probe-x.service")    # later: in one more namespace
-    assert PF.unit_pid(1, "metnos-probe-x.service", proc=str(tmp_path)) is None        # two candidates: none
-    assert PF.unit_pid(2, "metnos-probe-x.service", level=1, proc=str(tmp_path)) == 152
-    assert PF.unit_pid(1, "metnos-probe-x.service", level=2, proc=str(tmp_path)) == 152
-    assert PF.unit_pid(170, "metnos-probe-y.service", proc=str(tmp_path)) == 170
-    assert PF.unit_pid(3, "metnos-probe-x.service", proc=str(tmp_path)) is None
+    assert procfs.unit_pid(1, "metnos-probe-x.service", proc=str(tmp_path)) is None        # two candidates: none
+    assert procfs.unit_pid(2, "metnos-probe-x.service", level=1, proc=str(tmp_path)) == 152
+    assert procfs.unit_pid(1, "metnos-probe-x.service", level=2, proc=str(tmp_path)) == 152
+    assert procfs.unit_pid(170, "metnos-probe-y.service", proc=str(tmp_path)) == 170
+    assert procfs.unit_pid(3, "metnos-probe-x.service", proc=str(tmp_path)) is None
 
 
 # ---- what the sandbox holds (issue 41): fixtures of the outside's readings; the real plants are the matrix's rows

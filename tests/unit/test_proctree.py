@@ -11,10 +11,9 @@ import uuid
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import procfs as PF
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import proc_covers as PC
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import proctree as PT
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import reaper as RP
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import procfs
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import proc_covers, proctree
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import reaper as probe_reaper
 from helpers import procs
 
 NS = {"user": "user:[1]", "mnt": "mnt:[2]", "net": "net:[5]"}
@@ -24,10 +23,10 @@ PAYLOAD = ["/usr/bin/python3", "-I", "-S", "-c", "CODE", '{"token": "abc"}']
 
 
 def exp(**kw):
-    base = dict(pids={10, 11, 12}, bwrap_ids={BWRAP}, marker=PT.marker("abc"), payload_argv=PAYLOAD,
+    base = dict(pids={10, 11, 12}, bwrap_ids={BWRAP}, marker=proctree.marker("abc"), payload_argv=PAYLOAD,
                 payload_ns=dict(BOX), reported=True, parent_ns=dict(NS))
     base.update(kw)
-    return PT.Expected(**base)
+    return proctree.Expected(**base)
 
 
 def seen(pid, phases, comm="sleep", exe=(254, 99), argv=("sleep", "60"), ns=NS):
@@ -35,7 +34,7 @@ def seen(pid, phases, comm="sleep", exe=(254, 99), argv=("sleep", "60"), ns=NS):
 
 
 def kinds(report, **kw):
-    return [(f["kind"], f["wording"]) for f in PT.judge(report, exp(**kw))]
+    return [(f["kind"], f["wording"]) for f in proctree.judge(report, exp(**kw))]
 
 
 def test_only_what_the_probe_started_and_bwraps_own_pass():
@@ -52,7 +51,7 @@ def test_anything_else_is_unaccounted_beside_or_left():
 def test_a_copy_of_the_payload_is_found_by_its_marker_or_its_arguments():
     report = {"seen": [seen(30, ["checked"], "mp-abc", (254, 11), ("x",)),
                        seen(31, ["during"], "python3", (254, 11), ["metnos-copy"] + PAYLOAD[1:])]}
-    found = PT.judge(report, exp())
+    found = proctree.judge(report, exp())
     assert [(f["kind"], f["outside"]) for f in found] == [("payload_outside", ["mnt", "net", "user"])] * 2
 
 
@@ -86,7 +85,7 @@ def test_a_detached_process_stays_in_the_reapers_tree_and_is_killed():
     exited, and the tree was killed - nothing is left on the host."""
     marker = _marker()
     script = "(setsid sh -c 'exec sleep %s' </dev/null >/dev/null 2>&1 &) ; echo started" % marker
-    res = RP.run_reaped(["sh", "-c", script], timeout=30)
+    res = probe_reaper.run_reaped(["sh", "-c", script], timeout=30)
     assert res["rc"] == 0 and res["stdout"] == "started\n" and res["duration"] < 10
     sleeps = [(pid, phases) for pid, history, phases in res["tree"]["seen"]
               if any(o.get("argv") == ["sleep", marker] for o in history)]
@@ -99,18 +98,18 @@ def test_a_tree_the_reaper_saw_empty_is_not_searched_again_once_it_exited(monkey
     """The reaper reports its tree empty and exits: no kill pass reads every process for descendants of a pid
     that may already be another process's. A tree left behind (a detached sleep) is still killed."""
     kills = []
-    real = RP.kill_tree
-    monkeypatch.setattr(RP, "kill_tree", lambda *a, **k: kills.append(a) or real(*a, **k))
-    res = RP.run_reaped(["sh", "-c", "echo done"], timeout=30)
+    real = probe_reaper.kill_tree
+    monkeypatch.setattr(probe_reaper, "kill_tree", lambda *a, **k: kills.append(a) or real(*a, **k))
+    res = probe_reaper.run_reaped(["sh", "-c", "echo done"], timeout=30)
     assert res["rc"] == 0 and res["stdout"] == "done\n" and kills == []
     marker = _marker()
-    res = RP.run_reaped(["sh", "-c", "(setsid sh -c 'exec sleep %s' </dev/null >/dev/null 2>&1 &)" % marker],
-                        timeout=30)
+    res = probe_reaper.run_reaped(["sh", "-c", "(setsid sh -c 'exec sleep %s' </dev/null >/dev/null 2>&1 &)" % marker],
+                                  timeout=30)
     assert len(kills) == 1 and procs.left_after(marker) == []
 
 
 def test_an_orphan_that_exits_on_its_own_is_written_down_as_a_zombie():
-    res = RP.run_reaped(["sh", "-c", "(setsid sh -c 'exec sleep 0.3' &) ; sleep 1"], timeout=30)
+    res = probe_reaper.run_reaped(["sh", "-c", "(setsid sh -c 'exec sleep 0.3' &) ; sleep 1"], timeout=30)
     orphans = [r for r in res["tree"]["reaped"] if r.get("comm") == "sleep"]
     assert orphans and orphans[0]["uid"] == os.getuid(), res["tree"]["reaped"]
 
@@ -121,8 +120,8 @@ def test_a_dead_start_leaving_only_its_own_kind_ends_at_once():
     marker = _marker()
     sh = os.path.realpath("/bin/sh")
     st = os.stat(sh)
-    res = RP.run_reaped([sh, "-c", "(%s -c 'read line # %s' &) ; exit 1" % (sh, marker)], timeout=30,
-                        watch=lambda data, pid: False, bwrap_ids={(st.st_dev, st.st_ino)})
+    res = probe_reaper.run_reaped([sh, "-c", "(%s -c 'read line # %s' &) ; exit 1" % (sh, marker)], timeout=30,
+                                  watch=lambda data, pid: False, bwrap_ids={(st.st_dev, st.st_ino)})
     assert res["timed_out"] is False and res["duration"] < 5 and res["rc"] == 1
     assert procs.left_after(marker) == []
 
@@ -140,13 +139,13 @@ def test_the_forked_reaper_passes_on_the_runs_descriptors_and_nothing_else_of_th
 
     def watch(data, pid):
         if not seen_by and "reaper" in data.get("control", b"").decode():
-            reaper = [r for r in RP.control_records(data["control"]) if "reaper" in r][0]["reaper"]
+            reaper = [r for r in probe_reaper.control_records(data["control"]) if "reaper" in r][0]["reaper"]
             seen_by["reaper"] = sorted(int(fd) for fd in os.listdir("/proc/%d/fd" % reaper))
         return False
     try:
-        res = RP.run_reaped(["sh", "-c", 'ls /proc/self/fd; echo "env=$METNOS_PROBE_ENV"; echo "fd=$1"', "sh",
-                             str(kept_w)], env={"PATH": "/usr/bin:/bin", "METNOS_PROBE_ENV": "given"},
-                            timeout=30, keep_fds=[kept_w], watch=watch)
+        res = probe_reaper.run_reaped(["sh", "-c", 'ls /proc/self/fd; echo "env=$METNOS_PROBE_ENV"; echo "fd=$1"', "sh",
+                                       str(kept_w)], env={"PATH": "/usr/bin:/bin", "METNOS_PROBE_ENV": "given"},
+                                      timeout=30, keep_fds=[kept_w], watch=watch)
         lines = res["stdout"].split()
         fds = sorted(int(x) for x in lines if x.isdigit())
         assert res["rc"] == 0 and "env=given" in lines, res
@@ -166,11 +165,11 @@ def test_the_forked_reaper_runs_bwrap_as_the_user_and_refuses_a_missing_folder()
     anything is forked, as Popen refused it."""
     if os.geteuid() != 0:
         pytest.skip("needs root to run as another user")
-    res = RP.run_reaped(["sh", "-c", "id -u; id -g; id -G"], user={"uid": 65534, "gid": 65534}, timeout=30)
+    res = probe_reaper.run_reaped(["sh", "-c", "id -u; id -g; id -G"], user={"uid": 65534, "gid": 65534}, timeout=30)
     assert res["rc"] == 0 and res["stdout"].split() == ["65534", "65534", "65534"], res
-    res = RP.run_reaped(["sh", "-c", "true"], cwd="/nonexistent-metnos-folder", timeout=30)
+    res = probe_reaper.run_reaped(["sh", "-c", "true"], cwd="/nonexistent-metnos-folder", timeout=30)
     assert res["rc"] == 127 and res["setup_failed"] is True and res["pid"] is None, res
-    res = RP.run_reaped(["metnos-no-such-program"], timeout=30)
+    res = probe_reaper.run_reaped(["metnos-no-such-program"], timeout=30)
     assert res["rc"] == 127 and "bwrap: execvp metnos-no-such-program" in res["stderr"], res
 
 
@@ -180,8 +179,8 @@ def test_a_reaper_that_cannot_be_forked_is_a_setup_failure_that_leaks_no_descrip
     def no_fork():
         raise BlockingIOError(11, "Resource temporarily unavailable")
     before = sorted(os.listdir("/proc/self/fd"))
-    monkeypatch.setattr(RP.os, "fork", no_fork)
-    res = RP.run_reaped(["sh", "-c", "true"], timeout=30, watch=lambda data, pid: False)
+    monkeypatch.setattr(probe_reaper.os, "fork", no_fork)
+    res = probe_reaper.run_reaped(["sh", "-c", "true"], timeout=30, watch=lambda data, pid: False)
     assert res["rc"] == 127 and res["setup_failed"] is True and "Resource temporarily unavailable" in res["stderr"]
     assert sorted(os.listdir("/proc/self/fd")) == before
 
@@ -194,9 +193,9 @@ def test_a_kill_before_the_reapers_session_exists_still_kills_it():
     if pid == 0:        # pragma: no cover
         time.sleep(30)
         os._exit(0)
-    proc = RP.Forked(pid, None, open(os.devnull, "rb"), open(os.devnull, "rb"))
+    proc = probe_reaper.Forked(pid, None, open(os.devnull, "rb"), open(os.devnull, "rb"))
     try:
-        RP.Reaped(proc, PT.Ledger(), set()).kill()
+        probe_reaper.Reaped(proc, proctree.Ledger(), set()).kill()
         assert proc.wait(timeout=5) == -9
     finally:
         proc.stdout.close()
@@ -231,10 +230,10 @@ def test_the_reaper_finds_a_program_on_path_only_and_says_why_it_could_not_start
     fake = tmp_path / "metnos-fake-bwrap"
     fake.write_text("#!/bin/sh\necho ran\n")
     fake.chmod(0o755)
-    res = RP.run_reaped(["metnos-fake-bwrap"], cwd=str(tmp_path), env={"PATH": "/usr/bin:/bin"}, timeout=30)
+    res = probe_reaper.run_reaped(["metnos-fake-bwrap"], cwd=str(tmp_path), env={"PATH": "/usr/bin:/bin"}, timeout=30)
     assert res["rc"] == 127 and res["stdout"] == "", res
     assert "bwrap: execvp metnos-fake-bwrap: No such file or directory" in res["stderr"], res
-    res = RP.run_reaped(["sh", "-c", "echo a\0b"], timeout=30)
+    res = probe_reaper.run_reaped(["sh", "-c", "echo a\0b"], timeout=30)
     assert res["rc"] == 127 and res["setup_failed"] is True and "null" in res["stderr"], res
 
 
@@ -242,16 +241,16 @@ def test_an_orphan_with_a_name_that_is_not_utf8_is_still_written_down():
     """A process may set any bytes as its name: the orphan's record keeps its uid, parent and cgroup, and the name
     with the bytes replaced (before, one undecodable name blanked the whole record)."""
     script = "(setsid sh -c 'printf \"\\377mp\" > /proc/$$/comm; sleep 0.3; true' &) ; sleep 1"
-    res = RP.run_reaped(["sh", "-c", script], timeout=30)
+    res = probe_reaper.run_reaped(["sh", "-c", script], timeout=30)
     orphans = [r for r in res["tree"]["reaped"] if r.get("comm") == "\ufffdmp"]
     assert orphans and orphans[0]["uid"] == os.getuid() and "cgroup" in orphans[0], res["tree"]["reaped"]
 
 
 def test_cgroup_of_this_process_is_found():
-    dirs = PT.unit_cgroup_dirs(os.getpid())
+    dirs = proctree.unit_cgroup_dirs(os.getpid())
     if not dirs:
         pytest.skip("no cgroup v2 or name=systemd hierarchy mounted here")
-    assert os.getpid() in (PT.cgroup_pids(dirs[0]) or [])
+    assert os.getpid() in (proctree.cgroup_pids(dirs[0]) or [])
 
 
 def test_proc_covers_are_what_access_says_for_the_caller():
@@ -259,10 +258,10 @@ def test_proc_covers_are_what_access_says_for_the_caller():
     with 0.8.0 and 0.12.0: root gets read-only covers of /proc/irq and /proc/bus, nobody none)."""
     if os.geteuid() != 0:
         pytest.skip("needs root to ask as another user")
-    root = PC.expected(0, 0)
-    assert root["covers"] == [n for n in PC.COVER_NAMES if os.access("/proc/" + n, os.W_OK)]
+    root = proc_covers.expected(0, 0)
+    assert root["covers"] == [n for n in proc_covers.COVER_NAMES if os.access("/proc/" + n, os.W_OK)]
     assert "sys" not in root["covers"]               # procfs refuses write access to /proc/sys itself
-    assert PC.expected(65534, 65534)["covers"] == []
+    assert proc_covers.expected(65534, 65534)["covers"] == []
 
 
 def test_proc_covers_judged_from_the_payloads_mount_table():
@@ -270,19 +269,20 @@ def test_proc_covers_judged_from_the_payloads_mount_table():
             "fstype": "proc", "source": "proc", "superopts": ["rw"]}
     cover = dict(proc, id="2", parent="1", root="/irq", mountpoint="/proc/irq", opts=["ro"])
     exp_root = {"asked": {"sys": "not writable", "irq": "writable"}, "covers": ["irq"]}
-    assert PC.judge([proc, cover], "/proc", proc, exp_root, [proc]) == []
-    assert "no read-only cover" in PC.judge([proc], "/proc", proc, exp_root, [proc])[0]
+    assert proc_covers.judge([proc, cover], "/proc", proc, exp_root, [proc]) == []
+    assert "no read-only cover" in proc_covers.judge([proc], "/proc", proc, exp_root, [proc])[0]
     rw = dict(cover, opts=["rw"])
-    assert "not bwrap's read-only cover" in PC.judge([proc, rw], "/proc", proc, exp_root, [proc])[0]
+    assert "not bwrap's read-only cover" in proc_covers.judge([proc, rw], "/proc", proc, exp_root, [proc])[0]
     exp_nobody = {"asked": {"sys": "not writable", "irq": "not writable"}, "covers": []}
-    assert "does not make" in PC.judge([proc, rw], "/proc", proc, exp_nobody, [proc])[0]
-    assert PC.judge([proc, rw], "/proc", proc, exp_nobody, [proc, rw]) == []     # the parent's own, bound along
-    assert "not proven" in PC.judge([proc], "/proc", proc, None, [proc])[0]
-    assert PF.is_error("error:x")
+    assert "does not make" in proc_covers.judge([proc, rw], "/proc", proc, exp_nobody, [proc])[0]
+    assert proc_covers.judge([proc, rw], "/proc", proc, exp_nobody, [proc,
+                                                                     rw]) == []     # the parent's own, bound along
+    assert "not proven" in proc_covers.judge([proc], "/proc", proc, None, [proc])[0]
+    assert procfs.is_error("error:x")
 
 
 def test_marker_fits_comm():
-    assert len(PT.marker("0123456789ab")) <= 15 and PT.marker("abc") == "mp-abc"
+    assert len(proctree.marker("0123456789ab")) <= 15 and proctree.marker("abc") == "mp-abc"
     time.sleep(0)
 
 
@@ -291,7 +291,7 @@ def test_the_beacon_names_who_reaches_it_and_not_a_sandbox_with_its_own_network(
     from SO_PEERCRED, then its details); the same code in a new network namespace cannot reach it."""
     import subprocess
     import sys
-    beacon = PT.Beacon("t0k")
+    beacon = proctree.Beacon("t0k")
     code = ("import socket,sys\ns=socket.socket(socket.AF_UNIX,socket.SOCK_STREAM)\n"
             "try:\n s.connect('\\0'+sys.argv[1]); print(s.recv(1).decode())\n"
             "except OSError as e: print('refused', e.errno)\n")
@@ -346,11 +346,11 @@ def test_the_walk_down_the_kernels_lists_finds_what_the_scan_of_every_parent_fin
     root = subprocess.Popen([sys.executable, "-I", "-S", "-c", TREE], stdout=subprocess.PIPE, text=True)
     try:
         assert root.stdout.readline() == "ready\n"
-        scanned = PT.descendants(root.pid)
-        walked = PT.descendants(root.pid, exhaustive=False)
+        scanned = proctree.descendants(root.pid)
+        walked = proctree.descendants(root.pid, exhaustive=False)
         assert len(scanned) == 4 and walked == scanned, (scanned, walked)
     finally:
-        RP.kill_tree(root.pid, "/proc", include_root=True)
+        probe_reaper.kill_tree(root.pid, "/proc", include_root=True)
         root.wait()
 
 
@@ -363,4 +363,5 @@ def test_without_the_kernels_lists_the_walk_falls_back_to_every_parent(tmp_path)
         (tmp_path / str(pid) / "stat").write_text("%d (x) S %d %s\n" % (pid, ppid, " ".join(["0"] * 40)))
     for pid, ppid in ((100, 1), (101, 100), (102, 101), (200, 1)):
         stat(pid, ppid)
-    assert PT.descendants(100, str(tmp_path), exhaustive=False) == [101, 102] == PT.descendants(100, str(tmp_path))
+    assert proctree.descendants(100, str(tmp_path),
+                                exhaustive=False) == [101, 102] == proctree.descendants(100, str(tmp_path))

@@ -10,13 +10,14 @@ import random
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import invariants as INV
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
-from helpers import profile_oracle as O
-from helpers import trees
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
+    host_context,
+    invariants,
+    profile,
+)
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as profile_manifest
+from helpers import profile_oracle, trees
 
 ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
 
@@ -27,45 +28,46 @@ def base(tmp_path_factory):
 
 
 def render(host, manifest, invocation):
-    return P.render_safe(manifest, HC.HostContext(host), invocation, ACTIVE)
+    return profile.render_safe(manifest, host_context.HostContext(host), invocation, ACTIVE)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                      HealthCheck.too_slow])
-@given(case=O.cases())
+@given(case=profile_oracle.cases())
 def test_invariants_hold_on_generated_trees_and_manifests(base, case):
     links, manifest, invocation = case
-    root, host, manifest, invocation = O.build(base, links, manifest, invocation)
+    root, host, manifest, invocation = profile_oracle.build(base, links, manifest, invocation)
     try:
         prof = render(host, manifest, invocation)
-        assert prof["refusal"] is None or prof["refusal"] in D.REGISTRY
+        assert prof["refusal"] is None or prof["refusal"] in diagnostics.REGISTRY
         if prof["decision"] != "wrapped":
             assert prof["argv"] is None and prof["refusal"]
             return
-        assert O.violations(prof["argv"], manifest, invocation, host, prof["descriptors"]) == []    # (a)-(c), (e)
+        assert profile_oracle.violations(prof["argv"], manifest, invocation, host,
+                                         prof["descriptors"]) == []    # (a)-(c), (e)
         again = render(host, manifest, invocation)                                 # (d) same input, same argv
         assert again["argv"] == prof["argv"]
         shuffled = dict(manifest, capabilities=list(reversed(manifest["capabilities"])))
         assert render(host, shuffled, invocation)["argv"] == prof["argv"]          # (d) order of declaration
     finally:
-        O.remove(root)
+        profile_oracle.remove(root)
 
 
 # ---------------------------------------------------------------- the core's final check, on weakened argvs
 
 @pytest.fixture
 def rendered(tmp_path):
-    root, host, manifest, invocation = O.build(str(tmp_path), {}, {
+    root, host, manifest, invocation = profile_oracle.build(str(tmp_path), {}, {
         "name": "ex", "origin": "t", "capabilities": ["fs:write:ROOT/data/w", "fs:read:ROOT/data/a"],
         "arguments": {}}, {})
     prof = render(host, manifest, invocation)
     assert prof["decision"] == "wrapped", prof["diagnostics"]
-    return root, HC.HostContext(host), M.from_dict(manifest), prof["argv"]
+    return root, host_context.HostContext(host), profile_manifest.from_dict(manifest), prof["argv"]
 
 
 def _check(rendered, argv):
     root, host, manifest, _argv = rendered
-    return INV.check_invariants(argv, manifest, host, {}, os.path.join(root, "executors", "ex"))
+    return invariants.check_invariants(argv, manifest, host, {}, os.path.join(root, "executors", "ex"))
 
 
 def _special(path, fifo=False):
@@ -106,7 +108,7 @@ def test_final_check_passes_an_admin_read_channel(tmp_path):
     bound read-only by systemd:read, listed in the result, and the final check (which resolves the admin's
     channels only when a bind is a special file) lets it through; the same socket bound without being
     allowed is caught (c). Listed but not allowed, it is refused (issue 40: channels denied by default)."""
-    root, host, manifest, invocation = O.build(str(tmp_path), {}, {
+    root, host, manifest, invocation = profile_oracle.build(str(tmp_path), {}, {
         "name": "ex", "origin": "t", "capabilities": ["systemd:read", "fs:read:ROOT/data/a"], "arguments": {}}, {})
     sock = _special(os.path.join(root, "channel.sock"))
     host = dict(host, systemd_read_paths=[sock])
@@ -119,11 +121,13 @@ def test_final_check_passes_an_admin_read_channel(tmp_path):
     at = prof["argv"].index(sock)
     assert prof["argv"][at - 1:at + 2] == ["--ro-bind", sock, sock]
     own = os.path.join(root, "executors", "ex")
-    assert INV.check_invariants(prof["argv"], M.from_dict(manifest), HC.HostContext(host), invocation, own,
-                                prof["descriptors"]) == []
+    assert invariants.check_invariants(prof["argv"], profile_manifest.from_dict(manifest),
+                                       host_context.HostContext(host), invocation, own,
+                                       prof["descriptors"]) == []
     other = dict(host, systemd_read_paths=[], allow_channels=[])
-    found = INV.check_invariants(prof["argv"], M.from_dict(manifest), HC.HostContext(other), invocation, own,
-                                 prof["descriptors"])
+    found = invariants.check_invariants(prof["argv"], profile_manifest.from_dict(manifest),
+                                        host_context.HostContext(other), invocation, own,
+                                        prof["descriptors"])
     assert any("(c)" in v for v in found), found
 
 
@@ -167,15 +171,15 @@ def test_final_check_catches_each_weakening(rendered, weaken, invariant):
 def test_final_check_is_applied_by_render(rendered, monkeypatch):
     """Defence in depth: if a granting rule above is removed, the final check still withholds the profile."""
     root, _host, _manifest, _argv = rendered
-    monkeypatch.setattr(HC.HostContext, "judge", lambda self, path, mode, grant=None, own=None: None)
-    prof = P.render_safe({"name": "ex", "origin": "t", "capabilities": ["fs:write:%s/runtime" % root]},
-                         HC.HostContext(O.host_for(root)), {}, ACTIVE)
+    monkeypatch.setattr(host_context.HostContext, "judge", lambda self, path, mode, grant=None, own=None: None)
+    prof = profile.render_safe({"name": "ex", "origin": "t", "capabilities": ["fs:write:%s/runtime" % root]},
+                               host_context.HostContext(profile_oracle.host_for(root)), {}, ACTIVE)
     assert prof["refusal"] == "profile_invariant_violated", prof["diagnostics"]
 
 
 @pytest.mark.rule("R-SCOPE-3")
 def test_rendering_is_deterministic_across_host_contexts_and_orders(tmp_path):
-    root, host, manifest, invocation = O.build(str(tmp_path), {"data/l1": "ROOT/data/a"}, {
+    root, host, manifest, invocation = profile_oracle.build(str(tmp_path), {"data/l1": "ROOT/data/a"}, {
         "name": "ex", "origin": "t", "arguments": {"p": {"within": ["ROOT/data/**"]}},
         "capabilities": ["fs:read:ROOT/data/a/**", "fs:write:ROOT/data/w", "fs:read:arg:p", "provider:access:p1",
                          "mail:read:work", "metnos:write:sheets", "dialog.user_input"]}, {

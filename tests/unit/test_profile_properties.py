@@ -6,11 +6,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import globs as GL
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_layout as HL
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
+    globs,
+    host_context,
+    host_layout,
+    profile,
+)
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as profile_manifest
 from helpers.fake_host import host_dict
 
 SUBDIRS = ["data", "data/a", "data/a/b", "data/c", "out", "out/secret", "integrations/p1", "dialog/alice",
@@ -31,7 +33,8 @@ def tree(tmp_path_factory):
 
 
 def host_for(root):
-    return HC.HostContext(host_dict(root, executors_dir=str(root / "exec"), python_package_roots=[], i18n_dbs=[],
+    return host_context.HostContext(host_dict(root, executors_dir=str(root / "exec"), python_package_roots=[],
+                                              i18n_dbs=[],
                                    resources={"sheets": str(root / "res/sheets")},
                                    indexes={"docs": str(root / "idx/docs")}))
 
@@ -73,10 +76,10 @@ def allowed_roots(root, manifest, invocation, host):
     for cap in manifest["capabilities"]:
         if cap.startswith("fs:") and ":arg:" not in cap:
             # mounts use the resolved source (issue 10): the scope as written and as resolved
-            allowed.append(GL.glob_root(cap.split(":", 2)[2]))
-            allowed.append(os.path.realpath(GL.glob_root(cap.split(":", 2)[2])))
+            allowed.append(globs.glob_root(cap.split(":", 2)[2]))
+            allowed.append(os.path.realpath(globs.glob_root(cap.split(":", 2)[2])))
     if any(":arg:" in c for c in manifest["capabilities"]):
-        allowed.append(os.path.realpath(GL.glob_root(manifest["arguments"]["p"]["within"][0])))
+        allowed.append(os.path.realpath(globs.glob_root(manifest["arguments"]["p"]["within"][0])))
     allowed += [str(root / "integrations/p1"), str(root / "creds/mail/work.json"), str(root / "res/sheets"),
                 str(root / "idx/docs")]
     if invocation.get("sender") == "alice":
@@ -95,7 +98,7 @@ def under(path, roots):
 def test_properties(tree, data):
     manifest, invocation = data.draw(cases(tree))
     host = host_for(tree)
-    prof = P.render_safe(manifest, host, invocation)          # never raises
+    prof = profile.render_safe(manifest, host, invocation)          # never raises
     if prof["decision"] == "refused":
         assert prof["argv"] is None and prof["refusal"]
         return
@@ -107,10 +110,10 @@ def test_properties(tree, data):
             assert under(m["src"], allowed), (m, allowed)   # nothing outside base ∪ declared scopes
             assert "/opt" != m["src"]
         if m["kind"] == "rw":
-            assert not under(m["src"], list(HL.SYSTEM_TREES)), m
+            assert not under(m["src"], list(host_layout.SYSTEM_TREES)), m
         own = [p for p in m["provenance"] if "covers" not in p]   # not merged into from a child
         if own and all(p["rule"] == "R-ARG-1" for p in own):
-            bound = os.path.realpath(GL.glob_root(manifest["arguments"]["p"]["within"][0]))
+            bound = os.path.realpath(globs.glob_root(manifest["arguments"]["p"]["within"][0]))
             assert under(m["src"], [bound]), (m, bound)      # an arg: never widens
     needs_net = any(c.split(":")[0] in ("net", "network", "provider", "skill", "mail")
                     or c == "system:read:network_interfaces" for c in manifest["capabilities"])
@@ -121,7 +124,7 @@ def test_properties(tree, data):
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=60))
 def test_random_capability_text_never_raises(text):
-    cap, errors = M.parse_capability(text)
+    cap, errors = profile_manifest.parse_capability(text)
     assert (cap is None) == bool(errors)
     if errors:
         assert errors[0]["code"] in ("capability_unknown", "scope_relative", "scope_nul", "scope_not_normalized",
@@ -131,5 +134,5 @@ def test_random_capability_text_never_raises(text):
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=200))
 def test_random_bytes_never_raise(blob):
-    prof = P.render_safe(blob, HC.HostContext())
+    prof = profile.render_safe(blob, host_context.HostContext())
     assert prof["decision"] in ("refused", "wrapped")

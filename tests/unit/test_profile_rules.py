@@ -8,13 +8,15 @@ import os
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base.diagnostics import codes
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import granters as GR
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_layout as HL
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as M
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import model as MD
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import undo as UN
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
+    granters,
+    host_context,
+    host_layout,
+    manifest,
+    model,
+    profile,
+)
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import undo as profile_undo
 from helpers.fake_host import host_dict
 
 ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
@@ -45,17 +47,17 @@ def host(tree, **over):
                     indexes={"documents": str(tree / "index/documents")},
                     mail_credentials_dir=str(tree / "credentials/mail"), systemd_read_paths=[str(tree / "runtime")])
     ctx.update(over)
-    return HC.HostContext(ctx)
+    return host_context.HostContext(ctx)
 
 
 def man(caps=(), **kw):
     data = {"name": "ex", "origin": "metnos/core", "revision": 1, "capabilities": list(caps)}
     data.update(kw)
-    return M.from_dict(data)
+    return manifest.from_dict(data)
 
 
 def render(tree, caps=(), invocation=None, status=ACTIVE, hostkw=None, **kw):
-    return P.render(man(caps, **kw), host(tree, **(hostkw or {})), invocation or {}, status)
+    return profile.render(man(caps, **kw), host(tree, **(hostkw or {})), invocation or {}, status)
 
 
 def mounts(prof):
@@ -72,7 +74,7 @@ def binds(prof, kind=None):
 def test_existing_system_paths_read_only(tree):
     prof = render(tree)
     m = mounts(prof)
-    for path in HL.SYSTEM_PATHS:
+    for path in host_layout.SYSTEM_PATHS:
         if os.path.islink(path):
             assert m[path]["kind"] == "symlink" and m[path]["src"] == os.readlink(path)  # merged /usr
         elif os.path.isdir(path):
@@ -398,7 +400,7 @@ def undo_broker(tree):
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "main.py").write_text("import restore\n")
     (folder / "restore.py").write_text("def undo():\n    pass\n")
-    digest, problem = UN.executor_digest(str(folder), ["main.py", "restore.py"])
+    digest, problem = profile_undo.executor_digest(str(folder), ["main.py", "restore.py"])
     assert problem is None
     undo = {"name": "undo_last_turn", "origin": "metnos/core", "owner": "metnos", "revision": 12,
             "digest": digest, "capabilities": ["system:undo"], "files": ["main.py", "restore.py"]}
@@ -411,7 +413,7 @@ def undo_broker(tree):
 def test_pinned_undo_runs_direct_even_without_bwrap(tree):
     _folder, undo, pinned = undo_broker(tree)
     status = {"bwrap_available": False, "bwrap_path": None, "disabled_via_env": False, "active": False}
-    prof = P.render(M.from_dict(undo), host(tree, undo_exception=pinned), {}, status)
+    prof = profile.render(manifest.from_dict(undo), host(tree, undo_exception=pinned), {}, status)
     assert prof["decision"] == "direct" and prof["argv"][0] == "/usr/bin/python3"
     assert prof["exception"]["rule"] == "R-FAIL-2"
 
@@ -422,7 +424,7 @@ def test_pinned_undo_runs_direct_even_without_bwrap(tree):
 def test_other_revisions_fail_closed(tree, field, value):
     _folder, undo, pinned = undo_broker(tree)
     data = dict(undo, **{field: value})
-    prof = P.render(M.from_dict(data), host(tree, undo_exception=pinned), {}, ACTIVE)
+    prof = profile.render(manifest.from_dict(data), host(tree, undo_exception=pinned), {}, ACTIVE)
     assert prof["decision"] == "refused" and prof["refusal"] == "undo_exception_mismatch"
     assert field in prof["diagnostics"][0]["message"]
 
@@ -430,7 +432,7 @@ def test_other_revisions_fail_closed(tree, field, value):
 @pytest.mark.rule("R-FAIL-2")
 def test_no_pinned_exception_fails_closed(tree):
     _folder, undo, _pinned = undo_broker(tree)
-    prof = P.render(M.from_dict(undo), host(tree), {}, ACTIVE)
+    prof = profile.render(manifest.from_dict(undo), host(tree), {}, ACTIVE)
     assert prof["refusal"] == "undo_exception_mismatch"
 
 
@@ -458,21 +460,21 @@ def test_system_undo_reserved(tree):
     ({"name": "x", "origin": "o", "digest": "md5:abc"}, "manifest_invalid", "digest"),
 ])
 def test_manifest_rejections_name_field_and_code(data, code, field):
-    with pytest.raises(MD.ManifestError) as err:
-        M.from_dict(data)
+    with pytest.raises(model.ManifestError) as err:
+        manifest.from_dict(data)
     diag = err.value.diagnostics[0]
     assert diag["code"] == code and diag["details"]["field"] == field
     assert field in diag["message"]
 
 
 def test_manifest_not_utf8_and_parse_errors():
-    with pytest.raises(MD.ManifestError) as err:
-        M.coerce(b"name: caf\xe9\norigin: o\n", "m.yml")
+    with pytest.raises(model.ManifestError) as err:
+        manifest.coerce(b"name: caf\xe9\norigin: o\n", "m.yml")
     assert err.value.diagnostics[0]["code"] == "manifest_not_utf8"
-    with pytest.raises(MD.ManifestError) as err:
-        M.coerce("name: [unclosed", "m.yml")
+    with pytest.raises(model.ManifestError) as err:
+        manifest.coerce("name: [unclosed", "m.yml")
     assert err.value.diagnostics[0]["code"] == "manifest_parse_error"
-    prof = P.render_safe(b"\xff\xfe", HC.HostContext())
+    prof = profile.render_safe(b"\xff\xfe", host_context.HostContext())
     assert prof["decision"] == "refused" and prof["refusal"] == "manifest_not_utf8"
 
 
@@ -480,14 +482,14 @@ def test_manifest_yaml_json_and_flow_forms():
     for text in ('{"name": "x", "origin": "o", "capabilities": ["net:a"]}',
                  "{'name': 'x', 'origin': 'o', 'capabilities': ['net:a']}",
                  "name: x\norigin: o\ncapabilities: [net:a]\n"):
-        assert M.coerce(text).capabilities[0].kind == "network"
+        assert manifest.coerce(text).capabilities[0].kind == "network"
 
 
 def test_host_context_rejects_unknown_keys_and_relative_paths():
-    with pytest.raises(HL.ContextError, match="runtime_dri"):
-        HC.HostContext({"runtime_dri": "/x"})
-    with pytest.raises(HL.ContextError, match="runtime_dir must be an absolute path"):
-        HC.HostContext({"runtime_dir": "relative"})
+    with pytest.raises(host_layout.ContextError, match="runtime_dri"):
+        host_context.HostContext({"runtime_dri": "/x"})
+    with pytest.raises(host_layout.ContextError, match="runtime_dir must be an absolute path"):
+        host_context.HostContext({"runtime_dir": "relative"})
 
 
 def test_every_example_manifest_loads_and_renders():
@@ -496,9 +498,9 @@ def test_every_example_manifest_loads_and_renders():
     assert len(names) >= 9
     kinds = set()
     for name in names:
-        m = M.coerce(MD.FileSource(os.path.join(examples, name)))
+        m = manifest.coerce(model.FileSource(os.path.join(examples, name)))
         kinds.update(c.kind for c in m.capabilities)
-        prof = P.render(m, HC.HostContext(), {"sender": "alice", "turn_id": "t1"}, ACTIVE)
+        prof = profile.render(m, host_context.HostContext(), {"sender": "alice", "turn_id": "t1"}, ACTIVE)
         assert prof["decision"] in ("wrapped", "refused")
     assert kinds >= {"fs", "metnos", "index", "systemd", "system", "provider", "skill", "mail", "dialog",
                      "network", "undo"}
@@ -508,9 +510,9 @@ def test_every_kind_of_the_grammar_has_a_granter_or_a_documented_reason():
     """The grammar (manifest.Kind) and the renderer (profile._GRANTERS) share one set of kinds: a kind
     the grammar accepts either grants through its table entry, or is one of the two kinds that grant
     no mount (network: the host network only; undo: the pinned broker, decided before any grant)."""
-    assert set(GR._GRANTERS) | {MD.Kind.NETWORK, MD.Kind.UNDO} == set(MD.KINDS)
-    assert not set(GR._GRANTERS) & {MD.Kind.NETWORK, MD.Kind.UNDO}
-    parsed = [M.parse_capability(text).capability for text in (
+    assert set(granters.GRANTERS) | {model.Kind.NETWORK, model.Kind.UNDO} == set(model.KINDS)
+    assert not set(granters.GRANTERS) & {model.Kind.NETWORK, model.Kind.UNDO}
+    parsed = [manifest.parse_capability(text).capability for text in (
         "fs:read:/srv/x", "metnos:read:sheets", "index:read:docs", "systemd:read", "system:read",
         "provider:access:cal", "skill:cal", "mail:read:bob", "dialog.user_input", "net:a", "system:undo")]
-    assert sorted(set(c.kind for c in parsed)) == sorted(MD.KINDS)
+    assert sorted(set(c.kind for c in parsed)) == sorted(model.KINDS)

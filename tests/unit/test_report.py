@@ -7,14 +7,14 @@ import sys
 import xml.etree.ElementTree as ET
 from xml.sax import saxutils
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (
     render_html,
     render_junit,
     render_markdown,
+    report,
 )
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report as R
-from helpers import report_text as RT
+from helpers import report_text
 
 WHEN = datetime.datetime(2026, 11, 30, 6, 0, tzinfo=datetime.timezone.utc)
 
@@ -27,7 +27,7 @@ def audit(verdict="pass", codes=(), revision="0.8.0-2+deb12u1", probe=True):
                             "userns": {"max_user_namespaces": 1, "smoke_test": {"ran": True, "passed": True}}},
             "service": None, "profiles": [],
             "probe": {"passed": probe, "context": "direct", "checks": [{"name": "only_loopback", "ok": probe}]},
-            "diagnostics": [D.make(c) for c in codes]}
+            "diagnostics": [diagnostics.make(c) for c in codes]}
 
 
 def fleet():
@@ -37,22 +37,22 @@ def fleet():
 
 
 def test_build_totals_gate_and_package_drift():
-    doc = RT.build(fleet(), WHEN)
-    assert doc["schema"] == R.SCHEMA and doc["generated"] == "2026-11-30T06:00:00+00:00"
+    doc = report_text.build(fleet(), WHEN)
+    assert doc["schema"] == report.SCHEMA and doc["generated"] == "2026-11-30T06:00:00+00:00"
     t = doc["totals"]
     assert (t["hosts"], t["pass"], t["warn"], t["fail"], t["unreachable"]) == (5, 2, 1, 1, 1)
     assert doc["fleet"]["bwrap_revision_majority"] == "0.8.0-2+deb12u1"
     old = [h for h in doc["hosts"] if h["host"] == "old"][0]
     assert old["verdict"] == "warn" and [d["code"] for d in old["diagnostics"]] == ["bwrap_package_drift"]
     assert doc["gate"] == {"failed": True, "failing_hosts": 2, "warnings_as_failures": False}
-    assert RT.build(fleet(), WHEN, warnings_as_failures=True)["gate"]["failing_hosts"] == 3
+    assert report_text.build(fleet(), WHEN, warnings_as_failures=True)["gate"]["failing_hosts"] == 3
     gone = [h for h in doc["hosts"] if h["host"] == "gone"][0]
     assert gone["verdict"] == "unreachable" and "timed out" in gone["diagnostics"][0]["message"]
 
 
 def test_junit_one_case_per_host_and_check():
-    doc = RT.build(fleet(), WHEN)
-    root = ET.fromstring(RT.to_junit(doc))
+    doc = report_text.build(fleet(), WHEN)
+    root = ET.fromstring(report_text.to_junit(doc))
     cases = root.findall(".//testcase")
     assert len(cases) == 4 * len(render_junit.CHECKS) + 1
     failed = sorted((c.get("classname"), c.get("name")) for c in cases if c.find("failure") is not None)
@@ -60,10 +60,10 @@ def test_junit_one_case_per_host_and_check():
 
 
 def test_markdown_and_html_carry_codes_and_remediation():
-    doc = RT.build(fleet(), WHEN)
-    md = RT.to_markdown(doc)
+    doc = report_text.build(fleet(), WHEN)
+    md = report_text.to_markdown(doc)
     assert "| bad | FAIL |" in md and "### `unit_blocks_namespaces`" in md and "RestrictNamespaces=user" in md
-    page = RT.to_html(doc)
+    page = report_text.to_html(doc)
     assert "<script>" in page and "http" not in page.split("<body>")[0]      # self-contained head
     assert 'src="' not in page and "href=\"http" not in page
     assert page.count('<tr data-verdict=') == 5 and "button class=\"cp\"" in page
@@ -72,15 +72,15 @@ def test_markdown_and_html_carry_codes_and_remediation():
 def test_html_escapes_hostile_text():
     res = audit("fail", ["unit_blocks_namespaces"])
     res["diagnostics"][0]["message"] = "<script>alert(1)</script>"
-    page = RT.to_html(RT.build({"<img src=x>": res}, WHEN))
+    page = report_text.to_html(report_text.build({"<img src=x>": res}, WHEN))
     assert "<script>alert(1)" not in page and "<img src=x>" not in page
 
 
 def test_write_all_and_merge(tmp_path):
-    doc = RT.build({"a": audit()}, WHEN)
-    p1 = R.write_all(doc, str(tmp_path / "one"))
-    doc2 = RT.build({"b": audit("fail", ["unit_blocks_namespaces"])}, WHEN)
-    p2 = R.write_all(doc2, str(tmp_path / "two"))
+    doc = report_text.build({"a": audit()}, WHEN)
+    p1 = report.write_all(doc, str(tmp_path / "one"))
+    doc2 = report_text.build({"b": audit("fail", ["unit_blocks_namespaces"])}, WHEN)
+    p2 = report.write_all(doc2, str(tmp_path / "two"))
     assert sorted(p1) == ["html", "json", "junit.xml", "md"]
     proc = subprocess.run([sys.executable, "scripts/merge-audit-reports.py", str(tmp_path / "merged"),
                            p1["json"], p2["json"]], capture_output=True, text=True)
@@ -100,7 +100,7 @@ def test_merge_of_1000_host_results_from_four_slices(tmp_path):
         if index == 2:
             res["h0001"] = audit("fail", ["unit_blocks_namespaces"], probe=False)    # re-audited later: fails
         when = WHEN + datetime.timedelta(minutes=index)
-        paths.append(R.write_all(RT.build(res, when), str(tmp_path / ("slice-%d" % index)))["json"])
+        paths.append(report.write_all(report_text.build(res, when), str(tmp_path / ("slice-%d" % index)))["json"])
     listing = tmp_path / "list.txt"
     listing.write_text("\n".join(reversed(paths)) + "\n")      # order of the arguments does not matter
     proc = subprocess.run([sys.executable, "scripts/merge-audit-reports.py", "--from-list", str(listing),
@@ -127,7 +127,7 @@ def test_markdown_summary_first_and_failing_hosts_grouped():
     res = dict(("h%03d" % i, audit()) for i in range(300))
     for i in range(0, 300, 3):
         res["h%03d" % i] = audit("fail", ["unit_blocks_namespaces"], probe=False)
-    md = RT.to_markdown(RT.build(res, WHEN))
+    md = report_text.to_markdown(report_text.build(res, WHEN))
     head, _sep, table = md.partition("## All hosts")
     assert head.index("Gate: **FAILED**") < head.index("| `unit_blocks_namespaces` | error |") \
         < head.index("### `unit_blocks_namespaces`")
@@ -137,7 +137,7 @@ def test_markdown_summary_first_and_failing_hosts_grouped():
 
 def test_html_table_pages_and_details_are_data():
     res = dict(("h%04d" % i, audit()) for i in range(render_html.PAGE_ROWS + 20))
-    page = RT.to_html(RT.build(res, WHEN))
+    page = report_text.to_html(report_text.build(res, WHEN))
     assert page.count("<tr data-verdict=") == render_html.PAGE_ROWS + 20
     assert page.count(" hidden><td>") == 20                     # laid out only when asked for
     data = json.loads(page.split('<script type="application/json" id="data">')[1].split("</script>")[0])
@@ -180,14 +180,14 @@ def test_each_host_is_reduced_once_and_its_row_and_testcases_made_once(monkeypat
             calls[name] += 1
             return real(*args, **kwargs)
         return wrapper
-    monkeypatch.setattr(R, "from_result", counted(R, "from_result"))
-    doc = RT.build(fleet(), WHEN)
+    monkeypatch.setattr(report, "from_result", counted(report, "from_result"))
+    doc = report_text.build(fleet(), WHEN)
     assert calls["from_result"] == 5
     for module in (render_markdown, render_html):
         monkeypatch.setattr(module, "row", counted(module, "row"))
-    RT.to_markdown(doc)
-    RT.to_html(doc)
+    report_text.to_markdown(doc)
+    report_text.to_html(doc)
     assert calls["row"] == 2 * 5
     monkeypatch.setattr(render_junit, "host_checks", counted(render_junit, "host_checks"))
-    RT.to_junit(doc)
+    report_text.to_junit(doc)
     assert calls["host_checks"] == 5

@@ -3,11 +3,9 @@ a host without Python has its own code, not host_unreachable."""
 import datetime
 import json
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_state as MS
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report as R
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import spool
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import summary as SU
-from helpers import report_text as RT
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_state
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report, spool, summary
+from helpers import report_text
 
 WHEN = datetime.datetime(2026, 11, 30, 6, 0, tzinfo=datetime.timezone.utc)
 
@@ -23,14 +21,14 @@ def failed_probe_but_active_view():
 
 
 def test_reports_label_the_view_and_the_proof():
-    doc = RT.build({"h": failed_probe_but_active_view()}, WHEN)
+    doc = report_text.build({"h": failed_probe_but_active_view()}, WHEN)
     host = doc["hosts"][0]
     assert host["status"]["active"] is True and host["status_view"].startswith("runtime status() as seen by the live")
     assert host["probe"]["view"] == "probe: proven by a real wrapped invocation" and host["probe"]["passed"] is False
-    md = RT.to_markdown(doc)
+    md = report_text.to_markdown(doc)
     assert "| host | verdict | status() view: active | bwrap | service | probe (proven) | monitored | codes |" in md
     assert "| h | FAIL | True |" in md and "| FAILED |" in md
-    page = RT.to_html(doc)
+    page = report_text.to_html(doc)
     assert "status() view: active</th>" in page and "probe (proven)</th>" in page
     assert "(a view, not a proof)" in page and "probe (proven verdict: FAILED)" in page
 
@@ -39,15 +37,15 @@ def test_summaries_label_the_view_and_the_proof():
     probe = {"passed": False, "context": "systemd transient unit x", "checks": [{"name": "only_loopback", "ok": False}],
              "status": {"active": True}, "status_view": "runtime status() as seen by the live process",
              "diagnostics": []}
-    detail = SU.probe_section(probe)["detail"]
+    detail = summary.probe_section(probe)["detail"]
     assert detail.startswith("proven verdict: FAILED") and "(a view, not a proof): active=True" in detail
-    lines = SU.host_summary({"status": {"active": True}, "verdict": "pass"})
+    lines = summary.host_summary({"status": {"active": True}, "verdict": "pass"})
     assert lines[0].startswith("runtime status() as the admin's shell sees it (a view, not the service's")
 
 
 def test_host_without_python_has_its_own_code():
     res = {"failed": True, "code": "host_no_python", "msg": "the host answers, but has no Python"}
-    doc = RT.build({"bare": res, "gone": {"unreachable": True, "msg": "timeout"}}, WHEN)
+    doc = report_text.build({"bare": res, "gone": {"unreachable": True, "msg": "timeout"}}, WHEN)
     bare, gone = doc["hosts"]
     assert [d["code"] for d in bare["diagnostics"]] == ["host_no_python"] and bare["verdict"] == "fail"
     assert "raw" in " ".join(bare["diagnostics"][0]["remediation"])
@@ -61,12 +59,12 @@ def test_enforce_lines_list_each_item():
            "not_healed": [{"what": "ExecStart=/bin/sh -c x", "source": "u:3", "reason": "a drop-in cannot"}],
            "not_relaxed": [{"directive": "RestrictNamespaces", "code": "unit_blocks_namespaces", "reason": "opt-in",
                             "line": "RestrictNamespaces=user"}]}
-    assert SU.enforce_lines(res) == [
+    assert summary.enforce_lines(res) == [
         "healed METNOS_SANDBOX='0' (from manager environment): UnsetEnvironment",
         "relaxed ProcSubset for bwrap (unit_proc_subset_pid): wrote ProcSubset=all",
         "NOT healed ExecStart=/bin/sh -c x (u:3): a drop-in cannot",
         "NOT relaxed RestrictNamespaces (unit_blocks_namespaces): opt-in; the minimum would be RestrictNamespaces=user"]
-    assert SU.enforce_lines({}) == ["nothing to heal"]
+    assert summary.enforce_lines({}) == ["nothing to heal"]
 
 
 def monitored(**mon):
@@ -77,26 +75,26 @@ def monitored(**mon):
 
 def test_reports_say_whether_a_host_is_monitored_and_how_old_its_proof_is():
     proof = {"finished": "2026-11-30T05:48:00+00:00", "age_seconds": 720, "proven": True, "verdict": "pass"}
-    doc = RT.build({"a": monitored(monitored=True, timer={"active": "active"}, proof=proof),
+    doc = report_text.build({"a": monitored(monitored=True, timer={"active": "active"}, proof=proof),
                    "b": monitored(monitored=False, timer={"active": None}, proof=None),
                    "c": monitored(monitored=True, collected=True, stale=False, max_age=3600, proof=proof),
                    "d": monitored(monitored=True, collected=True, stale=True, max_age=600, proof=proof),
                    "e": monitored(monitored=False, timer={"active": "inactive"}, proof=dict(proof, age_seconds=200000)),
                    "f": failed_probe_but_active_view(), "g": {"unreachable": True}}, WHEN)
-    cells = dict((h["host"], MS.monitored_text(h["monitor"])) for h in doc["hosts"])
+    cells = dict((h["host"], monitor_state.monitored_text(h["monitor"])) for h in doc["hosts"])
     assert cells == {"a": "yes, proof 12 min old", "b": "no", "c": "collected: proof 12 min old",
                      "d": "STALE: proof 12 min old (limit 10 min)", "e": "no (timer inactive; last proof 2 d old)",
                      "f": "-", "g": "-"}
-    md = RT.to_markdown(doc)
+    md = report_text.to_markdown(doc)
     assert "| FAILED | yes, proof 12 min old | - |" in md and "| STALE: proof 12 min old (limit 10 min) |" in md
-    page = RT.to_html(doc)
+    page = report_text.to_html(doc)
     assert "monitored</th>" in page and "<td>collected: proof 12 min old</td>" in page
     assert "continuous proof (monitored: yes, proof 12 min old)" in page
-    assert "  3 host(s) monitored by the continuous proof" in R.terminal_summary(doc)
+    assert "  3 host(s) monitored by the continuous proof" in report.terminal_summary(doc)
 
 
 def test_a_hostile_monitor_record_is_reduced_to_its_known_fields():
-    doc = RT.build({"h": monitored(monitored="yes", proof=["x"], timer="<script>", extra={"a": 1})}, WHEN)
+    doc = report_text.build({"h": monitored(monitored="yes", proof=["x"], timer="<script>", extra={"a": 1})}, WHEN)
     assert doc["hosts"][0]["monitor"] == {"monitored": False, "timer": None, "collected": False, "stale": False,
                                           "max_age": None, "proof": None}
 
@@ -107,7 +105,7 @@ def test_a_host_without_a_result_is_not_audited_never_unreachable(tmp_path):
     spool.write_spooled(str(tmp_path), "seen", json.dumps({"failed": True, "code": "audit_result_unframed",
                                                        "context": {"rc": 0, "detail": "banner {", "python": "p"}}))
     assert spool.spooled(str(tmp_path), ["never", "seen"]) == ["seen"]
-    doc = R.build_from_results(spool.read_spooled(str(tmp_path), ["never", "seen"]), WHEN)
+    doc = report.build_from_results(spool.read_spooled(str(tmp_path), ["never", "seen"]), WHEN)
     never, seen = doc["hosts"]
     assert [d["code"] for d in never["diagnostics"]] == ["host_not_audited"] and never["verdict"] == "fail"
     assert [d["code"] for d in seen["diagnostics"]] == ["audit_result_unframed"] and seen["verdict"] == "fail"

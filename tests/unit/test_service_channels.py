@@ -18,8 +18,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.repo
     report,
     summary,
 )
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import env_channels
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env as S
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import env_channels, service_env
 from conftest import adhoc
 
 NOBODY = pwd.getpwnam("nobody")
@@ -56,7 +55,7 @@ def test_a_root_service_is_an_error_with_the_drop_in_and_what_it_changes(tree):
     for user_line in ("", "User=root\n", "User=0\n"):
         params = _unit(tree, "[Service]\n%sStateDirectory=metnos\nReadWritePaths=%s\nExecStart=/usr/bin/true\n"
                        % (user_line, data))
-        found = _codes(S.inspect(params, S.B.default_runner).result, "service_runs_as_root")
+        found = _codes(service_env.inspect(params, service_env.bwrap.default_runner).result, "service_runs_as_root")
         assert len(found) == 1 and found[0]["severity"] == "error", user_line
         diag = found[0]
         assert "10-metnos-user.conf" in " ".join(diag["remediation"])
@@ -65,7 +64,7 @@ def test_a_root_service_is_an_error_with_the_drop_in_and_what_it_changes(tree):
         assert "chown -R <user>: %s" % data in diag["remediation"]
         assert "/var/lib/metnos (StateDirectory=)" in diag["message"] and data in diag["message"]
     params = _unit(tree, "[Service]\nUser=nobody\nExecStart=/usr/bin/true\n")
-    assert not _codes(S.inspect(params, S.B.default_runner).result, "service_runs_as_root")
+    assert not _codes(service_env.inspect(params, service_env.bwrap.default_runner).result, "service_runs_as_root")
 
 
 def test_a_running_root_process_is_an_error_although_the_unit_names_a_user(tree):
@@ -73,11 +72,11 @@ def test_a_running_root_process_is_an_error_although_the_unit_names_a_user(tree)
     restart pending, or a wrapper that never dropped. The kernel's uid of the live process decides
     (mutation: judging only the configuration missed it)."""
     params = _unit(tree, "[Service]\nUser=nobody\nExecStart=/usr/bin/true\n")
-    gathered = S.gather(params, S.B.default_runner)
+    gathered = service_env.gather(params, service_env.bwrap.default_runner)
     proc = subprocess.Popen(["/bin/sleep", "30"], env={"PATH": "/usr/bin:/bin"})
     try:
-        live = S.read_live_environ(proc.pid)
-        res = S.evaluate(S.Evaluation("metnos.service", gathered._replace(live=live), None, None))
+        live = service_env.read_live_environ(proc.pid)
+        res = service_env.evaluate(service_env.Evaluation("metnos.service", gathered._replace(live=live), None, None))
     finally:
         proc.kill()
         proc.wait()
@@ -102,7 +101,7 @@ def test_credentials_agents_and_loaders_are_named_and_their_values_never_shown(t
     params = _unit(tree, "[Service]\nUser=nobody\nEnvironment=GITHUB_TOKEN=%s SSH_AUTH_SOCK=/run/agent.%s\n"
                          "Environment=PYTHONPATH=%s BASH_ENV=/etc/profile LANG=C.UTF-8\n"
                          "EnvironmentFile=/etc/metnos.env\nExecStart=/usr/bin/true\n" % (SECRET, SECRET, shared))
-    res = S.inspect(params, S.B.default_runner).result
+    res = service_env.inspect(params, service_env.bwrap.default_runner).result
     got = dict((d["details"]["name"], (d["code"], d["severity"])) for d in res["diagnostics"]
                if d["code"].startswith("service_env_") and "name" in d.get("details", {}))
     assert got == {"GITHUB_TOKEN": ("service_env_credential", "error"),
@@ -141,13 +140,13 @@ def test_the_live_environment_is_judged_first(tree):
     key and an LD_PRELOAD relative to its working directory. The live names are judged (the relative entry an
     error), the configuration's are not; the value appears nowhere."""
     params = _unit(tree, "[Service]\nUser=nobody\nExecStart=/usr/bin/true\n")
-    gathered = S.gather(params, S.B.default_runner)
+    gathered = service_env.gather(params, service_env.bwrap.default_runner)
     proc = subprocess.Popen(["/bin/sleep", "30"], env={"PATH": "/usr/bin:/bin", "AWS_SECRET_ACCESS_KEY": SECRET,
                                                        "LD_PRELOAD": "lib/evil.so"}, cwd="/",
                             preexec_fn=lambda: (os.setgid(NOBODY.pw_gid), os.setuid(NOBODY.pw_uid)))
     try:
-        live = S.read_live_environ(proc.pid)
-        res = S.evaluate(S.Evaluation("metnos.service", gathered._replace(live=live), None, None))
+        live = service_env.read_live_environ(proc.pid)
+        res = service_env.evaluate(service_env.Evaluation("metnos.service", gathered._replace(live=live), None, None))
     finally:
         proc.kill()
         proc.wait()
@@ -177,7 +176,7 @@ def test_a_start_command_line_quoted_in_a_message_hides_credentials(tree):
     replaced by <redacted> there (mutation: quoting item["value"] as it was leaked the secret)."""
     params = _unit(tree, "[Service]\nUser=nobody\nExecStart=/usr/bin/env GITHUB_TOKEN=%s METNOS_SANDBOX=0 "
                          "/bin/sleep 1\n" % SECRET)
-    res = S.inspect(params, S.B.default_runner).result
+    res = service_env.inspect(params, service_env.bwrap.default_runner).result
     found = _codes(res, "service_execstart_sets_env")
     assert found and "GITHUB_TOKEN=<redacted>" in found[0]["message"]
     assert SECRET not in json.dumps(res)

@@ -3,7 +3,7 @@ runs in tests/system containers); whose failure each is. tests/system/test_blame
 `systemd-analyze exit-status` of real Debian 12 and 13 hosts."""
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import systemd_exit as SX
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import systemd_exit
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -18,35 +18,39 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.serv
     ("code=exited/status=126", ("exited", 126, None)),
 ])
 def test_parse_main(text, expected):
-    assert tuple(SX.parse_main(text)) == expected
+    assert tuple(systemd_exit.parse_main(text)) == expected
 
 
 def test_unreadable_is_none():
-    assert SX.parse_main("") is None and SX.parse_main(None) is None and SX.parse_main("whatever") is None
+    assert systemd_exit.parse_main("") is None and systemd_exit.parse_main(None) is None
+    assert systemd_exit.parse_main("whatever") is None
 
 
 def test_a_systemd_status_before_the_launcher_reported_is_systemds():
-    failure = SX.unit_failure("code=exited/status=203", launcher_reported=False)
+    failure = systemd_exit.unit_failure("code=exited/status=203", launcher_reported=False)
     assert failure["kind"] == "systemd_status" and failure["name"] == "EXEC" and "executing" in failure["meaning"]
-    diag = SX.diagnostic(failure, "metnos")
+    diag = systemd_exit.diagnostic(failure, "metnos")
     assert diag["code"] == "probe_unit_start_failed" and "203/EXEC" in diag["message"]
     assert "bwrap never ran" in diag["message"] and "bwrap exited" not in diag["message"]
 
 
 def test_the_same_status_after_the_launcher_reported_is_the_commands():
-    assert SX.unit_failure("code=exited, status=203/EXEC", launcher_reported=True) is None
-    assert SX.unit_failure("code=exited, status=1/FAILURE", launcher_reported=False) is None    # not systemd's
+    assert systemd_exit.unit_failure("code=exited, status=203/EXEC", launcher_reported=True) is None
+    assert systemd_exit.unit_failure("code=exited, status=1/FAILURE",
+                                     launcher_reported=False) is None    # not systemd's
 
 
 def test_a_signal_before_bwrap_started_is_the_units():
-    failure = SX.unit_failure("code=killed, status=31/SYS", launcher_reported=False)
+    failure = systemd_exit.unit_failure("code=killed, status=31/SYS", launcher_reported=False)
     assert failure["kind"] == "signal_before_bwrap" and failure["name"] == "SYS"
-    diag = SX.diagnostic(failure, "metnos")
+    diag = systemd_exit.diagnostic(failure, "metnos")
     assert diag["code"] == "probe_unit_killed" and "SIGSYS before it started bwrap" in diag["message"]
-    assert SX.unit_failure("code=killed, status=31/SYS", launcher_reported=True) is None
-    assert SX.signal_number("code=killed/status=SYS") == SX.SIGSYS and SX.signal_number("code=exited/status=0") is None
+    assert systemd_exit.unit_failure("code=killed, status=31/SYS", launcher_reported=True) is None
+    assert systemd_exit.signal_number("code=killed/status=SYS") == systemd_exit.SIGSYS
+    assert systemd_exit.signal_number("code=exited/status=0") is None
 
 
 def test_the_table_covers_systemds_range():
-    assert min(SX.EXIT_STATUSES) == 200 and 243 in SX.EXIT_STATUSES and 223 not in SX.EXIT_STATUSES
-    assert SX.EXIT_STATUSES[203] == "EXEC" and SX.EXIT_STATUSES[226] == "NAMESPACE" and SX.EXIT_STATUSES[217] == "USER"
+    statuses = systemd_exit.EXIT_STATUSES
+    assert min(statuses) == 200 and 243 in statuses and 223 not in statuses
+    assert statuses[203] == "EXEC" and statuses[226] == "NAMESPACE" and statuses[217] == "USER"

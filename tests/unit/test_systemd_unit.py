@@ -5,9 +5,11 @@ import os
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import restrictions as RS
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import systemd_unit as U
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import unit_environment as UE
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import (
+    restrictions,
+    systemd_unit,
+    unit_environment,
+)
 from corpus.systemd_units import CORPUS
 
 
@@ -20,8 +22,8 @@ def write(root, rel, text):
 
 
 def env_of(root, unit="metnos.service"):
-    state = U.load_unit(unit, root=str(root))
-    env, prov, problems = UE.compose_environment(state, str(root))
+    state = systemd_unit.load_unit(unit, root=str(root))
+    env, prov, problems = unit_environment.compose_environment(state, str(root))
     return state, env, prov, problems
 
 
@@ -34,16 +36,16 @@ def env_of(root, unit="metnos.service"):
     ('A="mid"dle', ["A=middle"]),
 ])
 def test_split_words_quotes_and_escapes(value, words):
-    assert U.split_words(value) == (words, True)
+    assert systemd_unit.split_words(value) == (words, True)
 
 
 def test_split_words_rejects_unbalanced():
-    assert U.split_words('A="open')[1] is False
-    assert U.split_words('A=bad\\q')[1] is False
+    assert systemd_unit.split_words('A="open')[1] is False
+    assert systemd_unit.split_words('A=bad\\q')[1] is False
 
 
 def test_line_continuation_and_comments():
-    items = U.parse_unit_text("[Service]\nEnvironment=A=1 \\\n# a comment inside\n  B=2\n; x\nUser = svc\n")
+    items = systemd_unit.parse_unit_text("[Service]\nEnvironment=A=1 \\\n# a comment inside\n  B=2\n; x\nUser = svc\n")
     assert items[0][:3] == ("Service", "Environment", "A=1  B=2")
     assert items[1][:3] == ("Service", "User", "svc")
 
@@ -74,13 +76,13 @@ def test_dropin_order_and_masking_across_directories(tmp_path):
     write(tmp_path, "/run/systemd/system/metnos-api.service.d/30-x.conf", "[Service]\nEnvironment=X=run30\n")
     write(tmp_path, "/usr/lib/systemd/system/metnos-.service.d/40-prefix.conf", "[Service]\nEnvironment=Y=prefix\n")
     write(tmp_path, "/etc/systemd/system/service.d/10-all.conf", "[Service]\nEnvironment=Y=all Z=all\n")
-    state = U.load_unit("metnos-api.service", root=str(tmp_path))
+    state = systemd_unit.load_unit("metnos-api.service", root=str(tmp_path))
     names = [os.path.relpath(p, str(tmp_path)) for p in state["dropins"]]
     assert names == ["etc/systemd/system/service.d/10-all.conf",
                      "etc/systemd/system/metnos-api.service.d/20-x.conf",
                      "run/systemd/system/metnos-api.service.d/30-x.conf",
                      "usr/lib/systemd/system/metnos-.service.d/40-prefix.conf"]
-    env, _prov, _p = UE.compose_environment(state, str(tmp_path))
+    env, _prov, _p = unit_environment.compose_environment(state, str(tmp_path))
     assert env["X"] == "run30" and env["Y"] == "prefix" and env["Z"] == "all"
 
 
@@ -88,7 +90,7 @@ def test_etc_fragment_wins_and_alias_symlink(tmp_path):
     write(tmp_path, "/usr/lib/systemd/system/metnos.service", "[Service]\nUser=vendor\n")
     write(tmp_path, "/etc/systemd/system/real.service", "[Service]\nUser=admin\n")
     os.symlink("/etc/systemd/system/real.service", os.path.join(str(tmp_path), "etc/systemd/system/metnos.service"))
-    state = U.load_unit("metnos.service", root=str(tmp_path))
+    state = systemd_unit.load_unit("metnos.service", root=str(tmp_path))
     assert state["settings"]["User"] == "admin"
 
 
@@ -127,25 +129,25 @@ def test_unset_environment_applied_last(tmp_path):
 def test_masked_unit(tmp_path):
     os.makedirs(os.path.join(str(tmp_path), "etc/systemd/system"))
     os.symlink("/dev/null", os.path.join(str(tmp_path), "etc/systemd/system/metnos.service"))
-    assert U.load_unit("metnos.service", root=str(tmp_path))["masked"] is True
+    assert systemd_unit.load_unit("metnos.service", root=str(tmp_path))["masked"] is True
 
 
 def test_not_found(tmp_path):
-    with pytest.raises(U.UnitError):
-        U.load_unit("metnos.service", root=str(tmp_path))
+    with pytest.raises(systemd_unit.UnitError):
+        systemd_unit.load_unit("metnos.service", root=str(tmp_path))
 
 
 def test_manager_default_environment(tmp_path):
     write(tmp_path, "/etc/systemd/system.conf", "[Manager]\nDefaultEnvironment=METNOS_SANDBOX=no \"P=a b\"\n")
-    assert UE.manager_default_environment(str(tmp_path)) == {"METNOS_SANDBOX": "no", "P": "a b"}
+    assert unit_environment.manager_default_environment(str(tmp_path)) == {"METNOS_SANDBOX": "no", "P": "a b"}
 
 
 def test_parse_show_and_state():
-    show = U.parse_show('Environment=A=1 "B=two words" METNOS_SANDBOX=off\n'
-                        "EnvironmentFiles=/etc/metnos/env (ignore_errors=yes)\n"
-                        "EnvironmentFiles=/etc/other (ignore_errors=no)\nRestrictNamespaces=yes\n"
-                        "NeedDaemonReload=yes\nUser=metnos\nUnsetEnvironment=\n")
-    state = U.state_from_show(show)
+    show = systemd_unit.parse_show('Environment=A=1 "B=two words" METNOS_SANDBOX=off\n'
+                                   "EnvironmentFiles=/etc/metnos/env (ignore_errors=yes)\n"
+                                   "EnvironmentFiles=/etc/other (ignore_errors=no)\nRestrictNamespaces=yes\n"
+                                   "NeedDaemonReload=yes\nUser=metnos\nUnsetEnvironment=\n")
+    state = systemd_unit.state_from_show(show)
     assert [e["name"] for e in state["environment"]] == ["A", "B", "METNOS_SANDBOX"]
     assert state["environment"][1]["value"] == "two words"
     assert state["environment_files"] == [
@@ -164,8 +166,8 @@ def test_parse_show_and_state():
     (["user mnt ipc uts net", "~net"], {"net"}),
 ])
 def test_restrict_namespaces_semantics(lines, missing):
-    allowed = RS.allowed_namespaces(lines)
-    assert {n for n in RS.BWRAP_NAMESPACES if n not in allowed} == missing
+    allowed = restrictions.allowed_namespaces(lines)
+    assert {n for n in restrictions.BWRAP_NAMESPACES if n not in allowed} == missing
 
 
 @pytest.mark.parametrize("lines,blocked", [
@@ -177,7 +179,7 @@ def test_restrict_namespaces_semantics(lines, missing):
     (["~unshare:EPERM"], ["unshare"]),
 ])
 def test_syscall_filter_semantics(lines, blocked):
-    assert RS.syscalls_blocked(lines) == blocked
+    assert restrictions.syscalls_blocked(lines) == blocked
 
 
 @pytest.mark.parametrize("name", sorted(CORPUS))
@@ -186,8 +188,8 @@ def test_shared_corpus_offline(tmp_path, name):
     for path, text in case["files"].items():
         write(tmp_path, path, text)
     write(tmp_path, "/etc/systemd/system/metnos-%s.service" % name, case["unit"])
-    state = U.load_unit("metnos-%s.service" % name, root=str(tmp_path))
-    env, _prov, _problems = UE.compose_environment(state, str(tmp_path), {}, "DEFAULT")
+    state = systemd_unit.load_unit("metnos-%s.service" % name, root=str(tmp_path))
+    env, _prov, _problems = unit_environment.compose_environment(state, str(tmp_path), {}, "DEFAULT")
     if env.get("PATH") == "DEFAULT":
         env.pop("PATH")
     assert env == case["expected"]
@@ -200,4 +202,4 @@ def test_shared_corpus_offline(tmp_path, name):
     (["~AF_PACKET"], []),
 ])
 def test_restrict_address_families_semantics(lines, blocked):
-    assert RS.families_blocked(lines) == blocked
+    assert restrictions.families_blocked(lines) == blocked

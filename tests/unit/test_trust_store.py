@@ -10,9 +10,7 @@ import shutil
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap_trust as BT
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import facts as F
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import trust_store as TS
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap_trust, facts, trust_store
 
 BWRAP = "/usr/bin/bwrap"
 pytestmark = pytest.mark.skipif(not (shutil.which("dpkg") and os.path.exists(BWRAP)),
@@ -30,7 +28,7 @@ class Counting(object):
         self.calls.append(" ".join(argv))
         if self.during and argv[:2] == ["dpkg", "--verify"]:
             self.during()
-        return BT.B.default_runner(argv, *args, **kwargs)
+        return bwrap_trust.bwrap.default_runner(argv, *args, **kwargs)
 
 
 def _folders(tmp_path):
@@ -44,8 +42,8 @@ def _folders(tmp_path):
 def _audit(store, db, runner=None):
     """One audit's verification of the packaged bwrap with its own Ledger on the store: (result, commands)."""
     runner = runner or Counting()
-    ledger = BT.Ledger(TS.Store(store, folders=(db,)))
-    return BT.verify(BWRAP, runner, ledger=ledger), runner.calls
+    ledger = bwrap_trust.Ledger(trust_store.Store(store, folders=(db,)))
+    return bwrap_trust.verify(BWRAP, runner, ledger=ledger), runner.calls
 
 
 def test_the_next_audit_reuses_a_packaged_verification_without_asking_dpkg(tmp_path):
@@ -54,13 +52,14 @@ def test_the_next_audit_reuses_a_packaged_verification_without_asking_dpkg(tmp_p
     store = str(tmp_path / "x-3.trust")
     os.chmod(str(tmp_path), 0o700)
     first_calls, second_calls = Counting(), Counting()
-    first = BT.verify(BWRAP, first_calls, ledger=BT.Ledger(TS.Store(store)))
+    first = bwrap_trust.verify(BWRAP, first_calls, ledger=bwrap_trust.Ledger(trust_store.Store(store)))
     assert first["state"] == "packaged" and "dpkg --verify bubblewrap" in first_calls.calls
     st = os.stat(store)
     assert st.st_uid == 0 and st.st_mode & 0o777 == 0o600
-    second = BT.verify(BWRAP, second_calls, ledger=BT.Ledger(TS.Store(store)))
+    second = bwrap_trust.verify(BWRAP, second_calls, ledger=bwrap_trust.Ledger(trust_store.Store(store)))
     assert second == first and second_calls.calls == []
-    assert BT.verify(BWRAP, Counting(), ledger=BT.Ledger()) == first           # no store: the same answer
+    assert bwrap_trust.verify(BWRAP, Counting(),
+                              ledger=bwrap_trust.Ledger()) == first           # no store: the same answer
 
 
 def test_a_changed_package_database_is_asked_again(tmp_path):
@@ -92,7 +91,8 @@ def test_the_packages_own_files_written_in_place_are_asked_again(tmp_path):
 
     def audit():
         runner = Counting()
-        out = BT.verify(BWRAP, runner, ledger=BT.Ledger(TS.Store(store, folders=(db,), package_files=layout)))
+        out = bwrap_trust.verify(BWRAP, runner, ledger=bwrap_trust.Ledger(trust_store.Store(store, folders=(db,),
+                                                                                            package_files=layout)))
         assert out["state"] == "packaged"
         return runner.calls
 
@@ -184,18 +184,18 @@ def test_a_store_anyone_else_could_write_or_of_another_shape_is_ignored(tmp_path
         lambda: os.link(store, os.path.join(folder, "link")),
         lambda: (os.rename(store, store + ".real"), os.symlink(store + ".real", store)),
         lambda: os.chmod(folder, 0o777),
-        lambda: open(store, "a").write(" " * TS.MAX_BYTES),
+        lambda: open(store, "a").write(" " * trust_store.MAX_BYTES),
         lambda: open(store, "w").write("{not json"),
         shape(lambda d: d.update(schema="metnos-sandbox-trust/0")),
         shape(lambda d: d["entries"][0].update(extra=1)),
         shape(lambda d: d["entries"][0].update(ident=[str(i) for i in d["entries"][0]["ident"]])),
         shape(lambda d: d["entries"][0]["package"].update(manager="apk")),
         shape(lambda d: d["entries"][0]["package"].update(name="")),
-        shape(lambda d: d.update(entries=d["entries"] * (TS.MAX_ENTRIES + 1))),
+        shape(lambda d: d.update(entries=d["entries"] * (trust_store.MAX_ENTRIES + 1))),
     ]
     for number, plant in enumerate(plants):
         plant()
-        assert TS.read(store) == [], number
+        assert trust_store.read(store) == [], number
         result, calls = _audit(store, db)
         assert result == first and "dpkg --verify bubblewrap" in calls, number
         for name in os.listdir(folder):                     # undo: a fresh, good store
@@ -209,7 +209,7 @@ def test_a_store_anyone_else_could_write_or_of_another_shape_is_ignored(tmp_path
 def _facts(store, db):
     """One audit's bwrap facts (facts.bwrap_info with its own Ledger on the store): (info, commands)."""
     runner = Counting()
-    info = F.bwrap_info(BWRAP, runner, ledger=BT.Ledger(TS.Store(store, folders=(db,))))
+    info = facts.bwrap_info(BWRAP, runner, ledger=bwrap_trust.Ledger(trust_store.Store(store, folders=(db,))))
     return info, runner.calls
 
 
@@ -218,7 +218,7 @@ def test_the_answers_to_version_and_help_are_kept_with_the_verification(tmp_path
     package database changes they are asked again (with the verification); answers that do not parse as
     bwrap's (a planted entry) refuse the whole store. The facts without any store are the same too."""
     store, db = _folders(tmp_path)
-    alone = F.bwrap_info(BWRAP, Counting())
+    alone = facts.bwrap_info(BWRAP, Counting())
     first, calls = _facts(store, db)
     assert "%s --version" % BWRAP in calls and "%s --help" % BWRAP in calls
     assert first == alone and first["version"] and "--bind-fd" in first["features"]
@@ -236,7 +236,7 @@ def test_the_answers_to_version_and_help_are_kept_with_the_verification(tmp_path
         doc = json.loads(json.dumps(good))
         doc["entries"][0]["answers"] = answers
         _rewrite(store, doc)
-        assert TS.read(store) == [], answers
+        assert trust_store.read(store) == [], answers
         again, calls = _facts(store, db)
         assert again == first and "%s --help" % BWRAP in calls, answers
 
@@ -251,7 +251,7 @@ def test_answers_of_a_failed_command_are_not_kept(tmp_path):
             out = Counting.__call__(self, argv, *args, **kwargs)
             return (1,) + tuple(out[1:]) if argv[1:] == ["--help"] else out
 
-    F.bwrap_info(BWRAP, HelpFails(), ledger=BT.Ledger(TS.Store(store, folders=(db,))))
+    facts.bwrap_info(BWRAP, HelpFails(), ledger=bwrap_trust.Ledger(trust_store.Store(store, folders=(db,))))
     assert _entry(store)["entries"][0]["answers"] is None
     _info, calls = _facts(store, db)
     assert "%s --version" % BWRAP in calls and "%s --help" % BWRAP in calls and "dpkg --verify bubblewrap" not in calls
@@ -269,7 +269,7 @@ def test_answers_of_a_file_that_changed_meanwhile_are_not_kept(tmp_path):
                 os.utime(BWRAP, ns=(st.st_atime_ns, st.st_mtime_ns))
             return Counting.__call__(self, argv, *args, **kwargs)
 
-    F.bwrap_info(BWRAP, Touching(), ledger=BT.Ledger(TS.Store(store, folders=(db,))))
+    facts.bwrap_info(BWRAP, Touching(), ledger=bwrap_trust.Ledger(trust_store.Store(store, folders=(db,))))
     assert all(e["answers"] is None for e in _entry(store)["entries"])
 
 
@@ -280,7 +280,7 @@ def test_only_packaged_verifications_are_kept_and_only_by_root(tmp_path):
     shutil.copy(BWRAP, copy)
     for _audit_number in range(2):
         runner = Counting()
-        out = BT.verify(copy, runner, ledger=BT.Ledger(TS.Store(store, folders=(db,))))
+        out = bwrap_trust.verify(copy, runner, ledger=bwrap_trust.Ledger(trust_store.Store(store, folders=(db,))))
         assert out["state"] == "unpackaged" and runner.calls
     assert not os.path.exists(store)
 
@@ -289,7 +289,7 @@ def test_database_state_moves_with_every_entry_and_stays_when_nothing_moves(tmp_
     db = tmp_path / "db"
     db.mkdir()
     (db / "status").write_text("a")
-    state = TS.database_state((str(db), str(tmp_path / "absent")))
-    assert state == TS.database_state((str(db),)) and len(state) == 64
+    state = trust_store.database_state((str(db), str(tmp_path / "absent")))
+    assert state == trust_store.database_state((str(db),)) and len(state) == 64
     (db / "info").mkdir()
-    assert TS.database_state((str(db),)) != state
+    assert trust_store.database_state((str(db),)) != state

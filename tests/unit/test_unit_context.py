@@ -4,37 +4,42 @@ import os
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import runners as RUN
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import context_deny as CD
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import unit_context as UC
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import unit_preflight as UP
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import runners
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import (
+    context_deny,
+    unit_context,
+    unit_preflight,
+)
 
 
 def items(text, path="/etc/systemd/system/m.service"):
-    return UC.read_assignments([path], read=lambda _p: text)[0]
+    return unit_context.read_assignments([path], read=lambda _p: text)[0]
 
 
 def test_every_directive_is_carried_but_the_deny_list():
-    plan = UC.plan(items("[Unit]\nDescription=x\nAfter=net.target\nJoinsNamespaceOf=a.service\n[Service]\n"
-                         "Type=notify\nExecStart=/bin/x\nUser=metnos\nRestrictAddressFamilies=AF_UNIX\n"
-                         "FutureDirective=yes\nKillMode=process\nStateDirectory=m\n[Install]\nWantedBy=multi-user.target\n"))
-    assert UC.directives(plan) == ["JoinsNamespaceOf", "User", "RestrictAddressFamilies", "FutureDirective"]
+    plan = unit_context.plan(items("[Unit]\nDescription=x\nAfter=net.target\nJoinsNamespaceOf=a.service\n[Service]\n"
+                                   "Type=notify\nExecStart=/bin/x\nUser=metnos\nRestrictAddressFamilies=AF_UNIX\n"
+                                   "FutureDirective=yes\nKillMode=process\nStateDirectory=m\n[Install]\n"
+                                   "WantedBy=multi-user.target\n"))
+    assert unit_context.directives(plan) == ["JoinsNamespaceOf", "User", "RestrictAddressFamilies", "FutureDirective"]
     assert [e["directive"] for e in plan["excluded"]] == ["ExecStart", "KillMode", "Type"]
-    assert [(n["directive"], n["category"]) for n in plan["not_carried"]] == [("StateDirectory", CD.SIDE_EFFECT)]
+    assert [(n["directive"], n["category"]) for n in plan["not_carried"]] == [("StateDirectory",
+                                                                               context_deny.SIDE_EFFECT)]
     assert plan["assignments"][1] == ["User", "metnos", "/etc/systemd/system/m.service:8"]
 
 
 def test_order_and_resets_are_kept():
-    plan = UC.plan(items("[Service]\nSystemCallFilter=@system-service\nSystemCallFilter=\n"
-                         "SystemCallFilter=~@mount\n"))
+    plan = unit_context.plan(items("[Service]\nSystemCallFilter=@system-service\nSystemCallFilter=\n"
+                                   "SystemCallFilter=~@mount\n"))
     assert [a[1] for a in plan["assignments"]] == ["@system-service", "", "~@mount"]
 
 
 def test_specifiers_are_expanded_for_the_service_and_unknown_ones_named():
-    table = UC.specifier_table("metnos@a\\x2db-c.service", fragment="/etc/systemd/system/metnos@.service")
+    table = unit_context.specifier_table("metnos@a\\x2db-c.service", fragment="/etc/systemd/system/metnos@.service")
     assert table["n"] == "metnos@a\\x2db-c.service" and table["i"] == "a\\x2db-c" and table["I"] == "a-b/c"
     assert table["p"] == "metnos" and table["t"] == "/run" and table["h"] == "/root" and table["%"] == "%"
-    plan = UC.plan(items("[Service]\nEnvironment=U=%n P=100%%\nWorkingDirectory=/srv/%i\nBindPaths=/x/%Q\n"), table)
+    plan = unit_context.plan(items("[Service]\nEnvironment=U=%n P=100%%\nWorkingDirectory=/srv/%i\nBindPaths=/x/%Q\n"),
+                             table)
     assert plan["assignments"][0][1] == "U=metnos@a\\x2db-c.service P=100%"
     assert plan["assignments"][1][1] == "/srv/a\\x2db-c"
     assert [n["directive"] for n in plan["not_carried"]] == ["BindPaths"] and "%Q" in plan["not_carried"][0]["reason"]
@@ -51,7 +56,7 @@ def test_specifiers_are_expanded_for_the_service_and_unknown_ones_named():
 ])
 def test_a_refusal_names_its_directive(stderr, expected):
     keys = ["PrivateBPF", "PrivateTmp", "StandardInputText", "Personality", "SetCredential", "BindPaths", "User"]
-    assert UP.rejected_directive(stderr, keys) == expected
+    assert unit_preflight.rejected_directive(stderr, keys) == expected
 
 
 class FakeSystemd(object):
@@ -80,7 +85,7 @@ class FakeSystemd(object):
 def test_refused_directives_are_retried_without_and_named():
     fake = FakeSystemd(refuse_named=("Foo",), refuse_silent=("Bar",), shown={"User": "metnos"})
     show = {"FragmentPath": "/u", "User": "metnos"}
-    ctx = UP.build(show, fake, "m.service", read=lambda _p: "[Service]\nUser=metnos\nFoo=1\nBar=2\nBaz=3\n")
+    ctx = unit_preflight.build(show, fake, "m.service", read=lambda _p: "[Service]\nUser=metnos\nFoo=1\nBar=2\nBaz=3\n")
     assert ctx["carried"] == ["User", "Baz"]
     assert [n["directive"] for n in ctx["not_carried"]] == ["Foo", "Bar"]
     assert "Unknown assignment" in ctx["not_carried"][0]["reason"]
@@ -99,8 +104,8 @@ def test_a_difference_is_retried_in_the_form_show_prints_it():
             return rc
     fake = Merging()
     service = {"FragmentPath": "/u", "CapabilityBoundingSet": "cap_net_admin"}
-    ctx = UP.build(service, fake, "m.service",
-                   read=lambda _p: "[Service]\nCapabilityBoundingSet=CAP_NET_ADMIN CAP_CHOWN\n"
+    ctx = unit_preflight.build(service, fake, "m.service",
+                               read=lambda _p: "[Service]\nCapabilityBoundingSet=CAP_NET_ADMIN CAP_CHOWN\n"
                                    "CapabilityBoundingSet=~CAP_CHOWN\n")
     assert ctx["differences"] == [] and ctx["confidence"] == "full"
     assert [a[:2] for a in ctx["assignments"]] == [["CapabilityBoundingSet", "cap_net_admin"]]
@@ -114,7 +119,7 @@ def test_a_difference_is_retried_in_the_form_show_prints_it():
     ("PrivateTmpEx", {"PrivateTmpEx": "disconnected"}, ["PrivateTmpEx", "disconnected"]),
 ])
 def test_show_form_to_assignment(prop, show, expected):
-    assert UC.show_assignment(prop, show) == expected
+    assert unit_context.show_assignment(prop, show) == expected
 
 
 def test_compare_ignores_identity_state_and_lifecycle_only():
@@ -122,22 +127,23 @@ def test_compare_ignores_identity_state_and_lifecycle_only():
          "NewProperty257": "1"}
     b = {"Id": "b.service", "MainPID": "0", "ActiveEnterTimestamp": "y", "KillMode": "control-group",
          "UMask": "0077"}
-    assert [d["property"] for d in UC.compare(a, b)] == ["NewProperty257", "UMask"]
+    assert [d["property"] for d in unit_context.compare(a, b)] == ["NewProperty257", "UMask"]
     sets = {"IPAddressDeny": "0.0.0.0/0 ::/0", "RestrictAddressFamilies": "~AF_NETLINK AF_PACKET", "BindPaths": "/a /b"}
-    assert UC.compare(sets, {"IPAddressDeny": "::/0 0.0.0.0/0", "RestrictAddressFamilies": "~AF_PACKET AF_NETLINK",
-                             "BindPaths": "/a /b"}) == []
-    assert [d["property"] for d in UC.compare(sets, {"IPAddressDeny": "::/0", "RestrictAddressFamilies":
-                                                     "AF_PACKET AF_NETLINK", "BindPaths": "/b /a"})] == [
+    assert unit_context.compare(sets, {"IPAddressDeny": "::/0 0.0.0.0/0",
+                                       "RestrictAddressFamilies": "~AF_PACKET AF_NETLINK",
+                                       "BindPaths": "/a /b"}) == []
+    assert [d["property"] for d in unit_context.compare(sets, {"IPAddressDeny": "::/0", "RestrictAddressFamilies":
+                                                               "AF_PACKET AF_NETLINK", "BindPaths": "/b /a"})] == [
         "BindPaths", "IPAddressDeny", "RestrictAddressFamilies"]          # order kept where it means something
 
 
 def test_probe_argv_carries_the_context_and_no_setenv():
     ctx = {"assignments": [["User", "metnos", "u:2"], ["RestrictAddressFamilies", "AF_UNIX", "u:3"]]}
-    argv = RUN.systemd_run_argv("metnos-probe-x", {"name": "other"}, ctx, {}, 30)
+    argv = runners.systemd_run_argv("metnos-probe-x", {"name": "other"}, ctx, {}, 30)
     assert "User=metnos" in argv and "User=other" not in argv
     assert argv[argv.index("RestrictAddressFamilies=AF_UNIX") - 1] == "-p"
     assert not any(a.startswith("--setenv") for a in argv)
-    bare = RUN.systemd_run_argv("metnos-probe-y", {"name": "metnos"}, {}, {"PATH": "/usr/bin"}, 30)
+    bare = runners.systemd_run_argv("metnos-probe-y", {"name": "metnos"}, {}, {"PATH": "/usr/bin"}, 30)
     assert "User=metnos" in bare and "--setenv=PATH=/usr/bin" in bare
 
 
@@ -147,7 +153,7 @@ def test_an_unreadable_unit_file_is_named_not_skipped():
             raise OSError(13, "Permission denied")
         return "[Service]\nUser=metnos\n"
     show = {"FragmentPath": "/u", "DropInPaths": "/run/systemd/system/m.service.d/50-x.conf", "User": "metnos"}
-    ctx = UP.build(show, FakeSystemd(shown={"User": "metnos"}), "m.service", read=read)
+    ctx = unit_preflight.build(show, FakeSystemd(shown={"User": "metnos"}), "m.service", read=read)
     assert ctx["confidence"] == "reduced"
     assert ctx["not_carried"][0]["reason"] == "the unit file could not be read: Permission denied"
 
@@ -155,22 +161,24 @@ def test_an_unreadable_unit_file_is_named_not_skipped():
 def test_directories_of_a_static_user_are_carried_as_their_mounts():
     text = "[Service]\nUser=metnos\nStateDirectory=metnos metnos/sub\nRuntimeDirectory=metnos\nRuntimeDirectory=\n" \
            "CacheDirectory=../x\nConfigurationDirectory=metnos\n"
-    plan = UC.plan(items(text), static_user=True)
+    plan = unit_context.plan(items(text), static_user=True)
     assert [a[:2] for a in plan["assignments"]][1:] == [["ReadWritePaths", "-/var/lib/metnos -/var/lib/metnos/sub"]]
     assert [c["directive"] for c in plan["carried_as"]] == ["StateDirectory"]          # RuntimeDirectory was reset
     assert [n["directive"] for n in plan["not_carried"]] == ["CacheDirectory", "ConfigurationDirectory"]
-    dynamic = UC.plan(items(text.replace("User=metnos", "DynamicUser=yes")), static_user=True)
+    dynamic = unit_context.plan(items(text.replace("User=metnos", "DynamicUser=yes")), static_user=True)
     assert sorted(n["directive"] for n in dynamic["not_carried"]) == ["CacheDirectory", "ConfigurationDirectory",
                                                                       "StateDirectory"]
     diffs = [{"property": "ReadWritePaths", "service": "/srv", "probe": "/srv -/var/lib/metnos -/var/lib/metnos/sub"}]
-    assert UP._expected_mounts(diffs, plan) == []
-    assert UP._expected_mounts([dict(diffs[0], probe="-/var/lib/metnos")], plan) != []      # /srv lost: reported
+    assert unit_preflight.expected_mounts(diffs, plan) == []
+    assert unit_preflight.expected_mounts([dict(diffs[0], probe="-/var/lib/metnos")],
+                                          plan) != []      # /srv lost: reported
 
 
 def test_own_programs_stay_executable_only_where_the_unit_restricts_execution():
     a = [["NoExecPaths", "/", "u:1"], ["ExecPaths", "/usr/lib /lib", "u:2"]]
-    assert UC.own_exec_paths(a, ["/bin/sh"]) == ["-p", "ExecPaths=%s" % os.path.realpath("/bin/sh")]
-    assert UC.own_exec_paths([["ExecPaths", "/usr/lib", "u:1"]], ["/bin/sh"]) == []
-    assert UC.own_exec_paths(a + [["NoExecPaths", "", "u:3"]], ["/bin/sh"]) == []          # reset
+    assert unit_context.own_exec_paths(a, ["/bin/sh"]) == ["-p", "ExecPaths=%s" % os.path.realpath("/bin/sh")]
+    assert unit_context.own_exec_paths([["ExecPaths", "/usr/lib", "u:1"]], ["/bin/sh"]) == []
+    assert unit_context.own_exec_paths(a + [["NoExecPaths", "", "u:3"]], ["/bin/sh"]) == []          # reset
     covered = a + [["ExecPaths", "-%s" % os.path.dirname(os.path.realpath("/bin/sh")), "u:3"]]
-    assert UC.own_exec_paths(covered, ["/bin/sh"]) == []                                   # ExecPaths= names it
+    assert unit_context.own_exec_paths(covered,
+                                       ["/bin/sh"]) == []                                   # ExecPaths= names it

@@ -7,9 +7,8 @@ import os
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import restrictions as RS
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import systemd_unit as U
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import restrictions, systemd_unit
 from helpers import faces
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -23,9 +22,9 @@ def _gen():
 
 
 def _errors(row, bwrap_version):
-    settings = U.settings_from_text("[Service]\n%s\n" % "\n".join(row["lines"]))
-    return [d for d in RS.restriction_diagnostics(settings, "metnos.service", {"version": bwrap_version})
-            if d["severity"] == D.ERROR]
+    settings = systemd_unit.settings_from_text("[Service]\n%s\n" % "\n".join(row["lines"]))
+    return [d for d in restrictions.restriction_diagnostics(settings, "metnos.service", {"version": bwrap_version})
+            if d["severity"] == diagnostics.ERROR]
 
 
 def test_measured_on_both_releases():
@@ -37,8 +36,8 @@ def test_measured_on_both_releases():
 @pytest.mark.parametrize("release,bwrap,row", [r for r in ROWS if r[2]["verdict"] == "breaks"],
                          ids=lambda v: v if isinstance(v, str) else None)
 def test_every_breaking_directive_has_a_code_the_offline_check_finds(release, bwrap, row):
-    code = RS.DIRECTIVE_CODES.get(row["directive"])
-    assert code and code == row["code"] and code in D.REGISTRY, (release, row["row"])
+    code = restrictions.DIRECTIVE_CODES.get(row["directive"])
+    assert code and code == row["code"] and code in diagnostics.REGISTRY, (release, row["row"])
     found = _errors(row, bwrap)
     assert [d["code"] for d in found] == [code], (release, row["row"], found)
     assert found[0]["details"]["directive"] == row["directive"]
@@ -52,9 +51,9 @@ def test_no_error_for_a_directive_measured_to_work(release, bwrap, row):
 
 def test_every_code_matches_a_measured_break_or_a_documented_condition():
     breaking = set(r["code"] for _rel, _bw, r in ROWS if r["verdict"] == "breaks")
-    assert set(RS.DIRECTIVE_CODES.values()) == breaking
-    for code, (directive, condition) in RS.CONDITIONAL_CODES.items():
-        assert code in D.REGISTRY and directive and condition
+    assert set(restrictions.DIRECTIVE_CODES.values()) == breaking
+    for code, (directive, condition) in restrictions.CONDITIONAL_CODES.items():
+        assert code in diagnostics.REGISTRY and directive and condition
 
 
 def test_not_measurable_is_never_reported_as_working():

@@ -5,13 +5,12 @@ import datetime
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import profile_states as PS
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import verdicts as V
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor as MON
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import record
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import summary as SU
-from helpers import report_text as RT
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import profile_states
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import verdicts as base_verdicts
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import record, summary
+from helpers import report_text
 
 WHEN = datetime.datetime(2026, 12, 6, 6, 0, tzinfo=datetime.timezone.utc)
 
@@ -27,26 +26,27 @@ WHEN = datetime.datetime(2026, 12, 6, 6, 0, tzinfo=datetime.timezone.utc)
     (["host_no_python"], None, "fail"),
 ])
 def test_the_one_verdict(codes, probe, want):
-    findings = [D.make(code, severity=D.spec(code).severity) if code != "host_unreachable" else
-                D.make(code, host="h", why="unreachable") for code in codes]
-    assert V.verdict(findings, probe) == want
+    findings = [diagnostics.make(code, severity=diagnostics.spec(code).severity) if code != "host_unreachable" else
+                diagnostics.make(code, host="h", why="unreachable") for code in codes]
+    assert base_verdicts.verdict(findings, probe) == want
 
 
 def test_every_manifest_state_is_a_finding_with_its_own_code():
     entries = [{"executor": "a", "state": "in_sync", "path": "/p/a.args"},
-               dict(PS.describe_drift(["bwrap", "--ro-bind", "/x", "/x", "--", "py"], ["bwrap", "--", "py"]),
+               dict(profile_states.describe_drift(["bwrap", "--ro-bind", "/x", "/x", "--", "py"], ["bwrap", "--",
+                                                                                                   "py"]),
                     executor="b", state="drift", path="/p/b.args"),
                {"executor": "c", "state": "missing", "path": "/p/c.args"},
                {"executor": "d", "state": "refused", "refusal": "capability_unknown", "message": "d: unknown"},
                {"executor": None, "state": "error", "message": "host.writable_roots must be absolute"}]
-    found = PS.findings(entries)
+    found = profile_states.findings(entries)
     assert [d["code"] for d in found] == ["profile_in_sync", "profile_drift", "profile_missing", "profile_refused",
                                           "profile_context_error"]
     assert [d["severity"] for d in found] == ["info", "error", "warning", "error", "error"]
     assert found[3]["message"] == "d: the manifest is refused (capability_unknown): d: unknown"
-    assert V.verdict(found) == "fail"
+    assert base_verdicts.verdict(found) == "fail"
     with pytest.raises(KeyError):          # a state without its code is a defect, never dropped
-        PS.findings([{"executor": "e", "state": "something_new"}])
+        profile_states.findings([{"executor": "e", "state": "something_new"}])
 
 
 def test_drift_is_told_as_mounts_with_their_modes():
@@ -54,15 +54,16 @@ def test_drift_is_told_as_mounts_with_their_modes():
                "/var/log", "--unshare-net", "--", "python3", "main.py"]
     want = ["bwrap", "--ro-bind", "/usr", "/usr", "--ro-bind", "/srv/notes", "/srv/notes", "--ro-bind", "/etc/x",
             "/etc/x", "--tmpfs", "/tmp", "--", "python3", "main.py"]
-    change = PS.describe_drift(want, on_disk)
+    change = profile_states.describe_drift(want, on_disk)
     assert change["mounts"]["added"] == [{"path": "/etc/x", "mode": "ro", "source": "/etc/x"},
                                          {"path": "/tmp", "mode": "tmpfs", "source": None}]
     assert change["mounts"]["removed"] == [{"path": "/var/log", "mode": "ro", "source": "/var/log"}]
     assert change["mounts"]["changed"] == [{"path": "/srv/notes", "was": {"mode": "rw", "source": "/srv/notes"},
                                             "now": {"mode": "ro", "source": "/srv/notes"}}]
     assert change["options"] == {"added": [], "removed": ["--unshare-net"]} and change["command_changed"] is False
-    assert PS.drift_text(change) == ("mount added /etc/x (ro); mount added /tmp (tmpfs); mount removed /var/log (ro); "
-                                     "mount changed /srv/notes: rw -> ro; option removed --unshare-net")
+    assert profile_states.drift_text(change) == (
+        "mount added /etc/x (ro); mount added /tmp (tmpfs); mount removed /var/log (ro); "
+        "mount changed /srv/notes: rw -> ro; option removed --unshare-net")
 
 
 def test_the_report_decides_each_verdict_once_from_every_finding():
@@ -74,38 +75,41 @@ def test_the_report_decides_each_verdict_once_from_every_finding():
                                                                           "revision": revision}},
                                 "userns": {}, "diagnostics": []},
                 "service": None, "profiles": [], "probe": {"passed": probe, "checks": []},
-                "diagnostics": [D.make("running_in_container", container="podman")]}
-    doc = RT.build({"a": host("1"), "b": host("1"), "c": host("2"), "d": host("1", probe=False)}, WHEN)
+                "diagnostics": [diagnostics.make("running_in_container", container="podman")]}
+    doc = report_text.build({"a": host("1"), "b": host("1"), "c": host("2"), "d": host("1", probe=False)}, WHEN)
     verdicts = dict((h["host"], h["verdict"]) for h in doc["hosts"])
     assert verdicts == {"a": "pass", "b": "pass", "c": "warn", "d": "fail"}
     assert all(h["verdict"] == record.verdict_of(h) for h in doc["hosts"])
-    md = RT.to_markdown(doc)
+    md = report_text.to_markdown(doc)
     assert "| c | WARN |" in md and "| d | FAIL |" in md
     assert "`running_in_container`" in md          # the info finding the terminal summary shows
-    assert 'data-verdict="warn"' in RT.to_html(doc)
+    assert 'data-verdict="warn"' in report_text.to_html(doc)
     assert doc["gate"]["failing_hosts"] == 1
 
 
 def test_the_monitor_and_the_summary_ask_the_same_function():
-    result = {"diagnostics": [D.make("bwrap_package_drift", majority="1", host="h", revision="2", majority_hosts=2,
-                                     hosts=3)], "probe": {"passed": True}}
-    assert MON.judge(result, []) == (True, "warn")
-    section = SU.probe_section({"passed": True, "checks": [], "diagnostics": result["diagnostics"]})
+    result = {"diagnostics": [diagnostics.make("bwrap_package_drift", majority="1", host="h", revision="2",
+                                               majority_hosts=2,
+                                               hosts=3)], "probe": {"passed": True}}
+    assert monitor.judge(result, []) == (True, "warn")
+    section = summary.probe_section({"passed": True, "checks": [], "diagnostics": result["diagnostics"]})
     assert section["verdict"] == "warn"
-    lines = SU.host_summary({"status": {}, "diagnostics": [], "verdict": "pass", "userns": {}},
-                            [section, SU.profiles_section([{"executor": "x", "decision": "refused",
-                                                            "refusal": "capability_unknown",
-                                                            "diagnostics": [D.make("capability_unknown", field="c",
-                                                                                   value="'x'", wording="refused",
-                                                                                   fill={"expected": "y"})]}])])
+    refused = diagnostics.make("capability_unknown", field="c", value="'x'", wording="refused",
+                               fill={"expected": "y"})
+    lines = summary.host_summary({"status": {}, "diagnostics": [], "verdict": "pass", "userns": {}},
+                                 [section, summary.profiles_section([{"executor": "x", "decision": "refused",
+                                                                      "refusal": "capability_unknown",
+                                                                      "diagnostics": [refused]}])])
     assert lines[-1] == "verdict: FAIL"
     assert any("profile_refused" in line for line in lines)
 
 
 def test_the_roles_results_each_have_a_state():
-    entries = PS.role_entries([{"skipped": True}, {"executor": "a", "decision": "wrapped", "files": ["/p/a.args"]},
-                               {"executor": "b", "decision": "refused", "refusal": "capability_unknown",
-                                "diagnostics": []},
-                               {"failed": True, "msg": "host.writable_roots must be absolute"}])
+    entries = profile_states.role_entries([{"skipped": True}, {"executor": "a", "decision": "wrapped",
+                                                               "files": ["/p/a.args"]},
+                                           {"executor": "b", "decision": "refused", "refusal": "capability_unknown",
+                                            "diagnostics": []},
+                                           {"failed": True, "msg": "host.writable_roots must be absolute"}])
     assert [e["state"] for e in entries] == ["in_sync", "refused", "error"]
-    assert [d["code"] for d in PS.findings(entries)] == ["profile_in_sync", "profile_refused", "profile_context_error"]
+    assert [d["code"] for d in profile_states.findings(entries)] == ["profile_in_sync", "profile_refused",
+                                                                     "profile_context_error"]

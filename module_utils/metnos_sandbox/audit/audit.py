@@ -20,27 +20,19 @@ import resource
 import time
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, cast
 
-from ..base import diagnostics as D
-from ..base import envflags
-from ..base import verdicts as V
+from ..base import diagnostics as base_diagnostics
+from ..base import envflags, verdicts
 from ..base.records import Shape
-from ..host import bwrap as B
-from ..host import bwrap_trust as BT
-from ..host import facts as F
-from ..host import trust_store as TS
-from ..options import spec as O
-from ..probe import probe as PR
-from ..profile import host_context as HC
-from ..profile import host_layout as HL
-from ..profile import profile as P
-from ..profile import python_roots as PYR
-from ..profile import store as ST
-from ..service import service_env as S
-from . import containment
-from . import monitor_state as MS
-from . import profile_states as PS
+from ..host import bwrap, bwrap_trust
+from ..host import facts as host_facts
+from ..host import trust_store as host_trust_store
+from ..options import spec
+from ..probe import probe as probe_probe
+from ..profile import host_context, host_layout, profile, python_roots, store
+from ..service import service_env
+from . import containment, monitor_state, profile_states
 
-SCHEMA = MS.AUDIT_SCHEMA     # one spelling: monitor_state checks collected results against it
+SCHEMA = monitor_state.AUDIT_SCHEMA     # one spelling: monitor_state checks collected results against it
 
 
 class HostResult(Shape, total=False):
@@ -51,10 +43,10 @@ class HostResult(Shape, total=False):
     hostname: str
     monitor: Dict[str, Any]                      # monitor_state.describe(): the continuous proof of the host
     bwrap_facts: Dict[str, Any]                  # facts.gather()
-    service: Optional[S.ServiceResult]           # None without a unit (or when it is not there)
+    service: Optional[service_env.ServiceResult]           # None without a unit (or when it is not there)
     profiles: List[Dict[str, Any]]               # profile_drift(): each manifest's state
-    probe: Optional[PR.ProbeResult]              # None when the probe is off
-    diagnostics: List[D.Diagnostic]              # every finding once, most severe first
+    probe: Optional[probe_probe.ProbeResult]              # None when the probe is off
+    diagnostics: List[base_diagnostics.Diagnostic]              # every finding once, most severe first
     verdict: str                                 # pass, warn or fail
     duration: float                              # seconds
     cpu: float                                   # cpu_seconds()
@@ -63,25 +55,25 @@ class HostResult(Shape, total=False):
 
 
 def profile_drift(manifests: Optional[Iterable[Any]], host_over: Optional[Dict[str, Any]], profile_dir: str,
-                  status: envflags.Status, runner: B.Runner = B.default_runner) -> List[Dict[str, Any]]:
+                  status: envflags.Status, runner: bwrap.Runner = bwrap.default_runner) -> List[Dict[str, Any]]:
     """Render each manifest now (as sandbox_profile does) and compare with <profile_dir>/<executor>.args."""
     out: List[Dict[str, Any]] = []
     if not manifests:
         return out
     try:
-        host = HC.HostContext(PYR.with_python_roots(host_over, runner))
-    except HL.ContextError as exc:
+        host = host_context.HostContext(python_roots.with_python_roots(host_over, runner))
+    except host_layout.ContextError as exc:
         return [{"executor": None, "state": "error", "message": str(exc)}]
     for source in manifests or []:
-        prof = P.render_safe(source, host, {}, status)
+        prof = profile.render_safe(source, host, {}, status)
         name = prof.get("executor")
         entry: Dict[str, Any] = {"executor": name, "decision": prof["decision"]}
         if prof["decision"] == "refused":
-            entry.update(state="refused", refusal=prof["refusal"], message=PS.refusal_reason(prof))
+            entry.update(state="refused", refusal=prof["refusal"], message=profile_states.refusal_reason(prof))
             out.append(entry)
             continue
-        path = ST.paths(profile_dir, name)[0]
-        on_disk = ST.read_args(profile_dir, cast(str, name))     # the one reader of the profile format
+        path = store.paths(profile_dir, name)[0]
+        on_disk = store.read_args(profile_dir, cast(str, name))     # the one reader of the profile format
         if on_disk is None:
             entry.update(state="missing", path=path)
             out.append(entry)
@@ -90,41 +82,44 @@ def profile_drift(manifests: Optional[Iterable[Any]], host_over: Optional[Dict[s
         if on_disk == want:
             entry.update(state="in_sync", path=path)
         else:       # told as mounts added, removed or changed (with their modes), not as argv words
-            entry.update(PS.describe_drift(want, on_disk), state="drift", path=path)
+            entry.update(profile_states.describe_drift(want, on_disk), state="drift", path=path)
         out.append(entry)
     return out
 
 
-def drift_diagnostics(drift: Iterable[Mapping[str, Any]]) -> List[D.Diagnostic]:
+def drift_diagnostics(drift: Iterable[Mapping[str, Any]]) -> List[base_diagnostics.Diagnostic]:
     """One finding per manifest, whatever its state (profile_states.findings: refused and error included)."""
-    return PS.findings(drift)
+    return profile_states.findings(drift)
 
 
-def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner,
+def audit_host(params: Mapping[str, Any], runner: bwrap.Runner = bwrap.default_runner,
                trust_store: Optional[str] = None) -> HostResult:
     """The whole per-host audit. ``params``: the options of metnos_audit (options.AUDIT: unit, scope, user,
     manifests (list of mappings), host (overrides), profile_dir, probe (bool), timeout, smoke_user), each
     missing one at its default. ``trust_store``: the file keeping bwrap verifications from one audit to the
     next (host/trust_store.py; the payload's bootstrap names it beside the compiled core), None for none."""
-    params = O.with_defaults(O.AUDIT, params)
+    params = spec.with_defaults(spec.AUDIT, params)
     system = os.uname().sysname
     if system != "Linux":     # the Linux checks do not apply on another kernel: the record says its level only
         return cast(HostResult, containment.record(os.uname()[1], params["placement"], system, None, None,
                                                    params["manifests"], SCHEMA))
     start = time.time()
-    monitor, record, monitor_diags = MS.describe(params, runner, start)
+    monitor, record, monitor_diags = monitor_state.describe(params, runner, start)
     if params["collect_monitor"] and record is not None:
-        return cast(HostResult, MS.collect(params, monitor, record, start))   # the monitor's proof (its shape checked)
+        return cast(HostResult, monitor_state.collect(params, monitor, record,
+                                                      start))   # the monitor's proof (its shape checked)
     result: HostResult = {"schema": SCHEMA, "hostname": os.uname()[1], "monitor": monitor}
     path_text = os.environ.get("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
     smoke_user = None
     try:
-        smoke_user = F.resolve_user(params["smoke_user"]) if params.get("smoke_user") else F.default_smoke_user()
-    except F.UserError:
-        smoke_user = F.default_smoke_user()
-    ledger = BT.Ledger(TS.Store(trust_store) if trust_store else None)     # each bwrap file asked once
-    facts = F.gather(path_text, dict(os.environ), smoke_test=True, smoke_user=smoke_user, runner=runner,
-                     ledger=ledger)
+        smoke_user = (host_facts.resolve_user(params["smoke_user"]) if params.get("smoke_user")
+                      else host_facts.default_smoke_user())
+    except host_facts.UserError:
+        smoke_user = host_facts.default_smoke_user()
+    ledger = bwrap_trust.Ledger(host_trust_store.Store(trust_store) if trust_store
+                                else None)     # each bwrap file asked once
+    facts = host_facts.gather(path_text, dict(os.environ), smoke_test=True, smoke_user=smoke_user, runner=runner,
+                              ledger=ledger)
     result["bwrap_facts"] = facts
     diags = list(facts["diagnostics"])
 
@@ -136,19 +131,21 @@ def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner,
     result["profiles"] = drift
     diags.extend(drift_diagnostics(drift))
 
-    probe_diags: List[D.Diagnostic] = []
+    probe_diags: List[base_diagnostics.Diagnostic] = []
     result["probe"] = _probe(unit if result["service"] is not None else None, params, runner,
-                             PR.Handed(inspection, ledger), probe_diags) if params["probe"] else None
+                             probe_probe.Handed(inspection, ledger), probe_diags) if params["probe"] else None
     passed = probe_passed(result.get("probe"))
     level = containment.executors(containment.decide(params["placement"], "linux", status.get("active") is True,
                                                      passed), params["manifests"])
     result["containment"] = level
     found = containment.finding(result["hostname"], level, probe_ran=result["probe"] is not None)
-    result["diagnostics"] = D.sort(D.union(diags, probe_diags, monitor_diags, [found] if found else []))
-    result["verdict"] = V.verdict(result["diagnostics"], passed)
+    result["diagnostics"] = base_diagnostics.sort(base_diagnostics.union(diags, probe_diags, monitor_diags, [found]
+                                                                         if found else []))
+    result["verdict"] = verdicts.verdict(result["diagnostics"], passed)
     result["duration"] = round(time.time() - start, 3)
     result["cpu"] = cpu_seconds()
-    safe: HostResult = D.utf8_safe(result)      # every string valid UTF-8: the controller reads the record
+    # every string valid UTF-8: the controller reads the record
+    safe: HostResult = base_diagnostics.utf8_safe(result)
     return safe
 
 
@@ -157,37 +154,39 @@ def probe_passed(probe: Optional[Mapping[str, Any]]) -> Optional[bool]:
     return None if probe is None else probe.get("passed") is True
 
 
-def _service(unit: str, params: Mapping[str, Any], runner: B.Runner, diags: List[D.Diagnostic],
-             ledger: Optional[BT.Ledger] = None) -> Tuple[Optional[S.ServiceResult], Optional[S.Inspection]]:
+def _service(unit: str, params: Mapping[str, Any], runner: bwrap.Runner, diags: List[base_diagnostics.Diagnostic],
+             ledger: Optional[bwrap_trust.Ledger] = None) -> Tuple[Optional[service_env.ServiceResult],
+                                                                   Optional[service_env.Inspection]]:
     """The service-environment result of ``unit`` (None when there is none) and the inspection it comes from
     (the one reading of the unit in an audit: the probe is handed it), its diagnostics added to ``diags``."""
     found = None
     if unit:
         try:
-            found = S.inspect({"unit": unit, "scope": params.get("scope") or "system", "user": params.get("user"),
-                               "mode": "auto"}, runner, ledger)
-        except S.SystemctlError as exc:
-            diags.append(D.unit_not_found(unit, error=str(exc)))
+            found = service_env.inspect({"unit": unit, "scope": params.get("scope") or "system",
+                                         "user": params.get("user"),
+                                         "mode": "auto"}, runner, ledger)
+        except service_env.SystemctlError as exc:
+            diags.append(base_diagnostics.unit_not_found(unit, error=str(exc)))
     if found is None:
         if unit:
-            diags.append(D.unit_not_found(unit))
+            diags.append(base_diagnostics.unit_not_found(unit))
         return None, None
     svc = found.result
-    svc["verdict"] = F.verdict(svc["diagnostics"])
+    svc["verdict"] = host_facts.verdict(svc["diagnostics"])
     diags.extend(svc["diagnostics"])
     return svc, found
 
 
-def _probe(unit: Optional[str], params: Mapping[str, Any], runner: B.Runner, handed: PR.Handed,
-           diags: List[D.Diagnostic]) -> PR.ProbeResult:
+def _probe(unit: Optional[str], params: Mapping[str, Any], runner: bwrap.Runner, handed: probe_probe.Handed,
+           diags: List[base_diagnostics.Diagnostic]) -> probe_probe.ProbeResult:
     """The real probe in the service's context (``unit``: None without a service), handed the audit's own
     inspection of the unit (never read twice) and its verifications of bwrap files; its diagnostics are added
     to ``diags`` (audit_host lists each finding once: diagnostics.union)."""
-    probe = PR.probe_service({"unit": unit, "scope": params.get("scope"),
-                              "user": params.get("user"), "host": params.get("host") or {},
-                              "timeout": params["timeout"],
-                              "accept_bwrap_sha256": params.get("accept_bwrap_sha256") or []},
-                             runner, inspection=handed)
+    probe = probe_probe.probe_service({"unit": unit, "scope": params.get("scope"),
+                                       "user": params.get("user"), "host": params.get("host") or {},
+                                       "timeout": params["timeout"],
+                                       "accept_bwrap_sha256": params.get("accept_bwrap_sha256") or []},
+                                      runner, inspection=handed)
     probe.pop("service", None)
     diags.extend(probe["diagnostics"])
     return probe

@@ -22,9 +22,8 @@ import stat
 import time
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from ..base import diagnostics as D
-from ..base import verdicts as V
-from ..host import bwrap as B
+from ..base import diagnostics, verdicts
+from ..host import bwrap
 
 UNIT = "metnos-sandbox-monitor"
 SERVICE = UNIT + ".service"
@@ -62,7 +61,7 @@ def read_bounded(path: str, limit: int, trusted_owner: bool = True) -> bytes:
         if st.st_size > limit:
             raise Unusable("%s has %d bytes; the limit is %d" % (path, st.st_size, limit))
         if trusted_owner:
-            problems = B.file_facts(path)["ownership_problems"]
+            problems = bwrap.file_facts(path)["ownership_problems"]
             if problems:
                 raise Unusable("%s is not trusted: %s" % (path, "; ".join(problems[:3])))
         data = os.read(fd, limit + 1)
@@ -78,7 +77,7 @@ def read_json(path: str, limit: int, trusted_owner: bool = True) -> Any:
     try:
         return json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
-        raise Unusable("%s is not JSON: %s" % (path, D.excerpt(str(exc), 120))) from None
+        raise Unusable("%s is not JSON: %s" % (path, diagnostics.excerpt(str(exc), 120))) from None
 
 
 # --------------------------------------------------------------------------- the stored result
@@ -91,10 +90,10 @@ def _check_diagnostics(value: Any) -> None:
     if not isinstance(value, list):
         raise Unusable("its diagnostics are not a list")
     for diag in value:
-        if not isinstance(diag, dict) or diag.get("code") not in D.REGISTRY:
-            raise Unusable("a diagnostic has no registered code (%s)" % D.excerpt(
+        if not isinstance(diag, dict) or diag.get("code") not in diagnostics.REGISTRY:
+            raise Unusable("a diagnostic has no registered code (%s)" % diagnostics.excerpt(
                 diag.get("code") if isinstance(diag, dict) else diag))
-        if diag.get("severity") not in D.SEVERITIES or not isinstance(diag.get("message"), str) or not (
+        if diag.get("severity") not in diagnostics.SEVERITIES or not isinstance(diag.get("message"), str) or not (
                 isinstance(diag.get("remediation"), list) and all(isinstance(s, str) for s in diag["remediation"])):
             raise Unusable("diagnostic %s is not in the registry's shape" % diag["code"])
 
@@ -140,7 +139,7 @@ def proof_summary(record: Mapping[str, Any], now: float) -> Json:
             "toolkit_version": version[:40] if isinstance(version, str) else None}
 
 
-def load_result(path: str, now: float) -> Tuple[Optional[Json], Optional[D.Diagnostic]]:
+def load_result(path: str, now: float) -> Tuple[Optional[Json], Optional[diagnostics.Diagnostic]]:
     """(record, None) for a usable stored result, (None, monitor_result_unusable) for one that is not,
     (None, None) when there is none."""
     if not os.path.lexists(path):
@@ -148,26 +147,26 @@ def load_result(path: str, now: float) -> Tuple[Optional[Json], Optional[D.Diagn
     try:
         return check_record(read_json(path, MAX_RESULT_BYTES), now), None
     except Unusable as exc:
-        return None, D.make("monitor_result_unusable", path=path, why=str(exc))
+        return None, diagnostics.make("monitor_result_unusable", path=path, why=str(exc))
 
 
 # --------------------------------------------------------------------------- the audit's view
 
-def timer_state(runner: B.Runner) -> Json:
+def timer_state(runner: bwrap.Runner) -> Json:
     """The monitor timer as systemd reports it (read-only `systemctl show`)."""
     rc, out, err = runner(["systemctl", "show", TIMER, "-p", "LoadState", "-p", "ActiveState", "-p",
                            "UnitFileState", "-p", "LastTriggerUSec"])
     if rc != 0:
         return {"load": None, "active": None, "enabled": None, "last_trigger": None,
-                "error": D.excerpt((err or out).strip(), 160)}
+                "error": diagnostics.excerpt((err or out).strip(), 160)}
     props = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
     return {"load": props.get("LoadState"), "active": props.get("ActiveState"),
             "enabled": props.get("UnitFileState") or None,
             "last_trigger": props.get("LastTriggerUSec") or None}
 
 
-def describe(params: Mapping[str, Any], runner: B.Runner,
-             now: float) -> Tuple[Json, Optional[Json], List[D.Diagnostic]]:
+def describe(params: Mapping[str, Any], runner: bwrap.Runner,
+             now: float) -> Tuple[Json, Optional[Json], List[diagnostics.Diagnostic]]:
     """(monitor, record, diagnostics) for the audit: whether the host is monitored (its timer loaded and
     active), the stored proof's summary, the stored record itself (None when there is none or it is
     unusable) and the findings about it."""
@@ -189,12 +188,12 @@ def collect(params: Mapping[str, Any], info: Json, record: Json, now: float) -> 
     stale = proof["age_seconds"] > max_age
     result["monitor"] = dict(info, collected=True, max_age=max_age, stale=stale)
     if stale:
-        result["diagnostics"] = D.sort(list(result["diagnostics"]) + [D.make(
+        result["diagnostics"] = diagnostics.sort(list(result["diagnostics"]) + [diagnostics.make(
             "monitor_proof_stale", age=proof["age_seconds"], max_age=int(max_age), finished=proof["finished"],
             result=info["result"])])
         probe = result.get("probe")
-        result["verdict"] = V.verdict(result["diagnostics"], None if not isinstance(probe, dict) else
-                                      probe.get("passed") is True)
+        result["verdict"] = verdicts.verdict(result["diagnostics"], None if not isinstance(probe, dict) else
+                                             probe.get("passed") is True)
     return result
 
 

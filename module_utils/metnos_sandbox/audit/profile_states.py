@@ -16,8 +16,8 @@ from __future__ import absolute_import, annotations, division, print_function
 
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from ..base import diagnostics as D
-from ..host import bwrap_options as BO
+from ..base import diagnostics
+from ..host import bwrap_options
 
 FINDING_OF_STATE = {"in_sync": "profile_in_sync", "drift": "profile_drift", "missing": "profile_missing",
                     "refused": "profile_refused", "error": "profile_context_error"}
@@ -45,7 +45,7 @@ def _read(argv: Sequence[str]) -> Tuple[Dict[str, Mount], List[str], List[str]]:
         opt = words[i]
         if opt == "--":
             return mounts, options, words[i + 1:]
-        arity = BO.ARITY.get(opt, 0)
+        arity = bwrap_options.ARITY.get(opt, 0)
         args = words[i + 1:i + 1 + arity]
         mode = _MOUNT_MODES.get(opt)
         if mode is not None and args:
@@ -101,7 +101,7 @@ def drift_text(change: Mapping[str, Any]) -> str:
     return "; ".join(parts) or "the order of the same mounts and options changed"
 
 
-def findings(entries: Iterable[Mapping[str, Any]]) -> List[D.Diagnostic]:
+def findings(entries: Iterable[Mapping[str, Any]]) -> List[diagnostics.Diagnostic]:
     """One finding for each manifest's state (the entries of audit.profile_drift, or the role's, see
     role_entries); a state without a code is itself a defect (KeyError)."""
     out = []
@@ -109,16 +109,16 @@ def findings(entries: Iterable[Mapping[str, Any]]) -> List[D.Diagnostic]:
         state = item.get("state")
         code = FINDING_OF_STATE[str(state)]
         if state == "drift":
-            out.append(D.make(code, executor=item["executor"], path=item["path"],
-                              mounts=item.get("mounts"), options=item.get("options"),
-                              fill={"changes": drift_text(item)}))
+            out.append(diagnostics.make(code, executor=item["executor"], path=item["path"],
+                                        mounts=item.get("mounts"), options=item.get("options"),
+                                        fill={"changes": drift_text(item)}))
         elif state in ("missing", "in_sync"):
-            out.append(D.make(code, executor=item["executor"], path=item["path"]))
+            out.append(diagnostics.make(code, executor=item["executor"], path=item["path"]))
         elif state == "refused":
-            out.append(D.make(code, executor=item.get("executor") or "(unnamed manifest)",
-                              refusal=item.get("refusal"), fill={"reason": refusal_reason(item)}))
+            out.append(diagnostics.make(code, executor=item.get("executor") or "(unnamed manifest)",
+                                        refusal=item.get("refusal"), fill={"reason": refusal_reason(item)}))
         else:
-            out.append(D.make(code, fill={"reason": D.excerpt(item.get("message"), 300)[1:-1]}))
+            out.append(diagnostics.make(code, fill={"reason": diagnostics.excerpt(item.get("message"), 300)[1:-1]}))
     return out
 
 
@@ -127,7 +127,7 @@ def refusal_reason(item: Mapping[str, Any]) -> str:
     if item.get("message"):
         return str(item["message"])
     for diag in item.get("diagnostics") or []:
-        if diag.get("severity") == D.ERROR:
+        if diag.get("severity") == diagnostics.ERROR:
             return str(diag.get("message"))
     return str(item.get("refusal"))
 

@@ -37,7 +37,7 @@ import shlex
 import zlib
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..base import sources as SRC
+from ..base import sources
 from . import bootstrap
 
 MAX_ARG = 120000        # Linux MAX_ARG_STRLEN is 128 KiB per argument
@@ -69,7 +69,7 @@ PACKAGES = " packages"   # the payload's key listing the package names (no modul
 CACHE_DIR = "/run/metnos-audit"
 
 # What runs on the host first (``python -I -S -c BOOTSTRAP``): the text of bootstrap.py, read once.
-BOOTSTRAP = SRC.script(bootstrap)
+BOOTSTRAP = sources.script(bootstrap)
 
 
 class TransportError(Exception):
@@ -87,13 +87,13 @@ def core_sources(core_dir: str) -> Dict[str, Any]:
     bootstrap's loader marks them as packages)."""
     every: Dict[str, str] = {}
     packages = set()
-    for rel in SRC.files(core_dir):     # one walk of the tree
-        name = SRC.module_name(rel)
-        if SRC.is_package(rel):
+    for rel in sources.files(core_dir):     # one walk of the tree
+        name = sources.module_name(rel)
+        if sources.is_package(rel):
             packages.add(name)
         with open(os.path.join(core_dir, rel), "r", encoding="utf-8") as handle:
             every[name] = handle.read()
-    shipped = SRC.closure(ENTRY, every, packages)
+    shipped = sources.closure(ENTRY, every, packages)
     src: Dict[str, Any] = dict((name, every[name]) for name in shipped)
     src[PACKAGES] = sorted(packages & shipped)
     return src

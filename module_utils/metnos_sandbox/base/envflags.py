@@ -14,7 +14,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 from typing import List, Mapping, Optional, Tuple
 
-from . import diagnostics as D
+from . import diagnostics
 from .records import Shape
 
 ENV_VAR = "METNOS_SANDBOX"
@@ -66,23 +66,24 @@ def status(bwrap_path: Optional[str], environment: Optional[Mapping[str, str]]) 
 
 
 def diagnose(status: Status, environment: Optional[Mapping[str, str]], path_text: Optional[str],
-             unit: str = "metnos.service", where: str = "environment") -> List[D.Diagnostic]:
+             unit: str = "metnos.service", where: str = "environment") -> List[diagnostics.Diagnostic]:
     """Diagnostics that follow from the runtime's status() and the METNOS_SANDBOX value."""
-    out: List[D.Diagnostic] = []
+    out: List[diagnostics.Diagnostic] = []
     value = environment.get(ENV_VAR) if environment is not None else None
     _disabled, reason = classify_value(value)
     if not status["bwrap_available"]:
-        out.append(D.make("bwrap_missing", path=path_text))
+        out.append(diagnostics.make("bwrap_missing", path=path_text))
     if status["disabled_via_env"]:
-        out.append(D.make("sandbox_disabled_via_env", variant="where", unit=unit, value=value, shown=repr(value),
-                          where=where))
+        out.append(diagnostics.make("sandbox_disabled_via_env", variant="where", unit=unit, value=value,
+                                    shown=repr(value),
+                                    where=where))
     if reason:
-        out.append(D.make("sandbox_env_value_ambiguous", variant="reason", value=value, reason=reason))
+        out.append(diagnostics.make("sandbox_env_value_ambiguous", variant="reason", value=value, reason=reason))
     if not status["active"]:
         why: List[str] = []
         if not status["bwrap_available"]:
             why.append("bwrap is not on PATH")
         if status["disabled_via_env"]:
             why.append("%s=%r" % (ENV_VAR, value))
-        out.append(D.make("executor_os_sandbox_unavailable", variant="why", why=" and ".join(why)))
+        out.append(diagnostics.make("executor_os_sandbox_unavailable", variant="why", why=" and ".join(why)))
     return out

@@ -218,7 +218,7 @@ class Resolver(object):
         for index, part in enumerate(parts):
             candidate = (current if current != "/" else "") + "/" + part
             if part in ("", ".", "..") or candidate in self._done:
-                return self._walk(path, current, links, _stack(path, pos, parts[index:]))
+                return self._walk(path, current, links, stack(path, pos, parts[index:]))
             self.steps -= 1
             if self.steps < 0:
                 raise Unresolvable(path, "budget")
@@ -226,7 +226,7 @@ class Resolver(object):
                 raise Unresolvable(path, "long")
             if self.readlink(candidate) is not None:
                 self.steps += 1                              # _walk counts this component itself
-                return self._walk(path, current, links, _stack(path, pos, parts[index:]))
+                return self._walk(path, current, links, stack(path, pos, parts[index:]))
             current = candidate
             pos += len(part)
             full[path[:pos]] = (current, links)
@@ -274,7 +274,7 @@ class Resolver(object):
         return current
 
 
-def _stack(path: str, pos: int, parts: List[str]) -> List[Any]:
+def stack(path: str, pos: int, parts: List[str]) -> List[Any]:
     """Resolver._walk's stack for the components ``parts`` of ``path`` from offset ``pos``: each component,
     then the prefix it ends (kept once it pops), the first component on top."""
     pairs = []

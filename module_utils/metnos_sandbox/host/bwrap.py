@@ -17,7 +17,7 @@ import stat
 import subprocess
 from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-from ..base import paths as PA
+from ..base import paths
 
 if TYPE_CHECKING:                     # annotations only (typing.Protocol: Python 3.8+ at check time)
     from typing import IO, Protocol
@@ -229,8 +229,8 @@ def file_facts(path: str) -> Dict[str, Any]:
     st = os.stat(path)
     real = os.path.realpath(path)
     problems: List[str] = []
-    chain = [real] + list(PA.ancestors(real))
-    others = [d for d in reversed(PA.lookup(path).dirs) if d not in chain]
+    chain = [real] + list(paths.ancestors(real))
+    others = [d for d in reversed(paths.lookup(path).dirs) if d not in chain]
     for current in chain + others:
         try:
             cst = os.stat(current)

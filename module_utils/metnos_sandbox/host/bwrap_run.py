@@ -91,7 +91,7 @@ class Started(object):
         """Called after each read with everything read so far."""
 
     def exited(self) -> bool:
-        return _exited(self.proc)
+        return exited(self.proc)
 
     def reportable(self) -> bool:
         """Whether, the started process gone and the handshake not done, something could still report (a
@@ -208,7 +208,7 @@ class _Pumping(object):
         return "read"
 
 
-def _exited(proc: Child) -> bool:
+def exited(proc: Child) -> bool:
     """Whether proc has exited, without reaping it: until proc.wait() its pid - the id of its process
     group - stays taken, so killing that group later cannot hit another one."""
     if proc.returncode is not None:

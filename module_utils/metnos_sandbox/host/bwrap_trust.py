@@ -31,10 +31,8 @@ import os
 import re
 import typing as t
 
-from ..base import diagnostics as D
-from . import bwrap as B
-from . import package_owner as PO
-from . import trust_store as TS
+from ..base import diagnostics as base_diagnostics
+from . import bwrap, package_owner, trust_store
 
 Json = t.Dict[str, t.Any]
 PACKAGED_BWRAP = "/usr/bin/bwrap"
@@ -151,7 +149,7 @@ def parse_pacman_verify(out: str, err: str, path: str) -> Verdict:
     return "ok", said
 
 
-def package_state(manager: str, name: str, path: str, runner: B.Runner = B.default_runner) -> Verdict:
+def package_state(manager: str, name: str, path: str, runner: bwrap.Runner = bwrap.default_runner) -> Verdict:
     """Ask ``manager``'s verifier about package ``name`` and judge what it says about ``path``."""
     if manager == "dpkg":
         rc, out, err = runner(["dpkg", "--verify", name])
@@ -178,12 +176,12 @@ class Ledger(object):
     (trust_store.Store), "packaged" verifications are also kept from one audit to the next, under the
     conditions that module states (the same content and the same package databases)."""
 
-    def __init__(self, store: t.Optional[TS.Store] = None) -> None:
-        self._seen: t.Dict[TS.Key, TS.Verified] = {}
+    def __init__(self, store: t.Optional[trust_store.Store] = None) -> None:
+        self._seen: t.Dict[trust_store.Key, trust_store.Verified] = {}
         self._store = store
-        self._asked: t.Dict[TS.Key, t.Optional[str]] = {}    # the databases when the verification began
+        self._asked: t.Dict[trust_store.Key, t.Optional[str]] = {}    # the databases when the verification began
 
-    def seen(self, path: str, real: str, ident: t.Sequence[int]) -> t.Optional[TS.Verified]:
+    def seen(self, path: str, real: str, ident: t.Sequence[int]) -> t.Optional[trust_store.Verified]:
         """(sha256, package, state, detail) of an earlier verification of that file, or None."""
         key = (path, real, tuple(ident))
         found = self._seen.get(key)
@@ -195,35 +193,36 @@ class Ledger(object):
                 self._seen[key] = found
         return found
 
-    def keep(self, path: str, real: str, ident: t.Sequence[int], verified: TS.Verified) -> None:
+    def keep(self, path: str, real: str, ident: t.Sequence[int], verified: trust_store.Verified) -> None:
         key = (path, real, tuple(ident))
         self._seen[key] = verified
         before = self._asked.pop(key, None)
         if self._store is not None and before is not None and before == self._store.state():
             self._store.add(key, verified)
 
-    def answers(self, path: str, real: str, ident: t.Sequence[int]) -> t.Optional[TS.Answers]:
+    def answers(self, path: str, real: str, ident: t.Sequence[int]) -> t.Optional[trust_store.Answers]:
         """What that file answered to --version and --help, kept with its verification (trust_store), or None."""
         return self._store.answers((path, real, tuple(ident))) if self._store is not None else None
 
-    def keep_answers(self, path: str, real: str, ident: t.Sequence[int], answers: TS.Answers) -> None:
+    def keep_answers(self, path: str, real: str, ident: t.Sequence[int], answers: trust_store.Answers) -> None:
         if self._store is not None:
             self._store.add_answers((path, real, tuple(ident)), answers)
 
 
-def _verified(path: str, real: str, runner: B.Runner,
+def _verified(path: str, real: str, runner: bwrap.Runner,
               tool_on: t.Callable[[str], t.Optional[str]]) -> t.Tuple[t.Optional[str], Json, str, str]:
     """(sha256, package, state, detail) of the file at ``real`` (``path`` resolved), asked now."""
     digest = sha256_file(real)
-    pkg = PO.package_facts(path, runner=runner, tool_on=tool_on)
+    pkg = package_owner.package_facts(path, runner=runner, tool_on=tool_on)
     if not pkg:
         return digest, pkg, "unpackaged", ""
     state, detail = package_state(pkg["manager"], pkg["name"], real, runner)
     return digest, pkg, {"ok": "packaged"}.get(state, state), detail
 
 
-def verify(path: str, runner: B.Runner = B.default_runner, accepted: t.Sequence[str] = (),
-           tool_on: t.Callable[[str], t.Optional[str]] = PO._tool_on, ledger: t.Optional[Ledger] = None) -> Json:
+def verify(path: str, runner: bwrap.Runner = bwrap.default_runner, accepted: t.Sequence[str] = (),
+           tool_on: t.Callable[[str], t.Optional[str]] = package_owner.find_tool,
+           ledger: t.Optional[Ledger] = None) -> Json:
     """The trust of one bwrap path: {path, realpath, ident [dev, ino], sha256, package, state, detail,
     trusted}. The file is identified before and after it is verified: a file that changed meanwhile is not
     verified. ``ledger``: the audit's earlier verifications (the same file is not asked about again)."""
@@ -249,13 +248,14 @@ def verify(path: str, runner: B.Runner = B.default_runner, accepted: t.Sequence[
     return out
 
 
-def for_run(bwrap_path: str, runner: B.Runner = B.default_runner, accepted: t.Sequence[str] = (),
+def for_run(bwrap_path: str, runner: bwrap.Runner = bwrap.default_runner, accepted: t.Sequence[str] = (),
             path_text: t.Optional[str] = None, ledger: t.Optional[Ledger] = None) -> Json:
     """What a run trusts: {"bwrap": verify(the path the service runs), "packaged": verify(/usr/bin/bwrap) when
     that is another file, "ids": [[dev, ino] of every trusted one]}. A bare name is resolved through
     ``path_text`` (default: this process's PATH) as execvp resolves it."""
     if "/" not in bwrap_path:
-        bwrap_path = B.which(bwrap_path, path_text if path_text is not None else os.environ.get("PATH")) or bwrap_path
+        bwrap_path = bwrap.which(bwrap_path, path_text if path_text is not None
+                                 else os.environ.get("PATH")) or bwrap_path
     main = verify(bwrap_path, runner, accepted, ledger=ledger)
     out: Json = {"bwrap": main, "packaged": None}
     if os.path.realpath(bwrap_path) != os.path.realpath(PACKAGED_BWRAP) and os.path.exists(PACKAGED_BWRAP):
@@ -278,23 +278,26 @@ def started_ids(trust: t.Optional[Json]) -> t.Set[t.Tuple[int, int]]:
     return out
 
 
-def diagnostics(trust: t.Optional[Json]) -> t.List[D.Diagnostic]:
+def diagnostics(trust: t.Optional[Json]) -> t.List[base_diagnostics.Diagnostic]:
     """The bwrap the service runs, judged: one code per state that is not "packaged"."""
     main = (trust or {}).get("bwrap")
     if not main:
-        return [D.make("probe_bwrap_unverified", bwrap_path="?", detail="the bwrap was not verified")]
+        return [base_diagnostics.make("probe_bwrap_unverified", bwrap_path="?", detail="the bwrap was not verified")]
     path, pkg = main["path"], main.get("package") or {}
     state = main["state"]
     if state == "packaged":
         return []
     if state == "accepted":
-        return [D.make("probe_bwrap_accepted", bwrap_path=path, sha256=main["sha256"])]
+        return [base_diagnostics.make("probe_bwrap_accepted", bwrap_path=path, sha256=main["sha256"])]
     if state == "unpackaged":
-        return [D.make("probe_bwrap_unpackaged", bwrap_path=path, sha256=main.get("sha256") or "unreadable")]
+        return [base_diagnostics.make("probe_bwrap_unpackaged", bwrap_path=path, sha256=main.get("sha256")
+                                      or "unreadable")]
     if state in ("modified", "missing"):
-        return [D.make("probe_bwrap_modified", bwrap_path=path, package=pkg.get("name"), manager=pkg.get("manager"),
-                       detail=main.get("detail") or state, sha256=main.get("sha256") or "unreadable")]
-    return [D.make("probe_bwrap_unverified", bwrap_path=path, detail=main.get("detail") or "not verified")]
+        return [base_diagnostics.make("probe_bwrap_modified", bwrap_path=path, package=pkg.get("name"),
+                                      manager=pkg.get("manager"),
+                                      detail=main.get("detail") or state, sha256=main.get("sha256") or "unreadable")]
+    return [base_diagnostics.make("probe_bwrap_unverified", bwrap_path=path, detail=main.get("detail")
+                                  or "not verified")]
 
 
 def view(trust: Json) -> Json:

@@ -12,14 +12,8 @@ import os
 import pwd
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
 
-from ..base import diagnostics as D
-from ..base import envflags, verdicts
-from . import bwrap as B
-from . import bwrap_errors as BE
-from . import bwrap_run as BR
-from . import bwrap_trust as BT
-from . import kernel
-from . import package_owner as PO
+from ..base import diagnostics, envflags, verdicts
+from . import bwrap, bwrap_errors, bwrap_run, bwrap_trust, kernel, package_owner
 
 DEFAULT_SMOKE_USERS = ("nobody",)
 
@@ -55,68 +49,70 @@ def default_smoke_user() -> Optional[Dict[str, Any]]:
 _PACKAGE_STATE = {"packaged": "ok"}
 
 
-def bwrap_info(bwrap_path: str, runner: B.Runner = B.default_runner,
-               ledger: Optional[BT.Ledger] = None) -> Dict[str, Any]:
+def bwrap_info(bwrap_path: str, runner: bwrap.Runner = bwrap.default_runner,
+               ledger: Optional[bwrap_trust.Ledger] = None) -> Dict[str, Any]:
     """Version, package, owner, mode, setuid and --help features of one bwrap. ``ledger``: the audit's
     verifications (bwrap_trust.Ledger), so that the probe does not ask the package manager again, and, when
     a verification was kept from an earlier audit, the file's answers to --version and --help with it."""
     # what the package database says of the file (dpkg --verify, rpm -V, pacman -Qkk): bwrap_trust
-    trust = BT.verify(bwrap_path, runner, ledger=ledger)
-    ident = BT.identity(trust["realpath"]) if ledger is not None and trust["ident"] else None
+    trust = bwrap_trust.verify(bwrap_path, runner, ledger=ledger)
+    ident = bwrap_trust.identity(trust["realpath"]) if ledger is not None and trust["ident"] else None
     kept = ledger.answers(bwrap_path, trust["realpath"], ident) if ledger is not None and ident else None
     if kept is not None:
         version, features = kept
     else:
         rc, out, err = runner([bwrap_path, "--version"])
-        version = B.parse_version(out or err)
+        version = bwrap.parse_version(out or err)
         rc_h, help_out, help_err = runner([bwrap_path, "--help"])
-        features = B.parse_features(help_out or help_err)
-        if ledger is not None and ident and rc == 0 and rc_h == 0 and BT.identity(trust["realpath"]) == ident:
+        features = bwrap.parse_features(help_out or help_err)
+        if ledger is not None and ident and rc == 0 and rc_h == 0 and bwrap_trust.identity(trust["realpath"]) == ident:
             ledger.keep_answers(bwrap_path, trust["realpath"], ident, (version, features))
-    files = B.file_facts(bwrap_path)
+    files = bwrap.file_facts(bwrap_path)
     if trust["ident"]:
         pkg = trust["package"]
         state, detail = _PACKAGE_STATE.get(trust["state"], trust["state"]), trust["detail"]
     else:           # the file vanished meanwhile: asked as it is now
-        pkg = PO.package_facts(bwrap_path, runner=runner)
-        state, detail = BT.package_state(pkg["manager"], pkg["name"], str(files["realpath"]), runner) if pkg \
+        pkg = package_owner.package_facts(bwrap_path, runner=runner)
+        state, detail = bwrap_trust.package_state(pkg["manager"], pkg["name"], str(files["realpath"]), runner) if pkg \
             else ("", "")
     info: Dict[str, Any] = {"version": version, "features": features,
-                            "missing_features": B.missing_features(features), "package": pkg}
+                            "missing_features": bwrap.missing_features(features), "package": pkg}
     info.update(files)
     if pkg:
         info["package"] = dict(pkg, verified=state, verify_detail=detail)
     return info
 
 
-def binary_diagnostics(info: Mapping[str, Any]) -> List[D.Diagnostic]:
-    out: List[D.Diagnostic] = []
+def binary_diagnostics(info: Mapping[str, Any]) -> List[diagnostics.Diagnostic]:
+    out: List[diagnostics.Diagnostic] = []
     path = info["path"]
     if info.get("setuid"):
-        refused = B.version_tuple(info.get("version")) >= (0, 12)
-        out.append(D.make("bwrap_setuid", bwrap_path=path, mode=info["mode"], version=info.get("version"),
-                          variant="refused" if refused else None))
+        refused = bwrap.version_tuple(info.get("version")) >= (0, 12)
+        out.append(diagnostics.make("bwrap_setuid", bwrap_path=path, mode=info["mode"], version=info.get("version"),
+                                    variant="refused" if refused else None))
     if info.get("ownership_problems"):
-        out.append(D.make("bwrap_not_root_owned", bwrap_path=path, problems="; ".join(info["ownership_problems"])))
+        out.append(diagnostics.make("bwrap_not_root_owned", bwrap_path=path,
+                                    problems="; ".join(info["ownership_problems"])))
     package = info.get("package") or {}
     if not package:
-        out.append(D.make("bwrap_not_packaged", bwrap_path=path))
+        out.append(diagnostics.make("bwrap_not_packaged", bwrap_path=path))
     elif package.get("verified") in ("modified", "missing"):
-        out.append(D.make("bwrap_package_modified", bwrap_path=path, package=package.get("name"),
-                          detail=package.get("verify_detail") or package["verified"]))
+        out.append(diagnostics.make("bwrap_package_modified", bwrap_path=path, package=package.get("name"),
+                                    detail=package.get("verify_detail") or package["verified"]))
     if info.get("missing_features"):
-        out.append(D.make("bwrap_feature_missing", missing=", ".join(info["missing_features"]), bwrap_path=path,
-                          version=info.get("version") or "?"))
+        out.append(diagnostics.make("bwrap_feature_missing", missing=", ".join(info["missing_features"]),
+                                    bwrap_path=path,
+                                    version=info.get("version") or "?"))
     return out
 
 
 def smoke(bwrap_path: str, user: Optional[Mapping[str, Any]], timeout: float = 20.0,
           path_text: Optional[str] = None) -> Dict[str, Any]:
     """Run the smoke test for real as ``user`` (None: the current user)."""
-    true_path = B.which("true", "/usr/bin:/bin") or "/bin/true"
+    true_path = bwrap.which("true", "/usr/bin:/bin") or "/bin/true"
     env = {"PATH": path_text or "/usr/bin:/bin", "LANG": "C", "LC_ALL": "C"}
-    argv = B.smoke_argv(bwrap_path, true_path)
-    result = BR.run_bwrap(argv, user=user, env=env, timeout=timeout)
+    argv = bwrap.smoke_argv(bwrap_path, true_path)
+    result = bwrap_run.run_bwrap(argv, user=user, env=env, timeout=timeout)
     uid = user["uid"] if user else os.geteuid()
     out: Dict[str, Any] = {
         "ran": True,
@@ -131,15 +127,15 @@ def smoke(bwrap_path: str, user: Optional[Mapping[str, Any]], timeout: float = 2
         "passed": result["rc"] == 0 and not result["setup_failed"] and not result["timed_out"],
     }
     if not out["passed"]:
-        out["classification"] = BE.classify(result["stderr"], result["rc"],
-                                            setup_failed=result["setup_failed"])
+        out["classification"] = bwrap_errors.classify(result["stderr"], result["rc"],
+                                                      setup_failed=result["setup_failed"])
     return out
 
 
-def smoke_diagnostics(result: Mapping[str, Any]) -> List[D.Diagnostic]:
-    out: List[D.Diagnostic] = []
+def smoke_diagnostics(result: Mapping[str, Any]) -> List[diagnostics.Diagnostic]:
+    out: List[diagnostics.Diagnostic] = []
     if result.get("uid") == 0:
-        out.append(D.make("smoke_ran_as_root"))
+        out.append(diagnostics.make("smoke_ran_as_root"))
     if result.get("passed"):
         return out
     cls = result.get("classification") or {}
@@ -150,25 +146,25 @@ def smoke_diagnostics(result: Mapping[str, Any]) -> List[D.Diagnostic]:
     text = cls.get("cause_text", "")
     if cls.get("stderr_line"):
         text += " (bwrap said: %s)" % cls["stderr_line"]
-    out.append(D.make("bwrap_smoke_failed", user=result.get("user"), cause=cls.get("cause"),
-                      cause_text=text, cause_remediation=cls.get("remediation"),
-                      variant="classified" if cls.get("remediation") or cls.get("hint") else None,
-                      fill={"cause_hint": cls.get("hint") or ""},
-                      points_at=cls.get("points_at")))
+    out.append(diagnostics.make("bwrap_smoke_failed", user=result.get("user"), cause=cls.get("cause"),
+                                cause_text=text, cause_remediation=cls.get("remediation"),
+                                variant="classified" if cls.get("remediation") or cls.get("hint") else None,
+                                fill={"cause_hint": cls.get("hint") or ""},
+                                points_at=cls.get("points_at")))
     return out
 
 
 def gather(path_text: str, environment: Mapping[str, str], smoke_test: bool = True,
            smoke_user: Optional[Dict[str, Any]] = None, proc: str = "/proc", sys_root: str = "/sys", root: str = "/",
-           runner: B.Runner = B.default_runner, cwd: str = "/", smoke_timeout: float = 20.0,
-           ledger: Optional[BT.Ledger] = None) -> Dict[str, Any]:
+           runner: bwrap.Runner = bwrap.default_runner, cwd: str = "/", smoke_timeout: float = 20.0,
+           ledger: Optional[bwrap_trust.Ledger] = None) -> Dict[str, Any]:
     """Everything bwrap_facts returns. ``smoke_user`` is a resolved user dict or None; ``ledger``: see
     bwrap_info()."""
-    diags: List[D.Diagnostic] = []
-    found = B.which("bwrap", path_text, cwd=cwd)
+    diags: List[diagnostics.Diagnostic] = []
+    found = bwrap.which("bwrap", path_text, cwd=cwd)
     status = envflags.status(found, environment)
     result: Dict[str, Any] = {"status": status, "path": path_text,
-                              "path_unsafe_entries": B.unsafe_entries(path_text)}
+                              "path_unsafe_entries": bwrap.unsafe_entries(path_text)}
     diags.extend(envflags.diagnose(status, environment, path_text, where="environment given"))
 
     knobs = kernel.facts(proc=proc, sys_root=sys_root, root=root)
@@ -185,13 +181,13 @@ def gather(path_text: str, environment: Mapping[str, str], smoke_test: bool = Tr
         knobs["smoke_test"] = {"ran": False, "reason": "smoke_test=false"}
     elif not found:
         knobs["smoke_test"] = {"ran": False, "reason": "bwrap not found on PATH"}
-        diags.append(D.make("bwrap_smoke_skipped", reason="bwrap was not found on the PATH checked.",
-                            variant="no_bwrap"))
+        diags.append(diagnostics.make("bwrap_smoke_skipped", reason="bwrap was not found on the PATH checked.",
+                                      variant="no_bwrap"))
     else:
         if smoke_user is not None and smoke_user["uid"] != os.geteuid() and os.geteuid() != 0:
             # Cannot switch users without root: run as ourselves and say so.
-            diags.append(D.make("bwrap_smoke_skipped", severity=D.WARNING,
-                                reason="Not root: the smoke test ran as the current user instead "
+            diags.append(diagnostics.make("bwrap_smoke_skipped", severity=diagnostics.WARNING,
+                                          reason="Not root: the smoke test ran as the current user instead "
                                        "of %s." % smoke_user["name"]))
             smoke_user = None
         if smoke_user is not None and smoke_user["uid"] == os.geteuid():
@@ -199,7 +195,7 @@ def gather(path_text: str, environment: Mapping[str, str], smoke_test: bool = Tr
         knobs["smoke_test"] = smoke(found, smoke_user, timeout=smoke_timeout)
         diags.extend(smoke_diagnostics(knobs["smoke_test"]))
     result["userns"] = knobs
-    result["diagnostics"] = D.sort(D.union(diags))   # a finding made twice (the same record) once
+    result["diagnostics"] = diagnostics.sort(diagnostics.union(diags))   # a finding made twice (the same record) once
     result["verdict"] = verdict(result["diagnostics"])
     return result
 

@@ -13,7 +13,7 @@ from __future__ import absolute_import, annotations, division, print_function
 import os
 from typing import Any, Dict, List, Mapping, Optional
 
-from ..base import diagnostics as D
+from ..base import diagnostics
 
 SYSCTLS = {
     "user.max_user_namespaces": "sys/user/max_user_namespaces",
@@ -111,22 +111,23 @@ def facts(proc: str = "/proc", sys_root: str = "/sys", root: str = "/") -> Dict[
     }
 
 
-def diagnose(knobs: Mapping[str, Any]) -> List[D.Diagnostic]:
+def diagnose(knobs: Mapping[str, Any]) -> List[diagnostics.Diagnostic]:
     """Diagnostics from the knobs alone (before any bwrap run)."""
-    out: List[D.Diagnostic] = []
+    out: List[diagnostics.Diagnostic] = []
     if knobs.get("unprivileged_userns_clone") == 0:
-        out.append(D.make("userns_disabled_sysctl"))
+        out.append(diagnostics.make("userns_disabled_sysctl"))
     if knobs.get("max_user_namespaces") == 0:
-        out.append(D.make("userns_max_namespaces_zero"))
+        out.append(diagnostics.make("userns_max_namespaces_zero"))
     if knobs.get("apparmor_restrict_unprivileged_userns") == 1:
         profiles = knobs.get("apparmor_bwrap_profiles") or []
         if not profiles:
-            out.append(D.make("userns_apparmor_restricted"))
+            out.append(diagnostics.make("userns_apparmor_restricted"))
         else:
-            out.append(D.make("userns_apparmor_restricted", severity=D.INFO, variant="profiles_loaded",
-                              profiles=", ".join(profiles)))
+            out.append(diagnostics.make("userns_apparmor_restricted", severity=diagnostics.INFO,
+                                        variant="profiles_loaded",
+                                        profiles=", ".join(profiles)))
     if knobs.get("selinux") == "enforcing":
-        out.append(D.make("selinux_enforcing"))
+        out.append(diagnostics.make("selinux_enforcing"))
     if knobs.get("container"):
-        out.append(D.make("running_in_container", container=knobs["container"]))
+        out.append(diagnostics.make("running_in_container", container=knobs["container"]))
     return out

@@ -142,12 +142,12 @@ _PACKAGE_QUERIES = (("dpkg", "dpkg-query", _dpkg_query), ("rpm", "rpm", _rpm_que
                     ("pacman", "pacman", _pacman_query))
 
 
-def _tool_on(tool: str, search: str = "/usr/bin:/bin:/usr/sbin:/sbin") -> Optional[str]:
+def find_tool(tool: str, search: str = "/usr/bin:/bin:/usr/sbin:/sbin") -> Optional[str]:
     return which(tool, search)
 
 
 def package_facts(path: str, runner: Runner = default_runner,
-                  tool_on: Callable[[str], Optional[str]] = _tool_on) -> Dict[str, Any]:
+                  tool_on: Callable[[str], Optional[str]] = find_tool) -> Dict[str, Any]:
     """Distro package owning ``path``: name, full revision, manager. Empty when unowned.
 
     Asks every package manager present (dpkg, rpm, pacman, in that order; a Fedora laptop may

@@ -48,8 +48,8 @@ import stat
 import types
 import typing as t
 
-from ..base import files as FI
-from . import bwrap as B
+from ..base import files
+from . import bwrap
 
 Json = t.Dict[str, t.Any]
 Key = t.Tuple[str, str, t.Tuple[int, ...]]
@@ -195,7 +195,7 @@ def read(path: str) -> t.List[Json]:
     try:
         st = os.fstat(fd)
         if not (stat.S_ISREG(st.st_mode) and st.st_uid == 0 and st.st_nlink == 1 and not st.st_mode & 0o077
-                and st.st_size <= MAX_BYTES) or B.file_facts(path)["ownership_problems"]:
+                and st.st_size <= MAX_BYTES) or bwrap.file_facts(path)["ownership_problems"]:
             return []
         data = os.read(fd, MAX_BYTES + 1)
     except OSError:
@@ -253,8 +253,8 @@ def write(path: str, entries: t.Sequence[Json]) -> None:
     nothing (and no error) otherwise: the store only saves work."""
     folder = os.path.dirname(path)
     try:
-        if not os.path.isdir(folder) or B.file_facts(folder)["ownership_problems"]:
+        if not os.path.isdir(folder) or bwrap.file_facts(folder)["ownership_problems"]:
             return
-        FI.replace(path, json.dumps({"schema": SCHEMA, "entries": list(entries)}, sort_keys=True), mode=0o600)
+        files.replace(path, json.dumps({"schema": SCHEMA, "entries": list(entries)}, sort_keys=True), mode=0o600)
     except OSError:
         return

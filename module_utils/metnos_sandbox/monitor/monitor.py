@@ -26,17 +26,13 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..audit import audit as A
-from ..audit import monitor_state as MS
-from ..base import diagnostics as D
-from ..base import files
-from ..base import verdicts as V
-from ..host import bwrap as B
-from ..options import spec as O
+from ..audit import audit as audit_audit
+from ..audit import monitor_state
+from ..base import diagnostics, files, verdicts
+from ..host import bwrap
+from ..options import spec
 from ..options.checks import OptionError
-from . import monitor_install as MI
-from . import monitor_journal as J
-from . import monitor_textfile as T
+from . import monitor_install, monitor_journal, monitor_textfile
 
 CONFIG = "/etc/metnos/sandbox-monitor.json"
 CONFIG_SCHEMA = "metnos-sandbox-monitor-config/1"
@@ -61,13 +57,13 @@ class ConfigProblem(ValueError):
 # --------------------------------------------------------------------------- configuration
 
 def _check_option(name: str, value: Any) -> None:
-    option = O.AUDIT[name]
+    option = spec.AUDIT[name]
     kind = _TYPES[option["type"]]
     if value is None and name in ("user", "smoke_user"):
         return
     if not isinstance(value, kind) or (bool not in kind and isinstance(value, bool)):
         raise ConfigProblem("monitor_config_invalid", "audit.%s must be a %s, not %s" % (
-            name, option["type"], D.excerpt(value, 40)))
+            name, option["type"], diagnostics.excerpt(value, 40)))
     if option.get("choices") and value not in option["choices"]:
         raise ConfigProblem("monitor_config_invalid", "audit.%s must be one of %s" % (
             name, ", ".join(option["choices"])))
@@ -83,18 +79,18 @@ def check_config(data: Any) -> Json:
     unknown = sorted(set(data) - {"schema", "audit"})
     audit = data.get("audit")
     if unknown or not isinstance(audit, dict):
-        raise ConfigProblem("monitor_config_invalid", "unknown keys %s" % D.excerpt(unknown) if unknown
+        raise ConfigProblem("monitor_config_invalid", "unknown keys %s" % diagnostics.excerpt(unknown) if unknown
                             else "it has no audit options")
     unknown = sorted(set(audit) - set(AUDIT_KEYS))
     if unknown:
-        raise ConfigProblem("monitor_config_invalid", "unknown audit options %s" % D.excerpt(unknown))
+        raise ConfigProblem("monitor_config_invalid", "unknown audit options %s" % diagnostics.excerpt(unknown))
     for name, value in audit.items():
         _check_option(name, value)
     if audit.get("probe") is False:
         raise ConfigProblem("monitor_config_invalid", "audit.probe is false: the monitor always runs the probe")
     try:
-        O.unit_name(audit.get("unit") or "metnos.service")
-        O.positive_seconds(float(audit.get("timeout") or 60))
+        spec.unit_name(audit.get("unit") or "metnos.service")
+        spec.positive_seconds(float(audit.get("timeout") or 60))
     except OptionError as exc:
         raise ConfigProblem("monitor_config_invalid", str(exc)) from None
     if float(audit.get("timeout") or 60) > MAX_TIMEOUT:
@@ -106,40 +102,43 @@ def read_config(path: str) -> Json:
     """The configuration at ``path``: root's alone (monitor_config_unsafe), bounded, JSON, exact
     (monitor_config_invalid)."""
     try:
-        problems = B.file_facts(path)["ownership_problems"] if os.path.lexists(path) else []
+        problems = bwrap.file_facts(path)["ownership_problems"] if os.path.lexists(path) else []
     except OSError as exc:
         raise ConfigProblem("monitor_config_invalid", "it cannot be read: %s" % (exc.strerror or exc)) from None
     if problems:
         raise ConfigProblem("monitor_config_unsafe", "; ".join(problems[:3]))
     try:
-        data = MS.read_json(path, MAX_CONFIG_BYTES, trusted_owner=False)
-    except MS.Unusable as exc:
+        data = monitor_state.read_json(path, MAX_CONFIG_BYTES, trusted_owner=False)
+    except monitor_state.Unusable as exc:
         raise ConfigProblem("monitor_config_invalid", str(exc)) from None
     return check_config(data)
 
 
 # --------------------------------------------------------------------------- the monitor's own install
 
-def install_findings(folder: str, host: str) -> List[D.Diagnostic]:
+def install_findings(folder: str, host: str) -> List[diagnostics.Diagnostic]:
     """The versioned folder the monitor runs from (``folder``: <root>/<version>, holding metnos_sandbox/ and the
     entry point): root's alone up to / (monitor_core_writable), and its sources the release its name says
     (monitor_core_modified)."""
     core = os.path.join(folder, "metnos_sandbox")
     problems: List[str] = []
     try:
-        paths = [folder] + [os.path.join(folder, n) for n in sorted(os.listdir(folder))] + MI.tree(core)[1:]
+        paths = [folder] + [os.path.join(folder, n) for n
+                            in sorted(os.listdir(folder))] + monitor_install.tree(core)[1:]
         for path in paths:
-            problems += [p for p in B.file_facts(path)["ownership_problems"] if p not in problems]
-        rel = MI.release(core)
+            problems += [p for p in bwrap.file_facts(path)["ownership_problems"] if p not in problems]
+        rel = monitor_install.release(core)
     except OSError as exc:
-        return [D.make("monitor_core_modified", folder=folder, digest="unreadable (%s)" % (exc.strerror or exc),
-                       expected=os.path.basename(folder), host=host)]
+        return [diagnostics.make("monitor_core_modified", folder=folder, digest="unreadable (%s)" % (exc.strerror
+                                                                                                     or exc),
+                                 expected=os.path.basename(folder), host=host)]
     out = []
     if problems:
-        out.append(D.make("monitor_core_writable", folder=folder, problems="; ".join(problems[:5]), host=host))
+        out.append(diagnostics.make("monitor_core_writable", folder=folder, problems="; ".join(problems[:5]),
+                                    host=host))
     if os.path.basename(folder) != rel["version"]:
-        out.append(D.make("monitor_core_modified", folder=folder, digest=rel["version"],
-                          expected=os.path.basename(folder), host=host))
+        out.append(diagnostics.make("monitor_core_modified", folder=folder, digest=rel["version"],
+                                    expected=os.path.basename(folder), host=host))
     return out
 
 
@@ -159,15 +158,15 @@ def own_context(proc: str = "/proc") -> Json:
         with open(os.path.join(proc, "self", "cgroup")) as handle:
             out["cgroup"] = handle.read(4096).strip().splitlines()[-1][:200]
     except (OSError, ValueError, IndexError) as exc:
-        out["error"] = D.excerpt(str(exc), 120)
+        out["error"] = diagnostics.excerpt(str(exc), 120)
     return out
 
 
 def os_label(path: str = "/etc/os-release") -> str:
     """"<ID> <VERSION_ID>" of /etc/os-release (e.g. "debian 12"), "unknown" without one."""
     try:
-        text = MS.read_bounded(os.path.realpath(path), 65536, trusted_owner=False).decode("utf-8", "replace")
-    except MS.Unusable:
+        text = monitor_state.read_bounded(os.path.realpath(path), 65536, trusted_owner=False).decode("utf-8", "replace")
+    except monitor_state.Unusable:
         return "unknown"
     values = dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("#"))
     ident, version = (values.get(k, "").strip().strip("\"'") for k in ("ID", "VERSION_ID"))
@@ -176,36 +175,39 @@ def os_label(path: str = "/etc/os-release") -> str:
 
 # --------------------------------------------------------------------------- one run
 
-def _audit(config: Optional[Json], runner: B.Runner, hostname: str, diags: List[D.Diagnostic]) -> A.HostResult:
+def _audit(config: Optional[Json], runner: bwrap.Runner, hostname: str,
+           diags: List[diagnostics.Diagnostic]) -> audit_audit.HostResult:
     """The audit result of the configured checks (an empty failing one without a configuration, or when the
     checks raised: monitor_run_failed)."""
     if config is not None:
         try:
-            result = A.audit_host(config["audit"], runner)
+            result = audit_audit.audit_host(config["audit"], runner)
             result.pop("monitor", None)          # the audit's view of the previous proof; this run replaces it
             result["diagnostics"] = [d for d in result["diagnostics"] if d["code"] != "monitor_result_unusable"]
             return result
         except Exception as exc:  # a defect of the checks: reported, never a traceback
-            diags.append(D.make("monitor_run_failed", why=D.excerpt("%s: %s" % (type(exc).__name__, exc), 300),
-                                host=hostname))
-    return {"schema": MS.AUDIT_SCHEMA, "hostname": hostname, "bwrap_facts": {}, "service": None, "profiles": [],
+            diags.append(diagnostics.make("monitor_run_failed", why=diagnostics.excerpt("%s: %s" % (type(exc).__name__,
+                                                                                                    exc), 300),
+                                          host=hostname))
+    return {"schema": monitor_state.AUDIT_SCHEMA, "hostname": hostname, "bwrap_facts": {}, "service": None,
+            "profiles": [],
             "probe": None, "diagnostics": [], "verdict": "fail"}
 
 
-def judge(result: A.HostResult, extra: Sequence[D.Diagnostic]) -> Tuple[bool, str]:
+def judge(result: audit_audit.HostResult, extra: Sequence[diagnostics.Diagnostic]) -> Tuple[bool, str]:
     """(proven, verdict) of an audit result plus the monitor's own findings: proven when the probe passed and
     nothing is an error."""
-    result["diagnostics"] = D.sort(D.union(result["diagnostics"], extra))
+    result["diagnostics"] = diagnostics.sort(diagnostics.union(result["diagnostics"], extra))
     probe = result.get("probe")
     passed = isinstance(probe, dict) and probe.get("passed") is True
-    verdict = V.verdict(result["diagnostics"], passed)     # no probe is not a proof: the monitor's verdict fails
+    verdict = verdicts.verdict(result["diagnostics"], passed)     # no probe is not a proof: the monitor's verdict fails
     result["verdict"] = verdict
     return passed and verdict != "fail", verdict
 
 
 def previous_proof(path: str, now: float) -> Optional[Json]:
     """{proven, verdict, finished} of the stored result this run replaces (None: none, or unusable)."""
-    record, _problem = MS.load_result(path, now)
+    record, _problem = monitor_state.load_result(path, now)
     if record is None:
         return None
     return {"proven": record["proven"], "verdict": record["verdict"], "finished": record["finished"]}
@@ -214,36 +216,36 @@ def previous_proof(path: str, now: float) -> Optional[Json]:
 class Outputs(object):
     """Where a run writes: the textfile collector's directory, the stored result, the journal."""
 
-    def __init__(self, textfile_dir: str = TEXTFILE_DIR, result: str = MS.RESULT,
-                 journal: Callable[[Mapping[str, Any]], Optional[str]] = J.send) -> None:
+    def __init__(self, textfile_dir: str = TEXTFILE_DIR, result: str = monitor_state.RESULT,
+                 journal: Callable[[Mapping[str, Any]], Optional[str]] = monitor_journal.send) -> None:
         self.textfile_dir = textfile_dir
         self.result = result
         self.journal = journal
 
 
-def run(config_path: str, outputs: Outputs, folder: Optional[str] = None, runner: B.Runner = B.default_runner,
+def run(config_path: str, outputs: Outputs, folder: Optional[str] = None, runner: bwrap.Runner = bwrap.default_runner,
         clock: Callable[[], float] = time.time) -> Tuple[int, Json]:
     """One monitor run; returns (exit status, the record written)."""
     started = clock()
     hostname = os.uname()[1]
-    diags: List[D.Diagnostic] = []
+    diags: List[diagnostics.Diagnostic] = []
     config = None
     try:
         config = read_config(config_path)
     except ConfigProblem as exc:
-        diags.append(D.make(exc.code, path=config_path, why=str(exc), host=hostname))
+        diags.append(diagnostics.make(exc.code, path=config_path, why=str(exc), host=hostname))
     if folder is not None:
         diags += install_findings(folder, hostname)
     result = _audit(config, runner, hostname, diags)
     proven, verdict = judge(result, diags)
     finished = clock()
     record: Json = {
-        "schema": MS.RESULT_SCHEMA, "toolkit_version": os.path.basename(folder) if folder else None,
+        "schema": monitor_state.RESULT_SCHEMA, "toolkit_version": os.path.basename(folder) if folder else None,
         "hostname": hostname, "unit": (config or {}).get("audit", {}).get("unit", "metnos.service") or "none",
         "os": os_label(), "started": round(started, 3), "finished": round(finished, 3),
         "duration": round(finished - started, 3), "proven": proven, "verdict": verdict,
         "previous": previous_proof(outputs.result, finished), "context": own_context(), "audit": result}
-    record["changed"] = J.changed(record, record["previous"])
+    record["changed"] = monitor_journal.changed(record, record["previous"])
     return write_outputs(record, outputs), record
 
 
@@ -252,8 +254,9 @@ def _write(path: str, write: Callable[[], object], record: Json) -> bool:
         write()
         return True
     except (OSError, ValueError) as exc:
-        record["audit"]["diagnostics"] = D.sort(record["audit"]["diagnostics"] + [D.make(
-            "monitor_output_failed", path=path, why=D.excerpt(getattr(exc, "strerror", None) or str(exc), 200),
+        record["audit"]["diagnostics"] = diagnostics.sort(record["audit"]["diagnostics"] + [diagnostics.make(
+            "monitor_output_failed", path=path, why=diagnostics.excerpt(getattr(exc, "strerror", None) or str(exc),
+                                                                        200),
             host=record["hostname"])])
         record["proven"], record["verdict"] = False, "fail"
         return False
@@ -261,13 +264,14 @@ def _write(path: str, write: Callable[[], object], record: Json) -> bool:
 
 def write_outputs(record: Json, outputs: Outputs) -> int:
     """Textfile, stored result, journal entries; the exit status (2 when an output could not be written)."""
-    textfile = os.path.join(outputs.textfile_dir, T.FILE_NAME)
-    ok = _write(textfile, lambda: T.write(outputs.textfile_dir, record), record)
+    textfile = os.path.join(outputs.textfile_dir, monitor_textfile.FILE_NAME)
+    ok = _write(textfile, lambda: monitor_textfile.write(outputs.textfile_dir, record), record)
     if not ok:   # the stored result says why the textfile is missing
-        record["changed"] = J.changed(record, record["previous"])
+        record["changed"] = monitor_journal.changed(record, record["previous"])
     text = json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n"
     ok = _write(outputs.result, lambda: files.replace(outputs.result, text, 0o600), record) and ok
-    entries = [J.run_entry(record)] + ([J.change_entry(record, record["previous"])] if record["changed"] else [])
+    entries = [monitor_journal.run_entry(record)] + ([monitor_journal.change_entry(record, record["previous"])]
+                                                     if record["changed"] else [])
     for entry in entries:
         why = outputs.journal(entry)
         if why is not None:      # no journal here (run by hand, a container without journald): say it on stderr
@@ -286,7 +290,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--config", default=CONFIG, help="the monitor's configuration (default %(default)s)")
     parser.add_argument("--textfile-dir", default=TEXTFILE_DIR,
                         help="node_exporter's textfile collector directory (default %(default)s)")
-    parser.add_argument("--result", default=MS.RESULT, help="the stored result (default %(default)s)")
+    parser.add_argument("--result", default=monitor_state.RESULT, help="the stored result (default %(default)s)")
     args = parser.parse_args(list(argv))
     for name in ("config", "textfile_dir", "result"):
         if not getattr(args, name).startswith("/"):

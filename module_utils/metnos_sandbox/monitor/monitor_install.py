@@ -25,7 +25,7 @@ import tempfile
 import zlib
 from typing import Any, Dict, List, Mapping
 
-from ..base import sources as SRC
+from ..base import sources as base_sources
 
 TOOLKIT_VERSION = "0.1.0"
 DIGEST_CHARS = 12
@@ -43,7 +43,7 @@ class ReleaseError(ValueError):
 def core_files(directory: str) -> List[str]:
     """The core's source files in ``directory`` (relative paths such as ``base/diagnostics.py``, sorted):
     what a release holds."""
-    return SRC.files(directory)
+    return base_sources.files(directory)
 
 
 def digest(sources: Mapping[str, bytes]) -> str:
@@ -94,7 +94,7 @@ def unpack(bundle: str) -> Json:
         raise ReleaseError("the bundle holds no sources")
     sources = {}
     for name, text in data["sources"].items():
-        if not isinstance(name, str) or not SRC.SOURCE.match(name) or not isinstance(text, str):
+        if not isinstance(name, str) or not base_sources.SOURCE.match(name) or not isinstance(text, str):
             raise ReleaseError("the bundle holds %r, not a source file of the core" % (str(name)[:80],))
         sources[name] = text.encode("utf-8")
     if data.get("version") != version_of(sources):

@@ -17,13 +17,12 @@ import math
 import re
 from typing import Any, Dict, Iterator, List, Mapping, Tuple
 
-from ..base import diagnostics as D
-from ..base import files
+from ..base import diagnostics, files
 
 FILE_NAME = "metnos_sandbox.prom"
 MAX_LABEL = 128
 # The checks a run is made of: the audit report's sections (one JUnit case each) and the monitor's own.
-CHECKS = tuple(s for s in D.SECTIONS if s not in (D.REACHABILITY, D.MODULE))
+CHECKS = tuple(s for s in diagnostics.SECTIONS if s not in (diagnostics.REACHABILITY, diagnostics.MODULE))
 INFO_LABELS = ("bwrap_version", "package", "package_revision", "toolkit_version", "os", "unit")
 
 Labels = Tuple[Tuple[str, str], ...]
@@ -47,7 +46,7 @@ _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
 def label_value(value: Any) -> str:
     """``value`` as an exposition label value: at most MAX_LABEL characters (cut before any work, the cut
     marked with ``...``), printable ASCII (others become ``?``), backslash and double quote escaped."""
-    text = value if isinstance(value, str) else ("" if value is None else D.excerpt(value, MAX_LABEL))
+    text = value if isinstance(value, str) else ("" if value is None else diagnostics.excerpt(value, MAX_LABEL))
     if len(text) > MAX_LABEL:
         text = text[:MAX_LABEL - 3] + "..."
     text = "".join(ch if " " <= ch <= "~" else "?" for ch in text)
@@ -76,19 +75,20 @@ def check_states(record: Mapping[str, Any]) -> Dict[str, bool]:
     audit = record.get("audit") or {}
     failed = set()
     for diag in audit.get("diagnostics") or []:
-        if diag.get("severity") == D.ERROR:
-            failed.add(D.section_of(diag["code"]) if diag.get("code") in D.REGISTRY else D.MONITOR)
+        if diag.get("severity") == diagnostics.ERROR:
+            failed.add(diagnostics.section_of(diag["code"]) if diag.get("code") in diagnostics.REGISTRY
+                       else diagnostics.MONITOR)
     probe = audit.get("probe")
     if not (isinstance(probe, dict) and probe.get("passed") is True):
-        failed.add(D.PROBE)
+        failed.add(diagnostics.PROBE)
     return dict((check, check not in failed) for check in CHECKS)
 
 
 def _diagnostic_counts(record: Mapping[str, Any]) -> List[Tuple[str, str, int]]:
     counts: Dict[Tuple[str, str], int] = {}
     for diag in (record.get("audit") or {}).get("diagnostics") or []:
-        code = diag.get("code") if diag.get("code") in D.REGISTRY else "unregistered"
-        severity = diag.get("severity") if diag.get("severity") in D.SEVERITIES else "unknown"
+        code = diag.get("code") if diag.get("code") in diagnostics.REGISTRY else "unregistered"
+        severity = diag.get("severity") if diag.get("severity") in diagnostics.SEVERITIES else "unknown"
         counts[(code, severity)] = counts.get((code, severity), 0) + 1
     return [(code, severity, n) for (code, severity), n in sorted(counts.items())]
 

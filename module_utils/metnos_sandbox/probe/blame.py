@@ -34,10 +34,9 @@ import shlex
 import time
 import typing as t
 
-from ..base import diagnostics as D
+from ..base import diagnostics as base_diagnostics
 from ..base.records import Record
-from ..service import relaxations as R
-from ..service import service_user as SU
+from ..service import relaxations, service_user
 
 Json = t.Dict[str, t.Any]
 Assignment = t.List[str]                 # [directive, value, where]
@@ -137,7 +136,7 @@ class Experiment(object):
             "DynamicUser" not in keep or "DynamicUser=no" in extra)
         out = [a for a in self.assignments if (a[0] in IDENTITY and not stand_in) or a[0] in keep]
         if stand_in and "DynamicUser" not in keep:   # User=/Group= (systemctl show) name the dynamic user
-            out.append(["User", R.STANDIN_USER, "blame (DynamicUser= removed)"])
+            out.append(["User", relaxations.STANDIN_USER, "blame (DynamicUser= removed)"])
         for line in extra:
             key, _sep, value = line.partition("=")
             out.append([key, value, "blame (relaxation)"])
@@ -259,7 +258,7 @@ class Experiment(object):
         kept = [a for a in self.atoms if a not in others]
         tried: t.List[Json] = []
         for directive in group.directives:
-            ladder = R.candidates(directive, self.values(directive), self.ctx)
+            ladder = relaxations.candidates(directive, self.values(directive), self.ctx)
             last_failed: t.Optional[t.List[str]] = None
             for lines in ladder:
                 out = self.test(kept, lines)
@@ -279,8 +278,8 @@ class Experiment(object):
         more process for the runtime (it forks bwrap where the probe's launcher executes it), tried too."""
         if directive != "LimitNPROC":
             return passed
-        low = R.limit_value(failed[0].split("=", 1)[1]) if failed else R.limit_value(self.values(directive)[-1])
-        high = R.limit_value(passed[0].split("=", 1)[1])
+        low = relaxations.limit_value(failed[0].split("=", 1)[1] if failed else self.values(directive)[-1])
+        high = relaxations.limit_value(passed[0].split("=", 1)[1])
         if low is None or high is None:
             return passed
         while high - low > 1:
@@ -340,9 +339,9 @@ class Experiment(object):
             relax = relaxed[index] if index < len(relaxed) else {"lines": None, "tried": []}
             # what the unit's context (minus the other culprits) says, else what the group alone says
             shown = group.context if group.context is not None and not group.context.passed else group.outcome
-            code = R.code_for(group.directives, shown.kind, shown.cause)
+            code = relaxations.code_for(group.directives, shown.kind, shown.cause)
             if code == "unit_directive_breaks_bwrap":
-                code = R.code_for(group.directives, group.outcome.kind, group.outcome.cause)
+                code = relaxations.code_for(group.directives, group.outcome.kind, group.outcome.cause)
             result["culprits"].append({
                 "directives": group.directives, "code": code,
                 "lines": ["%s=%s" % (a[0], a[1]) for a in self.assignments if a[0] in group.directives],
@@ -364,7 +363,8 @@ def _static_user(assignments: t.Sequence[t.Sequence[str]]) -> bool:
     dynamic = [a[1] for a in assignments if a[0] == "DynamicUser"]
     if not dynamic or dynamic[-1].strip().lower() not in ("1", "yes", "y", "true", "t", "on"):
         return bool(users)
-    return bool(users) and not SU.resolve_service_user({"User": users[-1], "DynamicUser": "yes"}).get("dynamic")
+    return bool(users) and not service_user.resolve_service_user({"User": users[-1],
+                                                                  "DynamicUser": "yes"}).get("dynamic")
 
 
 def _suspect(directive: str) -> bool:
@@ -378,7 +378,7 @@ def _quoted(lines: t.Sequence[str]) -> str:
 
 
 class Findings(Record):
-    diagnostics: t.List[D.Diagnostic]
+    diagnostics: t.List[base_diagnostics.Diagnostic]
     directives: t.List[str]              # every culprit directive, in the order found
     unit_killed: bool = False            # the runtime's interpreter dies first: bwrap's "setup failure" is not bwrap's
 
@@ -387,7 +387,7 @@ def findings(result: t.Mapping[str, t.Any], unit: str, static: t.Sequence[t.Mapp
     """One finding per culprit, the whole drop-in, and what stayed inconclusive. A culprit the directive
     table already named for this unit (``static``: the service check's findings) with the same relaxation is
     that finding, confirmed ("blamed" and "found by experiment"): the report lists it once."""
-    out: t.List[D.Diagnostic] = []
+    out: t.List[base_diagnostics.Diagnostic] = []
     how = "%d probe runs%s in %ss" % (result.get("runs", 0), (" and %d of the runtime's interpreter" %
                                                               result["interpreter_runs"]) if result.get(
         "interpreter_runs") else "", result.get("seconds"))
@@ -395,56 +395,60 @@ def findings(result: t.Mapping[str, t.Any], unit: str, static: t.Sequence[t.Mapp
         out.append(_culprit_finding(culprit, unit, how, static))
     relaxation = result.get("relaxation") or {}
     if relaxation.get("passed") and len(result.get("culprits") or []) > 1:
-        out.append(D.make("probe_relaxation_found", unit=unit, relax=relaxation["lines"],
-                          relax_words=_quoted(relaxation["lines"]), fill={"lines": "; ".join(relaxation["lines"])}))
+        out.append(base_diagnostics.make("probe_relaxation_found", unit=unit, relax=relaxation["lines"],
+                                         relax_words=_quoted(relaxation["lines"]),
+                                         fill={"lines": "; ".join(relaxation["lines"])}))
     if result.get("interpreter_killed"):
-        out.append(D.make("probe_unit_killed", wording="interpreter", unit=unit, signal="SYS",
-                          python=result.get("python")))
+        out.append(base_diagnostics.make("probe_unit_killed", wording="interpreter", unit=unit, signal="SYS",
+                                         python=result.get("python")))
     out.extend(_inconclusive(result, unit))
     return Findings(out, [d for c in result.get("culprits") or [] for d in c["directives"]],
                     bool(result.get("interpreter_killed")))
 
 
 def _culprit_finding(culprit: t.Mapping[str, t.Any], unit: str, how: str,
-                     static: t.Sequence[t.Mapping[str, t.Any]]) -> D.Diagnostic:
+                     static: t.Sequence[t.Mapping[str, t.Any]]) -> base_diagnostics.Diagnostic:
     lines = culprit["relaxation"]
-    relaxed = ("the probe passed with %s (tried for real)%s." % ("; ".join(lines), R.note(lines)) if lines else
+    relaxed = ("the probe passed with %s (tried for real)%s." % ("; ".join(lines), relaxations.note(lines)) if lines
+               else
                "no relaxation tried made the probe pass: remove %s from the unit." % ", ".join(
                    "%s=" % d for d in culprit["directives"]))
     for diag in static:
         details = diag.get("details") or {}
         if diag.get("code") == culprit["code"] and [details.get("directive")] == culprit["directives"] and \
                 lines == [details.get("relax")]:
-            return D.amend(diag, "confirmed_by_experiment", how=how, relaxed=relaxed)
+            return base_diagnostics.amend(diag, "confirmed_by_experiment", how=how, relaxed=relaxed)
     shown = ", ".join(culprit["lines"][:6]) + (" ..." if len(culprit["lines"]) > 6 else "")
-    return D.make(culprit["code"], variant="experiment" if lines else "experiment_no_dropin",
-                  wording="experiment_unit" if culprit["kind"] == "unit" else "experiment", unit=unit,
-                  directives=culprit["directives"],
-                  directive=culprit["directives"][0], relax=lines, relax_words=_quoted(lines or []),
-                  relax_note="Remove %s from the unit (no drop-in relaxation made the probe pass)." %
+    return base_diagnostics.make(culprit["code"], variant="experiment" if lines else "experiment_no_dropin",
+                                 wording="experiment_unit" if culprit["kind"] == "unit" else "experiment", unit=unit,
+                                 directives=culprit["directives"],
+                                 directive=culprit["directives"][0], relax=lines, relax_words=_quoted(lines or []),
+                                 relax_note="Remove %s from the unit (no drop-in relaxation made the probe pass)." %
                              ", ".join("%s=" % d for d in culprit["directives"]),
-                  found_by="experiment", fill={
+                                 found_by="experiment", fill={
                       "shown": shown, "together": "" if culprit["alone"] else " (only together)",
                       "said": (culprit["said"] or culprit["cause"] or culprit["kind"]).rstrip(".") + ".",
                       "how": how, "relaxed": relaxed})
 
 
-def _inconclusive(result: t.Mapping[str, t.Any], unit: str) -> t.List[D.Diagnostic]:
+def _inconclusive(result: t.Mapping[str, t.Any], unit: str) -> t.List[base_diagnostics.Diagnostic]:
     relaxation = result.get("relaxation") or {}
     named = " (named so far: %s)" % ", ".join(d for c in result.get("culprits") or [] for d in c["directives"]) \
         if result.get("culprits") else ""
     if result.get("exhausted"):
-        return [D.make("probe_blame_inconclusive", wording="exhausted", unit=unit, runs=result.get("runs"),
-                       seconds=result.get("seconds"), max_runs=result["bounds"]["runs"],
-                       max_seconds=result["bounds"]["seconds"], fill={"named": named})]
+        return [base_diagnostics.make("probe_blame_inconclusive", wording="exhausted", unit=unit,
+                                      runs=result.get("runs"),
+                                      seconds=result.get("seconds"), max_runs=result["bounds"]["runs"],
+                                      max_seconds=result["bounds"]["seconds"], fill={"named": named})]
     if result.get("inconsistent"):
-        return [D.make("probe_blame_inconclusive", wording="inconsistent", unit=unit,
-                       fill={"why": result["inconsistent"], "named": named})]
+        return [base_diagnostics.make("probe_blame_inconclusive", wording="inconsistent", unit=unit,
+                                      fill={"why": result["inconsistent"], "named": named})]
     if result.get("ran") and result.get("culprits") and not relaxation.get("passed"):
         why = ("with %s it failed: %s" % ("; ".join(relaxation["lines"]), relaxation.get("cause"))
                if relaxation else "no relaxation passed for %s" % ", ".join(
                    d for c in result["culprits"] if not c["relaxation"] for d in c["directives"]))
-        return [D.make("probe_blame_inconclusive", wording="no_relaxation", unit=unit, fill={"why": why})]
+        return [base_diagnostics.make("probe_blame_inconclusive", wording="no_relaxation", unit=unit,
+                                      fill={"why": why})]
     return []
 
 

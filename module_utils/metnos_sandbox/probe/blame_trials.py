@@ -14,10 +14,9 @@ import time
 import typing as t
 
 from ..base.records import Record
-from ..host import bwrap_errors as BE
-from ..service import systemd_exit as SX
-from . import payload as PL
-from . import runners as RUN
+from ..host import bwrap_errors
+from ..service import systemd_exit
+from . import payload, runners
 from .blame import Assignment, Json, Outcome, outcome_of
 
 SIGTERM = 15
@@ -53,8 +52,9 @@ class SystemdTrials(object):
 
     def confirm(self, assignments: t.List[Assignment], user: Json) -> Outcome:
         spec = dict(self.spec, token=os.urandom(6).hex())
-        verdict = RUN.run_systemd(self.argv, spec, self.python, user, {"assignments": assignments}, {}, self.timeout,
-                                  "metnos-probe-%s" % os.urandom(5).hex(), trust=self.trust)
+        verdict = runners.run_systemd(self.argv, spec, self.python, user, {"assignments": assignments}, {},
+                                      self.timeout,
+                                      "metnos-probe-%s" % os.urandom(5).hex(), trust=self.trust)
         return outcome_of(verdict)
 
     def probe(self, assignments: t.List[Assignment], user: Json) -> Outcome:
@@ -62,28 +62,28 @@ class SystemdTrials(object):
             return self.confirm(assignments, user)
         token = "metnos-search-%s" % os.urandom(6).hex()
         sep = self.argv.index("--") if "--" in self.argv else len(self.argv)
-        command = ["/bin/sh", "-c", LIGHT_LAUNCHER, "sh"] + PL._descriptor_launcher(self.argv[:sep] + [
+        command = ["/bin/sh", "-c", LIGHT_LAUNCHER, "sh"] + payload.descriptor_launcher(self.argv[:sep] + [
             "--", self.python, "-I", "-S", "-c", "print(%r)" % token], self.python, self.spec)
         run, unit = self._run(assignments, user, ("/bin/sh",), command)
         if token in run.stdout.splitlines() and run.main is not None and "status=0" in run.main:
             return Outcome(True, "passed", None, "", run.seconds)
-        failure = SX.unit_failure(run.main, '"launcher-pid"' in run.stdout, unit)
+        failure = systemd_exit.unit_failure(run.main, '"launcher-pid"' in run.stdout, unit)
         if failure:
             said = "%s/%s: %s" % (failure["status"], failure["name"], failure.get("reason") or failure["meaning"])
             return Outcome(False, "unit", failure["name"], said, run.seconds)
         if run.result == "timeout":
             return Outcome(False, "timeout", "timeout", "the run timed out", run.seconds)
-        sig = SX.signal_number(run.main)
-        cls = BE.classify(run.stderr, 128 + sig if sig is not None else _exit_status(run.main))
+        sig = systemd_exit.signal_number(run.main)
+        cls = bwrap_errors.classify(run.stderr, 128 + sig if sig is not None else _exit_status(run.main))
         return Outcome(False, "setup", cls.get("cause"), cls.get("stderr_line") or cls.get("cause_text") or "",
                        run.seconds)
 
     def interpreter(self, assignments: t.List[Assignment], user: Json) -> Outcome:
         run, _unit = self._run(assignments, user, (self.python,),
                                [self.python, "-I", "-S", "-c", INTERPRETER_CHECK, self.argv[0]])
-        sig = SX.signal_number(run.main)
+        sig = systemd_exit.signal_number(run.main)
         if sig is not None and sig != SIGTERM and run.result != "timeout":   # SIGTERM: the trial's own RuntimeMaxSec=
-            ending = SX.parse_main(run.main)
+            ending = systemd_exit.parse_main(run.main)
             name = ending.name if ending is not None and ending.name else str(sig)
             return Outcome(False, "interpreter", "SIG%s" % name, "the runtime's interpreter (%s) was killed by SIG%s "
                            "as it started bwrap" % (self.python, name), run.seconds)
@@ -93,8 +93,8 @@ class SystemdTrials(object):
              command: t.List[str]) -> t.Tuple[_Run, str]:
         """systemd-run --wait --pipe of ``command`` in a transient unit with ``assignments``; bounded."""
         unit = "metnos-probe-%s" % os.urandom(5).hex()
-        argv = RUN.systemd_run_argv(unit, user, {"assignments": assignments}, {}, self.timeout, own=own)
-        argv += ["-p", "TimeoutStopSec=%d" % RUN.STOP_TIMEOUT] + command
+        argv = runners.systemd_run_argv(unit, user, {"assignments": assignments}, {}, self.timeout, own=own)
+        argv += ["-p", "TimeoutStopSec=%d" % runners.STOP_TIMEOUT] + command
         start = time.time()
         try:
             proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,  # pylint: disable=ansible-bad-function
@@ -119,5 +119,5 @@ _SYSTEMD_RUN_LINES = ("Running as unit", "Finished with result:", "Main processe
 
 
 def _exit_status(main: t.Optional[str]) -> t.Optional[int]:
-    ending = SX.parse_main(main)
+    ending = systemd_exit.parse_main(main)
     return ending.status if ending is not None and ending.code == "exited" else None

@@ -27,8 +27,7 @@ import subprocess
 import time
 import typing as t
 
-from ..base import diagnostics as D
-from ..base import sources
+from ..base import diagnostics, sources
 from ..host import procfs
 from ..profile import descriptors
 from . import device_script
@@ -327,13 +326,13 @@ def _verdict(checks: t.List[Json], argv: t.Sequence[str], downgrades: t.Sequence
         flag = FLAG_OF_CHECK.get(check["name"])
         if flag in declared:
             check["declared_downgrade"] = {"flag": flag, "reason": declared[flag]}
-            diags.append(D.make("device_profile_downgraded", wording="probe", fill={
+            diags.append(diagnostics.make("device_profile_downgraded", wording="probe", fill={
                 "flag": flag, "reason": declared[flag], "check": check["name"],
                 "problems": "; ".join(check["observed"]["problems"])}, flag=flag, check=check["name"]))
             continue
         code = CODE_OF_CHECK.get(check["name"], "probe_device_check_failed")
-        diags.append(D.make(code, fill={"check": check["name"],
-                                        "problems": "; ".join(check["observed"]["problems"])},
-                            check=check["name"], argv=list(argv)[:64]))
-    return {"passed": bool(checks) and not any(d["severity"] == D.ERROR for d in diags), "checks": checks,
-            "diagnostics": D.sort(diags)}
+        diags.append(diagnostics.make(code, fill={"check": check["name"],
+                                                  "problems": "; ".join(check["observed"]["problems"])},
+                                      check=check["name"], argv=list(argv)[:64]))
+    return {"passed": bool(checks) and not any(d["severity"] == diagnostics.ERROR for d in diags), "checks": checks,
+            "diagnostics": diagnostics.sort(diags)}

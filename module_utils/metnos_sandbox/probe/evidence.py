@@ -12,19 +12,18 @@ import os
 import typing as t
 
 from ..base.paths import under
-from ..host import procfs as PF
-from . import held
-from . import payload as PL
-from . import proc_covers as PC
+from ..host import procfs
+from . import held, proc_covers
+from . import payload as probe_payload
 from .payload import Json
 
 
 # --------------------------------------------------------------------------- evaluation
 def _err(value: object) -> bool:
-    return value is None or PF.is_error(value)
+    return value is None or procfs.is_error(value)
 
 
-def _reference(outside: Json, host: Json) -> PL.Reference:
+def reference(outside: Json, host: Json) -> probe_payload.Reference:
     """The namespaces the payload is judged against: bwrap's parent context as read before bwrap could
     act (run directly: the probe's own; in a unit: the unit's process before it executed bwrap). Only
     when that was unreadable, bwrap's own links, then the probe's. Also the kinds in which the bwrap
@@ -43,33 +42,35 @@ def _reference(outside: Json, host: Json) -> PL.Reference:
     elif pns and not any(_err(pns.get(k)) for k in essential):
         ref, ref_from = pns, "bwrap (pid %s) (the parent context was unreadable)" % parent.get("pid")
     else:
-        return PL.Reference(host.get("ns") or {}, "the probe (neither the parent context nor bwrap's links are "
-                            "readable: %s)" % (", ".join("%s=%s" % (k, v) for k, v in sorted(pns.items()) if _err(v))
-                                               or "bwrap not known"), [])
-    moved = [k for k in PF.NS_KINDS if ref is not pns and not _err(pns.get(k)) and not _err(ref.get(k))
+        return probe_payload.Reference(host.get("ns") or {},
+                                       "the probe (neither the parent context nor bwrap's links are "
+                                       "readable: %s)" % (", ".join("%s=%s" % (k, v) for k, v in sorted(pns.items())
+                                                                    if _err(v))
+                                                          or "bwrap not known"), [])
+    moved = [k for k in procfs.NS_KINDS if ref is not pns and not _err(pns.get(k)) and not _err(ref.get(k))
              and pns.get(k) != ref.get(k)]
-    return PL.Reference(ref, ref_from, moved, depth)
+    return probe_payload.Reference(ref, ref_from, moved, depth)
 
 
 def _known_devices(outside: Json, host: Json) -> t.Set[str]:
-    devs = PF.devices(host.get("mounts") or [])
+    devs = procfs.devices(host.get("mounts") or [])
     for key in ("parent", "context"):
         more = (outside.get(key) or {}).get("mounts")
         if isinstance(more, list):
-            devs |= PF.devices(more)
+            devs |= procfs.devices(more)
     return devs
 
 
-def _context_mounts(outside: Json, host: Json) -> t.Optional[t.List[PF.Mount]]:
-    """The mount table binds are taken from: the parent context's (see _reference)."""
+def _context_mounts(outside: Json, host: Json) -> t.Optional[t.List[procfs.Mount]]:
+    """The mount table binds are taken from: the parent context's (see reference)."""
     context = outside.get("context") or {}
     if context:
         return context.get("mounts") or (outside.get("parent") or {}).get("mounts") or None
     return host.get("mounts") or None
 
 
-def _foreign(mounts: t.Sequence[PF.Mount], dest: str, tree: t.Mapping[str, t.Collection[t.Any]],
-             skip: t.Sequence[str] = (), context: t.Optional[t.Sequence[PF.Mount]] = None,
+def _foreign(mounts: t.Sequence[procfs.Mount], dest: str, tree: t.Mapping[str, t.Collection[t.Any]],
+             skip: t.Sequence[str] = (), context: t.Optional[t.Sequence[procfs.Mount]] = None,
              src: t.Optional[str] = None) -> t.List[str]:
     """Visible mounts at or below ``dest`` whose (device, root) is not what ``tree`` (bind_tree of the
     source) holds at that relative path - nor, with ``context``, a bind of the same path of ``src``
@@ -82,7 +83,8 @@ def _foreign(mounts: t.Sequence[PF.Mount], dest: str, tree: t.Mapping[str, t.Col
         rel = os.path.relpath(m["mountpoint"], dest)
         if (m["dev"], m["root"]) in tree.get(rel, ()):
             continue
-        if context and src and (m["dev"], m["root"]) == PF.source_of(context, os.path.normpath(os.path.join(src, rel))):
+        if context and src and (m["dev"], m["root"]) == procfs.source_of(context, os.path.normpath(os.path.join(src,
+                                                                                                                rel))):
             continue
         out.append("%s (%s %s %s)" % (m["mountpoint"], m["fstype"], m["dev"], m["root"]))
     return sorted(out)
@@ -98,14 +100,14 @@ class _Scene(object):
         self.outside: Json = outside or {}
         self.payload: Json = self.outside.get("payload") or {}
         mounts = self.payload.get("mounts")
-        self.mounts: t.Optional[t.List[PF.Mount]] = mounts if isinstance(mounts, list) else None
-        self.visible = PF.visible_mounts(self.mounts) if self.mounts is not None else None
+        self.mounts: t.Optional[t.List[procfs.Mount]] = mounts if isinstance(mounts, list) else None
+        self.visible = procfs.visible_mounts(self.mounts) if self.mounts is not None else None
         self.ctx_mounts = _context_mounts(self.outside, host)
         self.known = _known_devices(self.outside, host)
         self.binds: t.Dict[str, str] = spec.get("binds") or {}
         self.declared: t.List[str] = [d for key in ("ro", "rw", "tmpfs", "dev", "proc") for d in spec.get(key, [])]
         self.pid: t.Optional[int] = self.outside.get("payload_pid")
-        self.ref = _reference(self.outside, host)
+        self.ref = reference(self.outside, host)
         self.proc_ok = False
         self.checks: t.List[Json] = []
 
@@ -116,8 +118,8 @@ class _Scene(object):
         """Declared destinations strictly below ``dest`` (another check's business)."""
         return [d for d in self.declared if d != dest and under(d, dest)]
 
-    def mount_at(self, dest: str) -> t.Optional[PF.Mount]:
-        return PF.mount_at(self.mounts, dest) if self.mounts is not None else None
+    def mount_at(self, dest: str) -> t.Optional[procfs.Mount]:
+        return procfs.mount_at(self.mounts, dest) if self.mounts is not None else None
 
 
 def evaluate(spec: Json, obs: Json, outside: t.Optional[Json], host: Json) -> t.List[Json]:
@@ -164,7 +166,7 @@ def _check_proc(sc: _Scene) -> None:
         mount = sc.mount_at(dest)
         nspid = sc.payload.get("nspid") or []
         problems = []
-        if inside.get("type") != PL.PROC_SUPER_MAGIC:
+        if inside.get("type") != probe_payload.PROC_SUPER_MAGIC:
             problems.append("statfs type %s, not procfs" % _hex(inside.get("type")))
         if obs.get("proc_self") != str(obs.get("pid")):
             problems.append("/proc/self is %r, the payload is pid %s" % (obs.get("proc_self"), obs.get("pid")))
@@ -190,14 +192,14 @@ def _check_proc(sc: _Scene) -> None:
                not problems)
 
 
-def _proc_foreign(sc: _Scene, dest: str, mount: PF.Mount) -> t.List[str]:
+def _proc_foreign(sc: _Scene, dest: str, mount: procfs.Mount) -> t.List[str]:
     """Mounts below a procfs that are neither what the parent context has mounted below its /proc nor one of
     the names bwrap may cover read-only with a bind of the procfs itself (proc_covers.COVER_NAMES: whether
     each cover is there as it should be is proc_covers' check)."""
     if sc.visible is None or not sc.ctx_mounts:
         raise AssertionError("procfs mounts judged without the payload's view or the parent context")
-    tree = PF.bind_tree(sc.ctx_mounts, "/proc")
-    for name in PC.COVER_NAMES:
+    tree = procfs.bind_tree(sc.ctx_mounts, "/proc")
+    for name in proc_covers.COVER_NAMES:
         tree[name] = tree.get(name, set()) | set([(mount["dev"], os.path.normpath(os.path.join(mount["root"], name)))])
     tree["."] = set([(mount["dev"], mount["root"])])
     return _foreign(sc.visible, dest, tree, sc.inner(dest), sc.ctx_mounts, "/proc")
@@ -212,7 +214,7 @@ def _check_proc_covers(sc: _Scene) -> None:
         if sc.visible is None or mount is None or mount["fstype"] != "proc":
             problems = ["not proven: no procfs at %s in the payload's mount table" % dest]
         else:
-            problems = PC.judge(sc.visible, dest, mount, exp, sc.ctx_mounts)
+            problems = proc_covers.judge(sc.visible, dest, mount, exp, sc.ctx_mounts)
         sc.add("proc_covers" if dest == "/proc" else "proc_covers:%s" % dest, sc.spec["rules"].get(dest, "R-BASE-2"),
                "the read-only covers bwrap adds for the caller (%s), and no other mount at those names" % (
                    ", ".join((exp or {}).get("covers") or []) or "none for this caller"),
@@ -317,7 +319,7 @@ def _check_tmpfs(sc: _Scene) -> None:
         problems = _tmpfs_mount_problems(sc, dest, inside, mount)
         entries = inside.get("entries")
         if is_dev:
-            allowed = set(PL.DEV_ENTRIES)
+            allowed = set(probe_payload.DEV_ENTRIES)
             problems += _dev_mount_problems(sc, dest, mount)
         else:
             allowed = set(os.path.relpath(d, dest).split("/")[0] for d in sc.inner(dest))
@@ -334,9 +336,9 @@ def _check_tmpfs(sc: _Scene) -> None:
                 "problems": problems}, not problems)
 
 
-def _tmpfs_mount_problems(sc: _Scene, dest: str, inside: Json, mount: t.Optional[PF.Mount]) -> t.List[str]:
+def _tmpfs_mount_problems(sc: _Scene, dest: str, inside: Json, mount: t.Optional[procfs.Mount]) -> t.List[str]:
     problems = []
-    if inside.get("type") != PL.TMPFS_MAGIC:
+    if inside.get("type") != probe_payload.TMPFS_MAGIC:
         problems.append("statfs type %s, not tmpfs" % _hex(inside.get("type")))
     if sc.mounts is None:
         problems.append("not proven: the payload's mount table was not read")
@@ -351,13 +353,13 @@ def _tmpfs_mount_problems(sc: _Scene, dest: str, inside: Json, mount: t.Optional
     return problems
 
 
-def _dev_mount_problems(sc: _Scene, dest: str, mount: t.Optional[PF.Mount]) -> t.List[str]:
+def _dev_mount_problems(sc: _Scene, dest: str, mount: t.Optional[procfs.Mount]) -> t.List[str]:
     """The mounts in a --dev that bwrap does not make (a bind of the parent's /dev/<node>, a new devpts)."""
     if sc.visible is None or not sc.ctx_mounts:
         return ["not proven: the parent context's mount table was not read"] if sc.mounts is not None else []
     ctx_mounts = sc.ctx_mounts
-    tree = dict((name, set([PF.source_of(ctx_mounts, "/dev/" + name)])) for name in PL.DEV_NODES)
-    tree["pts"] = set((m["dev"], "/") for m in PF.mounts_under(sc.visible, dest)
+    tree = dict((name, set([procfs.source_of(ctx_mounts, "/dev/" + name)])) for name in probe_payload.DEV_NODES)
+    tree["pts"] = set((m["dev"], "/") for m in procfs.mounts_under(sc.visible, dest)
                       if m["mountpoint"] == dest.rstrip("/") + "/pts" and m["fstype"] == "devpts"
                       and m["dev"] not in sc.known)
     tree["."] = set([(mount["dev"], mount["root"])]) if mount else set()
@@ -378,8 +380,8 @@ def _check_bind_sources(sc: _Scene) -> None:
             problems.append("not proven: the payload's mount table was not read")
         elif not sc.ctx_mounts:
             problems.append("not proven: the parent context's mount table was not read")
-        elif PF.mount_at(sc.visible, dest) is not None:    # no mount at all: read_only/writable say so
-            other = _foreign(sc.visible, dest, PF.bind_tree(sc.ctx_mounts, src), sc.inner(dest), sc.ctx_mounts, src)
+        elif procfs.mount_at(sc.visible, dest) is not None:    # no mount at all: read_only/writable say so
+            other = _foreign(sc.visible, dest, procfs.bind_tree(sc.ctx_mounts, src), sc.inner(dest), sc.ctx_mounts, src)
             if other:
                 problems.append("outside: not the host's %s: %s" % (src, ", ".join(other[:5])))
         sc.add("bind_source:%s" % dest, sc.spec["rules"].get(dest, "R-CAP-FS"),
@@ -420,14 +422,14 @@ def _check_read_only(sc: _Scene) -> None:
                                             else "not proven (%s)" % inside.get("flags")))
         mount = None
         if sc.mounts is not None:
-            mount = PF.mount_at(sc.mounts, dest)
+            mount = procfs.mount_at(sc.mounts, dest)
             if mount is None:
                 problems.append("outside: no mount at %s" % dest)
-            elif not PF.read_only(mount):
+            elif not procfs.read_only(mount):
                 problems.append("outside: %s is mounted %s" % (dest, ",".join(mount["opts"][:3])))
             # what a path reaches (the top of each stack): a writable mount hidden under another is no way in
-            below = [m["mountpoint"] for m in PF.mounts_under(sc.visible or [], dest)
-                     if not PF.read_only(m) and not any(under(m["mountpoint"], d) for d in not_ro)]
+            below = [m["mountpoint"] for m in procfs.mounts_under(sc.visible or [], dest)
+                     if not procfs.read_only(m) and not any(under(m["mountpoint"], d) for d in not_ro)]
             if below:
                 problems.append("outside: writable mounts below: %s" % ", ".join(below[:5]))
         sc.add("read_only:%s" % dest, sc.spec["rules"].get(dest, "R-BASE-1"), "a read-only mount (ST_RDONLY / ro)",
@@ -457,7 +459,7 @@ def _check_hidden(sc: _Scene) -> None:
             problems.append("not proven: the payload's mount table was not read")
         else:
             at = [m["mountpoint"] for m in sc.mounts if under(m["mountpoint"], path)]
-            cover = PF.covering_mount(sc.mounts, path)
+            cover = procfs.covering_mount(sc.mounts, path)
             if at:
                 problems.append("outside: mounted at %s" % ", ".join(at[:5]))
             elif cover is None or cover["fstype"] != "tmpfs" or cover["dev"] in sc.known:
@@ -470,8 +472,8 @@ def _check_hidden(sc: _Scene) -> None:
 def _check_parent_death(sc: _Scene) -> None:
     """8. Parent-death signal (bwrap --die-with-parent sets SIGKILL)."""
     if sc.spec.get("die_with_parent", True):
-        sc.add("parent_death_signal", "R-BASE-6", PL.SIGKILL, sc.obs.get("pdeathsig"),
-               sc.obs.get("pdeathsig") == PL.SIGKILL)
+        sc.add("parent_death_signal", "R-BASE-6", probe_payload.SIGKILL, sc.obs.get("pdeathsig"),
+               sc.obs.get("pdeathsig") == probe_payload.SIGKILL)
 
 
 def _check_capabilities(sc: _Scene) -> None:

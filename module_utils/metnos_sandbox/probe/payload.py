@@ -17,10 +17,8 @@ import typing as t
 from ..base import json_lite, libc_lite, sources
 from ..base.paths import under
 from ..base.records import Record
-from ..host import bwrap_options as BO
-from ..host import procfs as PF
-from ..profile import descriptors as DS
-from ..profile import result as RS
+from ..host import bwrap_options, procfs
+from ..profile import descriptors, result
 from . import payload_script
 
 Json = t.Dict[str, t.Any]
@@ -75,10 +73,11 @@ UNSHARE_FLAGS = ("user", "ipc", "uts", "net", "pid", "cgroup")
 
 def host_namespaces(proc: str = "/proc") -> t.Dict[str, str]:
     """The probe's own namespace links (the host's, when the probe runs on the host)."""
-    return PF.namespaces("self", proc=proc)[0]
+    return procfs.namespaces("self", proc=proc)[0]
 
 
-def expected_absent(profile: RS.Profile, candidates: t.Sequence[str], depth: int = 2, limit: int = 60) -> t.List[str]:
+def expected_absent(profile: result.Profile, candidates: t.Sequence[str], depth: int = 2,
+                    limit: int = 60) -> t.List[str]:
     """Host paths that must not be visible: candidates not inside a mount. For a candidate
     that is an ancestor of a mount (it exists as an empty skeleton), check its other children."""
     binds = [m["dest"] for m in profile["mounts"] if m["kind"] in ("ro", "rw", "symlink", "tmpfs", "proc", "dev")]
@@ -106,7 +105,7 @@ def expected_absent(profile: RS.Profile, candidates: t.Sequence[str], depth: int
     return out
 
 
-def expectations(profile: RS.Profile, extra_absent: t.Sequence[str] = ()) -> Json:
+def expectations(profile: result.Profile, extra_absent: t.Sequence[str] = ()) -> Json:
     """The checks a profile promises, as the spec the payload receives. Writes nothing on the host."""
     mounts = profile["mounts"]
     argv = list(profile.get("argv") or [])
@@ -121,7 +120,7 @@ def expectations(profile: RS.Profile, extra_absent: t.Sequence[str] = ()) -> Jso
     return {
         "token": os.urandom(6).hex(),
         "unshare": unshare,
-        "ns": list(PF.NS_KINDS),
+        "ns": list(procfs.NS_KINDS),
         "ro": dests("ro"), "rw": dests("rw"), "tmpfs": dests("tmpfs"), "dev": dests("dev"), "proc": dests("proc"),
         "binds": dict((m["dest"], os.path.realpath(m.get("src") or m["dest"])) for m in mounts
                       if m["kind"] in ("ro", "rw")),
@@ -137,17 +136,17 @@ def expectations(profile: RS.Profile, extra_absent: t.Sequence[str] = ()) -> Jso
     }
 
 
-def _descriptor_launcher(words: t.List[str], python: str, spec: Json) -> t.List[str]:
+def descriptor_launcher(words: t.List[str], python: str, spec: Json) -> t.List[str]:
     """The one hook of descriptor binds (descriptors.py): bwrap's argv behind the launcher that opens the
     profile's descriptors race-free, proves each is the object judged, then becomes bwrap (same pid)."""
-    return DS.launcher_words(words, python, spec.get("descriptors"))
+    return descriptors.launcher_words(words, python, spec.get("descriptors"))
 
 
 def _option_units(words: t.Sequence[str]) -> t.List[str]:
     units: t.List[str] = []
     i = 0
     while i < len(words):
-        n = BO.ARITY.get(words[i], 0)
+        n = bwrap_options.ARITY.get(words[i], 0)
         units.append(" ".join(words[i:i + 1 + n]))
         i += 1 + n
     return units

@@ -57,27 +57,23 @@ import os
 import pwd
 import typing as t
 
-from ..base import diagnostics as D
+from ..base import diagnostics as base_diagnostics
 from ..base import envflags
 from ..base.records import Record, Shape
-from ..host import bwrap as B
-from ..host import bwrap_trust as BT
-from ..profile import host_context as HC
-from ..profile import profile as P
-from ..profile import python_roots as PYR
-from ..profile import result as RS
-from ..service import service_env as S
-from . import blame as BL
-from . import device, root_proof
-from . import payload as PL
-from . import runners as RUN
+from ..host import bwrap
+from ..host import bwrap_trust as host_bwrap_trust
+from ..profile import host_context, python_roots, result
+from ..profile import profile as profile_profile
+from ..service import service_env
+from . import blame as probe_blame
+from . import device, payload, root_proof, runners
 from .payload import Json, User
 
 
 class _ProbeKeys(Shape):
     passed: bool
     checks: t.List[Json]                       # evidence.evaluate(): one per check, both witnesses
-    diagnostics: t.List[D.Diagnostic]
+    diagnostics: t.List[base_diagnostics.Diagnostic]
     context: t.Optional[str]                   # where and as whom the run happened (None: not started)
 
 
@@ -87,7 +83,7 @@ class ProbeResult(_ProbeKeys, total=False):
     diagnostics, which are the probe's own list."""
     status: envflags.Status                    # the runtime's status() in the probe's context
     status_view: t.Optional[str]
-    service: S.ServiceResult                   # the service's environment the probe ran with
+    service: service_env.ServiceResult                   # the service's environment the probe ran with
     profile: Json                              # executor, decision, argv of the profile it ran
     confidence: str                            # "reduced" when the run did not carry all of the service's context
     unit_context: Json                         # what the transient unit carried (unit_context.py)
@@ -115,7 +111,7 @@ class ProbeResult(_ProbeKeys, total=False):
 class _Service(Record):
     """Who and where the probe runs, as the service would: its environment, user and runtime status, and
     the service_env result (None without a unit, or when the unit is not there)."""
-    svc: t.Optional[S.ServiceResult]
+    svc: t.Optional[service_env.ServiceResult]
     svc_env: t.Optional[t.Dict[str, str]]
     """The environment service_env found for the unit (None: no unit, or a masked one)."""
     env: t.Dict[str, str]
@@ -132,8 +128,8 @@ class Handed(Record):
     """The service inspection a caller already made (the audit: None when the unit is missing), so that the
     probe does not read the unit again; and the caller's verifications of bwrap files (bwrap_trust.Ledger), so
     that a file the caller verified is not asked of the package manager again."""
-    inspection: t.Optional[S.Inspection]
-    ledger: t.Optional[BT.Ledger] = None
+    inspection: t.Optional[service_env.Inspection]
+    ledger: t.Optional[host_bwrap_trust.Ledger] = None
 
 
 def _service(params: Json, runner: t.Any, out: ProbeResult, handed: t.Optional[Handed] = None) -> _Service:
@@ -141,11 +137,12 @@ def _service(params: Json, runner: t.Any, out: ProbeResult, handed: t.Optional[H
     found = None
     unit = params.get("unit")
     if unit:
-        found = handed.inspection if handed is not None else S.inspect(
+        found = handed.inspection if handed is not None else service_env.inspect(
             {"unit": unit, "scope": params.get("scope") or "system", "user": params.get("user"), "mode": "auto"},
             runner)
         if found is None:
-            out["diagnostics"].append(D.unit_not_found(unit, then="the probe ran in the admin context instead"))
+            out["diagnostics"].append(base_diagnostics.unit_not_found(
+                unit, then="the probe ran in the admin context instead"))
     svc = found.result if found is not None else None
     svc_env = found.env if found is not None else None
     if svc is not None and svc_env is not None:
@@ -160,7 +157,7 @@ def _service(params: Json, runner: t.Any, out: ProbeResult, handed: t.Optional[H
         if envflags.ENV_VAR in os.environ:
             env[envflags.ENV_VAR] = os.environ[envflags.ENV_VAR]
         user = _user_entry(params.get("probe_user") or "nobody")
-        status = envflags.status(B.which("bwrap", env["PATH"]), env)
+        status = envflags.status(bwrap.which("bwrap", env["PATH"]), env)
         out["status_view"] = "runtime status() in the admin's environment (no service unit)"
     out["status"] = status
     return _Service(svc, svc_env, env, user, status)
@@ -173,12 +170,12 @@ def _fail_closed(out: ProbeResult, service: _Service) -> ProbeResult:
     out["diagnostics"].extend(svc["diagnostics"] if svc is not None and service.svc_env is not None else
                               envflags.diagnose(service.status, env, env.get("PATH"), where="probe environment"))
     if not any(d["code"] == "executor_os_sandbox_unavailable" for d in out["diagnostics"]):
-        out["diagnostics"].append(D.make("executor_os_sandbox_unavailable"))
-    out["diagnostics"] = D.sort(out["diagnostics"])
+        out["diagnostics"].append(base_diagnostics.make("executor_os_sandbox_unavailable"))
+    out["diagnostics"] = base_diagnostics.sort(out["diagnostics"])
     return out
 
 
-def _render(params: Json, status: envflags.Status) -> t.Tuple[str, RS.Profile]:
+def _render(params: Json, status: envflags.Status) -> t.Tuple[str, result.Profile]:
     """The interpreter the payload runs on, and the profile the probe runs (rendered as the runtime would,
     with the interpreter's package roots and installation discovered like every other face)."""
     host_over = dict(params.get("host") or {})
@@ -187,26 +184,27 @@ def _render(params: Json, status: envflags.Status) -> t.Tuple[str, RS.Profile]:
         python = "/usr/bin/python3"
     host_over.setdefault("python_executable", python)
     # asked of the interpreter outside any sandbox: bounded like every run of the probe (a hanging one is killed)
-    ask = B.bounded_runner(min(10.0, float(params.get("timeout") or 60)))
-    host = HC.HostContext(PYR.with_python_roots(host_over, ask))       # HL.ContextError names the bad key
-    source = RUN.PROBE_MANIFEST if params.get("manifest") is None else params["manifest"]
-    return python, P.render_safe(source, host, params.get("invocation") or {}, status)
+    ask = bwrap.bounded_runner(min(10.0, float(params.get("timeout") or 60)))
+    host = host_context.HostContext(python_roots.with_python_roots(host_over,
+                                                                   ask))       # HL.ContextError names the bad key
+    source = runners.PROBE_MANIFEST if params.get("manifest") is None else params["manifest"]
+    return python, profile_profile.render_safe(source, host, params.get("invocation") or {}, status)
 
 
 def _unit_context(params: Json, runner: t.Any, user: User) -> Json:
     """The unit's whole execution context, minus the documented deny list (unit_context.py); unreadable,
     only its user is applied and the reduced confidence says why."""
     try:
-        return S.execution_context({"unit": params["unit"], "scope": params.get("scope") or "system",
-                                    "user": params.get("user")}, runner,
-                                   probe_user=user if params.get("probe_user") else None)
-    except S.SystemctlError as exc:     # run anyway, as the user, and say how much less it proves
+        return service_env.execution_context({"unit": params["unit"], "scope": params.get("scope") or "system",
+                                              "user": params.get("user")}, runner,
+                                             probe_user=user if params.get("probe_user") else None)
+    except service_env.SystemctlError as exc:     # run anyway, as the user, and say how much less it proves
         return {"assignments": [], "carried": [], "excluded": [], "not_carried": [], "carried_as": [],
                 "differences": [], "verified": False, "confidence": "reduced",
                 "reasons": ["the unit's execution context could not be read (%s): only its user is applied" % exc]}
 
 
-def _run_in_context(params: Json, runner: t.Any, service: _Service, prof: RS.Rendered, spec: Json, python: str,
+def _run_in_context(params: Json, runner: t.Any, service: _Service, prof: result.Rendered, spec: Json, python: str,
                     out: ProbeResult, trust: t.Optional[Json] = None) -> Json:
     """Run the profile in a transient unit carrying the service's context, or directly as its user."""
     svc, user, unit = service.svc, service.user, params.get("unit")
@@ -214,7 +212,7 @@ def _run_in_context(params: Json, runner: t.Any, service: _Service, prof: RS.Ren
     timeout = float(params.get("timeout") or 60)
     if not (context == "systemd" or (context == "auto" and svc is not None and svc.get("mode") == "systemd")):
         run_user = None if user.get("uid") in (None, os.geteuid()) else user
-        verdict = RUN.run(prof["argv"], spec, python, user=run_user, env=service.env, timeout=timeout, trust=trust)
+        verdict = runners.run(prof["argv"], spec, python, user=run_user, env=service.env, timeout=timeout, trust=trust)
         if service.svc_env is not None:
             out["context"] = ("direct as %s with the service's environment (weaker: the unit's systemd "
                               "restrictions are not applied)" % user.get("name"))
@@ -235,15 +233,16 @@ def _run_in_context(params: Json, runner: t.Any, service: _Service, prof: RS.Ren
     out["context"] = ("systemd transient unit %s as %s with the execution context of %s" %
                       (unit_name, user.get("name"), unit) if settings else
                       "systemd transient unit %s as %s (no service unit)" % (unit_name, user.get("name")))
-    verdict = RUN.run_systemd(prof["argv"], spec, python, user, settings, run_env, timeout, unit_name, trust=trust)
+    verdict = runners.run_systemd(prof["argv"], spec, python, user, settings, run_env, timeout, unit_name, trust=trust)
     if settings and not verdict["passed"] and not verdict["timed_out"] and params.get("blame", True):
-        out["blame"] = BL.diagnose(prof["argv"], spec, python, user, settings, timeout, verdict, BL.bounds(params),
-                                   trust=trust)
+        out["blame"] = probe_blame.diagnose(prof["argv"], spec, python, user, settings, timeout, verdict,
+                                            probe_blame.bounds(params),
+                                            trust=trust)
     return verdict
 
 
-def _diagnostics(params: Json, service: _Service, verdict: Json, findings: t.List[D.Diagnostic],
-                 out: ProbeResult) -> t.List[D.Diagnostic]:
+def _diagnostics(params: Json, service: _Service, verdict: Json, findings: t.List[base_diagnostics.Diagnostic],
+                 out: ProbeResult) -> t.List[base_diagnostics.Diagnostic]:
     """The verdict's diagnostics, the bwrap binary's findings, root's (proven not contained: an error; else a
     warning), the unit directives blamed
     for a failed setup and what the transient unit could not carry."""
@@ -251,7 +250,7 @@ def _diagnostics(params: Json, service: _Service, verdict: Json, findings: t.Lis
     diags = list(verdict["diagnostics"]) + findings
     if ran_as_root(verdict):
         not_contained = root_proof.diagnostics(out.get("root_proof") or {}, user.get("name") or "root")
-        diags.extend(not_contained or [D.make("probe_payload_root", user=user.get("name") or "root")])
+        diags.extend(not_contained or [base_diagnostics.make("probe_payload_root", user=user.get("name") or "root")])
     found = _blamed_by_experiment(out, unit, svc)
     if found is not None and found.unit_killed:       # the runtime's interpreter dies first: not bwrap's failure
         diags = [d for d in diags if d["code"] != "probe_setup_failed"]
@@ -261,14 +260,14 @@ def _diagnostics(params: Json, service: _Service, verdict: Json, findings: t.Lis
     elif verdict.get("setup_failed") and svc is not None:
         blamed = [d for d in svc.get("diagnostics", []) if d["code"].startswith("unit_")]
         for d in blamed:
-            diags.append(D.amend(d, "blamed_by_probe"))
+            diags.append(base_diagnostics.amend(d, "blamed_by_probe"))
         if blamed:
             out["blamed_directives"] = [d.get("details", {}).get("directive") for d in blamed]
     ctx = out.get("unit_context") or {}
     if ctx.get("reasons"):
-        diags.append(D.make("probe_context_incomplete", unit=unit, reasons=ctx["reasons"],
-                            wording="reasons", fill={"why": "; ".join(ctx["reasons"])}))
-    return D.sort(diags)
+        diags.append(base_diagnostics.make("probe_context_incomplete", unit=unit, reasons=ctx["reasons"],
+                                           wording="reasons", fill={"why": "; ".join(ctx["reasons"])}))
+    return base_diagnostics.sort(diags)
 
 
 def ran_as_root(verdict: Json) -> bool:
@@ -277,11 +276,11 @@ def ran_as_root(verdict: Json) -> bool:
     return bool(caps and isinstance(caps[0]["observed"], dict) and caps[0]["observed"].get("uid") == 0)
 
 
-def _blamed_by_experiment(out: ProbeResult, unit: t.Optional[str], svc: t.Optional[S.ServiceResult]) -> t.Any:
+def _blamed_by_experiment(out: ProbeResult, unit: t.Optional[str], svc: t.Optional[service_env.ServiceResult]) -> t.Any:
     """blame.findings() of the experiment's record (None when none ran)."""
     if not out.get("blame"):
         return None
-    return BL.findings(out["blame"], unit or "", (svc.get("diagnostics") if svc is not None else None) or [])
+    return probe_blame.findings(out["blame"], unit or "", (svc.get("diagnostics") if svc is not None else None) or [])
 
 
 def probe_service(params: Json, runner: t.Any, inspection: t.Optional[Handed] = None) -> ProbeResult:
@@ -300,15 +299,16 @@ def probe_service(params: Json, runner: t.Any, inspection: t.Optional[Handed] = 
     out["profile"] = {"executor": prof["executor"], "decision": prof["decision"], "argv": prof["argv"]}
     if prof["decision"] != "wrapped":
         out["context"] = "not started: profile %s" % prof["decision"]
-        out["diagnostics"] = D.sort(prof["diagnostics"])
+        out["diagnostics"] = base_diagnostics.sort(prof["diagnostics"])
         return out
     extra = list(params.get("extra_absent") or [])
     if service.user.get("home") and service.user.get("home") not in ("/", "/nonexistent"):
         extra.append(service.user["home"])
-    spec = PL.expectations(prof, extra_absent=extra)
-    accepted, _refused = BT.normalise_accepted(params.get("accept_bwrap_sha256") or [])
-    trust = BT.for_run(prof["argv"][0], runner, accepted, ledger=inspection.ledger if inspection else None)
-    findings = RUN.bwrap_binary_findings(prof["argv"][0], runner, trust)
+    spec = payload.expectations(prof, extra_absent=extra)
+    accepted, _refused = host_bwrap_trust.normalise_accepted(params.get("accept_bwrap_sha256") or [])
+    trust = host_bwrap_trust.for_run(prof["argv"][0], runner, accepted, ledger=inspection.ledger if inspection
+                                     else None)
+    findings = runners.bwrap_binary_findings(prof["argv"][0], runner, trust)
     verdict = _run_in_context(params, runner, service, prof, spec, python, out, trust)
     out.update(t.cast(ProbeResult, dict((k, v) for k, v in verdict.items() if k != "diagnostics")))  # run's keys
     if ran_as_root(verdict):        # what root could do there, proven by a second run of the same argv
@@ -321,7 +321,7 @@ def probe_service(params: Json, runner: t.Any, inspection: t.Optional[Handed] = 
         out["device"] = device.prove(prof["argv"], python, bool((prof.get("network") or {}).get("host")),
                                      min(30.0, float(params.get("timeout") or 60)), run_user, service.env,
                                      prof.get("descriptors"), prof["placement"].get("downgrades") or [])
-        out["diagnostics"] = D.sort(out["diagnostics"] + out["device"]["diagnostics"])
+        out["diagnostics"] = base_diagnostics.sort(out["diagnostics"] + out["device"]["diagnostics"])
         passed = passed and out["device"]["passed"]
     out["passed"] = passed and not any(d["code"] == "probe_root_not_contained" for d in out["diagnostics"])
     out["verdict_view"] = "probe: proven by a real wrapped invocation (%s)" % out["context"]

@@ -29,7 +29,7 @@ import errno
 import os
 import typing as t
 
-from ..host import procfs as PF
+from ..host import procfs
 
 Json = t.Dict[str, t.Any]
 COVER_NAMES = ("sys", "sysrq-trigger", "irq", "bus")
@@ -45,7 +45,7 @@ def _ask(paths: t.Sequence[str]) -> t.Dict[str, str]:
         try:
             os.lstat(path)
         except OSError as exc:
-            out[path] = "absent" if exc.errno in (errno.ENOENT, errno.ENOTDIR) else PF.errname(exc)
+            out[path] = "absent" if exc.errno in (errno.ENOENT, errno.ENOTDIR) else procfs.errname(exc)
             continue
         try:
             ro = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
@@ -64,41 +64,41 @@ def expected(uid: int, gid: int, root: str = "", names: t.Sequence[str] = COVER_
     if uid == os.getuid():
         answers = _ask(paths)
     elif os.geteuid() == 0:
-        answers = PF.call_as(uid, gid, _ask, paths) or {}
+        answers = procfs.call_as(uid, gid, _ask, paths) or {}
     else:
         answers = {}
     asked = dict((n, answers.get(root + "/proc/" + n, "error:not asked")) for n in names)
-    if root and any(PF.is_error(a) for a in asked.values()):
+    if root and any(procfs.is_error(a) for a in asked.values()):
         # the unit's mount namespace could not be walked (a unit with PrivateUsers= refuses it even to its own
         # uid): asked in the probe's own view instead, with the same credentials, and said so
         again = expected(uid, gid, "", names)
         again["root"] = "/ (the unit's view was refused: %s)" % ", ".join(sorted(set(
-            a for a in asked.values() if PF.is_error(a))))
+            a for a in asked.values() if procfs.is_error(a))))
         return again
     return {"asked": asked, "covers": [n for n in names if asked[n] == "writable"], "as": [uid, gid],
             "root": root or "/"}
 
 
-def judge(visible: t.Sequence[PF.Mount], dest: str, proc_mount: PF.Mount, exp: t.Optional[Json],
-          ctx: t.Optional[t.Sequence[PF.Mount]]) -> t.List[str]:
+def judge(visible: t.Sequence[procfs.Mount], dest: str, proc_mount: procfs.Mount, exp: t.Optional[Json],
+          ctx: t.Optional[t.Sequence[procfs.Mount]]) -> t.List[str]:
     """Problems with the covers at ``dest`` (the sandbox's /proc) in the payload's visible mount table
     (``proc_mount``: the procfs there), against ``exp`` (expected()) and the parent context's mounts ``ctx``
     (what it has at /proc/<name> comes along with a recursive bind)."""
     if not exp or not isinstance(exp.get("asked"), dict):
         return ["not proven: the covers bwrap adds for the caller were not asked before the run"]
     problems = []
-    unknown = [n for n, a in exp["asked"].items() if PF.is_error(a)]
+    unknown = [n for n, a in exp["asked"].items() if procfs.is_error(a)]
     if unknown:
         problems.append("not proven: access(W_OK) of %s could not be asked (%s)" % (
             ", ".join(unknown), ", ".join(exp["asked"][n] for n in unknown)))
     for name in exp["asked"]:
-        at = PF.mount_at(visible, dest.rstrip("/") + "/" + name)
-        parents = PF.mount_at(ctx, "/proc/" + name) if ctx else None
+        at = procfs.mount_at(visible, dest.rstrip("/") + "/" + name)
+        parents = procfs.mount_at(ctx, "/proc/" + name) if ctx else None
         if name in exp["covers"]:
             if at is None:
                 problems.append("no read-only cover at %s/%s (bwrap adds one: the caller may write it)" % (
                     dest.rstrip("/"), name))
-            elif at["fstype"] != "proc" or not PF.read_only(at) or at["dev"] != proc_mount["dev"]:
+            elif at["fstype"] != "proc" or not procfs.read_only(at) or at["dev"] != proc_mount["dev"]:
                 problems.append("%s/%s is %s %s %s (%s), not bwrap's read-only cover" % (
                     dest.rstrip("/"), name, at["fstype"], at["dev"], at["root"], ",".join(at["opts"][:2])))
         elif at is not None and (parents is None or (at["dev"], at["root"]) != (parents["dev"], parents["root"])):

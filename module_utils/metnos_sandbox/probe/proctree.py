@@ -37,9 +37,9 @@ import os
 import struct
 import typing as t
 
-from ..base import diagnostics as D
+from ..base import diagnostics as base_diagnostics
 from ..base.records import Record
-from ..host import procfs as PF
+from ..host import procfs
 
 Json = t.Dict[str, t.Any]
 Ident = t.Tuple[int, int]
@@ -59,10 +59,10 @@ def marker(token: str) -> str:
 
 # --------------------------------------------------------------------------- one process
 
-def read_stat(pid: PF.Pid, proc: str = "/proc") -> Json:
+def read_stat(pid: procfs.Pid, proc: str = "/proc") -> Json:
     """comm, state, ppid and starttime (clock ticks since boot) from /proc/PID/stat; {} when gone."""
     try:
-        text = PF.read_text(os.path.join(proc, str(pid), "stat"), limit=4096)
+        text = procfs.read_text(os.path.join(proc, str(pid), "stat"), limit=4096)
     except (IOError, OSError):
         return {}
     parsed = _stat_fields(text)
@@ -93,21 +93,21 @@ def _stat_ident(path: str) -> t.Optional[t.List[int]]:
     return [st.st_dev, st.st_ino]
 
 
-def exe_ident(pid: PF.Pid, proc: str = "/proc") -> t.Optional[Ident]:
+def exe_ident(pid: procfs.Pid, proc: str = "/proc") -> t.Optional[Ident]:
     """(st_dev, st_ino) of the file PID executes, read through /proc/PID/exe from outside (ptrace read
     access: refused as root without CAP_SYS_PTRACE, it is read with PID's own uid and gid); None when it
     cannot be read (gone, a zombie, refused)."""
     path = os.path.join(proc, str(pid), "exe")
     got = _stat_ident(path)
     if got is None and os.geteuid() == 0:
-        own = PF.own_credentials(pid, proc)
+        own = procfs.own_credentials(pid, proc)
         if own is not None:
-            got = PF.call_as(own[0], own[1], _stat_ident, path) or None
+            got = procfs.call_as(own[0], own[1], _stat_ident, path) or None
     return (int(got[0]), int(got[1])) if isinstance(got, list) and len(got) == 2 else None
 
 
-def _argv(pid: PF.Pid, proc: str) -> t.List[str]:
-    raw = PF.read_cmdline(pid, proc) or b""
+def _argv(pid: procfs.Pid, proc: str) -> t.List[str]:
+    raw = procfs.read_cmdline(pid, proc) or b""
     return [a.decode("utf-8", "replace") for a in raw.split(b"\0")[:-1]][:64] if raw else []
 
 
@@ -118,14 +118,14 @@ def describe(pid: int, proc: str = "/proc") -> Json:
     st = read_stat(pid, proc)
     if not st:
         return {}
-    status = PF.read_status(pid, proc)
-    links, how = PF.read_links(pid, ["exe"] + ["ns/" + k for k in PF.NS_KINDS], proc)
+    status = procfs.read_status(pid, proc)
+    links, how = procfs.read_links(pid, ["exe"] + ["ns/" + k for k in procfs.NS_KINDS], proc)
     argv = _argv(pid, proc)
     ident = exe_ident(pid, proc)
     return {"pid": pid, "ppid": st["ppid"], "comm": st["comm"], "state": st["state"], "start": st["start"],
             "uid": (status.get("uid") or [None])[0], "exe": links["exe"], "exe_id": list(ident) if ident else None,
-            "ns": dict((k, links["ns/" + k]) for k in PF.NS_KINDS), "read_by": how, "argv": argv,
-            "cmdline": " ".join(argv)[:CMDLINE_EXCERPT], "cgroup": (PF.read_cgroups(pid, proc) or [""])[0]}
+            "ns": dict((k, links["ns/" + k]) for k in procfs.NS_KINDS), "read_by": how, "argv": argv,
+            "cmdline": " ".join(argv)[:CMDLINE_EXCERPT], "cgroup": (procfs.read_cgroups(pid, proc) or [""])[0]}
 
 
 # --------------------------------------------------------------------------- the tree
@@ -248,8 +248,8 @@ def descendants(root: int, proc: str = "/proc", limit: int = MAX_PROCESSES, exha
     return sorted(out)
 
 
-def _cgroup_mounts(proc: str) -> t.List[PF.Mount]:
-    mounts = PF.read_mounts("self", proc)
+def _cgroup_mounts(proc: str) -> t.List[procfs.Mount]:
+    mounts = procfs.read_mounts("self", proc)
     return [m for m in mounts if m["fstype"] == "cgroup2" or (m["fstype"] == "cgroup" and "name=systemd" in
                                                               m["superopts"])] if isinstance(mounts, list) else []
 
@@ -259,7 +259,7 @@ def unit_cgroup_dirs(pid: int, proc: str = "/proc") -> t.List[str]:
     name=systemd), as mounted in the reader's mount table: the first that exists is the unit's."""
     out: t.List[str] = []
     try:
-        text = PF.read_text(os.path.join(proc, str(pid), "cgroup"), limit=1 << 16)
+        text = procfs.read_text(os.path.join(proc, str(pid), "cgroup"), limit=1 << 16)
     except (IOError, OSError):
         return out
     mounts = _cgroup_mounts(proc)
@@ -295,7 +295,7 @@ def cgroup_pids(directory: str, limit: int = MAX_PROCESSES) -> t.Optional[t.List
         if "cgroup.procs" not in files:
             continue
         try:
-            text = PF.read_text(os.path.join(here, "cgroup.procs"), limit=1 << 16)
+            text = procfs.read_text(os.path.join(here, "cgroup.procs"), limit=1 << 16)
         except (IOError, OSError):
             if here == directory:
                 return None
@@ -398,7 +398,7 @@ class Expected(Record):
     the payload's code is outside when it runs in that context's user and mount namespaces."""
 
 
-def _ident(obs: Json) -> t.Optional[Ident]:
+def ident(obs: Json) -> t.Optional[Ident]:
     got = obs.get("exe_id")
     return (int(got[0]), int(got[1])) if isinstance(got, list) and len(got) == 2 else None
 
@@ -414,7 +414,7 @@ def _is_bwrap(history: t.Sequence[Json], phases: t.Collection[str], exp: Expecte
     """A process of bwrap's own: every sighting executes a verified bwrap, and it was seen only while bwrap
     set up (before the payload reported) - or the payload never reported (a bwrap that died and left its
     child stuck behind: part of its setup failure)."""
-    if not history or not all(_ident(o) in exp.bwrap_ids for o in history):
+    if not history or not all(ident(o) in exp.bwrap_ids for o in history):
         return False
     return not exp.reported or not (set(phases) & {CHECKED, AFTER})
 
@@ -426,7 +426,7 @@ def _unsandboxed(obs: Json, exp: Expected) -> bool:
 
 def _differs(obs: Json, exp: Expected) -> t.List[str]:
     ns = obs.get("ns") or {}
-    return sorted(k for k, v in exp.payload_ns.items() if not PF.is_error(v) and ns.get(k) and ns.get(k) != v)
+    return sorted(k for k, v in exp.payload_ns.items() if not procfs.is_error(v) and ns.get(k) and ns.get(k) != v)
 
 
 def _finding(kind: str, history: t.Sequence[Json], phases: t.Collection[str], exp: Expected,
@@ -478,17 +478,19 @@ def judge(report: Json, exp: Expected) -> t.List[Json]:
 _CODE_OF_KIND = {"before": "probe_tree_not_empty", "payload_outside": "probe_payload_outside"}
 
 
-def diagnostics(report: t.Optional[Json], exp: Expected, limit: int = 8) -> t.List[D.Diagnostic]:
+def diagnostics(report: t.Optional[Json], exp: Expected, limit: int = 8) -> t.List[base_diagnostics.Diagnostic]:
     """judge()'s findings as diagnostics, one per process (at most ``limit``); no report at all is a tree that
     was not read (not proven)."""
     if report is None:
-        return [D.make("probe_process_unaccounted", wording="unreadable", fill={"pid": "?", "details": "-"})]
+        return [base_diagnostics.make("probe_process_unaccounted", wording="unreadable", fill={"pid": "?",
+                                                                                               "details": "-"})]
     out = []
     for f in judge(report, exp)[:limit]:
         proc = f["process"]
         fill = {"pid": proc.get("pid", "?"), "details": details(proc), "outside": ", ".join(f["outside"]) or "-"}
-        out.append(D.make(_CODE_OF_KIND.get(f["kind"], "probe_process_unaccounted"), wording=f["wording"], fill=fill,
-                          process=proc, phases=f["phases"]))
+        out.append(base_diagnostics.make(_CODE_OF_KIND.get(f["kind"], "probe_process_unaccounted"),
+                                         wording=f["wording"], fill=fill,
+                                         process=proc, phases=f["phases"]))
     return out
 
 

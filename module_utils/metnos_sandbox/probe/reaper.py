@@ -33,11 +33,9 @@ import subprocess
 import time
 import typing as t
 
-from ..base import libc_lite as LL
-from ..host import bwrap as B
-from ..host import bwrap_run as BR
-from ..host import procfs as PF
-from . import proctree as PT
+from ..base import libc_lite
+from ..host import bwrap, bwrap_run, procfs
+from . import proctree
 
 Json = t.Dict[str, t.Any]
 
@@ -47,15 +45,15 @@ def _zombie(pid: int) -> Json:
     proctree and procfs: each file on its own, bytes that are not UTF-8 replaced, so that a name a process set
     to anything leaves its parent, uid, NSpid and cgroup written down)."""
     out: Json = {}
-    st = PT.read_stat(pid)
+    st = proctree.read_stat(pid)
     if st:
         out["comm"], out["ppid"] = st["comm"], st["ppid"]
-    status = PF.read_status(pid)
+    status = procfs.read_status(pid)
     if "uid" in status:
         out["uid"] = status["uid"][0] if status["uid"] else None
     if "nspid" in status:
         out["nspid"] = status["nspid"]
-    cgroups = PF.read_cgroups(pid)
+    cgroups = procfs.read_cgroups(pid)
     if cgroups:
         out["cgroup"] = cgroups[0]
     return out
@@ -89,7 +87,7 @@ def _exec_bwrap(libc: t.Any, ctl: int, uid: int, gid: int, keep: t.Sequence[int]
             libc.prctl(4, 0, 0, 0, 0)                # PR_SET_DUMPABLE 0 (also the kernel's default after setresuid)
         for fd in keep:
             os.set_inheritable(fd, True)
-        exe = argv[0] if "/" in argv[0] else B.which(argv[0], env.get("PATH", "/usr/bin:/bin"), cwd)
+        exe = argv[0] if "/" in argv[0] else bwrap.which(argv[0], env.get("PATH", "/usr/bin:/bin"), cwd)
         if exe is None:
             raise FileNotFoundError(2, "No such file or directory")
         os.execve(exe, list(argv), dict(env))
@@ -113,7 +111,7 @@ def _libc() -> t.Any:
     """prctl(2) and the rest of the process's C library through base/libc_lite.py (without importing the ctypes
     package in the probe's process), made when that module is imported, before any fork (so the reaper imports
     nothing once it has entered the run's working directory)."""
-    return LL.libc
+    return libc_lite.libc
 
 
 def _reap(libc: t.Any, ctl: int, uid: int, gid: int, keep: t.Sequence[int], argv: t.Sequence[str],
@@ -261,7 +259,7 @@ def kill_tree(root: int, proc: str = "/proc", include_root: bool = False) -> int
     """SIGKILL every descendant of ``root`` until none is left (bounded): the number of kills sent."""
     sent = 0
     for _attempt in range(KILL_PASSES):
-        pids = PT.descendants(root, proc)
+        pids = proctree.descendants(root, proc)
         if not pids:
             break
         for pid in pids:
@@ -279,12 +277,12 @@ def kill_tree(root: int, proc: str = "/proc", include_root: bool = False) -> int
     return sent
 
 
-class Reaped(BR.Started):
+class Reaped(bwrap_run.Started):
     """bwrap under the reaper, for bwrap_run.pump: its pid, whether it has exited, the tree polled into the
     ledger, and the tree killed."""
 
-    def __init__(self, proc: B.Child, ledger: PT.Ledger, bwrap_ids: t.Set[PT.Ident]) -> None:
-        BR.Started.__init__(self, proc)
+    def __init__(self, proc: bwrap.Child, ledger: proctree.Ledger, bwrap_ids: t.Set[proctree.Ident]) -> None:
+        bwrap_run.Started.__init__(self, proc)
         self.ledger = ledger
         self.bwrap_ids = bwrap_ids
         self.records: t.List[Json] = []
@@ -321,20 +319,20 @@ class Reaped(BR.Started):
 
     def poll(self, phase: t.Optional[str] = None, exhaustive: bool = True) -> t.List[Json]:
         root = self.reaper or self.proc.pid
-        return self.ledger.observe(PT.descendants(root, self.ledger.proc, exhaustive=exhaustive), phase)
+        return self.ledger.observe(proctree.descendants(root, self.ledger.proc, exhaustive=exhaustive), phase)
 
     def exited(self) -> bool:
-        return self.bwrap_status is not None or (self.bwrap is None and BR._exited(self.proc))
+        return self.bwrap_status is not None or (self.bwrap is None and bwrap_run.exited(self.proc))
 
     def reportable(self) -> bool:
         """Whether something left in the tree could still report: a process that is not bwrap's own."""
         if self.empty_seen:
             return False
         now = self.poll()
-        return any(PT._ident(o) not in self.bwrap_ids for o in now)
+        return any(proctree.ident(o) not in self.bwrap_ids for o in now)
 
     def on_exit(self) -> None:
-        self.ledger.phase = PT.AFTER
+        self.ledger.phase = proctree.AFTER
         self.poll()
 
     def kill(self) -> None:
@@ -343,7 +341,7 @@ class Reaped(BR.Started):
         # scan would read every process of the host, and could find the children of a process that took the pid)
         kill_tree(self.reaper or self.proc.pid, self.ledger.proc)
         if self.reaper is None:
-            B.kill_group(self.proc)
+            bwrap.kill_group(self.proc)
             if self.proc.returncode is None:
                 try:            # a kill before the reaper's setsid(): no group yet; the pid is our unreaped child's
                     os.kill(self.proc.pid, signal.SIGKILL)
@@ -353,15 +351,16 @@ class Reaped(BR.Started):
 
 def run_reaped(argv: t.Sequence[str], user: t.Optional[t.Mapping[str, t.Any]] = None,
                env: t.Optional[t.Mapping[str, str]] = None, timeout: float = 30.0, cwd: str = "/",
-               watch: t.Optional[BR.Watch] = None, ledger: t.Optional[PT.Ledger] = None,
-               bwrap_ids: t.Optional[t.Set[PT.Ident]] = None, attach: t.Optional[t.Callable[[t.Any], None]] = None,
+               watch: t.Optional[bwrap_run.Watch] = None, ledger: t.Optional[proctree.Ledger] = None,
+               bwrap_ids: t.Optional[t.Set[proctree.Ident]] = None, attach: t.Optional[t.Callable[[t.Any],
+                                                                                                  None]] = None,
                keep_fds: t.Sequence[int] = ()) -> Json:
     """Like bwrap_run.run_bwrap (``{status_fd}`` in argv becomes a pipe), with bwrap under the reaper. Extra
     descriptors bwrap must inherit (``keep_fds``, e.g. for --ro-bind-fd) are passed through the reaper,
     which closes its own copies. ``attach(proc)`` gets the reaper (``Forked``) before anything is read (the
     handshake writes to its stdin, which only bwrap's tree holds). Returns run_bwrap's dict plus "tree"
     (the ledger's report) and "pid" (bwrap's)."""
-    ledger = ledger if ledger is not None else PT.Ledger()
+    ledger = ledger if ledger is not None else proctree.Ledger()
     read_fd, write_fd = os.pipe()
     ctl_r, ctl_w = os.pipe()
     argv = [str(write_fd) if a == "{status_fd}" else a for a in argv]
@@ -385,7 +384,7 @@ def run_reaped(argv: t.Sequence[str], user: t.Optional[t.Mapping[str, t.Any]] = 
     try:
         if attach is not None:
             attach(proc)
-        data, timed_out = BR.pump(proc, streams, timeout, watch, report, started=started)
+        data, timed_out = bwrap_run.pump(proc, streams, timeout, watch, report, started=started)
     finally:
         started.kill()
         if proc.returncode is None:
@@ -400,7 +399,7 @@ def run_reaped(argv: t.Sequence[str], user: t.Optional[t.Mapping[str, t.Any]] = 
     if not started.empty_seen and started.reaper is not None and proc.returncode is not None and \
             proc.returncode != 0:
         ledger.reaper["lost"] = "the reaper exited with %s before its tree was empty" % proc.returncode
-    status = BR.parse_json_status(data.get("status", b""))
+    status = bwrap_run.parse_json_status(data.get("status", b""))
     rc = _bwrap_rc(started.bwrap_status)
     return {"rc": rc if rc is not None else proc.returncode,
             "stdout": data["stdout"].decode("utf-8", "replace"), "stderr": data["stderr"].decode("utf-8", "replace"),
@@ -417,14 +416,14 @@ def _bwrap_rc(rec: t.Optional[Json]) -> t.Optional[int]:
     return int(rec["status"]) if rec.get("code") == 1 else -int(rec["status"])
 
 
-class UnitRun(BR.Started):
+class UnitRun(bwrap_run.Started):
     """A transient unit's run, for bwrap_run.pump: ``proc`` is systemd-run; bwrap is the unit's launcher once it
     has said its pid (``launcher()``: the host pid, or None); the tree is the unit's cgroup (the ledger's
     ``cgroup``, found when the launcher is released), polled into the ledger; a kill is of the whole unit."""
 
-    def __init__(self, proc: B.Child, ledger: PT.Ledger, bwrap_ids: t.Set[PT.Ident],
+    def __init__(self, proc: bwrap.Child, ledger: proctree.Ledger, bwrap_ids: t.Set[proctree.Ident],
                  unit: str, launcher: t.Callable[[], t.Optional[int]]) -> None:
-        BR.Started.__init__(self, proc)
+        bwrap_run.Started.__init__(self, proc)
         self.ledger = ledger
         self.bwrap_ids = bwrap_ids
         self.unit = unit
@@ -437,7 +436,7 @@ class UnitRun(BR.Started):
     def poll(self) -> t.List[Json]:
         if self.ledger.cgroup is None:
             return []
-        return self.ledger.observe(PT.cgroup_pids(self.ledger.cgroup) or [])
+        return self.ledger.observe(proctree.cgroup_pids(self.ledger.cgroup) or [])
 
     def update(self, data: t.Mapping[str, bytes]) -> None:
         if self.ledger.server is not None:
@@ -448,35 +447,35 @@ class UnitRun(BR.Started):
             self.polled = now
 
     def exited(self) -> bool:
-        if BR._exited(self.proc):
+        if bwrap_run.exited(self.proc):
             return True
         pid = self.launcher()
         if pid is None or self.ledger.cgroup is None:
             return False
-        st = PT.read_stat(pid, self.ledger.proc)
+        st = proctree.read_stat(pid, self.ledger.proc)
         if self.started_at is None and st:
             self.started_at = st["start"]
         return not st or st["state"] in ("Z", "X") or st["start"] != self.started_at
 
     def on_exit(self) -> None:
-        self.ledger.phase = PT.AFTER
+        self.ledger.phase = proctree.AFTER
         self.poll()
 
     def reportable(self) -> bool:
-        return any(PT._ident(o) not in self.bwrap_ids for o in self.poll())
+        return any(proctree.ident(o) not in self.bwrap_ids for o in self.poll())
 
     # systemd-run's pipes stay open until systemd has stopped the unit (up to its stop timeout, probe.STOP_TIMEOUT,
     # under cgroup v1 once a PID namespace was used): only processes still in the unit's cgroup are leftovers.
     drain = 8.0
 
     def leftovers(self) -> bool:
-        return bool(self.ledger.cgroup is not None and PT.cgroup_pids(self.ledger.cgroup))
+        return bool(self.ledger.cgroup is not None and proctree.cgroup_pids(self.ledger.cgroup))
 
     def kill(self) -> None:
         """The unit's processes first (systemd-run then reports and exits on its own); systemd-run too when
         asked again."""
         if self.killed:
-            B.kill_group(self.proc)
+            bwrap.kill_group(self.proc)
             return
         self.killed = True
         subprocess.run(["systemctl", "kill", "--signal=SIGKILL", self.unit],  # pylint: disable=ansible-bad-function

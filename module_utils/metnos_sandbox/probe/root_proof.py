@@ -18,8 +18,8 @@ import subprocess
 import time
 import typing as t
 
-from ..base import diagnostics as D
-from ..host import bwrap as B
+from ..base import diagnostics as base_diagnostics
+from ..host import bwrap
 from ..profile import descriptors
 from . import root_witness
 
@@ -109,7 +109,7 @@ def prove(argv: t.Sequence[str], python: str, held: t.Optional[t.Sequence[t.Any]
         proc = subprocess.Popen(descriptors.launcher_words(full, python, held),  # pylint: disable=ansible-bad-function
                                 stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(status_w,),
-                                start_new_session=True, env=dict(B.C_ENV, PATH="/usr/bin:/bin"))
+                                start_new_session=True, env=dict(bwrap.C_ENV, PATH="/usr/bin:/bin"))
     except OSError as exc:
         os.close(status_r)
         os.close(status_w)
@@ -120,7 +120,7 @@ def prove(argv: t.Sequence[str], python: str, held: t.Optional[t.Sequence[t.Any]
         pid = _status_pid(status_r, deadline)
         line = _line(proc, deadline)
         if pid is None or line is None:
-            out["error"] = "the witness did not report (bwrap: %s)" % D.excerpt(_stderr(proc), 200)
+            out["error"] = "the witness did not report (bwrap: %s)" % base_diagnostics.excerpt(_stderr(proc), 200)
             return out
         try:
             out["inside"] = json.loads(line)
@@ -176,15 +176,15 @@ def _release(proc: "subprocess.Popen[bytes]") -> None:
     try:
         proc.wait(timeout=5)
     except subprocess.TimeoutExpired:
-        B.kill_group(proc)
+        bwrap.kill_group(proc)
         proc.wait()
-    B.kill_group(proc)
+    bwrap.kill_group(proc)
     for stream in (proc.stdout, proc.stderr):
         if stream is not None:
             stream.close()
 
 
-def diagnostics(proof: Json, user: str) -> t.List[D.Diagnostic]:
+def diagnostics(proof: Json, user: str) -> t.List[base_diagnostics.Diagnostic]:
     """probe_root_not_contained when the outside saw the remount or the writable /proc/sys descriptor."""
     if not (proof.get("remounted") or proof.get("sys_writable")):
         return []
@@ -196,4 +196,5 @@ def diagnostics(proof: Json, user: str) -> t.List[D.Diagnostic]:
         fds = proof["outside"]["sys_write_fds"]
         seen.append("%s opened for writing (descriptor %d, flags %s; nothing written)" % (
             fds[0]["path"], fds[0]["fd"], fds[0]["flags"]))
-    return [D.make("probe_root_not_contained", user=user, target=proof["target"], fill={"seen": "; ".join(seen)})]
+    return [base_diagnostics.make("probe_root_not_contained", user=user, target=proof["target"],
+                                  fill={"seen": "; ".join(seen)})]

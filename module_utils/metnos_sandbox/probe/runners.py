@@ -15,22 +15,11 @@ import subprocess
 import time
 import typing as t
 
-from ..base import diagnostics as D
-from ..host import bwrap as B
-from ..host import bwrap_errors as BE
-from ..host import bwrap_run as BR
-from ..host import bwrap_trust as BT
-from ..host import facts as FA
-from ..host import package_owner as PO
-from ..service import systemd_exit as SX
-from ..service import unit_context as UC
-from . import evidence as EV
-from . import held
-from . import payload as PL
-from . import proc_covers as PC
-from . import proctree as PT
-from . import reaper as RP
-from . import witness as WI
+from ..base import diagnostics
+from ..host import bwrap, bwrap_errors, bwrap_run, bwrap_trust, facts, package_owner
+from ..service import systemd_exit, unit_context
+from . import evidence, held, proc_covers, proctree, reaper, witness
+from . import payload as probe_payload
 from .payload import Json, User
 
 
@@ -51,53 +40,55 @@ def run(argv: t.Sequence[str], spec: Json, python: str, user: t.Optional[User] =
     ``accept_sha256`` accepted). Returns a verdict dict."""
     argv = list(argv)
     sep = argv.index("--")
-    beacon = PT.Beacon(spec["token"])
+    beacon = proctree.Beacon(spec["token"])
     spec, go = with_release(dict(spec, beacon=beacon.name), timeout)
-    payload = PL.payload_command(python, spec)
+    payload = probe_payload.payload_command(python, spec)
     full = argv[:sep] + ["--json-status-fd", "{status_fd}", "--"] + payload
-    trust = trust if trust is not None else BT.for_run(argv[0], accepted=accept_sha256,
-                                                       path_text=(env or os.environ).get("PATH"))
-    host = WI.host_view()
+    trust = trust if trust is not None else bwrap_trust.for_run(argv[0], accepted=accept_sha256,
+                                                                path_text=(env or os.environ).get("PATH"))
+    host = witness.host_view()
     host["trusted_bwrap"] = trust.get("ids")
-    host["covers"] = PC.expected(*((user["uid"], user["gid"]) if user else (os.getuid(), os.getgid())))
-    ledger = PT.Ledger()
+    host["covers"] = proc_covers.expected(*((user["uid"], user["gid"]) if user else (os.getuid(), os.getgid())))
+    ledger = proctree.Ledger()
     ledger.server = beacon
-    watcher = WI._Watcher(spec["token"], payload, go=go, ledger=ledger)
+    watcher = witness.Watcher(spec["token"], payload, go=go, ledger=ledger)
     try:
-        result = RP.run_reaped(PL._descriptor_launcher(full, python, spec), user=user, env=env, timeout=timeout,
-                               cwd=cwd, watch=watcher.direct, ledger=ledger, bwrap_ids=BT.started_ids(trust),
-                               attach=watcher.attach)
+        result = reaper.run_reaped(probe_payload.descriptor_launcher(full, python, spec), user=user, env=env,
+                                   timeout=timeout,
+                                   cwd=cwd, watch=watcher.direct, ledger=ledger,
+                                   bwrap_ids=bwrap_trust.started_ids(trust),
+                                   attach=watcher.attach)
     finally:
         peers = beacon.close()
     result["tree"]["beacon"] = peers
-    _launcher, _status, obs = WI.split_stream(WI.records(result["stdout"]), spec["token"])
-    result["json_status"] = WI.split_stream(WI.records(result.get("status_raw", "")), spec["token"])[1]
+    _launcher, _status, obs = witness.split_stream(witness.records(result["stdout"]), spec["token"])
+    result["json_status"] = witness.split_stream(witness.records(result.get("status_raw", "")), spec["token"])[1]
     shown = [a if a != "{status_fd}" else "FD" for a in full[:len(full) - 2]] + ["<payload>", "<spec>"]
-    return _verdict(shown, result, obs, watcher.outside, spec, host, user, timeout, run_opts=argv[1:sep],
-                    trust=trust, payload=payload)
+    return run_verdict(shown, result, obs, watcher.outside, spec, host, user, timeout, run_opts=argv[1:sep],
+                       trust=trust, payload=payload)
 
 
-def _verdict(shown: t.List[str], result: Json, obs: t.Optional[Json], outside: t.Optional[Json], spec: Json,
-             host: Json, user: t.Optional[User], timeout: float, tool: t.Optional[str] = None,
-             run_opts: t.Optional[t.List[str]] = None, trust: t.Optional[Json] = None,
-             payload: t.Optional[t.Sequence[str]] = None) -> Json:
+def run_verdict(shown: t.List[str], result: Json, obs: t.Optional[Json], outside: t.Optional[Json], spec: Json,
+                host: Json, user: t.Optional[User], timeout: float, tool: t.Optional[str] = None,
+                run_opts: t.Optional[t.List[str]] = None, trust: t.Optional[Json] = None,
+                payload: t.Optional[t.Sequence[str]] = None) -> Json:
     """The run judged: the checks of both witnesses (_judge_run), then the bwrap that ran (bwrap_trust) and
     everything its tree held (proctree.judge), each a finding of its own."""
     verdict = _judge_run(shown, result, obs, outside, spec, host, user, timeout, tool, run_opts)
-    more = BT.diagnostics(trust) + _tree_findings(result, obs, outside or {}, spec, host, trust, payload)
+    more = bwrap_trust.diagnostics(trust) + _tree_findings(result, obs, outside or {}, spec, host, trust, payload)
     if trust is not None:
-        verdict["bwrap_trust"] = BT.view(trust)
+        verdict["bwrap_trust"] = bwrap_trust.view(trust)
     verdict["diagnostics"].extend(more)
-    if any(d["severity"] == D.ERROR for d in more):
+    if any(d["severity"] == diagnostics.ERROR for d in more):
         verdict["passed"] = False
     return verdict
 
 
 def _tree_findings(result: Json, obs: t.Optional[Json], outside: Json, spec: Json, host: Json,
-                   trust: t.Optional[Json], payload: t.Optional[t.Sequence[str]]) -> t.List[D.Diagnostic]:
+                   trust: t.Optional[Json], payload: t.Optional[t.Sequence[str]]) -> t.List[diagnostics.Diagnostic]:
     """What the run's tree held that is neither what the probe started nor bwrap and its payload (proctree)."""
     tree = result.get("tree")
-    ids = BT.started_ids(trust)
+    ids = bwrap_trust.started_ids(trust)
     exe = (outside.get("parent") or {}).get("exe_id")
     if isinstance(exe, list) and len(exe) == 2:
         ids.add((int(exe[0]), int(exe[1])))
@@ -105,10 +96,10 @@ def _tree_findings(result: Json, obs: t.Optional[Json], outside: Json, spec: Jso
     pids = set(p for p in (result.get("pid"), outside.get("launcher"), outside.get("child_pid"),
                            outside.get("payload_pid"), ((tree or {}).get("reaper") or {}).get("pid"),
                            said if not outside else None) if isinstance(p, int) and not isinstance(p, bool))
-    ref = EV._reference(outside, host) if outside else PL.Reference(host.get("ns") or {}, "", [])
-    exp = PT.Expected(pids, ids, PT.marker(spec["token"]), list(payload or []),
-                      (outside.get("payload") or {}).get("ns") or {}, obs is not None, ref.ns)
-    return PT.diagnostics(tree if isinstance(tree, dict) else None, exp)
+    ref = evidence.reference(outside, host) if outside else probe_payload.Reference(host.get("ns") or {}, "", [])
+    exp = proctree.Expected(pids, ids, proctree.marker(spec["token"]), list(payload or []),
+                            (outside.get("payload") or {}).get("ns") or {}, obs is not None, ref.ns)
+    return proctree.diagnostics(tree if isinstance(tree, dict) else None, exp)
 
 
 def _judge_run(shown: t.List[str], result: Json, obs: t.Optional[Json], outside: t.Optional[Json], spec: Json,
@@ -122,7 +113,7 @@ def _judge_run(shown: t.List[str], result: Json, obs: t.Optional[Json], outside:
                      "diagnostics": [], "passed": False}
     deviations = None
     if run_opts is not None and spec.get("argv_options") is not None:
-        deviations = PL.argv_deviations(spec["argv_options"], run_opts)
+        deviations = probe_payload.argv_deviations(spec["argv_options"], run_opts)
         if deviations:
             verdict["argv_deviations"] = deviations
     traced = "" if not deviations else " (the argv run is not the profile's: %s)" % "; ".join(
@@ -134,17 +125,17 @@ def _judge_run(shown: t.List[str], result: Json, obs: t.Optional[Json], outside:
         return verdict
     if obs is None and verdict["setup_failed"] and result.get("unit_failure"):
         verdict["unit_failure"] = result["unit_failure"]       # systemd's failure or the unit's signal, not bwrap's
-        verdict["diagnostics"].append(SX.diagnostic(result["unit_failure"], who))
+        verdict["diagnostics"].append(systemd_exit.diagnostic(result["unit_failure"], who))
         return verdict
     if obs is None:
         verdict["diagnostics"].append(_setup_failed(verdict, result, status, who, tool) if verdict["setup_failed"]
-                                      else D.make("probe_payload_failed", wording="silent", fill={
+                                      else diagnostics.make("probe_payload_failed", wording="silent", fill={
                                                   "who": who, "exit": status.get("exit-code", result["rc"]),
                                                   "stderr": verdict["stderr"][-300:] or "no output"},
-                                                  exit_code=status.get("exit-code")))
+                                                            exit_code=status.get("exit-code")))
         return verdict
     verdict["observed_uid"] = obs.get("uid")
-    verdict["checks"] = checks = EV.evaluate(spec, obs, outside, host)
+    verdict["checks"] = checks = evidence.evaluate(spec, obs, outside, host)
     verdict["diagnostics"].extend(_judge(checks, tool, who, traced))
     verdict["passed"] = not [c for c in checks if not c["ok"]] and not result["timed_out"]
     return verdict
@@ -164,24 +155,24 @@ def _timed_out(verdict: Json, obs: t.Optional[Json], outside: t.Optional[Json], 
     evidence before the timer ran out (e.g. a look-alike that never exits after running it unsandboxed) -
     a timeout must not hide that evidence."""
     judged = obs is not None and bool(outside)
-    verdict["diagnostics"].append(D.make("probe_timeout", wording="judged" if judged else "killed",
-                                         timeout=timeout))
+    verdict["diagnostics"].append(diagnostics.make("probe_timeout", wording="judged" if judged else "killed",
+                                                   timeout=timeout))
     return judged
 
 
-def _setup_failed(verdict: Json, result: Json, status: Json, who: str, tool: str) -> D.Diagnostic:
-    cls = BE.classify(result["stderr"], result["rc"])
+def _setup_failed(verdict: Json, result: Json, status: Json, who: str, tool: str) -> diagnostics.Diagnostic:
+    cls = bwrap_errors.classify(result["stderr"], result["rc"])
     verdict["classification"] = cls
     text = cls["cause_text"] + (" (bwrap said: %s)" % cls["stderr_line"] if cls.get("stderr_line") else "")
     if not status and not cls.get("stderr_line") and result["rc"] == 0:
         text = ("%s exited with status 0 without running the payload and without writing any "
                 "--json-status-fd record: it does not behave like bwrap" % tool)
-    return D.make("probe_setup_failed", user=who, cause=cls["cause"], cause_text=text,
-                  cause_remediation=cls["remediation"], variant="classified", points_at=cls.get("points_at"),
-                  fill={"cause_hint": cls.get("hint") or ""})
+    return diagnostics.make("probe_setup_failed", user=who, cause=cls["cause"], cause_text=text,
+                            cause_remediation=cls["remediation"], variant="classified", points_at=cls.get("points_at"),
+                            fill={"cause_hint": cls.get("hint") or ""})
 
 
-def _judge(checks: t.List[Json], tool: str, who: str, traced: str) -> t.List[D.Diagnostic]:
+def _judge(checks: t.List[Json], tool: str, who: str, traced: str) -> t.List[diagnostics.Diagnostic]:
     """The diagnostics of the failed checks. Not isolated: every namespace the profile unshares is shared,
     or the process that reported cannot be tied to bwrap's child *and* something else is wrong. A false
     child-pid alone is a failed check."""
@@ -193,18 +184,19 @@ def _judge(checks: t.List[Json], tool: str, who: str, traced: str) -> t.List[D.D
     unisolated = bool(ns_checks and not any(c["ok"] for c in ns_checks)) or bool(
         identity and not identity[0]["ok"] and others)
     if unisolated:
-        return [D.make("probe_not_isolated", user=who, wording="unisolated", fill={
+        return [diagnostics.make("probe_not_isolated", user=who, wording="unisolated", fill={
             "tool": tool, "failed": "; ".join(_say(c) for c in failed), "traced": traced},
             checks=[c["name"] for c in failed])]
-    out: t.List[D.Diagnostic] = []
+    out: t.List[diagnostics.Diagnostic] = []
     for check in failed:
         own = _own_codes(check)
         if own:
-            out.extend(D.make(code, fill={"said": said, "traced": traced}, check=check["name"],
-                              check_rule=check["rule"]) for code, said in own)
+            out.extend(diagnostics.make(code, fill={"said": said, "traced": traced}, check=check["name"],
+                                        check_rule=check["rule"]) for code, said in own)
         else:
-            out.append(D.make("probe_check_failed", wording="failed", fill={"said": _say(check), "traced": traced},
-                              check=check["name"], check_rule=check["rule"]))
+            out.append(diagnostics.make("probe_check_failed", wording="failed", fill={"said": _say(check),
+                                                                                      "traced": traced},
+                                        check=check["name"], check_rule=check["rule"]))
     return out
 
 
@@ -258,7 +250,7 @@ def systemd_run_argv(unit_name: str, user: User, settings: t.Optional[Json], env
             argv += ["-p", "DynamicUser=yes"]
         elif user.get("name") not in (None, "root"):
             argv += ["-p", "User=%s" % user["name"]]
-    argv += UC.property_args(assignments) + UC.own_exec_paths(assignments, own)
+    argv += unit_context.property_args(assignments) + unit_context.own_exec_paths(assignments, own)
     for key in sorted(env):
         argv += ["--setenv=%s=%s" % (key, env[key])]
     return argv
@@ -268,7 +260,7 @@ _SYSTEMD_RUN_LINES = ("Running as unit", "Finished with result:", "Main processe
                       "Service runtime:", "CPU time consumed:", "Memory peak:", "Press ^]")
 
 
-def _strip_systemd_run(stderr: str) -> PL.SystemdReport:
+def _strip_systemd_run(stderr: str) -> probe_payload.SystemdReport:
     """Separate systemd-run's own report lines from the command's stderr."""
     keep: t.List[str] = []
     info: t.Dict[str, str] = {}
@@ -280,7 +272,7 @@ def _strip_systemd_run(stderr: str) -> PL.SystemdReport:
                 info["main"] = line.split(":", 1)[1].strip()
             continue
         keep.append(line)
-    return PL.SystemdReport("\n".join(keep), info)
+    return probe_payload.SystemdReport("\n".join(keep), info)
 
 
 # The transient unit's command: say who will be bwrap (the shell's pid is bwrap's after exec), wait for
@@ -300,19 +292,19 @@ def run_systemd(argv: t.List[str], spec: Json, python: str, user: User, settings
     handshake goes through the unit's stdin (systemd-run --pipe passes our pipes to the unit); the tree is
     the unit's cgroup (reaper.UnitRun)."""
     sep = argv.index("--")
-    beacon = PT.Beacon(spec["token"])
+    beacon = proctree.Beacon(spec["token"])
     spec, go = with_release(dict(spec, beacon=beacon.name), timeout)
-    trust = trust if trust is not None else BT.for_run(argv[0], accepted=accept_sha256,
-                                                       path_text=env.get("PATH") or "/usr/bin:/bin")
-    payload = PL.payload_command(python, spec)
+    trust = trust if trust is not None else bwrap_trust.for_run(argv[0], accepted=accept_sha256,
+                                                                path_text=env.get("PATH") or "/usr/bin:/bin")
+    payload = probe_payload.payload_command(python, spec)
     inner = argv[:sep] + ["--json-status-fd", "3", "--"] + payload
     # A bounded stop: under cgroup v1 (containers) systemd can miss that a unit whose processes used a
     # PID namespace is empty and sit in "deactivating" for the default 90 s after bwrap has exited.
     full = systemd_run_argv(runner_unit, user, settings, env, timeout) + ["-p", "TimeoutStopSec=%d" % STOP_TIMEOUT] + \
-        ["/bin/sh", "-c", LAUNCHER, "sh"] + PL._descriptor_launcher(inner, python, spec)
-    host = WI.host_view()
+        ["/bin/sh", "-c", LAUNCHER, "sh"] + probe_payload.descriptor_launcher(inner, python, spec)
+    host = witness.host_view()
     host["trusted_bwrap"] = trust.get("ids")
-    ledger = PT.Ledger()
+    ledger = proctree.Ledger()
     ledger.server = beacon
     start = time.time()
     try:
@@ -324,17 +316,20 @@ def run_systemd(argv: t.List[str], spec: Json, python: str, user: User, settings
         beacon.close()
         result = {"rc": 127, "stderr": "systemd-run: %s" % exc.strerror, "json_status": {}, "timed_out": False,
                   "duration": 0.0, "tree": ledger.report()}
-        return _verdict(full[:len(full) - 1] + ["<spec>"], result, None, None, spec, host, user, timeout, trust=trust,
-                        payload=payload)
-    watcher = WI._Watcher(spec["token"], payload, stdin=proc.stdin, unit=runner_unit + ".service", go=go, ledger=ledger)
+        return run_verdict(full[:len(full) - 1] + ["<spec>"], result, None, None, spec, host, user, timeout,
+                           trust=trust,
+                           payload=payload)
+    watcher = witness.Watcher(spec["token"], payload, stdin=proc.stdin, unit=runner_unit + ".service", go=go,
+                              ledger=ledger)
     watcher.collectors = [os.getpid(), proc.pid, 1]      # systemd-run --pipe hands the probe's pipes to systemd
-    started = RP.UnitRun(proc, ledger, BT.started_ids(trust), runner_unit + ".service", lambda: watcher.launcher)
+    started = reaper.UnitRun(proc, ledger, bwrap_trust.started_ids(trust), runner_unit + ".service",
+                             lambda: watcher.launcher)
     report: Json = {}
     if proc.stdout is None or proc.stderr is None:
         raise AssertionError("systemd-run was started without its output pipes")
     try:
-        data, timed_out = BR.pump(proc, {"stdout": proc.stdout.fileno(), "stderr": proc.stderr.fileno()},
-                                  timeout + 15, watcher.systemd, report, started=started)
+        data, timed_out = bwrap_run.pump(proc, {"stdout": proc.stdout.fileno(), "stderr": proc.stderr.fileno()},
+                                         timeout + 15, watcher.systemd, report, started=started)
     finally:
         proc.stdout.close()
         proc.stderr.close()
@@ -350,22 +345,23 @@ def run_systemd(argv: t.List[str], spec: Json, python: str, user: User, settings
     subprocess.run(["systemctl", "reset-failed", runner_unit], capture_output=True,  # pylint: disable=ansible-bad-function
                    check=False)
     stderr, info = _strip_systemd_run(data["stderr"].decode("utf-8", "replace"))
-    launcher, status, obs = WI.split_stream(WI.records(data["stdout"]), spec["token"])
+    launcher, status, obs = witness.split_stream(witness.records(data["stdout"]), spec["token"])
     main = info.get("main", "")
-    timed_out = timed_out or _runtime_exceeded(info, status)
-    if SX.signal_number(main) == SX.SIGSYS:
-        rc = 128 + SX.SIGSYS
+    timed_out = timed_out or runtime_exceeded(info, status)
+    if systemd_exit.signal_number(main) == systemd_exit.SIGSYS:
+        rc = 128 + systemd_exit.SIGSYS
     result = {"rc": rc, "stderr": stderr, "json_status": status, "timed_out": timed_out,
               "left_behind": bool(report.get("left_behind")), "duration": round(time.time() - start, 3),
               "systemd_result": info, "tree": _unit_tree(ledger, watcher.launcher, info, status),
-              "pid": watcher.launcher, "unit_failure": SX.unit_failure(main, launcher is not None, runner_unit)}
-    verdict = _verdict(full[:len(full) - 1] + ["<spec>"], result, obs, watcher.outside, spec, host, user, timeout,
-                       tool=argv[0], run_opts=argv[1:sep], trust=trust, payload=payload)
+              "pid": watcher.launcher, "unit_failure": systemd_exit.unit_failure(main, launcher is not None,
+                                                                                 runner_unit)}
+    verdict = run_verdict(full[:len(full) - 1] + ["<spec>"], result, obs, watcher.outside, spec, host, user, timeout,
+                          tool=argv[0], run_opts=argv[1:sep], trust=trust, payload=payload)
     verdict["systemd_result"] = info
     return verdict
 
 
-def _unit_tree(ledger: PT.Ledger, launcher: t.Optional[int], info: t.Mapping[str, str], status: Json) -> Json:
+def _unit_tree(ledger: proctree.Ledger, launcher: t.Optional[int], info: t.Mapping[str, str], status: Json) -> Json:
     """The unit's tree as evidence: the ledger, not proven when the unit's cgroup was never found; systemd's own
     report is kept but not judged (a stop that timed out after bwrap's exit-code can be leftovers, or, under
     cgroup v1 after a PID namespace, systemd missing that the unit is empty: the cgroup itself was read)."""
@@ -376,7 +372,7 @@ def _unit_tree(ledger: PT.Ledger, launcher: t.Optional[int], info: t.Mapping[str
     return tree
 
 
-def _runtime_exceeded(info: t.Mapping[str, str], status: Json) -> bool:
+def runtime_exceeded(info: t.Mapping[str, str], status: Json) -> bool:
     """Whether systemd-run's report means RuntimeMaxSec= was hit: result "timeout" with the main process
     killed (by systemd) before bwrap's exit-code. The same result after the exit-code, or after a main
     process that exited on its own, is only the stop timing out on processes left in the unit (a look-alike's
@@ -385,18 +381,20 @@ def _runtime_exceeded(info: t.Mapping[str, str], status: Json) -> bool:
             and not info.get("main", "").startswith("code=exited"))
 
 
-def bwrap_binary_findings(bwrap_path: t.Optional[str], runner: t.Any = B.default_runner,
-                          trust: t.Optional[Json] = None) -> t.List[D.Diagnostic]:
+def bwrap_binary_findings(bwrap_path: t.Optional[str], runner: t.Any = bwrap.default_runner,
+                          trust: t.Optional[Json] = None) -> t.List[diagnostics.Diagnostic]:
     """The bwrap the probe runs, judged as a binary: not root-owned or writable by others, setuid. Always
     reported, with or without a unit (the service-environment checks only exist when there is one). Whether
     it is the packaged one is the probe's own finding (bwrap_trust: probe_bwrap_*), not bwrap_facts' warning."""
     if not bwrap_path or not os.path.isabs(bwrap_path):
         return []
     try:
-        package = ((trust or {}).get("bwrap") or {}).get("package") if trust else PO.package_facts(bwrap_path,
-                                                                                                   runner=runner)
-        info = dict(B.file_facts(bwrap_path), package=package or {})
+        package = ((trust or {}).get("bwrap")
+                   or {}).get("package") if trust else package_owner.package_facts(bwrap_path,
+                                                                                   runner=runner)
+        info = dict(bwrap.file_facts(bwrap_path), package=package or {})
     except OSError:
         return []
     # Same messages as bwrap_facts, so that the audit (which reports both) shows each finding once.
-    return [d for d in FA.binary_diagnostics(info) if d["code"] not in ("bwrap_not_packaged", "bwrap_package_modified")]
+    return [d for d in facts.binary_diagnostics(info) if d["code"] not in ("bwrap_not_packaged",
+                                                                           "bwrap_package_modified")]

@@ -2,7 +2,7 @@
 # Copyright: metnos-sandbox-ops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The outside witness: while the payload waits on its stdin, the probe reads the payload's namespaces,
-mounts and interfaces from the host's /proc (observe_outside, _Watcher) and parses the run's stream
+mounts and interfaces from the host's /proc (observe_outside, Watcher) and parses the run's stream
 (records, split_stream).
 
 Pure Python, no Ansible imports.
@@ -13,11 +13,9 @@ import json
 import os
 import typing as t
 
-from ..host import holdings
-from ..host import procfs as PF
-from . import payload as PL
-from . import proc_covers as PC
-from . import proctree as PT
+from ..host import holdings, procfs
+from . import payload as probe_payload
+from . import proc_covers, proctree
 from .payload import Json
 
 
@@ -25,31 +23,31 @@ from .payload import Json
 def host_view(proc: str = "/proc") -> Json:
     """The probe's own namespaces and mount table, read before the run. Run directly, this *is* the
     parent context of bwrap (the probe starts bwrap without changing namespaces)."""
-    mounts = PF.read_mounts("self", proc)
-    status = PF.read_status("self", proc)
-    return {"ns": PL.host_namespaces(proc), "mounts": mounts if isinstance(mounts, list) else [],
-            "privileges": PF.privileges(status), "nspid": status.get("nspid") or [],
+    mounts = procfs.read_mounts("self", proc)
+    status = procfs.read_status("self", proc)
+    return {"ns": probe_payload.host_namespaces(proc), "mounts": mounts if isinstance(mounts, list) else [],
+            "privileges": procfs.privileges(status), "nspid": status.get("nspid") or [],
             "from": "the probe (pid %d) that started bwrap" % os.getpid(), "legacy_tiocsti": _legacy_tiocsti(proc)}
 
 
 def _legacy_tiocsti(proc: str) -> t.Optional[str]:
     """The kernel's dev.tty.legacy_tiocsti ("0"/"1"), None when this kernel has no such setting (before 6.2)."""
     try:
-        return PF.read_text(os.path.join(proc, "sys", "dev", "tty", "legacy_tiocsti"), limit=16).strip()
+        return procfs.read_text(os.path.join(proc, "sys", "dev", "tty", "legacy_tiocsti"), limit=16).strip()
     except FileNotFoundError:
         return None
     except (IOError, OSError) as exc:
-        return PF.errname(exc)
+        return procfs.errname(exc)
 
 
 def observe_context(pid: int, proc: str = "/proc") -> Json:
     """The parent context of bwrap in a transient unit: the namespaces and mount table of the unit's
     process (pid), read from outside while it waits, before it executes bwrap."""
-    ns, how = PF.namespaces(pid, proc=proc)
-    mounts = PF.read_mounts(pid, proc)
-    status = PF.read_status(pid, proc)
+    ns, how = procfs.namespaces(pid, proc=proc)
+    mounts = procfs.read_mounts(pid, proc)
+    status = procfs.read_status(pid, proc)
     return {"ns": ns, "mounts": mounts if isinstance(mounts, list) else [], "read_by": how,
-            "privileges": PF.privileges(status), "nspid": status.get("nspid") or [],
+            "privileges": procfs.privileges(status), "nspid": status.get("nspid") or [],
             "from": "the unit's process (pid %s) before it ran bwrap" % pid}
 
 
@@ -61,14 +59,14 @@ def observe_outside(launcher: t.Optional[int], child_pid: t.Optional[int], paylo
     ``child_pid``: what bwrap's json-status says its sandboxed child is (None if it said nothing).
     """
     out: Json = {"launcher": launcher, "child_pid": child_pid, "child_ppid": None}
-    want = PF.cmdline_bytes(payload_argv)
+    want = procfs.cmdline_bytes(payload_argv)
     pids: t.List[int] = []
     if isinstance(child_pid, int) and child_pid > 0:
-        out["child_ppid"] = PF.read_status(child_pid, proc).get("ppid")
-        if PF.read_cmdline(child_pid, proc) == want:
+        out["child_ppid"] = procfs.read_status(child_pid, proc).get("ppid")
+        if procfs.read_cmdline(child_pid, proc) == want:
             pids = [child_pid]
     if not pids:
-        pids = PF.find_processes(payload_argv, proc)
+        pids = procfs.find_processes(payload_argv, proc)
     out["payload_pids"] = pids
     out["payload_pid"] = pids[0] if len(pids) == 1 else None
     if out["payload_pid"] is not None:
@@ -76,30 +74,30 @@ def observe_outside(launcher: t.Optional[int], child_pid: t.Optional[int], paylo
         out["payload"].update(_where_descriptors_lead(out["payload"], out["payload_pid"], child_pid, proc,
                                                       launcher if isinstance(launcher, int) else None))
     if isinstance(launcher, int) and launcher > 0:
-        links, how = PF.read_links(launcher, ["ns/" + k for k in PF.NS_KINDS] + ["exe"], proc)
-        ident = PT.exe_ident(launcher, proc)
-        out["parent"] = {"pid": launcher, "ns": dict((k, links["ns/" + k]) for k in PF.NS_KINDS),
+        links, how = procfs.read_links(launcher, ["ns/" + k for k in procfs.NS_KINDS] + ["exe"], proc)
+        ident = proctree.exe_ident(launcher, proc)
+        out["parent"] = {"pid": launcher, "ns": dict((k, links["ns/" + k]) for k in procfs.NS_KINDS),
                          "exe": links["exe"], "exe_id": list(ident) if ident else None, "read_by": how,
-                         "mounts": PF.read_mounts(launcher, proc)}
+                         "mounts": procfs.read_mounts(launcher, proc)}
     return out
 
 
 def _observe_payload(pid: int, child_pid: t.Optional[int], proc: str) -> Json:
     """The payload process (pid), from the host's /proc: ids, namespaces (and who else holds them), mount
     table, interfaces, privileges, open descriptors, mapped files."""
-    st = PF.read_status(pid, proc)
-    ns, how = PF.namespaces(pid, proc=proc)
+    st = procfs.read_status(pid, proc)
+    ns, how = procfs.namespaces(pid, proc=proc)
     # who else is in the payload's namespaces (a "private" namespace holds the sandbox only)
-    targets = dict((k, v) for k, v in ns.items() if k != "pid" and not PF.is_error(v))
-    held, unreadable = PF.sharers(targets, [pid] + ([child_pid] if isinstance(child_pid, int) else []), proc)
+    targets = dict((k, v) for k, v in ns.items() if k != "pid" and not procfs.is_error(v))
+    held, unreadable = procfs.sharers(targets, [pid] + ([child_pid] if isinstance(child_pid, int) else []), proc)
     # ... or keeps it alive for later (a bind of its nsfs inode, as "ip netns add" makes): host's table
-    for kind, points in PF.nsfs_binds(targets, proc).items():
+    for kind, points in procfs.nsfs_binds(targets, proc).items():
         held.setdefault(kind, []).extend("a bind of it at %s" % p for p in points)
     return {"ppid": st.get("ppid"), "nspid": st.get("nspid") or [], "uid": (st.get("uid") or [None])[0],
-            "ns": ns, "read_by": how, "mounts": PF.read_mounts(pid, proc),
-            "interfaces": PF.interfaces(pid, proc), "privileges": PF.privileges(st),
+            "ns": ns, "read_by": how, "mounts": procfs.read_mounts(pid, proc),
+            "interfaces": procfs.interfaces(pid, proc), "privileges": procfs.privileges(st),
             "sharers": held, "sharers_unreadable": unreadable,
-            "fds": PF.open_files(pid, proc), "mapped": PF.mapped_files(pid, proc)}
+            "fds": procfs.open_files(pid, proc), "mapped": procfs.mapped_files(pid, proc)}
 
 
 def _bwrap_chain(pid: int, launcher: t.Optional[int], proc: str) -> t.List[int]:
@@ -108,7 +106,7 @@ def _bwrap_chain(pid: int, launcher: t.Optional[int], proc: str) -> t.List[int]:
     chain: t.List[int] = []
     here = pid
     for _step in range(8):
-        parent = (PT.read_stat(here, proc) or {}).get("ppid")
+        parent = (proctree.read_stat(here, proc) or {}).get("ppid")
         if not isinstance(parent, int) or parent <= 1:
             return []
         chain.append(parent)
@@ -143,10 +141,10 @@ def _where_descriptors_lead(payload: Json, pid: int, child_pid: t.Optional[int],
     held, unreadable = holdings.fd_holders(others + sorted(set(peers.values())), proc)
     inside = set([pid] + ([child_pid] if isinstance(child_pid, int) else []))
     for top in list(inside):
-        inside.update(PT.descendants(top, proc, exhaustive=False))
+        inside.update(proctree.descendants(top, proc, exhaustive=False))
     inside.update(_bwrap_chain(pid, launcher, proc))
     out["fd_holders"].update({"held": dict((k, sorted(v)[:16]) for k, v in held.items()),
-                              "comm": dict((str(p), (PT.read_stat(p, proc) or {}).get("comm")) for p in sorted(
+                              "comm": dict((str(p), (proctree.read_stat(p, proc) or {}).get("comm")) for p in sorted(
                                   set(p for v in held.values() for p in v) - inside)[:16]),
                               "unreadable": unreadable, "sandbox": sorted(inside)[:64], "peers": peers})
     if any(link.startswith("socket:[") for link in others):
@@ -154,13 +152,13 @@ def _where_descriptors_lead(payload: Json, pid: int, child_pid: t.Optional[int],
     return out
 
 
-class _Watcher(object):
+class Watcher(object):
     """The outside half of the handshake: once the payload has reported, read its evidence (while
     it waits on stdin), then let it go."""
 
     def __init__(self, token: str, payload_argv: t.Sequence[str], proc: str = "/proc",
                  stdin: t.Optional[t.IO[bytes]] = None, unit: t.Optional[str] = None, go: str = "",
-                 ledger: t.Optional[PT.Ledger] = None) -> None:
+                 ledger: t.Optional[proctree.Ledger] = None) -> None:
         self.token = token
         self.go = go                # the one-time token that releases the payload, given only once it is verified
         self.ledger = ledger        # the run's tree (proctree.Ledger): read again when the payload has reported
@@ -190,7 +188,7 @@ class _Watcher(object):
             self.outside["context"] = self.context
         self.outside["collectors"] = list(self.collectors)
         if self.ledger is not None:
-            self.ledger.phase = PT.CHECKED
+            self.ledger.phase = proctree.CHECKED
             if self.ledger.poller is not None:
                 self.ledger.poller()
         self._send((self.go + "\n").encode())
@@ -213,14 +211,14 @@ class _Watcher(object):
         it waits, then let it run bwrap."""
         try:
             self.context = observe_context(launcher, self.proc)
-            own = PF.own_credentials(launcher, self.proc)
-            self.context["covers"] = PC.expected(own[0], own[1], "/proc/%d/root" % launcher) if own else None
+            own = procfs.own_credentials(launcher, self.proc)
+            self.context["covers"] = proc_covers.expected(own[0], own[1], "/proc/%d/root" % launcher) if own else None
         except Exception as exc:
             self.context = {"error": "%s: %s" % (type(exc).__name__, exc)}
         if self.ledger is not None:
-            dirs = PT.unit_cgroup_dirs(launcher, self.proc)
+            dirs = proctree.unit_cgroup_dirs(launcher, self.proc)
             self.ledger.cgroup = dirs[0] if dirs else None
-            self.ledger.set_before(PT.cgroup_pids(dirs[0]) if dirs else None, [launcher])
+            self.ledger.set_before(proctree.cgroup_pids(dirs[0]) if dirs else None, [launcher])
         self._send(b"\n")
 
     def direct(self, data: t.Dict[str, bytes], pid: int) -> bool:
@@ -235,7 +233,7 @@ class _Watcher(object):
         if self.context is None and self.stdin is not None and isinstance(said, int) and said > 0:
             # not found in the unit (its cgroup unreadable): the number as said, as if the namespace were shared
             self.launcher = self._host_pid(said, None) or said
-            self.level = len(PF.read_status(self.launcher, self.proc).get("nspid") or [0]) - 1
+            self.level = len(procfs.read_status(self.launcher, self.proc).get("nspid") or [0]) - 1
             self._release_launcher(self.launcher)
         if not any(o.get("metnos_probe") == self.token for o in objects):
             return False
@@ -247,7 +245,7 @@ class _Watcher(object):
     def _host_pid(self, pid: int, level: t.Optional[int]) -> t.Optional[int]:
         if not self.unit:
             return pid
-        return PF.unit_pid(pid, self.unit, level, self.proc)
+        return procfs.unit_pid(pid, self.unit, level, self.proc)
 
 
 def records(data: t.Union[bytes, str]) -> t.List[Json]:
@@ -268,7 +266,7 @@ def records(data: t.Union[bytes, str]) -> t.List[Json]:
     return out
 
 
-def split_stream(objects: t.Iterable[Json], token: str) -> PL.Stream:
+def split_stream(objects: t.Iterable[Json], token: str) -> probe_payload.Stream:
     """Stream(launcher pid, merged bwrap status, payload record) from one stream of JSON objects."""
     launcher: t.Optional[int] = None
     status: Json = {}
@@ -280,4 +278,4 @@ def split_stream(objects: t.Iterable[Json], token: str) -> PL.Stream:
             launcher = obj["launcher-pid"] if isinstance(obj["launcher-pid"], int) else None
         elif "metnos_probe" not in obj:
             status.update(obj)
-    return PL.Stream(launcher, status, obs)
+    return probe_payload.Stream(launcher, status, obs)

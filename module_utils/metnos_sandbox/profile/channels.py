@@ -25,7 +25,7 @@ import os
 import stat
 from typing import Any, Dict, FrozenSet, List, Optional
 
-from ..base import diagnostics as D
+from ..base import diagnostics
 from ..base.records import Record
 
 MAX_WALK_ENTRIES = 20000          # entries looked at per render, over every granted folder
@@ -69,12 +69,13 @@ def code_of(path: str) -> str:
     return "channel_refused"
 
 
-def refusal(path: str, kind: str, what: str, folder: Optional[str] = None) -> D.Diagnostic:
+def refusal(path: str, kind: str, what: str, folder: Optional[str] = None) -> diagnostics.Diagnostic:
     """The refusal of one channel, named by a grant (``folder`` None) or found below a granted ``folder``."""
-    fill: Dict[str, Any] = {"what": D.excerpt(what, 300), "kind": TYPES.get(kind, kind)}
+    fill: Dict[str, Any] = {"what": diagnostics.excerpt(what, 300), "kind": TYPES.get(kind, kind)}
     if folder is not None:
         fill["folder"] = folder
-    return D.make(code_of(path), wording="named" if folder is None else "below", fill=fill, path=D.excerpt(path, 600))
+    return diagnostics.make(code_of(path), wording="named" if folder is None else "below", fill=fill,
+                            path=diagnostics.excerpt(path, 600))
 
 
 class Found(Record):
@@ -117,9 +118,10 @@ def walk(root: str, budget: List[int], skip: FrozenSet[str] = frozenset()) -> Wa
     return Walk(found)
 
 
-def bound_refusal(what: str, walked: Walk) -> D.Diagnostic:
-    fill = {"what": D.excerpt(what, 300), "limit": MAX_WALK_ENTRIES, "error": walked.error}
-    return D.make("channel_walk_bound", wording=walked.stop, fill=fill, folder=D.excerpt(walked.where, 600))
+def bound_refusal(what: str, walked: Walk) -> diagnostics.Diagnostic:
+    fill = {"what": diagnostics.excerpt(what, 300), "limit": MAX_WALK_ENTRIES, "error": walked.error}
+    return diagnostics.make("channel_walk_bound", wording=walked.stop, fill=fill,
+                            folder=diagnostics.excerpt(walked.where, 600))
 
 
 # ---- the filtered system bus (xdg-dbus-proxy, the way Flatpak filters a sandbox's bus) ----

@@ -11,27 +11,27 @@ from __future__ import absolute_import, annotations, division, print_function
 import functools
 from typing import List, Optional, Sequence, Tuple
 
-from ..base import diagnostics as D
+from ..base import diagnostics
 from ..base.records import Record
-from . import model as MD
+from . import model
 
 
 # ------------------------------------------------------------------ grammar
-def _check_scope_text(field: str, scope: str, errors: List[D.Diagnostic]) -> bool:
+def check_scope_text(field: str, scope: str, errors: List[diagnostics.Diagnostic]) -> bool:
     """Lexical checks of a fixed scope (absolute, normalised, no control characters)."""
-    if MD.has_control(scope):
-        errors.append(MD._err("scope_nul", field, scope, "NUL, control or format characters in a path (R-CAP-FS)"))
+    if model.has_control(scope):
+        errors.append(model.err("scope_nul", field, scope, "NUL, control or format characters in a path (R-CAP-FS)"))
         return False
     if not scope.startswith("/"):
-        errors.append(MD._err("scope_relative", field, scope,
-                              "a fixed scope must be an absolute path or glob, or arg:<name>; no '~' or "
-                              "variable expansion (R-CAP-FS)"))
+        errors.append(model.err("scope_relative", field, scope,
+                                "a fixed scope must be an absolute path or glob, or arg:<name>; no '~' or "
+                                "variable expansion (R-CAP-FS)"))
         return False
     parts = scope.split("/")[1:]
     if scope != "/" and (any(p in (".", "..", "") for p in parts)):
-        errors.append(MD._err("scope_not_normalized", field, scope,
-                              "'.', '..', '//' and a trailing '/' are not allowed in a scope; write the normalised "
-                              "path (R-ARG-1)"))
+        errors.append(model.err("scope_not_normalized", field, scope,
+                                "'.', '..', '//' and a trailing '/' are not allowed in a scope; write the normalised "
+                                "path (R-ARG-1)"))
         return False
     return True
 
@@ -43,7 +43,7 @@ def glob_root(scope: str) -> str:
     parts = scope.split("/")
     keep = []
     for part in parts[1:]:
-        if any(ch in part for ch in MD.GLOB_CHARS):
+        if any(ch in part for ch in model.GLOB_CHARS):
             break
         keep.append(part)
     root = "/" + "/".join(keep)
@@ -155,7 +155,7 @@ def _char_ok(token: _Token, ch: str) -> bool:
     return inside != token.negate
 
 
-def _component_match(text: str, pat: str, steps: List[int]) -> Optional[bool]:
+def component_match(text: str, pat: str, steps: List[int]) -> Optional[bool]:
     """fnmatch.fnmatchcase(text, pat) without regular expressions: the two-pointer wildcard match,
     O(len(text) * len(pat)) at worst, every step counted in ``steps`` (None when it runs out), so
     that no pattern costs more than the budget on any Python (3.8's fnmatch can backtrack
@@ -216,7 +216,7 @@ def glob_covers(parts: Sequence[str], pattern: Sequence[str], steps: Optional[Li
                     if pat[k] == "**":
                         new[k] = True               # '**' takes this component and may take more
                     else:
-                        matched = _component_match(part, pat[k], steps)
+                        matched = component_match(part, pat[k], steps)
                         if matched is None:
                             return None
                         new[k + 1] = matched

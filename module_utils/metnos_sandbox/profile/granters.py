@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: metnos-sandbox-ops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What each capability grants: the renderer's state (_Render) and mounts with their provenance, one
+"""What each capability grants: the renderer's state (Render) and mounts with their provenance, one
 granter per capability kind (fs, metnos, index, sys, provider, mail, dialog, undo) with what it may reach
 from the declarations alone (for the final check), and the invocation's check.
 
@@ -22,38 +22,34 @@ from typing import (
     Tuple,
 )
 
-from ..base import diagnostics as D
-from ..base import paths as PA
+from ..base import diagnostics
+from ..base import paths as base_paths
 from ..base.records import Record
-from . import channels as CH
-from . import globs as GL
-from . import model as MD
-from . import result as RS
+from . import channels, globs, model, result
 from .globs import glob_root
 from .model import Capability, Kind, Manifest
 
 if TYPE_CHECKING:                     # annotations only (Python 3.10+ at check time; hosts run 3.8+)
     from typing import TypeGuard
-from . import host_context as HC
-from . import host_layout as HL
+from . import host_context, host_layout
 
 
 class Conflict(Record):
-    """One destination asked for with two different sources (never guessed: RS.refused)."""
+    """One destination asked for with two different sources (never guessed: result.refused)."""
     dest: str
     first: Optional[str]
     second: Optional[str]
     source: str
 
 
-class _Mounts(object):
-    def __init__(self, entries: Optional[Dict[str, RS.MountEntry]] = None) -> None:
-        self.entries: Dict[str, RS.MountEntry] = entries if entries is not None else {}
+class Mounts(object):
+    def __init__(self, entries: Optional[Dict[str, result.MountEntry]] = None) -> None:
+        self.entries: Dict[str, result.MountEntry] = entries if entries is not None else {}
         self.conflicts: List[Conflict] = []
 
     def add(self, kind: str, src: Optional[str], dest: str, rule: str, source: str) -> None:
         entry = self.entries.get(dest)
-        prov: RS.Provenance = {"rule": rule, "source": source}
+        prov: result.Provenance = {"rule": rule, "source": source}
         if entry is None:
             self.entries[dest] = {"kind": kind, "src": src, "dest": dest, "provenance": [prov]}
             return
@@ -75,7 +71,7 @@ class _Mounts(object):
                 entries[dest] = {"kind": kind, "src": src, "dest": dest,
                                  "provenance": [{"rule": rule, "source": source}]}
 
-    def ordered(self) -> List[RS.MountEntry]:
+    def ordered(self) -> List[result.MountEntry]:
         """Parents before children; binds covered by an equal-or-stronger parent bind are merged into it."""
         binds = dict((d, e) for d, e in self.entries.items() if e["kind"] in ("ro", "rw") and e["src"] == d)
         keep = []
@@ -91,8 +87,8 @@ class _Mounts(object):
         return keep
 
 
-def _covering_parent(dest: str, binds: Dict[str, RS.MountEntry]) -> Optional[str]:
-    for ancestor in PA.ancestors(dest):
+def _covering_parent(dest: str, binds: Dict[str, result.MountEntry]) -> Optional[str]:
+    for ancestor in base_paths.ancestors(dest):
         if ancestor in binds:
             return ancestor
     return None
@@ -103,26 +99,27 @@ _SCOPE_CODES = {"forbidden": "scope_too_broad", "broad": "scope_too_broad", "rea
                 "reserved": "scope_reserved_tree", "control": "scope_nul", "runtime": "scope_runtime_tree",
                 "alias": "scope_mount_alias", "pseudo": "scope_pseudo_filesystem"}
 # What a read-only or writable bind of these would really hand over.
-_SPECIAL = {"socket": "a socket: a channel to a host process (connecting and sending work through a read-only "
-                      "bind)",
-            "FIFO": "a FIFO: a channel to a host process (writing works through a read-only bind)",
-            "device": "a device node"}
+SPECIAL = {"socket": "a socket: a channel to a host process (connecting and sending work through a read-only "
+                     "bind)",
+           "FIFO": "a FIFO: a channel to a host process (writing works through a read-only bind)",
+           "device": "a device node"}
 
 
-class _Render(object):
+class Render(object):
     """The state of one render: inputs, the mounts being built and the diagnostics."""
 
-    def __init__(self, manifest: Manifest, host: HC.HostContext, invocation: HC.Invocation, own_dir: str,
-                 state: HC.RenderState) -> None:
+    def __init__(self, manifest: Manifest, host: host_context.HostContext, invocation: host_context.Invocation,
+                 own_dir: str,
+                 state: host_context.RenderState) -> None:
         self.manifest = manifest
         self.host = host
         self.state = state            # what this render learns of the host's files
         self.invocation = invocation
         self.own = own_dir            # the executor's own folder (lexical)
-        self.mounts = _Mounts()
-        self.diags: List[D.Diagnostic] = []
-        self.glob_steps = [GL.MAX_GLOB_STEPS]     # every 'within' pattern match of this render shares it
-        self.walk_budget = [CH.MAX_WALK_ENTRIES]  # every search of a granted folder for channels shares it
+        self.mounts = Mounts()
+        self.diags: List[diagnostics.Diagnostic] = []
+        self.glob_steps = [globs.MAX_GLOB_STEPS]     # every 'within' pattern match of this render shares it
+        self.walk_budget = [channels.MAX_WALK_ENTRIES]  # every search of a granted folder for channels shares it
         self.channels: List[Dict[str, str]] = []  # the allowed channels this profile exposes (host.allow_channels)
 
     def allowed(self, path: str, kind: str, what: str) -> bool:
@@ -137,22 +134,24 @@ class _Render(object):
 
     def refuse(self, code: str, wording: str, fill: Mapping[str, Any], **ctx: Any) -> None:
         """A refusal: the code's registered ``wording``, its placeholders from ``fill``."""
-        self.diags.append(D.make(code, wording=wording, fill=fill, **ctx))
+        self.diags.append(diagnostics.make(code, wording=wording, fill=fill, **ctx))
 
     def skip(self, wording: str, fill: Mapping[str, Any], **ctx: Any) -> None:
         """A grant not mounted: grant_skipped's registered ``wording``, its placeholders from ``fill``."""
-        self.diags.append(D.make("grant_skipped", wording=wording, fill=fill, **ctx))
+        self.diags.append(diagnostics.make("grant_skipped", wording=wording, fill=fill, **ctx))
 
-    def _manifest_problem(self, path: str, mode: str, own: str) -> Optional[HL.Problem]:
+    def _manifest_problem(self, path: str, mode: str, own: str) -> Optional[host_layout.Problem]:
         problem = self.host.judge(path, mode, self.state, own=own)
         if problem is None or problem.kind == "shared":      # /run/lock is the runtime tree first
             problem = self.host.judge_manifest_path(path) or problem
         return problem
 
-    def unresolvable(self, field: str, path: str, exc: PA.Unresolvable) -> None:
+    def unresolvable(self, field: str, path: str, exc: base_paths.Unresolvable) -> None:
         """A manifest-written path the kernel would not resolve (ELOOP, too long, the render's budget)."""
-        self.refuse("scope_too_many_links", exc.why, {"path": D.excerpt(path, 300), "links": PA.MAX_LINKS,
-                                                      "length": PA.MAX_RESOLVED, "steps": PA.MAX_STEPS}, field=field)
+        self.refuse("scope_too_many_links", exc.why, {"path": diagnostics.excerpt(path, 300),
+                                                      "links": base_paths.MAX_LINKS,
+                                                      "length": base_paths.MAX_RESOLVED, "steps": base_paths.MAX_STEPS},
+                    field=field)
 
     def judge_scope(self, field: str, what: str, lexical: str, mode: str) -> Optional[str]:
         """A manifest-written path (scope, glob root, 'within', argument value): judged as written,
@@ -161,12 +160,13 @@ class _Render(object):
         problem = self._manifest_problem(lexical, mode, self.own)
         if problem:
             self.refuse(_SCOPE_CODES[problem.kind], "judged" if lexical == what else "judged_from", {
-                "access": access, "path": lexical, "what": D.excerpt(what), "problem": problem.text}, field=field)
+                "access": access, "path": lexical, "what": diagnostics.excerpt(what), "problem": problem.text},
+                        field=field)
             return None
         try:
             real = self.state.realpath(lexical)
             own_real = self.state.realpath(self.own)
-        except PA.Unresolvable as exc:
+        except base_paths.Unresolvable as exc:
             self.unresolvable(field, lexical, exc)
             return None
         if real != lexical:
@@ -176,9 +176,9 @@ class _Render(object):
                     "access": access, "path": lexical, "real": real, "problem": problem.text}, field=field)
                 return None
         kind = self.state.file_type(real)
-        if kind in _SPECIAL and not (mode == "ro" and self.allowed(real, kind or "", field)):
+        if kind in SPECIAL and not (mode == "ro" and self.allowed(real, kind or "", field)):
             self.refuse("scope_special_file", "special" if real == lexical else "special_real", {
-                "access": access, "path": lexical, "real": real, "kind": _SPECIAL[kind]}, field=field)
+                "access": access, "path": lexical, "real": real, "kind": SPECIAL[kind]}, field=field)
             return None
         if kind == "linked file":
             self.refuse("scope_hard_link", "hard_link" if real == lexical else "hard_link_real", {
@@ -187,7 +187,7 @@ class _Render(object):
         if mode == "rw" and not (self.host.writable().under(lexical) and self.host.writable().under(real)):
             roots = self.host["writable_roots"]
             self.refuse("scope_outside_writable_roots", "outside" if roots else "none", {
-                "path": lexical, "real": real, "roots": D.excerpt(", ".join(roots), 600)}, field=field)
+                "path": lexical, "real": real, "roots": diagnostics.excerpt(", ".join(roots), 600)}, field=field)
             return None
         return real
 
@@ -202,47 +202,49 @@ class _Render(object):
         try:
             real = self.host.real(lexical) if configured else self.state.realpath(lexical)
             home = self.host.real(container) if container is not None else None
-        except PA.Unresolvable as exc:
-            self.diags.append(HL.host_refusal(key, lexical, HL.Problem("links", HL.UNRESOLVABLE[exc.why] % exc.path)))
+        except base_paths.Unresolvable as exc:
+            links = host_layout.Problem("links", host_layout.UNRESOLVABLE[exc.why] % exc.path)
+            self.diags.append(host_layout.host_refusal(key, lexical, links))
             return None
         if home is not None and real != os.path.join(home, os.path.basename(lexical)):
-            self.diags.append(HL.host_refusal(key, lexical, HL.Problem(
+            self.diags.append(host_layout.host_refusal(key, lexical, host_layout.Problem(
                 "leave", "resolves to %s through a symlink, not to its own entry in %s" % (real, container))))
             return None
         kind = self.state.file_type(real)
-        if channel and kind in _SPECIAL and real not in self.host.allowed_channels():
+        if channel and kind in SPECIAL and real not in self.host.allowed_channels():
             # the channel's own code first (/dev/log is a channel before it is a path below /dev)
-            named = real if CH.code_of(real) != "channel_refused" else lexical
-            self.diags.append(CH.refusal(named, kind or "", "host.%s = %s" % (key, lexical)))
+            named = real if channels.code_of(real) != "channel_refused" else lexical
+            self.diags.append(channels.refusal(named, kind or "", "host.%s = %s" % (key, lexical)))
             return None
         for form in ((lexical, real) if real != lexical else (lexical,)):
             problem = self.host.judge(form, mode, self.state, grant=grant)
             if problem:
                 text = problem.text if form == lexical else "resolves to %s: %s" % (real, problem.text)
-                self.diags.append(HL.host_refusal(key, lexical, HL.Problem(problem.kind, text)))
+                self.diags.append(host_layout.host_refusal(key, lexical, host_layout.Problem(problem.kind, text)))
                 return None
-        if channel and kind in _SPECIAL and self.allowed(real, kind or "", "host.%s" % key):
+        if channel and kind in SPECIAL and self.allowed(real, kind or "", "host.%s" % key):
             return real
-        problem = _object_problem(real, self.state)
+        problem = object_problem(real, self.state)
         if problem is not None:
-            self.diags.append(HL.host_refusal(key, lexical, problem))
+            self.diags.append(host_layout.host_refusal(key, lexical, links))
             return None
         return real
 
 
-def _object_problem(real: str, state: HC.RenderState) -> Optional[HL.Problem]:
+def object_problem(real: str, state: host_context.RenderState) -> Optional[host_layout.Problem]:
     """The rules on what a host-context path names (as for manifest paths): only files and folders
     (a channel only as an admin's allowed read path: judge_host), and one name per granted file (no hard links)."""
     kind = state.file_type(real)
-    if kind in _SPECIAL:
-        return HL.Problem("special", "%s is %s" % (real, _SPECIAL[kind or ""]))
+    if kind in SPECIAL:
+        return host_layout.Problem("special", "%s is %s" % (real, SPECIAL[kind or ""]))
     if kind == "linked file":
-        return HL.Problem("hard_link", "%s is a file with more than one name (hard links): the other names are "
-                                       "the same file, which realpath cannot see" % real)
+        return host_layout.Problem("hard_link",
+                                   "%s is a file with more than one name (hard links): the other names are "
+                                   "the same file, which realpath cannot see" % real)
     return None
 
 
-def _executor_dir(host: HC.HostContext, name: str) -> str:
+def executor_dir(host: host_context.HostContext, name: str) -> str:
     return host["executor_dir"] or os.path.join(host["executors_dir"], name)
 
 
@@ -250,24 +252,25 @@ def _mode(cap: Capability) -> str:
     return "rw" if cap.writes() else "ro"
 
 
-def _grant_fs(r: _Render, cap: Capability) -> None:
+def _grant_fs(r: Render, cap: Capability) -> None:
     if cap.arg is not None:
         return _grant_arg(r, cap)
     if cap.target is None:
         raise AssertionError("an fs capability without a target or an arg: scope")
     mode = _mode(cap)
     root = glob_root(cap.target)
-    real = r.judge_scope("capability %s" % D.excerpt(cap.text), cap.target, root, mode)
+    real = r.judge_scope("capability %s" % diagnostics.excerpt(cap.text), cap.target, root, mode)
     if real is None:
         return None
     if r.state.kind(real) is None:
-        r.skip("missing_scope", {"what": D.excerpt(cap.text), "path": root}, capability=D.excerpt(cap.text))
+        r.skip("missing_scope", {"what": diagnostics.excerpt(cap.text), "path": root},
+               capability=diagnostics.excerpt(cap.text))
         return None
-    r.mounts.add(mode, real, real, "R-CAP-FS", "capability:" + cap.text + _declared(root, real))
+    r.mounts.add(mode, real, real, "R-CAP-FS", "capability:" + cap.text + declared(root, real))
     return None
 
 
-def _declared(lexical: str, real: str) -> str:
+def declared(lexical: str, real: str) -> str:
     """A provenance note when a grant's declared path reaches it through a symlink (it is mounted at the
     resolved path only: the declared one does not exist inside)."""
     return "" if lexical == real else " (declared as %s)" % lexical
@@ -280,7 +283,7 @@ class _Scope(Record):
     pattern: List[str]
 
 
-def _grant_arg(r: _Render, cap: Capability) -> None:
+def _grant_arg(r: Render, cap: Capability) -> None:
     """R-ARG-1: resolve an arg: scope on the concrete value, only inside 'within', only if it exists."""
     if cap.arg is None:
         raise AssertionError("an arg: grant without an arg: scope")
@@ -296,21 +299,21 @@ def _grant_arg(r: _Render, cap: Capability) -> None:
         return
     if not _arg_value_ok(r, field, value):
         return
-    lexical = HL.norm(value if value.startswith("/") else os.path.join(scopes[0].root, value))
+    lexical = host_layout.norm(value if value.startswith("/") else os.path.join(scopes[0].root, value))
     real = _arg_inside(r, field, value, lexical, scopes, within)
     if real is None:
         return
     if not _normalised_value(value):
         # the kernel resolves '..' after the symlink before it, text collapses it before (as in scopes)
-        r.refuse("scope_not_normalized", "arg", {"value": D.excerpt(value)}, field=field)
+        r.refuse("scope_not_normalized", "arg", {"value": diagnostics.excerpt(value)}, field=field)
         return
     if r.judge_scope(field, value, lexical, mode) is None:
         return
     if r.state.kind(real) is None:
-        r.skip("missing_arg_path", {"what": field, "value": D.excerpt(value), "path": lexical}, field=field)
+        r.skip("missing_arg_path", {"what": field, "value": diagnostics.excerpt(value), "path": lexical}, field=field)
         return
     r.mounts.add(mode, real, real, "R-ARG-1", "capability:%s (argument %s=%s)%s" % (cap.text, cap.arg, lexical,
-                                                                                    _declared(lexical, real)))
+                                                                                    declared(lexical, real)))
 
 
 def _normalised_value(value: str) -> bool:
@@ -322,8 +325,8 @@ def _normalised_value(value: str) -> bool:
     return all(part not in ("", ".", "..") for part in parts)
 
 
-def _arg_scopes(r: _Render, cap: Capability, within: List[str], mode: str) -> Optional[List[_Scope]]:
-    """The 'within' scopes obey every rule of a fixed scope; None once one is RS.refused."""
+def _arg_scopes(r: Render, cap: Capability, within: List[str], mode: str) -> Optional[List[_Scope]]:
+    """The 'within' scopes obey every rule of a fixed scope; None once one is result.refused."""
     scopes = []
     for i, scope in enumerate(within):
         root = glob_root(scope)
@@ -334,39 +337,41 @@ def _arg_scopes(r: _Render, cap: Capability, within: List[str], mode: str) -> Op
     return scopes
 
 
-def _arg_value_ok(r: _Render, field: str, value: Any) -> bool:
+def _arg_value_ok(r: Render, field: str, value: Any) -> bool:
     """An argument value is a bounded path string without control characters or '~'."""
-    if not isinstance(value, str) or not value or len(value) > HL.MAX_ARG_VALUE or value.startswith("~"):
-        r.refuse("arg_value_invalid", "not_path", {"value": D.excerpt(value), "limit": HL.MAX_ARG_VALUE}, field=field)
+    if not isinstance(value, str) or not value or len(value) > host_layout.MAX_ARG_VALUE or value.startswith("~"):
+        r.refuse("arg_value_invalid", "not_path", {"value": diagnostics.excerpt(value),
+                                                   "limit": host_layout.MAX_ARG_VALUE}, field=field)
         return False
-    if MD.has_control(value):
-        r.refuse("scope_nul", "arg", {"value": D.excerpt(value)}, field=field)
+    if model.has_control(value):
+        r.refuse("scope_nul", "arg", {"value": diagnostics.excerpt(value)}, field=field)
         return False
     return True
 
 
-def _arg_inside(r: _Render, field: str, value: str, lexical: str, scopes: List[_Scope],
+def _arg_inside(r: Render, field: str, value: str, lexical: str, scopes: List[_Scope],
                 within: List[str]) -> Optional[str]:
     """R-ARG-1: the value is at or below a path its 'within' scope matches (the glob, not only its
     root), as written and resolved. Returns the resolved value, or None after recording the refusal."""
     steps = r.glob_steps
-    covered = [(scope, _covers(lexical, scope.root, scope.pattern, steps)) for scope in scopes]
+    covered = [(scope, covers(lexical, scope.root, scope.pattern, steps)) for scope in scopes]
     inside = [scope for scope, ok in covered if ok]
     if not inside:
         hard = any(ok is None for _scope, ok in covered)
         r.refuse("arg_escapes_scope", "outside_hard" if hard else "outside", {
-            "path": lexical, "within": D.excerpt(", ".join(within), 300), "alternatives": GL.MAX_GLOB_ALTERNATIVES,
-            "steps": GL.MAX_GLOB_STEPS}, field=field, value=D.excerpt(value))
+            "path": lexical, "within": diagnostics.excerpt(", ".join(within),
+                                                           300), "alternatives": globs.MAX_GLOB_ALTERNATIVES,
+            "steps": globs.MAX_GLOB_STEPS}, field=field, value=diagnostics.excerpt(value))
         return None
     try:
         real = r.state.realpath(lexical)
-    except PA.Unresolvable as exc:
+    except base_paths.Unresolvable as exc:
         r.unresolvable(field, lexical, exc)
         return None
-    if not any(_covers(real, scope.real, scope.pattern, steps) for scope in inside):
+    if not any(covers(real, scope.real, scope.pattern, steps) for scope in inside):
         r.refuse("arg_symlink_escapes", "symlink", {"path": lexical, "real": real, "inside": ", ".join(
             "%s/%s" % (x.real.rstrip("/"), "/".join(x.pattern)) if x.pattern else x.real for x in inside)},
-            field=field, value=D.excerpt(value))
+            field=field, value=diagnostics.excerpt(value))
         return None
     return real
 
@@ -377,30 +382,30 @@ def _pattern(scope: str, root: str) -> List[str]:
     return rest.split("/") if rest else []
 
 
-def _covers(path: str, root: str, pattern: List[str], steps: List[int]) -> Optional[bool]:
+def covers(path: str, root: str, pattern: List[str], steps: List[int]) -> Optional[bool]:
     """``path`` is at or below a path that the scope (``root`` + glob ``pattern``) matches. A pattern
     too complex to decide within manifest.glob_covers' bounds covers nothing (None: fail closed)."""
-    if not PA.under(path, root):
+    if not base_paths.under(path, root):
         return False
     if not pattern:
         return True
     rest = path[len(root):].strip("/") if root != "/" else path.strip("/")
-    return GL.glob_covers(rest.split("/") if rest else [], pattern, steps)
+    return globs.glob_covers(rest.split("/") if rest else [], pattern, steps)
 
 
-def _mount_configured(r: _Render, cap: Capability, key: str, path: str, mode: str, rule: str) -> None:
+def _mount_configured(r: Render, cap: Capability, key: str, path: str, mode: str, rule: str) -> None:
     """A path the admin configures (a resource, an index): judged, its layout uncrossed (_crossed), mounted
     when it exists."""
     real = r.judge_host(key, path, mode, configured=True)
     if real is None or _crossed(r, cap, key, path, real):
         return
     if r.state.kind(real) is not None:
-        r.mounts.add(mode, real, real, rule, "capability:" + cap.text + _declared(path, real))
+        r.mounts.add(mode, real, real, rule, "capability:" + cap.text + declared(path, real))
     else:
         r.skip("missing", {"what": cap.text, "path": path})
 
 
-def _crossed(r: _Render, cap: Capability, key: str, path: str, real: str) -> bool:
+def _crossed(r: Render, cap: Capability, key: str, path: str, real: str) -> bool:
     """The admin's layout crosses (HostContext.crossed): recorded."""
     problem = r.host.crossed(r.state, cap.text, key, path, real)
     if problem is not None:
@@ -408,19 +413,20 @@ def _crossed(r: _Render, cap: Capability, key: str, path: str, real: str) -> boo
     return problem is not None
 
 
-def _grant_metnos(r: _Render, cap: Capability) -> None:
+def _grant_metnos(r: Render, cap: Capability) -> None:
     path = r.host["resources"].get(cap.target)
     if path is None:
         r.refuse("metnos_resource_unknown", "unknown", {
-            "resource": D.excerpt(cap.target), "known": ", ".join(sorted(r.host["resources"]))}, capability=cap.text)
+            "resource": diagnostics.excerpt(cap.target), "known": ", ".join(sorted(r.host["resources"]))},
+                 capability=cap.text)
         return
     _mount_configured(r, cap, "resources.%s" % cap.target, path, _mode(cap), "R-CAP-METNOS")
 
 
-def _grant_index(r: _Render, cap: Capability) -> None:
+def _grant_index(r: Render, cap: Capability) -> None:
     path = r.host["indexes"].get(cap.target)
     if path is None:
-        r.skip("unknown_index", {"what": cap.text, "index": D.excerpt(cap.target)}, capability=cap.text)
+        r.skip("unknown_index", {"what": cap.text, "index": diagnostics.excerpt(cap.target)}, capability=cap.text)
         return
     _mount_configured(r, cap, "indexes.%s" % cap.target, path, "ro", "R-CAP-INDEX")
 
@@ -429,46 +435,48 @@ def _sys_key(cap: Capability) -> str:
     return "systemd_read_paths" if cap.kind == Kind.SYSTEMD else "system_read_paths"
 
 
-def _grant_sys(r: _Render, cap: Capability) -> None:
+def _grant_sys(r: Render, cap: Capability) -> None:
     key = _sys_key(cap)
     for i, path in enumerate(r.host[key]):
         real = r.judge_host("%s[%d]" % (key, i), path, "ro", configured=True, channel=True)
         if real is not None and r.state.kind(real) is not None:
-            r.mounts.add("ro", real, real, "R-CAP-SYS", "capability:" + cap.text + _declared(path, real))
+            r.mounts.add("ro", real, real, "R-CAP-SYS", "capability:" + cap.text + declared(path, real))
     _grant_bus(r, cap)
 
 
-def _grant_bus(r: _Render, cap: Capability) -> None:
+def _grant_bus(r: Render, cap: Capability) -> None:
     """The system bus, only through the filtering proxy's socket (host.system_bus_proxy: xdg-dbus-proxy
     letting only reads through), bound where the bus is expected; without it, not granted, and said."""
     proxy = r.host["system_bus_proxy"]
     if proxy is None:
-        r.diags.append(D.make("system_bus_not_granted", wording="no_proxy", fill={"what": cap.text}))
+        r.diags.append(diagnostics.make("system_bus_not_granted", wording="no_proxy", fill={"what": cap.text}))
         return
     try:
         real = r.host.real(proxy)
-    except PA.Unresolvable as exc:
-        unresolvable = HL.Problem("links", HL.UNRESOLVABLE[exc.why] % exc.path)
-        r.diags.append(HL.host_refusal("system_bus_proxy", proxy, unresolvable))
+    except base_paths.Unresolvable as exc:
+        unresolvable = host_layout.Problem("links", host_layout.UNRESOLVABLE[exc.why] % exc.path)
+        r.diags.append(host_layout.host_refusal("system_bus_proxy", proxy, unresolvable))
         return
     for form in (proxy, real) if real != proxy else (proxy,):
         problem = r.host.judge(form, "ro", r.state)
         if problem:
-            r.diags.append(HL.host_refusal("system_bus_proxy", proxy, problem))
+            r.diags.append(host_layout.host_refusal("system_bus_proxy", proxy, problem))
             return
     kind = r.state.file_type(real)
     if kind is None:
-        r.diags.append(D.make("system_bus_not_granted", wording="missing", fill={"what": cap.text}, path=proxy))
+        r.diags.append(diagnostics.make("system_bus_not_granted", wording="missing", fill={"what": cap.text},
+                                        path=proxy))
     elif kind != "socket":
-        r.diags.append(HL.host_refusal("system_bus_proxy", proxy, HL.Problem("special", "%s is not a socket" % real)))
+        r.diags.append(host_layout.host_refusal("system_bus_proxy", proxy,
+                                                host_layout.Problem("special", "%s is not a socket" % real)))
     else:
-        r.mounts.add("ro", real, CH.SYSTEM_BUS, "R-CAP-SYS",
+        r.mounts.add("ro", real, channels.SYSTEM_BUS, "R-CAP-SYS",
                      "capability:%s (the system bus, filtered by the proxy listening on %s)" % (cap.text, real))
 
 
-def _mount_entry(r: _Render, key: str, entry: str, rule: str, source: str) -> Optional[bool]:
+def _mount_entry(r: Render, key: str, entry: str, rule: str, source: str) -> Optional[bool]:
     """An entry of a reserved folder (``key``: integrations, dialog, undo) granted writable by its own
-    capability: it must resolve to its own entry, and exist as a folder. None when RS.refused, False
+    capability: it must resolve to its own entry, and exist as a folder. None when result.refused, False
     when missing (the caller says what), True when mounted."""
     path = os.path.join(r.host[key], entry)
     real = r.judge_host(key, path, "rw", container=r.host[key], grant=key)
@@ -476,21 +484,21 @@ def _mount_entry(r: _Render, key: str, entry: str, rule: str, source: str) -> Op
         return None
     if r.state.kind(real) != "dir":
         return False
-    r.mounts.add("rw", real, real, rule, source + _declared(path, real))
+    r.mounts.add("rw", real, real, rule, source + declared(path, real))
     return True
 
 
-def _grant_provider(r: _Render, cap: Capability) -> None:
+def _grant_provider(r: Render, cap: Capability) -> None:
     if cap.target is None:
         raise AssertionError("a provider capability without a target")
     if _mount_entry(r, "integrations_dir", cap.target, "R-CAP-PROVIDER", "capability:" + cap.text) is False:
         r.skip("missing_integration", {"what": cap.text, "path": os.path.join(r.host["integrations_dir"], cap.target)})
 
 
-def _grant_mail(r: _Render, cap: Capability) -> None:
+def _grant_mail(r: Render, cap: Capability) -> None:
     if cap.target is None:
         raise AssertionError("a mail capability without a target")
-    files = _mail_files(r.host, cap.target, r.state)
+    files = mail_files(r.host, cap.target, r.state)
     explicit = cap.target in r.host["mail_accounts"]
     store = r.host["mail_credentials_dir"]
     granted = 0
@@ -500,26 +508,26 @@ def _grant_mail(r: _Render, cap: Capability) -> None:
         if real is None:
             return
         if r.state.kind(real) == "file":
-            r.mounts.add("ro", real, real, "R-CAP-MAIL", "capability:" + cap.text + _declared(path, real))
+            r.mounts.add("ro", real, real, "R-CAP-MAIL", "capability:" + cap.text + declared(path, real))
             granted += 1
     if not granted:
-        r.skip("no_credential", {"what": cap.text, "account": D.excerpt(cap.target)})
+        r.skip("no_credential", {"what": cap.text, "account": diagnostics.excerpt(cap.target)})
 
 
-def _grant_dialog(r: _Render, cap: Capability) -> None:
+def _grant_dialog(r: Render, cap: Capability) -> None:
     sender = r.invocation.get("sender")
-    if not _component(sender):
-        r.skip("no_sender", {"sender": D.excerpt(sender)})
+    if not component(sender):
+        r.skip("no_sender", {"sender": diagnostics.excerpt(sender)})
         return
     if _mount_entry(r, "dialog_dir", sender, "R-CAP-DIALOG",
                     "capability:dialog.user_input (sender %s)" % sender) is False:
         r.skip("missing_dialog", {"path": os.path.join(r.host["dialog_dir"], sender)})
 
 
-def _grant_undo(r: _Render) -> None:
+def grant_undo(r: Render) -> None:
     turn = r.invocation.get("turn_id")
-    if not _component(turn):
-        r.skip("no_turn", {"turn": D.excerpt(turn)})
+    if not component(turn):
+        r.skip("no_turn", {"turn": diagnostics.excerpt(turn)})
         return
     if r.manifest.inverse is None:
         raise AssertionError("an undo grant without the manifest's inverse model")
@@ -530,52 +538,52 @@ def _grant_undo(r: _Render) -> None:
 
 # ---- what each grant may reach, from the declarations alone (for the final check, not the renderer)
 
-class _Declaring(Record):
+class Declaring(Record):
     manifest: Manifest
-    host: HC.HostContext
-    invocation: HC.Invocation
-    state: HC.RenderState
+    host: host_context.HostContext
+    invocation: host_context.Invocation
+    state: host_context.RenderState
 
 
-def _reals(state: HC.RenderState, paths: Iterable[str]) -> List[str]:
+def reals(state: host_context.RenderState, paths: Iterable[str]) -> List[str]:
     """The resolved forms of declared roots; one the kernel would not resolve declares nothing."""
     return [real for real in (state.real_or_none(p) for p in paths) if real is not None]
 
 
-def _roots_fs(d: _Declaring, cap: Capability) -> List[str]:
+def _roots_fs(d: Declaring, cap: Capability) -> List[str]:
     scopes = d.manifest.arguments[cap.arg]["within"] if cap.arg is not None else [cap.target or ""]
-    roots = _reals(d.state, (glob_root(s) for s in scopes))
+    roots = reals(d.state, (glob_root(s) for s in scopes))
     # a write is allowed only inside the admin's writable roots (as written and resolved)
     return [root for root in roots if d.host.writable().under(root)] if cap.writes() else roots
 
 
-def _roots_metnos(d: _Declaring, cap: Capability) -> List[str]:
+def _roots_metnos(d: Declaring, cap: Capability) -> List[str]:
     known = d.host["resources"]
-    return _reals(d.state, [known[cap.target]]) if cap.target in known else []
+    return reals(d.state, [known[cap.target]]) if cap.target in known else []
 
 
-def _roots_index(d: _Declaring, cap: Capability) -> List[str]:
+def _roots_index(d: Declaring, cap: Capability) -> List[str]:
     known = d.host["indexes"]
-    return _reals(d.state, [known[cap.target]]) if cap.target in known else []
+    return reals(d.state, [known[cap.target]]) if cap.target in known else []
 
 
-def _roots_sys(d: _Declaring, cap: Capability) -> List[str]:
+def _roots_sys(d: Declaring, cap: Capability) -> List[str]:
     proxy = d.host["system_bus_proxy"]
-    return _reals(d.state, d.host[_sys_key(cap)] + ([proxy] if proxy else []))
+    return reals(d.state, d.host[_sys_key(cap)] + ([proxy] if proxy else []))
 
 
-def _roots_provider(d: _Declaring, cap: Capability) -> List[str]:
-    return _reals(d.state, [os.path.join(d.host["integrations_dir"], cap.target or "")])
+def _roots_provider(d: Declaring, cap: Capability) -> List[str]:
+    return reals(d.state, [os.path.join(d.host["integrations_dir"], cap.target or "")])
 
 
-def _roots_mail(d: _Declaring, cap: Capability) -> List[str]:
+def _roots_mail(d: Declaring, cap: Capability) -> List[str]:
     account = cap.target or ""
-    return _reals(d.state, d.host["mail_accounts"].get(account, []) + _mail_files(d.host, account, d.state))
+    return reals(d.state, d.host["mail_accounts"].get(account, []) + mail_files(d.host, account, d.state))
 
 
-def _roots_dialog(d: _Declaring, cap: Capability) -> List[str]:
+def _roots_dialog(d: Declaring, cap: Capability) -> List[str]:
     sender = d.invocation.get("sender")
-    return _reals(d.state, [os.path.join(d.host["dialog_dir"], sender)]) if _component(sender) else []
+    return reals(d.state, [os.path.join(d.host["dialog_dir"], sender)]) if component(sender) else []
 
 
 class Granter(Record):
@@ -583,14 +591,14 @@ class Granter(Record):
     ``roots`` says, from the declarations alone, the resolved roots it may reach (the final check
     compares the rendered argv with them); ``entry``: those roots are entries of a reserved folder
     (integrations, credentials, dialog), reachable only through this grant."""
-    grant: Callable[[_Render, Capability], None]
-    roots: Callable[[_Declaring, Capability], List[str]]
+    grant: Callable[[Render, Capability], None]
+    roots: Callable[[Declaring, Capability], List[str]]
     entry: bool = False
 
 
 # One table, keyed by the manifest grammar's kinds. Kind.NETWORK grants no mount (only the host network,
 # see Capability.needs_network); Kind.UNDO is the pinned broker's, decided before any grant (_undo_decision).
-_GRANTERS: Dict[str, Granter] = {
+GRANTERS: Dict[str, Granter] = {
     Kind.FS: Granter(_grant_fs, _roots_fs),
     Kind.METNOS: Granter(_grant_metnos, _roots_metnos),
     Kind.INDEX: Granter(_grant_index, _roots_index),
@@ -603,38 +611,42 @@ _GRANTERS: Dict[str, Granter] = {
 }
 
 
-def _component(value: Any) -> TypeGuard[str]:
+def component(value: Any) -> TypeGuard[str]:
     """A single path component from the invocation (sender, turn): matched whole by a grammar."""
-    return isinstance(value, str) and HL.COMPONENT.fullmatch(value) is not None
+    return isinstance(value, str) and host_layout.COMPONENT.fullmatch(value) is not None
 
 
-def check_invocation(invocation: Any) -> List[D.Diagnostic]:
+def check_invocation(invocation: Any) -> List[diagnostics.Diagnostic]:
     """The invocation is data too: a mapping of arguments/turn_id/sender, bounded. Returns diagnostics."""
     if invocation is None:
         return []
     if not isinstance(invocation, dict):
-        return [D.make("invocation_invalid", wording="not_mapping", fill={"value": D.excerpt(invocation)})]
+        return [diagnostics.make("invocation_invalid", wording="not_mapping",
+                                 fill={"value": diagnostics.excerpt(invocation)})]
     unknown = sorted(str(k) for k in invocation if k not in ("arguments", "turn_id", "sender"))
     if unknown:
-        return [D.make("invocation_invalid", wording="unknown_key", fill={"key": D.excerpt(unknown[0])})]
+        return [diagnostics.make("invocation_invalid", wording="unknown_key",
+                                 fill={"key": diagnostics.excerpt(unknown[0])})]
     args = invocation.get("arguments")
-    if args is not None and (not isinstance(args, dict) or len(args) > HL.MAX_INVOCATION_ARGUMENTS):
-        return [D.make("invocation_invalid", wording="arguments",
-                       fill={"value": D.excerpt(args), "limit": HL.MAX_INVOCATION_ARGUMENTS})]
+    if args is not None and (not isinstance(args, dict) or len(args) > host_layout.MAX_INVOCATION_ARGUMENTS):
+        return [diagnostics.make("invocation_invalid", wording="arguments",
+                                 fill={"value": diagnostics.excerpt(args),
+                                       "limit": host_layout.MAX_INVOCATION_ARGUMENTS})]
     return []
 
 
-def _mail_files(host: HC.HostContext, account: str, state: Optional[HC.RenderState] = None) -> List[str]:
+def mail_files(host: host_context.HostContext, account: str,
+               state: Optional[host_context.RenderState] = None) -> List[str]:
     """The credential files of exactly one account: the explicit host mapping, or the files named
     ``<account>.<ext>`` directly in the credential store (ext: 1-16 letters/digits). A file name
     minus its last extension is its account, so 'bob' never reaches 'bob.old.json'."""
     if account in host["mail_accounts"]:
         return list(host["mail_accounts"][account])
-    names = (state or HC.RenderState()).listdir(host["mail_credentials_dir"])
+    names = (state or host_context.RenderState()).listdir(host["mail_credentials_dir"])
     directory = host["mail_credentials_dir"]
     out = []
     for name in names:
         stem, dot, ext = name.rpartition(".")
-        if dot and stem == account and HL.CRED_EXT.fullmatch(ext):
+        if dot and stem == account and host_layout.CRED_EXT.fullmatch(ext):
             out.append(os.path.join(directory, name))
     return sorted(out)

@@ -22,18 +22,15 @@ from typing import (
     Tuple,
 )
 
-from ..base import diagnostics as D
-from ..base import paths as PA
+from ..base import diagnostics, paths
 from ..base.records import Record
-from ..host import bwrap as B
-from . import host_layout as HL
-from . import model as MD
-from . import mountmodel as MM
-from . import mounts as MT
+from ..host import bwrap
+from . import host_layout, model, mountmodel
+from . import mounts as profile_mounts
 
 Invocation = Dict[str, Any]
 
-# Besides HL.BROAD_ROOTS, no scope may be a folder found on the host that every user may write into
+# Besides host_layout.BROAD_ROOTS, no scope may be a folder found on the host that every user may write into
 # (sticky and world-writable, mode 1777 like /tmp, /var/tmp, /dev/shm, /run/lock): other users' and
 # services' files are in it.
 _SHARED_MODE = stat.S_ISVTX | stat.S_IWOTH
@@ -55,7 +52,7 @@ class Labelled(Record):
     root: str
 
 
-class _TreeSet(PA.RelatedRoots):
+class TreeSet(paths.RelatedRoots):
     """Labelled trees: paths.RelatedRoots' C-speed tests (at or below one, or above one), and the
     label, looked up only when a test matches."""
 
@@ -63,7 +60,7 @@ class _TreeSet(PA.RelatedRoots):
 
     def __init__(self, labelled: Iterable[Labelled]) -> None:
         self.labelled = list(labelled)
-        PA.RelatedRoots.__init__(self, (p for _l, p in self.labelled))
+        paths.RelatedRoots.__init__(self, (p for _l, p in self.labelled))
         # each entry with its root's 'root/' prefix: paths.under's test, inlined (asked for every judged path)
         self._slashed = [(entry, entry.root.rstrip("/") + "/") for entry in self.labelled]
 
@@ -76,21 +73,21 @@ class _TreeSet(PA.RelatedRoots):
                 or (related and (path == "/" or entry.root.startswith(above)))]
 
 
-class _Trees(Record):
+class Trees(Record):
     """The refused and protected trees of a host, as written, resolved and through bind mounts."""
-    forbidden: _TreeSet
+    forbidden: TreeSet
     broad: FrozenSet[str]
-    broad_aliases: _TreeSet        # a path above a bind mount of a shared root exposes it
-    readonly: _TreeSet
-    reserved: _TreeSet
-    runtime: _TreeSet
+    broad_aliases: TreeSet        # a path above a bind mount of a shared root exposes it
+    readonly: TreeSet
+    reserved: TreeSet
+    runtime: TreeSet
     system_mounted: List[str]
     alias_of: Dict[str, str]       # an alias (through a bind mount) -> the tree it shows
 
 
 class _BaseState(Record):
     mounts: List[BaseMount]
-    refusals: List[D.Diagnostic]
+    refusals: List[diagnostics.Diagnostic]
 
 
 class _Candidate(Record):
@@ -101,7 +98,7 @@ class _Candidate(Record):
     source: str
 
 
-class _BaseIndex(Record):
+class BaseIndex(Record):
     """The base mounts as the final check compares them."""
     ro: FrozenSet[str]
     symlinks: FrozenSet[Tuple[Optional[str], str]]
@@ -120,20 +117,20 @@ class RenderState(object):
     __slots__ = ("stats", "resolver", "_types", "_shared", "_listed")
 
     def __init__(self) -> None:
-        self.stats = MM.Stats()
-        self.resolver = PA.Resolver(lstat=self.stats.lstat)
+        self.stats = mountmodel.Stats()
+        self.resolver = paths.Resolver(lstat=self.stats.lstat)
         self._types: Dict[str, Optional[str]] = {}
         self._shared: Dict[str, bool] = {}
         self._listed: Dict[str, Tuple[str, ...]] = {}
 
     def realpath(self, path: str) -> str:
-        """Every component resolved on this host, with the kernel's bounds (raises PA.Unresolvable)."""
+        """Every component resolved on this host, with the kernel's bounds (raises paths.Unresolvable)."""
         return self.resolver.resolve(path)
 
     def real_or_none(self, path: str) -> Optional[str]:
         try:
             return self.resolver.resolve(path)
-        except PA.Unresolvable:
+        except paths.Unresolvable:
             return None
 
     def file_type(self, path: str) -> Optional[str]:
@@ -206,18 +203,18 @@ class HostContext(object):
     What one render learns of the host's files is that render's RenderState, handed to each judgement."""
 
     def __init__(self, overrides: Optional[Dict[str, Any]] = None) -> None:
-        self.layout = HL.Layout(overrides)
+        self.layout = host_layout.Layout(overrides)
         self.data: Dict[str, Any] = self.layout.data
         self._base: Optional[_BaseState] = None
-        self._trees: Optional[_Trees] = None
-        self._mounts: Optional[MT.MountTable] = None
-        self._index: Optional[_BaseIndex] = None
+        self._trees: Optional[Trees] = None
+        self._mounts: Optional[profile_mounts.MountTable] = None
+        self._index: Optional[BaseIndex] = None
         self._real: Dict[str, str] = {}
-        self._resolver = PA.Resolver()
+        self._resolver = paths.Resolver()
         self._loops: Dict[str, str] = {}          # host paths the kernel would not resolve -> why
         self._bwrap: Tuple[Optional[str], Tuple[str, ...]] = (None, ())
         self._bwrap_given: Optional[str] = ""
-        self._writable: Optional[PA.Roots] = None
+        self._writable: Optional[paths.Roots] = None
         self._stable: Dict[str, Optional[str]] = {}
         self._inside: Dict[str, str] = {}
         self._channels: Optional[Dict[str, str]] = None
@@ -228,7 +225,7 @@ class HostContext(object):
         if path not in self._real:
             try:
                 self._real[path] = self._resolver.resolve(path)
-            except PA.Unresolvable as exc:
+            except paths.Unresolvable as exc:
                 self._loops[path] = exc.why
                 self._real[path] = path
         return self._real[path]
@@ -237,7 +234,7 @@ class HostContext(object):
         return self.layout.data[key]
 
     # ---- the resolved trees every judgement uses (literal and resolved forms) ----
-    def trees(self) -> _Trees:
+    def trees(self) -> Trees:
         """The refused and protected trees of this host, as written and resolved (once per context)."""
         if self._trees is not None:
             return self._trees
@@ -257,7 +254,7 @@ class HostContext(object):
                     alias_of.setdefault(alias, real)
             return out
 
-        readonly = [x for t in HL.SYSTEM_TREES for x in both("system tree " + t, t)]
+        readonly = [x for t in host_layout.SYSTEM_TREES for x in both("system tree " + t, t)]
         for key in ("runtime_dir", "python_prefix", "executors_dir", "executor_dir"):
             if self.data[key]:
                 readonly += both("host." + key, self.data[key])
@@ -266,19 +263,20 @@ class HostContext(object):
                 readonly += both("host.%s[%d]" % (key, i), path)
         for label, path in self._engine_trees():
             readonly += both(label, path)
-        broad = [x for t in HL.BROAD_ROOTS for x in both(t, t, parts=False)]
-        forbidden = _TreeSet(x for t in HL.FORBIDDEN_TREES for x in both(t, t))
+        broad = [x for t in host_layout.BROAD_ROOTS for x in both(t, t, parts=False)]
+        forbidden = TreeSet(x for t in host_layout.FORBIDDEN_TREES for x in both(t, t))
         # a path above a bind mount of a shared root exposes it (below it is like below the root);
         # built here, before the reserved and runtime trees join ``plain`` (the order is the behaviour)
-        broad_aliases = _TreeSet(entry for entry in broad if entry.root not in plain)
-        reserved = _TreeSet(x for key in HL.RESERVED_KEYS for x in both(key, self.data[key]))
+        broad_aliases = TreeSet(entry for entry in broad if entry.root not in plain)
+        reserved = TreeSet(x for key in host_layout.RESERVED_KEYS for x in both(key, self.data[key]))
         # an alias (/var/run -> /run) is caught once resolved, like every alias of a refused tree
-        runtime = _TreeSet(x for t in HL.RUNTIME_TREES if t == HL.RUNTIME_TREES[0] or not os.path.islink(t)
-                           for x in both(t, t))
-        self._trees = _Trees(
+        runtime = TreeSet(x for t in host_layout.RUNTIME_TREES if t == host_layout.RUNTIME_TREES[0] or
+                          not os.path.islink(t)
+                          for x in both(t, t))
+        self._trees = Trees(
             forbidden=forbidden, broad=frozenset(p for _l, p in broad), broad_aliases=broad_aliases,
-            readonly=_TreeSet(readonly), reserved=reserved, runtime=runtime,
-            system_mounted=[p for p in HL.SYSTEM_PATHS if os.path.isdir(p) and not os.path.islink(p)],
+            readonly=TreeSet(readonly), reserved=reserved, runtime=runtime,
+            system_mounted=[p for p in host_layout.SYSTEM_PATHS if os.path.isdir(p) and not os.path.islink(p)],
             alias_of=dict((a, r) for a, r in alias_of.items() if a not in plain))
         return self._trees
 
@@ -303,7 +301,7 @@ class HostContext(object):
         self._bwrap_given = path
         if path is not None and not os.path.isabs(path):
             # A bare name is looked up on this process's PATH in execvp's order (host/bwrap.py's one lookup).
-            found = B.which(path, os.environ.get("PATH", os.defpath), os.getcwd()) if "/" not in path else None
+            found = bwrap.which(path, os.environ.get("PATH", os.defpath), os.getcwd()) if "/" not in path else None
             path = found or path
         if path == self._bwrap[0]:
             return
@@ -320,14 +318,14 @@ class HostContext(object):
     def fd_binds(self) -> Optional[bool]:
         """Whether the bwrap in use binds descriptors (--bind-fd and --ro-bind-fd in its --help); None when
         its --help cannot be read."""
-        features = B.help_features(self._bwrap[0])
-        return None if features is None else all(f in features for f in B.FD_BIND_FEATURES)
+        features = bwrap.help_features(self._bwrap[0])
+        return None if features is None else all(f in features for f in bwrap.FD_BIND_FEATURES)
 
-    def writable(self) -> PA.Roots:
+    def writable(self) -> paths.Roots:
         """The admin's writable roots, as written and resolved (host.writable_roots)."""
         if self._writable is None:
             roots = self.data["writable_roots"]
-            self._writable = PA.Roots(list(roots) + [self._resolve(r) for r in roots])
+            self._writable = paths.Roots(list(roots) + [self._resolve(r) for r in roots])
         return self._writable
 
     def allowed_channels(self) -> Dict[str, str]:
@@ -340,7 +338,8 @@ class HostContext(object):
                     self._channels.setdefault(form, entry["reason"])
         return self._channels
 
-    def crossed(self, state: RenderState, what: str, key: str, path: str, real: str) -> Optional[D.Diagnostic]:
+    def crossed(self, state: RenderState, what: str, key: str, path: str,
+                real: str) -> Optional[diagnostics.Diagnostic]:
         """Whether the admin's layout crosses at a configured root (``key``: 'indexes.<name>' or
         'resources.<name>'; ``real``: ``path`` resolved): the root is itself a symbolic link to another folder
         (layout_root_symlink; its parents may resolve), or it is at, below or above another configured index or
@@ -348,14 +347,15 @@ class HostContext(object):
         read and write inside another's folder)."""
         parent = state.real_or_none(os.path.dirname(path))
         if parent is not None and real != os.path.join(parent, os.path.basename(path)):
-            return D.make("layout_root_symlink", wording="symlink", fill={"what": what, "real": real}, key=key,
-                          path=path)
+            return diagnostics.make("layout_root_symlink", wording="symlink", fill={"what": what, "real": real},
+                                    key=key,
+                                    path=path)
         for group in ("indexes", "resources"):
             for name, other in sorted(self.data[group].items()):
                 other_key = "%s.%s" % (group, name)
                 forms = (other, state.real_or_none(other) or other)
-                if other_key != key and any(PA.related(form, mine) for form in forms for mine in (path, real)):
-                    return D.make("layout_roots_nested", wording="nested", fill={
+                if other_key != key and any(paths.related(form, mine) for form in forms for mine in (path, real)):
+                    return diagnostics.make("layout_roots_nested", wording="nested", fill={
                         "what": what, "other": other, "other_key": other_key}, key=key, path=path)
         return None
 
@@ -370,13 +370,13 @@ class HostContext(object):
     def stable(self, path: str, state: RenderState) -> Optional[str]:
         """mountmodel.unstable_folder for a base path (once per context: the first render that asks)."""
         if path not in self._stable:
-            self._stable[path] = MM.unstable_folder(path, state.stats)
+            self._stable[path] = mountmodel.unstable_folder(path, state.stats)
         return self._stable[path]
 
-    def mount_table(self) -> MT.MountTable:
+    def mount_table(self) -> profile_mounts.MountTable:
         """The host's mount table (mounts.MountTable), read once per context."""
         if self._mounts is None:
-            self._mounts = MT.MountTable.read()
+            self._mounts = profile_mounts.MountTable.read()
         return self._mounts
 
     def broad(self, path: str, state: RenderState) -> bool:
@@ -385,34 +385,36 @@ class HostContext(object):
         t = self.trees()
         return path in t.broad or path in t.broad_aliases.above or state.shared_folder(path)
 
-    def _note(self, kind: str, root: str, text: str) -> HL.Problem:
+    def _note(self, kind: str, root: str, text: str) -> host_layout.Problem:
         """The refusal; an alias (a tree reached through a bind mount) is its own kind."""
         original = self.trees().alias_of.get(root)
         if original is None:
-            return HL.Problem(kind, text)
-        return HL.Problem("alias", "%s (%s is the same folder as %s, through a bind mount)" % (text, root, original))
+            return host_layout.Problem(kind, text)
+        return host_layout.Problem("alias", "%s (%s is the same folder as %s, through a bind mount)" % (text, root,
+                                                                                                        original))
 
     def real(self, path: str) -> str:
         """The resolved form of a host-context path (resolved once per context, with the trees); one the
-        kernel would not resolve raises PA.Unresolvable."""
+        kernel would not resolve raises paths.Unresolvable."""
         self.trees()
         real = self._resolve(path)
         if path in self._loops:
-            raise PA.Unresolvable(path, self._loops[path])
+            raise paths.Unresolvable(path, self._loops[path])
         return real
 
     def judge(self, path: str, mode: str, state: RenderState, grant: Optional[str] = None,
-              own: Optional[str] = None) -> Optional[HL.Problem]:
+              own: Optional[str] = None) -> Optional[host_layout.Problem]:
         """Why ``path`` (absolute, normalised) may not be mounted with ``mode`` ('ro'/'rw'), or None.
 
         The same rules for every source: /proc and /dev are the profile's own; a shared root is
         never a scope; reserved trees (and their ancestors) only through their own capability
         (``grant``: the reserved key this grant belongs to; ``own``: the executor's own folder,
         readable); nothing at, below or above a read-only base tree is writable.
-        Returns a HL.Problem whose kind is control/forbidden/broad/reserved/readonly/shared/alias."""
+        Returns a host_layout.Problem whose kind is control/forbidden/broad/reserved/readonly/shared/alias."""
         t = self.trees()
-        if MD.has_control(path):
-            return HL.Problem("control", "%s contains control or format characters" % D.excerpt(path))
+        if model.has_control(path):
+            return host_layout.Problem("control", "%s contains control or format characters"
+                                       % diagnostics.excerpt(path))
         if t.forbidden.under(path):
             root = t.forbidden.which(path, related=False)[0].root
             return self._note("forbidden", root, "%s is at or below %s, provided by the profile itself (R-BASE-2)"
@@ -432,29 +434,31 @@ class HostContext(object):
         if mode == "rw":
             pseudo = self.mount_table().pseudo_related(path)
             if pseudo is not None:
-                return HL.Problem("pseudo", "%s is at, below or above %s, a mount of the pseudo-filesystem %s: writing "
-                                  "there changes the kernel's state, and bwrap binds it along (R-BASE-2)"
-                                  % (path, pseudo[0], pseudo[1]))
+                return host_layout.Problem("pseudo",
+                                           "%s is at, below or above %s, a mount of the pseudo-filesystem %s: writing "
+                                           "there changes the kernel's state, and bwrap binds it along (R-BASE-2)"
+                                           % (path, pseudo[0], pseudo[1]))
         if state.shared_folder(path):
-            return HL.Problem("shared", "%s is a folder every user may write into (mode 1777, like /tmp and /var/tmp): "
-                              "a shared tree, whatever its name (R-SEC-2)" % path)
+            return host_layout.Problem("shared",
+                                       "%s is a folder every user may write into (mode 1777, like /tmp and /var/tmp): "
+                                       "a shared tree, whatever its name (R-SEC-2)" % path)
         return None
 
-    def _judge_reserved(self, reserved: _TreeSet, path: str, mode: str, grant: Optional[str],
-                        own: Optional[str]) -> Optional[HL.Problem]:
+    def _judge_reserved(self, reserved: TreeSet, path: str, mode: str, grant: Optional[str],
+                        own: Optional[str]) -> Optional[host_layout.Problem]:
         """A reserved tree is reached only through its own grant; the executor's own folder (and
         below) in the executors folder is readable (R-BASE-4)."""
         for label, root in reserved.which(path):
             if label == grant:
                 continue
-            if (label == "executors_dir" and own is not None and mode == "ro" and PA.under(path, own)
-                    and own != root and PA.under(own, root)):
+            if (label == "executors_dir" and own is not None and mode == "ro" and paths.under(path, own)
+                    and own != root and paths.under(own, root)):
                 continue
             return self._note("reserved", root, "%s is at, below or above host.%s (%s), reachable only "
                                                 "through its own capability (R-BASE-4)" % (path, label, root))
         return None
 
-    def judge_manifest_path(self, path: str) -> Optional[HL.Problem]:
+    def judge_manifest_path(self, path: str) -> Optional[host_layout.Problem]:
         """The rules only manifest-written paths obey (fixed scopes, glob roots, 'within' scopes,
         argument values), on top of judge(): nothing at, below or above the runtime tree /run,
         where host daemons keep their sockets (the admin's systemd/system read paths may be there)."""
@@ -472,27 +476,28 @@ class HostContext(object):
         Refused host paths: base_refusals()."""
         return self._base_state(state or RenderState()).mounts
 
-    def base_refusals(self, state: Optional[RenderState] = None) -> List[D.Diagnostic]:
+    def base_refusals(self, state: Optional[RenderState] = None) -> List[diagnostics.Diagnostic]:
         """host_path_refused diagnostics for base paths that cannot be mounted safely."""
         return self._base_state(state or RenderState()).refusals
 
-    def base_index(self, state: Optional[RenderState] = None) -> _BaseIndex:
+    def base_index(self, state: Optional[RenderState] = None) -> BaseIndex:
         """The base mounts as the final check compares them (once per context)."""
         if self._index is None:
             base = self.base(state)
-            self._index = _BaseIndex(ro=frozenset(e.src for e in base if e.kind == "ro" and e.src is not None),
-                                     symlinks=frozenset((e.src, e.dest) for e in base if e.kind == "symlink"))
+            self._index = BaseIndex(ro=frozenset(e.src for e in base if e.kind == "ro" and e.src is not None),
+                                    symlinks=frozenset((e.src, e.dest) for e in base if e.kind == "symlink"))
         return self._index
 
     def _base_state(self, state: RenderState) -> _BaseState:
         if self._base is not None:
             return self._base
         out: List[BaseMount] = []
-        refusals: List[D.Diagnostic] = []
+        refusals: List[diagnostics.Diagnostic] = []
         if not self.mount_table().complete:
-            refusals.append(D.make("host_path_refused", host_key="(mount table)", path=MT.MOUNTINFO,
-                                   wording="mount_table", fill={"limit": MT.MAX_MOUNTINFO_BYTES}))
-        for path in HL.SYSTEM_PATHS:
+            refusals.append(diagnostics.make("host_path_refused", host_key="(mount table)",
+                                             path=profile_mounts.MOUNTINFO,
+                                             wording="mount_table", fill={"limit": profile_mounts.MAX_MOUNTINFO_BYTES}))
+        for path in host_layout.SYSTEM_PATHS:
             if os.path.islink(path):
                 # merged /usr: /bin -> usr/bin becomes a symlink inside the sandbox too
                 out.append(BaseMount("symlink", os.readlink(path), path, "R-BASE-1", "base:" + path))
@@ -510,26 +515,27 @@ class HostContext(object):
                 continue
             problem = self.judge_base(given, state)
             if problem:
-                refusals.append(HL.host_refusal(candidate.key, given, problem))
+                refusals.append(host_layout.host_refusal(candidate.key, given, problem))
                 continue
             real = self._resolve(given)          # mounted at its resolved host path only (the mount model)
             out.append(BaseMount("ro", real, real, candidate.rule, candidate.source))
-        refusals += [HL.host_refusal("(host path)", path, HL.Problem("links", HL.UNRESOLVABLE[why] % path))
+        refusals += [host_layout.host_refusal("(host path)", path,
+                                              host_layout.Problem("links", host_layout.UNRESOLVABLE[why] % path))
                      for path, why in sorted(self._loops.items())]
         self._base = _BaseState(out, refusals)
         return self._base
 
-    def _reserved_in_system(self, system: List[str]) -> List[D.Diagnostic]:
+    def _reserved_in_system(self, system: List[str]) -> List[diagnostics.Diagnostic]:
         """Every sandbox mounts the system paths whole: a reserved tree inside one would be readable by
         every executor, whatever its capabilities (judged as written, resolved and through bind mounts)."""
         refusals = []
-        for key in HL.RESERVED_KEYS:
+        for key in host_layout.RESERVED_KEYS:
             path = self.data[key]
             real = self._resolve(path)
             for form in [path, real] + self.mount_table().aliases(real, parts=False):
-                inside = [s for s in system if PA.under(form, s)]
+                inside = [s for s in system if paths.under(form, s)]
                 if inside:
-                    refusals.append(HL.host_refusal(key, path, HL.Problem("readonly", (
+                    refusals.append(host_layout.host_refusal(key, path, host_layout.Problem("readonly", (
                         "%s is inside %s, which every sandbox mounts read-only (R-BASE-1): every executor would "
                         "read all of it, whatever its capabilities (R-BASE-4)" % (form, inside[0])))))
                     break
@@ -540,21 +546,21 @@ class HostContext(object):
         candidates = [_Candidate(key, self.data[key], "R-BASE-4", "base:%s" % key)
                       for key in ("runtime_dir", "python_prefix")]
         candidates += [_Candidate("python_package_roots[%d]" % i, p, "R-BASE-4", "base:python_package_root")
-                       for i, p in enumerate(self.data["python_package_roots"]) if not HL.is_home(p)]
+                       for i, p in enumerate(self.data["python_package_roots"]) if not host_layout.is_home(p)]
         candidates += [_Candidate("python_installation[%d]" % i, p, "R-BASE-4", "base:python_installation")
-                       for i, p in enumerate(self.data["python_installation"]) if not HL.is_home(p)]
+                       for i, p in enumerate(self.data["python_installation"]) if not host_layout.is_home(p)]
         for key in ("i18n_dbs", "lexicon_dbs"):
             candidates += [_Candidate("%s[%d]" % (key, i), p, "R-BASE-5", "base:%s" % key)
                            for i, p in enumerate(self.data[key])]
         return candidates
 
-    def judge_base(self, path: str, state: RenderState) -> Optional[HL.Problem]:
+    def judge_base(self, path: str, state: RenderState) -> Optional[host_layout.Problem]:
         """A read-only base path: judged as written and resolved; below a mounted system path it is
         already visible, so only /proc, /dev and reserved trees matter there."""
         for form in (path, self._resolve(path)):
             problem = self.judge(form, "ro", state)
             if problem and not (problem.kind == "broad" and any(
-                    PA.under(form, s) and form != s for s in self.trees().system_mounted)):
-                return problem if form == path else HL.Problem(problem.kind,
-                                                               "resolves to %s: %s" % (form, problem.text))
+                    paths.under(form, s) and form != s for s in self.trees().system_mounted)):
+                return problem if form == path else host_layout.Problem(problem.kind,
+                                                                        "resolves to %s: %s" % (form, problem.text))
         return None

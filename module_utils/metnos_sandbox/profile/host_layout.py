@@ -15,9 +15,9 @@ import os
 import re
 from typing import Any, Dict, List, Optional
 
-from ..base import diagnostics as D
+from ..base import diagnostics
 from ..base.records import Record
-from . import model as MD
+from . import model
 
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc",
                 "/var/lib/python3", "/sys")
@@ -50,7 +50,7 @@ MAX_UNDO_FILE_BYTES = 8 * 1024 * 1024
 MAX_UNDO_TOTAL_BYTES = 32 * 1024 * 1024
 MAX_UNDO_ENTRIES = 256
 MAX_INVOCATION_ARGUMENTS = 64
-MAX_ARG_VALUE = MD.MAX_STRING
+MAX_ARG_VALUE = model.MAX_STRING
 COMPONENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}")
 HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}")
 CRED_EXT = re.compile(r"[A-Za-z0-9]{1,16}")
@@ -128,9 +128,9 @@ class Problem(Record):
 
 
 def abs_clean(key: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.startswith("/") or len(value) > 4096 or MD.has_control(value):
+    if not isinstance(value, str) or not value.startswith("/") or len(value) > 4096 or model.has_control(value):
         raise ContextError("host.%s must be an absolute path without control characters, got %s"
-                           % (key, D.excerpt(value)))
+                           % (key, diagnostics.excerpt(value)))
     return norm(str.__str__(value))
 
 
@@ -143,15 +143,15 @@ def check_host_paths(data: Dict[str, Any]) -> None:
     for key in LIST_KEYS:
         if not isinstance(data[key], (list, tuple)) or len(data[key]) > MAX_HOST_LIST:
             raise ContextError("host.%s must be a list of at most %d absolute paths, got %s"
-                               % (key, MAX_HOST_LIST, D.excerpt(data[key])))
+                               % (key, MAX_HOST_LIST, diagnostics.excerpt(data[key])))
         data[key] = [abs_clean("%s[%d]" % (key, i), v) for i, v in enumerate(data[key])]
     for key in DICT_KEYS:
         if not isinstance(data[key], dict) or len(data[key]) > MAX_HOST_LIST:
             raise ContextError("host.%s must be a mapping (at most %d entries), got %s"
-                               % (key, MAX_HOST_LIST, D.excerpt(data[key])))
+                               % (key, MAX_HOST_LIST, diagnostics.excerpt(data[key])))
         for name in data[key]:
             if not isinstance(name, str) or not HOST_NAME.fullmatch(name):
-                raise ContextError("host.%s: %s is not a name [A-Za-z0-9_.@+-]" % (key, D.excerpt(name)))
+                raise ContextError("host.%s: %s is not a name [A-Za-z0-9_.@+-]" % (key, diagnostics.excerpt(name)))
     data["resources"] = dict((k, abs_clean("resources." + k, v)) for k, v in data["resources"].items())
     data["indexes"] = dict((k, abs_clean("indexes." + k, v)) for k, v in data["indexes"].items())
     accounts = {}
@@ -171,25 +171,26 @@ def check_placement(data: Dict[str, Any]) -> None:
     DEVICE_FLAGS (once), the reason plain text, and only on a device (in place)."""
     placement = data["placement"]
     if placement not in PLACEMENTS:
-        raise ContextError("host.placement must be one of %s, got %s" % (", ".join(PLACEMENTS), D.excerpt(placement)))
+        raise ContextError("host.placement must be one of %s, got %s" % (", ".join(PLACEMENTS),
+                                                                         diagnostics.excerpt(placement)))
     entries = data["device_downgrades"]
     if not isinstance(entries, (list, tuple)) or len(entries) > len(DEVICE_FLAGS):
         raise ContextError("host.device_downgrades must be a list of at most %d {flag, reason} mappings, got %s"
-                           % (len(DEVICE_FLAGS), D.excerpt(entries)))
+                           % (len(DEVICE_FLAGS), diagnostics.excerpt(entries)))
     if entries and placement != "device":
         raise ContextError("host.device_downgrades applies to placement device only (placement is %s)" % placement)
     out: List[Dict[str, str]] = []
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict) or sorted(entry) != ["flag", "reason"]:
             raise ContextError("host.device_downgrades[%d] must be a mapping of exactly flag and reason, got %s"
-                               % (i, D.excerpt(entry)))
+                               % (i, diagnostics.excerpt(entry)))
         flag, reason = entry["flag"], entry["reason"]
         if flag not in DEVICE_FLAGS or any(done["flag"] == flag for done in out):
             raise ContextError("host.device_downgrades[%d].flag must be one of %s, once, got %s"
-                               % (i, ", ".join(DEVICE_FLAGS), D.excerpt(flag)))
-        if not isinstance(reason, str) or not reason.strip() or len(reason) > MAX_REASON or MD.has_control(reason):
+                               % (i, ", ".join(DEVICE_FLAGS), diagnostics.excerpt(flag)))
+        if not isinstance(reason, str) or not reason.strip() or len(reason) > MAX_REASON or model.has_control(reason):
             raise ContextError("host.device_downgrades[%d].reason must say why, in 1-%d characters without control "
-                               "characters, got %s" % (i, MAX_REASON, D.excerpt(reason)))
+                               "characters, got %s" % (i, MAX_REASON, diagnostics.excerpt(reason)))
         out.append({"flag": str.__str__(flag), "reason": str.__str__(reason)})
     data["placement"] = str.__str__(placement)
     data["device_downgrades"] = out
@@ -209,16 +210,16 @@ def check_allowed(entries: Any) -> List[Dict[str, str]]:
     reason plain text (1-300 characters)."""
     if not isinstance(entries, (list, tuple)) or len(entries) > MAX_HOST_LIST:
         raise ContextError("host.allow_channels must be a list of at most %d {path, reason} mappings, got %s"
-                           % (MAX_HOST_LIST, D.excerpt(entries)))
+                           % (MAX_HOST_LIST, diagnostics.excerpt(entries)))
     out = []
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict) or sorted(entry) != ["path", "reason"]:
             raise ContextError("host.allow_channels[%d] must be a mapping of exactly path and reason, got %s"
-                               % (i, D.excerpt(entry)))
+                               % (i, diagnostics.excerpt(entry)))
         reason = entry["reason"]
-        if not isinstance(reason, str) or not reason.strip() or len(reason) > MAX_REASON or MD.has_control(reason):
+        if not isinstance(reason, str) or not reason.strip() or len(reason) > MAX_REASON or model.has_control(reason):
             raise ContextError("host.allow_channels[%d].reason must say why, in 1-%d characters without control "
-                               "characters, got %s" % (i, MAX_REASON, D.excerpt(reason)))
+                               "characters, got %s" % (i, MAX_REASON, diagnostics.excerpt(reason)))
         out.append({"path": abs_clean("allow_channels[%d].path" % i, entry["path"]), "reason": str.__str__(reason)})
     return out
 
@@ -229,16 +230,16 @@ def check_pin(pin: Any) -> Optional[Dict[str, Any]]:
         return None
     if not isinstance(pin, dict):
         raise ContextError("host.undo_exception must be a mapping (name, origin, revision, owner, capability, "
-                           "files, digest), got %s" % D.excerpt(pin))
+                           "files, digest), got %s" % diagnostics.excerpt(pin))
     for key, value in pin.items():
         if key not in UNDO_PIN_KEYS:
             raise ContextError("host.undo_exception: unknown key %s; accepted: %s"
-                               % (D.excerpt(key), ", ".join(UNDO_PIN_KEYS)))
+                               % (diagnostics.excerpt(key), ", ".join(UNDO_PIN_KEYS)))
         ok = (isinstance(value, list) and all(isinstance(v, str) for v in value)) if key in ("files", "capabilities") \
             else (isinstance(value, (str, int)) and not isinstance(value, bool)) if key == "revision" \
             else isinstance(value, str)
         if value is not None and not ok:
-            raise ContextError("host.undo_exception.%s has the wrong type: %s" % (key, D.excerpt(value)))
+            raise ContextError("host.undo_exception.%s has the wrong type: %s" % (key, diagnostics.excerpt(value)))
     return dict(pin)
 
 
@@ -248,9 +249,10 @@ UNRESOLVABLE = {"links": "%s: resolving it follows more than 40 symbolic links (
                 "budget": "%s: resolving it exceeds this render's budget of 100,000 path lookups"}
 
 
-def host_refusal(key: str, path: Any, problem: Problem) -> D.Diagnostic:
-    diag: D.Diagnostic = D.make("host_path_refused", wording="host_key", fill={"problem": problem.text}, host_key=key,
-                                path=D.excerpt(path))
+def host_refusal(key: str, path: Any, problem: Problem) -> diagnostics.Diagnostic:
+    diag: diagnostics.Diagnostic = diagnostics.make("host_path_refused", wording="host_key",
+                                                    fill={"problem": problem.text}, host_key=key,
+                                                    path=diagnostics.excerpt(path))
     return diag
 
 
@@ -274,7 +276,7 @@ class Layout(object):
         for key, value in (overrides or {}).items():
             if key not in DEFAULT_HOST:
                 raise ContextError("host: unknown key %s; accepted: %s"
-                                   % (D.excerpt(key), ", ".join(sorted(DEFAULT_HOST))))
+                                   % (diagnostics.excerpt(key), ", ".join(sorted(DEFAULT_HOST))))
             data[key] = value
         check_host_paths(data)
         data["undo_exception"] = check_pin(data["undo_exception"])

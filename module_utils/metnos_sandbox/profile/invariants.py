@@ -19,16 +19,11 @@ from typing import (
     Set,
 )
 
-from ..base import diagnostics as D
-from ..base import paths as PA
+from ..base import diagnostics, paths
 from ..base.records import Record
-from ..host import bwrap_options as BO
-from . import descriptors as DS
-from . import granters as GR
-from . import host_context as HC
-from . import host_layout as HL
-from . import model as MD
-from . import mountmodel as MM
+from ..host import bwrap_options
+from . import descriptors as profile_descriptors
+from . import granters, host_context, host_layout, model, mountmodel
 from .model import Manifest
 
 # ------------------------------------------------------------------ the final check (defence in depth)
@@ -50,41 +45,42 @@ class _Allowed(Record):
     and the reserved folders' entries the capabilities name (their own grant). The admin's read
     channels (sockets the systemd/system read paths may name) are resolved only when a bind is a
     special file (``_channels``)."""
-    write: PA.Roots
-    any: PA.Roots
+    write: paths.Roots
+    any: paths.Roots
     grants: Set[str]
 
 
-def _allowed(manifest: Manifest, host: HC.HostContext, invocation: HC.Invocation, own_dir: str,
-             state: HC.RenderState) -> _Allowed:
-    d = GR._Declaring(manifest, host, invocation, state)
+def _allowed(manifest: Manifest, host: host_context.HostContext, invocation: host_context.Invocation, own_dir: str,
+             state: host_context.RenderState) -> _Allowed:
+    d = granters.Declaring(manifest, host, invocation, state)
     write: List[str] = []
     read: List[str] = []
     grants: Set[str] = set()
     for cap in manifest.capabilities:
-        granter = GR._GRANTERS.get(cap.kind)
+        granter = granters.GRANTERS.get(cap.kind)
         if granter is None:
             continue
         roots = granter.roots(d, cap)
         (write if cap.writes() else read).extend(roots)
         if granter.entry:
             grants.update(roots)
-    if manifest.inverse is not None and GR._component(invocation.get("turn_id")):
-        turns = GR._reals(state, [os.path.join(host["undo_root"], invocation["turn_id"])])
+    if manifest.inverse is not None and granters.component(invocation.get("turn_id")):
+        turns = granters.reals(state, [os.path.join(host["undo_root"], invocation["turn_id"])])
         write += turns
         grants.update(turns)
-    read += GR._reals(state, [own_dir])
-    return _Allowed(write=PA.Roots(write), any=PA.Roots(write + read + list(host.base_index(state).ro)), grants=grants)
+    read += granters.reals(state, [own_dir])
+    return _Allowed(write=paths.Roots(write), any=paths.Roots(write + read + list(host.base_index(state).ro)),
+                    grants=grants)
 
 
-def _channels(host: HC.HostContext, state: HC.RenderState) -> FrozenSet[str]:
+def _channels(host: host_context.HostContext, state: host_context.RenderState) -> FrozenSet[str]:
     """The command channels the admin allows (host.allow_channels, as written and resolved), and the
     filtering proxy's socket (host.system_bus_proxy, resolved)."""
     proxy = host["system_bus_proxy"]
-    return frozenset(list(host.allowed_channels()) + GR._reals(state, [proxy] if proxy else []))
+    return frozenset(list(host.allowed_channels()) + granters.reals(state, [proxy] if proxy else []))
 
 
-def _proxy(host: HC.HostContext, state: HC.RenderState) -> Optional[str]:
+def _proxy(host: host_context.HostContext, state: host_context.RenderState) -> Optional[str]:
     proxy = host["system_bus_proxy"]
     return state.real_or_none(proxy) if proxy else None
 
@@ -102,17 +98,17 @@ class _Argv(Record):
     option that ends the reading, the only violation then reported)."""
     flags: List[str]
     binds: List[_Bind]
-    ops: List[MM.Op]
+    ops: List[mountmodel.Op]
     problems: List[str]
     stop: Optional[str] = None
 
 
-def _read_argv(argv: List[str], sep: int, base: HC._BaseIndex, named: Mapping[int, str]) -> _Argv:
+def _read_argv(argv: List[str], sep: int, base: host_context.BaseIndex, named: Mapping[int, str]) -> _Argv:
     """The options before '--', each with its arity; an unknown option ends the reading (c). ``named``:
     the path each declared descriptor was judged as."""
     out: List[str] = []
     binds: List[_Bind] = []
-    ops: List[MM.Op] = []
+    ops: List[mountmodel.Op] = []
     flags: List[str] = []
     seen: Set[str] = set()
     i = 1
@@ -122,12 +118,12 @@ def _read_argv(argv: List[str], sep: int, base: HC._BaseIndex, named: Mapping[in
         if kind is not None and i + 2 < sep:           # the most frequent option first: a bind of a path
             src, dest = argv[i + 1], argv[i + 2]
             binds.append(_new(_Bind, (opt, src, dest, None)))        # _Bind(opt, src, dest), without a frame
-            ops.append(_new(MM.Op, (kind, src, dest, False)))         # MM.Op(kind, src, dest)
+            ops.append(_new(mountmodel.Op, (kind, src, dest, False)))         # mountmodel.Op(kind, src, dest)
             i += 3
             continue
-        arity = BO.ARITY[opt] if opt in _RENDERED else None
+        arity = bwrap_options.ARITY[opt] if opt in _RENDERED else None
         if arity is None or i + arity >= sep:
-            return _Argv(flags, binds, ops, out, stop="unexpected option %s (c)" % D.excerpt(opt))
+            return _Argv(flags, binds, ops, out, stop="unexpected option %s (c)" % diagnostics.excerpt(opt))
         if arity == 0:
             flags.append(opt)
         elif opt in _FD_OPTS:
@@ -137,29 +133,30 @@ def _read_argv(argv: List[str], sep: int, base: HC._BaseIndex, named: Mapping[in
                 out.append("%s %s %s binds no descriptor the profile declares (e)" % (opt, number, dest))
                 judged = "(descriptor %s)" % number
             binds.append(_Bind(_FD_OPTS[opt], judged, dest, int(number) if number.isdigit() else -1))
-            ops.append(MM.Op("ro" if opt == "--ro-bind-fd" else "rw", judged, dest, True))
+            ops.append(mountmodel.Op("ro" if opt == "--ro-bind-fd" else "rw", judged, dest, True))
         elif arity == 2:
             src, dest = argv[i + 1], argv[i + 2]
             if opt == "--symlink":
                 if (src, dest) not in base.symlinks:
                     out.append("--symlink %s %s is not a base symlink (c)" % (src, dest))
-                ops.append(MM.Op("symlink", src, dest))
+                ops.append(mountmodel.Op("symlink", src, dest))
             else:
                 binds.append(_Bind(opt, src, dest))
-                ops.append(MM.Op("ro" if opt == "--ro-bind" else "rw", src, dest))
+                ops.append(mountmodel.Op("ro" if opt == "--ro-bind" else "rw", src, dest))
         elif opt != "--chdir":
             where = argv[i + 1]
             if where != _SINGLE[opt] or opt in seen:
                 out.append("%s %s is not the profile's own single %s (c)" % (opt, where, _SINGLE[opt]))
             seen.add(opt)
-            ops.append(MM.Op(opt[2:], None, where))
+            ops.append(mountmodel.Op(opt[2:], None, where))
         i += 1 + arity
     return _Argv(flags, binds, ops, out)
 
 
-def check_invariants(argv: List[str], manifest: Manifest, host: HC.HostContext, invocation: HC.Invocation,
-                     own_dir: str, descriptors: Optional[Sequence[DS.Descriptor]] = None,
-                     state: Optional[HC.RenderState] = None) -> List[str]:
+def check_invariants(argv: List[str], manifest: Manifest, host: host_context.HostContext,
+                     invocation: host_context.Invocation,
+                     own_dir: str, descriptors: Optional[Sequence[profile_descriptors.Descriptor]] = None,
+                     state: Optional[host_context.RenderState] = None) -> List[str]:
     """Invariants (a)-(e) of docs/profile-invariants.md over a rendered argv. Returns violations.
 
     (a) every writable bind's source is resolved and inside a declared, allowed (writable roots),
@@ -177,12 +174,12 @@ def check_invariants(argv: List[str], manifest: Manifest, host: HC.HostContext, 
         destination means inside; a source someone other than root could move is bound by a declared
         descriptor that is the object judged (``descriptors``: the render's).
     ``state``: the render's RenderState (a fresh one when the argv is checked on its own)."""
-    state = state or HC.RenderState()
+    state = state or host_context.RenderState()
     try:
         sep = argv.index("--")
     except ValueError:
         return ["no '--' before the command"]
-    if MD.has_control(" ".join(argv)):
+    if model.has_control(" ".join(argv)):
         return ["an argv element contains control characters"]
     base = host.base_index(state)
     named = dict((int(d["fd"]), str(d["path"])) for d in descriptors or [])
@@ -191,7 +188,8 @@ def check_invariants(argv: List[str], manifest: Manifest, host: HC.HostContext, 
         return [read.stop]
     out = read.problems
     needs_net = any(c.needs_network() for c in manifest.capabilities)
-    want = list(HL.BASE_FLAGS) + ([] if needs_net else ["--unshare-net"]) + HL.device_flags(host.data) + [
+    want = list(host_layout.BASE_FLAGS) + ([] if needs_net
+                                           else ["--unshare-net"]) + host_layout.device_flags(host.data) + [
         "--die-with-parent"]
     if read.flags != want:
         out.append("flags %s, the rules give %s (c)" % (" ".join(read.flags), " ".join(want)))
@@ -216,15 +214,16 @@ def check_invariants(argv: List[str], manifest: Manifest, host: HC.HostContext, 
     return out
 
 
-def _check_model(read: _Argv, descriptors: Sequence[DS.Descriptor], host: HC.HostContext,
-                 base: HC._BaseIndex, state: HC.RenderState) -> List[str]:
+def _check_model(read: _Argv, descriptors: Sequence[profile_descriptors.Descriptor], host: host_context.HostContext,
+                 base: host_context.BaseIndex, state: host_context.RenderState) -> List[str]:
     """(e): the mount model over the argv read back, each path bind's source stable, each descriptor
     the object judged (looked up again on the host)."""
-    out = ["%s: %s (e)" % (f.dest, f.text) for f in MM.violations(read.ops, state.stats)]
+    out = ["%s: %s (e)" % (f.dest, f.text) for f in mountmodel.violations(read.ops, state.stats)]
     judged = dict((int(d["fd"]), d) for d in descriptors)
     for bind in read.binds:
         if bind.fd is None:
-            folder = host.stable(bind.src, state) if bind.src in base.ro else MM.unstable_folder(bind.src, state.stats)
+            folder = host.stable(bind.src, state) if bind.src in base.ro else mountmodel.unstable_folder(bind.src,
+                                                                                                         state.stats)
             if folder is not None:
                 out.append("%s %s: someone other than root can write %s on its way, and it is not bound by "
                            "descriptor (e)" % (bind.opt, bind.src, folder))
@@ -235,22 +234,23 @@ def _check_model(read: _Argv, descriptors: Sequence[DS.Descriptor], host: HC.Hos
     return out
 
 
-def _check_bind(opt: str, src: str, dest: str, host: HC.HostContext, trees: HC._Trees, allowed: _Allowed,
-                own_dir: str, own_real: Optional[str], state: HC.RenderState) -> List[str]:
+def _check_bind(opt: str, src: str, dest: str, host: host_context.HostContext, trees: host_context.Trees,
+                allowed: _Allowed,
+                own_dir: str, own_real: Optional[str], state: host_context.RenderState) -> List[str]:
     """Invariants (a)-(c) of one bind that is not a base mount (``own_real``: ``own_dir`` resolved)."""
     out = []
     kind = state.file_type(src)
     real = state.real_or_none(src)
-    if dest != src and not (opt == "--ro-bind" and dest in MM.RELOCATED and src == _proxy(host, state)):
+    if dest != src and not (opt == "--ro-bind" and dest in mountmodel.RELOCATED and src == _proxy(host, state)):
         out.append("%s %s %s: the source is not the destination, and not the filtering proxy's socket bound "
                    "where the bus is expected (e)" % (opt, src, dest))
-    if kind in GR._SPECIAL and not (opt == "--ro-bind" and src in _channels(host, state)):
-        out.append("%s %s %s is %s (c)" % (opt, src, dest, GR._SPECIAL[kind].split(":")[0]))
+    if kind in granters.SPECIAL and not (opt == "--ro-bind" and src in _channels(host, state)):
+        out.append("%s %s %s is %s (c)" % (opt, src, dest, granters.SPECIAL[kind].split(":")[0]))
     for path in (src, real or src):
         if host.broad(path, state):
             out.append("%s %s %s exposes the shared tree %s (a)" % (opt, src, dest, path))
         if trees.reserved.related(path) and path not in allowed.grants and not (
-                opt == "--ro-bind" and own_real is not None and PA.under(path, own_real)):
+                opt == "--ro-bind" and own_real is not None and paths.under(path, own_real)):
             out.append("%s %s %s reaches a reserved tree outside its own grant (a)" % (opt, src, dest))
     if opt == "--ro-bind":
         if not allowed.any.under(src):
@@ -268,7 +268,7 @@ def _check_bind(opt: str, src: str, dest: str, host: HC.HostContext, trees: HC._
     own = (own_dir, own_real or own_dir)
     for path in (src, dest):
         hits = trees.readonly.which(path) if trees.readonly.related(path) else []
-        hits += [HC.Labelled("the executor's own folder", o) for o in own if PA.related(path, o)]
+        hits += [host_context.Labelled("the executor's own folder", o) for o in own if paths.related(path, o)]
         if hits:
             out.append("--bind %s %s is at, below or above the read-only %s %s (b)" % (src, dest, hits[0].label,
                                                                                        hits[0].root))

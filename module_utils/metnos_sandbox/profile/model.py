@@ -11,7 +11,7 @@ from __future__ import absolute_import, annotations, division, print_function
 import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
-from ..base import diagnostics as D
+from ..base import diagnostics as base_diagnostics
 from ..base.records import Record, Shape
 
 # ---- documented limits (docs/profile-invariants.md); each has its own refusal code ----
@@ -29,14 +29,14 @@ MAX_DIAGNOSTICS = 32                # problems reported per manifest (the rest a
 
 GLOB_CHARS = "*?[{"
 # Whole-string grammars (re.fullmatch: '$' would accept a trailing newline).
-_NAME = re.compile(r"[a-z0-9_][a-z0-9_.-]{0,127}")
+NAME = re.compile(r"[a-z0-9_][a-z0-9_.-]{0,127}")
 _INDEX = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 _NET = re.compile(r"\*|[A-Za-z0-9_][A-Za-z0-9_.@+*-]{0,127}")
 _ACCOUNT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}")
-_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
-_OWNER = re.compile(r"[a-z_][a-z0-9_.-]{0,31}")
-_REVISION = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+:~-]{0,63}")
-_FILE_PART = re.compile(r"[A-Za-z0-9_@+-][A-Za-z0-9_.@+-]{0,127}")
+DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+OWNER = re.compile(r"[a-z_][a-z0-9_.-]{0,31}")
+REVISION = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+:~-]{0,63}")
+FILE_PART = re.compile(r"[A-Za-z0-9_@+-][A-Za-z0-9_.@+-]{0,127}")
 # C0/C1 controls, DEL, line/paragraph separators, Unicode format characters (bidi overrides,
 # zero-width, BOM, tags) and lone surrogates: never valid in any string field.
 _CONTROL = re.compile(
@@ -71,7 +71,7 @@ ACCEPTED_FORMS = (
     "skill:<name> (legacy)", "mail:read:<account>", "dialog.user_input", "network:<what>",
     "net:<what>", "system:undo (undo_last_turn only)",
 )
-_FORMS_TEXT = "; ".join(ACCEPTED_FORMS)
+FORMS_TEXT = "; ".join(ACCEPTED_FORMS)
 
 
 class Kind(object):
@@ -107,36 +107,36 @@ class _Form(Record):
 
 
 # '<head>:<target>' forms (the mode is implied) and '<head>:<mode>:<target>' forms; fs has its own.
-_BARE_FORMS = {"network": _Form(Kind.NETWORK, (None,), _NET), "net": _Form(Kind.NETWORK, (None,), _NET),
-               "skill": _Form(Kind.SKILL, ("access",), _NAME)}
-_MODE_FORMS = {"metnos": _Form(Kind.METNOS, ("read", "write", "create"), _NAME),
-               "index": _Form(Kind.INDEX, ("read",), _INDEX),
-               "provider": _Form(Kind.PROVIDER, ("access",), _NAME),
-               "mail": _Form(Kind.MAIL, ("read",), _ACCOUNT)}
-_FS_MODES = ("read", "write")
-_FIXED_CAPS = {     # text -> (kind, mode, target)
+BARE_FORMS = {"network": _Form(Kind.NETWORK, (None,), _NET), "net": _Form(Kind.NETWORK, (None,), _NET),
+              "skill": _Form(Kind.SKILL, ("access",), NAME)}
+MODE_FORMS = {"metnos": _Form(Kind.METNOS, ("read", "write", "create"), NAME),
+              "index": _Form(Kind.INDEX, ("read",), _INDEX),
+              "provider": _Form(Kind.PROVIDER, ("access",), NAME),
+              "mail": _Form(Kind.MAIL, ("read",), _ACCOUNT)}
+FS_MODES = ("read", "write")
+FIXED_CAPS = {     # text -> (kind, mode, target)
     "dialog.user_input": (Kind.DIALOG, None, None),
     "systemd:read": (Kind.SYSTEMD, "read", None),
     "system:read": (Kind.SYSTEM, "read", None),
     "system:read:network_interfaces": (Kind.SYSTEM, "read", NETWORK_INTERFACES),
     "system:undo": (Kind.UNDO, "undo", None),
 }
-_FIELDS = ("name", "origin", "revision", "digest", "owner", "entrypoint", "capabilities", "arguments",
-           "inverse", "files", "min_containment")
+FIELDS = ("name", "origin", "revision", "digest", "owner", "entrypoint", "capabilities", "arguments",
+          "inverse", "files", "min_containment")
 # The containment levels a paired device's client reports (R-SCOPE-4), strongest first; a manifest's
 # min_containment names one of them exactly (audit/containment.py ranks them).
 CONTAINMENT_LEVELS = ("bubblewrap", "appcontainer", "job_object", "none")
-_ARG_KEYS = ("kind", "within")
+ARG_KEYS = ("kind", "within")
 # The one refusal record a controller-side face hands over when it could not load a manifest
 # (see transport()); coerce() turns it back into the same refusal on the host.
 REFUSAL_KEY = "metnos_manifest_refused"
-_LOAD_CODES = D.LOAD_CODES
+LOAD_CODES = base_diagnostics.LOAD_CODES
 
 
 class ManifestError(ValueError):
     """A manifest is refused. ``diagnostics`` holds one entry per problem."""
 
-    def __init__(self, diagnostics: List[D.Diagnostic]) -> None:
+    def __init__(self, diagnostics: List[base_diagnostics.Diagnostic]) -> None:
         self.diagnostics = diagnostics
         ValueError.__init__(self, "; ".join(d["message"] for d in diagnostics))
 
@@ -171,7 +171,7 @@ class Capability(object):
         return self.mode in WRITE_MODES or self.kind == Kind.DIALOG
 
     def __repr__(self) -> str:
-        return "Capability(%s)" % D.excerpt(self.text)
+        return "Capability(%s)" % base_diagnostics.excerpt(self.text)
 
 
 class ArgumentSpec(Shape):
@@ -219,24 +219,25 @@ class Manifest(object):
         return dict((k, v) for k, v in out.items() if v is not None)
 
 
-class _Refuse(Exception):
+class Refuse(Exception):
     """Internal: stop loading at the first structural refusal (bounded work)."""
 
-    def __init__(self, diag: D.Diagnostic) -> None:
+    def __init__(self, diag: base_diagnostics.Diagnostic) -> None:
         Exception.__init__(self, diag["code"])
         self.diag = diag
 
 
-def _refuse(code: str, field: str, wording: str, fill: Optional[Mapping[str, Any]] = None, **extra: Any) -> _Refuse:
+def refuse(code: str, field: str, wording: str, fill: Optional[Mapping[str, Any]] = None, **extra: Any) -> Refuse:
     """A structural refusal: the code's registered ``wording``, its placeholders from ``fill`` (excerpts)."""
-    return _Refuse(D.make(code, wording=wording, fill=fill, field=field, **extra))
+    return Refuse(base_diagnostics.make(code, wording=wording, fill=fill, field=field, **extra))
 
 
-def _err(code: str, field: str, value: Any, expected: str, **extra: Any) -> D.Diagnostic:
+def err(code: str, field: str, value: Any, expected: str, **extra: Any) -> base_diagnostics.Diagnostic:
     """A refusal naming the field, a short escaped excerpt of the value and the accepted forms."""
-    result: D.Diagnostic = D.make(code, wording="refused", fill={"expected": expected}, field=field,
-                                  value=D.excerpt(value),
-                                  **extra)
+    result: base_diagnostics.Diagnostic = base_diagnostics.make(code, wording="refused", fill={"expected": expected},
+                                                                field=field,
+                                                                value=base_diagnostics.excerpt(value),
+                                                                **extra)
     return result
 
 

@@ -29,14 +29,14 @@ import os
 import stat
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..base import paths as PA
+from ..base import paths
 from ..base.records import Record
-from . import channels as CH
+from . import channels
 
 BINDS = ("ro", "rw")
 # The one destination that is not its source: the system bus, where the filtering proxy's socket is bound
 # (granters._grant_bus; the final check allows it only from host.system_bus_proxy). Inside bwrap's own root.
-RELOCATED = frozenset((CH.SYSTEM_BUS,))
+RELOCATED = frozenset((channels.SYSTEM_BUS,))
 MAX_PURE = 256
 _WRITE_OTHERS = stat.S_IWGRP | stat.S_IWOTH
 
@@ -116,7 +116,7 @@ def _cover(path: str, placed: Dict[str, int]) -> Optional[str]:
     there: destinations are unique and parents come first)."""
     if path in placed:
         return path
-    for ancestor in PA.ancestors(path):
+    for ancestor in paths.ancestors(path):
         if ancestor in placed:
             return ancestor
     return None
@@ -130,7 +130,7 @@ def _bind(op: Op, ops: Sequence[Op], placed: Dict[str, int], stats: Stats) -> Li
                                             "anew inside the new root" % op.src)]
     below: List[str] = []                               # the components below ``cover``, nearest first
     cover: Optional[str] = None
-    for path in (op.dest,) + PA.ancestors(op.dest):
+    for path in (op.dest,) + paths.ancestors(op.dest):
         if path not in placed:
             if cover is None:
                 below.append(path)

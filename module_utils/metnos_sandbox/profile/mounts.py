@@ -29,7 +29,7 @@ import os
 import re
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-from ..base import paths as PA
+from ..base import paths
 from ..base.records import Record
 
 MOUNTINFO = "/proc/self/mountinfo"
@@ -110,14 +110,14 @@ class MountTable(object):
             self.by_point.setdefault(point, []).append((fs, root))
             self.by_fs.setdefault(fs, []).append((root, point))
             self.count += 1
-        self.pseudo = PA.RelatedRoots(self.pseudo_type)
+        self.pseudo = paths.RelatedRoots(self.pseudo_type)
 
     def pseudo_related(self, path: str) -> Optional[Tuple[str, str]]:
         """(mount point, type) of a pseudo-filesystem mounted at, below or above ``path``, or None."""
         if not self.pseudo.related(path):
             return None
         for point in sorted(self.pseudo_type):
-            if PA.related(path, point):
+            if paths.related(path, point):
                 return point, self.pseudo_type[point]
         return None
 
@@ -182,16 +182,16 @@ class MountTable(object):
                         continue
                     for fs, root in self.by_point[point]:
                         self._shown(fs, root, out, True)
-            out = set(alias for alias in out if not PA.under(alias, path))
+            out = set(alias for alias in out if not paths.under(alias, path))
         out.discard(path)
         return sorted(out)
 
     def _shown(self, fs: bytes, folder: str, out: Set[str], parts: bool) -> None:
         """Add to ``out`` every mount point showing ``folder`` of ``fs`` (with ``parts``: or a folder below it)."""
         for root, point in self.by_fs.get(fs, ()):
-            if PA.under(folder, root):
+            if paths.under(folder, root):
                 out.add(_join(point, _rest(folder, root)))
-            elif parts and PA.under(root, folder):
+            elif parts and paths.under(root, folder):
                 out.add(point)
 
     def _points_below(self, path: str) -> List[str]:

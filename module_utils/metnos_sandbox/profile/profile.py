@@ -28,80 +28,71 @@ from typing import (
     Optional,
 )
 
-from ..base import diagnostics as D
-from ..base import envflags
-from ..base import paths as PA
+from ..base import diagnostics, envflags, paths
 from ..base.records import Record
-from . import channels as CH
-from . import descriptors as DS
-from . import granters as GR
-from . import host_context as HC
-from . import host_layout as HL
-from . import invariants as INV
-from . import manifest as M
-from . import model as MD
-from . import mountmodel as MM
-from . import result as RS
-from . import undo as UN
+from . import channels, granters, host_context, host_layout, invariants, model, mountmodel, result, undo
+from . import descriptors as profile_descriptors
+from . import manifest as profile_manifest
 from .model import Kind, Manifest, ManifestError
 
 
 # ------------------------------------------------------------------ render
-def render(manifest: Manifest, host: HC.HostContext, invocation: Optional[HC.Invocation] = None,
+def render(manifest: Manifest, host: host_context.HostContext, invocation: Optional[host_context.Invocation] = None,
            status: Optional[envflags.Status] = None, command: Optional[List[str]] = None,
-           bwrap_path: Optional[str] = None) -> RS.Profile:
+           bwrap_path: Optional[str] = None) -> result.Profile:
     """Render one invocation of a validated Manifest. Never raises for bad input: refusals come
     back as diagnostics. ``status`` is the runtime's status() on the host or in the service (None: assume active).
     Faces call ``render_safe`` (which also loads and validates any manifest source)."""
-    return _render(manifest, host, invocation, status, command, bwrap_path, HC.RenderState())
+    return _render(manifest, host, invocation, status, command, bwrap_path, host_context.RenderState())
 
 
-def _render(manifest: Manifest, host: HC.HostContext, invocation: Optional[HC.Invocation],
+def _render(manifest: Manifest, host: host_context.HostContext, invocation: Optional[host_context.Invocation],
             status: Optional[envflags.Status], command: Optional[List[str]], bwrap_path: Optional[str],
-            state: HC.RenderState) -> RS.Profile:
-    problems = GR.check_invocation(invocation)
+            state: host_context.RenderState) -> result.Profile:
+    problems = granters.check_invocation(invocation)
     if problems:
-        return RS.refused(manifest.name, problems)
+        return result.refused(manifest.name, problems)
     invocation = invocation or {}
     status = status or {"bwrap_available": True, "bwrap_path": bwrap_path or "bwrap",
                         "disabled_via_env": False, "active": True}
     name = manifest.name
-    own_dir = GR._executor_dir(host, name)
+    own_dir = granters.executor_dir(host, name)
     entrypoint = manifest.entrypoint or "main.py"
-    if name == HL.UNDO_NAME or any(c.kind == Kind.UNDO for c in manifest.capabilities):
-        return UN._undo_decision(manifest, host, own_dir, command or [host["python_executable"],
-                                                                      os.path.join(own_dir, entrypoint)])
+    if name == host_layout.UNDO_NAME or any(c.kind == Kind.UNDO for c in manifest.capabilities):
+        return undo.undo_decision(manifest, host, own_dir, command or [host["python_executable"],
+                                                                       os.path.join(own_dir, entrypoint)])
 
     host.use_bwrap(status.get("bwrap_path") or bwrap_path or "bwrap")
-    r = GR._Render(manifest, host, invocation, own_dir, state)
+    r = granters.Render(manifest, host, invocation, own_dir, state)
     own_real = _grant_all(r)
     diags = r.diags
-    if any(d["severity"] == D.ERROR for d in diags):
-        return RS.refused(name, diags)           # scope checks come before the bwrap check (spec §5.4)
+    if any(d["severity"] == diagnostics.ERROR for d in diags):
+        return result.refused(name, diags)           # scope checks come before the bwrap check (spec §5.4)
     if not status.get("active"):
-        diags.append(D.make("executor_os_sandbox_unavailable", fill={"executor": name},
-                            wording="profile_no_bwrap" if not status.get("bwrap_available") else "profile_disabled"))
-        return RS.refused(name, diags)
+        diags.append(diagnostics.make("executor_os_sandbox_unavailable", fill={"executor": name},
+                                      wording="profile_no_bwrap" if not status.get("bwrap_available")
+                                      else "profile_disabled"))
+        return result.refused(name, diags)
 
     flags, network = _namespaces(manifest, host)
     ordered = r.mounts.ordered()
     descriptors = _stabilise(r, ordered)
-    if any(d["severity"] == D.ERROR for d in diags):
-        return RS.refused(name, diags)
+    if any(d["severity"] == diagnostics.ERROR for d in diags):
+        return result.refused(name, diags)
     if command is None:          # inside the sandbox, every grant is at its resolved path
         command = [_inside(host, host["python_executable"]), os.path.join(own_real or own_dir, entrypoint)]
     argv = [status.get("bwrap_path") or bwrap_path or "bwrap"] + [f["flag"] for f in flags] + _mount_argv(ordered)
     argv.extend(["--chdir", own_real or "/", "--"])
     argv.extend(command)
-    violations = INV.check_invariants(argv, manifest, host, invocation, own_dir, descriptors, state)
+    violations = invariants.check_invariants(argv, manifest, host, invocation, own_dir, descriptors, state)
     if violations:
-        return RS.refused(name, diags + [D.make("profile_invariant_violated", wording="withheld", fill={
+        return result.refused(name, diags + [diagnostics.make("profile_invariant_violated", wording="withheld", fill={
             "executor": name, "violated": "; ".join(violations[:5])}, violations=violations[:20])])
     placement = _device(host, diags) if host["placement"] == "device" else None
-    done: RS.Rendered = {
+    done: result.Rendered = {
         "executor": name, "decision": "wrapped", "refusal": None, "argv": argv,
-        "command_line": RS.shell_join(argv), "mounts": ordered, "namespaces": flags,
-        "network": network, "diagnostics": RS.bounded(diags), "descriptors": descriptors,
+        "command_line": result.shell_join(argv), "mounts": ordered, "namespaces": flags,
+        "network": network, "diagnostics": result.bounded(diags), "descriptors": descriptors,
         "manifest": {"name": name, "origin": manifest.origin, "revision": manifest.revision,
                      "digest": manifest.digest},
     }
@@ -112,35 +103,36 @@ def _render(manifest: Manifest, host: HC.HostContext, invocation: Optional[HC.In
     return done
 
 
-def _device(host: HC.HostContext, diags: List[D.Diagnostic]) -> Dict[str, Any]:
+def _device(host: host_context.HostContext, diags: List[diagnostics.Diagnostic]) -> Dict[str, Any]:
     """A device's profile (R-SCOPE-4): the flags it adds and each declared downgrade, also a warning (never
     silent)."""
     for entry in host["device_downgrades"]:
-        diags.append(D.make("device_profile_downgraded", fill={"flag": entry["flag"], "reason": entry["reason"]},
-                            flag=entry["flag"], reason=entry["reason"]))
-    return {"placement": "device", "rule": HL.DEVICE_RULE, "flags": HL.device_flags(host.data),
+        diags.append(diagnostics.make("device_profile_downgraded", fill={"flag": entry["flag"],
+                                                                         "reason": entry["reason"]},
+                                      flag=entry["flag"], reason=entry["reason"]))
+    return {"placement": "device", "rule": host_layout.DEVICE_RULE, "flags": host_layout.device_flags(host.data),
             "downgrades": list(host["device_downgrades"])}
 
 
-def _inside(host: HC.HostContext, path: str) -> str:
+def _inside(host: host_context.HostContext, path: str) -> str:
     """Where a configured file is inside the sandbox (HostContext.inside)."""
     return host.inside(path)
 
 
-def _stabilise(r: GR._Render, ordered: List[RS.MountEntry]) -> List[DS.Descriptor]:
+def _stabilise(r: granters.Render, ordered: List[result.MountEntry]) -> List[profile_descriptors.Descriptor]:
     """Bind by descriptor every source that someone other than root could move (refused when this bwrap
     cannot), then prove with the mount model that every destination means inside what was judged."""
-    descriptors: List[DS.Descriptor] = []
+    descriptors: List[profile_descriptors.Descriptor] = []
     can: Optional[bool] = None
     stats = r.state.stats
     for entry in ordered:
         src = entry["src"]
-        if entry["kind"] not in MM.BINDS or src is None:
+        if entry["kind"] not in mountmodel.BINDS or src is None:
             continue
         provenance = entry["provenance"]
         base = provenance[0]["source"].startswith("base:") if len(provenance) == 1 else all(
             p["source"].startswith("base:") for p in provenance)
-        folder = r.host.stable(src, r.state) if base else MM.unstable_folder(src, stats)
+        folder = r.host.stable(src, r.state) if base else mountmodel.unstable_folder(src, stats)
         if folder is None:
             continue
         can = r.host.fd_binds() if can is None else can
@@ -149,38 +141,39 @@ def _stabilise(r: GR._Render, ordered: List[RS.MountEntry]) -> List[DS.Descripto
             r.refuse("bind_source_unstable", "gone" if info is None else "no_fd" if can is False else "unknown", {
                 "path": src, "folder": folder, "bwrap": r.host.bwrap_path() or "bwrap"})
             continue
-        if len(descriptors) >= DS.MAX_DESCRIPTORS:
-            r.refuse("bind_descriptors_exhausted", "many", {"limit": DS.MAX_DESCRIPTORS})
+        if len(descriptors) >= profile_descriptors.MAX_DESCRIPTORS:
+            r.refuse("bind_descriptors_exhausted", "many", {"limit": profile_descriptors.MAX_DESCRIPTORS})
             break
-        entry["fd"] = DS.FD_BASE + len(descriptors)
-        descriptors.append(DS.identity(src, entry["fd"], info, entry["dest"]))
-    for finding in _model(ordered, stats):
+        entry["fd"] = profile_descriptors.FD_BASE + len(descriptors)
+        descriptors.append(profile_descriptors.identity(src, entry["fd"], info, entry["dest"]))
+    for finding in model_findings(ordered, stats):
         r.refuse("mount_dest_differs" if finding.kind == "differs" else "mount_dest_unstable", "model",
                  {"dest": finding.dest, "problem": finding.text})
     return descriptors
 
 
-def _model(ordered: List[RS.MountEntry], stats: MM.Stats) -> List[MM.Finding]:
+def model_findings(ordered: List[result.MountEntry], stats: mountmodel.Stats) -> List[mountmodel.Finding]:
     """The renderer's own run of the mount model over the mounts it is about to emit (the final check runs
     it again on the argv it reads back)."""
-    return MM.violations([_new(MM.Op, (e["kind"], e["src"], e["dest"], "fd" in e)) for e in ordered], stats)
+    return mountmodel.violations([_new(mountmodel.Op, (e["kind"], e["src"], e["dest"], "fd" in e)) for e in ordered],
+                                 stats)
 
 
 _new = tuple.__new__          # a record made without its Python-level __new__ (one per mount, every render)
 
 
-def _grant_all(r: GR._Render) -> Optional[str]:
+def _grant_all(r: granters.Render) -> Optional[str]:
     """The base mounts, the executor's own folder, every capability's grant through its kind's
     granter, and the undo turn. Returns the own folder resolved (None when not mounted)."""
     r.diags.extend(r.host.base_refusals(r.state))
     r.mounts.add_all(r.host.base(r.state))
     own_real = _own_folder(r)
     for cap in r.manifest.capabilities:
-        granter = GR._GRANTERS.get(cap.kind)
+        granter = granters.GRANTERS.get(cap.kind)
         if granter is not None:
             granter.grant(r, cap)
     if r.manifest.inverse is not None:
-        GR._grant_undo(r)
+        granters.grant_undo(r)
     _search_channels(r)
     for conflict in r.mounts.conflicts:
         r.refuse("profile_invariant_violated", "two_sources", dict(zip(("target", "first", "second", "by"),
@@ -193,30 +186,30 @@ def _grant_all(r: GR._Render) -> Optional[str]:
 _UNSEARCHED = ("base:/", "base:python_")
 
 
-def _search_channels(r: GR._Render) -> None:
+def _search_channels(r: granters.Render) -> None:
     """Every granted folder searched as bwrap binds it (channels.walk, one budget per render): a socket, FIFO or
     device node below it is refused (its channel's code) unless the admin allows that exact path; a folder
     that cannot be searched is refused (channel_walk_bound)."""
     searched: List[str] = []
     pseudo = r.host.mount_table().pseudo_type
-    skip = frozenset(point for point, fstype in pseudo.items() if fstype not in CH.SEARCHED_PSEUDO)
+    skip = frozenset(point for point, fstype in pseudo.items() if fstype not in channels.SEARCHED_PSEUDO)
     for dest in sorted(r.mounts.entries):
         entry = r.mounts.entries[dest]
         src = entry["src"]
-        if entry["kind"] not in MM.BINDS or src is None or src != dest or r.state.kind(src) != "dir":
+        if entry["kind"] not in mountmodel.BINDS or src is None or src != dest or r.state.kind(src) != "dir":
             continue
         if all(p["source"].startswith(_UNSEARCHED) for p in entry["provenance"]):
             continue
-        if any(PA.under(src, done) for done in searched):
+        if any(paths.under(src, done) for done in searched):
             continue
         searched.append(src)
         what = entry["provenance"][0]["source"]
-        walked = CH.walk(src, r.walk_budget, skip)
+        walked = channels.walk(src, r.walk_budget, skip)
         for found in walked.found:
             if not r.allowed(found.path, found.kind, what):
-                r.diags.append(CH.refusal(found.path, found.kind, what, folder=src))
+                r.diags.append(channels.refusal(found.path, found.kind, what, folder=src))
         if walked.stop is not None:
-            r.diags.append(CH.bound_refusal(what, walked))
+            r.diags.append(channels.bound_refusal(what, walked))
 
 
 class _Namespaces(Record):
@@ -224,24 +217,25 @@ class _Namespaces(Record):
     network: Dict[str, Any]           # public: the ``network`` decision of a result
 
 
-def _namespaces(manifest: Manifest, host: HC.HostContext) -> _Namespaces:
+def _namespaces(manifest: Manifest, host: host_context.HostContext) -> _Namespaces:
     """The namespace flags (R-BASE-6) and the network decision: the host network only when a
     capability needs it (R-NET-1), else --unshare-net (R-BASE-7); on a device, its own PID namespace and
     session (R-SCOPE-4, host_layout.device_flags)."""
     net_because = [cap.text for cap in manifest.capabilities if cap.needs_network()]
-    flags = [{"flag": f, "rule": "R-BASE-6", "source": "base"} for f in HL.BASE_FLAGS]
+    flags = [{"flag": f, "rule": "R-BASE-6", "source": "base"} for f in host_layout.BASE_FLAGS]
     network: Dict[str, Any]
     if net_because:
         network = {"host": True, "rule": "R-NET-1", "because": net_because}
     else:
         network = {"host": False, "rule": "R-BASE-7", "because": []}
         flags.append({"flag": "--unshare-net", "rule": "R-BASE-7", "source": "base (no network capability)"})
-    flags.extend({"flag": f, "rule": HL.DEVICE_RULE, "source": "placement device"} for f in HL.device_flags(host.data))
+    flags.extend({"flag": f, "rule": host_layout.DEVICE_RULE, "source": "placement device"} for f
+                 in host_layout.device_flags(host.data))
     flags.append({"flag": "--die-with-parent", "rule": "R-BASE-6", "source": "base"})
     return _Namespaces(flags, network)
 
 
-def _own_folder(r: GR._Render) -> Optional[str]:
+def _own_folder(r: granters.Render) -> Optional[str]:
     """R-BASE-4: the executor's own folder, read-only, resolved; it must stay in the executors folder."""
     own = r.own
     key = "executor_dir" if r.host["executor_dir"] else "executors_dir"
@@ -251,27 +245,28 @@ def _own_folder(r: GR._Render) -> Optional[str]:
     try:
         real = r.state.realpath(own)
         home = r.host.real(r.host["executors_dir"])
-    except PA.Unresolvable as exc:
-        r.diags.append(HL.host_refusal(key, own, HL.Problem("links", HL.UNRESOLVABLE[exc.why] % exc.path)))
+    except paths.Unresolvable as exc:
+        r.diags.append(host_layout.host_refusal(key, own, host_layout.Problem("links", host_layout.UNRESOLVABLE[exc.why]
+                                                                              % exc.path)))
         return None
     if not r.host["executor_dir"] and os.path.join(home, os.path.basename(own)) != real:
-        r.diags.append(HL.host_refusal(key, own, HL.Problem("leave", "the executor's folder resolves to %s through a "
-                                                                     "symlink, not to its own folder in %s"
-                                                                     % (real, r.host["executors_dir"]))))
+        leave = host_layout.Problem("leave", "the executor's folder resolves to %s through a symlink, not to its own "
+                                    "folder in %s" % (real, r.host["executors_dir"]))
+        r.diags.append(host_layout.host_refusal(key, own, leave))
         return None
     for form in (own, real) if real != own else (own,):       # the same path is judged once
         problem = r.host.judge(form, "ro", r.state, own=form)
         if problem:
-            r.diags.append(HL.host_refusal(key, own, problem))
+            r.diags.append(host_layout.host_refusal(key, own, problem))
             return None
-    r.mounts.add("ro", real, real, "R-BASE-4", "base:executor_dir" + GR._declared(own, real))
+    r.mounts.add("ro", real, real, "R-BASE-4", "base:executor_dir" + granters.declared(own, real))
     return real
 
 
 _SOURCED = {"ro": "--ro-bind", "rw": "--bind", "symlink": "--symlink"}
 
 
-def _mount_argv(ordered: List[RS.MountEntry]) -> List[str]:
+def _mount_argv(ordered: List[result.MountEntry]) -> List[str]:
     """The mount options of the argv, in order."""
     argv: List[str] = []
     for entry in ordered:
@@ -287,23 +282,24 @@ def _mount_argv(ordered: List[RS.MountEntry]) -> List[str]:
 
 # ------------------------------------------------------------------ the one entry every face calls
 
-def render_safe(manifest_source: Any, host: HC.HostContext, invocation: Optional[HC.Invocation] = None,
+def render_safe(manifest_source: Any, host: host_context.HostContext,
+                invocation: Optional[host_context.Invocation] = None,
                 status: Optional[envflags.Status] = None, command: Optional[List[str]] = None,
-                preview: bool = False) -> RS.Profile:
+                preview: bool = False) -> result.Profile:
     """coerce -> validate -> render -> final check, for any manifest source (a Manifest, a
     manifest.FileSource, bytes or text, or decoded data). Refusals are results, never exceptions.
 
     ``preview``: the caller renders off the target host (a filter on the controller): the result
     says so (``preview: true`` and a profile_preview diagnostic) and is never a final profile."""
-    prof: RS.Profile
+    prof: result.Profile
     try:
-        manifest = M.coerce(manifest_source)
+        manifest = profile_manifest.coerce(manifest_source)
     except ManifestError as exc:
         name = manifest_source.get("name") if isinstance(manifest_source, dict) else None
-        prof = RS.refused(name if isinstance(name, str) and MD._NAME.fullmatch(name) else None, exc.diagnostics)
+        prof = result.refused(name if isinstance(name, str) and model.NAME.fullmatch(name) else None, exc.diagnostics)
     else:
         prof = render(manifest, host, invocation, status, command)
     if preview:
         prof["preview"] = True
-        prof["diagnostics"] = prof["diagnostics"] + [D.make("profile_preview", wording="preview")]
+        prof["diagnostics"] = prof["diagnostics"] + [diagnostics.make("profile_preview", wording="preview")]
     return prof

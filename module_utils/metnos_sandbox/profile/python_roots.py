@@ -22,9 +22,7 @@ from typing import (
 
 from ..base import json_lite, sources
 from ..base.records import Record
-from . import ask_python
-from . import host_layout as HL
-from . import model as MD
+from . import ask_python, host_layout, model
 
 
 @functools.lru_cache(maxsize=None)
@@ -43,8 +41,8 @@ def _folders(paths: Any) -> List[str]:
     """Absolute existing folders without control characters, normalised, sorted, bounded."""
     if not isinstance(paths, list):
         return []
-    return sorted(set(HL.norm(p) for p in paths if isinstance(p, str) and p.startswith("/")
-                      and not MD.has_control(p) and os.path.isdir(p)))[:HL.MAX_HOST_LIST]
+    return sorted(set(host_layout.norm(p) for p in paths if isinstance(p, str) and p.startswith("/")
+                      and not model.has_control(p) and os.path.isdir(p)))[:host_layout.MAX_HOST_LIST]
 
 
 def discover_python(python: Optional[str], runner: Callable[[List[str]], Tuple[int, str, str]]) -> PythonFound:
@@ -74,7 +72,7 @@ def with_python_roots(host_over: Optional[Dict[str, Any]],
     """Host overrides completed with the interpreter's package roots and installation (unless given)."""
     out = dict(host_over or {})
     if "python_package_roots" not in out or "python_installation" not in out:
-        found = discover_python(out.get("python_executable", HL.DEFAULT_HOST["python_executable"]), runner)
+        found = discover_python(out.get("python_executable", host_layout.DEFAULT_HOST["python_executable"]), runner)
         out.setdefault("python_package_roots", found.roots)
         out.setdefault("python_installation", found.installation)
     return out

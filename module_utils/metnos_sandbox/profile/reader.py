@@ -16,8 +16,8 @@ import re
 import stat
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from ..base import diagnostics as D
-from . import model as MD
+from ..base import diagnostics
+from . import model
 
 
 # ------------------------------------------------------------------ reading and decoding
@@ -26,57 +26,59 @@ def read_file(path: Any) -> bytes:
 
     Returns bytes; raises ManifestError (manifest_parse_error / manifest_too_large)."""
     field = "(file)"
-    where = D.excerpt(path)
+    where = diagnostics.excerpt(path)
     if not isinstance(path, str) or not path or "\0" in path:
-        raise MD.ManifestError([D.make("manifest_parse_error", wording="not_path", fill={"where": where},
-                                       field=field)])
+        raise model.ManifestError([diagnostics.make("manifest_parse_error", wording="not_path", fill={"where": where},
+                                                    field=field)])
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        raise MD.ManifestError([D.make("manifest_missing" if exc.errno == errno.ENOENT else "manifest_parse_error",
-                                       wording="unreadable", fill={"where": where, "error": exc.strerror},
-                                       field=field, value=where)]) from None
+        raise model.ManifestError([diagnostics.make("manifest_missing" if exc.errno == errno.ENOENT
+                                                    else "manifest_parse_error",
+                                                    wording="unreadable", fill={"where": where, "error": exc.strerror},
+                                                    field=field, value=where)]) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise MD.ManifestError([D.make("manifest_parse_error", field=field, value=where,
-                                           wording="not_regular", fill={"where": where})])
-        if info.st_size > MD.MAX_MANIFEST_BYTES:
-            raise MD.ManifestError([_too_large(where, info.st_size)])
+            raise model.ManifestError([diagnostics.make("manifest_parse_error", field=field, value=where,
+                                                        wording="not_regular", fill={"where": where})])
+        if info.st_size > model.MAX_MANIFEST_BYTES:
+            raise model.ManifestError([_too_large(where, info.st_size)])
         chunks, total = [], 0
-        while total <= MD.MAX_MANIFEST_BYTES:
-            chunk = os.read(fd, MD.MAX_MANIFEST_BYTES + 1 - total)
+        while total <= model.MAX_MANIFEST_BYTES:
+            chunk = os.read(fd, model.MAX_MANIFEST_BYTES + 1 - total)
             if not chunk:
                 break
             chunks.append(chunk)
             total += len(chunk)
     except OSError as exc:
-        raise MD.ManifestError([D.make("manifest_parse_error", wording="unreadable",
-                                       fill={"where": where, "error": exc.strerror}, field=field,
-                                       value=where)]) from None
+        raise model.ManifestError([diagnostics.make("manifest_parse_error", wording="unreadable",
+                                                    fill={"where": where, "error": exc.strerror}, field=field,
+                                                    value=where)]) from None
     finally:
         os.close(fd)
     data = b"".join(chunks)
-    if len(data) > MD.MAX_MANIFEST_BYTES:
-        raise MD.ManifestError([_too_large(where, len(data))])
+    if len(data) > model.MAX_MANIFEST_BYTES:
+        raise model.ManifestError([_too_large(where, len(data))])
     return data
 
 
-def _too_large(where: str, size: int) -> D.Diagnostic:
-    diag: D.Diagnostic = D.make("manifest_too_large", field="(file)", value=where, limit=MD.MAX_MANIFEST_BYTES,
-                                wording="size", fill={"where": where, "size": size})
+def _too_large(where: str, size: int) -> diagnostics.Diagnostic:
+    diag: diagnostics.Diagnostic = diagnostics.make("manifest_too_large", field="(file)", value=where,
+                                                    limit=model.MAX_MANIFEST_BYTES,
+                                                    wording="size", fill={"where": where, "size": size})
     return diag
 
 
 class Loaded(object):
     """load(): the decoded data, and whether it was walked already: JSON is copied plain as it is decoded
-    (``walked``), with the first string longer than MD.MAX_STRING in walk order noted (``long_string``: the
+    (``walked``), with the first string longer than model.MAX_STRING in walk order noted (``long_string``: the
     refusal manifest.from_dict raises after its count checks, where its own walk would have found it), so
     the validation does not walk it again. YAML's composer builds the data; from_dict walks it."""
 
     __slots__ = ("data", "walked", "long_string")
 
-    def __init__(self, data: Any, walked: bool, long_string: Optional[D.Diagnostic] = None) -> None:
+    def __init__(self, data: Any, walked: bool, long_string: Optional[diagnostics.Diagnostic] = None) -> None:
         self.data = data
         self.walked = walked
         self.long_string = long_string
@@ -89,33 +91,34 @@ def decode(data: Any, source: Any = "<inline>") -> Any:
 
 def load(data: Any, source: Any = "<inline>") -> Loaded:
     """decode(), saying whether the data was walked (Loaded). Raises ManifestError."""
-    where = D.excerpt(source)
+    where = diagnostics.excerpt(source)
     if isinstance(data, (bytes, bytearray)):
-        if len(data) > MD.MAX_MANIFEST_BYTES:
-            raise MD.ManifestError([_too_large(where, len(data))])
+        if len(data) > model.MAX_MANIFEST_BYTES:
+            raise model.ManifestError([_too_large(where, len(data))])
         try:
             text = bytes(data).decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise MD.ManifestError([D.make(
+            raise model.ManifestError([diagnostics.make(
                 "manifest_not_utf8", field="(file)", value=where,
                 wording="byte", fill={"where": where, "byte": exc.start, "reason": exc.reason})]) from None
     elif isinstance(data, str):
-        if len(data) > MD.MAX_MANIFEST_BYTES:   # characters >= bytes/4: refuse before encoding anything
-            raise MD.ManifestError([_too_large(where, len(data))])
+        if len(data) > model.MAX_MANIFEST_BYTES:   # characters >= bytes/4: refuse before encoding anything
+            raise model.ManifestError([_too_large(where, len(data))])
         text = str.__str__(data)
         try:
             size = len(text.encode("utf-8"))
         except UnicodeEncodeError:
-            raise MD.ManifestError([D.make("manifest_not_utf8", field="(file)", value=where,
-                                           wording="surrogates", fill={"where": where})]) from None
-        if size > MD.MAX_MANIFEST_BYTES:
-            raise MD.ManifestError([_too_large(where, size)])
+            raise model.ManifestError([diagnostics.make("manifest_not_utf8", field="(file)", value=where,
+                                                        wording="surrogates", fill={"where": where})]) from None
+        if size > model.MAX_MANIFEST_BYTES:
+            raise model.ManifestError([_too_large(where, size)])
     else:
-        raise MD.ManifestError([D.make("manifest_parse_error", field="(file)", value=where,
-                                       wording="not_text", fill={"where": where, "type": type(data).__name__})])
+        raise model.ManifestError([diagnostics.make("manifest_parse_error", field="(file)", value=where,
+                                                    wording="not_text", fill={"where": where,
+                                                                              "type": type(data).__name__})])
     if "\0" in text:
-        raise MD.ManifestError([D.make("manifest_not_utf8", wording="nul", fill={"where": where},
-                                       field="(file)", value=where)])
+        raise model.ManifestError([diagnostics.make("manifest_not_utf8", wording="nul", fill={"where": where},
+                                                    field="(file)", value=where)])
     try:
         if text.lstrip()[:1] in ("{", "["):
             try:
@@ -123,8 +126,8 @@ def load(data: Any, source: Any = "<inline>") -> Loaded:
             except _NotJson:
                 pass                       # YAML flow style ({'a': 1}): the YAML reader decides
         return Loaded(_yaml_load(text), False)
-    except MD._Refuse as exc:
-        raise MD.ManifestError([D.amend(exc.diag, "seen_in", where=where)]) from None
+    except model.Refuse as exc:
+        raise model.ManifestError([diagnostics.amend(exc.diag, "seen_in", where=where)]) from None
 
 
 class _NotJson(Exception):
@@ -135,14 +138,14 @@ def _json_pairs(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
     out = {}
     for key, value in pairs:
         if key in out:
-            raise MD._refuse("manifest_duplicate_key", key, "json_key", {"key": D.excerpt(key)})
+            raise model.refuse("manifest_duplicate_key", key, "json_key", {"key": diagnostics.excerpt(key)})
         out[key] = value
     return out
 
 
 def _json_int(text: str) -> int:
-    if len(text.lstrip("-")) > MD.MAX_INT_DIGITS:
-        raise MD._refuse("manifest_invalid", "(number)", "number_range", {"number": D.excerpt(text)})
+    if len(text.lstrip("-")) > model.MAX_INT_DIGITS:
+        raise model.refuse("manifest_invalid", "(number)", "number_range", {"number": diagnostics.excerpt(text)})
     return int(text)
 
 
@@ -152,13 +155,13 @@ def _json_constant(text: str) -> Any:
 
 def _json_load(text: str) -> Loaded:
     """JSON with duplicate keys refused and the same structural limits as YAML (nodes, depth)."""
-    long_string: List[D.Diagnostic] = []          # lengths: refused in from_dict, after its count checks
+    long_string: List[diagnostics.Diagnostic] = []          # lengths: refused in from_dict, after its count checks
     try:
-        data = _plain(json.loads(text, object_pairs_hook=_json_pairs, parse_int=_json_int,
-                                 parse_constant=_json_constant), strings=False, long_string=long_string)
+        data = plain(json.loads(text, object_pairs_hook=_json_pairs, parse_int=_json_int,
+                                parse_constant=_json_constant), strings=False, long_string=long_string)
         return Loaded(data, True, long_string[0] if long_string else None)
     except RecursionError:
-        raise MD._refuse("manifest_too_deep", "(document)", "interpreter", limit=MD.MAX_DEPTH) from None
+        raise model.refuse("manifest_too_deep", "(document)", "interpreter", limit=model.MAX_DEPTH) from None
     except ValueError:
         raise _NotJson() from None
 
@@ -196,20 +199,20 @@ def _yaml_load(text: str) -> Any:
     try:
         import yaml  # here, not at the top: an optional dependency, only for manifests given as YAML text
     except ImportError:
-        raise MD._refuse("manifest_parse_error", "(file)", "no_yaml") from None
+        raise model.refuse("manifest_parse_error", "(file)", "no_yaml") from None
     loader = (getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader)(text)
     try:
         return _Composer(yaml).compose(loader)
-    except MD._Refuse:
+    except model.Refuse:
         raise
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or str(exc).split("\n", maxsplit=1)[0]
         mark = getattr(exc, "problem_mark", None)
         at = " (line %d, column %d)" % (mark.line + 1, mark.column + 1) if mark is not None else ""
-        raise MD._refuse("manifest_parse_error", "(file)", "syntax",
-                         {"problem": D.excerpt(str(problem), 120)[1:-1], "at": at}) from None
+        raise model.refuse("manifest_parse_error", "(file)", "syntax",
+                           {"problem": diagnostics.excerpt(str(problem), 120)[1:-1], "at": at}) from None
     except RecursionError:
-        raise MD._refuse("manifest_too_deep", "(document)", "yaml", limit=MD.MAX_DEPTH) from None
+        raise model.refuse("manifest_too_deep", "(document)", "yaml", limit=model.MAX_DEPTH) from None
     finally:
         try:
             loader.dispose()
@@ -245,14 +248,16 @@ class _Composer(object):
 
     def count(self, n: int, field: str) -> None:
         self.nodes += n
-        if self.nodes > MD.MAX_NODES:
-            raise MD._refuse("manifest_too_many_nodes", field, "yaml", limit=MD.MAX_NODES)
+        if self.nodes > model.MAX_NODES:
+            raise model.refuse("manifest_too_many_nodes", field, "yaml", limit=model.MAX_NODES)
 
     def where(self) -> str:
         if not self.stack:
             return "(document)"
         top = self.stack[-1]
-        return "mapping value %s" % D.excerpt(top.key) if top.is_map and top.key is not None else "(in a collection)"
+        if top.is_map and top.key is not None:
+            return "mapping value %s" % diagnostics.excerpt(top.key)
+        return "(in a collection)"
 
     def wants_key(self) -> bool:
         """The next node is a mapping key."""
@@ -276,16 +281,17 @@ class _Composer(object):
     def document(self, ev: Any) -> None:
         self.docs += 1
         if self.docs > 1:
-            raise MD._refuse("manifest_yaml_unsupported", "(document)", "documents")
+            raise model.refuse("manifest_yaml_unsupported", "(document)", "documents")
 
     def alias(self, ev: Any) -> None:
         if self.wants_key():
-            raise MD._refuse("manifest_yaml_unsupported", self.where(), "alias_key")
+            raise model.refuse("manifest_yaml_unsupported", self.where(), "alias_key")
         if ev.anchor not in self.anchors:
             if any(f.anchor == ev.anchor for f in self.stack):
-                raise MD._refuse("manifest_too_many_nodes", self.where(), "self_alias",
-                                 {"anchor": D.excerpt(ev.anchor)[1:-1]}, limit=MD.MAX_NODES)
-            raise MD._refuse("manifest_parse_error", self.where(), "alias", {"anchor": D.excerpt(ev.anchor)[1:-1]})
+                raise model.refuse("manifest_too_many_nodes", self.where(), "self_alias",
+                                   {"anchor": diagnostics.excerpt(ev.anchor)[1:-1]}, limit=model.MAX_NODES)
+            raise model.refuse("manifest_parse_error", self.where(), "alias",
+                               {"anchor": diagnostics.excerpt(ev.anchor)[1:-1]})
         value, size = self.anchors[ev.anchor]
         self.count(size, self.where())
         self.attach(value, size)
@@ -310,34 +316,35 @@ class _Composer(object):
     def whole_capability(self, ev: Any, value: str) -> None:
         """A capability with whitespace inside is refused here, where its lines are known (capability_whitespace:
         the lines it spans; the grammar refuses the same text without them, manifest.parse_capability)."""
-        wording = MD.whitespace_wording(value)
+        wording = model.whitespace_wording(value)
         if wording is None:
             return
         first, last = ev.start_mark.line + 1, ev.end_mark.line + 1
         at = " (line %d)" % first if last <= first else " (lines %d-%d)" % (first, last)
-        raise MD._refuse("capability_whitespace", "capabilities[%d]" % len(self.stack[1].container), wording,
-                         {"at": at}, value=D.excerpt(value), line=first)
+        raise model.refuse("capability_whitespace", "capabilities[%d]" % len(self.stack[1].container), wording,
+                           {"at": at}, value=diagnostics.excerpt(value), line=first)
 
     def key(self, ev: Any, value: Any) -> None:
         top = self.stack[-1]
         if not isinstance(value, str):
-            raise MD._refuse("manifest_yaml_unsupported", "(key)", "key_type", {"key": D.excerpt(ev.value)})
+            raise model.refuse("manifest_yaml_unsupported", "(key)", "key_type", {"key": diagnostics.excerpt(ev.value)})
         if value == "<<" and ev.implicit[0]:
-            raise MD._refuse("manifest_yaml_unsupported", "(key)", "merge")
+            raise model.refuse("manifest_yaml_unsupported", "(key)", "merge")
         if value in top.container:
-            raise MD._refuse("manifest_duplicate_key", value, "yaml_key", {"key": D.excerpt(value)})
+            raise model.refuse("manifest_duplicate_key", value, "yaml_key", {"key": diagnostics.excerpt(value)})
         if ev.anchor:
-            raise MD._refuse("manifest_yaml_unsupported", "(key)", "key_anchor")
+            raise model.refuse("manifest_yaml_unsupported", "(key)", "key_anchor")
         top.key = value
         top.size += 1
 
     def scalar_value(self, ev: Any) -> Any:
         tag = ev.tag
         if tag not in (None, "!"):
-            raise MD._refuse("manifest_yaml_unsupported", self.where(), "explicit_tag", {"tag": D.excerpt(tag)})
+            raise model.refuse("manifest_yaml_unsupported", self.where(), "explicit_tag",
+                               {"tag": diagnostics.excerpt(tag)})
         tag = self.resolver.resolve(self.yaml.ScalarNode, ev.value, ev.implicit) if tag is None else _YAML_STR
         if tag not in _YAML_PLAIN_TAGS:
-            raise MD._refuse("manifest_yaml_unsupported", self.where(), "tag", {"tag": D.excerpt(tag)})
+            raise model.refuse("manifest_yaml_unsupported", self.where(), "tag", {"tag": diagnostics.excerpt(tag)})
         value: str = ev.value
         if tag == _YAML_STR or tag.endswith(":timestamp"):
             return value
@@ -350,26 +357,28 @@ class _Composer(object):
         try:   # float
             return self.yaml.constructor.SafeConstructor().construct_yaml_float(self.yaml.ScalarNode(tag, value))
         except Exception:
-            raise MD._refuse("manifest_yaml_unsupported", self.where(), "not_number",
-                             {"number": D.excerpt(value)}) from None
+            raise model.refuse("manifest_yaml_unsupported", self.where(), "not_number",
+                               {"number": diagnostics.excerpt(value)}) from None
 
     def integer(self, value: str) -> int:
         plain = value    # digit separators (1_000) are YAML 1.1 only: a string in YAML 1.2 and JSON
         if not _DECIMAL.fullmatch(plain):
-            raise MD._refuse("manifest_yaml_unsupported", self.where(), "yaml11_number", {"number": D.excerpt(value)})
-        if len(plain.lstrip("+-")) > MD.MAX_INT_DIGITS:
-            raise MD._refuse("manifest_invalid", "(number)", "number_range", {"number": D.excerpt(value)})
+            raise model.refuse("manifest_yaml_unsupported", self.where(), "yaml11_number",
+                               {"number": diagnostics.excerpt(value)})
+        if len(plain.lstrip("+-")) > model.MAX_INT_DIGITS:
+            raise model.refuse("manifest_invalid", "(number)", "number_range", {"number": diagnostics.excerpt(value)})
         return int(plain)
 
     def start(self, ev: Any) -> None:
         is_map = isinstance(ev, self.events.MappingStartEvent)
         if ev.tag not in _YAML_COLLECTION_TAGS["map" if is_map else "seq"]:
-            raise MD._refuse("manifest_yaml_unsupported", self.where(), "collection_tag", {"tag": D.excerpt(ev.tag)})
+            raise model.refuse("manifest_yaml_unsupported", self.where(), "collection_tag",
+                               {"tag": diagnostics.excerpt(ev.tag)})
         if self.wants_key():
-            raise MD._refuse("manifest_yaml_unsupported", "(key)", "collection_key")
+            raise model.refuse("manifest_yaml_unsupported", "(key)", "collection_key")
         self.count(1, self.where())
-        if len(self.stack) >= MD.MAX_DEPTH:
-            raise MD._refuse("manifest_too_deep", self.where(), "levels", limit=MD.MAX_DEPTH)
+        if len(self.stack) >= model.MAX_DEPTH:
+            raise model.refuse("manifest_too_deep", self.where(), "levels", limit=model.MAX_DEPTH)
         container: Union[Dict[str, Any], List[Any]] = {} if is_map else []
         self.stack.append(_Frame(container, ev.anchor))
 
@@ -382,29 +391,29 @@ class _Composer(object):
 
 # ------------------------------------------------------------------ bounded plain copy
 
-def _plain(data: Any, strings: bool = True, long_string: Optional[List[D.Diagnostic]] = None) -> Any:
+def plain(data: Any, strings: bool = True, long_string: Optional[List[diagnostics.Diagnostic]] = None) -> Any:
     """A plain copy (dict/list/str/int/float/bool/None) of decoded data, with every structural
     limit checked while walking (nodes counted on every visit, so shared references count as
     often as they appear; depth capped, so self-references stop). Field names for messages are
-    only built when something is refused. Without ``strings``, the first string over MD.MAX_STRING
+    only built when something is refused. Without ``strings``, the first string over model.MAX_STRING
     is only noted in ``long_string`` (when given)."""
-    budget = [MD.MAX_NODES]
+    budget = [model.MAX_NODES]
 
     def name(path: Tuple[Union[str, int], ...]) -> str:
         field = "(manifest)"
         for part in path:
-            field = "%s[%d]" % (field, part) if isinstance(part, int) else _sub(field, part)
+            field = "%s[%d]" % (field, part) if isinstance(part, int) else sub(field, part)
         return field
 
     def walk(value: Any, depth: int, path: Tuple[Union[str, int], ...]) -> Any:
         budget[0] -= 1
         if budget[0] < 0:
-            raise MD._refuse("manifest_too_many_nodes", name(path), "nodes", limit=MD.MAX_NODES)
+            raise model.refuse("manifest_too_many_nodes", name(path), "nodes", limit=model.MAX_NODES)
         kind = type(value)
         if kind is str or isinstance(value, str):
-            if len(value) > MD.MAX_STRING and (strings or (long_string is not None and not long_string)):
-                refusal = MD._refuse("manifest_string_too_long", name(path), "length", {"length": len(value)},
-                                     limit=MD.MAX_STRING)
+            if len(value) > model.MAX_STRING and (strings or (long_string is not None and not long_string)):
+                refusal = model.refuse("manifest_string_too_long", name(path), "length", {"length": len(value)},
+                                       limit=model.MAX_STRING)
                 if strings or long_string is None:
                     raise refusal
                 long_string.append(refusal.diag)
@@ -413,30 +422,30 @@ def _plain(data: Any, strings: bool = True, long_string: Optional[List[D.Diagnos
             return value
         if isinstance(value, int) and not isinstance(value, bool):
             if abs(value) >= 2 ** 63:
-                raise MD._refuse("manifest_invalid", name(path), "path_number_range")
+                raise model.refuse("manifest_invalid", name(path), "path_number_range")
             return int(value)
         if isinstance(value, float):
             return float(value)
-        if depth >= MD.MAX_DEPTH:
-            raise MD._refuse("manifest_too_deep", name(path), "path_levels", limit=MD.MAX_DEPTH)
+        if depth >= model.MAX_DEPTH:
+            raise model.refuse("manifest_too_deep", name(path), "path_levels", limit=model.MAX_DEPTH)
         if isinstance(value, dict):
             if len(value) > budget[0]:
-                raise MD._refuse("manifest_too_many_nodes", name(path), "nodes", limit=MD.MAX_NODES)
+                raise model.refuse("manifest_too_many_nodes", name(path), "nodes", limit=model.MAX_NODES)
             out = {}
             for key, item in value.items():
                 if not isinstance(key, str):
-                    raise MD._refuse("manifest_invalid", name(path), "path_key", {"key": D.excerpt(key)})
+                    raise model.refuse("manifest_invalid", name(path), "path_key", {"key": diagnostics.excerpt(key)})
                 key = walk(key, depth + 1, path)
                 out[key] = walk(item, depth + 1, path + (key,))
             return out
         if isinstance(value, (list, tuple)):
             if len(value) > budget[0]:
-                raise MD._refuse("manifest_too_many_nodes", name(path), "nodes", limit=MD.MAX_NODES)
+                raise model.refuse("manifest_too_many_nodes", name(path), "nodes", limit=model.MAX_NODES)
             return [walk(item, depth + 1, path + (i,)) for i, item in enumerate(value)]
-        raise MD._refuse("manifest_invalid", name(path), "not_data", {"type": type(value).__name__})
+        raise model.refuse("manifest_invalid", name(path), "not_data", {"type": type(value).__name__})
     return walk(data, 0, ())
 
 
-def _sub(field: str, key: str) -> str:
-    key = key if MD._NAME.fullmatch(key) else D.excerpt(key, 40)
+def sub(field: str, key: str) -> str:
+    key = key if model.NAME.fullmatch(key) else diagnostics.excerpt(key, 40)
     return key if field == "(manifest)" else "%s.%s" % (field, key)

@@ -12,9 +12,9 @@ import functools
 import shlex
 from typing import Any, Dict, List, Literal, Optional, Sequence, Union
 
-from ..base import diagnostics as D
+from ..base import diagnostics as base_diagnostics
 from ..base.records import Shape
-from . import model as MD
+from . import model
 
 
 class Provenance(Shape, total=False):
@@ -43,7 +43,7 @@ class _ProfileBase(Shape):
     mounts: List[MountEntry]
     namespaces: List[Dict[str, str]]      # {"flag", "rule", "source"}
     network: Optional[Dict[str, Any]]     # {"host", "rule", "because"}
-    diagnostics: List[D.Diagnostic]
+    diagnostics: List[base_diagnostics.Diagnostic]
 
 
 class _ProfileExtra(_ProfileBase, total=False):
@@ -81,14 +81,14 @@ def shell_join(argv: Sequence[str]) -> str:
     return " ".join(map(_quote, argv))
 
 
-def bounded(diags: List[D.Diagnostic]) -> List[D.Diagnostic]:
+def bounded(diags: List[base_diagnostics.Diagnostic]) -> List[base_diagnostics.Diagnostic]:
     """At most MAX_DIAGNOSTICS diagnostics per profile, errors first; the rest are counted in the
     last one's message."""
-    return D.capped(D.sort(diags), MD.MAX_DIAGNOSTICS, "more_diagnostics")
+    return base_diagnostics.capped(base_diagnostics.sort(diags), model.MAX_DIAGNOSTICS, "more_diagnostics")
 
 
-def refused(name: Optional[str], diags: List[D.Diagnostic]) -> Refused:
-    errors = [d for d in diags if d["severity"] == D.ERROR]
+def refused(name: Optional[str], diags: List[base_diagnostics.Diagnostic]) -> Refused:
+    errors = [d for d in diags if d["severity"] == base_diagnostics.ERROR]
     return {"executor": name, "decision": "refused", "refusal": errors[0]["code"] if errors else None,
             "argv": None, "command_line": None, "mounts": [], "namespaces": [],
             "network": None, "diagnostics": bounded(diags)}

@@ -16,8 +16,7 @@ import re
 import stat
 from typing import Any, Callable, Dict, List, Optional
 
-from ..base import diagnostics as D
-from ..base import files
+from ..base import diagnostics, files
 from ..base.records import Record
 
 MAX_PROFILE_BYTES = 4 * 1024 * 1024
@@ -45,7 +44,7 @@ class Documents(Record):
 
 def paths(dest: str, executor: Any) -> Paths:
     if not isinstance(executor, str) or not _EXECUTOR.fullmatch(executor):
-        raise StoreError("%s is not an executor name usable as a file name" % D.excerpt(executor))
+        raise StoreError("%s is not an executor name usable as a file name" % diagnostics.excerpt(executor))
     base = os.path.join(dest, executor)
     return Paths(base + ".args", base + ".json")
 

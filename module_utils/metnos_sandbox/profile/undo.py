@@ -18,11 +18,9 @@ from typing import (
     Tuple,
 )
 
-from ..base import diagnostics as D
+from ..base import diagnostics
 from ..base.records import Record
-from . import host_context as HC
-from . import host_layout as HL
-from . import result as RS
+from . import host_context, host_layout, result
 from .model import Manifest
 
 
@@ -56,17 +54,17 @@ def executor_digest(directory: str, files: Sequence[str]) -> Digest:
         listed = set(files)
         present = _listing(root_fd, "")
         if present is None:
-            return Digest(None, "the folder holds more than %d entries" % HL.MAX_UNDO_ENTRIES)
+            return Digest(None, "the folder holds more than %d entries" % host_layout.MAX_UNDO_ENTRIES)
         unlisted = sorted(p for p, kind in present if kind != "dir" and p not in listed)
         if unlisted:
-            return Digest(None, "%s holds entries that are not listed: %s" % (directory, D.excerpt(unlisted)))
+            return Digest(None, "%s holds entries that are not listed: %s" % (directory, diagnostics.excerpt(unlisted)))
         for name in sorted(files):
             data, problem = _read_beneath(root_fd, name)
             if problem or data is None:
                 return Digest(None, "%s: %s" % (name, problem))
             total += len(data)
-            if total > HL.MAX_UNDO_TOTAL_BYTES:
-                return Digest(None, "the files are larger than %d bytes in total" % HL.MAX_UNDO_TOTAL_BYTES)
+            if total > host_layout.MAX_UNDO_TOTAL_BYTES:
+                return Digest(None, "the files are larger than %d bytes in total" % host_layout.MAX_UNDO_TOTAL_BYTES)
             hasher.update(name.encode("utf-8") + b"\0" + str(len(data)).encode("ascii") + b"\0")
             hasher.update(data)
     finally:
@@ -76,7 +74,7 @@ def executor_digest(directory: str, files: Sequence[str]) -> Digest:
 
 def _listing(dir_fd: int, prefix: str, budget: Optional[List[int]] = None) -> Optional[List[Tuple[str, str]]]:
     """(relative path, kind) of every entry below dir_fd, without following symlinks; None if too many."""
-    budget = budget if budget is not None else [HL.MAX_UNDO_ENTRIES]
+    budget = budget if budget is not None else [host_layout.MAX_UNDO_ENTRIES]
     out: List[Tuple[str, str]] = []
     try:
         names = sorted(os.listdir(dir_fd))
@@ -122,17 +120,17 @@ def _read_beneath(root_fd: int, name: str) -> _Read:
         if info.st_nlink > 1:
             # a second name elsewhere (a data folder a sandbox may write) would change what runs unsandboxed
             return _Read(None, "a file with %d names (hard links): its other names are the same file" % info.st_nlink)
-        if info.st_size > HL.MAX_UNDO_FILE_BYTES:
-            return _Read(None, "larger than %d bytes" % HL.MAX_UNDO_FILE_BYTES)
+        if info.st_size > host_layout.MAX_UNDO_FILE_BYTES:
+            return _Read(None, "larger than %d bytes" % host_layout.MAX_UNDO_FILE_BYTES)
         chunks, size = [], 0
-        while size <= HL.MAX_UNDO_FILE_BYTES:
-            chunk = os.read(fd, min(1 << 20, HL.MAX_UNDO_FILE_BYTES + 1 - size))
+        while size <= host_layout.MAX_UNDO_FILE_BYTES:
+            chunk = os.read(fd, min(1 << 20, host_layout.MAX_UNDO_FILE_BYTES + 1 - size))
             if not chunk:
                 break
             chunks.append(chunk)
             size += len(chunk)
-        if size > HL.MAX_UNDO_FILE_BYTES:
-            return _Read(None, "larger than %d bytes" % HL.MAX_UNDO_FILE_BYTES)
+        if size > host_layout.MAX_UNDO_FILE_BYTES:
+            return _Read(None, "larger than %d bytes" % host_layout.MAX_UNDO_FILE_BYTES)
         return _Read(b"".join(chunks), None)
     except OSError as exc:
         return _Read(None, "missing, a symlink or unreadable (%s)" % exc.strerror)
@@ -141,12 +139,14 @@ def _read_beneath(root_fd: int, name: str) -> _Read:
             os.close(fd)
 
 
-def _undo_decision(manifest: Manifest, host: HC.HostContext, own_dir: str, command: List[str]) -> RS.Profile:
+def undo_decision(manifest: Manifest, host: host_context.HostContext, own_dir: str,
+                  command: List[str]) -> result.Profile:
     """R-FAIL-2 / R-SEC-5: the byte-pinned broker runs direct only if everything matches."""
     pinned = host["undo_exception"]
-    if manifest.name != HL.UNDO_NAME:
-        return RS.refused(manifest.name, [D.make("capability_reserved", wording="not_broker",
-                                                 fill={"executor": manifest.name, "broker": HL.UNDO_NAME})])
+    if manifest.name != host_layout.UNDO_NAME:
+        return result.refused(manifest.name, [diagnostics.make("capability_reserved", wording="not_broker",
+                                                               fill={"executor": manifest.name,
+                                                                     "broker": host_layout.UNDO_NAME})])
     if not pinned:
         fields = ["(no pinned exception on this host)"]
     else:
@@ -160,26 +160,27 @@ def _undo_decision(manifest: Manifest, host: HC.HostContext, own_dir: str, comma
                     "revision": None if manifest.revision is None else str(manifest.revision),
                     "capabilities": sorted(c.text for c in manifest.capabilities),
                     "files": sorted(manifest.files) if manifest.files is not None else None,
-                    "digest": manifest.digest, "entrypoint": manifest.entrypoint or HL.UNDO_ENTRYPOINT}
+                    "digest": manifest.digest, "entrypoint": manifest.entrypoint or host_layout.UNDO_ENTRYPOINT}
             want = {"name": pinned["name"], "origin": pinned["origin"], "owner": pinned["owner"],
                     "revision": str(pinned["revision"]), "capabilities": sorted(caps or []),
                     "files": sorted(pinned["files"]), "digest": pinned["digest"],
                     # what runs unsandboxed is part of the exception: another listed file is not the broker
-                    "entrypoint": pinned.get("entrypoint") or HL.UNDO_ENTRYPOINT}
+                    "entrypoint": pinned.get("entrypoint") or host_layout.UNDO_ENTRYPOINT}
             fields = sorted(k for k in want if want[k] != have[k])
     if fields:
-        return RS.refused(manifest.name, [D.make("undo_exception_mismatch", wording="fields", fill={
-            "executor": manifest.name, "revision": D.excerpt(manifest.revision), "mismatched": ", ".join(fields)},
+        return result.refused(manifest.name, [diagnostics.make("undo_exception_mismatch", wording="fields", fill={
+            "executor": manifest.name, "revision": diagnostics.excerpt(manifest.revision),
+            "mismatched": ", ".join(fields)},
             fields=fields)])
     computed, problem = executor_digest(own_dir, pinned["files"])
     if problem:
-        return RS.refused(manifest.name, [D.make("undo_files_invalid", wording="unverified", fill={
+        return result.refused(manifest.name, [diagnostics.make("undo_files_invalid", wording="unverified", fill={
             "executor": manifest.name, "folder": own_dir, "problem": problem})])
     if computed != pinned["digest"]:
-        return RS.refused(manifest.name, [D.make("undo_exception_mismatch", wording="digest", fill={
+        return result.refused(manifest.name, [diagnostics.make("undo_exception_mismatch", wording="digest", fill={
             "executor": manifest.name, "folder": own_dir, "pinned": pinned["digest"]},
             fields=["digest (computed from disk)"], computed=computed)])
     return {"executor": manifest.name, "decision": "direct", "refusal": None, "argv": list(command),
-            "command_line": RS.shell_join(command), "mounts": [], "namespaces": [],
+            "command_line": result.shell_join(command), "mounts": [], "namespaces": [],
             "network": None, "diagnostics": [],
             "exception": {"rule": "R-FAIL-2", "source": "pinned undo_last_turn exception", "digest": computed}}

@@ -19,7 +19,7 @@ import json
 import os
 from typing import Any, Dict, List, Sequence, Tuple, cast
 
-from . import report as R
+from . import report
 from .record import HostRecord
 
 MAX_REPORT_BYTES = 512 * 1024 * 1024      # one report file (the 10,000-host JSON is ~90 MB)
@@ -48,10 +48,10 @@ def read_report(path: str) -> Tuple[str, List[HostRecord]]:
         doc = json.loads(_load(path, MAX_REPORT_BYTES).decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise MergeError("%s: not a JSON report (%s)" % (path, exc)) from None
-    if not isinstance(doc, dict) or doc.get("schema") != R.SCHEMA or not isinstance(doc.get("hosts"), list):
+    if not isinstance(doc, dict) or doc.get("schema") != report.SCHEMA or not isinstance(doc.get("hosts"), list):
         found = doc.get("schema") if isinstance(doc, dict) else None
         shown = str(found)[:80] if found is not None else None
-        raise MergeError("%s: schema %r is not %s" % (path, shown, R.SCHEMA))
+        raise MergeError("%s: schema %r is not %s" % (path, shown, report.SCHEMA))
     for record in doc["hosts"]:
         name = record.get("host") if isinstance(record, dict) else None
         if not isinstance(name, str) or not isinstance(record.get("diagnostics"), list) or "verdict" not in record:
@@ -93,9 +93,9 @@ def merge_hosts(paths: Sequence[str]) -> List[HostRecord]:
     return [hosts[name] for name in sorted(hosts)]
 
 
-def merged(paths: Sequence[str], warnings_as_failures: bool = False, **report_options: Any) -> R.Doc:
+def merged(paths: Sequence[str], warnings_as_failures: bool = False, **report_options: Any) -> report.Doc:
     """The fleet report document of ``paths`` (at least one); ``report_options`` (waivers, baseline, fail_on)
     as report.build_from_hosts takes them."""
     if not paths:
         raise MergeError("no reports to merge")
-    return R.build_from_hosts(merge_hosts(paths), warnings_as_failures=warnings_as_failures, **report_options)
+    return report.build_from_hosts(merge_hosts(paths), warnings_as_failures=warnings_as_failures, **report_options)

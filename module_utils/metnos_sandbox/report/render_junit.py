@@ -8,7 +8,7 @@ from __future__ import absolute_import, annotations, division, print_function
 import re
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
-from ..base import diagnostics as D
+from ..base import diagnostics
 from . import report_containment
 from .baseline import finding_key
 from .record import Document, HostRecord
@@ -36,13 +36,14 @@ def quoteattr(data: str) -> str:
     return "'%s'" % data if "'" not in data else '"%s"' % data.replace('"', "&quot;")
 
 
-CHECKS = (D.SANDBOX_ACTIVE, D.BWRAP_BINARY, D.KERNEL_USERNS, D.SMOKE_TEST, D.SERVICE_ENVIRONMENT, D.PROFILES,
-          D.PROBE)
+CHECKS = (diagnostics.SANDBOX_ACTIVE, diagnostics.BWRAP_BINARY, diagnostics.KERNEL_USERNS, diagnostics.SMOKE_TEST,
+          diagnostics.SERVICE_ENVIRONMENT, diagnostics.PROFILES,
+          diagnostics.PROBE)
 
 
 def check_of(code: str) -> str:
     """The report section of a code: the registry's (an unregistered code raises, never lands anywhere)."""
-    return D.section_of(code)
+    return diagnostics.section_of(code)
 
 
 def host_checks(h: HostRecord, warnings_as_failures: bool) -> Iterator[Tuple[str, List[Mapping[str, Any]]]]:
@@ -89,7 +90,8 @@ def fleet_testcases(doc: Document, waf: bool) -> List[Tuple[str, bool]]:
                 quoteattr(cls), quoteattr("%d waived finding(s)" % len(waived)), xml_escape(text)), False))
     findings = doc.get("findings") or []
     if findings:
-        bad = [d for d in findings if d["severity"] == D.ERROR or (waf and d["severity"] == D.WARNING)]
+        bad = [d for d in findings if d["severity"] == diagnostics.ERROR or (waf and d["severity"]
+                                                                             == diagnostics.WARNING)]
         text = xml_escape("\n".join("%s: %s" % (d["code"], d["message"]) for d in findings))
         body = "<failure message=%s type=%s>%s</failure>" % (
             quoteattr(", ".join(d["code"] for d in bad)), quoteattr(bad[0]["code"]), text) if bad else \

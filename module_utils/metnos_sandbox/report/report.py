@@ -21,9 +21,7 @@ import os
 import time
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
-from ..base import diagnostics as D
-from ..base import files
-from ..base import verdicts as V
+from ..base import diagnostics, files, verdicts
 from ..base.diagnostics import Diagnostic
 from . import render_html, render_json, render_junit, render_markdown, report_containment, report_states
 from .baseline import FAIL_ON, compare, counts_for_new, finding_key
@@ -33,7 +31,7 @@ from .waivers import waive
 Doc = Document     # the report document (the JSON schema's instance): record.Document
 
 SCHEMA = "metnos-sandbox-audit-report/1"
-VERDICTS = V.VERDICTS
+VERDICTS = verdicts.VERDICTS
 
 
 # --------------------------------------------------------------------------- the document
@@ -76,7 +74,7 @@ def build_from_hosts(hosts: List[HostRecord], generated: Optional[datetime.datet
         for h in hosts:
             rev = revision(h)
             if rev and rev != majority:
-                h["diagnostics"] = D.sort(h["diagnostics"] + [D.make(
+                h["diagnostics"] = diagnostics.sort(h["diagnostics"] + [diagnostics.make(
                     "bwrap_package_drift", majority=majority, host=h["host"], revision=rev,
                     majority_hosts=revisions[majority], hosts=sum(revisions.values()))])
     for h in hosts:     # each verdict decided once, from every finding (the fleet's included): verdicts.verdict
@@ -98,8 +96,8 @@ def build_from_hosts(hosts: List[HostRecord], generated: Optional[datetime.datet
         gate["failing_hosts"] = failing = sum(1 for h in hosts if (
             h["verdict"] in ("fail", "unreachable") or (warnings_as_failures and h["verdict"] == "warn"))
             and counts_for_new(h, warnings_as_failures))
-    fleet_failing = sum(1 for d in findings if d["severity"] == D.ERROR or (
-        warnings_as_failures and d["severity"] == D.WARNING))
+    fleet_failing = sum(1 for d in findings if d["severity"] == diagnostics.ERROR or (
+        warnings_as_failures and d["severity"] == diagnostics.WARNING))
     if findings:
         gate["fleet_findings"] = fleet_failing
     gate["failed"] = failing + fleet_failing > 0

@@ -6,9 +6,8 @@ from __future__ import absolute_import, annotations, division, print_function
 
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
-from ..audit import profile_states as PS
-from ..base import diagnostics as D
-from ..base import verdicts as V
+from ..audit import profile_states
+from ..base import diagnostics, verdicts
 from ..base.diagnostics import Diagnostic
 
 Section = Dict[str, Any]   # {"name", "verdict", "detail", "diagnostics"}
@@ -18,7 +17,7 @@ _MARK = {"pass": "OK  ", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
 
 def _diag_lines(diags: Iterable[Diagnostic], indent: str = "    ") -> List[str]:
     lines = []
-    for diag in D.sort(diags):
+    for diag in diagnostics.sort(diags):
         lines.append("%s[%s] %s (%s): %s" % (indent, diag["severity"], diag["code"], diag["rule"],
                                              diag["message"]))
         if diag.get("hint"):
@@ -86,7 +85,7 @@ def host_verdict(facts: Optional[Mapping[str, Any]] = None,
         findings.extend(section.get("diagnostics") or [])
         if section.get("probe_passed") is not None:
             probe_passed = section["probe_passed"]
-    return V.verdict(findings, probe_passed)
+    return verdicts.verdict(findings, probe_passed)
 
 
 def _na(value: Any) -> Any:
@@ -97,7 +96,7 @@ def profiles_section(loop_results: Optional[Iterable[Mapping[str, Any]]]) -> Sec
     """A summary section from the registered results of a sandbox_profile loop: each manifest's state is a finding
     (profile_states: profile_in_sync, profile_refused, as the audit says them), its verdict the one function's."""
     results = [res for res in loop_results or [] if not res.get("skipped")]
-    entries = PS.role_entries(results)
+    entries = profile_states.role_entries(results)
     refused = [str(e.get("executor") or "?") for e in entries if e["state"] == "refused"]
     direct = sum(1 for res in results if res.get("decision") == "direct")
     wrapped = sum(1 for res in results if res.get("decision") == "wrapped")
@@ -107,17 +106,17 @@ def profiles_section(loop_results: Optional[Iterable[Mapping[str, Any]]]) -> Sec
         if res.get("decision") == "refused":
             continue       # its refusal is the profile_refused finding below (the first error, its own code)
         for diag in res.get("diagnostics") or []:
-            if diag.get("severity") == D.INFO:
+            if diag.get("severity") == diagnostics.INFO:
                 skipped += 1
             else:
                 diags.append(diag)
-    diags = D.sort(diags + PS.findings(e for e in entries if e["state"] != "in_sync"))
+    diags = diagnostics.sort(diags + profile_states.findings(e for e in entries if e["state"] != "in_sync"))
     detail = "%d wrapped, %d direct (pinned undo), %d refused" % (wrapped, direct, len(refused))
     if refused:
         detail += " [%s]" % ", ".join(refused)
     if skipped:
         detail += "; %d grants not mounted (paths absent on this host)" % skipped
-    return {"name": "profiles", "verdict": V.verdict(diags), "detail": detail, "diagnostics": diags}
+    return {"name": "profiles", "verdict": verdicts.verdict(diags), "detail": detail, "diagnostics": diags}
 
 
 def service_section(res: Optional[Mapping[str, Any]]) -> Section:
@@ -179,6 +178,6 @@ def probe_section(res: Optional[Mapping[str, Any]]) -> Section:
     if st:
         detail += "; %s (a view, not a proof): active=%s" % (res.get("status_view") or "runtime status()",
                                                              st.get("active"))
-    diags = [d for d in res.get("diagnostics") or [] if d.get("severity") != D.INFO]
-    return {"name": "probe (real wrapped invocation)", "verdict": V.verdict(diags, res.get("passed") is True),
+    diags = [d for d in res.get("diagnostics") or [] if d.get("severity") != diagnostics.INFO]
+    return {"name": "probe (real wrapped invocation)", "verdict": verdicts.verdict(diags, res.get("passed") is True),
             "detail": detail, "diagnostics": diags, "probe_passed": res.get("passed") is True}

@@ -13,14 +13,9 @@ import os
 import stat
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from ..base import diagnostics as D
-from ..base import envflags
-from ..host import bwrap as B
-from ..host import package_owner as PO
-from . import exec_env as EX
-from . import restrictions as RS
-from . import service_user as SU
-from . import systemd_unit as U
+from ..base import diagnostics, envflags
+from ..host import bwrap, package_owner
+from . import exec_env, restrictions, service_user, systemd_unit
 
 # --------------------------------------------------------------------------- enforce
 
@@ -33,29 +28,30 @@ def _bwrap_ok(candidate: str, user: Mapping[str, Any], package_of: Callable[[str
         st = os.stat(candidate)
     except OSError:
         return False
-    if not stat.S_ISREG(st.st_mode) or SU.first_executable_as([candidate], user) != 0 or not package_of(candidate):
+    if not stat.S_ISREG(st.st_mode) or service_user.first_executable_as([candidate],
+                                                                        user) != 0 or not package_of(candidate):
         return False
     try:
-        return not B.file_facts(candidate)["ownership_problems"]
+        return not bwrap.file_facts(candidate)["ownership_problems"]
     except OSError:
         return False
 
 
 def heal_path(path_text: str, user: Mapping[str, Any], package_of: Optional[Callable[[str], Any]] = None,
-              fallback: str = U.DEFAULT_SYSTEM_PATH) -> Tuple[str, List[str], Optional[str]]:
+              fallback: str = systemd_unit.DEFAULT_SYSTEM_PATH) -> Tuple[str, List[str], Optional[str]]:
     """``path_text`` reordered so that bwrap resolves to a package-owned binary: that binary's
     directory moves just before the first entry that holds another bwrap the user can run, or that
     someone other than root can write to (where a bwrap could be planted). Other entries keep their
     order. Returns (new PATH, [changes], problem or None)."""
-    package_of = package_of or PO.package_facts
-    entries = list(B.split_path(path_text))
+    package_of = package_of or package_owner.package_facts
+    entries = list(bwrap.split_path(path_text))
     good = None
     for index, entry in enumerate(entries):
         if entry.startswith("/") and _bwrap_ok(os.path.join(entry, "bwrap"), user, package_of):
             good = index
             break
     if good is None:
-        for entry in B.split_path(fallback):
+        for entry in bwrap.split_path(fallback):
             if _bwrap_ok(os.path.join(entry, "bwrap"), user, package_of):
                 return entry + ":" + path_text if path_text else entry, [
                     "added %s (it holds the package-owned bwrap; the PATH had none)" % entry], None
@@ -65,10 +61,10 @@ def heal_path(path_text: str, user: Mapping[str, Any], package_of: Optional[Call
         if not entry.startswith("/"):
             continue
         candidate = os.path.join(entry, "bwrap")
-        if os.path.exists(candidate) and SU.which_as("bwrap", entry, user):
+        if os.path.exists(candidate) and service_user.which_as("bwrap", entry, user):
             offenders.append((index, "%s holds %s, which is not the package-owned bwrap" % (entry, candidate)))
         else:
-            problem = SU._dir_problem(B.entry_directory(entry))
+            problem = service_user.dir_problem(bwrap.entry_directory(entry))
             if problem:
                 offenders.append((index, "%s: %s (a bwrap could be planted there)" % (entry, problem)))
     if not offenders:
@@ -137,12 +133,12 @@ def _plan_exec_start(plan: Dict[str, Any], state: Mapping[str, Any], env: Mappin
     execs = state.get("exec_start") or []
     rewritten, touched = [], False
     for item in execs:
-        effect = EX.exec_env_effect(item["value"], env, SU.KEYS)
-        touches = effect["clears"] or any(k in effect["sets"] or k in effect["unsets"] for k in SU.KEYS)
+        effect = exec_env.exec_env_effect(item["value"], env, service_user.KEYS)
+        touches = effect["clears"] or any(k in effect["sets"] or k in effect["unsets"] for k in service_user.KEYS)
         if not touches:
             rewritten.append(item["value"])
             continue
-        new, why = EX.neutralised_exec(item["value"], SU.KEYS)
+        new, why = exec_env.neutralised_exec(item["value"], service_user.KEYS)
         if new is None:
             plan["not_healed"].append({"what": "ExecStart=%s" % item["value"], "source": item["where"],
                                        "reason": "a drop-in cannot neutralise it: %s" % why})
@@ -163,8 +159,9 @@ def _plan_relax(plan: Dict[str, Any], state: Mapping[str, Any], unit: str, relax
                 bwrap_info: Optional[Mapping[str, Any]]) -> List[str]:
     """The drop-in lines that relax the unit's restrictions that break bwrap (``relax``), or why not."""
     lines = []
-    for diag in RS.restriction_diagnostics(state.get("unit_file_settings") or state["settings"], unit, bwrap_info):
-        if diag["severity"] != D.ERROR:
+    for diag in restrictions.restriction_diagnostics(state.get("unit_file_settings") or state["settings"], unit,
+                                                     bwrap_info):
+        if diag["severity"] != diagnostics.ERROR:
             continue
         details = diag.get("details") or {}
         entry = {"code": diag["code"], "directive": details.get("directive"), "line": details.get("relax"),

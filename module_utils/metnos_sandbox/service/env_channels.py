@@ -15,8 +15,8 @@ import os
 import re
 from typing import Dict, List, Mapping, Optional
 
-from ..base import diagnostics as D
-from . import service_user as SU
+from ..base import diagnostics
+from . import service_user
 
 # Variables systemd (or the kernel's exec) sets itself whose names look like a credential but hold none.
 NOT_CREDENTIALS = frozenset(["CREDENTIALS_DIRECTORY", "PWD", "OLDPWD", "KEYMAP", "XKB_DEFAULT_KEYMAP"])
@@ -109,14 +109,14 @@ def _writable(kind: str, value: str, cwd: str) -> List[str]:
     if any(w and not w.startswith("/") and (kind != "options" or "/" in w) for w in raw) or (
             kind == "paths" and "" in raw and bool(value)):
         found.append("a relative or empty entry loads from the directory the process runs in")
-    bad = [str(i + 1) for i, path in enumerate(_path_words(kind, value, cwd)) if SU.write_problem(path)]
+    bad = [str(i + 1) for i, path in enumerate(_path_words(kind, value, cwd)) if service_user.write_problem(path)]
     if bad:
         found.append("entry %s: writable by someone other than root (the entry, or a folder on its way, is not "
                      "root's alone)" % ", ".join(bad[:8]))
     return found
 
 
-def channel_diagnostics(unit: str, env: Mapping[str, str], origin: str, cwd: str = "/") -> List[D.Diagnostic]:
+def channel_diagnostics(unit: str, env: Mapping[str, str], origin: str, cwd: str = "/") -> List[diagnostics.Diagnostic]:
     """The environment ``env`` (the live process's, else the configuration's: ``origin`` says which) judged as
     a channel: service_env_credential, service_env_agent_socket, service_env_loader (an error when the
     folder or file it loads from is writable by someone other than root, or relative). Names only."""
@@ -128,24 +128,25 @@ def channel_diagnostics(unit: str, env: Mapping[str, str], origin: str, cwd: str
             loaders.append(name)
         elif is_credential(name):
             credentials.append(name)
-    diags: List[D.Diagnostic] = []
+    diags: List[diagnostics.Diagnostic] = []
     for name in credentials[:MAX_REPORTED]:
-        diags.append(D.make("service_env_credential", unit=unit, name=name, origin=origin))
+        diags.append(diagnostics.make("service_env_credential", unit=unit, name=name, origin=origin))
     for name in agents[:MAX_REPORTED]:
-        diags.append(D.make("service_env_agent_socket", unit=unit, name=name, origin=origin))
+        diags.append(diagnostics.make("service_env_agent_socket", unit=unit, name=name, origin=origin))
     for name in loaders[:MAX_REPORTED]:
         kind = loader_kind(name) or "code"
         found = _writable(kind, env[name], cwd)
         if found:
             why = "; ".join(found)
-            diags.append(D.make("service_env_loader", unit=unit, severity=D.ERROR, wording="writable", name=name,
-                                origin=origin, fill={"why": why}))
+            diags.append(diagnostics.make("service_env_loader", unit=unit, severity=diagnostics.ERROR,
+                                          wording="writable", name=name,
+                                          origin=origin, fill={"why": why}))
         else:
-            diags.append(D.make("service_env_loader", unit=unit, name=name, origin=origin, wording="loads"))
+            diags.append(diagnostics.make("service_env_loader", unit=unit, name=name, origin=origin, wording="loads"))
     left = len(credentials) + len(agents) + len(loaders) - sum(
         min(len(x), MAX_REPORTED) for x in (credentials, agents, loaders))
     if left and diags:
-        diags[-1] = D.amend(diags[-1], "more_diagnostics", count=left)
+        diags[-1] = diagnostics.amend(diags[-1], "more_diagnostics", count=left)
     return diags
 
 

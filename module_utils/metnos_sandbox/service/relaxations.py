@@ -18,7 +18,7 @@ import os
 import re
 import typing as t
 
-from . import restrictions as RS
+from . import restrictions
 
 Lines = t.List[str]
 
@@ -59,7 +59,7 @@ def limit_ladder(name: str, values: t.Sequence[str]) -> t.List[Lines]:
 
 
 def _syscall_filter(values: t.Sequence[str], ctx: t.Mapping[str, t.Any]) -> t.List[Lines]:
-    blocked = RS.syscalls_blocked(values)
+    blocked = restrictions.syscalls_blocked(values)
     out = [["SystemCallFilter=%s" % " ".join(blocked)]] if blocked else []
     for groups in ("@mount", "@mount @process", "@system-service", "@system-service @mount"):
         out.append(["SystemCallFilter=%s" % groups])
@@ -70,9 +70,10 @@ def _namespaces(values: t.Sequence[str], ctx: t.Mapping[str, t.Any]) -> t.List[L
     """The allowed set plus what bwrap needs, written out whole: unit files merge RestrictNamespaces= lists
     (a later list adds) while a transient unit's assignment replaces the earlier one, so only the whole set
     means the same in the drop-in offered and in the trial that proved it."""
-    allowed = RS.allowed_namespaces(values)
-    missing = [n for n in RS.BWRAP_NAMESPACES if n not in allowed]
-    whole = list(RS.BWRAP_NAMESPACES) + [n for n in RS.ALL_NAMESPACES if n in allowed and n not in RS.BWRAP_NAMESPACES]
+    allowed = restrictions.allowed_namespaces(values)
+    missing = [n for n in restrictions.BWRAP_NAMESPACES if n not in allowed]
+    whole = list(restrictions.BWRAP_NAMESPACES) + [n for n in restrictions.ALL_NAMESPACES if n in allowed and n not
+                                                   in restrictions.BWRAP_NAMESPACES]
     return ([["RestrictNamespaces=%s" % " ".join(whole)]] if missing else []) + [["RestrictNamespaces=no"]]
 
 
@@ -149,8 +150,8 @@ def code_for(directives: t.Sequence[str], kind: str, cause: t.Optional[str]) -> 
     name = directives[0]
     if kind == "unit" and cause == "EXEC" and name in ("NoExecPaths", "ExecPaths"):
         return "unit_noexec_bwrap"
-    if name in RS.DIRECTIVE_CODES:
-        return RS.DIRECTIVE_CODES[name]
+    if name in restrictions.DIRECTIVE_CODES:
+        return restrictions.DIRECTIVE_CODES[name]
     if name in _BY_DIRECTIVE:
         return _BY_DIRECTIVE[name]
     if name.startswith("Limit"):

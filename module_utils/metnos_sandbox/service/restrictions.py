@@ -11,9 +11,9 @@ from __future__ import absolute_import, annotations, division, print_function
 
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set
 
-from ..base import diagnostics as D
-from ..host import bwrap as B
-from . import service_user as SU
+from ..base import diagnostics
+from ..host import bwrap
+from . import service_user
 
 DROPIN_NAME = "zz-metnos-sandbox.conf"
 NEEDED_SYSCALLS = ("mount", "pivot_root", "umount2", "unshare", "clone")
@@ -141,24 +141,26 @@ CONDITIONAL_CODES = {
 
 def _restriction(code: str, unit: str, directive: str, fill: Mapping[str, Any], relax: Optional[str],
                  severity: Optional[str] = None, relax_note: Optional[str] = None,
-                 wording: str = "seen") -> D.Diagnostic:
+                 wording: str = "seen") -> diagnostics.Diagnostic:
     """A restriction diagnostic; ``relax`` is the smallest drop-in line that lets bwrap work (or
     None with ``relax_note`` saying why a drop-in cannot); ``fill`` and ``wording`` make the message from
     the code's registered templates."""
-    diag: D.Diagnostic = D.make(code, unit=unit, directive=directive, fill=fill, wording=wording, severity=severity,
-                                relax=relax, relax_note=relax_note or "No drop-in can relax it; change the unit.",
-                                variant="dropin" if relax else "no_dropin")
+    diag: diagnostics.Diagnostic = diagnostics.make(code, unit=unit, directive=directive, fill=fill, wording=wording,
+                                                    severity=severity,
+                                                    relax=relax, relax_note=relax_note
+                                                    or "No drop-in can relax it; change the unit.",
+                                                    variant="dropin" if relax else "no_dropin")
     return diag
 
 
 def restriction_diagnostics(settings: Mapping[str, Any], unit: str,
-                            bwrap_info: Optional[Mapping[str, Any]] = None) -> List[D.Diagnostic]:
+                            bwrap_info: Optional[Mapping[str, Any]] = None) -> List[diagnostics.Diagnostic]:
     """The unit's directives that break bwrap inside the service (measured: docs/unit-directives.md),
     each with the smallest drop-in line that lets bwrap work."""
     return _confinement_diagnostics(settings, unit) + _privilege_diagnostics(settings, unit, bwrap_info)
 
 
-def _confinement_diagnostics(settings: Mapping[str, Any], unit: str) -> List[D.Diagnostic]:
+def _confinement_diagnostics(settings: Mapping[str, Any], unit: str) -> List[diagnostics.Diagnostic]:
     """Namespaces, system calls, address families and /proc the unit denies bwrap."""
     out = []
     ns = allowed_namespaces(settings.get("RestrictNamespaces"))
@@ -189,26 +191,26 @@ def _confinement_diagnostics(settings: Mapping[str, Any], unit: str) -> List[D.D
 
 
 def _privilege_diagnostics(settings: Mapping[str, Any], unit: str,
-                           bwrap_info: Optional[Mapping[str, Any]]) -> List[D.Diagnostic]:
+                           bwrap_info: Optional[Mapping[str, Any]]) -> List[diagnostics.Diagnostic]:
     """RestrictSUIDSGID=/DynamicUser= (openat2) and NoNewPrivileges against a setuid bwrap."""
     out = []
     info = bwrap_info or {}
-    version = B.version_tuple(info.get("version"))
-    explicit = SU._truthy(settings.get("RestrictSUIDSGID", "no"))
-    dynamic = SU._truthy(settings.get("DynamicUser", "no"))
+    version = bwrap.version_tuple(info.get("version"))
+    explicit = service_user.truthy(settings.get("RestrictSUIDSGID", "no"))
+    dynamic = service_user.truthy(settings.get("DynamicUser", "no"))
     if explicit or dynamic:
         why = "RestrictSUIDSGID=yes" if explicit else "DynamicUser=yes (implies RestrictSUIDSGID=yes)"
         severe = version >= (0, 12)
         out.append(_restriction(
             "unit_restrict_suidsgid", unit, "DynamicUser" if dynamic and not explicit else "RestrictSUIDSGID",
             {"why": why, "version": info.get("version") or "?"},
-            None if dynamic else "RestrictSUIDSGID=no", severity=D.ERROR if severe else D.WARNING,
+            None if dynamic else "RestrictSUIDSGID=no", severity=diagnostics.ERROR if severe else diagnostics.WARNING,
             wording="fails" if severe else "warns",
             relax_note="DynamicUser=yes forces RestrictSUIDSGID=yes: run the service with a static User= "
                        "(DynamicUser=no) to use bubblewrap >= 0.12" if dynamic else None))
-    nnp = SU._truthy(settings.get("NoNewPrivileges", "no")) or explicit or dynamic or \
+    nnp = service_user.truthy(settings.get("NoNewPrivileges", "no")) or explicit or dynamic or \
         bool(settings.get("SystemCallFilter")) or bool(settings.get("RestrictNamespaces"))
     if nnp and info.get("setuid"):
-        out.append(D.make("unit_no_new_privileges_setuid", unit=unit, directive="NoNewPrivileges",
-                          bwrap_path=info.get("path")))
+        out.append(diagnostics.make("unit_no_new_privileges_setuid", unit=unit, directive="NoNewPrivileges",
+                                    bwrap_path=info.get("path")))
     return out

@@ -14,7 +14,7 @@ from __future__ import absolute_import, annotations, division, print_function
 import os
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from ..base import diagnostics as D
+from ..base import diagnostics
 
 # The directories systemd creates and hands to the unit's user itself at each start (systemd.exec(5)).
 OWNED_BY_SYSTEMD = {"StateDirectory": "/var/lib", "CacheDirectory": "/var/cache", "LogsDirectory": "/var/log",
@@ -73,7 +73,7 @@ def _folders(settings: Mapping[str, Any]) -> Tuple[List[str], List[str]]:
 
 
 def root_diagnostics(unit: str, user: Mapping[str, Any], settings: Mapping[str, Any],
-                     live: Optional[Mapping[str, Any]]) -> List[D.Diagnostic]:
+                     live: Optional[Mapping[str, Any]]) -> List[diagnostics.Diagnostic]:
     """service_runs_as_root when the unit's user is uid 0 (no User=, User=root or 0) or the running process
     (``live``: read_live_environ()'s pid) is root; else nothing."""
     live_uid = proc_uid(live["pid"]) if live is not None and live.get("pid") else None
@@ -92,10 +92,10 @@ def root_diagnostics(unit: str, user: Mapping[str, Any], settings: Mapping[str, 
     fill = {"changes": "; ".join(changes)}
     if configured_root:
         name = settings.get("User")
-        why = "no User=" if not name else "User=%s" % D.excerpt(name, 40)
+        why = "no User=" if not name else "User=%s" % diagnostics.excerpt(name, 40)
         if user.get("dynamic_user") == "static":
             why += " with DynamicUser=yes"
-        return [D.make("service_runs_as_root", wording="configured", fill=dict(fill, why=why), **context)]
-    return [D.make("service_runs_as_root", wording="live", pid=live["pid"] if live else None,
-                   user=user.get("name"), fill=dict(fill, why="uid %d in /proc/%s/status" % (
+        return [diagnostics.make("service_runs_as_root", wording="configured", fill=dict(fill, why=why), **context)]
+    return [diagnostics.make("service_runs_as_root", wording="live", pid=live["pid"] if live else None,
+                             user=user.get("name"), fill=dict(fill, why="uid %d in /proc/%s/status" % (
                        0, live["pid"] if live else "?")), **context)]

@@ -15,22 +15,21 @@ import os
 import pwd
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..base import diagnostics as D
+from ..base import diagnostics as base_diagnostics
 from ..base import envflags
 from ..base.records import Record, Shape
-from ..host import bwrap as B
-from ..host import bwrap_trust as BT
-from ..host import facts as F
-from ..host import package_owner as PO
-from ..host import procfs as PF
-from . import env_channels, root_service
-from . import exec_env as EX
-from . import restrictions as RS
-from . import service_user as SU
-from . import systemd_unit as U
-from . import unit_context as UC
-from . import unit_environment as UE
-from . import unit_preflight as UP
+from ..host import bwrap, bwrap_trust, facts, package_owner, procfs
+from . import (
+    env_channels,
+    exec_env,
+    root_service,
+    service_user,
+    systemd_unit,
+    unit_context,
+    unit_environment,
+    unit_preflight,
+)
+from . import restrictions as service_restrictions
 from .service_user import Params, User
 
 # --------------------------------------------------------------------------- evaluation
@@ -38,7 +37,7 @@ from .service_user import Params, User
 MAX_ENVIRON = 1 << 20
 
 
-def _parse_environ(data: bytes) -> Dict[str, str]:
+def parse_environ(data: bytes) -> Dict[str, str]:
     env = {}
     for item in data.split(b"\0"):
         key, sep, value = item.partition(b"=")
@@ -74,7 +73,7 @@ def read_live_environ(pid: Any, proc: str = "/proc") -> Dict[str, Any]:
     try:
         with open(path, "rb") as handle:
             data = handle.read(MAX_ENVIRON + 1)
-        out.update(env=_parse_environ(data[:MAX_ENVIRON]), read_as="uid %d" % os.geteuid())
+        out.update(env=parse_environ(data[:MAX_ENVIRON]), read_as="uid %d" % os.geteuid())
         return out
     except (IOError, OSError) as exc:
         first = "as uid %d: %s" % (os.geteuid(), exc.strerror or exc)
@@ -85,11 +84,11 @@ def read_live_environ(pid: Any, proc: str = "/proc") -> Dict[str, Any]:
     if os.geteuid() != 0 or uid == os.geteuid():
         out["error"] = first
         return out
-    owned, error = PF.read_file_as(path, uid, gid, MAX_ENVIRON)
+    owned, error = procfs.read_file_as(path, uid, gid, MAX_ENVIRON)
     if owned is None:
         out["error"] = "%s; as the process's own uid %d: %s" % (first, uid, error)
         return out
-    out.update(env=_parse_environ(owned), read_as="uid %d (the process's own; root was refused: %s)" % (uid, first))
+    out.update(env=parse_environ(owned), read_as="uid %d (the process's own; root was refused: %s)" % (uid, first))
     return out
 
 
@@ -97,8 +96,8 @@ def exec_effects(state: Mapping[str, Any], env: Mapping[str, str]) -> List[Dict[
     """The start command lines and what each does to METNOS_SANDBOX/PATH: [{where, value, effect}]."""
     out = []
     for item in state.get("exec_start") or []:
-        effect = EX.exec_env_effect(item["value"], env, SU.KEYS)
-        touches = effect["clears"] or any(k in effect["sets"] or k in effect["unsets"] for k in SU.KEYS)
+        effect = exec_env.exec_env_effect(item["value"], env, service_user.KEYS)
+        touches = effect["clears"] or any(k in effect["sets"] or k in effect["unsets"] for k in service_user.KEYS)
         if touches or not effect["determinable"]:
             out.append({"where": item["where"], "value": item["value"], "effect": effect})
     return out
@@ -140,8 +139,8 @@ class _View(Record):
 
 def _resolve(path_text: str, user: Mapping[str, Any], cwd: str) -> Optional[str]:
     if user.get("uid") is not None:
-        return SU.which_as("bwrap", path_text, user, cwd=cwd)
-    return B.which("bwrap", path_text, cwd=cwd)
+        return service_user.which_as("bwrap", path_text, user, cwd=cwd)
+    return bwrap.which("bwrap", path_text, cwd=cwd)
 
 
 def _resolved(v: _View, path_text: str) -> Optional[str]:
@@ -172,15 +171,15 @@ def service_cwd(value: Optional[str], user: Mapping[str, Any]) -> str:
 def _derive(ev: Evaluation) -> _View:
     g = ev.gathered
     env = g.env
-    user = SU.resolve_service_user(g.state["settings"])
+    user = service_user.resolve_service_user(g.state["settings"])
     cwd = service_cwd(g.state["settings"].get("WorkingDirectory"), user)
     effects = exec_effects(g.state, env)
     predicted = dict(env)
     prov = dict(g.prov)
     for item in effects:
         if item["effect"]["determinable"]:
-            predicted = EX.apply_exec_effect(env, item["effect"])
-            for key in SU.KEYS:
+            predicted = exec_env.apply_exec_effect(env, item["effect"])
+            for key in service_user.KEYS:
                 if predicted.get(key) != env.get(key):
                     prov[key] = "ExecStart= (%s) through %s" % (item["where"], item["effect"]["how"])
     path_text = env.get("PATH", "")
@@ -195,28 +194,30 @@ def _derive(ev: Evaluation) -> _View:
                  envflags.status(pred_resolved, predicted), resolutions)
 
 
-def _execstart_diagnostics(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
+def _execstart_diagnostics(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnostic]:
     unit, env = ev.unit, ev.gathered.env
     diags = []
     for item in v.effects:
         effect = item["effect"]
         line = "ExecStart=%s (%s)" % (env_channels.redacted_text(item["value"]), item["where"])
         if not effect["determinable"]:
-            diags.append(D.make("service_execstart_env_unknown", unit=unit, where=item["where"], line=line,
-                                how=effect["how"] or "a command", note=effect["note"]))
+            diags.append(base_diagnostics.make("service_execstart_env_unknown", unit=unit, where=item["where"],
+                                               line=line,
+                                               how=effect["how"] or "a command", note=effect["note"]))
             continue
-        after = EX.apply_exec_effect(env, effect)
+        after = exec_env.apply_exec_effect(env, effect)
         disabled, _reason = envflags.classify_value(after.get(envflags.ENV_VAR))
         new_resolved = _resolved(v, after.get("PATH", "")) if after.get("PATH") != env.get("PATH") else v.resolved
         misroutes = new_resolved != v.resolved
         severe = disabled or misroutes or (v.resolved and not new_resolved)
-        heal, why = EX.neutralised_exec(item["value"], SU.KEYS)
-        changes = ["%s=%r" % (k, val) for k, val in sorted(effect["sets"].items()) if k in SU.KEYS]
-        changes += ["unset %s" % k for k in effect["unsets"] if k in SU.KEYS]
+        heal, why = exec_env.neutralised_exec(item["value"], service_user.KEYS)
+        changes = ["%s=%r" % (k, val) for k, val in sorted(effect["sets"].items()) if k in service_user.KEYS]
+        changes += ["unset %s" % k for k in effect["unsets"] if k in service_user.KEYS]
         if effect["clears"]:
             changes.append("clears the whole environment (env -i)")
-        diags.append(D.make(
-            "service_execstart_sets_env", unit=unit, severity=D.ERROR if severe else D.WARNING, where=item["where"],
+        diags.append(base_diagnostics.make(
+            "service_execstart_sets_env", unit=unit, severity=base_diagnostics.ERROR if severe
+                                           else base_diagnostics.WARNING, where=item["where"],
             healable=heal is not None, wording="disables" if disabled else "misroutes" if misroutes else "changes",
             fill={"line": line, "changes": "; ".join(changes), "new_bwrap": new_resolved, "old_bwrap": v.resolved},
             variant="healable" if heal is not None else "unhealable",
@@ -236,14 +237,15 @@ def _live_origin(effects: Sequence[Mapping[str, Any]], need_reload: bool) -> str
             "program sets it)")
 
 
-def _live_diagnostics(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
+def _live_diagnostics(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnostic]:
     """The running process against the configuration: the live process is the authority."""
     unit, live, predicted, resolved = ev.unit, ev.gathered.live, v.predicted, v.pred_resolved
-    diags: List[D.Diagnostic] = []
+    diags: List[base_diagnostics.Diagnostic] = []
     if live is None:
         return diags
     if live["env"] is None:
-        diags.append(D.make("service_env_live_unreadable", unit=unit, pid=live["pid"], error=live["error"]))
+        diags.append(base_diagnostics.make("service_env_live_unreadable", unit=unit, pid=live["pid"],
+                                           error=live["error"]))
         return diags
     env = live["env"]
     origin = _live_origin(v.effects, ev.gathered.need_reload)
@@ -253,83 +255,90 @@ def _live_diagnostics(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
     conf_disabled, _r = envflags.classify_value(configured)
     live_resolved = _resolved(v, env.get("PATH", "")) if env.get("PATH") != predicted.get("PATH") else resolved
     if live_disabled and not conf_disabled:
-        diags.append(D.make("service_env_live_disables", unit=unit, pid=live["pid"], key=envflags.ENV_VAR,
-                            wording="value", fill={"value": repr(value), "configured": repr(configured),
-                                                   "origin_conf": v.prov.get(envflags.ENV_VAR, "unset"),
-                                                   "origin": origin}))
+        diags.append(base_diagnostics.make("service_env_live_disables", unit=unit, pid=live["pid"],
+                                           key=envflags.ENV_VAR,
+                                           wording="value", fill={"value": repr(value), "configured": repr(configured),
+                                                                  "origin_conf": v.prov.get(envflags.ENV_VAR, "unset"),
+                                                                  "origin": origin}))
     if resolved and not live_resolved:
-        diags.append(D.make("service_env_live_disables", unit=unit, pid=live["pid"], key="PATH",
-                            wording="path", fill={"value": repr(env.get("PATH")), "resolved": resolved,
-                                                  "origin": origin}))
+        diags.append(base_diagnostics.make("service_env_live_disables", unit=unit, pid=live["pid"], key="PATH",
+                                           wording="path", fill={"value": repr(env.get("PATH")), "resolved": resolved,
+                                                                 "origin": origin}))
     elif live_resolved and resolved and os.path.realpath(live_resolved) != os.path.realpath(resolved):
-        packaged = bool(PO.package_facts(live_resolved))
-        diags.append(D.make("service_env_live_misroutes", unit=unit, pid=live["pid"],
-                            wording="packaged" if packaged else "unpackaged",
-                            fill={"value": repr(env.get("PATH")), "live_bwrap": live_resolved, "resolved": resolved,
-                                  "origin": origin}))
+        packaged = bool(package_owner.package_facts(live_resolved))
+        diags.append(base_diagnostics.make("service_env_live_misroutes", unit=unit, pid=live["pid"],
+                                           wording="packaged" if packaged else "unpackaged",
+                                           fill={"value": repr(env.get("PATH")), "live_bwrap": live_resolved,
+                                                 "resolved": resolved,
+                                                 "origin": origin}))
     if env.get("PATH") is not None and env.get("PATH") != predicted.get("PATH"):
         # the PATH the running process resolves bwrap through now (until it restarts): judged like the configured one
-        diags.extend(SU.path_diagnostics(env["PATH"], live_resolved, unit, v.cwd))
-    for key in SU.KEYS:
+        diags.extend(service_user.path_diagnostics(env["PATH"], live_resolved, unit, v.cwd))
+    for key in service_user.KEYS:
         if env.get(key) != predicted.get(key) and not any(d.get("details", {}).get("key") == key or (
                 key == "PATH" and d["code"] == "service_env_live_misroutes") for d in diags):
-            diags.append(D.make("service_env_live_differs", unit=unit,
-                                wording="differs", fill={"key": key, "value": repr(env.get(key)),
-                                                         "configured": repr(predicted.get(key))}))
+            diags.append(base_diagnostics.make("service_env_live_differs", unit=unit,
+                                               wording="differs", fill={"key": key, "value": repr(env.get(key)),
+                                                                        "configured": repr(predicted.get(key))}))
     return diags
 
 
-def _missing_bwrap(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
+def _missing_bwrap(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnostic]:
     """bwrap does not resolve through the service's PATH."""
     unit, path_text = ev.unit, ev.gathered.env.get("PATH", "")
     diags = []
     if not v.resolved:
-        diags.append(D.make("service_path_missing_bwrap", unit=unit, path=path_text, user=v.user["name"],
-                            origin=v.prov.get("PATH")))
+        diags.append(base_diagnostics.make("service_path_missing_bwrap", unit=unit, path=path_text, user=v.user["name"],
+                                           origin=v.prov.get("PATH")))
     return diags
 
 
-def _path_diagnostics(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
-    return SU.path_diagnostics(ev.gathered.env.get("PATH", ""), v.resolved, ev.unit, v.cwd)
+def _path_diagnostics(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnostic]:
+    return service_user.path_diagnostics(ev.gathered.env.get("PATH", ""), v.resolved, ev.unit, v.cwd)
 
 
-def _bwrap_mismatch(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
+def _bwrap_mismatch(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnostic]:
     """The service's bwrap is another binary than the admin's, or no package's."""
     unit, resolved = ev.unit, v.resolved
     diags = []
-    admin = B.which("bwrap", ev.admin_path) if ev.admin_path is not None else None
+    admin = bwrap.which("bwrap", ev.admin_path) if ev.admin_path is not None else None
     if resolved and admin and os.path.realpath(resolved) != os.path.realpath(admin):
-        diags.append(D.make("service_bwrap_mismatch", unit=unit, variant="different", admin_bwrap=admin,
-                            service_bwrap=resolved))
-    elif resolved and not (v.bwrap_info["package"] if v.bwrap_info else PO.package_facts(resolved)):
-        diags.append(D.make("service_bwrap_mismatch", unit=unit, variant="unpackaged", service_bwrap=resolved))
+        diags.append(base_diagnostics.make("service_bwrap_mismatch", unit=unit, variant="different", admin_bwrap=admin,
+                                           service_bwrap=resolved))
+    elif resolved and not (v.bwrap_info["package"] if v.bwrap_info else package_owner.package_facts(resolved)):
+        diags.append(base_diagnostics.make("service_bwrap_mismatch", unit=unit, variant="unpackaged",
+                                           service_bwrap=resolved))
     return diags
 
 
-def _rejected_diagnostics(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
+def _rejected_diagnostics(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnostic]:
     """METNOS_SANDBOX assignments in the unit files that systemd ignores."""
     unit = ev.unit
     diags = []
     for rejected in ev.gathered.state.get("rejected_assignments", []):
         if envflags.ENV_VAR in rejected.get("line", rejected["text"]):
-            diags.append(D.make("sandbox_env_rejected_by_systemd", unit=unit,
-                                wording="ignored", fill={"text": repr(rejected["text"]), "reason": rejected["reason"],
-                                                         "effective": repr(v.predicted.get(envflags.ENV_VAR))},
-                                where=rejected["where"]))
+            diags.append(base_diagnostics.make("sandbox_env_rejected_by_systemd", unit=unit,
+                                               wording="ignored", fill={"text": repr(rejected["text"]),
+                                                                        "reason": rejected["reason"],
+                                                                        "effective": repr(
+                                                                            v.predicted.get(envflags.ENV_VAR))},
+                                               where=rejected["where"]))
     return diags
 
 
-def _file_diagnostics(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
+def _file_diagnostics(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnostic]:
     """Unreadable EnvironmentFile= entries, a pending daemon-reload."""
     unit, g = ev.unit, ev.gathered
     diags = []
     for problem in g.problems:
         if "error" in problem:
-            diags.append(D.make("environment_file_missing", unit=unit, path=problem["path"],
-                                severity=D.WARNING if problem["optional"] else D.ERROR, where=problem["where"],
-                                error=problem["error"], variant="optional" if problem["optional"] else "required"))
+            diags.append(base_diagnostics.make("environment_file_missing", unit=unit, path=problem["path"],
+                                               severity=base_diagnostics.WARNING if problem["optional"]
+                                               else base_diagnostics.ERROR, where=problem["where"],
+                                               error=problem["error"], variant="optional" if problem["optional"]
+                                               else "required"))
     if g.need_reload:
-        diags.append(D.make("unit_needs_daemon_reload", unit=unit))
+        diags.append(base_diagnostics.make("unit_needs_daemon_reload", unit=unit))
     return diags
 
 
@@ -354,7 +363,7 @@ class _ServiceKeys(Shape):
     unit: str
     mode: str                                    # "systemd" (systemctl show) or "disk" (the unit files)
     status: envflags.Status                      # the runtime's status() in the service (see status_view)
-    diagnostics: List[D.Diagnostic]
+    diagnostics: List[base_diagnostics.Diagnostic]
 
 
 class ServiceResult(_ServiceKeys, total=False):
@@ -376,7 +385,7 @@ class ServiceResult(_ServiceKeys, total=False):
     verdict: str
 
 
-def _root_service(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
+def _root_service(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnostic]:
     """The service (configured or running) as root: no boundary for its executors (root_service.py)."""
     state = ev.gathered.state
     settings = dict(state.get("unit_file_settings") or {})
@@ -384,7 +393,7 @@ def _root_service(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
     return root_service.root_diagnostics(ev.unit, v.user, settings, ev.gathered.live)
 
 
-def _channels(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
+def _channels(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnostic]:
     """The environment every executor inherits, judged as a channel (env_channels.py): the live process's
     when it can be read, else the configuration's with the start command line applied."""
     live = ev.gathered.live
@@ -393,8 +402,9 @@ def _channels(ev: Evaluation, v: _View) -> List[D.Diagnostic]:
     return env_channels.channel_diagnostics(ev.unit, v.predicted, "configuration", v.cwd)
 
 
-# The judges of one service, in the order their diagnostics are listed (D.sort keeps it within a severity).
-_JUDGES: Tuple[Callable[[Evaluation, _View], List[D.Diagnostic]], ...] = (
+# The judges of one service, in the order their diagnostics are listed (base_diagnostics.sort keeps it within a
+# severity).
+_JUDGES: Tuple[Callable[[Evaluation, _View], List[base_diagnostics.Diagnostic]], ...] = (
     _root_service, _execstart_diagnostics, _missing_bwrap, _rejected_diagnostics, _path_diagnostics, _bwrap_mismatch,
     _file_diagnostics, _live_diagnostics, _channels)
 
@@ -414,17 +424,17 @@ def evaluate(ev: Evaluation) -> ServiceResult:
              if d["code"] != "bwrap_missing"]
     for judge in _JUDGES:
         diags.extend(judge(ev, v))
-    diags.extend(RS.restriction_diagnostics(ev.gathered.state["settings"], unit, v.bwrap_info))
+    diags.extend(service_restrictions.restriction_diagnostics(ev.gathered.state["settings"], unit, v.bwrap_info))
     status, view = _runtime_status(ev, v)
     if status["active"] != v.config_status["active"]:
         diags = [d for d in diags if d["code"] != "executor_os_sandbox_unavailable"]
         if not status["active"]:
-            diags.append(D.make("executor_os_sandbox_unavailable", variant="running", view=view))
+            diags.append(base_diagnostics.make("executor_os_sandbox_unavailable", variant="running", view=view))
     return _result(ev, v, status, view, diags)
 
 
 def _result(ev: Evaluation, v: _View, status: envflags.Status, view: str,
-            diags: List[D.Diagnostic]) -> ServiceResult:
+            diags: List[base_diagnostics.Diagnostic]) -> ServiceResult:
     """evaluate()'s answer, as metnos_service_env returns it."""
     g, live = ev.gathered, ev.gathered.live
     state, settings = g.state, g.state["settings"]
@@ -435,17 +445,17 @@ def _result(ev: Evaluation, v: _View, status: envflags.Status, view: str,
                                         "PATH": v.predicted.get("PATH", "")},
         "provenance": {"METNOS_SANDBOX": v.prov.get(envflags.ENV_VAR, "unset"), "PATH": v.prov.get("PATH")},
         "environment_files": state.get("environment_files"), "restrictions": dict(
-            (k, settings[k]) for k in U.RESTRICTION_KEYS if k in settings),
+            (k, settings[k]) for k in systemd_unit.RESTRICTION_KEYS if k in settings),
         "status": status, "status_view": "runtime status() as seen by the %s" % view,
         "bwrap_resolved": v.pred_resolved, "exec_start_effects": [
             {"where": e["where"], "how": e["effect"]["how"], "determinable": e["effect"]["determinable"],
-             "sets": dict((k, val) for k, val in e["effect"]["sets"].items() if k in SU.KEYS),
-             "unsets": [k for k in e["effect"]["unsets"] if k in SU.KEYS], "clears": e["effect"]["clears"]}
+             "sets": dict((k, val) for k, val in e["effect"]["sets"].items() if k in service_user.KEYS),
+             "unsets": [k for k in e["effect"]["unsets"] if k in service_user.KEYS], "clears": e["effect"]["clears"]}
             for e in v.effects],
-        "live_environment": {k: live_env.get(k) for k in SU.KEYS} if live_env is not None else None,
+        "live_environment": {k: live_env.get(k) for k in service_user.KEYS} if live_env is not None else None,
         "live_read": ({"pid": live["pid"], "read_as": live["read_as"], "error": live["error"]}
                       if live is not None else None),
-        "diagnostics": D.sort(diags),
+        "diagnostics": base_diagnostics.sort(diags),
     }
 
 
@@ -456,7 +466,8 @@ class SystemctlError(RuntimeError):
 
 
 def systemd_running(root: str = "/") -> bool:
-    return root in ("/", "") and os.path.isdir("/run/systemd/system") and bool(B.which("systemctl", "/usr/bin:/bin"))
+    return root in ("/", "") and os.path.isdir("/run/systemd/system") and bool(bwrap.which("systemctl",
+                                                                                           "/usr/bin:/bin"))
 
 
 def systemctl_argv(scope: str, user: Optional[str], *args: str) -> List[str]:
@@ -472,7 +483,7 @@ def _home(p: Params) -> Optional[str]:
     return None
 
 
-def manager_environment(runner: B.Runner, scope: str = "system",
+def manager_environment(runner: bwrap.Runner, scope: str = "system",
                         user: Optional[str] = None) -> Optional[Dict[str, str]]:
     """The manager's runtime environment (DefaultEnvironment= plus `systemctl set-environment`), or
     None when systemctl cannot tell."""
@@ -481,7 +492,7 @@ def manager_environment(runner: B.Runner, scope: str = "system",
         return None
     env = {}
     for line in out.splitlines():
-        words, ok = U.split_words(line)
+        words, ok = systemd_unit.split_words(line)
         for word in words if ok else []:
             key, sep, value = word.partition("=")
             if sep:
@@ -489,11 +500,11 @@ def manager_environment(runner: B.Runner, scope: str = "system",
     return env
 
 
-def gather(p: Params, runner: B.Runner, exclude: Sequence[str] = ()) -> Gathered:
+def gather(p: Params, runner: bwrap.Runner, exclude: Sequence[str] = ()) -> Gathered:
     """Read a unit's configuration. ``p``: unit, scope, user, mode (auto/systemd/disk), root, and
     (disk mode) manager_env.
 
-    Raises U.UnitError when the unit does not exist, SystemctlError when systemctl fails.
+    Raises systemd_unit.UnitError when the unit does not exist, SystemctlError when systemctl fails.
     """
     home = _home(p)
     root = p.get("root") or "/"
@@ -503,34 +514,35 @@ def gather(p: Params, runner: B.Runner, exclude: Sequence[str] = ()) -> Gathered
         mode = "systemd" if systemd_running(root) else "disk"
     if mode == "systemd":
         return _gather_systemd(p, runner, scope, home)
-    state = U.load_unit(p["unit"], scope, root, home, exclude)
+    state = systemd_unit.load_unit(p["unit"], scope, root, home, exclude)
     state["unit_file_settings"] = state["settings"]
     manager_env = p.get("manager_env")
     if manager_env is None:
-        manager_env = UE.manager_default_environment(root) if scope == "system" else {}
-    env, prov, problems = UE.compose_environment(state, root, manager_env, UE.default_service_path(root, runner))
+        manager_env = unit_environment.manager_default_environment(root) if scope == "system" else {}
+    env, prov, problems = unit_environment.compose_environment(state, root, manager_env,
+                                                               unit_environment.default_service_path(root, runner))
     return Gathered(state, env, prov, problems, mode, False, None)
 
 
-def _gather_systemd(p: Params, runner: B.Runner, scope: str, home: Optional[str]) -> Gathered:
+def _gather_systemd(p: Params, runner: bwrap.Runner, scope: str, home: Optional[str]) -> Gathered:
     """gather() from `systemctl show` (and the unit files for what only they hold) and the live process."""
-    rc, out, err = runner(systemctl_argv(scope, p.get("user"), *U.show_args(p["unit"])))
+    rc, out, err = runner(systemctl_argv(scope, p.get("user"), *systemd_unit.show_args(p["unit"])))
     if rc != 0:
         raise SystemctlError("systemctl show %s failed: %s" % (p["unit"], err.strip()))
-    show = U.parse_show(out)
+    show = systemd_unit.parse_show(out)
     if show.get("LoadState") == "not-found":
-        raise U.UnitError("unit_not_found")
-    state = U.state_from_show(show)
+        raise systemd_unit.UnitError("unit_not_found")
+    state = systemd_unit.state_from_show(show)
     try:   # what systemd silently dropped, and the start command lines, are only in the files
-        disk = U.load_unit(p["unit"], scope, "/", home)
+        disk = systemd_unit.load_unit(p["unit"], scope, "/", home)
         state["rejected_assignments"] = disk["rejected_assignments"]
         state["unit_file_settings"] = disk["settings"]
         state["exec_start"] = disk["exec_start"]
-    except U.UnitError:
+    except systemd_unit.UnitError:
         pass
     manager_env = manager_environment(runner, scope, p.get("user")) or {}
-    env, prov, problems = UE.compose_environment(state, "/", manager_env, manager_env.get("PATH") or
-                                                 UE.default_service_path("/", runner))
+    env, prov, problems = unit_environment.compose_environment(state, "/", manager_env, manager_env.get("PATH") or
+                                                               unit_environment.default_service_path("/", runner))
     if "PATH" in manager_env and prov.get("PATH") == "manager environment":
         prov["PATH"] = "systemd default (manager environment)"
     state["manager_environment"] = manager_env
@@ -539,7 +551,8 @@ def _gather_systemd(p: Params, runner: B.Runner, scope: str, home: Optional[str]
     return Gathered(state, env, prov, problems, "systemd", show.get("NeedDaemonReload") == "yes", live)
 
 
-def execution_context(p: Params, runner: B.Runner, probe_user: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+def execution_context(p: Params, runner: bwrap.Runner, probe_user: Optional[Mapping[str, Any]] = None) -> Dict[str,
+                                                                                                               Any]:
     """The unit's whole execution context for the probe's transient unit (unit_context.py): every
     directive of its files minus the documented deny list, proven against `systemctl show`."""
     scope = p.get("scope") or "system"
@@ -550,7 +563,8 @@ def execution_context(p: Params, runner: B.Runner, probe_user: Optional[Mapping[
     if scope == "user" and p.get("user"):
         pw = pwd.getpwnam(p["user"])
         entry = {"name": pw.pw_name, "uid": pw.pw_uid, "gid": pw.pw_gid, "home": pw.pw_dir, "shell": pw.pw_shell}
-    ctx: Dict[str, Any] = UP.build(UC.parse_show_all(out), runner, p["unit"], scope, p.get("user"), user_entry=entry)
+    ctx: Dict[str, Any] = unit_preflight.build(unit_context.parse_show_all(out), runner, p["unit"], scope,
+                                               p.get("user"), user_entry=entry)
     if probe_user:
         ctx["assignments"] = [a for a in ctx["assignments"] if a[0] not in ("User", "DynamicUser")]
         ctx["excluded"].append({"directive": "User", "category": "probe (probe_user=%s)" % probe_user.get("name")})
@@ -564,20 +578,21 @@ class Inspection(Record):
     env: Optional[Dict[str, str]]
 
 
-def inspect(p: Params, runner: B.Runner, ledger: Optional[BT.Ledger] = None) -> Optional[Inspection]:
+def inspect(p: Params, runner: bwrap.Runner, ledger: Optional[bwrap_trust.Ledger] = None) -> Optional[Inspection]:
     """gather() + evaluate(): the whole service-environment result, or None when the unit is missing.
     ``ledger``: the audit's verifications of bwrap files (bwrap_trust.Ledger), reused for the service's bwrap."""
     try:
         g = gather(p, runner)
-    except U.UnitError:
+    except systemd_unit.UnitError:
         return None
     if g.state.get("masked"):
         return Inspection({"unit": p["unit"], "mode": g.mode, "status": envflags.status(None, {}),
-                           "diagnostics": [D.make("unit_masked", unit=p["unit"])]}, None)
+                           "diagnostics": [base_diagnostics.make("unit_masked", unit=p["unit"])]}, None)
     admin_path = p.get("admin_path") if p.get("admin_path") is not None else os.environ.get("PATH", "")
     result = evaluate(Evaluation(p["unit"], g, admin_path,
-                                 lambda path: F.bwrap_info(path, runner=runner, ledger=ledger)))
+                                 lambda path: facts.bwrap_info(path, runner=runner, ledger=ledger)))
     user = result["user"]
     if user.get("missing"):
-        result["diagnostics"].insert(0, D.make("service_user_missing", user=user["name"], unit=p["unit"]))
+        result["diagnostics"].insert(0, base_diagnostics.make("service_user_missing", user=user["name"],
+                                                              unit=p["unit"]))
     return Inspection(result, g.env)

@@ -14,17 +14,15 @@ import pwd
 import stat
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from ..base import diagnostics as D
-from ..base import envflags
-from ..base import paths as PA
-from ..host import bwrap as B
-from ..host import procfs as PF
+from ..base import diagnostics, envflags
+from ..base import paths as base_paths
+from ..host import bwrap, procfs
 
 User = Dict[str, Any]           # resolve_service_user(): name, uid, gid, groups, home, dynamic
 Params = Mapping[str, Any]      # a unit's address: unit, scope, user, mode, root (see gather())
 
 
-def _truthy(value: object) -> bool:
+def truthy(value: object) -> bool:
     return str(value).strip().lower() in ("1", "yes", "y", "true", "t", "on")
 
 
@@ -48,7 +46,7 @@ def resolve_service_user(settings: Mapping[str, Any]) -> User:
     SupplementaryGroups=, judged as DYNAMIC_STAND_IN (its uid is known only once it runs)."""
     name = settings.get("User")
     extra = _group_ids(settings.get("SupplementaryGroups"))
-    if _truthy(settings.get("DynamicUser", "no")):
+    if truthy(settings.get("DynamicUser", "no")):
         static = _static_user(name, settings.get("Group"), extra) if name else None
         if static is not None and not DYNAMIC_UIDS[0] <= static["uid"] <= DYNAMIC_UIDS[1]:
             return dict(static, dynamic_user="static")
@@ -116,7 +114,7 @@ def _can(st: os.stat_result, user: Mapping[str, Any], bit_user: int, bit_group: 
 def which_as(name: str, path_text: Optional[str], user: Mapping[str, Any], cwd: str = "/") -> Optional[str]:
     """Resolve ``name`` through ``path_text`` as the service's user: the first candidate, in execvp's order
     (bwrap.path_candidates), that the user may execute (first_executable_as)."""
-    candidates = [candidate for candidate, _st in B.path_candidates(name, path_text, cwd)]
+    candidates = [candidate for candidate, _st in bwrap.path_candidates(name, path_text, cwd)]
     index = first_executable_as(candidates, user)
     return candidates[index] if index >= 0 else None
 
@@ -134,8 +132,8 @@ def first_executable_as(paths: Sequence[str], user: Mapping[str, Any]) -> int:
         if uid == os.geteuid() == os.getuid() and (uid == 0 or gid == os.getegid()):
             return _first_executable(paths)
         if os.geteuid() == 0:
-            index = PF.call_as(int(uid), int(gid), _first_executable, list(paths),
-                               groups=[int(g) for g in user.get("groups") or [gid]])
+            index = procfs.call_as(int(uid), int(gid), _first_executable, list(paths),
+                                   groups=[int(g) for g in user.get("groups") or [gid]])
             if isinstance(index, int):
                 return index
     for index, path in enumerate(paths):
@@ -160,7 +158,7 @@ def _searchable(directory: str, user: Mapping[str, Any]) -> bool:
     """Whether the mode bits let ``user`` search every directory the kernel passes through to reach
     ``directory`` (paths.lookup: links' directories included) and the directory itself. (which_as asks the
     kernel itself where it can; this is its answer without root.)"""
-    found = PA.lookup(directory)
+    found = base_paths.lookup(directory)
     if found.resolved is None:
         return False
     for current in found.dirs + (found.resolved,):
@@ -173,14 +171,14 @@ def _searchable(directory: str, user: Mapping[str, Any]) -> bool:
     return True
 
 
-def _dir_problem(directory: str) -> Optional[str]:
+def dir_problem(directory: str) -> Optional[str]:
     """Why a PATH directory lets someone other than root plant binaries, or None. Judged as the kernel resolves
     it (paths.lookup): the directory reached, whose entries execvp runs; then every directory a name is looked
     up in on the way, nearest first - the directories as written and those holding each link followed and
     its target (whoever may change one of them decides where the entry leads; a sticky one may be shared).
     An entry that does not exist is judged where it would be created: whoever may write that directory,
     sticky or not, can create it and plant a bwrap in it."""
-    found = PA.lookup(directory)
+    found = base_paths.lookup(directory)
     if found.resolved is not None:
         problem = _owner_problem(found.resolved, directory, leaf=True)
         if problem:
@@ -202,7 +200,7 @@ def write_problem(path: str) -> Optional[str]:
     """Why someone other than root can write ``path`` (a folder or a file) or change where it leads, or None:
     judged as a PATH entry is (the entry, the folders on its way, links followed; a missing one where it would be
     created)."""
-    return _dir_problem(path)
+    return dir_problem(path)
 
 
 def _owner_problem(current: str, entry: str, leaf: bool) -> Optional[str]:
@@ -214,7 +212,7 @@ def _owner_problem(current: str, entry: str, leaf: bool) -> Optional[str]:
         st = os.lstat(current)
     except OSError:
         return None
-    if current == entry or PA.under(entry, current):
+    if current == entry or base_paths.under(entry, current):
         where = ""
     elif leaf:
         where = " (where %s leads)" % entry
@@ -228,17 +226,18 @@ def _owner_problem(current: str, entry: str, leaf: bool) -> Optional[str]:
     return None
 
 
-def path_diagnostics(path_text: str, resolved: Optional[str], unit: str, cwd: str = "/") -> List[D.Diagnostic]:
+def path_diagnostics(path_text: str, resolved: Optional[str], unit: str,
+                     cwd: str = "/") -> List[diagnostics.Diagnostic]:
     """Empty/relative entries, and directories up to (and including) the one bwrap resolves in that
     someone other than root can write to (binary shadowing)."""
     out = []
     bwrap_dir = os.path.dirname(resolved) if resolved else None
-    offending = ["entry %d %r: %s" % (i["index"], i["entry"], i["reason"]) for i in B.unsafe_entries(path_text)]
-    for entry in B.split_path(path_text):
+    offending = ["entry %d %r: %s" % (i["index"], i["entry"], i["reason"]) for i in bwrap.unsafe_entries(path_text)]
+    for entry in bwrap.split_path(path_text):
         if not entry.startswith("/"):
             continue
-        entry = B.entry_directory(entry)
-        problem = _dir_problem(entry)
+        entry = bwrap.entry_directory(entry)
+        problem = dir_problem(entry)
         if problem:
             planted = os.path.join(entry, "bwrap")
             offending.append("%s (%s%s)" % (
@@ -248,13 +247,13 @@ def path_diagnostics(path_text: str, resolved: Optional[str], unit: str, cwd: st
             break
     if resolved:
         try:
-            info = B.file_facts(resolved)
+            info = bwrap.file_facts(resolved)
         except OSError:
             info = {"ownership_problems": []}
         offending.extend("%s" % p for p in info["ownership_problems"] if p not in " ".join(offending))
     if offending:
-        out.append(D.make("service_path_unsafe", unit=unit, path=path_text, problems="; ".join(offending),
-                          offending=offending))
+        out.append(diagnostics.make("service_path_unsafe", unit=unit, path=path_text, problems="; ".join(offending),
+                                    offending=offending))
     return out
 
 

@@ -27,7 +27,7 @@ import signal
 import subprocess
 import typing as t
 
-from ..base import diagnostics as D
+from ..base import diagnostics
 from ..base.records import Record
 
 SIGSYS = int(getattr(signal, "SIGSYS", 31))
@@ -144,14 +144,14 @@ def journal_reason(unit: str, timeout: float = 5.0) -> t.Optional[str]:
     return None
 
 
-def diagnostic(failure: t.Mapping[str, t.Any], who: str) -> D.Diagnostic:
+def diagnostic(failure: t.Mapping[str, t.Any], who: str) -> diagnostics.Diagnostic:
     """The probe's finding for a unit that failed before bwrap could run (systemd's status, or a signal)."""
     reason = " systemd said: %s." % failure["reason"] if failure.get("reason") else ""
     if failure["kind"] == "systemd_status":
-        return D.make("probe_unit_start_failed", user=who, status=failure["status"], name=failure["name"],
-                      fill={"meaning": failure["meaning"], "said": reason})
-    return D.make("probe_unit_killed", user=who, signal=failure["name"], status=failure["status"],
-                  fill={"said": reason})
+        return diagnostics.make("probe_unit_start_failed", user=who, status=failure["status"], name=failure["name"],
+                                fill={"meaning": failure["meaning"], "said": reason})
+    return diagnostics.make("probe_unit_killed", user=who, signal=failure["name"], status=failure["status"],
+                            fill={"said": reason})
 
 
 def signal_number(main: t.Optional[str]) -> t.Optional[int]:

@@ -39,7 +39,7 @@ import os
 import re
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from . import systemd_unit as U
+from . import systemd_unit
 from .context_deny import DENY, DIRECTORY_ROOTS, UNIT_SECTION_CARRIED, ignored_property
 
 Assignment = List[str]                              # [directive, value, where]
@@ -73,7 +73,7 @@ def read_assignments(paths: Iterable[str], read: Optional[Callable[[str], str]] 
         if len(text) > MAX_FILE:
             problems.append({"path": path, "error": "longer than %d bytes; not read" % MAX_FILE})
             continue
-        for section, key, value, lineno in U.parse_unit_text(text):
+        for section, key, value, lineno in systemd_unit.parse_unit_text(text):
             out.append((section, key, value, "%s:%d" % (path, lineno)))
     return out, problems
 

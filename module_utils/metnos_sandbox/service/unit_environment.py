@@ -12,7 +12,7 @@ from __future__ import absolute_import, annotations, division, print_function
 import os
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from ..host import bwrap as B
+from ..host import bwrap
 from .systemd_unit import DEFAULT_SYSTEM_PATH, ENV_NAME, in_root, parse_unit_text, split_words
 
 
@@ -109,7 +109,7 @@ def _bare_value(text: str, i: int, lineno: int) -> Tuple[str, int, int]:
     return "".join(value).strip(), i, lineno
 
 
-def default_service_path(root: str = "/", runner: Optional[B.Runner] = None) -> str:
+def default_service_path(root: str = "/", runner: Optional[bwrap.Runner] = None) -> str:
     """systemd's compiled-in PATH for services: `systemd-path search-binaries-default` when we can
     ask this host's systemd; else Debian/Ubuntu builds (split-usr compat) add /sbin:/bin."""
     if root in ("", "/") and runner is not None:

@@ -14,7 +14,7 @@ import os
 import re
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from ..host import bwrap as B
+from ..host import bwrap
 from .context_deny import DENY
 from .unit_context import (
     Assignment,
@@ -62,7 +62,7 @@ def _error_line(stderr: str) -> str:
 class Preflight(object):
     """Start the transient unit once with the carried context and learn what systemd accepts."""
 
-    def __init__(self, runner: B.Runner, unit_name: str, scope: str = "system", user: Optional[str] = None,
+    def __init__(self, runner: bwrap.Runner, unit_name: str, scope: str = "system", user: Optional[str] = None,
                  base_args: Sequence[str] = ()) -> None:
         self.runner = runner
         self.unit_name = unit_name
@@ -139,7 +139,7 @@ class Preflight(object):
         return None
 
 
-def build(show: Mapping[str, str], runner: B.Runner, unit: str, scope: str = "system", user: Optional[str] = None,
+def build(show: Mapping[str, str], runner: bwrap.Runner, unit: str, scope: str = "system", user: Optional[str] = None,
           unit_name: Optional[str] = None, verify: bool = True, read: Optional[Callable[[str], str]] = None,
           user_entry: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """The whole context: plan from the unit files, prove it with a preflight unit.
@@ -204,7 +204,7 @@ def _verify(ctx: Dict[str, Any], pre: Preflight, service_show: Mapping[str, str]
     pre.cleanup()
     if probe_show is None:
         return
-    diffs = _expected_mounts(compare(service_show, probe_show), ctx)
+    diffs = expected_mounts(compare(service_show, probe_show), ctx)
     if diffs:
         # Second round: each differing property in the form `systemctl show` prints it, instead
         # of the files' assignments of that directive (also what the files do not say, such as
@@ -222,7 +222,7 @@ def _verify(ctx: Dict[str, Any], pre: Preflight, service_show: Mapping[str, str]
     ctx["verified"] = True
 
 
-def _expected_mounts(diffs: Iterable[Dict[str, Any]], ctx: Mapping[str, Any]) -> List[Dict[str, Any]]:
+def expected_mounts(diffs: Iterable[Dict[str, Any]], ctx: Mapping[str, Any]) -> List[Dict[str, Any]]:
     """Drop the ReadWritePaths= difference that is exactly the directories carried as mounts."""
     added = set(p for c in ctx.get("carried_as") or [] for p in c.get("mount_only") or [])
     out = []
@@ -256,4 +256,4 @@ def _second_round(pre: Preflight, accepted: List[Assignment], fixes: List[Assign
     pre.cleanup()
     if shown is None:
         return None
-    return ok_list, _expected_mounts(compare(service_show, shown), {"carried_as": carried_as})
+    return ok_list, expected_mounts(compare(service_show, shown), {"carried_as": carried_as})
