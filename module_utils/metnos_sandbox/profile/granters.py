@@ -10,17 +10,7 @@ Pure Python, no Ansible imports.
 from __future__ import absolute_import, annotations, division, print_function
 
 import os
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Callable,
-    Dict,
-    Iterable,
-    List,
-    Mapping,
-    Optional,
-    Tuple,
-)
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from ..base import diagnostics
 from ..base import paths as base_paths
@@ -226,7 +216,7 @@ class Render(object):
             return real
         problem = object_problem(real, self.state)
         if problem is not None:
-            self.diags.append(host_layout.host_refusal(key, lexical, links))
+            self.diags.append(host_layout.host_refusal(key, lexical, problem))
             return None
         return real
 
