@@ -24,6 +24,7 @@ Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import ctypes
 import fcntl
 import functools
 import json
@@ -33,7 +34,6 @@ import subprocess
 import time
 import typing as t
 
-from ..base import libc_lite as LL
 from ..host import bwrap as B
 from ..host import bwrap_run as BR
 from ..host import procfs as PF
@@ -110,10 +110,9 @@ def _say_failed(argv: t.Sequence[str], why: t.Optional[str]) -> None:
 
 @functools.lru_cache(maxsize=None)
 def _libc() -> t.Any:
-    """prctl(2) and the rest of the process's C library through base/libc_lite.py (without importing the ctypes
-    package in the probe's process), made when that module is imported, before any fork (so the reaper imports
+    """prctl(2) and the rest of the process's C library (ctypes), loaded before any fork (so the reaper loads
     nothing once it has entered the run's working directory)."""
-    return LL.libc
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def _reap(libc: t.Any, ctl: int, uid: int, gid: int, keep: t.Sequence[int], argv: t.Sequence[str],
