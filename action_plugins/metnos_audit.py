@@ -65,7 +65,8 @@ def payload():
 def keep(host, record):
     """Keep one host's result (a failure record here; the payload's answer goes in as the JSON text it came as,
     see keep_text) for the report, so that the report reads files instead of templating every host's
-    registered result through Jinja (at 1,000 hosts that templating alone took ~4 s of CPU in one worker)."""
+    registered result through Jinja (at a thousand hosts that templating alone costs a worker seconds of CPU:
+    docs/benchmarks.md)."""
     keep_text(host, json.dumps(record))
 
 
@@ -206,7 +207,7 @@ class ActionModule(ActionBase):
         out, text = found
         keep_text(host, text)      # the host's own JSON text: the same record, not encoded a second time
         # The whole record, or its summary (the whole one is in the spool): Ansible sends every result back to
-        # the main process and walks a registered one, ~30 % of a worker's CPU for the whole record.
+        # the main process and walks a registered one: a large share of a worker's CPU for the whole record.
         result.update(out if shape == "full" else T.summary(out))
         result["changed"] = False
         return result

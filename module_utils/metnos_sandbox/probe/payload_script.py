@@ -23,7 +23,7 @@ if MYPY:    # what the type checker reads; at run time the files before this one
 
     from ..base.json_lite import dumps, loads
 
-try:                                    # the C module alone: socket.py imports enum, selectors (~5 ms of CPU)
+try:                                    # the C module alone: socket.py imports enum, selectors (docs/benchmarks.md)
     import _socket as socket
 except ImportError:
     import socket  # type: ignore[no-redef]
@@ -132,7 +132,7 @@ if __name__ == "__main__":
     except Exception:
         go = ""
     import time
-    try:                                    # the interpreter's own sha256 (hashlib loads OpenSSL: ~3 ms)
+    try:                                    # the interpreter's own sha256 (hashlib loads OpenSSL: more CPU)
         from _sha256 import sha256  # type: ignore[import-not-found]
     except ImportError:
         try:
