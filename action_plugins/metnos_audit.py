@@ -131,7 +131,8 @@ class ActionModule(ActionBase):
             except PV.VarsError as exc:
                 result.update(failed=True, code="invalid_option", msg="metnos_audit: %s" % exc)
                 return None
-        # Types, choices, unknown options and defaults: Ansible's own validator, with the module's spec. It
+        # Types, choices, unknown options and defaults (applied here, once, on the action's path): Ansible's own
+        # validator, with the module's spec. It
         # deep-copies the options; Ansible's values carry their origin (subclasses of str, list, ...), which copy
         # the slow way, so they go in as the builtin types (docs/benchmarks.md).
         self._task.args = O.plain(self._task.args)
@@ -144,7 +145,7 @@ class ActionModule(ActionBase):
             result.update(failed=True, code="invalid_option", problems=named,
                           msg="metnos_audit: invalid variables, nothing was run on the host: %s" % "; ".join(named))
             return None
-        args = O.with_defaults(O.AUDIT, validated)
+        args = O.one_name(O.AUDIT, validated)      # the validator applied the defaults: old names only
         # Manifest text is loaded by the core's one reader/decoder (the host then needs no YAML library); a
         # refused load travels as the core's refusal record, refused on the host. manifest_sources are what the
         # metnos_manifest_source filter takes (paths, {file|manifest}), loaded by the function that filter calls

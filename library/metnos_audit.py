@@ -222,7 +222,7 @@ ARGUMENT_SPEC = O.AUDIT     # the action plugin validates with the same spec
 
 def main():
     module = O.utf8_module(AnsibleModule)(argument_spec=O.spec(ARGUMENT_SPEC), supports_check_mode=True)
-    result = A.audit_host(module.params)
+    result = A.audit_host(O.one_name(ARGUMENT_SPEC, module.params))   # AnsibleModule applied the defaults
     module.exit_json(changed=False, **result)
 
 

@@ -11,6 +11,7 @@ import pytest
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit as A
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import profile_states as PS
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as D
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context as HC
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import model as MD
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import profile as P
@@ -254,7 +255,8 @@ def test_one_host_report_lists_a_finding_once(monkeypatch):
     monkeypatch.setattr(A.S, "inspect", lambda *a, **k: S.Inspection(dict(svc), {}))
     monkeypatch.setattr(A.PR, "probe_service", lambda *a, **k: {"passed": False, "diagnostics": [blamed],
                                                                 "checks": []})
-    result = A.audit_host({"unit": "metnos.service", "probe": True}, runner=lambda *a, **k: (1, "", ""))
+    result = A.audit_host(spec.with_defaults(spec.AUDIT, {"unit": "metnos.service", "probe": True}),
+                          runner=lambda *a, **k: (1, "", ""))
     assert [(d["code"], d["details"]["unit"]) for d in result["diagnostics"]] == [
         ("unit_proc_subset_pid", "metnos.service"), ("unit_proc_subset_pid", "other.service")]
     assert result["diagnostics"][0]["message"] == blamed["message"]

@@ -28,7 +28,6 @@ from ..host import bwrap as B
 from ..host import bwrap_trust as BT
 from ..host import facts as F
 from ..host import trust_store as TS
-from ..options import spec as O
 from ..probe import probe as PR
 from ..profile import host_context as HC
 from ..profile import host_layout as HL
@@ -103,10 +102,11 @@ def drift_diagnostics(drift: Iterable[Mapping[str, Any]]) -> List[D.Diagnostic]:
 def audit_host(params: Mapping[str, Any], runner: B.Runner = B.default_runner,
                trust_store: Optional[str] = None) -> HostResult:
     """The whole per-host audit. ``params``: the options of metnos_audit (options.AUDIT: unit, scope, user,
-    manifests (list of mappings), host (overrides), profile_dir, probe (bool), timeout, smoke_user), each
-    missing one at its default. ``trust_store``: the file keeping bwrap verifications from one audit to the
-    next (host/trust_store.py; the payload's bootstrap names it beside the compiled core), None for none."""
-    params = O.with_defaults(O.AUDIT, params)
+    manifests (list of mappings), host (overrides), profile_dir, probe (bool), timeout, smoke_user), complete:
+    the caller applied the spec's defaults once (Ansible's validator in the action and the module,
+    options.with_defaults in the monitor and elsewhere), none is applied here. ``trust_store``: the file keeping
+    bwrap verifications from one audit to the next (host/trust_store.py; the payload's bootstrap names it beside
+    the compiled core), None for none."""
     system = os.uname().sysname
     if system != "Linux":     # the Linux checks do not apply on another kernel: the record says its level only
         return cast(HostResult, containment.record(os.uname()[1], params["placement"], system, None, None,

@@ -181,7 +181,7 @@ def _audit(config: Optional[Json], runner: B.Runner, hostname: str, diags: List[
     checks raised: monitor_run_failed)."""
     if config is not None:
         try:
-            result = A.audit_host(config["audit"], runner)
+            result = A.audit_host(O.with_defaults(O.AUDIT, config["audit"]), runner)   # the spec's defaults, once
             result.pop("monitor", None)          # the audit's view of the previous proof; this run replaces it
             result["diagnostics"] = [d for d in result["diagnostics"] if d["code"] != "monitor_result_unusable"]
             return result
