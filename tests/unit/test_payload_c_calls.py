@@ -32,17 +32,24 @@ def _interpreters():
 def test_the_payload_reads_the_kernels_answers(python, tmp_path):
     """statfs(2) gives /proc's filesystem type (and a tmpfs's), a path that does not exist gives ENOENT through
     errno, PR_GET_PDEATHSIG reads the parent-death signal the test set before exec (SIGUSR1: kept across execve),
-PR_SET_NAME does not fail the run."""
+PR_SET_NAME names the process as the probe looks for it (mp-<token>)."""
     def set_pdeathsig():
         ctypes.CDLL(None, use_errno=True).prctl(1, 10, 0, 0, 0)     # PR_SET_PDEATHSIG, SIGUSR1
 
     spec = {"token": "ccalls", "proc": ["/proc"], "ns": ["net"], "ro": ["/nonexistent/metnos-c-calls"],
             "rw": [], "absent": [], "tmpfs": ["/dev/shm"], "dev": []}
-    proc = subprocess.run([python, "-I", "-S", "-c", payload.payload_text(), json.dumps(spec)], input="",
-                          capture_output=True, text=True, timeout=60, check=False,
-                          preexec_fn=set_pdeathsig)
-    assert proc.returncode == 0, proc.stderr
-    obs = json.loads(proc.stdout)
+    proc = subprocess.Popen([python, "-I", "-S", "-c", payload.payload_text(), json.dumps(spec)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=set_pdeathsig)
+    try:
+        line = proc.stdout.readline()      # the payload now waits on stdin: its name is readable from outside
+        with open("/proc/%d/comm" % proc.pid) as handle:
+            comm = handle.read().strip()
+    finally:
+        _out, err = proc.communicate("", timeout=60)
+    assert proc.returncode == 0, err
+    assert comm == "mp-ccalls"
+    obs = json.loads(line)
     assert obs["metnos_probe"] == "ccalls"
     assert obs["proc"]["/proc"]["type"] == PROC_SUPER_MAGIC
     assert obs["ro"]["/nonexistent/metnos-c-calls"]["type"] == "error:ENOENT"
