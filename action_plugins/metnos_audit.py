@@ -61,7 +61,8 @@ def payload():
 def keep(host, record):
     """Keep one host's result (a failure record here; the payload's answer goes in as the JSON text it came as,
     see keep_text) for the report, so that the report reads files instead of templating every host's
-    registered result through Jinja (at 1,000 hosts that templating alone took ~4 s of CPU in one worker)."""
+    registered result through Jinja (at a thousand hosts that templating alone costs a worker seconds of CPU:
+    docs/benchmarks.md)."""
     keep_text(host, json.dumps(record))
 
 
@@ -127,7 +128,8 @@ class ActionModule(ActionBase):
             except play_vars.VarsError as exc:
                 result.update(failed=True, code="invalid_option", msg="metnos_audit: %s" % exc)
                 return None
-        # Types, choices, unknown options and defaults: Ansible's own validator, with the module's spec. It
+        # Types, choices, unknown options and defaults (applied here, once, on the action's path): Ansible's own
+        # validator, with the module's spec. It
         # deep-copies the options; Ansible's values carry their origin (subclasses of str, list, ...), which copy
         # the slow way, so they go in as the builtin types (docs/benchmarks.md).
         self._task.args = options_spec.plain(self._task.args)
@@ -140,7 +142,8 @@ class ActionModule(ActionBase):
             result.update(failed=True, code="invalid_option", problems=named,
                           msg="metnos_audit: invalid variables, nothing was run on the host: %s" % "; ".join(named))
             return None
-        args = options_spec.with_defaults(options_spec.AUDIT, validated)
+        args = options_spec.one_name(options_spec.AUDIT,
+                                     validated)      # the validator applied the defaults: old names only
         # Manifest text is loaded by the core's one reader/decoder (the host then needs no YAML library); a
         # refused load travels as the core's refusal record, refused on the host. manifest_sources are what the
         # metnos_manifest_source filter takes (paths, {file|manifest}), loaded by the function that filter calls
@@ -203,7 +206,7 @@ class ActionModule(ActionBase):
         out, text = found
         keep_text(host, text)      # the host's own JSON text: the same record, not encoded a second time
         # The whole record, or its summary (the whole one is in the spool): Ansible sends every result back to
-        # the main process and walks a registered one, ~30 % of a worker's CPU for the whole record.
+        # the main process and walks a registered one: a large share of a worker's CPU for the whole record.
         result.update(out if shape == "full" else transport.summary(out))
         result["changed"] = False
         return result

@@ -222,7 +222,7 @@ ARGUMENT_SPEC = spec.AUDIT     # the action plugin validates with the same spec
 
 def main():
     module = spec.utf8_module(AnsibleModule)(argument_spec=spec.spec(ARGUMENT_SPEC), supports_check_mode=True)
-    result = audit.audit_host(module.params)
+    result = audit.audit_host(spec.one_name(ARGUMENT_SPEC, module.params))   # AnsibleModule applied the defaults
     module.exit_json(changed=False, **result)
 
 

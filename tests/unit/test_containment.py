@@ -12,6 +12,7 @@ import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import containment
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics, verdicts
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest, model
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report_metrics
 from helpers import report_text
@@ -205,7 +206,7 @@ def test_the_payload_on_another_kernel_runs_no_linux_check(monkeypatch):
     monkeypatch.setattr(audit.os, "uname", lambda: _Uname(("Darwin", "mac-runner", "23.6.0", "", "arm64")))
     monkeypatch.setattr(audit.host_facts, "gather", lambda *a, **k: pytest.fail("a Linux check ran on macOS"))
     monkeypatch.setattr(audit.monitor_state, "describe", lambda *a, **k: pytest.fail("the monitor was asked on macOS"))
-    rec = audit.audit_host({"placement": "device", "manifests": [PLAIN]})
+    rec = audit.audit_host(spec.with_defaults(spec.AUDIT, {"placement": "device", "manifests": [PLAIN]}))
     assert rec["hostname"] == "mac-runner" and rec["schema"] == audit.SCHEMA and rec["verdict"] == "fail"
     assert (rec["containment"]["platform"], rec["containment"]["level"]) == ("macos", "none")
     assert [e["executor"] for e in rec["containment"]["executors"]] == ["plain"]
@@ -217,7 +218,8 @@ def test_a_real_audit_without_the_probe_is_not_proven():
     its level, not proven, a note that changes no verdict, and the host is not counted as isolated."""
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit
 
-    rec = audit.audit_host({"unit": "", "probe": False, "placement": "device", "manifests": [MANIFEST]})
+    rec = audit.audit_host(spec.with_defaults(spec.AUDIT, {"unit": "", "probe": False, "placement": "device",
+                                                           "manifests": [MANIFEST]}))
     found = rec["containment"]
     assert (found["platform"], found["placement"], found["level"], found["proven"]) == (
         "linux", "device", "bubblewrap", False), found

@@ -10,6 +10,7 @@ import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit, profile_states
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
     host_context,
     model,
@@ -258,7 +259,8 @@ def test_one_host_report_lists_a_finding_once(monkeypatch):
     monkeypatch.setattr(audit.service_env, "inspect", lambda *a, **k: service_env.Inspection(dict(svc), {}))
     monkeypatch.setattr(audit.probe_probe, "probe_service", lambda *a, **k: {"passed": False, "diagnostics": [blamed],
                                                                              "checks": []})
-    result = audit.audit_host({"unit": "metnos.service", "probe": True}, runner=lambda *a, **k: (1, "", ""))
+    result = audit.audit_host(spec.with_defaults(spec.AUDIT, {"unit": "metnos.service", "probe": True}),
+                              runner=lambda *a, **k: (1, "", ""))
     assert [(d["code"], d["details"]["unit"]) for d in result["diagnostics"]] == [
         ("unit_proc_subset_pid", "metnos.service"), ("unit_proc_subset_pid", "other.service")]
     assert result["diagnostics"][0]["message"] == blamed["message"]

@@ -26,7 +26,6 @@ from ..base.records import Shape
 from ..host import bwrap, bwrap_trust
 from ..host import facts as host_facts
 from ..host import trust_store as host_trust_store
-from ..options import spec
 from ..probe import probe as probe_probe
 from ..profile import host_context, host_layout, profile, python_roots, store
 from ..service import service_env
@@ -95,10 +94,11 @@ def drift_diagnostics(drift: Iterable[Mapping[str, Any]]) -> List[base_diagnosti
 def audit_host(params: Mapping[str, Any], runner: bwrap.Runner = bwrap.default_runner,
                trust_store: Optional[str] = None) -> HostResult:
     """The whole per-host audit. ``params``: the options of metnos_audit (options.AUDIT: unit, scope, user,
-    manifests (list of mappings), host (overrides), profile_dir, probe (bool), timeout, smoke_user), each
-    missing one at its default. ``trust_store``: the file keeping bwrap verifications from one audit to the
-    next (host/trust_store.py; the payload's bootstrap names it beside the compiled core), None for none."""
-    params = spec.with_defaults(spec.AUDIT, params)
+    manifests (list of mappings), host (overrides), profile_dir, probe (bool), timeout, smoke_user), complete:
+    the caller applied the spec's defaults once (Ansible's validator in the action and the module,
+    options.with_defaults in the monitor and elsewhere), none is applied here. ``trust_store``: the file keeping
+    bwrap verifications from one audit to the next (host/trust_store.py; the payload's bootstrap names it beside
+    the compiled core), None for none."""
     system = os.uname().sysname
     if system != "Linux":     # the Linux checks do not apply on another kernel: the record says its level only
         return cast(HostResult, containment.record(os.uname()[1], params["placement"], system, None, None,
@@ -112,8 +112,8 @@ def audit_host(params: Mapping[str, Any], runner: bwrap.Runner = bwrap.default_r
     path_text = os.environ.get("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
     smoke_user = None
     try:
-        smoke_user = (host_facts.resolve_user(params["smoke_user"]) if params.get("smoke_user")
-                      else host_facts.default_smoke_user())
+        given = params.get("smoke_user")
+        smoke_user = host_facts.resolve_user(given) if given else host_facts.default_smoke_user()
     except host_facts.UserError:
         smoke_user = host_facts.default_smoke_user()
     ledger = bwrap_trust.Ledger(host_trust_store.Store(trust_store) if trust_store

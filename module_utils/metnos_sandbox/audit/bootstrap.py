@@ -137,7 +137,7 @@ class Loader(object):
 
 
 if __name__ == "__main__":
-    gc.disable()    # one short run: no cycle collection (2.5 % of the audit process's instructions, the same peak RSS)
+    gc.disable()    # one short run: no cycle collection (its instructions saved, the same peak RSS: docs/benchmarks.md)
     rest: "IO[bytes] | None" = None
     blob: "bytes | None"
     if len(sys.argv) > 1:
@@ -196,4 +196,4 @@ if __name__ == "__main__":
                             b" end\n")
     sys.stdout.buffer.flush()
     sys.stderr.flush()
-    os._exit(0)     # the answer is out: tearing the interpreter down would cost the host ~10-20 ms of CPU for nothing
+    os._exit(0)     # the answer is out: tearing the interpreter down would cost the host CPU for nothing

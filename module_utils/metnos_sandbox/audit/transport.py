@@ -57,15 +57,15 @@ PACKAGES = " packages"   # the payload's key listing the package names (no modul
 # interpreter's cache tag. Used only after checks: every directory on the way root-owned and not writable by
 # others (a sticky one may be), the bundle a root-owned regular file with one link and no group/other bits,
 # the interpreter's magic number, and the CRC-32 of its content (it catches a damaged file; what keeps a forged
-# one out is that only root can write there: a digest would not, and the interpreter's own sha256 costs ~4 ms
-# for the bundle's 1.1 MB). Written only by root; anything else compiles as before. The bundle holds the
-# compiled modules, the sources read as scripts (bootstrap.SCRIPTS) and the core's module and package names, so
-# that a hit never reads, decompresses nor decodes
-# the shipped sources (~5 ms per host): they are read only to compile a module the bundle lacks. "-3" in its name
-# is the bundle's format (a bundle of another format is never read: it is removed by the next write). The
-# newest 4 bundles stay (KEEP in bootstrap.py: two controllers with different versions of the toolkit, auditing
-# the same hosts, do not evict each other's), each with its bwrap verifications ("-3.trust",
-# host/trust_store.py); anything else in the directory is removed by the next write.
+# one out is that only root can write there: a digest would not, and the interpreter's own sha256 of the whole
+# bundle costs each host CPU, docs/benchmarks.md). Written only by root; anything else compiles as before. The
+# bundle holds the compiled modules, the sources read as scripts (bootstrap.SCRIPTS) and the core's module and
+# package names, so that a hit never reads, decompresses nor decodes the shipped sources (CPU on every host,
+# docs/benchmarks.md): they are read only to compile a module the bundle lacks. "-3" in its name is the bundle's
+# format (a bundle of another format is never read: it is removed by the next write). The newest 4 bundles stay
+# (KEEP in bootstrap.py: two controllers with different versions of the toolkit, auditing the same hosts, do not
+# evict each other's), each with its bwrap verifications ("-3.trust", host/trust_store.py); anything else in the
+# directory is removed by the next write.
 CACHE_DIR = "/run/metnos-audit"
 
 # What runs on the host first (``python -I -S -c BOOTSTRAP``): the text of bootstrap.py, read once.

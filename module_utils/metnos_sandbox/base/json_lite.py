@@ -5,9 +5,8 @@
 question to the executors' interpreter), without importing the json package.
 
 Those scripts start a fresh interpreter with ``-I -S``, where ``import json`` is the largest cost of the
-whole script: it imports re and its compiler (about 10 ms of CPU each time, measured with
-benchmarks/bench-audit.py's payload and python -X importtime). This module defines ``loads`` and ``dumps``
-on json's own C parts (``_json``: the scanner and the string encoder json.loads and json.dumps use), so
+whole script: it imports re and its compiler, each time (docs/benchmarks.md). This module defines ``loads``
+and ``dumps`` on json's own C parts (``_json``: the scanner and the string encoder json.loads and json.dumps use), so
 the text read and written is exactly JSON; an interpreter without ``_json`` (not CPython) uses the json
 package instead.
 

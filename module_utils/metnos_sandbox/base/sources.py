@@ -85,8 +85,8 @@ def imports(name: str, source: str, is_package_module: bool) -> Set[str]:
     run): every ``from . import x``, ``from ..base import diagnostics``, ``from .records import Shape``, ``import
     metnos_sandbox.x`` resolved against the module's package. A name may be a module or an attribute of one:
     both are listed (closure keeps those that are modules). Text, not a syntax tree: parsing the whole core costs
-    the payload's builder ~0.35 s of CPU, reading its import lines a few milliseconds (tests/unit/test_audit_payload.py
-    compares the result with what the interpreter imports)."""
+    the payload's builder far more CPU than reading its import lines (docs/benchmarks.md;
+    tests/unit/test_audit_payload.py compares the result with what the interpreter imports)."""
     package = name if is_package_module else name.rpartition(".")[0]
     found: Set[str] = set()
     for dots, module, names, plain in IMPORT.findall(source):

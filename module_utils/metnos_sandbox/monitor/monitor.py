@@ -175,13 +175,14 @@ def os_label(path: str = "/etc/os-release") -> str:
 
 # --------------------------------------------------------------------------- one run
 
-def _audit(config: Optional[Json], runner: bwrap.Runner, hostname: str,
-           diags: List[diagnostics.Diagnostic]) -> audit_audit.HostResult:
+def audit(config: Optional[Json], runner: bwrap.Runner, hostname: str,
+          diags: List[diagnostics.Diagnostic]) -> audit_audit.HostResult:
     """The audit result of the configured checks (an empty failing one without a configuration, or when the
     checks raised: monitor_run_failed)."""
     if config is not None:
         try:
-            result = audit_audit.audit_host(config["audit"], runner)
+            result = audit_audit.audit_host(spec.with_defaults(spec.AUDIT, config["audit"]),
+                                            runner)   # the spec's defaults, once
             result.pop("monitor", None)          # the audit's view of the previous proof; this run replaces it
             result["diagnostics"] = [d for d in result["diagnostics"] if d["code"] != "monitor_result_unusable"]
             return result
@@ -236,7 +237,7 @@ def run(config_path: str, outputs: Outputs, folder: Optional[str] = None, runner
         diags.append(diagnostics.make(exc.code, path=config_path, why=str(exc), host=hostname))
     if folder is not None:
         diags += install_findings(folder, hostname)
-    result = _audit(config, runner, hostname, diags)
+    result = audit(config, runner, hostname, diags)
     proven, verdict = judge(result, diags)
     finished = clock()
     record: Json = {

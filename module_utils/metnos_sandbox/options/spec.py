@@ -100,8 +100,9 @@ def _plain(value: Any, memo: Dict[int, Any]) -> Any:
 _ATOMS = (str, int, float, bool, type(None))
 
 
-# metnos_audit: the action validates with it (validate_argument_spec), library/metnos_audit.py documents
-# it, audit.audit_host applies its defaults for any other caller.
+# metnos_audit: its defaults are applied once on each path, by this spec: Ansible's validator with it in the action
+# (validate_argument_spec) and in library/metnos_audit.py (AnsibleModule), with_defaults in the monitor and any
+# other caller; audit.audit_host takes the options complete.
 AUDIT: Spec = spec(
     SERVICE,
     manifests={"type": "list", "elements": "raw", "default": []},
@@ -159,15 +160,23 @@ AUDIT_MERGE: Spec = spec(
 )
 
 
-def with_defaults(option_spec: Mapping[str, Mapping[str, Any]], params: Mapping[str, Any]) -> Dict[str, Any]:
-    """``params`` with each option's default where it is missing or None, and old names (aliases) read
-    under the option's one name."""
+def one_name(option_spec: Mapping[str, Mapping[str, Any]], params: Mapping[str, Any]) -> Dict[str, Any]:
+    """``params`` with old names (aliases) read under the option's one name, no default applied: what follows
+    Ansible's validator, which applied the defaults already (and keeps the old names beside the new)."""
     out = dict(params)
     for name, option in option_spec.items():
         for alias in option.get("aliases") or []:
             if out.get(name) is None and out.get(alias) is not None:
                 out[name] = out[alias]
             out.pop(alias, None)
+    return out
+
+
+def with_defaults(option_spec: Mapping[str, Mapping[str, Any]], params: Mapping[str, Any]) -> Dict[str, Any]:
+    """``params`` with each option's default where it is missing or None, and old names (aliases) read
+    under the option's one name: the spec's defaults applied where no Ansible validator ran."""
+    out = one_name(option_spec, params)
+    for name, option in option_spec.items():
         if out.get(name) is None and "default" in option:
             out[name] = plain(option["default"])
     return out

@@ -14,7 +14,7 @@ import json
 import os
 import typing as t
 
-from ..base import json_lite, libc_lite, sources
+from ..base import json_lite, sources
 from ..base.paths import under
 from ..base.records import Record
 from ..host import bwrap_options, procfs
@@ -52,9 +52,9 @@ class SystemdReport(Record):
 @functools.lru_cache(maxsize=None)
 def payload_text() -> str:
     """The payload's text (``python -c``): payload_script.py, which runs inside the sandbox, after the files that
-    define what it uses, base/json_lite.py and base/libc_lite.py (it must be one self-contained text: the
-    sandbox does not see the core). Read once per process, when first needed."""
-    return sources.script(json_lite, libc_lite, payload_script)
+    define what it uses, base/json_lite.py (it must be one self-contained text: the sandbox does not see the
+    core). Read once per process, when first needed."""
+    return sources.script(json_lite, payload_script)
 
 
 SENSITIVE = ("/root", "/home", "/opt", "/srv", "/mnt", "/media", "/var", "/run")

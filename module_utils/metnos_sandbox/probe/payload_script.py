@@ -6,11 +6,13 @@
 then waits on stdin until the outside has read its evidence.
 
 The text it runs is assembled from real files (payload.payload_text): base/json_lite.py (``loads``,
-``dumps``), base/libc_lite.py (``libc``: prctl(2) and statfs(2), ``c_int``, ...), then this file; each
-package import would cost more than the rest of the script. The names they define are imported below only
-for the type checker. Importing this module runs nothing: the work is under ``if __name__ == "__main__"``,
-which is what ``-c`` gives. No ``from __future__`` import (it would not compile after the other files).
+``dumps``), then this file; the json package's import would cost more than the rest of the script. The names
+it defines are imported below only for the type checker; prctl(2) and statfs(2) are called through ctypes
+(``libc``: the process's C library, keeping ``errno``). Importing this module runs nothing: the work is under
+``if __name__ == "__main__"``, which is what ``-c`` gives. No ``from __future__``
+import (it would not compile after the other files).
 """
+import ctypes
 import errno
 import os
 import sys
@@ -20,9 +22,8 @@ if MYPY:    # what the type checker reads; at run time the files before this one
     from typing import Any
 
     from ..base.json_lite import dumps, loads
-    from ..base.libc_lite import byref, c_int, c_long, c_uint, get_errno, libc, string_buffer
 
-try:                                    # the C module alone: socket.py imports enum, selectors (~5 ms of CPU)
+try:                                    # the C module alone: socket.py imports enum, selectors (docs/benchmarks.md)
     import _socket as socket
 except ImportError:
     import socket  # type: ignore[no-redef]
@@ -47,14 +48,14 @@ def err(num: "int | None") -> str:
 
 def fs(path: str) -> "dict[str, Any]":
     out: "dict[str, Any]" = {}
-    buf = string_buffer(512)
+    buf = ctypes.create_string_buffer(512)
     if libc.statfs(path.encode("utf-8"), buf) == 0:
         if os.uname()[4].startswith("s390"):
-            out["type"] = c_uint.from_buffer(buf).value
+            out["type"] = ctypes.c_uint.from_buffer(buf).value
         else:
-            out["type"] = c_long.from_buffer(buf).value & 0xffffffff
+            out["type"] = ctypes.c_long.from_buffer(buf).value & 0xffffffff
     else:
-        out["type"] = err(get_errno())
+        out["type"] = err(ctypes.get_errno())
     try:
         st = os.stat(path)
         out["dev"] = "%d:%d" % (os.major(st.st_dev), os.minor(st.st_dev))
@@ -94,6 +95,7 @@ def presence(path: str) -> str:
 
 
 if __name__ == "__main__":
+    libc = ctypes.CDLL(None, use_errno=True)
     spec = loads(sys.argv[1])
     libc.prctl(15, ("mp-" + spec["token"])[:15].encode(), 0, 0, 0)   # PR_SET_NAME: this code ran here
     obs: "dict[str, Any]" = {"metnos_probe": spec["token"], "pid": os.getpid(), "uid": os.getuid(), "ns": {}}
@@ -118,8 +120,8 @@ if __name__ == "__main__":
     obs["absent"] = dict((p, presence(p)) for p in spec["absent"])
     obs["tmpfs"] = dict((p, dict(fs(p), entries=listing(p))) for p in spec["tmpfs"] + spec["dev"])
     try:
-        sig = c_int(0)
-        libc.prctl(2, byref(sig), 0, 0, 0)   # PR_GET_PDEATHSIG
+        sig = ctypes.c_int(0)
+        libc.prctl(2, ctypes.byref(sig), 0, 0, 0)   # PR_GET_PDEATHSIG
         obs["pdeathsig"] = sig.value
     except Exception as exc:
         obs["pdeathsig"] = "error:%s" % exc
@@ -130,7 +132,7 @@ if __name__ == "__main__":
     except Exception:
         go = ""
     import time
-    try:                                    # the interpreter's own sha256 (hashlib loads OpenSSL: ~3 ms)
+    try:                                    # the interpreter's own sha256 (hashlib loads OpenSSL: more CPU)
         from _sha256 import sha256  # type: ignore[import-not-found]
     except ImportError:
         try:

@@ -24,6 +24,7 @@ Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import ctypes
 import fcntl
 import functools
 import json
@@ -33,7 +34,6 @@ import subprocess
 import time
 import typing as t
 
-from ..base import libc_lite
 from ..host import bwrap, bwrap_run, procfs
 from . import proctree
 
@@ -108,10 +108,9 @@ def _say_failed(argv: t.Sequence[str], why: t.Optional[str]) -> None:
 
 @functools.lru_cache(maxsize=None)
 def _libc() -> t.Any:
-    """prctl(2) and the rest of the process's C library through base/libc_lite.py (without importing the ctypes
-    package in the probe's process), made when that module is imported, before any fork (so the reaper imports
+    """prctl(2) and the rest of the process's C library (ctypes), loaded before any fork (so the reaper loads
     nothing once it has entered the run's working directory)."""
-    return libc_lite.libc
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def _reap(libc: t.Any, ctl: int, uid: int, gid: int, keep: t.Sequence[int], argv: t.Sequence[str],

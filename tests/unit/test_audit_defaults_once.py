@@ -1,0 +1,117 @@
+# -*- coding: utf-8 -*-
+"""The audit's defaults, applied once on each path and by the option spec (options/spec.py AUDIT, issue 44 item 4):
+the metnos_audit action (Ansible's validator with the spec; the host's audit_host applies none), the library module
+(AnsibleModule with the spec), the monitor (options.with_defaults). Each path counted, and what audit_host is
+handed the same as when the action, the module and audit_host each applied them again.
+
+Ansible's validator and the core run for real; what is counted is wrapped, not replaced. The action is built
+without a play (its constructor's task, connection and loader are what only a running play has) and audit_host
+is stood in for where the path's own work ends there (the checks themselves are the other tests')."""
+from __future__ import absolute_import, division, print_function
+
+import types
+
+import pytest
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
+from helpers import faces
+
+GIVEN = {"probe_timeout": 5, "unit": "other.service", "placement": "device"}
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """How often the spec's defaults are applied: by options.with_defaults, by Ansible's validator."""
+    calls = {"with_defaults": 0, "validator": 0}
+    with_defaults, validate = spec.with_defaults, ArgumentSpecValidator.validate
+
+    def counting_with_defaults(option_spec, params):
+        calls["with_defaults"] += 1
+        return with_defaults(option_spec, params)
+
+    def counting_validate(self, parameters, *args, **kwargs):
+        calls["validator"] += 1
+        return validate(self, parameters, *args, **kwargs)
+    monkeypatch.setattr(spec, "with_defaults", counting_with_defaults)
+    monkeypatch.setattr(ArgumentSpecValidator, "validate", counting_validate)
+    return calls
+
+
+def _before(given):
+    """What audit_host worked on before issue 44: the validator's parameters, then with_defaults (twice)."""
+    validated = ArgumentSpecValidator(spec.spec(spec.AUDIT)).validate(dict(given)).validated_parameters
+    return spec.with_defaults(spec.AUDIT, spec.with_defaults(spec.AUDIT, validated))
+
+
+def test_the_action_path_applies_them_once(counted, monkeypatch):
+    """The action: Ansible's validator once, no with_defaults; the host's audit_host applies none either (a
+    mutation putting with_defaults back in the action or in audit_host fails here)."""
+    before = _before(GIVEN)
+    counted.update(validator=0, with_defaults=0)
+    action_module = faces.load("action_plugins/metnos_audit.py", "metnos_audit_action_defaults")
+    action = action_module.ActionModule.__new__(action_module.ActionModule)
+    action._task = types.SimpleNamespace(args=dict(GIVEN))
+    args = action._options({}, {})
+    assert counted == {"validator": 1, "with_defaults": 0}
+    before.pop("manifest_sources")
+    assert args == before
+    assert args["timeout"] == 5.0 and args["profile_dir"] == "/etc/metnos/sandbox/profiles"
+    # On the host: the envelope's params (run() takes result and from_vars off) go to audit_host as they are.
+    args.pop("result"), args.pop("from_vars")
+    monkeypatch.setattr(audit.os, "uname", _Uname)
+    record = audit.audit_host(args)
+    assert counted == {"validator": 1, "with_defaults": 0}
+    assert record["containment"]["placement"] == "device"
+
+
+class _Uname(tuple):
+    """os.uname() of a macOS host (faked: the audit's only question there, before anything runs; no macOS kernel
+    can run on this machine), so that audit_host returns at once."""
+
+    def __new__(cls):
+        return tuple.__new__(cls, ("Darwin", "mac-runner", "23.6.0", "", "arm64"))
+
+    sysname = property(lambda self: self[0])
+
+
+def test_the_module_path_applies_them_once(counted, monkeypatch):
+    """library/metnos_audit.py: AnsibleModule's validator once, no with_defaults, audit_host handed what it
+    worked on before (a mutation putting with_defaults back fails on the count)."""
+    from ansible.module_utils.testing import patch_module_args
+
+    module = faces.load("library/metnos_audit.py", "metnos_audit_module_defaults")
+    before = _before(GIVEN)
+    counted.update(validator=0, with_defaults=0)
+    handed = []
+    monkeypatch.setattr(module.audit, "audit_host", lambda params: handed.append(params) or {"verdict": "pass"})
+    with patch_module_args(dict(GIVEN)):
+        with pytest.raises(SystemExit):
+            module.main()
+    assert counted == {"validator": 1, "with_defaults": 0}
+    assert handed == [before]
+
+
+def test_the_monitor_path_applies_them_once(counted, monkeypatch):
+    """The monitor: its configuration's audit options (checked, never defaulted, by check_config), with_defaults
+    once, audit_host handed what it worked on before (a mutation dropping the call fails on the count)."""
+    config = monitor.check_config({"schema": monitor.CONFIG_SCHEMA, "audit": {"unit": "other.service",
+                                                                             "timeout": 5.0}})
+    before = spec.with_defaults(spec.AUDIT, config["audit"])
+    counted.update(validator=0, with_defaults=0)
+    handed = []
+    monkeypatch.setattr(monitor.audit_audit, "audit_host", lambda params, runner: handed.append(params) or {
+        "diagnostics": []})
+    monitor.audit(config, lambda *a, **k: (0, "", ""), "host", [])
+    assert counted == {"validator": 0, "with_defaults": 1}
+    assert handed == [before] and before["timeout"] == 5.0 and before["probe"] is True
+    assert before["profile_dir"] == "/etc/metnos/sandbox/profiles"
+
+
+def test_the_spec_is_the_one_source():
+    """with_defaults reads the spec's defaults; one_name reads old names only (what follows a validator)."""
+    assert spec.one_name(spec.AUDIT, {"probe_timeout": 5}) == {"timeout": 5}
+    assert spec.with_defaults(spec.AUDIT, {"probe_timeout": 5})["timeout"] == 5
+    assert spec.with_defaults(spec.AUDIT, {})["timeout"] == spec.AUDIT["timeout"]["default"]
