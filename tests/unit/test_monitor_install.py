@@ -104,7 +104,7 @@ def test_other_releases_and_a_tampered_one_are_replaced(tmp_path):
     ("not base64!", "the bundle cannot be read"),
     (base64.b64encode(b"not zlib").decode(), "the bundle cannot be read"),
     (base64.b64encode(zlib.compress(b"[]")).decode(), "the bundle holds no sources"),
-    (bundle_of({"a.py": "x = 1\n"}, version="0.1.0+000000000000"), "its sources are 0.1.0+"),
+    (bundle_of({"a.py": "x = 1\n"}, version="0.1.0+000000000000"), "its sources are 1.0.0+"),
     (bundle_of({"../../etc/cron.d/x.py": "x"}), "not a source file of the core"),
     (bundle_of({"evil.sh": "x"}), "not a source file of the core"),
     (base64.b64encode(zlib.compress(b" " * (monitor_install.MAX_BUNDLE_BYTES + 10))).decode(), "unpacks to more than"),
@@ -119,3 +119,10 @@ def test_a_bundle_that_is_not_its_release_is_refused_before_anything_is_written(
 def test_the_prefix_is_a_plain_absolute_folder(prefix):
     with pytest.raises(monitor_install.ReleaseError, match="prefix must be"):
         monitor_install.install(prefix, monitor_install.release(CORE, bundle=True)["bundle"], ENTRY)
+
+
+def test_the_release_names_the_collection_s_version():
+    """The monitor's release (and the metrics' toolkit_version) carry the collection's own version, galaxy.yml's."""
+    with open(os.path.join(ROOT, "galaxy.yml"), encoding="utf-8") as handle:
+        version = [line.split(":", 1)[1].strip() for line in handle if line.startswith("version:")]
+    assert version == [monitor_install.TOOLKIT_VERSION]

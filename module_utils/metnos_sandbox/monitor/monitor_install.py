@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Mapping
 
 from ..base import sources as base_sources
 
-TOOLKIT_VERSION = "0.1.0"
+TOOLKIT_VERSION = "1.0.0"      # galaxy.yml's version (tests/unit/test_monitor_install.py holds them equal)
 DIGEST_CHARS = 12
 ENTRY_POINT = "metnos-sandbox-monitor.py"
 PACKAGE = "metnos_sandbox"
