@@ -24,7 +24,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor_install, monitor_textfile
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import (
+    monitor_install,
+    monitor_textfile,
+)
 from conftest import ROOT, SYSTEMD_IMAGES, ansible_env, bwrap_image, podman, start_host, stop_host
 
 RUN_ID = "d481d1a4e1fd4a90b5403a7166f36850"
