@@ -49,17 +49,19 @@ def core(attribute, *names):
     raise ImportError(names)
 
 
-D = core("make", "base.diagnostics", "diagnostics")
-M = core("FileSource", "profile.model", "manifest")
-P = core("render_safe", "profile.profile", "profile")
-HC = core("HostContext", "profile.host_context", "profile.profile", "profile")
-U = core("load_unit", "service.systemd_unit", "systemd_unit")
-UE = core("compose_environment", "service.unit_environment", "service.systemd_unit", "systemd_unit")
+diagnostics = core("make", "base.diagnostics", "diagnostics")
+model = core("FileSource", "profile.model", "manifest")
+profile = core("render_safe", "profile.profile", "profile")
+host_context = core("HostContext", "profile.host_context", "profile.profile", "profile")
+systemd_unit = core("load_unit", "service.systemd_unit", "systemd_unit")
+unit_environment = core("compose_environment", "service.unit_environment", "service.systemd_unit", "systemd_unit")
+# A message template's {placeholder} (named _PLACEHOLDER on a tree before issue 44).
+PLACEHOLDER = getattr(diagnostics, "PLACEHOLDER", None) or diagnostics._PLACEHOLDER
 
 
 def registry():
     out = []
-    for _code, entry in sorted(D.REGISTRY.items()):
+    for _code, entry in sorted(diagnostics.REGISTRY.items()):
         out.append(dict((k, getattr(entry, k)) for k in entry.__slots__))
     return out
 
@@ -72,17 +74,18 @@ class _Names(dict):
 def made():
     """Every code, every message template and every remediation variant, placeholders filled with their names."""
     out = []
-    for code, entry in sorted(D.REGISTRY.items()):
+    for code, entry in sorted(diagnostics.REGISTRY.items()):
         for wording in [None] + sorted(k for k in entry.messages if k):
             for variant in [None] + sorted(entry.variants):
                 fill = _Names()
                 for text in [entry.cause] + list(entry.messages.values()) + list(entry.remediation) + \
                         [t for v in entry.variants.values() for t in v]:
-                    for name in D._PLACEHOLDER.findall(text):
+                    for name in PLACEHOLDER.findall(text):
                         fill[name] = "<%s>" % name
                 kwargs = dict(fill)
                 try:
-                    out.append([code, wording, variant, D.make(code, variant=variant, wording=wording, **kwargs)])
+                    made = diagnostics.make(code, variant=variant, wording=wording, **kwargs)
+                    out.append([code, wording, variant, made])
                 except Exception as exc:   # a combination the registry refuses: its refusal is behaviour too
                     out.append([code, wording, variant, "refused: %s: %s" % (type(exc).__name__, exc)])
     return out
@@ -94,11 +97,13 @@ def profiles(work):
     _root, _host, entries = hostile_tree.materialize(os.path.join(work, "hostile"))
     for entry, path, host, inv in entries:
         for label, invocation in (("with_invocation", inv), ("without_invocation", {})):
-            out.append([entry.id, label, P.render_safe(M.FileSource(path), HC.HostContext(host), invocation, ACTIVE)])
+            context = host_context.HostContext(host)
+            out.append([entry.id, label, profile.render_safe(model.FileSource(path), context, invocation, ACTIVE)])
     _root, _host, entries = hostile_bwrap.materialize(os.path.join(work, "hostile_bwrap"))
     for entry, path, host, inv, bwrap in entries:
         status = dict(ACTIVE, bwrap_path=bwrap) if bwrap else ACTIVE
-        out.append([entry.id, "bwrap", P.render_safe(M.FileSource(path), HC.HostContext(host), inv, status)])
+        context = host_context.HostContext(host)
+        out.append([entry.id, "bwrap", profile.render_safe(model.FileSource(path), context, inv, status)])
     return out
 
 
@@ -113,8 +118,8 @@ def units(work):
             os.makedirs(os.path.dirname(full), exist_ok=True)
             with open(full, "w") as handle:
                 handle.write(text)
-        state = U.load_unit("metnos-%s.service" % name, root=root)
-        out.append([name, state, UE.compose_environment(state, root, {}, "DEFAULT")])
+        state = systemd_unit.load_unit("metnos-%s.service" % name, root=root)
+        out.append([name, state, unit_environment.compose_environment(state, root, {}, "DEFAULT")])
     return out
 
 

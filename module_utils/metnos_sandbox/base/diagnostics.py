@@ -90,7 +90,7 @@ def section_of(code: str) -> str:
     return spec(code).section
 
 
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def _fill(text: str, context: Mapping[str, Any]) -> str:
@@ -105,7 +105,7 @@ def _fill(text: str, context: Mapping[str, Any]) -> str:
     def sub(match: "re.Match[str]") -> str:
         key = match.group(1)
         return str(context[key]) if key in context else match.group(0)
-    return _PLACEHOLDER.sub(sub, text)
+    return PLACEHOLDER.sub(sub, text)
 
 
 def _steps(templates: Iterable[str], context: Mapping[str, Any]) -> List[str]:
@@ -113,7 +113,7 @@ def _steps(templates: Iterable[str], context: Mapping[str, Any]) -> List[str]:
     becomes the list's items (the steps of a classified cause)."""
     out: List[str] = []
     for item in templates:
-        match = _PLACEHOLDER.fullmatch(item)
+        match = PLACEHOLDER.fullmatch(item)
         value = context.get(match.group(1)) if match else None
         if isinstance(value, (list, tuple)):
             out.extend(str(v) for v in value)
