@@ -40,7 +40,6 @@ class Cause(object):
         return self._pattern
 
 
-
 def _dropin(line: str) -> List[str]:
     """The commands that add ``line`` to the unit's drop-in (<unit>: the service's unit) and apply it."""
     return ["mkdir -p /etc/systemd/system/<unit>.d",

@@ -188,7 +188,7 @@ def gather(path_text: str, environment: Mapping[str, str], smoke_test: bool = Tr
             # Cannot switch users without root: run as ourselves and say so.
             diags.append(diagnostics.make("bwrap_smoke_skipped", severity=diagnostics.WARNING,
                                           reason="Not root: the smoke test ran as the current user instead "
-                                       "of %s." % smoke_user["name"]))
+                                                 "of %s." % smoke_user["name"]))
             smoke_user = None
         if smoke_user is not None and smoke_user["uid"] == os.geteuid():
             smoke_user = None

@@ -423,12 +423,12 @@ def _culprit_finding(culprit: t.Mapping[str, t.Any], unit: str, how: str,
                                  wording="experiment_unit" if culprit["kind"] == "unit" else "experiment", unit=unit,
                                  directives=culprit["directives"],
                                  directive=culprit["directives"][0], relax=lines, relax_words=_quoted(lines or []),
-                                 relax_note="Remove %s from the unit (no drop-in relaxation made the probe pass)." %
-                             ", ".join("%s=" % d for d in culprit["directives"]),
+                                 relax_note="Remove %s from the unit (no drop-in relaxation made the probe pass)."
+                                 % ", ".join("%s=" % d for d in culprit["directives"]),
                                  found_by="experiment", fill={
-                      "shown": shown, "together": "" if culprit["alone"] else " (only together)",
-                      "said": (culprit["said"] or culprit["cause"] or culprit["kind"]).rstrip(".") + ".",
-                      "how": how, "relaxed": relaxed})
+                                     "shown": shown, "together": "" if culprit["alone"] else " (only together)",
+                                     "said": (culprit["said"] or culprit["cause"] or culprit["kind"]).rstrip(".") + ".",
+                                     "how": how, "relaxed": relaxed})
 
 
 def _inconclusive(result: t.Mapping[str, t.Any], unit: str) -> t.List[base_diagnostics.Diagnostic]:

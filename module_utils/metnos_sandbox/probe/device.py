@@ -45,7 +45,7 @@ def payload_text() -> str:
 # down once its init is gone).
 SETTLE = 2.0
 CODE_OF_CHECK = {"device_pid_namespace": "probe_device_pid_shared", "device_process_group": "probe_device_group_shared",
-         "device_deadline_kills_group": "probe_device_deadline_escaped"}
+                 "device_deadline_kills_group": "probe_device_deadline_escaped"}
 
 
 def command(argv: t.Sequence[str], python: str, spec: Json) -> t.List[str]:
@@ -244,8 +244,8 @@ def _judge(checks: _Checks, obs: Json, payload: int, bwrap: int, host_network: b
         problems.append("not proven: nothing could be written to /tmp inside (%s)" % written)
     elif os.path.lexists(written):
         problems.append("what was written to /tmp inside is in the host's /tmp")
-    checks.add("device_private_tmp", "a /tmp of its own", {"written": written,
-                                                             "host_marker_seen": obs.get("host_tmp_marker")}, problems)
+    checks.add("device_private_tmp", "a /tmp of its own",
+               {"written": written, "host_marker_seen": obs.get("host_tmp_marker")}, problems)
     return list(members)
 
 

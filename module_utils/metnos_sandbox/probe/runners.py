@@ -128,10 +128,10 @@ def _judge_run(shown: t.List[str], result: Json, obs: t.Optional[Json], outside:
         verdict["diagnostics"].append(systemd_exit.diagnostic(result["unit_failure"], who))
         return verdict
     if obs is None:
+        silent = {"who": who, "exit": status.get("exit-code", result["rc"]),
+                  "stderr": verdict["stderr"][-300:] or "no output"}
         verdict["diagnostics"].append(_setup_failed(verdict, result, status, who, tool) if verdict["setup_failed"]
-                                      else diagnostics.make("probe_payload_failed", wording="silent", fill={
-                                                  "who": who, "exit": status.get("exit-code", result["rc"]),
-                                                  "stderr": verdict["stderr"][-300:] or "no output"},
+                                      else diagnostics.make("probe_payload_failed", wording="silent", fill=silent,
                                                             exit_code=status.get("exit-code")))
         return verdict
     verdict["observed_uid"] = obs.get("uid")

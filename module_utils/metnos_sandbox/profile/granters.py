@@ -151,7 +151,7 @@ class Render(object):
         if problem:
             self.refuse(_SCOPE_CODES[problem.kind], "judged" if lexical == what else "judged_from", {
                 "access": access, "path": lexical, "what": diagnostics.excerpt(what), "problem": problem.text},
-                        field=field)
+                field=field)
             return None
         try:
             real = self.state.realpath(lexical)
@@ -408,7 +408,7 @@ def _grant_metnos(r: Render, cap: Capability) -> None:
     if path is None:
         r.refuse("metnos_resource_unknown", "unknown", {
             "resource": diagnostics.excerpt(cap.target), "known": ", ".join(sorted(r.host["resources"]))},
-                 capability=cap.text)
+            capability=cap.text)
         return
     _mount_configured(r, cap, "resources.%s" % cap.target, path, _mode(cap), "R-CAP-METNOS")
 

@@ -96,6 +96,6 @@ def root_diagnostics(unit: str, user: Mapping[str, Any], settings: Mapping[str, 
         if user.get("dynamic_user") == "static":
             why += " with DynamicUser=yes"
         return [diagnostics.make("service_runs_as_root", wording="configured", fill=dict(fill, why=why), **context)]
+    why = "uid %d in /proc/%s/status" % (0, live["pid"] if live else "?")
     return [diagnostics.make("service_runs_as_root", wording="live", pid=live["pid"] if live else None,
-                             user=user.get("name"), fill=dict(fill, why="uid %d in /proc/%s/status" % (
-                       0, live["pid"] if live else "?")), **context)]
+                             user=user.get("name"), fill=dict(fill, why=why), **context)]

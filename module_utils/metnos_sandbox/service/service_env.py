@@ -216,8 +216,8 @@ def _execstart_diagnostics(ev: Evaluation, v: _View) -> List[base_diagnostics.Di
         if effect["clears"]:
             changes.append("clears the whole environment (env -i)")
         diags.append(base_diagnostics.make(
-            "service_execstart_sets_env", unit=unit, severity=base_diagnostics.ERROR if severe
-                                           else base_diagnostics.WARNING, where=item["where"],
+            "service_execstart_sets_env", unit=unit,
+            severity=base_diagnostics.ERROR if severe else base_diagnostics.WARNING, where=item["where"],
             healable=heal is not None, wording="disables" if disabled else "misroutes" if misroutes else "changes",
             fill={"line": line, "changes": "; ".join(changes), "new_bwrap": new_resolved, "old_bwrap": v.resolved},
             variant="healable" if heal is not None else "unhealable",
