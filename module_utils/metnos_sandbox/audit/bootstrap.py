@@ -24,7 +24,8 @@ from importlib.machinery import ModuleSpec
 
 MYPY = False
 if MYPY:    # what the type checker reads; nothing more is imported at run time
-    from typing import IO, Any
+    # IO is used in a string annotation only (pylint does not read those)
+    from typing import IO, Any  # pylint: disable=unused-import
 
 KEEP = 4
 # The sources read through the loader (get_source: the scripts the audit runs in other processes, base/sources.py

@@ -58,7 +58,7 @@ if _json_quote is not None:
         if isinstance(value, int):
             return int.__repr__(value)
         if isinstance(value, float):
-            if value != value or value in (float("inf"), float("-inf")):
+            if value != value or value in (float("inf"), float("-inf")):  # pylint: disable=comparison-with-itself
                 raise ValueError("not JSON: %r" % value)
             return float.__repr__(value)
         if isinstance(value, str):

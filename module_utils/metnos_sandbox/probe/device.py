@@ -110,7 +110,8 @@ def _survivors(token: str, before: t.Mapping[int, t.Optional[t.Tuple[int, int, i
 
 def _read_line(proc: subprocess.Popen[bytes], timeout: float) -> t.Optional[Json]:
     """The payload's one JSON line on bwrap's stdout, within ``timeout``."""
-    assert proc.stdout is not None
+    if proc.stdout is None:
+        raise AssertionError("bwrap was started without a stdout pipe")
     data = b""
     end = time.monotonic() + timeout
     while b"\n" not in data and time.monotonic() < end:
@@ -175,9 +176,10 @@ def _run(checks: _Checks, words: t.List[str], token: str, host_network: bool, ti
          user: t.Optional[t.Mapping[str, t.Any]], env: t.Optional[t.Mapping[str, str]]) -> None:
     """Start bwrap in a process group of its own, judge while the payload waits, then the deadline and after."""
     try:
-        proc = subprocess.Popen(words, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True, preexec_fn=_as_user(user), cwd="/",
-                                env=dict(env or {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}))
+        proc = subprocess.Popen(  # pylint: disable=ansible-bad-function
+            words, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True, preexec_fn=_as_user(user), cwd="/",
+            env=dict(env or {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}))
     except (OSError, subprocess.SubprocessError) as exc:
         checks.add("device_payload", "the payload reports and is found outside", {"error": str(exc)[:300]},
                    ["bwrap could not be started"])

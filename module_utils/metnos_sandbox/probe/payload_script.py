@@ -96,7 +96,7 @@ def presence(path: str) -> str:
 
 if __name__ == "__main__":
     libc = ctypes.CDLL(None, use_errno=True)
-    spec = loads(sys.argv[1])
+    spec = loads(sys.argv[1])  # pylint: disable=used-before-assignment
     libc.prctl(15, ("mp-" + spec["token"])[:15].encode(), 0, 0, 0)   # PR_SET_NAME: this code ran here
     obs: "dict[str, Any]" = {"metnos_probe": spec["token"], "pid": os.getpid(), "uid": os.getuid(), "ns": {}}
     if spec.get("beacon"):
@@ -125,7 +125,7 @@ if __name__ == "__main__":
         obs["pdeathsig"] = sig.value
     except Exception as exc:
         obs["pdeathsig"] = "error:%s" % exc
-    sys.stdout.write(dumps(obs) + "\n")
+    sys.stdout.write(dumps(obs) + "\n")  # pylint: disable=used-before-assignment
     sys.stdout.flush()
     try:
         go = sys.stdin.readline().strip()

@@ -32,5 +32,6 @@ if __name__ == "__main__":
                     inst.append(os.path.dirname(fields[5].strip()))
     except OSError:
         pass
-    print(dumps({"path": [p for p in sys.path if isinstance(p, str)],
-                 "install": [p for p in inst if isinstance(p, str)]}))
+    # loads/dumps: json_lite.py's text runs before this file's (sources.script); print is this script's answer
+    answer = {"path": [p for p in sys.path if isinstance(p, str)], "install": [p for p in inst if isinstance(p, str)]}
+    print(dumps(answer))  # pylint: disable=used-before-assignment,ansible-bad-function
