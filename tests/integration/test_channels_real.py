@@ -272,7 +272,7 @@ def test_nested_index_roots_are_refused_and_would_read_the_nested_index(base, mo
     prof = render(["index:read:docs"], host)
     assert errors(prof) == ["layout_roots_nested"], prof["diagnostics"]
     assert errors(render(["index:read:mail"], host)) == ["layout_roots_nested"]     # the layout, whichever side
-    monkeypatch.setattr(host_context.HostContext, "crossed", lambda self, what, key, path,
+    monkeypatch.setattr(host_context.HostContext, "crossed", lambda self, state, what, key, path,
                         real: None)      # the mutation
     weak = render(["index:read:docs"], host)
     for user in USERS:
@@ -288,7 +288,7 @@ def test_a_resource_root_that_is_a_symlink_is_refused_and_would_write_elsewhere(
     host = {"resources": {"sheets": sheets, "people": other}, "writable_roots": [base]}
     prof = render(["metnos:write:sheets"], host)
     assert errors(prof) == ["layout_root_symlink"], prof["diagnostics"]
-    monkeypatch.setattr(host_context.HostContext, "crossed", lambda self, what, key, path,
+    monkeypatch.setattr(host_context.HostContext, "crossed", lambda self, state, what, key, path,
                         real: None)      # the mutation
     weak = render(["metnos:write:sheets"], host)
     assert weak["decision"] == "wrapped", weak["diagnostics"]

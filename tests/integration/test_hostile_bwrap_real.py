@@ -147,7 +147,7 @@ def test_the_mount_model_refuses_declared_destinations_in_both_layers(corpus, mo
     root, entries = corpus
     entry, host, inv, _bwrap = entries["dest_executor_shadowed_readonly"]
     assert render(entry, host, inv, root=root)["refusal"] == "mount_dest_differs"      # the renderer's model
-    mounted_as_declared.setattr(profile, "model_findings", lambda ordered: [])
+    mounted_as_declared.setattr(profile, "model_findings", lambda ordered, stats: [])
     assert render(entry, host, inv, root=root)["refusal"] == "profile_invariant_violated"   # the final check's
 
 
@@ -165,7 +165,7 @@ SHOWN = {"dest_executor_shadowed_readonly": ("own", hostile_bwrap.ATTACKER),
 def test_destination_games_reach_more_when_mounted_as_declared(corpus, mounted_as_declared, entry_id):
     root, entries = corpus
     entry, host, inv, _bwrap = entries[entry_id]
-    mounted_as_declared.setattr(profile, "model_findings", lambda ordered: [])
+    mounted_as_declared.setattr(profile, "model_findings", lambda ordered, stats: [])
     mounted_as_declared.setattr(mountmodel, "unstable_folder", lambda path, stats: None)        # by path, as main did
     mounted_as_declared.setattr(invariants, "check_invariants", lambda *a, **k: [])
     weak = render(entry, host, inv, root=root)
@@ -231,7 +231,7 @@ def test_a_credential_with_a_second_name_is_refused_and_would_read_another_file(
     root, entries = corpus
     entry, host, inv, _bwrap = entries["link_credential_hard_link"]
     assert render(entry, host, inv, root=root)["refusal"] == "host_path_refused"
-    monkeypatch.setattr(granters, "object_problem", lambda real, channel=False: None)            # the mutation
+    monkeypatch.setattr(granters, "object_problem", lambda real, state: None)                     # the mutation
     weak = render(entry, host, inv, root=root)
     assert weak["decision"] == "wrapped", weak["diagnostics"]
     for user in USERS:
@@ -267,7 +267,7 @@ def test_a_nested_destination_that_can_move_is_refused_and_would_land_on_the_run
             os.chmod(path, 0o777)
         manifest = {"name": "ex", "origin": "t", "capabilities": ["fs:read:" + nest, "fs:write:%s/a/runtime" % nest]}
         monkeypatch.setattr(profile, "model_findings",
-                            lambda ordered: [])                              # the mutation (both layers)
+                            lambda ordered, stats: [])                       # the mutation (both layers)
         monkeypatch.setattr(invariants, "check_invariants", lambda *a, **k: [])
         weak = profile.render_safe(manifest, host_context.HostContext(host), {}, ACTIVE)
         monkeypatch.undo()
