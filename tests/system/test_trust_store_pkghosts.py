@@ -19,6 +19,7 @@ import uuid
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import transport
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
 from conftest import PODMAN_ENV, podman
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -58,7 +59,10 @@ def _audit(name):
     record, the package-manager commands it ran)."""
     sh(name, "rm -f /tmp/pm.log")
     frame = transport.new_frame()
-    data = transport.message(frame, {"unit": "", "manifests": [], "probe": True}, transport.build_payload(CORE))
+    options = spec.with_defaults(spec.AUDIT, {"unit": "", "manifests": [], "probe": True})  # complete, as the action's
+    for controller_only in ("result", "from_vars", "manifest_sources"):      # what the action never ships
+        options.pop(controller_only, None)
+    data = transport.message(frame, options, transport.build_payload(CORE))
     proc = subprocess.run(["podman", "exec", "-i", name, "sh", "-c", transport.stdin_command("python3")], input=data,
                           capture_output=True, env=PODMAN_ENV, timeout=300)
     assert proc.returncode == 0, proc.stderr
