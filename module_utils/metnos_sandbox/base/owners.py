@@ -12,7 +12,8 @@ way (the link's own folder judged too), the file itself, and its interpreter (``
 - it is writable by its group and that group is not root's (``group_writable``),
 - it is writable by others, unless it is a folder with the sticky bit (``/tmp``: others cannot replace an
   entry there that they do not own, and the entry is judged itself) (``world_writable``),
-- it carries a POSIX ACL (``acl``: not read, so unknown, so a failure),
+- it carries a POSIX ACL whose mask (the group bits) allows writing (``acl``: the entries are not read, so a
+  named user or group may write it),
 - it cannot be read or does not exist, the walk is too long, or a link loops (``unknown``).
 
 The API (stable; the enforce branch uses it too):
@@ -21,6 +22,8 @@ The API (stable; the enforce branch uses it too):
   change what runs.
 - ``owner(found) -> Optional[int]``: the one non-root uid that owns the failing components (the user a program
   that fails is run as, through run_as), None when there is none or more than one (then it is not run at all).
+- ``findings(code, program, found) -> List[Diagnostic]``: one finding of ``code`` per problem (the code's
+  variants are registry.NOT_ROOTS_FIXES').
 - ``Problem``: ``path`` (the component), ``uid``, ``gid``, ``mode``, ``reason`` (one of REASONS), ``fix`` (a
   command that makes this component root's, runs as pasted), ``owner_name`` (the user's name, or the uid).
 
@@ -35,6 +38,7 @@ import stat
 import struct
 from typing import List, Optional, Set, Tuple
 
+from . import diagnostics
 from .records import Record
 
 REASONS = ("owned", "group_writable", "world_writable", "acl", "unknown")
@@ -67,16 +71,14 @@ def user_name(uid: int) -> str:
         return str(uid)
 
 
-def _fix(path: str, reason: str, is_folder: bool) -> str:
+def _fix(path: str, reason: str) -> str:
     quoted = shlex.quote(path)
     if reason == "owned":
         return "chown -h root:root %s" % quoted
-    if reason == "group_writable":
+    if reason in ("group_writable", "acl"):
         return "chmod g-w %s" % quoted
     if reason == "world_writable":
         return "chmod o-w %s" % quoted
-    if reason == "acl":
-        return "setfacl -b %s%s" % ("-k " if is_folder else "", quoted)
     return "ls -ld %s" % quoted
 
 
@@ -101,14 +103,14 @@ def judge_component(path: str, info: os.stat_result) -> List[Problem]:
             reasons.append("group_writable")
         if mode & stat.S_IWOTH and not (is_folder and mode & stat.S_ISVTX):
             reasons.append("world_writable")
-        if _has_acl(path):
-            reasons.append("acl")
-    return [Problem(path, info.st_uid, info.st_gid, stat.S_IMODE(mode), reason, _fix(path, reason, is_folder),
+        if mode & stat.S_IWGRP and info.st_gid == 0 and _has_acl(path):
+            reasons.append("acl")     # the group bits are the ACL's mask: a named user or group may write
+    return [Problem(path, info.st_uid, info.st_gid, stat.S_IMODE(mode), reason, _fix(path, reason),
                     user_name(info.st_uid)) for reason in reasons]
 
 
 def _unknown(path: str) -> Problem:
-    return Problem(path, -1, -1, 0, "unknown", _fix(path, "unknown", False), "unknown")
+    return Problem(path, -1, -1, 0, "unknown", _fix(path, "unknown"), "unknown")
 
 
 def resolve(path: str, found: List[Problem]) -> Optional[str]:
@@ -261,3 +263,11 @@ def owner(found: List[Problem]) -> Optional[int]:
 def is_roots(path: str) -> bool:
     """True when root alone can change what running ``path`` runs."""
     return not problems(path)
+
+
+def findings(code: str, program: str, found: List[Problem]) -> List[diagnostics.Diagnostic]:
+    """One finding of ``code`` (a code whose variants are registry.NOT_ROOTS_FIXES') per problem: the
+    component, its owner, the program root would have run; its fix runs as pasted."""
+    return [diagnostics.make(code, variant=problem.reason, program=program, path=problem.path,
+                             owner=problem.owner_name, mode="%04o" % problem.mode, gid=problem.gid)
+            for problem in found]
