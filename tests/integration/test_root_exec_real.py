@@ -184,6 +184,31 @@ def test_the_probe_never_runs_the_users_interpreter_as_root(fresh, interpreter, 
     assert (0 in fresh.marks_of("wrapper")) is ran, fresh.marks_of("wrapper")
 
 
+def _planted_bwrap(plant, owned):
+    folder = plant.path("ubin" if owned else "rbin")
+    os.makedirs(folder, exist_ok=True)
+    script = os.path.join(folder, "bwrap")
+    with open(script, "w") as handle:
+        handle.write("#!/bin/sh\n: > %s/bwrap.$(id -u).$$ 2>/dev/null\necho 'bubblewrap 0.8.0'\n" % plant.marks)
+    os.chmod(script, 0o755)
+    if owned:
+        os.chown(folder, plant.uid, plant.gid)
+    return folder
+
+
+@pytest.mark.parametrize("owned", [True, False])
+def test_the_probe_never_runs_the_users_bwrap_as_root(fresh, owned, monkeypatch):
+    """The bwrap the probe finds first on its PATH, in the user's folder: not started as root
+    (bwrap_not_run_not_roots); the canary (root's folder) is started."""
+    folder = _planted_bwrap(fresh, owned)
+    monkeypatch.setenv("PATH", folder + ":/usr/bin:/bin")
+    out = probe.probe_service({"unit": None, "probe_user": "root", "python": "/usr/bin/python3", "timeout": 30.0,
+                               "context": "direct"}, bwrap.default_runner)
+    codes = [d["code"] for d in out["diagnostics"]]
+    assert ("bwrap_not_run_not_roots" in codes) is owned, codes
+    assert (0 in fresh.marks_of("bwrap")) is not owned, fresh.marks_of("bwrap")
+
+
 @pytest.mark.parametrize("interpreter,ran", [("user_wrapper", False), ("root_wrapper", True)])
 def test_the_monitor_never_runs_the_users_interpreter_as_root(fresh, interpreter, ran, tmp_path):
     python = getattr(fresh, interpreter)
@@ -211,14 +236,7 @@ def test_validate_never_runs_a_users_bwrap_as_root(fresh, owned):
     """The unit's PATH finds the planted bwrap first: in the user's folder it is judged from the filesystem
     (bwrap_not_run_not_roots names the folder and its owner, with the chown that heals it) and never run; the
     canary, the same script in root's folder, is run (--version, --help) as root."""
-    folder = fresh.path("ubin" if owned else "rbin")
-    os.makedirs(folder, exist_ok=True)
-    script = os.path.join(folder, "bwrap")
-    with open(script, "w") as handle:
-        handle.write("#!/bin/sh\n: > %s/bwrap.$(id -u).$$ 2>/dev/null\necho 'bubblewrap 0.8.0'\n" % fresh.marks)
-    os.chmod(script, 0o755)
-    if owned:
-        os.chown(folder, fresh.uid, fresh.gid)
+    folder = _planted_bwrap(fresh, owned)
     found = service_env.inspect(_unit(fresh, folder + ":/usr/bin:/bin"), bwrap.default_runner)
     mine = [d for d in found.result["diagnostics"] if d["code"] == "bwrap_not_run_not_roots"]
     if owned:

@@ -297,11 +297,14 @@ def probe_service(params: Json, runner: t.Any, inspection: t.Optional[Handed] = 
         return _fail_closed(out, service)
     python, prof = _render(params, service.status)
     out["profile"] = {"executor": prof["executor"], "decision": prof["decision"], "argv": prof["argv"]}
-    if os.geteuid() == 0 and service.user.get("uid") in (None, 0) and owners.problems(python):    # root: only root's
-        out["context"] = "not started: the interpreter %s is not root's" % python
-        out["diagnostics"] = base_diagnostics.sort(owners.findings("probe_python_not_roots", python,
-                                                                   owners.problems(python)))
-        return out
+    if os.geteuid() == 0 and service.user.get("uid") in (None, 0):     # run as root: root runs only what root owns
+        not_roots = owners.findings("probe_python_not_roots", python, owners.problems(python))
+        if prof["argv"]:
+            not_roots += owners.findings("bwrap_not_run_not_roots", prof["argv"][0], owners.problems(prof["argv"][0]))
+        if not_roots:
+            out["context"] = "not started: %s is not root's" % not_roots[0]["details"]["program"]
+            out["diagnostics"] = base_diagnostics.sort(not_roots)
+            return out
     if prof["decision"] != "wrapped":
         out["context"] = "not started: profile %s" % prof["decision"]
         out["diagnostics"] = base_diagnostics.sort(prof["diagnostics"])
