@@ -245,3 +245,17 @@ def test_validate_never_runs_a_users_bwrap_as_root(fresh, owned):
             (folder, fresh.user, ["chown -h root:root %s" % folder])]
     else:
         assert mine == [] and fresh.marks_of("bwrap").get(0)
+
+
+@pytest.mark.parametrize("interpreter,refused", [("user_wrapper", True), ("relative", True), ("root_wrapper", False)])
+def test_the_monitors_own_interpreter_must_be_roots(fresh, interpreter, refused, tmp_path):
+    """The role hands metnos_monitor_install its unit's interpreter: the user's (or a bare name, as
+    ``env python`` would find) is refused before anything is installed (monitor_python_not_roots, with the fix);
+    the canary, root's, passes that check (and then fails on the made-up bundle, another code)."""
+    python = "python3" if interpreter == "relative" else getattr(fresh, interpreter)
+    res = run_module("metnos.sandbox.metnos_monitor_install", {"prefix": str(tmp_path / "prefix"), "bundle": "x",
+                                                               "entry_point": "x", "python": python})
+    assert res["failed"] and (res["code"] == "monitor_python_not_roots") is refused, res
+    if interpreter == "user_wrapper":
+        assert res["diagnostics"][0]["remediation"] == ["chown -h root:root %s" % os.path.dirname(python)]
+    assert not os.path.exists(str(tmp_path / "prefix")) and fresh.marks_of("wrapper") == {}
