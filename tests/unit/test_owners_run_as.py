@@ -113,6 +113,8 @@ def test_missing_fifo_and_loop_are_unknown(tree):
     os.symlink("a", str(tree / "b"))
     assert ("unknown" in [reason for _path, reason in _reasons(str(tree / "a"))])
     assert _reasons("relative/bwrap") == [("relative/bwrap", "unknown")]
+    by_env = _script(tree / "by-env", "#!/usr/bin/env python3\n")
+    assert _reasons(by_env) == [(by_env, "unknown")]                 # the interpreter is found on a PATH
 
 
 def test_run_as_drops_to_the_user(user, tmp_path):

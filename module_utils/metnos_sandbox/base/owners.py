@@ -14,7 +14,8 @@ way (the link's own folder judged too), the file itself, and its interpreter (``
   entry there that they do not own, and the entry is judged itself) (``world_writable``),
 - it carries a POSIX ACL whose mask (the group bits) allows writing (``acl``: the entries are not read, so a
   named user or group may write it),
-- it cannot be read or does not exist, the walk is too long, or a link loops (``unknown``).
+- it cannot be read or does not exist, the walk is too long, a link loops, or its ``#!`` line is
+  ``/usr/bin/env NAME`` (NAME is found on a PATH at run time, judged nowhere) (``unknown``).
 
 The API (stable; the enforce branch uses it too):
 
@@ -237,6 +238,9 @@ def problems(path: str) -> List[Problem]:
             found.append(_unknown(real))
             break
         todo = interpreter(real)
+        if todo is not None and os.path.basename(todo) == "env":
+            found.append(_unknown(real))      # #!/usr/bin/env NAME: NAME is found on a PATH, judged nowhere
+            break
         depth += 1
     return _unique(found)
 
