@@ -1,0 +1,263 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Who can write a program root is about to run (issue 49, item 2: root executes only what root owns).
+
+Judged from the filesystem alone, nothing run: every component of the path from ``/`` (each ``lstat``ed, no
+link followed), each symlink met on the way judged as a file of its folder and then its target walked the same
+way (the link's own folder judged too), the file itself, and its interpreter (``#!`` line, or an ELF's
+``PT_INTERP``) walked again, a few levels deep. A component fails when
+
+- it is owned by another uid than root (``owned``),
+- it is writable by its group and that group is not root's (``group_writable``),
+- it is writable by others, unless it is a folder with the sticky bit (``/tmp``: others cannot replace an
+  entry there that they do not own, and the entry is judged itself) (``world_writable``),
+- it carries a POSIX ACL (``acl``: not read, so unknown, so a failure),
+- it cannot be read or does not exist, the walk is too long, or a link loops (``unknown``).
+
+The API (stable; the enforce branch uses it too):
+
+- ``problems(path) -> List[Problem]``: every failing component, in walk order; ``[]`` when root alone can
+  change what runs.
+- ``owner(found) -> Optional[int]``: the one non-root uid that owns the failing components (the user a program
+  that fails is run as, through run_as), None when there is none or more than one (then it is not run at all).
+- ``Problem``: ``path`` (the component), ``uid``, ``gid``, ``mode``, ``reason`` (one of REASONS), ``fix`` (a
+  command that makes this component root's, runs as pasted), ``owner_name`` (the user's name, or the uid).
+
+Pure Python, no Ansible imports, Python 3.8+.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import os
+import pwd
+import shlex
+import stat
+import struct
+from typing import List, Optional, Set, Tuple
+
+from .records import Record
+
+REASONS = ("owned", "group_writable", "world_writable", "acl", "unknown")
+MAX_LINKS = 40            # the kernel's own limit on links followed in one lookup
+MAX_COMPONENTS = 4096     # PATH_MAX: a walk longer than this is refused
+MAX_INTERPRETERS = 4      # binfmt_script's own nesting limit
+HEAD_BYTES = 256          # a #! line is at most this long on Linux (BINPRM_BUF_SIZE)
+ELF_MAGIC = b"\x7fELF"
+PT_INTERP = 3
+MAX_PROGRAM_HEADERS = 256
+ACL_NAMES = ("system.posix_acl_access", "system.posix_acl_default")
+
+
+class Problem(Record):
+    """One component of a path that someone other than root can change."""
+    path: str
+    uid: int
+    gid: int
+    mode: int
+    reason: str
+    fix: str
+    owner_name: str
+
+
+def user_name(uid: int) -> str:
+    """The user's name, or the uid as text when no such user exists."""
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def _fix(path: str, reason: str, is_folder: bool) -> str:
+    quoted = shlex.quote(path)
+    if reason == "owned":
+        return "chown -h root:root %s" % quoted
+    if reason == "group_writable":
+        return "chmod g-w %s" % quoted
+    if reason == "world_writable":
+        return "chmod o-w %s" % quoted
+    if reason == "acl":
+        return "setfacl -b %s%s" % ("-k " if is_folder else "", quoted)
+    return "ls -ld %s" % quoted
+
+
+def _has_acl(path: str) -> bool:
+    try:
+        names = os.listxattr(path, follow_symlinks=False)
+    except OSError:
+        return False
+    return any(name in names for name in ACL_NAMES)
+
+
+def judge_component(path: str, info: os.stat_result) -> List[Problem]:
+    """The problems of one component, from its lstat (and its ACL xattrs)."""
+    mode = info.st_mode
+    is_link = stat.S_ISLNK(mode)
+    is_folder = stat.S_ISDIR(mode)
+    reasons = []
+    if info.st_uid != 0:
+        reasons.append("owned")
+    if not is_link:       # a link's own mode is always 0777 and means nothing; its owner and folder do
+        if mode & stat.S_IWGRP and info.st_gid != 0:
+            reasons.append("group_writable")
+        if mode & stat.S_IWOTH and not (is_folder and mode & stat.S_ISVTX):
+            reasons.append("world_writable")
+        if _has_acl(path):
+            reasons.append("acl")
+    return [Problem(path, info.st_uid, info.st_gid, stat.S_IMODE(mode), reason, _fix(path, reason, is_folder),
+                    user_name(info.st_uid)) for reason in reasons]
+
+
+def _unknown(path: str) -> Problem:
+    return Problem(path, -1, -1, 0, "unknown", _fix(path, "unknown", False), "unknown")
+
+
+def resolve(path: str, found: List[Problem]) -> Optional[str]:
+    """Walk ``path`` (absolute) from ``/`` component by component without following a link by the system:
+    each component judged (appended to ``found``), each link's target walked in its place. The real path, or
+    None when the walk could not finish (an ``unknown`` problem is appended)."""
+    if not path.startswith("/"):
+        found.append(_unknown(path))
+        return None
+    pending = [part for part in path.split("/") if part not in ("", ".")]
+    pending.reverse()
+    current = "/"
+    found.extend(judge_component("/", os.lstat("/")))
+    links = steps = 0
+    while pending:
+        steps += 1
+        part = pending.pop()
+        if part == "..":
+            current = os.path.dirname(current) or "/"
+            continue
+        candidate = os.path.join(current, part)
+        try:
+            info = os.lstat(candidate)
+        except OSError:
+            found.append(_unknown(candidate))
+            return None
+        found.extend(judge_component(candidate, info))
+        if stat.S_ISLNK(info.st_mode):
+            links += 1
+            try:
+                target = os.readlink(candidate)
+            except OSError:
+                target = ""
+            if links > MAX_LINKS or not target or steps > MAX_COMPONENTS:
+                found.append(_unknown(candidate))
+                return None
+            if target.startswith("/"):
+                current = "/"
+            pending.extend(reversed([piece for piece in target.split("/") if piece not in ("", ".")]))
+            continue
+        current = candidate
+    return current
+
+
+def _read_head(path: str, size: int, offset: int = 0) -> bytes:
+    """At most ``size`` bytes of a regular file at ``offset``, opened without following a link and without
+    blocking (a FIFO in its place gives nothing)."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return b""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        return os.pread(fd, size, offset)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
+def _elf_interpreter(path: str, head: bytes) -> Optional[str]:
+    """An ELF file's PT_INTERP (its dynamic loader), None for a static one or one that cannot be read."""
+    if len(head) < 64 or head[4] not in (1, 2) or head[5] not in (1, 2):
+        return None
+    wide, order = head[4] == 2, "<" if head[5] == 1 else ">"
+    if wide:
+        phoff, = struct.unpack_from(order + "Q", head, 32)
+        phentsize, phnum = struct.unpack_from(order + "HH", head, 54)
+    else:
+        phoff, = struct.unpack_from(order + "I", head, 28)
+        phentsize, phnum = struct.unpack_from(order + "HH", head, 42)
+    if phnum > MAX_PROGRAM_HEADERS or phentsize < (56 if wide else 32):
+        return None
+    table = _read_head(path, phentsize * phnum, phoff)
+    for index in range(phnum):
+        entry = table[index * phentsize:(index + 1) * phentsize]
+        if len(entry) < phentsize or struct.unpack_from(order + "I", entry, 0)[0] != PT_INTERP:
+            continue
+        if wide:
+            offset, = struct.unpack_from(order + "Q", entry, 8)
+            size, = struct.unpack_from(order + "Q", entry, 32)
+        else:
+            offset, = struct.unpack_from(order + "I", entry, 4)
+            size, = struct.unpack_from(order + "I", entry, 16)
+        name = _read_head(path, min(size, 4096), offset).split(b"\0")[0]
+        return os.fsdecode(name) or None
+    return None
+
+
+def interpreter(path: str) -> Optional[str]:
+    """The program the kernel runs for ``path`` first: its ``#!`` interpreter or its ELF loader; None for
+    neither."""
+    head = _read_head(path, HEAD_BYTES)
+    if head.startswith(b"#!"):
+        words = head[2:].split(b"\n")[0].split()
+        return os.fsdecode(words[0]) if words else None
+    if head.startswith(ELF_MAGIC):
+        return _elf_interpreter(path, _read_head(path, 64))
+    return None
+
+
+def problems(path: str) -> List[Problem]:
+    """Every component of ``path``, the links on the way, the file and its interpreters (see the module's
+    docstring) that someone other than root can change: [] when root alone can."""
+    found: List[Problem] = []
+    seen: Set[str] = set()
+    todo: Optional[str] = path
+    depth = 0
+    while todo is not None and todo not in seen:
+        if depth > MAX_INTERPRETERS:
+            found.append(_unknown(todo))
+            break
+        seen.add(todo)
+        real = resolve(todo, found)
+        if real is None:
+            break
+        try:
+            regular = stat.S_ISREG(os.lstat(real).st_mode)
+        except OSError:
+            regular = False
+        if not regular:
+            found.append(_unknown(real))
+            break
+        todo = interpreter(real)
+        depth += 1
+    return _unique(found)
+
+
+def _unique(found: List[Problem]) -> List[Problem]:
+    out: List[Problem] = []
+    keys: Set[Tuple[str, str]] = set()
+    for problem in found:
+        if (problem.path, problem.reason) not in keys:
+            keys.add((problem.path, problem.reason))
+            out.append(problem)
+    return out
+
+
+def owner(found: List[Problem]) -> Optional[int]:
+    """The one non-root uid that owns the failing components (the user to run such a program as); None when
+    none does (a root-owned world-writable folder, an unknown) or more than one does."""
+    uids = {problem.uid for problem in found if problem.reason == "owned"}
+    if len(uids) != 1 or any(problem.reason == "unknown" for problem in found):
+        return None
+    return uids.pop()
+
+
+def is_roots(path: str) -> bool:
+    """True when root alone can change what running ``path`` runs."""
+    return not problems(path)

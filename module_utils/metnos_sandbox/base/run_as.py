@@ -1,0 +1,129 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Run a program as another user, dropped (issue 49, item 2): what root runs of someone else's.
+
+``setpriv --reuid UID --regid GID --init-groups --inh-caps=-all --bounding-set=-all --no-new-privs`` (with
+``--clear-groups`` in place of ``--init-groups`` when the uid has no passwd entry), a clean environment (PATH
+fixed, LANG/LC_ALL C, nothing of the caller's), no stdin, the working folder ``/``, the program in a session of
+its own killed whole (its process group) at the deadline and when it exits (nothing it left behind survives),
+its output read up to a bound and handed back as bytes: hostile data, never interpreted here.
+
+The API (stable; the enforce branch uses it too):
+
+- ``command(argv, uid, gid) -> List[str]``: the setpriv argv that runs ``argv`` as uid/gid.
+- ``run(argv, uid, gid, timeout=30.0, limit=LIMIT, env=None) -> Ran``: run it; ``env`` adds variables to the
+  clean environment (names checked, values as given).
+- ``Ran``: ``rc`` (the exit status; 124 at the deadline, 127 when it could not start), ``stdout``, ``stderr``
+  (bytes, at most ``limit`` each), ``timed_out``, ``truncated`` (more output was given than kept), and
+  ``text(data)`` to read bytes as text (UTF-8, bad bytes replaced).
+
+Pure Python, no Ansible imports, Python 3.8+.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import os
+import pwd
+import re
+import selectors
+import signal
+import subprocess
+import time
+from typing import Dict, List, Mapping, Optional, Sequence
+
+from .records import Record
+
+SETPRIV = "/usr/bin/setpriv"
+CLEAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+CLEAN_ENV = {"PATH": CLEAN_PATH, "LANG": "C", "LC_ALL": "C", "LANGUAGE": "C"}
+LIMIT = 1 << 20            # bytes kept of each stream
+CHUNK = 65536
+GRACE = 1.0              # seconds the pipes are read after the program exits
+ENV_NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
+
+
+class Ran(Record):
+    """What one run as another user gave back."""
+    rc: int
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool
+    truncated: bool
+
+
+def text(data: bytes) -> str:
+    """Output read as text: UTF-8, every bad byte replaced."""
+    return data.decode("utf-8", "replace")
+
+
+def command(argv: Sequence[str], uid: int, gid: int) -> List[str]:
+    """The setpriv argv that runs ``argv`` as ``uid``:``gid`` with no capability, its groups from the passwd
+    entry (none when it has no entry)."""
+    try:
+        pwd.getpwuid(uid)
+        groups = "--init-groups"
+    except KeyError:
+        groups = "--clear-groups"
+    return [SETPRIV, "--reuid", str(uid), "--regid", str(gid), groups, "--inh-caps=-all", "--bounding-set=-all",
+            "--no-new-privs", "--"] + list(argv)
+
+
+def environment(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    """The clean environment and ``extra`` (a name that is not a plain variable name is refused)."""
+    env = dict(CLEAN_ENV)
+    for name, value in (extra or {}).items():
+        if not ENV_NAME.match(name) or "\0" in value:
+            raise ValueError("not a plain environment variable: %r" % name)
+        env[name] = value
+    return env
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def run(argv: Sequence[str], uid: int, gid: int, timeout: float = 30.0, limit: int = LIMIT,
+        env: Optional[Mapping[str, str]] = None) -> Ran:
+    """Run ``argv`` as ``uid``:``gid`` (see the module's docstring); never raises for a program that cannot
+    start (rc 127) or does not end (rc 124, its group killed)."""
+    try:
+        proc = subprocess.Popen(command(argv, uid, gid), stdin=subprocess.DEVNULL,  # pylint: disable=ansible-bad-function
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment(env), cwd="/",
+                                start_new_session=True, close_fds=True)
+    except OSError as exc:
+        return Ran(127, b"", str(exc).encode("utf-8", "replace"), False, False)
+    kept = {"stdout": bytearray(), "stderr": bytearray()}
+    truncated = timed_out = False
+    deadline = time.monotonic() + timeout
+    exited: Optional[float] = None
+    with selectors.DefaultSelector() as selector:
+        for name, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
+            if pipe is not None:
+                selector.register(pipe, selectors.EVENT_READ, name)
+        while selector.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            for key, _events in selector.select(min(left, 1.0)):
+                chunk = os.read(key.fd, CHUNK)
+                if not chunk:
+                    selector.unregister(key.fileobj)
+                    continue
+                room = limit - len(kept[key.data])
+                kept[key.data] += chunk[:max(room, 0)]
+                truncated = truncated or len(chunk) > room
+            if exited is None and proc.poll() is not None:
+                exited = time.monotonic()
+                _kill(proc.pid)       # what it left in its group holds no pipe open for long
+            elif exited is not None and time.monotonic() - exited > GRACE:
+                break                 # a descendant that left the group still holds a pipe: not waited for
+    _kill(proc.pid)
+    rc = proc.wait()
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+    return Ran(124 if timed_out else rc, bytes(kept["stdout"]), bytes(kept["stderr"]), timed_out, truncated)

@@ -1,0 +1,150 @@
+"""base/owners.py (who can change what root runs) and base/run_as.py (run it as its owner, dropped), issue 49
+item 2, against real files: a user made here with useradd (removed after), real symlinks, a FIFO, a real ELF and
+a real #! script. Runs as root (the machine's and CI's test user); skipped otherwise."""
+import os
+import shutil
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import owners, run_as
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("useradd"), reason="needs root and useradd")
+
+
+@pytest.fixture(scope="module")
+def user():
+    """A real user, made for this module and removed after: (name, uid, gid)."""
+    name = "mso%d" % (os.getpid() % 100000)
+    subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True)
+    try:
+        entry = subprocess.run(["getent", "passwd", name], check=True, capture_output=True, text=True).stdout
+        fields = entry.strip().split(":")
+        yield name, int(fields[2]), int(fields[3])
+    finally:
+        subprocess.run(["userdel", name], check=False)
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """A root-owned folder 0755 (tmp_path's parents are root's and not writable by others)."""
+    top = tmp_path / "top"
+    top.mkdir()
+    os.chmod(str(tmp_path), 0o755)
+    os.chmod(str(top), 0o755)
+    return top
+
+
+def _script(path, body="#!/bin/sh\necho ran\n", mode=0o755):
+    path.write_text(body)
+    os.chmod(str(path), mode)
+    return str(path)
+
+
+def _reasons(path):
+    return [(problem.path, problem.reason) for problem in owners.problems(path)]
+
+
+def test_root_owned_program_and_its_interpreter_pass(tree):
+    assert owners.problems(sys.executable) == [] or os.stat(sys.executable).st_uid != 0
+    assert owners.problems("/bin/sh") == []
+    assert owners.interpreter(os.path.realpath("/bin/sh")).startswith("/lib")       # the ELF loader, read
+    program = _script(tree / "prog")
+    assert owners.problems(program) == []                     # the canary below differs by one chown only
+
+
+def test_user_owned_program_folder_link_and_interpreter_fail(tree, user):
+    name, uid, gid = user
+    program = _script(tree / "prog")
+    os.chown(program, uid, gid)
+    assert _reasons(program) == [(program, "owned")]
+    found = owners.problems(program)
+    assert owners.owner(found) == uid and found[0].owner_name == name
+    assert found[0].fix == "chown -h root:root %s" % program
+    # a folder of the user's on the way, the file itself root's
+    folder = tree / "bin"
+    folder.mkdir()
+    os.chown(str(folder), uid, gid)
+    inner = _script(folder / "bwrap")
+    assert _reasons(inner) == [(str(folder), "owned")]
+    # a root-owned link in a root folder to the user's file: the target judged
+    os.symlink(inner, str(tree / "link"))
+    assert _reasons(str(tree / "link")) == [(str(folder), "owned")]
+    # a user-owned link (its own folder root's) to a root file: the link judged
+    root_file = _script(tree / "rootprog")
+    os.symlink(root_file, str(tree / "userlink"))
+    os.lchown(str(tree / "userlink"), uid, gid)
+    assert _reasons(str(tree / "userlink")) == [(str(tree / "userlink"), "owned")]
+    # a root script whose #! interpreter is the user's
+    interp = _script(folder / "python", "#!/bin/sh\n")
+    wrapper = _script(tree / "wrapper", "#!%s -I\n" % interp)
+    assert _reasons(wrapper) == [(str(folder), "owned")]
+
+
+@pytest.mark.parametrize("mode,gid,reason", [(0o775, 100, "group_writable"), (0o757, 0, "world_writable")])
+def test_writable_folder_fails(tree, mode, gid, reason):
+    folder = tree / "w"
+    folder.mkdir()
+    os.chown(str(folder), 0, gid)
+    os.chmod(str(folder), mode)
+    program = _script(folder / "prog")
+    found = owners.problems(program)
+    assert [(p.path, p.reason) for p in found] == [(str(folder), reason)]
+    assert owners.owner(found) is None                       # nobody to run it as: not run at all
+    subprocess.run(found[0].fix, shell=True, check=True)     # the fix runs as pasted and heals it
+    assert owners.problems(program) == []
+
+
+def test_sticky_world_writable_folder_passes_root_entries(tree):
+    folder = tree / "sticky"
+    folder.mkdir()
+    os.chmod(str(folder), 0o1777)
+    assert owners.problems(_script(folder / "prog")) == []
+
+
+def test_missing_fifo_and_loop_are_unknown(tree):
+    assert _reasons(str(tree / "absent")) == [(str(tree / "absent"), "unknown")]
+    os.mkfifo(str(tree / "fifo"))
+    assert _reasons(str(tree / "fifo")) == [(str(tree / "fifo"), "unknown")]
+    assert owners.interpreter(str(tree / "fifo")) is None    # opened O_NONBLOCK: no wait
+    os.symlink("b", str(tree / "a"))
+    os.symlink("a", str(tree / "b"))
+    assert ("unknown" in [reason for _path, reason in _reasons(str(tree / "a"))])
+    assert _reasons("relative/bwrap") == [("relative/bwrap", "unknown")]
+
+
+def test_run_as_drops_to_the_user(user, tmp_path):
+    _name, uid, gid = user
+    ran = run_as.run(["sh", "-c", "id -u; id -g; grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/self/status; env"],
+                     uid, gid, env={"EXTRA": "1"})
+    lines = run_as.text(ran.stdout).splitlines()
+    assert ran.rc == 0 and lines[:2] == [str(uid), str(gid)]
+    assert all(line.split()[1] == "0000000000000000" for line in lines[2:7])
+    assert sorted(line.split("=")[0] for line in lines[7:]) == ["EXTRA", "LANG", "LANGUAGE", "LC_ALL", "PATH", "PWD"]
+    with pytest.raises(ValueError):
+        run_as.environment({"BAD NAME": "x"})
+
+
+def test_run_as_bounds_time_and_output(user):
+    _name, uid, gid = user
+    ran = run_as.run(["sh", "-c", "head -c 300000 /dev/zero; sleep 30"], uid, gid, timeout=1.5, limit=1000)
+    assert (ran.rc, ran.timed_out, ran.truncated, len(ran.stdout)) == (124, True, True, 1000)
+    # a child left behind holding the pipes does not keep the run alive
+    ran = run_as.run(["sh", "-c", "sleep 30 & echo done"], uid, gid, timeout=20)
+    assert (ran.rc, ran.stdout, ran.timed_out) == (0, b"done\n", False)
+    assert run_as.run(["/nonexistent"], uid, gid).rc != 0
+    assert run_as.command(["x"], 4000000, 4000000)[5] == "--clear-groups"
+    assert run_as.command(["x"], uid, gid)[5] == "--init-groups"
+
+
+def test_run_as_cannot_read_roots_file(user, tmp_path):
+    _name, uid, gid = user
+    secret = tmp_path / "secret"
+    secret.write_text("TOKEN\n")
+    os.chmod(str(secret), stat.S_IRUSR)
+    os.chmod(str(tmp_path), 0o755)
+    ran = run_as.run(["cat", str(secret)], uid, gid)
+    assert ran.rc != 0 and b"TOKEN" not in ran.stdout
+    assert run_as.run(["cat", str(secret)], 0, 0).stdout == b"TOKEN\n"      # canary: root's own run reads it
