@@ -20,7 +20,7 @@ import pwd
 import re
 import stat
 import time
-from typing import Callable, Iterable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 TEMP_TRIES = 100
 MAX_LINKS = 40                  # the kernel's own bound on links followed in one lookup
@@ -239,3 +239,31 @@ def read_regular(path: str, limit: int = READ_LIMIT) -> Optional[Tuple[str, os.s
             os.close(fd)
     finally:
         os.close(folder_fd)
+
+
+# --------------------------------------------------------------------------- a managed file with its backup
+def backup_name(path: str) -> str:
+    """``<path>.<pid>.<YYYY-MM-DD@HH:MM:SS>~`` (AnsibleModule.backup_local's spelling)."""
+    return "%s.%d.%s~" % (path, os.getpid(), time.strftime("%Y-%m-%d@%H:%M:%S", time.localtime()))
+
+
+def current(path: str) -> Optional[str]:
+    """The text of the managed file, None when it does not exist (read_regular's refusals raise)."""
+    found = read_regular(path)
+    return found[0] if found is not None else None
+
+
+def replace_keeping_backup(path: str, content: str, mode: int = 0o644,
+                           create_mode: Optional[int] = 0o755) -> Dict[str, Any]:
+    """Write ``content`` to ``path`` when it differs: {"changed", "backup" (path or None), "debris" (the dead
+    runs' temporary files removed)}."""
+    found = read_regular(path)
+    if found is not None and found[0] == content:
+        return {"changed": False, "backup": None, "debris": []}
+    backup = None
+    debris = []
+    if found is not None and found[1].st_uid == os.geteuid():
+        backup = backup_name(path)
+        debris += replace(backup, found[0], stat.S_IMODE(found[1].st_mode))
+    debris += replace(path, content, mode, create_mode=create_mode)
+    return {"changed": True, "backup": backup, "debris": sorted(set(debris))}
