@@ -316,8 +316,9 @@ def enforce(module, p, result):
     if module.check_mode:
         return True, info, diffs, plan
     try:
-        written = enforce_write.run_job({"write": [[target, content, 0o644] for target, content in targets]},
-                                        writer)["written"]
+        modes = {path: enforce_write.dropin_mode(state)} if writer is None else {}
+        written = enforce_write.run_job({"write": [[target, content, modes.get(target, 0o644)]
+                                                   for target, content in targets]}, writer)["written"]
     except enforce_write.EnforceRefused as exc:
         module.fail_json(msg="metnos_service_env: %s" % exc, code=exc.code, refused=exc.details(), dropin=info)
     info["env_file_backup"] = written[env_path]["backup"]

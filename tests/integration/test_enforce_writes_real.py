@@ -10,7 +10,8 @@ Mutations run by hand (each made its test fail, then was restored):
 - enforce_write.check_readable returning at once: test_user_unit_linked_to_a_root_only_unit fails (the token
   lands in the user's drop-in);
 - enforce_write.check_exec_lines returning at once: test_root_service_exec_of_a_users_program fails;
-- files.read_regular without O_NONBLOCK: test_a_fifo_in_place_of_the_path_file hangs until its timeout.
+- files.read_regular without O_NONBLOCK: test_a_fifo_in_place_of_the_path_file hangs until its timeout;
+- enforce_write.dropin_mode ignoring the unit file's mode: test_root_only_unit_text_stays_root_only_* fails.
 """
 import os
 import shutil
@@ -177,3 +178,24 @@ def test_root_service_exec_of_a_users_program(tree, user):
     _system_unit(tree, "[Service]\nExecStart=/usr/bin/env METNOS_SANDBOX=0 /usr/bin/sleep infinity\n")
     out = run(system_args(tree))
     assert out["changed"] and not out.get("failed"), out
+
+
+def test_root_only_unit_text_stays_root_only_in_a_system_dropin(tree):
+    """A system unit 0600 (root-only) whose ExecStart= line enforce rewrites: the drop-in that carries the line
+    (and its token) is 0600; the canary: the same unit readable by all gives a 0644 drop-in."""
+    os.makedirs(os.path.join(tree, "usr/bin"))
+    for program in ("env", "sleep"):
+        shutil.copy("/usr/bin/" + program, os.path.join(tree, "usr/bin", program))
+    _system_unit(tree, "[Service]\nUser=nobody\nExecStart=/usr/bin/env METNOS_SANDBOX=0 /usr/bin/sleep %s\n" % TOKEN)
+    unit = os.path.join(tree, "etc/systemd/system/metnos.service")
+    dropin = os.path.join(tree, "etc/systemd/system/metnos.service.d/zz-metnos-sandbox.conf")
+    os.chmod(unit, 0o600)
+    out = run(system_args(tree))
+    assert out["changed"] and not out.get("failed"), out
+    with open(dropin) as handle:
+        assert TOKEN in handle.read()
+    assert os.stat(dropin).st_mode & 0o777 == 0o600
+    os.unlink(dropin)
+    os.chmod(unit, 0o644)
+    out = run(system_args(tree))
+    assert out["changed"] and os.stat(dropin).st_mode & 0o777 == 0o644

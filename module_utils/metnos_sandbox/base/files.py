@@ -255,10 +255,11 @@ def current(path: str) -> Optional[str]:
 
 def replace_keeping_backup(path: str, content: str, mode: int = 0o644,
                            create_mode: Optional[int] = 0o755) -> Dict[str, Any]:
-    """Write ``content`` to ``path`` when it differs: {"changed", "backup" (path or None), "debris" (the dead
-    runs' temporary files removed)}."""
+    """Write ``content`` to ``path`` when it or the mode differs (a backup first of a regular file this uid
+    owns, i.e. one the writer wrote: never of another's file, never of a link's target): {"changed", "backup"
+    (path or None), "debris" (the dead runs' temporary files removed)}."""
     found = read_regular(path)
-    if found is not None and found[0] == content:
+    if found is not None and found[0] == content and stat.S_IMODE(found[1].st_mode) == mode:
         return {"changed": False, "backup": None, "debris": []}
     backup = None
     debris = []

@@ -13,6 +13,7 @@
   capability), so a link the user made into a root-only folder gets nothing (the kernel refuses the user);
   and content of a unit file the user cannot read (a link to a root 0600 unit) never goes into the drop-in the
   user can read (``enforce_content_not_users``).
+- A system unit's drop-in that copies text of a unit file others cannot read is 0600 (dropin_mode).
 - A backup is made only of a file the writer's uid owns (files.replace_keeping_backup).
 
 Every refusal is an ``EnforceRefused`` with its own code, the path, its owner and the fix. Pure Python, no
@@ -23,6 +24,7 @@ from __future__ import absolute_import, annotations, division, print_function
 import errno
 import os
 import shlex
+import stat
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..base import files, owners
@@ -132,6 +134,23 @@ def check_readable(readable: Mapping[str, Optional[str]], user_name: str) -> Non
                                  "%s cannot read it (%s): its ExecStart= would be copied into a drop-in %s can read"
                                  % (user_name, why, user_name),
                                  "ls -lL %s   # give the user a unit file of its own" % shlex.quote(path))
+
+
+def dropin_mode(state: Mapping[str, Any]) -> int:
+    """0600 when a unit file whose text the drop-in copies is not readable by everyone (the file, or a folder on
+    the way, closed to others), else 0644: root-only text stays root-only in a system unit's drop-in."""
+    for path in content_sources(state):
+        current = path
+        try:
+            if not os.stat(current).st_mode & stat.S_IROTH:
+                return 0o600
+            while current != "/":
+                current = os.path.dirname(current)
+                if not os.stat(current).st_mode & stat.S_IXOTH:
+                    return 0o600
+        except OSError:
+            return 0o600
+    return 0o644
 
 
 def exec_programs(line: str) -> List[str]:
