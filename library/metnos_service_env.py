@@ -198,11 +198,12 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics, envflags, files
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics, envflags
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap, facts, package_owner
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import checks, spec
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import enforce as service_enforce
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import (
+    enforce_write,
     env_channels,
     restrictions,
     root_service,
@@ -251,21 +252,13 @@ def evaluate(module, p):
         module.fail_json(msg="metnos_service_env: %s" % exc, code="systemctl_failed")
 
 
-def _write(module, path, content):
-    """Atomic write, when the content differs, with a backup of a file it replaces. Returns the backup path
-    or None."""
-    if _read(path) == content:
+def _writer(p):
+    """Who writes the managed files: None (root, in root's folder) for a system unit; the user, dropped (a
+    child forked as that user), for a user unit: root never goes through the user's folders."""
+    if p["scope"] != "user":
         return None
-    backup = module.backup_local(path) if os.path.exists(path) else None
-    files.replace(path, content, 0o644, move=module.atomic_move)
-    return backup
-
-
-def _read(path):
-    if not os.path.exists(path):
-        return None
-    with open(path) as handle:
-        return handle.read()
+    account = facts.resolve_user(p["user"])
+    return dict(account, groups=enforce_write.user_groups(account["name"], account["gid"]))
 
 
 def enforce(module, p, result):
@@ -296,14 +289,25 @@ def enforce(module, p, result):
                                         relax=p["relax_restrictions"], bwrap_info=info_bwrap,
                                         package_of=lambda path: package_owner.package_facts(
                                             path, bwrap.module_runner(module)))
-    files = [(env_path, plan["env_file"]), (path, plan["dropin"])]
+    targets = [(env_path, plan["env_file"]), (path, plan["dropin"])]
     info = {"path": path, "content": plan["dropin"], "backup": None, "env_file": env_path, "env_file_backup": None}
     if p["run_as"]:          # only when asked: it changes who owns the service's files (service_runs_as_root)
         info["user_dropin"] = os.path.join(directory, root_service.USER_DROPIN)
-        files.append((info["user_dropin"], root_service.user_dropin(p["run_as"])))
+        targets.append((info["user_dropin"], root_service.user_dropin(p["run_as"])))
+    writer = _writer(p)
+    try:
+        if writer is None:       # root writes in root's folder: what an ExecStart= it writes runs is root's
+            enforce_write.check_exec_lines(plan["dropin"].splitlines(), user.get("uid"), p["root"] or "/")
+        readable = enforce_write.content_sources(state) if writer and "\nExecStart=" in plan["dropin"] else []
+        seen = enforce_write.run_job({"read": [target for target, _content in targets], "readable": readable},
+                                     writer)
+        if writer is not None:
+            enforce_write.check_readable(seen["readable"], writer["name"])
+    except enforce_write.EnforceRefused as exc:
+        module.fail_json(msg="metnos_service_env: %s" % exc, code=exc.code, refused=exc.details(), dropin=info)
     diffs = []
-    for target, content in files:
-        before = _read(target)
+    for target, content in targets:
+        before = seen["before"].get(target)
         if before != content:
             diffs.append({"before": before or "", "after": content, "after_header": target,
                           "before_header": target if before is not None else "(absent)"})
@@ -311,12 +315,17 @@ def enforce(module, p, result):
         return False, info, None, plan
     if module.check_mode:
         return True, info, diffs, plan
-    if not os.path.isdir(directory):
-        os.makedirs(directory, 0o755)
-    info["env_file_backup"] = _write(module, env_path, plan["env_file"])
-    info["backup"] = _write(module, path, plan["dropin"])
+    try:
+        modes = {path: enforce_write.dropin_mode(state)} if writer is None else {}
+        written = enforce_write.run_job({"write": [[target, content, modes.get(target, 0o644)]
+                                                   for target, content in targets]}, writer)["written"]
+    except enforce_write.EnforceRefused as exc:
+        module.fail_json(msg="metnos_service_env: %s" % exc, code=exc.code, refused=exc.details(), dropin=info)
+    info["env_file_backup"] = written[env_path]["backup"]
+    info["backup"] = written[path]["backup"]
     if p["run_as"]:
-        info["user_dropin_backup"] = _write(module, info["user_dropin"], root_service.user_dropin(p["run_as"]))
+        info["user_dropin_backup"] = written[info["user_dropin"]]["backup"]
+    info["debris_removed"] = sorted(set(name for answer in written.values() for name in answer["debris"]))
     if result.get("mode") == "systemd":
         if p["daemon_reload"]:
             rc, _out, err = _systemctl(module, p["scope"], p["user"], "daemon-reload")

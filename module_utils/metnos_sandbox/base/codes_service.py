@@ -11,7 +11,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 from typing import List
 
-from .registry import ERROR, SERVICE_ENVIRONMENT, WARNING, Code, restriction
+from .registry import ERROR, MODULE, SERVICE_ENVIRONMENT, WARNING, Code, restriction
 
 CODES: List[Code] = []
 CODES.extend([
@@ -318,4 +318,60 @@ CODES.extend([
          messages={"": "{unit}: NoNewPrivileges (explicit or implied) cancels the setuid bit of {bwrap_path}: bwrap "
                        "takes the unprivileged path and needs user namespaces."},
          hint="Enable unprivileged user namespaces first (see the userns_* diagnostics), then drop the setuid bit."),
+])
+# ---- enforce's own refusals (fail_json(code=...), service/enforce_write.py): nothing was written ----
+CODES.extend([
+    Code("enforce_path_not_a_folder", ERROR, "R-DIAG-3", MODULE,
+         "A file stands where enforce's drop-in folder is expected",
+         "A component of the drop-in folder's path is a regular file (or another non-folder): enforce cannot "
+         "create the folder there and wrote nothing.",
+         "Each folder opened component by component (O_NOFOLLOW|O_DIRECTORY, base/files.py).",
+         ["ls -ld <path>", "rm <path>"],
+         hint="The result's refused.path names the file and its owner; remove it (second command) if it is debris."),
+    Code("enforce_link_refused", ERROR, "R-DIAG-3", MODULE,
+         "A symbolic link on the way to enforce's files, in a folder someone else can write",
+         "A folder on the way to the drop-in is a symbolic link in a folder that a user other than root (or the "
+         "writer) can write: root does not follow it (it could point into a root-only folder); nothing was "
+         "written.",
+         "Each folder opened component by component without following links, except links in folders only "
+         "root can write (base/files.py).",
+         ["ls -ld <path>", "rm <path>"],
+         hint="Remove the link (second command) and run enforce again: it creates a real folder there."),
+    Code("enforce_file_not_regular", ERROR, "R-DIAG-3", MODULE,
+         "A FIFO, link or other non-regular file stands in place of enforce's drop-in or PATH file",
+         "The managed drop-in or its PATH file is not a regular file (a FIFO, a socket, a device, a folder or a "
+         "symbolic link): it is neither read (a FIFO would block) nor followed; nothing was written.",
+         "open(O_NOFOLLOW|O_NONBLOCK) and fstat of the file (base/files.py).",
+         ["ls -l <path>", "rm <path>"],
+         hint="Remove it (second command) and run enforce again: it writes a regular file there."),
+    Code("enforce_path_refused", ERROR, "R-DIAG-3", MODULE,
+         "A path enforce does not go through",
+         "The drop-in's path has a '..' component, or a managed file is larger than enforce reads back.",
+         "The checks of base/files.py.",
+         ["ls -ld <path>"],
+         hint="The result's refused.reason says which."),
+    Code("enforce_write_failed", ERROR, "R-DIAG-3", MODULE,
+         "enforce could not write its drop-in",
+         "Writing the drop-in or its PATH file failed (as root for a system unit, as the user for a user unit: "
+         "the kernel refused the user a folder it cannot write, e.g. a link into a root-only folder).",
+         "The error of the write (base/files.py), done as the unit's user in user scope.",
+         ["ls -ld <path>"],
+         hint="The result's refused.path names the folder; in user scope it must be the user's own."),
+    Code("enforce_content_not_users", ERROR, "R-DIAG-3", MODULE,
+         "The user unit's ExecStart= comes from a file its user cannot read",
+         "The drop-in enforce writes for a user unit would copy ExecStart= lines from a unit file the user "
+         "cannot read (a link to a root-only unit): root-only content never goes into a file the user can "
+         "read; nothing was written.",
+         "Opening each unit file the lines come from as the user (a child forked as the user).",
+         ["ls -lL <path>"],
+         hint="Give the user a unit file of its own instead of a link to a root-only one."),
+    Code("enforce_exec_not_roots", ERROR, "R-DIAG-3", MODULE,
+         "enforce would write an ExecStart= that runs as root a program someone else can change",
+         "The drop-in's ExecStart= runs as root (the service's user is root, or a + or ! prefix) and its program, "
+         "a folder on the way, a link or its interpreter can be changed by a user other than root: systemd would "
+         "run that user's code as root at the next start. Nothing was written.",
+         "base/owners.py on each program of the line (the command, and the program env(1) runs).",
+         ["ls -ld <path>", "chown root:root <path>", "chmod go-w <path>"],
+         hint="The result's refused.fix is the command for the first component found; or run the service as its "
+              "own user (run_as)."),
 ])

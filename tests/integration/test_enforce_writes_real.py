@@ -1,0 +1,201 @@
+"""metnos_service_env state=enforce (issue 49, items 2-5), faults planted for real as root and the module run
+through ansible: a user made with useradd whose home is real, the user-scope drop-in folder a real symlink into
+a root-only folder, a user unit linked to a root 0600 unit, a FIFO in place of the PATH file, a root service
+whose ExecStart= runs a program the user owns. Each test has its canary (the same run without the fault does
+write) and checks nothing landed where it must not.
+
+Mutations run by hand (each made its test fail, then was restored):
+- library/metnos_service_env.py ``_writer`` returning None (root writes in user scope): test_user_scope_*
+  fails (the canary's files are root's, not the user's; the linked folder is refused with another code);
+- enforce_write.check_readable returning at once: test_user_unit_linked_to_a_root_only_unit fails (the token
+  lands in the user's drop-in);
+- enforce_write.check_exec_lines returning at once: test_root_service_exec_of_a_users_program fails;
+- files.read_regular without O_NONBLOCK: test_a_fifo_in_place_of_the_path_file hangs until its timeout;
+- enforce_write.dropin_mode ignoring the unit file's mode: test_root_only_unit_text_stays_root_only_* fails.
+"""
+import os
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+from conftest import adhoc
+
+MODULE = "metnos.sandbox.metnos_service_env"
+TOKEN = "metnos-canary-token-49"
+
+
+@pytest.fixture
+def tree():
+    root = tempfile.mkdtemp(prefix="metnos-enforce-", dir="/var/tmp")
+    os.chmod(root, 0o755)
+    yield root
+    shutil.rmtree(root)
+
+
+@pytest.fixture
+def user(tree):
+    """A real user (useradd) with a real home below ``tree``, removed afterwards."""
+    name = "mew%d" % (os.getpid() % 100000)
+    home = os.path.join(tree, "home", name)
+    os.makedirs(os.path.dirname(home))
+    subprocess.run(["useradd", "--create-home", "--home-dir", home, "--shell", "/usr/sbin/nologin", name],
+                   check=True, capture_output=True)
+    try:
+        yield {"name": name, "home": home, "uid": os.stat(home).st_uid, "gid": os.stat(home).st_gid}
+    finally:
+        subprocess.run(["userdel", name], check=False, capture_output=True)
+
+
+def as_user(user, path, text=None, mode=0o644):
+    """Make ``path`` (and its folders below the home) the user's, as the user would have."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if text is not None:
+        with open(path, "w") as handle:
+            handle.write(text)
+        os.chmod(path, mode)
+    current = path if text is not None else os.path.dirname(path)
+    while current.startswith(user["home"]):
+        os.lchown(current, user["uid"], user["gid"])
+        current = os.path.dirname(current)
+
+
+def user_args(user):
+    return {"unit": "metnos.service", "scope": "user", "user": user["name"], "mode": "disk", "state": "enforce",
+            "daemon_reload": False}
+
+
+def run(args, **kwargs):
+    out, proc = adhoc("localhost", MODULE, args, timeout=120, **kwargs)
+    return out
+
+
+def test_user_scope_writes_as_the_user_and_never_through_its_link(tree, user):
+    units = os.path.join(user["home"], ".config/systemd/user")
+    as_user(user, os.path.join(units, "metnos.service"), "[Service]\nExecStart=/bin/true\n")
+    secret = os.path.join(tree, "root-only")
+    os.makedirs(secret, 0o700)
+    os.symlink(secret, os.path.join(units, "metnos.service.d"))
+    as_user(user, os.path.join(units, "metnos.service.d"))
+    out = run(user_args(user))
+    assert out["failed"] and out["code"] == "enforce_write_failed", out
+    assert out["refused"]["reason"] == "Permission denied"
+    assert os.listdir(secret) == []
+    # canary: the user's own folder gets the drop-in and the PATH file, written by the user
+    os.unlink(os.path.join(units, "metnos.service.d"))
+    out = run(user_args(user))
+    assert out["changed"] and not out.get("failed"), out
+    folder = os.path.join(units, "metnos.service.d")
+    for name in ("zz-metnos-sandbox.conf", "zz-metnos-sandbox.env"):
+        assert os.stat(os.path.join(folder, name)).st_uid == user["uid"]
+    assert os.stat(folder).st_uid == user["uid"]
+    # a second run changes nothing (idempotent), a changed file is backed up: the user's own file
+    assert not run(user_args(user))["changed"]
+    with open(os.path.join(folder, "zz-metnos-sandbox.env"), "a") as handle:
+        handle.write("# edited\n")
+    out = run(user_args(user))
+    assert out["dropin"]["env_file_backup"] and os.stat(out["dropin"]["env_file_backup"]).st_uid == user["uid"]
+
+
+def test_user_unit_linked_to_a_root_only_unit(tree, user):
+    """The user's unit is a link to a root 0600 unit whose ExecStart= carries a token: enforce would copy the
+    line (rewritten: env's METNOS_SANDBOX=0 dropped) into the user's 0644 drop-in. Refused; the token is in no
+    file the user can read."""
+    units = os.path.join(user["home"], ".config/systemd/user")
+    hidden = os.path.join(tree, "root-units", "metnos.service")
+    os.makedirs(os.path.dirname(hidden), 0o755)
+    with open(hidden, "w") as handle:
+        handle.write("[Service]\nExecStart=/usr/bin/env METNOS_SANDBOX=0 /bin/sleep %s\n" % TOKEN)
+    os.chmod(hidden, 0o600)
+    as_user(user, os.path.join(units, "x"))
+    os.symlink(hidden, os.path.join(units, "metnos.service"))
+    os.lchown(os.path.join(units, "metnos.service"), user["uid"], user["gid"])
+    out = run(user_args(user))
+    assert out["failed"] and out["code"] == "enforce_content_not_users", out
+    assert out["refused"]["path"] == hidden and out["refused"]["owner"] == "root"
+    assert not os.path.exists(os.path.join(units, "metnos.service.d"))
+    # canary: a unit the user can read gets its line rewritten into the drop-in
+    os.chmod(hidden, 0o644)
+    out = run(user_args(user))
+    assert out["changed"] and not out.get("failed"), out
+    with open(os.path.join(units, "metnos.service.d", "zz-metnos-sandbox.conf")) as handle:
+        assert "ExecStart=/usr/bin/env /bin/sleep %s" % TOKEN in handle.read()
+
+
+def _system_unit(tree, text):
+    path = os.path.join(tree, "etc/systemd/system/metnos.service")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as handle:
+        handle.write(text)
+
+
+def system_args(tree):
+    return {"unit": "metnos.service", "mode": "disk", "root": tree, "state": "enforce", "daemon_reload": False}
+
+
+def test_a_fifo_in_place_of_the_path_file(tree):
+    _system_unit(tree, "[Service]\nExecStart=/bin/true\n")
+    folder = os.path.join(tree, "etc/systemd/system/metnos.service.d")
+    os.makedirs(folder)
+    os.mkfifo(os.path.join(folder, "zz-metnos-sandbox.env"))
+    out = run(system_args(tree))
+    assert out["failed"] and out["code"] == "enforce_file_not_regular", out
+    assert "a FIFO" in out["refused"]["reason"] and out["refused"]["owner"] == "root"
+    assert sorted(os.listdir(folder)) == ["zz-metnos-sandbox.env"]
+    # canary: with a regular file there, enforce writes both files
+    os.unlink(os.path.join(folder, "zz-metnos-sandbox.env"))
+    out = run(system_args(tree))
+    assert out["changed"] and sorted(os.listdir(folder)) == ["zz-metnos-sandbox.conf", "zz-metnos-sandbox.env"]
+
+
+def test_a_file_where_the_dropin_folder_is_expected(tree):
+    _system_unit(tree, "[Service]\nExecStart=/bin/true\n")
+    with open(os.path.join(tree, "etc/systemd/system/metnos.service.d"), "w") as handle:
+        handle.write("not a folder\n")
+    out = run(system_args(tree))
+    assert out["failed"] and out["code"] == "enforce_path_not_a_folder", out
+    assert "not a directory" in out["refused"]["reason"]
+
+
+def test_root_service_exec_of_a_users_program(tree, user):
+    """A root service (no User=) whose ExecStart= env-prefix enforce rewrites: the program it runs is the
+    user's script. Root writing that line into the drop-in would run the user's code as root: refused,
+    naming the script and its owner; nothing written."""
+    os.makedirs(os.path.join(tree, "usr/bin"))
+    shutil.copy("/usr/bin/env", os.path.join(tree, "usr/bin/env"))      # the image's own env(1): root's
+    tool = os.path.join(user["home"], "bin", "tool")
+    as_user(user, tool, "#!/bin/sh\nexec /bin/sleep infinity\n", 0o755)
+    _system_unit(tree, "[Service]\nExecStart=/usr/bin/env METNOS_SANDBOX=0 /%s\n" % os.path.relpath(tool, tree))
+    folder = os.path.join(tree, "etc/systemd/system/metnos.service.d")
+    out = run(system_args(tree))
+    assert out["failed"] and out["code"] == "enforce_exec_not_roots", out
+    assert out["refused"]["owner"] == user["name"] and out["refused"]["path"].startswith(user["home"]), out
+    assert out["refused"]["fix"].startswith("chown -h root:root ")
+    assert not os.path.exists(folder)
+    # canary: the same line with a program only root can change is written
+    shutil.copy("/bin/sleep", os.path.join(tree, "usr/bin/sleep"))
+    _system_unit(tree, "[Service]\nExecStart=/usr/bin/env METNOS_SANDBOX=0 /usr/bin/sleep infinity\n")
+    out = run(system_args(tree))
+    assert out["changed"] and not out.get("failed"), out
+
+
+def test_root_only_unit_text_stays_root_only_in_a_system_dropin(tree):
+    """A system unit 0600 (root-only) whose ExecStart= line enforce rewrites: the drop-in that carries the line
+    (and its token) is 0600; the canary: the same unit readable by all gives a 0644 drop-in."""
+    os.makedirs(os.path.join(tree, "usr/bin"))
+    for program in ("env", "sleep"):
+        shutil.copy("/usr/bin/" + program, os.path.join(tree, "usr/bin", program))
+    _system_unit(tree, "[Service]\nUser=nobody\nExecStart=/usr/bin/env METNOS_SANDBOX=0 /usr/bin/sleep %s\n" % TOKEN)
+    unit = os.path.join(tree, "etc/systemd/system/metnos.service")
+    dropin = os.path.join(tree, "etc/systemd/system/metnos.service.d/zz-metnos-sandbox.conf")
+    os.chmod(unit, 0o600)
+    out = run(system_args(tree))
+    assert out["changed"] and not out.get("failed"), out
+    with open(dropin) as handle:
+        assert TOKEN in handle.read()
+    assert os.stat(dropin).st_mode & 0o777 == 0o600
+    os.unlink(dropin)
+    os.chmod(unit, 0o644)
+    out = run(system_args(tree))
+    assert out["changed"] and os.stat(dropin).st_mode & 0o777 == 0o644
