@@ -3,9 +3,12 @@ the stand-in systemd on it (tests/helpers/systemd_standin.py: there is no system
 in front of it with the core's policy; the payload that calls the bus from inside a sandbox; the renderer's call.
 """
 import os
+import pwd
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
     channels,
@@ -29,6 +32,39 @@ CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configurat
     <allow send_destination="*"/>
     <allow receive_sender="*"/>
   </policy>
+</busconfig>
+"""
+# A system bus's policy as Debian's /usr/share/dbus-1/system.conf writes it (method calls denied by default, signals
+# and replies allowed), with systemd's own policy for its name and the drop-ins of a folder (the role's).
+SYSTEM_LIKE = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:path=%s</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <deny own="*"/>
+    <deny send_type="method_call"/>
+    <allow send_type="signal"/>
+    <allow send_requested_reply="true" send_type="method_return"/>
+    <allow send_requested_reply="true" send_type="error"/>
+    <allow receive_type="method_call"/>
+    <allow receive_type="method_return"/>
+    <allow receive_type="error"/>
+    <allow receive_type="signal"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
+    <deny send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"
+          send_member="UpdateActivationEnvironment"/>
+  </policy>
+  <policy user="root">
+    <allow own="org.freedesktop.login1"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Monitoring"/>
+  </policy>
+  <include>/usr/share/dbus-1/system.d/org.freedesktop.systemd1.conf</include>
+  <includedir>%s</includedir>
 </busconfig>
 """
 # Inside the sandbox, on the system's python3 (bound with /usr): each call on its own connection.
@@ -64,7 +100,9 @@ READS = ("GetUnit", "ListUnits", "Get", "GetAll")
 class Bus(object):
     """dbus-daemon on a private socket, the stand-in systemd on it, and xdg-dbus-proxy in front of it."""
 
-    def __init__(self, root):
+    def __init__(self, root, system_like=False):
+        """``system_like``: SYSTEM_LIKE's policy, with the drop-ins of ``self.dropins`` (else every user may
+        do everything, so that whatever is refused is refused by the proxy)."""
         self.root = root
         os.mkdir(os.path.join(root, "bus"))
         os.chmod(os.path.join(root, "bus"), 0o755)
@@ -73,36 +111,48 @@ class Bus(object):
         self.address = "unix:path=" + self.socket
         self.log = os.path.join(root, "calls.log")
         config = os.path.join(root, "system.conf")
+        self.dropins = os.path.join(root, "system.d")
+        os.makedirs(self.dropins, exist_ok=True)
         with open(config, "w") as handle:
-            handle.write(CONFIG % self.socket)
+            handle.write(SYSTEM_LIKE % (self.socket, self.dropins) if system_like else CONFIG % self.socket)
         self.procs = []
+        self.pids = {}
         daemon = self._start(["dbus-daemon", "--config-file=" + config, "--nofork", "--nosyslog", "--print-address"])
         assert daemon.stdout.readline().strip(), "dbus-daemon printed no address"
         os.chmod(self.socket, 0o666)
         standin = self._start(["/usr/bin/python3", STANDIN, self.address, self.log])
         assert standin.stdout.readline().strip() == "ready"
 
-    def proxy(self, user):
-        """xdg-dbus-proxy with the core's policy, run as ``user`` (the user the executors run as: the bus
-        checks the client's EXTERNAL identity against the proxy's own credentials); returns its socket."""
-        folder = os.path.join(self.root, "proxy-%s" % (user or "root"))
-        os.mkdir(folder)
+    def proxy(self, user, name=None):
+        """xdg-dbus-proxy with the core's policy, run as ``user`` (with its own group, as the unit's User= runs it;
+        None: root) with the unit's UMask=0077; returns its socket,
+        in a folder ``name`` (default: proxy-<user>). Its pid: self.pids[socket]."""
+        folder = os.path.join(self.root, name or "proxy-%s" % (user or "root"))
+        os.makedirs(folder, exist_ok=True)
         os.chmod(folder, 0o755)
         words = ["xdg-dbus-proxy"]
         if user:
-            os.chown(folder, 65534, -1)
-            words = ["setpriv", "--reuid=%s" % user, "--regid=nogroup", "--clear-groups"] + words
+            info = pwd.getpwnam(user)
+            os.chown(folder, info.pw_uid, -1)
+            words = ["setpriv", "--reuid=%s" % user, "--regid=%d" % info.pw_gid, "--clear-groups"] + words
         listen = os.path.join(folder, "system_bus_socket")
         ready_r, ready_w = os.pipe()
-        self._start(words + ["--fd=%d" % ready_w] + channels.proxy_words(self.address, listen), pass_fds=(ready_w,))
+        proc = self._start(words + ["--fd=%d" % ready_w] + channels.proxy_words(self.address, listen),
+                           pass_fds=(ready_w,), umask=0o077)
         os.close(ready_w)
         assert os.read(ready_r, 1), "xdg-dbus-proxy did not get ready"
         self.ready.append(ready_r)                     # the proxy stops when this end is closed
+        self.pids[listen] = proc.pid
         return listen
 
-    def _start(self, argv, pass_fds=()):
+    def reload(self):
+        """The daemon reads its configuration again (SIGHUP: what the role's reload of dbus.service does)."""
+        self.procs[0].send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+
+    def _start(self, argv, pass_fds=(), umask=-1):
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                                pass_fds=pass_fds)
+                                pass_fds=pass_fds, umask=umask)
         self.procs.append(proc)
         return proc
 
@@ -128,10 +178,13 @@ class Bus(object):
                 proc.wait(5)
 
 
-def running_bus():
+def running_bus(system_like=False, before=None):
+    """A Bus in a temp folder, stopped and removed afterwards; ``before(root)`` runs before the daemon starts."""
     root = tempfile.mkdtemp(prefix="metnos-bus-", dir="/var/tmp")
     os.chmod(root, 0o755)
-    running = Bus(root)
+    if before is not None:
+        before(root)
+    running = Bus(root, system_like)
     try:
         yield running
     finally:
