@@ -117,6 +117,7 @@ class Bus(object):
             handle.write(SYSTEM_LIKE % (self.socket, self.dropins) if system_like else CONFIG % self.socket)
         self.procs = []
         self.pids = {}
+        self.running = {}
         daemon = self._start(["dbus-daemon", "--config-file=" + config, "--nofork", "--nosyslog", "--print-address"])
         assert daemon.stdout.readline().strip(), "dbus-daemon printed no address"
         os.chmod(self.socket, 0o666)
@@ -143,7 +144,17 @@ class Bus(object):
         assert os.read(ready_r, 1), "xdg-dbus-proxy did not get ready"
         self.ready.append(ready_r)                     # the proxy stops when this end is closed
         self.pids[listen] = proc.pid
+        self.running[listen] = (ready_r, proc)
         return listen
+
+    def stop_proxy(self, listen):
+        """The proxy listening on ``listen`` ends (its ready pipe closed), and its folder is removed as systemd
+        removes a unit's RuntimeDirectory when it stops."""
+        ready_r, proc = self.running.pop(listen)
+        self.ready.remove(ready_r)
+        os.close(ready_r)
+        proc.wait(10)
+        shutil.rmtree(os.path.dirname(listen))
 
     def reload(self):
         """The daemon reads its configuration again (SIGHUP: what the role's reload of dbus.service does)."""
