@@ -58,8 +58,8 @@ options:
       - Keys include runtime_dir, executors_dir, executor_dir, python_executable, python_prefix,
         python_package_roots, python_installation, i18n_dbs, lexicon_dbs, resources, indexes,
         integrations_dir, mail_credentials_dir, mail_accounts, dialog_dir, undo_root,
-        systemd_read_paths, system_read_paths, system_bus_proxy, allow_channels, undo_exception,
-        writable_roots, placement, device_downgrades.
+        systemd_read_paths, system_read_paths, system_bus_proxy, system_bus_sockets, allow_channels,
+        undo_exception, writable_roots, placement, device_downgrades.
       - C(placement) (C(server) or C(device), default C(server); the role's C(metnos_sandbox_placement)) is
         where executors run (R-SCOPE-4). C(device), a paired Linux device, adds C(--unshare-pid) and
         C(--new-session) to the server profile; C(device_downgrades) declares a flag of those two the platform
@@ -69,7 +69,9 @@ options:
         folder are refused unless C(allow_channels) lists that exact path with a reason
         (a list of mappings with path and reason); the system bus is granted to systemd:read / system:read only through
         the filtering proxy's socket C(system_bus_proxy) (xdg-dbus-proxy), bound at
-        /run/dbus/system_bus_socket.
+        /run/dbus/system_bus_socket. C(system_bus_proxy) may not be, resolve to, or share device and inode
+        with the real bus's sockets (/run/dbus/system_bus_socket, DBUS_SYSTEM_BUS_ADDRESS's path, and
+        C(system_bus_sockets), the sockets the proxy itself connects to).
       - C(writable_roots) (default C([/var/lib/metnos])) are the only folders below which fs:write
         may reach (C(scope_outside_writable_roots) otherwise, naming them).
       - Every path is resolved on the host (symlinks followed) and judged with the same rules as a

@@ -1,7 +1,7 @@
 """A stand-in for systemd's manager on a test's private system bus (there is no systemd as PID 1 in the
 test's container): it owns org.freedesktop.systemd1, answers a few of the manager's methods and the
-Properties interface, and appends every call that reaches it to a log (one line: the member, then its
-arguments), so a test can see from outside which calls a sandbox got through.
+Properties interface, and appends every call that reaches it (and every UnitRemoved signal on the bus) to a log
+(one line: the member, then its arguments), so a test can see from outside which calls a sandbox got through.
 
 Run with the system's python3 (dbus-python and GLib): python3 systemd_standin.py ADDRESS LOG
 It prints "ready" once it owns its name.
@@ -63,10 +63,15 @@ def main():
     bus = dbus.bus.BusConnection(address)
     name = dbus.service.BusName("org.freedesktop.systemd1", bus)
     other = dbus.service.BusName("org.freedesktop.login1", bus)       # another name, the same recording object
-    Manager(bus, log)
+    manager = Manager(bus, log)
+    # a listener on the bus, on a connection of its own that owns no name (so that only the bus's rules for any
+    # client apply): a UnitRemoved signal anyone broadcasts is recorded too (line "UnitRemoved <unit>")
+    listener = dbus.bus.BusConnection(address)
+    listener.add_signal_receiver(lambda unit, *rest: manager.record("UnitRemoved", unit), signal_name="UnitRemoved",
+                                 dbus_interface=MANAGER)
     print("ready", flush=True)
     GLib.MainLoop().run()
-    del name, other
+    del name, other, listener
 
 
 if __name__ == "__main__":

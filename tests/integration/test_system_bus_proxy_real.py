@@ -12,154 +12,22 @@ org.freedesktop.login1) are refused. The mutation (the bus socket itself allowed
 the default layout did before) shows what the sandbox reaches without the filter: StartUnit reaches systemd,
 and BecomeMonitor succeeds as root.
 """
-import os
 import shutil
-import subprocess
-import tempfile
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
-    channels,
-    host_context,
-    profile,
-)
-from helpers import trees
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import channels, host_context
+from helpers import system_bus, trees
+from helpers.system_bus import PAYLOAD, READS, render
 
 pytestmark = pytest.mark.skipif(not (shutil.which("dbus-daemon") and shutil.which("xdg-dbus-proxy")
                                      and shutil.which("bwrap")),
                                 reason="needs dbus-daemon, xdg-dbus-proxy (Debian packages) and bwrap")
-HERE = os.path.dirname(os.path.abspath(__file__))
-STANDIN = os.path.join(HERE, "..", "helpers", "systemd_standin.py")
-ACTIVE = {"bwrap_available": True, "bwrap_path": shutil.which("bwrap") or "/usr/bin/bwrap",
-          "disabled_via_env": False, "active": True}
-CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path=%s</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <allow own="*"/>
-    <allow send_destination="*"/>
-    <allow receive_sender="*"/>
-  </policy>
-</busconfig>
-"""
-# Inside the sandbox, on the system's python3 (bound with /usr): each call on its own connection.
-PAYLOAD = r'''
-import json, sys
-import dbus
-spec = json.loads(sys.argv[1])
-S, M = "org.freedesktop.systemd1", "/org/freedesktop/systemd1"
-calls = {
-    "GetUnit": (S, M, S + ".Manager", "GetUnit", "s", ["ssh.service"]),
-    "ListUnits": (S, M, S + ".Manager", "ListUnits", "", []),
-    "Get": (S, M, "org.freedesktop.DBus.Properties", "Get", "ss", [S + ".Manager", "Version"]),
-    "GetAll": (S, M, "org.freedesktop.DBus.Properties", "GetAll", "s", [S + ".Manager"]),
-    "StartUnit": (S, M, S + ".Manager", "StartUnit", "ss", ["evil.service", "replace"]),
-    "KillUnit": (S, M, S + ".Manager", "KillUnit", "ssi", ["ssh.service", "all", 9]),
-    "OtherName": ("org.freedesktop.login1", M, S + ".Manager", "ListUnits", "", []),
-    "BecomeMonitor": ("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.Monitoring",
-                      "BecomeMonitor", "asu", [[], 0]),
-}
-out = {}
-for name, (dest, path, iface, method, sig, args) in calls.items():
-    try:
-        bus = dbus.bus.BusConnection(spec["address"])
-        bus.call_blocking(dest, path, iface, method, sig, args, timeout=5)
-        out[name] = "ok"
-    except dbus.exceptions.DBusException as exc:
-        out[name] = exc.get_dbus_name() or str(exc)
-sys.stdout.write(json.dumps(out))
-'''
-READS = ("GetUnit", "ListUnits", "Get", "GetAll")
-
-
-class Bus(object):
-    """dbus-daemon on a private socket, the stand-in systemd on it, and xdg-dbus-proxy in front of it."""
-
-    def __init__(self, root):
-        self.root = root
-        os.mkdir(os.path.join(root, "bus"))
-        os.chmod(os.path.join(root, "bus"), 0o755)
-        self.ready = []
-        self.socket = os.path.join(root, "bus", "system_bus_socket")
-        self.address = "unix:path=" + self.socket
-        self.log = os.path.join(root, "calls.log")
-        config = os.path.join(root, "system.conf")
-        with open(config, "w") as handle:
-            handle.write(CONFIG % self.socket)
-        self.procs = []
-        daemon = self._start(["dbus-daemon", "--config-file=" + config, "--nofork", "--nosyslog", "--print-address"])
-        assert daemon.stdout.readline().strip(), "dbus-daemon printed no address"
-        os.chmod(self.socket, 0o666)
-        standin = self._start(["/usr/bin/python3", STANDIN, self.address, self.log])
-        assert standin.stdout.readline().strip() == "ready"
-
-    def proxy(self, user):
-        """xdg-dbus-proxy with the core's policy, run as ``user`` (the user the executors run as: the bus
-        checks the client's EXTERNAL identity against the proxy's own credentials); returns its socket."""
-        folder = os.path.join(self.root, "proxy-%s" % (user or "root"))
-        os.mkdir(folder)
-        os.chmod(folder, 0o755)
-        words = ["xdg-dbus-proxy"]
-        if user:
-            os.chown(folder, 65534, -1)
-            words = ["setpriv", "--reuid=%s" % user, "--regid=nogroup", "--clear-groups"] + words
-        listen = os.path.join(folder, "system_bus_socket")
-        ready_r, ready_w = os.pipe()
-        self._start(words + ["--fd=%d" % ready_w] + channels.proxy_words(self.address, listen), pass_fds=(ready_w,))
-        os.close(ready_w)
-        assert os.read(ready_r, 1), "xdg-dbus-proxy did not get ready"
-        self.ready.append(ready_r)                     # the proxy stops when this end is closed
-        return listen
-
-    def _start(self, argv, pass_fds=()):
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                                pass_fds=pass_fds)
-        self.procs.append(proc)
-        return proc
-
-    def calls(self):
-        if not os.path.exists(self.log):
-            return []
-        with open(self.log) as handle:
-            return [line.split()[0] for line in handle]
-
-    def clear(self):
-        if os.path.exists(self.log):
-            os.unlink(self.log)
-
-    def stop(self):
-        for fd in self.ready:
-            os.close(fd)
-        for proc in reversed(self.procs):
-            proc.terminate()
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
 
 
 @pytest.fixture
 def bus():
-    root = tempfile.mkdtemp(prefix="metnos-bus-", dir="/var/tmp")
-    os.chmod(root, 0o755)
-    running = Bus(root)
-    try:
-        yield running
-    finally:
-        running.stop()
-        shutil.rmtree(root, ignore_errors=True)
-
-
-def render(host):
-    context = dict({"python_executable": "/usr/bin/python3", "systemd_read_paths": []}, **host)
-    return profile.render_safe({"name": "ex", "origin": "t", "capabilities": ["systemd:read"]},
-                               host_context.HostContext(context), {}, ACTIVE)
+    yield from system_bus.running_bus()
 
 
 def test_status_reads_pass_through_the_proxy_and_commands_are_refused(bus, monkeypatch):

@@ -96,6 +96,33 @@ CODES.extend([
                    "missing": "{what}: the system bus is not granted: the proxy's socket {path} does not exist"},
          hint=("Enable the proxy in the role (metnos_sandbox_dbus_proxy: true), which runs it as a hardened unit "
                "and sets metnos_sandbox_host.system_bus_proxy to its socket; then render again.")),
+])
+# ---- the proxy's socket swapped for the bus itself (issue 50 item 2): the sandbox would get the unfiltered bus ----
+_BUS_CAUSE = ("host.system_bus_proxy must be the filtering proxy's own socket (xdg-dbus-proxy). %s: the sandbox would "
+              "get the unfiltered system bus (systemd's StartUnit, KillUnit, every other name), and the proxy's policy "
+              "would filter nothing.")
+_BUS_DETECTION = ("host.system_bus_proxy as written, resolved, and lstat'ed (st_dev, st_ino) against the real bus's "
+                  "sockets: /run/dbus/system_bus_socket, /var/run/dbus/system_bus_socket, the unix:path of "
+                  "DBUS_SYSTEM_BUS_ADDRESS and host.system_bus_sockets (the sockets the proxy connects to).")
+_BUS_FIX = "ansible-playbook metnos.sandbox.site -e metnos_sandbox_dbus_proxy=true"
+_BUS_HINT = ("Point host.system_bus_proxy at the proxy's own socket: the role's metnos_sandbox_dbus_proxy: true runs "
+             "xdg-dbus-proxy and sets it (remove the override of host.system_bus_proxy from the host_vars).")
+for _code, _title, _why, _words, _look in [
+    ("bus_proxy_is_bus", "The D-Bus proxy's socket is the system bus itself",
+     "It names the bus's own socket", "host.system_bus_proxy = {path} is the system bus's socket ({bus}), not the "
+     "filtering proxy's: refused", "ls -l {path}"),
+    ("bus_proxy_symlink_to_bus", "The D-Bus proxy's socket is a symbolic link to the system bus",
+     "It is a symbolic link (or passes through one) that resolves to the bus's socket",
+     "host.system_bus_proxy = {path} resolves to {bus}, the system bus's socket, through a symbolic link: refused",
+     "readlink -f {path}"),
+    ("bus_proxy_same_inode_as_bus", "The D-Bus proxy's socket is a hard link or bind mount of the system bus",
+     "It shares device and inode with the bus's socket (a hard link, or a bind mount of it)",
+     "host.system_bus_proxy = {path} is the same inode as {bus}, the system bus's socket (a hard link or a bind "
+     "mount): refused", "ls -li {path} {bus}"),
+]:
+    CODES.append(Code(_code, ERROR, "R-CAP-SYS", SANDBOX_ACTIVE, _title, _BUS_CAUSE % _why, _BUS_DETECTION,
+                      [_look, _BUS_FIX], messages={"bus": _words}, hint=_BUS_HINT))
+CODES.extend([
     Code("layout_roots_nested", ERROR, "R-CAP-INDEX", SANDBOX_ACTIVE,
          "A configured index or resource root holds another one",
          "The admin's layout crosses: the granted index (or resource) root is at, below or above another "

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, 
 from ..base import diagnostics
 from ..base import paths as base_paths
 from ..base.records import Record
-from . import channels, globs, model, result
+from . import bus_proxy, channels, globs, model, result
 from .globs import glob_root
 from .model import Capability, Kind, Manifest
 
@@ -446,6 +446,10 @@ def _grant_bus(r: Render, cap: Capability) -> None:
     except base_paths.Unresolvable as exc:
         unresolvable = host_layout.Problem("links", host_layout.UNRESOLVABLE[exc.why] % exc.path)
         r.diags.append(host_layout.host_refusal("system_bus_proxy", proxy, unresolvable))
+        return
+    the_bus = bus_proxy.swapped(proxy, real, bus_proxy.bus_sockets(r.host["system_bus_sockets"], os.environ), r.state)
+    if the_bus is not None:
+        r.diags.append(the_bus)
         return
     for form in (proxy, real) if real != proxy else (proxy,):
         problem = r.host.judge(form, "ro", r.state)

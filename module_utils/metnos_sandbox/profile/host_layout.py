@@ -91,6 +91,9 @@ DEFAULT_HOST = {
     "systemd_read_paths": ["/run/systemd/system"],
     "system_read_paths": [],
     "system_bus_proxy": None,
+    # The real bus's sockets, the ones the proxy connects to (besides /run/dbus/system_bus_socket and the host's
+    # DBUS_SYSTEM_BUS_ADDRESS, always judged): system_bus_proxy may be none of them (bus_proxy.swapped).
+    "system_bus_sockets": [],
     # Command channels (sockets, FIFOs, device nodes) the admin lets a grant expose: [{path, reason}].
     "allow_channels": [],
     "undo_exception": None,
@@ -103,7 +106,7 @@ DEFAULT_HOST = {
     "device_downgrades": [],
 }
 LIST_KEYS = ("python_package_roots", "python_installation", "i18n_dbs", "lexicon_dbs", "systemd_read_paths",
-             "system_read_paths", "writable_roots")
+             "system_read_paths", "writable_roots", "system_bus_sockets")
 DICT_KEYS = ("resources", "indexes", "mail_accounts")
 PATH_KEYS = ("runtime_dir", "executors_dir", "executor_dir", "python_executable", "python_prefix",
              "integrations_dir", "mail_credentials_dir", "dialog_dir", "undo_root", "system_bus_proxy")

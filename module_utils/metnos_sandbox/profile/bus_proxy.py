@@ -1,0 +1,72 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The filtering proxy's socket (host.system_bus_proxy) is not the system bus itself (issue 50 item 2).
+
+systemd:read / system:read bind host.system_bus_proxy where the bus is expected; if that path is the bus's own
+socket, a symbolic link to it, or the same inode under another name (a hard link, a bind mount), the sandbox gets
+the unfiltered bus and the proxy's policy filters nothing. Each of the three is refused with its own code
+(base/codes_channels.py). The real bus's sockets: BUS_SOCKETS, the unix:path of the renderer's
+DBUS_SYSTEM_BUS_ADDRESS, and host.system_bus_sockets (the sockets the proxy itself connects to).
+
+Pure Python, no Ansible imports.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import os
+from typing import List, Mapping, Optional
+from urllib.parse import unquote
+
+from ..base import diagnostics
+from . import host_context
+
+BUS_SOCKETS = ("/run/dbus/system_bus_socket", "/var/run/dbus/system_bus_socket")
+MAX_ADDRESS = 4096          # DBUS_SYSTEM_BUS_ADDRESS read no further (the environment is input)
+
+
+def address_paths(address: str) -> List[str]:
+    """The absolute unix:path=... values of a D-Bus address (';'-separated transports, ','-separated keys,
+    values %-escaped); any other transport (abstract, tcp) names no file."""
+    found = []
+    for transport in address[:MAX_ADDRESS].split(";"):
+        kind, _, keys = transport.partition(":")
+        if kind != "unix":
+            continue
+        for pair in keys.split(","):
+            key, _, value = pair.partition("=")
+            path = unquote(value)
+            if key == "path" and path.startswith("/") and "\x00" not in path:
+                found.append(os.path.normpath(path))
+    return found
+
+
+def bus_sockets(configured: List[str], environ: Mapping[str, str]) -> List[str]:
+    """The real bus's sockets as written: the well-known ones, the environment's, the admin's."""
+    found: List[str] = []
+    for path in list(BUS_SOCKETS) + address_paths(environ.get("DBUS_SYSTEM_BUS_ADDRESS", "")) + list(configured):
+        if path not in found:
+            found.append(path)
+    return found
+
+
+def swapped(proxy: str, real: str, sockets: List[str],
+            state: host_context.RenderState) -> Optional[diagnostics.Diagnostic]:
+    """The refusal when the proxy's socket ``proxy`` (resolved: ``real``) is one of the bus's ``sockets``: as
+    written (bus_proxy_is_bus), resolved through a link (bus_proxy_symlink_to_bus), or the same device and inode
+    (bus_proxy_same_inode_as_bus); None when it is none of them. A bus socket missing on this host is no match."""
+    mine = state.stats.lstat(real)
+    for bus in sockets:
+        bus_real = state.real_or_none(bus)
+        code = None
+        if proxy == bus or proxy == bus_real:
+            code = "bus_proxy_is_bus"
+        elif real == bus_real:
+            code = "bus_proxy_symlink_to_bus"
+        elif bus_real is not None and mine is not None:
+            theirs = state.stats.lstat(bus_real)
+            if theirs is not None and (theirs.st_dev, theirs.st_ino) == (mine.st_dev, mine.st_ino):
+                code = "bus_proxy_same_inode_as_bus"
+        if code is not None:
+            return diagnostics.make(code, wording="bus", host_key="system_bus_proxy",
+                                    path=diagnostics.excerpt(proxy, 600), bus=diagnostics.excerpt(bus, 600))
+    return None

@@ -1,0 +1,133 @@
+"""A restart of the D-Bus proxy does not break the stored profiles (issue 50 item 2): the profiles bind a stable path
+in a root-owned folder, where the unit's ExecStartPost hard-links the socket the proxy listens on, again at every
+start. Proven with a real dbus-daemon, the real xdg-dbus-proxy and a stored profile run by the real launcher
+(descriptors.main, what metnos-sandbox-exec runs) in real bwrap, as nobody.
+
+There is no systemd as PID 1 here: the unit's ExecStartPre= and ExecStartPost= lines (templates/
+metnos-dbus-proxy.service.j2, rendered with the role's vars, its paths moved into a temp folder) are run as systemd
+runs a "+" command (as root, the words split, "$$" made "$"); the proxy runs as nobody in a folder of its own (the
+unit's RuntimeDirectory, owned by its User=), removed when it stops, as systemd removes it. The bus is a private
+dbus-daemon on a socket in the temp folder, with the stand-in systemd of tests/helpers/systemd_standin.py.
+
+Canary: a profile rendered against the socket in the proxy's own folder (the layout before: a folder its user can
+write, so the socket is bound by descriptor with its device and inode) fails with bind_source_moved after the same
+restart, and works before it.
+"""
+import inspect
+import json
+import os
+import shlex
+import shutil
+import subprocess
+
+import jinja2
+import pytest
+import yaml
+
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import descriptors
+from helpers import system_bus
+from helpers.system_bus import render
+
+pytestmark = pytest.mark.skipif(not shutil.which("xdg-dbus-proxy"), reason="needs xdg-dbus-proxy (Debian package)")
+ROLE = os.path.join(os.path.dirname(__file__), "..", "..", "roles", "metnos_sandbox")
+USER = "nobody"               # the proxy's user and the executors' here
+# The executor: a status read and a command on the bus where the profile binds it.
+MAIN = r'''
+import json, sys
+import dbus
+out = {}
+for name, method, sig, args in (("GetUnit", "GetUnit", "s", ["ssh.service"]),
+                                ("StartUnit", "StartUnit", "ss", ["evil.service", "replace"])):
+    try:
+        bus = dbus.bus.BusConnection("unix:path=/run/dbus/system_bus_socket")
+        bus.call_blocking("org.freedesktop.systemd1", "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager",
+                          method, sig, args, timeout=5)
+        out[name] = "ok"
+    except dbus.exceptions.DBusException as exc:
+        out[name] = exc.get_dbus_name() or str(exc)
+sys.stdout.write(json.dumps(out))
+'''
+
+
+@pytest.fixture
+def bus():
+    yield from system_bus.running_bus()
+
+
+def _unit_steps(paths):
+    """The unit's "+" commands (ExecStartPre, ExecStartPost) as argv lists, rendered with the role's vars and
+    ``paths`` (the unit's paths, moved into the test's folder)."""
+    with open(os.path.join(ROLE, "vars", "main.yml")) as handle:
+        variables = yaml.safe_load(handle)
+    with open(os.path.join(ROLE, "templates", "metnos-dbus-proxy.service.j2")) as handle:
+        template = jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(handle.read())
+    unit = template.render(dict(variables, ansible_managed="managed", metnos_sandbox_unit="metnos.service",
+                                metnos_sandbox_dbus_proxy_user=USER, **paths))
+    steps = {}
+    for line in unit.splitlines():
+        key, _, command = line.partition("=")
+        if key in ("ExecStartPre", "ExecStartPost"):
+            assert command.startswith("+"), line                   # run as root, outside the unit's sandbox
+            steps[key] = [word.replace("$$", "$") for word in shlex.split(command[1:])]
+    assert sorted(steps) == ["ExecStartPost", "ExecStartPre"], unit
+    return steps
+
+
+def _start(bus, steps):
+    """The unit's start: ExecStartPre, the proxy (as its user, in its runtime folder), ExecStartPost."""
+    subprocess.run(steps["ExecStartPre"], check=True, timeout=30)
+    listen = bus.proxy(USER, name="proxy-run")
+    subprocess.run(steps["ExecStartPost"], check=True, timeout=30)
+    return listen
+
+
+def _run_stored(path):
+    """The stored profile run by the real launcher (descriptors.main: metnos-sandbox-exec) as the executors' user."""
+    source = inspect.getsource(descriptors)
+    proc = subprocess.run(["setpriv", "--reuid=" + USER, "--regid=nogroup", "--clear-groups", "/usr/bin/python3", "-I",
+                           "-S", "-c", source, "--profile", path], capture_output=True, text=True, timeout=60)
+    if proc.returncode:
+        return proc.stderr
+    return json.loads(proc.stdout)
+
+
+def _store(bus, name, proxy, executors):
+    prof = render({"system_bus_proxy": proxy, "system_bus_sockets": [bus.socket], "executors_dir": executors})
+    assert prof["decision"] == "wrapped", prof["diagnostics"]
+    path = os.path.join(bus.root, name + ".json")
+    with open(path, "w") as handle:
+        json.dump(prof, handle)
+    os.chmod(path, 0o644)
+    return prof, path
+
+
+def test_a_restart_keeps_every_stored_profile_working(bus):
+    executors = os.path.join(bus.root, "executors")
+    os.makedirs(os.path.join(executors, "ex"), 0o755)
+    with open(os.path.join(executors, "ex", "main.py"), "w") as handle:
+        handle.write(MAIN)
+    os.chmod(os.path.join(executors, "ex", "main.py"), 0o644)
+    stable = os.path.join(bus.root, "stable")
+    steps = _unit_steps({"__metnos_sandbox_dbus_proxy_listen": os.path.join(bus.root, "proxy-run", "system_bus_socket"),
+                         "__metnos_sandbox_dbus_proxy_folder": stable,
+                         "__metnos_sandbox_dbus_proxy_socket": os.path.join(stable, "system_bus_socket")})
+    listen = _start(bus, steps)
+    socket = os.path.join(stable, "system_bus_socket")
+    assert os.stat(stable).st_uid == 0 and os.stat(socket).st_ino == os.stat(listen).st_ino
+
+    prof, stored = _store(bus, "stable", socket, executors)
+    assert socket in prof["argv"] and not prof["descriptors"], prof["argv"]       # bound by path
+    old, before = _store(bus, "before", listen, executors)
+    assert [d["path"] for d in old["descriptors"]] == [listen], old["descriptors"]  # the canary's: by descriptor
+    for path in (stored, before):
+        assert _run_stored(path) == {"GetUnit": "ok", "StartUnit": "org.freedesktop.DBus.Error.AccessDenied"}, path
+
+    # the restart: the proxy stops (its runtime folder removed), starts again with a new socket
+    inode = os.stat(socket).st_ino
+    bus.stop_proxy(listen)
+    assert _start(bus, steps) == listen and os.stat(socket).st_ino != inode
+    bus.clear()
+    assert _run_stored(stored) == {"GetUnit": "ok", "StartUnit": "org.freedesktop.DBus.Error.AccessDenied"}
+    assert bus.calls() == ["GetUnit"], bus.calls()
+    # the canary: the profile that bound the socket itself is stale now
+    assert "bind_source_moved" in _run_stored(before)
