@@ -400,7 +400,9 @@ os.execv(args[0], args)
 # What the gift rows hand the sandbox (key: (mode, target)), each opened by the bench (as root) outside the tree.
 GIFTS = {"pipe_fd7": ("fd", 7), "pipe_stderr": ("fd", 2), "pty_master": ("fd", 7), "pty_slave": ("fd", 7),
          "tun": ("fd", 7), "kmsg": ("fd", 7), "vcs": ("fd", 7), "ctty": ("ctty", 0),
-         "shadow": ("file", "/host-secret"), "socket": ("fd", 7)}
+         "shadow": ("file", "/host-secret"), "socket": ("fd", 7), "pipe_in_flight": ("fd", 7),
+         "pipe_thread_table": ("fd", 7)}
+THREAD_READER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "thread_reader.py")
 
 
 class Donor(object):
@@ -413,6 +415,8 @@ class Donor(object):
         import socket
         import threading
         self.bench, self.fds, self.procs, self.netns = bench, {}, [], None
+        self.queues = []        # pipe_in_flight: (sending socket, receiving socket), the read end in the queue
+        self.sinks = []         # pipe_thread_table: the files the thread readers write what they read
         self.name = "metnos-donor-%s" % os.urandom(6).hex()
         self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.server.bind("\0" + self.name)
@@ -442,6 +446,29 @@ class Donor(object):
             self.procs.append(subprocess.Popen(["sh", "-c", "cat >/dev/null", "sh", self.bench.dir], stdin=r,
                                                stdout=subprocess.DEVNULL, start_new_session=True))
             os.close(r)
+            return w, True
+        if key == "pipe_in_flight":
+            # the read end sent over a unix socket pair (SCM_RIGHTS) and never received: no process holds it, yet
+            # whoever receives it later reads what the sandbox writes (take_in_flight)
+            import array
+            import socket
+            r, w = os.pipe()
+            sender, receiver = socket.socketpair()
+            sender.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [r]))])
+            os.close(r)
+            self.queues.append((sender, receiver))
+            return w, True
+        if key == "pipe_thread_table":
+            # the read end held only by a thread of a host process with a descriptor table of its own
+            r, w = os.pipe()
+            sink = os.path.join(self.bench.dir, "thread-sink-%d" % len(self.sinks))
+            self.sinks.append(sink)
+            reader = subprocess.Popen([PYTHON, THREAD_READER, str(r), sink], pass_fds=(r,), stdout=subprocess.PIPE,
+                                      stdin=subprocess.DEVNULL, start_new_session=True)
+            self.procs.append(reader)
+            os.close(r)
+            assert reader.stdout.readline() == b"ready\n"
+            reader.stdout.close()
             return w, True
         if key in ("pty_master", "pty_slave", "ctty"):
             master, slave = os.openpty()
@@ -518,10 +545,22 @@ class Donor(object):
             os.chmod(path, 0o755)
         return path
 
+    def take_in_flight(self):
+        """The read end the last pipe_in_flight plant left in flight, received as anyone holding the socket
+        could (a descriptor of this process's own)."""
+        import socket
+        _sender, receiver = self.queues[-1]
+        _msg, anc, _flags, _addr = receiver.recvmsg(1, socket.CMSG_SPACE(4))
+        return int.from_bytes(anc[0][2][:4], sys.byteorder)
+
     def close(self):
         self.stop = True
         self.thread.join()
         self.server.close()
+        for pair in self.queues:
+            for sock in pair:
+                sock.close()
+        self.queues = []
         for fd in self.fds.values():
             os.close(fd)
         self.fds = {}
@@ -969,6 +1008,13 @@ ROWS = [
         gift("pipe_stderr"), ["no_leaked_descriptors"], code="probe_descriptor_outside"),
     Row("socket_to_outside", "wrapper: one end of a unix socket pair left open as fd 7, the other end read by a "
         "shell outside the sandbox", gift("socket"), ["no_leaked_descriptors"], code="probe_descriptor_outside"),
+    # Unknown is a failure (issue 51): a pipe whose other end no process of the sandbox or the probe holds.
+    Row("pipe_in_flight", "wrapper: a pipe's write end left open as fd 7, its read end kept in flight in a unix "
+        "socket's queue outside (SCM_RIGHTS sent, never received: no process holds it)", gift("pipe_in_flight"),
+        ["no_leaked_descriptors"], code="probe_descriptor_unseen"),
+    Row("pipe_thread_table", "wrapper: a pipe's write end left open as fd 7, its read end held only by a thread of "
+        "a host process with a descriptor table of its own (unshare(CLONE_FILES): absent from /proc/PID/fd)",
+        gift("pipe_thread_table"), ["no_leaked_descriptors"], code="probe_descriptor_outside"),
     Row("pty_master", "wrapper: the master side of a host pty left open (the sandbox types into its shell)",
         gift("pty_master"), ["no_leaked_descriptors"], code="probe_descriptor_terminal"),
     Row("pty_slave", "wrapper: the slave side of a host pty left open (writes to a host terminal)",

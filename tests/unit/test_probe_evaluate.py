@@ -495,8 +495,77 @@ def test_a_pipe_another_process_outside_holds_leads_outside():
     assert set(bad) == {"no_leaked_descriptors"}
     assert bad["no_leaked_descriptors"]["observed"]["kinds"] == [
         ["outside", "7 -> pipe:[77], also held by pid 5151 (sh) outside the sandbox"]]
-    outside["payload"]["fd_holders"]["held"]["pipe:[77]"] = [4242]       # a pipe of the sandbox's own
+    outside["payload"]["fd_holders"]["held"]["pipe:[77]"] = [4242, 4243]       # a pipe of the sandbox's own:
+    outside["payload"]["fd_holders"]["sandbox"] = [4242, 4243]                 # its other end held by a child
+    outside["payload"]["fd_holders"]["ends"] = {"pipe:[77]": {"read": [4243], "write": [4242]}}
     assert failed(obs, outside, host) == {}
+
+
+# (which processes hold the pipe, which end each holds; the end the payload holds; what the check says)
+_PIPE_ENDS = [
+    ([4242], {"read": [], "write": [4242]}, "unseen: no one holds the read end (in flight in a socket's queue)"),
+    ([4241, 4242], {"read": [], "write": [4241, 4242]}, "unseen: bwrap holds the same end, not the other"),
+    ([4242], {"read": [4242], "write": [4242]}, None),
+    ([4242], {"write": []}, "unseen: which end the payload holds was not read"),
+    ([4242], None, "unseen: the ends were not read"),
+    ([4241, 4242], {"read": [4241], "write": [4242]}, None),
+]
+
+
+@pytest.mark.parametrize("holders, ends, says", _PIPE_ENDS)
+def test_a_pipe_whose_other_end_is_not_found_inside_fails(holders, ends, says):
+    """Deny by default (issue 51): a pipe beyond the stdio slots passes only when a process of the sandbox (or
+    bwrap, or the probe) holds the end of the other direction; an end nobody is seen holding is unknown, a
+    finding of its own kind (probe_descriptor_unseen). The real plants: the matrix's pipe_in_flight and
+    pipe_thread_table rows."""
+    obs, outside, host = good()
+    outside["payload"]["fds"]["7"] = {"link": "pipe:[77]", "type": "fifo"}
+    outside["payload"]["fd_holders"]["held"]["pipe:[77]"] = holders
+    if ends is not None:
+        outside["payload"]["fd_holders"]["ends"] = {"pipe:[77]": ends}
+    bad = failed(obs, outside, host)
+    if says is None:
+        assert bad == {}
+        return
+    assert set(bad) == {"no_leaked_descriptors"}, says
+    kinds = bad["no_leaked_descriptors"]["observed"]["kinds"]
+    assert [k for k, _what in kinds] == ["unseen"], (says, kinds)
+
+
+def test_a_pipe_end_held_in_a_threads_own_table_is_found(tmp_path):
+    """Real: a thread that called unshare(CLONE_FILES) holds the read end of a pipe in a table of its own, absent
+    from /proc/PID/fd; fd_holders finds it in /proc/PID/task/TID/fd, with the end's direction."""
+    import ctypes
+    import threading
+    r, w = os.pipe()
+    link = "pipe:[%d]" % os.fstat(r).st_ino
+    ready, done = threading.Event(), threading.Event()
+
+    def hold():
+        libc = ctypes.CDLL(None, use_errno=True)
+        assert libc.unshare(0x400) == 0          # CLONE_FILES: this thread's own copy of the table
+        os.close(w)                              # in the copy only
+        ready.set()
+        done.wait(10)
+        os.close(r)
+
+    worker = threading.Thread(target=hold)
+    worker.start()
+    try:
+        ready.wait(10)
+        os.close(r)                              # the main table keeps the write end only
+        with open("/proc/self/fd/%d" % w):
+            pass
+        main_table = [os.readlink("/proc/self/fd/" + n) for n in os.listdir("/proc/self/fd")
+                      if os.path.exists("/proc/self/fd/" + n)]
+        assert main_table.count(link) == 1       # canary: the read end is not in the process's table
+        found = holdings.fd_holders([link])
+        assert found.held == {link: [os.getpid()]}
+        assert found.ends[link]["read"] == [os.getpid()] and found.ends[link]["write"] == [os.getpid()]
+    finally:
+        done.set()
+        worker.join()
+        os.close(w)
 
 
 def test_stdio_must_be_the_probes_own_pipes():
@@ -552,7 +621,7 @@ def test_the_kernel_names_a_unix_sockets_peer():
     try:
         links = ["socket:[%d]" % os.fstat(s.fileno()).st_ino for s in (one, two)]
         assert holdings.unix_peer(links[0]) == links[1] and holdings.unix_peer(links[1]) == links[0]
-        held, _unreadable = holdings.fd_holders(links)
+        held = holdings.fd_holders(links).held
         assert held == {links[0]: [os.getpid()], links[1]: [os.getpid()]}
         assert holdings.unix_peer("socket:[1]") is None
     finally:

@@ -394,7 +394,8 @@ CODES.extend([
 # ---- what the sandbox holds (issue 41): every descriptor by where it leads, the session, the root's content ----
 _HELD_EVIDENCE = ("The payload's descriptors read from the host's /proc/PID/fd and fdinfo while it waits (never "
                   "its own report): the stdio slots among the probe's own pipes (its own descriptor table), every "
-                  "other pipe's and socket's holders found in one pass over /proc/*/fd, a socket's network namespace "
+                  "other pipe's and socket's holders found in one pass over /proc/*/fd and /proc/*/task/*/fd (each "
+                  "pipe end with its direction, from fdinfo), a socket's network namespace "
                   "from /proc/PID/net, a device by its device number.")
 _HELD_FIX = ("systemctl show -p ExecStart -p Environment <unit>", "command -v bwrap", "dpkg -S \"$(command -v bwrap)\"")
 _HELD_HINT = ("Find what handed it in: compare the rendered argv with the one the service runs "
@@ -409,6 +410,16 @@ CODES.extend([
          "namespace, is a named pipe of the host, or one of its stdin, stdout and stderr is not the probe's own "
          "pipe.", _HELD_EVIDENCE, list(_HELD_FIX),
          messages={"": "the payload holds a channel that leads outside the sandbox: {said}{traced}"},
+         hint=_HELD_HINT),
+    Code("probe_descriptor_unseen", ERROR, "R-SCOPE-1", PROBE,
+         "The sandbox holds a pipe whose other end the probe cannot find",
+         "A pipe the payload holds beyond its stdin, stdout and stderr has no other end held by the sandbox or "
+         "the probe: no process is seen holding it (every process's and thread's descriptor table read, "
+         "/proc/*/fd and /proc/*/task/*/fd), so it is kept in flight in a socket's queue (sent with SCM_RIGHTS, "
+         "received later by whoever reads that socket), held out of sight, or in a table that could not be read. "
+         "Unknown is a failure: whoever takes that end reads what the sandbox writes, or writes what it reads.",
+         _HELD_EVIDENCE, list(_HELD_FIX),
+         messages={"": "the payload holds a pipe whose other end is not the sandbox's or the probe's: {said}{traced}"},
          hint=_HELD_HINT),
     Code("probe_descriptor_terminal", ERROR, "R-SCOPE-1", PROBE,
          "The sandbox holds a terminal",

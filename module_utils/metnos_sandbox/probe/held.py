@@ -53,15 +53,17 @@ _NS_LINK = ("cgroup:[", "ipc:[", "mnt:[", "net:[", "pid:[", "pid_for_children:["
 DESCRIPTOR_CODES = {"outside": "probe_descriptor_outside", "terminal": "probe_descriptor_terminal",
                     "device": "probe_descriptor_device", "block": "probe_descriptor_block",
                     "namespace": "probe_descriptor_namespace", "pidfd": "probe_descriptor_pidfd",
-                    "watch": "probe_descriptor_watch", "file": "probe_descriptor_file"}
+                    "watch": "probe_descriptor_watch", "file": "probe_descriptor_file",
+                    "unseen": "probe_descriptor_unseen"}
 
 
 def _holders_text(pids: t.Sequence[int], comm: t.Mapping[str, t.Any]) -> str:
     return ", ".join("pid %d (%s)" % (p, comm.get(str(p)) or "?") for p in pids[:4])
 
 
-def _channel(sc: Scene, fd: str, link: str, holders: Json) -> t.Optional[str]:
-    """Why the pipe or socket ``link`` (at descriptor ``fd``) leads outside the sandbox, None when it does not:
+def _channel(sc: Scene, fd: str, link: str, holders: Json) -> t.Optional[t.Tuple[str, str]]:
+    """(kind, why) the pipe or socket ``link`` (at descriptor ``fd``) leads outside the sandbox or to no end the
+    probe can find ("unseen"), None when it does not:
     every other holder must be the sandbox's (bwrap's child and below, bwrap) or the probe's own collector; the
     stdio slots must be the probe's own pipes; a socket must be one of the sandbox's own network namespace. A pipe
     of the probe's own leads to the probe: it holds the other end, and no one else can (the same end held by
@@ -74,25 +76,49 @@ def _channel(sc: Scene, fd: str, link: str, holders: Json) -> t.Optional[str]:
     outsiders = [p for p in held if p not in inside and p not in collectors]
     comm = holders.get("comm") or {}
     if outsiders:
-        return "%s -> %s, also held by %s outside the sandbox" % (fd, link, _holders_text(outsiders, comm))
+        said = _holders_text(outsiders, comm)
+        return "outside", "%s -> %s, also held by %s outside the sandbox" % (fd, link, said)
     if fd in ("0", "1", "2"):
-        return "%s -> %s: the payload's std%s is not the probe's own pipe%s" % (
+        return "outside", "%s -> %s: the payload's std%s is not the probe's own pipe%s" % (
             fd, link, ("in", "out", "err")[int(fd)], " (held by %s)" % _holders_text(held, comm) if held else "")
+    if link.startswith("pipe:["):
+        why = _pipe_other_end(sc, fd, link, holders, inside | collectors)
+        return ("unseen", why) if why else None
     if link.startswith("socket:["):
         own = holders.get("own_sockets")
         mine, ref = (sc.payload.get("ns") or {}).get("net"), sc.ref.ns.get("net")
         if not isinstance(own, list):
-            return "%s -> %s: not proven (the sandbox's sockets could not be read: %s)" % (fd, link, own)
+            return "outside", "%s -> %s: not proven (the sandbox's sockets could not be read: %s)" % (fd, link, own)
         if link not in own:
             peer = (holders.get("peers") or {}).get(link)
             there = ((holders.get("held") or {}).get(peer) or []) if peer else []
-            return "%s -> %s: a socket of another network namespace (made outside the sandbox)%s" % (
+            return "outside", "%s -> %s: a socket of another network namespace (made outside the sandbox)%s" % (
                 fd, link, ", connected to %s held by %s" % (peer, _holders_text(there, comm)) if there else
                 ", connected to %s" % peer if peer else "")
         if mine == ref:
-            return "%s -> %s: a socket of the parent context's network namespace (shared: where it leads is not " \
-                   "proven)" % (fd, link)
+            return "outside", "%s -> %s: a socket of the parent context's network namespace (shared: where it " \
+                "leads is not proven)" % (fd, link)
     return None
+
+
+def _pipe_other_end(sc: Scene, fd: str, link: str, holders: Json, inside: t.Set[t.Any]) -> t.Optional[str]:
+    """Why the other end of the pipe ``link`` is not proven to be the sandbox's, None when it is: a process
+    inside the sandbox holds the end of the other direction (found in every process's and thread's table). An
+    end no process holds (kept in flight in a socket's queue, sent with SCM_RIGHTS and never received), one held
+    where the tables read do not show it, or one in a table that could not be read: unknown, a failure."""
+    sides = (holders.get("ends") or {}).get(link) or {}
+    mine = [side for side in ("read", "write") if sc.pid in (sides.get(side) or [])]
+    if len(mine) != 1:
+        return None if len(mine) == 2 else "%s -> %s: not proven (which end of the pipe the payload holds was " \
+            "not read)" % (fd, link)
+    other = "write" if mine == ["read"] else "read"
+    if any(p in inside for p in sides.get(other) or []):
+        return None
+    unread = holders.get("unreadable") or 0
+    return "%s -> %s: the payload holds the %s end; no process of the sandbox or the probe holds the %s end " \
+        "(none seen holding it%s: it is kept in flight in a socket's queue or held out of sight, a channel to " \
+        "whoever takes it)" % (fd, link, mine[0], other,
+                               ", %d descriptor tables unread" % unread if unread else "")
 
 
 def _descriptor_finding(sc: Scene, fd: str, info: Json, holders: t.Optional[Json]) -> t.Optional[t.Tuple[str, str]]:
@@ -105,8 +131,7 @@ def _descriptor_finding(sc: Scene, fd: str, info: Json, holders: t.Optional[Json
     if kind in ("fifo", "sock") and link.startswith(("pipe:[", "socket:[")):
         if holders is None:
             return "outside", "%s -> %s: not proven (who else holds it was not read)" % (fd, link)
-        why = _channel(sc, fd, link, holders)
-        return ("outside", why) if why else None
+        return _channel(sc, fd, link, holders)
     if kind == "fifo":
         return "outside", "%s -> %s (a named pipe of the host)" % (fd, link)
     if kind == "chr":

@@ -138,7 +138,8 @@ def _where_descriptors_lead(payload: Json, pid: int, child_pid: t.Optional[int],
     # a unix socket made outside (in the probe's network namespace): its peer, asked of the kernel
     peers = dict((link, holdings.unix_peer(link)) for link in others if link.startswith("socket:["))
     peers = dict((k, v) for k, v in peers.items() if v)
-    held, unreadable = holdings.fd_holders(others + sorted(set(peers.values())), proc)
+    found = holdings.fd_holders(others + sorted(set(peers.values())), proc)
+    held = found.held
     inside = set([pid] + ([child_pid] if isinstance(child_pid, int) else []))
     for top in list(inside):
         inside.update(proctree.descendants(top, proc, exhaustive=False))
@@ -146,7 +147,9 @@ def _where_descriptors_lead(payload: Json, pid: int, child_pid: t.Optional[int],
     out["fd_holders"].update({"held": dict((k, sorted(v)[:16]) for k, v in held.items()),
                               "comm": dict((str(p), (proctree.read_stat(p, proc) or {}).get("comm")) for p in sorted(
                                   set(p for v in held.values() for p in v) - inside)[:16]),
-                              "unreadable": unreadable, "sandbox": sorted(inside)[:64], "peers": peers})
+                              "unreadable": found.unreadable, "sandbox": sorted(inside)[:64], "peers": peers,
+                              "ends": dict((k, dict((side, sorted(v)[:16]) for side, v in sides.items()))
+                                           for k, sides in found.ends.items())})
     if any(link.startswith("socket:[") for link in others):
         out["fd_holders"]["own_sockets"] = holdings.net_socket_inodes(pid, proc)
     return out
