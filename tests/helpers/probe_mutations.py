@@ -401,7 +401,7 @@ os.execv(args[0], args)
 GIFTS = {"pipe_fd7": ("fd", 7), "pipe_stderr": ("fd", 2), "pty_master": ("fd", 7), "pty_slave": ("fd", 7),
          "tun": ("fd", 7), "kmsg": ("fd", 7), "vcs": ("fd", 7), "ctty": ("ctty", 0),
          "shadow": ("file", "/host-secret"), "socket": ("fd", 7), "pipe_in_flight": ("fd", 7),
-         "pipe_thread_table": ("fd", 7)}
+         "pipe_thread_table": ("fd", 7), "shadow_sbin": ("file", "/sbin")}
 THREAD_READER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "thread_reader.py")
 
 
@@ -480,7 +480,7 @@ class Donor(object):
             fd = os.open("/dev/kmsg", os.O_RDWR)
         elif key == "vcs":
             fd = os.open("/dev/vcs1", os.O_RDONLY)
-        elif key == "shadow":
+        elif key in ("shadow", "shadow_sbin"):
             fd = os.open("/etc/shadow", os.O_RDONLY)
         else:
             raise KeyError(key)
@@ -789,10 +789,11 @@ def _stacked_on_etc(bench):
     return out
 
 
-def gift(key):
+def gift(key, then=None):
     """argv[0] replaced by the gift wrapper for ``key`` (its sha256 accepted): the real bwrap, handed one
     descriptor a helper outside opened (Donor)."""
     def edit(argv, bench):
+        argv = then(argv, bench) if then else argv
         return [bench.donor.wrapper(key)] + list(argv[1:])
     edit.accept = True
     return edit
@@ -941,7 +942,9 @@ ROWS = [
     Row("bind_elsewhere", "extra --bind /var/lib at a path no check knew (/metnos-x)",
         add("--bind", "/var/lib", "/metnos-x"), ["no_undeclared_mounts"]),
     Row("symlink_made_bind", "--symlink usr/bin /bin made --bind /usr/bin /bin (writable host binaries)",
-        replace(("--symlink", "usr/bin", "/bin"), ("--bind", "/usr/bin", "/bin")), ["no_undeclared_mounts"]),
+        replace(("--symlink", "usr/bin", "/bin"), ("--bind", "/usr/bin", "/bin")),
+        ["no_undeclared_mounts", "root_content_declared"], code=["probe_check_failed", "probe_root_undeclared"],
+        note="the declared symlink /bin is not on the root: a mount covers its place (issue 51)"),
     Row("ro_bind_other_source", "--ro-bind /etc /etc made --ro-bind /root /etc (right place, wrong host path)",
         replace(("--ro-bind", "/etc", "/etc"), ("--ro-bind", "/root", "/etc")), ["bind_source:/etc"]),
     Row("ro_mount_below_bind", "extra --ro-bind /root /usr/local (read-only, below a read-only bind)",
@@ -1034,6 +1037,10 @@ ROWS = [
     Row("file_copied_on_root", "wrapper: --file FD /host-secret with /etc/shadow opened by a root helper (only "
         "an unprivileged user gains: it cannot read the shadow file otherwise)", gift("shadow"),
         ["root_content_declared"], code="probe_root_undeclared"),
+    Row("symlink_made_file", "wrapper: --symlink usr/sbin /sbin replaced by --file FD /sbin with /etc/shadow opened "
+        "by a root helper (a host secret on the root under a declared name, no mount)",
+        gift("shadow_sbin", replace(("--symlink", "usr/sbin", "/sbin"), ())), ["root_content_declared"],
+        code="probe_root_undeclared"),
 ]
 
 

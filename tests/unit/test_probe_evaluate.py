@@ -614,6 +614,28 @@ def test_content_on_the_root_not_created_by_the_profile_is_undeclared():
     assert bad["root_content_declared"]["observed"]["undeclared"] == ["/host-secret (file)"]
 
 
+# (what lies at /sbin on the root, whether the check fails) with the profile making /sbin a symlink to usr/sbin
+_SBIN = [
+    (["sbin", "l", "usr/sbin"], False),
+    (["sbin", "f", 1024], True),            # a file copied under the symlink's name (--file FD /sbin)
+    (["sbin", "l", "/etc"], True),          # a symlink to another target
+    (["sbin", "d", None], True),            # a directory
+    (None, True),                           # absent, or covered by a mount
+]
+
+
+@pytest.mark.parametrize("entry, fails", _SBIN)
+def test_a_declared_symlink_is_judged_by_type_and_target(entry, fails):
+    """Issue 51: a declared symlink must be a symlink with the declared target. The real plant: the matrix's
+    symlink_made_file row (--symlink usr/sbin /sbin replaced by --file FD /sbin)."""
+    obs, outside, host = good()
+    spec = dict(SPEC, created=["/sbin", "/usr"], symlinks={"/sbin": "usr/sbin"})
+    outside["payload"]["root_entries"] = [entry] if entry else []
+    bad = failed(obs, outside, host, spec)
+    assert ("root_content_declared" in bad) == fails, bad
+    assert set(bad) <= {"root_content_declared"}
+
+
 def test_the_kernel_names_a_unix_sockets_peer():
     """Real sockets: the peer of one end of a socket pair is the other end, as sock_diag says (holdings.unix_peer);
     the pair's holders are found in the host's /proc/*/fd (this process)."""

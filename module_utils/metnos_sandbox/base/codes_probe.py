@@ -486,10 +486,12 @@ CODES.extend([
     Code("probe_root_undeclared", ERROR, "R-SCOPE-1", PROBE,
          "Something on the sandbox's root was not created by the profile",
          "A file, directory or symlink lies on the sandbox's own root file system (not under any mount) that the "
-         "profile does not create: a host file copied in with --file FD PATH or --bind-data, readable inside "
-         "without a mount or a descriptor left over.",
+         "profile does not create, or not of the type it makes there: a host file copied in with --file FD PATH "
+         "or --bind-data (under a new name, or under the name of a symlink the profile makes), a symlink with "
+         "another target, readable inside without a mount or a descriptor left over.",
          "The sandbox's root listed from outside through the host's /proc/PID/root (bounded, not entering "
-         "mounts), compared with the profile's destinations and the directories above them.",
+         "mounts, symlinks read and never followed), compared with the profile's destinations and the "
+         "directories above them, and each symlink the profile makes with its declared target.",
          ["command -v bwrap", "dpkg -S \"$(command -v bwrap)\""],
          messages={"": "{said}{traced}"},
          hint=("Compare the rendered argv (metnos.sandbox.sandbox_profile) with the one the service runs, and the "

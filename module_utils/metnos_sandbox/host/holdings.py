@@ -253,9 +253,20 @@ def net_socket_inodes(pid: Pid, proc: str = "/proc") -> t.Union[t.List[str], str
     return sorted(out) if read else "error:ENOENT"
 
 
+def _content(path: str, kind: str, st: os.stat_result) -> t.Any:
+    """What an entry of the root holds, as data: a symlink's target (read, never followed), a file's size."""
+    if kind == "l":
+        try:
+            return os.readlink(path)[:4096]
+        except OSError as exc:
+            return errname(exc)
+    return st.st_size if kind == "f" else None
+
+
 def _root_walk(arg: t.Tuple[str, int]) -> t.List[t.Any]:
-    """[[relative path, type letter], ...] of what lies on the file system of ``root`` itself (entries on
-    another mount are not entered: a mount's own content is the mount checks' business), at most ``limit``;
+    """[[relative path, type letter, content (a symlink's target, a file's size)], ...] of what lies on the file
+    system of ``root`` itself (entries on another mount are not entered: a mount's own content is the mount
+    checks' business), at most ``limit``;
     [["error:...", ""]] when the root cannot be read."""
     root, limit = arg
     try:
@@ -282,7 +293,7 @@ def _root_walk(arg: t.Tuple[str, int]) -> t.List[t.Any]:
                 continue                # a mount point: not on the root's own file system
             kind = "d" if stat.S_ISDIR(st.st_mode) else "l" if stat.S_ISLNK(st.st_mode) else \
                 "f" if stat.S_ISREG(st.st_mode) else "o"
-            out.append([path, kind])
+            out.append([path, kind, _content(os.path.join(root, path), kind, st)])
             if kind == "d":
                 todo.append(path)
     return out[:limit + 1]

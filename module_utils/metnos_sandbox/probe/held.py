@@ -211,10 +211,41 @@ def _tiocsti(value: t.Any) -> str:
         if value is None else "dev.tty.legacy_tiocsti could not be read (%s)" % value
 
 
+def _changed(entries: t.List[t.Any], symlinks: t.Mapping[str, t.Any], parents: t.Set[str]) -> t.List[str]:
+    """What lies on the root where the profile makes something else (issue 51): a declared symlink that is not a
+    symlink with the declared target (a file copied under its name, another target, absent or covered by a
+    mount), a directory above a destination that is not a directory."""
+    out: t.List[str] = []
+    found = dict((str(e[0]), e) for e in entries if not is_error(e[0]))
+    for dest, target in sorted(symlinks.items()):
+        rel = os.path.normpath(dest).strip("/")
+        entry = found.get(rel)
+        if entry is None:
+            out.append("/%s: the profile makes a symlink to %s, none is on the root (absent, or a mount covers it)"
+                       % (rel, target))
+        elif entry[1] != "l":
+            out.append("/%s: the profile makes a symlink to %s, the root holds a %s%s" % (
+                rel, target, _KIND_WORDS.get(entry[1], "other object"),
+                " of %s bytes" % entry[2] if entry[1] == "f" and len(entry) > 2 else ""))
+        elif len(entry) < 3 or entry[2] != target:
+            out.append("/%s: a symlink to %s, the profile makes one to %s" % (
+                rel, entry[2] if len(entry) > 2 else "(unread)", target))
+    for rel in sorted(parents):
+        entry = found.get(rel)
+        if entry is not None and entry[1] != "d" and rel not in [os.path.normpath(d).strip("/") for d in symlinks]:
+            out.append("/%s: a directory above what the profile places, the root holds a %s" % (
+                rel, _KIND_WORDS.get(entry[1], "other object")))
+    return out
+
+
+_KIND_WORDS = {"d": "directory", "l": "symlink", "f": "file", "o": "special file"}
+
+
 def check_root_content(sc: Scene) -> None:
     """5c. Everything on the sandbox's root file system itself (not under a mount), listed from outside through
-    /proc/PID/root, is what the profile creates there: its destinations and the directories above them. A
-    file copied onto the root (--file FD PATH, --bind-data) without a mount is undeclared content."""
+    /proc/PID/root, is what the profile creates there: its destinations and the directories above them, each of
+    the type the profile makes (a declared symlink a symlink with the declared target). A file copied onto the
+    root (--file FD PATH, --bind-data) without a mount is undeclared content, under a declared name too."""
     entries = sc.payload.get("root_entries")
     problems = unread(sc, entries, list, "listing its root")
     extra: t.List[str] = []
@@ -222,19 +253,28 @@ def check_root_content(sc: Scene) -> None:
         created = sc.spec.get("created")
         places = set(created if isinstance(created, list) else sc.declared + list(sc.binds))
         allowed: t.Set[str] = set()
+        parents: t.Set[str] = set()
         for dest in places:
             parts = os.path.normpath(dest).strip("/").split("/")
             allowed.update("/".join(parts[:i + 1]) for i in range(len(parts)))
-        for rel, kind in entries:
+            parents.update("/".join(parts[:i + 1]) for i in range(len(parts) - 1))
+        for entry in entries:
+            rel, kind = entry[0], entry[1]
             if is_error(rel) or is_error(kind):
                 problems.append("not proven: %s %s" % ("/" + str(rel) if not is_error(rel) else "the root",
                                                        kind or rel))
             elif rel not in allowed:
-                extra.append("/%s (%s)" % (rel, {"d": "directory", "l": "symlink", "f": "file"}.get(kind, "other")))
+                extra.append("/%s (%s)" % (rel, _KIND_WORDS.get(kind, "other")))
         if len(entries) > 200:
             problems.append("not proven: more than 200 entries on the sandbox's root")
         if extra:
             problems.append("on the sandbox's root but not created by the profile: %s" % ", ".join(extra[:8]))
-    sc.add("root_content_declared", "R-SCOPE-1", "only what the profile creates lies on the sandbox's own root",
+        symlinks = sc.spec.get("symlinks")
+        changed = _changed(entries, symlinks if isinstance(symlinks, dict) else {}, parents)
+        if changed:
+            problems.append("on the sandbox's root, not what the profile makes there: %s" % "; ".join(changed[:8]))
+        extra.extend(changed)
+    sc.add("root_content_declared", "R-SCOPE-1", "only what the profile creates lies on the sandbox's own root, "
+           "each of the type it makes (its symlinks with their targets)",
            {"entries": len(entries) if isinstance(entries, list) else entries, "undeclared": extra[:12],
             "problems": problems}, not problems)
