@@ -397,6 +397,17 @@ elif MODE == "ctty":
 os.execv(args[0], args)
 """
 
+# Wrappers that execute the real bwrap under a weaker process attribute (issue 51): ASLR off, a raised priority.
+FAKE_SETARCH = """#!/bin/sh
+# A wrapper: the real bwrap with address space layout randomisation off (personality ADDR_NO_RANDOMIZE).
+exec setarch "$(uname -m)" -R /usr/bin/bwrap "$@"
+"""
+
+FAKE_NICE = """#!/bin/sh
+# A wrapper: the real bwrap at nice -15 (a raised priority; only root may raise it, others run at their own).
+exec nice -n -15 /usr/bin/bwrap "$@"
+"""
+
 # What the gift rows hand the sandbox (key: (mode, target)), each opened by the bench (as root) outside the tree.
 GIFTS = {"pipe_fd7": ("fd", 7), "pipe_stderr": ("fd", 2), "pty_master": ("fd", 7), "pty_slave": ("fd", 7),
          "tun": ("fd", 7), "kmsg": ("fd", 7), "vcs": ("fd", 7), "ctty": ("ctty", 0),
@@ -600,7 +611,8 @@ class Bench(object):
                            ("userns", FAKE_USERNS), ("fd", FAKE_FD),
                            ("preload", FAKE_PRELOAD),
                            ("pin", FAKE_PIN), ("pass", FAKE_PASS), ("other", FAKE_OTHER),
-                           ("detach", FAKE_DETACH), ("watch", FAKE_WATCH), ("sync", FAKE_SYNC)):
+                           ("detach", FAKE_DETACH), ("watch", FAKE_WATCH), ("sync", FAKE_SYNC),
+                           ("setarch", FAKE_SETARCH), ("nice", FAKE_NICE)):
             path = os.path.join(self.dir, "fake-" + name, "bwrap")
             os.makedirs(os.path.dirname(path), mode=0o755)
             with open(path, "w") as handle:
@@ -1037,6 +1049,13 @@ ROWS = [
     Row("file_copied_on_root", "wrapper: --file FD /host-secret with /etc/shadow opened by a root helper (only "
         "an unprivileged user gains: it cannot read the shadow file otherwise)", gift("shadow"),
         ["root_content_declared"], code="probe_root_undeclared"),
+    # Process attributes not weaker than the starter's (issue 51): the packaged bwrap run by a wrapper.
+    Row("aslr_off", "wrapper: the real bwrap under setarch -R (ASLR off: personality ADDR_NO_RANDOMIZE)",
+        binary("fakes.setarch", accept=True), ["process_attributes"], code="probe_attribute_personality"),
+    Row("nice_raised", "wrapper: the real bwrap under nice -n -15 (a raised scheduling priority)",
+        binary("fakes.nice", accept=True), {"root": ["process_attributes"], "nobody": []},
+        code={"root": "probe_attribute_priority", "nobody": []},
+        note="only root may raise a priority: run by nobody, nice is refused and bwrap runs at the probe's own"),
     Row("symlink_made_file", "wrapper: --symlink usr/sbin /sbin replaced by --file FD /sbin with /etc/shadow opened "
         "by a root helper (a host secret on the root under a declared name, no mount)",
         gift("shadow_sbin", replace(("--symlink", "usr/sbin", "/sbin"), ())), ["root_content_declared"],

@@ -9,6 +9,7 @@ import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import holdings, procfs
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import (
+    attributes,
     evidence,
     payload,
     proc_covers,
@@ -36,6 +37,10 @@ SPEC = {"token": "t0k", "unshare": ["user", "mnt", "net"], "ns": list(procfs.NS_
         "tmpfs": ["/tmp"], "dev": [], "proc": ["/proc"], "absent": ["/home"], "net_unshared": True,
         "die_with_parent": True, "rules": {"/usr": "R-BASE-1", "/data": "R-CAP-FS", "/tmp": "R-BASE-3"},
         "binds": {"/usr": "/usr", "/data": "/srv/data"}}
+# what the kernel applies to a process beyond its namespaces (holdings.process_attributes), the probe's and the
+# payload's alike in a good run
+ATTRIBUTES = {"personality": 0, "oom_score_adj": 0, "priority": 20, "nice": 0, "rt_priority": 0, "policy": 0,
+              "limits": {"Max open files": [1024, 4096], "Max processes": [-1, -1], "Max core file size": [0, -1]}}
 PRIV = {"capinh": 0, "capprm": 0, "capeff": 0, "capbnd": 0, "capamb": 0, "nonewprivs": 1, "seccomp": 0,
         "seccomp_filters": 0}
 
@@ -57,11 +62,12 @@ def good():
                            "fd_holders": {"own_pipes": ["pipe:[0]", "pipe:[1]", "pipe:[2]"], "held": {},
                                           "comm": {}, "unreadable": 0, "sandbox": [4242]},
                            "session": {"pgrp": 4100, "session": 4100, "tty_nr": 0, "tty": "0:0"},
-                           "root_entries": []},
+                           "root_entries": [], "attributes": copy.deepcopy(ATTRIBUTES)},
                "collectors": [4000],
                "parent": {"pid": 4241, "ns": dict(HOST_NS), "exe": "/usr/bin/bwrap", "exe_id": list(BWRAP_ID),
                           "read_by": "probe", "mounts": HOST_MOUNTS}}
     host = {"ns": dict(HOST_NS), "mounts": HOST_MOUNTS, "privileges": dict(PRIV), "trusted_bwrap": [list(BWRAP_ID)],
+            "attributes": copy.deepcopy(ATTRIBUTES),
             "covers": {"asked": dict((n, "not writable") for n in proc_covers.COVER_NAMES), "covers": [], "as": [65534,
                                                                                                                  65534],
                        "root": "/"}}
@@ -280,7 +286,8 @@ def test_a_units_context_read_before_bwrap_ran_is_the_reference():
     unit_ns = dict(HOST_NS, net="net:[55]")                       # PrivateNetwork=yes
     outside["parent"]["ns"] = dict(unit_ns)
     outside["context"] = {"covers": host["covers"],
-                          "ns": dict(unit_ns), "mounts": HOST_MOUNTS, "from": "the unit's process (pid 4241)"}
+                          "ns": dict(unit_ns), "mounts": HOST_MOUNTS, "from": "the unit's process (pid 4241)",
+                          "attributes": copy.deepcopy(ATTRIBUTES)}
     assert failed(obs, outside, host) == {}
     outside["payload"]["ns"]["net"] = obs["ns"]["net"] = "net:[55]"   # the unit's network, not a new one
     bad = failed(obs, outside, host)
@@ -450,7 +457,8 @@ def test_pid_namespace_of_a_unit_with_private_pids_is_the_reference():
     unit_ns = dict(SANDBOX_NS, pid="pid:[16]")
     outside["context"] = {"covers": host["covers"],
                           "ns": dict(HOST_NS, pid="pid:[16]"), "mounts": HOST_MOUNTS, "nspid": [4241, 1],
-                          "privileges": dict(PRIV), "from": "the unit's process (pid 4241) before it ran bwrap"}
+                          "privileges": dict(PRIV), "from": "the unit's process (pid 4241) before it ran bwrap",
+                          "attributes": copy.deepcopy(ATTRIBUTES)}
     outside["parent"]["ns"] = dict(HOST_NS, pid="pid:[16]")
     outside["payload"]["ns"] = unit_ns
     outside["payload"]["nspid"] = [4242, 2]
@@ -634,6 +642,47 @@ def test_a_declared_symlink_is_judged_by_type_and_target(entry, fails):
     bad = failed(obs, outside, host, spec)
     assert ("root_content_declared" in bad) == fails, bad
     assert set(bad) <= {"root_content_declared"}
+
+
+# (the payload's attribute changed, its value, the code the weakening is reported with; None: not a weakening)
+_ATTRIBUTE_ROWS = [
+    ("personality", 0x0040000, "probe_attribute_personality"),       # setarch -R
+    ("nice", -15, "probe_attribute_priority"),
+    ("nice", 5, None),                                                # a lower priority
+    ("policy", 1, "probe_attribute_priority"),                        # SCHED_FIFO
+    ("oom_score_adj", -500, "probe_attribute_oom"),
+    ("oom_score_adj", 500, None),
+    ("limits", {"Max open files": [1024, -1], "Max processes": [-1, -1], "Max core file size": [0, -1]},
+     "probe_attribute_rlimit"),
+    ("limits", {"Max open files": [64, 64], "Max processes": [10, 10], "Max core file size": [0, 0]}, None),
+    ("limits", {"Max processes": [-1, -1], "Max core file size": [0, -1]}, "probe_attribute_rlimit"),
+    ("personality", "error:EACCES", "probe_attribute_personality"),  # not read: not proven
+]
+
+
+@pytest.mark.parametrize("key, value, code", _ATTRIBUTE_ROWS)
+def test_process_attributes_are_not_weaker_than_the_starters(key, value, code):
+    """Issue 51: each weakening of the payload's attributes against the probe's is reported with its own code.
+    The real plants: the matrix's aslr_off and nice_raised rows."""
+    obs, outside, host = good()
+    outside["payload"]["attributes"][key] = value
+    bad = failed(obs, outside, host)
+    if code is None:
+        assert bad == {}
+        return
+    assert set(bad) == {"process_attributes"}, bad
+    codes = [attributes.ATTRIBUTE_CODES[kind] for kind, _what in bad["process_attributes"]["observed"]["kinds"]]
+    assert codes == [code], bad["process_attributes"]["observed"]
+
+
+def test_no_new_privs_and_seccomp_not_lower_than_the_units():
+    obs, outside, host = good()
+    outside["context"] = {"ns": dict(HOST_NS), "mounts": HOST_MOUNTS, "privileges": dict(PRIV, nonewprivs=1,
+                                                                                         seccomp=2),
+                          "attributes": copy.deepcopy(ATTRIBUTES), "from": "the unit's process"}
+    bad = failed(obs, outside, host)
+    assert "process_attributes" in bad, bad
+    assert [kind for kind, _w in bad["process_attributes"]["observed"]["kinds"]] == ["privileges"]
 
 
 def test_the_kernel_names_a_unix_sockets_peer():

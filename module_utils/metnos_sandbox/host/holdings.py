@@ -306,3 +306,49 @@ def root_entries(pid: Pid, proc: str = "/proc", limit: int = 200) -> t.List[t.An
     got = _root_walk((root, limit))
     denied = bool(got) and isinstance(got[0][0], str) and got[0][0] in DENIED_TEXT
     return t.cast("t.List[t.Any]", as_owner_if_denied(pid, proc, denied, lambda r: _root_walk((r, limit)), root, got))
+
+
+def _attribute_files(base: str) -> t.Dict[str, t.Any]:
+    """The raw attributes of the process at ``base`` (/proc/PID): personality (hex), oom_score_adj, the stat
+    fields priority, nice, rt_priority and policy, and the limits table ({name: [soft, hard]}, -1 unlimited);
+    an unreadable one is its error string."""
+    out: t.Dict[str, t.Any] = {}
+    for name in ("personality", "oom_score_adj"):
+        try:
+            text = read_text(base + "/" + name, limit=64).strip()
+            out[name] = int(text, 16) if name == "personality" else int(text)
+        except (IOError, OSError) as exc:
+            out[name] = errname(exc)
+        except ValueError:
+            out[name] = "error:malformed"
+    try:
+        fields = read_text(base + "/stat", limit=4096).rpartition(")")[2].split()
+        # fields from the state (3rd field of stat): priority 18, nice 19, rt_priority 40, policy 41
+        out.update(dict((key, int(fields[at - 3])) for key, at in (("priority", 18), ("nice", 19),
+                                                                   ("rt_priority", 40), ("policy", 41))))
+    except (IOError, OSError) as exc:
+        out["nice"] = errname(exc)
+    except (ValueError, IndexError):
+        out["nice"] = "error:malformed"
+    try:
+        limits: t.Dict[str, t.List[int]] = {}
+        for line in read_text(base + "/limits", limit=8192).splitlines()[1:]:
+            words = line[:26].strip(), line[26:].split()
+            if len(words[1]) >= 2:
+                limits[words[0]] = [-1 if w == "unlimited" else int(w) for w in words[1][:2]]
+        out["limits"] = limits
+    except (IOError, OSError) as exc:
+        out["limits"] = errname(exc)
+    except ValueError:
+        out["limits"] = "error:malformed"
+    return out
+
+
+def process_attributes(pid: Pid, proc: str = "/proc") -> t.Dict[str, t.Any]:
+    """What the kernel applies to PID beyond its namespaces (issue 51), read from the host's /proc: personality,
+    scheduling (nice, priority, policy), rlimits and oom_score_adj. /proc/PID/personality needs ptrace access:
+    refused as root (no CAP_SYS_PTRACE), the whole set is read again with PID's own uid and gid."""
+    base = os.path.join(proc, str(pid))
+    got = _attribute_files(base)
+    denied = got.get("personality") in DENIED_TEXT
+    return t.cast("t.Dict[str, t.Any]", as_owner_if_denied(pid, proc, denied, _attribute_files, base, got))

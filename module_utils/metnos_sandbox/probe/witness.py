@@ -27,6 +27,7 @@ def host_view(proc: str = "/proc") -> Json:
     status = procfs.read_status("self", proc)
     return {"ns": probe_payload.host_namespaces(proc), "mounts": mounts if isinstance(mounts, list) else [],
             "privileges": procfs.privileges(status), "nspid": status.get("nspid") or [],
+            "attributes": holdings.process_attributes("self", proc),
             "from": "the probe (pid %d) that started bwrap" % os.getpid(), "legacy_tiocsti": _legacy_tiocsti(proc)}
 
 
@@ -48,6 +49,7 @@ def observe_context(pid: int, proc: str = "/proc") -> Json:
     status = procfs.read_status(pid, proc)
     return {"ns": ns, "mounts": mounts if isinstance(mounts, list) else [], "read_by": how,
             "privileges": procfs.privileges(status), "nspid": status.get("nspid") or [],
+            "attributes": holdings.process_attributes(pid, proc),
             "from": "the unit's process (pid %s) before it ran bwrap" % pid}
 
 
@@ -97,7 +99,8 @@ def _observe_payload(pid: int, child_pid: t.Optional[int], proc: str) -> Json:
             "ns": ns, "read_by": how, "mounts": procfs.read_mounts(pid, proc),
             "interfaces": procfs.interfaces(pid, proc), "privileges": procfs.privileges(st),
             "sharers": held, "sharers_unreadable": unreadable,
-            "fds": procfs.open_files(pid, proc), "mapped": procfs.mapped_files(pid, proc)}
+            "fds": procfs.open_files(pid, proc), "mapped": procfs.mapped_files(pid, proc),
+            "attributes": holdings.process_attributes(pid, proc)}
 
 
 def _bwrap_chain(pid: int, launcher: t.Optional[int], proc: str) -> t.List[int]:
