@@ -397,10 +397,23 @@ elif MODE == "ctty":
 os.execv(args[0], args)
 """
 
+# Wrappers that execute the real bwrap under a weaker process attribute (issue 51): ASLR off, a raised priority.
+FAKE_SETARCH = """#!/bin/sh
+# A wrapper: the real bwrap with address space layout randomisation off (personality ADDR_NO_RANDOMIZE).
+exec setarch "$(uname -m)" -R /usr/bin/bwrap "$@"
+"""
+
+FAKE_NICE = """#!/bin/sh
+# A wrapper: the real bwrap at nice -15 (a raised priority; only root may raise it, others run at their own).
+exec nice -n -15 /usr/bin/bwrap "$@"
+"""
+
 # What the gift rows hand the sandbox (key: (mode, target)), each opened by the bench (as root) outside the tree.
 GIFTS = {"pipe_fd7": ("fd", 7), "pipe_stderr": ("fd", 2), "pty_master": ("fd", 7), "pty_slave": ("fd", 7),
          "tun": ("fd", 7), "kmsg": ("fd", 7), "vcs": ("fd", 7), "ctty": ("ctty", 0),
-         "shadow": ("file", "/host-secret"), "socket": ("fd", 7)}
+         "shadow": ("file", "/host-secret"), "socket": ("fd", 7), "pipe_in_flight": ("fd", 7),
+         "pipe_thread_table": ("fd", 7), "shadow_sbin": ("file", "/sbin")}
+THREAD_READER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "thread_reader.py")
 
 
 class Donor(object):
@@ -413,6 +426,8 @@ class Donor(object):
         import socket
         import threading
         self.bench, self.fds, self.procs, self.netns = bench, {}, [], None
+        self.queues = []        # pipe_in_flight: (sending socket, receiving socket), the read end in the queue
+        self.sinks = []         # pipe_thread_table: the files the thread readers write what they read
         self.name = "metnos-donor-%s" % os.urandom(6).hex()
         self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.server.bind("\0" + self.name)
@@ -443,6 +458,29 @@ class Donor(object):
                                                stdout=subprocess.DEVNULL, start_new_session=True))
             os.close(r)
             return w, True
+        if key == "pipe_in_flight":
+            # the read end sent over a unix socket pair (SCM_RIGHTS) and never received: no process holds it, yet
+            # whoever receives it later reads what the sandbox writes (take_in_flight)
+            import array
+            import socket
+            r, w = os.pipe()
+            sender, receiver = socket.socketpair()
+            sender.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [r]))])
+            os.close(r)
+            self.queues.append((sender, receiver))
+            return w, True
+        if key == "pipe_thread_table":
+            # the read end held only by a thread of a host process with a descriptor table of its own
+            r, w = os.pipe()
+            sink = os.path.join(self.bench.dir, "thread-sink-%d" % len(self.sinks))
+            self.sinks.append(sink)
+            reader = subprocess.Popen([PYTHON, THREAD_READER, str(r), sink], pass_fds=(r,), stdout=subprocess.PIPE,
+                                      stdin=subprocess.DEVNULL, start_new_session=True)
+            self.procs.append(reader)
+            os.close(r)
+            assert reader.stdout.readline() == b"ready\n"
+            reader.stdout.close()
+            return w, True
         if key in ("pty_master", "pty_slave", "ctty"):
             master, slave = os.openpty()
             self.fds[key + ":other"] = slave if key == "pty_master" else master
@@ -453,7 +491,7 @@ class Donor(object):
             fd = os.open("/dev/kmsg", os.O_RDWR)
         elif key == "vcs":
             fd = os.open("/dev/vcs1", os.O_RDONLY)
-        elif key == "shadow":
+        elif key in ("shadow", "shadow_sbin"):
             fd = os.open("/etc/shadow", os.O_RDONLY)
         else:
             raise KeyError(key)
@@ -518,10 +556,22 @@ class Donor(object):
             os.chmod(path, 0o755)
         return path
 
+    def take_in_flight(self):
+        """The read end the last pipe_in_flight plant left in flight, received as anyone holding the socket
+        could (a descriptor of this process's own)."""
+        import socket
+        _sender, receiver = self.queues[-1]
+        _msg, anc, _flags, _addr = receiver.recvmsg(1, socket.CMSG_SPACE(4))
+        return int.from_bytes(anc[0][2][:4], sys.byteorder)
+
     def close(self):
         self.stop = True
         self.thread.join()
         self.server.close()
+        for pair in self.queues:
+            for sock in pair:
+                sock.close()
+        self.queues = []
         for fd in self.fds.values():
             os.close(fd)
         self.fds = {}
@@ -561,7 +611,8 @@ class Bench(object):
                            ("userns", FAKE_USERNS), ("fd", FAKE_FD),
                            ("preload", FAKE_PRELOAD),
                            ("pin", FAKE_PIN), ("pass", FAKE_PASS), ("other", FAKE_OTHER),
-                           ("detach", FAKE_DETACH), ("watch", FAKE_WATCH), ("sync", FAKE_SYNC)):
+                           ("detach", FAKE_DETACH), ("watch", FAKE_WATCH), ("sync", FAKE_SYNC),
+                           ("setarch", FAKE_SETARCH), ("nice", FAKE_NICE)):
             path = os.path.join(self.dir, "fake-" + name, "bwrap")
             os.makedirs(os.path.dirname(path), mode=0o755)
             with open(path, "w") as handle:
@@ -750,10 +801,11 @@ def _stacked_on_etc(bench):
     return out
 
 
-def gift(key):
+def gift(key, then=None):
     """argv[0] replaced by the gift wrapper for ``key`` (its sha256 accepted): the real bwrap, handed one
     descriptor a helper outside opened (Donor)."""
     def edit(argv, bench):
+        argv = then(argv, bench) if then else argv
         return [bench.donor.wrapper(key)] + list(argv[1:])
     edit.accept = True
     return edit
@@ -902,7 +954,9 @@ ROWS = [
     Row("bind_elsewhere", "extra --bind /var/lib at a path no check knew (/metnos-x)",
         add("--bind", "/var/lib", "/metnos-x"), ["no_undeclared_mounts"]),
     Row("symlink_made_bind", "--symlink usr/bin /bin made --bind /usr/bin /bin (writable host binaries)",
-        replace(("--symlink", "usr/bin", "/bin"), ("--bind", "/usr/bin", "/bin")), ["no_undeclared_mounts"]),
+        replace(("--symlink", "usr/bin", "/bin"), ("--bind", "/usr/bin", "/bin")),
+        ["no_undeclared_mounts", "root_content_declared"], code=["probe_check_failed", "probe_root_undeclared"],
+        note="the declared symlink /bin is not on the root: a mount covers its place (issue 51)"),
     Row("ro_bind_other_source", "--ro-bind /etc /etc made --ro-bind /root /etc (right place, wrong host path)",
         replace(("--ro-bind", "/etc", "/etc"), ("--ro-bind", "/root", "/etc")), ["bind_source:/etc"]),
     Row("ro_mount_below_bind", "extra --ro-bind /root /usr/local (read-only, below a read-only bind)",
@@ -969,6 +1023,13 @@ ROWS = [
         gift("pipe_stderr"), ["no_leaked_descriptors"], code="probe_descriptor_outside"),
     Row("socket_to_outside", "wrapper: one end of a unix socket pair left open as fd 7, the other end read by a "
         "shell outside the sandbox", gift("socket"), ["no_leaked_descriptors"], code="probe_descriptor_outside"),
+    # Unknown is a failure (issue 51): a pipe whose other end no process of the sandbox or the probe holds.
+    Row("pipe_in_flight", "wrapper: a pipe's write end left open as fd 7, its read end kept in flight in a unix "
+        "socket's queue outside (SCM_RIGHTS sent, never received: no process holds it)", gift("pipe_in_flight"),
+        ["no_leaked_descriptors"], code="probe_descriptor_unseen"),
+    Row("pipe_thread_table", "wrapper: a pipe's write end left open as fd 7, its read end held only by a thread of "
+        "a host process with a descriptor table of its own (unshare(CLONE_FILES): absent from /proc/PID/fd)",
+        gift("pipe_thread_table"), ["no_leaked_descriptors"], code="probe_descriptor_outside"),
     Row("pty_master", "wrapper: the master side of a host pty left open (the sandbox types into its shell)",
         gift("pty_master"), ["no_leaked_descriptors"], code="probe_descriptor_terminal"),
     Row("pty_slave", "wrapper: the slave side of a host pty left open (writes to a host terminal)",
@@ -988,6 +1049,17 @@ ROWS = [
     Row("file_copied_on_root", "wrapper: --file FD /host-secret with /etc/shadow opened by a root helper (only "
         "an unprivileged user gains: it cannot read the shadow file otherwise)", gift("shadow"),
         ["root_content_declared"], code="probe_root_undeclared"),
+    # Process attributes not weaker than the starter's (issue 51): the packaged bwrap run by a wrapper.
+    Row("aslr_off", "wrapper: the real bwrap under setarch -R (ASLR off: personality ADDR_NO_RANDOMIZE)",
+        binary("fakes.setarch", accept=True), ["process_attributes"], code="probe_attribute_personality"),
+    Row("nice_raised", "wrapper: the real bwrap under nice -n -15 (a raised scheduling priority)",
+        binary("fakes.nice", accept=True), {"root": ["process_attributes"], "nobody": []},
+        code={"root": "probe_attribute_priority", "nobody": []},
+        note="only root may raise a priority: run by nobody, nice is refused and bwrap runs at the probe's own"),
+    Row("symlink_made_file", "wrapper: --symlink usr/sbin /sbin replaced by --file FD /sbin with /etc/shadow opened "
+        "by a root helper (a host secret on the root under a declared name, no mount)",
+        gift("shadow_sbin", replace(("--symlink", "usr/sbin", "/sbin"), ())), ["root_content_declared"],
+        code="probe_root_undeclared"),
 ]
 
 

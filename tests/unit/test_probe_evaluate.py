@@ -9,6 +9,7 @@ import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import holdings, procfs
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import (
+    attributes,
     evidence,
     payload,
     proc_covers,
@@ -36,6 +37,10 @@ SPEC = {"token": "t0k", "unshare": ["user", "mnt", "net"], "ns": list(procfs.NS_
         "tmpfs": ["/tmp"], "dev": [], "proc": ["/proc"], "absent": ["/home"], "net_unshared": True,
         "die_with_parent": True, "rules": {"/usr": "R-BASE-1", "/data": "R-CAP-FS", "/tmp": "R-BASE-3"},
         "binds": {"/usr": "/usr", "/data": "/srv/data"}}
+# what the kernel applies to a process beyond its namespaces (holdings.process_attributes), the probe's and the
+# payload's alike in a good run
+ATTRIBUTES = {"personality": 0, "oom_score_adj": 0, "priority": 20, "nice": 0, "rt_priority": 0, "policy": 0,
+              "limits": {"Max open files": [1024, 4096], "Max processes": [-1, -1], "Max core file size": [0, -1]}}
 PRIV = {"capinh": 0, "capprm": 0, "capeff": 0, "capbnd": 0, "capamb": 0, "nonewprivs": 1, "seccomp": 0,
         "seccomp_filters": 0}
 
@@ -57,11 +62,12 @@ def good():
                            "fd_holders": {"own_pipes": ["pipe:[0]", "pipe:[1]", "pipe:[2]"], "held": {},
                                           "comm": {}, "unreadable": 0, "sandbox": [4242]},
                            "session": {"pgrp": 4100, "session": 4100, "tty_nr": 0, "tty": "0:0"},
-                           "root_entries": []},
+                           "root_entries": [], "attributes": copy.deepcopy(ATTRIBUTES)},
                "collectors": [4000],
                "parent": {"pid": 4241, "ns": dict(HOST_NS), "exe": "/usr/bin/bwrap", "exe_id": list(BWRAP_ID),
                           "read_by": "probe", "mounts": HOST_MOUNTS}}
     host = {"ns": dict(HOST_NS), "mounts": HOST_MOUNTS, "privileges": dict(PRIV), "trusted_bwrap": [list(BWRAP_ID)],
+            "attributes": copy.deepcopy(ATTRIBUTES),
             "covers": {"asked": dict((n, "not writable") for n in proc_covers.COVER_NAMES), "covers": [], "as": [65534,
                                                                                                                  65534],
                        "root": "/"}}
@@ -280,7 +286,8 @@ def test_a_units_context_read_before_bwrap_ran_is_the_reference():
     unit_ns = dict(HOST_NS, net="net:[55]")                       # PrivateNetwork=yes
     outside["parent"]["ns"] = dict(unit_ns)
     outside["context"] = {"covers": host["covers"],
-                          "ns": dict(unit_ns), "mounts": HOST_MOUNTS, "from": "the unit's process (pid 4241)"}
+                          "ns": dict(unit_ns), "mounts": HOST_MOUNTS, "from": "the unit's process (pid 4241)",
+                          "attributes": copy.deepcopy(ATTRIBUTES)}
     assert failed(obs, outside, host) == {}
     outside["payload"]["ns"]["net"] = obs["ns"]["net"] = "net:[55]"   # the unit's network, not a new one
     bad = failed(obs, outside, host)
@@ -450,7 +457,8 @@ def test_pid_namespace_of_a_unit_with_private_pids_is_the_reference():
     unit_ns = dict(SANDBOX_NS, pid="pid:[16]")
     outside["context"] = {"covers": host["covers"],
                           "ns": dict(HOST_NS, pid="pid:[16]"), "mounts": HOST_MOUNTS, "nspid": [4241, 1],
-                          "privileges": dict(PRIV), "from": "the unit's process (pid 4241) before it ran bwrap"}
+                          "privileges": dict(PRIV), "from": "the unit's process (pid 4241) before it ran bwrap",
+                          "attributes": copy.deepcopy(ATTRIBUTES)}
     outside["parent"]["ns"] = dict(HOST_NS, pid="pid:[16]")
     outside["payload"]["ns"] = unit_ns
     outside["payload"]["nspid"] = [4242, 2]
@@ -495,8 +503,77 @@ def test_a_pipe_another_process_outside_holds_leads_outside():
     assert set(bad) == {"no_leaked_descriptors"}
     assert bad["no_leaked_descriptors"]["observed"]["kinds"] == [
         ["outside", "7 -> pipe:[77], also held by pid 5151 (sh) outside the sandbox"]]
-    outside["payload"]["fd_holders"]["held"]["pipe:[77]"] = [4242]       # a pipe of the sandbox's own
+    outside["payload"]["fd_holders"]["held"]["pipe:[77]"] = [4242, 4243]       # a pipe of the sandbox's own:
+    outside["payload"]["fd_holders"]["sandbox"] = [4242, 4243]                 # its other end held by a child
+    outside["payload"]["fd_holders"]["ends"] = {"pipe:[77]": {"read": [4243], "write": [4242]}}
     assert failed(obs, outside, host) == {}
+
+
+# (which processes hold the pipe, which end each holds; the end the payload holds; what the check says)
+_PIPE_ENDS = [
+    ([4242], {"read": [], "write": [4242]}, "unseen: no one holds the read end (in flight in a socket's queue)"),
+    ([4241, 4242], {"read": [], "write": [4241, 4242]}, "unseen: bwrap holds the same end, not the other"),
+    ([4242], {"read": [4242], "write": [4242]}, None),
+    ([4242], {"write": []}, "unseen: which end the payload holds was not read"),
+    ([4242], None, "unseen: the ends were not read"),
+    ([4241, 4242], {"read": [4241], "write": [4242]}, None),
+]
+
+
+@pytest.mark.parametrize("holders, ends, says", _PIPE_ENDS)
+def test_a_pipe_whose_other_end_is_not_found_inside_fails(holders, ends, says):
+    """Deny by default (issue 51): a pipe beyond the stdio slots passes only when a process of the sandbox (or
+    bwrap, or the probe) holds the end of the other direction; an end nobody is seen holding is unknown, a
+    finding of its own kind (probe_descriptor_unseen). The real plants: the matrix's pipe_in_flight and
+    pipe_thread_table rows."""
+    obs, outside, host = good()
+    outside["payload"]["fds"]["7"] = {"link": "pipe:[77]", "type": "fifo"}
+    outside["payload"]["fd_holders"]["held"]["pipe:[77]"] = holders
+    if ends is not None:
+        outside["payload"]["fd_holders"]["ends"] = {"pipe:[77]": ends}
+    bad = failed(obs, outside, host)
+    if says is None:
+        assert bad == {}
+        return
+    assert set(bad) == {"no_leaked_descriptors"}, says
+    kinds = bad["no_leaked_descriptors"]["observed"]["kinds"]
+    assert [k for k, _what in kinds] == ["unseen"], (says, kinds)
+
+
+def test_a_pipe_end_held_in_a_threads_own_table_is_found(tmp_path):
+    """Real: a thread that called unshare(CLONE_FILES) holds the read end of a pipe in a table of its own, absent
+    from /proc/PID/fd; fd_holders finds it in /proc/PID/task/TID/fd, with the end's direction."""
+    import ctypes
+    import threading
+    r, w = os.pipe()
+    link = "pipe:[%d]" % os.fstat(r).st_ino
+    ready, done = threading.Event(), threading.Event()
+
+    def hold():
+        libc = ctypes.CDLL(None, use_errno=True)
+        assert libc.unshare(0x400) == 0          # CLONE_FILES: this thread's own copy of the table
+        os.close(w)                              # in the copy only
+        ready.set()
+        done.wait(10)
+        os.close(r)
+
+    worker = threading.Thread(target=hold)
+    worker.start()
+    try:
+        ready.wait(10)
+        os.close(r)                              # the main table keeps the write end only
+        with open("/proc/self/fd/%d" % w):
+            pass
+        main_table = [os.readlink("/proc/self/fd/" + n) for n in os.listdir("/proc/self/fd")
+                      if os.path.exists("/proc/self/fd/" + n)]
+        assert main_table.count(link) == 1       # canary: the read end is not in the process's table
+        found = holdings.fd_holders([link])
+        assert found.held == {link: [os.getpid()]}
+        assert found.ends[link]["read"] == [os.getpid()] and found.ends[link]["write"] == [os.getpid()]
+    finally:
+        done.set()
+        worker.join()
+        os.close(w)
 
 
 def test_stdio_must_be_the_probes_own_pipes():
@@ -545,6 +622,69 @@ def test_content_on_the_root_not_created_by_the_profile_is_undeclared():
     assert bad["root_content_declared"]["observed"]["undeclared"] == ["/host-secret (file)"]
 
 
+# (what lies at /sbin on the root, whether the check fails) with the profile making /sbin a symlink to usr/sbin
+_SBIN = [
+    (["sbin", "l", "usr/sbin"], False),
+    (["sbin", "f", 1024], True),            # a file copied under the symlink's name (--file FD /sbin)
+    (["sbin", "l", "/etc"], True),          # a symlink to another target
+    (["sbin", "d", None], True),            # a directory
+    (None, True),                           # absent, or covered by a mount
+]
+
+
+@pytest.mark.parametrize("entry, fails", _SBIN)
+def test_a_declared_symlink_is_judged_by_type_and_target(entry, fails):
+    """Issue 51: a declared symlink must be a symlink with the declared target. The real plant: the matrix's
+    symlink_made_file row (--symlink usr/sbin /sbin replaced by --file FD /sbin)."""
+    obs, outside, host = good()
+    spec = dict(SPEC, created=["/sbin", "/usr"], symlinks={"/sbin": "usr/sbin"})
+    outside["payload"]["root_entries"] = [entry] if entry else []
+    bad = failed(obs, outside, host, spec)
+    assert ("root_content_declared" in bad) == fails, bad
+    assert set(bad) <= {"root_content_declared"}
+
+
+# (the payload's attribute changed, its value, the code the weakening is reported with; None: not a weakening)
+_ATTRIBUTE_ROWS = [
+    ("personality", 0x0040000, "probe_attribute_personality"),       # setarch -R
+    ("nice", -15, "probe_attribute_priority"),
+    ("nice", 5, None),                                                # a lower priority
+    ("policy", 1, "probe_attribute_priority"),                        # SCHED_FIFO
+    ("oom_score_adj", -500, "probe_attribute_oom"),
+    ("oom_score_adj", 500, None),
+    ("limits", {"Max open files": [1024, -1], "Max processes": [-1, -1], "Max core file size": [0, -1]},
+     "probe_attribute_rlimit"),
+    ("limits", {"Max open files": [64, 64], "Max processes": [10, 10], "Max core file size": [0, 0]}, None),
+    ("limits", {"Max processes": [-1, -1], "Max core file size": [0, -1]}, "probe_attribute_rlimit"),
+    ("personality", "error:EACCES", "probe_attribute_personality"),  # not read: not proven
+]
+
+
+@pytest.mark.parametrize("key, value, code", _ATTRIBUTE_ROWS)
+def test_process_attributes_are_not_weaker_than_the_starters(key, value, code):
+    """Issue 51: each weakening of the payload's attributes against the probe's is reported with its own code.
+    The real plants: the matrix's aslr_off and nice_raised rows."""
+    obs, outside, host = good()
+    outside["payload"]["attributes"][key] = value
+    bad = failed(obs, outside, host)
+    if code is None:
+        assert bad == {}
+        return
+    assert set(bad) == {"process_attributes"}, bad
+    codes = [attributes.ATTRIBUTE_CODES[kind] for kind, _what in bad["process_attributes"]["observed"]["kinds"]]
+    assert codes == [code], bad["process_attributes"]["observed"]
+
+
+def test_no_new_privs_and_seccomp_not_lower_than_the_units():
+    obs, outside, host = good()
+    outside["context"] = {"ns": dict(HOST_NS), "mounts": HOST_MOUNTS, "privileges": dict(PRIV, nonewprivs=1,
+                                                                                         seccomp=2),
+                          "attributes": copy.deepcopy(ATTRIBUTES), "from": "the unit's process"}
+    bad = failed(obs, outside, host)
+    assert "process_attributes" in bad, bad
+    assert [kind for kind, _w in bad["process_attributes"]["observed"]["kinds"]] == ["privileges"]
+
+
 def test_the_kernel_names_a_unix_sockets_peer():
     """Real sockets: the peer of one end of a socket pair is the other end, as sock_diag says (holdings.unix_peer);
     the pair's holders are found in the host's /proc/*/fd (this process)."""
@@ -552,7 +692,7 @@ def test_the_kernel_names_a_unix_sockets_peer():
     try:
         links = ["socket:[%d]" % os.fstat(s.fileno()).st_ino for s in (one, two)]
         assert holdings.unix_peer(links[0]) == links[1] and holdings.unix_peer(links[1]) == links[0]
-        held, _unreadable = holdings.fd_holders(links)
+        held = holdings.fd_holders(links).held
         assert held == {links[0]: [os.getpid()], links[1]: [os.getpid()]}
         assert holdings.unix_peer("socket:[1]") is None
     finally:

@@ -407,13 +407,22 @@ CODES.extend([
 # ---- what the sandbox holds (issue 41): every descriptor by where it leads, the session, the root's content ----
 _HELD_EVIDENCE = ("The payload's descriptors read from the host's /proc/PID/fd and fdinfo while it waits (never "
                   "its own report): the stdio slots among the probe's own pipes (its own descriptor table), every "
-                  "other pipe's and socket's holders found in one pass over /proc/*/fd, a socket's network namespace "
+                  "other pipe's and socket's holders found in one pass over /proc/*/fd and /proc/*/task/*/fd (each "
+                  "pipe end with its direction, from fdinfo), a socket's network namespace "
                   "from /proc/PID/net, a device by its device number.")
 _HELD_FIX = ("systemctl show -p ExecStart -p Environment <unit>", "command -v bwrap", "dpkg -S \"$(command -v bwrap)\"")
 _HELD_HINT = ("Find what handed it in: compare the rendered argv with the one the service runs "
               "(metnos.sandbox.sandbox_profile), and check the bwrap the service executes and what wraps it (the "
               "commands). Start the executor with only its own pipes open (close every other descriptor before "
               "bwrap, e.g. close_fds=True), then run the probe again.")
+_ATTRIBUTE_EVIDENCE = ("The payload's /proc/PID/personality, stat (nice, priority, policy), limits, oom_score_adj and "
+                       "status (NoNewPrivs, Seccomp), read from the host while it waits, compared with the same "
+                       "files of its starter: the probe itself, or in a transient unit the unit's process before "
+                       "it ran bwrap.")
+_ATTRIBUTE_FIX = ("command -v bwrap", "dpkg -S \"$(command -v bwrap)\"")
+_ATTRIBUTE_HINT = ("Find what wraps bwrap (setarch, nice, prlimit, choom, a wrapper script): compare the command the "
+                   "service runs with the rendered argv (metnos.sandbox.sandbox_profile), start bwrap directly, then "
+                   "run the probe again.")
 CODES.extend([
     Code("probe_descriptor_outside", ERROR, "R-SCOPE-1", PROBE,
          "The sandbox holds a pipe or socket that leads outside it",
@@ -422,6 +431,16 @@ CODES.extend([
          "namespace, is a named pipe of the host, or one of its stdin, stdout and stderr is not the probe's own "
          "pipe.", _HELD_EVIDENCE, list(_HELD_FIX),
          messages={"": "the payload holds a channel that leads outside the sandbox: {said}{traced}"},
+         hint=_HELD_HINT),
+    Code("probe_descriptor_unseen", ERROR, "R-SCOPE-1", PROBE,
+         "The sandbox holds a pipe whose other end the probe cannot find",
+         "A pipe the payload holds beyond its stdin, stdout and stderr has no other end held by the sandbox or "
+         "the probe: no process is seen holding it (every process's and thread's descriptor table read, "
+         "/proc/*/fd and /proc/*/task/*/fd), so it is kept in flight in a socket's queue (sent with SCM_RIGHTS, "
+         "received later by whoever reads that socket), held out of sight, or in a table that could not be read. "
+         "Unknown is a failure: whoever takes that end reads what the sandbox writes, or writes what it reads.",
+         _HELD_EVIDENCE, list(_HELD_FIX),
+         messages={"": "the payload holds a pipe whose other end is not the sandbox's or the probe's: {said}{traced}"},
          hint=_HELD_HINT),
     Code("probe_descriptor_terminal", ERROR, "R-SCOPE-1", PROBE,
          "The sandbox holds a terminal",
@@ -485,13 +504,51 @@ CODES.extend([
          hint=("Start bwrap with --new-session (setsid: no controlling terminal), or run the executor only from the"
                " service (systemd gives it none), then run the probe again; the command refuses TIOCSTI host-wide "
                "(Linux 6.2+).")),
+    Code("probe_attribute_personality", ERROR, "R-SCOPE-1", PROBE,
+         "The sandbox runs with personality flags its starter does not have",
+         "The payload's personality(2) flags differ from its starter's (the probe, or the service's unit process): "
+         "ADDR_NO_RANDOMIZE (setarch -R) switches address space layout randomisation off, READ_IMPLIES_EXEC makes "
+         "every readable mapping executable; each makes an exploit of the executor easier.",
+         _ATTRIBUTE_EVIDENCE, list(_ATTRIBUTE_FIX),
+         messages={"": "the payload's process attributes are weaker than its starter's: {said}{traced}"},
+         hint=_ATTRIBUTE_HINT),
+    Code("probe_attribute_priority", ERROR, "R-SCOPE-1", PROBE,
+         "The sandbox runs at a higher scheduling priority than its starter",
+         "The payload's nice value is lower (a higher priority: nice -15), or its scheduling policy or real-time "
+         "priority differs from its starter's: the sandbox takes the CPU from the host and the service.",
+         _ATTRIBUTE_EVIDENCE, list(_ATTRIBUTE_FIX),
+         messages={"": "the payload's process attributes are weaker than its starter's: {said}{traced}"},
+         hint=_ATTRIBUTE_HINT),
+    Code("probe_attribute_rlimit", ERROR, "R-SCOPE-1", PROBE,
+         "The sandbox runs with higher resource limits than its starter",
+         "A resource limit of the payload (soft or hard, /proc/PID/limits) is higher than its starter's, or "
+         "unlimited where the starter's is not: the limits the service sets do not hold in the sandbox.",
+         _ATTRIBUTE_EVIDENCE, list(_ATTRIBUTE_FIX),
+         messages={"": "the payload's process attributes are weaker than its starter's: {said}{traced}"},
+         hint=_ATTRIBUTE_HINT),
+    Code("probe_attribute_oom", ERROR, "R-SCOPE-1", PROBE,
+         "The sandbox is spared by the OOM killer before its starter",
+         "The payload's oom_score_adj is lower than its starter's: under memory pressure the kernel kills the "
+         "host's processes before the sandbox.",
+         _ATTRIBUTE_EVIDENCE, list(_ATTRIBUTE_FIX),
+         messages={"": "the payload's process attributes are weaker than its starter's: {said}{traced}"},
+         hint=_ATTRIBUTE_HINT),
+    Code("probe_attribute_privileges", ERROR, "R-SCOPE-1", PROBE,
+         "The sandbox runs with no_new_privs or seccomp weaker than its starter's",
+         "The payload's no_new_privs flag or seccomp mode is lower than its starter's (the service's unit "
+         "process sets them: NoNewPrivileges=, SystemCallFilter=), or they could not be read.",
+         _ATTRIBUTE_EVIDENCE, list(_ATTRIBUTE_FIX),
+         messages={"": "the payload's process attributes are weaker than its starter's: {said}{traced}"},
+         hint=_ATTRIBUTE_HINT),
     Code("probe_root_undeclared", ERROR, "R-SCOPE-1", PROBE,
          "Something on the sandbox's root was not created by the profile",
          "A file, directory or symlink lies on the sandbox's own root file system (not under any mount) that the "
-         "profile does not create: a host file copied in with --file FD PATH or --bind-data, readable inside "
-         "without a mount or a descriptor left over.",
+         "profile does not create, or not of the type it makes there: a host file copied in with --file FD PATH "
+         "or --bind-data (under a new name, or under the name of a symlink the profile makes), a symlink with "
+         "another target, readable inside without a mount or a descriptor left over.",
          "The sandbox's root listed from outside through the host's /proc/PID/root (bounded, not entering "
-         "mounts), compared with the profile's destinations and the directories above them.",
+         "mounts, symlinks read and never followed), compared with the profile's destinations and the "
+         "directories above them, and each symlink the profile makes with its declared target.",
          ["command -v bwrap", "dpkg -S \"$(command -v bwrap)\""],
          messages={"": "{said}{traced}"},
          hint=("Compare the rendered argv (metnos.sandbox.sandbox_profile) with the one the service runs, and the "

@@ -22,41 +22,94 @@ from .procfs import DENIED, DENIED_TEXT, Pid, as_owner_if_denied, call_as, errna
 
 class Holders(Record):
     """fd_holders(): {link: [pid, ...]} of the processes holding each of the links asked (a pipe:[N] or
-    socket:[N]: one kernel object), and how many processes' tables could not be read."""
+    socket:[N]: one kernel object), how many processes' tables could not be read, and for each pipe asked the
+    processes holding its read end and its write end ({link: {"read": [pid, ...], "write": [pid, ...]}}): the
+    other end of a pipe is the end of the other direction."""
     held: t.Dict[str, t.List[int]]
     unreadable: int
+    ends: t.Dict[str, t.Dict[str, t.List[int]]]
+
+
+# At most this many descriptor tables of threads (a thread that called unshare(CLONE_FILES) has a table of its own,
+# absent from /proc/PID/fd) are read in one scan; beyond it, what is left is counted as unread, never guessed.
+THREAD_TABLES = 4096
+
+
+def _pipe_direction(fdinfo: str) -> str:
+    """"read" or "write" of the pipe end described by one /proc/PID/fdinfo/FD (flags' access mode), "" unread."""
+    try:
+        text = read_text(fdinfo, limit=4096)
+    except (IOError, OSError):
+        return ""
+    for line in text.splitlines():
+        key, _sep, value = line.partition(":")
+        if key.strip() == "flags":
+            try:
+                mode = int(value.strip(), 8) & 3
+            except ValueError:
+                return ""
+            return {0: "read", 1: "write"}.get(mode, "")
+    return ""
+
+
+def _scan_table(task: str, pid: int, wanted: t.Set[str], found: t.Dict[str, t.List[int]],
+                ends: t.Dict[str, t.Dict[str, t.List[int]]]) -> bool:
+    """Record the holders of ``wanted`` in the descriptor table of ``task`` (/proc/PID or /proc/PID/task/TID);
+    False when the table was refused."""
+    try:
+        dfd = os.open(task + "/fd", os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        return exc.errno not in DENIED
+    try:
+        for fd in os.listdir(dfd):
+            try:
+                link = os.readlink(fd, dir_fd=dfd)
+            except OSError:
+                continue
+            if link not in wanted:
+                continue
+            held = found.setdefault(link, [])
+            if pid not in held:
+                held.append(pid)
+            if link.startswith("pipe:["):
+                side = ends.setdefault(link, {"read": [], "write": []}).setdefault(
+                    _pipe_direction("%s/fdinfo/%s" % (task, fd)) or "unread", [])
+                if pid not in side:
+                    side.append(pid)
+    except OSError as exc:
+        return exc.errno not in DENIED
+    finally:
+        os.close(dfd)
+    return True
 
 
 def _scan_fds(arg: t.Tuple[str, t.List[str], t.List[str]]) -> t.List[t.Any]:
-    """[{link: [pid, ...]}, [pids whose table was refused]] over the processes ``names`` of ``proc``."""
+    """[{link: [pid, ...]}, [pids whose table was refused], {pipe link: {direction: [pid, ...]}}] over the
+    processes ``names`` of ``proc``: each process's table, and the tables of its threads (a thread may have one of
+    its own), at most THREAD_TABLES of them."""
     proc, names, links = arg
     wanted = set(links)
     found: t.Dict[str, t.List[int]] = {}
+    ends: t.Dict[str, t.Dict[str, t.List[int]]] = {}
     denied: t.List[str] = []
+    threads = 0
     for name in names:
-        fd_dir = "%s/%s/fd" % (proc, name)
+        if not _scan_table("%s/%s" % (proc, name), int(name), wanted, found, ends):
+            denied.append(name)
+            continue
         try:
-            dfd = os.open(fd_dir, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+            tids = [n for n in os.listdir("%s/%s/task" % (proc, name)) if n.isdigit() and n != name]
         except OSError as exc:
             if exc.errno in DENIED:
                 denied.append(name)
             continue
-        try:
-            for fd in os.listdir(dfd):
-                try:
-                    link = os.readlink(fd, dir_fd=dfd)
-                except OSError:
-                    continue
-                if link in wanted:
-                    held = found.setdefault(link, [])
-                    if int(name) not in held:
-                        held.append(int(name))
-        except OSError as exc:
-            if exc.errno in DENIED:
+        for tid in tids:
+            threads += 1
+            if threads > THREAD_TABLES or not _scan_table("%s/%s/task/%s" % (proc, name, tid), int(name), wanted,
+                                                          found, ends):
                 denied.append(name)
-        finally:
-            os.close(dfd)
-    return [found, denied]
+                break
+    return [found, denied, ends]
 
 
 def own_pipes(proc: str = "/proc") -> t.List[str]:
@@ -124,16 +177,17 @@ def unix_peer(link: str) -> t.Optional[str]:
 
 def fd_holders(links: t.Iterable[str], proc: str = "/proc") -> Holders:
     """Every process of this /proc holding one of ``links`` (pipe:[N], socket:[N]: the same kernel object
-    wherever it is held), in one pass over /proc/*/fd. Tables the probe may not read are read again with the
+    wherever it is held), in one pass over /proc/*/fd and the tables of their threads (/proc/*/task/*/fd), with
+    the direction of each pipe end held. Tables the probe may not read are read again with the
     credentials of their owner (root without CAP_SYS_PTRACE); those still refused are counted, not guessed."""
     wanted = sorted(set(links))
     if not wanted:
-        return Holders({}, 0)
+        return Holders({}, 0, {})
     try:
         names = [n for n in os.listdir(proc) if n.isdigit()]
     except OSError:
-        return Holders({}, 0)
-    found, denied = _scan_fds((proc, names, wanted))
+        return Holders({}, 0, {})
+    found, denied, ends = _scan_fds((proc, names, wanted))
     if denied and os.geteuid() == 0:
         by_owner: t.Dict[t.Tuple[int, int], t.List[str]] = {}
         left = []
@@ -145,14 +199,18 @@ def fd_holders(links: t.Iterable[str], proc: str = "/proc") -> Holders:
                 by_owner.setdefault(own, []).append(name)
         for (uid, gid), group in sorted(by_owner.items())[:16]:
             got = call_as(uid, gid, _scan_fds, (proc, group, wanted))
-            if not isinstance(got, list) or len(got) != 2:
+            if not isinstance(got, list) or len(got) != 3:
                 left.extend(group)
                 continue
             for link, pids in got[0].items():
                 found.setdefault(link, []).extend(p for p in pids if p not in found.get(link, []))
+            for link, sides in got[2].items():
+                for side, pids in sides.items():
+                    into = ends.setdefault(link, {"read": [], "write": []}).setdefault(side, [])
+                    into.extend(p for p in pids if p not in into)
             left.extend(got[1])
         denied = left
-    return Holders(found, len(denied))
+    return Holders(found, len(set(denied)), ends)
 
 
 def read_session(pid: Pid, proc: str = "/proc") -> t.Dict[str, t.Any]:
@@ -195,9 +253,20 @@ def net_socket_inodes(pid: Pid, proc: str = "/proc") -> t.Union[t.List[str], str
     return sorted(out) if read else "error:ENOENT"
 
 
+def _content(path: str, kind: str, st: os.stat_result) -> t.Any:
+    """What an entry of the root holds, as data: a symlink's target (read, never followed), a file's size."""
+    if kind == "l":
+        try:
+            return os.readlink(path)[:4096]
+        except OSError as exc:
+            return errname(exc)
+    return st.st_size if kind == "f" else None
+
+
 def _root_walk(arg: t.Tuple[str, int]) -> t.List[t.Any]:
-    """[[relative path, type letter], ...] of what lies on the file system of ``root`` itself (entries on
-    another mount are not entered: a mount's own content is the mount checks' business), at most ``limit``;
+    """[[relative path, type letter, content (a symlink's target, a file's size)], ...] of what lies on the file
+    system of ``root`` itself (entries on another mount are not entered: a mount's own content is the mount
+    checks' business), at most ``limit``;
     [["error:...", ""]] when the root cannot be read."""
     root, limit = arg
     try:
@@ -224,7 +293,7 @@ def _root_walk(arg: t.Tuple[str, int]) -> t.List[t.Any]:
                 continue                # a mount point: not on the root's own file system
             kind = "d" if stat.S_ISDIR(st.st_mode) else "l" if stat.S_ISLNK(st.st_mode) else \
                 "f" if stat.S_ISREG(st.st_mode) else "o"
-            out.append([path, kind])
+            out.append([path, kind, _content(os.path.join(root, path), kind, st)])
             if kind == "d":
                 todo.append(path)
     return out[:limit + 1]
@@ -237,3 +306,49 @@ def root_entries(pid: Pid, proc: str = "/proc", limit: int = 200) -> t.List[t.An
     got = _root_walk((root, limit))
     denied = bool(got) and isinstance(got[0][0], str) and got[0][0] in DENIED_TEXT
     return t.cast("t.List[t.Any]", as_owner_if_denied(pid, proc, denied, lambda r: _root_walk((r, limit)), root, got))
+
+
+def _attribute_files(base: str) -> t.Dict[str, t.Any]:
+    """The raw attributes of the process at ``base`` (/proc/PID): personality (hex), oom_score_adj, the stat
+    fields priority, nice, rt_priority and policy, and the limits table ({name: [soft, hard]}, -1 unlimited);
+    an unreadable one is its error string."""
+    out: t.Dict[str, t.Any] = {}
+    for name in ("personality", "oom_score_adj"):
+        try:
+            text = read_text(base + "/" + name, limit=64).strip()
+            out[name] = int(text, 16) if name == "personality" else int(text)
+        except (IOError, OSError) as exc:
+            out[name] = errname(exc)
+        except ValueError:
+            out[name] = "error:malformed"
+    try:
+        fields = read_text(base + "/stat", limit=4096).rpartition(")")[2].split()
+        # fields from the state (3rd field of stat): priority 18, nice 19, rt_priority 40, policy 41
+        out.update(dict((key, int(fields[at - 3])) for key, at in (("priority", 18), ("nice", 19),
+                                                                   ("rt_priority", 40), ("policy", 41))))
+    except (IOError, OSError) as exc:
+        out["nice"] = errname(exc)
+    except (ValueError, IndexError):
+        out["nice"] = "error:malformed"
+    try:
+        limits: t.Dict[str, t.List[int]] = {}
+        for line in read_text(base + "/limits", limit=8192).splitlines()[1:]:
+            words = line[:26].strip(), line[26:].split()
+            if len(words[1]) >= 2:
+                limits[words[0]] = [-1 if w == "unlimited" else int(w) for w in words[1][:2]]
+        out["limits"] = limits
+    except (IOError, OSError) as exc:
+        out["limits"] = errname(exc)
+    except ValueError:
+        out["limits"] = "error:malformed"
+    return out
+
+
+def process_attributes(pid: Pid, proc: str = "/proc") -> t.Dict[str, t.Any]:
+    """What the kernel applies to PID beyond its namespaces (issue 51), read from the host's /proc: personality,
+    scheduling (nice, priority, policy), rlimits and oom_score_adj. /proc/PID/personality needs ptrace access:
+    refused as root (no CAP_SYS_PTRACE), the whole set is read again with PID's own uid and gid."""
+    base = os.path.join(proc, str(pid))
+    got = _attribute_files(base)
+    denied = got.get("personality") in DENIED_TEXT
+    return t.cast("t.Dict[str, t.Any]", as_owner_if_denied(pid, proc, denied, _attribute_files, base, got))

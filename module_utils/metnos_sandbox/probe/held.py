@@ -53,15 +53,17 @@ _NS_LINK = ("cgroup:[", "ipc:[", "mnt:[", "net:[", "pid:[", "pid_for_children:["
 DESCRIPTOR_CODES = {"outside": "probe_descriptor_outside", "terminal": "probe_descriptor_terminal",
                     "device": "probe_descriptor_device", "block": "probe_descriptor_block",
                     "namespace": "probe_descriptor_namespace", "pidfd": "probe_descriptor_pidfd",
-                    "watch": "probe_descriptor_watch", "file": "probe_descriptor_file"}
+                    "watch": "probe_descriptor_watch", "file": "probe_descriptor_file",
+                    "unseen": "probe_descriptor_unseen"}
 
 
 def _holders_text(pids: t.Sequence[int], comm: t.Mapping[str, t.Any]) -> str:
     return ", ".join("pid %d (%s)" % (p, comm.get(str(p)) or "?") for p in pids[:4])
 
 
-def _channel(sc: Scene, fd: str, link: str, holders: Json) -> t.Optional[str]:
-    """Why the pipe or socket ``link`` (at descriptor ``fd``) leads outside the sandbox, None when it does not:
+def _channel(sc: Scene, fd: str, link: str, holders: Json) -> t.Optional[t.Tuple[str, str]]:
+    """(kind, why) the pipe or socket ``link`` (at descriptor ``fd``) leads outside the sandbox or to no end the
+    probe can find ("unseen"), None when it does not:
     every other holder must be the sandbox's (bwrap's child and below, bwrap) or the probe's own collector; the
     stdio slots must be the probe's own pipes; a socket must be one of the sandbox's own network namespace. A pipe
     of the probe's own leads to the probe: it holds the other end, and no one else can (the same end held by
@@ -74,25 +76,49 @@ def _channel(sc: Scene, fd: str, link: str, holders: Json) -> t.Optional[str]:
     outsiders = [p for p in held if p not in inside and p not in collectors]
     comm = holders.get("comm") or {}
     if outsiders:
-        return "%s -> %s, also held by %s outside the sandbox" % (fd, link, _holders_text(outsiders, comm))
+        said = _holders_text(outsiders, comm)
+        return "outside", "%s -> %s, also held by %s outside the sandbox" % (fd, link, said)
     if fd in ("0", "1", "2"):
-        return "%s -> %s: the payload's std%s is not the probe's own pipe%s" % (
+        return "outside", "%s -> %s: the payload's std%s is not the probe's own pipe%s" % (
             fd, link, ("in", "out", "err")[int(fd)], " (held by %s)" % _holders_text(held, comm) if held else "")
+    if link.startswith("pipe:["):
+        why = _pipe_other_end(sc, fd, link, holders, inside | collectors)
+        return ("unseen", why) if why else None
     if link.startswith("socket:["):
         own = holders.get("own_sockets")
         mine, ref = (sc.payload.get("ns") or {}).get("net"), sc.ref.ns.get("net")
         if not isinstance(own, list):
-            return "%s -> %s: not proven (the sandbox's sockets could not be read: %s)" % (fd, link, own)
+            return "outside", "%s -> %s: not proven (the sandbox's sockets could not be read: %s)" % (fd, link, own)
         if link not in own:
             peer = (holders.get("peers") or {}).get(link)
             there = ((holders.get("held") or {}).get(peer) or []) if peer else []
-            return "%s -> %s: a socket of another network namespace (made outside the sandbox)%s" % (
+            return "outside", "%s -> %s: a socket of another network namespace (made outside the sandbox)%s" % (
                 fd, link, ", connected to %s held by %s" % (peer, _holders_text(there, comm)) if there else
                 ", connected to %s" % peer if peer else "")
         if mine == ref:
-            return "%s -> %s: a socket of the parent context's network namespace (shared: where it leads is not " \
-                   "proven)" % (fd, link)
+            return "outside", "%s -> %s: a socket of the parent context's network namespace (shared: where it " \
+                "leads is not proven)" % (fd, link)
     return None
+
+
+def _pipe_other_end(sc: Scene, fd: str, link: str, holders: Json, inside: t.Set[t.Any]) -> t.Optional[str]:
+    """Why the other end of the pipe ``link`` is not proven to be the sandbox's, None when it is: a process
+    inside the sandbox holds the end of the other direction (found in every process's and thread's table). An
+    end no process holds (kept in flight in a socket's queue, sent with SCM_RIGHTS and never received), one held
+    where the tables read do not show it, or one in a table that could not be read: unknown, a failure."""
+    sides = (holders.get("ends") or {}).get(link) or {}
+    mine = [side for side in ("read", "write") if sc.pid in (sides.get(side) or [])]
+    if len(mine) != 1:
+        return None if len(mine) == 2 else "%s -> %s: not proven (which end of the pipe the payload holds was " \
+            "not read)" % (fd, link)
+    other = "write" if mine == ["read"] else "read"
+    if any(p in inside for p in sides.get(other) or []):
+        return None
+    unread = holders.get("unreadable") or 0
+    return "%s -> %s: the payload holds the %s end; no process of the sandbox or the probe holds the %s end " \
+        "(none seen holding it%s: it is kept in flight in a socket's queue or held out of sight, a channel to " \
+        "whoever takes it)" % (fd, link, mine[0], other,
+                               ", %d descriptor tables unread" % unread if unread else "")
 
 
 def _descriptor_finding(sc: Scene, fd: str, info: Json, holders: t.Optional[Json]) -> t.Optional[t.Tuple[str, str]]:
@@ -105,8 +131,7 @@ def _descriptor_finding(sc: Scene, fd: str, info: Json, holders: t.Optional[Json
     if kind in ("fifo", "sock") and link.startswith(("pipe:[", "socket:[")):
         if holders is None:
             return "outside", "%s -> %s: not proven (who else holds it was not read)" % (fd, link)
-        why = _channel(sc, fd, link, holders)
-        return ("outside", why) if why else None
+        return _channel(sc, fd, link, holders)
     if kind == "fifo":
         return "outside", "%s -> %s (a named pipe of the host)" % (fd, link)
     if kind == "chr":
@@ -186,10 +211,41 @@ def _tiocsti(value: t.Any) -> str:
         if value is None else "dev.tty.legacy_tiocsti could not be read (%s)" % value
 
 
+def _changed(entries: t.List[t.Any], symlinks: t.Mapping[str, t.Any], parents: t.Set[str]) -> t.List[str]:
+    """What lies on the root where the profile makes something else (issue 51): a declared symlink that is not a
+    symlink with the declared target (a file copied under its name, another target, absent or covered by a
+    mount), a directory above a destination that is not a directory."""
+    out: t.List[str] = []
+    found = dict((str(e[0]), e) for e in entries if not is_error(e[0]))
+    for dest, target in sorted(symlinks.items()):
+        rel = os.path.normpath(dest).strip("/")
+        entry = found.get(rel)
+        if entry is None:
+            out.append("/%s: the profile makes a symlink to %s, none is on the root (absent, or a mount covers it)"
+                       % (rel, target))
+        elif entry[1] != "l":
+            out.append("/%s: the profile makes a symlink to %s, the root holds a %s%s" % (
+                rel, target, _KIND_WORDS.get(entry[1], "other object"),
+                " of %s bytes" % entry[2] if entry[1] == "f" and len(entry) > 2 else ""))
+        elif len(entry) < 3 or entry[2] != target:
+            out.append("/%s: a symlink to %s, the profile makes one to %s" % (
+                rel, entry[2] if len(entry) > 2 else "(unread)", target))
+    for rel in sorted(parents):
+        entry = found.get(rel)
+        if entry is not None and entry[1] != "d" and rel not in [os.path.normpath(d).strip("/") for d in symlinks]:
+            out.append("/%s: a directory above what the profile places, the root holds a %s" % (
+                rel, _KIND_WORDS.get(entry[1], "other object")))
+    return out
+
+
+_KIND_WORDS = {"d": "directory", "l": "symlink", "f": "file", "o": "special file"}
+
+
 def check_root_content(sc: Scene) -> None:
     """5c. Everything on the sandbox's root file system itself (not under a mount), listed from outside through
-    /proc/PID/root, is what the profile creates there: its destinations and the directories above them. A
-    file copied onto the root (--file FD PATH, --bind-data) without a mount is undeclared content."""
+    /proc/PID/root, is what the profile creates there: its destinations and the directories above them, each of
+    the type the profile makes (a declared symlink a symlink with the declared target). A file copied onto the
+    root (--file FD PATH, --bind-data) without a mount is undeclared content, under a declared name too."""
     entries = sc.payload.get("root_entries")
     problems = unread(sc, entries, list, "listing its root")
     extra: t.List[str] = []
@@ -197,19 +253,28 @@ def check_root_content(sc: Scene) -> None:
         created = sc.spec.get("created")
         places = set(created if isinstance(created, list) else sc.declared + list(sc.binds))
         allowed: t.Set[str] = set()
+        parents: t.Set[str] = set()
         for dest in places:
             parts = os.path.normpath(dest).strip("/").split("/")
             allowed.update("/".join(parts[:i + 1]) for i in range(len(parts)))
-        for rel, kind in entries:
+            parents.update("/".join(parts[:i + 1]) for i in range(len(parts) - 1))
+        for entry in entries:
+            rel, kind = entry[0], entry[1]
             if is_error(rel) or is_error(kind):
                 problems.append("not proven: %s %s" % ("/" + str(rel) if not is_error(rel) else "the root",
                                                        kind or rel))
             elif rel not in allowed:
-                extra.append("/%s (%s)" % (rel, {"d": "directory", "l": "symlink", "f": "file"}.get(kind, "other")))
+                extra.append("/%s (%s)" % (rel, _KIND_WORDS.get(kind, "other")))
         if len(entries) > 200:
             problems.append("not proven: more than 200 entries on the sandbox's root")
         if extra:
             problems.append("on the sandbox's root but not created by the profile: %s" % ", ".join(extra[:8]))
-    sc.add("root_content_declared", "R-SCOPE-1", "only what the profile creates lies on the sandbox's own root",
+        symlinks = sc.spec.get("symlinks")
+        changed = _changed(entries, symlinks if isinstance(symlinks, dict) else {}, parents)
+        if changed:
+            problems.append("on the sandbox's root, not what the profile makes there: %s" % "; ".join(changed[:8]))
+        extra.extend(changed)
+    sc.add("root_content_declared", "R-SCOPE-1", "only what the profile creates lies on the sandbox's own root, "
+           "each of the type it makes (its symlinks with their targets)",
            {"entries": len(entries) if isinstance(entries, list) else entries, "undeclared": extra[:12],
             "problems": problems}, not problems)

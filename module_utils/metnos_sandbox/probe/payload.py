@@ -133,6 +133,8 @@ def expectations(profile: result.Profile, extra_absent: t.Sequence[str] = ()) ->
         # what the profile itself puts on the sandbox's root: every destination (binds, symlinks, --dir, --file
         # ...) and, implied, the directories above it
         "created": sorted(set(m["dest"] for m in mounts)),
+        # ... judged by type and content (issue 51): each symlink it makes, with the target it names
+        "symlinks": dict((m["dest"], m.get("src")) for m in mounts if m["kind"] == "symlink"),
     }
 
 

@@ -27,6 +27,7 @@ def host_view(proc: str = "/proc") -> Json:
     status = procfs.read_status("self", proc)
     return {"ns": probe_payload.host_namespaces(proc), "mounts": mounts if isinstance(mounts, list) else [],
             "privileges": procfs.privileges(status), "nspid": status.get("nspid") or [],
+            "attributes": holdings.process_attributes("self", proc),
             "from": "the probe (pid %d) that started bwrap" % os.getpid(), "legacy_tiocsti": _legacy_tiocsti(proc)}
 
 
@@ -48,6 +49,7 @@ def observe_context(pid: int, proc: str = "/proc") -> Json:
     status = procfs.read_status(pid, proc)
     return {"ns": ns, "mounts": mounts if isinstance(mounts, list) else [], "read_by": how,
             "privileges": procfs.privileges(status), "nspid": status.get("nspid") or [],
+            "attributes": holdings.process_attributes(pid, proc),
             "from": "the unit's process (pid %s) before it ran bwrap" % pid}
 
 
@@ -97,7 +99,8 @@ def _observe_payload(pid: int, child_pid: t.Optional[int], proc: str) -> Json:
             "ns": ns, "read_by": how, "mounts": procfs.read_mounts(pid, proc),
             "interfaces": procfs.interfaces(pid, proc), "privileges": procfs.privileges(st),
             "sharers": held, "sharers_unreadable": unreadable,
-            "fds": procfs.open_files(pid, proc), "mapped": procfs.mapped_files(pid, proc)}
+            "fds": procfs.open_files(pid, proc), "mapped": procfs.mapped_files(pid, proc),
+            "attributes": holdings.process_attributes(pid, proc)}
 
 
 def _bwrap_chain(pid: int, launcher: t.Optional[int], proc: str) -> t.List[int]:
@@ -138,7 +141,8 @@ def _where_descriptors_lead(payload: Json, pid: int, child_pid: t.Optional[int],
     # a unix socket made outside (in the probe's network namespace): its peer, asked of the kernel
     peers = dict((link, holdings.unix_peer(link)) for link in others if link.startswith("socket:["))
     peers = dict((k, v) for k, v in peers.items() if v)
-    held, unreadable = holdings.fd_holders(others + sorted(set(peers.values())), proc)
+    found = holdings.fd_holders(others + sorted(set(peers.values())), proc)
+    held = found.held
     inside = set([pid] + ([child_pid] if isinstance(child_pid, int) else []))
     for top in list(inside):
         inside.update(proctree.descendants(top, proc, exhaustive=False))
@@ -146,7 +150,9 @@ def _where_descriptors_lead(payload: Json, pid: int, child_pid: t.Optional[int],
     out["fd_holders"].update({"held": dict((k, sorted(v)[:16]) for k, v in held.items()),
                               "comm": dict((str(p), (proctree.read_stat(p, proc) or {}).get("comm")) for p in sorted(
                                   set(p for v in held.values() for p in v) - inside)[:16]),
-                              "unreadable": unreadable, "sandbox": sorted(inside)[:64], "peers": peers})
+                              "unreadable": found.unreadable, "sandbox": sorted(inside)[:64], "peers": peers,
+                              "ends": dict((k, dict((side, sorted(v)[:16]) for side, v in sides.items()))
+                                           for k, sides in found.ends.items())})
     if any(link.startswith("socket:[") for link in others):
         out["fd_holders"]["own_sockets"] = holdings.net_socket_inodes(pid, proc)
     return out

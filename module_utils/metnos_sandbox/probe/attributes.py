@@ -1,0 +1,118 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The payload's process attributes, not weaker than its starter's (issue 51): what the kernel applies to a
+process beyond its namespaces - personality flags, scheduling priority, rlimits, oom_score_adj, no_new_privs and
+seccomp mode - read from the host's /proc (host/holdings.process_attributes, procfs.privileges) and compared with
+the probe itself, or in a transient unit with the unit's own process before it ran bwrap (the service's context).
+Each weakening is reported with a code of its own (ATTRIBUTE_CODES). Deny by default: an attribute that could not
+be read on either side is not proven.
+
+Pure Python, no Ansible imports.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import typing as t
+
+from ..host.procfs import is_error
+from .held import Scene, unread
+from .payload import Json
+
+# kind of weakening -> the code it is reported with (codes_probe.py)
+ATTRIBUTE_CODES = {"personality": "probe_attribute_personality", "priority": "probe_attribute_priority",
+                   "rlimit": "probe_attribute_rlimit", "oom": "probe_attribute_oom",
+                   "privileges": "probe_attribute_privileges"}
+
+# personality(2) flags by name (include/uapi/linux/personality.h)
+_PERSONALITY = {0x0040000: "ADDR_NO_RANDOMIZE", 0x0400000: "READ_IMPLIES_EXEC", 0x0200000: "ADDR_COMPAT_LAYOUT",
+                0x0080000: "FDPIC_FUNCPTRS", 0x1000000: "SHORT_INODE", 0x2000000: "WHOLE_SECONDS",
+                0x4000000: "STICKY_TIMEOUTS", 0x8000000: "ADDR_LIMIT_3GB", 0x0800000: "ADDR_LIMIT_32BIT",
+                0x0100000: "MMAP_PAGE_ZERO", 0x0020000: "UNAME26"}
+
+
+def _starter(sc: Scene) -> t.Tuple[t.Any, t.Any, str]:
+    """(attributes, privileges, who) of the process the payload is compared with."""
+    context = sc.outside.get("context")
+    if isinstance(context, dict) and context:
+        return (context.get("attributes"), context.get("privileges") or sc.host.get("privileges"),
+                str(context.get("from") or "the unit's process"))
+    return sc.host.get("attributes"), sc.host.get("privileges"), "the probe itself"
+
+
+def _flags(value: int) -> str:
+    names = [name for bit, name in sorted(_PERSONALITY.items()) if value & bit]
+    rest = value & ~sum(_PERSONALITY)
+    return "|".join(names + (["0x%x" % rest] if rest else [])) or "0"
+
+
+def _limit_weaker(mine: t.Any, ref: t.Any) -> bool:
+    """A limit (-1 unlimited) higher than the starter's."""
+    return bool(ref != -1 and (mine == -1 or mine > ref))
+
+
+def _compare(mine: Json, ref: Json, who: str) -> t.List[t.Tuple[str, str]]:
+    """[(kind, what)] of each attribute of the payload weaker than the starter's (or not read on either side)."""
+    out: t.List[t.Tuple[str, str]] = []
+    for key, kind in (("personality", "personality"), ("nice", "priority"), ("oom_score_adj", "oom"),
+                      ("limits", "rlimit")):
+        if is_error(mine.get(key)) or is_error(ref.get(key)) or mine.get(key) is None or ref.get(key) is None:
+            said = "%s: not proven (the payload's: %s, %s's: %s)" % (key, mine.get(key), who, ref.get(key))
+            out.append((kind, said))
+    if out:
+        return out
+    added = mine["personality"] & ~ref["personality"]
+    if mine["personality"] != ref["personality"]:
+        out.append(("personality", "personality %s, %s has %s%s" % (
+            _flags(mine["personality"]), who, _flags(ref["personality"]),
+            " (%s added: address space layout randomisation off)" % _flags(added)
+            if added & 0x0040000 else " (%s added)" % _flags(added) if added else "")))
+    if mine["nice"] < ref["nice"] or mine.get("policy") != ref.get("policy") or \
+            (mine.get("rt_priority") or 0) > (ref.get("rt_priority") or 0):
+        out.append(("priority", "nice %s, scheduling policy %s, real-time priority %s; %s has nice %s, policy %s, "
+                                "real-time priority %s (raised: it takes the CPU from the host)" % (
+                                    mine["nice"], mine.get("policy"), mine.get("rt_priority"), who, ref["nice"],
+                                    ref.get("policy"), ref.get("rt_priority"))))
+    if mine["oom_score_adj"] < ref["oom_score_adj"]:
+        out.append(("oom", "oom_score_adj %s, %s has %s (the OOM killer spares the sandbox, kills the host's "
+                           "processes first)" % (mine["oom_score_adj"], who, ref["oom_score_adj"])))
+    raised = ["%s %s (%s has %s)" % (name, "/".join("unlimited" if v == -1 else str(v) for v in pair), who,
+                                     "/".join("unlimited" if v == -1 else str(v) for v in ref["limits"].get(name)))
+              for name, pair in sorted(mine["limits"].items()) if name in ref["limits"]
+              and any(_limit_weaker(a, b) for a, b in zip(pair, ref["limits"][name]))]
+    missing = sorted(set(ref["limits"]) - set(mine["limits"]))
+    if raised or missing:
+        out.append(("rlimit", "limits raised: %s" % ", ".join(raised + ["%s not read" % m for m in missing])))
+    return out
+
+
+def _compare_privileges(mine: t.Any, ref: t.Any, who: str) -> t.List[t.Tuple[str, str]]:
+    """no_new_privs and the seccomp mode, not lower than the starter's."""
+    if not isinstance(mine, dict) or not isinstance(ref, dict):
+        return [("privileges", "no_new_privs and seccomp: not proven (the payload's %s, %s's %s)" % (
+            type(mine).__name__, who, type(ref).__name__))]
+    out = []
+    if isinstance(ref.get("nonewprivs"), int) and (mine.get("nonewprivs") or 0) < ref["nonewprivs"]:
+        out.append(("privileges", "no_new_privs %s, %s has %s" % (mine.get("nonewprivs"), who, ref["nonewprivs"])))
+    if isinstance(ref.get("seccomp"), int) and (mine.get("seccomp") or 0) < ref["seccomp"]:
+        out.append(("privileges", "seccomp mode %s, %s has %s" % (mine.get("seccomp"), who, ref["seccomp"])))
+    return out
+
+
+def check_attributes(sc: Scene) -> None:
+    """9e. The payload's personality, scheduling priority, rlimits, oom_score_adj, no_new_privs and seccomp mode,
+    read from the host's /proc, are not weaker than its starter's (the probe, or the unit's process): ASLR
+    switched off (setarch -R), a raised priority (nice -15), a higher limit, a lower oom_score_adj each a
+    finding of its own."""
+    mine = sc.payload.get("attributes")
+    problems = unread(sc, mine, dict, "reading its attributes")
+    ref, ref_privileges, who = _starter(sc)
+    kinds: t.List[t.Tuple[str, str]] = []
+    if not problems and isinstance(mine, dict):
+        kinds = _compare(mine, ref, who) if isinstance(ref, dict) else [
+            ("personality", "not proven: %s's attributes were not read (%s)" % (who, ref))]
+        kinds.extend(_compare_privileges(sc.payload.get("privileges"), ref_privileges, who))
+        problems.extend(what for _kind, what in kinds)
+    sc.add("process_attributes", "R-SCOPE-1", "personality, priority, rlimits, oom_score_adj, no_new_privs and "
+           "seccomp mode not weaker than %s's" % who,
+           {"payload": mine, "starter": who, "problems": problems[:12], "kinds": [list(k) for k in kinds[:12]]},
+           not problems)

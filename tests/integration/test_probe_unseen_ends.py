@@ -1,0 +1,64 @@
+"""Unknown is a failure (issue 51), the leak proven from outside: the matrix's pipe_in_flight and
+pipe_thread_table rows (tests/helpers/probe_mutations.py) hand the real bwrap, under the strict profile, the write
+end of a pipe whose read end no process table shows (kept in flight in a unix socket's queue) or only a thread's
+own table shows (unshare(CLONE_FILES)). Here the same wrapper runs a command that writes a canary to fd 7, as root
+and as nobody, and the canary is read back outside the sandbox: the channel is real. That the probe fails each
+with its own code is the matrix's test (tests/integration/test_probe_matrix.py)."""
+import os
+import pwd
+import subprocess
+
+import pytest
+
+from helpers import probe_mutations
+
+
+@pytest.fixture(scope="module")
+def bench():
+    b = probe_mutations.Bench()
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+def _run_gift(bench, key, user, canary):
+    argv = probe_mutations.strict_profile()["argv"]
+    opts = argv[1:argv.index("--")]
+    command = [bench.donor.wrapper(key)] + opts + ["--", "/bin/sh", "-c", "echo %s >&7" % canary]
+    if user != "root":
+        entry = pwd.getpwnam(user)
+        command = ["setpriv", "--reuid", str(entry.pw_uid), "--regid", str(entry.pw_gid), "--clear-groups",
+                   "--"] + command
+    done = subprocess.run(command, capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def _read_all(fd):
+    out = b""
+    while True:
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return out
+        out += chunk
+
+
+@pytest.mark.parametrize("user", probe_mutations.USERS)
+def test_a_pipe_end_in_flight_carries_what_the_sandbox_writes(bench, user):
+    canary = "metnos-canary-%s" % os.urandom(6).hex()
+    _run_gift(bench, "pipe_in_flight", user, canary)
+    end = bench.donor.take_in_flight()          # no process held it until now
+    try:
+        assert _read_all(end).decode().strip() == canary
+    finally:
+        os.close(end)
+
+
+@pytest.mark.parametrize("user", probe_mutations.USERS)
+def test_a_thread_with_its_own_table_reads_what_the_sandbox_writes(bench, user):
+    canary = "metnos-canary-%s" % os.urandom(6).hex()
+    _run_gift(bench, "pipe_thread_table", user, canary)
+    reader = bench.donor.procs[-1]
+    assert reader.wait(timeout=10) == 0                 # the thread read to the end of file, then ended it
+    with open(bench.donor.sinks[-1]) as handle:
+        assert handle.read().strip() == canary
