@@ -90,7 +90,7 @@ ARGUMENT_SPEC = spec.AUDIT_MERGE     # the action plugin validates with the same
 
 
 def main():
-    module = AnsibleModule(argument_spec=spec.spec(ARGUMENT_SPEC), supports_check_mode=True)
+    module = spec.utf8_module(AnsibleModule)(argument_spec=spec.spec(ARGUMENT_SPEC), supports_check_mode=True)
     module.fail_json(msg="metnos_audit_merge runs on the controller as an action plugin; "
                          "check that action_plugins/ is configured (ansible.cfg)")
 

@@ -56,7 +56,7 @@ ARGUMENT_SPEC = spec.ROLE_VARS     # the action plugin validates with the same s
 
 
 def main():
-    module = AnsibleModule(argument_spec=spec.spec(ARGUMENT_SPEC), supports_check_mode=True)
+    module = spec.utf8_module(AnsibleModule)(argument_spec=spec.spec(ARGUMENT_SPEC), supports_check_mode=True)
     module.fail_json(msg="metnos_role_vars runs on the controller as an action plugin; "
                          "check that action_plugins/ is configured (ansible.cfg)")
 

@@ -7,7 +7,8 @@ data/t/tmp, and prints JSON. Nothing is mounted outside that namespace; the moun
 
 - ``faces``: the decision of every case (core, filter preview, audit payload) - the renderer refuses
   a writable grant at, below or above each pseudo-filesystem (scope_pseudo_filesystem; a host-context
-  one: host_path_refused), and renders the read grant and the tmpfs control;
+  one: host_path_refused), refuses the read grant as unjudged (channel_filesystem_unjudged: the procfs is
+  bound along) and renders the tmpfs control;
 - ``real``: with the rule mutated away (the mount table's pseudo-filesystems emptied), the writable
   grants rendered and run in real bwrap as root and as nobody: from inside the payload looks at the
   procfs (its type and whether it is writable) and creates a cgroup in a subtree delegated to the
@@ -38,7 +39,8 @@ CASES = [
      {"arguments": {"p": "proc"}}),
     ("proc_below_resource", ["metnos:write:wres"], "host_path_refused", None, None,
      {"resources": {"wres": "@T/data/w"}}),
-    ("proc_below_read_is_fine", ["fs:read:@T/data/w"], "wrapped"),
+    # a read grant binds the procfs along: not a plain tree, refused as unjudged (issue 50; it was rendered)
+    ("proc_below_read_is_unjudged", ["fs:read:@T/data/w"], "channel_filesystem_unjudged"),
     ("tmpfs_below_write_is_fine", ["fs:write:@T/data/t"], "wrapped"),
 ]
 PAYLOAD = r'''
@@ -135,6 +137,7 @@ def real(base):
     """The writable grants with the rule mutated away, run as root and as nobody."""
     _use_core()
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
+        granters,
         host_context,
         mounts,
         profile,
@@ -149,6 +152,7 @@ def real(base):
     out = {"refused": profile.render_safe(manifest, host_context.HostContext(host), {}, ACTIVE)["refusal"],
            "cgroup2": cgroup}
     mounts.MountTable.pseudo_related = lambda self, path: None          # the mutation
+    granters.Render.allowed = lambda self, path, kind, what: True      # and the channel search's (issue 50)
     weak = profile.render_safe(manifest, host_context.HostContext(host), {}, ACTIVE)
     out["mutated"] = weak["refusal"] or weak["decision"]
     for user in ("root", "nobody"):

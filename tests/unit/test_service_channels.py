@@ -5,6 +5,7 @@ import json
 import os
 import pwd
 import shutil
+import socket
 import subprocess
 import tempfile
 
@@ -156,6 +157,56 @@ def test_the_live_environment_is_judged_first(tree):
     assert got["LD_PRELOAD"]["severity"] == "error" and "relative" in got["LD_PRELOAD"]["message"]
     assert "live process, PID %d" % proc.pid in got["AWS_SECRET_ACCESS_KEY"]["message"]
     assert SECRET not in json.dumps(res)
+
+
+CHANNEL_VARIABLES = ["DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR", "LISTEN_FDS",
+                     "NOTIFY_SOCKET"]
+
+
+def test_bus_display_runtime_activation_and_notify_variables_are_channels(tree):
+    """Planted (issue 50): a real listening abstract unix socket (what unix:abstract= names: no bind needed, a
+    net: executor reaches it), a real process (started here as nobody) whose environment points at it through
+    DBUS_SESSION_BUS_ADDRESS, plus DISPLAY, WAYLAND_DISPLAY, XDG_RUNTIME_DIR, LISTEN_FDS and NOTIFY_SOCKET; and
+    the same names in a real unit's Environment= (configuration). Each is service_env_channel, an error naming
+    the variable, its value nowhere (not in the module's whole environment either); LANG is not one. Canary: the
+    abstract socket answers a connect from here. Mutation run: channel_diagnostics not classing CHANNEL_NAMES -
+    the test fails."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind("\0metnos-bus-%s" % SECRET)
+    listener.listen(1)
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.connect("\0metnos-bus-%s" % SECRET)
+    probe.close()
+    values = {"DBUS_SESSION_BUS_ADDRESS": "unix:abstract=metnos-bus-%s" % SECRET, "DISPLAY": ":%s" % SECRET,
+              "WAYLAND_DISPLAY": "wayland-%s" % SECRET, "XDG_RUNTIME_DIR": "/run/user/%s" % SECRET,
+              "LISTEN_FDS": "1", "NOTIFY_SOCKET": "@notify-%s" % SECRET}
+    params = _unit(tree, "[Service]\nUser=nobody\nEnvironment=%s LANG=C.UTF-8\nExecStart=/usr/bin/true\n"
+                   % " ".join("%s=%s" % item for item in sorted(values.items())))
+    gathered = service_env.gather(params, service_env.bwrap.default_runner)
+    proc = subprocess.Popen(["/bin/sleep", "30"], env=dict(values, PATH="/usr/bin:/bin", LANG="C.UTF-8"), cwd="/",
+                            preexec_fn=lambda: (os.setgid(NOBODY.pw_gid), os.setuid(NOBODY.pw_uid)))
+    try:
+        live = service_env.read_live_environ(proc.pid)
+        res = service_env.evaluate(service_env.Evaluation("metnos.service", gathered._replace(live=live), None, None))
+    finally:
+        proc.kill()
+        proc.wait()
+        listener.close()
+    configured = service_env.inspect(params, service_env.bwrap.default_runner).result
+    for result, origin in ((res, "live process, PID %d" % proc.pid), (configured, "configuration")):
+        found = dict((d["details"]["name"], d) for d in _codes(result, "service_env_channel"))
+        assert sorted(found) == sorted(CHANNEL_VARIABLES), origin
+        for name, diag in found.items():
+            assert diag["severity"] == "error" and origin in diag["message"] and name in diag["message"]
+            assert "UnsetEnvironment=%s" % name in " ".join(diag["remediation"])
+        assert SECRET not in json.dumps(result)
+    assert "DBUS_SESSION_BUS_ADDRESS=<redacted>" in env_channels.redacted_text(
+        "DBUS_SESSION_BUS_ADDRESS=%s" % values["DBUS_SESSION_BUS_ADDRESS"])
+    out, proc = adhoc("localhost", "metnos.sandbox.metnos_service_env",
+                      {"unit": "metnos.service", "mode": "disk", "root": tree, "return_environment": True})
+    assert SECRET not in proc.stdout + proc.stderr
+    assert out["full_environment"]["DISPLAY"] == env_channels.REDACTED
+    assert "service_env_channel" in {d["code"] for d in out["diagnostics"]}
 
 
 def test_names_that_look_like_credentials():

@@ -71,7 +71,36 @@ for _code, _title, _cause, _steps, _hint in [
                       messages=_CHANNEL_WORDS,
                       hint=_hint + ("" if _code in ("channel_system_bus", "channel_container_engine") else
                                     " " + _ALLOW_HINT)))
+_FILESYSTEM_DETECTION = ("The host's mount table (/proc/self/mountinfo, each mount's type): the filesystem holding "
+                         "each granted folder and every filesystem mounted below it (bwrap binds them along) against "
+                         "an allow-list of plain directory trees (ext4, xfs, btrfs, tmpfs, overlay, ...).")
 CODES.extend([
+    Code("channel_message_queue", ERROR, "R-CAP-SYS", SANDBOX_ACTIVE,
+         "A grant would expose a POSIX message-queue filesystem",
+         "A message-queue filesystem (mqueue) is bound with the granted folder: each entry is a kernel message "
+         "queue that host processes send jobs through, and a read-only bind does not stop mq_open/mq_receive "
+         "(a sandbox takes or forges a host daemon's queued jobs). Refused unless the admin allows that exact "
+         "mount point.",
+         _FILESYSTEM_DETECTION,
+         ["findmnt -T {path}", "umount {path}", _ALLOW_STEP],
+         messages={"": "{what}: {path} is a POSIX message-queue filesystem ({fstype}) bound with the granted "
+                       "folder {folder}: every queue in it is a channel to the host processes using it; refused "
+                       "unless the admin allows that exact path (host.allow_channels)"},
+         hint=("Unmount {path} if nothing needs it there (the queues stay reachable at /dev/mqueue), or grant a "
+               "folder that does not hold it. " + _ALLOW_HINT)),
+    Code("channel_filesystem_unjudged", ERROR, "R-CAP-SYS", SANDBOX_ACTIVE,
+         "A grant would expose a filesystem that is not a plain directory tree",
+         "A filesystem of a type that is not a plain directory tree (proc, sysfs, cgroup, a FUSE daemon's, an "
+         "unknown type) is bound with the granted folder: what it exposes (kernel state, host processes, a "
+         "daemon answering every read) cannot be judged by a search for sockets and FIFOs, so it is refused "
+         "(deny by default) unless the admin allows that exact mount point.",
+         _FILESYSTEM_DETECTION,
+         ["findmnt -T {path}", "umount {path}", _ALLOW_STEP],
+         messages={"": "{what}: {path} is a {fstype} mount bound with the granted folder {folder}: not a plain "
+                       "directory tree, so what it exposes cannot be judged; refused unless the admin allows that "
+                       "exact path (host.allow_channels)"},
+         hint=("Unmount {path} if it is not needed there, or grant a folder that does not hold it (findmnt shows "
+               "what it is). " + _ALLOW_HINT)),
     Code("channel_walk_bound", ERROR, "R-CAP-SYS", SANDBOX_ACTIVE,
          "A granted folder could not be searched for command channels",
          "Every granted folder is searched for sockets, FIFOs and device nodes before it is bound; the search is "

@@ -99,6 +99,23 @@ CODES.extend([
          hint=("Remove the variable from the service (UnsetEnvironment=<name> in a drop-in, or from the unit's "
                "Environment=/EnvironmentFile=, which systemctl cat shows); give the service a key file through "
                "LoadCredential= if it needs one.")),
+    Code("service_env_channel", ERROR, "R-SEC-1", SERVICE_ENVIRONMENT,
+         "The service's environment points executors at a channel to another process",
+         "DBUS_SESSION_BUS_ADDRESS, DBUS_SYSTEM_BUS_ADDRESS, DISPLAY, WAYLAND_DISPLAY, XDG_RUNTIME_DIR, "
+         "LISTEN_FDS/LISTEN_PID/LISTEN_FDNAMES or NOTIFY_SOCKET is in the service's environment: every executor "
+         "is told where a bus, a display server, a user's sockets, the service's own activated sockets or "
+         "systemd's notify socket are (an abstract socket such as unix:abstract=... needs no bind at all: an "
+         "executor with net: reaches it). The value is never shown.",
+         "The names of the live process's environment (/proc/<MainPID>/environ), else the configuration's.",
+         ["systemctl cat {unit}",
+          "mkdir -p /etc/systemd/system/{unit}.d",
+          "printf '[Service]\\nUnsetEnvironment={name}\\n' > "
+          "/etc/systemd/system/{unit}.d/20-metnos-unset-{name}.conf",
+          "systemctl daemon-reload", "systemctl restart {unit}"],
+         messages={"": "{unit}: {name} ({origin}) tells every executor where {what} is; its value is not shown."},
+         hint=("Remove {name} from the service (UnsetEnvironment={name} in a drop-in, or from the unit's "
+               "Environment=/EnvironmentFile=, which systemctl cat shows); the runtime should start executors "
+               "from a cleared environment.")),
     Code("service_env_loader", WARNING, "R-SEC-1", SERVICE_ENVIRONMENT,
          "The service's environment makes executors load code",
          "A variable that makes the dynamic loader, an interpreter or a shell load code (LD_PRELOAD, "

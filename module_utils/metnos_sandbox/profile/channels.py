@@ -23,9 +23,9 @@ import collections
 import fnmatch
 import os
 import stat
-from typing import Any, Dict, FrozenSet, List, Optional
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Tuple
 
-from ..base import diagnostics
+from ..base import diagnostics, paths
 from ..base.records import Record
 
 MAX_WALK_ENTRIES = 20000          # entries looked at per render, over every granted folder
@@ -45,10 +45,18 @@ KNOWN = (
     ("channel_systemd", ("/run/systemd/*",), ()),
 )
 TYPES = {"socket": "a socket", "FIFO": "a FIFO", "device": "a device node"}
-# Pseudo-filesystems mounted below a granted folder that the search does not enter: they show kernel state, not
-# channels (no sockets, FIFOs or device nodes as entries), and are left to their own rule (no writable grant
-# reaches one: scope_pseudo_filesystem). Every other type is searched, devtmpfs and devpts (device nodes) too.
+# Pseudo-filesystems searched as plain trees (their device nodes are found as channels); every other one is
+# refused below (PLAIN_FSTYPES).
 SEARCHED_PSEUDO = frozenset(("devtmpfs", "devpts"))
+# Filesystems that are plain directory trees (files, folders, links: what a socket or FIFO in them is, the walk
+# sees). Any other type bound with a grant is not judged clean (issue 50, deny by default): a POSIX
+# message-queue filesystem is a channel (channel_message_queue), every other one - proc, sysfs, cgroup, a FUSE
+# daemon's, an unknown or unread type - is refused as unjudged (channel_filesystem_unjudged).
+PLAIN_FSTYPES = frozenset((
+    "ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "ramfs", "overlay", "zfs", "f2fs", "vfat", "msdos", "exfat",
+    "ntfs", "ntfs3", "squashfs", "iso9660", "udf", "erofs", "jfs", "reiserfs", "nilfs2", "hfsplus", "nfs", "nfs4",
+    "cifs", "smb3", "9p", "virtiofs", "bcachefs"))
+MESSAGE_QUEUES = "mqueue"
 
 
 def kind_of(mode: int) -> Optional[str]:
@@ -63,8 +71,8 @@ def kind_of(mode: int) -> Optional[str]:
 def code_of(path: str) -> str:
     """The code of a channel at ``path`` (resolved): a known channel's own, else channel_refused."""
     name = os.path.basename(path)
-    for code, paths, names in KNOWN:
-        if any(fnmatch.fnmatchcase(path, p) for p in paths) or any(fnmatch.fnmatchcase(name, n) for n in names):
+    for code, patterns, names in KNOWN:
+        if any(fnmatch.fnmatchcase(path, p) for p in patterns) or any(fnmatch.fnmatchcase(name, n) for n in names):
             return code
     return "channel_refused"
 
@@ -95,7 +103,7 @@ class Walk(Record):
 def walk(root: str, budget: List[int], skip: FrozenSet[str] = frozenset()) -> Walk:
     """Breadth first below ``root`` (a resolved folder), without following symbolic links; ``budget``: the
     entries this render may still look at (shared by every walk of the render, decremented); ``skip``: mount
-    points not entered (SKIPPED_PSEUDO: kernel state, left to their own rule)."""
+    points not entered (odd_filesystems: refused on their own)."""
     found: List[Found] = []
     queue = collections.deque([] if root in skip else [root])
     while queue:
@@ -116,6 +124,31 @@ def walk(root: str, budget: List[int], skip: FrozenSet[str] = frozenset()) -> Wa
         except OSError as exc:
             return Walk(found, "unreadable", folder, exc.strerror or type(exc).__name__)
     return Walk(found)
+
+
+def odd_filesystems(types: Mapping[str, str], folder: str) -> List[Tuple[str, str]]:
+    """(mount point, type) of every filesystem bound with ``folder`` (a resolved folder: bwrap binds it with the
+    mounts below it) that is not a plain tree (PLAIN_FSTYPES) nor searched as one (SEARCHED_PSEUDO): the one
+    holding ``folder`` and each mounted below it, from the mount table's ``types`` (mount point: type). An
+    empty table (no /proc: a preview) knows no mount and finds none."""
+    holder = ""
+    found: List[Tuple[str, str]] = []
+    for point, fstype in types.items():
+        if paths.under(folder, point) and len(point) > len(holder):
+            holder = point
+        elif paths.under(point, folder) and fstype not in PLAIN_FSTYPES and fstype not in SEARCHED_PSEUDO:
+            found.append((point, fstype))
+    if holder and types[holder] not in PLAIN_FSTYPES and types[holder] not in SEARCHED_PSEUDO:
+        found.append((holder, types[holder]))
+    return sorted(found)
+
+
+def filesystem_refusal(point: str, fstype: str, what: str, folder: str) -> diagnostics.Diagnostic:
+    """The refusal of a filesystem that is not a plain tree, bound with the granted ``folder``."""
+    fill = {"what": diagnostics.excerpt(what, 300), "folder": folder,
+            "fstype": diagnostics.excerpt(fstype or "an unknown type", 80)}
+    return diagnostics.make("channel_message_queue" if fstype == MESSAGE_QUEUES else "channel_filesystem_unjudged",
+                            fill=fill, path=diagnostics.excerpt(point, 600))
 
 
 def bound_refusal(what: str, walked: Walk) -> diagnostics.Diagnostic:

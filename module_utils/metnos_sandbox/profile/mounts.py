@@ -89,12 +89,13 @@ class MountTable(object):
     ``complete`` is False when the table could not be read whole (too large); an unreadable table
     (no /proc, e.g. a controller that only previews) is empty and complete: no alias is known."""
 
-    __slots__ = ("by_point", "by_fs", "complete", "count", "pseudo", "pseudo_type", "_sorted")
+    __slots__ = ("by_point", "by_fs", "complete", "count", "pseudo", "pseudo_type", "types", "_sorted")
 
     def __init__(self, entries: Iterable[Sequence[object]] = (), complete: bool = True) -> None:
         self.by_point: Dict[str, List[Tuple[bytes, str]]] = {}
         self.by_fs: Dict[bytes, List[Tuple[str, str]]] = {}
         self.pseudo_type: Dict[str, str] = {}
+        self.types: Dict[str, str] = {}          # every mount point's type, the top mount's ('' when unknown)
         self._sorted: Optional[List[str]] = None
         self.count = 0
         self.complete = complete
@@ -105,6 +106,8 @@ class MountTable(object):
             fstype = entry[3] if len(entry) > 3 else ""
             if fstype in PSEUDO_FSTYPES and point.startswith("/"):
                 self.pseudo_type.setdefault(point, str(fstype))
+            if point.startswith("/"):
+                self.types[point] = str(fstype)
             if not root.startswith("/") or not point.startswith("/"):
                 continue                     # nsfs and other roots that are not folders
             self.by_point.setdefault(point, []).append((fs, root))

@@ -182,8 +182,9 @@ def _grant_all(r: granters.Render) -> Optional[str]:
 
 
 # Base trees not searched for command channels: the system paths (the host's own, mounted whole), the
-# interpreter's installation (its size is not the admin's data; docs/profile-invariants.md).
-_UNSEARCHED = ("base:/", "base:python_")
+# interpreter's installation (its size is not the admin's data; docs/profile-invariants.md). The python package
+# roots, the python prefix and the runtime are searched like a grant (issue 50: a daemon's socket there is a channel).
+_UNSEARCHED = ("base:/", "base:python_installation")
 
 
 def _search_channels(r: granters.Render) -> None:
@@ -191,20 +192,26 @@ def _search_channels(r: granters.Render) -> None:
     device node below it is refused (its channel's code) unless the admin allows that exact path; a folder
     that cannot be searched is refused (channel_walk_bound)."""
     searched: List[str] = []
-    pseudo = r.host.mount_table().pseudo_type
-    skip = frozenset(point for point, fstype in pseudo.items() if fstype not in channels.SEARCHED_PSEUDO)
+    types = r.host.mount_table().types
     for dest in sorted(r.mounts.entries):
         entry = r.mounts.entries[dest]
         src = entry["src"]
         if entry["kind"] not in mountmodel.BINDS or src is None or src != dest or r.state.kind(src) != "dir":
             continue
-        if all(p["source"].startswith(_UNSEARCHED) for p in entry["provenance"]):
+        if any(p["source"].startswith("base:/") for p in entry["provenance"]) or all(
+                p["source"].startswith(_UNSEARCHED) for p in entry["provenance"]):
             continue
         if any(paths.under(src, done) for done in searched):
             continue
         searched.append(src)
         what = entry["provenance"][0]["source"]
-        walked = channels.walk(src, r.walk_budget, skip)
+        odd = channels.odd_filesystems(types, src)
+        for point, fstype in odd:
+            if not r.allowed(point, fstype or "unknown", what):
+                r.diags.append(channels.filesystem_refusal(point, fstype, what, src))
+        if any(paths.under(src, point) for point, _type in odd):
+            continue                     # the folder itself is on one: nothing in it is a plain tree
+        walked = channels.walk(src, r.walk_budget, frozenset(point for point, _type in odd))
         for found in walked.found:
             if not r.allowed(found.path, found.kind, what):
                 r.diags.append(channels.refusal(found.path, found.kind, what, folder=src))

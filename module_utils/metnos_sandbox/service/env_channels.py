@@ -34,6 +34,20 @@ CREDENTIAL_SUFFIXES = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "APIKEY")
 ANYWHERE = ("SECRET", "PASSWORD", "PASSWD")           # *_SECRET*, *PASSWORD*: anywhere in the name
 # Sockets of agents that sign or decrypt for whoever reaches them.
 AGENT_NAMES = frozenset(["SSH_AUTH_SOCK", "GPG_AGENT_INFO", "GNUPGHOME", "SSH_AGENT_PID", "KRB5CCNAME"])
+# Variables that tell a process where a channel to another process is (issue 50): a bus that starts units and
+# calls session services, a display server that reads every keystroke and injects input, the folder of a user's
+# sockets, descriptors handed over by socket activation, systemd's notify socket. What each one opens.
+CHANNEL_NAMES: Dict[str, str] = {
+    "DBUS_SESSION_BUS_ADDRESS": "a D-Bus session bus (an abstract socket needs no bind: a net: executor reaches it)",
+    "DBUS_SYSTEM_BUS_ADDRESS": "the D-Bus system bus, unfiltered",
+    "DISPLAY": "an X11 display server (reads keystrokes, injects input; abstract @/tmp/.X11-unix sockets)",
+    "WAYLAND_DISPLAY": "a Wayland compositor's socket",
+    "XDG_RUNTIME_DIR": "a user's runtime folder (its bus, agents, pipewire and compositor sockets)",
+    "LISTEN_FDS": "descriptors handed over by socket activation (the service's own listening sockets)",
+    "LISTEN_FDNAMES": "descriptors handed over by socket activation (the service's own listening sockets)",
+    "LISTEN_PID": "descriptors handed over by socket activation (the service's own listening sockets)",
+    "NOTIFY_SOCKET": "systemd's notify socket (READY=1, MAINPID=, FDSTORE= for the service)",
+}
 # Variables that make the dynamic loader, an interpreter or a shell load code. The value's shape: "paths" (a
 # list of folders or files, ':' or ' ' separated), "file" (one file run at start), "options" (command-line
 # options of the interpreter, which can name files to load), "code" (the value itself is code).
@@ -118,12 +132,15 @@ def _writable(kind: str, value: str, cwd: str) -> List[str]:
 
 def channel_diagnostics(unit: str, env: Mapping[str, str], origin: str, cwd: str = "/") -> List[diagnostics.Diagnostic]:
     """The environment ``env`` (the live process's, else the configuration's: ``origin`` says which) judged as
-    a channel: service_env_credential, service_env_agent_socket, service_env_loader (an error when the
-    folder or file it loads from is writable by someone other than root, or relative). Names only."""
-    credentials, agents, loaders = [], [], []
+    a channel: service_env_credential, service_env_agent_socket, service_env_channel (a bus, display, runtime
+    folder, activation descriptors or notify socket), service_env_loader (an error when the folder or file it
+    loads from is writable by someone other than root, or relative). Names only."""
+    credentials, agents, loaders, channels = [], [], [], []
     for name in sorted(env):
         if name in AGENT_NAMES:
             agents.append(name)
+        elif name in CHANNEL_NAMES:
+            channels.append(name)
         elif loader_kind(name) is not None:
             loaders.append(name)
         elif is_credential(name):
@@ -133,6 +150,9 @@ def channel_diagnostics(unit: str, env: Mapping[str, str], origin: str, cwd: str
         diags.append(diagnostics.make("service_env_credential", unit=unit, name=name, origin=origin))
     for name in agents[:MAX_REPORTED]:
         diags.append(diagnostics.make("service_env_agent_socket", unit=unit, name=name, origin=origin))
+    for name in channels:
+        diags.append(diagnostics.make("service_env_channel", unit=unit, name=name, origin=origin,
+                                      fill={"what": CHANNEL_NAMES[name]}))
     for name in loaders[:MAX_REPORTED]:
         kind = loader_kind(name) or "code"
         found = _writable(kind, env[name], cwd)
@@ -151,9 +171,14 @@ def channel_diagnostics(unit: str, env: Mapping[str, str], origin: str, cwd: str
 
 
 def redacted(env: Mapping[str, str]) -> Dict[str, str]:
-    """``env`` with the value of every credential-like or agent variable replaced by a marker (what a face may
+    """``env`` with the value of every credential-like, agent or channel variable replaced by a marker (what a face may
     return when asked for the whole environment)."""
-    return dict((k, REDACTED if k in AGENT_NAMES or is_credential(k) else v) for k, v in env.items())
+    return dict((k, REDACTED if hidden(k) else v) for k, v in env.items())
+
+
+def hidden(name: str) -> bool:
+    """Whether the value of ``name`` is never shown: a credential-like name, an agent's or a channel's."""
+    return name in AGENT_NAMES or name in CHANNEL_NAMES or is_credential(name)
 
 
 REDACTED = "<redacted: a credential-like name; the value is never returned>"
@@ -165,5 +190,5 @@ def redacted_text(text: str) -> str:
     like a credential or an agent's socket replaced by <redacted>."""
     def hide(match: "re.Match[str]") -> str:
         name = match.group(1)
-        return "%s=<redacted>" % name if name in AGENT_NAMES or is_credential(name) else match.group(0)
+        return "%s=<redacted>" % name if hidden(name) else match.group(0)
     return ASSIGNMENT.sub(hide, text)

@@ -1,0 +1,167 @@
+"""Kernel objects a grant exposes beyond sockets and FIFOs (issue 50 item 3), planted for real and reached from
+inside real bwrap runs of the rendered argv: a POSIX message-queue filesystem mounted below an fs:read folder
+(mount -t mqueue, a real queue holding a host daemon's job), a proc mount below a granted folder (a type that is
+not a plain tree: refused as unjudged), and a daemon's listening socket inside a python_package_roots folder
+(a base tree, searched with the same rules as a grant).
+
+Each test shows the refusal with its own code, then, with the check mutated away, what the sandbox reaches,
+proven from outside (the job gone from the host's queue, the daemon's listener receiving the sandbox's bytes).
+"""
+import ctypes
+import ctypes.util
+import os
+import shutil
+import subprocess
+import tempfile
+import uuid
+
+import pytest
+
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
+    channels,
+    host_context,
+    profile,
+)
+from helpers import trees
+from helpers.socket_listener import Listener
+
+ACTIVE = {"bwrap_available": True, "bwrap_path": shutil.which("bwrap") or "/usr/bin/bwrap",
+          "disabled_via_env": False, "active": True}
+# Inside: open the queue through the bound mqueue filesystem (a path, not mq_open: the sandbox's own IPC
+# namespace has no such queue) and take its message with mq_timedreceive on that descriptor; connect to sockets.
+PAYLOAD = r'''
+import ctypes, json, os, socket, sys
+spec = json.loads(sys.argv[1])
+out = {}
+for path in spec.get("queues", []):
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        libc = ctypes.CDLL(None, use_errno=True)
+        buf = ctypes.create_string_buffer(8192)
+        got = libc.syscall(243, fd, buf, ctypes.c_size_t(8192), None, None)   # mq_timedreceive, x86_64
+        out[path] = buf.raw[:got].decode() if got >= 0 else "errno %d" % ctypes.get_errno()
+    except OSError as exc:
+        out[path] = str(exc)
+for path in spec.get("sockets", []):
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(path)
+        s.sendall(spec["token"].encode())
+        s.close()
+        out[path] = "sent"
+    except OSError as exc:
+        out[path] = str(exc)
+sys.stdout.write(json.dumps(out))
+'''
+
+
+class MqAttr(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_long), ("maxmsg", ctypes.c_long), ("msgsize", ctypes.c_long),
+                ("curmsgs", ctypes.c_long), ("reserved", ctypes.c_long * 4)]
+
+
+LIBC = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+
+
+@pytest.fixture
+def base():
+    path = tempfile.mkdtemp(prefix="metnos-chanfs-", dir="/var/tmp")
+    os.chmod(path, 0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def render(caps, host=None):
+    manifest = {"name": "ex", "origin": "t", "capabilities": caps}
+    context = dict({"python_executable": "/usr/bin/python3", "writable_roots": ["/var/tmp"]}, **(host or {}))
+    return profile.render_safe(manifest, host_context.HostContext(context), {}, ACTIVE)
+
+
+def errors(prof):
+    return [d["code"] for d in prof["diagnostics"] if d["severity"] == "error"]
+
+
+def mounted(fstype, point):
+    os.makedirs(point)
+    done = subprocess.run(["mount", "-t", fstype, fstype, point], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip("cannot mount %s here: %s" % (fstype, done.stderr.strip()))
+    return point
+
+
+def test_a_message_queue_mount_below_a_read_grant_is_a_channel_and_its_job_would_be_taken(base, monkeypatch):
+    """A host daemon's queue (/metnos-job-<token>, one job in it) and the mqueue filesystem mounted at
+    <data>/mq: fs:read:<data> is refused with channel_message_queue naming the mount point. Canary: the
+    host's queue holds the job before. Mutation (run): odd_filesystems finding nothing - the grant is
+    wrapped, and the sandbox (root and nobody) takes the job; from outside, the host's queue is empty."""
+    data = os.path.join(base, "data")
+    point = mounted("mqueue", os.path.join(data, "mq"))
+    name = "/metnos-job-%s" % uuid.uuid4().hex[:12]
+    attr = MqAttr(0, 4, 256, 0)
+    queue = LIBC.mq_open(name.encode(), os.O_CREAT | os.O_RDWR, 0o666, ctypes.byref(attr))
+    assert queue >= 0, ctypes.get_errno()
+    try:
+        caps = ["fs:read:" + data]
+        prof = render(caps)
+        assert errors(prof) == ["channel_message_queue"], prof["diagnostics"]
+        diag = prof["diagnostics"][0]
+        assert "'%s' is a POSIX message-queue" % point in diag["message"]
+        assert "umount '%s'" % point in diag["remediation"]
+
+        monkeypatch.setattr(channels, "odd_filesystems", lambda types, folder: [])      # the mutation
+        weak = render(caps)
+        assert weak["decision"] == "wrapped", weak["diagnostics"]
+        for user in (None, "nobody"):
+            job = "job-%s" % uuid.uuid4().hex
+            assert LIBC.mq_send(queue, job.encode(), len(job), 0) == 0
+            LIBC.mq_getattr(queue, ctypes.byref(attr))
+            assert attr.curmsgs == 1                                                     # the canary
+            path = os.path.join(point, name[1:])
+            inside = trees.run_inside(weak["argv"], PAYLOAD, {"queues": [path]}, user)
+            assert inside == {path: job}, (user, inside)
+            LIBC.mq_getattr(queue, ctypes.byref(attr))
+            assert attr.curmsgs == 0, user                                               # taken, seen from outside
+    finally:
+        LIBC.mq_close(queue)
+        LIBC.mq_unlink(name.encode())
+        subprocess.run(["umount", point], check=False)
+
+
+def test_a_proc_mount_below_a_grant_is_refused_as_unjudged(base):
+    """A proc filesystem mounted below a granted folder: not a plain tree, so channel_filesystem_unjudged
+    naming its type and mount point (before the change it was skipped as kernel state and the grant passed).
+    Canary: the mount point shows the host's PID 1."""
+    data = os.path.join(base, "data")
+    point = mounted("proc", os.path.join(data, "p"))
+    try:
+        assert os.path.exists(os.path.join(point, "1", "status"))
+        prof = render(["fs:read:" + data])
+        assert errors(prof) == ["channel_filesystem_unjudged"], prof["diagnostics"]
+        assert "'%s' is a 'proc' mount" % point in prof["diagnostics"][0]["message"]
+    finally:
+        subprocess.run(["umount", point], check=False)
+
+
+def test_a_daemon_socket_in_a_python_package_root_is_refused_and_would_be_reached(base, monkeypatch):
+    """A listening Unix socket in a folder the admin lists in python_package_roots (every sandbox's base
+    binds): channel_refused naming it, with no grant at all. Mutation (run): the package roots left
+    unsearched (as before) - the sandbox, as nobody, reaches the daemon, seen by the listener outside."""
+    roots = os.path.join(base, "venv", "site-packages")
+    os.makedirs(roots)
+    sock = os.path.join(roots, "daemon.sock")
+    listener = Listener(sock)
+    try:
+        host = {"python_package_roots": [roots]}
+        prof = render([], host)
+        assert errors(prof) == ["channel_refused"], prof["diagnostics"]
+        assert sock in prof["diagnostics"][0]["message"]
+
+        monkeypatch.setattr(profile, "_UNSEARCHED", ("base:/", "base:python_"))       # the mutation
+        weak = render([], host)
+        assert weak["decision"] == "wrapped", weak["diagnostics"]
+        token = uuid.uuid4().hex
+        inside = trees.run_inside(weak["argv"], PAYLOAD, {"token": token, "sockets": [sock]}, "nobody",
+                                  descriptors=weak["descriptors"])
+        assert inside == {sock: "sent"} and listener.reached(token), inside
+    finally:
+        listener.close()
