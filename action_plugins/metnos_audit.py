@@ -17,6 +17,8 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import json
 import shlex
+import signal
+import time
 
 from ansible import constants as C
 from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure, AnsibleFilterError
@@ -45,6 +47,17 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.repo
 )
 
 AUTO = ("auto", "auto_silent", "auto_legacy", "auto_legacy_silent")
+GRACE = 10      # seconds the controller waits past a host's deadline for the host's own kill to end the command
+
+
+class HostTimeout(Exception):
+    """The host's audit ran past host_timeout (raised by the controller's alarm in this worker)."""
+
+
+def _alarm(_signum, _frame):
+    raise HostTimeout()
+
+
 DISCOVERED = "discovered_interpreter_python"
 
 
@@ -184,23 +197,47 @@ class ActionModule(ActionBase):
         host = task_vars.get("inventory_hostname") or "localhost"
         shape = args.pop("result")     # only the controller's concern: never shipped
         args.pop("from_vars")
+        deadline = args.pop("deadline")
+        if not 0 < deadline <= transport.MAX_DEADLINE:
+            result.update(failed=True, code="invalid_option", msg="metnos_audit: deadline (metnos_audit_host_timeout) "
+                          "must be more than 0 and at most %d seconds, not %r" % (transport.MAX_DEADLINE, deadline))
+            return result
         foreign = self._not_linux(host, args, task_vars)
         if foreign is not None:       # the facts say another platform: no Linux check applies there
             keep(host, foreign)
             result.update(foreign if shape == "full" else transport.summary(foreign))
             result["changed"] = False
             return result
+        start = time.monotonic()
+        # The host's own deadline (timeout(1) kills the payload's process group) ends the command first; this
+        # alarm, GRACE seconds later, is for what it cannot end (a connection that hangs, a host without timeout,
+        # the question after an answer without a result).
+        before = signal.signal(signal.SIGALRM, _alarm)
+        signal.setitimer(signal.ITIMER_REAL, deadline + GRACE)
+        try:
+            return self._audit(result, host, args, task_vars, shape, deadline)
+        except HostTimeout:
+            return self._timed_out(result, host, deadline, time.monotonic() - start)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, before)
+
+    def _audit(self, result, host, args, task_vars, shape, deadline):
+        """Ship the payload, keep and return its answer (HostTimeout from the alarm, whenever it rings)."""
         frame = transport.new_frame()
+        start = time.monotonic()
         try:
             python = self._interpreter(args, task_vars, result)
             blob, blob_digest = payload()
-            res = self._ship(python, transport.message(frame, args, blob, payload_digest=blob_digest))
+            res = self._ship(python, transport.message(frame, args, blob, payload_digest=blob_digest), deadline)
         except AnsibleConnectionFailure as exc:
             keep(host, {"unreachable": True, "msg": str(exc)})
             raise
         except transport.TransportError as exc:
             return self._refuse(result, host, "audit_transport_unsupported", "metnos_audit: %s" % exc, why=str(exc))
         found = transport.framed(res.get("stdout", ""), frame)
+        if found is None and (res.get("rc") in transport.KILLED or time.monotonic() - start >= deadline):
+            return self._timed_out(result, host, deadline, time.monotonic() - start)
         if found is None:
             return self._without_result(result, host, python, res)
         out, text = found
@@ -226,6 +263,13 @@ class ActionModule(ActionBase):
         return containment.record(host, args["placement"], system, family, version, args.get("manifests") or [],
                                   monitor_state.AUDIT_SCHEMA)
 
+    def _timed_out(self, result, host, deadline, elapsed):
+        """The host's audit ran past its deadline: host_timeout, kept for the report (never asked again: a host
+        that hangs once would hang the question too)."""
+        return self._refuse(result, host, "host_timeout", "metnos_audit: %s: no audit result within %g s "
+                            "(metnos_audit_host_timeout); the payload on the host was killed" % (host, deadline),
+                            timeout="%g" % deadline, elapsed="%.1f" % elapsed)
+
     def _without_result(self, result, host, python, res):
         """No framed result: the host has no such interpreter (host_no_python), it answers but the payload gave
         no result (audit_result_unframed), or it does not answer (a failure the report calls unreachable)."""
@@ -248,7 +292,7 @@ class ActionModule(ActionBase):
         keep(host, {"failed": True, "msg": result["msg"]})
         return result
 
-    def _ship(self, python, data):
+    def _ship(self, python, data, deadline):
         """Run the payload on the host in one command: the message on its stdin where the connection pipelines
         (local, ssh), as its arguments otherwise (podman, docker). transport.TransportError when neither can."""
         if getattr(self._connection, "has_pipelining", False):
@@ -256,7 +300,8 @@ class ActionModule(ActionBase):
             # it in a second "/bin/sh -c" (one more shell started per host). Over ssh the remote
             # login shell runs it, and that wrapper keeps it under /bin/sh whatever that shell is.
             local = getattr(self._connection, "transport", None) == "local"
-            return self._low_level_execute_command(transport.stdin_command(python), in_data=data, sudoable=True,
+            return self._low_level_execute_command(transport.stdin_command(python, deadline), in_data=data,
+                                                   sudoable=True,
                                                    executable=False if local else None)
         argv = transport.argv_command(python, data, become=bool(getattr(self._play_context, "become", False)))
         return self._low_level_execute_command(argv, sudoable=True, executable=False)

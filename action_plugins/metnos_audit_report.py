@@ -17,7 +17,6 @@ import os
 import time
 
 from ansible import constants as C
-from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
@@ -70,15 +69,25 @@ class ActionModule(ActionBase):
         doc = report.build_from_results(pairs, warnings_as_failures=args["warnings_as_failures"], waivers=accepted,
                                         baseline=before, fail_on=args["fail_on"])
         timings = {"build": round(time.time() - start, 3)}
+        summary = report.terminal_summary(doc)
+        paths, removed = {}, []
         try:   # written in check mode too: they change no host
+            removed = report.remove_debris(dest)       # what earlier runs left: removed, and said
             paths = report.write_all(doc, dest, timings=timings, latest=args["latest"])
             if args["textfile_dir"]:
                 paths["prom"] = report_metrics.write(args["textfile_dir"], doc)
         except OSError as exc:
-            raise AnsibleActionFail("metnos_audit_report: cannot write reports to %s: %s" % (dest, exc)) from None
+            # No partial set is left; the fleet summary is still returned (the playbook prints it) and the gate
+            # fails: a run whose reports are not written is never a pass.
+            error = "metnos_audit_report: cannot write the reports to %s: %s" % (dest, exc)
+            doc["gate"].update(failed=True, write_error=error)
+            summary.append(error)
         timings["total"] = round(time.time() - start, 3)
+        if removed:
+            summary.append("removed what earlier runs left in %s: %s" % (dest, " ".join(removed)))
+        if paths:
+            summary.append("reports written in %.2f s: %s" % (timings["total"], " ".join(paths.values())))
         result.update(changed=False, paths=paths, totals=doc["totals"], gate=doc["gate"], timings=timings,
-                      verdicts=dict((h["host"], h["verdict"]) for h in doc["hosts"]),
-                      summary=report.terminal_summary(doc) + ["reports written in %.2f s: %s" % (
-                          timings["total"], " ".join(paths.values()))])
+                      verdicts=dict((h["host"], h["verdict"]) for h in doc["hosts"]), summary=summary,
+                      removed=removed)
         return result

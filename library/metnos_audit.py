@@ -94,6 +94,16 @@ options:
     description: Seconds a collected proof may be old before it is stale.
     type: float
     default: 3600
+  deadline:
+    description:
+      - Seconds one host's whole audit may take (more than 0, at most 86400; not O(timeout), the probe's).
+        Past it the host is reported C(host_timeout) (an error) in every report and the other hosts' results
+        are written as usual; the payload on the host runs under C(timeout -s KILL) (its own process group,
+        killed whole at the deadline) where the host has C(timeout), and the controller stops waiting a few
+        seconds later in any case.
+      - Only the controller's concern; it never travels to the host.
+    type: float
+    default: 300
   monitor_result:
     description: The monitor's stored result on the host.
     type: path
@@ -107,7 +117,8 @@ options:
         C(metnos_sandbox_host), its C(placement) from C(metnos_sandbox_placement); O(profile_dir) from
         C(metnos_sandbox_profile_dir); O(probe), O(collect_monitor)
         and O(monitor_max_age) from C(metnos_audit_probe), C(metnos_audit_collect_monitor) and
-        C(metnos_audit_monitor_max_age). A variable the host does not have leaves the option at its default."
+        C(metnos_audit_monitor_max_age); O(deadline) from C(metnos_audit_host_timeout). A variable the host does
+        not have leaves the option at its default."
       - The values are validated as the task's own options are, and templated only when they are templates.
         Ansible compiles every template of a task's arguments again for each host, in each forked worker; read by
         the action, these variables cost none.

@@ -13,8 +13,12 @@ description:
   - Runs on the controller only (action plugin); it never contacts a host.
   - Builds one report document (schema C(metnos-sandbox-audit-report/1), see docs/audit-report.md)
     from the M(metnos.sandbox.metnos_audit) results of every host, including unreachable ones, flags hosts whose
-    bubblewrap package differs from the fleet majority, and writes one timestamped set - C(.json),
-    C(.md), C(.junit.xml), C(.html) (self-contained) - each streamed to its file.
+    bubblewrap package differs from the fleet majority, and writes one set - C(.json),
+    C(.md), C(.junit.xml), C(.html) (self-contained) - each streamed to its file, under a name no other run has
+    (C(metnos-audit-<UTC time to the microsecond>-<run id>), each file created new, never replacing one).
+  - The set is whole or absent - a failed write (a full disk) removes what it wrote, still returns the fleet
+    summary, and fails the gate (RV(gate) C(write_error)). Sets left incomplete and the toolkit's hidden temp files
+    left by earlier runs are removed first and listed in RV(removed); a set another run is writing is never touched.
   - With O(hosts), the results are those M(metnos.sandbox.metnos_audit) kept for each host in this run, in
     Ansible's per-run temp dir on the controller (no templating of registered results - the way
     for large fleets). With O(results), the registered results are passed in.
@@ -68,8 +72,10 @@ options:
     choices: [any, new]
     default: any
   latest:
-    description: Link C(latest.json), C(latest.md), C(latest.junit.xml) and C(latest.html) in O(dest) to this run's
-      reports (relative symbolic links, each replaced in one rename).
+    description:
+      - Point C(latest) in O(dest) to this run's set (one relative link to C(runs/<set>/), swapped in one rename);
+        C(latest.json), C(latest.md), C(latest.junit.xml) and C(latest.html) are fixed links through it
+        (C(latest/report.<ext>)), so they always show one whole set.
     type: bool
     default: true
   textfile_dir:
@@ -109,7 +115,8 @@ totals:
 gate:
   description: >-
     {failed, failing_hosts, warnings_as_failures}: what CI should do; with O(fail_on=new) also C(fail_on), with
-    fleet findings (waivers) also C(fleet_findings).
+    fleet findings (waivers) also C(fleet_findings); when the reports could not be written, C(write_error) (and
+    C(failed)).
   returned: always
   type: dict
 verdicts:
@@ -122,6 +129,11 @@ verdicts:
   sample: {web1: pass, web2: fail}
 summary:
   description: Terminal summary lines (at most 20 failing hosts named, then where the reports are).
+  returned: always
+  type: list
+  elements: str
+removed:
+  description: What earlier runs left in O(dest) and this run removed (incomplete sets, hidden temp files).
   returned: always
   type: list
   elements: str

@@ -58,10 +58,11 @@ def test_mixed_fleet_reports_and_gate(fleet, tmp_path):
     before = dict((role, h.snapshot()) for role, h in hosts.items())
     proc = run_audit(inv, str(tmp_path / "run1"))
     assert proc.returncode != 0, proc.stdout[-3000:]                       # the gate fails the run
-    files = sorted(os.path.basename(p) for p in glob.glob(str(tmp_path / "run1" / "*")) if not os.path.islink(p))
+    files = sorted(os.path.basename(p) for p in glob.glob(str(tmp_path / "run1" / "*")) if os.path.isfile(p)
+                   and not os.path.islink(p))
     assert [f.split(".", 1)[1] for f in files] == ["html", "json", "junit.xml", "md"]
     links = sorted(os.path.basename(p) for p in glob.glob(str(tmp_path / "run1" / "*")) if os.path.islink(p))
-    assert links == ["latest.html", "latest.json", "latest.junit.xml", "latest.md"]         # the next baseline
+    assert links == ["latest", "latest.html", "latest.json", "latest.junit.xml", "latest.md"]   # the next baseline
     doc = json.load(open(glob.glob(str(tmp_path / "run1" / "*.json"))[0]))
     assert doc["schema"] == "metnos-sandbox-audit-report/1"
     by_host = dict((h["host"], h) for h in doc["hosts"])

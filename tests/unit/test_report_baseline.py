@@ -41,9 +41,12 @@ SAME = {"db-1": audit("fail", [blocked()]), "web-1": audit("fail", [drift("read_
 def first_run(tmp_path):
     paths = report.write_all(report_text.build(FIRST, WHEN), str(tmp_path), latest=True)
     latest = tmp_path / "latest.json"
-    assert os.readlink(str(latest)) == os.path.basename(paths["json"])
+    # One pointer (issue 52 item 2): latest -> runs/<this set>, latest.<ext> -> latest/report.<ext> through it.
+    assert os.readlink(str(tmp_path / "latest")) == os.path.join("runs", os.path.basename(paths["json"])[:-5])
+    assert os.readlink(str(latest)) == os.path.join("latest", "report.json")
+    assert os.path.samefile(str(latest), paths["json"])
     assert sorted(p.name for p in tmp_path.iterdir() if p.is_symlink()) == [
-        "latest.html", "latest.json", "latest.junit.xml", "latest.md"]
+        "latest", "latest.html", "latest.json", "latest.junit.xml", "latest.md"]
     return baseline.read(str(latest))
 
 

@@ -44,6 +44,8 @@ MAX_ARG = 120000        # Linux MAX_ARG_STRLEN is 128 KiB per argument
 MAX_ARGV = 16 * MAX_ARG  # the whole command far under ARG_MAX (2 MiB with the environment)
 FRAME_PREFIX = "metnos-audit-"
 TOKEN_BYTES = 16
+MAX_DEADLINE = 86400     # seconds: the longest a host's audit may be given (metnos_audit_host_timeout)
+KILLED = (124, 137)      # timeout(1)'s exit statuses when the deadline passed (SIGTERM's, SIGKILL's)
 ZLIB_LEVEL = 6
 # What the bootstrap imports on the host: the payload is this module's import closure (sources.closure), so the
 # controller's own modules (report/, monitor/, this transport) never travel and every byte counts against MAX_ARGV.
@@ -181,9 +183,22 @@ def digest(payload: bytes) -> str:
 PYTHON_FLAGS = ("-I", "-S")
 
 
-def stdin_command(python: str) -> str:
-    """The command that reads the message on its standard input."""
-    return "exec %s %s -c %s" % (shlex.quote(python), " ".join(PYTHON_FLAGS), shlex.quote(BOOTSTRAP))
+def stdin_command(python: str, deadline: Optional[float] = None) -> str:
+    """The command that reads the message on its standard input. With ``deadline`` (seconds) the interpreter runs
+    under timeout(1) where the host has it: its own process group, killed whole (SIGKILL) when the time is up, so
+    that neither a hung payload nor anything it started outlives the audit (exit status 137)."""
+    run = "%s %s -c %s" % (shlex.quote(python), " ".join(PYTHON_FLAGS), shlex.quote(BOOTSTRAP))
+    if deadline is None:
+        return "exec " + run
+    return "limit=; command -v timeout >/dev/null 2>&1 && limit='timeout -s KILL %s'; exec $limit %s" % (
+        deadline_text(deadline), run)
+
+
+def deadline_text(seconds: float) -> str:
+    """A deadline as timeout(1) reads it: positive seconds, at most a day, in plain decimal."""
+    if not 0 < seconds <= MAX_DEADLINE:
+        raise ValueError("a deadline of %r seconds is not within (0, %d]" % (seconds, MAX_DEADLINE))
+    return ("%.3f" % seconds).rstrip("0").rstrip(".")
 
 
 def argv_command(python: str, data: bytes, become: bool = False) -> str:

@@ -257,6 +257,17 @@ CODES.extend([
          ["ansible-playbook metnos.sandbox.audit --limit '{host}'"],
          messages={"": "{host}: no metnos_audit result for this host in this run"},
          hint="Run the audit and the report in the same play (playbooks/audit.yml)."),
+    Code("host_timeout", ERROR, "R-DIAG-3", REACHABILITY,
+         "The host's audit ran past its time limit",
+         "metnos_audit gave the host metnos_audit_host_timeout seconds (default 300) and had no result by then: "
+         "the interpreter, the payload or the connection hung. The payload on the host ran under timeout(1) and "
+         "was killed with its whole process group; the other hosts' results are reported as usual.",
+         "No framed result within the deadline (the command killed at it, or the controller stopped waiting).",
+         ["ansible '{host}' -m ansible.builtin.raw -a 'uptime; ps -eo pid,etimes,args --sort=-etimes | head -20'"],
+         messages={"": "{host}: no audit result within {timeout} s (gave up after {elapsed} s); the payload was "
+                       "killed"},
+         hint=("See what hangs on the host (the command lists its oldest processes), or raise the limit "
+               "(-e metnos_audit_host_timeout=SECONDS) for a host that is only slow.")),
     Code("audit_report_no_results", ERROR, "R-DIAG-3", REACHABILITY,
          "The report has no audit results to read",
          "metnos_audit_report reads the results metnos_audit kept in the same ansible-playbook run; none of the "

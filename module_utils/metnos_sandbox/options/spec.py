@@ -120,6 +120,9 @@ AUDIT: Spec = spec(
     # the continuous proof (monitor_state.py): take the monitor's stored result instead of running the checks
     collect_monitor={"type": "bool", "default": False},
     monitor_max_age={"type": "float", "default": 3600.0},
+    # the controller's bound on one host's whole audit (seconds; metnos_audit_host_timeout): past it the host is
+    # host_timeout and its payload killed. Not "timeout": that is the probe's (one name per idea)
+    deadline={"type": "float", "default": 300.0},
     monitor_result={"type": "path", "default": "/var/lib/metnos-sandbox-monitor/last.json"},
     # what the action returns to Ansible (the spool always keeps the whole record): the whole record, or a
     # summary that costs Ansible far less to send back and register (playbooks/audit.yml)

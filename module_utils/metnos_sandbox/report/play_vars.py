@@ -28,6 +28,7 @@ FIRST_DEFINED: Dict[str, Tuple[str, ...]] = {
     "placement": ("metnos_sandbox_placement",),
     "collect_monitor": ("metnos_audit_collect_monitor",),
     "monitor_max_age": ("metnos_audit_monitor_max_age",),
+    "deadline": ("metnos_audit_host_timeout",),
 }
 WRITABLE_ROOTS = "metnos_sandbox_writable_roots"
 HOST = "metnos_sandbox_host"

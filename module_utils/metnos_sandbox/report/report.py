@@ -17,6 +17,8 @@ for the callers that want the document as one string).
 from __future__ import absolute_import, annotations, division, print_function
 
 import datetime
+import errno
+import fcntl
 import os
 import time
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
@@ -146,31 +148,173 @@ def terminal_summary(doc: Doc, max_hosts: int = 20) -> List[str]:
     return lines
 
 
-LATEST = "latest"     # write_all(latest=True): latest.json, latest.md, ... link to this run's reports
+LATEST = "latest"     # write_all(latest=True): the one pointer to the newest complete set (a folder link)
+RUNS = "runs"         # <directory>/runs/<name>/report.<ext>: each set's folder, what ``latest`` points to
+PREFIX = "metnos-audit-"
+LOCK = ".lock"        # .<name>.lock: held (flock) by the run writing the set <name>, removed once it is whole
+DEBRIS_AGE = 3600     # seconds: an unlocked hidden temp name older than this is an earlier run's debris
+
+
+class ReportWriteError(OSError):
+    """A report set that could not be written whole: nothing of it is left (the message names what failed)."""
+
+
+def run_name(stamp: Optional[str] = None) -> str:
+    """A name no other run has: the UTC time to the microsecond (or the caller's ``stamp``) and a random run id."""
+    if stamp is None:
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    return "%s%s-%s" % (PREFIX, stamp, os.urandom(4).hex())
+
+
+def _link_new(tmp: str, path: str) -> None:
+    """files.replace's move: the finished temp file linked to a name that must not exist yet (never replaced)."""
+    os.link(tmp, path)
+
+
+def _locked_by_a_live_run(path: str) -> bool:
+    """True when the run that made the lock file ``path`` still holds it (flock: released when it ends)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def _remove(path: str) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
+        for name in os.listdir(path):
+            _remove(os.path.join(path, name))
+        os.rmdir(path)
+    else:
+        os.unlink(path)
+
+
+def _run_of(name: str) -> str:
+    """The set a toolkit name belongs to: metnos-audit-<stamp>-<id> from its file, its lock or its temp files."""
+    name = name.lstrip(".")
+    for ext, _render in RENDERERS:
+        if name.startswith(PREFIX) and "." + ext in name:
+            return name[:name.index("." + ext)]
+    return name[:-len(LOCK)] if name.endswith(LOCK) else name
+
+
+def remove_debris(directory: str, now: Optional[float] = None) -> List[str]:
+    """Remove what earlier runs left in ``directory`` and return the names removed: a set whose run ended before
+    it was whole (its lock left behind, no longer held; or fewer files than formats), a set's folder under runs/
+    that is not whole, its hidden temp files, and the toolkit's other hidden temp names (files.temporary_beside's,
+    the latest pointer's) older than DEBRIS_AGE. A running audit's set (its lock held) is never touched."""
+    if not os.path.isdir(directory):
+        return []
+    now = time.time() if now is None else now
+    names = sorted(os.listdir(directory))
+    locks = dict((_run_of(name), _locked_by_a_live_run(os.path.join(directory, name))) for name in names
+                 if name.startswith("." + PREFIX) and name.endswith(LOCK))
+    live = set(run for run, held in locks.items() if held)
+    sets: Dict[str, int] = {}
+    for name in names:
+        if name.startswith(PREFIX) and not name.startswith("."):
+            sets[_run_of(name)] = sets.get(_run_of(name), 0) + 1
+    dead = set(run for run, held in locks.items() if not held)     # a run that ended without removing its lock
+    broken = set(run for run, count in sets.items() if count < len(RENDERERS) and run not in live)
+    removed = []
+    for name in names:
+        run = _run_of(name)
+        if run in live:
+            continue
+        toolkit_temp = name.startswith("." + PREFIX) or name.startswith("." + LATEST) or (
+            name.startswith(LATEST + ".") and name.endswith(".tmp"))
+        path = os.path.join(directory, name)
+        try:
+            old = now - os.lstat(path).st_mtime > DEBRIS_AGE
+        except OSError:
+            continue
+        if run in broken or (toolkit_temp and (old or run in dead)):
+            _remove(path)
+            removed.append(name)
+    runs = os.path.join(directory, RUNS)
+    if os.path.isdir(runs) and not os.path.islink(runs):
+        for name in sorted(os.listdir(runs)):
+            whole = all(os.path.isfile(os.path.join(runs, name, "report." + ext)) for ext, _r in RENDERERS)
+            if not whole and name not in live:
+                _remove(os.path.join(runs, name))
+                removed.append(os.path.join(RUNS, name))
+    return removed
+
+
+def _not_a_folder(directory: str) -> None:
+    """A destination that exists and is not a folder: its own error, naming it (never "File exists")."""
+    if os.path.lexists(directory) and not os.path.isdir(directory):
+        raise NotADirectoryError(errno.ENOTDIR, "the reports' destination is not a folder (it is a %s); move it "
+                                 "away or choose another dest" % ("link" if os.path.islink(directory) else "file"),
+                                 directory)
+
+
+def _point_latest(directory: str, name: str, paths: Dict[str, str]) -> None:
+    """runs/<name>/report.<ext> (hard links to the set's files), then ``latest`` swapped to that folder in one
+    rename; latest.<ext> are fixed links through it (latest/report.<ext>), made once."""
+    folder = os.path.join(directory, RUNS, name)
+    os.makedirs(os.path.join(directory, RUNS), exist_ok=True)
+    os.mkdir(folder)
+    for ext, path in paths.items():
+        os.link(path, os.path.join(folder, "report." + ext))
+    temp = os.path.join(directory, ".%s.%s" % (LATEST, os.urandom(6).hex()))
+    os.symlink(os.path.join(RUNS, name), temp)
+    os.replace(temp, os.path.join(directory, LATEST))
+    for ext in paths:
+        link, target = os.path.join(directory, "%s.%s" % (LATEST, ext)), os.path.join(LATEST, "report." + ext)
+        if os.path.islink(link) and os.readlink(link) == target:
+            continue
+        temp = os.path.join(directory, ".%s.%s" % (LATEST, os.urandom(6).hex()))
+        os.symlink(target, temp)
+        os.replace(temp, link)
 
 
 def write_all(doc: Doc, directory: str, stamp: Optional[str] = None,
               timings: Optional[Dict[str, float]] = None, latest: bool = False) -> Dict[str, str]:
-    """Write the four reports, each streamed chunk by chunk to a temp file then renamed into place.
-    Returns their paths; ``timings`` (a dict), when given, receives the seconds each one took. With ``latest``,
-    ``latest.<ext>`` next to them links to each (relative links, each replaced in one rename): the next run's
-    baseline is ``<directory>/latest.json``."""
-    stamp = stamp or doc["generated"].replace(":", "").replace("-", "").replace("+0000", "Z")
+    """Write the four reports as one set under a name no other run has (run_name), each streamed chunk by chunk
+    to a temp file then linked to its new name (never replacing a file). Returns their paths; ``timings`` (a dict),
+    when given, receives the seconds each one took. The set is whole or absent: a failed write removes what this
+    run wrote and raises ReportWriteError. With ``latest``, ``<directory>/latest`` (one link, swapped in one
+    rename) points to this set's folder runs/<name>/ and ``latest.<ext>`` read through it: the next run's baseline
+    is ``<directory>/latest.json``."""
+    _not_a_folder(directory)
     os.makedirs(directory, exist_ok=True)
-    paths = {}
-    for ext, render in RENDERERS:
-        start = time.time()
-        path = os.path.join(directory, "metnos-audit-%s.%s" % (stamp, ext))
-        files.replace(path, render(doc))
-        paths[ext] = path
-        if timings is not None:
-            timings[ext] = round(time.time() - start, 3)
-    if latest:
-        for ext, path in paths.items():
-            link = os.path.join(directory, "%s.%s" % (LATEST, ext))
-            temp = "%s.%d.tmp" % (link, os.getpid())
-            if os.path.lexists(temp):
-                os.unlink(temp)
-            os.symlink(os.path.basename(path), temp)
-            os.replace(temp, link)
+    name = run_name(stamp)
+    lock = os.path.join(directory, "." + name + LOCK)
+    # The lock is held before its name appears (made aside, locked, linked to a name that must not exist: O_EXCL's
+    # guarantee): remove_debris never sees it free while this run lives.
+    fd = os.open(lock + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
+                 0o600)
+    paths: Dict[str, str] = {}
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.link(lock + ".tmp", lock)
+        os.unlink(lock + ".tmp")
+        try:
+            for ext, render in RENDERERS:
+                start = time.time()
+                path = os.path.join(directory, "%s.%s" % (name, ext))
+                files.replace(path, render(doc), move=_link_new)
+                paths[ext] = path
+                if timings is not None:
+                    timings[ext] = round(time.time() - start, 3)
+            if latest:
+                _point_latest(directory, name, paths)
+        except OSError as exc:
+            for path in list(paths.values()) + [os.path.join(directory, RUNS, name)]:
+                if os.path.lexists(path):
+                    _remove(path)
+            raise ReportWriteError(exc.errno, "the report set %s was not written whole (nothing of it is kept): %s"
+                                   % (name, exc.strerror or exc), directory) from None
+    finally:
+        for path in (lock + ".tmp", lock):
+            if os.path.lexists(path):
+                os.unlink(path)
+        os.close(fd)
     return paths
