@@ -187,6 +187,16 @@ def test_the_probe_never_runs_the_users_interpreter_as_root(fresh, interpreter, 
     assert (0 in fresh.marks_of("wrapper")) is ran, fresh.marks_of("wrapper")
 
 
+def test_the_probe_passes_with_the_users_own_venv(fresh):
+    """The normal Metnos layout: the service user owns its venv; the probe as that user passes (roots found as the
+    user, the payload on the venv's interpreter with -I -S: the .pth plant never runs)."""
+    out = probe.probe_service({"unit": None, "probe_user": fresh.user, "python": fresh.user_venv,
+                               "host": {"python_executable": fresh.user_venv}, "timeout": 30.0, "context": "direct"},
+                              bwrap.default_runner)
+    assert out["passed"] is True, [d["code"] for d in out["diagnostics"]]
+    assert fresh.marks_of("pth") == {}
+
+
 def _planted_bwrap(plant, owned):
     folder = plant.path("ubin" if owned else "rbin")
     os.makedirs(folder, exist_ok=True)
