@@ -16,7 +16,8 @@ import tempfile
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import owners
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import envflags, owners
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import probe
@@ -167,6 +168,8 @@ def test_render_refuses_an_interpreter_no_one_user_owns(fresh):
                                                             "host": {"python_executable": script}})
         assert res["failed"] and res["code"] == "profile_python_not_run", res
         assert res["diagnostics"][0]["remediation"] == ["chmod o-w %s" % folder]
+        drift = audit.profile_drift([MANIFEST], {"python_executable": script}, fresh.top, envflags.status(None, {}))
+        assert [(d["state"], folder in d["message"]) for d in drift] == [("error", True)]     # the audit, the monitor
         assert fresh.marks_of("wrapper") == {}
     finally:
         shutil.rmtree(folder)
@@ -182,6 +185,16 @@ def test_the_probe_never_runs_the_users_interpreter_as_root(fresh, interpreter, 
     codes = [d["code"] for d in out["diagnostics"]]
     assert ("probe_python_not_roots" in codes) is not ran, codes
     assert (0 in fresh.marks_of("wrapper")) is ran, fresh.marks_of("wrapper")
+
+
+def test_the_probe_passes_with_the_users_own_venv(fresh):
+    """The normal Metnos layout: the service user owns its venv; the probe as that user passes (roots found as the
+    user, the payload on the venv's interpreter with -I -S: the .pth plant never runs)."""
+    out = probe.probe_service({"unit": None, "probe_user": fresh.user, "python": fresh.user_venv,
+                               "host": {"python_executable": fresh.user_venv}, "timeout": 30.0, "context": "direct"},
+                              bwrap.default_runner)
+    assert out["passed"] is True, [d["code"] for d in out["diagnostics"]]
+    assert fresh.marks_of("pth") == {}
 
 
 def _planted_bwrap(plant, owned):

@@ -150,3 +150,13 @@ def test_run_as_cannot_read_roots_file(user, tmp_path):
     ran = run_as.run(["cat", str(secret)], uid, gid)
     assert ran.rc != 0 and b"TOKEN" not in ran.stdout
     assert run_as.run(["cat", str(secret)], 0, 0).stdout == b"TOKEN\n"      # canary: root's own run reads it
+
+
+def test_as_root_asks_only_when_this_process_is_root(tree, user, monkeypatch):
+    """as_root(): what root must not run itself; another user (os.geteuid patched: the test runs as root) drops
+    nothing and is asked nothing."""
+    program = _script(tree / "prog")
+    os.chown(program, user[1], user[2])
+    assert [p.reason for p in owners.as_root(program)] == ["owned"]
+    monkeypatch.setattr(os, "geteuid", lambda: user[1])
+    assert owners.as_root(program) == []

@@ -21,6 +21,8 @@ The API (stable; the enforce branch uses it too):
 
 - ``problems(path) -> List[Problem]``: every failing component, in walk order; ``[]`` when root alone can
   change what runs.
+- ``as_root(path) -> List[Problem]``: problems(path) when this process is root, [] otherwise (the call sites'
+  question: may I run it myself?).
 - ``owner(found) -> Optional[int]``: the one non-root uid that owns the failing components (the user a program
   that fails is run as, through run_as), None when there is none or more than one (then it is not run at all).
 - ``findings(code, program, found) -> List[Diagnostic]``: one finding of ``code`` per problem (the code's
@@ -262,6 +264,12 @@ def owner(found: List[Problem]) -> Optional[int]:
     if len(uids) != 1 or any(problem.reason == "unknown" for problem in found):
         return None
     return uids.pop()
+
+
+def as_root(path: str) -> List[Problem]:
+    """problems(path) when this process is root (what it must not run itself); [] for another user, who can
+    drop no privilege and runs what it runs as itself."""
+    return problems(path) if os.geteuid() == 0 else []
 
 
 def is_roots(path: str) -> bool:

@@ -203,7 +203,7 @@ def help_features(path: Optional[str]) -> Optional[FrozenSet[str]]:
     """The options ``PATH --help`` lists, asked once per binary (its device, inode, size and mtime);
     None when there is no such binary, it is not root's alone (base/owners.py: then it is not run) or it does
     not answer."""
-    if not path or not os.path.isabs(path) or owners.problems(path):     # root runs only what root owns
+    if not path or not os.path.isabs(path) or owners.as_root(path):     # root runs only what root owns
         return None
     try:
         info = os.stat(path)

@@ -60,7 +60,7 @@ def bwrap_info(bwrap_path: str, runner: bwrap.Runner = bwrap.default_runner,
     ident = bwrap_trust.identity(trust["realpath"]) if ledger is not None and trust["ident"] else None
     kept = ledger.answers(bwrap_path, trust["realpath"], ident) if ledger is not None and ident else None
     # root runs only what root owns (issue 49): judged from the filesystem before --version and --help
-    not_roots = [problem._asdict() for problem in owners.problems(bwrap_path)]
+    not_roots = [problem._asdict() for problem in owners.as_root(bwrap_path)]
     if not_roots:
         version, features = None, []  # type: Optional[str], List[str]
     elif kept is not None:
