@@ -13,7 +13,7 @@ from conftest import ROOT, podman
 ROWS = ["strict", "drop_unshare_ipc", "network_shared", "pid_namespace", "usr_writable", "tmp_host", "tmp_empty_dir",
         "bind_root", "proc_tmpfs", "fake_exec", "fake_json", "fake_left_behind", "fake_wrap_decoy", "fake_no_mnt",
         "fake_move_after_fork", "bind_elsewhere", "ro_bind_other_source", "dev_shm_host", "cap_add", "userns_joined",
-        "fd_leaked", "library_planted"]
+        "fd_leaked", "library_planted", "pipe_in_flight", "pipe_thread_table", "symlink_made_file"]
 
 SCRIPT = r'''
 import json, sys
@@ -38,8 +38,9 @@ def run_matrix(host, script, *args):
     its JSON lines."""
     host.sh("mkdir -p /opt/metnos-tests/tests/helpers")
     podman("cp", os.path.join(ROOT, "module_utils"), "%s:/opt/metnos-tests/module_utils" % host.name)
-    podman("cp", os.path.join(ROOT, "tests", "helpers", "probe_mutations.py"),
-           "%s:/opt/metnos-tests/tests/helpers/probe_mutations.py" % host.name)
+    for name in ("probe_mutations.py", "thread_reader.py"):
+        podman("cp", os.path.join(ROOT, "tests", "helpers", name),
+               "%s:/opt/metnos-tests/tests/helpers/%s" % (host.name, name))
     host.write("/opt/metnos-tests/matrix.py", script)
     out = host.sh("cd /opt/metnos-tests && python3 matrix.py %s" % " ".join(args), timeout=600).stdout
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]

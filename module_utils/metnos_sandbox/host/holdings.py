@@ -64,7 +64,9 @@ def _scan_table(task: str, pid: int, wanted: t.Set[str], found: t.Dict[str, t.Li
         for fd in os.listdir(dfd):
             try:
                 link = os.readlink(fd, dir_fd=dfd)
-            except OSError:
+            except OSError as exc:
+                if exc.errno in DENIED:         # the directory opened, its links refused (no CAP_SYS_PTRACE)
+                    return False
                 continue
             if link not in wanted:
                 continue
