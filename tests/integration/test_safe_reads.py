@@ -6,6 +6,7 @@ are real; the root-only files hold secret tokens; the rewrite in place is a real
 file during real renders (profile.render_safe, then store.write, as the sandbox_profile module does). The one
 stand-in: "a kernel without openat2" is this kernel with safe_read's openat2 lookup emptied (the fallback, O_NOFOLLOW
 per component, cannot be reached otherwise on this 6.x kernel); both paths run every link case."""
+import datetime
 import json
 import multiprocessing
 import os
@@ -24,6 +25,8 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.prof
     profile,
     store,
 )
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import waivers
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env, systemd_unit
 from helpers.fake_host import host_dict
 
 USER = "mtn-reads-%d" % os.getpid()
@@ -207,3 +210,66 @@ def test_rewrite_in_place_never_renders_a_half_written_file(place):
         stop.set()
         writer.join()
     assert seen["changed"] > 0 and seen["rendered"] > 0, seen     # the race was met, and renders still happen
+
+
+# ------------------------------------------------------------------ unit files, drop-ins and waivers
+
+def unit_diagnostics(state):
+    return service_env.refused_file_diagnostics("metnos.service", state)
+
+
+@pytest.fixture
+def user_units(place):
+    """The user's ~/.config/systemd/user with metnos.service (theirs), its drop-in folder, and a root-only 0600 unit
+    holding the token."""
+    home = os.path.join(place["root"], "home")
+    units = os.path.join(home, ".config", "systemd", "user")
+    os.makedirs(os.path.join(units, "metnos.service.d"))
+    with open(os.path.join(place["secret"], "root.service"), "w") as handle:
+        handle.write("[Service]\nExecStart=/usr/bin/%s\nEnvironment=TOKEN=%s\n" % (TOKEN, TOKEN))
+    os.chmod(os.path.join(place["secret"], "root.service"), 0o600)
+    with open(os.path.join(units, "metnos.service.d", "10-own.conf"), "w") as handle:
+        handle.write("[Service]\nEnvironment=CANARY=1\n")
+    for folder, _dirs, files in os.walk(home):
+        for name in [folder] + [os.path.join(folder, f) for f in files]:
+            os.chown(name, place["user"].pw_uid, place["user"].pw_gid)
+    return dict(place, home=home, units=units)
+
+
+@pytest.mark.parametrize("planted", ["fragment", "dropin"])
+def test_unit_file_linked_to_a_root_only_unit_is_refused(user_units, kernel, planted):
+    units = user_units["units"]
+    link = os.path.join(units, "metnos.service") if planted == "fragment" else \
+        os.path.join(units, "metnos.service.d", "20-link.conf")
+    if planted == "dropin":
+        with open(os.path.join(units, "metnos.service"), "w") as handle:
+            handle.write("[Service]\nExecStart=/bin/true\n")
+    os.symlink(os.path.join(user_units["secret"], "root.service"), link)
+    state = systemd_unit.load_unit("metnos.service", "user", "/", user_units["home"])
+    assert [f["reason"] for f in state["refused_files"]] == ["link"], state["refused_files"]
+    assert {"name": "CANARY", "value": "1"}.items() <= state["environment"][0].items(), state   # canary: drop-ins read
+    no_token(state)
+    diag = unit_diagnostics(state)[0]
+    assert diag["code"] == "unit_file_link_refused" and link in diag["message"] and USER in diag["message"], diag
+    assert diag["remediation"] == ["rm -- %s" % link]
+
+
+def test_unit_dropin_fifo_is_refused_at_once(user_units, kernel):
+    with open(os.path.join(user_units["units"], "metnos.service"), "w") as handle:
+        handle.write("[Service]\nExecStart=/bin/true\n")
+    fifo = os.path.join(user_units["units"], "metnos.service.d", "30-fifo.conf")
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    state = systemd_unit.load_unit("metnos.service", "user", "/", user_units["home"])
+    assert time.monotonic() - started < 2
+    diag = unit_diagnostics(state)[0]
+    assert diag["code"] == "unit_file_fifo" and fifo in diag["message"], diag
+
+
+def test_waiver_file_linked_to_a_root_only_file_is_refused(place, kernel):
+    link = os.path.join(place["folder"], "waivers.yml")
+    os.symlink(os.path.join(place["secret"], "manifest.yml"), link)
+    with pytest.raises(waivers.WaiverError) as caught:
+        waivers.read(link, datetime.date.today())
+    text = json.dumps(caught.value.diagnostics)
+    assert "symbolic link" in text and link in text and TOKEN not in text, text
