@@ -17,16 +17,19 @@ import tempfile
 import time
 
 import pytest
+import yaml
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import safe_read
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
     host_context,
+    manifest,
     model,
     profile,
     store,
 )
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import waivers
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env, systemd_unit
+from conftest import ROOT, run_module
 from helpers.fake_host import host_dict
 
 USER = "mtn-reads-%d" % os.getpid()
@@ -273,3 +276,68 @@ def test_waiver_file_linked_to_a_root_only_file_is_refused(place, kernel):
         waivers.read(link, datetime.date.today())
     text = json.dumps(caught.value.diagnostics)
     assert "symbolic link" in text and link in text and TOKEN not in text, text
+
+
+# ------------------------------------------------------------------ no root-only content leaves root
+
+def config_mode():
+    """The mode the role gives /etc/metnos-sandbox-monitor.json (roles/metnos_sandbox/tasks/monitor.yml)."""
+    with open(os.path.join(ROOT, "roles", "metnos_sandbox", "tasks", "monitor.yml")) as handle:
+        tasks = yaml.safe_load(handle)
+    task = [t for t in tasks if t.get("name", "").startswith("Monitor | its configuration")][0]
+    return int(task["ansible.builtin.copy"]["mode"], 8)
+
+
+def user_finds(place, token):
+    """The files under the place that the user can read and that hold ``token``: grep run AS the user."""
+    user = place["user"]
+    found = subprocess.run(["setpriv", "--reuid", str(user.pw_uid), "--regid", str(user.pw_gid), "--init-groups",
+                            "--inh-caps=-all", "--bounding-set=-all", "grep", "-rlF", "--", token, place["root"]],
+                           capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, timeout=60)
+    return sorted(found.stdout.split())
+
+
+def test_no_root_only_content_reaches_what_the_user_can_read(user_units):
+    """Secret tokens in root-only 0600 files, linked from every place the user writes that the toolkit reads (the
+    manifest folder, the unit's drop-in folder, the waiver file, the profile folder's manifest); then the toolkit's
+    steps: the sandbox_profile module renders into a profile folder, the monitor's configuration is made from the
+    manifest as the role makes it (metnos_manifest_source's from_source, with the role's mode), the unit is read,
+    the waivers are read. Then everything the user can read is grepped, as the user."""
+    place = user_units
+    folder, secret = place["folder"], place["secret"]
+    manifest_link = os.path.join(folder, "ex.yml")
+    os.symlink(os.path.join(secret, "manifest.yml"), manifest_link)
+    os.symlink(os.path.join(secret, "shadow"), os.path.join(folder, "shadow.yml"))
+    os.symlink(os.path.join(secret, "manifest.yml"), os.path.join(folder, "waivers.yml"))
+    os.symlink(os.path.join(secret, "root.service"), os.path.join(place["units"], "metnos.service.d", "50-x.conf"))
+    with open(os.path.join(place["units"], "metnos.service"), "w") as handle:
+        handle.write("[Service]\nExecStart=/bin/true\n")
+    profiles = os.path.join(place["root"], "profiles")
+    os.mkdir(profiles, 0o755)
+    # canary: the grep, run as the user, sees a token in a file the user can read
+    canary = os.path.join(folder, "canary")
+    with open(canary, "w") as handle:
+        handle.write(TOKEN)
+    assert user_finds(place, TOKEN) == [canary]
+    os.unlink(canary)
+
+    results = [run_module("metnos.sandbox.sandbox_profile", {"manifest_file": os.path.join(folder, name),
+                                                             "host": {"python_executable": "/usr/bin/python3"},
+                                                             "dest": profiles, "fail_on_refusal": False})
+               for name in ("ex.yml", "shadow.yml")]
+    config = os.path.join(place["root"], "metnos-sandbox-monitor.json")
+    with open(config, "w") as handle:
+        json.dump({"manifests": [manifest.from_source(os.path.join(folder, n)) for n in ("ex.yml", "shadow.yml")]},
+                  handle)
+    os.chmod(config, config_mode())
+    state = systemd_unit.load_unit("metnos.service", "user", "/", place["home"])
+    with open(os.path.join(profiles, "unit-state.json"), "w") as handle:   # as a report would carry it
+        json.dump(service_env.refused_file_diagnostics("metnos.service", state) + [state], handle)
+    with pytest.raises(waivers.WaiverError):
+        waivers.read(os.path.join(folder, "waivers.yml"), datetime.date.today())
+
+    assert user_finds(place, TOKEN) == [] and user_finds(place, "SHADOWTOKEN") == []     # first: what leaked
+    assert config_mode() == 0o600
+    assert [res.get("refusal") for res in results] == ["manifest_link_refused"] * 2, results
+    with open(config) as handle:           # root reads it: the refusal is there, the content is not
+        assert "manifest_link_refused" in handle.read()
