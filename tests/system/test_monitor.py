@@ -173,7 +173,8 @@ def test_the_role_installs_the_monitor_and_a_second_run_changes_nothing(fleet):
         h.release = release[0]
         modes = h.sh("find /usr/local/lib/metnos-sandbox-monitor /etc/metnos-sandbox-monitor.json "
                      "-printf '%U %m\\n' | sort | uniq -c").stdout.split()
-        assert set(modes[1::3]) == {"0"} and set(modes[2::3]) <= {"755", "644"}, modes    # root's alone
+        assert set(modes[1::3]) == {"0"} and set(modes[2::3]) <= {"755", "644", "600"}, modes    # root's alone
+        assert h.sh("stat -c %a /etc/metnos-sandbox-monitor.json").stdout.split() == ["600"]    # issue 49
         assert h.sh("systemctl is-enabled metnos-sandbox-monitor.timer; "
                     "systemctl is-active metnos-sandbox-monitor.timer").stdout.split() == ["enabled", "active"]
     again, recap = playbook(inv, "playbooks/site.yml", *MONITOR_ONLY)     # the rest of the role: Molecule

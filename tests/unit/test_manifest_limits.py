@@ -150,13 +150,14 @@ def test_mail_accounts_match_whole_names(tmp_path):
 def test_read_file_is_bounded_and_regular(tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    assert refusal(lambda: reader.read_file(str(fifo)))["code"] == "manifest_parse_error"      # never blocks
+    assert refusal(lambda: reader.read_file(str(fifo)))["code"] == "manifest_fifo"   # never blocks; its own code
     assert refusal(lambda: reader.read_file("/dev/zero"))["code"] == "manifest_parse_error"
     big = tmp_path / "big"
     big.write_bytes(b"#" * (model.MAX_MANIFEST_BYTES + 1))
-    link = tmp_path / "link"
+    assert refusal(lambda: reader.read_file(str(big)))["code"] == "manifest_too_large"
+    link = tmp_path / "link"            # below /tmp (anyone can write it): a link is refused, never followed
     link.symlink_to(big)
-    assert refusal(lambda: reader.read_file(str(link)))["code"] == "manifest_too_large"
+    assert refusal(lambda: reader.read_file(str(link)))["code"] == "manifest_link_refused"
 
 
 def test_store_is_the_one_format(tmp_path):

@@ -52,6 +52,44 @@ CODES.extend([
          messages={"unreadable": "{where}: cannot read: {error}"},
          hint=("Check the path (manifest_file, or metnos_sandbox_manifests); a manifest file is read on the host "
                "that renders it.")),
+    Code("manifest_link_refused", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
+         "The manifest is reached through a link someone else controls",
+         "A component of the manifest's path, below a folder that a user other than root can write, is a "
+         "symbolic link: root reads nothing through a link it did not choose (issue 49).",
+         "Opening the path component by component without following links (openat2 RESOLVE_NO_SYMLINKS|"
+         "RESOLVE_BENEATH, or O_NOFOLLOW per component) from the first folder root does not control alone.",
+         ["rm -- {file}"],
+         messages={"": "{where}: {file} is a symbolic link in a folder {owner} can write (it points to a file "
+                       "owned by {target_owner}); root does not follow it"},
+         hint="Remove the link and put the manifest itself there (a regular file), or name a path in a folder "
+              "root owns."),
+    Code("manifest_fifo", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
+         "The manifest is a FIFO",
+         "The manifest's path names a FIFO (named pipe): it is refused at once, never "
+         "waited on.",
+         "fstat of the file opened O_NONBLOCK.",
+         ["rm -- {file}"],
+         messages={"": "{where}: {file} is {kind}, owned by {owner}; root does not wait on it"},
+         hint="Remove it and put the manifest there as a regular file."),
+    Code("manifest_unreadable_by_owner", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
+         "The manifest is a file its folder's owner could not read",
+         "The manifest is in a folder a user other than root controls, and that user could not read the file "
+         "(its owner, group and mode): root does not read it for them (a hard link to a root-only file).",
+         "The file's fstat judged as the folder's owner would see it (owner, groups, mode bits).",
+         ["rm -- {file}"],
+         messages={"": "{where}: {owner} controls the folder of {file} but could not read it (owned by "
+                       "{target_owner}); root does not read it for them"},
+         hint="Remove it from that folder; a real manifest belongs in a folder root owns, or is readable by the "
+              "folder's owner."),
+    Code("manifest_changed_while_read", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
+         "The manifest changed while it was read",
+         "The manifest's size, times or inode changed between the fstat before and after the one read (or it had "
+         "just changed): a half-written file is never rendered. Render again.",
+         "fstat before and after reading the file once (size, mtime, ctime, inode), again after a short settle "
+         "time for a file that had just changed.",
+         ["ls -l --time-style=full-iso -- {file}"],
+         messages={"": "{where}: {file} changed while read: render again (owned by {owner})"},
+         hint="Render again once nothing is writing the file (the command shows whether it still changes)."),
     Code("manifest_not_utf8", ERROR, "R-SCOPE-1", SANDBOX_ACTIVE,
          "The manifest is not UTF-8 text",
          "The manifest contains bytes that are not valid UTF-8, or a NUL byte.",

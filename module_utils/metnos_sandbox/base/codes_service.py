@@ -24,6 +24,46 @@ CODES.extend([
           "systemctl --user list-unit-files 'metnos*'"],
          hint=("Check the unit's name (metnos_sandbox_unit) and its scope (metnos_sandbox_unit_scope: system, or "
                "user with metnos_sandbox_unit_user): the commands list the units of each manager.")),
+    Code("unit_file_link_refused", ERROR, "R-DIAG-3", SERVICE_ENVIRONMENT,
+         "A unit file or drop-in is reached through a link someone else controls",
+         "A unit file or drop-in, below a folder that a user other than root can write, is (or is reached "
+         "through) a symbolic link: root reads nothing through it, and its settings are not counted (issue 49).",
+         "Opening the path without following links from the first folder root does not control alone (openat2 "
+         "RESOLVE_NO_SYMLINKS|RESOLVE_BENEATH, or O_NOFOLLOW per component).",
+         ["rm -- {file}"],
+         messages={"": "{unit}: {file} is a symbolic link in a folder {owner} can write (it points to a file owned "
+                       "by {target_owner}); root does not follow it"},
+         hint="Remove the link and put the unit file or drop-in itself there (a regular file)."),
+    Code("unit_file_fifo", ERROR, "R-DIAG-3", SERVICE_ENVIRONMENT,
+         "A unit file or drop-in is a FIFO",
+         "A unit file or drop-in is a FIFO (named pipe): it is refused at once, never waited on.",
+         "fstat of the file opened O_NONBLOCK.",
+         ["rm -- {file}"],
+         messages={"": "{unit}: {file} is a FIFO (named pipe), owned by {owner}; root does not wait on it"}),
+    Code("unit_file_unreadable_by_owner", ERROR, "R-DIAG-3", SERVICE_ENVIRONMENT,
+         "A unit file or drop-in is a file its folder's owner could not read",
+         "A unit file or drop-in is in a folder a user other than root controls, and that user could not read "
+         "it: root does not read it for them (a hard link to a root-only file).",
+         "The file's fstat judged as the folder's owner would see it (owner, groups, mode bits).",
+         ["rm -- {file}"],
+         messages={"": "{unit}: {owner} controls the folder of {file} but could not read it (owned by "
+                       "{target_owner}); root does not read it for them"}),
+    Code("unit_file_changed_while_read", ERROR, "R-DIAG-3", SERVICE_ENVIRONMENT,
+         "A unit file or drop-in changed while it was read",
+         "A unit file or drop-in changed between the fstat before and after its one read (size, times, inode): "
+         "its settings are not counted. Check again.",
+         "fstat before and after reading the file once, again after a short settle time for a file that had "
+         "just changed.",
+         ["ls -l --time-style=full-iso -- {file}"],
+         messages={"": "{unit}: {file} changed while read: check again (owned by {owner})"},
+         hint="Run the check again once nothing is writing the file."),
+    Code("unit_file_unreadable", ERROR, "R-DIAG-3", SERVICE_ENVIRONMENT,
+         "A unit file or drop-in cannot be read",
+         "A unit file or drop-in is not a regular file, is larger than the limit, or cannot be read: its settings "
+         "are not counted.",
+         "Opening and fstat of the file (regular, at most 1 MiB).",
+         ["ls -l -- {file}"],
+         messages={"": "{unit}: {file} cannot be read ({why})"}),
     Code("unit_masked", ERROR, "R-DIAG-3", SERVICE_ENVIRONMENT,
          "The Metnos service unit is masked",
          "The unit is linked to /dev/null: it cannot start at all.",

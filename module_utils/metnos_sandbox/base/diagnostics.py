@@ -70,7 +70,8 @@ REGISTRY: Dict[str, Code] = dict((c.code, c) for c in _CODES)
 # host as a record (code and message, made and bounded by this toolkit); the host relays its message.
 LOAD_CODES = ("manifest_parse_error", "manifest_missing", "manifest_not_utf8", "manifest_too_large",
               "manifest_too_many_nodes", "manifest_too_deep", "manifest_duplicate_key", "manifest_yaml_unsupported",
-              "manifest_invalid", "manifest_string_too_long",
+              "manifest_invalid", "manifest_string_too_long", "manifest_link_refused", "manifest_fifo",
+              "manifest_unreadable_by_owner", "manifest_changed_while_read",
               "capability_whitespace")     # the YAML reader refuses it where the lines are known
 for _load in LOAD_CODES:
     REGISTRY[_load].messages.setdefault("relayed", "{relayed}")

@@ -9,58 +9,59 @@ Pure Python, no Ansible imports (PyYAML is optional: JSON manifests need nothing
 """
 from __future__ import absolute_import, annotations, division, print_function
 
-import errno
 import json
-import os
 import re
-import stat
+import shlex
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from ..base import diagnostics
+from ..base import diagnostics, safe_read
 from . import model
 
 
 # ------------------------------------------------------------------ reading and decoding
 def read_file(path: Any) -> bytes:
-    """The one reader of manifest files: a regular file, at most MAX_MANIFEST_BYTES (bounded read).
+    """The one reader of manifest files (and waiver files): base/safe_read.read_once, at most MAX_MANIFEST_BYTES: no
+    link followed below a folder someone other than root can write, a FIFO refused at once, a file that folder's
+    owner could not read refused, read once and refused when it changed while read.
 
-    Returns bytes; raises ManifestError (manifest_parse_error / manifest_too_large)."""
+    Returns bytes; raises ManifestError (manifest_missing / manifest_parse_error / manifest_too_large /
+    manifest_link_refused / manifest_fifo / manifest_unreadable_by_owner / manifest_changed_while_read)."""
     field = "(file)"
     where = diagnostics.excerpt(path)
     if not isinstance(path, str) or not path or "\0" in path:
         raise model.ManifestError([diagnostics.make("manifest_parse_error", wording="not_path", fill={"where": where},
                                                     field=field)])
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise model.ManifestError([diagnostics.make("manifest_missing" if exc.errno == errno.ENOENT
-                                                    else "manifest_parse_error",
-                                                    wording="unreadable", fill={"where": where, "error": exc.strerror},
-                                                    field=field, value=where)]) from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise model.ManifestError([diagnostics.make("manifest_parse_error", field=field, value=where,
-                                                        wording="not_regular", fill={"where": where})])
-        if info.st_size > model.MAX_MANIFEST_BYTES:
-            raise model.ManifestError([_too_large(where, info.st_size)])
-        chunks, total = [], 0
-        while total <= model.MAX_MANIFEST_BYTES:
-            chunk = os.read(fd, model.MAX_MANIFEST_BYTES + 1 - total)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-    except OSError as exc:
-        raise model.ManifestError([diagnostics.make("manifest_parse_error", wording="unreadable",
-                                                    fill={"where": where, "error": exc.strerror}, field=field,
-                                                    value=where)]) from None
-    finally:
-        os.close(fd)
-    data = b"".join(chunks)
-    if len(data) > model.MAX_MANIFEST_BYTES:
-        raise model.ManifestError([_too_large(where, len(data))])
-    return data
+        return safe_read.read_once(path, model.MAX_MANIFEST_BYTES)
+    except safe_read.Refused as refused:
+        raise model.ManifestError([refusal(refused, where)]) from None
+
+
+_REFUSAL_CODES = {safe_read.LINK: "manifest_link_refused", safe_read.FIFO: "manifest_fifo",
+                  safe_read.OWNER_CANNOT_READ: "manifest_unreadable_by_owner",
+                  safe_read.CHANGED: "manifest_changed_while_read"}
+
+
+def refusal(refused: safe_read.Refused, where: str) -> diagnostics.Diagnostic:
+    """The diagnostic of a manifest file safe_read refused: its own code, the path (quoted for the shell, so the
+    remediation runs as pasted), its owner and the link target's owner."""
+    diag: diagnostics.Diagnostic
+    if refused.reason == safe_read.TOO_LARGE:
+        return _too_large(where, refused.size)
+    code = _REFUSAL_CODES.get(refused.reason)
+    if code is not None:
+        diag = diagnostics.make(code, field="(file)", file=shlex.quote(refused.path), owner=refused.owner,
+                                target_owner=refused.target_owner or "an owner it does not say",
+                                fill={"where": where, "kind": "a FIFO (named pipe)"})
+        return diag
+    if refused.reason == safe_read.NOT_REGULAR:
+        diag = diagnostics.make("manifest_parse_error", field="(file)", value=where, wording="not_regular",
+                                fill={"where": where})
+        return diag
+    diag = diagnostics.make("manifest_missing" if refused.reason == safe_read.MISSING else "manifest_parse_error",
+                            wording="unreadable", fill={"where": where, "error": refused.error}, field="(file)",
+                            value=where)
+    return diag
 
 
 def _too_large(where: str, size: int) -> diagnostics.Diagnostic:

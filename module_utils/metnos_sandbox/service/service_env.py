@@ -13,10 +13,11 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import os
 import pwd
+import shlex
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..base import diagnostics as base_diagnostics
-from ..base import envflags, owners
+from ..base import envflags, owners, safe_read
 from ..base.records import Record, Shape
 from ..host import bwrap, bwrap_trust, facts, package_owner, procfs
 from . import (
@@ -343,9 +344,24 @@ def _file_diagnostics(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnos
                                                else base_diagnostics.ERROR, where=problem["where"],
                                                error=problem["error"], variant="optional" if problem["optional"]
                                                else "required"))
+    diags.extend(refused_file_diagnostics(unit, g.state))
     if g.need_reload:
         diags.append(base_diagnostics.make("unit_needs_daemon_reload", unit=unit))
     return diags
+
+
+_REFUSED_FILE_CODES = {safe_read.LINK: "unit_file_link_refused", safe_read.FIFO: "unit_file_fifo",
+                       safe_read.OWNER_CANNOT_READ: "unit_file_unreadable_by_owner",
+                       safe_read.CHANGED: "unit_file_changed_while_read"}
+
+
+def refused_file_diagnostics(unit: str, state: Mapping[str, Any]) -> List[base_diagnostics.Diagnostic]:
+    """The unit files and drop-ins load_unit() did not read (base/safe_read.py refused them), each with its code."""
+    return [base_diagnostics.make(_REFUSED_FILE_CODES.get(refused["reason"], "unit_file_unreadable"), unit=unit,
+                                  file=shlex.quote(refused["path"]), owner=refused["owner"],
+                                  target_owner=refused["target_owner"] or "an owner it does not say",
+                                  why=refused["why"])
+            for refused in state.get("refused_files", [])]
 
 
 def _runtime_status(ev: Evaluation, v: _View) -> Tuple[envflags.Status, str]:
@@ -544,6 +560,7 @@ def _gather_systemd(p: Params, runner: bwrap.Runner, scope: str, home: Optional[
         state["rejected_assignments"] = disk["rejected_assignments"]
         state["unit_file_settings"] = disk["settings"]
         state["exec_start"] = disk["exec_start"]
+        state["refused_files"] = disk["refused_files"]
     except systemd_unit.UnitError:
         pass
     manager_env = manager_environment(runner, scope, p.get("user")) or {}

@@ -26,12 +26,15 @@ import os
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ..base import safe_read
+
 SYSTEM_UNIT_DIRS = ("/etc/systemd/system.control", "/run/systemd/system.control", "/run/systemd/transient",
                     "/etc/systemd/system", "/run/systemd/system", "/usr/local/lib/systemd/system",
                     "/usr/lib/systemd/system", "/lib/systemd/system")
 USER_UNIT_DIRS = ("~/.config/systemd/user", "/etc/systemd/user", "/run/systemd/user",
                   "/usr/local/lib/systemd/user", "/usr/lib/systemd/user")
 DEFAULT_SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin"
+MAX_UNIT_FILE_BYTES = 1 << 20     # a unit file or drop-in is read once, bounded (base/safe_read.py)
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _UNIT_NAME = re.compile(r"^[A-Za-z0-9:_.\\@-]+\.(service|socket|timer|target|path|mount|slice|scope)$")
 
@@ -116,7 +119,8 @@ def find_dropins(unit: str, dirs: Sequence[str], root: str = "/", exclude: Seque
                         continue
                     chosen[entry] = full
     files = [chosen[k] for k in sorted(chosen)]
-    return [f for f in files if f is not None and os.path.isfile(f)]
+    # every entry but a folder: a FIFO or a link is refused by the reader (load_unit), never skipped in silence
+    return [f for f in files if f is not None and os.path.lexists(f) and not os.path.isdir(f)]
 
 
 # --------------------------------------------------------------------------- unit syntax
@@ -253,18 +257,21 @@ def load_unit(unit: str, scope: str = "system", root: str = "/", home: Optional[
     if frag is None and not dropins:
         raise UnitError("unit_not_found")
     files = []
-    if frag is not None and not frag.get("masked"):
-        files.append(frag["real"])
+    if frag is not None and not frag.get("masked"):   # on this host, read where the search path names it: a link
+        files.append(frag["path"] if root in ("", "/") else frag["real"])     # someone else controls is refused
     files.extend(dropins)
     state: Dict[str, Any] = {
         "fragment": frag["path"] if frag else None, "masked": bool(frag and frag.get("masked")),
         "dropins": dropins, "environment": [], "environment_files": [], "unset_environment": [],
-        "rejected_assignments": [], "settings": {}, "sources": {}, "exec_start": []}
+        "rejected_assignments": [], "settings": {}, "sources": {}, "exec_start": [], "refused_files": []}
     for path in files:
         try:
-            with open(path, "rb") as handle:
-                text = handle.read().decode("utf-8", "replace")
-        except (IOError, OSError):
+            text = safe_read.read_once(path, MAX_UNIT_FILE_BYTES).decode("utf-8", "replace")
+        except safe_read.Refused as refused:
+            if refused.reason != safe_read.MISSING:
+                state["refused_files"].append({"path": refused.path, "reason": refused.reason, "owner": refused.owner,
+                                               "target_owner": refused.target_owner,
+                                               "why": refused.error or refused.reason.replace("_", " ")})
             continue
         for section, key, value, lineno in parse_unit_text(text):
             if section == "Service":

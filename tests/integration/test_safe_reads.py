@@ -1,0 +1,343 @@
+"""Root reads a manifest someone else controls once, bounded, never through their links, never for them what they
+could not read themselves, and never half-written (issue 49 items 3 and 5, issue 52 item 3).
+
+Everything is planted for real: a user made with useradd owns the manifest folder; the links, hard links and FIFOs
+are real; the root-only files hold secret tokens; the rewrite in place is a real process truncating and writing the
+file during real renders (profile.render_safe, then store.write, as the sandbox_profile module does). The one
+stand-in: "a kernel without openat2" is this kernel with safe_read's openat2 lookup emptied (the fallback, O_NOFOLLOW
+per component, cannot be reached otherwise on this 6.x kernel); both paths run every link case."""
+import datetime
+import json
+import multiprocessing
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+import time
+
+import pytest
+import yaml
+
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import safe_read
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
+    host_context,
+    manifest,
+    model,
+    profile,
+    store,
+)
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import waivers
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env, systemd_unit
+from conftest import ROOT, run_module
+from helpers.fake_host import host_dict
+
+USER = "mtn-reads-%d" % os.getpid()
+TOKEN = "SECRET-TOKEN-%d-do-not-leak" % os.getpid()
+SHADOW_TOKEN = "$6$rounds=5000$SHADOWTOKEN%d$" % os.getpid()
+
+
+@pytest.fixture(scope="module")
+def user():
+    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", USER], check=True)
+    try:
+        yield pwd.getpwnam(USER)
+    finally:
+        subprocess.run(["userdel", USER], check=False)
+
+
+@pytest.fixture
+def place(user):
+    """/var/tmp/<root 0755>/{secret (root 0700) with root-only 0600 files, manifests (the user's 0755 folder)}."""
+    root = tempfile.mkdtemp(prefix="metnos-reads-", dir="/var/tmp")
+    os.chmod(root, 0o755)
+    secret = os.path.join(root, "secret")
+    os.mkdir(secret, 0o700)
+    with open(os.path.join(secret, "manifest.yml"), "w") as handle:
+        handle.write("name: leak\norigin: %s\ncapabilities: []\n" % TOKEN)
+    with open(os.path.join(secret, "shadow"), "w") as handle:
+        handle.write("root:%s:20000:0:99999:7:::\n" % SHADOW_TOKEN)
+    for name in ("manifest.yml", "shadow"):
+        os.chmod(os.path.join(secret, name), 0o600)
+    folder = os.path.join(root, "manifests")
+    os.mkdir(folder, 0o755)
+    os.chown(folder, user.pw_uid, user.pw_gid)
+    yield {"root": root, "secret": secret, "folder": folder, "user": user}
+    shutil.rmtree(root)
+
+
+@pytest.fixture(params=["openat2", "no_openat2"])
+def kernel(request, monkeypatch):
+    if request.param == "no_openat2":
+        monkeypatch.setattr(safe_read, "_OPENAT2", [None])
+    return request.param
+
+
+def host(root):
+    return host_context.HostContext(host_dict(root, python_prefix="/usr", python_package_roots=[], i18n_dbs=[]))
+
+
+def render(path, root):
+    return profile.render_safe(model.FileSource(path), host(root))
+
+
+def refusal_of(prof):
+    assert prof["decision"] == "refused", prof
+    return [d for d in prof["diagnostics"] if d["severity"] == "error"][0]
+
+
+def no_token(prof):
+    text = json.dumps(prof)
+    assert TOKEN not in text and "SHADOWTOKEN" not in text, text
+
+
+def test_canary_the_root_only_manifest_carries_its_token(place, kernel):
+    """Read where root put it (a folder root alone controls), the secret manifest renders with its token: so a
+    render through the user's link that showed no token proves the refusal, not an empty file."""
+    prof = render(os.path.join(place["secret"], "manifest.yml"), place["root"])
+    assert prof["decision"] != "refused", prof["diagnostics"]
+    assert TOKEN in json.dumps(prof)
+
+
+@pytest.mark.parametrize("target", ["manifest.yml", "shadow"])
+def test_manifest_linked_to_a_root_only_file_is_refused(place, kernel, target):
+    link = os.path.join(place["folder"], "m.yml")
+    os.symlink(os.path.join(place["secret"], target), link)
+    os.lchown(link, place["user"].pw_uid, place["user"].pw_gid)
+    diag = refusal_of(render(link, place["root"]))
+    assert diag["code"] == "manifest_link_refused", diag
+    assert link in diag["message"] and USER in diag["message"] and "root (uid 0)" in diag["message"], diag
+    assert diag["remediation"] == ["rm -- %s" % link]
+    no_token(diag)
+
+
+def test_folder_on_the_way_linked_to_a_root_only_folder_is_refused(place, kernel):
+    """The link is a folder of the path, not its last name: refused too (RESOLVE_NO_SYMLINKS / O_NOFOLLOW on each
+    folder), and named."""
+    link = os.path.join(place["folder"], "sub")
+    os.symlink(place["secret"], link)
+    prof = render(os.path.join(link, "manifest.yml"), place["root"])
+    diag = refusal_of(prof)
+    assert diag["code"] == "manifest_link_refused" and link in diag["message"], diag
+    no_token(prof)
+
+
+def test_hard_link_to_a_root_only_file_is_judged_as_the_folder_owner(place, kernel):
+    """Root plants the hard link (protected_hardlinks stops the user making it; an old one, or another kernel
+    setting, would not): the folder's owner could not read the file, so root does not read it for them."""
+    planted = os.path.join(place["folder"], "m.yml")
+    os.link(os.path.join(place["secret"], "manifest.yml"), planted)
+    prof = render(planted, place["root"])
+    diag = refusal_of(prof)
+    assert diag["code"] == "manifest_unreadable_by_owner", diag
+    assert USER in diag["message"] and planted in diag["message"], diag
+    no_token(prof)
+    # canary: the same folder, a file its owner can read, renders
+    readable = os.path.join(place["folder"], "ok.yml")
+    with open(readable, "w") as handle:
+        handle.write("name: ok\norigin: tests\ncapabilities: []\n")
+    os.chmod(readable, 0o600)
+    os.chown(readable, place["user"].pw_uid, place["user"].pw_gid)
+    assert render(readable, place["root"])["decision"] != "refused"
+
+
+def test_fifo_is_refused_at_once(place, kernel):
+    fifo = os.path.join(place["folder"], "m.yml")
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    diag = refusal_of(render(fifo, place["root"]))
+    assert time.monotonic() - started < 2
+    assert diag["code"] == "manifest_fifo" and fifo in diag["message"], diag
+
+
+# ------------------------------------------------------------------ a manifest rewritten in place during renders
+
+def versions(root):
+    """Two complete versions of one manifest; a cut of either is a wider or another grant (fs:write of a shorter
+    path), which is what a half-read file rendered before this fix."""
+    os.makedirs(os.path.join(root, "data", "repo", "sub", "deeper"), exist_ok=True)
+    os.makedirs(os.path.join(root, "data", "notes"), exist_ok=True)
+    first = ("name: ex\norigin: tests\ncapabilities:\n  - fs:read:%s/data/notes/**\n"
+             "  - fs:write:%s/data/repo/sub/deeper\n" % (root, root))
+    second = ("name: ex\norigin: tests\ncapabilities:\n  - fs:write:%s/data/repo/sub/deeper\n"
+              "  - fs:read:%s/data/notes/**\n  - net:http\n" % (root, root))
+    return [first.encode(), second.encode()]
+
+
+def rewrite_in_place(path, texts, stop):
+    """An editor that writes in place: truncate, then the text in two writes."""
+    index = 0
+    while not stop.is_set():
+        text = texts[index % 2]
+        index += 1
+        with open(path, "r+b") as handle:
+            handle.truncate(0)
+            handle.write(text[:len(text) // 2])
+            handle.flush()
+            time.sleep(0.0005)
+            handle.write(text[len(text) // 2:])
+        time.sleep(0.001 if index % 3 else 0.12)     # now and then a pause: renders of a quiet file happen too
+
+
+def test_rewrite_in_place_never_renders_a_half_written_file(place):
+    root, folder = place["root"], place["folder"]
+    path = os.path.join(folder, "ex.yml")
+    texts = versions(root)
+    expected = {}
+    for text in texts:        # the render of each complete version, read while nothing writes
+        with open(path, "wb") as handle:
+            handle.write(text)
+        time.sleep(safe_read.SETTLE_SECONDS * 2)
+        prof = render(path, root)
+        assert prof["decision"] == "wrapped", prof["diagnostics"]
+        expected[json.dumps(prof["argv"])] = text
+    dest = os.path.join(root, "profiles")
+    os.mkdir(dest, 0o700)
+    stop = multiprocessing.Event()       # the editor is another process, as it would be
+    writer = multiprocessing.Process(target=rewrite_in_place, args=(path, texts, stop))
+    writer.start()
+    seen = {"rendered": 0, "changed": 0}
+    try:
+        for _ in range(150):
+            prof = render(path, root)
+            if prof["decision"] == "refused":
+                assert refusal_of(prof)["code"] == "manifest_changed_while_read", prof["diagnostics"]
+                seen["changed"] += 1
+                continue
+            store.write(dest, prof)
+            with open(os.path.join(dest, "ex.args")) as handle:
+                written = handle.read().splitlines()
+            assert json.dumps(written) in expected, written       # the render of a complete version, nothing else
+            seen["rendered"] += 1
+    finally:
+        stop.set()
+        writer.join()
+    assert seen["changed"] > 0 and seen["rendered"] > 0, seen     # the race was met, and renders still happen
+
+
+# ------------------------------------------------------------------ unit files, drop-ins and waivers
+
+def unit_diagnostics(state):
+    return service_env.refused_file_diagnostics("metnos.service", state)
+
+
+@pytest.fixture
+def user_units(place):
+    """The user's ~/.config/systemd/user with metnos.service (theirs), its drop-in folder, and a root-only 0600 unit
+    holding the token."""
+    home = os.path.join(place["root"], "home")
+    units = os.path.join(home, ".config", "systemd", "user")
+    os.makedirs(os.path.join(units, "metnos.service.d"))
+    with open(os.path.join(place["secret"], "root.service"), "w") as handle:
+        handle.write("[Service]\nExecStart=/usr/bin/%s\nEnvironment=TOKEN=%s\n" % (TOKEN, TOKEN))
+    os.chmod(os.path.join(place["secret"], "root.service"), 0o600)
+    with open(os.path.join(units, "metnos.service.d", "10-own.conf"), "w") as handle:
+        handle.write("[Service]\nEnvironment=CANARY=1\n")
+    for folder, _dirs, files in os.walk(home):
+        for name in [folder] + [os.path.join(folder, f) for f in files]:
+            os.chown(name, place["user"].pw_uid, place["user"].pw_gid)
+    return dict(place, home=home, units=units)
+
+
+@pytest.mark.parametrize("planted", ["fragment", "dropin"])
+def test_unit_file_linked_to_a_root_only_unit_is_refused(user_units, kernel, planted):
+    units = user_units["units"]
+    link = os.path.join(units, "metnos.service") if planted == "fragment" else \
+        os.path.join(units, "metnos.service.d", "20-link.conf")
+    if planted == "dropin":
+        with open(os.path.join(units, "metnos.service"), "w") as handle:
+            handle.write("[Service]\nExecStart=/bin/true\n")
+    os.symlink(os.path.join(user_units["secret"], "root.service"), link)
+    state = systemd_unit.load_unit("metnos.service", "user", "/", user_units["home"])
+    assert [f["reason"] for f in state["refused_files"]] == ["link"], state["refused_files"]
+    assert {"name": "CANARY", "value": "1"}.items() <= state["environment"][0].items(), state   # canary: drop-ins read
+    no_token(state)
+    diag = unit_diagnostics(state)[0]
+    assert diag["code"] == "unit_file_link_refused" and link in diag["message"] and USER in diag["message"], diag
+    assert diag["remediation"] == ["rm -- %s" % link]
+
+
+def test_unit_dropin_fifo_is_refused_at_once(user_units, kernel):
+    with open(os.path.join(user_units["units"], "metnos.service"), "w") as handle:
+        handle.write("[Service]\nExecStart=/bin/true\n")
+    fifo = os.path.join(user_units["units"], "metnos.service.d", "30-fifo.conf")
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    state = systemd_unit.load_unit("metnos.service", "user", "/", user_units["home"])
+    assert time.monotonic() - started < 2
+    diag = unit_diagnostics(state)[0]
+    assert diag["code"] == "unit_file_fifo" and fifo in diag["message"], diag
+
+
+def test_waiver_file_linked_to_a_root_only_file_is_refused(place, kernel):
+    link = os.path.join(place["folder"], "waivers.yml")
+    os.symlink(os.path.join(place["secret"], "manifest.yml"), link)
+    with pytest.raises(waivers.WaiverError) as caught:
+        waivers.read(link, datetime.date.today())
+    text = json.dumps(caught.value.diagnostics)
+    assert "symbolic link" in text and link in text and TOKEN not in text, text
+
+
+# ------------------------------------------------------------------ no root-only content leaves root
+
+def config_mode():
+    """The mode the role gives /etc/metnos-sandbox-monitor.json (roles/metnos_sandbox/tasks/monitor.yml)."""
+    with open(os.path.join(ROOT, "roles", "metnos_sandbox", "tasks", "monitor.yml")) as handle:
+        tasks = yaml.safe_load(handle)
+    task = [t for t in tasks if t.get("name", "").startswith("Monitor | its configuration")][0]
+    return int(task["ansible.builtin.copy"]["mode"], 8)
+
+
+def user_finds(place, token):
+    """The files under the place that the user can read and that hold ``token``: grep run AS the user."""
+    user = place["user"]
+    found = subprocess.run(["setpriv", "--reuid", str(user.pw_uid), "--regid", str(user.pw_gid), "--init-groups",
+                            "--inh-caps=-all", "--bounding-set=-all", "grep", "-rlF", "--", token, place["root"]],
+                           capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, timeout=60)
+    return sorted(found.stdout.split())
+
+
+def test_no_root_only_content_reaches_what_the_user_can_read(user_units):
+    """Secret tokens in root-only 0600 files, linked from every place the user writes that the toolkit reads (the
+    manifest folder, the unit's drop-in folder, the waiver file, the profile folder's manifest); then the toolkit's
+    steps: the sandbox_profile module renders into a profile folder, the monitor's configuration is made from the
+    manifest as the role makes it (metnos_manifest_source's from_source, with the role's mode), the unit is read,
+    the waivers are read. Then everything the user can read is grepped, as the user."""
+    place = user_units
+    folder, secret = place["folder"], place["secret"]
+    manifest_link = os.path.join(folder, "ex.yml")
+    os.symlink(os.path.join(secret, "manifest.yml"), manifest_link)
+    os.symlink(os.path.join(secret, "shadow"), os.path.join(folder, "shadow.yml"))
+    os.symlink(os.path.join(secret, "manifest.yml"), os.path.join(folder, "waivers.yml"))
+    os.symlink(os.path.join(secret, "root.service"), os.path.join(place["units"], "metnos.service.d", "50-x.conf"))
+    with open(os.path.join(place["units"], "metnos.service"), "w") as handle:
+        handle.write("[Service]\nExecStart=/bin/true\n")
+    profiles = os.path.join(place["root"], "profiles")
+    os.mkdir(profiles, 0o755)
+    # canary: the grep, run as the user, sees a token in a file the user can read
+    canary = os.path.join(folder, "canary")
+    with open(canary, "w") as handle:
+        handle.write(TOKEN)
+    assert user_finds(place, TOKEN) == [canary]
+    os.unlink(canary)
+
+    results = [run_module("metnos.sandbox.sandbox_profile", {"manifest_file": os.path.join(folder, name),
+                                                             "host": {"python_executable": "/usr/bin/python3"},
+                                                             "dest": profiles, "fail_on_refusal": False})
+               for name in ("ex.yml", "shadow.yml")]
+    config = os.path.join(place["root"], "metnos-sandbox-monitor.json")
+    with open(config, "w") as handle:
+        json.dump({"manifests": [manifest.from_source(os.path.join(folder, n)) for n in ("ex.yml", "shadow.yml")]},
+                  handle)
+    os.chmod(config, config_mode())
+    state = systemd_unit.load_unit("metnos.service", "user", "/", place["home"])
+    with open(os.path.join(profiles, "unit-state.json"), "w") as handle:   # as a report would carry it
+        json.dump(service_env.refused_file_diagnostics("metnos.service", state) + [state], handle)
+    with pytest.raises(waivers.WaiverError):
+        waivers.read(os.path.join(folder, "waivers.yml"), datetime.date.today())
+
+    assert user_finds(place, TOKEN) == [] and user_finds(place, "SHADOWTOKEN") == []     # first: what leaked
+    assert config_mode() == 0o600
+    assert [res.get("refusal") for res in results] == ["manifest_link_refused"] * 2, results
+    with open(config) as handle:           # root reads it: the refusal is there, the content is not
+        assert "manifest_link_refused" in handle.read()
