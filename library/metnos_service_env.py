@@ -31,6 +31,14 @@ description:
     I(relax_restrictions=true) relaxes the directives that break bwrap by the minimum. It keeps backups,
     supports check and diff mode, reloads systemd only when it changed something, and restarts the
     unit only when I(restart=true).
+  - Enforce never goes where root must not (issue 49). A user unit's drop-in and PATH file are read and written
+    as that user (a child forked with the user's uid, gid and groups), never by root through the user's folders;
+    a system unit's through folders opened without following a link someone else can plant. A link, FIFO or
+    other non-regular file in place of a managed file, a file where the drop-in folder is expected, an
+    C(ExecStart=) that would run as root a program someone else can change, and a user unit's line read from a
+    file its user cannot read are each refused with their own code (C(refused) in the result names the path,
+    its owner and the fix). A system drop-in that carries text of a unit file others cannot read is 0600.
+    Backups are made only of a file the writer itself owns.
 options:
   mode:
     description: C(systemd) (systemctl show), C(disk) (unit files), or C(auto) (systemd when it runs).
@@ -169,7 +177,8 @@ live_read:
   returned: when the unit exists
   type: dict
 dropin:
-  description: Path, desired content and backup of the managed drop-in and of its PATH file (enforce).
+  description: Path, desired content and backup of the managed drop-in and of its PATH file (enforce), and
+    C(debris_removed), the temporary files of a dead earlier run removed from their folder.
   returned: when state=enforce
   type: dict
 healed:
