@@ -314,18 +314,19 @@ def enforce(module, p, result):
             enforce_write.check_readable(seen["readable"], writer["name"])
     except enforce_write.EnforceRefused as exc:
         module.fail_json(msg="metnos_service_env: %s" % exc, code=exc.code, refused=exc.details(), dropin=info)
+    modes = {path: enforce_write.dropin_mode(state)} if writer is None else {}
     diffs = []
     for target, content in targets:
-        before = seen["before"].get(target)
-        if before != content:
-            diffs.append({"before": before or "", "after": content, "after_header": target,
-                          "before_header": target if before is not None else "(absent)"})
+        before, mode, wanted = seen["before"].get(target), seen["modes"].get(target), modes.get(target, 0o644)
+        if before != content or mode not in (None, wanted):
+            header = target if mode in (None, wanted) else "%s (mode %04o -> %04o)" % (target, mode, wanted)
+            diffs.append({"before": before or "", "after": content, "after_header": header,
+                          "before_header": header if before is not None else "(absent)"})
     if not diffs:
         return False, info, None, plan
     if module.check_mode:
         return True, info, diffs, plan
     try:
-        modes = {path: enforce_write.dropin_mode(state)} if writer is None else {}
         written = enforce_write.run_job({"write": [[target, content, modes.get(target, 0o644)]
                                                    for target, content in targets]}, writer)["written"]
     except enforce_write.EnforceRefused as exc:
