@@ -32,6 +32,12 @@ options:
     description: The text of the entry point (roles/metnos_sandbox/files/metnos-sandbox-monitor.py).
     type: str
     required: true
+  python:
+    description:
+      - The interpreter the monitor's unit runs as root (its C(ExecStart=)). Refused (code C(monitor_python_not_roots))
+        unless it is an absolute path that root alone can change (every folder on the way, each link, the file, its
+        interpreter), before anything is installed.
+    type: path
 extends_documentation_fragment: [metnos.sandbox.metnos_sandbox]
 """
 
@@ -72,12 +78,17 @@ ARGUMENT_SPEC = spec.spec(
     prefix={"type": "path", "required": True},
     bundle={"type": "str", "required": True},
     entry_point={"type": "str", "required": True},
+    python={"type": "path"},
 )
 
 
 def main():
     module = spec.utf8_module(AnsibleModule)(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
+    not_roots = monitor_install.python_findings(p["python"]) if p["python"] else []
+    if not_roots:
+        module.fail_json(msg="metnos_monitor_install: %s" % not_roots[0]["message"], code=not_roots[0]["code"],
+                         diagnostics=not_roots)
     try:
         result = monitor_install.install(p["prefix"], p["bundle"], p["entry_point"], module.check_mode)
     except monitor_install.ReleaseError as exc:

@@ -250,7 +250,11 @@ def _options(module, p):
     environment = checks.environment("environment", p["environment"], default=dict(os.environ))
     host_over = dict(p["host"] or {})
     if p["discover_python_roots"]:
-        host_over = python_roots.with_python_roots(host_over, bwrap.module_runner(module))
+        not_run = []        # the interpreter runs as root only when root's, else as its one owner, else not at all
+        host_over = python_roots.with_python_roots(host_over, bwrap.module_runner(module), not_run)
+        if not_run:
+            module.fail_json(msg="sandbox_profile: %s" % not_run[0]["message"], code=not_run[0]["code"],
+                             diagnostics=not_run)
     return path_text, environment, host_context.HostContext(host_over)
 
 

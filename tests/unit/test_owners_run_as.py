@@ -113,6 +113,8 @@ def test_missing_fifo_and_loop_are_unknown(tree):
     os.symlink("a", str(tree / "b"))
     assert ("unknown" in [reason for _path, reason in _reasons(str(tree / "a"))])
     assert _reasons("relative/bwrap") == [("relative/bwrap", "unknown")]
+    by_env = _script(tree / "by-env", "#!/usr/bin/env python3\n")
+    assert _reasons(by_env) == [(by_env, "unknown")]                 # the interpreter is found on a PATH
 
 
 def test_run_as_drops_to_the_user(user, tmp_path):
@@ -148,3 +150,13 @@ def test_run_as_cannot_read_roots_file(user, tmp_path):
     ran = run_as.run(["cat", str(secret)], uid, gid)
     assert ran.rc != 0 and b"TOKEN" not in ran.stdout
     assert run_as.run(["cat", str(secret)], 0, 0).stdout == b"TOKEN\n"      # canary: root's own run reads it
+
+
+def test_as_root_asks_only_when_this_process_is_root(tree, user, monkeypatch):
+    """as_root(): what root must not run itself; another user (os.geteuid patched: the test runs as root) drops
+    nothing and is asked nothing."""
+    program = _script(tree / "prog")
+    os.chown(program, user[1], user[2])
+    assert [p.reason for p in owners.as_root(program)] == ["owned"]
+    monkeypatch.setattr(os, "geteuid", lambda: user[1])
+    assert owners.as_root(program) == []

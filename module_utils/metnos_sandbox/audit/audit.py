@@ -59,10 +59,13 @@ def profile_drift(manifests: Optional[Iterable[Any]], host_over: Optional[Dict[s
     out: List[Dict[str, Any]] = []
     if not manifests:
         return out
+    not_run: List[base_diagnostics.Diagnostic] = []     # the interpreter neither root's nor one user's: not asked
     try:
-        host = host_context.HostContext(python_roots.with_python_roots(host_over, runner))
+        host = host_context.HostContext(python_roots.with_python_roots(host_over, runner, not_run))
     except host_layout.ContextError as exc:
         return [{"executor": None, "state": "error", "message": str(exc)}]
+    if not_run:
+        return [{"executor": None, "state": "error", "message": not_run[0]["message"]}]
     for source in manifests or []:
         prof = profile.render_safe(source, host, {}, status)
         name = prof.get("executor")

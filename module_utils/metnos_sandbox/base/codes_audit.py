@@ -17,12 +17,15 @@ from .registry import (
     INFO,
     MODULE,
     MONITOR,
+    NOT_ROOTS_FIXES,
+    NOT_ROOTS_HINT,
     PROBE,
     PROFILES,
     REACHABILITY,
     SANDBOX_ACTIVE,
     WARNING,
     Code,
+    not_roots_messages,
 )
 
 CODES: List[Code] = []
@@ -372,4 +375,14 @@ CODES.extend([
          messages={"": "{reason}"},
          hint=("Give only the .json files the audit wrote (metnos-audit-<stamp>.json), not the .md, .junit.xml or "
                ".html next to them.")),
+    # ---- root runs only what root owns (issue 49; base/owners.py) ----
+    Code("monitor_python_not_roots", ERROR, "R-DIAG-3", MONITOR,
+         "The monitor's interpreter is not root's",
+         "The interpreter the monitor's unit runs as root (metnos_sandbox_monitor_python, its ExecStart=) can be "
+         "changed by someone other than root: a folder on the way, a link, the file or its own interpreter. "
+         "Whoever that is runs their code as root at the monitor's next start.",
+         "lstat() of every component from /, each link judged in its folder, the file's #! or ELF interpreter "
+         "walked again (base/owners.py): at install (the role refuses it) and at every run (its own interpreter).",
+         list(NOT_ROOTS_FIXES["unknown"]), variants=NOT_ROOTS_FIXES,
+         messages=not_roots_messages("the monitor's interpreter {program} runs as root"), hint=NOT_ROOTS_HINT),
 ])

@@ -18,10 +18,13 @@ from .registry import (
     ERROR,
     INFO,
     KERNEL_USERNS,
+    NOT_ROOTS_FIXES,
+    NOT_ROOTS_HINT,
     SANDBOX_ACTIVE,
     SMOKE_TEST,
     WARNING,
     Code,
+    not_roots_messages,
 )
 
 CODES: List[Code] = []
@@ -186,4 +189,15 @@ CODES.extend([
          hint=("The outer container runtime decides whether bwrap can work: podman needs --security-opt unmask=ALL "
                "(bwrap --proc needs an unmasked /proc); docker needs a seccomp profile that allows unshare and "
                "clone(CLONE_NEWUSER).")),
+    # ---- root runs only what root owns (issue 49; base/owners.py) ----
+    Code("bwrap_not_run_not_roots", ERROR, "R-SEC-6", BWRAP_BINARY,
+         "The bwrap on the service's PATH is not root's: it was not run as root",
+         "A component of the bwrap the service's PATH finds first (a folder on the way, a link, the file, its "
+         "interpreter) is owned or writable by someone other than root: whoever that is could make root run "
+         "their code, so the check did not run it (no --version, no --help) and judged it from the filesystem "
+         "alone.",
+         "lstat() of every component from /, each link judged in its folder and its target walked, the file's #! "
+         "or ELF interpreter walked again (base/owners.py), before anything runs it.",
+         list(NOT_ROOTS_FIXES["unknown"]), variants=NOT_ROOTS_FIXES,
+         messages=not_roots_messages("{program} was not run as root"), hint=NOT_ROOTS_HINT),
 ])

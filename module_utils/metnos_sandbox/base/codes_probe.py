@@ -11,7 +11,20 @@ from __future__ import absolute_import, annotations, division, print_function
 
 from typing import List
 
-from .registry import BWRAP_BINARY, CLASSIFIED, CLASSIFIED_HINT, ERROR, INFO, PROBE, WARNING, Code, restriction
+from .registry import (
+    BWRAP_BINARY,
+    CLASSIFIED,
+    CLASSIFIED_HINT,
+    ERROR,
+    INFO,
+    NOT_ROOTS_FIXES,
+    NOT_ROOTS_HINT,
+    PROBE,
+    WARNING,
+    Code,
+    not_roots_messages,
+    restriction,
+)
 
 CODES: List[Code] = []
 CODES.extend([
@@ -483,4 +496,14 @@ CODES.extend([
          messages={"": "{said}{traced}"},
          hint=("Compare the rendered argv (metnos.sandbox.sandbox_profile) with the one the service runs, and the "
                "bwrap it executes (the commands).")),
+    # ---- root runs only what root owns (issue 49; base/owners.py) ----
+    Code("probe_python_not_roots", ERROR, "R-DIAG-3", PROBE,
+         "The interpreter the probe would run as root is not root's: the probe did not run",
+         "The probe would run the payload as root (the service runs as root, or no user was given) on an "
+         "interpreter (host.python_executable, the probe's python) that someone other than root can change: a "
+         "folder on the way, a link, the file or its interpreter. It was not started.",
+         "lstat() of every component from /, each link judged in its folder, the file's #! or ELF interpreter "
+         "walked again (base/owners.py), before anything runs it.",
+         list(NOT_ROOTS_FIXES["unknown"]), variants=NOT_ROOTS_FIXES,
+         messages=not_roots_messages("{program} was not run as root"), hint=NOT_ROOTS_HINT),
 ])

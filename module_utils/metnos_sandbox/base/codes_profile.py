@@ -12,7 +12,19 @@ from __future__ import absolute_import, annotations, division, print_function
 
 from typing import List
 
-from .registry import ERROR, INFO, JUDGED, REFUSED, SANDBOX_ACTIVE, WARNING, Code
+from .registry import (
+    ERROR,
+    INFO,
+    JUDGED,
+    NOT_ROOTS_FIXES,
+    NOT_ROOTS_HINT,
+    PROFILES,
+    REFUSED,
+    SANDBOX_ACTIVE,
+    WARNING,
+    Code,
+    not_roots_messages,
+)
 
 CODES: List[Code] = []
 CODES.extend([
@@ -591,4 +603,15 @@ CODES.extend([
          ["ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles"],
          messages={"launcher": "{problem}"},
          hint="Find who changed the folder (the message names it), then render the profile again."),
+    # ---- root runs only what root owns (issue 49; base/owners.py) ----
+    Code("profile_python_not_run", ERROR, "R-DIAG-3", PROFILES,
+         "The service's interpreter is not root's and has no one owner: its package roots were not asked",
+         "host.python_executable (or a folder on the way, a link, its interpreter) can be changed by someone other "
+         "than root and not by one user alone (a writable folder of root's, several owners, a component that "
+         "cannot be judged), so it was run neither as root nor as its owner: the profile has none of its "
+         "package roots.",
+         "lstat() of every component from /, each link judged in its folder, the file's #! or ELF interpreter "
+         "walked again (base/owners.py), before anything runs it.",
+         list(NOT_ROOTS_FIXES["unknown"]), variants=NOT_ROOTS_FIXES,
+         messages=not_roots_messages("{program} was not run"), hint=NOT_ROOTS_HINT),
 ])

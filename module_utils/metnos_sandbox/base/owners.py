@@ -12,15 +12,21 @@ way (the link's own folder judged too), the file itself, and its interpreter (``
 - it is writable by its group and that group is not root's (``group_writable``),
 - it is writable by others, unless it is a folder with the sticky bit (``/tmp``: others cannot replace an
   entry there that they do not own, and the entry is judged itself) (``world_writable``),
-- it carries a POSIX ACL (``acl``: not read, so unknown, so a failure),
-- it cannot be read or does not exist, the walk is too long, or a link loops (``unknown``).
+- it carries a POSIX ACL whose mask (the group bits) allows writing (``acl``: the entries are not read, so a
+  named user or group may write it),
+- it cannot be read or does not exist, the walk is too long, a link loops, or its ``#!`` line is
+  ``/usr/bin/env NAME`` (NAME is found on a PATH at run time, judged nowhere) (``unknown``).
 
 The API (stable; the enforce branch uses it too):
 
 - ``problems(path) -> List[Problem]``: every failing component, in walk order; ``[]`` when root alone can
   change what runs.
+- ``as_root(path) -> List[Problem]``: problems(path) when this process is root, [] otherwise (the call sites'
+  question: may I run it myself?).
 - ``owner(found) -> Optional[int]``: the one non-root uid that owns the failing components (the user a program
   that fails is run as, through run_as), None when there is none or more than one (then it is not run at all).
+- ``findings(code, program, found) -> List[Diagnostic]``: one finding of ``code`` per problem (the code's
+  variants are registry.NOT_ROOTS_FIXES').
 - ``Problem``: ``path`` (the component), ``uid``, ``gid``, ``mode``, ``reason`` (one of REASONS), ``fix`` (a
   command that makes this component root's, runs as pasted), ``owner_name`` (the user's name, or the uid).
 
@@ -35,6 +41,7 @@ import stat
 import struct
 from typing import List, Optional, Set, Tuple
 
+from . import diagnostics
 from .records import Record
 
 REASONS = ("owned", "group_writable", "world_writable", "acl", "unknown")
@@ -67,16 +74,14 @@ def user_name(uid: int) -> str:
         return str(uid)
 
 
-def _fix(path: str, reason: str, is_folder: bool) -> str:
+def _fix(path: str, reason: str) -> str:
     quoted = shlex.quote(path)
     if reason == "owned":
         return "chown -h root:root %s" % quoted
-    if reason == "group_writable":
+    if reason in ("group_writable", "acl"):
         return "chmod g-w %s" % quoted
     if reason == "world_writable":
         return "chmod o-w %s" % quoted
-    if reason == "acl":
-        return "setfacl -b %s%s" % ("-k " if is_folder else "", quoted)
     return "ls -ld %s" % quoted
 
 
@@ -101,14 +106,14 @@ def judge_component(path: str, info: os.stat_result) -> List[Problem]:
             reasons.append("group_writable")
         if mode & stat.S_IWOTH and not (is_folder and mode & stat.S_ISVTX):
             reasons.append("world_writable")
-        if _has_acl(path):
-            reasons.append("acl")
-    return [Problem(path, info.st_uid, info.st_gid, stat.S_IMODE(mode), reason, _fix(path, reason, is_folder),
+        if mode & stat.S_IWGRP and info.st_gid == 0 and _has_acl(path):
+            reasons.append("acl")     # the group bits are the ACL's mask: a named user or group may write
+    return [Problem(path, info.st_uid, info.st_gid, stat.S_IMODE(mode), reason, _fix(path, reason),
                     user_name(info.st_uid)) for reason in reasons]
 
 
 def _unknown(path: str) -> Problem:
-    return Problem(path, -1, -1, 0, "unknown", _fix(path, "unknown", False), "unknown")
+    return Problem(path, -1, -1, 0, "unknown", _fix(path, "unknown"), "unknown")
 
 
 def resolve(path: str, found: List[Problem]) -> Optional[str]:
@@ -235,6 +240,9 @@ def problems(path: str) -> List[Problem]:
             found.append(_unknown(real))
             break
         todo = interpreter(real)
+        if todo is not None and os.path.basename(todo) == "env":
+            found.append(_unknown(real))      # #!/usr/bin/env NAME: NAME is found on a PATH, judged nowhere
+            break
         depth += 1
     return _unique(found)
 
@@ -258,6 +266,20 @@ def owner(found: List[Problem]) -> Optional[int]:
     return uids.pop()
 
 
+def as_root(path: str) -> List[Problem]:
+    """problems(path) when this process is root (what it must not run itself); [] for another user, who can
+    drop no privilege and runs what it runs as itself."""
+    return problems(path) if os.geteuid() == 0 else []
+
+
 def is_roots(path: str) -> bool:
     """True when root alone can change what running ``path`` runs."""
     return not problems(path)
+
+
+def findings(code: str, program: str, found: List[Problem]) -> List[diagnostics.Diagnostic]:
+    """One finding of ``code`` (a code whose variants are registry.NOT_ROOTS_FIXES') per problem: the
+    component, its owner, the program root would have run; its fix runs as pasted."""
+    return [diagnostics.make(code, variant=problem.reason, program=program, path=problem.path,
+                             owner=problem.owner_name, mode="%04o" % problem.mode, gid=problem.gid)
+            for problem in found]

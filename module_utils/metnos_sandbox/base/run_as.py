@@ -11,6 +11,7 @@ its output read up to a bound and handed back as bytes: hostile data, never inte
 
 The API (stable; the enforce branch uses it too):
 
+- ``primary_gid(uid) -> int``: the user's primary group (the uid when it has no passwd entry).
 - ``command(argv, uid, gid) -> List[str]``: the setpriv argv that runs ``argv`` as uid/gid.
 - ``run(argv, uid, gid, timeout=30.0, limit=LIMIT, env=None) -> Ran``: run it; ``env`` adds variables to the
   clean environment (names checked, values as given).
@@ -66,6 +67,14 @@ def command(argv: Sequence[str], uid: int, gid: int) -> List[str]:
         groups = "--clear-groups"
     return [SETPRIV, "--reuid", str(uid), "--regid", str(gid), groups, "--inh-caps=-all", "--bounding-set=-all",
             "--no-new-privs", "--"] + list(argv)
+
+
+def primary_gid(uid: int) -> int:
+    """The user's primary group from its passwd entry; the uid itself when it has none."""
+    try:
+        return pwd.getpwuid(uid).pw_gid
+    except KeyError:
+        return uid
 
 
 def environment(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:

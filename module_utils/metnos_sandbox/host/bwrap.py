@@ -17,7 +17,7 @@ import stat
 import subprocess
 from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-from ..base import paths
+from ..base import owners, paths
 
 if TYPE_CHECKING:                     # annotations only (typing.Protocol: Python 3.8+ at check time)
     from typing import IO, Protocol
@@ -201,8 +201,9 @@ _HELP: Dict[Tuple[str, int, int, int, int], Optional[FrozenSet[str]]] = {}
 
 def help_features(path: Optional[str]) -> Optional[FrozenSet[str]]:
     """The options ``PATH --help`` lists, asked once per binary (its device, inode, size and mtime);
-    None when there is no such binary or it does not answer."""
-    if not path or not os.path.isabs(path):
+    None when there is no such binary, it is not root's alone (base/owners.py: then it is not run) or it does
+    not answer."""
+    if not path or not os.path.isabs(path) or owners.as_root(path):     # root runs only what root owns
         return None
     try:
         info = os.stat(path)

@@ -12,7 +12,7 @@ import os
 import pwd
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
 
-from ..base import diagnostics, envflags, verdicts
+from ..base import diagnostics, envflags, owners, verdicts
 from . import bwrap, bwrap_errors, bwrap_run, bwrap_trust, kernel, package_owner
 
 DEFAULT_SMOKE_USERS = ("nobody",)
@@ -51,14 +51,19 @@ _PACKAGE_STATE = {"packaged": "ok"}
 
 def bwrap_info(bwrap_path: str, runner: bwrap.Runner = bwrap.default_runner,
                ledger: Optional[bwrap_trust.Ledger] = None) -> Dict[str, Any]:
-    """Version, package, owner, mode, setuid and --help features of one bwrap. ``ledger``: the audit's
-    verifications (bwrap_trust.Ledger), so that the probe does not ask the package manager again, and, when
+    """Version, package, owner, mode, setuid and --help features of one bwrap; ``not_run``: what makes it not
+    root's (base/owners.py, as dicts), when it was not run at all (no version, no features asked). ``ledger``:
+    the audit's verifications (bwrap_trust.Ledger), so that the probe does not ask the package manager again, and, when
     a verification was kept from an earlier audit, the file's answers to --version and --help with it."""
     # what the package database says of the file (dpkg --verify, rpm -V, pacman -Qkk): bwrap_trust
     trust = bwrap_trust.verify(bwrap_path, runner, ledger=ledger)
     ident = bwrap_trust.identity(trust["realpath"]) if ledger is not None and trust["ident"] else None
     kept = ledger.answers(bwrap_path, trust["realpath"], ident) if ledger is not None and ident else None
-    if kept is not None:
+    # root runs only what root owns (issue 49): judged from the filesystem before --version and --help
+    not_roots = [problem._asdict() for problem in owners.as_root(bwrap_path)]
+    if not_roots:
+        version, features = None, []  # type: Optional[str], List[str]
+    elif kept is not None:
         version, features = kept
     else:
         rc, out, err = runner([bwrap_path, "--version"])
@@ -76,7 +81,8 @@ def bwrap_info(bwrap_path: str, runner: bwrap.Runner = bwrap.default_runner,
         state, detail = bwrap_trust.package_state(pkg["manager"], pkg["name"], str(files["realpath"]), runner) if pkg \
             else ("", "")
     info: Dict[str, Any] = {"version": version, "features": features,
-                            "missing_features": bwrap.missing_features(features), "package": pkg}
+                            "missing_features": [] if not_roots else bwrap.missing_features(features), "package": pkg,
+                            "not_run": not_roots}
     info.update(files)
     if pkg:
         info["package"] = dict(pkg, verified=state, verify_detail=detail)
@@ -93,6 +99,9 @@ def binary_diagnostics(info: Mapping[str, Any]) -> List[diagnostics.Diagnostic]:
     if info.get("ownership_problems"):
         out.append(diagnostics.make("bwrap_not_root_owned", bwrap_path=path,
                                     problems="; ".join(info["ownership_problems"])))
+    if info.get("not_run"):
+        out.extend(owners.findings("bwrap_not_run_not_roots", path, [owners.Problem(**problem)
+                                                                     for problem in info["not_run"]]))
     package = info.get("package") or {}
     if not package:
         out.append(diagnostics.make("bwrap_not_packaged", bwrap_path=path))

@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..audit import audit as audit_audit
 from ..audit import monitor_state
-from ..base import diagnostics, files, verdicts
+from ..base import diagnostics, files, owners, verdicts
 from ..host import bwrap
 from ..options import spec
 from ..options.checks import OptionError
@@ -119,7 +119,7 @@ def read_config(path: str) -> Json:
 def install_findings(folder: str, host: str) -> List[diagnostics.Diagnostic]:
     """The versioned folder the monitor runs from (``folder``: <root>/<version>, holding metnos_sandbox/ and the
     entry point): root's alone up to / (monitor_core_writable), and its sources the release its name says
-    (monitor_core_modified)."""
+    (monitor_core_modified); the interpreter running it root's alone (monitor_python_not_roots)."""
     core = os.path.join(folder, "metnos_sandbox")
     problems: List[str] = []
     try:
@@ -132,7 +132,7 @@ def install_findings(folder: str, host: str) -> List[diagnostics.Diagnostic]:
         return [diagnostics.make("monitor_core_modified", folder=folder, digest="unreadable (%s)" % (exc.strerror
                                                                                                      or exc),
                                  expected=os.path.basename(folder), host=host)]
-    out = []
+    out = owners.findings("monitor_python_not_roots", sys.executable, owners.problems(sys.executable))
     if problems:
         out.append(diagnostics.make("monitor_core_writable", folder=folder, problems="; ".join(problems[:5]),
                                     host=host))

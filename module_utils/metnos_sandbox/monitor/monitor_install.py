@@ -25,6 +25,7 @@ import tempfile
 import zlib
 from typing import Any, Dict, List, Mapping
 
+from ..base import owners
 from ..base import sources as base_sources
 
 TOOLKIT_VERSION = "1.0.0"      # galaxy.yml's version (tests/unit/test_monitor_install.py holds them equal)
@@ -147,6 +148,12 @@ def _write(tmp: str, sources: Mapping[str, bytes], entry: bytes) -> None:
         os.chmod(path, 0o755)
     for path in folders + [os.path.join(tmp, ENTRY_POINT)] + [p for p, _c, _m in files]:
         os.lchown(path, 0, 0)
+
+
+def python_findings(python: str) -> List[Any]:
+    """The monitor's interpreter (its unit's ExecStart=): an absolute path root alone can change, else the
+    findings of monitor_python_not_roots (base/owners.py; a relative name such as ``env python`` is unknown)."""
+    return owners.findings("monitor_python_not_roots", python, owners.problems(python))
 
 
 def install(prefix: str, bundle: str, entry_point: str, check_mode: bool = False) -> Json:

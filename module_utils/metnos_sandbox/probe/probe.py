@@ -58,7 +58,7 @@ import pwd
 import typing as t
 
 from ..base import diagnostics as base_diagnostics
-from ..base import envflags
+from ..base import envflags, owners
 from ..base.records import Record, Shape
 from ..host import bwrap
 from ..host import bwrap_trust as host_bwrap_trust
@@ -297,6 +297,14 @@ def probe_service(params: Json, runner: t.Any, inspection: t.Optional[Handed] = 
         return _fail_closed(out, service)
     python, prof = _render(params, service.status)
     out["profile"] = {"executor": prof["executor"], "decision": prof["decision"], "argv": prof["argv"]}
+    if os.geteuid() == 0 and service.user.get("uid") in (None, 0):     # run as root: root runs only what root owns
+        not_roots = owners.findings("probe_python_not_roots", python, owners.problems(python))
+        if prof["argv"]:
+            not_roots += owners.findings("bwrap_not_run_not_roots", prof["argv"][0], owners.problems(prof["argv"][0]))
+        if not_roots:
+            out["context"] = "not started: %s is not root's" % not_roots[0]["details"]["program"]
+            out["diagnostics"] = base_diagnostics.sort(not_roots)
+            return out
     if prof["decision"] != "wrapped":
         out["context"] = "not started: profile %s" % prof["decision"]
         out["diagnostics"] = base_diagnostics.sort(prof["diagnostics"])

@@ -4,6 +4,11 @@
 """The interpreter's own roots: the executors' Python asked, with a bounded runner, for its package
 roots and installation, added to the host context (with_python_roots).
 
+The interpreter is the service's (typically its user's venv): it always runs with ``-I -S`` (no site, no .pth,
+no user site, no PYTHON* variable), and only when root alone can change it (base/owners.py: the file, its
+interpreter, every folder and link on the way) with the runner given; otherwise as the one user who owns it
+(base/run_as.py: setpriv, no capabilities, a clean environment, a timeout), or not at all (issue 49).
+
 Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
@@ -20,7 +25,7 @@ from typing import (
     Tuple,
 )
 
-from ..base import json_lite, sources
+from ..base import diagnostics, json_lite, owners, run_as, sources
 from ..base.records import Record
 from . import ask_python, host_layout, model
 
@@ -31,10 +36,33 @@ def ask_python_text() -> str:
     return sources.script(json_lite, ask_python)
 
 
+ISOLATED = ("-I", "-S")      # no site (no .pth run), no user site, no PYTHON* variable, no script folder on sys.path
+ASK_SECONDS = 30.0
+
+
 class PythonFound(Record):
-    """discover_python(): the interpreter's package roots (sys.path) and its installation's folders."""
+    """discover_python(): the interpreter's package roots (sys.path) and its installation's folders; ``ran_as``:
+    the uid it ran as (-1: not run), ``problems``: what makes it another user's (base/owners.py)."""
     roots: List[str]
     installation: List[str]
+    ran_as: int = -1
+    problems: Tuple[owners.Problem, ...] = ()
+
+
+def ask(python: str,
+        runner: Callable[[List[str]], Tuple[int, str, str]]) -> Tuple[int, str, int, Tuple[owners.Problem, ...]]:
+    """``python -I -S -c TEXT`` run as root (``runner``) when root alone can change it, else as its one owner
+    (run_as), else not run: (rc, stdout, the uid it ran as or -1, the problems)."""
+    argv = [python] + list(ISOLATED) + ["-c", ask_python_text()]
+    found = tuple(owners.as_root(python))
+    if not found:
+        rc, out, _err = runner(argv)
+        return rc, out, 0, found
+    uid = owners.owner(list(found))
+    if uid is None:
+        return 1, "", -1, found
+    ran = run_as.run(argv, uid, run_as.primary_gid(uid), timeout=ASK_SECONDS)
+    return ran.rc, run_as.text(ran.stdout), uid, found
 
 
 def _folders(paths: Any) -> List[str]:
@@ -50,16 +78,17 @@ def discover_python(python: Optional[str], runner: Callable[[List[str]], Tuple[i
     of the installation it resolves to. Home folders are filtered later by HostContext.base()."""
     if not python or not os.path.exists(python):
         return PythonFound([], [])
-    rc, out, _err = runner([python, "-c", ask_python_text()])
+    rc, out, uid, problems = ask(python, runner)
     if rc != 0:
-        return PythonFound([], [])
+        return PythonFound([], [], uid, problems)
     try:
         found = json.loads(out)
     except ValueError:
-        return PythonFound([], [])
+        return PythonFound([], [], uid, problems)
     if not isinstance(found, dict):
-        return PythonFound([], [])
-    return PythonFound(_folders(found.get("path")), [p for p in _folders(found.get("install")) if p != "/"])
+        return PythonFound([], [], uid, problems)
+    return PythonFound(_folders(found.get("path")), [p for p in _folders(found.get("install")) if p != "/"], uid,
+                       problems)
 
 
 def discover_python_roots(python: Optional[str], runner: Callable[[List[str]], Tuple[int, str, str]]) -> List[str]:
@@ -68,11 +97,17 @@ def discover_python_roots(python: Optional[str], runner: Callable[[List[str]], T
 
 
 def with_python_roots(host_over: Optional[Dict[str, Any]],
-                      runner: Callable[[List[str]], Tuple[int, str, str]]) -> Dict[str, Any]:
-    """Host overrides completed with the interpreter's package roots and installation (unless given)."""
+                      runner: Callable[[List[str]], Tuple[int, str, str]],
+                      findings: Optional[List[diagnostics.Diagnostic]] = None) -> Dict[str, Any]:
+    """Host overrides completed with the interpreter's package roots and installation (unless given).
+    ``findings``: where profile_python_not_run goes when the interpreter was run neither as root nor as its
+    owner (base/owners.py)."""
     out = dict(host_over or {})
     if "python_package_roots" not in out or "python_installation" not in out:
-        found = discover_python(out.get("python_executable", host_layout.DEFAULT_HOST["python_executable"]), runner)
+        python = out.get("python_executable", host_layout.DEFAULT_HOST["python_executable"])
+        found = discover_python(python, runner)
+        if findings is not None and found.ran_as == -1 and found.problems:
+            findings.extend(owners.findings("profile_python_not_run", str(python), list(found.problems)))
         out.setdefault("python_package_roots", found.roots)
         out.setdefault("python_installation", found.installation)
     return out

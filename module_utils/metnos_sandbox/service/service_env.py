@@ -16,7 +16,7 @@ import pwd
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..base import diagnostics as base_diagnostics
-from ..base import envflags
+from ..base import envflags, owners
 from ..base.records import Record, Shape
 from ..host import bwrap, bwrap_trust, facts, package_owner, procfs
 from . import (
@@ -311,6 +311,12 @@ def _bwrap_mismatch(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnosti
     return diags
 
 
+def _bwrap_not_roots(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnostic]:
+    """The service's bwrap is not root's alone (base/owners.py): it was not run (facts.bwrap_info's not_run)."""
+    found = (v.bwrap_info or {}).get("not_run") or []
+    return owners.findings("bwrap_not_run_not_roots", v.resolved or "bwrap", [owners.Problem(**p) for p in found])
+
+
 def _rejected_diagnostics(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnostic]:
     """METNOS_SANDBOX assignments in the unit files that systemd ignores."""
     unit = ev.unit
@@ -405,8 +411,8 @@ def _channels(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnostic]:
 # The judges of one service, in the order their diagnostics are listed (base_diagnostics.sort keeps it within a
 # severity).
 _JUDGES: Tuple[Callable[[Evaluation, _View], List[base_diagnostics.Diagnostic]], ...] = (
-    _root_service, _execstart_diagnostics, _missing_bwrap, _rejected_diagnostics, _path_diagnostics, _bwrap_mismatch,
-    _file_diagnostics, _live_diagnostics, _channels)
+    _root_service, _execstart_diagnostics, _missing_bwrap, _bwrap_not_roots, _rejected_diagnostics, _path_diagnostics,
+    _bwrap_mismatch, _file_diagnostics, _live_diagnostics, _channels)
 
 
 def evaluate(ev: Evaluation) -> ServiceResult:
