@@ -31,6 +31,14 @@ description:
     I(relax_restrictions=true) relaxes the directives that break bwrap by the minimum. It keeps backups,
     supports check and diff mode, reloads systemd only when it changed something, and restarts the
     unit only when I(restart=true).
+  - Enforce never goes where root must not (issue 49). A user unit's drop-in and PATH file are read and written
+    as that user (a child forked with the user's uid, gid and groups), never by root through the user's folders;
+    a system unit's through folders opened without following a link someone else can plant. A link, FIFO or
+    other non-regular file in place of a managed file, a file where the drop-in folder is expected, an
+    C(ExecStart=) that would run as root a program someone else can change, and a user unit's line read from a
+    file its user cannot read are each refused with their own code (C(refused) in the result names the path,
+    its owner and the fix). A system drop-in that carries text of a unit file others cannot read is 0600.
+    Backups are made only of a file the writer itself owns.
 options:
   mode:
     description: C(systemd) (systemctl show), C(disk) (unit files), or C(auto) (systemd when it runs).
@@ -169,7 +177,8 @@ live_read:
   returned: when the unit exists
   type: dict
 dropin:
-  description: Path, desired content and backup of the managed drop-in and of its PATH file (enforce).
+  description: Path, desired content and backup of the managed drop-in and of its PATH file (enforce), and
+    C(debris_removed), the temporary files of a dead earlier run removed from their folder.
   returned: when state=enforce
   type: dict
 healed:
@@ -305,18 +314,19 @@ def enforce(module, p, result):
             enforce_write.check_readable(seen["readable"], writer["name"])
     except enforce_write.EnforceRefused as exc:
         module.fail_json(msg="metnos_service_env: %s" % exc, code=exc.code, refused=exc.details(), dropin=info)
+    modes = {path: enforce_write.dropin_mode(state)} if writer is None else {}
     diffs = []
     for target, content in targets:
-        before = seen["before"].get(target)
-        if before != content:
-            diffs.append({"before": before or "", "after": content, "after_header": target,
-                          "before_header": target if before is not None else "(absent)"})
+        before, mode, wanted = seen["before"].get(target), seen["modes"].get(target), modes.get(target, 0o644)
+        if before != content or mode not in (None, wanted):
+            header = target if mode in (None, wanted) else "%s (mode %04o -> %04o)" % (target, mode, wanted)
+            diffs.append({"before": before or "", "after": content, "after_header": header,
+                          "before_header": header if before is not None else "(absent)"})
     if not diffs:
         return False, info, None, plan
     if module.check_mode:
         return True, info, diffs, plan
     try:
-        modes = {path: enforce_write.dropin_mode(state)} if writer is None else {}
         written = enforce_write.run_job({"write": [[target, content, modes.get(target, 0o644)]
                                                    for target, content in targets]}, writer)["written"]
     except enforce_write.EnforceRefused as exc:

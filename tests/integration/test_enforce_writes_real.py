@@ -11,7 +11,8 @@ Mutations run by hand (each made its test fail, then was restored):
   lands in the user's drop-in);
 - enforce_write.check_exec_lines returning at once: test_root_service_exec_of_a_users_program fails;
 - files.read_regular without O_NONBLOCK: test_a_fifo_in_place_of_the_path_file hangs until its timeout;
-- enforce_write.dropin_mode ignoring the unit file's mode: test_root_only_unit_text_stays_root_only_* fails.
+- enforce_write.dropin_mode ignoring the unit file's mode, or the module comparing content only (not the
+  mode): test_root_only_unit_text_stays_root_only_* fails.
 """
 import os
 import shutil
@@ -195,7 +196,10 @@ def test_root_only_unit_text_stays_root_only_in_a_system_dropin(tree):
     with open(dropin) as handle:
         assert TOKEN in handle.read()
     assert os.stat(dropin).st_mode & 0o777 == 0o600
-    os.unlink(dropin)
     os.chmod(unit, 0o644)
     out = run(system_args(tree))
     assert out["changed"] and os.stat(dropin).st_mode & 0o777 == 0o644
+    os.chmod(unit, 0o600)             # the same text, the unit closed again: the drop-in's mode follows
+    out = run(system_args(tree))
+    assert out["changed"] and os.stat(dropin).st_mode & 0o777 == 0o600
+    assert not run(system_args(tree))["changed"]

@@ -69,15 +69,18 @@ def _error(exc: OSError, path: str) -> Dict[str, Any]:
 
 def job(arg: Mapping[str, Any]) -> Dict[str, Any]:
     """What the writer does, in this process or a child forked as the user: {"before": {path: text or None},
-    "readable": {path: None or why not}, "written": {path: replace_keeping_backup's answer}, "refused": one
-    refusal's details or None}. ``arg``: {"read": [paths], "readable": [paths], "write": [[path, text, mode]]}."""
-    out: Dict[str, Any] = {"before": {}, "readable": {}, "written": {}, "refused": None}
+    "modes": {path: its mode or None}, "readable": {path: None or why not}, "written": {path:
+    replace_keeping_backup's answer}, "refused": one refusal's details or None}. ``arg``: {"read": [paths],
+    "readable": [paths], "write": [[path, text, mode]]}."""
+    out: Dict[str, Any] = {"before": {}, "modes": {}, "readable": {}, "written": {}, "refused": None}
     for path in arg.get("readable") or []:
         out["readable"][path] = _readable(path)
     current = ""
     try:
         for current in arg.get("read") or []:
-            out["before"][current] = files.current(current)
+            found = files.read_regular(current)
+            out["before"][current] = found[0] if found is not None else None
+            out["modes"][current] = stat.S_IMODE(found[1].st_mode) if found is not None else None
         for current, text, mode in arg.get("write") or []:
             out["written"][current] = files.replace_keeping_backup(current, text, mode)
     except files.PathRefused as exc:
