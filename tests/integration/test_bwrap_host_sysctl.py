@@ -5,7 +5,8 @@ each step), where the kernel keeps a separate, writable user.max_user_namespaces
 /proc/sys file, the kernel's own view. The first run writes the drop-in (into a temp folder) and applies it; the
 kernel's value is then set back, which is what a run killed after the file task left (the file written, its apply
 lost). The rerun - the file unchanged - compares the kernel's live value with the wanted one, applies the drop-in
-and says what it healed; the run after it changes nothing. No backup is left next to the drop-in."""
+and says what it healed; the run after it changes nothing. No backup is left next to the drop-in (one that
+backup: true left is removed; an admin's other file is kept)."""
 import os
 import re
 import subprocess
@@ -60,6 +61,10 @@ def run(holder, tmp_path):
     play.write_text(PLAY)
     drop_in = tmp_path / "sysctl.d" / "99-zz-metnos-bwrap.conf"
     drop_in.parent.mkdir()
+    backup = drop_in.parent / (drop_in.name + ".4242.2026-12-01@10:00:00~")     # what backup: true used to leave
+    backup.write_text("user.max_user_namespaces = 1\n")
+    admins = drop_in.parent / (drop_in.name + ".orig~")                       # not the role's: kept
+    admins.write_text("")
     playbook = [ansible_tool("ansible-playbook"), str(play), "-e", "bwrap_host_sysctl_remediation=true",
                 "-e", "bwrap_host_sysctl_file=%s" % drop_in, "-e", "bwrap_host_max_user_namespaces=%d" % wanted]
     first = inside(holder, *playbook)
@@ -74,4 +79,4 @@ def run(holder, tmp_path):
     assert "healed: the kernel held user.max_user_namespaces=%d (wanted %d)" % (before, wanted) in second.stdout
     third = inside(holder, *playbook)
     assert third.returncode == 0 and changed(third.stdout) == 0, third.stdout[-3000:]
-    assert os.listdir(str(drop_in.parent)) == [drop_in.name]            # no backup piled up
+    assert sorted(os.listdir(str(drop_in.parent))) == [drop_in.name, admins.name]   # no backup piled up or left
