@@ -212,8 +212,9 @@ class ActionModule(ActionBase):
         # The host's own deadline (timeout(1) kills the payload's process group) ends the command first; this
         # alarm, GRACE seconds later, is for what it cannot end (a connection that hangs, a host without timeout,
         # the question after an answer without a result).
+        outer = signal.getitimer(signal.ITIMER_REAL)[0]      # the task's own timeout keyword's alarm, if any
         before = signal.signal(signal.SIGALRM, _alarm)
-        signal.setitimer(signal.ITIMER_REAL, deadline + GRACE)
+        signal.setitimer(signal.ITIMER_REAL, min(deadline + GRACE, outer) if outer else deadline + GRACE)
         try:
             return self._audit(result, host, args, task_vars, shape, deadline)
         except HostTimeout:
@@ -221,6 +222,8 @@ class ActionModule(ActionBase):
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, before)
+            if outer:      # given back, less the time spent here (at once when it has passed)
+                signal.setitimer(signal.ITIMER_REAL, max(0.001, outer - (time.monotonic() - start)))
 
     def _audit(self, result, host, args, task_vars, shape, deadline):
         """Ship the payload, keep and return its answer (HostTimeout from the alarm, whenever it rings)."""

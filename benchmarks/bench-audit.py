@@ -247,7 +247,8 @@ def run_ours(inv, forks, dest, tmp, manifests, prefix=()):
         argv += ["-e", '{"metnos_audit_manifests": []}']
     shutil.rmtree(dest, ignore_errors=True)
     m, proc = run_playbook(argv, ansible_env(forks, tmp), tmp, prefix)
-    reports = dict((ext, p) for ext, p in ((p.split(".", 1)[1], p) for p in glob.glob(os.path.join(dest, "*"))))
+    # the set's own files: not the latest link, its fixed links nor runs/ (issue 52: one pointer)
+    reports = dict((p.split(".", 1)[1], p) for p in glob.glob(os.path.join(dest, "metnos-audit-*")))
     m["summary"] = _summary(proc.stdout)
     m["reports"] = dict((ext, os.path.getsize(p)) for ext, p in reports.items())
     m["report_paths"] = reports

@@ -62,3 +62,36 @@ def test_a_hung_host_is_host_timeout_and_the_others_are_reported(tmp_path):
         assert "host_timeout" in open(str(dest / ("latest." + ext))).read(), ext
     assert "host_timeout" in proc.stdout                                 # and in the fleet summary
     assert len(glob.glob(str(dest / "metnos-audit-*"))) == 4
+
+
+TASK_TIMEOUT = """- hosts: all
+  gather_facts: false
+  tasks:
+    - metnos.sandbox.metnos_audit:
+        deadline: 120
+        probe: false
+        unit: ""
+      timeout: 3
+"""
+
+
+def test_the_task_keyword_timeout_still_bounds_the_audit(tmp_path):
+    """The action's own alarm never hides Ansible's (the task keyword ``timeout``, a SIGALRM in the same worker):
+    the shorter one ends the hung host's task."""
+    pids = tmp_path / "pids"
+    hang = tmp_path / "hang-python"
+    hang.write_text(HANG % {"pids": pids, "python": sys.executable})
+    hang.chmod(0o755)
+    inv = tmp_path / "hosts.yml"
+    inv.write_text("all:\n  hosts:\n    hung: {ansible_connection: local, ansible_python_interpreter: %s}\n" % hang)
+    play = tmp_path / "play.yml"
+    play.write_text(TASK_TIMEOUT)
+    start = time.monotonic()
+    proc = subprocess.run([ansible_tool("ansible-playbook"), str(play), "-i", str(inv)], capture_output=True,
+                          text=True, cwd=ROOT, env=ansible_env(), timeout=300)
+    took = time.monotonic() - start
+    assert proc.returncode != 0 and took < 60, (took, proc.stdout[-3000:])
+    assert "Timed out after 3 second" in proc.stdout or "host_timeout" in proc.stdout, proc.stdout[-3000:]
+    for pid in [int(line) for line in pids.read_text().split()]:       # the hung command is not left behind
+        if alive(pid):
+            os.kill(pid, 9)

@@ -161,3 +161,19 @@ def test_a_full_reports_folder_fails_the_gate_after_the_summary(tmp_path, small_
     assert run.returncode == 0, out[-3000:] + err[-2000:]
     assert "removed what earlier runs left in %s: .%s.lock %s.md" % (small_tmpfs, dead, dead) in out, out[-3000:]
     assert len(glob.glob(str(small_tmpfs / "metnos-audit-*"))) == 4
+
+
+def test_a_destination_that_is_a_file_is_named_not_a_folder(tmp_path):
+    """Item 6: a reports destination that is a regular file (or a link to one) is refused as "not a folder",
+    naming it, never "File exists"; nothing is written beside it."""
+    dest = tmp_path / "reports"
+    dest.write_text("an admin's file")
+    with pytest.raises(NotADirectoryError) as caught:
+        report.write_all(report_text.build({"a": {}}), str(dest), latest=True)
+    assert "is not a folder (it is a file)" in str(caught.value) and str(dest) in str(caught.value)
+    link = tmp_path / "link"
+    link.symlink_to(dest)
+    with pytest.raises(NotADirectoryError) as caught:
+        report.write_all(report_text.build({"a": {}}), str(link))
+    assert "is not a folder (it is a link)" in str(caught.value)
+    assert sorted(os.listdir(str(tmp_path))) == ["link", "reports"] and dest.read_text() == "an admin's file"
