@@ -30,7 +30,7 @@ from typing import (
 
 from ..base import diagnostics, envflags, paths
 from ..base.records import Record
-from . import channels, granters, host_context, host_layout, invariants, model, mountmodel, result, undo
+from . import channels, granters, host_context, host_layout, invariants, loopback, model, mountmodel, result, undo
 from . import descriptors as profile_descriptors
 from . import manifest as profile_manifest
 from .model import Kind, Manifest, ManifestError
@@ -75,6 +75,10 @@ def _render(manifest: Manifest, host: host_context.HostContext, invocation: Opti
         return result.refused(name, diags)
 
     flags, network = _namespaces(manifest, host)
+    for cap in manifest.capabilities:
+        if cap.kind == Kind.SYSTEM and cap.target == model.NETWORK_INTERFACES:
+            diags.extend(loopback.findings("capability:" + cap.text))     # the host network: what it exposes
+            break
     ordered = r.mounts.ordered()
     descriptors = _stabilise(r, ordered)
     if any(d["severity"] == diagnostics.ERROR for d in diags):
