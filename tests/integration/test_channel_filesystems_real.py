@@ -108,7 +108,7 @@ def test_a_message_queue_mount_below_a_read_grant_is_a_channel_and_its_job_would
         assert "'%s' is a POSIX message-queue" % point in diag["message"]
         assert "umount '%s'" % point in diag["remediation"]
 
-        monkeypatch.setattr(channels, "odd_filesystems", lambda types, folder: [])      # the mutation
+        monkeypatch.setattr(channels, "odd_filesystems", lambda types, folder, odd=None: [])     # the mutation
         weak = render(caps)
         assert weak["decision"] == "wrapped", weak["diagnostics"]
         for user in (None, "nobody"):

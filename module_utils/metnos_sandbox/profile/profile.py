@@ -77,7 +77,7 @@ def _render(manifest: Manifest, host: host_context.HostContext, invocation: Opti
     flags, network = _namespaces(manifest, host)
     for cap in manifest.capabilities:
         if cap.kind == Kind.SYSTEM and cap.target == model.NETWORK_INTERFACES:
-            diags.extend(loopback.findings("capability:" + cap.text))     # the host network: what it exposes
+            diags.extend(loopback.findings("capability:" + cap.text, host.loopback_listeners()))   # host network
             break
     ordered = r.mounts.ordered()
     descriptors = _stabilise(r, ordered)
@@ -196,7 +196,6 @@ def _search_channels(r: granters.Render) -> None:
     device node below it is refused (its channel's code) unless the admin allows that exact path; a folder
     that cannot be searched is refused (channel_walk_bound)."""
     searched: List[str] = []
-    types = r.host.mount_table().types
     for dest in sorted(r.mounts.entries):
         entry = r.mounts.entries[dest]
         src = entry["src"]
@@ -209,7 +208,7 @@ def _search_channels(r: granters.Render) -> None:
             continue
         searched.append(src)
         what = entry["provenance"][0]["source"]
-        odd = channels.odd_filesystems(types, src)
+        odd = r.host.odd_filesystems(src)
         for point, fstype in odd:
             if not r.allowed(point, fstype or "unknown", what):
                 r.diags.append(channels.filesystem_refusal(point, fstype, what, src))
