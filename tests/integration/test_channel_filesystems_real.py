@@ -108,7 +108,7 @@ def test_a_message_queue_mount_below_a_read_grant_is_a_channel_and_its_job_would
         assert "'%s' is a POSIX message-queue" % point in diag["message"]
         assert "umount '%s'" % point in diag["remediation"]
 
-        monkeypatch.setattr(channels, "odd_filesystems", lambda types, folder: [])      # the mutation
+        monkeypatch.setattr(channels, "odd_filesystems", lambda types, folder, odd=None: [])     # the mutation
         weak = render(caps)
         assert weak["decision"] == "wrapped", weak["diagnostics"]
         for user in (None, "nobody"):
@@ -165,3 +165,79 @@ def test_a_daemon_socket_in_a_python_package_root_is_refused_and_would_be_reache
         assert inside == {sock: "sent"} and listener.reached(token), inside
     finally:
         listener.close()
+
+
+LOOPBACK_PAYLOAD = r'''
+import json, socket, sys
+spec = json.loads(sys.argv[1])
+out = {}
+try:
+    s = socket.create_connection(("127.0.0.1", spec["port"]), timeout=5)
+    s.sendall(spec["token"].encode())
+    s.close()
+    out["tcp"] = "sent"
+except OSError as exc:
+    out["tcp"] = str(exc)
+try:
+    u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    u.connect("\0" + spec["abstract"])
+    u.sendall(spec["token"].encode())
+    u.close()
+    out["unix"] = "sent"
+except OSError as exc:
+    out["unix"] = str(exc)
+sys.stdout.write(json.dumps(out))
+'''
+
+
+def _accept_one(server, got):
+    try:
+        conn, _addr = server.accept()
+        with conn:
+            got.append(conn.recv(256).decode())
+    except OSError:
+        pass
+
+
+def test_network_interfaces_says_host_network_and_lists_the_loopback_listeners_it_exposes():
+    """Planted: a real TCP listener on 127.0.0.1 (an admin API nothing outside the host reaches), a real UDP
+    socket on ::1 and a real listening abstract Unix socket. system:read:network_interfaces is wrapped with
+    network_host_namespace and one network_loopback_listener naming each. Canary and proof: from inside the real
+    sandbox (as nobody) the token reaches the TCP listener and the abstract socket, seen by them outside.
+    Mutations run: the findings not added to the render; IPv4 addresses never judged loopback - each fails the test."""
+    import socket
+    import threading
+    tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    tcp.bind(("127.0.0.1", 0))
+    tcp.listen(1)
+    tcp.settimeout(20)
+    udp = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    udp.bind(("::1", 0))
+    abstract = "metnos-admin-%s" % uuid.uuid4().hex[:10]
+    unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    unix.bind("\0" + abstract)
+    unix.listen(1)
+    unix.settimeout(20)
+    port, udp_port = tcp.getsockname()[1], udp.getsockname()[1]
+    try:
+        prof = render(["system:read:network_interfaces"])
+        assert prof["decision"] == "wrapped", prof["diagnostics"]
+        codes = [d["code"] for d in prof["diagnostics"]]
+        assert "network_host_namespace" in codes
+        listed = " ".join(d["message"] for d in prof["diagnostics"] if d["code"] == "network_loopback_listener")
+        for address in ("127.0.0.1:%d" % port, "[::1]:%d" % udp_port, "@" + abstract):
+            assert address in listed, (address, listed)
+        got = []
+        threads = [threading.Thread(target=_accept_one, args=(server, got)) for server in (tcp, unix)]
+        for thread in threads:
+            thread.start()
+        token = uuid.uuid4().hex
+        inside = trees.run_inside(prof["argv"], LOOPBACK_PAYLOAD, {"token": token, "port": port,
+                                                                  "abstract": abstract}, "nobody",
+                                  descriptors=prof["descriptors"])
+        for thread in threads:
+            thread.join(25)
+        assert inside == {"tcp": "sent", "unix": "sent"} and got == [token, token], (inside, got)
+    finally:
+        for sock in (tcp, udp, unix):
+            sock.close()

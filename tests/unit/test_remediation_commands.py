@@ -32,10 +32,10 @@ HINTED = ("unit_not_found", "running_in_container", "bwrap_package_drift", "host
 # need not have every distribution's package manager).
 COMMANDS = {"ansible", "ansible-config", "ansible-playbook", "ansible-doc", "ansible-inventory", "apt-get",
             "apparmor_parser", "ausearch", "bwrap", "cat", "chmod", "chown", "command", "dnf", "dpkg",
-            "dpkg-statoverride", "echo", "find", "findmnt", "getcap", "getent", "grep", "iconv", "install",
-            "journalctl", "ls", "make", "mkdir", "mv", "pacman", "printf", "ps", "python3", "readlink", "realpath",
-            "rm", "setpriv", "sysctl", "systemctl", "systemd-analyze", "systemd-detect-virt", "umount", "uname", "useradd",
-            "${EDITOR:-vi}"}
+            "dpkg-statoverride", "echo", "find", "findmnt", "getcap", "getent", "gpasswd", "grep", "iconv",
+            "install", "journalctl", "ls", "make", "mkdir", "mv", "pacman", "printf", "ps", "python3", "readlink",
+            "realpath", "rm", "setpriv", "ss", "sysctl", "systemctl", "systemd-analyze", "systemd-detect-virt",
+            "umount", "uname", "useradd", "${EDITOR:-vi}"}
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")        # filled by the toolkit (diagnostics.make)
 EXPLICIT = re.compile(r"<([A-Za-z_][A-Za-z0-9_-]*)>")             # filled by the reader: <unit>, <path>
 

@@ -1,6 +1,7 @@
 """What a service hands every executor beyond paths (issue 40): root's capabilities (a root service is no
 boundary) and its environment (credentials, key agents, code loaders) - planted in real unit files, real
 folders and real running processes; values never reach an output."""
+import grp
 import json
 import os
 import pwd
@@ -252,3 +253,62 @@ def test_enforce_writes_the_user_drop_in_only_when_asked(tree):
         assert handle.read().endswith("[Service]\nUser=nobody\n")
     assert out["changed"] and out["user"]["name"] == "nobody", out
     assert "service_runs_as_root" not in [d["code"] for d in out["diagnostics"]]
+
+
+@pytest.fixture
+def grouped_user():
+    """A real user (useradd) in a real group by the group database, a second real group for
+    SupplementaryGroups=, and a real file in /etc (a base bind of every sandbox) readable by the first group
+    only (0640 root:<group>)."""
+    tag = os.urandom(3).hex()
+    user, member, extra = "mtu%s" % tag, "mtg%s" % tag, "mtx%s" % tag
+    secret = "/etc/metnos-test-%s.key" % tag
+    for group in (member, extra):
+        subprocess.run(["groupadd", group], check=True)
+    subprocess.run(["useradd", "-M", "-N", "-g", "nogroup", "-G", member, "-s", "/usr/sbin/nologin", user], check=True)
+    with open(secret, "w") as handle:
+        handle.write(SECRET)
+    os.chown(secret, 0, grp.getgrnam(member).gr_gid)
+    os.chmod(secret, 0o640)
+    yield user, member, extra, secret
+    os.unlink(secret)
+    subprocess.run(["userdel", user], check=False)
+    for group in (member, extra):
+        subprocess.run(["groupdel", group], check=False)
+
+
+def test_supplementary_groups_are_listed_and_the_files_they_open_are_findings(tree, grouped_user):
+    """Planted: a real user in a real group (group database), SupplementaryGroups= naming a second one in a
+    real unit, a real process running as that user with both groups (the live process's Groups:), and a real
+    /etc file readable by the first group only. Canary: in a real bwrap sandbox started as that user with its
+    groups, the file reads. Each group is service_supplementary_group with its sources; the file is
+    service_group_file (error, readable, the group named); the file's content appears nowhere. Mutation run:
+    group_files judging nothing (found list left empty) - the test fails."""
+    user, member, extra, secret = grouped_user
+    inside = subprocess.run(["setpriv", "--reuid=%s" % user, "--regid=nogroup", "--init-groups", "bwrap",
+                             "--unshare-user", "--unshare-net", "--ro-bind", "/", "/", "cat", secret],
+                            capture_output=True, text=True)
+    assert inside.stdout == SECRET, inside.stderr                         # the canary: the group opens it
+    params = _unit(tree, "[Service]\nUser=%s\nSupplementaryGroups=%s\nExecStart=/usr/bin/true\n" % (user, extra))
+    gathered = service_env.gather(params, service_env.bwrap.default_runner)
+    ids = [grp.getgrnam(member).gr_gid, grp.getgrnam(extra).gr_gid]
+    entry = pwd.getpwnam(user)
+    proc = subprocess.Popen(["/bin/sleep", "30"], env={"PATH": "/usr/bin:/bin"}, cwd="/",
+                            preexec_fn=lambda: (os.setgroups(ids), os.setgid(entry.pw_gid), os.setuid(entry.pw_uid)))
+    try:
+        live = service_env.read_live_environ(proc.pid)
+        res = service_env.evaluate(service_env.Evaluation("metnos.service", gathered._replace(live=live), None, None))
+    finally:
+        proc.kill()
+        proc.wait()
+    groups = dict((d["details"]["group"], d) for d in _codes(res, "service_supplementary_group"))
+    assert sorted(groups) == sorted([member, extra]), res["diagnostics"]
+    assert "group database" in groups[member]["message"] and "live process, PID %d" % proc.pid in \
+        groups[member]["message"]
+    assert "SupplementaryGroups=" in groups[extra]["message"]
+    assert "gpasswd -d %s %s" % (user, member) in groups[member]["remediation"]
+    files = [d for d in _codes(res, "service_group_file") if d["details"]["path"] == "'%s'" % secret]
+    assert len(files) == 1 and files[0]["severity"] == "error" and member in files[0]["message"], json.dumps(\
+        _codes(res, "service_group_file"))[:3000]
+    assert "readable" in files[0]["message"]
+    assert SECRET not in json.dumps(res)

@@ -29,7 +29,7 @@ from ..host import trust_store as host_trust_store
 from ..probe import probe as probe_probe
 from ..profile import host_context, host_layout, profile, python_roots, store
 from ..service import service_env
-from . import containment, monitor_state, profile_states
+from . import containment, cross_executor, monitor_state, profile_states
 
 SCHEMA = monitor_state.AUDIT_SCHEMA     # one spelling: monitor_state checks collected results against it
 
@@ -54,8 +54,10 @@ class HostResult(Shape, total=False):
 
 
 def profile_drift(manifests: Optional[Iterable[Any]], host_over: Optional[Dict[str, Any]], profile_dir: str,
-                  status: envflags.Status, runner: bwrap.Runner = bwrap.default_runner) -> List[Dict[str, Any]]:
-    """Render each manifest now (as sandbox_profile does) and compare with <profile_dir>/<executor>.args."""
+                  status: envflags.Status, runner: bwrap.Runner = bwrap.default_runner,
+                  rendered: Optional[List[Tuple[str, List[Any]]]] = None) -> List[Dict[str, Any]]:
+    """Render each manifest now (as sandbox_profile does) and compare with <profile_dir>/<executor>.args;
+    ``rendered``, when given, gets (executor, mounts) of each wrapped profile (cross_executor.findings)."""
     out: List[Dict[str, Any]] = []
     if not manifests:
         return out
@@ -74,6 +76,8 @@ def profile_drift(manifests: Optional[Iterable[Any]], host_over: Optional[Dict[s
             entry.update(state="refused", refusal=prof["refusal"], message=profile_states.refusal_reason(prof))
             out.append(entry)
             continue
+        if rendered is not None:
+            rendered.append((cast(str, name), list(prof.get("mounts") or [])))
         path = store.paths(profile_dir, name)[0]
         on_disk = store.read_args(profile_dir, cast(str, name))     # the one reader of the profile format
         if on_disk is None:
@@ -130,9 +134,11 @@ def audit_host(params: Mapping[str, Any], runner: bwrap.Runner = bwrap.default_r
     result["service"], inspection = _service(unit, params, runner, diags, ledger)
     status = result["service"]["status"] if result["service"] is not None else facts["status"]
 
-    drift = profile_drift(params["manifests"], params["host"], params["profile_dir"], status, runner)
+    rendered: List[Tuple[str, List[Any]]] = []
+    drift = profile_drift(params["manifests"], params["host"], params["profile_dir"], status, runner, rendered)
     result["profiles"] = drift
     diags.extend(drift_diagnostics(drift))
+    diags.extend(cross_executor.findings(rendered))     # a folder one executor writes and another reaches
 
     probe_diags: List[base_diagnostics.Diagnostic] = []
     result["probe"] = _probe(unit if result["service"] is not None else None, params, runner,

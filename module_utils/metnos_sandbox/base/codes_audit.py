@@ -43,6 +43,20 @@ CODES.extend([
                        "{changes}."},
          hint=("Render the profiles again (make run in the checkout), or find why the manifest, the "
                "host's paths or the toolkit changed.")),
+    Code("cross_executor_channel", WARNING, "R-SCOPE-3", PROFILES,
+         "A folder one executor writes and another reads or writes",
+         "One executor's read-write grant is at, below or above a folder another executor is granted: the first "
+         "can leave files for the second, or listen on a socket there that the second connects to (made after "
+         "rendering, so no render-time channel search saw it) - a channel between two sandboxes.",
+         "Every manifest rendered on the host; each pair of wrapped profiles whose granted binds meet (the "
+         "writer's read-write source against the other's source, written paths resolved as bound).",
+         ["ls -ld {folder} {reach}"],
+         messages={"write": "{writer} writes {folder} and {other} writes {reach}: the two folders meet, a "
+                            "channel between the two executors",
+                   "read": "{writer} writes {folder} and {other} reads {reach}: the two folders meet, a channel "
+                           "from {writer} to {other}"},
+         hint="Give each executor its own folder (a subfolder each), or make the hand-over explicit and one-way "
+              "(one writes, the runtime moves the files); {writer} and {other} should not share {folder}."),
     Code("profile_missing", WARNING, "R-SCOPE-3", PROFILES,
          "No rendered profile for a manifest",
          "The manifest renders, but no profile was rendered for it on this host: the runtime has nothing to run "

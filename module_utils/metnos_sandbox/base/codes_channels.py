@@ -12,7 +12,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 from typing import List
 
-from .registry import ERROR, INFO, SANDBOX_ACTIVE, Code
+from .registry import ERROR, INFO, SANDBOX_ACTIVE, WARNING, Code
 
 CODES: List[Code] = []
 # ---- command channels: the sockets, FIFOs and device nodes a grant would expose, named or below a granted
@@ -101,6 +101,29 @@ CODES.extend([
                        "exact path (host.allow_channels)"},
          hint=("Unmount {path} if it is not needed there, or grant a folder that does not hold it (findmnt shows "
                "what it is). " + _ALLOW_HINT)),
+    Code("network_host_namespace", WARNING, "R-NET-1", SANDBOX_ACTIVE,
+         "system:read:network_interfaces is the host's network",
+         "The grant keeps the host's network namespace (no --unshare-net): the sandbox sees every interface and "
+         "reaches every service that listens on loopback or on all addresses (an admin API on 127.0.0.1, a "
+         "database on ::1), and every abstract Unix socket of the host (a D-Bus or X11 address needs no bind).",
+         "The capability; the listeners are read from /proc/net/tcp, tcp6, udp, udp6 and unix of the renderer.",
+         ["ss -lntupx"],
+         messages={"": "{what}: the executor runs in the host's network namespace: it reaches the {count} "
+                       "loopback, wildcard or abstract listener(s) listed with it"},
+         hint="Grant it only to an executor that must see the host's interfaces; each listener listed with it "
+              "answers that executor."),
+    Code("network_loopback_listener", WARNING, "R-NET-1", SANDBOX_ACTIVE,
+         "A host listener that a host-network grant exposes",
+         "A service of the host listens on a loopback or wildcard address (or on an abstract Unix socket): an "
+         "executor in the host's network namespace reaches it, though nothing outside the host can.",
+         "/proc/net/tcp, tcp6 (LISTEN), udp, udp6 (unconnected) on 127.0.0.0/8, ::1, ::ffff:127.x, 0.0.0.0 or "
+         "::; /proc/net/unix listening sockets whose name starts with @.",
+         ["ss -lntupx"],
+         messages={"tcp": "{what}: the host's TCP listener {address} answers the executor",
+                   "udp": "{what}: the host's UDP socket {address} answers the executor",
+                   "unix": "{what}: the host's abstract Unix socket {address} answers the executor"},
+         hint="Bind the service to a Unix socket in a folder no executor is granted, or firewall it by uid (nft "
+              "meta skuid), or do not grant system:read:network_interfaces."),
     Code("channel_walk_bound", ERROR, "R-CAP-SYS", SANDBOX_ACTIVE,
          "A granted folder could not be searched for command channels",
          "Every granted folder is searched for sockets, FIFOs and device nodes before it is bound; the search is "

@@ -156,6 +156,43 @@ CODES.extend([
          hint=("Remove {name} from the service (UnsetEnvironment={name} in a drop-in, or from the unit's "
                "Environment=/EnvironmentFile=, which systemctl cat shows); the runtime should start executors "
                "from a cleared environment.")),
+    Code("service_supplementary_group", WARNING, "R-SEC-1", SERVICE_ENVIRONMENT,
+         "The service's process holds a supplementary group every executor keeps",
+         "bwrap keeps its caller's supplementary groups: every executor holds each group the service's process "
+         "holds (SupplementaryGroups=, the user's memberships in the group database, or what the running process "
+         "holds), and reads or writes whatever that group may (shadow: /etc/shadow; ssl-cert: private keys).",
+         "SupplementaryGroups= of the unit, initgroups() of its User= in the group database, and the live "
+         "process's Groups: line in /proc/<MainPID>/status.",
+         ["getent group {group}"],
+         variants={"unit": ("systemctl cat {unit}", "mkdir -p /etc/systemd/system/{unit}.d",
+                            "printf '[Service]\\nSupplementaryGroups=\\n' > "
+                            "/etc/systemd/system/{unit}.d/20-metnos-groups.conf",
+                            "systemctl daemon-reload", "systemctl restart {unit}"),
+                   "database": ("gpasswd -d {user} {group}", "systemctl restart {unit}"),
+                   "live": ("systemctl restart {unit}",)},
+         messages={"unit": "{unit}: the service holds group {group} ({sources}): every executor keeps it",
+                   "database": "{unit}: the service's user {user} holds group {group} ({sources}): every executor "
+                               "keeps it",
+                   "live": "{unit}: the running process holds group {group} ({sources}) that its configuration "
+                           "does not give: every executor keeps it until the service restarts"},
+         hint="Remove the group from the service (the commands), or move what the service needs from it into a "
+              "credential (LoadCredential=)."),
+    Code("service_group_file", ERROR, "R-SEC-1", SERVICE_ENVIRONMENT,
+         "A group the service holds opens a file in every sandbox's base binds",
+         "A file or folder in the system paths every sandbox binds (/etc, /usr, ...) is owned by a group the "
+         "service's process holds, with the group's read or write bit and not the others': every executor "
+         "reads (or writes) it through the inherited group.",
+         "A bounded walk of the base binds (links not followed, lstat of each entry) against the service's "
+         "supplementary groups.",
+         ["ls -l {path}", "getent group {group}"],
+         messages={"readable": "{unit}: {path} is readable by group {group}, which the service holds: every "
+                               "executor reads it",
+                   "writable": "{unit}: {path} is writable by group {group}, which the service holds: every "
+                               "executor writes it",
+                   "bound": "{unit}: the search for files the groups {group} open stopped after {limit} entries "
+                            "at {path}: the rest of the base binds is not judged"},
+         hint="Remove the group from the service (service_supplementary_group's commands); the file stays as its "
+              "owner needs it."),
     Code("service_env_loader", WARNING, "R-SEC-1", SERVICE_ENVIRONMENT,
          "The service's environment makes executors load code",
          "A variable that makes the dynamic loader, an interpreter or a shell load code (LD_PRELOAD, "

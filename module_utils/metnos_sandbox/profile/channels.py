@@ -126,20 +126,27 @@ def walk(root: str, budget: List[int], skip: FrozenSet[str] = frozenset()) -> Wa
     return Walk(found)
 
 
-def odd_filesystems(types: Mapping[str, str], folder: str) -> List[Tuple[str, str]]:
+def unplain(types: Mapping[str, str]) -> List[Tuple[str, str]]:
+    """(mount point, type) of every mount of ``types`` (the mount table's: mount point -> type) that is not a plain
+    tree (PLAIN_FSTYPES) nor searched as one (SEARCHED_PSEUDO); once per render, odd_filesystems' ``odd``."""
+    return [(point, fstype) for point, fstype in types.items()
+            if fstype not in PLAIN_FSTYPES and fstype not in SEARCHED_PSEUDO]
+
+
+def odd_filesystems(types: Mapping[str, str], folder: str,
+                    odd: Optional[List[Tuple[str, str]]] = None) -> List[Tuple[str, str]]:
     """(mount point, type) of every filesystem bound with ``folder`` (a resolved folder: bwrap binds it with the
-    mounts below it) that is not a plain tree (PLAIN_FSTYPES) nor searched as one (SEARCHED_PSEUDO): the one
-    holding ``folder`` and each mounted below it, from the mount table's ``types`` (mount point: type). An
-    empty table (no /proc: a preview) knows no mount and finds none."""
-    holder = ""
-    found: List[Tuple[str, str]] = []
-    for point, fstype in types.items():
-        if paths.under(folder, point) and len(point) > len(holder):
-            holder = point
-        elif paths.under(point, folder) and fstype not in PLAIN_FSTYPES and fstype not in SEARCHED_PSEUDO:
-            found.append((point, fstype))
-    if holder and types[holder] not in PLAIN_FSTYPES and types[holder] not in SEARCHED_PSEUDO:
-        found.append((holder, types[holder]))
+    mounts below it) that is not a plain tree: the one holding ``folder`` (its nearest mount point at or above
+    it) and each mounted below it. ``odd``: unplain(types), when the caller has it. An empty table (no /proc: a
+    preview) knows no mount and finds none."""
+    odd = unplain(types) if odd is None else odd
+    found = [(point, fstype) for point, fstype in odd if point != folder and paths.under(point, folder)]
+    for holder in (folder,) + paths.ancestors(folder):
+        if holder in types:
+            fstype = types[holder]
+            if fstype not in PLAIN_FSTYPES and fstype not in SEARCHED_PSEUDO:
+                found.append((holder, fstype))
+            break
     return sorted(found)
 
 

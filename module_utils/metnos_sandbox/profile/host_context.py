@@ -25,7 +25,7 @@ from typing import (
 from ..base import diagnostics, paths
 from ..base.records import Record
 from ..host import bwrap
-from . import host_layout, model, mountmodel
+from . import channels, host_layout, loopback, model, mountmodel
 from . import mounts as profile_mounts
 
 Invocation = Dict[str, Any]
@@ -208,6 +208,8 @@ class HostContext(object):
         self._base: Optional[_BaseState] = None
         self._trees: Optional[Trees] = None
         self._mounts: Optional[profile_mounts.MountTable] = None
+        self._listeners: Optional[List[str]] = None
+        self._odd: Dict[str, List[Tuple[str, str]]] = {}
         self._index: Optional[BaseIndex] = None
         self._real: Dict[str, str] = {}
         self._resolver = paths.Resolver()
@@ -372,6 +374,23 @@ class HostContext(object):
         if path not in self._stable:
             self._stable[path] = mountmodel.unstable_folder(path, state.stats)
         return self._stable[path]
+
+    def odd_filesystems(self, folder: str) -> List[Tuple[str, str]]:
+        """channels.odd_filesystems of ``folder`` against this context's mount table (read once), asked once per
+        folder: the filesystems bound with it that are not plain trees."""
+        found = self._odd.get(folder)
+        if found is None:
+            types = self.mount_table().types
+            if "" not in self._odd:
+                self._odd[""] = channels.unplain(types)      # the table's unplain mounts, kept under ''
+            found = self._odd[folder] = channels.odd_filesystems(types, folder, self._odd[""])
+        return found
+
+    def loopback_listeners(self) -> List[str]:
+        """The host's loopback, wildcard and abstract listeners (loopback.listeners), read once per context."""
+        if self._listeners is None:
+            self._listeners = loopback.listeners()[0]
+        return self._listeners
 
     def mount_table(self) -> profile_mounts.MountTable:
         """The host's mount table (mounts.MountTable), read once per context."""

@@ -30,7 +30,7 @@ from typing import (
 
 from ..base import diagnostics, envflags, paths
 from ..base.records import Record
-from . import channels, granters, host_context, host_layout, invariants, model, mountmodel, result, undo
+from . import channels, granters, host_context, host_layout, invariants, loopback, model, mountmodel, result, undo
 from . import descriptors as profile_descriptors
 from . import manifest as profile_manifest
 from .model import Kind, Manifest, ManifestError
@@ -75,6 +75,10 @@ def _render(manifest: Manifest, host: host_context.HostContext, invocation: Opti
         return result.refused(name, diags)
 
     flags, network = _namespaces(manifest, host)
+    for cap in manifest.capabilities:
+        if cap.kind == Kind.SYSTEM and cap.target == model.NETWORK_INTERFACES:
+            diags.extend(loopback.findings("capability:" + cap.text, host.loopback_listeners()))   # host network
+            break
     ordered = r.mounts.ordered()
     descriptors = _stabilise(r, ordered)
     if any(d["severity"] == diagnostics.ERROR for d in diags):
@@ -192,7 +196,6 @@ def _search_channels(r: granters.Render) -> None:
     device node below it is refused (its channel's code) unless the admin allows that exact path; a folder
     that cannot be searched is refused (channel_walk_bound)."""
     searched: List[str] = []
-    types = r.host.mount_table().types
     for dest in sorted(r.mounts.entries):
         entry = r.mounts.entries[dest]
         src = entry["src"]
@@ -205,7 +208,7 @@ def _search_channels(r: granters.Render) -> None:
             continue
         searched.append(src)
         what = entry["provenance"][0]["source"]
-        odd = channels.odd_filesystems(types, src)
+        odd = r.host.odd_filesystems(src)
         for point, fstype in odd:
             if not r.allowed(point, fstype or "unknown", what):
                 r.diags.append(channels.filesystem_refusal(point, fstype, what, src))

@@ -24,6 +24,7 @@ from . import (
     env_channels,
     exec_env,
     root_service,
+    service_groups,
     service_user,
     systemd_unit,
     unit_context,
@@ -424,11 +425,17 @@ def _channels(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnostic]:
     return env_channels.channel_diagnostics(ev.unit, v.predicted, "configuration", v.cwd)
 
 
+def _groups(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnostic]:
+    """The supplementary groups every executor keeps, and the base-bind files they open (service_groups.py)."""
+    settings = ev.gathered.state["settings"]
+    return service_groups.group_diagnostics(ev.unit, v.user, settings, ev.gathered.live)[1]
+
+
 # The judges of one service, in the order their diagnostics are listed (base_diagnostics.sort keeps it within a
 # severity).
 _JUDGES: Tuple[Callable[[Evaluation, _View], List[base_diagnostics.Diagnostic]], ...] = (
     _root_service, _execstart_diagnostics, _missing_bwrap, _bwrap_not_roots, _rejected_diagnostics, _path_diagnostics,
-    _bwrap_mismatch, _file_diagnostics, _live_diagnostics, _channels)
+    _bwrap_mismatch, _file_diagnostics, _live_diagnostics, _channels, _groups)
 
 
 def evaluate(ev: Evaluation) -> ServiceResult:

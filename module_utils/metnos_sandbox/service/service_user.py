@@ -45,7 +45,7 @@ def resolve_service_user(settings: Mapping[str, Any]) -> User:
     says so); an allocated one owns nothing and is in no group of the host but its own and
     SupplementaryGroups=, judged as DYNAMIC_STAND_IN (its uid is known only once it runs)."""
     name = settings.get("User")
-    extra = _group_ids(settings.get("SupplementaryGroups"))
+    extra = group_ids(settings.get("SupplementaryGroups"))
     if truthy(settings.get("DynamicUser", "no")):
         static = _static_user(name, settings.get("Group"), extra) if name else None
         if static is not None and not DYNAMIC_UIDS[0] <= static["uid"] <= DYNAMIC_UIDS[1]:
@@ -59,7 +59,7 @@ def resolve_service_user(settings: Mapping[str, Any]) -> User:
     return found
 
 
-def _group_ids(value: Any) -> List[int]:
+def group_ids(value: Any) -> List[int]:
     """SupplementaryGroups= (one or more assignments, each a space-separated list of names or numbers) as gids;
     a group that does not exist is left out (systemd then refuses to start the unit)."""
     out: List[int] = []
