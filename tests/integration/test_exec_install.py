@@ -58,7 +58,7 @@ def test_the_role_installs_the_shipped_launcher_and_removes_it(top):
     with open(os.path.join(prefix, "metnos-sandbox-exec")) as handle:
         shebang, rest = handle.read().split("\n", 1)
     with open(shipped_launcher) as handle:
-        assert shebang == "#!/usr/bin/python3 -I" and rest == handle.read().split("\n", 1)[1]
+        assert shebang == "#!/usr/bin/python3 -IS" and rest == handle.read().split("\n", 1)[1]
     with open(os.path.join(prefix, "release.json")) as handle:
         release = json.load(handle)
     assert release["sha256"] == _sha256(shipped_core) and release["version"] in first.stdout
