@@ -385,3 +385,33 @@ def test_a_profile_folder_someone_else_can_change_is_an_error_in_render_and_audi
         entries = _audit_states(stored, stored + "/profiles", ["fs:write:%s/data/w" % stored])
         unsafe = [f for f in profile_states.findings(entries) if f["code"] == "profile_folder_unsafe"]
         assert len(unsafe) == 1 and words in unsafe[0]["message"], entries
+
+
+@pytest.mark.rule("R-SEC-1")
+def test_a_channel_made_in_a_grant_after_rendering_is_refused_at_launch(stored, shipped):
+    """Planted for real after the render: a listening unix socket (a host daemon's), then a FIFO, in the granted
+    folder. The profile recorded no channel there (channels: []); the launcher, as root and as nobody, refuses
+    with launcher_channel_appeared naming it, and nothing runs. Canary: the same profile runs before the plant.
+    Mutation: launch() without recheck_channels runs the executor next to the socket and this test fails."""
+    with open(stored + "/profiles/ex.json") as handle:
+        assert json.load(handle)["channels"] == []
+    proc = _exec(stored, None, launcher=shipped)
+    assert proc.returncode == 0, proc.stderr
+    os.unlink(stored + "/data/w/out")
+    daemon = socket.socket(socket.AF_UNIX)
+    try:
+        daemon.bind(stored + "/data/w/daemon.sock")
+        daemon.listen(1)
+        for plant in ("daemon.sock", "jobs.fifo"):
+            if plant == "jobs.fifo":
+                daemon.close()
+                os.unlink(stored + "/data/w/daemon.sock")
+                os.mkfifo(stored + "/data/w/jobs.fifo")
+            for user in (None, "nobody"):
+                proc = _exec(stored, user, launcher=shipped)
+                assert proc.returncode == 1, (plant, user, proc.stderr)
+                assert proc.stderr.startswith("metnos-sandbox-exec: launcher_channel_appeared: %s/data/w/%s" % (
+                    stored, plant)), proc.stderr
+                assert not os.path.exists(stored + "/data/w/out")
+    finally:
+        daemon.close()

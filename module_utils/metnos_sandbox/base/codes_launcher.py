@@ -72,6 +72,17 @@ CODES.extend([
          ["chown root:root {quoted}", "chmod go-w {quoted}"],
          messages={"launcher": "{problem}"},
          hint="Or install the launcher again with the metnos_sandbox role (metnos_sandbox_exec: true)."),
+    Code("launcher_channel_appeared", ERROR, "R-SEC-1", SANDBOX_ACTIVE,
+         "A channel appeared in a granted folder after rendering",
+         "A socket, FIFO or device node is below a folder the profile grants, and the render did not record it "
+         "there (the stored profile's channels): a host process made it later, and the executor could talk to it "
+         "through the bind. Nothing was run.",
+         "At launch, as the service user: a scandir of the granted folders (links not followed, bounded like the "
+         "render's channel search) compared with the channels the render recorded.",
+         ["ls -l {quoted}"],
+         messages={"launcher": "{problem}"},
+         hint=("Find who made it (the command shows its owner); remove it, or allow it with a reason in "
+               "host.allow_channels and render the profile again.")),
     Code("profile_folder_unsafe", ERROR, "R-SEC-1", PROFILES,
          "A stored profile's folder or file is not root's alone",
          "The profile folder, a folder on its way from /, or the profile file is owned by another user than "

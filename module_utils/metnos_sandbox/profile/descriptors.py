@@ -203,6 +203,7 @@ INVALID = "launcher_profile_invalid"
 UNSAFE = "profile_folder_unsafe"
 HALF = "profile_pair_mismatch"
 ROOT = "launcher_root_refused"
+CHANNEL = "launcher_channel_appeared"
 FIXES = {MISSING: "ls -l {quoted}",
          UNREADABLE: "ls -l {quoted}",
          NOT_JSON: "ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles",
@@ -210,7 +211,9 @@ FIXES = {MISSING: "ls -l {quoted}",
          UNSAFE: "chown root:root {quoted} && chmod go-w {quoted}",
          HALF: "ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles",
          ROOT: "ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles -e metnos_sandbox_run_as=<user>",
+         CHANNEL: "ls -l {quoted}",
          CODE: "ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles"}
+MAX_CHANNEL_WALK = 20000       # entries looked at over every granted folder, as the render's channel search
 # What reaches the sandbox of the caller's environment (nothing else does: bwrap starts with this alone, and a
 # profile that needs more says so with --setenv in its argv). Values longer than MAX_ENV_VALUE are dropped.
 ENV_NAMES = ("PATH", "LANG", "LANGUAGE")
@@ -226,11 +229,13 @@ Runs a stored profile (written by the sandbox_profile module: <executor>.json an
   - started by root, it drops to the service user the profile records (run_as: no supplementary groups, no
     capabilities, verified) before anything else; a profile without one is refused;
   - the sources bound by descriptor are opened race-free and proven to be the objects judged at render time;
+  - the granted folders hold no socket, FIFO or device node the render did not see there (channels);
   - bwrap starts in a session of its own, with every other descriptor closed and a clean environment: only
     PATH, LANG, LANGUAGE, LC_* and METNOS_* of the caller (anything else only by --setenv in the profile).
 Exit status: bwrap's; 1 when the profile is refused (the message starts with its code), 2 for a usage error.
 Codes: launcher_profile_missing, launcher_profile_unreadable, launcher_profile_not_json, launcher_profile_invalid,
-profile_folder_unsafe, profile_pair_mismatch, launcher_root_refused, bind_source_moved (docs/diagnostics.md).
+profile_folder_unsafe, profile_pair_mismatch, launcher_root_refused, launcher_channel_appeared, bind_source_moved
+(docs/diagnostics.md).
 """
 
 
@@ -462,12 +467,67 @@ def close_all_but(keep: Sequence[int]) -> None:
                 pass
 
 
+def granted_folders(mounts: Any) -> List[str]:
+    """The folders a profile's capabilities grant (mounts whose every reason is an R-CAP-* rule), sorted."""
+    out = set()
+    for mount in mounts if isinstance(mounts, list) else []:
+        rules = [p.get("rule") for p in mount.get("provenance") or [] if isinstance(p, dict)] if isinstance(
+            mount, dict) else []
+        source = mount.get("src") if isinstance(mount, dict) else None
+        if rules and all(str(r).startswith("R-CAP-") for r in rules) and mount.get("kind") in ("ro", "rw") \
+                and isinstance(source, str) and source.startswith("/"):
+            out.add(source)
+    return sorted(out)
+
+
+def channels_below(folders: Sequence[str]) -> List[str]:
+    """Every socket, FIFO and device node below ``folders`` (links not followed), sorted; ValueError when more
+    than MAX_CHANNEL_WALK entries would have to be looked at or a folder cannot be read."""
+    found: List[str] = []
+    seen = 0
+    todo = [f for f in folders if os.path.isdir(f) and not os.path.islink(f)]
+    while todo:
+        folder = todo.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError as exc:
+            raise ValueError("%s cannot be listed (%s)" % (folder, exc.strerror)) from None
+        seen += len(entries)
+        if seen > MAX_CHANNEL_WALK:
+            raise ValueError("more than %d entries below %s" % (MAX_CHANNEL_WALK, ", ".join(folders)[:300]))
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                todo.append(entry.path)
+            elif not entry.is_file(follow_symlinks=False) and not entry.is_symlink():
+                mode = entry.stat(follow_symlinks=False).st_mode
+                if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode) and not stat.S_ISLNK(mode):
+                    found.append(entry.path)
+    return sorted(found)
+
+
+def recheck_channels(doc: Dict[str, Any], path: str) -> None:
+    """Refuse (CHANNEL) a profile whose granted folders now hold a channel its render did not record there."""
+    recorded = doc.get("channels")
+    if not isinstance(recorded, list):
+        raise Refused(INVALID, "%s records no channels (render it again)" % path, path)
+    try:
+        now = channels_below(granted_folders(doc.get("mounts")))
+    except ValueError as exc:
+        raise Refused(CHANNEL, "the granted folders cannot be searched for channels: %s" % exc, path) from None
+    new = [c for c in now if c not in recorded]
+    if new:
+        raise Refused(CHANNEL, "%s appeared in a granted folder after %s was rendered (a socket, FIFO or device "
+                      "node is a channel to a host process)%s" % (new[0], path, " and %d more" % (len(new) - 1)
+                                                                  if len(new) > 1 else ""), new[0])
+
+
 def launch(path: str) -> None:
     """``metnos-sandbox-exec --profile PATH``: read, drop, leave the terminal, open the descriptors, close the
     rest, and become bwrap with a clean environment. Returns only by raising."""
     doc = read_stored(path)
     if os.geteuid() == 0 or os.getuid() == 0:
         drop_to(doc.get("run_as"), path)
+    recheck_channels(doc, path)           # as the user the executor runs as: what it could reach
     leave_terminal()
     words = [str(w) for w in doc["argv"]]
     opened = install(words, doc.get("descriptors") or [])

@@ -25,7 +25,7 @@ from . import descriptors
 
 MAX_PROFILE_BYTES = 4 * 1024 * 1024
 DOC_KEYS = ("executor", "decision", "argv", "mounts", "namespaces", "network", "manifest", "exception",
-            "descriptors", "placement", "run_as")
+            "descriptors", "placement", "run_as", "channels")
 _EXECUTOR = re.compile(r"[a-z0-9_][a-z0-9_.-]{0,127}")
 _USER = re.compile(r"[a-z_][a-z0-9_.-]{0,31}")
 
@@ -63,6 +63,11 @@ def documents(result: Dict[str, Any]) -> Documents:
     doc["diagnostics"] = [dict((k, d[k]) for k in ("code", "severity", "rule", "message"))
                           for d in result["diagnostics"]]
     doc["args_sha256"] = descriptors.args_digest(argv)       # the pair's shared digest (pair_problem)
+    if result.get("decision") == "wrapped":    # what the launcher accepts below the grants (recheck_channels)
+        try:
+            doc["channels"] = descriptors.channels_below(descriptors.granted_folders(result.get("mounts")))
+        except ValueError as exc:
+            raise StoreError("the granted folders cannot be searched for channels: %s" % exc) from None
     return Documents("\n".join(argv) + "\n", json.dumps(doc, indent=2, sort_keys=True) + "\n", doc)
 
 
