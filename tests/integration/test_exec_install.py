@@ -103,6 +103,8 @@ def test_the_links_folder_is_made_root_s_or_named(top):
     the folder made. Mutation: without the role's 'make the link's folder' task the first run fails."""
     prefix = os.path.join(top, "lib-linkdir", "metnos-sandbox-exec")
     link = os.path.join(top, "made", "sbin", "metnos-sandbox-exec")
+    proc = installed_collection.run_exec_role(top, prefix, link, check=True)         # check mode makes nothing
+    assert proc.returncode == 0 and not os.path.lexists(os.path.join(top, "made")), proc.stdout[-4000:]
     proc = installed_collection.run_exec_role(top, prefix, link)
     assert proc.returncode == 0, proc.stdout[-4000:]
     info = os.stat(os.path.dirname(link))
