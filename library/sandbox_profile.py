@@ -98,6 +98,12 @@ options:
   dest:
     description: Directory where C(<executor>.json) and C(<executor>.args) are written.
     type: path
+  run_as:
+    description:
+      - The service user the executors run as (a user name of this host, not root), recorded in the stored
+        profile as C(run_as) (user, uid, gid). C(metnos-sandbox-exec) started by root drops to it (no supplementary
+        groups, no capabilities) before bwrap, and refuses a profile without it (C(launcher_root_refused)).
+    type: str
   fail_on_refusal:
     description: Fail the task when the manifest is refused (otherwise report C(decision=refused)).
     type: bool
@@ -233,6 +239,7 @@ ARGUMENT_SPEC = spec.spec(
     path={"type": "raw"},
     environment={"type": "dict"},
     dest={"type": "path"},
+    run_as={"type": "str"},
     fail_on_refusal={"type": "bool", "default": True},
 )
 
@@ -272,7 +279,16 @@ def main():
     invocation = dict((k, v) for k, v in (p["invocation"] or {}).items() if v is not None)
     result = profile.render_safe(source, host, invocation, status, p["command"])
 
+    if p["run_as"] is not None and result["decision"] == "wrapped":
+        try:
+            result["run_as"] = store.run_as(p["run_as"])
+        except store.StoreError as exc:
+            module.fail_json(msg="sandbox_profile: run_as: %s" % exc, code="invalid_option")
     out = dict(changed=False, **result)
+    unsafe = store.folder_problem(p["dest"]) if p["dest"] else None
+    if unsafe is not None:
+        module.fail_json(msg="sandbox_profile: %s: %s" % (unsafe["code"], unsafe["message"]), code=unsafe["code"],
+                         **dict(out, diagnostics=out["diagnostics"] + [unsafe]))
     if p["dest"] and result["decision"] != "refused":
         try:
             written = store.write(p["dest"], result, module.check_mode, move=module.atomic_move)

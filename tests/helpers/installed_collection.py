@@ -68,13 +68,13 @@ EXEC_PLAY = """- hosts: localhost
 """
 
 
-def run_exec_role(top, prefix, link, present=True, check=False):
+def run_exec_role(top, prefix, link, present=True, check=False, extra_vars=None):
     """The role's install (or removal) of metnos-sandbox-exec from the installed collection in ``top``; the
-    finished process (its stdout: the play's output)."""
+    finished process (its stdout: the play's output). ``extra_vars``: more role variables, as extra vars."""
     play = os.path.join(top, "project", "exec.yml")
     with open(play, "w") as handle:
         handle.write(EXEC_PLAY)
-    extra = json.dumps({"prefix": prefix, "link": link, "want": present})
+    extra = json.dumps(dict(extra_vars or {}, prefix=prefix, link=link, want=present))
     cmd = [ansible_tool("ansible-playbook"), play, "-e", extra] + (["--check", "--diff"] if check else [])
     return subprocess.run(cmd, capture_output=True, text=True, cwd=os.path.join(top, "project"),
                           env=user_env(top))

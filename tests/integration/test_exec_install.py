@@ -7,6 +7,7 @@ checkout is never on its path."""
 import hashlib
 import json
 import os
+import pwd
 import re
 import shutil
 import subprocess
@@ -58,7 +59,7 @@ def test_the_role_installs_the_shipped_launcher_and_removes_it(top):
     with open(os.path.join(prefix, "metnos-sandbox-exec")) as handle:
         shebang, rest = handle.read().split("\n", 1)
     with open(shipped_launcher) as handle:
-        assert shebang == "#!/usr/bin/python3 -I" and rest == handle.read().split("\n", 1)[1]
+        assert shebang == "#!/usr/bin/python3 -IS" and rest == handle.read().split("\n", 1)[1]
     with open(os.path.join(prefix, "release.json")) as handle:
         release = json.load(handle)
     assert release["sha256"] == _sha256(shipped_core) and release["version"] in first.stdout
@@ -94,3 +95,36 @@ def test_the_launcher_runs_only_the_core_of_its_own_folder(top):
     proc = subprocess.run(["/usr/bin/python3", os.path.join(alone, "metnos-sandbox-exec"), "--version"],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "descriptors.py is missing" in proc.stderr, proc.stderr
+
+
+def test_the_links_folder_is_made_root_s_or_named(top):
+    """A missing link folder is made (root's, 0755) and the link put in it; a link folder that is a file fails the
+    role naming it and the variable to set (it used to fail without naming it). Canary: the link really lands in
+    the folder made. Mutation: without the role's 'make the link's folder' task the first run fails."""
+    prefix = os.path.join(top, "lib-linkdir", "metnos-sandbox-exec")
+    link = os.path.join(top, "made", "sbin", "metnos-sandbox-exec")
+    proc = installed_collection.run_exec_role(top, prefix, link, check=True)         # check mode makes nothing
+    assert proc.returncode == 0 and not os.path.lexists(os.path.join(top, "made")), proc.stdout[-4000:]
+    proc = installed_collection.run_exec_role(top, prefix, link)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    info = os.stat(os.path.dirname(link))
+    assert (info.st_uid, info.st_mode & 0o7777) == (0, 0o755) and os.readlink(link) == prefix + "/metnos-sandbox-exec"
+    with open(os.path.join(top, "afile"), "w") as handle:
+        handle.write("not a folder\n")
+    proc = installed_collection.run_exec_role(top, prefix, os.path.join(top, "afile", "metnos-sandbox-exec"))
+    assert proc.returncode != 0 and "its folder %s/afile is not a folder" % top in proc.stdout, proc.stdout[-3000:]
+    assert "metnos_sandbox_exec_link" in proc.stdout
+
+
+def test_an_interpreter_someone_else_can_change_is_refused(top):
+    """metnos_sandbox_exec_python owned by the user nobody (planted for real): the role fails naming it and its
+    owner, and installs nothing there. Canary: /usr/bin/python3 installs (the first test)."""
+    python = os.path.join(top, "users-python3")
+    shutil.copy("/usr/bin/python3", python)
+    nobody = pwd.getpwnam("nobody")
+    os.chown(python, nobody.pw_uid, nobody.pw_gid)
+    prefix = os.path.join(top, "lib-python", "metnos-sandbox-exec")
+    proc = installed_collection.run_exec_role(top, prefix, os.path.join(top, "sbin", "metnos-sandbox-exec-py"),
+                                              extra_vars={"metnos_sandbox_exec_python": python})
+    assert proc.returncode != 0 and "%s is owned by nobody" % python in proc.stdout, proc.stdout[-3000:]
+    assert not os.path.lexists(prefix + "/metnos-sandbox-exec")

@@ -8,16 +8,25 @@ the .args run as a plain argv stops at bwrap's setup
 import json
 import os
 import pty
+import pwd
 import shutil
+import signal
+import socket
 import subprocess
+import sys
 import tempfile
 
 import pytest
 
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit, profile_states
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import envflags
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import store
 from conftest import run_module
 from helpers import installed_collection
 from helpers.fake_host import host_dict
 
+NOBODY = pwd.getpwnam("nobody")
 MAIN = "import sys\nopen(sys.argv[1] if len(sys.argv) > 1 else '%s/data/w/out', 'w').write('ran')\n"
 
 
@@ -46,16 +55,23 @@ def stored():
     with open(base + "/executors/ex/main.py", "w") as handle:
         handle.write(MAIN % base)
     host = host_dict(base, writable_roots=[base + "/data"], python_executable="/usr/bin/python3")
-    res = run_module("metnos.sandbox.sandbox_profile", {"manifest": {"name": "ex", "origin": "t",
-                                                      "capabilities": ["fs:write:%s/data/w" % base]},
-                                         "host": host, "dest": base + "/profiles", "discover_python_roots": False})
+    res = _render(base, host, run_as="nobody")
     assert res["decision"] == "wrapped" and res["descriptors"], res.get("diagnostics")
+    assert res["run_as"] == {"user": "nobody", "uid": NOBODY.pw_uid, "gid": NOBODY.pw_gid}, res
     yield base
     shutil.rmtree(base, ignore_errors=True)
 
 
-def _exec(base, user, *argv, launcher=None):
-    cmd = list(argv) or [launcher, "--profile", base + "/profiles/ex.json"]
+def _render(base, host, run_as=None, capabilities=None):
+    args = {"manifest": {"name": "ex", "origin": "t", "capabilities": capabilities or ["fs:write:%s/data/w" % base]},
+            "host": host, "dest": base + "/profiles", "discover_python_roots": False}
+    if run_as:
+        args["run_as"] = run_as
+    return run_module("metnos.sandbox.sandbox_profile", args)
+
+
+def _exec(base, user, *argv, launcher=None, profile=None):
+    cmd = list(argv) or [launcher, "--profile", profile or base + "/profiles/ex.json"]
     if user:
         cmd = ["setpriv", "--reuid=%s" % user, "--regid=nogroup", "--clear-groups"] + cmd
     return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
@@ -71,6 +87,8 @@ def test_a_stored_profile_runs_through_the_helper_and_only_on_the_objects_judged
         assert proc.returncode == 0, (user, proc.stderr)
         with open(stored + "/data/w/out") as handle:
             assert handle.read() == "ran"
+        # started by root too, the executor ran as the profile's service user (the file it made is nobody's)
+        assert os.stat(stored + "/data/w/out").st_uid == NOBODY.pw_uid, user
         os.unlink(stored + "/data/w/out")
     with open(stored + "/profiles/ex.args") as handle:
         plain = handle.read().splitlines()
@@ -131,3 +149,269 @@ def test_a_stored_profile_run_from_a_terminal_cannot_type_into_it(stored, shippe
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, (status, seen)
     with open(stored + "/data/w/out") as handle:
         assert handle.read().startswith("refused"), seen
+
+
+OBSERVER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "helpers", "sandbox_observer.py")
+SECRETS = {"AWS_SECRET_ACCESS_KEY": "canary-aws-8c1f", "GITHUB_TOKEN": "ghp_canary5d2e", "PGPASSWORD": "canary-db",
+           "SSH_AUTH_SOCK": "/run/user/0/canary-agent", "LD_PRELOAD": "libc.so.6", "PYTHONPATH": "/canary/site",
+           "LISTEN_FDS": "1", "LISTEN_PID": "1", "DBUS_SESSION_BUS_ADDRESS": "unix:abstract=canary"}
+ALLOWED = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "METNOS_TURN": "t-1"}
+
+
+def _planted_start(cmd, out):
+    """``cmd`` started with the planted secrets and loader variables in its environment and a real listening
+    TCP socket on descriptor 3 (socket activation's LISTEN_FDS=1); what the observer saw, and the socket's
+    inode."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    try:
+        proc = subprocess.run(cmd + [out] if cmd[-1] == OBSERVER else cmd, env=dict(ALLOWED, **SECRETS),
+                              pass_fds=(3,), preexec_fn=lambda: os.dup2(listener.fileno(), 3),
+                              capture_output=True, text=True, timeout=60)
+        inode = os.fstat(listener.fileno()).st_ino
+    finally:
+        listener.close()
+    assert proc.returncode == 0, proc.stderr
+    with open(out) as handle:
+        seen = json.load(handle)
+    os.unlink(out)
+    return seen, "socket:[%d]" % inode
+
+
+@pytest.mark.rule("R-SEC-1")
+def test_an_executor_starts_clean_of_the_callers_secrets_loader_and_descriptors(stored, shipped):
+    """Planted for real: the caller's environment holds credentials, an agent socket, LD_PRELOAD, PYTHONPATH and
+    socket activation's LISTEN_FDS, and a real listening socket is open on descriptor 3. Canary: the observer
+    started directly sees every one of them. Through the launcher (as root, dropped to nobody, in real bwrap) it
+    sees only the allow-list (PATH, LANG, LC_*, METNOS_*), descriptors 0-2 and no socket, and runs as nobody
+    without supplementary groups (mutations: clean_environment returning the caller's environment, and
+    close_all_but closing nothing, each make this test fail)."""
+    shutil.copy(OBSERVER, stored + "/executors/ex/main.py")
+    out = stored + "/data/w/out"
+    direct, inode = _planted_start(["/usr/bin/python3", OBSERVER], out)
+    assert all(direct["env"].get(k) == v for k, v in SECRETS.items()) and direct["fds"].get("3") == inode, direct
+    seen, inode = _planted_start([shipped, "--profile", stored + "/profiles/ex.json"], out)
+    assert not set(SECRETS) & set(seen["env"]), seen["env"]
+    assert not [v for v in seen["env"].values() if "canary" in v], seen["env"]
+    assert set(seen["env"]) - {"PWD"} <= set(ALLOWED), seen["env"]          # PWD: bwrap's own, its --chdir
+    assert all(seen["env"][k] == v for k, v in ALLOWED.items() if k in seen["env"]), seen["env"]
+    assert sorted(seen["fds"]) == ["0", "1", "2"], seen["fds"]
+    assert inode not in seen["fds"].values() and not [v for v in seen["fds"].values() if v.startswith("socket:")]
+    assert (seen["uid"], seen["groups"]) == (NOBODY.pw_uid, []), seen
+
+
+def test_root_never_runs_a_profile_that_names_no_service_user(stored, shipped):
+    """A profile rendered without run_as: root is refused with launcher_root_refused and nothing runs (the canary:
+    nobody itself runs the same profile). Mutation: launch() not dropping when run_as is absent runs it as root
+    and this test fails."""
+    res = _render(stored, host_dict(stored, writable_roots=[stored + "/data"], python_executable="/usr/bin/python3"))
+    assert res["decision"] == "wrapped" and "run_as" not in res, res
+    proc = _exec(stored, None, launcher=shipped)
+    assert proc.returncode == 1 and proc.stderr.startswith("metnos-sandbox-exec: launcher_root_refused: "), proc.stderr
+    assert "records no service user" in proc.stderr and "fix: ansible-playbook" in proc.stderr
+    assert not os.path.exists(stored + "/data/w/out")
+    proc = _exec(stored, "nobody", launcher=shipped)
+    assert proc.returncode == 0 and os.stat(stored + "/data/w/out").st_uid == NOBODY.pw_uid, proc.stderr
+
+
+def _folder(stored, name, owner=0, mode=0o755):
+    """A copy of the stored profile pair in stored/<name> (owner, mode), root's unless told."""
+    folder = os.path.join(stored, name)
+    os.mkdir(folder)
+    for suffix in (".json", ".args"):
+        shutil.copy(stored + "/profiles/ex" + suffix, folder)
+    os.chown(folder, owner, owner)
+    os.chmod(folder, mode)
+    return folder
+
+
+def _plant_missing(stored):
+    return stored + "/profiles/nope.json"
+
+
+def _plant_fifo(stored):
+    folder = _folder(stored, "fifo")
+    os.unlink(folder + "/ex.json")
+    os.mkfifo(folder + "/ex.json")
+    return folder + "/ex.json"
+
+
+def _plant_args_given(stored):
+    return stored + "/profiles/ex.args"
+
+
+def _plant_not_json(stored):
+    folder = _folder(stored, "notjson")
+    with open(folder + "/ex.json", "w") as handle:
+        handle.write("bwrap\n--unshare-all\n")
+    return folder + "/ex.json"
+
+
+def _plant_not_profile(stored):
+    folder = _folder(stored, "notprofile")
+    with open(folder + "/ex.json", "w") as handle:
+        json.dump({"decision": "wrapped", "argv": ["/bin/sh", "-c", "id"]}, handle)
+    return folder + "/ex.json"
+
+
+def _plant_users_folder(stored):
+    return _folder(stored, "users", owner=NOBODY.pw_uid) + "/ex.json"
+
+
+def _plant_group_writable(stored):
+    return _folder(stored, "groupw", mode=0o775) + "/ex.json"
+
+
+def _plant_writable_file(stored):
+    folder = _folder(stored, "filew")
+    os.chmod(folder + "/ex.json", 0o666)
+    return folder + "/ex.json"
+
+
+def _plant_linked_folder(stored):
+    _folder(stored, "real")
+    os.symlink(stored + "/real", stored + "/linked")
+    return stored + "/linked/ex.json"
+
+
+def _plant_half_written(stored):
+    folder = _folder(stored, "half")
+    with open(folder + "/ex.args", "a") as handle:
+        handle.write("--bind\n/\n/\n")
+    return folder + "/ex.json"
+
+
+REFUSALS = [   # (what is planted, the code, words of the message)
+    (_plant_missing, "launcher_profile_missing", "does not exist"),
+    (_plant_fifo, "launcher_profile_unreadable", "not a regular file"),
+    (_plant_args_given, "launcher_profile_invalid", "name its <executor>.json"),
+    (_plant_not_json, "launcher_profile_not_json", "is not JSON text"),
+    (_plant_not_profile, "launcher_profile_invalid", "args_sha256"),
+    (_plant_users_folder, "profile_folder_unsafe", "owned by nobody"),
+    (_plant_group_writable, "profile_folder_unsafe", "mode 0775"),
+    (_plant_writable_file, "profile_folder_unsafe", "the file"),
+    (_plant_linked_folder, "profile_folder_unsafe", "a symbolic link"),
+    (_plant_half_written, "profile_pair_mismatch", "are not one profile"),
+]
+
+
+@pytest.mark.parametrize("plant,code,words", REFUSALS, ids=[r[1] + ":" + r[0].__name__[7:] for r in REFUSALS])
+def test_each_refusal_has_its_own_code_and_a_fix(stored, shipped, plant, code, words):
+    """Each planted for real (a FIFO, a folder the user nobody owns, a group-writable folder, a world-writable
+    profile, a symbolic link on the way, an .args that is not the .json's): the launcher, as root and as nobody,
+    refuses with its own code (never bind_source_moved), names the path, prints a fix, and nothing runs. The
+    canary: the untouched profile runs (the first test). Mutation: root_only() accepting every owner and mode
+    makes the unsafe cases run (ran as root via the copy's drop: the out file appears) and fail here."""
+    path = plant(stored)
+    for user in (None, "nobody"):
+        proc = _exec(stored, user, launcher=shipped, profile=path)
+        assert proc.returncode == 1, (user, proc.stderr)
+        assert proc.stderr.startswith("metnos-sandbox-exec: %s: " % code), (user, proc.stderr)
+        assert words in proc.stderr and "bind_source_moved" not in proc.stderr and "\n  fix: " in proc.stderr
+        assert not os.path.exists(stored + "/data/w/out")
+
+
+def test_help_says_what_the_launcher_checks(shipped):
+    proc = subprocess.run([shipped, "--help"], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0 and proc.stdout.startswith("usage: metnos-sandbox-exec --profile"), proc.stderr
+    for word in ("run_as", "LC_*", "METNOS_*", "launcher_root_refused", "profile_pair_mismatch", "Exit status"):
+        assert word in proc.stdout, word
+
+
+KILLER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "helpers",
+                      "kill_at_second_rename.py")
+
+
+@pytest.mark.rule("R-SCOPE-3")
+def test_a_profile_killed_between_its_two_files_is_refused_and_reported(stored, shipped):
+    """A real SIGKILL at the second rename of store.write (the .args of a wider render written, the .json still
+    the old one): the launcher refuses it (profile_pair_mismatch; before, it ran the old .json's argv) and the
+    audit's reader says so (store.pair_problem, which profile_drift turns into the finding). Canary: before the
+    kill both say the pair is one. Mutation: read_stored() without the digest comparison runs the half-written
+    profile and this test fails."""
+    assert store.pair_problem(stored + "/profiles", "ex") is None
+    host = host_dict(stored, writable_roots=[stored + "/data"], python_executable="/usr/bin/python3")
+    wider = run_module("metnos.sandbox.sandbox_profile", {
+        "manifest": {"name": "ex", "origin": "t", "capabilities": ["fs:write:%s/data" % stored]},
+        "host": host, "discover_python_roots": False, "run_as": "nobody"})
+    assert wider["decision"] == "wrapped", wider.get("diagnostics")
+    with open(stored + "/wider.json", "w") as handle:
+        json.dump(dict((k, v) for k, v in wider.items() if not k.startswith("_")), handle)
+    killed = subprocess.run([sys.executable, KILLER, stored + "/profiles", stored + "/wider.json"],
+                            capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    with open(stored + "/profiles/ex.args") as handle:
+        assert handle.read().splitlines() == wider["argv"]          # the .args is the new one, the .json the old
+    problem = store.pair_problem(stored + "/profiles", "ex")
+    assert problem and "ex.args" in problem, problem
+    (entry,) = _audit_states(stored, stored + "/profiles", ["fs:write:%s/data" % stored])
+    assert entry["state"] == "half_written", entry          # was in_sync: the .args is today's render
+    (finding,) = profile_states.findings([entry])
+    assert finding["code"] == "profile_pair_mismatch" and "ex.json" in finding["message"], finding
+    for user in (None, "nobody"):
+        proc = _exec(stored, user, launcher=shipped)
+        assert proc.returncode == 1 and "profile_pair_mismatch" in proc.stderr, (user, proc.stderr)
+        assert not os.path.exists(stored + "/data/w/out")
+
+
+def _audit_states(stored, profile_dir, capabilities):
+    """The audit's states of the manifest ``ex`` (these capabilities) against ``profile_dir`` (audit.profile_drift,
+    what the audit payload and the monitor run on the host)."""
+    host = host_dict(stored, writable_roots=[stored + "/data"], python_executable="/usr/bin/python3")
+    status = envflags.status(bwrap.which("bwrap", "/usr/bin:/bin"), {})
+    manifest = {"name": "ex", "origin": "t", "capabilities": capabilities}
+    return audit.profile_drift([manifest], host, profile_dir, status)
+
+
+def test_a_profile_folder_someone_else_can_change_is_an_error_in_render_and_audit(stored):
+    """Planted for real: the profile folder owned by the user nobody, then root's but group-writable. The render
+    writes nothing there and fails with profile_folder_unsafe and its chown/chmod fix; the audit (and the monitor,
+    which runs it) reports the same code. Canary: the root-owned 0755 folder the fixture rendered into has no such
+    finding. Mutation: safe_owner() accepting every owner makes the render write and this test fail."""
+    assert [e["state"] for e in _audit_states(stored, stored + "/profiles", ["fs:write:%s/data/w" % stored])] == [
+        "in_sync"]
+    host = host_dict(stored, writable_roots=[stored + "/data"], python_executable="/usr/bin/python3")
+    for owner, mode, words in ((NOBODY.pw_uid, 0o755, "owned by nobody"), (0, 0o775, "mode 0775")):
+        os.chown(stored + "/profiles", owner, owner)
+        os.chmod(stored + "/profiles", mode)
+        for name in os.listdir(stored + "/profiles"):          # the fixture's pair: the render must not write one
+            os.unlink(os.path.join(stored, "profiles", name))
+        res = _render(stored, host, run_as="nobody")
+        assert res["_rc"] != 0 and res.get("code") == "profile_folder_unsafe", res
+        assert words in res["msg"] and os.listdir(stored + "/profiles") == [], res["msg"]
+        fix = [d for d in res["diagnostics"] if d["code"] == "profile_folder_unsafe"][0]["remediation"]
+        assert fix == ["chown root:root %s/profiles" % stored, "chmod go-w %s/profiles" % stored], fix
+        entries = _audit_states(stored, stored + "/profiles", ["fs:write:%s/data/w" % stored])
+        unsafe = [f for f in profile_states.findings(entries) if f["code"] == "profile_folder_unsafe"]
+        assert len(unsafe) == 1 and words in unsafe[0]["message"], entries
+
+
+@pytest.mark.rule("R-SEC-1")
+def test_a_channel_made_in_a_grant_after_rendering_is_refused_at_launch(stored, shipped):
+    """Planted for real after the render: a listening unix socket (a host daemon's), then a FIFO, in the granted
+    folder. The profile recorded no channel there (channels: []); the launcher, as root and as nobody, refuses
+    with launcher_channel_appeared naming it, and nothing runs. Canary: the same profile runs before the plant.
+    Mutation: launch() without recheck_channels runs the executor next to the socket and this test fails."""
+    with open(stored + "/profiles/ex.json") as handle:
+        assert json.load(handle)["channels"] == []
+    proc = _exec(stored, None, launcher=shipped)
+    assert proc.returncode == 0, proc.stderr
+    os.unlink(stored + "/data/w/out")
+    daemon = socket.socket(socket.AF_UNIX)
+    try:
+        daemon.bind(stored + "/data/w/daemon.sock")
+        daemon.listen(1)
+        for plant in ("daemon.sock", "jobs.fifo"):
+            if plant == "jobs.fifo":
+                daemon.close()
+                os.unlink(stored + "/data/w/daemon.sock")
+                os.mkfifo(stored + "/data/w/jobs.fifo")
+            for user in (None, "nobody"):
+                proc = _exec(stored, user, launcher=shipped)
+                assert proc.returncode == 1, (plant, user, proc.stderr)
+                assert proc.stderr.startswith("metnos-sandbox-exec: launcher_channel_appeared: %s/data/w/%s" % (
+                    stored, plant)), proc.stderr
+                assert not os.path.exists(stored + "/data/w/out")
+    finally:
+        daemon.close()

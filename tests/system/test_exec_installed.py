@@ -6,7 +6,8 @@ installed as a user would (tests/helpers/installed_collection.py: ``ansible-gala
 temporary path, a user's environment); the collection's own playbook ``metnos.sandbox.site`` - the installed
 one, with only the installed collection and the podman connection on Ansible's path - applies the roles to the
 container with one manifest, so the role stores ``/etc/metnos/sandbox/profiles/exec_proof.json`` and installs
-the launcher. Then, on the host, the launcher runs that profile as root, and the evidence is taken from both
+the launcher. Then, on the host, the launcher runs that profile as root (it drops to the profile's run_as,
+nobody), and the evidence is taken from both
 sides: inside, the executor reports its namespaces and what it can see and write; outside, the host's own
 namespaces, a secret the profile does not grant, the file the executor wrote where the profile grants writing,
 and the launcher's bytes and ``--version`` against the files of the tarball."""
@@ -74,7 +75,9 @@ def applied():
     try:
         host.write_many({"/srv/metnos/executors/exec_proof/main.py": MAIN, "/srv/notes/a.txt": "note\n",
                          "/srv/secret/token": "s3cr3t\n"})
-        host.sh("mkdir -p /var/lib/metnos/exec-out && chmod 0600 /srv/secret/token")
+        # the executors' user (the role's metnos_sandbox_run_as) owns the folder the profile grants writing
+        host.sh("mkdir -p /var/lib/metnos/exec-out && chown nobody:nogroup /var/lib/metnos/exec-out && "
+                "chmod 0600 /srv/secret/token")
         collection = installed_collection.install(top)
         project = os.path.join(top, "project")
         inventory = {"all": {"hosts": {"sys": {"ansible_host": host.name}},
@@ -82,7 +85,8 @@ def applied():
                                       "ansible_python_interpreter": "/usr/bin/python3"}}}
         variables = {"metnos_sandbox_manifests": [{"manifest": MANIFEST}],
                      "metnos_sandbox_host": {"python_executable": "/usr/bin/python3"},
-                     "metnos_sandbox_check_service": False, "metnos_sandbox_probe": False}
+                     "metnos_sandbox_check_service": False, "metnos_sandbox_probe": False,
+                     "metnos_sandbox_run_as": "nobody"}
         for name, doc in (("inventory.json", inventory), ("vars.json", variables)):
             with open(os.path.join(project, name), "w") as handle:
                 json.dump(doc, handle)
@@ -131,10 +135,12 @@ def test_the_stored_profile_runs_in_the_sandbox_it_describes(applied):
             "PATH=/usr/local/sbin:/usr/sbin:/usr/bin metnos-sandbox-exec --profile %s >/root/exec.out "
             "2>/root/exec.err; echo $? >/root/exec.rc' </dev/null >/dev/null 2>&1 &" % PROFILE)
     # from outside, while it runs: the executor's process (its pid in the granted folder, checked against the
-    # host's /proc) and the namespaces the host's kernel says it is in
+    # host's /proc) and the namespaces the host's kernel says it is in - read as nobody, the user it runs as (the
+    # container's root has no CAP_SYS_PTRACE to read another user's /proc/<pid>/ns)
     seen = json.loads(host.sh(
         "for i in $(seq 300); do test -s /var/lib/metnos/exec-out/proof && break; sleep 0.1; done; "
-        "pid=$(cat /var/lib/metnos/exec-out/proof); python3 -c 'import json, os, sys; p = \"/proc/%s/\" % "
+        "pid=$(cat /var/lib/metnos/exec-out/proof); setpriv --reuid=nobody --regid=nogroup --clear-groups "
+        "python3 -c 'import json, os, sys; p = \"/proc/%s/\" % "
         "sys.argv[1]; print(json.dumps({\"cmdline\": open(p + \"cmdline\").read().split(chr(0)), "
         "\"ns\": dict((n, os.readlink(p + \"ns/\" + n)) for n in os.listdir(p + \"ns\"))}))' \"$pid\"",
         timeout=60).stdout)
@@ -156,6 +162,7 @@ def test_the_stored_profile_runs_in_the_sandbox_it_describes(applied):
             assert (inside["ns"][name] != link) == (name in fresh), (name, link, inside["ns"][name], argv)
     # what it sees: the granted notes and its own code read-only; not what the profile does not grant
     assert inside["notes"] == "note\n" and inside["runtime_visible"] is True
+    assert inside["uid"] == 65534, inside           # started by root, run as the profile's run_as (nobody)
     assert inside["secret_visible"] is False and inside["root_home_visible"] is False, inside
     # EACCES / EROFS / ENOENT: read-only where granted, absent where not
     assert inside["notes_writable"] in (13, 30) and inside["etc_writable"] in (2, 13, 30), inside

@@ -66,8 +66,12 @@ def profile_drift(manifests: Optional[Iterable[Any]], host_over: Optional[Dict[s
         host = host_context.HostContext(python_roots.with_python_roots(host_over, runner, not_run))
     except host_layout.ContextError as exc:
         return [{"executor": None, "state": "error", "message": str(exc)}]
+    unsafe = store.folder_problem(profile_dir)        # root's launcher runs what this folder holds
+    if unsafe is not None:
+        out.append(dict(unsafe.get("details") or {}, executor=None, state="folder_unsafe",
+                        message=unsafe["message"]))
     if not_run:
-        return [{"executor": None, "state": "error", "message": not_run[0]["message"]}]
+        return out + [{"executor": None, "state": "error", "message": not_run[0]["message"]}]
     for source in manifests or []:
         prof = profile.render_safe(source, host, {}, status)
         name = prof.get("executor")
@@ -85,7 +89,11 @@ def profile_drift(manifests: Optional[Iterable[Any]], host_over: Optional[Dict[s
             out.append(entry)
             continue
         want = prof["argv"]
-        if on_disk == want:
+        # the .args as rendered today, and the .json not of the same render (a write killed between the two)
+        half = store.pair_problem(profile_dir, cast(str, name)) if on_disk == want else None
+        if half is not None:
+            entry.update(state="half_written", path=path, problem=half)
+        elif on_disk == want:
             entry.update(state="in_sync", path=path)
         else:       # told as mounts added, removed or changed (with their modes), not as argv words
             entry.update(profile_states.describe_drift(want, on_disk), state="drift", path=path)

@@ -6,7 +6,9 @@
 Every state a manifest can be in on a host is one finding with its own code, for the audit (audit.py
 profile_drift's entries) and the role's summary (summary.profiles_section over sandbox_profile's results) alike:
 ``in_sync`` (profile_in_sync, info), ``drift`` (profile_drift), ``missing`` (profile_missing), ``refused``
-(profile_refused, naming the refusal's own code) and ``error`` (profile_context_error). Nothing is dropped.
+(profile_refused, naming the refusal's own code), ``half_written`` (profile_pair_mismatch: the .args and the .json
+are not one render's) and ``error`` (profile_context_error); the profile folder itself, when someone other than root
+can change it, is ``folder_unsafe`` (profile_folder_unsafe). Nothing is dropped.
 
 A drift is told as bwrap would build the sandbox, not as argv words: the mounts added, removed or changed (with
 their modes and sources) and the other options added or removed, read with bwrap's own option table
@@ -20,7 +22,8 @@ from ..base import diagnostics
 from ..host import bwrap_options
 
 FINDING_OF_STATE = {"in_sync": "profile_in_sync", "drift": "profile_drift", "missing": "profile_missing",
-                    "refused": "profile_refused", "error": "profile_context_error"}
+                    "refused": "profile_refused", "error": "profile_context_error",
+                    "half_written": "profile_pair_mismatch", "folder_unsafe": "profile_folder_unsafe"}
 MAX_CHANGES = 20          # changes of each kind kept in an entry (the rest counted)
 
 # The mount of each bwrap option that places something at a destination: (mode, words: source then destination).
@@ -112,6 +115,12 @@ def findings(entries: Iterable[Mapping[str, Any]]) -> List[diagnostics.Diagnosti
             out.append(diagnostics.make(code, executor=item["executor"], path=item["path"],
                                         mounts=item.get("mounts"), options=item.get("options"),
                                         fill={"changes": drift_text(item)}))
+        elif state == "half_written":       # the .json's argv digest is not its own argv's or the .args file's
+            out.append(diagnostics.make(code, executor=item["executor"], path=item["path"],
+                                        fill={"problem": diagnostics.excerpt(item.get("problem"), 600)[1:-1]}))
+        elif state == "folder_unsafe":      # the profile folder (or one on its way) is not root's alone
+            out.append(diagnostics.make(code, path=item.get("path"), quoted=item.get("quoted"), owner=item.get("owner"),
+                                        mode=item.get("mode")))
         elif state in ("missing", "in_sync"):
             out.append(diagnostics.make(code, executor=item["executor"], path=item["path"]))
         elif state == "refused":

@@ -28,12 +28,15 @@ Stdlib only and no import of the rest of the core: ``launcher_words`` ships this
 from __future__ import absolute_import, annotations, division, print_function
 
 import fcntl
+import hashlib
 import json
 import os
+import pwd
+import shlex
 import signal
 import stat
 import sys
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 FD_BASE = 100                  # far above what a launcher holds open (0-2, a status pipe)
 MAX_DESCRIPTORS = 512          # FD_BASE + 511 stays below the usual soft RLIMIT_NOFILE of 1024
@@ -156,22 +159,6 @@ def launcher_words(words: Sequence[str], python: str, descriptors: Optional[Sequ
     return [python, "-I", "-S", "-c", _source(), json.dumps(list(descriptors), sort_keys=True), "--"] + list(words)
 
 
-def _read_profile(path: str) -> Dict[str, Any]:
-    """A stored <executor>.json: a regular file (no symbolic link), bounded, JSON."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_PROFILE_BYTES:
-            raise Moved("%s is not a regular file of at most %d bytes" % (path, MAX_PROFILE_BYTES))
-        data = os.read(fd, MAX_PROFILE_BYTES + 1)
-    finally:
-        os.close(fd)
-    doc = json.loads(data.decode("utf-8"))
-    if not isinstance(doc, dict) or doc.get("decision") != "wrapped" or not isinstance(doc.get("argv"), list):
-        raise Moved("%s is not a wrapped profile" % path)
-    return doc
-
-
 def run(words: Sequence[str], descriptors: Sequence[Descriptor]) -> None:
     """Install the descriptors and become bwrap (never returns unless it raises Moved or OSError)."""
     install(words, descriptors)
@@ -206,21 +193,376 @@ def leave_terminal() -> None:
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
 
 
+# ---- metnos-sandbox-exec --profile: a stored profile, run the only safe way ----
+# Every refusal of the launcher is one of these codes (base/codes_launcher.py registers them with their
+# remediation; its first step is printed after the message). Exit 1 for a refusal, 2 for a usage error.
+MISSING = "launcher_profile_missing"
+UNREADABLE = "launcher_profile_unreadable"
+NOT_JSON = "launcher_profile_not_json"
+INVALID = "launcher_profile_invalid"
+UNSAFE = "profile_folder_unsafe"
+HALF = "profile_pair_mismatch"
+ROOT = "launcher_root_refused"
+CHANNEL = "launcher_channel_appeared"
+FIXES = {MISSING: "ls -l {quoted}",
+         UNREADABLE: "ls -l {quoted}",
+         NOT_JSON: "ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles",
+         INVALID: "ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles",
+         UNSAFE: "chown root:root {quoted} && chmod go-w {quoted}",
+         HALF: "ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles",
+         ROOT: "ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles -e metnos_sandbox_run_as=<user>",
+         CHANNEL: "ls -l {quoted}",
+         CODE: "ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles"}
+MAX_CHANNEL_WALK = 20000       # entries looked at over every granted folder, as the render's channel search
+# What reaches the sandbox of the caller's environment (nothing else does: bwrap starts with this alone, and a
+# profile that needs more says so with --setenv in its argv). Values longer than MAX_ENV_VALUE are dropped.
+ENV_NAMES = ("PATH", "LANG", "LANGUAGE")
+ENV_PREFIXES = ("LC_", "METNOS_")
+MAX_ENV_VALUE = 4096
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+HELP = """usage: metnos-sandbox-exec --profile /etc/metnos/sandbox/profiles/<executor>.json
+       metnos-sandbox-exec --version | --help
+
+Runs a stored profile (written by the sandbox_profile module: <executor>.json and its <executor>.args) in bwrap:
+  - the profile, its .args and every folder on their way from / are root's and writable by nobody else (each
+    opened without following a symbolic link); the .json and the .args carry the same argv digest;
+  - started by root, it drops to the service user the profile records (run_as: no supplementary groups, no
+    capabilities, verified) before anything else; a profile without one is refused;
+  - the sources bound by descriptor are opened race-free and proven to be the objects judged at render time;
+  - the granted folders hold no socket, FIFO or device node the render did not see there (channels);
+  - bwrap starts in a session of its own, with every other descriptor closed and a clean environment: only
+    PATH, LANG, LANGUAGE, LC_* and METNOS_* of the caller (anything else only by --setenv in the profile).
+Exit status: bwrap's; 1 when the profile is refused (the message starts with its code), 2 for a usage error.
+Codes: launcher_profile_missing, launcher_profile_unreadable, launcher_profile_not_json, launcher_profile_invalid,
+profile_folder_unsafe, profile_pair_mismatch, launcher_root_refused, launcher_channel_appeared, bind_source_moved
+(docs/diagnostics.md).
+"""
+
+
+class Refused(Exception):
+    """A stored profile the launcher will not run: its code, and the message naming the path."""
+
+    def __init__(self, code: str, message: str, path: str = "") -> None:
+        Exception.__init__(self, message)
+        self.code = code
+        self.path = path
+
+
+def args_digest(argv: Sequence[str]) -> str:
+    """The digest the .json records of its argv, equal to the sha256 of the .args file's bytes."""
+    return hashlib.sha256(("\n".join(argv) + "\n").encode("utf-8")).hexdigest()
+
+
+def _owner_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return "uid %d" % uid
+
+
+def safe_owner(info: os.stat_result, on_the_way: bool) -> bool:
+    """Root's, and no one else can change what it holds: no group or other write bit, except on a folder
+    ``on_the_way`` to the profile folder that is sticky (like /var/tmp: another user can add entries there but
+    cannot rename or remove root's)."""
+    if info.st_uid != 0:
+        return False
+    return not info.st_mode & 0o022 or (on_the_way and stat.S_ISDIR(info.st_mode) and bool(info.st_mode & stat.S_ISVTX))
+
+
+def root_only(info: os.stat_result, path: str, what: str, on_the_way: bool = False) -> None:
+    """``path`` (fstat ``info``) is root's and no one else can write it (safe_owner), else Refused(UNSAFE)."""
+    if not safe_owner(info, on_the_way):
+        raise Refused(UNSAFE, "%s %s is owned by %s, mode %04o: a stored profile runs only from folders root owns "
+                      "and nobody else can write" % (what, path, _owner_name(info.st_uid),
+                                                     stat.S_IMODE(info.st_mode)), path)
+
+
+def _walk(folder: str) -> int:
+    """An O_PATH descriptor of ``folder`` reached from / without following a link, every folder on the way
+    root's alone. Raises Refused."""
+    fd = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    done = "/"
+    parts = [p for p in folder.split("/") if p]
+    try:
+        root_only(os.fstat(fd), "/", "the folder", bool(parts))
+        for index, part in enumerate(parts):
+            done = os.path.join(done, part)
+            try:
+                nxt = os.open(part, os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno == 2:
+                    raise Refused(MISSING, "the profile folder %s does not exist" % done, done) from None
+                kind = "a symbolic link" if os.path.islink(done) else exc.strerror
+                raise Refused(UNSAFE, "the profile folder %s is not a folder opened without following a link (%s)"
+                              % (done, kind), done) from None
+            os.close(fd)
+            fd = nxt
+            root_only(os.fstat(fd), done, "the folder", index < len(parts) - 1)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_at(folder_fd: int, path: str) -> bytes:
+    """The bytes of ``path`` (a name in the folder ``folder_fd``): a regular file, root's alone, bounded, opened
+    without following a link and without blocking (a FIFO fails at once). Raises Refused."""
+    try:
+        fd = os.open(os.path.basename(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     dir_fd=folder_fd)
+    except OSError as exc:
+        if exc.errno == 2:
+            raise Refused(MISSING, "%s does not exist" % path, path) from None
+        raise Refused(UNREADABLE, "%s cannot be opened (%s)" % (path, exc.strerror), path) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_PROFILE_BYTES:
+            raise Refused(UNREADABLE, "%s is not a regular file of at most %d bytes" % (path, MAX_PROFILE_BYTES),
+                          path)
+        root_only(info, path, "the file")
+        data = b""
+        while len(data) <= MAX_PROFILE_BYTES:
+            chunk = os.read(fd, MAX_PROFILE_BYTES + 1 - len(data))
+            if not chunk:
+                break
+            data += chunk
+    except OSError as exc:
+        raise Refused(UNREADABLE, "%s cannot be read (%s)" % (path, exc.strerror), path) from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_PROFILE_BYTES:
+        raise Refused(UNREADABLE, "%s grew past %d bytes while read" % (path, MAX_PROFILE_BYTES), path)
+    return data
+
+
+def _checked(doc: Any, path: str) -> Dict[str, Any]:
+    """The stored profile ``doc`` if it is one the launcher can run, else Refused(INVALID)."""
+    def bad(why: str) -> Refused:
+        return Refused(INVALID, "%s is not a stored profile the launcher runs: %s" % (path, why), path)
+    if not isinstance(doc, dict):
+        raise bad("not a JSON object")
+    if doc.get("decision") != "wrapped":
+        raise bad("its decision is %s, not wrapped" % json.dumps(doc.get("decision"))[:80])
+    argv = doc.get("argv")
+    if not isinstance(argv, list) or not argv or not all(isinstance(w, str) for w in argv):
+        raise bad("argv is not a list of strings")
+    if not argv[0].startswith("/"):
+        raise bad("argv[0] %s is not an absolute path" % json.dumps(argv[0])[:200])
+    if not isinstance(doc.get("descriptors") or [], list) or not isinstance(doc.get("args_sha256"), str):
+        raise bad("descriptors or args_sha256 missing or of the wrong type (render it again)")
+    run_as = doc.get("run_as")
+    if run_as is not None and not (isinstance(run_as, dict) and isinstance(run_as.get("user"), str) and all(
+            isinstance(run_as.get(k), int) and not isinstance(run_as.get(k), bool) and run_as[k] >= 0
+            for k in ("uid", "gid"))):
+        raise bad("run_as is not {user, uid, gid}")
+    return doc
+
+
+def read_stored(path: str) -> Dict[str, Any]:
+    """The stored profile ``path`` (<executor>.json) and its .args, read as root may read them: every folder from
+    / root's alone, both files root's, regular, bounded, the .args the bytes the .json's digest names."""
+    if not isinstance(path, str) or not path.startswith("/") or "\0" in path or any(
+            p in (".", "..") for p in path.split("/")):
+        raise Refused(MISSING, "%s is not an absolute path of a stored <executor>.json" % json.dumps(path)[:300],
+                      str(path))
+    if not path.endswith(".json"):
+        raise Refused(INVALID, "%s is not a stored profile the launcher runs: name its <executor>.json (the .args "
+                      "beside it is read with it)" % path, path)
+    folder_fd = _walk(os.path.dirname(path))
+    try:
+        text = _read_at(folder_fd, path)
+        args_path = path[:-len(".json")] + ".args"
+        args = _read_at(folder_fd, args_path)
+    finally:
+        os.close(folder_fd)
+    try:
+        doc = json.loads(text.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise Refused(NOT_JSON, "%s is not JSON text (%s)" % (path, str(exc)[:200]), path) from None
+    doc = _checked(doc, path)
+    digest = hashlib.sha256(args).hexdigest()
+    if doc["args_sha256"] != args_digest(doc["argv"]) or digest != doc["args_sha256"]:
+        raise Refused(HALF, "%s and %s are not one profile (the .json records argv sha256 %s, its own argv has %s, "
+                      "the .args file %s): a write was interrupted or one file was changed" % (
+                          path, args_path, doc["args_sha256"][:80], args_digest(doc["argv"]), digest), path)
+    return doc
+
+
+def _capabilities() -> Dict[str, int]:
+    """CapInh/CapPrm/CapEff/CapBnd/CapAmb of this process (/proc/self/status), as numbers."""
+    out = {}
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith("Cap"):
+                name, _sep, value = line.partition(":")
+                out[name] = int(value.strip(), 16)
+    return out
+
+
+def drop_to(run_as: Optional[Dict[str, Any]], path: str) -> Tuple[int, int]:
+    """Started by root: become the profile's service user for good (no supplementary group, no capability),
+    and prove it. Raises Refused(ROOT) when the profile records no such user or the drop does not hold."""
+    if not run_as:
+        raise Refused(ROOT, "%s records no service user (run_as), and the launcher never runs an executor as root"
+                      % path, path)
+    uid, gid, name = run_as["uid"], run_as["gid"], run_as["user"]
+    if uid == 0 or gid == 0:
+        raise Refused(ROOT, "%s records run_as %s (uid %d, gid %d): executors never run as root" % (
+            path, name, uid, gid), path)
+    try:
+        now = pwd.getpwnam(name)
+    except KeyError:
+        now = None
+    if now is None or (now.pw_uid, now.pw_gid) != (uid, gid):
+        raise Refused(ROOT, "%s records run_as %s as uid %d gid %d, this host says %s" % (
+            path, name, uid, gid, "no such user" if now is None else "uid %d gid %d" % (now.pw_uid, now.pw_gid)),
+            path)
+    try:
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
+    except OSError as exc:
+        raise Refused(ROOT, "cannot become %s (uid %d): %s" % (name, uid, exc.strerror), path) from None
+    try:
+        caps = _capabilities()
+    except (OSError, ValueError) as exc:
+        raise Refused(ROOT, "cannot read the capabilities left after the drop to %s: %s" % (name, exc), path) from None
+    held = dict((k, v) for k, v in caps.items() if k in ("CapInh", "CapPrm", "CapEff", "CapAmb") and v)
+    if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid) or os.getgroups() or held \
+            or _regains_root():
+        raise Refused(ROOT, "the drop to %s did not hold (uids %s, gids %s, groups %s, capabilities %s)" % (
+            name, os.getresuid(), os.getresgid(), os.getgroups(), held), path)
+    return uid, gid
+
+
+def _regains_root() -> bool:
+    try:
+        os.setuid(0)
+    except OSError:
+        return False
+    return True
+
+
+def clean_environment(environ: Dict[str, str]) -> Dict[str, str]:
+    """The allow-list of the caller's environment that bwrap (and so the executor) gets: ENV_NAMES and the
+    ENV_PREFIXES, bounded; PATH is DEFAULT_PATH when the caller has none."""
+    out = dict((k, v) for k, v in environ.items() if (k in ENV_NAMES or k.startswith(ENV_PREFIXES))
+               and len(v) <= MAX_ENV_VALUE and k.replace("_", "").isalnum() and k.isupper())
+    out.setdefault("PATH", DEFAULT_PATH)
+    return out
+
+
+def close_all_but(keep: Sequence[int]) -> None:
+    """Close every descriptor of this process except stdin/stdout/stderr and ``keep`` (what bwrap is handed)."""
+    kept = sorted(set([0, 1, 2] + list(keep)))
+    try:
+        numbers = [int(n) for n in os.listdir("/proc/self/fd")]
+    except OSError:
+        numbers = list(range(3, os.sysconf("SC_OPEN_MAX")))
+    for number in numbers:
+        if number not in kept:
+            try:
+                os.close(number)
+            except OSError:
+                pass
+
+
+def granted_folders(mounts: Any) -> List[str]:
+    """The folders a profile's capabilities grant (mounts whose every reason is an R-CAP-* rule), sorted."""
+    out = set()
+    for mount in mounts if isinstance(mounts, list) else []:
+        rules = [p.get("rule") for p in mount.get("provenance") or [] if isinstance(p, dict)] if isinstance(
+            mount, dict) else []
+        source = mount.get("src") if isinstance(mount, dict) else None
+        if rules and all(str(r).startswith("R-CAP-") for r in rules) and mount.get("kind") in ("ro", "rw") \
+                and isinstance(source, str) and source.startswith("/"):
+            out.add(source)
+    return sorted(out)
+
+
+def channels_below(folders: Sequence[str]) -> List[str]:
+    """Every socket, FIFO and device node below ``folders`` (links not followed), sorted; ValueError when more
+    than MAX_CHANNEL_WALK entries would have to be looked at or a folder cannot be read."""
+    found: List[str] = []
+    seen = 0
+    todo = [f for f in folders if os.path.isdir(f) and not os.path.islink(f)]
+    while todo:
+        folder = todo.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError as exc:
+            raise ValueError("%s cannot be listed (%s)" % (folder, exc.strerror)) from None
+        seen += len(entries)
+        if seen > MAX_CHANNEL_WALK:
+            raise ValueError("more than %d entries below %s" % (MAX_CHANNEL_WALK, ", ".join(folders)[:300]))
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                todo.append(entry.path)
+            elif not entry.is_file(follow_symlinks=False) and not entry.is_symlink():
+                mode = entry.stat(follow_symlinks=False).st_mode
+                if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode) and not stat.S_ISLNK(mode):
+                    found.append(entry.path)
+    return sorted(found)
+
+
+def recheck_channels(doc: Dict[str, Any], path: str) -> None:
+    """Refuse (CHANNEL) a profile whose granted folders now hold a channel its render did not record there."""
+    recorded = doc.get("channels")
+    if not isinstance(recorded, list):
+        raise Refused(INVALID, "%s records no channels (render it again)" % path, path)
+    try:
+        now = channels_below(granted_folders(doc.get("mounts")))
+    except ValueError as exc:
+        raise Refused(CHANNEL, "the granted folders cannot be searched for channels: %s" % exc, path) from None
+    new = [c for c in now if c not in recorded]
+    if new:
+        raise Refused(CHANNEL, "%s appeared in a granted folder after %s was rendered (a socket, FIFO or device "
+                      "node is a channel to a host process)%s" % (new[0], path, " and %d more" % (len(new) - 1)
+                                                                  if len(new) > 1 else ""), new[0])
+
+
+def launch(path: str) -> None:
+    """``metnos-sandbox-exec --profile PATH``: read, drop, leave the terminal, open the descriptors, close the
+    rest, and become bwrap with a clean environment. Returns only by raising."""
+    doc = read_stored(path)
+    if os.geteuid() == 0 or os.getuid() == 0:
+        drop_to(doc.get("run_as"), path)
+    recheck_channels(doc, path)           # as the user the executor runs as: what it could reach
+    leave_terminal()
+    words = [str(w) for w in doc["argv"]]
+    opened = install(words, doc.get("descriptors") or [])
+    environment = clean_environment(dict(os.environ))
+    close_all_but(opened)
+    try:
+        os.execve(words[0], words, environment)
+    except OSError as exc:
+        raise Refused(INVALID, "%s: cannot run %s (%s)" % (path, words[0], exc.strerror), path) from None
+
+
+def refusal_text(code: str, message: str, path: str) -> str:
+    fix = FIXES.get(code, "").replace("{quoted}", shlex.quote(path) if path else "<path>")
+    return "metnos-sandbox-exec: %s: %s\n%s" % (code, message, "  fix: %s\n" % fix if fix else "")
+
+
 def main(args: Sequence[str]) -> int:
-    """``--profile PATH`` (a stored <executor>.json, run by an admin: leave_terminal() first) or
+    """``--profile PATH`` (a stored <executor>.json, run by an admin or the runtime: launch) or
     ``DESCRIPTORS_JSON -- ARGV...`` (the probe's launcher, started by its reaper in a session of its own)."""
     try:
+        if list(args) in (["--help"], ["-h"]):
+            sys.stdout.write(HELP)
+            return 0
         if len(args) == 2 and args[0] == "--profile":
-            doc = _read_profile(args[1])
-            leave_terminal()
-            run(doc["argv"], doc.get("descriptors") or [])
+            launch(args[1])
         elif len(args) > 2 and args[1] == "--":
             run(args[2:], json.loads(args[0]))
         else:
-            sys.stderr.write("usage: metnos-sandbox-exec --profile PROFILE.json\n")
+            sys.stderr.write(HELP.split("\n\n")[0] + "\n")
             return 2
+    except Refused as exc:
+        sys.stderr.write(refusal_text(exc.code, str(exc), exc.path))
+        return 1
     except (Moved, OSError, ValueError) as exc:
-        sys.stderr.write("metnos-sandbox-exec: %s: %s\n" % (CODE, exc))
+        sys.stderr.write(refusal_text(CODE, str(exc), ""))
         return 1
     return 0
 

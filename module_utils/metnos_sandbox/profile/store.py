@@ -10,19 +10,24 @@ audit's drift check and the module's diff read through ``read_args``/``read_doc`
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import hashlib
 import json
 import os
+import pwd
 import re
+import shlex
 import stat
 from typing import Any, Callable, Dict, List, Optional
 
 from ..base import diagnostics, files
 from ..base.records import Record
+from . import descriptors
 
 MAX_PROFILE_BYTES = 4 * 1024 * 1024
 DOC_KEYS = ("executor", "decision", "argv", "mounts", "namespaces", "network", "manifest", "exception",
-            "descriptors", "placement")
+            "descriptors", "placement", "run_as", "channels")
 _EXECUTOR = re.compile(r"[a-z0-9_][a-z0-9_.-]{0,127}")
+_USER = re.compile(r"[a-z_][a-z0-9_.-]{0,31}")
 
 
 class StoreError(Exception):
@@ -57,6 +62,12 @@ def documents(result: Dict[str, Any]) -> Documents:
     doc = dict((k, result[k]) for k in DOC_KEYS if k in result)
     doc["diagnostics"] = [dict((k, d[k]) for k in ("code", "severity", "rule", "message"))
                           for d in result["diagnostics"]]
+    doc["args_sha256"] = descriptors.args_digest(argv)       # the pair's shared digest (pair_problem)
+    if result.get("decision") == "wrapped":    # what the launcher accepts below the grants (recheck_channels)
+        try:
+            doc["channels"] = descriptors.channels_below(descriptors.granted_folders(result.get("mounts")))
+        except ValueError as exc:
+            raise StoreError("the granted folders cannot be searched for channels: %s" % exc) from None
     return Documents("\n".join(argv) + "\n", json.dumps(doc, indent=2, sort_keys=True) + "\n", doc)
 
 
@@ -97,6 +108,69 @@ def read_doc(dest: str, executor: str) -> Any:
         return json.loads(text)
     except ValueError:
         return None
+
+
+def run_as(user: str) -> Dict[str, Any]:
+    """What a stored profile records of the service user the launcher drops to: {user, uid, gid} of this host's
+    user database; root, an unknown name or one that is not a plain user name is refused (StoreError)."""
+    if not _USER.fullmatch(user):
+        raise StoreError("%s is not a user name" % diagnostics.excerpt(user))
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        raise StoreError("no user %s on this host" % diagnostics.excerpt(user)) from None
+    if entry.pw_uid == 0 or entry.pw_gid == 0:
+        raise StoreError("%s is uid %d gid %d: executors never run as root" % (user, entry.pw_uid, entry.pw_gid))
+    return {"user": user, "uid": entry.pw_uid, "gid": entry.pw_gid}
+
+
+def folder_problem(dest: str) -> Optional[diagnostics.Diagnostic]:
+    """profile_folder_unsafe for the first existing component of ``dest`` (from /, links not followed) that is not
+    a folder root owns and no one else can write, else None (a folder still to be made is made by root)."""
+    parts = [p for p in dest.split("/") if p]
+    done = "/"
+    for index, part in enumerate([""] + parts):
+        done = os.path.join(done, part) if part else "/"
+        try:
+            info = os.lstat(done)
+        except OSError:
+            return None
+        if stat.S_ISDIR(info.st_mode) and descriptors.safe_owner(info, index < len(parts)):
+            continue
+        try:
+            owner = pwd.getpwuid(info.st_uid).pw_name
+        except KeyError:
+            owner = "uid %d" % info.st_uid
+        kind = "" if stat.S_ISDIR(info.st_mode) else " (%s)" % ("a symbolic link" if stat.S_ISLNK(info.st_mode)
+                                                                else "not a folder")
+        return diagnostics.make(descriptors.UNSAFE, path=done, quoted=shlex.quote(done), owner=owner,
+                                mode="%04o%s" % (stat.S_IMODE(info.st_mode), kind))
+    return None
+
+
+def pair_problem(dest: str, executor: str) -> Optional[str]:
+    """Why <executor>.args and .json on disk are not one profile (an interrupted write, a hand edit), or None when
+    they are, or when either is absent or unreadable (missing: read_args says so): the .json's args_sha256 is
+    the digest of its own argv and of the .args file's bytes."""
+    where = paths(dest, executor)
+    args_text, json_text = _read(where.args), _read(where.json)
+    if args_text is None or json_text is None:
+        return None
+    try:
+        doc = json.loads(json_text)
+    except ValueError:
+        return "%s is not JSON" % where.json
+    argv = doc.get("argv") if isinstance(doc, dict) else None
+    recorded = doc.get("args_sha256") if isinstance(doc, dict) else None
+    if not isinstance(argv, list) or not all(isinstance(w, str) for w in argv):
+        return "%s holds no argv" % where.json
+    if not isinstance(recorded, str):
+        return "%s records no args_sha256 (written before the pair carried one)" % where.json
+    own, on_disk = descriptors.args_digest(argv), hashlib.sha256(args_text.encode("utf-8")).hexdigest()
+    if recorded != own or recorded != on_disk:
+        return "%s records argv sha256 %s, its own argv has %s, %s has %s" % (
+            where.json, diagnostics.excerpt(recorded, 80), own, where.args, on_disk)
+    return None
 
 
 def review_lines(doc: Optional[Dict[str, Any]]) -> str:

@@ -1,0 +1,109 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The diagnostic codes of metnos-sandbox-exec (profile/descriptors.py, the launcher's one file of the core) and
+of the stored profile it reads (profile/store.py): each refusal of the launcher, and the findings of render and
+audit about the profile folder and the .args/.json pair.
+
+The launcher runs alone on a host (stdlib only, no registry): it prints ``<code>: <message>`` and the first step
+of the code's remediation (descriptors.FIXES, kept equal to these by tests/unit/test_launcher_codes.py). Data
+only, importing base/registry.py alone. Pure Python, no Ansible imports.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+from typing import List
+
+from .registry import ERROR, PROFILES, SANDBOX_ACTIVE, Code
+
+RENDER_AGAIN = "ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles"
+
+CODES: List[Code] = []
+CODES.extend([
+    Code("launcher_profile_missing", ERROR, "R-SEC-1", SANDBOX_ACTIVE,
+         "The stored profile to run does not exist",
+         "metnos-sandbox-exec --profile was given a path where no stored profile (<executor>.json and its .args) "
+         "is, or that is not an absolute path of one. Nothing was run.",
+         "Opening the profile's folder from / one component at a time, then the .json and the .args in it.",
+         ["ls -l {quoted}"],
+         messages={"launcher": "{problem}"},
+         hint="Check the path; a profile is written by the sandbox_profile module (the role's profiles step)."),
+    Code("launcher_profile_unreadable", ERROR, "R-SEC-1", SANDBOX_ACTIVE,
+         "The stored profile cannot be read",
+         "The profile is a symbolic link, a FIFO or another non-regular file, larger than 4 MiB, or cannot be "
+         "opened. Nothing was run.",
+         "open(O_NOFOLLOW|O_NONBLOCK) in the checked folder, fstat: a regular file of at most 4 MiB.",
+         ["ls -l {quoted}"],
+         messages={"launcher": "{problem}"},
+         hint="Render the profile again: the role writes it as a regular file."),
+    Code("launcher_profile_not_json", ERROR, "R-SEC-1", SANDBOX_ACTIVE,
+         "The stored profile is not JSON",
+         "The .json of the profile is not UTF-8 JSON text (an .args file given for the .json, a truncated or "
+         "hand-edited file). Nothing was run.",
+         "Decoding the file as UTF-8 JSON.",
+         [RENDER_AGAIN],
+         messages={"launcher": "{problem}"},
+         hint="Give the <executor>.json, or render the profile again."),
+    Code("launcher_profile_invalid", ERROR, "R-SEC-1", SANDBOX_ACTIVE,
+         "The stored profile is not one the launcher runs",
+         "The JSON is not a wrapped profile: no decision wrapped, no argv of strings starting with bwrap's "
+         "absolute path, no args_sha256 (written before the pair carried its digest), or a malformed run_as. "
+         "Nothing was run.",
+         "Checking the profile's keys and types before anything is opened or run.",
+         [RENDER_AGAIN],
+         messages={"launcher": "{problem}"},
+         hint="Render the profile again with this release of the collection."),
+    Code("launcher_root_refused", ERROR, "R-SEC-1", SANDBOX_ACTIVE,
+         "The launcher will not run an executor as root",
+         "metnos-sandbox-exec was started by root, and the profile records no service user to run as "
+         "(run_as), records root, records a user this host does not have with that uid and gid, or the drop "
+         "to it did not hold (a uid, gid, supplementary group or capability left). Nothing was run.",
+         "setgroups([]), setresgid, setresuid to the recorded user, then getresuid/getresgid/getgroups, the "
+         "capabilities in /proc/self/status and a setuid(0) that must fail.",
+         [RENDER_AGAIN + " -e metnos_sandbox_run_as=<user>"],
+         messages={"launcher": "{problem}"},
+         hint=("<user> is the service's User= (the one the executors run as); or start the launcher as that "
+               "user.")),
+    Code("launcher_core_unsafe", ERROR, "R-SEC-1", SANDBOX_ACTIVE,
+         "The launcher's core is not root's alone",
+         "metnos-sandbox-exec, started by root, found its core (descriptors.py beside it) or a folder above it "
+         "owned by another user or writable by a group or everyone: root would import code someone else can "
+         "change. Nothing was run.",
+         "lstat of the core and of every folder up to / (a sticky folder like /var/tmp on the way excepted).",
+         ["chown root:root {quoted}", "chmod go-w {quoted}"],
+         messages={"launcher": "{problem}"},
+         hint="Or install the launcher again with the metnos_sandbox role (metnos_sandbox_exec: true)."),
+    Code("launcher_channel_appeared", ERROR, "R-SEC-1", SANDBOX_ACTIVE,
+         "A channel appeared in a granted folder after rendering",
+         "A socket, FIFO or device node is below a folder the profile grants, and the render did not record it "
+         "there (the stored profile's channels): a host process made it later, and the executor could talk to it "
+         "through the bind. Nothing was run.",
+         "At launch, as the service user: a scandir of the granted folders (links not followed, bounded like the "
+         "render's channel search) compared with the channels the render recorded.",
+         ["ls -l {quoted}"],
+         messages={"launcher": "{problem}"},
+         hint=("Find who made it (the command shows its owner); remove it, or allow it with a reason in "
+               "host.allow_channels and render the profile again.")),
+    Code("profile_folder_unsafe", ERROR, "R-SEC-1", PROFILES,
+         "A stored profile's folder or file is not root's alone",
+         "The profile folder, a folder on its way from /, or the profile file is owned by another user than "
+         "root, writable by a group or by everyone, or a symbolic link: whoever can write it can make root run "
+         "any command (the launcher runs what the profile says). The launcher refuses it, the render does "
+         "not write into it.",
+         "fstat of every component from / (opened without following links): owner root, no group or other "
+         "write bit.",
+         ["chown root:root {quoted}", "chmod go-w {quoted}"],
+         messages={"launcher": "{problem}",
+                   "": "{path} is owned by {owner}, mode {mode}: a profile folder is root's and writable by no "
+                       "one else"},
+         hint=("Run the commands on the path the message names (and on each folder the next finding names), or "
+               "set metnos_sandbox_profile_dir to a folder below /etc.")),
+    Code("profile_pair_mismatch", ERROR, "R-SCOPE-3", PROFILES,
+         "A stored profile's .args and .json are not one profile",
+         "The .json records the sha256 of its argv (args_sha256); its own argv or the .args file has another: "
+         "a write was interrupted between the two files, or one was edited. The launcher refuses the profile.",
+         "Comparing the .json's args_sha256 with the digest of its argv and of the .args file's bytes.",
+         [RENDER_AGAIN],
+         messages={"launcher": "{problem}",
+                   "": "{executor}: {problem}"},
+         hint="Render the profile again (the write replaces both files)."),
+])
