@@ -1,6 +1,6 @@
 """Every command the README marks runnable (a fenced ```sh block right after ``<!-- runnable -->``) runs as
-written, in order, with bash -euo pipefail, in a fresh temporary folder outside the checkout, against the
-tarball ``make collection`` builds (``make install-collection``).
+written, pasted in order into one shell (bash -euo pipefail), in a fresh temporary folder outside the
+checkout, against the tarball ``make collection`` builds (``make install-collection``).
 
 Nothing makes it pass by accident: the blocks run with the venv's bin folder taken off PATH (a block that
 says ``ansible-galaxy`` instead of the venv's path fails with "command not found"), with no ANSIBLE_* variable
@@ -40,13 +40,18 @@ def away():
 
 
 def run_blocks(blocks, top):
+    """The blocks pasted in sequence into ONE shell, as a reader does: the second block starts where the first
+    left (its working directory, its variables). Each block announces itself on stderr first, so a failure
+    names the block it stopped in."""
     env = dict((k, v) for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "VIRTUAL_ENV", "MAKE")))
     env.update(PATH=user_path(), METNOS=ROOT, HOME=top)
-    for index, block in enumerate(blocks):
-        proc = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=top, env=env, capture_output=True,
-                              text=True, timeout=900)
-        assert proc.returncode == 0, "README block %d failed (rc %d):\n%s\n--- stdout\n%s\n--- stderr\n%s" % (
-            index + 1, proc.returncode, block, proc.stdout[-3000:], proc.stderr[-3000:])
+    script = "".join("echo '### README block %d' >&2\n%s" % (index + 1, block) for index, block in enumerate(blocks))
+    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=top, env=env, capture_output=True,
+                          text=True, timeout=900)
+    stopped = re.findall(r"### README block (\d+)", proc.stderr)
+    assert proc.returncode == 0, "README block %s failed (rc %d):\n%s\n--- stdout\n%s\n--- stderr\n%s" % (
+        stopped[-1] if stopped else "?", proc.returncode, blocks[int(stopped[-1]) - 1] if stopped else script,
+        proc.stdout[-3000:], proc.stderr[-3000:])
 
 
 def test_every_runnable_readme_block_runs_as_written(away):
@@ -57,6 +62,25 @@ def test_every_runnable_readme_block_runs_as_written(away):
     installed = os.path.join(away, "my-project", "collections", "ansible_collections", "metnos", "sandbox")
     assert os.path.isfile(os.path.join(installed, "MANIFEST.json")), os.listdir(away)
     assert os.path.isfile(os.path.join(installed, "roles", "metnos_sandbox", "files", "metnos-sandbox-exec"))
+
+
+def test_the_blocks_share_one_shell(away):
+    """The canary of pasting in sequence: a block that does ``cd`` again into the folder the block before
+    entered fails (the README's block 2 once did, "No such file or directory")."""
+    run_blocks(["mkdir -p my-project && cd my-project\n", "test \"$(basename \"$PWD\")\" = my-project\n"], away)
+    with pytest.raises(AssertionError, match="README block 2 failed"):
+        run_blocks(["mkdir -p my-project && cd my-project\n", "cd my-project\n"], away)
+
+
+def test_the_readme_names_what_make_test_installs_and_how_long_it_takes():
+    """Every Debian package of scripts/host-packages.sh (the one list make test installs) is named in the
+    README, with the time the whole run takes."""
+    listed = subprocess.run([os.path.join(ROOT, "scripts", "host-packages.sh"), "--list"], capture_output=True,
+                            text=True, check=True).stdout.split()
+    with open(os.path.join(ROOT, "README.md")) as handle:
+        text = handle.read()
+    assert listed and [name for name in listed if name not in text] == [], listed
+    assert "about an hour on 2 cores" in text and "Node.js" in text
 
 
 def test_a_bare_tool_name_fails_without_the_venv(away):
