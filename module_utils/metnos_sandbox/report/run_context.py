@@ -15,7 +15,7 @@ is left as written. Controller only; pure Python, no Ansible imports.
 from __future__ import absolute_import, annotations, division, print_function
 
 import shlex
-from typing import Any, Dict, Sequence
+from typing import Any, Dict, List, Sequence
 
 from .record import Document
 
@@ -48,9 +48,15 @@ def with_inventory(command: str, sources: Sequence[str]) -> str:
 def _carry(found: Sequence[Any], sources: Sequence[str]) -> None:
     """Each finding's remediation commands (found: diagnostics, or waived findings) with the sources."""
     for diag in found:
-        commands = diag.get("remediation")
-        if isinstance(commands, list):
-            diag["remediation"] = [with_inventory(c, sources) if isinstance(c, str) else c for c in commands]
+        fix = diag.get("remediation")
+        if isinstance(fix, dict) and isinstance(fix.get("commands"), list):    # remediation as data: {hint, commands}
+            fix["commands"] = _with_inventory_all(fix["commands"], sources)
+        elif isinstance(fix, list):
+            diag["remediation"] = _with_inventory_all(fix, sources)
+
+
+def _with_inventory_all(commands: Sequence[Any], sources: Sequence[str]) -> List[Any]:
+    return [with_inventory(c, sources) if isinstance(c, str) else c for c in commands]
 
 
 def carry(doc: Document, sources: Any) -> Document:
