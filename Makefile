@@ -13,7 +13,7 @@ PYTEST := python -m pytest -q
 PEP8 := --max-line-length 160 --ignore E402,W503,W504,E741,E203,E701,E704
 STAGES := lint unit integration system molecule
 
-.PHONY: run check audit test $(STAGES) test-deps host-packages preflight docs collection install-collection sanity changelog lock clean
+.PHONY: help run check audit test $(STAGES) test-deps host-packages preflight docs collection install-collection sanity changelog lock clean
 
 ## run: set up the venv and provision this host (playbooks/site.yml), ending with a summary
 run:
@@ -132,3 +132,10 @@ lock: test-deps
 
 clean:
 	rm -rf $(VENV) .ansible .pytest_cache dist
+
+## help: list these targets with what each does (from the "## target:" comment that starts each block of them)
+help:
+	@awk '/^## / { text = substr($$0, 4); name = ""; \
+	    if (!inblock && text ~ /^[a-z-]+: /) { name = substr(text, 1, index(text, ":") - 1); \
+	      text = substr(text, length(name) + 3) } \
+	    printf "  %-20s %s\n", name, text; inblock = 1; next } { inblock = 0 }' $(firstword $(MAKEFILE_LIST))

@@ -25,6 +25,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.repo
     baseline,
     report,
     report_metrics,
+    run_context,
     spool,
     waivers,
 )
@@ -68,6 +69,8 @@ class ActionModule(ActionBase):
             ((name, results[name]) for name in sorted(results))
         doc = report.build_from_results(pairs, warnings_as_failures=args["warnings_as_failures"], waivers=accepted,
                                         baseline=before, fail_on=args["fail_on"])
+        # Every fix command carries the run's inventory (-i), so it runs as pasted (issue 54).
+        run_context.carry(doc, (task_vars or {}).get("ansible_inventory_sources"))
         timings = {"build": round(time.time() - start, 3)}
         summary = report.terminal_summary(doc)
         paths, removed = {}, []

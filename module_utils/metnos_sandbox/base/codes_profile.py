@@ -488,6 +488,19 @@ CODES.extend([
          hint=("The command probes the full device profile (no downgrade) in the service's context: when it "
                "passes, this platform gives the flag - remove its entry from metnos_sandbox_host.device_downgrades "
                "and render again.")),
+    Code("network_word_unknown", WARNING, "R-NET-1", SANDBOX_ACTIVE,
+         "A net: or network: word looks like a typo of a known one",
+         "A capability net:<what> or network:<what> names a word a typo away from one the toolkit knows "
+         "(net:htpp for net:http). A warning, not a refusal: the spec writes net:* and network:* and lists no "
+         "words, and network is binary (R-NET-1: any word grants the host network, bwrap applies no allow-list), "
+         "so the word is the manifest's own; the profile grants the host network as written.",
+         "Comparing each net:/network: word with the known words (difflib ratio 0.6 or more, not equal).",
+         ["grep -n -e 'net:' -e 'network:' '<manifest>'", "\"${EDITOR:-vi}\" '<manifest>'"],
+         messages={"": "{executor}: {capability} is not a network word the toolkit knows: did you mean {meant}? "
+                       "(known: {known}); granted as written (the host network)"},
+         hint=("Correct the word in the manifest (the first command shows its line), then render the profiles "
+               "again. A word of your own is allowed (the spec's net:*): pick one that is not a near miss of a "
+               "known word.")),
     Code("profile_preview", INFO, "R-DIAG-3", SANDBOX_ACTIVE,
          "This profile is a preview rendered off the target host",
          "The profile was rendered where the manifest's paths cannot be resolved as the target host sees "

@@ -8,6 +8,7 @@ Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import difflib
 import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
@@ -95,6 +96,12 @@ KINDS = (Kind.FS, Kind.METNOS, Kind.INDEX, Kind.SYSTEMD, Kind.SYSTEM, Kind.PROVI
 # Kinds whose grant reaches the network (and system:read:network_interfaces, see needs_network).
 NETWORK_KINDS = frozenset((Kind.NETWORK, Kind.PROVIDER, Kind.SKILL, Kind.MAIL))
 NETWORK_INTERFACES = "network_interfaces"
+# The words of net:<what> / network:<what> the toolkit knows. The spec (R-NET-1) writes net:* and network:*: it
+# lists no words, and network is binary (every word grants the host network), so a word outside this list is
+# not refused; one a typo away from a known word (net:htpp) is a warning with the word it likely meant
+# (network_word_unknown), never silent.
+NETWORK_WORDS = ("*", "http", "https", "dns", "smtp", "imap", "ssh")
+NETWORK_WORD_CUTOFF = 0.6      # difflib's ratio from which a word reads as a typo of a known one
 # Modes that grant writing (fs:write, metnos:write|create, provider:access).
 WRITE_MODES = ("write", "create", "access")
 
@@ -165,6 +172,14 @@ class Capability(object):
 
     def needs_network(self) -> bool:
         return self.kind in NETWORK_KINDS or (self.kind == Kind.SYSTEM and self.target == NETWORK_INTERFACES)
+
+    def network_word_meant(self) -> Optional[str]:
+        """The known network word this net:/network: word is likely a typo of (see NETWORK_WORDS); None when the
+        word is known, or near none (a word of the manifest's own, which the spec's net:* allows)."""
+        if self.kind != Kind.NETWORK or self.target is None or self.target in NETWORK_WORDS:
+            return None
+        near = difflib.get_close_matches(self.target.lower(), NETWORK_WORDS, n=1, cutoff=NETWORK_WORD_CUTOFF)
+        return near[0] if near and near[0] != self.target else None
 
     def writes(self) -> bool:
         """The grant is writable: a writing mode, or the sender's dialog folder."""

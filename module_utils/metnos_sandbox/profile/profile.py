@@ -66,6 +66,7 @@ def _render(manifest: Manifest, host: host_context.HostContext, invocation: Opti
     r = granters.Render(manifest, host, invocation, own_dir, state)
     own_real = _grant_all(r)
     diags = r.diags
+    diags.extend(_network_typos(manifest))
     if any(d["severity"] == diagnostics.ERROR for d in diags):
         return result.refused(name, diags)           # scope checks come before the bwrap check (spec §5.4)
     if not status.get("active"):
@@ -225,6 +226,20 @@ def _search_channels(r: granters.Render) -> None:
 class _Namespaces(Record):
     flags: List[Dict[str, str]]       # public: the ``namespaces`` of a result
     network: Dict[str, Any]           # public: the ``network`` decision of a result
+
+
+def _network_typos(manifest: Manifest) -> List[diagnostics.Diagnostic]:
+    """A warning for each net:/network: word a typo away from a known one (model.NETWORK_WORDS): the spec leaves
+    the word open (net:*), so it is granted as written (the host network, R-NET-1), and said."""
+    found = []
+    for cap in manifest.capabilities:
+        meant = cap.network_word_meant()
+        if meant is not None:
+            head = cap.text.partition(":")[0]
+            found.append(diagnostics.make("network_word_unknown", field="capabilities", fill={
+                "executor": manifest.name, "capability": diagnostics.excerpt(cap.text),
+                "meant": "%s:%s" % (head, meant), "known": ", ".join(model.NETWORK_WORDS)}))
+    return found
 
 
 def _namespaces(manifest: Manifest, host: host_context.HostContext) -> _Namespaces:

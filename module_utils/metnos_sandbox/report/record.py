@@ -111,6 +111,7 @@ class Document(DocumentRequired, total=False):
     waivers: Dict[str, Any]
     findings: List[Diagnostic]
     baseline: Dict[str, Any]
+    context: Dict[str, Any]     # the run's inventory sources (run_context.carry)
 
 
 def not_audited(name: str, res: Any) -> Diagnostic:
