@@ -63,12 +63,13 @@ def profile_drift(manifests: Optional[Iterable[Any]], host_over: Optional[Dict[s
         host = host_context.HostContext(python_roots.with_python_roots(host_over, runner))
     except host_layout.ContextError as exc:
         return [{"executor": None, "state": "error", "message": str(exc)}]
-    for source in manifests or []:
+    for index, source in enumerate(manifests or [], 1):
         prof = profile.render_safe(source, host, {}, status)
         name = prof.get("executor")
         entry: Dict[str, Any] = {"executor": name, "decision": prof["decision"]}
-        if prof["decision"] == "refused":
-            entry.update(state="refused", refusal=prof["refusal"], message=profile_states.refusal_reason(prof))
+        if prof["decision"] == "refused":       # known by its readable name, else its file, else its place
+            entry.update(profile_states.refused_label(source, name), index=index, state="refused",
+                         refusal=prof["refusal"], message=profile_states.refusal_reason(prof))
             out.append(entry)
             continue
         path = store.paths(profile_dir, name)[0]

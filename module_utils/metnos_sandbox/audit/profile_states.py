@@ -18,9 +18,11 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ..base import diagnostics
 from ..host import bwrap_options
+from ..profile import model
 
 FINDING_OF_STATE = {"in_sync": "profile_in_sync", "drift": "profile_drift", "missing": "profile_missing",
                     "refused": "profile_refused", "error": "profile_context_error"}
+MAX_LABEL = 4096          # the longest manifest path kept as a refused manifest's label
 MAX_CHANGES = 20          # changes of each kind kept in an entry (the rest counted)
 
 # The mount of each bwrap option that places something at a destination: (mode, words: source then destination).
@@ -115,11 +117,30 @@ def findings(entries: Iterable[Mapping[str, Any]]) -> List[diagnostics.Diagnosti
         elif state in ("missing", "in_sync"):
             out.append(diagnostics.make(code, executor=item["executor"], path=item["path"]))
         elif state == "refused":
-            out.append(diagnostics.make(code, executor=item.get("executor") or "(unnamed manifest)",
+            label = entry_label(item)
+            out.append(diagnostics.make(code, executor=label, manifest=item.get("manifest"), subject=label,
                                         refusal=item.get("refusal"), fill={"reason": refusal_reason(item)}))
         else:
             out.append(diagnostics.make(code, fill={"reason": diagnostics.excerpt(item.get("message"), 300)[1:-1]}))
     return out
+
+
+def entry_label(entry: Mapping[str, Any]) -> str:
+    """The text a manifest's entry is shown and keyed by: its executor name, else its file's path, else its place
+    in the list of manifests (never a placeholder)."""
+    return str(entry.get("executor") or entry.get("manifest") or "manifest #%s" % (entry.get("index") or "?"))
+
+
+def refused_label(source: Any, name: Any) -> Dict[str, Any]:
+    """What a refused manifest is known by: {executor: its readable name or None, manifest: the file's path when
+    the controller read it (the refusal record's ``source``) or None}. A name is used only when it is a valid
+    executor name (model.NAME, whole); a path only when it is text of at most MAX_LABEL characters."""
+    body = source.get(model.REFUSAL_KEY) if isinstance(source, dict) else None
+    body = body if isinstance(body, dict) else {}
+    names = [n for n in (name, body.get("name")) if isinstance(n, str) and model.NAME.fullmatch(n)]
+    path = body.get("source")
+    return {"executor": names[0] if names else None,
+            "manifest": path if isinstance(path, str) and 0 < len(path) <= MAX_LABEL and path.isprintable() else None}
 
 
 def refusal_reason(item: Mapping[str, Any]) -> str:
@@ -136,7 +157,7 @@ def role_entries(loop_results: Optional[Iterable[Mapping[str, Any]]]) -> List[Di
     """The states of a sandbox_profile loop's results (the role renders and writes: a rendered profile is in
     sync), in the audit's entry shape."""
     out = []
-    for res in loop_results or []:
+    for index, res in enumerate(loop_results or [], 1):
         if res.get("skipped"):
             continue
         name = res.get("executor")
@@ -144,7 +165,7 @@ def role_entries(loop_results: Optional[Iterable[Mapping[str, Any]]]) -> List[Di
             files = res.get("files") or ["%s.args" % name]     # store.write: [args, json]
             out.append({"executor": name, "state": "in_sync", "path": files[0]})
         elif res.get("decision") == "refused":
-            out.append({"executor": name, "state": "refused", "refusal": res.get("refusal"),
+            out.append({"executor": name, "state": "refused", "refusal": res.get("refusal"), "index": index,
                         "diagnostics": res.get("diagnostics") or []})
         else:       # the module itself failed (an invalid host context, a profile directory it cannot write)
             out.append({"executor": name, "state": "error", "message": res.get("msg") or "sandbox_profile failed"})

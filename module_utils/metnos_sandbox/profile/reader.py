@@ -84,6 +84,19 @@ class Loaded(object):
         self.long_string = long_string
 
 
+_NAME_LINE = re.compile(rb"name:[ \t]*['\"]?([a-z0-9_][a-z0-9_.-]{0,127})['\"]?[ \t]*(?:#[^\n]*)?\r?\n?\Z")
+
+
+def readable_name(data: Any) -> Optional[str]:
+    """The executor name of a manifest that may not load (a label for its refusal, never a decision): the value
+    of a top-level ``name:`` line, plain or quoted, matching model.NAME whole; None when there is none or two."""
+    if not isinstance(data, (bytes, bytearray)):
+        return None
+    found = [m.group(1) for m in (_NAME_LINE.match(line) for line in bytes(data[:model.MAX_MANIFEST_BYTES])
+                                  .splitlines(True)) if m is not None]
+    return found[0].decode("ascii") if len(found) == 1 else None
+
+
 def decode(data: Any, source: Any = "<inline>") -> Any:
     """Manifest bytes/str (JSON or YAML) -> plain decoded data, bounded. Raises ManifestError."""
     return load(data, source).data

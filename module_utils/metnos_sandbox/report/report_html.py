@@ -16,6 +16,7 @@ import os
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 from urllib.parse import quote
 
+from ..audit import profile_states
 from ..audit.monitor_state import monitored_text
 from . import report_containment
 from .baseline import finding_key
@@ -102,7 +103,8 @@ def host_facts(h: Mapping[str, Any]) -> List[List[str]]:
         out.append(["continuous proof (monitored: %s)" % monitored_text(mon), readable(mon)])
     off = [p for p in h.get("profiles") or [] if p.get("state") != "in_sync"]
     if off:
-        out.append(["profiles not in sync", "; ".join("%s: %s" % (p.get("executor"), p.get("state")) for p in off)])
+        out.append(["profiles not in sync",
+                    "; ".join("%s: %s" % (profile_states.entry_label(p), p.get("state")) for p in off)])
     return out
 
 
