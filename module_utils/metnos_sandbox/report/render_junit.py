@@ -101,7 +101,8 @@ def fleet_testcases(doc: Document, waf: bool) -> List[Tuple[str, bool]]:
     if base:
         text = "%d new, %d still there, %d resolved since %s (%s)\n%s" % (
             base["new"], base["still"], base["resolved"], base["generated"], base["path"],
-            "\n".join("%s %s: %s" % (state, host, code) for host, code, _sev, state in changes(doc)))
+            "\n".join("%s %s: %s%s" % (state, host, code, "" if about == "-" else " (%s)" % about)
+                      for host, code, about, _sev, state in changes(doc)))
         out.append(('    <testcase classname="metnos.fleet" name="baseline"><system-out>%s</system-out></testcase>\n'
                     % xml_escape(text), False))
     return out
