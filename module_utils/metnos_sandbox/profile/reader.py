@@ -217,13 +217,10 @@ def _yaml_load(text: str) -> Any:
     try:
         return _Composer(yaml).compose(loader)
     except model.Refuse:
+        _syntax_first(yaml, loader)
         raise
     except yaml.YAMLError as exc:
-        problem = getattr(exc, "problem", None) or str(exc).split("\n", maxsplit=1)[0]
-        mark = getattr(exc, "problem_mark", None)
-        at = " (line %d, column %d)" % (mark.line + 1, mark.column + 1) if mark is not None else ""
-        raise model.refuse("manifest_parse_error", "(file)", "syntax",
-                           {"problem": diagnostics.excerpt(str(problem), 120)[1:-1], "at": at}) from None
+        raise _syntax_error(exc) from None
     except RecursionError:
         raise model.refuse("manifest_too_deep", "(document)", "yaml", limit=model.MAX_DEPTH) from None
     finally:
@@ -231,6 +228,26 @@ def _yaml_load(text: str) -> Any:
             loader.dispose()
         except Exception:
             pass
+
+
+def _syntax_error(exc: Any) -> model.Refuse:
+    problem = getattr(exc, "problem", None) or str(exc).split("\n", maxsplit=1)[0]
+    mark = getattr(exc, "problem_mark", None)
+    at = " (line %d, column %d)" % (mark.line + 1, mark.column + 1) if mark is not None else ""
+    return model.refuse("manifest_parse_error", "(file)", "syntax",
+                        {"problem": diagnostics.excerpt(str(problem), 120)[1:-1], "at": at})
+
+
+def _syntax_first(yaml: Any, loader: Any) -> None:
+    """A document that is not valid YAML is refused as such (manifest_parse_error with its line and column), not
+    by what composing it saw before the parser reached the error (an unclosed [ list reads the next line into
+    its last item: capability_whitespace). The rest of the events are only parsed (the text is bounded), never
+    composed."""
+    try:
+        while loader.check_event():
+            loader.get_event()
+    except yaml.YAMLError as exc:
+        raise _syntax_error(exc) from None
 
 
 class _Composer(object):
