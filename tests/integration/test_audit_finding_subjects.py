@@ -72,3 +72,23 @@ def test_a_stored_schema_1_baseline_without_subjects_still_loads(tmp_path):
     counts = baseline.compare(now, base)
     assert (counts["new"], counts["still"], counts["resolved"]) == (1, 1, 1), counts
     assert now[0]["change"] == {"profile_refused|/m/a.yml": "new", "unit_not_found": "still"}
+
+
+def test_two_manifests_of_one_name_are_a_finding_naming_both(tmp_path):
+    """Two real copies of the read_notes example under two file names: before, 'missing notes' twice and no word
+    of why; now the second is profile_name_duplicate naming both places, and the first alone is compared."""
+    example = open(os.path.join(ROOT, "examples", "manifests", "read_notes.yml")).read()
+    paths = [str(tmp_path / n) for n in ("a.yml", "b.yml")]
+    for path in paths:
+        with open(path, "w") as handle:
+            handle.write(example)
+    proc = audit(tmp_path, paths)
+    assert proc.returncode != 0, proc.stdout[-3000:]
+    host = json.load(open(str(tmp_path / "reports" / "latest.json")))["hosts"][0]
+    assert [(p["executor"], p["state"]) for p in host["profiles"]] == [("read_notes", "missing"),
+                                                                       ("read_notes", "duplicate")], host["profiles"]
+    (dup,) = [d for d in host["diagnostics"] if d["code"] == "profile_name_duplicate"]
+    assert dup["severity"] == "error" and dup["details"]["subject"] == "read_notes", dup
+    assert "manifest #1 of the host's list and manifest #2 of the host's list both render to " in dup["message"]
+    assert dup["message"].split(" both render to ")[1].startswith(str(tmp_path / "profiles" / "read_notes.args"))
+    assert [d["code"] for d in host["diagnostics"]].count("profile_missing") == 1

@@ -63,6 +63,7 @@ def profile_drift(manifests: Optional[Iterable[Any]], host_over: Optional[Dict[s
         host = host_context.HostContext(python_roots.with_python_roots(host_over, runner))
     except host_layout.ContextError as exc:
         return [{"executor": None, "state": "error", "message": str(exc)}]
+    first: Dict[str, str] = {}           # executor name: the manifest that rendered it first
     for index, source in enumerate(manifests or [], 1):
         prof = profile.render_safe(source, host, {}, status)
         name = prof.get("executor")
@@ -73,6 +74,12 @@ def profile_drift(manifests: Optional[Iterable[Any]], host_over: Optional[Dict[s
             out.append(entry)
             continue
         path = store.paths(profile_dir, name)[0]
+        if name in first:                       # one profile file for two manifests: neither wins silently
+            entry.update(state="duplicate", path=path, first=first[name],
+                         second=profile_states.place(source, index))
+            out.append(entry)
+            continue
+        first[cast(str, name)] = profile_states.place(source, index)
         on_disk = store.read_args(profile_dir, cast(str, name))     # the one reader of the profile format
         if on_disk is None:
             entry.update(state="missing", path=path)

@@ -6,7 +6,8 @@
 Every state a manifest can be in on a host is one finding with its own code, for the audit (audit.py
 profile_drift's entries) and the role's summary (summary.profiles_section over sandbox_profile's results) alike:
 ``in_sync`` (profile_in_sync, info), ``drift`` (profile_drift), ``missing`` (profile_missing), ``refused``
-(profile_refused, naming the refusal's own code) and ``error`` (profile_context_error). Nothing is dropped.
+(profile_refused, naming the refusal's own code), ``duplicate`` (profile_name_duplicate: a second manifest of an
+executor name already rendered, naming both) and ``error`` (profile_context_error). Nothing is dropped.
 
 A drift is told as bwrap would build the sandbox, not as argv words: the mounts added, removed or changed (with
 their modes and sources) and the other options added or removed, read with bwrap's own option table
@@ -21,7 +22,8 @@ from ..host import bwrap_options
 from ..profile import model
 
 FINDING_OF_STATE = {"in_sync": "profile_in_sync", "drift": "profile_drift", "missing": "profile_missing",
-                    "refused": "profile_refused", "error": "profile_context_error"}
+                    "refused": "profile_refused", "error": "profile_context_error",
+                    "duplicate": "profile_name_duplicate"}
 MAX_LABEL = 4096          # the longest manifest path kept as a refused manifest's label
 MAX_CHANGES = 20          # changes of each kind kept in an entry (the rest counted)
 
@@ -116,6 +118,9 @@ def findings(entries: Iterable[Mapping[str, Any]]) -> List[diagnostics.Diagnosti
                                         fill={"changes": drift_text(item)}))
         elif state in ("missing", "in_sync"):
             out.append(diagnostics.make(code, executor=item["executor"], path=item["path"]))
+        elif state == "duplicate":
+            out.append(diagnostics.make(code, executor=item["executor"], path=item["path"], first=item["first"],
+                                        second=item["second"], subject=item["executor"]))
         elif state == "refused":
             label = entry_label(item)
             out.append(diagnostics.make(code, executor=label, manifest=item.get("manifest"), subject=label,
@@ -141,6 +146,13 @@ def refused_label(source: Any, name: Any) -> Dict[str, Any]:
     path = body.get("source")
     return {"executor": names[0] if names else None,
             "manifest": path if isinstance(path, str) and 0 < len(path) <= MAX_LABEL and path.isprintable() else None}
+
+
+def place(source: Any, index: int) -> str:
+    """How a manifest is named in a finding about two of them: its file when the controller read it, else its
+    place in the host's list of manifests."""
+    path = refused_label(source, None)["manifest"]
+    return path if path else "manifest #%d of the host's list" % index
 
 
 def refusal_reason(item: Mapping[str, Any]) -> str:
