@@ -42,7 +42,7 @@ def audit(findings, verdict="fail"):
 def every_format(doc):
     return {"json": render_json.to_json(doc),
             "markdown": report_text.to_markdown(doc), "junit": report_text.to_junit(doc),
-            "html": report_text.to_html(doc)}
+            "html": re.sub(r"<script\b.*?</script>", "", report_text.to_html(doc), flags=re.S)}   # what is shown
 
 
 def fleet(tmp_path, first, second, **kw):
@@ -86,3 +86,21 @@ def test_the_gate_banner_and_the_hosts_to_act_on_say_the_same():
     page = report_text.to_html(doc)
     assert doc["gate"]["failed"] is False and "Hosts to act on: 1 failing" in page
     assert "Gate passed</b> &mdash; 1 host(s) to act on below" in page and "no host to act on" not in page
+
+
+def test_every_registered_code_with_a_subject_in_every_format():
+    """Every code of the registry as a finding about its own subject, on one failing host: each format names each
+    subject, and none says None, '(unnamed' or an empty subject."""
+    findings = [diagnostics.make(code, subject="subject-of-%s" % code) for code in sorted(diagnostics.REGISTRY)]
+    doc = report_text.build({"web-1": audit(findings)}, WHEN, warnings_as_failures=True)
+    texts = every_format(doc)
+    for name, text in texts.items():       # JUnit has failures only: its info findings are not expected there
+        assert not re.search(r"\bNone\b", text), (name, text[max(0, text.find("None") - 200):text.find("None") + 50])
+        assert "(unnamed" not in text and "· ``" not in text and '"subject": ""' not in text, name
+        missing = [d["code"] for d in doc["hosts"][0]["diagnostics"] if d["details"]["subject"] not in text and
+                   (name != "junit" or d["severity"] != "info")]
+        assert not missing, (name, missing)
+    shown = [d["code"] for d in doc["hosts"][0]["diagnostics"] if '<code>%s</code> <span class="subject">%s</span>' % (
+        d["code"], d["details"]["subject"]) in texts["html"]]           # in its finding, not only in the raw record
+    assert shown == [d["code"] for d in doc["hosts"][0]["diagnostics"] if d["severity"] != "info"]   # as laid out
+    assert len(doc["hosts"][0]["diagnostics"]) >= len(diagnostics.REGISTRY) - 10, len(doc["hosts"][0]["diagnostics"])

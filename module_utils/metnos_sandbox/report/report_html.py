@@ -19,7 +19,7 @@ from urllib.parse import quote
 from ..audit import profile_states
 from ..audit.monitor_state import monitored_text
 from . import report_containment
-from .baseline import finding_key
+from .baseline import finding_key, subject
 
 ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report_assets")
 ACT_SHOWN = 100     # HTML: hosts to act on laid out with their findings and fixes (the others open from the table)
@@ -129,8 +129,10 @@ def gate_html(doc: Mapping[str, Any]) -> str:
 
 
 def finding_html(d: Mapping[str, Any], change: Optional[str]) -> str:
-    return ('<div class="finding"><p><span class="sev %s">%s</span><code>%s</code>%s %s</p><p>%s</p>%s</div>' % (
+    about = subject(d)
+    return ('<div class="finding"><p><span class="sev %s">%s</span><code>%s</code>%s%s %s</p><p>%s</p>%s</div>' % (
         escape(d["severity"]), escape(d["severity"]), escape(d["code"]),
+        ' <span class="subject">%s</span>' % escape(about) if about and about not in d["message"] else "",
         ' <span class="badge %s">%s</span>' % (escape(change), escape(change)) if change else "",
         escape(d.get("title")),
         escape(d["message"]), fix_html(fix_of(d))))
