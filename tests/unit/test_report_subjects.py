@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import profile_states
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import baseline, render_json, report
-from helpers import report_text
+from helpers import report_browser, report_text
 
 WHEN = datetime.datetime(2026, 11, 30, 6, 0, tzinfo=datetime.timezone.utc)
 LATER = WHEN + datetime.timedelta(days=1)
@@ -28,6 +28,8 @@ ENTRIES = [
                                                                                  "changed": []},
      "options": {"added": ["--unshare-net"], "removed": []}, "command_changed": False},
 ]
+NARROW = "body{width:420px}"          # the page as a phone lays it out: narrow cells
+OLD_RULE = NARROW + "code{white-space:normal;overflow-wrap:anywhere;word-break:normal}"      # before issue 53
 SUBJECTS = ["broken_yaml", "/m/broken.yml", "manifest #3", "notes", "mail", "status"]
 
 
@@ -104,3 +106,16 @@ def test_every_registered_code_with_a_subject_in_every_format():
         d["code"], d["details"]["subject"]) in texts["html"]]           # in its finding, not only in the raw record
     assert shown == [d["code"] for d in doc["hosts"][0]["diagnostics"] if d["severity"] != "info"]   # as laid out
     assert len(doc["hosts"][0]["diagnostics"]) >= len(diagnostics.REGISTRY) - 10, len(doc["hosts"][0]["diagnostics"])
+
+
+def test_codes_never_wrap_mid_word_in_chromium(tmp_path):
+    """Real headless Chromium lays the page out (tests/helpers/report_browser.py) 420 pixels wide: no inline code
+    spans two lines, with every registered code on one host and in the table's narrow codes cell. The canary: the old rule (codes
+    free to wrap anywhere) put back in the same page makes some wrap."""
+    findings = [diagnostics.make(code, subject="subject-of-%s" % code) for code in sorted(diagnostics.REGISTRY)]
+    page = report_text.to_html(report_text.build({"web-1": audit(findings), "web-2": audit([], "pass")}, WHEN))
+    _path, test = report_browser.with_harness(page, str(tmp_path), css_extra=NARROW)
+    out = report_browser.measure(str(tmp_path), test)
+    assert out["measured"] > 100 and out["wrapped_codes"] == [], out["wrapped_codes"][:10]
+    _path, test = report_browser.with_harness(page, str(tmp_path), css_extra=OLD_RULE)
+    assert report_browser.measure(str(tmp_path), test)["wrapped_codes"], "the canary: the old rule wraps codes"
