@@ -110,8 +110,8 @@ def test_every_registered_code_with_a_subject_in_every_format():
 
 def test_codes_never_wrap_mid_word_in_chromium(tmp_path):
     """Real headless Chromium lays the page out (tests/helpers/report_browser.py) 420 pixels wide: no inline code
-    spans two lines, with every registered code on one host and in the table's narrow codes cell. The canary: the old rule (codes
-    free to wrap anywhere) put back in the same page makes some wrap."""
+    spans two lines, with every registered code on one host and in the table's narrow codes cell. The canary: the
+    old rule (codes free to wrap anywhere) put back in the same page makes some wrap."""
     findings = [diagnostics.make(code, subject="subject-of-%s" % code) for code in sorted(diagnostics.REGISTRY)]
     page = report_text.to_html(report_text.build({"web-1": audit(findings), "web-2": audit([], "pass")}, WHEN))
     _path, test = report_browser.with_harness(page, str(tmp_path), css_extra=NARROW)
