@@ -9,8 +9,8 @@ import json
 import os
 import sys
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import baseline
-from conftest import ROOT, run_playbook
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import baseline, summary
+from conftest import ROOT, run_module, run_playbook
 
 BROKEN = "origin: [unclosed\ncapabilities: []\n"               # no name at all, not valid YAML
 NAMED = "name: broken_yaml\norigin: [unclosed\n"              # a readable name, not valid YAML
@@ -90,5 +90,26 @@ def test_two_manifests_of_one_name_are_a_finding_naming_both(tmp_path):
     (dup,) = [d for d in host["diagnostics"] if d["code"] == "profile_name_duplicate"]
     assert dup["severity"] == "error" and dup["details"]["subject"] == "read_notes", dup
     assert "manifest #1 of the host's list and manifest #2 of the host's list both render to " in dup["message"]
+    assert "one profile file for two manifests" in dup["message"]
     assert dup["message"].split(" both render to ")[1].startswith(str(tmp_path / "profiles" / "read_notes.args"))
     assert [d["code"] for d in host["diagnostics"]].count("profile_missing") == 1
+
+
+def test_the_role_says_when_a_second_manifest_wrote_over_the_first(tmp_path):
+    """The role renders each manifest with the real sandbox_profile module (one call per loop item); two files of
+    one executor name write one profile. The role's summary (summary.profiles_section over the loop's results,
+    each with its item as Ansible registers it) fails with profile_name_duplicate naming both files."""
+    example = open(os.path.join(ROOT, "examples", "manifests", "read_notes.yml")).read()
+    results = []
+    for name in ("a.yml", "b.yml"):
+        path = str(tmp_path / name)
+        with open(path, "w") as handle:
+            handle.write(example)
+        res = run_module("metnos.sandbox.sandbox_profile", {"manifest_file": path, "dest": str(tmp_path / "profiles"),
+                                                            "host": {"writable_roots": ["/var/lib/metnos"]}})
+        assert res["_rc"] == 0 and res["decision"] in ("wrapped", "direct"), res
+        results.append(dict(res, item=path))
+    section = summary.profiles_section(results)
+    (dup,) = [d for d in section["diagnostics"] if d["code"] == "profile_name_duplicate"]
+    assert section["verdict"] == "fail" and dup["details"]["subject"] == "read_notes", section
+    assert dup["message"].startswith("read_notes: %s and %s both render to " % (tmp_path / "a.yml", tmp_path / "b.yml"))

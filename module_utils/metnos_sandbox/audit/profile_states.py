@@ -165,16 +165,31 @@ def refusal_reason(item: Mapping[str, Any]) -> str:
     return str(item.get("refusal"))
 
 
+def _item_place(item: Any, index: int) -> str:
+    """A metnos_sandbox_manifests entry as a finding names it: its file (a path, or {file: ...}), else its place."""
+    path = item if isinstance(item, str) else item.get("file") if isinstance(item, dict) else None
+    if isinstance(path, str) and 0 < len(path) <= MAX_LABEL and path.isprintable():
+        return path
+    return "manifest #%d of the host's list" % index
+
+
 def role_entries(loop_results: Optional[Iterable[Mapping[str, Any]]]) -> List[Dict[str, Any]]:
     """The states of a sandbox_profile loop's results (the role renders and writes: a rendered profile is in
     sync), in the audit's entry shape."""
     out = []
+    first: Dict[str, str] = {}          # executor name: the loop item that rendered it first
     for index, res in enumerate(loop_results or [], 1):
         if res.get("skipped"):
             continue
         name = res.get("executor")
         if res.get("decision") in ("wrapped", "direct"):
             files = res.get("files") or ["%s.args" % name]     # store.write: [args, json]
+            where = _item_place(res.get("item"), index)
+            if name in first:           # the second render wrote over the first's profile: said, never silent
+                out.append({"executor": name, "state": "duplicate", "path": files[0], "first": first[name],
+                            "second": where})
+                continue
+            first[str(name)] = where
             out.append({"executor": name, "state": "in_sync", "path": files[0]})
         elif res.get("decision") == "refused":
             out.append({"executor": name, "state": "refused", "refusal": res.get("refusal"), "index": index,

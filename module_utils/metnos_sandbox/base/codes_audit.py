@@ -54,8 +54,8 @@ CODES.extend([
          "be written over the other, and the runtime would run one executor with the other's sandbox.",
          "Rendering each manifest on the host and counting the executor names (each is <profile_dir>/<name>.args).",
          ["ansible-inventory --host '<host>' --yaml"],
-         messages={"": "{executor}: {first} and {second} both render to {path}; neither is compared or written "
-                       "over the other."},
+         messages={"": "{executor}: {first} and {second} both render to {path}: one profile file for two "
+                       "manifests."},
          hint=("Give each manifest its own name (metnos_sandbox_manifests lists them in order; the inventory "
                "command shows the list).")),
     Code("profile_refused", ERROR, "R-SCOPE-1", PROFILES,
