@@ -69,6 +69,9 @@ window.addEventListener('load', () => {
     if (ratio < 4.5) out.failures.push({text: t.textContent.trim().slice(0, 200), tag: e.tagName, cls: e.className,
                                         ratio: Math.round(ratio * 100) / 100, fg: fg.slice(0, 3), bg: bg.slice(0, 3)});
   }
+  // Codes never wrap mid-word: an inline code laid out on two lines has two boxes.
+  out.wrapped_codes = Array.from(document.querySelectorAll('code')).filter(c => !c.closest('pre') && visible(c) &&
+    c.getClientRects().length > 1).map(c => c.textContent.slice(0, 80));
   out.detail_shown = !document.getElementById('detail').hidden;
   const pre = document.createElement('pre'); pre.id = 'metnos-check'; pre.textContent = JSON.stringify(out);
   document.body.appendChild(pre);

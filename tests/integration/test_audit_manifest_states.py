@@ -86,7 +86,7 @@ def test_every_manifest_state_is_a_finding_and_every_face_agrees(tmp_path):
     hosts = dict((h["host"], h) for h in doc["hosts"])
     states = dict((p["executor"], p["state"]) for p in hosts["states"]["profiles"])
     assert states == {"read_notes": "in_sync", "system_status": "drift", "export_report": "missing",
-                      None: "refused", "unknown_cap": "refused"}, states
+                      "broken": "refused", "unknown_cap": "refused"}, states     # broken.yml's readable name
     codes = [d["code"] for d in hosts["states"]["diagnostics"]]
     for code, count in (("profile_in_sync", 1), ("profile_drift", 1), ("profile_missing", 1),
                         ("profile_refused", 2)):
@@ -94,7 +94,7 @@ def test_every_manifest_state_is_a_finding_and_every_face_agrees(tmp_path):
     refusals = dict((d["details"]["executor"], d) for d in hosts["states"]["diagnostics"]
                     if d["code"] == "profile_refused")
     assert refusals["unknown_cap"]["details"]["refusal"] == "capability_unknown", refusals
-    assert refusals["(unnamed manifest)"]["details"]["refusal"] == "manifest_parse_error", refusals
+    assert refusals["broken"]["details"]["refusal"] == "manifest_parse_error", refusals
     # Drift told as mounts with their modes, not argv words.
     (drift,) = [d for d in hosts["states"]["diagnostics"] if d["code"] == "profile_drift"]
     assert "mount added %s (ro)" % removed in drift["message"], drift["message"]

@@ -67,8 +67,9 @@ def test_every_finding_has_a_state_in_every_format(tmp_path):
     assert (b["new"], b["still"], b["resolved"], b["generated"]) == (1, 1, 1, "2026-11-30T06:00:00+00:00")
     md = report_text.to_markdown(doc)
     assert "**1 new**, 1 still there, 1 resolved" in md
-    assert "| web-1 | `profile_drift` | error | NEW |" in md and "| db-1 | `unit_blocks_namespaces` | error | still |" \
-        in md and "| web-1 | `profile_drift` | error | resolved |" in md
+    assert "| web-1 | `profile_drift` | send_mail | error | NEW |" in md and \
+        "| db-1 | `unit_blocks_namespaces` | - | error | still |" in md and \
+        "| web-1 | `profile_drift` | read_notes | error | resolved |" in md      # each row with its subject
     junit = ET.fromstring(report_text.to_junit(doc))
     web1 = [c for c in junit.iter("testcase") if c.get("classname") == "metnos.web-1" and c.get("name") == "profiles"]
     assert web1[0].find("failure").text.startswith("profile_drift [new]: send_mail")

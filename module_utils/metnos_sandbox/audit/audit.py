@@ -72,17 +72,25 @@ def profile_drift(manifests: Optional[Iterable[Any]], host_over: Optional[Dict[s
                         message=unsafe["message"]))
     if not_run:
         return out + [{"executor": None, "state": "error", "message": not_run[0]["message"]}]
-    for source in manifests or []:
+    first: Dict[str, str] = {}           # executor name: the manifest that rendered it first
+    for index, source in enumerate(manifests or [], 1):
         prof = profile.render_safe(source, host, {}, status)
         name = prof.get("executor")
         entry: Dict[str, Any] = {"executor": name, "decision": prof["decision"]}
-        if prof["decision"] == "refused":
-            entry.update(state="refused", refusal=prof["refusal"], message=profile_states.refusal_reason(prof))
+        if prof["decision"] == "refused":       # known by its readable name, else its file, else its place
+            entry.update(profile_states.refused_label(source, name), index=index, state="refused",
+                         refusal=prof["refusal"], message=profile_states.refusal_reason(prof))
             out.append(entry)
             continue
         if rendered is not None:
             rendered.append((cast(str, name), list(prof.get("mounts") or [])))
         path = store.paths(profile_dir, name)[0]
+        if name in first:                       # one profile file for two manifests: neither wins silently
+            entry.update(state="duplicate", path=path, first=first[name],
+                         second=profile_states.place(source, index))
+            out.append(entry)
+            continue
+        first[cast(str, name)] = profile_states.place(source, index)
         on_disk = store.read_args(profile_dir, cast(str, name))     # the one reader of the profile format
         if on_disk is None:
             entry.update(state="missing", path=path)

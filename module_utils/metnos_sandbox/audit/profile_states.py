@@ -7,8 +7,9 @@ Every state a manifest can be in on a host is one finding with its own code, for
 profile_drift's entries) and the role's summary (summary.profiles_section over sandbox_profile's results) alike:
 ``in_sync`` (profile_in_sync, info), ``drift`` (profile_drift), ``missing`` (profile_missing), ``refused``
 (profile_refused, naming the refusal's own code), ``half_written`` (profile_pair_mismatch: the .args and the .json
-are not one render's) and ``error`` (profile_context_error); the profile folder itself, when someone other than root
-can change it, is ``folder_unsafe`` (profile_folder_unsafe). Nothing is dropped.
+are not one render's), ``duplicate`` (profile_name_duplicate: a second manifest of an executor name already
+rendered, naming both) and ``error`` (profile_context_error); the profile folder itself, when someone other than
+root can change it, is ``folder_unsafe`` (profile_folder_unsafe). Nothing is dropped.
 
 A drift is told as bwrap would build the sandbox, not as argv words: the mounts added, removed or changed (with
 their modes and sources) and the other options added or removed, read with bwrap's own option table
@@ -20,10 +21,13 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ..base import diagnostics
 from ..host import bwrap_options
+from ..profile import model
 
 FINDING_OF_STATE = {"in_sync": "profile_in_sync", "drift": "profile_drift", "missing": "profile_missing",
                     "refused": "profile_refused", "error": "profile_context_error",
-                    "half_written": "profile_pair_mismatch", "folder_unsafe": "profile_folder_unsafe"}
+                    "half_written": "profile_pair_mismatch", "folder_unsafe": "profile_folder_unsafe",
+                    "duplicate": "profile_name_duplicate"}
+MAX_LABEL = 4096          # the longest manifest path kept as a refused manifest's label
 MAX_CHANGES = 20          # changes of each kind kept in an entry (the rest counted)
 
 # The mount of each bwrap option that places something at a destination: (mode, words: source then destination).
@@ -123,12 +127,41 @@ def findings(entries: Iterable[Mapping[str, Any]]) -> List[diagnostics.Diagnosti
                                         mode=item.get("mode")))
         elif state in ("missing", "in_sync"):
             out.append(diagnostics.make(code, executor=item["executor"], path=item["path"]))
+        elif state == "duplicate":
+            out.append(diagnostics.make(code, executor=item["executor"], path=item["path"], first=item["first"],
+                                        second=item["second"], subject=item["executor"]))
         elif state == "refused":
-            out.append(diagnostics.make(code, executor=item.get("executor") or "(unnamed manifest)",
+            label = entry_label(item)
+            out.append(diagnostics.make(code, executor=label, manifest=item.get("manifest"), subject=label,
                                         refusal=item.get("refusal"), fill={"reason": refusal_reason(item)}))
         else:
             out.append(diagnostics.make(code, fill={"reason": diagnostics.excerpt(item.get("message"), 300)[1:-1]}))
     return out
+
+
+def entry_label(entry: Mapping[str, Any]) -> str:
+    """The text a manifest's entry is shown and keyed by: its executor name, else its file's path, else its place
+    in the list of manifests (never a placeholder)."""
+    return str(entry.get("executor") or entry.get("manifest") or "manifest #%s" % (entry.get("index") or "?"))
+
+
+def refused_label(source: Any, name: Any) -> Dict[str, Any]:
+    """What a refused manifest is known by: {executor: its readable name or None, manifest: the file's path when
+    the controller read it (the refusal record's ``source``) or None}. A name is used only when it is a valid
+    executor name (model.NAME, whole); a path only when it is text of at most MAX_LABEL characters."""
+    body = source.get(model.REFUSAL_KEY) if isinstance(source, dict) else None
+    body = body if isinstance(body, dict) else {}
+    names = [n for n in (name, body.get("name")) if isinstance(n, str) and model.NAME.fullmatch(n)]
+    path = body.get("source")
+    return {"executor": names[0] if names else None,
+            "manifest": path if isinstance(path, str) and 0 < len(path) <= MAX_LABEL and path.isprintable() else None}
+
+
+def place(source: Any, index: int) -> str:
+    """How a manifest is named in a finding about two of them: its file when the controller read it, else its
+    place in the host's list of manifests."""
+    path = refused_label(source, None)["manifest"]
+    return path if path else "manifest #%d of the host's list" % index
 
 
 def refusal_reason(item: Mapping[str, Any]) -> str:
@@ -141,19 +174,34 @@ def refusal_reason(item: Mapping[str, Any]) -> str:
     return str(item.get("refusal"))
 
 
+def _item_place(item: Any, index: int) -> str:
+    """A metnos_sandbox_manifests entry as a finding names it: its file (a path, or {file: ...}), else its place."""
+    path = item if isinstance(item, str) else item.get("file") if isinstance(item, dict) else None
+    if isinstance(path, str) and 0 < len(path) <= MAX_LABEL and path.isprintable():
+        return path
+    return "manifest #%d of the host's list" % index
+
+
 def role_entries(loop_results: Optional[Iterable[Mapping[str, Any]]]) -> List[Dict[str, Any]]:
     """The states of a sandbox_profile loop's results (the role renders and writes: a rendered profile is in
     sync), in the audit's entry shape."""
     out = []
-    for res in loop_results or []:
+    first: Dict[str, str] = {}          # executor name: the loop item that rendered it first
+    for index, res in enumerate(loop_results or [], 1):
         if res.get("skipped"):
             continue
         name = res.get("executor")
         if res.get("decision") in ("wrapped", "direct"):
             files = res.get("files") or ["%s.args" % name]     # store.write: [args, json]
+            where = _item_place(res.get("item"), index)
+            if name in first:           # the second render wrote over the first's profile: said, never silent
+                out.append({"executor": name, "state": "duplicate", "path": files[0], "first": first[name],
+                            "second": where})
+                continue
+            first[str(name)] = where
             out.append({"executor": name, "state": "in_sync", "path": files[0]})
         elif res.get("decision") == "refused":
-            out.append({"executor": name, "state": "refused", "refusal": res.get("refusal"),
+            out.append({"executor": name, "state": "refused", "refusal": res.get("refusal"), "index": index,
                         "diagnostics": res.get("diagnostics") or []})
         else:       # the module itself failed (an invalid host context, a profile directory it cannot write)
             out.append({"executor": name, "state": "error", "message": res.get("msg") or "sandbox_profile failed"})

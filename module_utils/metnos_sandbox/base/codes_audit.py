@@ -65,6 +65,16 @@ CODES.extend([
          ["ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles"],
          messages={"": "{executor}: no rendered profile at {path}."},
          hint=("Render the profiles (make run in the checkout).")),
+    Code("profile_name_duplicate", ERROR, "R-SCOPE-1", PROFILES,
+         "Two manifests render to one profile",
+         "Two manifests of this host have the same executor name, so both render to one profile file: one would "
+         "be written over the other, and the runtime would run one executor with the other's sandbox.",
+         "Rendering each manifest on the host and counting the executor names (each is <profile_dir>/<name>.args).",
+         ["ansible-inventory --host '<host>' --yaml"],
+         messages={"": "{executor}: {first} and {second} both render to {path}: one profile file for two "
+                       "manifests."},
+         hint=("Give each manifest its own name (metnos_sandbox_manifests lists them in order; the inventory "
+               "command shows the list).")),
     Code("profile_refused", ERROR, "R-SCOPE-1", PROFILES,
          "A manifest is refused",
          "The manifest cannot be rendered (not valid YAML/JSON, an unknown or forbidden capability, ...): the "

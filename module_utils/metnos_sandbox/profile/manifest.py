@@ -325,10 +325,14 @@ def _argument(arg_name: str, spec: Any, errors: List[base_diagnostics.Diagnostic
 
 # ------------------------------------------------------------------ the one entry
 
-def refusal_record(diagnostics: List[base_diagnostics.Diagnostic]) -> Dict[str, Dict[str, Any]]:
-    """What a controller-side face hands to the host when loading was refused (see coerce)."""
+def refusal_record(diagnostics: List[base_diagnostics.Diagnostic],
+                   subject: Optional[Dict[str, Any]] = None) -> Dict[str, Dict[str, Any]]:
+    """What a controller-side face hands to the host when loading was refused (see coerce); ``subject``: the
+    file's path (``source``) and its readable executor name (``name``, reader.readable_name), the refusal's label."""
     first = [d for d in diagnostics if d.get("severity") == base_diagnostics.ERROR][0]
-    return {model.REFUSAL_KEY: {"code": first["code"], "message": first["message"][:400]}}
+    body = {"code": first["code"], "message": first["message"][:400]}
+    body.update((key, value) for key, value in (subject or {}).items() if isinstance(value, str))
+    return {model.REFUSAL_KEY: body}
 
 
 def _from_record(record: Dict[str, Any]) -> List[base_diagnostics.Diagnostic]:
@@ -365,9 +369,13 @@ def transport(source: Any) -> Any:
     the manifest as decoded data the host's coerce() accepts (so the host needs no YAML library),
     or the refusal record that makes the host refuse with the same code. Loading uses the same
     reader and decoder as coerce(); validation happens on the host. Never raises."""
+    subject: Dict[str, Any] = {}
     try:
         if isinstance(source, model.FileSource):
-            data = reader.decode(reader.read_file(source.path), source.path)
+            subject["source"] = source.path
+            raw = reader.read_file(source.path)
+            subject["name"] = reader.readable_name(raw)
+            data = reader.decode(raw, source.path)
         elif isinstance(source, (bytes, bytearray, str)):
             data = reader.decode(source)
         else:
@@ -376,7 +384,7 @@ def transport(source: Any) -> Any:
             from_dict(data)          # refuses a document that is not a mapping, with its message
         return data
     except model.ManifestError as exc:
-        return refusal_record(exc.diagnostics)
+        return refusal_record(exc.diagnostics, subject)
 
 
 class SourceError(ValueError):

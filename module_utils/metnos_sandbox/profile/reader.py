@@ -85,6 +85,19 @@ class Loaded(object):
         self.long_string = long_string
 
 
+_NAME_LINE = re.compile(rb"name:[ \t]*['\"]?([a-z0-9_][a-z0-9_.-]{0,127})['\"]?[ \t]*(?:#[^\n]*)?\r?\n?\Z")
+
+
+def readable_name(data: Any) -> Optional[str]:
+    """The executor name of a manifest that may not load (a label for its refusal, never a decision): the value
+    of a top-level ``name:`` line, plain or quoted, matching model.NAME whole; None when there is none or two."""
+    if not isinstance(data, (bytes, bytearray)):
+        return None
+    found = [m.group(1) for m in (_NAME_LINE.match(line) for line in bytes(data[:model.MAX_MANIFEST_BYTES])
+                                  .splitlines(True)) if m is not None]
+    return found[0].decode("ascii") if len(found) == 1 else None
+
+
 def decode(data: Any, source: Any = "<inline>") -> Any:
     """Manifest bytes/str (JSON or YAML) -> plain decoded data, bounded. Raises ManifestError."""
     return load(data, source).data
@@ -205,13 +218,10 @@ def _yaml_load(text: str) -> Any:
     try:
         return _Composer(yaml).compose(loader)
     except model.Refuse:
+        _syntax_first(yaml, loader)
         raise
     except yaml.YAMLError as exc:
-        problem = getattr(exc, "problem", None) or str(exc).split("\n", maxsplit=1)[0]
-        mark = getattr(exc, "problem_mark", None)
-        at = " (line %d, column %d)" % (mark.line + 1, mark.column + 1) if mark is not None else ""
-        raise model.refuse("manifest_parse_error", "(file)", "syntax",
-                           {"problem": diagnostics.excerpt(str(problem), 120)[1:-1], "at": at}) from None
+        raise _syntax_error(exc) from None
     except RecursionError:
         raise model.refuse("manifest_too_deep", "(document)", "yaml", limit=model.MAX_DEPTH) from None
     finally:
@@ -219,6 +229,26 @@ def _yaml_load(text: str) -> Any:
             loader.dispose()
         except Exception:
             pass
+
+
+def _syntax_error(exc: Any) -> model.Refuse:
+    problem = getattr(exc, "problem", None) or str(exc).split("\n", maxsplit=1)[0]
+    mark = getattr(exc, "problem_mark", None)
+    at = " (line %d, column %d)" % (mark.line + 1, mark.column + 1) if mark is not None else ""
+    return model.refuse("manifest_parse_error", "(file)", "syntax",
+                        {"problem": diagnostics.excerpt(str(problem), 120)[1:-1], "at": at})
+
+
+def _syntax_first(yaml: Any, loader: Any) -> None:
+    """A document that is not valid YAML is refused as such (manifest_parse_error with its line and column), not
+    by what composing it saw before the parser reached the error (an unclosed [ list reads the next line into
+    its last item: capability_whitespace). The rest of the events are only parsed (the text is bounded), never
+    composed."""
+    try:
+        while loader.check_event():
+            loader.get_event()
+    except yaml.YAMLError as exc:
+        raise _syntax_error(exc) from None
 
 
 class _Composer(object):

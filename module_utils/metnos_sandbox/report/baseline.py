@@ -6,16 +6,17 @@
 and the baseline's findings the host no longer has are ``resolved``. The gate can then fail on new findings
 only (``fail_on: new``).
 
-A finding is known by its host, its code and, where it has one, the executor it is about
-(``finding_key``): a finding waived in either report counts as there. A host the audit could not reach
-resolves nothing (nothing is known about it). Controller only; pure Python, no Ansible imports.
+A finding is known by its host, its code and, where it has one, its subject (``finding_key``: a refused
+manifest by its readable name, else its file's path; else the executor it is about): a finding waived in
+either report counts as there. A host the audit could not reach resolves nothing (nothing is known about
+it). Controller only; pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
 import json
 import os
 import stat
-from typing import Any, Dict, Iterable, List, Mapping
+from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 from ..base import diagnostics
 from .record import HostRecord
@@ -34,10 +35,21 @@ class BaselineError(ValueError):
         ValueError.__init__(self, diagnostic["message"])
 
 
+def subject(finding: Mapping[str, Any]) -> Optional[str]:
+    """What a finding is about: its ``subject`` (a refused manifest: its readable name, else its file), else the
+    executor it names (the reports of schema /1 before subjects: the same text), else None (a host-wide one)."""
+    details = finding.get("details") or {}
+    for key in ("subject", "executor"):
+        if isinstance(details.get(key), str) and details[key]:
+            return str(details[key])
+    return None
+
+
 def finding_key(finding: Mapping[str, Any]) -> str:
-    """How a finding is recognised from one report to the next: its code, and the executor it is about."""
-    executor = (finding.get("details") or {}).get("executor")
-    return str(finding["code"]) + ("|" + executor if isinstance(executor, str) else "")
+    """How a finding is recognised from one report to the next (the host is the record's): its code and its
+    subject."""
+    about = subject(finding)
+    return str(finding["code"]) + ("|" + about if about is not None else "")
 
 
 def _found(findings: Iterable[Any]) -> Found:
@@ -45,7 +57,7 @@ def _found(findings: Iterable[Any]) -> Found:
     for d in findings:
         if isinstance(d, dict) and isinstance(d.get("code"), str) and d.get("severity") != diagnostics.INFO:
             out[finding_key(d)] = {"code": d["code"], "severity": d.get("severity"), "title": d.get("title"),
-                                   "executor": (d.get("details") or {}).get("executor")}
+                                   "executor": (d.get("details") or {}).get("executor"), "subject": subject(d)}
     return out
 
 

@@ -10,7 +10,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from ..base import diagnostics
 from . import report_containment
-from .baseline import finding_key
+from .baseline import finding_key, subject
 from .record import Document, HostRecord
 from .report_html import fix_parts
 from .report_states import changes
@@ -51,7 +51,8 @@ def host_checks(h: HostRecord, warnings_as_failures: bool) -> Iterator[Tuple[str
     by_check: Dict[str, List[Mapping[str, Any]]] = dict((c, []) for c in CHECKS)
     for d in h["diagnostics"]:
         by_check.setdefault(check_of(d["code"]), []).append(d)
-    for check in (CHECKS if h["reachable"] else ("reachability",)):
+    others = tuple(sorted(set(by_check) - set(CHECKS)))     # a finding of another section is its own testcase
+    for check in (CHECKS + others if h["reachable"] else ("reachability",)):
         bad = [d for d in by_check.get(check, []) if d["severity"] == "error" or
                (d["severity"] == "warning" and warnings_as_failures)]
         probe = h.get("probe")
@@ -63,13 +64,19 @@ def host_checks(h: HostRecord, warnings_as_failures: bool) -> Iterator[Tuple[str
         yield check, bad
 
 
+def subject_text(d: Mapping[str, Any]) -> str:
+    """' (subject)' of a finding whose message does not already name what it is about."""
+    about = subject(d)
+    return " (%s)" % about if about and about not in str(d.get("message")) else ""
+
+
 def testcase(host: str, check: str, bad: List[Mapping[str, Any]], change: Optional[Mapping[str, str]] = None) -> str:
     cls = "metnos.%s" % re.sub(r"[^A-Za-z0-9_.-]", "_", host)
     body = ""
     if bad:
-        text = "\n".join("%s%s: %s%s\n  fix: %s" % (
+        text = "\n".join("%s%s%s: %s%s\n  fix: %s" % (
             d["code"], " [%s]" % (change or {})[finding_key(d)] if finding_key(d) in (change or {}) else "",
-            d["message"], "\n  hint: %s" % d["hint"] if d.get("hint") else "",
+            subject_text(d), d["message"], "\n  hint: %s" % d["hint"] if d.get("hint") else "",
             "\n  fix: ".join(fix_parts(d.get("remediation"))[1])) for d in bad)
         body = '<failure message=%s type=%s>%s</failure>' % (
             quoteattr(", ".join(d["code"] for d in bad)), quoteattr(bad[0]["code"]), xml_escape(text))
@@ -101,7 +108,8 @@ def fleet_testcases(doc: Document, waf: bool) -> List[Tuple[str, bool]]:
     if base:
         text = "%d new, %d still there, %d resolved since %s (%s)\n%s" % (
             base["new"], base["still"], base["resolved"], base["generated"], base["path"],
-            "\n".join("%s %s: %s" % (state, host, code) for host, code, _sev, state in changes(doc)))
+            "\n".join("%s %s: %s%s" % (state, host, code, "" if about == "-" else " (%s)" % about)
+                      for host, code, about, _sev, state in changes(doc)))
         out.append(('    <testcase classname="metnos.fleet" name="baseline"><system-out>%s</system-out></testcase>\n'
                     % xml_escape(text), False))
     return out

@@ -5,10 +5,13 @@
 every host last. Pure Python, no Ansible imports; controller only."""
 from __future__ import absolute_import, annotations, division, print_function
 
-from typing import Any, Iterator, List
+from typing import Any, Dict, Iterator, List, Tuple
 
 from . import report_containment, report_states
+from .baseline import subject
 from .record import HOSTS_PER_CODE_SHOWN, Document, HostRecord, by_severity, codes, hosts_by_code, row
+
+FINDINGS_PER_CODE_SHOWN = 2 * HOSTS_PER_CODE_SHOWN     # finding lines listed per code before "and N more"
 
 
 def md(text: Any) -> str:
@@ -31,6 +34,29 @@ def markdown_row(h: HostRecord) -> str:
         cells.probe, md(cells.monitored), md(", ".join(codes(h, include_info=True))) or "-")
 
 
+def findings_by_code(doc: Document) -> Dict[str, Tuple[List[str], int]]:
+    """{code: (a line for each of its first FINDINGS_PER_CODE_SHOWN findings, how many it has)}: every finding
+    under its code with its host and its subject (the finding's message says the rest)."""
+    out: Dict[str, Tuple[List[str], int]] = {}
+    for h in doc["hosts"]:
+        for d in h["diagnostics"]:
+            lines, count = out.get(d["code"]) or ([], 0)
+            if count < FINDINGS_PER_CODE_SHOWN:
+                about = subject(d)
+                shown = " · `%s`" % md(about) if about else ""
+                lines.append("- **%s**%s: %s\n" % (md(h["host"]), shown, md(d["message"])))
+            out[d["code"]] = (lines, count + 1)
+    return out
+
+
+def iter_findings(listed: Tuple[List[str], int]) -> Iterator[str]:
+    lines, count = listed
+    yield "".join(lines)
+    if count > len(lines):
+        yield "- … and %d more finding(s) (every one is in the JSON report)\n" % (count - len(lines))
+    yield "\n"
+
+
 def iter_markdown(doc: Document) -> Iterator[str]:
     t = doc["totals"]
     gate = doc["gate"]
@@ -46,9 +72,11 @@ def iter_markdown(doc: Document) -> Iterator[str]:
         for code, (diag, hosts) in by_code:
             yield "| `%s` | %s | %s | %d |\n" % (code, diag["severity"], diag.get("rule") or "-", len(hosts))
         yield "\n## Hosts by diagnostic (errors first, then warnings, then notes)\n\n"
+        listed = findings_by_code(doc)
         for code, (diag, hosts) in by_code:
-            yield "### `%s` (%s, %s) — %d host(s)\n\nHosts: %s\n\n%s\n\n" % (
-                code, diag["severity"], diag.get("rule"), len(hosts), md_host_list(hosts), diag["message"])
+            yield "### `%s` (%s, %s) — %d host(s)\n\nHosts: %s\n\n" % (
+                code, diag["severity"], diag.get("rule"), len(hosts), md_host_list(hosts))
+            yield from iter_findings(listed[code])
             if diag.get("hint"):
                 yield "%s\n\n" % md(diag["hint"])
             if diag.get("remediation"):

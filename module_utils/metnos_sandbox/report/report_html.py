@@ -16,9 +16,10 @@ import os
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 from urllib.parse import quote
 
+from ..audit import profile_states
 from ..audit.monitor_state import monitored_text
 from . import report_containment
-from .baseline import finding_key
+from .baseline import finding_key, subject
 
 ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report_assets")
 ACT_SHOWN = 100     # HTML: hosts to act on laid out with their findings and fixes (the others open from the table)
@@ -102,7 +103,8 @@ def host_facts(h: Mapping[str, Any]) -> List[List[str]]:
         out.append(["continuous proof (monitored: %s)" % monitored_text(mon), readable(mon)])
     off = [p for p in h.get("profiles") or [] if p.get("state") != "in_sync"]
     if off:
-        out.append(["profiles not in sync", "; ".join("%s: %s" % (p.get("executor"), p.get("state")) for p in off)])
+        out.append(["profiles not in sync",
+                    "; ".join("%s: %s" % (profile_states.entry_label(p), p.get("state")) for p in off)])
     return out
 
 
@@ -119,13 +121,18 @@ def gate_html(doc: Mapping[str, Any]) -> str:
     if gate["failed"]:
         return ('<div class="gate failed" id="gate" role="status"><b>Gate FAILED</b> &mdash; act on %d host(s) first '
                 '(%s).</div>\n' % (gate["failing_hosts"], escape(why)))
-    return ('<div class="gate passed" id="gate" role="status"><b>Gate passed</b> &mdash; no host to act on (%s)%s.'
-            '</div>\n' % (escape(why), "; %d host(s) with warnings below" % t["warn"] if t["warn"] else ""))
+    to_act = t["fail"] + t["unreachable"] + t["warn"]        # render_html.act_on: every host that did not pass
+    if not to_act:
+        return '<div class="gate passed" id="gate" role="status"><b>Gate passed</b> &mdash; no host to act on.</div>\n'
+    return ('<div class="gate passed" id="gate" role="status"><b>Gate passed</b> &mdash; %d host(s) to act on below, '
+            'none of them counted by the gate (%s).</div>\n' % (to_act, escape(why)))
 
 
 def finding_html(d: Mapping[str, Any], change: Optional[str]) -> str:
-    return ('<div class="finding"><p><span class="sev %s">%s</span><code>%s</code>%s %s</p><p>%s</p>%s</div>' % (
+    about = subject(d)
+    return ('<div class="finding"><p><span class="sev %s">%s</span><code>%s</code>%s%s %s</p><p>%s</p>%s</div>' % (
         escape(d["severity"]), escape(d["severity"]), escape(d["code"]),
+        ' <span class="subject">%s</span>' % escape(about) if about and about not in d["message"] else "",
         ' <span class="badge %s">%s</span>' % (escape(change), escape(change)) if change else "",
         escape(d.get("title")),
         escape(d["message"]), fix_html(fix_of(d))))
@@ -177,14 +184,16 @@ def waivers_html(block: Mapping[str, Any]) -> str:
             '<tbody>%s</tbody></table>\n' % (block["waived"], rows))
 
 
-def changes_html(base: Mapping[str, Any], rows: List[Tuple[str, str, str, str]], shown: int = 200) -> str:
+def changes_html(base: Mapping[str, Any], rows: List[Tuple[str, str, str, str, str]], shown: int = 200) -> str:
     """The findings' states since the baseline as a table (new first, then still there, then resolved)."""
-    body = "".join('<tr><td><a href="#h-%s">%s</a></td><td><code>%s</code></td><td>%s</td><td><span class="badge %s">'
-                   '%s</span></td></tr>' % (escape(quote(host, safe="")), escape(host), escape(code), escape(severity),
-                                            escape(state), escape(state))
-                   for host, code, severity, state in rows[:shown])
+    body = "".join('<tr><td><a href="#h-%s">%s</a></td><td><code>%s</code></td><td>%s</td><td>%s</td><td>'
+                   '<span class="badge %s">%s</span></td></tr>' % (
+                       escape(quote(host, safe="")), escape(host), escape(code), escape(about), escape(severity),
+                       escape(state), escape(state))
+                   for host, code, about, severity, state in rows[:shown])
     return ('<h2 id="changes">Since the baseline of %s: %d new, %d still there, %d resolved</h2>'
-            '<table class="changes"><thead><tr><th>host</th><th>code</th><th>severity</th><th>state</th></tr></thead>'
+            '<table class="changes"><thead><tr><th>host</th><th>code</th><th>subject</th><th>severity</th><th>state'
+            '</th></tr></thead>'
             '<tbody>%s</tbody></table>%s\n' % (escape(base.get("generated")), base["new"], base["still"],
                                                base["resolved"], body, "<p>&hellip; and %d more (every one is in the "
                                                "JSON report)</p>" % (len(rows) - shown) if len(rows) > shown else ""))

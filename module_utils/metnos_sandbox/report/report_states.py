@@ -9,7 +9,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 from typing import Any, Iterator, List, Mapping, Tuple
 
-from .baseline import finding_key
+from .baseline import finding_key, subject
 
 ROWS_SHOWN = 500      # Markdown: finding rows listed per table before "and N more (every one is in the JSON)"
 
@@ -18,19 +18,24 @@ def _md(text: Any) -> str:
     return str("-" if text is None else text).replace("|", "\\|").replace("\n", " ")
 
 
-def changes(doc: Mapping[str, Any]) -> List[Tuple[str, str, str, str]]:
-    """(host, code, severity, state) of every finding with a state: new and still there (errors and warnings),
-    then resolved; worst hosts first as the document orders them (by name)."""
+def changes(doc: Mapping[str, Any]) -> List[Tuple[str, str, str, str, str]]:
+    """(host, code, subject or "-", severity, state) of every finding with a state: new and still there (errors
+    and warnings), then resolved; worst hosts first as the document orders them (by name). A host's findings with
+    one key (code and subject) are one row, as the baseline's counts count them."""
     out = []
     for h in doc["hosts"]:
         change = h.get("change") or {}
+        seen = set()
         for d in h["diagnostics"]:
-            state = change.get(finding_key(d))
-            if state:
-                out.append((h["host"], d["code"], d["severity"], state))
-        out.extend((h["host"], r["code"], r.get("severity") or "-", "resolved") for r in h.get("resolved") or [])
+            key = finding_key(d)
+            state = change.get(key)
+            if state and key not in seen:
+                seen.add(key)
+                out.append((h["host"], d["code"], subject(d) or "-", d["severity"], state))
+        out.extend((h["host"], r["code"], r.get("subject") or r.get("executor") or "-", r.get("severity") or "-",
+                    "resolved") for r in h.get("resolved") or [])
     order = {"new": 0, "still": 1, "resolved": 2}
-    return sorted(out, key=lambda row: (order[row[3]], row[0], row[1]))
+    return sorted(out, key=lambda row: (order[row[4]], row[0], row[1], row[2]))
 
 
 def _table(head: str, rows: List[str]) -> Iterator[str]:
@@ -55,10 +60,11 @@ def iter_markdown(doc: Mapping[str, Any]) -> Iterator[str]:
         counts = (base["generated"], base["path"], base["new"], base["still"], base["resolved"], only_new)
         yield ("## Changes since the baseline\n\nCompared with the report of %s (`%s`): **%d new**, %d still there, "
                "%d resolved.%s\n\n") % counts
-        rows = ["| %s | `%s` | %s | %s |\n" % (_md(host), code, severity, state.upper() if state == "new" else state)
-                for host, code, severity, state in changes(doc)]
+        rows = ["| %s | `%s` | %s | %s | %s |\n" % (
+            _md(host), code, _md(about), severity, state.upper() if state == "new" else state)
+            for host, code, about, severity, state in changes(doc)]
         if rows:
-            yield from _table("| host | code | severity | state |\n|---|---|---|---|\n", rows)
+            yield from _table("| host | code | subject | severity | state |\n|---|---|---|---|---|\n", rows)
     block = doc.get("waivers")
     if block:
         yield ("## Waivers\n\n`%s`: %d finding(s) waived; a waived finding never counts toward a verdict or the "

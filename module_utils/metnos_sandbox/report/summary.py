@@ -97,7 +97,7 @@ def profiles_section(loop_results: Optional[Iterable[Mapping[str, Any]]]) -> Sec
     (profile_states: profile_in_sync, profile_refused, as the audit says them), its verdict the one function's."""
     results = [res for res in loop_results or [] if not res.get("skipped")]
     entries = profile_states.role_entries(results)
-    refused = [str(e.get("executor") or "?") for e in entries if e["state"] == "refused"]
+    refused = [profile_states.entry_label(e) for e in entries if e["state"] == "refused"]
     direct = sum(1 for res in results if res.get("decision") == "direct")
     wrapped = sum(1 for res in results if res.get("decision") == "wrapped")
     diags: List[Diagnostic] = []

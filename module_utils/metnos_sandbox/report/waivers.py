@@ -30,6 +30,7 @@ from ..base.diagnostics import MODULE, PROBE, REGISTRY, Diagnostic, excerpt, mak
 from ..base.verdicts import verdict
 from ..profile import reader
 from ..profile.model import ManifestError
+from .baseline import subject
 from .record import HostRecord
 
 FIELDS = ("code", "host", "executor", "justification", "approved_by", "expires")
@@ -145,7 +146,8 @@ def read(path: str, today: datetime.date) -> List[Waiver]:
 def _matches(waiver: Waiver, host: str, finding: Mapping[str, Any]) -> bool:
     if finding["code"] != waiver["code"] or not fnmatch.fnmatchcase(host, waiver["host"]):
         return False
-    return waiver["executor"] is None or (finding.get("details") or {}).get("executor") == waiver["executor"]
+    about = ((finding.get("details") or {}).get("executor"), subject(finding))
+    return waiver["executor"] is None or waiver["executor"] in about
 
 
 def _executor_text(waiver: Waiver) -> str:
