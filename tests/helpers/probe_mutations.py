@@ -1080,6 +1080,10 @@ ROWS = [
         binary("fakes.keyring", accept=True), ["keyring_own"], code=["probe_keyring_keys", "probe_keyring_shared"],
         only="direct", note="in a transient unit the unit's own session keyring (systemd's KeyringMode=private) "
         "reaches the payload the same way, planted or not"),
+    Row("keyring_filtered", "not a weakening: the remediation, the transient unit with SystemCallFilter=~@keyring: "
+        "bwrap still works under it, and the payload reaches no keyring (keyctl kills its caller: SIGSYS, systemd's "
+        "default action)",
+        lambda argv, bench: argv, [], only="systemd", properties=[("SystemCallFilter", "~@keyring")]),
     Row("symlink_made_file", "wrapper: --symlink usr/sbin /sbin replaced by --file FD /sbin with /etc/shadow opened "
         "by a root helper (a host secret on the root under a declared name, no mount)",
         gift("shadow_sbin", replace(("--symlink", "usr/sbin", "/sbin"), ())), ["root_content_declared"],

@@ -31,7 +31,8 @@ KEYRING_CODES = {"shared": "probe_keyring_shared", "keys": "probe_keyring_keys"}
 _KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "s390x": 280, "ppc64le": 271, "ppc64": 271,
            "i686": 288, "i386": 288, "armv7l": 311}
 # keyctl refused by a seccomp filter (systemd's SystemCallFilter=~@keyring answers EPERM unless told otherwise)
-_REFUSED = ("error:EPERM", "error:EACCES", "error:ENOSYS")
+# or kills it (SIGSYS, 31: the default action; the payload asks in a child of its own)
+_REFUSED = ("error:EPERM", "error:EACCES", "error:ENOSYS", "error:signal 31")
 _SPECIAL = (("session", -3), ("user", -4), ("user_session", -5))
 
 
