@@ -290,6 +290,11 @@ def enforce(module, p, result):
     except systemd_unit.UnitError:
         return False, None, None, None
     state, env, prov = found.state, found.env, found.prov
+    info = {"path": path, "content": None, "backup": None, "env_file": env_path, "env_file_backup": None}
+    refused = service_env.refused_file_diagnostics(p["unit"], state)
+    if refused:          # a unit file it could not read safely: no drop-in is planned from half of the unit
+        module.fail_json(msg="metnos_service_env: %s" % refused[0]["message"], code=refused[0]["code"],
+                         refused=state["refused_files"][0], diagnostics=refused, dropin=info)
     user = service_user.resolve_service_user(state["settings"])
     resolved = result.get("bwrap_resolved")
     info_bwrap = facts.bwrap_info(resolved, runner=bwrap.module_runner(module)) if resolved else None
@@ -299,7 +304,7 @@ def enforce(module, p, result):
                                         package_of=lambda path: package_owner.package_facts(
                                             path, bwrap.module_runner(module)))
     targets = [(env_path, plan["env_file"]), (path, plan["dropin"])]
-    info = {"path": path, "content": plan["dropin"], "backup": None, "env_file": env_path, "env_file_backup": None}
+    info["content"] = plan["dropin"]
     if p["run_as"]:          # only when asked: it changes who owns the service's files (service_runs_as_root)
         info["user_dropin"] = os.path.join(directory, root_service.USER_DROPIN)
         targets.append((info["user_dropin"], root_service.user_dropin(p["run_as"])))

@@ -14,6 +14,7 @@ Mutations run by hand (each made its test fail, then was restored):
 - enforce_write.dropin_mode ignoring the unit file's mode, or the module comparing content only (not the
   mode): test_root_only_unit_text_stays_root_only_* fails.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -101,8 +102,9 @@ def test_user_scope_writes_as_the_user_and_never_through_its_link(tree, user):
 
 def test_user_unit_linked_to_a_root_only_unit(tree, user):
     """The user's unit is a link to a root 0600 unit whose ExecStart= carries a token: enforce would copy the
-    line (rewritten: env's METNOS_SANDBOX=0 dropped) into the user's 0644 drop-in. Refused; the token is in no
-    file the user can read."""
+    line (rewritten: env's METNOS_SANDBOX=0 dropped) into the user's 0644 drop-in. The link, in a folder the user
+    controls, is never followed (base/safe_read.py): refused with unit_file_link_refused naming the link, its owner
+    and the target's; no drop-in is written and the token is in no file the user can read."""
     units = os.path.join(user["home"], ".config/systemd/user")
     hidden = os.path.join(tree, "root-units", "metnos.service")
     os.makedirs(os.path.dirname(hidden), 0o755)
@@ -110,14 +112,19 @@ def test_user_unit_linked_to_a_root_only_unit(tree, user):
         handle.write("[Service]\nExecStart=/usr/bin/env METNOS_SANDBOX=0 /bin/sleep %s\n" % TOKEN)
     os.chmod(hidden, 0o600)
     as_user(user, os.path.join(units, "x"))
-    os.symlink(hidden, os.path.join(units, "metnos.service"))
-    os.lchown(os.path.join(units, "metnos.service"), user["uid"], user["gid"])
+    link = os.path.join(units, "metnos.service")
+    os.symlink(hidden, link)
+    os.lchown(link, user["uid"], user["gid"])
     out = run(user_args(user))
-    assert out["failed"] and out["code"] == "enforce_content_not_users", out
-    assert out["refused"]["path"] == hidden and out["refused"]["owner"] == "root"
+    assert out["failed"] and out["code"] == "unit_file_link_refused", out
+    assert out["refused"]["path"] == link and out["refused"]["target_owner"].startswith("root "), out["refused"]
+    assert TOKEN not in json.dumps(out)
     assert not os.path.exists(os.path.join(units, "metnos.service.d"))
-    # canary: a unit the user can read gets its line rewritten into the drop-in
-    os.chmod(hidden, 0o644)
+    # canary: the same unit as the user's own regular file gets its line rewritten into the drop-in
+    os.unlink(link)
+    with open(hidden) as source, open(link, "w") as handle:
+        handle.write(source.read())
+    os.chown(link, user["uid"], user["gid"])
     out = run(user_args(user))
     assert out["changed"] and not out.get("failed"), out
     with open(os.path.join(units, "metnos.service.d", "zz-metnos-sandbox.conf")) as handle:
