@@ -14,21 +14,22 @@ core_path.use_core()
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import store  # noqa: E402
 
-REAL_REPLACE = os.replace
+REAL_RENAME = os.rename
 CALLS = []
 
 
-def replace_then_die(source, target):
+def rename_then_die(source, target, **dir_fds):
+    """os.rename as base/files.py calls it (renameat within the checked folder's descriptor)."""
     CALLS.append(target)
     if len(CALLS) == 2:
         os.kill(os.getpid(), signal.SIGKILL)
-    REAL_REPLACE(source, target)
+    REAL_RENAME(source, target, **dir_fds)
 
 
 def main(dest, result_path):
     with open(result_path) as handle:
         result = json.load(handle)
-    os.replace = replace_then_die
+    os.rename = rename_then_die
     store.write(dest, result)
     sys.exit("the second rename never came: %s" % CALLS)
 

@@ -30,7 +30,8 @@ IN_COLLECTION = {"library": "plugins/modules", "module_utils": "plugins/module_u
 # The README's "two commands" and "audit your fleet" run in a clone of the repository (it says so): these are the
 # clone's, not the collection's.
 CLONE_ONLY = {"scripts/bootstrap.sh": "make run sets up the controller's venv in a clone",
-              "inventory/example-fleet": "the fleet to copy for make audit in a clone"}
+              "inventory/example-fleet": "the fleet to copy for make audit in a clone",
+              "scripts/host-packages.sh": "what make test installs, for contributors in a clone"}
 
 
 def named_texts():
