@@ -24,7 +24,7 @@ import jinja2
 import pytest
 import yaml
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import descriptors
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import descriptors, store
 from helpers import system_bus
 from helpers.system_bus import render
 
@@ -94,11 +94,9 @@ def _run_stored(path):
 def _store(bus, name, proxy, executors):
     prof = render({"system_bus_proxy": proxy, "system_bus_sockets": [bus.socket], "executors_dir": executors})
     assert prof["decision"] == "wrapped", prof["diagnostics"]
-    path = os.path.join(bus.root, name + ".json")
-    with open(path, "w") as handle:
-        json.dump(prof, handle)
-    os.chmod(path, 0o644)
-    return prof, path
+    dest = os.path.join(bus.root, "profiles-" + name)       # the one writer: .args and .json, one digest
+    store.write(dest, prof)
+    return prof, store.paths(dest, prof["executor"])[1]
 
 
 def test_a_restart_keeps_every_stored_profile_working(bus):
