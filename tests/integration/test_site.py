@@ -4,6 +4,7 @@ import re
 
 import pytest
 
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import loopback
 from conftest import run_playbook
 
 SYSCTL_FILE = "/etc/sysctl.d/99-zz-metnos-bwrap.conf"
@@ -22,7 +23,10 @@ def test_site_runs_and_is_idempotent(tmp_path):
     assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-2000:]
     assert "runtime status() as the admin's shell sees it (a view, not the service's and not a proof): active=True" \
         in first.stdout
-    assert "OK   profiles: 9 wrapped" in first.stdout
+    # network_interfaces (read_notes' system:read) is the host's network: a host with listeners on loopback or on
+    # every address gets network_loopback_listener, a warning (issue 50 item 3)
+    level = "WARN" if loopback.listeners()[0] else "OK  "
+    assert "%s profiles: 9 wrapped" % level in first.stdout, first.stdout[-4000:]
     assert (tmp_path / "profiles" / "read_notes.args").exists()
     second = run_playbook("playbooks/site.yml", profiles)
     assert second.returncode == 0
