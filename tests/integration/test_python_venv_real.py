@@ -23,6 +23,7 @@ import pytest
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import owners
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import python_roots
+from conftest import run_module
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("useradd"), reason="needs root and useradd")
 
@@ -126,7 +127,11 @@ def test_a_pyvenv_cfg_in_a_sticky_folder_never_runs_as_root(fresh):
         assert (fresh.path("sticky", "pyvenv.cfg"), "owned") in reasons, reasons
         found = python_roots.discover_python(python, bwrap.default_runner)
         assert found.ran_as == -1 and found.problems
-        assert 0 not in fresh.marks_by_uid()
+        rendered = run_module("metnos.sandbox.sandbox_profile", {
+            "dest": None, "fail_on_refusal": False, "host": {"python_executable": python},
+            "manifest": {"name": "editor", "origin": "tests", "capabilities": []}})
+        assert "profile_python_not_run" in {d["code"] for d in rendered["diagnostics"]}, rendered
+        assert fresh.marks_by_uid() == {}
     finally:
         shutil.rmtree(fresh.path("sticky"))
 
