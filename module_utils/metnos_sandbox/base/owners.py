@@ -23,6 +23,8 @@ The API (stable; the enforce branch uses it too):
   change what runs.
 - ``as_root(path) -> List[Problem]``: problems(path) when this process is root, [] otherwise (the call sites'
   question: may I run it myself?).
+- ``python_problems(path)`` / ``as_root_python(path)``: the same for a Python interpreter, with the pyvenv.cfg it
+  reads beside its unresolved path or one folder up, the ``home`` that names and the standard library there.
 - ``owner(found) -> Optional[int]``: the one non-root uid that owns the failing components (the user a program
   that fails is run as, through run_as), None when there is none or more than one (then it is not run at all).
 - ``findings(code, program, found) -> List[Diagnostic]``: one finding of ``code`` per problem (the code's
@@ -36,6 +38,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import os
 import pwd
+import re
 import shlex
 import stat
 import struct
@@ -53,6 +56,9 @@ ELF_MAGIC = b"\x7fELF"
 PT_INTERP = 3
 MAX_PROGRAM_HEADERS = 256
 ACL_NAMES = ("system.posix_acl_access", "system.posix_acl_default")
+PYVENV_BYTES = 4096       # a pyvenv.cfg longer than this is read no further
+MAX_TREE = 20000          # entries of a standard library walked before it is called unknown
+STDLIB_NAME = re.compile(r"python3\.[0-9]+\Z")
 
 
 class Problem(Record):
@@ -259,11 +265,109 @@ def _unique(found: List[Problem]) -> List[Problem]:
 
 def owner(found: List[Problem]) -> Optional[int]:
     """The one non-root uid that owns the failing components (the user to run such a program as); None when
-    none does (a root-owned world-writable folder, an unknown) or more than one does."""
+    none does, more than one does, or any other reason stands beside ``owned`` (a folder its group or others
+    can write, an ACL, an unknown: a third user could swap what the owner's run executes)."""
     uids = {problem.uid for problem in found if problem.reason == "owned"}
-    if len(uids) != 1 or any(problem.reason == "unknown" for problem in found):
+    if len(uids) != 1 or any(problem.reason != "owned" for problem in found):
         return None
     return uids.pop()
+
+
+def _stdlib_folders(home: str) -> List[str]:
+    """The ``lib/pythonX.Y`` folders Python may take its standard library from for a venv's ``home``: those
+    below ``home`` and each folder above it (getpath's landmark search), names read as data."""
+    out: List[str] = []
+    prefix = home
+    while True:
+        lib = os.path.join(prefix, "lib")
+        try:
+            names = os.listdir(lib) if stat.S_ISDIR(os.lstat(lib).st_mode) else []
+        except OSError:
+            names = []
+        out.extend(os.path.join(lib, name) for name in sorted(names)
+                   if STDLIB_NAME.match(name) and os.path.isdir(os.path.join(lib, name)))
+        if prefix == "/":
+            return out
+        prefix = os.path.dirname(prefix)
+
+
+def _walk_tree(top: str, found: List[Problem]) -> None:
+    """Every entry below ``top`` (already walked) judged from its lstat, no link followed, bounded."""
+    count = 0
+    for folder, folders, files in os.walk(top, followlinks=False):
+        for name in folders + files:
+            count += 1
+            if count > MAX_TREE:
+                found.append(_unknown(top))
+                return
+            path = os.path.join(folder, name)
+            try:
+                found.extend(judge_component(path, os.lstat(path)))
+            except OSError:
+                found.append(_unknown(path))
+
+
+def _venv_home(config: str) -> Optional[str]:
+    """The ``home =`` value of a pyvenv.cfg (read without following a link, bounded); None without one."""
+    for line in _read_head(config, PYVENV_BYTES).decode("utf-8", "replace").splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip().lower() == "home":
+            return value.strip()
+    return None
+
+
+def _venv_problems(python: str, found: List[Problem]) -> None:
+    """pyvenv.cfg is part of the program (Python reads it, -I -S or not, beside the UNRESOLVED executable or
+    one folder up): a folder where another user could create one is a problem (sticky or not); an existing one
+    is walked, and the ``home`` it names and the standard library found from there are walked too."""
+    folder = os.path.dirname(os.path.abspath(python))
+    for place in (folder, os.path.dirname(folder)):
+        real = resolve(place, found)
+        if real is None:
+            return
+        try:
+            info = os.lstat(real)
+        except OSError:
+            found.append(_unknown(real))
+            return
+        if info.st_mode & stat.S_IWOTH:           # sticky too: another user may create pyvenv.cfg there
+            found.append(Problem(real, info.st_uid, info.st_gid, stat.S_IMODE(info.st_mode), "world_writable",
+                                 _fix(real, "world_writable"), user_name(info.st_uid)))
+        config = os.path.join(real, "pyvenv.cfg")
+        try:
+            os.lstat(config)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            found.append(_unknown(config))
+            return
+        config_real = resolve(config, found)
+        if config_real is None:
+            return
+        home = _venv_home(config_real)
+        if home is None:
+            return
+        home_real = resolve(home, found) if home.startswith("/") else None
+        if home_real is None:
+            found.append(_unknown(home or config_real))
+            return
+        for stdlib in _stdlib_folders(home_real):
+            if resolve(stdlib, found) is not None:
+                _walk_tree(stdlib, found)
+        return                                     # Python reads the first pyvenv.cfg it finds
+
+
+def python_problems(path: str) -> List[Problem]:
+    """problems(path) for a Python interpreter: also the pyvenv.cfg it would read, the ``home`` that names and
+    the standard library found there (see _venv_problems)."""
+    found = problems(path)
+    _venv_problems(path, found)
+    return _unique(found)
+
+
+def as_root_python(path: str) -> List[Problem]:
+    """python_problems(path) when this process is root, [] otherwise (see as_root)."""
+    return python_problems(path) if os.geteuid() == 0 else []
 
 
 def as_root(path: str) -> List[Problem]:

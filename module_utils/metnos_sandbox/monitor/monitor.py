@@ -132,7 +132,7 @@ def install_findings(folder: str, host: str) -> List[diagnostics.Diagnostic]:
         return [diagnostics.make("monitor_core_modified", folder=folder, digest="unreadable (%s)" % (exc.strerror
                                                                                                      or exc),
                                  expected=os.path.basename(folder), host=host)]
-    out = owners.findings("monitor_python_not_roots", sys.executable, owners.problems(sys.executable))
+    out = owners.findings("monitor_python_not_roots", sys.executable, owners.python_problems(sys.executable))
     if problems:
         out.append(diagnostics.make("monitor_core_writable", folder=folder, problems="; ".join(problems[:5]),
                                     host=host))

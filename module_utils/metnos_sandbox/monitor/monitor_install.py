@@ -153,7 +153,7 @@ def _write(tmp: str, sources: Mapping[str, bytes], entry: bytes) -> None:
 def python_findings(python: str) -> List[Any]:
     """The monitor's interpreter (its unit's ExecStart=): an absolute path root alone can change, else the
     findings of monitor_python_not_roots (base/owners.py; a relative name such as ``env python`` is unknown)."""
-    return owners.findings("monitor_python_not_roots", python, owners.problems(python))
+    return owners.findings("monitor_python_not_roots", python, owners.python_problems(python))
 
 
 def install(prefix: str, bundle: str, entry_point: str, check_mode: bool = False) -> Json:

@@ -298,7 +298,7 @@ def probe_service(params: Json, runner: t.Any, inspection: t.Optional[Handed] = 
     python, prof = _render(params, service.status)
     out["profile"] = {"executor": prof["executor"], "decision": prof["decision"], "argv": prof["argv"]}
     if os.geteuid() == 0 and service.user.get("uid") in (None, 0):     # run as root: root runs only what root owns
-        not_roots = owners.findings("probe_python_not_roots", python, owners.problems(python))
+        not_roots = owners.findings("probe_python_not_roots", python, owners.python_problems(python))
         if prof["argv"]:
             not_roots += owners.findings("bwrap_not_run_not_roots", prof["argv"][0], owners.problems(prof["argv"][0]))
         if not_roots:

@@ -54,7 +54,7 @@ def ask(python: str,
     """``python -I -S -c TEXT`` run as root (``runner``) when root alone can change it, else as its one owner
     (run_as), else not run: (rc, stdout, the uid it ran as or -1, the problems)."""
     argv = [python] + list(ISOLATED) + ["-c", ask_python_text()]
-    found = tuple(owners.as_root(python))
+    found = tuple(owners.as_root_python(python))
     if not found:
         rc, out, _err = runner(argv)
         return rc, out, 0, found
