@@ -25,7 +25,7 @@ import jinja2
 import pytest
 import yaml
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import descriptors
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import descriptors, store
 from helpers import system_bus
 from helpers.system_bus import render
 
@@ -95,10 +95,12 @@ def _run_stored(path):
 def _store(bus, name, proxy, executors):
     prof = render({"system_bus_proxy": proxy, "system_bus_sockets": [bus.socket], "executors_dir": executors})
     assert prof["decision"] == "wrapped", prof["diagnostics"]
+    written = store.documents(prof)                   # the pair the launcher reads: <name>.json and its .args
     path = os.path.join(bus.root, name + ".json")
-    with open(path, "w") as handle:
-        json.dump(prof, handle)
-    os.chmod(path, 0o644)
+    for where, text in ((path, written.json), (path[:-len(".json")] + ".args", written.args)):
+        with open(where, "w") as handle:
+            handle.write(text)
+        os.chmod(where, 0o644)
     return prof, path
 
 
