@@ -14,21 +14,22 @@ core_path.use_core()
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import store  # noqa: E402
 
-REAL_REPLACE = os.replace
+REAL_RENAME = os.rename
 CALLS = []
 
 
-def replace_then_die(source, target):
+def rename_then_die(source, target, **folders):
+    """files.replace's renameat (os.rename with src_dir_fd/dst_dir_fd, in the folder it opened)."""
     CALLS.append(target)
     if len(CALLS) == 2:
         os.kill(os.getpid(), signal.SIGKILL)
-    REAL_REPLACE(source, target)
+    REAL_RENAME(source, target, **folders)
 
 
 def main(dest, result_path):
     with open(result_path) as handle:
         result = json.load(handle)
-    os.replace = replace_then_die
+    os.rename = rename_then_die
     store.write(dest, result)
     sys.exit("the second rename never came: %s" % CALLS)
 
