@@ -18,12 +18,12 @@ REAL_RENAME = os.rename
 CALLS = []
 
 
-def rename_then_die(source, target, **dir_fds):
-    """os.rename as base/files.py calls it (renameat within the checked folder's descriptor)."""
+def rename_then_die(source, target, **folders):
+    """files.replace's renameat (os.rename with src_dir_fd/dst_dir_fd, in the folder it opened)."""
     CALLS.append(target)
     if len(CALLS) == 2:
         os.kill(os.getpid(), signal.SIGKILL)
-    REAL_RENAME(source, target, **dir_fds)
+    REAL_RENAME(source, target, **folders)
 
 
 def main(dest, result_path):

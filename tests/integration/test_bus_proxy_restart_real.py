@@ -19,6 +19,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import tempfile
 
 import jinja2
 import pytest
@@ -129,3 +130,53 @@ def test_a_restart_keeps_every_stored_profile_working(bus):
     assert bus.calls() == ["GetUnit"], bus.calls()
     # the canary: the profile that bound the socket itself is stale now
     assert "bind_source_moved" in _run_stored(before)
+
+
+BIND = "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])"       # a socket file at argv[1]
+
+
+def _as_user(*argv):
+    subprocess.run(["setpriv", "--reuid=" + USER, "--regid=nogroup", "--clear-groups"] + list(argv), check=True,
+                   timeout=30)
+
+
+@pytest.fixture
+def top():
+    """A folder the proxy's user can traverse (pytest's own tmp_path is root's 0700)."""
+    folder = tempfile.mkdtemp(prefix="metnos-proxy-link-", dir="/var/tmp")
+    os.chmod(folder, 0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_link_the_proxy_user_plants_never_becomes_the_stable_socket(top):
+    """Planted: the proxy's folder is its user's (the executors' user), who puts there, where the proxy's socket is
+    expected, a symbolic link to a root-owned socket standing in for the real bus (the unit waits with [ -S ], which
+    follows it, and ln links the link itself). The unit's exact ExecStartPost line, run as root, refuses what it
+    linked into root's folder: it fails, and neither the stable path nor its .new is left. Canary: the same line,
+    with a real socket of that user in place of the link, makes the stable path that very socket. Mutation run:
+    without the [ ! -L ] && [ -S ] check after the ln, the line succeeds and the stable path is the user's link."""
+    bus_socket = os.path.join(top, "bus", "system_bus_socket")           # the real bus: root's
+    os.makedirs(os.path.dirname(bus_socket), 0o755)
+    subprocess.run(["/usr/bin/python3", "-c", BIND, bus_socket], check=True, timeout=30)
+    assert os.stat(bus_socket).st_uid == 0
+    runtime = os.path.join(top, "proxy-run")                              # the unit's RuntimeDirectory: its User='s
+    os.mkdir(runtime, 0o755)
+    shutil.chown(runtime, USER)
+    listen, stable = os.path.join(runtime, "system_bus_socket"), os.path.join(top, "stable")
+    steps = _unit_steps({"__metnos_sandbox_dbus_proxy_listen": listen, "__metnos_sandbox_dbus_proxy_folder": stable,
+                         "__metnos_sandbox_dbus_proxy_socket": os.path.join(stable, "system_bus_socket")})
+    socket_path = os.path.join(stable, "system_bus_socket")
+    subprocess.run(steps["ExecStartPre"], check=True, timeout=30)
+    _as_user("ln", "-s", bus_socket, listen)
+    assert os.lstat(listen).st_uid != 0 and os.path.islink(listen)
+    proc = subprocess.run(steps["ExecStartPost"], capture_output=True, text=True, timeout=30)
+    assert proc.returncode != 0, proc.stderr
+    assert not os.path.lexists(socket_path) and not os.path.lexists(socket_path + ".new"), os.listdir(stable)
+
+    # the canary: a real socket of the proxy's user where the link was
+    _as_user("rm", listen)
+    _as_user("/usr/bin/python3", "-c", BIND, listen)
+    proc = subprocess.run(steps["ExecStartPost"], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert os.lstat(socket_path).st_ino == os.lstat(listen).st_ino and os.listdir(stable) == ["system_bus_socket"]

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 import pytest
 
@@ -149,6 +150,53 @@ def test_a_stored_profile_run_from_a_terminal_cannot_type_into_it(stored, shippe
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, (status, seen)
     with open(stored + "/data/w/out") as handle:
         assert handle.read().startswith("refused"), seen
+
+
+LURKER_MAIN = """import os, select, time
+if os.fork() == 0 and os.fork() == 0:
+    folder = '%s/data/w/'
+    for _ in range(400):
+        if os.path.exists(folder + 'go'):
+            break
+        time.sleep(0.05)
+    got = os.read(0, 100) if select.select([0], [], [], 3)[0] else b'(nothing)'
+    open(folder + 'out', 'w').write('alive tty=%%s read=%%r' %% (os.isatty(0), got))
+os._exit(0)
+"""
+TYPED = b"root-password-canary\n"
+
+
+def test_a_process_the_sandbox_leaves_behind_never_reads_the_terminal(stored, shipped):
+    """Planted: root runs metnos-sandbox-exec on a real pseudo-terminal (pty.fork, the launcher the session leader as
+    a login shell would start it); the executor leaves a grandchild behind (the profile has no --unshare-pid, so it
+    outlives bwrap and the launcher) that waits for root's next typing and reads fd 0. The launcher puts /dev/null
+    over fds 0-2 that are a terminal, so it reads end-of-file, not what root typed. Canary: the grandchild writes
+    "alive" after the typing (it did outlive the launcher and read fd 0). Mutation run: without
+    drop_terminal_descriptors() in launch(), it reads b'root-password-canary\\n' and this test fails."""
+    with open(stored + "/executors/ex/main.py", "w") as handle:
+        handle.write(LURKER_MAIN % stored)
+    pid, terminal = pty.fork()
+    if pid == 0:                               # pragma: no cover - the launcher on the terminal, as root
+        try:
+            os.execv(shipped, [shipped, "--profile", stored + "/profiles/ex.json"])
+        finally:
+            os._exit(98)
+    _done, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    try:
+        os.write(terminal, TYPED)              # root types at the terminal after the launcher returned
+    except OSError:
+        pass                                   # EIO: nobody holds the terminal any more (the fixed launcher)
+    open(stored + "/data/w/go", "w").close()
+    out = stored + "/data/w/out"
+    for _ in range(300):
+        if os.path.exists(out) and os.path.getsize(out):
+            break
+        time.sleep(0.05)
+    os.close(terminal)
+    with open(out) as handle:
+        said = handle.read()
+    assert said == "alive tty=False read=b''", said
 
 
 OBSERVER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "helpers", "sandbox_observer.py")

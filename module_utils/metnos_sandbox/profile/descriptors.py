@@ -193,6 +193,17 @@ def leave_terminal() -> None:
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
 
 
+def drop_terminal_descriptors() -> None:
+    """Put /dev/null over each of fds 0-2 that is a terminal. A session of its own is not enough: these
+    descriptors still reach the caller's terminal, and a process the sandbox leaves behind (no --unshare-pid)
+    would read there what root types after the launcher returned."""
+    for number in (0, 1, 2):
+        if os.isatty(number):
+            null = os.open(os.devnull, os.O_RDWR | os.O_NOCTTY)
+            os.dup2(null, number, inheritable=True)
+            os.close(null)
+
+
 # ---- metnos-sandbox-exec --profile: a stored profile, run the only safe way ----
 # Every refusal of the launcher is one of these codes (base/codes_launcher.py registers them with their
 # remediation; its first step is printed after the message). Exit 1 for a refusal, 2 for a usage error.
@@ -230,7 +241,8 @@ Runs a stored profile (written by the sandbox_profile module: <executor>.json an
     capabilities, verified) before anything else; a profile without one is refused;
   - the sources bound by descriptor are opened race-free and proven to be the objects judged at render time;
   - the granted folders hold no socket, FIFO or device node the render did not see there (channels);
-  - bwrap starts in a session of its own, with every other descriptor closed and a clean environment: only
+  - bwrap starts in a session of its own, no terminal on fds 0-2 (/dev/null instead), with every other
+    descriptor closed and a clean environment: only
     PATH, LANG, LANGUAGE, LC_* and METNOS_* of the caller (anything else only by --setenv in the profile).
 Exit status: bwrap's; 1 when the profile is refused (the message starts with its code), 2 for a usage error.
 Codes: launcher_profile_missing, launcher_profile_unreadable, launcher_profile_not_json, launcher_profile_invalid,
@@ -522,13 +534,14 @@ def recheck_channels(doc: Dict[str, Any], path: str) -> None:
 
 
 def launch(path: str) -> None:
-    """``metnos-sandbox-exec --profile PATH``: read, drop, leave the terminal, open the descriptors, close the
-    rest, and become bwrap with a clean environment. Returns only by raising."""
+    """``metnos-sandbox-exec --profile PATH``: read, drop, leave the terminal (fds 0-2 too), open the
+    descriptors, close the rest, and become bwrap with a clean environment. Returns only by raising."""
     doc = read_stored(path)
     if os.geteuid() == 0 or os.getuid() == 0:
         drop_to(doc.get("run_as"), path)
     recheck_channels(doc, path)           # as the user the executor runs as: what it could reach
     leave_terminal()
+    drop_terminal_descriptors()
     words = [str(w) for w in doc["argv"]]
     opened = install(words, doc.get("descriptors") or [])
     environment = clean_environment(dict(os.environ))
