@@ -96,11 +96,6 @@ def unit_text(row, script="/opt/metnos-trial/directive_trial.py", out_dir="/var/
     user = opts.get("user", "metnos")
     if user:
         head.append("User=%s" % user)
-    # KeyringMode=inherit: the trials measure what each directive does to bwrap; a unit's own session keyring
-    # (KeyringMode=private, systemd's default for services) is shared by everything the unit starts, which the
-    # probe's keyring_own check fails on a direct run inside the unit (issue 51 item 3; the matrix's keyring rows
-    # prove it). With inherit the payload holds no session keyring to share. A row's own KeyringMode= comes later.
-    head.append("KeyringMode=inherit")
     head += ["ExecStart=/usr/bin/python3 %s unit %s" % (script, check),
              "StandardOutput=truncate:%s/%s.json" % (out_dir, slug(name)), "StandardError=journal",
              "TimeoutStartSec=240"]
