@@ -392,3 +392,48 @@ def test_root_only_file_moved_in_a_root_folder_others_may_write(place, kernel, g
     # canary: the same file made readable by the group and others renders with its token in that same folder
     os.chmod(planted, 0o644)
     assert TOKEN in json.dumps(render(planted, place["root"]))
+
+
+@pytest.mark.parametrize("linked", ["metnos.service.d", "service.d"])
+def test_dropin_folder_linked_to_a_root_only_folder_is_never_listed(user_units, kernel, linked):
+    """Attack report finding 7: the user's drop-in folder is a link to a root-only (0700) folder whose file names
+    are secret; root lists no name in it, and the link is refused with its own code. Canary: the user's own drop-in
+    (moved to the other drop-in folder) is still read."""
+    units = user_units["units"]
+    with open(os.path.join(units, "metnos.service"), "w") as handle:
+        handle.write("[Service]\nExecStart=/bin/true\n")
+    if linked == "metnos.service.d":
+        os.rename(os.path.join(units, "metnos.service.d"), os.path.join(units, "service.d"))
+    confs = os.path.join(user_units["secret"], "confs")
+    os.mkdir(confs, 0o700)
+    secret_name = "db-password-%s.conf" % TOKEN
+    with open(os.path.join(confs, secret_name), "w") as handle:
+        handle.write("[Service]\nEnvironment=LEAK=%s\n" % TOKEN)
+    os.chmod(os.path.join(confs, secret_name), 0o600)
+    link = os.path.join(units, linked)
+    os.symlink(confs, link)
+    os.lchown(link, user_units["user"].pw_uid, user_units["user"].pw_gid)
+    assert os.listdir(link) == [secret_name]      # canary: through the link, root would see the secret name
+    state = systemd_unit.load_unit("metnos.service", "user", "/", user_units["home"])
+    no_token(state)
+    assert [(f["path"], f["reason"]) for f in state["refused_files"]] == [(link, "link")], state["refused_files"]
+    assert {"name": "CANARY", "value": "1"}.items() <= state["environment"][0].items(), state
+    diag = unit_diagnostics(state)[0]
+    assert diag["code"] == "unit_file_link_refused" and link in diag["message"] and USER in diag["message"], diag
+
+
+def test_dropin_folder_linked_by_root_in_roots_own_folders_is_listed(kernel):
+    """The other side of finding 7: in folders root alone controls (/run/<root 0755>), a drop-in folder that is
+    root's own link (as /etc/systemd/system/x.service.d -> elsewhere) is followed and its drop-ins read."""
+    top = tempfile.mkdtemp(prefix="metnos-dropins-", dir="/run")
+    try:
+        os.chmod(top, 0o755)
+        real = os.path.join(top, "real.d")
+        os.mkdir(real, 0o755)
+        with open(os.path.join(real, "10-root.conf"), "w") as handle:
+            handle.write("[Service]\nEnvironment=ROOTS=1\n")
+        os.symlink(real, os.path.join(top, "metnos.service.d"))
+        assert systemd_unit.find_dropins("metnos.service", [top]) == [os.path.join(top, "metnos.service.d",
+                                                                                   "10-root.conf")]
+    finally:
+        shutil.rmtree(top)

@@ -253,9 +253,9 @@ def _open_trusted(walk: _Walk, parts: List[str], hops: int) -> Tuple[List[str], 
     return parts, hops
 
 
-def _open_file(path: str) -> Tuple[int, Optional[_Walk], str]:
-    """The open file, the walk that judged the folders on its way someone else can write (None: all were
-    trusted), and its path."""
+def _open_file(path: str, flags: int = FILE_FLAGS) -> Tuple[int, Optional[_Walk], str]:
+    """The open file (``flags``: FOLDER_FLAGS for a folder), the walk that judged the folders on its way someone
+    else can write (None: all were trusted), and its path."""
     parts = [p for p in os.path.abspath(path).split("/") if p]
     if not parts:
         raise Refused(NOT_REGULAR, path)
@@ -267,10 +267,11 @@ def _open_file(path: str) -> Tuple[int, Optional[_Walk], str]:
             if len(parts) > 1 or not trusted(os.fstat(walk.fd)):
                 break
             try:       # the file itself, in a trusted folder: a link there is root's
-                fd = os.open(parts[0], FILE_FLAGS | os.O_NOFOLLOW, dir_fd=walk.fd)
+                fd = os.open(parts[0], flags | os.O_NOFOLLOW, dir_fd=walk.fd)
                 return fd, None, os.path.join(walk.where, parts[0])
-            except OSError as exc:
-                if exc.errno != errno.ELOOP or hops >= MAX_LINK_HOPS:
+            except OSError as exc:      # a link opened O_DIRECTORY | O_NOFOLLOW: ENOTDIR
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR) or hops >= MAX_LINK_HOPS or \
+                        not os.path.islink(os.path.join(walk.where, parts[0])):
                     raise
                 hops += 1
                 target = os.readlink(parts[0], dir_fd=walk.fd)
@@ -278,12 +279,12 @@ def _open_file(path: str) -> Tuple[int, Optional[_Walk], str]:
                     walk.enter("/", os.open("/", FOLDER_FLAGS))
                     walk.where = "/"
                 parts = [p for p in target.split("/") if p]
-        return _open_beneath(walk, parts)
+        return _open_beneath(walk, parts, flags)
     finally:
         walk.close()
 
 
-def _open_beneath(walk: _Walk, parts: List[str]) -> Tuple[int, Optional[_Walk], str]:
+def _open_beneath(walk: _Walk, parts: List[str], flags: int) -> Tuple[int, Optional[_Walk], str]:
     """The rest of the path, below a folder someone else can write: no link followed, nothing above it reached.
     Every folder on the way is judged (_Walk.judge) with the owner of the entry it leads to."""
     full = os.path.join(walk.where, *parts)
@@ -297,9 +298,9 @@ def _open_beneath(walk: _Walk, parts: List[str]) -> Tuple[int, Optional[_Walk], 
             info = os.fstat(child)
             walk.judge(folder, info.st_uid)
             folder = info
-        fd = openat2_beneath(walk.fd, parts[-1], FILE_FLAGS)
+        fd = openat2_beneath(walk.fd, parts[-1], flags)
         if fd is None:
-            fd = os.open(parts[-1], FILE_FLAGS | os.O_NOFOLLOW, dir_fd=walk.fd)
+            fd = os.open(parts[-1], flags | os.O_NOFOLLOW, dir_fd=walk.fd)
     except OSError as exc:
         walk.judge(folder, None)
         refusal = _link_refusal(walk, full) if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EXDEV) else None
@@ -329,6 +330,31 @@ def read_once(path: str, limit: int) -> bytes:
                       error=exc.strerror or str(exc)) from None
     try:
         return _read_stable(fd, where, walk, limit)
+    except OSError as exc:
+        raise Refused(UNREADABLE, where, error=exc.strerror or str(exc)) from None
+    finally:
+        os.close(fd)
+
+
+def list_folder(path: str) -> List[str]:
+    """The names in the folder at ``path``, opened like read_once's files (no link someone else controls followed)
+    and listed only when whoever controls a folder on the way could list it too; raises Refused (MISSING also for
+    something that is not a folder)."""
+    if not isinstance(path, str) or not path or "\0" in path:
+        raise Refused(UNREADABLE, str(path), error="not a path")
+    try:
+        fd, walk, where = _open_file(path, FOLDER_FLAGS)
+    except Refused:
+        raise
+    except OSError as exc:
+        raise Refused(MISSING if exc.errno in (errno.ENOENT, errno.ENOTDIR) else UNREADABLE, path,
+                      error=exc.strerror or str(exc)) from None
+    try:
+        info = os.fstat(fd)
+        who = walk.cannot_read(info) if walk is not None else None
+        if who is not None:
+            raise Refused(OWNER_CANNOT_READ, where, owner=who, target_owner=user_name(info.st_uid))
+        return sorted(os.listdir(fd))
     except OSError as exc:
         raise Refused(UNREADABLE, where, error=exc.strerror or str(exc)) from None
     finally:
