@@ -6,7 +6,10 @@ clone/unshare(CLONE_NEWUSER) fail (EPERM, EINVAL), loaded by
 tests/helpers/seccomp_exec.py with Debian's python3-seccomp.
 """
 import os
+import pwd
 import shutil
+import subprocess
+import tempfile
 
 import pytest
 
@@ -99,3 +102,56 @@ def test_bad_options_fail_cleanly():
 def test_check_mode_same_result():
     res = run_module("metnos.sandbox.bwrap_facts", {"smoke_test": False}, check=True)
     assert res["changed"] is False and res["status"]["active"] is True
+
+
+PLANTER = "mtn-bwfacts-%d" % os.getpid()
+
+
+@pytest.fixture(scope="module")
+def planted_bwrap():
+    """A real user (useradd) owns <tmp>/bin/bwrap: a shell script that, when anyone runs it, appends its uid to a
+    canary file in a 0777 folder beside it (so that root, the user or nobody could leave the trace)."""
+    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", PLANTER], check=True)
+    top = tempfile.mkdtemp(prefix="metnos-bwfacts-", dir="/var/tmp")
+    try:
+        os.chmod(top, 0o755)
+        planter = pwd.getpwnam(PLANTER)
+        bindir, canary = os.path.join(top, "bin"), os.path.join(top, "canary")
+        os.mkdir(bindir, 0o755)
+        os.mkdir(canary)
+        os.chmod(canary, 0o777)
+        script = os.path.join(bindir, "bwrap")
+        with open(script, "w") as handle:
+            handle.write("#!/bin/sh\nid -u >> %s/ran\nexit 0\n" % canary)
+        os.chmod(script, 0o755)
+        for path in (bindir, script):
+            os.chown(path, planter.pw_uid, planter.pw_gid)
+        yield {"bin": bindir, "bwrap": script, "ran": os.path.join(canary, "ran"), "user": planter}
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+        subprocess.run(["userdel", PLANTER], check=False)
+
+
+@pytest.mark.rule("R-SEC-6")
+@pytest.mark.parametrize("smoke_user", ["root", "nobody", PLANTER])
+def test_users_bwrap_is_never_smoke_tested(planted_bwrap, smoke_user):
+    """Attack report finding 2: a bwrap on the PATH that its user owns is judged not root's (bwrap_not_run_not_roots)
+    and the smoke test is skipped, whoever smoke_user is: nothing of it runs (the canary file stays absent)."""
+    ran = planted_bwrap["ran"]
+    if os.path.exists(ran):
+        os.unlink(ran)
+    # canary: the planted file really runs and really leaves its trace when someone executes it
+    subprocess.run(["setpriv", "--reuid", str(planted_bwrap["user"].pw_uid), "--regid",
+                    str(planted_bwrap["user"].pw_gid), "--clear-groups", planted_bwrap["bwrap"]], check=True)
+    with open(ran) as handle:
+        assert handle.read().split() == [str(planted_bwrap["user"].pw_uid)]
+    os.unlink(ran)
+
+    res = run_module("metnos.sandbox.bwrap_facts", {"path": planted_bwrap["bin"] + ":/usr/bin:/bin",
+                                                   "smoke_user": smoke_user})
+    assert not os.path.exists(ran), "the user's bwrap ran: uid %s" % open(ran).read().split()
+    assert res["bwrap"]["path"] == planted_bwrap["bwrap"]
+    assert res["bwrap"]["not_run"], "the user's bwrap must be judged not root's"
+    assert "bwrap_not_run_not_roots" in [d["code"] for d in res["diagnostics"]]
+    assert res["userns"]["smoke_test"] == {"ran": False, "reason": "not root's"}
+    assert res["verdict"] == "fail"

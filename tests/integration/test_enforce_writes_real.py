@@ -81,8 +81,9 @@ def test_user_scope_writes_as_the_user_and_never_through_its_link(tree, user):
     os.symlink(secret, os.path.join(units, "metnos.service.d"))
     as_user(user, os.path.join(units, "metnos.service.d"))
     out = run(user_args(user))
-    assert out["failed"] and out["code"] == "enforce_write_failed", out
-    assert out["refused"]["reason"] == "Permission denied"
+    # the link is refused when the drop-in folder is listed (attack report finding 7), before anything is written
+    assert out["failed"] and out["code"] == "unit_file_link_refused", out
+    assert os.path.join(units, "metnos.service.d") in out["msg"], out
     assert os.listdir(secret) == []
     # canary: the user's own folder gets the drop-in and the PATH file, written by the user
     os.unlink(os.path.join(units, "metnos.service.d"))

@@ -7,6 +7,7 @@ file during real renders (profile.render_safe, then store.write, as the sandbox_
 stand-in: "a kernel without openat2" is this kernel with safe_read's openat2 lookup emptied (the fallback, O_NOFOLLOW
 per component, cannot be reached otherwise on this 6.x kernel); both paths run every link case."""
 import datetime
+import grp
 import json
 import multiprocessing
 import os
@@ -341,3 +342,98 @@ def test_no_root_only_content_reaches_what_the_user_can_read(user_units):
     assert [res.get("refusal") for res in results] == ["manifest_link_refused"] * 2, results
     with open(config) as handle:           # root reads it: the refusal is there, the content is not
         assert "manifest_link_refused" in handle.read()
+
+
+GROUP = "mtn-rgrp-%d" % os.getpid()
+WRITABLE_FOLDERS = [     # (the folder's mode, whether its group is GROUP (else root's), who it names)
+    pytest.param(0o2775, True, "the members of group %s" % GROUP, id="group-writable-2775"),
+    pytest.param(0o0777, False, "any user", id="world-writable-not-sticky-0777"),
+]
+
+
+@pytest.fixture(scope="module")
+def group_member(user):
+    """A real group (groupadd) with the module's user (useradd) in it."""
+    subprocess.run(["groupadd", "--system", GROUP], check=True)
+    try:
+        subprocess.run(["usermod", "--append", "--groups", GROUP, USER], check=True)
+        yield {"user": user, "gid": grp.getgrnam(GROUP).gr_gid}
+    finally:
+        subprocess.run(["gpasswd", "--delete", USER, GROUP], check=False, capture_output=True)
+        subprocess.run(["groupdel", GROUP], check=False)
+
+
+@pytest.mark.parametrize("mode, group_owned, named", WRITABLE_FOLDERS)
+def test_root_only_file_moved_in_a_root_folder_others_may_write(place, kernel, group_member, mode, group_owned,
+                                                                  named):
+    """Attack report finding 3: a folder root owns but its group (or everyone, without the sticky bit) may write.
+    Root leaves a 0600 file with a token in it; the user (a member of the group) renames it to manifest.yml for
+    real (setpriv, mv). The file is judged as the group / others would see it: refused, no token."""
+    user = group_member["user"]
+    folder = os.path.join(place["root"], "shared")
+    os.mkdir(folder)
+    os.chown(folder, 0, group_member["gid"] if group_owned else 0)
+    os.chmod(folder, mode)
+    secret = os.path.join(folder, "root-only.yml")
+    with open(secret, "w") as handle:
+        handle.write("name: leak\norigin: %s\ncapabilities: []\n" % TOKEN)
+    os.chmod(secret, 0o600)
+    planted = os.path.join(folder, "manifest.yml")
+    subprocess.run(["setpriv", "--reuid", str(user.pw_uid), "--regid", str(user.pw_gid), "--init-groups",
+                    "mv", "--", secret, planted], check=True, env={"PATH": "/usr/bin:/bin"})
+    assert os.stat(planted).st_uid == 0 and not os.path.exists(secret), "the user's move did not happen"
+    with pytest.raises(safe_read.Refused) as refused:
+        safe_read.read_once(planted, 4096)
+    assert refused.value.reason == safe_read.OWNER_CANNOT_READ and named in refused.value.owner, vars(refused.value)
+    prof = render(planted, place["root"])
+    diag = refusal_of(prof)
+    assert diag["code"] == "manifest_unreadable_by_owner" and named in diag["message"], diag
+    no_token(prof)
+    # canary: the same file made readable by the group and others renders with its token in that same folder
+    os.chmod(planted, 0o644)
+    assert TOKEN in json.dumps(render(planted, place["root"]))
+
+
+@pytest.mark.parametrize("linked", ["metnos.service.d", "service.d"])
+def test_dropin_folder_linked_to_a_root_only_folder_is_never_listed(user_units, kernel, linked):
+    """Attack report finding 7: the user's drop-in folder is a link to a root-only (0700) folder whose file names
+    are secret; root lists no name in it, and the link is refused with its own code. Canary: the user's own drop-in
+    (moved to the other drop-in folder) is still read."""
+    units = user_units["units"]
+    with open(os.path.join(units, "metnos.service"), "w") as handle:
+        handle.write("[Service]\nExecStart=/bin/true\n")
+    if linked == "metnos.service.d":
+        os.rename(os.path.join(units, "metnos.service.d"), os.path.join(units, "service.d"))
+    confs = os.path.join(user_units["secret"], "confs")
+    os.mkdir(confs, 0o700)
+    secret_name = "db-password-%s.conf" % TOKEN
+    with open(os.path.join(confs, secret_name), "w") as handle:
+        handle.write("[Service]\nEnvironment=LEAK=%s\n" % TOKEN)
+    os.chmod(os.path.join(confs, secret_name), 0o600)
+    link = os.path.join(units, linked)
+    os.symlink(confs, link)
+    os.lchown(link, user_units["user"].pw_uid, user_units["user"].pw_gid)
+    assert os.listdir(link) == [secret_name]      # canary: through the link, root would see the secret name
+    state = systemd_unit.load_unit("metnos.service", "user", "/", user_units["home"])
+    no_token(state)
+    assert [(f["path"], f["reason"]) for f in state["refused_files"]] == [(link, "link")], state["refused_files"]
+    assert {"name": "CANARY", "value": "1"}.items() <= state["environment"][0].items(), state
+    diag = unit_diagnostics(state)[0]
+    assert diag["code"] == "unit_file_link_refused" and link in diag["message"] and USER in diag["message"], diag
+
+
+def test_dropin_folder_linked_by_root_in_roots_own_folders_is_listed(kernel):
+    """The other side of finding 7: in folders root alone controls (/run/<root 0755>), a drop-in folder that is
+    root's own link (as /etc/systemd/system/x.service.d -> elsewhere) is followed and its drop-ins read."""
+    top = tempfile.mkdtemp(prefix="metnos-dropins-", dir="/run")
+    try:
+        os.chmod(top, 0o755)
+        real = os.path.join(top, "real.d")
+        os.mkdir(real, 0o755)
+        with open(os.path.join(real, "10-root.conf"), "w") as handle:
+            handle.write("[Service]\nEnvironment=ROOTS=1\n")
+        os.symlink(real, os.path.join(top, "metnos.service.d"))
+        assert systemd_unit.find_dropins("metnos.service", [top]) == [os.path.join(top, "metnos.service.d",
+                                                                                   "10-root.conf")]
+    finally:
+        shutil.rmtree(top)

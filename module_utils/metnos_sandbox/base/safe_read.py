@@ -15,7 +15,9 @@ choose, and refused when it changed while it was read (issue 49 item 3, issue 52
   ``fstat`` says a regular file within ``limit`` bytes;
 - when a folder on the way is a non-root user's, the file is judged as that user would see it: a file the
   user could not read (mode bits, its groups) is refused (``owner_cannot_read``), so a hard link to a root-only
-  file never gets its content read by root for them;
+  file never gets its content read by root for them; likewise for a folder its group may write (the file must be
+  that group's to read, or everyone's) and one others may write (the file must be everyone's to read);
+  in a sticky folder the group and others cannot replace the next entry: its owner is the one judged;
 - it is read ONCE into memory; ``fstat`` before and after (size, mtime_ns, ctime_ns, inode, device) must match
   and the bytes read must be the size: else ``changed``. A file whose ctime is younger than RECENT_SECONDS is
   looked at again SETTLE_SECONDS later (an editor that truncates, then writes in place, is caught between the two:
@@ -28,6 +30,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import ctypes
 import errno
+import grp
 import os
 import pwd
 import stat
@@ -123,6 +126,16 @@ def trusted(info: os.stat_result) -> bool:
     return info.st_uid == 0 and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
+def group_name(gid: int) -> str:
+    try:
+        return "the members of group %s (gid %d)" % (grp.getgrgid(gid).gr_name, gid)
+    except KeyError:
+        return "the members of gid %d" % gid
+
+
+OTHERS = "any user (a folder on the way is writable by others)"
+
+
 def can_read(uid: int, info: os.stat_result) -> bool:
     """Whether ``uid`` may read a file of this owner, group and mode (root: always)."""
     if uid == 0:
@@ -141,13 +154,44 @@ def can_read(uid: int, info: os.stat_result) -> bool:
 
 class _Walk(object):
     """Where the walk of a path stands: the open folder, the path so far, the owners of the folders someone else
-    can write (the controllers), and whether such a folder was passed."""
+    can write (the controllers), the groups that may write one (``groups``), whether others may (``others``), and
+    whether such a folder was passed."""
 
     def __init__(self) -> None:
         self.fd = os.open("/", FOLDER_FLAGS)
         self.where = "/"
         self.controllers: Set[int] = set()
+        self.groups: Set[int] = set()
+        self.others = False
         self.beneath = False
+
+    def judge(self, folder: os.stat_result, entry_owner: Optional[int]) -> None:
+        """Who can put an entry in this folder (``entry_owner``: the owner of the next entry on the way, None when
+        it is not known yet)."""
+        if folder.st_uid != 0:
+            self.controllers.add(folder.st_uid)
+        if not folder.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return
+        if folder.st_mode & stat.S_ISVTX and entry_owner is not None:
+            if entry_owner != 0:       # sticky: the group and others cannot replace the entry, its owner (or root) can
+                self.controllers.add(entry_owner)
+            return
+        if folder.st_mode & stat.S_IWGRP:
+            self.groups.add(folder.st_gid)
+        if folder.st_mode & stat.S_IWOTH:
+            self.others = True
+
+    def cannot_read(self, info: os.stat_result) -> Optional[str]:
+        """Who controls a folder on the way but could not read this file, or None."""
+        for uid in sorted(self.controllers):
+            if not can_read(uid, info):
+                return user_name(uid)
+        if self.others and not info.st_mode & stat.S_IROTH:
+            return OTHERS
+        for gid in sorted(self.groups):
+            if not (info.st_gid == gid and info.st_mode & stat.S_IRGRP or info.st_mode & stat.S_IROTH):
+                return group_name(gid)
+        return None
 
     def enter(self, name: str, fd: int) -> None:
         os.close(self.fd)
@@ -209,8 +253,9 @@ def _open_trusted(walk: _Walk, parts: List[str], hops: int) -> Tuple[List[str], 
     return parts, hops
 
 
-def _open_file(path: str) -> Tuple[int, Set[int], str]:
-    """The open file, the owners of the folders on its way someone else can write, and its path."""
+def _open_file(path: str, flags: int = FILE_FLAGS) -> Tuple[int, Optional[_Walk], str]:
+    """The open file (``flags``: FOLDER_FLAGS for a folder), the walk that judged the folders on its way someone
+    else can write (None: all were trusted), and its path."""
     parts = [p for p in os.path.abspath(path).split("/") if p]
     if not parts:
         raise Refused(NOT_REGULAR, path)
@@ -222,10 +267,11 @@ def _open_file(path: str) -> Tuple[int, Set[int], str]:
             if len(parts) > 1 or not trusted(os.fstat(walk.fd)):
                 break
             try:       # the file itself, in a trusted folder: a link there is root's
-                fd = os.open(parts[0], FILE_FLAGS | os.O_NOFOLLOW, dir_fd=walk.fd)
-                return fd, walk.controllers, os.path.join(walk.where, parts[0])
-            except OSError as exc:
-                if exc.errno != errno.ELOOP or hops >= MAX_LINK_HOPS:
+                fd = os.open(parts[0], flags | os.O_NOFOLLOW, dir_fd=walk.fd)
+                return fd, None, os.path.join(walk.where, parts[0])
+            except OSError as exc:      # a link opened O_DIRECTORY | O_NOFOLLOW: ENOTDIR
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR) or hops >= MAX_LINK_HOPS or \
+                        not os.path.islink(os.path.join(walk.where, parts[0])):
                     raise
                 hops += 1
                 target = os.readlink(parts[0], dir_fd=walk.fd)
@@ -233,35 +279,36 @@ def _open_file(path: str) -> Tuple[int, Set[int], str]:
                     walk.enter("/", os.open("/", FOLDER_FLAGS))
                     walk.where = "/"
                 parts = [p for p in target.split("/") if p]
-        return _open_beneath(walk, parts)
+        return _open_beneath(walk, parts, flags)
     finally:
         walk.close()
 
 
-def _open_beneath(walk: _Walk, parts: List[str]) -> Tuple[int, Set[int], str]:
-    """The rest of the path, below a folder someone else can write: no link followed, nothing above it reached."""
+def _open_beneath(walk: _Walk, parts: List[str], flags: int) -> Tuple[int, Optional[_Walk], str]:
+    """The rest of the path, below a folder someone else can write: no link followed, nothing above it reached.
+    Every folder on the way is judged (_Walk.judge) with the owner of the entry it leads to."""
     full = os.path.join(walk.where, *parts)
     if ".." in parts:
         raise Refused(LINK, full, owner="another user")
     folder = os.fstat(walk.fd)
-    if folder.st_uid != 0:
-        walk.controllers.add(folder.st_uid)
     try:
         for name in parts[:-1]:        # the owners of every folder on the way, opened without following links
             child = os.open(name, FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=walk.fd)
             walk.enter(name, child)
-            owner = os.fstat(child).st_uid
-            if owner != 0:
-                walk.controllers.add(owner)
-        fd = openat2_beneath(walk.fd, parts[-1], FILE_FLAGS)
+            info = os.fstat(child)
+            walk.judge(folder, info.st_uid)
+            folder = info
+        fd = openat2_beneath(walk.fd, parts[-1], flags)
         if fd is None:
-            fd = os.open(parts[-1], FILE_FLAGS | os.O_NOFOLLOW, dir_fd=walk.fd)
+            fd = os.open(parts[-1], flags | os.O_NOFOLLOW, dir_fd=walk.fd)
     except OSError as exc:
+        walk.judge(folder, None)
         refusal = _link_refusal(walk, full) if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EXDEV) else None
         if refusal is not None:
             raise refusal from None
         raise
-    return fd, walk.controllers, full
+    walk.judge(folder, os.fstat(fd).st_uid)
+    return fd, walk, full
 
 
 def _same(first: os.stat_result, second: os.stat_result) -> bool:
@@ -275,29 +322,54 @@ def read_once(path: str, limit: int) -> bytes:
     if not isinstance(path, str) or not path or "\0" in path:
         raise Refused(UNREADABLE, str(path), error="not a path")
     try:
-        fd, controllers, where = _open_file(path)
+        fd, walk, where = _open_file(path)
     except Refused:
         raise
     except OSError as exc:
         raise Refused(MISSING if exc.errno == errno.ENOENT else UNREADABLE, path,
                       error=exc.strerror or str(exc)) from None
     try:
-        return _read_stable(fd, where, controllers, limit)
+        return _read_stable(fd, where, walk, limit)
     except OSError as exc:
         raise Refused(UNREADABLE, where, error=exc.strerror or str(exc)) from None
     finally:
         os.close(fd)
 
 
-def _read_stable(fd: int, where: str, controllers: Set[int], limit: int) -> bytes:
+def list_folder(path: str) -> List[str]:
+    """The names in the folder at ``path``, opened like read_once's files (no link someone else controls followed)
+    and listed only when whoever controls a folder on the way could list it too; raises Refused (MISSING also for
+    something that is not a folder)."""
+    if not isinstance(path, str) or not path or "\0" in path:
+        raise Refused(UNREADABLE, str(path), error="not a path")
+    try:
+        fd, walk, where = _open_file(path, FOLDER_FLAGS)
+    except Refused:
+        raise
+    except OSError as exc:
+        raise Refused(MISSING if exc.errno in (errno.ENOENT, errno.ENOTDIR) else UNREADABLE, path,
+                      error=exc.strerror or str(exc)) from None
+    try:
+        info = os.fstat(fd)
+        who = walk.cannot_read(info) if walk is not None else None
+        if who is not None:
+            raise Refused(OWNER_CANNOT_READ, where, owner=who, target_owner=user_name(info.st_uid))
+        return sorted(os.listdir(fd))
+    except OSError as exc:
+        raise Refused(UNREADABLE, where, error=exc.strerror or str(exc)) from None
+    finally:
+        os.close(fd)
+
+
+def _read_stable(fd: int, where: str, walk: Optional[_Walk], limit: int) -> bytes:
     before = os.fstat(fd)
     if stat.S_ISFIFO(before.st_mode):
         raise Refused(FIFO, where, owner=user_name(before.st_uid))
     if not stat.S_ISREG(before.st_mode):
         raise Refused(NOT_REGULAR, where, owner=user_name(before.st_uid))
-    for uid in sorted(controllers):
-        if not can_read(uid, before):
-            raise Refused(OWNER_CANNOT_READ, where, owner=user_name(uid), target_owner=user_name(before.st_uid))
+    who = walk.cannot_read(before) if walk is not None else None
+    if who is not None:
+        raise Refused(OWNER_CANNOT_READ, where, owner=who, target_owner=user_name(before.st_uid))
     if before.st_size > limit:
         raise Refused(TOO_LARGE, where, owner=user_name(before.st_uid), size=before.st_size)
     chunks: List[bytes] = []

@@ -192,6 +192,9 @@ def gather(path_text: str, environment: Mapping[str, str], smoke_test: bool = Tr
         knobs["smoke_test"] = {"ran": False, "reason": "bwrap not found on PATH"}
         diags.append(diagnostics.make("bwrap_smoke_skipped", reason="bwrap was not found on the PATH checked.",
                                       variant="no_bwrap"))
+    elif result["bwrap"].get("not_run"):
+        # root runs only what root owns, and no user runs another's bwrap: bwrap_not_run_not_roots says why
+        knobs["smoke_test"] = {"ran": False, "reason": "not root's"}
     else:
         if smoke_user is not None and smoke_user["uid"] != os.geteuid() and os.geteuid() != 0:
             # Cannot switch users without root: run as ourselves and say so.

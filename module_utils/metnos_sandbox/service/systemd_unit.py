@@ -102,14 +102,19 @@ def dropin_dir_names(unit: str) -> List[str]:
 
 
 def find_dropins(unit: str, dirs: Sequence[str], root: str = "/", exclude: Sequence[str] = ()) -> List[str]:
-    """Drop-in files in the order systemd applies them."""
+    """Drop-in files in the order systemd applies them. A drop-in folder is listed like safe_read reads a file (no
+    link someone else controls followed): one it refuses is returned itself, never its names, so that load_unit's
+    read refuses it with its own reason."""
     chosen: Dict[str, Optional[str]] = {}
+    refused: List[str] = []
     for directory in dirs:
         for name in dropin_dir_names(unit):
             path = in_root(root, os.path.join(directory, name))
             try:
-                entries = os.listdir(path)
-            except OSError:
+                entries = safe_read.list_folder(path)
+            except safe_read.Refused as refusal:
+                if refusal.reason != safe_read.MISSING:
+                    refused.append(path)
                 continue
             for entry in entries:
                 if entry.endswith(".conf") and entry not in chosen:
@@ -120,7 +125,7 @@ def find_dropins(unit: str, dirs: Sequence[str], root: str = "/", exclude: Seque
                     chosen[entry] = full
     files = [chosen[k] for k in sorted(chosen)]
     # every entry but a folder: a FIFO or a link is refused by the reader (load_unit), never skipped in silence
-    return [f for f in files if f is not None and os.path.lexists(f) and not os.path.isdir(f)]
+    return refused + [f for f in files if f is not None and os.path.lexists(f) and not os.path.isdir(f)]
 
 
 # --------------------------------------------------------------------------- unit syntax
