@@ -149,7 +149,7 @@ def keyrings_apart() -> "dict[str, Any]":
     if pid == 0:
         try:
             os.close(r)
-            os.write(w, dumps(keyrings()).encode())
+            os.write(w, dumps(keyrings()).encode())  # pylint: disable=used-before-assignment
         finally:
             os._exit(0)
     os.close(w)
@@ -165,7 +165,7 @@ def keyrings_apart() -> "dict[str, Any]":
         refused = "error:signal %d" % os.WTERMSIG(status)
         return {"session": refused, "user": refused, "user_session": refused, "keys": []}
     try:
-        return loads(b"".join(chunks).decode())  # type: ignore[no-any-return]
+        return loads(b"".join(chunks).decode())  # type: ignore[no-any-return]  # pylint: disable=used-before-assignment
     except ValueError:
         return {"error": "error:unreadable report"}
 

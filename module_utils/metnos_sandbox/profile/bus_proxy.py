@@ -29,11 +29,11 @@ def address_paths(address: str) -> List[str]:
     values %-escaped); any other transport (abstract, tcp) names no file."""
     found = []
     for transport in address[:MAX_ADDRESS].split(";"):
-        kind, _, keys = transport.partition(":")
+        kind, _colon, keys = transport.partition(":")
         if kind != "unix":
             continue
         for pair in keys.split(","):
-            key, _, value = pair.partition("=")
+            key, _equals, value = pair.partition("=")
             path = unquote(value)
             if key == "path" and path.startswith("/") and "\x00" not in path:
                 found.append(os.path.normpath(path))

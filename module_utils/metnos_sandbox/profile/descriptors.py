@@ -569,7 +569,7 @@ def main(args: Sequence[str]) -> int:
         elif len(args) > 2 and args[1] == "--":
             run(args[2:], json.loads(args[0]))
         else:
-            sys.stderr.write(HELP.split("\n\n")[0] + "\n")
+            sys.stderr.write(HELP.split("\n\n", maxsplit=1)[0] + "\n")
             return 2
     except Refused as exc:
         sys.stderr.write(refusal_text(exc.code, str(exc), exc.path))
