@@ -94,82 +94,6 @@ def presence(path: str) -> str:
         return "absent" if exc.errno in (errno.ENOENT, errno.ENOTDIR) else err(exc.errno)
 
 
-# keyctl(2) by machine (the C library has no wrapper without libkeyutils)
-KEYCTL_NR = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "s390x": 280, "ppc64le": 271, "ppc64": 271,
-             "i686": 288, "i386": 288, "armv7l": 311}
-
-
-def keyrings() -> "dict[str, Any]":
-    # the serials of the keyrings this process has (never creating one) and the keys linked in them: serial,
-    # type, owner, group, permissions; never a description or a payload (issue 51)
-    nr = KEYCTL_NR.get(os.uname()[4])
-    if nr is None:
-        return {"error": "error:machine " + os.uname()[4]}
-    libc.syscall.restype = ctypes.c_long
-    out: "dict[str, Any]" = {}
-    for name, special in (("session", -3), ("user", -4), ("user_session", -5)):
-        serial = libc.syscall(nr, 0, ctypes.c_int(special), 0)      # KEYCTL_GET_KEYRING_ID, create=0
-        out[name] = serial if serial >= 0 else err(ctypes.get_errno())
-    keys: "list[list[Any]]" = []
-    buf = ctypes.create_string_buffer(4096)
-    for name in ("session", "user", "user_session"):
-        if not isinstance(out[name], int) or len(keys) >= 32:
-            continue
-        size = libc.syscall(nr, 11, ctypes.c_int(out[name]), buf, 256)   # KEYCTL_READ: the linked serials
-        linked = [ctypes.c_int32.from_buffer(buf, i).value for i in range(0, min(max(size, 0), 256) // 4 * 4, 4)]
-        if size < 0:
-            keys.append([name, out[name], err(ctypes.get_errno())])
-        for key in linked:
-            got = libc.syscall(nr, 6, ctypes.c_int(key), buf, 4096)      # KEYCTL_DESCRIBE
-            words = buf.raw[:max(got, 1) - 1].decode("utf-8", "replace").split(";", 4) if got > 0 else []
-            keys.append([name, key] + (words[:4] if len(words) == 5 else [err(ctypes.get_errno())]))
-            if len(keys) >= 32:
-                break
-    out["keys"] = keys
-    return out
-
-
-def seccomp_mode() -> str:
-    # "0" when no seccomp filter can kill a caller of keyctl (then no child: a child is a process more to account)
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("Seccomp:"):
-                    return line.split()[1]
-    except (OSError, IndexError):
-        pass
-    return "unknown"
-
-
-def keyrings_apart() -> "dict[str, Any]":
-    # keyrings() in a child, under a seccomp filter: a unit's SystemCallFilter=~@keyring kills the caller of keyctl
-    # (SIGSYS) unless it names an errno, and the payload must still report
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.close(r)
-            os.write(w, dumps(keyrings()).encode())  # pylint: disable=used-before-assignment
-        finally:
-            os._exit(0)
-    os.close(w)
-    chunks = []
-    while True:
-        chunk = os.read(r, 65536)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(r)
-    _pid, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        refused = "error:signal %d" % os.WTERMSIG(status)
-        return {"session": refused, "user": refused, "user_session": refused, "keys": []}
-    try:
-        return loads(b"".join(chunks).decode())  # type: ignore[no-any-return]  # pylint: disable=used-before-assignment
-    except ValueError:
-        return {"error": "error:unreadable report"}
-
-
 if __name__ == "__main__":
     libc = ctypes.CDLL(None, use_errno=True)
     spec = loads(sys.argv[1])  # pylint: disable=used-before-assignment
@@ -201,7 +125,6 @@ if __name__ == "__main__":
         obs["pdeathsig"] = sig.value
     except Exception as exc:
         obs["pdeathsig"] = "error:%s" % exc
-    obs["keyrings"] = keyrings() if seccomp_mode() == "0" else keyrings_apart()
     sys.stdout.write(dumps(obs) + "\n")  # pylint: disable=used-before-assignment
     sys.stdout.flush()
     try:

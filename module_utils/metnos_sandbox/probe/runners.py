@@ -18,7 +18,7 @@ import typing as t
 from ..base import diagnostics
 from ..host import bwrap, bwrap_errors, bwrap_run, bwrap_trust, facts, package_owner
 from ..service import systemd_exit, unit_context
-from . import attributes, evidence, held, keyrings, proc_covers, proctree, reaper, witness
+from . import attributes, evidence, held, proc_covers, proctree, reaper, witness
 from . import payload as probe_payload
 from .payload import Json, User
 
@@ -219,11 +219,6 @@ def _own_codes(check: Json) -> t.List[t.Tuple[str, str]]:
         for kind, what in observed["kinds"]:
             by_code.setdefault(attributes.ATTRIBUTE_CODES.get(kind, "probe_attribute_privileges"), []).append(what)
         return [(code, "; ".join(whats[:6])) for code, whats in sorted(by_code.items())]
-    if check["name"] == "keyring_own" and observed.get("kinds"):
-        found: t.Dict[str, t.List[str]] = {}
-        for kind, what in observed["kinds"]:
-            found.setdefault(keyrings.KEYRING_CODES.get(kind, "probe_keyring_shared"), []).append(what)
-        return [(code, "; ".join(whats[:6])) for code, whats in sorted(found.items())]
     if check["name"] in _CODE_OF_CHECK and observed.get("problems"):
         return [(_CODE_OF_CHECK[check["name"]], "; ".join(observed["problems"]))]
     return []
