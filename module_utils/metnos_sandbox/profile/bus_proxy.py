@@ -14,11 +14,11 @@ Pure Python, no Ansible imports.
 from __future__ import absolute_import, annotations, division, print_function
 
 import os
-from typing import List, Mapping, Optional
+from typing import List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import unquote
 
 from ..base import diagnostics
-from . import host_context
+from . import channels, host_context, mountmodel
 
 BUS_SOCKETS = ("/run/dbus/system_bus_socket", "/var/run/dbus/system_bus_socket")
 MAX_ADDRESS = 4096          # DBUS_SYSTEM_BUS_ADDRESS read no further (the environment is input)
@@ -69,4 +69,22 @@ def swapped(proxy: str, real: str, sockets: List[str],
         if code is not None:
             return diagnostics.make(code, wording="bus", host_key="system_bus_proxy",
                                     path=diagnostics.excerpt(proxy, 600), bus=diagnostics.excerpt(bus, 600))
+    return None
+
+
+def mapped_uid(binds: Sequence[Tuple[Optional[str], str]], stats: mountmodel.Stats) -> Optional[int]:
+    """The uid the sandbox is given inside its user namespace (bwrap --uid) when it binds the proxy's socket: the
+    socket's owner, the proxy's own user (it made the socket), never root. ``binds``: (source, destination).
+
+    The proxy runs as its own system user, so that no sandbox can signal or ptrace it. The bus checks the identity
+    a client claims in its SASL line (``AUTH EXTERNAL <hex uid>``, which xdg-dbus-proxy forwards as written)
+    against the proxy connection's SO_PEERCRED: libdbus and GDBus claim getuid(), and are refused unless the
+    sandbox's uid reads as the proxy's. The mapping is a number inside the namespace only: the kernel still sees
+    the executors' uid for every file, signal and socket (SO_PEERCRED, SCM_CREDENTIALS are translated back), and
+    the claimed identity is plain text any client could write by hand, so it grants nothing. None: no proxy bound,
+    its owner unknown, or root (no mapping: uid 0 inside is refused)."""
+    for source, destination in binds:
+        if destination == channels.SYSTEM_BUS and source is not None:
+            info = stats.lstat(source)
+            return info.st_uid if info is not None and info.st_uid != 0 else None
     return None

@@ -22,8 +22,8 @@ from typing import (
 from ..base import diagnostics, paths
 from ..base.records import Record
 from ..host import bwrap_options
+from . import bus_proxy, granters, host_context, host_layout, model, mountmodel
 from . import descriptors as profile_descriptors
-from . import granters, host_context, host_layout, model, mountmodel
 from .model import Manifest
 
 # ------------------------------------------------------------------ the final check (defence in depth)
@@ -32,7 +32,7 @@ from .model import Manifest
 _RENDERED = frozenset(("--unshare-user", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--die-with-parent",
                        "--unshare-pid", "--new-session",
                        "--ro-bind", "--bind", "--ro-bind-fd", "--bind-fd", "--symlink", "--proc", "--dev", "--tmpfs",
-                       "--chdir"))
+                       "--chdir", "--uid"))
 _FD_OPTS = {"--ro-bind-fd": "--ro-bind", "--bind-fd": "--bind"}
 _SINGLE = {"--proc": "/proc", "--dev": "/dev", "--tmpfs": "/tmp"}
 _PATH_BINDS = {"--ro-bind": "ro", "--bind": "rw"}
@@ -143,6 +143,8 @@ def _read_argv(argv: List[str], sep: int, base: host_context.BaseIndex, named: M
             else:
                 binds.append(_Bind(opt, src, dest))
                 ops.append(mountmodel.Op("ro" if opt == "--ro-bind" else "rw", src, dest))
+        elif opt == "--uid":                            # the proxy's user's number (bus_proxy.mapped_uid)
+            flags.append("--uid " + argv[i + 1])
         elif opt != "--chdir":
             where = argv[i + 1]
             if where != _SINGLE[opt] or opt in seen:
@@ -167,6 +169,7 @@ def check_invariants(argv: List[str], manifest: Manifest, host: host_context.Hos
         none reaches a mount of a pseudo-filesystem;
     (c) only the flags the rules give: the base namespaces, --unshare-net exactly when no
         capability needs the network, a device's --unshare-pid and --new-session (but its declared downgrades),
+        the filtering proxy's user's uid (--uid) exactly when its socket is bound (bus_proxy.mapped_uid),
         /proc, /dev and /tmp once at their place, the base
         symlinks, no devices, nothing below /proc or /dev;
     (d) mounts in canonical order (parents first, then by path), so equal inputs give equal argv;
@@ -191,6 +194,8 @@ def check_invariants(argv: List[str], manifest: Manifest, host: host_context.Hos
     want = list(host_layout.BASE_FLAGS) + ([] if needs_net
                                            else ["--unshare-net"]) + host_layout.device_flags(host.data) + [
         "--die-with-parent"]
+    uid = bus_proxy.mapped_uid([(bind.src, bind.dest) for bind in read.binds], state.stats)
+    want += ["--uid %d" % uid] if uid is not None else []
     if read.flags != want:
         out.append("flags %s, the rules give %s (c)" % (" ".join(read.flags), " ".join(want)))
     keys = [(op.dest.count("/"), op.dest) for op in read.ops]

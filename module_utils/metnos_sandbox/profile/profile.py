@@ -30,7 +30,19 @@ from typing import (
 
 from ..base import diagnostics, envflags, paths
 from ..base.records import Record
-from . import channels, granters, host_context, host_layout, invariants, loopback, model, mountmodel, result, undo
+from . import (
+    bus_proxy,
+    channels,
+    granters,
+    host_context,
+    host_layout,
+    invariants,
+    loopback,
+    model,
+    mountmodel,
+    result,
+    undo,
+)
 from . import descriptors as profile_descriptors
 from . import manifest as profile_manifest
 from .model import Kind, Manifest, ManifestError
@@ -86,7 +98,13 @@ def _render(manifest: Manifest, host: host_context.HostContext, invocation: Opti
         return result.refused(name, diags)
     if command is None:          # inside the sandbox, every grant is at its resolved path
         command = [_inside(host, host["python_executable"]), os.path.join(own_real or own_dir, entrypoint)]
-    argv = [status.get("bwrap_path") or bwrap_path or "bwrap"] + [f["flag"] for f in flags] + _mount_argv(ordered)
+    uid = bus_proxy.mapped_uid([(entry["src"], entry["dest"]) for entry in ordered], state.stats)
+    if uid is not None:
+        flags.append({"flag": "--uid", "value": str(uid), "rule": "R-CAP-SYS",
+                      "source": "the filtering proxy's user (it owns the bound socket): the bus's EXTERNAL check"})
+    argv = [status.get("bwrap_path") or bwrap_path or "bwrap"] + [word for f in flags for word in
+                                                                  [f["flag"]] + ([f["value"]] if "value" in f else [])]
+    argv += _mount_argv(ordered)
     argv.extend(["--chdir", own_real or "/", "--"])
     argv.extend(command)
     violations = invariants.check_invariants(argv, manifest, host, invocation, own_dir, descriptors, state)
