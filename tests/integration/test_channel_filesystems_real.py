@@ -167,6 +167,46 @@ def test_a_daemon_socket_in_a_python_package_root_is_refused_and_would_be_reache
         listener.close()
 
 
+def _large_tree(root, count):
+    """``count`` empty files below ``root`` in folders of 1,000 (a real venv's shape: many small files)."""
+    for i in range(count):
+        folder = os.path.join(root, "pkg%03d" % (i // 1000))
+        if i % 1000 == 0:
+            os.makedirs(folder)
+        open(os.path.join(folder, "m%04d.py" % i), "w").close()
+
+
+def test_a_large_package_root_is_searched_under_its_own_bound_a_grant_keeps_its_own(base, monkeypatch):
+    """A python_package_roots folder with more entries than a grant's bound (channels.MAX_WALK_ENTRIES, 20,000;
+    the shared venv of this machine holds 12,714) is searched under the base trees' own bound
+    (MAX_BASE_WALK_ENTRIES) and bound; the same tree as an fs:read grant is still refused (channel_walk_bound).
+    Canary: a socket planted last in the large root is still found (channel_refused). Both sides of the base
+    bound: patched down to the grant's (what the shared budget did before), the root is refused."""
+    roots = os.path.join(base, "venv", "site-packages")
+    _large_tree(roots, channels.MAX_WALK_ENTRIES + 500)
+    host = {"python_package_roots": [roots]}
+    prof = render([], host)
+    assert prof["decision"] == "wrapped" and not errors(prof), prof["diagnostics"]
+    assert roots in prof["argv"], prof["argv"]
+    granted = render(["fs:read:" + roots])
+    assert errors(granted) == ["channel_walk_bound"], granted["diagnostics"]
+
+    sock = os.path.join(roots, "zz", "daemon.sock")
+    os.makedirs(os.path.dirname(sock))
+    listener = Listener(sock)
+    try:
+        found = render([], host)
+        assert errors(found) == ["channel_refused"] and sock in found["diagnostics"][0]["message"], found
+    finally:
+        listener.close()
+    os.unlink(sock)
+
+    monkeypatch.setattr(channels, "MAX_BASE_WALK_ENTRIES", channels.MAX_WALK_ENTRIES)
+    bounded = render([], host)
+    assert errors(bounded) == ["channel_walk_bound"], bounded["diagnostics"]
+    assert "more than 20000 entries" in bounded["diagnostics"][0]["message"], bounded["diagnostics"]
+
+
 LOOPBACK_PAYLOAD = r'''
 import json, socket, sys
 spec = json.loads(sys.argv[1])

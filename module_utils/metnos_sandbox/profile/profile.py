@@ -213,8 +213,10 @@ _UNSEARCHED = ("base:/", "base:python_installation")
 def _search_channels(r: granters.Render) -> None:
     """Every granted folder searched as bwrap binds it (channels.walk, one budget per render): a socket, FIFO or
     device node below it is refused (its channel's code) unless the admin allows that exact path; a folder
-    that cannot be searched is refused (channel_walk_bound)."""
+    that cannot be searched is refused (channel_walk_bound). The base trees searched (package roots, prefix,
+    runtime: every reason a base:) share their own, larger budget (channels.MAX_BASE_WALK_ENTRIES)."""
     searched: List[str] = []
+    base_budget = [channels.MAX_BASE_WALK_ENTRIES]
     for dest in sorted(r.mounts.entries):
         entry = r.mounts.entries[dest]
         src = entry["src"]
@@ -233,12 +235,15 @@ def _search_channels(r: granters.Render) -> None:
                 r.diags.append(channels.filesystem_refusal(point, fstype, what, src))
         if any(paths.under(src, point) for point, _type in odd):
             continue                     # the folder itself is on one: nothing in it is a plain tree
-        walked = channels.walk(src, r.walk_budget, frozenset(point for point, _type in odd))
+        base = all(p["source"].startswith("base:") for p in entry["provenance"])
+        budget, limit = (base_budget, channels.MAX_BASE_WALK_ENTRIES) if base else (r.walk_budget,
+                                                                                    channels.MAX_WALK_ENTRIES)
+        walked = channels.walk(src, budget, frozenset(point for point, _type in odd))
         for found in walked.found:
             if not r.allowed(found.path, found.kind, what):
                 r.diags.append(channels.refusal(found.path, found.kind, what, folder=src))
         if walked.stop is not None:
-            r.diags.append(channels.bound_refusal(what, walked))
+            r.diags.append(channels.bound_refusal(what, walked, limit))
 
 
 class _Namespaces(Record):
