@@ -82,6 +82,12 @@ options:
       name looks like a credential or a key agent's socket is replaced by a marker, never returned.
     type: bool
     default: false
+  profile_dir:
+    description:
+      - The folder of the stored profiles (the role's C(metnos_sandbox_profile_dir)). The folders they grant are
+        searched, with the base binds, for files a supplementary group of the service opens
+        (C(service_group_file)). Unset, only the base binds are searched.
+    type: path
   run_as:
     description:
       - With I(state=enforce), also write the drop-in C(10-metnos-user.conf) that runs the service as this
@@ -210,6 +216,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics, envflags
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap, facts, package_owner
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import checks, spec
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import store
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import enforce as service_enforce
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import (
     enforce_write,
@@ -235,6 +242,7 @@ ARGUMENT_SPEC = spec.spec(
     return_environment={"type": "bool", "default": False},
     relax_restrictions={"type": "bool", "default": False},
     run_as={"type": "str"},
+    profile_dir={"type": "path"},
 )
 
 
@@ -255,8 +263,9 @@ def gather(module, p, exclude=()):
 
 
 def evaluate(module, p):
+    grants = store.stored_grants(p["profile_dir"]) if p["profile_dir"] else []
     try:
-        return service_env.inspect(p, bwrap.module_runner(module))
+        return service_env.inspect(dict(p, grants=grants), bwrap.module_runner(module))
     except service_env.SystemctlError as exc:
         module.fail_json(msg="metnos_service_env: %s" % exc, code="systemctl_failed")
 

@@ -312,3 +312,49 @@ def test_supplementary_groups_are_listed_and_the_files_they_open_are_findings(tr
         _codes(res, "service_group_file"))[:3000]
     assert "readable" in files[0]["message"]
     assert SECRET not in json.dumps(res)
+
+
+def test_files_a_group_opens_in_a_granted_folder_are_findings(tree, grouped_user):
+    """Planted: the real user of grouped_user (in a real group by the group database, as SupplementaryGroups= or
+    initgroups gives it), a real folder granted by a real stored profile (rendered fs:read and written by the
+    core's store, in a profile folder), and a file deep in it readable by that group only (0640 root:<group>).
+    Canary: in a real bwrap sandbox started as that user with its groups and that folder bound, the file reads.
+    With the profile folder's grants (store.stored_grants, what metnos_service_env's profile_dir gives), the file
+    is service_group_file (error, the group named); without them, the base binds alone are searched and it is
+    not. Its content appears nowhere.
+    Mutation run: stored_grants returning [] - the test fails."""
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
+        host_context,
+        profile,
+        store,
+    )
+    user, member, _extra, _secret = grouped_user
+    data = os.path.join(tree, "data")
+    secret = os.path.join(data, "deep", "er", "token.key")
+    os.makedirs(os.path.dirname(secret))
+    with open(secret, "w") as handle:
+        handle.write(SECRET)
+    os.chown(secret, 0, grp.getgrnam(member).gr_gid)
+    os.chmod(secret, 0o640)
+    inside = subprocess.run(["setpriv", "--reuid=%s" % user, "--regid=nogroup", "--init-groups", "bwrap",
+                             "--unshare-user", "--unshare-net", "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib64",
+                             "/lib64", "--symlink", "usr/lib", "/lib", "--symlink", "usr/bin", "/bin", "--ro-bind",
+                             data, data, "cat", secret], capture_output=True, text=True)
+    assert inside.stdout == SECRET, inside.stderr                         # the canary: the group opens it
+    status = {"bwrap_available": True, "bwrap_path": shutil.which("bwrap") or "/usr/bin/bwrap",
+              "disabled_via_env": False, "active": True}
+    rendered = profile.render_safe({"name": "ex", "origin": "t", "capabilities": ["fs:read:" + data]},
+                                   host_context.HostContext({"python_executable": "/usr/bin/python3",
+                                                             "writable_roots": ["/var/tmp"]}), {}, status)
+    assert rendered["decision"] == "wrapped", rendered["diagnostics"]
+    profiles = os.path.join(tree, "profiles")
+    store.write(profiles, rendered)
+    params = _unit(tree, "[Service]\nUser=%s\nExecStart=/usr/bin/true\n" % user)
+    runner = service_env.bwrap.default_runner
+    found = service_env.inspect(dict(params, grants=store.stored_grants(profiles)), runner).result
+    files = [d for d in _codes(found, "service_group_file") if d["details"]["path"] == "'%s'" % secret]
+    assert len(files) == 1 and files[0]["severity"] == "error" and member in files[0]["message"], json.dumps(
+        _codes(found, "service_group_file"))[:3000]
+    base_only = service_env.inspect(params, runner).result
+    assert [d for d in _codes(base_only, "service_group_file") if d["details"]["path"] == "'%s'" % secret] == []
+    assert SECRET not in json.dumps(found)

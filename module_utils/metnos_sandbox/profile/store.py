@@ -23,6 +23,8 @@ from ..base import diagnostics, files
 from ..base.records import Record
 from . import descriptors
 
+MAX_PROFILES = 4096                # stored profiles read for their grants (stored_grants; the rest are not read)
+
 MAX_PROFILE_BYTES = 4 * 1024 * 1024
 DOC_KEYS = ("executor", "decision", "argv", "mounts", "namespaces", "network", "manifest", "exception",
             "descriptors", "placement", "run_as", "channels")
@@ -108,6 +110,23 @@ def read_doc(dest: str, executor: str) -> Any:
         return json.loads(text)
     except ValueError:
         return None
+
+
+def stored_grants(profile_dir: str) -> List[str]:
+    """The folders the stored profiles in ``profile_dir`` grant (their R-CAP-* binds: descriptors.granted_folders),
+    sorted; each <executor>.json read bounded, the last component not followed (store.read_doc). None there or
+    no such folder: []."""
+    try:
+        with os.scandir(profile_dir) as entries:
+            names = sorted(e.name for e in entries if e.name.endswith(".json") and e.is_file(follow_symlinks=False))
+    except OSError:
+        return []
+    found = set()
+    for name in names[:MAX_PROFILES]:
+        doc = read_doc(profile_dir, name[:-len(".json")])
+        if isinstance(doc, dict):
+            found.update(descriptors.granted_folders(doc.get("mounts")))
+    return sorted(found)
 
 
 def run_as(user: str) -> Dict[str, Any]:

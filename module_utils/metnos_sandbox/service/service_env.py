@@ -123,6 +123,7 @@ class Evaluation(Record):
     gathered: Gathered
     admin_path: Optional[str] = None
     bwrap_info_for: Optional[Callable[[str], Dict[str, Any]]] = None
+    grants: Sequence[str] = ()          # the folders the stored profiles grant (profile/store.py stored_grants)
 
 
 class _View(Record):
@@ -426,9 +427,10 @@ def _channels(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnostic]:
 
 
 def _groups(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnostic]:
-    """The supplementary groups every executor keeps, and the base-bind files they open (service_groups.py)."""
+    """The supplementary groups every executor keeps, and the files they open in the base binds and the granted
+    folders (service_groups.py)."""
     settings = ev.gathered.state["settings"]
-    return service_groups.group_diagnostics(ev.unit, v.user, settings, ev.gathered.live)[1]
+    return service_groups.group_diagnostics(ev.unit, v.user, settings, ev.gathered.live, ev.grants)[1]
 
 
 # The judges of one service, in the order their diagnostics are listed (base_diagnostics.sort keeps it within a
@@ -619,8 +621,9 @@ def inspect(p: Params, runner: bwrap.Runner, ledger: Optional[bwrap_trust.Ledger
         return Inspection({"unit": p["unit"], "mode": g.mode, "status": envflags.status(None, {}),
                            "diagnostics": [base_diagnostics.make("unit_masked", unit=p["unit"])]}, None)
     admin_path = p.get("admin_path") if p.get("admin_path") is not None else os.environ.get("PATH", "")
+    grants = list(p.get("grants") or [])           # the folders the stored profiles grant (the module's)
     result = evaluate(Evaluation(p["unit"], g, admin_path,
-                                 lambda path: facts.bwrap_info(path, runner=runner, ledger=ledger)))
+                                 lambda path: facts.bwrap_info(path, runner=runner, ledger=ledger), grants))
     user = result["user"]
     if user.get("missing"):
         result["diagnostics"].insert(0, base_diagnostics.make("service_user_missing", user=user["name"],

@@ -6,8 +6,9 @@ every executor holds every group the service's process holds. A group in Supplem
 database gives the user (initgroups), or one the running process holds (/proc/<MainPID>/status Groups:, the
 kernel's view, the authority while it runs) is listed; each file or folder that such a group makes readable or
 writable (the group owns it with the group bit, others lack that bit) inside the base binds every sandbox gets
-(the system paths, BASE_ROOTS) is a finding. Bounded walk, links not followed; a walk stopped at
-its bound says so (never passed as clean).
+(the system paths, BASE_ROOTS) or in any folder a stored profile grants (profile/store.py stored_grants: the
+profiles in the profile folder, their R-CAP-* binds) is a finding. One bounded walk over them all, links not
+followed; a walk stopped at its bound says so (never passed as clean).
 
 Pure Python, no Ansible imports.
 """
@@ -120,9 +121,11 @@ def group_files(gids: Sequence[int], roots: Sequence[str] = BASE_ROOTS, limit: i
 
 
 def group_diagnostics(unit: str, user: Mapping[str, Any], settings: Mapping[str, Any],
-                      live: Optional[Mapping[str, Any]]) -> Tuple[List[Held], List[diagnostics.Diagnostic]]:
-    """The supplementary groups (service_supplementary_group, one per group) and the base-bind files they
-    open (service_group_file, one per file, an error; a walk stopped at its bound: a warning)."""
+                      live: Optional[Mapping[str, Any]],
+                      grants: Sequence[str] = ()) -> Tuple[List[Held], List[diagnostics.Diagnostic]]:
+    """The supplementary groups (service_supplementary_group, one per group) and the files they open in the base
+    binds and in ``grants`` (the granted folders: store.stored_grants), service_group_file, one per file, an error; a
+    walk stopped at its bound: a warning."""
     held = held_groups(user, settings, live)
     diags: List[diagnostics.Diagnostic] = []
     for group in held:
@@ -134,7 +137,8 @@ def group_diagnostics(unit: str, user: Mapping[str, Any], settings: Mapping[str,
     if not held:
         return held, diags
     names = dict((group.gid, group.name) for group in held)
-    walked = group_files(sorted(names))
+    walked = group_files(sorted(names), BASE_ROOTS + tuple(g for g in grants if not any(
+        g == root or g.startswith(root + "/") for root in BASE_ROOTS)))
     for item in walked.found[:MAX_REPORTED]:
         diags.append(diagnostics.make("service_group_file", wording=item.access, unit=unit,
                                       path=diagnostics.excerpt(item.path, 600),
