@@ -9,6 +9,9 @@ the unfiltered bus and the proxy's policy filters nothing. Each of the three is 
 (base/codes_channels.py). The real bus's sockets: BUS_SOCKETS, the unix:path of the renderer's
 DBUS_SYSTEM_BUS_ADDRESS, and host.system_bus_sockets (the sockets the proxy itself connects to).
 
+The proxy runs as its own user; a profile that binds its socket gives the sandbox that user's uid number inside
+its user namespace (mapped_uid: why, and why it grants nothing).
+
 Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
