@@ -17,11 +17,11 @@ Pure Python, no Ansible imports.
 from __future__ import absolute_import, annotations, division, print_function
 
 import os
-from typing import List, Mapping, Optional, Sequence, Tuple
+from typing import List, Mapping, Optional
 from urllib.parse import unquote
 
 from ..base import diagnostics
-from . import channels, host_context, mountmodel
+from . import host_context, mountmodel
 
 BUS_SOCKETS = ("/run/dbus/system_bus_socket", "/var/run/dbus/system_bus_socket")
 MAX_ADDRESS = 4096          # DBUS_SYSTEM_BUS_ADDRESS read no further (the environment is input)
@@ -75,9 +75,10 @@ def swapped(proxy: str, real: str, sockets: List[str],
     return None
 
 
-def mapped_uid(binds: Sequence[Tuple[Optional[str], str]], stats: mountmodel.Stats) -> Optional[int]:
+def mapped_uid(source: Optional[str], stats: mountmodel.Stats) -> Optional[int]:
     """The uid the sandbox is given inside its user namespace (bwrap --uid) when it binds the proxy's socket: the
-    socket's owner, the proxy's own user (it made the socket), never root. ``binds``: (source, destination).
+    socket's owner, the proxy's own user (it made the socket), never root. ``source``: what the profile binds at
+    channels.SYSTEM_BUS (None: nothing).
 
     The proxy runs as its own system user, so that no sandbox can signal or ptrace it. The bus checks the identity
     a client claims in its SASL line (``AUTH EXTERNAL <hex uid>``, which xdg-dbus-proxy forwards as written)
@@ -86,8 +87,5 @@ def mapped_uid(binds: Sequence[Tuple[Optional[str], str]], stats: mountmodel.Sta
     the executors' uid for every file, signal and socket (SO_PEERCRED, SCM_CREDENTIALS are translated back), and
     the claimed identity is plain text any client could write by hand, so it grants nothing. None: no proxy bound,
     its owner unknown, or root (no mapping: uid 0 inside is refused)."""
-    for source, destination in binds:
-        if destination == channels.SYSTEM_BUS and source is not None:
-            info = stats.lstat(source)
-            return info.st_uid if info is not None and info.st_uid != 0 else None
-    return None
+    info = stats.lstat(source) if source is not None else None
+    return info.st_uid if info is not None and info.st_uid != 0 else None

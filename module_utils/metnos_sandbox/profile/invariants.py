@@ -22,7 +22,7 @@ from typing import (
 from ..base import diagnostics, paths
 from ..base.records import Record
 from ..host import bwrap_options
-from . import bus_proxy, granters, host_context, host_layout, model, mountmodel
+from . import bus_proxy, channels, granters, host_context, host_layout, model, mountmodel
 from . import descriptors as profile_descriptors
 from .model import Manifest
 
@@ -194,8 +194,10 @@ def check_invariants(argv: List[str], manifest: Manifest, host: host_context.Hos
     want = list(host_layout.BASE_FLAGS) + ([] if needs_net
                                            else ["--unshare-net"]) + host_layout.device_flags(host.data) + [
         "--die-with-parent"]
-    uid = bus_proxy.mapped_uid([(bind.src, bind.dest) for bind in read.binds], state.stats)
-    want += ["--uid %d" % uid] if uid is not None else []
+    if channels.SYSTEM_BUS in argv:                    # the proxy's socket bound: its user's uid (bus_proxy)
+        uid = bus_proxy.mapped_uid(next((b.src for b in read.binds if b.dest == channels.SYSTEM_BUS), None),
+                                   state.stats)
+        want += ["--uid %d" % uid] if uid is not None else []
     if read.flags != want:
         out.append("flags %s, the rules give %s (c)" % (" ".join(read.flags), " ".join(want)))
     keys = [(op.dest.count("/"), op.dest) for op in read.ops]

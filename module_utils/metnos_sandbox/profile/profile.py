@@ -98,12 +98,14 @@ def _render(manifest: Manifest, host: host_context.HostContext, invocation: Opti
         return result.refused(name, diags)
     if command is None:          # inside the sandbox, every grant is at its resolved path
         command = [_inside(host, host["python_executable"]), os.path.join(own_real or own_dir, entrypoint)]
-    uid = bus_proxy.mapped_uid([(entry["src"], entry["dest"]) for entry in ordered], state.stats)
+    bus = r.mounts.entries.get(channels.SYSTEM_BUS)
+    uid = bus_proxy.mapped_uid(bus["src"], state.stats) if bus is not None else None
     if uid is not None:
         flags.append({"flag": "--uid", "value": str(uid), "rule": "R-CAP-SYS",
                       "source": "the filtering proxy's user (it owns the bound socket): the bus's EXTERNAL check"})
-    argv = [status.get("bwrap_path") or bwrap_path or "bwrap"] + [word for f in flags for word in
-                                                                  [f["flag"]] + ([f["value"]] if "value" in f else [])]
+    argv = [status.get("bwrap_path") or bwrap_path or "bwrap"] + [f["flag"] for f in flags]
+    if uid is not None:
+        argv.append(str(uid))                        # the value of --uid, the last flag
     argv += _mount_argv(ordered)
     argv.extend(["--chdir", own_real or "/", "--"])
     argv.extend(command)
@@ -214,7 +216,7 @@ def _search_channels(r: granters.Render) -> None:
     """Every granted folder searched as bwrap binds it (channels.walk, one budget per render): a socket, FIFO or
     device node below it is refused (its channel's code) unless the admin allows that exact path; a folder
     that cannot be searched is refused (channel_walk_bound). The base trees searched (package roots, prefix,
-    runtime: every reason a base:) share their own, larger budget (channels.MAX_BASE_WALK_ENTRIES)."""
+    runtime: a mount whose one reason is a base:) share their own, larger budget (channels.MAX_BASE_WALK_ENTRIES)."""
     searched: List[str] = []
     base_budget = [channels.MAX_BASE_WALK_ENTRIES]
     for dest in sorted(r.mounts.entries):
@@ -235,9 +237,10 @@ def _search_channels(r: granters.Render) -> None:
                 r.diags.append(channels.filesystem_refusal(point, fstype, what, src))
         if any(paths.under(src, point) for point, _type in odd):
             continue                     # the folder itself is on one: nothing in it is a plain tree
-        base = all(p["source"].startswith("base:") for p in entry["provenance"])
-        budget, limit = (base_budget, channels.MAX_BASE_WALK_ENTRIES) if base else (r.walk_budget,
-                                                                                    channels.MAX_WALK_ENTRIES)
+        if len(entry["provenance"]) == 1 and what.startswith("base:"):     # a base tree alone (merged: a grant's)
+            budget, limit = base_budget, channels.MAX_BASE_WALK_ENTRIES
+        else:
+            budget, limit = r.walk_budget, channels.MAX_WALK_ENTRIES
         walked = channels.walk(src, budget, frozenset(point for point, _type in odd))
         for found in walked.found:
             if not r.allowed(found.path, found.kind, what):
