@@ -27,6 +27,8 @@ CASES = [
     ("metnos.sandbox.metnos_service_env", {"unit": "@.service"}, "code", "invalid_option"),
     ("metnos.sandbox.sandbox_probe", {"unit": "@.service"}, "code", "invalid_option"),
     ("metnos.sandbox.bwrap_facts", {"smoke_user": "@"}, "code", "invalid_option"),
+    ("metnos.sandbox.metnos_monitor_install", {"bundle": "/nonexistent/@", "entry_point": "x",
+                                               "prefix": "/var/tmp/metnos-utf8-prefix"}, "code", "invalid_option"),
 ]
 
 
@@ -42,7 +44,8 @@ def _put(value, text):
 def test_a_templated_lone_surrogate_ad_hoc_gets_its_refusal_code(module, args, key, code):
     """Canary: the templated value is a lone surrogate inside the module (sandbox_profile's message quotes it
     escaped, 'a\\\\udcffb'). Mutation run: options.spec.utf8_module returning AnsibleModule itself - the
-    metnos_service_env, sandbox_probe and bwrap_facts cases fail (sandbox_profile also escapes its own reply)."""
+    metnos_service_env, sandbox_probe, bwrap_facts and metnos_monitor_install cases fail (sandbox_profile also
+    escapes its own reply)."""
     os.makedirs("/var/tmp/metnos-utf8/data", exist_ok=True)
     out, proc = adhoc("localhost", module, _put(args, TEMPLATED), options=["-vvv"])
     text = proc.stdout + proc.stderr
