@@ -5,17 +5,21 @@ start. Proven with a real dbus-daemon, the real xdg-dbus-proxy and a stored prof
 
 There is no systemd as PID 1 here: the unit's ExecStartPre= and ExecStartPost= lines (templates/
 metnos-dbus-proxy.service.j2, rendered with the role's vars, its paths moved into a temp folder) are run as systemd
-runs a "+" command (as root, the words split, "$$" made "$"); the proxy runs as nobody in a folder of its own (the
+runs a "+" command (as root, the words split, "$$" made "$"); the proxy runs as its user in a folder of its own (the
 unit's RuntimeDirectory, owned by its User=), removed when it stops, as systemd removes it. The bus is a private
 dbus-daemon on a socket in the temp folder, with the stand-in systemd of tests/helpers/systemd_standin.py.
 
 Canary: a profile rendered against the socket in the proxy's own folder (the layout before: a folder its user can
 write, so the socket is bound by descriptor with its device and inode) fails with bind_source_moved after the same
 restart, and works before it.
+
+The proxy runs as its own user (made with useradd here), the executors as nobody: the profiles map the sandbox's
+uid to the proxy's (bwrap --uid), and the reads pass through the launcher's run.
 """
 import inspect
 import json
 import os
+import pwd
 import shlex
 import shutil
 import subprocess
@@ -31,7 +35,8 @@ from helpers.system_bus import render
 
 pytestmark = pytest.mark.skipif(not shutil.which("xdg-dbus-proxy"), reason="needs xdg-dbus-proxy (Debian package)")
 ROLE = os.path.join(os.path.dirname(__file__), "..", "..", "roles", "metnos_sandbox")
-USER = "nobody"               # the proxy's user and the executors' here
+USER = "nobody"               # the executors' user here (and the proxy's in the link test)
+PROXY_USER = "mt-busproxy-r"  # the proxy's own system user (the role's metnos_sandbox_dbus_proxy_user), useradd here
 # The executor: a status read and a command on the bus where the profile binds it.
 MAIN = r'''
 import json, sys
@@ -52,7 +57,13 @@ sys.stdout.write(json.dumps(out))
 
 @pytest.fixture
 def bus():
-    yield from system_bus.running_bus()
+    subprocess.run(["userdel", PROXY_USER], capture_output=True)
+    subprocess.run(["useradd", "--system", "--user-group", "--shell", "/usr/sbin/nologin", "--no-create-home",
+                    PROXY_USER], check=True)
+    try:
+        yield from system_bus.running_bus()
+    finally:
+        subprocess.run(["userdel", PROXY_USER], capture_output=True)
 
 
 def _unit_steps(paths):
@@ -75,9 +86,10 @@ def _unit_steps(paths):
 
 
 def _start(bus, steps):
-    """The unit's start: ExecStartPre, the proxy (as its user, in its runtime folder), ExecStartPost."""
+    """The unit's start: ExecStartPre, the proxy (as its own user, in its runtime folder, UMask=0077: its socket
+    0700 until ExecStartPost makes the stable one 0666), ExecStartPost."""
     subprocess.run(steps["ExecStartPre"], check=True, timeout=30)
-    listen = bus.proxy(USER, name="proxy-run")
+    listen = bus.proxy(PROXY_USER, name="proxy-run")
     subprocess.run(steps["ExecStartPost"], check=True, timeout=30)
     return listen
 
@@ -95,6 +107,8 @@ def _run_stored(path):
 def _store(bus, name, proxy, executors):
     prof = render({"system_bus_proxy": proxy, "system_bus_sockets": [bus.socket], "executors_dir": executors})
     assert prof["decision"] == "wrapped", prof["diagnostics"]
+    uid = str(pwd.getpwnam(PROXY_USER).pw_uid)              # the sandbox's uid number: the proxy's
+    assert prof["argv"][prof["argv"].index("--uid"):][:2] == ["--uid", uid], prof["argv"]
     dest = os.path.join(bus.root, "profiles-" + name)       # the one writer: .args and .json, one digest
     store.write(dest, prof)
     return prof, store.paths(dest, prof["executor"])[1]
@@ -113,6 +127,8 @@ def test_a_restart_keeps_every_stored_profile_working(bus):
     listen = _start(bus, steps)
     socket = os.path.join(stable, "system_bus_socket")
     assert os.stat(stable).st_uid == 0 and os.stat(socket).st_ino == os.stat(listen).st_ino
+    # the socket is the proxy's user's, made 0666 by ExecStartPost (the executors are another user)
+    assert os.stat(socket).st_uid == pwd.getpwnam(PROXY_USER).pw_uid and os.stat(socket).st_mode & 0o777 == 0o666
 
     prof, stored = _store(bus, "stable", socket, executors)
     assert socket in prof["argv"] and not prof["descriptors"], prof["argv"]       # bound by path
