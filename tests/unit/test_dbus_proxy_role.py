@@ -32,3 +32,23 @@ def test_the_unit_runs_the_policy_as_its_own_user_hardened():
                  "RestrictAddressFamilies=AF_UNIX", "PrivateNetwork=yes", "ProtectSystem=strict"):
         assert line in unit.splitlines(), line
     assert "--talk" not in unit and "--own" not in unit and "--see" not in unit
+
+
+def test_the_proxy_user_is_its_own_system_user_never_the_executors():
+    """The role makes the proxy's user (a system user, no login) and refuses root and the executors' user
+    (metnos_sandbox_run_as): a proxy of the executors' uid can be stopped by any sandbox
+    (tests/integration/test_bus_proxy_own_user_real.py)."""
+    with open(os.path.join(ROLE, "defaults", "main.yml")) as handle:
+        defaults = yaml.safe_load(handle)
+    assert defaults["metnos_sandbox_dbus_proxy_user"] == "metnos-dbus-proxy"
+    assert defaults["metnos_sandbox_dbus_proxy_user"] != defaults["metnos_sandbox_run_as"]
+    with open(os.path.join(ROLE, "tasks", "dbus_proxy.yml")) as handle:
+        tasks = yaml.safe_load(handle)
+    checks = tasks[0]["ansible.builtin.assert"]["that"]
+    assert "metnos_sandbox_dbus_proxy_user != 'root'" in checks
+    assert "metnos_sandbox_dbus_proxy_user != metnos_sandbox_run_as" in checks
+    made = [t["ansible.builtin.user"] for t in tasks if "ansible.builtin.user" in t]
+    assert made == [{"name": "{{ metnos_sandbox_dbus_proxy_user }}", "system": True, "create_home": False,
+                     "home": "/nonexistent", "shell": "/usr/sbin/nologin"}], made
+    names = [t["name"] for t in tasks]
+    assert names.index("D-Bus proxy | its own system user (no login, no home)") < names.index("D-Bus proxy | its unit")
