@@ -7,7 +7,9 @@ which lets every user call StartUnit and KillUnit and leaves the rest to polkit)
 (templates/metnos-dbus-proxy.conf.j2, rendered with the role's vars as Ansible renders it) in its included folder,
 read again on SIGHUP as the role's reload does; the stand-in systemd (tests/helpers/systemd_standin.py, there is no
 systemd as PID 1 here) owns org.freedesktop.systemd1, records the calls that reach it, and listens for UnitRemoved
-signals on the bus. The proxy runs as the role runs it: as the executors' user (here a user made with useradd).
+signals on the bus. The proxy runs as the role runs it: as its own user, the executors as another (both made with
+useradd here), its socket 0666 as the unit's ExecStartPost makes it; the profile maps the sandbox's uid to the
+proxy's (bwrap --uid).
 
 - the reads still pass through the proxy, from a rendered profile run in bwrap as that user; commands do not.
 - the drop-in denies the proxy's user every call but the reads: StartUnit made directly on the bus as that user is
@@ -34,7 +36,8 @@ from helpers.system_bus import PAYLOAD, READS, render
 pytestmark = pytest.mark.skipif(not (shutil.which("xdg-dbus-proxy") and shutil.which("useradd")),
                                 reason="needs xdg-dbus-proxy (Debian package) and useradd")
 ROLE = os.path.join(os.path.dirname(__file__), "..", "..", "roles", "metnos_sandbox")
-EXECUTOR_USER = "mt-executor-t"      # the executors' user, the proxy's (the role's default)
+EXECUTOR_USER = "mt-executor-t"      # the executors' user
+PROXY_USER = "mt-busproxy-p"         # the proxy's own user (the role's metnos_sandbox_dbus_proxy_user)
 DENIED = "org.freedesktop.DBus.Error.AccessDenied"
 # Inside the sandbox: a forged org.freedesktop.systemd1.Manager.UnitRemoved broadcast, then a round trip (so that it
 # was handled).
@@ -63,11 +66,13 @@ def _user(name):
 
 @pytest.fixture
 def users():
-    _user(EXECUTOR_USER)
+    for name in (EXECUTOR_USER, PROXY_USER):
+        _user(name)
     try:
         yield
     finally:
-        subprocess.run(["userdel", EXECUTOR_USER], capture_output=True)
+        for name in (EXECUTOR_USER, PROXY_USER):
+            subprocess.run(["userdel", name], capture_output=True)
 
 
 def _policy():
@@ -76,7 +81,7 @@ def _policy():
         variables = yaml.safe_load(handle)
     with open(os.path.join(ROLE, "templates", "metnos-dbus-proxy.conf.j2")) as handle:
         template = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True).from_string(handle.read())
-    return template.render(dict(variables, ansible_managed="managed", metnos_sandbox_dbus_proxy_user=EXECUTOR_USER))
+    return template.render(dict(variables, ansible_managed="managed", metnos_sandbox_dbus_proxy_user=PROXY_USER))
 
 
 @pytest.fixture
@@ -96,8 +101,8 @@ def _signalled(bus):
 DIRECT = ["bwrap", "--bind", "/", "/", "--"]        # no sandbox to speak of: straight to the bus's socket
 
 
-def _inside(argv, payload, spec, descriptors=None):
-    return trees.run_inside(argv, payload, spec, EXECUTOR_USER, descriptors=descriptors)
+def _inside(argv, payload, spec, descriptors=None, user=EXECUTOR_USER):
+    return trees.run_inside(argv, payload, spec, user, descriptors=descriptors)
 
 
 def test_the_proxy_user_may_only_read_and_emits_no_signal(bus):
@@ -105,7 +110,8 @@ def test_the_proxy_user_may_only_read_and_emits_no_signal(bus):
     with open(dropin, "w") as handle:
         handle.write(_policy())
     bus.reload()
-    proxy = bus.proxy(EXECUTOR_USER)
+    proxy = bus.proxy(PROXY_USER)
+    os.chmod(proxy, 0o666)                             # the unit's ExecStartPost
     prof = render({"system_bus_proxy": proxy, "system_bus_sockets": [bus.socket]})
     assert prof["decision"] == "wrapped", prof["diagnostics"]
     inside = {"address": "unix:path=/run/dbus/system_bus_socket"}
@@ -119,7 +125,7 @@ def test_the_proxy_user_may_only_read_and_emits_no_signal(bus):
 
     # defence in depth: the proxy's user, directly on the bus, may only read
     bus.clear()
-    direct = _inside(DIRECT, PAYLOAD, {"address": bus.address})
+    direct = _inside(DIRECT, PAYLOAD, {"address": bus.address}, user=PROXY_USER)
     assert all(direct[name] == "ok" for name in READS), direct
     assert [direct["StartUnit"], direct["KillUnit"]] == [DENIED] * 2, direct
     # (OtherName's ListUnits reaches the stand-in: it owns org.freedesktop.systemd1, which the bus's rules name)
@@ -130,7 +136,7 @@ def test_the_proxy_user_may_only_read_and_emits_no_signal(bus):
     bus.clear()
     _inside(prof["argv"], EMIT_PAYLOAD, inside, prof["descriptors"])
     assert _signalled(bus) == [], bus.calls()
-    _inside(DIRECT, EMIT_PAYLOAD, {"address": bus.address})
+    _inside(DIRECT, EMIT_PAYLOAD, {"address": bus.address}, user=PROXY_USER)
     assert _signalled(bus) == [], bus.calls()
     trees.run_inside(DIRECT, EMIT_PAYLOAD, {"address": bus.address})
     assert _signalled(bus) == ["forged.service"], bus.calls()
@@ -140,10 +146,10 @@ def test_the_proxy_user_may_only_read_and_emits_no_signal(bus):
     os.unlink(dropin)
     bus.reload()
     bus.clear()
-    direct = _inside(DIRECT, PAYLOAD, {"address": bus.address})
+    direct = _inside(DIRECT, PAYLOAD, {"address": bus.address}, user=PROXY_USER)
     assert direct["StartUnit"] == "ok" and "StartUnit" in bus.calls(), direct
     bus.clear()
-    _inside(DIRECT, EMIT_PAYLOAD, {"address": bus.address})
+    _inside(DIRECT, EMIT_PAYLOAD, {"address": bus.address}, user=PROXY_USER)
     assert _signalled(bus) == ["forged.service"], bus.calls()
     bus.clear()
     _inside(prof["argv"], EMIT_PAYLOAD, inside, prof["descriptors"])
