@@ -351,3 +351,103 @@ def test_the_allow_list_holds_only_live_offenders():
     stale = ["%s: %s (%s)" % (rule, key, why) for rule, entries in sorted(UNTIL_MERGED.items())
              for key, why in sorted(entries.items()) if key not in live[rule]]
     assert not stale, "gone: remove from UNTIL_MERGED:\n" + "\n".join(stale)
+
+
+# ------------------------------------------------------------------------------------------------ rule e
+# e. one mountinfo parser (issue 55): host/mountinfo.py alone splits mountinfo lines and undoes their \ooo escapes.
+ONE_MOUNT_PARSER = "module_utils/metnos_sandbox/host/mountinfo.py"
+# Readers that cannot use it, each with why: (file, function or "" for the module).
+OWN_PARSERS = {
+    ("module_utils/metnos_sandbox/probe/root_witness.py", "mount_options"):
+        "runs alone in the sandbox (python -I -S -c its own source, stdlib only); one field of its own mount",
+    ("module_utils/metnos_sandbox/service/systemd_unit.py", ""): "systemd's C escapes in a unit file, not mountinfo's",
+    ("module_utils/metnos_sandbox/probe/root_proof.py", "_outside"):
+        "hands the witness's mountinfo to root_witness.mount_options; the text it splits is fdinfo's",
+}
+
+
+def _text_constants(nodes):
+    """The str and bytes constants under ``nodes`` as text, docstrings aside."""
+    out = []
+    for top in nodes:
+        for node in ast.walk(top):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)):
+                body = node.body
+                if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
+                    body[0].value.house_docstring = True
+            if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)) \
+                    and not getattr(node, "house_docstring", False):
+                out.append(node.value if isinstance(node.value, str) else node.value.decode("latin-1"))
+    return out
+
+
+def _calls(nodes):
+    return [node for top in nodes for node in ast.walk(top) if isinstance(node, ast.Call)]
+
+
+def _octal_int(call):
+    return isinstance(call.func, ast.Name) and call.func.id == "int" and len(call.args) == 2 \
+        and isinstance(call.args[1], ast.Constant) and call.args[1].value == 8
+
+
+def mount_parsers(source):
+    """[(line, function or "", what)]: each function that names mountinfo and splits text (a line parser), and
+    a module that turns backslash escapes into bytes (int(x, 8) and a backslash in one of its strings)."""
+    tree = _tree(source)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names = any("mountinfo" in text for text in _text_constants([node]))
+            splits = any(isinstance(call.func, ast.Attribute) and call.func.attr in ("split", "rsplit", "partition")
+                         for call in _calls([node]))
+            if names and splits:
+                found.append((node.lineno, node.name, "splits mountinfo lines"))
+    octal = [call.lineno for call in _calls([tree]) if _octal_int(call)]
+    if octal and any("\\" in text for text in _text_constants([tree])):
+        found.append((octal[0], "", "undoes \\ooo escapes"))
+    return found
+
+
+def _mount_parser_offences():
+    out = {}
+    for rel, path in _python_files(["module_utils"]):
+        if rel == ONE_MOUNT_PARSER:
+            continue
+        for line, function, what in mount_parsers(_read(path)):
+            out[(rel, function)] = "%s:%d: %s %s" % (rel, line, function or "the module", what)
+    return out
+
+
+def test_one_mountinfo_parser():
+    found = [hit for key, hit in sorted(_mount_parser_offences().items()) if key not in OWN_PARSERS]
+    assert not found, "mountinfo is parsed by %s alone (mountinfo.parse, procfs.parse_mountinfo):\n%s" % (
+        ONE_MOUNT_PARSER, "\n".join(found))
+
+
+def test_the_own_parsers_are_live():
+    live = _mount_parser_offences()
+    assert not [key for key in OWN_PARSERS if key not in live], "gone: remove from OWN_PARSERS"
+
+
+def test_the_one_parser_is_what_the_rule_would_see():
+    """The canary: the one parser itself is a breach anywhere else (its unescape)."""
+    assert [what for _line, _function, what in mount_parsers(_read(os.path.join(ROOT, ONE_MOUNT_PARSER)))] == [
+        "undoes \\ooo escapes"]
+
+
+@pytest.mark.parametrize("source, hits", [
+    # the two parsers issue 55 found: procfs.py's text one and mounts.py's bytes one
+    ('def _unescape(field):\n    """doc"""\n    code = field[1:4]\n    if field[0] == "\\\\" and code.isdigit():\n'
+     '        return chr(int(code, 8))\n    return field\n', [(5, "", "undoes \\ooo escapes")]),
+    ('import re\n_ESCAPE = re.compile(rb"\\\\([0-7]{3})")\n\n\ndef _octal(match):\n'
+     '    return bytes([int(match.group(1), 8)])\n', [(6, "", "undoes \\ooo escapes")]),
+    ('def read(pid):\n    with open("/proc/%d/mountinfo" % pid) as handle:\n'
+     '        return [line.split() for line in handle]\n', [(1, "read", "splits mountinfo lines")]),
+    ('def table(path="/proc/self/mountinfo"):\n    return open(path).read().partition(" - ")\n',
+     [(1, "table", "splits mountinfo lines")]),
+    # not a parser: the one parser's name in a docstring, an octal mode, a read that hands the text on
+    ('def mode(text):\n    """the mode of a mountinfo line"""\n    return int(text.split()[0], 8)\n', []),
+    ('def read(pid):\n    return mountinfo.parse(open("/proc/%d/mountinfo" % pid, "rb").read())\n', []),
+])
+def test_mount_parsers_are_seen(source, hits):
+    assert mount_parsers(source) == hits
