@@ -20,6 +20,9 @@ Cells (all in one run, one line each, a Markdown table and --json at the end):
          controller runs in one more namespace holding the bridge, so every address lives in a
          namespace this script creates (and removes, on failure and Ctrl-C too)
   synth  report generation and the merge alone, on --synthetic host records made from a real one
+Every cell checks what it timed and fails the bench on a failed answer: each host's record (ours, ssh), each
+payload's reply (floor), the merged and synthetic reports, Chromium's loads (a failure costs less than the work:
+timed, it would pass for a faster run).
 With --rounds R the ours, no-op and no-op command cells run R times each, one after the other in turn, and
 each cell shows its median round (ours: by controller CPU; the others: by CPU), all rounds listed after it:
 the machine's noise moves one run of a cell by more than 10 ms per host.
