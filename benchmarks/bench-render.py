@@ -30,6 +30,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 import yaml  # noqa: E402
 
 from corpus.hostile_tree import BROKER  # noqa: E402  # the reviewed undo broker's files, one definition
+from helpers.hostile import bwrap_status  # noqa: E402  # as the second set's unit test renders it
 from metnos_sandbox.profile import (
     host_context,
     host_layout,
@@ -164,12 +165,6 @@ GENERATED = {
     "128_scopes_into_39_link_chains": "wrapped",
     "128_scopes_into_one_1000_link_chain": "scope_too_many_links",
 }
-
-
-def bwrap_status(bwrap):
-    """The bwrap state a hostile_bwrap entry is rendered with (as tests/unit/test_hostile_bwrap.py does)."""
-    return {"bwrap_available": True, "bwrap_path": bwrap or "/usr/bin/bwrap", "disabled_via_env": False,
-            "active": True}
 
 
 def hostile(seconds_note):
