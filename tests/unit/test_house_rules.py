@@ -5,9 +5,10 @@ a. a module of the core is imported by its own name (``from ..profile import mod
    ``<package>_<module>`` (``probe_result``), for a file where the own name is taken;
 b. no file uses another module's underscore name: neither ``model._refuse`` (an attribute of a name bound to a
    core module) nor ``from ..profile.model import _refuse``: what another module uses is public;
-c. no string constant of more than MAX_STRING_LINES lines in the core and the plugins is code (Python, shell,
-   JavaScript, CSS): code lives in files the linters and mypy read;
-d. base/ (the ground floor) imports nothing from the packages above it.
+c. one mountinfo parser: host/mountinfo.py alone splits mountinfo lines and undoes their \\ooo escapes (issue 55).
+
+Each rule is guarded once (issue 55): code in strings by tests/unit/test_code_in_files.py, base/ importing nothing
+above it (and no package importing upwards) by tests/unit/test_core_layout.py.
 
 Issue 44's codemod (house.py, kept with the issue) rewrites a tree to rules a and b. Each rule is also run on a planted
 breach (a made-up source), so a check that has stopped looking fails here."""
@@ -16,7 +17,6 @@ from __future__ import absolute_import, annotations, division, print_function
 import ast
 import functools
 import os
-import re
 
 import pytest
 
@@ -24,22 +24,8 @@ ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CORE = os.path.join(ROOT, "module_utils", "metnos_sandbox")
 # Where rules a and b hold: every first-party Python folder.
 FOLDERS = ("module_utils", "library", "action_plugins", "filter_plugins", "tests", "scripts", "benchmarks", "roles")
-# Where rule c holds: the core and the plugins (tests may carry code as data: corpora, planted scripts).
-CODE_FOLDERS = ("module_utils", "library", "action_plugins", "filter_plugins")
 # The core's import names (the old one is tests/unit/test_import_name.py's alone).
 CORE_NAMES = ("ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox", "metnos_sandbox")
-MAX_STRING_LINES = 5
-# Ansible's module documentation: YAML by contract, in every module.
-ANSIBLE_DOCS = ("DOCUMENTATION", "EXAMPLES", "RETURN")
-
-# Offenders being removed by work not merged yet (issue 44). Empty each list once that work is merged: an entry
-# whose offence is gone fails test_the_allow_list_holds_only_live_offenders, so the list cannot go stale.
-UNTIL_MERGED = {
-    # rule c: (file, the top-level name holding the string)
-    "code_in_strings": {},
-    # rule d: (file in base/, the module above it that it imports)
-    "base_imports_above": {},
-}
 
 
 # ---------------------------------------------------------------------------------------------- the tree
@@ -234,127 +220,7 @@ def test_a_module_may_use_its_own_underscore_names():
 
 
 # ------------------------------------------------------------------------------------------------ rule c
-_CSS_RULE = re.compile(r"[\w.#:\[\]=\"'>*, -]+\{[^{}]*:[^{}]*;[^{}]*\}")
-_JS = re.compile(r"\bfunction\s*\w*\s*\([^)]*\)\s*\{|=>\s*\{|\bdocument\.\w|\baddEventListener\(|"
-                 r"^\s*(const|let|var)\s+\w+\s*=", re.M)
-_SHELL = re.compile(r"^#!\s*/|^\s*(then|fi|done|esac)\s*;?\s*$|^\s*set -[euxo]", re.M)
-
-
-def code_kind(text):
-    """The language a string is written in, if it is code (None for prose, data, templates of lines)."""
-    if text.count("\n") + 1 <= MAX_STRING_LINES:
-        return None
-    try:
-        body = ast.parse(text).body
-    except (SyntaxError, ValueError):
-        body = []
-    if len(body) >= 3 and not all(isinstance(s, ast.Expr) and isinstance(s.value, (ast.Constant, ast.Name))
-                                  for s in body):
-        return "python"
-    if _SHELL.search(text):
-        return "shell"
-    if _JS.search(text):
-        return "javascript"
-    if len(_CSS_RULE.findall(text)) >= 2:
-        return "css"
-    return None
-
-
-def code_strings(source):
-    """[(top-level name, line, language)] for each string constant that is code (docstrings and Ansible's
-    module documentation excepted)."""
-    tree = _tree(source)
-    docstrings = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
-    found = []
-    for top in tree.body:
-        names = [t.id for t in (top.targets if isinstance(top, ast.Assign) else [getattr(top, "target", None)])
-                 if isinstance(t, ast.Name)] if isinstance(top, (ast.Assign, ast.AnnAssign)) else []
-        name = names[0] if names else getattr(top, "name", "<line %d>" % top.lineno)
-        if name in ANSIBLE_DOCS:
-            continue
-        for node in ast.walk(top):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
-                kind = code_kind(node.value)
-                if kind:
-                    found.append((name, node.lineno, kind))
-    return found
-
-
-def _code_in_strings():
-    return {(rel, name): "%s:%d: %s" % (rel, line, kind) for rel, path in _python_files(CODE_FOLDERS)
-            for name, line, kind in code_strings(_read(path))}
-
-
-def test_no_code_in_string_constants():
-    found = [hit for key, hit in sorted(_code_in_strings().items()) if key not in UNTIL_MERGED["code_in_strings"]]
-    assert not found, "code belongs in a file the linters read (package data read at run time):\n" + "\n".join(found)
-
-
-@pytest.mark.parametrize("text, kind", [
-    ("import os\nx = 1\nif x:\n    print(x)\nfor y in []:\n    pass\n", "python"),
-    ("#!/bin/sh\necho a\necho b\necho c\necho d\necho e\n", "shell"),
-    ("body { color: red; }\n\n\n\n\n.x { margin: 0; }\n", "css"),
-    ("\n\n\n\nconst x = 1;\ndocument.getElementById('a');\n", "javascript"),
-    ("A sentence of prose,\nwrapped over\nsix lines, that says\nwhat a thing does\nand why; nothing\nto run.\n", None),
-    ("[Service]\nEnvironment=A=1\nExecStart=\nExecStart=/bin/x\nUser=metnos\nNoNewPrivileges=yes\n", None),
-    ("import os\nx = 1\ny = 2\n", None),                      # a few lines: not over MAX_STRING_LINES
-])
-def test_code_kind(text, kind):
-    assert code_kind(text) == kind
-
-
-def test_code_strings_are_found_by_name_docstrings_and_module_documentation_aside():
-    script = "import os\\nx = 1\\nif x:\\n    print(x)\\nfor y in []:\\n    pass\\n"
-    source = ('"""Module.\n\nimport os\nx = 1\nif x:\n    print(x)\n"""\nDOCUMENTATION = "%s"\nSCRIPT = "%s"\n'
-              'def f():\n    return "%s"\n') % (script, script, script)
-    assert code_strings(source) == [("SCRIPT", 9, "python"), ("f", 11, "python")]
-
-
-# ------------------------------------------------------------------------------------------------ rule d
-def base_imports_above(rel, source):
-    """[(line, module)] for each module above base/ that a file of base/ imports."""
-    found = []
-    for line, dotted, _bound, _name in core_imports(rel, source):
-        if dotted.split(".")[0] != "base":
-            found.append((line, dotted))
-    return found
-
-
-def _base_offences():
-    out = {}
-    for rel, path in _python_files([os.path.join("module_utils", "metnos_sandbox", "base")]):
-        for line, dotted in base_imports_above(rel, _read(path)):
-            out[(rel, dotted)] = "%s:%d: imports %s" % (rel, line, dotted)
-    return out
-
-
-def test_base_imports_nothing_above_it():
-    found = [hit for key, hit in sorted(_base_offences().items()) if key not in UNTIL_MERGED["base_imports_above"]]
-    assert not found, "base/ is the ground floor: it imports nothing above it:\n" + "\n".join(found)
-
-
-@pytest.mark.parametrize("source, hits", [
-    ("from ..audit import transport as audit_transport\n", [(1, "audit.transport")]),
-    ("from ..profile.model import Manifest\n", [(1, "profile.model")]),
-    ("from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap\n",
-     [(1, "host.bwrap")]),
-    ("from . import registry\nfrom .records import Shape\nfrom ..base import paths\n", []),
-])
-def test_base_imports_above_are_seen(source, hits):
-    assert base_imports_above("module_utils/metnos_sandbox/base/x.py", source) == hits
-
-
-# ------------------------------------------------------------------------------------------- the allow-list
-def test_the_allow_list_holds_only_live_offenders():
-    """An offender removed by the work it waits for leaves the list in the same change."""
-    live = {"code_in_strings": _code_in_strings(), "base_imports_above": _base_offences()}
-    stale = ["%s: %s (%s)" % (rule, key, why) for rule, entries in sorted(UNTIL_MERGED.items())
-             for key, why in sorted(entries.items()) if key not in live[rule]]
-    assert not stale, "gone: remove from UNTIL_MERGED:\n" + "\n".join(stale)
-
-
-# ------------------------------------------------------------------------------------------------ rule e
-# e. one mountinfo parser (issue 55): host/mountinfo.py alone splits mountinfo lines and undoes their \ooo escapes.
+# c. one mountinfo parser (issue 55): host/mountinfo.py alone splits mountinfo lines and undoes their \ooo escapes.
 ONE_MOUNT_PARSER = "module_utils/metnos_sandbox/host/mountinfo.py"
 # Readers that cannot use it, each with why: (file, function or "" for the module).
 OWN_PARSERS = {
