@@ -31,7 +31,6 @@ from corpus import hostile_manifests, hostile_tree
 from helpers import faces
 from helpers.hostile import Watchdog, outcome
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
 F = faces.load("filter_plugins/metnos_sandbox.py", "mfilters")
 

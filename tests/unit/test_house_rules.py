@@ -20,8 +20,8 @@ import os
 
 import pytest
 
-ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
-CORE = os.path.join(ROOT, "module_utils", "metnos_sandbox")
+from helpers.paths import CORE, ROOT, read_text
+
 # Where rules a and b hold: every first-party Python folder.
 FOLDERS = ("module_utils", "library", "action_plugins", "filter_plugins", "tests", "scripts", "benchmarks", "roles")
 # The core's import names (the old one is tests/unit/test_import_name.py's alone).
@@ -37,11 +37,6 @@ def _python_files(folders):
                 if name.endswith(".py"):
                     path = os.path.join(folder, name)
                     yield os.path.relpath(path, ROOT), path
-
-
-def _read(path):
-    with open(path, encoding="utf-8") as handle:
-        return handle.read()
 
 
 @functools.lru_cache(maxsize=None)
@@ -136,7 +131,8 @@ def aliased_imports(rel, source):
 
 
 def test_core_modules_are_imported_by_their_own_names():
-    found = ["%s:%s" % (rel, hit) for rel, path in _python_files(FOLDERS) for hit in aliased_imports(rel, _read(path))]
+    found = ["%s:%s" % (rel, hit) for rel, path in _python_files(FOLDERS)
+             for hit in aliased_imports(rel, read_text(path))]
     assert not found, "import the module by its own name (or <package>_<module> where that is taken):\n" + \
         "\n".join(found)
 
@@ -169,7 +165,7 @@ def _top_names(dotted):
         path = os.path.join(CORE, *dotted.split("."))
         path = os.path.join(path, "__init__.py") if os.path.isdir(path) else path + ".py"
         names = set()
-        for node in ast.parse(_read(path)).body:
+        for node in ast.parse(read_text(path)).body:
             for sub in [node] + [n for n in ast.walk(node) if isinstance(node, (ast.If, ast.Try, ast.With))]:
                 if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                     names.add(sub.name)
@@ -197,7 +193,7 @@ def private_uses(rel, source, tops=_top_names):
 
 
 def test_no_module_uses_another_modules_underscore_names():
-    found = ["%s:%s" % (rel, hit) for rel, path in _python_files(FOLDERS) for hit in private_uses(rel, _read(path))]
+    found = ["%s:%s" % (rel, hit) for rel, path in _python_files(FOLDERS) for hit in private_uses(rel, read_text(path))]
     assert not found, "what another module uses is public: rename it without the underscore, everywhere:\n" + \
         "\n".join(found)
 
@@ -279,7 +275,7 @@ def _mount_parser_offences():
     for rel, path in _python_files(["module_utils"]):
         if rel == ONE_MOUNT_PARSER:
             continue
-        for line, function, what in mount_parsers(_read(path)):
+        for line, function, what in mount_parsers(read_text(path)):
             out[(rel, function)] = "%s:%d: %s %s" % (rel, line, function or "the module", what)
     return out
 
@@ -297,7 +293,7 @@ def test_the_own_parsers_are_live():
 
 def test_the_one_parser_is_what_the_rule_would_see():
     """The canary: the one parser itself is a breach anywhere else (its unescape)."""
-    assert [what for _line, _function, what in mount_parsers(_read(os.path.join(ROOT, ONE_MOUNT_PARSER)))] == [
+    assert [what for _line, _function, what in mount_parsers(read_text(os.path.join(ROOT, ONE_MOUNT_PARSER)))] == [
         "undoes \\ooo escapes"]
 
 
