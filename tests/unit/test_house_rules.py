@@ -6,6 +6,7 @@ a. a module of the core is imported by its own name (``from ..profile import mod
 b. no file uses another module's underscore name: neither ``model._refuse`` (an attribute of a name bound to a
    core module) nor ``from ..profile.model import _refuse``: what another module uses is public;
 c. one mountinfo parser: host/mountinfo.py alone splits mountinfo lines and undoes their \\ooo escapes (issue 55).
+d. one walk of a bwrap argv: host/bwrap_options.options() (issue 55).
 
 Each rule is guarded once (issue 55): code in strings by tests/unit/test_code_in_files.py, base/ importing nothing
 above it (and no package importing upwards) by tests/unit/test_core_layout.py.
@@ -313,3 +314,44 @@ def test_the_one_parser_is_what_the_rule_would_see():
 ])
 def test_mount_parsers_are_seen(source, hits):
     assert mount_parsers(source) == hits
+
+
+# ------------------------------------------------------------------------------------------------ rule d
+# d. one walk of a bwrap argv (issue 55): host/bwrap_options.py's options() reads an argv by ARITY; no other module
+#    reads ARITY to walk one itself.
+ONE_ARGV_WALKER = "module_utils/metnos_sandbox/host/bwrap_options.py"
+OWN_WALKERS = {
+    "module_utils/metnos_sandbox/profile/invariants.py":
+        "the render's final check, its hot loop: the rendered options only, a bind of a path first (bench-render)",
+}
+
+
+def arity_readers(source):
+    """[line] of each use of the name ARITY (bwrap_options.ARITY, or ARITY imported)."""
+    return [node.lineno for node in ast.walk(_tree(source))
+            if (isinstance(node, ast.Attribute) and node.attr == "ARITY")
+            or (isinstance(node, ast.Name) and node.id == "ARITY")
+            or (isinstance(node, ast.alias) and node.name == "ARITY")]
+
+
+def _argv_walkers():
+    return dict((rel, lines) for rel, path in _python_files(["module_utils", "library", "action_plugins",
+                                                              "filter_plugins"])
+                if rel != ONE_ARGV_WALKER for lines in [arity_readers(read_text(path))] if lines)
+
+
+def test_one_argv_walker():
+    found = ["%s:%s" % (rel, lines) for rel, lines in sorted(_argv_walkers().items()) if rel not in OWN_WALKERS]
+    assert not found, "walk a bwrap argv with bwrap_options.options(), not ARITY:\n" + "\n".join(found)
+    assert sorted(OWN_WALKERS) == sorted(rel for rel in _argv_walkers() if rel in OWN_WALKERS), "gone: remove"
+
+
+@pytest.mark.parametrize("source, hits", [
+    # the walkers issue 55 found: payload.py's and profile_states.py's own loops
+    ("def units(words):\n    i = 0\n    while i < len(words):\n        n = bwrap_options.ARITY.get(words[i], 0)\n"
+     "        i += 1 + n\n", [4]),
+    ("from ..host.bwrap_options import ARITY\n", [1]),
+    ("for index, option, follow in bwrap_options.options(words):\n    pass\n", []),
+])
+def test_argv_walkers_are_seen(source, hits):
+    assert arity_readers(source) == hits
