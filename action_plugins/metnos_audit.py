@@ -165,7 +165,7 @@ class ActionModule(ActionBase):
         sources = args.pop("manifest_sources", None) or []
         try:
             args["manifests"] = [manifest.transport(item) for item in args.get("manifests") or []] + [
-                manifest.transport(manifest.from_source(item)) for item in sources]
+                manifest.from_source(item) for item in sources]       # from_source applies transport() itself
         except manifest.SourceError as exc:      # the filter's own refusal, as when the task used the filter
             raise AnsibleFilterError("metnos_manifest_source: %s" % exc) from None
         try:

@@ -20,6 +20,9 @@ Cells (all in one run, one line each, a Markdown table and --json at the end):
          controller runs in one more namespace holding the bridge, so every address lives in a
          namespace this script creates (and removes, on failure and Ctrl-C too)
   synth  report generation and the merge alone, on --synthetic host records made from a real one
+Every cell checks what it timed and fails the bench on a failed answer: each host's record (ours, ssh), each
+payload's reply (floor), the merged and synthetic reports, Chromium's loads (a failure costs less than the work:
+timed, it would pass for a faster run).
 With --rounds R the ours, no-op and no-op command cells run R times each, one after the other in turn, and
 each cell shows its median round (ours: by controller CPU; the others: by CPU), all rounds listed after it:
 the machine's noise moves one run of a cell by more than 10 ms per host.
@@ -241,7 +244,19 @@ def ansible_env(forks, tmp):
                 ANSIBLE_DEPRECATION_WARNINGS="False", ANSIBLE_SSH_CONTROL_PATH_DIR=os.path.join(tmp, "cp"))
 
 
-def run_ours(inv, forks, dest, tmp, manifests, prefix=()):
+def hosts_problem(hosts, n):
+    """Why the report's host records are not n completed audits (None when they are): a host missing, or one
+    whose payload did not finish (unreachable, failed: no CPU of its own, no verdict of its checks, no probe)."""
+    if len(hosts) != n:
+        return "%d host records, not %d" % (len(hosts), n)
+    for host in hosts:
+        codes = [d.get("code") for d in host.get("diagnostics") or []]
+        if host.get("cpu") is None or host.get("probe") is None or host.get("verdict") not in ("pass", "warn", "fail"):
+            return "%s: no completed audit (verdict %r, codes %s)" % (host.get("host"), host.get("verdict"), codes)
+    return None
+
+
+def run_ours(inv, n_hosts, forks, dest, tmp, manifests, prefix=()):
     argv = ["-i", inv, os.path.join(ROOT, "playbooks", "audit.yml"), "-e", "metnos_audit_dest=%s" % dest]
     if not manifests:
         argv += ["-e", '{"metnos_audit_manifests": []}']
@@ -258,6 +273,9 @@ def run_ours(inv, forks, dest, tmp, manifests, prefix=()):
         doc = json.load(open(reports["json"]))
         m["payload_cpu"] = sum(h.get("cpu") or 0 for h in doc["hosts"])
         m["hosts_with_cpu"] = sum(1 for h in doc["hosts"] if h.get("cpu") is not None)
+        m["error"] = hosts_problem(doc["hosts"], n_hosts)
+        if m["error"]:
+            m["payload_cpu"] = None
     else:
         m["payload_cpu"] = None
         m["error"] = (proc.stdout[-1500:] + proc.stderr[-1500:])
@@ -307,26 +325,70 @@ def run_naive(inv, forks, tmp):
     return m
 
 
+# The floor's options: what the audit task of playbooks/audit.yml gives on these hosts (no manifests, the probe on),
+# with the spec's defaults applied as the action's validator applies them; the action's own options removed as
+# the action removes them (never shipped). Until issue 55 the floor sent only these three and the payload
+# answered failed: true ("metnos_audit payload failed: 'collect_monitor'"), which the floor timed.
+FLOOR_OPTIONS = {"unit": "metnos.service", "manifests": [], "probe": True}
+ACTION_ONLY = ("result", "from_vars", "deadline", "manifest_sources", "python")
+
+
+def floor_options():
+    from metnos_sandbox.options import spec as options_spec
+    args = options_spec.with_defaults(options_spec.AUDIT, FLOOR_OPTIONS)
+    for name in ACTION_ONLY:
+        args.pop(name, None)
+    return args
+
+
+def reply_problem(stdout, frame):
+    """Why one payload's reply is not a completed audit (None when it is): no single frame, failed: true, or a
+    record without its verdict, CPU or probe. A failed reply costs less than a real audit: timed, it would make
+    the floor look cheaper than it is."""
+    from metnos_sandbox.audit import transport
+    found = transport.framed(stdout, frame)
+    if found is None:
+        return "no framed result: %r" % stdout[-300:]
+    record = found[0]
+    if record.get("failed"):
+        return "failed: %s" % record.get("msg")
+    missing = [key for key in ("schema", "verdict", "cpu", "probe") if record.get(key) is None]
+    if missing or record["verdict"] not in ("pass", "warn", "fail"):
+        return "an incomplete record (missing %s, verdict %r)" % (", ".join(missing), record.get("verdict"))
+    return None
+
+
 def run_floor(n, tmp, parallel, core=None, tag=""):
     """The payload metnos_audit ships, run directly by the host's Python: n times, `parallel` at a time (the core
-    of `core`, a folder like module_utils/metnos_sandbox; default this checkout's)."""
+    of `core`, a folder like module_utils/metnos_sandbox; default this checkout's). Every reply is read back and
+    checked (reply_problem): one failed reply fails the bench."""
     from metnos_sandbox.audit import transport
     data = os.path.join(tmp, "floor-payload" + tag)
+    frame = transport.new_frame()
     with open(data, "wb") as handle:
-        handle.write(transport.message(transport.new_frame(), {"unit": "metnos.service", "manifests": [],
-                                                               "probe": True},
+        handle.write(transport.message(frame, floor_options(),
                                        transport.build_payload(core or os.path.join(ROOT, "module_utils",
                                                                                     "metnos_sandbox"))))
+    replies = os.path.join(tmp, "floor-replies" + tag)
+    shutil.rmtree(replies, ignore_errors=True)
+    os.makedirs(replies)
     script = os.path.join(tmp, "floor%s.sh" % tag)
     with open(script, "w") as handle:
-        handle.write("#!/bin/sh\nexec /usr/bin/python3 -c %s <%s >/dev/null\n" % (shlex.quote(transport.BOOTSTRAP),
-                                                                                  data))
+        handle.write("#!/bin/sh\nexec /usr/bin/python3 -c %s <%s >%s/\"$1\"\n" % (
+            shlex.quote(transport.BOOTSTRAP), data, replies))
     os.chmod(script, 0o755)
     cpu0, busy0, t0 = children_cpu(), machine_busy(), time.time()
-    proc = subprocess.run(["sh", "-c", "seq %d | xargs -P %d -I{} %s" % (n, parallel, script)])
+    proc = subprocess.run(["sh", "-c", "seq %d | xargs -P %d -I{} %s {}" % (n, parallel, script)])
     wall, cpu = time.time() - t0, children_cpu() - cpu0
     if proc.returncode != 0:
         raise SystemExit("floor failed at N=%d" % n)
+    for index in range(1, n + 1):
+        with open(os.path.join(replies, str(index)), encoding="utf-8", errors="replace") as handle:
+            problem = reply_problem(handle.read(), frame)
+        if problem:
+            raise SystemExit("floor: the payload's reply %d of %d (%s) is not an audit: %s" % (
+                index, n, core or "this checkout's core", problem))
+    shutil.rmtree(replies, ignore_errors=True)
     return {"wall": wall, "cpu": cpu, "other_load_cpu": max(0.0, machine_busy() - busy0 - cpu)}
 
 
@@ -542,6 +604,10 @@ def bench_synthetic(template, n, tmp):
                           capture_output=True, text=True, check=True)
     gen = json.loads(proc.stdout)
     gen["sizes"] = dict((ext, os.path.getsize(p)) for ext, p in gen["paths"].items())
+    written = json.load(open(gen["paths"]["json"]))["hosts"]
+    if sorted(gen["paths"]) != ["html", "json", "junit.xml", "md"] or len(written) != n:
+        raise SystemExit("synthetic: the reports are not the four formats of %d hosts: %s, %d hosts" % (
+            n, sorted(gen["paths"]), len(written)))
     result = {"n": n, "generate": gen}
     for name, per_file in (("merge_pull", 1), ("merge_slices", max(1, n // 10))):
         parts = os.path.join(tmp, name)
@@ -561,11 +627,26 @@ def bench_synthetic(template, n, tmp):
         merged = subprocess.run(["/usr/bin/time", "-f", "%M", sys.executable,
                                  os.path.join(ROOT, "scripts", "merge-audit-reports.py"), "--from-list", listing,
                                  os.path.join(tmp, name + "-out")], capture_output=True, text=True)
+        problem = merge_problem(merged, os.path.join(tmp, name + "-out"), n)
+        if problem:
+            raise SystemExit("synthetic %s: %s" % (name, problem))
         result[name] = {"files": len(files), "wall": time.time() - t0, "exit": merged.returncode,
                         "rss_mb": int(merged.stderr.strip().splitlines()[-1]) / 1024.0,
                         "summary": merged.stdout.splitlines()[0] if merged.stdout else merged.stderr[-500:]}
     result["html_path"] = gen["paths"]["html"]
     return result
+
+
+def merge_problem(merged, out_dir, n):
+    """Why a merge's answer is not the n hosts it was given (None when it is): exit 2 is a refusal (1 is the
+    gate: the synthetic fleet has failing hosts), or a merged JSON report with another number of hosts."""
+    if merged.returncode not in (0, 1):
+        return "merge-audit-reports exited %d: %s" % (merged.returncode, merged.stderr[-500:])
+    found = glob.glob(os.path.join(out_dir, "metnos-audit-*.json"))
+    hosts = len(json.load(open(found[0]))["hosts"]) if len(found) == 1 else None
+    if hosts != n:
+        return "the merged report holds %s hosts, not %d (%s)" % (hosts, n, found)
+    return None
 
 
 # --------------------------------------------------------------------------- the HTML report in Chromium
@@ -619,8 +700,8 @@ def bench_browser(html_path, tmp, screenshot=None):
         match = re.search(r'<pre id="metnos-bench">(.*?)</pre>', dom)
         if match:
             runs.append(json.loads(match.group(1).replace("&quot;", '"')))
-    if not runs:
-        return {"error": "no measurement from Chromium"}
+    if len(runs) != 3:       # a page that did not load, or whose script failed, measured nothing
+        raise SystemExit("Chromium measured %d of 3 loads of %s" % (len(runs), html_path))
     out = {}
     for key in runs[0]:
         values = [r[key] for r in runs if isinstance(r.get(key), (int, float))]
@@ -778,9 +859,9 @@ def main():
             inventory(inv, n)
             rounds = []
             for _round in range(max(1, args.rounds)):
-                ours = run_ours(inv, args.forks, os.path.join(tmp, "reports-%d" % n), tmp, args.manifests)
+                ours = run_ours(inv, n, args.forks, os.path.join(tmp, "reports-%d" % n), tmp, args.manifests)
                 if ours.get("payload_cpu") is None:
-                    raise SystemExit("the audit wrote no report at N=%d:\n%s" % (n, ours["error"]))
+                    raise SystemExit("the audit did not complete at N=%d:\n%s" % (n, ours["error"]))
                 rounds.append({"ours": ours, "noop": run_noop(inv, args.forks, tmp),
                                "noop_command": run_noop(inv, args.forks, tmp, NOOP_COMMAND, "noop-command")})
             row = median_rounds(n, rounds)
@@ -795,8 +876,10 @@ def main():
             inv = os.path.join(tmp, "inv-ssh.yml")
             inventory(inv, 0, fleet.hosts)
             row = {"n": args.ssh, "ssh": True,
-                   "ours": run_ours(inv, args.forks, os.path.join(tmp, "reports-ssh"), tmp, args.manifests,
+                   "ours": run_ours(inv, args.ssh, args.forks, os.path.join(tmp, "reports-ssh"), tmp, args.manifests,
                                     prefix=fleet.prefix())}
+            if row["ours"].get("payload_cpu") is None:
+                raise SystemExit("the audit did not complete over SSH:\n%s" % row["ours"]["error"])
             fleet.down()
             rows.append(row)
             print(fmt_cell(row), flush=True)

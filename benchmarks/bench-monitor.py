@@ -63,8 +63,9 @@ def monitor_round(host):
         "systemctl show metnos-sandbox-monitor.service -p ExecMainStartTimestampMonotonic "
         "-p ExecMainExitTimestampMonotonic -p ExecMainStatus").stdout.split())
     record = json.loads(host.sh("cat /var/lib/metnos-sandbox-monitor/last.json").stdout)
-    if not record["proven"]:
-        sys.exit("the monitor did not prove the host: %s" % [d["code"] for d in record["audit"]["diagnostics"]])
+    if show.get("ExecMainStatus") != "0" or not record["proven"]:
+        sys.exit("the monitor did not prove the host (exit status %s): %s" % (
+            show.get("ExecMainStatus"), [d["code"] for d in record["audit"]["diagnostics"]]))
     wall = (int(show["ExecMainExitTimestampMonotonic"]) - int(show["ExecMainStartTimestampMonotonic"])) / 1e6
     return {"wall": wall, "duration": record["duration"], "host_cpu": record["audit"]["cpu"]}
 
@@ -79,6 +80,9 @@ def audit_round(host, inventory):
     if not line or "=> {" not in line[0]:
         sys.exit("the audit failed:\n" + proc.stdout[-2000:] + proc.stderr[-2000:])
     res = json.loads(line[0].split("=> ", 1)[1])
+    if res.get("failed") or any(res.get(key) is None for key in ("duration", "cpu", "probe")):
+        # a payload that failed (or ran without the probe) costs less than an audit: never timed as one
+        sys.exit("the audit did not complete: %s" % (res.get("msg") or sorted(res)))
     if res.get("verdict") == "fail":
         sys.exit("the audit failed the host: %s" % [d["code"] for d in res["diagnostics"]])
     return {"wall": wall, "controller_cpu": cpu, "duration": res["duration"], "host_cpu": res["cpu"]}

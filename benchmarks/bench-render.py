@@ -25,16 +25,23 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "module_utils"))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import yaml  # noqa: E402
 
+from corpus.hostile_tree import BROKER  # noqa: E402  # the reviewed undo broker's files, one definition
+from helpers.hostile import bwrap_status  # noqa: E402  # as the second set's unit test renders it
 from metnos_sandbox.profile import (
     host_context,
     host_layout,
     model,
     profile,  # noqa: E402
     reader,
+    undo,
 )
+
+RENDERED = ("wrapped", "direct")
+UNDO = "undo_last_turn"
 
 
 def build_tree():
@@ -46,6 +53,22 @@ def build_tree():
     for f in ["mail/work.json", "data/notes/a.md"]:
         open(os.path.join(root, f), "w").close()
     return root
+
+
+def undo_exception(root, manifest):
+    """The example undo broker's files planted in the tree, and the exception an admin pins for it after review
+    (R-FAIL-2): its fields and the digest of those files (without it the example is refused,
+    undo_exception_mismatch, and until issue 55 the bench timed that refusal as a render)."""
+    broker = os.path.join(root, "executors", UNDO)
+    os.makedirs(broker)
+    for name, text in BROKER.items():
+        with open(os.path.join(broker, name), "w") as handle:
+            handle.write(text)
+    digest, problem = undo.executor_digest(os.path.join(root, "executors", UNDO), sorted(BROKER))
+    if problem:
+        raise SystemExit("the undo broker's digest: %s" % problem)
+    return {"name": UNDO, "origin": manifest["origin"], "revision": manifest["revision"], "owner": manifest["owner"],
+            "capability": "system:undo", "files": sorted(BROKER), "digest": digest}
 
 
 def worst_cases(base):
@@ -122,21 +145,48 @@ def chain_cases(base):
              {}, host)]
 
 
+# What each generated worst case answers (its refusal code, or its decision): checked on every render.
+GENERATED = {
+    "billion_laughs_20_levels.yml": "manifest_too_many_nodes",
+    "max_size_flat_list.yml": "manifest_invalid",
+    "max_size_one_scalar.yml": "manifest_string_too_long",
+    "max_size_comment.yml": "wrapped",
+    "max_size_flow_mapping.yml": "manifest_invalid",
+    "max_size_json_keys.json": "manifest_too_many_nodes",
+    "deep_brackets_64k.yml": "manifest_too_deep",
+    "deep_json_64k.json": "manifest_too_deep",
+    "ten_megabytes.yml": "manifest_too_large",
+    "max_caps_long_paths.yml": "manifest_too_large",
+    "max_args_and_scopes.yml": "scope_outside_writable_roots",
+    "object_graph_shared_refs_1e9": "manifest_too_many_nodes",
+    "object_graph_self_reference": "manifest_too_deep",
+    "max_within_patterns": "arg_escapes_scope",
+    "max_invocation_values": "wrapped",
+    "128_scopes_into_39_link_chains": "wrapped",
+    "128_scopes_into_one_1000_link_chain": "scope_too_many_links",
+}
+
+
 def hostile(seconds_note):
     """Time and tracemalloc peak of every hostile input; prints the worst ones."""
     import tracemalloc
-    sys.path.insert(0, os.path.join(ROOT, "tests"))
     sys.path.insert(0, os.path.join(ROOT, "scripts"))
     import core_path
     core_path.use_core()            # the corpus trees compute the undo broker's digest with the core
     from corpus import hostile_bwrap, hostile_tree
     base = tempfile.mkdtemp(prefix="metnos-bench-hostile-")
     _root, _host, entries = hostile_tree.materialize(base)
+    expected = dict(GENERATED)
+    expected.update((e.id, e.expect) for e, _path, _host, _inv in entries)
     cases = [(e.id, (lambda path=path: model.FileSource(path)), inv, host) for e, path, host, inv in entries]
     second = os.path.join(base, "second")
     os.makedirs(second)
     _root2, _host2, entries2 = hostile_bwrap.materialize(second)
     cases += [(e.id, (lambda path=path: model.FileSource(path)), inv, host) for e, path, host, inv, _bw in entries2]
+    expected.update((e.id, e.expect) for e, _path, _host, _inv, _bw in entries2)
+    # the second set's entries judge the bwrap each names (its folder is read-only whatever the roots say): rendered
+    # without it, as until issue 55, some were wrapped instead of refused and timed as such
+    statuses = dict((e.id, bwrap_status(bwrap)) for e, _path, _host, _inv, bwrap in entries2)
     count = len(cases)
     cases += [(name, factory, inv, _host) for name, factory, inv in worst_cases(base)]
     cases += chain_cases(base)
@@ -147,15 +197,17 @@ def hostile(seconds_note):
     for name, factory, inv, host in cases:
         ctx = host_context.HostContext(host)
         start, cpu = time.perf_counter(), time.process_time()
-        prof = profile.render_safe(factory(), ctx, inv)
+        prof = profile.render_safe(factory(), ctx, inv, statuses.get(name))
         timed.append((time.perf_counter() - start, name, prof["refusal"] or prof["decision"],
                       time.process_time() - cpu))
+        if timed[-1][2] != expected[name]:      # each answer checked: a wrong one is not the timing of that input
+            raise SystemExit("hostile input %s: %s, not %s" % (name, timed[-1][2], expected[name]))
     peaks = []
     for name, factory, inv, host in cases:
         ctx = host_context.HostContext(host)
         source = factory()
         tracemalloc.start()
-        profile.render_safe(source, ctx, inv)
+        profile.render_safe(source, ctx, inv, statuses.get(name))
         peaks.append((tracemalloc.get_traced_memory()[1], name))
         tracemalloc.stop()
     timed.sort(reverse=True)
@@ -178,6 +230,14 @@ def main():
     ap.add_argument("--no-hostile", action="store_true")
     args = ap.parse_args()
     root = build_tree()
+    docs = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "examples", "manifests", "*.yml"))):
+        with open(path) as handle:
+            docs.append(yaml.safe_load(handle))
+    pinned = [undo_exception(root, doc) for doc in docs if doc["name"] == UNDO]
+    for doc in docs:
+        if doc["name"] == UNDO:
+            doc["digest"] = pinned[0]["digest"]
     host = host_context.HostContext({
         "runtime_dir": root + "/runtime", "executors_dir": root + "/executors", "python_prefix": root + "/venv",
         "python_executable": "/usr/bin/python3",
@@ -185,11 +245,7 @@ def main():
         "resources": dict((k, root + "/res/" + k) for k in host_layout.DEFAULT_HOST["resources"]),
         "indexes": {"docs": root + "/index/docs"}, "integrations_dir": root + "/integrations",
         "mail_credentials_dir": root + "/mail", "dialog_dir": root + "/dialog", "undo_root": root + "/undo",
-        "writable_roots": [root, "/var/lib/metnos"]})
-    docs = []
-    for path in sorted(glob.glob(os.path.join(ROOT, "examples", "manifests", "*.yml"))):
-        with open(path) as handle:
-            docs.append(yaml.safe_load(handle))
+        "writable_roots": [root, "/var/lib/metnos"], "undo_exception": pinned[0]})
     docs += [
         {"name": "ex", "origin": "bench", "capabilities": ["fs:read:%s/data/notes/**" % root,
                                                            "fs:write:%s/reports" % root, "metnos:read:sheets"]},
@@ -200,6 +256,11 @@ def main():
          "inverse": {"model": "restore"}},
     ]
     invocation = {"arguments": {"p": "sub"}, "sender": "alice", "turn_id": "t1"}
+    for doc in docs:         # each answer checked once: a refusal costs less than a render, never timed as one
+        prof = profile.render_safe(doc, host, invocation)
+        if prof["decision"] not in RENDERED:
+            raise SystemExit("%s (%s) is not rendered: %s %s" % (
+                doc.get("name"), doc.get("origin"), prof["decision"], prof.get("refusal")))
     count = 0
     decisions = {}
     cpu0 = time.process_time()

@@ -4,7 +4,7 @@ The core resolves under ``ansible.module_utils`` (tests/conftest.py calls ``core
 import importlib.util
 import os
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from helpers.paths import ROOT
 
 
 def load(relpath, name):

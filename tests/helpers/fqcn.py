@@ -27,7 +27,8 @@ import glob
 import os
 import re
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from helpers.paths import ROOT
+
 NS = "metnos.sandbox."
 DEFAULT_PATHS = ("roles", "playbooks", "molecule", "examples", "inventory", "library", "filter_plugins",
                  "doc_fragments", "action_plugins", "tests", "docs", "README.md")

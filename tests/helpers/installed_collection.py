@@ -11,8 +11,7 @@ import sys
 import yaml
 
 from helpers.ansible_run import ansible_tool
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from helpers.paths import ROOT
 
 
 def version():

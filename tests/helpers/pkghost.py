@@ -11,8 +11,8 @@ import subprocess
 import uuid
 
 from helpers.ansible_run import ansible_tool
+from helpers.paths import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAYBOOK = os.path.join(ROOT, "tests", "system", "pkghost_role.yml")
 GERMAN = {"LC_ALL": "de_DE.UTF-8", "LANG": "de_DE.UTF-8", "LANGUAGE": "de"}
 

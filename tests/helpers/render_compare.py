@@ -48,15 +48,16 @@ def main(tree, out_path):
 
     from corpus import hostile_bwrap, hostile_tree
     if "P" in bench:               # a tree from before its modules were imported by their own names (issue 44)
-        P, HC, MD = bench["P"], bench["HC"], bench["MD"]
-        HL = bench.get("HL", HC)   # a tree from before host_layout.py kept the layout in host_context.py
+        profile, host_context, model = bench["P"], bench["HC"], bench["MD"]
+        host_layout = bench.get("HL", host_context)   # before host_layout.py, the layout was in host_context.py
     else:
-        P, HC, MD, HL = bench["profile"], bench["host_context"], bench["model"], bench["host_layout"]
+        profile, host_context = bench["profile"], bench["host_context"]
+        model, host_layout = bench["model"], bench["host_layout"]
     results = []
     root = bench["build_tree"]()
     host = {"runtime_dir": root + "/runtime", "executors_dir": root + "/executors", "python_prefix": root + "/venv",
             "python_executable": "/usr/bin/python3",
-            "resources": dict((k, root + "/sheets") for k in HL.DEFAULT_HOST["resources"]),
+            "resources": dict((k, root + "/sheets") for k in host_layout.DEFAULT_HOST["resources"]),
             "indexes": {"docs": root + "/index/docs"}, "integrations_dir": root + "/integrations",
             "mail_credentials_dir": root + "/mail", "dialog_dir": root + "/dialog", "undo_root": root + "/undo",
             "writable_roots": [root, "/var/lib/metnos"]}
@@ -75,28 +76,29 @@ def main(tree, out_path):
     ]
     invocations = [{"arguments": {"p": "sub"}, "sender": "alice", "turn_id": "t1"}, {}, None,
                    {"arguments": {"p": "../x"}}]
-    shared = HC.HostContext(host)
+    shared = host_context.HostContext(host)
     for round_ in range(3):
         for i, doc in enumerate(docs):
             for j, inv in enumerate(invocations):
-                results.append(["bench", round_, i, j, "shared", P.render_safe(doc, shared, inv)])
-                results.append(["bench", round_, i, j, "fresh", P.render_safe(doc, HC.HostContext(host), inv)])
-                results.append(["bench", round_, i, j, "bwrap", P.render_safe(doc, shared, inv, ACTIVE)])
+                results.append(["bench", round_, i, j, "shared", profile.render_safe(doc, shared, inv)])
+                fresh = host_context.HostContext(host)
+                results.append(["bench", round_, i, j, "fresh", profile.render_safe(doc, fresh, inv)])
+                results.append(["bench", round_, i, j, "bwrap", profile.render_safe(doc, shared, inv, ACTIVE)])
     base = fixed_mkdtemp("hostile-")
     _root, first_host, entries = hostile_tree.materialize(base)
-    cases = [(e.id, (lambda path=path: MD.FileSource(path)), inv, h) for e, path, h, inv in entries]
+    cases = [(e.id, (lambda path=path: model.FileSource(path)), inv, h) for e, path, h, inv in entries]
     second = os.path.join(base, "second")
     os.makedirs(second)
     _root2, _host2, entries2 = hostile_bwrap.materialize(second)
-    cases += [(e.id, (lambda path=path: MD.FileSource(path)), inv, h) for e, path, h, inv, _bw in entries2]
+    cases += [(e.id, (lambda path=path: model.FileSource(path)), inv, h) for e, path, h, inv, _bw in entries2]
     cases += [(name, factory, inv, first_host) for name, factory, inv in bench["worst_cases"](base)]
     cases += bench["chain_cases"](base)
     contexts = {}
     for name, factory, inv, h in cases:
-        results.append(["case", name, "fresh", P.render_safe(factory(), HC.HostContext(h), inv)])
-        ctx = contexts.setdefault(json.dumps(h, sort_keys=True), HC.HostContext(h))
-        results.append(["case", name, "shared", P.render_safe(factory(), ctx, inv)])
-        results.append(["case", name, "shared_without_invocation", P.render_safe(factory(), ctx, {})])
+        results.append(["case", name, "fresh", profile.render_safe(factory(), host_context.HostContext(h), inv)])
+        ctx = contexts.setdefault(json.dumps(h, sort_keys=True), host_context.HostContext(h))
+        results.append(["case", name, "shared", profile.render_safe(factory(), ctx, inv)])
+        results.append(["case", name, "shared_without_invocation", profile.render_safe(factory(), ctx, {})])
     text = json.dumps(results, sort_keys=True, indent=1, default=repr)
     text = re.sub(r'"(dev|ino)": \d+', r'"\1": 0', text)
     text = re.sub(r"/proc/\d+", "/proc/PID", text)

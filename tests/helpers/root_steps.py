@@ -6,8 +6,8 @@ import ast
 import os
 import re
 
-ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
-CORE = os.path.join(ROOT, "module_utils", "metnos_sandbox")
+from helpers.paths import CORE, ROOT
+
 # The code that runs as root on a host or acts for the admin on the controller.
 FOLDERS = (CORE, os.path.join(ROOT, "library"), os.path.join(ROOT, "action_plugins"),
            os.path.join(ROOT, "filter_plugins"), os.path.join(ROOT, "roles", "metnos_sandbox", "files"))

@@ -20,29 +20,25 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 STANDIN = os.path.join(HERE, "systemd_standin.py")
 ACTIVE = {"bwrap_available": True, "bwrap_path": shutil.which("bwrap") or "/usr/bin/bwrap",
           "disabled_via_env": False, "active": True}
-CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+# One dbus-daemon configuration (a system bus on a socket of the test's), with one of two policies.
+HEAD = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
 <busconfig>
   <type>system</type>
   <listen>unix:path=%s</listen>
   <auth>EXTERNAL</auth>
-  <policy context="default">
+"""
+# Every user may do everything: whatever is refused is refused by the proxy.
+OPEN_POLICY = """  <policy context="default">
     <allow user="*"/>
     <allow own="*"/>
     <allow send_destination="*"/>
     <allow receive_sender="*"/>
   </policy>
-</busconfig>
 """
 # A system bus's policy as Debian's /usr/share/dbus-1/system.conf writes it (method calls denied by default, signals
 # and replies allowed), with systemd's own policy for its name and the drop-ins of a folder (the role's).
-SYSTEM_LIKE = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path=%s</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
+SYSTEM_POLICY = """  <policy context="default">
     <allow user="*"/>
     <deny own="*"/>
     <deny send_type="method_call"/>
@@ -65,8 +61,16 @@ SYSTEM_LIKE = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Confi
   </policy>
   <include>/usr/share/dbus-1/system.d/org.freedesktop.systemd1.conf</include>
   <includedir>%s</includedir>
-</busconfig>
 """
+
+
+def bus_config(socket, system_like=False, dropins=None):
+    """dbus-daemon's configuration: a system bus listening on ``socket``, with SYSTEM_POLICY (and the drop-ins
+    of the folder ``dropins``) or OPEN_POLICY."""
+    policy = SYSTEM_POLICY % dropins if system_like else OPEN_POLICY
+    return HEAD % socket + policy + "</busconfig>\n"
+
+
 # Inside the sandbox, on the system's python3 (bound with /usr): each call on its own connection.
 PAYLOAD = r'''
 import json, sys
@@ -101,7 +105,7 @@ class Bus(object):
     """dbus-daemon on a private socket, the stand-in systemd on it, and xdg-dbus-proxy in front of it."""
 
     def __init__(self, root, system_like=False):
-        """``system_like``: SYSTEM_LIKE's policy, with the drop-ins of ``self.dropins`` (else every user may
+        """``system_like``: SYSTEM_POLICY, with the drop-ins of ``self.dropins`` (else every user may
         do everything, so that whatever is refused is refused by the proxy)."""
         self.root = root
         os.mkdir(os.path.join(root, "bus"))
@@ -114,7 +118,7 @@ class Bus(object):
         self.dropins = os.path.join(root, "system.d")
         os.makedirs(self.dropins, exist_ok=True)
         with open(config, "w") as handle:
-            handle.write(SYSTEM_LIKE % (self.socket, self.dropins) if system_like else CONFIG % self.socket)
+            handle.write(bus_config(self.socket, system_like, self.dropins))
         self.procs = []
         self.pids = {}
         self.running = {}

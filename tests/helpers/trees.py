@@ -5,6 +5,14 @@ import os
 import socket
 import subprocess
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def inside_writer():
+    """The text of tests/helpers/inside_writer.py: the payload run_inside runs for the channel and object tests."""
+    with open(os.path.join(HERE, "inside_writer.py")) as handle:
+        return handle.read()
+
 
 def write_tree(root, dirs, files):
     """Create ``dirs`` and the ``files`` ({relative path: text}) below ``root``."""

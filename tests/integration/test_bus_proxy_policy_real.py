@@ -2,7 +2,7 @@
 proven with a real dbus-daemon, the real xdg-dbus-proxy and real bwrap runs, as a real user made with useradd here.
 
 The bus is a private ``dbus-daemon`` in a temp folder with a system bus's policy (tests/helpers/system_bus.py
-SYSTEM_LIKE: Debian's default context, and systemd's own /usr/share/dbus-1/system.d/org.freedesktop.systemd1.conf,
+SYSTEM_POLICY: Debian's default context, and systemd's own /usr/share/dbus-1/system.d/org.freedesktop.systemd1.conf,
 which lets every user call StartUnit and KillUnit and leaves the rest to polkit) and the role's drop-in
 (templates/metnos-dbus-proxy.conf.j2, rendered with the role's vars as Ansible renders it) in its included folder,
 read again on SIGHUP as the role's reload does; the stand-in systemd (tests/helpers/systemd_standin.py, there is no

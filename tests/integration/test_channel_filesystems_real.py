@@ -29,30 +29,7 @@ ACTIVE = {"bwrap_available": True, "bwrap_path": shutil.which("bwrap") or "/usr/
           "disabled_via_env": False, "active": True}
 # Inside: open the queue through the bound mqueue filesystem (a path, not mq_open: the sandbox's own IPC
 # namespace has no such queue) and take its message with mq_timedreceive on that descriptor; connect to sockets.
-PAYLOAD = r'''
-import ctypes, json, os, socket, sys
-spec = json.loads(sys.argv[1])
-out = {}
-for path in spec.get("queues", []):
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        libc = ctypes.CDLL(None, use_errno=True)
-        buf = ctypes.create_string_buffer(8192)
-        got = libc.syscall(243, fd, buf, ctypes.c_size_t(8192), None, None)   # mq_timedreceive, x86_64
-        out[path] = buf.raw[:got].decode() if got >= 0 else "errno %d" % ctypes.get_errno()
-    except OSError as exc:
-        out[path] = str(exc)
-for path in spec.get("sockets", []):
-    try:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.connect(path)
-        s.sendall(spec["token"].encode())
-        s.close()
-        out[path] = "sent"
-    except OSError as exc:
-        out[path] = str(exc)
-sys.stdout.write(json.dumps(out))
-'''
+PAYLOAD = trees.inside_writer()      # tests/helpers/inside_writer.py
 
 
 class MqAttr(ctypes.Structure):

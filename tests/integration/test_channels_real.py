@@ -25,42 +25,7 @@ from helpers.socket_listener import Listener
 ACTIVE = {"bwrap_available": True, "bwrap_path": shutil.which("bwrap") or "/usr/bin/bwrap",
           "disabled_via_env": False, "active": True}
 USERS = (None, "nobody")
-PAYLOAD = r'''
-import json, os, socket, sys
-spec = json.loads(sys.argv[1])
-out = {}
-for path in spec.get("sockets", []):
-    try:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.connect(path)
-        s.sendall(spec["token"].encode())
-        s.close()
-        out[path] = "sent"
-    except OSError as exc:
-        out[path] = str(exc)
-for path in spec.get("fifos", []):
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
-        os.write(fd, spec["token"].encode())
-        os.close(fd)
-        out[path] = "sent"
-    except OSError as exc:
-        out[path] = str(exc)
-for path in spec.get("read", []):
-    try:
-        with open(path) as handle:
-            out[path] = handle.read()
-    except OSError as exc:
-        out[path] = "error: " + str(exc)
-for path in spec.get("write", []):
-    try:
-        with open(path, "w") as handle:
-            handle.write(spec["token"])
-        out[path] = "written"
-    except OSError as exc:
-        out[path] = str(exc)
-sys.stdout.write(json.dumps(out))
-'''
+PAYLOAD = trees.inside_writer()      # tests/helpers/inside_writer.py
 
 
 @pytest.fixture

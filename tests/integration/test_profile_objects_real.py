@@ -25,36 +25,7 @@ from helpers.socket_listener import Listener
 ACTIVE = {"bwrap_available": True, "bwrap_path": shutil.which("bwrap") or "/usr/bin/bwrap",
           "disabled_via_env": False, "active": True}
 USERS = (None, "nobody")
-PAYLOAD = r'''
-import json, os, socket, sys
-spec = json.loads(sys.argv[1])
-out = {}
-if spec.get("socket"):
-    try:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.connect(spec["socket"])
-        s.sendall(spec["token"].encode())
-        s.close()
-        out["socket"] = "sent"
-    except OSError as exc:
-        out["socket"] = str(exc)
-if spec.get("fifo"):
-    try:
-        fd = os.open(spec["fifo"], os.O_WRONLY | os.O_NONBLOCK)
-        os.write(fd, spec["token"].encode())
-        os.close(fd)
-        out["fifo"] = "sent"
-    except OSError as exc:
-        out["fifo"] = str(exc)
-for path in spec.get("write", []):
-    try:
-        with open(path, "r+") as handle:
-            handle.write(spec["token"])
-        out[path] = "written"
-    except OSError as exc:
-        out[path] = str(exc)
-sys.stdout.write(json.dumps(out))
-'''
+PAYLOAD = trees.inside_writer()      # tests/helpers/inside_writer.py
 
 
 @pytest.fixture
@@ -101,11 +72,11 @@ def test_sockets_and_fifos_are_refused_and_would_be_host_channels(base, monkeypa
         assert ["--ro-bind", sock_path, sock_path] == weak["argv"][weak["argv"].index(sock_path) - 1:][:3]
         for user in USERS:
             token = uuid.uuid4().hex
-            inside = sandboxed(weak["argv"], {"token": token, "socket": sock_path, "fifo": fifo_path}, user,
+            inside = sandboxed(weak["argv"], {"token": token, "sockets": [sock_path], "fifos": [fifo_path]}, user,
                                weak["descriptors"])
             # ... and from outside: the host process behind the socket got the sandbox's command, the
             # host reader of the FIFO got its bytes, through "read-only" binds
-            assert inside == {"socket": "sent", "fifo": "sent"}, (user, inside)
+            assert inside == {sock_path: "sent", fifo_path: "sent"}, (user, inside)
             for _ in range(50):
                 if token in listener.got:
                     break
@@ -138,7 +109,7 @@ def test_hard_links_are_refused_and_would_write_a_read_only_tree(base, monkeypat
     assert weak["decision"] == "wrapped", weak["diagnostics"]
     for user in USERS:
         token = uuid.uuid4().hex
-        inside = sandboxed(weak["argv"], {"token": token, "write": [second, module]}, user, weak["descriptors"])
+        inside = sandboxed(weak["argv"], {"token": token, "overwrite": [second, module]}, user, weak["descriptors"])
         # from inside: the runtime is read-only, its file's second name is not ...
         assert inside[second] == "written" and "Read-only" in inside[module], (user, inside)
         with open(module) as handle:                # ... and from outside: the runtime's file changed
@@ -178,7 +149,7 @@ def test_within_patterns_narrow_and_their_root_would_widen(base, monkeypatch):
             handle.write("")
         os.chmod(target, 0o666)
         token = uuid.uuid4().hex
-        inside = sandboxed(weak["argv"], {"token": token, "write": [target]}, user, weak["descriptors"])
+        inside = sandboxed(weak["argv"], {"token": token, "overwrite": [target]}, user, weak["descriptors"])
         assert inside[target] == "written", (user, inside)
         with open(target) as handle:                  # from outside: a file no *.txt pattern names changed
             assert token in handle.read(), user

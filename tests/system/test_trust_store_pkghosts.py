@@ -12,7 +12,6 @@ root three times, the package manager being a wrapper on PATH that logs each cal
 - a real change of the database (``dnf reinstall``; pacman's ``mtree`` of the package rewritten in place)
   is asked again;
 - bwrap itself written: asked again, and found modified."""
-import os
 import subprocess
 import uuid
 
@@ -21,9 +20,8 @@ import pytest
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import transport
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
 from conftest import PODMAN_ENV, podman
+from helpers.paths import CORE
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CORE = os.path.join(ROOT, "module_utils", "metnos_sandbox")
 IMAGES = {"rpm": "localhost/metnos-pkghost:dnf", "pacman": "localhost/metnos-pkghost:pacman"}
 INSTALL = {"rpm": "dnf -y -q install bubblewrap", "pacman": "pacman -Sy --noconfirm bubblewrap"}
 CHANGE = {"rpm": "dnf -y -q reinstall bubblewrap",

@@ -9,8 +9,8 @@ import subprocess
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor_textfile
+from helpers.paths import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RULES = os.path.join(ROOT, "monitoring", "prometheus", "metnos-sandbox.rules.yml")
 TESTS = os.path.join(ROOT, "monitoring", "prometheus", "metnos-sandbox.rules.test.yml")
 

@@ -115,3 +115,32 @@ def test_the_spec_is_the_one_source():
     assert spec.one_name(spec.AUDIT, {"probe_timeout": 5}) == {"timeout": 5}
     assert spec.with_defaults(spec.AUDIT, {"probe_timeout": 5})["timeout"] == 5
     assert spec.with_defaults(spec.AUDIT, {})["timeout"] == spec.AUDIT["timeout"]["default"]
+
+
+def test_the_action_loads_each_manifest_once(monkeypatch, tmp_path):
+    """transport() once per manifest on the action's path (issue 55): the task's manifests by the action, the
+    manifest_sources by from_source (which applies it itself; the action applied it a second time on its answer).
+    A real file, inline text and a refused file; a mutation putting the action's own transport() back on the
+    sources fails here (each of them counted twice)."""
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest
+    good = tmp_path / "notes.yml"
+    good.write_text("name: notes\norigin: metnos/core\ncapabilities: ['fs:read:/srv/notes/**']\n")
+    bad = tmp_path / "bad.yml"
+    bad.write_text("[not, a, mapping]\n")
+    calls = []
+    transport = manifest.transport
+
+    def counting_transport(source):
+        calls.append(source)
+        return transport(source)
+    monkeypatch.setattr(manifest, "transport", counting_transport)
+    action_module = faces.load("action_plugins/metnos_audit.py", "metnos_audit_action_transport")
+    action = action_module.ActionModule.__new__(action_module.ActionModule)
+    inline = "name: inline\norigin: metnos/core\n"
+    action._task = types.SimpleNamespace(args={"manifests": [inline], "manifest_sources": [
+        str(good), {"file": str(bad)}, {"manifest": inline}]})
+    args = action._options({}, {})
+    assert len(calls) == 4, calls                          # one per manifest
+    assert args["manifests"][0] == args["manifests"][3] == {"name": "inline", "origin": "metnos/core"}
+    assert args["manifests"][1]["name"] == "notes"
+    assert args["manifests"][2][manifest.model.REFUSAL_KEY]      # refused on the host, with its code

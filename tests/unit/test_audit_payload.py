@@ -25,9 +25,8 @@ import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import transport
 from helpers import faces
+from helpers.paths import CORE, ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CORE = os.path.join(ROOT, "module_utils", "metnos_sandbox")
 PACKAGES = ["metnos_sandbox", "metnos_sandbox.audit"]  # a flat stand-in core
 
 

@@ -6,6 +6,7 @@ is run on a planted breach too, so a check that has stopped looking fails here."
 import ast
 import glob
 import os
+import re
 
 import pytest
 
@@ -16,9 +17,15 @@ MAX_LINES = 5
 ANSIBLE_DOCS = ("DOCUMENTATION", "EXAMPLES", "RETURN")
 
 
+_CSS_RULE = re.compile(r"[\w.#:\[\]=\"'>*, -]+\{[^{}]*:[^{}]*;[^{}]*\}")
+_JS = re.compile(r"\bfunction\s*\w*\s*\([^)]*\)\s*\{|=>\s*\{|\bdocument\.\w|\baddEventListener\(|"
+                 r"^\s*(const|let|var)\s+\w+\s*=", re.M)
+_SHELL = re.compile(r"^#!\s*/|^\s*(then|fi|done|esac)\s*;?\s*$|^\s*set -[euxo]", re.M)
+
+
 def _looks_like_code(text):
-    """Python that compiles to more than bare expressions, or lines that mostly end as C-like code does
-    (JavaScript, CSS, shell with ``;``, ``{`` or ``}``)."""
+    """Python that compiles to more than bare expressions, lines that mostly end as C-like code does
+    (JavaScript, CSS, shell with ``;``, ``{`` or ``}``), or a language's own marks (code_kind)."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
@@ -26,7 +33,20 @@ def _looks_like_code(text):
     if tree is not None and any(not isinstance(node, (ast.Expr, ast.AnnAssign)) for node in tree.body):
         return True
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return sum(line.endswith((";", "{", "}")) for line in lines) * 2 >= len(lines)
+    return sum(line.endswith((";", "{", "}")) for line in lines) * 2 >= len(lines) or code_kind(text) is not None
+
+
+def code_kind(text):
+    """The language a string is written in by its own marks (a shebang, ``fi``/``done``, ``set -e``; a function,
+    ``=> {``, ``document.``; two CSS rules), None when it shows none (moved from test_house_rules.py rule c:
+    one guard for code in strings, issue 55)."""
+    if _SHELL.search(text):
+        return "shell"
+    if _JS.search(text):
+        return "javascript"
+    if len(_CSS_RULE.findall(text)) >= 2:
+        return "css"
+    return None
 
 
 def code_strings(source, fragments=False):
@@ -67,6 +87,11 @@ def test_no_code_in_string_constants():
     'BOOT = JL.PRELUDE + """\nimport sys\nif len(sys.argv) > 1:\n    x = 1\nelse:\n    x = 2\n"""\n',
     'CSS = """\nbody {\n  margin: 0;\n}\ntable {\n  width: 100%;\n}\n"""\n',
     'JS = """\nfunction f(x) {\n  return x;\n}\ndocument.querySelectorAll("tr").forEach(f);\nvar a = 1;\n"""\n',
+    # test_house_rules.py rule c's cases: a shell script, CSS, JavaScript, Python, in a function's string too
+    'SH = """#!/bin/sh\necho a\necho b\necho c\necho d\necho e\n"""\n',
+    'CSS = """body { color: red; }\n\n\n\n\n.x { margin: 0; }\n"""\n',
+    'JS = """\n\n\n\nconst x = 1;\ndocument.getElementById(\'a\');\n"""\n',
+    'def f():\n    return """import os\nx = 1\nif x:\n    print(x)\nfor y in []:\n    pass\n"""\n',
 ])
 def test_the_check_sees_code_planted_in_a_string(planted):
     assert code_strings(planted)
@@ -76,6 +101,9 @@ def test_the_check_sees_code_planted_in_a_string(planted):
     'def f():\n    """A docstring\n    of\n    many\n    lines\n    that\n    says\n    import os."""\n',
     'DOCUMENTATION = """\n---\nmodule: x\nshort_description: y\noptions:\n  a:\n    type: str\n"""\n',
     'TEXT = """## All hosts\n\nThe runtime\'s own view\nof the service\'s environment.\n\nHosts: %s\n\n"""\n',
+    'PROSE = """A sentence of prose,\nwrapped over\nsix lines, that says\n'
+    'what a thing does\nand why; nothing\nto run.\n"""\n',
+    'UNIT = """[Service]\nEnvironment=A=1\nExecStart=\nExecStart=/bin/x\nUser=metnos\nNoNewPrivileges=yes\n"""\n',
 ])
 def test_the_check_keeps_docs_and_prose(kept):
     assert code_strings(kept) == []

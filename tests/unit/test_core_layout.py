@@ -16,7 +16,8 @@ import os
 
 import pytest
 
-CORE = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", "..", "module_utils", "metnos_sandbox"))
+from helpers.paths import CORE, read_text
+
 MAX_LINES = 650
 # (module, what it imports inside a function): the exceptions docs/architecture.md names.
 INNER_IMPORTS = {("probe/blame.py", ".blame_trials"),      # a real cycle: blame_trials imports blame's types
@@ -38,11 +39,6 @@ def _modules():
             if name.endswith(".py"):
                 path = os.path.join(folder, name)
                 yield os.path.relpath(path, CORE), path
-
-
-def _read(path):
-    with open(path, encoding="utf-8") as handle:
-        return handle.read()
 
 
 def inner_imports(source):
@@ -111,7 +107,7 @@ def test_base_imports_nothing_above_it():
     """The ground floor holds the one registry with every code (base/codes_<package>.py): wherever
     base.diagnostics is imported - the host's audit payload included - every code is there, and nothing of the
     floors above comes with it."""
-    bad = {rel: up for rel, path in _modules() if rel.startswith("base/") for up in [above_base(_read(path))] if up}
+    bad = {rel: up for rel, path in _modules() if rel.startswith("base/") for up in [above_base(read_text(path))] if up}
     assert not bad
 
 
@@ -122,24 +118,24 @@ def test_each_codes_module_imports_only_the_registry():
                                                       "probe", "profile", "service")]
     for rel, path in _modules():
         if rel in found:
-            tree = ast.parse(_read(path))
+            tree = ast.parse(read_text(path))
             froms = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module != "__future__"]
             assert all((n.level == 1 and n.module == "registry") or n.module == "typing" for n in froms), rel
             assert not [n for n in ast.walk(tree) if isinstance(n, ast.Import)], rel
 
 
 def test_every_module_is_short_enough():
-    long = {rel: n for rel, path in _modules() for n in [len(_read(path).splitlines())] if n > MAX_LINES}
+    long = {rel: n for rel, path in _modules() for n in [len(read_text(path).splitlines())] if n > MAX_LINES}
     assert not long, "split these by job: %s" % long
 
 
 def test_no_import_inside_a_function_but_the_listed_ones():
-    found = {(rel, name) for rel, path in _modules() for _func, name in inner_imports(_read(path))}
+    found = {(rel, name) for rel, path in _modules() for _func, name in inner_imports(read_text(path))}
     assert found == INNER_IMPORTS
 
 
 def test_no_package_imports_upwards_or_sideways():
-    bad = {rel: up for rel, path in _modules() if "/" in rel for up in [upward(rel, _read(path))] if up}
+    bad = {rel: up for rel, path in _modules() if "/" in rel for up in [upward(rel, read_text(path))] if up}
     assert not bad
 
 

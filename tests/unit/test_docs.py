@@ -3,8 +3,7 @@ import os
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
 from helpers import faces
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from helpers.paths import ROOT
 
 
 def _gen():

@@ -1,5 +1,4 @@
 """The filter plugins: thin faces over the core, with errors that name the filter and the value."""
-import os
 
 import pytest
 from ansible.errors import AnsibleFilterError
@@ -7,7 +6,6 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context, model, profile
 from helpers import faces
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 F = faces.load("filter_plugins/metnos_sandbox.py", "mfilters")
 
 

@@ -7,7 +7,6 @@ run in real bwrap as root and as nobody by tests/integration/test_hostile_bwrap_
 memory of the worst are measured by benchmarks/bench-render.py, never asserted here."""
 import json
 import os
-import signal
 
 import pytest
 
@@ -22,14 +21,9 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.prof
 )
 from corpus import hostile_bwrap
 from helpers import faces
+from helpers.hostile import Watchdog, bwrap_status, outcome
 
 F = faces.load("filter_plugins/metnos_sandbox.py", "mfilters")
-WATCHDOG_SECONDS = 20
-
-
-def status(bwrap):
-    return {"bwrap_available": True, "bwrap_path": bwrap or "/usr/bin/bwrap", "disabled_via_env": False,
-            "active": True}
 
 
 @pytest.fixture(scope="module")
@@ -38,25 +32,9 @@ def corpus(tmp_path_factory):
     return dict((e.id, (e, path, host, inv, bwrap)) for e, path, host, inv, bwrap in entries)
 
 
-class _Watchdog(object):
-    def __enter__(self):
-        def boom(_sig, _frame):
-            raise AssertionError("watchdog: no answer in %d s (unbounded work)" % WATCHDOG_SECONDS)
-        self.old = signal.signal(signal.SIGALRM, boom)
-        signal.alarm(WATCHDOG_SECONDS)
-
-    def __exit__(self, *exc):
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, self.old)
-
-
-def decide(prof):
-    return prof["decision"] if prof["decision"] == "wrapped" else prof["refusal"]
-
-
 def core(path, host, inv, bwrap):
-    with _Watchdog():
-        return profile.render_safe(model.FileSource(path), host_context.HostContext(host), inv, status(bwrap))
+    with Watchdog():
+        return profile.render_safe(model.FileSource(path), host_context.HostContext(host), inv, bwrap_status(bwrap))
 
 
 def test_the_set_covers_every_class():
@@ -70,7 +48,7 @@ def test_the_set_covers_every_class():
 def test_core_gives_the_expected_decision(corpus, entry_id):
     entry, path, host, inv, bwrap = corpus[entry_id]
     prof = core(path, host, inv, bwrap)
-    assert decide(prof) == entry.expect, prof["diagnostics"][:2]
+    assert outcome(prof) == entry.expect, prof["diagnostics"][:2]
     json.dumps(prof, ensure_ascii=False).encode("utf-8")    # no lone surrogate anywhere in the answer
     text = json.dumps(prof)
     assert "Traceback" not in text and len(text) < 64 * 1024
@@ -84,24 +62,26 @@ def test_core_gives_the_expected_decision(corpus, entry_id):
 @pytest.mark.parametrize("entry_id", hostile_bwrap.params())
 def test_every_face_gives_the_core_decision(corpus, entry_id, tmp_path):
     entry, path, host, inv, bwrap = corpus[entry_id]
-    want = decide(core(path, host, inv, bwrap))
-    with _Watchdog():
-        preview = F.metnos_profile(F.metnos_manifest_source(path), host=host, invocation=inv, status=status(bwrap))
-    assert decide(preview) == want and preview["preview"] is True
+    want = outcome(core(path, host, inv, bwrap))
+    with Watchdog():
+        preview = F.metnos_profile(F.metnos_manifest_source(path), host=host, invocation=inv,
+                                   status=bwrap_status(bwrap))
+    assert outcome(preview) == want and preview["preview"] is True
     if bwrap is not None:
         return                  # the probe and the audit find bwrap on the service's PATH (the module face: below)
     if want != "wrapped":       # a wrapped profile would start bwrap: run for real by the integration test
         with open(path, "rb") as handle:
             raw = handle.read()
-        with _Watchdog():
+        with Watchdog():
             probe = probe_probe.probe_service({"unit": None, "manifest": raw, "invocation": inv, "host": host,
                                                "context": "direct", "timeout": 30}, host_bwrap.default_runner)
         errors = [d["code"] for d in probe["diagnostics"] if d["severity"] == "error"]
         assert errors[0] == want and probe["passed"] is False
         json.dumps(probe, ensure_ascii=False).encode("utf-8")
-    plain = decide(core(path, host, {}, bwrap))
-    with _Watchdog():
-        drift = audit.profile_drift([manifest.transport(model.FileSource(path))], host, str(tmp_path), status(bwrap))
+    plain = outcome(core(path, host, {}, bwrap))
+    with Watchdog():
+        drift = audit.profile_drift([manifest.transport(model.FileSource(path))], host, str(tmp_path),
+                                    bwrap_status(bwrap))
     assert (drift[0].get("refusal") or drift[0]["decision"]) == plain
 
 
@@ -112,13 +92,13 @@ def test_module_face_gives_the_core_decision(corpus, entry_id, capsys):
     if entry_id == "args_lone_surrogate":
         pytest.skip("in-process, Ansible's own decoding of module arguments refuses a lone surrogate before the "
                     "module runs; through a real play it reaches the module (test_hostile_bwrap_real.py)")
-    want = decide(core(path, host, inv, bwrap))
+    want = outcome(core(path, host, inv, bwrap))
     args = {"host": host, "discover_python_roots": False, "fail_on_refusal": False, "manifest_file": path,
             "path": os.path.dirname(bwrap) if bwrap else "/usr/sbin:/usr/bin:/sbin:/bin"}
     if inv:
         args["invocation"] = inv
-    with _Watchdog():
+    with Watchdog():
         res = run_module_face(args, capsys)
     json.dumps(res, ensure_ascii=False).encode("utf-8")
     assert "exception" not in res, res.get("exception")
-    assert decide(res) == want
+    assert outcome(res) == want

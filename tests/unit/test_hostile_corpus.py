@@ -19,7 +19,6 @@ asserted here.
 """
 import json
 import os
-import signal
 
 import pytest
 
@@ -30,10 +29,9 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.prof
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as profile_manifest
 from corpus import hostile_manifests, hostile_tree
 from helpers import faces
+from helpers.hostile import Watchdog, outcome
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
-WATCHDOG_SECONDS = 20
 F = faces.load("filter_plugins/metnos_sandbox.py", "mfilters")
 
 
@@ -61,24 +59,8 @@ def corpus(tmp_path_factory):
     return dict((entry.id, (entry, path, host, inv)) for entry, path, host, inv in entries)
 
 
-class _Watchdog(object):
-    def __enter__(self):
-        def boom(_sig, _frame):
-            raise AssertionError("watchdog: no answer in %d s (unbounded work)" % WATCHDOG_SECONDS)
-        self.old = signal.signal(signal.SIGALRM, boom)
-        signal.alarm(WATCHDOG_SECONDS)
-
-    def __exit__(self, *exc):
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, self.old)
-
-
-def decide(prof):
-    return prof["decision"], prof["refusal"]
-
-
 def core(path, host, inv):
-    with _Watchdog():
+    with Watchdog():
         return profile.render_safe(model.FileSource(path), host_context.HostContext(host), inv, ACTIVE)
 
 
@@ -94,7 +76,7 @@ def test_corpus_is_large_and_covers_the_rules():
 def test_core_refuses_with_its_code(corpus, entry_id):
     entry, path, host, inv = corpus[entry_id]
     prof = core(path, host, inv)
-    assert decide(prof) == ("refused", entry.expect), prof["diagnostics"][:2]
+    assert prof["decision"] == "refused" and outcome(prof) == entry.expect, prof["diagnostics"][:2]
     assert prof["argv"] is None and prof["mounts"] == []
     text = json.dumps(prof)
     assert "Traceback" not in text and len(text) < 64 * 1024      # messages quote short excerpts only
@@ -105,27 +87,27 @@ def test_core_refuses_with_its_code(corpus, entry_id):
 @pytest.mark.parametrize("entry_id", hostile_manifests.params())
 def test_every_face_gives_the_core_decision(corpus, entry_id, tmp_path):
     entry, path, host, inv = corpus[entry_id]
-    want = decide(core(path, host, inv))
-    with _Watchdog():
+    want = outcome(core(path, host, inv))
+    with Watchdog():
         preview = F.metnos_profile(F.metnos_manifest_source(path), host=host, invocation=inv, status=ACTIVE)
-    assert decide(preview) == want and preview["preview"] is True
+    assert outcome(preview) == want and preview["preview"] is True
     with open(path, "rb") as handle:
         raw = handle.read()
-    with _Watchdog():
+    with Watchdog():
         probe = probe_probe.probe_service({"unit": None, "manifest": raw, "invocation": inv, "host": host,
                                            "context": "direct", "timeout": 30}, bwrap.default_runner)
     errors = [d["code"] for d in probe["diagnostics"] if d["severity"] == "error"]
-    assert (probe["profile"]["decision"], errors[0]) == want and probe["passed"] is False
-    want_plain = decide(core(path, host, {}))        # the audit renders without an invocation
-    with _Watchdog():
+    assert probe["profile"]["decision"] == "refused" and errors[0] == want and probe["passed"] is False
+    want_plain = outcome(core(path, host, {}))        # the audit renders without an invocation
+    with Watchdog():
         drift = audit.profile_drift([profile_manifest.transport(model.FileSource(path))], host, str(tmp_path), ACTIVE)
-    assert (drift[0]["decision"], drift[0].get("refusal")) == want_plain
+    assert outcome(drift[0]) == want_plain
 
 
 @pytest.mark.parametrize("entry_id", hostile_manifests.params())
 def test_module_face_gives_the_core_decision(corpus, entry_id, capsys):
     entry, path, host, inv = corpus[entry_id]
-    want = decide(core(path, host, inv))
+    want = outcome(core(path, host, inv))
     index = [e.id for e in hostile_manifests.CORPUS].index(entry_id)
     args = {"host": host, "discover_python_roots": False, "fail_on_refusal": index % 3 == 0,
             "path": "/usr/sbin:/usr/bin:/sbin:/bin"}
@@ -135,13 +117,13 @@ def test_module_face_gives_the_core_decision(corpus, entry_id, capsys):
         args["manifest"] = F.metnos_manifest_source(path)
     if inv:
         args["invocation"] = inv
-    with _Watchdog():
+    with Watchdog():
         res = run_module_face(args, capsys)
     assert "Traceback" not in json.dumps(res) and "exception" not in res
     if entry.expect == "invocation_invalid" and "decision" not in res:
         assert res["failed"] and "invocation" in res["msg"]        # Ansible's own argument validation
         return
-    assert (res["decision"], res["refusal"]) == want
+    assert outcome(res) == want
     assert res.get("failed", False) is (index % 3 == 0)
 
 

@@ -5,9 +5,11 @@ a. a module of the core is imported by its own name (``from ..profile import mod
    ``<package>_<module>`` (``probe_result``), for a file where the own name is taken;
 b. no file uses another module's underscore name: neither ``model._refuse`` (an attribute of a name bound to a
    core module) nor ``from ..profile.model import _refuse``: what another module uses is public;
-c. no string constant of more than MAX_STRING_LINES lines in the core and the plugins is code (Python, shell,
-   JavaScript, CSS): code lives in files the linters and mypy read;
-d. base/ (the ground floor) imports nothing from the packages above it.
+c. one mountinfo parser: host/mountinfo.py alone splits mountinfo lines and undoes their \\ooo escapes (issue 55).
+d. one walk of a bwrap argv: host/bwrap_options.options() (issue 55).
+
+Each rule is guarded once (issue 55): code in strings by tests/unit/test_code_in_files.py, base/ importing nothing
+above it (and no package importing upwards) by tests/unit/test_core_layout.py.
 
 Issue 44's codemod (house.py, kept with the issue) rewrites a tree to rules a and b. Each rule is also run on a planted
 breach (a made-up source), so a check that has stopped looking fails here."""
@@ -16,30 +18,15 @@ from __future__ import absolute_import, annotations, division, print_function
 import ast
 import functools
 import os
-import re
 
 import pytest
 
-ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
-CORE = os.path.join(ROOT, "module_utils", "metnos_sandbox")
+from helpers.paths import CORE, ROOT, read_text
+
 # Where rules a and b hold: every first-party Python folder.
 FOLDERS = ("module_utils", "library", "action_plugins", "filter_plugins", "tests", "scripts", "benchmarks", "roles")
-# Where rule c holds: the core and the plugins (tests may carry code as data: corpora, planted scripts).
-CODE_FOLDERS = ("module_utils", "library", "action_plugins", "filter_plugins")
 # The core's import names (the old one is tests/unit/test_import_name.py's alone).
 CORE_NAMES = ("ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox", "metnos_sandbox")
-MAX_STRING_LINES = 5
-# Ansible's module documentation: YAML by contract, in every module.
-ANSIBLE_DOCS = ("DOCUMENTATION", "EXAMPLES", "RETURN")
-
-# Offenders being removed by work not merged yet (issue 44). Empty each list once that work is merged: an entry
-# whose offence is gone fails test_the_allow_list_holds_only_live_offenders, so the list cannot go stale.
-UNTIL_MERGED = {
-    # rule c: (file, the top-level name holding the string)
-    "code_in_strings": {},
-    # rule d: (file in base/, the module above it that it imports)
-    "base_imports_above": {},
-}
 
 
 # ---------------------------------------------------------------------------------------------- the tree
@@ -51,11 +38,6 @@ def _python_files(folders):
                 if name.endswith(".py"):
                     path = os.path.join(folder, name)
                     yield os.path.relpath(path, ROOT), path
-
-
-def _read(path):
-    with open(path, encoding="utf-8") as handle:
-        return handle.read()
 
 
 @functools.lru_cache(maxsize=None)
@@ -150,7 +132,8 @@ def aliased_imports(rel, source):
 
 
 def test_core_modules_are_imported_by_their_own_names():
-    found = ["%s:%s" % (rel, hit) for rel, path in _python_files(FOLDERS) for hit in aliased_imports(rel, _read(path))]
+    found = ["%s:%s" % (rel, hit) for rel, path in _python_files(FOLDERS)
+             for hit in aliased_imports(rel, read_text(path))]
     assert not found, "import the module by its own name (or <package>_<module> where that is taken):\n" + \
         "\n".join(found)
 
@@ -183,7 +166,7 @@ def _top_names(dotted):
         path = os.path.join(CORE, *dotted.split("."))
         path = os.path.join(path, "__init__.py") if os.path.isdir(path) else path + ".py"
         names = set()
-        for node in ast.parse(_read(path)).body:
+        for node in ast.parse(read_text(path)).body:
             for sub in [node] + [n for n in ast.walk(node) if isinstance(node, (ast.If, ast.Try, ast.With))]:
                 if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                     names.add(sub.name)
@@ -211,7 +194,7 @@ def private_uses(rel, source, tops=_top_names):
 
 
 def test_no_module_uses_another_modules_underscore_names():
-    found = ["%s:%s" % (rel, hit) for rel, path in _python_files(FOLDERS) for hit in private_uses(rel, _read(path))]
+    found = ["%s:%s" % (rel, hit) for rel, path in _python_files(FOLDERS) for hit in private_uses(rel, read_text(path))]
     assert not found, "what another module uses is public: rename it without the underscore, everywhere:\n" + \
         "\n".join(found)
 
@@ -234,120 +217,141 @@ def test_a_module_may_use_its_own_underscore_names():
 
 
 # ------------------------------------------------------------------------------------------------ rule c
-_CSS_RULE = re.compile(r"[\w.#:\[\]=\"'>*, -]+\{[^{}]*:[^{}]*;[^{}]*\}")
-_JS = re.compile(r"\bfunction\s*\w*\s*\([^)]*\)\s*\{|=>\s*\{|\bdocument\.\w|\baddEventListener\(|"
-                 r"^\s*(const|let|var)\s+\w+\s*=", re.M)
-_SHELL = re.compile(r"^#!\s*/|^\s*(then|fi|done|esac)\s*;?\s*$|^\s*set -[euxo]", re.M)
+# c. one mountinfo parser (issue 55): host/mountinfo.py alone splits mountinfo lines and undoes their \ooo escapes.
+ONE_MOUNT_PARSER = "module_utils/metnos_sandbox/host/mountinfo.py"
+# Readers that cannot use it, each with why: (file, function or "" for the module).
+OWN_PARSERS = {
+    ("module_utils/metnos_sandbox/probe/root_witness.py", "mount_options"):
+        "runs alone in the sandbox (python -I -S -c its own source, stdlib only); one field of its own mount",
+    ("module_utils/metnos_sandbox/service/systemd_unit.py", ""): "systemd's C escapes in a unit file, not mountinfo's",
+    ("module_utils/metnos_sandbox/probe/root_proof.py", "_outside"):
+        "hands the witness's mountinfo to root_witness.mount_options; the text it splits is fdinfo's",
+}
 
 
-def code_kind(text):
-    """The language a string is written in, if it is code (None for prose, data, templates of lines)."""
-    if text.count("\n") + 1 <= MAX_STRING_LINES:
-        return None
-    try:
-        body = ast.parse(text).body
-    except (SyntaxError, ValueError):
-        body = []
-    if len(body) >= 3 and not all(isinstance(s, ast.Expr) and isinstance(s.value, (ast.Constant, ast.Name))
-                                  for s in body):
-        return "python"
-    if _SHELL.search(text):
-        return "shell"
-    if _JS.search(text):
-        return "javascript"
-    if len(_CSS_RULE.findall(text)) >= 2:
-        return "css"
-    return None
-
-
-def code_strings(source):
-    """[(top-level name, line, language)] for each string constant that is code (docstrings and Ansible's
-    module documentation excepted)."""
-    tree = _tree(source)
-    docstrings = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
-    found = []
-    for top in tree.body:
-        names = [t.id for t in (top.targets if isinstance(top, ast.Assign) else [getattr(top, "target", None)])
-                 if isinstance(t, ast.Name)] if isinstance(top, (ast.Assign, ast.AnnAssign)) else []
-        name = names[0] if names else getattr(top, "name", "<line %d>" % top.lineno)
-        if name in ANSIBLE_DOCS:
-            continue
+def _text_constants(nodes):
+    """The str and bytes constants under ``nodes`` as text, docstrings aside."""
+    out = []
+    for top in nodes:
         for node in ast.walk(top):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
-                kind = code_kind(node.value)
-                if kind:
-                    found.append((name, node.lineno, kind))
-    return found
-
-
-def _code_in_strings():
-    return {(rel, name): "%s:%d: %s" % (rel, line, kind) for rel, path in _python_files(CODE_FOLDERS)
-            for name, line, kind in code_strings(_read(path))}
-
-
-def test_no_code_in_string_constants():
-    found = [hit for key, hit in sorted(_code_in_strings().items()) if key not in UNTIL_MERGED["code_in_strings"]]
-    assert not found, "code belongs in a file the linters read (package data read at run time):\n" + "\n".join(found)
-
-
-@pytest.mark.parametrize("text, kind", [
-    ("import os\nx = 1\nif x:\n    print(x)\nfor y in []:\n    pass\n", "python"),
-    ("#!/bin/sh\necho a\necho b\necho c\necho d\necho e\n", "shell"),
-    ("body { color: red; }\n\n\n\n\n.x { margin: 0; }\n", "css"),
-    ("\n\n\n\nconst x = 1;\ndocument.getElementById('a');\n", "javascript"),
-    ("A sentence of prose,\nwrapped over\nsix lines, that says\nwhat a thing does\nand why; nothing\nto run.\n", None),
-    ("[Service]\nEnvironment=A=1\nExecStart=\nExecStart=/bin/x\nUser=metnos\nNoNewPrivileges=yes\n", None),
-    ("import os\nx = 1\ny = 2\n", None),                      # a few lines: not over MAX_STRING_LINES
-])
-def test_code_kind(text, kind):
-    assert code_kind(text) == kind
-
-
-def test_code_strings_are_found_by_name_docstrings_and_module_documentation_aside():
-    script = "import os\\nx = 1\\nif x:\\n    print(x)\\nfor y in []:\\n    pass\\n"
-    source = ('"""Module.\n\nimport os\nx = 1\nif x:\n    print(x)\n"""\nDOCUMENTATION = "%s"\nSCRIPT = "%s"\n'
-              'def f():\n    return "%s"\n') % (script, script, script)
-    assert code_strings(source) == [("SCRIPT", 9, "python"), ("f", 11, "python")]
-
-
-# ------------------------------------------------------------------------------------------------ rule d
-def base_imports_above(rel, source):
-    """[(line, module)] for each module above base/ that a file of base/ imports."""
-    found = []
-    for line, dotted, _bound, _name in core_imports(rel, source):
-        if dotted.split(".")[0] != "base":
-            found.append((line, dotted))
-    return found
-
-
-def _base_offences():
-    out = {}
-    for rel, path in _python_files([os.path.join("module_utils", "metnos_sandbox", "base")]):
-        for line, dotted in base_imports_above(rel, _read(path)):
-            out[(rel, dotted)] = "%s:%d: imports %s" % (rel, line, dotted)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)):
+                body = node.body
+                if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
+                    body[0].value.house_docstring = True
+            if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)) \
+                    and not getattr(node, "house_docstring", False):
+                out.append(node.value if isinstance(node.value, str) else node.value.decode("latin-1"))
     return out
 
 
-def test_base_imports_nothing_above_it():
-    found = [hit for key, hit in sorted(_base_offences().items()) if key not in UNTIL_MERGED["base_imports_above"]]
-    assert not found, "base/ is the ground floor: it imports nothing above it:\n" + "\n".join(found)
+def _calls(nodes):
+    return [node for top in nodes for node in ast.walk(top) if isinstance(node, ast.Call)]
+
+
+def _octal_int(call):
+    return isinstance(call.func, ast.Name) and call.func.id == "int" and len(call.args) == 2 \
+        and isinstance(call.args[1], ast.Constant) and call.args[1].value == 8
+
+
+def mount_parsers(source):
+    """[(line, function or "", what)]: each function that names mountinfo and splits text (a line parser), and
+    a module that turns backslash escapes into bytes (int(x, 8) and a backslash in one of its strings)."""
+    tree = _tree(source)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names = any("mountinfo" in text for text in _text_constants([node]))
+            splits = any(isinstance(call.func, ast.Attribute) and call.func.attr in ("split", "rsplit", "partition")
+                         for call in _calls([node]))
+            if names and splits:
+                found.append((node.lineno, node.name, "splits mountinfo lines"))
+    octal = [call.lineno for call in _calls([tree]) if _octal_int(call)]
+    if octal and any("\\" in text for text in _text_constants([tree])):
+        found.append((octal[0], "", "undoes \\ooo escapes"))
+    return found
+
+
+def _mount_parser_offences():
+    out = {}
+    for rel, path in _python_files(["module_utils"]):
+        if rel == ONE_MOUNT_PARSER:
+            continue
+        for line, function, what in mount_parsers(read_text(path)):
+            out[(rel, function)] = "%s:%d: %s %s" % (rel, line, function or "the module", what)
+    return out
+
+
+def test_one_mountinfo_parser():
+    found = [hit for key, hit in sorted(_mount_parser_offences().items()) if key not in OWN_PARSERS]
+    assert not found, "mountinfo is parsed by %s alone (mountinfo.parse, procfs.parse_mountinfo):\n%s" % (
+        ONE_MOUNT_PARSER, "\n".join(found))
+
+
+def test_the_own_parsers_are_live():
+    live = _mount_parser_offences()
+    assert not [key for key in OWN_PARSERS if key not in live], "gone: remove from OWN_PARSERS"
+
+
+def test_the_one_parser_is_what_the_rule_would_see():
+    """The canary: the one parser itself is a breach anywhere else (its unescape)."""
+    assert [what for _line, _function, what in mount_parsers(read_text(os.path.join(ROOT, ONE_MOUNT_PARSER)))] == [
+        "undoes \\ooo escapes"]
 
 
 @pytest.mark.parametrize("source, hits", [
-    ("from ..audit import transport as audit_transport\n", [(1, "audit.transport")]),
-    ("from ..profile.model import Manifest\n", [(1, "profile.model")]),
-    ("from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap\n",
-     [(1, "host.bwrap")]),
-    ("from . import registry\nfrom .records import Shape\nfrom ..base import paths\n", []),
+    # the two parsers issue 55 found: procfs.py's text one and mounts.py's bytes one
+    ('def _unescape(field):\n    """doc"""\n    code = field[1:4]\n    if field[0] == "\\\\" and code.isdigit():\n'
+     '        return chr(int(code, 8))\n    return field\n', [(5, "", "undoes \\ooo escapes")]),
+    ('import re\n_ESCAPE = re.compile(rb"\\\\([0-7]{3})")\n\n\ndef _octal(match):\n'
+     '    return bytes([int(match.group(1), 8)])\n', [(6, "", "undoes \\ooo escapes")]),
+    ('def read(pid):\n    with open("/proc/%d/mountinfo" % pid) as handle:\n'
+     '        return [line.split() for line in handle]\n', [(1, "read", "splits mountinfo lines")]),
+    ('def table(path="/proc/self/mountinfo"):\n    return open(path).read().partition(" - ")\n',
+     [(1, "table", "splits mountinfo lines")]),
+    # not a parser: the one parser's name in a docstring, an octal mode, a read that hands the text on
+    ('def mode(text):\n    """the mode of a mountinfo line"""\n    return int(text.split()[0], 8)\n', []),
+    ('def read(pid):\n    return mountinfo.parse(open("/proc/%d/mountinfo" % pid, "rb").read())\n', []),
 ])
-def test_base_imports_above_are_seen(source, hits):
-    assert base_imports_above("module_utils/metnos_sandbox/base/x.py", source) == hits
+def test_mount_parsers_are_seen(source, hits):
+    assert mount_parsers(source) == hits
 
 
-# ------------------------------------------------------------------------------------------- the allow-list
-def test_the_allow_list_holds_only_live_offenders():
-    """An offender removed by the work it waits for leaves the list in the same change."""
-    live = {"code_in_strings": _code_in_strings(), "base_imports_above": _base_offences()}
-    stale = ["%s: %s (%s)" % (rule, key, why) for rule, entries in sorted(UNTIL_MERGED.items())
-             for key, why in sorted(entries.items()) if key not in live[rule]]
-    assert not stale, "gone: remove from UNTIL_MERGED:\n" + "\n".join(stale)
+# ------------------------------------------------------------------------------------------------ rule d
+# d. one walk of a bwrap argv (issue 55): host/bwrap_options.py's options() reads an argv by ARITY; no other module
+#    reads ARITY to walk one itself.
+ONE_ARGV_WALKER = "module_utils/metnos_sandbox/host/bwrap_options.py"
+OWN_WALKERS = {
+    "module_utils/metnos_sandbox/profile/invariants.py":
+        "the render's final check, its hot loop: the rendered options only, a bind of a path first (bench-render)",
+}
+
+
+def arity_readers(source):
+    """[line] of each use of the name ARITY (bwrap_options.ARITY, or ARITY imported)."""
+    return [node.lineno for node in ast.walk(_tree(source))
+            if (isinstance(node, ast.Attribute) and node.attr == "ARITY")
+            or (isinstance(node, ast.Name) and node.id == "ARITY")
+            or (isinstance(node, ast.alias) and node.name == "ARITY")]
+
+
+def _argv_walkers():
+    return dict((rel, lines) for rel, path in _python_files(["module_utils", "library", "action_plugins",
+                                                              "filter_plugins"])
+                if rel != ONE_ARGV_WALKER for lines in [arity_readers(read_text(path))] if lines)
+
+
+def test_one_argv_walker():
+    found = ["%s:%s" % (rel, lines) for rel, lines in sorted(_argv_walkers().items()) if rel not in OWN_WALKERS]
+    assert not found, "walk a bwrap argv with bwrap_options.options(), not ARITY:\n" + "\n".join(found)
+    assert sorted(OWN_WALKERS) == sorted(rel for rel in _argv_walkers() if rel in OWN_WALKERS), "gone: remove"
+
+
+@pytest.mark.parametrize("source, hits", [
+    # the walkers issue 55 found: payload.py's and profile_states.py's own loops
+    ("def units(words):\n    i = 0\n    while i < len(words):\n        n = bwrap_options.ARITY.get(words[i], 0)\n"
+     "        i += 1 + n\n", [4]),
+    ("from ..host.bwrap_options import ARITY\n", [1]),
+    ("for index, option, follow in bwrap_options.options(words):\n    pass\n", []),
+])
+def test_argv_walkers_are_seen(source, hits):
+    assert arity_readers(source) == hits

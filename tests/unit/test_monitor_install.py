@@ -12,9 +12,8 @@ import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor_install
 from helpers import faces
+from helpers.paths import CORE, ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CORE = os.path.join(ROOT, "module_utils", "metnos_sandbox")
 ENTRY = open(os.path.join(ROOT, "roles", "metnos_sandbox", "files", "metnos-sandbox-monitor.py")).read()
 
 

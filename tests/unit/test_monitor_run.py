@@ -13,9 +13,8 @@ import pytest
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_state
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor, monitor_install
+from helpers.paths import CORE, ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CORE = os.path.join(ROOT, "module_utils", "metnos_sandbox")
 ENTRY = os.path.join(ROOT, "roles", "metnos_sandbox", "files", "metnos-sandbox-monitor.py")
 GOOD = {"schema": monitor.CONFIG_SCHEMA, "audit": {"unit": "", "probe": True, "timeout": 30.0}}
 

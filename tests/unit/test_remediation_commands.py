@@ -20,8 +20,8 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import render_json, summary
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import root_service
 from helpers import report_text
+from helpers.paths import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HINTED = ("unit_not_found", "running_in_container", "bwrap_package_drift", "host_unreachable", "host_no_python",
           "bwrap_missing", "bwrap_not_root_owned", "bwrap_feature_missing", "bwrap_setuid", "bwrap_not_packaged",
           "manifest_parse_error", "manifest_missing", "audit_report_no_results", "monitor_proof_stale",

@@ -18,8 +18,8 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.repo
     waivers,
 )
 from helpers import report_browser, report_text
+from helpers.paths import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCREENSHOT = os.path.join(ROOT, "tests", "artifacts", "audit-report-failing-hosts.png")
 WHEN = datetime.datetime(2026, 11, 30, 6, 0, tzinfo=datetime.timezone.utc)
 

@@ -6,8 +6,7 @@ import os
 import yaml
 
 from helpers import faces
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from helpers.paths import ROOT
 
 
 def _gen(root=ROOT):

@@ -10,8 +10,8 @@ import pytest
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import restrictions, systemd_unit
 from helpers import faces
+from helpers.paths import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 with open(os.path.join(ROOT, "docs", "unit-directives.json")) as _handle:
     DATA = json.load(_handle)
 ROWS = [(release, DATA[release]["bubblewrap"], row) for release in sorted(DATA) for row in DATA[release]["rows"]]

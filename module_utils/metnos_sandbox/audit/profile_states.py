@@ -47,20 +47,15 @@ def _read(argv: Sequence[str]) -> Tuple[Dict[str, Mount], List[str], List[str]]:
     mounts: Dict[str, Mount] = {}
     options: List[str] = []
     words = list(argv[1:]) if argv and not str(argv[0]).startswith("-") else list(argv)
-    i = 0
-    while i < len(words):
-        opt = words[i]
+    for i, opt, args in bwrap_options.options(words):
         if opt == "--":
             return mounts, options, words[i + 1:]
-        arity = bwrap_options.ARITY.get(opt, 0)
-        args = words[i + 1:i + 1 + arity]
         mode = _MOUNT_MODES.get(opt)
         if mode is not None and args:
             dest = args[-1]
             mounts[dest] = {"path": dest, "mode": mode, "source": args[0] if len(args) > 1 else None}
         else:
             options.append(" ".join([opt] + args))
-        i += 1 + arity
     return mounts, options, []
 
 

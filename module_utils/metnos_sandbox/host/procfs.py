@@ -27,6 +27,7 @@ import typing as t
 
 from ..base.paths import under
 from ..base.records import Record
+from . import mountinfo
 
 NS_KINDS = ("user", "mnt", "ipc", "uts", "net", "pid", "cgroup")
 DENIED = (errno.EACCES, errno.EPERM)
@@ -72,36 +73,20 @@ def read_text(path: str, limit: int = 4 << 20) -> str:
 
 # --------------------------------------------------------------------------- mount tables
 
-def _unescape(field: str) -> str:
-    """mountinfo escapes space, tab, newline and backslash as \\ooo octal."""
-    if "\\" not in field:
-        return field
-    out, i = [], 0
-    while i < len(field):
-        code = field[i + 1:i + 4]
-        if field[i] == "\\" and len(code) == 3 and code.isdigit():
-            out.append(chr(int(code, 8)))
-            i += 4
-        else:
-            out.append(field[i])
-            i += 1
-    return "".join(out)
-
-
 def parse_mountinfo(text: t.Optional[str]) -> t.List[Mount]:
-    """/proc/PID/mountinfo -> [{id, parent, dev, root, mountpoint, opts, fstype, source, superopts}]."""
+    """/proc/PID/mountinfo -> [{id, parent, dev, root, mountpoint, opts, fstype, source, superopts}] (the lines
+    read by host/mountinfo.py, the one parser; the fields as text)."""
     out = []
-    for line in (text or "").splitlines():
-        left, sep, right = line.partition(" - ")
-        fields = left.split()
-        if not sep or len(fields) < 6:
-            continue
-        tail = right.split()
-        out.append({"id": fields[0], "parent": fields[1], "dev": fields[2], "root": _unescape(fields[3]),
-                    "mountpoint": _unescape(fields[4]), "opts": fields[5].split(","),
-                    "fstype": tail[0] if tail else "", "source": _unescape(tail[1]) if len(tail) > 1 else "",
-                    "superopts": tail[2].split(",") if len(tail) > 2 else []})
+    for line in mountinfo.parse((text or "").encode("utf-8", "surrogateescape")):
+        out.append({"id": _text(line.id), "parent": _text(line.parent), "dev": _text(line.dev),
+                    "root": _text(line.root), "mountpoint": _text(line.point), "opts": mountinfo.options(line.opts),
+                    "fstype": _text(line.fstype), "source": _text(line.source),
+                    "superopts": mountinfo.options(line.superopts)})
     return out
+
+
+def _text(field: bytes) -> str:
+    return field.decode("utf-8", "replace")
 
 
 def mount_at(mounts: t.Sequence[Mount], path: t.Optional[str]) -> t.Optional[Mount]:

@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from ..audit import audit as audit_audit
 from ..audit import monitor_state
 from ..base import diagnostics, files, owners, verdicts
-from ..host import bwrap
+from ..host import bwrap, procfs
 from ..options import spec
 from ..options.checks import OptionError
 from . import monitor_install, monitor_journal, monitor_textfile
@@ -152,9 +152,11 @@ def own_context(proc: str = "/proc") -> Json:
             status = dict(line.rstrip("\n").split(":\t", 1) for line in handle if ":\t" in line)
         out.update(no_new_privs=int(status.get("NoNewPrivs", "-1")), seccomp=int(status.get("Seccomp", "-1")),
                    cap_bounding=status.get("CapBnd"), uid=int(status.get("Uid", "-1").split()[0]))
-        with open(os.path.join(proc, "self", "mountinfo")) as handle:
-            roots = [line.split() for line in handle if line.split()[4:5] == ["/"]]
-        out["root_read_only"] = bool(roots) and "ro" in roots[-1][5].split(",")
+        mounts = procfs.read_mounts("self", proc)       # the one mountinfo parser's reading
+        if isinstance(mounts, str):
+            raise OSError(mounts)
+        roots = [mount for mount in mounts if mount["mountpoint"] == "/"]
+        out["root_read_only"] = bool(roots) and "ro" in roots[-1]["opts"]
         with open(os.path.join(proc, "self", "cgroup")) as handle:
             out["cgroup"] = handle.read(4096).strip().splitlines()[-1][:200]
     except (OSError, ValueError, IndexError) as exc:

@@ -145,13 +145,7 @@ def descriptor_launcher(words: t.List[str], python: str, spec: Json) -> t.List[s
 
 
 def _option_units(words: t.Sequence[str]) -> t.List[str]:
-    units: t.List[str] = []
-    i = 0
-    while i < len(words):
-        n = bwrap_options.ARITY.get(words[i], 0)
-        units.append(" ".join(words[i:i + 1 + n]))
-        i += 1 + n
-    return units
+    return [" ".join([option] + follow) for _index, option, follow in bwrap_options.options(words)]
 
 
 def argv_deviations(expected: t.Sequence[str], actual: t.Sequence[str]) -> t.Optional[t.Dict[str, t.List[str]]]:

@@ -26,15 +26,14 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import bisect
 import os
-import re
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ..base import paths
 from ..base.records import Record
+from ..host import mountinfo
 
 MOUNTINFO = "/proc/self/mountinfo"
 MAX_MOUNTINFO_BYTES = 64 * 1024 * 1024      # ~100,000 mounts; beyond it the table is not judged complete
-_ESCAPE = re.compile(rb"\\([0-7]{3})")
 # The kernel's pseudo-filesystems: each shows kernel state or kernel objects, not files, and writing
 # into one changes the host (cgroup membership and limits, sysctls, EFI variables, BPF pins, kernel
 # configuration items, ...). Every in-tree one of Linux 6.x that can be mounted; a writable grant at,
@@ -45,15 +44,6 @@ PSEUDO_FSTYPES = frozenset((
     "nsfs", "rpc_pipefs", "nfsd", "selinuxfs", "smackfs", "binder", "resctrl", "sockfs", "pipefs", "bdev",
     "anon_inodefs", "dax", "ipathfs", "qibfs", "spufs", "xenfs", "openpromfs", "gadgetfs", "functionfs",
     "ocfs2_dlmfs"))
-
-
-def _unescape(field: bytes) -> str:
-    """mountinfo escapes space, tab, newline and backslash as \\ooo."""
-    return os.fsdecode(_ESCAPE.sub(_octal, field))
-
-
-def _octal(match: re.Match[bytes]) -> bytes:
-    return bytes([int(match.group(1), 8)])
 
 
 def _join(point: str, rest: str) -> str:
@@ -141,16 +131,8 @@ class MountTable(object):
             return cls()
         data = b"".join(chunks)
         complete = size <= limit
-        entries = []
-        for line in data[:limit].split(b"\n"):
-            fields = line.split(b" ")
-            if len(fields) < 10:
-                continue                     # a short or cut line
-            try:
-                fstype = _unescape(fields[fields.index(b"-", 6) + 1])
-            except (ValueError, IndexError):
-                fstype = ""
-            entries.append(Mount(fields[2], _unescape(fields[3]), _unescape(fields[4]), fstype))
+        entries = [Mount(line.dev, os.fsdecode(line.root), os.fsdecode(line.point), os.fsdecode(line.fstype))
+                   for line in mountinfo.parse(data[:limit])]       # the one parser (a short or cut line: none)
         return cls(entries, complete)
 
     def identities(self, path: str) -> List[Identity]:
