@@ -26,14 +26,14 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 
 from ..base import diagnostics, files, verdicts
 from ..base.diagnostics import Diagnostic
-from . import render_html, render_json, render_junit, render_markdown, report_containment, report_states
+from . import render_html, render_json, render_junit, render_markdown, report_containment, report_states, schema
 from .baseline import FAIL_ON, compare, counts_for_new, finding_key
 from .record import Document, HostRecord, from_result
 from .waivers import waive
 
 Doc = Document     # the report document (the JSON schema's instance): record.Document
 
-SCHEMA = "metnos-sandbox-audit-report/1"
+SCHEMA = schema.CURRENT      # report/schema.py: the versions read and the migration of an older one
 VERDICTS = verdicts.VERDICTS
 
 
