@@ -120,3 +120,19 @@ def test_the_roles_results_each_have_a_state():
     assert [e["state"] for e in entries] == ["in_sync", "refused", "error"]
     assert [d["code"] for d in profile_states.findings(entries)] == ["profile_in_sync", "profile_refused",
                                                                      "profile_context_error"]
+
+
+def test_nothing_proven_is_a_finding_not_a_flag():
+    """Issue 53: where a probe proved nothing, an error finding says so (its passed is read from findings): a device
+    proof with no check, and a profile the probe cannot run (a pinned direct exception) with no error of its own.
+    A fake profile and an empty check list: the real runs are tests/integration/test_device_probe_real.py's."""
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import device, probe
+    none_ran = device._verdict([], ["bwrap", "--", "true"], [])
+    assert [d["code"] for d in none_ran["diagnostics"]] == ["probe_device_check_failed"]
+    assert none_ran["passed"] is False and base_verdicts.verdict(none_ran["diagnostics"]) == "fail"
+    direct = {"decision": "direct", "diagnostics": []}
+    [found] = probe._not_wrapped(direct)
+    assert found["code"] == "probe_check_failed" and "observed direct" in found["message"]
+    refused = {"decision": "refused", "diagnostics": [diagnostics.make("capability_unknown", field="c", value="'x'",
+                                                                       wording="refused", fill={"expected": "y"})]}
+    assert probe._not_wrapped(refused) == []          # its own error already says why
