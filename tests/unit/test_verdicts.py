@@ -127,12 +127,12 @@ def test_nothing_proven_is_a_finding_not_a_flag():
     proof with no check, and a profile the probe cannot run (a pinned direct exception) with no error of its own.
     A fake profile and an empty check list: the real runs are tests/integration/test_device_probe_real.py's."""
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import device, probe
-    none_ran = device._verdict([], ["bwrap", "--", "true"], [])
+    none_ran = device.judged([], ["bwrap", "--", "true"], [])
     assert [d["code"] for d in none_ran["diagnostics"]] == ["probe_device_check_failed"]
     assert none_ran["passed"] is False and base_verdicts.verdict(none_ran["diagnostics"]) == "fail"
     direct = {"decision": "direct", "diagnostics": []}
-    [found] = probe._not_wrapped(direct)
+    [found] = probe.not_wrapped(direct)
     assert found["code"] == "probe_check_failed" and "observed direct" in found["message"]
     refused = {"decision": "refused", "diagnostics": [diagnostics.make("capability_unknown", field="c", value="'x'",
                                                                        wording="refused", fill={"expected": "y"})]}
-    assert probe._not_wrapped(refused) == []          # its own error already says why
+    assert probe.not_wrapped(refused) == []          # its own error already says why

@@ -170,7 +170,7 @@ def prove(argv: t.Sequence[str], python: str, host_network: bool, timeout: float
         _run(checks, words, token, host_network, timeout, user, env)
     finally:
         _cleanup(marker, token)
-    return _verdict(checks.checks, argv, downgrades)
+    return judged(checks.checks, argv, downgrades)
 
 
 def _run(checks: _Checks, words: t.List[str], token: str, host_network: bool, timeout: float,
@@ -320,7 +320,9 @@ FLAG_OF_CHECK = {"device_pid_namespace": "--unshare-pid", "device_deadline_kills
                  "device_process_group": "--new-session"}
 
 
-def _verdict(checks: t.List[Json], argv: t.Sequence[str], downgrades: t.Sequence[t.Mapping[str, str]]) -> Json:
+def judged(checks: t.List[Json], argv: t.Sequence[str], downgrades: t.Sequence[t.Mapping[str, str]]) -> Json:
+    """The device proof's checks as findings (a declared downgrade a warning, every other failure an error, no check
+    at all an error too) and its passed, read from them."""
     diags = []
     declared = dict((d["flag"], d["reason"]) for d in downgrades)
     for check in checks:

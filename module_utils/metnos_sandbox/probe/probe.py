@@ -270,7 +270,7 @@ def _diagnostics(params: Json, service: _Service, verdict: Json, findings: t.Lis
     return base_diagnostics.sort(diags)
 
 
-def _not_wrapped(prof: result.Profile) -> t.List[base_diagnostics.Diagnostic]:
+def not_wrapped(prof: result.Profile) -> t.List[base_diagnostics.Diagnostic]:
     """A profile the probe cannot run (refused, or a pinned direct exception): a failed check of its own when no
     error finding of the profile already says why (nothing was proven, and unknown is a failure)."""
     if any(d["severity"] == base_diagnostics.ERROR for d in prof["diagnostics"]):
@@ -326,7 +326,7 @@ def _probe(params: Json, runner: t.Any, inspection: t.Optional[Handed] = None) -
             return out
     if prof["decision"] != "wrapped":
         out["context"] = "not started: profile %s" % prof["decision"]
-        out["diagnostics"] = base_diagnostics.sort(prof["diagnostics"] + _not_wrapped(prof))
+        out["diagnostics"] = base_diagnostics.sort(prof["diagnostics"] + not_wrapped(prof))
         return out
     extra = list(params.get("extra_absent") or [])
     if service.user.get("home") and service.user.get("home") not in ("/", "/nonexistent"):
