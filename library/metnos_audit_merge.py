@@ -11,8 +11,9 @@ short_description: Merge fleet audit reports made elsewhere (ansible-pull, AWX s
 version_added: "1.0.0"
 description:
   - Runs on the controller only (action plugin); it never contacts a host.
-  - Reads JSON reports (schema C(metnos-sandbox-audit-report/1), as M(metnos.sandbox.metnos_audit_report) writes
-    them) and rebuilds one fleet report from their host records - totals, the bubblewrap revision majority, the
+  - Reads JSON reports (schema C(metnos-sandbox-audit-report/2), a /1 one migrated, as
+    M(metnos.sandbox.metnos_audit_report) writes them) and rebuilds one fleet report from their host
+    records - totals, the bubblewrap revision majority, the
     gate, all four formats (C(.json), C(.md), C(.junit.xml), C(.html)) - in O(dest). A host found in several
     reports keeps the record of the report generated last.
   - A file that is not such a report fails the task with C(audit_merge_input_invalid) before anything is written.

@@ -11,7 +11,7 @@ short_description: Write the fleet audit reports (JSON, Markdown, JUnit XML, HTM
 version_added: "1.0.0"
 description:
   - Runs on the controller only (action plugin); it never contacts a host.
-  - Builds one report document (schema C(metnos-sandbox-audit-report/1), see docs/audit-report.md)
+  - Builds one report document (schema C(metnos-sandbox-audit-report/2), see docs/audit-report.md)
     from the M(metnos.sandbox.metnos_audit) results of every host, including unreachable ones, flags hosts whose
     bubblewrap package differs from the fleet majority, and writes one set - C(.json),
     C(.md), C(.junit.xml), C(.html) (self-contained) - each streamed to its file, under a name no other run has

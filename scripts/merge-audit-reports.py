@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Merge audit reports (JSON, schema metnos-sandbox-audit-report/1) into one fleet report, from a checkout.
+"""Merge audit reports (JSON, schema metnos-sandbox-audit-report/2; /1 migrated) into one fleet report, from a checkout.
 
     python scripts/merge-audit-reports.py OUT_DIR report1.json [report2.json ...]
     python scripts/merge-audit-reports.py --from-list FILES.txt OUT_DIR      # one path per line

@@ -73,6 +73,8 @@ window.addEventListener('load', () => {
   out.wrapped_codes = Array.from(document.querySelectorAll('code')).filter(c => !c.closest('pre') && visible(c) &&
     c.getClientRects().length > 1).map(c => c.textContent.slice(0, 80));
   out.detail_shown = !document.getElementById('detail').hidden;
+  out.detail_subjects = Array.from(document.querySelectorAll('#detail .finding .subject')).filter(visible)
+    .map(s => s.closest('p').querySelector('code').textContent + ' ' + s.textContent);
   const pre = document.createElement('pre'); pre.id = 'metnos-check'; pre.textContent = JSON.stringify(out);
   document.body.appendChild(pre);
 });

@@ -64,7 +64,7 @@ def test_mixed_fleet_reports_and_gate(fleet, tmp_path):
     links = sorted(os.path.basename(p) for p in glob.glob(str(tmp_path / "run1" / "*")) if os.path.islink(p))
     assert links == ["latest", "latest.html", "latest.json", "latest.junit.xml", "latest.md"]   # the next baseline
     doc = json.load(open(glob.glob(str(tmp_path / "run1" / "*.json"))[0]))
-    assert doc["schema"] == "metnos-sandbox-audit-report/1"
+    assert doc["schema"] == "metnos-sandbox-audit-report/2"
     by_host = dict((h["host"], h) for h in doc["hosts"])
     for role, (_u, _f, verdict, code) in FLEET.items():
         assert by_host[role]["verdict"] == verdict, (role, by_host[role]["diagnostics"])

@@ -229,14 +229,19 @@ def test_findings_carry_a_drop_in_a_sysadmin_can_paste():
     assert "AmbientCapabilities= ReadWritePaths=/proc" in whole or "ReadWritePaths=/proc AmbientCapabilities=" in whole
 
 
+FAILED = [{"code": "probe_check_failed", "severity": "error"}]     # a run's verdict: passed is read from findings
+
+
 @pytest.mark.parametrize("verdict,expected", [
-    ({"passed": True}, ("passed", None)),
-    ({"passed": False, "unit_failure": {"status": 203, "name": "EXEC", "meaning": "m", "reason": None}},
+    ({"diagnostics": []}, ("passed", None)),
+    ({"diagnostics": [{"code": "probe_context_incomplete", "severity": "warning"}]}, ("passed", None)),
+    ({"diagnostics": FAILED, "unit_failure": {"status": 203, "name": "EXEC", "meaning": "m", "reason": None}},
      ("unit", "EXEC")),
-    ({"passed": False, "setup_failed": True, "classification": {"cause": "uid_map_readonly", "stderr_line": "x"}},
-     ("setup", "uid_map_readonly")),
-    ({"passed": False, "timed_out": True}, ("timeout", "timeout")),
-    ({"passed": False, "checks": [{"name": "read_only:/usr", "ok": False}]}, ("checks", "read_only:/usr")),
+    ({"diagnostics": FAILED, "setup_failed": True,
+      "classification": {"cause": "uid_map_readonly", "stderr_line": "x"}}, ("setup", "uid_map_readonly")),
+    ({"diagnostics": FAILED, "timed_out": True}, ("timeout", "timeout")),
+    ({"diagnostics": FAILED, "checks": [{"name": "read_only:/usr", "ok": False}]}, ("checks", "read_only:/usr")),
+    ({}, ("payload", "payload_failed")),        # no findings at all: nothing says it passed
 ])
 def test_outcome_of_a_verdict(verdict, expected):
     out = blame.outcome_of(verdict)

@@ -7,6 +7,7 @@ import socket
 
 import pytest
 
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import verdicts
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import holdings, procfs
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import (
     attributes,
@@ -104,7 +105,7 @@ def test_both_witnesses_agree_passes():
     obs, outside, host = good()
     assert failed(obs, outside, host) == {}
     v = verdict(obs, outside, host)
-    assert v["passed"] is True and v["diagnostics"] == []
+    assert verdicts.probe_passed(v) is True and v["diagnostics"] == [] and v["passed"] is True
 
 
 def test_unreadable_namespace_links_are_not_proven():
@@ -223,10 +224,10 @@ def test_timeout_after_the_payload_was_read_still_judges_it():
     obs["ns"] = dict(HOST_NS)
     v = verdict(obs, outside, host, {"timed_out": True, "rc": None, "json_status": {"child-pid": 4242}})
     assert sorted(d["code"] for d in v["diagnostics"]) == ["probe_not_isolated", "probe_timeout"]
-    assert v["passed"] is False and v["setup_failed"] is False and v["checks"]
+    assert verdicts.probe_passed(v) is False and v["setup_failed"] is False and v["checks"]
     obs, outside, host = good()
     v = verdict(obs, outside, host, {"timed_out": True, "rc": None, "json_status": {"child-pid": 4242}})
-    assert [d["code"] for d in v["diagnostics"]] == ["probe_timeout"] and v["passed"] is False
+    assert [d["code"] for d in v["diagnostics"]] == ["probe_timeout"] and verdicts.probe_passed(v) is False
     assert "its checks are judged" in v["diagnostics"][0]["message"] and all(c["ok"] for c in v["checks"])
 
 

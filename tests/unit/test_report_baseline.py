@@ -80,7 +80,8 @@ def test_every_finding_has_a_state_in_every_format(tmp_path):
     assert '<code>unit_blocks_namespaces</code> <span class="badge still">still</span>' in page
     assert '<span class="badge resolved">resolved</span> since the baseline: <code>profile_drift</code>' in page
     data = json.loads(page.split('<script type="application/json" id="data">')[1].split("</script>")[0])
-    assert data["hosts"]["web-1"]["d"][0][5] == "new" and data["hosts"]["web-1"]["res"] == ["profile_drift"]
+    assert data["hosts"]["web-1"]["d"][0][5] == "new"
+    assert data["hosts"]["web-1"]["res"] == ["profile_drift (read_notes)"]      # with its subject
     lines = report.terminal_summary(doc)
     assert "  since the baseline (2026-11-30T06:00:00+00:00): 1 new, 1 still there, 1 resolved" in lines
     assert "  FAIL web-1: profile_drift (new)" in lines

@@ -119,3 +119,23 @@ def test_codes_never_wrap_mid_word_in_chromium(tmp_path):
     assert out["measured"] > 100 and out["wrapped_codes"] == [], out["wrapped_codes"][:10]
     _path, test = report_browser.with_harness(page, str(tmp_path), css_extra=OLD_RULE)
     assert report_browser.measure(str(tmp_path), test)["wrapped_codes"], "the canary: the old rule wraps codes"
+
+
+def test_the_detail_panel_shows_each_findings_subject_in_chromium(tmp_path):
+    """Real headless Chromium opens the first failing host's detail panel (the harness follows its link): every
+    finding there shows its subject (issue 53 item 4). The canary: the panel's subject left out
+    (the script as it was) shows none."""
+    findings = [diagnostics.make("profile_refused", executor="/m/broken.yml", subject="/m/broken.yml",
+                                 refusal="manifest_parse_error", message_text="not YAML"),
+                diagnostics.make("profile_missing", executor="notes", subject="notes", path="/p/notes.args"),
+                diagnostics.make("bwrap_package_drift", majority="1", host="web-1", revision="2", majority_hosts=2,
+                                 hosts=3)]
+    doc = report_text.build({"web-1": audit(findings)}, WHEN)
+    want = sorted("%s %s" % (d["code"], d["details"]["subject"]) for d in findings if d["details"].get("subject"))
+    page = report_text.to_html(doc)
+    _path, test = report_browser.with_harness(page, str(tmp_path))
+    out = report_browser.measure(str(tmp_path), test)
+    assert out["detail_shown"] and sorted(out["detail_subjects"]) == want, out["detail_subjects"]
+    old = page.replace("d[6] != null ? el('span', {class: 'subject'}, data.m[d[6]]) : null,", "null,")
+    _path, test = report_browser.with_harness(old, str(tmp_path))
+    assert report_browser.measure(str(tmp_path), test)["detail_subjects"] == [], "the canary: no subject shown"

@@ -17,7 +17,8 @@ def failed_probe_but_active_view():
             "service": {"unit": "metnos.service", "status": {"active": True}, "verdict": "fail",
                         "status_view": "runtime status() as seen by the live process of metnos.service (PID 9)"},
             "profiles": [], "probe": {"passed": False, "context": "systemd transient unit", "checks": []},
-            "diagnostics": []}
+            "diagnostics": [{"code": "probe_timeout", "severity": "error", "message": "the probe timed out",
+                             "rule": "R-DIAG-3", "details": {}}]}      # a failed probe is a finding (issue 53)
 
 
 def test_reports_label_the_view_and_the_proof():
@@ -86,7 +87,8 @@ def test_reports_say_whether_a_host_is_monitored_and_how_old_its_proof_is():
                      "d": "STALE: proof 12 min old (limit 10 min)", "e": "no (timer inactive; last proof 2 d old)",
                      "f": "-", "g": "-"}
     md = report_text.to_markdown(doc)
-    assert "| FAILED | yes, proof 12 min old | - |" in md and "| STALE: proof 12 min old (limit 10 min) |" in md
+    assert "| FAILED | yes, proof 12 min old | probe_timeout |" in md and \
+        "| STALE: proof 12 min old (limit 10 min) |" in md
     page = report_text.to_html(doc)
     assert "monitored</th>" in page and "<td>collected: proof 12 min old</td>" in page
     assert "continuous proof (monitored: yes, proof 12 min old)" in page

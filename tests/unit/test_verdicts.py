@@ -9,26 +9,32 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audi
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import verdicts as base_verdicts
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import record, summary
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import summary
 from helpers import report_text
 
 WHEN = datetime.datetime(2026, 12, 6, 6, 0, tzinfo=datetime.timezone.utc)
 
 
-@pytest.mark.parametrize("codes, probe, want", [
-    ([], None, "pass"),
-    (["running_in_container"], None, "pass"),                    # info never changes a verdict
-    (["bwrap_package_drift"], None, "warn"),
-    (["bwrap_package_drift", "profile_refused"], None, "fail"),
-    ([], False, "fail"),                                          # a probe that ran and failed
-    (["bwrap_package_drift"], True, "warn"),
-    (["host_unreachable"], None, "unreachable"),
-    (["host_no_python"], None, "fail"),
+@pytest.mark.parametrize("codes, want", [
+    ([], "pass"),
+    (["running_in_container"], "pass"),                    # info never changes a verdict
+    (["bwrap_package_drift"], "warn"),
+    (["bwrap_package_drift", "profile_refused"], "fail"),
+    (["probe_timeout"], "fail"),                            # a probe that ran and failed: its finding (issue 53)
+    (["probe_device_check_failed"], "fail"),                # the device proof
+    (["probe_root_not_contained"], "fail"),                 # a root service's payload not contained
+    (["bwrap_package_drift", "probe_context_incomplete"], "warn"),
+    (["host_unreachable"], "unreachable"),
+    (["host_no_python"], "fail"),
 ])
-def test_the_one_verdict(codes, probe, want):
+def test_the_one_verdict(codes, want):
+    """The verdict from findings alone (issue 53): no flag beside them (the probe's passed is read from them)."""
     findings = [diagnostics.make(code, severity=diagnostics.spec(code).severity) if code != "host_unreachable" else
                 diagnostics.make(code, host="h", why="unreachable") for code in codes]
-    assert base_verdicts.verdict(findings, probe) == want
+    assert base_verdicts.verdict(findings) == want
+    assert base_verdicts.probe_passed({"diagnostics": findings}) is (want in ("pass", "warn"))
+    record_of = {"diagnostics": findings}
+    assert base_verdicts.decide(record_of) == want and record_of["verdict"] == want
 
 
 def test_every_manifest_state_is_a_finding_with_its_own_code():
@@ -75,11 +81,12 @@ def test_the_report_decides_each_verdict_once_from_every_finding():
                                                                           "revision": revision}},
                                 "userns": {}, "diagnostics": []},
                 "service": None, "profiles": [], "probe": {"passed": probe, "checks": []},
-                "diagnostics": [diagnostics.make("running_in_container", container="podman")]}
+                "diagnostics": [diagnostics.make("running_in_container", container="podman")] + ([] if probe else [
+                    diagnostics.make("probe_timeout", wording="killed", timeout=5)])}   # a failed probe: a finding
     doc = report_text.build({"a": host("1"), "b": host("1"), "c": host("2"), "d": host("1", probe=False)}, WHEN)
     verdicts = dict((h["host"], h["verdict"]) for h in doc["hosts"])
     assert verdicts == {"a": "pass", "b": "pass", "c": "warn", "d": "fail"}
-    assert all(h["verdict"] == record.verdict_of(h) for h in doc["hosts"])
+    assert all(h["verdict"] == base_verdicts.verdict(h["diagnostics"]) for h in doc["hosts"])
     md = report_text.to_markdown(doc)
     assert "| c | WARN |" in md and "| d | FAIL |" in md
     assert "`running_in_container`" in md          # the info finding the terminal summary shows
@@ -113,3 +120,19 @@ def test_the_roles_results_each_have_a_state():
     assert [e["state"] for e in entries] == ["in_sync", "refused", "error"]
     assert [d["code"] for d in profile_states.findings(entries)] == ["profile_in_sync", "profile_refused",
                                                                      "profile_context_error"]
+
+
+def test_nothing_proven_is_a_finding_not_a_flag():
+    """Issue 53: where a probe proved nothing, an error finding says so (its passed is read from findings): a device
+    proof with no check, and a profile the probe cannot run (a pinned direct exception) with no error of its own.
+    A fake profile and an empty check list: the real runs are tests/integration/test_device_probe_real.py's."""
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import device, probe
+    none_ran = device.judged([], ["bwrap", "--", "true"], [])
+    assert [d["code"] for d in none_ran["diagnostics"]] == ["probe_device_check_failed"]
+    assert none_ran["passed"] is False and base_verdicts.verdict(none_ran["diagnostics"]) == "fail"
+    direct = {"decision": "direct", "diagnostics": []}
+    [found] = probe.not_wrapped(direct)
+    assert found["code"] == "probe_check_failed" and "observed direct" in found["message"]
+    refused = {"decision": "refused", "diagnostics": [diagnostics.make("capability_unknown", field="c", value="'x'",
+                                                                       wording="refused", fill={"expected": "y"})]}
+    assert probe.not_wrapped(refused) == []          # its own error already says why

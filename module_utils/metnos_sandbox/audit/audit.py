@@ -46,7 +46,7 @@ class HostResult(Shape, total=False):
     profiles: List[Dict[str, Any]]               # profile_drift(): each manifest's state
     probe: Optional[probe_probe.ProbeResult]              # None when the probe is off
     diagnostics: List[base_diagnostics.Diagnostic]              # every finding once, most severe first
-    verdict: str                                 # pass, warn or fail
+    verdict: str                                 # pass, warn or fail: audit_host decides it (verdicts.decide)
     duration: float                              # seconds
     cpu: float                                   # cpu_seconds()
     payload_cache: Dict[str, Any]                # the action's payload: its compiled core's cache (transport.py)
@@ -121,7 +121,17 @@ def audit_host(params: Mapping[str, Any], runner: bwrap.Runner = bwrap.default_r
     the caller applied the spec's defaults once (Ansible's validator in the action and the module,
     options.with_defaults in the monitor and elsewhere), none is applied here. ``trust_store``: the file keeping
     bwrap verifications from one audit to the next (host/trust_store.py; the payload's bootstrap names it beside
-    the compiled core), None for none."""
+    the compiled core), None for none. Its verdict is decided here, once, from its findings (base/verdicts.decide),
+    whichever way they were gathered (_checks)."""
+    result = _checks(params, runner, trust_store)
+    verdicts.decide(result)
+    # every string valid UTF-8: the controller reads the record
+    safe: HostResult = base_diagnostics.utf8_safe(result)
+    return safe
+
+
+def _checks(params: Mapping[str, Any], runner: bwrap.Runner, trust_store: Optional[str]) -> HostResult:
+    """The findings of one host: the non-Linux record, the monitor's collected proof, or the checks run now."""
     system = os.uname().sysname
     if system != "Linux":     # the Linux checks do not apply on another kernel: the record says its level only
         return cast(HostResult, containment.record(os.uname()[1], params["placement"], system, None, None,
@@ -159,24 +169,15 @@ def audit_host(params: Mapping[str, Any], runner: bwrap.Runner = bwrap.default_r
     probe_diags: List[base_diagnostics.Diagnostic] = []
     result["probe"] = _probe(unit if result["service"] is not None else None, params, runner,
                              probe_probe.Handed(inspection, ledger), probe_diags) if params["probe"] else None
-    passed = probe_passed(result.get("probe"))
     level = containment.executors(containment.decide(params["placement"], "linux", status.get("active") is True,
-                                                     passed), params["manifests"])
+                                                     verdicts.probe_passed(result["probe"])), params["manifests"])
     result["containment"] = level
     found = containment.finding(result["hostname"], level, probe_ran=result["probe"] is not None)
     result["diagnostics"] = base_diagnostics.sort(base_diagnostics.union(diags, probe_diags, monitor_diags, [found]
                                                                          if found else []))
-    result["verdict"] = verdicts.verdict(result["diagnostics"], passed)
     result["duration"] = round(time.time() - start, 3)
     result["cpu"] = cpu_seconds()
-    # every string valid UTF-8: the controller reads the record
-    safe: HostResult = base_diagnostics.utf8_safe(result)
-    return safe
-
-
-def probe_passed(probe: Optional[Mapping[str, Any]]) -> Optional[bool]:
-    """What the verdict takes of a probe: None when none ran, else whether it passed."""
-    return None if probe is None else probe.get("passed") is True
+    return result
 
 
 def _service(unit: str, params: Mapping[str, Any], runner: bwrap.Runner, diags: List[base_diagnostics.Diagnostic],
@@ -197,7 +198,7 @@ def _service(unit: str, params: Mapping[str, Any], runner: bwrap.Runner, diags: 
             diags.append(base_diagnostics.unit_not_found(unit))
         return None, None
     svc = found.result
-    svc["verdict"] = host_facts.verdict(svc["diagnostics"])
+    verdicts.decide(svc)      # the service's own findings: its section's verdict
     diags.extend(svc["diagnostics"])
     return svc, found
 

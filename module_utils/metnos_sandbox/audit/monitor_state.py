@@ -22,7 +22,7 @@ import stat
 import time
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from ..base import diagnostics, verdicts
+from ..base import diagnostics
 from ..host import bwrap
 
 UNIT = "metnos-sandbox-monitor"
@@ -183,6 +183,7 @@ def collect(params: Mapping[str, Any], info: Json, record: Json, now: float) -> 
     """The audit result the monitor stored, as the audit's own (``monitor`` says it was collected); a proof
     older than ``monitor_max_age`` seconds is not a pass: monitor_proof_stale, verdict fail."""
     result = dict(record["audit"])
+    result.pop("verdict", None)     # decided again over these findings (audit.audit_host: verdicts.decide)
     max_age = float(params.get("monitor_max_age") or 0)
     proof = info["proof"]
     stale = proof["age_seconds"] > max_age
@@ -191,10 +192,7 @@ def collect(params: Mapping[str, Any], info: Json, record: Json, now: float) -> 
         result["diagnostics"] = diagnostics.sort(list(result["diagnostics"]) + [diagnostics.make(
             "monitor_proof_stale", age=proof["age_seconds"], max_age=int(max_age), finished=proof["finished"],
             result=info["result"])])
-        probe = result.get("probe")
-        result["verdict"] = verdicts.verdict(result["diagnostics"], None if not isinstance(probe, dict) else
-                                             probe.get("passed") is True)
-    return result
+    return result       # its verdict: audit.audit_host decides it again over these findings (verdicts.decide)
 
 
 # --------------------------------------------------------------------------- the audit report's view

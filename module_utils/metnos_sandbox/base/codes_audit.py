@@ -401,7 +401,8 @@ CODES.extend([
     Code("audit_merge_input_invalid", ERROR, "R-DIAG-3", MODULE,
          "A report to merge is not an audit report",
          "The merge (the playbook metnos.sandbox.merge_reports, or scripts/merge-audit-reports.py in a checkout) "
-         "reads JSON reports of schema metnos-sandbox-audit-report/1, as playbooks/audit.yml writes them; a file "
+         "reads JSON reports of schema metnos-sandbox-audit-report/2 (or /1, migrated), as playbooks/audit.yml writes "
+         "them; a file "
          "that cannot be read, is too large, is not JSON, has another schema or a host record without host, "
          "verdict and diagnostics is refused, and nothing is merged.",
          "Each file read (bounded), parsed as JSON, its schema and every host record checked before any merge.",

@@ -194,18 +194,15 @@ def audit(config: Optional[Json], runner: bwrap.Runner, hostname: str,
                                           host=hostname))
     return {"schema": monitor_state.AUDIT_SCHEMA, "hostname": hostname, "bwrap_facts": {}, "service": None,
             "profiles": [],
-            "probe": None, "diagnostics": [], "verdict": "fail"}
+            "probe": None, "diagnostics": []}      # judge() decides its verdict from the findings
 
 
 def judge(result: audit_audit.HostResult, extra: Sequence[diagnostics.Diagnostic]) -> Tuple[bool, str]:
     """(proven, verdict) of an audit result plus the monitor's own findings: proven when the probe passed and
     nothing is an error."""
     result["diagnostics"] = diagnostics.sort(diagnostics.union(result["diagnostics"], extra))
-    probe = result.get("probe")
-    passed = isinstance(probe, dict) and probe.get("passed") is True
-    verdict = verdicts.verdict(result["diagnostics"], passed)     # no probe is not a proof: the monitor's verdict fails
-    result["verdict"] = verdict
-    return passed and verdict != "fail", verdict
+    verdict = verdicts.decide(result)          # again, over the monitor's own findings too
+    return verdicts.probe_passed(result.get("probe")) is True and verdict != verdicts.FAIL, verdict
 
 
 def previous_proof(path: str, now: float) -> Optional[Json]:
@@ -240,13 +237,13 @@ def run(config_path: str, outputs: Outputs, folder: Optional[str] = None, runner
     if folder is not None:
         diags += install_findings(folder, hostname)
     result = audit(config, runner, hostname, diags)
-    proven, verdict = judge(result, diags)
+    proven = judge(result, diags)[0]
     finished = clock()
     record: Json = {
         "schema": monitor_state.RESULT_SCHEMA, "toolkit_version": os.path.basename(folder) if folder else None,
         "hostname": hostname, "unit": (config or {}).get("audit", {}).get("unit", "metnos.service") or "none",
         "os": os_label(), "started": round(started, 3), "finished": round(finished, 3),
-        "duration": round(finished - started, 3), "proven": proven, "verdict": verdict,
+        "duration": round(finished - started, 3), "proven": proven, "verdict": result["verdict"],
         "previous": previous_proof(outputs.result, finished), "context": own_context(), "audit": result}
     record["changed"] = monitor_journal.changed(record, record["previous"])
     return write_outputs(record, outputs), record
@@ -261,7 +258,9 @@ def _write(path: str, write: Callable[[], object], record: Json) -> bool:
             "monitor_output_failed", path=path, why=diagnostics.excerpt(getattr(exc, "strerror", None) or str(exc),
                                                                         200),
             host=record["hostname"])])
-        record["proven"], record["verdict"] = False, "fail"
+        record["proven"] = False
+        verdicts.decide(record["audit"])            # again, over the output's finding too
+        record["verdict"] = record["audit"]["verdict"]
         return False
 
 

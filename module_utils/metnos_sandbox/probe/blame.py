@@ -83,9 +83,11 @@ class _Exhausted(Exception):
 
 
 def outcome_of(verdict: t.Mapping[str, t.Any]) -> Outcome:
-    """A probe verdict (probe.run_systemd) as an Outcome."""
+    """A probe verdict (probe.run_systemd) as an Outcome: passed when it has findings and none is an error (the
+    run's findings alone say it: runners.passed)."""
     seconds = float(verdict.get("duration") or 0.0)
-    if verdict.get("passed"):
+    if verdict.get("diagnostics") is not None and not any(d["severity"] == base_diagnostics.ERROR
+                                                          for d in verdict["diagnostics"]):
         return Outcome(True, "passed", None, "", seconds)
     failure = verdict.get("unit_failure")
     if failure:

@@ -27,7 +27,7 @@ import subprocess
 import time
 import typing as t
 
-from ..base import diagnostics, sources
+from ..base import diagnostics, sources, verdicts
 from ..host import procfs
 from ..profile import descriptors
 from . import device_script
@@ -154,7 +154,8 @@ def prove(argv: t.Sequence[str], python: str, host_network: bool, timeout: float
           user: t.Optional[t.Mapping[str, t.Any]] = None, env: t.Optional[t.Mapping[str, str]] = None,
           fds: t.Optional[t.Sequence[t.Any]] = None, downgrades: t.Sequence[t.Mapping[str, str]] = ()) -> Json:
     """Run ``argv`` (a rendered device profile, or a weakened one in tests) as the device's client: bwrap in a
-    process group of its own, SIGKILL to that group at the deadline. Returns {passed, checks, diagnostics}.
+    process group of its own, SIGKILL to that group at the deadline. Returns {passed, checks, diagnostics}: passed
+    is read from the diagnostics alone (base/verdicts.probe_passed: none is an error).
     ``fds``: the profile's descriptors (descriptors.py: the launcher opens them and becomes bwrap). ``downgrades``:
     the profile's declared ones ({flag, reason}): a check that fails only for a flag declared left out is reported
     as that declared downgrade (device_profile_downgraded, a warning), not as a failure."""
@@ -169,7 +170,7 @@ def prove(argv: t.Sequence[str], python: str, host_network: bool, timeout: float
         _run(checks, words, token, host_network, timeout, user, env)
     finally:
         _cleanup(marker, token)
-    return _verdict(checks.checks, argv, downgrades)
+    return judged(checks.checks, argv, downgrades)
 
 
 def _run(checks: _Checks, words: t.List[str], token: str, host_network: bool, timeout: float,
@@ -319,7 +320,9 @@ FLAG_OF_CHECK = {"device_pid_namespace": "--unshare-pid", "device_deadline_kills
                  "device_process_group": "--new-session"}
 
 
-def _verdict(checks: t.List[Json], argv: t.Sequence[str], downgrades: t.Sequence[t.Mapping[str, str]]) -> Json:
+def judged(checks: t.List[Json], argv: t.Sequence[str], downgrades: t.Sequence[t.Mapping[str, str]]) -> Json:
+    """The device proof's checks as findings (a declared downgrade a warning, every other failure an error, no check
+    at all an error too) and its passed, read from them."""
     diags = []
     declared = dict((d["flag"], d["reason"]) for d in downgrades)
     for check in checks:
@@ -336,5 +339,9 @@ def _verdict(checks: t.List[Json], argv: t.Sequence[str], downgrades: t.Sequence
         diags.append(diagnostics.make(code, fill={"check": check["name"],
                                                   "problems": "; ".join(check["observed"]["problems"])},
                                       check=check["name"], argv=list(argv)[:64]))
-    return {"passed": bool(checks) and not any(d["severity"] == diagnostics.ERROR for d in diags), "checks": checks,
-            "diagnostics": diagnostics.sort(diags)}
+    if not checks:      # nothing proven is a failure, said as one (whether it passed is read from the findings)
+        diags.append(diagnostics.make("probe_device_check_failed", fill={"check": "device_payload",
+                                                                         "problems": "no check ran"},
+                                      check="device_payload", argv=list(argv)[:64]))
+    found = {"checks": checks, "diagnostics": diagnostics.sort(diags)}
+    return dict(found, passed=verdicts.probe_passed(found) is True)     # a view of the findings alone

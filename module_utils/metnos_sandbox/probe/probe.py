@@ -58,7 +58,7 @@ import pwd
 import typing as t
 
 from ..base import diagnostics as base_diagnostics
-from ..base import envflags, owners
+from ..base import envflags, owners, verdicts
 from ..base.records import Record, Shape
 from ..host import bwrap
 from ..host import bwrap_trust as host_bwrap_trust
@@ -71,7 +71,7 @@ from .payload import Json, User
 
 
 class _ProbeKeys(Shape):
-    passed: bool
+    passed: bool                               # read from the findings once (probe_service), never set beside them
     checks: t.List[Json]                       # evidence.evaluate(): one per check, both witnesses
     diagnostics: t.List[base_diagnostics.Diagnostic]
     context: t.Optional[str]                   # where and as whom the run happened (None: not started)
@@ -234,7 +234,7 @@ def _run_in_context(params: Json, runner: t.Any, service: _Service, prof: result
                       (unit_name, user.get("name"), unit) if settings else
                       "systemd transient unit %s as %s (no service unit)" % (unit_name, user.get("name")))
     verdict = runners.run_systemd(prof["argv"], spec, python, user, settings, run_env, timeout, unit_name, trust=trust)
-    if settings and not verdict["passed"] and not verdict["timed_out"] and params.get("blame", True):
+    if settings and not verdicts.probe_passed(verdict) and not verdict["timed_out"] and params.get("blame", True):
         out["blame"] = probe_blame.diagnose(prof["argv"], spec, python, user, settings, timeout, verdict,
                                             probe_blame.bounds(params),
                                             trust=trust)
@@ -270,6 +270,16 @@ def _diagnostics(params: Json, service: _Service, verdict: Json, findings: t.Lis
     return base_diagnostics.sort(diags)
 
 
+def not_wrapped(prof: result.Profile) -> t.List[base_diagnostics.Diagnostic]:
+    """A profile the probe cannot run (refused, or a pinned direct exception): a failed check of its own when no
+    error finding of the profile already says why (nothing was proven, and unknown is a failure)."""
+    if any(d["severity"] == base_diagnostics.ERROR for d in prof["diagnostics"]):
+        return []
+    return [base_diagnostics.make("probe_check_failed", wording="failed", fill={
+        "said": "profile_wrapped (R-DIAG-3): expected a wrapped profile, observed %s" % prof["decision"],
+        "traced": ""}, check="profile_wrapped", check_rule="R-DIAG-3")]
+
+
 def ran_as_root(verdict: Json) -> bool:
     """Whether the outside saw the payload run as uid 0 (the no_capabilities check's observation)."""
     caps = [c for c in verdict.get("checks") or [] if c["name"] == "no_capabilities"]
@@ -284,14 +294,23 @@ def _blamed_by_experiment(out: ProbeResult, unit: t.Optional[str], svc: t.Option
 
 
 def probe_service(params: Json, runner: t.Any, inspection: t.Optional[Handed] = None) -> ProbeResult:
-    """The whole probe: service environment -> fail-closed check -> render -> run in context -> verdict.
+    """The whole probe (_probe): service environment -> fail-closed check -> render -> run in context -> findings;
+    ``passed`` is read from those findings alone (base/verdicts.probe_passed: none is an error), never set beside
+    them. Parameters: _probe's."""
+    out = _probe(params, runner, inspection)
+    out["passed"] = verdicts.probe_passed(out) is True
+    return out
+
+
+def _probe(params: Json, runner: t.Any, inspection: t.Optional[Handed] = None) -> ProbeResult:
+    """The whole probe's findings: service environment -> fail-closed check -> render -> run in context.
 
     ``params``: unit (or None), scope, user, manifest (mapping/text or None), invocation, host,
     python, timeout, context (auto/systemd/direct), extra_absent, accept_bwrap_sha256 (the sha256 of
     self-built bwraps to trust besides the packaged one; options.py refuses anything but 64 hex digits).
     ``inspection``: the unit's service inspection the caller already made (the audit), not made again.
     """
-    out: ProbeResult = {"passed": False, "checks": [], "diagnostics": [], "context": None}
+    out: ProbeResult = {"passed": False, "checks": [], "diagnostics": [], "context": None}    # probe_service reads it
     service = _service(params, runner, out, inspection)
     if not service.status["active"]:
         return _fail_closed(out, service)
@@ -307,7 +326,7 @@ def probe_service(params: Json, runner: t.Any, inspection: t.Optional[Handed] = 
             return out
     if prof["decision"] != "wrapped":
         out["context"] = "not started: profile %s" % prof["decision"]
-        out["diagnostics"] = base_diagnostics.sort(prof["diagnostics"])
+        out["diagnostics"] = base_diagnostics.sort(prof["diagnostics"] + not_wrapped(prof))
         return out
     extra = list(params.get("extra_absent") or [])
     if service.user.get("home") and service.user.get("home") not in ("/", "/nonexistent"):
@@ -323,14 +342,11 @@ def probe_service(params: Json, runner: t.Any, inspection: t.Optional[Handed] = 
         out["root_proof"] = root_proof.prove(prof["argv"], python, spec.get("descriptors"),
                                              min(20.0, float(params.get("timeout") or 60)))
     out["diagnostics"] = _diagnostics(params, service, verdict, findings, out)
-    passed = verdict["passed"]
     if "placement" in prof:         # a paired Linux device: its row of the spec proven as its client runs it
         run_user = None if service.user.get("uid") in (None, os.geteuid()) else service.user
         out["device"] = device.prove(prof["argv"], python, bool((prof.get("network") or {}).get("host")),
                                      min(30.0, float(params.get("timeout") or 60)), run_user, service.env,
                                      prof.get("descriptors"), prof["placement"].get("downgrades") or [])
         out["diagnostics"] = base_diagnostics.sort(out["diagnostics"] + out["device"]["diagnostics"])
-        passed = passed and out["device"]["passed"]
-    out["passed"] = passed and not any(d["code"] == "probe_root_not_contained" for d in out["diagnostics"])
     out["verdict_view"] = "probe: proven by a real wrapped invocation (%s)" % out["context"]
     return out

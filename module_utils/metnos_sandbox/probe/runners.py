@@ -15,7 +15,7 @@ import subprocess
 import time
 import typing as t
 
-from ..base import diagnostics
+from ..base import diagnostics, verdicts
 from ..host import bwrap, bwrap_errors, bwrap_run, bwrap_trust, facts, package_owner
 from ..service import systemd_exit, unit_context
 from . import attributes, evidence, held, proc_covers, proctree, reaper, witness
@@ -37,7 +37,9 @@ def run(argv: t.Sequence[str], spec: Json, python: str, user: t.Optional[User] =
         trust: t.Optional[Json] = None, accept_sha256: t.Sequence[str] = ()) -> Json:
     """Run argv (a bwrap profile) with the payload as its command, bwrap under the probe's child subreaper
     (reaper.py). ``trust``: bwrap_trust.for_run() of argv[0] (verified here when not given, with the sha256s in
-    ``accept_sha256`` accepted). Returns a verdict dict."""
+    ``accept_sha256`` accepted). Returns a verdict dict: whether it passed is read from its findings alone
+    (base/verdicts.probe_passed, its ``passed`` that view): every failed check, a timeout, a failed setup, a tree
+    that held more is one."""
     argv = list(argv)
     sep = argv.index("--")
     beacon = proctree.Beacon(spec["token"])
@@ -79,8 +81,7 @@ def run_verdict(shown: t.List[str], result: Json, obs: t.Optional[Json], outside
     if trust is not None:
         verdict["bwrap_trust"] = bwrap_trust.view(trust)
     verdict["diagnostics"].extend(more)
-    if any(d["severity"] == diagnostics.ERROR for d in more):
-        verdict["passed"] = False
+    verdict["passed"] = verdicts.probe_passed(verdict) is True    # a view of the findings, set nowhere else
     return verdict
 
 
@@ -110,7 +111,7 @@ def _judge_run(shown: t.List[str], result: Json, obs: t.Optional[Json], outside:
     verdict: Json = {"argv": shown, "rc": result["rc"], "timed_out": result["timed_out"],
                      "setup_failed": obs is None and "exit-code" not in status and not result["timed_out"],
                      "stderr": result["stderr"].strip()[-2000:], "duration": result["duration"], "checks": [],
-                     "diagnostics": [], "passed": False}
+                     "diagnostics": []}
     deviations = None
     if run_opts is not None and spec.get("argv_options") is not None:
         deviations = probe_payload.argv_deviations(spec["argv_options"], run_opts)
@@ -137,7 +138,6 @@ def _judge_run(shown: t.List[str], result: Json, obs: t.Optional[Json], outside:
     verdict["observed_uid"] = obs.get("uid")
     verdict["checks"] = checks = evidence.evaluate(spec, obs, outside, host)
     verdict["diagnostics"].extend(_judge(checks, tool, who, traced))
-    verdict["passed"] = not [c for c in checks if not c["ok"]] and not result["timed_out"]
     return verdict
 
 

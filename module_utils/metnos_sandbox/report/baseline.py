@@ -19,9 +19,10 @@ import stat
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 from ..base import diagnostics
+from . import schema
 from .record import HostRecord
 
-SCHEMA = "metnos-sandbox-audit-report/1"      # report.SCHEMA (report imports this module)
+SCHEMA = schema.CURRENT      # report.SCHEMA (report imports this module); an older one (schema.READ) is migrated
 MAX_BYTES = 512 * 1024 * 1024                 # a 10,000-host report is ~40 MB
 CHANGES = ("new", "still", "resolved")
 FAIL_ON = ("any", "new")
@@ -81,8 +82,9 @@ def read(path: str) -> Dict[str, Any]:
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise _refuse(path, "not JSON (%s)" % diagnostics.excerpt(str(exc), 120)[1:-1]) from None
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or not isinstance(doc.get("hosts"), list):
-        raise _refuse(path, "not an audit report of schema %s" % SCHEMA)
+    if not isinstance(doc, dict) or doc.get("schema") not in schema.READ or not isinstance(doc.get("hosts"), list):
+        raise _refuse(path, "not an audit report of schema %s" % " or ".join(schema.READ))
+    doc = schema.upgrade(doc)
     hosts: Dict[str, Found] = {}
     for record in doc["hosts"]:
         if not isinstance(record, dict) or not isinstance(record.get("host"), str) or \

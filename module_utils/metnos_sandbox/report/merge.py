@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: metnos-sandbox-ops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Merge audit reports made elsewhere (JSON, schema ``metnos-sandbox-audit-report/1``) into one fleet report.
+"""Merge audit reports made elsewhere (JSON, schema ``metnos-sandbox-audit-report/2``; a /1 report migrated:
+report/schema.py) into one fleet report.
 
 For ansible-pull (each host audits itself and writes a one-host report) and AWX job slicing (each slice writes
 the report of its share of the inventory): the host records are the same wherever the audit ran, so the fleet
@@ -19,7 +20,7 @@ import json
 import os
 from typing import Any, Dict, List, Sequence, Tuple, cast
 
-from . import report
+from . import report, schema
 from .record import HostRecord
 
 MAX_REPORT_BYTES = 512 * 1024 * 1024      # one report file (the 10,000-host JSON is ~90 MB)
@@ -48,10 +49,11 @@ def read_report(path: str) -> Tuple[str, List[HostRecord]]:
         doc = json.loads(_load(path, MAX_REPORT_BYTES).decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise MergeError("%s: not a JSON report (%s)" % (path, exc)) from None
-    if not isinstance(doc, dict) or doc.get("schema") != report.SCHEMA or not isinstance(doc.get("hosts"), list):
+    if not isinstance(doc, dict) or doc.get("schema") not in schema.READ or not isinstance(doc.get("hosts"), list):
         found = doc.get("schema") if isinstance(doc, dict) else None
         shown = str(found)[:80] if found is not None else None
-        raise MergeError("%s: schema %r is not %s" % (path, shown, report.SCHEMA))
+        raise MergeError("%s: schema %r is not %s" % (path, shown, " or ".join(schema.READ)))
+    doc = schema.upgrade(doc)       # an older report migrated once (report/schema.py)
     for record in doc["hosts"]:
         name = record.get("host") if isinstance(record, dict) else None
         if not isinstance(name, str) or not isinstance(record.get("diagnostics"), list) or "verdict" not in record:

@@ -4,8 +4,8 @@
 """One host's record in the fleet report, typed: what every renderer (JSON, Markdown, JUnit, HTML, metrics) reads.
 
 A host's answer (metnos_audit's result, as the controller received it: JSON, or a failure record) is reduced here
-once (``from_result``) to a ``HostRecord``; its verdict is decided once by report.build_from_hosts with
-``verdict_of`` (base/verdicts.verdict, the function the audit, the monitor and the role's summary ask). The
+once (``from_result``) to a ``HostRecord``, without a verdict: report.build_from_hosts decides it once, after
+waivers, from its findings alone (base/verdicts.decide, the function the audit and the monitor ask too). The
 report document that holds the records (``Document``) and what the renderers share about it (a host's table
 row, its codes, the hosts by code) are here too. Pure Python, no Ansible imports; controller only.
 """
@@ -14,7 +14,7 @@ from __future__ import absolute_import, annotations, division, print_function
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple, TypedDict
 
 from ..audit import monitor_state
-from ..base import diagnostics, verdicts
+from ..base import diagnostics
 from ..base.diagnostics import Diagnostic
 
 # Failure records metnos_audit (or spool.read_spooled) keeps with their own code and its placeholders ("context").
@@ -71,7 +71,6 @@ class HostRequired(TypedDict):
     """The fields every host record has (an audited host, or one the audit could not run on)."""
     host: str
     reachable: bool
-    verdict: Optional[str]          # None until build_from_hosts decides it (verdict_of), once
     status: Optional[Dict[str, Any]]
     bwrap: Optional[Bwrap]
     userns: Optional[Dict[str, Any]]
@@ -84,7 +83,9 @@ class HostRequired(TypedDict):
 
 class HostRecord(HostRequired, total=False):
     """One host in the report: HostRequired, what an audited host adds, and what the report's options add
-    (waivers: ``waived``; a baseline: ``change`` and ``resolved``)."""
+    (waivers: ``waived``; a baseline: ``change`` and ``resolved``) and its verdict, decided once by
+    report.build_from_hosts (base/verdicts.decide) from its findings after waivers."""
+    verdict: str
     hostname: Optional[str]
     duration: Optional[float]
     cpu: Optional[float]
@@ -140,7 +141,7 @@ def status_and_view(svc: Optional[Mapping[str, Any]],
 def from_result(name: str, res: Any) -> HostRecord:
     """One host's answer (as the controller received it) reduced to its record, once."""
     if not isinstance(res, dict) or res.get("unreachable") or res.get("failed") or "schema" not in res:
-        return {"host": name, "reachable": False, "verdict": None, "status": None, "bwrap": None,
+        return {"host": name, "reachable": False, "status": None, "bwrap": None,
                 "userns": None, "service": None, "profiles": [], "probe": None, "monitor": None,
                 "containment": None, "diagnostics": [not_audited(name, res)]}
     facts = res.get("bwrap_facts") or {}
@@ -152,7 +153,7 @@ def from_result(name: str, res: Any) -> HostRecord:
     probe = res.get("probe") or None
     status, view = status_and_view(svc, facts)
     return {
-        "host": name, "reachable": True, "verdict": None,     # build_from_hosts: verdict_of(), once
+        "host": name, "reachable": True,       # its verdict: build_from_hosts decides it, once (verdicts.decide)
         "hostname": res.get("hostname"), "duration": res.get("duration"), "cpu": res.get("cpu"),
         "status": status, "status_view": view, "admin_status": facts.get("status"),
         "bwrap": {"path": bw.get("path"), "version": bw.get("version"), "package": package.get("name"),
@@ -173,12 +174,6 @@ def from_result(name: str, res: Any) -> HostRecord:
                   "checks": probe.get("checks") or []} if probe else None,
         "diagnostics": res.get("diagnostics") or [],
     }
-
-
-def verdict_of(h: HostRecord) -> str:
-    """A host record's verdict: the one function over its findings and its probe (base/verdicts.py)."""
-    probe = h.get("probe")
-    return verdicts.verdict(h["diagnostics"], None if not isinstance(probe, dict) else probe.get("passed") is True)
 
 
 # --------------------------------------------------------------------------- what the renderers share

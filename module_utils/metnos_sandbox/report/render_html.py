@@ -10,12 +10,12 @@ written; the page's pieces are report_html.py's. Pure Python, no Ansible imports
 from __future__ import absolute_import, annotations, division, print_function
 
 import json
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Mapping, Optional
 from urllib.parse import quote
 
 from ..audit import containment
 from ..base import verdicts
-from .baseline import finding_key
+from .baseline import finding_key, subject
 from .record import HOSTS_PER_CODE_SHOWN, Document, HostRecord, by_severity, codes, hosts_by_code, row
 from .report_html import (
     ACT_SHOWN,
@@ -86,16 +86,24 @@ def fix_ref(fixes: Interned, remediation: Any) -> Optional[int]:
     return fixes.ref({"hints": hints, "commands": commands}) if hints or commands else None
 
 
+def _subject_ref(messages: Interned, finding: Mapping[str, Any]) -> Optional[int]:
+    """The detail panel's subject of a finding (baseline.subject: what it is about), None for a host-wide one."""
+    about = subject(finding)
+    return messages.ref(about) if about is not None else None
+
+
 def details_json(doc: Document) -> str:
     messages, fixes, hosts = Interned(), Interned(), {}
     for h in doc["hosts"]:
         change = h.get("change") or {}
         hosts[h["host"]] = {"v": h["verdict"], "facts": host_facts(h), "d": [
             [d["code"], d["severity"], d.get("title"), messages.ref(d["message"]),
-             fix_ref(fixes, fix_of(d)), change.get(finding_key(d))] for d in h["diagnostics"]],
+             fix_ref(fixes, fix_of(d)), change.get(finding_key(d)), _subject_ref(messages, d)]
+            for d in h["diagnostics"]],
             "w": [[w["code"], messages.ref(w.get("message") or ""), w.get("justification"), w.get("approved_by"),
-                   w.get("expires")] for w in h.get("waived") or []],
-            "res": [r["code"] for r in h.get("resolved") or []]}
+                   w.get("expires"), _subject_ref(messages, w)] for w in h.get("waived") or []],
+            "res": [r["code"] + (" (%s)" % r["subject"] if r.get("subject") else "")
+                    for r in h.get("resolved") or []]}
     return script_json({"hosts": hosts, "m": messages.items, "r": fixes.items})
 
 

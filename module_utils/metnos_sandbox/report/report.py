@@ -6,7 +6,8 @@ self-contained HTML (render_json.py, render_markdown.py, render_junit.py, render
 report_metrics.py).
 
 Input: {host: metnos_audit result | an unreachable/failed task result}, each reduced once to its typed record
-(record.from_result) whose verdict is decided once here (record.verdict_of). Pure Python, no Ansible imports; run
+(record.from_result) whose verdict is decided once here, after waivers
+(base/verdicts.decide). Pure Python, no Ansible imports; run
 on the controller (action_plugins/metnos_audit_report.py) or by scripts/merge-audit-reports.py to merge per-host
 JSON produced elsewhere (ansible-pull, AWX).
 
@@ -25,14 +26,14 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 
 from ..base import diagnostics, files, verdicts
 from ..base.diagnostics import Diagnostic
-from . import render_html, render_json, render_junit, render_markdown, report_containment, report_states
+from . import render_html, render_json, render_junit, render_markdown, report_containment, report_states, schema
 from .baseline import FAIL_ON, compare, counts_for_new, finding_key
-from .record import Document, HostRecord, from_result, verdict_of
+from .record import Document, HostRecord, from_result
 from .waivers import waive
 
 Doc = Document     # the report document (the JSON schema's instance): record.Document
 
-SCHEMA = "metnos-sandbox-audit-report/1"
+SCHEMA = schema.CURRENT      # report/schema.py: the versions read and the migration of an older one
 VERDICTS = verdicts.VERDICTS
 
 
@@ -79,9 +80,9 @@ def build_from_hosts(hosts: List[HostRecord], generated: Optional[datetime.datet
                 h["diagnostics"] = diagnostics.sort(h["diagnostics"] + [diagnostics.make(
                     "bwrap_package_drift", majority=majority, host=h["host"], revision=rev,
                     majority_hosts=revisions[majority], hosts=sum(revisions.values()))])
-    for h in hosts:     # each verdict decided once, from every finding (the fleet's included): verdicts.verdict
-        h["verdict"] = verdict_of(h)
     waiver_block = waive(hosts, waivers[1], waivers[0]) if waivers is not None else None
+    for h in hosts:     # each verdict decided once, from every finding that counts (the fleet's in, waived out)
+        verdicts.decide(h)
     findings: List[Diagnostic] = waiver_block.pop("findings") if waiver_block is not None else []
     baseline_block = compare(hosts, baseline) if baseline is not None else None
     totals = dict((v, 0) for v in VERDICTS)

@@ -77,15 +77,12 @@ def host_summary(facts: Optional[Mapping[str, Any]] = None,
 
 def host_verdict(facts: Optional[Mapping[str, Any]] = None,
                  sections: Optional[Iterable[Mapping[str, Any]]] = None) -> str:
-    """The host's verdict over every finding the summary shows, by the one function (base/verdicts.py); a probe
-    that ran and failed fails it as in the audit."""
+    """The host's verdict over every finding the summary shows, by the one function (base/verdicts.py): a probe
+    that ran and failed has an error finding saying so."""
     findings: List[Mapping[str, Any]] = list((facts or {}).get("diagnostics") or [])
-    probe_passed = None
     for section in sections or []:
         findings.extend(section.get("diagnostics") or [])
-        if section.get("probe_passed") is not None:
-            probe_passed = section["probe_passed"]
-    return verdicts.verdict(findings, probe_passed)
+    return verdicts.verdict(findings)
 
 
 def _na(value: Any) -> Any:
@@ -179,5 +176,5 @@ def probe_section(res: Optional[Mapping[str, Any]]) -> Section:
         detail += "; %s (a view, not a proof): active=%s" % (res.get("status_view") or "runtime status()",
                                                              st.get("active"))
     diags = [d for d in res.get("diagnostics") or [] if d.get("severity") != diagnostics.INFO]
-    return {"name": "probe (real wrapped invocation)", "verdict": verdicts.verdict(diags, res.get("passed") is True),
-            "detail": detail, "diagnostics": diags, "probe_passed": res.get("passed") is True}
+    return {"name": "probe (real wrapped invocation)", "verdict": verdicts.verdict(diags), "detail": detail,
+            "diagnostics": diags}

@@ -26,8 +26,7 @@ import fnmatch
 import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from ..base.diagnostics import MODULE, PROBE, REGISTRY, Diagnostic, excerpt, make, section_of
-from ..base.verdicts import verdict
+from ..base.diagnostics import MODULE, REGISTRY, Diagnostic, excerpt, make, section_of
 from ..profile import reader
 from ..profile.model import ManifestError
 from .baseline import subject
@@ -156,8 +155,8 @@ def _executor_text(waiver: Waiver) -> str:
 
 def waive(hosts: List[HostRecord], waivers: List[Waiver], path: str) -> Dict[str, Any]:
     """Move each finding an active waiver matches from its host's ``diagnostics`` to its ``waived`` (the waiver's
-    fields with it), and set the host's verdict again from the findings that remain (the one verdict function,
-    base/verdicts.verdict; a failed probe with no waived finding of its own still fails the host). Returns the
+    fields with it): the host's verdict is decided afterwards from the findings that remain (report.build_from_hosts,
+    base/verdicts.decide; a failed probe is an error finding of its own, so only its waiver moves it). Returns the
     document's ``waivers`` block: each waiver with its state (active, expired, unused), the days until it expires
     and how many findings it waived, and the fleet findings (audit_waiver_expired, audit_waiver_unused)."""
     used: Dict[int, int] = dict((w["index"], 0) for w in waivers)
@@ -178,10 +177,6 @@ def waive(hosts: List[HostRecord], waivers: List[Waiver], path: str) -> Dict[str
                            "expires": match["expires"], "days_left": match["days_left"]})
         if waived and h.get("reachable", True):
             h["diagnostics"], h["waived"] = kept, list(h.get("waived") or []) + waived     # a merge keeps earlier ones
-            probe = h.get("probe")
-            probe_failed = (not probe.get("passed") if probe else False) and \
-                not any(section_of(w["code"]) == PROBE for w in waived)
-            h["verdict"] = verdict(kept, False if probe_failed else None)
     findings: List[Diagnostic] = []
     entries = []
     for w in waivers:

@@ -74,12 +74,14 @@ function showHost(name) {
   for (const d of h.d) {
     kids.push(el('div', {class: 'finding'},
       el('p', {}, el('span', {class: 'sev ' + d[1]}, d[1]), el('code', {}, d[0]),
+         d[6] != null ? el('span', {class: 'subject'}, data.m[d[6]]) : null,
          d[5] ? el('span', {class: 'badge ' + d[5]}, d[5]) : null, ' ' + (d[2] || '')),
       el('p', {}, data.m[d[3]]), fix(d[4])));
   }
   for (const w of h.w) {
     kids.push(el('div', {class: 'finding waived'},
-      el('p', {}, el('span', {class: 'badge waived'}, 'waived'), ' ', el('code', {}, w[0]), ' ' + data.m[w[1]]),
+      el('p', {}, el('span', {class: 'badge waived'}, 'waived'), ' ', el('code', {}, w[0]),
+         w[5] != null ? el('span', {class: 'subject'}, data.m[w[5]]) : null, ' ' + data.m[w[1]]),
       el('p', {}, 'Justification: ' + w[2] + ' (approved by ' + w[3] + ', expires ' + w[4] + ')')));
   }
   if (h.res.length) kids.push(el('p', {}, el('span', {class: 'badge resolved'}, 'resolved'), ' since the baseline: ' + h.res.join(', ')));
