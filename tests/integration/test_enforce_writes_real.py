@@ -10,6 +10,8 @@ Mutations run by hand (each made its test fail, then was restored):
 - enforce_write.check_readable returning at once: test_user_unit_linked_to_a_root_only_unit fails (the token
   lands in the user's drop-in);
 - enforce_write.check_exec_lines returning at once: test_root_service_exec_of_a_users_program fails;
+- enforce_write.check_exec_lines without its _check_scripts call: test_root_service_runs_a_users_script fails
+  (the drop-in is written);
 - files.read_regular without O_NONBLOCK: test_a_fifo_in_place_of_the_path_file hangs until its timeout;
 - enforce_write.dropin_mode ignoring the unit file's mode, or the module comparing content only (not the
   mode): test_root_only_unit_text_stays_root_only_* fails.
@@ -187,6 +189,35 @@ def test_root_service_exec_of_a_users_program(tree, user):
     _system_unit(tree, "[Service]\nExecStart=/usr/bin/env METNOS_SANDBOX=0 /usr/bin/sleep infinity\n")
     out = run(system_args(tree))
     assert out["changed"] and not out.get("failed"), out
+
+
+def test_root_service_runs_a_users_script(tree, user):
+    """A root service whose ExecStart= gives root's own interpreter (the image's /bin/sh and env(1), root's) a
+    script the user owns: root writing that line would run the user's script as root at the next start. Refused
+    with enforce_script_not_roots, naming the script and its owner, nothing written. Canaries: the same line with
+    root's script is written; ``python3 -c`` with the script's path as text (data, not a file run) is written
+    too. (A shell's line that sets METNOS_SANDBOX is not rewritten by enforce at all, so python3 it is.)"""
+    for name in ("usr/bin/env", "usr/bin/python3"):
+        os.makedirs(os.path.dirname(os.path.join(tree, name)), exist_ok=True)
+        shutil.copy("/" + name, os.path.join(tree, name))
+    script = os.path.join(user["home"], "run.py")
+    as_user(user, script, "import time\ntime.sleep(3600)\n", 0o644)
+    relative = "/" + os.path.relpath(script, tree)
+    folder = os.path.join(tree, "etc/systemd/system/metnos.service.d")
+    _system_unit(tree, "[Service]\nExecStart=/usr/bin/env METNOS_SANDBOX=0 /usr/bin/python3 -u %s\n" % relative)
+    out = run(system_args(tree))
+    assert out["failed"] and out["code"] == "enforce_script_not_roots", out
+    assert out["refused"]["owner"] == user["name"] and out["refused"]["path"] == script, out
+    assert out["refused"]["fix"] == "chown -h root:root %s" % user["home"], out     # the first component found
+    assert not os.path.exists(folder)
+    roots = os.path.join(tree, "usr/bin/run.py")
+    shutil.copy(script, roots)
+    os.chown(roots, 0, 0)
+    for line in ("/usr/bin/env METNOS_SANDBOX=0 /usr/bin/python3 -u /usr/bin/run.py",
+                 "/usr/bin/env METNOS_SANDBOX=0 /usr/bin/python3 -c 'import sys' %s" % relative):
+        _system_unit(tree, "[Service]\nExecStart=%s\n" % line)
+        out = run(system_args(tree))
+        assert out["changed"] and not out.get("failed"), out
 
 
 def test_root_only_unit_text_stays_root_only_in_a_system_dropin(tree):
