@@ -97,6 +97,47 @@ def test_writable_folder_fails(tree, mode, gid, reason):
     assert owners.problems(program) == []
 
 
+# (setfacl arguments on a root 0755 folder holding the program, refused?) - the user is the one made here
+ACL_CASES = [
+    (["-m", "u:{user}:rwx"], True),                  # a named user may write (the mask lets it)
+    (["-m", "g:{user}:rwx"], True),                  # a named group (the user's own) may write
+    (["-d", "-m", "u:{user}:rwx"], True),            # the default ACL: what root's new entries there get
+    (["-m", "u:{user}:r-x"], False),                 # canary: a named reader only
+    (["-m", "u:root:rwx"], False),                   # root named: root's alone still
+    (["-m", "u:{user}:rwx,m::r-x"], False),          # the mask takes the entry's write away
+]
+
+
+@pytest.mark.skipif(not shutil.which("setfacl"), reason="needs setfacl (the acl package: scripts/host-packages.sh)")
+@pytest.mark.parametrize("args,refused", ACL_CASES)
+def testacl_entries_are_judged_not_only_the_mask(tree, user, args, refused):
+    """A POSIX ACL set for real with setfacl: the entries are read from the xattrs (no getfacl) and each named
+    user or group that may write is a problem naming it, whatever the mode's group bits say; the fix
+    (setfacl -b) runs as pasted and heals it. Mutation run by hand: change_reasons without its ACL test: the
+    three refused cases fail."""
+    folder = tree / "acl"
+    folder.mkdir()
+    os.chmod(str(folder), 0o755)
+    program = _script(folder / "prog")
+    subprocess.run(["setfacl"] + [word.format(user=user[0]) for word in args] + [str(folder)], check=True)
+    found = owners.problems(program)
+    if not refused:
+        assert found == [], found
+        return
+    assert [(p.path, p.reason) for p in found] == [(str(folder), "acl")], found
+    assert user[0] in found[0].owner_name and found[0].fix == "setfacl -b %s" % folder
+    assert owners.owner(found) is None                       # nobody to run it as: not run at all
+    subprocess.run(found[0].fix, shell=True, check=True)
+    assert owners.problems(program) == []
+
+
+def test_an_acl_that_cannot_be_parsed_is_a_problem(tree):
+    """A malformed access ACL xattr cannot be planted (the kernel checks it); the parser is fed its bytes."""
+    assert owners.acl_entries(b"\x02\x00\x00\x00" + b"\x01" * 7) is None
+    assert owners.acl_entries(b"\x01\x00\x00\x00") is None
+    assert owners.acl_entries(b"\x02\x00\x00\x00") == []
+
+
 def test_sticky_world_writable_folder_passes_root_entries(tree):
     folder = tree / "sticky"
     folder.mkdir()

@@ -22,6 +22,8 @@ import stat
 import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
+from . import owners
+
 TEMP_TRIES = 100
 MAX_LINKS = 40                  # the kernel's own bound on links followed in one lookup
 READ_LIMIT = 1 << 20            # a file read back (drop-in, PATH file) is small: refuse more
@@ -71,10 +73,10 @@ def _kind(mode: int) -> str:
 
 
 def trusted_folder(st: os.stat_result) -> bool:
-    """Only root, or this process's own uid, can change this folder's entries (a link in it is theirs)."""
-    writers_ok = st.st_uid in (0, os.geteuid())
-    group_ok = not st.st_mode & stat.S_IWGRP or st.st_gid == 0
-    return writers_ok and group_ok and not st.st_mode & stat.S_IWOTH
+    """Only root, or this process's own uid, can change this folder's entries (a link in it is theirs):
+    owners.change_reasons with root's group accepted, no sticky exception; its ACL is not read (the walk holds
+    O_PATH descriptors, through which no xattr can be read)."""
+    return not owners.change_reasons(st, sticky_folders=False, own_uid=os.geteuid())
 
 
 def open_folder(path: str, create_mode: Optional[int] = None) -> int:

@@ -37,6 +37,8 @@ import stat
 import time
 from typing import Callable, List, Optional, Set, Tuple
 
+from . import owners
+
 SETTLE_SECONDS = 0.1
 # A file whose ctime is younger than this is looked at again after SETTLE_SECONDS: the kernel stamps times from a
 # coarse clock that was measured here (a Firecracker VM, Linux 6.18) to lag by 125 ms to 4 s, and a truncate that
@@ -121,9 +123,10 @@ def user_name(uid: int) -> str:
         return "uid %d" % uid
 
 
-def trusted(info: os.stat_result) -> bool:
-    """A folder root owns and nobody else can write."""
-    return info.st_uid == 0 and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+def trusted(info: os.stat_result, fd: Optional[int] = None) -> bool:
+    """A folder root owns and nobody else can write (owners.change_reasons: no group write bit even for root's
+    group, no sticky exception - the walk follows links there; the ACL of ``fd``, an open folder, judged too)."""
+    return not owners.change_reasons(info, fd, sticky_folders=False, root_group=False)
 
 
 def group_name(gid: int) -> str:
@@ -228,7 +231,7 @@ def _open_trusted(walk: _Walk, parts: List[str], hops: int) -> Tuple[List[str], 
     (below the first folder someone else can write, or the file's name) and the links followed so far."""
     while len(parts) > 1:
         info = os.fstat(walk.fd)
-        if not trusted(info):
+        if not trusted(info, walk.fd):
             return parts, hops
         name = parts[0]
         if name in ("", "."):
@@ -264,7 +267,7 @@ def _open_file(path: str, flags: int = FILE_FLAGS) -> Tuple[int, Optional[_Walk]
     try:
         while True:
             parts, hops = _open_trusted(walk, parts, hops)
-            if len(parts) > 1 or not trusted(os.fstat(walk.fd)):
+            if len(parts) > 1 or not trusted(os.fstat(walk.fd), walk.fd):
                 break
             try:       # the file itself, in a trusted folder: a link there is root's
                 fd = os.open(parts[0], flags | os.O_NOFOLLOW, dir_fd=walk.fd)
