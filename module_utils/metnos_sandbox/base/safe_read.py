@@ -332,7 +332,7 @@ def read_once(path: str, limit: int) -> bytes:
         raise Refused(MISSING if exc.errno == errno.ENOENT else UNREADABLE, path,
                       error=exc.strerror or str(exc)) from None
     try:
-        return _read_stable(fd, where, walk, limit)
+        return read_stable(fd, where, walk, limit)
     except OSError as exc:
         raise Refused(UNREADABLE, where, error=exc.strerror or str(exc)) from None
     finally:
@@ -364,7 +364,12 @@ def list_folder(path: str) -> List[str]:
         os.close(fd)
 
 
-def _read_stable(fd: int, where: str, walk: Optional[_Walk], limit: int) -> bytes:
+def read_stable(fd: int, where: str, walk: Optional[_Walk], limit: int) -> bytes:
+    """The content of the open file ``fd`` (``where``: its path, for the refusals), read once: a regular file (a
+    FIFO, opened O_NONBLOCK, refused at once), readable by whoever controls a folder on the way (``walk``; None:
+    no one but root), at most ``limit`` bytes, its fstat the same before and after (a file still being written
+    is looked at again after SETTLE_SECONDS). The one read loop of the core: files.read_regular (the writers'
+    reader, which opens the file its own way) reads through it too. Raises Refused."""
     before = os.fstat(fd)
     if stat.S_ISFIFO(before.st_mode):
         raise Refused(FIFO, where, owner=user_name(before.st_uid))
