@@ -201,3 +201,28 @@ def test_as_root_asks_only_when_this_process_is_root(tree, user, monkeypatch):
     assert [p.reason for p in owners.as_root(program)] == ["owned"]
     monkeypatch.setattr(os, "geteuid", lambda: user[1])
     assert owners.as_root(program) == []
+
+
+def _identity(_arg):
+    return ("%s %s %s" % (os.getresuid(), os.getresgid(), sorted(os.getgroups()))).encode()
+
+
+def _sleeps(seconds):
+    import time
+    time.sleep(seconds)
+    return b"woke"
+
+
+def test_call_drops_to_the_user_and_ends_at_its_deadline(user):
+    """run_as.call, the drop for root's own code (enforce's user-scope job, the folders a user's interpreter
+    names): the child has exactly the user's ids and the groups given, and a child that does not answer is
+    killed at the deadline (b""), with the canary that the same child answers when given the time. Mutation run
+    by hand: call's deadline set 100 s away: the 30 s sleeper answers (b"woke") and the test fails."""
+    import time
+    name, uid, gid = user
+    assert run_as.call(uid, gid, _identity, None).decode() == "(%d, %d, %d) (%d, %d, %d) []" % (
+        uid, uid, uid, gid, gid, gid)
+    started = time.monotonic()
+    assert run_as.call(uid, gid, _sleeps, 30, timeout=1.0) == b""
+    assert time.monotonic() - started < 10
+    assert run_as.call(uid, gid, _sleeps, 0.1, timeout=10.0) == b"woke"
