@@ -266,15 +266,24 @@ def check_exec_lines(lines: Sequence[str], service_uid: Optional[int], root: str
         if service_uid not in (None, 0) and not set(prefixes) & set(PRIVILEGED_PREFIXES):
             continue
         for program, path in _programs_of(value, root):
-            found = owners.problems(path) if path else []
-            if path is None or found:
-                first = found[0] if found else None
-                raise EnforceRefused(
-                    "enforce_exec_not_roots", path or program, first.owner_name if first else None,
-                    "ExecStart=%s would run %s as root, and %s" % (
-                        value, program, "%s is %s" % (first.path, first.reason) if first else "it is not found"),
-                    first.fix if first else "command -v %s" % shlex.quote(program))
+            _refuse_unless_roots("enforce_exec_not_roots", value, (program, program), path,
+                                 ("it is not found", "command -v %s" % shlex.quote(program)))
         _check_scripts(value, root)
+
+
+def _refuse_unless_roots(code: str, value: str, named: Tuple[str, str], path: Optional[str],
+                         missing: Tuple[str, str]) -> None:
+    """Raise EnforceRefused(``code``) when ``path`` (what ExecStart=``value`` would run as root; None: not found)
+    can be changed by someone other than root (owners.problems). ``named``: (the word of the line, how the message
+    names it); ``missing``: (the message's words, the fix) for a path that is None."""
+    found = owners.problems(path) if path else []
+    if path is not None and not found:
+        return
+    first = found[0] if found else None
+    raise EnforceRefused(code, path or named[0], first.owner_name if first else None,
+                         "ExecStart=%s would run %s as root, and %s" % (
+                             value, named[1], "%s is %s" % (first.path, first.reason) if first else missing[0]),
+                         first.fix if first else missing[1])
 
 
 def _check_scripts(value: str, root: str) -> None:
@@ -283,15 +292,9 @@ def _check_scripts(value: str, root: str) -> None:
     every component, each link, the file)."""
     for script in exec_scripts(value):
         path = os.path.join(root, script.lstrip("/")) if script.startswith("/") else None
-        found = owners.problems(path) if path else []
-        if path is None or found:
-            first = found[0] if found else None
-            raise EnforceRefused(
-                "enforce_script_not_roots", path or script, first.owner_name if first else None,
-                "ExecStart=%s would run the script %s as root, and %s" % (
-                    value, script, "%s is %s" % (first.path, first.reason) if first
-                    else "it is not an absolute path (found from the unit's working directory, judged nowhere)"),
-                first.fix if first else "realpath -- %s" % shlex.quote(script))
+        _refuse_unless_roots("enforce_script_not_roots", value, (script, "the script %s" % script), path,
+                             ("it is not an absolute path (found from the unit's working directory, judged nowhere)",
+                              "realpath -- %s" % shlex.quote(script)))
 
 
 def _programs_of(value: str, root: str) -> List[Tuple[str, Optional[str]]]:
