@@ -437,3 +437,28 @@ def test_dropin_folder_linked_by_root_in_roots_own_folders_is_listed(kernel):
                                                                                    "10-root.conf")]
     finally:
         shutil.rmtree(top)
+
+
+@pytest.mark.skipif(not shutil.which("setfacl"), reason="needs setfacl (the acl package: scripts/host-packages.sh)")
+@pytest.mark.parametrize("acl", [None, "u:{user}:rwx", "d:u:{user}:rwx"])
+def test_a_root_folder_whose_acl_lets_the_user_write_is_not_trusted(place, kernel, acl):
+    """A folder root owns, mode 0755, but whose ACL (set for real with setfacl) lets the user write it: the user
+    could replace root's link there, so a link in it is not followed (safe_read.trusted reads the ACL through the
+    open folder: owners.change_reasons). Canary: without the ACL, root's link there is root's choice and is read.
+    Mutation run by hand: safe_read.trusted not given the folder's descriptor (no ACL judged): the default-ACL
+    cases (both kernels) read the root-only file and fail; the access ACL raises the mode's group bits, which
+    trusted refused before too."""
+    shared = tempfile.mkdtemp(prefix="metnos-acl-", dir="/run")      # root's 0755 from / (not /var/tmp: sticky)
+    try:
+        os.chmod(shared, 0o755)
+        link = os.path.join(shared, "manifest.yml")
+        os.symlink(os.path.join(place["secret"], "manifest.yml"), link)
+        if acl is None:
+            assert TOKEN.encode() in safe_read.read_once(link, 1 << 16)
+            return
+        subprocess.run(["setfacl", "-m", acl.format(user=place["user"].pw_name), shared], check=True)
+        with pytest.raises(safe_read.Refused) as caught:
+            safe_read.read_once(link, 1 << 16)
+        assert caught.value.reason == safe_read.LINK, caught.value
+    finally:
+        shutil.rmtree(shared)
