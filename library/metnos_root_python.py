@@ -34,7 +34,7 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-path:
+python:
   description: The interpreter judged.
   returned: always
   type: str
@@ -61,8 +61,8 @@ def main():
     if found:
         module.fail_json(msg="metnos_sandbox_exec_python: %s (fix: %s)" % (found[0]["message"],
                                                                            " && ".join(found[0]["remediation"])),
-                         code=CODE, path=path, diagnostics=found)
-    module.exit_json(changed=False, path=path)
+                         code=CODE, python=path, diagnostics=found)
+    module.exit_json(changed=False, python=path)
 
 
 if __name__ == "__main__":
