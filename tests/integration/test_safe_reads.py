@@ -31,20 +31,21 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.prof
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import waivers
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env, systemd_unit
 from conftest import ROOT, run_module
+from helpers import real_user
 from helpers.fake_host import host_dict
 
-USER = "mtn-reads-%d" % os.getpid()
+USER_PREFIX = "mtn-reads-"
+USER = "%s%d" % (USER_PREFIX, os.getpid() % 100000)        # the name real_user.made gives it
 TOKEN = "SECRET-TOKEN-%d-do-not-leak" % os.getpid()
 SHADOW_TOKEN = "$6$rounds=5000$SHADOWTOKEN%d$" % os.getpid()
 
 
 @pytest.fixture(scope="module")
 def user():
-    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", USER], check=True)
-    try:
-        yield pwd.getpwnam(USER)
-    finally:
-        subprocess.run(["userdel", USER], check=False)
+    """The real user (tests/helpers/real_user.py), named USER, as its passwd entry."""
+    with real_user.made(USER_PREFIX) as made:
+        assert made.name == USER
+        yield pwd.getpwnam(made.name)
 
 
 @pytest.fixture
