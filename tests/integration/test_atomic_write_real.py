@@ -12,7 +12,6 @@ Mutations run by hand (each made a test here fail, then was restored):
 import os
 import shutil
 import stat
-import subprocess
 import tempfile
 import threading
 import time
@@ -20,6 +19,7 @@ import time
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import files
+from helpers import real_user
 
 
 @pytest.fixture
@@ -32,16 +32,9 @@ def tree():
 
 @pytest.fixture
 def user(tree):
-    """A real user (useradd) with a real home below ``tree``; removed afterwards."""
-    name = "mfw%d" % (os.getpid() % 100000)
-    home = os.path.join(tree, "home", name)
-    os.makedirs(os.path.dirname(home))
-    subprocess.run(["useradd", "--create-home", "--home-dir", home, "--shell", "/usr/sbin/nologin", name],
-                   check=True, capture_output=True)
-    try:
-        yield {"name": name, "home": home, "uid": os.stat(home).st_uid}
-    finally:
-        subprocess.run(["userdel", name], check=False, capture_output=True)
+    """A real user (useradd) with a real home below ``tree``, removed afterwards (tests/helpers/real_user.py)."""
+    with real_user.made("mfw", home_below=tree) as made:
+        yield made
 
 
 def test_a_users_link_is_never_followed(tree, user):
@@ -50,13 +43,13 @@ def test_a_users_link_is_never_followed(tree, user):
     into a root-owned link path, /var/run, is followed)."""
     secret = os.path.join(tree, "root-only")
     os.makedirs(secret, 0o700)
-    config = os.path.join(user["home"], ".config")
+    config = os.path.join(user.home, ".config")
     os.makedirs(config)
-    os.chown(config, user["uid"], -1)
+    os.chown(config, user.uid, -1)
     os.symlink(secret, os.path.join(config, "out"))
     with pytest.raises(files.LinkRefused) as refused:
         files.replace(os.path.join(config, "out", "f.conf"), "written by root\n", create_mode=0o755)
-    assert refused.value.path == os.path.join(config, "out") and refused.value.owner == user["name"]
+    assert refused.value.path == os.path.join(config, "out") and refused.value.owner == user.name
     assert os.listdir(secret) == []
     # canary: a link in a folder only root writes (Debian's /var/run -> /run) is the system's own: followed
     name = "metnos-files-canary-%d" % os.getpid()

@@ -10,6 +10,8 @@ Mutations run by hand (each made its test fail, then was restored):
 - enforce_write.check_readable returning at once: test_user_unit_linked_to_a_root_only_unit fails (the token
   lands in the user's drop-in);
 - enforce_write.check_exec_lines returning at once: test_root_service_exec_of_a_users_program fails;
+- enforce_write.check_exec_lines without its _check_scripts call: test_root_service_runs_a_users_script fails
+  (the drop-in is written);
 - files.read_regular without O_NONBLOCK: test_a_fifo_in_place_of_the_path_file hangs until its timeout;
 - enforce_write.dropin_mode ignoring the unit file's mode, or the module comparing content only (not the
   mode): test_root_only_unit_text_stays_root_only_* fails.
@@ -17,12 +19,12 @@ Mutations run by hand (each made its test fail, then was restored):
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 
 import pytest
 
 from conftest import adhoc
+from helpers import real_user
 
 MODULE = "metnos.sandbox.metnos_service_env"
 TOKEN = "metnos-canary-token-49"
@@ -38,16 +40,9 @@ def tree():
 
 @pytest.fixture
 def user(tree):
-    """A real user (useradd) with a real home below ``tree``, removed afterwards."""
-    name = "mew%d" % (os.getpid() % 100000)
-    home = os.path.join(tree, "home", name)
-    os.makedirs(os.path.dirname(home))
-    subprocess.run(["useradd", "--create-home", "--home-dir", home, "--shell", "/usr/sbin/nologin", name],
-                   check=True, capture_output=True)
-    try:
-        yield {"name": name, "home": home, "uid": os.stat(home).st_uid, "gid": os.stat(home).st_gid}
-    finally:
-        subprocess.run(["userdel", name], check=False, capture_output=True)
+    """A real user (useradd) with a real home below ``tree``, removed afterwards (tests/helpers/real_user.py)."""
+    with real_user.made("mew", home_below=tree) as made:
+        yield made
 
 
 def as_user(user, path, text=None, mode=0o644):
@@ -58,13 +53,13 @@ def as_user(user, path, text=None, mode=0o644):
             handle.write(text)
         os.chmod(path, mode)
     current = path if text is not None else os.path.dirname(path)
-    while current.startswith(user["home"]):
-        os.lchown(current, user["uid"], user["gid"])
+    while current.startswith(user.home):
+        os.lchown(current, user.uid, user.gid)
         current = os.path.dirname(current)
 
 
 def user_args(user):
-    return {"unit": "metnos.service", "scope": "user", "user": user["name"], "mode": "disk", "state": "enforce",
+    return {"unit": "metnos.service", "scope": "user", "user": user.name, "mode": "disk", "state": "enforce",
             "daemon_reload": False}
 
 
@@ -74,7 +69,7 @@ def run(args, **kwargs):
 
 
 def test_user_scope_writes_as_the_user_and_never_through_its_link(tree, user):
-    units = os.path.join(user["home"], ".config/systemd/user")
+    units = os.path.join(user.home, ".config/systemd/user")
     as_user(user, os.path.join(units, "metnos.service"), "[Service]\nExecStart=/bin/true\n")
     secret = os.path.join(tree, "root-only")
     os.makedirs(secret, 0o700)
@@ -91,14 +86,14 @@ def test_user_scope_writes_as_the_user_and_never_through_its_link(tree, user):
     assert out["changed"] and not out.get("failed"), out
     folder = os.path.join(units, "metnos.service.d")
     for name in ("zz-metnos-sandbox.conf", "zz-metnos-sandbox.env"):
-        assert os.stat(os.path.join(folder, name)).st_uid == user["uid"]
-    assert os.stat(folder).st_uid == user["uid"]
+        assert os.stat(os.path.join(folder, name)).st_uid == user.uid
+    assert os.stat(folder).st_uid == user.uid
     # a second run changes nothing (idempotent), a changed file is backed up: the user's own file
     assert not run(user_args(user))["changed"]
     with open(os.path.join(folder, "zz-metnos-sandbox.env"), "a") as handle:
         handle.write("# edited\n")
     out = run(user_args(user))
-    assert out["dropin"]["env_file_backup"] and os.stat(out["dropin"]["env_file_backup"]).st_uid == user["uid"]
+    assert out["dropin"]["env_file_backup"] and os.stat(out["dropin"]["env_file_backup"]).st_uid == user.uid
 
 
 def test_user_unit_linked_to_a_root_only_unit(tree, user):
@@ -106,7 +101,7 @@ def test_user_unit_linked_to_a_root_only_unit(tree, user):
     line (rewritten: env's METNOS_SANDBOX=0 dropped) into the user's 0644 drop-in. The link, in a folder the user
     controls, is never followed (base/safe_read.py): refused with unit_file_link_refused naming the link, its owner
     and the target's; no drop-in is written and the token is in no file the user can read."""
-    units = os.path.join(user["home"], ".config/systemd/user")
+    units = os.path.join(user.home, ".config/systemd/user")
     hidden = os.path.join(tree, "root-units", "metnos.service")
     os.makedirs(os.path.dirname(hidden), 0o755)
     with open(hidden, "w") as handle:
@@ -115,7 +110,7 @@ def test_user_unit_linked_to_a_root_only_unit(tree, user):
     as_user(user, os.path.join(units, "x"))
     link = os.path.join(units, "metnos.service")
     os.symlink(hidden, link)
-    os.lchown(link, user["uid"], user["gid"])
+    os.lchown(link, user.uid, user.gid)
     out = run(user_args(user))
     assert out["failed"] and out["code"] == "unit_file_link_refused", out
     assert out["refused"]["path"] == link and out["refused"]["target_owner"].startswith("root "), out["refused"]
@@ -125,7 +120,7 @@ def test_user_unit_linked_to_a_root_only_unit(tree, user):
     os.unlink(link)
     with open(hidden) as source, open(link, "w") as handle:
         handle.write(source.read())
-    os.chown(link, user["uid"], user["gid"])
+    os.chown(link, user.uid, user.gid)
     out = run(user_args(user))
     assert out["changed"] and not out.get("failed"), out
     with open(os.path.join(units, "metnos.service.d", "zz-metnos-sandbox.conf")) as handle:
@@ -173,13 +168,13 @@ def test_root_service_exec_of_a_users_program(tree, user):
     naming the script and its owner; nothing written."""
     os.makedirs(os.path.join(tree, "usr/bin"))
     shutil.copy("/usr/bin/env", os.path.join(tree, "usr/bin/env"))      # the image's own env(1): root's
-    tool = os.path.join(user["home"], "bin", "tool")
+    tool = os.path.join(user.home, "bin", "tool")
     as_user(user, tool, "#!/bin/sh\nexec /bin/sleep infinity\n", 0o755)
     _system_unit(tree, "[Service]\nExecStart=/usr/bin/env METNOS_SANDBOX=0 /%s\n" % os.path.relpath(tool, tree))
     folder = os.path.join(tree, "etc/systemd/system/metnos.service.d")
     out = run(system_args(tree))
     assert out["failed"] and out["code"] == "enforce_exec_not_roots", out
-    assert out["refused"]["owner"] == user["name"] and out["refused"]["path"].startswith(user["home"]), out
+    assert out["refused"]["owner"] == user.name and out["refused"]["path"].startswith(user.home), out
     assert out["refused"]["fix"].startswith("chown -h root:root ")
     assert not os.path.exists(folder)
     # canary: the same line with a program only root can change is written
@@ -187,6 +182,35 @@ def test_root_service_exec_of_a_users_program(tree, user):
     _system_unit(tree, "[Service]\nExecStart=/usr/bin/env METNOS_SANDBOX=0 /usr/bin/sleep infinity\n")
     out = run(system_args(tree))
     assert out["changed"] and not out.get("failed"), out
+
+
+def test_root_service_runs_a_users_script(tree, user):
+    """A root service whose ExecStart= gives root's own interpreter (the image's /bin/sh and env(1), root's) a
+    script the user owns: root writing that line would run the user's script as root at the next start. Refused
+    with enforce_script_not_roots, naming the script and its owner, nothing written. Canaries: the same line with
+    root's script is written; ``python3 -c`` with the script's path as text (data, not a file run) is written
+    too. (A shell's line that sets METNOS_SANDBOX is not rewritten by enforce at all, so python3 it is.)"""
+    for name in ("usr/bin/env", "usr/bin/python3"):
+        os.makedirs(os.path.dirname(os.path.join(tree, name)), exist_ok=True)
+        shutil.copy("/" + name, os.path.join(tree, name))
+    script = os.path.join(user.home, "run.py")
+    as_user(user, script, "import time\ntime.sleep(3600)\n", 0o644)
+    relative = "/" + os.path.relpath(script, tree)
+    folder = os.path.join(tree, "etc/systemd/system/metnos.service.d")
+    _system_unit(tree, "[Service]\nExecStart=/usr/bin/env METNOS_SANDBOX=0 /usr/bin/python3 -u %s\n" % relative)
+    out = run(system_args(tree))
+    assert out["failed"] and out["code"] == "enforce_script_not_roots", out
+    assert out["refused"]["owner"] == user.name and out["refused"]["path"] == script, out
+    assert out["refused"]["fix"] == "chown -h root:root %s" % user.home, out     # the first component found
+    assert not os.path.exists(folder)
+    roots = os.path.join(tree, "usr/bin/run.py")
+    shutil.copy(script, roots)
+    os.chown(roots, 0, 0)
+    for line in ("/usr/bin/env METNOS_SANDBOX=0 /usr/bin/python3 -u /usr/bin/run.py",
+                 "/usr/bin/env METNOS_SANDBOX=0 /usr/bin/python3 -c 'import sys' %s" % relative):
+        _system_unit(tree, "[Service]\nExecStart=%s\n" % line)
+        out = run(system_args(tree))
+        assert out["changed"] and not out.get("failed"), out
 
 
 def test_root_only_unit_text_stays_root_only_in_a_system_dropin(tree):

@@ -15,7 +15,8 @@ import tempfile
 
 import pytest
 
-from helpers import installed_collection
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import owners
+from helpers import installed_collection, real_user
 
 
 def recap(output):
@@ -128,3 +129,39 @@ def test_an_interpreter_someone_else_can_change_is_refused(top):
                                               extra_vars={"metnos_sandbox_exec_python": python})
     assert proc.returncode != 0 and "%s is owned by nobody" % python in proc.stdout, proc.stdout[-3000:]
     assert not os.path.lexists(prefix + "/metnos-sandbox-exec")
+
+
+def test_a_venv_someone_else_can_change_is_refused(top):
+    """The interpreter's pyvenv.cfg (read by Python beside the unresolved path or one folder up, -I -S or not) and
+    the ``home`` it names are part of the program (issue 49): planted for real with a user made here, the role
+    refuses each with launcher_python_not_roots, naming the component and its owner, with the chown that fixes
+    it, and installs nothing. Canary: the same venv with root's pyvenv.cfg and home passes the same judgement."""
+    with real_user.made("msoexec") as user:
+        planted = {}
+        for case in ("config", "home", "clean"):
+            venv = os.path.join(top, "venv-" + case)
+            os.makedirs(os.path.join(venv, "bin"))
+            os.symlink("/usr/bin/python3", os.path.join(venv, "bin", "python3"))
+            config = os.path.join(venv, "pyvenv.cfg")
+            home = "/usr/bin"
+            if case == "home":
+                home = os.path.join(top, "users-home", "bin")
+                os.makedirs(home)
+                os.chown(os.path.dirname(home), user.uid, user.gid)
+            with open(config, "w") as handle:
+                handle.write("home = %s\ninclude-system-site-packages = false\n" % home)
+            if case == "config":
+                os.chown(config, user.uid, user.gid)
+            planted[case] = (os.path.join(venv, "bin", "python3"), config if case == "config" else
+                             os.path.dirname(home))
+        assert owners.python_problems(planted["clean"][0]) == []       # canary: the clean venv passes
+        for case in ("config", "home"):
+            python, component = planted[case]
+            prefix = os.path.join(top, "lib-" + case, "metnos-sandbox-exec")
+            proc = installed_collection.run_exec_role(top, prefix, os.path.join(top, "sbin", "exec-" + case),
+                                                      extra_vars={"metnos_sandbox_exec_python": python})
+            out = proc.stdout.replace("\n", " ")
+            assert proc.returncode != 0 and "launcher_python_not_roots" in out, proc.stdout[-3000:]
+            assert "%s is owned by %s" % (component, user.name) in out, proc.stdout[-3000:]
+            assert "chown -h root:root %s" % component in out, proc.stdout[-3000:]
+            assert not os.path.lexists(prefix)

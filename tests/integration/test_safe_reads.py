@@ -31,20 +31,21 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.prof
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import waivers
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env, systemd_unit
 from conftest import ROOT, run_module
+from helpers import real_user
 from helpers.fake_host import host_dict
 
-USER = "mtn-reads-%d" % os.getpid()
+USER_PREFIX = "mtn-reads-"
+USER = "%s%d" % (USER_PREFIX, os.getpid() % 100000)        # the name real_user.made gives it
 TOKEN = "SECRET-TOKEN-%d-do-not-leak" % os.getpid()
 SHADOW_TOKEN = "$6$rounds=5000$SHADOWTOKEN%d$" % os.getpid()
 
 
 @pytest.fixture(scope="module")
 def user():
-    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", USER], check=True)
-    try:
-        yield pwd.getpwnam(USER)
-    finally:
-        subprocess.run(["userdel", USER], check=False)
+    """The real user (tests/helpers/real_user.py), named USER, as its passwd entry."""
+    with real_user.made(USER_PREFIX) as made:
+        assert made.name == USER
+        yield pwd.getpwnam(made.name)
 
 
 @pytest.fixture
@@ -437,3 +438,28 @@ def test_dropin_folder_linked_by_root_in_roots_own_folders_is_listed(kernel):
                                                                                    "10-root.conf")]
     finally:
         shutil.rmtree(top)
+
+
+@pytest.mark.skipif(not shutil.which("setfacl"), reason="needs setfacl (the acl package: scripts/host-packages.sh)")
+@pytest.mark.parametrize("acl", [None, "u:{user}:rwx", "d:u:{user}:rwx"])
+def test_a_root_folder_whose_acl_lets_the_user_write_is_not_trusted(place, kernel, acl):
+    """A folder root owns, mode 0755, but whose ACL (set for real with setfacl) lets the user write it: the user
+    could replace root's link there, so a link in it is not followed (safe_read.trusted reads the ACL through the
+    open folder: owners.change_reasons). Canary: without the ACL, root's link there is root's choice and is read.
+    Mutation run by hand: safe_read.trusted not given the folder's descriptor (no ACL judged): the default-ACL
+    cases (both kernels) read the root-only file and fail; the access ACL raises the mode's group bits, which
+    trusted refused before too."""
+    shared = tempfile.mkdtemp(prefix="metnos-acl-", dir="/run")      # root's 0755 from / (not /var/tmp: sticky)
+    try:
+        os.chmod(shared, 0o755)
+        link = os.path.join(shared, "manifest.yml")
+        os.symlink(os.path.join(place["secret"], "manifest.yml"), link)
+        if acl is None:
+            assert TOKEN.encode() in safe_read.read_once(link, 1 << 16)
+            return
+        subprocess.run(["setfacl", "-m", acl.format(user=place["user"].pw_name), shared], check=True)
+        with pytest.raises(safe_read.Refused) as caught:
+            safe_read.read_once(link, 1 << 16)
+        assert caught.value.reason == safe_read.LINK, caught.value
+    finally:
+        shutil.rmtree(shared)

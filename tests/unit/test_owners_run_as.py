@@ -10,21 +10,16 @@ import sys
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import owners, run_as
+from helpers import real_user
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("useradd"), reason="needs root and useradd")
 
 
 @pytest.fixture(scope="module")
 def user():
-    """A real user, made for this module and removed after: (name, uid, gid)."""
-    name = "mso%d" % (os.getpid() % 100000)
-    subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True)
-    try:
-        entry = subprocess.run(["getent", "passwd", name], check=True, capture_output=True, text=True).stdout
-        fields = entry.strip().split(":")
-        yield name, int(fields[2]), int(fields[3])
-    finally:
-        subprocess.run(["userdel", name], check=False)
+    """A real user, made for this module and removed after (tests/helpers/real_user.py)."""
+    with real_user.made("mso") as made:
+        yield made
 
 
 @pytest.fixture
@@ -56,7 +51,7 @@ def test_root_owned_program_and_its_interpreter_pass(tree):
 
 
 def test_user_owned_program_folder_link_and_interpreter_fail(tree, user):
-    name, uid, gid = user
+    name, uid, gid = user.name, user.uid, user.gid
     program = _script(tree / "prog")
     os.chown(program, uid, gid)
     assert _reasons(program) == [(program, "owned")]
@@ -97,6 +92,47 @@ def test_writable_folder_fails(tree, mode, gid, reason):
     assert owners.problems(program) == []
 
 
+# (setfacl arguments on a root 0755 folder holding the program, refused?) - the user is the one made here
+ACL_CASES = [
+    (["-m", "u:{user}:rwx"], True),                  # a named user may write (the mask lets it)
+    (["-m", "g:{user}:rwx"], True),                  # a named group (the user's own) may write
+    (["-d", "-m", "u:{user}:rwx"], True),            # the default ACL: what root's new entries there get
+    (["-m", "u:{user}:r-x"], False),                 # canary: a named reader only
+    (["-m", "u:root:rwx"], False),                   # root named: root's alone still
+    (["-m", "u:{user}:rwx,m::r-x"], False),          # the mask takes the entry's write away
+]
+
+
+@pytest.mark.skipif(not shutil.which("setfacl"), reason="needs setfacl (the acl package: scripts/host-packages.sh)")
+@pytest.mark.parametrize("args,refused", ACL_CASES)
+def testacl_entries_are_judged_not_only_the_mask(tree, user, args, refused):
+    """A POSIX ACL set for real with setfacl: the entries are read from the xattrs (no getfacl) and each named
+    user or group that may write is a problem naming it, whatever the mode's group bits say; the fix
+    (setfacl -b) runs as pasted and heals it. Mutation run by hand: change_reasons without its ACL test: the
+    three refused cases fail."""
+    folder = tree / "acl"
+    folder.mkdir()
+    os.chmod(str(folder), 0o755)
+    program = _script(folder / "prog")
+    subprocess.run(["setfacl"] + [word.format(user=user.name) for word in args] + [str(folder)], check=True)
+    found = owners.problems(program)
+    if not refused:
+        assert found == [], found
+        return
+    assert [(p.path, p.reason) for p in found] == [(str(folder), "acl")], found
+    assert user.name in found[0].owner_name and found[0].fix == "setfacl -b %s" % folder
+    assert owners.owner(found) is None                       # nobody to run it as: not run at all
+    subprocess.run(found[0].fix, shell=True, check=True)
+    assert owners.problems(program) == []
+
+
+def test_an_acl_that_cannot_be_parsed_is_a_problem(tree):
+    """A malformed access ACL xattr cannot be planted (the kernel checks it); the parser is fed its bytes."""
+    assert owners.acl_entries(b"\x02\x00\x00\x00" + b"\x01" * 7) is None
+    assert owners.acl_entries(b"\x01\x00\x00\x00") is None
+    assert owners.acl_entries(b"\x02\x00\x00\x00") == []
+
+
 def test_sticky_world_writable_folder_passes_root_entries(tree):
     folder = tree / "sticky"
     folder.mkdir()
@@ -118,7 +154,7 @@ def test_missing_fifo_and_loop_are_unknown(tree):
 
 
 def test_run_as_drops_to_the_user(user, tmp_path):
-    _name, uid, gid = user
+    uid, gid = user.uid, user.gid
     ran = run_as.run(["sh", "-c", "id -u; id -g; grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/self/status; env"],
                      uid, gid, env={"EXTRA": "1"})
     lines = run_as.text(ran.stdout).splitlines()
@@ -130,7 +166,7 @@ def test_run_as_drops_to_the_user(user, tmp_path):
 
 
 def test_run_as_bounds_time_and_output(user):
-    _name, uid, gid = user
+    uid, gid = user.uid, user.gid
     ran = run_as.run(["sh", "-c", "head -c 300000 /dev/zero; sleep 30"], uid, gid, timeout=1.5, limit=1000)
     assert (ran.rc, ran.timed_out, ran.truncated, len(ran.stdout)) == (124, True, True, 1000)
     # a child left behind holding the pipes does not keep the run alive
@@ -142,7 +178,7 @@ def test_run_as_bounds_time_and_output(user):
 
 
 def test_run_as_cannot_read_roots_file(user, tmp_path):
-    _name, uid, gid = user
+    uid, gid = user.uid, user.gid
     secret = tmp_path / "secret"
     secret.write_text("TOKEN\n")
     os.chmod(str(secret), stat.S_IRUSR)
@@ -156,7 +192,32 @@ def test_as_root_asks_only_when_this_process_is_root(tree, user, monkeypatch):
     """as_root(): what root must not run itself; another user (os.geteuid patched: the test runs as root) drops
     nothing and is asked nothing."""
     program = _script(tree / "prog")
-    os.chown(program, user[1], user[2])
+    os.chown(program, user.uid, user.gid)
     assert [p.reason for p in owners.as_root(program)] == ["owned"]
-    monkeypatch.setattr(os, "geteuid", lambda: user[1])
+    monkeypatch.setattr(os, "geteuid", lambda: user.uid)
     assert owners.as_root(program) == []
+
+
+def _identity(_arg):
+    return ("%s %s %s" % (os.getresuid(), os.getresgid(), sorted(os.getgroups()))).encode()
+
+
+def _sleeps(seconds):
+    import time
+    time.sleep(seconds)
+    return b"woke"
+
+
+def test_call_drops_to_the_user_and_ends_at_its_deadline(user):
+    """run_as.call, the drop for root's own code (enforce's user-scope job, the folders a user's interpreter
+    names): the child has exactly the user's ids and the groups given, and a child that does not answer is
+    killed at the deadline (b""), with the canary that the same child answers when given the time. Mutation run
+    by hand: call's deadline set 100 s away: the 30 s sleeper answers (b"woke") and the test fails."""
+    import time
+    uid, gid = user.uid, user.gid
+    assert run_as.call(uid, gid, _identity, None).decode() == "(%d, %d, %d) (%d, %d, %d) []" % (
+        uid, uid, uid, gid, gid, gid)
+    started = time.monotonic()
+    assert run_as.call(uid, gid, _sleeps, 30, timeout=1.0) == b""
+    assert time.monotonic() - started < 10
+    assert run_as.call(uid, gid, _sleeps, 0.1, timeout=10.0) == b"woke"

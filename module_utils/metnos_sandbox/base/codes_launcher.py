@@ -13,7 +13,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 from typing import List
 
-from .registry import ERROR, PROFILES, SANDBOX_ACTIVE, Code
+from .registry import ERROR, NOT_ROOTS_FIXES, NOT_ROOTS_HINT, PROFILES, SANDBOX_ACTIVE, Code, not_roots_messages
 
 RENDER_AGAIN = "ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles"
 
@@ -106,4 +106,27 @@ CODES.extend([
          messages={"launcher": "{problem}",
                    "": "{executor}: {problem}"},
          hint="Render the profile again (the write replaces both files)."),
+    Code("launcher_python_not_roots", ERROR, "R-SEC-1", SANDBOX_ACTIVE,
+         "The launcher's interpreter is not root's alone",
+         "metnos_sandbox_exec_python, the interpreter root runs metnos-sandbox-exec with, can be changed by "
+         "someone other than root: a folder on the way, a link, the file, its loader, the pyvenv.cfg Python reads "
+         "beside it or one folder up, the home that names or the standard library there. Whoever that is runs "
+         "their code as root at the launcher's next start. The role installs nothing.",
+         "lstat() of every component from /, each link judged in its folder, the ELF loader walked again, the "
+         "pyvenv.cfg and its home walked too (base/owners.py, module metnos_root_python), before the install.",
+         list(NOT_ROOTS_FIXES["unknown"]), variants=NOT_ROOTS_FIXES,
+         messages=not_roots_messages("root would run metnos-sandbox-exec with {program}"),
+         hint=NOT_ROOTS_HINT + " Or set metnos_sandbox_exec_python to the host's /usr/bin/python3."),
+    Code("launcher_python_unsafe", ERROR, "R-SEC-1", SANDBOX_ACTIVE,
+         "The interpreter running the launcher is not root's alone",
+         "metnos-sandbox-exec, started by root, found the interpreter it runs on (its path, a folder on the way, "
+         "the file a link names, the pyvenv.cfg beside it or one folder up, or the standard library it loaded) "
+         "owned by another user or writable by a group or everyone: that user's code would run as root. "
+         "Nothing was run.",
+         "At start, before the core is loaded: lstat of sys.executable and every folder up to /, each link's "
+         "target the same way, pyvenv.cfg beside it and one folder up, and the folder of the standard library.",
+         ["chown root:root {quoted}", "chmod go-w {quoted}"],
+         messages={"launcher": "{problem}"},
+         hint=("Install the launcher again with metnos_sandbox_exec_python set to the host's /usr/bin/python3 "
+               "(the role refuses an interpreter that is not root's: launcher_python_not_roots).")),
 ])

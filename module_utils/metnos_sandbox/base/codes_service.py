@@ -468,4 +468,15 @@ CODES.extend([
          ["ls -ld <path>", "chown root:root <path>", "chmod go-w <path>"],
          hint="The result's refused.fix is the command for the first component found; or run the service as its "
               "own user (run_as)."),
+    Code("enforce_script_not_roots", ERROR, "R-DIAG-3", MODULE,
+         "enforce would write an ExecStart= that runs as root a script someone else can change",
+         "The drop-in's ExecStart= runs as root (the service's user is root, or a + or ! prefix) an interpreter "
+         "(python, sh, bash, perl...) with a script file, and that script, a folder on its way or a link can be "
+         "changed by a user other than root, or the script is not an absolute path: systemd would run that "
+         "user's code as root at the next start. Nothing was written. Code given with -c is judged as data.",
+         "The first word after the interpreter's options (none after -c or -m) judged by base/owners.py: every "
+         "component from /, each link in its folder.",
+         ["ls -ld <path>", "chown root:root <path>", "chmod go-w <path>"],
+         hint="The result's refused.fix is the command for the first component found; or install the script where "
+              "root keeps it (/usr/local/lib), or run the service as its own user (run_as)."),
 ])

@@ -22,6 +22,8 @@ import stat
 import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
+from . import owners, safe_read
+
 TEMP_TRIES = 100
 MAX_LINKS = 40                  # the kernel's own bound on links followed in one lookup
 READ_LIMIT = 1 << 20            # a file read back (drop-in, PATH file) is small: refuse more
@@ -71,10 +73,10 @@ def _kind(mode: int) -> str:
 
 
 def trusted_folder(st: os.stat_result) -> bool:
-    """Only root, or this process's own uid, can change this folder's entries (a link in it is theirs)."""
-    writers_ok = st.st_uid in (0, os.geteuid())
-    group_ok = not st.st_mode & stat.S_IWGRP or st.st_gid == 0
-    return writers_ok and group_ok and not st.st_mode & stat.S_IWOTH
+    """Only root, or this process's own uid, can change this folder's entries (a link in it is theirs):
+    owners.change_reasons with root's group accepted, no sticky exception; its ACL is not read (the walk holds
+    O_PATH descriptors, through which no xattr can be read)."""
+    return not owners.change_reasons(st, sticky_folders=False, own_uid=os.geteuid())
 
 
 def open_folder(path: str, create_mode: Optional[int] = None) -> int:
@@ -207,7 +209,10 @@ def replace(path: str, content: Union[str, Iterable[str]], mode: int = 0o644,
 def read_regular(path: str, limit: int = READ_LIMIT) -> Optional[Tuple[str, os.stat_result]]:
     """The text of the regular file ``path`` and its fstat, or None when it does not exist. Opened in its
     checked folder without following a link and without blocking (O_NONBLOCK): a FIFO, a link or any other
-    non-regular file raises NotRegular at once; more than ``limit`` bytes raises PathRefused."""
+    non-regular file raises NotRegular at once; more than ``limit`` bytes, or a file that changed while it was
+    read, raises PathRefused. Read by safe_read.read_stable (the one read loop); the opening differs on purpose
+    from safe_read.read_once's: a writer follows no link at all in the folder it writes, where a reader follows
+    root's own links in root's folders."""
     folder, name = os.path.split(os.path.abspath(path))
     try:
         folder_fd = open_folder(folder)
@@ -225,16 +230,13 @@ def read_regular(path: str, limit: int = READ_LIMIT) -> Optional[Tuple[str, os.s
             raise NotRegular(path, owner_name(st.st_uid), "%s, not a regular file" % _kind(st.st_mode)) from None
         try:
             st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise NotRegular(path, owner_name(st.st_uid), "%s, not a regular file" % _kind(st.st_mode))
-            data = os.read(fd, limit + 1)
-            chunk = data
-            while chunk and len(data) <= limit:
-                chunk = os.read(fd, limit + 1 - len(data))
-                data += chunk
-            if len(data) > limit:
-                raise PathRefused(path, owner_name(st.st_uid), "larger than %d bytes" % limit)
+            data = safe_read.read_stable(fd, path, None, limit)
             return data.decode("utf-8", "replace"), st
+        except safe_read.Refused as exc:
+            if exc.reason in (safe_read.FIFO, safe_read.NOT_REGULAR):
+                raise NotRegular(path, owner_name(st.st_uid), "%s, not a regular file" % _kind(st.st_mode)) from None
+            raise PathRefused(path, owner_name(st.st_uid), "larger than %d bytes" % limit if exc.reason ==
+                              safe_read.TOO_LARGE else "changed while it was read") from None
         finally:
             os.close(fd)
     finally:

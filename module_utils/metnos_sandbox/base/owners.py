@@ -12,8 +12,9 @@ way (the link's own folder judged too), the file itself, and its interpreter (``
 - it is writable by its group and that group is not root's (``group_writable``),
 - it is writable by others, unless it is a folder with the sticky bit (``/tmp``: others cannot replace an
   entry there that they do not own, and the entry is judged itself) (``world_writable``),
-- it carries a POSIX ACL whose mask (the group bits) allows writing (``acl``: the entries are not read, so a
-  named user or group may write it),
+- it carries a POSIX ACL entry that lets a named user or group other than root write it, the ACL's mask
+  allowing (its access ACL, or a folder's default ACL: what its new entries get), or an ACL that cannot be read
+  (``acl``: the xattrs parsed here, no getfacl; ``owner_name`` names the writers),
 - it cannot be read or does not exist, the walk is too long, a link loops, or its ``#!`` line is
   ``/usr/bin/env NAME`` (NAME is found on a PATH at run time, judged nowhere) (``unknown``).
 
@@ -36,13 +37,15 @@ Pure Python, no Ansible imports, Python 3.8+.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import errno
+import grp
 import os
 import pwd
 import re
 import shlex
 import stat
 import struct
-from typing import List, Optional, Set, Tuple
+from typing import List, Optional, Set, Tuple, Union
 
 from . import diagnostics
 from .records import Record
@@ -56,6 +59,9 @@ ELF_MAGIC = b"\x7fELF"
 PT_INTERP = 3
 MAX_PROGRAM_HEADERS = 256
 ACL_NAMES = ("system.posix_acl_access", "system.posix_acl_default")
+ACL_VERSION = 2           # POSIX_ACL_XATTR_VERSION
+ACL_USER, ACL_GROUP, ACL_MASK = 0x02, 0x08, 0x10     # the entry tags of a named user, a named group, the mask
+ACL_WRITE = 0x02
 PYVENV_BYTES = 4096       # a pyvenv.cfg longer than this is read no further
 MAX_TREE = 20000          # entries of a standard library walked before it is called unknown
 STDLIB_NAME = re.compile(r"python3\.[0-9]+\Z")
@@ -84,38 +90,98 @@ def _fix(path: str, reason: str) -> str:
     quoted = shlex.quote(path)
     if reason == "owned":
         return "chown -h root:root %s" % quoted
-    if reason in ("group_writable", "acl"):
+    if reason == "group_writable":
         return "chmod g-w %s" % quoted
+    if reason == "acl":
+        return "setfacl -b %s" % quoted
     if reason == "world_writable":
         return "chmod o-w %s" % quoted
     return "ls -ld %s" % quoted
 
 
-def _has_acl(path: str) -> bool:
+def acl_writers(where: Union[str, int]) -> Optional[List[str]]:
+    """The named users and groups other than root that the access ACL of ``where`` (a path, not followed, or an
+    open descriptor) and the default ACL of a folder (what its new entries get) let write: their entries' write
+    bit, with the ACL's mask. Read from the ``system.posix_acl_*`` xattrs and parsed here (no getfacl):
+    ``["user:NAME", "group:NAME"]``, [] without such an entry or ACL; None when an ACL cannot be read or parsed
+    (unknown is a failure)."""
+    out: List[str] = []
+    for name in ACL_NAMES:
+        try:
+            if isinstance(where, int):
+                data = os.getxattr(where, name)
+            else:
+                data = os.getxattr(where, name, follow_symlinks=False)
+        except OSError as exc:
+            if exc.errno in (errno.ENODATA, errno.ENOTSUP, errno.ENOENT, errno.EOPNOTSUPP):
+                continue
+            return None
+        entries = acl_entries(data)
+        if entries is None:
+            return None
+        mask = next((perm for tag, perm, _id in entries if tag == ACL_MASK), 7)
+        out.extend(_acl_name(tag, ident) for tag, perm, ident in entries
+                   if tag in (ACL_USER, ACL_GROUP) and ident != 0 and perm & mask & ACL_WRITE)
+    return sorted(set(out))
+
+
+def acl_entries(data: bytes) -> Optional[List[Tuple[int, int, int]]]:
+    """The (tag, permissions, id) entries of a POSIX ACL xattr (little-endian: a version, then 8-byte entries);
+    None when it is not one."""
+    if len(data) < 4 or (len(data) - 4) % 8 or struct.unpack_from("<I", data, 0)[0] != ACL_VERSION:
+        return None
+    return [struct.unpack_from("<HHI", data, offset) for offset in range(4, len(data), 8)]
+
+
+def _acl_name(tag: int, ident: int) -> str:
+    if tag == ACL_USER:
+        return "user:%s" % user_name(ident)
     try:
-        names = os.listxattr(path, follow_symlinks=False)
-    except OSError:
-        return False
-    return any(name in names for name in ACL_NAMES)
+        return "group:%s" % grp.getgrgid(ident).gr_name
+    except KeyError:
+        return "group:%d" % ident
+
+
+def change_reasons(info: os.stat_result, where: Optional[Union[str, int]] = None, sticky_folders: bool = True,
+                   root_group: bool = True, own_uid: int = 0) -> List[str]:
+    """Why someone other than root (and ``own_uid``) can change this component (its lstat/fstat ``info``): one
+    of REASONS each. The one judgement of "only root can change it" the core has; the rules that differ on
+    purpose are parameters:
+
+    - ``sticky_folders``: a folder others may write but with the sticky bit passes (others cannot replace an
+      entry there they do not own; the entry is judged itself) - owners' walk; a reader that opens entries it
+      has not judged itself does not accept it.
+    - ``root_group``: a group write bit is accepted when the group is root's (gid 0).
+    - ``own_uid``: a uid besides root whose components pass (a writer running as that user: its own folders).
+    - ``where``: the path (not followed) or descriptor whose ACL xattrs are read (acl_writers); None when the
+      caller holds only an O_PATH descriptor (no xattr can be read through it) - the ACL is then not judged.
+
+    A symbolic link is judged by its owner alone (its own mode is always 0777 and means nothing)."""
+    mode = info.st_mode
+    reasons = []
+    if info.st_uid not in (0, own_uid):
+        reasons.append("owned")
+    if stat.S_ISLNK(mode):
+        return reasons
+    if mode & stat.S_IWGRP and not (root_group and info.st_gid == 0):
+        reasons.append("group_writable")
+    if mode & stat.S_IWOTH and not (sticky_folders and stat.S_ISDIR(mode) and mode & stat.S_ISVTX):
+        reasons.append("world_writable")
+    if where is not None and acl_writers(where) != []:
+        reasons.append("acl")          # a named user or group may write it (or its ACL cannot be read)
+    return reasons
 
 
 def judge_component(path: str, info: os.stat_result) -> List[Problem]:
-    """The problems of one component, from its lstat (and its ACL xattrs)."""
-    mode = info.st_mode
-    is_link = stat.S_ISLNK(mode)
-    is_folder = stat.S_ISDIR(mode)
-    reasons = []
-    if info.st_uid != 0:
-        reasons.append("owned")
-    if not is_link:       # a link's own mode is always 0777 and means nothing; its owner and folder do
-        if mode & stat.S_IWGRP and info.st_gid != 0:
-            reasons.append("group_writable")
-        if mode & stat.S_IWOTH and not (is_folder and mode & stat.S_ISVTX):
-            reasons.append("world_writable")
-        if mode & stat.S_IWGRP and info.st_gid == 0 and _has_acl(path):
-            reasons.append("acl")     # the group bits are the ACL's mask: a named user or group may write
-    return [Problem(path, info.st_uid, info.st_gid, stat.S_IMODE(mode), reason, _fix(path, reason),
-                    user_name(info.st_uid)) for reason in reasons]
+    """The problems of one component, from its lstat and its ACL xattrs (change_reasons)."""
+    out = []
+    for reason in change_reasons(info, path):
+        who = user_name(info.st_uid)
+        if reason == "acl":
+            who = ", ".join(acl_writers(path) or ["an ACL entry that cannot be read"])
+        out.append(Problem(path, info.st_uid, info.st_gid, stat.S_IMODE(info.st_mode), reason, _fix(path, reason),
+                           who))
+    return out
 
 
 def _unknown(path: str) -> Problem:

@@ -129,12 +129,12 @@ JUDGED = {"judged": "{field}: {access} {path}: {problem}",
 # A program root would run that someone else can change (base/owners.py): one finding per component, its variant
 # the reason ({path}: the component, {owner}: its owner's name, {mode}: its mode, {program}: what root would run).
 NOT_ROOTS_FIXES = {"owned": ("chown -h root:root {path}",), "group_writable": ("chmod g-w {path}",),
-                   "world_writable": ("chmod o-w {path}",), "acl": ("chmod g-w {path}",),
+                   "world_writable": ("chmod o-w {path}",), "acl": ("setfacl -b {path}",),
                    "unknown": ("ls -ld {path}",)}
 NOT_ROOTS_SEEN = {"owned": "{path} is owned by {owner}, not root",
                   "group_writable": "{path} is writable by its group (mode {mode}, gid {gid})",
                   "world_writable": "{path} is writable by every user (mode {mode}, no sticky bit)",
-                  "acl": "{path} has a POSIX ACL whose mask lets named users or groups write it (mode {mode})",
+                  "acl": "{path} has a POSIX ACL entry that lets {owner} write it (mode {mode})",
                   "unknown": "{path} could not be judged (missing, not a regular file, a link loop, too deep)"}
 NOT_ROOTS_HINT = ("Make every folder on the way, the program and its interpreter root's and writable by root alone "
                   "(or install the program where root keeps it: /usr/bin), then run the check again.")

@@ -18,6 +18,12 @@ The API (stable; the enforce branch uses it too):
 - ``Ran``: ``rc`` (the exit status; 124 at the deadline, 127 when it could not start), ``stdout``, ``stderr``
   (bytes, at most ``limit`` each), ``timed_out``, ``truncated`` (more output was given than kept), and
   ``text(data)`` to read bytes as text (UTF-8, bad bytes replaced).
+- ``call(uid, gid, func, arg, groups=(), timeout=CALL_SECONDS) -> bytes``: the other way to drop, for root's own
+  code (a function, which no exec can carry) run on what the user may see or write: a forked child that takes
+  exactly uid/gid and ``groups`` (setgroups, setresgid, setresuid: a uid change from 0 clears every capability,
+  and the child execs nothing, so the bounding set and no_new_privs that setpriv sets for a program have nothing
+  to guard), checks that the drop held, runs ``func(arg)`` and writes its bytes; killed at the deadline. b"" when
+  it could not report. host/procfs.py's run_as and call_as are this.
 
 Pure Python, no Ansible imports, Python 3.8+.
 """
@@ -30,14 +36,17 @@ import selectors
 import signal
 import subprocess
 import time
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, TypeVar
 
 from .records import Record
+
+T = TypeVar("T")
 
 SETPRIV = "/usr/bin/setpriv"
 CLEAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 CLEAN_ENV = {"PATH": CLEAN_PATH, "LANG": "C", "LC_ALL": "C", "LANGUAGE": "C"}
 LIMIT = 1 << 20            # bytes kept of each stream
+CALL_SECONDS = 60.0        # a forked call's deadline (a user's FUSE folder may never answer)
 CHUNK = 65536
 GRACE = 1.0              # seconds the pipes are read after the program exits
 ENV_NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
@@ -136,3 +145,64 @@ def run(argv: Sequence[str], uid: int, gid: int, timeout: float = 30.0, limit: i
         if pipe is not None:
             pipe.close()
     return Ran(124 if timed_out else rc, bytes(kept["stdout"]), bytes(kept["stderr"]), timed_out, truncated)
+
+
+def _dropped(uid: int, gid: int, groups: Sequence[int]) -> bool:
+    """Whether this process has exactly uid/gid and ``groups`` and cannot take root back."""
+    if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid):
+        return False
+    if sorted(set(os.getgroups()) - {gid}) != sorted(set(groups) - {gid}):
+        return False
+    try:
+        os.setuid(0)
+    except OSError:
+        return True
+    return uid == 0
+
+
+def call(uid: int, gid: int, func: Callable[[T], bytes], arg: T, groups: Sequence[int] = (),
+         timeout: float = CALL_SECONDS) -> bytes:
+    """func(arg) in a forked child that has exactly uid/gid and the supplementary ``groups`` (none by default),
+    see the module's docstring: the bytes it returned, or b"" when it could not report (the drop did not hold,
+    it failed before writing, or the deadline passed: then it is killed). ``func`` bounds what it returns."""
+    rfd, wfd = os.pipe()
+    child = os.fork()
+    if child == 0:          # pragma: no cover - runs in the forked child
+        code = 0
+        try:
+            os.close(rfd)
+            os.setgroups(list(groups))
+            os.setresgid(gid, gid, gid)
+            os.setresuid(uid, uid, uid)
+            if not _dropped(uid, gid, groups):
+                os._exit(1)
+            data = func(arg)
+            while data:
+                data = data[os.write(wfd, data):]
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(wfd)
+    chunks: List[bytes] = []
+    deadline = time.monotonic() + timeout
+    complete = False
+    try:
+        with selectors.DefaultSelector() as selector:
+            selector.register(rfd, selectors.EVENT_READ)
+            while not complete:
+                left = deadline - time.monotonic()
+                if left <= 0 or not selector.select(left):
+                    break
+                chunk = os.read(rfd, 65536)
+                chunks.append(chunk)
+                complete = not chunk
+    finally:
+        os.close(rfd)
+        if not complete:
+            try:
+                os.kill(child, signal.SIGKILL)
+            except OSError:
+                pass
+        os.waitpid(child, 0)
+    return b"".join(chunks) if complete else b""

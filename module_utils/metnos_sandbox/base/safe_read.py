@@ -37,6 +37,8 @@ import stat
 import time
 from typing import Callable, List, Optional, Set, Tuple
 
+from . import owners
+
 SETTLE_SECONDS = 0.1
 # A file whose ctime is younger than this is looked at again after SETTLE_SECONDS: the kernel stamps times from a
 # coarse clock that was measured here (a Firecracker VM, Linux 6.18) to lag by 125 ms to 4 s, and a truncate that
@@ -121,9 +123,10 @@ def user_name(uid: int) -> str:
         return "uid %d" % uid
 
 
-def trusted(info: os.stat_result) -> bool:
-    """A folder root owns and nobody else can write."""
-    return info.st_uid == 0 and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+def trusted(info: os.stat_result, fd: Optional[int] = None) -> bool:
+    """A folder root owns and nobody else can write (owners.change_reasons: no group write bit even for root's
+    group, no sticky exception - the walk follows links there; the ACL of ``fd``, an open folder, judged too)."""
+    return not owners.change_reasons(info, fd, sticky_folders=False, root_group=False)
 
 
 def group_name(gid: int) -> str:
@@ -228,7 +231,7 @@ def _open_trusted(walk: _Walk, parts: List[str], hops: int) -> Tuple[List[str], 
     (below the first folder someone else can write, or the file's name) and the links followed so far."""
     while len(parts) > 1:
         info = os.fstat(walk.fd)
-        if not trusted(info):
+        if not trusted(info, walk.fd):
             return parts, hops
         name = parts[0]
         if name in ("", "."):
@@ -264,7 +267,7 @@ def _open_file(path: str, flags: int = FILE_FLAGS) -> Tuple[int, Optional[_Walk]
     try:
         while True:
             parts, hops = _open_trusted(walk, parts, hops)
-            if len(parts) > 1 or not trusted(os.fstat(walk.fd)):
+            if len(parts) > 1 or not trusted(os.fstat(walk.fd), walk.fd):
                 break
             try:       # the file itself, in a trusted folder: a link there is root's
                 fd = os.open(parts[0], flags | os.O_NOFOLLOW, dir_fd=walk.fd)
@@ -329,7 +332,7 @@ def read_once(path: str, limit: int) -> bytes:
         raise Refused(MISSING if exc.errno == errno.ENOENT else UNREADABLE, path,
                       error=exc.strerror or str(exc)) from None
     try:
-        return _read_stable(fd, where, walk, limit)
+        return read_stable(fd, where, walk, limit)
     except OSError as exc:
         raise Refused(UNREADABLE, where, error=exc.strerror or str(exc)) from None
     finally:
@@ -361,7 +364,12 @@ def list_folder(path: str) -> List[str]:
         os.close(fd)
 
 
-def _read_stable(fd: int, where: str, walk: Optional[_Walk], limit: int) -> bytes:
+def read_stable(fd: int, where: str, walk: Optional[_Walk], limit: int) -> bytes:
+    """The content of the open file ``fd`` (``where``: its path, for the refusals), read once: a regular file (a
+    FIFO, opened O_NONBLOCK, refused at once), readable by whoever controls a folder on the way (``walk``; None:
+    no one but root), at most ``limit`` bytes, its fstat the same before and after (a file still being written
+    is looked at again after SETTLE_SECONDS). The one read loop of the core: files.read_regular (the writers'
+    reader, which opens the file its own way) reads through it too. Raises Refused."""
     before = os.fstat(fd)
     if stat.S_ISFIFO(before.st_mode):
         raise Refused(FIFO, where, owner=user_name(before.st_uid))

@@ -27,6 +27,7 @@ import typing as t
 
 from ..base.paths import under
 from ..base.records import Record
+from ..base.run_as import call
 from . import mountinfo
 
 NS_KINDS = ("user", "mnt", "ipc", "uts", "net", "pid", "cgroup")
@@ -294,36 +295,9 @@ def own_credentials(pid: Pid, proc: str = "/proc") -> t.Optional[t.Tuple[int, in
 
 def run_as(uid: int, gid: int, func: t.Callable[[T], bytes], arg: T, groups: t.Sequence[int] = ()) -> bytes:
     """func(arg) in a forked child that has exactly uid/gid and the supplementary ``groups`` (none by default):
-    the bytes it returned, or b"" when it could not report (it failed before writing). ``func`` bounds what it
-    returns."""
-    rfd, wfd = os.pipe()
-    child = os.fork()
-    if child == 0:          # pragma: no cover - runs in the forked reader
-        code = 0
-        try:
-            os.close(rfd)
-            os.setgroups(list(groups))
-            os.setresgid(gid, gid, gid)
-            os.setresuid(uid, uid, uid)
-            data = func(arg)
-            while data:
-                data = data[os.write(wfd, data):]
-        except BaseException:
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(wfd)
-    chunks = []
-    try:
-        while True:
-            chunk = os.read(rfd, 65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-    finally:
-        os.close(rfd)
-        os.waitpid(child, 0)
-    return b"".join(chunks)
+    the bytes it returned, or b"" when it could not report (it failed before writing, or its deadline passed).
+    ``func`` bounds what it returns. The core's one drop for a function: base/run_as.py call."""
+    return call(uid, gid, func, arg, groups)
 
 
 def call_as(uid: int, gid: int, func: t.Callable[[T], t.Any], arg: T, groups: t.Sequence[int] = ()) -> t.Any:

@@ -8,6 +8,9 @@ The interpreter is the service's (typically its user's venv): it always runs wit
 no user site, no PYTHON* variable), and only when root alone can change it (base/owners.py: the file, its
 interpreter, every folder and link on the way) with the runner given; otherwise as the one user who owns it
 (base/run_as.py: setpriv, no capabilities, a clean environment, a timeout), or not at all (issue 49).
+What an interpreter run as its user names is judged as that user (a child forked as the user: which of the
+named paths are folders it can reach), never by root: root's answer would tell the user which folders exist
+where it cannot look (below /root).
 
 Pure Python, no Ansible imports.
 """
@@ -16,6 +19,7 @@ from __future__ import absolute_import, annotations, division, print_function
 import functools
 import json
 import os
+import pwd
 from typing import (
     Any,
     Callable,
@@ -27,6 +31,7 @@ from typing import (
 
 from ..base import diagnostics, json_lite, owners, run_as, sources
 from ..base.records import Record
+from ..host import procfs
 from . import ask_python, host_layout, model
 
 
@@ -65,12 +70,37 @@ def ask(python: str,
     return ran.rc, run_as.text(ran.stdout), uid, found
 
 
-def _folders(paths: Any) -> List[str]:
-    """Absolute existing folders without control characters, normalised, sorted, bounded."""
+def _candidates(paths: Any) -> List[str]:
+    """Absolute paths without control characters, normalised, sorted, bounded (not yet known to be folders)."""
     if not isinstance(paths, list):
         return []
     return sorted(set(host_layout.norm(p) for p in paths if isinstance(p, str) and p.startswith("/")
-                      and not model.has_control(p) and os.path.isdir(p)))[:host_layout.MAX_HOST_LIST]
+                      and not model.has_control(p)))[:host_layout.MAX_HOST_LIST]
+
+
+def existing_folders(paths: List[str]) -> List[str]:
+    """The ``paths`` that are folders, as the calling process sees them."""
+    return [p for p in paths if os.path.isdir(p)]
+
+
+def folders_seen_by(uid: int, paths: List[str]) -> List[str]:
+    """The ``paths`` that are folders as the user ``uid`` sees them: asked in a child forked as that user (its
+    primary group and groups, no capability), so a path below a folder the user cannot search is no folder.
+    [] when the child could not report."""
+    try:
+        entry = pwd.getpwuid(uid)
+        gid, groups = entry.pw_gid, os.getgrouplist(entry.pw_name, entry.pw_gid)
+    except KeyError:
+        gid, groups = uid, []
+    seen = procfs.call_as(uid, gid, existing_folders, paths, groups)
+    return [p for p in paths if isinstance(seen, list) and p in seen]
+
+
+def _folders(paths: Any, uid: int = 0) -> List[str]:
+    """Absolute existing folders without control characters, normalised, sorted, bounded; judged as ``uid``
+    (the user the interpreter that named them ran as) when that is not root."""
+    candidates = _candidates(paths)
+    return existing_folders(candidates) if uid == 0 else folders_seen_by(uid, candidates)
 
 
 def discover_python(python: Optional[str], runner: Callable[[List[str]], Tuple[int, str, str]]) -> PythonFound:
@@ -87,8 +117,8 @@ def discover_python(python: Optional[str], runner: Callable[[List[str]], Tuple[i
         return PythonFound([], [], uid, problems)
     if not isinstance(found, dict):
         return PythonFound([], [], uid, problems)
-    return PythonFound(_folders(found.get("path")), [p for p in _folders(found.get("install")) if p != "/"], uid,
-                       problems)
+    return PythonFound(_folders(found.get("path"), uid), [p for p in _folders(found.get("install"), uid) if p != "/"],
+                       uid, problems)
 
 
 def discover_python_roots(python: Optional[str], runner: Callable[[List[str]], Tuple[int, str, str]]) -> List[str]:

@@ -23,6 +23,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import errno
 import os
+import re
 import shlex
 import stat
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -35,6 +36,28 @@ from . import systemd_unit
 EXEC_PREFIXES = "@-:+!"
 PRIVILEGED_PREFIXES = "+!"
 SEARCH_PATH = systemd_unit.DEFAULT_SYSTEM_PATH
+# Interpreters whose first argument is a script file they run (issue 49: root runs only what root owns): the
+# family of a name (python3.11 -> python), then the options that give the code itself or a module (no script
+# file follows) and the options that take an argument (the next word is not the script).
+INTERPRETER_NAME = re.compile(r"([a-z]+?)[0-9.]*\Z")
+INTERPRETERS = {
+    "python": (("-c", "-m"), ("-W", "-X", "-Q")),
+    "pypy": (("-c", "-m"), ("-W", "-X")),
+    "sh": (("-c",), ("-o", "+o")),
+    "dash": (("-c",), ("-o", "+o")),
+    "bash": (("-c",), ("-o", "+o", "-O", "+O", "--rcfile", "--init-file")),
+    "zsh": (("-c",), ("-o", "+o")),
+    "ksh": (("-c",), ("-o", "+o")),
+    "mksh": (("-c",), ("-o", "+o")),
+    "perl": (("-e", "-E"), ()),
+    "ruby": (("-e",), ("-r", "-I", "-C")),
+    "node": (("-e", "--eval", "-p", "--print"), ("-r", "--require")),
+    "nodejs": (("-e", "--eval", "-p", "--print"), ("-r", "--require")),
+    "php": (("-r",), ("-c", "-d", "-z")),
+    "lua": (("-e",), ("-l",)),
+    "tclsh": ((), ()),
+}
+SHELLS = ("sh", "dash", "bash", "zsh", "ksh", "mksh")    # whose one-letter options combine: -ec is -e -c
 
 
 class EnforceRefused(Exception):
@@ -156,6 +179,15 @@ def dropin_mode(state: Mapping[str, Any]) -> int:
     return 0o644
 
 
+def _env_program(words: Sequence[str]) -> Optional[int]:
+    """The index of the program env(1) runs in ``words`` (words[0] is env): the first word after its options and
+    assignments; None when there is none."""
+    for index in range(1, len(words)):
+        if not words[index].startswith("-") and "=" not in words[index]:
+            return index
+    return None
+
+
 def exec_programs(line: str) -> List[str]:
     """The programs an ExecStart= value runs: its first word, and the program after env(1)'s options and
     assignments. Raises ValueError for a line it cannot split (unknown is a failure)."""
@@ -164,10 +196,51 @@ def exec_programs(line: str) -> List[str]:
         raise ValueError("an empty command")
     programs = [words[0]]
     if os.path.basename(words[0]) == "env":
-        rest = [word for word in words[1:] if not word.startswith("-") and "=" not in word]
-        if rest:
-            programs.append(rest[0])
+        index = _env_program(words)
+        if index is not None:
+            programs.append(words[index])
     return programs
+
+
+def _family(program: str) -> Optional[str]:
+    """The interpreter family of a program's name (python3.11 -> python), None for a program that is not one of
+    INTERPRETERS."""
+    match = INTERPRETER_NAME.match(os.path.basename(program))
+    return match.group(1) if match and match.group(1) in INTERPRETERS else None
+
+
+def _cluster_has(word: str, options: Sequence[str]) -> bool:
+    """Whether a cluster of one-letter options (``-ec``) holds one of ``options`` (``-c``)."""
+    return word.startswith("-") and not word.startswith("--") and any("-" + letter in options for letter in word[1:])
+
+
+def exec_scripts(line: str) -> List[str]:
+    """The script files an ExecStart= value gives a known interpreter (python, sh, bash, perl...: INTERPRETERS),
+    directly or through env(1): the first word after the interpreter's options, or after ``--``. None after an
+    option that gives the code itself (``-c``: data, judged nowhere) or a module to find (``-m``), nor ``-``
+    (standard input). An argument of an option that takes one is skipped; an option not known to take one is
+    not, so its argument is judged as the script (unknown is a failure). Raises ValueError as exec_programs."""
+    words = shlex.split(line.lstrip(EXEC_PREFIXES))
+    if not words:
+        raise ValueError("an empty command")
+    start: Optional[int] = 0
+    if os.path.basename(words[0]) == "env":
+        start = _env_program(words)
+    family = _family(words[start]) if start is not None else None
+    if start is None or family is None:
+        return []
+    code_options, argument_options = INTERPRETERS[family]
+    index = start + 1
+    while index < len(words):
+        word = words[index]
+        if word == "--":
+            return words[index + 1:index + 2]
+        if word in code_options or (family in SHELLS and _cluster_has(word, code_options)):
+            return []
+        if word == "-" or not word.startswith(("-", "+")):
+            return [] if word == "-" else [word]
+        index += 2 if word in argument_options else 1
+    return []
 
 
 def _resolve(program: str, root: str) -> Optional[str]:
@@ -193,14 +266,35 @@ def check_exec_lines(lines: Sequence[str], service_uid: Optional[int], root: str
         if service_uid not in (None, 0) and not set(prefixes) & set(PRIVILEGED_PREFIXES):
             continue
         for program, path in _programs_of(value, root):
-            found = owners.problems(path) if path else []
-            if path is None or found:
-                first = found[0] if found else None
-                raise EnforceRefused(
-                    "enforce_exec_not_roots", path or program, first.owner_name if first else None,
-                    "ExecStart=%s would run %s as root, and %s" % (
-                        value, program, "%s is %s" % (first.path, first.reason) if first else "it is not found"),
-                    first.fix if first else "command -v %s" % shlex.quote(program))
+            _refuse_unless_roots("enforce_exec_not_roots", value, (program, program), path,
+                                 ("it is not found", "command -v %s" % shlex.quote(program)))
+        _check_scripts(value, root)
+
+
+def _refuse_unless_roots(code: str, value: str, named: Tuple[str, str], path: Optional[str],
+                         missing: Tuple[str, str]) -> None:
+    """Raise EnforceRefused(``code``) when ``path`` (what ExecStart=``value`` would run as root; None: not found)
+    can be changed by someone other than root (owners.problems). ``named``: (the word of the line, how the message
+    names it); ``missing``: (the message's words, the fix) for a path that is None."""
+    found = owners.problems(path) if path else []
+    if path is not None and not found:
+        return
+    first = found[0] if found else None
+    raise EnforceRefused(code, path or named[0], first.owner_name if first else None,
+                         "ExecStart=%s would run %s as root, and %s" % (
+                             value, named[1], "%s is %s" % (first.path, first.reason) if first else missing[0]),
+                         first.fix if first else missing[1])
+
+
+def _check_scripts(value: str, root: str) -> None:
+    """Refuse (``enforce_script_not_roots``) a script file that the ExecStart= value ``value`` (run as root) gives
+    an interpreter, when it is not an absolute path or someone other than root can change it (owners.problems:
+    every component, each link, the file)."""
+    for script in exec_scripts(value):
+        path = os.path.join(root, script.lstrip("/")) if script.startswith("/") else None
+        _refuse_unless_roots("enforce_script_not_roots", value, (script, "the script %s" % script), path,
+                             ("it is not an absolute path (found from the unit's working directory, judged nowhere)",
+                              "realpath -- %s" % shlex.quote(script)))
 
 
 def _programs_of(value: str, root: str) -> List[Tuple[str, Optional[str]]]:
