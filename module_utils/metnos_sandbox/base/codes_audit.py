@@ -312,7 +312,8 @@ CODES.extend([
     Code("audit_waiver_file_unreadable", ERROR, "R-DIAG-3", MODULE,
          "The waiver file cannot be read",
          "The file named by metnos_audit_waivers is missing, not a regular file, too large, not UTF-8 or not YAML. "
-         "The report refuses to run instead of counting findings someone meant to waive.",
+         "The reports are still written, without any waiver and marked (gate.inputs_refused, this finding first), "
+         "and the gate fails: findings someone meant to waive were counted.",
          "Reading the file with the manifests' bounded reader (size first, UTF-8, a YAML subset).",
          ["ls -l {path}", "python3 -c 'import sys, yaml; yaml.safe_load(open(sys.argv[1]))' {path}"],
          messages={"": _WAIVER_FILE + ": {problem}"}),
@@ -330,7 +331,9 @@ CODES.extend([
          "every field is known or the file is refused.",
          "Each waiver's keys against code, host, executor, justification, approved_by, expires.",
          [_WAIVER_DOC],
-         messages={"": _WAIVER_FILE + ": waiver #{index} has the unknown field {field} (known: {known})."}),
+         messages={"": _WAIVER_FILE + ": waiver #{index} has the unknown field {field} (known: {known}).",
+                   "near": _WAIVER_FILE + ": waiver #{index} has the unknown field {field}: did you mean {meant}? "
+                                          "(known: {known})."}),
     Code("audit_waiver_field_missing", ERROR, "R-DIAG-3", MODULE,
          "A waiver lacks a required field",
          "Every waiver names the code, the host pattern, why (justification), who approved it and when it expires.",
@@ -352,6 +355,8 @@ CODES.extend([
          "The code against the registry.",
          ["grep -n '^## <code>$' docs/diagnostics.md", _WAIVER_DOC],
          messages={"": _WAIVER_FILE + ": waiver #{index}: {value} is not a registered diagnostic code.",
+                   "near": _WAIVER_FILE + ": waiver #{index}: {value} is not a registered diagnostic code: did you "
+                                          "mean {meant}?",
                    "not_waivable": _WAIVER_FILE + ": waiver #{index}: {value} cannot be waived."}),
     Code("audit_waiver_host_invalid", ERROR, "R-DIAG-3", MODULE,
          "A waiver's host pattern is not a host pattern",
@@ -394,7 +399,8 @@ CODES.extend([
     Code("audit_baseline_unreadable", ERROR, "R-DIAG-3", MODULE,
          "The baseline report cannot be read",
          "The file named by metnos_audit_baseline is missing, too large, not JSON, or not an audit report of this "
-         "schema; without it no finding can be called new or resolved, so the report refuses to run.",
+         "schema; without it no finding can be called new or resolved: the reports are still written, without the "
+         "comparison and marked (gate.inputs_refused, this finding first), and the gate fails.",
          "Reading the file (size first) and checking its schema and host records.",
          ["ls -lL {path}", "python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[\"schema\"])' {path}"],
          messages={"": "the baseline ({path}): {problem}"}),

@@ -72,3 +72,31 @@ def carry(doc: Document, sources: Any) -> Document:
         _carry(host.get("waived") or [], kept)
     _carry(doc.get("findings") or [], kept)
     return doc
+
+
+def inputs_refused(doc: Document, refused: Sequence[Any]) -> Document:
+    """The document marked as audited without the admin's waiver or baseline file (``refused``: each problem of
+    the files, waivers.WaiverError's or baseline.BaselineError's diagnostics, every one of them): the problems
+    lead the fleet's findings in every format, ``gate.inputs_refused`` names each refused file (absolute), and the
+    gate fails - the hosts' findings were counted without the waivers meant to apply, or without the comparison
+    asked for, so the run is never a pass. The hosts' own records are kept as audited (issue 54)."""
+    if not refused:
+        return doc
+    doc["findings"] = list(refused) + list(doc.get("findings") or [])
+    files = sorted(set(str((d.get("details") or {}).get("path")) for d in refused))
+    gate = doc["gate"]
+    gate["fleet_findings"] = int(gate.get("fleet_findings") or 0) + len(refused)
+    gate["inputs_refused"] = files
+    gate["failed"] = True
+    return doc
+
+
+def refused_line(doc: Document) -> List[str]:
+    """The summary's first line when an input file was refused (empty else)."""
+    files = doc["gate"].get("inputs_refused") or []
+    if not files:
+        return []
+    problems = [d["message"] for d in doc.get("findings") or []
+                if str((d.get("details") or {}).get("path")) in files]
+    return ["NOT COUNTED AS ASKED: %s refused (%d problem(s)); the reports are written without it and the gate "
+            "fails:" % (", ".join(files), len(problems))] + ["  - " + message for message in problems]
