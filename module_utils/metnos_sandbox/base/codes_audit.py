@@ -182,6 +182,16 @@ CODES.extend([
          hint=("See why the timer did not run, then prove it now; or audit the host live "
                "(ansible-playbook metnos.sandbox.audit --limit {host}, without "
                "metnos_audit_collect_monitor).")),
+    Code("monitor_systemd_not_running", WARNING, "R-DIAG-3", MONITOR,
+         "The monitor is enabled but systemd is not running on the host",
+         "metnos_sandbox_monitor is true, but the host's init is not systemd (a container, another init): the "
+         "timer that re-proves the sandbox is written and can never run, so no continuous proof is kept.",
+         "Whether /run/systemd/system exists on the host (systemd's own test, sd_booted).",
+         ["ps -p 1 -o comm=", "ls -ld /run/systemd/system"],
+         messages={"": "metnos_sandbox_monitor is true but systemd is not running on this host: {timer} was "
+                       "written, not started; no continuous proof is kept."},
+         hint="Run the monitor on a host booted with systemd, or set metnos_sandbox_monitor: false for this host; "
+              "the audit (playbooks/audit.yml) proves the sandbox without it."),
     Code("monitor_result_unusable", WARNING, "R-DIAG-3", MONITOR,
          "The monitor's stored result cannot be used",
          "The monitor's last result on the host is not what the monitor writes (unreadable, too large, not JSON, "
