@@ -77,8 +77,8 @@ class ActionModule(ActionBase):
         doc = report.build_from_results(pairs, warnings_as_failures=args["warnings_as_failures"], waivers=accepted,
                                         baseline=before, fail_on=args["fail_on"])
         run_context.inputs_refused(doc, refused)
-        # Every fix command carries the run's inventory (-i), so it runs as pasted (issue 54).
-        run_context.carry(doc, (task_vars or {}).get("ansible_inventory_sources"))
+        # Every fix command carries the run's inventory (-i) and limit, so it runs as pasted (issue 54).
+        run_context.carry(doc, (task_vars or {}).get("ansible_inventory_sources"), (task_vars or {}).get("ansible_limit"))
         timings = {"build": round(time.time() - start, 3)}
         summary = run_context.refused_line(doc) + report.terminal_summary(doc)
         paths, removed = {}, []
