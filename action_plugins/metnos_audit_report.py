@@ -78,7 +78,8 @@ class ActionModule(ActionBase):
                                         baseline=before, fail_on=args["fail_on"])
         run_context.inputs_refused(doc, refused)
         # Every fix command carries the run's inventory (-i) and limit, so it runs as pasted (issue 54).
-        run_context.carry(doc, (task_vars or {}).get("ansible_inventory_sources"), (task_vars or {}).get("ansible_limit"))
+        given = task_vars or {}
+        run_context.carry(doc, given.get("ansible_inventory_sources"), given.get("ansible_limit"))
         timings = {"build": round(time.time() - start, 3)}
         summary = run_context.refused_line(doc) + report.terminal_summary(doc)
         paths, removed = {}, []

@@ -81,5 +81,5 @@ def test_a_finding_made_on_the_host_names_it_as_the_inventory_does():
         "ansible-playbook metnos.sandbox.audit --limit 'vm' -e metnos_audit_probe=true", "grep vm /etc/hosts"]}
     doc = {"hosts": [{"host": "alias-a", "hostname": "vm", "diagnostics": [diag]}]}
     run_context.carry(doc, ("/f",))
-    assert diag["remediation"] == [
-        "ansible-playbook -i /f metnos.sandbox.audit --limit 'alias-a' -e metnos_audit_probe=true", "grep vm /etc/hosts"]
+    assert diag["remediation"] == ["ansible-playbook -i /f metnos.sandbox.audit --limit 'alias-a' "
+                                   "-e metnos_audit_probe=true", "grep vm /etc/hosts"]
