@@ -421,7 +421,7 @@ CODES.extend([
          "that cannot be read, is too large, is not JSON, has another schema or a host record without host, "
          "verdict and diagnostics is refused, and nothing is merged.",
          "Each file read (bounded), parsed as JSON, its schema and every host record checked before any merge.",
-         ["ansible-playbook metnos.sandbox.merge_reports -e merge_dest='<fleet report dir>' "
+         ["ansible-playbook -i localhost, metnos.sandbox.merge_reports -e merge_dest='<fleet report dir>' "
           "-e merge_glob='<collected dir>/*.json'"],
          messages={"": "{reason}"},
          hint=("Give only the .json files the audit wrote (metnos-audit-<stamp>.json), not the .md, .junit.xml or "
