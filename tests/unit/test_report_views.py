@@ -75,6 +75,8 @@ KINDS = [
     ("ls -l /x && rm /x", "fix"), ("systemctl restart metnos.service", "fix"), ("${EDITOR:-vi} /x.yml", "fix"),
     ("ansible-playbook -i inv metnos.sandbox.site --limit web-1", "fix"), ("sysctl --system", "fix"),
     ("unknown-tool --look", "fix"), ("", "fix"),
+    ("grep -E '^(Seccomp|NoNewPrivs):' /proc/self/status", "check"),     # a | inside quotes is no pipe
+    ("cat /etc/x > /etc/y", "fix"), ("ls /x; rm /x", "fix"), ("ls 'unbalanced", "fix"), ("ls /x |", "fix"),
 ]
 
 

@@ -4,7 +4,7 @@
 """Human-readable summary lines from the results of the toolkit's modules."""
 from __future__ import absolute_import, annotations, division, print_function
 
-import re
+import shlex
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 from ..audit import profile_states
@@ -27,13 +27,29 @@ LOOKS = ("bwrap --", "cat ", "command -v ", "dpkg -S ", "dpkg --verify ", "findm
          "sha256sum ", "ansible-doc ", "ansible-inventory ")
 # ansible commands that only look: a module that reads (the first word after -m).
 LOOKING_MODULES = ("ansible.builtin.ping", "ansible.builtin.setup", "ping", "setup")
-_CHAIN = re.compile(r"\s*(?:\|\||&&|\||;)\s*")
+CHAIN = ("|", "||", "&&", ";")
 
 
 def kind(command: str) -> str:
-    """"check" when every part of ``command`` only looks, "fix" else."""
-    parts = [part for part in _CHAIN.split(command.strip()) if part]
-    return "check" if parts and all(_looks(part) for part in parts) else "fix"
+    """"check" when every part of ``command`` (split as the shell does: quotes kept whole) only looks, "fix"
+    else: a redirection, a background job or a command that does not parse is a change."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError:
+        return "fix"
+    parts: List[List[str]] = [[]]
+    for token in tokens:
+        if token in CHAIN:
+            parts.append([])
+        elif token and all(ch in lexer.punctuation_chars for ch in token):
+            return "fix"            # > >> < & ... : not a look
+        else:
+            parts[-1].append(token)
+    if not tokens or any(not part for part in parts):
+        return "fix"
+    return "check" if all(_looks(" ".join(part)) for part in parts) else "fix"
 
 
 def _looks(part: str) -> bool:
