@@ -42,7 +42,9 @@ CASES = [
      "metnos_audit_dest: 'a\\nb' is not a path; accepted: a file name, absolute or relative to the working "
      "directory /srv/ops"),
     ({"metnos_audit_fail_no": "new"}, "metnos_audit_fail_no: no such variable of the audit; did you mean "
-                                      "metnos_audit_fail_on?"),
+                                      "metnos_audit_fail_on? (a variable of your own: name it without the "
+                                      "metnos_audit_ prefix)"),
+    ({"metnos_audit_root": "/srv/metnos-audit"}, None),        # the AWX recipe's (docs/audit-report.md)
     ({"metnos_audit_report": {"gate": {}}}, None),       # the playbook's own register
 ]
 

@@ -35,6 +35,10 @@ REPORT_VARS: Dict[str, str] = {
 }
 # Names the playbook itself sets later in the run (the report task's register): known, never judged here.
 REGISTERED = ("metnos_audit_report",)
+# Variables of the documented recipes that give no option themselves: name -> their spec entry.
+RECIPES: Dict[str, Mapping[str, Any]] = {
+    "metnos_audit_root": {"type": "path"},     # docs/audit-report.md, AWX: the execution nodes' shared folder
+}
 # Options whose value is a number of seconds above zero (the actions refuse 0 and below).
 SECONDS = ("monitor_max_age", "deadline")
 UNITS = ("unit",)
@@ -53,6 +57,8 @@ def table() -> Dict[str, Tuple[str, Mapping[str, Any]]]:
                 out[name] = (option, spec.AUDIT[option])
     for name, option in REPORT_VARS.items():
         out[name] = (option, spec.AUDIT_REPORT[option])
+    for name, entry in RECIPES.items():
+        out[name] = (name, entry)
     return out
 
 
@@ -65,8 +71,9 @@ def problems(variables: Mapping[str, Any], cwd: str) -> List[str]:
             continue
         if name not in known:
             near = difflib.get_close_matches(name, sorted(known), n=1)
-            out.append("%s: no such variable of the audit; %s" % (
-                name, "did you mean %s?" % near[0] if near else "known: %s" % ", ".join(sorted(known))))
+            out.append("%s: no such variable of the audit; %s (a variable of your own: name it without the "
+                       "metnos_audit_ prefix)" % (
+                           name, "did you mean %s?" % near[0] if near else "known: %s" % ", ".join(sorted(known))))
             continue
         option, entry = known[name]
         problem = value_problem(option, entry, variables[name], cwd)
