@@ -32,6 +32,7 @@ CASES = [
     ({"metnos_audit_unit": "../x.service"},
      "metnos_audit_unit: '../x.service' is not a unit name; accepted: a systemd unit name like metnos.service"),
     ({"metnos_audit_unit": "worker.service"}, None),
+    ({"metnos_audit_unit": ""}, None),          # no service unit: the audit runs without one (the action allows it)
     ({"metnos_audit_manifests": "/m/a.yml"},
      "metnos_audit_manifests: '/m/a.yml' is a str, not a list; accepted: a YAML list, e.g. "
      "[/etc/metnos/manifests/a.yml]"),

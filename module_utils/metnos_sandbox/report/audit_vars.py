@@ -110,7 +110,7 @@ def value_problem(option: str, entry: Mapping[str, Any], value: Any, cwd: str) -
         near = difflib.get_close_matches(value, choices, n=1)
         return "%r is not accepted%s; accepted: %s" % (
             value, " (did you mean %s?)" % near[0] if near else "", ", ".join(choices))
-    if option in UNITS and not valid_unit_name(value):
+    if option in UNITS and value and not valid_unit_name(value):    # "": no service unit (the action allows it)
         return "%r is not a unit name; accepted: a systemd unit name like metnos.service" % (value,)
     return None
 
