@@ -66,11 +66,12 @@ collection:
 
 ## install-collection: build the tarball and install it into DEST (an absolute collections path), as a user
 ## would: ansible-galaxy run from an empty folder outside this checkout, without this checkout's ansible.cfg
-## (which would answer "Nothing to do"), replacing a copy already there
+## (which would answer "Nothing to do"), replacing a copy already there; DEST is galaxy's collections path for
+## the install (else it warns the collection "will not be picked up", which the project's ansible.cfg does)
 install-collection: collection
 	@case "$(DEST)" in /*) ;; *) echo "install-collection: give DEST=/absolute/path/to/collections" >&2; exit 2;; esac
 	@away=$$(mktemp -d) && cd "$$away" && \
-	  env -u ANSIBLE_CONFIG -u ANSIBLE_COLLECTIONS_PATH ANSIBLE_HOME="$$away/home" \
+	  env -u ANSIBLE_CONFIG ANSIBLE_COLLECTIONS_PATH="$(DEST)" ANSIBLE_HOME="$$away/home" \
 	  $(VENV)/bin/ansible-galaxy collection install --offline --force -p "$(DEST)" \
 	  "$(CURDIR)"/dist/metnos-sandbox-$$(sed -n 's/^version: *//p' "$(CURDIR)/galaxy.yml").tar.gz; \
 	  rc=$$?; rm -rf "$$away"; exit $$rc

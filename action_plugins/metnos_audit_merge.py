@@ -33,7 +33,9 @@ class ActionModule(ActionBase):
             result.update(failed=True, code=diag["code"], msg=diag["message"], diagnostics=[diag])
             return result
         try:
-            written = report.write_all(doc, args["dest"])     # written in check mode too: they change no host
+            # written in check mode too: they change no host; latest.<ext> as the audit writes them (the next
+            # merge's or audit's baseline: -e metnos_audit_baseline=<dest>/latest.json)
+            written = report.write_all(doc, args["dest"], latest=True)
         except OSError as exc:
             raise AnsibleActionFail("metnos_audit_merge: cannot write reports to %s: %s" % (args["dest"], exc)) \
                 from None

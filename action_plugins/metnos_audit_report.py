@@ -49,13 +49,20 @@ class ActionModule(ActionBase):
         start = time.time()
         # The waivers and the baseline are read before anything else (this run's latest.json is written below).
         today = datetime.datetime.now(datetime.timezone.utc).date()
-        try:
-            accepted = (args["waivers"], waivers.read(args["waivers"], today)) if args["waivers"] else None
-            before = baseline.read(args["baseline"]) if args["baseline"] else None
-        except (waivers.WaiverError, baseline.BaselineError) as exc:
-            result.update(failed=True, code=exc.diagnostics[0]["code"], diagnostics=exc.diagnostics,
-                          msg="\n".join(d["message"] for d in exc.diagnostics))
-            return result
+        # A refused file never throws the hosts' audit away: the reports are written without it, marked, and the
+        # gate fails (run_context.inputs_refused); its path is shown absolute, from ansible-playbook's directory.
+        accepted, before, refused = None, None, []
+        if args["waivers"]:
+            path = os.path.abspath(args["waivers"])
+            try:
+                accepted = (path, waivers.read(path, today))
+            except waivers.WaiverError as exc:
+                refused += exc.diagnostics
+        if args["baseline"]:
+            try:
+                before = baseline.read(os.path.abspath(args["baseline"]))
+            except baseline.BaselineError as exc:
+                refused += exc.diagnostics
         kept = spool.spool_dir(C.DEFAULT_LOCAL_TMP)     # where metnos_audit kept this run's results
         if hosts and not spool.spooled(kept, sorted(set(hosts))):
             # Another run, or before the audit: refused, never every host reported unreachable.
@@ -69,10 +76,12 @@ class ActionModule(ActionBase):
             ((name, results[name]) for name in sorted(results))
         doc = report.build_from_results(pairs, warnings_as_failures=args["warnings_as_failures"], waivers=accepted,
                                         baseline=before, fail_on=args["fail_on"])
-        # Every fix command carries the run's inventory (-i), so it runs as pasted (issue 54).
-        run_context.carry(doc, (task_vars or {}).get("ansible_inventory_sources"))
+        run_context.inputs_refused(doc, refused)
+        # Every fix command carries the run's inventory (-i) and limit, so it runs as pasted (issue 54).
+        given = task_vars or {}
+        run_context.carry(doc, given.get("ansible_inventory_sources"), given.get("ansible_limit"))
         timings = {"build": round(time.time() - start, 3)}
-        summary = report.terminal_summary(doc)
+        summary = run_context.refused_line(doc) + report.terminal_summary(doc)
         paths, removed = {}, []
         try:   # written in check mode too: they change no host
             removed = report.remove_debris(dest)       # what earlier runs left: removed, and said

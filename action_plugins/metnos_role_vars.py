@@ -18,6 +18,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import audit_vars
 
 # The collection's roles: lexically from this file (plugins/action/ -> roles/), as installed and in the checkout.
 ROLES = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "roles"))
@@ -56,10 +57,23 @@ class ActionModule(ActionBase):
             defined = dict((name, self._templar.template(task_vars[name])) for name in options if name in task_vars)
             checked = ArgumentSpecValidator(_spec_only(options)).validate(spec.plain(defined))
             problems += ["%s (role metnos.sandbox.%s)" % (msg, role) for msg in checked.error_messages]
+        if args["audit"]:
+            problems += self._audit_problems(task_vars)
         if problems:
             result.update(failed=True, code="invalid_option", problems=problems,
-                          msg="Invalid role variables, nothing was done on the host: %s. The choices: "
-                              "ansible-doc -t role metnos.sandbox.<role>" % "; ".join(problems))
+                          msg="Invalid variables, nothing was done on the host:\n%s\nThe choices: "
+                              "ansible-doc -t role metnos.sandbox.<role>, and the head of playbooks/audit.yml"
+                              % "\n".join("  - " + line for line in problems))
             return result
-        result.update(changed=False, checked=args["roles"])
+        result.update(changed=False, checked=args["roles"] + (["audit"] if args["audit"] else []))
+        if args["audit"]:
+            result["paths"] = audit_vars.paths(self._audit_vars(task_vars), os.getcwd())
         return result
+
+    def _audit_vars(self, task_vars):
+        """The metnos_audit_* variables the host defines, templated (an -e value is a string)."""
+        return spec.plain(dict((name, self._templar.template(value)) for name, value in task_vars.items()
+                               if name.startswith(audit_vars.PREFIX)))
+
+    def _audit_problems(self, task_vars):
+        return audit_vars.problems(self._audit_vars(task_vars), os.getcwd())

@@ -61,6 +61,11 @@ def sandbox_probe_section(result):
     return summary.probe_section(result if isinstance(result, dict) else None)
 
 
+def sandbox_monitor_section(state):
+    """The role's monitor state ({enabled, systemd_running, timer}) -> a summary section."""
+    return summary.monitor_section(state if isinstance(state, dict) else None)
+
+
 def sandbox_enforce_lines(result):
     """A metnos_service_env result (state=enforce) -> one line per healed/relaxed/not-healed item."""
     return summary.enforce_lines(result if isinstance(result, dict) else None)
@@ -193,6 +198,7 @@ class FilterModule(object):
             "sandbox_profiles_section": sandbox_profiles_section,
             "sandbox_service_section": sandbox_service_section,
             "sandbox_probe_section": sandbox_probe_section,
+            "sandbox_monitor_section": sandbox_monitor_section,
             "sandbox_enforce_lines": sandbox_enforce_lines,
             "metnos_capabilities": metnos_capabilities,
             "metnos_manifest_source": metnos_manifest_source,

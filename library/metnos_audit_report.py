@@ -116,7 +116,8 @@ gate:
   description: >-
     {failed, failing_hosts, warnings_as_failures}: what CI should do; with O(fail_on=new) also C(fail_on), with
     fleet findings (waivers) also C(fleet_findings); when the reports could not be written, C(write_error) (and
-    C(failed)).
+    C(failed)); when the waiver file or the baseline was refused, C(inputs_refused) (their absolute paths; the
+    reports are written without them, and C(failed)).
   returned: always
   type: dict
 verdicts:

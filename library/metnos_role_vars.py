@@ -26,6 +26,14 @@ options:
     elements: str
     required: true
     choices: [bwrap_host, metnos_sandbox]
+  audit:
+    description:
+      - Also validate the audit playbook's C(metnos_audit_*) variables, each by the option it gives (the
+        metnos_audit and metnos_audit_report option specs), naming the variable, its value and the accepted
+        values; an unknown C(metnos_audit_*) name is refused with the nearest known one.
+      - playbooks/audit.yml runs it first with I(roles=[metnos_sandbox]).
+    type: bool
+    default: false
 extends_documentation_fragment: [metnos.sandbox.metnos_sandbox]
 """
 
@@ -41,6 +49,10 @@ checked:
   returned: success
   type: list
   elements: str
+paths:
+  description: With I(audit), each path variable set -> the absolute path the report reads or writes.
+  returned: success
+  type: dict
 problems:
   description: One line per invalid variable (its name, the value, the choices), and the role.
   returned: failure

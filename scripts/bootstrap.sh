@@ -13,17 +13,29 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 venv="${METNOS_VENV:-$here/.venv}"
 want_test=0
-[ "${1:-}" = "--test" ] && want_test=1
+print_stamp=0
+for arg in "$@"; do
+  case "$arg" in
+    --test) want_test=1 ;;
+    --print-stamp) print_stamp=1 ;;   # the stamp this call would look for, then exit (nothing installed)
+    *) echo "bootstrap: unknown argument $arg (--test, --print-stamp)" >&2; exit 2 ;;
+  esac
+done
 
 find_python() {
   local c v
   # 1. explicit choice
   if [ -n "${METNOS_PYTHON:-}" ]; then echo "$METNOS_PYTHON"; return 0; fi
   # 2. versioned interpreters on PATH (a pyenv shim may exist but not work: run it to check)
+  #    The venv's own interpreters are not candidates: make puts $(VENV)/bin first on PATH, so from the second
+  #    call on python3 was the venv's, the stamp's key changed and pip ran again (issue 54).
   for c in python3.14 python3.13 python3.12 python3; do
-    if command -v "$c" >/dev/null 2>&1 && "$c" -c 'import sys, venv; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null; then
-      command -v "$c"; return 0
-    fi
+    while IFS= read -r v; do
+      case "$v" in "$venv"/*) continue ;; esac
+      if "$v" -c 'import sys, venv; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null; then
+        echo "$v"; return 0
+      fi
+    done < <(type -ap "$c")
   done
   # 3. pyenv / local builds not selected as global
   for v in "$HOME"/.pyenv/versions/3.1[2-9]*/bin/python3 /usr/local/bin/python3.1[2-9] /opt/python3.1[2-9]*/bin/python3; do
@@ -50,8 +62,13 @@ reqs=requirements.txt
 key_files="requirements.txt"
 [ $want_test = 1 ] && key_files="$key_files requirements-test.txt requirements.yml requirements-collections.txt scripts/install-collections.sh"
 # shellcheck disable=SC2086
-key=$( (echo "$py"; "$py" --version; cat $key_files) | sha256sum | cut -c1-16)
+# keyed on the interpreter's installation (base_prefix and version: the same for a venv's python, a pyenv shim and
+# the interpreter itself), not on the path it was found at
+key=$( ("$py" -c 'import sys; print(sys.base_prefix); print(sys.version)'; cat $key_files) | sha256sum | cut -c1-16)
 stamp="$venv/.metnos-stamp-$key"
+if [ $print_stamp = 1 ]; then
+  echo "bootstrap: the interpreter $py" >&2; echo "$stamp"; exit 0
+fi
 if [ -f "$stamp" ]; then
   exit 0
 fi

@@ -54,6 +54,60 @@ def test_waivers_and_the_baseline_through_the_playbook(tmp_path):
     reports = sorted(glob.glob(str(tmp_path / "reports" / "metnos-audit-*.json")))
     waivers.write_text(waivers.read_text() + "  expiry: tomorrow\n")
     refused = audit(tmp_path, "-e", "metnos_audit_waivers=%s" % waivers)
-    assert refused.returncode != 0 and "audit_waiver_field_unknown" in refused.stdout, refused.stdout[-3000:]
-    assert "waiver #1 has the unknown field 'expiry'" in refused.stdout
-    assert sorted(glob.glob(str(tmp_path / "reports" / "metnos-audit-*.json"))) == reports      # nothing written
+    assert refused.returncode != 0, refused.stdout[-3000:]
+    assert "waiver #1 has the unknown field 'expiry': did you mean expires?" in refused.stdout, refused.stdout[-3000:]
+    # Issue 54: a refused waiver file no longer throws the hosts' audit away: one more report set, marked, gate failed
+    written = sorted(glob.glob(str(tmp_path / "reports" / "metnos-audit-*.json")))
+    assert len(written) == len(reports) + 1, (reports, written)
+    doc = latest(tmp_path)
+    assert doc["gate"]["failed"] and doc["gate"]["inputs_refused"] == [str(waivers)], doc["gate"]
+    assert [d["code"] for d in doc["findings"]] == ["audit_waiver_field_unknown"]
+    assert doc["hosts"][0]["reachable"] and "waived" not in doc["hosts"][0]
+
+
+WAIVER = ("- code: {code}\n  host: 'alias-*'\n  justification: {justification}\n  approved_by: ops-lead@example.org\n"
+          "  expires: {expires}\n")
+
+
+def test_every_waiver_problem_in_one_pass_and_the_reports_still_written(tmp_path):
+    """Issue 54 item 2: three waivers, five problems of four kinds (a field typo, a code typo hidden behind a bad
+    justification, a host pattern, a date) in ONE run, with did-you-mean for the field and the code; the path
+    given relative is shown absolute (from the working directory, the checkout here); the reports are written,
+    marked (gate.inputs_refused, the problems as fleet findings in every format), and the gate fails."""
+    expires = (datetime.datetime.now(datetime.timezone.utc).date() + datetime.timedelta(days=30)).isoformat()
+    folder = tmp_path / "admin"
+    folder.mkdir()
+    second = WAIVER.format(code="unit_not_found", justification="later", expires="2026-02-30")
+    (folder / "waivers.yml").write_text(
+        WAIVER.format(code="unit_not_fund", justification="''", expires=expires) + "  expiry: soon\n"
+        + second.replace("'alias-*'", "'a b'"))
+    relative = os.path.relpath(str(folder / "waivers.yml"), ROOT)     # run_playbook runs in the checkout
+    proc = audit(tmp_path, "-e", "metnos_audit_waivers=%s" % relative)
+    out = proc.stdout
+    assert proc.returncode != 0, out[-3000:]
+    absolute = str(folder / "waivers.yml")
+    for expected in ("waiver #1 has the unknown field 'expiry': did you mean expires?",
+                     "waiver #1, field justification: '' is not a non-empty one-line text",
+                     "waiver #1: 'unit_not_fund' is not a registered diagnostic code: did you mean unit_not_found?",
+                     "waiver #2: host 'a b' is not an inventory name or pattern",
+                     "waiver #2: expires '2026-02-30' is not a date written YYYY-MM-DD"):
+        assert "the waiver file (%s): %s" % (absolute, expected) in out, (expected, out[-4000:])
+    assert "NOT COUNTED AS ASKED: %s refused (5 problem(s))" % absolute in out, out[-3000:]
+    assert "refused: %s" % absolute in out, out[-3000:]          # the gate's message
+    doc = latest(tmp_path)
+    assert doc["gate"]["failed"] and doc["gate"]["inputs_refused"] == [absolute]
+    assert len(doc["findings"]) == 5 and doc["hosts"][0]["host"] == "alias-a"
+    markdown = open(glob.glob(str(tmp_path / "reports" / "metnos-audit-*.md"))[0]).read()
+    html = open(glob.glob(str(tmp_path / "reports" / "metnos-audit-*.html"))[0]).read()
+    assert "audit_waiver_code_unknown" in markdown and "audit_waiver_code_unknown" in html
+
+
+def test_a_bad_baseline_still_writes_the_reports_and_fails_the_gate(tmp_path):
+    bad = tmp_path / "old.json"
+    bad.write_text("{not json")
+    proc = audit(tmp_path, "-e", "metnos_audit_baseline=%s" % bad, "-e", "metnos_audit_warnings_as_failures=false")
+    assert proc.returncode != 0, proc.stdout[-3000:]
+    doc = latest(tmp_path)
+    assert doc["gate"]["inputs_refused"] == [str(bad)] and doc["gate"]["failed"]
+    assert [d["code"] for d in doc["findings"]] == ["audit_baseline_unreadable"] and "baseline" not in doc
+    assert "the baseline (%s): not JSON" % bad in proc.stdout, proc.stdout[-3000:]

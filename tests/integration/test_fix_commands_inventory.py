@@ -9,6 +9,8 @@ of host_unreachable are read-only and run for real (the ping, then the audit lim
 import glob
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 
@@ -61,3 +63,73 @@ def test_every_fix_command_of_an_unreachable_host_runs_against_the_runs_inventor
             for command in diag["remediation"]:
                 if command.split(" ", 1)[0] in ("ansible", "ansible-playbook"):
                     assert command.count(quoted) == 1, (diag["code"], command)
+
+
+# Why a command that only looks cannot answer on this machine (None: it can, and must run).
+def cannot_answer_here(command):
+    if command.startswith(("systemctl", "journalctl")) and not os.path.isdir("/run/systemd/system"):
+        return "systemd is not the init of this machine (a container)"
+    if re.search(r"<[A-Za-z_][A-Za-z0-9_-]*>", command):
+        return "a value only the reader has (<...>)"
+    return None
+
+
+# Commands whose exit status 1 means "nothing found" (a correct answer), not a failure to run.
+NOTHING_FOUND = ("grep ", "systemd-detect-virt", "dpkg --verify ")
+
+
+def test_every_command_of_a_real_failing_audit_runs_as_pasted_with_the_runs_inventory_and_limit(tmp_path):
+    """Issue 54 item 4: a real failing audit limited to part of the fleet (``--limit 'ghost:alias-a'``: alias-b is
+    in the inventory, not in the run), then EVERY command of every finding pasted into bash from another folder.
+    A command that only looks (summary.kind "check") runs for real and answers (exit 0, or 1 for "nothing
+    found"), unless this machine cannot answer it (said per command); a change ("fix") parses (bash -n), and
+    each ansible/ansible-playbook change is run with --list-hosts: it reaches hosts of the run's inventory and
+    limit only, never "Could not match" and never alias-b."""
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import summary
+    inventory = tmp_path / "fleet.yml"
+    inventory.write_text(
+        "all:\n  hosts:\n"
+        "    ghost: {ansible_connection: ssh, ansible_host: 127.0.0.1, ansible_port: 1, ansible_user: nobody,\n"
+        "            ansible_ssh_common_args: '-o ConnectTimeout=5 -o BatchMode=yes'}\n"
+        "    alias-a: {ansible_connection: local, ansible_python_interpreter: %s}\n"
+        "    alias-b: {ansible_connection: local, ansible_python_interpreter: %s}\n" % (sys.executable, sys.executable))
+    reports = tmp_path / "reports"
+    proc = run_playbook(os.path.join(ROOT, "playbooks", "audit.yml"), "-i", str(inventory), "--limit", "ghost:alias-a",
+                        "-e", "metnos_audit_dest=%s" % reports, "-e", '{"metnos_audit_manifests": []}',
+                        "-e", "metnos_audit_probe=false", "-e", "metnos_audit_unit=metnos-absent.service")
+    assert proc.returncode != 0, proc.stdout[-3000:]
+    (report,) = glob.glob(str(reports / "metnos-audit-*.json"))
+    with open(report) as handle:
+        doc = json.load(handle)
+    assert doc["context"] == {"inventory": [str(inventory)], "limit": "ghost:alias-a"}, doc["context"]
+    assert sorted(h["host"] for h in doc["hosts"]) == ["alias-a", "ghost"]
+    commands = sorted(set(c for h in doc["hosts"] for d in h["diagnostics"] for c in d.get("remediation") or []))
+    assert len(commands) >= 5, commands
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    ran, not_here = [], {}
+    for command in commands:
+        parsed = pasted("bash -n -c %s" % shlex.quote(command), str(elsewhere))
+        assert parsed.returncode == 0, (command, parsed.stderr)
+        if summary.kind(command) == "check":
+            why = cannot_answer_here(command)
+            if why:
+                not_here[command] = why
+                continue
+            done = pasted(command, str(elsewhere))
+            ok = done.returncode == 0 or (done.returncode == 1 and command.startswith(NOTHING_FOUND))
+            if command.startswith("ansible "):       # the ping of the unreachable host: it answers UNREACHABLE
+                ok = "Could not match" not in done.stdout + done.stderr and " | " in done.stdout
+            assert ok, (command, done.returncode, done.stdout[-2000:], done.stderr[-2000:])
+            ran.append(command)
+        elif command.split(" ", 1)[0] in ("ansible", "ansible-playbook"):
+            listed = pasted(command + " --list-hosts", str(elsewhere))
+            out = listed.stdout + listed.stderr
+            assert listed.returncode == 0 and "Could not match" not in out, (command, out[-2000:])
+            assert "alias-b" not in out and ("ghost" in out or "alias-a" in out), (command, out[-2000:])
+            if command.startswith("ansible-playbook"):
+                assert "--limit 'ghost:alias-a'" in command or "--limit 'ghost'" in command or \
+                    "--limit 'alias-a'" in command, command
+            ran.append(command)
+    assert len(ran) >= 3, (ran, not_here)
+    print("ran as pasted: %d; cannot answer here: %s" % (len(ran), json.dumps(not_here, indent=1)))

@@ -41,7 +41,8 @@ def _host(name, verdict):
 
 
 def _merge(top, *extra):
-    cmd = [ansible_tool("ansible-playbook"), "metnos.sandbox.merge_reports"] + list(extra)
+    """The recipe as the playbook's head and docs/audit-report.md write it: ``-i localhost,``."""
+    cmd = [ansible_tool("ansible-playbook"), "-i", "localhost,", "metnos.sandbox.merge_reports"] + list(extra)
     return subprocess.run(cmd, capture_output=True, text=True, cwd=os.path.join(top, "project"),
                           env=installed_collection.user_env(top))
 
@@ -53,11 +54,14 @@ def test_the_playbook_merges_gates_and_refuses(top):
     out = os.path.join(top, "fleet")
     proc = _merge(top, "-e", "merge_dest=%s" % out, "-e", "merge_glob=%s/*/*.json" % collected)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    with open(glob.glob(os.path.join(out, "*.json"))[0]) as handle:
+    assert "[WARNING]" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr     # issue 54: no empty hosts
+    with open(glob.glob(os.path.join(out, "metnos-audit-*.json"))[0]) as handle:
         doc = json.load(handle)
     assert [(h["host"], h["verdict"]) for h in doc["hosts"]] == [("web1", "pass"), ("web2", "pass")]
-    assert sorted(os.path.basename(p).split(".", 1)[1] for p in glob.glob(os.path.join(out, "*"))) == \
+    assert sorted(os.path.basename(p).split(".", 1)[1] for p in glob.glob(os.path.join(out, "metnos-audit-*"))) == \
         ["html", "json", "junit.xml", "md"]
+    with open(os.path.join(out, "latest.json")) as handle:       # issue 54: the merge's latest, as the audit's
+        assert json.load(handle)["hosts"] == doc["hosts"]
 
     listing = os.path.join(top, "list.txt")
     with open(listing, "w") as handle:
@@ -69,3 +73,26 @@ def test_the_playbook_merges_gates_and_refuses(top):
                   "merge_glob=%s/a/*" % collected)                               # the .md, .html next to it
     assert proc.returncode != 0 and "audit_merge_input_invalid" in proc.stdout, proc.stdout[-3000:]
     assert not os.path.exists(os.path.join(top, "fleet-bad"))
+
+
+def test_a_merge_without_a_baseline_shows_no_slices_badges(top):
+    """Issue 54 item 5: each slice compared itself with its own baseline (a new finding on web3, a resolved one);
+    the merge has no baseline, so no host keeps a change or resolved block and no format shows the badges."""
+    slice_dir = os.path.join(top, "badges")
+    finding = base_diagnostics.make("unit_not_found", unit="metnos.service", scope="system")
+    host = {"host": "web3", "verdict": "warn", "reachable": True, "diagnostics": [finding]}
+    before = {"path": "x", "generated": "2026-11-30T00:00:00+00:00", "hosts": {"web3": {}}}
+    stamp = datetime.datetime(2026, 12, 1, 5, tzinfo=datetime.timezone.utc)
+    os.makedirs(slice_dir)
+    sliced = report.build_from_hosts([host], generated=stamp, baseline=before)
+    assert sliced["hosts"][0]["change"], sliced["hosts"][0]                  # the canary: the slice has badges
+    report.write_all(sliced, slice_dir, stamp="h05")
+    out = os.path.join(top, "fleet-badges")
+    proc = _merge(top, "-e", "merge_dest=%s" % out, "-e", "merge_glob=%s/*.json" % slice_dir)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    with open(os.path.join(out, "latest.json")) as handle:
+        doc = json.load(handle)
+    assert "change" not in doc["hosts"][0] and "resolved" not in doc["hosts"][0] and "baseline" not in doc
+    with open(glob.glob(os.path.join(out, "metnos-audit-*.html"))[0]) as handle:
+        page = handle.read()
+    assert "unit_not_found" in page and '<span class="badge new">' not in page, page[-2000:]

@@ -40,10 +40,46 @@ def test_valid_variables_pass_the_validation(tmp_path):
 
 
 def test_the_audit_names_the_variable_the_user_set(tmp_path):
+    """Issue 54 item 1: the audit playbook's first task judges every metnos_audit_* variable (by the option
+    specs) and every metnos_sandbox_* one (by the role's spec) on the controller; one line per problem naming the
+    variable, its value and the accepted values, then nothing else: no host task, no report task, no second
+    message ("the report must run in the same ansible-playbook run as the audit"), no report written."""
+    dest = tmp_path / "r"
     proc = run_playbook(os.path.join(ROOT, "playbooks", "audit.yml"), *LOCAL, "-e", "metnos_audit_probe=maybe",
-                        "-e", "metnos_sandbox_unit_scope=sys", "-e", "metnos_audit_dest=%s" % (tmp_path / "r"))
-    out = proc.stdout
+                        "-e", "metnos_sandbox_unit_scope=sys", "-e", "metnos_audit_fail_on=newest",
+                        "-e", "metnos_audit_fail_no=new", "-e", "metnos_audit_dest=%s" % dest)
+    out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out[-3000:]
     assert "value of metnos_sandbox_unit_scope must be one of: system, user, got: sys" in out, out[-3000:]
-    assert "argument 'metnos_audit_probe' is of type str" in out and "'maybe'" in out, out[-3000:]
-    assert "nothing was run on the host" in out
+    assert "  - metnos_audit_probe: 'maybe' is not a boolean; accepted: true or false" in out, out[-3000:]
+    assert "  - metnos_audit_fail_on: 'newest' is not accepted (did you mean new?); accepted: any, new" in out, \
+        out[-3000:]
+    assert "  - metnos_audit_fail_no: no such variable of the audit; did you mean metnos_audit_fail_on?" in out, \
+        out[-3000:]
+    assert "nothing was done on the host" in out
+    for later in ("TASK [Audit the host", "TASK [Write the reports", "same ansible-playbook run", "fail_on must"):
+        assert later not in out, (later, out[-3000:])
+    assert not dest.exists()
+
+
+def test_a_bad_fail_on_alone_fails_before_the_hosts_run(tmp_path):
+    """The canary of the order: with only metnos_audit_fail_on wrong the host's audit would otherwise run (and
+    the refusal come after it, naming the module's option fail_on)."""
+    proc = run_playbook(os.path.join(ROOT, "playbooks", "audit.yml"), *LOCAL, "-e", "metnos_audit_fail_on=newest",
+                        "-e", "metnos_audit_dest=%s" % (tmp_path / "r"), "-e", "metnos_audit_probe=false")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-3000:]
+    assert "metnos_audit_fail_on: 'newest'" in out and "TASK [Audit the host" not in out, out[-3000:]
+    assert "value of fail_on" not in out, out[-3000:]
+
+
+def test_valid_audit_variables_pass_and_paths_come_back_absolute(tmp_path):
+    play = tmp_path / "play.yml"
+    play.write_text("- hosts: all\n  gather_facts: false\n  tasks:\n    - name: Validate\n"
+                    "      metnos.sandbox.metnos_role_vars: {roles: [metnos_sandbox], audit: true}\n"
+                    "      register: checked\n    - ansible.builtin.debug: {var: checked.paths}\n")
+    proc = run_playbook(str(play), *LOCAL, "-e", json.dumps({
+        "metnos_audit_probe": "no", "metnos_audit_fail_on": "new", "metnos_audit_host_timeout": "30",
+        "metnos_audit_waivers": "waivers.yml"}))
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert '"metnos_audit_waivers": "%s"' % os.path.join(ROOT, "waivers.yml") in proc.stdout, proc.stdout[-3000:]

@@ -264,4 +264,4 @@ def test_every_report_shows_the_hint_and_the_commands():
     lines = summary.host_summary(sections=[{"name": "service", "verdict": "fail", "detail": "",
                                             "diagnostics": [diag]}])
     assert any(line.strip() == "hint: " + hint for line in lines)
-    assert any(line.strip() == "fix: " + command for line in lines)
+    assert any(line.strip() == "check: " + command for line in lines)      # it only looks (issue 54: check:)

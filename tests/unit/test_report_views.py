@@ -3,6 +3,8 @@ a host without Python has its own code, not host_unreachable."""
 import datetime
 import json
 
+import pytest
+
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_state
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report, spool, summary
 from helpers import report_text
@@ -39,9 +41,49 @@ def test_summaries_label_the_view_and_the_proof():
              "status": {"active": True}, "status_view": "runtime status() as seen by the live process",
              "diagnostics": []}
     detail = summary.probe_section(probe)["detail"]
-    assert detail.startswith("proven verdict: FAILED") and "(a view, not a proof): active=True" in detail
+    assert detail.startswith("proven verdict: FAILED") and "active=" not in detail     # issue 54: one view
     lines = summary.host_summary({"status": {"active": True}, "verdict": "pass"})
-    assert lines[0].startswith("runtime status() as the admin's shell sees it (a view, not the service's")
+    assert lines[0].startswith("runtime status() as the admin's shell sees it, no service unit (a view, not a proof)")
+
+
+def test_the_summary_shows_one_status_view_the_services_first():
+    """Issue 54 item 3: one runtime status() line, the service's when its unit was evaluated (labelled with its
+    source), else the admin's shell's; the sections' details carry none (the summary once showed three)."""
+    service = {"unit": "metnos.service", "mode": "file", "verdict": "pass", "environment": {"PATH": "/usr/bin"},
+               "status": {"active": False, "bwrap_available": True}, "diagnostics": [],
+               "status_view": "runtime status() as seen by the live process of metnos.service (PID 9)"}
+    probe = {"passed": True, "context": "x", "checks": [], "status": {"active": True}, "diagnostics": [],
+             "status_view": "runtime status() as seen by the live process of metnos.service (PID 9)"}
+    lines = summary.host_summary({"status": {"active": True}, "verdict": "pass"},
+                                 [summary.service_section(service), summary.probe_section(probe)])
+    views = [line for line in lines if "active=" in line]
+    assert views == ["runtime status() as seen by the live process of metnos.service (PID 9) (a view, not a proof): "
+                     "active=False bwrap_available=True bwrap_path=None disabled_via_env=None"], lines
+    no_unit = dict(service, status_view=None)      # unit_not_found: status() of no unit, not the service's
+    lines = summary.host_summary({"status": {"active": True}, "verdict": "pass"}, [summary.service_section(no_unit)])
+    assert [line for line in lines if "active=" in line] == [
+        "runtime status() as the admin's shell sees it, no service unit (a view, not a proof): active=True "
+        "bwrap_available=None bwrap_path=None disabled_via_env=None"], lines
+
+
+# (command, its label): "check:" only for what only looks, every part of a chain; anything else is a change.
+KINDS = [
+    ("systemctl cat metnos.service", "check"), ("ss -lntupx", "check"), ("grep -n x /etc/y", "check"),
+    ("systemctl show -p Environment metnos.service | grep PATH", "check"),
+    ("ansible -i 'inv' 'web-1' -m ansible.builtin.ping", "check"),
+    ("ansible -i 'inv' 'web-1' -b -m ansible.builtin.ping", "fix"),
+    ("ansible 'web-1' -m ansible.builtin.shell -a 'rm -rf /x'", "fix"),
+    ("ls -l /x && rm /x", "fix"), ("systemctl restart metnos.service", "fix"), ("${EDITOR:-vi} /x.yml", "fix"),
+    ("ansible-playbook -i inv metnos.sandbox.site --limit web-1", "fix"), ("sysctl --system", "fix"),
+    ("unknown-tool --look", "fix"), ("", "fix"),
+    ("grep -E '^(Seccomp|NoNewPrivs):' /proc/self/status", "check"),     # a | inside quotes is no pipe
+    ("cat /etc/x > /etc/y", "fix"), ("ls /x; rm /x", "fix"), ("ls 'unbalanced", "fix"), ("ls /x |", "fix"),
+]
+
+
+@pytest.mark.parametrize("command,expected", KINDS)
+def test_check_for_investigation_fix_for_changes(command, expected):
+    assert summary.kind(command) == expected
 
 
 def test_host_without_python_has_its_own_code():

@@ -182,6 +182,16 @@ CODES.extend([
          hint=("See why the timer did not run, then prove it now; or audit the host live "
                "(ansible-playbook metnos.sandbox.audit --limit {host}, without "
                "metnos_audit_collect_monitor).")),
+    Code("monitor_systemd_not_running", WARNING, "R-DIAG-3", MONITOR,
+         "The monitor is enabled but systemd is not running on the host",
+         "metnos_sandbox_monitor is true, but the host's init is not systemd (a container, another init): the "
+         "timer that re-proves the sandbox is written and can never run, so no continuous proof is kept.",
+         "Whether /run/systemd/system exists on the host (systemd's own test, sd_booted).",
+         ["ps -p 1 -o comm=", "ls -ld /run/systemd/system"],
+         messages={"": "metnos_sandbox_monitor is true but systemd is not running on this host: {timer} was "
+                       "written, not started; no continuous proof is kept."},
+         hint="Run the monitor on a host booted with systemd, or set metnos_sandbox_monitor: false for this host; "
+              "the audit (playbooks/audit.yml) proves the sandbox without it."),
     Code("monitor_result_unusable", WARNING, "R-DIAG-3", MONITOR,
          "The monitor's stored result cannot be used",
          "The monitor's last result on the host is not what the monitor writes (unreadable, too large, not JSON, "
@@ -312,7 +322,8 @@ CODES.extend([
     Code("audit_waiver_file_unreadable", ERROR, "R-DIAG-3", MODULE,
          "The waiver file cannot be read",
          "The file named by metnos_audit_waivers is missing, not a regular file, too large, not UTF-8 or not YAML. "
-         "The report refuses to run instead of counting findings someone meant to waive.",
+         "The reports are still written, without any waiver and marked (gate.inputs_refused, this finding first), "
+         "and the gate fails: findings someone meant to waive were counted.",
          "Reading the file with the manifests' bounded reader (size first, UTF-8, a YAML subset).",
          ["ls -l {path}", "python3 -c 'import sys, yaml; yaml.safe_load(open(sys.argv[1]))' {path}"],
          messages={"": _WAIVER_FILE + ": {problem}"}),
@@ -330,7 +341,9 @@ CODES.extend([
          "every field is known or the file is refused.",
          "Each waiver's keys against code, host, executor, justification, approved_by, expires.",
          [_WAIVER_DOC],
-         messages={"": _WAIVER_FILE + ": waiver #{index} has the unknown field {field} (known: {known})."}),
+         messages={"": _WAIVER_FILE + ": waiver #{index} has the unknown field {field} (known: {known}).",
+                   "near": _WAIVER_FILE + ": waiver #{index} has the unknown field {field}: did you mean {meant}? "
+                                          "(known: {known})."}),
     Code("audit_waiver_field_missing", ERROR, "R-DIAG-3", MODULE,
          "A waiver lacks a required field",
          "Every waiver names the code, the host pattern, why (justification), who approved it and when it expires.",
@@ -352,6 +365,8 @@ CODES.extend([
          "The code against the registry.",
          ["grep -n '^## <code>$' docs/diagnostics.md", _WAIVER_DOC],
          messages={"": _WAIVER_FILE + ": waiver #{index}: {value} is not a registered diagnostic code.",
+                   "near": _WAIVER_FILE + ": waiver #{index}: {value} is not a registered diagnostic code: did you "
+                                          "mean {meant}?",
                    "not_waivable": _WAIVER_FILE + ": waiver #{index}: {value} cannot be waived."}),
     Code("audit_waiver_host_invalid", ERROR, "R-DIAG-3", MODULE,
          "A waiver's host pattern is not a host pattern",
@@ -394,7 +409,8 @@ CODES.extend([
     Code("audit_baseline_unreadable", ERROR, "R-DIAG-3", MODULE,
          "The baseline report cannot be read",
          "The file named by metnos_audit_baseline is missing, too large, not JSON, or not an audit report of this "
-         "schema; without it no finding can be called new or resolved, so the report refuses to run.",
+         "schema; without it no finding can be called new or resolved: the reports are still written, without the "
+         "comparison and marked (gate.inputs_refused, this finding first), and the gate fails.",
          "Reading the file (size first) and checking its schema and host records.",
          ["ls -lL {path}", "python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[\"schema\"])' {path}"],
          messages={"": "the baseline ({path}): {problem}"}),
@@ -406,7 +422,7 @@ CODES.extend([
          "that cannot be read, is too large, is not JSON, has another schema or a host record without host, "
          "verdict and diagnostics is refused, and nothing is merged.",
          "Each file read (bounded), parsed as JSON, its schema and every host record checked before any merge.",
-         ["ansible-playbook metnos.sandbox.merge_reports -e merge_dest='<fleet report dir>' "
+         ["ansible-playbook -i localhost, metnos.sandbox.merge_reports -e merge_dest='<fleet report dir>' "
           "-e merge_glob='<collected dir>/*.json'"],
          messages={"": "{reason}"},
          hint=("Give only the .json files the audit wrote (metnos-audit-<stamp>.json), not the .md, .junit.xml or "

@@ -148,8 +148,10 @@ AUDIT_REPORT: Spec = spec(
 AUDIT_REPORT_ONE_OF = [("results", "hosts")]
 
 # metnos_role_vars: the roles whose variables are validated before any task touches a host.
+# audit: the audit playbook's metnos_audit_* variables too (report/audit_vars.py), judged by AUDIT and AUDIT_REPORT.
 ROLE_VARS: Spec = spec(
     roles={"type": "list", "elements": "str", "required": True, "choices": ["bwrap_host", "metnos_sandbox"]},
+    audit={"type": "bool", "default": False},
 )
 
 # metnos_audit_merge (an action plugin on the controller): JSON reports made elsewhere (ansible-pull, AWX slices),

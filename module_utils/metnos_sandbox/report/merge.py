@@ -100,4 +100,11 @@ def merged(paths: Sequence[str], warnings_as_failures: bool = False, **report_op
     as report.build_from_hosts takes them."""
     if not paths:
         raise MergeError("no reports to merge")
-    return report.build_from_hosts(merge_hosts(paths), warnings_as_failures=warnings_as_failures, **report_options)
+    hosts = merge_hosts(paths)
+    if report_options.get("baseline") is None:
+        # each slice compared itself with its own baseline: without one here the merge has no "new" or "still"
+        # to say (a slice's badges would mix baselines of different days), and no "resolved"
+        for record in hosts:
+            record.pop("change", None)
+            record.pop("resolved", None)
+    return report.build_from_hosts(hosts, warnings_as_failures=warnings_as_failures, **report_options)

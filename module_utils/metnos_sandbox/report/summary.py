@@ -4,6 +4,7 @@
 """Human-readable summary lines from the results of the toolkit's modules."""
 from __future__ import absolute_import, annotations, division, print_function
 
+import shlex
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 from ..audit import profile_states
@@ -15,6 +16,51 @@ Section = Dict[str, Any]   # {"name", "verdict", "detail", "diagnostics"}
 _MARK = {"pass": "OK  ", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
 
 
+# Commands that only look (by their start; each part of a pipe or a && chain must be one): labelled "check:".
+# Anything else - an edit, a restart, an install, an unknown program - is a change, labelled "fix:" (unknown is
+# never called harmless). The same starts as tests/unit/test_remediation_commands.py runs for real.
+LOOKS = ("bwrap --", "cat ", "command -v ", "dpkg -S ", "dpkg --verify ", "findmnt", "getcap ", "getent ",
+         "grep ", "journalctl ", "ls ", "ps ", "python3 -m json.tool ", "readlink ", "realpath ", "stat ",
+         "sysctl -a", "systemctl cat ", "systemctl list-unit-files ", "systemctl --user list-unit-files ",
+         "systemctl list-units ", "systemctl show", "systemctl status ", "systemd-analyze exit-status ",
+         "systemd-analyze verify ", "systemd-detect-virt", "uname ", "ausearch ", "ss ", "id ", "head ", "tail ",
+         "sha256sum ", "ansible-doc ", "ansible-inventory ")
+# ansible commands that only look: a module that reads (the first word after -m).
+LOOKING_MODULES = ("ansible.builtin.ping", "ansible.builtin.setup", "ping", "setup")
+CHAIN = ("|", "||", "&&", ";")
+
+
+def kind(command: str) -> str:
+    """"check" when every part of ``command`` (split as the shell does: quotes kept whole) only looks, "fix"
+    else: a redirection, a background job or a command that does not parse is a change."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError:
+        return "fix"
+    parts: List[List[str]] = [[]]
+    for token in tokens:
+        if token in CHAIN:
+            parts.append([])
+        elif token and all(ch in lexer.punctuation_chars for ch in token):
+            return "fix"            # > >> < & ... : not a look
+        else:
+            parts[-1].append(token)
+    if not tokens or any(not part for part in parts):
+        return "fix"
+    return "check" if all(_looks(" ".join(part)) for part in parts) else "fix"
+
+
+def _looks(part: str) -> bool:
+    if part.startswith(LOOKS) or part in ("findmnt", "systemd-detect-virt", "ss", "id", "uname"):
+        return True
+    words = part.split()
+    if words[0] == "ansible" and "-m" in words[:-1]:
+        return words[words.index("-m") + 1] in LOOKING_MODULES and "-b" not in words and "--become" not in words
+    return False
+
+
 def _diag_lines(diags: Iterable[Diagnostic], indent: str = "    ") -> List[str]:
     lines = []
     for diag in diagnostics.sort(diags):
@@ -23,8 +69,25 @@ def _diag_lines(diags: Iterable[Diagnostic], indent: str = "    ") -> List[str]:
         if diag.get("hint"):
             lines.append("%s    hint: %s" % (indent, diag["hint"]))
         for step in diag.get("remediation") or []:
-            lines.append("%s    fix: %s" % (indent, step))
+            lines.append("%s    %s: %s" % (indent, kind(step), step))
     return lines
+
+
+def status_line(facts: Optional[Mapping[str, Any]], sections: List[Mapping[str, Any]]) -> Optional[str]:
+    """The one runtime status() view of the summary, labelled with whose it is: the service's (a section that
+    evaluated the service's unit carries it), else the admin's shell's (bwrap_facts: no service unit)."""
+    for section in sections:
+        if section.get("status"):
+            status, source = section["status"], str(section.get("status_view") or "the service's configuration")
+            break
+    else:
+        status = (facts or {}).get("status")
+        source = "runtime status() as the admin's shell sees it, no service unit"
+    if not status:
+        return None
+    return "%s (a view, not a proof): active=%s bwrap_available=%s bwrap_path=%s disabled_via_env=%s" % (
+        source, status.get("active"), status.get("bwrap_available"), status.get("bwrap_path"),
+        status.get("disabled_via_env"))
 
 
 def host_summary(facts: Optional[Mapping[str, Any]] = None,
@@ -36,14 +99,13 @@ def host_summary(facts: Optional[Mapping[str, Any]] = None,
     (service environment, profiles, probe).
     """
     lines = []
+    sections = list(sections or [])
+    status = status_line(facts, sections)
+    if status:
+        lines.append(status)
     if facts:
-        st = facts.get("status") or {}
         bw = facts.get("bwrap") or {}
         pkg = bw.get("package") or {}
-        lines.append("runtime status() as the admin's shell sees it (a view, not the service's and not a proof): "
-                     "active=%s bwrap_available=%s bwrap_path=%s disabled_via_env=%s" % (
-                         st.get("active"), st.get("bwrap_available"), st.get("bwrap_path"),
-                         st.get("disabled_via_env")))
         if bw:
             lines.append("bwrap: %s (package %s %s, mode %s%s)" % (
                 bw.get("version") or "?", pkg.get("name", "none"), pkg.get("revision") or "",
@@ -63,8 +125,9 @@ def host_summary(facts: Optional[Mapping[str, Any]] = None,
             lines.append("smoke test: not run (%s)" % smoke.get("reason", "?"))
         lines.append("%s bwrap_facts" % _MARK.get(str(facts.get("verdict")), "?"))
         lines.extend(_diag_lines(facts.get("diagnostics") or []))
-    sections = list(sections or [])
     for section in sections:
+        if not section:
+            continue
         head = "%s %s" % (_MARK.get(str(section.get("verdict")), "?   "), section.get("name"))
         if section.get("detail"):
             head += ": %s" % section["detail"]
@@ -128,17 +191,17 @@ def service_section(res: Optional[Mapping[str, Any]]) -> Section:
             env.get("PATH"), prov.get("PATH"), (res.get("user") or {}).get("name"))
     else:
         detail = "%s: %s" % (res.get("unit"), ", ".join(d["code"] for d in res.get("diagnostics") or []))
-    st = res.get("status") or {}
-    if st:
-        detail += "; %s: active=%s" % (res.get("status_view") or "runtime status() view", st.get("active"))
     if res.get("changed"):
         detail += "; drop-in %s written" % ((res.get("dropin") or {}).get("path"))
     for key, label in (("healed", "healed"), ("relaxed", "relaxed"), ("not_healed", "NOT healed"),
                        ("not_relaxed", "NOT relaxed")):
         if res.get(key):
             detail += "; %s: %d" % (label, len(res[key]))
-    return {"name": "service environment", "verdict": res.get("verdict", "warn"), "detail": detail,
-            "diagnostics": res.get("diagnostics") or []}
+    out: Section = {"name": "service environment", "verdict": res.get("verdict", "warn"), "detail": detail,
+                    "diagnostics": res.get("diagnostics") or []}
+    if res.get("status") and res.get("status_view"):     # the service's own view (its unit was evaluated)
+        out.update(status=res["status"], status_view=res["status_view"])
+    return out
 
 
 def enforce_lines(res: Optional[Mapping[str, Any]]) -> List[str]:
@@ -171,10 +234,21 @@ def probe_section(res: Optional[Mapping[str, Any]]) -> Section:
     if res.get("confidence") == "reduced":
         detail += "; confidence reduced: %s" % "; ".join((res.get("unit_context") or {}).get("reasons") or
                                                          ["the service's restrictions were not applied"])
-    st = res.get("status") or {}
-    if st:
-        detail += "; %s (a view, not a proof): active=%s" % (res.get("status_view") or "runtime status()",
-                                                             st.get("active"))
     diags = [d for d in res.get("diagnostics") or [] if d.get("severity") != diagnostics.INFO]
     return {"name": "probe (real wrapped invocation)", "verdict": verdicts.verdict(diags), "detail": detail,
             "diagnostics": diags}
+
+
+def monitor_section(state: Optional[Mapping[str, Any]]) -> Section:
+    """The monitor's state in the summary: {enabled, systemd_running, timer} from the role (tasks/monitor.yml);
+    none when it is off. Enabled on a host whose init is not systemd: monitor_systemd_not_running (the timer can
+    never run)."""
+    if not state or not state.get("enabled"):
+        return {}       # off: no line (host_summary leaves an empty section out)
+    timer = str(state.get("timer") or "metnos-sandbox-monitor.timer")
+    if state.get("systemd_running"):
+        return {"name": "monitor", "verdict": "pass", "detail": "%s enabled (the continuous proof)" % timer,
+                "diagnostics": []}
+    diags = [diagnostics.make("monitor_systemd_not_running", timer=timer)]
+    return {"name": "monitor", "verdict": verdicts.verdict(diags), "detail": "%s written, NOT running: systemd is not "
+            "the init of this host" % timer, "diagnostics": diags}

@@ -13,8 +13,10 @@ The admin keeps a YAML file (``metnos_audit_waivers``), a list of waivers::
       expires: 2027-03-31               # YAML date or text, YYYY-MM-DD; at most MAX_DAYS ahead
 
 It is read with the manifests' bounded reader and validated strictly: every kind of bad waiver has its
-own code (audit_waiver_*), all of them reported at once, and the report refuses to run (a finding someone
-meant to waive is never silently counted, nor one nobody approved silently hidden). A waived finding
+own code (audit_waiver_*), all of them reported at once (every field of every entry judged in one pass, with the
+nearest known field or code for a typo), and the run's gate fails, its reports written without the file and
+marked (report/run_context.inputs_refused: a finding someone meant to waive is never silently counted, nor one
+nobody approved silently hidden). A waived finding
 leaves the host's findings (it never counts toward the verdict or the gate) and is kept, with its
 waiver, under the host's ``waived``. An expired waiver waives nothing and an unused one is suspicious:
 both are fleet findings (warnings). Controller only; pure Python, no Ansible imports.
@@ -22,6 +24,7 @@ both are fleet findings (warnings). Controller only; pure Python, no Ansible imp
 from __future__ import absolute_import, annotations, division, print_function
 
 import datetime
+import difflib
 import fnmatch
 import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
@@ -64,39 +67,53 @@ def _check(index: int, entry: Mapping[str, Any], path: str,
     bad: List[Diagnostic] = []
     for key in entry:
         if key not in FIELDS:
-            bad.append(make("audit_waiver_field_unknown", field=excerpt(key), fill=dict(where, known=", ".join(
-                FIELDS)), **where))
+            near = _near(key, FIELDS)
+            bad.append(make("audit_waiver_field_unknown", field=excerpt(key), wording="near" if near else None,
+                            fill=dict(where, known=", ".join(FIELDS), meant=near), **where))
     for key in REQUIRED:
         if entry.get(key) is None:
             bad.append(make("audit_waiver_field_missing", field=key, **where))
+    # every field judged in the same pass: a bad justification does not hide a mistyped code
+    usable: Dict[str, Any] = {}
     for key in FIELDS:
         value = entry.get(key)
         if value is not None and not _text(value):
             bad.append(make("audit_waiver_field_invalid", field=key, value=excerpt(value), limit=MAX_TEXT,
                             **where))
-    if bad:
-        return bad, None
-    code, host, expires = entry["code"], entry["host"], entry["expires"]
-    if code in OWN_CODES or REGISTRY.get(code) is None or section_of(code) == MODULE:
-        bad.append(make("audit_waiver_code_unknown", value=excerpt(code), **where,
-                        wording="not_waivable" if code in REGISTRY else None))
-    if not HOST.match(host):
+        elif value is not None:
+            usable[key] = value
+    code, host, expires = usable.get("code"), usable.get("host"), usable.get("expires")
+    if code is not None and (code in OWN_CODES or REGISTRY.get(code) is None or section_of(code) == MODULE):
+        near = None if code in REGISTRY else _near(code, _waivable())
+        bad.append(make("audit_waiver_code_unknown", value=excerpt(code), **where, fill={"meant": near},
+                        wording="not_waivable" if code in REGISTRY else ("near" if near else None)))
+    if host is not None and not HOST.match(host):
         bad.append(make("audit_waiver_host_invalid", value=excerpt(host), **where))
     when = None
-    if DATE.match(expires):
+    if expires is not None and DATE.match(expires):
         try:
             when = datetime.date(int(expires[:4]), int(expires[5:7]), int(expires[8:10]))
         except ValueError:
             when = None
-    if when is None:
+    if expires is not None and when is None:
         bad.append(make("audit_waiver_expires_invalid", value=excerpt(expires), **where))
-    elif (when - today).days > MAX_DAYS:
+    elif when is not None and (when - today).days > MAX_DAYS:
         bad.append(make("audit_waiver_expires_invalid", wording="too_far", value=expires, limit=MAX_DAYS, **where))
     if bad or when is None:
         return bad, None
     return [], {"index": index, "code": code, "host": host, "executor": entry.get("executor"),
                 "justification": entry["justification"], "approved_by": entry["approved_by"], "expires": expires,
                 "days_left": (when - today).days}
+
+
+def _near(word: str, known: Tuple[str, ...]) -> Optional[str]:
+    """The known word ``word`` is a typo of (difflib's ratio 0.6 or more), None when there is none."""
+    found = difflib.get_close_matches(word, known, n=1)
+    return found[0] if found else None
+
+
+def _waivable() -> Tuple[str, ...]:
+    return tuple(sorted(code for code in REGISTRY if code not in OWN_CODES and section_of(code) != MODULE))
 
 
 def parse(data: Any, path: str, today: datetime.date) -> List[Waiver]:
