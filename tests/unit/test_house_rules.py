@@ -23,9 +23,10 @@ import pytest
 ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CORE = os.path.join(ROOT, "module_utils", "metnos_sandbox")
 # Where rules a and b hold: every first-party Python folder.
-FOLDERS = ("module_utils", "library", "action_plugins", "filter_plugins", "tests", "scripts", "benchmarks", "roles")
+FOLDERS = ("module_utils", "library", "action_plugins", "callback_plugins", "filter_plugins", "tests", "scripts",
+           "benchmarks", "roles")
 # Where rule c holds: the core and the plugins (tests may carry code as data: corpora, planted scripts).
-CODE_FOLDERS = ("module_utils", "library", "action_plugins", "filter_plugins")
+CODE_FOLDERS = ("module_utils", "library", "action_plugins", "callback_plugins", "filter_plugins")
 # The core's import names (the old one is tests/unit/test_import_name.py's alone).
 CORE_NAMES = ("ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox", "metnos_sandbox")
 MAX_STRING_LINES = 5
