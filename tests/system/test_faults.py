@@ -6,6 +6,11 @@ finished, SIGINT goes to ansible-playbook's process group, as a terminal sends i
 their own sessions: Ansible forwards it to them), and a second SIGINT follows at once. The run ends with status 99,
 and a whole report set is written: the hosts that finished with their results, the hung one host_interrupted,
 the gate failed (callback_plugins/audit_interrupt.py, enabled in the repository's ansible.cfg).
+
+A hung host over podman: a real systemd container reached with containers.podman.podman (the message travels as
+the arguments of one command, no shell of Ansible's), its interpreter the same hanging script. Past
+metnos_audit_host_timeout the host is host_timeout and the interpreter and its child are gone inside the
+container: /bin/sh started them under timeout(1), which killed their process group (transport.argv_command).
 """
 import glob
 import json
@@ -15,9 +20,9 @@ import subprocess
 import sys
 import time
 
-from helpers.ansible_run import ansible_env, ansible_tool
+from conftest import ROOT, ansible_env, start_host, stop_host
+from helpers.ansible_run import ansible_tool
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 AUDIT = os.path.join(ROOT, "playbooks", "audit.yml")
 HANG = """#!/bin/sh
 echo $$ > %(pids)s
@@ -113,3 +118,28 @@ def test_a_run_that_ends_normally_writes_one_set(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "host_interrupted" not in proc.stdout
     assert len(glob.glob(str(dest / "metnos-audit-*"))) == 4
+
+
+def test_a_hung_podman_host_is_killed_in_the_container_at_its_deadline(tmp_path):
+    host = start_host("metnos-fault")
+    try:
+        host.write("/usr/local/bin/hang-python", HANG % {"pids": "/run/hang-pids", "python": "/usr/bin/python3"},
+                   mode="0755")
+        inv = tmp_path / "hosts.yml"
+        inv.write_text("all:\n  hosts:\n    hung: {ansible_connection: containers.podman.podman, ansible_host: %s, "
+                       "ansible_python_interpreter: /usr/local/bin/hang-python}\n" % host.name)
+        dest = tmp_path / "reports"
+        start = time.monotonic()
+        proc = subprocess.run(audit_command(inv, dest) + ["-e", "metnos_audit_host_timeout=5"], capture_output=True,
+                              text=True, cwd=ROOT, env=ansible_env(), timeout=300)
+        took = time.monotonic() - start
+        assert proc.returncode != 0 and took < 120, (took, proc.stdout[-3000:])
+        recorded = host.sh("cat /run/hang-pids").stdout.split()
+        assert len(recorded) == 2, recorded                        # canary: it did hang, with a child
+        living = host.sh("for pid in %s; do grep -qv ' Z ' /proc/$pid/stat 2>/dev/null && echo $pid; done; true"
+                         % " ".join(recorded)).stdout.split()
+        assert living == [], living                                # killed in the container, its child too
+        doc = json.load(open(str(dest / "latest.json")))
+        assert [d["code"] for d in doc["hosts"][0]["diagnostics"]] == ["host_timeout"], doc["hosts"][0]
+    finally:
+        stop_host(host)
