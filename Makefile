@@ -50,7 +50,7 @@ lint: test-deps collection
 	@echo "=== lint ==="
 	ruff check .
 	mypy
-	pycodestyle $(PEP8) module_utils library action_plugins filter_plugins doc_fragments
+	pycodestyle $(PEP8) module_utils library action_plugins callback_plugins filter_plugins doc_fragments
 	ansible-lint --profile production playbooks/ roles/
 	check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	scripts/actionlint.sh

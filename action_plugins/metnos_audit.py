@@ -297,7 +297,8 @@ class ActionModule(ActionBase):
 
     def _ship(self, python, data, deadline):
         """Run the payload on the host in one command: the message on its stdin where the connection pipelines
-        (local, ssh), as its arguments otherwise (podman, docker). transport.TransportError when neither can."""
+        (local, ssh), as its arguments otherwise (podman, docker); under timeout(1) with ``deadline`` in both.
+        transport.TransportError when neither can."""
         if getattr(self._connection, "has_pipelining", False):
             # The local connection runs the command with /bin/sh already: without executable=False Ansible wraps
             # it in a second "/bin/sh -c" (one more shell started per host). Over ssh the remote
@@ -306,5 +307,6 @@ class ActionModule(ActionBase):
             return self._low_level_execute_command(transport.stdin_command(python, deadline), in_data=data,
                                                    sudoable=True,
                                                    executable=False if local else None)
-        argv = transport.argv_command(python, data, become=bool(getattr(self._play_context, "become", False)))
+        argv = transport.argv_command(python, data, become=bool(getattr(self._play_context, "become", False)),
+                                      deadline=deadline)
         return self._low_level_execute_command(argv, sudoable=True, executable=False)

@@ -99,8 +99,9 @@ options:
       - Seconds one host's whole audit may take (more than 0, at most 86400; not O(timeout), the probe's).
         Past it the host is reported C(host_timeout) (an error) in every report and the other hosts' results
         are written as usual; the payload on the host runs under C(timeout -s KILL) (its own process group,
-        killed whole at the deadline) where the host has C(timeout), and the controller stops waiting a few
-        seconds later in any case.
+        killed whole at the deadline) where the host has C(timeout), over every connection (with the
+        arguments carrier of podman and docker the host's C(/bin/sh) starts it so, the message its positional
+        arguments), and the controller stops waiting a few seconds later in any case.
       - Only the controller's concern; it never travels to the host.
     type: float
     default: 300

@@ -14,7 +14,7 @@ import signal
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DIRS = ("module_utils", "library", "action_plugins", "filter_plugins")
+DIRS = ("module_utils", "library", "action_plugins", "callback_plugins", "filter_plugins")
 LIMIT = 60
 
 

@@ -31,7 +31,7 @@ from helpers.paths import ROOT
 
 NS = "metnos.sandbox."
 DEFAULT_PATHS = ("roles", "playbooks", "molecule", "examples", "inventory", "library", "filter_plugins",
-                 "doc_fragments", "action_plugins", "tests", "docs", "README.md")
+                 "doc_fragments", "action_plugins", "callback_plugins", "tests", "docs", "README.md")
 SUFFIXES = (".yml", ".yaml", ".py", ".md", ".j2")
 # Files that write unqualified names on purpose: this checker and its test (the forms it qualifies).
 EXEMPT = ("tests/helpers/fqcn.py", "tests/unit/test_fqcn.py")

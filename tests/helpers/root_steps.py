@@ -10,7 +10,8 @@ from helpers.paths import CORE, ROOT
 
 # The code that runs as root on a host or acts for the admin on the controller.
 FOLDERS = (CORE, os.path.join(ROOT, "library"), os.path.join(ROOT, "action_plugins"),
-           os.path.join(ROOT, "filter_plugins"), os.path.join(ROOT, "roles", "metnos_sandbox", "files"))
+           os.path.join(ROOT, "callback_plugins"), os.path.join(ROOT, "filter_plugins"),
+           os.path.join(ROOT, "roles", "metnos_sandbox", "files"))
 RUNS = {"subprocess": None, "os": ("execv", "execve", "execvp", "execvpe", "execl", "execlp", "execle",
                                    "spawnv", "spawnve", "posix_spawn", "posix_spawnp", "system", "popen")}
 OPENS = {"os": ("open",), "io": ("open",)}

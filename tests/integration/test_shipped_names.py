@@ -17,16 +17,16 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base
 from conftest import ROOT
 from helpers import installed_collection
 
-TOP = ("module_utils", "library", "action_plugins", "filter_plugins", "doc_fragments", "roles", "playbooks",
-       "inventory", "examples", "molecule", "scripts", "tests", "docs", "tools", "monitoring")
+TOP = ("module_utils", "library", "action_plugins", "callback_plugins", "filter_plugins", "doc_fragments", "roles",
+       "playbooks", "inventory", "examples", "molecule", "scripts", "tests", "docs", "tools", "monitoring")
 PATH = re.compile(r"(?<![\w./-])((?:%s)/[\w./@+-]*)" % "|".join(TOP))
 FQCN = re.compile(r"\bmetnos\.sandbox\.([a-z_][a-z0-9_]*)")
 # the project's own command and unit names; not its name or the report schemas' ids (metnos-sandbox-audit/1)
 COMMAND = re.compile(r"(?<![\w/-])(metnos-sandbox-[a-z]+(?:-[a-z]+)*)(?![\w-]*/\d)")
 PROJECT = "metnos-sandbox-ops"
 IN_COLLECTION = {"library": "plugins/modules", "module_utils": "plugins/module_utils",
-                 "action_plugins": "plugins/action", "filter_plugins": "plugins/filter",
-                 "doc_fragments": "plugins/doc_fragments"}
+                 "action_plugins": "plugins/action", "callback_plugins": "plugins/callback",
+                 "filter_plugins": "plugins/filter", "doc_fragments": "plugins/doc_fragments"}
 # The README's "two commands" and "audit your fleet" run in a clone of the repository (it says so): these are the
 # clone's, not the collection's.
 CLONE_ONLY = {"scripts/bootstrap.sh": "make run sets up the controller's venv in a clone",

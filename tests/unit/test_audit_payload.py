@@ -60,6 +60,46 @@ def test_payload_travels_as_arguments_of_one_command():
     assert sum(len(a) for a in argv) < 2 * 1024 * 1024
 
 
+def test_the_arguments_carrier_runs_under_the_hosts_timeout_with_a_deadline():
+    """podman/docker (issue 52): with a deadline the arguments start /bin/sh with a fixed script, and the
+    interpreter and the message are its positional arguments, run as the connection runs them (argv, no shell
+    of the caller): the message arrives whole, the answer is framed as without a deadline."""
+    frame = transport.new_frame()
+    data = transport.message(frame, {"unit": "metnos.service"}, STAND_IN)
+    argv = shlex.split(transport.argv_command("python3", data, deadline=30))
+    assert argv[:2] == ["/bin/sh", "-c"] and "timeout -s KILL 30" in argv[2]
+    assert argv[3:8] == ["python3", "-I", "-S", "-c", transport.BOOTSTRAP]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert transport.unframe(proc.stdout, frame)["echo"] == {"unit": "metnos.service"}, proc.stderr
+
+
+def test_a_hung_interpreter_over_the_arguments_carrier_is_killed_with_its_group(tmp_path):
+    """The interpreter (a script that records its pid, starts a child and waits) hangs: at the deadline
+    timeout(1) kills it and its child (exit status 137), as the stdin carrier's."""
+    pids = tmp_path / "pids"
+    hang = tmp_path / "hang-python"
+    hang.write_text("#!/bin/sh\necho $$ > %s\nsleep 600 &\necho $! >> %s\nwait\n" % (pids, pids))
+    hang.chmod(0o755)
+    argv = shlex.split(transport.argv_command(str(hang), transport.message(transport.new_frame(), {}, b"x"),
+                                              deadline=1))
+    start = time.monotonic()
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == -9 and time.monotonic() - start < 30, proc     # timeout(1) killed with its group
+    recorded = [int(word) for word in pids.read_text().split()]
+    assert len(recorded) == 2                                   # canary: it did hang, with a child
+    time.sleep(0.2)
+    assert not [pid for pid in recorded if alive(pid)], recorded
+
+
+def alive(pid):
+    """A process that exists and is not a zombie (its parent has not reaped it yet)."""
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def test_a_connection_that_cannot_carry_it_is_refused():
     """become without pipelining folds the arguments into one (sudo ... sh -c '...'): refused, no temp file."""
     data = transport.message(transport.new_frame(), {}, b"x")

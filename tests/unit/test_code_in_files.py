@@ -12,7 +12,7 @@ import pytest
 
 from conftest import ROOT
 
-DIRS = ("module_utils", "library", "action_plugins", "filter_plugins", "roles")
+DIRS = ("module_utils", "library", "action_plugins", "callback_plugins", "filter_plugins", "roles")
 MAX_LINES = 5
 ANSIBLE_DOCS = ("DOCUMENTATION", "EXAMPLES", "RETURN")
 

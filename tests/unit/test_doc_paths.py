@@ -9,8 +9,9 @@ import subprocess
 
 from conftest import ROOT, ansible_env, ansible_tool
 
-TOP = ("module_utils", "library", "action_plugins", "filter_plugins", "roles", "playbooks", "inventory", "examples",
-       "molecule", "scripts", "benchmarks", "tests", "docs", "tools", "monitoring", r"\.ci", r"\.github", r"\.config")
+TOP = ("module_utils", "library", "action_plugins", "callback_plugins", "filter_plugins", "roles", "playbooks",
+       "inventory", "examples", "molecule", "scripts", "benchmarks", "tests", "docs", "tools", "monitoring", r"\.ci",
+       r"\.github", r"\.config")
 PATH = re.compile(r"(?<![\w./-])((?:%s)/[\w./@+-]*)" % "|".join(TOP))
 
 

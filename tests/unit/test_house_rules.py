@@ -24,7 +24,8 @@ import pytest
 from helpers.paths import CORE, ROOT, read_text
 
 # Where rules a and b hold: every first-party Python folder.
-FOLDERS = ("module_utils", "library", "action_plugins", "filter_plugins", "tests", "scripts", "benchmarks", "roles")
+FOLDERS = ("module_utils", "library", "action_plugins", "callback_plugins", "filter_plugins", "tests", "scripts",
+           "benchmarks", "roles")
 # The core's import names (the old one is tests/unit/test_import_name.py's alone).
 CORE_NAMES = ("ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox", "metnos_sandbox")
 

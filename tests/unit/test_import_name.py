@@ -15,7 +15,7 @@ from conftest import ROOT
 from helpers import import_names
 
 NAME = import_names.NAME
-DIRS = ("tests", "scripts", "benchmarks", "filter_plugins", "library", "action_plugins", "roles")
+DIRS = ("tests", "scripts", "benchmarks", "filter_plugins", "library", "action_plugins", "callback_plugins", "roles")
 OLD = re.compile(r"\bansible\.module_utils\.metnos_sandbox\b|sys\.path\.insert\(.*\"module_utils\"|"
                  r"ansible\.module_utils\.__path__")
 

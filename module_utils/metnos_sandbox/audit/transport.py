@@ -190,8 +190,13 @@ def stdin_command(python: str, deadline: Optional[float] = None) -> str:
     run = "%s %s -c %s" % (shlex.quote(python), " ".join(PYTHON_FLAGS), shlex.quote(BOOTSTRAP))
     if deadline is None:
         return "exec " + run
-    return "limit=; command -v timeout >/dev/null 2>&1 && limit='timeout -s KILL %s'; exec $limit %s" % (
-        deadline_text(deadline), run)
+    return "%s; exec $limit %s" % (limited(deadline), run)
+
+
+def limited(deadline: float) -> str:
+    """The shell words that set ``$limit`` to ``timeout -s KILL SECONDS`` where the host has timeout(1), else
+    to nothing (the controller's own alarm then ends the wait)."""
+    return "limit=; command -v timeout >/dev/null 2>&1 && limit='timeout -s KILL %s'" % deadline_text(deadline)
 
 
 def deadline_text(seconds: float) -> str:
@@ -201,17 +206,21 @@ def deadline_text(seconds: float) -> str:
     return ("%.3f" % seconds).rstrip("0").rstrip(".")
 
 
-def argv_command(python: str, data: bytes, become: bool = False) -> str:
+def argv_command(python: str, data: bytes, become: bool = False, deadline: Optional[float] = None) -> str:
     """The command that carries the message as its own arguments (run without a shell), each under
     MAX_ARG. TransportError where a wrapper would fold them into one argument (become) or the whole
-    would pass ARG_MAX."""
+    would pass ARG_MAX. With ``deadline`` (seconds) the host's /bin/sh starts the interpreter under timeout(1)
+    as stdin_command does (its process group killed whole when the time is up): the shell's script is the
+    fixed text of limited(), and the interpreter and the message are its positional arguments (``"$0" "$@"``),
+    never parsed by it."""
     blob = base64.b64encode(data).decode("ascii")
     if become:
         raise TransportError("become on a connection without pipelining folds the command into one argument")
     if len(blob) > MAX_ARGV:
         raise TransportError("the message (%d bytes in base64) exceeds %d bytes of arguments" % (len(blob), MAX_ARGV))
     chunks = [blob[i:i + MAX_ARG] for i in range(0, len(blob), MAX_ARG)]
-    return " ".join(shlex.quote(a) for a in [python] + list(PYTHON_FLAGS) + ["-c", BOOTSTRAP] + chunks)
+    head = [] if deadline is None else ["/bin/sh", "-c", '%s; exec $limit "$0" "$@"' % limited(deadline)]
+    return " ".join(shlex.quote(a) for a in head + [python] + list(PYTHON_FLAGS) + ["-c", BOOTSTRAP] + chunks)
 
 
 def unframe(stdout: str, frame: str) -> Optional[Dict[str, Any]]:

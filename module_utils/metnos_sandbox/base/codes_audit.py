@@ -302,6 +302,16 @@ CODES.extend([
                        "killed"},
          hint=("See what hangs on the host (the command lists its oldest processes), or raise the limit "
                "(-e metnos_audit_host_timeout=SECONDS) for a host that is only slow.")),
+    Code("host_interrupted", ERROR, "R-DIAG-3", REACHABILITY,
+         "The run was interrupted before the host's audit finished",
+         "The user interrupted ansible-playbook (Ctrl-C, SIGINT) while the host's audit was running or before it "
+         "started. The hosts that had finished are reported as usual; this host has no result, and the run's "
+         "gate fails (exit status 99). Its payload on the host ends at the deadline timeout(1) was given "
+         "(metnos_audit_host_timeout) at the latest.",
+         "No result kept for the host when the run was interrupted (strategy metnos.sandbox.audit_linear).",
+         ["ansible-playbook -i <inventory> metnos.sandbox.audit --limit '{host}'"],
+         messages={"": "{host}: the run was interrupted before its audit finished"},
+         hint="Audit the host again (the command); nothing is known about it from this run."),
     Code("audit_report_no_results", ERROR, "R-DIAG-3", REACHABILITY,
          "The report has no audit results to read",
          "metnos_audit_report reads the results metnos_audit kept in the same ansible-playbook run; none of the "

@@ -19,7 +19,7 @@ from ..base.diagnostics import Diagnostic
 
 # Failure records metnos_audit (or spool.read_spooled) keeps with their own code and its placeholders ("context").
 ANSWERED_WITHOUT_RESULT = ("audit_result_unframed", "audit_transport_unsupported", "host_not_audited",
-                           "host_timeout")
+                           "host_timeout", "host_interrupted")
 PROBE_VIEW = "probe: proven by a real wrapped invocation"
 
 

@@ -1,0 +1,463 @@
+"""Nothing lost, nothing half-applied (issue 52): the faults of the issue's acceptance, each run for real, each test
+checking that nothing is lost or half-applied and that the next run says what it healed. Local-connection aliases
+of this machine unless said.
+
+- Ctrl-C: ansible-playbook runs the audit, one host hangs after the connection (its interpreter is a script that
+  records its pid, starts a child and waits). Once the others have finished, SIGINT goes to ansible-playbook's
+  process group, as a terminal sends it on Ctrl-C (the workers run in their own sessions: Ansible forwards it to
+  them), and a second SIGINT follows at once. The run ends with status 99, and a whole report set is written: the
+  hosts that finished with their results, the hung one host_interrupted, the gate failed
+  (callback_plugins/audit_interrupt.py, enabled in the repository's ansible.cfg).
+- A host that hangs after connecting, local: with metnos_audit_host_timeout=5 the run ends, the hung host is
+  host_timeout in every report, the others' results are written, the gate fails, and the hung interpreter and its
+  child are killed on the host (timeout(1): the whole process group). The task keyword ``timeout`` still bounds it.
+- The same over podman: a real systemd container reached with containers.podman.podman (the message travels as
+  the arguments of one command); the interpreter and its child are gone inside the container at the deadline:
+  /bin/sh started them under timeout(1) (transport.argv_command).
+- Reports never overwrite another run: two audits started together into one folder keep both sets, each run's
+  printed paths holding its own hosts; a 2 MB tmpfs as the reports folder, filled so that the set cannot be
+  written whole, leaves nothing of it, prints the fleet summary and fails the gate; what a killed run left (a lock
+  no longer held, an incomplete set, hidden temp files) is removed at the next run and listed, while a set another
+  live run is writing is kept; a destination that is a file is "not a folder".
+- A lost sysctl apply (a run killed after the drop-in was written): the bwrap_host role against a real kernel
+  sysctl. This machine's own user.max_user_namespaces is not writable here (a container: EACCES), so the role runs
+  inside a user namespace of its own (unshare -U -r, entered with nsenter for each step), where the kernel keeps a
+  separate, writable user.max_user_namespaces: the same sysctl(8), the same /proc/sys file. The first run writes
+  the drop-in (into a temp folder) and applies it; the kernel's value is then set back, which is what a run killed
+  after the file task left. The rerun - the file unchanged - compares the kernel's live value with the wanted one,
+  applies the drop-in and says what it healed; the run after it changes nothing. No backup is left next to the
+  drop-in (one that backup: true left is removed; an admin's other file is kept).
+
+Elsewhere still (issue 52): a profile killed between its two files (tests/integration/test_stored_profile_exec.py,
+it shares that file's launcher fixtures) and a manifest rewritten during renders.
+"""
+import glob
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report
+from conftest import ROOT, ansible_env, start_host, stop_host
+from helpers import report_text
+from helpers.ansible_run import ansible_tool
+
+AUDIT = os.path.join(ROOT, "playbooks", "audit.yml")
+HANG = """#!/bin/sh
+echo $$ > %(pids)s
+sleep 600 &
+echo $! >> %(pids)s
+wait
+exec %(python)s "$@"
+"""
+FINISHED = ("fast-1", "fast-2")
+QUIET = ["-e", "metnos_audit_probe=false", "-e", '{"metnos_audit_manifests": [], "metnos_audit_unit": ""}']
+
+
+def audit_command(inv, dest):
+    return [ansible_tool("ansible-playbook"), AUDIT, "-i", str(inv), "-e", "metnos_audit_dest=%s" % dest] + QUIET
+
+
+def inventory(path, names):
+    path.write_text("all:\n  hosts:\n" + "".join(
+        "    %s: {ansible_connection: local, ansible_python_interpreter: %s}\n" % (name, sys.executable)
+        for name in names))
+    return str(path)
+
+
+def start_audit(inv, dest, *extra):
+    return subprocess.Popen(audit_command(inv, dest) + list(extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=ROOT, env=ansible_env())
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open("/proc/%d/stat" % pid) as handle:        # a zombie is dead: its parent has not reaped it yet
+        return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def hanging_interpreter(tmp_path):
+    """The file the hanging interpreter writes its pid and its child's to, and the interpreter (a script)."""
+    pids = tmp_path / "pids"
+    hang = tmp_path / "hang-python"
+    hang.write_text(HANG % {"pids": pids, "python": sys.executable})
+    hang.chmod(0o755)
+    return pids, hang
+
+
+def hung_fleet(tmp_path):
+    """An inventory of two plain aliases and one whose interpreter hangs; the file its pids are written to."""
+    pids, hang = hanging_interpreter(tmp_path)
+    inv = tmp_path / "hosts.yml"
+    inv.write_text("all:\n  hosts:\n" + "".join(
+        "    %s: {ansible_connection: local, ansible_python_interpreter: %s}\n" % (name, python)
+        for name, python in ((FINISHED[0], sys.executable), ("hung", hang), (FINISHED[1], sys.executable))))
+    return inv, pids
+
+
+def wait_for(path, words, proc, seconds=120):
+    """Until the file holds every word (the play's output), or fail with what it holds."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and proc.poll() is None:
+        text = path.read_text() if path.exists() else ""
+        if all(word in text for word in words):
+            return
+        time.sleep(0.2)
+    raise AssertionError("never saw %s: %s" % (words, path.read_text()[-3000:] if path.exists() else ""))
+
+
+def test_ctrl_c_writes_the_finished_hosts_and_marks_the_others_interrupted(tmp_path):
+    inv, pids = hung_fleet(tmp_path)
+    dest, out = tmp_path / "reports", tmp_path / "out"
+    with open(str(out), "w") as handle:
+        proc = subprocess.Popen(audit_command(inv, dest), stdout=handle, stderr=subprocess.STDOUT, cwd=ROOT,
+                                env=ansible_env(), start_new_session=True)     # its own group, as a job
+    recorded = []
+    try:
+        wait_for(out, ["ok: [%s]" % name for name in FINISHED], proc)
+        end = time.monotonic() + 60
+        while not (pids.exists() and len(pids.read_text().split()) == 2) and time.monotonic() < end:
+            time.sleep(0.1)
+        recorded = [int(word) for word in pids.read_text().split()]
+        assert len(recorded) == 2, recorded                         # canary: the hung host's interpreter does hang
+        assert proc.poll() is None                                  # canary: the run is still waiting for it
+        os.killpg(proc.pid, signal.SIGINT)                          # Ctrl-C
+        time.sleep(0.01)
+        os.killpg(proc.pid, signal.SIGINT)                          # and again, at once
+        assert proc.wait(timeout=120) == 99, out.read_text()[-3000:]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        for pid in recorded:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    text = out.read_text()
+    assert "User interrupted execution" in text
+    assert "2 host(s) that finished, 1 host_interrupted" in text, text[-3000:]
+    doc = json.load(open(str(dest / "latest.json")))
+    hosts = dict((h["host"], h) for h in doc["hosts"])
+    assert sorted(hosts) == ["fast-1", "fast-2", "hung"]
+    assert [d["code"] for d in hosts["hung"]["diagnostics"]] == ["host_interrupted"], hosts["hung"]
+    assert "hung: the run was interrupted" in hosts["hung"]["diagnostics"][0]["message"]
+    for name in FINISHED:                                           # the finished hosts' own results
+        assert hosts[name]["reachable"] and hosts[name]["verdict"] in ("pass", "warn"), hosts[name]
+    assert doc["gate"]["failed"]
+    for ext in ("md", "junit.xml", "html"):                         # the whole set, the finding in each
+        assert "host_interrupted" in open(str(dest / ("latest." + ext))).read(), ext
+    assert len(glob.glob(str(dest / "metnos-audit-*"))) == 4
+    assert not [name for name in os.listdir(str(dest)) if name.startswith(".")]     # no temp debris
+
+
+def test_a_run_that_ends_normally_writes_one_set(tmp_path):
+    """The callback writes nothing when the play's own report task returned (no second set, exit status 0)."""
+    inv = tmp_path / "hosts.yml"
+    inv.write_text("all:\n  hosts:\n    fast-1: {ansible_connection: local, ansible_python_interpreter: %s}\n"
+                   % sys.executable)
+    dest = tmp_path / "reports"
+    proc = subprocess.run(audit_command(inv, dest), capture_output=True, text=True, cwd=ROOT, env=ansible_env(),
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "host_interrupted" not in proc.stdout
+    assert len(glob.glob(str(dest / "metnos-audit-*"))) == 4
+
+
+def test_a_hung_podman_host_is_killed_in_the_container_at_its_deadline(tmp_path):
+    host = start_host("metnos-fault")
+    try:
+        host.write("/usr/local/bin/hang-python", HANG % {"pids": "/run/hang-pids", "python": "/usr/bin/python3"},
+                   mode="0755")
+        inv = tmp_path / "hosts.yml"
+        inv.write_text("all:\n  hosts:\n    hung: {ansible_connection: containers.podman.podman, ansible_host: %s, "
+                       "ansible_python_interpreter: /usr/local/bin/hang-python}\n" % host.name)
+        dest = tmp_path / "reports"
+        start = time.monotonic()
+        proc = subprocess.run(audit_command(inv, dest) + ["-e", "metnos_audit_host_timeout=5"], capture_output=True,
+                              text=True, cwd=ROOT, env=ansible_env(), timeout=300)
+        took = time.monotonic() - start
+        assert proc.returncode != 0 and took < 120, (took, proc.stdout[-3000:])
+        recorded = host.sh("cat /run/hang-pids").stdout.split()
+        assert len(recorded) == 2, recorded                        # canary: it did hang, with a child
+        living = host.sh("for pid in %s; do grep -qv ' Z ' /proc/$pid/stat 2>/dev/null && echo $pid; done; true"
+                         % " ".join(recorded)).stdout.split()
+        assert living == [], living                                # killed in the container, its child too
+        doc = json.load(open(str(dest / "latest.json")))
+        assert [d["code"] for d in doc["hosts"][0]["diagnostics"]] == ["host_timeout"], doc["hosts"][0]
+    finally:
+        stop_host(host)
+
+
+def test_a_hung_host_is_host_timeout_and_the_others_are_reported(tmp_path):
+    inv, pids = hung_fleet(tmp_path)
+    dest = tmp_path / "reports"
+    start = time.monotonic()
+    proc = subprocess.run(audit_command(inv, dest) + ["-e", "metnos_audit_host_timeout=5"], capture_output=True,
+                          text=True, cwd=ROOT, env=ansible_env(), timeout=300)
+    took = time.monotonic() - start
+    assert proc.returncode != 0, proc.stdout[-3000:]                     # the gate fails on the hung host
+    assert took < 120, took
+    recorded = [int(line) for line in pids.read_text().split()]
+    assert len(recorded) == 2, recorded                                  # canary: the interpreter did hang
+    assert not [pid for pid in recorded if alive(pid)], recorded         # killed on the host, its child too
+    doc = json.load(open(str(dest / "latest.json")))
+    hosts = dict((h["host"], h) for h in doc["hosts"])
+    assert [d["code"] for d in hosts["hung"]["diagnostics"]] == ["host_timeout"], hosts["hung"]
+    assert "no audit result within 5 s" in hosts["hung"]["diagnostics"][0]["message"]
+    assert hosts["fast-1"]["reachable"] and hosts["fast-2"]["reachable"]
+    assert hosts["fast-1"]["verdict"] in ("pass", "warn") and hosts["fast-2"]["verdict"] in ("pass", "warn")
+    for ext in ("md", "junit.xml", "html"):                               # a finding in every report
+        assert "host_timeout" in open(str(dest / ("latest." + ext))).read(), ext
+    assert "host_timeout" in proc.stdout                                 # and in the fleet summary
+    assert len(glob.glob(str(dest / "metnos-audit-*"))) == 4
+
+
+TASK_TIMEOUT = """- hosts: all
+  gather_facts: false
+  tasks:
+    - metnos.sandbox.metnos_audit:
+        deadline: 120
+        probe: false
+        unit: ""
+      timeout: 3
+"""
+
+
+def test_the_task_keyword_timeout_still_bounds_the_audit(tmp_path):
+    """The action's own alarm never hides Ansible's (the task keyword ``timeout``, a SIGALRM in the same worker):
+    the shorter one ends the hung host's task."""
+    pids, hang = hanging_interpreter(tmp_path)
+    inv = tmp_path / "hosts.yml"
+    inv.write_text("all:\n  hosts:\n    hung: {ansible_connection: local, ansible_python_interpreter: %s}\n" % hang)
+    play = tmp_path / "play.yml"
+    play.write_text(TASK_TIMEOUT)
+    start = time.monotonic()
+    proc = subprocess.run([ansible_tool("ansible-playbook"), str(play), "-i", str(inv)], capture_output=True,
+                          text=True, cwd=ROOT, env=ansible_env(), timeout=300)
+    took = time.monotonic() - start
+    assert proc.returncode != 0 and took < 60, (took, proc.stdout[-3000:])
+    assert "Timed out after 3 second" in proc.stdout or "host_timeout" in proc.stdout, proc.stdout[-3000:]
+    for pid in [int(line) for line in pids.read_text().split()]:       # the hung command is not left behind
+        if alive(pid):
+            os.kill(pid, 9)
+
+
+def printed_json(stdout):
+    """The JSON report's path as the run printed it (the fleet summary's "reports written ..." line)."""
+    for word in stdout.replace('"', " ").replace(",", " ").split():
+        if word.endswith(".json") and "metnos-audit-" in word:
+            return word
+    raise AssertionError("no report path printed:\n" + stdout[-3000:])
+
+
+def test_two_audits_into_one_folder_keep_both_sets(tmp_path):
+    dest = tmp_path / "reports"
+    runs = [start_audit(inventory(tmp_path / ("hosts-%s.yml" % side), ["%s-%d" % (side, i) for i in range(3)]),
+                        str(dest)) for side in ("left", "right")]
+    outs = [run.communicate(timeout=600) for run in runs]
+    for run, (out, err) in zip(runs, outs):
+        assert run.returncode == 0, out[-3000:] + err[-2000:]
+    names = sorted(os.path.basename(p) for p in glob.glob(str(dest / "metnos-audit-*")))
+    assert len(names) == 8, names                                          # two whole sets: nothing overwritten
+    for side, (out, _err) in zip(("left", "right"), outs):
+        doc = json.load(open(printed_json(out)))
+        assert [h["host"] for h in doc["hosts"]] == ["%s-%d" % (side, i) for i in range(3)], side
+    latest = json.load(open(str(dest / "latest.json")))                    # one whole set, whichever came last
+    assert os.path.samefile(str(dest / "latest.md"), str(dest / "latest" / "report.md"))
+    assert latest["totals"]["hosts"] == 3
+    assert not [n for n in os.listdir(str(dest)) if n.startswith(".")]    # no lock, no temp file left
+
+
+def test_same_stamp_twice_in_one_folder_both_kept(tmp_path):
+    """The names of two runs differ even with one stamp (the run id): a stamp of a second no longer decides."""
+    first = report.write_all(report_text.build({"a": {}}), str(tmp_path), stamp="20261207T120000Z", latest=True)
+    second = report.write_all(report_text.build({"b": {}}), str(tmp_path), stamp="20261207T120000Z", latest=True)
+    assert set(first.values()).isdisjoint(second.values())
+    assert [h["host"] for h in json.load(open(first["json"]))["hosts"]] == ["a"]      # canary: A's set is A's
+    assert [h["host"] for h in json.load(open(second["json"]))["hosts"]] == ["b"]
+    assert [h["host"] for h in json.load(open(str(tmp_path / "latest.json")))["hosts"]] == ["b"]
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    """A real 2 MB tmpfs mounted as the reports folder (root: this machine's tests run as root)."""
+    mount = tmp_path / "reports"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def fill(folder, leave):
+    """Fill ``folder``'s filesystem until ``leave`` bytes stay free (a real full disk)."""
+    stat = os.statvfs(str(folder))
+    size = stat.f_bavail * stat.f_frsize - leave
+    with open(str(folder / "filler"), "wb") as handle:
+        handle.write(b"\0" * size)
+    return folder / "filler"
+
+
+def big_fleet():
+    return dict(("host-%03d" % i, {"unreachable": True, "msg": "x" * 200}) for i in range(200))
+
+
+def test_a_full_reports_folder_leaves_no_partial_set(small_tmpfs):
+    doc = report_text.build(big_fleet())
+    sizes = dict((ext, len("".join(render(doc)).encode())) for ext, render in report.RENDERERS)
+    assert sizes["json"] < 300000 and sizes["html"] > 8192, sizes
+    filler = fill(small_tmpfs, sizes["json"] + 8192)             # the JSON fits, the set does not
+    with pytest.raises(report.ReportWriteError) as caught:
+        report.write_all(doc, str(small_tmpfs), latest=True)
+    assert "not written whole" in str(caught.value)
+    assert sorted(os.listdir(str(small_tmpfs))) == ["filler"]    # no partial set, no temp file, no lock
+    filler.unlink()
+    paths = report.write_all(doc, str(small_tmpfs), latest=True)
+    assert sorted(paths) == ["html", "json", "junit.xml", "md"]
+
+
+def test_debris_of_killed_runs_removed_and_a_live_run_kept(tmp_path):
+    dest = tmp_path
+    dead = "metnos-audit-20261207T100000000001Z-deadbeef"
+    (dest / ("." + dead + report.LOCK)).write_text("")                         # its lock, nobody holds it
+    (dest / (dead + ".json")).write_text("{}")                               # an incomplete set
+    (dest / ("." + dead + ".md.0123456789ab")).write_text("half")           # its temp file
+    old = dest / ".metnos-audit-20261101T000000Z.html.00112233aabb"         # an older toolkit's temp file
+    old.write_text("x" * 4096)
+    os.utime(str(old), (time.time() - 7200, time.time() - 7200))
+    fresh = dest / ".metnos-audit-20261207T120000Z.html.00112233aabc"       # too young to be judged: kept
+    fresh.write_text("x")
+    live = "metnos-audit-20261207T110000000001Z-0badc0de"                  # a run writing now: its lock held
+    (dest / ("." + live + report.LOCK)).write_text("")
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys, time\n"
+                               "fd = os.open(sys.argv[1], os.O_RDONLY)\nfcntl.flock(fd, fcntl.LOCK_EX)\n"
+                               "print('held', flush=True)\ntime.sleep(60)\n",
+                               str(dest / ("." + live + report.LOCK))], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        (dest / (live + ".json")).write_text("{}")
+        (dest / ("." + live + ".md.0123456789ab")).write_text("writing")
+        (dest / "runs" / "broken").mkdir(parents=True)
+        removed = report.remove_debris(str(dest))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert sorted(removed) == sorted(["." + dead + report.LOCK, dead + ".json", "." + dead + ".md.0123456789ab",
+                                      old.name, os.path.join("runs", "broken")]), removed
+    assert sorted(os.listdir(str(dest))) == sorted(["." + live + report.LOCK, live + ".json",
+                                                    "." + live + ".md.0123456789ab", fresh.name, "runs"])
+
+
+def test_a_full_reports_folder_fails_the_gate_after_the_summary(tmp_path, small_tmpfs):
+    """The playbook on a full reports folder: the fleet summary printed, the gate failed with the write error,
+    nothing of the set kept; the next run (space freed, a killed run's debris planted) writes and says what it
+    removed."""
+    inv = inventory(tmp_path / "hosts.yml", ["alias-a", "alias-b"])
+    filler = fill(small_tmpfs, 0)
+    run = start_audit(inv, str(small_tmpfs))
+    out, err = run.communicate(timeout=600)
+    assert run.returncode != 0, out[-3000:]
+    assert "2 hosts: " in out and "cannot write the reports to %s" % small_tmpfs in out, out[-3000:] + err[-2000:]
+    assert sorted(os.listdir(str(small_tmpfs))) == ["filler"]
+    filler.unlink()
+    dead = "metnos-audit-20261207T100000000001Z-deadbeef"
+    (small_tmpfs / ("." + dead + report.LOCK)).write_text("")
+    (small_tmpfs / (dead + ".md")).write_text("half")
+    run = start_audit(inv, str(small_tmpfs))
+    out, err = run.communicate(timeout=600)
+    assert run.returncode == 0, out[-3000:] + err[-2000:]
+    assert "removed what earlier runs left in %s: .%s.lock %s.md" % (small_tmpfs, dead, dead) in out, out[-3000:]
+    assert len(glob.glob(str(small_tmpfs / "metnos-audit-*"))) == 4
+
+
+def test_a_destination_that_is_a_file_is_named_not_a_folder(tmp_path):
+    """Item 6: a reports destination that is a regular file (or a link to one) is refused as "not a folder",
+    naming it, never "File exists"; nothing is written beside it."""
+    dest = tmp_path / "reports"
+    dest.write_text("an admin's file")
+    with pytest.raises(NotADirectoryError) as caught:
+        report.write_all(report_text.build({"a": {}}), str(dest), latest=True)
+    assert "is not a folder (it is a file)" in str(caught.value) and str(dest) in str(caught.value)
+    link = tmp_path / "link"
+    link.symlink_to(dest)
+    with pytest.raises(NotADirectoryError) as caught:
+        report.write_all(report_text.build({"a": {}}), str(link))
+    assert "is not a folder (it is a link)" in str(caught.value)
+    assert sorted(os.listdir(str(tmp_path))) == ["link", "reports"] and dest.read_text() == "an admin's file"
+
+
+SYSCTL_PLAY = """- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - ansible.builtin.include_role:
+        name: metnos.sandbox.bwrap_host
+        tasks_from: remediate
+"""
+KNOB = "/proc/sys/user/max_user_namespaces"
+
+
+def inside(holder, *argv):
+    """Run ``argv`` in the holder's user namespace (as its root)."""
+    return subprocess.run(["nsenter", "--user", "--target", str(holder.pid)] + list(argv), capture_output=True,
+                          text=True, env=ansible_env(), cwd=ROOT, timeout=600)
+
+
+def live(holder):
+    return int(inside(holder, "cat", KNOB).stdout)
+
+
+def set_live(holder, value):
+    assert inside(holder, "sh", "-c", "echo %d > %s" % (value, KNOB)).returncode == 0
+
+
+def changed(stdout):
+    return int(re.search(r"changed=(\d+)", stdout).group(1))
+
+
+def test_a_lost_apply_is_healed_by_the_rerun(tmp_path):
+    holder = subprocess.Popen(["unshare", "--user", "--map-root-user", "sleep", "600"])
+    try:
+        heal_run(holder, tmp_path)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def heal_run(holder, tmp_path):
+    time.sleep(0.2)
+    before = live(holder)
+    wanted = 15000
+    assert before != wanted
+    play = tmp_path / "play.yml"
+    play.write_text(SYSCTL_PLAY)
+    drop_in = tmp_path / "sysctl.d" / "99-zz-metnos-bwrap.conf"
+    drop_in.parent.mkdir()
+    backup = drop_in.parent / (drop_in.name + ".4242.2026-12-01@10:00:00~")     # what backup: true used to leave
+    backup.write_text("user.max_user_namespaces = 1\n")
+    admins = drop_in.parent / (drop_in.name + ".orig~")                       # not the role's: kept
+    admins.write_text("")
+    playbook = [ansible_tool("ansible-playbook"), str(play), "-e", "bwrap_host_sysctl_remediation=true",
+                "-e", "bwrap_host_sysctl_file=%s" % drop_in, "-e", "bwrap_host_max_user_namespaces=%d" % wanted]
+    first = inside(holder, *playbook)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-2000:]
+    assert live(holder) == wanted                                       # applied by the first run
+    assert "user.max_user_namespaces = %d" % wanted in drop_in.read_text()
+    set_live(holder, before)                                            # the apply a killed run lost
+    assert live(holder) == before                                       # canary: the kernel holds the old value
+    second = inside(holder, *playbook)
+    assert second.returncode == 0, second.stdout[-3000:]
+    assert live(holder) == wanted, second.stdout[-3000:]                # healed although the file did not change
+    assert "healed: the kernel held user.max_user_namespaces=%d (wanted %d)" % (before, wanted) in second.stdout
+    third = inside(holder, *playbook)
+    assert third.returncode == 0 and changed(third.stdout) == 0, third.stdout[-3000:]
+    assert sorted(os.listdir(str(drop_in.parent))) == [drop_in.name, admins.name]   # no backup piled up or left
