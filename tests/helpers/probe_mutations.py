@@ -848,14 +848,13 @@ class Row(object):
     check and not the package's. ``isolate(bench)``: (source, destination) binds made in a private mount
     namespace the probe runs in (what the probe sees as the service's bwrap, e.g. a modified copy over
     /usr/bin/bwrap). ``properties``: unit directives of the transient unit (systemd context only). ``only``:
-    "direct" or "systemd" for a row one context cannot plant. ``unit_unseen``: checks of ``fails`` that cannot
-    fail in a transient unit, with the reason in the row's note (root there has no CAP_SYS_PTRACE: another
-    uid's descriptors are counted, not judged)."""
+    "direct" or "systemd" for a row one context cannot plant. Every check of ``fails`` fails in a transient unit
+    too: there the payload's descriptor tables are read again as their owner (issue 51 item 5), so no row's
+    expectation is excused as unseen or counted."""
 
     def __init__(self, name, what, edit, fails, code=None, note=None, needs=None, accept=False, also=(),
-                 isolate=None, properties=(), only=None, unit_unseen=()):
+                 isolate=None, properties=(), only=None):
         self.name, self.what, self.edit, self.note, self.needs = name, what, edit, note, needs
-        self.unit_unseen = tuple(unit_unseen)
         self.accept = accept or getattr(edit, "accept", False)
         self.also, self.isolate, self.properties, self.only = set(also), isolate, properties, only
         self.fails = fails if isinstance(fails, dict) else dict((u, fails) for u in USERS)
@@ -1159,12 +1158,9 @@ def counted_codes(verdict):
 
 
 def judge(row, user, verdict, failed, systemd=False):
-    """'ok' or a sentence saying how the row differs from its expectation (``systemd``: run in a transient unit,
-    where the row's ``unit_unseen`` checks cannot fail)."""
+    """'ok' or a sentence saying how the row differs from its expectation (``systemd``: run in a transient unit)."""
     codes = counted_codes(verdict)
     want = expected_failures(row, user, verdict)
-    if systemd:
-        want = [name for name in want if name not in row.unit_unseen]
     patterns, need = row.expect(user)
     problems = []
     if failed != want:
@@ -1175,10 +1171,7 @@ def judge(row, user, verdict, failed, systemd=False):
         problems.append("did not pass (codes %s)" % codes)
     if need and verdict["passed"] is not False:
         problems.append("passed (codes %s)" % codes)
-    # in a unit, the unit's own session keyring is a warning on every row that ran (probe_keyring_unit, issue
-    # 51); test_probe_weakened_systemd says on which rows it must and must not be
-    also = row.also | ({"probe_keyring_unit"} if systemd else set())
-    if not (set(need) <= set(codes) <= set(need) | also):
+    if not (set(need) <= set(codes) <= set(need) | row.also):
         problems.append("codes %s, expected %s%s" % (codes, need, " (and maybe %s)" % sorted(row.also)
                                                       if row.also else ""))
     if patterns and not want:

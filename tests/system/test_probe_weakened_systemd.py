@@ -62,7 +62,7 @@ def test_matrix_row_in_a_transient_unit(results, row):
     assert res["judged"] == "ok", res
     if row in ("strict", "keyring_filtered", "keyring_filtered_kill"):
         # the proof that the drop-in works (issue 51): keyctl refused inside, under a bwrap that ran, and the
-        # unit's shared keyring a warning only where keyctl reaches it. The canary: the strict row reaches it.
+        # unit's shared keyring (info) reported only where keyctl reaches it. The canary: the strict row reaches it.
         keyring = [c for c in res["checks"] if c["name"] == "keyring_own"][0]["observed"]["payload"]
         said = {"strict": None, "keyring_filtered": "error:EPERM", "keyring_filtered_kill": "refused:killed"}[row]
         if said:

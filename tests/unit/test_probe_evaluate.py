@@ -744,9 +744,9 @@ def test_keyrings_of_the_host_user_namespace_are_shared():
     assert not keyring["ok"] and "the host's user namespace's" in keyring["observed"]["problems"][0], keyring
 
 
-def test_in_a_unit_its_own_session_keyring_is_a_warning():
+def test_in_a_unit_its_own_session_keyring_is_its_own_finding():
     """In a transient unit the payload holds the unit's session keyring (KeyringMode=private) with systemd's
-    invocation_id key: the check passes with a probe_keyring_unit warning; another key in it is an error; the
+    invocation_id key: the check passes with the info finding probe_keyring_unit; another key in it is an error; the
     host's user namespace is still a failure."""
     obs, outside, host = good()
     obs["keyrings"]["session"] = 777
@@ -756,7 +756,7 @@ def test_in_a_unit_its_own_session_keyring_is_a_warning():
     checks = evidence.evaluate(SPEC, obs, outside, host)
     keyring = [c for c in checks if c["name"] == "keyring_own"][0]
     assert keyring["ok"] and [k[0] for k in keyring["observed"]["kinds"]] == ["unit", "unit"], keyring
-    assert [code for code, _said in keyrings.warnings(checks)] == ["probe_keyring_unit"]
+    assert [code for code, _said in keyrings.unit_findings(checks)] == ["probe_keyring_unit"]
     v = verdict(obs, outside, host)
     codes = [d["code"] for d in v["diagnostics"]]
     assert "probe_keyring_unit" in codes and not set(codes) & {"probe_keyring_shared", "probe_keyring_keys"}, codes

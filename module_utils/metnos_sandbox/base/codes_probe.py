@@ -574,7 +574,7 @@ CODES.extend([
          hint=("Keep keys out of the executor's reach: a drop-in with '[Service]' 'SystemCallFilter=~@keyring:EPERM' "
                "for the unit that starts the executors (or the service's keys in a keyring the executors do not "
                "inherit), then run the probe again.")),
-    Code("probe_keyring_unit", WARNING, "R-SCOPE-1", PROBE,
+    Code("probe_keyring_unit", INFO, "R-SCOPE-3", PROBE,
          "The service's executors share the unit's session keyring",
          "In the service's unit the payload holds the unit's own session keyring (systemd's KeyringMode=private, "
          "the default for system services: one keyring per start of the service, with systemd's invocation_id "
@@ -587,8 +587,11 @@ CODES.extend([
          ["systemctl show -p KeyringMode -p SystemCallFilter -p NoNewPrivileges <unit>",
           "systemctl edit --drop-in=metnos-keyring <unit>"],
          messages={"": "executors of this service share its session keyring: {said}{traced}"},
-         hint=("Severity warning, decided on evidence: a channel between executors of one service, not to the host "
-               "(the keyring is the unit's, created by systemd at start). Closing it takes a drop-in with "
+         hint=("Severity info, decided on evidence: the keyring is the unit's, created by systemd at start, with "
+               "only systemd's invocation_id key in it (any other key is the error probe_keyring_keys, and the "
+               "host's keyrings the error probe_keyring_shared): a channel between executors of one service that "
+               "needs code on both ends, not a way to the host. As a warning it would make every audit of a "
+               "well-kept unit 'warn' with a fix that costs a setuid bwrap. Closing it takes a drop-in with "
                "'[Service]' 'SystemCallFilter=~@keyring:EPERM' (keyctl answers EPERM, bwrap makes no keyctl call: "
                "the probe proves it under the drop-in). For a unit with User= systemd then implies "
                "NoNewPrivileges=yes, which stops a setuid bwrap: opt in where bwrap is not setuid (the default, "

@@ -22,10 +22,12 @@ through, answered with an errno (``~@keyring:EPERM``) or killed (then refused: n
 
 In a unit (the service's real context) the payload holds the unit's own session keyring (KeyringMode=private,
 systemd's default for system services): one per service start, shared by the service and every executor it
-starts, with systemd's invocation_id key in it. Measured decision (issue 51): a warning, probe_keyring_unit, not an
-error. It is a channel between executors of one service, not to the host; failing it needs the unit's
+starts, with systemd's invocation_id key in it (measured: no other key). Decision (issue 51): a finding of its
+own, probe_keyring_unit, at info severity, not an error or a warning. It is a channel between executors of one
+service that needs code on both ends, not a way to the host (the host's keyrings and any other key in it are
+errors); a warning would make every audit of a well-kept unit "warn", and closing it needs the unit's
 ``SystemCallFilter=~@keyring:EPERM``, which for a non-root unit implies NoNewPrivileges=yes and so stops a setuid
-bwrap: opt-in, right for a non-setuid bwrap. Any other key in it (the service's) is an error, probe_keyring_keys.
+bwrap: opt-in through enforce (filter_keyrings), right for a non-setuid bwrap.
 
 Pure Python, no Ansible imports.
 """
@@ -186,7 +188,7 @@ def judge(mine: t.Any, ref: Json, who: str, same_userns: bool = False, uid: t.An
           unit: bool = False) -> t.List[t.Tuple[str, str]]:
     """[(kind, what)] of each way the payload's keyrings are not its own (or not proven). ``same_userns``: the
     payload's user namespace is the probe's; ``unit``: run in a transient unit, whose own session keyring (and
-    systemd's invocation_id key in it) is the "unit" kind, a warning."""
+    systemd's invocation_id key in it) is the "unit" kind, reported at info severity."""
     if not isinstance(mine, dict) or "error" in mine:
         return [("shared", "keyrings not proven: the payload reported %s" % (
             mine.get("error") if isinstance(mine, dict) else type(mine).__name__))]
@@ -236,14 +238,14 @@ def check_keyrings(sc: Scene) -> None:
     observed: Json = {"payload": sc.obs.get("keyrings"), "starter": who, "starter_keyrings": ref,
                       "plan": sc.spec.get("keyctl")}
     errors = [k for k in kinds if k[0] != "unit"]
-    # the unit's own keyring, shared by the service's executors: a warning (probe_keyring_unit, see the top)
+    # the unit's own keyring, shared by the service's executors: info, not a failure (probe_keyring_unit, see the top)
     observed.update(problems=[what for _kind, what in errors[:12]], kinds=[list(k) for k in kinds[:12]])
     sc.add("keyring_own", "R-SCOPE-1", "a session keyring of the payload's own (not %s's), no key linked in it, or "
            "keyctl refused" % who, observed, not errors)
 
 
-def warnings(checks: t.Iterable[Json]) -> t.List[t.Tuple[str, str]]:
-    """[(code, what)] of the warnings of a passed keyring_own check: the unit's shared session keyring."""
+def unit_findings(checks: t.Iterable[Json]) -> t.List[t.Tuple[str, str]]:
+    """[(code, what)] of the info findings of a passed keyring_own check: the unit's shared session keyring."""
     out: t.List[t.Tuple[str, str]] = []
     for check in checks:
         observed = check.get("observed")

@@ -76,7 +76,7 @@ def run_verdict(shown: t.List[str], result: Json, obs: t.Optional[Json], outside
     everything its tree held (proctree.judge), each a finding of its own."""
     verdict = _judge_run(shown, result, obs, outside, spec, host, user, timeout, tool, run_opts)
     verdict["diagnostics"].extend(diagnostics.make(code, fill={"said": said, "traced": ""}, check="keyring_own")
-                                  for code, said in keyrings.warnings(verdict["checks"]))
+                                  for code, said in keyrings.unit_findings(verdict["checks"]))
     more = bwrap_trust.diagnostics(trust) + _tree_findings(result, obs, outside or {}, spec, host, trust, payload)
     if trust is not None:
         verdict["bwrap_trust"] = bwrap_trust.view(trust)
