@@ -1079,6 +1079,14 @@ ROWS = [
         binary("fakes.keyring", accept=True), ["keyring_own"], code=["probe_keyring_keys", "probe_keyring_shared"],
         only="direct", note="in a transient unit the unit's own session keyring (systemd's KeyringMode=private) "
         "reaches the payload the same way, planted or not"),
+    Row("keyring_shared_mode", "the transient unit with KeyringMode=shared: systemd links the service user's own "
+        "user keyring (the host's, shared with every process of that uid) into the unit's session keyring, which the "
+        "payload inherits through bwrap", lambda argv, bench: argv, ["keyring_own"], code=["probe_keyring_keys"],
+        only="systemd", properties=[("KeyringMode", "shared")],
+        note="caught as a key of another linked in the payload's session keyring; not proven from outside here: "
+             "the test containers refuse add_key (ENOSYS), and writing the user keyring by its serial (KEYCTL_LINK) "
+             "worked from the sandbox under KeyringMode=private too (its uid has write), so it does not tell the "
+             "modes apart"),
     Row("keyring_filtered", "not a weakening: the remediation, the transient unit with "
         "SystemCallFilter=~@keyring:EPERM: bwrap still works under it, and the payload's keyctl fails with EPERM",
         lambda argv, bench: argv, [], only="systemd", properties=[("SystemCallFilter", "~@keyring:EPERM")]),
