@@ -990,7 +990,10 @@ ROWS = [
     Row("cap_add", "--cap-add ALL (capabilities in the sandbox's user namespace; run by root, bwrap then also "
         "hands them on as ambient)", add("--cap-add", "ALL"), ["no_capabilities"]),
     Row("seccomp_added", "wrapper: the real bwrap with --add-seccomp-fd (a filter of its own, R-BASE-8)",
-        binary("fakes.seccomp", accept=True), ["no_custom_seccomp"], needs="python3-seccomp"),
+        binary("fakes.seccomp", accept=True), ["no_custom_seccomp", "keyring_own"],
+        code=["probe_check_failed", "probe_keyring_shared"], needs="python3-seccomp",
+        note="the payload has a filter the probe has not: keyctl might kill it, so it is not asked and the keyrings "
+             "are not proven (issue 51)"),
     Row("userns_joined", "wrapper: the real bwrap joins a user namespace a decoy outside holds (--userns "
         "instead of --unshare-user; the namespace's descriptor reaches the payload too; the decoy is left in the "
         "tree)", binary("fakes.userns", accept=True),
