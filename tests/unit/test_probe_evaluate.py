@@ -12,7 +12,9 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import (
     attributes,
     evidence,
+    keyrings,
     payload,
+    payload_script,
     proc_covers,
     runners,
     witness,
@@ -45,6 +47,12 @@ ATTRIBUTES = {"personality": 0, "oom_score_adj": 0, "priority": 20, "nice": 0, "
 PRIV = {"capinh": 0, "capprm": 0, "capeff": 0, "capbnd": 0, "capamb": 0, "nonewprivs": 1, "seccomp": 0,
         "seccomp_filters": 0}
 
+# the payload's keyrings (payload_script.keyrings): its user namespace's own user-session keyring as its session
+# keyring, the user keyring the kernel links in it; the probe's (keyrings.own) are other serials
+KEYRINGS = {"session": 501, "user": 500, "user_session": 501,
+            "keys": [["session", 500, "keyring", "0", "65534", "1f3f0000"],
+                     ["user_session", 500, "keyring", "0", "65534", "1f3f0000"]]}
+
 
 def good():
     obs = {"metnos_probe": "t0k", "pid": 4242, "uid": 65534, "ns": dict(SANDBOX_NS), "proc_self": "4242",
@@ -52,7 +60,7 @@ def good():
            "interfaces": ["lo"], "ro": {"/usr": {"type": 0xEF53, "dev": "254:0", "flags": "ro"}},
            "rw": {"/data": "writable"}, "absent": {"/home": "absent"},
            "tmpfs": {"/tmp": {"type": payload.TMPFS_MAGIC, "dev": "0:91", "flags": "rw", "entries": []}},
-           "pdeathsig": 9}
+           "pdeathsig": 9, "keyrings": copy.deepcopy(KEYRINGS)}
     outside = {"launcher": 4241, "child_pid": 4242, "child_ppid": 4241, "payload_pids": [4242], "payload_pid": 4242,
                "payload": {"ppid": 4241, "nspid": [4242], "uid": 65534, "ns": dict(SANDBOX_NS), "read_by": "probe",
                            "mounts": procfs.parse_mountinfo(MOUNTINFO), "interfaces": ["lo"], "privileges": dict(PRIV),
@@ -68,7 +76,7 @@ def good():
                "parent": {"pid": 4241, "ns": dict(HOST_NS), "exe": "/usr/bin/bwrap", "exe_id": list(BWRAP_ID),
                           "read_by": "probe", "mounts": HOST_MOUNTS}}
     host = {"ns": dict(HOST_NS), "mounts": HOST_MOUNTS, "privileges": dict(PRIV), "trusted_bwrap": [list(BWRAP_ID)],
-            "attributes": copy.deepcopy(ATTRIBUTES),
+            "attributes": copy.deepcopy(ATTRIBUTES), "keyrings": {"user": 400, "user_session": 401},
             "covers": {"asked": dict((n, "not writable") for n in proc_covers.COVER_NAMES), "covers": [], "as": [65534,
                                                                                                                  65534],
                        "root": "/"}}
@@ -699,3 +707,114 @@ def test_the_kernel_names_a_unix_sockets_peer():
     finally:
         one.close()
         two.close()
+
+
+# (name, the payload's keyrings changed to, the codes the verdict carries); the probe's are user 400, user-session 401
+KEYRING_CASES = [
+    ("joined_before", {"session": 777}, ["probe_keyring_shared"]),
+    ("probe_user_session", {"session": 401, "user_session": 401}, ["probe_keyring_shared"]),
+    ("probe_user", {"user": 400, "keys": [["user_session", 400, "keyring", "0", "65534", "1f3f0000"]]},
+     ["probe_keyring_shared"]),
+    ("key_of_another", {"keys": KEYRINGS["keys"] + [["session", 9001, "user", "0", "0", "3f010000"]]},
+     ["probe_keyring_keys"]),
+    ("unread", {"session": "error:EINVAL"}, ["probe_keyring_shared"]),
+    ("not_reported", None, ["probe_keyring_shared"]),
+    ("keyctl_refused", {"session": "error:EPERM", "user": "error:EPERM", "user_session": "error:EPERM", "keys": []},
+     []),
+]
+
+
+@pytest.mark.parametrize("name,change,codes", KEYRING_CASES, ids=[c[0] for c in KEYRING_CASES])
+def test_keyrings_not_its_own_fail_with_their_codes(name, change, codes):
+    obs, outside, host = good()
+    if change is None:
+        del obs["keyrings"]
+    else:
+        obs["keyrings"].update(change)
+    assert set(failed(obs, outside, host)) == ({"keyring_own"} if codes else set()), name
+    v = verdict(obs, outside, host)
+    assert sorted(set(d["code"] for d in v["diagnostics"]) - {"probe_check_failed"}) == codes, v["diagnostics"]
+
+
+def test_keyrings_of_the_host_user_namespace_are_shared():
+    """User keyrings are per user namespace: a payload in the host's has the host's user keyrings."""
+    obs, outside, host = good()
+    obs["ns"]["user"] = host["ns"]["user"]
+    check = evidence.evaluate(SPEC, obs, outside, host)
+    keyring = [c for c in check if c["name"] == "keyring_own"][0]
+    assert not keyring["ok"] and "the host's user namespace's" in keyring["observed"]["problems"][0], keyring
+
+
+def test_in_a_unit_its_own_session_keyring_is_its_own_finding():
+    """In a transient unit the payload holds the unit's session keyring (KeyringMode=private) with systemd's
+    invocation_id key: the check passes with the info finding probe_keyring_unit; another key in it is an error; the
+    host's user namespace is still a failure."""
+    obs, outside, host = good()
+    obs["keyrings"]["session"] = 777
+    obs["keyrings"]["keys"].append(["session", 778, "user", "0", "0", "3f010000", "invocation_id"])
+    outside["context"] = {"from": "the unit's process (pid 4240)", "ns": dict(HOST_NS), "mounts": HOST_MOUNTS,
+                          "attributes": copy.deepcopy(ATTRIBUTES), "privileges": dict(PRIV)}
+    checks = evidence.evaluate(SPEC, obs, outside, host)
+    keyring = [c for c in checks if c["name"] == "keyring_own"][0]
+    assert keyring["ok"] and [k[0] for k in keyring["observed"]["kinds"]] == ["unit", "unit"], keyring
+    assert [code for code, _said in keyrings.unit_findings(checks)] == ["probe_keyring_unit"]
+    v = verdict(obs, outside, host)
+    codes = [d["code"] for d in v["diagnostics"]]
+    assert "probe_keyring_unit" in codes and not set(codes) & {"probe_keyring_shared", "probe_keyring_keys"}, codes
+    obs["keyrings"]["keys"].append(["session", 779, "user", "0", "0", "3f010000"])     # the service's own key
+    keyring = [c for c in evidence.evaluate(SPEC, obs, outside, host) if c["name"] == "keyring_own"][0]
+    assert not keyring["ok"] and keyring["observed"]["kinds"][-1][0] == "keys", keyring
+    obs["keyrings"]["keys"].pop()
+    obs["ns"]["user"] = HOST_NS["user"]       # but the host's user namespace is still a failure
+    keyring = [c for c in evidence.evaluate(SPEC, obs, outside, host) if c["name"] == "keyring_own"][0]
+    assert not keyring["ok"], keyring
+
+
+# (SystemCallFilter=/SystemCallErrorNumber= lines of a unit, what they do to keyctl), systemd's merge
+UNIT_ACTIONS = [
+    ([], "allow"),
+    ([["SystemCallFilter", "@system-service"]], "allow"),
+    ([["SystemCallFilter", "@system-service"], ["SystemCallFilter", "~@keyring"]], "kill"),
+    ([["SystemCallFilter", "@basic-io @mount"]], "kill"),
+    ([["SystemCallFilter", "@basic-io"], ["SystemCallErrorNumber", "EPERM"]], "errno"),
+    ([["SystemCallFilter", "~@keyring"]], "kill"),
+    ([["SystemCallFilter", "~@keyring:EPERM"]], "errno"),
+    ([["SystemCallFilter", "~@keyring"], ["SystemCallErrorNumber", "EPERM"]], "errno"),
+    ([["SystemCallFilter", "~@keyring:kill"], ["SystemCallErrorNumber", "EPERM"]], "kill"),
+    ([["SystemCallFilter", "~@mount @reboot"]], "allow"),
+    ([["SystemCallFilter", "~@keyring"], ["SystemCallFilter", ""]], "allow"),
+    ([["SystemCallFilter", "~@keyring"], ["SystemCallFilter", "@keyring"]], "allow"),
+    ([["SystemCallFilter", "@system-service"], ["SystemCallFilter", "~keyctl:EACCES"]], "kill"),
+]
+
+
+@pytest.mark.parametrize("lines,action", UNIT_ACTIONS, ids=[str(i) for i in range(len(UNIT_ACTIONS))])
+def test_what_a_units_filter_does_to_keyctl(lines, action):
+    assert keyrings.unit_action([line + ["unit"] for line in lines]) == action
+
+
+def test_the_plan_names_the_probes_filters_only_when_keyctl_did_not_kill_it():
+    assert keyrings.plan({"user": 4, "user_session": 5, "filters": 2}) == {"filters": 2}
+    assert keyrings.plan({"killed": 31, "filters": 2}) == {"filters": None}
+    assert keyrings.plan({"user": 4, "user_session": 5, "filters": 1},
+                         [["SystemCallFilter", "~@keyring:EPERM", "u"]]) == {"filters": 1, "unit": "errno"}
+
+
+# (the payload's seccomp [mode, filters], the plan, asked or what it reports instead)
+ASKED = [
+    (["0", 0], {"filters": None}, "asked"),
+    (["2", 1], {"filters": 1}, "asked"),
+    (["2", 2], {"filters": 1}, "error:not asked"),
+    (["2", 2], {"filters": None, "unit": "errno"}, "asked"),
+    (["2", 2], {"filters": 1, "unit": "kill"}, "refused:killed"),
+    (["2", "unknown"], {"filters": 1}, "error:not asked"),
+    (["unknown", "unknown"], None, "error:not asked"),
+]
+
+
+@pytest.mark.parametrize("seccomp,plan,said", ASKED, ids=[str(i) for i in range(len(ASKED))])
+def test_the_payload_asks_for_keyrings_only_where_keyctl_cannot_kill_it(monkeypatch, seccomp, plan, said):
+    """The payload never forks: it calls keyctl itself or not at all (the fork was reverted, issue 51)."""
+    monkeypatch.setattr(payload_script, "seccomp_status", lambda: list(seccomp))
+    monkeypatch.setattr(payload_script, "keyrings", lambda: {"session": "asked"})
+    assert payload_script.keyrings_asked(plan)["session"] == said

@@ -474,3 +474,26 @@ def test_each_path_is_looked_up_once_per_evaluation(monkeypatch):
     gathered = service_env.Gathered(state, {"PATH": "/usr/bin"}, {"PATH": "Environment="}, [], "systemd", False, live)
     res = service_env.evaluate(service_env.Evaluation("metnos.service", gathered, None, None))
     assert res["status"]["bwrap_path"] == "/usr/bin/bwrap" and asked == ["/usr/bin"]
+
+
+# (bwrap setuid, the unit's user, the line is written) - filter_keyrings (issue 51): refused only where
+# NoNewPrivileges=yes, which systemd implies for SystemCallFilter= in a non-root unit, would stop a setuid bwrap
+KEYRING_FILTER_CASES = [
+    (False, {"name": "metnos", "uid": 990, "dynamic": False}, True),
+    (False, {"name": "root", "uid": 0, "dynamic": False}, True),
+    (True, {"name": "root", "uid": 0, "dynamic": False}, True),
+    (True, {"name": "metnos", "uid": 990, "dynamic": False}, False),
+    (True, {"name": "(dynamic)", "uid": 0, "dynamic": True}, False),
+]
+
+
+@pytest.mark.parametrize("setuid,user,written", KEYRING_FILTER_CASES, ids=[str(i) for i in range(5)])
+def test_the_keyring_filter_is_opt_in_and_refused_for_a_setuid_bwrap(setuid, user, written):
+    plan = _plan({"PATH": "/usr/sbin:/usr/bin"})
+    assert enforce.KEYRING_FILTER not in plan["dropin"]             # off unless asked
+    enforce.add_keyring_filter(plan, {}, user, {"setuid": setuid})
+    assert (enforce.KEYRING_FILTER + "\n" in plan["dropin"]) == written, plan["dropin"]
+    said = plan["healed"] if written else plan["not_healed"]
+    assert "probe_keyring_unit" in said[-1]["what"], said
+    if not written:
+        assert "NoNewPrivileges=yes" in said[-1]["reason"], said

@@ -540,6 +540,62 @@ CODES.extend([
          _ATTRIBUTE_EVIDENCE, list(_ATTRIBUTE_FIX),
          messages={"": "the payload's process attributes are weaker than its starter's: {said}{traced}"},
          hint=_ATTRIBUTE_HINT),
+    Code("probe_keyring_shared", ERROR, "R-SCOPE-1", PROBE,
+         "The sandbox shares a session keyring with processes outside it",
+         "Keyrings are not namespaced: bwrap has no keyring option, and a process keeps the session keyring it "
+         "inherits in any namespace. The payload's session keyring is not its own: it was joined before the "
+         "payload started (its starter's: a login's pam_keyinit keyring, a service's KeyringMode=private keyring, "
+         "which the service and every executor it starts share), or it is the probe's own. The sandbox then reads "
+         "and links the keys the others put there, and adds keys they read: a channel no namespace closes, "
+         "between the host and the sandbox and between executors.",
+         "The serials of the payload's session, user and user-session keyrings (keyctl KEYCTL_GET_KEYRING_ID, "
+         "never creating one, reported through the collector), compared with the probe's own and with each other: "
+         "a session keyring that is not the user-session keyring of the payload's own user namespace was joined "
+         "by whoever started it.",
+         ["systemctl show -p KeyringMode -p SystemCallFilter <unit>", "systemctl edit --drop-in=metnos-keyring <unit>"],
+         messages={"": "the payload's keyrings are not its own: {said}{traced}"},
+         hint=("Severity error, measured: a sandbox that joined a host process's session keyring read its key, and "
+               "the host read back a key the sandbox added (tests/integration/test_probe_keyrings.py); in a "
+               "service, two executors share the service's keyring the same way. KeyringMode=private only keeps "
+               "services apart, not the executors of one service: give the unit a drop-in with "
+               "'[Service]' 'SystemCallFilter=~@keyring:EPERM' (bwrap makes no keyctl call: the probe runs under it; "
+               "keyctl then fails with EPERM instead of killing its caller), "
+               "then run the probe again. Run directly, start the probe from a shell without a session keyring "
+               "(not a login that ran pam_keyinit), or through the service.")),
+    Code("probe_keyring_keys", ERROR, "R-SCOPE-1", PROBE,
+         "Keys of others are linked where the sandbox can reach them",
+         "A key or keyring is linked in the payload's session, user or user-session keyring (the payload adds "
+         "none): the service's or another executor's key, possessed by the sandbox, which may read, update or "
+         "revoke it as their owner's permissions allow.",
+         "The serials linked in the payload's keyrings (KEYCTL_READ) and each key's type, owner, group and "
+         "permissions (KEYCTL_DESCRIBE; never its description or payload), reported through the collector.",
+         ["systemctl show -p KeyringMode -p SystemCallFilter <unit>", "systemctl edit --drop-in=metnos-keyring <unit>"],
+         messages={"": "the payload reaches keys it did not add: {said}{traced}"},
+         hint=("Keep keys out of the executor's reach: a drop-in with '[Service]' 'SystemCallFilter=~@keyring:EPERM' "
+               "for the unit that starts the executors (or the service's keys in a keyring the executors do not "
+               "inherit), then run the probe again.")),
+    Code("probe_keyring_unit", INFO, "R-SCOPE-3", PROBE,
+         "The service's executors share the unit's session keyring",
+         "In the service's unit the payload holds the unit's own session keyring (systemd's KeyringMode=private, "
+         "the default for system services: one keyring per start of the service, with systemd's invocation_id "
+         "key in it). Keyrings are not namespaced: every executor the service starts holds the same keyring, and "
+         "one executor can add a key that the next reads. Not the host's keyring: other keys in it are "
+         "probe_keyring_keys.",
+         "The payload's session keyring serial is not its user-session keyring's (KEYCTL_GET_KEYRING_ID, through "
+         "the collector), run in the transient unit that carries the service's context; systemd's invocation_id "
+         "key recognised by its description, compared inside, never reported.",
+         ["systemctl show -p KeyringMode -p SystemCallFilter -p NoNewPrivileges <unit>",
+          "systemctl edit --drop-in=metnos-keyring <unit>"],
+         messages={"": "executors of this service share its session keyring: {said}{traced}"},
+         hint=("Severity info, decided on evidence: the keyring is the unit's, created by systemd at start, with "
+               "only systemd's invocation_id key in it (any other key is the error probe_keyring_keys, and the "
+               "host's keyrings the error probe_keyring_shared): a channel between executors of one service that "
+               "needs code on both ends, not a way to the host. As a warning it would make every audit of a "
+               "well-kept unit 'warn' with a fix that costs a setuid bwrap. Closing it takes a drop-in with "
+               "'[Service]' 'SystemCallFilter=~@keyring:EPERM' (keyctl answers EPERM, bwrap makes no keyctl call: "
+               "the probe proves it under the drop-in). For a unit with User= systemd then implies "
+               "NoNewPrivileges=yes, which stops a setuid bwrap: opt in where bwrap is not setuid (the default, "
+               "unprivileged user namespaces), then run the probe again.")),
     Code("probe_root_undeclared", ERROR, "R-SCOPE-1", PROBE,
          "Something on the sandbox's root was not created by the profile",
          "A file, directory or symlink lies on the sandbox's own root file system (not under any mount) that the "

@@ -13,7 +13,7 @@ import typing as t
 
 from ..base.paths import under
 from ..host import procfs
-from . import attributes, held, proc_covers
+from . import attributes, held, keyrings, proc_covers
 from . import payload as probe_payload
 from .payload import Json
 
@@ -542,7 +542,7 @@ _CHECKS: t.Tuple[t.Callable[[_Scene], None], ...] = (
     _check_bind_sources, _check_undeclared_mounts,
     held.check_root_content, _check_read_only, _check_writable, _check_hidden, _check_parent_death,
     _check_capabilities, held.check_descriptors, held.check_terminal, _check_payload_code, _check_seccomp,
-    attributes.check_attributes)
+    attributes.check_attributes, keyrings.check_keyrings)
 
 
 def _hex(value: t.Any) -> t.Any:

@@ -19,6 +19,7 @@ from .payload import Json, Reference
 class Scene(t.Protocol):
     """What these checks read of evidence's scene of one run."""
     spec: Json
+    obs: Json
     host: Json
     outside: Json
     payload: Json

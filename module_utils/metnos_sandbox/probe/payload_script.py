@@ -94,6 +94,74 @@ def presence(path: str) -> str:
         return "absent" if exc.errno in (errno.ENOENT, errno.ENOTDIR) else err(exc.errno)
 
 
+# keyctl(2) by machine (the C library has no wrapper without libkeyutils)
+KEYCTL_NR = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "s390x": 280, "ppc64le": 271, "ppc64": 271,
+             "i686": 288, "i386": 288, "armv7l": 311}
+
+
+def keyrings() -> "dict[str, Any]":
+    # the serials of the keyrings this process has (never creating one) and the keys linked in them: serial,
+    # type, owner, group, permissions; never a description (but systemd's invocation_id, named)
+    # or a payload (issue 51)
+    nr = KEYCTL_NR.get(os.uname()[4])
+    if nr is None:
+        return {"error": "error:machine " + os.uname()[4]}
+    libc.syscall.restype = ctypes.c_long
+    out: "dict[str, Any]" = {}
+    for name, special in (("session", -3), ("user", -4), ("user_session", -5)):
+        serial = libc.syscall(nr, 0, ctypes.c_int(special), 0)      # KEYCTL_GET_KEYRING_ID, create=0
+        out[name] = serial if serial >= 0 else err(ctypes.get_errno())
+    keys: "list[list[Any]]" = []
+    buf = ctypes.create_string_buffer(4096)
+    for name in ("session", "user", "user_session"):
+        if not isinstance(out[name], int) or len(keys) >= 32:
+            continue
+        size = libc.syscall(nr, 11, ctypes.c_int(out[name]), buf, 256)   # KEYCTL_READ: the linked serials
+        linked = [ctypes.c_int32.from_buffer(buf, i).value for i in range(0, min(max(size, 0), 256) // 4 * 4, 4)]
+        if size < 0:
+            keys.append([name, out[name], err(ctypes.get_errno())])
+        for key in linked:
+            got = libc.syscall(nr, 6, ctypes.c_int(key), buf, 4096)      # KEYCTL_DESCRIBE
+            words = buf.raw[:max(got, 1) - 1].decode("utf-8", "replace").split(";", 4) if got > 0 else []
+            # systemd's own key in a unit's keyring is named, by comparison only; no other description leaves
+            mark = ["invocation_id"] if len(words) == 5 and words[0] == "user" and words[4] == "invocation_id" else []
+            keys.append([name, key] + (words[:4] + mark if len(words) == 5 else [err(ctypes.get_errno())]))
+            if len(keys) >= 32:
+                break
+    out["keys"] = keys
+    return out
+
+
+def seccomp_status() -> "list[Any]":
+    # [mode, filters]: the mode from the kernel (prctl PR_GET_SECCOMP: 0 none, 2 filter; a profile's /proc may be
+    # anything), the filter count from /proc/self/status; "unknown" when unread
+    mode = libc.prctl(21, 0, 0, 0, 0)
+    found: "list[Any]" = [str(mode) if mode in (0, 2) else "unknown", "unknown"]
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Seccomp_filters:"):
+                    found[1] = int(line.split(None, 2)[1])
+    except (OSError, IndexError, ValueError):
+        pass
+    return found
+
+
+def keyrings_asked(plan: "Any") -> "dict[str, Any]":
+    # keyrings() only where keyctl cannot kill this process (never a child: a child is a second process in the
+    # sandbox): no seccomp filter; or exactly the filters of the probe, which survived keyctl under them (direct:
+    # a descendant keeps its ancestors' filters, so the same count is the same filters); or the unit's
+    # SystemCallFilter= answers keyctl with an errno or lets it through ("unit"). A filter that kills keyctl
+    # ("kill") is reported as refused; anything else is not asked (issue 51)
+    mode, filters = seccomp_status()
+    plan = plan if isinstance(plan, dict) else {}
+    if mode == "0" or (mode == "2" and (plan.get("unit") in ("allow", "errno") or (
+            plan.get("filters") is not None and plan.get("filters") == filters))):
+        return keyrings()
+    said = "refused:killed" if plan.get("unit") == "kill" else "error:not asked"
+    return {"session": said, "user": said, "user_session": said, "keys": [], "seccomp": [mode, filters]}
+
+
 if __name__ == "__main__":
     libc = ctypes.CDLL(None, use_errno=True)
     spec = loads(sys.argv[1])  # pylint: disable=used-before-assignment
@@ -125,6 +193,7 @@ if __name__ == "__main__":
         obs["pdeathsig"] = sig.value
     except Exception as exc:
         obs["pdeathsig"] = "error:%s" % exc
+    obs["keyrings"] = keyrings_asked(spec.get("keyctl"))
     sys.stdout.write(dumps(obs) + "\n")  # pylint: disable=used-before-assignment
     sys.stdout.flush()
     try:

@@ -18,7 +18,7 @@ import typing as t
 from ..base import diagnostics, verdicts
 from ..host import bwrap, bwrap_errors, bwrap_run, bwrap_trust, facts, package_owner
 from ..service import systemd_exit, unit_context
-from . import attributes, evidence, held, proc_covers, proctree, reaper, witness
+from . import attributes, evidence, held, keyrings, proc_covers, proctree, reaper, witness
 from . import payload as probe_payload
 from .payload import Json, User
 
@@ -43,7 +43,7 @@ def run(argv: t.Sequence[str], spec: Json, python: str, user: t.Optional[User] =
     argv = list(argv)
     sep = argv.index("--")
     beacon = proctree.Beacon(spec["token"])
-    spec, go = with_release(dict(spec, beacon=beacon.name), timeout)
+    spec, go = with_release(dict(spec, beacon=beacon.name, keyctl=keyrings.plan(keyrings.own())), timeout)
     payload = probe_payload.payload_command(python, spec)
     full = argv[:sep] + ["--json-status-fd", "{status_fd}", "--"] + payload
     trust = trust if trust is not None else bwrap_trust.for_run(argv[0], accepted=accept_sha256,
@@ -77,6 +77,8 @@ def run_verdict(shown: t.List[str], result: Json, obs: t.Optional[Json], outside
     """The run judged: the checks of both witnesses (_judge_run), then the bwrap that ran (bwrap_trust) and
     everything its tree held (proctree.judge), each a finding of its own."""
     verdict = _judge_run(shown, result, obs, outside, spec, host, user, timeout, tool, run_opts)
+    verdict["diagnostics"].extend(diagnostics.make(code, fill={"said": said, "traced": ""}, check="keyring_own")
+                                  for code, said in keyrings.unit_findings(verdict["checks"]))
     more = bwrap_trust.diagnostics(trust) + _tree_findings(result, obs, outside or {}, spec, host, trust, payload)
     if trust is not None:
         verdict["bwrap_trust"] = bwrap_trust.view(trust)
@@ -219,6 +221,11 @@ def _own_codes(check: Json) -> t.List[t.Tuple[str, str]]:
         for kind, what in observed["kinds"]:
             by_code.setdefault(attributes.ATTRIBUTE_CODES.get(kind, "probe_attribute_privileges"), []).append(what)
         return [(code, "; ".join(whats[:6])) for code, whats in sorted(by_code.items())]
+    if check["name"] == "keyring_own" and observed.get("kinds"):
+        found: t.Dict[str, t.List[str]] = {}
+        for kind, what in observed["kinds"]:
+            found.setdefault(keyrings.KEYRING_CODES.get(kind, "probe_keyring_shared"), []).append(what)
+        return [(code, "; ".join(whats[:6])) for code, whats in sorted(found.items())]
     if check["name"] in _CODE_OF_CHECK and observed.get("problems"):
         return [(_CODE_OF_CHECK[check["name"]], "; ".join(observed["problems"]))]
     return []
@@ -298,7 +305,8 @@ def run_systemd(argv: t.List[str], spec: Json, python: str, user: User, settings
     the unit's cgroup (reaper.UnitRun)."""
     sep = argv.index("--")
     beacon = proctree.Beacon(spec["token"])
-    spec, go = with_release(dict(spec, beacon=beacon.name), timeout)
+    keyctl = keyrings.plan(keyrings.own(), (settings or {}).get("assignments") or [])
+    spec, go = with_release(dict(spec, beacon=beacon.name, keyctl=keyctl), timeout)
     trust = trust if trust is not None else bwrap_trust.for_run(argv[0], accepted=accept_sha256,
                                                                 path_text=env.get("PATH") or "/usr/bin:/bin")
     payload = probe_payload.payload_command(python, spec)

@@ -14,8 +14,8 @@ import os
 import typing as t
 
 from ..host import holdings, procfs
+from . import keyrings, proc_covers, proctree
 from . import payload as probe_payload
-from . import proc_covers, proctree
 from .payload import Json
 
 
@@ -27,7 +27,7 @@ def host_view(proc: str = "/proc") -> Json:
     status = procfs.read_status("self", proc)
     return {"ns": probe_payload.host_namespaces(proc), "mounts": mounts if isinstance(mounts, list) else [],
             "privileges": procfs.privileges(status), "nspid": status.get("nspid") or [],
-            "attributes": holdings.process_attributes("self", proc),
+            "attributes": holdings.process_attributes("self", proc), "keyrings": keyrings.own(),
             "from": "the probe (pid %d) that started bwrap" % os.getpid(), "legacy_tiocsti": _legacy_tiocsti(proc)}
 
 

@@ -176,3 +176,30 @@ def _plan_relax(plan: Dict[str, Any], state: Mapping[str, Any], unit: str, relax
             lines += ["# Relaxed for bwrap (relax_restrictions=true), the minimum it needs: %s" % diag["code"],
                       details["relax"]]
     return lines
+
+
+# Keyrings are not namespaced: every executor the service starts holds the unit's session keyring (issue 51,
+# probe_keyring_unit). keyctl answers EPERM under this line instead of killing its caller; bwrap makes no keyctl call
+# (the probe's systemd matrix runs bwrap under it: rows keyring_filtered and keyring_filtered_kill).
+KEYRING_FILTER = "SystemCallFilter=~@keyring:EPERM"
+
+
+def add_keyring_filter(plan: Dict[str, Any], settings: Mapping[str, Any], user: Mapping[str, Any],
+                       bwrap_info: Optional[Mapping[str, Any]]) -> None:
+    """Opt-in (filter_keyrings): the drop-in line that keeps the service's executors from sharing its session
+    keyring, added to ``plan`` (an enforce_plan() result), or why not. Refused for a setuid bwrap in a unit that
+    does not run as root: systemd implies NoNewPrivileges=yes for SystemCallFilter= without CAP_SYS_ADMIN, and
+    no_new_privs ignores the setuid bit, so bwrap would stop working."""
+    what = "the unit's session keyring, shared by every executor it starts (probe_keyring_unit)"
+    runs_as_root = not user.get("dynamic") and user.get("uid") == 0
+    if (bwrap_info or {}).get("setuid") and not runs_as_root:
+        plan["not_healed"].append({"what": what, "source": "KeyringMode=%s" % (settings.get("KeyringMode") or
+                                                                               "private"),
+                                   "reason": "bwrap is setuid and the unit runs as %s: %s implies "
+                                             "NoNewPrivileges=yes, which ignores bwrap's setuid bit" % (
+                                                 user.get("name") or "its user", KEYRING_FILTER)})
+        return
+    plan["healed"].append({"what": what, "source": "KeyringMode=%s" % (settings.get("KeyringMode") or "private"),
+                           "action": KEYRING_FILTER})
+    plan["dropin"] += ("# Keyrings are not namespaced: the service's executors would share its session keyring "
+                       "(filter_keyrings=true)\n%s\n" % KEYRING_FILTER)

@@ -1,0 +1,256 @@
+# -*- coding: utf-8 -*-
+# Copyright: metnos-sandbox-ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Keyrings, kernel state no namespace of bwrap covers (issue 51): the payload's session keyring must be its own,
+and no key of anyone else may be linked where it can reach it.
+
+bwrap has no keyring option. A process keeps the session keyring it inherits across clone and execve, in any
+namespace: the payload holds its starter's session keyring whenever the starter has joined one (a login's
+pam_keyinit, a system service's KeyringMode=private: one keyring per service, shared by the service and every
+executor it starts). The payload reports (payload_script.keyrings) the serials of its session, user and user-session
+keyrings and the keys linked in them (serial, type, owner, group, permissions; never a description or a payload).
+It is judged against the probe's own serials (own(), read here) and against itself: a session keyring that is not
+its user-session keyring was joined before it started, by whoever started it (the payload joins none). Its user
+namespace gives it a user-session keyring of its own; keyctl refused (SystemCallFilter=~@keyring) reaches none.
+
+keyctl must never kill the payload, and the payload never forks to ask (a child is a second process in the
+sandbox, which the process ledger rightly fails): plan() tells it where keyctl is safe. Directly, its seccomp
+filters are the probe's when it has as many (a descendant keeps every filter of its ancestors, and adds only), and
+own() proved keyctl does not kill under them (asked in a child of the probe's, outside the sandbox, when the probe
+runs under a filter). In a unit, the unit's SystemCallFilter= as systemd loads it (unit_action): keyctl let
+through, answered with an errno (``~@keyring:EPERM``) or killed (then refused: nothing reachable).
+
+In a unit (the service's real context) the payload holds the unit's own session keyring (KeyringMode=private,
+systemd's default for system services): one per service start, shared by the service and every executor it
+starts, with systemd's invocation_id key in it (measured: no other key). Decision (issue 51): a finding of its
+own, probe_keyring_unit, at info severity, not an error or a warning. It is a channel between executors of one
+service that needs code on both ends, not a way to the host (the host's keyrings and any other key in it are
+errors); a warning would make every audit of a well-kept unit "warn", and closing it needs the unit's
+``SystemCallFilter=~@keyring:EPERM``, which for a non-root unit implies NoNewPrivileges=yes and so stops a setuid
+bwrap: opt-in through enforce (filter_keyrings), right for a non-setuid bwrap.
+
+Pure Python, no Ansible imports.
+"""
+from __future__ import absolute_import, annotations, division, print_function
+
+import ctypes
+import errno
+import os
+import struct
+import typing as t
+
+from ..host import procfs
+from .held import Scene
+from .payload import Json
+
+# kind of finding -> the code it is reported with (codes_probe.py)
+KEYRING_CODES = {"shared": "probe_keyring_shared", "keys": "probe_keyring_keys", "unit": "probe_keyring_unit"}
+# keyctl(2) by machine, as in payload_script.KEYCTL_NR
+_KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "s390x": 280, "ppc64le": 271, "ppc64": 271,
+           "i686": 288, "i386": 288, "armv7l": 311}
+# keyctl refused by a seccomp filter (systemd's SystemCallFilter=~@keyring answers EPERM unless told otherwise)
+# or kills it (SIGSYS, 31: the default action; the payload asks in a child of its own)
+_REFUSED = ("error:EPERM", "error:EACCES", "error:ENOSYS", "refused:killed")
+# the systemd syscall groups that hold keyctl (systemd-analyze syscall-filter, systemd 252-257)
+_KEYCTL_GROUPS = ("keyctl", "@keyring", "@system-service", "@known")
+_OWN: t.Dict[t.Any, Json] = {}
+_SPECIAL = (("session", -3), ("user", -4), ("user_session", -5))
+
+
+def own() -> Json:
+    """The probe's own user and user-session keyring serials (KEYCTL_GET_KEYRING_ID, never creating one), an error
+    text when unread, and its seccomp filter count. Never its session keyring: the kernel installs the
+    user-session keyring as the session keyring of a process that asks for one it has not got, which bwrap and the
+    payload would then inherit. Under a seccomp filter the probe asks in a child of its own (outside any sandbox,
+    reaped here): a filter that kills keyctl kills only that child. Cached per filter count."""
+    status = procfs.read_status("self")
+    mode, filters = status.get("seccomp"), status.get("seccomp_filters")
+    if (mode, filters) in _OWN:
+        return _OWN[(mode, filters)]
+    if mode == 0:
+        out = dict(_ask(), filters=filters)
+    else:
+        out = dict(_ask_apart(), filters=filters)
+    _OWN[(mode, filters)] = out
+    return out
+
+
+def _ask() -> Json:
+    number = _KEYCTL.get(os.uname()[4])
+    if number is None:
+        return {"error": "keyctl: no system call number known for %s" % os.uname()[4]}
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    out: Json = {}
+    for name, special in _SPECIAL[1:]:
+        serial = libc.syscall(number, 0, ctypes.c_int(special), 0)
+        out[name] = serial if serial >= 0 else "error:" + errno.errorcode.get(ctypes.get_errno(), "?")
+    return out
+
+
+def _ask_apart() -> Json:
+    """_ask() in a child of the probe: each serial as 4 signed bytes (or an errno, negated) on a pipe."""
+    reading, writing = os.pipe()
+    pid = os.fork()
+    if pid == 0:        # the child: only system calls, then _exit (no cleanup of the parent's state)
+        code = 0
+        try:
+            os.close(reading)
+            asked = _ask()
+            os.write(writing, b"".join(struct.pack("<i", _wire(asked.get(name))) for name, _s in _SPECIAL[1:]))
+        except BaseException:  # pylint: disable=broad-except
+            code = 1
+        os._exit(code)
+    os.close(writing)
+    data = b""
+    try:
+        while len(data) < 8:
+            chunk = os.read(reading, 8 - len(data))
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(reading)
+    _pid, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        return {"killed": os.WTERMSIG(status)}
+    if len(data) != 8:
+        return {"error": "keyctl asked in a child: no answer (exit %s)" % os.WEXITSTATUS(status)}
+    out: Json = {}
+    for index, (name, _special) in enumerate(_SPECIAL[1:]):
+        value = struct.unpack("<i", data[index * 4:index * 4 + 4])[0]
+        out[name] = value if value >= 0 else "error:" + errno.errorcode.get(-value, "?")
+    return out
+
+
+def _wire(value: t.Any) -> int:
+    if isinstance(value, int):
+        return value
+    name = str(value).partition(":")[2]
+    return -int(getattr(errno, name, errno.EIO))
+
+
+def unit_action(assignments: t.Iterable[t.Sequence[t.Any]]) -> str:
+    """What the unit's SystemCallFilter= lines (systemd's merge, as restrictions.syscalls_blocked reads them) do to
+    keyctl: "allow", "errno" (a per-item ``:errno`` or SystemCallErrorNumber=) or "kill"."""
+    allow_mode: t.Optional[bool] = None
+    listed: t.Optional[str] = None        # keyctl's own action where a line names it (allow mode: "allow")
+    default = "kill"
+    for row in assignments:
+        key, value = str(row[0]), str(row[1]).strip()
+        if key == "SystemCallErrorNumber":
+            default = "kill" if value in ("", "kill") else "errno"
+            continue
+        if key != "SystemCallFilter":
+            continue
+        if not value:
+            allow_mode, listed = None, None
+            continue
+        negate = value.startswith("~")
+        if allow_mode is None:
+            allow_mode = not negate
+        for item in (value[1:] if negate else value).split():
+            name, _colon, action = item.partition(":")
+            if name not in _KEYCTL_GROUPS:
+                continue
+            if allow_mode:
+                listed = None if negate else "allow"
+            elif negate:
+                listed = ("kill" if action == "kill" else "errno") if action else "default"
+            else:
+                listed = None
+    if allow_mode is None:
+        return "allow"
+    if allow_mode:
+        return "allow" if listed == "allow" else default
+    if listed is None:
+        return "allow"
+    return default if listed == "default" else listed
+
+
+def plan(probe: Json, assignments: t.Optional[t.Iterable[t.Sequence[t.Any]]] = None) -> Json:
+    """Where the payload may call keyctl (payload_script.keyrings_asked): "filters", the probe's filter count when
+    keyctl did not kill the probe under them; in a unit, "unit": what its SystemCallFilter= does to keyctl."""
+    out: Json = {"filters": None if "killed" in probe or "error" in probe else probe.get("filters")}
+    if assignments is not None:
+        out["unit"] = unit_action(assignments)
+    return out
+
+
+def _starter(sc: Scene) -> t.Tuple[Json, str]:
+    context = sc.outside.get("context")
+    if isinstance(context, dict) and context:
+        return {}, str(context.get("from") or "the unit's process")
+    return sc.host.get("keyrings") or {}, "the probe itself"
+
+
+def judge(mine: t.Any, ref: Json, who: str, same_userns: bool = False, uid: t.Any = None,
+          unit: bool = False) -> t.List[t.Tuple[str, str]]:
+    """[(kind, what)] of each way the payload's keyrings are not its own (or not proven). ``same_userns``: the
+    payload's user namespace is the probe's; ``unit``: run in a transient unit, whose own session keyring (and
+    systemd's invocation_id key in it) is the "unit" kind, reported at info severity."""
+    if not isinstance(mine, dict) or "error" in mine:
+        return [("shared", "keyrings not proven: the payload reported %s" % (
+            mine.get("error") if isinstance(mine, dict) else type(mine).__name__))]
+    serials = [mine.get(name) for name, _special in _SPECIAL]
+    if all(s in _REFUSED for s in serials):
+        return []       # keyctl refused inside: no keyring reachable (SystemCallFilter=~@keyring)
+    if not all(isinstance(s, int) for s in serials):
+        return [("shared", "keyrings not proven: session %s, user %s, user-session %s" % tuple(serials))]
+    out: t.List[t.Tuple[str, str]] = []
+    shared_kind = "unit" if unit and not same_userns else "shared"
+    if mine["session"] != mine["user_session"]:
+        out.append((shared_kind, "session keyring %d joined before the payload started: inherited through "
+                                 "bwrap from what started it (%s, or a wrapper between them), shared with every "
+                                 "process that holds it (in a service: the service and its other executors)" % (
+                                     mine["session"], who)))
+    if same_userns:
+        out.append(("shared", "user keyring %s and user-session keyring %s are the host's user namespace's, shared "
+                              "with every process of uid %s there (user keyrings are per user namespace)" % (
+                                  mine["user"], mine["user_session"], uid)))
+    theirs = dict((s, name) for name, s in ref.items() if isinstance(s, int))
+    for name, _special in _SPECIAL:
+        if mine[name] in theirs:
+            out.append(("shared", "%s keyring %d is %s's %s keyring" % (name, mine[name], who, theirs[mine[name]])))
+    seen = set()
+    for row in mine.get("keys") or []:
+        where, serial = row[0], row[1]
+        if serial == mine["user"] or serial in seen:
+            # its own user keyring (the kernel links it in the user-session keyring); another's is found above
+            continue
+        seen.add(serial)
+        if shared_kind == "unit" and where == "session" and row[6:7] == ["invocation_id"]:
+            out.append(("unit", "systemd's invocation_id key %s in the unit's session keyring" % serial))
+            continue
+        out.append(("keys", "key %s in the %s keyring: %s" % (
+            serial, where, "type %s, uid %s, gid %s, perm %s" % tuple(row[2:6]) if len(row) >= 6 else row[2:])))
+    return out
+
+
+def check_keyrings(sc: Scene) -> None:
+    """9f. The payload's session keyring is its own (not its starter's, not the probe's) and holds no key of
+    anyone else; keyctl refused inside passes (nothing reachable)."""
+    ref, who = _starter(sc)
+    userns = (sc.obs.get("ns") or {}).get("user")
+    same_userns = bool(userns) and userns == (sc.host.get("ns") or {}).get("user")
+    unit = bool(sc.outside.get("context"))
+    kinds = judge(sc.obs.get("keyrings"), ref, who, same_userns, sc.obs.get("uid"), unit)
+    observed: Json = {"payload": sc.obs.get("keyrings"), "starter": who, "starter_keyrings": ref,
+                      "plan": sc.spec.get("keyctl")}
+    errors = [k for k in kinds if k[0] != "unit"]
+    # the unit's own keyring, shared by the service's executors: info, not a failure (probe_keyring_unit, see the top)
+    observed.update(problems=[what for _kind, what in errors[:12]], kinds=[list(k) for k in kinds[:12]])
+    sc.add("keyring_own", "R-SCOPE-1", "a session keyring of the payload's own (not %s's), no key linked in it, or "
+           "keyctl refused" % who, observed, not errors)
+
+
+def unit_findings(checks: t.Iterable[Json]) -> t.List[t.Tuple[str, str]]:
+    """[(code, what)] of the info findings of a passed keyring_own check: the unit's shared session keyring."""
+    out: t.List[t.Tuple[str, str]] = []
+    for check in checks:
+        observed = check.get("observed")
+        if check.get("name") == "keyring_own" and check.get("ok") and isinstance(observed, dict):
+            said = [what for kind, what in observed.get("kinds") or [] if kind == "unit"]
+            if said:
+                out.append((KEYRING_CODES["unit"], "; ".join(said[:6])))
+    return out
