@@ -81,11 +81,11 @@ NOTHING_FOUND = ("grep ", "systemd-detect-virt", "dpkg --verify ")
 def test_every_command_of_a_real_failing_audit_runs_as_pasted_with_the_runs_inventory_and_limit(tmp_path):
     """Issue 54 item 4: a real failing audit limited to part of the fleet (``--limit 'ghost:alias-a'``: alias-b is
     in the inventory, not in the run), then EVERY command of every finding pasted into bash from another folder.
-    A command that only looks (summary.kind "check") runs for real and answers (exit 0, or 1 for "nothing
+    A command that only looks (command_kind.kind "check") runs for real and answers (exit 0, or 1 for "nothing
     found"), unless this machine cannot answer it (said per command); a change ("fix") parses (bash -n), and
     each ansible/ansible-playbook change is run with --list-hosts: it reaches hosts of the run's inventory and
     limit only, never "Could not match" and never alias-b."""
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import summary
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import command_kind
     inventory = tmp_path / "fleet.yml"
     inventory.write_text(
         "all:\n  hosts:\n"
@@ -111,7 +111,7 @@ def test_every_command_of_a_real_failing_audit_runs_as_pasted_with_the_runs_inve
     for command in commands:
         parsed = pasted("bash -n -c %s" % shlex.quote(command), str(elsewhere))
         assert parsed.returncode == 0, (command, parsed.stderr)
-        if summary.kind(command) == "check":
+        if command_kind.kind(command) == "check":
             why = cannot_answer_here(command)
             if why:
                 not_here[command] = why

@@ -254,11 +254,12 @@ def test_every_report_shows_the_hint_and_the_commands():
     saved = json.loads(render_json.to_json(doc))["hosts"][0]["diagnostics"][0]
     assert (saved["hint"], saved["remediation"]) == (hint, [command])
     markdown = report_text.to_markdown(doc)
-    assert hint in markdown and "```sh\n%s\n```" % command in markdown
+    assert hint in markdown and "Check:\n\n```sh\n%s\n```" % command in markdown     # it only looks: "Check"
     page = report_text.to_html(doc)
     assert '<p class="hint">%s</p>' % hint in page and "<code>%s</code>" % command in page
+    assert '<span>Check</span>' in page and '<span>Fix</span>' not in page
     data = json.loads(page.split('<script type="application/json" id="data">')[1].split("</script>")[0])
-    assert {"hints": [hint], "commands": [command]} in data["r"]
+    assert {"hints": [hint], "commands": [command], "label": "Check"} in data["r"]
     junit = report_text.to_junit(doc)
     assert "hint: " + hint in junit and "fix: " + command in junit
     lines = summary.host_summary(sections=[{"name": "service", "verdict": "fail", "detail": "",

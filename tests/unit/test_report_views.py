@@ -6,7 +6,7 @@ import json
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_state
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report, spool, summary
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import command_kind, report, spool, summary
 from helpers import report_text
 
 WHEN = datetime.datetime(2026, 11, 30, 6, 0, tzinfo=datetime.timezone.utc)
@@ -83,7 +83,7 @@ KINDS = [
 
 @pytest.mark.parametrize("command,expected", KINDS)
 def test_check_for_investigation_fix_for_changes(command, expected):
-    assert summary.kind(command) == expected
+    assert command_kind.kind(command) == expected
 
 
 def test_host_without_python_has_its_own_code():

@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 from ..audit import containment
 from ..base import verdicts
+from . import command_kind
 from .baseline import finding_key, subject
 from .record import HOSTS_PER_CODE_SHOWN, Document, HostRecord, by_severity, codes, hosts_by_code, row
 from .report_html import (
@@ -83,7 +84,9 @@ class Interned(object):
 
 def fix_ref(fixes: Interned, remediation: Any) -> Optional[int]:
     hints, commands = fix_parts(remediation)
-    return fixes.ref({"hints": hints, "commands": commands}) if hints or commands else None
+    if not hints and not commands:
+        return None
+    return fixes.ref({"hints": hints, "commands": commands, "label": command_kind.label(commands)})
 
 
 def _subject_ref(messages: Interned, finding: Mapping[str, Any]) -> Optional[int]:

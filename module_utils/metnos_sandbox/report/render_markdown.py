@@ -7,7 +7,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 from typing import Any, Dict, Iterator, List, Tuple
 
-from . import report_containment, report_states
+from . import command_kind, report_containment, report_states
 from .baseline import subject
 from .record import HOSTS_PER_CODE_SHOWN, Document, HostRecord, by_severity, codes, hosts_by_code, row
 
@@ -80,7 +80,8 @@ def iter_markdown(doc: Document) -> Iterator[str]:
             if diag.get("hint"):
                 yield "%s\n\n" % md(diag["hint"])
             if diag.get("remediation"):
-                yield "```sh\n%s\n```\n\n" % "\n".join(diag["remediation"])
+                yield "%s:\n\n```sh\n%s\n```\n\n" % (command_kind.label(diag["remediation"]),
+                                                     "\n".join(diag["remediation"]))
     yield from report_containment.iter_markdown(doc)
     yield ("## All hosts\n\n`status() view` is the runtime's own view of the service's environment (not a proof); "
            "`probe (proven)` is the verdict of a real wrapped invocation; `monitored` says whether the continuous "

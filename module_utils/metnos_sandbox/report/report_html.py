@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 from ..audit import profile_states
 from ..audit.monitor_state import monitored_text
-from . import report_containment
+from . import command_kind, report_containment
 from .baseline import finding_key, subject
 
 ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report_assets")
@@ -58,7 +58,8 @@ def fix_html(remediation: Any) -> str:
     hints, commands = fix_parts(remediation)
     if not hints and not commands:
         return ""
-    return ('<div class="fix"><div class="fixbar"><span>Fix</span>%s</div>%s%s</div>' % (
+    return ('<div class="fix"><div class="fixbar"><span>%s</span>%s</div>%s%s</div>' % (
+        command_kind.label(commands),
         '<button class="cp" type="button" aria-label="copy the commands">copy</button>' if commands else "",
         "".join('<p class="hint">%s</p>' % escape(x) for x in hints),
         '<pre class="cmd"><code>%s</code></pre>' % escape("\n".join(commands)) if commands else ""))

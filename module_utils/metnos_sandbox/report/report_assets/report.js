@@ -58,7 +58,7 @@ function el(tag, attrs, ...kids) {
 }
 function fix(ref) {
   if (ref === null) return null;
-  const r = data.r[ref], box = el('div', {class: 'fix'}, el('div', {class: 'fixbar'}, el('span', {}, 'Fix'),
+  const r = data.r[ref], box = el('div', {class: 'fix'}, el('div', {class: 'fixbar'}, el('span', {}, r.label || 'Fix'),
     r.commands.length ? el('button', {class: 'cp', type: 'button', 'aria-label': 'copy the commands'}, 'copy') : null));
   for (const h of r.hints) box.append(el('p', {class: 'hint'}, h));
   if (r.commands.length) box.append(el('pre', {class: 'cmd'}, el('code', {}, r.commands.join('\n'))));
