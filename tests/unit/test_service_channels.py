@@ -322,7 +322,8 @@ def test_files_a_group_opens_in_a_granted_folder_are_findings(tree, grouped_user
     With the profile folder's grants (store.stored_grants, what metnos_service_env's profile_dir gives), the file
     is service_group_file (error, the group named); without them, the base binds alone are searched and it is
     not. Its content appears nowhere.
-    Mutation run: stored_grants returning [] - the test fails."""
+    A profile folder others can write gives no grants (its profiles could name any folder for root to walk).
+    Mutation run: stored_grants returning [] - the test fails; without its folder_problem check - it fails too."""
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
         host_context,
         profile,
@@ -358,3 +359,8 @@ def test_files_a_group_opens_in_a_granted_folder_are_findings(tree, grouped_user
     base_only = service_env.inspect(params, runner).result
     assert [d for d in _codes(base_only, "service_group_file") if d["details"]["path"] == "'%s'" % secret] == []
     assert SECRET not in json.dumps(found)
+    os.chmod(profiles, 0o777)           # a profile folder others can change names no folder root walks
+    try:
+        assert store.stored_grants(profiles) == []
+    finally:
+        os.chmod(profiles, 0o755)

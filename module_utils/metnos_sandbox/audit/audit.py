@@ -188,9 +188,10 @@ def _service(unit: str, params: Mapping[str, Any], runner: bwrap.Runner, diags: 
     found = None
     if unit:
         try:
+            grants = store.stored_grants(params["profile_dir"]) if params.get("profile_dir") else []
             found = service_env.inspect({"unit": unit, "scope": params.get("scope") or "system",
-                                         "user": params.get("user"),
-                                         "mode": "auto"}, runner, ledger)
+                                         "user": params.get("user"), "mode": "auto", "grants": grants},
+                                        runner, ledger)
         except service_env.SystemctlError as exc:
             diags.append(base_diagnostics.unit_not_found(unit, error=str(exc)))
     if found is None:

@@ -114,8 +114,11 @@ def read_doc(dest: str, executor: str) -> Any:
 
 def stored_grants(profile_dir: str) -> List[str]:
     """The folders the stored profiles in ``profile_dir`` grant (their R-CAP-* binds: descriptors.granted_folders),
-    sorted; each <executor>.json read bounded, the last component not followed (store.read_doc). None there or
-    no such folder: []."""
+    sorted; each <executor>.json read bounded, the last component not followed (store.read_doc). None there, no
+    such folder, or a folder someone but root can change (folder_problem: its profiles could name any folder, and
+    root would walk it): []. The audit and service_env report that folder as profile_folder_unsafe already."""
+    if folder_problem(profile_dir) is not None:
+        return []
     try:
         with os.scandir(profile_dir) as entries:
             names = sorted(e.name for e in entries if e.name.endswith(".json") and e.is_file(follow_symlinks=False))
