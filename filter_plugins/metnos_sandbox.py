@@ -14,6 +14,7 @@ from ansible.errors import AnsibleFilterError
 
 # The core, the collection's module_utils: Ansible's collection loader finds it (installed, or the
 # checkout through collections/ansible_collections/metnos/sandbox/).
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import profile_states
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics, sources
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import install_plan
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import (
@@ -41,14 +42,18 @@ def sandbox_summary(facts, sections=None):
     return summary.host_summary(facts, sections)
 
 
-def sandbox_profiles_section(registered):
-    """The registered result of a sandbox_profile loop -> a summary section."""
+def sandbox_profiles_section(registered, plan=None):
+    """The registered result of a sandbox_profile loop (and the role's metnos_manifest_names) -> a summary
+    section."""
     if isinstance(registered, dict):
         registered = registered.get("results", [])
     if not isinstance(registered, list):
         raise AnsibleFilterError("sandbox_profiles_section: expected a registered loop result, got %s"
                                  % type(registered).__name__)
-    return summary.profiles_section(registered)
+    if plan is not None and not isinstance(plan, dict):
+        raise AnsibleFilterError("sandbox_profiles_section: plan must be metnos_manifest_names' mapping, got %s"
+                                 % type(plan).__name__)
+    return summary.profiles_section(registered, plan)
 
 
 def sandbox_service_section(result):
@@ -109,6 +114,14 @@ def metnos_manifest_source(item):
         return profile_manifest.from_source(item)
     except profile_manifest.SourceError as exc:
         raise AnsibleFilterError("metnos_manifest_source: %s" % exc) from None
+
+
+def metnos_manifest_names(manifests, profile_dir):
+    """metnos_sandbox_manifests -> each manifest's executor name as loaded here, and the names two manifests share
+    (profile_states.shared_names): the role writes neither profile of such a name."""
+    if not isinstance(manifests, list) or not isinstance(profile_dir, str):
+        raise AnsibleFilterError("metnos_manifest_names: expected a list of manifests and a profile directory")
+    return profile_states.shared_names(manifests, [metnos_manifest_source(item) for item in manifests], profile_dir)
 
 
 def metnos_capabilities(capabilities):
@@ -202,6 +215,7 @@ class FilterModule(object):
             "sandbox_enforce_lines": sandbox_enforce_lines,
             "metnos_capabilities": metnos_capabilities,
             "metnos_manifest_source": metnos_manifest_source,
+            "metnos_manifest_names": metnos_manifest_names,
             "metnos_monitor_release": metnos_monitor_release,
             "metnos_exec_release": metnos_exec_release,
             "metnos_profile": metnos_profile,

@@ -6,6 +6,10 @@ the probe) is walked for every store of a ``verdict`` key: ``x["verdict"] = ...`
 verdict decide stored (the value reads a ``verdict`` key: ``result["verdict"]``). The renderers only read it; the
 sections of the role's summary and of the facts are not a host's verdict (report/summary.py, host/facts.py).
 A planted second assignment (a waiver setting the verdict again, a literal ``"fail"``) makes it fail.
+
+Where decide itself is called is listed too (DECIDERS below, each call with why that stage decides): host side
+where the record leaves the host, report side once per report after the fleet's findings and the waivers; a
+planted call elsewhere makes it fail.
 """
 import ast
 import os
@@ -121,3 +125,82 @@ def test_a_copy_of_the_decided_verdict_is_not_a_second_decision():
     """The canary's other side: the monitor's record copies the audit's decided verdict (a read, not a store)."""
     copy = 'def run(result):\n    return {"verdict": result["verdict"], "other": result.get("verdict")}\n'
     assert stores(copy, "monitor/monitor.py") == []
+
+
+# Where decide runs (issue 53 item 2: "one function ... runs in one place"). It runs where a record's findings are
+# final for the stage that holds it; a stage that adds findings to a record decided earlier decides it again over
+# all of them (decide is a pure function of the findings that count, so deciding again is a recomputation, never a
+# second truth). Each call, and why that stage cannot leave it to another:
+DECIDERS = {
+    "audit/audit.py::audit_host":
+        "host side: the module's result (metnos_audit, and the monitor's input) leaves the host with its verdict; "
+        "the monitor on a host has no controller to decide later",
+    "audit/audit.py::_service":
+        "a section's verdict (the service's own result, shown as the service section), not the host's",
+    "audit/containment.py::record":
+        "the other birth of a host record: a host that is not Linux gets its record on the controller, no "
+        "audit_host ran",
+    "monitor/monitor.py::judge":
+        "the monitor adds its own findings (monitor_*) to the host's record after audit_host decided",
+    "monitor/monitor.py::_write":
+        "an output that cannot be written adds monitor_output_failed after judge: the proof written says it",
+    "report/report.py::build_from_hosts":
+        "controller side: the fleet's findings (bwrap_package_drift) are added and waived findings moved out; the "
+        "verdict every report shows is decided here, once per report, after both",
+}
+
+
+def decide_calls(source, name):
+    """[where] of every call of verdicts.decide (or a decide imported from verdicts) in ``source``."""
+    found = []
+    imported = False
+
+    def visit(node, where):
+        nonlocal imported
+        for child in ast.iter_child_nodes(node):
+            inner = where
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                inner = "%s::%s" % (name, child.name)
+            if isinstance(child, ast.ImportFrom) and (child.module or "").endswith("verdicts") and \
+                    any(alias.name == "decide" for alias in child.names):
+                imported = True
+            if isinstance(child, ast.Call):
+                func = child.func
+                attribute = isinstance(func, ast.Attribute) and func.attr == "decide" and \
+                    isinstance(func.value, ast.Name) and func.value.id == "verdicts"
+                if attribute or (imported and isinstance(func, ast.Name) and func.id == "decide"):
+                    found.append(inner)
+            visit(child, inner)
+    visit(ast.parse(source), name)
+    return found
+
+
+def core_modules():
+    for folder, _dirs, files in sorted(os.walk(CORE)):
+        for file_name in sorted(files):
+            if file_name.endswith(".py"):
+                path = os.path.join(folder, file_name)
+                yield os.path.relpath(path, CORE), path
+
+
+def all_decide_calls():
+    out = []
+    for name, path in core_modules():
+        with open(path, encoding="utf-8") as handle:
+            out.extend(decide_calls(handle.read(), name))
+    return out
+
+
+def test_decide_runs_only_where_a_records_findings_are_final():
+    found = all_decide_calls()
+    assert sorted(found) == sorted(DECIDERS), (sorted(set(found) - set(DECIDERS)), sorted(set(DECIDERS) - set(found)))
+
+
+@pytest.mark.parametrize("planted", [
+    'from ..base import verdicts\ndef waive(hosts):\n    for h in hosts:\n        verdicts.decide(h)\n',
+    'from ..base.verdicts import decide\ndef waive(hosts):\n    return [decide(h) for h in hosts]\n',
+], ids=["attribute", "imported"])
+def test_a_planted_decide_call_fails_the_guard(planted):
+    """The canary: a second decision on the report side (in the waivers, before the fleet's findings are in)."""
+    assert decide_calls(planted, "report/waivers.py") == ["report/waivers.py::waive"]
+    assert sorted(all_decide_calls() + decide_calls(planted, "report/waivers.py")) != sorted(DECIDERS)

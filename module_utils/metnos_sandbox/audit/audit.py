@@ -214,7 +214,6 @@ def _probe(unit: Optional[str], params: Mapping[str, Any], runner: bwrap.Runner,
                                        "timeout": params["timeout"],
                                        "accept_bwrap_sha256": params.get("accept_bwrap_sha256") or []},
                                       runner, inspection=handed)
-    probe.pop("service", None)
     diags.extend(probe["diagnostics"])
     return probe
 

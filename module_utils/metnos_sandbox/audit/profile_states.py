@@ -124,7 +124,8 @@ def findings(entries: Iterable[Mapping[str, Any]]) -> List[diagnostics.Diagnosti
             out.append(diagnostics.make(code, executor=item["executor"], path=item["path"]))
         elif state == "duplicate":
             out.append(diagnostics.make(code, executor=item["executor"], path=item["path"], first=item["first"],
-                                        second=item["second"], subject=item["executor"]))
+                                        second=item["second"], subject=item["executor"],
+                                        wording="withheld" if item.get("withheld") else None))
         elif state == "refused":
             label = entry_label(item)
             out.append(diagnostics.make(code, executor=label, manifest=item.get("manifest"), subject=label,
@@ -201,3 +202,30 @@ def role_entries(loop_results: Optional[Iterable[Mapping[str, Any]]]) -> List[Di
         else:       # the module itself failed (an invalid host context, a profile directory it cannot write)
             out.append({"executor": name, "state": "error", "message": res.get("msg") or "sandbox_profile failed"})
     return out
+
+
+def shared_names(items: Sequence[Any], sources: Sequence[Any], profile_dir: str) -> Dict[str, Any]:
+    """The role's plan before it writes (the metnos_manifest_names filter): ``names``, each manifest's executor
+    name as the controller loaded it (``sources``: manifest.from_source of each of ``items``; None when loading
+    was refused or the name is not text), and ``shared``, each name more than one manifest has, with the places
+    of its manifests and the one profile file they would write (``path``). The role writes neither (nothing for
+    that name is the safe choice: which one the runtime would run is no one's decision)."""
+    names: List[Optional[str]] = []
+    places: Dict[str, List[str]] = {}
+    for index, (item, source) in enumerate(zip(items, sources), 1):
+        name = source.get("name") if isinstance(source, dict) and model.REFUSAL_KEY not in source else None
+        name = name if isinstance(name, str) and name else None
+        names.append(name)
+        if name is not None:
+            places.setdefault(name, []).append(_item_place(item, index))
+    shared = dict((name, {"places": where, "path": "%s/%s.args" % (profile_dir.rstrip("/"), name)})
+                  for name, where in sorted(places.items()) if len(where) > 1)
+    return {"names": names, "shared": shared}
+
+
+def withheld_entries(plan: Optional[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    """The entries (state duplicate, withheld) of the names ``plan`` (shared_names) made the role skip."""
+    shared = (plan or {}).get("shared") or {}
+    return [{"executor": name, "state": "duplicate", "path": shared[name]["path"], "withheld": True,
+             "first": shared[name]["places"][0], "second": " and ".join(shared[name]["places"][1:])}
+            for name in sorted(shared)]

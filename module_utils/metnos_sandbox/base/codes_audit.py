@@ -72,7 +72,10 @@ CODES.extend([
          "Rendering each manifest on the host and counting the executor names (each is <profile_dir>/<name>.args).",
          ["ansible-inventory --host '<host>' --yaml"],
          messages={"": "{executor}: {first} and {second} both render to {path}: one profile file for two "
-                       "manifests."},
+                       "manifests.",
+                   "withheld": "{executor}: {first} and {second} both render to {path}: neither is written (nothing "
+                               "was written for {executor} by this run; a profile already there is left as it "
+                               "was)."},
          hint=("Give each manifest its own name (metnos_sandbox_manifests lists them in order; the inventory "
                "command shows the list).")),
     Code("profile_refused", ERROR, "R-SCOPE-1", PROFILES,

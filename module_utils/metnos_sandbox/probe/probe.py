@@ -78,7 +78,8 @@ class _ProbeKeys(Shape):
 
 
 class ProbeResult(_ProbeKeys, total=False):
-    """probe_service()'s answer (what sandbox_probe returns; the audit's ``probe``, without ``service``):
+    """probe_service()'s answer (what sandbox_probe returns; the audit's ``probe``, with no ``service``: never built
+    when the caller handed its inspection):
     the keys above, how it ran and, once bwrap was started, the run's verdict (runners.py) but its
     diagnostics, which are the probe's own list."""
     status: envflags.Status                    # the runtime's status() in the probe's context
@@ -148,7 +149,8 @@ def _service(params: Json, runner: t.Any, out: ProbeResult, handed: t.Optional[H
     if svc is not None and svc_env is not None:
         env = dict(svc_env)
         user, status = svc["user"], svc["status"]
-        out["service"] = svc.copy()
+        if handed is None:      # alone (sandbox_probe): the service it ran with; the audit holds its own
+            out["service"] = svc.copy()
         out["status_view"] = svc.get("status_view")
         if params.get("probe_user"):
             user = _user_entry(params["probe_user"])

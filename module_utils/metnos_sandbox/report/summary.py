@@ -107,11 +107,14 @@ def _na(value: Any) -> Any:
     return "n/a" if value is None else value
 
 
-def profiles_section(loop_results: Optional[Iterable[Mapping[str, Any]]]) -> Section:
+def profiles_section(loop_results: Optional[Iterable[Mapping[str, Any]]],
+                     plan: Optional[Mapping[str, Any]] = None) -> Section:
     """A summary section from the registered results of a sandbox_profile loop: each manifest's state is a finding
-    (profile_states: profile_in_sync, profile_refused, as the audit says them), its verdict the one function's."""
+    (profile_states: profile_in_sync, profile_refused, as the audit says them), its verdict the one function's.
+    ``plan``: the role's metnos_manifest_names (profile_states.shared_names): each name it wrote for no manifest
+    (two manifests of it) is profile_name_duplicate saying nothing was written."""
     results = [res for res in loop_results or [] if not res.get("skipped")]
-    entries = profile_states.role_entries(results)
+    entries = profile_states.role_entries(results) + profile_states.withheld_entries(plan)
     refused = [profile_states.entry_label(e) for e in entries if e["state"] == "refused"]
     direct = sum(1 for res in results if res.get("decision") == "direct")
     wrapped = sum(1 for res in results if res.get("decision") == "wrapped")
