@@ -109,6 +109,19 @@ def test_an_unreachable_host_resolves_nothing(tmp_path):
     assert web1["resolved"] == [] and web1["change"] == {"host_unreachable": "new"}
 
 
+def test_a_host_unreachable_again_still_fails_the_gate_on_new(tmp_path):
+    """Unknown is a failure: a host unreachable in the baseline and again now is not accepted as "still" by
+    fail_on new (nothing about it was audited this run). Mutation run: counts_for_new without its unreachable
+    rule - the gate passes and this test fails."""
+    gone = {"unreachable": True, "msg": "timeout"}
+    paths = report.write_all(report_text.build(dict(SAME, **{"web-1": gone}), WHEN), str(tmp_path), latest=True)
+    doc = report.build_from_results(sorted(dict(SAME, **{"web-1": gone}).items()), LATER,
+                                    baseline=baseline.read(paths["json"]), fail_on="new")
+    web1 = [h for h in doc["hosts"] if h["host"] == "web-1"][0]
+    assert web1["change"] == {"host_unreachable": "still"}
+    assert doc["gate"]["failed"] is True and doc["gate"]["failing_hosts"] == 1
+
+
 @pytest.mark.parametrize("content,problem", [
     (b"{not json", "not JSON"), (json.dumps({"schema": "other/1", "hosts": []}).encode(), "not an audit report"),
     (json.dumps({"schema": report.SCHEMA, "hosts": [{"host": "a"}]}).encode(), "a host record without")])

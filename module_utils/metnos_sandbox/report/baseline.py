@@ -112,7 +112,10 @@ def compare(hosts: List[HostRecord], base: Mapping[str, Any]) -> Dict[str, Any]:
 
 def counts_for_new(h: Mapping[str, Any], warnings_as_failures: bool) -> bool:
     """With fail_on new: whether a failing host fails the gate (one of its findings that fail it is new; without
-    a baseline every finding is new)."""
+    a baseline every finding is new). An unreachable host always does: what was not audited this run is unknown,
+    and a baseline that knew it unreachable before accepts nothing about it now (a waiver says so by name)."""
+    if h["verdict"] == "unreachable":
+        return True
     if "change" not in h:
         return any(d["severity"] == diagnostics.ERROR or (warnings_as_failures and d["severity"] == diagnostics.WARNING)
                    for d in h["diagnostics"]) or h["verdict"] in ("fail", "unreachable")
