@@ -408,6 +408,16 @@ FAKE_NICE = """#!/bin/sh
 exec nice -n -15 /usr/bin/bwrap "$@"
 """
 
+FAKE_AMBIENT = """#!/bin/sh
+# A wrapper: the real bwrap with CAP_NET_RAW in its inheritable and ambient sets (setpriv), which bwrap run by root
+# without --unshare-user hands on to the payload. Only a holder of the capability can raise it: run by another
+# user, bwrap runs as the probe started it.
+if [ "$(id -u)" = 0 ]; then
+    exec setpriv --inh-caps +net_raw --ambient-caps +net_raw /usr/bin/bwrap "$@"
+fi
+exec /usr/bin/bwrap "$@"
+"""
+
 FAKE_KEYRING = """#!/usr/bin/python3
 # A wrapper: joins a new session keyring, adds a key to it (a host secret), then executes the real bwrap, which
 # the keyring follows into every namespace (bwrap has no keyring option). x86_64 system call numbers. The leak is
@@ -626,7 +636,8 @@ class Bench(object):
                            ("preload", FAKE_PRELOAD),
                            ("pin", FAKE_PIN), ("pass", FAKE_PASS), ("other", FAKE_OTHER),
                            ("detach", FAKE_DETACH), ("watch", FAKE_WATCH), ("sync", FAKE_SYNC),
-                           ("setarch", FAKE_SETARCH), ("nice", FAKE_NICE), ("keyring", FAKE_KEYRING)):
+                           ("setarch", FAKE_SETARCH), ("nice", FAKE_NICE), ("keyring", FAKE_KEYRING),
+                           ("ambient", FAKE_AMBIENT)):
             path = os.path.join(self.dir, "fake-" + name, "bwrap")
             os.makedirs(os.path.dirname(path), mode=0o755)
             with open(path, "w") as handle:
@@ -988,7 +999,8 @@ ROWS = [
     Row("proc_mount_below", "extra --ro-bind /root /proc/driver (a host directory inside /proc)",
         add("--ro-bind", "/root", "/proc/driver"), ["proc_is_own_procfs"], needs="/proc/driver"),
     Row("cap_add", "--cap-add ALL (capabilities in the sandbox's user namespace; run by root, bwrap then also "
-        "hands them on as ambient)", add("--cap-add", "ALL"), ["no_capabilities"]),
+        "hands them on as ambient)", add("--cap-add", "ALL"), ["no_capabilities", "process_attributes"],
+        code=["probe_check_failed", "probe_attribute_ambient", "probe_attribute_capabilities"]),
     Row("seccomp_added", "wrapper: the real bwrap with --add-seccomp-fd (a filter of its own, R-BASE-8)",
         binary("fakes.seccomp", accept=True), ["no_custom_seccomp", "keyring_own"],
         code=["probe_check_failed", "probe_keyring_shared"], needs="python3-seccomp",
@@ -1076,6 +1088,15 @@ ROWS = [
         binary("fakes.nice", accept=True), {"root": ["process_attributes"], "nobody": []},
         code={"root": "probe_attribute_priority", "nobody": []},
         note="only root may raise a priority: run by nobody, nice is refused and bwrap runs at the probe's own"),
+    Row("ambient_net_raw", "wrapper: the real bwrap under setpriv --ambient-caps +net_raw, --unshare-user dropped "
+        "(the payload holds CAP_NET_RAW in its ambient set, in the host's user namespace)",
+        binary("fakes.ambient", drop("--unshare-user"), accept=True),
+        {"root": ["user_namespace_private", "keyring_own", "no_capabilities", "process_attributes"], "nobody": []},
+        code={"root": ["probe_check_failed", "probe_keyring_shared", "probe_attribute_ambient",
+                       "probe_attribute_capabilities"], "nobody": []},
+        note="proven from outside: the host's /proc/PID/status of the payload shows CapAmb 0x2000 (as root; with "
+             "--unshare-user bwrap clears it). Cannot exist for nobody: a process raises an ambient capability only "
+             "if it is permitted and inheritable, and nobody holds none, so setpriv is refused"),
     # Keyrings, not namespaced (issue 51): the sandbox started holding a host process's session keyring.
     Row("keyring_joined", "wrapper: joins a new session keyring with a host key in it, then executes the real bwrap "
         "(the sandbox reads the host's key; the host reads a key the sandbox adds)",

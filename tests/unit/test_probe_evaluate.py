@@ -377,6 +377,7 @@ def _privileges(**kw):
 
 def test_capabilities_and_no_new_privs_are_read_from_outside():
     obs, outside, host = good()
+    host["privileges"] = _privileges(capeff=(1 << 41) - 1, capprm=(1 << 41) - 1, capbnd=(1 << 41) - 1)  # root's
     outside["payload"]["privileges"] = _privileges()
     assert failed(obs, outside, host) == {}
     outside["payload"]["privileges"] = _privileges(capeff=1 << 21, capprm=1 << 21, capbnd=1 << 21)   # --cap-add
@@ -388,7 +389,7 @@ def test_capabilities_and_no_new_privs_are_read_from_outside():
     assert failed(obs, outside, host) == {}
     outside["payload"]["privileges"] = _privileges(capeff=0x1ff, capprm=0x1ff, capbnd=0x1ff, capamb=0x1ff,
                                                    capinh=0x1ff)
-    assert set(failed(obs, outside, host)) == {"no_capabilities"}
+    assert set(failed(obs, outside, host)) == {"no_capabilities", "process_attributes"}     # wider than the probe's
     outside["payload"]["privileges"] = _privileges(nonewprivs=0)
     assert "no_new_privs is 0" in failed(obs, outside, host)["no_capabilities"]["observed"]["problems"][0]
 
@@ -817,3 +818,35 @@ def test_the_payload_asks_for_keyrings_only_where_keyctl_cannot_kill_it(monkeypa
     monkeypatch.setattr(payload_script, "seccomp_status", lambda: list(seccomp))
     monkeypatch.setattr(payload_script, "keyrings", lambda: {"session": "asked"})
     assert payload_script.keyrings_asked(plan)["session"] == said
+
+
+_ALL = (1 << 41) - 1
+# (the payload's capability sets, the probe's, whether the payload shares the probe's user namespace, the codes the
+# weakening is reported with; [] not a weakening)
+_CAPABILITY_ROWS = [
+    (dict(capamb=1 << 13, capinh=1 << 13), dict(capbnd=_ALL), True,
+     ["probe_attribute_ambient", "probe_attribute_capabilities"]),             # setpriv --ambient-caps +net_raw
+    (dict(capbnd=1 << 21), dict(capbnd=1 << 13), True, ["probe_attribute_bounding"]),
+    (dict(capbnd=_ALL), dict(capbnd=_ALL & ~(1 << 24)), False, []),           # a new user namespace starts full
+    (dict(capbnd=1 << 13), dict(capbnd=_ALL), True, []),                       # a bounding set dropped: stronger
+    (dict(capamb=_ALL, capinh=_ALL), dict(capbnd=_ALL), False,
+     ["probe_attribute_ambient", "probe_attribute_capabilities"]),             # --cap-add ALL, in its own namespace
+    (dict(capprm=_ALL, capeff=_ALL), dict(capprm=0, capeff=0, capbnd=_ALL), False, []),   # its own user namespace
+    (dict(capprm=1 << 12, capeff=1 << 12), dict(capprm=0, capeff=0, capbnd=_ALL), True,
+     ["probe_attribute_capabilities"]),                                        # the starter's: more than it has
+    (dict(capamb="error:EACCES"), dict(capbnd=_ALL), False, ["probe_attribute_ambient"]),   # not read: not proven
+]
+
+
+@pytest.mark.parametrize("payload_sets, probe_sets, same_userns, codes", _CAPABILITY_ROWS)
+def test_capability_sets_are_not_wider_than_the_starters(payload_sets, probe_sets, same_userns, codes):
+    """Issue 51: ambient, bounding and inheritable sets (permitted and effective in the starter's user namespace)
+    no wider than the probe's, each with its own code. The real plant: the matrix's ambient_net_raw row."""
+    obs, outside, host = good()
+    outside["payload"]["privileges"] = _privileges(**payload_sets)
+    host["privileges"] = _privileges(**probe_sets)
+    if same_userns:
+        outside["payload"]["ns"]["user"] = host["ns"]["user"]
+    bad = failed(obs, outside, host)
+    kinds = bad.get("process_attributes", {"observed": {"kinds": []}})["observed"]["kinds"]
+    assert sorted(set(attributes.ATTRIBUTE_CODES[kind] for kind, _what in kinds)) == codes, bad

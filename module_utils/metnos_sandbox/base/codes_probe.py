@@ -416,9 +416,9 @@ _HELD_HINT = ("Find what handed it in: compare the rendered argv with the one th
               "commands). Start the executor with only its own pipes open (close every other descriptor before "
               "bwrap, e.g. close_fds=True), then run the probe again.")
 _ATTRIBUTE_EVIDENCE = ("The payload's /proc/PID/personality, stat (nice, priority, policy), limits, oom_score_adj and "
-                       "status (NoNewPrivs, Seccomp), read from the host while it waits, compared with the same "
-                       "files of its starter: the probe itself, or in a transient unit the unit's process before "
-                       "it ran bwrap.")
+                       "status (NoNewPrivs, Seccomp, the capability sets), read from the host while it waits, compared "
+                       "with the same files of its starter: the probe itself, or in a transient unit the unit's "
+                       "process before it ran bwrap.")
 _ATTRIBUTE_FIX = ("command -v bwrap", "dpkg -S \"$(command -v bwrap)\"")
 _ATTRIBUTE_HINT = ("Find what wraps bwrap (setarch, nice, prlimit, choom, a wrapper script): compare the command the "
                    "service runs with the rendered argv (metnos.sandbox.sandbox_profile), start bwrap directly, then "
@@ -537,6 +537,29 @@ CODES.extend([
          "The sandbox runs with no_new_privs or seccomp weaker than its starter's",
          "The payload's no_new_privs flag or seccomp mode is lower than its starter's (the service's unit "
          "process sets them: NoNewPrivileges=, SystemCallFilter=), or they could not be read.",
+         _ATTRIBUTE_EVIDENCE, list(_ATTRIBUTE_FIX),
+         messages={"": "the payload's process attributes are weaker than its starter's: {said}{traced}"},
+         hint=_ATTRIBUTE_HINT),
+    Code("probe_attribute_ambient", ERROR, "R-SCOPE-1", PROBE,
+         "The sandbox holds ambient capabilities its starter has not",
+         "The payload's ambient capability set (CapAmb) has a capability its starter's has not (setpriv "
+         "--ambient-caps before bwrap run as root without --unshare-user): every program the payload executes "
+         "keeps it.",
+         _ATTRIBUTE_EVIDENCE, list(_ATTRIBUTE_FIX),
+         messages={"": "the payload's process attributes are weaker than its starter's: {said}{traced}"},
+         hint=_ATTRIBUTE_HINT),
+    Code("probe_attribute_bounding", ERROR, "R-SCOPE-1", PROBE,
+         "The sandbox's capability bounding set is wider than its starter's",
+         "In its starter's user namespace, the payload's bounding set (CapBnd) has a capability its starter's has "
+         "not: the kernel never widens a bounding set within a user namespace, so the payload was not started from "
+         "its starter's context.",
+         _ATTRIBUTE_EVIDENCE, list(_ATTRIBUTE_FIX),
+         messages={"": "the payload's process attributes are weaker than its starter's: {said}{traced}"},
+         hint=_ATTRIBUTE_HINT),
+    Code("probe_attribute_capabilities", ERROR, "R-SCOPE-1", PROBE,
+         "The sandbox holds capabilities its starter has not",
+         "The payload's inheritable set (CapInh), or in its starter's user namespace its permitted or effective "
+         "set, has a capability its starter's has not, or a set could not be read.",
          _ATTRIBUTE_EVIDENCE, list(_ATTRIBUTE_FIX),
          messages={"": "the payload's process attributes are weaker than its starter's: {said}{traced}"},
          hint=_ATTRIBUTE_HINT),
