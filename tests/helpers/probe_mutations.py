@@ -436,7 +436,7 @@ os.execv("/usr/bin/bwrap", ["/usr/bin/bwrap"] + sys.argv[1:])
 GIFTS = {"pipe_fd7": ("fd", 7), "pipe_stderr": ("fd", 2), "pty_master": ("fd", 7), "pty_slave": ("fd", 7),
          "tun": ("fd", 7), "kmsg": ("fd", 7), "vcs": ("fd", 7), "ctty": ("ctty", 0),
          "shadow": ("file", "/host-secret"), "socket": ("fd", 7), "pipe_in_flight": ("fd", 7),
-         "pipe_thread_table": ("fd", 7), "shadow_sbin": ("file", "/sbin")}
+         "socket_in_flight": ("fd", 7), "pipe_thread_table": ("fd", 7), "shadow_sbin": ("file", "/sbin")}
 THREAD_READER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "thread_reader.py")
 
 
@@ -493,6 +493,17 @@ class Donor(object):
             os.close(r)
             self.queues.append((sender, receiver))
             return w, True
+        if key == "socket_in_flight":
+            # one end of a unix socket pair; the other end sent over another pair (SCM_RIGHTS) and never received:
+            # no process holds the peer, yet whoever receives it later reads what the sandbox writes
+            import array
+            import socket
+            mine, theirs = socket.socketpair()
+            sender, receiver = socket.socketpair()
+            sender.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [theirs.fileno()]))])
+            theirs.close()
+            self.queues.append((sender, receiver))
+            return mine.detach(), True
         if key == "pipe_thread_table":
             # the read end held only by a thread of a host process with a descriptor table of its own
             r, w = os.pipe()
@@ -1059,6 +1070,11 @@ ROWS = [
     Row("pipe_in_flight", "wrapper: a pipe's write end left open as fd 7, its read end kept in flight in a unix "
         "socket's queue outside (SCM_RIGHTS sent, never received: no process holds it)", gift("pipe_in_flight"),
         ["no_leaked_descriptors"], code="probe_descriptor_unseen"),
+    Row("socket_in_flight", "wrapper: one end of a unix socket pair left open as fd 7, its peer kept in flight in "
+        "another socket's queue outside (SCM_RIGHTS sent, never received: no process holds it)",
+        gift("socket_in_flight"), ["no_leaked_descriptors"], code="probe_descriptor_unseen",
+        note="proven from outside in tests/integration/test_probe_unseen_ends.py: the host receives the peer and "
+             "reads what the sandbox wrote"),
     Row("pipe_thread_table", "wrapper: a pipe's write end left open as fd 7, its read end held only by a thread of "
         "a host process with a descriptor table of its own (unshare(CLONE_FILES): absent from /proc/PID/fd)",
         gift("pipe_thread_table"), ["no_leaked_descriptors"], code="probe_descriptor_outside"),

@@ -55,6 +55,19 @@ def test_a_pipe_end_in_flight_carries_what_the_sandbox_writes(bench, user):
 
 
 @pytest.mark.parametrize("user", probe_mutations.USERS)
+def test_a_socket_whose_peer_is_in_flight_carries_what_the_sandbox_writes(bench, user):
+    """The matrix's socket_in_flight row: the peer of the socket the sandbox holds is in no process's table until
+    the host receives it, then reads the canary the sandbox wrote."""
+    canary = "metnos-canary-%s" % os.urandom(6).hex()
+    _run_gift(bench, "socket_in_flight", user, canary)
+    end = bench.donor.take_in_flight()          # no process held it until now
+    try:
+        assert _read_all(end).decode().strip() == canary
+    finally:
+        os.close(end)
+
+
+@pytest.mark.parametrize("user", probe_mutations.USERS)
 def test_a_thread_with_its_own_table_reads_what_the_sandbox_writes(bench, user):
     canary = "metnos-canary-%s" % os.urandom(6).hex()
     _run_gift(bench, "pipe_thread_table", user, canary)

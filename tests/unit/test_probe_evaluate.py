@@ -11,6 +11,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import (
     attributes,
     evidence,
+    held,
     keyrings,
     payload,
     payload_script,
@@ -850,3 +851,35 @@ def test_capability_sets_are_not_wider_than_the_starters(payload_sets, probe_set
     bad = failed(obs, outside, host)
     kinds = bad.get("process_attributes", {"observed": {"kinds": []}})["observed"]["kinds"]
     assert sorted(set(attributes.ATTRIBUTE_CODES[kind] for kind, _what in kinds)) == codes, bad
+
+
+# (is the socket the sandbox's own, its peer, who holds the peer, the descriptor code; None: allowed)
+_SOCKET_ROWS = [
+    (True, "socket:[71]", [4242], None),                       # a pair made inside, both ends the payload's
+    (True, None, [], None),                                    # no peer (a listening or unconnected socket)
+    (False, "socket:[71]", [], "probe_descriptor_unseen"),     # made outside, its peer in flight (socket_in_flight)
+    (True, "socket:[71]", [], "probe_descriptor_unseen"),      # its peer held by no process
+    (True, "socket:[71]", [999], "probe_descriptor_outside"),  # its peer held by a host process
+    (False, "socket:[71]", [999], "probe_descriptor_outside"),  # made outside, read by a host shell (socket_to_outside)
+]
+
+
+@pytest.mark.parametrize("own, peer, peer_holders, code", _SOCKET_ROWS)
+def test_a_socket_needs_a_peer_inside(own, peer, peer_holders, code):
+    """Issue 51: every unix socket the payload holds has its peer held inside the sandbox; a peer in flight or held
+    outside fails. The real plants: the matrix's socket_in_flight and socket_to_outside rows."""
+    obs, outside, host = good()
+    payload_side = outside["payload"]
+    payload_side["fds"]["7"] = {"link": "socket:[70]", "type": "sock"}
+    holding = {"socket:[70]": [4242]}
+    if peer:
+        holding[peer] = peer_holders
+    payload_side["fd_holders"].update({"held": holding, "comm": {"999": "sh"}, "peers": {"socket:[70]": peer} if peer
+                                       else {}, "own_sockets": ["socket:[70]"] if own else []})
+    bad = failed(obs, outside, host)
+    if code is None:
+        assert bad == {}, bad
+        return
+    assert set(bad) == {"no_leaked_descriptors"}, bad
+    kinds = [kind for kind, _what in bad["no_leaked_descriptors"]["observed"]["kinds"]]
+    assert [held.DESCRIPTOR_CODES[kind] for kind in kinds] == [code], bad

@@ -433,14 +433,16 @@ CODES.extend([
          messages={"": "the payload holds a channel that leads outside the sandbox: {said}{traced}"},
          hint=_HELD_HINT),
     Code("probe_descriptor_unseen", ERROR, "R-SCOPE-1", PROBE,
-         "The sandbox holds a pipe whose other end the probe cannot find",
-         "A pipe the payload holds beyond its stdin, stdout and stderr has no other end held by the sandbox or "
-         "the probe: no process is seen holding it (every process's and thread's descriptor table read, "
-         "/proc/*/fd and /proc/*/task/*/fd), so it is kept in flight in a socket's queue (sent with SCM_RIGHTS, "
-         "received later by whoever reads that socket), held out of sight, or in a table that could not be read. "
-         "Unknown is a failure: whoever takes that end reads what the sandbox writes, or writes what it reads.",
+         "The sandbox holds a pipe or socket whose other end the probe cannot find",
+         "A pipe the payload holds beyond its stdin, stdout and stderr, or a unix socket's peer (sock_diag), has "
+         "no other end held by the sandbox or the probe: no process is seen holding it (every process's and "
+         "thread's descriptor table read, /proc/*/fd and /proc/*/task/*/fd), so it is kept in flight in a socket's "
+         "queue (sent with SCM_RIGHTS, received later by whoever reads that socket), held out of sight, or in a "
+         "table that could not be read. Unknown is a failure: whoever takes that end reads what the sandbox "
+         "writes, or writes what it reads.",
          _HELD_EVIDENCE, list(_HELD_FIX),
-         messages={"": "the payload holds a pipe whose other end is not the sandbox's or the probe's: {said}{traced}"},
+         messages={"": "the payload holds a pipe or socket whose other end is not the sandbox's or the probe's: "
+                       "{said}{traced}"},
          hint=_HELD_HINT),
     Code("probe_descriptor_terminal", ERROR, "R-SCOPE-1", PROBE,
          "The sandbox holds a terminal",

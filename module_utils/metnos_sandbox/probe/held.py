@@ -90,12 +90,19 @@ def _channel(sc: Scene, fd: str, link: str, holders: Json) -> t.Optional[t.Tuple
         mine, ref = (sc.payload.get("ns") or {}).get("net"), sc.ref.ns.get("net")
         if not isinstance(own, list):
             return "outside", "%s -> %s: not proven (the sandbox's sockets could not be read: %s)" % (fd, link, own)
+        peer = (holders.get("peers") or {}).get(link)
+        there = ((holders.get("held") or {}).get(peer) or []) if peer else []
+        if peer and not there:
+            return "unseen", "%s -> %s: its peer %s is held by no process of the sandbox or the probe (none seen " \
+                "holding it: it is kept in flight in a socket's queue or held out of sight, a channel to whoever " \
+                "takes it)" % (fd, link, peer)
         if link not in own:
-            peer = (holders.get("peers") or {}).get(link)
-            there = ((holders.get("held") or {}).get(peer) or []) if peer else []
             return "outside", "%s -> %s: a socket of another network namespace (made outside the sandbox)%s" % (
                 fd, link, ", connected to %s held by %s" % (peer, _holders_text(there, comm)) if there else
                 ", connected to %s" % peer if peer else "")
+        if peer and not set(there) & (inside | collectors):
+            return "outside", "%s -> %s: its peer %s is held by %s, outside the sandbox" % (
+                fd, link, peer, _holders_text(there, comm))
         if mine == ref:
             return "outside", "%s -> %s: a socket of the parent context's network namespace (shared: where it " \
                 "leads is not proven)" % (fd, link)
