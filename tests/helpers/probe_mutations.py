@@ -436,7 +436,11 @@ os.execv("/usr/bin/bwrap", ["/usr/bin/bwrap"] + sys.argv[1:])
 GIFTS = {"pipe_fd7": ("fd", 7), "pipe_stderr": ("fd", 2), "pty_master": ("fd", 7), "pty_slave": ("fd", 7),
          "tun": ("fd", 7), "kmsg": ("fd", 7), "vcs": ("fd", 7), "ctty": ("ctty", 0),
          "shadow": ("file", "/host-secret"), "socket": ("fd", 7), "pipe_in_flight": ("fd", 7),
-         "socket_in_flight": ("fd", 7), "pipe_thread_table": ("fd", 7), "shadow_sbin": ("file", "/sbin")}
+         "socket_in_flight": ("fd", 7), "declared": ("file", "/metnos-declared"),
+         "shadow_declared": ("file", "/metnos-declared"), "pipe_thread_table": ("fd", 7),
+         "shadow_sbin": ("file", "/sbin")}
+# The content of the file rows file_declared and file_swapped declare (its size in the profile: declare_file).
+DECLARED_CONTENT = b"metnos declared content\n"
 THREAD_READER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "thread_reader.py")
 
 
@@ -504,6 +508,13 @@ class Donor(object):
             theirs.close()
             self.queues.append((sender, receiver))
             return mine.detach(), True
+        if key in ("declared", "shadow_declared"):
+            # opened anew for each run: bwrap --file reads to the end, and a kept descriptor's offset stays there
+            path = os.path.join(self.bench.dir, "declared-content")
+            if key == "declared":
+                with open(path, "wb") as handle:
+                    handle.write(DECLARED_CONTENT)
+            return os.open(path if key == "declared" else "/etc/shadow", os.O_RDONLY), True
         if key == "pipe_thread_table":
             # the read end held only by a thread of a host process with a descriptor table of its own
             r, w = os.pipe()
@@ -824,6 +835,17 @@ def binary(attr, then=None, accept=False):
     return edit
 
 
+def declare_file(edit):
+    """The row's profile also declares a file it copies onto the root, /metnos-declared, of DECLARED_CONTENT's
+    size (--file FD DEST: the gift wrapper adds the option and the descriptor)."""
+    def declare(profile):
+        profile = dict(profile, mounts=list(profile["mounts"]) + [
+            {"kind": "file", "dest": "/metnos-declared", "size": len(DECLARED_CONTENT)}])
+        return profile
+    edit.declare = declare
+    return edit
+
+
 def _stacked_on_etc(bench):
     """Two host files bound one over the other at /etc/hostname (in the probe's private mount namespace): the
     lower bind stays writable under bwrap's read-only one, and no path reaches it."""
@@ -1134,6 +1156,13 @@ ROWS = [
         "its caller, systemd's default action): bwrap still works, and the payload, told so by the probe, never "
         "calls keyctl (a fork to ask was a second payload, issue 51)",
         lambda argv, bench: argv, [], only="systemd", properties=[("SystemCallFilter", "~@keyring")]),
+    Row("file_declared", "not a weakening: the profile declares a file of 24 bytes at /metnos-declared, and the "
+        "wrapper copies exactly that content there (--file FD)", declare_file(gift("declared")), []),
+    Row("file_swapped", "wrapper: the profile declares a file of 24 bytes at /metnos-declared, the wrapper copies "
+        "/etc/shadow there instead (--file FD, opened by a root helper: swapped content under a declared name)",
+        declare_file(gift("shadow_declared")), ["root_content_declared"], code="probe_root_undeclared",
+        note="proven in tests/integration/test_probe_unseen_ends.py: run as nobody, the sandbox prints "
+             "/metnos-declared and the host gets /etc/shadow's bytes, which nobody cannot read"),
     Row("symlink_made_file", "wrapper: --symlink usr/sbin /sbin replaced by --file FD /sbin with /etc/shadow opened "
         "by a root helper (a host secret on the root under a declared name, no mount)",
         gift("shadow_sbin", replace(("--symlink", "usr/sbin", "/sbin"), ())), ["root_content_declared"],
@@ -1171,7 +1200,7 @@ def run_row(row, user, bench, profile=None, core=CORE, systemd=False, timeout=30
     """Run one row as ``user`` (a name). Direct (as the probe runs without a unit), or with
     ``systemd`` in a transient unit as the probe runs for a service (``properties``: (directive, value)
     pairs the unit carries, e.g. PrivatePIDs=yes, besides the row's own). Returns (verdict, failed names)."""
-    prof = profile or strict_profile()
+    prof = getattr(row.edit, "declare", lambda p: p)(profile or strict_profile())
     argv = row.edit(list(prof["argv"]), bench)
     spec = core.expectations(prof)
     accept = [sha256(argv[0] if os.path.isabs(argv[0]) else bench.bwrap)] if row.accept else []

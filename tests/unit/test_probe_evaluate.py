@@ -883,3 +883,27 @@ def test_a_socket_needs_a_peer_inside(own, peer, peer_holders, code):
     assert set(bad) == {"no_leaked_descriptors"}, bad
     kinds = [kind for kind, _what in bad["no_leaked_descriptors"]["observed"]["kinds"]]
     assert [held.DESCRIPTOR_CODES[kind] for kind in kinds] == [code], bad
+
+
+# (what lies at /metnos-declared on the root, the size the profile declares for the file it copies there, whether
+# the check fails)
+_DECLARED_FILE = [
+    (["metnos-declared", "f", 24], 24, False),
+    (["metnos-declared", "f", 676], 24, True),        # its content swapped (the shadow file: file_swapped)
+    (["metnos-declared", "l", "/etc/shadow"], 24, True),  # a symlink instead
+    (["metnos-declared", "d", None], 24, True),       # a directory
+    (None, 24, True),                                 # absent, or covered by a mount
+    (["metnos-declared", "f", 24], None, True),       # no size declared: not proven
+]
+
+
+@pytest.mark.parametrize("entry, size, fails", _DECLARED_FILE)
+def test_a_declared_file_is_judged_by_type_and_size(entry, size, fails):
+    """Issue 51: a file the profile copies onto the root (--file FD DEST) is a regular file of the size the profile
+    declares. The real plants: the matrix's file_swapped and file_declared rows."""
+    obs, outside, host = good()
+    spec = dict(SPEC, created=["/metnos-declared", "/usr"], files={"/metnos-declared": size})
+    outside["payload"]["root_entries"] = [entry] if entry else []
+    bad = failed(obs, outside, host, spec)
+    assert ("root_content_declared" in bad) == fails, bad
+    assert set(bad) <= {"root_content_declared"}
