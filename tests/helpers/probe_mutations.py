@@ -408,6 +408,16 @@ FAKE_NICE = """#!/bin/sh
 exec nice -n -15 /usr/bin/bwrap "$@"
 """
 
+FAKE_AMBIENT = """#!/bin/sh
+# A wrapper: the real bwrap with CAP_NET_RAW in its inheritable and ambient sets (setpriv), which bwrap run by root
+# without --unshare-user hands on to the payload. Only a holder of the capability can raise it: run by another
+# user, bwrap runs as the probe started it.
+if [ "$(id -u)" = 0 ]; then
+    exec setpriv --inh-caps +net_raw --ambient-caps +net_raw /usr/bin/bwrap "$@"
+fi
+exec /usr/bin/bwrap "$@"
+"""
+
 FAKE_KEYRING = """#!/usr/bin/python3
 # A wrapper: joins a new session keyring, adds a key to it (a host secret), then executes the real bwrap, which
 # the keyring follows into every namespace (bwrap has no keyring option). x86_64 system call numbers. The leak is
@@ -426,7 +436,11 @@ os.execv("/usr/bin/bwrap", ["/usr/bin/bwrap"] + sys.argv[1:])
 GIFTS = {"pipe_fd7": ("fd", 7), "pipe_stderr": ("fd", 2), "pty_master": ("fd", 7), "pty_slave": ("fd", 7),
          "tun": ("fd", 7), "kmsg": ("fd", 7), "vcs": ("fd", 7), "ctty": ("ctty", 0),
          "shadow": ("file", "/host-secret"), "socket": ("fd", 7), "pipe_in_flight": ("fd", 7),
-         "pipe_thread_table": ("fd", 7), "shadow_sbin": ("file", "/sbin")}
+         "socket_in_flight": ("fd", 7), "declared": ("file", "/metnos-declared"),
+         "shadow_declared": ("file", "/metnos-declared"), "pipe_thread_table": ("fd", 7),
+         "shadow_sbin": ("file", "/sbin")}
+# The content of the file rows file_declared and file_swapped declare (its size in the profile: declare_file).
+DECLARED_CONTENT = b"metnos declared content\n"
 THREAD_READER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "thread_reader.py")
 
 
@@ -483,6 +497,24 @@ class Donor(object):
             os.close(r)
             self.queues.append((sender, receiver))
             return w, True
+        if key == "socket_in_flight":
+            # one end of a unix socket pair; the other end sent over another pair (SCM_RIGHTS) and never received:
+            # no process holds the peer, yet whoever receives it later reads what the sandbox writes
+            import array
+            import socket
+            mine, theirs = socket.socketpair()
+            sender, receiver = socket.socketpair()
+            sender.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [theirs.fileno()]))])
+            theirs.close()
+            self.queues.append((sender, receiver))
+            return mine.detach(), True
+        if key in ("declared", "shadow_declared"):
+            # opened anew for each run: bwrap --file reads to the end, and a kept descriptor's offset stays there
+            path = os.path.join(self.bench.dir, "declared-content")
+            if key == "declared":
+                with open(path, "wb") as handle:
+                    handle.write(DECLARED_CONTENT)
+            return os.open(path if key == "declared" else "/etc/shadow", os.O_RDONLY), True
         if key == "pipe_thread_table":
             # the read end held only by a thread of a host process with a descriptor table of its own
             r, w = os.pipe()
@@ -626,7 +658,8 @@ class Bench(object):
                            ("preload", FAKE_PRELOAD),
                            ("pin", FAKE_PIN), ("pass", FAKE_PASS), ("other", FAKE_OTHER),
                            ("detach", FAKE_DETACH), ("watch", FAKE_WATCH), ("sync", FAKE_SYNC),
-                           ("setarch", FAKE_SETARCH), ("nice", FAKE_NICE), ("keyring", FAKE_KEYRING)):
+                           ("setarch", FAKE_SETARCH), ("nice", FAKE_NICE), ("keyring", FAKE_KEYRING),
+                           ("ambient", FAKE_AMBIENT)):
             path = os.path.join(self.dir, "fake-" + name, "bwrap")
             os.makedirs(os.path.dirname(path), mode=0o755)
             with open(path, "w") as handle:
@@ -799,6 +832,17 @@ def binary(attr, then=None, accept=False):
         argv = [getattr(bench, attr) if "." not in attr else bench.fakes[attr.split(".")[1]]] + list(argv[1:])
         return then(argv, bench) if then else argv
     edit.accept = accept
+    return edit
+
+
+def declare_file(edit):
+    """The row's profile also declares a file it copies onto the root, /metnos-declared, of DECLARED_CONTENT's
+    size (--file FD DEST: the gift wrapper adds the option and the descriptor)."""
+    def declare(profile):
+        profile = dict(profile, mounts=list(profile["mounts"]) + [
+            {"kind": "file", "dest": "/metnos-declared", "size": len(DECLARED_CONTENT)}])
+        return profile
+    edit.declare = declare
     return edit
 
 
@@ -988,7 +1032,8 @@ ROWS = [
     Row("proc_mount_below", "extra --ro-bind /root /proc/driver (a host directory inside /proc)",
         add("--ro-bind", "/root", "/proc/driver"), ["proc_is_own_procfs"], needs="/proc/driver"),
     Row("cap_add", "--cap-add ALL (capabilities in the sandbox's user namespace; run by root, bwrap then also "
-        "hands them on as ambient)", add("--cap-add", "ALL"), ["no_capabilities"]),
+        "hands them on as ambient)", add("--cap-add", "ALL"), ["no_capabilities", "process_attributes"],
+        code=["probe_check_failed", "probe_attribute_ambient", "probe_attribute_capabilities"]),
     Row("seccomp_added", "wrapper: the real bwrap with --add-seccomp-fd (a filter of its own, R-BASE-8)",
         binary("fakes.seccomp", accept=True), ["no_custom_seccomp", "keyring_own"],
         code=["probe_check_failed", "probe_keyring_shared"], needs="python3-seccomp",
@@ -1047,6 +1092,11 @@ ROWS = [
     Row("pipe_in_flight", "wrapper: a pipe's write end left open as fd 7, its read end kept in flight in a unix "
         "socket's queue outside (SCM_RIGHTS sent, never received: no process holds it)", gift("pipe_in_flight"),
         ["no_leaked_descriptors"], code="probe_descriptor_unseen"),
+    Row("socket_in_flight", "wrapper: one end of a unix socket pair left open as fd 7, its peer kept in flight in "
+        "another socket's queue outside (SCM_RIGHTS sent, never received: no process holds it)",
+        gift("socket_in_flight"), ["no_leaked_descriptors"], code="probe_descriptor_unseen",
+        note="proven from outside in tests/integration/test_probe_unseen_ends.py: the host receives the peer and "
+             "reads what the sandbox wrote"),
     Row("pipe_thread_table", "wrapper: a pipe's write end left open as fd 7, its read end held only by a thread of "
         "a host process with a descriptor table of its own (unshare(CLONE_FILES): absent from /proc/PID/fd)",
         gift("pipe_thread_table"), ["no_leaked_descriptors"], code="probe_descriptor_outside"),
@@ -1076,6 +1126,15 @@ ROWS = [
         binary("fakes.nice", accept=True), {"root": ["process_attributes"], "nobody": []},
         code={"root": "probe_attribute_priority", "nobody": []},
         note="only root may raise a priority: run by nobody, nice is refused and bwrap runs at the probe's own"),
+    Row("ambient_net_raw", "wrapper: the real bwrap under setpriv --ambient-caps +net_raw, --unshare-user dropped "
+        "(the payload holds CAP_NET_RAW in its ambient set, in the host's user namespace)",
+        binary("fakes.ambient", drop("--unshare-user"), accept=True),
+        {"root": ["user_namespace_private", "keyring_own", "no_capabilities", "process_attributes"], "nobody": []},
+        code={"root": ["probe_check_failed", "probe_keyring_shared", "probe_attribute_ambient",
+                       "probe_attribute_capabilities"], "nobody": []},
+        note="proven from outside: the host's /proc/PID/status of the payload shows CapAmb 0x2000 (as root; with "
+             "--unshare-user bwrap clears it). Cannot exist for nobody: a process raises an ambient capability only "
+             "if it is permitted and inheritable, and nobody holds none, so setpriv is refused"),
     # Keyrings, not namespaced (issue 51): the sandbox started holding a host process's session keyring.
     Row("keyring_joined", "wrapper: joins a new session keyring with a host key in it, then executes the real bwrap "
         "(the sandbox reads the host's key; the host reads a key the sandbox adds)",
@@ -1097,6 +1156,13 @@ ROWS = [
         "its caller, systemd's default action): bwrap still works, and the payload, told so by the probe, never "
         "calls keyctl (a fork to ask was a second payload, issue 51)",
         lambda argv, bench: argv, [], only="systemd", properties=[("SystemCallFilter", "~@keyring")]),
+    Row("file_declared", "not a weakening: the profile declares a file of 24 bytes at /metnos-declared, and the "
+        "wrapper copies exactly that content there (--file FD)", declare_file(gift("declared")), []),
+    Row("file_swapped", "wrapper: the profile declares a file of 24 bytes at /metnos-declared, the wrapper copies "
+        "/etc/shadow there instead (--file FD, opened by a root helper: swapped content under a declared name)",
+        declare_file(gift("shadow_declared")), ["root_content_declared"], code="probe_root_undeclared",
+        note="proven in tests/integration/test_probe_unseen_ends.py: run as nobody, the sandbox prints "
+             "/metnos-declared and the host gets /etc/shadow's bytes, which nobody cannot read"),
     Row("symlink_made_file", "wrapper: --symlink usr/sbin /sbin replaced by --file FD /sbin with /etc/shadow opened "
         "by a root helper (a host secret on the root under a declared name, no mount)",
         gift("shadow_sbin", replace(("--symlink", "usr/sbin", "/sbin"), ())), ["root_content_declared"],
@@ -1134,7 +1200,7 @@ def run_row(row, user, bench, profile=None, core=CORE, systemd=False, timeout=30
     """Run one row as ``user`` (a name). Direct (as the probe runs without a unit), or with
     ``systemd`` in a transient unit as the probe runs for a service (``properties``: (directive, value)
     pairs the unit carries, e.g. PrivatePIDs=yes, besides the row's own). Returns (verdict, failed names)."""
-    prof = profile or strict_profile()
+    prof = getattr(row.edit, "declare", lambda p: p)(profile or strict_profile())
     argv = row.edit(list(prof["argv"]), bench)
     spec = core.expectations(prof)
     accept = [sha256(argv[0] if os.path.isabs(argv[0]) else bench.bwrap)] if row.accept else []

@@ -14,7 +14,8 @@ ROWS = ["strict", "drop_unshare_ipc", "network_shared", "pid_namespace", "usr_wr
         "bind_root", "proc_tmpfs", "fake_exec", "fake_json", "fake_left_behind", "fake_wrap_decoy", "fake_no_mnt",
         "fake_move_after_fork", "bind_elsewhere", "ro_bind_other_source", "dev_shm_host", "cap_add", "userns_joined",
         "fd_leaked", "library_planted", "pipe_in_flight", "pipe_thread_table", "symlink_made_file",
-        "keyring_filtered", "keyring_filtered_kill", "keyring_shared_mode"]
+        "keyring_filtered", "keyring_filtered_kill", "keyring_shared_mode", "socket_in_flight", "file_swapped",
+        "file_declared", "ambient_net_raw"]
 
 SCRIPT = r'''
 import json, sys

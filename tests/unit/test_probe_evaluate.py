@@ -12,6 +12,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import (
     attributes,
     evidence,
+    held,
     keyrings,
     payload,
     payload_script,
@@ -378,6 +379,7 @@ def _privileges(**kw):
 
 def test_capabilities_and_no_new_privs_are_read_from_outside():
     obs, outside, host = good()
+    host["privileges"] = _privileges(capeff=(1 << 41) - 1, capprm=(1 << 41) - 1, capbnd=(1 << 41) - 1)  # root's
     outside["payload"]["privileges"] = _privileges()
     assert failed(obs, outside, host) == {}
     outside["payload"]["privileges"] = _privileges(capeff=1 << 21, capprm=1 << 21, capbnd=1 << 21)   # --cap-add
@@ -389,7 +391,7 @@ def test_capabilities_and_no_new_privs_are_read_from_outside():
     assert failed(obs, outside, host) == {}
     outside["payload"]["privileges"] = _privileges(capeff=0x1ff, capprm=0x1ff, capbnd=0x1ff, capamb=0x1ff,
                                                    capinh=0x1ff)
-    assert set(failed(obs, outside, host)) == {"no_capabilities"}
+    assert set(failed(obs, outside, host)) == {"no_capabilities", "process_attributes"}     # wider than the probe's
     outside["payload"]["privileges"] = _privileges(nonewprivs=0)
     assert "no_new_privs is 0" in failed(obs, outside, host)["no_capabilities"]["observed"]["problems"][0]
 
@@ -818,3 +820,91 @@ def test_the_payload_asks_for_keyrings_only_where_keyctl_cannot_kill_it(monkeypa
     monkeypatch.setattr(payload_script, "seccomp_status", lambda: list(seccomp))
     monkeypatch.setattr(payload_script, "keyrings", lambda: {"session": "asked"})
     assert payload_script.keyrings_asked(plan)["session"] == said
+
+
+_ALL = (1 << 41) - 1
+# (the payload's capability sets, the probe's, whether the payload shares the probe's user namespace, the codes the
+# weakening is reported with; [] not a weakening)
+_CAPABILITY_ROWS = [
+    (dict(capamb=1 << 13, capinh=1 << 13), dict(capbnd=_ALL), True,
+     ["probe_attribute_ambient", "probe_attribute_capabilities"]),             # setpriv --ambient-caps +net_raw
+    (dict(capbnd=1 << 21), dict(capbnd=1 << 13), True, ["probe_attribute_bounding"]),
+    (dict(capbnd=_ALL), dict(capbnd=_ALL & ~(1 << 24)), False, []),           # a new user namespace starts full
+    (dict(capbnd=1 << 13), dict(capbnd=_ALL), True, []),                       # a bounding set dropped: stronger
+    (dict(capamb=_ALL, capinh=_ALL), dict(capbnd=_ALL), False,
+     ["probe_attribute_ambient", "probe_attribute_capabilities"]),             # --cap-add ALL, in its own namespace
+    (dict(capprm=_ALL, capeff=_ALL), dict(capprm=0, capeff=0, capbnd=_ALL), False, []),   # its own user namespace
+    (dict(capprm=1 << 12, capeff=1 << 12), dict(capprm=0, capeff=0, capbnd=_ALL), True,
+     ["probe_attribute_capabilities"]),                                        # the starter's: more than it has
+    (dict(capamb="error:EACCES"), dict(capbnd=_ALL), False, ["probe_attribute_ambient"]),   # not read: not proven
+]
+
+
+@pytest.mark.parametrize("payload_sets, probe_sets, same_userns, codes", _CAPABILITY_ROWS)
+def test_capability_sets_are_not_wider_than_the_starters(payload_sets, probe_sets, same_userns, codes):
+    """Issue 51: ambient, bounding and inheritable sets (permitted and effective in the starter's user namespace)
+    no wider than the probe's, each with its own code. The real plant: the matrix's ambient_net_raw row."""
+    obs, outside, host = good()
+    outside["payload"]["privileges"] = _privileges(**payload_sets)
+    host["privileges"] = _privileges(**probe_sets)
+    if same_userns:
+        outside["payload"]["ns"]["user"] = host["ns"]["user"]
+    bad = failed(obs, outside, host)
+    kinds = bad.get("process_attributes", {"observed": {"kinds": []}})["observed"]["kinds"]
+    assert sorted(set(attributes.ATTRIBUTE_CODES[kind] for kind, _what in kinds)) == codes, bad
+
+
+# (is the socket the sandbox's own, its peer, who holds the peer, the descriptor code; None: allowed)
+_SOCKET_ROWS = [
+    (True, "socket:[71]", [4242], None),                       # a pair made inside, both ends the payload's
+    (True, None, [], None),                                    # no peer (a listening or unconnected socket)
+    (False, "socket:[71]", [], "probe_descriptor_unseen"),     # made outside, its peer in flight (socket_in_flight)
+    (True, "socket:[71]", [], "probe_descriptor_unseen"),      # its peer held by no process
+    (True, "socket:[71]", [999], "probe_descriptor_outside"),  # its peer held by a host process
+    (False, "socket:[71]", [999], "probe_descriptor_outside"),  # made outside, read by a host shell (socket_to_outside)
+]
+
+
+@pytest.mark.parametrize("own, peer, peer_holders, code", _SOCKET_ROWS)
+def test_a_socket_needs_a_peer_inside(own, peer, peer_holders, code):
+    """Issue 51: every unix socket the payload holds has its peer held inside the sandbox; a peer in flight or held
+    outside fails. The real plants: the matrix's socket_in_flight and socket_to_outside rows."""
+    obs, outside, host = good()
+    payload_side = outside["payload"]
+    payload_side["fds"]["7"] = {"link": "socket:[70]", "type": "sock"}
+    holding = {"socket:[70]": [4242]}
+    if peer:
+        holding[peer] = peer_holders
+    payload_side["fd_holders"].update({"held": holding, "comm": {"999": "sh"}, "peers": {"socket:[70]": peer} if peer
+                                       else {}, "own_sockets": ["socket:[70]"] if own else []})
+    bad = failed(obs, outside, host)
+    if code is None:
+        assert bad == {}, bad
+        return
+    assert set(bad) == {"no_leaked_descriptors"}, bad
+    kinds = [kind for kind, _what in bad["no_leaked_descriptors"]["observed"]["kinds"]]
+    assert [held.DESCRIPTOR_CODES[kind] for kind in kinds] == [code], bad
+
+
+# (what lies at /metnos-declared on the root, the size the profile declares for the file it copies there, whether
+# the check fails)
+_DECLARED_FILE = [
+    (["metnos-declared", "f", 24], 24, False),
+    (["metnos-declared", "f", 676], 24, True),        # its content swapped (the shadow file: file_swapped)
+    (["metnos-declared", "l", "/etc/shadow"], 24, True),  # a symlink instead
+    (["metnos-declared", "d", None], 24, True),       # a directory
+    (None, 24, True),                                 # absent, or covered by a mount
+    (["metnos-declared", "f", 24], None, True),       # no size declared: not proven
+]
+
+
+@pytest.mark.parametrize("entry, size, fails", _DECLARED_FILE)
+def test_a_declared_file_is_judged_by_type_and_size(entry, size, fails):
+    """Issue 51: a file the profile copies onto the root (--file FD DEST) is a regular file of the size the profile
+    declares. The real plants: the matrix's file_swapped and file_declared rows."""
+    obs, outside, host = good()
+    spec = dict(SPEC, created=["/metnos-declared", "/usr"], files={"/metnos-declared": size})
+    outside["payload"]["root_entries"] = [entry] if entry else []
+    bad = failed(obs, outside, host, spec)
+    assert ("root_content_declared" in bad) == fails, bad
+    assert set(bad) <= {"root_content_declared"}

@@ -416,9 +416,9 @@ _HELD_HINT = ("Find what handed it in: compare the rendered argv with the one th
               "commands). Start the executor with only its own pipes open (close every other descriptor before "
               "bwrap, e.g. close_fds=True), then run the probe again.")
 _ATTRIBUTE_EVIDENCE = ("The payload's /proc/PID/personality, stat (nice, priority, policy), limits, oom_score_adj and "
-                       "status (NoNewPrivs, Seccomp), read from the host while it waits, compared with the same "
-                       "files of its starter: the probe itself, or in a transient unit the unit's process before "
-                       "it ran bwrap.")
+                       "status (NoNewPrivs, Seccomp, the capability sets), read from the host while it waits, compared "
+                       "with the same files of its starter: the probe itself, or in a transient unit the unit's "
+                       "process before it ran bwrap.")
 _ATTRIBUTE_FIX = ("command -v bwrap", "dpkg -S \"$(command -v bwrap)\"")
 _ATTRIBUTE_HINT = ("Find what wraps bwrap (setarch, nice, prlimit, choom, a wrapper script): compare the command the "
                    "service runs with the rendered argv (metnos.sandbox.sandbox_profile), start bwrap directly, then "
@@ -433,14 +433,16 @@ CODES.extend([
          messages={"": "the payload holds a channel that leads outside the sandbox: {said}{traced}"},
          hint=_HELD_HINT),
     Code("probe_descriptor_unseen", ERROR, "R-SCOPE-1", PROBE,
-         "The sandbox holds a pipe whose other end the probe cannot find",
-         "A pipe the payload holds beyond its stdin, stdout and stderr has no other end held by the sandbox or "
-         "the probe: no process is seen holding it (every process's and thread's descriptor table read, "
-         "/proc/*/fd and /proc/*/task/*/fd), so it is kept in flight in a socket's queue (sent with SCM_RIGHTS, "
-         "received later by whoever reads that socket), held out of sight, or in a table that could not be read. "
-         "Unknown is a failure: whoever takes that end reads what the sandbox writes, or writes what it reads.",
+         "The sandbox holds a pipe or socket whose other end the probe cannot find",
+         "A pipe the payload holds beyond its stdin, stdout and stderr, or a unix socket's peer (sock_diag), has "
+         "no other end held by the sandbox or the probe: no process is seen holding it (every process's and "
+         "thread's descriptor table read, /proc/*/fd and /proc/*/task/*/fd), so it is kept in flight in a socket's "
+         "queue (sent with SCM_RIGHTS, received later by whoever reads that socket), held out of sight, or in a "
+         "table that could not be read. Unknown is a failure: whoever takes that end reads what the sandbox "
+         "writes, or writes what it reads.",
          _HELD_EVIDENCE, list(_HELD_FIX),
-         messages={"": "the payload holds a pipe whose other end is not the sandbox's or the probe's: {said}{traced}"},
+         messages={"": "the payload holds a pipe or socket whose other end is not the sandbox's or the probe's: "
+                       "{said}{traced}"},
          hint=_HELD_HINT),
     Code("probe_descriptor_terminal", ERROR, "R-SCOPE-1", PROBE,
          "The sandbox holds a terminal",
@@ -537,6 +539,29 @@ CODES.extend([
          "The sandbox runs with no_new_privs or seccomp weaker than its starter's",
          "The payload's no_new_privs flag or seccomp mode is lower than its starter's (the service's unit "
          "process sets them: NoNewPrivileges=, SystemCallFilter=), or they could not be read.",
+         _ATTRIBUTE_EVIDENCE, list(_ATTRIBUTE_FIX),
+         messages={"": "the payload's process attributes are weaker than its starter's: {said}{traced}"},
+         hint=_ATTRIBUTE_HINT),
+    Code("probe_attribute_ambient", ERROR, "R-SCOPE-1", PROBE,
+         "The sandbox holds ambient capabilities its starter has not",
+         "The payload's ambient capability set (CapAmb) has a capability its starter's has not (setpriv "
+         "--ambient-caps before bwrap run as root without --unshare-user): every program the payload executes "
+         "keeps it.",
+         _ATTRIBUTE_EVIDENCE, list(_ATTRIBUTE_FIX),
+         messages={"": "the payload's process attributes are weaker than its starter's: {said}{traced}"},
+         hint=_ATTRIBUTE_HINT),
+    Code("probe_attribute_bounding", ERROR, "R-SCOPE-1", PROBE,
+         "The sandbox's capability bounding set is wider than its starter's",
+         "In its starter's user namespace, the payload's bounding set (CapBnd) has a capability its starter's has "
+         "not: the kernel never widens a bounding set within a user namespace, so the payload was not started from "
+         "its starter's context.",
+         _ATTRIBUTE_EVIDENCE, list(_ATTRIBUTE_FIX),
+         messages={"": "the payload's process attributes are weaker than its starter's: {said}{traced}"},
+         hint=_ATTRIBUTE_HINT),
+    Code("probe_attribute_capabilities", ERROR, "R-SCOPE-1", PROBE,
+         "The sandbox holds capabilities its starter has not",
+         "The payload's inheritable set (CapInh), or in its starter's user namespace its permitted or effective "
+         "set, has a capability its starter's has not, or a set could not be read.",
          _ATTRIBUTE_EVIDENCE, list(_ATTRIBUTE_FIX),
          messages={"": "the payload's process attributes are weaker than its starter's: {said}{traced}"},
          hint=_ATTRIBUTE_HINT),

@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The payload's process attributes, not weaker than its starter's (issue 51): what the kernel applies to a
 process beyond its namespaces - personality flags, scheduling priority, rlimits, oom_score_adj, no_new_privs and
-seccomp mode - read from the host's /proc (host/holdings.process_attributes, procfs.privileges) and compared with
+seccomp mode, the ambient, bounding and inheritable capability sets (permitted and effective in the starter's user
+namespace) - read from the host's /proc (host/holdings.process_attributes, procfs.privileges) and compared with
 the probe itself, or in a transient unit with the unit's own process before it ran bwrap (the service's context).
 Each weakening is reported with a code of its own (ATTRIBUTE_CODES). Deny by default: an attribute that could not
 be read on either side is not proven.
@@ -21,7 +22,20 @@ from .payload import Json
 # kind of weakening -> the code it is reported with (codes_probe.py)
 ATTRIBUTE_CODES = {"personality": "probe_attribute_personality", "priority": "probe_attribute_priority",
                    "rlimit": "probe_attribute_rlimit", "oom": "probe_attribute_oom",
-                   "privileges": "probe_attribute_privileges"}
+                   "privileges": "probe_attribute_privileges", "ambient": "probe_attribute_ambient",
+                   "bounding": "probe_attribute_bounding", "capabilities": "probe_attribute_capabilities"}
+
+# capability(7) names by bit (include/uapi/linux/capability.h)
+_CAPABILITIES = ("chown", "dac_override", "dac_read_search", "fowner", "fsetid", "kill", "setgid", "setuid", "setpcap",
+                 "linux_immutable", "net_bind_service", "net_broadcast", "net_admin", "net_raw", "ipc_lock",
+                 "ipc_owner", "sys_module", "sys_rawio", "sys_chroot", "sys_ptrace", "sys_pacct", "sys_admin",
+                 "sys_boot", "sys_nice", "sys_resource", "sys_time", "sys_tty_config", "mknod", "lease", "audit_write",
+                 "audit_control", "setfcap", "mac_override", "mac_admin", "syslog", "wake_alarm", "block_suspend",
+                 "audit_read", "perfmon", "bpf", "checkpoint_restore")
+# (/proc/PID/status field, its name, the kind of weakening a capability the starter has not is reported as)
+_CAP_SETS = (("capamb", "CapAmb", "ambient"), ("capinh", "CapInh", "capabilities"))
+_CAP_HELD = (("capbnd", "CapBnd", "bounding"), ("capprm", "CapPrm", "capabilities"),
+             ("capeff", "CapEff", "capabilities"))
 
 # personality(2) flags by name (include/uapi/linux/personality.h)
 _PERSONALITY = {0x0040000: "ADDR_NO_RANDOMIZE", 0x0400000: "READ_IMPLIES_EXEC", 0x0200000: "ADDR_COMPAT_LAYOUT",
@@ -98,6 +112,37 @@ def _compare_privileges(mine: t.Any, ref: t.Any, who: str) -> t.List[t.Tuple[str
     return out
 
 
+def _cap_names(value: int) -> str:
+    return ",".join(_CAPABILITIES[bit] if bit < len(_CAPABILITIES) else "cap_%d" % bit
+                    for bit in range(64) if value >> bit & 1)
+
+
+def _compare_capabilities(mine: t.Any, ref: t.Any, who: str, same_userns: bool) -> t.List[t.Tuple[str, str]]:
+    """Capability sets not wider than the starter's: ambient and inheritable always (a new user namespace starts
+    with both empty: what the payload holds there was added, --cap-add or a wrapper); bounding, permitted and
+    effective only when the payload is in the starter's user namespace (a new one starts with them full, and
+    bwrap's no_capabilities check judges what it keeps)."""
+    if not isinstance(mine, dict) or not isinstance(ref, dict):
+        return [("capabilities", "capabilities: not proven (the payload's %s, %s's %s)" % (
+            type(mine).__name__, who, type(ref).__name__))]
+    out = []
+    for key, name, kind in _CAP_SETS + (_CAP_HELD if same_userns else ()):
+        if not isinstance(mine.get(key), int) or not isinstance(ref.get(key), int):
+            out.append((kind, "%s: not proven (the payload's %s, %s's %s)" % (name, mine.get(key), who, ref.get(key))))
+        elif mine[key] & ~ref[key]:
+            added = _cap_names(mine[key] & ~ref[key])
+            out.append((kind, "%s 0x%x, %s has 0x%x (added: %s)" % (name, mine[key], who, ref[key], added)))
+    return out
+
+
+def _same_userns(sc: Scene) -> bool:
+    """The payload is in its starter's user namespace (not proven: judged as if it were, the stricter)."""
+    mine = (sc.payload.get("ns") or {}).get("user")
+    context = sc.outside.get("context")
+    theirs = (context.get("ns") if isinstance(context, dict) and context else sc.host.get("ns")) or {}
+    return not mine or is_error(mine) or mine == theirs.get("user")
+
+
 def check_attributes(sc: Scene) -> None:
     """9e. The payload's personality, scheduling priority, rlimits, oom_score_adj, no_new_privs and seccomp mode,
     read from the host's /proc, are not weaker than its starter's (the probe, or the unit's process): ASLR
@@ -111,8 +156,9 @@ def check_attributes(sc: Scene) -> None:
         kinds = _compare(mine, ref, who) if isinstance(ref, dict) else [
             ("personality", "not proven: %s's attributes were not read (%s)" % (who, ref))]
         kinds.extend(_compare_privileges(sc.payload.get("privileges"), ref_privileges, who))
+        kinds.extend(_compare_capabilities(sc.payload.get("privileges"), ref_privileges, who, _same_userns(sc)))
         problems.extend(what for _kind, what in kinds)
-    sc.add("process_attributes", "R-SCOPE-1", "personality, priority, rlimits, oom_score_adj, no_new_privs and "
-           "seccomp mode not weaker than %s's" % who,
+    sc.add("process_attributes", "R-SCOPE-1", "personality, priority, rlimits, oom_score_adj, no_new_privs, "
+           "seccomp mode and capability sets not weaker than %s's" % who,
            {"payload": mine, "starter": who, "problems": problems[:12], "kinds": [list(k) for k in kinds[:12]]},
            not problems)

@@ -90,12 +90,19 @@ def _channel(sc: Scene, fd: str, link: str, holders: Json) -> t.Optional[t.Tuple
         mine, ref = (sc.payload.get("ns") or {}).get("net"), sc.ref.ns.get("net")
         if not isinstance(own, list):
             return "outside", "%s -> %s: not proven (the sandbox's sockets could not be read: %s)" % (fd, link, own)
+        peer = (holders.get("peers") or {}).get(link)
+        there = ((holders.get("held") or {}).get(peer) or []) if peer else []
+        if peer and not there:
+            return "unseen", "%s -> %s: its peer %s is held by no process of the sandbox or the probe (none seen " \
+                "holding it: it is kept in flight in a socket's queue or held out of sight, a channel to whoever " \
+                "takes it)" % (fd, link, peer)
         if link not in own:
-            peer = (holders.get("peers") or {}).get(link)
-            there = ((holders.get("held") or {}).get(peer) or []) if peer else []
             return "outside", "%s -> %s: a socket of another network namespace (made outside the sandbox)%s" % (
                 fd, link, ", connected to %s held by %s" % (peer, _holders_text(there, comm)) if there else
                 ", connected to %s" % peer if peer else "")
+        if peer and not set(there) & (inside | collectors):
+            return "outside", "%s -> %s: its peer %s is held by %s, outside the sandbox" % (
+                fd, link, peer, _holders_text(there, comm))
         if mine == ref:
             return "outside", "%s -> %s: a socket of the parent context's network namespace (shared: where it " \
                 "leads is not proven)" % (fd, link)
@@ -212,12 +219,33 @@ def _tiocsti(value: t.Any) -> str:
         if value is None else "dev.tty.legacy_tiocsti could not be read (%s)" % value
 
 
-def _changed(entries: t.List[t.Any], symlinks: t.Mapping[str, t.Any], parents: t.Set[str]) -> t.List[str]:
+def _changed_files(found: t.Mapping[str, t.Any], files: t.Mapping[str, t.Any]) -> t.List[str]:
+    """A file the profile copies onto the root (--file FD DEST) that is not a regular file of the size it declares
+    (its content swapped, or another type); a declared file without a size is not proven."""
+    out: t.List[str] = []
+    for dest, size in sorted(files.items()):
+        rel = os.path.normpath(dest).strip("/")
+        entry = found.get(rel)
+        if not isinstance(size, int) or isinstance(size, bool):
+            out.append("/%s: not proven (the profile declares no size for the file it copies there)" % rel)
+        elif entry is None:
+            out.append("/%s: the profile copies a file of %d bytes there, none is on the root" % (rel, size))
+        elif entry[1] != "f":
+            out.append("/%s: the profile copies a file of %d bytes there, the root holds a %s" % (
+                rel, size, _KIND_WORDS.get(entry[1], "other object")))
+        elif len(entry) < 3 or entry[2] != size:
+            out.append("/%s: a file of %s bytes, the profile declares %d (its content swapped)" % (
+                rel, entry[2] if len(entry) > 2 else "(unread)", size))
+    return out
+
+
+def _changed(entries: t.List[t.Any], symlinks: t.Mapping[str, t.Any], parents: t.Set[str],
+             files: t.Mapping[str, t.Any]) -> t.List[str]:
     """What lies on the root where the profile makes something else (issue 51): a declared symlink that is not a
     symlink with the declared target (a file copied under its name, another target, absent or covered by a
-    mount), a directory above a destination that is not a directory."""
-    out: t.List[str] = []
+    mount), a declared file not of its declared size, a directory above a destination that is not a directory."""
     found = dict((str(e[0]), e) for e in entries if not is_error(e[0]))
+    out = _changed_files(found, files)
     for dest, target in sorted(symlinks.items()):
         rel = os.path.normpath(dest).strip("/")
         entry = found.get(rel)
@@ -233,7 +261,8 @@ def _changed(entries: t.List[t.Any], symlinks: t.Mapping[str, t.Any], parents: t
                 rel, entry[2] if len(entry) > 2 else "(unread)", target))
     for rel in sorted(parents):
         entry = found.get(rel)
-        if entry is not None and entry[1] != "d" and rel not in [os.path.normpath(d).strip("/") for d in symlinks]:
+        if entry is not None and entry[1] != "d" and rel not in [os.path.normpath(d).strip("/")
+                                                                  for d in list(symlinks) + list(files)]:
             out.append("/%s: a directory above what the profile places, the root holds a %s" % (
                 rel, _KIND_WORDS.get(entry[1], "other object")))
     return out
@@ -271,11 +300,13 @@ def check_root_content(sc: Scene) -> None:
         if extra:
             problems.append("on the sandbox's root but not created by the profile: %s" % ", ".join(extra[:8]))
         symlinks = sc.spec.get("symlinks")
-        changed = _changed(entries, symlinks if isinstance(symlinks, dict) else {}, parents)
+        files = sc.spec.get("files")
+        changed = _changed(entries, symlinks if isinstance(symlinks, dict) else {}, parents,
+                           files if isinstance(files, dict) else {})
         if changed:
             problems.append("on the sandbox's root, not what the profile makes there: %s" % "; ".join(changed[:8]))
         extra.extend(changed)
     sc.add("root_content_declared", "R-SCOPE-1", "only what the profile creates lies on the sandbox's own root, "
-           "each of the type it makes (its symlinks with their targets)",
+           "each of the type it makes (its symlinks with their targets, its files of their sizes)",
            {"entries": len(entries) if isinstance(entries, list) else entries, "undeclared": extra[:12],
             "problems": problems}, not problems)

@@ -135,6 +135,8 @@ def expectations(profile: result.Profile, extra_absent: t.Sequence[str] = ()) ->
         "created": sorted(set(m["dest"] for m in mounts)),
         # ... judged by type and content (issue 51): each symlink it makes, with the target it names
         "symlinks": dict((m["dest"], m.get("src")) for m in mounts if m["kind"] == "symlink"),
+        # ... and each file it copies onto the root (--file FD DEST), with the size it declares
+        "files": dict((m["dest"], m.get("size")) for m in mounts if m["kind"] == "file"),
     }
 
 
