@@ -28,8 +28,12 @@ of this machine unless said.
   applies the drop-in and says what it healed; the run after it changes nothing. No backup is left next to the
   drop-in (one that backup: true left is removed; an admin's other file is kept).
 
-Elsewhere still (issue 52): a profile killed between its two files (tests/integration/test_stored_profile_exec.py,
-it shares that file's launcher fixtures) and a manifest rewritten during renders.
+- A stored profile killed between its two files (a real SIGKILL at the second rename): the launcher installed
+  from the tarball refuses it, the audit reports it, and the next render writes the pair again and says so,
+  naming the executor. A 2 MB tmpfs as the profile folder: renders into it until it is full end with an error
+  naming the folder, never a half-written pair, and the launcher still runs the previous complete pair. (The
+  launcher and the executor: tests/helpers/stored_profiles.py, shared with tests/integration/
+  test_stored_profile_exec.py.)
 """
 import glob
 import json
@@ -42,10 +46,13 @@ import time
 
 import pytest
 
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import profile_states
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import store
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report
 from conftest import ROOT, ansible_env, start_host, stop_host
-from helpers import report_text
+from helpers import report_text, stored_profiles
 from helpers.ansible_run import ansible_tool
+from helpers.stored_profiles import KILLER, host_of, render, run_stored
 
 AUDIT = os.path.join(ROOT, "playbooks", "audit.yml")
 HANG = """#!/bin/sh
@@ -461,3 +468,123 @@ def heal_run(holder, tmp_path):
     third = inside(holder, *playbook)
     assert third.returncode == 0 and changed(third.stdout) == 0, third.stdout[-3000:]
     assert sorted(os.listdir(str(drop_in.parent))) == [drop_in.name, admins.name]   # no backup piled up or left
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    yield from stored_profiles.shipped_launcher()
+
+
+@pytest.fixture
+def stored():
+    yield from stored_profiles.stored_executor()
+
+
+def wider_result(stored):
+    """The sandbox_profile result of ``ex`` with a wider grant (<base>/data, not <base>/data/w), rendered without
+    a folder, saved as JSON for kill_at_second_rename.py."""
+    wider = render(stored, host_of(stored), run_as="nobody", capabilities=["fs:write:%s/data" % stored], dest=False)
+    assert wider["decision"] == "wrapped", wider.get("diagnostics")
+    with open(stored + "/wider.json", "w") as handle:
+        json.dump(dict((k, v) for k, v in wider.items() if not k.startswith("_")), handle)
+    return wider
+
+
+@pytest.mark.rule("R-SCOPE-3")
+def test_a_profile_killed_between_its_two_files_is_refused_reported_and_healed(stored, shipped):
+    """A real SIGKILL at the second rename of store.write (the .args of a wider render written, the .json still
+    the old one): the launcher refuses it (profile_pair_mismatch; before, it ran the old .json's argv) and the
+    audit's reader says so (store.pair_problem, which profile_drift turns into the finding). The next render
+    writes the pair again and says it healed it, naming the executor. Canary: before the kill both say the pair
+    is one. Mutation: read_stored() without the digest comparison runs the half-written profile and this test
+    fails."""
+    assert store.pair_problem(stored + "/profiles", "ex") is None
+    wider = wider_result(stored)
+    killed = subprocess.run([sys.executable, KILLER, stored + "/profiles", stored + "/wider.json"],
+                            capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    with open(stored + "/profiles/ex.args") as handle:
+        assert handle.read().splitlines() == wider["argv"]          # the .args is the new one, the .json the old
+    problem = store.pair_problem(stored + "/profiles", "ex")
+    assert problem and "ex.args" in problem, problem
+    (entry,) = stored_profiles.audit_states(stored, stored + "/profiles", ["fs:write:%s/data" % stored])
+    assert entry["state"] == "half_written", entry          # was in_sync: the .args is today's render
+    (finding,) = profile_states.findings([entry])
+    assert finding["code"] == "profile_pair_mismatch" and "ex.json" in finding["message"], finding
+    for user in (None, "nobody"):
+        proc = run_stored(stored, user, launcher=shipped)
+        assert proc.returncode == 1 and "profile_pair_mismatch" in proc.stderr, (user, proc.stderr)
+        assert not os.path.exists(stored + "/data/w/out")
+    again = render(stored, host_of(stored), run_as="nobody")         # the next run: the narrow grant again
+    assert again["_rc"] == 0 and again["changed"], again
+    assert again["healed"] == ["ex: re-rendered the mismatched pair (%s)" % problem], again.get("healed")
+    assert store.pair_problem(stored + "/profiles", "ex") is None
+    proc = run_stored(stored, "nobody", launcher=shipped)
+    assert proc.returncode == 0 and open(stored + "/data/w/out").read() == "ran", proc.stderr
+    quiet = render(stored, host_of(stored), run_as="nobody")         # healed once: the run after says nothing
+    assert not quiet["changed"] and "healed" not in quiet, quiet
+
+
+@pytest.fixture
+def small_profile_folder(stored):
+    """A real 2 MB tmpfs mounted as the profile folder, the fixture's pair rendered into it first."""
+    folder = stored + "/small"
+    os.makedirs(folder)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0755", "tmpfs", folder], check=True)
+    try:
+        first = render(stored, host_of(stored), run_as="nobody", dest=folder)
+        assert first["_rc"] == 0 and first["changed"], first
+        yield folder
+    finally:
+        subprocess.run(["umount", folder], check=True)
+
+
+def pages(text):
+    return -(-len(text.encode("utf-8")) // 4096)
+
+
+def test_a_full_profile_folder_names_it_and_keeps_the_previous_pair(stored, shipped, small_profile_folder):
+    """Executors rendered into a 2 MB tmpfs until it is full (pairs as the role writes them, with store.write),
+    then ``ex`` rendered wider by the module with room for its new .args and not its .json: each failing render
+    ends with an error naming the folder, leaves no half-written pair and no temp file, and the launcher still
+    runs ``ex``'s previous complete pair. Canary: with room, the same render does replace the pair. Mutation:
+    store.write without _put_back leaves the .args new and the .json old (profile_pair_mismatch) and this test
+    fails."""
+    folder = small_profile_folder
+    before = dict((suffix, open(folder + "/ex" + suffix).read()) for suffix in (".args", ".json"))
+    wider = wider_result(stored)
+    args_text, json_text, _doc = store.documents(wider)
+    assert pages(json_text) > pages(args_text), (len(args_text), len(json_text))
+    written = 0
+    with pytest.raises(store.StoreError) as caught:
+        for number in range(2000):
+            store.write(folder, dict(wider, executor="other-%04d" % number))
+            written += 1
+    assert 50 < written < 2000, written                            # many profiles rendered into it
+    assert "the profile folder %s is full (No space left on device)" % folder in str(caught.value), caught.value
+    assert "nothing half-written" in str(caught.value)
+    names = sorted(os.listdir(folder))
+    assert not [name for name in names if name.startswith(".")], names      # no temp file left
+    assert not os.path.exists("%s/other-%04d.args" % (folder, written))      # the failed pair: nothing of it
+    for name in names:                                                        # the pairs that fit are whole
+        if name.endswith(".json"):
+            assert store.pair_problem(folder, name[:-5]) is None, name
+    for number in range(10):                                        # room for ex's new .args and not its .json
+        for suffix in (".args", ".json"):
+            os.unlink("%s/other-%04d%s" % (folder, number, suffix))
+    stat = os.statvfs(folder)
+    with open(folder + "/filler", "wb") as handle:
+        handle.write(b"\0" * ((stat.f_bavail - pages(args_text)) * stat.f_frsize))
+    assert os.statvfs(folder).f_bavail == pages(args_text), os.statvfs(folder).f_bavail
+    res = render(stored, host_of(stored), run_as="nobody", capabilities=["fs:write:%s/data" % stored], dest=folder)
+    assert res["_rc"] != 0 and res.get("code") == "dest_unwritable", res
+    assert "cannot write %s/ex.json: the profile folder %s is full" % (folder, folder) in res["msg"], res["msg"]
+    assert "nothing half-written, the previous pair (if any) is still the one used" in res["msg"], res["msg"]
+    assert dict((suffix, open(folder + "/ex" + suffix).read()) for suffix in (".args", ".json")) == before
+    assert not [name for name in os.listdir(folder) if name.startswith(".")]
+    proc = run_stored(stored, "nobody", launcher=shipped, profile=folder + "/ex.json")
+    assert proc.returncode == 0 and open(stored + "/data/w/out").read() == "ran", proc.stderr
+    os.unlink(folder + "/filler")
+    res = render(stored, host_of(stored), run_as="nobody", capabilities=["fs:write:%s/data" % stored], dest=folder)
+    assert res["_rc"] == 0 and res["changed"], res                 # canary: with room, the wider pair is written
+    assert open(folder + "/ex.args").read() == args_text and store.pair_problem(folder, "ex") is None
