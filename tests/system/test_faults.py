@@ -34,9 +34,14 @@ of this machine unless said.
   naming the folder, never a half-written pair, and the launcher still runs the previous complete pair. (The
   launcher and the executor: tests/helpers/stored_profiles.py, shared with tests/integration/
   test_stored_profile_exec.py.)
+- A manifest rewritten in place during renders (a real editor process truncating and writing it, the folder a real
+  user's): 150 renders, each either the render of a complete version of the file or refused as
+  manifest_changed_while_read ("render again"); once the editor stops, the next render renders. (The user, the
+  versions and the editor: tests/helpers/rewritten_manifest.py, shared with tests/integration/test_safe_reads.py.)
 """
 import glob
 import json
+import multiprocessing
 import os
 import re
 import signal
@@ -47,10 +52,11 @@ import time
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import profile_states
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import safe_read
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import store
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report
 from conftest import ROOT, ansible_env, start_host, stop_host
-from helpers import report_text, stored_profiles
+from helpers import report_text, rewritten_manifest, stored_profiles
 from helpers.ansible_run import ansible_tool
 from helpers.stored_profiles import KILLER, host_of, render, run_stored
 
@@ -588,3 +594,69 @@ def test_a_full_profile_folder_names_it_and_keeps_the_previous_pair(stored, ship
     res = render(stored, host_of(stored), run_as="nobody", capabilities=["fs:write:%s/data" % stored], dest=folder)
     assert res["_rc"] == 0 and res["changed"], res                 # canary: with room, the wider pair is written
     assert open(folder + "/ex.args").read() == args_text and store.pair_problem(folder, "ex") is None
+
+
+EDITOR = "mtn-faults-%d" % os.getpid()
+
+
+@pytest.fixture(scope="module")
+def editor():
+    yield from rewritten_manifest.made_user(EDITOR)
+
+
+@pytest.fixture
+def manifest_folder(editor, tmp_path):
+    """A root 0755 folder with the editor's own manifest folder in it (root reads what someone else controls)."""
+    root = tmp_path / "place"
+    root.mkdir()
+    os.chmod(str(root), 0o755)
+    os.chmod(str(tmp_path), 0o755)
+    folder = root / "manifests"
+    folder.mkdir()
+    os.chown(str(folder), editor.pw_uid, editor.pw_gid)
+    return str(root), str(folder)
+
+
+def test_a_manifest_rewritten_during_renders_is_never_rendered_half_written(manifest_folder):
+    """Mutation (run when this test was in tests/integration/test_safe_reads.py): safe_read without the
+    before/after fstat comparison writes profiles of truncated text and this test fails."""
+    root, folder = manifest_folder
+    path = os.path.join(folder, "ex.yml")
+    texts = rewritten_manifest.versions(root)
+    expected = {}
+    for text in texts:        # the render of each complete version, read while nothing writes
+        with open(path, "wb") as handle:
+            handle.write(text)
+        time.sleep(safe_read.SETTLE_SECONDS * 2)
+        prof = rewritten_manifest.render(path, root)
+        assert prof["decision"] == "wrapped", prof["diagnostics"]
+        expected[json.dumps(prof["argv"])] = text
+    dest = os.path.join(root, "profiles")
+    os.mkdir(dest, 0o700)
+    stop = multiprocessing.Event()       # the editor is another process, as it would be
+    writer = multiprocessing.Process(target=rewritten_manifest.rewrite_in_place, args=(path, texts, stop))
+    writer.start()
+    seen = {"rendered": 0, "changed": 0}
+    try:
+        for _ in range(150):
+            prof = rewritten_manifest.render(path, root)
+            if prof["decision"] == "refused":
+                error = [d for d in prof["diagnostics"] if d["severity"] == "error"][0]
+                assert error["code"] == "manifest_changed_while_read", prof["diagnostics"]
+                assert "render again" in error["message"], error["message"]
+                seen["changed"] += 1
+                continue
+            store.write(dest, prof)
+            with open(os.path.join(dest, "ex.args")) as handle:
+                written = handle.read().splitlines()
+            assert json.dumps(written) in expected, written       # the render of a complete version, nothing else
+            seen["rendered"] += 1
+    finally:
+        stop.set()
+        writer.join()
+    assert seen["changed"] > 0 and seen["rendered"] > 0, seen     # the race was met, and renders still happen
+    time.sleep(safe_read.SETTLE_SECONDS * 2)
+    prof = rewritten_manifest.render(path, root)                     # the next render, the file quiet: rendered
+    assert prof["decision"] == "wrapped" and json.dumps(prof["argv"]) in expected, prof["diagnostics"]
+    store.write(dest, prof)
+    assert store.pair_problem(dest, "ex") is None
