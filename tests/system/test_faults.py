@@ -43,7 +43,6 @@ import glob
 import json
 import multiprocessing
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -58,6 +57,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.repo
 from conftest import ROOT, ansible_env, start_host, stop_host
 from helpers import report_text, rewritten_manifest, stored_profiles
 from helpers.ansible_run import ansible_tool
+from helpers.fault_runs import SYSCTL_PLAY, alive, changed, inside, live, set_live, wait_for, wait_gone
 from helpers.stored_profiles import KILLER, host_of, render, run_stored
 
 AUDIT = os.path.join(ROOT, "playbooks", "audit.yml")
@@ -88,15 +88,6 @@ def start_audit(inv, dest, *extra):
                             text=True, cwd=ROOT, env=ansible_env())
 
 
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open("/proc/%d/stat" % pid) as handle:        # a zombie is dead: its parent has not reaped it yet
-        return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-
-
 def hanging_interpreter(tmp_path):
     """The file the hanging interpreter writes its pid and its child's to, and the interpreter (a script)."""
     pids = tmp_path / "pids"
@@ -114,17 +105,6 @@ def hung_fleet(tmp_path):
         "    %s: {ansible_connection: local, ansible_python_interpreter: %s}\n" % (name, python)
         for name, python in ((FINISHED[0], sys.executable), ("hung", hang), (FINISHED[1], sys.executable))))
     return inv, pids
-
-
-def wait_for(path, words, proc, seconds=120):
-    """Until the file holds every word (the play's output), or fail with what it holds."""
-    end = time.monotonic() + seconds
-    while time.monotonic() < end and proc.poll() is None:
-        text = path.read_text() if path.exists() else ""
-        if all(word in text for word in words):
-            return
-        time.sleep(0.2)
-    raise AssertionError("never saw %s: %s" % (words, path.read_text()[-3000:] if path.exists() else ""))
 
 
 def test_ctrl_c_writes_the_finished_hosts_and_marks_the_others_interrupted(tmp_path):
@@ -408,39 +388,62 @@ def test_a_destination_that_is_a_file_is_named_not_a_folder(tmp_path):
     assert sorted(os.listdir(str(tmp_path))) == ["link", "reports"] and dest.read_text() == "an admin's file"
 
 
-SYSCTL_PLAY = """- hosts: localhost
-  connection: local
-  gather_facts: false
-  tasks:
-    - ansible.builtin.include_role:
-        name: metnos.sandbox.bwrap_host
-        tasks_from: remediate
-"""
-KNOB = "/proc/sys/user/max_user_namespaces"
-
-
-def inside(holder, *argv):
-    """Run ``argv`` in the holder's user namespace (as its root)."""
-    return subprocess.run(["nsenter", "--user", "--target", str(holder.pid)] + list(argv), capture_output=True,
-                          text=True, env=ansible_env(), cwd=ROOT, timeout=600)
-
-
-def live(holder):
-    return int(inside(holder, "cat", KNOB).stdout)
-
-
-def set_live(holder, value):
-    assert inside(holder, "sh", "-c", "echo %d > %s" % (value, KNOB)).returncode == 0
-
-
-def changed(stdout):
-    return int(re.search(r"changed=(\d+)", stdout).group(1))
-
-
 def test_a_lost_apply_is_healed_by_the_rerun(tmp_path):
     holder = subprocess.Popen(["unshare", "--user", "--map-root-user", "sleep", "600"])
     try:
         heal_run(holder, tmp_path)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+# (the task ansible-playbook has started when it is killed, whether the rerun must apply the sysctl)
+KILL_POINTS = [
+    ("Write the sysctl drop-in that enables unprivileged user namespaces", True),     # the file being written
+    ("Read the user-namespace sysctls the kernel holds now", True),                   # written, not applied
+    ("Read the sysctls again", False),                                                # applied
+]
+
+
+@pytest.mark.parametrize("task, lost", KILL_POINTS, ids=["during-write", "before-apply", "after-apply"])
+def test_a_run_killed_at_each_step_is_healed_by_the_rerun(tmp_path, task, lost):
+    """ansible-playbook SIGKILLed (its process group, as the OOM killer or a lost terminal's kill -9 would) when
+    its output shows it started ``task``; its workers finish or die on their own (waited for, not killed). The
+    rerun applies what the kill lost, says so ("healed: the kernel held ..."), and leaves the drop-in whole; the
+    run after it changes nothing. Canary: at the kill the kernel still holds the old value where the apply was
+    lost. Mutation: the apply task's ``when`` on the drop-in's change (what the handler did) leaves the kernel's
+    value old after the rerun and this test fails."""
+    holder = subprocess.Popen(["unshare", "--user", "--map-root-user", "sleep", "600"])
+    try:
+        time.sleep(0.2)
+        before, wanted = live(holder), 15000
+        assert before != wanted
+        play = tmp_path / "play.yml"
+        play.write_text(SYSCTL_PLAY)
+        drop_in = tmp_path / "sysctl.d" / "99-zz-metnos-bwrap.conf"
+        drop_in.parent.mkdir()
+        playbook = [ansible_tool("ansible-playbook"), str(play), "-e", "bwrap_host_sysctl_remediation=true",
+                    "-e", "bwrap_host_sysctl_file=%s" % drop_in, "-e", "bwrap_host_max_user_namespaces=%d" % wanted]
+        out = tmp_path / "killed.out"
+        with open(str(out), "w") as handle:
+            proc = subprocess.Popen(["nsenter", "--user", "--target", str(holder.pid)] + playbook, stdout=handle,
+                                    stderr=subprocess.STDOUT, cwd=ROOT, env=ansible_env(), start_new_session=True)
+        try:
+            wait_for(out, ["TASK [metnos.sandbox.bwrap_host : %s" % task], proc)
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        wait_gone(str(drop_in))
+        assert (live(holder) == before) is lost, out.read_text()[-2000:]     # canary: where the apply was lost
+        rerun = inside(holder, *playbook)
+        assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-2000:]
+        assert live(holder) == wanted, rerun.stdout[-3000:]
+        said = "healed: the kernel held user.max_user_namespaces=%d (wanted %d)" % (before, wanted)
+        assert (said in rerun.stdout) is lost, rerun.stdout[-3000:]
+        assert drop_in.read_text().count("user.max_user_namespaces = %d" % wanted) == 1
+        assert sorted(os.listdir(str(drop_in.parent))) == [drop_in.name]     # no temp file of the kill left
+        third = inside(holder, *playbook)
+        assert third.returncode == 0 and changed(third.stdout) == 0, third.stdout[-3000:]
     finally:
         holder.kill()
         holder.wait()
