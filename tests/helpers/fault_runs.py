@@ -4,6 +4,7 @@ sysctl user.max_user_namespaces is writable (this machine's own is not: a contai
 nsenter for each step."""
 import os
 import re
+import signal
 import subprocess
 import time
 
@@ -32,24 +33,38 @@ def wait_for(path, words, proc, seconds=120):
     raise AssertionError("never saw %s: %s" % (words, path.read_text()[-3000:] if path.exists() else ""))
 
 
-def wait_gone(word, seconds=120):
-    """Until no process has ``word`` in its command line (what a killed ansible-playbook's workers and modules,
-    which run in sessions of their own, still do), or fail naming them."""
-    end = time.monotonic() + seconds
+def processes_with(word):
+    """The live processes with ``word`` in their command line."""
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as handle:
+                if word.encode() in handle.read() and alive(int(pid)):
+                    found.append(int(pid))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def kill_run(proc, word):
+    """SIGKILL a whole ansible-playbook run at once, as the OOM killer or a stopped container does: its process
+    group, then its workers (sessions of their own: found by ``word``, a path of this test, in their command
+    line), by pid; waits until none is left."""
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    end = time.monotonic() + 30
     while True:
-        left = []
-        for pid in os.listdir("/proc"):
-            try:
-                with open("/proc/%s/cmdline" % pid, "rb") as handle:
-                    if word.encode() in handle.read() and alive(int(pid)):
-                        left.append(pid)
-            except (OSError, ValueError):
-                continue
+        left = processes_with(word)
         if not left:
             return
         if time.monotonic() > end:
             raise AssertionError("still running after the kill: %s" % left)
-        time.sleep(0.2)
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.1)
 
 
 SYSCTL_PLAY = """- hosts: localhost

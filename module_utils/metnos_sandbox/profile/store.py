@@ -216,6 +216,7 @@ def write(dest: str, result: Dict[str, Any], check_mode: bool = False, move: Opt
     mismatch = pair_problem(dest, result["executor"])
     changed = False
     replaced: List[Tuple[str, Optional[str]]] = []      # (path, its text before): what a failed second write puts back
+    removed: List[str] = []                             # temp files a killed earlier write left (files.remove_debris)
     for path, content in ((args_path, args_text), (json_path, json_text)):
         before = _read(path)
         if before == content:
@@ -223,7 +224,7 @@ def write(dest: str, result: Dict[str, Any], check_mode: bool = False, move: Opt
         changed = True
         if not check_mode:
             try:
-                files.replace(path, content, 0o644, move)
+                removed.extend(files.replace(path, content, 0o644, move))
             except (IOError, OSError) as exc:
                 raise StoreError(_write_failure(dest, path, exc, _put_back(replaced))) from None
             replaced.append((path, before))
@@ -233,6 +234,8 @@ def write(dest: str, result: Dict[str, Any], check_mode: bool = False, move: Opt
     healed = []
     if mismatch is not None and changed:
         healed.append("%s: re-rendered the mismatched pair (%s)" % (result["executor"], mismatch))
+    if removed:
+        healed.append("%s: removed what an interrupted write left: %s" % (result["executor"], " ".join(removed)))
     return {"changed": changed, "files": [args_path, json_path], "diff": diffs, "healed": healed}
 
 
