@@ -1,14 +1,16 @@
-"""Running and interrupting real processes in the fault suite (tests/system/test_faults.py): waiting for a
-play's output, telling a live process from a zombie, and a user namespace of this machine's kernel where root's
+"""Running and interrupting real processes in the fault suite (tests/system/test_faults.py): the audit and
+site.yml commands, local fleets with a hanging interpreter, waiting for a play's output, telling a live process
+from a zombie, killing a whole run, filling a folder, and a user namespace of this machine's kernel where root's
 sysctl user.max_user_namespaces is writable (this machine's own is not: a container, EACCES), entered with
 nsenter for each step."""
 import os
 import re
 import signal
 import subprocess
+import sys
 import time
 
-from helpers.ansible_run import ansible_env
+from helpers.ansible_run import ansible_env, ansible_tool
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -94,3 +96,82 @@ def set_live(holder, value):
 
 def changed(stdout):
     return int(re.search(r"changed=(\d+)", stdout).group(1))
+
+
+AUDIT = os.path.join(ROOT, "playbooks", "audit.yml")
+HANG = """#!/bin/sh
+echo $$ > %(pids)s
+sleep 600 &
+echo $! >> %(pids)s
+wait
+exec %(python)s "$@"
+"""
+FINISHED = ("fast-1", "fast-2")
+QUIET = ["-e", "metnos_audit_probe=false", "-e", '{"metnos_audit_manifests": [], "metnos_audit_unit": ""}']
+
+
+def audit_command(inv, dest):
+    return [ansible_tool("ansible-playbook"), AUDIT, "-i", str(inv), "-e", "metnos_audit_dest=%s" % dest] + QUIET
+
+
+def inventory(path, names):
+    path.write_text("all:\n  hosts:\n" + "".join(
+        "    %s: {ansible_connection: local, ansible_python_interpreter: %s}\n" % (name, sys.executable)
+        for name in names))
+    return str(path)
+
+
+def start_audit(inv, dest, *extra):
+    return subprocess.Popen(audit_command(inv, dest) + list(extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=ROOT, env=ansible_env())
+
+
+def hanging_interpreter(tmp_path):
+    """The file the hanging interpreter writes its pid and its child's to, and the interpreter (a script)."""
+    pids = tmp_path / "pids"
+    hang = tmp_path / "hang-python"
+    hang.write_text(HANG % {"pids": pids, "python": sys.executable})
+    hang.chmod(0o755)
+    return pids, hang
+
+
+def hung_fleet(tmp_path):
+    """An inventory of two plain aliases and one whose interpreter hangs; the file its pids are written to."""
+    pids, hang = hanging_interpreter(tmp_path)
+    inv = tmp_path / "hosts.yml"
+    inv.write_text("all:\n  hosts:\n" + "".join(
+        "    %s: {ansible_connection: local, ansible_python_interpreter: %s}\n" % (name, python)
+        for name, python in ((FINISHED[0], sys.executable), ("hung", hang), (FINISHED[1], sys.executable))))
+    return inv, pids
+
+
+def printed_json(stdout):
+    """The JSON report's path as the run printed it (the fleet summary's "reports written ..." line)."""
+    for word in stdout.replace('"', " ").replace(",", " ").split():
+        if word.endswith(".json") and "metnos-audit-" in word:
+            return word
+    raise AssertionError("no report path printed:\n" + stdout[-3000:])
+
+
+def fill(folder, leave):
+    """Fill ``folder``'s filesystem until ``leave`` bytes stay free (a real full disk)."""
+    stat = os.statvfs(str(folder))
+    size = stat.f_bavail * stat.f_frsize - leave
+    with open(str(folder / "filler"), "wb") as handle:
+        handle.write(b"\0" * size)
+    return folder / "filler"
+
+
+def big_fleet():
+    return dict(("host-%03d" % i, {"unreachable": True, "msg": "x" * 200}) for i in range(200))
+
+
+SITE = os.path.join(ROOT, "playbooks", "site.yml")
+
+
+def site_command(profiles):
+    return [ansible_tool("ansible-playbook"), SITE, "-e", "metnos_sandbox_profile_dir=%s" % profiles]
+
+
+def pages(text):
+    return -(-len(text.encode("utf-8")) // 4096)
