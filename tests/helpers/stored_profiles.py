@@ -3,6 +3,7 @@
 the metnos_sandbox role of the collection installed from the built tarball puts it on this host (``shipped``), and
 an executor ``ex`` rendered by the sandbox_profile module into a profile folder (``stored``). A test module makes
 its fixtures of the two generators (``yield from``)."""
+import json
 import os
 import pwd
 import shutil
@@ -90,3 +91,13 @@ def stored_executor():
     assert res["run_as"] == {"user": "nobody", "uid": NOBODY.pw_uid, "gid": NOBODY.pw_gid}, res
     yield base
     shutil.rmtree(base, ignore_errors=True)
+
+
+def wider_result(base):
+    """The sandbox_profile result of ``ex`` with a wider grant (<base>/data, not <base>/data/w), rendered without
+    a folder, saved as JSON for kill_at_second_rename.py."""
+    wider = render(base, host_of(base), run_as="nobody", capabilities=["fs:write:%s/data" % base], dest=False)
+    assert wider["decision"] == "wrapped", wider.get("diagnostics")
+    with open(base + "/wider.json", "w") as handle:
+        json.dump(dict((k, v) for k, v in wider.items() if not k.startswith("_")), handle)
+    return wider

@@ -474,16 +474,6 @@ def stored():
     yield from stored_profiles.stored_executor()
 
 
-def wider_result(stored):
-    """The sandbox_profile result of ``ex`` with a wider grant (<base>/data, not <base>/data/w), rendered without
-    a folder, saved as JSON for kill_at_second_rename.py."""
-    wider = render(stored, host_of(stored), run_as="nobody", capabilities=["fs:write:%s/data" % stored], dest=False)
-    assert wider["decision"] == "wrapped", wider.get("diagnostics")
-    with open(stored + "/wider.json", "w") as handle:
-        json.dump(dict((k, v) for k, v in wider.items() if not k.startswith("_")), handle)
-    return wider
-
-
 @pytest.mark.rule("R-SCOPE-3")
 def test_a_profile_killed_between_its_two_files_is_refused_reported_and_healed(stored, shipped):
     """A real SIGKILL at the second rename of store.write (the .args of a wider render written, the .json still
@@ -494,7 +484,7 @@ def test_a_profile_killed_between_its_two_files_is_refused_reported_and_healed(s
     half-written profile and this test fails (run when the test was in test_stored_profile_exec.py); without
     the mismatch message in store.write's healed it fails too."""
     assert store.pair_problem(stored + "/profiles", "ex") is None
-    wider = wider_result(stored)
+    wider = stored_profiles.wider_result(stored)
     killed = subprocess.run([sys.executable, KILLER, stored + "/profiles", stored + "/wider.json"],
                             capture_output=True, text=True, timeout=120)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
@@ -548,7 +538,7 @@ def test_a_full_profile_folder_names_it_and_keeps_the_previous_pair(stored, ship
     fails."""
     folder = small_profile_folder
     before = dict((suffix, open(folder + "/ex" + suffix).read()) for suffix in (".args", ".json"))
-    wider = wider_result(stored)
+    wider = stored_profiles.wider_result(stored)
     args_text, json_text, _doc = store.documents(wider)
     assert fault_runs.pages(json_text) > fault_runs.pages(args_text), (len(args_text), len(json_text))
     written = 0
