@@ -210,6 +210,12 @@ files:
   returned: when dest is set
   type: list
   elements: str
+healed:
+  description: What this render healed, one line each, naming the executor (a stored pair whose .args and .json
+    did not match, from an interrupted write, rendered again).
+  returned: when dest is set and something was healed
+  type: list
+  elements: str
 """
 
 import os
@@ -296,6 +302,8 @@ def main():
             module.fail_json(msg="sandbox_profile: %s" % exc, code="dest_unwritable")
         out["changed"] = written["changed"]
         out["files"] = written["files"]
+        if written["healed"]:
+            out["healed"] = written["healed"]
         if module._diff and written["diff"]:
             out["diff"] = written["diff"]
 

@@ -3,13 +3,13 @@ could not read themselves, and never half-written (issue 49 items 3 and 5, issue
 
 Everything is planted for real: a user made with useradd owns the manifest folder; the links, hard links and FIFOs
 are real; the root-only files hold secret tokens; the rewrite in place is a real process truncating and writing the
-file during real renders (profile.render_safe, then store.write, as the sandbox_profile module does). The one
+file during real renders (profile.render_safe, then store.write, as the sandbox_profile module does: that one is in
+tests/system/test_faults.py, with tests/helpers/rewritten_manifest.py). The one
 stand-in: "a kernel without openat2" is this kernel with safe_read's openat2 lookup emptied (the fallback, O_NOFOLLOW
 per component, cannot be reached otherwise on this 6.x kernel); both paths run every link case."""
 import datetime
 import grp
 import json
-import multiprocessing
 import os
 import pwd
 import shutil
@@ -22,17 +22,13 @@ import yaml
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import safe_read
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
-    host_context,
     manifest,
-    model,
-    profile,
-    store,
 )
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import waivers
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env, systemd_unit
 from conftest import ROOT, run_module
 from helpers import real_user
-from helpers.fake_host import host_dict
+from helpers.rewritten_manifest import render
 
 USER_PREFIX = "mtn-reads-"
 USER = "%s%d" % (USER_PREFIX, os.getpid() % 100000)        # the name real_user.made gives it
@@ -73,14 +69,6 @@ def kernel(request, monkeypatch):
     if request.param == "no_openat2":
         monkeypatch.setattr(safe_read, "_OPENAT2", [None])
     return request.param
-
-
-def host(root):
-    return host_context.HostContext(host_dict(root, python_prefix="/usr", python_package_roots=[], i18n_dbs=[]))
-
-
-def render(path, root):
-    return profile.render_safe(model.FileSource(path), host(root))
 
 
 def refusal_of(prof):
@@ -150,71 +138,6 @@ def test_fifo_is_refused_at_once(place, kernel):
     diag = refusal_of(render(fifo, place["root"]))
     assert time.monotonic() - started < 2
     assert diag["code"] == "manifest_fifo" and fifo in diag["message"], diag
-
-
-# ------------------------------------------------------------------ a manifest rewritten in place during renders
-
-def versions(root):
-    """Two complete versions of one manifest; a cut of either is a wider or another grant (fs:write of a shorter
-    path), which is what a half-read file rendered before this fix."""
-    os.makedirs(os.path.join(root, "data", "repo", "sub", "deeper"), exist_ok=True)
-    os.makedirs(os.path.join(root, "data", "notes"), exist_ok=True)
-    first = ("name: ex\norigin: tests\ncapabilities:\n  - fs:read:%s/data/notes/**\n"
-             "  - fs:write:%s/data/repo/sub/deeper\n" % (root, root))
-    second = ("name: ex\norigin: tests\ncapabilities:\n  - fs:write:%s/data/repo/sub/deeper\n"
-              "  - fs:read:%s/data/notes/**\n  - net:http\n" % (root, root))
-    return [first.encode(), second.encode()]
-
-
-def rewrite_in_place(path, texts, stop):
-    """An editor that writes in place: truncate, then the text in two writes."""
-    index = 0
-    while not stop.is_set():
-        text = texts[index % 2]
-        index += 1
-        with open(path, "r+b") as handle:
-            handle.truncate(0)
-            handle.write(text[:len(text) // 2])
-            handle.flush()
-            time.sleep(0.0005)
-            handle.write(text[len(text) // 2:])
-        time.sleep(0.001 if index % 3 else 0.12)     # now and then a pause: renders of a quiet file happen too
-
-
-def test_rewrite_in_place_never_renders_a_half_written_file(place):
-    root, folder = place["root"], place["folder"]
-    path = os.path.join(folder, "ex.yml")
-    texts = versions(root)
-    expected = {}
-    for text in texts:        # the render of each complete version, read while nothing writes
-        with open(path, "wb") as handle:
-            handle.write(text)
-        time.sleep(safe_read.SETTLE_SECONDS * 2)
-        prof = render(path, root)
-        assert prof["decision"] == "wrapped", prof["diagnostics"]
-        expected[json.dumps(prof["argv"])] = text
-    dest = os.path.join(root, "profiles")
-    os.mkdir(dest, 0o700)
-    stop = multiprocessing.Event()       # the editor is another process, as it would be
-    writer = multiprocessing.Process(target=rewrite_in_place, args=(path, texts, stop))
-    writer.start()
-    seen = {"rendered": 0, "changed": 0}
-    try:
-        for _ in range(150):
-            prof = render(path, root)
-            if prof["decision"] == "refused":
-                assert refusal_of(prof)["code"] == "manifest_changed_while_read", prof["diagnostics"]
-                seen["changed"] += 1
-                continue
-            store.write(dest, prof)
-            with open(os.path.join(dest, "ex.args")) as handle:
-                written = handle.read().splitlines()
-            assert json.dumps(written) in expected, written       # the render of a complete version, nothing else
-            seen["rendered"] += 1
-    finally:
-        stop.set()
-        writer.join()
-    assert seen["changed"] > 0 and seen["rendered"] > 0, seen     # the race was met, and renders still happen
 
 
 # ------------------------------------------------------------------ unit files, drop-ins and waivers

@@ -8,74 +8,26 @@ the .args run as a plain argv stops at bwrap's setup
 import json
 import os
 import pty
-import pwd
 import shutil
-import signal
 import socket
 import subprocess
-import sys
-import tempfile
 import time
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit, profile_states
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import envflags
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import store
-from conftest import run_module
-from helpers import installed_collection
-from helpers.fake_host import host_dict
-
-NOBODY = pwd.getpwnam("nobody")
-MAIN = "import sys\nopen(sys.argv[1] if len(sys.argv) > 1 else '%s/data/w/out', 'w').write('ran')\n"
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import profile_states
+from helpers import stored_profiles
+from helpers.stored_profiles import NOBODY, host_of, render, run_stored
 
 
 @pytest.fixture(scope="module")
 def shipped():
-    """The launcher installed by the role from the installed tarball, in a folder the user nobody can traverse."""
-    top = tempfile.mkdtemp(prefix="metnos-exec-", dir="/var/tmp")
-    os.chmod(top, 0o755)
-    installed_collection.install(top)
-    link = os.path.join(top, "sbin", "metnos-sandbox-exec")
-    os.makedirs(os.path.dirname(link))
-    proc = installed_collection.run_exec_role(top, os.path.join(top, "lib", "metnos-sandbox-exec"), link)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    yield link
-    shutil.rmtree(top, ignore_errors=True)
+    yield from stored_profiles.shipped_launcher()
 
 
 @pytest.fixture
 def stored():
-    base = tempfile.mkdtemp(prefix="metnos-st-", dir="/var/tmp")
-    os.chmod(base, 0o755)
-    for rel in ("executors/ex", "data/w", "profiles"):
-        os.makedirs(os.path.join(base, rel))
-    os.chmod(base + "/data", 0o777)
-    os.chmod(base + "/data/w", 0o777)
-    with open(base + "/executors/ex/main.py", "w") as handle:
-        handle.write(MAIN % base)
-    host = host_dict(base, writable_roots=[base + "/data"], python_executable="/usr/bin/python3")
-    res = _render(base, host, run_as="nobody")
-    assert res["decision"] == "wrapped" and res["descriptors"], res.get("diagnostics")
-    assert res["run_as"] == {"user": "nobody", "uid": NOBODY.pw_uid, "gid": NOBODY.pw_gid}, res
-    yield base
-    shutil.rmtree(base, ignore_errors=True)
-
-
-def _render(base, host, run_as=None, capabilities=None):
-    args = {"manifest": {"name": "ex", "origin": "t", "capabilities": capabilities or ["fs:write:%s/data/w" % base]},
-            "host": host, "dest": base + "/profiles", "discover_python_roots": False}
-    if run_as:
-        args["run_as"] = run_as
-    return run_module("metnos.sandbox.sandbox_profile", args)
-
-
-def _exec(base, user, *argv, launcher=None, profile=None):
-    cmd = list(argv) or [launcher, "--profile", profile or base + "/profiles/ex.json"]
-    if user:
-        cmd = ["setpriv", "--reuid=%s" % user, "--regid=nogroup", "--clear-groups"] + cmd
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    yield from stored_profiles.stored_executor()
 
 
 @pytest.mark.rule("R-SEC-1")
@@ -84,7 +36,7 @@ def test_a_stored_profile_runs_through_the_helper_and_only_on_the_objects_judged
         doc = json.load(handle)
     assert [d["path"] for d in doc["descriptors"]] == [stored + "/data/w"]
     for user in (None, "nobody"):
-        proc = _exec(stored, user, launcher=shipped)
+        proc = run_stored(stored, user, launcher=shipped)
         assert proc.returncode == 0, (user, proc.stderr)
         with open(stored + "/data/w/out") as handle:
             assert handle.read() == "ran"
@@ -93,13 +45,13 @@ def test_a_stored_profile_runs_through_the_helper_and_only_on_the_objects_judged
         os.unlink(stored + "/data/w/out")
     with open(stored + "/profiles/ex.args") as handle:
         plain = handle.read().splitlines()
-    proc = _exec(stored, None, *plain)               # the .args alone: the descriptor is not open
+    proc = run_stored(stored, None, *plain)               # the .args alone: the descriptor is not open
     assert proc.returncode != 0 and "/proc/self/fd/100" in proc.stderr, proc.stderr
     os.rename(stored + "/data/w", stored + "/data/w.judged")
     os.mkdir(stored + "/data/w")                      # another folder where the judged one was
     os.chmod(stored + "/data/w", 0o777)
     for user in (None, "nobody"):
-        proc = _exec(stored, user, launcher=shipped)
+        proc = run_stored(stored, user, launcher=shipped)
         assert proc.returncode == 1 and "bind_source_moved" in proc.stderr, (user, proc.stderr)
         assert os.listdir(stored + "/data/w") == [] and os.listdir(stored + "/data/w.judged") == []
 
@@ -253,13 +205,13 @@ def test_root_never_runs_a_profile_that_names_no_service_user(stored, shipped):
     """A profile rendered without run_as: root is refused with launcher_root_refused and nothing runs (the canary:
     nobody itself runs the same profile). Mutation: launch() not dropping when run_as is absent runs it as root
     and this test fails."""
-    res = _render(stored, host_dict(stored, writable_roots=[stored + "/data"], python_executable="/usr/bin/python3"))
+    res = render(stored, host_of(stored))
     assert res["decision"] == "wrapped" and "run_as" not in res, res
-    proc = _exec(stored, None, launcher=shipped)
+    proc = run_stored(stored, None, launcher=shipped)
     assert proc.returncode == 1 and proc.stderr.startswith("metnos-sandbox-exec: launcher_root_refused: "), proc.stderr
     assert "records no service user" in proc.stderr and "fix: ansible-playbook" in proc.stderr
     assert not os.path.exists(stored + "/data/w/out")
-    proc = _exec(stored, "nobody", launcher=shipped)
+    proc = run_stored(stored, "nobody", launcher=shipped)
     assert proc.returncode == 0 and os.stat(stored + "/data/w/out").st_uid == NOBODY.pw_uid, proc.stderr
 
 
@@ -353,7 +305,7 @@ def test_each_refusal_has_its_own_code_and_a_fix(stored, shipped, plant, code, w
     makes the unsafe cases run (ran as root via the copy's drop: the out file appears) and fail here."""
     path = plant(stored)
     for user in (None, "nobody"):
-        proc = _exec(stored, user, launcher=shipped, profile=path)
+        proc = run_stored(stored, user, launcher=shipped, profile=path)
         assert proc.returncode == 1, (user, proc.stderr)
         assert proc.stderr.startswith("metnos-sandbox-exec: %s: " % code), (user, proc.stderr)
         assert words in proc.stderr and "bind_source_moved" not in proc.stderr and "\n  fix: " in proc.stderr
@@ -367,70 +319,25 @@ def test_help_says_what_the_launcher_checks(shipped):
         assert word in proc.stdout, word
 
 
-KILLER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "helpers",
-                      "kill_at_second_rename.py")
-
-
-@pytest.mark.rule("R-SCOPE-3")
-def test_a_profile_killed_between_its_two_files_is_refused_and_reported(stored, shipped):
-    """A real SIGKILL at the second rename of store.write (the .args of a wider render written, the .json still
-    the old one): the launcher refuses it (profile_pair_mismatch; before, it ran the old .json's argv) and the
-    audit's reader says so (store.pair_problem, which profile_drift turns into the finding). Canary: before the
-    kill both say the pair is one. Mutation: read_stored() without the digest comparison runs the half-written
-    profile and this test fails."""
-    assert store.pair_problem(stored + "/profiles", "ex") is None
-    host = host_dict(stored, writable_roots=[stored + "/data"], python_executable="/usr/bin/python3")
-    wider = run_module("metnos.sandbox.sandbox_profile", {
-        "manifest": {"name": "ex", "origin": "t", "capabilities": ["fs:write:%s/data" % stored]},
-        "host": host, "discover_python_roots": False, "run_as": "nobody"})
-    assert wider["decision"] == "wrapped", wider.get("diagnostics")
-    with open(stored + "/wider.json", "w") as handle:
-        json.dump(dict((k, v) for k, v in wider.items() if not k.startswith("_")), handle)
-    killed = subprocess.run([sys.executable, KILLER, stored + "/profiles", stored + "/wider.json"],
-                            capture_output=True, text=True, timeout=120)
-    assert killed.returncode == -signal.SIGKILL, killed.stderr
-    with open(stored + "/profiles/ex.args") as handle:
-        assert handle.read().splitlines() == wider["argv"]          # the .args is the new one, the .json the old
-    problem = store.pair_problem(stored + "/profiles", "ex")
-    assert problem and "ex.args" in problem, problem
-    (entry,) = _audit_states(stored, stored + "/profiles", ["fs:write:%s/data" % stored])
-    assert entry["state"] == "half_written", entry          # was in_sync: the .args is today's render
-    (finding,) = profile_states.findings([entry])
-    assert finding["code"] == "profile_pair_mismatch" and "ex.json" in finding["message"], finding
-    for user in (None, "nobody"):
-        proc = _exec(stored, user, launcher=shipped)
-        assert proc.returncode == 1 and "profile_pair_mismatch" in proc.stderr, (user, proc.stderr)
-        assert not os.path.exists(stored + "/data/w/out")
-
-
-def _audit_states(stored, profile_dir, capabilities):
-    """The audit's states of the manifest ``ex`` (these capabilities) against ``profile_dir`` (audit.profile_drift,
-    what the audit payload and the monitor run on the host)."""
-    host = host_dict(stored, writable_roots=[stored + "/data"], python_executable="/usr/bin/python3")
-    status = envflags.status(bwrap.which("bwrap", "/usr/bin:/bin"), {})
-    manifest = {"name": "ex", "origin": "t", "capabilities": capabilities}
-    return audit.profile_drift([manifest], host, profile_dir, status)
-
-
 def test_a_profile_folder_someone_else_can_change_is_an_error_in_render_and_audit(stored):
     """Planted for real: the profile folder owned by the user nobody, then root's but group-writable. The render
     writes nothing there and fails with profile_folder_unsafe and its chown/chmod fix; the audit (and the monitor,
     which runs it) reports the same code. Canary: the root-owned 0755 folder the fixture rendered into has no such
     finding. Mutation: safe_owner() accepting every owner makes the render write and this test fail."""
-    assert [e["state"] for e in _audit_states(stored, stored + "/profiles", ["fs:write:%s/data/w" % stored])] == [
-        "in_sync"]
-    host = host_dict(stored, writable_roots=[stored + "/data"], python_executable="/usr/bin/python3")
+    entries = stored_profiles.audit_states(stored, stored + "/profiles", ["fs:write:%s/data/w" % stored])
+    assert [e["state"] for e in entries] == ["in_sync"]
+    host = host_of(stored)
     for owner, mode, words in ((NOBODY.pw_uid, 0o755, "owned by nobody"), (0, 0o775, "mode 0775")):
         os.chown(stored + "/profiles", owner, owner)
         os.chmod(stored + "/profiles", mode)
         for name in os.listdir(stored + "/profiles"):          # the fixture's pair: the render must not write one
             os.unlink(os.path.join(stored, "profiles", name))
-        res = _render(stored, host, run_as="nobody")
+        res = render(stored, host, run_as="nobody")
         assert res["_rc"] != 0 and res.get("code") == "profile_folder_unsafe", res
         assert words in res["msg"] and os.listdir(stored + "/profiles") == [], res["msg"]
         fix = [d for d in res["diagnostics"] if d["code"] == "profile_folder_unsafe"][0]["remediation"]
         assert fix == ["chown root:root %s/profiles" % stored, "chmod go-w %s/profiles" % stored], fix
-        entries = _audit_states(stored, stored + "/profiles", ["fs:write:%s/data/w" % stored])
+        entries = stored_profiles.audit_states(stored, stored + "/profiles", ["fs:write:%s/data/w" % stored])
         unsafe = [f for f in profile_states.findings(entries) if f["code"] == "profile_folder_unsafe"]
         assert len(unsafe) == 1 and words in unsafe[0]["message"], entries
 
@@ -443,7 +350,7 @@ def test_a_channel_made_in_a_grant_after_rendering_is_refused_at_launch(stored, 
     Mutation: launch() without recheck_channels runs the executor next to the socket and this test fails."""
     with open(stored + "/profiles/ex.json") as handle:
         assert json.load(handle)["channels"] == []
-    proc = _exec(stored, None, launcher=shipped)
+    proc = run_stored(stored, None, launcher=shipped)
     assert proc.returncode == 0, proc.stderr
     os.unlink(stored + "/data/w/out")
     daemon = socket.socket(socket.AF_UNIX)
@@ -456,7 +363,7 @@ def test_a_channel_made_in_a_grant_after_rendering_is_refused_at_launch(stored, 
                 os.unlink(stored + "/data/w/daemon.sock")
                 os.mkfifo(stored + "/data/w/jobs.fifo")
             for user in (None, "nobody"):
-                proc = _exec(stored, user, launcher=shipped)
+                proc = run_stored(stored, user, launcher=shipped)
                 assert proc.returncode == 1, (plant, user, proc.stderr)
                 assert proc.stderr.startswith("metnos-sandbox-exec: launcher_channel_appeared: %s/data/w/%s" % (
                     stored, plant)), proc.stderr

@@ -27,14 +27,30 @@ of this machine unless said.
   after the file task left. The rerun - the file unchanged - compares the kernel's live value with the wanted one,
   applies the drop-in and says what it healed; the run after it changes nothing. No backup is left next to the
   drop-in (one that backup: true left is removed; an admin's other file is kept).
+- Killed runs (issue 52's "site.yml killed at several points"): the whole run SIGKILLed when its output shows it
+  reached a step (helpers/fault_runs.kill_run), then a rerun that heals and says so. The sysctl remediation, in the
+  user namespace above, killed during the drop-in write, before the apply and after it: the rerun applies what was
+  lost ("healed: the kernel held ..."), the run after changes nothing. playbooks/site.yml on this machine killed
+  inside its profile render loop: the rerun writes every pair whole and names the temp file it removed. Not here
+  yet: a kill during the package step (a podman host without bubblewrap), and site.yml with the sysctl step on a
+  podman host (a container's root cannot write user.max_user_namespaces here, even --privileged with a uid map:
+  EACCES).
 
-Elsewhere still (issue 52): a profile killed between its two files (tests/integration/test_stored_profile_exec.py,
-it shares that file's launcher fixtures) and a manifest rewritten during renders.
+- A stored profile killed between its two files (a real SIGKILL at the second rename): the launcher installed
+  from the tarball refuses it, the audit reports it, and the next render writes the pair again and says so,
+  naming the executor. A 2 MB tmpfs as the profile folder: renders into it until it is full end with an error
+  naming the folder, never a half-written pair, and the launcher still runs the previous complete pair. (The
+  launcher and the executor: tests/helpers/stored_profiles.py, shared with tests/integration/
+  test_stored_profile_exec.py.)
+- A manifest rewritten in place during renders (a real editor process truncating and writing it, the folder a real
+  user's): 150 renders, each either the render of a complete version of the file or refused as
+  manifest_changed_while_read ("render again"); once the editor stops, the next render renders. (The user, the
+  versions and the editor: tests/helpers/rewritten_manifest.py, shared with tests/integration/test_safe_reads.py.)
 """
 import glob
 import json
+import multiprocessing
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -42,87 +58,26 @@ import time
 
 import pytest
 
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import profile_states
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import safe_read
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import store
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report
 from conftest import ROOT, ansible_env, start_host, stop_host
-from helpers import report_text
+from helpers import fault_runs, report_text, rewritten_manifest, stored_profiles
 from helpers.ansible_run import ansible_tool
-
-AUDIT = os.path.join(ROOT, "playbooks", "audit.yml")
-HANG = """#!/bin/sh
-echo $$ > %(pids)s
-sleep 600 &
-echo $! >> %(pids)s
-wait
-exec %(python)s "$@"
-"""
-FINISHED = ("fast-1", "fast-2")
-QUIET = ["-e", "metnos_audit_probe=false", "-e", '{"metnos_audit_manifests": [], "metnos_audit_unit": ""}']
-
-
-def audit_command(inv, dest):
-    return [ansible_tool("ansible-playbook"), AUDIT, "-i", str(inv), "-e", "metnos_audit_dest=%s" % dest] + QUIET
-
-
-def inventory(path, names):
-    path.write_text("all:\n  hosts:\n" + "".join(
-        "    %s: {ansible_connection: local, ansible_python_interpreter: %s}\n" % (name, sys.executable)
-        for name in names))
-    return str(path)
-
-
-def start_audit(inv, dest, *extra):
-    return subprocess.Popen(audit_command(inv, dest) + list(extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=ROOT, env=ansible_env())
-
-
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open("/proc/%d/stat" % pid) as handle:        # a zombie is dead: its parent has not reaped it yet
-        return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def hanging_interpreter(tmp_path):
-    """The file the hanging interpreter writes its pid and its child's to, and the interpreter (a script)."""
-    pids = tmp_path / "pids"
-    hang = tmp_path / "hang-python"
-    hang.write_text(HANG % {"pids": pids, "python": sys.executable})
-    hang.chmod(0o755)
-    return pids, hang
-
-
-def hung_fleet(tmp_path):
-    """An inventory of two plain aliases and one whose interpreter hangs; the file its pids are written to."""
-    pids, hang = hanging_interpreter(tmp_path)
-    inv = tmp_path / "hosts.yml"
-    inv.write_text("all:\n  hosts:\n" + "".join(
-        "    %s: {ansible_connection: local, ansible_python_interpreter: %s}\n" % (name, python)
-        for name, python in ((FINISHED[0], sys.executable), ("hung", hang), (FINISHED[1], sys.executable))))
-    return inv, pids
-
-
-def wait_for(path, words, proc, seconds=120):
-    """Until the file holds every word (the play's output), or fail with what it holds."""
-    end = time.monotonic() + seconds
-    while time.monotonic() < end and proc.poll() is None:
-        text = path.read_text() if path.exists() else ""
-        if all(word in text for word in words):
-            return
-        time.sleep(0.2)
-    raise AssertionError("never saw %s: %s" % (words, path.read_text()[-3000:] if path.exists() else ""))
+from helpers.fault_runs import alive, changed, inside, live, set_live
+from helpers.stored_profiles import KILLER, host_of, render, run_stored
 
 
 def test_ctrl_c_writes_the_finished_hosts_and_marks_the_others_interrupted(tmp_path):
-    inv, pids = hung_fleet(tmp_path)
+    inv, pids = fault_runs.hung_fleet(tmp_path)
     dest, out = tmp_path / "reports", tmp_path / "out"
     with open(str(out), "w") as handle:
-        proc = subprocess.Popen(audit_command(inv, dest), stdout=handle, stderr=subprocess.STDOUT, cwd=ROOT,
+        proc = subprocess.Popen(fault_runs.audit_command(inv, dest), stdout=handle, stderr=subprocess.STDOUT, cwd=ROOT,
                                 env=ansible_env(), start_new_session=True)     # its own group, as a job
     recorded = []
     try:
-        wait_for(out, ["ok: [%s]" % name for name in FINISHED], proc)
+        fault_runs.wait_for(out, ["ok: [%s]" % name for name in fault_runs.FINISHED], proc)
         end = time.monotonic() + 60
         while not (pids.exists() and len(pids.read_text().split()) == 2) and time.monotonic() < end:
             time.sleep(0.1)
@@ -149,7 +104,7 @@ def test_ctrl_c_writes_the_finished_hosts_and_marks_the_others_interrupted(tmp_p
     assert sorted(hosts) == ["fast-1", "fast-2", "hung"]
     assert [d["code"] for d in hosts["hung"]["diagnostics"]] == ["host_interrupted"], hosts["hung"]
     assert "hung: the run was interrupted" in hosts["hung"]["diagnostics"][0]["message"]
-    for name in FINISHED:                                           # the finished hosts' own results
+    for name in fault_runs.FINISHED:                                           # the finished hosts' own results
         assert hosts[name]["reachable"] and hosts[name]["verdict"] in ("pass", "warn"), hosts[name]
     assert doc["gate"]["failed"]
     for ext in ("md", "junit.xml", "html"):                         # the whole set, the finding in each
@@ -164,8 +119,8 @@ def test_a_run_that_ends_normally_writes_one_set(tmp_path):
     inv.write_text("all:\n  hosts:\n    fast-1: {ansible_connection: local, ansible_python_interpreter: %s}\n"
                    % sys.executable)
     dest = tmp_path / "reports"
-    proc = subprocess.run(audit_command(inv, dest), capture_output=True, text=True, cwd=ROOT, env=ansible_env(),
-                          timeout=300)
+    proc = subprocess.run(fault_runs.audit_command(inv, dest), capture_output=True, text=True, cwd=ROOT,
+                          env=ansible_env(), timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "host_interrupted" not in proc.stdout
     assert len(glob.glob(str(dest / "metnos-audit-*"))) == 4
@@ -174,15 +129,15 @@ def test_a_run_that_ends_normally_writes_one_set(tmp_path):
 def test_a_hung_podman_host_is_killed_in_the_container_at_its_deadline(tmp_path):
     host = start_host("metnos-fault")
     try:
-        host.write("/usr/local/bin/hang-python", HANG % {"pids": "/run/hang-pids", "python": "/usr/bin/python3"},
-                   mode="0755")
+        host.write("/usr/local/bin/hang-python",
+                   fault_runs.HANG % {"pids": "/run/hang-pids", "python": "/usr/bin/python3"}, mode="0755")
         inv = tmp_path / "hosts.yml"
         inv.write_text("all:\n  hosts:\n    hung: {ansible_connection: containers.podman.podman, ansible_host: %s, "
                        "ansible_python_interpreter: /usr/local/bin/hang-python}\n" % host.name)
         dest = tmp_path / "reports"
         start = time.monotonic()
-        proc = subprocess.run(audit_command(inv, dest) + ["-e", "metnos_audit_host_timeout=5"], capture_output=True,
-                              text=True, cwd=ROOT, env=ansible_env(), timeout=300)
+        proc = subprocess.run(fault_runs.audit_command(inv, dest) + ["-e", "metnos_audit_host_timeout=5"],
+                              capture_output=True, text=True, cwd=ROOT, env=ansible_env(), timeout=300)
         took = time.monotonic() - start
         assert proc.returncode != 0 and took < 120, (took, proc.stdout[-3000:])
         recorded = host.sh("cat /run/hang-pids").stdout.split()
@@ -197,11 +152,11 @@ def test_a_hung_podman_host_is_killed_in_the_container_at_its_deadline(tmp_path)
 
 
 def test_a_hung_host_is_host_timeout_and_the_others_are_reported(tmp_path):
-    inv, pids = hung_fleet(tmp_path)
+    inv, pids = fault_runs.hung_fleet(tmp_path)
     dest = tmp_path / "reports"
     start = time.monotonic()
-    proc = subprocess.run(audit_command(inv, dest) + ["-e", "metnos_audit_host_timeout=5"], capture_output=True,
-                          text=True, cwd=ROOT, env=ansible_env(), timeout=300)
+    proc = subprocess.run(fault_runs.audit_command(inv, dest) + ["-e", "metnos_audit_host_timeout=5"],
+                          capture_output=True, text=True, cwd=ROOT, env=ansible_env(), timeout=300)
     took = time.monotonic() - start
     assert proc.returncode != 0, proc.stdout[-3000:]                     # the gate fails on the hung host
     assert took < 120, took
@@ -234,7 +189,7 @@ TASK_TIMEOUT = """- hosts: all
 def test_the_task_keyword_timeout_still_bounds_the_audit(tmp_path):
     """The action's own alarm never hides Ansible's (the task keyword ``timeout``, a SIGALRM in the same worker):
     the shorter one ends the hung host's task."""
-    pids, hang = hanging_interpreter(tmp_path)
+    pids, hang = fault_runs.hanging_interpreter(tmp_path)
     inv = tmp_path / "hosts.yml"
     inv.write_text("all:\n  hosts:\n    hung: {ansible_connection: local, ansible_python_interpreter: %s}\n" % hang)
     play = tmp_path / "play.yml"
@@ -250,25 +205,18 @@ def test_the_task_keyword_timeout_still_bounds_the_audit(tmp_path):
             os.kill(pid, 9)
 
 
-def printed_json(stdout):
-    """The JSON report's path as the run printed it (the fleet summary's "reports written ..." line)."""
-    for word in stdout.replace('"', " ").replace(",", " ").split():
-        if word.endswith(".json") and "metnos-audit-" in word:
-            return word
-    raise AssertionError("no report path printed:\n" + stdout[-3000:])
-
-
 def test_two_audits_into_one_folder_keep_both_sets(tmp_path):
     dest = tmp_path / "reports"
-    runs = [start_audit(inventory(tmp_path / ("hosts-%s.yml" % side), ["%s-%d" % (side, i) for i in range(3)]),
-                        str(dest)) for side in ("left", "right")]
+    runs = [fault_runs.start_audit(fault_runs.inventory(tmp_path / ("hosts-%s.yml" % side),
+                                                        ["%s-%d" % (side, i) for i in range(3)]), str(dest))
+            for side in ("left", "right")]
     outs = [run.communicate(timeout=600) for run in runs]
     for run, (out, err) in zip(runs, outs):
         assert run.returncode == 0, out[-3000:] + err[-2000:]
     names = sorted(os.path.basename(p) for p in glob.glob(str(dest / "metnos-audit-*")))
     assert len(names) == 8, names                                          # two whole sets: nothing overwritten
     for side, (out, _err) in zip(("left", "right"), outs):
-        doc = json.load(open(printed_json(out)))
+        doc = json.load(open(fault_runs.printed_json(out)))
         assert [h["host"] for h in doc["hosts"]] == ["%s-%d" % (side, i) for i in range(3)], side
     latest = json.load(open(str(dest / "latest.json")))                    # one whole set, whichever came last
     assert os.path.samefile(str(dest / "latest.md"), str(dest / "latest" / "report.md"))
@@ -298,24 +246,11 @@ def small_tmpfs(tmp_path):
         subprocess.run(["umount", str(mount)], check=True)
 
 
-def fill(folder, leave):
-    """Fill ``folder``'s filesystem until ``leave`` bytes stay free (a real full disk)."""
-    stat = os.statvfs(str(folder))
-    size = stat.f_bavail * stat.f_frsize - leave
-    with open(str(folder / "filler"), "wb") as handle:
-        handle.write(b"\0" * size)
-    return folder / "filler"
-
-
-def big_fleet():
-    return dict(("host-%03d" % i, {"unreachable": True, "msg": "x" * 200}) for i in range(200))
-
-
 def test_a_full_reports_folder_leaves_no_partial_set(small_tmpfs):
-    doc = report_text.build(big_fleet())
+    doc = report_text.build(fault_runs.big_fleet())
     sizes = dict((ext, len("".join(render(doc)).encode())) for ext, render in report.RENDERERS)
     assert sizes["json"] < 300000 and sizes["html"] > 8192, sizes
-    filler = fill(small_tmpfs, sizes["json"] + 8192)             # the JSON fits, the set does not
+    filler = fault_runs.fill(small_tmpfs, sizes["json"] + 8192)             # the JSON fits, the set does not
     with pytest.raises(report.ReportWriteError) as caught:
         report.write_all(doc, str(small_tmpfs), latest=True)
     assert "not written whole" in str(caught.value)
@@ -361,9 +296,9 @@ def test_a_full_reports_folder_fails_the_gate_after_the_summary(tmp_path, small_
     """The playbook on a full reports folder: the fleet summary printed, the gate failed with the write error,
     nothing of the set kept; the next run (space freed, a killed run's debris planted) writes and says what it
     removed."""
-    inv = inventory(tmp_path / "hosts.yml", ["alias-a", "alias-b"])
-    filler = fill(small_tmpfs, 0)
-    run = start_audit(inv, str(small_tmpfs))
+    inv = fault_runs.inventory(tmp_path / "hosts.yml", ["alias-a", "alias-b"])
+    filler = fault_runs.fill(small_tmpfs, 0)
+    run = fault_runs.start_audit(inv, str(small_tmpfs))
     out, err = run.communicate(timeout=600)
     assert run.returncode != 0, out[-3000:]
     assert "2 hosts: " in out and "cannot write the reports to %s" % small_tmpfs in out, out[-3000:] + err[-2000:]
@@ -372,7 +307,7 @@ def test_a_full_reports_folder_fails_the_gate_after_the_summary(tmp_path, small_
     dead = "metnos-audit-20261207T100000000001Z-deadbeef"
     (small_tmpfs / ("." + dead + report.LOCK)).write_text("")
     (small_tmpfs / (dead + ".md")).write_text("half")
-    run = start_audit(inv, str(small_tmpfs))
+    run = fault_runs.start_audit(inv, str(small_tmpfs))
     out, err = run.communicate(timeout=600)
     assert run.returncode == 0, out[-3000:] + err[-2000:]
     assert "removed what earlier runs left in %s: .%s.lock %s.md" % (small_tmpfs, dead, dead) in out, out[-3000:]
@@ -395,35 +330,6 @@ def test_a_destination_that_is_a_file_is_named_not_a_folder(tmp_path):
     assert sorted(os.listdir(str(tmp_path))) == ["link", "reports"] and dest.read_text() == "an admin's file"
 
 
-SYSCTL_PLAY = """- hosts: localhost
-  connection: local
-  gather_facts: false
-  tasks:
-    - ansible.builtin.include_role:
-        name: metnos.sandbox.bwrap_host
-        tasks_from: remediate
-"""
-KNOB = "/proc/sys/user/max_user_namespaces"
-
-
-def inside(holder, *argv):
-    """Run ``argv`` in the holder's user namespace (as its root)."""
-    return subprocess.run(["nsenter", "--user", "--target", str(holder.pid)] + list(argv), capture_output=True,
-                          text=True, env=ansible_env(), cwd=ROOT, timeout=600)
-
-
-def live(holder):
-    return int(inside(holder, "cat", KNOB).stdout)
-
-
-def set_live(holder, value):
-    assert inside(holder, "sh", "-c", "echo %d > %s" % (value, KNOB)).returncode == 0
-
-
-def changed(stdout):
-    return int(re.search(r"changed=(\d+)", stdout).group(1))
-
-
 def test_a_lost_apply_is_healed_by_the_rerun(tmp_path):
     holder = subprocess.Popen(["unshare", "--user", "--map-root-user", "sleep", "600"])
     try:
@@ -433,13 +339,108 @@ def test_a_lost_apply_is_healed_by_the_rerun(tmp_path):
         holder.wait()
 
 
+# (the task ansible-playbook has started when it is killed, whether the rerun must apply the sysctl)
+KILL_POINTS = [
+    ("Write the sysctl drop-in that enables unprivileged user namespaces", True),     # the file being written
+    ("Read the user-namespace sysctls the kernel holds now", True),                   # written, not applied
+    ("Read the sysctls again", False),                                                # applied
+]
+
+
+@pytest.mark.parametrize("task, lost", KILL_POINTS, ids=["during-write", "before-apply", "after-apply"])
+def test_a_run_killed_at_each_step_is_healed_by_the_rerun(tmp_path, task, lost):
+    """ansible-playbook SIGKILLed (the whole run, as the OOM killer or a stopped container would) when
+    its output shows it started ``task``, its workers with it (helpers.fault_runs.kill_run). The
+    rerun applies what the kill lost, says so ("healed: the kernel held ..."), and leaves the drop-in whole; the
+    run after it changes nothing. Canary: at the kill the kernel still holds the old value where the apply was
+    lost. Mutation: the apply task's ``when`` on the drop-in's change (what the handler did) leaves the kernel's
+    value old after the rerun and this test fails."""
+    holder = subprocess.Popen(["unshare", "--user", "--map-root-user", "sleep", "600"])
+    try:
+        time.sleep(0.2)
+        before, wanted = live(holder), 15000
+        assert before != wanted
+        play = tmp_path / "play.yml"
+        play.write_text(fault_runs.SYSCTL_PLAY)
+        drop_in = tmp_path / "sysctl.d" / "99-zz-metnos-bwrap.conf"
+        drop_in.parent.mkdir()
+        playbook = [ansible_tool("ansible-playbook"), str(play), "-e", "bwrap_host_sysctl_remediation=true",
+                    "-e", "bwrap_host_sysctl_file=%s" % drop_in, "-e", "bwrap_host_max_user_namespaces=%d" % wanted]
+        out = tmp_path / "killed.out"
+        with open(str(out), "w") as handle:
+            proc = subprocess.Popen(["nsenter", "--user", "--target", str(holder.pid)] + playbook, stdout=handle,
+                                    stderr=subprocess.STDOUT, cwd=ROOT, env=ansible_env(), start_new_session=True)
+        try:
+            fault_runs.wait_for(out, ["TASK [metnos.sandbox.bwrap_host : %s" % task], proc)
+        finally:
+            fault_runs.kill_run(proc, str(drop_in))
+        assert (live(holder) == before) is lost, out.read_text()[-2000:]     # canary: where the apply was lost
+        rerun = inside(holder, *playbook)
+        assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-2000:]
+        assert live(holder) == wanted, rerun.stdout[-3000:]
+        said = "healed: the kernel held user.max_user_namespaces=%d (wanted %d)" % (before, wanted)
+        assert (said in rerun.stdout) is lost, rerun.stdout[-3000:]
+        assert drop_in.read_text().count("user.max_user_namespaces = %d" % wanted) == 1
+        assert sorted(os.listdir(str(drop_in.parent))) == [drop_in.name]     # no temp file of the kill left
+        third = inside(holder, *playbook)
+        assert third.returncode == 0 and changed(third.stdout) == 0, third.stdout[-3000:]
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_site_killed_while_rendering_profiles_is_healed_by_the_rerun(tmp_path):
+    """playbooks/site.yml on this machine (localhost, as tests/integration/test_site.py runs it: real bwrap, the
+    example manifests) SIGKILLed while its render loop runs (after three profiles of the loop were reported), its
+    workers with it (a worker runs the whole loop alone: helpers.fault_runs.kill_run). Then what a write killed
+    between its temp file and the rename leaves (a temp file of read_notes' .json, older than the run) is planted
+    beside the pairs. The rerun renders every profile, removes that debris and says so naming the executor, and
+    leaves every pair whole and no temp file; the run after has nothing left to heal (not "changed=0": a third
+    run on this shared machine was seen rendering system_status's profile again, not studied). Canary: the kill
+    came before the loop ended (fewer than the nine pairs on disk). Mutation: store.write without the debris it
+    removed in ``healed`` fails this test."""
+    profiles = tmp_path / "profiles"
+    out = tmp_path / "killed.out"
+    with open(str(out), "w") as handle:
+        proc = subprocess.Popen(fault_runs.site_command(profiles), stdout=handle, stderr=subprocess.STDOUT, cwd=ROOT,
+                                env=ansible_env(), start_new_session=True)
+    try:
+        fault_runs.wait_for(out, ["TASK [metnos.sandbox.metnos_sandbox : Render the bwrap profile"], proc, seconds=300)
+        end = time.monotonic() + 120
+        while out.read_text().split("Render the bwrap profile")[-1].count("(item=") < 3 and time.monotonic() < end:
+            time.sleep(0.05)
+    finally:
+        fault_runs.kill_run(proc, str(profiles))
+    pairs = glob.glob(str(profiles / "*.json"))
+    assert len(pairs) < 9, (pairs, out.read_text()[-2000:])                   # canary: killed inside the loop
+    debris = profiles / ".read_notes.json.0123456789ab"
+    debris.write_text('{"half": ')
+    os.utime(str(debris), (time.time() - 60, time.time() - 60))
+    rerun = subprocess.run(fault_runs.site_command(profiles), capture_output=True, text=True, cwd=ROOT,
+                           env=ansible_env(), timeout=900)
+    assert rerun.returncode == 0, rerun.stdout[-4000:] + rerun.stderr[-2000:]
+    assert "profiles: 9 wrapped" in rerun.stdout, rerun.stdout[-4000:]
+    assert ": removed what an interrupted write left: %s" % debris in rerun.stdout, rerun.stdout[-4000:]
+    names = os.listdir(str(profiles))
+    assert not [name for name in names if name.startswith(".")], names
+    assert len([name for name in names if name.endswith(".json")]) == 9, names
+    for name in names:
+        if name.endswith(".json"):
+            assert store.pair_problem(str(profiles), name[:-5]) is None, name
+    third = subprocess.run(fault_runs.site_command(profiles), capture_output=True, text=True, cwd=ROOT,
+                           env=ansible_env(), timeout=900)
+    assert third.returncode == 0, third.stdout[-4000:]
+    assert "removed what an interrupted write left" not in third.stdout, third.stdout[-4000:]   # healed once
+    assert "re-rendered the mismatched pair" not in third.stdout, third.stdout[-4000:]
+
+
 def heal_run(holder, tmp_path):
     time.sleep(0.2)
     before = live(holder)
     wanted = 15000
     assert before != wanted
     play = tmp_path / "play.yml"
-    play.write_text(SYSCTL_PLAY)
+    play.write_text(fault_runs.SYSCTL_PLAY)
     drop_in = tmp_path / "sysctl.d" / "99-zz-metnos-bwrap.conf"
     drop_in.parent.mkdir()
     backup = drop_in.parent / (drop_in.name + ".4242.2026-12-01@10:00:00~")     # what backup: true used to leave
@@ -461,3 +462,181 @@ def heal_run(holder, tmp_path):
     third = inside(holder, *playbook)
     assert third.returncode == 0 and changed(third.stdout) == 0, third.stdout[-3000:]
     assert sorted(os.listdir(str(drop_in.parent))) == [drop_in.name, admins.name]   # no backup piled up or left
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    yield from stored_profiles.shipped_launcher()
+
+
+@pytest.fixture
+def stored():
+    yield from stored_profiles.stored_executor()
+
+
+@pytest.mark.rule("R-SCOPE-3")
+def test_a_profile_killed_between_its_two_files_is_refused_reported_and_healed(stored, shipped):
+    """A real SIGKILL at the second rename of store.write (the .args of a wider render written, the .json still
+    the old one): the launcher refuses it (profile_pair_mismatch; before, it ran the old .json's argv) and the
+    audit's reader says so (store.pair_problem, which profile_drift turns into the finding). The next render
+    writes the pair again, removes the killed write's temp file, and says both, naming the executor. Canary:
+    before the kill both say the pair is one. Mutation: read_stored() without the digest comparison runs the
+    half-written profile and this test fails (run when the test was in test_stored_profile_exec.py); without
+    the mismatch message in store.write's healed it fails too."""
+    assert store.pair_problem(stored + "/profiles", "ex") is None
+    wider = stored_profiles.wider_result(stored)
+    killed = subprocess.run([sys.executable, KILLER, stored + "/profiles", stored + "/wider.json"],
+                            capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    with open(stored + "/profiles/ex.args") as handle:
+        assert handle.read().splitlines() == wider["argv"]          # the .args is the new one, the .json the old
+    problem = store.pair_problem(stored + "/profiles", "ex")
+    assert problem and "ex.args" in problem, problem
+    debris = [stored + "/profiles/" + name for name in os.listdir(stored + "/profiles") if name.startswith(".")]
+    assert len(debris) == 1 and ".ex.json." in debris[0], debris       # the killed write's temp .json
+    os.utime(debris[0], (time.time() - 60, time.time() - 60))          # older than the next run, as it would be
+    (entry,) = stored_profiles.audit_states(stored, stored + "/profiles", ["fs:write:%s/data" % stored])
+    assert entry["state"] == "half_written", entry          # was in_sync: the .args is today's render
+    (finding,) = profile_states.findings([entry])
+    assert finding["code"] == "profile_pair_mismatch" and "ex.json" in finding["message"], finding
+    for user in (None, "nobody"):
+        proc = run_stored(stored, user, launcher=shipped)
+        assert proc.returncode == 1 and "profile_pair_mismatch" in proc.stderr, (user, proc.stderr)
+        assert not os.path.exists(stored + "/data/w/out")
+    again = render(stored, host_of(stored), run_as="nobody")         # the next run: the narrow grant again
+    assert again["_rc"] == 0 and again["changed"], again
+    assert again["healed"][0] == "ex: re-rendered the mismatched pair (%s)" % problem, again.get("healed")
+    assert again["healed"][1:] == ["ex: removed what an interrupted write left: %s" % name for name in debris]
+    assert not [name for name in os.listdir(stored + "/profiles") if name.startswith(".")]
+    assert store.pair_problem(stored + "/profiles", "ex") is None
+    proc = run_stored(stored, "nobody", launcher=shipped)
+    assert proc.returncode == 0 and open(stored + "/data/w/out").read() == "ran", proc.stderr
+    quiet = render(stored, host_of(stored), run_as="nobody")         # healed once: the run after says nothing
+    assert not quiet["changed"] and "healed" not in quiet, quiet
+
+
+@pytest.fixture
+def small_profile_folder(stored):
+    """A real 2 MB tmpfs mounted as the profile folder, the fixture's pair rendered into it first."""
+    folder = stored + "/small"
+    os.makedirs(folder)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0755", "tmpfs", folder], check=True)
+    try:
+        first = render(stored, host_of(stored), run_as="nobody", dest=folder)
+        assert first["_rc"] == 0 and first["changed"], first
+        yield folder
+    finally:
+        subprocess.run(["umount", folder], check=True)
+
+
+def test_a_full_profile_folder_names_it_and_keeps_the_previous_pair(stored, shipped, small_profile_folder):
+    """Executors rendered into a 2 MB tmpfs until it is full (pairs as the role writes them, with store.write),
+    then ``ex`` rendered wider by the module with room for its new .args and not its .json: each failing render
+    ends with an error naming the folder, leaves no half-written pair and no temp file, and the launcher still
+    runs ``ex``'s previous complete pair. Canary: with room, the same render does replace the pair. Mutation:
+    store.write without _put_back leaves the .args new and the .json old (profile_pair_mismatch) and this test
+    fails."""
+    folder = small_profile_folder
+    before = dict((suffix, open(folder + "/ex" + suffix).read()) for suffix in (".args", ".json"))
+    wider = stored_profiles.wider_result(stored)
+    args_text, json_text, _doc = store.documents(wider)
+    assert fault_runs.pages(json_text) > fault_runs.pages(args_text), (len(args_text), len(json_text))
+    written = 0
+    with pytest.raises(store.StoreError) as caught:
+        for number in range(2000):
+            store.write(folder, dict(wider, executor="other-%04d" % number))
+            written += 1
+    assert 50 < written < 2000, written                            # many profiles rendered into it
+    assert "the profile folder %s is full (No space left on device)" % folder in str(caught.value), caught.value
+    assert "nothing half-written" in str(caught.value)
+    names = sorted(os.listdir(folder))
+    assert not [name for name in names if name.startswith(".")], names      # no temp file left
+    assert not os.path.exists("%s/other-%04d.args" % (folder, written))      # the failed pair: nothing of it
+    for name in names:                                                        # the pairs that fit are whole
+        if name.endswith(".json"):
+            assert store.pair_problem(folder, name[:-5]) is None, name
+    for number in range(10):                                        # room for ex's new .args and not its .json
+        for suffix in (".args", ".json"):
+            os.unlink("%s/other-%04d%s" % (folder, number, suffix))
+    stat = os.statvfs(folder)
+    with open(folder + "/filler", "wb") as handle:
+        handle.write(b"\0" * ((stat.f_bavail - fault_runs.pages(args_text)) * stat.f_frsize))
+    assert os.statvfs(folder).f_bavail == fault_runs.pages(args_text), os.statvfs(folder).f_bavail
+    res = render(stored, host_of(stored), run_as="nobody", capabilities=["fs:write:%s/data" % stored], dest=folder)
+    assert res["_rc"] != 0 and res.get("code") == "dest_unwritable", res
+    assert "cannot write %s/ex.json: the profile folder %s is full" % (folder, folder) in res["msg"], res["msg"]
+    assert "nothing half-written, the previous pair (if any) is still the one used" in res["msg"], res["msg"]
+    assert dict((suffix, open(folder + "/ex" + suffix).read()) for suffix in (".args", ".json")) == before
+    assert not [name for name in os.listdir(folder) if name.startswith(".")]
+    proc = run_stored(stored, "nobody", launcher=shipped, profile=folder + "/ex.json")
+    assert proc.returncode == 0 and open(stored + "/data/w/out").read() == "ran", proc.stderr
+    os.unlink(folder + "/filler")
+    res = render(stored, host_of(stored), run_as="nobody", capabilities=["fs:write:%s/data" % stored], dest=folder)
+    assert res["_rc"] == 0 and res["changed"], res                 # canary: with room, the wider pair is written
+    assert open(folder + "/ex.args").read() == args_text and store.pair_problem(folder, "ex") is None
+
+
+EDITOR = "mtn-faults-%d" % os.getpid()
+
+
+@pytest.fixture(scope="module")
+def editor():
+    yield from rewritten_manifest.made_user(EDITOR)
+
+
+@pytest.fixture
+def manifest_folder(editor, tmp_path):
+    """A root 0755 folder with the editor's own manifest folder in it (root reads what someone else controls)."""
+    root = tmp_path / "place"
+    root.mkdir()
+    os.chmod(str(root), 0o755)
+    os.chmod(str(tmp_path), 0o755)
+    folder = root / "manifests"
+    folder.mkdir()
+    os.chown(str(folder), editor.pw_uid, editor.pw_gid)
+    return str(root), str(folder)
+
+
+def test_a_manifest_rewritten_during_renders_is_never_rendered_half_written(manifest_folder):
+    """Mutation (run when this test was in tests/integration/test_safe_reads.py): safe_read without the
+    before/after fstat comparison writes profiles of truncated text and this test fails."""
+    root, folder = manifest_folder
+    path = os.path.join(folder, "ex.yml")
+    texts = rewritten_manifest.versions(root)
+    expected = {}
+    for text in texts:        # the render of each complete version, read while nothing writes
+        with open(path, "wb") as handle:
+            handle.write(text)
+        time.sleep(safe_read.SETTLE_SECONDS * 2)
+        prof = rewritten_manifest.render(path, root)
+        assert prof["decision"] == "wrapped", prof["diagnostics"]
+        expected[json.dumps(prof["argv"])] = text
+    dest = os.path.join(root, "profiles")
+    os.mkdir(dest, 0o700)
+    stop = multiprocessing.Event()       # the editor is another process, as it would be
+    writer = multiprocessing.Process(target=rewritten_manifest.rewrite_in_place, args=(path, texts, stop))
+    writer.start()
+    seen = {"rendered": 0, "changed": 0}
+    try:
+        for _ in range(150):
+            prof = rewritten_manifest.render(path, root)
+            if prof["decision"] == "refused":
+                error = [d for d in prof["diagnostics"] if d["severity"] == "error"][0]
+                assert error["code"] == "manifest_changed_while_read", prof["diagnostics"]
+                assert "render again" in error["message"], error["message"]
+                seen["changed"] += 1
+                continue
+            store.write(dest, prof)
+            with open(os.path.join(dest, "ex.args")) as handle:
+                written = handle.read().splitlines()
+            assert json.dumps(written) in expected, written       # the render of a complete version, nothing else
+            seen["rendered"] += 1
+    finally:
+        stop.set()
+        writer.join()
+    assert seen["changed"] > 0 and seen["rendered"] > 0, seen     # the race was met, and renders still happen
+    time.sleep(safe_read.SETTLE_SECONDS * 2)
+    prof = rewritten_manifest.render(path, root)                     # the next render, the file quiet: rendered
+    assert prof["decision"] == "wrapped" and json.dumps(prof["argv"]) in expected, prof["diagnostics"]
+    store.write(dest, prof)
+    assert store.pair_problem(dest, "ex") is None

@@ -10,6 +10,7 @@ audit's drift check and the module's diff read through ``read_args``/``read_doc`
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import errno
 import hashlib
 import json
 import os
@@ -17,7 +18,7 @@ import pwd
 import re
 import shlex
 import stat
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..base import diagnostics, files
 from ..base.records import Record
@@ -234,7 +235,10 @@ def write(dest: str, result: Dict[str, Any], check_mode: bool = False, move: Opt
         diffs.append({"before": review_lines(before_doc), "after": review_lines(doc),
                       "before_header": "%s (mounts, before)" % result["executor"],
                       "after_header": "%s (mounts, after)" % result["executor"]})
+    mismatch = pair_problem(dest, result["executor"])
     changed = False
+    replaced: List[Tuple[str, Optional[str]]] = []      # (path, its text before): what a failed second write puts back
+    removed: List[str] = []                             # temp files a killed earlier write left (files.remove_debris)
     for path, content in ((args_path, args_text), (json_path, json_text)):
         before = _read(path)
         if before == content:
@@ -242,10 +246,40 @@ def write(dest: str, result: Dict[str, Any], check_mode: bool = False, move: Opt
         changed = True
         if not check_mode:
             try:
-                files.replace(path, content, 0o644, move)
+                removed.extend(files.replace(path, content, 0o644, move))
             except (IOError, OSError) as exc:
-                raise StoreError("cannot write %s: %s" % (path, exc)) from None
+                raise StoreError(_write_failure(dest, path, exc, _put_back(replaced))) from None
+            replaced.append((path, before))
         if path == args_path:
             diffs.append({"before": before or "", "after": content,
                           "before_header": path if before is not None else "(absent)", "after_header": path})
-    return {"changed": changed, "files": [args_path, json_path], "diff": diffs}
+    healed = []
+    if mismatch is not None and changed:
+        healed.append("%s: re-rendered the mismatched pair (%s)" % (result["executor"], mismatch))
+    if removed:
+        healed.append("%s: removed what an interrupted write left: %s" % (result["executor"], " ".join(removed)))
+    return {"changed": changed, "files": [args_path, json_path], "diff": diffs, "healed": healed}
+
+
+def _put_back(replaced: List[Tuple[str, Optional[str]]]) -> Optional[str]:
+    """Put the files this write already replaced back as they were (removed when they were absent), so that a
+    failed second file never leaves a half-written pair. Returns why that failed, or None."""
+    for path, before in replaced:
+        try:
+            if before is None:
+                os.unlink(path)
+            else:
+                files.replace(path, before, 0o644)
+        except (IOError, OSError) as exc:
+            return "%s could not be put back (%s): the launcher refuses the pair (profile_pair_mismatch)" % (
+                path, exc.strerror or exc)
+    return None
+
+
+def _write_failure(dest: str, path: str, exc: Any, not_restored: Optional[str]) -> str:
+    """The error of a failed write: the folder named when it is full, and what stays in use."""
+    full = getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT)
+    reason = ("the profile folder %s is full (%s)" % (dest, exc.strerror) if full
+              else "%s" % (exc.strerror or exc))
+    kept = not_restored or "nothing half-written, the previous pair (if any) is still the one used"
+    return "cannot write %s: %s; %s" % (path, reason, kept)
