@@ -4,7 +4,8 @@ keyring (KEYCTL_READ of @s, then KEYCTL_READ of each key, as the attacker's code
 ctypes (no keyutils package here). As a script: ``hold SECRET -- ARGV...`` holds then execs ARGV; with no
 argument, prints ``stolen()`` as JSON (the user's code); ``filter errno|kill -- ARGV...`` (run by /usr/bin/python3,
 which has python3-seccomp) loads a real seccomp filter answering keyctl with EPERM or killing it (as systemd's
-SystemCallFilter=~@keyring does), then execs ARGV."""
+SystemCallFilter=~@keyring does), then execs ARGV; ``run_as COLLECTIONS UID GID`` runs this file as the user through
+base/run_as.py run and call (imported from COLLECTIONS) and prints what each read, as JSON."""
 import ctypes
 import errno
 import json
@@ -59,4 +60,13 @@ if __name__ == "__main__":
         rules.add_rule(seccomp.ERRNO(errno.EPERM) if sys.argv[2] == "errno" else seccomp.KILL, "keyctl")
         rules.load()
         os.execv(sys.argv[4], sys.argv[4:])
+    if sys.argv[1:2] == ["run_as"]:
+        sys.path.insert(0, sys.argv[2])
+        from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import run_as
+        uid, gid = int(sys.argv[3]), int(sys.argv[4])
+        ran = run_as.run(["/usr/bin/python3", "-I", "-S", os.path.abspath(__file__)], uid, gid)
+        called = run_as.call(uid, gid, stolen_bytes, None)
+        sys.stdout.write(json.dumps({"run": [ran.rc, ran.stdout.decode(), ran.stderr.decode()],
+                                     "call": called.decode()}))
+        sys.exit(0)
     sys.stdout.write(json.dumps(stolen()))

@@ -75,3 +75,40 @@ def test_run_as_gives_the_users_code_a_keyring_of_its_own():
     assert ran["uid"] == user.uid and ran["keys"] == [] and ran["session"] != plain["session"], ran
     called = json.loads(seen["call"])
     assert called["uid"] == user.uid and called["keys"] == [] and called["session"] != plain["session"], called
+
+
+@pytest.mark.parametrize("action", ["errno", "kill"])
+def test_under_a_keyctl_filter_run_as_never_guesses(action):
+    """Root holding a secret in its session keyring runs run_as.run and run_as.call under a real seccomp filter on
+    keyctl (libseccomp for /usr/bin/python3, as SystemCallFilter=~@keyring loads one): answered EPERM, no keyring
+    is reachable (proven in a child) and the user's code runs, reading no key; a filter that kills keyctl is
+    refused (run: rc 127 session_keyring_kept, call: no answer), root's process itself never killed. Mutation run
+    by hand: keyring_plan returning JOIN under a filter: the kill case's child dies by SIGSYS (rc -31, no code) and
+    the errno case is refused: both fail."""
+    if subprocess.run(["/usr/bin/python3", "-c", "import seccomp"], capture_output=True).returncode:
+        pytest.skip("no python3-seccomp for /usr/bin/python3")
+    collections = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                               "collections")
+    top = tempfile.mkdtemp(prefix="metnos-keyring-", dir="/var/tmp")
+    os.chmod(top, 0o755)
+    script = os.path.join(top, "steal.py")
+    shutil.copy(HELPER, script)
+    os.chmod(script, 0o644)
+    try:
+        with real_user.made("mskf") as user:
+            proc = subprocess.run(["/usr/bin/python3", "-I", "-S", script, "hold", SECRET, "--",
+                                   "/usr/bin/python3", "-I", script, "filter", action, "--",
+                                   "/usr/bin/python3", "-I", script, "run_as", collections, str(user.uid),
+                                   str(user.gid)], capture_output=True, text=True, timeout=120)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    seen = json.loads(proc.stdout)
+    rc, out, err = seen["run"]
+    if action == "kill":
+        assert rc == 127 and err.startswith("session_keyring_kept: keyctl kills"), seen
+        assert seen["call"] == "", seen
+    else:
+        assert rc == 0, err
+        assert json.loads(out)["keys"] == [] and json.loads(out)["uid"] == user.uid, out
+        assert json.loads(seen["call"])["keys"] == [], seen
