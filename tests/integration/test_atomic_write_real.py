@@ -12,6 +12,7 @@ Mutations run by hand (each made a test here fail, then was restored):
 import os
 import shutil
 import stat
+import subprocess
 import tempfile
 import threading
 import time
@@ -19,6 +20,7 @@ import time
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import files
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor_textfile
 from helpers import real_user
 
 
@@ -124,3 +126,63 @@ def test_the_write_is_exact_and_debris_of_a_dead_run_is_removed(tree):
     os.symlink(victim, target)
     files.replace(target, "new\n")
     assert not os.path.islink(target) and open(victim).read() == "keep\n"
+
+
+# (case, how the folder holding the link is planted, who owns the link; attack2 finding 3). "acl_users_link" is
+# the attack itself (refused twice: group write bit of gid 0 shown by the ACL's mask, the link's owner); the others
+# are refused by one judgement alone: "default_acl" by the ACL read through the O_PATH descriptor (a named user's
+# default entry: what every entry made there gets, owners.acl_writers' judgement), "root_group" by no group write
+# bit accepted for gid 0, "users_link" by the link's owner.
+LINK_CASES = [
+    ("acl_users_link", "acl", "user"),
+    ("default_acl", "default_acl", "root"),
+    ("root_group", "0775", "root"),
+    ("users_link", "0755", "user_chowned"),
+]
+
+
+@pytest.mark.parametrize("case, folder_mode, link_owner", LINK_CASES, ids=[c[0] for c in LINK_CASES])
+def test_a_link_in_a_folder_someone_else_can_write_is_never_followed(tree, user, case, folder_mode, link_owner):
+    """attack2 finding 3, planted for real: a root:root folder holding ``out``, a link to a root-only 0700 folder.
+    The user may write that folder through an ACL (``setfacl -m u:USER:rwx``: mode 0775, group root, so the mode
+    alone looks root's) and swaps ``out`` for the link itself (as the user, setpriv); or the folder is 0775 with
+    group root; or the link is the user's. Root's writes there (the monitor's textfile, files.replace) are refused
+    with LinkRefused and nothing lands in the root-only folder. Canary: the same link in a 0755 root:root folder
+    without an ACL, root's own, is followed. Mutations run by hand: trusted_folder passing no descriptor (ACL
+    unread): default_acl's writes land, it fails; root_group=True: root_group fails; the link-owner check
+    removed: users_link fails."""
+    secret = os.path.join(tree, "root-only")
+    os.makedirs(secret, 0o700)
+    shared = os.path.join(tree, "shared")
+    os.makedirs(shared)
+    os.chmod(shared, 0o775 if folder_mode == "0775" else 0o755)
+    os.makedirs(os.path.join(shared, "out"))
+    link = os.path.join(shared, "out")
+    if folder_mode == "acl":
+        subprocess.run(["setfacl", "-m", "u:%s:rwx" % user.name, shared], check=True)
+        assert stat.S_IMODE(os.stat(shared).st_mode) == 0o775 and os.stat(shared).st_gid == 0
+    if folder_mode == "default_acl":
+        subprocess.run(["setfacl", "-d", "-m", "u:%s:rwx" % user.name, shared], check=True)
+        assert stat.S_IMODE(os.stat(shared).st_mode) == 0o755
+    if link_owner == "user":
+        swap = "mv %s %s.old && ln -s %s %s" % (link, link, secret, link)
+        subprocess.run(["setpriv", "--reuid", str(user.uid), "--regid", str(user.gid), "--clear-groups", "sh", "-c",
+                        swap], check=True)
+        assert os.lstat(link).st_uid == user.uid
+    else:
+        os.rename(link, link + ".old")
+        os.symlink(secret, link)
+        if link_owner == "user_chowned":
+            os.lchown(link, user.uid, user.gid)
+    with pytest.raises(files.LinkRefused):
+        monitor_textfile.write(link, {"hostname": "h", "verdict": "pass", "proven": True})
+    with pytest.raises(files.LinkRefused):
+        files.replace(os.path.join(link, "f.conf"), "written by root\n")
+    assert os.listdir(secret) == []
+    # canary: the same link, root's, in a 0755 root:root folder without an ACL is followed
+    subprocess.run(["setfacl", "-b", shared], check=True)
+    os.chmod(shared, 0o755)
+    os.unlink(link)
+    os.symlink(secret, link)
+    monitor_textfile.write(link, {"hostname": "h", "verdict": "pass", "proven": True})
+    assert os.listdir(secret) == [monitor_textfile.FILE_NAME]

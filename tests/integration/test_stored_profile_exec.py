@@ -370,3 +370,51 @@ def test_a_channel_made_in_a_grant_after_rendering_is_refused_at_launch(stored, 
                 assert not os.path.exists(stored + "/data/w/out")
     finally:
         daemon.close()
+
+
+@pytest.mark.rule("R-SEC-1")
+def test_an_executor_never_holds_the_root_callers_session_keyring(stored, shipped):
+    """attack2 finding 1, planted for real: root joins a session keyring holding a secret key (what su -l, login
+    or a root unit give root; tests/helpers/keyrings_real.py through ctypes), then execs the shipped launcher. The
+    executor (as nobody, in real bwrap) reads its session keyring and every key in it. Canary: the same code under
+    plain setpriv to nobody reads the secret. Through the launcher: a keyring of its own, no key. Mutation run by
+    hand: drop_to not calling own_session_keyring: the executor reads the secret and this test fails."""
+    helper = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "helpers", "keyrings_real.py")
+    shutil.copy(helper, stored + "/executors/ex/main.py")
+    hold = ["/usr/bin/python3", "-I", "-S", stored + "/executors/ex/main.py", "hold", "root-only-keyring-canary", "--"]
+    canary = subprocess.run(hold + ["/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                                    "/usr/bin/python3", "-I", "-S", stored + "/executors/ex/main.py"],
+                            capture_output=True, text=True, timeout=60)
+    assert json.loads(canary.stdout)["keys"] == ["root-only-keyring-canary"], canary.stderr
+    proc = subprocess.run(hold + [shipped, "--profile", stored + "/profiles/ex.json"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stdout)
+    assert seen["keys"] == [] and seen["uid"] == NOBODY.pw_uid, seen
+
+
+@pytest.mark.rule("R-SEC-1")
+@pytest.mark.parametrize("action, refused", [("errno", False), ("kill", True)])
+def test_under_a_keyctl_filter_the_launcher_never_guesses(stored, shipped, action, refused):
+    """The launcher started by root under a real seccomp filter on keyctl (libseccomp, as SystemCallFilter=~@keyring
+    loads one), root's keyring holding a secret: a filter answering EPERM proves no keyring is reachable (asked in
+    a child: keyctl could kill) and the executor runs, reading no key; a filter that kills keyctl is refused
+    (launcher_keyring_kept), the launcher itself not killed. Mutation run by hand: own_session_keyring skipping
+    the child under a filter: the kill case dies by SIGSYS instead of refusing, and this test fails."""
+    if subprocess.run(["/usr/bin/python3", "-c", "import seccomp"], capture_output=True).returncode:
+        pytest.skip("no python3-seccomp for /usr/bin/python3")
+    helper = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "helpers", "keyrings_real.py")
+    shutil.copy(helper, stored + "/executors/ex/main.py")
+    script = stored + "/executors/ex/main.py"
+    argv = ["/usr/bin/python3", "-I", "-S", script, "hold", "root-only-keyring-canary", "--",
+            "/usr/bin/python3", "-I", script, "filter", action, "--",
+            shipped, "--profile", stored + "/profiles/ex.json"]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    if refused:
+        assert proc.returncode == 1 and proc.stderr.startswith("metnos-sandbox-exec: launcher_keyring_kept: "), \
+            (proc.returncode, proc.stderr)
+        assert "fix: grep Seccomp /proc/self/status" in proc.stderr
+    else:
+        assert proc.returncode == 0, proc.stderr
+        seen = json.loads(proc.stdout)
+        assert seen["keys"] == [] and seen["uid"] == NOBODY.pw_uid, seen

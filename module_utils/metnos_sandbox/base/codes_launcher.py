@@ -63,6 +63,20 @@ CODES.extend([
          messages={"launcher": "{problem}"},
          hint=("<user> is the service's User= (the one the executors run as); or start the launcher as that "
                "user.")),
+    Code("launcher_keyring_kept", ERROR, "R-SEC-1", SANDBOX_ACTIVE,
+         "The executor would keep its caller's session keyring",
+         "metnos-sandbox-exec, started by root, dropped to the service user but could not give it a session "
+         "keyring of its own: keyrings are not namespaced and survive execve and bwrap, so the executor would "
+         "hold root's (pam_keyinit's, a root unit's) as possessor and read every key in it. A seccomp filter "
+         "that kills keyctl (SystemCallFilter=~@keyring without an errno) is refused too: unknown is a failure. "
+         "Nothing was run.",
+         "After the drop: /proc/self/status Seccomp (under a filter keyctl is first asked in a child: EPERM or "
+         "ENOSYS proves no keyring is reachable), keyctl(KEYCTL_JOIN_SESSION_KEYRING, NULL), then "
+         "KEYCTL_GET_KEYRING_ID of the session keyring: the joined serial, not the one held before.",
+         ["grep Seccomp /proc/self/status"],
+         messages={"launcher": "{problem}"},
+         hint=("In a unit that filters @keyring, add SystemCallErrorNumber=EPERM (keyctl then answers EPERM "
+               "instead of killing the launcher).")),
     Code("launcher_core_unsafe", ERROR, "R-SEC-1", SANDBOX_ACTIVE,
          "The launcher's core is not root's alone",
          "metnos-sandbox-exec, started by root, found its core (descriptors.py beside it) or a folder above it "

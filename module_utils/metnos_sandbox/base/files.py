@@ -72,11 +72,12 @@ def _kind(mode: int) -> str:
     return "of unknown type"
 
 
-def trusted_folder(st: os.stat_result) -> bool:
-    """Only root, or this process's own uid, can change this folder's entries (a link in it is theirs):
-    owners.change_reasons with root's group accepted, no sticky exception; its ACL is not read (the walk holds
-    O_PATH descriptors, through which no xattr can be read)."""
-    return not owners.change_reasons(st, sticky_folders=False, own_uid=os.geteuid())
+def trusted_folder(st: os.stat_result, fd: int) -> bool:
+    """Only root, or this process's own uid, can change the entries of the folder open on ``fd`` (``st`` its
+    fstat), so a link in it is theirs: owners.change_reasons with its ACL read (through the O_PATH descriptor's
+    /proc/self/fd link), no group write bit accepted (root's group neither: attack2 finding 3), no sticky
+    exception."""
+    return not owners.change_reasons(st, fd, sticky_folders=False, root_group=False, own_uid=os.geteuid())
 
 
 def open_folder(path: str, create_mode: Optional[int] = None) -> int:
@@ -115,9 +116,13 @@ def open_folder(path: str, create_mode: Optional[int] = None) -> int:
                                      % _kind(st.st_mode)) from None
                 folder = os.fstat(fd)
                 links += 1
-                if not trusted_folder(folder) or links > MAX_LINKS:
-                    raise LinkRefused(here, owner_name(folder.st_uid), "a symbolic link in a folder that %s can "
-                                      "write: not followed" % owner_name(folder.st_uid)) from None
+                if not trusted_folder(folder, fd) or links > MAX_LINKS:
+                    raise LinkRefused(here, owner_name(folder.st_uid), "a symbolic link in a folder that %s (its "
+                                      "owner), its group or an ACL entry can write: not followed"
+                                      % owner_name(folder.st_uid)) from None
+                if st.st_uid not in (0, os.geteuid()):
+                    raise LinkRefused(here, owner_name(st.st_uid), "a symbolic link owned by %s: not followed"
+                                      % owner_name(st.st_uid)) from None
                 target = os.readlink(part, dir_fd=fd)
                 # The walk so far is the real path (no untrusted link was followed): the joined target is exact.
                 pending = [p for p in os.path.normpath(os.path.join(done or "/", target)).split("/")

@@ -108,10 +108,7 @@ def acl_writers(where: Union[str, int]) -> Optional[List[str]]:
     out: List[str] = []
     for name in ACL_NAMES:
         try:
-            if isinstance(where, int):
-                data = os.getxattr(where, name)
-            else:
-                data = os.getxattr(where, name, follow_symlinks=False)
+            data = _xattr(where, name)
         except OSError as exc:
             if exc.errno in (errno.ENODATA, errno.ENOTSUP, errno.ENOENT, errno.EOPNOTSUPP):
                 continue
@@ -123,6 +120,23 @@ def acl_writers(where: Union[str, int]) -> Optional[List[str]]:
         out.extend(_acl_name(tag, ident) for tag, perm, ident in entries
                    if tag in (ACL_USER, ACL_GROUP) and ident != 0 and perm & mask & ACL_WRITE)
     return sorted(set(out))
+
+
+def _xattr(where: Union[str, int], name: str) -> bytes:
+    """The xattr ``name`` of a path (not followed) or a descriptor; an O_PATH descriptor (no fgetxattr through it:
+    EBADF) is read through its /proc/self/fd magic link, which names the object itself (there a missing link,
+    /proc not mounted, is unknown: EIO, never "no ACL")."""
+    if not isinstance(where, int):
+        return os.getxattr(where, name, follow_symlinks=False)
+    try:
+        return os.getxattr(where, name)
+    except OSError as exc:
+        if exc.errno != errno.EBADF:
+            raise
+    try:
+        return os.getxattr("/proc/self/fd/%d" % where, name)
+    except FileNotFoundError:
+        raise OSError(errno.EIO, "/proc/self/fd/%d cannot be read" % where) from None
 
 
 def acl_entries(data: bytes) -> Optional[List[Tuple[int, int, int]]]:
@@ -153,8 +167,8 @@ def change_reasons(info: os.stat_result, where: Optional[Union[str, int]] = None
       has not judged itself does not accept it.
     - ``root_group``: a group write bit is accepted when the group is root's (gid 0).
     - ``own_uid``: a uid besides root whose components pass (a writer running as that user: its own folders).
-    - ``where``: the path (not followed) or descriptor whose ACL xattrs are read (acl_writers); None when the
-      caller holds only an O_PATH descriptor (no xattr can be read through it) - the ACL is then not judged.
+    - ``where``: the path (not followed) or descriptor (an O_PATH one too: read through /proc/self/fd) whose ACL
+      xattrs are read (acl_writers); None: the ACL is not judged.
 
     A symbolic link is judged by its owner alone (its own mode is always 0777 and means nothing)."""
     mode = info.st_mode

@@ -24,11 +24,20 @@ The API (stable; the enforce branch uses it too):
   and the child execs nothing, so the bounding set and no_new_privs that setpriv sets for a program have nothing
   to guard), checks that the drop held, runs ``func(arg)`` and writes its bytes; killed at the deadline. b"" when
   it could not report. host/procfs.py's run_as and call_as are this.
+- Both give the dropped program a session keyring of its own (attack2 finding 1): keyrings are not namespaced and
+  survive setuid, setpriv, execve and bwrap, so a program would otherwise hold root's session keyring (from
+  pam_keyinit, a root unit) as possessor and read every key in it. ``run`` joins a fresh anonymous keyring in the
+  child before setpriv, ``call`` after the drop; each proves the serial of its session keyring changed, else
+  ``run`` gives rc 127 with ``session_keyring_kept`` on stderr and ``call`` gives b"". Under a seccomp filter
+  keyctl is first asked in a child (``keyring_plan``): a filter that answers EPERM/ENOSYS proves no keyring is
+  reachable; one that kills keyctl, or anything else, is refused (unknown is a failure).
 
 Pure Python, no Ansible imports, Python 3.8+.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import ctypes
+import errno
 import os
 import pwd
 import re
@@ -36,7 +45,7 @@ import selectors
 import signal
 import subprocess
 import time
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, TypeVar
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from .records import Record
 
@@ -59,6 +68,91 @@ class Ran(Record):
     stderr: bytes
     timed_out: bool
     truncated: bool
+
+
+# keyctl(2) by machine (the C library has no wrapper without libkeyutils), as probe/payload_script.KEYCTL_NR
+KEYCTL_NR = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "s390x": 280, "ppc64le": 271, "ppc64": 271,
+             "i686": 288, "i386": 288, "armv7l": 311}
+GET_KEYRING_ID, JOIN_SESSION_KEYRING, SESSION_KEYRING = 0, 1, -3
+KEYRING_KEPT = "session_keyring_kept"
+JOIN, UNREACHABLE = "join", "unreachable"
+REFUSED_ERRNOS = (errno.EPERM, errno.ENOSYS, errno.EACCES)
+
+
+def _keyctl(operation: int, argument: int) -> Tuple[int, int]:
+    """keyctl(operation, argument, 0): (its answer, errno)."""
+    number = KEYCTL_NR.get(os.uname()[4])
+    if number is None:
+        return -1, errno.ENOSYS
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    ctypes.set_errno(0)
+    got = libc.syscall(number, operation, ctypes.c_void_p(None) if operation == JOIN_SESSION_KEYRING
+                       else ctypes.c_int(argument), 0)
+    return int(got), ctypes.get_errno()
+
+
+def join_session_keyring() -> Optional[str]:
+    """Join a new anonymous session keyring in this process and prove it: None when the session keyring's serial
+    is now the joined one and not the one held before, else why not."""
+    before, _err = _keyctl(GET_KEYRING_ID, SESSION_KEYRING)
+    joined, err = _keyctl(JOIN_SESSION_KEYRING, 0)
+    if joined < 0:
+        return "keyctl(KEYCTL_JOIN_SESSION_KEYRING) failed: %s" % errno.errorcode.get(err, str(err))
+    after, err = _keyctl(GET_KEYRING_ID, SESSION_KEYRING)
+    if after != joined or after == before:
+        return "the session keyring is still %d after joining %d (held before: %d)" % (after, joined, before)
+    return None
+
+
+def _seccomp() -> Optional[int]:
+    """The Seccomp mode of this process (/proc/self/status): 0 none, 1 strict, 2 filter; None when unread."""
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith("Seccomp:"):
+                    return int(line.split(None, 2)[1])
+    except (OSError, IndexError, ValueError):
+        return None
+    return None
+
+
+def keyring_plan() -> str:
+    """What a dropped descendant of this process does about the session keyring it inherits: JOIN (keyctl can
+    be called here), UNREACHABLE (a seccomp filter answers keyctl EPERM/ENOSYS: no keyring can be reached by any
+    descendant, proven in a child), or the text of why neither is known (a filter that kills keyctl, seccomp
+    unread). keyctl is never called in this process under a filter: it could kill it."""
+    mode = _seccomp()
+    if mode == 0:
+        return JOIN
+    if mode != 2:
+        return "the seccomp mode of this process is %s" % ("unread" if mode is None else mode)
+    child = os.fork()
+    if child == 0:          # pragma: no cover - runs in the forked child: only system calls, then _exit
+        code = 4
+        try:
+            joined, err = _keyctl(JOIN_SESSION_KEYRING, 0)
+            if joined >= 0:
+                code = 0
+            elif err in REFUSED_ERRNOS and _keyctl(GET_KEYRING_ID, SESSION_KEYRING)[1] in REFUSED_ERRNOS:
+                code = 3
+        finally:
+            os._exit(code)
+    _pid, status = os.waitpid(child, 0)
+    if os.WIFSIGNALED(status):
+        return "keyctl kills a process under this seccomp filter (signal %d): set SystemCallErrorNumber=EPERM" \
+            % os.WTERMSIG(status)
+    answer = os.WEXITSTATUS(status)
+    return JOIN if answer == 0 else UNREACHABLE if answer == 3 else "keyctl answered neither a keyring nor EPERM"
+
+
+def _fresh_keyring(plan: str) -> None:
+    """In a child before it runs the user's code: a session keyring of its own, or raise."""
+    if plan == UNREACHABLE:
+        return
+    problem = join_session_keyring() if plan == JOIN else plan
+    if problem:
+        raise OSError(errno.EPERM, "%s: %s" % (KEYRING_KEPT, problem))
 
 
 def text(data: bytes) -> str:
@@ -106,11 +200,19 @@ def _kill(pid: int) -> None:
 def run(argv: Sequence[str], uid: int, gid: int, timeout: float = 30.0, limit: int = LIMIT,
         env: Optional[Mapping[str, str]] = None) -> Ran:
     """Run ``argv`` as ``uid``:``gid`` (see the module's docstring); never raises for a program that cannot
-    start (rc 127) or does not end (rc 124, its group killed)."""
+    start (rc 127; ``session_keyring_kept`` on stderr when it could not be given a keyring of its own) or does
+    not end (rc 124, its group killed)."""
+    plan = keyring_plan()
+    if plan not in (JOIN, UNREACHABLE):
+        return Ran(127, b"", ("%s: %s" % (KEYRING_KEPT, plan)).encode("utf-8", "replace"), False, False)
     try:
         proc = subprocess.Popen(command(argv, uid, gid), stdin=subprocess.DEVNULL,  # pylint: disable=ansible-bad-function
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment(env), cwd="/",
-                                start_new_session=True, close_fds=True)
+                                start_new_session=True, close_fds=True,
+                                preexec_fn=lambda: _fresh_keyring(plan))  # pylint: disable=subprocess-popen-preexec-fn
+    except subprocess.SubprocessError:       # raised in the child before setpriv: only _fresh_keyring does
+        return Ran(127, b"", ("%s: the program's own session keyring could not be joined and proven"
+                              % KEYRING_KEPT).encode("utf-8"), False, False)
     except OSError as exc:
         return Ran(127, b"", str(exc).encode("utf-8", "replace"), False, False)
     kept = {"stdout": bytearray(), "stderr": bytearray()}
@@ -165,6 +267,9 @@ def call(uid: int, gid: int, func: Callable[[T], bytes], arg: T, groups: Sequenc
     """func(arg) in a forked child that has exactly uid/gid and the supplementary ``groups`` (none by default),
     see the module's docstring: the bytes it returned, or b"" when it could not report (the drop did not hold,
     it failed before writing, or the deadline passed: then it is killed). ``func`` bounds what it returns."""
+    plan = keyring_plan()
+    if plan not in (JOIN, UNREACHABLE):
+        return b""
     rfd, wfd = os.pipe()
     child = os.fork()
     if child == 0:          # pragma: no cover - runs in the forked child
@@ -176,6 +281,7 @@ def call(uid: int, gid: int, func: Callable[[T], bytes], arg: T, groups: Sequenc
             os.setresuid(uid, uid, uid)
             if not _dropped(uid, gid, groups):
                 os._exit(1)
+            _fresh_keyring(plan)
             data = func(arg)
             while data:
                 data = data[os.write(wfd, data):]

@@ -27,6 +27,8 @@ Stdlib only and no import of the rest of the core: ``launcher_words`` ships this
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import ctypes
+import errno
 import fcntl
 import hashlib
 import json
@@ -215,6 +217,7 @@ UNSAFE = "profile_folder_unsafe"
 HALF = "profile_pair_mismatch"
 ROOT = "launcher_root_refused"
 CHANNEL = "launcher_channel_appeared"
+KEYRING = "launcher_keyring_kept"
 FIXES = {MISSING: "ls -l {quoted}",
          UNREADABLE: "ls -l {quoted}",
          NOT_JSON: "ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles",
@@ -223,6 +226,7 @@ FIXES = {MISSING: "ls -l {quoted}",
          HALF: "ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles",
          ROOT: "ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles -e metnos_sandbox_run_as=<user>",
          CHANNEL: "ls -l {quoted}",
+         KEYRING: "grep Seccomp /proc/self/status",
          CODE: "ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles"}
 MAX_CHANNEL_WALK = 20000       # entries looked at over every granted folder, as the render's channel search
 # What reaches the sandbox of the caller's environment (nothing else does: bwrap starts with this alone, and a
@@ -239,6 +243,8 @@ Runs a stored profile (written by the sandbox_profile module: <executor>.json an
     opened without following a symbolic link); the .json and the .args carry the same argv digest;
   - started by root, it drops to the service user the profile records (run_as: no supplementary groups, no
     capabilities, verified) before anything else; a profile without one is refused;
+  - started by root, the dropped process joins a session keyring of its own (proven by its serial), so the
+    executor never holds root's keyring (launcher_keyring_kept);
   - the sources bound by descriptor are opened race-free and proven to be the objects judged at render time;
   - the granted folders hold no socket, FIFO or device node the render did not see there (channels);
   - bwrap starts in a session of its own, no terminal on fds 0-2 (/dev/null instead), with every other
@@ -246,7 +252,8 @@ Runs a stored profile (written by the sandbox_profile module: <executor>.json an
     PATH, LANG, LANGUAGE, LC_* and METNOS_* of the caller (anything else only by --setenv in the profile).
 Exit status: bwrap's; 1 when the profile is refused (the message starts with its code), 2 for a usage error.
 Codes: launcher_profile_missing, launcher_profile_unreadable, launcher_profile_not_json, launcher_profile_invalid,
-profile_folder_unsafe, profile_pair_mismatch, launcher_root_refused, launcher_channel_appeared, bind_source_moved
+profile_folder_unsafe, profile_pair_mismatch, launcher_root_refused, launcher_keyring_kept,
+launcher_channel_appeared, bind_source_moved
 (docs/diagnostics.md).
 """
 
@@ -444,7 +451,57 @@ def drop_to(run_as: Optional[Dict[str, Any]], path: str) -> Tuple[int, int]:
             or _regains_root():
         raise Refused(ROOT, "the drop to %s did not hold (uids %s, gids %s, groups %s, capabilities %s)" % (
             name, os.getresuid(), os.getresgid(), os.getgroups(), held), path)
+    problem = own_session_keyring()
+    if problem:
+        raise Refused(KEYRING, "the executor would keep the caller's session keyring (root's keys): %s" % problem,
+                      path)
     return uid, gid
+
+
+# keyctl(2) by machine, as base/run_as.py (this file imports nothing of the core)
+KEYCTL_NR = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "s390x": 280, "ppc64le": 271, "ppc64": 271,
+             "i686": 288, "i386": 288, "armv7l": 311}
+
+
+def _keyctl(operation: int, argument: int) -> Tuple[int, int]:
+    """keyctl(operation, argument, 0) (0: GET_KEYRING_ID, 1: JOIN_SESSION_KEYRING with NULL): answer, errno."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    ctypes.set_errno(0)
+    got = libc.syscall(KEYCTL_NR.get(os.uname()[4], -1), operation,
+                       ctypes.c_void_p(None) if operation == 1 else ctypes.c_int(argument), 0)
+    return int(got), ctypes.get_errno()
+
+
+def own_session_keyring() -> Optional[str]:
+    """After the drop, before any exec: a new anonymous session keyring, proven by its serial (keyrings are not
+    namespaced and survive execve and bwrap: the executor would hold root's as possessor). Under a seccomp filter
+    keyctl is first asked in a child (it could kill this process): EPERM/ENOSYS there for both calls proves no
+    keyring is reachable. None when done or proven; else why not (a filter that kills keyctl: refused)."""
+    refused = (errno.EPERM, errno.ENOSYS, errno.EACCES)
+    with open("/proc/self/status") as handle:
+        mode = [line.split()[1:2] for line in handle if line.startswith("Seccomp:")]
+    if mode != [["0"]]:
+        child = os.fork()
+        if child == 0:          # pragma: no cover - the forked child: system calls, then _exit
+            code = 4
+            try:
+                joined, err = _keyctl(1, 0)
+                code = 0 if joined >= 0 else 3 if err in refused and _keyctl(0, -3)[1] in refused else 4
+            finally:
+                os._exit(code)
+        status = os.waitpid(child, 0)[1]
+        if os.WIFSIGNALED(status) or os.WEXITSTATUS(status) != 0:
+            return None if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 3 else (
+                "keyctl kills or fails under this process's seccomp filter (Seccomp %s, child status %d)"
+                % (mode, status))
+    before = _keyctl(0, -3)[0]
+    joined, err = _keyctl(1, 0)
+    after = _keyctl(0, -3)[0]
+    if joined < 0 or after != joined or after == before:
+        return "keyctl(KEYCTL_JOIN_SESSION_KEYRING) gave %d (%s), the session keyring is %d, was %d" % (
+            joined, errno.errorcode.get(err, str(err)), after, before)
+    return None
 
 
 def _regains_root() -> bool:
