@@ -78,3 +78,16 @@ def test_the_bounds(top):
     assert "%d folders deep" % tree_walk.MAX_WALK_DEPTH in channels.bound_refusal("fs:read", walked, 1)["message"]
     with pytest.raises(descriptors.Stopped):
         descriptors.channels_below([top])
+
+
+def test_passing_skips_a_swapped_folder_and_goes_on(top):
+    """group_files' mode: a swapped folder is passed (never entered, never followed), the rest is still walked."""
+    os.mkdir(os.path.join(top, "zz-after"))
+    seen = []
+    for path, _info in tree_walk.tree(top, [100], passing=True):
+        seen.append(path)
+        if os.path.basename(path) == "sub":
+            os.rename(path, path + ".old")
+            os.symlink(os.path.join(os.path.dirname(top), "elsewhere"), path)
+    assert not [p for p in seen if p.endswith("other.sock") or "/sub/" in p]
+    assert os.path.join(top, "zz-after") in seen or os.path.join(top, "sub.old") in seen

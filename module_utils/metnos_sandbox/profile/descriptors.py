@@ -512,8 +512,7 @@ class Stopped(ValueError):
 
 
 def _open_below(name: str, parent: Optional[int], path: str, ident: Optional[Tuple[int, int]]) -> int:
-    """``name`` opened as a folder in ``parent`` (a descriptor; None: ``name`` is a top folder), never through a
-    link, and proved to be ``ident`` (st_dev, st_ino) when given; Stopped otherwise."""
+    """Folder ``name`` opened in ``parent`` (None: top), never through a link, proved ``ident`` (dev, ino) if given."""
     try:
         fd = os.open(name, WALK_FLAGS, dir_fd=parent)
     except OSError as exc:
@@ -528,9 +527,9 @@ def _open_below(name: str, parent: Optional[int], path: str, ident: Optional[Tup
 
 def tree(top: str, budget: List[int], skip: FrozenSet[str] = frozenset(),
          passing: bool = False) -> Iterator[Tuple[str, os.stat_result]]:
-    """(path, lstat) of every entry below the folder ``top``, depth first, by descriptor (the module docstring of
-    base/tree_walk.py). ``budget`` (shared, decremented): entries that may still be looked at; ``skip``: folders
-    not entered; ``passing``: a subfolder that cannot be opened (EACCES) is passed. Stopped when unfinished."""
+    """(path, lstat) of every entry below ``top``, depth first, by descriptor (base/tree_walk.py). ``budget``
+    (shared, decremented): entries still allowed; ``skip``: folders not entered; ``passing``: pass an entry that
+    vanished and a subfolder unreadable or swapped. Stopped when unfinished."""
     stack = [(_open_below(top, None, top, None), top)]
     listings = [os.scandir(stack[0][0])]
     try:
@@ -548,6 +547,8 @@ def tree(top: str, budget: List[int], skip: FrozenSet[str] = frozenset(),
             try:
                 info = entry.stat(follow_symlinks=False)
             except OSError as exc:
+                if passing:
+                    continue
                 raise Stopped("changed", path, exc.strerror or "") from None
             yield path, info
             if stat.S_ISDIR(info.st_mode) and path not in skip:
@@ -555,8 +556,8 @@ def tree(top: str, budget: List[int], skip: FrozenSet[str] = frozenset(),
                     raise Stopped("deep", path)
                 try:
                     fd = _open_below(entry.name, stack[-1][0], path, (info.st_dev, info.st_ino))
-                except Stopped as exc:
-                    if passing and exc.why == "unreadable":
+                except Stopped:
+                    if passing:
                         continue
                     raise
                 stack.append((fd, path))

@@ -90,7 +90,7 @@ class Walk(Record):
 def group_files(gids: Sequence[int], roots: Sequence[str] = BASE_ROOTS, limit: int = MAX_WALK_ENTRIES) -> Walk:
     """Below each of ``roots``, by descriptor (tree_walk.tree: never through a symbolic link, one lstat per
     entry): what one of ``gids`` makes readable or writable that others cannot read or write. A folder root
-    cannot list is passed (no sandbox lists it either); one that changed while searched stops the walk there."""
+    cannot list is passed (no sandbox lists it either), and so is one swapped or an entry vanished meanwhile."""
     wanted = frozenset(gids)
     found: List[GroupFile] = []
     budget = [limit]
@@ -104,7 +104,7 @@ def group_files(gids: Sequence[int], roots: Sequence[str] = BASE_ROOTS, limit: i
                         found.append(GroupFile(path, st.st_gid, "writable"))
                     elif st.st_mode & stat.S_IRGRP and not st.st_mode & stat.S_IROTH:
                         found.append(GroupFile(path, st.st_gid, "readable"))
-        except tree_walk.Stopped as exc:
+        except tree_walk.Stopped as exc:     # the bound, the depth, or the root itself swapped
             if exc.why != "unreadable":
                 return Walk(found, exc.folder)
     return Walk(found)
