@@ -19,6 +19,14 @@ import pytest
 from helpers.paths import CORE, read_text
 
 MAX_LINES = 650
+# (module, its own limit): a module that must stay one file, each with its reason.
+ONE_FILE = {
+    # The launcher's core: shipped alone beside metnos-sandbox-exec and sent whole as `python -I -S -c` by the
+    # probe (launcher_words), so it imports nothing of the core; the walker and the keyring join it needs are its
+    # own copies (tests/unit/test_tree_walk.py keeps the walker equal to base/tree_walk.py). Splitting it means
+    # shipping two files: issue 55's split of big rooms.
+    "profile/descriptors.py": 720,
+}
 # (module, what it imports inside a function): the exceptions docs/architecture.md names.
 INNER_IMPORTS = {("probe/blame.py", ".blame_trials"),      # a real cycle: blame_trials imports blame's types
                  ("profile/reader.py", "yaml")}             # an optional dependency, for YAML text only
@@ -125,7 +133,8 @@ def test_each_codes_module_imports_only_the_registry():
 
 
 def test_every_module_is_short_enough():
-    long = {rel: n for rel, path in _modules() for n in [len(read_text(path).splitlines())] if n > MAX_LINES}
+    long = {rel: n for rel, path in _modules() for n in [len(read_text(path).splitlines())]
+            if n > ONE_FILE.get(rel, MAX_LINES)}
     assert not long, "split these by job: %s" % long
 
 

@@ -133,9 +133,22 @@ CODES.extend([
          ["ls -ld {folder}"],
          messages={"entries": "{what}: {folder} holds more than {limit} entries (this render's bound): it cannot "
                               "be searched for command channels, so it is not bound",
+                   "deep": "{what}: {folder} is nested more than {limit} folders deep: the granted tree cannot be "
+                           "searched for command channels, so it is not bound",
                    "unreadable": "{what}: {folder} cannot be read ({error}): the granted tree cannot be searched "
                                  "for command channels, so it is not bound"},
          hint="Grant a smaller folder (a subfolder the executor needs), or make {folder} readable by the renderer."),
+    Code("channel_walk_changed", ERROR, "R-CAP-SYS", SANDBOX_ACTIVE,
+         "A granted folder changed while it was searched for command channels",
+         "The search opens every folder by descriptor in its parent, never through a symbolic link, and checks "
+         "it is the folder it listed. A folder or entry that vanished, or was swapped (a link put in its place), "
+         "while the render searched it means the search cannot be trusted: the tree is not bound.",
+         "The walk by descriptor of the granted tree (module_utils/metnos_sandbox/base/tree_walk.py).",
+         ["ls -la {folder}"],
+         messages={"": "{what}: {folder} changed while searched for command channels (it vanished or was "
+                       "swapped): the search cannot be trusted, so it is not bound: render again"},
+         hint="Render again when nothing renames folders in the granted tree; a repeated refusal means someone "
+              "swaps folders there (look at who owns {folder})."),
     Code("system_bus_not_granted", INFO, "R-CAP-SYS", SANDBOX_ACTIVE,
          "The system bus is not granted: no filtering proxy",
          "systemd:read and system:read reach the system bus only through a filtering proxy (xdg-dbus-proxy, "

@@ -97,6 +97,15 @@ CODES.extend([
          messages={"launcher": "{problem}"},
          hint=("Find who made it (the command shows its owner); remove it, or allow it with a reason in "
                "host.allow_channels and render the profile again.")),
+    Code("launcher_channel_search_changed", ERROR, "R-SEC-1", SANDBOX_ACTIVE,
+         "A granted folder changed while the launcher searched it for channels",
+         "At launch the granted folders are searched by descriptor (each folder opened in its parent, never "
+         "through a symbolic link, checked to be the folder listed). One vanished or was swapped while searched: "
+         "the search cannot be trusted, so nothing was run.",
+         "At launch, as the service user: the walk by descriptor of the granted folders (descriptors.tree).",
+         ["ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles"],
+         messages={"launcher": "{problem}"},
+         hint="Run it again when nothing renames folders in the granted tree, or render the profile again."),
     Code("profile_folder_unsafe", ERROR, "R-SEC-1", PROFILES,
          "A stored profile's folder or file is not root's alone",
          "The profile folder, a folder on its way from /, or the profile file is owned by another user than "

@@ -19,13 +19,12 @@ Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
-import collections
 import fnmatch
 import os
 import stat
 from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Tuple
 
-from ..base import diagnostics, paths
+from ..base import diagnostics, paths, tree_walk
 from ..base.records import Record
 
 MAX_WALK_ENTRIES = 20000          # entries looked at per render, over every granted folder
@@ -98,7 +97,7 @@ class Found(Record):
 
 class Walk(Record):
     """What a bounded search of a granted folder found: the channels, and why it stopped early (``stop``:
-    'entries' or 'unreadable', at ``where``, with the ``error``)."""
+    'entries', 'deep', 'unreadable' or 'changed', at ``where``, with the ``error``)."""
     found: List[Found]
     stop: Optional[str] = None
     where: str = ""
@@ -106,28 +105,20 @@ class Walk(Record):
 
 
 def walk(root: str, budget: List[int], skip: FrozenSet[str] = frozenset()) -> Walk:
-    """Breadth first below ``root`` (a resolved folder), without following symbolic links; ``budget``: the
-    entries this render may still look at (shared by every walk of the render, decremented); ``skip``: mount
-    points not entered (odd_filesystems: refused on their own)."""
+    """Below ``root`` (a resolved folder), by descriptor (tree_walk.tree: never through a symbolic link, a folder
+    swapped while searched stops it, "changed"); ``budget``: the entries this render may still look at (shared
+    by every walk of the render, decremented); ``skip``: mount points not entered (odd_filesystems: refused on
+    their own)."""
     found: List[Found] = []
-    queue = collections.deque([] if root in skip else [root])
-    while queue:
-        folder = queue.popleft()
-        try:
-            with os.scandir(folder) as entries:
-                for entry in entries:
-                    budget[0] -= 1
-                    if budget[0] < 0:
-                        return Walk(found, "entries", folder)
-                    if entry.is_dir(follow_symlinks=False):
-                        if entry.path not in skip:
-                            queue.append(entry.path)
-                    elif not entry.is_file(follow_symlinks=False) and not entry.is_symlink():
-                        kind = kind_of(entry.stat(follow_symlinks=False).st_mode)
-                        if kind is not None:
-                            found.append(Found(entry.path, kind))
-        except OSError as exc:
-            return Walk(found, "unreadable", folder, exc.strerror or type(exc).__name__)
+    if root in skip:
+        return Walk(found)
+    try:
+        for path, info in tree_walk.tree(root, budget, skip):
+            kind = kind_of(info.st_mode)
+            if kind is not None:
+                found.append(Found(path, kind))
+    except tree_walk.Stopped as exc:
+        return Walk(found, exc.why, exc.folder, exc.error or ("" if exc.why != "unreadable" else "unknown"))
     return Walk(found)
 
 
@@ -164,7 +155,10 @@ def filesystem_refusal(point: str, fstype: str, what: str, folder: str) -> diagn
 
 
 def bound_refusal(what: str, walked: Walk, limit: int) -> diagnostics.Diagnostic:
-    fill = {"what": diagnostics.excerpt(what, 300), "limit": limit, "error": walked.error}
+    fill = {"what": diagnostics.excerpt(what, 300), "error": walked.error,
+            "limit": tree_walk.MAX_WALK_DEPTH if walked.stop == "deep" else limit}
+    if walked.stop == "changed":       # a swap or a vanished entry: the search cannot be trusted
+        return diagnostics.make("channel_walk_changed", fill=fill, folder=diagnostics.excerpt(walked.where, 600))
     return diagnostics.make("channel_walk_bound", wording=walked.stop, fill=fill,
                             folder=diagnostics.excerpt(walked.where, 600))
 

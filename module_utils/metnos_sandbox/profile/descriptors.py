@@ -38,7 +38,7 @@ import shlex
 import signal
 import stat
 import sys
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
 FD_BASE = 100                  # far above what a launcher holds open (0-2, a status pipe)
 MAX_DESCRIPTORS = 512          # FD_BASE + 511 stays below the usual soft RLIMIT_NOFILE of 1024
@@ -218,6 +218,7 @@ HALF = "profile_pair_mismatch"
 ROOT = "launcher_root_refused"
 CHANNEL = "launcher_channel_appeared"
 KEYRING = "launcher_keyring_kept"
+CHANGED = "launcher_channel_search_changed"
 FIXES = {MISSING: "ls -l {quoted}",
          UNREADABLE: "ls -l {quoted}",
          NOT_JSON: "ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles",
@@ -227,8 +228,15 @@ FIXES = {MISSING: "ls -l {quoted}",
          ROOT: "ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles -e metnos_sandbox_run_as=<user>",
          CHANNEL: "ls -l {quoted}",
          KEYRING: "grep Seccomp /proc/self/status",
+         CHANGED: "ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles",
          CODE: "ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles"}
 MAX_CHANNEL_WALK = 20000       # entries looked at over every granted folder, as the render's channel search
+MAX_WALK_DEPTH = 200           # folders open at once in tree (one descriptor each), below RLIMIT_NOFILE
+WALK_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+STOPPED = {"entries": "more than %d entries below the granted folders (stopped at %%s)" % MAX_CHANNEL_WALK,
+           "deep": "%%s is nested more than %d folders deep" % MAX_WALK_DEPTH, "unreadable": "%s cannot be listed",
+           "changed": "%s changed while searched (it vanished or was swapped)"}
+CHANNEL_TYPES = (stat.S_IFSOCK, stat.S_IFIFO, stat.S_IFCHR, stat.S_IFBLK)
 # What reaches the sandbox of the caller's environment (nothing else does: bwrap starts with this alone, and a
 # profile that needs more says so with --setenv in its argv). Values longer than MAX_ENV_VALUE are dropped.
 ENV_NAMES = ("PATH", "LANG", "LANGUAGE")
@@ -253,7 +261,7 @@ Runs a stored profile (written by the sandbox_profile module: <executor>.json an
 Exit status: bwrap's; 1 when the profile is refused (the message starts with its code), 2 for a usage error.
 Codes: launcher_profile_missing, launcher_profile_unreadable, launcher_profile_not_json, launcher_profile_invalid,
 profile_folder_unsafe, profile_pair_mismatch, launcher_root_refused, launcher_keyring_kept,
-launcher_channel_appeared, bind_source_moved
+launcher_channel_appeared, launcher_channel_search_changed, bind_source_moved
 (docs/diagnostics.md).
 """
 
@@ -549,28 +557,82 @@ def granted_folders(mounts: Any) -> List[str]:
     return sorted(out)
 
 
+class Stopped(ValueError):
+    """A walk that did not finish: ``why`` "entries" (its bound), "deep" (MAX_WALK_DEPTH), "unreadable" (``error``)
+    or "changed" (a folder or entry vanished or was swapped while searched: the search cannot be trusted)."""
+
+    def __init__(self, why: str, folder: str, error: str = "") -> None:
+        ValueError.__init__(self, STOPPED.get(why, "%s") % folder + (" (%s)" % error if error else ""))
+        self.why, self.folder, self.error = why, folder, error
+
+
+def _open_below(name: str, parent: Optional[int], path: str, ident: Optional[Tuple[int, int]]) -> int:
+    """Folder ``name`` opened in ``parent`` (None: top), never through a link, proved ``ident`` (dev, ino) if given."""
+    try:
+        fd = os.open(name, WALK_FLAGS, dir_fd=parent)
+    except OSError as exc:
+        gone = exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)
+        raise Stopped("changed" if gone else "unreadable", path, exc.strerror or "") from None
+    info = os.fstat(fd)
+    if ident is not None and (info.st_dev, info.st_ino) != ident:
+        os.close(fd)
+        raise Stopped("changed", path)
+    return fd
+
+
+def tree(top: str, budget: List[int], skip: FrozenSet[str] = frozenset(),
+         passing: bool = False) -> Iterator[Tuple[str, os.stat_result]]:
+    """(path, lstat) of every entry below ``top``, depth first, by descriptor (base/tree_walk.py). ``budget``
+    (shared, decremented): entries still allowed; ``skip``: folders not entered; ``passing``: pass an entry that
+    vanished and a subfolder unreadable or swapped. Stopped when unfinished."""
+    stack = [(_open_below(top, None, top, None), top)]
+    listings = [os.scandir(stack[0][0])]
+    try:
+        while listings:
+            entry = next(listings[-1], None)
+            if entry is None:
+                listings.pop().close()
+                os.close(stack.pop()[0])
+                continue
+            folder = stack[-1][1]
+            path = folder.rstrip("/") + "/" + entry.name
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise Stopped("entries", folder)
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError as exc:
+                if passing:
+                    continue
+                raise Stopped("changed", path, exc.strerror or "") from None
+            yield path, info
+            if stat.S_ISDIR(info.st_mode) and path not in skip:
+                if len(stack) >= MAX_WALK_DEPTH:
+                    raise Stopped("deep", path)
+                try:
+                    fd = _open_below(entry.name, stack[-1][0], path, (info.st_dev, info.st_ino))
+                except Stopped:
+                    if passing:
+                        continue
+                    raise
+                stack.append((fd, path))
+                listings.append(os.scandir(fd))
+    finally:
+        for listing in listings:
+            listing.close()
+        for fd, _folder in stack:
+            os.close(fd)
+
+
 def channels_below(folders: Sequence[str]) -> List[str]:
-    """Every socket, FIFO and device node below ``folders`` (links not followed), sorted; ValueError when more
-    than MAX_CHANNEL_WALK entries would have to be looked at or a folder cannot be read."""
+    """Every socket, FIFO and device node below ``folders`` (tree: by descriptor, links not followed), sorted;
+    Stopped (a ValueError) when more than MAX_CHANNEL_WALK entries would have to be looked at, or a folder cannot
+    be read, or one changed while searched. A folder that is not one (absent, a link) is not searched."""
     found: List[str] = []
-    seen = 0
-    todo = [f for f in folders if os.path.isdir(f) and not os.path.islink(f)]
-    while todo:
-        folder = todo.pop()
-        try:
-            entries = list(os.scandir(folder))
-        except OSError as exc:
-            raise ValueError("%s cannot be listed (%s)" % (folder, exc.strerror)) from None
-        seen += len(entries)
-        if seen > MAX_CHANNEL_WALK:
-            raise ValueError("more than %d entries below %s" % (MAX_CHANNEL_WALK, ", ".join(folders)[:300]))
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                todo.append(entry.path)
-            elif not entry.is_file(follow_symlinks=False) and not entry.is_symlink():
-                mode = entry.stat(follow_symlinks=False).st_mode
-                if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode) and not stat.S_ISLNK(mode):
-                    found.append(entry.path)
+    budget = [MAX_CHANNEL_WALK]
+    for top in folders:
+        if os.path.isdir(top) and not os.path.islink(top):
+            found.extend(path for path, info in tree(top, budget) if stat.S_IFMT(info.st_mode) in CHANNEL_TYPES)
     return sorted(found)
 
 
@@ -582,6 +644,8 @@ def recheck_channels(doc: Dict[str, Any], path: str) -> None:
     try:
         now = channels_below(granted_folders(doc.get("mounts")))
     except ValueError as exc:
+        if isinstance(exc, Stopped) and exc.why == "changed":
+            raise Refused(CHANGED, "%s: render again" % exc, exc.folder) from None
         raise Refused(CHANNEL, "the granted folders cannot be searched for channels: %s" % exc, path) from None
     new = [c for c in now if c not in recorded]
     if new:

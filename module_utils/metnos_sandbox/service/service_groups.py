@@ -20,7 +20,7 @@ import os
 import stat
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..base import diagnostics
+from ..base import diagnostics, tree_walk
 from ..base.records import Record
 from . import service_user
 
@@ -88,35 +88,25 @@ class Walk(Record):
 
 
 def group_files(gids: Sequence[int], roots: Sequence[str] = BASE_ROOTS, limit: int = MAX_WALK_ENTRIES) -> Walk:
-    """Breadth first below each of ``roots`` (links not followed, one lstat per entry): what one of ``gids``
-    makes readable or writable that others cannot read or write."""
+    """Below each of ``roots``, by descriptor (tree_walk.tree: never through a symbolic link, one lstat per
+    entry): what one of ``gids`` makes readable or writable that others cannot read or write. A folder root
+    cannot list is passed (no sandbox lists it either), and so is one swapped or an entry vanished meanwhile."""
     wanted = frozenset(gids)
     found: List[GroupFile] = []
-    budget = limit
-    queue = collections.deque(root for root in roots if os.path.isdir(root) and not os.path.islink(root))
-    while queue:
-        folder = queue.popleft()
+    budget = [limit]
+    for root in roots:
+        if not os.path.isdir(root) or os.path.islink(root):
+            continue
         try:
-            with os.scandir(folder) as entries:
-                for entry in entries:
-                    budget -= 1
-                    if budget < 0:
-                        return Walk(found, folder)
-                    try:
-                        st = entry.stat(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    if stat.S_ISDIR(st.st_mode):
-                        queue.append(entry.path)
-                    elif stat.S_ISLNK(st.st_mode):
-                        continue
-                    if st.st_gid in wanted:
-                        if st.st_mode & stat.S_IWGRP and not st.st_mode & stat.S_IWOTH:
-                            found.append(GroupFile(entry.path, st.st_gid, "writable"))
-                        elif st.st_mode & stat.S_IRGRP and not st.st_mode & stat.S_IROTH:
-                            found.append(GroupFile(entry.path, st.st_gid, "readable"))
-        except OSError:
-            continue                     # a folder root cannot list: no sandbox lists it either
+            for path, st in tree_walk.tree(root, budget, passing=True):
+                if st.st_gid in wanted and not stat.S_ISLNK(st.st_mode):
+                    if st.st_mode & stat.S_IWGRP and not st.st_mode & stat.S_IWOTH:
+                        found.append(GroupFile(path, st.st_gid, "writable"))
+                    elif st.st_mode & stat.S_IRGRP and not st.st_mode & stat.S_IROTH:
+                        found.append(GroupFile(path, st.st_gid, "readable"))
+        except tree_walk.Stopped as exc:     # the bound, the depth, or the root itself swapped
+            if exc.why != "unreadable":
+                return Walk(found, exc.folder)
     return Walk(found)
 
 
