@@ -8,10 +8,12 @@ fails (no refusal); check_exec_lines without its _check_scripts call: every enfo
 Attack2 finding 5 (deny by default), each run and restored: _check_word returning at once (7 cases fail);
 UNSAFE_VARIABLE never matched (6); a wrapper's command not judged (11); an unknown option taken as a flag (4); a
 "file" option's argument not judged (9); python always isolated (3); UNMODELLED ignored (2); "refused" options
-let through (4); relative paths let through (2)."""
+let through (4); relative paths let through (2); a path not there judged without who may create it (1); env's
+PATH with a relative folder let through (1)."""
 import os
 import pwd
 import shutil
+import subprocess
 import tempfile
 
 import pytest
@@ -34,8 +36,9 @@ def programs():
     for name in ("ruby", "node", "sudo"):              # root's programs under these names: their options modelled
         shutil.copy("/bin/true", os.path.join(root, name))
     os.chown(theirs, NOBODY, -1)
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", os.path.join(root, "venv")], check=True)
     yield {"roots": os.path.join(root, "tool"), "theirs": os.path.join(theirs, "tool"), "bin": root,
-           "theirs_dir": theirs,
+           "theirs_dir": theirs, "venv": os.path.join(root, "venv", "bin", "python"),
            "roots_script": os.path.join(root, "run.py"), "theirs_script": os.path.join(theirs, "run.py")}
     shutil.rmtree(root)
 
@@ -75,6 +78,11 @@ CASES = [
     ("ExecStart={roots} {theirs_script}", 0, WORD),                   # not an interpreter: its argument judged
     ("ExecStart={roots} --log={theirs_dir}/new.log", 0, WORD),        # not there yet: its folder is theirs
     ("ExecStart={roots} --pid=/run/x-not-there.pid", 0, None),        # canary: root's folder
+    ("ExecStart={roots} --tmp=/tmp/metnos-not-there", 0, WORD),       # not there: anyone may create it in /tmp
+    ("ExecStart={roots} /dev/null", 0, None),                         # a data device, written, never run
+    ("ExecStart=/usr/bin/env -i PATH=/usr/sbin:/usr/bin {roots}", 0, None),
+    ("ExecStart=/usr/bin/env PATH=/usr/bin:{theirs_dir} {roots}", 0, WORD),
+    ("ExecStart=/usr/bin/env PATH=bin:/usr/bin {roots}", 0, ENV),
     ("ExecStart={roots} ./x", 0, RELATIVE),
     ("ExecStart={roots} --config=../x", 0, RELATIVE),
     # python: -m and -c search the working directory first unless isolated
@@ -86,6 +94,9 @@ CASES = [
     ("ExecStart=/usr/bin/python3 -Z {roots_script}", 0, UNKNOWN),
     ("ExecStart=/usr/bin/python3 -I -Wignore {roots_script} --serve", 0, None),
     ("ExecStart=/usr/bin/env python3 -I {roots_script}", 0, None),
+    ("ExecStart={venv} -I -B {roots_script} --config /etc/hosts", 0, None),   # a Metnos unit: root's venv
+    ("ExecStart={venv} {roots_script}", 0, None),
+    ("ExecStart={venv} -m http.server", 0, OPTION),
     # wrappers modelled: options parsed, the wrapped command judged
     ("ExecStart=/usr/bin/env -u /bin/true {theirs}", 0, PROGRAM),
     ("ExecStart=/usr/bin/env -u/bin/true {theirs}", 0, PROGRAM),

@@ -490,9 +490,10 @@ CODES.extend([
          hint="The result's refused.path names the word's path, refused.fix the command for its first component."),
     Code("enforce_exec_env_refused", ERROR, "R-DIAG-3", MODULE,
          "enforce would write an ExecStart= whose env(1) sets a variable that loads code",
-         "The drop-in's ExecStart= runs as root through env(1) with an assignment of BASH_ENV, ENV, PATH, HOME, "
-         "PYTHON*, PERL*, RUBY*, NODE_*, LD_* or a like variable: a shell, an interpreter or the loader would read "
-         "code or find programs in a place this check does not judge. Nothing was written.",
+         "The drop-in's ExecStart= runs as root through env(1) with an assignment of BASH_ENV, ENV, HOME, PYTHON*, "
+         "PERL*, RUBY*, NODE_*, LD_* or a like variable, or of a PATH with a relative folder or followed by a "
+         "command named without its path: a shell, an interpreter or the loader would read code or find programs "
+         "in a place this check does not judge. Nothing was written.",
          "The names of env(1)'s NAME=value words, matched against the list of variables that load code.",
          ["systemctl cat <unit>"],
          hint="Remove the assignment (refused.path names the variable), or run the service as its own user."),

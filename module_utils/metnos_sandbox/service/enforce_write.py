@@ -105,13 +105,15 @@ UNMODELLED = frozenset(("sudo", "su", "runuser", "doas", "pkexec", "sg", "newgrp
                         "setarch", "linux32", "linux64", "run-parts", "ld.so", "systemd-inhibit", "dbus-launch",
                         "dbus-run-session", "catchsegv", "sandbox", "exec", "command", "builtin"))
 # Assignments env(1) may not pass to a root-run command: they make a shell, an interpreter or the loader read code
-# (or find programs and rc files) in a place the check does not judge.
-UNSAFE_VARIABLE = re.compile(r"(BASH_ENV|ENV|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|PATH|HOME|ZDOTDIR|IFS|CDPATH"
+# (or find programs and rc files) in a place the check does not judge. PATH passes when each of its folders is
+# absolute (each then judged as a path of the line, root's alone).
+UNSAFE_VARIABLE = re.compile(r"(BASH_ENV|ENV|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|HOME|ZDOTDIR|IFS|CDPATH"
                              r"|GCONV_PATH|LOCPATH|GLIBC_TUNABLES|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|BASH_FUNC_.*"
                              r"|(PYTHON|PERL|RUBY|GEM_|BUNDLE|NODE_|LD_|LUA_|PHP|TCL).*)\Z")
 ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
 PATH_IN_WORD = re.compile(r"(?:^|[=\s:,;'\"(|&<>`])(/[^\s=:,;'\"()|&<>`$]*)")
 MAX_WRAPPERS = 8
+DATA_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")   # written, never run
 
 
 class EnforceRefused(Exception):
@@ -302,6 +304,10 @@ def _check_command(words: Sequence[str], value: str, root: str, depth: int) -> N
         options, positional = WRAPPERS[name]
         rest = _options(words, 1, options, value, root, name == "env")
         rest += positional
+        if rest < len(words) and "/" not in words[rest] and any(word.startswith("PATH=") for word in words[1:rest]):
+            _refuse("enforce_exec_env_refused", value, "PATH",
+                    "env(1) sets PATH and runs %s by name: it is found in that PATH, not where this check looks"
+                    % words[rest], "systemctl edit <unit>   # name %s by its absolute path" % words[rest])
         if rest < len(words):
             _check_command(words[rest:], value, root, depth + 1)
         return
@@ -329,7 +335,8 @@ def _options(words: Sequence[str], index: int, table: Mapping[str, str], value: 
         assignment = ASSIGNMENT.match(word) if assignments else None
         if assignment:
             variable = assignment.group(1)
-            if UNSAFE_VARIABLE.match(variable):
+            relative = [entry for entry in word[len(variable) + 1:].split(":") if not entry.startswith("/")]
+            if UNSAFE_VARIABLE.match(variable) or variable == "PATH" and relative:
                 _refuse("enforce_exec_env_refused", value, variable,
                         "env(1) sets %s, which makes a shell, an interpreter or the loader read code or find "
                         "programs where this check does not judge them" % variable,
@@ -396,13 +403,21 @@ def _check_word(word: str, value: str, root: str) -> None:
     if word.startswith("-") and "/" in word and "=" not in word:
         candidates.append(word[word.index("/"):])
     for path in candidates:
-        if path == "/":
+        if path == "/" or path in DATA_DEVICES:
             continue
         full = os.path.join(root, path.lstrip("/"))
         while not os.path.lexists(full) and full != os.path.dirname(full):
             full = os.path.dirname(full)
         found: List[owners.Problem] = []
-        owners.resolve(full, found)
+        real = owners.resolve(full, found)
+        if not found and real is not None and full != os.path.join(root, path.lstrip("/")):
+            info = os.lstat(real)          # the nearest folder that is there: who may create the path in it
+            found = [owners.Problem(path=real, uid=info.st_uid, gid=info.st_gid, mode=stat.S_IMODE(info.st_mode),
+                                    reason="%s (the path is not there: others may create it)" % reason,
+                                    owner_name=owners.user_name(info.st_uid),
+                                    fix="ls -ld %s   # name a path in a folder only root can write"
+                                    % shlex.quote(real))
+                     for reason in owners.change_reasons(info, real, sticky_folders=False)]
         if found:
             raise EnforceRefused("enforce_exec_word_not_roots", path, found[0].owner_name,
                                  "ExecStart=%s would run as root with %s, and %s is %s" % (
