@@ -9,7 +9,7 @@ Attack2 finding 5 (deny by default), each run and restored: _check_word returnin
 UNSAFE_VARIABLE never matched (6); a wrapper's command not judged (11); an unknown option taken as a flag (4); a
 "file" option's argument not judged (9); python always isolated (3); UNMODELLED ignored (2); "refused" options
 let through (4); relative paths let through (2); a path not there judged without who may create it (1); env's
-PATH with a relative folder let through (1)."""
+PATH with a relative folder let through (1); SHELL_EXPANDS never matching (6)."""
 import os
 import pwd
 import shutil
@@ -75,6 +75,13 @@ CASES = [
     ("ExecStart=/bin/sh -ec 'echo {theirs_script}'", 0, WORD),
     ("ExecStart=/bin/sh -c {theirs}", 0, WORD),
     ("ExecStart=/bin/sh -c 'exec {roots}'", 0, None),                 # canary: root's program in the code
+    ("ExecStart=/bin/sh -c 'exec ~nobody/x'", 0, OPTION),             # words the shell builds: not seen
+    ("ExecStart=/bin/sh -c 'p=/var; exec $p/tmp/x'", 0, OPTION),
+    ("ExecStart=/bin/bash -ec 'exec `echo x`'", 0, OPTION),
+    ("ExecStart=/bin/sh -c 'cd /usr && ./x'", 0, OPTION),
+    ("ExecStart=/bin/sh -c '. /etc/profile; exec {roots}'", 0, OPTION),
+    ("ExecStart=/bin/sh -c 'exec /usr/bin/tru*'", 0, OPTION),
+    ("ExecStart=/bin/sh -c 'sleep 1 && exec {roots} --serve'", 0, None),
     ("ExecStart={roots} {theirs_script}", 0, WORD),                   # not an interpreter: its argument judged
     ("ExecStart={roots} --log={theirs_dir}/new.log", 0, WORD),        # not there yet: its folder is theirs
     ("ExecStart={roots} --pid=/run/x-not-there.pid", 0, None),        # canary: root's folder

@@ -500,8 +500,9 @@ CODES.extend([
     Code("enforce_exec_option_refused", ERROR, "R-DIAG-3", MODULE,
          "enforce would write an ExecStart= with an option that loads code this check does not judge",
          "The drop-in's ExecStart= runs as root a program with an option that gives code or a place to find code "
-         "(env -S, python -m/-c without -I, perl -x/-d/-i, ruby -C, php -d, lua -l), or loads a file by a "
-         "relative path: the code would come from a place this check does not judge. Nothing was written.",
+         "(env -S, python -m/-c without -I, perl -x/-d/-i, ruby -C, php -d, lua -l), shell -c code that builds "
+         "words the check cannot see ($, `, ~, globs, ./, '.', source, eval), or loads a file by a relative path: "
+         "the code would come from a place this check does not judge. Nothing was written.",
          "The options of the line's programs, walked by the table of each known program (service/enforce_write.py).",
          ["systemctl cat <unit>"],
          hint="refused.path names the option; drop it, add -I to python, or run a script root owns."),

@@ -113,6 +113,7 @@ UNSAFE_VARIABLE = re.compile(r"(BASH_ENV|ENV|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMA
 ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
 PATH_IN_WORD = re.compile(r"(?:^|[=\s:,;'\"(|&<>`])(/[^\s=:,;'\"()|&<>`$]*)")
 MAX_WRAPPERS = 8
+SHELL_EXPANDS = re.compile(r"[$`~\\*?\[]|(?:^|[\s;&|(])\.\.?/|(?:^|[\s;&|(])(?:\.|source|eval)\s")   # shell -c code
 DATA_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")   # written, never run
 
 
@@ -360,6 +361,11 @@ def _options(words: Sequence[str], index: int, table: Mapping[str, str], value: 
                     _refuse("enforce_exec_option_unknown", value, option, "%s has no argument" % option,
                             "systemctl edit <unit>   # give %s its argument" % option)
                 argument = words[index]
+            if kind == "code" and table.get("-o") == "data" and SHELL_EXPANDS.search(argument):
+                _refuse("enforce_exec_option_refused", value, option,
+                        "the shell code of %s builds words (expansion, ~, globs, a relative path) that this check "
+                        "cannot see before the shell runs them" % option,
+                        "systemctl edit <unit>   # put the code in a script root owns and run that script")
             if kind == "code":
                 return len(words)
             if kind == "module" and not isolated:
