@@ -12,13 +12,17 @@ Mutations run by hand (each made its test fail, then was restored):
 - enforce_write.check_exec_lines returning at once: test_root_service_exec_of_a_users_program fails;
 - enforce_write.check_exec_lines without its _check_scripts call: test_root_service_runs_a_users_script fails
   (the drop-in is written);
+- enforce_write._check_command not judging the command a wrapper runs: test_root_service_attack_shapes_are_refused
+  fails (``env -u /bin/true <user's program>`` refused by another check, not as enforce_exec_not_roots);
 - files.read_regular without O_NONBLOCK: test_a_fifo_in_place_of_the_path_file hangs until its timeout;
 - enforce_write.dropin_mode ignoring the unit file's mode, or the module comparing content only (not the
   mode): test_root_only_unit_text_stays_root_only_* fails.
 """
 import json
 import os
+import shlex
 import shutil
+import subprocess
 import tempfile
 
 import pytest
@@ -188,8 +192,10 @@ def test_root_service_runs_a_users_script(tree, user):
     """A root service whose ExecStart= gives root's own interpreter (the image's /bin/sh and env(1), root's) a
     script the user owns: root writing that line would run the user's script as root at the next start. Refused
     with enforce_script_not_roots, naming the script and its owner, nothing written. Canaries: the same line with
-    root's script is written; ``python3 -c`` with the script's path as text (data, not a file run) is written
-    too. (A shell's line that sets METNOS_SANDBOX is not rewritten by enforce at all, so python3 it is.)"""
+    root's script is written; ``python3 -I -c`` with root's script's path as text is written too (attack2
+    finding 5: a user's path anywhere in a root-run line is refused, enforce_exec_word_not_roots, so the old
+    canary with the user's path as ``-c``'s text is refused now, asserted below). (A shell's line that sets
+    METNOS_SANDBOX is not rewritten by enforce at all, so python3 it is.)"""
     for name in ("usr/bin/env", "usr/bin/python3"):
         os.makedirs(os.path.dirname(os.path.join(tree, name)), exist_ok=True)
         shutil.copy("/" + name, os.path.join(tree, name))
@@ -203,11 +209,15 @@ def test_root_service_runs_a_users_script(tree, user):
     assert out["refused"]["owner"] == user.name and out["refused"]["path"] == script, out
     assert out["refused"]["fix"] == "chown -h root:root %s" % user.home, out     # the first component found
     assert not os.path.exists(folder)
+    _system_unit(tree, "[Service]\nExecStart=/usr/bin/env METNOS_SANDBOX=0 /usr/bin/python3 -I -c 'import sys' %s\n"
+                 % relative)
+    out = run(system_args(tree))
+    assert out["failed"] and out["code"] == "enforce_exec_word_not_roots", out
     roots = os.path.join(tree, "usr/bin/run.py")
     shutil.copy(script, roots)
     os.chown(roots, 0, 0)
     for line in ("/usr/bin/env METNOS_SANDBOX=0 /usr/bin/python3 -u /usr/bin/run.py",
-                 "/usr/bin/env METNOS_SANDBOX=0 /usr/bin/python3 -c 'import sys' %s" % relative):
+                 "/usr/bin/env METNOS_SANDBOX=0 /usr/bin/python3 -I -c 'import sys' /usr/bin/run.py"):
         _system_unit(tree, "[Service]\nExecStart=%s\n" % line)
         out = run(system_args(tree))
         assert out["changed"] and not out.get("failed"), out
@@ -235,3 +245,71 @@ def test_root_only_unit_text_stays_root_only_in_a_system_dropin(tree):
     out = run(system_args(tree))
     assert out["changed"] and os.stat(dropin).st_mode & 0o777 == 0o600
     assert not run(system_args(tree))["changed"]
+
+
+# attack2 finding 5: shapes of a root-run ExecStart= that ran a user's file as root past the old deny-list.
+# (the line, the refusal's code); {evil} is the user's program, {rc} the user's shell rc file, image paths.
+ATTACK_SHAPES = [
+    ("/usr/bin/env -u /bin/true {evil}", "enforce_exec_not_roots"),
+    ("/bin/bash --rcfile {rc} -i /usr/local/bin/x.sh", "enforce_script_not_roots"),
+    ("/usr/bin/env BASH_ENV={rc} /bin/bash /usr/local/bin/x.sh", "enforce_exec_env_refused"),
+    ("/usr/bin/env -S{evil}", "enforce_exec_option_refused"),
+    ("/usr/bin/env --split-string={evil}", "enforce_exec_option_refused"),
+    ("/usr/bin/nice {evil}", "enforce_exec_not_roots"),
+    ("/usr/bin/timeout 5 {evil}", "enforce_exec_not_roots"),
+    ("/usr/bin/setpriv --reuid 0 {evil}", "enforce_exec_not_roots"),
+    ("/bin/sh -c {evil}", "enforce_exec_word_not_roots"),
+    ("/usr/bin/python3 -m evilmod", "enforce_exec_option_refused"),
+]
+
+
+def test_root_service_attack_shapes_are_refused(tree, user):
+    """Each shape of attack2 finding 5 in a root service's ExecStart= that enforce writes into the drop-in
+    (beside a line it rewrites), naming a real user's file: refused with its own code, nothing written, and the
+    marker the user's code writes when it runs is absent. Canary that the shapes are real: the first three run by
+    root on this host (the tree's paths) do run the user's code as uid 0 (the marker appears); and the line of a
+    normal Metnos unit (root's env, python3 and script) is written."""
+    for name in ("usr/bin/env", "usr/bin/python3", "usr/bin/nice", "usr/bin/timeout", "usr/bin/setpriv",
+                 "bin/sh", "bin/bash", "bin/true", "usr/bin/sleep"):
+        os.makedirs(os.path.dirname(os.path.join(tree, name)), exist_ok=True)
+        shutil.copy("/" + name, os.path.join(tree, name))
+    marker = os.path.join(tree, "ran-as-root")
+    evil = os.path.join(user.home, "evil")
+    rc = os.path.join(user.home, "rc")
+    as_user(user, evil, "#!/bin/sh\nid -u > %s\n" % marker, 0o755)
+    as_user(user, rc, "id -u > %s\n" % marker, 0o644)
+    as_user(user, os.path.join(user.home, "evilmod.py"), "import os\nos.system('id -u > %s')\n" % marker, 0o644)
+    noop = os.path.join(tree, "usr/local/bin/x.sh")
+    os.makedirs(os.path.dirname(noop))
+    with open(noop, "w") as handle:
+        handle.write("true\n")
+    image = {"evil": "/" + os.path.relpath(evil, tree), "rc": "/" + os.path.relpath(rc, tree)}
+    host = {"evil": evil, "rc": rc}
+    for shape in ATTACK_SHAPES[:3]:         # canary: the shape really runs the user's code as root
+        line = shape[0]
+        words = shlex.split(line.format(**host).replace("/usr/local/bin/x.sh", noop))
+        subprocess.run(words, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       timeout=20, check=False)
+        with open(marker) as handle:
+            assert handle.read().strip() == "0", line
+        os.unlink(marker)
+    folder = os.path.join(tree, "etc/systemd/system/metnos.service.d")
+    rewritten = "ExecStart=/usr/bin/env METNOS_SANDBOX=0 /usr/bin/sleep 1\n"
+    for line, code in ATTACK_SHAPES:
+        _system_unit(tree, "[Service]\nType=oneshot\nWorkingDirectory=/%s\n%sExecStart=%s\n"
+                     % (os.path.relpath(user.home, tree), rewritten, line.format(**image)))
+        out = run(system_args(tree))
+        assert out["failed"] and out["code"] == code, (line, out)
+        assert out["refused"]["path"] and out["refused"]["fix"], out
+        if code in ("enforce_exec_not_roots", "enforce_script_not_roots", "enforce_exec_word_not_roots"):
+            assert out["refused"]["owner"] == user.name, out
+        assert not os.path.exists(folder) and not os.path.exists(marker), line
+    # canary: a normal Metnos line (root's env, python3 and script) is written
+    script = os.path.join(tree, "usr/local/bin/serve.py")
+    with open(script, "w") as handle:
+        handle.write("import time\n")
+    _system_unit(tree, "[Service]\nType=oneshot\n%sExecStart=/usr/bin/env python3 -I /usr/local/bin/serve.py\n"
+                 % rewritten)
+    out = run(system_args(tree))
+    assert out["changed"] and not out.get("failed"), out
+    assert not os.path.exists(marker)

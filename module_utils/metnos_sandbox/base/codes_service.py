@@ -479,4 +479,54 @@ CODES.extend([
          ["ls -ld <path>", "chown root:root <path>", "chmod go-w <path>"],
          hint="The result's refused.fix is the command for the first component found; or install the script where "
               "root keeps it (/usr/local/lib), or run the service as its own user (run_as)."),
+    Code("enforce_exec_word_not_roots", ERROR, "R-DIAG-3", MODULE,
+         "enforce would write an ExecStart= that runs as root with a path someone else can change",
+         "The drop-in's ExecStart= runs as root (the service's user is root, or a + or ! prefix) and one of its "
+         "words holds an absolute path (the word, after '=', in inline code, after an option's letter) that a user "
+         "other than root can change, or whose nearest existing folder they can write: a program, a wrapper or "
+         "code given on the line may run or load it as root. Nothing was written.",
+         "base/owners.py on every absolute path in every word of the line: every component from /, each link.",
+         ["ls -ld <path>", "chown root:root <path>", "chmod go-w <path>"],
+         hint="The result's refused.path names the word's path, refused.fix the command for its first component."),
+    Code("enforce_exec_env_refused", ERROR, "R-DIAG-3", MODULE,
+         "enforce would write an ExecStart= whose env(1) sets a variable that loads code",
+         "The drop-in's ExecStart= runs as root through env(1) with an assignment of BASH_ENV, ENV, HOME, PYTHON*, "
+         "PERL*, RUBY*, NODE_*, LD_* or a like variable, or of a PATH with a relative folder or followed by a "
+         "command named without its path: a shell, an interpreter or the loader would read code or find programs "
+         "in a place this check does not judge. Nothing was written.",
+         "The names of env(1)'s NAME=value words, matched against the list of variables that load code.",
+         ["systemctl cat <unit>"],
+         hint="Remove the assignment (refused.path names the variable), or run the service as its own user."),
+    Code("enforce_exec_option_refused", ERROR, "R-DIAG-3", MODULE,
+         "enforce would write an ExecStart= with an option that loads code this check does not judge",
+         "The drop-in's ExecStart= runs as root a program with an option that gives code or a place to find code "
+         "(env -S, python -m/-c without -I, perl -x/-d/-i, ruby -C, php -d, lua -l), shell -c code that builds "
+         "words the check cannot see ($, `, ~, globs, ./, '.', source, eval), or loads a file by a relative path: "
+         "the code would come from a place this check does not judge. Nothing was written.",
+         "The options of the line's programs, walked by the table of each known program (service/enforce_write.py).",
+         ["systemctl cat <unit>"],
+         hint="refused.path names the option; drop it, add -I to python, or run a script root owns."),
+    Code("enforce_exec_option_unknown", ERROR, "R-DIAG-3", MODULE,
+         "enforce would write an ExecStart= with an option this check does not know",
+         "The drop-in's ExecStart= runs as root a wrapper (env, nice, timeout, setpriv...) or an interpreter "
+         "(python, sh, bash, perl...) with an option that is not in its table, or without the argument it needs: "
+         "unknown is a failure, since it could load code. Nothing was written.",
+         "The options of the line's programs, walked by the table of each known program (service/enforce_write.py).",
+         ["systemctl cat <unit>"],
+         hint="refused.path names the option; drop it, or run the service as its own user (run_as)."),
+    Code("enforce_exec_wrapper_refused", ERROR, "R-DIAG-3", MODULE,
+         "enforce would write an ExecStart= whose program runs other code in a way this check does not model",
+         "The drop-in's ExecStart= runs as root a program that runs another command or code (sudo, su, xargs, "
+         "flock, chroot, find, awk...) whose words this check does not model, or wrappers nested too deep: "
+         "deny by default. Nothing was written.",
+         "The base name of the line's program (and of what each modelled wrapper runs) against the known wrappers.",
+         ["systemctl cat <unit>"],
+         hint="refused.path names the program; run the program itself, or run the service as its own user."),
+    Code("enforce_exec_relative_path", ERROR, "R-DIAG-3", MODULE,
+         "enforce would write an ExecStart= that runs as root with a path relative to its working directory",
+         "The drop-in's ExecStart= runs as root with a word (or a value after '=') that starts with ./ or ../: it "
+         "is found from the unit's working directory, which this check does not judge. Nothing was written.",
+         "Every word of the line and every value after '=' in it.",
+         ["systemctl cat <unit>"],
+         hint="Name it by its absolute path (refused.fix runs realpath on it)."),
 ])

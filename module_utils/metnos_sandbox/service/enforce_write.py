@@ -6,8 +6,9 @@
 - System scope: root writes in the unit's drop-in folder below /etc, through base/files.py (each folder
   opened without following a link someone else planted; a link, FIFO or other non-regular file in place of a
   managed file refused at once). An ``ExecStart=`` line written there that runs as root (the service's user is
-  root, or a ``+``/``!`` prefix) runs only a program that root alone can change (base/owners.py), or the write is
-  refused (``enforce_exec_not_roots``).
+  root, or a ``+``/``!`` prefix) is judged deny-by-default (check_exec_lines): every program, the command of each
+  modelled wrapper (env, nice, timeout, setpriv...), the files a known interpreter loads, every absolute path in
+  any word, env(1)'s assignments; an unknown option or wrapper is refused (each refusal its own code).
 - User scope (``~/.config/systemd/user/<unit>.d``): root never reads or writes through the user's folders. The
   reads and writes run in a child forked as that user (procfs.call_as: its uid, gid and groups, no
   capability), so a link the user made into a root-only folder gets nothing (the kernel refuses the user);
@@ -36,28 +37,84 @@ from . import systemd_unit
 EXEC_PREFIXES = "@-:+!"
 PRIVILEGED_PREFIXES = "+!"
 SEARCH_PATH = systemd_unit.DEFAULT_SYSTEM_PATH
-# Interpreters whose first argument is a script file they run (issue 49: root runs only what root owns): the
-# family of a name (python3.11 -> python), then the options that give the code itself or a module (no script
-# file follows) and the options that take an argument (the next word is not the script).
+# What a root-run ExecStart= line may hold (issue 49, attack2 finding 5: deny by default, unknown is a failure).
+# A known program's options, by kind: "flag" (no argument), "data" (an argument judged only as words: an absolute
+# path in it is judged), "code" (code given on the line: data, its paths judged; no script follows), "module" (a
+# module found on a search path that starts at the working directory, and python's -c: refused unless the
+# interpreter is isolated, -I or -P),
+# "file" (a file or folder loaded as code: an absolute path root alone can change, or refused), "name" (a module
+# name found on root's own paths: no "/" in it, or an absolute path judged as "file"), "refused" (code from the
+# line or from a place not judged: refused). An option not in the table is refused (enforce_exec_option_unknown).
 INTERPRETER_NAME = re.compile(r"([a-z]+?)[0-9.]*\Z")
-INTERPRETERS = {
-    "python": (("-c", "-m"), ("-W", "-X", "-Q")),
-    "pypy": (("-c", "-m"), ("-W", "-X")),
-    "sh": (("-c",), ("-o", "+o")),
-    "dash": (("-c",), ("-o", "+o")),
-    "bash": (("-c",), ("-o", "+o", "-O", "+O", "--rcfile", "--init-file")),
-    "zsh": (("-c",), ("-o", "+o")),
-    "ksh": (("-c",), ("-o", "+o")),
-    "mksh": (("-c",), ("-o", "+o")),
-    "perl": (("-e", "-E"), ()),
-    "ruby": (("-e",), ("-r", "-I", "-C")),
-    "node": (("-e", "--eval", "-p", "--print"), ("-r", "--require")),
-    "nodejs": (("-e", "--eval", "-p", "--print"), ("-r", "--require")),
-    "php": (("-r",), ("-c", "-d", "-z")),
-    "lua": (("-e",), ("-l",)),
-    "tclsh": ((), ()),
+PYTHON_OPTIONS = dict([("-" + letter, "flag") for letter in "bBdEhiIOPqsSuvVx"]
+                      + [("-c", "module"), ("-m", "module"), ("-W", "data"), ("-X", "data")])
+SHELL_OPTIONS = dict([("-" + letter, "flag") for letter in "aefhklmnprtuvxBCEHPTil"]
+                     + [("+" + letter, "flag") for letter in "aefhmnuvxBCEHPT"]
+                     + [("-c", "code"), ("-o", "data"), ("+o", "data"), ("-O", "data"), ("+O", "data")])
+BASH_OPTIONS = dict(SHELL_OPTIONS)
+BASH_OPTIONS.update({"--login": "flag", "--noprofile": "flag", "--norc": "flag", "--posix": "flag",
+                     "--restricted": "flag", "--noediting": "flag", "--verbose": "flag",
+                     "--rcfile": "file", "--init-file": "file"})
+INTERPRETERS: Dict[str, Dict[str, str]] = {
+    "python": PYTHON_OPTIONS, "pypy": PYTHON_OPTIONS,
+    "sh": SHELL_OPTIONS, "dash": SHELL_OPTIONS, "zsh": SHELL_OPTIONS, "ksh": SHELL_OPTIONS, "mksh": SHELL_OPTIONS,
+    "bash": BASH_OPTIONS,
+    "perl": dict([("-" + letter, "flag") for letter in "acnpstTUwWX"]
+                 + [("-e", "code"), ("-E", "code"), ("-I", "file"), ("-M", "name"), ("-m", "name"),
+                    ("-x", "refused"), ("-d", "refused"), ("-i", "refused")]),
+    "ruby": dict([("-" + letter, "flag") for letter in "acdlnpsvwW"]
+                 + [("-e", "code"), ("-I", "file"), ("-r", "name"), ("-C", "refused"), ("-x", "refused")]),
+    "node": {"-e": "code", "--eval": "code", "-p": "code", "--print": "code", "-r": "file", "--require": "file",
+             "--import": "file", "--loader": "file", "--experimental-loader": "file", "--no-warnings": "flag",
+             "--enable-source-maps": "flag", "--trace-warnings": "flag"},
+    "php": {"-r": "code", "-c": "file", "-z": "file", "-n": "flag", "-q": "flag", "-H": "flag", "-d": "refused"},
+    "lua": {"-e": "code", "-l": "refused", "-i": "flag", "-v": "flag", "-E": "flag", "-W": "flag"},
+    "tclsh": {},
 }
-SHELLS = ("sh", "dash", "bash", "zsh", "ksh", "mksh")    # whose one-letter options combine: -ec is -e -c
+INTERPRETERS["nodejs"] = INTERPRETERS["node"]
+# Programs that run the command that follows them, modelled: their options (as above) and how many words they
+# take before the command (timeout's duration, chrt's priority, taskset's mask). env(1) also takes assignments.
+WRAPPERS: Dict[str, Tuple[Dict[str, str], int]] = {
+    "env": ({"-i": "flag", "--ignore-environment": "flag", "-0": "flag", "--null": "flag", "-v": "flag",
+             "--debug": "flag", "-u": "data", "--unset": "data", "-C": "file", "--chdir": "file",
+             "-S": "refused", "--split-string": "refused"}, 0),
+    "nice": ({"-n": "data", "--adjustment": "data"}, 0),
+    "timeout": ({"--preserve-status": "flag", "--foreground": "flag", "-v": "flag", "--verbose": "flag",
+                 "-k": "data", "--kill-after": "data", "-s": "data", "--signal": "data"}, 1),
+    "setpriv": (dict([(name, "flag") for name in ("--nnp", "--no-new-privs", "--clear-groups", "--init-groups",
+                                                  "--keep-groups", "--reset-env")]
+                     + [(name, "data") for name in ("--reuid", "--regid", "--ruid", "--euid", "--rgid", "--egid",
+                                                    "--groups", "--inh-caps", "--ambient-caps", "--bounding-set",
+                                                    "--securebits", "--pdeathsig")]), 0),
+    "chrt": (dict([("-" + letter, "flag") for letter in "bdfiorRav"]
+                  + [("-T", "data"), ("-P", "data"), ("-D", "data")]), 1),
+    "ionice": ({"-c": "data", "--class": "data", "-n": "data", "--classdata": "data", "-t": "flag",
+                "--ignore": "flag"}, 0),
+    "stdbuf": ({"-i": "data", "--input": "data", "-o": "data", "--output": "data", "-e": "data", "--error": "data"},
+               0),
+    "nohup": ({}, 0),
+    "setsid": ({"-c": "flag", "--ctty": "flag", "-f": "flag", "--fork": "flag", "-w": "flag", "--wait": "flag"}, 0),
+    "taskset": ({"-a": "flag", "--all-tasks": "flag", "-c": "flag", "--cpu-list": "flag"}, 1),
+}
+# Programs known to run another command (or code) whose words this check does not model: refused.
+UNMODELLED = frozenset(("sudo", "su", "runuser", "doas", "pkexec", "sg", "newgrp", "chroot", "xargs", "flock",
+                        "systemd-run", "busybox", "unshare", "nsenter", "capsh", "fakeroot", "strace", "ltrace",
+                        "gdb", "valgrind", "watch", "script", "prlimit", "numactl", "firejail", "bwrap", "time",
+                        "eatmydata", "torsocks", "proxychains", "parallel", "find", "awk", "gawk", "mawk", "sed",
+                        "make", "ssh", "screen", "tmux", "expect", "cgexec", "daemonize", "start-stop-daemon",
+                        "setarch", "linux32", "linux64", "run-parts", "ld.so", "systemd-inhibit", "dbus-launch",
+                        "dbus-run-session", "catchsegv", "sandbox", "exec", "command", "builtin"))
+# Assignments env(1) may not pass to a root-run command: they make a shell, an interpreter or the loader read code
+# (or find programs and rc files) in a place the check does not judge. PATH passes when each of its folders is
+# absolute (each then judged as a path of the line, root's alone).
+UNSAFE_VARIABLE = re.compile(r"(BASH_ENV|ENV|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|HOME|ZDOTDIR|IFS|CDPATH"
+                             r"|GCONV_PATH|LOCPATH|GLIBC_TUNABLES|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|BASH_FUNC_.*"
+                             r"|(PYTHON|PERL|RUBY|GEM_|BUNDLE|NODE_|LD_|LUA_|PHP|TCL).*)\Z")
+ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
+PATH_IN_WORD = re.compile(r"(?:^|[=\s:,;'\"(|&<>`])(/[^\s=:,;'\"()|&<>`$]*)")
+MAX_WRAPPERS = 8
+SHELL_EXPANDS = re.compile(r"[$`~\\*?\[]|(?:^|[\s;&|(])\.\.?/|(?:^|[\s;&|(])(?:\.|source|eval)\s")   # shell -c code
+DATA_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")   # written, never run
 
 
 class EnforceRefused(Exception):
@@ -179,27 +236,13 @@ def dropin_mode(state: Mapping[str, Any]) -> int:
     return 0o644
 
 
-def _env_program(words: Sequence[str]) -> Optional[int]:
-    """The index of the program env(1) runs in ``words`` (words[0] is env): the first word after its options and
-    assignments; None when there is none."""
-    for index in range(1, len(words)):
-        if not words[index].startswith("-") and "=" not in words[index]:
-            return index
-    return None
-
-
-def exec_programs(line: str) -> List[str]:
-    """The programs an ExecStart= value runs: its first word, and the program after env(1)'s options and
-    assignments. Raises ValueError for a line it cannot split (unknown is a failure)."""
-    words = shlex.split(line.lstrip(EXEC_PREFIXES))
+def exec_words(value: str) -> List[str]:
+    """The words of an ExecStart= value without systemd's prefixes. Raises ValueError for a value it cannot
+    split or an empty one (unknown is a failure)."""
+    words = shlex.split(value.lstrip(EXEC_PREFIXES))
     if not words:
         raise ValueError("an empty command")
-    programs = [words[0]]
-    if os.path.basename(words[0]) == "env":
-        index = _env_program(words)
-        if index is not None:
-            programs.append(words[index])
-    return programs
+    return words
 
 
 def _family(program: str) -> Optional[str]:
@@ -207,40 +250,6 @@ def _family(program: str) -> Optional[str]:
     INTERPRETERS."""
     match = INTERPRETER_NAME.match(os.path.basename(program))
     return match.group(1) if match and match.group(1) in INTERPRETERS else None
-
-
-def _cluster_has(word: str, options: Sequence[str]) -> bool:
-    """Whether a cluster of one-letter options (``-ec``) holds one of ``options`` (``-c``)."""
-    return word.startswith("-") and not word.startswith("--") and any("-" + letter in options for letter in word[1:])
-
-
-def exec_scripts(line: str) -> List[str]:
-    """The script files an ExecStart= value gives a known interpreter (python, sh, bash, perl...: INTERPRETERS),
-    directly or through env(1): the first word after the interpreter's options, or after ``--``. None after an
-    option that gives the code itself (``-c``: data, judged nowhere) or a module to find (``-m``), nor ``-``
-    (standard input). An argument of an option that takes one is skipped; an option not known to take one is
-    not, so its argument is judged as the script (unknown is a failure). Raises ValueError as exec_programs."""
-    words = shlex.split(line.lstrip(EXEC_PREFIXES))
-    if not words:
-        raise ValueError("an empty command")
-    start: Optional[int] = 0
-    if os.path.basename(words[0]) == "env":
-        start = _env_program(words)
-    family = _family(words[start]) if start is not None else None
-    if start is None or family is None:
-        return []
-    code_options, argument_options = INTERPRETERS[family]
-    index = start + 1
-    while index < len(words):
-        word = words[index]
-        if word == "--":
-            return words[index + 1:index + 2]
-        if word in code_options or (family in SHELLS and _cluster_has(word, code_options)):
-            return []
-        if word == "-" or not word.startswith(("-", "+")):
-            return [] if word == "-" else [word]
-        index += 2 if word in argument_options else 1
-    return []
 
 
 def _resolve(program: str, root: str) -> Optional[str]:
@@ -256,8 +265,10 @@ def _resolve(program: str, root: str) -> Optional[str]:
 
 def check_exec_lines(lines: Sequence[str], service_uid: Optional[int], root: str = "/") -> None:
     """Refuse an ExecStart= line of the drop-in that runs as root (``service_uid`` 0 or unknown, or a ``+``/``!``
-    prefix) a program that someone other than root can change (its file, a folder on the way, a link, its
-    interpreter: owners.problems), judged below ``root`` (disk mode's image)."""
+    prefix) unless every part of it is known to run only what root alone can change, judged below ``root`` (disk
+    mode's image): each program (the command, the command a modelled wrapper runs: WRAPPERS), each script or file
+    a known interpreter loads (INTERPRETERS), each absolute path in any word (owners), env(1)'s assignments; an
+    option, a wrapper or a path the check does not know is refused (deny by default)."""
     for line in lines:
         if not line.startswith("ExecStart=") or line == "ExecStart=":
             continue
@@ -265,10 +276,163 @@ def check_exec_lines(lines: Sequence[str], service_uid: Optional[int], root: str
         prefixes = value[:len(value) - len(value.lstrip(EXEC_PREFIXES))]
         if service_uid not in (None, 0) and not set(prefixes) & set(PRIVILEGED_PREFIXES):
             continue
-        for program, path in _programs_of(value, root):
-            _refuse_unless_roots("enforce_exec_not_roots", value, (program, program), path,
-                                 ("it is not found", "command -v %s" % shlex.quote(program)))
-        _check_scripts(value, root)
+        try:
+            words = exec_words(value)
+        except ValueError:
+            raise EnforceRefused("enforce_exec_not_roots", value, None,
+                                 "ExecStart=%s would run as root, and it cannot be split into words" % value,
+                                 "systemd-analyze verify <unit>   # write the line with balanced quotes") from None
+        _check_command(words, value, root, 0)
+        for word in words:
+            _check_word(word, value, root)
+
+
+def _refuse(code: str, value: str, word: str, rule: str, fix: str) -> None:
+    raise EnforceRefused(code, word, None, "ExecStart=%s would run as root, and %s" % (value, rule), fix)
+
+
+def _check_command(words: Sequence[str], value: str, root: str, depth: int) -> None:
+    """Judge the command ``words`` (a root-run line, or what a wrapper of it runs): its program, then a
+    wrapper's command or an interpreter's options and script."""
+    program = words[0]
+    _refuse_unless_roots("enforce_exec_not_roots", value, (program, program), _resolve(program, root),
+                         ("it is not found", "command -v %s" % shlex.quote(program)))
+    name = os.path.basename(program)
+    if name in WRAPPERS:
+        if depth >= MAX_WRAPPERS:
+            _refuse("enforce_exec_wrapper_refused", value, program, "wrappers nest deeper than %d" % MAX_WRAPPERS,
+                    "systemctl edit <unit>   # run the program itself")
+        options, positional = WRAPPERS[name]
+        rest = _options(words, 1, options, value, root, name == "env")
+        rest += positional
+        if rest < len(words) and "/" not in words[rest] and any(word.startswith("PATH=") for word in words[1:rest]):
+            _refuse("enforce_exec_env_refused", value, "PATH",
+                    "env(1) sets PATH and runs %s by name: it is found in that PATH, not where this check looks"
+                    % words[rest], "systemctl edit <unit>   # name %s by its absolute path" % words[rest])
+        if rest < len(words):
+            _check_command(words[rest:], value, root, depth + 1)
+        return
+    if name in UNMODELLED:
+        _refuse("enforce_exec_wrapper_refused", value, program,
+                "%s runs other code in a way this check does not model (deny by default)" % name,
+                "systemctl edit <unit>   # run the program itself, or run the service as its own user (run_as)")
+    family = _family(program)
+    if family is not None:
+        index = _options(words, 1, INTERPRETERS[family], value, root, False)
+        if index < len(words) and words[index] != "-":
+            _check_script(words[index], value, root)
+
+
+def _options(words: Sequence[str], index: int, table: Mapping[str, str], value: str, root: str,
+             assignments: bool) -> int:
+    """Walk the options of ``words`` from ``index`` by ``table`` (kinds: see INTERPRETERS); the index of the first
+    word after them (len(words) when an option ends the command: inline code, a module). ``assignments``:
+    env(1)'s NAME=value words are judged (UNSAFE_VARIABLE) and skipped."""
+    isolated = False
+    while index < len(words):
+        word = words[index]
+        if word == "--":
+            return index + 1
+        assignment = ASSIGNMENT.match(word) if assignments else None
+        if assignment:
+            variable = assignment.group(1)
+            relative = [entry for entry in word[len(variable) + 1:].split(":") if not entry.startswith("/")]
+            if UNSAFE_VARIABLE.match(variable) or variable == "PATH" and relative:
+                _refuse("enforce_exec_env_refused", value, variable,
+                        "env(1) sets %s, which makes a shell, an interpreter or the loader read code or find "
+                        "programs where this check does not judge them" % variable,
+                        "systemctl edit <unit>   # remove %s= from the line" % variable)
+            index += 1
+            continue
+        if word == "-" or not word.startswith("-") and not (word.startswith("+") and word in table):
+            return index
+        for option, argument in _split_option(word, table):
+            kind = table.get(option)
+            if kind is None:
+                _refuse("enforce_exec_option_unknown", value, option,
+                        "%s is an option of %s this check does not know (deny by default)" % (option, words[0]),
+                        "systemctl edit <unit>   # drop %s, or run the service as its own user (run_as)" % option)
+            if kind == "flag":
+                isolated = isolated or option in ("-I", "-P")
+                continue
+            if argument is None:
+                index += 1
+                if index >= len(words):
+                    _refuse("enforce_exec_option_unknown", value, option, "%s has no argument" % option,
+                            "systemctl edit <unit>   # give %s its argument" % option)
+                argument = words[index]
+            if kind == "code" and table.get("-o") == "data" and SHELL_EXPANDS.search(argument):
+                _refuse("enforce_exec_option_refused", value, option,
+                        "the shell code of %s builds words (expansion, ~, globs, a relative path) that this check "
+                        "cannot see before the shell runs them" % option,
+                        "systemctl edit <unit>   # put the code in a script root owns and run that script")
+            if kind == "code":
+                return len(words)
+            if kind == "module" and not isolated:
+                _refuse("enforce_exec_option_refused", value, option,
+                        "%s %s makes %s search the unit's working directory first for its code (not isolated)"
+                        % (option, argument, words[0]),
+                        "systemctl edit <unit>   # add -I before %s, or run a script root owns" % option)
+            if kind == "module":
+                return len(words)
+            if kind == "refused":
+                _refuse("enforce_exec_option_refused", value, option,
+                        "%s %s gives %s code or a place to load code from that this check does not judge"
+                        % (option, argument, words[0]),
+                        "systemctl edit <unit>   # drop %s, or run a script root owns" % option)
+            if kind == "file" or kind == "name" and "/" in argument:
+                _check_script(argument, value, root)
+        index += 1
+    return index
+
+
+def _split_option(word: str, table: Mapping[str, str]) -> List[Tuple[str, Optional[str]]]:
+    """The options a word holds, each with its attached argument (None: the next word is it, when it takes
+    one): ``--name=value``, ``-Wignore``, a cluster of one-letter flags ``-Iu``/``-ec``."""
+    if word.startswith("--") or word in table:
+        name, equals, argument = word.partition("=")
+        return [(name, argument if equals else None)]
+    found: List[Tuple[str, Optional[str]]] = []
+    for position in range(1, len(word)):
+        option = word[0] + word[position]
+        found.append((option, word[position + 1:] or None))
+        if table.get(option, "flag") != "flag":
+            break
+    return found
+
+
+def _check_word(word: str, value: str, root: str) -> None:
+    """Refuse an absolute path anywhere in ``word`` (the word, after ``=``, in inline code, after an option's
+    letter) that someone other than root can change, or whose nearest existing folder they can write; and a
+    path relative to the unit's working directory (``./x``, ``../x``)."""
+    candidates = PATH_IN_WORD.findall(word)
+    if word.startswith("-") and "/" in word and "=" not in word:
+        candidates.append(word[word.index("/"):])
+    for path in candidates:
+        if path == "/" or path in DATA_DEVICES:
+            continue
+        full = os.path.join(root, path.lstrip("/"))
+        while not os.path.lexists(full) and full != os.path.dirname(full):
+            full = os.path.dirname(full)
+        found: List[owners.Problem] = []
+        real = owners.resolve(full, found)
+        if not found and real is not None and full != os.path.join(root, path.lstrip("/")):
+            info = os.lstat(real)          # the nearest folder that is there: who may create the path in it
+            found = [owners.Problem(path=real, uid=info.st_uid, gid=info.st_gid, mode=stat.S_IMODE(info.st_mode),
+                                    reason="%s (the path is not there: others may create it)" % reason,
+                                    owner_name=owners.user_name(info.st_uid),
+                                    fix="ls -ld %s   # name a path in a folder only root can write"
+                                    % shlex.quote(real))
+                     for reason in owners.change_reasons(info, real, sticky_folders=False)]
+        if found:
+            raise EnforceRefused("enforce_exec_word_not_roots", path, found[0].owner_name,
+                                 "ExecStart=%s would run as root with %s, and %s is %s" % (
+                                     value, path, found[0].path, found[0].reason), found[0].fix)
+    for part in [word] + [piece for piece in word.split("=")[1:]]:
+        if part.startswith(("./", "../")):
+            _refuse("enforce_exec_relative_path", value, part,
+                    "%s is found from the unit's working directory, which this check does not judge" % part,
+                    "realpath -- %s   # name it by its absolute path" % shlex.quote(part))
 
 
 def _refuse_unless_roots(code: str, value: str, named: Tuple[str, str], path: Optional[str],
@@ -286,19 +450,19 @@ def _refuse_unless_roots(code: str, value: str, named: Tuple[str, str], path: Op
                          first.fix if first else missing[1])
 
 
-def _check_scripts(value: str, root: str) -> None:
-    """Refuse (``enforce_script_not_roots``) a script file that the ExecStart= value ``value`` (run as root) gives
-    an interpreter, when it is not an absolute path or someone other than root can change it (owners.problems:
-    every component, each link, the file)."""
-    for script in exec_scripts(value):
-        path = os.path.join(root, script.lstrip("/")) if script.startswith("/") else None
-        _refuse_unless_roots("enforce_script_not_roots", value, (script, "the script %s" % script), path,
-                             ("it is not an absolute path (found from the unit's working directory, judged nowhere)",
-                              "realpath -- %s" % shlex.quote(script)))
-
-
-def _programs_of(value: str, root: str) -> List[Tuple[str, Optional[str]]]:
-    try:
-        return [(program, _resolve(program, root)) for program in exec_programs(value)]
-    except ValueError:
-        return [(value, None)]
+def _check_script(script: str, value: str, root: str) -> None:
+    """Refuse (``enforce_script_not_roots``) a script, or a file or folder an interpreter loads as code, named on
+    the ExecStart= value ``value`` (run as root), when it is not an absolute path or someone other than root can
+    change it (owners: every component, each link, the file)."""
+    path = os.path.join(root, script.lstrip("/")) if script.startswith("/") else None
+    if path is not None and os.path.isdir(path):
+        found: List[owners.Problem] = []
+        owners.resolve(path, found)
+        if not found:
+            return
+        raise EnforceRefused("enforce_script_not_roots", script, found[0].owner_name,
+                             "ExecStart=%s would load code as root from %s, and %s is %s" % (
+                                 value, script, found[0].path, found[0].reason), found[0].fix)
+    _refuse_unless_roots("enforce_script_not_roots", value, (script, "the script %s" % script), path,
+                         ("it is not an absolute path (found from the unit's working directory, judged nowhere)",
+                          "realpath -- %s" % shlex.quote(script)))
