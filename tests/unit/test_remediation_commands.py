@@ -34,8 +34,8 @@ COMMANDS = {"ansible", "ansible-config", "ansible-playbook", "ansible-doc", "ans
             "apparmor_parser", "ausearch", "bwrap", "cat", "chmod", "chown", "command", "dnf", "dpkg",
             "dpkg-statoverride", "echo", "find", "findmnt", "getcap", "getent", "gpasswd", "grep", "iconv",
             "install", "journalctl", "ls", "make", "mkdir", "mv", "pacman", "printf", "ps", "python3", "readlink",
-            "realpath", "rm", "setfacl", "setpriv", "ss", "sysctl", "systemctl", "systemd-analyze", "systemd-detect-virt",
-            "umount", "uname", "useradd", "${EDITOR:-vi}"}
+            "realpath", "rm", "setfacl", "setpriv", "ss", "sysctl", "systemctl", "systemd-analyze",
+            "systemd-detect-virt", "umount", "uname", "useradd", "${EDITOR:-vi}"}
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")        # filled by the toolkit (diagnostics.make)
 EXPLICIT = re.compile(r"<([A-Za-z_][A-Za-z0-9_-]*)>")             # filled by the reader: <unit>, <path>
 

@@ -6,7 +6,12 @@ import json
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_state
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import command_kind, report, spool, summary
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (
+    command_kind,
+    report,
+    spool,
+    summary,
+)
 from helpers import report_text
 
 WHEN = datetime.datetime(2026, 11, 30, 6, 0, tzinfo=datetime.timezone.utc)
