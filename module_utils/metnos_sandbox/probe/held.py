@@ -259,10 +259,10 @@ def _changed(entries: t.List[t.Any], symlinks: t.Mapping[str, t.Any], parents: t
         elif len(entry) < 3 or entry[2] != target:
             out.append("/%s: a symlink to %s, the profile makes one to %s" % (
                 rel, entry[2] if len(entry) > 2 else "(unread)", target))
+    placed = [os.path.normpath(d).strip("/") for d in list(symlinks) + list(files)]
     for rel in sorted(parents):
         entry = found.get(rel)
-        if entry is not None and entry[1] != "d" and rel not in [os.path.normpath(d).strip("/")
-                                                                  for d in list(symlinks) + list(files)]:
+        if entry is not None and entry[1] != "d" and rel not in placed:
             out.append("/%s: a directory above what the profile places, the root holds a %s" % (
                 rel, _KIND_WORDS.get(entry[1], "other object")))
     return out
