@@ -25,19 +25,6 @@ in ansible.cfg (this repository's has it) or ANSIBLE_CALLBACKS_ENABLED. Controll
 """
 from __future__ import absolute_import, annotations, division, print_function
 
-import atexit
-import functools
-import json
-import signal
-
-from ansible import constants as C
-from ansible.playbook.play_context import PlayContext
-from ansible.plugins.callback import CallbackBase
-from ansible.plugins.loader import action_loader, connection_loader
-from ansible.template import Templar
-
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import spool
-
 DOCUMENTATION = r"""
 name: audit_interrupt
 type: aggregate
@@ -52,6 +39,19 @@ description:
 requirements:
   - enabled in ansible.cfg (callbacks_enabled = metnos.sandbox.audit_interrupt) or with ANSIBLE_CALLBACKS_ENABLED
 """
+
+import atexit
+import functools
+import json
+import signal
+
+from ansible import constants as C
+from ansible.playbook.play_context import PlayContext
+from ansible.plugins.callback import CallbackBase
+from ansible.plugins.loader import action_loader, connection_loader
+from ansible.template import Templar
+
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import spool
 
 REPORT_ACTION = "metnos_audit_report"
 INTERRUPTED = {"failed": True, "code": "host_interrupted"}

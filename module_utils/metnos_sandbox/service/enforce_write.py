@@ -428,7 +428,7 @@ def _check_word(word: str, value: str, root: str) -> None:
             raise EnforceRefused("enforce_exec_word_not_roots", path, found[0].owner_name,
                                  "ExecStart=%s would run as root with %s, and %s is %s" % (
                                      value, path, found[0].path, found[0].reason), found[0].fix)
-    for part in [word] + [piece for piece in word.split("=")[1:]]:
+    for part in [word] + word.split("=")[1:]:
         if part.startswith(("./", "../")):
             _refuse("enforce_exec_relative_path", value, part,
                     "%s is found from the unit's working directory, which this check does not judge" % part,
