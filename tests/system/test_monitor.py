@@ -347,9 +347,11 @@ def test_the_audit_says_monitored_and_collects_the_proof(fleet, tmp_path):
     doc = json.load(open([str(p) for p in (tmp_path / "got").glob("*.json")][0]))
     assert [(e["monitor"]["collected"], e["monitor"]["stale"]) for e in doc["hosts"]] == [(True, False)] * 2, \
         [e["monitor"] for e in doc["hosts"]]
-    for e in doc["hosts"]:   # the collected proofs pass (warn: the report's bwrap_package_drift, on one of the two)
-        assert e["verdict"] in ("pass", "warn") and \
-            set(d["code"] for d in e["diagnostics"]) <= {"bwrap_package_drift", "running_in_container"}, e
+    # the collected proofs pass (warn: the report's bwrap_package_drift, on one of the two); the monitor's unit
+    # has its own session keyring, shared by its executors: probe_keyring_unit, an info finding (issue 51)
+    for e in doc["hosts"]:
+        assert e["verdict"] in ("pass", "warn") and set(d["code"] for d in e["diagnostics"]) <= {
+            "bwrap_package_drift", "running_in_container", "probe_keyring_unit"}, e
 
 
 def test_monitor_false_removes_everything_it_installed(fleet):
