@@ -24,11 +24,13 @@ def alive(pid):
         return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def wait_for(path, words, proc, seconds=120):
-    """Until the file holds every word (the play's output), or fail with what it holds."""
+def wait_for(path, words, proc, seconds=120, after=""):
+    """Until the file holds every word (the play's output) after the text ``after`` (a task's header: an earlier
+    task's "ok: [host]" does not count), or fail with what it holds."""
     end = time.monotonic() + seconds
     while time.monotonic() < end and proc.poll() is None:
         text = path.read_text() if path.exists() else ""
+        text = text[text.index(after):] if after in text else ""
         if all(word in text for word in words):
             return
         time.sleep(0.2)

@@ -77,7 +77,8 @@ def test_ctrl_c_writes_the_finished_hosts_and_marks_the_others_interrupted(tmp_p
                                 env=ansible_env(), start_new_session=True)     # its own group, as a job
     recorded = []
     try:
-        fault_runs.wait_for(out, ["ok: [%s]" % name for name in fault_runs.FINISHED], proc)
+        fault_runs.wait_for(out, ["ok: [%s]" % name for name in fault_runs.FINISHED], proc,
+                            after="TASK [Audit the host in one round trip")
         end = time.monotonic() + 60
         while not (pids.exists() and len(pids.read_text().split()) == 2) and time.monotonic() < end:
             time.sleep(0.1)

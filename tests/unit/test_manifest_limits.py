@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics, files
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
     globs,
     granters,
@@ -166,6 +166,14 @@ def test_store_is_the_one_format(tmp_path):
     written = store.write(str(tmp_path), prof)
     assert written["changed"] and store.read_args(str(tmp_path), "ex") == prof["argv"]
     assert store.write(str(tmp_path), prof)["changed"] is False
+    # A temporary file a killed earlier write left is removed by the next render even when the pair is current,
+    # and said (issue 52). Mutation run: store.write without clean_folder - this fails.
+    debris = tmp_path / ".ex.json.0123456789ab"
+    debris.write_text('{"half": ')
+    os.utime(str(debris), (files.RUN_STARTED - 60, files.RUN_STARTED - 60))
+    again = store.write(str(tmp_path), prof)
+    assert again["changed"] is False and not debris.exists()
+    assert again["healed"] == ["ex: removed what an interrupted write left: %s" % debris]
     with pytest.raises(store.StoreError):
         store.write(str(tmp_path), dict(prof, argv=["bwrap", "a\nb"]))
     with pytest.raises(store.StoreError):

@@ -169,6 +169,17 @@ def remove_debris(folder_fd: int, folder: str) -> List[str]:
     return removed
 
 
+def clean_folder(folder: str) -> List[str]:
+    """remove_debris in ``folder`` opened as open_folder() does (links refused): for a writer whose files were
+    already current, so that a temporary file a killed earlier run left is removed at the next run all the same.
+    Returns the paths removed."""
+    folder_fd = open_folder(folder)
+    try:
+        return remove_debris(folder_fd, folder)
+    finally:
+        os.close(folder_fd)
+
+
 def _write_all(fd: int, content: Union[str, Iterable[str]]) -> None:
     for chunk in ([content] if isinstance(content, str) else content):
         data = chunk.encode("utf-8")

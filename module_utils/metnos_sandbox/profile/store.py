@@ -253,6 +253,11 @@ def write(dest: str, result: Dict[str, Any], check_mode: bool = False, move: Opt
         if path == args_path:
             diffs.append({"before": before or "", "after": content,
                           "before_header": path if before is not None else "(absent)", "after_header": path})
+    if not changed and not check_mode and os.path.isdir(dest):
+        try:
+            removed.extend(files.clean_folder(dest))     # the pair was current: debris is removed all the same
+        except (IOError, OSError) as exc:
+            raise StoreError("cannot clean the profile folder %s: %s" % (dest, exc)) from None
     healed = []
     if mismatch is not None and changed:
         healed.append("%s: re-rendered the mismatched pair (%s)" % (result["executor"], mismatch))
