@@ -50,11 +50,46 @@ def processes_with(word):
     return found
 
 
+def descendants(root):
+    """The pids below ``root`` (the parent links of /proc/*/stat at this moment)."""
+    children = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/stat" % pid) as handle:
+                ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(pid))
+    found, todo = set(), [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
 def kill_run(proc, word):
-    """SIGKILL a whole ansible-playbook run at once, as the OOM killer or a stopped container does: its process
-    group, then its workers (sessions of their own: found by ``word``, a path of this test, in their command
-    line), by pid; waits until none is left."""
-    os.killpg(proc.pid, signal.SIGKILL)
+    """SIGKILL a whole ansible-playbook run at once, as the OOM killer or a stopped container does. Its whole
+    process tree is frozen first (SIGSTOP, until no new descendant appears: a worker's module process, in a
+    session of its own, would otherwise go on and finish the step after the kill), then killed; then anything
+    still holding ``word`` (a path of this test) in its command line, by pid; waits until none is left."""
+    frozen = set()
+    for _round in range(50):
+        new = (descendants(proc.pid) | {proc.pid}) - frozen
+        if not new:
+            break
+        for pid in new:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except ProcessLookupError:
+                pass
+        frozen |= new
+    for pid in frozen:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     proc.wait()
     end = time.monotonic() + 30
     while True:
