@@ -55,12 +55,19 @@ def _in_root_session(script, user):
     return json.loads(data)
 
 
-def test_run_as_gives_the_users_code_a_keyring_of_its_own():
+def _planted_helper():
+    """(its folder, its path): the helper copied where every user can read it (/var/tmp, 0755 folder, 0644 file),
+    so the test user's code runs it; the caller removes the folder."""
     top = tempfile.mkdtemp(prefix="metnos-keyring-", dir="/var/tmp")
     os.chmod(top, 0o755)
     script = os.path.join(top, "steal.py")
     shutil.copy(HELPER, script)
     os.chmod(script, 0o644)
+    return top, script
+
+
+def test_run_as_gives_the_users_code_a_keyring_of_its_own():
+    top, script = _planted_helper()
     try:
         with real_user.made("mskr") as user:
             seen = _in_root_session(script, user)
@@ -89,11 +96,7 @@ def test_under_a_keyctl_filter_run_as_never_guesses(action):
         pytest.skip("no python3-seccomp for /usr/bin/python3")
     collections = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                                "collections")
-    top = tempfile.mkdtemp(prefix="metnos-keyring-", dir="/var/tmp")
-    os.chmod(top, 0o755)
-    script = os.path.join(top, "steal.py")
-    shutil.copy(HELPER, script)
-    os.chmod(script, 0o644)
+    top, script = _planted_helper()
     try:
         with real_user.made("mskf") as user:
             proc = subprocess.run(["/usr/bin/python3", "-I", "-S", script, "hold", SECRET, "--",
