@@ -32,19 +32,13 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audi
     monitor_state,  # AUDIT_SCHEMA: the audit record's schema
     transport,  # the message, its two carriers and the frame of the answer
 )
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import (
-    sources as base_sources,  # the core's files, found on disk
-)
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import (
-    spec as options_spec,  # the one spec of the options
-)
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base.sources import CORE
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import play_vars
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as options_spec
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
     manifest,  # controller side: the one manifest loader (manifest_sources: what the filter loads, from_source)
 )
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (
-    play_vars,  # from_vars: the options the host's variables give
-    spool,  # controller side only: where each host's result is kept for the report
-)
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import spool
 
 AUTO = ("auto", "auto_silent", "auto_legacy", "auto_legacy_silent")
 GRACE = 10      # seconds the controller waits past a host's deadline for the host's own kill to end the command
@@ -68,7 +62,7 @@ def _run_tmp():
 def payload():
     """(the core's sources as one zlib-compressed JSON object, its sha256), built by the first host's worker of
     the run and read by the others from the run's private temp dir."""
-    return transport.cached_payload(base_sources.CORE, _run_tmp())
+    return transport.cached_payload(CORE, _run_tmp())
 
 
 def keep(host, record):
@@ -133,7 +127,7 @@ class ActionModule(ActionBase):
         """The validated options with their defaults, or None after a refusal put in ``result``."""
         given = {}
         if boolean(self._task.args.get("from_vars", False), strict=False):
-            # The options the task leaves out, from the host's variables (report/play_vars.py): read here, they
+            # The options the task leaves out, from the host's variables (options/play_vars.py): read here, they
             # cost no template compiled by every worker for every host.
             try:
                 self._task.args = play_vars.options(self._task.args, lambda name: self._variable(task_vars, name),

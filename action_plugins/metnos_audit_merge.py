@@ -12,7 +12,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import merge, report
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import document, merge
 
 
 class ActionModule(ActionBase):
@@ -35,12 +35,12 @@ class ActionModule(ActionBase):
         try:
             # written in check mode too: they change no host; latest.<ext> as the audit writes them (the next
             # merge's or audit's baseline: -e metnos_audit_baseline=<dest>/latest.json)
-            written = report.write_all(doc, args["dest"], latest=True)
+            written = document.write_all(doc, args["dest"], latest=True)
         except OSError as exc:
             raise AnsibleActionFail("metnos_audit_merge: cannot write reports to %s: %s" % (args["dest"], exc)) \
                 from None
         result.update(changed=False, paths=written, totals=doc["totals"], gate=doc["gate"], merged=len(paths),
                       verdicts=dict((h["host"], h["verdict"]) for h in doc["hosts"]),
-                      summary=report.terminal_summary(doc) + ["merged %d report(s) in %.1f s: %s" % (
+                      summary=document.terminal_summary(doc) + ["merged %d report(s) in %.1f s: %s" % (
                           len(paths), time.time() - start, " ".join(written.values()))])
         return result

@@ -23,8 +23,8 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (
     baseline,
-    report,
-    report_metrics,
+    document,
+    metrics,
     run_context,
     spool,
     waivers,
@@ -74,20 +74,20 @@ class ActionModule(ActionBase):
             return result
         pairs = spool.read_spooled(kept, sorted(set(hosts))) if hosts is not None else \
             ((name, results[name]) for name in sorted(results))
-        doc = report.build_from_results(pairs, warnings_as_failures=args["warnings_as_failures"], waivers=accepted,
-                                        baseline=before, fail_on=args["fail_on"])
+        doc = document.build_from_results(pairs, warnings_as_failures=args["warnings_as_failures"], waivers=accepted,
+                                          baseline=before, fail_on=args["fail_on"])
         run_context.inputs_refused(doc, refused)
         # Every fix command carries the run's inventory (-i) and limit, so it runs as pasted (issue 54).
         given = task_vars or {}
         run_context.carry(doc, given.get("ansible_inventory_sources"), given.get("ansible_limit"))
         timings = {"build": round(time.time() - start, 3)}
-        summary = run_context.refused_line(doc) + report.terminal_summary(doc)
+        summary = run_context.refused_line(doc) + document.terminal_summary(doc)
         paths, removed = {}, []
         try:   # written in check mode too: they change no host
-            removed = report.remove_debris(dest)       # what earlier runs left: removed, and said
-            paths = report.write_all(doc, dest, timings=timings, latest=args["latest"])
+            removed = document.remove_debris(dest)       # what earlier runs left: removed, and said
+            paths = document.write_all(doc, dest, timings=timings, latest=args["latest"])
             if args["textfile_dir"]:
-                paths["prom"] = report_metrics.write(args["textfile_dir"], doc)
+                paths["prom"] = metrics.write(args["textfile_dir"], doc)
         except OSError as exc:
             # No partial set is left; the fleet summary is still returned (the playbook prints it) and the gate
             # fails: a run whose reports are not written is never a pass.

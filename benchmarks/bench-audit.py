@@ -67,10 +67,7 @@ VENV_BIN = os.path.dirname(sys.executable)
 sys.path.insert(0, os.path.join(ROOT, "action_plugins"))
 sys.path.insert(0, os.path.join(ROOT, "module_utils"))
 
-from metnos_sandbox.report import (
-    render_json,  # noqa: E402
-    report,  # noqa: E402
-)
+from metnos_sandbox.report import document, render_json
 
 NAIVE = """---
 - name: Naive audit (full facts + one task per check)
@@ -334,8 +331,8 @@ ACTION_ONLY = ("result", "from_vars", "deadline", "manifest_sources", "python")
 
 
 def floor_options():
-    from metnos_sandbox.options import spec as options_spec
-    args = options_spec.with_defaults(options_spec.AUDIT, FLOOR_OPTIONS)
+    from metnos_sandbox.options import spec
+    args = spec.with_defaults(spec.AUDIT, FLOOR_OPTIONS)
     for name in ACTION_ONLY:
         args.pop(name, None)
     return args
@@ -577,7 +574,7 @@ def D_make(code, severity, message, remediation):
 SYNTH_REPORT = r'''
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
-from metnos_sandbox.report import report as R
+from metnos_sandbox.report import document as R
 hosts = json.load(open(sys.argv[2]))
 t0 = time.time()
 doc = R.build_from_hosts(hosts)
@@ -614,7 +611,7 @@ def bench_synthetic(template, n, tmp):
         os.makedirs(parts, exist_ok=True)
         files = []
         for start in range(0, n, per_file):
-            doc = report.build_from_hosts([dict(h) for h in hosts[start:start + per_file]])
+            doc = document.build_from_hosts([dict(h) for h in hosts[start:start + per_file]])
             path = os.path.join(parts, "part-%05d.json" % start)
             with open(path, "w") as handle:
                 for chunk in render_json.iter_json(doc):

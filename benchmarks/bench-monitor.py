@@ -15,7 +15,7 @@ metnos_sandbox_monitor=true). Then, alternating, --rounds times each:
            playbooks/audit.yml makes per host): wall from start to exit of `ansible`, the CPU of every
            process of it on this machine, and the payload's duration and CPU on the host
 
-Both run the same checks (audit.audit_host: bwrap facts and smoke test, service environment, the probe in a
+Both run the same checks (host_audit.audit_host: bwrap facts and smoke test, service environment, the probe in a
 transient unit). Medians are printed as a Markdown table; --json adds the raw samples.
 """
 import argparse

@@ -31,14 +31,7 @@ import yaml  # noqa: E402
 
 from corpus.hostile_tree import BROKER  # noqa: E402  # the reviewed undo broker's files, one definition
 from helpers.hostile import bwrap_status  # noqa: E402  # as the second set's unit test renders it
-from metnos_sandbox.profile import (
-    host_context,
-    host_layout,
-    model,
-    profile,  # noqa: E402
-    reader,
-    undo,
-)
+from metnos_sandbox.profile import host_context, host_layout, model, reader, renderer, undo
 
 RENDERED = ("wrapped", "direct")
 UNDO = "undo_last_turn"
@@ -190,14 +183,14 @@ def hostile(seconds_note):
     count = len(cases)
     cases += [(name, factory, inv, _host) for name, factory, inv in worst_cases(base)]
     cases += chain_cases(base)
-    profile.render_safe({"name": "x", "origin": "o"},
-                        host_context.HostContext(_host))          # imports and caches warm
+    renderer.render_safe({"name": "x", "origin": "o"},
+                         host_context.HostContext(_host))          # imports and caches warm
     reader.decode("a: 1\n")
     timed = []
     for name, factory, inv, host in cases:
         ctx = host_context.HostContext(host)
         start, cpu = time.perf_counter(), time.process_time()
-        prof = profile.render_safe(factory(), ctx, inv, statuses.get(name))
+        prof = renderer.render_safe(factory(), ctx, inv, statuses.get(name))
         timed.append((time.perf_counter() - start, name, prof["refusal"] or prof["decision"],
                       time.process_time() - cpu))
         if timed[-1][2] != expected[name]:      # each answer checked: a wrong one is not the timing of that input
@@ -207,7 +200,7 @@ def hostile(seconds_note):
         ctx = host_context.HostContext(host)
         source = factory()
         tracemalloc.start()
-        profile.render_safe(source, ctx, inv, statuses.get(name))
+        renderer.render_safe(source, ctx, inv, statuses.get(name))
         peaks.append((tracemalloc.get_traced_memory()[1], name))
         tracemalloc.stop()
     timed.sort(reverse=True)
@@ -257,7 +250,7 @@ def main():
     ]
     invocation = {"arguments": {"p": "sub"}, "sender": "alice", "turn_id": "t1"}
     for doc in docs:         # each answer checked once: a refusal costs less than a render, never timed as one
-        prof = profile.render_safe(doc, host, invocation)
+        prof = renderer.render_safe(doc, host, invocation)
         if prof["decision"] not in RENDERED:
             raise SystemExit("%s (%s) is not rendered: %s %s" % (
                 doc.get("name"), doc.get("origin"), prof["decision"], prof.get("refusal")))
@@ -268,7 +261,7 @@ def main():
     deadline = start + args.seconds
     while time.perf_counter() < deadline:
         for doc in docs:
-            prof = profile.render_safe(doc, host, invocation)
+            prof = renderer.render_safe(doc, host, invocation)
             decisions[prof["decision"]] = decisions.get(prof["decision"], 0) + 1
             count += 1
     elapsed = time.perf_counter() - start

@@ -17,19 +17,21 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import profile_states
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics, sources
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import install_plan
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import (
-    monitor_install,
-)
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import core_install
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
     descriptors,
     host_context,
     host_layout,
     model,
-    profile,
+    renderer,
 )
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as profile_manifest
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import result as profile_result
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import summary
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile.manifest import (
+    SourceError,
+    from_source,
+    parse_capability,
+)
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import site_summary
 
 
 def sandbox_summary(facts, sections=None):
@@ -39,7 +41,7 @@ def sandbox_summary(facts, sections=None):
                                  % type(facts).__name__)
     if sections is not None and not isinstance(sections, list):
         raise AnsibleFilterError("sandbox_summary: sections must be a list, got %s" % type(sections).__name__)
-    return summary.host_summary(facts, sections)
+    return site_summary.host_summary(facts, sections)
 
 
 def sandbox_profiles_section(registered, plan=None):
@@ -53,27 +55,27 @@ def sandbox_profiles_section(registered, plan=None):
     if plan is not None and not isinstance(plan, dict):
         raise AnsibleFilterError("sandbox_profiles_section: plan must be metnos_manifest_names' mapping, got %s"
                                  % type(plan).__name__)
-    return summary.profiles_section(registered, plan)
+    return site_summary.profiles_section(registered, plan)
 
 
 def sandbox_service_section(result):
     """A metnos_service_env result -> a summary section."""
-    return summary.service_section(result if isinstance(result, dict) else None)
+    return site_summary.service_section(result if isinstance(result, dict) else None)
 
 
 def sandbox_probe_section(result):
     """A sandbox_probe result -> a summary section."""
-    return summary.probe_section(result if isinstance(result, dict) else None)
+    return site_summary.probe_section(result if isinstance(result, dict) else None)
 
 
 def sandbox_monitor_section(state):
     """The role's monitor state ({enabled, systemd_running, timer}) -> a summary section."""
-    return summary.monitor_section(state if isinstance(state, dict) else None)
+    return site_summary.monitor_section(state if isinstance(state, dict) else None)
 
 
 def sandbox_enforce_lines(result):
     """A metnos_service_env result (state=enforce) -> one line per healed/relaxed/not-healed item."""
-    return summary.enforce_lines(result if isinstance(result, dict) else None)
+    return site_summary.enforce_lines(result if isinstance(result, dict) else None)
 
 
 def metnos_monitor_release(directory=""):
@@ -86,7 +88,7 @@ def metnos_monitor_release(directory=""):
     if not isinstance(directory, str) or not os.path.isdir(directory):
         raise AnsibleFilterError("metnos_monitor_release: expected the core's directory, got %s"
                                  % diagnostics.excerpt(directory))
-    return monitor_install.release(directory, bundle=True)
+    return core_install.release(directory, bundle=True)
 
 
 def metnos_exec_release(directory=""):
@@ -101,7 +103,7 @@ def metnos_exec_release(directory=""):
                                  % diagnostics.excerpt(directory))
     with open(path, "rb") as handle:
         data = handle.read()
-    return {"version": monitor_install.version_of({"profile/descriptors.py": data}),
+    return {"version": core_install.version_of({"profile/descriptors.py": data}),
             "sha256": hashlib.sha256(data).hexdigest(), "source": data.decode("utf-8")}
 
 
@@ -111,8 +113,8 @@ def metnos_manifest_source(item):
     managed hosts need no YAML library), or the core's refusal record when loading is refused (the
     module then refuses with the same code). Validation and rendering happen on the host."""
     try:
-        return profile_manifest.from_source(item)
-    except profile_manifest.SourceError as exc:
+        return from_source(item)
+    except SourceError as exc:
         raise AnsibleFilterError("metnos_manifest_source: %s" % exc) from None
 
 
@@ -134,7 +136,7 @@ def metnos_capabilities(capabilities):
                                  "(manifest_too_many_capabilities)" % (len(capabilities), model.MAX_CAPABILITIES))
     out = []
     for index, text in enumerate(capabilities):
-        cap, errors = profile_manifest.parse_capability(text, "capabilities[%d]" % index)
+        cap, errors = parse_capability(text, "capabilities[%d]" % index)
         if errors:
             raise AnsibleFilterError("metnos_capabilities: %s (%s)" % (errors[0]["message"], errors[0]["code"]))
         out.append({"text": cap.text, "kind": cap.kind, "mode": cap.mode, "target": cap.target,
@@ -159,7 +161,7 @@ def metnos_profile(manifest, host=None, invocation=None, status=None, command=No
         raise AnsibleFilterError("metnos_profile: %s" % exc) from None
     if invocation is not None and not isinstance(invocation, dict):
         raise AnsibleFilterError("metnos_profile: invocation must be a mapping, got %s" % type(invocation).__name__)
-    return profile.render_safe(manifest, ctx, invocation or {}, status, command, preview=True)
+    return renderer.render_safe(manifest, ctx, invocation or {}, status, command, preview=True)
 
 
 def metnos_argv(manifest, host=None, invocation=None, status=None, command=None):

@@ -226,7 +226,7 @@ cpu:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import host_audit
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
 
 ARGUMENT_SPEC = spec.AUDIT     # the action plugin validates with the same spec
@@ -234,7 +234,7 @@ ARGUMENT_SPEC = spec.AUDIT     # the action plugin validates with the same spec
 
 def main():
     module = spec.utf8_module(AnsibleModule)(argument_spec=spec.spec(ARGUMENT_SPEC), supports_check_mode=True)
-    result = audit.audit_host(spec.one_name(ARGUMENT_SPEC, module.params))   # AnsibleModule applied the defaults
+    result = host_audit.audit_host(spec.one_name(ARGUMENT_SPEC, module.params))   # AnsibleModule applied the defaults
     module.exit_json(changed=False, **result)
 
 

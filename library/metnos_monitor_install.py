@@ -71,7 +71,7 @@ removed:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor_install
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import core_install
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
 
 ARGUMENT_SPEC = spec.spec(
@@ -85,13 +85,13 @@ ARGUMENT_SPEC = spec.spec(
 def main():
     module = spec.utf8_module(AnsibleModule)(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
-    not_roots = monitor_install.python_findings(p["python"]) if p["python"] else []
+    not_roots = core_install.python_findings(p["python"]) if p["python"] else []
     if not_roots:
         module.fail_json(msg="metnos_monitor_install: %s" % not_roots[0]["message"], code=not_roots[0]["code"],
                          diagnostics=not_roots)
     try:
-        result = monitor_install.install(p["prefix"], p["bundle"], p["entry_point"], module.check_mode)
-    except monitor_install.ReleaseError as exc:
+        result = core_install.install(p["prefix"], p["bundle"], p["entry_point"], module.check_mode)
+    except core_install.ReleaseError as exc:
         module.fail_json(msg="metnos_monitor_install: %s" % exc, code="invalid_option")
     except OSError as exc:
         module.fail_json(msg="metnos_monitor_install: %s: %s" % (getattr(exc, "filename", None) or p["prefix"],

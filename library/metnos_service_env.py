@@ -227,15 +227,19 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap, facts, package_owner
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import checks, spec
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import store
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import enforce as service_enforce
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import (
     enforce_write,
     env_channels,
+    environment,
     restrictions,
     root_service,
-    service_env,
-    service_user,
+    run_user,
     systemd_unit,
+)
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service.enforce import (
+    ENV_FILE_SUFFIX,
+    add_keyring_filter,
+    enforce_plan,
 )
 
 ARGUMENT_SPEC = spec.spec(
@@ -263,21 +267,21 @@ def build_module():
 
 
 def _systemctl(module, scope, user, *args):
-    return bwrap.module_runner(module)(service_env.systemctl_argv(scope, user, *args))
+    return bwrap.module_runner(module)(environment.systemctl_argv(scope, user, *args))
 
 
 def gather(module, p, exclude=()):
     try:
-        return service_env.gather(p, bwrap.module_runner(module), exclude)
-    except service_env.SystemctlError as exc:
+        return environment.gather(p, bwrap.module_runner(module), exclude)
+    except environment.SystemctlError as exc:
         module.fail_json(msg="metnos_service_env: %s" % exc, code="systemctl_failed")
 
 
 def evaluate(module, p):
     grants = store.stored_grants(p["profile_dir"]) if p["profile_dir"] else []
     try:
-        return service_env.inspect(dict(p, grants=grants), bwrap.module_runner(module))
-    except service_env.SystemctlError as exc:
+        return environment.inspect(dict(p, grants=grants), bwrap.module_runner(module))
+    except environment.SystemctlError as exc:
         module.fail_json(msg="metnos_service_env: %s" % exc, code="systemctl_failed")
 
 
@@ -298,11 +302,11 @@ def enforce(module, p, result):
         home = facts.resolve_user(p["user"])["home"]
         directory = os.path.join(home, ".config/systemd/user", p["unit"] + ".d")
     path = os.path.join(directory, p["dropin_name"])
-    env_path = path[:-len(".conf")] + service_enforce.ENV_FILE_SUFFIX
+    env_path = path[:-len(".conf")] + ENV_FILE_SUFFIX
     # The plan is computed from the configuration *without* our own files, with the manager's
     # runtime environment (set-environment) where systemd runs.
-    runtime = p["root"] in ("/", "") and service_env.systemd_running(p["root"])
-    sub = dict(p, mode="disk", manager_env=service_env.manager_environment(bwrap.module_runner(module), p["scope"],
+    runtime = p["root"] in ("/", "") and environment.systemd_running(p["root"])
+    sub = dict(p, mode="disk", manager_env=environment.manager_environment(bwrap.module_runner(module), p["scope"],
                                                                            p["user"])
                if runtime else None)
     try:
@@ -311,20 +315,20 @@ def enforce(module, p, result):
         return False, None, None, None
     state, env, prov = found.state, found.env, found.prov
     info = {"path": path, "content": None, "backup": None, "env_file": env_path, "env_file_backup": None}
-    refused = service_env.refused_file_diagnostics(p["unit"], state)
+    refused = environment.refused_file_diagnostics(p["unit"], state)
     if refused:          # a unit file it could not read safely: no drop-in is planned from half of the unit
         module.fail_json(msg="metnos_service_env: %s" % refused[0]["message"], code=refused[0]["code"],
                          refused=state["refused_files"][0], diagnostics=refused, dropin=info)
-    user = service_user.resolve_service_user(state["settings"])
+    user = run_user.resolve_service_user(state["settings"])
     resolved = result.get("bwrap_resolved")
     info_bwrap = facts.bwrap_info(resolved, runner=bwrap.module_runner(module)) if resolved else None
     visible = env_path if p["root"] in ("/", "") else "/" + os.path.relpath(env_path, p["root"])
-    plan = service_enforce.enforce_plan(p["unit"], state, env, prov, user, p["sandbox_path"], visible,
-                                        relax=p["relax_restrictions"], bwrap_info=info_bwrap,
-                                        package_of=lambda path: package_owner.package_facts(
-                                            path, bwrap.module_runner(module)))
+    plan = enforce_plan(p["unit"], state, env, prov, user, p["sandbox_path"], visible,
+                        relax=p["relax_restrictions"], bwrap_info=info_bwrap,
+                        package_of=lambda path: package_owner.package_facts(
+                            path, bwrap.module_runner(module)))
     if p["filter_keyrings"]:
-        service_enforce.add_keyring_filter(plan, state["settings"], user, info_bwrap)
+        add_keyring_filter(plan, state["settings"], user, info_bwrap)
     targets = [(env_path, plan["env_file"]), (path, plan["dropin"])]
     info["content"] = plan["dropin"]
     if p["run_as"]:          # only when asked: it changes who owns the service's files (service_runs_as_root)

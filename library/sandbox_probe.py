@@ -265,8 +265,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import probe
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import run
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import environment
 
 ARGUMENT_SPEC = spec.spec(
     spec.SERVICE,
@@ -301,7 +301,7 @@ def _probe(p, runner):
     spec.sha256_list(p["accept_bwrap_sha256"])
     if p["context"] == "systemd":
         spec.systemd_running("context", "auto or direct")
-    return probe.probe_service(p, runner)
+    return run.probe_service(p, runner)
 
 
 def main():
@@ -311,7 +311,7 @@ def main():
     runner = bwrap.module_runner(module)
     try:
         result = spec.checked(module.fail_json, "sandbox_probe", lambda: _probe(p, runner))
-    except service_env.SystemctlError as exc:
+    except environment.SystemctlError as exc:
         module.fail_json(msg="sandbox_probe: %s" % exc, code="systemctl_failed")
     except Exception as exc:   # never "Unknown error": a message, a code and the traceback
         import traceback

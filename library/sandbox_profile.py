@@ -228,8 +228,8 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.opti
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
     host_context,
     model,
-    profile,
     python_roots,
+    renderer,
     store,
 )
 
@@ -279,11 +279,11 @@ def main():
     path_text, environment, host = spec.checked(module.fail_json, "sandbox_profile", lambda: _options(module, p))
 
     # The one core path: the manifest (inline, or a file read on this host by the core) is
-    # coerced, validated, rendered and checked by profile.render_safe.
+    # coerced, validated, rendered and checked by renderer.render_safe.
     source = model.FileSource(p["manifest_file"]) if p["manifest_file"] else p["manifest"]
     status = envflags.status(bwrap.which("bwrap", path_text), environment)
     invocation = dict((k, v) for k, v in (p["invocation"] or {}).items() if v is not None)
-    result = profile.render_safe(source, host, invocation, status, p["command"])
+    result = renderer.render_safe(source, host, invocation, status, p["command"])
 
     if p["run_as"] is not None and result["decision"] == "wrapped":
         try:

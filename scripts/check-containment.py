@@ -5,7 +5,7 @@
 
 The users' CI runs the audit against a macOS runner itself and expects level none (R-SCOPE-4: macOS has no native
 containment module): the host is in the report at that level, with a reason, is not counted as isolated and fails
-the gate. The checks are report/report_containment.py's unmet(). Exit status: 0 when all hold, 1 when one does
+the gate. The checks are report/containment_text.py's unmet(). Exit status: 0 when all hold, 1 when one does
 not (each printed), 2 when the report cannot be read.
 """
 import json
@@ -15,9 +15,7 @@ import core_path  # noqa: E402  (scripts/: the core as ansible_collections.metno
 
 core_path.use_core()
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (  # noqa: E402
-    report_containment,
-)
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import containment_text
 
 MAX_REPORT = 64 * 1024 * 1024
 
@@ -39,11 +37,11 @@ def main(argv):
     if not isinstance(doc, dict):
         print("check-containment: %s is not an audit report" % path, file=sys.stderr)
         return 2
-    problems = report_containment.unmet(doc, host, level)
+    problems = containment_text.unmet(doc, host, level)
     for problem in problems:
         print("check-containment: %s" % problem)
     if not problems:
-        print("check-containment: %s is at %s" % (host, report_containment.line(
+        print("check-containment: %s is at %s" % (host, containment_text.line(
             next(h for h in doc["hosts"] if h.get("host") == host))))
     return 1 if problems else 0
 

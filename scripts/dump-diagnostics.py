@@ -17,7 +17,7 @@ What it dumps (each diagnostic as code, severity, message, remediation, rule, se
 WORKDIR (default /tmp/metnos-dump-diagnostics) is emptied and rebuilt: the same WORKDIR gives the same
 paths in the messages, so two runs compare byte for byte; what differs between any two runs is masked
 (this process's pid, seen through the corpus' /proc/self links, and inode numbers). The core is imported
-by its module names in the capability packages (base.diagnostics, profile.profile, ...) or, on a tree
+by its module names in the capability packages (base.diagnostics, profile.renderer, ...) or, on a tree
 before issue 22, by the flat names.
 """
 import importlib
@@ -51,8 +51,8 @@ def core(attribute, *names):
 
 diagnostics = core("make", "base.diagnostics", "diagnostics")
 model = core("FileSource", "profile.model", "manifest")
-profile = core("render_safe", "profile.profile", "profile")
-host_context = core("HostContext", "profile.host_context", "profile.profile", "profile")
+profile = core("render_safe", "profile.renderer", "profile")
+host_context = core("HostContext", "profile.host_context", "profile.renderer", "profile")
 systemd_unit = core("load_unit", "service.systemd_unit", "systemd_unit")
 unit_environment = core("compose_environment", "service.unit_environment", "service.systemd_unit", "systemd_unit")
 # A message template's {placeholder} (named _PLACEHOLDER on a tree before issue 44).

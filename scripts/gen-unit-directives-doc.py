@@ -16,7 +16,11 @@ import core_path  # noqa: E402  (scripts/: the core as ansible_collections.metno
 
 core_path.use_core()
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import blame as probe_blame
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe.blame import (
+    MAX_ROUNDS,
+    SUSPECTS,
+    Bounds,
+)
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import (
     context_deny,  # noqa: E402
     relaxations,  # noqa: E402
@@ -54,7 +58,7 @@ def _median(values):
 def render_blame(blame):
     """The experiment: what it does, its bounds, and its measured cost per failing host (docs/unit-blame.json,
     written by tests/system/test_blame_fleet.py)."""
-    bounds = probe_blame.Bounds()
+    bounds = Bounds()
     out = ["## Blame by experiment", "",
            "The table above is measured directive by directive; real units combine directives nobody put on a list. "
            "So when the probe fails in the service's context (a transient unit carrying the unit's context) and bwrap "
@@ -62,13 +66,13 @@ def render_blame(blame):
            "itself (`module_utils/metnos_sandbox/probe/blame.py`):", "",
            "1. The directives most likely to break bwrap (%s, every `Limit*=`) are kept one by one on top of the "
            "user; all the others as one group, bisected while a group fails." % ", ".join(
-               "`%s=`" % d for d in probe_blame.SUSPECTS),
+               "`%s=`" % d for d in SUSPECTS),
            "2. A group that fails while neither half does holds directives that break bwrap **only together**: it is "
            "minimised (ddmin) to the smallest such set and reported as one culprit (the finding says \"only "
            "together\").",
            "3. The whole context minus every culprit must pass; otherwise the rest is searched again (at most %d "
            "times). A culprit the context does not need removed once the others are (found only because a trial "
-           "removed something else) is dropped." % probe_blame.MAX_ROUNDS,
+           "removed something else) is dropped." % MAX_ROUNDS,
            "4. For each culprit, relaxations are tried smallest first (`relaxations.py`) in the unit's context minus "
            "the other culprits; the first that passes is the one offered. `LimitNPROC=` is narrowed to the smallest "
            "value that passes, then one more process for the runtime (it forks bwrap where the probe's launcher "

@@ -20,10 +20,10 @@ import core_path  # noqa: E402  (scripts/: the core as ansible_collections.metno
 
 core_path.use_core()
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (  # noqa: E402
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (
     baseline,
+    document,
     merge,
-    report,  # noqa: E402
     waivers,
 )
 
@@ -55,8 +55,8 @@ def main(argv):
         print("merge-audit-reports: %s" % "\n".join("%s: %s" % (d["code"], d["message"]) for d in exc.diagnostics),
               file=sys.stderr)
         return 2
-    out = report.write_all(merged, args.out_dir)
-    print("\n".join(report.terminal_summary(merged)))
+    out = document.write_all(merged, args.out_dir)
+    print("\n".join(document.terminal_summary(merged)))
     print("merged %d report(s) in %.1f s: %s" % (len(paths), time.time() - start, " ".join(out.values())))
     return 1 if merged["gate"]["failed"] else 0
 

@@ -115,27 +115,25 @@ def _use_core():
 def faces(manifest, host, invocation):
     """The decision of every in-process face (core, filter preview, probe, audit payload)."""
 
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import host_audit
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import probe as probe_probe
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context, profile
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
-        manifest as profile_manifest,
-    )
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe.run import probe_service
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context, renderer
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile.manifest import transport
     active = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
-    core = profile.render_safe(manifest, host_context.HostContext(host), invocation, active)
+    core = renderer.render_safe(manifest, host_context.HostContext(host), invocation, active)
     out = {"core": [core["decision"], core["refusal"]], "argv": core["argv"],
            "messages": [d["message"] for d in core["diagnostics"] if d["severity"] == "error"]}
     filters = repo_files.load("filter_plugins/metnos_sandbox.py", "mfilters")
     preview = filters.metnos_profile(manifest, host=host, invocation=invocation, status=active)
     out["filter"] = [preview["decision"], preview["refusal"]]
     if core["decision"] == "refused":       # the probe would start bwrap for a wrapped profile
-        probe = probe_probe.probe_service({"unit": None, "manifest": json.dumps(manifest), "invocation": invocation,
-                                           "host": host, "context": "direct", "timeout": 30}, bwrap.default_runner)
+        probe = probe_service({"unit": None, "manifest": json.dumps(manifest), "invocation": invocation,
+                               "host": host, "context": "direct", "timeout": 30}, bwrap.default_runner)
         errors = [d["code"] for d in probe["diagnostics"] if d["severity"] == "error"]
         out["probe"] = [probe["profile"]["decision"], errors[0] if errors else None]
     if not invocation:
-        drift = audit.profile_drift([profile_manifest.transport(json.dumps(manifest))], host, "/nonexistent", active)
+        drift = host_audit.profile_drift([transport(json.dumps(manifest))], host, "/nonexistent", active)
         out["audit"] = [drift[0]["decision"], drift[0].get("refusal")]
     return out
 
@@ -157,18 +155,16 @@ def final_check(tree, argv):
     """The core's final check on a rendered argv with one alias bind inserted: its violations other
     than mount order (the inserted bind is not at its canonical place)."""
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context, invariants
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
-        manifest as profile_manifest,
-    )
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile.manifest import from_dict
     _cid, manifest, _expect, invocation, host = [c for c in cases(tree) if c[0] == "own_folder_and_other_data"][0]
     ctx = host_context.HostContext(host)
     own = os.path.join(host["executors_dir"], "ex")
-    out = {"unchanged": invariants.check_invariants(argv, profile_manifest.from_dict(manifest), ctx, invocation, own)}
+    out = {"unchanged": invariants.check_invariants(argv, from_dict(manifest), ctx, invocation, own)}
     for name, (cap, items) in WEAKENINGS.items():
         at = argv.index("--chdir")
         weak = argv[:at] + _sub(list(items), tree) + argv[at:]
         declared = dict(manifest, capabilities=manifest["capabilities"] + [_sub(cap, tree)])
-        found = invariants.check_invariants(weak, profile_manifest.from_dict(declared), ctx, invocation, own)
+        found = invariants.check_invariants(weak, from_dict(declared), ctx, invocation, own)
         out[name] = [v for v in found if "(d)" not in v]
     return out
 
@@ -209,7 +205,7 @@ def real(base):
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
         host_context,
         mounts,
-        profile,
+        renderer,
     )
     tree = os.path.join(base, "tree")
     os.makedirs(tree)
@@ -217,10 +213,10 @@ def real(base):
     os.chmod(os.path.join(tree, "data/metnos/runtime"), 0o777)         # the service user's own install
     active = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
     manifest = {"name": "ex", "origin": "t", "capabilities": ["fs:write:%s/data/metnos/runtime" % tree]}
-    results = {"decision": profile.render_safe(manifest, host_context.HostContext(host_for(tree)), {},
-                                               active)["refusal"]}
+    results = {"decision": renderer.render_safe(manifest, host_context.HostContext(host_for(tree)), {},
+                                                active)["refusal"]}
     mounts.MountTable.read = classmethod(lambda cls, *a, **k: cls())               # the mutation
-    weak = profile.render_safe(manifest, host_context.HostContext(host_for(tree)), {}, active)
+    weak = renderer.render_safe(manifest, host_context.HostContext(host_for(tree)), {}, active)
     results["mutated"] = weak["decision"]
     argv = weak["argv"][:weak["argv"].index("--") + 1]
     for user in ("root", "nobody"):
@@ -254,7 +250,7 @@ def reserved_in_system(base):
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
         host_context,
         host_layout,
-        profile,
+        renderer,
     )
     subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", "/etc/opt"], check=True)
     os.makedirs("/etc/opt/metnos/mail")
@@ -264,9 +260,9 @@ def reserved_in_system(base):
     active = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
     host = {"mail_credentials_dir": "/etc/opt/metnos/mail", "python_executable": "/usr/bin/python3"}
     manifest = {"name": "ex", "origin": "t", "capabilities": ["net:http"]}
-    results = {"decision": profile.render_safe(manifest, host_context.HostContext(host), {}, active)["refusal"]}
+    results = {"decision": renderer.render_safe(manifest, host_context.HostContext(host), {}, active)["refusal"]}
     host_layout.RESERVED_KEYS = ()                                                          # the mutation
-    weak = profile.render_safe(manifest, host_context.HostContext(host), {}, active)
+    weak = renderer.render_safe(manifest, host_context.HostContext(host), {}, active)
     results["mutated"] = weak["decision"]
     argv = weak["argv"][:weak["argv"].index("--") + 1]
     for user in ("root", "nobody"):

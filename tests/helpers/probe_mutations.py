@@ -34,8 +34,10 @@ from metnos_sandbox.probe import (
     payload,  # noqa: E402
     runners,  # noqa: E402
 )
-from metnos_sandbox.profile import host_context  # noqa: E402
-from metnos_sandbox.profile import profile as profile_profile  # noqa: E402
+from metnos_sandbox.profile import (
+    host_context,  # noqa: E402
+    renderer,  # noqa: E402
+)
 
 PYTHON = "/usr/bin/python3"
 USERS = ("root", "nobody")
@@ -781,8 +783,8 @@ class Bench(object):
 
 
 def strict_profile():
-    prof = profile_profile.render_safe(dict(runners.PROBE_MANIFEST),
-                                       host_context.HostContext({"python_executable": PYTHON}), {}, None)
+    prof = renderer.render_safe(dict(runners.PROBE_MANIFEST),
+                                host_context.HostContext({"python_executable": PYTHON}), {}, None)
     assert prof["decision"] == "wrapped", prof["diagnostics"]
     return prof
 

@@ -110,24 +110,22 @@ ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via
 
 def faces(base):
     _use_core()
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context, profile
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
-        manifest as profile_manifest,
-    )
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import host_audit
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context, renderer
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile.manifest import transport
     from helpers import faces as repo_files
     tree = os.path.join(base, "tree")
     build(tree)
     filters = repo_files.load("filter_plugins/metnos_sandbox.py", "mfilters")
     out = {}
     for cid, manifest, expect, invocation, host in cases(tree):
-        core = profile.render_safe(manifest, host_context.HostContext(host), invocation, ACTIVE)
+        core = renderer.render_safe(manifest, host_context.HostContext(host), invocation, ACTIVE)
         preview = filters.metnos_profile(manifest, host=host, invocation=invocation, status=ACTIVE)
         got = {"expect": expect, "core": core["refusal"] or core["decision"],
                "filter": preview["refusal"] or preview["decision"]}
         if not invocation:
-            drift = audit.profile_drift([profile_manifest.transport(json.dumps(manifest))], host, "/nonexistent",
-                                        ACTIVE)
+            drift = host_audit.profile_drift([transport(json.dumps(manifest))], host, "/nonexistent",
+                                             ACTIVE)
             got["audit"] = drift[0].get("refusal") or drift[0]["decision"]
         out[cid] = got
     sys.stdout.write(json.dumps(out))
@@ -140,7 +138,7 @@ def real(base):
         granters,
         host_context,
         mounts,
-        profile,
+        renderer,
     )
     from helpers import trees
     tree = os.path.join(base, "tree")
@@ -149,11 +147,11 @@ def real(base):
     host = host_dict(tree, writable_roots=[tree + "/data"])
     manifest = {"name": "ex", "origin": "t",
                 "capabilities": ["fs:write:%s/data/w" % tree, "fs:write:%s/data/cg" % tree]}
-    out = {"refused": profile.render_safe(manifest, host_context.HostContext(host), {}, ACTIVE)["refusal"],
+    out = {"refused": renderer.render_safe(manifest, host_context.HostContext(host), {}, ACTIVE)["refusal"],
            "cgroup2": cgroup}
     mounts.MountTable.pseudo_related = lambda self, path: None          # the mutation
     granters.Render.allowed = lambda self, path, kind, what: True      # and the channel search's (issue 50)
-    weak = profile.render_safe(manifest, host_context.HostContext(host), {}, ACTIVE)
+    weak = renderer.render_safe(manifest, host_context.HostContext(host), {}, ACTIVE)
     out["mutated"] = weak["refusal"] or weak["decision"]
     for user in ("root", "nobody"):
         spec = {"proc": tree + "/data/w/proc"}

@@ -6,7 +6,7 @@ import pwd
 import subprocess
 import time
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context, model, profile
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context, model, renderer
 from helpers.fake_host import host_dict
 
 
@@ -24,8 +24,8 @@ def host(root):
 
 
 def render(path, root):
-    """What the sandbox_profile module renders of the manifest file ``path`` (profile.render_safe)."""
-    return profile.render_safe(model.FileSource(path), host(root))
+    """What the sandbox_profile module renders of the manifest file ``path`` (renderer.render_safe)."""
+    return renderer.render_safe(model.FileSource(path), host(root))
 
 
 def versions(root):

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import tempfile
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import host_audit
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import envflags
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap
 from helpers import installed_collection
@@ -55,11 +55,11 @@ def run_stored(base, user, *argv, launcher=None, profile=None):
 
 
 def audit_states(base, profile_dir, capabilities):
-    """The audit's states of the manifest ``ex`` (these capabilities) against ``profile_dir`` (audit.profile_drift,
+    """The audit's states of the manifest ``ex`` (these capabilities) against ``profile_dir`` (host_audit.profile_drift,
     what the audit payload and the monitor run on the host)."""
     status = envflags.status(bwrap.which("bwrap", "/usr/bin:/bin"), {})
     manifest = {"name": "ex", "origin": "t", "capabilities": capabilities}
-    return audit.profile_drift([manifest], host_of(base), profile_dir, status)
+    return host_audit.profile_drift([manifest], host_of(base), profile_dir, status)
 
 
 def shipped_launcher():

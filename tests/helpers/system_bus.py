@@ -13,7 +13,7 @@ import time
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
     channels,
     host_context,
-    profile,
+    renderer,
 )
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -209,5 +209,5 @@ def running_bus(system_like=False, before=None):
 
 def render(host):
     context = dict({"python_executable": "/usr/bin/python3", "systemd_read_paths": []}, **host)
-    return profile.render_safe({"name": "ex", "origin": "t", "capabilities": ["systemd:read"]},
-                               host_context.HostContext(context), {}, ACTIVE)
+    return renderer.render_safe({"name": "ex", "origin": "t", "capabilities": ["systemd:read"]},
+                                host_context.HostContext(context), {}, ACTIVE)

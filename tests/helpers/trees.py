@@ -41,12 +41,12 @@ def run_inside(argv, payload, spec, user=None, timeout=60, descriptors=None):
     """Run ``payload`` (Python source, given ``spec`` as JSON in argv[1]) with the rendered ``argv``'s
     bwrap words, as ``user`` (setpriv) when given; its JSON answer. A profile's ``descriptors`` are
     opened by the core's launcher (descriptors.launcher_words), as the user, as a runtime would."""
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
-        descriptors as profile_descriptors,
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile.descriptors import (
+        launcher_words,
     )
     sep = argv.index("--")
-    full = profile_descriptors.launcher_words(argv[:sep + 1] + ["/usr/bin/python3", "-c", payload, json.dumps(spec)],
-                                              "/usr/bin/python3", descriptors)
+    full = launcher_words(argv[:sep + 1] + ["/usr/bin/python3", "-c", payload, json.dumps(spec)],
+                          "/usr/bin/python3", descriptors)
     if user:
         full = ["setpriv", "--reuid=%s" % user, "--regid=nogroup", "--clear-groups"] + full
     proc = subprocess.run(full, capture_output=True, text=True, timeout=timeout)

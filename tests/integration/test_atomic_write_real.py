@@ -20,7 +20,7 @@ import time
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import files
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor_textfile
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import prometheus
 from helpers import real_user
 
 
@@ -175,7 +175,7 @@ def test_a_link_in_a_folder_someone_else_can_write_is_never_followed(tree, user,
         if link_owner == "user_chowned":
             os.lchown(link, user.uid, user.gid)
     with pytest.raises(files.LinkRefused):
-        monitor_textfile.write(link, {"hostname": "h", "verdict": "pass", "proven": True})
+        prometheus.write(link, {"hostname": "h", "verdict": "pass", "proven": True})
     with pytest.raises(files.LinkRefused):
         files.replace(os.path.join(link, "f.conf"), "written by root\n")
     assert os.listdir(secret) == []
@@ -184,5 +184,5 @@ def test_a_link_in_a_folder_someone_else_can_write_is_never_followed(tree, user,
     os.chmod(shared, 0o755)
     os.unlink(link)
     os.symlink(secret, link)
-    monitor_textfile.write(link, {"hostname": "h", "verdict": "pass", "proven": True})
-    assert os.listdir(secret) == [monitor_textfile.FILE_NAME]
+    prometheus.write(link, {"hostname": "h", "verdict": "pass", "proven": True})
+    assert os.listdir(secret) == [prometheus.FILE_NAME]

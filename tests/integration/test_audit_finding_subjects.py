@@ -9,7 +9,7 @@ import json
 import os
 import sys
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import baseline, summary
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import baseline, site_summary
 from conftest import ROOT, run_module, run_playbook
 
 BROKEN = "origin: [unclosed\ncapabilities: []\n"               # no name at all, not valid YAML
@@ -97,7 +97,7 @@ def test_two_manifests_of_one_name_are_a_finding_naming_both(tmp_path):
 
 def test_the_role_says_when_a_second_manifest_wrote_over_the_first(tmp_path):
     """The role renders each manifest with the real sandbox_profile module (one call per loop item); two files of
-    one executor name write one profile. The role's summary (summary.profiles_section over the loop's results,
+    one executor name write one profile. The role's summary (site_summary.profiles_section over the loop's results,
     each with its item as Ansible registers it) fails with profile_name_duplicate naming both files."""
     example = open(os.path.join(ROOT, "examples", "manifests", "read_notes.yml")).read()
     results = []
@@ -109,7 +109,7 @@ def test_the_role_says_when_a_second_manifest_wrote_over_the_first(tmp_path):
                                                             "host": {"writable_roots": ["/var/lib/metnos"]}})
         assert res["_rc"] == 0 and res["decision"] in ("wrapped", "direct"), res
         results.append(dict(res, item=path))
-    section = summary.profiles_section(results)
+    section = site_summary.profiles_section(results)
     (dup,) = [d for d in section["diagnostics"] if d["code"] == "profile_name_duplicate"]
     assert section["verdict"] == "fail" and dup["details"]["subject"] == "read_notes", section
     assert dup["message"].startswith("read_notes: %s and %s both render to " % (tmp_path / "a.yml", tmp_path / "b.yml"))

@@ -16,7 +16,7 @@ import sys
 import xml.etree.ElementTree as ET
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import verdicts
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import summary
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import site_summary
 from conftest import ROOT, run_module, run_playbook
 
 EXAMPLES = os.path.join(ROOT, "examples", "manifests")
@@ -144,13 +144,13 @@ def test_every_manifest_state_is_a_finding_and_every_face_agrees(tmp_path):
     results = [run_module("metnos.sandbox.sandbox_profile", {"manifest_file": str(manifests / n), "dest": str(
         tmp_path / "role-profiles"), "fail_on_refusal": False, "host": {"writable_roots": ["/var/lib/metnos"]}})
         for n in ("read_notes.yml", "broken.yml", "unknown_cap.yml")]
-    section = summary.profiles_section(results)
+    section = site_summary.profiles_section(results)
     role_codes = [d["code"] for d in section["diagnostics"]]
     assert role_codes.count("profile_refused") == 2 and section["verdict"] == "fail", section
     assert "2 refused" in section["detail"], section
     assert sorted(d["details"]["refusal"] for d in section["diagnostics"] if d["code"] == "profile_refused") == \
         sorted(d["details"]["refusal"] for d in refusals.values())
-    lines = summary.host_summary(None, [section])
+    lines = site_summary.host_summary(None, [section])
     assert lines[-1] == "verdict: FAIL" and any("profile_refused" in line for line in lines), lines
 
 

@@ -23,7 +23,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.prof
     descriptors,
     host_context,
     mountmodel,
-    profile,
+    renderer,
 )
 from helpers import trees
 from helpers.fake_host import host_dict
@@ -69,7 +69,7 @@ def render(base):
     host = host_dict(base, writable_roots=[base + "/data"])
     manifest = {"name": "ex", "origin": "t",
                 "capabilities": ["fs:read:%s/data/pub" % base, "fs:write:%s/data/w" % base]}
-    return profile.render_safe(manifest, host_context.HostContext(host), {}, ACTIVE)
+    return renderer.render_safe(manifest, host_context.HostContext(host), {}, ACTIVE)
 
 
 class Swapper(object):

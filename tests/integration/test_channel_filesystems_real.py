@@ -20,7 +20,7 @@ import pytest
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
     channels,
     host_context,
-    profile,
+    renderer,
 )
 from helpers import trees
 from helpers.socket_listener import Listener
@@ -51,7 +51,7 @@ def base():
 def render(caps, host=None):
     manifest = {"name": "ex", "origin": "t", "capabilities": caps}
     context = dict({"python_executable": "/usr/bin/python3", "writable_roots": ["/var/tmp"]}, **(host or {}))
-    return profile.render_safe(manifest, host_context.HostContext(context), {}, ACTIVE)
+    return renderer.render_safe(manifest, host_context.HostContext(context), {}, ACTIVE)
 
 
 def errors(prof):
@@ -133,7 +133,7 @@ def test_a_daemon_socket_in_a_python_package_root_is_refused_and_would_be_reache
         assert errors(prof) == ["channel_refused"], prof["diagnostics"]
         assert sock in prof["diagnostics"][0]["message"]
 
-        monkeypatch.setattr(profile, "_UNSEARCHED", ("base:/", "base:python_"))       # the mutation
+        monkeypatch.setattr(renderer, "_UNSEARCHED", ("base:/", "base:python_"))       # the mutation
         weak = render([], host)
         assert weak["decision"] == "wrapped", weak["diagnostics"]
         token = uuid.uuid4().hex

@@ -17,7 +17,7 @@ import pytest
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
     channels,
     host_context,
-    profile,
+    renderer,
 )
 from helpers import trees
 from helpers.socket_listener import Listener
@@ -39,7 +39,7 @@ def base():
 def render(caps, host=None):
     manifest = {"name": "ex", "origin": "t", "capabilities": caps}
     context = dict({"python_executable": "/usr/bin/python3", "writable_roots": ["/var/tmp"]}, **(host or {}))
-    return profile.render_safe(manifest, host_context.HostContext(context), {}, ACTIVE)
+    return renderer.render_safe(manifest, host_context.HostContext(context), {}, ACTIVE)
 
 
 def folder(*parts, mode=0o755):

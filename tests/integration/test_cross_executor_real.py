@@ -1,6 +1,6 @@
 """A folder writable by one executor and readable by another is a channel between them (issue 50 item 5), planted
 for real: executor A (fs:write:<data>/shared) and executor B (fs:read:<data>/shared, no network) rendered as the
-audit renders them (audit.profile_drift); then, in real bwrap, A listens on a socket it makes in the shared
+audit renders them (host_audit.profile_drift); then, in real bwrap, A listens on a socket it makes in the shared
 folder and B - rendered before the socket existed, so no channel search saw it - connects and sends a token
 that A receives. The audit's warning names both executors."""
 import json
@@ -11,11 +11,12 @@ import tempfile
 import time
 import uuid
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit, cross_executor
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import cross_executor, host_audit
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
-    descriptors as profile_descriptors,
+    descriptors,
+    host_context,
+    renderer,
 )
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context, profile
 from helpers import trees
 
 ACTIVE = {"bwrap_available": True, "bwrap_path": shutil.which("bwrap") or "/usr/bin/bwrap",
@@ -64,22 +65,22 @@ def test_a_folder_one_executor_writes_and_another_reads_is_a_warning_naming_both
                  {"name": "exc", "origin": "t", "capabilities": ["fs:write:" + own]}]
     try:
         rendered = []
-        drift = audit.profile_drift(manifests, host, os.path.join(base, "profiles"), ACTIVE, rendered=rendered)
+        drift = host_audit.profile_drift(manifests, host, os.path.join(base, "profiles"), ACTIVE, rendered=rendered)
         assert [d["decision"] for d in drift] == ["wrapped"] * 3, drift
         found = cross_executor.findings(rendered)
         assert [(d["code"], d["severity"]) for d in found] == [("cross_executor_channel", "warning")], found
         assert "'exa' writes '%s' and 'exb' reads" % shared in found[0]["message"], found[0]["message"]
         assert "exc" not in json.dumps(found)
 
-        profs = dict((m["name"], profile.render_safe(m, host_context.HostContext(host), {}, ACTIVE))
+        profs = dict((m["name"], renderer.render_safe(m, host_context.HostContext(host), {}, ACTIVE))
                      for m in manifests[:2])
         sock = os.path.join(shared, "a.sock")
         token = uuid.uuid4().hex
         words = profs["exa"]["argv"]
         sep = words.index("--")
-        full = profile_descriptors.launcher_words(words[:sep + 1] + ["/usr/bin/python3", "-c", LISTEN,
+        full = descriptors.launcher_words(words[:sep + 1] + ["/usr/bin/python3", "-c", LISTEN,
                                                                       json.dumps({"socket": sock})],
-                                                  "/usr/bin/python3", profs["exa"]["descriptors"])
+                                          "/usr/bin/python3", profs["exa"]["descriptors"])
         writer = subprocess.Popen(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"] + full,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:

@@ -13,8 +13,8 @@ import tempfile
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import device, probe
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context, profile
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import device, run
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context, renderer
 
 pytestmark = [pytest.mark.skipif(not shutil.which("bwrap") or os.geteuid() != 0, reason="needs bwrap and root"),
               pytest.mark.rule("R-SCOPE-4")]
@@ -42,8 +42,8 @@ def rendered(tree, caps=(), placement="device"):
         "runtime_dir": tree + "/runtime", "executors_dir": tree + "/executors", "python_executable": PYTHON,
         "python_prefix": tree + "/venv", "python_package_roots": [tree + "/venv/lib"], "i18n_dbs": [],
         "lexicon_dbs": [], "writable_roots": [tree], "placement": placement})
-    prof = profile.render_safe({"name": "ex", "origin": "metnos/core", "revision": 1, "capabilities": list(caps)},
-                               host, {}, None, None)
+    prof = renderer.render_safe({"name": "ex", "origin": "metnos/core", "revision": 1, "capabilities": list(caps)},
+                                host, {}, None, None)
     assert prof["decision"] == "wrapped", prof["diagnostics"]
     assert not prof["descriptors"]
     return prof
@@ -154,11 +154,11 @@ def test_probe_service_proves_a_device_host_and_leaves_a_server_as_it_was(tree):
     params = {"unit": None, "timeout": 30, "context": "direct",
               "host": {"python_executable": PYTHON, "python_prefix": tree + "/venv",
                        "executors_dir": tree + "/executors", "runtime_dir": tree + "/runtime", "placement": "device"}}
-    got = probe.probe_service(params, bwrap.default_runner)
+    got = run.probe_service(params, bwrap.default_runner)
     assert got["passed"], got["diagnostics"]
     assert "--unshare-pid" in got["profile"]["argv"] and got["device"]["passed"]
     params["host"]["placement"] = "server"
-    got = probe.probe_service(params, bwrap.default_runner)
+    got = run.probe_service(params, bwrap.default_runner)
     assert got["passed"] and "device" not in got
 
 
@@ -192,7 +192,7 @@ def test_probe_service_reports_a_declared_downgrade_without_failing(tree):
               "host": {"python_executable": PYTHON, "python_prefix": tree + "/venv",
                        "executors_dir": tree + "/executors", "runtime_dir": tree + "/runtime", "placement": "device",
                        "device_downgrades": [{"flag": "--unshare-pid", "reason": reason}]}}
-    got = probe.probe_service(params, bwrap.default_runner)
+    got = run.probe_service(params, bwrap.default_runner)
     assert "--unshare-pid" not in got["profile"]["argv"]
     assert got["passed"], got["diagnostics"]
     assert set(d["code"] for d in got["diagnostics"]) == {"device_profile_downgraded"}

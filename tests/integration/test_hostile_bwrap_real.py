@@ -32,7 +32,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.prof
     host_context,
     invariants,
     mountmodel,
-    profile,
+    renderer,
 )
 from conftest import ROOT, ansible_env, ansible_tool
 from corpus import hostile_bwrap
@@ -79,7 +79,7 @@ def corpus():
 def render(entry, host, inv, bwrap=None, root=None):
     manifest = yaml.safe_load(entry.content({"@ROOT@": root, "@DIGEST@": "sha256:" + "0" * 64}))
     status = dict(ACTIVE, bwrap_path=bwrap) if bwrap else ACTIVE
-    return profile.render_safe(manifest, host_context.HostContext(host), inv, status)
+    return renderer.render_safe(manifest, host_context.HostContext(host), inv, status)
 
 
 def spec_for(root):
@@ -147,7 +147,7 @@ def test_the_mount_model_refuses_declared_destinations_in_both_layers(corpus, mo
     root, entries = corpus
     entry, host, inv, _bwrap = entries["dest_executor_shadowed_readonly"]
     assert render(entry, host, inv, root=root)["refusal"] == "mount_dest_differs"      # the renderer's model
-    mounted_as_declared.setattr(profile, "model_findings", lambda ordered, stats: [])
+    mounted_as_declared.setattr(renderer, "model_findings", lambda ordered, stats: [])
     assert render(entry, host, inv, root=root)["refusal"] == "profile_invariant_violated"   # the final check's
 
 
@@ -165,7 +165,7 @@ SHOWN = {"dest_executor_shadowed_readonly": ("own", hostile_bwrap.ATTACKER),
 def test_destination_games_reach_more_when_mounted_as_declared(corpus, mounted_as_declared, entry_id):
     root, entries = corpus
     entry, host, inv, _bwrap = entries[entry_id]
-    mounted_as_declared.setattr(profile, "model_findings", lambda ordered, stats: [])
+    mounted_as_declared.setattr(renderer, "model_findings", lambda ordered, stats: [])
     mounted_as_declared.setattr(mountmodel, "unstable_folder", lambda path, stats: None)        # by path, as main did
     mounted_as_declared.setattr(invariants, "check_invariants", lambda *a, **k: [])
     weak = render(entry, host, inv, root=root)
@@ -266,10 +266,10 @@ def test_a_nested_destination_that_can_move_is_refused_and_would_land_on_the_run
         for path in (nest + "/a", nest + "/a/runtime"):
             os.chmod(path, 0o777)
         manifest = {"name": "ex", "origin": "t", "capabilities": ["fs:read:" + nest, "fs:write:%s/a/runtime" % nest]}
-        monkeypatch.setattr(profile, "model_findings",
+        monkeypatch.setattr(renderer, "model_findings",
                             lambda ordered, stats: [])                       # the mutation (both layers)
         monkeypatch.setattr(invariants, "check_invariants", lambda *a, **k: [])
-        weak = profile.render_safe(manifest, host_context.HostContext(host), {}, ACTIVE)
+        weak = renderer.render_safe(manifest, host_context.HostContext(host), {}, ACTIVE)
         monkeypatch.undo()
         assert weak["decision"] == "wrapped" and len(weak["descriptors"]) == 2, weak["diagnostics"]
         sep = weak["argv"].index("--")

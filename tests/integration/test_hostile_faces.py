@@ -25,7 +25,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.prof
     host_context,
     manifest,
     model,
-    profile,
+    renderer,
 )
 from conftest import run_playbook
 from corpus import hostile_tree
@@ -122,7 +122,7 @@ def ran(tmp_path_factory):
 
 
 def core(path, host, inv):
-    prof = profile.render_safe(model.FileSource(path), host_context.HostContext(host), inv, ACTIVE)
+    prof = renderer.render_safe(model.FileSource(path), host_context.HostContext(host), inv, ACTIVE)
     return prof["decision"], prof["refusal"]
 
 

@@ -12,8 +12,8 @@ import tempfile
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as base_diagnostics
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base.diagnostics import make
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import document
 from helpers import installed_collection
 from helpers.ansible_run import ansible_tool
 
@@ -29,14 +29,14 @@ def top():
 def _report(directory, hosts, hour):
     stamp = datetime.datetime(2026, 12, 1, hour, tzinfo=datetime.timezone.utc)
     os.makedirs(directory, exist_ok=True)
-    return report.write_all(report.build_from_hosts(hosts, generated=stamp), directory, stamp="h%02d" % hour)
+    return document.write_all(document.build_from_hosts(hosts, generated=stamp), directory, stamp="h%02d" % hour)
 
 
 def _host(name, verdict):
     """A host record as the report keeps it: an unreachable host carries host_unreachable (every verdict is
     decided from the findings, base/verdicts.py)."""
-    diagnostics = [base_diagnostics.make("host_unreachable", host=name,
-                                         why="unreachable")] if verdict == "unreachable" else []
+    diagnostics = [make("host_unreachable", host=name,
+                        why="unreachable")] if verdict == "unreachable" else []
     return {"host": name, "verdict": verdict, "reachable": verdict != "unreachable", "diagnostics": diagnostics}
 
 
@@ -79,14 +79,14 @@ def test_a_merge_without_a_baseline_shows_no_slices_badges(top):
     """Issue 54 item 5: each slice compared itself with its own baseline (a new finding on web3, a resolved one);
     the merge has no baseline, so no host keeps a change or resolved block and no format shows the badges."""
     slice_dir = os.path.join(top, "badges")
-    finding = base_diagnostics.make("unit_not_found", unit="metnos.service", scope="system")
+    finding = make("unit_not_found", unit="metnos.service", scope="system")
     host = {"host": "web3", "verdict": "warn", "reachable": True, "diagnostics": [finding]}
     before = {"path": "x", "generated": "2026-11-30T00:00:00+00:00", "hosts": {"web3": {}}}
     stamp = datetime.datetime(2026, 12, 1, 5, tzinfo=datetime.timezone.utc)
     os.makedirs(slice_dir)
-    sliced = report.build_from_hosts([host], generated=stamp, baseline=before)
+    sliced = document.build_from_hosts([host], generated=stamp, baseline=before)
     assert sliced["hosts"][0]["change"], sliced["hosts"][0]                  # the canary: the slice has badges
-    report.write_all(sliced, slice_dir, stamp="h05")
+    document.write_all(sliced, slice_dir, stamp="h05")
     out = os.path.join(top, "fleet-badges")
     proc = _merge(top, "-e", "merge_dest=%s" % out, "-e", "merge_glob=%s/*.json" % slice_dir)
     assert proc.returncode == 0, proc.stdout[-3000:]

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import proof
 from conftest import run_module
 
 
@@ -19,9 +19,9 @@ def stored(tmp_path_factory, bwrap_path):
     tmp = tmp_path_factory.mktemp("monitor")
     (tmp / "textfile").mkdir()
     config = tmp / "config.json"
-    config.write_text(json.dumps({"schema": monitor.CONFIG_SCHEMA, "audit": {"unit": "", "timeout": 30.0}}))
-    status, record = monitor.run(str(config), monitor.Outputs(str(tmp / "textfile"), str(tmp / "last.json"),
-                                                              lambda f: None))
+    config.write_text(json.dumps({"schema": proof.CONFIG_SCHEMA, "audit": {"unit": "", "timeout": 30.0}}))
+    status, record = proof.run(str(config), proof.Outputs(str(tmp / "textfile"), str(tmp / "last.json"),
+                                                          lambda f: None))
     assert status == 0, record["audit"]["diagnostics"]
     return str(tmp / "last.json"), record
 

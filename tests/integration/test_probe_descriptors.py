@@ -10,7 +10,7 @@ import tempfile
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import probe
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import run
 from conftest import run_module
 from helpers.fake_host import host_dict
 
@@ -37,7 +37,7 @@ def _params(base, user):
 @pytest.mark.parametrize("user", ["nobody", "root"])
 @pytest.mark.rule("R-DIAG-3")
 def test_the_probe_proves_a_profile_with_descriptor_binds(tree, user):
-    out = probe.probe_service(_params(tree, user), bwrap.default_runner)
+    out = run.probe_service(_params(tree, user), bwrap.default_runner)
     argv = out["profile"]["argv"]
     assert "--ro-bind-fd" in argv and "--bind-fd" in argv, argv
     failed = [c for c in out["checks"] if not c.get("ok")]

@@ -14,7 +14,7 @@ import uuid
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context, profile
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context, renderer
 from helpers import profile_oracle, trees
 
 ACTIVE = {"bwrap_available": True, "bwrap_path": shutil.which("bwrap") or "/usr/bin/bwrap",
@@ -74,7 +74,7 @@ def test_generated_profiles_hold_in_real_bwrap(base, case):
     links, manifest, invocation = case
     root, host, manifest, invocation = profile_oracle.build(base, links, manifest, invocation, mode=0o777)
     try:
-        prof = profile.render_safe(manifest, host_context.HostContext(host), invocation, ACTIVE)
+        prof = renderer.render_safe(manifest, host_context.HostContext(host), invocation, ACTIVE)
         assume(prof["decision"] == "wrapped")
         assert profile_oracle.violations(prof["argv"], manifest, invocation, host, prof["descriptors"]) == []
         trees = profile_oracle.protected(host)

@@ -17,7 +17,7 @@ import pytest
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
     granters,
     host_context,
-    profile,
+    renderer,
 )
 from helpers import mount_aliases, trees
 from helpers.socket_listener import Listener
@@ -46,7 +46,7 @@ def render(caps, host=None, invocation=None, arguments=None):
         manifest["arguments"] = arguments
     # writes are allowed in this test's folders (/var/tmp/metnos-obj-*): the admin's writable roots
     context = dict({"python_executable": "/usr/bin/python3", "writable_roots": ["/var/tmp"]}, **(host or {}))
-    return profile.render_safe(manifest, host_context.HostContext(context), invocation or {}, ACTIVE)
+    return renderer.render_safe(manifest, host_context.HostContext(context), invocation or {}, ACTIVE)
 
 
 def test_sockets_and_fifos_are_refused_and_would_be_host_channels(base, monkeypatch):
@@ -140,7 +140,7 @@ def test_within_patterns_narrow_and_their_root_would_widen(base, monkeypatch):
     assert prof["refusal"] == "arg_escapes_scope", prof["diagnostics"]
 
     monkeypatch.setattr(granters, "covers", lambda path, root, pattern,
-                        steps: granters.base_paths.under(path, root))  # mutation: root
+                        steps: granters.under(path, root))  # mutation: root
     weak = render(caps, None, {"arguments": {"p": "private"}}, arguments)
     assert weak["decision"] == "wrapped", weak["diagnostics"]
     for user in USERS:

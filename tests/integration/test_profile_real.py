@@ -13,7 +13,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.prob
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
     host_context,
     manifest,
-    profile,
+    renderer,
 )
 from helpers.fake_host import host_dict
 
@@ -59,7 +59,7 @@ def render_case(root, name):
             "arguments": {"path": {"within": [root + "/notes/**"]}}}
     if name == "dialog_undo":
         data["inverse"] = {"model": "restore_content"}
-    prof = profile.render(manifest.from_dict(data), host(root), inv)
+    prof = renderer.render(manifest.from_dict(data), host(root), inv)
     assert prof["decision"] == "wrapped", prof["diagnostics"]
     return prof
 

@@ -16,13 +16,13 @@ import tempfile
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import host_audit
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import envflags, owners
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import probe
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import proof
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import run
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import python_roots
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import environment
 from conftest import run_module
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("useradd"), reason="needs root and useradd")
@@ -168,7 +168,7 @@ def test_render_refuses_an_interpreter_no_one_user_owns(fresh):
                                                             "host": {"python_executable": script}})
         assert res["failed"] and res["code"] == "profile_python_not_run", res
         assert res["diagnostics"][0]["remediation"] == ["chmod o-w %s" % folder]
-        drift = audit.profile_drift([MANIFEST], {"python_executable": script}, fresh.top, envflags.status(None, {}))
+        drift = host_audit.profile_drift([MANIFEST], {"python_executable": script}, fresh.top, envflags.status(None, {}))
         assert [(d["state"], folder in d["message"]) for d in drift] == [("error", True)]     # the audit, the monitor
         assert fresh.marks_of("wrapper") == {}
     finally:
@@ -180,8 +180,8 @@ def test_the_probe_never_runs_the_users_interpreter_as_root(fresh, interpreter, 
     """The probe as root (probe_user root) on the user's interpreter: not started (probe_python_not_roots), its
     roots asked as the user; the canary (root's wrapper) is run as root."""
     python = getattr(fresh, interpreter)
-    out = probe.probe_service({"unit": None, "probe_user": "root", "python": python, "timeout": 30.0,
-                               "context": "direct"}, bwrap.default_runner)
+    out = run.probe_service({"unit": None, "probe_user": "root", "python": python, "timeout": 30.0,
+                             "context": "direct"}, bwrap.default_runner)
     codes = [d["code"] for d in out["diagnostics"]]
     assert ("probe_python_not_roots" in codes) is not ran, codes
     assert (0 in fresh.marks_of("wrapper")) is ran, fresh.marks_of("wrapper")
@@ -190,9 +190,9 @@ def test_the_probe_never_runs_the_users_interpreter_as_root(fresh, interpreter, 
 def test_the_probe_passes_with_the_users_own_venv(fresh):
     """The normal Metnos layout: the service user owns its venv; the probe as that user passes (roots found as the
     user, the payload on the venv's interpreter with -I -S: the .pth plant never runs)."""
-    out = probe.probe_service({"unit": None, "probe_user": fresh.user, "python": fresh.user_venv,
-                               "host": {"python_executable": fresh.user_venv}, "timeout": 30.0, "context": "direct"},
-                              bwrap.default_runner)
+    out = run.probe_service({"unit": None, "probe_user": fresh.user, "python": fresh.user_venv,
+                             "host": {"python_executable": fresh.user_venv}, "timeout": 30.0, "context": "direct"},
+                            bwrap.default_runner)
     assert out["passed"] is True, [d["code"] for d in out["diagnostics"]]
     assert fresh.marks_of("pth") == {}
 
@@ -215,8 +215,8 @@ def test_the_probe_never_runs_the_users_bwrap_as_root(fresh, owned, monkeypatch)
     (bwrap_not_run_not_roots); the canary (root's folder) is started."""
     folder = _planted_bwrap(fresh, owned)
     monkeypatch.setenv("PATH", folder + ":/usr/bin:/bin")
-    out = probe.probe_service({"unit": None, "probe_user": "root", "python": "/usr/bin/python3", "timeout": 30.0,
-                               "context": "direct"}, bwrap.default_runner)
+    out = run.probe_service({"unit": None, "probe_user": "root", "python": "/usr/bin/python3", "timeout": 30.0,
+                             "context": "direct"}, bwrap.default_runner)
     codes = [d["code"] for d in out["diagnostics"]]
     assert ("bwrap_not_run_not_roots" in codes) is owned, codes
     assert (0 in fresh.marks_of("bwrap")) is not owned, fresh.marks_of("bwrap")
@@ -226,12 +226,12 @@ def test_the_probe_never_runs_the_users_bwrap_as_root(fresh, owned, monkeypatch)
 def test_the_monitor_never_runs_the_users_interpreter_as_root(fresh, interpreter, ran, tmp_path):
     python = getattr(fresh, interpreter)
     config = tmp_path / "config.json"
-    config.write_text(json.dumps({"schema": monitor.CONFIG_SCHEMA, "audit": {
+    config.write_text(json.dumps({"schema": proof.CONFIG_SCHEMA, "audit": {
         "unit": "", "probe": True, "timeout": 30.0, "manifests": [MANIFEST],
         "host": {"python_executable": python}, "profile_dir": str(tmp_path)}}))
     (tmp_path / "textfile").mkdir()
-    outputs = monitor.Outputs(str(tmp_path / "textfile"), str(tmp_path / "last.json"), lambda fields: None)
-    monitor.run(str(config), outputs)
+    outputs = proof.Outputs(str(tmp_path / "textfile"), str(tmp_path / "last.json"), lambda fields: None)
+    proof.run(str(config), outputs)
     assert (0 in fresh.marks_of("wrapper")) is ran, fresh.marks_of("wrapper")
     assert fresh.marks_of("pth") == {}
 
@@ -250,7 +250,7 @@ def test_validate_never_runs_a_users_bwrap_as_root(fresh, owned):
     (bwrap_not_run_not_roots names the folder and its owner, with the chown that heals it) and never run; the
     canary, the same script in root's folder, is run (--version, --help) as root."""
     folder = _planted_bwrap(fresh, owned)
-    found = service_env.inspect(_unit(fresh, folder + ":/usr/bin:/bin"), bwrap.default_runner)
+    found = environment.inspect(_unit(fresh, folder + ":/usr/bin:/bin"), bwrap.default_runner)
     mine = [d for d in found.result["diagnostics"] if d["code"] == "bwrap_not_run_not_roots"]
     if owned:
         assert fresh.marks_of("bwrap") == {}

@@ -3,7 +3,7 @@ could not read themselves, and never half-written (issue 49 items 3 and 5, issue
 
 Everything is planted for real: a user made with useradd owns the manifest folder; the links, hard links and FIFOs
 are real; the root-only files hold secret tokens; the rewrite in place is a real process truncating and writing the
-file during real renders (profile.render_safe, then store.write, as the sandbox_profile module does: that one is in
+file during real renders (renderer.render_safe, then store.write, as the sandbox_profile module does: that one is in
 tests/system/test_faults.py, with tests/helpers/rewritten_manifest.py). The one
 stand-in: "a kernel without openat2" is this kernel with safe_read's openat2 lookup emptied (the fallback, O_NOFOLLOW
 per component, cannot be reached otherwise on this 6.x kernel); both paths run every link case."""
@@ -25,7 +25,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.prof
     manifest,
 )
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import waivers
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_env, systemd_unit
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import environment, systemd_unit
 from conftest import ROOT, run_module
 from helpers import real_user
 from helpers.rewritten_manifest import render
@@ -143,7 +143,7 @@ def test_fifo_is_refused_at_once(place, kernel):
 # ------------------------------------------------------------------ unit files, drop-ins and waivers
 
 def unit_diagnostics(state):
-    return service_env.refused_file_diagnostics("metnos.service", state)
+    return environment.refused_file_diagnostics("metnos.service", state)
 
 
 @pytest.fixture
@@ -257,7 +257,7 @@ def test_no_root_only_content_reaches_what_the_user_can_read(user_units):
     os.chmod(config, config_mode())
     state = systemd_unit.load_unit("metnos.service", "user", "/", place["home"])
     with open(os.path.join(profiles, "unit-state.json"), "w") as handle:   # as a report would carry it
-        json.dump(service_env.refused_file_diagnostics("metnos.service", state) + [state], handle)
+        json.dump(environment.refused_file_diagnostics("metnos.service", state) + [state], handle)
     with pytest.raises(waivers.WaiverError):
         waivers.read(os.path.join(folder, "waivers.yml"), datetime.date.today())
 

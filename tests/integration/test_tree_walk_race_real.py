@@ -1,7 +1,7 @@
 """attack2 finding 2, for real: a real user swaps a folder of its own and a symbolic link to a root-only 0700
 folder holding a socket (renameat2 RENAME_EXCHANGE, tests/helpers/exchange_racer.py, as that user) while root
 walks the user's folder again and again with the three walkers (descriptors.channels_below, channels.walk,
-service_groups.group_files) and writes the stored profile's text (store.documents). The root-only names never
+groups.group_files) and writes the stored profile's text (store.documents). The root-only names never
 appear in any result nor in the profile: a swap is a refusal (Stopped "changed": channel_walk_changed, a
 StoreError), never a listing and never another exception. Canary: the old walk by name (queued after
 is_dir(follow_symlinks=False), scandir'ed by path) lists the root-only socket within the same loop."""
@@ -16,7 +16,7 @@ import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import tree_walk
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import channels, descriptors, store
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import service_groups
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import groups
 from helpers import real_user
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (useradd, a root-only folder)")
@@ -109,7 +109,7 @@ def test_root_never_lists_the_root_only_folder_through_the_users_swap(raced):
         assert walked.stop in (None, "changed"), walked
         if walked.stop == "changed":
             assert channels.bound_refusal("fs:read", walked, 1)["code"] == "channel_walk_changed"
-        grouped = service_groups.group_files([user.gid], (data,))
+        grouped = groups.group_files([user.gid], (data,))
         leaks += [g.path for g in grouped.found if "root-only" in g.path]
         text = _stored_text(data)
         if "root-only" in text:

@@ -269,10 +269,10 @@ def bwrap_trial():
     """The strict probe profile, run for real as this unit's user, checked from inside."""
     from metnos_sandbox.base import envflags
     from metnos_sandbox.probe import payload, runners
-    from metnos_sandbox.profile import host_context, profile
+    from metnos_sandbox.profile import host_context, renderer
     status = envflags.status("/usr/bin/bwrap", {})
     host = host_context.HostContext({"python_executable": "/usr/bin/python3"})
-    prof = profile.render_safe(dict(runners.PROBE_MANIFEST), host, {}, status)
+    prof = renderer.render_safe(dict(runners.PROBE_MANIFEST), host, {}, status)
     spec = payload.expectations(prof)
     # what is measured is bwrap under the directive, not its package (a RootDirectory= root has no dpkg
     # database): the bwrap is accepted by its own sha256 (the matrix proves the probe's package check)
@@ -322,10 +322,10 @@ def main():
         sys.stdout.write(json.dumps(out) + "\n")
     elif mode == "user":            # the service's user as the toolkit shows it, and the running process's uid
         from metnos_sandbox.host import bwrap
-        from metnos_sandbox.service import service_env
+        from metnos_sandbox.service import environment
         out = {}
         for unit in sys.argv[2:]:
-            found = service_env.inspect({"unit": unit, "mode": "auto"}, bwrap.default_runner)
+            found = environment.inspect({"unit": unit, "mode": "auto"}, bwrap.default_runner)
             pid = bwrap.default_runner(["systemctl", "show", "-p", "MainPID", "--value", unit])[1].strip()
             uid = None
             if pid.isdigit() and pid != "0":
@@ -348,14 +348,14 @@ def main():
         from concurrent.futures import ThreadPoolExecutor
 
         from metnos_sandbox.host import bwrap
-        from metnos_sandbox.probe import probe
+        from metnos_sandbox.probe import run
 
         def one(unit):
             import time
             start = time.time()
             # the experiment's time bound raised: on a machine shared with other work its runs take several times
             # longer than on a quiet one, and the tests are about what it finds (its bounds: tests/unit/test_blame.py)
-            res = probe.probe_service({"unit": unit, "timeout": 90, "blame_max_seconds": float(os.environ.get(
+            res = run.probe_service({"unit": unit, "timeout": 90, "blame_max_seconds": float(os.environ.get(
                 "TRIAL_BLAME_SECONDS", "900"))}, bwrap.default_runner)
             return unit, {"passed": res.get("passed"), "context": res.get("context"),
                           "seconds": round(time.time() - start, 1), "bwrap_seconds": res.get("duration"),

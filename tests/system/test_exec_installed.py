@@ -21,7 +21,7 @@ import tempfile
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor.monitor_install import version_of
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor.core_install import version_of
 from conftest import PODMAN_ENV, ROOT, SYSTEMD_IMAGES, bwrap_image, start_host, stop_host
 from helpers import installed_collection
 from helpers.ansible_run import ansible_tool

@@ -61,7 +61,7 @@ import pytest
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import profile_states
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import safe_read
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import store
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import document
 from conftest import ROOT, ansible_env, start_host, stop_host
 from helpers import fault_runs, report_text, rewritten_manifest, stored_profiles
 from helpers.ansible_run import ansible_tool
@@ -227,8 +227,8 @@ def test_two_audits_into_one_folder_keep_both_sets(tmp_path):
 
 def test_same_stamp_twice_in_one_folder_both_kept(tmp_path):
     """The names of two runs differ even with one stamp (the run id): a stamp of a second no longer decides."""
-    first = report.write_all(report_text.build({"a": {}}), str(tmp_path), stamp="20261207T120000Z", latest=True)
-    second = report.write_all(report_text.build({"b": {}}), str(tmp_path), stamp="20261207T120000Z", latest=True)
+    first = document.write_all(report_text.build({"a": {}}), str(tmp_path), stamp="20261207T120000Z", latest=True)
+    second = document.write_all(report_text.build({"b": {}}), str(tmp_path), stamp="20261207T120000Z", latest=True)
     assert set(first.values()).isdisjoint(second.values())
     assert [h["host"] for h in json.load(open(first["json"]))["hosts"]] == ["a"]      # canary: A's set is A's
     assert [h["host"] for h in json.load(open(second["json"]))["hosts"]] == ["b"]
@@ -249,22 +249,22 @@ def small_tmpfs(tmp_path):
 
 def test_a_full_reports_folder_leaves_no_partial_set(small_tmpfs):
     doc = report_text.build(fault_runs.big_fleet())
-    sizes = dict((ext, len("".join(render(doc)).encode())) for ext, render in report.RENDERERS)
+    sizes = dict((ext, len("".join(render(doc)).encode())) for ext, render in document.RENDERERS)
     assert sizes["json"] < 300000 and sizes["html"] > 8192, sizes
     filler = fault_runs.fill(small_tmpfs, sizes["json"] + 8192)             # the JSON fits, the set does not
-    with pytest.raises(report.ReportWriteError) as caught:
-        report.write_all(doc, str(small_tmpfs), latest=True)
+    with pytest.raises(document.ReportWriteError) as caught:
+        document.write_all(doc, str(small_tmpfs), latest=True)
     assert "not written whole" in str(caught.value)
     assert sorted(os.listdir(str(small_tmpfs))) == ["filler"]    # no partial set, no temp file, no lock
     filler.unlink()
-    paths = report.write_all(doc, str(small_tmpfs), latest=True)
+    paths = document.write_all(doc, str(small_tmpfs), latest=True)
     assert sorted(paths) == ["html", "json", "junit.xml", "md"]
 
 
 def test_debris_of_killed_runs_removed_and_a_live_run_kept(tmp_path):
     dest = tmp_path
     dead = "metnos-audit-20261207T100000000001Z-deadbeef"
-    (dest / ("." + dead + report.LOCK)).write_text("")                         # its lock, nobody holds it
+    (dest / ("." + dead + document.LOCK)).write_text("")                         # its lock, nobody holds it
     (dest / (dead + ".json")).write_text("{}")                               # an incomplete set
     (dest / ("." + dead + ".md.0123456789ab")).write_text("half")           # its temp file
     old = dest / ".metnos-audit-20261101T000000Z.html.00112233aabb"         # an older toolkit's temp file
@@ -273,23 +273,23 @@ def test_debris_of_killed_runs_removed_and_a_live_run_kept(tmp_path):
     fresh = dest / ".metnos-audit-20261207T120000Z.html.00112233aabc"       # too young to be judged: kept
     fresh.write_text("x")
     live = "metnos-audit-20261207T110000000001Z-0badc0de"                  # a run writing now: its lock held
-    (dest / ("." + live + report.LOCK)).write_text("")
+    (dest / ("." + live + document.LOCK)).write_text("")
     holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys, time\n"
                                "fd = os.open(sys.argv[1], os.O_RDONLY)\nfcntl.flock(fd, fcntl.LOCK_EX)\n"
                                "print('held', flush=True)\ntime.sleep(60)\n",
-                               str(dest / ("." + live + report.LOCK))], stdout=subprocess.PIPE, text=True)
+                               str(dest / ("." + live + document.LOCK))], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
         (dest / (live + ".json")).write_text("{}")
         (dest / ("." + live + ".md.0123456789ab")).write_text("writing")
         (dest / "runs" / "broken").mkdir(parents=True)
-        removed = report.remove_debris(str(dest))
+        removed = document.remove_debris(str(dest))
     finally:
         holder.kill()
         holder.wait()
-    assert sorted(removed) == sorted(["." + dead + report.LOCK, dead + ".json", "." + dead + ".md.0123456789ab",
+    assert sorted(removed) == sorted(["." + dead + document.LOCK, dead + ".json", "." + dead + ".md.0123456789ab",
                                       old.name, os.path.join("runs", "broken")]), removed
-    assert sorted(os.listdir(str(dest))) == sorted(["." + live + report.LOCK, live + ".json",
+    assert sorted(os.listdir(str(dest))) == sorted(["." + live + document.LOCK, live + ".json",
                                                     "." + live + ".md.0123456789ab", fresh.name, "runs"])
 
 
@@ -306,7 +306,7 @@ def test_a_full_reports_folder_fails_the_gate_after_the_summary(tmp_path, small_
     assert sorted(os.listdir(str(small_tmpfs))) == ["filler"]
     filler.unlink()
     dead = "metnos-audit-20261207T100000000001Z-deadbeef"
-    (small_tmpfs / ("." + dead + report.LOCK)).write_text("")
+    (small_tmpfs / ("." + dead + document.LOCK)).write_text("")
     (small_tmpfs / (dead + ".md")).write_text("half")
     run = fault_runs.start_audit(inv, str(small_tmpfs))
     out, err = run.communicate(timeout=600)
@@ -321,12 +321,12 @@ def test_a_destination_that_is_a_file_is_named_not_a_folder(tmp_path):
     dest = tmp_path / "reports"
     dest.write_text("an admin's file")
     with pytest.raises(NotADirectoryError) as caught:
-        report.write_all(report_text.build({"a": {}}), str(dest), latest=True)
+        document.write_all(report_text.build({"a": {}}), str(dest), latest=True)
     assert "is not a folder (it is a file)" in str(caught.value) and str(dest) in str(caught.value)
     link = tmp_path / "link"
     link.symlink_to(dest)
     with pytest.raises(NotADirectoryError) as caught:
-        report.write_all(report_text.build({"a": {}}), str(link))
+        document.write_all(report_text.build({"a": {}}), str(link))
     assert "is not a folder (it is a link)" in str(caught.value)
     assert sorted(os.listdir(str(tmp_path))) == ["link", "reports"] and dest.read_text() == "an admin's file"
 

@@ -24,10 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import (
-    monitor_install,
-    monitor_textfile,
-)
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import core_install, prometheus
 from conftest import ROOT, SYSTEMD_IMAGES, ansible_env, bwrap_image, podman, start_host, stop_host
 
 RUN_ID = "d481d1a4e1fd4a90b5403a7166f36850"
@@ -169,7 +166,7 @@ def test_the_role_installs_the_monitor_and_a_second_run_changes_nothing(fleet):
     for h in hosts:
         assert present(h)[:4] == list(PATHS[:4])
         release = h.sh("ls /usr/local/lib/metnos-sandbox-monitor").stdout.split()
-        assert len(release) == 1 and release[0].startswith(monitor_install.TOOLKIT_VERSION + "+")
+        assert len(release) == 1 and release[0].startswith(core_install.TOOLKIT_VERSION + "+")
         h.release = release[0]
         modes = h.sh("find /usr/local/lib/metnos-sandbox-monitor /etc/metnos-sandbox-monitor.json "
                      "-printf '%U %m\\n' | sort | uniq -c").stdout.split()
@@ -316,7 +313,7 @@ def test_a_hostile_os_release_cannot_forge_a_series(fleet):
         assert [s for s in series if s.startswith("metnos_sandbox_proven")] == ["metnos_sandbox_proven"]
         assert series["metnos_sandbox_proven"] == 0.0 and record["proven"] is False
         info = [s for s in series if s.startswith("metnos_sandbox_info{")]
-        assert len(info) == 1 and 'os="%s"' % monitor_textfile.label_value(HOSTILE_LABEL) in info[0], info
+        assert len(info) == 1 and 'os="%s"' % prometheus.label_value(HOSTILE_LABEL) in info[0], info
 
 
 def test_the_audit_says_monitored_and_collects_the_proof(fleet, tmp_path):

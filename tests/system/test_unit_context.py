@@ -107,7 +107,7 @@ sys.path.insert(0, "/opt/metnos-trial/core")
 # No Ansible in the container: the core under its bare package name (imported by name: a string, never an
 # import statement of this file).
 B, RUN, S, UC = (importlib.import_module("metnos_sandbox." + m)
-                for m in ("host.bwrap", "probe.runners", "service.service_env", "service.unit_context"))
+                for m in ("host.bwrap", "probe.runners", "service.environment", "service.unit_context"))
 unit, name = sys.argv[1], sys.argv[2]
 def show(u):
     return UC.parse_show_all(subprocess.run(["systemctl", "show", "--all", u], capture_output=True, text=True).stdout)
@@ -203,7 +203,7 @@ NoSuchDirective=1
 
 def context_of(h, unit):
     return json.loads(h.sh("cd /opt/metnos-trial && python3 -c 'import json,sys; sys.path.insert(0,\"core\"); "
-                           "from metnos_sandbox.service import service_env as S; "
+                           "from metnos_sandbox.service import environment as S; "
                            "from metnos_sandbox.host import bwrap as B; "
                            "c=S.execution_context({\"unit\":\"%s\"}, B.default_runner); "
                            "print(json.dumps(c))'" % unit).stdout)

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor_textfile
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import prometheus
 from helpers.paths import ROOT
 
 RULES = os.path.join(ROOT, "monitoring", "prometheus", "metnos-sandbox.rules.yml")
@@ -35,7 +35,7 @@ def test_the_rules_use_the_monitors_metric_names():
     exprs = [r["expr"] for g in yaml.safe_load(open(RULES))["groups"] for r in g["rules"]]
     used = set(re.findall(r"\bmetnos_sandbox_[a-z_]+", " ".join(exprs)))
     assert len(used) == 3
-    assert used <= set(name for name, _help in monitor_textfile.METRICS), used
+    assert used <= set(name for name, _help in prometheus.METRICS), used
 
 
 @pytest.mark.parametrize("rule,weakened", [
@@ -57,12 +57,12 @@ def test_a_weakened_rule_fails_its_tests(tmp_path, rule, weakened):
 def test_the_monitoring_doc_names_every_metric_alert_message_id_and_variable():
     import yaml
 
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor_journal
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import journald
     doc = open(os.path.join(ROOT, "docs", "monitoring.md")).read()
     alerts = [r["alert"] for g in yaml.safe_load(open(RULES))["groups"] for r in g["rules"]]
     defaults = yaml.safe_load(open(os.path.join(ROOT, "roles", "metnos_sandbox", "defaults", "main.yml")))
-    names = [name for name, _help in monitor_textfile.METRICS] + alerts + [monitor_journal.RUN_ID,
-                                                                           monitor_journal.CHANGED_ID] + \
+    names = [name for name, _help in prometheus.METRICS] + alerts + [journald.RUN_ID,
+                                                                     journald.CHANGED_ID] + \
         [k for k in defaults if k.startswith("metnos_sandbox_monitor")]
     assert [n for n in names if not re.search(r"[`=\s]%s\b" % re.escape(n), doc)] == []
     shown = yaml.safe_load(re.search(r"```yaml\n(metnos_sandbox_monitor: .*?)```", doc, re.S).group(1))

@@ -14,8 +14,8 @@ import types
 import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import host_audit
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import proof
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
 from helpers import faces
 
@@ -61,8 +61,8 @@ def test_the_action_path_applies_them_once(counted, monkeypatch):
     assert args["timeout"] == 5.0 and args["profile_dir"] == "/etc/metnos/sandbox/profiles"
     # On the host: the envelope's params (run() takes result and from_vars off) go to audit_host as they are.
     args.pop("result"), args.pop("from_vars")
-    monkeypatch.setattr(audit.os, "uname", _Uname)
-    record = audit.audit_host(args)
+    monkeypatch.setattr(host_audit.os, "uname", _Uname)
+    record = host_audit.audit_host(args)
     assert counted == {"validator": 1, "with_defaults": 0}
     assert record["containment"]["placement"] == "device"
 
@@ -97,14 +97,14 @@ def test_the_module_path_applies_them_once(counted, monkeypatch):
 def test_the_monitor_path_applies_them_once(counted, monkeypatch):
     """The monitor: its configuration's audit options (checked, never defaulted, by check_config), with_defaults
     once, audit_host handed what it worked on before (a mutation dropping the call fails on the count)."""
-    config = monitor.check_config({"schema": monitor.CONFIG_SCHEMA, "audit": {"unit": "other.service",
-                                                                             "timeout": 5.0}})
+    config = proof.check_config({"schema": proof.CONFIG_SCHEMA, "audit": {"unit": "other.service",
+                                                                         "timeout": 5.0}})
     before = spec.with_defaults(spec.AUDIT, config["audit"])
     counted.update(validator=0, with_defaults=0)
     handed = []
-    monkeypatch.setattr(monitor.audit_audit, "audit_host", lambda params, runner: handed.append(params) or {
+    monkeypatch.setattr(proof.host_audit, "audit_host", lambda params, runner: handed.append(params) or {
         "diagnostics": []})
-    monitor.audit(config, lambda *a, **k: (0, "", ""), "host", [])
+    proof.audit(config, lambda *a, **k: (0, "", ""), "host", [])
     assert counted == {"validator": 0, "with_defaults": 1}
     assert handed == [before] and before["timeout"] == 5.0 and before["probe"] is True
     assert before["profile_dir"] == "/etc/metnos/sandbox/profiles"

@@ -1,4 +1,4 @@
-"""report/merge.py: reports written by report.write_all for real, merged back; the newest record of a host wins,
+"""report/merge.py: reports written by document.write_all for real, merged back; the newest record of a host wins,
 every file that is not an audit report is refused (audit_merge_input_invalid) before anything is merged."""
 import datetime
 import json
@@ -6,22 +6,22 @@ import os
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as base_diagnostics
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import merge, report
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base.diagnostics import make
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import document, merge
 
 
 def _report(directory, hosts, when):
     stamp = datetime.datetime(2026, 12, 1, when, tzinfo=datetime.timezone.utc)
-    doc = report.build_from_hosts([dict(h) for h in hosts], generated=stamp)
+    doc = document.build_from_hosts([dict(h) for h in hosts], generated=stamp)
     os.makedirs(directory, exist_ok=True)
-    return report.write_all(doc, str(directory), stamp="h%02d" % when)
+    return document.write_all(doc, str(directory), stamp="h%02d" % when)
 
 
 def _host(name, verdict="pass", diagnostics=()):
     """A host record as the report keeps it: an unreachable host carries host_unreachable (the one verdict
     function decides every verdict from the findings, base/verdicts.py)."""
     if verdict == "unreachable":
-        diagnostics = list(diagnostics) + [base_diagnostics.make("host_unreachable", host=name, why="unreachable")]
+        diagnostics = list(diagnostics) + [make("host_unreachable", host=name, why="unreachable")]
     return {"host": name, "verdict": verdict, "reachable": verdict != "unreachable", "diagnostics": list(diagnostics)}
 
 
@@ -47,12 +47,12 @@ def test_what_is_not_a_report_is_refused(tmp_path, kind):
             json.dump({"schema": "something/2", "hosts": []}, handle)
     elif kind == "bad record":
         with open(bad, "w") as handle:
-            json.dump({"schema": report.SCHEMA, "hosts": [{"host": "x"}]}, handle)
+            json.dump({"schema": document.SCHEMA, "hosts": [{"host": "x"}]}, handle)
     paths = [] if kind == "empty list" else [good["json"], bad]
     with pytest.raises(merge.MergeError) as caught:
         merge.merged(paths)
     assert (bad in str(caught.value)) or kind == "empty list"
-    diag = base_diagnostics.make(merge.CODE, fill={"reason": str(caught.value)})
+    diag = make(merge.CODE, fill={"reason": str(caught.value)})
     assert diag["code"] == "audit_merge_input_invalid" and str(caught.value) in diag["message"]
 
 

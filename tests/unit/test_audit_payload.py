@@ -6,7 +6,7 @@ answer framed by a one-time token, so that nothing else on stdout is taken for i
 action plugin is imported.
 
 The framing tests run the real bootstrap with this machine's python3 and a two-line stand-in core
-(``metnos_sandbox.audit.audit.audit_host`` echoing its options): the real audit would probe this machine,
+(``metnos_sandbox.audit.host_audit.audit_host`` echoing its options): the real audit would probe this machine,
 which the system tests do on real hosts (tests/system/test_audit_transport.py)."""
 import ast
 import base64
@@ -31,9 +31,9 @@ PACKAGES = ["metnos_sandbox", "metnos_sandbox.audit"]  # a flat stand-in core
 
 
 def _core(audit_source):
-    """A stand-in core: the two packages and ``metnos_sandbox.audit.audit`` of ``audit_source``."""
+    """A stand-in core: the two packages and ``metnos_sandbox.audit.host_audit`` of ``audit_source``."""
     return zlib.compress(json.dumps({"metnos_sandbox": "", "metnos_sandbox.audit": "",  # a flat stand-in core
-                                     "metnos_sandbox.audit.audit": audit_source, transport.PACKAGES: PACKAGES})
+                                     "metnos_sandbox.audit.host_audit": audit_source, transport.PACKAGES: PACKAGES})
                          .encode("utf-8"))
 
 
@@ -116,8 +116,8 @@ def test_payload_is_what_the_host_entry_point_imports_and_self_contained(tmp_pat
     exactly the modules the interpreter itself imports when it imports ENTRY from the shipped files alone (-I -S,
     nothing else on sys.path), plus the ones imported inside a function (test_core_layout's INNER_IMPORTS); the
     controller's report/ and monitor/ packages and the transport never travel. No list kept by hand."""
-    assert "from metnos_sandbox.audit import audit\n" in transport.BOOTSTRAP
-    assert transport.ENTRY == "metnos_sandbox.audit.audit"
+    assert "from metnos_sandbox.audit import host_audit\n" in transport.BOOTSTRAP
+    assert transport.ENTRY == "metnos_sandbox.audit.host_audit"
     shipped = json.loads(zlib.decompress(transport.build_payload(CORE)).decode("utf-8"))
     packages = shipped.pop(transport.PACKAGES)
     on_disk = []
@@ -161,7 +161,7 @@ def test_the_bootstrap_imports_every_shipped_module_by_its_package(tmp_path):
     """The bootstrap's own loader, run by the host's interpreter without Ansible (python3 -I, nothing on
     sys.path but the standard library), imports every module it is given: the core's packages are packages
     (their modules import relatively from one another), and nothing is read from disk."""
-    loader = transport.BOOTSTRAP.split("    try:\n        from metnos_sandbox.audit import audit")[0]
+    loader = transport.BOOTSTRAP.split("    try:\n        from metnos_sandbox.audit import host_audit")[0]
     assert "sys.meta_path.insert" in loader
     script = loader
     script += ("    import importlib\n    for name in sorted(src):\n        importlib.import_module(name)\n"
@@ -259,7 +259,7 @@ def test_the_audit_on_a_host_imports_ctypes_but_no_socket(python):
     issue 44: base/libc_lite.py did not pay for itself on a whole audit, nor base/digests.py, docs/benchmarks.md).
     Importing the audit's host side as the bootstrap runs it (-I -S) loads ctypes, not socket.py (a mutation
     importing socket.py in probe/proctree.py fails here)."""
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import metnos_sandbox.audit.audit; "
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import metnos_sandbox.audit.host_audit; "
             "print(' '.join(sorted(m for m in ('socket', 'ctypes') if m in sys.modules)))")
     proc = subprocess.run([python, "-I", "-S", "-c", code, os.path.dirname(CORE)], capture_output=True, text=True,
                           timeout=60)
@@ -423,7 +423,7 @@ def test_a_kept_bundle_gives_the_scripts_text_without_reading_the_sources(tmp_pa
              "    return {'schema': 'x', 'text': script.__spec__.loader.get_source(script.__spec__.name)}\n"
              "UNUSED = %r\n" % os.urandom(300000).hex())
     core = zlib.compress(json.dumps({"metnos_sandbox": "", "metnos_sandbox.audit": "",
-                                     "metnos_sandbox.audit.audit": audit, "metnos_sandbox.audit.script": script,
+                                     "metnos_sandbox.audit.host_audit": audit, "metnos_sandbox.audit.script": script,
                                      transport.PACKAGES: PACKAGES}).encode("utf-8"))
     frame = transport.new_frame()
     message = transport.message(frame, {}, core, cache=cache)

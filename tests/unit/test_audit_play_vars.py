@@ -1,9 +1,8 @@
-"""The audit's options from the host's variables (report/play_vars.py, metnos_audit from_vars): the same
+"""The audit's options from the host's variables (options/play_vars.py, metnos_audit from_vars): the same
 variables, in the same order, as playbooks/audit.yml's Jinja expressions used to read them."""
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import play_vars
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import play_vars, spec
 
 
 def lookup(variables):

@@ -4,8 +4,8 @@ comes from the option specs (spec.AUDIT, spec.AUDIT_REPORT); an unknown metnos_a
 nearest known one. The playbook run itself is in tests/integration/test_validate_before_acting.py."""
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import audit_vars, play_vars
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import play_vars, spec
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import audit_vars
 
 CWD = "/srv/ops"
 
@@ -62,7 +62,7 @@ def test_every_problem_in_one_pass_in_name_order():
 
 
 def test_the_table_is_the_option_specs():
-    """Each metnos_audit_* variable of report/play_vars.py and of the report task is in the table with its
+    """Each metnos_audit_* variable of options/play_vars.py and of the report task is in the table with its
     option's own spec entry (one table, no second copy of types or choices)."""
     table = audit_vars.table()
     for option, names in play_vars.FIRST_DEFINED.items():

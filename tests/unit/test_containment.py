@@ -14,7 +14,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audi
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics, verdicts
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest, model
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report_metrics
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import metrics
 from helpers import report_text
 
 pytestmark = pytest.mark.rule("R-SCOPE-4")
@@ -175,7 +175,7 @@ def test_every_report_shows_each_hosts_level_and_counts_only_the_proven():
     page = report_text.to_html(doc)
     assert "bubblewrap (proven)</td>" in page and "none</td>" in page
     assert "containment (R-SCOPE-4): appcontainer (declared, not proven) on a windows device" in page
-    prom = "".join(report_metrics.iter_text(doc))
+    prom = "".join(metrics.iter_text(doc))
     assert ('metnos_sandbox_containment_level{host="mac",level="none",platform="macos",placement="device",'
             'proven="false"} 1\n') in prom
     assert 'metnos_sandbox_containment_level{host="srv",level="bubblewrap",platform="linux",placement="server",' \
@@ -201,13 +201,13 @@ def test_the_payload_on_another_kernel_runs_no_linux_check(monkeypatch):
     """Without facts, the payload itself reads the kernel's name: on macOS (faked here - os.uname is the only thing
     the guard reads, and no macOS kernel can run on this machine) it answers the level and runs nothing else (a
     gather that ran would fail the test)."""
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import host_audit
 
-    monkeypatch.setattr(audit.os, "uname", lambda: _Uname(("Darwin", "mac-runner", "23.6.0", "", "arm64")))
-    monkeypatch.setattr(audit.host_facts, "gather", lambda *a, **k: pytest.fail("a Linux check ran on macOS"))
-    monkeypatch.setattr(audit.monitor_state, "describe", lambda *a, **k: pytest.fail("the monitor was asked on macOS"))
-    rec = audit.audit_host(spec.with_defaults(spec.AUDIT, {"placement": "device", "manifests": [PLAIN]}))
-    assert rec["hostname"] == "mac-runner" and rec["schema"] == audit.SCHEMA and rec["verdict"] == "fail"
+    monkeypatch.setattr(host_audit.os, "uname", lambda: _Uname(("Darwin", "mac-runner", "23.6.0", "", "arm64")))
+    monkeypatch.setattr(host_audit.host_facts, "gather", lambda *a, **k: pytest.fail("a Linux check ran on macOS"))
+    monkeypatch.setattr(host_audit.monitor_state, "describe", lambda *a, **k: pytest.fail("the monitor was asked on macOS"))
+    rec = host_audit.audit_host(spec.with_defaults(spec.AUDIT, {"placement": "device", "manifests": [PLAIN]}))
+    assert rec["hostname"] == "mac-runner" and rec["schema"] == host_audit.SCHEMA and rec["verdict"] == "fail"
     assert (rec["containment"]["platform"], rec["containment"]["level"]) == ("macos", "none")
     assert [e["executor"] for e in rec["containment"]["executors"]] == ["plain"]
     assert [d["code"] for d in rec["diagnostics"]] == ["containment_none"]
@@ -216,10 +216,10 @@ def test_the_payload_on_another_kernel_runs_no_linux_check(monkeypatch):
 def test_a_real_audit_without_the_probe_is_not_proven():
     """This machine audited for real (bwrap, the runtime's status(), the smoke test), the probe off: bubblewrap is
     its level, not proven, a note that changes no verdict, and the host is not counted as isolated."""
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import host_audit
 
-    rec = audit.audit_host(spec.with_defaults(spec.AUDIT, {"unit": "", "probe": False, "placement": "device",
-                                                           "manifests": [MANIFEST]}))
+    rec = host_audit.audit_host(spec.with_defaults(spec.AUDIT, {"unit": "", "probe": False, "placement": "device",
+                                                                "manifests": [MANIFEST]}))
     found = rec["containment"]
     assert (found["platform"], found["placement"], found["level"], found["proven"]) == (
         "linux", "device", "bubblewrap", False), found
@@ -229,23 +229,23 @@ def test_a_real_audit_without_the_probe_is_not_proven():
 
 
 def test_the_ci_check_of_a_report():
-    """scripts/check-containment.py's checks (report_containment.unmet) on the fleet above."""
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report_containment
+    """scripts/check-containment.py's checks (containment_text.unmet) on the fleet above."""
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import containment_text
 
     doc = report_text.build(fleet(), WHEN)
-    assert report_containment.unmet(doc, "mac", "none") == []
-    assert report_containment.unmet(doc, "srv", "bubblewrap") == []
-    assert report_containment.unmet(doc, "srv", "none") == ["srv is at level bubblewrap, not none",
-                                                            "srv is at level none but its verdict is pass and the "
-                                                            "gate failed"]
-    assert report_containment.unmet(doc, "nowhere", "none")[0].startswith("nowhere is not in the report")
-    assert "gone has no containment level" in report_containment.unmet(doc, "gone", "none")[0]
+    assert containment_text.unmet(doc, "mac", "none") == []
+    assert containment_text.unmet(doc, "srv", "bubblewrap") == []
+    assert containment_text.unmet(doc, "srv", "none") == ["srv is at level bubblewrap, not none",
+                                                          "srv is at level none but its verdict is pass and the "
+                                                          "gate failed"]
+    assert containment_text.unmet(doc, "nowhere", "none")[0].startswith("nowhere is not in the report")
+    assert "gone has no containment level" in containment_text.unmet(doc, "gone", "none")[0]
     passed = dict(doc, gate=dict(doc["gate"], failed=False))       # a gate that passed with a host at none
-    assert report_containment.unmet(passed, "mac", "none") == [
+    assert containment_text.unmet(passed, "mac", "none") == [
         "mac is at level none but its verdict is fail and the gate passed"]
     silent = dict(doc, hosts=[dict(h, containment=dict(h["containment"], reason=None)) if h["host"] == "mac" else h
                               for h in doc["hosts"]])
-    assert report_containment.unmet(silent, "mac", "none") == ["mac is not proven isolated but its record gives no "
-                                                               "reason"]
-    assert report_containment.unmet(dict(doc, totals=dict(doc["totals"], isolated=3)), "mac", "none") == [
+    assert containment_text.unmet(silent, "mac", "none") == ["mac is not proven isolated but its record gives no "
+                                                             "reason"]
+    assert containment_text.unmet(dict(doc, totals=dict(doc["totals"], isolated=3)), "mac", "none") == [
         "the report counts 3 isolated host(s), its hosts say 1"]

@@ -63,7 +63,7 @@ def inner_imports(source):
 
 
 def imported_packages(rel, source):
-    """[(package, names)] for each relative import of module ``rel`` (e.g. 'probe/probe.py') that reaches another
+    """[(package, names)] for each relative import of module ``rel`` (e.g. 'probe/run.py') that reaches another
     of the core's packages: ``from ..host import bwrap`` -> ('host', ['bwrap'])."""
     out = []
     for node in ast.walk(ast.parse(source)):

@@ -8,17 +8,17 @@ import re
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit, profile_states
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import host_audit, profile_states
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
     host_context,
     model,
-    profile,
     reader,
+    renderer,
 )
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import render_junit
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import restrictions, service_env
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import environment, restrictions
 from conftest import ROOT
 from helpers import report_text
 
@@ -184,8 +184,8 @@ def test_remediation_comes_only_from_the_registry():
 def test_message_templates_live_in_the_registry():
     change = profile_states.describe_drift(["bwrap", "--ro-bind", "/a", "/a", "--", "python3"], ["bwrap", "--",
                                                                                                  "python3"])
-    drift = audit.drift_diagnostics([dict(change, state="drift", executor="ex", path="/p/ex.args"),
-                                     {"state": "missing", "executor": "ex", "path": "/p/ex.args"}])
+    drift = host_audit.drift_diagnostics([dict(change, state="drift", executor="ex", path="/p/ex.args"),
+                                          {"state": "missing", "executor": "ex", "path": "/p/ex.args"}])
     assert drift[0]["message"] == "ex: the profile on disk (/p/ex.args) differs from what the manifest renders " \
                                   "today: mount added /a (ro)."
     assert drift[1]["message"] == "ex: no rendered profile at /p/ex.args." and drift[1]["severity"] == "warning"
@@ -238,12 +238,12 @@ def test_a_missing_manifest_file_has_its_own_code(tmp_path):
     with pytest.raises(model.ManifestError) as err:
         reader.read_file(missing)
     assert err.value.diagnostics[0]["code"] == "manifest_missing"
-    prof = profile.render_safe(model.FileSource(missing), host_context.HostContext(), {})
+    prof = renderer.render_safe(model.FileSource(missing), host_context.HostContext(), {})
     assert prof["decision"] == "refused" and prof["refusal"] == "manifest_missing"
     unreadable = tmp_path / "dir.yml"
     unreadable.mkdir()
-    assert profile.render_safe(model.FileSource(str(unreadable)), host_context.HostContext(),
-                               {})["refusal"] == "manifest_parse_error"
+    assert renderer.render_safe(model.FileSource(str(unreadable)), host_context.HostContext(),
+                                {})["refusal"] == "manifest_parse_error"
 
 
 def test_one_host_report_lists_a_finding_once(monkeypatch):
@@ -254,13 +254,13 @@ def test_one_host_report_lists_a_finding_once(monkeypatch):
     blamed = diagnostics.amend(svc_diag, "blamed_by_probe")      # what the probe makes of the finding it was handed
     other = restrictions.restriction_diagnostics({"ProcSubset": "pid"}, "other.service")[0]
     svc = {"diagnostics": [svc_diag, other], "status": {"active": True}, "mode": "systemd", "user": {}}
-    monkeypatch.setattr(audit.host_facts, "gather", lambda *a, **k: {"diagnostics": [], "status": {"active": True},
+    monkeypatch.setattr(host_audit.host_facts, "gather", lambda *a, **k: {"diagnostics": [], "status": {"active": True},
                                                          "verdict": "pass"})
-    monkeypatch.setattr(audit.service_env, "inspect", lambda *a, **k: service_env.Inspection(dict(svc), {}))
-    monkeypatch.setattr(audit.probe_probe, "probe_service", lambda *a, **k: {"passed": False, "diagnostics": [blamed],
-                                                                             "checks": []})
-    result = audit.audit_host(spec.with_defaults(spec.AUDIT, {"unit": "metnos.service", "probe": True}),
-                              runner=lambda *a, **k: (1, "", ""))
+    monkeypatch.setattr(host_audit.environment, "inspect", lambda *a, **k: environment.Inspection(dict(svc), {}))
+    monkeypatch.setattr(host_audit.run, "probe_service", lambda *a, **k: {"passed": False, "diagnostics": [blamed],
+                                                                          "checks": []})
+    result = host_audit.audit_host(spec.with_defaults(spec.AUDIT, {"unit": "metnos.service", "probe": True}),
+                                   runner=lambda *a, **k: (1, "", ""))
     assert [(d["code"], d["details"]["unit"]) for d in result["diagnostics"]] == [
         ("unit_proc_subset_pid", "metnos.service"), ("unit_proc_subset_pid", "other.service")]
     assert result["diagnostics"][0]["message"] == blamed["message"]

@@ -3,7 +3,7 @@
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context, model, profile
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context, model, renderer
 from helpers import faces
 
 F = faces.load("filter_plugins/metnos_sandbox.py", "mfilters")
@@ -48,11 +48,11 @@ def test_manifest_source_parses_on_the_controller(tmp_path):
     bad.write_bytes(b"name: caf\xe9\n")
     record = F.metnos_manifest_source(str(bad))
     assert record[model.REFUSAL_KEY]["code"] == "manifest_not_utf8"
-    assert profile.render_safe(record, host_context.HostContext())["refusal"] == "manifest_not_utf8"
+    assert renderer.render_safe(record, host_context.HostContext())["refusal"] == "manifest_not_utf8"
     broken = tmp_path / "broken.yml"
     broken.write_text("name: [unclosed\n")
     record = F.metnos_manifest_source(str(broken))
-    assert profile.render_safe(record, host_context.HostContext())["refusal"] == "manifest_parse_error"
+    assert renderer.render_safe(record, host_context.HostContext())["refusal"] == "manifest_parse_error"
 
 
 def test_profile_filter_is_a_preview():

@@ -10,14 +10,14 @@ import os
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap as host_bwrap
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import probe as probe_probe
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import host_audit
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host.bwrap import default_runner
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import run
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
     host_context,
     manifest,
     model,
-    profile,
+    renderer,
 )
 from corpus import hostile_bwrap
 from helpers import faces
@@ -34,7 +34,7 @@ def corpus(tmp_path_factory):
 
 def core(path, host, inv, bwrap):
     with Watchdog():
-        return profile.render_safe(model.FileSource(path), host_context.HostContext(host), inv, bwrap_status(bwrap))
+        return renderer.render_safe(model.FileSource(path), host_context.HostContext(host), inv, bwrap_status(bwrap))
 
 
 def test_the_set_covers_every_class():
@@ -73,15 +73,15 @@ def test_every_face_gives_the_core_decision(corpus, entry_id, tmp_path):
         with open(path, "rb") as handle:
             raw = handle.read()
         with Watchdog():
-            probe = probe_probe.probe_service({"unit": None, "manifest": raw, "invocation": inv, "host": host,
-                                               "context": "direct", "timeout": 30}, host_bwrap.default_runner)
+            probe = run.probe_service({"unit": None, "manifest": raw, "invocation": inv, "host": host,
+                                       "context": "direct", "timeout": 30}, default_runner)
         errors = [d["code"] for d in probe["diagnostics"] if d["severity"] == "error"]
         assert errors[0] == want and probe["passed"] is False
         json.dumps(probe, ensure_ascii=False).encode("utf-8")
     plain = outcome(core(path, host, {}, bwrap))
     with Watchdog():
-        drift = audit.profile_drift([manifest.transport(model.FileSource(path))], host, str(tmp_path),
-                                    bwrap_status(bwrap))
+        drift = host_audit.profile_drift([manifest.transport(model.FileSource(path))], host, str(tmp_path),
+                                         bwrap_status(bwrap))
     assert (drift[0].get("refusal") or drift[0]["decision"]) == plain
 
 

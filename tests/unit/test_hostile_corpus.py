@@ -3,11 +3,11 @@ of the spec) rendered against a real host tree full of planted symlinks
 (tests/corpus/hostile_tree.py): every entry is refused with its stable code, without a traceback,
 and every in-process face gives the same decision as the core:
 
-- core: profile.render_safe on the file (manifest.FileSource, read by the core);
+- core: renderer.render_safe on the file (manifest.FileSource, read by the core);
 - filters: metnos_manifest_source on the controller, then metnos_profile (a preview);
-- audit payload: audit.profile_drift on what the audit action ships (manifest.transport);
+- audit payload: host_audit.profile_drift on what the audit action ships (manifest.transport);
   it renders without an invocation by design, so it is compared with the core without one;
-- probe: probe.probe_service with the manifest's bytes (stops before starting bwrap when refused);
+- probe: run.probe_service with the manifest's bytes (stops before starting bwrap when refused);
 - module: library/sandbox_profile.py's main() in this process with Ansible's own argument
   handling (ansible.module_utils.testing.patch_module_args), given the file (manifest_file, read
   on the host by the core) or what the role hands over (metnos_manifest_source).
@@ -22,11 +22,11 @@ import os
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import audit
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import host_audit
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import probe as probe_probe
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context, model, profile
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as profile_manifest
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import run
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context, model, renderer
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile.manifest import transport
 from corpus import hostile_manifests, hostile_tree
 from helpers import faces
 from helpers.hostile import Watchdog, outcome
@@ -61,7 +61,7 @@ def corpus(tmp_path_factory):
 
 def core(path, host, inv):
     with Watchdog():
-        return profile.render_safe(model.FileSource(path), host_context.HostContext(host), inv, ACTIVE)
+        return renderer.render_safe(model.FileSource(path), host_context.HostContext(host), inv, ACTIVE)
 
 
 def test_corpus_is_large_and_covers_the_rules():
@@ -94,13 +94,13 @@ def test_every_face_gives_the_core_decision(corpus, entry_id, tmp_path):
     with open(path, "rb") as handle:
         raw = handle.read()
     with Watchdog():
-        probe = probe_probe.probe_service({"unit": None, "manifest": raw, "invocation": inv, "host": host,
-                                           "context": "direct", "timeout": 30}, bwrap.default_runner)
+        probe = run.probe_service({"unit": None, "manifest": raw, "invocation": inv, "host": host,
+                                   "context": "direct", "timeout": 30}, bwrap.default_runner)
     errors = [d["code"] for d in probe["diagnostics"] if d["severity"] == "error"]
     assert probe["profile"]["decision"] == "refused" and errors[0] == want and probe["passed"] is False
     want_plain = outcome(core(path, host, {}))        # the audit renders without an invocation
     with Watchdog():
-        drift = audit.profile_drift([profile_manifest.transport(model.FileSource(path))], host, str(tmp_path), ACTIVE)
+        drift = host_audit.profile_drift([transport(model.FileSource(path))], host, str(tmp_path), ACTIVE)
     assert outcome(drift[0]) == want_plain
 
 
@@ -137,7 +137,7 @@ def test_module_face_does_not_convert_the_invocation(corpus, invocation, capsys)
         os.makedirs(os.path.join(host["undo_root"], name), exist_ok=True)
         os.makedirs(os.path.join(host["dialog_dir"], name), exist_ok=True)
     manifest = {"name": "ex", "origin": "o", "capabilities": ["dialog.user_input"], "inverse": {"model": "m"}}
-    want = profile.render_safe(manifest, host_context.HostContext(host), invocation, ACTIVE)
+    want = renderer.render_safe(manifest, host_context.HostContext(host), invocation, ACTIVE)
     res = run_module_face({"manifest": manifest, "host": host, "invocation": invocation, "fail_on_refusal": False,
                            "discover_python_roots": False, "path": "/usr/sbin:/usr/bin:/sbin:/bin"}, capsys)
     assert "decision" in res, res.get("msg")

@@ -209,7 +209,7 @@ def test_no_module_uses_another_modules_underscore_names():
 ])
 def test_private_uses_are_seen(source, hits):
     tops = {"profile.model": {"_refuse", "refuse"}, "profile.granters": {"_Render"}, "profile.result": set()}
-    assert private_uses("module_utils/metnos_sandbox/profile/profile.py", source, tops.__getitem__) == hits
+    assert private_uses("module_utils/metnos_sandbox/profile/renderer.py", source, tops.__getitem__) == hits
 
 
 def test_a_module_may_use_its_own_underscore_names():

@@ -13,8 +13,8 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.prof
     host_context,
     manifest,
     model,
-    profile,
     reader,
+    renderer,
     store,
 )
 
@@ -34,7 +34,7 @@ def test_alias_expansion_counted_before_it_happens():
     assert refusal(lambda: reader.decode(LAUGHS))["code"] == "manifest_too_many_nodes"
     record = manifest.transport(LAUGHS)
     assert record[model.REFUSAL_KEY]["code"] == "manifest_too_many_nodes"
-    assert profile.render_safe(record, host_context.HostContext())["refusal"] == "manifest_too_many_nodes"
+    assert renderer.render_safe(record, host_context.HostContext())["refusal"] == "manifest_too_many_nodes"
     assert refusal(lambda: reader.decode("a: &a [*a]\n"))["code"] == "manifest_too_many_nodes"
     small = reader.decode("a: &a [x, y]\nb: [*a, *a]\nname: n\n")          # aliases within the limit are fine
     assert small["b"] == [["x", "y"], ["x", "y"]]
@@ -110,7 +110,7 @@ def test_capabilities_matched_whole(cap):
                                   "fs:read:/srv/%s%s%n", "net:{capability:>99999999}", "{" * 500,
                                   "fs:read:relative/{text:>999999999}"])
 def test_manifest_text_is_never_a_template(text, tmp_path):
-    prof = profile.render_safe({"name": "ex", "origin": "o", "capabilities": [text]}, host_context.HostContext(), {})
+    prof = renderer.render_safe({"name": "ex", "origin": "o", "capabilities": [text]}, host_context.HostContext(), {})
     assert len(json.dumps(prof)) < 20000
     assert all(len(d["message"]) < 1000 for d in prof["diagnostics"])
 

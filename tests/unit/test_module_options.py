@@ -144,7 +144,7 @@ def test_a_spec_copy_equals_a_deep_copy_and_shares_nothing_mutable(name):
 
 def test_the_validator_hands_out_the_copys_defaults_not_the_specs():
     """Why the copy: Ansible's validator returns an option's default object itself; a caller that changes it
-    (audit.audit_host fills 'host') would change the spec for the next host validated in the same process."""
+    (host_audit.audit_host fills 'host') would change the spec for the next host validated in the same process."""
     spec = options_spec.spec(options_spec.AUDIT)
     validated = ArgumentSpecValidator(spec).validate({}).validated_parameters
     assert validated["host"] is spec["host"]["default"]

@@ -12,11 +12,11 @@ import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_state
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor, monitor_install
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import core_install, proof
 from helpers.paths import CORE, ROOT
 
 ENTRY = os.path.join(ROOT, "roles", "metnos_sandbox", "files", "metnos-sandbox-monitor.py")
-GOOD = {"schema": monitor.CONFIG_SCHEMA, "audit": {"unit": "", "probe": True, "timeout": 30.0}}
+GOOD = {"schema": proof.CONFIG_SCHEMA, "audit": {"unit": "", "probe": True, "timeout": 30.0}}
 
 
 def write(path, doc, mode=0o644):
@@ -48,11 +48,11 @@ class Journal(object):
 
 @pytest.fixture
 def place(tmp_path):
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor_journal
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import journald
     (tmp_path / "textfile").mkdir()
     journal = Journal(str(tmp_path / "journal.socket"))
-    outputs = monitor.Outputs(str(tmp_path / "textfile"), str(tmp_path / "last.json"),
-                              lambda f: monitor_journal.send(f, journal.path))
+    outputs = proof.Outputs(str(tmp_path / "textfile"), str(tmp_path / "last.json"),
+                            lambda f: journald.send(f, journal.path))
     yield tmp_path, outputs, journal
     journal.sock.close()
 
@@ -65,7 +65,7 @@ def codes(record):
 def test_a_proven_run_writes_its_three_outputs_and_a_second_run_no_change_entry(place, bwrap_path):
     tmp, outputs, journal = place
     config = write(tmp / "config.json", GOOD)
-    status, record = monitor.run(config, outputs)
+    status, record = proof.run(config, outputs)
     assert status == 0 and record["proven"] is True, codes(record)
     assert record["audit"]["probe"]["passed"] is True and record["audit"]["probe"]["checks"]
     text = open(str(tmp / "textfile" / "metnos_sandbox.prom")).read()
@@ -77,7 +77,7 @@ def test_a_proven_run_writes_its_three_outputs_and_a_second_run_no_change_entry(
     first = journal.entries()
     assert [e["MESSAGE_ID"] for e in first] == ["d481d1a4e1fd4a90b5403a7166f36850",
                                                 "b62d4811bc5e4898828471fdc99a2b73"]
-    status, record = monitor.run(config, outputs)
+    status, record = proof.run(config, outputs)
     assert status == 0 and record["previous"]["proven"] is True and record["changed"] is False
     assert [e["MESSAGE_ID"] for e in journal.entries()] == ["d481d1a4e1fd4a90b5403a7166f36850"]
 
@@ -87,26 +87,26 @@ def test_a_proven_run_writes_its_three_outputs_and_a_second_run_no_change_entry(
     ("{", "is not JSON"),
     ([], "it is not a metnos-sandbox-monitor-config/1 document"),
     ({"schema": "x", "audit": {}}, "it is not a metnos-sandbox-monitor-config/1 document"),
-    ({"schema": monitor.CONFIG_SCHEMA}, "it has no audit options"),
-    ({"schema": monitor.CONFIG_SCHEMA, "audit": {}, "run_as": "root"}, "unknown keys ['run_as']"),
-    ({"schema": monitor.CONFIG_SCHEMA, "audit": {"python": "/usr/bin/python3"}}, "unknown audit options ['python']"),
-    ({"schema": monitor.CONFIG_SCHEMA, "audit": {"timeout": "60"}}, "audit.timeout must be a float, not '60'"),
-    ({"schema": monitor.CONFIG_SCHEMA, "audit": {"probe": 1}}, "audit.probe must be a bool, not 1"),
-    ({"schema": monitor.CONFIG_SCHEMA, "audit": {"probe": False}}, "the monitor always runs the probe"),
-    ({"schema": monitor.CONFIG_SCHEMA, "audit": {"scope": "global"}}, "audit.scope must be one of system, user"),
-    ({"schema": monitor.CONFIG_SCHEMA, "audit": {"profile_dir": "rel/dir"}},
+    ({"schema": proof.CONFIG_SCHEMA}, "it has no audit options"),
+    ({"schema": proof.CONFIG_SCHEMA, "audit": {}, "run_as": "root"}, "unknown keys ['run_as']"),
+    ({"schema": proof.CONFIG_SCHEMA, "audit": {"python": "/usr/bin/python3"}}, "unknown audit options ['python']"),
+    ({"schema": proof.CONFIG_SCHEMA, "audit": {"timeout": "60"}}, "audit.timeout must be a float, not '60'"),
+    ({"schema": proof.CONFIG_SCHEMA, "audit": {"probe": 1}}, "audit.probe must be a bool, not 1"),
+    ({"schema": proof.CONFIG_SCHEMA, "audit": {"probe": False}}, "the monitor always runs the probe"),
+    ({"schema": proof.CONFIG_SCHEMA, "audit": {"scope": "global"}}, "audit.scope must be one of system, user"),
+    ({"schema": proof.CONFIG_SCHEMA, "audit": {"profile_dir": "rel/dir"}},
      "audit.profile_dir must be an absolute path"),
-    ({"schema": monitor.CONFIG_SCHEMA, "audit": {"unit": "../../etc/x.service"}}, "is not a unit name"),
-    ({"schema": monitor.CONFIG_SCHEMA, "audit": {"timeout": -1}}, "must be a positive number of seconds"),
-    ({"schema": monitor.CONFIG_SCHEMA, "audit": {"timeout": 1e9}}, "audit.timeout is more than 3600 s"),
-    ({"schema": monitor.CONFIG_SCHEMA, "audit": {"manifests": "read_notes.yml"}}, "audit.manifests must be a list"),
+    ({"schema": proof.CONFIG_SCHEMA, "audit": {"unit": "../../etc/x.service"}}, "is not a unit name"),
+    ({"schema": proof.CONFIG_SCHEMA, "audit": {"timeout": -1}}, "must be a positive number of seconds"),
+    ({"schema": proof.CONFIG_SCHEMA, "audit": {"timeout": 1e9}}, "audit.timeout is more than 3600 s"),
+    ({"schema": proof.CONFIG_SCHEMA, "audit": {"manifests": "read_notes.yml"}}, "audit.manifests must be a list"),
 ])
 def test_a_refused_configuration_runs_nothing_and_is_not_proven(place, doc, why):
     tmp, outputs, journal = place
     path = str(tmp / "config.json")
     if doc is not None:
         write(path, doc)
-    status, record = monitor.run(path, outputs)
+    status, record = proof.run(path, outputs)
     assert status == 1 and record["proven"] is False and record["audit"]["probe"] is None
     assert codes(record) == ["monitor_config_invalid"] and why in record["audit"]["diagnostics"][0]["message"]
     text = open(str(tmp / "textfile" / "metnos_sandbox.prom")).read()
@@ -116,10 +116,10 @@ def test_a_refused_configuration_runs_nothing_and_is_not_proven(place, doc, why)
 
 def test_a_too_large_configuration_is_refused_unread(place, monkeypatch):
     tmp, outputs, _journal = place
-    monkeypatch.setattr(monitor, "MAX_CONFIG_BYTES", 64)
-    status, record = monitor.run(write(tmp / "config.json", dict(GOOD, audit=dict(GOOD["audit"],
-                                                                                  host={"x": "y" * 64}))),
-                                 outputs)
+    monkeypatch.setattr(proof, "MAX_CONFIG_BYTES", 64)
+    status, record = proof.run(write(tmp / "config.json", dict(GOOD, audit=dict(GOOD["audit"],
+                                                                                host={"x": "y" * 64}))),
+                               outputs)
     assert status == 1 and codes(record) == ["monitor_config_invalid"]
     assert "bytes; the limit is 64" in record["audit"]["diagnostics"][0]["message"]
 
@@ -136,34 +136,34 @@ def test_a_configuration_others_can_change_is_not_used(place, plant):
         os.chown(path, 65534, 65534)
     else:
         os.chmod(str(folder), 0o777)
-    status, record = monitor.run(path, outputs)
+    status, record = proof.run(path, outputs)
     assert status == 1 and codes(record) == ["monitor_config_unsafe"], codes(record)
     assert record["audit"]["probe"] is None
 
 
 def install(tmp_path):
     """The role's layout, by the role's module's core: <prefix>/<release>/{entry point, metnos_sandbox/}."""
-    return monitor_install.install(str(tmp_path / "prefix"), monitor_install.release(CORE, bundle=True)["bundle"],
-                                   open(ENTRY).read())["folder"]
+    return core_install.install(str(tmp_path / "prefix"), core_install.release(CORE, bundle=True)["bundle"],
+                                open(ENTRY).read())["folder"]
 
 
 def test_its_own_install_is_checked(tmp_path):
     folder = install(tmp_path)
-    assert monitor.install_findings(folder, "h") == []
+    assert proof.install_findings(folder, "h") == []
     core = os.path.join(folder, "metnos_sandbox")
-    os.chmod(os.path.join(core, "probe", "probe.py"), 0o664)
-    found = monitor.install_findings(folder, "h")
+    os.chmod(os.path.join(core, "probe", "run.py"), 0o664)
+    found = proof.install_findings(folder, "h")
     assert diagnostics.codes(found) == ["monitor_core_writable"]
-    assert "probe.py is writable by group" in found[0]["message"]
-    os.chmod(os.path.join(core, "probe", "probe.py"), 0o644)
+    assert "run.py is writable by group" in found[0]["message"]
+    os.chmod(os.path.join(core, "probe", "run.py"), 0o644)
     os.chown(folder, 65534, 0)
-    assert diagnostics.codes(monitor.install_findings(folder, "h")) == ["monitor_core_writable"]
+    assert diagnostics.codes(proof.install_findings(folder, "h")) == ["monitor_core_writable"]
     os.chown(folder, 0, 0)
     with open(os.path.join(core, "host", "facts.py"), "a") as handle:
         handle.write("# changed\n")
-    found = monitor.install_findings(folder, "h")
+    found = proof.install_findings(folder, "h")
     assert diagnostics.codes(found) == ["monitor_core_modified"] and os.path.basename(folder) in found[0]["message"]
-    assert diagnostics.codes(monitor.install_findings(str(tmp_path / "prefix"), "h")) == ["monitor_core_modified"]
+    assert diagnostics.codes(proof.install_findings(str(tmp_path / "prefix"), "h")) == ["monitor_core_modified"]
 
 
 def test_the_entry_point_runs_as_the_unit_runs_it(tmp_path, bwrap_path):
@@ -189,7 +189,7 @@ def test_the_entry_point_runs_as_the_unit_runs_it(tmp_path, bwrap_path):
 def test_an_output_that_cannot_be_written_is_exit_2_and_said(place):
     tmp, outputs, journal = place
     outputs.textfile_dir = str(tmp / "no-such-dir")
-    status, record = monitor.run(write(tmp / "config.json", GOOD), outputs)
+    status, record = proof.run(write(tmp / "config.json", GOOD), outputs)
     assert status == 2 and record["proven"] is False
     assert "monitor_output_failed" in codes(record)
     assert "monitor_output_failed" in json.load(open(outputs.result))["audit"]["diagnostics"][0]["code"]
@@ -201,7 +201,7 @@ def test_a_defect_of_the_checks_is_a_finding_not_a_traceback(place):
 
     def broken(argv, **_kw):
         raise RuntimeError("boom")
-    status, record = monitor.run(write(tmp / "config.json", GOOD), outputs, runner=broken)
+    status, record = proof.run(write(tmp / "config.json", GOOD), outputs, runner=broken)
     assert status == 1 and codes(record) == ["monitor_run_failed"]
     assert record["audit"]["diagnostics"][0]["message"] == "The monitor's run failed: 'RuntimeError: boom'."
 
@@ -210,8 +210,8 @@ def test_an_error_is_not_proven_even_when_the_probe_passed(place, bwrap_path):
     """Proven is the probe AND no error: here the probe passes but the monitor's own install is not root's alone."""
     tmp, outputs, journal = place
     folder = install(tmp)
-    os.chmod(os.path.join(folder, "metnos_sandbox", "audit", "audit.py"), 0o666)
-    status, record = monitor.run(write(tmp / "config.json", GOOD), outputs, folder)
+    os.chmod(os.path.join(folder, "metnos_sandbox", "audit", "host_audit.py"), 0o666)
+    status, record = proof.run(write(tmp / "config.json", GOOD), outputs, folder)
     assert record["audit"]["probe"]["passed"] is True
     assert status == 1 and record["proven"] is False and record["verdict"] == "fail"
     assert codes(record)[0] == "monitor_core_writable" and record["toolkit_version"] == os.path.basename(folder)

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics as base_diagnostics
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor_textfile
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base.diagnostics import make
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import prometheus
 
 FAMILIES = ("metnos_sandbox_proven", "metnos_sandbox_check_ok", "metnos_sandbox_diagnostic",
             "metnos_sandbox_last_run_timestamp_seconds", "metnos_sandbox_run_duration_seconds", "metnos_sandbox_info")
@@ -62,8 +62,8 @@ def check_metrics(text):
 
 
 def test_a_proven_run_has_every_family_and_check():
-    text = monitor_textfile.render(record(diagnostics=[base_diagnostics.make("bwrap_not_packaged",
-                                                                             bwrap_path="/opt/bwrap")]))
+    text = prometheus.render(record(diagnostics=[make("bwrap_not_packaged",
+                                                      bwrap_path="/opt/bwrap")]))
     assert check_metrics(text) == (0, "")
     series = parse(text)
     assert tuple(series) == FAMILIES
@@ -80,18 +80,18 @@ def test_a_proven_run_has_every_family_and_check():
 
 
 def test_failed_checks_are_the_sections_of_their_errors():
-    diags = [base_diagnostics.make("unit_blocks_namespaces", unit="metnos.service", directive="RestrictNamespaces",
-                                   relax="RestrictNamespaces=user mnt", relax_note="", value="yes", variant="dropin"),
-             base_diagnostics.make("monitor_core_writable", folder="/f", problems="p", host="h"),
-             base_diagnostics.make("bwrap_not_packaged", bwrap_path="/opt/bwrap")]
-    series = parse(monitor_textfile.render(record(proven=False, diagnostics=diags, probe_passed=False)))
+    diags = [make("unit_blocks_namespaces", unit="metnos.service", directive="RestrictNamespaces",
+                  relax="RestrictNamespaces=user mnt", relax_note="", value="yes", variant="dropin"),
+             make("monitor_core_writable", folder="/f", problems="p", host="h"),
+             make("bwrap_not_packaged", bwrap_path="/opt/bwrap")]
+    series = parse(prometheus.render(record(proven=False, diagnostics=diags, probe_passed=False)))
     failed = sorted(s[0]["check"] for s in series["metnos_sandbox_check_ok"] if s[1] == 0)
     assert failed == ["monitor", "probe", "service_environment"]          # a warning fails nothing
     assert series["metnos_sandbox_proven"] == [({}, 0.0)]
 
 
 def test_a_probe_that_did_not_run_fails_the_probe_check():
-    series = parse(monitor_textfile.render(record(probe_passed=None)))
+    series = parse(prometheus.render(record(probe_passed=None)))
     assert ({"check": "probe"}, 0.0) in series["metnos_sandbox_check_ok"]
 
 
@@ -101,20 +101,20 @@ def test_hostile_label_values_stay_one_label(value):
     Prometheus' parser accepts the file and there is still exactly one proven series, with its own value."""
     rec = record(proven=False, unit=value, os=value, toolkit_version=value)
     rec["audit"]["bwrap_facts"]["bwrap"]["package"]["revision"] = value
-    text = monitor_textfile.render(rec)
+    text = prometheus.render(rec)
     assert check_metrics(text) == (0, "")
     series = parse(text)
     assert series["metnos_sandbox_proven"] == [({}, 0.0)]
     (labels, _one), = series["metnos_sandbox_info"]
-    assert len(labels["unit"]) <= monitor_textfile.MAX_LABEL and all(" " <= ch <= "~" for ch in labels["unit"])
-    if value and all(" " <= ch <= "~" for ch in value) and len(value) <= monitor_textfile.MAX_LABEL:
+    assert len(labels["unit"]) <= prometheus.MAX_LABEL and all(" " <= ch <= "~" for ch in labels["unit"])
+    if value and all(" " <= ch <= "~" for ch in value) and len(value) <= prometheus.MAX_LABEL:
         assert labels["unit"] == value                                    # printable text round-trips exactly
 
 
 def test_hostile_codes_and_severities_are_not_labels():
     rec = record(diagnostics=[{"code": 'x"} 1\nmetnos_sandbox_proven 1', "severity": "error\n"},
                               {"code": "probe_timeout", "severity": "nonsense"}])
-    series = parse(monitor_textfile.render(rec))
+    series = parse(prometheus.render(rec))
     assert sorted((s[0]["code"], s[0]["severity"]) for s in series["metnos_sandbox_diagnostic"]) == [
         ("probe_timeout", "unknown"), ("unregistered", "unknown")]
     assert ({"check": "monitor"}, 1.0) in series["metnos_sandbox_check_ok"]   # the error severity was not an error
@@ -124,17 +124,17 @@ def test_hostile_codes_and_severities_are_not_labels():
 @given(st.one_of(st.text(max_size=300), st.binary(max_size=50), st.integers(), st.none(),
                  st.lists(st.text(max_size=5), max_size=3)))
 def test_label_value_is_bounded_printable_and_unescapes_to_its_text(value):
-    out = monitor_textfile.label_value(value)
+    out = prometheus.label_value(value)
     assert "\n" not in out and all(" " <= ch <= "~" for ch in out)
     assert not re.search(r'(?<!\\)(?:\\\\)*"', out), "an unescaped quote would end the value"
     plain = out.replace('\\"', '"').replace("\\\\", "\\")
-    assert len(plain) <= monitor_textfile.MAX_LABEL
-    if isinstance(value, str) and len(value) <= monitor_textfile.MAX_LABEL:
+    assert len(plain) <= prometheus.MAX_LABEL
+    if isinstance(value, str) and len(value) <= prometheus.MAX_LABEL:
         assert plain == "".join(ch if " " <= ch <= "~" else "?" for ch in value)
 
 
 def test_written_atomically_in_the_collector_directory(tmp_path):
-    path = monitor_textfile.write(str(tmp_path), record())
+    path = prometheus.write(str(tmp_path), record())
     assert path == os.path.join(str(tmp_path), "metnos_sandbox.prom")
     assert sorted(os.listdir(str(tmp_path))) == ["metnos_sandbox.prom"]      # no temporary file left behind
     assert oct(os.stat(path).st_mode & 0o777) == "0o644"                    # node_exporter runs as another user

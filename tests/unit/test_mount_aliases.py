@@ -14,7 +14,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import paths
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context, mounts, profile
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
+    host_context,
+    mounts,
+    renderer,
+)
 from helpers import mount_aliases
 
 needs_namespace = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"),
@@ -75,8 +79,8 @@ def test_mount_table_aliases_from_a_mountinfo_file(tmp_path):
 
 def test_a_mount_table_too_large_to_read_whole_refuses_every_profile(monkeypatch):
     monkeypatch.setattr(mounts, "MAX_MOUNTINFO_BYTES", 64)
-    prof = profile.render_safe({"name": "ex", "origin": "t", "capabilities": []}, host_context.HostContext({}), {},
-                               ACTIVE)
+    prof = renderer.render_safe({"name": "ex", "origin": "t", "capabilities": []}, host_context.HostContext({}), {},
+                                ACTIVE)
     assert prof["refusal"] == "host_path_refused" and "mountinfo" in prof["diagnostics"][0]["message"]
 
 

@@ -22,11 +22,11 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.prof
     invariants,
     mountmodel,
     mounts,
-    profile,
     python_roots,
+    renderer,
     undo,
 )
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as profile_manifest
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile.manifest import from_dict
 from helpers.fake_host import host_dict
 
 ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
@@ -268,8 +268,8 @@ def _tree(tmp_path, data_mode=0o755):
 
 
 def _render(host, caps, status=ACTIVE):
-    return profile.render_safe({"name": "ex", "origin": "t", "capabilities": caps}, host_context.HostContext(host), {},
-                               status)
+    return renderer.render_safe({"name": "ex", "origin": "t", "capabilities": caps}, host_context.HostContext(host), {},
+                                status)
 
 
 @pytest.mark.rule("R-SEC-1")
@@ -368,7 +368,7 @@ def test_dot_components_in_argument_values_are_refused(tmp_path):
                 "arguments": {"p": {"within": [root + "/data/**"]}}}
     for value, want in (("r", "wrapped"), ("w/../r", "scope_not_normalized"), ("./r", "scope_not_normalized"),
                         ("r/", "scope_not_normalized"), ("w//x", "scope_not_normalized")):
-        prof = profile.render_safe(manifest, host_context.HostContext(host), {"arguments": {"p": value}}, ACTIVE)
+        prof = renderer.render_safe(manifest, host_context.HostContext(host), {"arguments": {"p": value}}, ACTIVE)
         assert (prof["refusal"] or prof["decision"]) == want, (value, prof["diagnostics"])
 
 
@@ -387,7 +387,7 @@ def test_final_check_verifies_descriptors_against_the_host(tmp_path):
     root, host = _tree(tmp_path, 0o777)
     prof = _render(host, ["fs:read:%s/data/r" % root])
     ctx = host_context.HostContext(host)
-    manifest = profile_manifest.from_dict({"name": "ex", "origin": "t", "capabilities": ["fs:read:%s/data/r" % root]})
+    manifest = from_dict({"name": "ex", "origin": "t", "capabilities": ["fs:read:%s/data/r" % root]})
     own = root + "/executors/ex"
     assert invariants.check_invariants(prof["argv"], manifest, ctx, {}, own, prof["descriptors"]) == []
     os.rename(root + "/data/r", root + "/data/r.judged")

@@ -11,7 +11,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.prof
     host_layout,
     invariants,
     manifest,
-    profile,
+    renderer,
     store,
 )
 from helpers.fake_host import host_dict
@@ -34,7 +34,7 @@ def tree(tmp_path):
 def render(tree, caps=(), **over):
     ctx = host_context.HostContext(dict(host_dict(tree), **over))
     data = {"name": "ex", "origin": "metnos/core", "revision": 1, "capabilities": list(caps)}
-    return profile.render(manifest.from_dict(data), ctx, {}, ACTIVE), ctx
+    return renderer.render(manifest.from_dict(data), ctx, {}, ACTIVE), ctx
 
 
 def flags(prof):

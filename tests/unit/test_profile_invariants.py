@@ -14,9 +14,9 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
     host_context,
     invariants,
-    profile,
+    renderer,
 )
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as profile_manifest
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile.manifest import from_dict
 from helpers import profile_oracle, trees
 
 ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
@@ -28,7 +28,7 @@ def base(tmp_path_factory):
 
 
 def render(host, manifest, invocation):
-    return profile.render_safe(manifest, host_context.HostContext(host), invocation, ACTIVE)
+    return renderer.render_safe(manifest, host_context.HostContext(host), invocation, ACTIVE)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -62,7 +62,7 @@ def rendered(tmp_path):
         "arguments": {}}, {})
     prof = render(host, manifest, invocation)
     assert prof["decision"] == "wrapped", prof["diagnostics"]
-    return root, host_context.HostContext(host), profile_manifest.from_dict(manifest), prof["argv"]
+    return root, host_context.HostContext(host), from_dict(manifest), prof["argv"]
 
 
 def _check(rendered, argv):
@@ -121,11 +121,11 @@ def test_final_check_passes_an_admin_read_channel(tmp_path):
     at = prof["argv"].index(sock)
     assert prof["argv"][at - 1:at + 2] == ["--ro-bind", sock, sock]
     own = os.path.join(root, "executors", "ex")
-    assert invariants.check_invariants(prof["argv"], profile_manifest.from_dict(manifest),
+    assert invariants.check_invariants(prof["argv"], from_dict(manifest),
                                        host_context.HostContext(host), invocation, own,
                                        prof["descriptors"]) == []
     other = dict(host, systemd_read_paths=[], allow_channels=[])
-    found = invariants.check_invariants(prof["argv"], profile_manifest.from_dict(manifest),
+    found = invariants.check_invariants(prof["argv"], from_dict(manifest),
                                         host_context.HostContext(other), invocation, own,
                                         prof["descriptors"])
     assert any("(c)" in v for v in found), found
@@ -172,8 +172,8 @@ def test_final_check_is_applied_by_render(rendered, monkeypatch):
     """Defence in depth: if a granting rule above is removed, the final check still withholds the profile."""
     root, _host, _manifest, _argv = rendered
     monkeypatch.setattr(host_context.HostContext, "judge", lambda self, path, mode, grant=None, own=None: None)
-    prof = profile.render_safe({"name": "ex", "origin": "t", "capabilities": ["fs:write:%s/runtime" % root]},
-                               host_context.HostContext(profile_oracle.host_for(root)), {}, ACTIVE)
+    prof = renderer.render_safe({"name": "ex", "origin": "t", "capabilities": ["fs:write:%s/runtime" % root]},
+                                host_context.HostContext(profile_oracle.host_for(root)), {}, ACTIVE)
     assert prof["refusal"] == "profile_invariant_violated", prof["diagnostics"]
 
 

@@ -10,9 +10,9 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.prof
     globs,
     host_context,
     host_layout,
-    profile,
+    renderer,
 )
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import manifest as profile_manifest
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile.manifest import parse_capability
 from helpers.fake_host import host_dict
 
 SUBDIRS = ["data", "data/a", "data/a/b", "data/c", "out", "out/secret", "integrations/p1", "dialog/alice",
@@ -98,7 +98,7 @@ def under(path, roots):
 def test_properties(tree, data):
     manifest, invocation = data.draw(cases(tree))
     host = host_for(tree)
-    prof = profile.render_safe(manifest, host, invocation)          # never raises
+    prof = renderer.render_safe(manifest, host, invocation)          # never raises
     if prof["decision"] == "refused":
         assert prof["argv"] is None and prof["refusal"]
         return
@@ -124,7 +124,7 @@ def test_properties(tree, data):
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=60))
 def test_random_capability_text_never_raises(text):
-    cap, errors = profile_manifest.parse_capability(text)
+    cap, errors = parse_capability(text)
     assert (cap is None) == bool(errors)
     if errors:
         assert errors[0]["code"] in ("capability_unknown", "scope_relative", "scope_nul", "scope_not_normalized",
@@ -134,5 +134,5 @@ def test_random_capability_text_never_raises(text):
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=200))
 def test_random_bytes_never_raise(blob):
-    prof = profile.render_safe(blob, host_context.HostContext())
+    prof = renderer.render_safe(blob, host_context.HostContext())
     assert prof["decision"] in ("refused", "wrapped")

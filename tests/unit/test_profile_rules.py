@@ -14,9 +14,9 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.prof
     host_layout,
     manifest,
     model,
-    profile,
+    renderer,
 )
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import undo as profile_undo
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile.undo import executor_digest
 from helpers.fake_host import host_dict
 
 ACTIVE = {"bwrap_available": True, "bwrap_path": "/usr/bin/bwrap", "disabled_via_env": False, "active": True}
@@ -57,7 +57,7 @@ def man(caps=(), **kw):
 
 
 def render(tree, caps=(), invocation=None, status=ACTIVE, hostkw=None, **kw):
-    return profile.render(man(caps, **kw), host(tree, **(hostkw or {})), invocation or {}, status)
+    return renderer.render(man(caps, **kw), host(tree, **(hostkw or {})), invocation or {}, status)
 
 
 def mounts(prof):
@@ -400,7 +400,7 @@ def undo_broker(tree):
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "main.py").write_text("import restore\n")
     (folder / "restore.py").write_text("def undo():\n    pass\n")
-    digest, problem = profile_undo.executor_digest(str(folder), ["main.py", "restore.py"])
+    digest, problem = executor_digest(str(folder), ["main.py", "restore.py"])
     assert problem is None
     undo = {"name": "undo_last_turn", "origin": "metnos/core", "owner": "metnos", "revision": 12,
             "digest": digest, "capabilities": ["system:undo"], "files": ["main.py", "restore.py"]}
@@ -413,7 +413,7 @@ def undo_broker(tree):
 def test_pinned_undo_runs_direct_even_without_bwrap(tree):
     _folder, undo, pinned = undo_broker(tree)
     status = {"bwrap_available": False, "bwrap_path": None, "disabled_via_env": False, "active": False}
-    prof = profile.render(manifest.from_dict(undo), host(tree, undo_exception=pinned), {}, status)
+    prof = renderer.render(manifest.from_dict(undo), host(tree, undo_exception=pinned), {}, status)
     assert prof["decision"] == "direct" and prof["argv"][0] == "/usr/bin/python3"
     assert prof["exception"]["rule"] == "R-FAIL-2"
 
@@ -424,7 +424,7 @@ def test_pinned_undo_runs_direct_even_without_bwrap(tree):
 def test_other_revisions_fail_closed(tree, field, value):
     _folder, undo, pinned = undo_broker(tree)
     data = dict(undo, **{field: value})
-    prof = profile.render(manifest.from_dict(data), host(tree, undo_exception=pinned), {}, ACTIVE)
+    prof = renderer.render(manifest.from_dict(data), host(tree, undo_exception=pinned), {}, ACTIVE)
     assert prof["decision"] == "refused" and prof["refusal"] == "undo_exception_mismatch"
     assert field in prof["diagnostics"][0]["message"]
 
@@ -432,7 +432,7 @@ def test_other_revisions_fail_closed(tree, field, value):
 @pytest.mark.rule("R-FAIL-2")
 def test_no_pinned_exception_fails_closed(tree):
     _folder, undo, _pinned = undo_broker(tree)
-    prof = profile.render(manifest.from_dict(undo), host(tree), {}, ACTIVE)
+    prof = renderer.render(manifest.from_dict(undo), host(tree), {}, ACTIVE)
     assert prof["refusal"] == "undo_exception_mismatch"
 
 
@@ -474,7 +474,7 @@ def test_manifest_not_utf8_and_parse_errors():
     with pytest.raises(model.ManifestError) as err:
         manifest.coerce("name: [unclosed", "m.yml")
     assert err.value.diagnostics[0]["code"] == "manifest_parse_error"
-    prof = profile.render_safe(b"\xff\xfe", host_context.HostContext())
+    prof = renderer.render_safe(b"\xff\xfe", host_context.HostContext())
     assert prof["decision"] == "refused" and prof["refusal"] == "manifest_not_utf8"
 
 
@@ -500,7 +500,7 @@ def test_every_example_manifest_loads_and_renders():
     for name in names:
         m = manifest.coerce(model.FileSource(os.path.join(examples, name)))
         kinds.update(c.kind for c in m.capabilities)
-        prof = profile.render(m, host_context.HostContext(), {"sender": "alice", "turn_id": "t1"}, ACTIVE)
+        prof = renderer.render(m, host_context.HostContext(), {"sender": "alice", "turn_id": "t1"}, ACTIVE)
         assert prof["decision"] in ("wrapped", "refused")
     assert kinds >= {"fs", "metnos", "index", "systemd", "system", "provider", "skill", "mail", "dialog",
                      "network", "undo"}

@@ -17,7 +17,7 @@ import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap_errors, facts
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import render_json, summary
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import render_json, site_summary
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import root_service
 from helpers import report_text
 from helpers.paths import ROOT
@@ -262,7 +262,7 @@ def test_every_report_shows_the_hint_and_the_commands():
     assert {"hints": [hint], "commands": [command], "label": "Check"} in data["r"]
     junit = report_text.to_junit(doc)
     assert "hint: " + hint in junit and "fix: " + command in junit
-    lines = summary.host_summary(sections=[{"name": "service", "verdict": "fail", "detail": "",
-                                            "diagnostics": [diag]}])
+    lines = site_summary.host_summary(sections=[{"name": "service", "verdict": "fail", "detail": "",
+                                                 "diagnostics": [diag]}])
     assert any(line.strip() == "hint: " + hint for line in lines)
     assert any(line.strip() == "check: " + command for line in lines)      # it only looks (issue 54: check:)

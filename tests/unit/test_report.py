@@ -9,10 +9,10 @@ from xml.sax import saxutils
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (
+    document,
     render_html,
     render_junit,
     render_markdown,
-    report,
 )
 from helpers import report_text
 
@@ -38,7 +38,7 @@ def fleet():
 
 def test_build_totals_gate_and_package_drift():
     doc = report_text.build(fleet(), WHEN)
-    assert doc["schema"] == report.SCHEMA and doc["generated"] == "2026-11-30T06:00:00+00:00"
+    assert doc["schema"] == document.SCHEMA and doc["generated"] == "2026-11-30T06:00:00+00:00"
     t = doc["totals"]
     assert (t["hosts"], t["pass"], t["warn"], t["fail"], t["unreachable"]) == (5, 2, 1, 1, 1)
     assert doc["fleet"]["bwrap_revision_majority"] == "0.8.0-2+deb12u1"
@@ -78,9 +78,9 @@ def test_html_escapes_hostile_text():
 
 def test_write_all_and_merge(tmp_path):
     doc = report_text.build({"a": audit()}, WHEN)
-    p1 = report.write_all(doc, str(tmp_path / "one"))
+    p1 = document.write_all(doc, str(tmp_path / "one"))
     doc2 = report_text.build({"b": audit("fail", ["unit_blocks_namespaces"])}, WHEN)
-    p2 = report.write_all(doc2, str(tmp_path / "two"))
+    p2 = document.write_all(doc2, str(tmp_path / "two"))
     assert sorted(p1) == ["html", "json", "junit.xml", "md"]
     proc = subprocess.run([sys.executable, "scripts/merge-audit-reports.py", str(tmp_path / "merged"),
                            p1["json"], p2["json"]], capture_output=True, text=True)
@@ -100,7 +100,7 @@ def test_merge_of_1000_host_results_from_four_slices(tmp_path):
         if index == 2:
             res["h0001"] = audit("fail", ["unit_blocks_namespaces"], probe=False)    # re-audited later: fails
         when = WHEN + datetime.timedelta(minutes=index)
-        paths.append(report.write_all(report_text.build(res, when), str(tmp_path / ("slice-%d" % index)))["json"])
+        paths.append(document.write_all(report_text.build(res, when), str(tmp_path / ("slice-%d" % index)))["json"])
     listing = tmp_path / "list.txt"
     listing.write_text("\n".join(reversed(paths)) + "\n")      # order of the arguments does not matter
     proc = subprocess.run([sys.executable, "scripts/merge-audit-reports.py", "--from-list", str(listing),
@@ -145,7 +145,7 @@ def test_html_table_pages_and_details_are_data():
 
 
 def test_junit_escaping_is_saxutils():
-    """report.py escapes JUnit text and attributes itself (importing xml.sax.saxutils costs every audit run
+    """document.py escapes JUnit text and attributes itself (importing xml.sax.saxutils costs every audit run
     urllib, http.client and ssl): the same output as saxutils on hostile text, each quoting branch taken."""
     corpus = ["", "plain", "a&b<c>d", "&amp;", 'say "hi"', "it's", "both ' and \"", "\n\r\t end", "]]>",
               "\x00\x1b[31m", "caf\u00e9 \ud800 \U0001f600", "<script>alert('x')</script>", "\"'\"'&\n"]
@@ -180,7 +180,7 @@ def test_each_host_is_reduced_once_and_its_row_and_testcases_made_once(monkeypat
             calls[name] += 1
             return real(*args, **kwargs)
         return wrapper
-    monkeypatch.setattr(report, "from_result", counted(report, "from_result"))
+    monkeypatch.setattr(document, "from_result", counted(document, "from_result"))
     doc = report_text.build(fleet(), WHEN)
     assert calls["from_result"] == 5
     for module in (render_markdown, render_html):

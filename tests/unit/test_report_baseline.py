@@ -9,7 +9,11 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import baseline, render_json, report
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (
+    baseline,
+    document,
+    render_json,
+)
 from helpers import report_text
 
 WHEN = datetime.datetime(2026, 11, 30, 6, 0, tzinfo=datetime.timezone.utc)
@@ -39,7 +43,7 @@ SAME = {"db-1": audit("fail", [blocked()]), "web-1": audit("fail", [drift("read_
 
 
 def first_run(tmp_path):
-    paths = report.write_all(report_text.build(FIRST, WHEN), str(tmp_path), latest=True)
+    paths = document.write_all(report_text.build(FIRST, WHEN), str(tmp_path), latest=True)
     latest = tmp_path / "latest.json"
     # One pointer (issue 52 item 2): latest -> runs/<this set>, latest.<ext> -> latest/report.<ext> through it.
     assert os.readlink(str(tmp_path / "latest")) == os.path.join("runs", os.path.basename(paths["json"])[:-5])
@@ -52,7 +56,7 @@ def first_run(tmp_path):
 
 def second(tmp_path, results, **kw):
     base = first_run(tmp_path)
-    return report.build_from_results(sorted(results.items()), LATER, baseline=base, **kw)
+    return document.build_from_results(sorted(results.items()), LATER, baseline=base, **kw)
 
 
 def test_every_finding_has_a_state_in_every_format(tmp_path):
@@ -82,7 +86,7 @@ def test_every_finding_has_a_state_in_every_format(tmp_path):
     data = json.loads(page.split('<script type="application/json" id="data">')[1].split("</script>")[0])
     assert data["hosts"]["web-1"]["d"][0][5] == "new"
     assert data["hosts"]["web-1"]["res"] == ["profile_drift (read_notes)"]      # with its subject
-    lines = report.terminal_summary(doc)
+    lines = document.terminal_summary(doc)
     assert "  since the baseline (2026-11-30T06:00:00+00:00): 1 new, 1 still there, 1 resolved" in lines
     assert "  FAIL web-1: profile_drift (new)" in lines
     assert json.loads(render_json.to_json(doc))["baseline"]["new"] == 1
@@ -97,10 +101,10 @@ def test_the_gate_can_fail_on_new_findings_only(tmp_path):
     changed = second(tmp_path / "c", SECOND, fail_on="new")
     assert changed["gate"]["failed"] is True and changed["gate"]["failing_hosts"] == 1        # web-1 only
     # Without a baseline every finding is new: fail_on new is then fail_on any.
-    alone = report.build_from_results(sorted(SAME.items()), LATER, fail_on="new")
+    alone = document.build_from_results(sorted(SAME.items()), LATER, fail_on="new")
     assert alone["gate"]["failing_hosts"] == 2
     with pytest.raises(ValueError):
-        report.build_from_results(sorted(SAME.items()), LATER, fail_on="sometimes")
+        document.build_from_results(sorted(SAME.items()), LATER, fail_on="sometimes")
 
 
 def test_an_unreachable_host_resolves_nothing(tmp_path):
@@ -114,9 +118,9 @@ def test_a_host_unreachable_again_still_fails_the_gate_on_new(tmp_path):
     fail_on new (nothing about it was audited this run). Mutation run: counts_for_new without its unreachable
     rule - the gate passes and this test fails."""
     gone = {"unreachable": True, "msg": "timeout"}
-    paths = report.write_all(report_text.build(dict(SAME, **{"web-1": gone}), WHEN), str(tmp_path), latest=True)
-    doc = report.build_from_results(sorted(dict(SAME, **{"web-1": gone}).items()), LATER,
-                                    baseline=baseline.read(paths["json"]), fail_on="new")
+    paths = document.write_all(report_text.build(dict(SAME, **{"web-1": gone}), WHEN), str(tmp_path), latest=True)
+    doc = document.build_from_results(sorted(dict(SAME, **{"web-1": gone}).items()), LATER,
+                                      baseline=baseline.read(paths["json"]), fail_on="new")
     web1 = [h for h in doc["hosts"] if h["host"] == "web-1"][0]
     assert web1["change"] == {"host_unreachable": "still"}
     assert doc["gate"]["failed"] is True and doc["gate"]["failing_hosts"] == 1
@@ -124,7 +128,7 @@ def test_a_host_unreachable_again_still_fails_the_gate_on_new(tmp_path):
 
 @pytest.mark.parametrize("content,problem", [
     (b"{not json", "not JSON"), (json.dumps({"schema": "other/1", "hosts": []}).encode(), "not an audit report"),
-    (json.dumps({"schema": report.SCHEMA, "hosts": [{"host": "a"}]}).encode(), "a host record without")])
+    (json.dumps({"schema": document.SCHEMA, "hosts": [{"host": "a"}]}).encode(), "a host record without")])
 def test_a_bad_baseline_has_its_code(tmp_path, content, problem):
     path = tmp_path / "old.json"
     path.write_bytes(content)
@@ -141,7 +145,7 @@ def test_the_merge_takes_waivers_a_baseline_and_fail_on(tmp_path):
     import sys
     base = first_run(tmp_path / "yesterday")
     assert base["hosts"]
-    today = report.write_all(report_text.build(SAME, LATER), str(tmp_path / "today"))
+    today = document.write_all(report_text.build(SAME, LATER), str(tmp_path / "today"))
     waiver = tmp_path / "waivers.yml"
     waiver.write_text("- {code: unit_blocks_namespaces, host: db-1, justification: until CHG-7, approved_by: ops,"
                       " expires: %s}\n" % (datetime.date.today() + datetime.timedelta(days=10)).isoformat())

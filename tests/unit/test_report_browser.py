@@ -13,8 +13,8 @@ import os
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (
     baseline,
-    report,
-    report_html,
+    document,
+    html_parts,
     waivers,
 )
 from helpers import report_browser, report_text
@@ -64,14 +64,14 @@ def full_report(tmp):
     """The mixed fleet with a waiver file (one finding waived, one waiver expired) and yesterday's report as the
     baseline (db-1's finding still there, db-2's new, web-1's profile drift resolved)."""
     yesterday = dict(mixed_fleet(), **{"db-2": audit(), "web-1": audit("fail", [drift()])})
-    old = report.write_all(report_text.build(yesterday, WHEN - datetime.timedelta(days=1)), tmp, latest=True)
+    old = document.write_all(report_text.build(yesterday, WHEN - datetime.timedelta(days=1)), tmp, latest=True)
     with open(os.path.join(tmp, "waivers.yml"), "w", encoding="utf-8") as handle:
         handle.write(WAIVERS)
     here = os.getcwd()
     os.chdir(tmp)           # the file named as an admin would (-e metnos_audit_waivers=waivers.yml): a stable page
     try:
-        return report.build_from_results(sorted(mixed_fleet().items()), WHEN, baseline=baseline.read(old["json"]),
-                                         waivers=("waivers.yml", waivers.read("waivers.yml", WHEN.date())))
+        return document.build_from_results(sorted(mixed_fleet().items()), WHEN, baseline=baseline.read(old["json"]),
+                                           waivers=("waivers.yml", waivers.read("waivers.yml", WHEN.date())))
     finally:
         os.chdir(here)
 
@@ -126,6 +126,6 @@ def test_style_and_script_are_files_of_their_own():
     """report.css and report.js ship in the core's report_assets/ and are inlined when a report is written."""
     page = report_text.to_html(report_text.build({"web-1": audit()}, WHEN))
     for name in ("report.css", "report.js"):
-        with open(os.path.join(report_html.ASSETS, name), encoding="utf-8") as handle:
+        with open(os.path.join(html_parts.ASSETS, name), encoding="utf-8") as handle:
             assert handle.read() in page
-    assert not hasattr(report, "_CSS") and not hasattr(report, "_JS")
+    assert not hasattr(document, "_CSS") and not hasattr(document, "_JS")

@@ -8,8 +8,8 @@ import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (
     baseline,
+    document,
     merge,
-    report,
     schema,
 )
 
@@ -26,7 +26,7 @@ def stored(path):
 def test_the_stored_files_are_schema_1_as_main_wrote_them():
     """The canary: the files are what /1 allowed - a host failing on its probe's flag with no finding."""
     doc = stored(REPORT_1)
-    assert doc["schema"] == schema.FIRST and report.SCHEMA == schema.CURRENT != schema.FIRST
+    assert doc["schema"] == schema.FIRST and document.SCHEMA == schema.CURRENT != schema.FIRST
     flagged = [h for h in doc["hosts"] if h["host"] == "probe-flag"][0]
     assert flagged["verdict"] == "fail" and flagged["diagnostics"] == [] and flagged["probe"]["passed"] is False
 
@@ -51,7 +51,7 @@ def test_a_schema_1_baseline_gates_a_schema_2_run():
     assert sorted(base["hosts"]["probe-flag"]) == ["probe_check_failed"]    # migrated: said once (a host-wide key)
     run = stored(REPORT_1)
     hosts = [h for h in merge.read_report(REPORT_1)[1]]
-    doc = report.build_from_hosts(hosts, baseline=base, fail_on="new")
+    doc = document.build_from_hosts(hosts, baseline=base, fail_on="new")
     assert doc["schema"] == schema.CURRENT
     changes = dict((h["host"], h.get("change")) for h in doc["hosts"])
     assert changes["probe-flag"] == {"probe_check_failed": "still"}

@@ -3,14 +3,18 @@ readable name, only a file path, only a place in the list), two missing profiles
 host-wide finding, rendered for real by the report's four writers (JSON, Markdown, JUnit, HTML) after a baseline;
 no "None", no "(unnamed", no empty subject anywhere, each finding in the Markdown, the baseline table's rows match
 its counts, and the gate's banner agrees with the hosts to act on. The findings are made by the audit's own
-profile_states.findings over the entries audit.profile_drift makes."""
+profile_states.findings over the entries host_audit.profile_drift makes."""
 import datetime
 import re
 import xml.etree.ElementTree as ET
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import profile_states
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import baseline, render_json, report
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (
+    baseline,
+    document,
+    render_json,
+)
 from helpers import report_browser, report_text
 
 WHEN = datetime.datetime(2026, 11, 30, 6, 0, tzinfo=datetime.timezone.utc)
@@ -48,9 +52,9 @@ def every_format(doc):
 
 
 def fleet(tmp_path, first, second, **kw):
-    report.write_all(report_text.build(first, WHEN), str(tmp_path), latest=True)
+    document.write_all(report_text.build(first, WHEN), str(tmp_path), latest=True)
     base = baseline.read(str(tmp_path / "latest.json"))
-    return report.build_from_results(sorted(second.items()), LATER, baseline=base, **kw)
+    return document.build_from_results(sorted(second.items()), LATER, baseline=base, **kw)
 
 
 def test_every_finding_with_its_subject_in_every_format(tmp_path):
@@ -83,7 +87,7 @@ def test_the_gate_banner_and_the_hosts_to_act_on_say_the_same():
     host is to act on (before: 'no host to act on' above 'Hosts to act on: 1 failing')."""
     findings = [diagnostics.make("unit_blocks_namespaces")]
     doc = report_text.build({"web-1": audit(findings), "web-2": audit([], "pass")}, WHEN)
-    doc = report.build_from_hosts(doc["hosts"], baseline={"path": "b.json", "generated": "g", "hosts": {
+    doc = document.build_from_hosts(doc["hosts"], baseline={"path": "b.json", "generated": "g", "hosts": {
         "web-1": {"unit_blocks_namespaces": {"code": "unit_blocks_namespaces"}}}}, fail_on="new")
     page = report_text.to_html(doc)
     assert doc["gate"]["failed"] is False and "Hosts to act on: 1 failing" in page

@@ -8,9 +8,9 @@ import pytest
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_state
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (
     command_kind,
-    report,
+    document,
+    site_summary,
     spool,
-    summary,
 )
 from helpers import report_text
 
@@ -45,9 +45,9 @@ def test_summaries_label_the_view_and_the_proof():
     probe = {"passed": False, "context": "systemd transient unit x", "checks": [{"name": "only_loopback", "ok": False}],
              "status": {"active": True}, "status_view": "runtime status() as seen by the live process",
              "diagnostics": []}
-    detail = summary.probe_section(probe)["detail"]
+    detail = site_summary.probe_section(probe)["detail"]
     assert detail.startswith("proven verdict: FAILED") and "active=" not in detail     # issue 54: one view
-    lines = summary.host_summary({"status": {"active": True}, "verdict": "pass"})
+    lines = site_summary.host_summary({"status": {"active": True}, "verdict": "pass"})
     assert lines[0].startswith("runtime status() as the admin's shell sees it, no service unit (a view, not a proof)")
 
 
@@ -59,13 +59,13 @@ def test_the_summary_shows_one_status_view_the_services_first():
                "status_view": "runtime status() as seen by the live process of metnos.service (PID 9)"}
     probe = {"passed": True, "context": "x", "checks": [], "status": {"active": True}, "diagnostics": [],
              "status_view": "runtime status() as seen by the live process of metnos.service (PID 9)"}
-    lines = summary.host_summary({"status": {"active": True}, "verdict": "pass"},
-                                 [summary.service_section(service), summary.probe_section(probe)])
+    lines = site_summary.host_summary({"status": {"active": True}, "verdict": "pass"},
+                                      [site_summary.service_section(service), site_summary.probe_section(probe)])
     views = [line for line in lines if "active=" in line]
     assert views == ["runtime status() as seen by the live process of metnos.service (PID 9) (a view, not a proof): "
                      "active=False bwrap_available=True bwrap_path=None disabled_via_env=None"], lines
     no_unit = dict(service, status_view=None)      # unit_not_found: status() of no unit, not the service's
-    lines = summary.host_summary({"status": {"active": True}, "verdict": "pass"}, [summary.service_section(no_unit)])
+    lines = site_summary.host_summary({"status": {"active": True}, "verdict": "pass"}, [site_summary.service_section(no_unit)])
     assert [line for line in lines if "active=" in line] == [
         "runtime status() as the admin's shell sees it, no service unit (a view, not a proof): active=True "
         "bwrap_available=None bwrap_path=None disabled_via_env=None"], lines
@@ -107,12 +107,12 @@ def test_enforce_lines_list_each_item():
            "not_healed": [{"what": "ExecStart=/bin/sh -c x", "source": "u:3", "reason": "a drop-in cannot"}],
            "not_relaxed": [{"directive": "RestrictNamespaces", "code": "unit_blocks_namespaces", "reason": "opt-in",
                             "line": "RestrictNamespaces=user"}]}
-    assert summary.enforce_lines(res) == [
+    assert site_summary.enforce_lines(res) == [
         "healed METNOS_SANDBOX='0' (from manager environment): UnsetEnvironment",
         "relaxed ProcSubset for bwrap (unit_proc_subset_pid): wrote ProcSubset=all",
         "NOT healed ExecStart=/bin/sh -c x (u:3): a drop-in cannot",
         "NOT relaxed RestrictNamespaces (unit_blocks_namespaces): opt-in; the minimum would be RestrictNamespaces=user"]
-    assert summary.enforce_lines({}) == ["nothing to heal"]
+    assert site_summary.enforce_lines({}) == ["nothing to heal"]
 
 
 def monitored(**mon):
@@ -139,7 +139,7 @@ def test_reports_say_whether_a_host_is_monitored_and_how_old_its_proof_is():
     page = report_text.to_html(doc)
     assert "monitored</th>" in page and "<td>collected: proof 12 min old</td>" in page
     assert "continuous proof (monitored: yes, proof 12 min old)" in page
-    assert "  3 host(s) monitored by the continuous proof" in report.terminal_summary(doc)
+    assert "  3 host(s) monitored by the continuous proof" in document.terminal_summary(doc)
 
 
 def test_a_hostile_monitor_record_is_reduced_to_its_known_fields():
@@ -154,7 +154,7 @@ def test_a_host_without_a_result_is_not_audited_never_unreachable(tmp_path):
     spool.write_spooled(str(tmp_path), "seen", json.dumps({"failed": True, "code": "audit_result_unframed",
                                                        "context": {"rc": 0, "detail": "banner {", "python": "p"}}))
     assert spool.spooled(str(tmp_path), ["never", "seen"]) == ["seen"]
-    doc = report.build_from_results(spool.read_spooled(str(tmp_path), ["never", "seen"]), WHEN)
+    doc = document.build_from_results(spool.read_spooled(str(tmp_path), ["never", "seen"]), WHEN)
     never, seen = doc["hosts"]
     assert [d["code"] for d in never["diagnostics"]] == ["host_not_audited"] and never["verdict"] == "fail"
     assert [d["code"] for d in seen["diagnostics"]] == ["audit_result_unframed"] and seen["verdict"] == "fail"

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report, waivers
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import document, waivers
 from helpers import report_text
 
 WHEN = datetime.datetime(2026, 11, 30, 6, 0, tzinfo=datetime.timezone.utc)
@@ -73,7 +73,7 @@ GOOD = """\
 
 def build(tmp_path, text=GOOD, **kw):
     path = write(tmp_path, text)
-    return report_text.build(fleet(), WHEN, **kw) if text is None else report.build_from_results(
+    return report_text.build(fleet(), WHEN, **kw) if text is None else document.build_from_results(
         ((name, res) for name, res in sorted(fleet().items())), WHEN, waivers=(path, waivers.read(path, TODAY)), **kw)
 
 
@@ -111,7 +111,7 @@ def test_a_waived_finding_never_counts_and_is_shown_with_its_justification_every
     assert "the database unit keeps" in skipped[0].find("skipped").text
     failed = [(c.get("classname"), c.get("name")) for c in junit.iter("testcase") if c.find("failure") is not None]
     assert failed == [("metnos.web-1", "profiles")]
-    lines = report.terminal_summary(doc)
+    lines = document.terminal_summary(doc)
     assert "  waived: 3 finding(s) by 2 waiver(s) of %s" % doc["waivers"]["file"] in lines
 
 
@@ -127,7 +127,7 @@ def test_expired_and_unused_waivers_are_findings(tmp_path):
     junit = ET.fromstring(report_text.to_junit(strict))
     fleet_case = [c for c in junit.iter("testcase") if c.get("classname") == "metnos.fleet"][0]
     assert fleet_case.find("failure").get("message") == "audit_waiver_unused, audit_waiver_expired"
-    assert "WARNING audit_waiver_expired: waiver #4" in "\n".join(report.terminal_summary(doc))
+    assert "WARNING audit_waiver_expired: waiver #4" in "\n".join(document.terminal_summary(doc))
     page = report_text.to_html(doc)
     assert page.count('<div class="fleet">') == 2
 
@@ -195,9 +195,9 @@ def test_the_metrics_carry_waived_counts_and_days_until_expiry(tmp_path):
     (promtool check metrics); the host pattern of a waiver is a label value, bounded and escaped."""
     from test_monitor_textfile import check_metrics, parse
 
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import report_metrics
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import metrics
     doc = build(tmp_path)
-    path = report_metrics.write(str(tmp_path), doc)
+    path = metrics.write(str(tmp_path), doc)
     text = open(path).read()
     assert check_metrics(text) == (0, "")
     series = parse(text)

@@ -13,14 +13,14 @@ import tempfile
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (
+    document,
     render_html,
     render_json,
     render_junit,
     render_markdown,
-    report,
-    summary,
+    site_summary,
 )
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import env_channels, service_env
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import env_channels, environment
 from conftest import adhoc
 
 NOBODY = pwd.getpwnam("nobody")
@@ -57,7 +57,7 @@ def test_a_root_service_is_an_error_with_the_drop_in_and_what_it_changes(tree):
     for user_line in ("", "User=root\n", "User=0\n"):
         params = _unit(tree, "[Service]\n%sStateDirectory=metnos\nReadWritePaths=%s\nExecStart=/usr/bin/true\n"
                        % (user_line, data))
-        found = _codes(service_env.inspect(params, service_env.bwrap.default_runner).result, "service_runs_as_root")
+        found = _codes(environment.inspect(params, environment.bwrap.default_runner).result, "service_runs_as_root")
         assert len(found) == 1 and found[0]["severity"] == "error", user_line
         diag = found[0]
         assert "10-metnos-user.conf" in " ".join(diag["remediation"])
@@ -66,7 +66,7 @@ def test_a_root_service_is_an_error_with_the_drop_in_and_what_it_changes(tree):
         assert "chown -R <user>: %s" % data in diag["remediation"]
         assert "/var/lib/metnos (StateDirectory=)" in diag["message"] and data in diag["message"]
     params = _unit(tree, "[Service]\nUser=nobody\nExecStart=/usr/bin/true\n")
-    assert not _codes(service_env.inspect(params, service_env.bwrap.default_runner).result, "service_runs_as_root")
+    assert not _codes(environment.inspect(params, environment.bwrap.default_runner).result, "service_runs_as_root")
 
 
 def test_a_running_root_process_is_an_error_although_the_unit_names_a_user(tree):
@@ -74,11 +74,11 @@ def test_a_running_root_process_is_an_error_although_the_unit_names_a_user(tree)
     restart pending, or a wrapper that never dropped. The kernel's uid of the live process decides
     (mutation: judging only the configuration missed it)."""
     params = _unit(tree, "[Service]\nUser=nobody\nExecStart=/usr/bin/true\n")
-    gathered = service_env.gather(params, service_env.bwrap.default_runner)
+    gathered = environment.gather(params, environment.bwrap.default_runner)
     proc = subprocess.Popen(["/bin/sleep", "30"], env={"PATH": "/usr/bin:/bin"})
     try:
-        live = service_env.read_live_environ(proc.pid)
-        res = service_env.evaluate(service_env.Evaluation("metnos.service", gathered._replace(live=live), None, None))
+        live = environment.read_live_environ(proc.pid)
+        res = environment.evaluate(environment.Evaluation("metnos.service", gathered._replace(live=live), None, None))
     finally:
         proc.kill()
         proc.wait()
@@ -103,7 +103,7 @@ def test_credentials_agents_and_loaders_are_named_and_their_values_never_shown(t
     params = _unit(tree, "[Service]\nUser=nobody\nEnvironment=GITHUB_TOKEN=%s SSH_AUTH_SOCK=/run/agent.%s\n"
                          "Environment=PYTHONPATH=%s BASH_ENV=/etc/profile LANG=C.UTF-8\n"
                          "EnvironmentFile=/etc/metnos.env\nExecStart=/usr/bin/true\n" % (SECRET, SECRET, shared))
-    res = service_env.inspect(params, service_env.bwrap.default_runner).result
+    res = environment.inspect(params, environment.bwrap.default_runner).result
     got = dict((d["details"]["name"], (d["code"], d["severity"])) for d in res["diagnostics"]
                if d["code"].startswith("service_env_") and "name" in d.get("details", {}))
     assert got == {"GITHUB_TOKEN": ("service_env_credential", "error"),
@@ -127,11 +127,11 @@ def _no_secret_in_reports(svc):
     svc = dict(svc, verdict="fail")
     host = {"schema": "metnos-sandbox-audit/1", "verdict": "fail", "hostname": "h", "service": svc, "profiles": [],
             "probe": None, "diagnostics": svc["diagnostics"]}
-    doc = report.build_from_results([("h", host)])
+    doc = document.build_from_results([("h", host)])
     texts = [render_json.to_json(doc), "".join(render_markdown.iter_markdown(doc)),
              "".join(render_junit.iter_junit(doc)), "".join(render_html.iter_html(doc)),
-             "\n".join(report.terminal_summary(doc)),
-             json.dumps(summary.service_section(svc))]
+             "\n".join(document.terminal_summary(doc)),
+             json.dumps(site_summary.service_section(svc))]
     assert "service_env_credential" in texts[1]
     for text in texts:
         assert SECRET not in text
@@ -142,13 +142,13 @@ def test_the_live_environment_is_judged_first(tree):
     key and an LD_PRELOAD relative to its working directory. The live names are judged (the relative entry an
     error), the configuration's are not; the value appears nowhere."""
     params = _unit(tree, "[Service]\nUser=nobody\nExecStart=/usr/bin/true\n")
-    gathered = service_env.gather(params, service_env.bwrap.default_runner)
+    gathered = environment.gather(params, environment.bwrap.default_runner)
     proc = subprocess.Popen(["/bin/sleep", "30"], env={"PATH": "/usr/bin:/bin", "AWS_SECRET_ACCESS_KEY": SECRET,
                                                        "LD_PRELOAD": "lib/evil.so"}, cwd="/",
                             preexec_fn=lambda: (os.setgid(NOBODY.pw_gid), os.setuid(NOBODY.pw_uid)))
     try:
-        live = service_env.read_live_environ(proc.pid)
-        res = service_env.evaluate(service_env.Evaluation("metnos.service", gathered._replace(live=live), None, None))
+        live = environment.read_live_environ(proc.pid)
+        res = environment.evaluate(environment.Evaluation("metnos.service", gathered._replace(live=live), None, None))
     finally:
         proc.kill()
         proc.wait()
@@ -183,17 +183,17 @@ def test_bus_display_runtime_activation_and_notify_variables_are_channels(tree):
               "LISTEN_FDS": "1", "NOTIFY_SOCKET": "@notify-%s" % SECRET}
     params = _unit(tree, "[Service]\nUser=nobody\nEnvironment=%s LANG=C.UTF-8\nExecStart=/usr/bin/true\n"
                    % " ".join("%s=%s" % item for item in sorted(values.items())))
-    gathered = service_env.gather(params, service_env.bwrap.default_runner)
+    gathered = environment.gather(params, environment.bwrap.default_runner)
     proc = subprocess.Popen(["/bin/sleep", "30"], env=dict(values, PATH="/usr/bin:/bin", LANG="C.UTF-8"), cwd="/",
                             preexec_fn=lambda: (os.setgid(NOBODY.pw_gid), os.setuid(NOBODY.pw_uid)))
     try:
-        live = service_env.read_live_environ(proc.pid)
-        res = service_env.evaluate(service_env.Evaluation("metnos.service", gathered._replace(live=live), None, None))
+        live = environment.read_live_environ(proc.pid)
+        res = environment.evaluate(environment.Evaluation("metnos.service", gathered._replace(live=live), None, None))
     finally:
         proc.kill()
         proc.wait()
         listener.close()
-    configured = service_env.inspect(params, service_env.bwrap.default_runner).result
+    configured = environment.inspect(params, environment.bwrap.default_runner).result
     for result, origin in ((res, "live process, PID %d" % proc.pid), (configured, "configuration")):
         found = dict((d["details"]["name"], d) for d in _codes(result, "service_env_channel"))
         assert sorted(found) == sorted(CHANNEL_VARIABLES), origin
@@ -228,7 +228,7 @@ def test_a_start_command_line_quoted_in_a_message_hides_credentials(tree):
     replaced by <redacted> there (mutation: quoting item["value"] as it was leaked the secret)."""
     params = _unit(tree, "[Service]\nUser=nobody\nExecStart=/usr/bin/env GITHUB_TOKEN=%s METNOS_SANDBOX=0 "
                          "/bin/sleep 1\n" % SECRET)
-    res = service_env.inspect(params, service_env.bwrap.default_runner).result
+    res = environment.inspect(params, environment.bwrap.default_runner).result
     found = _codes(res, "service_execstart_sets_env")
     assert found and "GITHUB_TOKEN=<redacted>" in found[0]["message"]
     assert SECRET not in json.dumps(res)
@@ -290,14 +290,14 @@ def test_supplementary_groups_are_listed_and_the_files_they_open_are_findings(tr
                             capture_output=True, text=True)
     assert inside.stdout == SECRET, inside.stderr                         # the canary: the group opens it
     params = _unit(tree, "[Service]\nUser=%s\nSupplementaryGroups=%s\nExecStart=/usr/bin/true\n" % (user, extra))
-    gathered = service_env.gather(params, service_env.bwrap.default_runner)
+    gathered = environment.gather(params, environment.bwrap.default_runner)
     ids = [grp.getgrnam(member).gr_gid, grp.getgrnam(extra).gr_gid]
     entry = pwd.getpwnam(user)
     proc = subprocess.Popen(["/bin/sleep", "30"], env={"PATH": "/usr/bin:/bin"}, cwd="/",
                             preexec_fn=lambda: (os.setgroups(ids), os.setgid(entry.pw_gid), os.setuid(entry.pw_uid)))
     try:
-        live = service_env.read_live_environ(proc.pid)
-        res = service_env.evaluate(service_env.Evaluation("metnos.service", gathered._replace(live=live), None, None))
+        live = environment.read_live_environ(proc.pid)
+        res = environment.evaluate(environment.Evaluation("metnos.service", gathered._replace(live=live), None, None))
     finally:
         proc.kill()
         proc.wait()
@@ -326,7 +326,7 @@ def test_files_a_group_opens_in_a_granted_folder_are_findings(tree, grouped_user
     Mutation run: stored_grants returning [] - the test fails; without its folder_problem check - it fails too."""
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
         host_context,
-        profile,
+        renderer,
         store,
     )
     user, member, _extra, _secret = grouped_user
@@ -344,19 +344,19 @@ def test_files_a_group_opens_in_a_granted_folder_are_findings(tree, grouped_user
     assert inside.stdout == SECRET, inside.stderr                         # the canary: the group opens it
     status = {"bwrap_available": True, "bwrap_path": shutil.which("bwrap") or "/usr/bin/bwrap",
               "disabled_via_env": False, "active": True}
-    rendered = profile.render_safe({"name": "ex", "origin": "t", "capabilities": ["fs:read:" + data]},
-                                   host_context.HostContext({"python_executable": "/usr/bin/python3",
-                                                             "writable_roots": ["/var/tmp"]}), {}, status)
+    rendered = renderer.render_safe({"name": "ex", "origin": "t", "capabilities": ["fs:read:" + data]},
+                                    host_context.HostContext({"python_executable": "/usr/bin/python3",
+                                                              "writable_roots": ["/var/tmp"]}), {}, status)
     assert rendered["decision"] == "wrapped", rendered["diagnostics"]
     profiles = os.path.join(tree, "profiles")
     store.write(profiles, rendered)
     params = _unit(tree, "[Service]\nUser=%s\nExecStart=/usr/bin/true\n" % user)
-    runner = service_env.bwrap.default_runner
-    found = service_env.inspect(dict(params, grants=store.stored_grants(profiles)), runner).result
+    runner = environment.bwrap.default_runner
+    found = environment.inspect(dict(params, grants=store.stored_grants(profiles)), runner).result
     files = [d for d in _codes(found, "service_group_file") if d["details"]["path"] == "'%s'" % secret]
     assert len(files) == 1 and files[0]["severity"] == "error" and member in files[0]["message"], json.dumps(
         _codes(found, "service_group_file"))[:3000]
-    base_only = service_env.inspect(params, runner).result
+    base_only = environment.inspect(params, runner).result
     assert [d for d in _codes(base_only, "service_group_file") if d["details"]["path"] == "'%s'" % secret] == []
     assert SECRET not in json.dumps(found)
     os.chmod(profiles, 0o777)           # a profile folder others can change names no folder root walks

@@ -13,9 +13,9 @@ import pytest
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap, procfs
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import (
     enforce,
+    environment,
     restrictions,
-    service_env,
-    service_user,
+    run_user,
     systemd_unit,
 )
 
@@ -45,9 +45,9 @@ def test_world_writable_dir_before_bwrap_is_unsafe(tree):
     fake_bwrap(evil)
     os.chmod(evil, 0o777)
     path = "%s:/usr/bin" % evil
-    resolved = service_user.which_as("bwrap", path, USER)
+    resolved = run_user.which_as("bwrap", path, USER)
     assert resolved == os.path.join(evil, "bwrap")
-    diags = service_user.path_diagnostics(path, resolved, "metnos.service")
+    diags = run_user.path_diagnostics(path, resolved, "metnos.service")
     assert [d["code"] for d in diags] == ["service_path_unsafe"]
     assert "writable by group or others" in diags[0]["message"]
 
@@ -78,10 +78,10 @@ def test_a_path_entry_is_judged_where_execvp_resolves_it(tree):
             ("%s/opt/tool" % tree, os.path.join(tree, "home"), "owned by uid %d (on the way to %s/opt/tool)" % (
                 NOBODY.pw_uid, tree))):
         path = "%s:/usr/bin" % entry
-        resolved = service_user.which_as("bwrap", path, USER)
+        resolved = run_user.which_as("bwrap", path, USER)
         assert os.path.realpath(resolved) == os.path.join(os.path.realpath(culprit) if culprit == real_bin
                                                           else home_bin, "bwrap")
-        diags = service_user.path_diagnostics(path, resolved, "metnos.service")
+        diags = run_user.path_diagnostics(path, resolved, "metnos.service")
         assert [d["code"] for d in diags] == ["service_path_unsafe"], (entry, diags)
         assert "%s is %s" % (culprit, reason) in diags[0]["message"], diags[0]["message"]
         os.unlink(resolved)                     # nothing planted yet, but anyone could: heal_path still moves
@@ -115,10 +115,10 @@ def test_an_entry_with_a_leading_double_slash_is_judged_and_the_checks_end():
     walk up by dirname() looped on the '//' that normpath keeps, forever; mutation: that walk put back in
     _dir_problem hangs, and the alarm fails the test)."""
     packaged = _packaged
-    assert _bounded(10, service_user.which_as, "bwrap", "//usr/bin", USER) == "/usr/bin/bwrap"
-    assert _bounded(10, service_user.path_diagnostics, "//usr/bin", "/usr/bin/bwrap", "m") == []
+    assert _bounded(10, run_user.which_as, "bwrap", "//usr/bin", USER) == "/usr/bin/bwrap"
+    assert _bounded(10, run_user.path_diagnostics, "//usr/bin", "/usr/bin/bwrap", "m") == []
     assert _bounded(10, enforce.heal_path, "//usr/bin", USER, packaged)[2] is None
-    assert _bounded(10, service_user.dir_problem, "//tmp") is not None
+    assert _bounded(10, run_user.dir_problem, "//tmp") is not None
 
 
 def test_an_entry_that_does_not_exist_is_judged_where_it_would_be_created(tree):
@@ -133,11 +133,11 @@ def test_an_entry_that_does_not_exist_is_judged_where_it_would_be_created(tree):
     os.chmod(sticky, 0o1777)
     for entry, reason in (("%s/bin" % home, "%s is owned by uid %d" % (home, NOBODY.pw_uid)),
                           ("%s/bin" % sticky, "%s is writable by group or others (mode 1777)" % sticky)):
-        diags = service_user.path_diagnostics("%s:/usr/bin" % entry, "/usr/bin/bwrap", "metnos.service")
+        diags = run_user.path_diagnostics("%s:/usr/bin" % entry, "/usr/bin/bwrap", "metnos.service")
         assert [d["code"] for d in diags] == ["service_path_unsafe"], entry
         assert "%s does not exist, and %s" % (entry, reason) in diags[0]["message"], diags[0]["message"]
         assert enforce.heal_path("%s:/usr/bin" % entry, USER, _packaged)[0] == "/usr/bin:%s" % entry
-    assert service_user.path_diagnostics("%s/bin:/usr/bin" % closed, "/usr/bin/bwrap", "m") == []
+    assert run_user.path_diagnostics("%s/bin:/usr/bin" % closed, "/usr/bin/bwrap", "m") == []
 
 
 def test_a_link_whose_directory_someone_else_owns_is_unsafe_on_the_way(tree):
@@ -157,14 +157,14 @@ def test_a_link_whose_directory_someone_else_owns_is_unsafe_on_the_way(tree):
     os.symlink(os.path.join(home, "l2"), os.path.join(tree, "sys", "tool"))
     os.symlink(os.path.join(home, "bwrap-link"), os.path.join(tree, "sysbin", "bwrap"))
     entry = os.path.join(tree, "sys", "tool")
-    diags = service_user.path_diagnostics("%s:/usr/bin" % entry, "%s/bwrap" % entry, "metnos.service")
+    diags = run_user.path_diagnostics("%s:/usr/bin" % entry, "%s/bwrap" % entry, "metnos.service")
     assert "%s is owned by uid %d (on the way to %s)" % (home, NOBODY.pw_uid, entry) in diags[0]["message"]
     binary = os.path.join(tree, "sysbin", "bwrap")
     facts = bwrap.file_facts(binary)
     assert facts["realpath"] == "/usr/bin/bwrap"
     assert "%s is owned by uid %d, not root (on the way to %s)" % (home, NOBODY.pw_uid, binary) in \
         facts["ownership_problems"]
-    diags = service_user.path_diagnostics("%s:/usr/bin" % os.path.dirname(binary), binary, "metnos.service")
+    diags = run_user.path_diagnostics("%s:/usr/bin" % os.path.dirname(binary), binary, "metnos.service")
     assert [d["code"] for d in diags] == ["service_path_unsafe"]
     healed, changes, _problem = enforce.heal_path("%s:/usr/bin" % entry, USER, lambda p: {"name": "bubblewrap"})
     assert healed == "/usr/bin:%s" % entry, changes
@@ -181,30 +181,30 @@ def test_a_directory_reached_through_an_unsearchable_one_is_not_the_users(tree):
     os.makedirs(os.path.join(tree, "opt"))
     os.symlink(locked_bin, os.path.join(tree, "opt", "tool"))
     path = "%s/opt/tool:/usr/bin" % tree
-    assert service_user.which_as("bwrap", path, USER) == "/usr/bin/bwrap"
-    assert service_user.which_as("bwrap", path, {"uid": 0, "groups": [0]}) == "%s/opt/tool/bwrap" % tree
+    assert run_user.which_as("bwrap", path, USER) == "/usr/bin/bwrap"
+    assert run_user.which_as("bwrap", path, {"uid": 0, "groups": [0]}) == "%s/opt/tool/bwrap" % tree
 
 
 def test_relative_and_empty_entries_are_unsafe():
-    diags = service_user.path_diagnostics(":/usr/bin:bin", "/usr/bin/bwrap", "metnos.service")
+    diags = run_user.path_diagnostics(":/usr/bin:bin", "/usr/bin/bwrap", "metnos.service")
     assert [d["code"] for d in diags] == ["service_path_unsafe"]
     assert "entry 0 ''" in diags[0]["message"] and "entry 2 'bin'" in diags[0]["message"]
 
 
 def test_clean_system_path_is_safe():
-    assert service_user.path_diagnostics("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin", "/usr/bin/bwrap",
-                                         "m") == []
+    assert run_user.path_diagnostics("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin", "/usr/bin/bwrap",
+                                     "m") == []
 
 
 def test_lookup_uses_the_service_users_permissions(tree):
     private = os.path.join(tree, "private")
     fake_bwrap(private)
     os.chmod(private, 0o700)                    # root can search it, nobody cannot
-    assert service_user.which_as("bwrap", private, {"uid": 0, "groups": [0]}) == os.path.join(private, "bwrap")
-    assert service_user.which_as("bwrap", private, USER) is None
+    assert run_user.which_as("bwrap", private, {"uid": 0, "groups": [0]}) == os.path.join(private, "bwrap")
+    assert run_user.which_as("bwrap", private, USER) is None
     noexec = os.path.join(tree, "noexec")
     fake_bwrap(noexec, mode=0o744)              # not executable by others
-    assert service_user.which_as("bwrap", noexec, USER) is None
+    assert run_user.which_as("bwrap", noexec, USER) is None
 
 
 def test_restriction_diagnostics_name_the_directive():
@@ -291,16 +291,16 @@ def test_live_environment_read_as_the_process_uid():
                             preexec_fn=lambda: (os.setgid(NOBODY.pw_gid), os.setuid(NOBODY.pw_uid)))
     try:
         path = "/proc/%d/environ" % proc.pid
-        data, error = procfs.read_file_as(path, NOBODY.pw_uid, NOBODY.pw_gid, service_env.MAX_ENVIRON)
-        assert error is None and service_env.parse_environ(data) == {"METNOS_SANDBOX": "0"}
-        data, error = procfs.read_file_as("/proc/1/environ", NOBODY.pw_uid, NOBODY.pw_gid, service_env.MAX_ENVIRON)
+        data, error = procfs.read_file_as(path, NOBODY.pw_uid, NOBODY.pw_gid, environment.MAX_ENVIRON)
+        assert error is None and environment.parse_environ(data) == {"METNOS_SANDBOX": "0"}
+        data, error = procfs.read_file_as("/proc/1/environ", NOBODY.pw_uid, NOBODY.pw_gid, environment.MAX_ENVIRON)
         assert data is None and error == "Permission denied"
-        live = service_env.read_live_environ(proc.pid)
+        live = environment.read_live_environ(proc.pid)
         assert live["env"] == {"METNOS_SANDBOX": "0"} and live["read_as"]
     finally:
         proc.kill()
         proc.wait()
-    gone = service_env.read_live_environ(proc.pid)
+    gone = environment.read_live_environ(proc.pid)
     assert gone["env"] is None and "No such file" in gone["error"]
 
 
@@ -321,29 +321,29 @@ def test_inspect_from_disk_returns_the_result_and_the_whole_environment_apart(tr
     _unit(tree, "metnos.service", "[Service]\nEnvironment=METNOS_SANDBOX=off OTHER=1\nExecStart=/usr/bin/true\n")
     _unit(tree, "masked.service", None)
     params = {"unit": "metnos.service", "mode": "disk", "root": tree, "admin_path": "/usr/bin:/bin"}
-    found = service_env.inspect(params, service_env.bwrap.default_runner)
+    found = environment.inspect(params, environment.bwrap.default_runner)
     assert not [k for k in found.result if k.startswith("_")]
     assert found.env["OTHER"] == "1" and found.env["METNOS_SANDBOX"] == "off"
     assert found.result["environment"]["METNOS_SANDBOX"] == "off"
     assert "sandbox_disabled_via_env" in [d["code"] for d in found.result["diagnostics"]]
-    gathered = service_env.gather(params, service_env.bwrap.default_runner)
+    gathered = environment.gather(params, environment.bwrap.default_runner)
     assert gathered.mode == "disk" and gathered.live is None and not gathered.need_reload
-    masked = service_env.inspect(dict(params, unit="masked.service"), service_env.bwrap.default_runner)
+    masked = environment.inspect(dict(params, unit="masked.service"), environment.bwrap.default_runner)
     assert masked.env is None and [d["code"] for d in masked.result["diagnostics"]] == ["unit_masked"]
-    assert service_env.inspect(dict(params, unit="gone.service"), service_env.bwrap.default_runner) is None
+    assert environment.inspect(dict(params, unit="gone.service"), environment.bwrap.default_runner) is None
 
 
 def test_dynamic_user_is_shown_as_systemd_applies_it():
     """DynamicUser=yes with User= naming an existing static account: systemd uses that account (systemd.exec(5));
     without User=, or with a name that does not exist statically (or in the range systemd allocates from), a
     dynamic user is allocated. Proven against a real unit's MainPID in tests/system/test_blame_fleet.py."""
-    static = service_user.resolve_service_user({"DynamicUser": "yes", "User": "nobody"})
+    static = run_user.resolve_service_user({"DynamicUser": "yes", "User": "nobody"})
     assert static["name"] == "nobody" and static["uid"] == NOBODY.pw_uid and static["dynamic"] is False
     assert static["dynamic_user"] == "static"
     for settings in ({"DynamicUser": "yes"}, {"DynamicUser": "yes", "User": "metnos-no-such-user"}):
-        dynamic = service_user.resolve_service_user(settings)
+        dynamic = run_user.resolve_service_user(settings)
         assert dynamic["name"] == "(dynamic)" and dynamic["dynamic"] is True and dynamic["dynamic_user"] == "allocated"
-    assert service_user.resolve_service_user({"User": "metnos-no-such-user"})["missing"] is True
+    assert run_user.resolve_service_user({"User": "metnos-no-such-user"})["missing"] is True
 
 
 def test_the_working_directory_as_systemctl_show_prints_it(tree):
@@ -358,20 +358,20 @@ def test_the_working_directory_as_systemctl_show_prints_it(tree):
                       "WorkingDirectory=!%s" % app, "Environment=PATH=:/usr/bin"])
     state = systemd_unit.state_from_show(systemd_unit.parse_show(show))
     state["exec_start"] = []
-    gathered = service_env.Gathered(state, {"PATH": ":/usr/bin"}, {"PATH": "Environment="}, [], "systemd", False, None)
-    res = service_env.evaluate(service_env.Evaluation("metnos.service", gathered, None, None))
+    gathered = environment.Gathered(state, {"PATH": ":/usr/bin"}, {"PATH": "Environment="}, [], "systemd", False, None)
+    res = environment.evaluate(environment.Evaluation("metnos.service", gathered, None, None))
     assert res["bwrap_resolved"] == os.path.join(app, "bwrap")
     assert "service_path_unsafe" in [d["code"] for d in res["diagnostics"]]
 
 
 def test_each_spelling_of_the_working_directory():
     home = {"home": "/var/lib/svc"}
-    assert service_env.service_cwd(None, home) == "/" and service_env.service_cwd("", home) == "/"
-    assert service_env.service_cwd("/srv", home) == "/srv" and service_env.service_cwd("-/srv", home) == "/srv"
-    assert service_env.service_cwd("!/srv", home) == "/srv" and service_env.service_cwd("~", home) == "/var/lib/svc"
-    assert service_env.service_cwd("!~", home) == "/" and service_env.service_cwd("-/no/such/dir",
+    assert environment.service_cwd(None, home) == "/" and environment.service_cwd("", home) == "/"
+    assert environment.service_cwd("/srv", home) == "/srv" and environment.service_cwd("-/srv", home) == "/srv"
+    assert environment.service_cwd("!/srv", home) == "/srv" and environment.service_cwd("~", home) == "/var/lib/svc"
+    assert environment.service_cwd("!~", home) == "/" and environment.service_cwd("-/no/such/dir",
                                                                                   home) == "/"   # optional, missing
-    assert service_env.service_cwd("/no/such/dir", home) == "/no/such/dir"       # required: systemd refuses to start
+    assert environment.service_cwd("/no/such/dir", home) == "/no/such/dir"       # required: systemd refuses to start
 
 
 def _deny_acl(path, uid):
@@ -402,12 +402,12 @@ def test_the_lookup_asks_the_kernel_as_the_service_user(tree):
     ran = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--init-groups", "sh", "-c",
                           "command -v bwrap"], env={"PATH": path}, capture_output=True, text=True)
     assert ran.stdout.strip() == os.path.join(open_dir, "bwrap"), ran
-    user = service_user.resolve_service_user({"User": "nobody"})
-    assert service_user.which_as("bwrap", path, user) == os.path.join(open_dir, "bwrap")
-    diags = service_user.path_diagnostics(path, os.path.join(open_dir, "bwrap"), "metnos.service")
+    user = run_user.resolve_service_user({"User": "nobody"})
+    assert run_user.which_as("bwrap", path, user) == os.path.join(open_dir, "bwrap")
+    diags = run_user.path_diagnostics(path, os.path.join(open_dir, "bwrap"), "metnos.service")
     assert "%s is writable by group or others" % open_dir in diags[0]["message"]
-    assert service_user.which_as("bwrap", path,
-                                 service_user.resolve_service_user({"User": "root"})) == os.path.join(trap, "bwrap")
+    assert run_user.which_as("bwrap", path,
+                             run_user.resolve_service_user({"User": "root"})) == os.path.join(trap, "bwrap")
 
 
 def test_the_service_users_groups_are_the_ones_systemd_gives(tree):
@@ -424,15 +424,15 @@ def test_the_service_users_groups_are_the_ones_systemd_gives(tree):
     os.chmod(trap, 0o750)
     os.chmod(open_dir, 0o777)
     path = "%s:%s" % (trap, open_dir)
-    daemon = service_user.resolve_service_user({"User": "nobody", "Group": "daemon"})
+    daemon = run_user.resolve_service_user({"User": "nobody", "Group": "daemon"})
     assert daemon["gid"] == grp.getgrnam("daemon").gr_gid and nogroup not in daemon["groups"]
-    assert service_user.which_as("bwrap", path, daemon) == os.path.join(open_dir, "bwrap")
-    more = service_user.resolve_service_user({"User": "nobody", "Group": "daemon", "SupplementaryGroups": ["nogroup"]})
-    assert nogroup in more["groups"] and service_user.which_as("bwrap", path, more) == os.path.join(trap, "bwrap")
-    dynamic = service_user.resolve_service_user({"DynamicUser": "yes"})
-    assert dynamic["groups"] == [dynamic["gid"]] and service_user.which_as("bwrap", path,
-                                                                           dynamic) == os.path.join(open_dir,
-                                                                                                          "bwrap")
+    assert run_user.which_as("bwrap", path, daemon) == os.path.join(open_dir, "bwrap")
+    more = run_user.resolve_service_user({"User": "nobody", "Group": "daemon", "SupplementaryGroups": ["nogroup"]})
+    assert nogroup in more["groups"] and run_user.which_as("bwrap", path, more) == os.path.join(trap, "bwrap")
+    dynamic = run_user.resolve_service_user({"DynamicUser": "yes"})
+    assert dynamic["groups"] == [dynamic["gid"]] and run_user.which_as("bwrap", path,
+                                                                       dynamic) == os.path.join(open_dir,
+                                                                                                      "bwrap")
 
 
 def test_the_running_processs_path_is_judged_too(tree):
@@ -448,8 +448,8 @@ def test_the_running_processs_path_is_judged_too(tree):
                                                        "MainPID=4242", "Environment=PATH=/usr/bin"])))
     state["exec_start"] = []
     live = {"pid": 4242, "env": {"PATH": "%s:/usr/bin" % open_dir}, "read_as": "uid 0", "error": None}
-    gathered = service_env.Gathered(state, {"PATH": "/usr/bin"}, {"PATH": "Environment="}, [], "systemd", False, live)
-    res = service_env.evaluate(service_env.Evaluation("metnos.service", gathered, None, None))
+    gathered = environment.Gathered(state, {"PATH": "/usr/bin"}, {"PATH": "Environment="}, [], "systemd", False, live)
+    res = environment.evaluate(environment.Evaluation("metnos.service", gathered, None, None))
     unsafe = [d for d in res["diagnostics"] if d["code"] == "service_path_unsafe"]
     assert len(unsafe) == 1 and "PATH=%s:/usr/bin" % open_dir in unsafe[0]["message"], res["diagnostics"]
     assert "%s is writable by group or others" % open_dir in unsafe[0]["message"]
@@ -460,19 +460,19 @@ def test_each_path_is_looked_up_once_per_evaluation(monkeypatch):
     asks the kernel in a child with the user's credentials), not again for the live process's status (mutation:
     resolving the live PATH anew in the status view, as before, makes two). The real lookup, counted."""
     asked = []
-    real = service_user.which_as
+    real = run_user.which_as
 
     def counted(*args, **kwargs):
         asked.append(args[1])
         return real(*args, **kwargs)
-    monkeypatch.setattr(service_user, "which_as", counted)
+    monkeypatch.setattr(run_user, "which_as", counted)
     state = systemd_unit.state_from_show(systemd_unit.parse_show("\n".join(["Id=metnos.service", "LoadState=loaded",
                                                                             "User=nobody",
                                                        "MainPID=4242", "Environment=PATH=/usr/bin"])))
     state["exec_start"] = []
     live = {"pid": 4242, "env": {"PATH": "/usr/bin"}, "read_as": "uid 0", "error": None}
-    gathered = service_env.Gathered(state, {"PATH": "/usr/bin"}, {"PATH": "Environment="}, [], "systemd", False, live)
-    res = service_env.evaluate(service_env.Evaluation("metnos.service", gathered, None, None))
+    gathered = environment.Gathered(state, {"PATH": "/usr/bin"}, {"PATH": "Environment="}, [], "systemd", False, live)
+    res = environment.evaluate(environment.Evaluation("metnos.service", gathered, None, None))
     assert res["status"]["bwrap_path"] == "/usr/bin/bwrap" and asked == ["/usr/bin"]
 
 

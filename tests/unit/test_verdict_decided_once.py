@@ -4,7 +4,7 @@ The AST of every module of the host's verdict flow (the audit, the monitor, the 
 the probe) is walked for every store of a ``verdict`` key: ``x["verdict"] = ...`` (alone or in a tuple),
 ``x.update(verdict=...)`` and a ``"verdict": ...`` entry of a dict literal. Each must be in ``decide``, or copy a
 verdict decide stored (the value reads a ``verdict`` key: ``result["verdict"]``). The renderers only read it; the
-sections of the role's summary and of the facts are not a host's verdict (report/summary.py, host/facts.py).
+sections of the role's summary and of the facts are not a host's verdict (report/site_summary.py, host/facts.py).
 A planted second assignment (a waiver setting the verdict again, a literal ``"fail"``) makes it fail.
 
 Where decide itself is called is listed too (DECIDERS below, each call with why that stage decides): host side
@@ -72,7 +72,7 @@ def flow_modules():
     for package in FLOW:
         folder = os.path.join(CORE, package)
         for file_name in sorted(os.listdir(folder)):
-            if file_name.endswith(".py") and not (package == "report" and file_name == "summary.py"):
+            if file_name.endswith(".py") and not (package == "report" and file_name == "site_summary.py"):
                 yield "%s/%s" % (package, file_name), os.path.join(folder, file_name)
     yield "base/verdicts.py", os.path.join(CORE, "base", "verdicts.py")
 
@@ -98,7 +98,7 @@ PLANTED = [
                 h["verdict"] = verdict(h["diagnostics"], False)
      """),
     # the monitor's output failure, as it was: a literal in a tuple
-    ("monitor/monitor.py", """
+    ("monitor/proof.py", """
         def _write(record):
             record["proven"], record["verdict"] = False, "fail"
      """),
@@ -107,7 +107,7 @@ PLANTED = [
         def from_result(name):
             return {"host": name, "verdict": None}
      """),
-    ("probe/probe.py", """
+    ("probe/run.py", """
         def finish(out):
             out.update(verdict="fail")
      """),
@@ -124,7 +124,7 @@ def test_a_planted_second_assignment_fails_the_guard(name, planted):
 def test_a_copy_of_the_decided_verdict_is_not_a_second_decision():
     """The canary's other side: the monitor's record copies the audit's decided verdict (a read, not a store)."""
     copy = 'def run(result):\n    return {"verdict": result["verdict"], "other": result.get("verdict")}\n'
-    assert stores(copy, "monitor/monitor.py") == []
+    assert stores(copy, "monitor/proof.py") == []
 
 
 # Where decide runs (issue 53 item 2: "one function ... runs in one place"). It runs where a record's findings are
@@ -132,19 +132,19 @@ def test_a_copy_of_the_decided_verdict_is_not_a_second_decision():
 # all of them (decide is a pure function of the findings that count, so deciding again is a recomputation, never a
 # second truth). Each call, and why that stage cannot leave it to another:
 DECIDERS = {
-    "audit/audit.py::audit_host":
+    "audit/host_audit.py::audit_host":
         "host side: the module's result (metnos_audit, and the monitor's input) leaves the host with its verdict; "
         "the monitor on a host has no controller to decide later",
-    "audit/audit.py::_service":
+    "audit/host_audit.py::_service":
         "a section's verdict (the service's own result, shown as the service section), not the host's",
     "audit/containment.py::record":
         "the other birth of a host record: a host that is not Linux gets its record on the controller, no "
         "audit_host ran",
-    "monitor/monitor.py::judge":
+    "monitor/proof.py::judge":
         "the monitor adds its own findings (monitor_*) to the host's record after audit_host decided",
-    "monitor/monitor.py::_write":
+    "monitor/proof.py::_write":
         "an output that cannot be written adds monitor_output_failed after judge: the proof written says it",
-    "report/report.py::build_from_hosts":
+    "report/document.py::build_from_hosts":
         "controller side: the fleet's findings (bwrap_package_drift) are added and waived findings moved out; the "
         "verdict every report shows is decided here, once per report, after both",
 }

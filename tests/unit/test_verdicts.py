@@ -7,9 +7,13 @@ import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import profile_states
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import verdicts as base_verdicts
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import monitor
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import summary
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base.verdicts import (
+    decide,
+    probe_passed,
+    verdict,
+)
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import proof
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import site_summary
 from helpers import report_text
 
 WHEN = datetime.datetime(2026, 12, 6, 6, 0, tzinfo=datetime.timezone.utc)
@@ -31,10 +35,10 @@ def test_the_one_verdict(codes, want):
     """The verdict from findings alone (issue 53): no flag beside them (the probe's passed is read from them)."""
     findings = [diagnostics.make(code, severity=diagnostics.spec(code).severity) if code != "host_unreachable" else
                 diagnostics.make(code, host="h", why="unreachable") for code in codes]
-    assert base_verdicts.verdict(findings) == want
-    assert base_verdicts.probe_passed({"diagnostics": findings}) is (want in ("pass", "warn"))
+    assert verdict(findings) == want
+    assert probe_passed({"diagnostics": findings}) is (want in ("pass", "warn"))
     record_of = {"diagnostics": findings}
-    assert base_verdicts.decide(record_of) == want and record_of["verdict"] == want
+    assert decide(record_of) == want and record_of["verdict"] == want
 
 
 def test_every_manifest_state_is_a_finding_with_its_own_code():
@@ -50,7 +54,7 @@ def test_every_manifest_state_is_a_finding_with_its_own_code():
                                           "profile_context_error"]
     assert [d["severity"] for d in found] == ["info", "error", "warning", "error", "error"]
     assert found[3]["message"] == "d: the manifest is refused (capability_unknown): d: unknown"
-    assert base_verdicts.verdict(found) == "fail"
+    assert verdict(found) == "fail"
     with pytest.raises(KeyError):          # a state without its code is a defect, never dropped
         profile_states.findings([{"executor": "e", "state": "something_new"}])
 
@@ -80,13 +84,13 @@ def test_the_report_decides_each_verdict_once_from_every_finding():
                 "bwrap_facts": {"bwrap": {"version": "0.8.0", "package": {"name": "bubblewrap",
                                                                           "revision": revision}},
                                 "userns": {}, "diagnostics": []},
-                "service": None, "profiles": [], "probe": {"passed": probe, "checks": []},
-                "diagnostics": [diagnostics.make("running_in_container", container="podman")] + ([] if probe else [
+                "service": None, "profiles": [], "probe": {"passed": probe_run, "checks": []},
+                "diagnostics": [diagnostics.make("running_in_container", container="podman")] + ([] if probe_run else [
                     diagnostics.make("probe_timeout", wording="killed", timeout=5)])}   # a failed probe: a finding
     doc = report_text.build({"a": host("1"), "b": host("1"), "c": host("2"), "d": host("1", probe=False)}, WHEN)
     verdicts = dict((h["host"], h["verdict"]) for h in doc["hosts"])
     assert verdicts == {"a": "pass", "b": "pass", "c": "warn", "d": "fail"}
-    assert all(h["verdict"] == base_verdicts.verdict(h["diagnostics"]) for h in doc["hosts"])
+    assert all(h["verdict"] == verdict(h["diagnostics"]) for h in doc["hosts"])
     md = report_text.to_markdown(doc)
     assert "| c | WARN |" in md and "| d | FAIL |" in md
     assert "`running_in_container`" in md          # the info finding the terminal summary shows
@@ -98,15 +102,15 @@ def test_the_monitor_and_the_summary_ask_the_same_function():
     result = {"diagnostics": [diagnostics.make("bwrap_package_drift", majority="1", host="h", revision="2",
                                                majority_hosts=2,
                                                hosts=3)], "probe": {"passed": True}}
-    assert monitor.judge(result, []) == (True, "warn")
-    section = summary.probe_section({"passed": True, "checks": [], "diagnostics": result["diagnostics"]})
+    assert proof.judge(result, []) == (True, "warn")
+    section = site_summary.probe_section({"passed": True, "checks": [], "diagnostics": result["diagnostics"]})
     assert section["verdict"] == "warn"
     refused = diagnostics.make("capability_unknown", field="c", value="'x'", wording="refused",
                                fill={"expected": "y"})
-    lines = summary.host_summary({"status": {}, "diagnostics": [], "verdict": "pass", "userns": {}},
-                                 [section, summary.profiles_section([{"executor": "x", "decision": "refused",
-                                                                      "refusal": "capability_unknown",
-                                                                      "diagnostics": [refused]}])])
+    lines = site_summary.host_summary({"status": {}, "diagnostics": [], "verdict": "pass", "userns": {}},
+                                      [section, site_summary.profiles_section([{"executor": "x", "decision": "refused",
+                                                                                "refusal": "capability_unknown",
+                                                                                "diagnostics": [refused]}])])
     assert lines[-1] == "verdict: FAIL"
     assert any("profile_refused" in line for line in lines)
 
@@ -126,13 +130,14 @@ def test_nothing_proven_is_a_finding_not_a_flag():
     """Issue 53: where a probe proved nothing, an error finding says so (its passed is read from findings): a device
     proof with no check, and a profile the probe cannot run (a pinned direct exception) with no error of its own.
     A fake profile and an empty check list: the real runs are tests/integration/test_device_probe_real.py's."""
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import device, probe
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import device
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import run as probe_run
     none_ran = device.judged([], ["bwrap", "--", "true"], [])
     assert [d["code"] for d in none_ran["diagnostics"]] == ["probe_device_check_failed"]
-    assert none_ran["passed"] is False and base_verdicts.verdict(none_ran["diagnostics"]) == "fail"
+    assert none_ran["passed"] is False and verdict(none_ran["diagnostics"]) == "fail"
     direct = {"decision": "direct", "diagnostics": []}
-    [found] = probe.not_wrapped(direct)
+    [found] = probe_run.not_wrapped(direct)
     assert found["code"] == "probe_check_failed" and "observed direct" in found["message"]
     refused = {"decision": "refused", "diagnostics": [diagnostics.make("capability_unknown", field="c", value="'x'",
                                                                        wording="refused", fill={"expected": "y"})]}
-    assert probe.not_wrapped(refused) == []          # its own error already says why
+    assert probe_run.not_wrapped(refused) == []          # its own error already says why

@@ -181,8 +181,8 @@ if __name__ == "__main__":
     result: "Any"
     sys.meta_path.insert(0, Loader())
     try:
-        from metnos_sandbox.audit import audit
-        result = audit.audit_host(envelope["params"], trust_store=trust)
+        from metnos_sandbox.audit import host_audit
+        result = host_audit.audit_host(envelope["params"], trust_store=trust)
     except Exception as exc:
         import traceback
         result = {"failed": True, "msg": "metnos_audit payload failed: %s" % exc, "exception": traceback.format_exc()}

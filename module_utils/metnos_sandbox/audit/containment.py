@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Where a host runs executors and at what containment level (R-SCOPE-4, the spec's paired-device table).
 
-The one decision every face reads: the audit on the host (audit.audit_host), the action for a host whose facts
+The one decision every face reads: the audit on the host (host_audit.audit_host), the action for a host whose facts
 say it is not Linux (it ships no payload there), the reports in every format and the metrics. A level is
 ``bubblewrap`` (Linux: proven only by the probe that ran on this host), ``appcontainer`` or ``job_object``
 (Windows: declared from the facts and AppContainer's prerequisite, not proven: no Windows check runs here),

@@ -4,7 +4,7 @@
 """Channels between executors (issue 50 item 5): a folder one executor may write and another may read or write is
 a channel from the first to the second - a file it leaves, a socket it listens on there (made after rendering,
 so no render-time search saw it) - whatever each profile's own checks say. The audit renders every manifest
-(audit.profile_drift); each pair of wrapped profiles whose granted binds meet (the writer's read-write source at,
+(host_audit.profile_drift); each pair of wrapped profiles whose granted binds meet (the writer's read-write source at,
 below or above the other's source) is a warning naming both executors and both folders.
 
 Pure Python, no Ansible imports.

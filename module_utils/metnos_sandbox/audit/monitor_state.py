@@ -3,14 +3,14 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The continuous proof as the audit sees it: the monitor's names, its stored result, its release.
 
-The monitor (monitor.py, run by the ``metnos-sandbox-monitor`` timer) keeps its last result in
-``RESULT`` on the host. The audit (audit.py) asks here whether a host is monitored (its timer, the
+The monitor (proof.py, run by the ``metnos-sandbox-monitor`` timer) keeps its last result in
+``RESULT`` on the host. The audit (host_audit.py) asks here whether a host is monitored (its timer, the
 age of its last proof) and, when ``collect_monitor`` is set, takes that stored result instead of
 running the checks again; a proof older than ``monitor_max_age`` is not a pass
 (``monitor_proof_stale``). A stored result is input like any other: bounded, exact, refused with its
 own code (``monitor_result_unusable``) when it is not what the monitor writes.
 
-The installed core's release (its versioned folder) is monitor_install.py's. Pure Python, no Ansible
+The installed core's release (its versioned folder) is core_install.py's. Pure Python, no Ansible
 imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
@@ -31,7 +31,7 @@ TIMER = UNIT + ".timer"
 STATE_DIR = "/var/lib/metnos-sandbox-monitor"
 RESULT = STATE_DIR + "/last.json"
 RESULT_SCHEMA = "metnos-sandbox-monitor/1"
-AUDIT_SCHEMA = "metnos-sandbox-audit/1"          # audit.SCHEMA (audit imports this module)
+AUDIT_SCHEMA = "metnos-sandbox-audit/1"          # host_audit.SCHEMA (audit imports this module)
 MAX_RESULT_BYTES = 4 * 1024 * 1024
 FUTURE_TOLERANCE = 300.0                          # seconds a proof may seem to come from the future (clock skew)
 VERDICTS = ("pass", "warn", "fail")
@@ -183,7 +183,7 @@ def collect(params: Mapping[str, Any], info: Json, record: Json, now: float) -> 
     """The audit result the monitor stored, as the audit's own (``monitor`` says it was collected); a proof
     older than ``monitor_max_age`` seconds is not a pass: monitor_proof_stale, verdict fail."""
     result = dict(record["audit"])
-    result.pop("verdict", None)     # decided again over these findings (audit.audit_host: verdicts.decide)
+    result.pop("verdict", None)     # decided again over these findings (host_audit.audit_host: verdicts.decide)
     max_age = float(params.get("monitor_max_age") or 0)
     proof = info["proof"]
     stale = proof["age_seconds"] > max_age
@@ -192,13 +192,13 @@ def collect(params: Mapping[str, Any], info: Json, record: Json, now: float) -> 
         result["diagnostics"] = diagnostics.sort(list(result["diagnostics"]) + [diagnostics.make(
             "monitor_proof_stale", age=proof["age_seconds"], max_age=int(max_age), finished=proof["finished"],
             result=info["result"])])
-    return result       # its verdict: audit.audit_host decides it again over these findings (verdicts.decide)
+    return result       # its verdict: host_audit.audit_host decides it again over these findings (verdicts.decide)
 
 
 # --------------------------------------------------------------------------- the audit report's view
 
 def report_entry(mon: Any) -> Optional[Json]:
-    """The continuous proof of a host as the audit report (report.py) shows it, None when the audit did not
+    """The continuous proof of a host as the audit report (document.py) shows it, None when the audit did not
     say (an older one): monitored (its timer loaded and active), the last proof's time, age and verdict, and
     whether the report's verdict is that proof (collected) and too old for the limit (stale)."""
     if not isinstance(mon, dict):

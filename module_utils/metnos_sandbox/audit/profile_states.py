@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The state of each manifest as a finding, and what changed between two renders of a profile.
 
-Every state a manifest can be in on a host is one finding with its own code, for the audit (audit.py
-profile_drift's entries) and the role's summary (summary.profiles_section over sandbox_profile's results) alike:
+Every state a manifest can be in on a host is one finding with its own code, for the audit (host_audit.py
+profile_drift's entries) and the role's summary (site_summary.profiles_section over sandbox_profile's results) alike:
 ``in_sync`` (profile_in_sync, info), ``drift`` (profile_drift), ``missing`` (profile_missing), ``refused``
 (profile_refused, naming the refusal's own code), ``half_written`` (profile_pair_mismatch: the .args and the .json
 are not one render's), ``duplicate`` (profile_name_duplicate: a second manifest of an executor name already
@@ -104,7 +104,7 @@ def drift_text(change: Mapping[str, Any]) -> str:
 
 
 def findings(entries: Iterable[Mapping[str, Any]]) -> List[diagnostics.Diagnostic]:
-    """One finding for each manifest's state (the entries of audit.profile_drift, or the role's, see
+    """One finding for each manifest's state (the entries of host_audit.profile_drift, or the role's, see
     role_entries); a state without a code is itself a defect (KeyError)."""
     out = []
     for item in entries:

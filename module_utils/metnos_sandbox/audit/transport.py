@@ -49,7 +49,7 @@ KILLED = (124, 137)      # timeout(1)'s exit statuses when the deadline passed (
 ZLIB_LEVEL = 6
 # What the bootstrap imports on the host: the payload is this module's import closure (sources.closure), so the
 # controller's own modules (report/, monitor/, this transport) never travel and every byte counts against MAX_ARGV.
-ENTRY = "metnos_sandbox.audit.audit"
+ENTRY = "metnos_sandbox.audit.host_audit"
 # The payload in the run's controller-side temp dir (cached_payload): named by its sha256; the lock its builder holds.
 PAYLOAD_NAME = "metnos-audit-payload-%s.z"
 PAYLOAD_LOCK = "metnos-audit-payload.lock"

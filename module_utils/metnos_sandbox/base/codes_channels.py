@@ -66,8 +66,9 @@ for _code, _title, _cause, _steps, _hint in [
      "signatures), without the key ever leaving the agent.",
      [], "Remove {path} (and the folder holding it) from the grant."),
 ]:
-    CODES.append(Code(_code, ERROR, "R-CAP-SYS", SANDBOX_ACTIVE, _title, _cause, _CHANNEL_DETECTION,
-                      _steps + ([] if _code in ("channel_system_bus", "channel_container_engine") else [_ALLOW_STEP]),
+    CODES.append(Code(code=_code, severity=ERROR, rule="R-CAP-SYS", section=SANDBOX_ACTIVE, title=_title,
+                      cause=_cause, detection=_CHANNEL_DETECTION,
+                      remediation=_steps + ([] if _code in ("channel_system_bus", "channel_container_engine") else [_ALLOW_STEP]),
                       messages=_CHANNEL_WORDS,
                       hint=_hint + ("" if _code in ("channel_system_bus", "channel_container_engine") else
                                     " " + _ALLOW_HINT)))
@@ -75,62 +76,63 @@ _FILESYSTEM_DETECTION = ("The host's mount table (/proc/self/mountinfo, each mou
                          "each granted folder and every filesystem mounted below it (bwrap binds them along) against "
                          "an allow-list of plain directory trees (ext4, xfs, btrfs, tmpfs, overlay, ...).")
 CODES.extend([
-    Code("channel_message_queue", ERROR, "R-CAP-SYS", SANDBOX_ACTIVE,
-         "A grant would expose a POSIX message-queue filesystem",
-         "A message-queue filesystem (mqueue) is bound with the granted folder: each entry is a kernel message "
-         "queue that host processes send jobs through, and a read-only bind does not stop mq_open/mq_receive "
-         "(a sandbox takes or forges a host daemon's queued jobs). Refused unless the admin allows that exact "
-         "mount point.",
-         _FILESYSTEM_DETECTION,
-         ["findmnt -T {path}", "umount {path}", _ALLOW_STEP],
+    Code(code="channel_message_queue", severity=ERROR, rule="R-CAP-SYS", section=SANDBOX_ACTIVE,
+         title="A grant would expose a POSIX message-queue filesystem",
+         cause="A message-queue filesystem (mqueue) is bound with the granted folder: each entry is a kernel message "
+               "queue that host processes send jobs through, and a read-only bind does not stop mq_open/mq_receive "
+               "(a sandbox takes or forges a host daemon's queued jobs). Refused unless the admin allows that exact "
+               "mount point.",
+         detection=_FILESYSTEM_DETECTION,
+         remediation=["findmnt -T {path}", "umount {path}", _ALLOW_STEP],
          messages={"": "{what}: {path} is a POSIX message-queue filesystem ({fstype}) bound with the granted "
                        "folder {folder}: every queue in it is a channel to the host processes using it; refused "
                        "unless the admin allows that exact path (host.allow_channels)"},
          hint=("Unmount {path} if nothing needs it there (the queues stay reachable at /dev/mqueue), or grant a "
                "folder that does not hold it. " + _ALLOW_HINT)),
-    Code("channel_filesystem_unjudged", ERROR, "R-CAP-SYS", SANDBOX_ACTIVE,
-         "A grant would expose a filesystem that is not a plain directory tree",
-         "A filesystem of a type that is not a plain directory tree (proc, sysfs, cgroup, a FUSE daemon's, an "
-         "unknown type) is bound with the granted folder: what it exposes (kernel state, host processes, a "
-         "daemon answering every read) cannot be judged by a search for sockets and FIFOs, so it is refused "
-         "(deny by default) unless the admin allows that exact mount point.",
-         _FILESYSTEM_DETECTION,
-         ["findmnt -T {path}", "umount {path}", _ALLOW_STEP],
+    Code(code="channel_filesystem_unjudged", severity=ERROR, rule="R-CAP-SYS", section=SANDBOX_ACTIVE,
+         title="A grant would expose a filesystem that is not a plain directory tree",
+         cause="A filesystem of a type that is not a plain directory tree (proc, sysfs, cgroup, a FUSE daemon's, an "
+               "unknown type) is bound with the granted folder: what it exposes (kernel state, host processes, a "
+               "daemon answering every read) cannot be judged by a search for sockets and FIFOs, so it is refused "
+               "(deny by default) unless the admin allows that exact mount point.",
+         detection=_FILESYSTEM_DETECTION,
+         remediation=["findmnt -T {path}", "umount {path}", _ALLOW_STEP],
          messages={"": "{what}: {path} is a {fstype} mount bound with the granted folder {folder}: not a plain "
                        "directory tree, so what it exposes cannot be judged; refused unless the admin allows that "
                        "exact path (host.allow_channels)"},
          hint=("Unmount {path} if it is not needed there, or grant a folder that does not hold it (findmnt shows "
                "what it is). " + _ALLOW_HINT)),
-    Code("network_host_namespace", WARNING, "R-NET-1", SANDBOX_ACTIVE,
-         "system:read:network_interfaces is the host's network",
-         "The grant keeps the host's network namespace (no --unshare-net): the sandbox sees every interface and "
-         "reaches every service that listens on loopback or on all addresses (an admin API on 127.0.0.1, a "
-         "database on ::1), and every abstract Unix socket of the host (a D-Bus or X11 address needs no bind).",
-         "The capability; the listeners are read from /proc/net/tcp, tcp6, udp, udp6 and unix of the renderer.",
-         ["ss -lntupx"],
+    Code(code="network_host_namespace", severity=WARNING, rule="R-NET-1", section=SANDBOX_ACTIVE,
+         title="system:read:network_interfaces is the host's network",
+         cause="The grant keeps the host's network namespace (no --unshare-net): the sandbox sees every interface and "
+               "reaches every service that listens on loopback or on all addresses (an admin API on 127.0.0.1, a "
+               "database on ::1), and every abstract Unix socket of the host (a D-Bus or X11 address needs no bind).",
+         detection="The capability; the listeners are read from /proc/net/tcp, tcp6, udp, udp6 and unix of the "
+                   "renderer.",
+         remediation=["ss -lntupx"],
          messages={"": "{what}: the executor runs in the host's network namespace: it reaches the {count} "
                        "loopback, wildcard or abstract listener(s) listed with it"},
          hint="Grant it only to an executor that must see the host's interfaces; each listener listed with it "
               "answers that executor."),
-    Code("network_loopback_listener", WARNING, "R-NET-1", SANDBOX_ACTIVE,
-         "A host listener that a host-network grant exposes",
-         "A service of the host listens on a loopback or wildcard address (or on an abstract Unix socket): an "
-         "executor in the host's network namespace reaches it, though nothing outside the host can.",
-         "/proc/net/tcp, tcp6 (LISTEN), udp, udp6 (unconnected) on 127.0.0.0/8, ::1, ::ffff:127.x, 0.0.0.0 or "
-         "::; /proc/net/unix listening sockets whose name starts with @.",
-         ["ss -lntupx"],
+    Code(code="network_loopback_listener", severity=WARNING, rule="R-NET-1", section=SANDBOX_ACTIVE,
+         title="A host listener that a host-network grant exposes",
+         cause="A service of the host listens on a loopback or wildcard address (or on an abstract Unix socket): an "
+               "executor in the host's network namespace reaches it, though nothing outside the host can.",
+         detection="/proc/net/tcp, tcp6 (LISTEN), udp, udp6 (unconnected) on 127.0.0.0/8, ::1, ::ffff:127.x, 0.0.0.0 "
+                   "or ::; /proc/net/unix listening sockets whose name starts with @.",
+         remediation=["ss -lntupx"],
          messages={"tcp": "{what}: the host's TCP listener {address} answers the executor",
                    "udp": "{what}: the host's UDP socket {address} answers the executor",
                    "unix": "{what}: the host's abstract Unix socket {address} answers the executor"},
          hint="Bind the service to a Unix socket in a folder no executor is granted, or firewall it by uid (nft "
               "meta skuid), or do not grant system:read:network_interfaces."),
-    Code("channel_walk_bound", ERROR, "R-CAP-SYS", SANDBOX_ACTIVE,
-         "A granted folder could not be searched for command channels",
-         "Every granted folder is searched for sockets, FIFOs and device nodes before it is bound; the search is "
-         "bounded (entries per render) and needs every folder readable. A folder too large to search, or one "
-         "the renderer cannot read, is not bound: an unsearched tree is never passed as clean.",
-         "The bounded walk of the granted tree (module_utils/metnos_sandbox/profile/channels.py).",
-         ["ls -ld {folder}"],
+    Code(code="channel_walk_bound", severity=ERROR, rule="R-CAP-SYS", section=SANDBOX_ACTIVE,
+         title="A granted folder could not be searched for command channels",
+         cause="Every granted folder is searched for sockets, FIFOs and device nodes before it is bound; the search is "
+               "bounded (entries per render) and needs every folder readable. A folder too large to search, or one "
+               "the renderer cannot read, is not bound: an unsearched tree is never passed as clean.",
+         detection="The bounded walk of the granted tree (module_utils/metnos_sandbox/profile/channels.py).",
+         remediation=["ls -ld {folder}"],
          messages={"entries": "{what}: {folder} holds more than {limit} entries (this render's bound): it cannot "
                               "be searched for command channels, so it is not bound",
                    "deep": "{what}: {folder} is nested more than {limit} folders deep: the granted tree cannot be "
@@ -138,24 +140,24 @@ CODES.extend([
                    "unreadable": "{what}: {folder} cannot be read ({error}): the granted tree cannot be searched "
                                  "for command channels, so it is not bound"},
          hint="Grant a smaller folder (a subfolder the executor needs), or make {folder} readable by the renderer."),
-    Code("channel_walk_changed", ERROR, "R-CAP-SYS", SANDBOX_ACTIVE,
-         "A granted folder changed while it was searched for command channels",
-         "The search opens every folder by descriptor in its parent, never through a symbolic link, and checks "
-         "it is the folder it listed. A folder or entry that vanished, or was swapped (a link put in its place), "
-         "while the render searched it means the search cannot be trusted: the tree is not bound.",
-         "The walk by descriptor of the granted tree (module_utils/metnos_sandbox/base/tree_walk.py).",
-         ["ls -la {folder}"],
+    Code(code="channel_walk_changed", severity=ERROR, rule="R-CAP-SYS", section=SANDBOX_ACTIVE,
+         title="A granted folder changed while it was searched for command channels",
+         cause="The search opens every folder by descriptor in its parent, never through a symbolic link, and checks "
+               "it is the folder it listed. A folder or entry that vanished, or was swapped (a link put in its place), "
+               "while the render searched it means the search cannot be trusted: the tree is not bound.",
+         detection="The walk by descriptor of the granted tree (module_utils/metnos_sandbox/base/tree_walk.py).",
+         remediation=["ls -la {folder}"],
          messages={"": "{what}: {folder} changed while searched for command channels (it vanished or was "
                        "swapped): the search cannot be trusted, so it is not bound: render again"},
          hint="Render again when nothing renames folders in the granted tree; a repeated refusal means someone "
               "swaps folders there (look at who owns {folder})."),
-    Code("system_bus_not_granted", INFO, "R-CAP-SYS", SANDBOX_ACTIVE,
-         "The system bus is not granted: no filtering proxy",
-         "systemd:read and system:read reach the system bus only through a filtering proxy (xdg-dbus-proxy, "
-         "letting only systemd1's Get*/List* and Properties.Get/GetAll through); without one the bus socket "
-         "is not bound (the bus itself is a command channel: StartUnit, BecomeMonitor).",
-         "host.system_bus_proxy unset, or its socket missing when the profile is rendered.",
-         ["ansible-playbook metnos.sandbox.site -e metnos_sandbox_dbus_proxy=true"],
+    Code(code="system_bus_not_granted", severity=INFO, rule="R-CAP-SYS", section=SANDBOX_ACTIVE,
+         title="The system bus is not granted: no filtering proxy",
+         cause="systemd:read and system:read reach the system bus only through a filtering proxy (xdg-dbus-proxy, "
+               "letting only systemd1's Get*/List* and Properties.Get/GetAll through); without one the bus socket "
+               "is not bound (the bus itself is a command channel: StartUnit, BecomeMonitor).",
+         detection="host.system_bus_proxy unset, or its socket missing when the profile is rendered.",
+         remediation=["ansible-playbook metnos.sandbox.site -e metnos_sandbox_dbus_proxy=true"],
          messages={"no_proxy": "{what}: the system bus is not granted: no filtering proxy is configured "
                                "(host.system_bus_proxy)",
                    "missing": "{what}: the system bus is not granted: the proxy's socket {path} does not exist"},
@@ -185,25 +187,28 @@ for _code, _title, _why, _words, _look in [
      "host.system_bus_proxy = {path} is the same inode as {bus}, the system bus's socket (a hard link or a bind "
      "mount): refused", "ls -li {path} {bus}"),
 ]:
-    CODES.append(Code(_code, ERROR, "R-CAP-SYS", SANDBOX_ACTIVE, _title, _BUS_CAUSE % _why, _BUS_DETECTION,
-                      [_look, _BUS_FIX], messages={"bus": _words}, hint=_BUS_HINT))
+    CODES.append(Code(code=_code, severity=ERROR, rule="R-CAP-SYS", section=SANDBOX_ACTIVE, title=_title,
+                      cause=_BUS_CAUSE % _why, detection=_BUS_DETECTION,
+                      remediation=[_look, _BUS_FIX], messages={"bus": _words}, hint=_BUS_HINT))
 CODES.extend([
-    Code("layout_roots_nested", ERROR, "R-CAP-INDEX", SANDBOX_ACTIVE,
-         "A configured index or resource root holds another one",
-         "The admin's layout crosses: the granted index (or resource) root is at, below or above another "
-         "configured index or resource root, as written or resolved, so the grant would read (or write) that "
-         "one too, or inside another's folder.",
-         "Each configured root of host.indexes and host.resources, written and resolved, against the grant's.",
-         ["\"${EDITOR:-vi}\" <host_vars_file>"],
+    Code(code="layout_roots_nested", severity=ERROR, rule="R-CAP-INDEX", section=SANDBOX_ACTIVE,
+         title="A configured index or resource root holds another one",
+         cause="The admin's layout crosses: the granted index (or resource) root is at, below or above another "
+               "configured index or resource root, as written or resolved, so the grant would read (or write) that "
+               "one too, or inside another's folder.",
+         detection="Each configured root of host.indexes and host.resources, written and resolved, against the "
+                   "grant's.",
+         remediation=["\"${EDITOR:-vi}\" <host_vars_file>"],
          messages={"nested": "{what}: {path} (host.{key}) is at, below or above {other} (host.{other_key}): "
                              "the layout crosses"},
          hint="Give each index and resource its own folder, side by side (not one inside another)."),
-    Code("layout_root_symlink", ERROR, "R-CAP-METNOS", SANDBOX_ACTIVE,
-         "A configured index or resource root is a symbolic link to another folder",
-         "The root the admin configures for a resource (or an index) is itself a symbolic link: the grant would "
-         "read or write wherever it leads (another resource, another service's data), not the folder named.",
-         "The root's last component lstat'ed on the host (a symbolic link is refused; its parents may resolve).",
-         ["readlink -f {path}"],
+    Code(code="layout_root_symlink", severity=ERROR, rule="R-CAP-METNOS", section=SANDBOX_ACTIVE,
+         title="A configured index or resource root is a symbolic link to another folder",
+         cause="The root the admin configures for a resource (or an index) is itself a symbolic link: the grant would "
+               "read or write wherever it leads (another resource, another service's data), not the folder named.",
+         detection="The root's last component lstat'ed on the host (a symbolic link is refused; its parents may "
+                   "resolve).",
+         remediation=["readlink -f {path}"],
          messages={"symlink": "{what}: {path} (host.{key}) is a symbolic link to {real}"},
          hint="Point host.{key} at the real folder (the command shows where it leads)."),
 ])

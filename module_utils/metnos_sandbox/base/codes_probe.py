@@ -29,152 +29,156 @@ from .registry import (
 CODES: List[Code] = []
 CODES.extend([
     # ---- the real wrapped probe (R-DIAG-3) ----
-    Code("probe_not_isolated", ERROR, "R-DIAG-3", PROBE,
-         "bwrap ran the payload without isolation",
-         "The probe payload ran and reported, but not inside a sandbox: the process that ran it is not the "
-         "child bwrap reported (no or a false --json-status-fd child-pid: a bwrap look-alike), or it shares "
-         "every namespace the profile unshares with bwrap's parent context. The message lists the checks that "
-         "show it.",
-         "Outside evidence from the host's /proc: the payload process is found by its exact command line and "
-         "tied to bwrap's child-pid and to the bwrap that was started; its namespace inodes are compared with "
-         "bwrap's.",
-         ["ls -l {bwrap_path}", "dpkg -S {bwrap_path}", "apt-get install --reinstall bubblewrap"],
+    Code(code="probe_not_isolated", severity=ERROR, rule="R-DIAG-3", section=PROBE,
+         title="bwrap ran the payload without isolation",
+         cause="The probe payload ran and reported, but not inside a sandbox: the process that ran it is not the "
+               "child bwrap reported (no or a false --json-status-fd child-pid: a bwrap look-alike), or it shares "
+               "every namespace the profile unshares with bwrap's parent context. The message lists the checks that "
+               "show it.",
+         detection="Outside evidence from the host's /proc: the payload process is found by its exact command line and "
+                   "tied to bwrap's child-pid and to the bwrap that was started; its namespace inodes are compared "
+                   "with bwrap's.",
+         remediation=["ls -l {bwrap_path}", "dpkg -S {bwrap_path}", "apt-get install --reinstall bubblewrap"],
          messages={"unisolated": "{tool} ran the payload (as {user}) without isolation: {failed}.{traced}"},
          hint=("Check which binary ran (rpm -qf or pacman -Qo on other distributions), then reinstall the "
                "distribution's package and remove look-alikes from the service's PATH.")),
     # ---- a paired Linux device's profile (R-SCOPE-4; device.py) ----
-    Code("probe_device_pid_shared", ERROR, "R-SCOPE-4", PROBE,
-         "The device sandbox sees the host's processes: no PID namespace of its own",
-         "The host is placed as a paired Linux device, whose profile runs the executor in a PID namespace of its own "
-         "(--unshare-pid); the sandbox the probe ran is in the probe's PID namespace, or lists in its /proc "
-         "processes that are not its own: the executor can see (and signal, as its user) the host's processes.",
-         "The payload's /proc/PID/ns/pid read from outside against the probe's, and every pid the payload lists in "
-         "its /proc matched to a process of its own namespace (NSpid, from the host's /proc).",
-         ['ansible-playbook -i <inventory> metnos.sandbox.site --limit <host> --tags metnos_sandbox_profiles',
-          "grep -c -- --unshare-pid /etc/metnos/sandbox/profiles/<executor>.args"],
+    Code(code="probe_device_pid_shared", severity=ERROR, rule="R-SCOPE-4", section=PROBE,
+         title="The device sandbox sees the host's processes: no PID namespace of its own",
+         cause="The host is placed as a paired Linux device, whose profile runs the executor in a PID namespace of its "
+               "own (--unshare-pid); the sandbox the probe ran is in the probe's PID namespace, or lists in its /proc "
+               "processes that are not its own: the executor can see (and signal, as its user) the host's processes.",
+         detection="The payload's /proc/PID/ns/pid read from outside against the probe's, and every pid the payload "
+                   "lists in its /proc matched to a process of its own namespace (NSpid, from the host's /proc).",
+         remediation=[
+             'ansible-playbook -i <inventory> metnos.sandbox.site --limit <host> --tags metnos_sandbox_profiles',
+             "grep -c -- --unshare-pid /etc/metnos/sandbox/profiles/<executor>.args"],
          messages={"": "{check}: {problems}"},
          hint=("Render the profiles again with metnos_sandbox_placement: device and compare the runtime's argv with "
                "the rendered one; a platform that cannot give a PID namespace declares it in "
                "metnos_sandbox_host.device_downgrades (flag --unshare-pid, with the reason).")),
-    Code("probe_device_group_shared", ERROR, "R-SCOPE-4", PROBE,
-         "The device sandbox has no process group of its own",
-         "The host is placed as a paired Linux device, whose profile gives the executor a session, so a process "
-         "group, of its own (--new-session); the sandboxed process is in the process group or session of the "
-         "probe or of bwrap, or a process outside the sandbox is in its group: a deadline on the group reaches "
-         "processes that are not the sandbox's, and the sandbox keeps the caller's terminal.",
-         "The payload's pgrp and session from the host's /proc/PID/stat against the probe's and bwrap's, and every "
-         "member of its process group matched to the sandbox.",
-         ['ansible-playbook -i <inventory> metnos.sandbox.site --limit <host> --tags metnos_sandbox_profiles',
-          "grep -c -- --new-session /etc/metnos/sandbox/profiles/<executor>.args"],
+    Code(code="probe_device_group_shared", severity=ERROR, rule="R-SCOPE-4", section=PROBE,
+         title="The device sandbox has no process group of its own",
+         cause="The host is placed as a paired Linux device, whose profile gives the executor a session, so a process "
+               "group, of its own (--new-session); the sandboxed process is in the process group or session of the "
+               "probe or of bwrap, or a process outside the sandbox is in its group: a deadline on the group reaches "
+               "processes that are not the sandbox's, and the sandbox keeps the caller's terminal.",
+         detection="The payload's pgrp and session from the host's /proc/PID/stat against the probe's and bwrap's, and "
+                   "every member of its process group matched to the sandbox.",
+         remediation=[
+             'ansible-playbook -i <inventory> metnos.sandbox.site --limit <host> --tags metnos_sandbox_profiles',
+             "grep -c -- --new-session /etc/metnos/sandbox/profiles/<executor>.args"],
          messages={"": "{check}: {problems}"},
          hint=("Render the profiles again with metnos_sandbox_placement: device; the client starts bwrap in a "
                "process group of its own (setsid) and kills that group at the deadline.")),
-    Code("probe_device_deadline_escaped", ERROR, "R-SCOPE-4", PROBE,
-         "A process of the device sandbox outlived the deadline",
-         "The probe killed bwrap's process group at the deadline, as the device's client does; a process the "
-         "payload planted (it ignores hangups and terminations and outlives its parent) or any process of the "
-         "sandbox's PID namespace was still alive afterwards: without a PID namespace of its own, a process that "
-         "leaves its parent is out of the deadline's reach.",
-         "After SIGKILL to bwrap's process group and a settling time, the host's /proc searched for the payload's "
-         "marked processes and for any process of the sandbox's PID namespace (the probe then kills them).",
-         ['ansible-playbook -i <inventory> metnos.sandbox.site --limit <host> --tags metnos_sandbox_profiles',
-          "grep -c -- --unshare-pid /etc/metnos/sandbox/profiles/<executor>.args"],
+    Code(code="probe_device_deadline_escaped", severity=ERROR, rule="R-SCOPE-4", section=PROBE,
+         title="A process of the device sandbox outlived the deadline",
+         cause="The probe killed bwrap's process group at the deadline, as the device's client does; a process the "
+               "payload planted (it ignores hangups and terminations and outlives its parent) or any process of the "
+               "sandbox's PID namespace was still alive afterwards: without a PID namespace of its own, a process that "
+               "leaves its parent is out of the deadline's reach.",
+         detection="After SIGKILL to bwrap's process group and a settling time, the host's /proc searched for the "
+                   "payload's marked processes and for any process of the sandbox's PID namespace (the probe then "
+                   "kills them).",
+         remediation=[
+             'ansible-playbook -i <inventory> metnos.sandbox.site --limit <host> --tags metnos_sandbox_profiles',
+             "grep -c -- --unshare-pid /etc/metnos/sandbox/profiles/<executor>.args"],
          messages={"": "{check}: {problems}"},
          hint="The device profile's --unshare-pid is what makes the deadline final: render the profiles again."),
-    Code("probe_device_check_failed", ERROR, "R-SCOPE-4", PROBE,
-         "The device sandbox does not hold the rest of the spec's Linux device row",
-         "The host is placed as a paired Linux device; the device proof's payload did not run, or the sandbox's /tmp "
-         "is the host's, or it has a network although the profile keeps none.",
-         "The payload's report (its /tmp written and the host's marker looked for, its interfaces) against the "
-         "host's /tmp and the payload's /proc/PID/ns/net read from outside.",
-         ['ansible-playbook -i <inventory> metnos.sandbox.site --limit <host> --tags metnos_sandbox_profiles'],
+    Code(code="probe_device_check_failed", severity=ERROR, rule="R-SCOPE-4", section=PROBE,
+         title="The device sandbox does not hold the rest of the spec's Linux device row",
+         cause="The host is placed as a paired Linux device; the device proof's payload did not run, or the sandbox's "
+               "/tmp is the host's, or it has a network although the profile keeps none.",
+         detection="The payload's report (its /tmp written and the host's marker looked for, its interfaces) against "
+                   "the host's /tmp and the payload's /proc/PID/ns/net read from outside.",
+         remediation=[
+             'ansible-playbook -i <inventory> metnos.sandbox.site --limit <host> --tags metnos_sandbox_profiles'],
          messages={"": "{check}: {problems}"},
          hint="Compare the runtime's argv with the rendered one (metnos.sandbox.sandbox_profile) and render again."),
-    Code("probe_check_failed", ERROR, "R-DIAG-3", PROBE,
-         "The sandbox does not hold what the profile promises",
-         "A check of the probe failed or could not be proven: a namespace is shared, a read-only bind is "
-         "mounted read-write, a bind (or a mount below it) is not the declared host path, something is mounted "
-         "where the profile mounts nothing, a hidden path is visible, /tmp or /dev is not a fresh tmpfs (or /dev "
-         "holds device nodes bwrap's --dev does not make), /proc is not a procfs showing the payload, the network "
-         "is not isolated, another process holds a namespace said to be private, the payload holds capabilities, "
-         "a seccomp filter of its own, a descriptor from outside or code mapped from outside the binds, or the "
-         "parent-death signal is missing. A "
-         "permission error is never taken as proof (\"not proven\").",
-         "Two witnesses per check: the kernel's view from outside (the payload's /proc/PID/ns, mountinfo, "
-         "status, fd, maps and net/dev on the host, against bwrap's parent context) and the payload's own (statfs, "
-         "statvfs, lstat, a real write, if_nameindex, prctl).",
-         ["ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles"],
+    Code(code="probe_check_failed", severity=ERROR, rule="R-DIAG-3", section=PROBE,
+         title="The sandbox does not hold what the profile promises",
+         cause="A check of the probe failed or could not be proven: a namespace is shared, a read-only bind is mounted "
+               "read-write, a bind (or a mount below it) is not the declared host path, something is mounted where the "
+               "profile mounts nothing, a hidden path is visible, /tmp or /dev is not a fresh tmpfs (or /dev holds "
+               "device nodes bwrap's --dev does not make), /proc is not a procfs showing the payload, the network is "
+               "not isolated, another process holds a namespace said to be private, the payload holds capabilities, a "
+               "seccomp filter of its own, a descriptor from outside or code mapped from outside the binds, or the "
+               "parent-death signal is missing. A permission error is never taken as proof (\"not proven\").",
+         detection="Two witnesses per check: the kernel's view from outside (the payload's /proc/PID/ns, mountinfo, "
+                   "status, fd, maps and net/dev on the host, against bwrap's parent context) and the payload's own "
+                   "(statfs, statvfs, lstat, a real write, if_nameindex, prctl).",
+         remediation=["ansible-playbook metnos.sandbox.site --tags metnos_sandbox_profiles"],
          messages={"failed": "{said}{traced}"},
          hint=("Compare the rendered argv (metnos.sandbox.sandbox_profile) with the one the runtime uses and render "
                "the profiles again; if bwrap itself misbehaves, upgrade bubblewrap.")),
-    Code("probe_payload_root", WARNING, "R-BASE-6", PROBE,
-         "The sandboxed payload runs as root",
-         "The probe ran as {user} (uid 0 outside the sandbox): bwrap keeps root's capabilities in the "
-         "sandbox's user namespace, so an executor can remount the read-only binds read-write and write "
-         "the host's /usr and /etc (measured with bubblewrap 0.8). The checks pass - the mounts are as "
-         "the profile says when the payload starts - but they are not a boundary for root.",
-         "The payload's uid and capability sets, read from /proc/PID/status on the host.",
-         ["useradd --system --no-create-home --shell /usr/sbin/nologin metnos",
-          "mkdir -p /etc/systemd/system/<unit>.d",
-          "printf '[Service]\\nUser=metnos\\n' > /etc/systemd/system/<unit>.d/10-metnos-user.conf",
-          "systemctl daemon-reload", "systemctl restart <unit>"],
+    Code(code="probe_payload_root", severity=WARNING, rule="R-BASE-6", section=PROBE,
+         title="The sandboxed payload runs as root",
+         cause="The probe ran as {user} (uid 0 outside the sandbox): bwrap keeps root's capabilities in the "
+               "sandbox's user namespace, so an executor can remount the read-only binds read-write and write "
+               "the host's /usr and /etc (measured with bubblewrap 0.8). The checks pass - the mounts are as "
+               "the profile says when the payload starts - but they are not a boundary for root.",
+         detection="The payload's uid and capability sets, read from /proc/PID/status on the host.",
+         remediation=["useradd --system --no-create-home --shell /usr/sbin/nologin metnos",
+                      "mkdir -p /etc/systemd/system/<unit>.d",
+                      "printf '[Service]\\nUser=metnos\\n' > /etc/systemd/system/<unit>.d/10-metnos-user.conf",
+                      "systemctl daemon-reload", "systemctl restart <unit>"],
          hint=("Run the Metnos service as an unprivileged user: a drop-in with User=metnos (see "
                "service_runs_as_root).")),
-    Code("probe_root_not_contained", ERROR, "R-BASE-6", PROBE,
-         "Root inside the sandbox is not contained",
-         "The payload ran as uid 0, and a second run of the same profile proved what that means: inside the "
-         "sandbox's own mount namespace a read-only bind was remounted writable, or a /proc/sys file opened for "
-         "writing. bwrap --unshare-user maps uid 0 to itself and the sandbox keeps every capability of its user "
-         "namespace: no read-only grant of the profile holds. Nothing was written (the remount changes only the "
-         "sandbox's copy of the mount; the file was opened and closed).",
-         "The witness (probe/root_witness.py) run as the profile's command; from the host's /proc: its "
-         "mountinfo (the bind's per-mount options) and its descriptors (fdinfo flags of a /proc/sys file).",
-         ["useradd --system --no-create-home --shell /usr/sbin/nologin <user>",
-          "mkdir -p /etc/systemd/system/<unit>.d",
-          "printf '[Service]\\nUser=<user>\\n' > /etc/systemd/system/<unit>.d/10-metnos-user.conf",
-          "systemctl daemon-reload", "systemctl restart <unit>"],
+    Code(code="probe_root_not_contained", severity=ERROR, rule="R-BASE-6", section=PROBE,
+         title="Root inside the sandbox is not contained",
+         cause="The payload ran as uid 0, and a second run of the same profile proved what that means: inside the "
+               "sandbox's own mount namespace a read-only bind was remounted writable, or a /proc/sys file opened for "
+               "writing. bwrap --unshare-user maps uid 0 to itself and the sandbox keeps every capability of its user "
+               "namespace: no read-only grant of the profile holds. Nothing was written (the remount changes only the "
+               "sandbox's copy of the mount; the file was opened and closed).",
+         detection="The witness (probe/root_witness.py) run as the profile's command; from the host's /proc: its "
+                   "mountinfo (the bind's per-mount options) and its descriptors (fdinfo flags of a /proc/sys file).",
+         remediation=["useradd --system --no-create-home --shell /usr/sbin/nologin <user>",
+                      "mkdir -p /etc/systemd/system/<unit>.d",
+                      "printf '[Service]\\nUser=<user>\\n' > /etc/systemd/system/<unit>.d/10-metnos-user.conf",
+                      "systemctl daemon-reload", "systemctl restart <unit>"],
          messages={"": "as {user} (uid 0): {seen}. The sandbox is no boundary for root."},
          hint=("Run the Metnos service as an unprivileged user (see service_runs_as_root for the drop-in; "
                "DynamicUser=yes in place of User=<user> needs no account).")),
-    Code("probe_setup_failed", ERROR, "R-DIAG-3", PROBE,
-         "bwrap failed before the payload ran",
-         "bwrap failed before the payload ran, in the service's context (as {user}): {cause_text}",
-         "The payload never reported and --json-status-fd has no exit-code record; bwrap's stderr is "
-         "classified by pattern and quoted.",
-         [],
-         CLASSIFIED,
+    Code(code="probe_setup_failed", severity=ERROR, rule="R-DIAG-3", section=PROBE,
+         title="bwrap failed before the payload ran",
+         cause="bwrap failed before the payload ran, in the service's context (as {user}): {cause_text}",
+         detection="The payload never reported and --json-status-fd has no exit-code record; bwrap's stderr is "
+                   "classified by pattern and quoted.",
+         remediation=[],
+         variants=CLASSIFIED,
          hint="See the remediation of the classified cause ({cause}) and the unit directives listed with it.",
          hints={"classified": CLASSIFIED_HINT + " The unit directives listed with it are part of the fix."}),
-    Code("probe_timeout", ERROR, "R-DIAG-3", PROBE,
-         "The probe timed out",
-         "The probe did not finish in time; its whole process group was killed. If the payload had already "
-         "reported and been read from outside (e.g. a bwrap look-alike that never exits after running it), its "
-         "checks are still judged and their findings are reported with this one.",
-         "A timer around the probe's process group.",
-         ["findmnt -t nfs,nfs4,cifs,fuse", "systemctl list-units --state=activating"],
+    Code(code="probe_timeout", severity=ERROR, rule="R-DIAG-3", section=PROBE,
+         title="The probe timed out",
+         cause="The probe did not finish in time; its whole process group was killed. If the payload had already "
+               "reported and been read from outside (e.g. a bwrap look-alike that never exits after running it), its "
+               "checks are still judged and their findings are reported with this one.",
+         detection="A timer around the probe's process group.",
+         remediation=["findmnt -t nfs,nfs4,cifs,fuse", "systemctl list-units --state=activating"],
          messages={"killed": "the probe did not finish within {timeout}s; its whole process group was killed",
                    "judged": "the probe did not finish within {timeout}s; its whole process group was killed (after "
                              "the payload had reported and been read from outside: its checks are judged)"},
          hint="Look for hung mounts (NFS) or a stuck service unit; raise the probe timeout if the host is slow."),
-    Code("probe_payload_failed", ERROR, "R-DIAG-3", PROBE,
-         "The probe payload could not report",
-         "bwrap set up the sandbox and ran the payload (a Python program run by the runtime's interpreter), "
-         "but it exited without a result.",
-         "--json-status-fd has an exit-code record, and the payload's stdout has no result line.",
-         ["ansible-inventory --host <host>"],
+    Code(code="probe_payload_failed", severity=ERROR, rule="R-DIAG-3", section=PROBE,
+         title="The probe payload could not report",
+         cause="bwrap set up the sandbox and ran the payload (a Python program run by the runtime's interpreter), "
+               "but it exited without a result.",
+         detection="--json-status-fd has an exit-code record, and the payload's stdout has no result line.",
+         remediation=["ansible-inventory --host <host>"],
          messages={"silent": "bwrap ran the payload (as {who}) but it did not report: it exited {exit}; {stderr}"},
          hint=("Check that the runtime's interpreter exists inside the sandbox (host.python_executable, which the "
                "command shows among the host's variables) and runs.")),
-    Code("probe_context_incomplete", WARNING, "R-DIAG-3", PROBE,
-         "The probe's unit does not carry the service's whole context",
-         "Some of the service's directives could not be carried to the probe's transient unit (systemd-run "
-         "refuses them in this systemd version, a specifier is unknown, or copying would act on the service's "
-         "own directories), or `systemctl show` of the probe's unit differs from the service's on a property: "
-         "a passing probe proves less there.",
-         "Every directive of the unit minus the documented deny list (docs/unit-directives.md) is passed to "
-         "systemd-run; refusals are retried without the directive; then `systemctl show` of both units is "
-         "compared property by property.",
-         ["systemctl show {unit} -p <directive>"],
+    Code(code="probe_context_incomplete", severity=WARNING, rule="R-DIAG-3", section=PROBE,
+         title="The probe's unit does not carry the service's whole context",
+         cause="Some of the service's directives could not be carried to the probe's transient unit (systemd-run "
+               "refuses them in this systemd version, a specifier is unknown, or copying would act on the service's "
+               "own directories), or `systemctl show` of the probe's unit differs from the service's on a property: "
+               "a passing probe proves less there.",
+         detection="Every directive of the unit minus the documented deny list (docs/unit-directives.md) is passed to "
+                   "systemd-run; refusals are retried without the directive; then `systemctl show` of both units is "
+                   "compared property by property.",
+         remediation=["systemctl show {unit} -p <directive>"],
          messages={"reasons": "{unit}: the probe's transient unit does not carry the service's whole execution "
                               "context, so a pass proves less: {why}."},
          hint=("Review the directives named in the message: each is one the probe could not reproduce; the command "
@@ -186,26 +190,26 @@ _FOUND_BY_EXPERIMENT = ("Found by experiment (blame.py): the probe re-ran in tra
                         "context with directives removed, and passed only without this one; the relaxation offered "
                         "was tried for real the same way (docs/unit-directives.md, \"Blame by experiment\").")
 CODES.extend([
-    Code("probe_unit_start_failed", ERROR, "R-DIAG-3", PROBE,
-         "systemd could not start the probe's process in the service's context",
-         "The transient unit carrying the service's context ended with one of systemd's own exit statuses "
-         "(200-245: EXEC, USER, NAMESPACE, ...) before its command ran: systemd failed to set the process up "
-         "(change user, build the mount namespace, execute the command). bwrap never ran; the status is not "
-         "bwrap's.",
-         "systemd-run's \"Main processes terminated with: code=exited, status=N/NAME\" while the probe's launcher "
-         "had not reported its pid; systemd's own reason from the transient unit's journal.",
-         ["systemd-analyze exit-status {status}"],
+    Code(code="probe_unit_start_failed", severity=ERROR, rule="R-DIAG-3", section=PROBE,
+         title="systemd could not start the probe's process in the service's context",
+         cause="The transient unit carrying the service's context ended with one of systemd's own exit statuses "
+               "(200-245: EXEC, USER, NAMESPACE, ...) before its command ran: systemd failed to set the process up "
+               "(change user, build the mount namespace, execute the command). bwrap never ran; the status is not "
+               "bwrap's.",
+         detection="systemd-run's \"Main processes terminated with: code=exited, status=N/NAME\" while the probe's "
+                   "launcher had not reported its pid; systemd's own reason from the transient unit's journal.",
+         remediation=["systemd-analyze exit-status {status}"],
          messages={"": "systemd could not start the probe's process in the service's context (as {user}): exit "
                        "status {status}/{name}: {meaning}; bwrap never ran.{said}"},
          hint=("This is a failure of the unit's settings, not of bwrap: see the directives found by experiment with"
                " it; the command says what the status means.")),
-    Code("probe_unit_killed", ERROR, "R-DIAG-3", PROBE,
-         "The unit's own process was killed before bwrap started",
-         "A signal ended the probe's process in the service's context before it started bwrap (it had not "
-         "reported its pid): the unit's settings killed it, not bwrap (SIGSYS: the unit's SystemCallFilter=).",
-         "systemd-run's \"Main processes terminated with: code=killed, status=N/NAME\" while the probe's launcher "
-         "had not reported.",
-         ["systemctl show <unit> -p SystemCallFilter"],
+    Code(code="probe_unit_killed", severity=ERROR, rule="R-DIAG-3", section=PROBE,
+         title="The unit's own process was killed before bwrap started",
+         cause="A signal ended the probe's process in the service's context before it started bwrap (it had not "
+               "reported its pid): the unit's settings killed it, not bwrap (SIGSYS: the unit's SystemCallFilter=).",
+         detection="systemd-run's \"Main processes terminated with: code=killed, status=N/NAME\" while the probe's "
+                   "launcher had not reported.",
+         remediation=["systemctl show <unit> -p SystemCallFilter"],
          messages={"": "the probe's process in the service's context (as {user}) was killed by SIG{signal} before it "
                        "started bwrap: the unit's settings killed it, not bwrap.{said}",
                    "interpreter": "{unit}: the runtime's interpreter ({python}) is killed by SIG{signal} in the "
@@ -268,23 +272,23 @@ CODES.extend([
         _FOUND_BY_EXPERIMENT,
         "<directive>=<value>",
         {}, fix_note="<directive>=<value> is the relaxation named in the message (each tried for real)."),
-    Code("probe_relaxation_found", INFO, "R-DIAG-3", PROBE,
-         "A drop-in that makes the probe pass in the service's context",
-         "Every culprit found by experiment relaxed at once, as one drop-in on top of the unit's files: the probe "
-         "ran with it in a transient unit carrying the service's context, and passed.",
-         "One more probe run with the unit's whole context plus the drop-in's lines.",
-         ["mkdir -p /etc/systemd/system/{unit}.d",
-          "printf '%s\\n' '[Service]' {relax_words} >> /etc/systemd/system/{unit}.d/zz-metnos-relax.conf",
-          "systemctl daemon-reload", "systemctl restart {unit}"],
+    Code(code="probe_relaxation_found", severity=INFO, rule="R-DIAG-3", section=PROBE,
+         title="A drop-in that makes the probe pass in the service's context",
+         cause="Every culprit found by experiment relaxed at once, as one drop-in on top of the unit's files: the "
+               "probe ran with it in a transient unit carrying the service's context, and passed.",
+         detection="One more probe run with the unit's whole context plus the drop-in's lines.",
+         remediation=["mkdir -p /etc/systemd/system/{unit}.d",
+                      "printf '%s\\n' '[Service]' {relax_words} >> /etc/systemd/system/{unit}.d/zz-metnos-relax.conf",
+                      "systemctl daemon-reload", "systemctl restart {unit}"],
          messages={"": "{unit}: the probe passes in the service's context with this drop-in (tried for real): "
                        "{lines}."}),
-    Code("probe_blame_inconclusive", WARNING, "R-DIAG-3", PROBE,
-         "The experiment could not name every culprit",
-         "Blame by experiment stopped before it had the smallest set of directives whose removal makes the probe "
-         "pass (its bounds in runs or time were reached), the results were not consistent (a run that passed "
-         "once failed again), or no relaxation it tried made the probe pass with all of them at once.",
-         "The experiment's own record (blame.runs, blame.seconds, blame.bounds).",
-         ["systemctl show {unit}"],
+    Code(code="probe_blame_inconclusive", severity=WARNING, rule="R-DIAG-3", section=PROBE,
+         title="The experiment could not name every culprit",
+         cause="Blame by experiment stopped before it had the smallest set of directives whose removal makes the probe "
+               "pass (its bounds in runs or time were reached), the results were not consistent (a run that passed "
+               "once failed again), or no relaxation it tried made the probe pass with all of them at once.",
+         detection="The experiment's own record (blame.runs, blame.seconds, blame.bounds).",
+         remediation=["systemctl show {unit}"],
          messages={"exhausted": "{unit}: the experiment stopped after {runs} runs and {seconds}s (bounds: {max_runs} "
                                 "runs, {max_seconds}s){named}.",
                    "inconsistent": "{unit}: the experiment's runs disagree ({why}){named}.",
@@ -304,70 +308,71 @@ _TREE_HINT = ("Find what started it (its parent, executable and command line are
               "commands), check which bwrap the service runs and remove look-alikes from its PATH (the next three), "
               "then reinstall the distribution's package (dnf reinstall bubblewrap, pacman -S bubblewrap elsewhere).")
 CODES.extend([
-    Code("probe_bwrap_unpackaged", ERROR, "R-DIAG-2", PROBE,
-         "The probe's bwrap is not the packaged one",
-         "The bwrap the service would run is owned by no installed package and its sha256 is not accepted: "
-         "the probe trusts only the packaged bwrap (a look-alike first on the service's PATH, a copy, a "
-         "self-built binary nobody vouched for).",
-         "dpkg -S / rpm -qf / pacman -Qo of the path the service resolves (and its real path), then its sha256 "
-         "against metnos_sandbox_probe_accept_bwrap_sha256.",
-         ["rm {bwrap_path}", _REINSTALL],
+    Code(code="probe_bwrap_unpackaged", severity=ERROR, rule="R-DIAG-2", section=PROBE,
+         title="The probe's bwrap is not the packaged one",
+         cause="The bwrap the service would run is owned by no installed package and its sha256 is not accepted: "
+               "the probe trusts only the packaged bwrap (a look-alike first on the service's PATH, a copy, a "
+               "self-built binary nobody vouched for).",
+         detection="dpkg -S / rpm -qf / pacman -Qo of the path the service resolves (and its real path), then its "
+                   "sha256 against metnos_sandbox_probe_accept_bwrap_sha256.",
+         remediation=["rm {bwrap_path}", _REINSTALL],
          messages={"": "{bwrap_path} (sha256 {sha256}) is not owned by any installed package and its sha256 is not "
                        "accepted: the probe trusts only the packaged bwrap."},
          hint=("Remove the unmanaged file from the service's PATH and reinstall the distribution's package (dnf "
                "reinstall bubblewrap, pacman -S bubblewrap elsewhere). A self-built bwrap you trust: add its sha256"
                " ({sha256}) to metnos_sandbox_probe_accept_bwrap_sha256 instead.")),
-    Code("probe_bwrap_modified", ERROR, "R-SEC-6", PROBE,
-         "The probe's bwrap differs from its package",
-         "The bwrap the service would run belongs to a package, but the package database says the file "
-         "differs from what the package installed (its digest, size, mode or owner), or that it is missing.",
-         "dpkg --verify PKG (the md5sums dpkg keeps), rpm -V PKG, pacman -Qkk PKG.",
-         [_REINSTALL, "dpkg --verify bubblewrap"],
+    Code(code="probe_bwrap_modified", severity=ERROR, rule="R-SEC-6", section=PROBE,
+         title="The probe's bwrap differs from its package",
+         cause="The bwrap the service would run belongs to a package, but the package database says the file "
+               "differs from what the package installed (its digest, size, mode or owner), or that it is missing.",
+         detection="dpkg --verify PKG (the md5sums dpkg keeps), rpm -V PKG, pacman -Qkk PKG.",
+         remediation=[_REINSTALL, "dpkg --verify bubblewrap"],
          messages={"": "{bwrap_path} belongs to {package} ({manager}) but the package database says it differs: "
                        "{detail} (sha256 {sha256})."},
          hint=("Reinstall the distribution's package, then verify it (rpm -V bubblewrap, pacman -Qkk bubblewrap "
                "elsewhere).")),
-    Code("probe_bwrap_unverified", ERROR, "R-DIAG-3", PROBE,
-         "The probe's bwrap could not be verified",
-         "The bwrap the service would run could not be verified against the package database (no verifier for "
-         "its package manager, a verifier that failed or printed what the probe does not know, or a file that "
-         "changed while it was verified): it is not trusted.",
-         "The exit status and output of dpkg --verify / rpm -V / pacman -Qkk, and the file's device, inode, size "
-         "and times before and after.",
-         ["dpkg --verify bubblewrap", _REINSTALL],
+    Code(code="probe_bwrap_unverified", severity=ERROR, rule="R-DIAG-3", section=PROBE,
+         title="The probe's bwrap could not be verified",
+         cause="The bwrap the service would run could not be verified against the package database (no verifier for "
+               "its package manager, a verifier that failed or printed what the probe does not know, or a file that "
+               "changed while it was verified): it is not trusted.",
+         detection="The exit status and output of dpkg --verify / rpm -V / pacman -Qkk, and the file's device, inode, "
+                   "size and times before and after.",
+         remediation=["dpkg --verify bubblewrap", _REINSTALL],
          messages={"": "{bwrap_path} could not be verified against the package database: {detail}."},
          hint=("Run the verifier by hand (rpm -V bubblewrap, pacman -Qkk bubblewrap elsewhere), then reinstall the "
                "distribution's package.")),
-    Code("probe_bwrap_accepted", INFO, "R-DIAG-2", PROBE,
-         "The probe's bwrap is trusted by its sha256",
-         "The bwrap the service would run is not the packaged one; it is trusted because its sha256 is listed "
-         "in metnos_sandbox_probe_accept_bwrap_sha256 (a self-built bwrap). Listed so that every report shows it.",
-         "The sha256 of the file, against the accepted digests.",
-         [],
+    Code(code="probe_bwrap_accepted", severity=INFO, rule="R-DIAG-2", section=PROBE,
+         title="The probe's bwrap is trusted by its sha256",
+         cause="The bwrap the service would run is not the packaged one; it is trusted because its sha256 is listed in "
+               "metnos_sandbox_probe_accept_bwrap_sha256 (a self-built bwrap). Listed so that every report shows it.",
+         detection="The sha256 of the file, against the accepted digests.",
+         remediation=[],
          messages={"": "{bwrap_path} is not the packaged bwrap; it is trusted because its sha256 {sha256} is "
                        "accepted."},
          hint=("Nothing to do if this is the build you meant; remove the digest from "
                "metnos_sandbox_probe_accept_bwrap_sha256 to trust only the packaged bwrap again.")),
-    Code("probe_tree_not_empty", ERROR, "R-DIAG-3", PROBE,
-         "The probe's unit held a process before bwrap ran",
-         "Before bwrap ran, the transient unit the probe started held a process the probe did not start: "
-         "something else runs in the probe's context.",
-         "cgroup.procs of the unit's cgroup, read while its launcher waits to execute bwrap.",
-         list(_TREE_FIX),
+    Code(code="probe_tree_not_empty", severity=ERROR, rule="R-DIAG-3", section=PROBE,
+         title="The probe's unit held a process before bwrap ran",
+         cause="Before bwrap ran, the transient unit the probe started held a process the probe did not start: "
+               "something else runs in the probe's context.",
+         detection="cgroup.procs of the unit's cgroup, read while its launcher waits to execute bwrap.",
+         remediation=list(_TREE_FIX),
          messages={"before": "before bwrap ran, the probe's unit held a process the probe did not start: pid {pid} "
                              "({details})"},
          hint=_TREE_HINT),
-    Code("probe_process_unaccounted", ERROR, "R-DIAG-3", PROBE,
-         "bwrap's process tree held a process that is neither bwrap nor the payload",
-         "A process in the tree the probe started bwrap in (direct: below the probe's child subreaper; in a unit: "
-         "the unit's cgroup) is neither what the probe started, nor bwrap, its sandboxed child and the payload, "
-         "nor a process of bwrap's own setup: it ran beside them, was still running after bwrap exited, or left "
-         "its parent and exited on its own. A bwrap look-alike that execs the real one can start work beside "
-         "the sandbox this way (double fork, setsid, descriptors closed, argv[0] changed) or after it exited.",
-         "The tree polled from the host's /proc while the run lasts (every process's parent chain, or the unit's "
-         "cgroup.procs), the orphans the subreaper reaps (read while they are zombies), and the tree once bwrap "
-         "has exited, before anything is killed. Everything left is killed.",
-         list(_TREE_FIX),
+    Code(code="probe_process_unaccounted", severity=ERROR, rule="R-DIAG-3", section=PROBE,
+         title="bwrap's process tree held a process that is neither bwrap nor the payload",
+         cause="A process in the tree the probe started bwrap in (direct: below the probe's child subreaper; in a "
+               "unit: the unit's cgroup) is neither what the probe started, nor bwrap, its sandboxed child and the "
+               "payload, nor a process of bwrap's own setup: it ran beside them, was still running after bwrap exited, "
+               "or left its parent and exited on its own. A bwrap look-alike that execs the real one can start work "
+               "beside the sandbox this way (double fork, setsid, descriptors closed, argv[0] changed) or after it "
+               "exited.",
+         detection="The tree polled from the host's /proc while the run lasts (every process's parent chain, or the "
+                   "unit's cgroup.procs), the orphans the subreaper reaps (read while they are zombies), and the tree "
+                   "once bwrap has exited, before anything is killed. Everything left is killed.",
+         remediation=list(_TREE_FIX),
          messages={"beside": "pid {pid} ran in bwrap's process tree beside bwrap and the payload: {details}",
                    "left": "pid {pid} was still running in bwrap's process tree after bwrap exited: {details}",
                    "orphaned": "pid {pid} left its parent inside bwrap's process tree and exited on its own (reaped "
@@ -377,15 +382,15 @@ CODES.extend([
                    "unreadable": "bwrap's process tree could not be read or was too large (pid {pid}, {details}): "
                                  "what else bwrap started is not proven"},
          hint=_TREE_HINT),
-    Code("probe_payload_outside", ERROR, "R-DIAG-3", PROBE,
-         "The payload's code ran outside the sandbox",
-         "A process in bwrap's tree other than the sandboxed payload ran the payload's code: it carries the "
-         "run's marker (the payload's first act is to set its comm to it) or the payload's arguments after "
-         "argv[0]. A look-alike bwrap ran a copy of the executor beside the sandbox (in the host's network "
-         "namespace, say) while the sandboxed one reported.",
-         "The tree as for probe_process_unaccounted; the copy is never released by the probe (the one-time token "
-         "is written only to the verified payload), so it stays there to be seen.",
-         list(_TREE_FIX),
+    Code(code="probe_payload_outside", severity=ERROR, rule="R-DIAG-3", section=PROBE,
+         title="The payload's code ran outside the sandbox",
+         cause="A process in bwrap's tree other than the sandboxed payload ran the payload's code: it carries the "
+               "run's marker (the payload's first act is to set its comm to it) or the payload's arguments after "
+               "argv[0]. A look-alike bwrap ran a copy of the executor beside the sandbox (in the host's network "
+               "namespace, say) while the sandboxed one reported.",
+         detection="The tree as for probe_process_unaccounted; the copy is never released by the probe (the one-time "
+                   "token is written only to the verified payload), so it stays there to be seen.",
+         remediation=list(_TREE_FIX),
          messages={"seen": "pid {pid} ran the payload's code outside the sandbox (namespaces that differ from the "
                            "sandboxed payload's: {outside}): {details}",
                    "orphaned": "pid {pid} ran the payload's code outside the sandbox and exited on its own (reaped "
@@ -394,12 +399,12 @@ CODES.extend([
                              "probe's beacon, a name only the payload's spec carries; namespaces that differ from the "
                              "sandboxed payload's: {outside}): {details}"},
          hint=_TREE_HINT),
-    Code("bwrap_package_modified", ERROR, "R-SEC-6", BWRAP_BINARY,
-         "bwrap differs from its package",
-         "The resolved bwrap belongs to a package, but the package database says the file differs from what "
-         "the package installed (digest, size, mode or owner), or that it is missing.",
-         "dpkg --verify PKG / rpm -V PKG / pacman -Qkk PKG.",
-         [_REINSTALL],
+    Code(code="bwrap_package_modified", severity=ERROR, rule="R-SEC-6", section=BWRAP_BINARY,
+         title="bwrap differs from its package",
+         cause="The resolved bwrap belongs to a package, but the package database says the file differs from what "
+               "the package installed (digest, size, mode or owner), or that it is missing.",
+         detection="dpkg --verify PKG / rpm -V PKG / pacman -Qkk PKG.",
+         remediation=[_REINSTALL],
          messages={"": "{bwrap_path} belongs to {package} but the package database says it differs: {detail}."},
          hint=_REINSTALL_HINT),
 ])
@@ -424,160 +429,163 @@ _ATTRIBUTE_HINT = ("Find what wraps bwrap (setarch, nice, prlimit, choom, a wrap
                    "service runs with the rendered argv (metnos.sandbox.sandbox_profile), start bwrap directly, then "
                    "run the probe again.")
 CODES.extend([
-    Code("probe_descriptor_outside", ERROR, "R-SCOPE-1", PROBE,
-         "The sandbox holds a pipe or socket that leads outside it",
-         "A pipe or socket the payload holds has another holder outside the sandbox and the probe (a host shell "
-         "reading what the sandbox writes runs it in the host's namespaces), is a socket made in another network "
-         "namespace, is a named pipe of the host, or one of its stdin, stdout and stderr is not the probe's own "
-         "pipe.", _HELD_EVIDENCE, list(_HELD_FIX),
+    Code(code="probe_descriptor_outside", severity=ERROR, rule="R-SCOPE-1", section=PROBE,
+         title="The sandbox holds a pipe or socket that leads outside it",
+         cause="A pipe or socket the payload holds has another holder outside the sandbox and the probe (a host shell "
+               "reading what the sandbox writes runs it in the host's namespaces), is a socket made in another network "
+               "namespace, is a named pipe of the host, or one of its stdin, stdout and stderr is not the probe's own "
+               "pipe.", detection=_HELD_EVIDENCE, remediation=list(_HELD_FIX),
          messages={"": "the payload holds a channel that leads outside the sandbox: {said}{traced}"},
          hint=_HELD_HINT),
-    Code("probe_descriptor_unseen", ERROR, "R-SCOPE-1", PROBE,
-         "The sandbox holds a pipe or socket whose other end the probe cannot find",
-         "A pipe the payload holds beyond its stdin, stdout and stderr, or a unix socket's peer (sock_diag), has "
-         "no other end held by the sandbox or the probe: no process is seen holding it (every process's and "
-         "thread's descriptor table read, /proc/*/fd and /proc/*/task/*/fd), so it is kept in flight in a socket's "
-         "queue (sent with SCM_RIGHTS, received later by whoever reads that socket), held out of sight, or in a "
-         "table that could not be read. Unknown is a failure: whoever takes that end reads what the sandbox "
-         "writes, or writes what it reads.",
-         _HELD_EVIDENCE, list(_HELD_FIX),
+    Code(code="probe_descriptor_unseen", severity=ERROR, rule="R-SCOPE-1", section=PROBE,
+         title="The sandbox holds a pipe or socket whose other end the probe cannot find",
+         cause="A pipe the payload holds beyond its stdin, stdout and stderr, or a unix socket's peer (sock_diag), has "
+               "no other end held by the sandbox or the probe: no process is seen holding it (every process's and "
+               "thread's descriptor table read, /proc/*/fd and /proc/*/task/*/fd), so it is kept in flight in a "
+               "socket's queue (sent with SCM_RIGHTS, received later by whoever reads that socket), held out of sight, "
+               "or in a table that could not be read. Unknown is a failure: whoever takes that end reads what the "
+               "sandbox writes, or writes what it reads.",
+         detection=_HELD_EVIDENCE, remediation=list(_HELD_FIX),
          messages={"": "the payload holds a pipe or socket whose other end is not the sandbox's or the probe's: "
                        "{said}{traced}"},
          hint=_HELD_HINT),
-    Code("probe_descriptor_terminal", ERROR, "R-SCOPE-1", PROBE,
-         "The sandbox holds a terminal",
-         "The payload holds a descriptor of a terminal (a pty master or slave, /dev/tty, a console, a virtual "
-         "console's screen /dev/vcs*, a serial line): it types into the shell that reads that terminal "
-         "(TIOCSTI, or a pty master's input), reads its screen or writes to it.",
-         _HELD_EVIDENCE, list(_HELD_FIX),
+    Code(code="probe_descriptor_terminal", severity=ERROR, rule="R-SCOPE-1", section=PROBE,
+         title="The sandbox holds a terminal",
+         cause="The payload holds a descriptor of a terminal (a pty master or slave, /dev/tty, a console, a virtual "
+               "console's screen /dev/vcs*, a serial line): it types into the shell that reads that terminal "
+               "(TIOCSTI, or a pty master's input), reads its screen or writes to it.",
+         detection=_HELD_EVIDENCE, remediation=list(_HELD_FIX),
          messages={"": "the payload holds a terminal: {said}{traced}"},
          hint=_HELD_HINT),
-    Code("probe_descriptor_device", ERROR, "R-SCOPE-1", PROBE,
-         "The sandbox holds a device the profile does not give it",
-         "The payload holds a character device other than the memory-class nodes bwrap's --dev makes (null, "
-         "zero, full, random, urandom): a tun/tap device attached to an interface outside (the sandbox's "
-         "packets leave despite --unshare-net), /dev/kmsg (the kernel log, read and forged), /dev/mem, ...",
-         _HELD_EVIDENCE, list(_HELD_FIX),
+    Code(code="probe_descriptor_device", severity=ERROR, rule="R-SCOPE-1", section=PROBE,
+         title="The sandbox holds a device the profile does not give it",
+         cause="The payload holds a character device other than the memory-class nodes bwrap's --dev makes (null, "
+               "zero, full, random, urandom): a tun/tap device attached to an interface outside (the sandbox's "
+               "packets leave despite --unshare-net), /dev/kmsg (the kernel log, read and forged), /dev/mem, ...",
+         detection=_HELD_EVIDENCE, remediation=list(_HELD_FIX),
          messages={"": "the payload holds a device the profile does not give it: {said}{traced}"},
          hint=_HELD_HINT),
-    Code("probe_descriptor_block", ERROR, "R-SCOPE-1", PROBE,
-         "The sandbox holds a block device",
-         "The payload holds a block device: every file on it is readable (and writable) past the mounts.",
-         _HELD_EVIDENCE, list(_HELD_FIX),
+    Code(code="probe_descriptor_block", severity=ERROR, rule="R-SCOPE-1", section=PROBE,
+         title="The sandbox holds a block device",
+         cause="The payload holds a block device: every file on it is readable (and writable) past the mounts.",
+         detection=_HELD_EVIDENCE, remediation=list(_HELD_FIX),
          messages={"": "the payload holds a block device: {said}{traced}"},
          hint=_HELD_HINT),
-    Code("probe_descriptor_namespace", ERROR, "R-SCOPE-1", PROBE,
-         "The sandbox holds a namespace of another process",
-         "The payload holds a namespace descriptor: it can join that namespace (setns) or keep it alive.",
-         _HELD_EVIDENCE, list(_HELD_FIX),
+    Code(code="probe_descriptor_namespace", severity=ERROR, rule="R-SCOPE-1", section=PROBE,
+         title="The sandbox holds a namespace of another process",
+         cause="The payload holds a namespace descriptor: it can join that namespace (setns) or keep it alive.",
+         detection=_HELD_EVIDENCE, remediation=list(_HELD_FIX),
          messages={"": "the payload holds a namespace: {said}{traced}"},
          hint=_HELD_HINT),
-    Code("probe_descriptor_pidfd", ERROR, "R-SCOPE-1", PROBE,
-         "The sandbox holds a process descriptor",
-         "The payload holds a pidfd: it can signal that process and take its descriptors (pidfd_getfd) where "
-         "the kernel lets it.",
-         _HELD_EVIDENCE, list(_HELD_FIX),
+    Code(code="probe_descriptor_pidfd", severity=ERROR, rule="R-SCOPE-1", section=PROBE,
+         title="The sandbox holds a process descriptor",
+         cause="The payload holds a pidfd: it can signal that process and take its descriptors (pidfd_getfd) where "
+               "the kernel lets it.",
+         detection=_HELD_EVIDENCE, remediation=list(_HELD_FIX),
          messages={"": "the payload holds a process descriptor: {said}{traced}"},
          hint=_HELD_HINT),
-    Code("probe_descriptor_watch", ERROR, "R-SCOPE-1", PROBE,
-         "The sandbox holds an event descriptor made outside it",
-         "The payload holds an epoll, inotify, fanotify, signalfd or other anonymous-inode descriptor it did not "
-         "make: it watches files or processes outside the sandbox.",
-         _HELD_EVIDENCE, list(_HELD_FIX),
+    Code(code="probe_descriptor_watch", severity=ERROR, rule="R-SCOPE-1", section=PROBE,
+         title="The sandbox holds an event descriptor made outside it",
+         cause="The payload holds an epoll, inotify, fanotify, signalfd or other anonymous-inode descriptor it did not "
+               "make: it watches files or processes outside the sandbox.",
+         detection=_HELD_EVIDENCE, remediation=list(_HELD_FIX),
          messages={"": "the payload holds an event descriptor: {said}{traced}"},
          hint=_HELD_HINT),
-    Code("probe_descriptor_file", ERROR, "R-SCOPE-1", PROBE,
-         "The sandbox holds a file or directory from outside",
-         "The payload holds a descriptor of a file or directory of the host (openat reaches every host file past "
-         "the mounts), or a descriptor the probe could not read (not proven).",
-         _HELD_EVIDENCE, list(_HELD_FIX),
+    Code(code="probe_descriptor_file", severity=ERROR, rule="R-SCOPE-1", section=PROBE,
+         title="The sandbox holds a file or directory from outside",
+         cause="The payload holds a descriptor of a file or directory of the host (openat reaches every host file past "
+               "the mounts), or a descriptor the probe could not read (not proven).",
+         detection=_HELD_EVIDENCE, remediation=list(_HELD_FIX),
          messages={"": "the payload holds a file or directory from outside: {said}{traced}"},
          hint=_HELD_HINT),
-    Code("probe_controlling_terminal", ERROR, "R-SCOPE-1", PROBE,
-         "The sandbox has a controlling terminal",
-         "The payload's session has a controlling terminal (the service under systemd has none): with no "
-         "descriptor left to it, the sandbox opens /dev/tty, reads and writes the terminal, and pushes input to "
-         "the shell reading it with the TIOCSTI ioctl - allowed unless the kernel's dev.tty.legacy_tiocsti is 0 "
-         "(Linux 6.2 and later; the setting is absent before, and TIOCSTI always allowed).",
-         "The payload's session, process group and tty_nr from the host's /proc/PID/stat; "
-         "/proc/sys/dev/tty/legacy_tiocsti.",
-         ["sysctl -w dev.tty.legacy_tiocsti=0"],
+    Code(code="probe_controlling_terminal", severity=ERROR, rule="R-SCOPE-1", section=PROBE,
+         title="The sandbox has a controlling terminal",
+         cause="The payload's session has a controlling terminal (the service under systemd has none): with no "
+               "descriptor left to it, the sandbox opens /dev/tty, reads and writes the terminal, and pushes input to "
+               "the shell reading it with the TIOCSTI ioctl - allowed unless the kernel's dev.tty.legacy_tiocsti is 0 "
+               "(Linux 6.2 and later; the setting is absent before, and TIOCSTI always allowed).",
+         detection="The payload's session, process group and tty_nr from the host's /proc/PID/stat; "
+                   "/proc/sys/dev/tty/legacy_tiocsti.",
+         remediation=["sysctl -w dev.tty.legacy_tiocsti=0"],
          messages={"": "{said}{traced}"},
          hint=("Start bwrap with --new-session (setsid: no controlling terminal), or run the executor only from the"
                " service (systemd gives it none), then run the probe again; the command refuses TIOCSTI host-wide "
                "(Linux 6.2+).")),
-    Code("probe_attribute_personality", ERROR, "R-SCOPE-1", PROBE,
-         "The sandbox runs with personality flags its starter does not have",
-         "The payload's personality(2) flags differ from its starter's (the probe, or the service's unit process): "
-         "ADDR_NO_RANDOMIZE (setarch -R) switches address space layout randomisation off, READ_IMPLIES_EXEC makes "
-         "every readable mapping executable; each makes an exploit of the executor easier.",
-         _ATTRIBUTE_EVIDENCE, list(_ATTRIBUTE_FIX),
+    Code(code="probe_attribute_personality", severity=ERROR, rule="R-SCOPE-1", section=PROBE,
+         title="The sandbox runs with personality flags its starter does not have",
+         cause="The payload's personality(2) flags differ from its starter's (the probe, or the service's unit "
+               "process): ADDR_NO_RANDOMIZE (setarch -R) switches address space layout randomisation off, "
+               "READ_IMPLIES_EXEC makes every readable mapping executable; each makes an exploit of the executor "
+               "easier.",
+         detection=_ATTRIBUTE_EVIDENCE, remediation=list(_ATTRIBUTE_FIX),
          messages={"": "the payload's process attributes are weaker than its starter's: {said}{traced}"},
          hint=_ATTRIBUTE_HINT),
-    Code("probe_attribute_priority", ERROR, "R-SCOPE-1", PROBE,
-         "The sandbox runs at a higher scheduling priority than its starter",
-         "The payload's nice value is lower (a higher priority: nice -15), or its scheduling policy or real-time "
-         "priority differs from its starter's: the sandbox takes the CPU from the host and the service.",
-         _ATTRIBUTE_EVIDENCE, list(_ATTRIBUTE_FIX),
+    Code(code="probe_attribute_priority", severity=ERROR, rule="R-SCOPE-1", section=PROBE,
+         title="The sandbox runs at a higher scheduling priority than its starter",
+         cause="The payload's nice value is lower (a higher priority: nice -15), or its scheduling policy or real-time "
+               "priority differs from its starter's: the sandbox takes the CPU from the host and the service.",
+         detection=_ATTRIBUTE_EVIDENCE, remediation=list(_ATTRIBUTE_FIX),
          messages={"": "the payload's process attributes are weaker than its starter's: {said}{traced}"},
          hint=_ATTRIBUTE_HINT),
-    Code("probe_attribute_rlimit", ERROR, "R-SCOPE-1", PROBE,
-         "The sandbox runs with higher resource limits than its starter",
-         "A resource limit of the payload (soft or hard, /proc/PID/limits) is higher than its starter's, or "
-         "unlimited where the starter's is not: the limits the service sets do not hold in the sandbox.",
-         _ATTRIBUTE_EVIDENCE, list(_ATTRIBUTE_FIX),
+    Code(code="probe_attribute_rlimit", severity=ERROR, rule="R-SCOPE-1", section=PROBE,
+         title="The sandbox runs with higher resource limits than its starter",
+         cause="A resource limit of the payload (soft or hard, /proc/PID/limits) is higher than its starter's, or "
+               "unlimited where the starter's is not: the limits the service sets do not hold in the sandbox.",
+         detection=_ATTRIBUTE_EVIDENCE, remediation=list(_ATTRIBUTE_FIX),
          messages={"": "the payload's process attributes are weaker than its starter's: {said}{traced}"},
          hint=_ATTRIBUTE_HINT),
-    Code("probe_attribute_oom", ERROR, "R-SCOPE-1", PROBE,
-         "The sandbox is spared by the OOM killer before its starter",
-         "The payload's oom_score_adj is lower than its starter's: under memory pressure the kernel kills the "
-         "host's processes before the sandbox.",
-         _ATTRIBUTE_EVIDENCE, list(_ATTRIBUTE_FIX),
+    Code(code="probe_attribute_oom", severity=ERROR, rule="R-SCOPE-1", section=PROBE,
+         title="The sandbox is spared by the OOM killer before its starter",
+         cause="The payload's oom_score_adj is lower than its starter's: under memory pressure the kernel kills the "
+               "host's processes before the sandbox.",
+         detection=_ATTRIBUTE_EVIDENCE, remediation=list(_ATTRIBUTE_FIX),
          messages={"": "the payload's process attributes are weaker than its starter's: {said}{traced}"},
          hint=_ATTRIBUTE_HINT),
-    Code("probe_attribute_privileges", ERROR, "R-SCOPE-1", PROBE,
-         "The sandbox runs with no_new_privs or seccomp weaker than its starter's",
-         "The payload's no_new_privs flag or seccomp mode is lower than its starter's (the service's unit "
-         "process sets them: NoNewPrivileges=, SystemCallFilter=), or they could not be read.",
-         _ATTRIBUTE_EVIDENCE, list(_ATTRIBUTE_FIX),
+    Code(code="probe_attribute_privileges", severity=ERROR, rule="R-SCOPE-1", section=PROBE,
+         title="The sandbox runs with no_new_privs or seccomp weaker than its starter's",
+         cause="The payload's no_new_privs flag or seccomp mode is lower than its starter's (the service's unit "
+               "process sets them: NoNewPrivileges=, SystemCallFilter=), or they could not be read.",
+         detection=_ATTRIBUTE_EVIDENCE, remediation=list(_ATTRIBUTE_FIX),
          messages={"": "the payload's process attributes are weaker than its starter's: {said}{traced}"},
          hint=_ATTRIBUTE_HINT),
-    Code("probe_attribute_ambient", ERROR, "R-SCOPE-1", PROBE,
-         "The sandbox holds ambient capabilities its starter has not",
-         "The payload's ambient capability set (CapAmb) has a capability its starter's has not (setpriv "
-         "--ambient-caps before bwrap run as root without --unshare-user): every program the payload executes "
-         "keeps it.",
-         _ATTRIBUTE_EVIDENCE, list(_ATTRIBUTE_FIX),
+    Code(code="probe_attribute_ambient", severity=ERROR, rule="R-SCOPE-1", section=PROBE,
+         title="The sandbox holds ambient capabilities its starter has not",
+         cause="The payload's ambient capability set (CapAmb) has a capability its starter's has not (setpriv "
+               "--ambient-caps before bwrap run as root without --unshare-user): every program the payload executes "
+               "keeps it.",
+         detection=_ATTRIBUTE_EVIDENCE, remediation=list(_ATTRIBUTE_FIX),
          messages={"": "the payload's process attributes are weaker than its starter's: {said}{traced}"},
          hint=_ATTRIBUTE_HINT),
-    Code("probe_attribute_bounding", ERROR, "R-SCOPE-1", PROBE,
-         "The sandbox's capability bounding set is wider than its starter's",
-         "In its starter's user namespace, the payload's bounding set (CapBnd) has a capability its starter's has "
-         "not: the kernel never widens a bounding set within a user namespace, so the payload was not started from "
-         "its starter's context.",
-         _ATTRIBUTE_EVIDENCE, list(_ATTRIBUTE_FIX),
+    Code(code="probe_attribute_bounding", severity=ERROR, rule="R-SCOPE-1", section=PROBE,
+         title="The sandbox's capability bounding set is wider than its starter's",
+         cause="In its starter's user namespace, the payload's bounding set (CapBnd) has a capability its starter's "
+               "has not: the kernel never widens a bounding set within a user namespace, so the payload was not "
+               "started from its starter's context.",
+         detection=_ATTRIBUTE_EVIDENCE, remediation=list(_ATTRIBUTE_FIX),
          messages={"": "the payload's process attributes are weaker than its starter's: {said}{traced}"},
          hint=_ATTRIBUTE_HINT),
-    Code("probe_attribute_capabilities", ERROR, "R-SCOPE-1", PROBE,
-         "The sandbox holds capabilities its starter has not",
-         "The payload's inheritable set (CapInh), or in its starter's user namespace its permitted or effective "
-         "set, has a capability its starter's has not, or a set could not be read.",
-         _ATTRIBUTE_EVIDENCE, list(_ATTRIBUTE_FIX),
+    Code(code="probe_attribute_capabilities", severity=ERROR, rule="R-SCOPE-1", section=PROBE,
+         title="The sandbox holds capabilities its starter has not",
+         cause="The payload's inheritable set (CapInh), or in its starter's user namespace its permitted or effective "
+               "set, has a capability its starter's has not, or a set could not be read.",
+         detection=_ATTRIBUTE_EVIDENCE, remediation=list(_ATTRIBUTE_FIX),
          messages={"": "the payload's process attributes are weaker than its starter's: {said}{traced}"},
          hint=_ATTRIBUTE_HINT),
-    Code("probe_keyring_shared", ERROR, "R-SCOPE-1", PROBE,
-         "The sandbox shares a session keyring with processes outside it",
-         "Keyrings are not namespaced: bwrap has no keyring option, and a process keeps the session keyring it "
-         "inherits in any namespace. The payload's session keyring is not its own: it was joined before the "
-         "payload started (its starter's: a login's pam_keyinit keyring, a service's KeyringMode=private keyring, "
-         "which the service and every executor it starts share), or it is the probe's own. The sandbox then reads "
-         "and links the keys the others put there, and adds keys they read: a channel no namespace closes, "
-         "between the host and the sandbox and between executors.",
-         "The serials of the payload's session, user and user-session keyrings (keyctl KEYCTL_GET_KEYRING_ID, "
-         "never creating one, reported through the collector), compared with the probe's own and with each other: "
-         "a session keyring that is not the user-session keyring of the payload's own user namespace was joined "
-         "by whoever started it.",
-         ["systemctl show -p KeyringMode -p SystemCallFilter <unit>", "systemctl edit --drop-in=metnos-keyring <unit>"],
+    Code(code="probe_keyring_shared", severity=ERROR, rule="R-SCOPE-1", section=PROBE,
+         title="The sandbox shares a session keyring with processes outside it",
+         cause="Keyrings are not namespaced: bwrap has no keyring option, and a process keeps the session keyring it "
+               "inherits in any namespace. The payload's session keyring is not its own: it was joined before the "
+               "payload started (its starter's: a login's pam_keyinit keyring, a service's KeyringMode=private "
+               "keyring, which the service and every executor it starts share), or it is the probe's own. The sandbox "
+               "then reads and links the keys the others put there, and adds keys they read: a channel no namespace "
+               "closes, between the host and the sandbox and between executors.",
+         detection="The serials of the payload's session, user and user-session keyrings (keyctl "
+                   "KEYCTL_GET_KEYRING_ID, never creating one, reported through the collector), compared with the "
+                   "probe's own and with each other: a session keyring that is not the user-session keyring of the "
+                   "payload's own user namespace was joined by whoever started it.",
+         remediation=[
+             "systemctl show -p KeyringMode -p SystemCallFilter <unit>",
+             "systemctl edit --drop-in=metnos-keyring <unit>"],
          messages={"": "the payload's keyrings are not its own: {said}{traced}"},
          hint=("Severity error, measured: a sandbox that joined a host process's session keyring read its key, and "
                "the host read back a key the sandbox added (tests/integration/test_probe_keyrings.py); in a "
@@ -587,30 +595,32 @@ CODES.extend([
                "keyctl then fails with EPERM instead of killing its caller), "
                "then run the probe again. Run directly, start the probe from a shell without a session keyring "
                "(not a login that ran pam_keyinit), or through the service.")),
-    Code("probe_keyring_keys", ERROR, "R-SCOPE-1", PROBE,
-         "Keys of others are linked where the sandbox can reach them",
-         "A key or keyring is linked in the payload's session, user or user-session keyring (the payload adds "
-         "none): the service's or another executor's key, possessed by the sandbox, which may read, update or "
-         "revoke it as their owner's permissions allow.",
-         "The serials linked in the payload's keyrings (KEYCTL_READ) and each key's type, owner, group and "
-         "permissions (KEYCTL_DESCRIBE; never its description or payload), reported through the collector.",
-         ["systemctl show -p KeyringMode -p SystemCallFilter <unit>", "systemctl edit --drop-in=metnos-keyring <unit>"],
+    Code(code="probe_keyring_keys", severity=ERROR, rule="R-SCOPE-1", section=PROBE,
+         title="Keys of others are linked where the sandbox can reach them",
+         cause="A key or keyring is linked in the payload's session, user or user-session keyring (the payload adds "
+               "none): the service's or another executor's key, possessed by the sandbox, which may read, update or "
+               "revoke it as their owner's permissions allow.",
+         detection="The serials linked in the payload's keyrings (KEYCTL_READ) and each key's type, owner, group and "
+                   "permissions (KEYCTL_DESCRIBE; never its description or payload), reported through the collector.",
+         remediation=[
+             "systemctl show -p KeyringMode -p SystemCallFilter <unit>",
+             "systemctl edit --drop-in=metnos-keyring <unit>"],
          messages={"": "the payload reaches keys it did not add: {said}{traced}"},
          hint=("Keep keys out of the executor's reach: a drop-in with '[Service]' 'SystemCallFilter=~@keyring:EPERM' "
                "for the unit that starts the executors (or the service's keys in a keyring the executors do not "
                "inherit), then run the probe again.")),
-    Code("probe_keyring_unit", INFO, "R-SCOPE-3", PROBE,
-         "The service's executors share the unit's session keyring",
-         "In the service's unit the payload holds the unit's own session keyring (systemd's KeyringMode=private, "
-         "the default for system services: one keyring per start of the service, with systemd's invocation_id "
-         "key in it). Keyrings are not namespaced: every executor the service starts holds the same keyring, and "
-         "one executor can add a key that the next reads. Not the host's keyring: other keys in it are "
-         "probe_keyring_keys.",
-         "The payload's session keyring serial is not its user-session keyring's (KEYCTL_GET_KEYRING_ID, through "
-         "the collector), run in the transient unit that carries the service's context; systemd's invocation_id "
-         "key recognised by its description, compared inside, never reported.",
-         ["systemctl show -p KeyringMode -p SystemCallFilter -p NoNewPrivileges <unit>",
-          "systemctl edit --drop-in=metnos-keyring <unit>"],
+    Code(code="probe_keyring_unit", severity=INFO, rule="R-SCOPE-3", section=PROBE,
+         title="The service's executors share the unit's session keyring",
+         cause="In the service's unit the payload holds the unit's own session keyring (systemd's KeyringMode=private, "
+               "the default for system services: one keyring per start of the service, with systemd's invocation_id "
+               "key in it). Keyrings are not namespaced: every executor the service starts holds the same keyring, and "
+               "one executor can add a key that the next reads. Not the host's keyring: other keys in it are "
+               "probe_keyring_keys.",
+         detection="The payload's session keyring serial is not its user-session keyring's (KEYCTL_GET_KEYRING_ID, "
+                   "through the collector), run in the transient unit that carries the service's context; systemd's "
+                   "invocation_id key recognised by its description, compared inside, never reported.",
+         remediation=["systemctl show -p KeyringMode -p SystemCallFilter -p NoNewPrivileges <unit>",
+                      "systemctl edit --drop-in=metnos-keyring <unit>"],
          messages={"": "executors of this service share its session keyring: {said}{traced}"},
          hint=("Severity info, decided on evidence: the keyring is the unit's, created by systemd at start, with "
                "only systemd's invocation_id key in it (any other key is the error probe_keyring_keys, and the "
@@ -621,27 +631,27 @@ CODES.extend([
                "the probe proves it under the drop-in). For a unit with User= systemd then implies "
                "NoNewPrivileges=yes, which stops a setuid bwrap: opt in where bwrap is not setuid (the default, "
                "unprivileged user namespaces), then run the probe again.")),
-    Code("probe_root_undeclared", ERROR, "R-SCOPE-1", PROBE,
-         "Something on the sandbox's root was not created by the profile",
-         "A file, directory or symlink lies on the sandbox's own root file system (not under any mount) that the "
-         "profile does not create, or not of the type it makes there: a host file copied in with --file FD PATH "
-         "or --bind-data (under a new name, or under the name of a symlink the profile makes), a symlink with "
-         "another target, readable inside without a mount or a descriptor left over.",
-         "The sandbox's root listed from outside through the host's /proc/PID/root (bounded, not entering "
-         "mounts, symlinks read and never followed), compared with the profile's destinations and the "
-         "directories above them, and each symlink the profile makes with its declared target.",
-         ["command -v bwrap", "dpkg -S \"$(command -v bwrap)\""],
+    Code(code="probe_root_undeclared", severity=ERROR, rule="R-SCOPE-1", section=PROBE,
+         title="Something on the sandbox's root was not created by the profile",
+         cause="A file, directory or symlink lies on the sandbox's own root file system (not under any mount) that the "
+               "profile does not create, or not of the type it makes there: a host file copied in with --file FD PATH "
+               "or --bind-data (under a new name, or under the name of a symlink the profile makes), a symlink with "
+               "another target, readable inside without a mount or a descriptor left over.",
+         detection="The sandbox's root listed from outside through the host's /proc/PID/root (bounded, not entering "
+                   "mounts, symlinks read and never followed), compared with the profile's destinations and the "
+                   "directories above them, and each symlink the profile makes with its declared target.",
+         remediation=["command -v bwrap", "dpkg -S \"$(command -v bwrap)\""],
          messages={"": "{said}{traced}"},
          hint=("Compare the rendered argv (metnos.sandbox.sandbox_profile) with the one the service runs, and the "
                "bwrap it executes (the commands).")),
     # ---- root runs only what root owns (issue 49; base/owners.py) ----
-    Code("probe_python_not_roots", ERROR, "R-DIAG-3", PROBE,
-         "The interpreter the probe would run as root is not root's: the probe did not run",
-         "The probe would run the payload as root (the service runs as root, or no user was given) on an "
-         "interpreter (host.python_executable, the probe's python) that someone other than root can change: a "
-         "folder on the way, a link, the file or its interpreter. It was not started.",
-         "lstat() of every component from /, each link judged in its folder, the file's #! or ELF interpreter "
-         "walked again (base/owners.py), before anything runs it.",
-         list(NOT_ROOTS_FIXES["unknown"]), variants=NOT_ROOTS_FIXES,
+    Code(code="probe_python_not_roots", severity=ERROR, rule="R-DIAG-3", section=PROBE,
+         title="The interpreter the probe would run as root is not root's: the probe did not run",
+         cause="The probe would run the payload as root (the service runs as root, or no user was given) on an "
+               "interpreter (host.python_executable, the probe's python) that someone other than root can change: a "
+               "folder on the way, a link, the file or its interpreter. It was not started.",
+         detection="lstat() of every component from /, each link judged in its folder, the file's #! or ELF "
+                   "interpreter walked again (base/owners.py), before anything runs it.",
+         remediation=list(NOT_ROOTS_FIXES["unknown"]), variants=NOT_ROOTS_FIXES,
          messages=not_roots_messages("{program} was not run as root"), hint=NOT_ROOTS_HINT),
 ])

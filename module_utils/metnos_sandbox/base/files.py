@@ -4,7 +4,7 @@
 """The one atomic file writer: a temporary file in the target's own, already checked folder, then one rename.
 
 Used for rendered profiles (store.py), the service's drop-in and PATH file (metnos_service_env), the
-audit's spooled host results and its reports (report.py). A reader never sees a half-written file.
+audit's spooled host results and its reports (document.py). A reader never sees a half-written file.
 
 The folder is opened component by component without following a link (``O_NOFOLLOW``), except a link in a
 folder that only root (or this process's own uid) can write: the system's own links (``/var/run``). Every

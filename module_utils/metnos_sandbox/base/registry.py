@@ -20,7 +20,7 @@ INFO = "info"
 SEVERITIES = (ERROR, WARNING, INFO)
 RANK = {ERROR: 0, WARNING: 1, INFO: 2}   # most severe first (diagnostics.sort)
 
-# Report sections (one JUnit test case per host and section; see report.py). Every code has one.
+# Report sections (one JUnit test case per host and section; see document.py). Every code has one.
 SANDBOX_ACTIVE = "sandbox_active"
 BWRAP_BINARY = "bwrap_binary"
 KERNEL_USERNS = "kernel_userns"
@@ -30,7 +30,7 @@ PROFILES = "profiles"
 PROBE = "probe"
 REACHABILITY = "reachability"
 MODULE = "module"          # a module's own failure (fail_json): never a finding of a host report
-MONITOR = "monitor"        # the continuous proof's own install, configuration and outputs (monitor.py)
+MONITOR = "monitor"        # the continuous proof's own install, configuration and outputs (proof.py)
 SECTIONS = (SANDBOX_ACTIVE, BWRAP_BINARY, KERNEL_USERNS, SMOKE_TEST, SERVICE_ENVIRONMENT, PROFILES, PROBE,
             REACHABILITY, MODULE, MONITOR)
 
@@ -102,10 +102,14 @@ def restriction(code: str, rule: str, title: str, cause: str, detection: str, fi
     """A unit directive that breaks bwrap inside the service (service_env.DIRECTIVE_CODES): fixed by the
     drop-in line ``fix`` (``fix_note``: what to know about it) and a daemon-reload (<unit>: the default names no
     unit), or by the smallest drop-in enforce mode can write (its variants, made with the unit)."""
-    return Code(code, ERROR, rule, SERVICE_ENVIRONMENT, title, cause, detection,
-                ["mkdir -p /etc/systemd/system/<unit>.d",
-                 "printf '[Service]\\n%s\\n' >> /etc/systemd/system/<unit>.d/zz-metnos-sandbox.conf" % fix,
-                 "systemctl daemon-reload", "systemctl restart <unit>"], RESTRICTION_VARIANTS, messages,
+    return Code(code=code, severity=ERROR, rule=rule, section=SERVICE_ENVIRONMENT, title=title, cause=cause,
+                detection=detection,
+                remediation=[
+                    "mkdir -p /etc/systemd/system/<unit>.d",
+                    "printf '[Service]\\n%s\\n' >> /etc/systemd/system/<unit>.d/zz-metnos-sandbox.conf" % fix,
+                    "systemctl daemon-reload",
+                    "systemctl restart <unit>"], variants=RESTRICTION_VARIANTS,
+                messages=messages,
                 hint=" ".join(x for x in ("The drop-in line %s." % fix, fix_note) if x),
                 hints=RESTRICTION_HINTS)
 

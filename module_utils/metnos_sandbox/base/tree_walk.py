@@ -9,7 +9,7 @@ the owner swaps for a link (renameat2 RENAME_EXCHANGE) between the listing and t
 and a folder or entry that vanished or was swapped stops the walk as "changed", never as an exception other
 than Stopped. Depth first: one descriptor per level, at most MAX_WALK_DEPTH.
 
-Callers: profile/channels.py::walk (the render's channel search), service/service_groups.py::group_files.
+Callers: profile/channels.py::walk (the render's channel search), service/groups.py::group_files.
 profile/descriptors.py (the launcher's one file, stdlib only, no import of the core) holds the same functions,
 kept equal to these by tests/unit/test_tree_walk.py.
 """

@@ -10,7 +10,7 @@ sha256 against the digests an administrator accepted explicitly for a self-built
 family installs it) when the service's path is another file: a wrapper that executes the packaged bwrap
 starts a trusted binary even though its own path is not one. The probe then compares the executable of the
 process that really started (its device and inode, read from outside through /proc/PID/exe) with the
-trusted files (probe.py's bwrap_exe_verified check): a unit whose mount namespace shows another file at the
+trusted files (run.py's bwrap_exe_verified check): a unit whose mount namespace shows another file at the
 same path (BindReadOnlyPaths=, RootDirectory=), or a file swapped after it was verified, is not the bwrap
 that was verified.
 
@@ -31,7 +31,7 @@ import os
 import re
 import typing as t
 
-from ..base import diagnostics as base_diagnostics
+from ..base.diagnostics import Diagnostic, make
 from . import bwrap, package_owner, trust_store
 
 Json = t.Dict[str, t.Any]
@@ -278,26 +278,26 @@ def started_ids(trust: t.Optional[Json]) -> t.Set[t.Tuple[int, int]]:
     return out
 
 
-def diagnostics(trust: t.Optional[Json]) -> t.List[base_diagnostics.Diagnostic]:
+def diagnostics(trust: t.Optional[Json]) -> t.List[Diagnostic]:
     """The bwrap the service runs, judged: one code per state that is not "packaged"."""
     main = (trust or {}).get("bwrap")
     if not main:
-        return [base_diagnostics.make("probe_bwrap_unverified", bwrap_path="?", detail="the bwrap was not verified")]
+        return [make("probe_bwrap_unverified", bwrap_path="?", detail="the bwrap was not verified")]
     path, pkg = main["path"], main.get("package") or {}
     state = main["state"]
     if state == "packaged":
         return []
     if state == "accepted":
-        return [base_diagnostics.make("probe_bwrap_accepted", bwrap_path=path, sha256=main["sha256"])]
+        return [make("probe_bwrap_accepted", bwrap_path=path, sha256=main["sha256"])]
     if state == "unpackaged":
-        return [base_diagnostics.make("probe_bwrap_unpackaged", bwrap_path=path, sha256=main.get("sha256")
-                                      or "unreadable")]
+        return [make("probe_bwrap_unpackaged", bwrap_path=path, sha256=main.get("sha256")
+                     or "unreadable")]
     if state in ("modified", "missing"):
-        return [base_diagnostics.make("probe_bwrap_modified", bwrap_path=path, package=pkg.get("name"),
-                                      manager=pkg.get("manager"),
-                                      detail=main.get("detail") or state, sha256=main.get("sha256") or "unreadable")]
-    return [base_diagnostics.make("probe_bwrap_unverified", bwrap_path=path, detail=main.get("detail")
-                                  or "not verified")]
+        return [make("probe_bwrap_modified", bwrap_path=path, package=pkg.get("name"),
+                     manager=pkg.get("manager"),
+                     detail=main.get("detail") or state, sha256=main.get("sha256") or "unreadable")]
+    return [make("probe_bwrap_unverified", bwrap_path=path, detail=main.get("detail")
+                 or "not verified")]
 
 
 def view(trust: Json) -> Json:

@@ -21,7 +21,7 @@ from ..base.diagnostics import utf8_safe
 from ..host.bwrap_trust import normalise_accepted
 from ..host.facts import UserError, resolve_user
 from ..profile.host_layout import ContextError
-from ..service.service_env import systemd_running as running
+from ..service.environment import systemd_running as running
 from ..service.systemd_unit import valid_unit_name
 from .checks import OptionError
 
@@ -102,7 +102,7 @@ _ATOMS = (str, int, float, bool, type(None))
 
 # metnos_audit: its defaults are applied once on each path, by this spec: Ansible's validator with it in the action
 # (validate_argument_spec) and in library/metnos_audit.py (AnsibleModule), with_defaults in the monitor and any
-# other caller; audit.audit_host takes the options complete.
+# other caller; host_audit.audit_host takes the options complete.
 AUDIT: Spec = spec(
     SERVICE,
     manifests={"type": "list", "elements": "raw", "default": []},
@@ -127,7 +127,7 @@ AUDIT: Spec = spec(
     # what the action returns to Ansible (the spool always keeps the whole record): the whole record, or a
     # summary that costs Ansible far less to send back and register (playbooks/audit.yml)
     result={"type": "str", "choices": ["full", "summary"], "default": "full"},
-    # the options the task leaves out, from the host's variables (report/play_vars.py; playbooks/audit.yml)
+    # the options the task leaves out, from the host's variables (options/play_vars.py; playbooks/audit.yml)
     from_vars={"type": "bool", "default": False},
 )
 

@@ -34,9 +34,9 @@ import shlex
 import time
 import typing as t
 
-from ..base import diagnostics as base_diagnostics
+from ..base.diagnostics import ERROR, Diagnostic, amend, make
 from ..base.records import Record
-from ..service import relaxations, service_user
+from ..service import relaxations, run_user
 
 Json = t.Dict[str, t.Any]
 Assignment = t.List[str]                 # [directive, value, where]
@@ -86,7 +86,7 @@ def outcome_of(verdict: t.Mapping[str, t.Any]) -> Outcome:
     """A probe verdict (probe.run_systemd) as an Outcome: passed when it has findings and none is an error (the
     run's findings alone say it: runners.passed)."""
     seconds = float(verdict.get("duration") or 0.0)
-    if verdict.get("diagnostics") is not None and not any(d["severity"] == base_diagnostics.ERROR
+    if verdict.get("diagnostics") is not None and not any(d["severity"] == ERROR
                                                           for d in verdict["diagnostics"]):
         return Outcome(True, "passed", None, "", seconds)
     failure = verdict.get("unit_failure")
@@ -365,8 +365,8 @@ def _static_user(assignments: t.Sequence[t.Sequence[str]]) -> bool:
     dynamic = [a[1] for a in assignments if a[0] == "DynamicUser"]
     if not dynamic or dynamic[-1].strip().lower() not in ("1", "yes", "y", "true", "t", "on"):
         return bool(users)
-    return bool(users) and not service_user.resolve_service_user({"User": users[-1],
-                                                                  "DynamicUser": "yes"}).get("dynamic")
+    return bool(users) and not run_user.resolve_service_user({"User": users[-1],
+                                                              "DynamicUser": "yes"}).get("dynamic")
 
 
 def _suspect(directive: str) -> bool:
@@ -380,7 +380,7 @@ def _quoted(lines: t.Sequence[str]) -> str:
 
 
 class Findings(Record):
-    diagnostics: t.List[base_diagnostics.Diagnostic]
+    diagnostics: t.List[Diagnostic]
     directives: t.List[str]              # every culprit directive, in the order found
     unit_killed: bool = False            # the runtime's interpreter dies first: bwrap's "setup failure" is not bwrap's
 
@@ -389,7 +389,7 @@ def findings(result: t.Mapping[str, t.Any], unit: str, static: t.Sequence[t.Mapp
     """One finding per culprit, the whole drop-in, and what stayed inconclusive. A culprit the directive
     table already named for this unit (``static``: the service check's findings) with the same relaxation is
     that finding, confirmed ("blamed" and "found by experiment"): the report lists it once."""
-    out: t.List[base_diagnostics.Diagnostic] = []
+    out: t.List[Diagnostic] = []
     how = "%d probe runs%s in %ss" % (result.get("runs", 0), (" and %d of the runtime's interpreter" %
                                                               result["interpreter_runs"]) if result.get(
         "interpreter_runs") else "", result.get("seconds"))
@@ -397,19 +397,19 @@ def findings(result: t.Mapping[str, t.Any], unit: str, static: t.Sequence[t.Mapp
         out.append(_culprit_finding(culprit, unit, how, static))
     relaxation = result.get("relaxation") or {}
     if relaxation.get("passed") and len(result.get("culprits") or []) > 1:
-        out.append(base_diagnostics.make("probe_relaxation_found", unit=unit, relax=relaxation["lines"],
-                                         relax_words=_quoted(relaxation["lines"]),
-                                         fill={"lines": "; ".join(relaxation["lines"])}))
+        out.append(make("probe_relaxation_found", unit=unit, relax=relaxation["lines"],
+                        relax_words=_quoted(relaxation["lines"]),
+                        fill={"lines": "; ".join(relaxation["lines"])}))
     if result.get("interpreter_killed"):
-        out.append(base_diagnostics.make("probe_unit_killed", wording="interpreter", unit=unit, signal="SYS",
-                                         python=result.get("python")))
+        out.append(make("probe_unit_killed", wording="interpreter", unit=unit, signal="SYS",
+                        python=result.get("python")))
     out.extend(_inconclusive(result, unit))
     return Findings(out, [d for c in result.get("culprits") or [] for d in c["directives"]],
                     bool(result.get("interpreter_killed")))
 
 
 def _culprit_finding(culprit: t.Mapping[str, t.Any], unit: str, how: str,
-                     static: t.Sequence[t.Mapping[str, t.Any]]) -> base_diagnostics.Diagnostic:
+                     static: t.Sequence[t.Mapping[str, t.Any]]) -> Diagnostic:
     lines = culprit["relaxation"]
     relaxed = ("the probe passed with %s (tried for real)%s." % ("; ".join(lines), relaxations.note(lines)) if lines
                else
@@ -419,38 +419,38 @@ def _culprit_finding(culprit: t.Mapping[str, t.Any], unit: str, how: str,
         details = diag.get("details") or {}
         if diag.get("code") == culprit["code"] and [details.get("directive")] == culprit["directives"] and \
                 lines == [details.get("relax")]:
-            return base_diagnostics.amend(diag, "confirmed_by_experiment", how=how, relaxed=relaxed)
+            return amend(diag, "confirmed_by_experiment", how=how, relaxed=relaxed)
     shown = ", ".join(culprit["lines"][:6]) + (" ..." if len(culprit["lines"]) > 6 else "")
-    return base_diagnostics.make(culprit["code"], variant="experiment" if lines else "experiment_no_dropin",
-                                 wording="experiment_unit" if culprit["kind"] == "unit" else "experiment", unit=unit,
-                                 directives=culprit["directives"],
-                                 directive=culprit["directives"][0], relax=lines, relax_words=_quoted(lines or []),
-                                 relax_note="Remove %s from the unit (no drop-in relaxation made the probe pass)."
-                                 % ", ".join("%s=" % d for d in culprit["directives"]),
-                                 found_by="experiment", fill={
-                                     "shown": shown, "together": "" if culprit["alone"] else " (only together)",
-                                     "said": (culprit["said"] or culprit["cause"] or culprit["kind"]).rstrip(".") + ".",
-                                     "how": how, "relaxed": relaxed})
+    return make(culprit["code"], variant="experiment" if lines else "experiment_no_dropin",
+                wording="experiment_unit" if culprit["kind"] == "unit" else "experiment", unit=unit,
+                directives=culprit["directives"],
+                directive=culprit["directives"][0], relax=lines, relax_words=_quoted(lines or []),
+                relax_note="Remove %s from the unit (no drop-in relaxation made the probe pass)."
+                % ", ".join("%s=" % d for d in culprit["directives"]),
+                found_by="experiment", fill={
+                    "shown": shown, "together": "" if culprit["alone"] else " (only together)",
+                    "said": (culprit["said"] or culprit["cause"] or culprit["kind"]).rstrip(".") + ".",
+                    "how": how, "relaxed": relaxed})
 
 
-def _inconclusive(result: t.Mapping[str, t.Any], unit: str) -> t.List[base_diagnostics.Diagnostic]:
+def _inconclusive(result: t.Mapping[str, t.Any], unit: str) -> t.List[Diagnostic]:
     relaxation = result.get("relaxation") or {}
     named = " (named so far: %s)" % ", ".join(d for c in result.get("culprits") or [] for d in c["directives"]) \
         if result.get("culprits") else ""
     if result.get("exhausted"):
-        return [base_diagnostics.make("probe_blame_inconclusive", wording="exhausted", unit=unit,
-                                      runs=result.get("runs"),
-                                      seconds=result.get("seconds"), max_runs=result["bounds"]["runs"],
-                                      max_seconds=result["bounds"]["seconds"], fill={"named": named})]
+        return [make("probe_blame_inconclusive", wording="exhausted", unit=unit,
+                     runs=result.get("runs"),
+                     seconds=result.get("seconds"), max_runs=result["bounds"]["runs"],
+                     max_seconds=result["bounds"]["seconds"], fill={"named": named})]
     if result.get("inconsistent"):
-        return [base_diagnostics.make("probe_blame_inconclusive", wording="inconsistent", unit=unit,
-                                      fill={"why": result["inconsistent"], "named": named})]
+        return [make("probe_blame_inconclusive", wording="inconsistent", unit=unit,
+                     fill={"why": result["inconsistent"], "named": named})]
     if result.get("ran") and result.get("culprits") and not relaxation.get("passed"):
         why = ("with %s it failed: %s" % ("; ".join(relaxation["lines"]), relaxation.get("cause"))
                if relaxation else "no relaxation passed for %s" % ", ".join(
                    d for c in result["culprits"] if not c["relaxation"] for d in c["directives"]))
-        return [base_diagnostics.make("probe_blame_inconclusive", wording="no_relaxation", unit=unit,
-                                      fill={"why": why})]
+        return [make("probe_blame_inconclusive", wording="no_relaxation", unit=unit,
+                     fill={"why": why})]
     return []
 
 

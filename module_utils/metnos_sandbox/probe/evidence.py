@@ -14,8 +14,7 @@ import typing as t
 from ..base.paths import under
 from ..host import procfs
 from . import attributes, held, keyrings, proc_covers
-from . import payload as probe_payload
-from .payload import Json
+from .payload import DEV_ENTRIES, DEV_NODES, PROC_SUPER_MAGIC, SIGKILL, TMPFS_MAGIC, Json, Reference
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -23,7 +22,7 @@ def _err(value: object) -> bool:
     return value is None or procfs.is_error(value)
 
 
-def reference(outside: Json, host: Json) -> probe_payload.Reference:
+def reference(outside: Json, host: Json) -> Reference:
     """The namespaces the payload is judged against: bwrap's parent context as read before bwrap could
     act (run directly: the probe's own; in a unit: the unit's process before it executed bwrap). Only
     when that was unreadable, bwrap's own links, then the probe's. Also the kinds in which the bwrap
@@ -42,14 +41,14 @@ def reference(outside: Json, host: Json) -> probe_payload.Reference:
     elif pns and not any(_err(pns.get(k)) for k in essential):
         ref, ref_from = pns, "bwrap (pid %s) (the parent context was unreadable)" % parent.get("pid")
     else:
-        return probe_payload.Reference(host.get("ns") or {},
-                                       "the probe (neither the parent context nor bwrap's links are "
-                                       "readable: %s)" % (", ".join("%s=%s" % (k, v) for k, v in sorted(pns.items())
-                                                                    if _err(v))
-                                                          or "bwrap not known"), [])
+        return Reference(host.get("ns") or {},
+                         "the probe (neither the parent context nor bwrap's links are "
+                         "readable: %s)" % (", ".join("%s=%s" % (k, v) for k, v in sorted(pns.items())
+                                                      if _err(v))
+                                            or "bwrap not known"), [])
     moved = [k for k in procfs.NS_KINDS if ref is not pns and not _err(pns.get(k)) and not _err(ref.get(k))
              and pns.get(k) != ref.get(k)]
-    return probe_payload.Reference(ref, ref_from, moved, depth)
+    return Reference(ref, ref_from, moved, depth)
 
 
 def _known_devices(outside: Json, host: Json) -> t.Set[str]:
@@ -166,7 +165,7 @@ def _check_proc(sc: _Scene) -> None:
         mount = sc.mount_at(dest)
         nspid = sc.payload.get("nspid") or []
         problems = []
-        if inside.get("type") != probe_payload.PROC_SUPER_MAGIC:
+        if inside.get("type") != PROC_SUPER_MAGIC:
             problems.append("statfs type %s, not procfs" % _hex(inside.get("type")))
         if obs.get("proc_self") != str(obs.get("pid")):
             problems.append("/proc/self is %r, the payload is pid %s" % (obs.get("proc_self"), obs.get("pid")))
@@ -319,7 +318,7 @@ def _check_tmpfs(sc: _Scene) -> None:
         problems = _tmpfs_mount_problems(sc, dest, inside, mount)
         entries = inside.get("entries")
         if is_dev:
-            allowed = set(probe_payload.DEV_ENTRIES)
+            allowed = set(DEV_ENTRIES)
             problems += _dev_mount_problems(sc, dest, mount)
         else:
             allowed = set(os.path.relpath(d, dest).split("/")[0] for d in sc.inner(dest))
@@ -338,7 +337,7 @@ def _check_tmpfs(sc: _Scene) -> None:
 
 def _tmpfs_mount_problems(sc: _Scene, dest: str, inside: Json, mount: t.Optional[procfs.Mount]) -> t.List[str]:
     problems = []
-    if inside.get("type") != probe_payload.TMPFS_MAGIC:
+    if inside.get("type") != TMPFS_MAGIC:
         problems.append("statfs type %s, not tmpfs" % _hex(inside.get("type")))
     if sc.mounts is None:
         problems.append("not proven: the payload's mount table was not read")
@@ -358,7 +357,7 @@ def _dev_mount_problems(sc: _Scene, dest: str, mount: t.Optional[procfs.Mount]) 
     if sc.visible is None or not sc.ctx_mounts:
         return ["not proven: the parent context's mount table was not read"] if sc.mounts is not None else []
     ctx_mounts = sc.ctx_mounts
-    tree = dict((name, set([procfs.source_of(ctx_mounts, "/dev/" + name)])) for name in probe_payload.DEV_NODES)
+    tree = dict((name, set([procfs.source_of(ctx_mounts, "/dev/" + name)])) for name in DEV_NODES)
     tree["pts"] = set((m["dev"], "/") for m in procfs.mounts_under(sc.visible, dest)
                       if m["mountpoint"] == dest.rstrip("/") + "/pts" and m["fstype"] == "devpts"
                       and m["dev"] not in sc.known)
@@ -472,8 +471,8 @@ def _check_hidden(sc: _Scene) -> None:
 def _check_parent_death(sc: _Scene) -> None:
     """8. Parent-death signal (bwrap --die-with-parent sets SIGKILL)."""
     if sc.spec.get("die_with_parent", True):
-        sc.add("parent_death_signal", "R-BASE-6", probe_payload.SIGKILL, sc.obs.get("pdeathsig"),
-               sc.obs.get("pdeathsig") == probe_payload.SIGKILL)
+        sc.add("parent_death_signal", "R-BASE-6", SIGKILL, sc.obs.get("pdeathsig"),
+               sc.obs.get("pdeathsig") == SIGKILL)
 
 
 def _check_capabilities(sc: _Scene) -> None:

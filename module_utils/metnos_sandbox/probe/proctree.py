@@ -37,7 +37,7 @@ import os
 import struct
 import typing as t
 
-from ..base import diagnostics as base_diagnostics
+from ..base.diagnostics import Diagnostic, make
 from ..base.records import Record
 from ..host import procfs
 
@@ -478,19 +478,19 @@ def judge(report: Json, exp: Expected) -> t.List[Json]:
 _CODE_OF_KIND = {"before": "probe_tree_not_empty", "payload_outside": "probe_payload_outside"}
 
 
-def diagnostics(report: t.Optional[Json], exp: Expected, limit: int = 8) -> t.List[base_diagnostics.Diagnostic]:
+def diagnostics(report: t.Optional[Json], exp: Expected, limit: int = 8) -> t.List[Diagnostic]:
     """judge()'s findings as diagnostics, one per process (at most ``limit``); no report at all is a tree that
     was not read (not proven)."""
     if report is None:
-        return [base_diagnostics.make("probe_process_unaccounted", wording="unreadable", fill={"pid": "?",
-                                                                                               "details": "-"})]
+        return [make("probe_process_unaccounted", wording="unreadable", fill={"pid": "?",
+                                                                              "details": "-"})]
     out = []
     for f in judge(report, exp)[:limit]:
         proc = f["process"]
         fill = {"pid": proc.get("pid", "?"), "details": details(proc), "outside": ", ".join(f["outside"]) or "-"}
-        out.append(base_diagnostics.make(_CODE_OF_KIND.get(f["kind"], "probe_process_unaccounted"),
-                                         wording=f["wording"], fill=fill,
-                                         process=proc, phases=f["phases"]))
+        out.append(make(_CODE_OF_KIND.get(f["kind"], "probe_process_unaccounted"),
+                        wording=f["wording"], fill=fill,
+                        process=proc, phases=f["phases"]))
     return out
 
 

@@ -18,7 +18,7 @@ import subprocess
 import time
 import typing as t
 
-from ..base import diagnostics as base_diagnostics
+from ..base.diagnostics import Diagnostic, excerpt, make
 from ..host import bwrap
 from ..profile import descriptors
 from . import root_witness
@@ -120,7 +120,7 @@ def prove(argv: t.Sequence[str], python: str, held: t.Optional[t.Sequence[t.Any]
         pid = _status_pid(status_r, deadline)
         line = _line(proc, deadline)
         if pid is None or line is None:
-            out["error"] = "the witness did not report (bwrap: %s)" % base_diagnostics.excerpt(_stderr(proc), 200)
+            out["error"] = "the witness did not report (bwrap: %s)" % excerpt(_stderr(proc), 200)
             return out
         try:
             out["inside"] = json.loads(line)
@@ -184,7 +184,7 @@ def _release(proc: "subprocess.Popen[bytes]") -> None:
             stream.close()
 
 
-def diagnostics(proof: Json, user: str) -> t.List[base_diagnostics.Diagnostic]:
+def diagnostics(proof: Json, user: str) -> t.List[Diagnostic]:
     """probe_root_not_contained when the outside saw the remount or the writable /proc/sys descriptor."""
     if not (proof.get("remounted") or proof.get("sys_writable")):
         return []
@@ -196,5 +196,5 @@ def diagnostics(proof: Json, user: str) -> t.List[base_diagnostics.Diagnostic]:
         fds = proof["outside"]["sys_write_fds"]
         seen.append("%s opened for writing (descriptor %d, flags %s; nothing written)" % (
             fds[0]["path"], fds[0]["fd"], fds[0]["flags"]))
-    return [base_diagnostics.make("probe_root_not_contained", user=user, target=proof["target"],
-                                  fill={"seen": "; ".join(seen)})]
+    return [make("probe_root_not_contained", user=user, target=proof["target"],
+                 fill={"seen": "; ".join(seen)})]

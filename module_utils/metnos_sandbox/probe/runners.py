@@ -19,8 +19,7 @@ from ..base import diagnostics, verdicts
 from ..host import bwrap, bwrap_errors, bwrap_run, bwrap_trust, facts, package_owner
 from ..service import systemd_exit, unit_context
 from . import attributes, evidence, held, keyrings, proc_covers, proctree, reaper, witness
-from . import payload as probe_payload
-from .payload import Json, User
+from .payload import Json, Reference, SystemdReport, User, argv_deviations, descriptor_launcher, payload_command
 
 
 # --------------------------------------------------------------------------- running
@@ -44,7 +43,7 @@ def run(argv: t.Sequence[str], spec: Json, python: str, user: t.Optional[User] =
     sep = argv.index("--")
     beacon = proctree.Beacon(spec["token"])
     spec, go = with_release(dict(spec, beacon=beacon.name, keyctl=keyrings.plan(keyrings.own())), timeout)
-    payload = probe_payload.payload_command(python, spec)
+    payload = payload_command(python, spec)
     full = argv[:sep] + ["--json-status-fd", "{status_fd}", "--"] + payload
     trust = trust if trust is not None else bwrap_trust.for_run(argv[0], accepted=accept_sha256,
                                                                 path_text=(env or os.environ).get("PATH"))
@@ -55,7 +54,7 @@ def run(argv: t.Sequence[str], spec: Json, python: str, user: t.Optional[User] =
     ledger.server = beacon
     watcher = witness.Watcher(spec["token"], payload, go=go, ledger=ledger)
     try:
-        result = reaper.run_reaped(probe_payload.descriptor_launcher(full, python, spec), user=user, env=env,
+        result = reaper.run_reaped(descriptor_launcher(full, python, spec), user=user, env=env,
                                    timeout=timeout,
                                    cwd=cwd, watch=watcher.direct, ledger=ledger,
                                    bwrap_ids=bwrap_trust.started_ids(trust),
@@ -99,7 +98,7 @@ def _tree_findings(result: Json, obs: t.Optional[Json], outside: Json, spec: Jso
     pids = set(p for p in (result.get("pid"), outside.get("launcher"), outside.get("child_pid"),
                            outside.get("payload_pid"), ((tree or {}).get("reaper") or {}).get("pid"),
                            said if not outside else None) if isinstance(p, int) and not isinstance(p, bool))
-    ref = evidence.reference(outside, host) if outside else probe_payload.Reference(host.get("ns") or {}, "", [])
+    ref = evidence.reference(outside, host) if outside else Reference(host.get("ns") or {}, "", [])
     exp = proctree.Expected(pids, ids, proctree.marker(spec["token"]), list(payload or []),
                             (outside.get("payload") or {}).get("ns") or {}, obs is not None, ref.ns)
     return proctree.diagnostics(tree if isinstance(tree, dict) else None, exp)
@@ -116,7 +115,7 @@ def _judge_run(shown: t.List[str], result: Json, obs: t.Optional[Json], outside:
                      "diagnostics": []}
     deviations = None
     if run_opts is not None and spec.get("argv_options") is not None:
-        deviations = probe_payload.argv_deviations(spec["argv_options"], run_opts)
+        deviations = argv_deviations(spec["argv_options"], run_opts)
         if deviations:
             verdict["argv_deviations"] = deviations
     traced = "" if not deviations else " (the argv run is not the profile's: %s)" % "; ".join(
@@ -272,7 +271,7 @@ _SYSTEMD_RUN_LINES = ("Running as unit", "Finished with result:", "Main processe
                       "Service runtime:", "CPU time consumed:", "Memory peak:", "Press ^]")
 
 
-def _strip_systemd_run(stderr: str) -> probe_payload.SystemdReport:
+def _strip_systemd_run(stderr: str) -> SystemdReport:
     """Separate systemd-run's own report lines from the command's stderr."""
     keep: t.List[str] = []
     info: t.Dict[str, str] = {}
@@ -284,7 +283,7 @@ def _strip_systemd_run(stderr: str) -> probe_payload.SystemdReport:
                 info["main"] = line.split(":", 1)[1].strip()
             continue
         keep.append(line)
-    return probe_payload.SystemdReport("\n".join(keep), info)
+    return SystemdReport("\n".join(keep), info)
 
 
 # The transient unit's command: say who will be bwrap (the shell's pid is bwrap's after exec), wait for
@@ -309,12 +308,12 @@ def run_systemd(argv: t.List[str], spec: Json, python: str, user: User, settings
     spec, go = with_release(dict(spec, beacon=beacon.name, keyctl=keyctl), timeout)
     trust = trust if trust is not None else bwrap_trust.for_run(argv[0], accepted=accept_sha256,
                                                                 path_text=env.get("PATH") or "/usr/bin:/bin")
-    payload = probe_payload.payload_command(python, spec)
+    payload = payload_command(python, spec)
     inner = argv[:sep] + ["--json-status-fd", "3", "--"] + payload
     # A bounded stop: under cgroup v1 (containers) systemd can miss that a unit whose processes used a
     # PID namespace is empty and sit in "deactivating" for the default 90 s after bwrap has exited.
     full = systemd_run_argv(runner_unit, user, settings, env, timeout) + ["-p", "TimeoutStopSec=%d" % STOP_TIMEOUT] + \
-        ["/bin/sh", "-c", LAUNCHER, "sh"] + probe_payload.descriptor_launcher(inner, python, spec)
+        ["/bin/sh", "-c", LAUNCHER, "sh"] + descriptor_launcher(inner, python, spec)
     host = witness.host_view()
     host["trusted_bwrap"] = trust.get("ids")
     ledger = proctree.Ledger()

@@ -15,8 +15,7 @@ import typing as t
 
 from ..host import holdings, procfs
 from . import keyrings, proc_covers, proctree
-from . import payload as probe_payload
-from .payload import Json
+from .payload import Json, Stream, host_namespaces
 
 
 # --------------------------------------------------------------------------- the outside witness
@@ -25,7 +24,7 @@ def host_view(proc: str = "/proc") -> Json:
     parent context of bwrap (the probe starts bwrap without changing namespaces)."""
     mounts = procfs.read_mounts("self", proc)
     status = procfs.read_status("self", proc)
-    return {"ns": probe_payload.host_namespaces(proc), "mounts": mounts if isinstance(mounts, list) else [],
+    return {"ns": host_namespaces(proc), "mounts": mounts if isinstance(mounts, list) else [],
             "privileges": procfs.privileges(status), "nspid": status.get("nspid") or [],
             "attributes": holdings.process_attributes("self", proc), "keyrings": keyrings.own(),
             "from": "the probe (pid %d) that started bwrap" % os.getpid(), "legacy_tiocsti": _legacy_tiocsti(proc)}
@@ -272,7 +271,7 @@ def records(data: t.Union[bytes, str]) -> t.List[Json]:
     return out
 
 
-def split_stream(objects: t.Iterable[Json], token: str) -> probe_payload.Stream:
+def split_stream(objects: t.Iterable[Json], token: str) -> Stream:
     """Stream(launcher pid, merged bwrap status, payload record) from one stream of JSON objects."""
     launcher: t.Optional[int] = None
     status: Json = {}
@@ -284,4 +283,4 @@ def split_stream(objects: t.Iterable[Json], token: str) -> probe_payload.Stream:
             launcher = obj["launcher-pid"] if isinstance(obj["launcher-pid"], int) else None
         elif "metnos_probe" not in obj:
             status.update(obj)
-    return probe_payload.Stream(launcher, status, obs)
+    return Stream(launcher, status, obs)

@@ -13,7 +13,7 @@ import os
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from ..base import diagnostics
-from ..base import paths as base_paths
+from ..base.paths import MAX_LINKS, MAX_RESOLVED, MAX_STEPS, Unresolvable, ancestors, under
 from ..base.records import Record
 from . import bus_proxy, channels, globs, model, result
 from .globs import glob_root
@@ -78,7 +78,7 @@ class Mounts(object):
 
 
 def _covering_parent(dest: str, binds: Dict[str, result.MountEntry]) -> Optional[str]:
-    for ancestor in base_paths.ancestors(dest):
+    for ancestor in ancestors(dest):
         if ancestor in binds:
             return ancestor
     return None
@@ -136,11 +136,11 @@ class Render(object):
             problem = self.host.judge_manifest_path(path) or problem
         return problem
 
-    def unresolvable(self, field: str, path: str, exc: base_paths.Unresolvable) -> None:
+    def unresolvable(self, field: str, path: str, exc: Unresolvable) -> None:
         """A manifest-written path the kernel would not resolve (ELOOP, too long, the render's budget)."""
         self.refuse("scope_too_many_links", exc.why, {"path": diagnostics.excerpt(path, 300),
-                                                      "links": base_paths.MAX_LINKS,
-                                                      "length": base_paths.MAX_RESOLVED, "steps": base_paths.MAX_STEPS},
+                                                      "links": MAX_LINKS,
+                                                      "length": MAX_RESOLVED, "steps": MAX_STEPS},
                     field=field)
 
     def judge_scope(self, field: str, what: str, lexical: str, mode: str) -> Optional[str]:
@@ -156,7 +156,7 @@ class Render(object):
         try:
             real = self.state.realpath(lexical)
             own_real = self.state.realpath(self.own)
-        except base_paths.Unresolvable as exc:
+        except Unresolvable as exc:
             self.unresolvable(field, lexical, exc)
             return None
         if real != lexical:
@@ -192,7 +192,7 @@ class Render(object):
         try:
             real = self.host.real(lexical) if configured else self.state.realpath(lexical)
             home = self.host.real(container) if container is not None else None
-        except base_paths.Unresolvable as exc:
+        except Unresolvable as exc:
             links = host_layout.Problem("links", host_layout.UNRESOLVABLE[exc.why] % exc.path)
             self.diags.append(host_layout.host_refusal(key, lexical, links))
             return None
@@ -355,7 +355,7 @@ def _arg_inside(r: Render, field: str, value: str, lexical: str, scopes: List[_S
         return None
     try:
         real = r.state.realpath(lexical)
-    except base_paths.Unresolvable as exc:
+    except Unresolvable as exc:
         r.unresolvable(field, lexical, exc)
         return None
     if not any(covers(real, scope.real, scope.pattern, steps) for scope in inside):
@@ -375,7 +375,7 @@ def _pattern(scope: str, root: str) -> List[str]:
 def covers(path: str, root: str, pattern: List[str], steps: List[int]) -> Optional[bool]:
     """``path`` is at or below a path that the scope (``root`` + glob ``pattern``) matches. A pattern
     too complex to decide within manifest.glob_covers' bounds covers nothing (None: fail closed)."""
-    if not base_paths.under(path, root):
+    if not under(path, root):
         return False
     if not pattern:
         return True
@@ -443,7 +443,7 @@ def _grant_bus(r: Render, cap: Capability) -> None:
         return
     try:
         real = r.host.real(proxy)
-    except base_paths.Unresolvable as exc:
+    except Unresolvable as exc:
         unresolvable = host_layout.Problem("links", host_layout.UNRESOLVABLE[exc.why] % exc.path)
         r.diags.append(host_layout.host_refusal("system_bus_proxy", proxy, unresolvable))
         return

@@ -26,7 +26,7 @@ from ..base import diagnostics, paths
 from ..base.records import Record
 from ..host import bwrap
 from . import channels, host_layout, loopback, model, mountmodel
-from . import mounts as profile_mounts
+from .mounts import MAX_MOUNTINFO_BYTES, MOUNTINFO, MountTable
 
 Invocation = Dict[str, Any]
 
@@ -109,7 +109,7 @@ MAX_LISTED = 256          # per render: the folder listings kept
 
 
 class RenderState(object):
-    """What one render learns of this host's files, made fresh for each render (profile.render) and handed
+    """What one render learns of this host's files, made fresh for each render (renderer.render) and handed
     along to everything that judges a path in it: the lstat answers (mountmodel.Stats: resolution,
     stability, the mount model), the resolver with its one cache and budget, each resolved path's file
     type, the shared folders, the folder listings. Nothing of it outlives the render."""
@@ -207,7 +207,7 @@ class HostContext(object):
         self.data: Dict[str, Any] = self.layout.data
         self._base: Optional[_BaseState] = None
         self._trees: Optional[Trees] = None
-        self._mounts: Optional[profile_mounts.MountTable] = None
+        self._mounts: Optional[MountTable] = None
         self._listeners: Optional[List[str]] = None
         self._odd: Dict[str, List[Tuple[str, str]]] = {}
         self._index: Optional[BaseIndex] = None
@@ -392,10 +392,10 @@ class HostContext(object):
             self._listeners = loopback.listeners()[0]
         return self._listeners
 
-    def mount_table(self) -> profile_mounts.MountTable:
+    def mount_table(self) -> MountTable:
         """The host's mount table (mounts.MountTable), read once per context."""
         if self._mounts is None:
-            self._mounts = profile_mounts.MountTable.read()
+            self._mounts = MountTable.read()
         return self._mounts
 
     def broad(self, path: str, state: RenderState) -> bool:
@@ -514,8 +514,8 @@ class HostContext(object):
         refusals: List[diagnostics.Diagnostic] = []
         if not self.mount_table().complete:
             refusals.append(diagnostics.make("host_path_refused", host_key="(mount table)",
-                                             path=profile_mounts.MOUNTINFO,
-                                             wording="mount_table", fill={"limit": profile_mounts.MAX_MOUNTINFO_BYTES}))
+                                             path=MOUNTINFO,
+                                             wording="mount_table", fill={"limit": MAX_MOUNTINFO_BYTES}))
         for path in host_layout.SYSTEM_PATHS:
             if os.path.islink(path):
                 # merged /usr: /bin -> usr/bin becomes a symlink inside the sandbox too

@@ -23,7 +23,7 @@ from ..base import diagnostics, paths
 from ..base.records import Record
 from ..host import bwrap_options
 from . import bus_proxy, channels, granters, host_context, host_layout, model, mountmodel
-from . import descriptors as profile_descriptors
+from .descriptors import Descriptor
 from .model import Manifest
 
 # ------------------------------------------------------------------ the final check (defence in depth)
@@ -157,7 +157,7 @@ def _read_argv(argv: List[str], sep: int, base: host_context.BaseIndex, named: M
 
 def check_invariants(argv: List[str], manifest: Manifest, host: host_context.HostContext,
                      invocation: host_context.Invocation,
-                     own_dir: str, descriptors: Optional[Sequence[profile_descriptors.Descriptor]] = None,
+                     own_dir: str, descriptors: Optional[Sequence[Descriptor]] = None,
                      state: Optional[host_context.RenderState] = None) -> List[str]:
     """Invariants (a)-(e) of docs/profile-invariants.md over a rendered argv. Returns violations.
 
@@ -221,7 +221,7 @@ def check_invariants(argv: List[str], manifest: Manifest, host: host_context.Hos
     return out
 
 
-def _check_model(read: _Argv, descriptors: Sequence[profile_descriptors.Descriptor], host: host_context.HostContext,
+def _check_model(read: _Argv, descriptors: Sequence[Descriptor], host: host_context.HostContext,
                  base: host_context.BaseIndex, state: host_context.RenderState) -> List[str]:
     """(e): the mount model over the argv read back, each path bind's source stable, each descriptor
     the object judged (looked up again on the host)."""

@@ -31,7 +31,7 @@ from __future__ import absolute_import, annotations, division, print_function
 import re
 from typing import Any, Dict, List, Optional
 
-from ..base import diagnostics as base_diagnostics
+from ..base.diagnostics import ERROR, Diagnostic, capped, excerpt, make
 from ..base.records import Record
 from . import globs, model, reader
 
@@ -39,7 +39,7 @@ from . import globs, model, reader
 class Parsed(Record):
     """parse_capability's answer: the capability, or None and the refusals."""
     capability: Optional[model.Capability]
-    errors: List[base_diagnostics.Diagnostic]
+    errors: List[Diagnostic]
 
 
 def parse_capability(text: Any, field: str = "capabilities") -> Parsed:
@@ -48,15 +48,15 @@ def parse_capability(text: Any, field: str = "capabilities") -> Parsed:
         return Parsed(None, [model.err("manifest_invalid", field, text,
                                        "a capability is a string (%s)" % model.FORMS_TEXT)])
     if len(text) > model.MAX_CAPABILITY_LENGTH:
-        return Parsed(None, [base_diagnostics.make("capability_too_long", field=field,
-                                                   value=base_diagnostics.excerpt(text),
-                                                   limit=model.MAX_CAPABILITY_LENGTH, wording="length",
-                                                   fill={"length": len(text)})])
+        return Parsed(None, [make("capability_too_long", field=field,
+                                  value=excerpt(text),
+                                  limit=model.MAX_CAPABILITY_LENGTH, wording="length",
+                                  fill={"length": len(text)})])
     wording = model.whitespace_wording(text)
     if wording is not None:     # before the grammar: two capabilities run together are never one unknown one
-        return Parsed(None, [base_diagnostics.make("capability_whitespace", wording=wording, field=field,
-                                                   value=base_diagnostics.excerpt(text),
-                                                   fill={"at": ""})])
+        return Parsed(None, [make("capability_whitespace", wording=wording, field=field,
+                                  value=excerpt(text),
+                                  fill={"at": ""})])
     if model.has_control(text):
         code = "scope_nul" if text.startswith(model.Kind.FS + ":") else "capability_unknown"
         return Parsed(None, [model.err(code, field, text, "NUL, control or format characters are never part of a "
@@ -85,7 +85,7 @@ def _parse_fs(text: str, field: str, mode: str, target: str) -> Parsed:
             return Parsed(None, [model.err("capability_unknown", field, text,
                                            "arg:<name> needs an argument name [a-z0-9_.-]")])
         return Parsed(model.Capability(text, model.Kind.FS, mode, None, arg=name), [])
-    errors: List[base_diagnostics.Diagnostic] = []
+    errors: List[Diagnostic] = []
     if not globs.check_scope_text(field, target, errors):
         return Parsed(None, errors)
     return Parsed(model.Capability(text, model.Kind.FS, mode, target), [])
@@ -98,9 +98,9 @@ def _relative_file(value: Any) -> bool:
     return all(model.FILE_PART.fullmatch(part) for part in value.split("/"))
 
 
-def _limit(code: str, field: str, count: int, limit: int) -> base_diagnostics.Diagnostic:
-    result: base_diagnostics.Diagnostic = base_diagnostics.make(code, field=field, limit=limit, wording="count",
-                                                                fill={"count": count})
+def _limit(code: str, field: str, count: int, limit: int) -> Diagnostic:
+    result: Diagnostic = make(code, field=field, limit=limit, wording="count",
+                              fill={"count": count})
     return result
 
 
@@ -122,7 +122,7 @@ def _precheck(data: Dict[Any, Any]) -> None:
             within = spec.get("within") if isinstance(spec, dict) else None
             if isinstance(within, (list, tuple)) and len(within) > model.MAX_SCOPES:
                 raise model.Refuse(_limit("manifest_too_many_scopes", "arguments.%s.within"
-                                          % base_diagnostics.excerpt(name, 40),
+                                          % excerpt(name, 40),
                                           len(within), model.MAX_SCOPES))
     files = data.get("files")
     if isinstance(files, (list, tuple)) and len(files) > model.MAX_FILES:
@@ -153,7 +153,7 @@ def from_dict(data: Any, source: str = "<inline>", loaded: Optional[reader.Loade
             raise model.Refuse(loaded.long_string)
     except model.Refuse as exc:
         raise model.ManifestError([exc.diag]) from None
-    errors: List[base_diagnostics.Diagnostic] = []
+    errors: List[Diagnostic] = []
     for key in sorted(set(data) - set(model.FIELDS)):
         errors.append(model.err("manifest_invalid", reader.sub("(manifest)", key), key,
                                 "unknown field; accepted: %s" % ", ".join(model.FIELDS)))
@@ -165,25 +165,25 @@ def from_dict(data: Any, source: str = "<inline>", loaded: Optional[reader.Loade
     files = _files(data.get("files"), errors)
     min_containment = _min_containment(data.get("min_containment"), errors)
     if errors:
-        raise model.ManifestError(base_diagnostics.capped(errors, model.MAX_DIAGNOSTICS, "more_problems"))
+        raise model.ManifestError(capped(errors, model.MAX_DIAGNOSTICS, "more_problems"))
     return model.Manifest(name=header.name, origin=header.origin, revision=header.revision, digest=header.digest,
                           owner=header.owner, entrypoint=header.entrypoint, capabilities=caps, arguments=arguments,
                           inverse=inverse, files=files, min_containment=min_containment, source=source)
 
 
-def _min_containment(value: Any, errors: List[base_diagnostics.Diagnostic]) -> Optional[str]:
+def _min_containment(value: Any, errors: List[Diagnostic]) -> Optional[str]:
     """The minimum containment level the executor needs on a paired device (R-SCOPE-4: at a weaker level the
     client refuses it, no silent downgrade): one of the levels, matched whole; absent: no minimum."""
     if value is None or (isinstance(value, str) and value in model.CONTAINMENT_LEVELS):
         return value
-    errors.append(base_diagnostics.make("manifest_containment_unknown", wording="refused",
-                                        fill={"expected": "one of " + ", ".join(model.CONTAINMENT_LEVELS)},
-                                        field="min_containment",
-                                        value=base_diagnostics.excerpt(value)))
+    errors.append(make("manifest_containment_unknown", wording="refused",
+                       fill={"expected": "one of " + ", ".join(model.CONTAINMENT_LEVELS)},
+                       field="min_containment",
+                       value=excerpt(value)))
     return None
 
 
-def _header(data: Dict[str, Any], errors: List[base_diagnostics.Diagnostic]) -> _Header:
+def _header(data: Dict[str, Any], errors: List[Diagnostic]) -> _Header:
     """name, origin, revision, digest, owner, entrypoint: each matched whole by its grammar."""
     name = data.get("name")
     if not isinstance(name, str) or not model.NAME.fullmatch(name):
@@ -214,7 +214,7 @@ def _header(data: Dict[str, Any], errors: List[base_diagnostics.Diagnostic]) -> 
     return _Header(name, origin, revision, digest, owner, entrypoint)
 
 
-def _capabilities(raw_caps: Any, errors: List[base_diagnostics.Diagnostic]) -> List[model.Capability]:
+def _capabilities(raw_caps: Any, errors: List[Diagnostic]) -> List[model.Capability]:
     """The parsed capabilities, in order, each text once."""
     if not isinstance(raw_caps, list):
         errors.append(model.err("manifest_invalid", "capabilities", raw_caps, "a list of capability strings"))
@@ -230,7 +230,7 @@ def _capabilities(raw_caps: Any, errors: List[base_diagnostics.Diagnostic]) -> L
 
 
 def _check_arg_scopes(caps: List[model.Capability], arguments: Dict[str, model.ArgumentSpec],
-                      errors: List[base_diagnostics.Diagnostic]) -> None:
+                      errors: List[Diagnostic]) -> None:
     """R-ARG-1: an fs:*:arg:<name> capability names a declared argument with 'within' scopes."""
     for cap in caps:
         if cap.kind != model.Kind.FS or cap.arg is None:
@@ -238,14 +238,14 @@ def _check_arg_scopes(caps: List[model.Capability], arguments: Dict[str, model.A
         if cap.arg not in arguments:
             errors.append(model.err("arg_undeclared", "capabilities", cap.text,
                                     "argument %s is not declared under 'arguments' (R-ARG-1)"
-                                    % base_diagnostics.excerpt(cap.arg)))
+                                    % excerpt(cap.arg)))
         elif not arguments[cap.arg]["within"]:
             errors.append(model.err("arg_scope_unbounded", "arguments.%s.within" % cap.arg, [],
                                     "an argument used as a path scope must declare 'within' scopes it "
                                     "may narrow (R-ARG-1: narrow, never widen)"))
 
 
-def _inverse(inverse: Any, errors: List[base_diagnostics.Diagnostic]) -> Optional[Dict[str, str]]:
+def _inverse(inverse: Any, errors: List[Diagnostic]) -> Optional[Dict[str, str]]:
     if inverse is not None and not (isinstance(inverse, dict) and set(inverse) == {"model"}
                                     and isinstance(inverse["model"], str) and model.NAME.fullmatch(inverse["model"])):
         errors.append(model.err("manifest_invalid", "inverse", inverse, "a mapping with only a 'model' name"))
@@ -253,7 +253,7 @@ def _inverse(inverse: Any, errors: List[base_diagnostics.Diagnostic]) -> Optiona
     return inverse
 
 
-def _files(files: Any, errors: List[base_diagnostics.Diagnostic]) -> Optional[List[str]]:
+def _files(files: Any, errors: List[Diagnostic]) -> Optional[List[str]]:
     if files is not None and not (isinstance(files, list) and all(_relative_file(f) for f in files)
                                   and len(set(files)) == len(files)):
         errors.append(model.err("manifest_invalid", "files", files, "a list of distinct relative file names"))
@@ -261,7 +261,7 @@ def _files(files: Any, errors: List[base_diagnostics.Diagnostic]) -> Optional[Li
     return files
 
 
-def _opt(data: Dict[str, Any], key: str, errors: List[base_diagnostics.Diagnostic], pattern: re.Pattern[str],
+def _opt(data: Dict[str, Any], key: str, errors: List[Diagnostic], pattern: re.Pattern[str],
          expected: str) -> Optional[str]:
     value = data.get(key)
     if value is None:
@@ -274,7 +274,7 @@ def _opt(data: Dict[str, Any], key: str, errors: List[base_diagnostics.Diagnosti
     return value
 
 
-def _arguments(raw_args: Any, errors: List[base_diagnostics.Diagnostic]) -> Dict[str, model.ArgumentSpec]:
+def _arguments(raw_args: Any, errors: List[Diagnostic]) -> Dict[str, model.ArgumentSpec]:
     arguments: Dict[str, model.ArgumentSpec] = {}
     if raw_args is None:
         return arguments
@@ -293,7 +293,7 @@ def _arguments(raw_args: Any, errors: List[base_diagnostics.Diagnostic]) -> Dict
     return arguments
 
 
-def _argument(arg_name: str, spec: Any, errors: List[base_diagnostics.Diagnostic]) -> Optional[model.ArgumentSpec]:
+def _argument(arg_name: str, spec: Any, errors: List[Diagnostic]) -> Optional[model.ArgumentSpec]:
     """One declared argument {kind, within}, or None after recording why it is refused."""
     field = reader.sub("arguments", arg_name)
     if not model.NAME.fullmatch(arg_name):
@@ -325,24 +325,24 @@ def _argument(arg_name: str, spec: Any, errors: List[base_diagnostics.Diagnostic
 
 # ------------------------------------------------------------------ the one entry
 
-def refusal_record(diagnostics: List[base_diagnostics.Diagnostic],
+def refusal_record(diagnostics: List[Diagnostic],
                    subject: Optional[Dict[str, Any]] = None) -> Dict[str, Dict[str, Any]]:
     """What a controller-side face hands to the host when loading was refused (see coerce); ``subject``: the
     file's path (``source``) and its readable executor name (``name``, reader.readable_name), the refusal's label."""
-    first = [d for d in diagnostics if d.get("severity") == base_diagnostics.ERROR][0]
+    first = [d for d in diagnostics if d.get("severity") == ERROR][0]
     body = {"code": first["code"], "message": first["message"][:400]}
     body.update((key, value) for key, value in (subject or {}).items() if isinstance(value, str))
     return {model.REFUSAL_KEY: body}
 
 
-def _from_record(record: Dict[str, Any]) -> List[base_diagnostics.Diagnostic]:
+def _from_record(record: Dict[str, Any]) -> List[Diagnostic]:
     body = record.get(model.REFUSAL_KEY)
     code = body.get("code") if isinstance(body, dict) else None
     message = body.get("message") if isinstance(body, dict) else None
     if code not in model.LOAD_CODES or not isinstance(message, str):
         return [model.err("manifest_invalid", model.REFUSAL_KEY, body, "a refusal record made by this toolkit")]
-    return [base_diagnostics.make(code, wording="relayed",
-                                  fill={"relayed": base_diagnostics.excerpt(message, 400)[1:-1]}, field="(file)")]
+    return [make(code, wording="relayed",
+                 fill={"relayed": excerpt(message, 400)[1:-1]}, field="(file)")]
 
 
 def coerce(source: Any, name: str = "<inline>") -> model.Manifest:
@@ -402,5 +402,5 @@ def from_source(item: Any) -> Any:
     elif isinstance(item, dict) and isinstance(item.get("file"), str):
         path = item["file"]
     else:
-        raise SourceError("expected a path or a mapping with file/manifest, got %s" % base_diagnostics.excerpt(item))
+        raise SourceError("expected a path or a mapping with file/manifest, got %s" % excerpt(item))
     return transport(model.FileSource(path))

@@ -12,7 +12,7 @@ import functools
 import shlex
 from typing import Any, Dict, List, Literal, Optional, Sequence, Union
 
-from ..base import diagnostics as base_diagnostics
+from ..base.diagnostics import ERROR, Diagnostic, capped, sort
 from ..base.records import Shape
 from . import model
 
@@ -43,7 +43,7 @@ class _ProfileBase(Shape):
     mounts: List[MountEntry]
     namespaces: List[Dict[str, str]]      # {"flag", "rule", "source"}
     network: Optional[Dict[str, Any]]     # {"host", "rule", "because"}
-    diagnostics: List[base_diagnostics.Diagnostic]
+    diagnostics: List[Diagnostic]
 
 
 class _ProfileExtra(_ProfileBase, total=False):
@@ -71,7 +71,7 @@ class Refused(_ProfileExtra):
 
 
 Profile = Union[Rendered, Refused]
-"""A profile as every face returns it (profile.render and render_safe; refused() and the undo decision)."""
+"""A profile as every face returns it (renderer.render and render_safe; refused() and the undo decision)."""
 
 
 _quote = functools.lru_cache(maxsize=8192)(shlex.quote)
@@ -81,14 +81,14 @@ def shell_join(argv: Sequence[str]) -> str:
     return " ".join(map(_quote, argv))
 
 
-def bounded(diags: List[base_diagnostics.Diagnostic]) -> List[base_diagnostics.Diagnostic]:
+def bounded(diags: List[Diagnostic]) -> List[Diagnostic]:
     """At most MAX_DIAGNOSTICS diagnostics per profile, errors first; the rest are counted in the
     last one's message."""
-    return base_diagnostics.capped(base_diagnostics.sort(diags), model.MAX_DIAGNOSTICS, "more_diagnostics")
+    return capped(sort(diags), model.MAX_DIAGNOSTICS, "more_diagnostics")
 
 
-def refused(name: Optional[str], diags: List[base_diagnostics.Diagnostic]) -> Refused:
-    errors = [d for d in diags if d["severity"] == base_diagnostics.ERROR]
+def refused(name: Optional[str], diags: List[Diagnostic]) -> Refused:
+    errors = [d for d in diags if d["severity"] == ERROR]
     return {"executor": name, "decision": "refused", "refusal": errors[0]["code"] if errors else None,
             "argv": None, "command_line": None, "mounts": [], "namespaces": [],
             "network": None, "diagnostics": bounded(diags)}

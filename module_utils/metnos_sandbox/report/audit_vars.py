@@ -19,9 +19,8 @@ import difflib
 import os
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from ..options import spec
+from ..options import play_vars, spec
 from ..service.systemd_unit import valid_unit_name
-from . import play_vars
 
 PREFIX = "metnos_audit_"
 # metnos_audit_report's options the playbook takes from variables (playbooks/audit.yml's report task).

@@ -22,7 +22,7 @@ from ..base import diagnostics
 from . import schema
 from .record import HostRecord
 
-SCHEMA = schema.CURRENT      # report.SCHEMA (report imports this module); an older one (schema.READ) is migrated
+SCHEMA = schema.CURRENT      # document.SCHEMA (report imports this module); an older one (schema.READ) is migrated
 MAX_BYTES = 512 * 1024 * 1024                 # a 10,000-host report is ~40 MB
 CHANGES = ("new", "still", "resolved")
 FAIL_ON = ("any", "new")

@@ -6,7 +6,7 @@ report/schema.py) into one fleet report.
 
 For ansible-pull (each host audits itself and writes a one-host report) and AWX job slicing (each slice writes
 the report of its share of the inventory): the host records are the same wherever the audit ran, so the fleet
-report is rebuilt from them (report.build_from_hosts) - totals, the bubblewrap revision majority
+report is rebuilt from them (document.build_from_hosts) - totals, the bubblewrap revision majority
 (bwrap_package_drift recomputed over the whole fleet), the gate, all four formats. A host that appears in
 several reports keeps the record of the report generated last (ties: the later path). Input is bounded and
 checked: a file that is not such a report is refused with ``audit_merge_input_invalid``, never half merged.
@@ -20,7 +20,7 @@ import json
 import os
 from typing import Any, Dict, List, Sequence, Tuple, cast
 
-from . import report, schema
+from . import document, schema
 from .record import HostRecord
 
 MAX_REPORT_BYTES = 512 * 1024 * 1024      # one report file (the 10,000-host JSON is ~90 MB)
@@ -95,9 +95,9 @@ def merge_hosts(paths: Sequence[str]) -> List[HostRecord]:
     return [hosts[name] for name in sorted(hosts)]
 
 
-def merged(paths: Sequence[str], warnings_as_failures: bool = False, **report_options: Any) -> report.Doc:
+def merged(paths: Sequence[str], warnings_as_failures: bool = False, **report_options: Any) -> document.Doc:
     """The fleet report document of ``paths`` (at least one); ``report_options`` (waivers, baseline, fail_on)
-    as report.build_from_hosts takes them."""
+    as document.build_from_hosts takes them."""
     if not paths:
         raise MergeError("no reports to merge")
     hosts = merge_hosts(paths)
@@ -107,4 +107,4 @@ def merged(paths: Sequence[str], warnings_as_failures: bool = False, **report_op
         for record in hosts:
             record.pop("change", None)
             record.pop("resolved", None)
-    return report.build_from_hosts(hosts, warnings_as_failures=warnings_as_failures, **report_options)
+    return document.build_from_hosts(hosts, warnings_as_failures=warnings_as_failures, **report_options)

@@ -4,7 +4,7 @@
 """One host's record in the fleet report, typed: what every renderer (JSON, Markdown, JUnit, HTML, metrics) reads.
 
 A host's answer (metnos_audit's result, as the controller received it: JSON, or a failure record) is reduced here
-once (``from_result``) to a ``HostRecord``, without a verdict: report.build_from_hosts decides it once, after
+once (``from_result``) to a ``HostRecord``, without a verdict: document.build_from_hosts decides it once, after
 waivers, from its findings alone (base/verdicts.decide, the function the audit and the monitor ask too). The
 report document that holds the records (``Document``) and what the renderers share about it (a host's table
 row, its codes, the hosts by code) are here too. Pure Python, no Ansible imports; controller only.
@@ -84,7 +84,7 @@ class HostRequired(TypedDict):
 class HostRecord(HostRequired, total=False):
     """One host in the report: HostRequired, what an audited host adds, and what the report's options add
     (waivers: ``waived``; a baseline: ``change`` and ``resolved``) and its verdict, decided once by
-    report.build_from_hosts (base/verdicts.decide) from its findings after waivers."""
+    document.build_from_hosts (base/verdicts.decide) from its findings after waivers."""
     verdict: str
     hostname: Optional[str]
     duration: Optional[float]

@@ -6,7 +6,7 @@ on, then each of those hosts with its findings and their fixes laid out (no clic
 host (static HTML, readable without JavaScript). The details of any host are data (one JSON block, long strings
 stored once) rendered on demand, so a 10,000-host page parses, sorts and filters in a fraction of the time 10,000
 static sections take. The style and the script are files of their own (report_assets/), inlined when a report is
-written; the page's pieces are report_html.py's. Pure Python, no Ansible imports; controller only."""
+written; the page's pieces are html_parts.py's. Pure Python, no Ansible imports; controller only."""
 from __future__ import absolute_import, annotations, division, print_function
 
 import json
@@ -17,8 +17,7 @@ from ..audit import containment
 from ..base import verdicts
 from . import command_kind
 from .baseline import finding_key, subject
-from .record import HOSTS_PER_CODE_SHOWN, Document, HostRecord, by_severity, codes, hosts_by_code, row
-from .report_html import (
+from .html_parts import (
     ACT_SHOWN,
     RANK,
     asset,
@@ -33,7 +32,8 @@ from .report_html import (
     host_section,
     waivers_html,
 )
-from .report_states import changes
+from .record import HOSTS_PER_CODE_SHOWN, Document, HostRecord, by_severity, codes, hosts_by_code, row
+from .states import changes
 
 PAGE_ROWS = 500                # HTML: table rows laid out at once (the others stay in the page, hidden)
 

@@ -9,11 +9,11 @@ import re
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from ..base import diagnostics
-from . import report_containment
+from . import containment_text
 from .baseline import finding_key, subject
+from .html_parts import fix_parts
 from .record import Document, HostRecord
-from .report_html import fix_parts
-from .report_states import changes
+from .states import changes
 
 # JUnit's escaping as xml.sax.saxutils does it (tests/unit compares them): importing saxutils imports urllib.request,
 # http.client and ssl in the main process of every audit run (its cost: docs/benchmarks.md).
@@ -126,5 +126,5 @@ def iter_junit(doc: Document) -> Iterator[str]:
            'tests="%d" failures="%d" errors="0" timestamp=%s>\n' % (len(cases), failures, quoteattr(doc["generated"])))
     for case, _failed in cases:
         yield case
-    yield "    <system-out>%s</system-out>\n" % xml_escape(report_containment.junit_text(doc))   # each host's level
+    yield "    <system-out>%s</system-out>\n" % xml_escape(containment_text.junit_text(doc))   # each host's level
     yield "  </testsuite>\n</testsuites>\n"

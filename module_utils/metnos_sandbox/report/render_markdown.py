@@ -7,7 +7,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 from typing import Any, Dict, Iterator, List, Tuple
 
-from . import command_kind, report_containment, report_states
+from . import command_kind, containment_text, states
 from .baseline import subject
 from .record import HOSTS_PER_CODE_SHOWN, Document, HostRecord, by_severity, codes, hosts_by_code, row
 
@@ -65,7 +65,7 @@ def iter_markdown(doc: Document) -> Iterator[str]:
     yield "Gate: **%s** (%d failing host(s)%s).\n\n" % (
         "FAILED" if gate["failed"] else "passed", gate["failing_hosts"],
         "; warnings count as failures" if gate["warnings_as_failures"] else "")
-    yield from report_states.iter_markdown(doc)
+    yield from states.iter_markdown(doc)
     by_code = by_severity(hosts_by_code(doc, include_info=True))   # every finding the terminal summary shows
     if by_code:
         yield "| code | severity | rule | hosts |\n|---|---|---|---|\n"
@@ -82,7 +82,7 @@ def iter_markdown(doc: Document) -> Iterator[str]:
             if diag.get("remediation"):
                 yield "%s:\n\n```sh\n%s\n```\n\n" % (command_kind.label(diag["remediation"]),
                                                      "\n".join(diag["remediation"]))
-    yield from report_containment.iter_markdown(doc)
+    yield from containment_text.iter_markdown(doc)
     yield ("## All hosts\n\n`status() view` is the runtime's own view of the service's environment (not a proof); "
            "`probe (proven)` is the verdict of a real wrapped invocation; `monitored` says whether the continuous "
            "proof watches the host and how old its last proof is (`collected`: this verdict is that proof).\n\n"

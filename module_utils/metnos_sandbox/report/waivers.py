@@ -172,7 +172,7 @@ def _executor_text(waiver: Waiver) -> str:
 
 def waive(hosts: List[HostRecord], waivers: List[Waiver], path: str) -> Dict[str, Any]:
     """Move each finding an active waiver matches from its host's ``diagnostics`` to its ``waived`` (the waiver's
-    fields with it): the host's verdict is decided afterwards from the findings that remain (report.build_from_hosts,
+    fields with it): the host's verdict is decided afterwards from the findings that remain (document.build_from_hosts,
     base/verdicts.decide; a failed probe is an error finding of its own, so only its waiver moves it). Returns the
     document's ``waivers`` block: each waiver with its state (active, expired, unused), the days until it expires
     and how many findings it waived, and the fleet findings (audit_waiver_expired, audit_waiver_unused)."""

@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ..base import diagnostics, envflags
 from ..host import bwrap, package_owner
-from . import exec_env, restrictions, service_user, systemd_unit
+from . import exec_env, restrictions, run_user, systemd_unit
 
 # --------------------------------------------------------------------------- enforce
 
@@ -28,8 +28,8 @@ def _bwrap_ok(candidate: str, user: Mapping[str, Any], package_of: Callable[[str
         st = os.stat(candidate)
     except OSError:
         return False
-    if not stat.S_ISREG(st.st_mode) or service_user.first_executable_as([candidate],
-                                                                        user) != 0 or not package_of(candidate):
+    if not stat.S_ISREG(st.st_mode) or run_user.first_executable_as([candidate],
+                                                                    user) != 0 or not package_of(candidate):
         return False
     try:
         return not bwrap.file_facts(candidate)["ownership_problems"]
@@ -61,10 +61,10 @@ def heal_path(path_text: str, user: Mapping[str, Any], package_of: Optional[Call
         if not entry.startswith("/"):
             continue
         candidate = os.path.join(entry, "bwrap")
-        if os.path.exists(candidate) and service_user.which_as("bwrap", entry, user):
+        if os.path.exists(candidate) and run_user.which_as("bwrap", entry, user):
             offenders.append((index, "%s holds %s, which is not the package-owned bwrap" % (entry, candidate)))
         else:
-            problem = service_user.dir_problem(bwrap.entry_directory(entry))
+            problem = run_user.dir_problem(bwrap.entry_directory(entry))
             if problem:
                 offenders.append((index, "%s: %s (a bwrap could be planted there)" % (entry, problem)))
     if not offenders:
@@ -133,12 +133,12 @@ def _plan_exec_start(plan: Dict[str, Any], state: Mapping[str, Any], env: Mappin
     execs = state.get("exec_start") or []
     rewritten, touched = [], False
     for item in execs:
-        effect = exec_env.exec_env_effect(item["value"], env, service_user.KEYS)
-        touches = effect["clears"] or any(k in effect["sets"] or k in effect["unsets"] for k in service_user.KEYS)
+        effect = exec_env.exec_env_effect(item["value"], env, run_user.KEYS)
+        touches = effect["clears"] or any(k in effect["sets"] or k in effect["unsets"] for k in run_user.KEYS)
         if not touches:
             rewritten.append(item["value"])
             continue
-        new, why = exec_env.neutralised_exec(item["value"], service_user.KEYS)
+        new, why = exec_env.neutralised_exec(item["value"], run_user.KEYS)
         if new is None:
             plan["not_healed"].append({"what": "ExecStart=%s" % item["value"], "source": item["where"],
                                        "reason": "a drop-in cannot neutralise it: %s" % why})

@@ -16,7 +16,7 @@ import re
 from typing import Dict, List, Mapping, Optional
 
 from ..base import diagnostics
-from . import service_user
+from . import run_user
 
 # Variables systemd (or the kernel's exec) sets itself whose names look like a credential but hold none.
 NOT_CREDENTIALS = frozenset(["CREDENTIALS_DIRECTORY", "PWD", "OLDPWD", "KEYMAP", "XKB_DEFAULT_KEYMAP"])
@@ -113,7 +113,7 @@ def _path_words(kind: str, value: str, cwd: str) -> List[str]:
 
 def _writable(kind: str, value: str, cwd: str) -> List[str]:
     """Which entries of a load variable someone other than root can write (the entry or a folder on its way,
-    judged as the PATH check judges a PATH entry: service_user.write_problem), and whether one is relative
+    judged as the PATH check judges a PATH entry: run_user.write_problem), and whether one is relative
     (loaded from whatever directory the process runs in): words, never the value's text."""
     if kind == "code":
         return []
@@ -123,7 +123,7 @@ def _writable(kind: str, value: str, cwd: str) -> List[str]:
     if any(w and not w.startswith("/") and (kind != "options" or "/" in w) for w in raw) or (
             kind == "paths" and "" in raw and bool(value)):
         found.append("a relative or empty entry loads from the directory the process runs in")
-    bad = [str(i + 1) for i, path in enumerate(_path_words(kind, value, cwd)) if service_user.write_problem(path)]
+    bad = [str(i + 1) for i, path in enumerate(_path_words(kind, value, cwd)) if run_user.write_problem(path)]
     if bad:
         found.append("entry %s: writable by someone other than root (the entry, or a folder on its way, is not "
                      "root's alone)" % ", ".join(bad[:8]))

@@ -13,7 +13,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set
 
 from ..base import diagnostics
 from ..host import bwrap
-from . import service_user
+from . import run_user
 
 DROPIN_NAME = "zz-metnos-sandbox.conf"
 NEEDED_SYSCALLS = ("mount", "pivot_root", "umount2", "unshare", "clone")
@@ -196,8 +196,8 @@ def _privilege_diagnostics(settings: Mapping[str, Any], unit: str,
     out = []
     info = bwrap_info or {}
     version = bwrap.version_tuple(info.get("version"))
-    explicit = service_user.truthy(settings.get("RestrictSUIDSGID", "no"))
-    dynamic = service_user.truthy(settings.get("DynamicUser", "no"))
+    explicit = run_user.truthy(settings.get("RestrictSUIDSGID", "no"))
+    dynamic = run_user.truthy(settings.get("DynamicUser", "no"))
     if explicit or dynamic:
         why = "RestrictSUIDSGID=yes" if explicit else "DynamicUser=yes (implies RestrictSUIDSGID=yes)"
         severe = version >= (0, 12)
@@ -208,7 +208,7 @@ def _privilege_diagnostics(settings: Mapping[str, Any], unit: str,
             wording="fails" if severe else "warns",
             relax_note="DynamicUser=yes forces RestrictSUIDSGID=yes: run the service with a static User= "
                        "(DynamicUser=no) to use bubblewrap >= 0.12" if dynamic else None))
-    nnp = service_user.truthy(settings.get("NoNewPrivileges", "no")) or explicit or dynamic or \
+    nnp = run_user.truthy(settings.get("NoNewPrivileges", "no")) or explicit or dynamic or \
         bool(settings.get("SystemCallFilter")) or bool(settings.get("RestrictNamespaces"))
     if nnp and info.get("setuid"):
         out.append(diagnostics.make("unit_no_new_privileges_setuid", unit=unit, directive="NoNewPrivileges",

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """A service that runs as root gives its executors no boundary (issue 40): bwrap --unshare-user maps uid 0
 to itself, so the sandbox keeps every capability of its user namespace and remounts any read-only bind
-writable. Judged from the user systemd gives the unit (service_user.resolve_service_user) and the running
+writable. Judged from the user systemd gives the unit (run_user.resolve_service_user) and the running
 process's own uid (/proc/<MainPID>/status, a fact the service cannot forge); the drop-in that fixes it and
 what it changes (the folders the service writes today as root) are named, never applied here.
 

@@ -13,7 +13,7 @@ import sys
 
 sys.path.insert(0, os.getcwd())
 from module_utils.metnos_sandbox.base import diagnostics  # noqa: E402
-from module_utils.metnos_sandbox.report import render_json, report  # noqa: E402
+from module_utils.metnos_sandbox.report import document, render_json  # noqa: E402
 
 
 def host(probe_passed, diags):
@@ -38,14 +38,14 @@ def main(out):
                                 "justification": "pinned on purpose", "approved_by": "ops", "expires": "2027-01-01",
                                 "days_left": 25}])
     when = datetime.datetime(2026, 12, 6, 6, 0, tzinfo=datetime.timezone.utc)
-    first = report.build_from_results(sorted(run1.items()), when)
+    first = document.build_from_results(sorted(run1.items()), when)
     with open(os.path.join(out, "schema1-baseline.json"), "w") as handle:
         handle.write(render_json.to_json(first))
     base = json.loads(render_json.to_json(first))
     from module_utils.metnos_sandbox.report import baseline
     path = os.path.join(out, "schema1-baseline.json")
-    second = report.build_from_results(sorted(run2.items()), when + datetime.timedelta(days=1), waivers=waivers,
-                                       baseline=baseline.read(path), fail_on="new")
+    second = document.build_from_results(sorted(run2.items()), when + datetime.timedelta(days=1), waivers=waivers,
+                                         baseline=baseline.read(path), fail_on="new")
     assert base["schema"] == "metnos-sandbox-audit-report/1"
     with open(os.path.join(out, "schema1-report.json"), "w") as handle:
         handle.write(render_json.to_json(second))

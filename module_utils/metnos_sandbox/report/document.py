@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Fleet results -> the report document, and its renderers written: JSON (versioned schema), Markdown, JUnit XML,
 self-contained HTML (render_json.py, render_markdown.py, render_junit.py, render_html.py; the metrics' textfile is
-report_metrics.py).
+metrics.py).
 
 Input: {host: metnos_audit result | an unreachable/failed task result}, each reduced once to its typed record
 (record.from_result) whose verdict is decided once here, after waivers
@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 
 from ..base import diagnostics, files, verdicts
 from ..base.diagnostics import Diagnostic
-from . import render_html, render_json, render_junit, render_markdown, report_containment, report_states, schema
+from . import containment_text, render_html, render_json, render_junit, render_markdown, schema, states
 from .baseline import FAIL_ON, compare, counts_for_new, finding_key
 from .record import Document, HostRecord, from_result
 from .waivers import waive
@@ -109,7 +109,7 @@ def build_from_hosts(hosts: List[HostRecord], generated: Optional[datetime.datet
         "generated": generated.isoformat(),
         "totals": dict(totals, hosts=len(hosts), codes=dict(sorted(codes.items())),
                        waived=sum(len(h.get("waived") or []) for h in hosts),
-                       isolated=report_containment.isolated_count(hosts)),
+                       isolated=containment_text.isolated_count(hosts)),
         "fleet": {"bwrap_revisions": revisions, "bwrap_revision_majority": majority},
         "gate": gate,
         "hosts": hosts,
@@ -137,7 +137,7 @@ def terminal_summary(doc: Doc, max_hosts: int = 20) -> List[str]:
         lines.append("  %d host(s) monitored by the continuous proof" % monitored)
     for code, count in sorted(t["codes"].items(), key=lambda kv: (-kv[1], kv[0])):
         lines.append("  %-40s %d host(s)" % (code, count))
-    lines.extend(report_states.terminal_lines(doc))
+    lines.extend(states.terminal_lines(doc))
     failing = [h for h in doc["hosts"] if h["verdict"] in ("fail", "unreachable")]
     for h in failing[:max_hosts]:
         change = h.get("change") or {}

@@ -57,14 +57,13 @@ import os
 import pwd
 import typing as t
 
-from ..base import diagnostics as base_diagnostics
 from ..base import envflags, owners, verdicts
+from ..base.diagnostics import ERROR, Diagnostic, amend, make, sort, unit_not_found
 from ..base.records import Record, Shape
 from ..host import bwrap
-from ..host import bwrap_trust as host_bwrap_trust
-from ..profile import host_context, python_roots, result
-from ..profile import profile as profile_profile
-from ..service import service_env
+from ..host.bwrap_trust import Ledger, for_run, normalise_accepted
+from ..profile import host_context, python_roots, renderer, result
+from ..service import environment
 from . import blame as probe_blame
 from . import device, payload, root_proof, runners
 from .payload import Json, User
@@ -73,7 +72,7 @@ from .payload import Json, User
 class _ProbeKeys(Shape):
     passed: bool                               # read from the findings once (probe_service), never set beside them
     checks: t.List[Json]                       # evidence.evaluate(): one per check, both witnesses
-    diagnostics: t.List[base_diagnostics.Diagnostic]
+    diagnostics: t.List[Diagnostic]
     context: t.Optional[str]                   # where and as whom the run happened (None: not started)
 
 
@@ -84,7 +83,7 @@ class ProbeResult(_ProbeKeys, total=False):
     diagnostics, which are the probe's own list."""
     status: envflags.Status                    # the runtime's status() in the probe's context
     status_view: t.Optional[str]
-    service: service_env.ServiceResult                   # the service's environment the probe ran with
+    service: environment.ServiceResult                   # the service's environment the probe ran with
     profile: Json                              # executor, decision, argv of the profile it ran
     confidence: str                            # "reduced" when the run did not carry all of the service's context
     unit_context: Json                         # what the transient unit carried (unit_context.py)
@@ -112,7 +111,7 @@ class ProbeResult(_ProbeKeys, total=False):
 class _Service(Record):
     """Who and where the probe runs, as the service would: its environment, user and runtime status, and
     the service_env result (None without a unit, or when the unit is not there)."""
-    svc: t.Optional[service_env.ServiceResult]
+    svc: t.Optional[environment.ServiceResult]
     svc_env: t.Optional[t.Dict[str, str]]
     """The environment service_env found for the unit (None: no unit, or a masked one)."""
     env: t.Dict[str, str]
@@ -129,8 +128,8 @@ class Handed(Record):
     """The service inspection a caller already made (the audit: None when the unit is missing), so that the
     probe does not read the unit again; and the caller's verifications of bwrap files (bwrap_trust.Ledger), so
     that a file the caller verified is not asked of the package manager again."""
-    inspection: t.Optional[service_env.Inspection]
-    ledger: t.Optional[host_bwrap_trust.Ledger] = None
+    inspection: t.Optional[environment.Inspection]
+    ledger: t.Optional[Ledger] = None
 
 
 def _service(params: Json, runner: t.Any, out: ProbeResult, handed: t.Optional[Handed] = None) -> _Service:
@@ -138,11 +137,11 @@ def _service(params: Json, runner: t.Any, out: ProbeResult, handed: t.Optional[H
     found = None
     unit = params.get("unit")
     if unit:
-        found = handed.inspection if handed is not None else service_env.inspect(
+        found = handed.inspection if handed is not None else environment.inspect(
             {"unit": unit, "scope": params.get("scope") or "system", "user": params.get("user"), "mode": "auto"},
             runner)
         if found is None:
-            out["diagnostics"].append(base_diagnostics.unit_not_found(
+            out["diagnostics"].append(unit_not_found(
                 unit, then="the probe ran in the admin context instead"))
     svc = found.result if found is not None else None
     svc_env = found.env if found is not None else None
@@ -172,8 +171,8 @@ def _fail_closed(out: ProbeResult, service: _Service) -> ProbeResult:
     out["diagnostics"].extend(svc["diagnostics"] if svc is not None and service.svc_env is not None else
                               envflags.diagnose(service.status, env, env.get("PATH"), where="probe environment"))
     if not any(d["code"] == "executor_os_sandbox_unavailable" for d in out["diagnostics"]):
-        out["diagnostics"].append(base_diagnostics.make("executor_os_sandbox_unavailable"))
-    out["diagnostics"] = base_diagnostics.sort(out["diagnostics"])
+        out["diagnostics"].append(make("executor_os_sandbox_unavailable"))
+    out["diagnostics"] = sort(out["diagnostics"])
     return out
 
 
@@ -190,17 +189,17 @@ def _render(params: Json, status: envflags.Status) -> t.Tuple[str, result.Profil
     host = host_context.HostContext(python_roots.with_python_roots(host_over,
                                                                    ask))       # HL.ContextError names the bad key
     source = runners.PROBE_MANIFEST if params.get("manifest") is None else params["manifest"]
-    return python, profile_profile.render_safe(source, host, params.get("invocation") or {}, status)
+    return python, renderer.render_safe(source, host, params.get("invocation") or {}, status)
 
 
 def _unit_context(params: Json, runner: t.Any, user: User) -> Json:
     """The unit's whole execution context, minus the documented deny list (unit_context.py); unreadable,
     only its user is applied and the reduced confidence says why."""
     try:
-        return service_env.execution_context({"unit": params["unit"], "scope": params.get("scope") or "system",
+        return environment.execution_context({"unit": params["unit"], "scope": params.get("scope") or "system",
                                               "user": params.get("user")}, runner,
                                              probe_user=user if params.get("probe_user") else None)
-    except service_env.SystemctlError as exc:     # run anyway, as the user, and say how much less it proves
+    except environment.SystemctlError as exc:     # run anyway, as the user, and say how much less it proves
         return {"assignments": [], "carried": [], "excluded": [], "not_carried": [], "carried_as": [],
                 "differences": [], "verified": False, "confidence": "reduced",
                 "reasons": ["the unit's execution context could not be read (%s): only its user is applied" % exc]}
@@ -243,8 +242,8 @@ def _run_in_context(params: Json, runner: t.Any, service: _Service, prof: result
     return verdict
 
 
-def _diagnostics(params: Json, service: _Service, verdict: Json, findings: t.List[base_diagnostics.Diagnostic],
-                 out: ProbeResult) -> t.List[base_diagnostics.Diagnostic]:
+def _diagnostics(params: Json, service: _Service, verdict: Json, findings: t.List[Diagnostic],
+                 out: ProbeResult) -> t.List[Diagnostic]:
     """The verdict's diagnostics, the bwrap binary's findings, root's (proven not contained: an error; else a
     warning), the unit directives blamed
     for a failed setup and what the transient unit could not carry."""
@@ -252,7 +251,7 @@ def _diagnostics(params: Json, service: _Service, verdict: Json, findings: t.Lis
     diags = list(verdict["diagnostics"]) + findings
     if ran_as_root(verdict):
         not_contained = root_proof.diagnostics(out.get("root_proof") or {}, user.get("name") or "root")
-        diags.extend(not_contained or [base_diagnostics.make("probe_payload_root", user=user.get("name") or "root")])
+        diags.extend(not_contained or [make("probe_payload_root", user=user.get("name") or "root")])
     found = _blamed_by_experiment(out, unit, svc)
     if found is not None and found.unit_killed:       # the runtime's interpreter dies first: not bwrap's failure
         diags = [d for d in diags if d["code"] != "probe_setup_failed"]
@@ -262,22 +261,22 @@ def _diagnostics(params: Json, service: _Service, verdict: Json, findings: t.Lis
     elif verdict.get("setup_failed") and svc is not None:
         blamed = [d for d in svc.get("diagnostics", []) if d["code"].startswith("unit_")]
         for d in blamed:
-            diags.append(base_diagnostics.amend(d, "blamed_by_probe"))
+            diags.append(amend(d, "blamed_by_probe"))
         if blamed:
             out["blamed_directives"] = [d.get("details", {}).get("directive") for d in blamed]
     ctx = out.get("unit_context") or {}
     if ctx.get("reasons"):
-        diags.append(base_diagnostics.make("probe_context_incomplete", unit=unit, reasons=ctx["reasons"],
-                                           wording="reasons", fill={"why": "; ".join(ctx["reasons"])}))
-    return base_diagnostics.sort(diags)
+        diags.append(make("probe_context_incomplete", unit=unit, reasons=ctx["reasons"],
+                          wording="reasons", fill={"why": "; ".join(ctx["reasons"])}))
+    return sort(diags)
 
 
-def not_wrapped(prof: result.Profile) -> t.List[base_diagnostics.Diagnostic]:
+def not_wrapped(prof: result.Profile) -> t.List[Diagnostic]:
     """A profile the probe cannot run (refused, or a pinned direct exception): a failed check of its own when no
     error finding of the profile already says why (nothing was proven, and unknown is a failure)."""
-    if any(d["severity"] == base_diagnostics.ERROR for d in prof["diagnostics"]):
+    if any(d["severity"] == ERROR for d in prof["diagnostics"]):
         return []
-    return [base_diagnostics.make("probe_check_failed", wording="failed", fill={
+    return [make("probe_check_failed", wording="failed", fill={
         "said": "profile_wrapped (R-DIAG-3): expected a wrapped profile, observed %s" % prof["decision"],
         "traced": ""}, check="profile_wrapped", check_rule="R-DIAG-3")]
 
@@ -288,7 +287,7 @@ def ran_as_root(verdict: Json) -> bool:
     return bool(caps and isinstance(caps[0]["observed"], dict) and caps[0]["observed"].get("uid") == 0)
 
 
-def _blamed_by_experiment(out: ProbeResult, unit: t.Optional[str], svc: t.Optional[service_env.ServiceResult]) -> t.Any:
+def _blamed_by_experiment(out: ProbeResult, unit: t.Optional[str], svc: t.Optional[environment.ServiceResult]) -> t.Any:
     """blame.findings() of the experiment's record (None when none ran)."""
     if not out.get("blame"):
         return None
@@ -324,19 +323,19 @@ def _probe(params: Json, runner: t.Any, inspection: t.Optional[Handed] = None) -
             not_roots += owners.findings("bwrap_not_run_not_roots", prof["argv"][0], owners.problems(prof["argv"][0]))
         if not_roots:
             out["context"] = "not started: %s is not root's" % not_roots[0]["details"]["program"]
-            out["diagnostics"] = base_diagnostics.sort(not_roots)
+            out["diagnostics"] = sort(not_roots)
             return out
     if prof["decision"] != "wrapped":
         out["context"] = "not started: profile %s" % prof["decision"]
-        out["diagnostics"] = base_diagnostics.sort(prof["diagnostics"] + not_wrapped(prof))
+        out["diagnostics"] = sort(prof["diagnostics"] + not_wrapped(prof))
         return out
     extra = list(params.get("extra_absent") or [])
     if service.user.get("home") and service.user.get("home") not in ("/", "/nonexistent"):
         extra.append(service.user["home"])
     spec = payload.expectations(prof, extra_absent=extra)
-    accepted, _refused = host_bwrap_trust.normalise_accepted(params.get("accept_bwrap_sha256") or [])
-    trust = host_bwrap_trust.for_run(prof["argv"][0], runner, accepted, ledger=inspection.ledger if inspection
-                                     else None)
+    accepted, _refused = normalise_accepted(params.get("accept_bwrap_sha256") or [])
+    trust = for_run(prof["argv"][0], runner, accepted, ledger=inspection.ledger if inspection
+                    else None)
     findings = runners.bwrap_binary_findings(prof["argv"][0], runner, trust)
     verdict = _run_in_context(params, runner, service, prof, spec, python, out, trust)
     out.update(t.cast(ProbeResult, dict((k, v) for k, v in verdict.items() if k != "diagnostics")))  # run's keys
@@ -349,6 +348,6 @@ def _probe(params: Json, runner: t.Any, inspection: t.Optional[Handed] = None) -
         out["device"] = device.prove(prof["argv"], python, bool((prof.get("network") or {}).get("host")),
                                      min(30.0, float(params.get("timeout") or 60)), run_user, service.env,
                                      prof.get("descriptors"), prof["placement"].get("downgrades") or [])
-        out["diagnostics"] = base_diagnostics.sort(out["diagnostics"] + out["device"]["diagnostics"])
+        out["diagnostics"] = sort(out["diagnostics"] + out["device"]["diagnostics"])
     out["verdict_view"] = "probe: proven by a real wrapped invocation (%s)" % out["context"]
     return out

@@ -15,7 +15,7 @@ import stat
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ..base import diagnostics, envflags
-from ..base import paths as base_paths
+from ..base.paths import lookup, under
 from ..host import bwrap, procfs
 
 User = Dict[str, Any]           # resolve_service_user(): name, uid, gid, groups, home, dynamic
@@ -158,7 +158,7 @@ def _searchable(directory: str, user: Mapping[str, Any]) -> bool:
     """Whether the mode bits let ``user`` search every directory the kernel passes through to reach
     ``directory`` (paths.lookup: links' directories included) and the directory itself. (which_as asks the
     kernel itself where it can; this is its answer without root.)"""
-    found = base_paths.lookup(directory)
+    found = lookup(directory)
     if found.resolved is None:
         return False
     for current in found.dirs + (found.resolved,):
@@ -178,7 +178,7 @@ def dir_problem(directory: str) -> Optional[str]:
     its target (whoever may change one of them decides where the entry leads; a sticky one may be shared).
     An entry that does not exist is judged where it would be created: whoever may write that directory,
     sticky or not, can create it and plant a bwrap in it."""
-    found = base_paths.lookup(directory)
+    found = lookup(directory)
     if found.resolved is not None:
         problem = _owner_problem(found.resolved, directory, leaf=True)
         if problem:
@@ -212,7 +212,7 @@ def _owner_problem(current: str, entry: str, leaf: bool) -> Optional[str]:
         st = os.lstat(current)
     except OSError:
         return None
-    if current == entry or base_paths.under(entry, current):
+    if current == entry or under(entry, current):
         where = ""
     elif leaf:
         where = " (where %s leads)" % entry

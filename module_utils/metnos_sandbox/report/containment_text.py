@@ -12,7 +12,7 @@ from __future__ import absolute_import, annotations, division, print_function
 from typing import Any, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from ..audit import containment
-from ..monitor.monitor_textfile import Sample
+from ..monitor.prometheus import Sample
 
 METRIC = "metnos_sandbox_containment_level"
 METRIC_HELP = ("Each host's containment level in the last fleet audit (1 for its level; not_reported when the "

@@ -8,7 +8,7 @@ Hosts by verdict, the gate, findings by severity (and by state since the baselin
 and per waiver the days until it expires (as seconds, Prometheus' base unit) and how many findings it waived -
 so that an alert can fire before a waiver runs out. Every family is a gauge without timestamps; names are
 constants and every label value is bounded and escaped by the monitor's textfile writer
-(monitor_textfile.sample_line). Pure Python, no Ansible imports; controller only.
+(prometheus.sample_line). Pure Python, no Ansible imports; controller only.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
@@ -16,8 +16,8 @@ import datetime
 from typing import Any, Dict, Iterator, List, Mapping
 
 from ..base import files
-from ..monitor.monitor_textfile import Sample, sample_line
-from . import report_containment
+from ..monitor.prometheus import Sample, sample_line
+from . import containment_text
 
 FILE_NAME = "metnos_sandbox_audit.prom"
 METRICS = (
@@ -31,8 +31,8 @@ METRICS = (
     ("metnos_sandbox_audit_waiver_remaining_seconds", "Whole days until each waiver expires, in seconds (days x "
                                                       "86400; negative once expired)."),
     ("metnos_sandbox_audit_waiver_waived", "Findings each waiver waived in the last fleet audit."),
-    (report_containment.METRIC, report_containment.METRIC_HELP),
-    (report_containment.ISOLATED_METRIC, report_containment.ISOLATED_HELP),
+    (containment_text.METRIC, containment_text.METRIC_HELP),
+    (containment_text.ISOLATED_METRIC, containment_text.ISOLATED_HELP),
     ("metnos_sandbox_audit_report_timestamp_seconds", "When the last fleet audit's report was generated, in seconds "
                                                       "since the epoch."),
 )
@@ -74,7 +74,7 @@ def samples(doc: Mapping[str, Any]) -> Dict[str, List[Sample]]:
             ("metnos_sandbox_audit_waiver_remaining_seconds", labels, float(w["days_left"] * 86400)))
         out["metnos_sandbox_audit_waiver_waived"].append(("metnos_sandbox_audit_waiver_waived", labels,
                                                           float(w["waived"])))
-    out[report_containment.METRIC], out[report_containment.ISOLATED_METRIC] = report_containment.samples(doc)
+    out[containment_text.METRIC], out[containment_text.ISOLATED_METRIC] = containment_text.samples(doc)
     generated = datetime.datetime.fromisoformat(doc["generated"])
     out["metnos_sandbox_audit_report_timestamp_seconds"].append(
         ("metnos_sandbox_audit_report_timestamp_seconds", (), float(int(generated.timestamp()))))

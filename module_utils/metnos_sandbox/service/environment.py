@@ -16,23 +16,23 @@ import pwd
 import shlex
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..base import diagnostics as base_diagnostics
 from ..base import envflags, owners, safe_read
+from ..base.diagnostics import ERROR, WARNING, Diagnostic, make, sort
 from ..base.records import Record, Shape
 from ..host import bwrap, bwrap_trust, facts, package_owner, procfs
 from . import (
     env_channels,
     exec_env,
+    groups,
     root_service,
-    service_groups,
-    service_user,
+    run_user,
     systemd_unit,
     unit_context,
     unit_environment,
     unit_preflight,
 )
-from . import restrictions as service_restrictions
-from .service_user import Params, User
+from .restrictions import restriction_diagnostics
+from .run_user import Params, User
 
 # --------------------------------------------------------------------------- evaluation
 
@@ -98,8 +98,8 @@ def exec_effects(state: Mapping[str, Any], env: Mapping[str, str]) -> List[Dict[
     """The start command lines and what each does to METNOS_SANDBOX/PATH: [{where, value, effect}]."""
     out = []
     for item in state.get("exec_start") or []:
-        effect = exec_env.exec_env_effect(item["value"], env, service_user.KEYS)
-        touches = effect["clears"] or any(k in effect["sets"] or k in effect["unsets"] for k in service_user.KEYS)
+        effect = exec_env.exec_env_effect(item["value"], env, run_user.KEYS)
+        touches = effect["clears"] or any(k in effect["sets"] or k in effect["unsets"] for k in run_user.KEYS)
         if touches or not effect["determinable"]:
             out.append({"where": item["where"], "value": item["value"], "effect": effect})
     return out
@@ -142,7 +142,7 @@ class _View(Record):
 
 def _resolve(path_text: str, user: Mapping[str, Any], cwd: str) -> Optional[str]:
     if user.get("uid") is not None:
-        return service_user.which_as("bwrap", path_text, user, cwd=cwd)
+        return run_user.which_as("bwrap", path_text, user, cwd=cwd)
     return bwrap.which("bwrap", path_text, cwd=cwd)
 
 
@@ -174,7 +174,7 @@ def service_cwd(value: Optional[str], user: Mapping[str, Any]) -> str:
 def _derive(ev: Evaluation) -> _View:
     g = ev.gathered
     env = g.env
-    user = service_user.resolve_service_user(g.state["settings"])
+    user = run_user.resolve_service_user(g.state["settings"])
     cwd = service_cwd(g.state["settings"].get("WorkingDirectory"), user)
     effects = exec_effects(g.state, env)
     predicted = dict(env)
@@ -182,7 +182,7 @@ def _derive(ev: Evaluation) -> _View:
     for item in effects:
         if item["effect"]["determinable"]:
             predicted = exec_env.apply_exec_effect(env, item["effect"])
-            for key in service_user.KEYS:
+            for key in run_user.KEYS:
                 if predicted.get(key) != env.get(key):
                     prov[key] = "ExecStart= (%s) through %s" % (item["where"], item["effect"]["how"])
     path_text = env.get("PATH", "")
@@ -197,30 +197,30 @@ def _derive(ev: Evaluation) -> _View:
                  envflags.status(pred_resolved, predicted), resolutions)
 
 
-def _execstart_diagnostics(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnostic]:
+def _execstart_diagnostics(ev: Evaluation, v: _View) -> List[Diagnostic]:
     unit, env = ev.unit, ev.gathered.env
     diags = []
     for item in v.effects:
         effect = item["effect"]
         line = "ExecStart=%s (%s)" % (env_channels.redacted_text(item["value"]), item["where"])
         if not effect["determinable"]:
-            diags.append(base_diagnostics.make("service_execstart_env_unknown", unit=unit, where=item["where"],
-                                               line=line,
-                                               how=effect["how"] or "a command", note=effect["note"]))
+            diags.append(make("service_execstart_env_unknown", unit=unit, where=item["where"],
+                              line=line,
+                              how=effect["how"] or "a command", note=effect["note"]))
             continue
         after = exec_env.apply_exec_effect(env, effect)
         disabled, _reason = envflags.classify_value(after.get(envflags.ENV_VAR))
         new_resolved = _resolved(v, after.get("PATH", "")) if after.get("PATH") != env.get("PATH") else v.resolved
         misroutes = new_resolved != v.resolved
         severe = disabled or misroutes or (v.resolved and not new_resolved)
-        heal, why = exec_env.neutralised_exec(item["value"], service_user.KEYS)
-        changes = ["%s=%r" % (k, val) for k, val in sorted(effect["sets"].items()) if k in service_user.KEYS]
-        changes += ["unset %s" % k for k in effect["unsets"] if k in service_user.KEYS]
+        heal, why = exec_env.neutralised_exec(item["value"], run_user.KEYS)
+        changes = ["%s=%r" % (k, val) for k, val in sorted(effect["sets"].items()) if k in run_user.KEYS]
+        changes += ["unset %s" % k for k in effect["unsets"] if k in run_user.KEYS]
         if effect["clears"]:
             changes.append("clears the whole environment (env -i)")
-        diags.append(base_diagnostics.make(
+        diags.append(make(
             "service_execstart_sets_env", unit=unit,
-            severity=base_diagnostics.ERROR if severe else base_diagnostics.WARNING, where=item["where"],
+            severity=ERROR if severe else WARNING, where=item["where"],
             healable=heal is not None, wording="disables" if disabled else "misroutes" if misroutes else "changes",
             fill={"line": line, "changes": "; ".join(changes), "new_bwrap": new_resolved, "old_bwrap": v.resolved},
             variant="healable" if heal is not None else "unhealable",
@@ -240,15 +240,15 @@ def _live_origin(effects: Sequence[Mapping[str, Any]], need_reload: bool) -> str
             "program sets it)")
 
 
-def _live_diagnostics(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnostic]:
+def _live_diagnostics(ev: Evaluation, v: _View) -> List[Diagnostic]:
     """The running process against the configuration: the live process is the authority."""
     unit, live, predicted, resolved = ev.unit, ev.gathered.live, v.predicted, v.pred_resolved
-    diags: List[base_diagnostics.Diagnostic] = []
+    diags: List[Diagnostic] = []
     if live is None:
         return diags
     if live["env"] is None:
-        diags.append(base_diagnostics.make("service_env_live_unreadable", unit=unit, pid=live["pid"],
-                                           error=live["error"]))
+        diags.append(make("service_env_live_unreadable", unit=unit, pid=live["pid"],
+                          error=live["error"]))
         return diags
     env = live["env"]
     origin = _live_origin(v.effects, ev.gathered.need_reload)
@@ -258,97 +258,97 @@ def _live_diagnostics(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnos
     conf_disabled, _r = envflags.classify_value(configured)
     live_resolved = _resolved(v, env.get("PATH", "")) if env.get("PATH") != predicted.get("PATH") else resolved
     if live_disabled and not conf_disabled:
-        diags.append(base_diagnostics.make("service_env_live_disables", unit=unit, pid=live["pid"],
-                                           key=envflags.ENV_VAR,
-                                           wording="value", fill={"value": repr(value), "configured": repr(configured),
-                                                                  "origin_conf": v.prov.get(envflags.ENV_VAR, "unset"),
-                                                                  "origin": origin}))
+        diags.append(make("service_env_live_disables", unit=unit, pid=live["pid"],
+                          key=envflags.ENV_VAR,
+                          wording="value", fill={"value": repr(value), "configured": repr(configured),
+                                                 "origin_conf": v.prov.get(envflags.ENV_VAR, "unset"),
+                                                 "origin": origin}))
     if resolved and not live_resolved:
-        diags.append(base_diagnostics.make("service_env_live_disables", unit=unit, pid=live["pid"], key="PATH",
-                                           wording="path", fill={"value": repr(env.get("PATH")), "resolved": resolved,
-                                                                 "origin": origin}))
+        diags.append(make("service_env_live_disables", unit=unit, pid=live["pid"], key="PATH",
+                          wording="path", fill={"value": repr(env.get("PATH")), "resolved": resolved,
+                                                "origin": origin}))
     elif live_resolved and resolved and os.path.realpath(live_resolved) != os.path.realpath(resolved):
         packaged = bool(package_owner.package_facts(live_resolved))
-        diags.append(base_diagnostics.make("service_env_live_misroutes", unit=unit, pid=live["pid"],
-                                           wording="packaged" if packaged else "unpackaged",
-                                           fill={"value": repr(env.get("PATH")), "live_bwrap": live_resolved,
-                                                 "resolved": resolved,
-                                                 "origin": origin}))
+        diags.append(make("service_env_live_misroutes", unit=unit, pid=live["pid"],
+                          wording="packaged" if packaged else "unpackaged",
+                          fill={"value": repr(env.get("PATH")), "live_bwrap": live_resolved,
+                                "resolved": resolved,
+                                "origin": origin}))
     if env.get("PATH") is not None and env.get("PATH") != predicted.get("PATH"):
         # the PATH the running process resolves bwrap through now (until it restarts): judged like the configured one
-        diags.extend(service_user.path_diagnostics(env["PATH"], live_resolved, unit, v.cwd))
-    for key in service_user.KEYS:
+        diags.extend(run_user.path_diagnostics(env["PATH"], live_resolved, unit, v.cwd))
+    for key in run_user.KEYS:
         if env.get(key) != predicted.get(key) and not any(d.get("details", {}).get("key") == key or (
                 key == "PATH" and d["code"] == "service_env_live_misroutes") for d in diags):
-            diags.append(base_diagnostics.make("service_env_live_differs", unit=unit,
-                                               wording="differs", fill={"key": key, "value": repr(env.get(key)),
-                                                                        "configured": repr(predicted.get(key))}))
+            diags.append(make("service_env_live_differs", unit=unit,
+                              wording="differs", fill={"key": key, "value": repr(env.get(key)),
+                                                       "configured": repr(predicted.get(key))}))
     return diags
 
 
-def _missing_bwrap(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnostic]:
+def _missing_bwrap(ev: Evaluation, v: _View) -> List[Diagnostic]:
     """bwrap does not resolve through the service's PATH."""
     unit, path_text = ev.unit, ev.gathered.env.get("PATH", "")
     diags = []
     if not v.resolved:
-        diags.append(base_diagnostics.make("service_path_missing_bwrap", unit=unit, path=path_text, user=v.user["name"],
-                                           origin=v.prov.get("PATH")))
+        diags.append(make("service_path_missing_bwrap", unit=unit, path=path_text, user=v.user["name"],
+                          origin=v.prov.get("PATH")))
     return diags
 
 
-def _path_diagnostics(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnostic]:
-    return service_user.path_diagnostics(ev.gathered.env.get("PATH", ""), v.resolved, ev.unit, v.cwd)
+def _path_diagnostics(ev: Evaluation, v: _View) -> List[Diagnostic]:
+    return run_user.path_diagnostics(ev.gathered.env.get("PATH", ""), v.resolved, ev.unit, v.cwd)
 
 
-def _bwrap_mismatch(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnostic]:
+def _bwrap_mismatch(ev: Evaluation, v: _View) -> List[Diagnostic]:
     """The service's bwrap is another binary than the admin's, or no package's."""
     unit, resolved = ev.unit, v.resolved
     diags = []
     admin = bwrap.which("bwrap", ev.admin_path) if ev.admin_path is not None else None
     if resolved and admin and os.path.realpath(resolved) != os.path.realpath(admin):
-        diags.append(base_diagnostics.make("service_bwrap_mismatch", unit=unit, variant="different", admin_bwrap=admin,
-                                           service_bwrap=resolved))
+        diags.append(make("service_bwrap_mismatch", unit=unit, variant="different", admin_bwrap=admin,
+                          service_bwrap=resolved))
     elif resolved and not (v.bwrap_info["package"] if v.bwrap_info else package_owner.package_facts(resolved)):
-        diags.append(base_diagnostics.make("service_bwrap_mismatch", unit=unit, variant="unpackaged",
-                                           service_bwrap=resolved))
+        diags.append(make("service_bwrap_mismatch", unit=unit, variant="unpackaged",
+                          service_bwrap=resolved))
     return diags
 
 
-def _bwrap_not_roots(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnostic]:
+def _bwrap_not_roots(ev: Evaluation, v: _View) -> List[Diagnostic]:
     """The service's bwrap is not root's alone (base/owners.py): it was not run (facts.bwrap_info's not_run)."""
     found = (v.bwrap_info or {}).get("not_run") or []
     return owners.findings("bwrap_not_run_not_roots", v.resolved or "bwrap", [owners.Problem(**p) for p in found])
 
 
-def _rejected_diagnostics(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnostic]:
+def _rejected_diagnostics(ev: Evaluation, v: _View) -> List[Diagnostic]:
     """METNOS_SANDBOX assignments in the unit files that systemd ignores."""
     unit = ev.unit
     diags = []
     for rejected in ev.gathered.state.get("rejected_assignments", []):
         if envflags.ENV_VAR in rejected.get("line", rejected["text"]):
-            diags.append(base_diagnostics.make("sandbox_env_rejected_by_systemd", unit=unit,
-                                               wording="ignored", fill={"text": repr(rejected["text"]),
-                                                                        "reason": rejected["reason"],
-                                                                        "effective": repr(
-                                                                            v.predicted.get(envflags.ENV_VAR))},
-                                               where=rejected["where"]))
+            diags.append(make("sandbox_env_rejected_by_systemd", unit=unit,
+                              wording="ignored", fill={"text": repr(rejected["text"]),
+                                                       "reason": rejected["reason"],
+                                                       "effective": repr(
+                                                           v.predicted.get(envflags.ENV_VAR))},
+                              where=rejected["where"]))
     return diags
 
 
-def _file_diagnostics(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnostic]:
+def _file_diagnostics(ev: Evaluation, v: _View) -> List[Diagnostic]:
     """Unreadable EnvironmentFile= entries, a pending daemon-reload."""
     unit, g = ev.unit, ev.gathered
     diags = []
     for problem in g.problems:
         if "error" in problem:
-            diags.append(base_diagnostics.make("environment_file_missing", unit=unit, path=problem["path"],
-                                               severity=base_diagnostics.WARNING if problem["optional"]
-                                               else base_diagnostics.ERROR, where=problem["where"],
-                                               error=problem["error"], variant="optional" if problem["optional"]
-                                               else "required"))
+            diags.append(make("environment_file_missing", unit=unit, path=problem["path"],
+                              severity=WARNING if problem["optional"]
+                              else ERROR, where=problem["where"],
+                              error=problem["error"], variant="optional" if problem["optional"]
+                              else "required"))
     diags.extend(refused_file_diagnostics(unit, g.state))
     if g.need_reload:
-        diags.append(base_diagnostics.make("unit_needs_daemon_reload", unit=unit))
+        diags.append(make("unit_needs_daemon_reload", unit=unit))
     return diags
 
 
@@ -357,12 +357,12 @@ _REFUSED_FILE_CODES = {safe_read.LINK: "unit_file_link_refused", safe_read.FIFO:
                        safe_read.CHANGED: "unit_file_changed_while_read"}
 
 
-def refused_file_diagnostics(unit: str, state: Mapping[str, Any]) -> List[base_diagnostics.Diagnostic]:
+def refused_file_diagnostics(unit: str, state: Mapping[str, Any]) -> List[Diagnostic]:
     """The unit files and drop-ins load_unit() did not read (base/safe_read.py refused them), each with its code."""
-    return [base_diagnostics.make(_REFUSED_FILE_CODES.get(refused["reason"], "unit_file_unreadable"), unit=unit,
-                                  file=shlex.quote(refused["path"]), owner=refused["owner"],
-                                  target_owner=refused["target_owner"] or "an owner it does not say",
-                                  why=refused["why"])
+    return [make(_REFUSED_FILE_CODES.get(refused["reason"], "unit_file_unreadable"), unit=unit,
+                 file=shlex.quote(refused["path"]), owner=refused["owner"],
+                 target_owner=refused["target_owner"] or "an owner it does not say",
+                 why=refused["why"])
             for refused in state.get("refused_files", [])]
 
 
@@ -387,7 +387,7 @@ class _ServiceKeys(Shape):
     unit: str
     mode: str                                    # "systemd" (systemctl show) or "disk" (the unit files)
     status: envflags.Status                      # the runtime's status() in the service (see status_view)
-    diagnostics: List[base_diagnostics.Diagnostic]
+    diagnostics: List[Diagnostic]
 
 
 class ServiceResult(_ServiceKeys, total=False):
@@ -396,7 +396,7 @@ class ServiceResult(_ServiceKeys, total=False):
     audit's (facts.verdict of the diagnostics)."""
     fragment: Optional[str]
     dropins: Optional[List[str]]
-    user: User                                   # service_user.resolve_service_user()
+    user: User                                   # run_user.resolve_service_user()
     environment: Dict[str, Optional[str]]        # METNOS_SANDBOX and PATH as the service gets them
     provenance: Dict[str, Optional[str]]         # where each comes from
     environment_files: Optional[List[Dict[str, Any]]]
@@ -409,7 +409,7 @@ class ServiceResult(_ServiceKeys, total=False):
     verdict: str
 
 
-def _root_service(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnostic]:
+def _root_service(ev: Evaluation, v: _View) -> List[Diagnostic]:
     """The service (configured or running) as root: no boundary for its executors (root_service.py)."""
     state = ev.gathered.state
     settings = dict(state.get("unit_file_settings") or {})
@@ -417,7 +417,7 @@ def _root_service(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnostic]
     return root_service.root_diagnostics(ev.unit, v.user, settings, ev.gathered.live)
 
 
-def _channels(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnostic]:
+def _channels(ev: Evaluation, v: _View) -> List[Diagnostic]:
     """The environment every executor inherits, judged as a channel (env_channels.py): the live process's
     when it can be read, else the configuration's with the start command line applied."""
     live = ev.gathered.live
@@ -426,16 +426,16 @@ def _channels(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnostic]:
     return env_channels.channel_diagnostics(ev.unit, v.predicted, "configuration", v.cwd)
 
 
-def _groups(ev: Evaluation, v: _View) -> List[base_diagnostics.Diagnostic]:
+def _groups(ev: Evaluation, v: _View) -> List[Diagnostic]:
     """The supplementary groups every executor keeps, and the files they open in the base binds and the granted
-    folders (service_groups.py)."""
+    folders (groups.py)."""
     settings = ev.gathered.state["settings"]
-    return service_groups.group_diagnostics(ev.unit, v.user, settings, ev.gathered.live, ev.grants)[1]
+    return groups.group_diagnostics(ev.unit, v.user, settings, ev.gathered.live, ev.grants)[1]
 
 
 # The judges of one service, in the order their diagnostics are listed (base_diagnostics.sort keeps it within a
 # severity).
-_JUDGES: Tuple[Callable[[Evaluation, _View], List[base_diagnostics.Diagnostic]], ...] = (
+_JUDGES: Tuple[Callable[[Evaluation, _View], List[Diagnostic]], ...] = (
     _root_service, _execstart_diagnostics, _missing_bwrap, _bwrap_not_roots, _rejected_diagnostics, _path_diagnostics,
     _bwrap_mismatch, _file_diagnostics, _live_diagnostics, _channels, _groups)
 
@@ -455,17 +455,17 @@ def evaluate(ev: Evaluation) -> ServiceResult:
              if d["code"] != "bwrap_missing"]
     for judge in _JUDGES:
         diags.extend(judge(ev, v))
-    diags.extend(service_restrictions.restriction_diagnostics(ev.gathered.state["settings"], unit, v.bwrap_info))
+    diags.extend(restriction_diagnostics(ev.gathered.state["settings"], unit, v.bwrap_info))
     status, view = _runtime_status(ev, v)
     if status["active"] != v.config_status["active"]:
         diags = [d for d in diags if d["code"] != "executor_os_sandbox_unavailable"]
         if not status["active"]:
-            diags.append(base_diagnostics.make("executor_os_sandbox_unavailable", variant="running", view=view))
+            diags.append(make("executor_os_sandbox_unavailable", variant="running", view=view))
     return _result(ev, v, status, view, diags)
 
 
 def _result(ev: Evaluation, v: _View, status: envflags.Status, view: str,
-            diags: List[base_diagnostics.Diagnostic]) -> ServiceResult:
+            diags: List[Diagnostic]) -> ServiceResult:
     """evaluate()'s answer, as metnos_service_env returns it."""
     g, live = ev.gathered, ev.gathered.live
     state, settings = g.state, g.state["settings"]
@@ -480,13 +480,13 @@ def _result(ev: Evaluation, v: _View, status: envflags.Status, view: str,
         "status": status, "status_view": "runtime status() as seen by the %s" % view,
         "bwrap_resolved": v.pred_resolved, "exec_start_effects": [
             {"where": e["where"], "how": e["effect"]["how"], "determinable": e["effect"]["determinable"],
-             "sets": dict((k, val) for k, val in e["effect"]["sets"].items() if k in service_user.KEYS),
-             "unsets": [k for k in e["effect"]["unsets"] if k in service_user.KEYS], "clears": e["effect"]["clears"]}
+             "sets": dict((k, val) for k, val in e["effect"]["sets"].items() if k in run_user.KEYS),
+             "unsets": [k for k in e["effect"]["unsets"] if k in run_user.KEYS], "clears": e["effect"]["clears"]}
             for e in v.effects],
-        "live_environment": {k: live_env.get(k) for k in service_user.KEYS} if live_env is not None else None,
+        "live_environment": {k: live_env.get(k) for k in run_user.KEYS} if live_env is not None else None,
         "live_read": ({"pid": live["pid"], "read_as": live["read_as"], "error": live["error"]}
                       if live is not None else None),
-        "diagnostics": base_diagnostics.sort(diags),
+        "diagnostics": sort(diags),
     }
 
 
@@ -619,13 +619,13 @@ def inspect(p: Params, runner: bwrap.Runner, ledger: Optional[bwrap_trust.Ledger
         return None
     if g.state.get("masked"):
         return Inspection({"unit": p["unit"], "mode": g.mode, "status": envflags.status(None, {}),
-                           "diagnostics": [base_diagnostics.make("unit_masked", unit=p["unit"])]}, None)
+                           "diagnostics": [make("unit_masked", unit=p["unit"])]}, None)
     admin_path = p.get("admin_path") if p.get("admin_path") is not None else os.environ.get("PATH", "")
     grants = list(p.get("grants") or [])           # the folders the stored profiles grant (the module's)
     result = evaluate(Evaluation(p["unit"], g, admin_path,
                                  lambda path: facts.bwrap_info(path, runner=runner, ledger=ledger), grants))
     user = result["user"]
     if user.get("missing"):
-        result["diagnostics"].insert(0, base_diagnostics.make("service_user_missing", user=user["name"],
-                                                              unit=p["unit"]))
+        result["diagnostics"].insert(0, make("service_user_missing", user=user["name"],
+                                             unit=p["unit"]))
     return Inspection(result, g.env)

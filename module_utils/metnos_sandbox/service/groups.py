@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..base import diagnostics, tree_walk
 from ..base.records import Record
-from . import service_user
+from . import run_user
 
 MAX_WALK_ENTRIES = 250000          # entries stat'ed over every base root, per service
 MAX_REPORTED = 32                  # files reported (the rest are counted)
@@ -69,7 +69,7 @@ def held_groups(user: Mapping[str, Any], settings: Mapping[str, Any],
     """The supplementary groups (every group but the primary one), each with its sources: SupplementaryGroups=,
     the group database (the user's memberships), the live process (PID)."""
     primary = user.get("gid")
-    unit = service_user.group_ids(settings.get("SupplementaryGroups"))
+    unit = run_user.group_ids(settings.get("SupplementaryGroups"))
     sources: Dict[int, List[str]] = collections.OrderedDict()
     for gid in unit:
         sources.setdefault(gid, []).append("SupplementaryGroups=")

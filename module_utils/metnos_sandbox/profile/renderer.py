@@ -43,8 +43,8 @@ from . import (
     result,
     undo,
 )
-from . import descriptors as profile_descriptors
-from . import manifest as profile_manifest
+from .descriptors import FD_BASE, MAX_DESCRIPTORS, Descriptor, identity
+from .manifest import coerce
 from .model import Kind, Manifest, ManifestError
 
 
@@ -144,10 +144,10 @@ def _inside(host: host_context.HostContext, path: str) -> str:
     return host.inside(path)
 
 
-def _stabilise(r: granters.Render, ordered: List[result.MountEntry]) -> List[profile_descriptors.Descriptor]:
+def _stabilise(r: granters.Render, ordered: List[result.MountEntry]) -> List[Descriptor]:
     """Bind by descriptor every source that someone other than root could move (refused when this bwrap
     cannot), then prove with the mount model that every destination means inside what was judged."""
-    descriptors: List[profile_descriptors.Descriptor] = []
+    descriptors: List[Descriptor] = []
     can: Optional[bool] = None
     stats = r.state.stats
     for entry in ordered:
@@ -166,11 +166,11 @@ def _stabilise(r: granters.Render, ordered: List[result.MountEntry]) -> List[pro
             r.refuse("bind_source_unstable", "gone" if info is None else "no_fd" if can is False else "unknown", {
                 "path": src, "folder": folder, "bwrap": r.host.bwrap_path() or "bwrap"})
             continue
-        if len(descriptors) >= profile_descriptors.MAX_DESCRIPTORS:
-            r.refuse("bind_descriptors_exhausted", "many", {"limit": profile_descriptors.MAX_DESCRIPTORS})
+        if len(descriptors) >= MAX_DESCRIPTORS:
+            r.refuse("bind_descriptors_exhausted", "many", {"limit": MAX_DESCRIPTORS})
             break
-        entry["fd"] = profile_descriptors.FD_BASE + len(descriptors)
-        descriptors.append(profile_descriptors.identity(src, entry["fd"], info, entry["dest"]))
+        entry["fd"] = FD_BASE + len(descriptors)
+        descriptors.append(identity(src, entry["fd"], info, entry["dest"]))
     for finding in model_findings(ordered, stats):
         r.refuse("mount_dest_differs" if finding.kind == "differs" else "mount_dest_unstable", "model",
                  {"dest": finding.dest, "problem": finding.text})
@@ -344,7 +344,7 @@ def render_safe(manifest_source: Any, host: host_context.HostContext,
     says so (``preview: true`` and a profile_preview diagnostic) and is never a final profile."""
     prof: result.Profile
     try:
-        manifest = profile_manifest.coerce(manifest_source)
+        manifest = coerce(manifest_source)
     except ManifestError as exc:
         name = manifest_source.get("name") if isinstance(manifest_source, dict) else None
         prof = result.refused(name if isinstance(name, str) and model.NAME.fullmatch(name) else None, exc.diagnostics)

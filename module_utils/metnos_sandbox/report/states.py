@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the Markdown report and the terminal summary say about waived findings, the waivers themselves and the
 findings' state since a baseline (new, still there, resolved); the HTML and JUnit reports say the same from
-the same fields (report_html.py, report.py). Pure Python, no Ansible imports; controller only.
+the same fields (html_parts.py, document.py). Pure Python, no Ansible imports; controller only.
 """
 from __future__ import absolute_import, annotations, division, print_function
 

@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 from ..audit import profile_states
 from ..audit.monitor_state import monitored_text
-from . import command_kind, report_containment
+from . import command_kind, containment_text
 from .baseline import finding_key, subject
 
 ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report_assets")
@@ -98,7 +98,7 @@ def host_facts(h: Mapping[str, Any]) -> List[List[str]]:
         out.append(["probe (proven verdict: %s)" % ("passed" if probe.get("passed") else "FAILED"),
                     "%s; %d checks%s" % (probe.get("context"), len(probe.get("checks") or []),
                                          (", failed: " + ", ".join(failed)) if failed else "")])
-    out.append(["containment (R-SCOPE-4)", report_containment.line(h)])
+    out.append(["containment (R-SCOPE-4)", containment_text.line(h)])
     mon = h.get("monitor")
     if mon:
         out.append(["continuous proof (monitored: %s)" % monitored_text(mon), readable(mon)])

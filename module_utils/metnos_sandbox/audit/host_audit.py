@@ -3,9 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """One read-only audit of one host: everything the fleet report needs, in one round trip.
 
-bwrap state and kernel knobs (facts.gather), the service environment (service_env.inspect),
-drift of the rendered profiles against what is on disk (profile.render), the real probe
-(probe.probe_service), and whether the continuous proof watches the host (monitor_state.describe:
+bwrap state and kernel knobs (facts.gather), the service environment (environment.inspect),
+drift of the rendered profiles against what is on disk (renderer.render), the real probe
+(run.probe_service), and whether the continuous proof watches the host (monitor_state.describe:
 its timer, the age of its last proof). With ``collect_monitor`` the monitor's stored result is
 taken instead of running the checks again (a stale one is not a pass). Nothing here writes to the
 host.
@@ -20,32 +20,32 @@ import resource
 import time
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, cast
 
-from ..base import diagnostics as base_diagnostics
 from ..base import envflags, verdicts
+from ..base.diagnostics import Diagnostic, sort, union, unit_not_found, utf8_safe
 from ..base.records import Shape
 from ..host import bwrap, bwrap_trust
-from ..host import facts as host_facts
-from ..host import trust_store as host_trust_store
-from ..probe import probe as probe_probe
-from ..profile import host_context, host_layout, profile, python_roots, store
-from ..service import service_env
+from ..host.facts import UserError, default_smoke_user, gather, resolve_user
+from ..host.trust_store import Store
+from ..probe import run
+from ..profile import host_context, host_layout, python_roots, renderer, store
+from ..service import environment
 from . import containment, cross_executor, monitor_state, profile_states
 
 SCHEMA = monitor_state.AUDIT_SCHEMA     # one spelling: monitor_state checks collected results against it
 
 
 class HostResult(Shape, total=False):
-    """One host's audit (audit_host(); the metnos_audit action's result, the record of report.py, the ``audit``
+    """One host's audit (audit_host(); the metnos_audit action's result, the record of document.py, the ``audit``
     of the monitor's stored result). Always there: schema, hostname, diagnostics, verdict; the others
     when the checks ran (the monitor's fallback after a failed run has no monitor, duration or cpu)."""
     schema: str                                  # SCHEMA
     hostname: str
     monitor: Dict[str, Any]                      # monitor_state.describe(): the continuous proof of the host
     bwrap_facts: Dict[str, Any]                  # facts.gather()
-    service: Optional[service_env.ServiceResult]           # None without a unit (or when it is not there)
+    service: Optional[environment.ServiceResult]           # None without a unit (or when it is not there)
     profiles: List[Dict[str, Any]]               # profile_drift(): each manifest's state
-    probe: Optional[probe_probe.ProbeResult]              # None when the probe is off
-    diagnostics: List[base_diagnostics.Diagnostic]              # every finding once, most severe first
+    probe: Optional[run.ProbeResult]              # None when the probe is off
+    diagnostics: List[Diagnostic]              # every finding once, most severe first
     verdict: str                                 # pass, warn or fail: audit_host decides it (verdicts.decide)
     duration: float                              # seconds
     cpu: float                                   # cpu_seconds()
@@ -61,7 +61,7 @@ def profile_drift(manifests: Optional[Iterable[Any]], host_over: Optional[Dict[s
     out: List[Dict[str, Any]] = []
     if not manifests:
         return out
-    not_run: List[base_diagnostics.Diagnostic] = []     # the interpreter neither root's nor one user's: not asked
+    not_run: List[Diagnostic] = []     # the interpreter neither root's nor one user's: not asked
     try:
         host = host_context.HostContext(python_roots.with_python_roots(host_over, runner, not_run))
     except host_layout.ContextError as exc:
@@ -74,7 +74,7 @@ def profile_drift(manifests: Optional[Iterable[Any]], host_over: Optional[Dict[s
         return out + [{"executor": None, "state": "error", "message": not_run[0]["message"]}]
     first: Dict[str, str] = {}           # executor name: the manifest that rendered it first
     for index, source in enumerate(manifests or [], 1):
-        prof = profile.render_safe(source, host, {}, status)
+        prof = renderer.render_safe(source, host, {}, status)
         name = prof.get("executor")
         entry: Dict[str, Any] = {"executor": name, "decision": prof["decision"]}
         if prof["decision"] == "refused":       # known by its readable name, else its file, else its place
@@ -109,7 +109,7 @@ def profile_drift(manifests: Optional[Iterable[Any]], host_over: Optional[Dict[s
     return out
 
 
-def drift_diagnostics(drift: Iterable[Mapping[str, Any]]) -> List[base_diagnostics.Diagnostic]:
+def drift_diagnostics(drift: Iterable[Mapping[str, Any]]) -> List[Diagnostic]:
     """One finding per manifest, whatever its state (profile_states.findings: refused and error included)."""
     return profile_states.findings(drift)
 
@@ -126,7 +126,7 @@ def audit_host(params: Mapping[str, Any], runner: bwrap.Runner = bwrap.default_r
     result = _checks(params, runner, trust_store)
     verdicts.decide(result)
     # every string valid UTF-8: the controller reads the record
-    safe: HostResult = base_diagnostics.utf8_safe(result)
+    safe: HostResult = utf8_safe(result)
     return safe
 
 
@@ -146,13 +146,13 @@ def _checks(params: Mapping[str, Any], runner: bwrap.Runner, trust_store: Option
     smoke_user = None
     try:
         given = params.get("smoke_user")
-        smoke_user = host_facts.resolve_user(given) if given else host_facts.default_smoke_user()
-    except host_facts.UserError:
-        smoke_user = host_facts.default_smoke_user()
-    ledger = bwrap_trust.Ledger(host_trust_store.Store(trust_store) if trust_store
+        smoke_user = resolve_user(given) if given else default_smoke_user()
+    except UserError:
+        smoke_user = default_smoke_user()
+    ledger = bwrap_trust.Ledger(Store(trust_store) if trust_store
                                 else None)     # each bwrap file asked once
-    facts = host_facts.gather(path_text, dict(os.environ), smoke_test=True, smoke_user=smoke_user, runner=runner,
-                              ledger=ledger)
+    facts = gather(path_text, dict(os.environ), smoke_test=True, smoke_user=smoke_user, runner=runner,
+                   ledger=ledger)
     result["bwrap_facts"] = facts
     diags = list(facts["diagnostics"])
 
@@ -166,37 +166,37 @@ def _checks(params: Mapping[str, Any], runner: bwrap.Runner, trust_store: Option
     diags.extend(drift_diagnostics(drift))
     diags.extend(cross_executor.findings(rendered))     # a folder one executor writes and another reaches
 
-    probe_diags: List[base_diagnostics.Diagnostic] = []
+    probe_diags: List[Diagnostic] = []
     result["probe"] = _probe(unit if result["service"] is not None else None, params, runner,
-                             probe_probe.Handed(inspection, ledger), probe_diags) if params["probe"] else None
+                             run.Handed(inspection, ledger), probe_diags) if params["probe"] else None
     level = containment.executors(containment.decide(params["placement"], "linux", status.get("active") is True,
                                                      verdicts.probe_passed(result["probe"])), params["manifests"])
     result["containment"] = level
     found = containment.finding(result["hostname"], level, probe_ran=result["probe"] is not None)
-    result["diagnostics"] = base_diagnostics.sort(base_diagnostics.union(diags, probe_diags, monitor_diags, [found]
-                                                                         if found else []))
+    result["diagnostics"] = sort(union(diags, probe_diags, monitor_diags, [found]
+                                       if found else []))
     result["duration"] = round(time.time() - start, 3)
     result["cpu"] = cpu_seconds()
     return result
 
 
-def _service(unit: str, params: Mapping[str, Any], runner: bwrap.Runner, diags: List[base_diagnostics.Diagnostic],
-             ledger: Optional[bwrap_trust.Ledger] = None) -> Tuple[Optional[service_env.ServiceResult],
-                                                                   Optional[service_env.Inspection]]:
+def _service(unit: str, params: Mapping[str, Any], runner: bwrap.Runner, diags: List[Diagnostic],
+             ledger: Optional[bwrap_trust.Ledger] = None) -> Tuple[Optional[environment.ServiceResult],
+                                                                   Optional[environment.Inspection]]:
     """The service-environment result of ``unit`` (None when there is none) and the inspection it comes from
     (the one reading of the unit in an audit: the probe is handed it), its diagnostics added to ``diags``."""
     found = None
     if unit:
         try:
             grants = store.stored_grants(params["profile_dir"]) if params.get("profile_dir") else []
-            found = service_env.inspect({"unit": unit, "scope": params.get("scope") or "system",
+            found = environment.inspect({"unit": unit, "scope": params.get("scope") or "system",
                                          "user": params.get("user"), "mode": "auto", "grants": grants},
                                         runner, ledger)
-        except service_env.SystemctlError as exc:
-            diags.append(base_diagnostics.unit_not_found(unit, error=str(exc)))
+        except environment.SystemctlError as exc:
+            diags.append(unit_not_found(unit, error=str(exc)))
     if found is None:
         if unit:
-            diags.append(base_diagnostics.unit_not_found(unit))
+            diags.append(unit_not_found(unit))
         return None, None
     svc = found.result
     verdicts.decide(svc)      # the service's own findings: its section's verdict
@@ -204,16 +204,16 @@ def _service(unit: str, params: Mapping[str, Any], runner: bwrap.Runner, diags: 
     return svc, found
 
 
-def _probe(unit: Optional[str], params: Mapping[str, Any], runner: bwrap.Runner, handed: probe_probe.Handed,
-           diags: List[base_diagnostics.Diagnostic]) -> probe_probe.ProbeResult:
+def _probe(unit: Optional[str], params: Mapping[str, Any], runner: bwrap.Runner, handed: run.Handed,
+           diags: List[Diagnostic]) -> run.ProbeResult:
     """The real probe in the service's context (``unit``: None without a service), handed the audit's own
     inspection of the unit (never read twice) and its verifications of bwrap files; its diagnostics are added
     to ``diags`` (audit_host lists each finding once: diagnostics.union)."""
-    probe = probe_probe.probe_service({"unit": unit, "scope": params.get("scope"),
-                                       "user": params.get("user"), "host": params.get("host") or {},
-                                       "timeout": params["timeout"],
-                                       "accept_bwrap_sha256": params.get("accept_bwrap_sha256") or []},
-                                      runner, inspection=handed)
+    probe = run.probe_service({"unit": unit, "scope": params.get("scope"),
+                               "user": params.get("user"), "host": params.get("host") or {},
+                               "timeout": params["timeout"],
+                               "accept_bwrap_sha256": params.get("accept_bwrap_sha256") or []},
+                              runner, inspection=handed)
     diags.extend(probe["diagnostics"])
     return probe
 

@@ -8,7 +8,7 @@ the role installs next to the core, roles/metnos_sandbox/files/metnos-sandbox-mo
 
 1. reads its configuration (the audit's own options, written by the role; bounded, exact, root's alone);
 2. checks its own install (the versioned, root-owned folder it runs from is its release, unchanged);
-3. runs ``audit.audit_host`` - the same read-only checks as playbooks/audit.yml and the real probe in
+3. runs ``host_audit.audit_host`` - the same read-only checks as playbooks/audit.yml and the real probe in
    the service's context - and judges it: proven when the probe passed and no check failed;
 4. writes the node_exporter textfile (monitor_textfile), the stored result the audit can collect
    (monitor_state.RESULT) and journal entries (monitor_journal: one per run, one more when the verdict
@@ -26,13 +26,12 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..audit import audit as audit_audit
-from ..audit import monitor_state
+from ..audit import host_audit, monitor_state
 from ..base import diagnostics, files, owners, verdicts
 from ..host import bwrap, procfs
 from ..options import spec
 from ..options.checks import OptionError
-from . import monitor_install, monitor_journal, monitor_textfile
+from . import core_install, journald, prometheus
 
 CONFIG = "/etc/metnos/sandbox-monitor.json"
 CONFIG_SCHEMA = "metnos-sandbox-monitor-config/1"
@@ -124,10 +123,10 @@ def install_findings(folder: str, host: str) -> List[diagnostics.Diagnostic]:
     problems: List[str] = []
     try:
         paths = [folder] + [os.path.join(folder, n) for n
-                            in sorted(os.listdir(folder))] + monitor_install.tree(core)[1:]
+                            in sorted(os.listdir(folder))] + core_install.tree(core)[1:]
         for path in paths:
             problems += [p for p in bwrap.file_facts(path)["ownership_problems"] if p not in problems]
-        rel = monitor_install.release(core)
+        rel = core_install.release(core)
     except OSError as exc:
         return [diagnostics.make("monitor_core_modified", folder=folder, digest="unreadable (%s)" % (exc.strerror
                                                                                                      or exc),
@@ -178,13 +177,13 @@ def os_label(path: str = "/etc/os-release") -> str:
 # --------------------------------------------------------------------------- one run
 
 def audit(config: Optional[Json], runner: bwrap.Runner, hostname: str,
-          diags: List[diagnostics.Diagnostic]) -> audit_audit.HostResult:
+          diags: List[diagnostics.Diagnostic]) -> host_audit.HostResult:
     """The audit result of the configured checks (an empty failing one without a configuration, or when the
     checks raised: monitor_run_failed)."""
     if config is not None:
         try:
-            result = audit_audit.audit_host(spec.with_defaults(spec.AUDIT, config["audit"]),
-                                            runner)   # the spec's defaults, once
+            result = host_audit.audit_host(spec.with_defaults(spec.AUDIT, config["audit"]),
+                                           runner)   # the spec's defaults, once
             result.pop("monitor", None)          # the audit's view of the previous proof; this run replaces it
             result["diagnostics"] = [d for d in result["diagnostics"] if d["code"] != "monitor_result_unusable"]
             return result
@@ -197,7 +196,7 @@ def audit(config: Optional[Json], runner: bwrap.Runner, hostname: str,
             "probe": None, "diagnostics": []}      # judge() decides its verdict from the findings
 
 
-def judge(result: audit_audit.HostResult, extra: Sequence[diagnostics.Diagnostic]) -> Tuple[bool, str]:
+def judge(result: host_audit.HostResult, extra: Sequence[diagnostics.Diagnostic]) -> Tuple[bool, str]:
     """(proven, verdict) of an audit result plus the monitor's own findings: proven when the probe passed and
     nothing is an error."""
     result["diagnostics"] = diagnostics.sort(diagnostics.union(result["diagnostics"], extra))
@@ -217,7 +216,7 @@ class Outputs(object):
     """Where a run writes: the textfile collector's directory, the stored result, the journal."""
 
     def __init__(self, textfile_dir: str = TEXTFILE_DIR, result: str = monitor_state.RESULT,
-                 journal: Callable[[Mapping[str, Any]], Optional[str]] = monitor_journal.send) -> None:
+                 journal: Callable[[Mapping[str, Any]], Optional[str]] = journald.send) -> None:
         self.textfile_dir = textfile_dir
         self.result = result
         self.journal = journal
@@ -245,7 +244,7 @@ def run(config_path: str, outputs: Outputs, folder: Optional[str] = None, runner
         "os": os_label(), "started": round(started, 3), "finished": round(finished, 3),
         "duration": round(finished - started, 3), "proven": proven, "verdict": result["verdict"],
         "previous": previous_proof(outputs.result, finished), "context": own_context(), "audit": result}
-    record["changed"] = monitor_journal.changed(record, record["previous"])
+    record["changed"] = journald.changed(record, record["previous"])
     return write_outputs(record, outputs), record
 
 
@@ -266,14 +265,14 @@ def _write(path: str, write: Callable[[], object], record: Json) -> bool:
 
 def write_outputs(record: Json, outputs: Outputs) -> int:
     """Textfile, stored result, journal entries; the exit status (2 when an output could not be written)."""
-    textfile = os.path.join(outputs.textfile_dir, monitor_textfile.FILE_NAME)
-    ok = _write(textfile, lambda: monitor_textfile.write(outputs.textfile_dir, record), record)
+    textfile = os.path.join(outputs.textfile_dir, prometheus.FILE_NAME)
+    ok = _write(textfile, lambda: prometheus.write(outputs.textfile_dir, record), record)
     if not ok:   # the stored result says why the textfile is missing
-        record["changed"] = monitor_journal.changed(record, record["previous"])
+        record["changed"] = journald.changed(record, record["previous"])
     text = json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n"
     ok = _write(outputs.result, lambda: files.replace(outputs.result, text, 0o600), record) and ok
-    entries = [monitor_journal.run_entry(record)] + ([monitor_journal.change_entry(record, record["previous"])]
-                                                     if record["changed"] else [])
+    entries = [journald.run_entry(record)] + ([journald.change_entry(record, record["previous"])]
+                                              if record["changed"] else [])
     for entry in entries:
         why = outputs.journal(entry)
         if why is not None:      # no journal here (run by hand, a container without journald): say it on stderr
