@@ -168,7 +168,8 @@ def test_render_refuses_an_interpreter_no_one_user_owns(fresh):
                                                             "host": {"python_executable": script}})
         assert res["failed"] and res["code"] == "profile_python_not_run", res
         assert res["diagnostics"][0]["remediation"] == ["chmod o-w %s" % folder]
-        drift = host_audit.profile_drift([MANIFEST], {"python_executable": script}, fresh.top, envflags.status(None, {}))
+        drift = host_audit.profile_drift([MANIFEST], {"python_executable": script}, fresh.top,
+                                         envflags.status(None, {}))
         assert [(d["state"], folder in d["message"]) for d in drift] == [("error", True)]     # the audit, the monitor
         assert fresh.marks_of("wrapper") == {}
     finally:

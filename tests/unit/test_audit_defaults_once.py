@@ -86,7 +86,7 @@ def test_the_module_path_applies_them_once(counted, monkeypatch):
     before = _before(GIVEN)
     counted.update(validator=0, with_defaults=0)
     handed = []
-    monkeypatch.setattr(module.audit, "audit_host", lambda params: handed.append(params) or {"verdict": "pass"})
+    monkeypatch.setattr(module.host_audit, "audit_host", lambda params: handed.append(params) or {"verdict": "pass"})
     with patch_module_args(dict(GIVEN)):
         with pytest.raises(SystemExit):
             module.main()

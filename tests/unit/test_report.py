@@ -158,7 +158,7 @@ def test_report_imports_no_network_module():
     """Importing the report module (the main process of every audit run does) pulls in no urllib.request, ssl
     or http.client (xml.sax.saxutils did)."""
     code = ("import sys; from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import "
-            "report; print(sorted(m for m in ('ssl', 'urllib.request', 'http.client', 'xml.sax.saxutils') "
+            "document; print(sorted(m for m in ('ssl', 'urllib.request', 'http.client', 'xml.sax.saxutils') "
             "if m in sys.modules))")
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,

@@ -68,7 +68,8 @@ for _code, _title, _cause, _steps, _hint in [
 ]:
     CODES.append(Code(code=_code, severity=ERROR, rule="R-CAP-SYS", section=SANDBOX_ACTIVE, title=_title,
                       cause=_cause, detection=_CHANNEL_DETECTION,
-                      remediation=_steps + ([] if _code in ("channel_system_bus", "channel_container_engine") else [_ALLOW_STEP]),
+                      remediation=_steps + ([] if _code in ("channel_system_bus", "channel_container_engine")
+                                            else [_ALLOW_STEP]),
                       messages=_CHANNEL_WORDS,
                       hint=_hint + ("" if _code in ("channel_system_bus", "channel_container_engine") else
                                     " " + _ALLOW_HINT)))

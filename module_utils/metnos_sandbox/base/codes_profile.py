@@ -122,8 +122,8 @@ CODES.extend([
                "capability.",
          detection="Each capability's text, before the grammar; for YAML, each item of the capabilities list as it is "
                    "read (naming the lines it spans).",
-         remediation=[
-             'python3 -c \'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["capabilities"])\' \'<manifest>\''],
+         remediation=['python3 -c \'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["capabilities"])\' '
+                      '\'<manifest>\''],
          messages={"list_item": "{field}{at}: {value} holds ' - ': two list items run together (align each "
                                 "'- ' item of capabilities under the first)",
                    "line_break": "{field}{at}: {value} holds a line break: a capability is one word on one line",
