@@ -122,7 +122,7 @@ def test_base_imports_nothing_above_it():
 def test_each_codes_module_imports_only_the_registry():
     """The code lists are data: each imports base/registry.py (and typing) alone, no logic of any package."""
     found = sorted(rel for rel, _path in _modules() if os.path.basename(rel).startswith("codes"))
-    assert found == ["base/codes_%s.py" % p for p in ("audit", "channels", "host", "launcher", "mounts", "options",
+    assert found == ["base/codes_%s.py" % p for p in ("audit", "channels", "holdings", "host", "launcher", "mounts", "options",
                                                       "probe", "profile", "service")]
     for rel, path in _modules():
         if rel in found:

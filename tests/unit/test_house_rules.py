@@ -1,12 +1,16 @@
 # -*- coding: utf-8 -*-
 """The house rules of issue 44, read from the sources' syntax trees:
 
-a. a module of the core is imported by its own name (``from ..profile import model``); the one alias allowed is
-   ``<package>_<module>`` (``probe_result``), for a file where the own name is taken;
+a. a module of the core is imported by its own name (``from ..profile import model``), never under an alias: no
+   letter, and (issue 55) no ``<package>_<module>`` either - a module is named so that it does not repeat its
+   package, and where its name is taken in a file, the types it gives are imported by name;
 b. no file uses another module's underscore name: neither ``model._refuse`` (an attribute of a name bound to a
    core module) nor ``from ..profile.model import _refuse``: what another module uses is public;
 c. one mountinfo parser: host/mountinfo.py alone splits mountinfo lines and undoes their \\ooo escapes (issue 55).
-d. one walk of a bwrap argv: host/bwrap_options.options() (issue 55).
+d. one walk of a bwrap argv: host/bwrap_options.options() (issue 55);
+e. no function takes more than MAX_PARAMETERS parameters (self and cls aside): more travel as a typed record;
+f. no module of the core is longer than MAX_LOGICAL_LINES logical lines: a line joining statements with ``;``, or
+   ``import a, b``, counts once per statement or module (joining lines does not dodge the limit).
 
 Each rule is guarded once (issue 55): code in strings by tests/unit/test_code_in_files.py, base/ importing nothing
 above it (and no package importing upwards) by tests/unit/test_core_layout.py.
@@ -28,6 +32,50 @@ FOLDERS = ("module_utils", "library", "action_plugins", "callback_plugins", "fil
            "benchmarks", "roles")
 # The core's import names (the old one is tests/unit/test_import_name.py's alone).
 CORE_NAMES = ("ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox", "metnos_sandbox")
+# Where rules e and f hold: the core and the plugins.
+CODE_FOLDERS = ("module_utils", "library", "action_plugins", "callback_plugins", "filter_plugins")
+MAX_PARAMETERS = 7
+MAX_LOGICAL_LINES = 650
+
+# Offenders being removed by work not merged yet (issue 55). An entry whose offence is gone fails
+# test_the_allow_lists_hold_only_live_offenders, so a list cannot go stale.
+UNTIL_MERGED = {
+    # rule a: (file, "package.module as alias"); rename.py left these: the module's own name is taken in the file,
+    # and so is a name it would import instead
+    "aliases": {
+        ("action_plugins/metnos_audit.py", "options.spec as options_spec"): "a local spec",
+        ("filter_plugins/metnos_sandbox.py", "profile.result as profile_result"): "a local result",
+        ("module_utils/metnos_sandbox/monitor/core_install.py", "base.sources as base_sources"): "a local sources",
+        ("module_utils/metnos_sandbox/probe/run.py", "probe.blame as probe_blame"): "a local blame",
+        ("module_utils/metnos_sandbox/profile/model.py", "base.diagnostics as base_diagnostics"): "a field",
+        ("tests/unit/test_module_options.py", "options.spec as options_spec"): "a local spec",
+        ("tests/unit/test_monitor_journal.py", "monitor.journald as monitor_journald"): "a local journald",
+        ("tests/unit/test_proctree.py", "probe.reaper as probe_reaper"): "a local reaper",
+    },
+    # rule e: (file, function) taking more than MAX_PARAMETERS parameters
+    "parameters": {
+        ("module_utils/metnos_sandbox/base/registry.py", "restriction"): "8",
+        ("module_utils/metnos_sandbox/base/registry.py", "__init__"): "Code: 12, called by keywords",
+        ("module_utils/metnos_sandbox/host/facts.py", "gather"): "11",
+        ("module_utils/metnos_sandbox/probe/blame.py", "diagnose"): "9",
+        ("module_utils/metnos_sandbox/probe/device.py", "prove"): "8",
+        ("module_utils/metnos_sandbox/probe/reaper.py", "_exec_bwrap"): "8",
+        ("module_utils/metnos_sandbox/probe/reaper.py", "_reap"): "9",
+        ("module_utils/metnos_sandbox/probe/reaper.py", "_fork_reaper"): "8",
+        ("module_utils/metnos_sandbox/probe/reaper.py", "run_reaped"): "10",
+        ("module_utils/metnos_sandbox/probe/run.py", "_run_in_context"): "8",
+        ("module_utils/metnos_sandbox/probe/runners.py", "run"): "9",
+        ("module_utils/metnos_sandbox/probe/runners.py", "run_verdict"): "12",
+        ("module_utils/metnos_sandbox/probe/runners.py", "_judge_run"): "10",
+        ("module_utils/metnos_sandbox/probe/runners.py", "run_systemd"): "10",
+        ("module_utils/metnos_sandbox/profile/invariants.py", "_check_bind"): "9",
+        ("module_utils/metnos_sandbox/service/enforce.py", "enforce_plan"): "10",
+        ("module_utils/metnos_sandbox/service/restrictions.py", "_restriction"): "8",
+        ("module_utils/metnos_sandbox/service/unit_preflight.py", "build"): "9",
+    },
+}
+# Rule f's one exception, with its reason (the same as tests/unit/test_core_layout.py's).
+OWN_LIMITS = {"module_utils/metnos_sandbox/profile/descriptors.py": 720}     # the launcher's core ships alone
 
 
 # ---------------------------------------------------------------------------------------------- the tree
@@ -119,23 +167,24 @@ def core_imports(rel, source):
 
 # ------------------------------------------------------------------------------------------------ rule a
 def aliased_imports(rel, source):
-    """['line: module as alias'] for each core module imported under another name than its own or
-    <package>_<module>."""
+    """['line: module as alias'] for each core module imported under another name than its own."""
     found = []
     for line, dotted, bound, name in core_imports(rel, source):
         if bound is None or name is not None:
             continue
-        parts = dotted.split(".")
-        allowed = {parts[-1], "%s_%s" % (parts[-2] if len(parts) > 1 else "metnos_sandbox", parts[-1])}
-        if bound not in allowed:
+        if bound != dotted.split(".")[-1]:
             found.append("%d: %s as %s" % (line, dotted, bound))
     return found
 
 
+def _alias_offences():
+    return {(rel, hit.split(": ", 1)[1]): "%s:%s" % (rel, hit)
+            for rel, path in _python_files(FOLDERS) for hit in aliased_imports(rel, read_text(path))}
+
+
 def test_core_modules_are_imported_by_their_own_names():
-    found = ["%s:%s" % (rel, hit) for rel, path in _python_files(FOLDERS)
-             for hit in aliased_imports(rel, read_text(path))]
-    assert not found, "import the module by its own name (or <package>_<module> where that is taken):\n" + \
+    found = [hit for key, hit in sorted(_alias_offences().items()) if key not in UNTIL_MERGED["aliases"]]
+    assert not found, "import the module by its own name (the types it gives by name where that is taken):\n" + \
         "\n".join(found)
 
 
@@ -145,7 +194,8 @@ def test_core_modules_are_imported_by_their_own_names():
     ("from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import result as RS\n",
      ["1: profile.result as RS"]),
     ("import metnos_sandbox.host.bwrap as B\n", ["1: host.bwrap as B"]),
-    ("from ..profile import result as profile_result\nfrom ..base import diagnostics as base_diagnostics\n", []),
+    ("from ..profile import result as profile_result\nfrom ..base import diagnostics as base_diagnostics\n",
+     ["1: profile.result as profile_result", "2: base.diagnostics as base_diagnostics"]),     # issue 55
     ("from ..base import diagnostics as probe_diagnostics\n", ["1: base.diagnostics as probe_diagnostics"]),
     ("from ..profile import model\nimport typing as t\n", []),
 ])
@@ -356,3 +406,81 @@ def test_one_argv_walker():
 ])
 def test_argv_walkers_are_seen(source, hits):
     assert arity_readers(source) == hits
+
+
+# ------------------------------------------------------------------------------------------------ rule e
+def many_parameters(source, most=MAX_PARAMETERS):
+    """[(line, function, count)] for each function taking more than ``most`` parameters (self and cls aside)."""
+    found = []
+    for node in ast.walk(_tree(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            given = node.args
+            names = [a.arg for a in given.posonlyargs + given.args + given.kwonlyargs]
+            names += [a.arg for a in (given.vararg, given.kwarg) if a is not None]
+            count = len([n for n in names if n not in ("self", "cls")])
+            if count > most:
+                found.append((node.lineno, node.name, count))
+    return found
+
+
+def _parameter_offences():
+    return {(rel, name): "%s:%d: %s takes %d parameters" % (rel, line, name, count)
+            for rel, path in _python_files(CODE_FOLDERS) for line, name, count in many_parameters(read_text(path))}
+
+
+def test_no_function_takes_more_than_seven_parameters():
+    found = [hit for key, hit in sorted(_parameter_offences().items()) if key not in UNTIL_MERGED["parameters"]]
+    assert not found, "more than %d parameters travel as a typed record:\n" % MAX_PARAMETERS + "\n".join(found)
+
+
+@pytest.mark.parametrize("source, hits", [
+    ("def f(a, b, c, d, e, f, g, h):\n    pass\n", [(1, "f", 8)]),
+    ("def f(a, b, c, d, e, f, g):\n    pass\n", []),
+    ("class C:\n    def m(self, a, b, c, d, e, f, g):\n        pass\n", []),
+    ("def f(a, *rest, b, c, d, e, f, **more):\n    pass\n", [(1, "f", 8)]),
+    ("async def f(a, b, c, d, e, f, g, h=1):\n    pass\n", [(1, "f", 8)]),
+])
+def test_many_parameters_are_seen(source, hits):
+    assert many_parameters(source) == hits
+
+
+# ------------------------------------------------------------------------------------------------ rule f
+def logical_lines(source):
+    """The module's length with each line that joins statements (``;``) or modules (``import a, b``)
+    counted once per statement or module."""
+    count = len(source.splitlines())
+    starts = {}
+    for node in ast.walk(_tree(source)):
+        if isinstance(node, ast.stmt):
+            starts.setdefault(node.lineno, []).append(node)
+    for nodes in starts.values():
+        simple = [n for n in nodes if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                                         ast.If, ast.For, ast.While, ast.With, ast.Try))]
+        count += max(len(simple) - 1, 0)
+        count += sum(len(n.names) - 1 for n in simple if isinstance(n, ast.Import))
+    return count
+
+
+def test_every_module_is_short_enough_in_logical_lines():
+    long = {rel: n for rel, path in _python_files(CODE_FOLDERS) for n in [logical_lines(read_text(path))]
+            if rel.startswith("module_utils/") and n > OWN_LIMITS.get(rel, MAX_LOGICAL_LINES)}
+    assert not long, "split these by job (joined lines count as several): %s" % long
+
+
+@pytest.mark.parametrize("source, count", [
+    ("import os\nimport re\n", 2),
+    ("import os; import re\n", 2),                       # the dodge: one line, two statements
+    ("import os, re, sys\n", 3),                         # the dodge: one line, three modules
+    ("x = 1; y = 2; z = 3\n", 3),
+    ("from . import a, b, c\n", 1),                      # one statement, the house's own style
+    ("def f():\n    return 1\n", 2),
+])
+def test_logical_lines_count_joined_lines(source, count):
+    assert logical_lines(source) == count
+
+
+# ------------------------------------------------------------------------------------------- allow lists
+def test_the_allow_lists_hold_only_live_offenders():
+    live = {"aliases": _alias_offences(), "parameters": _parameter_offences()}
+    stale = ["%s: %s" % (rule, key) for rule, keys in UNTIL_MERGED.items() for key in keys if key not in live[rule]]
+    assert not stale, "fixed: remove from UNTIL_MERGED:\n" + "\n".join(stale)

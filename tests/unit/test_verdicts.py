@@ -84,8 +84,8 @@ def test_the_report_decides_each_verdict_once_from_every_finding():
                 "bwrap_facts": {"bwrap": {"version": "0.8.0", "package": {"name": "bubblewrap",
                                                                           "revision": revision}},
                                 "userns": {}, "diagnostics": []},
-                "service": None, "profiles": [], "probe": {"passed": probe_run, "checks": []},
-                "diagnostics": [diagnostics.make("running_in_container", container="podman")] + ([] if probe_run else [
+                "service": None, "profiles": [], "probe": {"passed": probe, "checks": []},
+                "diagnostics": [diagnostics.make("running_in_container", container="podman")] + ([] if probe else [
                     diagnostics.make("probe_timeout", wording="killed", timeout=5)])}   # a failed probe: a finding
     doc = report_text.build({"a": host("1"), "b": host("1"), "c": host("2"), "d": host("1", probe=False)}, WHEN)
     verdicts = dict((h["host"], h["verdict"]) for h in doc["hosts"])
@@ -131,13 +131,13 @@ def test_nothing_proven_is_a_finding_not_a_flag():
     proof with no check, and a profile the probe cannot run (a pinned direct exception) with no error of its own.
     A fake profile and an empty check list: the real runs are tests/integration/test_device_probe_real.py's."""
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import device
-    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import run as probe_run
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe.run import not_wrapped
     none_ran = device.judged([], ["bwrap", "--", "true"], [])
     assert [d["code"] for d in none_ran["diagnostics"]] == ["probe_device_check_failed"]
     assert none_ran["passed"] is False and verdict(none_ran["diagnostics"]) == "fail"
     direct = {"decision": "direct", "diagnostics": []}
-    [found] = probe_run.not_wrapped(direct)
+    [found] = not_wrapped(direct)
     assert found["code"] == "probe_check_failed" and "observed direct" in found["message"]
     refused = {"decision": "refused", "diagnostics": [diagnostics.make("capability_unknown", field="c", value="'x'",
                                                                        wording="refused", fill={"expected": "y"})]}
-    assert probe_run.not_wrapped(refused) == []          # its own error already says why
+    assert not_wrapped(refused) == []          # its own error already says why

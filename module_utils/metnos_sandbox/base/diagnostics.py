@@ -34,6 +34,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, cast
 from . import (
     codes_audit,
     codes_channels,
+    codes_holdings,
     codes_host,
     codes_launcher,
     codes_mounts,
@@ -65,8 +66,8 @@ Diagnostic = registry.Diagnostic
 UnregisteredCode = registry.UnregisteredCode
 _RANK = registry.RANK
 _CODES: List[Code] = (codes_host.CODES + codes_profile.CODES + codes_mounts.CODES + codes_channels.CODES +
-                      codes_probe.CODES + codes_service.CODES + codes_audit.CODES + codes_options.CODES +
-                      codes_launcher.CODES)
+                      codes_probe.CODES + codes_holdings.CODES + codes_service.CODES + codes_audit.CODES +
+                      codes_options.CODES + codes_launcher.CODES)
 REGISTRY: Dict[str, Code] = dict((c.code, c) for c in _CODES)
 
 # The codes a manifest load refuses with (manifest.coerce). A controller-side face hands a refusal to the

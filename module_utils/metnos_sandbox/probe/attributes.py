@@ -19,7 +19,7 @@ from ..host.procfs import is_error
 from .held import Scene, unread
 from .payload import Json
 
-# kind of weakening -> the code it is reported with (codes_probe.py)
+# kind of weakening -> the code it is reported with (codes_holdings.py)
 ATTRIBUTE_CODES = {"personality": "probe_attribute_personality", "priority": "probe_attribute_priority",
                    "rlimit": "probe_attribute_rlimit", "oom": "probe_attribute_oom",
                    "privileges": "probe_attribute_privileges", "ambient": "probe_attribute_ambient",

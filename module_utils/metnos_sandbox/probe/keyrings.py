@@ -43,7 +43,7 @@ from ..host import procfs
 from .held import Scene
 from .payload import Json
 
-# kind of finding -> the code it is reported with (codes_probe.py)
+# kind of finding -> the code it is reported with (codes_holdings.py)
 KEYRING_CODES = {"shared": "probe_keyring_shared", "keys": "probe_keyring_keys", "unit": "probe_keyring_unit"}
 # keyctl(2) by machine, as in payload_script.KEYCTL_NR
 _KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "s390x": 280, "ppc64le": 271, "ppc64": 271,
