@@ -13,6 +13,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import ast
 import os
+import re
 
 import pytest
 
@@ -164,3 +165,57 @@ def test_the_checks_see_a_planted_breach():
     assert above_base("from . import registry\nfrom .records import Shape\nimport os\n") == []
     with pytest.raises(AssertionError, match="on no floor"):
         floor_of("newpackage")
+
+
+def architecture_tree(text):
+    """{package: (modules an entry of the tree names first, every module named in the package's section)} of
+    docs/architecture.md's tree (``codes_<package>.py`` stands for every codes module)."""
+    block = text.split("```")[1]
+    listed, package = {}, None
+    for line in block.splitlines():
+        head = re.match(r"^  (\w+)/ ", line)
+        if head:
+            package = head.group(1)
+            listed[package] = (set(), set())
+        elif not line.startswith("  "):
+            package = None
+        if package is None:
+            continue
+        names = re.findall(r"(?<![\w/.<>-])([a-z_]+\.py|codes_<package>\.py)(?![\w])", line)
+        entry = re.match(r"^    ([a-z_]+\.py)", line)
+        if entry:
+            listed[package][0].add(entry.group(1))
+        listed[package][1].update(names)
+    return listed
+
+
+def core_tree():
+    found = {}
+    for rel, _path in _modules():
+        package, _sep, name = rel.partition("/")
+        if name and name != "__init__.py":
+            found.setdefault(package, set()).add("codes_<package>.py" if name.startswith("codes_") else name)
+    return found
+
+
+def tree_differences(listed, files):
+    missing = {p: sorted(files[p] - listed.get(p, (set(), set()))[1]) for p in files
+               if files[p] - listed.get(p, (set(), set()))[1]}
+    stale = {p: sorted(listed[p][0] - files.get(p, set())) for p in listed if listed[p][0] - files.get(p, set())}
+    return missing, stale
+
+
+def test_the_architecture_tree_is_the_files():
+    """docs/architecture.md's tree names every module of the core under its package, and no entry names a module
+    that is not there (issue 55: it had left out containment.py, report_containment.py and channels.py)."""
+    listed = architecture_tree(_read(os.path.join(CORE, "..", "..", "docs", "architecture.md")))
+    missing, stale = tree_differences(listed, core_tree())
+    assert not missing and not stale, "docs/architecture.md's tree: missing %s, not there %s" % (missing, stale)
+
+
+def test_the_architecture_tree_check_sees_a_planted_breach():
+    text = "```\n  probe/       x\n    run.py  y (held.py)\n    gone.py  z\n```\n"
+    listed = architecture_tree(text)
+    assert listed == {"probe": ({"run.py", "gone.py"}, {"run.py", "held.py", "gone.py"})}
+    assert tree_differences(listed, {"probe": {"run.py", "held.py", "new.py"}}) == ({"probe": ["new.py"]},
+                                                                                  {"probe": ["gone.py"]})
