@@ -20,9 +20,10 @@ import math
 import os
 import stat
 import time
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, List, Mapping, Optional, Tuple
 
 from ..base import diagnostics
+from ..base.records import Json
 from ..host import bwrap
 
 UNIT = "metnos-sandbox-monitor"
@@ -35,8 +36,6 @@ AUDIT_SCHEMA = "metnos-sandbox-audit/1"          # host_audit.SCHEMA (audit impo
 MAX_RESULT_BYTES = 4 * 1024 * 1024
 FUTURE_TOLERANCE = 300.0                          # seconds a proof may seem to come from the future (clock skew)
 VERDICTS = ("pass", "warn", "fail")
-
-Json = Dict[str, Any]
 
 
 class Unusable(ValueError):

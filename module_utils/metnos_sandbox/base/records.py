@@ -24,7 +24,10 @@ from __future__ import absolute_import, annotations, division, print_function
 import collections
 from typing import TYPE_CHECKING, Any, Dict, Tuple
 
-__all__ = ["Record", "Shape"]
+# A JSON object as the core's results hand it along (one alias for every package: issue 55).
+Json = Dict[str, Any]
+
+__all__ = ["Json", "Record", "Shape"]
 
 if TYPE_CHECKING:
     from typing import NamedTuple as Record

@@ -32,9 +32,9 @@ import re
 import typing as t
 
 from ..base.diagnostics import Diagnostic, make
+from ..base.records import Json
 from . import bwrap, package_owner, trust_store
 
-Json = t.Dict[str, t.Any]
 PACKAGED_BWRAP = "/usr/bin/bwrap"
 MAX_BINARY = 64 << 20
 TRUSTED = ("packaged", "accepted")

@@ -49,9 +49,9 @@ import types
 import typing as t
 
 from ..base import files
+from ..base.records import Json
 from . import bwrap
 
-Json = t.Dict[str, t.Any]
 Key = t.Tuple[str, str, t.Tuple[int, ...]]
 Verified = t.Tuple[t.Any, ...]
 Answers = t.Tuple[t.Optional[str], t.List[str]]

@@ -27,14 +27,13 @@ from typing import Any, Dict, List, Mapping
 
 from ..base import owners
 from ..base import sources as base_sources
+from ..base.records import Json
 
 TOOLKIT_VERSION = "1.0.0"      # galaxy.yml's version (tests/unit/test_monitor_install.py holds them equal)
 DIGEST_CHARS = 12
 ENTRY_POINT = "metnos-sandbox-monitor.py"
 PACKAGE = "metnos_sandbox"
 MAX_BUNDLE_BYTES = 16 * 1024 * 1024          # the sources unpacked
-
-Json = Dict[str, Any]
 
 
 class ReleaseError(ValueError):

@@ -28,6 +28,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..audit import host_audit, monitor_state
 from ..base import diagnostics, files, owners, verdicts
+from ..base.records import Json
 from ..host import bwrap, procfs
 from ..options import spec
 from ..options.checks import OptionError
@@ -41,8 +42,6 @@ AUDIT_KEYS = ("unit", "scope", "user", "manifests", "host", "profile_dir", "prob
 _TYPES: Dict[str, Tuple[type, ...]] = {"str": (str,), "path": (str,), "bool": (bool,), "list": (list,),
                                        "dict": (dict,), "float": (int, float)}
 MAX_TIMEOUT = 3600.0
-
-Json = Dict[str, Any]
 
 
 class ConfigProblem(ValueError):

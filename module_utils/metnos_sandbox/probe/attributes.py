@@ -15,9 +15,9 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import typing as t
 
+from ..base.records import Json
 from ..host.procfs import is_error
 from .held import Scene, unread
-from .payload import Json
 
 # kind of weakening -> the code it is reported with (codes_holdings.py)
 ATTRIBUTE_CODES = {"personality": "probe_attribute_personality", "priority": "probe_attribute_priority",

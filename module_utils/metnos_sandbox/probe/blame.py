@@ -35,10 +35,9 @@ import time
 import typing as t
 
 from ..base.diagnostics import ERROR, Diagnostic, amend, make
-from ..base.records import Record
+from ..base.records import Json, Record
 from ..service import relaxations, run_user
 
-Json = t.Dict[str, t.Any]
 Assignment = t.List[str]                 # [directive, value, where]
 
 IDENTITY = ("User", "Group")             # who the processes are: kept in every trial (the plain context)

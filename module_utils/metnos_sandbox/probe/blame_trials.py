@@ -13,11 +13,11 @@ import subprocess
 import time
 import typing as t
 
-from ..base.records import Record
+from ..base.records import Json, Record
 from ..host import bwrap_errors
 from ..service import systemd_exit
 from . import payload, runners
-from .blame import Assignment, Json, Outcome, outcome_of
+from .blame import Assignment, Outcome, outcome_of
 
 SIGTERM = 15
 

@@ -28,11 +28,10 @@ import time
 import typing as t
 
 from ..base import diagnostics, sources, verdicts
+from ..base.records import Json
 from ..host import procfs
 from ..profile import descriptors
 from . import device_script
-
-Json = t.Dict[str, t.Any]
 
 
 @functools.lru_cache(maxsize=None)

@@ -12,9 +12,10 @@ import os
 import typing as t
 
 from ..base.paths import under
+from ..base.records import Json
 from ..host import procfs
 from . import attributes, held, keyrings, proc_covers
-from .payload import DEV_ENTRIES, DEV_NODES, PROC_SUPER_MAGIC, SIGKILL, TMPFS_MAGIC, Json, Reference
+from .payload import DEV_ENTRIES, DEV_NODES, PROC_SUPER_MAGIC, SIGKILL, TMPFS_MAGIC, Reference
 
 
 # --------------------------------------------------------------------------- evaluation

@@ -12,8 +12,9 @@ from __future__ import absolute_import, annotations, division, print_function
 import os
 import typing as t
 
+from ..base.records import Json
 from ..host.procfs import is_error
-from .payload import Json, Reference
+from .payload import Reference
 
 
 class Scene(t.Protocol):

@@ -39,9 +39,9 @@ import os
 import struct
 import typing as t
 
+from ..base.records import Json
 from ..host import procfs
 from .held import Scene
-from .payload import Json
 
 # kind of finding -> the code it is reported with (codes_holdings.py)
 KEYRING_CODES = {"shared": "probe_keyring_shared", "keys": "probe_keyring_keys", "unit": "probe_keyring_unit"}

@@ -16,12 +16,11 @@ import typing as t
 
 from ..base import json_lite, sources
 from ..base.paths import under
-from ..base.records import Record
+from ..base.records import Json, Record
 from ..host import bwrap_options, procfs
 from ..profile import descriptors, result
 from . import payload_script
 
-Json = t.Dict[str, t.Any]
 User = t.Dict[str, t.Any]
 """A user to run as: name, uid, gid (groups, home, dynamic)."""
 

@@ -29,9 +29,9 @@ import errno
 import os
 import typing as t
 
+from ..base.records import Json
 from ..host import procfs
 
-Json = t.Dict[str, t.Any]
 COVER_NAMES = ("sys", "sysrq-trigger", "irq", "bus")
 
 

@@ -38,10 +38,9 @@ import struct
 import typing as t
 
 from ..base.diagnostics import Diagnostic, make
-from ..base.records import Record
+from ..base.records import Json, Record
 from ..host import procfs
 
-Json = t.Dict[str, t.Any]
 Ident = t.Tuple[int, int]
 """A file's (st_dev, st_ino): what a look-alike cannot give another file."""
 

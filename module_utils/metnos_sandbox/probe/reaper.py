@@ -34,10 +34,9 @@ import subprocess
 import time
 import typing as t
 
+from ..base.records import Json
 from ..host import bwrap, bwrap_run, procfs
 from . import proctree
-
-Json = t.Dict[str, t.Any]
 
 
 def _zombie(pid: int) -> Json:

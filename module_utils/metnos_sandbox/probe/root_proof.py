@@ -19,11 +19,11 @@ import time
 import typing as t
 
 from ..base.diagnostics import Diagnostic, excerpt, make
+from ..base.records import Json
 from ..host import bwrap
 from ..profile import descriptors
 from . import root_witness
 
-Json = t.Dict[str, t.Any]
 MAX_LINE = 1 << 16
 
 

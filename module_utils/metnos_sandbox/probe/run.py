@@ -59,14 +59,14 @@ import typing as t
 
 from ..base import envflags, owners, verdicts
 from ..base.diagnostics import ERROR, Diagnostic, amend, make, sort, unit_not_found
-from ..base.records import Record, Shape
+from ..base.records import Json, Record, Shape
 from ..host import bwrap
 from ..host.bwrap_trust import Ledger, for_run, normalise_accepted
 from ..profile import host_context, python_roots, renderer, result
 from ..service import environment
 from . import blame as probe_blame
 from . import device, payload, root_proof, runners
-from .payload import Json, User
+from .payload import User
 
 
 class _ProbeKeys(Shape):

@@ -16,10 +16,11 @@ import time
 import typing as t
 
 from ..base import diagnostics, verdicts
+from ..base.records import Json
 from ..host import bwrap, bwrap_errors, bwrap_run, bwrap_trust, facts, package_owner
 from ..service import systemd_exit, unit_context
 from . import attributes, evidence, held, keyrings, proc_covers, proctree, reaper, witness
-from .payload import Json, Reference, SystemdReport, User, argv_deviations, descriptor_launcher, payload_command
+from .payload import Reference, SystemdReport, User, argv_deviations, descriptor_launcher, payload_command
 
 
 # --------------------------------------------------------------------------- running

@@ -13,9 +13,10 @@ import json
 import os
 import typing as t
 
+from ..base.records import Json
 from ..host import holdings, procfs
 from . import keyrings, proc_covers, proctree
-from .payload import Json, Stream, host_namespaces
+from .payload import Stream, host_namespaces
 
 
 # --------------------------------------------------------------------------- the outside witness
