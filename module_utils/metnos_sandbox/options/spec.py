@@ -9,7 +9,7 @@ of bwrap_facts, the probe of sandbox_probe and metnos_audit; the old names ``smo
 ``probe_timeout`` stay as aliases), ``python`` (an interpreter path on the managed host, type path),
 ``unit``/``scope``/``user`` (the service unit and its manager).
 
-A check raises ``validate.OptionError`` (a ValueError) naming the option and its rule; a face turns
+A check raises ``checks.OptionError`` (a ValueError) naming the option and its rule; a face turns
 any option error into a failed task with code ``invalid_option`` through ``checked``. Pure Python, no
 Ansible imports: the audit payload applies ``AUDIT``'s defaults on the host too.
 """

@@ -51,7 +51,7 @@ _DEVICE_NAMES = {"1:1": "mem", "1:2": "kmem", "1:4": "port", "1:11": "kmsg", "10
                  "5:1": "console", "5:2": "ptmx (a pty master)"}
 _NS_LINK = ("cgroup:[", "ipc:[", "mnt:[", "net:[", "pid:[", "pid_for_children:[", "time:[", "time_for_children:[",
             "user:[", "uts:[")
-# kind of descriptor -> the code it is reported with (codes.py)
+# kind of descriptor -> the code it is reported with (base/codes_probe.py)
 DESCRIPTOR_CODES = {"outside": "probe_descriptor_outside", "terminal": "probe_descriptor_terminal",
                     "device": "probe_descriptor_device", "block": "probe_descriptor_block",
                     "namespace": "probe_descriptor_namespace", "pidfd": "probe_descriptor_pidfd",

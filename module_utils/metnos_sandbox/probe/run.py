@@ -17,21 +17,22 @@ Two independent witnesses for every check:
   launcher's, bwrap's child-pid) are of the unit's PID namespace - its own with PrivatePIDs=yes - and
   are translated to the probe's by the unit's cgroup (procfs.unit_pid) before anything is read; the
   payload's own pid is compared at the parent context's level of its NSpid.
-* **inside** (the payload, ``PAYLOAD``): ``statfs``/``statvfs``/``stat`` of each mount point,
+* **inside** (the payload, payload_script.py, sent as ``payload.payload_text()``): ``statfs``/``statvfs``/
+  ``stat`` of each mount point,
   ``lstat`` of each hidden path, a real write for each writable grant, ``if_nameindex``,
   ``prctl(PR_GET_PDEATHSIG)``; its ``/proc/self/ns`` links count only once ``/proc`` is proven
   to be a procfs whose ``/proc/self`` is the payload.
 
 A permission error proves nothing: EACCES/EPERM is reported as "not proven" and fails the check.
 
-``expectations(profile, ...)`` derives the checks from the *intended* profile; ``run`` (direct)
-and ``run_systemd`` (transient unit) execute an argv - normally that profile's, possibly a
-weakened one in tests - with the payload as the command; ``evaluate`` turns both witnesses into
-checks and ``_verdict`` into diagnostics with one code per outcome: ``probe_not_isolated`` (the
+``payload.expectations(profile, ...)`` derives the checks from the *intended* profile; ``runners.run`` (direct)
+and ``runners.run_systemd`` (transient unit) execute an argv - normally that profile's, possibly a
+weakened one in tests - with the payload as the command; ``evidence.evaluate`` turns both witnesses into
+checks and ``runners.run_verdict`` into diagnostics with one code per outcome: ``probe_not_isolated`` (the
 payload ran but not sandboxed), ``probe_check_failed``, ``probe_setup_failed`` (bwrap failed
 before the payload ran), ``probe_payload_failed`` (the payload could not report), ``probe_timeout``.
 
-Nothing waits without a bound (bwrap.pump): the run ends when bwrap has exited - processes it leaves
+Nothing waits without a bound (bwrap_run.pump): the run ends when bwrap has exited - processes it leaves
 holding its pipes (a look-alike's decoy, a background child) are killed a moment later, never waited
 for - or at the timeout. Whether the payload ran is decided by its record plus the outside reading,
 not by how the run ended: a timeout after both (a look-alike that never exits) still judges them,

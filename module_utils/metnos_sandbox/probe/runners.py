@@ -202,7 +202,7 @@ def _judge(checks: t.List[Json], tool: str, who: str, traced: str) -> t.List[dia
     return out
 
 
-# The checks whose failures are reported with a code of their own (codes.py), not probe_check_failed.
+# The checks whose failures are reported with a code of their own (base/codes_probe.py), not probe_check_failed.
 _CODE_OF_CHECK = {"no_controlling_terminal": "probe_controlling_terminal",
                   "root_content_declared": "probe_root_undeclared"}
 
