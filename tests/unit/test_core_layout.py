@@ -207,7 +207,7 @@ def tree_differences(listed, files):
 
 def test_the_architecture_tree_is_the_files():
     """docs/architecture.md's tree names every module of the core under its package, and no entry names a module
-    that is not there (issue 55: it had left out containment.py, report_containment.py and channels.py)."""
+    that is not there (issue 55: it had left out both containment modules and channels.py)."""
     listed = architecture_tree(_read(os.path.join(CORE, "..", "..", "docs", "architecture.md")))
     missing, stale = tree_differences(listed, core_tree())
     assert not missing and not stale, "docs/architecture.md's tree: missing %s, not there %s" % (missing, stale)
