@@ -123,8 +123,8 @@ def test_base_imports_nothing_above_it():
 def test_each_codes_module_imports_only_the_registry():
     """The code lists are data: each imports base/registry.py (and typing) alone, no logic of any package."""
     found = sorted(rel for rel, _path in _modules() if os.path.basename(rel).startswith("codes"))
-    assert found == ["base/codes_%s.py" % p for p in ("audit", "channels", "holdings", "host", "launcher", "mounts", "options",
-                                                      "probe", "profile", "service")]
+    assert found == ["base/codes_%s.py" % p for p in ("audit", "channels", "holdings", "host", "launcher", "mounts",
+                                                      "options", "probe", "profile", "service")]
     for rel, path in _modules():
         if rel in found:
             tree = ast.parse(read_text(path))
@@ -208,7 +208,7 @@ def tree_differences(listed, files):
 def test_the_architecture_tree_is_the_files():
     """docs/architecture.md's tree names every module of the core under its package, and no entry names a module
     that is not there (issue 55: it had left out both containment modules and channels.py)."""
-    listed = architecture_tree(_read(os.path.join(CORE, "..", "..", "docs", "architecture.md")))
+    listed = architecture_tree(read_text(os.path.join(CORE, "..", "..", "docs", "architecture.md")))
     missing, stale = tree_differences(listed, core_tree())
     assert not missing and not stale, "docs/architecture.md's tree: missing %s, not there %s" % (missing, stale)
 

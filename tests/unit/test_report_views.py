@@ -65,7 +65,8 @@ def test_the_summary_shows_one_status_view_the_services_first():
     assert views == ["runtime status() as seen by the live process of metnos.service (PID 9) (a view, not a proof): "
                      "active=False bwrap_available=True bwrap_path=None disabled_via_env=None"], lines
     no_unit = dict(service, status_view=None)      # unit_not_found: status() of no unit, not the service's
-    lines = site_summary.host_summary({"status": {"active": True}, "verdict": "pass"}, [site_summary.service_section(no_unit)])
+    lines = site_summary.host_summary({"status": {"active": True}, "verdict": "pass"},
+                                      [site_summary.service_section(no_unit)])
     assert [line for line in lines if "active=" in line] == [
         "runtime status() as the admin's shell sees it, no service unit (a view, not a proof): active=True "
         "bwrap_available=None bwrap_path=None disabled_via_env=None"], lines
