@@ -204,7 +204,7 @@ def test_the_payload_on_another_kernel_runs_no_linux_check(monkeypatch):
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import host_audit
 
     monkeypatch.setattr(host_audit.os, "uname", lambda: _Uname(("Darwin", "mac-runner", "23.6.0", "", "arm64")))
-    monkeypatch.setattr(host_audit.host_facts, "gather", lambda *a, **k: pytest.fail("a Linux check ran on macOS"))
+    monkeypatch.setattr(host_audit, "gather", lambda *a, **k: pytest.fail("a Linux check ran on macOS"))
     monkeypatch.setattr(host_audit.monitor_state, "describe",
                         lambda *a, **k: pytest.fail("the monitor was asked on macOS"))
     rec = host_audit.audit_host(spec.with_defaults(spec.AUDIT, {"placement": "device", "manifests": [PLAIN]}))

@@ -254,8 +254,8 @@ def test_one_host_report_lists_a_finding_once(monkeypatch):
     blamed = diagnostics.amend(svc_diag, "blamed_by_probe")      # what the probe makes of the finding it was handed
     other = restrictions.restriction_diagnostics({"ProcSubset": "pid"}, "other.service")[0]
     svc = {"diagnostics": [svc_diag, other], "status": {"active": True}, "mode": "systemd", "user": {}}
-    monkeypatch.setattr(host_audit.host_facts, "gather", lambda *a, **k: {"diagnostics": [], "status": {"active": True},
-                                                         "verdict": "pass"})
+    monkeypatch.setattr(host_audit, "gather", lambda *a, **k: {"diagnostics": [], "status": {"active": True},
+                                                                "verdict": "pass"})
     monkeypatch.setattr(host_audit.environment, "inspect", lambda *a, **k: environment.Inspection(dict(svc), {}))
     monkeypatch.setattr(host_audit.run, "probe_service", lambda *a, **k: {"passed": False, "diagnostics": [blamed],
                                                                           "checks": []})
