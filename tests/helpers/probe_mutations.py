@@ -439,10 +439,13 @@ GIFTS = {"pipe_fd7": ("fd", 7), "pipe_stderr": ("fd", 2), "pty_master": ("fd", 7
          "tun": ("fd", 7), "kmsg": ("fd", 7), "vcs": ("fd", 7), "ctty": ("ctty", 0),
          "shadow": ("file", "/host-secret"), "socket": ("fd", 7), "pipe_in_flight": ("fd", 7),
          "socket_in_flight": ("fd", 7), "declared": ("file", "/metnos-declared"),
-         "shadow_declared": ("file", "/metnos-declared"), "pipe_thread_table": ("fd", 7),
+         "shadow_declared": ("file", "/metnos-declared"), "secret_same_size": ("file", "/metnos-declared"),
+         "pipe_thread_table": ("fd", 7),
          "shadow_sbin": ("file", "/sbin")}
 # The content of the file rows file_declared and file_swapped declare (its size in the profile: declare_file).
 DECLARED_CONTENT = b"metnos declared content\n"
+# A host secret of the same size (root's, mode 0600: nobody cannot read it), the file_same_size row's swap.
+SAME_SIZE_SECRET = b"metnos HOST SECRET 0600\n"
 THREAD_READER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "thread_reader.py")
 
 
@@ -510,13 +513,13 @@ class Donor(object):
             theirs.close()
             self.queues.append((sender, receiver))
             return mine.detach(), True
-        if key in ("declared", "shadow_declared"):
+        if key in ("declared", "shadow_declared", "secret_same_size"):
             # opened anew for each run: bwrap --file reads to the end, and a kept descriptor's offset stays there
-            path = os.path.join(self.bench.dir, "declared-content")
-            if key == "declared":
-                with open(path, "wb") as handle:
-                    handle.write(DECLARED_CONTENT)
-            return os.open(path if key == "declared" else "/etc/shadow", os.O_RDONLY), True
+            path = os.path.join(self.bench.dir, "declared-content" if key == "declared" else "same-size-secret")
+            if key != "shadow_declared":
+                with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as handle:
+                    handle.write(DECLARED_CONTENT if key == "declared" else SAME_SIZE_SECRET)
+            return os.open("/etc/shadow" if key == "shadow_declared" else path, os.O_RDONLY), True
         if key == "pipe_thread_table":
             # the read end held only by a thread of a host process with a descriptor table of its own
             r, w = os.pipe()
@@ -839,10 +842,11 @@ def binary(attr, then=None, accept=False):
 
 def declare_file(edit):
     """The row's profile also declares a file it copies onto the root, /metnos-declared, of DECLARED_CONTENT's
-    size (--file FD DEST: the gift wrapper adds the option and the descriptor)."""
+    size and sha256 (--file FD DEST: the gift wrapper adds the option and the descriptor)."""
     def declare(profile):
         profile = dict(profile, mounts=list(profile["mounts"]) + [
-            {"kind": "file", "dest": "/metnos-declared", "size": len(DECLARED_CONTENT)}])
+            {"kind": "file", "dest": "/metnos-declared", "size": len(DECLARED_CONTENT),
+             "sha256": hashlib.sha256(DECLARED_CONTENT).hexdigest()}])
         return profile
     edit.declare = declare
     return edit
@@ -1165,6 +1169,11 @@ ROWS = [
         declare_file(gift("shadow_declared")), ["root_content_declared"], code="probe_root_undeclared",
         note="proven in tests/integration/test_probe_unseen_ends.py: run as nobody, the sandbox prints "
              "/metnos-declared and the host gets /etc/shadow's bytes, which nobody cannot read"),
+    Row("file_same_size", "wrapper: the profile declares a file of 24 bytes at /metnos-declared, the wrapper copies "
+        "a 24-byte host secret there instead (root's, mode 0600, opened by a root helper: a swap the size does not "
+        "show)", declare_file(gift("secret_same_size")), ["root_content_declared"], code="probe_root_swapped",
+        note="proven in tests/integration/test_probe_unseen_ends.py: run as nobody, the sandbox prints "
+             "/metnos-declared and the host gets the secret's bytes, which nobody cannot read"),
     Row("symlink_made_file", "wrapper: --symlink usr/sbin /sbin replaced by --file FD /sbin with /etc/shadow opened "
         "by a root helper (a host secret on the root under a declared name, no mount)",
         gift("shadow_sbin", replace(("--symlink", "usr/sbin", "/sbin"), ())), ["root_content_declared"],

@@ -15,7 +15,7 @@ ROWS = ["strict", "drop_unshare_ipc", "network_shared", "pid_namespace", "usr_wr
         "fake_move_after_fork", "bind_elsewhere", "ro_bind_other_source", "dev_shm_host", "cap_add", "userns_joined",
         "fd_leaked", "library_planted", "pipe_in_flight", "pipe_thread_table", "symlink_made_file",
         "keyring_filtered", "keyring_filtered_kill", "keyring_shared_mode", "socket_in_flight", "file_swapped",
-        "file_declared", "ambient_net_raw"]
+        "file_declared", "file_same_size", "ambient_net_raw"]
 
 SCRIPT = r'''
 import json, sys

@@ -887,24 +887,35 @@ def test_a_socket_needs_a_peer_inside(own, peer, peer_holders, code):
 
 
 # (what lies at /metnos-declared on the root, the size the profile declares for the file it copies there, whether
-# the check fails)
+# the check fails, the code it carries)
+_DIGEST = "ab" * 32
 _DECLARED_FILE = [
-    (["metnos-declared", "f", 24], 24, False),
-    (["metnos-declared", "f", 676], 24, True),        # its content swapped (the shadow file: file_swapped)
-    (["metnos-declared", "l", "/etc/shadow"], 24, True),  # a symlink instead
-    (["metnos-declared", "d", None], 24, True),       # a directory
-    (None, 24, True),                                 # absent, or covered by a mount
-    (["metnos-declared", "f", 24], None, True),       # no size declared: not proven
+    (["metnos-declared", "f", 24, _DIGEST], 24, None),
+    (["metnos-declared", "f", 676, "cd" * 32], 24, "probe_root_undeclared"),  # its size too (file_swapped)
+    (["metnos-declared", "l", "/etc/shadow"], 24, "probe_root_undeclared"),   # a symlink instead
+    (["metnos-declared", "d", None], 24, "probe_root_undeclared"),            # a directory
+    (None, 24, "probe_root_undeclared"),                                      # absent, or covered by a mount
+    (["metnos-declared", "f", 24, _DIGEST], None, "probe_root_undeclared"),   # no size declared: not proven
+    (["metnos-declared", "f", 24, "cd" * 32], 24, "probe_root_swapped"),      # same size, other content
+    (["metnos-declared", "f", 24, "error:ELOOP"], 24, "probe_root_swapped"),  # not hashed: not proven
+    (["metnos-declared", "f", 24], 24, "probe_root_swapped"),                 # no digest read: not proven
 ]
 
 
-@pytest.mark.parametrize("entry, size, fails", _DECLARED_FILE)
-def test_a_declared_file_is_judged_by_type_and_size(entry, size, fails):
-    """Issue 51: a file the profile copies onto the root (--file FD DEST) is a regular file of the size the profile
-    declares. The real plants: the matrix's file_swapped and file_declared rows."""
+@pytest.mark.parametrize("entry, size, code", _DECLARED_FILE)
+def test_a_declared_file_is_judged_by_type_size_and_digest(entry, size, code):
+    """Issue 51: a file the profile copies onto the root (--file FD DEST) is a regular file of the size and the
+    sha256 the profile declares. The real plants: the matrix's file_swapped, file_same_size and file_declared
+    rows."""
     obs, outside, host = good()
-    spec = dict(SPEC, created=["/metnos-declared", "/usr"], files={"/metnos-declared": size})
+    spec = dict(SPEC, created=["/metnos-declared", "/usr"], files={"/metnos-declared": size},
+                file_digests={"/metnos-declared": _DIGEST})
     outside["payload"]["root_entries"] = [entry] if entry else []
     bad = failed(obs, outside, host, spec)
-    assert ("root_content_declared" in bad) == fails, bad
+    assert ("root_content_declared" in bad) == bool(code), bad
+    if code:
+        # what the verdict reports it with: probe_root_undeclared for its problems, probe_root_swapped for a swap
+        observed = bad["root_content_declared"]["observed"]
+        assert (bool(observed["problems"]), bool(observed["swapped"])) == (
+            code == "probe_root_undeclared", code == "probe_root_swapped"), observed
     assert set(bad) <= {"root_content_declared"}

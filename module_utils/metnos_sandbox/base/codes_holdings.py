@@ -258,6 +258,18 @@ CODES.extend([
          messages={"": "{said}{traced}"},
          hint=("Compare the rendered argv (metnos.sandbox.sandbox_profile) with the one the service runs, and the "
                "bwrap it executes (the commands).")),
+    Code(code="probe_root_swapped", severity=ERROR, rule="R-SCOPE-1", section=PROBE,
+         title="A file the profile copies onto the sandbox's root holds other content",
+         cause="A file the profile copies onto the sandbox's root (--file FD DEST) has the declared size but not the "
+               "declared content: the descriptor bwrap read was swapped for another file of the same size (a host "
+               "secret under a declared name, readable inside without a mount), or the content could not be hashed.",
+         detection="The file's sha256, read from outside through the host's /proc/PID/root (each component opened "
+                   "with O_NOFOLLOW on the root's own file system, bounded), compared with the sha256 of the content "
+                   "the profile gives bwrap there.",
+         remediation=["command -v bwrap", "dpkg -S \"$(command -v bwrap)\""],
+         messages={"": "{said}{traced}"},
+         hint=("Compare the rendered argv (metnos.sandbox.sandbox_profile) and the descriptors it opens with the ones "
+               "the service runs, and the bwrap it executes (the commands).")),
     # ---- root runs only what root owns (issue 49; base/owners.py) ----
     Code(code="probe_python_not_roots", severity=ERROR, rule="R-DIAG-3", section=PROBE,
          title="The interpreter the probe would run as root is not root's: the probe did not run",

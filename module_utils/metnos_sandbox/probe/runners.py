@@ -226,9 +226,13 @@ def _own_codes(check: Json) -> t.List[t.Tuple[str, str]]:
         for kind, what in observed["kinds"]:
             found.setdefault(keyrings.KEYRING_CODES.get(kind, "probe_keyring_shared"), []).append(what)
         return [(code, "; ".join(whats[:6])) for code, whats in sorted(found.items())]
+    out: t.List[t.Tuple[str, str]] = []
     if check["name"] in _CODE_OF_CHECK and observed.get("problems"):
-        return [(_CODE_OF_CHECK[check["name"]], "; ".join(observed["problems"]))]
-    return []
+        out.append((_CODE_OF_CHECK[check["name"]], "; ".join(observed["problems"])))
+    if check["name"] == "root_content_declared" and observed.get("swapped"):
+        out.append(("probe_root_swapped", "on the sandbox's root, a declared file's content is not the profile's: "
+                    "%s" % "; ".join(observed["swapped"])))
+    return out
 
 
 def _say(check: Json) -> str:
