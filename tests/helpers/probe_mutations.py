@@ -447,6 +447,7 @@ DECLARED_CONTENT = b"metnos declared content\n"
 # A host secret of the same size (root's, mode 0600: nobody cannot read it), the file_same_size row's swap.
 SAME_SIZE_SECRET = b"metnos HOST SECRET 0600\n"
 THREAD_READER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "thread_reader.py")
+USER_KEYS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "user_keys.py")
 
 
 class Donor(object):
@@ -852,6 +853,26 @@ def declare_file(edit):
     return edit
 
 
+def as_user(user, argv):
+    """``argv`` run as ``user`` (a name), with the user's own ids and no capabilities (setpriv), as the service."""
+    if user == "root":
+        return list(argv)
+    entry = pwd.getpwnam(user)
+    return ["setpriv", "--reuid", str(entry.pw_uid), "--regid", str(entry.pw_gid), "--clear-groups", "--"] + list(argv)
+
+
+def user_key(canary):
+    """A plant: a "user" key holding ``canary`` added to the user's own user keyring (@u, its kuid's, the host's)
+    before the probe runs, invalidated after. Returns the plant (called with the user's name, returns the undo)."""
+    def plant(user):
+        done = subprocess.run(as_user(user, [PYTHON, USER_KEYS, "add", "metnos-service-key", canary]),
+                              capture_output=True, timeout=30, check=True)
+        serial = done.stdout.decode().strip()
+        return lambda: subprocess.run(as_user(user, [PYTHON, USER_KEYS, "drop", serial]), capture_output=True,
+                                      timeout=30, check=True)
+    return plant
+
+
 def _stacked_on_etc(bench):
     """Two host files bound one over the other at /etc/hostname (in the probe's private mount namespace): the
     lower bind stays writable under bwrap's read-only one, and no path reaches it."""
@@ -898,13 +919,15 @@ class Row(object):
     check and not the package's. ``isolate(bench)``: (source, destination) binds made in a private mount
     namespace the probe runs in (what the probe sees as the service's bwrap, e.g. a modified copy over
     /usr/bin/bwrap). ``properties``: unit directives of the transient unit (systemd context only). ``only``:
-    "direct" or "systemd" for a row one context cannot plant. Every check of ``fails`` fails in a transient unit
-    too: there the payload's descriptor tables are read again as their owner (issue 51 item 5), so no row's
-    expectation is excused as unseen or counted."""
+    "direct" or "systemd" for a row one context cannot plant. ``plant``: a function of the user's name that plants
+    the fault on the host before the run and returns its undo (user_key). Every check of ``fails`` fails in a
+    transient unit too: there the payload's descriptor tables are read again as their owner (issue 51 item 5), so
+    no row's expectation is excused as unseen or counted."""
 
     def __init__(self, name, what, edit, fails, code=None, note=None, needs=None, accept=False, also=(),
-                 isolate=None, properties=(), only=None):
+                 isolate=None, properties=(), only=None, plant=None):
         self.name, self.what, self.edit, self.note, self.needs = name, what, edit, note, needs
+        self.plant = plant      # plant(user) before the run, on the host as that user: returns the undo
         self.accept = accept or getattr(edit, "accept", False)
         self.also, self.isolate, self.properties, self.only = set(also), isolate, properties, only
         self.fails = fails if isinstance(fails, dict) else dict((u, fails) for u in USERS)
@@ -1155,6 +1178,12 @@ ROWS = [
              "the test containers refuse add_key (ENOSYS), and writing the user keyring by its serial (KEYCTL_LINK) "
              "worked from the sandbox under KeyringMode=private too (its uid has write), so it does not tell the "
              "modes apart"),
+    Row("keyring_user_key", "the service user's own user keyring (@u: its kuid's, the host's) holds a key, planted "
+        "before the probe; the packaged bwrap unchanged: the sandbox finds the keyring's serial in /proc/keys, links "
+        "it into its session keyring and reads the key", lambda argv, bench: argv, ["keyring_own"],
+        code="probe_keyring_keys", only="direct", plant=user_key("metnos-canary-service-key"),
+        note="proven from outside in tests/integration/test_probe_keyrings.py (as root and nobody, the host gets the "
+             "canary back). Not planted in a transient unit: the test containers refuse add_key (ENOSYS)"),
     Row("keyring_filtered", "not a weakening: the remediation, the transient unit with "
         "SystemCallFilter=~@keyring:EPERM: bwrap still works under it, and the payload's keyctl fails with EPERM",
         lambda argv, bench: argv, [], only="systemd", properties=[("SystemCallFilter", "~@keyring:EPERM")]),
@@ -1231,7 +1260,12 @@ def run_row(row, user, bench, profile=None, core=CORE, systemd=False, timeout=30
                         timeout, "metnos-probe-matrix-%s" % row.name, **more)
         return func(argv, spec, PYTHON, user=bench.user(user), timeout=timeout, **more)
 
-    verdict = bench.in_private_mounts(row.isolate(bench), probe) if row.isolate else probe()
+    undo = row.plant(user) if row.plant else None
+    try:
+        verdict = bench.in_private_mounts(row.isolate(bench), probe) if row.isolate else probe()
+    finally:
+        if undo:
+            undo()
     return verdict, sorted(c["name"] for c in verdict["checks"] if not c["ok"])
 
 

@@ -52,7 +52,9 @@ PRIV = {"capinh": 0, "capprm": 0, "capeff": 0, "capbnd": 0, "capamb": 0, "nonewp
 # keyring, the user keyring the kernel links in it; the probe's (keyrings.own) are other serials
 KEYRINGS = {"session": 501, "user": 500, "user_session": 501,
             "keys": [["session", 500, "keyring", "0", "65534", "1f3f0000"],
-                     ["user_session", 500, "keyring", "0", "65534", "1f3f0000"]]}
+                     ["user_session", 500, "keyring", "0", "65534", "1f3f0000"]],
+            # what /proc/keys shows the payload beyond keyrings: a kernel certificate (public, not a finding)
+            "visible": [[600, "asymmetric", 0, 0, "1f010000"]]}
 
 
 def good():
@@ -719,6 +721,15 @@ KEYRING_CASES = [
      ["probe_keyring_shared"]),
     ("key_of_another", {"keys": KEYRINGS["keys"] + [["session", 9001, "user", "0", "0", "3f010000"]]},
      ["probe_keyring_keys"]),
+    # the service user's own user keyring (the host's, its kuid's) holds a key /proc/keys shows inside: reachable
+    # by serial (the matrix's keyring_user_key row)
+    ("service_user_key", {"visible": [[9002, "user", 65534, 65534, "3f010000"]]}, ["probe_keyring_keys"]),
+    ("visible_linked_own", {"keys": KEYRINGS["keys"] + [["session", 9003, "user", "0", "0", "3f010000"]],
+                            "visible": [[9003, "user", 0, 0, "3f010000"]]}, ["probe_keyring_keys"]),
+    ("visible_unread", {"visible": "error:EACCES"}, ["probe_keyring_keys"]),
+    ("visible_not_reported", {"visible": None}, ["probe_keyring_keys"]),
+    ("visible_malformed", {"visible": [["error:malformed", "0102136e"]]}, ["probe_keyring_keys"]),
+    ("no_proc_in_the_sandbox", {"visible": "error:ENOENT"}, []),
     ("unread", {"session": "error:EINVAL"}, ["probe_keyring_shared"]),
     ("not_reported", None, ["probe_keyring_shared"]),
     ("keyctl_refused", {"session": "error:EPERM", "user": "error:EPERM", "user_session": "error:EPERM", "keys": []},

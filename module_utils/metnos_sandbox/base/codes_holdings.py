@@ -213,16 +213,25 @@ CODES.extend([
          title="Keys of others are linked where the sandbox can reach them",
          cause="A key or keyring is linked in the payload's session, user or user-session keyring (the payload adds "
                "none): the service's or another executor's key, possessed by the sandbox, which may read, update or "
-               "revoke it as their owner's permissions allow.",
+               "revoke it as their owner's permissions allow. Or /proc/keys shows the payload a key of another "
+               "keyring: keyrings are not namespaced and bwrap cannot hide them (no keyring option; /proc/keys is the "
+               "kernel's, filtered by permission only, and a key's owner is a kuid: the sandbox runs with the "
+               "service user's). The service user's own user keyring (@u, the host's) is reachable by its serial: "
+               "the sandbox links it into its own session keyring, then reads every key in it, and can add keys the "
+               "service reads. KeyringMode= does not help (a user keyring is the uid's, not the unit's).",
          detection="The serials linked in the payload's keyrings (KEYCTL_READ) and each key's type, owner, group and "
-                   "permissions (KEYCTL_DESCRIBE; never its description or payload), reported through the collector.",
+                   "permissions (KEYCTL_DESCRIBE; never its description or payload), and the keys other than keyrings "
+                   "that /proc/keys shows the payload (serial, type, owner, group, permissions; public 'asymmetric' "
+                   "keys aside), reported through the collector.",
          remediation=[
              "systemctl show -p KeyringMode -p SystemCallFilter <unit>",
              "systemctl edit --drop-in=metnos-keyring <unit>"],
          messages={"": "the payload reaches keys it did not add: {said}{traced}"},
          hint=("Keep keys out of the executor's reach: a drop-in with '[Service]' 'SystemCallFilter=~@keyring:EPERM' "
-               "for the unit that starts the executors (or the service's keys in a keyring the executors do not "
-               "inherit), then run the probe again.")),
+               "for the unit that starts the executors (enforce's filter_keyrings, role variable "
+               "metnos_sandbox_filter_keyrings: keyctl then fails inside, and nothing is reachable by serial), or no "
+               "keys in the service user's own user keyring (keyctl show @u as that user; keyctl clear @u) nor in a "
+               "keyring the executors inherit, then run the probe again.")),
     Code(code="probe_keyring_unit", severity=INFO, rule="R-SCOPE-3", section=PROBE,
          title="The service's executors share the unit's session keyring",
          cause="In the service's unit the payload holds the unit's own session keyring (systemd's KeyringMode=private, "

@@ -224,6 +224,32 @@ def judge(mine: t.Any, ref: Json, who: str, same_userns: bool = False, uid: t.An
             continue
         out.append(("keys", "key %s in the %s keyring: %s" % (
             serial, where, "type %s, uid %s, gid %s, perm %s" % tuple(row[2:6]) if len(row) >= 6 else row[2:])))
+    out.extend(_reachable(mine, uid))
+    return out
+
+
+def _reachable(mine: Json, uid: t.Any) -> t.List[t.Tuple[str, str]]:
+    """[("keys", what)] of each key (not a keyring) the payload's /proc/keys shows that is not linked in its own
+    keyrings: keyrings are not namespaced, and a key it may view it reaches by its serial (the service user's own
+    user keyring, its kuid's: linked by serial into the payload's session keyring, every key in it is possessed,
+    then read). Public keys (type asymmetric: the kernel's certificates) are not secrets. Not proven: /proc/keys
+    unread (without a /proc in the sandbox, "error:ENOENT", no serial is listed)."""
+    visible = mine.get("visible")
+    if visible == "error:ENOENT":
+        return []
+    if not isinstance(visible, list):
+        return [("keys", "keys reachable by serial not proven: /proc/keys inside gave %s" % visible)]
+    own = set([mine["session"], mine["user"], mine["user_session"]] + [
+        row[1] for row in mine.get("keys") or [] if len(row) > 1])
+    out: t.List[t.Tuple[str, str]] = []
+    for row in visible:
+        if len(row) != 5 or not isinstance(row[0], int):
+            out.append(("keys", "keys reachable by serial not proven: /proc/keys inside gave %s" % (row,)))
+        elif row[0] not in own and row[1] != "asymmetric":
+            out.append(("keys", "key %d (type %s, uid %s%s, gid %s, perm %s) of another keyring, shown by /proc/keys "
+                        "inside and reachable by its serial (its keyring linked into the payload's own, then read)" % (
+                            row[0], row[1], row[2], ": the payload's own uid, the service's" if row[2] == uid else "",
+                            row[3], row[4])))
     return out
 
 
