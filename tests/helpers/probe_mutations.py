@@ -420,6 +420,15 @@ fi
 exec /usr/bin/bwrap "$@"
 """
 
+FAKE_SECUREBITS = """#!/usr/bin/python3
+# A wrapper: clears every securebit its starter set (not locked; needs CAP_SETPCAP: as root), then executes the
+# real bwrap, which keeps them as they are when it makes no user namespace. Run by another user, prctl is refused
+# and bwrap runs as the probe started it.
+import ctypes, os, sys
+ctypes.CDLL(None).prctl(28, 0, 0, 0, 0)                 # PR_SET_SECUREBITS
+os.execv("/usr/bin/bwrap", ["/usr/bin/bwrap"] + sys.argv[1:])
+"""
+
 FAKE_KEYRING = """#!/usr/bin/python3
 # A wrapper: joins a new session keyring, adds a key to it (a host secret), then executes the real bwrap, which
 # the keyring follows into every namespace (bwrap has no keyring option). x86_64 system call numbers. The leak is
@@ -665,7 +674,7 @@ class Bench(object):
                            ("pin", FAKE_PIN), ("pass", FAKE_PASS), ("other", FAKE_OTHER),
                            ("detach", FAKE_DETACH), ("watch", FAKE_WATCH), ("sync", FAKE_SYNC),
                            ("setarch", FAKE_SETARCH), ("nice", FAKE_NICE), ("keyring", FAKE_KEYRING),
-                           ("ambient", FAKE_AMBIENT)):
+                           ("ambient", FAKE_AMBIENT), ("securebits", FAKE_SECUREBITS)):
             path = os.path.join(self.dir, "fake-" + name, "bwrap")
             os.makedirs(os.path.dirname(path), mode=0o755)
             with open(path, "w") as handle:
@@ -870,6 +879,17 @@ def user_key(canary):
         serial = done.stdout.decode().strip()
         return lambda: subprocess.run(as_user(user, [PYTHON, USER_KEYS, "drop", serial]), capture_output=True,
                                       timeout=30, check=True)
+    return plant
+
+
+def starter_securebit(bit):
+    """A plant: the probe's own process (the starter of bwrap, run in this process) with securebit ``bit`` set, not
+    locked, for the run; the bits it had restored after (as root: CAP_SETPCAP)."""
+    def plant(_user):
+        libc = ctypes.CDLL(None, use_errno=True)
+        before = libc.prctl(27, 0, 0, 0, 0)                              # PR_GET_SECUREBITS
+        assert libc.prctl(28, before | 1 << bit, 0, 0, 0) == 0, ctypes.get_errno()
+        return lambda: libc.prctl(28, before, 0, 0, 0)
     return plant
 
 
@@ -1164,6 +1184,17 @@ ROWS = [
         note="proven from outside: the host's /proc/PID/status of the payload shows CapAmb 0x2000 (as root; with "
              "--unshare-user bwrap clears it). Cannot exist for nobody: a process raises an ambient capability only "
              "if it is permitted and inheritable, and nobody holds none, so setpriv is refused"),
+    Row("securebits_cleared", "the probe (bwrap's starter) with SECBIT_NO_CAP_AMBIENT_RAISE set; a wrapper clears "
+        "it (prctl PR_SET_SECUREBITS) and executes the real bwrap, --unshare-user dropped (the payload in the "
+        "starter's user namespace, where securebits hold)",
+        binary("fakes.securebits", drop("--unshare-user"), accept=True),
+        {"root": ["user_namespace_private", "keyring_own", "process_attributes"], "nobody": []},
+        code={"root": ["probe_check_failed", "probe_keyring_shared", "probe_attribute_securebits"], "nobody": []},
+        only="direct", plant=starter_securebit(6),
+        note="proven from outside in tests/integration/test_probe_securebits.py: the payload raises CAP_NET_RAW into "
+             "its ambient set, which the starter's bit refuses. Cannot exist for nobody: clearing a securebit needs "
+             "CAP_SETPCAP, and bwrap run by nobody makes a user namespace, which starts with none. Not in a unit: "
+             "the probe there is not bwrap's starter (the unit's process is, with its SecureBits=)"),
     # Keyrings, not namespaced (issue 51): the sandbox started holding a host process's session keyring.
     Row("keyring_joined", "wrapper: joins a new session keyring with a host key in it, then executes the real bwrap "
         "(the sandbox reads the host's key; the host reads a key the sandbox adds)",

@@ -185,6 +185,18 @@ CODES.extend([
          detection=_ATTRIBUTE_EVIDENCE, remediation=list(_ATTRIBUTE_FIX),
          messages={"": "the payload's process attributes are weaker than its starter's: {said}{traced}"},
          hint=_ATTRIBUTE_HINT),
+    Code(code="probe_attribute_securebits", severity=ERROR, rule="R-SCOPE-1", section=PROBE,
+         title="The sandbox runs with fewer securebits than its starter",
+         cause="In its starter's user namespace, the payload's securebits (securebits(7): noroot, no_setuid_fixup, "
+               "keep_caps_locked, no_cap_ambient_raise and their locks) lack a bit its starter's hold: something "
+               "between them cleared it (a wrapper with CAP_SETPCAP before bwrap), and the payload regains what the "
+               "bit denied (root's capabilities on execve, raising ambient capabilities). A new user namespace starts "
+               "with none (the kernel's rule): there they are not compared.",
+         detection="The payload's own prctl(PR_GET_SECUREBITS), reported through the collector (/proc does not show "
+                   "them), compared with the probe's own, or in a transient unit with the unit's SecureBits=.",
+         remediation=list(_ATTRIBUTE_FIX),
+         messages={"": "the payload's process attributes are weaker than its starter's: {said}{traced}"},
+         hint=_ATTRIBUTE_HINT),
     Code(code="probe_keyring_shared", severity=ERROR, rule="R-SCOPE-1", section=PROBE,
          title="The sandbox shares a session keyring with processes outside it",
          cause="Keyrings are not namespaced: bwrap has no keyring option, and a process keeps the session keyring it "
@@ -240,8 +252,10 @@ CODES.extend([
                "one executor can add a key that the next reads. Not the host's keyring: other keys in it are "
                "probe_keyring_keys.",
          detection="The payload's session keyring serial is not its user-session keyring's (KEYCTL_GET_KEYRING_ID, "
-                   "through the collector), run in the transient unit that carries the service's context; systemd's "
-                   "invocation_id key recognised by its description, compared inside, never reported.",
+                   "through the collector), run in the transient unit that carries the service's context; a key "
+                   "named invocation_id in it is systemd's only when the probe reads it from outside as a user key of "
+                   "uid 0 whose content is the unit's InvocationID (systemctl show; the content compared, never "
+                   "reported), else it is probe_keyring_keys.",
          remediation=["systemctl show -p KeyringMode -p SystemCallFilter -p NoNewPrivileges <unit>",
                       "systemctl edit --drop-in=metnos-keyring <unit>"],
          messages={"": "executors of this service share its session keyring: {said}{traced}"},

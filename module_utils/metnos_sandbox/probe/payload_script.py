@@ -215,6 +215,8 @@ if __name__ == "__main__":
     except Exception as exc:
         obs["pdeathsig"] = "error:%s" % exc
     obs["keyrings"] = keyrings_asked(spec.get("keyctl"))
+    bits = libc.prctl(27, 0, 0, 0, 0)         # PR_GET_SECUREBITS: /proc does not show them (issue 51)
+    obs["securebits"] = bits if bits >= 0 else err(ctypes.get_errno())
     sys.stdout.write(dumps(obs) + "\n")  # pylint: disable=used-before-assignment
     sys.stdout.flush()
     try:

@@ -309,8 +309,11 @@ def run_systemd(argv: t.List[str], spec: Json, python: str, user: User, settings
     the unit's cgroup (reaper.UnitRun)."""
     sep = argv.index("--")
     beacon = proctree.Beacon(spec["token"])
-    keyctl = keyrings.plan(keyrings.own(), (settings or {}).get("assignments") or [])
-    spec, go = with_release(dict(spec, beacon=beacon.name, keyctl=keyctl), timeout)
+    assignments = (settings or {}).get("assignments") or []
+    keyctl = keyrings.plan(keyrings.own(), assignments)
+    # the securebits the unit's process starts with (its SecureBits=): /proc does not show them
+    spec, go = with_release(dict(spec, beacon=beacon.name, keyctl=keyctl,
+                                 unit_securebits=attributes.unit_securebits(assignments)), timeout)
     trust = trust if trust is not None else bwrap_trust.for_run(argv[0], accepted=accept_sha256,
                                                                 path_text=env.get("PATH") or "/usr/bin:/bin")
     payload = payload_command(python, spec)
