@@ -420,6 +420,15 @@ fi
 exec /usr/bin/bwrap "$@"
 """
 
+FAKE_SECUREBITS = """#!/usr/bin/python3
+# A wrapper: clears every securebit its starter set (not locked; needs CAP_SETPCAP: as root), then executes the
+# real bwrap, which keeps them as they are when it makes no user namespace. Run by another user, prctl is refused
+# and bwrap runs as the probe started it.
+import ctypes, os, sys
+ctypes.CDLL(None).prctl(28, 0, 0, 0, 0)                 # PR_SET_SECUREBITS
+os.execv("/usr/bin/bwrap", ["/usr/bin/bwrap"] + sys.argv[1:])
+"""
+
 FAKE_KEYRING = """#!/usr/bin/python3
 # A wrapper: joins a new session keyring, adds a key to it (a host secret), then executes the real bwrap, which
 # the keyring follows into every namespace (bwrap has no keyring option). x86_64 system call numbers. The leak is
@@ -439,11 +448,15 @@ GIFTS = {"pipe_fd7": ("fd", 7), "pipe_stderr": ("fd", 2), "pty_master": ("fd", 7
          "tun": ("fd", 7), "kmsg": ("fd", 7), "vcs": ("fd", 7), "ctty": ("ctty", 0),
          "shadow": ("file", "/host-secret"), "socket": ("fd", 7), "pipe_in_flight": ("fd", 7),
          "socket_in_flight": ("fd", 7), "declared": ("file", "/metnos-declared"),
-         "shadow_declared": ("file", "/metnos-declared"), "pipe_thread_table": ("fd", 7),
+         "shadow_declared": ("file", "/metnos-declared"), "secret_same_size": ("file", "/metnos-declared"),
+         "pipe_thread_table": ("fd", 7),
          "shadow_sbin": ("file", "/sbin")}
 # The content of the file rows file_declared and file_swapped declare (its size in the profile: declare_file).
 DECLARED_CONTENT = b"metnos declared content\n"
+# A host secret of the same size (root's, mode 0600: nobody cannot read it), the file_same_size row's swap.
+SAME_SIZE_SECRET = b"metnos HOST SECRET 0600\n"
 THREAD_READER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "thread_reader.py")
+USER_KEYS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "user_keys.py")
 
 
 class Donor(object):
@@ -510,13 +523,13 @@ class Donor(object):
             theirs.close()
             self.queues.append((sender, receiver))
             return mine.detach(), True
-        if key in ("declared", "shadow_declared"):
+        if key in ("declared", "shadow_declared", "secret_same_size"):
             # opened anew for each run: bwrap --file reads to the end, and a kept descriptor's offset stays there
-            path = os.path.join(self.bench.dir, "declared-content")
-            if key == "declared":
-                with open(path, "wb") as handle:
-                    handle.write(DECLARED_CONTENT)
-            return os.open(path if key == "declared" else "/etc/shadow", os.O_RDONLY), True
+            path = os.path.join(self.bench.dir, "declared-content" if key == "declared" else "same-size-secret")
+            if key != "shadow_declared":
+                with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as handle:
+                    handle.write(DECLARED_CONTENT if key == "declared" else SAME_SIZE_SECRET)
+            return os.open("/etc/shadow" if key == "shadow_declared" else path, os.O_RDONLY), True
         if key == "pipe_thread_table":
             # the read end held only by a thread of a host process with a descriptor table of its own
             r, w = os.pipe()
@@ -661,7 +674,7 @@ class Bench(object):
                            ("pin", FAKE_PIN), ("pass", FAKE_PASS), ("other", FAKE_OTHER),
                            ("detach", FAKE_DETACH), ("watch", FAKE_WATCH), ("sync", FAKE_SYNC),
                            ("setarch", FAKE_SETARCH), ("nice", FAKE_NICE), ("keyring", FAKE_KEYRING),
-                           ("ambient", FAKE_AMBIENT)):
+                           ("ambient", FAKE_AMBIENT), ("securebits", FAKE_SECUREBITS)):
             path = os.path.join(self.dir, "fake-" + name, "bwrap")
             os.makedirs(os.path.dirname(path), mode=0o755)
             with open(path, "w") as handle:
@@ -839,13 +852,45 @@ def binary(attr, then=None, accept=False):
 
 def declare_file(edit):
     """The row's profile also declares a file it copies onto the root, /metnos-declared, of DECLARED_CONTENT's
-    size (--file FD DEST: the gift wrapper adds the option and the descriptor)."""
+    size and sha256 (--file FD DEST: the gift wrapper adds the option and the descriptor)."""
     def declare(profile):
         profile = dict(profile, mounts=list(profile["mounts"]) + [
-            {"kind": "file", "dest": "/metnos-declared", "size": len(DECLARED_CONTENT)}])
+            {"kind": "file", "dest": "/metnos-declared", "size": len(DECLARED_CONTENT),
+             "sha256": hashlib.sha256(DECLARED_CONTENT).hexdigest()}])
         return profile
     edit.declare = declare
     return edit
+
+
+def as_user(user, argv):
+    """``argv`` run as ``user`` (a name), with the user's own ids and no capabilities (setpriv), as the service."""
+    if user == "root":
+        return list(argv)
+    entry = pwd.getpwnam(user)
+    return ["setpriv", "--reuid", str(entry.pw_uid), "--regid", str(entry.pw_gid), "--clear-groups", "--"] + list(argv)
+
+
+def user_key(canary):
+    """A plant: a "user" key holding ``canary`` added to the user's own user keyring (@u, its kuid's, the host's)
+    before the probe runs, invalidated after. Returns the plant (called with the user's name, returns the undo)."""
+    def plant(user):
+        done = subprocess.run(as_user(user, [PYTHON, USER_KEYS, "add", "metnos-service-key", canary]),
+                              capture_output=True, timeout=30, check=True)
+        serial = done.stdout.decode().strip()
+        return lambda: subprocess.run(as_user(user, [PYTHON, USER_KEYS, "drop", serial]), capture_output=True,
+                                      timeout=30, check=True)
+    return plant
+
+
+def starter_securebit(bit):
+    """A plant: the probe's own process (the starter of bwrap, run in this process) with securebit ``bit`` set, not
+    locked, for the run; the bits it had restored after (as root: CAP_SETPCAP)."""
+    def plant(_user):
+        libc = ctypes.CDLL(None, use_errno=True)
+        before = libc.prctl(27, 0, 0, 0, 0)                              # PR_GET_SECUREBITS
+        assert libc.prctl(28, before | 1 << bit, 0, 0, 0) == 0, ctypes.get_errno()
+        return lambda: libc.prctl(28, before, 0, 0, 0)
+    return plant
 
 
 def _stacked_on_etc(bench):
@@ -894,13 +939,15 @@ class Row(object):
     check and not the package's. ``isolate(bench)``: (source, destination) binds made in a private mount
     namespace the probe runs in (what the probe sees as the service's bwrap, e.g. a modified copy over
     /usr/bin/bwrap). ``properties``: unit directives of the transient unit (systemd context only). ``only``:
-    "direct" or "systemd" for a row one context cannot plant. Every check of ``fails`` fails in a transient unit
-    too: there the payload's descriptor tables are read again as their owner (issue 51 item 5), so no row's
-    expectation is excused as unseen or counted."""
+    "direct" or "systemd" for a row one context cannot plant. ``plant``: a function of the user's name that plants
+    the fault on the host before the run and returns its undo (user_key). Every check of ``fails`` fails in a
+    transient unit too: there the payload's descriptor tables are read again as their owner (issue 51 item 5), so
+    no row's expectation is excused as unseen or counted."""
 
     def __init__(self, name, what, edit, fails, code=None, note=None, needs=None, accept=False, also=(),
-                 isolate=None, properties=(), only=None):
+                 isolate=None, properties=(), only=None, plant=None):
         self.name, self.what, self.edit, self.note, self.needs = name, what, edit, note, needs
+        self.plant = plant      # plant(user) before the run, on the host as that user: returns the undo
         self.accept = accept or getattr(edit, "accept", False)
         self.also, self.isolate, self.properties, self.only = set(also), isolate, properties, only
         self.fails = fails if isinstance(fails, dict) else dict((u, fails) for u in USERS)
@@ -1137,6 +1184,17 @@ ROWS = [
         note="proven from outside: the host's /proc/PID/status of the payload shows CapAmb 0x2000 (as root; with "
              "--unshare-user bwrap clears it). Cannot exist for nobody: a process raises an ambient capability only "
              "if it is permitted and inheritable, and nobody holds none, so setpriv is refused"),
+    Row("securebits_cleared", "the probe (bwrap's starter) with SECBIT_NO_CAP_AMBIENT_RAISE set; a wrapper clears "
+        "it (prctl PR_SET_SECUREBITS) and executes the real bwrap, --unshare-user dropped (the payload in the "
+        "starter's user namespace, where securebits hold)",
+        binary("fakes.securebits", drop("--unshare-user"), accept=True),
+        {"root": ["user_namespace_private", "keyring_own", "process_attributes"], "nobody": []},
+        code={"root": ["probe_check_failed", "probe_keyring_shared", "probe_attribute_securebits"], "nobody": []},
+        only="direct", plant=starter_securebit(6),
+        note="proven from outside in tests/integration/test_probe_securebits.py: the payload raises CAP_NET_RAW into "
+             "its ambient set, which the starter's bit refuses. Cannot exist for nobody: clearing a securebit needs "
+             "CAP_SETPCAP, and bwrap run by nobody makes a user namespace, which starts with none. Not in a unit: "
+             "the probe there is not bwrap's starter (the unit's process is, with its SecureBits=)"),
     # Keyrings, not namespaced (issue 51): the sandbox started holding a host process's session keyring.
     Row("keyring_joined", "wrapper: joins a new session keyring with a host key in it, then executes the real bwrap "
         "(the sandbox reads the host's key; the host reads a key the sandbox adds)",
@@ -1151,6 +1209,12 @@ ROWS = [
              "the test containers refuse add_key (ENOSYS), and writing the user keyring by its serial (KEYCTL_LINK) "
              "worked from the sandbox under KeyringMode=private too (its uid has write), so it does not tell the "
              "modes apart"),
+    Row("keyring_user_key", "the service user's own user keyring (@u: its kuid's, the host's) holds a key, planted "
+        "before the probe; the packaged bwrap unchanged: the sandbox finds the keyring's serial in /proc/keys, links "
+        "it into its session keyring and reads the key", lambda argv, bench: argv, ["keyring_own"],
+        code="probe_keyring_keys", only="direct", plant=user_key("metnos-canary-service-key"),
+        note="proven from outside in tests/integration/test_probe_keyrings.py (as root and nobody, the host gets the "
+             "canary back). Not planted in a transient unit: the test containers refuse add_key (ENOSYS)"),
     Row("keyring_filtered", "not a weakening: the remediation, the transient unit with "
         "SystemCallFilter=~@keyring:EPERM: bwrap still works under it, and the payload's keyctl fails with EPERM",
         lambda argv, bench: argv, [], only="systemd", properties=[("SystemCallFilter", "~@keyring:EPERM")]),
@@ -1165,6 +1229,11 @@ ROWS = [
         declare_file(gift("shadow_declared")), ["root_content_declared"], code="probe_root_undeclared",
         note="proven in tests/integration/test_probe_unseen_ends.py: run as nobody, the sandbox prints "
              "/metnos-declared and the host gets /etc/shadow's bytes, which nobody cannot read"),
+    Row("file_same_size", "wrapper: the profile declares a file of 24 bytes at /metnos-declared, the wrapper copies "
+        "a 24-byte host secret there instead (root's, mode 0600, opened by a root helper: a swap the size does not "
+        "show)", declare_file(gift("secret_same_size")), ["root_content_declared"], code="probe_root_swapped",
+        note="proven in tests/integration/test_probe_unseen_ends.py: run as nobody, the sandbox prints "
+             "/metnos-declared and the host gets the secret's bytes, which nobody cannot read"),
     Row("symlink_made_file", "wrapper: --symlink usr/sbin /sbin replaced by --file FD /sbin with /etc/shadow opened "
         "by a root helper (a host secret on the root under a declared name, no mount)",
         gift("shadow_sbin", replace(("--symlink", "usr/sbin", "/sbin"), ())), ["root_content_declared"],
@@ -1222,7 +1291,12 @@ def run_row(row, user, bench, profile=None, core=CORE, systemd=False, timeout=30
                         timeout, "metnos-probe-matrix-%s" % row.name, **more)
         return func(argv, spec, PYTHON, user=bench.user(user), timeout=timeout, **more)
 
-    verdict = bench.in_private_mounts(row.isolate(bench), probe) if row.isolate else probe()
+    undo = row.plant(user) if row.plant else None
+    try:
+        verdict = bench.in_private_mounts(row.isolate(bench), probe) if row.isolate else probe()
+    finally:
+        if undo:
+            undo()
     return verdict, sorted(c["name"] for c in verdict["checks"] if not c["ok"])
 
 

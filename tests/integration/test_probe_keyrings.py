@@ -62,3 +62,25 @@ def test_without_a_session_keyring_nothing_is_shared(holder, user):
     assert isinstance(seen["inside_added"], int) and str(seen["host_read"]).startswith("error:"), seen
     # and the holder's key is unlinked from the host's user-session keyring (which outlives the holder)
     assert seen["unlinked"] == 0, seen
+
+
+@pytest.mark.parametrize("user", probe_mutations.USERS)
+def test_the_service_users_own_user_keyring_is_reached_by_serial(user):
+    """The matrix's keyring_user_key row, the leak proven from outside: a key planted in the user's own user
+    keyring (@u, the host's) before the packaged bwrap runs the strict profile as that user; the sandbox finds the
+    keyring's serial in /proc/keys, links it into its own session keyring and reads the key: the host gets the
+    canary back. The control: once the key is invalidated, the same sandbox reads nothing."""
+    canary = "metnos-canary-%s" % os.urandom(6).hex()
+    argv = probe_mutations.strict_profile()["argv"]
+    with open(probe_mutations.USER_KEYS) as handle:
+        reach = [probe_mutations.PYTHON, "-c", handle.read(), "reach"]
+    command = probe_mutations.as_user(user, [argv[0]] + argv[1:argv.index("--")] + ["--"] + reach)
+    undo = probe_mutations.user_key(canary)(user)
+    try:
+        done = subprocess.run(command, capture_output=True, timeout=60)
+    finally:
+        undo()
+    assert done.returncode == 0, done.stderr
+    assert canary in done.stdout.decode().split(), done.stdout
+    after = subprocess.run(command, capture_output=True, timeout=60)
+    assert after.returncode == 0 and canary not in after.stdout.decode(), after

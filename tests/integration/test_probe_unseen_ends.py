@@ -87,3 +87,18 @@ def test_a_declared_file_swapped_holds_a_host_secret(bench, user):
     assert len(shadow) != len(probe_mutations.DECLARED_CONTENT)
     assert _run_gift(bench, "shadow_declared", user, "/metnos-declared", "cat %s") == shadow
     assert _run_gift(bench, "declared", user, "/metnos-declared", "cat %s") == probe_mutations.DECLARED_CONTENT
+
+
+@pytest.mark.parametrize("user", probe_mutations.USERS)
+def test_a_declared_file_swapped_for_one_of_the_same_size_holds_a_host_secret(bench, user):
+    """The matrix's file_same_size row: under the name the profile declares a 24-byte file at, the sandbox reads a
+    24-byte host secret (root's, mode 0600: nobody cannot read it on the host) and hands its bytes to the host."""
+    secret = probe_mutations.SAME_SIZE_SECRET
+    assert len(secret) == len(probe_mutations.DECLARED_CONTENT) and secret != probe_mutations.DECLARED_CONTENT
+    assert _run_gift(bench, "secret_same_size", user, "/metnos-declared", "cat %s") == secret
+    if user != "root":
+        entry = pwd.getpwnam(user)
+        denied = subprocess.run(["setpriv", "--reuid", str(entry.pw_uid), "--regid", str(entry.pw_gid),
+                                 "--clear-groups", "--", "cat", os.path.join(bench.dir, "same-size-secret")],
+                                capture_output=True, timeout=30)
+        assert denied.returncode != 0 and secret not in denied.stdout      # the canary: unreadable outside

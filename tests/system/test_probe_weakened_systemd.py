@@ -15,7 +15,7 @@ ROWS = ["strict", "drop_unshare_ipc", "network_shared", "pid_namespace", "usr_wr
         "fake_move_after_fork", "bind_elsewhere", "ro_bind_other_source", "dev_shm_host", "cap_add", "userns_joined",
         "fd_leaked", "library_planted", "pipe_in_flight", "pipe_thread_table", "symlink_made_file",
         "keyring_filtered", "keyring_filtered_kill", "keyring_shared_mode", "socket_in_flight", "file_swapped",
-        "file_declared", "ambient_net_raw"]
+        "file_declared", "file_same_size", "ambient_net_raw"]
 
 SCRIPT = r'''
 import json, sys
@@ -72,6 +72,12 @@ def test_matrix_row_in_a_transient_unit(results, row):
         else:
             assert isinstance(keyring["session"], int) and keyring["session"] != keyring["user_session"], keyring
             assert "probe_keyring_unit" in res["codes"], res["codes"]
+            # systemd's invocation_id key, where the container's systemd made one, is the unit's only on evidence
+            # read from outside (its type, owner uid 0 and content the unit's InvocationID): a "unit" kind
+            named = [k for k in keyring.get("keys") or [] if k[6:7] == ["invocation_id"]]
+            kinds = [c for c in res["checks"] if c["name"] == "keyring_own"][0]["observed"]["kinds"]
+            assert len([w for k, w in kinds if k == "unit" and "systemd's invocation_id key" in w]) == len(named), kinds
+            print("invocation_id keys in the strict row's session keyring: %d" % len(named))
     if not row.startswith("fake_"):
         assert res["uid"] == uid                                  # ran as the service user
         # root in the container may not read another user's ns links: the same-credential reader did

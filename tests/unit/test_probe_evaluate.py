@@ -52,7 +52,9 @@ PRIV = {"capinh": 0, "capprm": 0, "capeff": 0, "capbnd": 0, "capamb": 0, "nonewp
 # keyring, the user keyring the kernel links in it; the probe's (keyrings.own) are other serials
 KEYRINGS = {"session": 501, "user": 500, "user_session": 501,
             "keys": [["session", 500, "keyring", "0", "65534", "1f3f0000"],
-                     ["user_session", 500, "keyring", "0", "65534", "1f3f0000"]]}
+                     ["user_session", 500, "keyring", "0", "65534", "1f3f0000"]],
+            # what /proc/keys shows the payload beyond keyrings: a kernel certificate (public, not a finding)
+            "visible": [[600, "asymmetric", 0, 0, "1f010000"]]}
 
 
 def good():
@@ -61,7 +63,7 @@ def good():
            "interfaces": ["lo"], "ro": {"/usr": {"type": 0xEF53, "dev": "254:0", "flags": "ro"}},
            "rw": {"/data": "writable"}, "absent": {"/home": "absent"},
            "tmpfs": {"/tmp": {"type": payload.TMPFS_MAGIC, "dev": "0:91", "flags": "rw", "entries": []}},
-           "pdeathsig": 9, "keyrings": copy.deepcopy(KEYRINGS)}
+           "pdeathsig": 9, "keyrings": copy.deepcopy(KEYRINGS), "securebits": 0}
     outside = {"launcher": 4241, "child_pid": 4242, "child_ppid": 4241, "payload_pids": [4242], "payload_pid": 4242,
                "payload": {"ppid": 4241, "nspid": [4242], "uid": 65534, "ns": dict(SANDBOX_NS), "read_by": "probe",
                            "mounts": procfs.parse_mountinfo(MOUNTINFO), "interfaces": ["lo"], "privileges": dict(PRIV),
@@ -77,7 +79,7 @@ def good():
                "parent": {"pid": 4241, "ns": dict(HOST_NS), "exe": "/usr/bin/bwrap", "exe_id": list(BWRAP_ID),
                           "read_by": "probe", "mounts": HOST_MOUNTS}}
     host = {"ns": dict(HOST_NS), "mounts": HOST_MOUNTS, "privileges": dict(PRIV), "trusted_bwrap": [list(BWRAP_ID)],
-            "attributes": copy.deepcopy(ATTRIBUTES), "keyrings": {"user": 400, "user_session": 401},
+            "attributes": copy.deepcopy(ATTRIBUTES), "keyrings": {"user": 400, "user_session": 401}, "securebits": 0,
             "covers": {"asked": dict((n, "not writable") for n in proc_covers.COVER_NAMES), "covers": [], "as": [65534,
                                                                                                                  65534],
                        "root": "/"}}
@@ -711,6 +713,66 @@ def test_the_kernel_names_a_unix_sockets_peer():
         two.close()
 
 
+# systemd's invocation_id key as the probe reads it from outside (keyrings.invocation_evidence)
+SYSTEMDS_KEY = {"type": "user", "uid": 0, "description": "invocation_id", "content": "matches"}
+# (what the outside read of the key named invocation_id differs in, why it is not systemd's)
+_NOT_SYSTEMDS = [
+    ({"type": "logon"}, "type logon, not user"),
+    ({"uid": 65534}, "owner uid 65534, not 0"),                   # planted by the service user
+    ({"content": "differs (14 bytes)"}, "not the unit's InvocationID"),
+    ({"description": "invocation_id2"}, "another description"),
+    ({"error": "error:EACCES"}, "not proven from outside (error:EACCES)"),
+    (None, "not proven from outside (not read)"),
+]
+
+
+@pytest.mark.parametrize("change, why", _NOT_SYSTEMDS)
+def test_a_key_named_invocation_id_is_systemds_only_on_evidence_from_outside(change, why):
+    """Review note (issue 51): a key named invocation_id in the unit's session keyring is systemd's (the info
+    finding probe_keyring_unit) only when the probe, from outside, reads it as a user key of uid 0 whose content is
+    the unit's InvocationID (systemctl show); anything else is probe_keyring_keys. The real positive: the systemd
+    matrix's strict row (tests/system/test_probe_weakened_systemd.py)."""
+    obs, outside, host = good()
+    obs["keyrings"]["session"] = 777
+    obs["keyrings"]["keys"].append(["session", 778, "user", "0", "0", "3f010000", "invocation_id"])
+    outside["context"] = {"from": "the unit's process (pid 4240)", "ns": dict(HOST_NS), "mounts": HOST_MOUNTS,
+                          "attributes": copy.deepcopy(ATTRIBUTES), "privileges": dict(PRIV)}
+    outside["invocation"] = {"unit": "u.service", "keys": {"778": dict(SYSTEMDS_KEY, **change)} if change else {}}
+    keyring = [c for c in evidence.evaluate(SPEC, obs, outside, host) if c["name"] == "keyring_own"][0]
+    assert not keyring["ok"] and keyring["observed"]["kinds"][-1][0] == "keys", keyring
+    assert why in keyring["observed"]["kinds"][-1][1], keyring
+    outside["invocation"] = {"error": "keyctl not asked outside"}
+    keyring = [c for c in evidence.evaluate(SPEC, obs, outside, host) if c["name"] == "keyring_own"][0]
+    assert not keyring["ok"] and "not proven from outside" in keyring["observed"]["kinds"][-1][1], keyring
+
+
+def test_the_outside_reads_a_key_named_invocation_id_without_keeping_its_content():
+    """keyrings.invocation_evidence for real: a user key named invocation_id (made here, in a session keyring of
+    this test's own: the probe's reading of a planted one) is read from outside by its serial; its content is
+    compared, never kept, and without a unit behind it there is no InvocationID to match."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    if os.uname()[4] != "x86_64":
+        pytest.skip("x86_64 system call numbers")
+    pid = os.fork()
+    if pid == 0:        # a child of its own: a new session keyring, never this process's
+        code = 3
+        try:
+            libc.syscall(250, 1, None)                                   # KEYCTL_JOIN_SESSION_KEYRING (anonymous)
+            key = libc.syscall(248, b"user", b"invocation_id", b"planted-secret", 14, ctypes.c_int(-3))
+            if key > 0:
+                got = keyrings.invocation_evidence({"keys": [["session", key, "user", "0", "0", "3f010000",
+                                                              "invocation_id"]]}, "metnos-none.service")
+                entry = got["keys"][str(key)]
+                code = 0 if entry["description"] == "invocation_id" and entry["type"] == "user" and \
+                    entry["content"] == "differs (14 bytes)" and "planted-secret" not in repr(got) and \
+                    keyrings.why_not_systemds(key, got) else 1
+        finally:
+            os._exit(code)
+    assert os.waitpid(pid, 0)[1] == 0
+
+
 # (name, the payload's keyrings changed to, the codes the verdict carries); the probe's are user 400, user-session 401
 KEYRING_CASES = [
     ("joined_before", {"session": 777}, ["probe_keyring_shared"]),
@@ -719,6 +781,15 @@ KEYRING_CASES = [
      ["probe_keyring_shared"]),
     ("key_of_another", {"keys": KEYRINGS["keys"] + [["session", 9001, "user", "0", "0", "3f010000"]]},
      ["probe_keyring_keys"]),
+    # the service user's own user keyring (the host's, its kuid's) holds a key /proc/keys shows inside: reachable
+    # by serial (the matrix's keyring_user_key row)
+    ("service_user_key", {"visible": [[9002, "user", 65534, 65534, "3f010000"]]}, ["probe_keyring_keys"]),
+    ("visible_linked_own", {"keys": KEYRINGS["keys"] + [["session", 9003, "user", "0", "0", "3f010000"]],
+                            "visible": [[9003, "user", 0, 0, "3f010000"]]}, ["probe_keyring_keys"]),
+    ("visible_unread", {"visible": "error:EACCES"}, ["probe_keyring_keys"]),
+    ("visible_not_reported", {"visible": None}, ["probe_keyring_keys"]),
+    ("visible_malformed", {"visible": [["error:malformed", "0102136e"]]}, ["probe_keyring_keys"]),
+    ("no_proc_in_the_sandbox", {"visible": "error:ENOENT"}, []),
     ("unread", {"session": "error:EINVAL"}, ["probe_keyring_shared"]),
     ("not_reported", None, ["probe_keyring_shared"]),
     ("keyctl_refused", {"session": "error:EPERM", "user": "error:EPERM", "user_session": "error:EPERM", "keys": []},
@@ -756,6 +827,7 @@ def test_in_a_unit_its_own_session_keyring_is_its_own_finding():
     obs["keyrings"]["keys"].append(["session", 778, "user", "0", "0", "3f010000", "invocation_id"])
     outside["context"] = {"from": "the unit's process (pid 4240)", "ns": dict(HOST_NS), "mounts": HOST_MOUNTS,
                           "attributes": copy.deepcopy(ATTRIBUTES), "privileges": dict(PRIV)}
+    outside["invocation"] = {"unit": "metnos-probe-x.service", "keys": {"778": dict(SYSTEMDS_KEY)}}
     checks = evidence.evaluate(SPEC, obs, outside, host)
     keyring = [c for c in checks if c["name"] == "keyring_own"][0]
     assert keyring["ok"] and [k[0] for k in keyring["observed"]["kinds"]] == ["unit", "unit"], keyring
@@ -887,24 +959,69 @@ def test_a_socket_needs_a_peer_inside(own, peer, peer_holders, code):
 
 
 # (what lies at /metnos-declared on the root, the size the profile declares for the file it copies there, whether
-# the check fails)
+# the check fails, the code it carries)
+_DIGEST = "ab" * 32
 _DECLARED_FILE = [
-    (["metnos-declared", "f", 24], 24, False),
-    (["metnos-declared", "f", 676], 24, True),        # its content swapped (the shadow file: file_swapped)
-    (["metnos-declared", "l", "/etc/shadow"], 24, True),  # a symlink instead
-    (["metnos-declared", "d", None], 24, True),       # a directory
-    (None, 24, True),                                 # absent, or covered by a mount
-    (["metnos-declared", "f", 24], None, True),       # no size declared: not proven
+    (["metnos-declared", "f", 24, _DIGEST], 24, None),
+    (["metnos-declared", "f", 676, "cd" * 32], 24, "probe_root_undeclared"),  # its size too (file_swapped)
+    (["metnos-declared", "l", "/etc/shadow"], 24, "probe_root_undeclared"),   # a symlink instead
+    (["metnos-declared", "d", None], 24, "probe_root_undeclared"),            # a directory
+    (None, 24, "probe_root_undeclared"),                                      # absent, or covered by a mount
+    (["metnos-declared", "f", 24, _DIGEST], None, "probe_root_undeclared"),   # no size declared: not proven
+    (["metnos-declared", "f", 24, "cd" * 32], 24, "probe_root_swapped"),      # same size, other content
+    (["metnos-declared", "f", 24, "error:ELOOP"], 24, "probe_root_swapped"),  # not hashed: not proven
+    (["metnos-declared", "f", 24], 24, "probe_root_swapped"),                 # no digest read: not proven
 ]
 
 
-@pytest.mark.parametrize("entry, size, fails", _DECLARED_FILE)
-def test_a_declared_file_is_judged_by_type_and_size(entry, size, fails):
-    """Issue 51: a file the profile copies onto the root (--file FD DEST) is a regular file of the size the profile
-    declares. The real plants: the matrix's file_swapped and file_declared rows."""
+@pytest.mark.parametrize("entry, size, code", _DECLARED_FILE)
+def test_a_declared_file_is_judged_by_type_size_and_digest(entry, size, code):
+    """Issue 51: a file the profile copies onto the root (--file FD DEST) is a regular file of the size and the
+    sha256 the profile declares. The real plants: the matrix's file_swapped, file_same_size and file_declared
+    rows."""
     obs, outside, host = good()
-    spec = dict(SPEC, created=["/metnos-declared", "/usr"], files={"/metnos-declared": size})
+    spec = dict(SPEC, created=["/metnos-declared", "/usr"], files={"/metnos-declared": size},
+                file_digests={"/metnos-declared": _DIGEST})
     outside["payload"]["root_entries"] = [entry] if entry else []
     bad = failed(obs, outside, host, spec)
-    assert ("root_content_declared" in bad) == fails, bad
+    assert ("root_content_declared" in bad) == bool(code), bad
+    if code:
+        # what the verdict reports it with: probe_root_undeclared for its problems, probe_root_swapped for a swap
+        observed = bad["root_content_declared"]["observed"]
+        assert (bool(observed["problems"]), bool(observed["swapped"])) == (
+            code == "probe_root_undeclared", code == "probe_root_swapped"), observed
     assert set(bad) <= {"root_content_declared"}
+
+
+# (the payload's securebits, the starter's, whether the payload is in the starter's user namespace, a finding)
+_SECUREBITS = [
+    (0x40, 0x40, True, False),
+    (0, 0x40, True, True),            # no_cap_ambient_raise cleared between them (the securebits_cleared row)
+    (0x2, 0x3, True, True),           # noroot cleared, its lock kept
+    (0, 0x10, True, False),           # keep_caps: execve clears it
+    (0, 0x40, False, False),          # a new user namespace starts with none
+    ("error:EINVAL", 0, True, True),  # not proven
+    (None, 0, True, True),
+    (0, "error:OSError", True, True),
+]
+
+
+@pytest.mark.parametrize("mine, ref, same_userns, finding", _SECUREBITS)
+def test_securebits_not_fewer_than_the_starters(mine, ref, same_userns, finding):
+    """Issue 51 item 4: the payload's securebits (its own prctl) hold every bit its starter's hold but keep_caps, in
+    the starter's user namespace. The real plant: the matrix's securebits_cleared row."""
+    obs, outside, host = good()
+    obs["securebits"], host["securebits"] = mine, ref
+    if same_userns:
+        outside["payload"]["ns"]["user"] = host["ns"]["user"]
+    check = [c for c in evidence.evaluate(SPEC, obs, outside, host) if c["name"] == "process_attributes"][0]
+    kinds = [k for k, _what in check["observed"]["kinds"] if k == "securebits"]
+    assert bool(kinds) == finding, check
+
+
+def test_a_units_securebits_are_its_securebits_lines():
+    assert attributes.unit_securebits([("SecureBits", "noroot noroot-locked", "u")]) == 0x3
+    assert attributes.unit_securebits([("SecureBits", "keep-caps", "u"), ("SecureBits", "", "d"),
+                                       ("SecureBits", "no-setuid-fixup", "d")]) == 0x4
+    assert attributes.unit_securebits([("User", "x", "u")]) == 0
+    assert str(attributes.unit_securebits([("SecureBits", "bogus", "u")])).startswith("error:")

@@ -185,6 +185,18 @@ CODES.extend([
          detection=_ATTRIBUTE_EVIDENCE, remediation=list(_ATTRIBUTE_FIX),
          messages={"": "the payload's process attributes are weaker than its starter's: {said}{traced}"},
          hint=_ATTRIBUTE_HINT),
+    Code(code="probe_attribute_securebits", severity=ERROR, rule="R-SCOPE-1", section=PROBE,
+         title="The sandbox runs with fewer securebits than its starter",
+         cause="In its starter's user namespace, the payload's securebits (securebits(7): noroot, no_setuid_fixup, "
+               "keep_caps_locked, no_cap_ambient_raise and their locks) lack a bit its starter's hold: something "
+               "between them cleared it (a wrapper with CAP_SETPCAP before bwrap), and the payload regains what the "
+               "bit denied (root's capabilities on execve, raising ambient capabilities). A new user namespace starts "
+               "with none (the kernel's rule): there they are not compared.",
+         detection="The payload's own prctl(PR_GET_SECUREBITS), reported through the collector (/proc does not show "
+                   "them), compared with the probe's own, or in a transient unit with the unit's SecureBits=.",
+         remediation=list(_ATTRIBUTE_FIX),
+         messages={"": "the payload's process attributes are weaker than its starter's: {said}{traced}"},
+         hint=_ATTRIBUTE_HINT),
     Code(code="probe_keyring_shared", severity=ERROR, rule="R-SCOPE-1", section=PROBE,
          title="The sandbox shares a session keyring with processes outside it",
          cause="Keyrings are not namespaced: bwrap has no keyring option, and a process keeps the session keyring it "
@@ -213,16 +225,25 @@ CODES.extend([
          title="Keys of others are linked where the sandbox can reach them",
          cause="A key or keyring is linked in the payload's session, user or user-session keyring (the payload adds "
                "none): the service's or another executor's key, possessed by the sandbox, which may read, update or "
-               "revoke it as their owner's permissions allow.",
+               "revoke it as their owner's permissions allow. Or /proc/keys shows the payload a key of another "
+               "keyring: keyrings are not namespaced and bwrap cannot hide them (no keyring option; /proc/keys is the "
+               "kernel's, filtered by permission only, and a key's owner is a kuid: the sandbox runs with the "
+               "service user's). The service user's own user keyring (@u, the host's) is reachable by its serial: "
+               "the sandbox links it into its own session keyring, then reads every key in it, and can add keys the "
+               "service reads. KeyringMode= does not help (a user keyring is the uid's, not the unit's).",
          detection="The serials linked in the payload's keyrings (KEYCTL_READ) and each key's type, owner, group and "
-                   "permissions (KEYCTL_DESCRIBE; never its description or payload), reported through the collector.",
+                   "permissions (KEYCTL_DESCRIBE; never its description or payload), and the keys other than keyrings "
+                   "that /proc/keys shows the payload (serial, type, owner, group, permissions; public 'asymmetric' "
+                   "keys aside), reported through the collector.",
          remediation=[
              "systemctl show -p KeyringMode -p SystemCallFilter <unit>",
              "systemctl edit --drop-in=metnos-keyring <unit>"],
          messages={"": "the payload reaches keys it did not add: {said}{traced}"},
          hint=("Keep keys out of the executor's reach: a drop-in with '[Service]' 'SystemCallFilter=~@keyring:EPERM' "
-               "for the unit that starts the executors (or the service's keys in a keyring the executors do not "
-               "inherit), then run the probe again.")),
+               "for the unit that starts the executors (enforce's filter_keyrings, role variable "
+               "metnos_sandbox_filter_keyrings: keyctl then fails inside, and nothing is reachable by serial), or no "
+               "keys in the service user's own user keyring (keyctl show @u as that user; keyctl clear @u) nor in a "
+               "keyring the executors inherit, then run the probe again.")),
     Code(code="probe_keyring_unit", severity=INFO, rule="R-SCOPE-3", section=PROBE,
          title="The service's executors share the unit's session keyring",
          cause="In the service's unit the payload holds the unit's own session keyring (systemd's KeyringMode=private, "
@@ -231,8 +252,10 @@ CODES.extend([
                "one executor can add a key that the next reads. Not the host's keyring: other keys in it are "
                "probe_keyring_keys.",
          detection="The payload's session keyring serial is not its user-session keyring's (KEYCTL_GET_KEYRING_ID, "
-                   "through the collector), run in the transient unit that carries the service's context; systemd's "
-                   "invocation_id key recognised by its description, compared inside, never reported.",
+                   "through the collector), run in the transient unit that carries the service's context; a key "
+                   "named invocation_id in it is systemd's only when the probe reads it from outside as a user key of "
+                   "uid 0 whose content is the unit's InvocationID (systemctl show; the content compared, never "
+                   "reported), else it is probe_keyring_keys.",
          remediation=["systemctl show -p KeyringMode -p SystemCallFilter -p NoNewPrivileges <unit>",
                       "systemctl edit --drop-in=metnos-keyring <unit>"],
          messages={"": "executors of this service share its session keyring: {said}{traced}"},
@@ -258,6 +281,18 @@ CODES.extend([
          messages={"": "{said}{traced}"},
          hint=("Compare the rendered argv (metnos.sandbox.sandbox_profile) with the one the service runs, and the "
                "bwrap it executes (the commands).")),
+    Code(code="probe_root_swapped", severity=ERROR, rule="R-SCOPE-1", section=PROBE,
+         title="A file the profile copies onto the sandbox's root holds other content",
+         cause="A file the profile copies onto the sandbox's root (--file FD DEST) has the declared size but not the "
+               "declared content: the descriptor bwrap read was swapped for another file of the same size (a host "
+               "secret under a declared name, readable inside without a mount), or the content could not be hashed.",
+         detection="The file's sha256, read from outside through the host's /proc/PID/root (each component opened "
+                   "with O_NOFOLLOW on the root's own file system, bounded), compared with the sha256 of the content "
+                   "the profile gives bwrap there.",
+         remediation=["command -v bwrap", "dpkg -S \"$(command -v bwrap)\""],
+         messages={"": "{said}{traced}"},
+         hint=("Compare the rendered argv (metnos.sandbox.sandbox_profile) and the descriptors it opens with the ones "
+               "the service runs, and the bwrap it executes (the commands).")),
     # ---- root runs only what root owns (issue 49; base/owners.py) ----
     Code(code="probe_python_not_roots", severity=ERROR, rule="R-DIAG-3", section=PROBE,
          title="The interpreter the probe would run as root is not root's: the probe did not run",

@@ -11,6 +11,7 @@ Pure Python, no Ansible imports.
 from __future__ import absolute_import, annotations, division, print_function
 
 import _socket  # the C module alone (socket.py builds enums: cost on every host)
+import hashlib
 import os
 import stat
 import struct
@@ -265,10 +266,53 @@ def _content(path: str, kind: str, st: os.stat_result) -> t.Any:
     return st.st_size if kind == "f" else None
 
 
+# At most this many bytes of the files on a sandbox's root are hashed in one walk (each file the profile copies
+# there is one; anything beyond is "error:too_large", never guessed): a root the sandbox filled costs no more.
+DIGEST_BUDGET = 8 << 20
+_NOFOLLOW = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+
+
+def _file_digest(root_fd: int, rel: str, st: os.stat_result, budget: t.List[int]) -> str:
+    """The sha256 (hex) of the regular file ``rel`` on the root open as ``root_fd`` (the sandbox's: its owner
+    controls every name on it), opened component by component with O_NOFOLLOW (no link followed, no mount
+    crossed: each folder and the file on the root's own file system), the same file ``st`` listed, read to at most
+    its size within ``budget`` ([bytes left], spent here); an error string when it cannot be proven."""
+    if st.st_size > budget[0]:
+        return "error:too_large"
+    fds: t.List[int] = []
+    try:
+        here = root_fd
+        parts = rel.split("/")
+        for index, name in enumerate(parts):
+            last = index == len(parts) - 1
+            here = os.open(name, _NOFOLLOW | (0 if last else os.O_DIRECTORY), dir_fd=here)
+            fds.append(here)
+            if os.fstat(here).st_dev != st.st_dev:
+                return "error:EXDEV"        # a mount on the way
+        got = os.fstat(here)
+        if not stat.S_ISREG(got.st_mode) or (got.st_ino, got.st_size) != (st.st_ino, st.st_size):
+            return "error:changed"
+        digest = hashlib.sha256()
+        left = st.st_size
+        while left > 0:
+            chunk = os.read(here, min(left, 1 << 16))
+            if not chunk:
+                break
+            digest.update(chunk)
+            left -= len(chunk)
+        budget[0] -= st.st_size - left
+        return digest.hexdigest() if left == 0 and not os.read(here, 1) else "error:changed"
+    except OSError as exc:
+        return errname(exc)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
 def _root_walk(arg: t.Tuple[str, int]) -> t.List[t.Any]:
-    """[[relative path, type letter, content (a symlink's target, a file's size)], ...] of what lies on the file
-    system of ``root`` itself (entries on another mount are not entered: a mount's own content is the mount
-    checks' business), at most ``limit``;
+    """[[relative path, type letter, content (a symlink's target, a file's size), a file's sha256], ...] of what
+    lies on the file system of ``root`` itself (entries on another mount are not entered: a mount's own content is
+    the mount checks' business), at most ``limit``;
     [["error:...", ""]] when the root cannot be read."""
     root, limit = arg
     try:
@@ -277,6 +321,33 @@ def _root_walk(arg: t.Tuple[str, int]) -> t.List[t.Any]:
         return [[errname(exc), ""]]
     out: t.List[t.Any] = []
     todo = [""]
+    root_fd: t.List[t.Any] = []
+    budget = [DIGEST_BUDGET]
+    try:
+        _walk_entries((root, limit, dev), todo, out, (root_fd, budget))
+    finally:
+        for fd in root_fd:
+            if isinstance(fd, int):
+                os.close(fd)
+    return out[:limit + 1]
+
+
+def _digest_on(root: str, root_fd: t.List[t.Any], rel: str, st: os.stat_result, budget: t.List[int]) -> str:
+    """_file_digest of ``rel`` on ``root``, opened once per walk (``root_fd``: [its fd] or [why it could not])."""
+    if not root_fd:
+        try:
+            root_fd.append(os.open(root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)))
+        except OSError as exc:
+            root_fd.append(errname(exc))
+    return _file_digest(root_fd[0], rel, st, budget) if isinstance(root_fd[0], int) else str(root_fd[0])
+
+
+def _walk_entries(where: t.Tuple[str, int, int], todo: t.List[str], out: t.List[t.Any],
+                  hashing: t.Tuple[t.List[t.Any], t.List[int]]) -> None:
+    """_root_walk's loop: ``where`` (root, limit, its device), ``hashing`` ([the root's fd, once opened],
+    [bytes left to hash])."""
+    root, limit, dev = where
+    root_fd, budget = hashing
     while todo and len(out) <= limit:
         rel = todo.pop()
         try:
@@ -295,10 +366,12 @@ def _root_walk(arg: t.Tuple[str, int]) -> t.List[t.Any]:
                 continue                # a mount point: not on the root's own file system
             kind = "d" if stat.S_ISDIR(st.st_mode) else "l" if stat.S_ISLNK(st.st_mode) else \
                 "f" if stat.S_ISREG(st.st_mode) else "o"
-            out.append([path, kind, _content(os.path.join(root, path), kind, st)])
+            entry = [path, kind, _content(os.path.join(root, path), kind, st)]
+            if kind == "f":
+                entry.append(_digest_on(root, root_fd, path, st, budget))
+            out.append(entry)
             if kind == "d":
                 todo.append(path)
-    return out[:limit + 1]
 
 
 def root_entries(pid: Pid, proc: str = "/proc", limit: int = 200) -> t.List[t.Any]:

@@ -13,6 +13,7 @@ Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
+import ctypes
 import typing as t
 
 from ..base.records import Json
@@ -23,7 +24,8 @@ from .held import Scene, unread
 ATTRIBUTE_CODES = {"personality": "probe_attribute_personality", "priority": "probe_attribute_priority",
                    "rlimit": "probe_attribute_rlimit", "oom": "probe_attribute_oom",
                    "privileges": "probe_attribute_privileges", "ambient": "probe_attribute_ambient",
-                   "bounding": "probe_attribute_bounding", "capabilities": "probe_attribute_capabilities"}
+                   "bounding": "probe_attribute_bounding", "capabilities": "probe_attribute_capabilities",
+                   "securebits": "probe_attribute_securebits"}
 
 # capability(7) names by bit (include/uapi/linux/capability.h)
 _CAPABILITIES = ("chown", "dac_override", "dac_read_search", "fowner", "fsetid", "kill", "setgid", "setuid", "setpcap",
@@ -135,6 +137,62 @@ def _compare_capabilities(mine: t.Any, ref: t.Any, who: str, same_userns: bool) 
     return out
 
 
+# securebits(7) by bit; SECBIT_KEEP_CAPS (4) is cleared by every execve, so a payload never keeps it
+_SECUREBITS = ("noroot", "noroot_locked", "no_setuid_fixup", "no_setuid_fixup_locked", "keep_caps", "keep_caps_locked",
+               "no_cap_ambient_raise", "no_cap_ambient_raise_locked")
+_KEEP_CAPS = 1 << 4
+# systemd's SecureBits= words (systemd.exec(5)): the bits the unit's process starts with
+_UNIT_SECUREBITS = {"noroot": 0, "noroot-locked": 1, "no-setuid-fixup": 2, "no-setuid-fixup-locked": 3,
+                    "keep-caps": 4, "keep-caps-locked": 5}
+
+
+def own_securebits() -> t.Any:
+    """This process's securebits (prctl PR_GET_SECUREBITS), or an error text: /proc does not show them."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        bits = libc.prctl(27, 0, 0, 0, 0)
+    except (OSError, AttributeError) as exc:
+        return "error:%s" % type(exc).__name__
+    return bits if bits >= 0 else "error:errno %d" % ctypes.get_errno()
+
+
+def unit_securebits(assignments: t.Iterable[t.Sequence[t.Any]]) -> t.Any:
+    """The securebits the unit's process runs with, from its SecureBits= lines (systemd's merge: an empty value
+    resets), or an error text for a word systemd would not know."""
+    bits = 0
+    for row in assignments:
+        if str(row[0]) != "SecureBits":
+            continue
+        words = str(row[1]).split()
+        if not words:
+            bits = 0
+        for word in words:
+            if word not in _UNIT_SECUREBITS:
+                return "error:SecureBits=%s" % word[:40]
+            bits |= 1 << _UNIT_SECUREBITS[word]
+    return bits
+
+
+def _bit_names(value: int) -> str:
+    return ",".join(_SECUREBITS[bit] if bit < len(_SECUREBITS) else "bit_%d" % bit
+                    for bit in range(32) if value >> bit & 1) or "none"
+
+
+def _compare_securebits(mine: t.Any, ref: t.Any, who: str, same_userns: bool) -> t.List[t.Tuple[str, str]]:
+    """The payload's securebits (prctl, reported through the collector) hold every bit its starter's hold, but
+    SECBIT_KEEP_CAPS, which execve clears. Compared only in the starter's user namespace: the kernel starts a new
+    user namespace with none (set_cred_user_ns), and they govern capabilities of that namespace alone."""
+    if not same_userns:
+        return []
+    if not isinstance(mine, int) or isinstance(mine, bool) or not isinstance(ref, int) or isinstance(ref, bool):
+        return [("securebits", "securebits: not proven (the payload's %s, %s's %s)" % (mine, who, ref))]
+    lost = ref & ~mine & ~_KEEP_CAPS
+    if lost:
+        return [("securebits", "securebits 0x%x (%s), %s has 0x%x (%s): %s cleared between them" % (
+            mine, _bit_names(mine), who, ref, _bit_names(ref), _bit_names(lost)))]
+    return []
+
+
 def _same_userns(sc: Scene) -> bool:
     """The payload is in its starter's user namespace (not proven: judged as if it were, the stricter)."""
     mine = (sc.payload.get("ns") or {}).get("user")
@@ -157,8 +215,11 @@ def check_attributes(sc: Scene) -> None:
             ("personality", "not proven: %s's attributes were not read (%s)" % (who, ref))]
         kinds.extend(_compare_privileges(sc.payload.get("privileges"), ref_privileges, who))
         kinds.extend(_compare_capabilities(sc.payload.get("privileges"), ref_privileges, who, _same_userns(sc)))
+        context = sc.outside.get("context")
+        kinds.extend(_compare_securebits(sc.obs.get("securebits"), sc.spec.get("unit_securebits") if isinstance(
+            context, dict) and context else sc.host.get("securebits"), who, _same_userns(sc)))
         problems.extend(what for _kind, what in kinds)
     sc.add("process_attributes", "R-SCOPE-1", "personality, priority, rlimits, oom_score_adj, no_new_privs, "
-           "seccomp mode and capability sets not weaker than %s's" % who,
+           "seccomp mode, capability sets and securebits not weaker than %s's" % who,
            {"payload": mine, "starter": who, "problems": problems[:12], "kinds": [list(k) for k in kinds[:12]]},
            not problems)

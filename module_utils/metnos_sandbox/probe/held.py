@@ -240,6 +240,30 @@ def _changed_files(found: t.Mapping[str, t.Any], files: t.Mapping[str, t.Any]) -
     return out
 
 
+def _swapped_files(found: t.Mapping[str, t.Any], files: t.Mapping[str, t.Any],
+                   digests: t.Mapping[str, t.Any]) -> t.List[str]:
+    """A file the profile copies onto the root, of its declared size, whose content is not the content the profile
+    gives bwrap there (its sha256, read from outside through /proc/PID/root: a swap of the same size); a declared
+    file without a digest, or whose digest could not be read, is not proven. (Another size or type:
+    _changed_files.)"""
+    out: t.List[str] = []
+    for dest, size in sorted(files.items()):
+        rel = os.path.normpath(dest).strip("/")
+        entry = found.get(rel)
+        if entry is None or entry[1] != "f" or len(entry) < 3 or entry[2] != size:
+            continue
+        want = digests.get(dest)
+        got = entry[3] if len(entry) > 3 else "error:unread"
+        if not isinstance(want, str) or len(want) != 64:
+            out.append("/%s: not proven (the profile declares no sha256 for the file it copies there)" % rel)
+        elif not isinstance(got, str) or is_error(got):
+            out.append("/%s: not proven (its content could not be hashed from outside: %s)" % (rel, got))
+        elif got != want.lower():
+            out.append("/%s: a file of the declared %s bytes with sha256 %s, the profile gives bwrap content with "
+                       "sha256 %s (its content swapped)" % (rel, size, got, want.lower()))
+    return out
+
+
 def _changed(entries: t.List[t.Any], symlinks: t.Mapping[str, t.Any], parents: t.Set[str],
              files: t.Mapping[str, t.Any]) -> t.List[str]:
     """What lies on the root where the profile makes something else (issue 51): a declared symlink that is not a
@@ -280,6 +304,7 @@ def check_root_content(sc: Scene) -> None:
     entries = sc.payload.get("root_entries")
     problems = unread(sc, entries, list, "listing its root")
     extra: t.List[str] = []
+    swapped: t.List[str] = []
     if not problems and isinstance(entries, list):
         created = sc.spec.get("created")
         places = set(created if isinstance(created, list) else sc.declared + list(sc.binds))
@@ -307,7 +332,10 @@ def check_root_content(sc: Scene) -> None:
         if changed:
             problems.append("on the sandbox's root, not what the profile makes there: %s" % "; ".join(changed[:8]))
         extra.extend(changed)
+        digests = sc.spec.get("file_digests")
+        swapped = _swapped_files(dict((str(e[0]), e) for e in entries if not is_error(e[0])),
+                                 files if isinstance(files, dict) else {}, digests if isinstance(digests, dict) else {})
     sc.add("root_content_declared", "R-SCOPE-1", "only what the profile creates lies on the sandbox's own root, "
-           "each of the type it makes (its symlinks with their targets, its files of their sizes)",
+           "each of the type it makes (its symlinks with their targets, its files of their sizes and sha256s)",
            {"entries": len(entries) if isinstance(entries, list) else entries, "undeclared": extra[:12],
-            "problems": problems}, not problems)
+            "problems": problems, "swapped": swapped[:8]}, not problems and not swapped)

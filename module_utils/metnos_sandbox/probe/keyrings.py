@@ -37,6 +37,7 @@ import ctypes
 import errno
 import os
 import struct
+import subprocess
 import typing as t
 
 from ..base.records import Json
@@ -184,11 +185,80 @@ def _starter(sc: Scene) -> t.Tuple[Json, str]:
     return sc.host.get("keyrings") or {}, "the probe itself"
 
 
+def invocation_evidence(mine: t.Any, unit: t.Optional[str]) -> t.Optional[Json]:
+    """In a unit, from outside: each key the payload names invocation_id (serial: type, owner uid, whether its
+    content is the unit's InvocationID; the content itself never kept or reported) and the unit's InvocationID as
+    systemd says it; None when there is no such key or no unit."""
+    keys = mine.get("keys") if isinstance(mine, dict) else None
+    serials = [row[1] for row in keys or [] if isinstance(row, list) and row[6:7] == ["invocation_id"]
+               and isinstance(row[1], int)] if unit else []
+    if not serials:
+        return None
+    probe = own()
+    if "killed" in probe or "error" in probe:
+        return {"error": "keyctl not asked outside: the probe's own keyctl %s" % (
+            "was killed by its seccomp filter" if "killed" in probe else probe["error"])}
+    unit_id = _unit_invocation(str(unit))
+    return {"unit": unit, "keys": dict((str(serial), _outside_key(serial, unit_id)) for serial in serials[:4])}
+
+
+def _unit_invocation(unit: str) -> str:
+    """The unit's InvocationID (32 hex digits) from systemctl show, or an error text."""
+    try:
+        done = subprocess.run(["systemctl", "show", "-p", "InvocationID", "--value", unit], capture_output=True,  # pylint: disable=ansible-bad-function
+                              timeout=10, env={"LC_ALL": "C", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return "error:%s" % type(exc).__name__
+    said = done.stdout[:64].decode("ascii", "replace").strip()
+    return said if len(said) == 32 and all(c in "0123456789abcdef" for c in said) else "error:InvocationID %r" % said
+
+
+def _outside_key(serial: int, unit_id: str) -> Json:
+    """One key read by the probe from outside (KEYCTL_DESCRIBE, KEYCTL_READ of at most 64 bytes): its type and
+    owner uid, and whether its content is ``unit_id`` (systemd stores the 16 bytes of the InvocationID)."""
+    number = _KEYCTL.get(os.uname()[4])
+    if number is None:
+        return {"error": "keyctl: no system call number known for %s" % os.uname()[4]}
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    buf = ctypes.create_string_buffer(4096)
+    got = libc.syscall(number, 6, ctypes.c_int(serial), buf, 4096)           # KEYCTL_DESCRIBE
+    if got <= 0:
+        return {"error": "error:" + errno.errorcode.get(ctypes.get_errno(), "?")}
+    words = buf.raw[:got - 1].decode("utf-8", "replace").split(";", 4)
+    if len(words) != 5 or not words[1].isdigit():
+        return {"error": "error:malformed description"}
+    size = libc.syscall(number, 11, ctypes.c_int(serial), buf, 64)           # KEYCTL_READ
+    content = buf.raw[:size] if 0 <= size <= 64 else None
+    return {"type": words[0], "uid": int(words[1]), "description": words[4][:64],
+            "content": ("error:" + errno.errorcode.get(ctypes.get_errno(), "?") if size < 0 else
+                        "matches" if content is not None and content.hex() == unit_id else
+                        "differs (%d bytes)" % size)}
+
+
+def why_not_systemds(serial: t.Any, evidence: t.Any) -> t.Optional[str]:
+    """None when the key ``serial`` is proven systemd's invocation_id key from outside (type user, owner uid 0,
+    description invocation_id, content the unit's InvocationID), else why not."""
+    if not isinstance(evidence, dict) or "error" in evidence:
+        return "not proven from outside (%s)" % (evidence.get("error") if isinstance(evidence, dict) else
+                                                 "no evidence read")
+    key = (evidence.get("keys") or {}).get(str(serial))
+    if not isinstance(key, dict) or "error" in key:
+        return "not proven from outside (%s)" % (key.get("error") if isinstance(key, dict) else "not read")
+    wrong = [what for what, bad in (
+        ("type %s, not user" % key.get("type"), key.get("type") != "user"),
+        ("owner uid %s, not 0" % key.get("uid"), key.get("uid") != 0),
+        ("another description", key.get("description") != "invocation_id"),
+        ("content %s, not the unit's InvocationID" % key.get("content"), key.get("content") != "matches")) if bad]
+    return "; ".join(wrong) or None
+
+
 def judge(mine: t.Any, ref: Json, who: str, same_userns: bool = False, uid: t.Any = None,
-          unit: bool = False) -> t.List[t.Tuple[str, str]]:
+          unit: bool = False, invocation: t.Optional[Json] = None) -> t.List[t.Tuple[str, str]]:
     """[(kind, what)] of each way the payload's keyrings are not its own (or not proven). ``same_userns``: the
     payload's user namespace is the probe's; ``unit``: run in a transient unit, whose own session keyring (and
-    systemd's invocation_id key in it) is the "unit" kind, reported at info severity."""
+    systemd's invocation_id key in it, proven from outside: ``invocation``, invocation_evidence()) is the "unit"
+    kind, reported at info severity."""
     if not isinstance(mine, dict) or "error" in mine:
         return [("shared", "keyrings not proven: the payload reported %s" % (
             mine.get("error") if isinstance(mine, dict) else type(mine).__name__))]
@@ -220,10 +290,41 @@ def judge(mine: t.Any, ref: Json, who: str, same_userns: bool = False, uid: t.An
             continue
         seen.add(serial)
         if shared_kind == "unit" and where == "session" and row[6:7] == ["invocation_id"]:
-            out.append(("unit", "systemd's invocation_id key %s in the unit's session keyring" % serial))
+            why = why_not_systemds(serial, invocation)
+            if why is None:
+                out.append(("unit", "systemd's invocation_id key %s in the unit's session keyring" % serial))
+            else:
+                out.append(("keys", "key %s named invocation_id in the session keyring, not systemd's: %s" % (
+                    serial, why)))
             continue
         out.append(("keys", "key %s in the %s keyring: %s" % (
             serial, where, "type %s, uid %s, gid %s, perm %s" % tuple(row[2:6]) if len(row) >= 6 else row[2:])))
+    out.extend(_reachable(mine, uid))
+    return out
+
+
+def _reachable(mine: Json, uid: t.Any) -> t.List[t.Tuple[str, str]]:
+    """[("keys", what)] of each key (not a keyring) the payload's /proc/keys shows that is not linked in its own
+    keyrings: keyrings are not namespaced, and a key it may view it reaches by its serial (the service user's own
+    user keyring, its kuid's: linked by serial into the payload's session keyring, every key in it is possessed,
+    then read). Public keys (type asymmetric: the kernel's certificates) are not secrets. Not proven: /proc/keys
+    unread (without a /proc in the sandbox, "error:ENOENT", no serial is listed)."""
+    visible = mine.get("visible")
+    if visible == "error:ENOENT":
+        return []
+    if not isinstance(visible, list):
+        return [("keys", "keys reachable by serial not proven: /proc/keys inside gave %s" % visible)]
+    own = set([mine["session"], mine["user"], mine["user_session"]] + [
+        row[1] for row in mine.get("keys") or [] if len(row) > 1])
+    out: t.List[t.Tuple[str, str]] = []
+    for row in visible:
+        if len(row) != 5 or not isinstance(row[0], int):
+            out.append(("keys", "keys reachable by serial not proven: /proc/keys inside gave %s" % (row,)))
+        elif row[0] not in own and row[1] != "asymmetric":
+            out.append(("keys", "key %d (type %s, uid %s%s, gid %s, perm %s) of another keyring, shown by /proc/keys "
+                        "inside and reachable by its serial (its keyring linked into the payload's own, then read)" % (
+                            row[0], row[1], row[2], ": the payload's own uid, the service's" if row[2] == uid else "",
+                            row[3], row[4])))
     return out
 
 
@@ -234,7 +335,7 @@ def check_keyrings(sc: Scene) -> None:
     userns = (sc.obs.get("ns") or {}).get("user")
     same_userns = bool(userns) and userns == (sc.host.get("ns") or {}).get("user")
     unit = bool(sc.outside.get("context"))
-    kinds = judge(sc.obs.get("keyrings"), ref, who, same_userns, sc.obs.get("uid"), unit)
+    kinds = judge(sc.obs.get("keyrings"), ref, who, same_userns, sc.obs.get("uid"), unit, sc.outside.get("invocation"))
     observed: Json = {"payload": sc.obs.get("keyrings"), "starter": who, "starter_keyrings": ref,
                       "plan": sc.spec.get("keyctl")}
     errors = [k for k in kinds if k[0] != "unit"]

@@ -136,6 +136,8 @@ def expectations(profile: result.Profile, extra_absent: t.Sequence[str] = ()) ->
         "symlinks": dict((m["dest"], m.get("src")) for m in mounts if m["kind"] == "symlink"),
         # ... and each file it copies onto the root (--file FD DEST), with the size it declares
         "files": dict((m["dest"], m.get("size")) for m in mounts if m["kind"] == "file"),
+        # ... and the sha256 of the content the profile gives bwrap for it (the probe hashes what it gives)
+        "file_digests": dict((m["dest"], m.get("sha256")) for m in mounts if m["kind"] == "file"),
     }
 
 

@@ -129,7 +129,28 @@ def keyrings() -> "dict[str, Any]":
             if len(keys) >= 32:
                 break
     out["keys"] = keys
+    out["visible"] = visible_keys()
     return out
+
+
+def visible_keys() -> "Any":
+    # the keys other than keyrings that /proc/keys shows this process (each one it may view: reachable by its
+    # serial, e.g. linked by serial into its own session keyring, then read): serial, type, uid, gid, permissions;
+    # never a description. Bounded: 256 lines, 64 KiB; "error:ENOENT" without a /proc (issue 51)
+    try:
+        with open("/proc/keys", "rb") as handle:
+            text = handle.read(65536).decode("utf-8", "replace")
+    except OSError as exc:
+        return err(exc.errno)
+    found: "list[list[Any]]" = []
+    for line in text.splitlines()[:256]:
+        words = line.split(None, 8)
+        if len(words) >= 8 and words[7] != "keyring":
+            try:
+                found.append([int(words[0], 16), words[7], int(words[5]), int(words[6]), words[4]])
+            except ValueError:
+                found.append(["error:malformed", line[:8]])
+    return found[:32]
 
 
 def seccomp_status() -> "list[Any]":
@@ -194,6 +215,8 @@ if __name__ == "__main__":
     except Exception as exc:
         obs["pdeathsig"] = "error:%s" % exc
     obs["keyrings"] = keyrings_asked(spec.get("keyctl"))
+    bits = libc.prctl(27, 0, 0, 0, 0)         # PR_GET_SECUREBITS: /proc does not show them (issue 51)
+    obs["securebits"] = bits if bits >= 0 else err(ctypes.get_errno())
     sys.stdout.write(dumps(obs) + "\n")  # pylint: disable=used-before-assignment
     sys.stdout.flush()
     try:

@@ -226,9 +226,13 @@ def _own_codes(check: Json) -> t.List[t.Tuple[str, str]]:
         for kind, what in observed["kinds"]:
             found.setdefault(keyrings.KEYRING_CODES.get(kind, "probe_keyring_shared"), []).append(what)
         return [(code, "; ".join(whats[:6])) for code, whats in sorted(found.items())]
+    out: t.List[t.Tuple[str, str]] = []
     if check["name"] in _CODE_OF_CHECK and observed.get("problems"):
-        return [(_CODE_OF_CHECK[check["name"]], "; ".join(observed["problems"]))]
-    return []
+        out.append((_CODE_OF_CHECK[check["name"]], "; ".join(observed["problems"])))
+    if check["name"] == "root_content_declared" and observed.get("swapped"):
+        out.append(("probe_root_swapped", "on the sandbox's root, a declared file's content is not the profile's: "
+                    "%s" % "; ".join(observed["swapped"])))
+    return out
 
 
 def _say(check: Json) -> str:
@@ -305,8 +309,11 @@ def run_systemd(argv: t.List[str], spec: Json, python: str, user: User, settings
     the unit's cgroup (reaper.UnitRun)."""
     sep = argv.index("--")
     beacon = proctree.Beacon(spec["token"])
-    keyctl = keyrings.plan(keyrings.own(), (settings or {}).get("assignments") or [])
-    spec, go = with_release(dict(spec, beacon=beacon.name, keyctl=keyctl), timeout)
+    assignments = (settings or {}).get("assignments") or []
+    keyctl = keyrings.plan(keyrings.own(), assignments)
+    # the securebits the unit's process starts with (its SecureBits=): /proc does not show them
+    spec, go = with_release(dict(spec, beacon=beacon.name, keyctl=keyctl,
+                                 unit_securebits=attributes.unit_securebits(assignments)), timeout)
     trust = trust if trust is not None else bwrap_trust.for_run(argv[0], accepted=accept_sha256,
                                                                 path_text=env.get("PATH") or "/usr/bin:/bin")
     payload = payload_command(python, spec)

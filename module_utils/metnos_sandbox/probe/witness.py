@@ -15,7 +15,7 @@ import typing as t
 
 from ..base.records import Json
 from ..host import holdings, procfs
-from . import keyrings, proc_covers, proctree
+from . import attributes, keyrings, proc_covers, proctree
 from .payload import Stream, host_namespaces
 
 
@@ -28,6 +28,7 @@ def host_view(proc: str = "/proc") -> Json:
     return {"ns": host_namespaces(proc), "mounts": mounts if isinstance(mounts, list) else [],
             "privileges": procfs.privileges(status), "nspid": status.get("nspid") or [],
             "attributes": holdings.process_attributes("self", proc), "keyrings": keyrings.own(),
+            "securebits": attributes.own_securebits(),
             "from": "the probe (pid %d) that started bwrap" % os.getpid(), "legacy_tiocsti": _legacy_tiocsti(proc)}
 
 
@@ -192,6 +193,13 @@ class Watcher(object):
             self.outside = {"launcher": launcher, "child_pid": child, "error": "%s: %s" % (type(exc).__name__, exc)}
         if self.context is not None:
             self.outside["context"] = self.context
+        if self.unit:
+            # the unit's invocation_id key, proven systemd's from outside (keyrings.invocation_evidence)
+            said = [o for o in objects if o.get("metnos_probe") == self.token][0].get("keyrings")
+            try:
+                self.outside["invocation"] = keyrings.invocation_evidence(said, self.unit)
+            except Exception as exc:   # nothing read is nothing proven
+                self.outside["invocation"] = {"error": "%s: %s" % (type(exc).__name__, exc)}
         self.outside["collectors"] = list(self.collectors)
         if self.ledger is not None:
             self.ledger.phase = proctree.CHECKED

@@ -1,0 +1,55 @@
+"""Keys in a user's own user keyring (@u), and what a sandbox reaches of them (issue 51).
+
+``python3 user_keys.py add DESCRIPTION VALUE``: adds a "user" key to the caller's user keyring (the service user's:
+run it as that user), prints its serial. ``python3 user_keys.py drop SERIAL``: invalidates it.
+``python3 user_keys.py reach``: run inside a sandbox, links every user keyring /proc/keys shows it that is not its
+own into its session keyring by serial (KEYCTL_LINK), then prints the payload of every "user" key it can read - the
+leak, proven by the canary the test planted. x86_64 system call numbers (keyctl 250, add_key 248).
+Used by the matrix's keyring_user_key row (tests/helpers/probe_mutations.py) and
+tests/integration/test_probe_keyrings.py.
+"""
+import ctypes
+import sys
+
+LIBC = ctypes.CDLL(None, use_errno=True)
+LIBC.syscall.restype = ctypes.c_long
+KEYCTL, ADD_KEY = 250, 248
+USER_KEYRING, SESSION_KEYRING = -4, -3
+
+
+def keyctl(*words):
+    return LIBC.syscall(KEYCTL, *[ctypes.c_long(w) if isinstance(w, int) else w for w in words])
+
+
+def add(description, value):
+    data = value.encode()
+    serial = LIBC.syscall(ADD_KEY, b"user", description.encode(), data, len(data), ctypes.c_int(USER_KEYRING))
+    if serial < 0:
+        sys.exit("add_key: errno %d" % ctypes.get_errno())
+    print(serial)
+
+
+def drop(serial):
+    if keyctl(21, int(serial)) < 0:                     # KEYCTL_INVALIDATE
+        sys.exit("invalidate: errno %d" % ctypes.get_errno())
+
+
+def reach():
+    own = keyctl(0, USER_KEYRING, 0)                    # KEYCTL_GET_KEYRING_ID, create=0
+    with open("/proc/keys") as handle:
+        lines = [line.split() for line in handle]
+    for words in lines:
+        if words[7] == "keyring" and words[8].startswith("_uid.") and int(words[0], 16) != own:
+            keyctl(8, int(words[0], 16), SESSION_KEYRING)   # KEYCTL_LINK into the session keyring
+    with open("/proc/keys") as handle:
+        lines = [line.split() for line in handle]
+    buf = ctypes.create_string_buffer(256)
+    for words in lines:
+        if words[7] == "user":
+            size = keyctl(11, int(words[0], 16), buf, 256)  # KEYCTL_READ
+            if size > 0:
+                print(buf.raw[:size].decode("utf-8", "replace"))
+
+
+if __name__ == "__main__":
+    {"add": add, "drop": drop, "reach": reach}[sys.argv[1]](*sys.argv[2:])
