@@ -7,12 +7,14 @@ interpreter's link swapped for one to the user's own copy, the pyvenv.cfg's home
 
 Each case: the user can really write there (the canary: a file written as the user with setpriv), and the
 audit's check finds it, naming the component, its owner, the launcher and the fix; the clean install has no
-finding (so the finding is the plant's); one case goes through the whole audit (host_audit.audit_host, the
-monitor's run too) and is in its report. A launcher not installed is not judged.
+finding (so the finding is the plant's); one case goes through the whole audit (host_audit.audit_host) and is in
+its report, one through the monitor's run (proof.run, exec_link in its configuration) and is in its stored
+result. A launcher not installed is not judged.
 
 Mutations run by hand (each made the tests below fail): launcher_trust.findings without its python_problems call
 (the home case and the whole-audit test failed: the pyvenv.cfg and its home are judged only there); host_audit
-without the launcher_trust line (the whole-audit test failed)."""
+without the launcher_trust line (the whole-audit and the monitor tests failed)."""
+import json
 import os
 import shutil
 import subprocess
@@ -21,6 +23,7 @@ import tempfile
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import host_audit, launcher_trust
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import proof
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
 from helpers import real_user
 
@@ -172,3 +175,22 @@ def test_the_whole_audit_reports_it(top, user):
     assert found and result["verdict"] == "fail", result["diagnostics"]
     assert {diag["details"]["path"] for diag in found} >= {os.path.join(top, "venv"),
                                                             os.path.join(top, "venv", "pyvenv.cfg")}
+
+
+def test_the_monitors_run_reports_it(top, user):
+    """proof.run, the monitor's timer run, with the configuration the role writes (exec_link in it): the ACL case
+    is in its stored result and it is not proven."""
+    link = _install(top)
+    _acl(top, user)
+    config = os.path.join(top, "config.json")
+    with open(config, "w") as handle:
+        json.dump({"schema": proof.CONFIG_SCHEMA, "audit": {"unit": "", "probe": True, "timeout": 30.0,
+                                                            "profile_dir": os.path.join(top, "profiles"),
+                                                            "exec_link": link}}, handle)
+    os.chmod(config, 0o600)
+    os.mkdir(os.path.join(top, "textfile"))
+    outputs = proof.Outputs(os.path.join(top, "textfile"), os.path.join(top, "last.json"), lambda fields: None)
+    _status, record = proof.run(config, outputs)
+    found = [diag for diag in record["audit"]["diagnostics"] if diag["code"] == "launcher_installed_not_roots"]
+    assert [diag["details"]["path"] for diag in found] == [os.path.join(top, "venv", "bin")], found
+    assert record["proven"] is False and "setfacl -b" in found[0]["remediation"][0]
