@@ -532,6 +532,8 @@ class HostContext(object):
                 continue
             try:      # by descriptor, no link followed that someone other than root controls (files.reached)
                 seen, folder = files.reached(given)
+            except files.NotAFolder:             # a file on the way: nothing there to mount, as a missing path
+                continue
             except files.PathRefused as exc:
                 refusals.append(host_layout.host_refusal(candidate.key, given, host_layout.Problem("links", str(exc))))
                 continue

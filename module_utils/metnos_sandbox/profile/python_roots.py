@@ -9,8 +9,8 @@ no user site, no PYTHON* variable), and only when root alone can change it (base
 interpreter, every folder and link on the way) with the runner given; otherwise as the one user who owns it
 (base/run_as.py: setpriv, no capabilities, a clean environment, a timeout), or not at all (issue 49).
 What an interpreter run as its user names is judged as that user (a child forked as the user: which of the
-named paths are folders it can reach), never by root: root's answer would tell the user which folders exist
-where it cannot look (below /root).
+named paths are folders it can reach, by their real paths), never by root: root's answer would tell the user
+which folders exist where it cannot look (below /root); host_context then reaches each by descriptor.
 
 Pure Python, no Ansible imports.
 """
