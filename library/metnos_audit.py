@@ -109,6 +109,14 @@ options:
     description: The monitor's stored result on the host.
     type: path
     default: /var/lib/metnos-sandbox-monitor/last.json
+  exec_link:
+    description:
+      - Where metnos-sandbox-exec is installed on the host (the role's C(metnos_sandbox_exec_link)). The launcher,
+        every component on its way and the interpreter its C(#!) line names (with the C(pyvenv.cfg) and C(home)
+        that interpreter reads) must be root's alone, else C(launcher_installed_not_roots) per component; nothing
+        there, nothing is judged.
+    type: path
+    default: /usr/local/sbin/metnos-sandbox-exec
   from_vars:
     description:
       - "Take each option the task does not set from the host's variables, as playbooks/audit.yml names them -
@@ -118,7 +126,8 @@ options:
         C(metnos_sandbox_host), its C(placement) from C(metnos_sandbox_placement); O(profile_dir) from
         C(metnos_sandbox_profile_dir); O(probe), O(collect_monitor)
         and O(monitor_max_age) from C(metnos_audit_probe), C(metnos_audit_collect_monitor) and
-        C(metnos_audit_monitor_max_age); O(deadline) from C(metnos_audit_host_timeout). A variable the host does
+        C(metnos_audit_monitor_max_age); O(deadline) from C(metnos_audit_host_timeout); O(exec_link) from
+        C(metnos_sandbox_exec_link). A variable the host does
         not have leaves the option at its default."
       - The values are validated as the task's own options are, and templated only when they are templates.
         Ansible compiles every template of a task's arguments again for each host, in each forked worker; read by

@@ -1,22 +1,12 @@
 """A manifest rewritten in place while root renders it (issue 52 item 3), shared by the safe-read tests
-(tests/integration/test_safe_reads.py) and the fault suite (tests/system/test_faults.py): a real user made with
-useradd, two complete versions of one manifest, and an editor (another process) that truncates and writes it."""
+(tests/integration/test_safe_reads.py) and the fault suite (tests/system/test_faults.py): two complete versions
+of one manifest, and an editor (another process) that truncates and writes it (the real user who owns the folder:
+tests/helpers/real_user.py)."""
 import os
-import pwd
-import subprocess
 import time
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context, model, renderer
 from helpers.fake_host import host_dict
-
-
-def made_user(name):
-    """A system user made with useradd for the test, removed afterwards (a fixture's generator: ``yield from``)."""
-    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True)
-    try:
-        yield pwd.getpwnam(name)
-    finally:
-        subprocess.run(["userdel", name], check=False)
 
 
 def host(root):

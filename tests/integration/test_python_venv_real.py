@@ -16,7 +16,6 @@ _venv_problems call (the sticky and the --copies tests failed); owner() back to 
 import os
 import shutil
 import subprocess
-import tempfile
 
 import pytest
 
@@ -24,6 +23,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import python_roots
 from conftest import run_module
+from helpers import real_user
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("useradd"), reason="needs root and useradd")
 
@@ -34,19 +34,9 @@ ENCODINGS = ("import posix\n"
              "posix.O_WRONLY | posix.O_CREAT, 0o644))\n")
 
 
-class Plant(object):
-    """The test's tree (root's 0755 under /var/tmp), a markers folder everyone may write (1777) and the user."""
-
-    def __init__(self, user, uid, gid):
-        self.user, self.uid, self.gid = user, uid, gid
-        self.top = tempfile.mkdtemp(prefix="metnos-venvcfg-", dir="/var/tmp")
-        os.chmod(self.top, 0o755)
-        self.marks = self.path("marks")
-        os.mkdir(self.marks)
-        os.chmod(self.marks, 0o1777)
-
-    def path(self, *names):
-        return os.path.join(self.top, *names)
+class VenvPlant(real_user.Plant):
+    """The test's tree (real_user.Plant: root's 0755 under /var/tmp, a markers folder everyone may write) and the
+    user, who can be given an install of its own."""
 
     def evil_install(self, folder):
         """A user-owned install: ``folder``/bin, and lib/pythonX.Y with the landmark os.py and the marker's
@@ -60,33 +50,11 @@ class Plant(object):
         subprocess.run(["chown", "-R", "%d:%d" % (self.uid, self.gid), folder], check=True)
         return os.path.join(folder, "bin")
 
-    def marks_by_uid(self):
-        """{uid: count} of the encodings markers, each checked against the file's owner (who made it)."""
-        found = {}
-        for name in os.listdir(self.marks):
-            uid = int(name.split(".")[1])
-            assert os.lstat(os.path.join(self.marks, name)).st_uid == uid, name
-            found[uid] = found.get(uid, 0) + 1
-        return found
-
-    def clear(self):
-        for name in os.listdir(self.marks):
-            os.unlink(os.path.join(self.marks, name))
-
 
 @pytest.fixture(scope="module")
 def plant():
-    name = "msv%d" % (os.getpid() % 100000)
-    subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True)
-    try:
-        entry = subprocess.run(["getent", "passwd", name], check=True, capture_output=True, text=True).stdout.split(":")
-        made = Plant(name, int(entry[2]), int(entry[3]))
-        try:
-            yield made
-        finally:
-            shutil.rmtree(made.top)
-    finally:
-        subprocess.run(["userdel", name], check=False)
+    with real_user.planted("msv", "metnos-venvcfg-", VenvPlant) as made:
+        yield made
 
 
 @pytest.fixture
@@ -119,7 +87,7 @@ def test_a_pyvenv_cfg_in_a_sticky_folder_never_runs_as_root(fresh):
     python = _sticky_plant(fresh)
     try:
         subprocess.run([python, "-I", "-S", "-c", "pass"], check=False, capture_output=True)
-        assert fresh.marks_by_uid() == {0: 1}, "canary: root running it directly ran the user's encodings"
+        assert fresh.marks_of() == {0: 1}, "canary: root running it directly ran the user's encodings"
         fresh.clear()
         assert owners.problems(python) == [], "the old judgement passed it"
         reasons = {(p.path, p.reason) for p in owners.python_problems(python)}
@@ -131,7 +99,7 @@ def test_a_pyvenv_cfg_in_a_sticky_folder_never_runs_as_root(fresh):
             "dest": None, "fail_on_refusal": False, "host": {"python_executable": python},
             "manifest": {"name": "editor", "origin": "tests", "capabilities": []}})
         assert "profile_python_not_run" in {d["code"] for d in rendered["diagnostics"]}, rendered
-        assert fresh.marks_by_uid() == {}
+        assert fresh.marks_of() == {}
     finally:
         shutil.rmtree(fresh.path("sticky"))
 
@@ -149,13 +117,13 @@ def test_a_root_venv_whose_home_is_the_users_runs_as_the_user_not_root(fresh):
         with open(os.path.join(venv, "pyvenv.cfg"), "w") as handle:
             handle.write("home = %s\n" % home + "".join(lines))
         subprocess.run([python, "-I", "-S", "-c", "pass"], check=False, capture_output=True)
-        assert fresh.marks_by_uid() == {0: 1}, "canary: root running it directly ran the user's encodings"
+        assert fresh.marks_of() == {0: 1}, "canary: root running it directly ran the user's encodings"
         fresh.clear()
         assert owners.problems(python) == [], "the old judgement passed it"
         assert {p.uid for p in owners.python_problems(python)} == {fresh.uid}
         found = python_roots.discover_python(python, bwrap.default_runner)
         assert found.ran_as == fresh.uid
-        assert fresh.marks_by_uid() == {fresh.uid: 1}
+        assert fresh.marks_of() == {fresh.uid: 1}
     finally:
         shutil.rmtree(venv)
         shutil.rmtree(fresh.path("install"), ignore_errors=True)
@@ -179,6 +147,6 @@ def test_owner_is_none_when_a_folder_others_can_write_stands_beside_owned(fresh,
         assert owners.owner(found) == (fresh.uid if owner_expected else None)
         ran = python_roots.discover_python(script, bwrap.default_runner)
         assert ran.ran_as == (fresh.uid if owner_expected else -1)
-        assert fresh.marks_by_uid() == ({fresh.uid: 1} if owner_expected else {})
+        assert fresh.marks_of() == ({fresh.uid: 1} if owner_expected else {})
     finally:
         shutil.rmtree(folder)

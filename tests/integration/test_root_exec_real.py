@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 
 import pytest
 
@@ -24,31 +23,24 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.prob
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import python_roots
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service import environment
 from conftest import run_module
+from helpers import real_user
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("useradd"), reason="needs root and useradd")
 
 MANIFEST = {"name": "editor", "origin": "tests", "capabilities": []}
 
 
-class Plant(object):
-    """The test's tree (root's, 0755, under /var/tmp) and its user: a markers folder everyone may write (1777),
-    a venv the user owns with a .pth plant, a wrapper interpreter the user owns, and the same two in root's
-    folders (the canaries)."""
+class RootExecPlant(real_user.Plant):
+    """The test's tree (real_user.Plant: root's, 0755, under /var/tmp, with its markers folder) and its user: a venv
+    the user owns with a .pth plant, a wrapper interpreter the user owns, and the same two in root's folders (the
+    canaries)."""
 
-    def __init__(self, user, uid, gid):
-        self.user, self.uid, self.gid = user, uid, gid
-        self.top = tempfile.mkdtemp(prefix="metnos-rootexec-", dir="/var/tmp")
-        os.chmod(self.top, 0o755)
-        self.marks = self.path("marks")
-        os.mkdir(self.marks)
-        os.chmod(self.marks, 0o1777)
+    def __init__(self, user, prefix):
+        super(RootExecPlant, self).__init__(user, prefix)
         self.user_venv = self.venv("uservenv", owned=True)
         self.root_venv = self.venv("rootvenv", owned=False)
         self.user_wrapper = self.wrapper("userbin", owned=True)
         self.root_wrapper = self.wrapper("rootbin", owned=False)
-
-    def path(self, *names):
-        return os.path.join(self.top, *names)
 
     def venv(self, name, owned):
         folder = self.path(name)
@@ -76,35 +68,11 @@ class Plant(object):
             os.chown(script, self.uid, self.gid)
         return script
 
-    def marks_of(self, kind):
-        """{uid: count} of the markers of ``kind`` (pth, wrapper, bwrap), by the name each run wrote, checked
-        against the file's owner (who really made it)."""
-        found = {}
-        for name in os.listdir(self.marks):
-            if name.startswith(kind + "."):
-                uid = int(name.split(".")[1])
-                assert os.lstat(os.path.join(self.marks, name)).st_uid == uid, name
-                found[uid] = found.get(uid, 0) + 1
-        return found
-
-    def clear(self):
-        for name in os.listdir(self.marks):
-            os.unlink(os.path.join(self.marks, name))
-
 
 @pytest.fixture(scope="module")
 def plant():
-    name = "msx%d" % (os.getpid() % 100000)
-    subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True)
-    try:
-        entry = subprocess.run(["getent", "passwd", name], check=True, capture_output=True, text=True).stdout.split(":")
-        made = Plant(name, int(entry[2]), int(entry[3]))
-        try:
-            yield made
-        finally:
-            shutil.rmtree(made.top)
-    finally:
-        subprocess.run(["userdel", name], check=False)
+    with real_user.planted("msx", "metnos-rootexec-", RootExecPlant) as made:
+        yield made
 
 
 @pytest.fixture

@@ -44,8 +44,9 @@ of this machine unless said.
   test_stored_profile_exec.py.)
 - A manifest rewritten in place during renders (a real editor process truncating and writing it, the folder a real
   user's): 150 renders, each either the render of a complete version of the file or refused as
-  manifest_changed_while_read ("render again"); once the editor stops, the next render renders. (The user, the
-  versions and the editor: tests/helpers/rewritten_manifest.py, shared with tests/integration/test_safe_reads.py.)
+  manifest_changed_while_read ("render again"); once the editor stops, the next render renders. (The user:
+  tests/helpers/real_user.py; the versions and the editor: tests/helpers/rewritten_manifest.py, shared with
+  tests/integration/test_safe_reads.py.)
 """
 import glob
 import json
@@ -63,7 +64,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import store
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import document
 from conftest import ROOT, ansible_env, start_host, stop_host
-from helpers import fault_runs, report_text, rewritten_manifest, stored_profiles
+from helpers import fault_runs, real_user, report_text, rewritten_manifest, stored_profiles
 from helpers.ansible_run import ansible_tool
 from helpers.fault_runs import alive, changed, inside, live, set_live
 from helpers.stored_profiles import KILLER, host_of, render, run_stored
@@ -577,12 +578,10 @@ def test_a_full_profile_folder_names_it_and_keeps_the_previous_pair(stored, ship
     assert open(folder + "/ex.args").read() == args_text and store.pair_problem(folder, "ex") is None
 
 
-EDITOR = "mtn-faults-%d" % os.getpid()
-
-
 @pytest.fixture(scope="module")
 def editor():
-    yield from rewritten_manifest.made_user(EDITOR)
+    with real_user.made("mtnf") as user:
+        yield user
 
 
 @pytest.fixture
@@ -594,7 +593,7 @@ def manifest_folder(editor, tmp_path):
     os.chmod(str(tmp_path), 0o755)
     folder = root / "manifests"
     folder.mkdir()
-    os.chown(str(folder), editor.pw_uid, editor.pw_gid)
+    os.chown(str(folder), editor.uid, editor.gid)
     return str(root), str(folder)
 
 

@@ -29,7 +29,7 @@ from ..host.trust_store import Store
 from ..probe import run
 from ..profile import host_context, host_layout, python_roots, renderer, store
 from ..service import environment
-from . import containment, cross_executor, monitor_state, profile_states
+from . import containment, cross_executor, launcher_trust, monitor_state, profile_states
 
 SCHEMA = monitor_state.AUDIT_SCHEMA     # one spelling: monitor_state checks collected results against it
 
@@ -165,6 +165,7 @@ def _checks(params: Mapping[str, Any], runner: bwrap.Runner, trust_store: Option
     result["profiles"] = drift
     diags.extend(drift_diagnostics(drift))
     diags.extend(cross_executor.findings(rendered))     # a folder one executor writes and another reaches
+    diags.extend(launcher_trust.findings(params["exec_link"]))     # what root starts a stored profile with
 
     probe_diags: List[Diagnostic] = []
     result["probe"] = _probe(unit if result["service"] is not None else None, params, runner,

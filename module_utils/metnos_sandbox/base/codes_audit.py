@@ -458,4 +458,20 @@ CODES.extend([
                    "own interpreter).",
          remediation=list(NOT_ROOTS_FIXES["unknown"]), variants=NOT_ROOTS_FIXES,
          messages=not_roots_messages("the monitor's interpreter {program} runs as root"), hint=NOT_ROOTS_HINT),
+    Code(code="launcher_installed_not_roots", severity=ERROR, rule="R-SEC-1", section=SANDBOX_ACTIVE,
+         title="The installed launcher or its interpreter is not root's alone",
+         cause="metnos-sandbox-exec (metnos_sandbox_exec_link), which root starts to run a stored profile, or the "
+               "interpreter its #! line names can be changed by someone other than root: a folder on the way, a "
+               "link, the launcher, the interpreter, its loader, the pyvenv.cfg Python reads beside it or one folder "
+               "up, the home that names or the standard library there. Whoever that is runs their code as root at "
+               "the launcher's next start. The role judged the interpreter at install (launcher_python_not_roots); "
+               "this is what the host looks like now.",
+         detection="At every audit and monitor run, from the filesystem alone (nothing run): lstat() of every "
+                   "component from / of the link and of the interpreter its #! line names, each link judged in its "
+                   "folder, ACL entries read from the xattrs, the ELF loader, the pyvenv.cfg and its home walked "
+                   "(base/owners.py problems and python_problems, audit/launcher_trust.py).",
+         remediation=list(NOT_ROOTS_FIXES["unknown"]), variants=NOT_ROOTS_FIXES,
+         messages=not_roots_messages("root starts {launcher} with {program}"),
+         hint=NOT_ROOTS_HINT + " Or install the launcher again with metnos_sandbox_exec_python set to the host's "
+                               "/usr/bin/python3."),
 ])

@@ -138,6 +138,44 @@ def open_folder(path: str, create_mode: Optional[int] = None) -> int:
         os.close(fd)
 
 
+def reached(path: str) -> Tuple[str, bool]:
+    """What ``path`` (absolute) names, reached by descriptor: (its real path, as the kernel names the object
+    opened, and whether it is a folder). The folders on the way are opened by open_folder (a link followed only
+    when no one but root could have planted it); the last component is opened in its folder's descriptor with
+    O_NOFOLLOW: a folder is that descriptor's own path (/proc/self/fd), anything else is named in its folder; a
+    link there is followed only when that folder is trusted (trusted_folder) and the link root's. Nothing found
+    is FileNotFoundError; an untrusted link raises LinkRefused (no link someone else controls is followed: what
+    it names is never looked at), a '..' PathRefused."""
+    for _hop in range(MAX_LINKS + 1):
+        folder, name = os.path.split(os.path.normpath(path))
+        fd = open_folder(folder or "/")
+        try:
+            where = os.readlink("/proc/self/fd/%d" % fd)
+            if not name:
+                return where, True
+            try:
+                found = os.open(name, PATH_ONLY | os.O_DIRECTORY | os.O_NOFOLLOW | CLOEXEC, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOTDIR, errno.ELOOP):
+                    raise
+            else:
+                try:
+                    return os.readlink("/proc/self/fd/%d" % found), True
+                finally:
+                    os.close(found)
+            info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            if not stat.S_ISLNK(info.st_mode):
+                return os.path.join(where, name), False
+            if not trusted_folder(os.fstat(fd), fd) or info.st_uid not in (0, os.geteuid()):
+                raise LinkRefused(os.path.join(where, name), owner_name(info.st_uid),
+                                  "a symbolic link %s or its folder can change: not followed"
+                                  % owner_name(info.st_uid))
+            path = os.path.normpath(os.path.join(where, os.readlink(name, dir_fd=fd)))
+        finally:
+            os.close(fd)
+    raise PathRefused(path, None, "more than %d symbolic links" % MAX_LINKS)
+
+
 def temporary(folder_fd: int, name: str) -> Tuple[int, str]:
     """A new file ``.<name>.<12 hex digits>`` in the folder, created exclusively (never a link followed),
     mode 0600: (descriptor, its name in the folder). What tempfile.mkstemp does, without importing tempfile

@@ -45,7 +45,7 @@ import re
 import shlex
 import stat
 import struct
-from typing import List, Optional, Set, Tuple, Union
+from typing import Any, List, Optional, Set, Tuple, Union
 
 from . import diagnostics
 from .records import Record
@@ -330,10 +330,11 @@ def problems(path: str) -> List[Problem]:
             found.append(_unknown(real))      # #!/usr/bin/env NAME: NAME is found on a PATH, judged nowhere
             break
         depth += 1
-    return _unique(found)
+    return unique(found)
 
 
-def _unique(found: List[Problem]) -> List[Problem]:
+def unique(found: List[Problem]) -> List[Problem]:
+    """``found`` with each (component, reason) once, in its first place."""
     out: List[Problem] = []
     keys: Set[Tuple[str, str]] = set()
     for problem in found:
@@ -442,7 +443,7 @@ def python_problems(path: str) -> List[Problem]:
     the standard library found there (see _venv_problems)."""
     found = problems(path)
     _venv_problems(path, found)
-    return _unique(found)
+    return unique(found)
 
 
 def as_root_python(path: str) -> List[Problem]:
@@ -461,9 +462,10 @@ def is_roots(path: str) -> bool:
     return not problems(path)
 
 
-def findings(code: str, program: str, found: List[Problem]) -> List[diagnostics.Diagnostic]:
+def findings(code: str, program: str, found: List[Problem], **more: Any) -> List[diagnostics.Diagnostic]:
     """One finding of ``code`` (a code whose variants are registry.NOT_ROOTS_FIXES') per problem: the
-    component, its owner, the program root would have run; its fix runs as pasted."""
+    component, its owner, the program root would have run (and the code's own details ``more``); its fix runs
+    as pasted."""
     return [diagnostics.make(code, variant=problem.reason, program=program, path=problem.path,
-                             owner=problem.owner_name, mode="%04o" % problem.mode, gid=problem.gid)
+                             owner=problem.owner_name, mode="%04o" % problem.mode, gid=problem.gid, **more)
             for problem in found]

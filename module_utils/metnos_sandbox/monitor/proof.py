@@ -38,7 +38,8 @@ CONFIG = "/etc/metnos/sandbox-monitor.json"
 CONFIG_SCHEMA = "metnos-sandbox-monitor-config/1"
 TEXTFILE_DIR = "/var/lib/prometheus/node-exporter"       # Debian's prometheus-node-exporter default
 MAX_CONFIG_BYTES = 8 * 1024 * 1024
-AUDIT_KEYS = ("unit", "scope", "user", "manifests", "host", "profile_dir", "probe", "timeout", "smoke_user")
+AUDIT_KEYS = ("unit", "scope", "user", "manifests", "host", "profile_dir", "probe", "timeout", "smoke_user",
+              "exec_link")
 _TYPES: Dict[str, Tuple[type, ...]] = {"str": (str,), "path": (str,), "bool": (bool,), "list": (list,),
                                        "dict": (dict,), "float": (int, float)}
 MAX_TIMEOUT = 3600.0

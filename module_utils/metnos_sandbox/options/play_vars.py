@@ -29,6 +29,7 @@ FIRST_DEFINED: Dict[str, Tuple[str, ...]] = {
     "collect_monitor": ("metnos_audit_collect_monitor",),
     "monitor_max_age": ("metnos_audit_monitor_max_age",),
     "deadline": ("metnos_audit_host_timeout",),
+    "exec_link": ("metnos_sandbox_exec_link",),
 }
 WRITABLE_ROOTS = "metnos_sandbox_writable_roots"
 HOST = "metnos_sandbox_host"

@@ -124,6 +124,8 @@ AUDIT: Spec = spec(
     # host_timeout and its payload killed. Not "timeout": that is the probe's (one name per idea)
     deadline={"type": "float", "default": 300.0},
     monitor_result={"type": "path", "default": "/var/lib/metnos-sandbox-monitor/last.json"},
+    # the launcher root starts (metnos_sandbox_exec_link): it and its interpreter judged (audit/launcher_trust.py)
+    exec_link={"type": "path", "default": "/usr/local/sbin/metnos-sandbox-exec"},
     # what the action returns to Ansible (the spool always keeps the whole record): the whole record, or a
     # summary that costs Ansible far less to send back and register (playbooks/audit.yml)
     result={"type": "str", "choices": ["full", "summary"], "default": "full"},

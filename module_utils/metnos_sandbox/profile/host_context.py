@@ -22,7 +22,7 @@ from typing import (
     Tuple,
 )
 
-from ..base import diagnostics, paths
+from ..base import diagnostics, files, paths
 from ..base.records import Record
 from ..host import bwrap
 from . import channels, host_layout, loopback, model, mountmodel
@@ -528,15 +528,26 @@ class HostContext(object):
         out.append(BaseMount("tmpfs", None, "/tmp", "R-BASE-3", "base:/tmp"))
         for candidate in self._base_candidates():
             given = candidate.path
-            if not given or not os.path.exists(given):
+            if not given:
                 continue
-            if candidate.key.startswith(("python_package_roots", "python_installation")) and not os.path.isdir(given):
+            try:      # by descriptor, no link followed that someone other than root controls (files.reached)
+                seen, folder = files.reached(given)
+            except files.NotAFolder:             # a file on the way: nothing there to mount, as a missing path
                 continue
-            problem = self.judge_base(given, state)
+            except files.PathRefused as exc:
+                refusals.append(host_layout.host_refusal(candidate.key, given, host_layout.Problem("links", str(exc))))
+                continue
+            except OSError:                      # nothing there (or nothing root can reach): no base mount
+                continue
+            if candidate.key.startswith(("python_package_roots", "python_installation")) and not folder:
+                continue
+            real = self._resolve(given)          # mounted at its resolved host path only (the mount model)
+            # a component swapped between the two walks: refused unjudged (what the swap names is not told)
+            problem = host_layout.Problem("links", "it changed while it was judged (a component was swapped)") \
+                if real != seen else self.judge_base(given, state)
             if problem:
                 refusals.append(host_layout.host_refusal(candidate.key, given, problem))
                 continue
-            real = self._resolve(given)          # mounted at its resolved host path only (the mount model)
             out.append(BaseMount("ro", real, real, candidate.rule, candidate.source))
         refusals += [host_layout.host_refusal("(host path)", path,
                                               host_layout.Problem("links", host_layout.UNRESOLVABLE[why] % path))

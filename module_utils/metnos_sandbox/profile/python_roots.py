@@ -9,8 +9,8 @@ no user site, no PYTHON* variable), and only when root alone can change it (base
 interpreter, every folder and link on the way) with the runner given; otherwise as the one user who owns it
 (base/run_as.py: setpriv, no capabilities, a clean environment, a timeout), or not at all (issue 49).
 What an interpreter run as its user names is judged as that user (a child forked as the user: which of the
-named paths are folders it can reach), never by root: root's answer would tell the user which folders exist
-where it cannot look (below /root).
+named paths are folders it can reach, by their real paths), never by root: root's answer would tell the user
+which folders exist where it cannot look (below /root); host_context then reaches each by descriptor.
 
 Pure Python, no Ansible imports.
 """
@@ -83,17 +83,23 @@ def existing_folders(paths: List[str]) -> List[str]:
     return [p for p in paths if os.path.isdir(p)]
 
 
+def real_folders(paths: List[str]) -> List[str]:
+    """The real paths (every link resolved) of the ``paths`` that are folders, as the calling process sees them."""
+    return [os.path.realpath(p) for p in paths if os.path.isdir(p)]
+
+
 def folders_seen_by(uid: int, paths: List[str]) -> List[str]:
-    """The ``paths`` that are folders as the user ``uid`` sees them: asked in a child forked as that user (its
-    primary group and groups, no capability), so a path below a folder the user cannot search is no folder.
-    [] when the child could not report."""
+    """The folders the ``paths`` name as the user ``uid`` sees them, by their real paths (the user's links
+    resolved by the user, so root never follows them: host_context reaches each by descriptor): asked in a child
+    forked as that user (its primary group and groups, no capability), so a path below a folder the user cannot
+    search is no folder. [] when the child could not report."""
     try:
         entry = pwd.getpwuid(uid)
         gid, groups = entry.pw_gid, os.getgrouplist(entry.pw_name, entry.pw_gid)
     except KeyError:
         gid, groups = uid, []
-    seen = procfs.call_as(uid, gid, existing_folders, paths, groups)
-    return [p for p in paths if isinstance(seen, list) and p in seen]
+    seen = procfs.call_as(uid, gid, real_folders, paths, groups)
+    return _candidates(seen) if isinstance(seen, list) else []
 
 
 def _folders(paths: Any, uid: int = 0) -> List[str]:
