@@ -65,8 +65,7 @@ from ..host import bwrap
 from ..host.bwrap_trust import Ledger, for_run, normalise_accepted
 from ..profile import host_context, python_roots, renderer, result
 from ..service import environment
-from . import blame as probe_blame
-from . import device, payload, root_proof, runners
+from . import blame, device, payload, root_proof, runners
 from .payload import User
 
 
@@ -237,9 +236,8 @@ def _run_in_context(params: Json, runner: t.Any, service: _Service, prof: result
                       "systemd transient unit %s as %s (no service unit)" % (unit_name, user.get("name")))
     verdict = runners.run_systemd(prof["argv"], spec, python, user, settings, run_env, timeout, unit_name, trust=trust)
     if settings and not verdicts.probe_passed(verdict) and not verdict["timed_out"] and params.get("blame", True):
-        out["blame"] = probe_blame.diagnose(prof["argv"], spec, python, user, settings, timeout, verdict,
-                                            probe_blame.bounds(params),
-                                            trust=trust)
+        out["blame"] = blame.diagnose(prof["argv"], spec, python, user, settings, timeout, verdict,
+                                      blame.bounds(params), trust=trust)
     return verdict
 
 
@@ -292,7 +290,7 @@ def _blamed_by_experiment(out: ProbeResult, unit: t.Optional[str], svc: t.Option
     """blame.findings() of the experiment's record (None when none ran)."""
     if not out.get("blame"):
         return None
-    return probe_blame.findings(out["blame"], unit or "", (svc.get("diagnostics") if svc is not None else None) or [])
+    return blame.findings(out["blame"], unit or "", (svc.get("diagnostics") if svc is not None else None) or [])
 
 
 def probe_service(params: Json, runner: t.Any, inspection: t.Optional[Handed] = None) -> ProbeResult:
