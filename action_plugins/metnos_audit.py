@@ -33,8 +33,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audi
     transport,  # the message, its two carriers and the frame of the answer
 )
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base.sources import CORE
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import play_vars
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as options_spec
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import play_vars, spec
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
     manifest,  # controller side: the one manifest loader (manifest_sources: what the filter loads, from_source)
 )
@@ -139,9 +138,9 @@ class ActionModule(ActionBase):
         # validator, with the module's spec. It
         # deep-copies the options; Ansible's values carry their origin (subclasses of str, list, ...), which copy
         # the slow way, so they go in as the builtin types (docs/benchmarks.md).
-        self._task.args = options_spec.plain(self._task.args)
+        self._task.args = spec.plain(self._task.args)
         try:
-            _validation, validated = self.validate_argument_spec(argument_spec=options_spec.spec(options_spec.AUDIT))
+            _validation, validated = self.validate_argument_spec(argument_spec=spec.spec(spec.AUDIT))
         except AnsibleActionFail:
             named = self._named_problems(given)      # only on a refusal: each variable the user set, by its name
             if not named:
@@ -149,8 +148,7 @@ class ActionModule(ActionBase):
             result.update(failed=True, code="invalid_option", problems=named,
                           msg="metnos_audit: invalid variables, nothing was run on the host: %s" % "; ".join(named))
             return None
-        args = options_spec.one_name(options_spec.AUDIT,
-                                     validated)      # the validator applied the defaults: old names only
+        args = spec.one_name(spec.AUDIT, validated)      # the validator applied the defaults: old names only
         # Manifest text is loaded by the core's one reader/decoder (the host then needs no YAML library); a
         # refused load travels as the core's refusal record, refused on the host. manifest_sources are what the
         # metnos_manifest_source filter takes (paths, {file|manifest}), loaded by the function that filter calls
@@ -163,8 +161,8 @@ class ActionModule(ActionBase):
         except manifest.SourceError as exc:      # the filter's own refusal, as when the task used the filter
             raise AnsibleFilterError("metnos_manifest_source: %s" % exc) from None
         try:
-            options_spec.sha256_list(args.get("accept_bwrap_sha256"))
-        except options_spec.OptionError as exc:
+            spec.sha256_list(args.get("accept_bwrap_sha256"))
+        except spec.OptionError as exc:
             result.update(failed=True, code="invalid_option", msg="metnos_audit: %s" % exc)
             return None
         return args
@@ -172,8 +170,8 @@ class ActionModule(ActionBase):
     def _named_problems(self, given):
         """The validator's messages for the options the host's variables gave, each under the variable's name
         (value of metnos_sandbox_unit_scope must be one of: system, user, got: sys)."""
-        spec = options_spec.spec(options_spec.AUDIT)
-        named_spec = dict((name, spec[option]) for option, name in given.items())
+        audit_spec = spec.spec(spec.AUDIT)
+        named_spec = dict((name, audit_spec[option]) for option, name in given.items())
         values = dict((name, self._task.args[option]) for option, name in given.items())
         return list(ArgumentSpecValidator(named_spec).validate(values).error_messages)
 

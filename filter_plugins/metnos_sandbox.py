@@ -24,8 +24,8 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.prof
     host_layout,
     model,
     renderer,
+    result,
 )
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import result as profile_result
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile.manifest import (
     SourceError,
     from_source,
@@ -58,14 +58,14 @@ def sandbox_profiles_section(registered, plan=None):
     return site_summary.profiles_section(registered, plan)
 
 
-def sandbox_service_section(result):
+def sandbox_service_section(registered):
     """A metnos_service_env result -> a summary section."""
-    return site_summary.service_section(result if isinstance(result, dict) else None)
+    return site_summary.service_section(registered if isinstance(registered, dict) else None)
 
 
-def sandbox_probe_section(result):
+def sandbox_probe_section(registered):
     """A sandbox_probe result -> a summary section."""
-    return site_summary.probe_section(result if isinstance(result, dict) else None)
+    return site_summary.probe_section(registered if isinstance(registered, dict) else None)
 
 
 def sandbox_monitor_section(state):
@@ -73,9 +73,9 @@ def sandbox_monitor_section(state):
     return site_summary.monitor_section(state if isinstance(state, dict) else None)
 
 
-def sandbox_enforce_lines(result):
+def sandbox_enforce_lines(registered):
     """A metnos_service_env result (state=enforce) -> one line per healed/relaxed/not-healed item."""
-    return site_summary.enforce_lines(result if isinstance(result, dict) else None)
+    return site_summary.enforce_lines(registered if isinstance(registered, dict) else None)
 
 
 def metnos_monitor_release(directory=""):
@@ -178,7 +178,7 @@ def shell_join(argv):
     """A list of arguments -> one shell-quoted command line."""
     if not isinstance(argv, (list, tuple)) or not all(isinstance(a, str) for a in argv):
         raise AnsibleFilterError("shell_join: expected a list of strings, got %s" % diagnostics.excerpt(argv))
-    return profile_result.shell_join(argv)     # the core's one shell_join (the profiles' command lines)
+    return result.shell_join(argv)     # the core's one shell_join (the profiles' command lines)
 
 
 def bwrap_install_plan(query, platform, version="", state="present", architecture="x86_64"):

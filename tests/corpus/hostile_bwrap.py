@@ -5,7 +5,8 @@ it, against what bwrap really does: it resolves every destination *inside the ne
 earlier mounts left it, follows symbolic links in sources when it runs, and binds recursively.
 The earlier set (tests/corpus/hostile_manifests.py) stays as it is and keeps passing.
 
-Classes (``Entry.rule`` is the spec rule, ``cls`` the class):
+The cases are data, in tests/unit/cases/hostile_bwrap.yaml (read by tests/helpers/case_table.py); this module
+builds the host tree they are rendered against. Classes (``Entry.rule`` is the spec rule, ``cls`` the class):
 
     dest       destination games: a relative link in a data folder that resolves elsewhere inside
                the sandbox than on the host, alias chains, binds whose source differs from their
@@ -31,7 +32,8 @@ tests/helpers/pseudo_mounts.py and tests/integration/test_bind_race_real.py.
 import os
 import shutil
 
-from corpus.hostile_manifests import Entry
+from corpus.hostile_manifests import INPUT, Entry
+from helpers import case_table
 
 SIGNED = "print('signed')\n"
 ATTACKER = "print('attacker')\n"
@@ -50,118 +52,17 @@ class BwrapEntry(Entry):
         self.bwrap = bwrap
 
 
-CORPUS = []
-
-
-def add(id, cls, rule, expect, caps=(), arguments=None, invocation=None, host=None, bwrap=None,  # noqa: A002
-        **fields):
-    data = {"name": "ex", "origin": "metnos/core", "revision": 1, "capabilities": list(caps)}
-    if arguments:
-        data["arguments"] = arguments
-    data.update(fields)
-    CORPUS.append(BwrapEntry(id, cls, rule, expect, bwrap=bwrap, data=data, invocation=invocation, host=host))
-
-
 def params():
     import pytest
     return [pytest.param(e.id, marks=pytest.mark.rule(e.rule), id=e.id) for e in CORPUS]
 
 
-# ---------------------------------------------------------------- dest: bwrap resolves destinations inside
-# @ROOT@/view -> data/<PAD>/pub (an alias); pub holds relative links that lead, from the view's depth inside
-# the sandbox, onto the executor's folder, /etc, /proc, the runtime - and, from pub's depth on the host,
-# into harmless attacker folders in data. Judged on the host and mounted at the declared path, each was a
-# mount over the tree it names inside (read-only grants only for the executor: its main.py replaced).
-# the admin allows writes through the view as well (rules hold on the path as written and as resolved)
-VIEW_ROOTS = {"writable_roots": ["@ROOT@/data", "@ROOT@/view", "@ROOT@/view3"]}
-for id_, rule, caps in [
-        ("dest_executor_shadowed_readonly", "R-BASE-4", ["fs:read:@ROOT@/view", "fs:read:@ROOT@/view/exe"]),
-        ("dest_executor_shadowed_writable", "R-BASE-4", ["fs:read:@ROOT@/view", "fs:write:@ROOT@/view/exe"]),
-        ("dest_etc_shadowed_writable", "R-BASE-1", ["fs:read:@ROOT@/view", "fs:write:@ROOT@/view/etcw"]),
-        ("dest_proc_covered", "R-BASE-2", ["fs:read:@ROOT@/view", "fs:read:@ROOT@/view/prc"]),
-        ("dest_runtime_shadowed_writable", "R-BASE-4", ["fs:read:@ROOT@/view", "fs:write:@ROOT@/view/rtw"]),
-        ("dest_alias_chain", "R-BASE-4", ["fs:read:@ROOT@/view3", "fs:read:@ROOT@/view3/exe"])]:
-    add(id_, "dest", rule, "wrapped", caps, host=VIEW_ROOTS)
-add("dest_arg_value_through_alias", "dest", "R-ARG-1", "arg_symlink_escapes",
-    ["fs:read:@ROOT@/view", "fs:write:arg:p"], arguments={"p": {"within": ["@ROOT@/view/**"]}},
-    invocation={"arguments": {"p": "exe"}}, host=VIEW_ROOTS)
-add("dest_within_alias_read", "dest", "R-ARG-1", "arg_symlink_escapes",
-    ["fs:read:arg:p", "fs:read:@ROOT@/view"], arguments={"p": {"within": ["@ROOT@/view/*"]}},
-    invocation={"arguments": {"p": "etcw"}}, host=VIEW_ROOTS)
+def _entry(case):
+    fields = Entry.fields(case, INPUT | {"class", "bwrap"})
+    return BwrapEntry(cls=case["input"]["class"], bwrap=case["input"].get("bwrap"), **fields)
 
-# ---------------------------------------------------------------- roots: writes only where the admin allows
-for i, scope in enumerate(["/root/.ssh", "/root/.config", "/home/metnos", "/var/lib/dpkg/info", "/var/lib/systemd",
-                           "/var/lib/containers", "/var/spool/cron/crontabs", "/var/spool/cron", "/srv/www",
-                           "@ROOT@/outside", "@ROOT@/outside/**", "@ROOT@/datax"]):
-    add("roots_write_%02d" % i, "roots", "R-CAP-FS", "scope_outside_writable_roots", ["fs:write:" + scope])
-add("roots_write_through_link", "roots", "R-CAP-FS", "scope_outside_writable_roots", ["fs:write:@ROOT@/data/esc"])
-add("roots_write_within_outside", "roots", "R-ARG-1", "scope_outside_writable_roots", ["fs:write:arg:p"],
-    arguments={"p": {"within": ["@ROOT@/outside/**"]}}, invocation={"arguments": {"p": "x"}})
-add("roots_read_outside_is_fine", "roots", "R-CAP-FS", "wrapped", ["fs:read:@ROOT@/outside"])
-add("roots_none_configured", "roots", "R-CAP-FS", "scope_outside_writable_roots", ["fs:write:@ROOT@/data/w"],
-    host={"writable_roots": []})
-add("roots_write_inside", "roots", "R-CAP-FS", "wrapped", ["fs:write:@ROOT@/data/w"])
 
-# ---------------------------------------------------------------- engine: the interpreter and bwrap, whatever
-# the roots say (the whole tree is a writable root for these)
-EVERYWHERE = {"writable_roots": ["@ROOT@"]}
-for i, rel in enumerate(["pyinst/bin", "pyinst", "pyinst/lib/python3.99", "pyinst/lib/libpython3.99.so.1.0",
-                         "venv/bin", "tools/bin", "tools/bin/bwrap", "tools"]):
-    add("engine_write_%d" % i, "engine", "R-BASE-4", "scope_too_broad", ["fs:write:@ROOT@/" + rel],
-        host=EVERYWHERE, bwrap="tools/bin/bwrap")
-add("engine_write_through_link", "engine", "R-BASE-4", "scope_symlink_refused", ["fs:write:@ROOT@/data/pylink"],
-    host=EVERYWHERE)
-add("engine_bwrap_through_link", "engine", "R-BASE-4", "scope_symlink_refused", ["fs:write:@ROOT@/data/bwlink"],
-    host=EVERYWHERE, bwrap="tools/bin/bwrap")
-add("engine_resource_on_interpreter", "engine", "R-BASE-4", "host_path_refused", ["metnos:write:py"],
-    host=dict(EVERYWHERE, resources={"py": "@ROOT@/pyinst/lib"}))
-
-# ---------------------------------------------------------------- chain: bounded resolution
-add("chain_1000_links", "chain", "R-CAP-FS", "scope_too_many_links", ["fs:read:@ROOT@/data/chain/l0"])
-add("chain_41_links", "chain", "R-CAP-FS", "scope_too_many_links", ["fs:read:@ROOT@/data/c41/l0"])
-add("chain_40_links_resolve", "chain", "R-CAP-FS", "wrapped", ["fs:read:@ROOT@/data/c40/l0"])
-add("chain_loop", "chain", "R-CAP-FS", "scope_too_many_links", ["fs:read:@ROOT@/data/loop_a/x"])
-add("chain_128_scopes", "chain", "R-SCOPE-1", "scope_too_many_links",
-    ["fs:read:@ROOT@/data/chain/l%d" % (i * 7) for i in range(128)])
-add("chain_arg_value", "chain", "R-ARG-1", "scope_too_many_links", ["fs:read:arg:p"],
-    arguments={"p": {"within": ["@ROOT@/data/**"]}}, invocation={"arguments": {"p": "chain/l0"}})
-add("chain_host_resource", "chain", "R-CAP-METNOS", "host_path_refused", ["metnos:read:chained"],
-    host={"resources": {"chained": "@ROOT@/data/chain/l0"}})
-for key in ("runtime_dir", "executors_dir", "mail_credentials_dir", "undo_root"):
-    add("chain_host_" + key, "chain", "R-BASE-4", "host_path_refused", [], host={key: "@ROOT@/data/loop_a/x"})
-
-# ---------------------------------------------------------------- link: every rule on every path
-add("link_credential_hard_link", "link", "R-CAP-MAIL", "host_path_refused", ["mail:read:hl"])
-add("link_credential_socket", "link", "R-CAP-MAIL", "host_path_refused", ["mail:read:sock"])
-add("link_credential_mapped_hard_link", "link", "R-CAP-MAIL", "host_path_refused", ["mail:read:mapped"],
-    host={"mail_accounts": {"mapped": ["@ROOT@/data/secret_hl"]}})
-add("link_resource_fifo", "link", "R-CAP-METNOS", "host_path_refused", ["metnos:read:fifo"],
-    host={"resources": {"fifo": "@ROOT@/special/fifo"}})
-add("link_index_hard_link", "link", "R-CAP-INDEX", "host_path_refused", ["index:read:hl"],
-    host={"indexes": {"hl": "@ROOT@/data/secret_hl"}})
-add("link_system_read_hard_link", "link", "R-CAP-SYS", "host_path_refused", ["system:read:network_interfaces"],
-    host={"system_read_paths": ["@ROOT@/data/secret_hl"]})
-add("link_undo_broker_hard_link", "link", "R-FAIL-2", "undo_files_invalid", [], host={
-    "executors_dir": "@ROOT@/undo_hl"}, name="undo_last_turn", owner="metnos", revision=12,
-    capabilities=["system:undo"], files=["main.py", "restore.py"], digest="@DIGEST@")
-
-# ---------------------------------------------------------------- args: '..' and undecodable names
-for i, value in enumerate(["sub/../a.md", "./a.md", "a.md/", "sub//b.md", "lnk/../secret", "sub/."]):
-    add("args_dots_%d" % i, "args", "R-ARG-1", "scope_not_normalized", ["fs:read:arg:p"],
-        arguments={"p": {"within": ["@ROOT@/data/notes/**"]}}, invocation={"arguments": {"p": value}})
-add("args_lone_surrogate", "args", "R-ARG-1", "scope_nul", ["fs:read:arg:p"],
-    arguments={"p": {"within": ["@ROOT@/data/notes/**"]}}, invocation={"arguments": {"p": "a\ud800b"}})
-add("args_undecodable_link_target", "args", "R-CAP-FS", "scope_symlink_refused", ["fs:read:@ROOT@/data/badlink"])
-
-# ---------------------------------------------------------------- stable: sources and destinations that can move
-add("stable_no_fd_bwrap", "stable", "R-SEC-1", "bind_source_unstable", ["fs:read:@ROOT@/data/notes"],
-    bwrap="oldbwrap/bin/bwrap")
-add("stable_nested_destination", "stable", "R-SEC-1", "mount_dest_unstable",
-    ["fs:read:@ROOT@/data/nest", "fs:write:@ROOT@/data/nest/a/w"])
-add("stable_descriptor_binds", "stable", "R-SEC-1", "wrapped",
-    ["fs:read:@ROOT@/data/notes", "fs:write:@ROOT@/data/w", "fs:read:@ROOT@/data/nest"])
-add("stable_child_of_descriptor_bind", "stable", "R-SEC-1", "wrapped",
-    ["fs:read:@ROOT@/data/nest", "fs:write:@ROOT@/data/nest/a"])
+CORPUS = [_entry(case) for case in case_table.load("hostile_bwrap")]
 
 
 # ---------------------------------------------------------------- the tree

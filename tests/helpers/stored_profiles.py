@@ -1,14 +1,16 @@
 """A stored profile and the launcher that runs it, shared by the launcher's tests
 (tests/integration/test_stored_profile_exec.py) and the fault suite (tests/system/test_faults.py): the launcher as
 the metnos_sandbox role of the collection installed from the built tarball puts it on this host (``shipped``), and
-an executor ``ex`` rendered by the sandbox_profile module into a profile folder (``stored``). A test module makes
-its fixtures of the two generators (``yield from``)."""
+an executor ``ex`` rendered by the sandbox_profile module into a profile folder (``stored``): two fixtures, defined
+here once, that a test module names (``shipped = stored_profiles.shipped``)."""
 import json
 import os
 import pwd
 import shutil
 import subprocess
 import tempfile
+
+import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import host_audit
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import envflags
@@ -62,8 +64,10 @@ def audit_states(base, profile_dir, capabilities):
     return host_audit.profile_drift([manifest], host_of(base), profile_dir, status)
 
 
-def shipped_launcher():
-    """The launcher installed by the role from the installed tarball, in a folder the user nobody can traverse."""
+@pytest.fixture(scope="module")
+def shipped():
+    """The launcher installed by the role from the installed tarball, in a folder the user nobody can traverse (a
+    fixture: a test file names it, ``shipped = stored_profiles.shipped``)."""
     top = tempfile.mkdtemp(prefix="metnos-exec-", dir="/var/tmp")
     os.chmod(top, 0o755)
     installed_collection.install(top)
@@ -75,9 +79,10 @@ def shipped_launcher():
     shutil.rmtree(top, ignore_errors=True)
 
 
-def stored_executor():
+@pytest.fixture
+def stored():
     """A folder with the executor ``ex`` (it writes 'ran' to <base>/data/w/out) and its profile rendered into
-    <base>/profiles, run as nobody."""
+    <base>/profiles, run as nobody (a fixture: a test file names it, ``stored = stored_profiles.stored``)."""
     base = tempfile.mkdtemp(prefix="metnos-st-", dir="/var/tmp")
     os.chmod(base, 0o755)
     for rel in ("executors/ex", "data/w", "profiles"):

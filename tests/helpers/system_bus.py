@@ -211,3 +211,36 @@ def render(host):
     context = dict({"python_executable": "/usr/bin/python3", "systemd_read_paths": []}, **host)
     return renderer.render_safe({"name": "ex", "origin": "t", "capabilities": ["systemd:read"]},
                                 host_context.HostContext(context), {}, ACTIVE)
+
+
+def system_users(*names):
+    """A fixture's generator: each of ``names`` made a system user with useradd (made again when a killed run left
+    it behind: userdel first), all removed after."""
+    for name in names:
+        subprocess.run(["userdel", name], capture_output=True)
+        subprocess.run(["useradd", "--system", "--user-group", "--shell", "/usr/sbin/nologin", "--no-create-home",
+                        name], check=True)
+    try:
+        yield
+    finally:
+        for name in names:
+            subprocess.run(["userdel", name], capture_output=True)
+
+
+def bus_with_users(*names):
+    """A fixture's generator: the system users ``names`` (system_users), then a bus with a system bus's policy
+    (running_bus); the bus stopped first, then the users removed."""
+    users = system_users(*names)
+    next(users)
+    try:
+        yield from running_bus(system_like=True)
+    finally:
+        next(users, None)
+
+
+def open_proxy(bus, user, name=None):
+    """The proxy run as ``user`` (Bus.proxy), its socket made 0666 as the unit's ExecStartPost makes it:
+    (socket, pid)."""
+    listen = bus.proxy(user, name=name)
+    os.chmod(listen, 0o666)
+    return listen, bus.pids[listen]

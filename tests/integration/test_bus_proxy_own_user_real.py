@@ -17,7 +17,6 @@ owner: bus_proxy.mapped_uid), so libdbus (python3-dbus) and GDBus (gdbus) claim 
 import os
 import pwd
 import shutil
-import subprocess
 
 import pytest
 
@@ -62,28 +61,9 @@ sys.stdout.write(json.dumps(out))
 INSIDE = "unix:path=" + channels.SYSTEM_BUS
 
 
-def _user(name):
-    subprocess.run(["userdel", name], capture_output=True)
-    subprocess.run(["useradd", "--system", "--user-group", "--shell", "/usr/sbin/nologin", "--no-create-home", name],
-                   check=True)
-
-
 @pytest.fixture
 def bus():
-    for name in (PROXY_USER, EXECUTOR_USER):
-        _user(name)
-    try:
-        yield from system_bus.running_bus(system_like=True)
-    finally:
-        for name in (PROXY_USER, EXECUTOR_USER):
-            subprocess.run(["userdel", name], capture_output=True)
-
-
-def _proxy(bus, user, name):
-    """The proxy run as ``user``, its socket 0666 (the unit's ExecStartPost); (socket, pid)."""
-    listen = bus.proxy(user, name=name)
-    os.chmod(listen, 0o666)
-    return listen, bus.pids[listen]
+    yield from system_bus.bus_with_users(PROXY_USER, EXECUTOR_USER)
 
 
 def _state(pid):
@@ -101,7 +81,7 @@ def _try(bus, listen, pid, stop_only=False):
 
 
 def test_a_sandbox_cannot_stop_the_proxy_of_its_own_user_and_reads_pass(bus):
-    listen, pid = _proxy(bus, PROXY_USER, "proxy-own")
+    listen, pid = system_bus.open_proxy(bus, PROXY_USER, "proxy-own")
     uid = pwd.getpwnam(PROXY_USER).pw_uid
     prof, stop = _try(bus, listen, pid, stop_only=True)
     assert stop["sigstop"] == "errno 1", stop                 # EPERM
@@ -122,7 +102,7 @@ def test_a_sandbox_cannot_stop_the_proxy_of_its_own_user_and_reads_pass(bus):
 
 
 def test_canary_a_proxy_of_the_executors_uid_is_stopped_by_a_sandbox(bus):
-    listen, pid = _proxy(bus, EXECUTOR_USER, "proxy-same")
+    listen, pid = system_bus.open_proxy(bus, EXECUTOR_USER, "proxy-same")
     try:
         prof, got = _try(bus, listen, pid, stop_only=True)
         assert got["sigstop"] == "sent" and _state(pid) == "T", (got, _state(pid))
@@ -131,7 +111,7 @@ def test_canary_a_proxy_of_the_executors_uid_is_stopped_by_a_sandbox(bus):
 
 
 def test_canary_without_the_mapping_the_bus_refuses_both_client_libraries(bus, monkeypatch):
-    listen, pid = _proxy(bus, PROXY_USER, "proxy-unmapped")
+    listen, pid = system_bus.open_proxy(bus, PROXY_USER, "proxy-unmapped")
     monkeypatch.setattr(bus_proxy, "mapped_uid", lambda binds, stats: None)
     prof, got = _try(bus, listen, pid)
     assert "--uid" not in prof["argv"], prof["argv"]

@@ -22,7 +22,6 @@ proxy's (bwrap --uid).
 import os
 import re
 import shutil
-import subprocess
 import time
 
 import jinja2
@@ -58,21 +57,9 @@ sys.stdout.write(json.dumps({"sent": True}))
 '''
 
 
-def _user(name):
-    subprocess.run(["userdel", name], capture_output=True)
-    subprocess.run(["useradd", "--system", "--user-group", "--shell", "/usr/sbin/nologin", "--no-create-home", name],
-                   check=True)
-
-
 @pytest.fixture
 def users():
-    for name in (EXECUTOR_USER, PROXY_USER):
-        _user(name)
-    try:
-        yield
-    finally:
-        for name in (EXECUTOR_USER, PROXY_USER):
-            subprocess.run(["userdel", name], capture_output=True)
+    yield from system_bus.system_users(EXECUTOR_USER, PROXY_USER)
 
 
 def _policy():
@@ -110,8 +97,7 @@ def test_the_proxy_user_may_only_read_and_emits_no_signal(bus):
     with open(dropin, "w") as handle:
         handle.write(_policy())
     bus.reload()
-    proxy = bus.proxy(PROXY_USER)
-    os.chmod(proxy, 0o666)                             # the unit's ExecStartPost
+    proxy, _pid = system_bus.open_proxy(bus, PROXY_USER)     # its socket 0666: the unit's ExecStartPost
     prof = render({"system_bus_proxy": proxy, "system_bus_sockets": [bus.socket]})
     assert prof["decision"] == "wrapped", prof["diagnostics"]
     inside = {"address": "unix:path=/run/dbus/system_bus_socket"}

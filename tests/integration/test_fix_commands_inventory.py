@@ -6,7 +6,6 @@ Without the run's ``-i`` the ping asks the checkout's default inventory and answ
 host pattern" with exit status 0 (the canary below, the command as the codes write it); with it, the command
 reaches ghost's entry and says what its hint says to check: the connection (UNREACHABLE). Both commands
 of host_unreachable are read-only and run for real (the ping, then the audit limited to ghost)."""
-import glob
 import json
 import os
 import re
@@ -14,7 +13,8 @@ import shlex
 import subprocess
 import sys
 
-from conftest import ROOT, ansible_env, run_playbook
+from conftest import ansible_env
+from helpers import failing_fleet
 
 
 def pasted(command, cwd):
@@ -26,19 +26,10 @@ def pasted(command, cwd):
 
 
 def test_every_fix_command_of_an_unreachable_host_runs_against_the_runs_inventory(tmp_path):
-    inventory = tmp_path / "my fleet.yml"      # a space: the -i is quoted for the shell
-    inventory.write_text(
-        "all:\n  hosts:\n"
-        "    ghost: {ansible_connection: ssh, ansible_host: 127.0.0.1, ansible_port: 1, ansible_user: nobody,\n"
-        "            ansible_ssh_common_args: '-o ConnectTimeout=5 -o BatchMode=yes'}\n"
-        "    alias-a: {ansible_connection: local, ansible_python_interpreter: %s}\n" % sys.executable)
+    inventory = failing_fleet.inventory(tmp_path / "my fleet.yml")      # a space: the -i is quoted for the shell
     reports = tmp_path / "reports"
-    proc = run_playbook(os.path.join(ROOT, "playbooks", "audit.yml"), "-i", str(inventory),
-                        "-e", "metnos_audit_dest=%s" % reports, "-e", '{"metnos_audit_manifests": []}')
-    assert proc.returncode != 0, proc.stdout[-3000:]
-    (report,) = glob.glob(str(reports / "metnos-audit-*.json"))
-    with open(report) as handle:
-        doc = json.load(handle)
+    failing_fleet.audit(inventory, reports)
+    doc = failing_fleet.document(reports)
     assert doc["context"] == {"inventory": [str(inventory)]}, doc.get("context")
     ghost = [h for h in doc["hosts"] if h["host"] == "ghost"][0]
     (unreachable,) = [d for d in ghost["diagnostics"] if d["code"] == "host_unreachable"]
@@ -86,21 +77,11 @@ def test_every_command_of_a_real_failing_audit_runs_as_pasted_with_the_runs_inve
     each ansible/ansible-playbook change is run with --list-hosts: it reaches hosts of the run's inventory and
     limit only, never "Could not match" and never alias-b."""
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import command_kind
-    inventory = tmp_path / "fleet.yml"
-    inventory.write_text(
-        "all:\n  hosts:\n"
-        "    ghost: {ansible_connection: ssh, ansible_host: 127.0.0.1, ansible_port: 1, ansible_user: nobody,\n"
-        "            ansible_ssh_common_args: '-o ConnectTimeout=5 -o BatchMode=yes'}\n"
-        "    alias-a: {ansible_connection: local, ansible_python_interpreter: %s}\n"
-        "    alias-b: {ansible_connection: local, ansible_python_interpreter: %s}\n" % (sys.executable, sys.executable))
+    inventory = failing_fleet.inventory(tmp_path / "fleet.yml", aliases=("alias-a", "alias-b"))
     reports = tmp_path / "reports"
-    proc = run_playbook(os.path.join(ROOT, "playbooks", "audit.yml"), "-i", str(inventory), "--limit", "ghost:alias-a",
-                        "-e", "metnos_audit_dest=%s" % reports, "-e", '{"metnos_audit_manifests": []}',
-                        "-e", "metnos_audit_probe=false", "-e", "metnos_audit_unit=metnos-absent.service")
-    assert proc.returncode != 0, proc.stdout[-3000:]
-    (report,) = glob.glob(str(reports / "metnos-audit-*.json"))
-    with open(report) as handle:
-        doc = json.load(handle)
+    failing_fleet.audit(inventory, reports, "--limit", "ghost:alias-a", "-e", "metnos_audit_probe=false",
+                        "-e", "metnos_audit_unit=metnos-absent.service")
+    doc = failing_fleet.document(reports)
     assert doc["context"] == {"inventory": [str(inventory)], "limit": "ghost:alias-a"}, doc["context"]
     assert sorted(h["host"] for h in doc["hosts"]) == ["alias-a", "ghost"]
     commands = sorted(set(c for h in doc["hosts"] for d in h["diagnostics"] for c in d.get("remediation") or []))

@@ -10,7 +10,6 @@ as tests/system/test_audit_fleet.py keeps its report screenshot):
 
 Each is checked for what it must show before it is kept: one status() view, check:/fix: labels, no skipping
 line; the report's gate. Check mode: nothing on this machine changes."""
-import glob
 import html
 import os
 import re
@@ -22,8 +21,8 @@ import time
 
 import pytest
 
-from conftest import ROOT, ansible_env, run_playbook
-from helpers import report_browser
+from conftest import ROOT, ansible_env
+from helpers import failing_fleet, report_browser
 
 ART = os.path.join(ROOT, "tests", "artifacts")
 WIDTH, HEIGHT = 160, 48
@@ -105,17 +104,9 @@ def test_the_summarys_first_screen_in_a_terminal(tmp_path):
 
 
 def test_the_html_report_of_a_failing_audit(tmp_path):
-    inventory = tmp_path / "fleet.yml"
-    inventory.write_text(
-        "all:\n  hosts:\n"
-        "    ghost: {ansible_connection: ssh, ansible_host: 127.0.0.1, ansible_port: 1, ansible_user: nobody,\n"
-        "            ansible_ssh_common_args: '-o ConnectTimeout=5 -o BatchMode=yes'}\n"
-        "    alias-a: {ansible_connection: local, ansible_python_interpreter: %s}\n" % sys.executable)
     reports = tmp_path / "reports"
-    proc = run_playbook(os.path.join(ROOT, "playbooks", "audit.yml"), "-i", str(inventory),
-                        "-e", "metnos_audit_dest=%s" % reports, "-e", '{"metnos_audit_manifests": []}')
-    assert proc.returncode != 0, proc.stdout[-3000:]
-    (page,) = glob.glob(str(reports / "metnos-audit-*.html"))
+    failing_fleet.audit(failing_fleet.inventory(tmp_path / "fleet.yml"), reports)
+    page = failing_fleet.report(reports, "html")
     os.makedirs(ART, exist_ok=True)
     png = os.path.join(ART, "newcomer-report.png")
     report_browser.screenshot(str(tmp_path), page, png)

@@ -19,15 +19,8 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audi
 from helpers import stored_profiles
 from helpers.stored_profiles import NOBODY, host_of, render, run_stored
 
-
-@pytest.fixture(scope="module")
-def shipped():
-    yield from stored_profiles.shipped_launcher()
-
-
-@pytest.fixture
-def stored():
-    yield from stored_profiles.stored_executor()
+shipped = stored_profiles.shipped      # the launcher's fixtures, defined once in tests/helpers/stored_profiles.py
+stored = stored_profiles.stored
 
 
 @pytest.mark.rule("R-SEC-1")

@@ -5,7 +5,7 @@ bwrap (the probe fails there and searches the directives by experiment). Per aud
 `systemctl show` of the unit's properties, one `systemctl show --all` for the probe's execution
 context, no `systemctl cat`; the verdicts and codes are those of the fleet test. Likewise `dpkg` is a
 counting wrapper: the host's facts, the service's bwrap and the probe's run all verify /usr/bin/bwrap, and
-the package manager is asked once per audit (`dpkg --verify bubblewrap`, bwrap_trust.Ledger)."""
+the package manager is asked once per audit (`dpkg --verify bubblewrap`, bwrap_trust.Verifications)."""
 import glob
 import json
 import os

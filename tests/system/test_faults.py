@@ -466,14 +466,8 @@ def heal_run(holder, tmp_path):
     assert sorted(os.listdir(str(drop_in.parent))) == [drop_in.name, admins.name]   # no backup piled up or left
 
 
-@pytest.fixture(scope="module")
-def shipped():
-    yield from stored_profiles.shipped_launcher()
-
-
-@pytest.fixture
-def stored():
-    yield from stored_profiles.stored_executor()
+shipped = stored_profiles.shipped      # the launcher's fixtures, defined once in tests/helpers/stored_profiles.py
+stored = stored_profiles.stored
 
 
 @pytest.mark.rule("R-SCOPE-3")

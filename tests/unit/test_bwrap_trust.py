@@ -151,8 +151,8 @@ def test_dpkg_for_real_this_hosts_bwrap_is_packaged_and_a_copy_is_not(tmp_path):
 
 
 @pytest.mark.skipif(not shutil.which("dpkg"), reason="needs dpkg (Debian)")
-def test_a_ledger_asks_the_package_manager_once_per_file_until_the_file_changes(tmp_path):
-    """The audit's Ledger, with this host's real dpkg: the packaged bwrap verified twice asks dpkg once and
+def test_the_audits_verifications_ask_the_package_manager_once_per_file_until_the_file_changes(tmp_path):
+    """The audit's Verifications, with this host's real dpkg: the packaged bwrap verified twice asks dpkg once and
     says the same; a copy elsewhere is another file (asked about); once the copy is written again (its mtime
     and ctime move) it is asked about again, and a copy made packaged-looking by nothing stays unpackaged."""
     calls = []
@@ -161,18 +161,19 @@ def test_a_ledger_asks_the_package_manager_once_per_file_until_the_file_changes(
         calls.append(" ".join(argv))
         return bwrap_trust.bwrap.default_runner(argv, *args, **kwargs)
 
-    ledger = bwrap_trust.Ledger()
-    first = bwrap_trust.verify(BWRAP, counting, ledger=ledger)
+    verifications = bwrap_trust.Verifications()
+    first = bwrap_trust.verify(BWRAP, counting, verifications=verifications)
     asked = list(calls)
     assert first["state"] == "packaged" and "dpkg --verify bubblewrap" in asked
-    again = bwrap_trust.verify(BWRAP, counting, ledger=ledger)
+    again = bwrap_trust.verify(BWRAP, counting, verifications=verifications)
     assert again == first and calls == asked                       # nothing asked the second time
-    assert bwrap_trust.verify(BWRAP, counting) == first and len(calls) == 2 * len(asked)   # no ledger: asked again
+    assert bwrap_trust.verify(BWRAP, counting) == first and len(calls) == 2 * len(asked)   # none kept: asked again
     copy = _binary(tmp_path, open(BWRAP, "rb").read())
     del calls[:]
-    assert bwrap_trust.verify(copy, counting, ledger=ledger)["state"] == "unpackaged" and calls
+    assert bwrap_trust.verify(copy, counting, verifications=verifications)["state"] == "unpackaged" and calls
     del calls[:]
-    assert bwrap_trust.verify(copy, counting, ledger=ledger)["state"] == "unpackaged" and not calls
+    assert bwrap_trust.verify(copy, counting, verifications=verifications)["state"] == "unpackaged" and not calls
     with open(copy, "ab") as handle:
         handle.write(b"\0")
-    assert bwrap_trust.verify(copy, counting, ledger=ledger)["state"] == "unpackaged" and calls   # changed: asked again
+    changed = bwrap_trust.verify(copy, counting, verifications=verifications)
+    assert changed["state"] == "unpackaged" and calls   # changed: asked again

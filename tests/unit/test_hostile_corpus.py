@@ -1,5 +1,5 @@
-"""The hostile corpus (tests/corpus/hostile_manifests.py, >= 200 manifests written against each rule
-of the spec) rendered against a real host tree full of planted symlinks
+"""The hostile corpus (tests/unit/cases/hostile_manifests.yaml, read by tests/corpus/hostile_manifests.py:
+>= 200 manifests written against each rule of the spec) rendered against a real host tree full of planted symlinks
 (tests/corpus/hostile_tree.py): every entry is refused with its stable code, without a traceback,
 and every in-process face gives the same decision as the core:
 
@@ -76,7 +76,8 @@ def test_corpus_is_large_and_covers_the_rules():
 def test_core_refuses_with_its_code(corpus, entry_id):
     entry, path, host, inv = corpus[entry_id]
     prof = core(path, host, inv)
-    assert prof["decision"] == "refused" and outcome(prof) == entry.expect, prof["diagnostics"][:2]
+    entry.check(outcome(prof), prof["diagnostics"][:2])
+    assert prof["decision"] == "refused"
     assert prof["argv"] is None and prof["mounts"] == []
     text = json.dumps(prof)
     assert "Traceback" not in text and len(text) < 64 * 1024      # messages quote short excerpts only
@@ -143,3 +144,10 @@ def test_module_face_does_not_convert_the_invocation(corpus, invocation, capsys)
     assert "decision" in res, res.get("msg")
     assert (res["decision"], res["refusal"]) == (want["decision"], want["refusal"])
     assert [m for m in res["mounts"] if m["kind"] == "rw"] == [m for m in want["mounts"] if m["kind"] == "rw"] == []
+
+
+def test_a_failing_entry_names_its_file_and_id():
+    entry = hostile_manifests.CORPUS[0]
+    with pytest.raises(AssertionError, match="tests/unit/cases/hostile_manifests.yaml, case 'billion_laughs': "
+                                             "got 'direct', want 'manifest_too_many_nodes'"):
+        entry.check("direct")

@@ -40,18 +40,6 @@ MAX_LOGICAL_LINES = 650
 # Offenders being removed by work not merged yet (issue 55). An entry whose offence is gone fails
 # test_the_allow_lists_hold_only_live_offenders, so a list cannot go stale.
 UNTIL_MERGED = {
-    # rule a: (file, "package.module as alias"); rename.py left these: the module's own name is taken in the file,
-    # and so is a name it would import instead
-    "aliases": {
-        ("action_plugins/metnos_audit.py", "options.spec as options_spec"): "a local spec",
-        ("filter_plugins/metnos_sandbox.py", "profile.result as profile_result"): "a local result",
-        ("module_utils/metnos_sandbox/monitor/core_install.py", "base.sources as base_sources"): "a local sources",
-        ("module_utils/metnos_sandbox/probe/run.py", "probe.blame as probe_blame"): "a local blame",
-        ("module_utils/metnos_sandbox/profile/model.py", "base.diagnostics as base_diagnostics"): "a field",
-        ("tests/unit/test_module_options.py", "options.spec as options_spec"): "a local spec",
-        ("tests/unit/test_monitor_journal.py", "monitor.journald as monitor_journald"): "a local journald",
-        ("tests/unit/test_proctree.py", "probe.reaper as probe_reaper"): "a local reaper",
-    },
     # rule e: (file, function) taking more than MAX_PARAMETERS parameters
     "parameters": {
         ("module_utils/metnos_sandbox/base/registry.py", "restriction"): "8",
@@ -183,7 +171,7 @@ def _alias_offences():
 
 
 def test_core_modules_are_imported_by_their_own_names():
-    found = [hit for key, hit in sorted(_alias_offences().items()) if key not in UNTIL_MERGED["aliases"]]
+    found = [hit for _key, hit in sorted(_alias_offences().items())]      # no allow-list: the rule is strict
     assert not found, "import the module by its own name (the types it gives by name where that is taken):\n" + \
         "\n".join(found)
 
@@ -481,6 +469,6 @@ def test_logical_lines_count_joined_lines(source, count):
 
 # ------------------------------------------------------------------------------------------- allow lists
 def test_the_allow_lists_hold_only_live_offenders():
-    live = {"aliases": _alias_offences(), "parameters": _parameter_offences()}
+    live = {"parameters": _parameter_offences()}
     stale = ["%s: %s" % (rule, key) for rule, keys in UNTIL_MERGED.items() for key in keys if key not in live[rule]]
     assert not stale, "fixed: remove from UNTIL_MERGED:\n" + "\n".join(stale)

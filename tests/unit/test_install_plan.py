@@ -31,7 +31,7 @@ def query(*lines):
 
 
 SKIPPED = {"changed": False, "skipped": True, "skip_reason": "Conditional result was False"}
-CASES = case_table.params(__file__)        # tests/unit/test_install_plan.yaml
+CASES = case_table.params(__file__)        # tests/unit/cases/test_install_plan.yaml
 
 
 def registered(lines):
@@ -54,7 +54,8 @@ def test_every_action_has_a_case():
 
 def test_a_failing_case_names_its_file_and_id():
     case = CASES[0].values[0]
-    with pytest.raises(AssertionError, match="tests/unit/test_install_plan.yaml, case 'unknown platform: no query'"):
+    with pytest.raises(AssertionError,
+                       match="tests/unit/cases/test_install_plan.yaml, case 'unknown platform: no query'"):
         case_table.check(case, dict(case["output"], action="install"))
 
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec as options_spec
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
 from conftest import ROOT
 from helpers import faces
 
@@ -52,10 +52,10 @@ def _norm(option):
 
 @pytest.mark.parametrize("name", MODULES)
 def test_documentation_matches_the_validated_spec(name):
-    spec = load(name).ARGUMENT_SPEC
+    argument_spec = load(name).ARGUMENT_SPEC
     docs = documented(name)
-    assert sorted(docs) == sorted(spec)
-    for option, entry in spec.items():
+    assert sorted(docs) == sorted(argument_spec)
+    for option, entry in argument_spec.items():
         assert _norm(docs[option]) == _norm(entry), option
 
 
@@ -67,8 +67,8 @@ def test_one_name_per_idea():
     assert specs["metnos_audit"]["timeout"]["aliases"] == ["probe_timeout"]
     assert specs["sandbox_probe"]["python"]["type"] == specs["metnos_audit"]["python"]["type"] == "path"
     for name in ("sandbox_probe", "metnos_audit", "metnos_service_env"):
-        assert dict((k, specs[name][k]) for k in ("unit", "scope", "user")) == options_spec.SERVICE
-    assert not any(k.endswith("_timeout") for spec in specs.values() for k in spec)
+        assert dict((k, specs[name][k]) for k in ("unit", "scope", "user")) == spec.SERVICE
+    assert not any(k.endswith("_timeout") for argument_spec in specs.values() for k in argument_spec)
 
 
 def run_face(name, args, capsys):
@@ -103,19 +103,17 @@ def test_one_preamble_refuses_bad_options_with_invalid_option(name, args, msg, c
 
 
 def test_the_audit_spec_validates_and_defaults_once():
-    result = ArgumentSpecValidator(options_spec.spec(options_spec.AUDIT)).validate({"probe_timeout": 5,
-                                                                                    "python": "/usr/bin/python3"})
+    result = ArgumentSpecValidator(spec.spec(spec.AUDIT)).validate({"probe_timeout": 5, "python": "/usr/bin/python3"})
     assert not result.error_messages
-    args = options_spec.with_defaults(options_spec.AUDIT, result.validated_parameters)
+    args = spec.with_defaults(spec.AUDIT, result.validated_parameters)
     assert args["timeout"] == 5.0 and "probe_timeout" not in args
     assert args["unit"] == "metnos.service" and args["probe"] is True and args["manifests"] == []
-    bad = ArgumentSpecValidator(options_spec.spec(options_spec.AUDIT)).validate({"bogus": 1, "scope": "galaxy",
-                                                                                 "probe": "maybe"})
+    bad = ArgumentSpecValidator(spec.spec(spec.AUDIT)).validate({"bogus": 1, "scope": "galaxy", "probe": "maybe"})
     text = " ".join(bad.error_messages)
     assert "bogus" in text and "scope" in text and "probe" in text
     # A caller of the core without the action (scripts, tests) gets the same defaults.
-    assert options_spec.with_defaults(options_spec.AUDIT, {"unit": ""})["unit"] == ""
-    assert options_spec.with_defaults(options_spec.AUDIT, {})["profile_dir"] == "/etc/metnos/sandbox/profiles"
+    assert spec.with_defaults(spec.AUDIT, {"unit": ""})["unit"] == ""
+    assert spec.with_defaults(spec.AUDIT, {})["profile_dir"] == "/etc/metnos/sandbox/profiles"
 
 
 def _mutables(value, out):
@@ -132,12 +130,12 @@ def _mutables(value, out):
 
 @pytest.mark.parametrize("name", MODULES + ["AUDIT", "AUDIT_REPORT"])
 def test_a_spec_copy_equals_a_deep_copy_and_shares_nothing_mutable(name):
-    """O.spec copies each option without copy.deepcopy (each audited host's worker copies the audit's spec):
+    """spec.spec copies each option without copy.deepcopy (each audited host's worker copies the audit's spec):
     the copy equals deepcopy's and holds no dict or list of the original (mutation: returning the option itself
     or a shallow dict() of it shares the 'default' and 'choices' objects, and this fails)."""
     import copy
-    original = getattr(options_spec, name) if name.isupper() else load(name).ARGUMENT_SPEC
-    copied = options_spec.spec(original)
+    original = getattr(spec, name) if name.isupper() else load(name).ARGUMENT_SPEC
+    copied = spec.spec(original)
     assert copied == copy.deepcopy(original)
     assert not _mutables(copied, set()) & _mutables(original, set())
 
@@ -145,7 +143,7 @@ def test_a_spec_copy_equals_a_deep_copy_and_shares_nothing_mutable(name):
 def test_the_validator_hands_out_the_copys_defaults_not_the_specs():
     """Why the copy: Ansible's validator returns an option's default object itself; a caller that changes it
     (host_audit.audit_host fills 'host') would change the spec for the next host validated in the same process."""
-    spec = options_spec.spec(options_spec.AUDIT)
-    validated = ArgumentSpecValidator(spec).validate({}).validated_parameters
-    assert validated["host"] is spec["host"]["default"]
-    assert validated["host"] is not options_spec.AUDIT["host"]["default"]
+    audit_spec = spec.spec(spec.AUDIT)
+    validated = ArgumentSpecValidator(audit_spec).validate({}).validated_parameters
+    assert validated["host"] is audit_spec["host"]["default"]
+    assert validated["host"] is not spec.AUDIT["host"]["default"]

@@ -7,7 +7,7 @@ import struct
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import journald as monitor_journald
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import journald
 
 
 def decode(data):
@@ -38,7 +38,7 @@ def rec(proven, verdict, codes=()):
 
 
 @pytest.fixture
-def journald(tmp_path):
+def journal_socket(tmp_path):
     """A datagram socket where journald's would be: what send() writes arrives here."""
     path = str(tmp_path / "socket")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -48,14 +48,14 @@ def journald(tmp_path):
     sock.close()
 
 
-def test_entries_travel_as_one_datagram_each(journald):
-    path, sock = journald
-    fields = monitor_journald.run_entry(rec(False, "fail", ["unit_blocks_namespaces"]))
+def test_entries_travel_as_one_datagram_each(journal_socket):
+    path, sock = journal_socket
+    fields = journald.run_entry(rec(False, "fail", ["unit_blocks_namespaces"]))
     fields["METNOS_SANDBOX_NOTE"] = "two\nlines"         # a value with a newline takes the binary form
-    assert monitor_journald.send(fields, path) is None
+    assert journald.send(fields, path) is None
     got = decode(sock.recv(65536))
     assert got == dict((k, str(v)) for k, v in fields.items())
-    assert got["MESSAGE_ID"] == monitor_journald.RUN_ID
+    assert got["MESSAGE_ID"] == journald.RUN_ID
     assert got["PRIORITY"] == "3" and got["METNOS_SANDBOX_PROVEN"] == "0"
     assert got["SYSLOG_IDENTIFIER"] == "metnos-sandbox-monitor"
     assert got["METNOS_SANDBOX_ERRORS"] == "unit_blocks_namespaces"
@@ -64,17 +64,17 @@ def test_entries_travel_as_one_datagram_each(journald):
 
 
 def test_no_journal_is_said_not_raised(tmp_path):
-    assert "No such file or directory" in monitor_journald.send({"MESSAGE": "x"}, str(tmp_path / "none"))
+    assert "No such file or directory" in journald.send({"MESSAGE": "x"}, str(tmp_path / "none"))
 
 
-def test_values_are_bounded_and_field_names_fixed(journald):
-    path, sock = journald
-    assert monitor_journald.send({"MESSAGE": "x" * 100000}, path) is None
-    assert len(decode(sock.recv(200000))["MESSAGE"]) == monitor_journald.MAX_VALUE
+def test_values_are_bounded_and_field_names_fixed(journal_socket):
+    path, sock = journal_socket
+    assert journald.send({"MESSAGE": "x" * 100000}, path) is None
+    assert len(decode(sock.recv(200000))["MESSAGE"]) == journald.MAX_VALUE
     with pytest.raises(ValueError):
-        monitor_journald.encode({"MESSAGE\nPRIORITY": "0"})
+        journald.encode({"MESSAGE\nPRIORITY": "0"})
     with pytest.raises(ValueError):
-        monitor_journald.encode({"_PID": "1"})               # trusted fields are journald's own
+        journald.encode({"_PID": "1"})               # trusted fields are journald's own
 
 
 @pytest.mark.parametrize("previous,now,changed,priority", [
@@ -86,17 +86,16 @@ def test_values_are_bounded_and_field_names_fixed(journald):
     ({"proven": False, "verdict": "fail"}, rec(True, "pass"), True, "5"),
 ])
 def test_a_change_entry_only_when_the_verdict_changes(previous, now, changed, priority):
-    assert monitor_journald.changed(now, previous) is changed
+    assert journald.changed(now, previous) is changed
     if changed:
-        entry = monitor_journald.change_entry(now, previous)
-        assert entry["MESSAGE_ID"] == monitor_journald.CHANGED_ID != monitor_journald.RUN_ID
+        entry = journald.change_entry(now, previous)
+        assert entry["MESSAGE_ID"] == journald.CHANGED_ID != journald.RUN_ID
         assert entry["PRIORITY"] == priority
         assert entry["METNOS_SANDBOX_PREVIOUS_PROVEN"] == ("none" if previous is None else
                                                           ("1" if previous["proven"] else "0"))
 
 
 def test_change_message_says_from_what_to_what():
-    entry = monitor_journald.change_entry(rec(False, "fail", ["unit_blocks_namespaces"]), {"proven": True,
-                                                                                           "verdict": "pass"})
+    entry = journald.change_entry(rec(False, "fail", ["unit_blocks_namespaces"]), {"proven": True, "verdict": "pass"})
     assert entry["MESSAGE"] == ("Metnos sandbox proof changed for metnos.service: proven (pass) -> NOT proven (fail) "
                                 "(unit_blocks_namespaces).")

@@ -98,7 +98,7 @@ def _path(parts):
 @example(["/etc/"], "/etc/a")
 @example(["/"], "/a")
 @example(["/a/b"], "/a")
-def test_roots_is_the_containment_rule_of_under_and_related(roots, path):
+def test_roots_is_the_rule_of_under_and_related(roots, path):
     """paths.(Related)Roots (the renderer's fast form, a set and a prefix tuple) answers exactly what
     paths.under / paths.related answer root by root ('/etc2' is not under '/etc'; '/' holds all)."""
     fast = paths.RelatedRoots(roots)

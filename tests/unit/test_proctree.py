@@ -12,8 +12,7 @@ import uuid
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import procfs
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import proc_covers, proctree
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import reaper as probe_reaper
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import proc_covers, proctree, reaper
 from helpers import procs
 
 NS = {"user": "user:[1]", "mnt": "mnt:[2]", "net": "net:[5]"}
@@ -85,7 +84,7 @@ def test_a_detached_process_stays_in_the_reapers_tree_and_is_killed():
     exited, and the tree was killed - nothing is left on the host."""
     marker = _marker()
     script = "(setsid sh -c 'exec sleep %s' </dev/null >/dev/null 2>&1 &) ; echo started" % marker
-    res = probe_reaper.run_reaped(["sh", "-c", script], timeout=30)
+    res = reaper.run_reaped(["sh", "-c", script], timeout=30)
     assert res["rc"] == 0 and res["stdout"] == "started\n" and res["duration"] < 10
     sleeps = [(pid, phases) for pid, history, phases in res["tree"]["seen"]
               if any(o.get("argv") == ["sleep", marker] for o in history)]
@@ -98,18 +97,18 @@ def test_a_tree_the_reaper_saw_empty_is_not_searched_again_once_it_exited(monkey
     """The reaper reports its tree empty and exits: no kill pass reads every process for descendants of a pid
     that may already be another process's. A tree left behind (a detached sleep) is still killed."""
     kills = []
-    real = probe_reaper.kill_tree
-    monkeypatch.setattr(probe_reaper, "kill_tree", lambda *a, **k: kills.append(a) or real(*a, **k))
-    res = probe_reaper.run_reaped(["sh", "-c", "echo done"], timeout=30)
+    real = reaper.kill_tree
+    monkeypatch.setattr(reaper, "kill_tree", lambda *a, **k: kills.append(a) or real(*a, **k))
+    res = reaper.run_reaped(["sh", "-c", "echo done"], timeout=30)
     assert res["rc"] == 0 and res["stdout"] == "done\n" and kills == []
     marker = _marker()
-    res = probe_reaper.run_reaped(["sh", "-c", "(setsid sh -c 'exec sleep %s' </dev/null >/dev/null 2>&1 &)" % marker],
-                                  timeout=30)
+    res = reaper.run_reaped(["sh", "-c", "(setsid sh -c 'exec sleep %s' </dev/null >/dev/null 2>&1 &)" % marker],
+                            timeout=30)
     assert len(kills) == 1 and procs.left_after(marker) == []
 
 
 def test_an_orphan_that_exits_on_its_own_is_written_down_as_a_zombie():
-    res = probe_reaper.run_reaped(["sh", "-c", "(setsid sh -c 'exec sleep 0.3' &) ; sleep 1"], timeout=30)
+    res = reaper.run_reaped(["sh", "-c", "(setsid sh -c 'exec sleep 0.3' &) ; sleep 1"], timeout=30)
     orphans = [r for r in res["tree"]["reaped"] if r.get("comm") == "sleep"]
     assert orphans and orphans[0]["uid"] == os.getuid(), res["tree"]["reaped"]
 
@@ -120,8 +119,8 @@ def test_a_dead_start_leaving_only_its_own_kind_ends_at_once():
     marker = _marker()
     sh = os.path.realpath("/bin/sh")
     st = os.stat(sh)
-    res = probe_reaper.run_reaped([sh, "-c", "(%s -c 'read line # %s' &) ; exit 1" % (sh, marker)], timeout=30,
-                                  watch=lambda data, pid: False, bwrap_ids={(st.st_dev, st.st_ino)})
+    res = reaper.run_reaped([sh, "-c", "(%s -c 'read line # %s' &) ; exit 1" % (sh, marker)], timeout=30,
+                            watch=lambda data, pid: False, bwrap_ids={(st.st_dev, st.st_ino)})
     assert res["timed_out"] is False and res["duration"] < 5 and res["rc"] == 1
     assert procs.left_after(marker) == []
 
@@ -139,13 +138,13 @@ def test_the_forked_reaper_passes_on_the_runs_descriptors_and_nothing_else_of_th
 
     def watch(data, pid):
         if not seen_by and "reaper" in data.get("control", b"").decode():
-            reaper = [r for r in probe_reaper.control_records(data["control"]) if "reaper" in r][0]["reaper"]
-            seen_by["reaper"] = sorted(int(fd) for fd in os.listdir("/proc/%d/fd" % reaper))
+            reaper_pid = [r for r in reaper.control_records(data["control"]) if "reaper" in r][0]["reaper"]
+            seen_by["reaper"] = sorted(int(fd) for fd in os.listdir("/proc/%d/fd" % reaper_pid))
         return False
     try:
-        res = probe_reaper.run_reaped(["sh", "-c", 'ls /proc/self/fd; echo "env=$METNOS_PROBE_ENV"; echo "fd=$1"', "sh",
-                                       str(kept_w)], env={"PATH": "/usr/bin:/bin", "METNOS_PROBE_ENV": "given"},
-                                      timeout=30, keep_fds=[kept_w], watch=watch)
+        res = reaper.run_reaped(["sh", "-c", 'ls /proc/self/fd; echo "env=$METNOS_PROBE_ENV"; echo "fd=$1"', "sh",
+                                 str(kept_w)], env={"PATH": "/usr/bin:/bin", "METNOS_PROBE_ENV": "given"},
+                                timeout=30, keep_fds=[kept_w], watch=watch)
         lines = res["stdout"].split()
         fds = sorted(int(x) for x in lines if x.isdigit())
         assert res["rc"] == 0 and "env=given" in lines, res
@@ -165,11 +164,11 @@ def test_the_forked_reaper_runs_bwrap_as_the_user_and_refuses_a_missing_folder()
     anything is forked, as Popen refused it."""
     if os.geteuid() != 0:
         pytest.skip("needs root to run as another user")
-    res = probe_reaper.run_reaped(["sh", "-c", "id -u; id -g; id -G"], user={"uid": 65534, "gid": 65534}, timeout=30)
+    res = reaper.run_reaped(["sh", "-c", "id -u; id -g; id -G"], user={"uid": 65534, "gid": 65534}, timeout=30)
     assert res["rc"] == 0 and res["stdout"].split() == ["65534", "65534", "65534"], res
-    res = probe_reaper.run_reaped(["sh", "-c", "true"], cwd="/nonexistent-metnos-folder", timeout=30)
+    res = reaper.run_reaped(["sh", "-c", "true"], cwd="/nonexistent-metnos-folder", timeout=30)
     assert res["rc"] == 127 and res["setup_failed"] is True and res["pid"] is None, res
-    res = probe_reaper.run_reaped(["metnos-no-such-program"], timeout=30)
+    res = reaper.run_reaped(["metnos-no-such-program"], timeout=30)
     assert res["rc"] == 127 and "bwrap: execvp metnos-no-such-program" in res["stderr"], res
 
 
@@ -179,8 +178,8 @@ def test_a_reaper_that_cannot_be_forked_is_a_setup_failure_that_leaks_no_descrip
     def no_fork():
         raise BlockingIOError(11, "Resource temporarily unavailable")
     before = sorted(os.listdir("/proc/self/fd"))
-    monkeypatch.setattr(probe_reaper.os, "fork", no_fork)
-    res = probe_reaper.run_reaped(["sh", "-c", "true"], timeout=30, watch=lambda data, pid: False)
+    monkeypatch.setattr(reaper.os, "fork", no_fork)
+    res = reaper.run_reaped(["sh", "-c", "true"], timeout=30, watch=lambda data, pid: False)
     assert res["rc"] == 127 and res["setup_failed"] is True and "Resource temporarily unavailable" in res["stderr"]
     assert sorted(os.listdir("/proc/self/fd")) == before
 
@@ -193,9 +192,9 @@ def test_a_kill_before_the_reapers_session_exists_still_kills_it():
     if pid == 0:        # pragma: no cover
         time.sleep(30)
         os._exit(0)
-    proc = probe_reaper.Forked(pid, None, open(os.devnull, "rb"), open(os.devnull, "rb"))
+    proc = reaper.Forked(pid, None, open(os.devnull, "rb"), open(os.devnull, "rb"))
     try:
-        probe_reaper.Reaped(proc, proctree.Ledger(), set()).kill()
+        reaper.Reaped(proc, proctree.Ledger(), set()).kill()
         assert proc.wait(timeout=5) == -9
     finally:
         proc.stdout.close()
@@ -230,10 +229,10 @@ def test_the_reaper_finds_a_program_on_path_only_and_says_why_it_could_not_start
     fake = tmp_path / "metnos-fake-bwrap"
     fake.write_text("#!/bin/sh\necho ran\n")
     fake.chmod(0o755)
-    res = probe_reaper.run_reaped(["metnos-fake-bwrap"], cwd=str(tmp_path), env={"PATH": "/usr/bin:/bin"}, timeout=30)
+    res = reaper.run_reaped(["metnos-fake-bwrap"], cwd=str(tmp_path), env={"PATH": "/usr/bin:/bin"}, timeout=30)
     assert res["rc"] == 127 and res["stdout"] == "", res
     assert "bwrap: execvp metnos-fake-bwrap: No such file or directory" in res["stderr"], res
-    res = probe_reaper.run_reaped(["sh", "-c", "echo a\0b"], timeout=30)
+    res = reaper.run_reaped(["sh", "-c", "echo a\0b"], timeout=30)
     assert res["rc"] == 127 and res["setup_failed"] is True and "null" in res["stderr"], res
 
 
@@ -241,7 +240,7 @@ def test_an_orphan_with_a_name_that_is_not_utf8_is_still_written_down():
     """A process may set any bytes as its name: the orphan's record keeps its uid, parent and cgroup, and the name
     with the bytes replaced (before, one undecodable name blanked the whole record)."""
     script = "(setsid sh -c 'printf \"\\377mp\" > /proc/$$/comm; sleep 0.3; true' &) ; sleep 1"
-    res = probe_reaper.run_reaped(["sh", "-c", script], timeout=30)
+    res = reaper.run_reaped(["sh", "-c", script], timeout=30)
     orphans = [r for r in res["tree"]["reaped"] if r.get("comm") == "\ufffdmp"]
     assert orphans and orphans[0]["uid"] == os.getuid() and "cgroup" in orphans[0], res["tree"]["reaped"]
 
@@ -350,7 +349,7 @@ def test_the_walk_down_the_kernels_lists_finds_what_the_scan_of_every_parent_fin
         walked = proctree.descendants(root.pid, exhaustive=False)
         assert len(scanned) == 4 and walked == scanned, (scanned, walked)
     finally:
-        probe_reaper.kill_tree(root.pid, "/proc", include_root=True)
+        reaper.kill_tree(root.pid, "/proc", include_root=True)
         root.wait()
 
 

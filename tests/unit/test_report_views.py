@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import monitor_state
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import (
     command_kind,
     document,
+    monitor_text,
     site_summary,
     spool,
 )
@@ -130,7 +130,7 @@ def test_reports_say_whether_a_host_is_monitored_and_how_old_its_proof_is():
                    "d": monitored(monitored=True, collected=True, stale=True, max_age=600, proof=proof),
                    "e": monitored(monitored=False, timer={"active": "inactive"}, proof=dict(proof, age_seconds=200000)),
                    "f": failed_probe_but_active_view(), "g": {"unreachable": True}}, WHEN)
-    cells = dict((h["host"], monitor_state.monitored_text(h["monitor"])) for h in doc["hosts"])
+    cells = dict((h["host"], monitor_text.monitored_text(h["monitor"])) for h in doc["hosts"])
     assert cells == {"a": "yes, proof 12 min old", "b": "no", "c": "collected: proof 12 min old",
                      "d": "STALE: proof 12 min old (limit 10 min)", "e": "no (timer inactive; last proof 2 d old)",
                      "f": "-", "g": "-"}

@@ -1,4 +1,4 @@
-"""bwrap verifications kept from one audit to the next (host/trust_store.py, bwrap_trust.Ledger(store)).
+"""bwrap verifications kept from one audit to the next (host/trust_store.py, bwrap_trust.Verifications(store)).
 
 Real dpkg verifies this host's /usr/bin/bwrap. The package database whose changes must invalidate a kept
 verification is, in most tests, a stand-in folder (``folders=``): a test cannot install, remove or rewrite
@@ -40,26 +40,26 @@ def _folders(tmp_path):
 
 
 def _audit(store, db, runner=None):
-    """One audit's verification of the packaged bwrap with its own Ledger on the store: (result, commands)."""
+    """One audit's verification of the packaged bwrap with its own Verifications on the store: (result, commands)."""
     runner = runner or Counting()
-    ledger = bwrap_trust.Ledger(trust_store.Store(store, folders=(db,)))
-    return bwrap_trust.verify(BWRAP, runner, ledger=ledger), runner.calls
+    verifications = bwrap_trust.Verifications(trust_store.Store(store, folders=(db,)))
+    return bwrap_trust.verify(BWRAP, runner, verifications=verifications), runner.calls
 
 
 def test_the_next_audit_reuses_a_packaged_verification_without_asking_dpkg(tmp_path):
     """As the audit has it (the real database folders): the first audit asks dpkg and keeps the answer in a
-    root-only file; the next audit (a new Ledger) asks nothing and says exactly the same."""
+    root-only file; the next audit (a new Verifications) asks nothing and says exactly the same."""
     store = str(tmp_path / "x-3.trust")
     os.chmod(str(tmp_path), 0o700)
     first_calls, second_calls = Counting(), Counting()
-    first = bwrap_trust.verify(BWRAP, first_calls, ledger=bwrap_trust.Ledger(trust_store.Store(store)))
+    first = bwrap_trust.verify(BWRAP, first_calls, verifications=bwrap_trust.Verifications(trust_store.Store(store)))
     assert first["state"] == "packaged" and "dpkg --verify bubblewrap" in first_calls.calls
     st = os.stat(store)
     assert st.st_uid == 0 and st.st_mode & 0o777 == 0o600
-    second = bwrap_trust.verify(BWRAP, second_calls, ledger=bwrap_trust.Ledger(trust_store.Store(store)))
+    second = bwrap_trust.verify(BWRAP, second_calls, verifications=bwrap_trust.Verifications(trust_store.Store(store)))
     assert second == first and second_calls.calls == []
     assert bwrap_trust.verify(BWRAP, Counting(),
-                              ledger=bwrap_trust.Ledger()) == first           # no store: the same answer
+                              verifications=bwrap_trust.Verifications()) == first           # no store: the same answer
 
 
 def test_a_changed_package_database_is_asked_again(tmp_path):
@@ -91,8 +91,8 @@ def test_the_packages_own_files_written_in_place_are_asked_again(tmp_path):
 
     def audit():
         runner = Counting()
-        out = bwrap_trust.verify(BWRAP, runner, ledger=bwrap_trust.Ledger(trust_store.Store(store, folders=(db,),
-                                                                                            package_files=layout)))
+        kept = bwrap_trust.Verifications(trust_store.Store(store, folders=(db,), package_files=layout))
+        out = bwrap_trust.verify(BWRAP, runner, verifications=kept)
         assert out["state"] == "packaged"
         return runner.calls
 
@@ -206,10 +206,15 @@ def test_a_store_anyone_else_could_write_or_of_another_shape_is_ignored(tmp_path
         assert _audit(store, db)[1] == [], number
 
 
+def _kept(store, db):
+    """One audit's verifications, kept on the store."""
+    return bwrap_trust.Verifications(trust_store.Store(store, folders=(db,)))
+
+
 def _facts(store, db):
-    """One audit's bwrap facts (facts.bwrap_info with its own Ledger on the store): (info, commands)."""
+    """One audit's bwrap facts (facts.bwrap_info with its own Verifications on the store): (info, commands)."""
     runner = Counting()
-    info = facts.bwrap_info(BWRAP, runner, ledger=bwrap_trust.Ledger(trust_store.Store(store, folders=(db,))))
+    info = facts.bwrap_info(BWRAP, runner, verifications=_kept(store, db))
     return info, runner.calls
 
 
@@ -251,7 +256,7 @@ def test_answers_of_a_failed_command_are_not_kept(tmp_path):
             out = Counting.__call__(self, argv, *args, **kwargs)
             return (1,) + tuple(out[1:]) if argv[1:] == ["--help"] else out
 
-    facts.bwrap_info(BWRAP, HelpFails(), ledger=bwrap_trust.Ledger(trust_store.Store(store, folders=(db,))))
+    facts.bwrap_info(BWRAP, HelpFails(), verifications=_kept(store, db))
     assert _entry(store)["entries"][0]["answers"] is None
     _info, calls = _facts(store, db)
     assert "%s --version" % BWRAP in calls and "%s --help" % BWRAP in calls and "dpkg --verify bubblewrap" not in calls
@@ -269,7 +274,7 @@ def test_answers_of_a_file_that_changed_meanwhile_are_not_kept(tmp_path):
                 os.utime(BWRAP, ns=(st.st_atime_ns, st.st_mtime_ns))
             return Counting.__call__(self, argv, *args, **kwargs)
 
-    facts.bwrap_info(BWRAP, Touching(), ledger=bwrap_trust.Ledger(trust_store.Store(store, folders=(db,))))
+    facts.bwrap_info(BWRAP, Touching(), verifications=_kept(store, db))
     assert all(e["answers"] is None for e in _entry(store)["entries"])
 
 
@@ -280,7 +285,7 @@ def test_only_packaged_verifications_are_kept_and_only_by_root(tmp_path):
     shutil.copy(BWRAP, copy)
     for _audit_number in range(2):
         runner = Counting()
-        out = bwrap_trust.verify(copy, runner, ledger=bwrap_trust.Ledger(trust_store.Store(store, folders=(db,))))
+        out = bwrap_trust.verify(copy, runner, verifications=_kept(store, db))
         assert out["state"] == "unpackaged" and runner.calls
     assert not os.path.exists(store)
 

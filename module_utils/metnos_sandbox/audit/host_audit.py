@@ -149,15 +149,14 @@ def _checks(params: Mapping[str, Any], runner: bwrap.Runner, trust_store: Option
         smoke_user = resolve_user(given) if given else default_smoke_user()
     except UserError:
         smoke_user = default_smoke_user()
-    ledger = bwrap_trust.Ledger(Store(trust_store) if trust_store
-                                else None)     # each bwrap file asked once
+    verifications = bwrap_trust.Verifications(Store(trust_store) if trust_store else None)   # each file asked once
     facts = gather(path_text, dict(os.environ), smoke_test=True, smoke_user=smoke_user, runner=runner,
-                   ledger=ledger)
+                   verifications=verifications)
     result["bwrap_facts"] = facts
     diags = list(facts["diagnostics"])
 
     unit = params.get("unit") or ""
-    result["service"], inspection = _service(unit, params, runner, diags, ledger)
+    result["service"], inspection = _service(unit, params, runner, diags, verifications)
     status = result["service"]["status"] if result["service"] is not None else facts["status"]
 
     rendered: List[Tuple[str, List[Any]]] = []
@@ -169,7 +168,7 @@ def _checks(params: Mapping[str, Any], runner: bwrap.Runner, trust_store: Option
 
     probe_diags: List[Diagnostic] = []
     result["probe"] = _probe(unit if result["service"] is not None else None, params, runner,
-                             run.Handed(inspection, ledger), probe_diags) if params["probe"] else None
+                             run.Handed(inspection, verifications), probe_diags) if params["probe"] else None
     level = containment.executors(containment.decide(params["placement"], "linux", status.get("active") is True,
                                                      verdicts.probe_passed(result["probe"])), params["manifests"])
     result["containment"] = level
@@ -182,8 +181,8 @@ def _checks(params: Mapping[str, Any], runner: bwrap.Runner, trust_store: Option
 
 
 def _service(unit: str, params: Mapping[str, Any], runner: bwrap.Runner, diags: List[Diagnostic],
-             ledger: Optional[bwrap_trust.Ledger] = None) -> Tuple[Optional[environment.ServiceResult],
-                                                                   Optional[environment.Inspection]]:
+             verifications: Optional[bwrap_trust.Verifications] = None
+             ) -> Tuple[Optional[environment.ServiceResult], Optional[environment.Inspection]]:
     """The service-environment result of ``unit`` (None when there is none) and the inspection it comes from
     (the one reading of the unit in an audit: the probe is handed it), its diagnostics added to ``diags``."""
     found = None
@@ -192,7 +191,7 @@ def _service(unit: str, params: Mapping[str, Any], runner: bwrap.Runner, diags: 
             grants = store.stored_grants(params["profile_dir"]) if params.get("profile_dir") else []
             found = environment.inspect({"unit": unit, "scope": params.get("scope") or "system",
                                          "user": params.get("user"), "mode": "auto", "grants": grants},
-                                        runner, ledger)
+                                        runner, verifications)
         except environment.SystemctlError as exc:
             diags.append(unit_not_found(unit, error=str(exc)))
     if found is None:

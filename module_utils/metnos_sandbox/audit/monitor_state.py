@@ -10,8 +10,8 @@ running the checks again; a proof older than ``monitor_max_age`` is not a pass
 (``monitor_proof_stale``). A stored result is input like any other: bounded, exact, refused with its
 own code (``monitor_result_unusable``) when it is not what the monitor writes.
 
-The installed core's release (its versioned folder) is core_install.py's. Pure Python, no Ansible
-imports.
+The installed core's release (its versioned folder) is core_install.py's; how the fleet report shows the
+continuous proof is report/monitor_text.py's. Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
@@ -192,45 +192,3 @@ def collect(params: Mapping[str, Any], info: Json, record: Json, now: float) -> 
             "monitor_proof_stale", age=proof["age_seconds"], max_age=int(max_age), finished=proof["finished"],
             result=info["result"])])
     return result       # its verdict: host_audit.audit_host decides it again over these findings (verdicts.decide)
-
-
-# --------------------------------------------------------------------------- the audit report's view
-
-def report_entry(mon: Any) -> Optional[Json]:
-    """The continuous proof of a host as the audit report (document.py) shows it, None when the audit did not
-    say (an older one): monitored (its timer loaded and active), the last proof's time, age and verdict, and
-    whether the report's verdict is that proof (collected) and too old for the limit (stale)."""
-    if not isinstance(mon, dict):
-        return None
-    proof = mon.get("proof") if isinstance(mon.get("proof"), dict) else None
-    timer: Mapping[str, Any] = mon["timer"] if isinstance(mon.get("timer"), dict) else {}
-    return {"monitored": mon.get("monitored") is True, "timer": timer.get("active"),
-            "collected": mon.get("collected") is True, "stale": mon.get("stale") is True,
-            "max_age": mon.get("max_age"),
-            "proof": dict((k, proof.get(k)) for k in ("finished", "age_seconds", "proven", "verdict"))
-            if proof else None}
-
-
-def age_text(seconds: Any) -> str:
-    """45 s, 12 min, 3 h, 2 d."""
-    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
-        return "?"
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= 2 * size:
-            return "%d %s" % (seconds // size, unit)
-    return "%d s" % seconds
-
-
-def monitored_text(mon: Optional[Mapping[str, Any]]) -> str:
-    """One cell: whether the host is monitored and how old its last proof is (a stale collected one says so)."""
-    if not mon:
-        return "-"
-    proof = mon.get("proof")
-    age = ("proof %s old" % age_text(proof.get("age_seconds"))) if proof else "no proof yet"
-    if mon.get("stale"):
-        return "STALE: %s (limit %s)" % (age, age_text(mon.get("max_age")))
-    if mon.get("collected"):
-        return "collected: %s" % age
-    if mon.get("monitored"):
-        return "yes, %s" % age
-    return "no" + (" (timer %s; last %s)" % (mon.get("timer") or "missing", age) if proof else "")

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: metnos-sandbox-ops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Path containment, one rule for the whole core: ``under(path, root)`` is true when ``path`` is
+"""Paths under roots, one rule for the whole core: ``under(path, root)`` is true when ``path`` is
 ``root`` or lies below it, component by component (``/etc2`` is not under ``/etc``), whatever
 trailing slash ``root`` carries. Both are absolute, already normalised or resolved by the caller:
 this is text, so resolve before judging. ``Roots`` asks the same rule of a fixed set of roots at

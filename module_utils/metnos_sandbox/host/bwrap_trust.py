@@ -168,7 +168,7 @@ def package_state(manager: str, name: str, path: str, runner: bwrap.Runner = bwr
 
 # --------------------------------------------------------------------------- one binary, a run's set
 
-class Ledger(object):
+class Verifications(object):
     """The verifications of one audit, so that a file is asked of its package manager once per audit (the
     host's facts, the service's bwrap and the probe's run verify the same file, often). A verification is
     reused only for the same path, resolving to the same file with the same identity (device, inode, size,
@@ -222,10 +222,10 @@ def _verified(path: str, real: str, runner: bwrap.Runner,
 
 def verify(path: str, runner: bwrap.Runner = bwrap.default_runner, accepted: t.Sequence[str] = (),
            tool_on: t.Callable[[str], t.Optional[str]] = package_owner.find_tool,
-           ledger: t.Optional[Ledger] = None) -> Json:
+           verifications: t.Optional[Verifications] = None) -> Json:
     """The trust of one bwrap path: {path, realpath, ident [dev, ino], sha256, package, state, detail,
     trusted}. The file is identified before and after it is verified: a file that changed meanwhile is not
-    verified. ``ledger``: the audit's earlier verifications (the same file is not asked about again)."""
+    verified. ``verifications``: the audit's earlier verifications (the same file is not asked about again)."""
     real = os.path.realpath(path)
     before = identity(real)
     out: Json = {"path": path, "realpath": real, "ident": before[:2] if before else None, "sha256": None,
@@ -233,11 +233,11 @@ def verify(path: str, runner: bwrap.Runner = bwrap.default_runner, accepted: t.S
     if before is None:
         out["detail"] = "%s does not exist" % real
         return out
-    found = ledger.seen(path, real, before) if ledger is not None else None
+    found = verifications.seen(path, real, before) if verifications is not None else None
     if found is None:
         found = _verified(path, real, runner, tool_on)
-        if ledger is not None and identity(real) == before:
-            ledger.keep(path, real, before, found)
+        if verifications is not None and identity(real) == before:
+            verifications.keep(path, real, before, found)
     out["sha256"], out["package"], out["state"], out["detail"] = found
     out["package"] = dict(out["package"])
     if out["state"] != "packaged" and out["sha256"] and out["sha256"] in set(accepted):
@@ -249,17 +249,17 @@ def verify(path: str, runner: bwrap.Runner = bwrap.default_runner, accepted: t.S
 
 
 def for_run(bwrap_path: str, runner: bwrap.Runner = bwrap.default_runner, accepted: t.Sequence[str] = (),
-            path_text: t.Optional[str] = None, ledger: t.Optional[Ledger] = None) -> Json:
+            path_text: t.Optional[str] = None, verifications: t.Optional[Verifications] = None) -> Json:
     """What a run trusts: {"bwrap": verify(the path the service runs), "packaged": verify(/usr/bin/bwrap) when
     that is another file, "ids": [[dev, ino] of every trusted one]}. A bare name is resolved through
     ``path_text`` (default: this process's PATH) as execvp resolves it."""
     if "/" not in bwrap_path:
         bwrap_path = bwrap.which(bwrap_path, path_text if path_text is not None
                                  else os.environ.get("PATH")) or bwrap_path
-    main = verify(bwrap_path, runner, accepted, ledger=ledger)
+    main = verify(bwrap_path, runner, accepted, verifications=verifications)
     out: Json = {"bwrap": main, "packaged": None}
     if os.path.realpath(bwrap_path) != os.path.realpath(PACKAGED_BWRAP) and os.path.exists(PACKAGED_BWRAP):
-        out["packaged"] = verify(PACKAGED_BWRAP, runner, accepted, ledger=ledger)
+        out["packaged"] = verify(PACKAGED_BWRAP, runner, accepted, verifications=verifications)
     out["ids"] = [v["ident"] for v in (main, out["packaged"]) if v and v["trusted"] and v["ident"]]
     return out
 

@@ -50,15 +50,16 @@ _PACKAGE_STATE = {"packaged": "ok"}
 
 
 def bwrap_info(bwrap_path: str, runner: bwrap.Runner = bwrap.default_runner,
-               ledger: Optional[bwrap_trust.Ledger] = None) -> Dict[str, Any]:
+               verifications: Optional[bwrap_trust.Verifications] = None) -> Dict[str, Any]:
     """Version, package, owner, mode, setuid and --help features of one bwrap; ``not_run``: what makes it not
-    root's (base/owners.py, as dicts), when it was not run at all (no version, no features asked). ``ledger``:
-    the audit's verifications (bwrap_trust.Ledger), so that the probe does not ask the package manager again, and, when
-    a verification was kept from an earlier audit, the file's answers to --version and --help with it."""
+    root's (base/owners.py, as dicts), when it was not run at all (no version, no features asked).
+    ``verifications``: the audit's (bwrap_trust.Verifications), so that the probe does not ask the package manager
+    again, and, when a verification was kept from an earlier audit, the file's answers to --version and --help
+    with it."""
     # what the package database says of the file (dpkg --verify, rpm -V, pacman -Qkk): bwrap_trust
-    trust = bwrap_trust.verify(bwrap_path, runner, ledger=ledger)
-    ident = bwrap_trust.identity(trust["realpath"]) if ledger is not None and trust["ident"] else None
-    kept = ledger.answers(bwrap_path, trust["realpath"], ident) if ledger is not None and ident else None
+    trust = bwrap_trust.verify(bwrap_path, runner, verifications=verifications)
+    ident = bwrap_trust.identity(trust["realpath"]) if verifications is not None and trust["ident"] else None
+    kept = verifications.answers(bwrap_path, trust["realpath"], ident) if verifications is not None and ident else None
     # root runs only what root owns (issue 49): judged from the filesystem before --version and --help
     not_roots = [problem._asdict() for problem in owners.as_root(bwrap_path)]
     if not_roots:
@@ -70,8 +71,9 @@ def bwrap_info(bwrap_path: str, runner: bwrap.Runner = bwrap.default_runner,
         version = bwrap.parse_version(out or err)
         rc_h, help_out, help_err = runner([bwrap_path, "--help"])
         features = bwrap.parse_features(help_out or help_err)
-        if ledger is not None and ident and rc == 0 and rc_h == 0 and bwrap_trust.identity(trust["realpath"]) == ident:
-            ledger.keep_answers(bwrap_path, trust["realpath"], ident, (version, features))
+        if (verifications is not None and ident and rc == 0 and rc_h == 0
+                and bwrap_trust.identity(trust["realpath"]) == ident):
+            verifications.keep_answers(bwrap_path, trust["realpath"], ident, (version, features))
     files = bwrap.file_facts(bwrap_path)
     if trust["ident"]:
         pkg = trust["package"]
@@ -166,8 +168,8 @@ def smoke_diagnostics(result: Mapping[str, Any]) -> List[diagnostics.Diagnostic]
 def gather(path_text: str, environment: Mapping[str, str], smoke_test: bool = True,
            smoke_user: Optional[Dict[str, Any]] = None, proc: str = "/proc", sys_root: str = "/sys", root: str = "/",
            runner: bwrap.Runner = bwrap.default_runner, cwd: str = "/", smoke_timeout: float = 20.0,
-           ledger: Optional[bwrap_trust.Ledger] = None) -> Dict[str, Any]:
-    """Everything bwrap_facts returns. ``smoke_user`` is a resolved user dict or None; ``ledger``: see
+           verifications: Optional[bwrap_trust.Verifications] = None) -> Dict[str, Any]:
+    """Everything bwrap_facts returns. ``smoke_user`` is a resolved user dict or None; ``verifications``: see
     bwrap_info()."""
     diags: List[diagnostics.Diagnostic] = []
     found = bwrap.which("bwrap", path_text, cwd=cwd)
@@ -180,7 +182,7 @@ def gather(path_text: str, environment: Mapping[str, str], smoke_test: bool = Tr
     diags.extend(kernel.diagnose(knobs))
 
     if found:
-        info = bwrap_info(found, runner=runner, ledger=ledger)
+        info = bwrap_info(found, runner=runner, verifications=verifications)
         result["bwrap"] = info
         diags.extend(binary_diagnostics(info))
     else:

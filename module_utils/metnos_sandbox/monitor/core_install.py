@@ -26,8 +26,8 @@ import zlib
 from typing import Any, Dict, List, Mapping
 
 from ..base import owners
-from ..base import sources as base_sources
 from ..base.records import Json
+from ..base.sources import SOURCE, files
 
 TOOLKIT_VERSION = "1.0.0"      # galaxy.yml's version (tests/unit/test_monitor_install.py holds them equal)
 DIGEST_CHARS = 12
@@ -43,7 +43,7 @@ class ReleaseError(ValueError):
 def core_files(directory: str) -> List[str]:
     """The core's source files in ``directory`` (relative paths such as ``base/diagnostics.py``, sorted):
     what a release holds."""
-    return base_sources.files(directory)
+    return files(directory)
 
 
 def digest(sources: Mapping[str, bytes]) -> str:
@@ -94,7 +94,7 @@ def unpack(bundle: str) -> Json:
         raise ReleaseError("the bundle holds no sources")
     sources = {}
     for name, text in data["sources"].items():
-        if not isinstance(name, str) or not base_sources.SOURCE.match(name) or not isinstance(text, str):
+        if not isinstance(name, str) or not SOURCE.match(name) or not isinstance(text, str):
             raise ReleaseError("the bundle holds %r, not a source file of the core" % (str(name)[:80],))
         sources[name] = text.encode("utf-8")
     if data.get("version") != version_of(sources):
@@ -138,14 +138,14 @@ def _write(tmp: str, sources: Mapping[str, bytes], entry: bytes) -> None:
     folders = [tmp, core] + sorted(set(os.path.join(core, n.split("/")[0]) for n in sources if "/" in n))
     for path in folders[1:]:
         os.mkdir(path, 0o755)
-    files = [(os.path.join(core, name), content, 0o644) for name, content in sources.items()]
-    for path, content, mode in files + [(os.path.join(tmp, ENTRY_POINT), entry, 0o755)]:
+    written = [(os.path.join(core, name), content, 0o644) for name, content in sources.items()]
+    for path, content, mode in written + [(os.path.join(tmp, ENTRY_POINT), entry, 0o755)]:
         with open(path, "wb") as handle:
             handle.write(content)
         os.chmod(path, mode)
     for path in folders:
         os.chmod(path, 0o755)
-    for path in folders + [os.path.join(tmp, ENTRY_POINT)] + [p for p, _c, _m in files]:
+    for path in folders + [os.path.join(tmp, ENTRY_POINT)] + [p for p, _c, _m in written]:
         os.lchown(path, 0, 0)
 
 

@@ -62,11 +62,10 @@ from ..base import envflags, owners, verdicts
 from ..base.diagnostics import ERROR, Diagnostic, amend, make, sort, unit_not_found
 from ..base.records import Json, Record, Shape
 from ..host import bwrap
-from ..host.bwrap_trust import Ledger, for_run, normalise_accepted
+from ..host.bwrap_trust import Verifications, for_run, normalise_accepted
 from ..profile import host_context, python_roots, renderer, result
 from ..service import environment
-from . import blame as probe_blame
-from . import device, payload, root_proof, runners
+from . import blame, device, payload, root_proof, runners
 from .payload import User
 
 
@@ -127,10 +126,10 @@ def _user_entry(name: str) -> User:
 
 class Handed(Record):
     """The service inspection a caller already made (the audit: None when the unit is missing), so that the
-    probe does not read the unit again; and the caller's verifications of bwrap files (bwrap_trust.Ledger), so
+    probe does not read the unit again; and the caller's verifications of bwrap files (bwrap_trust.Verifications), so
     that a file the caller verified is not asked of the package manager again."""
     inspection: t.Optional[environment.Inspection]
-    ledger: t.Optional[Ledger] = None
+    verifications: t.Optional[Verifications] = None
 
 
 def _service(params: Json, runner: t.Any, out: ProbeResult, handed: t.Optional[Handed] = None) -> _Service:
@@ -237,9 +236,8 @@ def _run_in_context(params: Json, runner: t.Any, service: _Service, prof: result
                       "systemd transient unit %s as %s (no service unit)" % (unit_name, user.get("name")))
     verdict = runners.run_systemd(prof["argv"], spec, python, user, settings, run_env, timeout, unit_name, trust=trust)
     if settings and not verdicts.probe_passed(verdict) and not verdict["timed_out"] and params.get("blame", True):
-        out["blame"] = probe_blame.diagnose(prof["argv"], spec, python, user, settings, timeout, verdict,
-                                            probe_blame.bounds(params),
-                                            trust=trust)
+        out["blame"] = blame.diagnose(prof["argv"], spec, python, user, settings, timeout, verdict,
+                                      blame.bounds(params), trust=trust)
     return verdict
 
 
@@ -292,7 +290,7 @@ def _blamed_by_experiment(out: ProbeResult, unit: t.Optional[str], svc: t.Option
     """blame.findings() of the experiment's record (None when none ran)."""
     if not out.get("blame"):
         return None
-    return probe_blame.findings(out["blame"], unit or "", (svc.get("diagnostics") if svc is not None else None) or [])
+    return blame.findings(out["blame"], unit or "", (svc.get("diagnostics") if svc is not None else None) or [])
 
 
 def probe_service(params: Json, runner: t.Any, inspection: t.Optional[Handed] = None) -> ProbeResult:
@@ -335,7 +333,7 @@ def _probe(params: Json, runner: t.Any, inspection: t.Optional[Handed] = None) -
         extra.append(service.user["home"])
     spec = payload.expectations(prof, extra_absent=extra)
     accepted, _refused = normalise_accepted(params.get("accept_bwrap_sha256") or [])
-    trust = for_run(prof["argv"][0], runner, accepted, ledger=inspection.ledger if inspection
+    trust = for_run(prof["argv"][0], runner, accepted, verifications=inspection.verifications if inspection
                     else None)
     findings = runners.bwrap_binary_findings(prof["argv"][0], runner, trust)
     verdict = _run_in_context(params, runner, service, prof, spec, python, out, trust)

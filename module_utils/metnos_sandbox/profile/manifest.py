@@ -31,7 +31,7 @@ from __future__ import absolute_import, annotations, division, print_function
 import re
 from typing import Any, Dict, List, Optional
 
-from ..base.diagnostics import ERROR, Diagnostic, capped, excerpt, make
+from ..base.diagnostics import ERROR, LOAD_CODES, Diagnostic, capped, excerpt, make
 from ..base.records import Record
 from . import globs, model, reader
 
@@ -339,7 +339,7 @@ def _from_record(record: Dict[str, Any]) -> List[Diagnostic]:
     body = record.get(model.REFUSAL_KEY)
     code = body.get("code") if isinstance(body, dict) else None
     message = body.get("message") if isinstance(body, dict) else None
-    if code not in model.LOAD_CODES or not isinstance(message, str):
+    if code not in LOAD_CODES or not isinstance(message, str):
         return [model.err("manifest_invalid", model.REFUSAL_KEY, body, "a refusal record made by this toolkit")]
     return [make(code, wording="relayed",
                  fill={"relayed": excerpt(message, 400)[1:-1]}, field="(file)")]

@@ -12,7 +12,7 @@ import difflib
 import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
-from ..base import diagnostics as base_diagnostics
+from ..base.diagnostics import Diagnostic, excerpt, make
 from ..base.records import Record, Shape
 
 # ---- documented limits (docs/profile-invariants.md); each has its own refusal code ----
@@ -137,13 +137,12 @@ ARG_KEYS = ("kind", "within")
 # The one refusal record a controller-side face hands over when it could not load a manifest
 # (see transport()); coerce() turns it back into the same refusal on the host.
 REFUSAL_KEY = "metnos_manifest_refused"
-LOAD_CODES = base_diagnostics.LOAD_CODES
 
 
 class ManifestError(ValueError):
     """A manifest is refused. ``diagnostics`` holds one entry per problem."""
 
-    def __init__(self, diagnostics: List[base_diagnostics.Diagnostic]) -> None:
+    def __init__(self, diagnostics: List[Diagnostic]) -> None:
         self.diagnostics = diagnostics
         ValueError.__init__(self, "; ".join(d["message"] for d in diagnostics))
 
@@ -186,7 +185,7 @@ class Capability(object):
         return self.mode in WRITE_MODES or self.kind == Kind.DIALOG
 
     def __repr__(self) -> str:
-        return "Capability(%s)" % base_diagnostics.excerpt(self.text)
+        return "Capability(%s)" % excerpt(self.text)
 
 
 class ArgumentSpec(Shape):
@@ -237,22 +236,20 @@ class Manifest(object):
 class Refuse(Exception):
     """Internal: stop loading at the first structural refusal (bounded work)."""
 
-    def __init__(self, diag: base_diagnostics.Diagnostic) -> None:
+    def __init__(self, diag: Diagnostic) -> None:
         Exception.__init__(self, diag["code"])
         self.diag = diag
 
 
 def refuse(code: str, field: str, wording: str, fill: Optional[Mapping[str, Any]] = None, **extra: Any) -> Refuse:
     """A structural refusal: the code's registered ``wording``, its placeholders from ``fill`` (excerpts)."""
-    return Refuse(base_diagnostics.make(code, wording=wording, fill=fill, field=field, **extra))
+    return Refuse(make(code, wording=wording, fill=fill, field=field, **extra))
 
 
-def err(code: str, field: str, value: Any, expected: str, **extra: Any) -> base_diagnostics.Diagnostic:
+def err(code: str, field: str, value: Any, expected: str, **extra: Any) -> Diagnostic:
     """A refusal naming the field, a short escaped excerpt of the value and the accepted forms."""
-    result: base_diagnostics.Diagnostic = base_diagnostics.make(code, wording="refused", fill={"expected": expected},
-                                                                field=field,
-                                                                value=base_diagnostics.excerpt(value),
-                                                                **extra)
+    result: Diagnostic = make(code, wording="refused", fill={"expected": expected}, field=field,
+                              value=excerpt(value), **extra)
     return result
 
 

@@ -17,9 +17,9 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from urllib.parse import quote
 
 from ..audit import profile_states
-from ..audit.monitor_state import monitored_text
 from . import command_kind, containment_text
 from .baseline import finding_key, subject
+from .monitor_text import monitored_text
 
 ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report_assets")
 ACT_SHOWN = 100     # HTML: hosts to act on laid out with their findings and fixes (the others open from the table)

@@ -13,9 +13,9 @@ from __future__ import absolute_import, annotations, division, print_function
 
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple, TypedDict
 
-from ..audit import monitor_state
 from ..base import diagnostics
 from ..base.diagnostics import Diagnostic
+from . import monitor_text
 
 # Failure records metnos_audit (or spool.read_spooled) keeps with their own code and its placeholders ("context").
 ANSWERED_WITHOUT_RESULT = ("audit_result_unframed", "audit_transport_unsupported", "host_not_audited",
@@ -167,7 +167,7 @@ def from_result(name: str, res: Any) -> HostRecord:
                     "user": (svc.get("user") or {}).get("name"), "environment": svc.get("environment"),
                     "provenance": svc.get("provenance")} if svc else None,
         "profiles": res.get("profiles") or [],
-        "monitor": monitor_state.report_entry(res.get("monitor")),
+        "monitor": monitor_text.report_entry(res.get("monitor")),
         "containment": res.get("containment"),         # audit/containment.py: where executors run, at what level
         "probe": {"passed": probe.get("passed"), "context": probe.get("context"),
                   "confidence": probe.get("confidence"), "view": PROBE_VIEW,
@@ -187,7 +187,7 @@ class Row(NamedTuple):
     bwrap: Optional[Tuple[Any, Any]]         # (version, revision), None without bwrap
     service: Optional[Tuple[Any, Any]]       # (unit, its verdict), None without a service
     probe: str                               # passed, FAILED, or "-" without a probe
-    monitored: str                           # monitor_state.monitored_text
+    monitored: str                           # monitor_text.monitored_text
 
 
 def row(h: HostRecord) -> Row:
@@ -198,7 +198,7 @@ def row(h: HostRecord) -> Row:
                (bw.get("version"), bw.get("revision")) if bw else None,
                (svc.get("unit"), svc.get("verdict")) if svc else None,
                ("passed" if probe.get("passed") else "FAILED") if probe else "-",
-               monitor_state.monitored_text(h.get("monitor")))
+               monitor_text.monitored_text(h.get("monitor")))
 
 
 def codes(h: HostRecord, include_info: bool = False) -> List[str]:

@@ -610,9 +610,11 @@ class Inspection(Record):
     env: Optional[Dict[str, str]]
 
 
-def inspect(p: Params, runner: bwrap.Runner, ledger: Optional[bwrap_trust.Ledger] = None) -> Optional[Inspection]:
+def inspect(p: Params, runner: bwrap.Runner,
+            verifications: Optional[bwrap_trust.Verifications] = None) -> Optional[Inspection]:
     """gather() + evaluate(): the whole service-environment result, or None when the unit is missing.
-    ``ledger``: the audit's verifications of bwrap files (bwrap_trust.Ledger), reused for the service's bwrap."""
+    ``verifications``: the audit's verifications of bwrap files (bwrap_trust.Verifications), reused for the
+    service's bwrap."""
     try:
         g = gather(p, runner)
     except systemd_unit.UnitError:
@@ -622,8 +624,10 @@ def inspect(p: Params, runner: bwrap.Runner, ledger: Optional[bwrap_trust.Ledger
                            "diagnostics": [make("unit_masked", unit=p["unit"])]}, None)
     admin_path = p.get("admin_path") if p.get("admin_path") is not None else os.environ.get("PATH", "")
     grants = list(p.get("grants") or [])           # the folders the stored profiles grant (the module's)
-    result = evaluate(Evaluation(p["unit"], g, admin_path,
-                                 lambda path: facts.bwrap_info(path, runner=runner, ledger=ledger), grants))
+
+    def bwrap_info(path: str) -> Dict[str, Any]:
+        return facts.bwrap_info(path, runner=runner, verifications=verifications)
+    result = evaluate(Evaluation(p["unit"], g, admin_path, bwrap_info, grants))
     user = result["user"]
     if user.get("missing"):
         result["diagnostics"].insert(0, make("service_user_missing", user=user["name"],
