@@ -191,9 +191,9 @@ CODES.extend([
                "narrow a capability, never widen it. A 'within' scope written as a glob is a pattern: the value "
                "must be at or below a path it matches (with 'within: [/srv/notes/*.md]' the folder /srv/notes "
                "itself is outside).",
-         detection="Normalisation of the value, then whether it lies under a declared root (paths.under) and a "
-                   "match of the glob below it ('**' any number of components, '*' '?' '[...]' within one, '{a,b}' "
-                   "alternatives; a pattern with more than 64 alternatives or 65,536 matching steps matches nothing).",
+         detection="Normalisation of the value, then containment in the declared roots and a match of the glob "
+                   "below them ('**' any number of components, '*' '?' '[...]' within one, '{a,b}' alternatives; "
+                   "a pattern with more than 64 alternatives or 65,536 matching steps matches nothing).",
          remediation=["\"${EDITOR:-vi}\" <manifest>"],
          messages={"outside": "{field}={value} resolves to {path}, outside the declared scope {within} (R-ARG-1: "
                               "narrow, never widen)",
@@ -205,8 +205,8 @@ CODES.extend([
          title="An argument value leads out of its scope through a symlink",
          cause="The argument's path is inside the scope lexically but a symlink on it resolves outside (or to a "
                "path the 'within' pattern does not match).",
-         detection="realpath() of the value, then whether it lies under the realpath of a declared root and the "
-                   "same pattern match below it.",
+         detection="realpath() of the value, then containment in the realpath of the declared roots and the same "
+                   "pattern match below them.",
          remediation=["readlink -f <path>"],
          messages={"symlink": "{field}={value}: {path} leads through a symlink to {real}, outside {inside} (R-ARG-1)"},
          hint="Pass the real path (the command prints it), or remove the symlink that points outside the scope."),
