@@ -54,8 +54,6 @@ UNTIL_MERGED = {
     },
     # rule e: (file, function) taking more than MAX_PARAMETERS parameters
     "parameters": {
-        ("module_utils/metnos_sandbox/base/registry.py", "restriction"): "8",
-        ("module_utils/metnos_sandbox/base/registry.py", "__init__"): "Code: 12, called by keywords",
         ("module_utils/metnos_sandbox/host/facts.py", "gather"): "11",
         ("module_utils/metnos_sandbox/probe/blame.py", "diagnose"): "9",
         ("module_utils/metnos_sandbox/probe/device.py", "prove"): "8",
