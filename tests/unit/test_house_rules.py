@@ -55,17 +55,6 @@ UNTIL_MERGED = {
     # rule e: (file, function) taking more than MAX_PARAMETERS parameters
     "parameters": {
         ("module_utils/metnos_sandbox/host/facts.py", "gather"): "11",
-        ("module_utils/metnos_sandbox/probe/blame.py", "diagnose"): "9",
-        ("module_utils/metnos_sandbox/probe/device.py", "prove"): "8",
-        ("module_utils/metnos_sandbox/probe/reaper.py", "_exec_bwrap"): "8",
-        ("module_utils/metnos_sandbox/probe/reaper.py", "_reap"): "9",
-        ("module_utils/metnos_sandbox/probe/reaper.py", "_fork_reaper"): "8",
-        ("module_utils/metnos_sandbox/probe/reaper.py", "run_reaped"): "10",
-        ("module_utils/metnos_sandbox/probe/run.py", "_run_in_context"): "8",
-        ("module_utils/metnos_sandbox/probe/runners.py", "run"): "9",
-        ("module_utils/metnos_sandbox/probe/runners.py", "run_verdict"): "12",
-        ("module_utils/metnos_sandbox/probe/runners.py", "_judge_run"): "10",
-        ("module_utils/metnos_sandbox/probe/runners.py", "run_systemd"): "10",
         ("module_utils/metnos_sandbox/profile/invariants.py", "_check_bind"): "9",
         ("module_utils/metnos_sandbox/service/enforce.py", "enforce_plan"): "10",
         ("module_utils/metnos_sandbox/service/restrictions.py", "_restriction"): "8",

@@ -104,9 +104,9 @@ def verdict(obs, outside, host, result=None):
            "tree": copy.deepcopy(TREE), "pid": 4241,
            "duration": 0.1}
     res.update(result or {})
-    return runners.run_verdict(["bwrap", "<payload>"], res, obs, outside, SPEC, host, None, 5,
-                               trust=copy.deepcopy(TRUST),
-                       payload=["python3", "-I", "-S", "-c", "PAYLOAD", "{}"])
+    started = runners.Started(shown=["bwrap", "<payload>"], spec=SPEC, host=host, user=None, timeout=5,
+                              trust=copy.deepcopy(TRUST), payload=["python3", "-I", "-S", "-c", "PAYLOAD", "{}"])
+    return runners.run_verdict(started, res, obs, outside)
 
 
 @pytest.mark.rule("R-DIAG-3")
