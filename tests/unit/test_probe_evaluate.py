@@ -225,6 +225,19 @@ def test_each_outcome_has_its_own_code(result, code, text):
     assert v["setup_failed"] is (code == "probe_setup_failed")
 
 
+def test_the_verdict_names_what_the_run_started():
+    """Started's fields reach the findings: the run's user, the bwrap tool named and its timeout (issue 55)."""
+    _obs, _outside, host = good()
+    res = {"rc": 0, "stderr": "", "json_status": {}, "timed_out": False, "tree": copy.deepcopy(TREE), "pid": 4241,
+           "duration": 0.1}
+    started = runners.Started(shown=["bwrap", "<payload>"], spec=SPEC, host=host, user={"name": "metnos"},
+                              timeout=5, tool="/opt/look-alike", trust=copy.deepcopy(TRUST))
+    said = runners.run_verdict(started, res, None, None)["diagnostics"][0]["message"]
+    assert "as metnos" in said and "/opt/look-alike exited with status 0" in said
+    timed = runners.run_verdict(started._replace(timeout=7), dict(res, timed_out=True, rc=None), None, None)
+    assert "7" in timed["diagnostics"][0]["message"]
+
+
 def test_timeout_after_the_payload_was_read_still_judges_it():
     """A look-alike that never exits after running the payload unsandboxed: the evidence read while the
     payload waited is judged, and the timeout is reported too; a sandbox that holds but timed out fails."""
