@@ -233,8 +233,7 @@ def main():
     module = build_module()
     p = module.params
     path_text, environment, user = spec.checked(module.fail_json, "bwrap_facts", lambda: _options(p))
-    result = facts.gather(path_text, environment, smoke_test=p["smoke_test"], smoke_user=user,
-                          smoke_timeout=p["timeout"])
+    result = facts.gather(path_text, environment, facts.SmokeTest(run=p["smoke_test"], user=user, timeout=p["timeout"]))
     result["status_view"] = ("runtime status() for the %s (a view, not the service's and not a proof; see "
                              "metnos_service_env and sandbox_probe)" % (
                                  "PATH/environment given" if p["path"] is not None or p["environment"] is not None

@@ -238,6 +238,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.serv
 )
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.service.enforce import (
     ENV_FILE_SUFFIX,
+    PlanInputs,
     add_keyring_filter,
     enforce_plan,
 )
@@ -323,10 +324,11 @@ def enforce(module, p, result):
     resolved = result.get("bwrap_resolved")
     info_bwrap = facts.bwrap_info(resolved, runner=bwrap.module_runner(module)) if resolved else None
     visible = env_path if p["root"] in ("/", "") else "/" + os.path.relpath(env_path, p["root"])
-    plan = enforce_plan(p["unit"], state, env, prov, user, p["sandbox_path"], visible,
-                        relax=p["relax_restrictions"], bwrap_info=info_bwrap,
-                        package_of=lambda path: package_owner.package_facts(
-                            path, bwrap.module_runner(module)))
+    plan = enforce_plan(PlanInputs(unit=p["unit"], state=state, env=env, prov=prov, user=user,
+                                   sandbox_path=p["sandbox_path"], env_file_path=visible,
+                                   relax=p["relax_restrictions"], bwrap_info=info_bwrap,
+                                   package_of=lambda path: package_owner.package_facts(
+                                       path, bwrap.module_runner(module))))
     if p["filter_keyrings"]:
         add_keyring_filter(plan, state["settings"], user, info_bwrap)
     targets = [(env_path, plan["env_file"]), (path, plan["dropin"])]

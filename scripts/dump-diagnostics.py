@@ -62,7 +62,8 @@ PLACEHOLDER = getattr(diagnostics, "PLACEHOLDER", None) or diagnostics._PLACEHOL
 def registry():
     out = []
     for _code, entry in sorted(diagnostics.REGISTRY.items()):
-        out.append(dict((k, getattr(entry, k)) for k in entry.__slots__))
+        # A Code's fields (a record since issue 55; a class with __slots__ before it).
+        out.append(dict((k, getattr(entry, k)) for k in getattr(entry, "_fields", None) or entry.__slots__))
     return out
 
 

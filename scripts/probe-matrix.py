@@ -46,7 +46,7 @@ def main():
             payload = importlib.import_module("metnos_sandbox.probe.payload")
             runners = importlib.import_module("metnos_sandbox.probe.runners")
             core = types.SimpleNamespace(expectations=payload.expectations, run=runners.run,
-                                         run_systemd=runners.run_systemd)
+                                         run_systemd=runners.run_systemd, RunSpec=getattr(runners, "RunSpec", None))
     rows = [r for r in probe_mutations.ROWS if not args.rows or r.name in args.rows.split(",")]
     out, missed, wrong = [], 0, 0
     with probe_mutations.Bench() as bench:

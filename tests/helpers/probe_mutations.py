@@ -1264,7 +1264,8 @@ def sha256(path):
 
 
 # What run_row needs of a probe: this checkout's, or another checkout's (scripts/probe-matrix.py --core).
-CORE = types.SimpleNamespace(expectations=payload.expectations, run=runners.run, run_systemd=runners.run_systemd)
+CORE = types.SimpleNamespace(expectations=payload.expectations, run=runners.run, run_systemd=runners.run_systemd,
+                             RunSpec=runners.RunSpec)
 
 
 def run_row(row, user, bench, profile=None, core=CORE, systemd=False, timeout=30, properties=()):
@@ -1282,13 +1283,21 @@ def run_row(row, user, bench, profile=None, core=CORE, systemd=False, timeout=30
         # except where the row changes what the probe sees
         trust = None if row.isolate or core is not CORE else bench.trust(argv[0], accept)
         func = core.run_systemd if systemd else core.run
-        # another checkout's core (scripts/probe-matrix.py --core, e.g. main's) may predate the trust options
+        assignments = {"assignments": [(k, v, "test") for k, v in props]}
+        unit = "metnos-probe-matrix-%s" % row.name
+        if getattr(core, "RunSpec", None) is not None:      # the run's inputs as one record (issue 55)
+            job = core.RunSpec(argv=argv, spec=spec, python=PYTHON, timeout=timeout, trust=trust, accept_sha256=accept)
+            if systemd:
+                entry = pwd.getpwnam(user)
+                return func(job, {"name": user, "uid": entry.pw_uid, "gid": entry.pw_gid}, assignments,
+                            {"PATH": "/usr/bin:/bin"}, unit)
+            return func(job, user=bench.user(user))
+        # another checkout's core (scripts/probe-matrix.py --core, e.g. main's) may predate the record and the trust
         more = {"accept_sha256": accept, "trust": trust} if "trust" in inspect.signature(func).parameters else {}
         if systemd:
             entry = pwd.getpwnam(user)
             return func(argv, spec, PYTHON, {"name": user, "uid": entry.pw_uid, "gid": entry.pw_gid},
-                        {"assignments": [(k, v, "test") for k, v in props]}, {"PATH": "/usr/bin:/bin"},
-                        timeout, "metnos-probe-matrix-%s" % row.name, **more)
+                        assignments, {"PATH": "/usr/bin:/bin"}, timeout, unit, **more)
         return func(argv, spec, PYTHON, user=bench.user(user), timeout=timeout, **more)
 
     undo = row.plant(user) if row.plant else None

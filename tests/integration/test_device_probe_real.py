@@ -24,7 +24,8 @@ PYTHON = "/usr/bin/python3"
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
 # The device's proof run by nobody: the bare core (relative imports), as the audit's payload runs it.
 AS_NOBODY = ("import json, sys; sys.path.insert(0, sys.argv[1]); from metnos_sandbox.probe import device; "
-             "print(json.dumps(device.prove(json.loads(sys.argv[2]), sys.argv[3], sys.argv[4] == 'host', 20)))")
+             "profile = device.DeviceProfile(argv=json.loads(sys.argv[2]), host_network=sys.argv[4] == 'host'); "
+             "print(json.dumps(device.prove(profile, sys.argv[3], 20)))")
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +52,7 @@ def rendered(tree, caps=(), placement="device"):
 
 def prove(argv, user, host_network=False):
     if user == "root":
-        return device.prove(argv, PYTHON, host_network, 20)
+        return device.prove(device.DeviceProfile(argv=argv, host_network=host_network), PYTHON, 20)
     out = subprocess.run(NOBODY + [PYTHON, "-I", "-c", AS_NOBODY, CORE, json.dumps(argv), PYTHON,
                                    "host" if host_network else "none"],
                          capture_output=True, text=True, timeout=120, check=True)
@@ -61,7 +62,8 @@ def prove(argv, user, host_network=False):
 # Root without CAP_SYS_PTRACE (root in a container) starting bwrap as nobody (the service's user): the payload's
 # namespace links are refused to root and read with the payload's own credentials.
 AS_ROOT_WITHOUT_PTRACE = ("import json, sys; sys.path.insert(0, sys.argv[1]); from metnos_sandbox.probe import device; "
-                          "print(json.dumps(device.prove(json.loads(sys.argv[2]), sys.argv[3], False, 20, "
+                          "profile = device.DeviceProfile(argv=json.loads(sys.argv[2])); "
+                          "print(json.dumps(device.prove(profile, sys.argv[3], 20, "
                           "user={'uid': 65534, 'gid': 65534})))")
 
 
@@ -174,14 +176,16 @@ def test_root_without_cap_sys_ptrace_proves_the_service_users_sandbox_and_catche
 def test_a_declared_downgrade_is_reported_as_declared_and_excuses_only_its_own_flag(tree):
     reason = "this client's platform gives no PID namespace"
     argv = without(rendered(tree)["argv"], "--unshare-pid")
-    result = device.prove(argv, PYTHON, False, 20, downgrades=[{"flag": "--unshare-pid", "reason": reason}])
+    result = device.prove(device.DeviceProfile(argv=argv, downgrades=[{"flag": "--unshare-pid", "reason": reason}]),
+                          PYTHON, 20)
     assert result["passed"] and codes(result) == ["device_profile_downgraded"], result["diagnostics"]
     assert all(d["severity"] == "warning" and reason in d["message"] for d in result["diagnostics"])
     excused = [c for c in result["checks"] if not c["ok"]]
     assert sorted(c["name"] for c in excused) == ["device_deadline_kills_group", "device_pid_namespace"]
     assert all(c["declared_downgrade"] == {"flag": "--unshare-pid", "reason": reason} for c in excused)
     # declaring the other flag excuses nothing of this one
-    result = device.prove(argv, PYTHON, False, 20, downgrades=[{"flag": "--new-session", "reason": reason}])
+    result = device.prove(device.DeviceProfile(argv=argv, downgrades=[{"flag": "--new-session", "reason": reason}]),
+                          PYTHON, 20)
     assert not result["passed"]
     assert codes(result) == ["probe_device_deadline_escaped", "probe_device_pid_shared"]
 
@@ -202,7 +206,7 @@ def test_probe_service_reports_a_declared_downgrade_without_failing(tree):
                          ids=["no_bwrap", "setup_fails"])
 def test_a_payload_that_never_reports_fails_and_leaves_nothing(argv):
     before = set(n for n in os.listdir("/tmp") if n.startswith(".metnos-"))
-    result = device.prove(argv, PYTHON, False, 10)
+    result = device.prove(device.DeviceProfile(argv=argv), PYTHON, 10)
     assert not result["passed"] and codes(result) == ["probe_device_check_failed"]
     assert failed(result) == ["device_payload"]
     assert set(n for n in os.listdir("/tmp") if n.startswith(".metnos-")) == before

@@ -68,7 +68,8 @@ def probe(root, prof, argv=None):
     extra = [root + "/executors/other", root + "/integrations", root + "/mail", root + "/dialog",
              root + "/undo", root + "/notes", root + "/reports", root + "/sheets"]
     spec = payload.expectations(prof, extra_absent=extra)
-    return spec, runners.run(argv or prof["argv"], spec, "/usr/bin/python3", user=USER)
+    job = runners.RunSpec(argv=argv or prof["argv"], spec=spec, python="/usr/bin/python3")
+    return spec, runners.run(job, user=USER)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -146,7 +147,7 @@ def test_refused_write_is_not_proof(tree):
     try:
         spec = payload.expectations(prof)
         spec["absent"] = [secret + "/inner"]
-        verdict = runners.run(prof["argv"], spec, "/usr/bin/python3", user=USER)
+        verdict = runners.run(runners.RunSpec(argv=prof["argv"], spec=spec, python="/usr/bin/python3"), user=USER)
     finally:
         os.chown(tree + "/reports", NOBODY.pw_uid, NOBODY.pw_gid)
         shutil.rmtree(secret)
@@ -172,7 +173,8 @@ def test_hanging_payload_is_killed_at_timeout(tree):
     os.chmod(hang, 0o755)
     prof = render_case(tree, "strict")
     start = time.time()
-    verdict = runners.run(prof["argv"], payload.expectations(prof), hang, user=USER, timeout=2)
+    verdict = runners.run(runners.RunSpec(argv=prof["argv"], spec=payload.expectations(prof), python=hang, timeout=2),
+                          user=USER)
     assert time.time() - start < 15
     assert verdict["passed"] is False and verdict["timed_out"] is True
     # the fake interpreter's background sleeps ran beside the payload: each is found (issue 20), then killed

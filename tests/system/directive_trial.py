@@ -278,7 +278,8 @@ def bwrap_trial():
     # database): the bwrap is accepted by its own sha256 (the matrix proves the probe's package check)
     with open("/usr/bin/bwrap", "rb") as handle:
         accept = [hashlib.sha256(handle.read()).hexdigest()]
-    verdict = runners.run(prof["argv"], spec, "/usr/bin/python3", timeout=60, accept_sha256=accept)
+    verdict = runners.run(runners.RunSpec(argv=prof["argv"], spec=spec, python="/usr/bin/python3", timeout=60,
+                                          accept_sha256=accept))
     cause = (verdict.get("classification") or {}).get("cause")
     # keyring_own is left out: a payload run directly inside any unit holds that unit's session keyring (systemd's
     # KeyringMode=, podman's container keyring under inherit), whatever the directive; the trials measure what

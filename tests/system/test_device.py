@@ -30,7 +30,8 @@ argv = json.load(open("%s"))["argv"]
 user = pwd.getpwnam("metnos")
 for drop in sys.argv[1:]:
     words = [w for w in argv if w != drop] if drop != "-" else argv
-    got = device.prove(words, "/usr/bin/python3", False, 20, user={"uid": user.pw_uid, "gid": user.pw_gid})
+    got = device.prove(device.DeviceProfile(argv=words), "/usr/bin/python3", 20,
+                       user={"uid": user.pw_uid, "gid": user.pw_gid})
     print(json.dumps({"drop": drop, "passed": got["passed"],
                       "codes": sorted(set(d["code"] for d in got["diagnostics"])),
                       "failed": [c["name"] for c in got["checks"] if not c["ok"]]}))

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import host_audit, profile_states
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics, registry
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import (
     host_context,
@@ -285,3 +285,42 @@ def test_one_host_report_lists_a_finding_once(monkeypatch):
     longer = dict(svc_diag, message=svc_diag["message"] + " The probe failed in this unit's context.")
     assert len(diagnostics.union([svc_diag], [longer])) == 2 and diagnostics.union([svc_diag], [blamed]) == [blamed]
     assert json.loads(json.dumps(blamed)) == dict(blamed)       # a restatement serialises as a plain finding
+
+
+# ------------------------------------------------------------------ a Code is data, built by keywords (issue 55)
+def test_every_code_is_built_by_keywords():
+    """Each Code(...) and Restriction(...) of codes_*.py names every field (a Code is a record: by position, a
+    title and a cause could swap silently)."""
+    positional = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "module_utils", "metnos_sandbox", "base", "codes_*.py"))):
+        with open(path, encoding="utf-8") as handle:
+            tree = ast.parse(handle.read(), path)
+        positional += ["%s:%d" % (os.path.basename(path), node.lineno) for node in ast.walk(tree)
+                       if isinstance(node, ast.Call) and _name(node.func) in ("Code", "Restriction") and node.args]
+    assert not positional, positional
+
+
+def test_the_registry_refuses_an_unknown_severity_or_section():
+    planted = registry.Code(code="planted_code", severity="fatal", rule="R-DIAG-1", section=registry.PROBE,
+                            title="t", cause="c", detection="d", remediation=[])
+    with pytest.raises(ValueError, match="planted_code: severity 'fatal'"):
+        registry.registered(planted)
+    with pytest.raises(ValueError, match="section 'elsewhere'"):
+        registry.registered(planted._replace(severity=registry.ERROR, section="elsewhere"))
+
+
+def test_each_registered_code_owns_its_texts():
+    """Codes that share one dict of messages (REFUSED, JUDGED) or variants each hold a copy: a shared text added
+    to one (diagnostics.py adds "relayed" and the experiment's) reaches no other code."""
+    shared = {"": "{path}"}
+    first, second = (registry.registered(registry.Code(
+        code=name, severity=registry.ERROR, rule="R-DIAG-1", section=registry.PROBE, title="t", cause="c",
+        detection="d", remediation=["ls {path}"], messages=shared)) for name in ("first_code", "second_code"))
+    added = registry.with_shared(first, {"relayed": "{relayed}", "": "not mine"}, {"other": ("true",)}, {})
+    assert added.messages == {"": "{path}", "relayed": "{relayed}"} and added.variants == {"other": ("true",)}
+    assert second.messages == shared == {"": "{path}"} and first.messages == {"": "{path}"}
+    assert added.remediation == ("ls {path}",)
+    relayed = [code for code in diagnostics.LOAD_CODES if "relayed" in diagnostics.spec(code).messages]
+    assert relayed == list(diagnostics.LOAD_CODES)
+    assert [c for c, entry in diagnostics.REGISTRY.items()
+            if "relayed" in entry.messages and c not in diagnostics.LOAD_CODES] == []

@@ -41,26 +41,7 @@ MAX_LOGICAL_LINES = 650
 # test_the_allow_lists_hold_only_live_offenders, so a list cannot go stale.
 UNTIL_MERGED = {
     # rule e: (file, function) taking more than MAX_PARAMETERS parameters
-    "parameters": {
-        ("module_utils/metnos_sandbox/base/registry.py", "restriction"): "8",
-        ("module_utils/metnos_sandbox/base/registry.py", "__init__"): "Code: 12, called by keywords",
-        ("module_utils/metnos_sandbox/host/facts.py", "gather"): "11",
-        ("module_utils/metnos_sandbox/probe/blame.py", "diagnose"): "9",
-        ("module_utils/metnos_sandbox/probe/device.py", "prove"): "8",
-        ("module_utils/metnos_sandbox/probe/reaper.py", "_exec_bwrap"): "8",
-        ("module_utils/metnos_sandbox/probe/reaper.py", "_reap"): "9",
-        ("module_utils/metnos_sandbox/probe/reaper.py", "_fork_reaper"): "8",
-        ("module_utils/metnos_sandbox/probe/reaper.py", "run_reaped"): "10",
-        ("module_utils/metnos_sandbox/probe/run.py", "_run_in_context"): "8",
-        ("module_utils/metnos_sandbox/probe/runners.py", "run"): "9",
-        ("module_utils/metnos_sandbox/probe/runners.py", "run_verdict"): "12",
-        ("module_utils/metnos_sandbox/probe/runners.py", "_judge_run"): "10",
-        ("module_utils/metnos_sandbox/probe/runners.py", "run_systemd"): "10",
-        ("module_utils/metnos_sandbox/profile/invariants.py", "_check_bind"): "9",
-        ("module_utils/metnos_sandbox/service/enforce.py", "enforce_plan"): "10",
-        ("module_utils/metnos_sandbox/service/restrictions.py", "_restriction"): "8",
-        ("module_utils/metnos_sandbox/service/unit_preflight.py", "build"): "9",
-    },
+    "parameters": {},
 }
 # Rule f's one exception, with its reason (the same as tests/unit/test_core_layout.py's).
 OWN_LIMITS = {"module_utils/metnos_sandbox/profile/descriptors.py": 720}     # the launcher's core ships alone

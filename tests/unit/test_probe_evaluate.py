@@ -106,9 +106,9 @@ def verdict(obs, outside, host, result=None):
            "tree": copy.deepcopy(TREE), "pid": 4241,
            "duration": 0.1}
     res.update(result or {})
-    return runners.run_verdict(["bwrap", "<payload>"], res, obs, outside, SPEC, host, None, 5,
-                               trust=copy.deepcopy(TRUST),
-                       payload=["python3", "-I", "-S", "-c", "PAYLOAD", "{}"])
+    started = runners.Started(shown=["bwrap", "<payload>"], spec=SPEC, host=host, user=None, timeout=5,
+                              trust=copy.deepcopy(TRUST), payload=["python3", "-I", "-S", "-c", "PAYLOAD", "{}"])
+    return runners.run_verdict(started, res, obs, outside)
 
 
 @pytest.mark.rule("R-DIAG-3")
@@ -225,6 +225,19 @@ def test_each_outcome_has_its_own_code(result, code, text):
     assert [d["code"] for d in v["diagnostics"]] == [code]
     assert text in v["diagnostics"][0]["message"]
     assert v["setup_failed"] is (code == "probe_setup_failed")
+
+
+def test_the_verdict_names_what_the_run_started():
+    """Started's fields reach the findings: the run's user, the bwrap tool named and its timeout (issue 55)."""
+    _obs, _outside, host = good()
+    res = {"rc": 0, "stderr": "", "json_status": {}, "timed_out": False, "tree": copy.deepcopy(TREE), "pid": 4241,
+           "duration": 0.1}
+    started = runners.Started(shown=["bwrap", "<payload>"], spec=SPEC, host=host, user={"name": "metnos"},
+                              timeout=5, tool="/opt/look-alike", trust=copy.deepcopy(TRUST))
+    said = runners.run_verdict(started, res, None, None)["diagnostics"][0]["message"]
+    assert "as metnos" in said and "/opt/look-alike exited with status 0" in said
+    timed = runners.run_verdict(started._replace(timeout=7), dict(res, timed_out=True, rc=None), None, None)
+    assert "7" in timed["diagnostics"][0]["message"]
 
 
 def test_timeout_after_the_payload_was_read_still_judges_it():

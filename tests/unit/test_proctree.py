@@ -120,7 +120,8 @@ def test_a_dead_start_leaving_only_its_own_kind_ends_at_once():
     sh = os.path.realpath("/bin/sh")
     st = os.stat(sh)
     res = reaper.run_reaped([sh, "-c", "(%s -c 'read line # %s' &) ; exit 1" % (sh, marker)], timeout=30,
-                            watch=lambda data, pid: False, bwrap_ids={(st.st_dev, st.st_ino)})
+                                  watching=reaper.Watching(watch=lambda data, pid: False,
+                                                                 bwrap_ids={(st.st_dev, st.st_ino)}))
     assert res["timed_out"] is False and res["duration"] < 5 and res["rc"] == 1
     assert procs.left_after(marker) == []
 
@@ -143,8 +144,8 @@ def test_the_forked_reaper_passes_on_the_runs_descriptors_and_nothing_else_of_th
         return False
     try:
         res = reaper.run_reaped(["sh", "-c", 'ls /proc/self/fd; echo "env=$METNOS_PROBE_ENV"; echo "fd=$1"', "sh",
-                                 str(kept_w)], env={"PATH": "/usr/bin:/bin", "METNOS_PROBE_ENV": "given"},
-                                timeout=30, keep_fds=[kept_w], watch=watch)
+                                       str(kept_w)], env={"PATH": "/usr/bin:/bin", "METNOS_PROBE_ENV": "given"},
+                                      timeout=30, keep_fds=[kept_w], watching=reaper.Watching(watch=watch))
         lines = res["stdout"].split()
         fds = sorted(int(x) for x in lines if x.isdigit())
         assert res["rc"] == 0 and "env=given" in lines, res
@@ -179,7 +180,8 @@ def test_a_reaper_that_cannot_be_forked_is_a_setup_failure_that_leaks_no_descrip
         raise BlockingIOError(11, "Resource temporarily unavailable")
     before = sorted(os.listdir("/proc/self/fd"))
     monkeypatch.setattr(reaper.os, "fork", no_fork)
-    res = reaper.run_reaped(["sh", "-c", "true"], timeout=30, watch=lambda data, pid: False)
+    res = reaper.run_reaped(["sh", "-c", "true"], timeout=30,
+                                  watching=reaper.Watching(watch=lambda data, pid: False))
     assert res["rc"] == 127 and res["setup_failed"] is True and "Resource temporarily unavailable" in res["stderr"]
     assert sorted(os.listdir("/proc/self/fd")) == before
 

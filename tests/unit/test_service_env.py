@@ -227,9 +227,10 @@ def test_restriction_diagnostics_name_the_directive():
 def _plan(env, prov=None, settings=None, exec_start=(), relax=False, sandbox_path="/usr/sbin:/usr/bin"):
     state = {"settings": settings or {}, "exec_start": [{"value": v, "where": "u:%d" % i}
                                                          for i, v in enumerate(exec_start)]}
-    return enforce.enforce_plan("metnos.service", state, env, prov or {}, {"uid": 0, "groups": [0]}, sandbox_path,
-                          "/etc/systemd/system/metnos.service.d/zz-metnos-sandbox.env", relax=relax,
-                          package_of=lambda path: {"name": "bubblewrap"} if path == "/usr/bin/bwrap" else {})
+    return enforce.enforce_plan(enforce.PlanInputs(
+        unit="metnos.service", state=state, env=env, prov=prov or {}, user={"uid": 0, "groups": [0]},
+        sandbox_path=sandbox_path, env_file_path="/etc/systemd/system/metnos.service.d/zz-metnos-sandbox.env",
+        relax=relax, package_of=lambda path: {"name": "bubblewrap"} if path == "/usr/bin/bwrap" else {}))
 
 
 def test_enforce_dropin_content():

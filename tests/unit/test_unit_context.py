@@ -85,7 +85,8 @@ class FakeSystemd(object):
 def test_refused_directives_are_retried_without_and_named():
     fake = FakeSystemd(refuse_named=("Foo",), refuse_silent=("Bar",), shown={"User": "metnos"})
     show = {"FragmentPath": "/u", "User": "metnos"}
-    ctx = unit_preflight.build(show, fake, "m.service", read=lambda _p: "[Service]\nUser=metnos\nFoo=1\nBar=2\nBaz=3\n")
+    ctx = unit_preflight.build(show, fake, unit_preflight.UnitAddress(unit="m.service"),
+                               read=lambda _p: "[Service]\nUser=metnos\nFoo=1\nBar=2\nBaz=3\n")
     assert ctx["carried"] == ["User", "Baz"]
     assert [n["directive"] for n in ctx["not_carried"]] == ["Foo", "Bar"]
     assert "Unknown assignment" in ctx["not_carried"][0]["reason"]
@@ -104,7 +105,7 @@ def test_a_difference_is_retried_in_the_form_show_prints_it():
             return rc
     fake = Merging()
     service = {"FragmentPath": "/u", "CapabilityBoundingSet": "cap_net_admin"}
-    ctx = unit_preflight.build(service, fake, "m.service",
+    ctx = unit_preflight.build(service, fake, unit_preflight.UnitAddress(unit="m.service"),
                                read=lambda _p: "[Service]\nCapabilityBoundingSet=CAP_NET_ADMIN CAP_CHOWN\n"
                                    "CapabilityBoundingSet=~CAP_CHOWN\n")
     assert ctx["differences"] == [] and ctx["confidence"] == "full"
@@ -153,7 +154,8 @@ def test_an_unreadable_unit_file_is_named_not_skipped():
             raise OSError(13, "Permission denied")
         return "[Service]\nUser=metnos\n"
     show = {"FragmentPath": "/u", "DropInPaths": "/run/systemd/system/m.service.d/50-x.conf", "User": "metnos"}
-    ctx = unit_preflight.build(show, FakeSystemd(shown={"User": "metnos"}), "m.service", read=read)
+    address = unit_preflight.UnitAddress(unit="m.service")
+    ctx = unit_preflight.build(show, FakeSystemd(shown={"User": "metnos"}), address, read=read)
     assert ctx["confidence"] == "reduced"
     assert ctx["not_carried"][0]["reason"] == "the unit file could not be read: Permission denied"
 

@@ -24,7 +24,7 @@ from ..base import envflags, verdicts
 from ..base.diagnostics import Diagnostic, sort, union, unit_not_found, utf8_safe
 from ..base.records import Shape
 from ..host import bwrap, bwrap_trust
-from ..host.facts import UserError, default_smoke_user, gather, resolve_user
+from ..host.facts import SmokeTest, UserError, default_smoke_user, gather, resolve_user
 from ..host.trust_store import Store
 from ..probe import run
 from ..profile import host_context, host_layout, python_roots, renderer, store
@@ -150,7 +150,7 @@ def _checks(params: Mapping[str, Any], runner: bwrap.Runner, trust_store: Option
     except UserError:
         smoke_user = default_smoke_user()
     verifications = bwrap_trust.Verifications(Store(trust_store) if trust_store else None)   # each file asked once
-    facts = gather(path_text, dict(os.environ), smoke_test=True, smoke_user=smoke_user, runner=runner,
+    facts = gather(path_text, dict(os.environ), SmokeTest(user=smoke_user), runner=runner,
                    verifications=verifications)
     result["bwrap_facts"] = facts
     diags = list(facts["diagnostics"])

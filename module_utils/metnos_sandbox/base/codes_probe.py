@@ -20,6 +20,7 @@ from .registry import (
     PROBE,
     WARNING,
     Code,
+    Restriction,
     restriction,
 )
 
@@ -213,62 +214,62 @@ CODES.extend([
                                   "service's context as it starts bwrap (shown by experiment): the unit's settings "
                                   "kill it before bwrap runs, so bwrap's own failure there says nothing about bwrap."},
          hint="SIGSYS comes from the unit's SystemCallFilter=: see the directives found by experiment with it."),
-    restriction(
-        "unit_ambient_capabilities", "R-BASE-6",
-        "The unit gives the service capabilities, and bwrap refuses to run with them",
-        "AmbientCapabilities= puts capabilities into the permitted set of the service's processes (a non-root "
-        "User=); a bwrap that is not setuid refuses to start holding any ('Unexpected capabilities but not "
-        "setuid, old file caps config?'), so every executor fails inside the service only.",
-        _FOUND_BY_EXPERIMENT + " bwrap's text 'Unexpected capabilities but not setuid'.",
-        "AmbientCapabilities=",
-        {}, fix_note="An empty assignment clears the ambient set; or have the runtime clear its ambient capabilities "
-                     "before it executes bwrap."),
-    restriction(
-        "unit_resource_limit_blocks_bwrap", "R-BASE-6",
-        "A resource limit of the unit stops bwrap",
-        "A Limit*= of the unit is too small for bwrap: LimitNPROC= counts every process of the service's user on "
-        "the host (its own included), so bwrap cannot create its sandbox process ('Creating new namespace "
-        "failed: Resource temporarily unavailable'), or systemd cannot even execute the command (EAGAIN at "
-        "execve: 203/EXEC).",
-        _FOUND_BY_EXPERIMENT + " Values are tried in powers of two, and one more process for the runtime, which "
-        "forks bwrap where the probe's launcher executes it.",
-        "LimitNPROC=<nproc>",
-        {}, fix_note="<nproc> is the value the probe passed with (the message names it)."),
-    restriction(
-        "unit_read_only_proc", "R-BASE-6",
-        "The unit makes /proc read-only",
-        "ReadOnlyPaths=/ (or another read-only mount of /proc) makes /proc read-only in the service: bwrap cannot "
-        "write its user namespace's uid map ('setting up uid map: Read-only file system').",
-        _FOUND_BY_EXPERIMENT + " bwrap's text 'setting up uid map: Read-only file system'.",
-        "ReadWritePaths=/proc",
-        {}, fix_note="ReadOnlyPaths= minus /proc."),
-    restriction(
-        "unit_noexec_bwrap", "R-FAIL-1",
-        "The unit does not let the service execute bwrap",
-        "NoExecPaths= covers bwrap (e.g. NoExecPaths=/) and ExecPaths= does not name it: the runtime cannot "
-        "execute bwrap ('Permission denied'; systemd's 203/EXEC when it is the unit's own command).",
-        _FOUND_BY_EXPERIMENT + " The probe's launcher (/bin/sh) stands for the service's own process and is "
-        "given an ExecPaths= of its own; bwrap and the payload's interpreter are not.",
-        "ExecPaths=/usr/bin/bwrap",
-        {}),
-    restriction(
-        "unit_syscall_filter_kills_interpreter", "R-DIAG-3",
-        "The unit's SystemCallFilter kills the runtime's own interpreter",
-        "SystemCallFilter= does not allow a system call the runtime's interpreter makes to start a process "
-        "(fork/clone, pipes, ...): the interpreter itself is killed by SIGSYS before bwrap runs, so no "
-        "executor can start, sandboxed or not. Reported as the unit's, never as 'bwrap was killed by SIGSYS'.",
-        _FOUND_BY_EXPERIMENT + " The runtime's interpreter starting a process (bwrap --version) in a transient "
-        "unit with the same context is killed by SIGSYS; without the filter it is not.",
-        "SystemCallFilter=@system-service @mount",
-        {}, fix_note="The smallest group set the probe passed with."),
-    restriction(
-        "unit_directive_breaks_bwrap", "R-DIAG-3",
-        "A unit directive breaks bwrap (found by experiment)",
-        "A directive of the unit that the directive table (docs/unit-directives.md) does not name breaks bwrap "
-        "inside the service, alone or only together with the other directives named with it.",
-        _FOUND_BY_EXPERIMENT,
-        "<directive>=<value>",
-        {}, fix_note="<directive>=<value> is the relaxation named in the message (each tried for real)."),
+    restriction(Restriction(
+        code="unit_ambient_capabilities", rule="R-BASE-6",
+        title="The unit gives the service capabilities, and bwrap refuses to run with them",
+        cause="AmbientCapabilities= puts capabilities into the permitted set of the service's processes (a non-root "
+              "User=); a bwrap that is not setuid refuses to start holding any ('Unexpected capabilities but not "
+              "setuid, old file caps config?'), so every executor fails inside the service only.",
+        detection=_FOUND_BY_EXPERIMENT + " bwrap's text 'Unexpected capabilities but not setuid'.",
+        fix="AmbientCapabilities=",
+        messages={}, fix_note="An empty assignment clears the ambient set; or have the runtime clear its ambient "
+                              "capabilities before it executes bwrap.")),
+    restriction(Restriction(
+        code="unit_resource_limit_blocks_bwrap", rule="R-BASE-6",
+        title="A resource limit of the unit stops bwrap",
+        cause="A Limit*= of the unit is too small for bwrap: LimitNPROC= counts every process of the service's user on "
+              "the host (its own included), so bwrap cannot create its sandbox process ('Creating new namespace "
+              "failed: Resource temporarily unavailable'), or systemd cannot even execute the command (EAGAIN at "
+              "execve: 203/EXEC).",
+        detection=(_FOUND_BY_EXPERIMENT + " Values are tried in powers of two, and one more process for the runtime, "
+                   "which forks bwrap where the probe's launcher executes it."),
+        fix="LimitNPROC=<nproc>",
+        messages={}, fix_note="<nproc> is the value the probe passed with (the message names it).")),
+    restriction(Restriction(
+        code="unit_read_only_proc", rule="R-BASE-6",
+        title="The unit makes /proc read-only",
+        cause="ReadOnlyPaths=/ (or another read-only mount of /proc) makes /proc read-only in the service: bwrap "
+              "cannot write its user namespace's uid map ('setting up uid map: Read-only file system').",
+        detection=_FOUND_BY_EXPERIMENT + " bwrap's text 'setting up uid map: Read-only file system'.",
+        fix="ReadWritePaths=/proc",
+        messages={}, fix_note="ReadOnlyPaths= minus /proc.")),
+    restriction(Restriction(
+        code="unit_noexec_bwrap", rule="R-FAIL-1",
+        title="The unit does not let the service execute bwrap",
+        cause="NoExecPaths= covers bwrap (e.g. NoExecPaths=/) and ExecPaths= does not name it: the runtime cannot "
+              "execute bwrap ('Permission denied'; systemd's 203/EXEC when it is the unit's own command).",
+        detection=(_FOUND_BY_EXPERIMENT + " The probe's launcher (/bin/sh) stands for the service's own process and is "
+                   "given an ExecPaths= of its own; bwrap and the payload's interpreter are not."),
+        fix="ExecPaths=/usr/bin/bwrap",
+        messages={})),
+    restriction(Restriction(
+        code="unit_syscall_filter_kills_interpreter", rule="R-DIAG-3",
+        title="The unit's SystemCallFilter kills the runtime's own interpreter",
+        cause="SystemCallFilter= does not allow a system call the runtime's interpreter makes to start a process "
+              "(fork/clone, pipes, ...): the interpreter itself is killed by SIGSYS before bwrap runs, so no "
+              "executor can start, sandboxed or not. Reported as the unit's, never as 'bwrap was killed by SIGSYS'.",
+        detection=(_FOUND_BY_EXPERIMENT + " The runtime's interpreter starting a process (bwrap --version) in a "
+                   "transient unit with the same context is killed by SIGSYS; without the filter it is not."),
+        fix="SystemCallFilter=@system-service @mount",
+        messages={}, fix_note="The smallest group set the probe passed with.")),
+    restriction(Restriction(
+        code="unit_directive_breaks_bwrap", rule="R-DIAG-3",
+        title="A unit directive breaks bwrap (found by experiment)",
+        cause="A directive of the unit that the directive table (docs/unit-directives.md) does not name breaks bwrap "
+              "inside the service, alone or only together with the other directives named with it.",
+        detection=_FOUND_BY_EXPERIMENT,
+        fix="<directive>=<value>",
+        messages={}, fix_note="<directive>=<value> is the relaxation named in the message (each tried for real).")),
     Code(code="probe_relaxation_found", severity=INFO, rule="R-DIAG-3", section=PROBE,
          title="A drop-in that makes the probe pass in the service's context",
          cause="Every culprit found by experiment relaxed at once, as one drop-in on top of the unit's files: the "

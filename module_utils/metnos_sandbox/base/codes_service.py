@@ -11,7 +11,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 from typing import List
 
-from .registry import ERROR, MODULE, SERVICE_ENVIRONMENT, WARNING, Code, restriction
+from .registry import ERROR, MODULE, SERVICE_ENVIRONMENT, WARNING, Code, Restriction, restriction
 
 CODES: List[Code] = []
 CODES.extend([
@@ -353,61 +353,61 @@ CODES.extend([
                        "({note}). Only the live process can tell."},
          hint=("Start the service and let the audit read the live environment (/proc/<MainPID>/environ), or "
                "simplify ExecStart= so that it does not touch METNOS_SANDBOX or PATH.")),
-    restriction(
-        "unit_blocks_namespaces", "R-BASE-6",
-        "The unit forbids the namespaces bwrap needs",
-        "RestrictNamespaces= excludes user, mnt, ipc, uts or net: bwrap fails inside the service only, "
-        "with a misleading 'No permissions to create new namespace' text.",
-        "RestrictNamespaces= of the unit (systemd-analyze security scores it as good: a trade-off).",
-        "RestrictNamespaces=user mnt ipc uts net",
-        {"seen": "{unit}: RestrictNamespaces={values} forbids the {missing} namespace(s) bwrap creates: bwrap fails "
-                 "with 'No permissions to create new namespace' inside the service only."}),
-    restriction(
-        "unit_syscall_filter_blocks_bwrap", "R-BASE-6",
-        "The unit's SystemCallFilter kills bwrap",
-        "SystemCallFilter= does not allow mount/pivot_root/umount2/unshare/clone: bwrap is killed by "
-        "SIGSYS (exit 159) with no message.",
-        "SystemCallFilter= evaluated with systemd's allow/deny semantics and syscall groups.",
-        "SystemCallFilter=mount pivot_root umount2",
-        {"killed": "{unit}: SystemCallFilter= blocks {blocked}: bwrap is killed by SIGSYS (exit 159, no message) "
-                   "inside the service.",
-         "errno": "{unit}: SystemCallFilter= blocks {blocked}: bwrap fails with {errno} "
-                  "(SystemCallErrorNumber=), e.g. 'Failed to make / slave: Operation not permitted' inside the "
-                  "service."},
-        fix_note="It names the blocked calls: it adds them to an allow list, removes them from a deny list."),
-    restriction(
-        "unit_address_families_block_netlink", "R-BASE-7",
-        "The unit's RestrictAddressFamilies leaves out AF_NETLINK",
-        "RestrictAddressFamilies= does not allow AF_NETLINK: bwrap --unshare-net cannot bring up loopback "
-        "('loopback: Failed to create NETLINK_ROUTE socket: Address family not supported by protocol'), so "
-        "every executor without network fails inside the service only.",
-        "RestrictAddressFamilies= evaluated with systemd's allow/deny merge rules (measured on a real unit: "
-        "docs/unit-directives.md).",
-        "RestrictAddressFamilies=AF_NETLINK",
-        {"seen": "{unit}: RestrictAddressFamilies={values} leaves out {families}: bwrap cannot bring up loopback "
-                 "in the sandbox's network namespace ('loopback: Failed to create NETLINK_ROUTE socket: Address "
-                 "family not supported by protocol') for every executor without network."},
-        fix_note="It adds AF_NETLINK to an allow list, removes it from a deny list."),
-    restriction(
-        "unit_proc_subset_pid", "R-BASE-2",
-        "The unit hides /proc/sys",
-        "ProcSubset=pid: bwrap reads /proc/sys/kernel/overflowuid on start and fails with "
-        "'Can't read /proc/sys/kernel/overflowuid' (measured with bubblewrap 0.8 and 0.12).",
-        "ProcSubset= of the unit.",
-        "ProcSubset=all",
-        {"seen": "{unit}: ProcSubset=pid hides /proc/sys: bwrap fails with 'Can't read "
-                 "/proc/sys/kernel/overflowuid'."}),
-    restriction(
-        "unit_restrict_suidsgid", "R-BASE-6",
-        "RestrictSUIDSGID breaks bubblewrap 0.12",
-        "RestrictSUIDSGID=yes (or DynamicUser=yes) makes openat2() fail with ENOSYS; bubblewrap 0.12 "
-        "then fails with 'Can't mkdir parents for /tmp: Function not implemented'. Older bwrap: warning.",
-        "RestrictSUIDSGID=/DynamicUser= of the unit and the bwrap version.",
-        "RestrictSUIDSGID=no",
-        {"fails": "{unit}: {why} makes openat2() return ENOSYS; bubblewrap {version} fails ('Can't mkdir "
-                  "parents for ...: Function not implemented').",
-         "warns": "{unit}: {why} makes openat2() return ENOSYS; bubblewrap {version} works today but 0.12+ "
-                  "fails ('Can't mkdir parents for ...: Function not implemented')."}),
+    restriction(Restriction(
+        code="unit_blocks_namespaces", rule="R-BASE-6",
+        title="The unit forbids the namespaces bwrap needs",
+        cause="RestrictNamespaces= excludes user, mnt, ipc, uts or net: bwrap fails inside the service only, "
+              "with a misleading 'No permissions to create new namespace' text.",
+        detection="RestrictNamespaces= of the unit (systemd-analyze security scores it as good: a trade-off).",
+        fix="RestrictNamespaces=user mnt ipc uts net",
+        messages={"seen": "{unit}: RestrictNamespaces={values} forbids the {missing} namespace(s) bwrap creates: "
+                          "bwrap fails with 'No permissions to create new namespace' inside the service only."})),
+    restriction(Restriction(
+        code="unit_syscall_filter_blocks_bwrap", rule="R-BASE-6",
+        title="The unit's SystemCallFilter kills bwrap",
+        cause="SystemCallFilter= does not allow mount/pivot_root/umount2/unshare/clone: bwrap is killed by "
+              "SIGSYS (exit 159) with no message.",
+        detection="SystemCallFilter= evaluated with systemd's allow/deny semantics and syscall groups.",
+        fix="SystemCallFilter=mount pivot_root umount2",
+        messages={"killed": "{unit}: SystemCallFilter= blocks {blocked}: bwrap is killed by SIGSYS (exit 159, no "
+                            "message) inside the service.",
+                  "errno": "{unit}: SystemCallFilter= blocks {blocked}: bwrap fails with {errno} "
+                           "(SystemCallErrorNumber=), e.g. 'Failed to make / slave: Operation not permitted' inside "
+                           "the service."},
+        fix_note="It names the blocked calls: it adds them to an allow list, removes them from a deny list.")),
+    restriction(Restriction(
+        code="unit_address_families_block_netlink", rule="R-BASE-7",
+        title="The unit's RestrictAddressFamilies leaves out AF_NETLINK",
+        cause="RestrictAddressFamilies= does not allow AF_NETLINK: bwrap --unshare-net cannot bring up loopback "
+              "('loopback: Failed to create NETLINK_ROUTE socket: Address family not supported by protocol'), so "
+              "every executor without network fails inside the service only.",
+        detection="RestrictAddressFamilies= evaluated with systemd's allow/deny merge rules (measured on a real unit: "
+                  "docs/unit-directives.md).",
+        fix="RestrictAddressFamilies=AF_NETLINK",
+        messages={"seen": "{unit}: RestrictAddressFamilies={values} leaves out {families}: bwrap cannot bring up "
+                          "loopback in the sandbox's network namespace ('loopback: Failed to create NETLINK_ROUTE "
+                          "socket: Address family not supported by protocol') for every executor without network."},
+        fix_note="It adds AF_NETLINK to an allow list, removes it from a deny list.")),
+    restriction(Restriction(
+        code="unit_proc_subset_pid", rule="R-BASE-2",
+        title="The unit hides /proc/sys",
+        cause="ProcSubset=pid: bwrap reads /proc/sys/kernel/overflowuid on start and fails with "
+              "'Can't read /proc/sys/kernel/overflowuid' (measured with bubblewrap 0.8 and 0.12).",
+        detection="ProcSubset= of the unit.",
+        fix="ProcSubset=all",
+        messages={"seen": "{unit}: ProcSubset=pid hides /proc/sys: bwrap fails with 'Can't read "
+                          "/proc/sys/kernel/overflowuid'."})),
+    restriction(Restriction(
+        code="unit_restrict_suidsgid", rule="R-BASE-6",
+        title="RestrictSUIDSGID breaks bubblewrap 0.12",
+        cause="RestrictSUIDSGID=yes (or DynamicUser=yes) makes openat2() fail with ENOSYS; bubblewrap 0.12 "
+              "then fails with 'Can't mkdir parents for /tmp: Function not implemented'. Older bwrap: warning.",
+        detection="RestrictSUIDSGID=/DynamicUser= of the unit and the bwrap version.",
+        fix="RestrictSUIDSGID=no",
+        messages={"fails": "{unit}: {why} makes openat2() return ENOSYS; bubblewrap {version} fails ('Can't mkdir "
+                           "parents for ...: Function not implemented').",
+                  "warns": "{unit}: {why} makes openat2() return ENOSYS; bubblewrap {version} works today but 0.12+ "
+                           "fails ('Can't mkdir parents for ...: Function not implemented')."})),
     Code(code="unit_no_new_privileges_setuid", severity=WARNING, rule="R-BASE-6", section=SERVICE_ENVIRONMENT,
          title="NoNewPrivileges cancels a setuid bwrap",
          cause="The unit sets (or implies) NoNewPrivileges and bwrap is setuid: the setuid bit is ignored, so "

@@ -68,7 +68,7 @@ _RANK = registry.RANK
 _CODES: List[Code] = (codes_host.CODES + codes_profile.CODES + codes_mounts.CODES + codes_channels.CODES +
                       codes_probe.CODES + codes_holdings.CODES + codes_service.CODES + codes_audit.CODES +
                       codes_options.CODES + codes_launcher.CODES)
-REGISTRY: Dict[str, Code] = dict((c.code, c) for c in _CODES)
+REGISTRY: Dict[str, Code] = dict((c.code, registry.registered(c)) for c in _CODES)
 
 # The codes a manifest load refuses with (manifest.coerce). A controller-side face hands a refusal to the
 # host as a record (code and message, made and bounded by this toolkit); the host relays its message.
@@ -78,7 +78,7 @@ LOAD_CODES = ("manifest_parse_error", "manifest_missing", "manifest_not_utf8", "
               "manifest_unreadable_by_owner", "manifest_changed_while_read",
               "capability_whitespace")     # the YAML reader refuses it where the lines are known
 for _load in LOAD_CODES:
-    REGISTRY[_load].messages.setdefault("relayed", "{relayed}")
+    REGISTRY[_load] = registry.with_shared(REGISTRY[_load], {"relayed": "{relayed}"}, {}, {})
 
 
 def spec(code: str) -> Code:
@@ -171,17 +171,16 @@ _EXPERIMENT_HINT = ("Smallest relaxation, tried for real (the probe passed with 
 _EXPERIMENT_FIX = ("mkdir -p /etc/systemd/system/{unit}.d",
                    "printf '%s\\n' '[Service]' {relax_words} >> /etc/systemd/system/{unit}.d/zz-metnos-relax.conf",
                    "systemctl daemon-reload", "systemctl restart {unit}")
+_EXPERIMENT_MESSAGES = {
+    "experiment": "{unit}: {shown} breaks bwrap in the service's context{together}: {said} Found by experiment "
+                  "({how}); {relaxed}",
+    "experiment_unit": "{unit}: with {shown}{together}, systemd cannot start the service's processes at all: "
+                       "{said} Nothing runs there, bwrap least of all. Found by experiment ({how}); {relaxed}"}
 for _code in EXPERIMENT_CODES:
-    REGISTRY[_code].messages.setdefault(
-        "experiment", "{unit}: {shown} breaks bwrap in the service's context{together}: {said} Found by experiment "
-                      "({how}); {relaxed}")
-    REGISTRY[_code].messages.setdefault(
-        "experiment_unit", "{unit}: with {shown}{together}, systemd cannot start the service's processes at all: "
-                           "{said} Nothing runs there, bwrap least of all. Found by experiment ({how}); {relaxed}")
-    REGISTRY[_code].variants.setdefault("experiment", _EXPERIMENT_FIX)
-    REGISTRY[_code].variants.setdefault("experiment_no_dropin", registry.NO_DROPIN_FIX)
-    REGISTRY[_code].hints.setdefault("experiment", _EXPERIMENT_HINT)
-    REGISTRY[_code].hints.setdefault("experiment_no_dropin", "{relax_note}")
+    REGISTRY[_code] = registry.with_shared(
+        REGISTRY[_code], _EXPERIMENT_MESSAGES,
+        {"experiment": _EXPERIMENT_FIX, "experiment_no_dropin": registry.NO_DROPIN_FIX},
+        {"experiment": _EXPERIMENT_HINT, "experiment_no_dropin": "{relax_note}"})
 
 
 MAX_MESSAGE = 1000       # characters of one message (and of one detail): the rest is counted, not shown

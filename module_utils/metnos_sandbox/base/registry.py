@@ -10,9 +10,9 @@ into the one ``REGISTRY`` and builds every diagnostic from it. Pure Python, no A
 """
 from __future__ import absolute_import, annotations, division, print_function
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Sequence
 
-from .records import Shape
+from .records import Record, Shape
 
 ERROR = "error"
 WARNING = "warning"
@@ -56,34 +56,49 @@ class UnregisteredCode(KeyError):
     """A code that is not in the registry was asked for (a defect of the toolkit, never of the input)."""
 
 
-class Code(object):
-    """Static description of one diagnostic code."""
+class Code(Record):
+    """Static description of one diagnostic code, built by keywords in codes_<package>.py (data only) and
+    checked into the registry by ``registered``: ``remediation`` the default commands, ``variants`` other
+    commands by name, ``messages`` the message template (what was seen) by name ("" the default, the cause
+    when absent), ``hint`` what to know before running the commands (prose; the commands stay commands),
+    ``hints`` the hint of a variant whose words differ from the default's (by variant name)."""
+    code: str
+    severity: str
+    rule: str
+    section: str
+    title: str
+    cause: str
+    detection: str
+    remediation: Sequence[str]
+    variants: Mapping[str, Sequence[str]] = {}       # never changed in place: registered() makes each its own
+    messages: Mapping[str, str] = {}
+    hint: str = ""
+    hints: Mapping[str, str] = {}
 
-    __slots__ = ("code", "severity", "rule", "section", "title", "cause", "detection", "remediation",
-                 "variants", "messages", "hint", "hints")
 
-    def __init__(self, code: str, severity: str, rule: str, section: str, title: str, cause: str,
-                 detection: str, remediation: Sequence[str],
-                 variants: Optional[Mapping[str, Sequence[str]]] = None,
-                 messages: Optional[Mapping[str, str]] = None, hint: str = "",
-                 hints: Optional[Mapping[str, str]] = None) -> None:
-        if severity not in SEVERITIES or section not in SECTIONS:
-            raise ValueError("%s: severity %r / section %r" % (code, severity, section))
-        self.code = code
-        self.severity = severity
-        self.rule = rule
-        self.section = section
-        self.title = title
-        self.cause = cause
-        self.detection = detection
-        self.remediation: Tuple[str, ...] = tuple(remediation)
-        self.variants: Dict[str, Tuple[str, ...]] = dict((k, tuple(v)) for k, v in (variants or {}).items())
-        # The message template (what was seen) by variant; "" is the default, the cause when absent.
-        self.messages: Dict[str, str] = dict(messages or {})
-        # What to know before running the remediation's commands (prose; the commands stay commands).
-        self.hint = hint
-        # The hint of a remediation variant whose words differ from the default's (by variant name).
-        self.hints: Dict[str, str] = dict(hints or {})
+def registered(code: Code) -> Code:
+    """``code`` checked (a known severity and report section) and copied as the registry holds it: its
+    commands as tuples, its variants, messages and hints in dicts of its own."""
+    if code.severity not in SEVERITIES or code.section not in SECTIONS:
+        raise ValueError("%s: severity %r / section %r" % (code.code, code.severity, code.section))
+    return code._replace(remediation=tuple(code.remediation),
+                         variants=dict((name, tuple(steps)) for name, steps in code.variants.items()),
+                         messages=dict(code.messages), hints=dict(code.hints))
+
+
+def with_shared(code: Code, messages: Mapping[str, str], variants: Mapping[str, Sequence[str]],
+                hints: Mapping[str, str]) -> Code:
+    """``code`` with the shared messages, variants and hints it does not name itself (its own are kept, first)."""
+    return code._replace(messages=_joined(code.messages, messages), variants=_joined(code.variants, variants),
+                         hints=_joined(code.hints, hints))
+
+
+def _joined(own: Mapping[str, Any], shared: Mapping[str, Any]) -> Dict[str, Any]:
+    """``own``, then each name of ``shared`` it does not have."""
+    out = dict(own)
+    for name, value in shared.items():
+        out.setdefault(name, value)
+    return out
 
 
 # The smallest drop-in that relaxes one unit directive for bwrap ({relax} is the line to add).
@@ -97,20 +112,31 @@ RESTRICTION_VARIANTS = {"dropin": DROPIN_FIX, "no_dropin": NO_DROPIN_FIX}
 RESTRICTION_HINTS = {"dropin": DROPIN_HINT, "no_dropin": "{relax_note}"}
 
 
-def restriction(code: str, rule: str, title: str, cause: str, detection: str, fix: str,
-                messages: Mapping[str, str], fix_note: str = "") -> Code:
-    """A unit directive that breaks bwrap inside the service (service_env.DIRECTIVE_CODES): fixed by the
-    drop-in line ``fix`` (``fix_note``: what to know about it) and a daemon-reload (<unit>: the default names no
-    unit), or by the smallest drop-in enforce mode can write (its variants, made with the unit)."""
-    return Code(code=code, severity=ERROR, rule=rule, section=SERVICE_ENVIRONMENT, title=title, cause=cause,
-                detection=detection,
+class Restriction(Record):
+    """A unit directive that breaks bwrap inside the service (service_env.DIRECTIVE_CODES), as its code says it:
+    fixed by the drop-in line ``fix`` (``fix_note``: what to know about it); ``messages`` as Code's."""
+    code: str
+    rule: str
+    title: str
+    cause: str
+    detection: str
+    fix: str
+    messages: Mapping[str, str]
+    fix_note: str = ""
+
+
+def restriction(said: Restriction) -> Code:
+    """The code of a restriction: its drop-in line and a daemon-reload (<unit>: the default names no unit), or
+    the smallest drop-in enforce mode can write (its variants, made with the unit)."""
+    return Code(code=said.code, severity=ERROR, rule=said.rule, section=SERVICE_ENVIRONMENT, title=said.title,
+                cause=said.cause, detection=said.detection,
                 remediation=[
                     "mkdir -p /etc/systemd/system/<unit>.d",
-                    "printf '[Service]\\n%s\\n' >> /etc/systemd/system/<unit>.d/zz-metnos-sandbox.conf" % fix,
+                    "printf '[Service]\\n%s\\n' >> /etc/systemd/system/<unit>.d/zz-metnos-sandbox.conf" % said.fix,
                     "systemctl daemon-reload",
                     "systemctl restart <unit>"], variants=RESTRICTION_VARIANTS,
-                messages=messages,
-                hint=" ".join(x for x in ("The drop-in line %s." % fix, fix_note) if x),
+                messages=said.messages,
+                hint=" ".join(x for x in ("The drop-in line %s." % said.fix, said.fix_note) if x),
                 hints=RESTRICTION_HINTS)
 
 

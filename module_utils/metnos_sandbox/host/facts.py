@@ -13,6 +13,7 @@ import pwd
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
 
 from ..base import diagnostics, envflags, owners, verdicts
+from ..base.records import Record
 from . import bwrap, bwrap_errors, bwrap_run, bwrap_trust, kernel, package_owner
 
 DEFAULT_SMOKE_USERS = ("nobody",)
@@ -165,12 +166,32 @@ def smoke_diagnostics(result: Mapping[str, Any]) -> List[diagnostics.Diagnostic]
     return out
 
 
-def gather(path_text: str, environment: Mapping[str, str], smoke_test: bool = True,
-           smoke_user: Optional[Dict[str, Any]] = None, proc: str = "/proc", sys_root: str = "/sys", root: str = "/",
-           runner: bwrap.Runner = bwrap.default_runner, cwd: str = "/", smoke_timeout: float = 20.0,
-           verifications: Optional[bwrap_trust.Verifications] = None) -> Dict[str, Any]:
-    """Everything bwrap_facts returns. ``smoke_user`` is a resolved user dict or None; ``verifications``: see
-    bwrap_info()."""
+class SmokeTest(Record):
+    """The smoke test gather() runs: whether it runs at all (``run``), as which ``user`` (a resolved user dict;
+    None: this process's) and for how long (``timeout``, seconds)."""
+    run: bool = True
+    user: Optional[Dict[str, Any]] = None
+    timeout: float = 20.0
+
+
+class HostRoots(Record):
+    """Where gather() reads the kernel's knobs: ``proc`` and ``sys_root`` (/proc and /sys) and the ``root`` the
+    files of the host are read under (tests point them at a planted tree)."""
+    proc: str = "/proc"
+    sys_root: str = "/sys"
+    root: str = "/"
+
+
+SMOKE_TEST = SmokeTest()       # gather()'s default: as this process's user, 20 s
+THIS_HOST = HostRoots()        # gather()'s default: this host's own /proc, /sys and /
+
+
+def gather(path_text: str, environment: Mapping[str, str], smoke_test: SmokeTest = SMOKE_TEST,
+           runner: bwrap.Runner = bwrap.default_runner, cwd: str = "/",
+           verifications: Optional[bwrap_trust.Verifications] = None, roots: HostRoots = THIS_HOST) -> Dict[str, Any]:
+    """Everything bwrap_facts returns, for bwrap as ``path_text`` finds it (relative entries from ``cwd``) in
+    ``environment``; ``verifications``: see bwrap_info()."""
+    smoke_user = smoke_test.user
     diags: List[diagnostics.Diagnostic] = []
     found = bwrap.which("bwrap", path_text, cwd=cwd)
     status = envflags.status(found, environment)
@@ -178,7 +199,7 @@ def gather(path_text: str, environment: Mapping[str, str], smoke_test: bool = Tr
                               "path_unsafe_entries": bwrap.unsafe_entries(path_text)}
     diags.extend(envflags.diagnose(status, environment, path_text, where="environment given"))
 
-    knobs = kernel.facts(proc=proc, sys_root=sys_root, root=root)
+    knobs = kernel.facts(proc=roots.proc, sys_root=roots.sys_root, root=roots.root)
     diags.extend(kernel.diagnose(knobs))
 
     if found:
@@ -188,7 +209,7 @@ def gather(path_text: str, environment: Mapping[str, str], smoke_test: bool = Tr
     else:
         result["bwrap"] = {}
 
-    if not smoke_test:
+    if not smoke_test.run:
         knobs["smoke_test"] = {"ran": False, "reason": "smoke_test=false"}
     elif not found:
         knobs["smoke_test"] = {"ran": False, "reason": "bwrap not found on PATH"}
@@ -206,7 +227,7 @@ def gather(path_text: str, environment: Mapping[str, str], smoke_test: bool = Tr
             smoke_user = None
         if smoke_user is not None and smoke_user["uid"] == os.geteuid():
             smoke_user = None
-        knobs["smoke_test"] = smoke(found, smoke_user, timeout=smoke_timeout)
+        knobs["smoke_test"] = smoke(found, smoke_user, timeout=smoke_test.timeout)
         diags.extend(smoke_diagnostics(knobs["smoke_test"]))
     result["userns"] = knobs
     result["diagnostics"] = diagnostics.sort(diagnostics.union(diags))   # a finding made twice (the same record) once

@@ -37,6 +37,7 @@ import typing as t
 from ..base.diagnostics import ERROR, Diagnostic, amend, make
 from ..base.records import Json, Record
 from ..service import relaxations, run_user
+from .runners import RunSpec
 
 Assignment = t.List[str]                 # [directive, value, where]
 
@@ -460,15 +461,13 @@ def bounds(params: t.Mapping[str, t.Any]) -> Bounds:
                   float(params.get("blame_max_seconds") or default.seconds))
 
 
-def diagnose(argv: t.Sequence[str], spec: Json, python: str, user: Json, settings: t.Mapping[str, t.Any],
-             timeout: float, failed: t.Mapping[str, t.Any], limits: t.Optional[Bounds] = None,
-             trust: t.Optional[Json] = None) -> Json:
-    """The experiment after a failed probe in the service's context (probe._run_in_context): its record
-    (findings() turns it into diagnostics)."""
+def diagnose(job: RunSpec, user: Json, settings: t.Mapping[str, t.Any], failed: t.Mapping[str, t.Any],
+             limits: t.Optional[Bounds] = None) -> Json:
+    """The experiment after ``job`` failed in the service's context (``settings``: run._run_in_context, its
+    verdict ``failed``), each trial at most 30 s: its record (findings() turns it into diagnostics)."""
     from .blame_trials import SystemdTrials  # here, not at the top: blame_trials imports this module (a real cycle)
     first = outcome_of(failed)
-    trials = SystemdTrials(argv, spec, python, min(float(timeout), 30.0), light=first.kind in ("setup", "unit"),
-                           trust=trust)
+    trials = SystemdTrials(job._replace(timeout=min(float(job.timeout), 30.0)), light=first.kind in ("setup", "unit"))
     experiment = Experiment(settings.get("assignments") or [], trials, user, first=first,
-                            bounds=limits, ctx={"bwrap": argv[0], "python": python})
+                            bounds=limits, ctx={"bwrap": job.argv[0], "python": job.python})
     return experiment.run()

@@ -45,16 +45,15 @@ class SystemdTrials(object):
     before its payload ran (``light``) - bwrap with the profile's argv and a one-line payload, which fails or not
     for the same reasons and costs a fraction; ``interpreter`` is the runtime's interpreter starting bwrap."""
 
-    def __init__(self, argv: t.Sequence[str], spec: Json, python: str, timeout: float, light: bool = False,
-                 trust: t.Optional[Json] = None) -> None:
-        self.argv, self.spec, self.python, self.timeout, self.light = list(argv), spec, python, timeout, light
-        self.trust = trust  # bwrap_trust.for_run() of argv[0], verified once by the failed probe
+    def __init__(self, job: runners.RunSpec, light: bool = False) -> None:
+        self.job = job      # the failed probe's run (its trust: bwrap_trust.for_run() of argv[0], verified once)
+        self.argv, self.spec, self.python, self.timeout, self.light = list(job.argv), job.spec, job.python, \
+            job.timeout, light
 
     def confirm(self, assignments: t.List[Assignment], user: Json) -> Outcome:
-        spec = dict(self.spec, token=os.urandom(6).hex())
-        verdict = runners.run_systemd(self.argv, spec, self.python, user, {"assignments": assignments}, {},
-                                      self.timeout,
-                                      "metnos-probe-%s" % os.urandom(5).hex(), trust=self.trust)
+        job = self.job._replace(spec=dict(self.spec, token=os.urandom(6).hex()))
+        verdict = runners.run_systemd(job, user, {"assignments": assignments}, {},
+                                      "metnos-probe-%s" % os.urandom(5).hex())
         return outcome_of(verdict)
 
     def probe(self, assignments: t.List[Assignment], user: Json) -> Outcome:

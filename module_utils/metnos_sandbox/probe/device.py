@@ -28,7 +28,7 @@ import time
 import typing as t
 
 from ..base import diagnostics, sources, verdicts
-from ..base.records import Json
+from ..base.records import Json, Record
 from ..host import procfs
 from ..profile import descriptors
 from . import device_script
@@ -149,15 +149,23 @@ class _Checks(object):
                             "observed": dict(observed, problems=problems), "ok": not problems})
 
 
-def prove(argv: t.Sequence[str], python: str, host_network: bool, timeout: float = 30.0,
-          user: t.Optional[t.Mapping[str, t.Any]] = None, env: t.Optional[t.Mapping[str, str]] = None,
-          fds: t.Optional[t.Sequence[t.Any]] = None, downgrades: t.Sequence[t.Mapping[str, str]] = ()) -> Json:
-    """Run ``argv`` (a rendered device profile, or a weakened one in tests) as the device's client: bwrap in a
-    process group of its own, SIGKILL to that group at the deadline. Returns {passed, checks, diagnostics}: passed
-    is read from the diagnostics alone (base/verdicts.probe_passed: none is an error).
-    ``fds``: the profile's descriptors (descriptors.py: the launcher opens them and becomes bwrap). ``downgrades``:
-    the profile's declared ones ({flag, reason}): a check that fails only for a flag declared left out is reported
-    as that declared downgrade (device_profile_downgraded, a warning), not as a failure."""
+class DeviceProfile(Record):
+    """What the proof needs of a rendered device profile (or a weakened one in tests): its bwrap ``argv``, whether
+    it keeps the host's network (``host_network``), its descriptors (``fds``, descriptors.py: the launcher opens
+    them and becomes bwrap) and its declared ``downgrades`` ({flag, reason}: a check that fails only for a flag
+    declared left out is reported as that declared downgrade, device_profile_downgraded, a warning)."""
+    argv: t.Sequence[str]
+    host_network: bool = False
+    fds: t.Optional[t.Sequence[t.Any]] = None
+    downgrades: t.Sequence[t.Mapping[str, str]] = ()
+
+
+def prove(profile: DeviceProfile, python: str, timeout: float = 30.0, user: t.Optional[t.Mapping[str, t.Any]] = None,
+          env: t.Optional[t.Mapping[str, str]] = None) -> Json:
+    """Run ``profile`` as the device's client: bwrap in a process group of its own, SIGKILL to that group at the
+    deadline. Returns {passed, checks, diagnostics}: passed is read from the diagnostics alone
+    (base/verdicts.probe_passed: none is an error)."""
+    argv, fds = profile.argv, profile.fds
     token = os.urandom(6).hex()
     marker = "/tmp/.metnos-host-" + token
     os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))   # never through a link
@@ -166,10 +174,10 @@ def prove(argv: t.Sequence[str], python: str, host_network: bool, timeout: float
         words = descriptors.launcher_words(words, python, list(fds))
     checks = _Checks()
     try:
-        _run(checks, words, token, host_network, timeout, user, env)
+        _run(checks, words, token, profile.host_network, timeout, user, env)
     finally:
         _cleanup(marker, token)
-    return judged(checks.checks, argv, downgrades)
+    return judged(checks.checks, argv, profile.downgrades)
 
 
 def _run(checks: _Checks, words: t.List[str], token: str, host_network: bool, timeout: float,

@@ -34,7 +34,7 @@ import subprocess
 import time
 import typing as t
 
-from ..base.records import Json
+from ..base.records import Json, Record
 from ..host import bwrap, bwrap_run, procfs
 from . import proctree
 
@@ -58,6 +58,27 @@ def _zombie(pid: int) -> Json:
     return out
 
 
+class BwrapExec(Record):
+    """What the reaper's child executes: ``argv`` (bwrap's, its status fd a number), as ``uid``/``gid`` (-1: this
+    process's), inheriting the descriptors in ``keep``, with ``env`` in ``cwd``."""
+    argv: t.Sequence[str]
+    uid: int
+    gid: int
+    keep: t.Sequence[int]
+    env: t.Mapping[str, str]
+    cwd: str
+
+
+class Watching(Record):
+    """How the probe follows a reaped run: ``watch`` (bwrap_run.pump's callback on what the run writes), the
+    ``ledger`` its tree is written down in, ``bwrap_ids`` (the (dev, inode) of the bwrap binaries trusted to be
+    in the tree) and ``attach(proc)``, given the reaper (``Forked``) before anything is read."""
+    watch: t.Optional[bwrap_run.Watch] = None
+    ledger: t.Optional[proctree.Ledger] = None
+    bwrap_ids: t.Optional[t.Set[proctree.Ident]] = None
+    attach: t.Optional[t.Callable[[t.Any], None]] = None
+
+
 def _close_all_but(keep: t.Set[int]) -> None:
     """Every descriptor of this process closed but ``keep`` (the forked reaper holds nothing of the probe's)."""
     try:
@@ -72,11 +93,11 @@ def _close_all_but(keep: t.Set[int]) -> None:
                 pass
 
 
-def _exec_bwrap(libc: t.Any, ctl: int, uid: int, gid: int, keep: t.Sequence[int], argv: t.Sequence[str],
-                env: t.Mapping[str, str], cwd: str) -> None:
+def _exec_bwrap(libc: t.Any, ctl: int, bwrap_exec: BwrapExec) -> None:
     """The reaper's child: the run's user taken (no groups; not dumpable until the exec, which holds a copy of the
     probe's memory), the kept descriptors inherited, then bwrap executed (execvp's lookup, as the user: a name
     found on no PATH entry is not found). Never returns."""
+    argv, uid, gid, env = bwrap_exec.argv, bwrap_exec.uid, bwrap_exec.gid, bwrap_exec.env
     try:
         os.close(ctl)
         if uid >= 0:
@@ -84,9 +105,9 @@ def _exec_bwrap(libc: t.Any, ctl: int, uid: int, gid: int, keep: t.Sequence[int]
             os.setresgid(gid, gid, gid)
             os.setresuid(uid, uid, uid)
             libc.prctl(4, 0, 0, 0, 0)                # PR_SET_DUMPABLE 0 (also the kernel's default after setresuid)
-        for fd in keep:
+        for fd in bwrap_exec.keep:
             os.set_inheritable(fd, True)
-        exe = argv[0] if "/" in argv[0] else bwrap.which(argv[0], env.get("PATH", "/usr/bin:/bin"), cwd)
+        exe = argv[0] if "/" in argv[0] else bwrap.which(argv[0], env.get("PATH", "/usr/bin:/bin"), bwrap_exec.cwd)
         if exe is None:
             raise FileNotFoundError(2, "No such file or directory")
         os.execve(exe, list(argv), dict(env))
@@ -112,8 +133,7 @@ def _libc() -> t.Any:
     return ctypes.CDLL(None, use_errno=True)
 
 
-def _reap(libc: t.Any, ctl: int, uid: int, gid: int, keep: t.Sequence[int], argv: t.Sequence[str],
-          env: t.Mapping[str, str], cwd: str, probe: int) -> None:
+def _reap(libc: t.Any, ctl: int, bwrap_exec: BwrapExec, probe: int) -> None:
     """The forked reaper's whole life, after its descriptors were set: a child subreaper that dies with the probe,
     bwrap started as its child, then every child it reaps written down on ``ctl`` until none is left."""
     def say(obj: Json) -> None:
@@ -128,11 +148,11 @@ def _reap(libc: t.Any, ctl: int, uid: int, gid: int, keep: t.Sequence[int], argv
     say({"reaper": os.getpid(), "subreaper": became})
     child = os.fork()
     if child == 0:
-        _exec_bwrap(libc, ctl, uid, gid, keep, argv, env, cwd)
+        _exec_bwrap(libc, ctl, bwrap_exec)
     null = os.open("/dev/null", os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
-    for fd in keep:
+    for fd in bwrap_exec.keep:
         os.close(fd)
     say({"started": child})
     while True:
@@ -188,11 +208,11 @@ class Forked(object):
             delay = min(delay * 2, 0.05)
 
 
-def _fork_reaper(argv: t.Sequence[str], uid: int, gid: int, keep: t.Sequence[int], ctl_w: int,
-                 env: t.Mapping[str, str], cwd: str, piped_stdin: bool) -> Forked:
+def _fork_reaper(bwrap_exec: BwrapExec, ctl_w: int, piped_stdin: bool) -> Forked:
     """The reaper forked from this process, in a session of its own, with the run's pipes as 0-2 and nothing else
-    but ``ctl_w`` and ``keep``: no second interpreter to start (docs/benchmarks.md). Raises OSError as Popen
-    does when ``cwd`` cannot be entered or a pipe cannot be made."""
+    but ``ctl_w`` and the kept descriptors: no second interpreter to start (docs/benchmarks.md). Raises OSError as
+    Popen does when its ``cwd`` cannot be entered or a pipe cannot be made."""
+    argv, cwd = bwrap_exec.argv, bwrap_exec.cwd
     os.stat(cwd)
     made: t.List[int] = []
     try:
@@ -203,7 +223,7 @@ def _fork_reaper(argv: t.Sequence[str], uid: int, gid: int, keep: t.Sequence[int
         made.extend(os.pipe())
         made.extend(os.pipe())
         in_r, in_w, out_r, out_w, err_r, err_w = made
-        environ = dict(env)
+        bwrap_exec = bwrap_exec._replace(env=dict(bwrap_exec.env))
         libc = _libc()
         probe = os.getpid()
         pid = os.fork()
@@ -219,9 +239,9 @@ def _fork_reaper(argv: t.Sequence[str], uid: int, gid: int, keep: t.Sequence[int
             high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 3) for fd in (in_r, out_w, err_w)]    # none of them is 0-2 now
             for std, fd in enumerate(high):
                 os.dup2(fd, std)
-            _close_all_but({0, 1, 2, ctl_w} | set(keep))
+            _close_all_but({0, 1, 2, ctl_w} | set(bwrap_exec.keep))
             os.chdir(cwd)
-            _reap(libc, ctl_w, uid, gid, keep, argv, environ, cwd, probe)
+            _reap(libc, ctl_w, bwrap_exec, probe)
             code = 0
         except OSError as exc:
             _say_failed(argv, exc.strerror)
@@ -349,24 +369,24 @@ class Reaped(bwrap_run.Started):
 
 def run_reaped(argv: t.Sequence[str], user: t.Optional[t.Mapping[str, t.Any]] = None,
                env: t.Optional[t.Mapping[str, str]] = None, timeout: float = 30.0, cwd: str = "/",
-               watch: t.Optional[bwrap_run.Watch] = None, ledger: t.Optional[proctree.Ledger] = None,
-               bwrap_ids: t.Optional[t.Set[proctree.Ident]] = None, attach: t.Optional[t.Callable[[t.Any],
-                                                                                                  None]] = None,
-               keep_fds: t.Sequence[int] = ()) -> Json:
+               keep_fds: t.Sequence[int] = (), watching: t.Optional[Watching] = None) -> Json:
     """Like bwrap_run.run_bwrap (``{status_fd}`` in argv becomes a pipe), with bwrap under the reaper. Extra
     descriptors bwrap must inherit (``keep_fds``, e.g. for --ro-bind-fd) are passed through the reaper,
-    which closes its own copies. ``attach(proc)`` gets the reaper (``Forked``) before anything is read (the
-    handshake writes to its stdin, which only bwrap's tree holds). Returns run_bwrap's dict plus "tree"
-    (the ledger's report) and "pid" (bwrap's)."""
-    ledger = ledger if ledger is not None else proctree.Ledger()
+    which closes its own copies. ``watching``: how the probe follows the run (its attach() gets the reaper
+    before anything is read: the handshake writes to its stdin, which only bwrap's tree holds). Returns
+    run_bwrap's dict plus "tree" (the ledger's report) and "pid" (bwrap's)."""
+    watching = watching if watching is not None else Watching()
+    watch, attach = watching.watch, watching.attach
+    ledger = watching.ledger if watching.ledger is not None else proctree.Ledger()
     read_fd, write_fd = os.pipe()
     ctl_r, ctl_w = os.pipe()
     argv = [str(write_fd) if a == "{status_fd}" else a for a in argv]
-    keep = [write_fd] + list(keep_fds)
     uid, gid = (int(user["uid"]), int(user["gid"])) if user is not None else (-1, -1)
+    bwrap_exec = BwrapExec(argv=argv, uid=uid, gid=gid, keep=[write_fd] + list(keep_fds),
+                           env=env if env is not None else os.environ, cwd=cwd)
     start = time.time()
     try:
-        proc = _fork_reaper(argv, uid, gid, keep, ctl_w, env if env is not None else os.environ, cwd, watch is not None)
+        proc = _fork_reaper(bwrap_exec, ctl_w, watch is not None)
     except OSError as exc:
         for fd in (read_fd, write_fd, ctl_r, ctl_w):
             os.close(fd)
@@ -375,7 +395,7 @@ def run_reaped(argv: t.Sequence[str], user: t.Optional[t.Mapping[str, t.Any]] = 
                 "left_behind": False, "duration": 0.0, "pid": None, "tree": ledger.report()}
     os.close(write_fd)
     os.close(ctl_w)
-    started = Reaped(proc, ledger, set(bwrap_ids or ()))
+    started = Reaped(proc, ledger, set(watching.bwrap_ids or ()))
     report: Json = {}
     streams = {"stdout": proc.stdout.fileno(), "stderr": proc.stderr.fileno(), "status": read_fd,
                "control": ctl_r}

@@ -205,15 +205,13 @@ def _unit_context(params: Json, runner: t.Any, user: User) -> Json:
                 "reasons": ["the unit's execution context could not be read (%s): only its user is applied" % exc]}
 
 
-def _run_in_context(params: Json, runner: t.Any, service: _Service, prof: result.Rendered, spec: Json, python: str,
-                    out: ProbeResult, trust: t.Optional[Json] = None) -> Json:
-    """Run the profile in a transient unit carrying the service's context, or directly as its user."""
+def _run_in_context(params: Json, runner: t.Any, service: _Service, job: runners.RunSpec, out: ProbeResult) -> Json:
+    """Run the profile (``job``) in a transient unit carrying the service's context, or directly as its user."""
     svc, user, unit = service.svc, service.user, params.get("unit")
     context = params.get("context") or "auto"
-    timeout = float(params.get("timeout") or 60)
     if not (context == "systemd" or (context == "auto" and svc is not None and svc.get("mode") == "systemd")):
         run_user = None if user.get("uid") in (None, os.geteuid()) else user
-        verdict = runners.run(prof["argv"], spec, python, user=run_user, env=service.env, timeout=timeout, trust=trust)
+        verdict = runners.run(job, user=run_user, env=service.env)
         if service.svc_env is not None:
             out["context"] = ("direct as %s with the service's environment (weaker: the unit's systemd "
                               "restrictions are not applied)" % user.get("name"))
@@ -234,10 +232,9 @@ def _run_in_context(params: Json, runner: t.Any, service: _Service, prof: result
     out["context"] = ("systemd transient unit %s as %s with the execution context of %s" %
                       (unit_name, user.get("name"), unit) if settings else
                       "systemd transient unit %s as %s (no service unit)" % (unit_name, user.get("name")))
-    verdict = runners.run_systemd(prof["argv"], spec, python, user, settings, run_env, timeout, unit_name, trust=trust)
+    verdict = runners.run_systemd(job, user, settings, run_env, unit_name)
     if settings and not verdicts.probe_passed(verdict) and not verdict["timed_out"] and params.get("blame", True):
-        out["blame"] = blame.diagnose(prof["argv"], spec, python, user, settings, timeout, verdict,
-                                      blame.bounds(params), trust=trust)
+        out["blame"] = blame.diagnose(job, user, settings, verdict, blame.bounds(params))
     return verdict
 
 
@@ -336,7 +333,9 @@ def _probe(params: Json, runner: t.Any, inspection: t.Optional[Handed] = None) -
     trust = for_run(prof["argv"][0], runner, accepted, verifications=inspection.verifications if inspection
                     else None)
     findings = runners.bwrap_binary_findings(prof["argv"][0], runner, trust)
-    verdict = _run_in_context(params, runner, service, prof, spec, python, out, trust)
+    job = runners.RunSpec(argv=prof["argv"], spec=spec, python=python, timeout=float(params.get("timeout") or 60),
+                          trust=trust)
+    verdict = _run_in_context(params, runner, service, job, out)
     out.update(t.cast(ProbeResult, dict((k, v) for k, v in verdict.items() if k != "diagnostics")))  # run's keys
     if ran_as_root(verdict):        # what root could do there, proven by a second run of the same argv
         out["root_proof"] = root_proof.prove(prof["argv"], python, spec.get("descriptors"),
@@ -344,9 +343,11 @@ def _probe(params: Json, runner: t.Any, inspection: t.Optional[Handed] = None) -
     out["diagnostics"] = _diagnostics(params, service, verdict, findings, out)
     if "placement" in prof:         # a paired Linux device: its row of the spec proven as its client runs it
         run_user = None if service.user.get("uid") in (None, os.geteuid()) else service.user
-        out["device"] = device.prove(prof["argv"], python, bool((prof.get("network") or {}).get("host")),
-                                     min(30.0, float(params.get("timeout") or 60)), run_user, service.env,
-                                     prof.get("descriptors"), prof["placement"].get("downgrades") or [])
+        profile = device.DeviceProfile(argv=prof["argv"], host_network=bool((prof.get("network") or {}).get("host")),
+                                       fds=prof.get("descriptors"),
+                                       downgrades=prof["placement"].get("downgrades") or [])
+        out["device"] = device.prove(profile, python, min(30.0, float(params.get("timeout") or 60)), run_user,
+                                     service.env)
         out["diagnostics"] = sort(out["diagnostics"] + out["device"]["diagnostics"])
     out["verdict_view"] = "probe: proven by a real wrapped invocation (%s)" % out["context"]
     return out

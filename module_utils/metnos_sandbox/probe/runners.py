@@ -16,7 +16,7 @@ import time
 import typing as t
 
 from ..base import diagnostics, verdicts
-from ..base.records import Json
+from ..base.records import Json, Record
 from ..host import bwrap, bwrap_errors, bwrap_run, bwrap_trust, facts, package_owner
 from ..service import systemd_exit, unit_context
 from . import attributes, evidence, held, keyrings, proc_covers, proctree, reaper, witness
@@ -24,6 +24,35 @@ from .payload import Reference, SystemdReport, User, argv_deviations, descriptor
 
 
 # --------------------------------------------------------------------------- running
+class RunSpec(Record):
+    """One probe run's inputs: the profile's bwrap ``argv`` (its command after ``--`` is replaced by the payload),
+    the payload's expectations ``spec`` (payload.expectations), the ``python`` that runs the payload, the
+    ``timeout`` in seconds, and the bwrap's ``trust`` (bwrap_trust.for_run() of argv[0]; verified by the run
+    when None, the sha256s in ``accept_sha256`` accepted)."""
+    argv: t.Sequence[str]
+    spec: Json
+    python: str
+    timeout: float = 30.0
+    trust: t.Optional[Json] = None
+    accept_sha256: t.Sequence[str] = ()
+
+
+class Started(Record):
+    """What one run started, as its verdict names and judges it: ``shown`` (its argv as reported), the payload's
+    ``spec``, the ``host`` view (witness.host_view) and the run's ``user`` and ``timeout``; the bwrap ``tool``
+    named in the findings ("": shown[0]), the bwrap options run (``run_opts``: compared with the profile's when
+    given), the bwrap's ``trust`` and the ``payload`` command (what the tree may hold besides bwrap)."""
+    shown: t.List[str]
+    spec: Json
+    host: Json
+    user: t.Optional[User]
+    timeout: float
+    tool: str = ""
+    run_opts: t.Optional[t.List[str]] = None
+    trust: t.Optional[Json] = None
+    payload: t.Optional[t.Sequence[str]] = None
+
+
 def with_release(spec: Json, timeout: float) -> t.Tuple[Json, str]:
     """The spec the payload gets for one run, and the one-time token that releases it: the payload holds only
     the token's sha256, and the probe writes the token to its stdin only once the outside has verified it
@@ -32,22 +61,20 @@ def with_release(spec: Json, timeout: float) -> t.Tuple[Json, str]:
     return dict(spec, go=hashlib.sha256(go.encode()).hexdigest(), linger=max(1, min(int(timeout), 120))), go
 
 
-def run(argv: t.Sequence[str], spec: Json, python: str, user: t.Optional[User] = None,
-        env: t.Optional[t.Dict[str, str]] = None, timeout: float = 30.0, cwd: str = "/",
-        trust: t.Optional[Json] = None, accept_sha256: t.Sequence[str] = ()) -> Json:
-    """Run argv (a bwrap profile) with the payload as its command, bwrap under the probe's child subreaper
-    (reaper.py). ``trust``: bwrap_trust.for_run() of argv[0] (verified here when not given, with the sha256s in
-    ``accept_sha256`` accepted). Returns a verdict dict: whether it passed is read from its findings alone
-    (base/verdicts.probe_passed, its ``passed`` that view): every failed check, a timeout, a failed setup, a tree
-    that held more is one."""
-    argv = list(argv)
+def run(job: RunSpec, user: t.Optional[User] = None, env: t.Optional[t.Dict[str, str]] = None,
+        cwd: str = "/") -> Json:
+    """Run ``job`` (a bwrap profile) with the payload as its command, as ``user`` (None: this process's) with
+    ``env`` (None: this process's) in ``cwd``, bwrap under the probe's child subreaper (reaper.py). Returns a
+    verdict dict: whether it passed is read from its findings alone (base/verdicts.probe_passed, its ``passed``
+    that view): every failed check, a timeout, a failed setup, a tree that held more is one."""
+    argv, timeout = list(job.argv), job.timeout
     sep = argv.index("--")
-    beacon = proctree.Beacon(spec["token"])
-    spec, go = with_release(dict(spec, beacon=beacon.name, keyctl=keyrings.plan(keyrings.own())), timeout)
-    payload = payload_command(python, spec)
+    beacon = proctree.Beacon(job.spec["token"])
+    spec, go = with_release(dict(job.spec, beacon=beacon.name, keyctl=keyrings.plan(keyrings.own())), timeout)
+    payload = payload_command(job.python, spec)
     full = argv[:sep] + ["--json-status-fd", "{status_fd}", "--"] + payload
-    trust = trust if trust is not None else bwrap_trust.for_run(argv[0], accepted=accept_sha256,
-                                                                path_text=(env or os.environ).get("PATH"))
+    trust = job.trust if job.trust is not None else bwrap_trust.for_run(
+        argv[0], accepted=job.accept_sha256, path_text=(env or os.environ).get("PATH"))
     host = witness.host_view()
     host["trusted_bwrap"] = trust.get("ids")
     host["covers"] = proc_covers.expected(*((user["uid"], user["gid"]) if user else (os.getuid(), os.getgid())))
@@ -55,43 +82,41 @@ def run(argv: t.Sequence[str], spec: Json, python: str, user: t.Optional[User] =
     ledger.server = beacon
     watcher = witness.Watcher(spec["token"], payload, go=go, ledger=ledger)
     try:
-        result = reaper.run_reaped(descriptor_launcher(full, python, spec), user=user, env=env,
-                                   timeout=timeout,
-                                   cwd=cwd, watch=watcher.direct, ledger=ledger,
-                                   bwrap_ids=bwrap_trust.started_ids(trust),
+        watching = reaper.Watching(watch=watcher.direct, ledger=ledger, bwrap_ids=bwrap_trust.started_ids(trust),
                                    attach=watcher.attach)
+        result = reaper.run_reaped(descriptor_launcher(full, job.python, spec), user=user, env=env, timeout=timeout,
+                                   cwd=cwd, watching=watching)
     finally:
         peers = beacon.close()
     result["tree"]["beacon"] = peers
     _launcher, _status, obs = witness.split_stream(witness.records(result["stdout"]), spec["token"])
     result["json_status"] = witness.split_stream(witness.records(result.get("status_raw", "")), spec["token"])[1]
     shown = [a if a != "{status_fd}" else "FD" for a in full[:len(full) - 2]] + ["<payload>", "<spec>"]
-    return run_verdict(shown, result, obs, watcher.outside, spec, host, user, timeout, run_opts=argv[1:sep],
-                       trust=trust, payload=payload)
+    started = Started(shown=shown, spec=spec, host=host, user=user, timeout=timeout, run_opts=argv[1:sep],
+                      trust=trust, payload=payload)
+    return run_verdict(started, result, obs, watcher.outside)
 
 
-def run_verdict(shown: t.List[str], result: Json, obs: t.Optional[Json], outside: t.Optional[Json], spec: Json,
-                host: Json, user: t.Optional[User], timeout: float, tool: t.Optional[str] = None,
-                run_opts: t.Optional[t.List[str]] = None, trust: t.Optional[Json] = None,
-                payload: t.Optional[t.Sequence[str]] = None) -> Json:
-    """The run judged: the checks of both witnesses (_judge_run), then the bwrap that ran (bwrap_trust) and
+def run_verdict(started: Started, result: Json, obs: t.Optional[Json], outside: t.Optional[Json]) -> Json:
+    """The run judged from its ``result`` (the reaper's or the unit's), the payload's report (``obs``) and the
+    outside's evidence: the checks of both witnesses (_judge_run), then the bwrap that ran (bwrap_trust) and
     everything its tree held (proctree.judge), each a finding of its own."""
-    verdict = _judge_run(shown, result, obs, outside, spec, host, user, timeout, tool, run_opts)
+    verdict = _judge_run(started, result, obs, outside)
     verdict["diagnostics"].extend(diagnostics.make(code, fill={"said": said, "traced": ""}, check="keyring_own")
                                   for code, said in keyrings.unit_findings(verdict["checks"]))
-    more = bwrap_trust.diagnostics(trust) + _tree_findings(result, obs, outside or {}, spec, host, trust, payload)
-    if trust is not None:
-        verdict["bwrap_trust"] = bwrap_trust.view(trust)
+    more = bwrap_trust.diagnostics(started.trust) + _tree_findings(started, result, obs, outside or {})
+    if started.trust is not None:
+        verdict["bwrap_trust"] = bwrap_trust.view(started.trust)
     verdict["diagnostics"].extend(more)
     verdict["passed"] = verdicts.probe_passed(verdict) is True    # a view of the findings, set nowhere else
     return verdict
 
 
-def _tree_findings(result: Json, obs: t.Optional[Json], outside: Json, spec: Json, host: Json,
-                   trust: t.Optional[Json], payload: t.Optional[t.Sequence[str]]) -> t.List[diagnostics.Diagnostic]:
+def _tree_findings(started: Started, result: Json, obs: t.Optional[Json],
+                   outside: Json) -> t.List[diagnostics.Diagnostic]:
     """What the run's tree held that is neither what the probe started nor bwrap and its payload (proctree)."""
     tree = result.get("tree")
-    ids = bwrap_trust.started_ids(trust)
+    ids = bwrap_trust.started_ids(started.trust)
     exe = (outside.get("parent") or {}).get("exe_id")
     if isinstance(exe, list) and len(exe) == 2:
         ids.add((int(exe[0]), int(exe[1])))
@@ -99,16 +124,15 @@ def _tree_findings(result: Json, obs: t.Optional[Json], outside: Json, spec: Jso
     pids = set(p for p in (result.get("pid"), outside.get("launcher"), outside.get("child_pid"),
                            outside.get("payload_pid"), ((tree or {}).get("reaper") or {}).get("pid"),
                            said if not outside else None) if isinstance(p, int) and not isinstance(p, bool))
-    ref = evidence.reference(outside, host) if outside else Reference(host.get("ns") or {}, "", [])
-    exp = proctree.Expected(pids, ids, proctree.marker(spec["token"]), list(payload or []),
+    ref = evidence.reference(outside, started.host) if outside else Reference(started.host.get("ns") or {}, "", [])
+    exp = proctree.Expected(pids, ids, proctree.marker(started.spec["token"]), list(started.payload or []),
                             (outside.get("payload") or {}).get("ns") or {}, obs is not None, ref.ns)
     return proctree.diagnostics(tree if isinstance(tree, dict) else None, exp)
 
 
-def _judge_run(shown: t.List[str], result: Json, obs: t.Optional[Json], outside: t.Optional[Json], spec: Json,
-               host: Json, user: t.Optional[User], timeout: float, tool: t.Optional[str] = None,
-               run_opts: t.Optional[t.List[str]] = None) -> Json:
-    tool = tool or shown[0]
+def _judge_run(started: Started, result: Json, obs: t.Optional[Json], outside: t.Optional[Json]) -> Json:
+    shown, spec, host, run_opts = started.shown, started.spec, started.host, started.run_opts
+    tool = started.tool or shown[0]
     status = result.get("json_status") or {}
     verdict: Json = {"argv": shown, "rc": result["rc"], "timed_out": result["timed_out"],
                      "setup_failed": obs is None and "exit-code" not in status and not result["timed_out"],
@@ -123,8 +147,8 @@ def _judge_run(shown: t.List[str], result: Json, obs: t.Optional[Json], outside:
         "%s %s" % (k, ", ".join(deviations[k])) for k in ("added", "removed") if deviations[k])
     if outside:
         verdict["evidence"] = _evidence(outside, host, result)
-    who = (user or {}).get("name", "current user")
-    if result["timed_out"] and not _timed_out(verdict, obs, outside, timeout):
+    who = (started.user or {}).get("name", "current user")
+    if result["timed_out"] and not _timed_out(verdict, obs, outside, started.timeout):
         return verdict
     if obs is None and verdict["setup_failed"] and result.get("unit_failure"):
         verdict["unit_failure"] = result["unit_failure"]       # systemd's failure or the unit's signal, not bwrap's
@@ -301,21 +325,22 @@ STOP_TIMEOUT = 3
 LAUNCHER = 'printf \'{"launcher-pid": %s}\\n\' "$$$$"; read -r metnos_go; exec "$@" 3>&1'
 
 
-def run_systemd(argv: t.List[str], spec: Json, python: str, user: User, settings: t.Optional[Json],
-                env: t.Mapping[str, str], timeout: float, runner_unit: str, trust: t.Optional[Json] = None,
-                accept_sha256: t.Sequence[str] = ()) -> Json:
-    """Like run(), inside a transient systemd unit. The status fd is redirected to stdout, the
-    handshake goes through the unit's stdin (systemd-run --pipe passes our pipes to the unit); the tree is
-    the unit's cgroup (reaper.UnitRun)."""
+def run_systemd(job: RunSpec, user: User, settings: t.Optional[Json], env: t.Mapping[str, str],
+                runner_unit: str) -> Json:
+    """Like run(), inside the transient systemd unit ``runner_unit`` carrying ``settings`` (the service's
+    execution context: unit_context) and ``env``. The status fd is redirected to stdout, the handshake goes
+    through the unit's stdin (systemd-run --pipe passes our pipes to the unit); the tree is the unit's cgroup
+    (reaper.UnitRun)."""
+    argv, python, timeout = list(job.argv), job.python, job.timeout
     sep = argv.index("--")
-    beacon = proctree.Beacon(spec["token"])
+    beacon = proctree.Beacon(job.spec["token"])
     assignments = (settings or {}).get("assignments") or []
     keyctl = keyrings.plan(keyrings.own(), assignments)
     # the securebits the unit's process starts with (its SecureBits=): /proc does not show them
-    spec, go = with_release(dict(spec, beacon=beacon.name, keyctl=keyctl,
+    spec, go = with_release(dict(job.spec, beacon=beacon.name, keyctl=keyctl,
                                  unit_securebits=attributes.unit_securebits(assignments)), timeout)
-    trust = trust if trust is not None else bwrap_trust.for_run(argv[0], accepted=accept_sha256,
-                                                                path_text=env.get("PATH") or "/usr/bin:/bin")
+    trust = job.trust if job.trust is not None else bwrap_trust.for_run(
+        argv[0], accepted=job.accept_sha256, path_text=env.get("PATH") or "/usr/bin:/bin")
     payload = payload_command(python, spec)
     inner = argv[:sep] + ["--json-status-fd", "3", "--"] + payload
     # A bounded stop: under cgroup v1 (containers) systemd can miss that a unit whose processes used a
@@ -336,9 +361,8 @@ def run_systemd(argv: t.List[str], spec: Json, python: str, user: User, settings
         beacon.close()
         result = {"rc": 127, "stderr": "systemd-run: %s" % exc.strerror, "json_status": {}, "timed_out": False,
                   "duration": 0.0, "tree": ledger.report()}
-        return run_verdict(full[:len(full) - 1] + ["<spec>"], result, None, None, spec, host, user, timeout,
-                           trust=trust,
-                           payload=payload)
+        return run_verdict(Started(shown=full[:len(full) - 1] + ["<spec>"], spec=spec, host=host, user=user,
+                                   timeout=timeout, trust=trust, payload=payload), result, None, None)
     watcher = witness.Watcher(spec["token"], payload, stdin=proc.stdin, unit=runner_unit + ".service", go=go,
                               ledger=ledger)
     watcher.collectors = [os.getpid(), proc.pid, 1]      # systemd-run --pipe hands the probe's pipes to systemd
@@ -375,8 +399,9 @@ def run_systemd(argv: t.List[str], spec: Json, python: str, user: User, settings
               "systemd_result": info, "tree": _unit_tree(ledger, watcher.launcher, info, status),
               "pid": watcher.launcher, "unit_failure": systemd_exit.unit_failure(main, launcher is not None,
                                                                                  runner_unit)}
-    verdict = run_verdict(full[:len(full) - 1] + ["<spec>"], result, obs, watcher.outside, spec, host, user, timeout,
-                          tool=argv[0], run_opts=argv[1:sep], trust=trust, payload=payload)
+    judged = Started(shown=full[:len(full) - 1] + ["<spec>"], spec=spec, host=host, user=user, timeout=timeout,
+                     tool=argv[0], run_opts=argv[1:sep], trust=trust, payload=payload)
+    verdict = run_verdict(judged, result, obs, watcher.outside)
     verdict["systemd_result"] = info
     return verdict
 

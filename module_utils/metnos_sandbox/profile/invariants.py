@@ -207,7 +207,8 @@ def check_invariants(argv: List[str], manifest: Manifest, host: host_context.Hos
     trees = host.trees()
     allowed: Optional[_Allowed] = None
     own: Optional[List[Optional[str]]] = None          # [the own folder resolved], once a bind asks
-    for opt, src, dest, _fd in read.binds:
+    for bind in read.binds:
+        opt, src, dest = bind.opt, bind.src, bind.dest
         if trees.forbidden.under(src) or (dest != src and trees.forbidden.under(dest)):
             out.append("%s %s %s reaches /proc or /dev (c)" % (opt, src, dest))
         if opt == "--ro-bind" and src in base.ro:
@@ -217,7 +218,7 @@ def check_invariants(argv: List[str], manifest: Manifest, host: host_context.Hos
             continue
         if allowed is None:
             allowed = _allowed(manifest, host, invocation, own_dir, state)
-        out += _check_bind(opt, src, dest, host, trees, allowed, own_dir, own[0], state)
+        out += _check_bind(bind, host, trees, allowed, own_dir, own[0], state)
     return out
 
 
@@ -241,10 +242,10 @@ def _check_model(read: _Argv, descriptors: Sequence[Descriptor], host: host_cont
     return out
 
 
-def _check_bind(opt: str, src: str, dest: str, host: host_context.HostContext, trees: host_context.Trees,
-                allowed: _Allowed,
+def _check_bind(bind: _Bind, host: host_context.HostContext, trees: host_context.Trees, allowed: _Allowed,
                 own_dir: str, own_real: Optional[str], state: host_context.RenderState) -> List[str]:
     """Invariants (a)-(c) of one bind that is not a base mount (``own_real``: ``own_dir`` resolved)."""
+    opt, src, dest = bind.opt, bind.src, bind.dest
     out = []
     kind = state.file_type(src)
     real = state.real_or_none(src)

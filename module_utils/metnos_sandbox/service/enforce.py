@@ -14,6 +14,7 @@ import stat
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ..base import diagnostics, envflags
+from ..base.records import Record
 from ..host import bwrap, package_owner
 from . import exec_env, restrictions, run_user, systemd_unit
 
@@ -80,17 +81,34 @@ def _env_file_value(value: str) -> str:
     return '"%s"' % value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace("`", "\\`")
 
 
-def enforce_plan(unit: str, state: Mapping[str, Any], env: Mapping[str, str], prov: Mapping[str, str],
-                 user: Mapping[str, Any], sandbox_path: str, env_file_path: str, relax: bool = False,
-                 bwrap_info: Optional[Mapping[str, Any]] = None,
-                 package_of: Optional[Callable[[str], Any]] = None) -> Dict[str, Any]:
+class PlanInputs(Record):
+    """What an enforce plan is computed from: the ``unit``'s configuration *without* our own files (``state``:
+    its settings and ExecStart= lines, ``env``: the environment it gives its processes, ``prov``: where each
+    variable comes from) and its ``user`` (run_user.resolve_service_user); the PATH asked for the sandbox
+    (``sandbox_path``), the drop-in's env file as systemd names it (``env_file_path``), whether to ``relax`` the
+    directives that break bwrap, the bwrap's facts (``bwrap_info``: facts.bwrap_info) and ``package_of`` (what
+    owns a path: package_owner.package_facts when None)."""
+    unit: str
+    state: Mapping[str, Any]
+    env: Mapping[str, str]
+    prov: Mapping[str, str]
+    user: Mapping[str, Any]
+    sandbox_path: str
+    env_file_path: str
+    relax: bool = False
+    bwrap_info: Optional[Mapping[str, Any]] = None
+    package_of: Optional[Callable[[str], Any]] = None
+
+
+def enforce_plan(inputs: PlanInputs) -> Dict[str, Any]:
     """What enforce writes for the unit, computed from its configuration *without* our own files.
 
     Returns {"dropin", "env_file" (contents), "path" (the healed PATH), "healed", "relaxed",
     "not_healed", "not_relaxed"}; each list entry says what, from where, and the line written.
     """
     plan: Dict[str, Any] = {"healed": [], "relaxed": [], "not_healed": [], "not_relaxed": []}
-    path = _plan_environment(plan, env, prov, user, sandbox_path, env_file_path, package_of)
+    env_file_path = inputs.env_file_path
+    path = _plan_environment(plan, inputs)
     lines = ["# Managed by metnos-sandbox-ops (metnos.sandbox.metnos_service_env state=enforce). Local edits are",
              "# replaced; a backup of the previous file is kept beside it.", "[Service]",
              "# PATH for the sandbox: bwrap resolves to the package-owned binary.",
@@ -98,18 +116,17 @@ def enforce_plan(unit: str, state: Mapping[str, Any], env: Mapping[str, str], pr
              "# METNOS_SANDBOX is unset for the unit, whatever sets it (Environment=, EnvironmentFile=, drop-ins",
              "# in /etc or /run, the manager's environment): UnsetEnvironment= applies after all of them.",
              "UnsetEnvironment=%s" % envflags.ENV_VAR]
-    lines += _plan_exec_start(plan, state, env)
-    lines += _plan_relax(plan, state, unit, relax, bwrap_info)
+    lines += _plan_exec_start(plan, inputs.state, inputs.env)
+    lines += _plan_relax(plan, inputs.state, inputs.unit, inputs.relax, inputs.bwrap_info)
     return dict({"dropin": "\n".join(lines) + "\n",
                  "env_file": "# Managed by metnos-sandbox-ops: the service's PATH for the sandbox.\nPATH=%s\n"
                  % _env_file_value(path), "path": path}, **plan)
 
 
-def _plan_environment(plan: Dict[str, Any], env: Mapping[str, str], prov: Mapping[str, str],
-                      user: Mapping[str, Any], sandbox_path: str, env_file_path: str,
-                      package_of: Optional[Callable[[str], Any]]) -> str:
+def _plan_environment(plan: Dict[str, Any], inputs: PlanInputs) -> str:
     """The healed PATH (returned) and what healing PATH and unsetting METNOS_SANDBOX changes."""
-    path, changes, problem = heal_path(sandbox_path, user, package_of)
+    env, prov = inputs.env, inputs.prov
+    path, changes, problem = heal_path(inputs.sandbox_path, inputs.user, inputs.package_of)
     for change in changes:
         plan["healed"].append({"what": "PATH", "source": "sandbox_path", "action": change})
     if problem:
@@ -118,7 +135,7 @@ def _plan_environment(plan: Dict[str, Any], env: Mapping[str, str], prov: Mappin
         plan["healed"].append({
             "what": "PATH=%s" % env.get("PATH"), "source": prov.get("PATH"),
             "action": "PATH=%s from %s (an EnvironmentFile= of the drop-in: it wins over every "
-                      "Environment= and the EnvironmentFile= lines before it)" % (path, env_file_path)})
+                      "Environment= and the EnvironmentFile= lines before it)" % (path, inputs.env_file_path)})
     value = env.get(envflags.ENV_VAR)
     disabled, _reason = envflags.classify_value(value)
     if value is not None:

@@ -595,8 +595,8 @@ def execution_context(p: Params, runner: bwrap.Runner, probe_user: Optional[Mapp
     if scope == "user" and p.get("user"):
         pw = pwd.getpwnam(p["user"])
         entry = {"name": pw.pw_name, "uid": pw.pw_uid, "gid": pw.pw_gid, "home": pw.pw_dir, "shell": pw.pw_shell}
-    ctx: Dict[str, Any] = unit_preflight.build(unit_context.parse_show_all(out), runner, p["unit"], scope,
-                                               p.get("user"), user_entry=entry)
+    address = unit_preflight.UnitAddress(unit=p["unit"], scope=scope, user=p.get("user"), user_entry=entry)
+    ctx: Dict[str, Any] = unit_preflight.build(unit_context.parse_show_all(out), runner, address)
     if probe_user:
         ctx["assignments"] = [a for a in ctx["assignments"] if a[0] not in ("User", "DynamicUser")]
         ctx["excluded"].append({"directive": "User", "category": "probe (probe_user=%s)" % probe_user.get("name")})

@@ -12,6 +12,7 @@ from __future__ import absolute_import, annotations, division, print_function
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set
 
 from ..base import diagnostics
+from ..base.records import Record
 from ..host import bwrap
 from . import run_user
 
@@ -139,17 +140,27 @@ CONDITIONAL_CODES = {
 }
 
 
-def _restriction(code: str, unit: str, directive: str, fill: Mapping[str, Any], relax: Optional[str],
-                 severity: Optional[str] = None, relax_note: Optional[str] = None,
-                 wording: str = "seen") -> diagnostics.Diagnostic:
-    """A restriction diagnostic; ``relax`` is the smallest drop-in line that lets bwrap work (or
-    None with ``relax_note`` saying why a drop-in cannot); ``fill`` and ``wording`` make the message from
-    the code's registered templates."""
-    diag: diagnostics.Diagnostic = diagnostics.make(code, unit=unit, directive=directive, fill=fill, wording=wording,
-                                                    severity=severity,
-                                                    relax=relax, relax_note=relax_note
-                                                    or "No drop-in can relax it; change the unit.",
-                                                    variant="dropin" if relax else "no_dropin")
+class Finding(Record):
+    """A directive of the unit that breaks bwrap, as its diagnostic says it: the ``code``, the ``directive``,
+    ``fill`` and ``wording`` (the message from the code's registered templates), ``relax`` (the smallest
+    drop-in line that lets bwrap work, or None with ``relax_note`` saying why a drop-in cannot) and the
+    ``severity`` when it is not the code's."""
+    code: str
+    directive: str
+    fill: Mapping[str, Any]
+    relax: Optional[str]
+    relax_note: Optional[str] = None
+    severity: Optional[str] = None
+    wording: str = "seen"
+
+
+def _restriction(unit: str, found: Finding) -> diagnostics.Diagnostic:
+    """The diagnostic of one ``found`` restriction of ``unit``."""
+    diag: diagnostics.Diagnostic = diagnostics.make(
+        found.code, unit=unit, directive=found.directive, fill=found.fill, wording=found.wording,
+        severity=found.severity, relax=found.relax,
+        relax_note=found.relax_note or "No drop-in can relax it; change the unit.",
+        variant="dropin" if found.relax else "no_dropin")
     return diag
 
 
@@ -166,27 +177,27 @@ def _confinement_diagnostics(settings: Mapping[str, Any], unit: str) -> List[dia
     ns = allowed_namespaces(settings.get("RestrictNamespaces"))
     missing = [n for n in BWRAP_NAMESPACES if n not in ns]
     if missing:
-        out.append(_restriction(
-            "unit_blocks_namespaces", unit, "RestrictNamespaces",
-            {"values": " ".join(settings["RestrictNamespaces"]), "missing": ", ".join(missing)},
-            "RestrictNamespaces=%s" % " ".join(missing)))
+        out.append(_restriction(unit, Finding(
+            code="unit_blocks_namespaces", directive="RestrictNamespaces",
+            fill={"values": " ".join(settings["RestrictNamespaces"]), "missing": ", ".join(missing)},
+            relax="RestrictNamespaces=%s" % " ".join(missing))))
     blocked = syscalls_blocked(settings.get("SystemCallFilter"))
     if blocked:
         errno_action = str(settings.get("SystemCallErrorNumber") or "").strip()
         killed = errno_action in ("", "2147483646", "kill")
-        out.append(_restriction(
-            "unit_syscall_filter_blocks_bwrap", unit, "SystemCallFilter",
-            {"blocked": ", ".join(blocked), "errno": errno_action},
-            "SystemCallFilter=%s" % " ".join(blocked), wording="killed" if killed else "errno"))
+        out.append(_restriction(unit, Finding(
+            code="unit_syscall_filter_blocks_bwrap", directive="SystemCallFilter",
+            fill={"blocked": ", ".join(blocked), "errno": errno_action},
+            relax="SystemCallFilter=%s" % " ".join(blocked), wording="killed" if killed else "errno")))
     families = families_blocked(settings.get("RestrictAddressFamilies"))
     if families:
-        out.append(_restriction(
-            "unit_address_families_block_netlink", unit, "RestrictAddressFamilies",
-            {"values": " ".join(settings["RestrictAddressFamilies"]), "families": ", ".join(families)},
-            "RestrictAddressFamilies=%s" % " ".join(families)))
+        out.append(_restriction(unit, Finding(
+            code="unit_address_families_block_netlink", directive="RestrictAddressFamilies",
+            fill={"values": " ".join(settings["RestrictAddressFamilies"]), "families": ", ".join(families)},
+            relax="RestrictAddressFamilies=%s" % " ".join(families))))
     if str(settings.get("ProcSubset", "")).strip() == "pid":
-        out.append(_restriction(
-            "unit_proc_subset_pid", unit, "ProcSubset", {}, "ProcSubset=all"))
+        out.append(_restriction(unit, Finding(
+            code="unit_proc_subset_pid", directive="ProcSubset", fill={}, relax="ProcSubset=all")))
     return out
 
 
@@ -201,13 +212,13 @@ def _privilege_diagnostics(settings: Mapping[str, Any], unit: str,
     if explicit or dynamic:
         why = "RestrictSUIDSGID=yes" if explicit else "DynamicUser=yes (implies RestrictSUIDSGID=yes)"
         severe = version >= (0, 12)
-        out.append(_restriction(
-            "unit_restrict_suidsgid", unit, "DynamicUser" if dynamic and not explicit else "RestrictSUIDSGID",
-            {"why": why, "version": info.get("version") or "?"},
-            None if dynamic else "RestrictSUIDSGID=no", severity=diagnostics.ERROR if severe else diagnostics.WARNING,
-            wording="fails" if severe else "warns",
+        out.append(_restriction(unit, Finding(
+            code="unit_restrict_suidsgid", directive="DynamicUser" if dynamic and not explicit else "RestrictSUIDSGID",
+            fill={"why": why, "version": info.get("version") or "?"},
+            relax=None if dynamic else "RestrictSUIDSGID=no",
+            severity=diagnostics.ERROR if severe else diagnostics.WARNING, wording="fails" if severe else "warns",
             relax_note="DynamicUser=yes forces RestrictSUIDSGID=yes: run the service with a static User= "
-                       "(DynamicUser=no) to use bubblewrap >= 0.12" if dynamic else None))
+                       "(DynamicUser=no) to use bubblewrap >= 0.12" if dynamic else None)))
     nnp = run_user.truthy(settings.get("NoNewPrivileges", "no")) or explicit or dynamic or \
         bool(settings.get("SystemCallFilter")) or bool(settings.get("RestrictNamespaces"))
     if nnp and info.get("setuid"):

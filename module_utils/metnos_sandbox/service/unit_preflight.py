@@ -14,6 +14,7 @@ import os
 import re
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from ..base.records import Record
 from ..host import bwrap
 from .context_deny import DENY
 from .unit_context import (
@@ -139,18 +140,29 @@ class Preflight(object):
         return None
 
 
-def build(show: Mapping[str, str], runner: bwrap.Runner, unit: str, scope: str = "system", user: Optional[str] = None,
-          unit_name: Optional[str] = None, verify: bool = True, read: Optional[Callable[[str], str]] = None,
-          user_entry: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
-    """The whole context: plan from the unit files, prove it with a preflight unit.
+class UnitAddress(Record):
+    """Which unit, in which manager: the ``unit``'s name, its ``scope`` ("system" or "user"), the ``user`` whose
+    manager holds a user unit, and that user's passwd entry (``user_entry``: name, uid, gid, home, shell), which
+    the unit files' specifiers (%h, %u, ...) are expanded with."""
+    unit: str
+    scope: str = "system"
+    user: Optional[str] = None
+    user_entry: Optional[Mapping[str, Any]] = None
+
+
+def build(show: Mapping[str, str], runner: bwrap.Runner, address: UnitAddress, unit_name: Optional[str] = None,
+          verify: bool = True, read: Optional[Callable[[str], str]] = None) -> Dict[str, Any]:
+    """The whole context: plan from the unit files, prove it with a preflight unit (``unit_name``: its name,
+    random when None; none with ``verify`` false; ``read``: how the unit files are read).
 
     ``show``: the service's `systemctl show --all` as a dict. Returns the context dict with
     ``assignments`` (what the probe passes), ``excluded``, ``not_carried``, ``differences``,
     ``verified`` and ``confidence`` ("full" or "reduced") and ``reasons``.
     """
+    scope = address.scope
     files = unit_files(show)
     assignments, problems = read_assignments(files, read)
-    table = specifier_table(unit, scope, user_entry, show.get("FragmentPath") or None)
+    table = specifier_table(address.unit, scope, address.user_entry, show.get("FragmentPath") or None)
     ctx = plan(assignments, table, static_user=scope == "system")
     for problem in problems:       # a file systemd loaded but we cannot read: its directives are unknown
         ctx["not_carried"].append({"directive": "(all of %s)" % problem["path"], "where": problem["path"],
@@ -158,7 +170,7 @@ def build(show: Mapping[str, str], runner: bwrap.Runner, unit: str, scope: str =
                                    "category": "unreadable"})
     ctx.update(files=files, differences=[], verified=False, attempts=0)
     if verify:
-        pre = Preflight(runner, unit_name or "metnos-probe-ctx-%s" % os.urandom(5).hex(), scope, user)
+        pre = Preflight(runner, unit_name or "metnos-probe-ctx-%s" % os.urandom(5).hex(), scope, address.user)
         try:
             _verify(ctx, pre, show)
         finally:
