@@ -38,7 +38,7 @@ def test_the_one_verdict(codes, want):
     assert verdict(findings) == want
     assert probe_passed({"diagnostics": findings}) is (want in ("pass", "warn"))
     record_of = {"diagnostics": findings}
-    assert decide(record_of) == want and record_of["verdict"] == want
+    assert decide(record_of)["verdict"] == want and "verdict" not in record_of     # the record as output
 
 
 def test_every_manifest_state_is_a_finding_with_its_own_code():
@@ -102,7 +102,8 @@ def test_the_monitor_and_the_summary_ask_the_same_function():
     result = {"diagnostics": [diagnostics.make("bwrap_package_drift", majority="1", host="h", revision="2",
                                                majority_hosts=2,
                                                hosts=3)], "probe": {"passed": True}}
-    assert proof.judge(result, []) == (True, "warn")
+    assert proof.judge(result, []) is True          # proven: a warning is no error
+    assert proof.output({"audit": dict(result, schema="s", hostname="h"), "previous": None})["verdict"] == "warn"
     section = site_summary.probe_section({"passed": True, "checks": [], "diagnostics": result["diagnostics"]})
     assert section["verdict"] == "warn"
     refused = diagnostics.make("capability_unknown", field="c", value="'x'", wording="refused",
