@@ -12,7 +12,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base
     probe_passed,
     verdict,
 )
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import proof
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import prometheus, proof
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import site_summary
 from helpers import report_text
 
@@ -142,3 +142,20 @@ def test_nothing_proven_is_a_finding_not_a_flag():
     refused = {"decision": "refused", "diagnostics": [diagnostics.make("capability_unknown", field="c", value="'x'",
                                                                        wording="refused", fill={"expected": "y"})]}
     assert not_wrapped(refused) == []          # its own error already says why
+
+
+def test_the_probes_passed_is_read_from_its_findings_everywhere():
+    """A probe whose flag says passed while its own findings hold an error (a flag beside the findings, as a /1
+    record or a stale copy could have): the report's probe, the monitor's probe check and the role's summary say
+    FAILED (the findings), never the flag. Canary: the same probe without the error passes in all three."""
+    timed_out = diagnostics.make("probe_timeout", wording="killed", timeout=5)
+    for errors, want in (([timed_out], False), ([], True)):
+        probe = {"passed": True, "context": "direct", "checks": [], "diagnostics": errors}
+        doc = report_text.build({"h": {"schema": "metnos-sandbox-audit/1", "hostname": "h", "bwrap_facts": {},
+                                       "service": None, "profiles": [], "probe": probe, "diagnostics": errors}}, WHEN)
+        assert doc["hosts"][0]["probe"]["passed"] is want
+        assert ("| %s |" % ("passed" if want else "FAILED")) in report_text.to_markdown(doc)
+        states = prometheus.check_states({"audit": {"probe": probe, "diagnostics": []}})
+        assert states["probe"] is want
+        detail = site_summary.probe_section(probe)["detail"]
+        assert detail.startswith("proven verdict: %s" % ("PASSED" if want else "FAILED"))

@@ -14,7 +14,7 @@ from __future__ import absolute_import, annotations, division, print_function
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple, TypedDict, cast
 
 from ..audit import monitor_state
-from ..base import diagnostics
+from ..base import diagnostics, verdicts
 from ..base.diagnostics import Diagnostic
 
 # Failure records metnos_audit (or spool.read_spooled) keeps with their own code and its placeholders ("context").
@@ -169,7 +169,7 @@ def from_result(name: str, res: Any) -> HostRecord:
         "profiles": res.get("profiles") or [],
         "monitor": monitor_state.report_entry(res.get("monitor")),
         "containment": res.get("containment"),         # audit/containment.py: where executors run, at what level
-        "probe": {"passed": probe.get("passed"), "context": probe.get("context"),
+        "probe": {"passed": verdicts.probe_passed(probe), "context": probe.get("context"),    # from its findings
                   "confidence": probe.get("confidence"), "view": PROBE_VIEW,
                   "checks": probe.get("checks") or []} if probe else None,
         "diagnostics": res.get("diagnostics") or [],

@@ -186,7 +186,8 @@ def probe_section(res: Optional[Mapping[str, Any]]) -> Section:
     checks = res.get("checks") or []
     failed = [c["name"] for c in checks if not c.get("ok")]
     detail = "proven verdict: %s; %s; %d/%d checks held" % (
-        "PASSED" if res.get("passed") else "FAILED", res.get("context"), len(checks) - len(failed), len(checks))
+        "PASSED" if verdicts.probe_passed(res) else "FAILED", res.get("context"), len(checks) - len(failed),
+        len(checks))
     if failed:
         detail += "; failed: %s" % ", ".join(failed)
     if res.get("confidence") == "reduced":
