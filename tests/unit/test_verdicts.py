@@ -135,7 +135,8 @@ def test_nothing_proven_is_a_finding_not_a_flag():
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe.run import not_wrapped
     none_ran = device.judged([], ["bwrap", "--", "true"], [])
     assert [d["code"] for d in none_ran["diagnostics"]] == ["probe_device_check_failed"]
-    assert none_ran["passed"] is False and verdict(none_ran["diagnostics"]) == "fail"
+    assert "passed" not in none_ran and probe_passed(none_ran) is False     # no flag beside the findings
+    assert verdict(none_ran["diagnostics"]) == "fail"
     direct = {"decision": "direct", "diagnostics": []}
     [found] = not_wrapped(direct)
     assert found["code"] == "probe_check_failed" and "observed direct" in found["message"]
