@@ -29,6 +29,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.audit import (
     containment,  # a host whose facts say it is not Linux: its level, without the Linux payload
+    host_audit,  # finish: a host's result as output, its verdict attached once
     monitor_state,  # AUDIT_SCHEMA: the audit record's schema
     transport,  # the message, its two carriers and the frame of the answer
 )
@@ -255,8 +256,8 @@ class ActionModule(ActionBase):
             return None
         if containment.platform_of(system, family) == "linux":
             return None
-        return containment.record(host, args["placement"], system, family, version, args.get("manifests") or [],
-                                  monitor_state.AUDIT_SCHEMA)
+        return host_audit.finish(containment.record(host, args["placement"], system, family, version,
+                                                    args.get("manifests") or [], monitor_state.AUDIT_SCHEMA))
 
     def _timed_out(self, result, host, deadline, elapsed):
         """The host's audit ran past its deadline: host_timeout, kept for the report (never asked again: a host

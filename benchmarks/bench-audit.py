@@ -547,14 +547,14 @@ def synthetic_hosts(template, n):
                         "['eth0', 'lo']", [])
     for i in range(n):
         h = json.loads(json.dumps(template))
+        h.pop("verdict", None)      # a record to build a report from: findings only (record.findings_only)
         h["host"] = "node-%05d.rack%02d.dc%d.metnos.example.net" % (i, i % 40, i % 3)
         if i % 50 == 7:
-            h = {"host": h["host"], "reachable": False, "verdict": "unreachable", "status": None, "bwrap": None,
+            h = {"host": h["host"], "reachable": False, "status": None, "bwrap": None,
                  "userns": None, "service": None, "profiles": [], "probe": None,
                  "diagnostics": [D_make("host_unreachable", "error", "%s: unreachable: ssh: connect to host port "
                                         "22: Connection timed out" % h["host"], [])]}
         elif i % 25 == 3:
-            h["verdict"] = "fail"
             h["diagnostics"] = h["diagnostics"] + [fail, probe_fail]
         if i % 33 == 5 and h.get("bwrap"):
             h["bwrap"]["revision"] = "0.8.0-2"

@@ -225,9 +225,9 @@ bwrap_trust:
 device:
   description:
     - A paired Linux device's profile (host.placement device, R-SCOPE-4) proven as its client runs it - bwrap started
-      in a process group of its own, that group killed at the deadline - passed, checks (device_pid_namespace,
+      in a process group of its own, that group killed at the deadline - checks (device_pid_namespace,
       device_process_group, device_network, device_private_tmp, device_deadline_kills_group; each with expected,
-      observed and ok) and diagnostics (probe_device_* codes).
+      observed and ok) and diagnostics (probe_device_* codes; it passed when none is an error, no flag beside them).
   returned: when the profile is a device's
   type: dict
 blame:

@@ -12,6 +12,7 @@ import tempfile
 
 import pytest
 
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base.verdicts import probe_passed
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.host import bwrap
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe import device, run
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import host_context, renderer
@@ -95,7 +96,7 @@ USERS = ["root", "nobody"]
 @pytest.mark.parametrize("user", USERS)
 def test_the_rendered_device_profile_is_proven(tree, user):
     result = prove(rendered(tree)["argv"], user)
-    assert result["passed"], result
+    assert probe_passed(result), result
     assert [c["name"] for c in result["checks"]] == [
         "device_pid_namespace", "device_process_group", "device_network", "device_private_tmp",
         "device_deadline_kills_group"]
@@ -108,13 +109,13 @@ def test_a_device_profile_that_keeps_the_host_network_is_proven_with_it(tree, us
     argv = rendered(tree, ["net:http"])["argv"]
     assert "--unshare-net" not in argv
     result = prove(argv, user, host_network=True)
-    assert result["passed"], result
+    assert probe_passed(result), result
 
 
 @pytest.mark.parametrize("user", USERS)
 def test_without_a_pid_namespace_host_processes_are_seen_and_the_planted_process_outlives_the_deadline(tree, user):
     result = prove(without(rendered(tree)["argv"], "--unshare-pid"), user)
-    assert not result["passed"]
+    assert not probe_passed(result)
     assert codes(result) == ["probe_device_deadline_escaped", "probe_device_pid_shared"]
     survivors = [c for c in result["checks"] if c["name"] == "device_deadline_kills_group"][0]["observed"]
     assert survivors["comms"] and all(c.startswith("mg-") for c in survivors["comms"])
@@ -158,7 +159,7 @@ def test_probe_service_proves_a_device_host_and_leaves_a_server_as_it_was(tree):
                        "executors_dir": tree + "/executors", "runtime_dir": tree + "/runtime", "placement": "device"}}
     got = run.probe_service(params, bwrap.default_runner)
     assert got["passed"], got["diagnostics"]
-    assert "--unshare-pid" in got["profile"]["argv"] and got["device"]["passed"]
+    assert "--unshare-pid" in got["profile"]["argv"] and probe_passed(got["device"])
     params["host"]["placement"] = "server"
     got = run.probe_service(params, bwrap.default_runner)
     assert got["passed"] and "device" not in got
@@ -168,7 +169,7 @@ def test_probe_service_proves_a_device_host_and_leaves_a_server_as_it_was(tree):
 def test_root_without_cap_sys_ptrace_proves_the_service_users_sandbox_and_catches_a_weakened_one(tree):
     argv = rendered(tree)["argv"]
     result = prove_without_ptrace(argv)
-    assert result["passed"], result
+    assert probe_passed(result), result
     result = prove_without_ptrace(without(argv, "--unshare-pid"))
     assert codes(result) == ["probe_device_deadline_escaped", "probe_device_pid_shared"]
 
@@ -178,7 +179,7 @@ def test_a_declared_downgrade_is_reported_as_declared_and_excuses_only_its_own_f
     argv = without(rendered(tree)["argv"], "--unshare-pid")
     result = device.prove(device.DeviceProfile(argv=argv, downgrades=[{"flag": "--unshare-pid", "reason": reason}]),
                           PYTHON, 20)
-    assert result["passed"] and codes(result) == ["device_profile_downgraded"], result["diagnostics"]
+    assert probe_passed(result) and codes(result) == ["device_profile_downgraded"], result["diagnostics"]
     assert all(d["severity"] == "warning" and reason in d["message"] for d in result["diagnostics"])
     excused = [c for c in result["checks"] if not c["ok"]]
     assert sorted(c["name"] for c in excused) == ["device_deadline_kills_group", "device_pid_namespace"]
@@ -186,7 +187,7 @@ def test_a_declared_downgrade_is_reported_as_declared_and_excuses_only_its_own_f
     # declaring the other flag excuses nothing of this one
     result = device.prove(device.DeviceProfile(argv=argv, downgrades=[{"flag": "--new-session", "reason": reason}]),
                           PYTHON, 20)
-    assert not result["passed"]
+    assert not probe_passed(result)
     assert codes(result) == ["probe_device_deadline_escaped", "probe_device_pid_shared"]
 
 
@@ -207,6 +208,6 @@ def test_probe_service_reports_a_declared_downgrade_without_failing(tree):
 def test_a_payload_that_never_reports_fails_and_leaves_nothing(argv):
     before = set(n for n in os.listdir("/tmp") if n.startswith(".metnos-"))
     result = device.prove(device.DeviceProfile(argv=argv), PYTHON, 10)
-    assert not result["passed"] and codes(result) == ["probe_device_check_failed"]
+    assert not probe_passed(result) and codes(result) == ["probe_device_check_failed"]
     assert failed(result) == ["device_payload"]
     assert set(n for n in os.listdir("/tmp") if n.startswith(".metnos-")) == before

@@ -33,11 +33,11 @@ def _report(directory, hosts, hour):
 
 
 def _host(name, verdict):
-    """A host record as the report keeps it: an unreachable host carries host_unreachable (every verdict is
-    decided from the findings, base/verdicts.py)."""
+    """A host record as a report is built from (findings only: build_from_hosts decides its verdict from them);
+    an unreachable host carries host_unreachable."""
     diagnostics = [make("host_unreachable", host=name,
                         why="unreachable")] if verdict == "unreachable" else []
-    return {"host": name, "verdict": verdict, "reachable": verdict != "unreachable", "diagnostics": diagnostics}
+    return {"host": name, "reachable": verdict != "unreachable", "diagnostics": diagnostics}
 
 
 def _merge(top, *extra):
@@ -80,7 +80,7 @@ def test_a_merge_without_a_baseline_shows_no_slices_badges(top):
     the merge has no baseline, so no host keeps a change or resolved block and no format shows the badges."""
     slice_dir = os.path.join(top, "badges")
     finding = make("unit_not_found", unit="metnos.service", scope="system")
-    host = {"host": "web3", "verdict": "warn", "reachable": True, "diagnostics": [finding]}
+    host = {"host": "web3", "reachable": True, "diagnostics": [finding]}      # findings only: its verdict is warn
     before = {"path": "x", "generated": "2026-11-30T00:00:00+00:00", "hosts": {"web3": {}}}
     stamp = datetime.datetime(2026, 12, 1, 5, tzinfo=datetime.timezone.utc)
     os.makedirs(slice_dir)

@@ -25,6 +25,7 @@ CORE = "/opt/metnos-device/module_utils"
 WEAKENED = r'''
 import json, pwd, sys
 sys.path.insert(0, "%s")
+from metnos_sandbox.base import verdicts
 from metnos_sandbox.probe import device
 argv = json.load(open("%s"))["argv"]
 user = pwd.getpwnam("metnos")
@@ -32,7 +33,7 @@ for drop in sys.argv[1:]:
     words = [w for w in argv if w != drop] if drop != "-" else argv
     got = device.prove(device.DeviceProfile(argv=words), "/usr/bin/python3", 20,
                        user={"uid": user.pw_uid, "gid": user.pw_gid})
-    print(json.dumps({"drop": drop, "passed": got["passed"],
+    print(json.dumps({"drop": drop, "passed": verdicts.probe_passed(got),
                       "codes": sorted(set(d["code"] for d in got["diagnostics"])),
                       "failed": [c["name"] for c in got["checks"] if not c["ok"]]}))
 ''' % (CORE, PROFILE)

@@ -102,7 +102,7 @@ def test_the_monitor_path_applies_them_once(counted, monkeypatch):
     before = spec.with_defaults(spec.AUDIT, config["audit"])
     counted.update(validator=0, with_defaults=0)
     handed = []
-    monkeypatch.setattr(proof.host_audit, "audit_host", lambda params, runner: handed.append(params) or {
+    monkeypatch.setattr(proof.host_audit, "checks", lambda params, runner: handed.append(params) or {
         "diagnostics": []})
     proof.audit(config, lambda *a, **k: (0, "", ""), "host", [])
     assert counted == {"validator": 0, "with_defaults": 1}

@@ -18,11 +18,11 @@ def _report(directory, hosts, when):
 
 
 def _host(name, verdict="pass", diagnostics=()):
-    """A host record as the report keeps it: an unreachable host carries host_unreachable (the one verdict
-    function decides every verdict from the findings, base/verdicts.py)."""
+    """A host record as a report is built from (findings only: build_from_hosts decides its verdict from them);
+    an unreachable host carries host_unreachable."""
     if verdict == "unreachable":
         diagnostics = list(diagnostics) + [make("host_unreachable", host=name, why="unreachable")]
-    return {"host": name, "verdict": verdict, "reachable": verdict != "unreachable", "diagnostics": list(diagnostics)}
+    return {"host": name, "reachable": verdict != "unreachable", "diagnostics": list(diagnostics)}
 
 
 def test_every_host_once_the_newest_record_wins(tmp_path):

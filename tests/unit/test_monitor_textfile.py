@@ -32,12 +32,16 @@ def promtool():
 
 
 def record(proven=True, diagnostics=(), probe_passed=True, **top):
+    """A monitor record; its probe's passed is what its findings say (a failed probe: probe_timeout in them; None:
+    no probe ran)."""
+    probe = None if probe_passed is None else {"passed": probe_passed, "diagnostics": [] if probe_passed else [
+        make("probe_timeout", wording="killed", timeout=5)]}
     out = {"schema": "metnos-sandbox-monitor/1", "toolkit_version": "0.1.0+0123456789ab", "unit": "metnos.service",
            "os": "debian 12", "finished": 1796129500.744, "duration": 0.733, "proven": proven,
            "verdict": "pass" if proven else "fail",
            "audit": {"bwrap_facts": {"bwrap": {"version": "0.8.0", "package": {
                "name": "bubblewrap", "revision": "0.8.0-2+deb12u1"}}},
-                     "probe": {"passed": probe_passed}, "diagnostics": list(diagnostics)}}
+                     "probe": probe, "diagnostics": list(diagnostics)}}
     out.update(top)
     return out
 

@@ -23,9 +23,13 @@ def failed_probe_but_active_view():
             "bwrap_facts": {"status": {"active": True}, "bwrap": {}, "userns": {}},
             "service": {"unit": "metnos.service", "status": {"active": True}, "verdict": "fail",
                         "status_view": "runtime status() as seen by the live process of metnos.service (PID 9)"},
-            "profiles": [], "probe": {"passed": False, "context": "systemd transient unit", "checks": []},
-            "diagnostics": [{"code": "probe_timeout", "severity": "error", "message": "the probe timed out",
-                             "rule": "R-DIAG-3", "details": {}}]}      # a failed probe is a finding (issue 53)
+            "profiles": [], "probe": {"passed": False, "context": "systemd transient unit", "checks": [],
+                                      "diagnostics": [TIMED_OUT]},      # what it proved: its findings say it
+            "diagnostics": [TIMED_OUT]}      # a failed probe is a finding (issue 53)
+
+
+TIMED_OUT = {"code": "probe_timeout", "severity": "error", "message": "the probe timed out", "rule": "R-DIAG-3",
+             "details": {}}
 
 
 def test_reports_label_the_view_and_the_proof():
@@ -44,7 +48,7 @@ def test_reports_label_the_view_and_the_proof():
 def test_summaries_label_the_view_and_the_proof():
     probe = {"passed": False, "context": "systemd transient unit x", "checks": [{"name": "only_loopback", "ok": False}],
              "status": {"active": True}, "status_view": "runtime status() as seen by the live process",
-             "diagnostics": []}
+             "diagnostics": [TIMED_OUT]}          # a failed probe: its finding says it (the flag is a view of it)
     detail = site_summary.probe_section(probe)["detail"]
     assert detail.startswith("proven verdict: FAILED") and "active=" not in detail     # issue 54: one view
     lines = site_summary.host_summary({"status": {"active": True}, "verdict": "pass"})

@@ -1,15 +1,18 @@
-"""A host's verdict is stored in exactly one function (issue 53, Acceptance): base/verdicts.py::decide.
+"""A host's verdict is decided once (issue 53, Acceptance and item 2: "one function maps findings (after waivers)
+to the host's verdict, and it runs in one place").
 
-The AST of every module of the host's verdict flow (the audit, the monitor, the report, its waivers and merge,
-the probe) is walked for every store of a ``verdict`` key: ``x["verdict"] = ...`` (alone or in a tuple),
-``x.update(verdict=...)`` and a ``"verdict": ...`` entry of a dict literal. Each must be in ``decide``, or copy a
-verdict decide stored (the value reads a ``verdict`` key: ``result["verdict"]``). The renderers only read it; the
-sections of the role's summary and of the facts are not a host's verdict (report/site_summary.py, host/facts.py).
-A planted second assignment (a waiver setting the verdict again, a literal ``"fail"``) makes it fail.
-
-Where decide itself is called is listed too (DECIDERS below, each call with why that stage decides): host side
-where the record leaves the host, report side once per report after the fleet's findings and the waivers; a
-planted call elsewhere makes it fail.
+1. The mapping runs in one place: ``verdicts.verdict`` (findings -> verdict) is called by base/verdicts.py::decide
+   alone, in the whole core, the plugins and the modules. A planted second call (a waiver computing a verdict)
+   makes it fail.
+2. The verdict is stored in one function: the AST of every module of the host's verdict flow (the audit, the
+   monitor, the report, its waivers and merge, the probe) is walked for every store of a ``verdict`` key:
+   ``x["verdict"] = ...`` (alone or in a tuple), ``x.update(verdict=...)``, ``dict(x, verdict=...)`` and a
+   ``"verdict": ...`` entry of a dict literal. Each must be in ``decide``, or copy a verdict decide attached (the
+   value reads a ``verdict`` key). The sections of the role's summary and of the facts are not a host's verdict
+   (report/site_summary.py, host/facts.py).
+3. Once in a record's life: ``decide`` returns the record as output (a new mapping) and refuses one that already
+   has a verdict (Decided), so no stage can decide a record again after another did; records carry findings only
+   until they become output. Where that happens is listed (OUTPUTS below): each call with why it is an output.
 """
 import ast
 import os
@@ -57,6 +60,9 @@ def stores(source, name):
                 for key, value in zip(child.keys, child.values):
                     if isinstance(key, ast.Constant) and key.value == "verdict" and not _reads_a_verdict(value):
                         found.append((inner, child.lineno))
+            elif isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id == "dict":
+                if any(k.arg == "verdict" and not _reads_a_verdict(k.value) for k in child.keywords):
+                    found.append((inner, child.lineno))
             elif isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute) and \
                     child.func.attr in ("update", "setdefault"):
                 if any(k.arg == "verdict" and not _reads_a_verdict(k.value) for k in child.keywords) or (
@@ -111,6 +117,11 @@ PLANTED = [
         def finish(out):
             out.update(verdict="fail")
      """),
+    # a copy that sets it: the monitor's record with its own verdict beside the audit's
+    ("monitor/proof.py", """
+        def output(record):
+            return dict(record, verdict="fail" if record["errors"] else "pass")
+     """),
 ]
 
 
@@ -127,31 +138,29 @@ def test_a_copy_of_the_decided_verdict_is_not_a_second_decision():
     assert stores(copy, "monitor/proof.py") == []
 
 
-# Where decide runs (issue 53 item 2: "one function ... runs in one place"). It runs where a record's findings are
-# final for the stage that holds it; a stage that adds findings to a record decided earlier decides it again over
-# all of them (decide is a pure function of the findings that count, so deciding again is a recomputation, never a
-# second truth). Each call, and why that stage cannot leave it to another:
-DECIDERS = {
-    "audit/host_audit.py::audit_host":
-        "host side: the module's result (metnos_audit, and the monitor's input) leaves the host with its verdict; "
-        "the monitor on a host has no controller to decide later",
-    "audit/host_audit.py::_service":
-        "a section's verdict (the service's own result, shown as the service section), not the host's",
-    "audit/containment.py::record":
-        "the other birth of a host record: a host that is not Linux gets its record on the controller, no "
-        "audit_host ran",
-    "monitor/proof.py::judge":
-        "the monitor adds its own findings (monitor_*) to the host's record after audit_host decided",
-    "monitor/proof.py::_write":
-        "an output that cannot be written adds monitor_output_failed after judge: the proof written says it",
+# Where a record becomes output (decide's callers). Records carry findings only until then; each is decided once
+# in its life (decide refuses a record that has a verdict). Each call, and why it is an output:
+OUTPUTS = {
+    "audit/host_audit.py::finish":
+        "a host's result as output: the metnos_audit module's (audit_host), the monitor's stored result (its own "
+        "findings and its outputs' in), the non-Linux record the metnos_audit action makes",
     "report/document.py::build_from_hosts":
-        "controller side: the fleet's findings (bwrap_package_drift) are added and waived findings moved out; the "
-        "verdict every report shows is decided here, once per report, after both",
+        "the report's host records as output: the fleet's findings (bwrap_package_drift) added and waived findings "
+        "moved out; every format and the gate read the verdict attached here",
+    "base/verdicts.py::of":
+        "a bare list's verdict: the role's summary over its sections (site_summary.host_verdict), the facts "
+        "module's service result (facts.verdict), the /1 migration's check (report/schema.py)",
+    "host/facts.py::gather":
+        "bwrap_facts as output: the facts section's verdict (not a host's)",
+    "report/site_summary.py::profiles_section": "a section of the role's summary, as output (not a host's)",
+    "report/site_summary.py::probe_section": "a section of the role's summary, as output (not a host's)",
+    "report/site_summary.py::monitor_section": "a section of the role's summary, as output (not a host's)",
 }
+THE_MAPPING = "base/verdicts.py::decide"       # the one caller of verdicts.verdict
 
 
-def decide_calls(source, name):
-    """[where] of every call of verdicts.decide (or a decide imported from verdicts) in ``source``."""
+def calls_of(source, name, function):
+    """[where] of every call of verdicts.<function> (or a <function> imported from verdicts) in ``source``."""
     found = []
     imported = False
 
@@ -162,45 +171,81 @@ def decide_calls(source, name):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 inner = "%s::%s" % (name, child.name)
             if isinstance(child, ast.ImportFrom) and (child.module or "").endswith("verdicts") and \
-                    any(alias.name == "decide" for alias in child.names):
+                    any(alias.name == function for alias in child.names):
                 imported = True
             if isinstance(child, ast.Call):
                 func = child.func
-                attribute = isinstance(func, ast.Attribute) and func.attr == "decide" and \
+                attribute = isinstance(func, ast.Attribute) and func.attr == function and \
                     isinstance(func.value, ast.Name) and func.value.id == "verdicts"
-                if attribute or (imported and isinstance(func, ast.Name) and func.id == "decide"):
+                local = name == "base/verdicts.py" and isinstance(func, ast.Name) and func.id == function
+                if attribute or local or (imported and isinstance(func, ast.Name) and func.id == function):
                     found.append(inner)
             visit(child, inner)
     visit(ast.parse(source), name)
     return found
 
 
-def core_modules():
+def code_modules():
+    """The core, and the plugins and modules that use it (action_plugins, library, filter_plugins)."""
     for folder, _dirs, files in sorted(os.walk(CORE)):
         for file_name in sorted(files):
             if file_name.endswith(".py"):
                 path = os.path.join(folder, file_name)
                 yield os.path.relpath(path, CORE), path
+    for top in ("action_plugins", "library", "filter_plugins"):
+        folder = os.path.join(ROOT, top)
+        for file_name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+            if file_name.endswith(".py"):
+                yield "%s/%s" % (top, file_name), os.path.join(folder, file_name)
 
 
-def all_decide_calls():
+def all_calls(function):
     out = []
-    for name, path in core_modules():
+    for name, path in code_modules():
         with open(path, encoding="utf-8") as handle:
-            out.extend(decide_calls(handle.read(), name))
+            out.extend(calls_of(handle.read(), name, function))
     return out
 
 
-def test_decide_runs_only_where_a_records_findings_are_final():
-    found = all_decide_calls()
-    assert sorted(found) == sorted(DECIDERS), (sorted(set(found) - set(DECIDERS)), sorted(set(DECIDERS) - set(found)))
+def test_the_mapping_runs_in_one_place():
+    assert all_calls("verdict") == [THE_MAPPING, THE_MAPPING]       # the host's findings, its service section's
 
 
-@pytest.mark.parametrize("planted", [
-    'from ..base import verdicts\ndef waive(hosts):\n    for h in hosts:\n        verdicts.decide(h)\n',
-    'from ..base.verdicts import decide\ndef waive(hosts):\n    return [decide(h) for h in hosts]\n',
-], ids=["attribute", "imported"])
-def test_a_planted_decide_call_fails_the_guard(planted):
-    """The canary: a second decision on the report side (in the waivers, before the fleet's findings are in)."""
-    assert decide_calls(planted, "report/waivers.py") == ["report/waivers.py::waive"]
-    assert sorted(all_decide_calls() + decide_calls(planted, "report/waivers.py")) != sorted(DECIDERS)
+def test_decide_runs_only_where_a_record_becomes_output():
+    found = all_calls("decide")
+    assert sorted(set(found)) == sorted(OUTPUTS), (sorted(set(found) - set(OUTPUTS)), sorted(set(OUTPUTS) -
+                                                                                           set(found)))
+    assert len(found) == len(OUTPUTS)       # once in each
+
+
+@pytest.mark.parametrize("function,planted", [
+    ("verdict", 'from ..base import verdicts\ndef waive(hosts):\n    for h in hosts:\n'
+                '        h["waived_verdict"] = verdicts.verdict(h["diagnostics"])\n'),
+    ("verdict", 'from ..base.verdicts import verdict\ndef waive(hosts):\n'
+                '    return [verdict(h["d"]) for h in hosts]\n'),
+    ("decide", 'from ..base import verdicts\ndef waive(hosts):\n    for h in hosts:\n        verdicts.decide(h)\n'),
+    ("decide", 'from ..base.verdicts import decide\ndef waive(hosts):\n    return [decide(h) for h in hosts]\n'),
+], ids=["verdict-attribute", "verdict-imported", "decide-attribute", "decide-imported"])
+def test_a_planted_call_fails_the_guard(function, planted):
+    """The canary: a second mapping or a second decision on the report side (in the waivers, before the fleet's
+    findings are in)."""
+    assert calls_of(planted, "report/waivers.py", function) == ["report/waivers.py::waive"]
+    if function == "verdict":
+        assert all_calls("verdict") + calls_of(planted, "report/waivers.py", function) != [THE_MAPPING] * 2
+    else:
+        assert sorted(set(all_calls("decide") + calls_of(planted, "report/waivers.py", function))) != sorted(OUTPUTS)
+
+
+def test_a_verdict_is_decided_once_in_a_records_life():
+    """decide returns the record as output and leaves the record as it was (findings only); the output, or a
+    record whose service section was decided, handed again is refused: no stage decides after another."""
+    from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import diagnostics, verdicts
+    drift = diagnostics.make("bwrap_package_drift", majority="1", host="h", revision="2", majority_hosts=2, hosts=3)
+    record = {"hostname": "h", "diagnostics": [drift], "service": {"unit": "m.service", "diagnostics": []}}
+    out = verdicts.decide(record)
+    assert (out["verdict"], out["service"]["verdict"]) == ("warn", "pass")
+    assert "verdict" not in record and "verdict" not in record["service"]      # the record: findings only
+    with pytest.raises(verdicts.Decided, match="h: its verdict was decided once already"):
+        verdicts.decide(out)
+    with pytest.raises(verdicts.Decided, match="service section"):
+        verdicts.decide(dict(record, service=out["service"]))

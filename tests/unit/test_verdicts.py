@@ -12,7 +12,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base
     probe_passed,
     verdict,
 )
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import proof
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.monitor import prometheus, proof
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.report import site_summary
 from helpers import report_text
 
@@ -38,7 +38,7 @@ def test_the_one_verdict(codes, want):
     assert verdict(findings) == want
     assert probe_passed({"diagnostics": findings}) is (want in ("pass", "warn"))
     record_of = {"diagnostics": findings}
-    assert decide(record_of) == want and record_of["verdict"] == want
+    assert decide(record_of)["verdict"] == want and "verdict" not in record_of     # the record as output
 
 
 def test_every_manifest_state_is_a_finding_with_its_own_code():
@@ -102,7 +102,8 @@ def test_the_monitor_and_the_summary_ask_the_same_function():
     result = {"diagnostics": [diagnostics.make("bwrap_package_drift", majority="1", host="h", revision="2",
                                                majority_hosts=2,
                                                hosts=3)], "probe": {"passed": True}}
-    assert proof.judge(result, []) == (True, "warn")
+    assert proof.judge(result, []) is True          # proven: a warning is no error
+    assert proof.output({"audit": dict(result, schema="s", hostname="h"), "previous": None})["verdict"] == "warn"
     section = site_summary.probe_section({"passed": True, "checks": [], "diagnostics": result["diagnostics"]})
     assert section["verdict"] == "warn"
     refused = diagnostics.make("capability_unknown", field="c", value="'x'", wording="refused",
@@ -134,10 +135,28 @@ def test_nothing_proven_is_a_finding_not_a_flag():
     from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.probe.run import not_wrapped
     none_ran = device.judged([], ["bwrap", "--", "true"], [])
     assert [d["code"] for d in none_ran["diagnostics"]] == ["probe_device_check_failed"]
-    assert none_ran["passed"] is False and verdict(none_ran["diagnostics"]) == "fail"
+    assert "passed" not in none_ran and probe_passed(none_ran) is False     # no flag beside the findings
+    assert verdict(none_ran["diagnostics"]) == "fail"
     direct = {"decision": "direct", "diagnostics": []}
     [found] = not_wrapped(direct)
     assert found["code"] == "probe_check_failed" and "observed direct" in found["message"]
     refused = {"decision": "refused", "diagnostics": [diagnostics.make("capability_unknown", field="c", value="'x'",
                                                                        wording="refused", fill={"expected": "y"})]}
     assert not_wrapped(refused) == []          # its own error already says why
+
+
+def test_the_probes_passed_is_read_from_its_findings_everywhere():
+    """A probe whose flag says passed while its own findings hold an error (a flag beside the findings, as a /1
+    record or a stale copy could have): the report's probe, the monitor's probe check and the role's summary say
+    FAILED (the findings), never the flag. Canary: the same probe without the error passes in all three."""
+    timed_out = diagnostics.make("probe_timeout", wording="killed", timeout=5)
+    for errors, want in (([timed_out], False), ([], True)):
+        probe = {"passed": True, "context": "direct", "checks": [], "diagnostics": errors}
+        doc = report_text.build({"h": {"schema": "metnos-sandbox-audit/1", "hostname": "h", "bwrap_facts": {},
+                                       "service": None, "profiles": [], "probe": probe, "diagnostics": errors}}, WHEN)
+        assert doc["hosts"][0]["probe"]["passed"] is want
+        assert ("| %s |" % ("passed" if want else "FAILED")) in report_text.to_markdown(doc)
+        states = prometheus.check_states({"audit": {"probe": probe, "diagnostics": []}})
+        assert states["probe"] is want
+        detail = site_summary.probe_section(probe)["detail"]
+        assert detail.startswith("proven verdict: %s" % ("PASSED" if want else "FAILED"))

@@ -20,7 +20,7 @@ from __future__ import absolute_import, annotations, division, print_function
 import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, cast
 
-from ..base import diagnostics, verdicts
+from ..base import diagnostics
 from ..base.records import Shape
 from ..profile import manifest, model
 
@@ -175,14 +175,12 @@ def record(host: str, placement: str, system: Any, os_family: Any, windows_versi
            schema: str) -> Dict[str, Any]:
     """The whole audit record of a host that is not Linux (its facts say so: ``system`` ansible_system or the
     kernel's name, ``os_family`` ansible_os_family): the Linux checks do not apply there and are not run; the
-    record says its level, its finding and the verdict decided from it (verdicts.decide)."""
+    record says its level and its finding; its verdict is attached where it becomes output (host_audit.finish)."""
     said = "ansible_system=%s, ansible_os_family=%s" % (_fact(system), _fact(os_family))
     found = executors(decide(placement, platform_of(system, os_family), windows_version=windows_version,
                              facts_text=said), manifests)
     diags = [d for d in [finding(host, found, probe_ran=False)] if d is not None]
-    out = {"schema": schema, "hostname": host, "containment": found, "diagnostics": diagnostics.sort(diags)}
-    verdicts.decide(out)
-    return out
+    return {"schema": schema, "hostname": host, "containment": found, "diagnostics": diagnostics.sort(diags)}
 
 
 def text(containment: Optional[Mapping[str, Any]]) -> str:

@@ -46,7 +46,7 @@ class HostResult(Shape, total=False):
     profiles: List[Dict[str, Any]]               # profile_drift(): each manifest's state
     probe: Optional[run.ProbeResult]              # None when the probe is off
     diagnostics: List[Diagnostic]              # every finding once, most severe first
-    verdict: str                                 # pass, warn or fail: audit_host decides it (verdicts.decide)
+    verdict: str                                 # pass, warn or fail: attached once by finish (verdicts.decide)
     duration: float                              # seconds
     cpu: float                                   # cpu_seconds()
     payload_cache: Dict[str, Any]                # the action's payload: its compiled core's cache (transport.py)
@@ -121,17 +121,21 @@ def audit_host(params: Mapping[str, Any], runner: bwrap.Runner = bwrap.default_r
     the caller applied the spec's defaults once (Ansible's validator in the action and the module,
     options.with_defaults in the monitor and elsewhere), none is applied here. ``trust_store``: the file keeping
     bwrap verifications from one audit to the next (host/trust_store.py; the payload's bootstrap names it beside
-    the compiled core), None for none. Its verdict is decided here, once, from its findings (base/verdicts.decide),
-    whichever way they were gathered (_checks)."""
-    result = _checks(params, runner, trust_store)
-    verdicts.decide(result)
-    # every string valid UTF-8: the controller reads the record
-    safe: HostResult = utf8_safe(result)
+    the compiled core), None for none. The result as output (``finish``): its verdict from its findings."""
+    return finish(checks(params, runner, trust_store))
+
+
+def finish(result: HostResult) -> HostResult:
+    """A host's result as output (the module's, the monitor's stored one, the non-Linux record the action makes):
+    its verdict attached once from its findings (base/verdicts.decide), every string valid UTF-8 (the
+    controller reads the record). ``result``: findings only, no verdict yet."""
+    safe: HostResult = utf8_safe(verdicts.decide(result))
     return safe
 
 
-def _checks(params: Mapping[str, Any], runner: bwrap.Runner, trust_store: Optional[str]) -> HostResult:
-    """The findings of one host: the non-Linux record, the monitor's collected proof, or the checks run now."""
+def checks(params: Mapping[str, Any], runner: bwrap.Runner, trust_store: Optional[str] = None) -> HostResult:
+    """The findings of one host, no verdict yet (``finish`` attaches it): the non-Linux record, the monitor's
+    collected proof, or the checks run now."""
     system = os.uname().sysname
     if system != "Linux":     # the Linux checks do not apply on another kernel: the record says its level only
         return cast(HostResult, containment.record(os.uname()[1], params["placement"], system, None, None,
@@ -198,8 +202,7 @@ def _service(unit: str, params: Mapping[str, Any], runner: bwrap.Runner, diags: 
         if unit:
             diags.append(unit_not_found(unit))
         return None, None
-    svc = found.result
-    verdicts.decide(svc)      # the service's own findings: its section's verdict
+    svc = found.result       # its section's verdict: finish (verdicts.decide) attaches it with the host's
     diags.extend(svc["diagnostics"])
     return svc, found
 

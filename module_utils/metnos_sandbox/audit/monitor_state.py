@@ -181,8 +181,10 @@ def describe(params: Mapping[str, Any], runner: bwrap.Runner,
 def collect(params: Mapping[str, Any], info: Json, record: Json, now: float) -> Json:
     """The audit result the monitor stored, as the audit's own (``monitor`` says it was collected); a proof
     older than ``monitor_max_age`` seconds is not a pass: monitor_proof_stale, verdict fail."""
-    result = dict(record["audit"])
-    result.pop("verdict", None)     # decided again over these findings (host_audit.audit_host: verdicts.decide)
+    result = dict(record["audit"])      # a stored output read back as findings: its verdicts are not these
+    result.pop("verdict", None)         # host_audit.finish decides them once over these findings
+    if isinstance(result.get("service"), dict):
+        result["service"] = dict((k, v) for k, v in result["service"].items() if k != "verdict")
     max_age = float(params.get("monitor_max_age") or 0)
     proof = info["proof"]
     stale = proof["age_seconds"] > max_age
@@ -191,4 +193,4 @@ def collect(params: Mapping[str, Any], info: Json, record: Json, now: float) -> 
         result["diagnostics"] = diagnostics.sort(list(result["diagnostics"]) + [diagnostics.make(
             "monitor_proof_stale", age=proof["age_seconds"], max_age=int(max_age), finished=proof["finished"],
             result=info["result"])])
-    return result       # its verdict: host_audit.audit_host decides it again over these findings (verdicts.decide)
+    return result       # its verdict: host_audit.finish decides it over these findings (verdicts.decide)

@@ -231,10 +231,9 @@ def gather(path_text: str, environment: Mapping[str, str], smoke_test: SmokeTest
         diags.extend(smoke_diagnostics(knobs["smoke_test"]))
     result["userns"] = knobs
     result["diagnostics"] = diagnostics.sort(diagnostics.union(diags))   # a finding made twice (the same record) once
-    result["verdict"] = verdict(result["diagnostics"])
-    return result
+    return verdicts.decide(result)       # the facts as output: their verdict from their findings, once
 
 
 def verdict(diags: Iterable[Mapping[str, Any]]) -> str:
-    """'pass' / 'warn' / 'fail' from the worst severity (base/verdicts.py: the one verdict function)."""
-    return verdicts.verdict(diags)
+    """'pass' / 'warn' / 'fail' from the worst severity (base/verdicts.decide: the one verdict function)."""
+    return verdicts.of(diags)

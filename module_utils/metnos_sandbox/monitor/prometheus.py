@@ -17,7 +17,7 @@ import math
 import re
 from typing import Any, Dict, Iterator, List, Mapping, Tuple
 
-from ..base import diagnostics, files
+from ..base import diagnostics, files, verdicts
 
 FILE_NAME = "metnos_sandbox.prom"
 MAX_LABEL = 128
@@ -79,7 +79,7 @@ def check_states(record: Mapping[str, Any]) -> Dict[str, bool]:
             failed.add(diagnostics.section_of(diag["code"]) if diag.get("code") in diagnostics.REGISTRY
                        else diagnostics.MONITOR)
     probe = audit.get("probe")
-    if not (isinstance(probe, dict) and probe.get("passed") is True):
+    if verdicts.probe_passed(probe) is not True:      # read from the probe's findings (None: no probe ran)
         failed.add(diagnostics.PROBE)
     return dict((check, check not in failed) for check in CHECKS)
 

@@ -178,12 +178,12 @@ def os_label(path: str = "/etc/os-release") -> str:
 
 def audit(config: Optional[Json], runner: bwrap.Runner, hostname: str,
           diags: List[diagnostics.Diagnostic]) -> host_audit.HostResult:
-    """The audit result of the configured checks (an empty failing one without a configuration, or when the
-    checks raised: monitor_run_failed)."""
+    """The findings of the configured checks, no verdict yet (host_audit.checks; ``output`` attaches it): an empty
+    result without a configuration, or when the checks raised (monitor_run_failed)."""
     if config is not None:
         try:
-            result = host_audit.audit_host(spec.with_defaults(spec.AUDIT, config["audit"]),
-                                           runner)   # the spec's defaults, once
+            result = host_audit.checks(spec.with_defaults(spec.AUDIT, config["audit"]),
+                                       runner)   # the spec's defaults, once
             result.pop("monitor", None)          # the audit's view of the previous proof; this run replaces it
             result["diagnostics"] = [d for d in result["diagnostics"] if d["code"] != "monitor_result_unusable"]
             return result
@@ -192,16 +192,13 @@ def audit(config: Optional[Json], runner: bwrap.Runner, hostname: str,
                                                                                                     exc), 300),
                                           host=hostname))
     return {"schema": monitor_state.AUDIT_SCHEMA, "hostname": hostname, "bwrap_facts": {}, "service": None,
-            "profiles": [],
-            "probe": None, "diagnostics": []}      # judge() decides its verdict from the findings
+            "profiles": [], "probe": None, "diagnostics": []}
 
 
-def judge(result: host_audit.HostResult, extra: Sequence[diagnostics.Diagnostic]) -> Tuple[bool, str]:
-    """(proven, verdict) of an audit result plus the monitor's own findings: proven when the probe passed and
-    nothing is an error."""
+def judge(result: host_audit.HostResult, extra: Sequence[diagnostics.Diagnostic]) -> bool:
+    """Proven: the monitor's own findings added to the audit's, the probe passed and no finding is an error."""
     result["diagnostics"] = diagnostics.sort(diagnostics.union(result["diagnostics"], extra))
-    verdict = verdicts.decide(result)          # again, over the monitor's own findings too
-    return verdicts.probe_passed(result.get("probe")) is True and verdict != verdicts.FAIL, verdict
+    return verdicts.probe_passed(result.get("probe")) is True and verdicts.no_error(result["diagnostics"])
 
 
 def previous_proof(path: str, now: float) -> Optional[Json]:
@@ -236,50 +233,60 @@ def run(config_path: str, outputs: Outputs, folder: Optional[str] = None, runner
     if folder is not None:
         diags += install_findings(folder, hostname)
     result = audit(config, runner, hostname, diags)
-    proven = judge(result, diags)[0]
+    proven = judge(result, diags)
     finished = clock()
-    record: Json = {
+    record: Json = {       # findings only: ``output`` attaches the verdict once the outputs' findings are in
         "schema": monitor_state.RESULT_SCHEMA, "toolkit_version": os.path.basename(folder) if folder else None,
         "hostname": hostname, "unit": (config or {}).get("audit", {}).get("unit", "metnos.service") or "none",
         "os": os_label(), "started": round(started, 3), "finished": round(finished, 3),
-        "duration": round(finished - started, 3), "proven": proven, "verdict": result["verdict"],
+        "duration": round(finished - started, 3), "proven": proven,
         "previous": previous_proof(outputs.result, finished), "context": own_context(), "audit": result}
-    record["changed"] = journald.changed(record, record["previous"])
-    return write_outputs(record, outputs), record
+    return write_outputs(record, outputs)
 
 
-def _write(path: str, write: Callable[[], object], record: Json) -> bool:
-    try:
-        write()
-        return True
-    except (OSError, ValueError) as exc:
-        record["audit"]["diagnostics"] = diagnostics.sort(record["audit"]["diagnostics"] + [diagnostics.make(
-            "monitor_output_failed", path=path, why=diagnostics.excerpt(getattr(exc, "strerror", None) or str(exc),
-                                                                        200),
-            host=record["hostname"])])
-        record["proven"] = False
-        verdicts.decide(record["audit"])            # again, over the output's finding too
-        record["verdict"] = record["audit"]["verdict"]
-        return False
+def output(record: Json) -> Json:
+    """The monitor's record as output: its audit finished once (host_audit.finish: the verdict from every finding,
+    the outputs' too), the record's verdict that one, and whether it changed since the previous run."""
+    out = dict(record, audit=host_audit.finish(record["audit"]))
+    out["verdict"] = out["audit"]["verdict"]
+    out["changed"] = journald.changed(out, out["previous"])
+    return out
 
 
-def write_outputs(record: Json, outputs: Outputs) -> int:
-    """Textfile, stored result, journal entries; the exit status (2 when an output could not be written)."""
+def _failed(record: Json, path: str, exc: Exception) -> Json:
+    """``record`` (findings only) with monitor_output_failed for ``path``: not proven."""
+    audit_result = dict(record["audit"])
+    audit_result["diagnostics"] = diagnostics.sort(list(audit_result["diagnostics"]) + [diagnostics.make(
+        "monitor_output_failed", path=path, why=diagnostics.excerpt(getattr(exc, "strerror", None) or str(exc), 200),
+        host=record["hostname"])])
+    return dict(record, audit=audit_result, proven=False)
+
+
+def write_outputs(record: Json, outputs: Outputs) -> Tuple[int, Json]:
+    """Textfile, stored result, journal entries: (the exit status, 2 when an output could not be written; the
+    record as output). ``record`` carries findings only: the textfile needs no verdict, so the stored result is
+    output once the textfile's fate is known; a stored result that cannot be written makes a new record (with
+    its finding) for the journal, output once too."""
     textfile = os.path.join(outputs.textfile_dir, prometheus.FILE_NAME)
-    ok = _write(textfile, lambda: prometheus.write(outputs.textfile_dir, record), record)
-    if not ok:   # the stored result says why the textfile is missing
-        record["changed"] = journald.changed(record, record["previous"])
-    text = json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n"
-    ok = _write(outputs.result, lambda: files.replace(outputs.result, text, 0o600), record) and ok
-    entries = [journald.run_entry(record)] + ([journald.change_entry(record, record["previous"])]
-                                              if record["changed"] else [])
+    ok = True
+    try:
+        prometheus.write(outputs.textfile_dir, record)
+    except (OSError, ValueError) as exc:   # the stored result says why the textfile is missing
+        record, ok = _failed(record, textfile, exc), False
+    done = output(record)
+    try:
+        files.replace(outputs.result, json.dumps(done, sort_keys=True, separators=(",", ":")) + "\n", 0o600)
+    except (OSError, ValueError) as exc:   # not stored: the journal says why
+        done, ok = output(_failed(record, outputs.result, exc)), False
+    entries = [journald.run_entry(done)] + ([journald.change_entry(done, done["previous"])]
+                                            if done["changed"] else [])
     for entry in entries:
         why = outputs.journal(entry)
         if why is not None:      # no journal here (run by hand, a container without journald): say it on stderr
             sys.stderr.write("%s (journal: %s)\n" % (entry["MESSAGE"], why))
     if not ok:
-        return 2
-    return 0 if record["proven"] else 1
+        return 2, done
+    return (0 if done["proven"] else 1), done
 
 
 # --------------------------------------------------------------------------- the entry point

@@ -27,7 +27,7 @@ import subprocess
 import time
 import typing as t
 
-from ..base import diagnostics, sources, verdicts
+from ..base import diagnostics, sources
 from ..base.records import Json, Record
 from ..host import procfs
 from ..profile import descriptors
@@ -163,7 +163,7 @@ class DeviceProfile(Record):
 def prove(profile: DeviceProfile, python: str, timeout: float = 30.0, user: t.Optional[t.Mapping[str, t.Any]] = None,
           env: t.Optional[t.Mapping[str, str]] = None) -> Json:
     """Run ``profile`` as the device's client: bwrap in a process group of its own, SIGKILL to that group at the
-    deadline. Returns {passed, checks, diagnostics}: passed is read from the diagnostics alone
+    deadline. Returns {checks, diagnostics}: whether it passed is read from the diagnostics alone
     (base/verdicts.probe_passed: none is an error)."""
     argv, fds = profile.argv, profile.fds
     token = os.urandom(6).hex()
@@ -329,7 +329,7 @@ FLAG_OF_CHECK = {"device_pid_namespace": "--unshare-pid", "device_deadline_kills
 
 def judged(checks: t.List[Json], argv: t.Sequence[str], downgrades: t.Sequence[t.Mapping[str, str]]) -> Json:
     """The device proof's checks as findings (a declared downgrade a warning, every other failure an error, no check
-    at all an error too) and its passed, read from them."""
+    at all an error too): whether it passed is read from them alone (base/verdicts.probe_passed), no flag beside."""
     diags = []
     declared = dict((d["flag"], d["reason"]) for d in downgrades)
     for check in checks:
@@ -350,5 +350,4 @@ def judged(checks: t.List[Json], argv: t.Sequence[str], downgrades: t.Sequence[t
         diags.append(diagnostics.make("probe_device_check_failed", fill={"check": "device_payload",
                                                                          "problems": "no check ran"},
                                       check="device_payload", argv=list(argv)[:64]))
-    found = {"checks": checks, "diagnostics": diagnostics.sort(diags)}
-    return dict(found, passed=verdicts.probe_passed(found) is True)     # a view of the findings alone
+    return {"checks": checks, "diagnostics": diagnostics.sort(diags)}   # what it proved: verdicts.probe_passed

@@ -6,8 +6,8 @@ self-contained HTML (render_json.py, render_markdown.py, render_junit.py, render
 metrics.py).
 
 Input: {host: metnos_audit result | an unreachable/failed task result}, each reduced once to its typed record
-(record.from_result) whose verdict is decided once here, after waivers
-(base/verdicts.decide). Pure Python, no Ansible imports; run
+(record.from_result, findings only) whose verdict is attached once here, after the fleet's findings and the
+waivers (base/verdicts.decide: the record as output). Pure Python, no Ansible imports; run
 on the controller (action_plugins/metnos_audit_report.py) or by scripts/merge-audit-reports.py to merge per-host
 JSON produced elsewhere (ansible-pull, AWX).
 
@@ -81,8 +81,8 @@ def build_from_hosts(hosts: List[HostRecord], generated: Optional[datetime.datet
                     "bwrap_package_drift", majority=majority, host=h["host"], revision=rev,
                     majority_hosts=revisions[majority], hosts=sum(revisions.values()))])
     waiver_block = waive(hosts, waivers[1], waivers[0]) if waivers is not None else None
-    for h in hosts:     # each verdict decided once, from every finding that counts (the fleet's in, waived out)
-        verdicts.decide(h)
+    # each record as output: its verdict decided once, from every finding that counts (the fleet's in, waived out)
+    hosts = [verdicts.decide(h) for h in hosts]
     findings: List[Diagnostic] = waiver_block.pop("findings") if waiver_block is not None else []
     baseline_block = compare(hosts, baseline) if baseline is not None else None
     totals = dict((v, 0) for v in VERDICTS)

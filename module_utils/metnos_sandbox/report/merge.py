@@ -18,10 +18,10 @@ from __future__ import absolute_import, annotations, division, print_function
 import glob
 import json
 import os
-from typing import Any, Dict, List, Sequence, Tuple, cast
+from typing import Any, Dict, List, Sequence, Tuple
 
 from . import document, schema
-from .record import HostRecord
+from .record import HostRecord, findings_only
 
 MAX_REPORT_BYTES = 512 * 1024 * 1024      # one report file (the 10,000-host JSON is ~90 MB)
 MAX_LIST_BYTES = 64 * 1024 * 1024         # a list of report paths, one per line
@@ -58,7 +58,8 @@ def read_report(path: str) -> Tuple[str, List[HostRecord]]:
         name = record.get("host") if isinstance(record, dict) else None
         if not isinstance(name, str) or not isinstance(record.get("diagnostics"), list) or "verdict" not in record:
             raise MergeError("%s: a host record without host, verdict and diagnostics" % path)
-    return str(doc.get("generated") or ""), cast(List[HostRecord], doc["hosts"])    # each checked above
+    # each checked above; read back without the verdict that report decided (build_from_hosts decides it once here)
+    return str(doc.get("generated") or ""), [findings_only(record) for record in doc["hosts"]]
 
 
 def paths_from_list(path: str) -> List[str]:

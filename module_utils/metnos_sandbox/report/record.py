@@ -4,16 +4,16 @@
 """One host's record in the fleet report, typed: what every renderer (JSON, Markdown, JUnit, HTML, metrics) reads.
 
 A host's answer (metnos_audit's result, as the controller received it: JSON, or a failure record) is reduced here
-once (``from_result``) to a ``HostRecord``, without a verdict: document.build_from_hosts decides it once, after
-waivers, from its findings alone (base/verdicts.decide, the function the audit and the monitor ask too). The
+once (``from_result``) to a ``HostRecord``, findings only: document.build_from_hosts attaches its verdict once, after
+waivers, from its findings alone (base/verdicts.decide, the finalizer the audit and the monitor use too). The
 report document that holds the records (``Document``) and what the renderers share about it (a host's table
 row, its codes, the hosts by code) are here too. Pure Python, no Ansible imports; controller only.
 """
 from __future__ import absolute_import, annotations, division, print_function
 
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple, TypedDict
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple, TypedDict, cast
 
-from ..base import diagnostics
+from ..base import diagnostics, verdicts
 from ..base.diagnostics import Diagnostic
 from . import monitor_text
 
@@ -169,11 +169,18 @@ def from_result(name: str, res: Any) -> HostRecord:
         "profiles": res.get("profiles") or [],
         "monitor": monitor_text.report_entry(res.get("monitor")),
         "containment": res.get("containment"),         # audit/containment.py: where executors run, at what level
-        "probe": {"passed": probe.get("passed"), "context": probe.get("context"),
+        "probe": {"passed": verdicts.probe_passed(probe), "context": probe.get("context"),    # from its findings
                   "confidence": probe.get("confidence"), "view": PROBE_VIEW,
                   "checks": probe.get("checks") or []} if probe else None,
         "diagnostics": res.get("diagnostics") or [],
     }
+
+
+def findings_only(h: Mapping[str, Any]) -> HostRecord:
+    """A report's host record (output: its verdict attached) read back as a record to build a report from (a merge,
+    a report built again): its fields without the verdict that report decided (build_from_hosts decides this
+    one's once, over the findings that count here)."""
+    return cast(HostRecord, dict((k, v) for k, v in h.items() if k != "verdict"))
 
 
 # --------------------------------------------------------------------------- what the renderers share

@@ -34,7 +34,7 @@ def _host(record: Dict[str, Any]) -> Dict[str, Any]:
     found: List[Any] = list(record.get("diagnostics") or []) if isinstance(record.get("diagnostics"), list) else []
     probe = record.get("probe")
     failed_probe = isinstance(probe, dict) and probe.get("passed") is False
-    if not failed_probe or record.get("verdict") not in FAILED or verdicts.verdict(
+    if not failed_probe or record.get("verdict") not in FAILED or verdicts.of(
             d for d in found if isinstance(d, dict)) in FAILED:
         return record
     said = "probe_passed (R-DIAG-3): expected the probe to pass, observed it failed (a schema /1 report: no " \

@@ -100,7 +100,7 @@ def host_verdict(facts: Optional[Mapping[str, Any]] = None,
     findings: List[Mapping[str, Any]] = list((facts or {}).get("diagnostics") or [])
     for section in sections or []:
         findings.extend(section.get("diagnostics") or [])
-    return verdicts.verdict(findings)
+    return verdicts.of(findings)
 
 
 def _na(value: Any) -> Any:
@@ -134,7 +134,7 @@ def profiles_section(loop_results: Optional[Iterable[Mapping[str, Any]]],
         detail += " [%s]" % ", ".join(refused)
     if skipped:
         detail += "; %d grants not mounted (paths absent on this host)" % skipped
-    return {"name": "profiles", "verdict": verdicts.verdict(diags), "detail": detail, "diagnostics": diags}
+    return verdicts.decide({"name": "profiles", "detail": detail, "diagnostics": diags})
 
 
 def service_section(res: Optional[Mapping[str, Any]]) -> Section:
@@ -186,15 +186,15 @@ def probe_section(res: Optional[Mapping[str, Any]]) -> Section:
     checks = res.get("checks") or []
     failed = [c["name"] for c in checks if not c.get("ok")]
     detail = "proven verdict: %s; %s; %d/%d checks held" % (
-        "PASSED" if res.get("passed") else "FAILED", res.get("context"), len(checks) - len(failed), len(checks))
+        "PASSED" if verdicts.probe_passed(res) else "FAILED", res.get("context"), len(checks) - len(failed),
+        len(checks))
     if failed:
         detail += "; failed: %s" % ", ".join(failed)
     if res.get("confidence") == "reduced":
         detail += "; confidence reduced: %s" % "; ".join((res.get("unit_context") or {}).get("reasons") or
                                                          ["the service's restrictions were not applied"])
     diags = [d for d in res.get("diagnostics") or [] if d.get("severity") != diagnostics.INFO]
-    return {"name": "probe (real wrapped invocation)", "verdict": verdicts.verdict(diags), "detail": detail,
-            "diagnostics": diags}
+    return verdicts.decide({"name": "probe (real wrapped invocation)", "detail": detail, "diagnostics": diags})
 
 
 def monitor_section(state: Optional[Mapping[str, Any]]) -> Section:
@@ -208,5 +208,5 @@ def monitor_section(state: Optional[Mapping[str, Any]]) -> Section:
         return {"name": "monitor", "verdict": "pass", "detail": "%s enabled (the continuous proof)" % timer,
                 "diagnostics": []}
     diags = [diagnostics.make("monitor_systemd_not_running", timer=timer)]
-    return {"name": "monitor", "verdict": verdicts.verdict(diags), "detail": "%s written, NOT running: systemd is not "
-            "the init of this host" % timer, "diagnostics": diags}
+    return verdicts.decide({"name": "monitor", "detail": "%s written, NOT running: systemd is not the init of this "
+                            "host" % timer, "diagnostics": diags})
