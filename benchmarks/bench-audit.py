@@ -156,7 +156,7 @@ def _tree(root):
         if not entry.isdigit():
             continue
         try:
-            with open("/proc/%s/stat" % entry) as handle:
+            with open("/proc/%s/stat" % entry, encoding="utf-8", errors="replace") as handle:
                 stat = handle.read()
             with open("/proc/%s/cmdline" % entry, "rb") as handle:
                 cmd = handle.read(300).replace(b"\0", b" ").decode("utf-8", "replace")
@@ -194,14 +194,16 @@ class Sampler(threading.Thread):
 
 
 def run_playbook(argv, env, tmp, prefix=()):
-    """ansible-playbook through the launcher; returns measurements and the completed process."""
+    """ansible-playbook through the launcher, in the checkout env's ANSIBLE_CONFIG sits in; returns measurements
+    and the completed process."""
     usage = os.path.join(tmp, "main-rusage")
     launcher = os.path.join(tmp, "launcher.py")
     with open(launcher, "w") as handle:
         handle.write(LAUNCHER)
     cmd = list(prefix) + [sys.executable, launcher, usage, os.path.join(VENV_BIN, "ansible-playbook")] + argv
     cpu0, busy0, t0 = children_cpu(), machine_busy(), time.time()
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, cwd=os.path.dirname(env["ANSIBLE_CONFIG"]), env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     sampler = Sampler(proc.pid)
     sampler.start()
     out, err = proc.communicate()
@@ -235,8 +237,12 @@ def inventory(path, n, ssh_hosts=()):
         handle.write("\n".join(lines) + "\n")
 
 
-def ansible_env(forks, tmp):
-    return dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORKS=str(forks),
+def ansible_env(forks, tmp, root=ROOT):
+    """The environment of a run of the checkout `root`: its ansible.cfg and its collection (a caller's
+    ANSIBLE_COLLECTIONS_PATH, e.g. another worktree's, would win over the config's collections_path)."""
+    return dict(os.environ, ANSIBLE_CONFIG=os.path.join(root, "ansible.cfg"), ANSIBLE_FORKS=str(forks),
+                ANSIBLE_COLLECTIONS_PATH="%s:%s" % (os.path.join(root, "collections"),
+                                                    os.path.join(root, ".ansible", "collections")),
                 ANSIBLE_PIPELINING="True", ANSIBLE_HOST_KEY_CHECKING="False", ANSIBLE_NOCOLOR="1",
                 ANSIBLE_DEPRECATION_WARNINGS="False", ANSIBLE_SSH_CONTROL_PATH_DIR=os.path.join(tmp, "cp"))
 
@@ -253,12 +259,13 @@ def hosts_problem(hosts, n):
     return None
 
 
-def run_ours(inv, n_hosts, forks, dest, tmp, manifests, prefix=()):
-    argv = ["-i", inv, os.path.join(ROOT, "playbooks", "audit.yml"), "-e", "metnos_audit_dest=%s" % dest]
+def run_ours(inv, n_hosts, forks, dest, tmp, manifests, prefix=(), *, root=ROOT):
+    """playbooks/audit.yml of the checkout `root` (default this one) over the inventory inv."""
+    argv = ["-i", inv, os.path.join(root, "playbooks", "audit.yml"), "-e", "metnos_audit_dest=%s" % dest]
     if not manifests:
         argv += ["-e", '{"metnos_audit_manifests": []}']
     shutil.rmtree(dest, ignore_errors=True)
-    m, proc = run_playbook(argv, ansible_env(forks, tmp), tmp, prefix)
+    m, proc = run_playbook(argv, ansible_env(forks, tmp, root), tmp, prefix)
     # the set's own files: not the latest link, its fixed links nor runs/ (issue 52: one pointer)
     reports = dict((p.split(".", 1)[1], p) for p in glob.glob(os.path.join(dest, "metnos-audit-*")))
     m["summary"] = _summary(proc.stdout)
@@ -401,6 +408,86 @@ def compare_floors(cores, n, rounds, parallel, tmp):
         rounds_ms = sorted(per_host[core])
         print("%s: median %.1f ms CPU per host (rounds: %s)" % (core, rounds_ms[len(rounds_ms) // 2], " ".join(
             "%.1f" % x for x in per_host[core])), flush=True)
+
+
+def loadavg():
+    """The machine's 1-minute load average now (the machine is shared: it stands beside every figure)."""
+    with open("/proc/loadavg") as handle:
+        return float(handle.read().split()[0])
+
+
+def _median(values):
+    ranked = sorted(values)
+    return ranked[len(ranked) // 2]
+
+
+def reports_cpu(root, hosts_path, tmp):
+    """CPU seconds of building and writing the four reports of the host records in hosts_path with the report
+    code of the checkout `root` (in a fresh process, its reading of the records not counted), and the written
+    JSON's host count."""
+    script = os.path.join(tmp, "synth.py")
+    with open(script, "w") as handle:
+        handle.write(SYNTH_REPORT)
+    out_dir = os.path.join(tmp, "synth-reports")
+    shutil.rmtree(out_dir, ignore_errors=True)
+    proc = subprocess.run([sys.executable, script, os.path.join(root, "module_utils"), hosts_path, out_dir],
+                          capture_output=True, text=True, check=True)
+    gen = json.loads(proc.stdout)
+    written = len(json.load(open(gen["paths"]["json"]))["hosts"])
+    return gen["cpu"], written
+
+
+def compare_trees(trees, n, rounds, forks, tmp, manifests, synthetic):
+    """The ours cell (and, with synthetic, the reports alone for that many host records made from the tree's own
+    first record) of each checkout in `trees`, alternated A B A B ... for `rounds` rounds in one run: total CPU
+    (controller + host side, from rusage) per host, each round with the load average at its start, then each
+    tree's median, its spread (min-max) and its difference from the first tree's median."""
+    inv = os.path.join(tmp, "inv-%d.yml" % n)
+    inventory(inv, n)
+    cells = dict((tree, []) for tree in trees)
+    made = {}
+    warm = os.path.join(tmp, "inv-warm.yml")
+    inventory(warm, 2)
+    for tree in trees:                      # each tree's compiled bundle kept on the host before the first round
+        run_ours(warm, 2, forks, os.path.join(tmp, "reports-trees"), tmp, manifests, root=tree)
+    for number in range(rounds):
+        for tree in trees:
+            load = loadavg()
+            ours = run_ours(inv, n, forks, os.path.join(tmp, "reports-trees"), tmp, manifests, root=tree)
+            if ours.get("payload_cpu") is None:
+                raise SystemExit("%s: the audit did not complete at N=%d:\n%s" % (tree, n, ours["error"]))
+            cell = {"load": load, "total": 1000.0 * ours["cpu"] / n, "controller": 1000.0 * controller(ours) / n,
+                    "host": 1000.0 * ours["host_cpu"] / n, "payload": 1000.0 * ours["payload_cpu"] / n,
+                    "wall": ours["wall"], "other_load_cpu": ours["other_load_cpu"]}
+            if synthetic:
+                if tree not in made:
+                    template = json.load(open(ours["report_paths"]["json"]))["hosts"][0]
+                    made[tree] = os.path.join(tmp, "synth-hosts-%d.json" % len(made))
+                    with open(made[tree], "w") as handle:
+                        json.dump(synthetic_hosts(template, synthetic), handle)
+                cell["reports_load"] = loadavg()
+                cell["reports"], written = reports_cpu(tree, made[tree], tmp)
+                if written != synthetic:
+                    raise SystemExit("%s: the reports hold %d hosts, not %d" % (tree, written, synthetic))
+            cells[tree].append(cell)
+            print("round %d %s: %s" % (number + 1, tree, json.dumps(cell)), flush=True)
+    keys = ["total", "controller", "host", "payload"] + (["reports"] if synthetic else [])
+    lines = ["", "%d local aliases, forks %d, %d rounds alternated; ms of CPU per host: median (min-max)%s" % (
+        n, forks, rounds, "; reports: CPU s for %d synthetic hosts" % synthetic if synthetic else ""), "",
+        "| tree | " + " | ".join(keys) + " | wall s | load at start | total vs first |",
+        "|---" * (len(keys) + 4) + "|"]
+    first = _median(c["total"] for c in cells[trees[0]])
+    for tree in trees:
+        rows = cells[tree]
+        figures = ["%.1f (%.1f-%.1f)" % (_median(c[k] for c in rows), min(c[k] for c in rows),
+                                         max(c[k] for c in rows)) if k != "reports" else
+                   "%.2f (%.2f-%.2f)" % (_median(c[k] for c in rows), min(c[k] for c in rows),
+                                         max(c[k] for c in rows)) for k in keys]
+        lines.append("| %s | %s | %.1f | %.1f-%.1f | %+.1f%% |" % (
+            tree, " | ".join(figures), _median(c["wall"] for c in rows), min(c["load"] for c in rows),
+            max(c["load"] for c in rows), 100.0 * (_median(c["total"] for c in rows) / first - 1)))
+    print("\n".join(lines), flush=True)
+    return cells
 
 
 def controller(m, ssh=False):
@@ -574,15 +661,18 @@ def D_make(code, severity, message, remediation):
 SYNTH_REPORT = r'''
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
-from metnos_sandbox.report import document as R
+try:
+    from metnos_sandbox.report import document as R
+except ImportError:             # a checkout from before the rename (issue 55): report/report.py
+    from metnos_sandbox.report import report as R
 hosts = json.load(open(sys.argv[2]))
-t0 = time.time()
+t0, cpu0 = time.time(), time.process_time()
 doc = R.build_from_hosts(hosts)
 timings = {"build": time.time() - t0}
 paths = R.write_all(doc, sys.argv[3], timings=timings)
 timings["total"] = time.time() - t0
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-print(json.dumps({"timings": timings, "paths": paths, "rss_mb": rss}))
+print(json.dumps({"timings": timings, "paths": paths, "rss_mb": rss, "cpu": time.process_time() - cpu0}))
 '''
 
 
@@ -827,10 +917,23 @@ def main():
     ap.add_argument("--floor-cores", help="only the floor cell, for each of these core folders (comma-separated, "
                     "e.g. two checkouts' module_utils/metnos_sandbox), in turn for --rounds rounds, at the first "
                     "of --sizes hosts: the whole audit's CPU per host of one core against another")
+    ap.add_argument("--trees", help="only the ours cell (and the reports alone with --synthetic), for each of these "
+                    "checkouts (comma-separated folders, e.g. two worktrees), alternated for --rounds rounds, at "
+                    "the first of --sizes hosts: total CPU per host of one tree against another, in one run")
     args = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("run as root (the smoke test switches to nobody; the SSH cell creates namespaces)")
     tmp = tempfile.mkdtemp(prefix="metnos-bench-")
+    if args.trees:
+        try:
+            cells = compare_trees([os.path.abspath(t) for t in args.trees.split(",")], int(args.sizes.split(",")[0]),
+                                  max(1, args.rounds), args.forks, tmp, args.manifests, args.synthetic)
+            if args.json:
+                with open(args.json, "w") as handle:
+                    json.dump(cells, handle, indent=2)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return
     if args.floor_cores:
         try:
             compare_floors(args.floor_cores.split(","), int(args.sizes.split(",")[0]), max(1, args.rounds),

@@ -4,9 +4,13 @@ by the audit's action before anything is sent to the host, each refusal naming t
 choices in one message - no argument-spec dump. Real ansible-playbook runs against this machine."""
 import json
 import os
+import shutil
+import subprocess
 import sys
 
-from conftest import ROOT, run_playbook
+import pytest
+
+from conftest import ROOT, ansible_env, ansible_tool, run_playbook
 
 SITE = os.path.join(ROOT, "playbooks", "site.yml")
 LOCAL = ["-i", "localhost,", "-c", "local", "-e", "ansible_python_interpreter=%s" % sys.executable]
@@ -83,3 +87,29 @@ def test_valid_audit_variables_pass_and_paths_come_back_absolute(tmp_path):
         "metnos_audit_waivers": "waivers.yml"}))
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert '"metnos_audit_waivers": "%s"' % os.path.join(ROOT, "waivers.yml") in proc.stdout, proc.stdout[-3000:]
+
+
+@pytest.mark.skipif(not shutil.which("strace"), reason="strace counts the opens of the spec")
+def test_each_roles_spec_is_read_once_per_run_and_every_host_is_still_judged(tmp_path):
+    """Issue 52's cost: the role's argument spec is parsed in Ansible's main process when it imports the action
+    (before a worker is forked per host), not once per host: the opens of each spec file under strace -f, over
+    four hosts; the canary, one host's own bad value, proves each host is still judged with it."""
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text("all:\n  hosts:\n" + "".join(
+        "    h%d: {ansible_connection: local, ansible_python_interpreter: %s%s}\n" % (
+            number, sys.executable, ", metnos_sandbox_probe_timeout: soon" if number == 3 else "")
+        for number in range(4)))
+    play = tmp_path / "play.yml"
+    play.write_text("- hosts: all\n  gather_facts: false\n  tasks:\n    - name: Validate\n"
+                    "      metnos.sandbox.metnos_role_vars: {roles: [bwrap_host, metnos_sandbox]}\n")
+    trace = tmp_path / "trace"
+    proc = subprocess.run(["strace", "-f", "-qq", "-e", "trace=openat", "-o", str(trace),
+                           ansible_tool("ansible-playbook"), str(play), "-i", str(inventory), "-f", "4"],
+                          capture_output=True, text=True, cwd=ROOT, env=ansible_env())
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and out.count("ok: [h") == 3, out[-3000:]
+    assert "fatal: [h3]" in out and "metnos_sandbox_probe_timeout" in out and "soon" in out, out[-3000:]
+    opens = [line for line in trace.read_text().splitlines()
+             if "meta/argument_specs.yml" in line and " = -1 " not in line]
+    for role in ("bwrap_host", "metnos_sandbox"):
+        assert len([line for line in opens if "/%s/meta/argument_specs.yml" % role in line]) == 1, opens

@@ -44,7 +44,7 @@ UNTIL_MERGED = {
     "parameters": {},
 }
 # Rule f's one exception, with its reason (the same as tests/unit/test_core_layout.py's).
-OWN_LIMITS = {"module_utils/metnos_sandbox/profile/descriptors.py": 720}     # the launcher's core ships alone
+OWN_LIMITS = {"module_utils/metnos_sandbox/profile/descriptors.py": 740}     # the launcher's core ships alone
 
 
 # ---------------------------------------------------------------------------------------------- the tree

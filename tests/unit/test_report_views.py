@@ -96,6 +96,21 @@ def test_check_for_investigation_fix_for_changes(command, expected):
     assert command_kind.kind(command) == expected
 
 
+def test_a_fleets_shared_command_is_told_once_and_each_text_keeps_its_answer():
+    """Issue 52's cost: the reports label each host's commands; a fleet's hosts share most of them (a real audit of
+    this machine gives every host these four), so each text is split once per run (kind remembers it per text),
+    and a remembered answer never serves another text (every case of KINDS asked again, after all of them, in
+    the other order, keeps its answer)."""
+    shared = ["systemctl list-unit-files 'metnos*'", "systemctl --user list-unit-files 'metnos*'",
+              "systemd-detect-virt --container", "grep -E '^(Seccomp|NoNewPrivs):' /proc/self/status"]
+    command_kind.kind.cache_clear()
+    assert [command_kind.label(list(shared)) for _host in range(30)] == ["Check"] * 30    # the canary: all looks
+    assert command_kind.kind.cache_info().misses == len(shared)
+    assert command_kind.kind.cache_info().hits == 29 * len(shared)
+    for command, expected in list(KINDS) + list(reversed(KINDS)):
+        assert command_kind.kind(command) == expected, command
+
+
 def test_host_without_python_has_its_own_code():
     res = {"failed": True, "code": "host_no_python", "msg": "the host answers, but has no Python"}
     doc = report_text.build({"bare": res, "gone": {"unreachable": True, "msg": "timeout"}}, WHEN)

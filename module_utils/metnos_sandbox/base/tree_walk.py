@@ -50,11 +50,36 @@ def _open_below(name: str, parent: Optional[int], path: str, ident: Optional[Tup
     return fd
 
 
-def tree(top: str, budget: List[int], skip: FrozenSet[str] = frozenset(),
-         passing: bool = False) -> Iterator[Tuple[str, os.stat_result]]:
+def _open_listed(entry: "os.DirEntry[str]", parent: int, path: str) -> int:
+    """Folder ``entry`` (listed, not lstat'ed) opened and proved by the listing's inode on the parent's device; else
+    (a mount point, an overlay's own numbering, a swap) by an lstat before a second open, as tree() proves one."""
+    fd = _open_below(entry.name, parent, path, None)
+    here = os.fstat(fd)
+    if (here.st_dev, here.st_ino) == (os.fstat(parent).st_dev, entry.inode()):
+        return fd
+    os.close(fd)
+    try:
+        info = entry.stat(follow_symlinks=False)
+    except OSError as exc:
+        raise Stopped("changed", path, exc.strerror or "") from None
+    return _open_below(entry.name, parent, path, (info.st_dev, info.st_ino))
+
+
+def _listed(entry: "os.DirEntry[str]") -> str:
+    """"folder", "plain" (a file or a link) or "" (another type, or unknown) from the listing's type (no lstat)."""
+    try:
+        return "folder" if entry.is_dir(follow_symlinks=False) else (
+            "plain" if entry.is_file(follow_symlinks=False) or entry.is_symlink() else "")
+    except OSError:
+        return ""           # lstat'ed by tree(), which says why it stops
+
+
+def tree(top: str, budget: List[int], skip: FrozenSet[str] = frozenset(), passing: bool = False,
+         special_only: bool = False) -> Iterator[Tuple[str, os.stat_result]]:
     """(path, lstat) of every entry below ``top``, depth first, by descriptor (base/tree_walk.py). ``budget``
     (shared, decremented): entries still allowed; ``skip``: folders not entered; ``passing``: pass an entry that
-    vanished and a subfolder unreadable or swapped. Stopped when unfinished."""
+    vanished and a subfolder unreadable or swapped; ``special_only``: only what is neither a folder, a file nor a link
+    (a channel search's), those told by the listing's type (_listed), not lstat'ed. Stopped when unfinished."""
     stack = [(_open_below(top, None, top, None), top)]
     listings = [os.scandir(stack[0][0])]
     try:
@@ -69,18 +94,23 @@ def tree(top: str, budget: List[int], skip: FrozenSet[str] = frozenset(),
             budget[0] -= 1
             if budget[0] < 0:
                 raise Stopped("entries", folder)
-            try:
-                info = entry.stat(follow_symlinks=False)
-            except OSError as exc:
-                if passing:
-                    continue
-                raise Stopped("changed", path, exc.strerror or "") from None
-            yield path, info
-            if stat.S_ISDIR(info.st_mode) and path not in skip:
+            listed = _listed(entry) if special_only else ""
+            if listed == "plain":
+                continue
+            if listed != "folder":
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError as exc:
+                    if passing:
+                        continue
+                    raise Stopped("changed", path, exc.strerror or "") from None
+                yield path, info
+            if (listed == "folder" or stat.S_ISDIR(info.st_mode)) and path not in skip:
                 if len(stack) >= MAX_WALK_DEPTH:
                     raise Stopped("deep", path)
                 try:
-                    fd = _open_below(entry.name, stack[-1][0], path, (info.st_dev, info.st_ino))
+                    fd = (_open_listed(entry, stack[-1][0], path) if listed == "folder"
+                          else _open_below(entry.name, stack[-1][0], path, (info.st_dev, info.st_ino)))
                 except Stopped:
                     if passing:
                         continue

@@ -106,14 +106,14 @@ class Walk(Record):
 
 def walk(root: str, budget: List[int], skip: FrozenSet[str] = frozenset()) -> Walk:
     """Below ``root`` (a resolved folder), by descriptor (tree_walk.tree: never through a symbolic link, a folder
-    swapped while searched stops it, "changed"); ``budget``: the entries this render may still look at (shared
-    by every walk of the render, decremented); ``skip``: mount points not entered (odd_filesystems: refused on
-    their own)."""
+    swapped while searched stops it, "changed"; only what is neither a folder, a file nor a link is lstat'ed:
+    special_only); ``budget``: the entries this render may still look at (shared by every walk of the render,
+    decremented); ``skip``: mount points not entered (odd_filesystems: refused on their own)."""
     found: List[Found] = []
     if root in skip:
         return Walk(found)
     try:
-        for path, info in tree_walk.tree(root, budget, skip):
+        for path, info in tree_walk.tree(root, budget, skip, special_only=True):
             kind = kind_of(info.st_mode)
             if kind is not None:
                 found.append(Found(path, kind))

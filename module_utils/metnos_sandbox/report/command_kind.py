@@ -6,6 +6,7 @@
 
 from __future__ import absolute_import, annotations, division, print_function
 
+import functools
 import shlex
 from typing import List
 
@@ -28,9 +29,11 @@ def label(commands: List[str]) -> str:
     return "Check" if commands and all(kind(c) == "check" for c in commands) else "Fix"
 
 
+@functools.lru_cache(maxsize=1024)
 def kind(command: str) -> str:
     """"check" when every part of ``command`` (split as the shell does: quotes kept whole) only looks, "fix"
-    else: a redirection, a background job or a command that does not parse is a change."""
+    else: a redirection, a background job or a command that does not parse is a change. Told once per text
+    (issue 52's cost: a fleet's hosts share their fix commands, and shlex cost the HTML ~30% of its CPU)."""
     lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     try:
