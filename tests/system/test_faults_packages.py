@@ -85,8 +85,9 @@ def start_killer(host, state, signal_name):
 
 @pytest.mark.parametrize("state", ["half-installed", "half-configured"])
 def test_dpkg_killed_inside_the_host_is_healed_by_the_rerun(bare_host, tmp_path, state):
-    """Mutation (run): the heal task removed from roles/bwrap_host/tasks/install.yml -> the rerun fails with apt's
-    'dpkg was interrupted'."""
+    """Mutations (run, [half-configured]): the heal task removed from roles/bwrap_host/tasks/install.yml -> the
+    check-mode run says nothing and this test fails there; the heal task run in check mode only -> the rerun fails
+    with apt's "dpkg was interrupted, you must manually run 'dpkg --configure -a'"."""
     host = bare_host
     start_killer(host, state, "KILL")
     first, recap = run_site(host, {"pkg": {}}, tmp_path, *TAGS)
@@ -130,38 +131,54 @@ def test_the_controller_killed_while_apt_runs_is_healed_by_the_rerun(bare_host, 
 
 
 PACMAN_IMAGE = "localhost/metnos-pkghost:pacman"
-PACMAN_KILLER = os.path.join(ROOT, "tests", "helpers", "pacman_killer.py")
+DNF_IMAGE = "localhost/metnos-pkghost:dnf"
+CREATE_KILLER = os.path.join(ROOT, "tests", "helpers", "create_killer.py")
 
 
-@pytest.fixture
-def pacman_host(tmp_path):
-    """A real pacman 7.0 test host (tests/system/test_pkghosts.py's image: Debian 13 with pacman and a local signed
-    repository) without bubblewrap, driven by the bwrap_host role through tests/system/pkghost_role.yml."""
-    if podman("image", "exists", PACMAN_IMAGE, check=False).returncode != 0:
-        pytest.skip("%s is not built (scripts/build-pkghost-images.sh)" % PACMAN_IMAGE)
-    host = start_host("metnos-pacmankill", image=PACMAN_IMAGE)
+def package_host(tmp_path, image, manager):
+    """A real pacman 7.0 or dnf 4 + rpm 4.20 test host (tests/system/test_pkghosts.py's images: Debian 13 with the
+    package manager and a local signed repository) without bubblewrap, driven by the bwrap_host role through
+    tests/system/pkghost_role.yml."""
+    if podman("image", "exists", image, check=False).returncode != 0:
+        pytest.skip("%s is not built (scripts/build-pkghost-images.sh)" % image)
+    host = start_host("metnos-%skill" % manager, image=image)
     try:
-        yield RoleHost(host, tmp_path, ansible_env(), "pacman")
+        yield RoleHost(host, tmp_path, ansible_env(), manager)
     finally:
         stop_host(host)
 
 
-def test_pacman_killed_leaves_its_lock_and_the_rerun_removes_it(pacman_host):
-    """pacman SIGKILLed the moment its transaction takes the lock (tests/helpers/pacman_killer.py, in the host):
-    /var/lib/pacman/db.lck stays, and every pacman run refuses ("unable to lock database": the canary). Check mode
-    says it would remove the stale lock and leaves it; the rerun removes it, says so, installs bubblewrap; the
-    run after changes nothing. Mutation (run): lock_holders() finding every lock held -> the rerun fails naming
-    a pid."""
-    rh = pacman_host
-    rh.sh("metnos-test-repo publish bubblewrap-0.12.0-1-x86_64.pkg.tar.zst")
-    podman("cp", PACMAN_KILLER, "%s:/root/pacman_killer.py" % rh.host.name)
-    podman("exec", "-d", rh.host.name, "sh", "-c",
-           "python3 /root/pacman_killer.py /root/killer.ready > /root/killer.out 2>&1")
+@pytest.fixture
+def pacman_host(tmp_path):
+    yield from package_host(tmp_path, PACMAN_IMAGE, "pacman")
+
+
+@pytest.fixture
+def dnf_host(tmp_path):
+    yield from package_host(tmp_path, DNF_IMAGE, "dnf")
+
+
+def start_create_killer(rh, folder, prefix, match):
+    """tests/helpers/create_killer.py in the host: MATCH killed when a file named PREFIX... appears in FOLDER."""
+    podman("cp", CREATE_KILLER, "%s:/root/create_killer.py" % rh.host.name)
+    podman("exec", "-d", rh.host.name, "sh", "-c", "python3 /root/create_killer.py %s %s %s /root/killer.ready "
+           "> /root/killer.out 2>&1" % (folder, prefix, match))
     end = time.monotonic() + 30
     while rh.sh("test -e /root/killer.ready", check=False).returncode != 0 and time.monotonic() < end:
         time.sleep(0.2)
+
+
+def test_pacman_killed_leaves_its_lock_and_the_rerun_removes_it(pacman_host):
+    """pacman SIGKILLed the moment its transaction takes the lock (tests/helpers/create_killer.py, in the host):
+    /var/lib/pacman/db.lck stays, and every pacman run refuses ("unable to lock database": the canary). Check mode
+    says it would remove the stale lock and leaves it; the rerun removes it, says so, installs bubblewrap; the
+    run after changes nothing. Mutation (run): lock_holders() counting every process as a holder -> the check-mode
+    run fails ("db.lck is held by pid 1, ...") and this test with it."""
+    rh = pacman_host
+    rh.sh("metnos-test-repo publish bubblewrap-0.12.0-1-x86_64.pkg.tar.zst")
+    start_create_killer(rh, "/var/lib/pacman", "db.lck", "comm:pacman")
     killed = rh.role("killed")
-    assert killed.failed and "KILL pacman [" in rh.sh("cat /root/killer.out").stdout, killed
+    assert killed.failed and "KILL comm:pacman [" in rh.sh("cat /root/killer.out").stdout, killed
     assert rh.sh("test -f /var/lib/pacman/db.lck", check=False).returncode == 0               # the stale lock
     refused = rh.sh("LC_ALL=C pacman -S --noconfirm bubblewrap", check=False)                # canary
     assert refused.returncode != 0 and "unable to lock database" in refused.stdout + refused.stderr, refused
@@ -178,3 +195,29 @@ def test_pacman_killed_leaves_its_lock_and_the_rerun_removes_it(pacman_host):
     assert rh.sh("test -e /var/lib/pacman/db.lck", check=False).returncode != 0
     again = rh.role("again")
     assert not again.failed and again.changed == 0 and "healed" not in again.out, again
+
+
+def test_dnf_killed_mid_transaction_is_completed_by_the_rerun(dnf_host):
+    """The Ansible dnf module's process (rpm runs in it) SIGKILLed the moment rpm writes bwrap's temporary file
+    in /usr/bin (tests/helpers/create_killer.py): a transaction killed mid-way. There is nothing for the heal to do
+    (rpm's lock is an fcntl lock the kernel dropped with the process; dnf checks its own pid locks), and the rerun
+    completes the install: rpm -V clean, nothing said as healed, the run after changes nothing. Canary: the kill
+    happened, and bubblewrap is not installed after it. Not healed: a temporary file rpm was writing when killed
+    ("/usr/bin/bwrap;<hex>") stays; rpm never removes it."""
+    rh = dnf_host
+    rh.sh("metnos-test-repo publish bubblewrap-0.10.0-2.el10.x86_64.rpm")
+    start_create_killer(rh, "/usr/bin", "bwrap", "cmdline:AnsiballZ_dnf")
+    killed = rh.role("killed")
+    assert killed.failed and "KILL cmdline:AnsiballZ_dnf [" in rh.sh("cat /root/killer.out").stdout, killed
+    assert rh.sh("rpm -q bubblewrap", check=False).returncode != 0                             # canary: not installed
+    # What the kill left varies with where rpm was: its temporary file of bwrap ("bwrap;<hex>", 0 bytes, mode 0200),
+    # or bwrap written whole with no database entry (both seen here).
+    debris = rh.sh("ls /usr/bin | grep '^bwrap;' || true").stdout.split()
+    rerun = rh.role("rerun")
+    assert not rerun.failed and "healed" not in rerun.out, rerun
+    assert rh.sh("rpm -q --qf '%{VERSION}-%{RELEASE}' bubblewrap").stdout == "0.10.0-2.el10"
+    assert rh.sh("rpm -V bubblewrap && dnf -q check", check=False).returncode == 0
+    again = rh.role("again")
+    assert not again.failed and again.changed == 0, again
+    # Not healed: rpm's temporary file of a killed write, when there is one, stays in /usr/bin.
+    assert rh.sh("ls /usr/bin | grep '^bwrap;' || true").stdout.split() == debris
