@@ -14,7 +14,8 @@ bwrap_host role asks before it installs (library/bwrap_package_heal.py); check m
   held, it is a refusal naming the holders.
 - dnf and dnf5: nothing to heal. rpm's database lock is an fcntl lock the kernel drops with the process, and
   dnf's own lock files hold a pid that dnf checks itself; a transaction killed mid-way is completed by the
-  role's install (rpm installs the package again over the files it left).
+  role's install (rpm installs the package again over the files it left; measured on the dnf test host). A
+  temporary file rpm was writing when killed ("/usr/bin/bwrap;<hex>") is left; nothing here removes it.
 
 Pure Python, no Ansible imports; nothing here opens a file (lstat, listdir, readlink and stat of /proc links).
 """
