@@ -31,10 +31,10 @@ of this machine unless said.
   reached a step (helpers/fault_runs.kill_run), then a rerun that heals and says so. The sysctl remediation, in the
   user namespace above, killed during the drop-in write, before the apply and after it: the rerun applies what was
   lost ("healed: the kernel held ..."), the run after changes nothing. playbooks/site.yml on this machine killed
-  inside its profile render loop: the rerun writes every pair whole and names the temp file it removed. Not here
-  yet: a kill during the package step (a podman host without bubblewrap), and site.yml with the sysctl step on a
-  podman host (a container's root cannot write user.max_user_namespaces here, even --privileged with a uid map:
-  EACCES).
+  inside its profile render loop: the rerun writes every pair whole and names the temp file it removed. A kill during
+  the package step (dpkg, the controller, pacman, dnf): tests/system/test_faults_packages.py. Not here yet: site.yml
+  with the sysctl step on a podman host (a container's root cannot write user.max_user_namespaces here, even
+  --privileged with a uid map: EACCES).
 
 - A stored profile killed between its two files (a real SIGKILL at the second rename): the launcher installed
   from the tarball refuses it, the audit reports it, and the next render writes the pair again and says so,
