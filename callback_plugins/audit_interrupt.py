@@ -112,7 +112,9 @@ class CallbackModule(CallbackBase):
         finally:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
 
-    def finished(self, result):
+    def finished(self, result, ignore_errors=False):
+        """A task's result (v2_runner_on_failed passes ignore_errors too): the report task's marks the reports
+        written."""
         if not self.reported and is_report(getattr(result, "_task", None)):
             self.reported = True        # the play wrote its reports: nothing is written twice
 
