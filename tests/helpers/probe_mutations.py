@@ -1222,6 +1222,13 @@ ROWS = [
         binary("fakes.keyring", accept=True), ["keyring_own"], code=["probe_keyring_keys", "probe_keyring_shared"],
         only="direct", note="in a transient unit the unit's own session keyring (systemd's KeyringMode=private) "
         "reaches the payload the same way, planted or not"),
+    Row("keyring_joined_unit", "the keyring_joined wrapper as the unit's process: joins a new session keyring with a "
+        "host key in it, then executes the real bwrap", binary("fakes.keyring", accept=True), ["keyring_own"],
+        code="probe_keyring_keys", only="systemd",
+        note="in a unit a session keyring joined before the payload is the unit's kind (probe_keyring_unit, info: "
+             "the payload cannot tell a wrapper's from systemd's), so the host key in it is what fails. That the "
+             "unit's own session keyring carries keys both ways between the service and the sandbox is proven "
+             "from outside in tests/system/test_probe_weakened_systemd.py (tests/helpers/keyring_holder.py, unit)"),
     Row("keyring_shared_mode", "the transient unit with KeyringMode=shared: systemd links the service user's own "
         "user keyring (the host's, shared with every process of that uid) into the unit's session keyring, which the "
         "payload inherits through bwrap", lambda argv, bench: argv, ["keyring_own"], code=["probe_keyring_keys"],

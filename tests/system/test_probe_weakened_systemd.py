@@ -20,9 +20,10 @@ ROWS = ["strict", "drop_unshare_ipc", "network_shared", "pid_namespace", "usr_wr
         "fake_move_after_fork", "bind_elsewhere", "ro_bind_other_source", "dev_shm_host", "cap_add", "userns_joined",
         "fd_leaked", "library_planted", "pipe_in_flight", "pipe_thread_table", "symlink_made_file",
         "keyring_filtered", "keyring_filtered_kill", "keyring_shared_mode", "socket_in_flight", "file_swapped",
-        "file_declared", "file_same_size", "ambient_net_raw", "keyring_user_key", "keyring_invocation_forged"]
+        "file_declared", "file_same_size", "ambient_net_raw", "keyring_user_key", "keyring_invocation_forged",
+        "keyring_joined_unit"]
 ROOT_ROWS = ["securebits_cleared_unit"]
-HELPERS = ("probe_mutations.py", "thread_reader.py", "user_keys.py", "invocation_forger.py")
+HELPERS = ("probe_mutations.py", "thread_reader.py", "user_keys.py", "invocation_forger.py", "keyring_holder.py")
 
 SCRIPT = r'''
 import json, sys
@@ -180,6 +181,32 @@ def test_the_service_users_key_leaks_into_a_sandbox_in_a_unit(results, mode, how
     assert seen["rc"] == 0 and seen["after_rc"] == 0, seen
     assert (seen["canary"] in seen["read"]) is leaks, seen
     assert not [word for word in seen["after"] if word.startswith("metnos-canary-unit-")], seen
+
+
+HOLD = r'''
+import json, subprocess, sys
+sys.path.insert(0, "/opt/metnos-tests/tests")
+from helpers import probe_mutations as PM
+argv = PM.strict_profile()["argv"]
+holder = "/opt/metnos-tests/tests/helpers/keyring_holder.py"
+unit = ["systemd-run", "--wait", "--pipe", "--collect", "--quiet", "-p", "User=metnos", "-p", "KeyringMode=private"]
+done = subprocess.run(unit + [PM.PYTHON, holder, "host", "unit"] + argv[1:argv.index("--")], capture_output=True,
+                      text=True, timeout=90)
+print(done.stdout.strip().splitlines()[-1] if done.stdout.strip() else json.dumps({"rc": done.returncode,
+                                                                                     "stderr": done.stderr}))
+'''
+
+
+def test_the_units_session_keyring_carries_keys_both_ways(results):
+    """What probe_keyring_unit (info) says, proven from outside: the service (a transient unit's process, as the
+    service user, KeyringMode=private) adds a key to the unit's session keyring and starts the packaged bwrap with
+    the strict profile; the sandbox reads the service's key by its serial, and the service reads back the key the
+    sandbox added. The channel between a service and its executors (and between executors) that only
+    SystemCallFilter=~@keyring closes (the keyring_filtered rows)."""
+    seen = run_matrix(results[3], HOLD)[0]
+    assert seen.get("rc") == 0, seen
+    assert seen["host_payload"].startswith("host-canary-") and seen["inside_read"] == seen["host_payload"], seen
+    assert seen["host_read"] == "sandbox-canary", seen
 
 
 def test_the_keyring_seccomp_profile_is_podmans_default_plus_add_key():
