@@ -457,6 +457,12 @@ DECLARED_CONTENT = b"metnos declared content\n"
 SAME_SIZE_SECRET = b"metnos HOST SECRET 0600\n"
 THREAD_READER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "thread_reader.py")
 USER_KEYS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "user_keys.py")
+INVOCATION_FORGER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "invocation_forger.py")
+
+
+def _text(path):
+    with open(path) as handle:
+        return handle.read()
 
 
 class Donor(object):
@@ -674,7 +680,8 @@ class Bench(object):
                            ("pin", FAKE_PIN), ("pass", FAKE_PASS), ("other", FAKE_OTHER),
                            ("detach", FAKE_DETACH), ("watch", FAKE_WATCH), ("sync", FAKE_SYNC),
                            ("setarch", FAKE_SETARCH), ("nice", FAKE_NICE), ("keyring", FAKE_KEYRING),
-                           ("ambient", FAKE_AMBIENT), ("securebits", FAKE_SECUREBITS)):
+                           ("ambient", FAKE_AMBIENT), ("securebits", FAKE_SECUREBITS),
+                           ("invocation", _text(INVOCATION_FORGER))):
             path = os.path.join(self.dir, "fake-" + name, "bwrap")
             os.makedirs(os.path.dirname(path), mode=0o755)
             with open(path, "w") as handle:
@@ -1195,26 +1202,55 @@ ROWS = [
              "its ambient set, which the starter's bit refuses. Cannot exist for nobody: clearing a securebit needs "
              "CAP_SETPCAP, and bwrap run by nobody makes a user namespace, which starts with none. Not in a unit: "
              "the probe there is not bwrap's starter (the unit's process is, with its SecureBits=)"),
+    Row("securebits_cleared_unit", "the transient unit (root's) with SecureBits=no-setuid-fixup; the unit's process, "
+        "a wrapper, clears it (prctl PR_SET_SECUREBITS) and executes the real bwrap, --unshare-user dropped",
+        binary("fakes.securebits", drop("--unshare-user"), accept=True),
+        {"root": ["user_namespace_private", "keyring_own", "process_attributes"], "nobody": []},
+        code={"root": ["probe_check_failed", "probe_keyring_shared", "probe_keyring_keys",
+                       "probe_attribute_securebits"], "nobody": []},
+        only="systemd", properties=[("SecureBits", "no-setuid-fixup")],
+        note="the unit context of securebits_cleared: the starter is the unit's process, its bits are its "
+             "SecureBits= (proven applied by systemd in tests/system/test_probe_weakened_systemd.py). systemd knows "
+             "no no-cap-ambient-raise word, and noroot leaves the unit's root without the capabilities a bwrap "
+             "without a user namespace needs, so the bit is no-setuid-fixup. Root's payload in the host's user "
+             "namespace also holds the unit's invocation_id key and sees root's other keys: probe_keyring_keys. "
+             "Cannot exist for a unit with User= (the service user): clearing a securebit needs CAP_SETPCAP, so the "
+             "wrapper's prctl is refused and bwrap runs with the unit's bits"),
     # Keyrings, not namespaced (issue 51): the sandbox started holding a host process's session keyring.
     Row("keyring_joined", "wrapper: joins a new session keyring with a host key in it, then executes the real bwrap "
         "(the sandbox reads the host's key; the host reads a key the sandbox adds)",
         binary("fakes.keyring", accept=True), ["keyring_own"], code=["probe_keyring_keys", "probe_keyring_shared"],
         only="direct", note="in a transient unit the unit's own session keyring (systemd's KeyringMode=private) "
         "reaches the payload the same way, planted or not"),
+    Row("keyring_joined_unit", "the keyring_joined wrapper as the unit's process: joins a new session keyring with a "
+        "host key in it, then executes the real bwrap", binary("fakes.keyring", accept=True), ["keyring_own"],
+        code="probe_keyring_keys", only="systemd",
+        note="in a unit a session keyring joined before the payload is the unit's kind (probe_keyring_unit, info: "
+             "the payload cannot tell a wrapper's from systemd's), so the host key in it is what fails. That the "
+             "unit's own session keyring carries keys both ways between the service and the sandbox is proven "
+             "from outside in tests/system/test_probe_weakened_systemd.py (tests/helpers/keyring_holder.py, unit)"),
     Row("keyring_shared_mode", "the transient unit with KeyringMode=shared: systemd links the service user's own "
         "user keyring (the host's, shared with every process of that uid) into the unit's session keyring, which the "
         "payload inherits through bwrap", lambda argv, bench: argv, ["keyring_own"], code=["probe_keyring_keys"],
-        only="systemd", properties=[("KeyringMode", "shared")],
-        note="caught as a key of another linked in the payload's session keyring; not proven from outside here: "
-             "the test containers refuse add_key (ENOSYS), and writing the user keyring by its serial (KEYCTL_LINK) "
-             "worked from the sandbox under KeyringMode=private too (its uid has write), so it does not tell the "
-             "modes apart"),
+        only="systemd", properties=[("KeyringMode", "shared")], plant=user_key("metnos-canary-shared-mode"),
+        note="caught as a key of another linked in the payload's session keyring; proven from outside in "
+             "tests/system/test_probe_weakened_systemd.py: with a key planted in the service user's @u, the sandbox "
+             "reads it without linking anything (under KeyringMode=private only by linking the keyring by its "
+             "serial, the keyring_user_key row)"),
     Row("keyring_user_key", "the service user's own user keyring (@u: its kuid's, the host's) holds a key, planted "
         "before the probe; the packaged bwrap unchanged: the sandbox finds the keyring's serial in /proc/keys, links "
         "it into its session keyring and reads the key", lambda argv, bench: argv, ["keyring_own"],
-        code="probe_keyring_keys", only="direct", plant=user_key("metnos-canary-service-key"),
+        code="probe_keyring_keys", plant=user_key("metnos-canary-service-key"),
         note="proven from outside in tests/integration/test_probe_keyrings.py (as root and nobody, the host gets the "
-             "canary back). Not planted in a transient unit: the test containers refuse add_key (ENOSYS)"),
+             "canary back) and, in a transient unit (KeyringMode=private), in tests/system/"
+             "test_probe_weakened_systemd.py (its containers allow add_key: tests/podman/seccomp-keyrings.json)"),
+    Row("keyring_invocation_forged", "wrapper, the unit's process: systemd's invocation_id key in the unit's session "
+        "keyring unlinked and replaced by a key of the service user's with the same type, description and 16 bytes, "
+        "readable by anyone; then the real bwrap", binary("fakes.invocation", accept=True), ["keyring_own"],
+        code="probe_keyring_keys", only="systemd",
+        note="only its owner (the service user, not uid 0) tells it from systemd's: the exemption of systemd's key "
+             "holds only on the evidence read from outside (probe/keyrings.py why_not_systemds); the helper is "
+             "tests/helpers/invocation_forger.py"),
     Row("keyring_filtered", "not a weakening: the remediation, the transient unit with "
         "SystemCallFilter=~@keyring:EPERM: bwrap still works under it, and the payload's keyctl fails with EPERM",
         lambda argv, bench: argv, [], only="systemd", properties=[("SystemCallFilter", "~@keyring:EPERM")]),

@@ -1,10 +1,12 @@
 """Keys in a user's own user keyring (@u), and what a sandbox reaches of them (issue 51).
 
 ``python3 user_keys.py add DESCRIPTION VALUE``: adds a "user" key to the caller's user keyring (the service user's:
-run it as that user), prints its serial. ``python3 user_keys.py drop SERIAL``: invalidates it.
+run it as that user), prints its serial. ``python3 user_keys.py drop SERIAL``: invalidates it (or unlinks it from @u).
 ``python3 user_keys.py reach``: run inside a sandbox, links every user keyring /proc/keys shows it that is not its
 own into its session keyring by serial (KEYCTL_LINK), then prints the payload of every "user" key it can read - the
-leak, proven by the canary the test planted. x86_64 system call numbers (keyctl 250, add_key 248).
+leak, proven by the canary the test planted. ``python3 user_keys.py read``: the same without linking anything:
+only what its own keyrings already reach (KeyringMode=shared links the user's @u in a unit's session keyring).
+x86_64 system call numbers (keyctl 250, add_key 248).
 Used by the matrix's keyring_user_key row (tests/helpers/probe_mutations.py) and
 tests/integration/test_probe_keyrings.py.
 """
@@ -30,8 +32,10 @@ def add(description, value):
 
 
 def drop(serial):
-    if keyctl(21, int(serial)) < 0:                     # KEYCTL_INVALIDATE
-        sys.exit("invalidate: errno %d" % ctypes.get_errno())
+    """Invalidate the key; where this process does not possess it (its session keyring is not the user's: a
+    container runtime's, a unit's), only unlink it from @u (its one link: the kernel then collects it)."""
+    if keyctl(21, int(serial)) < 0 and keyctl(9, int(serial), USER_KEYRING) < 0:    # KEYCTL_INVALIDATE, _UNLINK
+        sys.exit("invalidate and unlink: errno %d" % ctypes.get_errno())
 
 
 def reach():
@@ -41,6 +45,11 @@ def reach():
     for words in lines:
         if words[7] == "keyring" and words[8].startswith("_uid.") and int(words[0], 16) != own:
             keyctl(8, int(words[0], 16), SESSION_KEYRING)   # KEYCTL_LINK into the session keyring
+    read()
+
+
+def read():
+    """Print the payload of every "user" key /proc/keys shows that this process may read."""
     with open("/proc/keys") as handle:
         lines = [line.split() for line in handle]
     buf = ctypes.create_string_buffer(256)
@@ -52,4 +61,4 @@ def reach():
 
 
 if __name__ == "__main__":
-    {"add": add, "drop": drop, "reach": reach}[sys.argv[1]](*sys.argv[2:])
+    {"add": add, "drop": drop, "reach": reach, "read": read}[sys.argv[1]](*sys.argv[2:])

@@ -8,6 +8,14 @@ tests/podman/containers.conf; `unmask=ALL` because bwrap's --proc needs an unmas
 bubblewrap 0.12) started with CAP_SYS_ADMIN: without it systemd silently skips every
 mount-namespace directive (ProtectSystem=, InaccessiblePaths=, ...), so a test would "prove"
 harmless a directive that breaks bwrap on a real host.
+
+``KEYRINGS`` (podman options) lets a container's processes use keyrings as on a real host: podman's default
+seccomp profile answers add_key and request_key with ENOSYS (keyctl is allowed), so systemd in the container makes
+no invocation_id key for a unit and no test can plant a key. tests/podman/seccomp-keyrings.json is podman's default
+(/usr/share/containers/seccomp.json, podman 4.3) plus one rule allowing those two calls, nothing else
+(test_probe_weakened_systemd.py checks it against the installed default). Only the hosts that judge keyrings use it:
+keys are kernel state, and while such a container runs its services' root-owned invocation_id keys are visible to
+root on the machine (a direct probe run as root there reports them, probe_keyring_keys).
 """
 import json
 import os
@@ -26,6 +34,8 @@ from helpers.ansible_run import adhoc  # noqa: E402
 
 PODMAN_ENV = dict(os.environ, CONTAINERS_CONF=os.path.join(ROOT, "tests", "podman", "containers.conf"))
 IMAGE = os.environ.get("METNOS_TEST_IMAGE", "localhost/metnos-debian:12")
+KEYRING_SECCOMP = os.path.join(ROOT, "tests", "podman", "seccomp-keyrings.json")
+KEYRINGS = ("--security-opt", "seccomp=" + KEYRING_SECCOMP)
 
 
 def podman(*args, check=True, input_text=None, timeout=300):
