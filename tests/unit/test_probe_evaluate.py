@@ -803,6 +803,7 @@ KEYRING_CASES = [
     ("visible_unread", {"visible": "error:EACCES"}, ["probe_keyring_keys"]),
     ("visible_not_reported", {"visible": None}, ["probe_keyring_keys"]),
     ("visible_malformed", {"visible": [["error:malformed", "0102136e"]]}, ["probe_keyring_keys"]),
+    ("visible_truncated", {"visible": [["error:truncated", 65]]}, ["probe_keyring_keys"]),
     ("no_proc_in_the_sandbox", {"visible": "error:ENOENT"}, []),
     ("unread", {"session": "error:EINVAL"}, ["probe_keyring_shared"]),
     ("not_reported", None, ["probe_keyring_shared"]),
@@ -945,6 +946,32 @@ def test_published_invocation_ids_are_read_from_a_folder_only_root_can_change(tm
         assert "error:ELOOP" in answer["got"]["error"] or "error:ENOTDIR" in answer["got"]["error"], answer
     finally:
         shutil.rmtree(top)
+
+
+def test_the_payloads_list_of_visible_keys_says_when_it_is_cut():
+    """payload_script.visible_keys for real: 70 user keys this test adds (in a child with a session keyring of its
+    own) are more than the 64 it lists; its last row says the list was cut (a key beyond it is unseen: "not
+    proven", probe_keyring_keys, the case visible_truncated). The canary: 10 keys are all listed, uncut."""
+    import ctypes
+    if os.uname()[4] != "x86_64":
+        pytest.skip("x86_64 system call numbers")
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    for count, cut in ((10, False), (70, True)):
+        pid = os.fork()
+        if pid == 0:
+            code = 3
+            try:
+                libc.syscall(250, 1, None)                               # KEYCTL_JOIN_SESSION_KEYRING (anonymous)
+                keys = [libc.syscall(248, b"user", b"k%d" % n, b"v", 1, ctypes.c_int(-3)) for n in range(count)]
+                rows = payload_script.visible_keys()
+                listed = [row[0] for row in rows if isinstance(row[0], int)]
+                ok = set(keys) <= set(listed) if not cut else (
+                    rows[-1][0] == "error:truncated" and rows[-1][1] >= 70 and len(listed) == 64)
+                code = 0 if all(k > 0 for k in keys) and ok else 1
+            finally:
+                os._exit(code)
+        assert os.waitpid(pid, 0)[1] == 0, (count, cut)
 
 
 def test_keyrings_of_the_host_user_namespace_are_shared():
