@@ -877,11 +877,12 @@ def as_user(user, argv):
     return ["setpriv", "--reuid", str(entry.pw_uid), "--regid", str(entry.pw_gid), "--clear-groups", "--"] + list(argv)
 
 
-def user_key(canary):
+def user_key(canary, description="metnos-service-key", perm=()):
     """A plant: a "user" key holding ``canary`` added to the user's own user keyring (@u, its kuid's, the host's)
-    before the probe runs, invalidated after. Returns the plant (called with the user's name, returns the undo)."""
+    before the probe runs, invalidated after (``perm``: (its hex permissions,)). Returns the plant (called with the
+    user's name, returns the undo)."""
     def plant(user):
-        done = subprocess.run(as_user(user, [PYTHON, USER_KEYS, "add", "metnos-service-key", canary]),
+        done = subprocess.run(as_user(user, [PYTHON, USER_KEYS, "add", description, canary] + list(perm)),
                               capture_output=True, timeout=30, check=True)
         serial = done.stdout.decode().strip()
         return lambda: subprocess.run(as_user(user, [PYTHON, USER_KEYS, "drop", serial]), capture_output=True,
@@ -1213,7 +1214,8 @@ ROWS = [
              "SecureBits= (proven applied by systemd in tests/system/test_probe_weakened_systemd.py). systemd knows "
              "no no-cap-ambient-raise word, and noroot leaves the unit's root without the capabilities a bwrap "
              "without a user namespace needs, so the bit is no-setuid-fixup. Root's payload in the host's user "
-             "namespace also holds the unit's invocation_id key and sees root's other keys: probe_keyring_keys. "
+             "namespace also holds the unit's invocation_id key, in the host's user namespace a key of the host's: "
+             "probe_keyring_keys; the other units' it sees are info (probe_keyring_invocation_ids). "
              "Cannot exist for a unit with User= (the service user): clearing a securebit needs CAP_SETPCAP, so the "
              "wrapper's prctl is refused and bwrap runs with the unit's bits"),
     # Keyrings, not namespaced (issue 51): the sandbox started holding a host process's session keyring.
@@ -1251,6 +1253,14 @@ ROWS = [
         note="only its owner (the service user, not uid 0) tells it from systemd's: the exemption of systemd's key "
              "holds only on the evidence read from outside (probe/keyrings.py why_not_systemds); the helper is "
              "tests/helpers/invocation_forger.py"),
+    Row("keyring_invocation_forged_root", "a key forged among the other units' invocation_id keys a root payload "
+        "views: a user key named invocation_id, owned by root, perm 0x0b0b0000 as systemd's, 16 bytes that are no "
+        "unit's InvocationID, planted in root's own user keyring before the probe; the packaged bwrap unchanged",
+        lambda argv, bench: argv, ["keyring_own"], code="probe_keyring_keys",
+        plant=user_key("metnos-forged-16", "invocation_id", ("0b0b0000",)), only="systemd",
+        note="only its content tells it from systemd's (probe/keyrings.py visible_evidence, compared with the "
+             "InvocationIDs systemd publishes in /run/systemd/units); run as root in "
+             "tests/system/test_probe_weakened_systemd.py, where the strict row passes beside the real ones"),
     Row("keyring_filtered", "not a weakening: the remediation, the transient unit with "
         "SystemCallFilter=~@keyring:EPERM: bwrap still works under it, and the payload's keyctl fails with EPERM",
         lambda argv, bench: argv, [], only="systemd", properties=[("SystemCallFilter", "~@keyring:EPERM")]),

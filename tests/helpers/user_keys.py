@@ -1,7 +1,8 @@
 """Keys in a user's own user keyring (@u), and what a sandbox reaches of them (issue 51).
 
-``python3 user_keys.py add DESCRIPTION VALUE``: adds a "user" key to the caller's user keyring (the service user's:
-run it as that user), prints its serial. ``python3 user_keys.py drop SERIAL``: invalidates it (or unlinks it from @u).
+``python3 user_keys.py add DESCRIPTION VALUE [PERM]``: adds a "user" key to the caller's user keyring (the service
+user's: run it as that user), with the hex permissions PERM when given, prints its serial.
+``python3 user_keys.py drop SERIAL``: invalidates it (or unlinks it from @u).
 ``python3 user_keys.py reach``: run inside a sandbox, links every user keyring /proc/keys shows it that is not its
 own into its session keyring by serial (KEYCTL_LINK), then prints the payload of every "user" key it can read - the
 leak, proven by the canary the test planted. ``python3 user_keys.py read``: the same without linking anything:
@@ -23,11 +24,20 @@ def keyctl(*words):
     return LIBC.syscall(KEYCTL, *[ctypes.c_long(w) if isinstance(w, int) else w for w in words])
 
 
-def add(description, value):
+def add(description, value, perm=None):
+    """``perm``: hex permissions set on the key (KEYCTL_SETPERM), e.g. systemd's 0b0b0000 for its invocation_id key:
+    the key is then added to the session keyring (possessed: setattr), linked into @u, given ``perm`` and unlinked
+    from the session keyring (a container's session keyring is not the user's: @u there is not possessed)."""
     data = value.encode()
-    serial = LIBC.syscall(ADD_KEY, b"user", description.encode(), data, len(data), ctypes.c_int(USER_KEYRING))
+    where = USER_KEYRING if perm is None else SESSION_KEYRING
+    serial = LIBC.syscall(ADD_KEY, b"user", description.encode(), data, len(data), ctypes.c_int(where))
     if serial < 0:
         sys.exit("add_key: errno %d" % ctypes.get_errno())
+    if perm is not None:
+        for step, words in (("link", (8, serial, USER_KEYRING)), ("setperm", (5, serial, int(perm, 16))),
+                            ("unlink", (9, serial, SESSION_KEYRING))):     # KEYCTL_LINK, _SETPERM, _UNLINK
+            if keyctl(*words) < 0:
+                sys.exit("%s: errno %d" % (step, ctypes.get_errno()))
     print(serial)
 
 

@@ -6,7 +6,8 @@ reads the payload's namespace links with the payload's own credentials: the rows
 
 The container allows add_key (conftest.KEYRINGS: podman's default seccomp profile answers it with ENOSYS), as a
 real host does: systemd gives each unit its invocation_id key, and keys are planted for real (issue 51). ROOT_ROWS
-run as root in the unit, for what only root can plant (a securebit cleared by the unit's process), in a second
+run as root in the unit, for what only root can plant (a securebit cleared by the unit's process, a forged
+invocation_id key of root's) and what only a root payload sees (every root unit's invocation_id key), in a second
 container that also has CAP_SYS_ADMIN and CAP_NET_ADMIN (root's bwrap without a user namespace needs them)."""
 import json
 import os
@@ -22,7 +23,7 @@ ROWS = ["strict", "drop_unshare_ipc", "network_shared", "pid_namespace", "usr_wr
         "keyring_filtered", "keyring_filtered_kill", "keyring_shared_mode", "socket_in_flight", "file_swapped",
         "file_declared", "file_same_size", "ambient_net_raw", "keyring_user_key", "keyring_invocation_forged",
         "keyring_joined_unit"]
-ROOT_ROWS = ["securebits_cleared_unit"]
+ROOT_ROWS = ["securebits_cleared_unit", "strict", "keyring_invocation_forged_root"]
 HELPERS = ("probe_mutations.py", "thread_reader.py", "user_keys.py", "invocation_forger.py", "keyring_holder.py")
 
 SCRIPT = r'''
@@ -91,6 +92,68 @@ def root_results(admin_host):
     return dict((r["row"], r) for r in lines if "row" in r)
 
 
+
+@pytest.mark.parametrize("row", ["securebits_cleared_unit"])
+def test_root_row_in_a_transient_unit(root_results, admin_host, row):
+    res = root_results[row]
+    assert res["judged"] == "ok", res
+    assert res["uid"] == 0
+    if row == "securebits_cleared_unit":
+        # the bit cleared between the unit's process and the payload, found for that reason
+        attributes = [c for c in res["checks"] if c["name"] == "process_attributes"][0]["observed"]
+        assert "no_setuid_fixup cleared between them" in json.dumps(attributes), attributes
+        # the canary, from outside: systemd really starts a unit's process with that bit (the probe's reference is
+        # the unit's SecureBits=, /proc does not show securebits)
+        bits = admin_host.sh("systemd-run --wait --pipe --quiet --collect -p SecureBits=no-setuid-fixup python3 -c "
+                             "'import ctypes; print(ctypes.CDLL(None).prctl(27, 0, 0, 0, 0))'").stdout.split()
+        assert bits == ["4"], bits
+
+
+@pytest.mark.parametrize("row", ["strict", "keyring_invocation_forged_root"])
+def test_root_payload_sees_other_units_invocation_ids(root_results, row):
+    """A root payload views every root unit's invocation_id key (issue 51): other units' keys, proven from outside
+    (content an InvocationID systemd publishes), are info, and the strict row passes. The canary: the container's
+    root units really have such keys, and the payload's /proc/keys shows them. A forgery with systemd's type, owner,
+    description and permissions is told apart by its content only.
+
+    Keyrings are the kernel's: this rootful container's root is kuid 0, so the payload also views the invocation_id
+    keys of the root units of any other rootful systemd container running on this machine (other system tests'),
+    whose IDs this container's systemd does not publish: probe_keyring_keys (unknown is a failure). Such a key is
+    accepted here only when this machine's own /proc/keys (read by the test, as root) shows it as a user key named
+    invocation_id of uid 0, perm 0b0b0000 - another systemd's - or it is gone (its container stopped); with none
+    of them, the strict row must pass."""
+    res = root_results[row]
+    assert res["uid"] == 0
+    keyring = [c for c in res["checks"] if c["name"] == "keyring_own"][0]["observed"]
+    kinds = keyring["kinds"]
+    others = [w for k, w in kinds if k == "invocation"]
+    assert "probe_keyring_invocation_ids" in res["codes"] and len(others) == 1, kinds
+    assert len([r for r in keyring["payload"]["visible"] if r[1] == "user" and r[2] == 0]) >= 2, keyring
+    unproven = [w for k, w in kinds if k == "keys"]
+    foreign = [w for w in unproven if "content differs (16 bytes), not a unit's InvocationID" in w
+               and _another_systemds(int(w.split()[1])) is not False]
+    if row == "keyring_invocation_forged_root":
+        # caught as probe_keyring_keys for its content (another systemd's keys, if any, only add to it)
+        assert res["judged"] == "ok", res
+        assert unproven and all("content differs (16 bytes), not a unit's InvocationID" in w for w in unproven), kinds
+    elif foreign:
+        assert unproven == foreign and res["codes"].count("probe_keyring_keys") == 1, kinds
+        assert set(res["failed"]) == {"keyring_own"}, res["failed"]
+    else:
+        assert res["judged"] == "ok" and not unproven, res
+
+
+def _another_systemds(serial):
+    """The machine's /proc/keys (this test runs as root, on the same kernel) shows ``serial`` as a user key of uid
+    0, perm 0b0b0000, named invocation_id: a systemd's invocation_id key; None when gone."""
+    with open("/proc/keys") as handle:
+        for line in handle:
+            words = line.split(None, 8)
+            if int(words[0], 16) == serial:
+                return words[4:8] == ["0b0b0000", "0", "0", "user"] and words[8].startswith("invocation_id:")
+    return None
+
+
 @pytest.mark.parametrize("row", ROWS)
 def test_matrix_row_in_a_transient_unit(results, row):
     by_row, _left, uid, _host = results
@@ -129,22 +192,6 @@ def test_matrix_row_in_a_transient_unit(results, row):
         assert "same credentials" in res["evidence"]["read_by"], res["evidence"]
         # namespaces are judged against the unit's process as read before it executed bwrap
         assert "before it ran bwrap" in res["evidence"]["parent_context"], res["evidence"]
-
-
-@pytest.mark.parametrize("row", ROOT_ROWS)
-def test_root_row_in_a_transient_unit(root_results, admin_host, row):
-    res = root_results[row]
-    assert res["judged"] == "ok", res
-    assert res["uid"] == 0
-    if row == "securebits_cleared_unit":
-        # the bit cleared between the unit's process and the payload, found for that reason
-        attributes = [c for c in res["checks"] if c["name"] == "process_attributes"][0]["observed"]
-        assert "no_setuid_fixup cleared between them" in json.dumps(attributes), attributes
-        # the canary, from outside: systemd really starts a unit's process with that bit (the probe's reference is
-        # the unit's SecureBits=, /proc does not show securebits)
-        bits = admin_host.sh("systemd-run --wait --pipe --quiet --collect -p SecureBits=no-setuid-fixup python3 -c "
-                             "'import ctypes; print(ctypes.CDLL(None).prctl(27, 0, 0, 0, 0))'").stdout.split()
-        assert bits == ["4"], bits
 
 
 PROOF = r'''

@@ -2,6 +2,7 @@
 unreadable link is 'not proven', never proof; each outcome gets its own code. The real runs (bwrap
 as root and nobody, look-alikes) are in tests/integration/test_probe_matrix.py."""
 import copy
+import json
 import os
 import socket
 
@@ -802,6 +803,7 @@ KEYRING_CASES = [
     ("visible_unread", {"visible": "error:EACCES"}, ["probe_keyring_keys"]),
     ("visible_not_reported", {"visible": None}, ["probe_keyring_keys"]),
     ("visible_malformed", {"visible": [["error:malformed", "0102136e"]]}, ["probe_keyring_keys"]),
+    ("visible_truncated", {"visible": [["error:truncated", 65]]}, ["probe_keyring_keys"]),
     ("no_proc_in_the_sandbox", {"visible": "error:ENOENT"}, []),
     ("unread", {"session": "error:EINVAL"}, ["probe_keyring_shared"]),
     ("not_reported", None, ["probe_keyring_shared"]),
@@ -820,6 +822,156 @@ def test_keyrings_not_its_own_fail_with_their_codes(name, change, codes):
     assert set(failed(obs, outside, host)) == ({"keyring_own"} if codes else set()), name
     v = verdict(obs, outside, host)
     assert sorted(set(d["code"] for d in v["diagnostics"]) - {"probe_check_failed"}) == codes, v["diagnostics"]
+
+
+# Other units' invocation_id keys that /proc/keys shows a root payload (issue 51): the outside's reading of them
+# (keyrings.visible_evidence), the probe being in unit metnos-probe-x.service. systemd's key of cron.service:
+OTHER_UNITS_KEY = {"type": "user", "uid": 0, "description": "invocation_id", "content": "matches",
+                   "unit": "cron.service"}
+# (name, the outside's reading of key 9100 changed to (None: not read), the codes the verdict carries, words said)
+VISIBLE_CASES = [
+    ("another_units", {}, ["probe_keyring_invocation_ids"], "9100 (cron.service)"),
+    ("forged_content", {"content": "differs (16 bytes)"}, ["probe_keyring_keys"], "not a unit's InvocationID"),
+    ("not_roots", {"uid": 65534}, ["probe_keyring_keys"], "owner uid 65534, not 0"),
+    ("other_description", {"description": "invocation_id2"}, ["probe_keyring_keys"], "another description"),
+    ("logon_type", {"type": "logon"}, ["probe_keyring_keys"], "type logon, not user"),
+    ("the_probes_own_unit", {"unit": "metnos-probe-x.service"}, ["probe_keyring_keys"],
+     "the probe's own unit metnos-probe-x.service, not linked"),
+    ("unread", {"error": "error:EACCES"}, ["probe_keyring_keys"], "not proven from outside (error:EACCES)"),
+    ("not_read", None, ["probe_keyring_keys"], "not proven from outside (not read)"),
+]
+
+
+@pytest.mark.parametrize("name,change,codes,said", VISIBLE_CASES, ids=[c[0] for c in VISIBLE_CASES])
+def test_other_units_invocation_keys_are_info_only_on_evidence_from_outside(name, change, codes, said):
+    """A root payload views every root service's invocation_id key (systemd makes them uid 0, perm 0x0b0b0000):
+    /proc/keys shows it key 9100. It is another unit's (info, probe_keyring_invocation_ids) only when the probe read
+    it from outside as a user key of uid 0 named invocation_id whose content is a published InvocationID of a unit
+    not the probe's own; anything else stays probe_keyring_keys. The real keys: the next test and
+    tests/system/test_probe_weakened_systemd.py (ROOT_ROWS strict)."""
+    obs, outside, host = good()
+    obs["uid"] = 0
+    obs["keyrings"]["visible"].append([9100, "user", 0, 0, "0b0b0000"])
+    keys = {} if change is None else {"9100": dict(OTHER_UNITS_KEY, **change)}
+    outside["visible"] = {"own_unit": "metnos-probe-x.service", "published": 3, "keys": keys}
+    keyring = [c for c in evidence.evaluate(SPEC, obs, outside, host) if c["name"] == "keyring_own"][0]
+    assert keyring["ok"] is (codes == ["probe_keyring_invocation_ids"]), keyring
+    assert said in keyring["observed"]["kinds"][-1][1], keyring
+    v = verdict(obs, outside, host)
+    assert sorted(set(d["code"] for d in v["diagnostics"]) - {"probe_check_failed"}) == codes, v["diagnostics"]
+    # the canary: without the key /proc/keys shows, nothing is said
+    obs["keyrings"]["visible"].pop()
+    assert [d["code"] for d in verdict(obs, outside, host)["diagnostics"]] == []
+    if change is None:      # no evidence at all (the outside read nothing): the key is a failure
+        obs["keyrings"]["visible"].append([9100, "user", 0, 0, "0b0b0000"])
+        del outside["visible"]
+        assert "keyring_own" in failed(obs, outside, host)
+
+
+def _plant_keys_and_read(folder, planted):
+    """In a child with a session keyring of its own: user keys named invocation_id with the 16 bytes of each hex in
+    ``planted``, then keyrings.visible_evidence over them as /proc/keys would show them, with UNITS_FOLDER set to
+    ``folder`` (a tuple of components below /). The child's answer as JSON on a pipe."""
+    import ctypes
+    import json
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    reading, writing = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 3
+        try:
+            os.close(reading)
+            libc.syscall(250, 1, None)                                   # KEYCTL_JOIN_SESSION_KEYRING (anonymous)
+            rows = []
+            for index, content in enumerate(planted):    # each in a keyring of its own, as systemd's are
+                data = bytes.fromhex(content)
+                holder = libc.syscall(248, b"keyring", b"unit-%d" % index, None, 0, ctypes.c_int(-3))
+                key = libc.syscall(248, b"user", b"invocation_id", data, len(data), ctypes.c_int(holder))
+                rows.append([key, "user", 0, 0, "3f010000"])
+            keyrings.UNITS_FOLDER = folder
+            got = keyrings.visible_evidence({"session": 1, "user": 2, "user_session": 3, "keys": [],
+                                             "visible": rows}, "metnos-probe-x.service")
+            os.write(writing, json.dumps({"rows": rows, "got": got}).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(writing)
+    data = b""
+    while True:
+        chunk = os.read(reading, 65536)
+        if not chunk:
+            break
+        data += chunk
+    os.close(reading)
+    assert os.waitpid(pid, 0)[1] == 0
+    return json.loads(data)
+
+
+def test_published_invocation_ids_are_read_from_a_folder_only_root_can_change(tmp_path):
+    """keyrings.visible_evidence for real (as root, x86_64): systemd's links invocation:<unit> -> <32 hex> planted
+    in a root-owned folder under /run; a real key holding a published ID of another unit is that unit's, a real key
+    holding 16 other bytes (a forgery) and one holding the probe's own unit's ID are not. The folder made group
+    writable, or a link in place of a folder, and nothing is read (the keys stay failures)."""
+    if os.uname()[4] != "x86_64" or os.geteuid() != 0:
+        pytest.skip("x86_64 system call numbers, root to plant under /run")
+    import shutil
+    import tempfile
+    top = tempfile.mkdtemp(prefix="metnos-units-", dir="/run")
+    try:
+        units = os.path.join(top, "units")
+        os.mkdir(units, 0o755)
+        cron, mine, forged = "a" * 31 + "1", "b" * 31 + "2", "c" * 31 + "3"
+        os.symlink(cron, os.path.join(units, "invocation:cron.service"))
+        os.symlink(mine, os.path.join(units, "invocation:metnos-probe-x.service"))
+        os.symlink("not-an-id", os.path.join(units, "invocation:odd.service"))
+        folder = ("run", os.path.basename(top), "units")
+        answer = _plant_keys_and_read(folder, [cron, forged, mine])
+        serials = [row[0] for row in answer["rows"]]
+        assert all(s > 0 for s in serials), answer
+        keys = answer["got"]["keys"]
+        assert answer["got"]["published"] == 2 and answer["got"]["own_unit"] == "metnos-probe-x.service", answer
+        assert keyrings.why_not_systemds(serials[0], answer["got"]) is None, answer
+        assert keys[str(serials[0])]["unit"] == "cron.service"
+        assert "not a unit's InvocationID" in keyrings.why_not_systemds(serials[1], answer["got"])
+        assert "probe's own unit" in keyrings.why_not_systemds(serials[2], answer["got"])
+        assert forged not in json.dumps(answer["got"]) and cron not in json.dumps(keys)   # content never kept
+        os.chmod(units, 0o775)                                          # group writable: not root's only
+        answer = _plant_keys_and_read(folder, [cron])
+        assert "can be changed by others than root (group_writable)" in answer["got"]["error"], answer
+        os.chmod(units, 0o755)
+        os.rename(units, units + ".real")
+        os.symlink(units + ".real", units)                              # a link in place of the folder
+        answer = _plant_keys_and_read(folder, [cron])
+        assert "error:ELOOP" in answer["got"]["error"] or "error:ENOTDIR" in answer["got"]["error"], answer
+    finally:
+        shutil.rmtree(top)
+
+
+def test_the_payloads_list_of_visible_keys_says_when_it_is_cut():
+    """payload_script.visible_keys for real: 70 user keys this test adds (in a child with a session keyring of its
+    own) are more than the 64 it lists; its last row says the list was cut (a key beyond it is unseen: "not
+    proven", probe_keyring_keys, the case visible_truncated). The canary: 10 keys are all listed, uncut."""
+    import ctypes
+    if os.uname()[4] != "x86_64":
+        pytest.skip("x86_64 system call numbers")
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    for count, cut in ((10, False), (70, True)):
+        pid = os.fork()
+        if pid == 0:
+            code = 3
+            try:
+                libc.syscall(250, 1, None)                               # KEYCTL_JOIN_SESSION_KEYRING (anonymous)
+                keys = [libc.syscall(248, b"user", b"k%d" % n, b"v", 1, ctypes.c_int(-3)) for n in range(count)]
+                rows = payload_script.visible_keys()
+                listed = [row[0] for row in rows if isinstance(row[0], int)]
+                ok = set(keys) <= set(listed) if not cut else (
+                    rows[-1][0] == "error:truncated" and rows[-1][1] >= 70 and len(listed) == 64)
+                code = 0 if all(k > 0 for k in keys) and ok else 1
+            finally:
+                os._exit(code)
+        assert os.waitpid(pid, 0)[1] == 0, (count, cut)
 
 
 def test_keyrings_of_the_host_user_namespace_are_shared():

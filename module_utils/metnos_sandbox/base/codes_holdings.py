@@ -268,6 +268,27 @@ CODES.extend([
                "the probe proves it under the drop-in). For a unit with User= systemd then implies "
                "NoNewPrivileges=yes, which stops a setuid bwrap: opt in where bwrap is not setuid (the default, "
                "unprivileged user namespaces), then run the probe again.")),
+    Code(code="probe_keyring_invocation_ids", severity=INFO, rule="R-SCOPE-3", section=PROBE,
+         title="A root payload sees other units' invocation IDs",
+         cause="Keyrings are not namespaced: /proc/keys shows a process every key it may view, and systemd puts an "
+               "invocation_id key (type user, owner uid 0, user view, read and search) in the session keyring of "
+               "each unit it starts. A payload that runs as root (uid 0 in its user namespace is the host's root) "
+               "sees the invocation_id key of every running unit and may read it, or invalidate it (search "
+               "permission). An InvocationID is no secret (the journal names it), so this is not an error.",
+         detection="Each key of type user that /proc/keys shows the payload beyond its own keyrings (at most 64) is "
+                   "described and read (at most 64 bytes, compared, never reported) by the probe from outside, and "
+                   "compared with the InvocationIDs systemd publishes (the links "
+                   "/run/systemd/units/invocation:<unit>, read on a folder descriptor, the folders root's only): a "
+                   "user key of uid 0 named invocation_id whose content is the InvocationID of a unit other than "
+                   "the probe's own. Any other key is probe_keyring_keys, the invocation_id keys of another "
+                   "systemd's units too (a container's: keyrings are the kernel's, and that systemd publishes its "
+                   "IDs in its own /run).",
+         remediation=["systemctl show -p User -p SystemCallFilter <unit>",
+                      "systemctl edit --drop-in=metnos-keyring <unit>"],
+         messages={"": "the payload runs as root and sees other units' invocation IDs: {said}{traced}"},
+         hint=("Run the executors as a user other than root (User= in the unit: a non-root payload views no root "
+               "key), or give the unit a drop-in with '[Service]' 'SystemCallFilter=~@keyring:EPERM' (keyctl then "
+               "fails inside and /proc/keys is not reachable by serial), then run the probe again.")),
     Code(code="probe_root_undeclared", severity=ERROR, rule="R-SCOPE-1", section=PROBE,
          title="Something on the sandbox's root was not created by the profile",
          cause="A file, directory or symlink lies on the sandbox's own root file system (not under any mount) that the "

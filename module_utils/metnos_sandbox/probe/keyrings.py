@@ -40,12 +40,21 @@ import struct
 import subprocess
 import typing as t
 
+from ..base import owners
 from ..base.records import Json
 from ..host import procfs
 from .held import Scene
 
 # kind of finding -> the code it is reported with (codes_holdings.py)
-KEYRING_CODES = {"shared": "probe_keyring_shared", "keys": "probe_keyring_keys", "unit": "probe_keyring_unit"}
+KEYRING_CODES = {"shared": "probe_keyring_shared", "keys": "probe_keyring_keys", "unit": "probe_keyring_unit",
+                 "invocation": "probe_keyring_invocation_ids"}
+# the kinds of a keyring_own check that are info, not failures
+INFO_KINDS = ("unit", "invocation")
+# where systemd publishes each unit's InvocationID: links invocation:<unit> -> 32 hex digits (system manager)
+UNITS_FOLDER = ("run", "systemd", "units")
+UNITS_MAX = 4096            # entries of UNITS_FOLDER read at most
+DESCRIBED_MAX = 64          # keys of others the probe describes from outside at most
+PATH_ONLY = getattr(os, "O_PATH", os.O_RDONLY)
 # keyctl(2) by machine, as in payload_script.KEYCTL_NR
 _KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "s390x": 280, "ppc64le": 271, "ppc64": 271,
            "i686": 288, "i386": 288, "armv7l": 311}
@@ -199,7 +208,8 @@ def invocation_evidence(mine: t.Any, unit: t.Optional[str]) -> t.Optional[Json]:
         return {"error": "keyctl not asked outside: the probe's own keyctl %s" % (
             "was killed by its seccomp filter" if "killed" in probe else probe["error"])}
     unit_id = _unit_invocation(str(unit))
-    return {"unit": unit, "keys": dict((str(serial), _outside_key(serial, unit_id)) for serial in serials[:4])}
+    return {"unit": unit, "keys": dict((str(serial), _outside_key(serial, {unit_id: str(unit)}))
+                                       for serial in serials[:4])}
 
 
 def _unit_invocation(unit: str) -> str:
@@ -213,9 +223,11 @@ def _unit_invocation(unit: str) -> str:
     return said if len(said) == 32 and all(c in "0123456789abcdef" for c in said) else "error:InvocationID %r" % said
 
 
-def _outside_key(serial: int, unit_id: str) -> Json:
+def _outside_key(serial: int, ids: t.Mapping[str, str]) -> Json:
     """One key read by the probe from outside (KEYCTL_DESCRIBE, KEYCTL_READ of at most 64 bytes): its type and
-    owner uid, and whether its content is ``unit_id`` (systemd stores the 16 bytes of the InvocationID)."""
+    owner uid, whether its description is invocation_id, and whether its content is one of ``ids`` (InvocationID,
+    32 hex digits -> its unit: systemd stores the 16 bytes of the InvocationID), then "unit": that unit. The content
+    itself and any other description are never kept."""
     number = _KEYCTL.get(os.uname()[4])
     if number is None:
         return {"error": "keyctl: no system call number known for %s" % os.uname()[4]}
@@ -229,36 +241,138 @@ def _outside_key(serial: int, unit_id: str) -> Json:
     if len(words) != 5 or not words[1].isdigit():
         return {"error": "error:malformed description"}
     size = libc.syscall(number, 11, ctypes.c_int(serial), buf, 64)           # KEYCTL_READ
-    content = buf.raw[:size] if 0 <= size <= 64 else None
-    return {"type": words[0], "uid": int(words[1]), "description": words[4][:64],
-            "content": ("error:" + errno.errorcode.get(ctypes.get_errno(), "?") if size < 0 else
-                        "matches" if content is not None and content.hex() == unit_id else
-                        "differs (%d bytes)" % size)}
+    content = buf.raw[:size].hex() if 0 <= size <= 64 else None
+    # the description said only when it is systemd's: a serial the payload names may be a key it cannot view
+    out: Json = {"type": words[0], "uid": int(words[1]),
+                 "description": "invocation_id" if words[4] == "invocation_id" else "another",
+                 "content": ("error:" + errno.errorcode.get(ctypes.get_errno(), "?") if size < 0 else
+                             "matches" if content is not None and content in ids else "differs (%d bytes)" % size)}
+    if out["content"] == "matches":
+        out["unit"] = ids[str(content)]
+    return out
+
+
+def published_invocations() -> t.Union[t.Dict[str, str], str]:
+    """{InvocationID: unit} as systemd publishes them: the links /run/systemd/units/invocation:<unit> -> <32 hex
+    digits>. Each folder on the way is opened without following a link and must be root's and writable by no one
+    else (owners.change_reasons, its ACL too); the links are read with readlink on the folder's descriptor, at most
+    UNITS_MAX entries (a unit beyond them is not published: its key stays a failure). An error text when unread."""
+    fd = os.open("/", PATH_ONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    path = ""
+    try:
+        for part in UNITS_FOLDER + ("",):
+            reasons = owners.change_reasons(os.fstat(fd), fd, sticky_folders=False, root_group=False)
+            if reasons:
+                os.close(fd)
+                return "%s can be changed by others than root (%s)" % (path or "/", ", ".join(reasons))
+            if not part:
+                break
+            below = os.open(part, PATH_ONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            os.close(fd)
+            fd, path = below, path + "/" + part
+        listing = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=fd)
+    except OSError as exc:
+        os.close(fd)
+        return "%s: %s" % (path + "/" + part, procfs.errname(exc))
+    ids: t.Dict[str, str] = {}
+    try:
+        with os.scandir(listing) as entries:
+            for count, entry in enumerate(entries):
+                if count >= UNITS_MAX:
+                    break
+                if not entry.name.startswith("invocation:"):
+                    continue
+                try:
+                    target = os.readlink(entry.name, dir_fd=fd)
+                except OSError:
+                    continue        # not a link: nothing published
+                if len(target) == 32 and all(c in "0123456789abcdef" for c in target):
+                    ids[target] = entry.name[len("invocation:"):][:256]
+    except OSError as exc:
+        return "%s: %s" % (path, procfs.errname(exc))
+    finally:
+        os.close(listing)
+        os.close(fd)
+    return ids
+
+
+def _own_unit() -> t.Optional[str]:
+    """The systemd unit the probe runs in (the last component of its cgroup v2 path, a .service or .scope), None
+    when there is none."""
+    try:
+        text = procfs.read_text("/proc/self/cgroup", limit=4096)
+    except (IOError, OSError):
+        return None
+    for line in text.splitlines():
+        if line.startswith("0::"):
+            name = line[3:].rstrip("/").rpartition("/")[2]
+            return name if name.endswith((".service", ".scope")) else None
+    return None
+
+
+def _others(mine: t.Any) -> t.List[t.List[t.Any]]:
+    """The well-formed rows of the payload's /proc/keys (serial, type, uid, gid, perm) that are not its own keyrings
+    nor linked in them."""
+    visible = mine.get("visible") if isinstance(mine, dict) else None
+    if not isinstance(visible, list):
+        return []
+    own = set([mine.get("session"), mine.get("user"), mine.get("user_session")] + [
+        row[1] for row in mine.get("keys") or [] if isinstance(row, list) and len(row) > 1])
+    return [row for row in visible if isinstance(row, list) and len(row) == 5 and isinstance(row[0], int)
+            and row[0] not in own]
+
+
+def visible_evidence(mine: t.Any, unit: t.Optional[str]) -> t.Optional[Json]:
+    """From outside (the probe, in its own namespaces): each key of type user the payload's /proc/keys shows beyond
+    its own (at most DESCRIBED_MAX), described and compared with the InvocationIDs systemd publishes
+    (published_invocations); "own_unit": the probe's transient ``unit``, or the unit the probe runs in. None when
+    there is no such key. Read by _reachable: another unit's invocation_id key, visible to a root payload, is
+    info (probe_keyring_invocation_ids), anything else probe_keyring_keys."""
+    serials = [row[0] for row in _others(mine) if row[1] == "user"][:DESCRIBED_MAX]
+    if not serials:
+        return None
+    probe = own()
+    if "killed" in probe or "error" in probe:
+        return {"error": "keyctl not asked outside: the probe's own keyctl %s" % (
+            "was killed by its seccomp filter" if "killed" in probe else probe["error"])}
+    published = published_invocations()
+    if isinstance(published, str):
+        return {"error": "systemd's invocation IDs not read: %s" % published}
+    return {"own_unit": unit or _own_unit(), "published": len(published),
+            "keys": dict((str(serial), _outside_key(serial, published)) for serial in serials)}
 
 
 def why_not_systemds(serial: t.Any, evidence: t.Any) -> t.Optional[str]:
     """None when the key ``serial`` is proven systemd's invocation_id key from outside (type user, owner uid 0,
-    description invocation_id, content the unit's InvocationID), else why not."""
+    description invocation_id, content the unit's InvocationID; in visible_evidence: another unit's, not the
+    probe's own unit's), else why not."""
     if not isinstance(evidence, dict) or "error" in evidence:
         return "not proven from outside (%s)" % (evidence.get("error") if isinstance(evidence, dict) else
                                                  "no evidence read")
     key = (evidence.get("keys") or {}).get(str(serial))
     if not isinstance(key, dict) or "error" in key:
         return "not proven from outside (%s)" % (key.get("error") if isinstance(key, dict) else "not read")
+    others = "own_unit" in evidence
     wrong = [what for what, bad in (
         ("type %s, not user" % key.get("type"), key.get("type") != "user"),
         ("owner uid %s, not 0" % key.get("uid"), key.get("uid") != 0),
         ("another description", key.get("description") != "invocation_id"),
-        ("content %s, not the unit's InvocationID" % key.get("content"), key.get("content") != "matches")) if bad]
+        ("content %s, not %s InvocationID" % (key.get("content"), "a unit's" if others else "the unit's"),
+         key.get("content") != "matches"),
+        ("the InvocationID of the probe's own unit %s, not linked in the payload's keyrings" % key.get("unit"),
+         others and key.get("content") == "matches" and key.get("unit") == evidence.get("own_unit"))) if bad]
     return "; ".join(wrong) or None
 
 
 def judge(mine: t.Any, ref: Json, who: str, same_userns: bool = False, uid: t.Any = None,
-          unit: bool = False, invocation: t.Optional[Json] = None) -> t.List[t.Tuple[str, str]]:
+          unit: bool = False, outside: t.Optional[Json] = None) -> t.List[t.Tuple[str, str]]:
     """[(kind, what)] of each way the payload's keyrings are not its own (or not proven). ``same_userns``: the
     payload's user namespace is the probe's; ``unit``: run in a transient unit, whose own session keyring (and
-    systemd's invocation_id key in it, proven from outside: ``invocation``, invocation_evidence()) is the "unit"
-    kind, reported at info severity."""
+    systemd's invocation_id key in it, proven from outside: ``outside["invocation"]``, invocation_evidence()) is the
+    "unit" kind, reported at info severity; other units' invocation_id keys that /proc/keys shows a root payload,
+    proven from outside (``outside["visible"]``, visible_evidence()), are the "invocation" kind, info too."""
+    outside = outside or {}
+    invocation = outside.get("invocation")
     if not isinstance(mine, dict) or "error" in mine:
         return [("shared", "keyrings not proven: the payload reported %s" % (
             mine.get("error") if isinstance(mine, dict) else type(mine).__name__))]
@@ -299,32 +413,43 @@ def judge(mine: t.Any, ref: Json, who: str, same_userns: bool = False, uid: t.An
             continue
         out.append(("keys", "key %s in the %s keyring: %s" % (
             serial, where, "type %s, uid %s, gid %s, perm %s" % tuple(row[2:6]) if len(row) >= 6 else row[2:])))
-    out.extend(_reachable(mine, uid))
+    out.extend(_reachable(mine, uid, outside.get("visible")))
     return out
 
 
-def _reachable(mine: Json, uid: t.Any) -> t.List[t.Tuple[str, str]]:
-    """[("keys", what)] of each key (not a keyring) the payload's /proc/keys shows that is not linked in its own
+def _reachable(mine: Json, uid: t.Any, evidence: t.Any) -> t.List[t.Tuple[str, str]]:
+    """[(kind, what)] of each key (not a keyring) the payload's /proc/keys shows that is not linked in its own
     keyrings: keyrings are not namespaced, and a key it may view it reaches by its serial (the service user's own
     user keyring, its kuid's: linked by serial into the payload's session keyring, every key in it is possessed,
-    then read). Public keys (type asymmetric: the kernel's certificates) are not secrets. Not proven: /proc/keys
+    then read): "keys". Public keys (type asymmetric: the kernel's certificates) are not secrets. Another unit's
+    invocation_id key (a root payload views every root service's: systemd makes them uid 0, user view and read)
+    proven from outside (``evidence``, visible_evidence(): type user, uid 0, its content an InvocationID systemd
+    publishes for a unit not the probe's) is no secret (the journal names it): "invocation". Not proven: /proc/keys
     unread (without a /proc in the sandbox, "error:ENOENT", no serial is listed)."""
     visible = mine.get("visible")
     if visible == "error:ENOENT":
         return []
     if not isinstance(visible, list):
         return [("keys", "keys reachable by serial not proven: /proc/keys inside gave %s" % visible)]
-    own = set([mine["session"], mine["user"], mine["user_session"]] + [
-        row[1] for row in mine.get("keys") or [] if len(row) > 1])
-    out: t.List[t.Tuple[str, str]] = []
-    for row in visible:
-        if len(row) != 5 or not isinstance(row[0], int):
-            out.append(("keys", "keys reachable by serial not proven: /proc/keys inside gave %s" % (row,)))
-        elif row[0] not in own and row[1] != "asymmetric":
-            out.append(("keys", "key %d (type %s, uid %s%s, gid %s, perm %s) of another keyring, shown by /proc/keys "
-                        "inside and reachable by its serial (its keyring linked into the payload's own, then read)" % (
-                            row[0], row[1], row[2], ": the payload's own uid, the service's" if row[2] == uid else "",
-                            row[3], row[4])))
+    out: t.List[t.Tuple[str, str]] = [
+        ("keys", "keys reachable by serial not proven: /proc/keys inside gave %s" % (row,)) for row in visible
+        if not isinstance(row, list) or len(row) != 5 or not isinstance(row[0], int)]
+    units: t.List[str] = []
+    for row in _others(mine):
+        if row[1] == "asymmetric":
+            continue
+        why = why_not_systemds(row[0], evidence) if row[1] == "user" else "type %s" % row[1]
+        if why is None:
+            units.append("%d (%s)" % (row[0], evidence["keys"][str(row[0])].get("unit")))
+            continue
+        out.append(("keys", "key %d (type %s, uid %s%s, gid %s, perm %s) of another keyring, shown by /proc/keys "
+                    "inside and reachable by its serial (its keyring linked into the payload's own, then read)%s" % (
+                        row[0], row[1], row[2], ": the payload's own uid, the service's" if row[2] == uid else "",
+                        row[3], row[4], "; not another unit's invocation ID: %s" % why if row[1] == "user" else "")))
+    if units:
+        out.append(("invocation", "%d keys of other units, shown by /proc/keys inside, are systemd's invocation_id "
+                    "keys (type user, uid 0, content the unit's published InvocationID, read from outside): %s%s" % (
+                        len(units), ", ".join(units[:8]), " and %d more" % (len(units) - 8) if len(units) > 8 else "")))
     return out
 
 
@@ -335,23 +460,26 @@ def check_keyrings(sc: Scene) -> None:
     userns = (sc.obs.get("ns") or {}).get("user")
     same_userns = bool(userns) and userns == (sc.host.get("ns") or {}).get("user")
     unit = bool(sc.outside.get("context"))
-    kinds = judge(sc.obs.get("keyrings"), ref, who, same_userns, sc.obs.get("uid"), unit, sc.outside.get("invocation"))
+    kinds = judge(sc.obs.get("keyrings"), ref, who, same_userns, sc.obs.get("uid"), unit, sc.outside)
     observed: Json = {"payload": sc.obs.get("keyrings"), "starter": who, "starter_keyrings": ref,
                       "plan": sc.spec.get("keyctl")}
-    errors = [k for k in kinds if k[0] != "unit"]
-    # the unit's own keyring, shared by the service's executors: info, not a failure (probe_keyring_unit, see the top)
+    errors = [k for k in kinds if k[0] not in INFO_KINDS]
+    # the unit's own keyring, shared by the service's executors, and other units' invocation IDs: info, not a
+    # failure (probe_keyring_unit, see the top; probe_keyring_invocation_ids)
     observed.update(problems=[what for _kind, what in errors[:12]], kinds=[list(k) for k in kinds[:12]])
     sc.add("keyring_own", "R-SCOPE-1", "a session keyring of the payload's own (not %s's), no key linked in it, or "
            "keyctl refused" % who, observed, not errors)
 
 
 def unit_findings(checks: t.Iterable[Json]) -> t.List[t.Tuple[str, str]]:
-    """[(code, what)] of the info findings of a passed keyring_own check: the unit's shared session keyring."""
+    """[(code, what)] of the info findings of a passed keyring_own check: the unit's shared session keyring, other
+    units' invocation IDs."""
     out: t.List[t.Tuple[str, str]] = []
     for check in checks:
         observed = check.get("observed")
         if check.get("name") == "keyring_own" and check.get("ok") and isinstance(observed, dict):
-            said = [what for kind, what in observed.get("kinds") or [] if kind == "unit"]
-            if said:
-                out.append((KEYRING_CODES["unit"], "; ".join(said[:6])))
+            for info in INFO_KINDS:
+                said = [what for kind, what in observed.get("kinds") or [] if kind == info]
+                if said:
+                    out.append((KEYRING_CODES[info], "; ".join(said[:6])))
     return out

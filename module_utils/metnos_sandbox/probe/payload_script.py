@@ -136,21 +136,25 @@ def keyrings() -> "dict[str, Any]":
 def visible_keys() -> "Any":
     # the keys other than keyrings that /proc/keys shows this process (each one it may view: reachable by its
     # serial, e.g. linked by serial into its own session keyring, then read): serial, type, uid, gid, permissions;
-    # never a description. Bounded: 256 lines, 64 KiB; "error:ENOENT" without a /proc (issue 51)
+    # never a description. Bounded: 256 lines, 64 KiB, 64 keys, then a last row ["error:truncated", keys seen]
+    # (not proven: a key beyond the bound is unseen); "error:ENOENT" without a /proc (issue 51)
     try:
         with open("/proc/keys", "rb") as handle:
             text = handle.read(65536).decode("utf-8", "replace")
     except OSError as exc:
         return err(exc.errno)
     found: "list[list[Any]]" = []
-    for line in text.splitlines()[:256]:
+    lines = text.splitlines()
+    for line in lines[:256]:
         words = line.split(None, 8)
         if len(words) >= 8 and words[7] != "keyring":
             try:
                 found.append([int(words[0], 16), words[7], int(words[5]), int(words[6]), words[4]])
             except ValueError:
                 found.append(["error:malformed", line[:8]])
-    return found[:32]
+    if len(found) > 64 or len(lines) > 256 or len(text) >= 65536:
+        return found[:64] + [["error:truncated", len(found)]]
+    return found
 
 
 def seccomp_status() -> "list[Any]":

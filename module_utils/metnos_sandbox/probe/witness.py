@@ -193,13 +193,18 @@ class Watcher(object):
             self.outside = {"launcher": launcher, "child_pid": child, "error": "%s: %s" % (type(exc).__name__, exc)}
         if self.context is not None:
             self.outside["context"] = self.context
+        said = [o for o in objects if o.get("metnos_probe") == self.token][0].get("keyrings")
         if self.unit:
             # the unit's invocation_id key, proven systemd's from outside (keyrings.invocation_evidence)
-            said = [o for o in objects if o.get("metnos_probe") == self.token][0].get("keyrings")
             try:
                 self.outside["invocation"] = keyrings.invocation_evidence(said, self.unit)
             except Exception as exc:   # nothing read is nothing proven
                 self.outside["invocation"] = {"error": "%s: %s" % (type(exc).__name__, exc)}
+        # other units' invocation_id keys /proc/keys shows a root payload, proven from outside (both contexts)
+        try:
+            self.outside["visible"] = keyrings.visible_evidence(said, self.unit)
+        except Exception as exc:       # nothing read is nothing proven
+            self.outside["visible"] = {"error": "%s: %s" % (type(exc).__name__, exc)}
         self.outside["collectors"] = list(self.collectors)
         if self.ledger is not None:
             self.ledger.phase = proctree.CHECKED
