@@ -27,32 +27,15 @@ HELPER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
 def _in_root_session(script, user):
     """Fork; the child joins a session keyring with SECRET in it and gives back what the user's code read through
     plain setpriv (the canary), run_as.run and run_as.call."""
-    reading, writing = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            keyrings_real.hold(SECRET)
-            argv = ["/usr/bin/python3", "-I", "-S", script]
-            plain = subprocess.run(run_as.command(argv, user.uid, user.gid), capture_output=True, timeout=60)
-            ran = run_as.run(argv, user.uid, user.gid)
-            called = run_as.call(user.uid, user.gid, keyrings_real.stolen_bytes, None)
-            out = {"plain": plain.stdout.decode(), "run": [ran.rc, ran.stdout.decode(), ran.stderr.decode()],
-                   "call": called.decode(), "root": keyrings_real.stolen()}
-            os.write(writing, json.dumps(out).encode())
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(writing)
-    data = b""
-    while True:
-        chunk = os.read(reading, 65536)
-        if not chunk:
-            break
-        data += chunk
-    os.close(reading)
-    assert os.waitpid(pid, 0)[1] == 0
-    return json.loads(data)
+    def read_as_user():
+        keyrings_real.hold(SECRET)
+        argv = ["/usr/bin/python3", "-I", "-S", script]
+        plain = subprocess.run(run_as.command(argv, user.uid, user.gid), capture_output=True, timeout=60)
+        ran = run_as.run(argv, user.uid, user.gid)
+        called = run_as.call(user.uid, user.gid, keyrings_real.stolen_bytes, None)
+        return {"plain": plain.stdout.decode(), "run": [ran.rc, ran.stdout.decode(), ran.stderr.decode()],
+                "call": called.decode(), "root": keyrings_real.stolen()}
+    return keyrings_real.answer_of_child(read_as_user)
 
 
 def _planted_helper():

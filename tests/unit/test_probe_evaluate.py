@@ -21,6 +21,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.prob
     runners,
     witness,
 )
+from helpers import keyrings_real
 
 MOUNTINFO = """\
 300 200 0:90 /newroot / rw,nosuid,nodev,relatime - tmpfs tmpfs rw
@@ -873,39 +874,22 @@ def _plant_keys_and_read(folder, planted):
     ``planted``, then keyrings.visible_evidence over them as /proc/keys would show them, with UNITS_FOLDER set to
     ``folder`` (a tuple of components below /). The child's answer as JSON on a pipe."""
     import ctypes
-    import json
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
-    reading, writing = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        code = 3
-        try:
-            os.close(reading)
-            libc.syscall(250, 1, None)                                   # KEYCTL_JOIN_SESSION_KEYRING (anonymous)
-            rows = []
-            for index, content in enumerate(planted):    # each in a keyring of its own, as systemd's are
-                data = bytes.fromhex(content)
-                holder = libc.syscall(248, b"keyring", b"unit-%d" % index, None, 0, ctypes.c_int(-3))
-                key = libc.syscall(248, b"user", b"invocation_id", data, len(data), ctypes.c_int(holder))
-                rows.append([key, "user", 0, 0, "3f010000"])
-            keyrings.UNITS_FOLDER = folder
-            got = keyrings.visible_evidence({"session": 1, "user": 2, "user_session": 3, "keys": [],
-                                             "visible": rows}, "metnos-probe-x.service")
-            os.write(writing, json.dumps({"rows": rows, "got": got}).encode())
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(writing)
-    data = b""
-    while True:
-        chunk = os.read(reading, 65536)
-        if not chunk:
-            break
-        data += chunk
-    os.close(reading)
-    assert os.waitpid(pid, 0)[1] == 0
-    return json.loads(data)
+
+    def plant_and_read():
+        libc.syscall(250, 1, None)                                   # KEYCTL_JOIN_SESSION_KEYRING (anonymous)
+        rows = []
+        for index, content in enumerate(planted):    # each in a keyring of its own, as systemd's are
+            data = bytes.fromhex(content)
+            holder = libc.syscall(248, b"keyring", b"unit-%d" % index, None, 0, ctypes.c_int(-3))
+            key = libc.syscall(248, b"user", b"invocation_id", data, len(data), ctypes.c_int(holder))
+            rows.append([key, "user", 0, 0, "3f010000"])
+        keyrings.UNITS_FOLDER = folder
+        got = keyrings.visible_evidence({"session": 1, "user": 2, "user_session": 3, "keys": [],
+                                         "visible": rows}, "metnos-probe-x.service")
+        return {"rows": rows, "got": got}
+    return keyrings_real.answer_of_child(plant_and_read)
 
 
 def test_published_invocation_ids_are_read_from_a_folder_only_root_can_change(tmp_path):
