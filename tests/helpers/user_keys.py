@@ -3,8 +3,8 @@
 ``python3 user_keys.py add DESCRIPTION VALUE [PERM]``: adds a "user" key to the caller's user keyring (the service
 user's: run it as that user), with the hex permissions PERM when given, prints its serial.
 ``python3 user_keys.py drop SERIAL``: invalidates it (or unlinks it from @u).
-``python3 user_keys.py reach``: run inside a sandbox, links every user keyring /proc/keys shows it that is not its
-own into its session keyring by serial (KEYCTL_LINK), then prints the payload of every "user" key it can read - the
+``python3 user_keys.py reach``: run inside a sandbox, joins a new session keyring and links every user keyring
+/proc/keys shows it by serial (KEYCTL_LINK) into a keyring of its own there, then prints the payload of every "user" key it can read - the
 leak, proven by the canary the test planted. ``python3 user_keys.py read``: the same without linking anything:
 only what its own keyrings already reach (KeyringMode=shared links the user's @u in a unit's session keyring).
 x86_64 system call numbers (keyctl 250, add_key 248).
@@ -49,12 +49,22 @@ def drop(serial):
 
 
 def reach():
-    own = keyctl(0, USER_KEYRING, 0)                    # KEYCTL_GET_KEYRING_ID, create=0
+    """Join a new session keyring of its own first (whatever session keyring the caller's runner gave it: a CI
+    runner's may not take links), then link every user keyring /proc/keys shows, its own included (where the kernel
+    gives a new user namespace no @u of its own, its own is the host's), each into a keyring of its own made in the
+    session keyring: a keyring holds one link per type and description, so every "_uid.0" linked straight into the
+    session keyring would displace the one before (other user namespaces' root keyrings are shown too: the host's
+    was lost whenever one of theirs came later in /proc/keys). What did not link is said on stderr."""
+    if keyctl(1, None) < 0:                             # KEYCTL_JOIN_SESSION_KEYRING, anonymous
+        print("join session keyring: errno %d" % ctypes.get_errno(), file=sys.stderr)
     with open("/proc/keys") as handle:
         lines = [line.split() for line in handle]
     for words in lines:
-        if words[7] == "keyring" and words[8].startswith("_uid.") and int(words[0], 16) != own:
-            keyctl(8, int(words[0], 16), SESSION_KEYRING)   # KEYCTL_LINK into the session keyring
+        if words[7] == "keyring" and words[8].startswith("_uid."):
+            holder = LIBC.syscall(ADD_KEY, b"keyring", ("reach-" + words[0]).encode(), None, 0,
+                                  ctypes.c_int(SESSION_KEYRING))
+            if holder < 0 or keyctl(8, int(words[0], 16), holder) < 0:     # KEYCTL_LINK into the holder
+                print("link %s %s: errno %d" % (words[0], words[8], ctypes.get_errno()), file=sys.stderr)
     read()
 
 

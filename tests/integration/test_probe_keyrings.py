@@ -81,6 +81,6 @@ def test_the_service_users_own_user_keyring_is_reached_by_serial(user):
     finally:
         undo()
     assert done.returncode == 0, done.stderr
-    assert canary in done.stdout.decode().split(), done.stdout
+    assert canary in done.stdout.decode().split(), (done.stdout, done.stderr)
     after = subprocess.run(command, capture_output=True, timeout=60)
     assert after.returncode == 0 and canary not in after.stdout.decode(), after
