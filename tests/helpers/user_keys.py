@@ -4,9 +4,10 @@
 user's: run it as that user), with the hex permissions PERM when given, prints its serial.
 ``python3 user_keys.py drop SERIAL``: invalidates it (or unlinks it from @u).
 ``python3 user_keys.py reach``: run inside a sandbox, joins a new session keyring and links every user keyring
-/proc/keys shows it by serial (KEYCTL_LINK) into a keyring of its own there, then prints the payload of every "user" key it can read - the
-leak, proven by the canary the test planted. ``python3 user_keys.py read``: the same without linking anything:
-only what its own keyrings already reach (KeyringMode=shared links the user's @u in a unit's session keyring).
+/proc/keys shows it by serial (KEYCTL_LINK) into a keyring of its own there, then prints the payload of every
+"user" key it can read - the leak, proven by the canary the test planted.
+``python3 user_keys.py read``: the same without linking anything: only what its own keyrings already reach
+(KeyringMode=shared links the user's @u in a unit's session keyring).
 x86_64 system call numbers (keyctl 250, add_key 248).
 Used by the matrix's keyring_user_key row (tests/helpers/probe_mutations.py) and
 tests/integration/test_probe_keyrings.py.
