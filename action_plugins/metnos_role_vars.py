@@ -69,29 +69,69 @@ class ActionModule(ActionBase):
         result = super(ActionModule, self).run(tmp, task_vars)
         task_vars = task_vars or {}
         _validation, args = self.validate_argument_spec(argument_spec=spec.spec(spec.ROLE_VARS))
+        hosts = list(self._every_host(task_vars)) if args["all_hosts"] else [("", task_vars, self._templar)]
+        found: dict = {}      # each problem -> the hosts it was found on, in the play's order
+        for name, host_vars, templar in hosts:
+            for line in self._problems(args, host_vars, templar):
+                found.setdefault(line, []).append(name)
+        if found:
+            problems = [line + _on_hosts(names, len(hosts)) for line, names in found.items()]
+            result.update(failed=True, code="invalid_option", problems=problems,
+                          msg="Invalid variables, nothing was done on the host%s:\n%s\nThe choices: "
+                              "ansible-doc -t role metnos.sandbox.<role>, and the head of playbooks/audit.yml"
+                              % ("s" if len(hosts) > 1 else "", "\n".join("  - " + line for line in problems)))
+            return result
+        result.update(changed=False, checked=args["roles"] + (["audit"] if args["audit"] else []))
+        if args["all_hosts"]:
+            result["hosts"] = len(hosts)
+        if args["audit"]:
+            result["paths"] = audit_vars.paths(self._audit_vars(task_vars, self._templar), os.getcwd())
+        return result
+
+    def _problems(self, args, host_vars, templar):
+        """One host's problems: each role's variables by the role's spec, then (with ``audit``) the audit's."""
         problems = []
         for role in args["roles"]:
             options = role_spec(role)
-            defined = dict((name, self._templar.template(task_vars[name])) for name in options if name in task_vars)
+            defined = dict((name, templar.template(host_vars[name])) for name in options if name in host_vars)
             checked = ArgumentSpecValidator(_spec_only(options)).validate(spec.plain(defined))
             problems += ["%s (role metnos.sandbox.%s)" % (msg, role) for msg in checked.error_messages]
         if args["audit"]:
-            problems += self._audit_problems(task_vars)
-        if problems:
-            result.update(failed=True, code="invalid_option", problems=problems,
-                          msg="Invalid variables, nothing was done on the host:\n%s\nThe choices: "
-                              "ansible-doc -t role metnos.sandbox.<role>, and the head of playbooks/audit.yml"
-                              % "\n".join("  - " + line for line in problems))
-            return result
-        result.update(changed=False, checked=args["roles"] + (["audit"] if args["audit"] else []))
-        if args["audit"]:
-            result["paths"] = audit_vars.paths(self._audit_vars(task_vars), os.getcwd())
-        return result
+            problems += audit_vars.problems(self._audit_vars(host_vars, templar), os.getcwd())
+        return problems
 
-    def _audit_vars(self, task_vars):
+    def _every_host(self, task_vars):
+        """(name, variables, templar) for each host of the play, its variables as Ansible gives them to this task
+        on that host (play, inventory, extra vars: VariableManager.get_vars, the host list given once, not
+        recomputed per host); the host this task runs for with its own."""
+        hostvars = task_vars.get("hostvars")
+        manager, inventory = getattr(hostvars, "_variable_manager", None), getattr(hostvars, "_inventory", None)
+        if manager is None or inventory is None:
+            raise AnsibleActionFail("metnos_role_vars: all_hosts needs ansible-core's hostvars (2.21 or later)")
+        names = list(task_vars.get("ansible_play_hosts_all") or [task_vars.get("inventory_hostname")])
+        batch = list(task_vars.get("ansible_play_batch") or names)
+        play, me = self._task.get_play(), task_vars.get("inventory_hostname")
+        for name in names:
+            if name == me:
+                yield name, task_vars, self._templar
+                continue
+            host_vars = manager.get_vars(play=play, host=inventory.get_host(name), task=self._task,
+                                         _hosts=batch, _hosts_all=names)
+            yield name, host_vars, self._templar.copy_with_new_env(available_variables=host_vars)
+
+    @staticmethod
+    def _audit_vars(host_vars, templar):
         """The metnos_audit_* variables the host defines, templated (an -e value is a string)."""
-        return spec.plain(dict((name, self._templar.template(value)) for name, value in task_vars.items()
+        return spec.plain(dict((name, templar.template(value)) for name, value in host_vars.items()
                                if name.startswith(audit_vars.PREFIX)))
 
-    def _audit_problems(self, task_vars):
-        return audit_vars.problems(self._audit_vars(task_vars), os.getcwd())
+
+def _on_hosts(names, among):
+    """Where a problem was found, when more than one host was judged: every host, or the first few by name."""
+    if among <= 1 or not names[0]:
+        return ""
+    if len(names) == among:
+        return " (every host)"
+    shown = ", ".join(names[:5])
+    return " (host%s %s%s)" % ("s" if len(names) > 1 else "", shown,
+                                " and %d more" % (len(names) - 5) if len(names) > 5 else "")

@@ -154,6 +154,7 @@ AUDIT_REPORT_ONE_OF = [("results", "hosts")]
 ROLE_VARS: Spec = spec(
     roles={"type": "list", "elements": "str", "required": True, "choices": ["bwrap_host", "metnos_sandbox"]},
     audit={"type": "bool", "default": False},
+    all_hosts={"type": "bool", "default": False},
 )
 
 # metnos_audit_merge (an action plugin on the controller): JSON reports made elsewhere (ansible-pull, AWX slices),
