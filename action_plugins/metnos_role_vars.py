@@ -132,6 +132,5 @@ def _on_hosts(names, among):
         return ""
     if len(names) == among:
         return " (every host)"
-    shown = ", ".join(names[:5])
-    return " (host%s %s%s)" % ("s" if len(names) > 1 else "", shown,
-                                " and %d more" % (len(names) - 5) if len(names) > 5 else "")
+    more = " and %d more" % (len(names) - 5) if len(names) > 5 else ""
+    return " (host%s %s%s)" % ("s" if len(names) > 1 else "", ", ".join(names[:5]), more)
