@@ -3,9 +3,10 @@ holds the policy and the hardening as written (rendered with the role's own vari
 import os
 
 import jinja2
+import pytest
 import yaml
 
-from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import channels
+from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import bus_proxy, channels
 
 ROLE = os.path.join(os.path.dirname(__file__), "..", "..", "roles", "metnos_sandbox")
 
@@ -52,3 +53,16 @@ def test_the_proxy_user_is_its_own_system_user_never_the_executors():
                      "home": "/nonexistent", "shell": "/usr/sbin/nologin"}], made
     names = [t["name"] for t in tasks]
     assert names.index("D-Bus proxy | its own system user (no login, no home)") < names.index("D-Bus proxy | its unit")
+
+
+ADDRESSES = [   # (DBUS_SYSTEM_BUS_ADDRESS, the socket paths it names)
+    ("unix:path=/run/dbus/system_bus_socket", ["/run/dbus/system_bus_socket"]),
+    ("unix:path=/run/my%20bus/sock%2c1,guid=x", ["/run/my bus/sock,1"]),       # %-escaped (the lazy unquote)
+    ("tcp:host=x;unix:path=/a/../b/s;unix:abstract=/x", ["/b/s"]),
+    ("unix:path=relative/s;unix:path=/x%00y", []),                            # not absolute; a NUL
+]
+
+
+@pytest.mark.parametrize("address,expected", ADDRESSES)
+def test_the_bus_address_names_its_socket_paths(address, expected):
+    assert bus_proxy.address_paths(address) == expected
