@@ -13,7 +13,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 import os
 
-from ansible.errors import AnsibleActionFail
+from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
@@ -85,19 +85,21 @@ class ActionModule(ActionBase):
         if args["all_hosts"]:
             result["hosts"] = len(hosts)
         if args["audit"]:
-            result["paths"] = audit_vars.paths(self._audit_vars(task_vars, self._templar), os.getcwd())
+            result["paths"] = audit_vars.paths(_audit_vars(task_vars, self._templar)[0], os.getcwd())
         return result
 
     def _problems(self, args, host_vars, templar):
-        """One host's problems: each role's variables by the role's spec, then (with ``audit``) the audit's."""
+        """One host's problems: each role's variables by the role's spec, then (with ``audit``) the audit's; a
+        variable whose template fails is a problem of its own (naming it), not the end of the check."""
         problems = []
         for role in args["roles"]:
             options = role_spec(role)
-            defined = dict((name, templar.template(host_vars[name])) for name in options if name in host_vars)
-            checked = ArgumentSpecValidator(_spec_only(options)).validate(spec.plain(defined))
-            problems += ["%s (role metnos.sandbox.%s)" % (msg, role) for msg in checked.error_messages]
+            defined, failed = _templated(templar, host_vars, [name for name in options if name in host_vars])
+            checked = ArgumentSpecValidator(_spec_only(options)).validate(defined)
+            problems += ["%s (role metnos.sandbox.%s)" % (msg, role) for msg in failed + checked.error_messages]
         if args["audit"]:
-            problems += audit_vars.problems(self._audit_vars(host_vars, templar), os.getcwd())
+            values, failed = _audit_vars(host_vars, templar)
+            problems += failed + audit_vars.problems(values, os.getcwd())
         return problems
 
     def _every_host(self, task_vars):
@@ -119,11 +121,22 @@ class ActionModule(ActionBase):
                                          _hosts=batch, _hosts_all=names)
             yield name, host_vars, self._templar.copy_with_new_env(available_variables=host_vars)
 
-    @staticmethod
-    def _audit_vars(host_vars, templar):
-        """The metnos_audit_* variables the host defines, templated (an -e value is a string)."""
-        return spec.plain(dict((name, templar.template(value)) for name, value in host_vars.items()
-                               if name.startswith(audit_vars.PREFIX)))
+
+def _audit_vars(host_vars, templar):
+    """The metnos_audit_* variables the host defines, templated (an -e value is a string), and the problems."""
+    return _templated(templar, host_vars, [name for name in host_vars if name.startswith(audit_vars.PREFIX)])
+
+
+def _templated(templar, host_vars, names):
+    """``names`` of ``host_vars`` templated as the builtin types, and a line for each whose template fails (its
+    error's first line, never the value: ``'x' is undefined`` said of the variable, not of the task)."""
+    values, failed = {}, []
+    for name in names:
+        try:
+            values[name] = templar.template(host_vars[name])
+        except AnsibleError as exc:
+            failed.append("%s: its template fails: %s" % (name, (str(exc).splitlines() or [""])[0][:300]))
+    return spec.plain(values), failed
 
 
 def _on_hosts(names, among):

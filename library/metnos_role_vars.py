@@ -18,6 +18,8 @@ description:
     metnos_sandbox_service_env_state must be one of: validate, enforce, got: enforced (role
     metnos.sandbox.metnos_sandbox)) - never the whole argument spec, which Ansible's own role validation
     returns (~6 KB) when the role starts, after the roles before it already ran.
+  - A variable whose template fails (an undefined name in it) is a problem line of its own naming the variable and
+    Ansible's error, not the failure of the whole task.
   - playbooks/site.yml runs it first (pre_tasks) for both roles; put it first in your own playbooks the same way.
 options:
   roles:

@@ -69,11 +69,13 @@ def test_the_audit_names_the_variable_the_user_set(tmp_path):
 def test_the_audit_judges_every_hosts_variables_in_one_task(tmp_path):
     """Issue 52's cost, issue 54's promise kept: the audit's check is one task for the whole fleet (run_once,
     all_hosts), and still judges each host's own variables as that host's tasks see them - a role variable
-    templated with the host's own name (h2), a misspelt audit variable of one host (h3), an -e value every host
-    shares - one line per problem naming its hosts, then nothing runs on any host. (An inventory value of a
+    templated with the host's own name (h2), a misspelt audit variable of one host (h3), a template that fails
+    (h1: said of its variable and host, not as the task's failure), an -e value every host shares - one line per
+    problem naming its hosts, then nothing runs on any host. (An inventory value of a
     variable the play sets, metnos_audit_probe, is not one: Ansible gives the play's value to every host.)"""
     inventory = tmp_path / "hosts.yml"
-    extra = {2: ", metnos_sandbox_unit_scope: '{{ inventory_hostname }}', metnos_audit_probe: maybe",
+    extra = {1: ", metnos_audit_unit: '{{ nothing_here }}'",
+             2: ", metnos_sandbox_unit_scope: '{{ inventory_hostname }}', metnos_audit_probe: maybe",
              3: ", metnos_audit_prob: true"}
     inventory.write_text("all:\n  hosts:\n" + "".join(
         "    h%d: {ansible_connection: local, ansible_python_interpreter: %s%s}\n" % (
@@ -87,6 +89,8 @@ def test_the_audit_judges_every_hosts_variables_in_one_task(tmp_path):
     assert "got: h2 (role metnos.sandbox.metnos_sandbox) (host h2)" in out, out[-3000:]
     assert "  - metnos_audit_prob: no such variable of the audit; did you mean metnos_audit_probe?" in out, out[-3000:]
     assert "without the metnos_audit_ prefix) (host h3)" in out, out[-3000:]
+    assert "  - metnos_audit_unit: its template fails: 'nothing_here' is undefined (host h1)" in out, \
+        out[-3000:]
     assert "maybe" not in out, out[-3000:]
     assert "  - metnos_audit_fail_on: 'newest' is not accepted (did you mean new?); accepted: any, new (every host)" \
         in out, out[-3000:]
