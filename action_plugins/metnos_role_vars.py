@@ -15,6 +15,7 @@ import os
 
 from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.parsing.vault import VaultHelper
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.options import spec
@@ -69,17 +70,23 @@ class ActionModule(ActionBase):
         result = super(ActionModule, self).run(tmp, task_vars)
         task_vars = task_vars or {}
         _validation, args = self.validate_argument_spec(argument_spec=spec.spec(spec.ROLE_VARS))
+        if args["all_hosts"] and not self._task.run_once:
+            raise AnsibleActionFail("metnos_role_vars: all_hosts needs run_once: true on its task (without it every "
+                                    "host would judge every host's variables again)")
         hosts = list(self._every_host(task_vars)) if args["all_hosts"] else [("", task_vars, self._templar)]
         found: dict = {}      # each problem -> the hosts it was found on, in the play's order
         for name, host_vars, templar in hosts:
             for line in self._problems(args, host_vars, templar):
                 found.setdefault(line, []).append(name)
         if found:
-            problems = [line + _on_hosts(names, len(hosts)) for line, names in found.items()]
+            problems = [_bounded(line) + _on_hosts(names, len(hosts)) for line, names in found.items()]
+            later = args["all_hosts"] and len(hosts) < len(task_vars.get("ansible_play_hosts_all") or ())
             result.update(failed=True, code="invalid_option", problems=problems,
-                          msg="Invalid variables, nothing was done on the host%s:\n%s\nThe choices: "
+                          msg="Invalid variables, nothing was done on %s:\n%s\nThe choices: "
                               "ansible-doc -t role metnos.sandbox.<role>, and the head of playbooks/audit.yml"
-                              % ("s" if len(hosts) > 1 else "", "\n".join("  - " + line for line in problems)))
+                              % ("this batch's hosts (serial: the earlier batches' ran)" if later else
+                                 "the hosts" if len(hosts) > 1 else "the host",
+                                 "\n".join("  - " + line for line in problems)))
             return result
         result.update(changed=False, checked=args["roles"] + (["audit"] if args["audit"] else []))
         if args["all_hosts"]:
@@ -90,53 +97,77 @@ class ActionModule(ActionBase):
 
     def _problems(self, args, host_vars, templar):
         """One host's problems: each role's variables by the role's spec, then (with ``audit``) the audit's; a
-        variable whose template fails is a problem of its own (naming it), not the end of the check."""
-        problems = []
+        variable whose template fails is a problem of its own (naming it), not the end of the check. The value of a
+        vaulted variable, or of an option the spec marks no_log, is never shown (Ansible's validator quotes values)."""
+        problems, secrets = [], []
         for role in args["roles"]:
             options = role_spec(role)
-            defined, failed = _templated(templar, host_vars, [name for name in options if name in host_vars])
+            defined, failed, hidden = _templated(templar, host_vars, [name for name in options if name in host_vars])
+            secrets += hidden + [str(defined[name]) for name in defined if options[name].get("no_log")]
             checked = ArgumentSpecValidator(_spec_only(options)).validate(defined)
             problems += ["%s (role metnos.sandbox.%s)" % (msg, role) for msg in failed + checked.error_messages]
         if args["audit"]:
-            values, failed = _audit_vars(host_vars, templar)
+            values, failed, hidden = _audit_vars(host_vars, templar)
+            secrets += hidden
             problems += failed + audit_vars.problems(values, os.getcwd())
-        return problems
+        return [_redacted(line, secrets) for line in problems]
 
     def _every_host(self, task_vars):
-        """(name, variables, templar) for each host of the play, its variables as Ansible gives them to this task
-        on that host (play, inventory, extra vars: VariableManager.get_vars, the host list given once, not
-        recomputed per host); the host this task runs for with its own."""
+        """(name, variables, templar) for each host of this batch (the whole play's hosts but with serial: each host
+        judged once, in its own batch), its variables as Ansible gives them to this task on that host (play,
+        inventory, extra vars: VariableManager.get_vars, the host lists given once, not recomputed per host); the
+        host this task runs for with its own."""
         hostvars = task_vars.get("hostvars")
         manager, inventory = getattr(hostvars, "_variable_manager", None), getattr(hostvars, "_inventory", None)
         if manager is None or inventory is None:
             raise AnsibleActionFail("metnos_role_vars: all_hosts needs ansible-core's hostvars (2.21 or later)")
-        names = list(task_vars.get("ansible_play_hosts_all") or [task_vars.get("inventory_hostname")])
-        batch = list(task_vars.get("ansible_play_batch") or names)
+        every = list(task_vars.get("ansible_play_hosts_all") or [task_vars.get("inventory_hostname")])
+        batch = list(task_vars.get("ansible_play_batch") or every)
         play, me = self._task.get_play(), task_vars.get("inventory_hostname")
-        for name in names:
+        for name in batch:
             if name == me:
                 yield name, task_vars, self._templar
                 continue
             host_vars = manager.get_vars(play=play, host=inventory.get_host(name), task=self._task,
-                                         _hosts=batch, _hosts_all=names)
+                                         _hosts=batch, _hosts_all=every)
             yield name, host_vars, self._templar.copy_with_new_env(available_variables=host_vars)
 
 
 def _audit_vars(host_vars, templar):
-    """The metnos_audit_* variables the host defines, templated (an -e value is a string), and the problems."""
-    return _templated(templar, host_vars, [name for name in host_vars if name.startswith(audit_vars.PREFIX)])
+    """The metnos_audit_* variables the host defines, templated (an -e value is a string): _templated's answer."""
+    return _templated(templar, host_vars, [name for name in host_vars
+                                           if isinstance(name, str) and name.startswith(audit_vars.PREFIX)])
 
 
 def _templated(templar, host_vars, names):
-    """``names`` of ``host_vars`` templated as the builtin types, and a line for each whose template fails (its
-    error's first line, never the value: ``'x' is undefined`` said of the variable, not of the task)."""
-    values, failed = {}, []
+    """``names`` of ``host_vars`` templated as the builtin types; a line for each whose template fails (its error's
+    first line, never the value: ``'x' is undefined`` said of the variable, not of the task); and the text of each
+    vaulted value (to keep out of every line)."""
+    values, failed, secrets = {}, [], []
     for name in names:
         try:
             values[name] = templar.template(host_vars[name])
         except AnsibleError as exc:
             failed.append("%s: its template fails: %s" % (name, (str(exc).splitlines() or [""])[0][:300]))
-    return spec.plain(values), failed
+            continue
+        if any(VaultHelper.get_ciphertext(value, with_tags=False) is not None
+               for value in (host_vars[name], values[name])):
+            secrets.append(str(values[name]))
+    return spec.plain(values), failed, secrets
+
+
+def _redacted(line, secrets):
+    """``line`` with every secret's text (at least 3 characters: a shorter one would blank ordinary words) replaced."""
+    for secret in secrets:
+        if len(secret) >= 3:
+            line = line.replace(secret, "(a vaulted or no_log value, not shown)")
+    return line
+
+
+def _bounded(line, limit=600):
+    """A problem line of at most ``limit`` characters (Ansible's validator quotes the whole value: a list of 20,000
+    items made a line of 129 KB)."""
+    return line if len(line) <= limit else line[:limit] + "... (%d characters more)" % (len(line) - limit)
 
 
 def _on_hosts(names, among):

@@ -20,6 +20,8 @@ description:
     returns (~6 KB) when the role starts, after the roles before it already ran.
   - A variable whose template fails (an undefined name in it) is a problem line of its own naming the variable and
     Ansible's error, not the failure of the whole task.
+  - The value of a vaulted variable (or of an option its spec marks no_log) is never shown; a line is cut at 600
+    characters.
   - playbooks/site.yml runs it first (pre_tasks) for both roles; put it first in your own playbooks the same way.
 options:
   roles:
@@ -41,6 +43,8 @@ options:
       - Validate the variables of every host of the play (C(ansible_play_hosts_all)), each as Ansible gives them
         to that host's tasks, in one run of the action - for a task with C(run_once) (and C(any_errors_fatal), so
         that a refusal stops every host). A problem several hosts share is one line naming them (or "every host").
+      - Refused without C(run_once) (every host would judge every host again). With C(serial), each batch judges its
+        own hosts, with that batch's variables (C(ansible_play_batch)).
       - playbooks/audit.yml runs it this way - one task on the controller for the whole fleet, not one per host
         (~27 ms of the controller's CPU per host, measured with benchmarks/bench-audit.py).
       - Without it only the host the task runs for is judged (playbooks/site.yml, where each host runs its own task).

@@ -145,3 +145,72 @@ def test_each_roles_spec_is_read_once_per_run_and_every_host_is_still_judged(tmp
              if "meta/argument_specs.yml" in line and " = -1 " not in line]
     for role in ("bwrap_host", "metnos_sandbox"):
         assert len([line for line in opens if "/%s/meta/argument_specs.yml" % role in line]) == 1, opens
+
+
+VAULT_PASSWORD = "metnos-test-vault-password"
+EVERY_HOST_CHECK = {"name": "Validate", "metnos.sandbox.metnos_role_vars": {
+    "roles": ["metnos_sandbox"], "audit": True, "all_hosts": True}, "run_once": True, "any_errors_fatal": True}
+
+# (id, {host number: its variables} for hosts h0..h4, the play's own keys, the task's keys, what the output says,
+#  what it never says) - the attack on all_hosts (defects found by a review of the first version).
+ALL_HOSTS_CASES = [
+    ("serial: each host in its own batch, with its own batch's variables",
+     {4: {"metnos_sandbox_unit_scope": "{{ ansible_play_batch | join(',') }}"}}, {"serial": 2}, {},
+     ["got: h4 (role metnos.sandbox.metnos_sandbox)", "nothing was done on this batch's hosts (serial"],
+     ["got: h0,h1", "got: h4,"]),
+    ("without run_once: refused, naming run_once",
+     {4: {"metnos_sandbox_unit_scope": "bad4"}}, {}, {"run_once": False},
+     ["all_hosts needs run_once: true on its task"], ["bad4"]),
+    ("a variable named by a number: the other hosts' problems still told",
+     {0: {"metnos_sandbox_unit_scope": "bad0"}, 2: {1: "foo"}}, {}, {},
+     ["got: bad0 (role metnos.sandbox.metnos_sandbox) (host h0)"], ["startswith", "Traceback"]),
+    ("a vaulted value is never shown",
+     {1: {"metnos_sandbox_unit_scope": "VAULTED"}, 3: {"metnos_sandbox_unit_scope": "{{ secret_scope }}",
+                                                       "secret_scope": "VAULTED"}}, {}, {},
+     ["value of metnos_sandbox_unit_scope must be one of: system, user, got: (a vaulted or no_log value, not shown)"
+      " (role metnos.sandbox.metnos_sandbox) (hosts h1, h3)"], ["sekrit-scope"]),
+    ("a huge value is cut",
+     {2: {"metnos_sandbox_unit_scope": ["item-%05d" % n for n in range(5000)]}}, {}, {},
+     ["characters more) (host h2)"], ["item-04999"]),
+]
+
+
+def _vaulted(tmp_path, text):
+    """``text`` as Ansible's vault writes it (ansible-vault encrypt_string, the test's password file)."""
+    password = tmp_path / "vault-password"
+    password.write_text(VAULT_PASSWORD)
+    done = subprocess.run([ansible_tool("ansible-vault"), "encrypt_string", "--vault-password-file", str(password),
+                           text], capture_output=True, text=True, cwd=ROOT, env=ansible_env(), check=True)
+    return done.stdout.split("!vault |", 1)[1]
+
+
+@pytest.mark.parametrize("hosts,play,task,says,never", [case[1:] for case in ALL_HOSTS_CASES],
+                         ids=[case[0] for case in ALL_HOSTS_CASES])
+def test_all_hosts_judges_each_host_once_as_its_tasks_see_it(tmp_path, hosts, play, task, says, never):
+    """all_hosts under attack: serial (each host judged once, in its own batch, with that batch's variables),
+    without run_once (refused: every host would judge every host), a variable whose name is a number (one host's
+    odd key does not hide the others' problems), a vaulted value (never printed, directly or through a template),
+    a value of 5,000 items (the line is cut)."""
+    lines = ["all:", "  hosts:"]
+    vault = _vaulted(tmp_path, "sekrit-scope")
+    for number in range(5):
+        lines.append("    h%d:" % number)
+        lines.append("      ansible_connection: local")
+        lines.append("      ansible_python_interpreter: %s" % sys.executable)
+        for name, value in hosts.get(number, {}).items():
+            lines.append(("      %s: !vault |%s" % (name, vault.replace("\n", "\n    "))) if value == "VAULTED"
+                         else "      %s: %s" % (name, json.dumps(value)))
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text("\n".join(lines) + "\n")
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(json.dumps([dict({"hosts": "all", "gather_facts": False,
+                                          "tasks": [dict(EVERY_HOST_CHECK, **task)]}, **play)]))
+    proc = run_playbook(str(playbook), "-i", str(inventory), "-f", "5", "--vault-password-file",
+                        str(tmp_path / "vault-password"))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-3000:]
+    for text in says:
+        assert text in out, (text, out[-3000:])
+    for text in never:
+        assert text not in out, (text, out[-3000:])
+    assert len(out) < 20000, len(out)
