@@ -31,7 +31,10 @@ ONE_FILE = {
 }
 # (module, what it imports inside a function): the exceptions docs/architecture.md names.
 INNER_IMPORTS = {("probe/blame.py", ".blame_trials"),      # a real cycle: blame_trials imports blame's types
-                 ("profile/reader.py", "yaml")}             # an optional dependency, for YAML text only
+                 ("profile/reader.py", "yaml"),             # an optional dependency, for YAML text only
+                 # the host's payload imports these only when it needs them (issue 52's cost; the comment where each
+                 # is made says what it saves): a %-escaped D-Bus address, an unknown network word
+                 ("profile/bus_proxy.py", "urllib.parse"), ("profile/model.py", "difflib")}
 # A script's own imports (its text runs in another interpreter; importing the module for its text loads nothing).
 INNER_IMPORTS |= {("probe/device_script.py", name) for name in ("ctypes", "json", "os", "signal", "socket", "sys",
                                                                  "time")}
