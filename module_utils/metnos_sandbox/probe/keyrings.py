@@ -194,6 +194,16 @@ def _starter(sc: Scene) -> t.Tuple[Json, str]:
     return sc.host.get("keyrings") or {}, "the probe itself"
 
 
+def _unasked() -> t.Optional[Json]:
+    """The evidence when keys cannot be described from outside (the probe's own keyctl killed by its seccomp filter,
+    or failing); None when they can (invocation_evidence and visible_evidence ask first)."""
+    probe = own()
+    if "killed" in probe or "error" in probe:
+        return {"error": "keyctl not asked outside: the probe's own keyctl %s" % (
+            "was killed by its seccomp filter" if "killed" in probe else probe["error"])}
+    return None
+
+
 def invocation_evidence(mine: t.Any, unit: t.Optional[str]) -> t.Optional[Json]:
     """In a unit, from outside: each key the payload names invocation_id (serial: type, owner uid, whether its
     content is the unit's InvocationID; the content itself never kept or reported) and the unit's InvocationID as
@@ -203,10 +213,9 @@ def invocation_evidence(mine: t.Any, unit: t.Optional[str]) -> t.Optional[Json]:
                and isinstance(row[1], int)] if unit else []
     if not serials:
         return None
-    probe = own()
-    if "killed" in probe or "error" in probe:
-        return {"error": "keyctl not asked outside: the probe's own keyctl %s" % (
-            "was killed by its seccomp filter" if "killed" in probe else probe["error"])}
+    unasked = _unasked()
+    if unasked is not None:
+        return unasked
     unit_id = _unit_invocation(str(unit))
     return {"unit": unit, "keys": dict((str(serial), _outside_key(serial, {unit_id: str(unit)}))
                                        for serial in serials[:4])}
@@ -331,10 +340,9 @@ def visible_evidence(mine: t.Any, unit: t.Optional[str]) -> t.Optional[Json]:
     serials = [row[0] for row in _others(mine) if row[1] == "user"][:DESCRIBED_MAX]
     if not serials:
         return None
-    probe = own()
-    if "killed" in probe or "error" in probe:
-        return {"error": "keyctl not asked outside: the probe's own keyctl %s" % (
-            "was killed by its seccomp filter" if "killed" in probe else probe["error"])}
+    unasked = _unasked()
+    if unasked is not None:
+        return unasked
     published = published_invocations()
     if isinstance(published, str):
         return {"error": "systemd's invocation IDs not read: %s" % published}
