@@ -16,7 +16,7 @@ import tempfile
 import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import run_as
-from helpers import keyrings_real, real_user
+from helpers import forked, keyrings_real, real_user
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("useradd"), reason="needs root and useradd")
 
@@ -35,7 +35,7 @@ def _in_root_session(script, user):
         called = run_as.call(user.uid, user.gid, keyrings_real.stolen_bytes, None)
         return {"plain": plain.stdout.decode(), "run": [ran.rc, ran.stdout.decode(), ran.stderr.decode()],
                 "call": called.decode(), "root": keyrings_real.stolen()}
-    return keyrings_real.answer_of_child(read_as_user)
+    return forked.answer_of_child(read_as_user)
 
 
 def _planted_helper():

@@ -21,7 +21,7 @@ from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.prob
     runners,
     witness,
 )
-from helpers import keyrings_real
+from helpers import forked
 
 MOUNTINFO = """\
 300 200 0:90 /newroot / rw,nosuid,nodev,relatime - tmpfs tmpfs rw
@@ -770,22 +770,21 @@ def test_the_outside_reads_a_key_named_invocation_id_without_keeping_its_content
     libc.syscall.restype = ctypes.c_long
     if os.uname()[4] != "x86_64":
         pytest.skip("x86_64 system call numbers")
-    pid = os.fork()
-    if pid == 0:        # a child of its own: a new session keyring, never this process's
-        code = 3
-        try:
-            libc.syscall(250, 1, None)                                   # KEYCTL_JOIN_SESSION_KEYRING (anonymous)
-            key = libc.syscall(248, b"user", b"invocation_id", b"planted-secret", 14, ctypes.c_int(-3))
-            if key > 0:
-                got = keyrings.invocation_evidence({"keys": [["session", key, "user", "0", "0", "3f010000",
-                                                              "invocation_id"]]}, "metnos-none.service")
-                entry = got["keys"][str(key)]
-                code = 0 if entry["description"] == "invocation_id" and entry["type"] == "user" and \
-                    entry["content"] == "differs (14 bytes)" and "planted-secret" not in repr(got) and \
-                    keyrings.why_not_systemds(key, got) else 1
-        finally:
-            os._exit(code)
-    assert os.waitpid(pid, 0)[1] == 0
+
+    def plant_and_read():       # in a child of its own: a new session keyring, never this process's
+        libc.syscall(250, 1, None)                                       # KEYCTL_JOIN_SESSION_KEYRING (anonymous)
+        key = libc.syscall(248, b"user", b"invocation_id", b"planted-secret", 14, ctypes.c_int(-3))
+        if key <= 0:
+            return {"key": key}
+        got = keyrings.invocation_evidence({"keys": [["session", key, "user", "0", "0", "3f010000",
+                                                      "invocation_id"]]}, "metnos-none.service")
+        return {"key": key, "got": got, "why": keyrings.why_not_systemds(key, got)}
+    answer = forked.answer_of_child(plant_and_read)
+    assert answer["key"] > 0, answer
+    entry = answer["got"]["keys"][str(answer["key"])]
+    assert entry["description"] == "invocation_id" and entry["type"] == "user", answer
+    assert entry["content"] == "differs (14 bytes)" and "planted-secret" not in repr(answer["got"]), answer
+    assert answer["why"], answer
 
 
 # (name, the payload's keyrings changed to, the codes the verdict carries); the probe's are user 400, user-session 401
@@ -889,7 +888,7 @@ def _plant_keys_and_read(folder, planted):
         got = keyrings.visible_evidence({"session": 1, "user": 2, "user_session": 3, "keys": [],
                                          "visible": rows}, "metnos-probe-x.service")
         return {"rows": rows, "got": got}
-    return keyrings_real.answer_of_child(plant_and_read)
+    return forked.answer_of_child(plant_and_read)
 
 
 def test_published_invocation_ids_are_read_from_a_folder_only_root_can_change(tmp_path):
@@ -942,20 +941,18 @@ def test_the_payloads_list_of_visible_keys_says_when_it_is_cut():
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
     for count, cut in ((10, False), (70, True)):
-        pid = os.fork()
-        if pid == 0:
-            code = 3
-            try:
-                libc.syscall(250, 1, None)                               # KEYCTL_JOIN_SESSION_KEYRING (anonymous)
-                keys = [libc.syscall(248, b"user", b"k%d" % n, b"v", 1, ctypes.c_int(-3)) for n in range(count)]
-                rows = payload_script.visible_keys()
-                listed = [row[0] for row in rows if isinstance(row[0], int)]
-                ok = set(keys) <= set(listed) if not cut else (
-                    rows[-1][0] == "error:truncated" and rows[-1][1] >= 70 and len(listed) == 64)
-                code = 0 if all(k > 0 for k in keys) and ok else 1
-            finally:
-                os._exit(code)
-        assert os.waitpid(pid, 0)[1] == 0, (count, cut)
+        def add_and_list(count=count):      # in a child with a session keyring of its own
+            libc.syscall(250, 1, None)                                   # KEYCTL_JOIN_SESSION_KEYRING (anonymous)
+            keys = [libc.syscall(248, b"user", b"k%d" % n, b"v", 1, ctypes.c_int(-3)) for n in range(count)]
+            return {"keys": keys, "rows": payload_script.visible_keys()}
+        answer = forked.answer_of_child(add_and_list)
+        keys, rows = answer["keys"], answer["rows"]
+        listed = [row[0] for row in rows if isinstance(row[0], int)]
+        assert all(k > 0 for k in keys), (count, cut, keys)
+        if cut:
+            assert rows[-1][0] == "error:truncated" and rows[-1][1] >= 70 and len(listed) == 64, (count, rows[-3:])
+        else:
+            assert set(keys) <= set(listed), (count, keys, listed)
 
 
 def test_keyrings_of_the_host_user_namespace_are_shared():

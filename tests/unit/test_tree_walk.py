@@ -2,7 +2,6 @@
 nothing of the core), on real trees: a folder swapped for a symbolic link, or vanished, between its listing and
 its open stops the walk as "changed" (deterministic here: the walker is a generator, the swap is made between
 the entry it yields and the open that follows); the bounds; the source of the two copies equal."""
-import ast
 import inspect
 import os
 import shutil
@@ -15,6 +14,7 @@ import pytest
 
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.base import tree_walk
 from ansible_collections.metnos.sandbox.plugins.module_utils.metnos_sandbox.profile import channels, descriptors
+from helpers import forked
 
 
 @pytest.fixture()
@@ -182,27 +182,15 @@ def test_special_only_stops_on_a_folder_swapped_or_vanished_after_its_listing(to
 def _walk_in_own_mounts(top, mounted):
     """In a child in a mount namespace of its own: ``mounted`` (a folder holding a socket) bind-mounted on top/sub
     (a mount point: its listing shows the covered folder's inode, so the fast proof fails and the lstat one is
-    used), then both walks; the child's answer on a pipe."""
-    reader, writer = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            os.close(reader)
-            os.unshare(os.CLONE_NEWNS)
-            subprocess.run(["mount", "--make-rprivate", "/"], check=True)
-            subprocess.run(["mount", "--bind", mounted, os.path.join(top, "sub")], check=True)
-            answer = [sorted(p for p, _i in tree_walk.tree(top, [100], special_only=True)), _full(top),
-                      sorted(descriptors.channels_below([top]))]
-            os.write(writer, repr(answer).encode())
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(writer)
-    with os.fdopen(reader) as handle:
-        answer = handle.read()
-    assert os.waitpid(pid, 0)[1] == 0, answer
-    return ast.literal_eval(answer)
+    used), then both walks (and the launcher's); the child's answer (forked.answer_of_child)."""
+
+    def walk_over_the_mount():
+        os.unshare(os.CLONE_NEWNS)
+        subprocess.run(["mount", "--make-rprivate", "/"], check=True)
+        subprocess.run(["mount", "--bind", mounted, os.path.join(top, "sub")], check=True)
+        return [sorted(p for p, _i in tree_walk.tree(top, [100], special_only=True)), _full(top),
+                sorted(descriptors.channels_below([top]))]
+    return forked.answer_of_child(walk_over_the_mount)
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not hasattr(os, "unshare"), reason="a mount namespace needs root")
